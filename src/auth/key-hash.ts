@@ -1,0 +1,21 @@
+// API key hashing: the config stores only `sha256:<hex>` of a key. Keys are long random strings, so a
+// fast hash is enough (no dictionary to guess from); comparison is constant-time.
+
+import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
+
+export const KEY_PREFIX = 'gh_';
+
+export function hashKey(key: string): string {
+  return 'sha256:' + createHash('sha256').update(key, 'utf8').digest('hex');
+}
+
+/** A new key: 32 random bytes, base64url, with a prefix that secret scanners can recognise. */
+export function generateKey(): string {
+  return KEY_PREFIX + randomBytes(32).toString('base64url');
+}
+
+export function keyMatches(key: string, storedHash: string): boolean {
+  const a = Buffer.from(hashKey(key));
+  const b = Buffer.from(storedHash);
+  return a.length === b.length && timingSafeEqual(a, b);
+}

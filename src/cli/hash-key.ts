@@ -1,0 +1,29 @@
+// `gatehouse hash-key`: prints the hash to store in auth.apiKeys.
+
+import { generateKey, hashKey } from '../auth/key-hash.js';
+import { HASH_KEY_HELP } from './help.js';
+import type { CommandIO } from './io.js';
+
+export async function hashKeyCommand(args: string[], io: CommandIO): Promise<number> {
+  if (args.includes('--help') || args.includes('-h')) {
+    io.out(HASH_KEY_HELP);
+    return 0;
+  }
+  if (args.length > 1) {
+    io.err('hash-key takes at most one argument (the key, or "-" to read it from stdin)\n');
+    return 2;
+  }
+  const arg = args[0];
+  if (arg === undefined) {
+    const key = generateKey();
+    io.out(`key:  ${key}\nhash: ${hashKey(key)}\n`);
+    return 0;
+  }
+  const key = arg === '-' ? (await io.readStdin()).replace(/\r?\n$/, '') : arg;
+  if (key.length < 16) {
+    io.err('refusing to hash a key shorter than 16 characters: use a long random key (run hash-key with no argument)\n');
+    return 1;
+  }
+  io.out(hashKey(key) + '\n');
+  return 0;
+}

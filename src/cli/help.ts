@@ -1,0 +1,45 @@
+// Help texts, one per command, kept together so `--help` output reads as one manual.
+
+export const MAIN_HELP = `gatehouse: an MCP gateway in front of MCP servers you did not write
+
+Usage:
+  gatehouse serve [--config FILE]                  run with a config file
+  gatehouse serve --upstream URL | --stdio "CMD"   run in front of one server, no file needed
+  gatehouse check-config FILE                      validate a config file
+  gatehouse hash-key [KEY | -]                     hash an API key for auth.apiKeys
+
+Options:
+  -h, --help       show help (also after any command)
+  -v, --version    print the version
+
+Docs: README.md and docs/configuration.md
+`;
+
+export const SERVE_HELP = `Usage: gatehouse serve [options]
+
+Runs the gateway. With --config (or GATEHOUSE_CONFIG, or ./gatehouse.yaml) it reads a config file;
+with --upstream or --stdio it runs in front of one server with defaults (anonymous, loopback only).
+
+Options:
+  -c, --config FILE     config file (YAML)
+      --upstream URL    a Streamable HTTP MCP server, e.g. http://127.0.0.1:3001/mcp
+      --stdio "CMD"     a stdio MCP server to spawn, e.g. "npx -y @modelcontextprotocol/server-everything"
+      --host HOST       interface to listen on (default 127.0.0.1)
+      --port N          port to listen on (default 8080; 0 picks a free one)
+      --path PATH       path of the MCP endpoint (default /mcp)
+      --log-level L     debug | info | warn | error
+  -h, --help            show this help
+`;
+
+export const CHECK_CONFIG_HELP = `Usage: gatehouse check-config FILE
+
+Validates FILE against the config schema, with interpolation. Prints every problem as
+FILE:LINE:COLUMN KEY.PATH: MESSAGE and exits 1; prints "FILE: ok" and exits 0 when valid.
+`;
+
+export const HASH_KEY_HELP = `Usage: gatehouse hash-key [KEY | -]
+
+Prints the hash of an API key, for the "hash" field of auth.apiKeys. With "-" the key is read from
+standard input (keeps it out of shell history). With no argument a new random key is generated and
+both the key and its hash are printed: give the key to the client, put only the hash in the config.
+`;

@@ -1,0 +1,114 @@
+// `gatehouse serve`: builds the config (from a file or from flags), starts the gateway, prints how to
+// connect, and shuts down cleanly on SIGTERM/SIGINT.
+
+import { parseArgs } from 'node:util';
+import { ConfigError, loadConfigFile, validateConfigObject } from '../config/load.js';
+import type { GatehouseConfig, LogLevel } from '../config/types.js';
+import { createGateway } from '../gateway.js';
+import { createLogger } from '../log/logger.js';
+import { SERVE_HELP } from './help.js';
+import type { CommandIO } from './io.js';
+import { splitCommand } from './split-command.js';
+
+const OPTIONS = {
+  config: { type: 'string', short: 'c' },
+  upstream: { type: 'string' },
+  stdio: { type: 'string' },
+  host: { type: 'string' },
+  port: { type: 'string' },
+  path: { type: 'string' },
+  'log-level': { type: 'string' },
+  help: { type: 'boolean', short: 'h' },
+} as const;
+
+type ServeFlags = ReturnType<typeof parseArgs<{ options: typeof OPTIONS; strict: true }>>['values'];
+
+export async function serveCommand(args: string[], io: CommandIO): Promise<number> {
+  let flags: ServeFlags;
+  try {
+    flags = parseArgs({ args, options: OPTIONS, strict: true, allowPositionals: false }).values;
+  } catch (err) {
+    io.err(`${(err as Error).message}\n\n${SERVE_HELP}`);
+    return 2;
+  }
+  if (flags.help) {
+    io.out(SERVE_HELP);
+    return 0;
+  }
+  let config: GatehouseConfig;
+  try {
+    config = await buildConfig(flags, io);
+  } catch (err) {
+    io.err((err instanceof ConfigError ? err.message : `error: ${(err as Error).message}`) + '\n');
+    return 1;
+  }
+  const log = createLogger(config.log.level);
+  let gateway;
+  try {
+    gateway = createGateway(config, log);
+  } catch (err) {
+    io.err(`${(err as Error).message}\n`);
+    return 1;
+  }
+  let url: string;
+  try {
+    url = await gateway.listen();
+  } catch (err) {
+    io.err(`cannot listen on ${config.listen.host}:${config.listen.port}: ${(err as Error).message}\n`);
+    await gateway.close();
+    return 1;
+  }
+  log.info('gatehouse listening', { url, upstream: config.upstreams[0]!.name });
+  io.out(connectBanner(url));
+  return new Promise<number>((resolve) => {
+    const stop = (signal: string): void => {
+      log.info('signal received', { signal });
+      void gateway.close().then(() => resolve(0));
+    };
+    process.once('SIGTERM', () => stop('SIGTERM'));
+    process.once('SIGINT', () => stop('SIGINT'));
+  });
+}
+
+async function buildConfig(flags: ServeFlags, io: CommandIO): Promise<GatehouseConfig> {
+  if (flags.upstream !== undefined && flags.stdio !== undefined) throw new Error('use either --upstream or --stdio, not both');
+  if (flags.config !== undefined && (flags.upstream !== undefined || flags.stdio !== undefined)) {
+    throw new Error('use either --config or --upstream/--stdio, not both');
+  }
+  const listenOverrides: Record<string, unknown> = {};
+  if (flags.host !== undefined) listenOverrides.host = flags.host;
+  if (flags.port !== undefined) {
+    if (!/^\d+$/.test(flags.port)) throw new Error(`--port must be a number, got "${flags.port}"`);
+    listenOverrides.port = Number(flags.port);
+  }
+  if (flags.path !== undefined) listenOverrides.path = flags.path;
+  const logOverride = flags['log-level'] !== undefined ? { level: flags['log-level'] as LogLevel } : undefined;
+
+  if (flags.upstream !== undefined || flags.stdio !== undefined) {
+    const upstream = flags.upstream !== undefined ? { name: 'upstream', url: flags.upstream } : { name: 'upstream', command: splitCommand(flags.stdio!) };
+    return validateConfigObject(
+      { listen: listenOverrides, upstreams: [upstream], auth: { anonymous: true }, ...(logOverride ? { log: logOverride } : {}) },
+      'command line',
+    );
+  }
+  const file = flags.config ?? io.env.GATEHOUSE_CONFIG ?? 'gatehouse.yaml';
+  const config = await loadConfigFile(file, io.env);
+  if (Object.keys(listenOverrides).length === 0 && !logOverride) return config;
+  // Flags override the file; the result is validated again so a bad flag is reported like a bad key.
+  return validateConfigObject({ ...config, listen: { ...config.listen, ...listenOverrides }, log: logOverride ?? config.log }, 'command line');
+}
+
+function connectBanner(url: string): string {
+  const init = JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'initialize', params: { protocolVersion: '2025-11-25', capabilities: {}, clientInfo: { name: 'curl', version: '0' } } });
+  return [
+    '',
+    `Gatehouse is serving MCP at ${url}`,
+    '',
+    'Try it:',
+    `  curl -s ${url} -H 'content-type: application/json' -H 'accept: application/json, text/event-stream' \\`,
+    `    -d '${init}'`,
+    'Connect Claude Code:',
+    `  claude mcp add --transport http gatehouse ${url}`,
+    '',
+  ].join('\n');
+}

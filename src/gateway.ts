@@ -1,0 +1,88 @@
+// The composition root: builds a running gateway from a validated config. It is the only module that
+// knows every part; everything else receives what it needs.
+
+import type { AddressInfo } from 'node:net';
+import { isStdioUpstream, type GatehouseConfig, type UpstreamConfig } from './config/types.js';
+import { createEdge, type Edge } from './edge/server.js';
+import type { Logger } from './log/logger.js';
+import { HttpUpstream } from './upstream/http.js';
+import { StdioUpstream } from './upstream/stdio-sessions.js';
+import type { Upstream } from './upstream/upstream.js';
+
+export interface Gateway {
+  /** Starts listening; resolves with the MCP endpoint URL once the port is bound. */
+  listen(): Promise<string>;
+  /** Stops accepting, drains in-flight requests for up to `shutdown.graceMs`, then stops upstreams. */
+  close(): Promise<void>;
+  readonly edge: Edge;
+}
+
+/** Problems that make a config unusable by this build, reported before anything starts. */
+export function unsupportedFeatures(config: GatehouseConfig): string[] {
+  const problems: string[] = [];
+  if (config.upstreams.length > 1) problems.push('upstreams: more than one upstream is not supported yet (aggregation is planned)');
+  if (config.auth.apiKeys.length > 0) problems.push('auth.apiKeys: API keys are not supported yet');
+  if (config.auth.oauth !== undefined) problems.push('auth.oauth: OAuth is not supported yet');
+  if (!config.auth.anonymous) problems.push('auth: no authentication method is available in this build; set auth.anonymous: true (loopback only)');
+  if (config.auth.anonymous && !isLoopback(config.listen.host)) {
+    problems.push(`auth.anonymous: anonymous access is allowed only on a loopback listener, not on "${config.listen.host}"`);
+  }
+  if (config.policy.rules.length > 0) problems.push('policy.rules: the policy engine is not supported yet');
+  if (config.metrics.enabled) problems.push('metrics.enabled: metrics are not supported yet');
+  if (config.admin.enabled) problems.push('admin.enabled: the admin API is not supported yet');
+  return problems;
+}
+
+export function isLoopback(host: string): boolean {
+  return host === 'localhost' || host === '::1' || host === '[::1]' || /^127(\.\d{1,3}){3}$/.test(host);
+}
+
+export function createGateway(config: GatehouseConfig, log: Logger): Gateway {
+  const problems = unsupportedFeatures(config);
+  if (problems.length > 0) throw new Error(`This configuration cannot be served:\n  ${problems.join('\n  ')}`);
+  const upstream = createUpstream(config.upstreams[0]!, log);
+  if (config.auth.anonymous) log.warn('authentication is off: anonymous access on a loopback listener', { host: config.listen.host });
+
+  const edge = createEdge(
+    config.listen,
+    {
+      mcp: (ex) => upstream.handle(ex),
+      readiness: async () => ({ [upstream.name]: await upstream.ready() }),
+    },
+    log,
+  );
+
+  let closing: Promise<void> | undefined;
+  return {
+    edge,
+    listen() {
+      return new Promise((resolve, reject) => {
+        edge.server.once('error', reject);
+        edge.server.listen(config.listen.port, config.listen.host, () => {
+          edge.server.off('error', reject);
+          const { port } = edge.server.address() as AddressInfo;
+          const host = config.listen.host.includes(':') ? `[${config.listen.host}]` : config.listen.host;
+          resolve(`http://${host}:${port}${config.listen.path}`);
+        });
+      });
+    },
+    close() {
+      closing ??= (async () => {
+        log.info('shutting down: draining in-flight requests', { inFlight: edge.inFlight, graceMs: config.shutdown.graceMs });
+        edge.startDraining();
+        const serverClosed = new Promise<void>((r) => edge.server.close(() => r()));
+        const drained = await edge.drained(config.shutdown.graceMs);
+        if (!drained) log.warn('grace period over; closing the requests still in flight', { inFlight: edge.inFlight });
+        edge.server.closeAllConnections();
+        await serverClosed;
+        await upstream.close();
+        log.info('stopped');
+      })();
+      return closing;
+    },
+  };
+}
+
+function createUpstream(config: UpstreamConfig, log: Logger): Upstream {
+  return isStdioUpstream(config) ? new StdioUpstream(config, log) : new HttpUpstream(config, log);
+}

@@ -1,0 +1,49 @@
+#!/usr/bin/env node
+// Process entry: picks the command and exits with its status. Commands do the work.
+
+import { readFileSync } from 'node:fs';
+import { checkConfigCommand } from './cli/check-config.js';
+import { hashKeyCommand } from './cli/hash-key.js';
+import { MAIN_HELP } from './cli/help.js';
+import { processIO } from './cli/io.js';
+import { serveCommand } from './cli/serve.js';
+
+function version(): string {
+  const pkg = JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8')) as { version: string };
+  return pkg.version;
+}
+
+async function main(argv: string[]): Promise<number> {
+  const [command, ...rest] = argv;
+  switch (command) {
+    case 'serve':
+      return serveCommand(rest, processIO);
+    case 'check-config':
+      return checkConfigCommand(rest, processIO);
+    case 'hash-key':
+      return hashKeyCommand(rest, processIO);
+    case '--version':
+    case '-v':
+      processIO.out(`gatehouse ${version()}\n`);
+      return 0;
+    case undefined:
+    case '--help':
+    case '-h':
+    case 'help':
+      processIO.out(MAIN_HELP);
+      return 0;
+    default:
+      processIO.err(`unknown command "${command}"\n\n${MAIN_HELP}`);
+      return 2;
+  }
+}
+
+main(process.argv.slice(2)).then(
+  (code) => {
+    process.exitCode = code;
+  },
+  (err: unknown) => {
+    process.stderr.write(`gatehouse: ${(err as Error).stack ?? String(err)}\n`);
+    process.exitCode = 1;
+  },
+);

@@ -1,0 +1,102 @@
+// JSON-RPC 2.0 framing: the message shapes, one-pass classification of a parsed body, and error codes.
+// Nothing here does I/O; the edge parses a body once and hands the result around.
+
+export type JsonRpcId = string | number;
+
+export interface JsonRpcRequest {
+  jsonrpc: '2.0';
+  id: JsonRpcId;
+  method: string;
+  params?: Record<string, unknown>;
+}
+export interface JsonRpcNotification {
+  jsonrpc: '2.0';
+  method: string;
+  params?: Record<string, unknown>;
+}
+export interface JsonRpcErrorObject {
+  code: number;
+  message: string;
+  data?: unknown;
+}
+export interface JsonRpcResponse {
+  jsonrpc: '2.0';
+  id: JsonRpcId | null;
+  result?: Record<string, unknown>;
+  error?: JsonRpcErrorObject;
+}
+export type JsonRpcMessage = JsonRpcRequest | JsonRpcNotification | JsonRpcResponse;
+
+/** Standard and MCP error codes (shared/spec/schema/2026-07-28/schema.json, DESIGN.md §2). */
+export const ErrorCode = {
+  ParseError: -32700,
+  InvalidRequest: -32600,
+  MethodNotFound: -32601,
+  InvalidParams: -32602,
+  InternalError: -32603,
+  /** Legacy session unknown or ended (HTTP 404). */
+  SessionNotFound: -32001,
+  HeaderMismatch: -32020,
+  MissingClientCapability: -32021,
+  UnsupportedProtocolVersion: -32022,
+} as const;
+
+export type MessageKind = 'request' | 'notification' | 'response';
+
+/** What the edge learns from one parse of a POST body. */
+export type Classified =
+  | { ok: true; kind: MessageKind; message: JsonRpcMessage }
+  | { ok: false; code: number; message: string; batch?: boolean };
+
+export function classifyBody(body: Buffer): Classified {
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(body.toString('utf8'));
+  } catch {
+    return { ok: false, code: ErrorCode.ParseError, message: 'Parse error: the body is not valid JSON' };
+  }
+  return classifyMessage(parsed);
+}
+
+export function classifyMessage(parsed: unknown): Classified {
+  if (Array.isArray(parsed)) {
+    return { ok: false, code: ErrorCode.InvalidRequest, message: 'Invalid request: batches are not supported; send one JSON-RPC message per POST', batch: true };
+  }
+  if (parsed === null || typeof parsed !== 'object') {
+    return { ok: false, code: ErrorCode.InvalidRequest, message: 'Invalid request: expected a JSON-RPC object' };
+  }
+  const m = parsed as Record<string, unknown>;
+  if (m.jsonrpc !== '2.0') {
+    return { ok: false, code: ErrorCode.InvalidRequest, message: 'Invalid request: "jsonrpc" must be "2.0"' };
+  }
+  const hasId = 'id' in m;
+  if (typeof m.method === 'string') {
+    if (m.params !== undefined && (m.params === null || typeof m.params !== 'object' || Array.isArray(m.params))) {
+      return { ok: false, code: ErrorCode.InvalidRequest, message: 'Invalid request: "params" must be an object' };
+    }
+    if (!hasId) return { ok: true, kind: 'notification', message: m as unknown as JsonRpcNotification };
+    if (!isValidId(m.id)) {
+      return { ok: false, code: ErrorCode.InvalidRequest, message: 'Invalid request: "id" must be a string or an integer' };
+    }
+    return { ok: true, kind: 'request', message: m as unknown as JsonRpcRequest };
+  }
+  if (hasId && ('result' in m || 'error' in m)) {
+    return { ok: true, kind: 'response', message: m as unknown as JsonRpcResponse };
+  }
+  return { ok: false, code: ErrorCode.InvalidRequest, message: 'Invalid request: not a JSON-RPC request, notification or response' };
+}
+
+function isValidId(id: unknown): id is JsonRpcId {
+  return typeof id === 'string' || (typeof id === 'number' && Number.isInteger(id));
+}
+
+export function errorResponse(id: JsonRpcId | null, code: number, message: string, data?: unknown): JsonRpcResponse {
+  const error: JsonRpcErrorObject = data === undefined ? { code, message } : { code, message, data };
+  return { jsonrpc: '2.0', id, error };
+}
+
+/** The id of a message, when it has one worth echoing in an error. */
+export function idOf(message: JsonRpcMessage | undefined): JsonRpcId | null {
+  if (message && 'id' in message && message.id !== undefined) return message.id;
+  return null;
+}

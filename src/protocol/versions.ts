@@ -1,0 +1,31 @@
+// The protocol version table and era classification (shared/spec/GATEWAY-REQUIREMENTS.md §0, §5).
+
+export const MODERN_VERSIONS = ['2026-07-28'] as const;
+/** Newest first: `initialize` negotiation answers the client's version when listed here. */
+export const LEGACY_VERSIONS = ['2025-11-25', '2025-06-18', '2025-03-26', '2024-11-05'] as const;
+export const SUPPORTED_VERSIONS: readonly string[] = [...MODERN_VERSIONS, ...LEGACY_VERSIONS];
+export const LATEST_LEGACY_VERSION = LEGACY_VERSIONS[0];
+
+/**
+ * A request without `MCP-Protocol-Version` is treated as 2025-03-26
+ * (2025-11-25/basic/transports.mdx §Protocol Version Header).
+ */
+export const DEFAULT_LEGACY_VERSION = '2025-03-26';
+
+export type ClientEra = 'modern' | 'legacy';
+
+export function isModernVersion(v: string | undefined): boolean {
+  return v !== undefined && (MODERN_VERSIONS as readonly string[]).includes(v);
+}
+
+export function isLegacyVersion(v: string | undefined): boolean {
+  return v !== undefined && (LEGACY_VERSIONS as readonly string[]).includes(v);
+}
+
+/**
+ * Legacy `initialize` negotiation (2025-11-25/basic/lifecycle.mdx §Version Negotiation): echo the client's
+ * version when supported, otherwise answer with our latest.
+ */
+export function negotiateLegacyVersion(requested: unknown): string {
+  return typeof requested === 'string' && isLegacyVersion(requested) ? requested : LATEST_LEGACY_VERSION;
+}

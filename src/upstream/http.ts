@@ -1,0 +1,156 @@
+// Streamable HTTP upstream: forwards each exchange through one undici Pool per upstream, keeping the
+// client's bytes and the upstream's stream intact. It owns header filtering in both directions and the
+// mapping of transport failures to clear 502/503/504 answers.
+
+import type { IncomingHttpHeaders, OutgoingHttpHeaders } from 'node:http';
+import { Pool, type Dispatcher } from 'undici';
+import type { HttpUpstreamConfig } from '../config/types.js';
+import { GatewayError, gatewayErrorToWire } from '../errors.js';
+import { sendJson } from '../edge/respond.js';
+import type { Logger } from '../log/logger.js';
+import { idOf, type JsonRpcId } from '../protocol/jsonrpc.js';
+import { relaySse } from './sse-relay.js';
+import { toGatewayError } from './failures.js';
+import { waitForDrain } from '../edge/backpressure.js';
+import type { McpExchange, Upstream } from './upstream.js';
+
+/**
+ * Client headers an upstream may see. Everything else, above all `authorization` and `cookie`, stays at
+ * the gateway: the upstream gets its own credentials from config (2026-07-28 security best practices,
+ * "Token Passthrough").
+ */
+const FORWARDED_REQUEST_HEADERS = new Set([
+  'accept',
+  'content-type',
+  'mcp-session-id',
+  'mcp-protocol-version',
+  'mcp-method',
+  'mcp-name',
+  'last-event-id',
+  'traceparent',
+  'tracestate',
+]);
+
+/** Upstream response headers a client may see; hop-by-hop and upstream auth challenges stay behind. */
+const RETURNED_RESPONSE_HEADERS = new Set(['content-type', 'mcp-session-id', 'mcp-protocol-version', 'cache-control', 'retry-after', 'allow']);
+
+export class HttpUpstream implements Upstream {
+  readonly transport = 'http' as const;
+  readonly name: string;
+  private readonly pool: Pool;
+  private readonly path: string;
+  private readonly configuredHeaders: Record<string, string>;
+  private readonly log: Logger;
+
+  constructor(config: HttpUpstreamConfig, log: Logger) {
+    this.name = config.name;
+    this.log = log.child({ upstream: config.name });
+    const url = new URL(config.url);
+    this.path = url.pathname + url.search;
+    this.configuredHeaders = lowerCaseKeys(config.headers);
+    this.pool = new Pool(url.origin, {
+      connections: config.pool.connections,
+      keepAliveTimeout: config.pool.keepAliveTimeoutMs,
+      connect: { timeout: config.timeouts.connectMs },
+      headersTimeout: config.timeouts.headersMs,
+      bodyTimeout: config.timeouts.bodyMs,
+    });
+  }
+
+  async handle(ex: McpExchange): Promise<void> {
+    const requestId = ex.kind === 'request' ? idOf(ex.message) : null;
+    let upstreamRes: Dispatcher.ResponseData;
+    try {
+      upstreamRes = await this.pool.request({
+        path: this.path,
+        method: ex.httpMethod,
+        headers: this.requestHeaders(ex.req.headers),
+        body: ex.body ?? null,
+        signal: ex.signal,
+      });
+    } catch (err) {
+      if (ex.signal.aborted) return; // the client left; nobody to answer
+      this.fail(ex, requestId, toGatewayError(err, this.name));
+      return;
+    }
+    const { statusCode, headers, body } = upstreamRes;
+    if (statusCode === 401 || statusCode === 403) {
+      // The upstream refused the gateway's own credentials: the client cannot fix that, the operator can.
+      body.dump().catch(() => {});
+      this.log.error('upstream refused the gateway credentials', { status: statusCode, callId: ex.callId });
+      this.fail(ex, requestId, new GatewayError('GW_ERR_UPSTREAM_BAD_RESPONSE', `Upstream "${this.name}" refused the gateway's credentials (HTTP ${statusCode})`, this.name));
+      return;
+    }
+    const contentType = headerValue(headers['content-type']) ?? '';
+    const outHeaders = responseHeaders(headers, ex.callId);
+    if (contentType.startsWith('text/event-stream')) {
+      outHeaders['x-accel-buffering'] = 'no';
+      outHeaders['cache-control'] ??= 'no-cache';
+      ex.res.writeHead(statusCode, outHeaders);
+      ex.res.flushHeaders();
+      await relaySse(body, ex, requestId, this.name, this.log);
+      return;
+    }
+    ex.res.writeHead(statusCode, outHeaders);
+    try {
+      for await (const chunk of body) {
+        if (!ex.res.write(chunk)) await waitForDrain(ex.res, ex.signal);
+      }
+      ex.res.end();
+    } catch (err) {
+      if (!ex.signal.aborted) this.log.warn('upstream body failed mid-response', { err, callId: ex.callId });
+      ex.res.destroy();
+    }
+  }
+
+  async ready(): Promise<boolean> {
+    // Reachable means a TCP+HTTP exchange completes; any status counts, the upstream answered.
+    try {
+      const { body } = await this.pool.request({ path: this.path, method: 'GET', headers: { accept: 'text/event-stream' }, headersTimeout: 2000, signal: AbortSignal.timeout(3000) });
+      await body.dump();
+      return true;
+    } catch {
+      return false;
+    }
+  }
+
+  async close(): Promise<void> {
+    await this.pool.close().catch(() => this.pool.destroy());
+  }
+
+  private requestHeaders(client: IncomingHttpHeaders): Record<string, string> {
+    const out: Record<string, string> = {};
+    for (const key in client) {
+      if (FORWARDED_REQUEST_HEADERS.has(key) || key.startsWith('mcp-param-')) {
+        const v = client[key];
+        if (typeof v === 'string') out[key] = v;
+      }
+    }
+    // Configured headers win: they are the upstream's own credentials and fixed metadata.
+    return Object.assign(out, this.configuredHeaders);
+  }
+
+  private fail(ex: McpExchange, id: JsonRpcId | null, err: GatewayError): void {
+    this.log.warn('upstream call failed', { code: err.code, err: err.cause ?? err.message, callId: ex.callId });
+    const wire = gatewayErrorToWire(err, id, ex.callId);
+    sendJson(ex.res, wire.status, wire.body, { ...wire.headers, 'x-gatehouse-call-id': ex.callId });
+  }
+}
+
+function responseHeaders(upstream: IncomingHttpHeaders, callId: string): OutgoingHttpHeaders {
+  const out: OutgoingHttpHeaders = { 'x-gatehouse-call-id': callId };
+  for (const key in upstream) {
+    if (RETURNED_RESPONSE_HEADERS.has(key)) out[key] = upstream[key];
+  }
+  return out;
+}
+
+function headerValue(v: string | string[] | undefined): string | undefined {
+  return Array.isArray(v) ? v[0] : v;
+}
+
+function lowerCaseKeys(h: Record<string, string>): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (const [k, v] of Object.entries(h)) out[k.toLowerCase()] = v;
+  return out;
+}

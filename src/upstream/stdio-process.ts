@@ -1,0 +1,203 @@
+// One MCP server child process spoken to over stdio: newline-delimited JSON-RPC on stdin/stdout
+// (2026-07-28/basic/transports/stdio.mdx), stderr into the log, pending requests failed when it exits.
+// It does not know about HTTP or sessions; the session host above it does.
+
+import { spawn, type ChildProcessWithoutNullStreams } from 'node:child_process';
+import { GatewayError } from '../errors.js';
+import type { Logger } from '../log/logger.js';
+import type { JsonRpcId, JsonRpcMessage, JsonRpcRequest, JsonRpcResponse } from '../protocol/jsonrpc.js';
+
+export interface StdioProcessOptions {
+  upstream: string;
+  command: string[];
+  env: Record<string, string>;
+  cwd?: string;
+  requestTimeoutMs: number;
+  /** Longest stdout line accepted; longer ones are dropped and logged, not parsed. */
+  maxLineBytes?: number;
+}
+
+/** Only these variables of the gateway's own environment reach a child; secrets are passed explicitly. */
+const INHERITED_ENV = ['PATH', 'HOME', 'USER', 'LOGNAME', 'SHELL', 'TERM', 'LANG', 'TMPDIR', 'NODE_OPTIONS'];
+const STDERR_LINE_LIMIT = 4096;
+
+interface Pending {
+  resolve(res: JsonRpcResponse): void;
+  reject(err: Error): void;
+  timer: NodeJS.Timeout;
+}
+
+export class StdioProcess {
+  private child?: ChildProcessWithoutNullStreams;
+  private readonly pending = new Map<JsonRpcId, Pending>();
+  private stdoutBuf = '';
+  private dropping = false;
+  private exited = false;
+  private exitWaiters: Array<() => void> = [];
+  /** Called for every message that is not a response to a pending request. */
+  onMessage: (msg: JsonRpcMessage) => void = () => {};
+  /** Called once when the process is gone, whatever the reason. */
+  onExit: (reason: string) => void = () => {};
+
+  constructor(private readonly opts: StdioProcessOptions, private readonly log: Logger) {}
+
+  get alive(): boolean {
+    return this.child !== undefined && !this.exited;
+  }
+
+  get pid(): number | undefined {
+    return this.child?.pid;
+  }
+
+  /** Spawns the process; rejects with a clear error when it cannot be started at all. */
+  start(): Promise<void> {
+    const [cmd, ...args] = this.opts.command;
+    if (cmd === undefined) return Promise.reject(new Error('empty command'));
+    const env: Record<string, string> = {};
+    for (const k of INHERITED_ENV) if (process.env[k] !== undefined) env[k] = process.env[k]!;
+    Object.assign(env, this.opts.env);
+    const child = spawn(cmd, args, { cwd: this.opts.cwd, env, stdio: ['pipe', 'pipe', 'pipe'] });
+    this.child = child;
+    child.stdout.setEncoding('utf8');
+    child.stdout.on('data', (chunk: string) => this.onStdout(chunk));
+    this.pipeStderr(child);
+    child.stdin.on('error', () => {}); // EPIPE after exit is reported through 'exit'
+    return new Promise((resolve, reject) => {
+      child.once('spawn', () => {
+        this.log.info('stdio upstream started', { pid: child.pid, command: cmd });
+        resolve();
+      });
+      child.once('error', (err) => {
+        this.markExited(`could not start "${cmd}": ${err.message}`);
+        reject(new GatewayError('GW_ERR_UPSTREAM_EXITED', `Upstream "${this.opts.upstream}" could not be started: ${err.message}`, this.opts.upstream, { cause: err }));
+      });
+      child.once('exit', (code, signal) => this.markExited(signal ? `killed by ${signal}` : `exited with code ${code}`));
+    });
+  }
+
+  /** Sends a request and resolves with its response; fails on timeout, abort or process exit. */
+  request(msg: JsonRpcRequest, signal?: AbortSignal): Promise<JsonRpcResponse> {
+    if (!this.alive) return Promise.reject(this.exitedError('is not running'));
+    if (this.pending.has(msg.id)) return Promise.reject(new Error(`duplicate request id ${String(msg.id)}`));
+    return new Promise((resolve, reject) => {
+      const timer = setTimeout(() => {
+        this.pending.delete(msg.id);
+        reject(new GatewayError('GW_ERR_UPSTREAM_TIMEOUT', `Upstream "${this.opts.upstream}" did not answer within ${this.opts.requestTimeoutMs} ms`, this.opts.upstream));
+      }, this.opts.requestTimeoutMs);
+      this.pending.set(msg.id, { resolve, reject, timer });
+      signal?.addEventListener('abort', () => {
+        const p = this.pending.get(msg.id);
+        if (!p) return;
+        clearTimeout(p.timer);
+        this.pending.delete(msg.id);
+        // Tell the server to stop working on it (2025-11-25/basic/utilities/cancellation.mdx).
+        this.send({ jsonrpc: '2.0', method: 'notifications/cancelled', params: { requestId: msg.id, reason: 'client disconnected' } });
+        p.reject(new Error('aborted'));
+      }, { once: true });
+      this.send(msg);
+    });
+  }
+
+  /** Writes one message (notification, response, or a request whose answer is not awaited). */
+  send(msg: JsonRpcMessage): void {
+    if (!this.alive) return;
+    this.child!.stdin.write(JSON.stringify(msg) + '\n');
+  }
+
+  /** Closes stdin, then SIGTERM, then SIGKILL (2026-07-28 stdio §Shutdown); resolves when it is gone. */
+  async stop(graceMs = 2000): Promise<void> {
+    const child = this.child;
+    if (!child || this.exited) return;
+    const gone = new Promise<void>((r) => this.exitWaiters.push(r));
+    child.stdin.end();
+    if (await within(gone, graceMs)) return;
+    child.kill('SIGTERM');
+    if (await within(gone, graceMs)) return;
+    child.kill('SIGKILL');
+    await gone;
+  }
+
+  private onStdout(chunk: string): void {
+    const max = this.opts.maxLineBytes ?? 16 * 1024 * 1024;
+    let start = 0;
+    for (;;) {
+      const nl = chunk.indexOf('\n', start);
+      if (nl === -1) break;
+      const line = this.stdoutBuf + chunk.slice(start, nl);
+      this.stdoutBuf = '';
+      start = nl + 1;
+      if (this.dropping) {
+        this.dropping = false;
+        continue;
+      }
+      this.onLine(line);
+    }
+    if (this.dropping) return;
+    this.stdoutBuf += chunk.slice(start);
+    if (this.stdoutBuf.length > max) {
+      this.log.warn('stdio upstream wrote an oversized line; dropped', { maxLineBytes: max });
+      this.stdoutBuf = '';
+      this.dropping = true;
+    }
+  }
+
+  private onLine(line: string): void {
+    const text = line.trim();
+    if (text === '') return;
+    let msg: JsonRpcMessage;
+    try {
+      msg = JSON.parse(text) as JsonRpcMessage;
+    } catch {
+      this.log.warn('stdio upstream wrote a line that is not JSON; ignored', { line: text.slice(0, 200) });
+      return;
+    }
+    if (msg === null || typeof msg !== 'object') return;
+    if ('id' in msg && msg.id !== null && !('method' in msg)) {
+      const p = this.pending.get(msg.id as JsonRpcId);
+      if (p) {
+        clearTimeout(p.timer);
+        this.pending.delete(msg.id as JsonRpcId);
+        p.resolve(msg as JsonRpcResponse);
+        return;
+      }
+    }
+    this.onMessage(msg);
+  }
+
+  private pipeStderr(child: ChildProcessWithoutNullStreams): void {
+    child.stderr.setEncoding('utf8');
+    let partial = '';
+    child.stderr.on('data', (chunk: string) => {
+      const lines = (partial + chunk).split('\n');
+      partial = (lines.pop() ?? '').slice(0, STDERR_LINE_LIMIT);
+      for (const l of lines) if (l.trim() !== '') this.log.info('stdio upstream stderr', { pid: child.pid, line: l.slice(0, STDERR_LINE_LIMIT) });
+    });
+  }
+
+  private markExited(reason: string): void {
+    if (this.exited) return;
+    this.exited = true;
+    if (this.child !== undefined) this.log.warn('stdio upstream exited', { pid: this.child.pid, reason });
+    for (const [id, p] of this.pending) {
+      clearTimeout(p.timer);
+      p.reject(this.exitedError(reason));
+      this.pending.delete(id);
+    }
+    for (const w of this.exitWaiters.splice(0)) w();
+    this.onExit(reason);
+  }
+
+  private exitedError(reason: string): GatewayError {
+    return new GatewayError('GW_ERR_UPSTREAM_EXITED', `Upstream "${this.opts.upstream}" process ${reason}`, this.opts.upstream);
+  }
+}
+
+function within(p: Promise<void>, ms: number): Promise<boolean> {
+  return new Promise((resolve) => {
+    const t = setTimeout(() => resolve(false), ms);
+    p.then(() => {
+      clearTimeout(t);
+      resolve(true);
+    });
+  });
+}

@@ -1,0 +1,120 @@
+// One legacy client session backed by one stdio child: forwards the client's POSTs, and routes what the
+// child sends on its own (progress, logging, elicitation and sampling requests, list changes) to the
+// stream that should carry it.
+
+import { sendJsonRpcError } from '../edge/respond.js';
+import { SseWriter } from '../edge/sse-writer.js';
+import { GatewayError } from '../errors.js';
+import type { Logger } from '../log/logger.js';
+import { ErrorCode, type JsonRpcId, type JsonRpcMessage, type JsonRpcRequest } from '../protocol/jsonrpc.js';
+import { ResponseChannel } from './response-channel.js';
+import type { StdioProcess } from './stdio-process.js';
+import type { McpExchange } from './upstream.js';
+
+interface InFlight {
+  id: JsonRpcId;
+  progressToken?: string | number;
+  channel: ResponseChannel;
+}
+
+/** Messages kept for a GET stream that is not open yet; the oldest go first when it overflows. */
+const BACKLOG_LIMIT = 256;
+const KEEPALIVE_MS = 15_000;
+
+export class StdioSession {
+  lastUsed = Date.now();
+  private readonly inFlight: InFlight[] = [];
+  private listen?: SseWriter;
+  private keepalive?: NodeJS.Timeout;
+  private readonly backlog: JsonRpcMessage[] = [];
+
+  constructor(readonly id: string, private readonly proc: StdioProcess, private readonly log: Logger) {
+    proc.onMessage = (msg) => this.route(msg);
+  }
+
+  touch(): void {
+    this.lastUsed = Date.now();
+  }
+
+  idleSince(cutoff: number): boolean {
+    return this.lastUsed < cutoff && this.inFlight.length === 0 && this.listen === undefined;
+  }
+
+  async handlePost(ex: McpExchange): Promise<void> {
+    if (ex.kind !== 'request') {
+      // Notifications and the client's answers to server requests: hand over, then 202 with no body.
+      this.proc.send(ex.message!);
+      ex.res.writeHead(202, { 'x-gatehouse-call-id': ex.callId }).end();
+      return;
+    }
+    const request = ex.message as JsonRpcRequest;
+    const channel = new ResponseChannel(ex);
+    const entry: InFlight = { id: request.id, progressToken: progressTokenOf(request), channel };
+    this.inFlight.push(entry);
+    try {
+      // Legacy clients' disconnects are not cancellations (2025-11-25/basic/transports.mdx §Sending
+      // Messages 6), so no abort signal: the answer is dropped if nobody waits for it any more.
+      channel.finish(await this.proc.request(request));
+    } catch (err) {
+      channel.fail(err instanceof GatewayError ? err : new GatewayError('GW_ERR_UPSTREAM_BAD_RESPONSE', String(err)));
+    } finally {
+      this.inFlight.splice(this.inFlight.indexOf(entry), 1);
+      this.touch();
+    }
+  }
+
+  openListenStream(ex: McpExchange): void {
+    if (!(ex.req.headers.accept ?? '').includes('text/event-stream')) {
+      sendJsonRpcError(ex.res, 406, null, ErrorCode.InvalidRequest, 'GET on the MCP endpoint needs Accept: text/event-stream', undefined, { 'x-gatehouse-call-id': ex.callId });
+      return;
+    }
+    this.closeListenStream();
+    const writer = new SseWriter(ex.res, { 'x-gatehouse-call-id': ex.callId, 'mcp-session-id': this.id });
+    writer.open();
+    this.listen = writer;
+    ex.res.on('close', () => {
+      if (this.listen === writer) this.closeListenStream();
+    });
+    this.keepalive = setInterval(() => writer.comment(), KEEPALIVE_MS).unref();
+    for (const msg of this.backlog.splice(0)) writer.send(msg);
+  }
+
+  failAll(err: GatewayError): void {
+    for (const f of this.inFlight.splice(0)) f.channel.fail(err);
+    this.closeListenStream();
+  }
+
+  async close(reason: string): Promise<void> {
+    this.log.info('session ended', { reason });
+    this.proc.onExit = () => {};
+    this.failAll(new GatewayError('GW_ERR_UPSTREAM_EXITED', `Session ended (${reason})`));
+    await this.proc.stop();
+  }
+
+  /** Progress goes to the request whose token it carries; anything else to the newest request still open, else the GET stream. */
+  private route(msg: JsonRpcMessage): void {
+    if ('method' in msg && msg.method === 'notifications/progress') {
+      const token = (msg.params as { progressToken?: string | number } | undefined)?.progressToken;
+      const owner = this.inFlight.find((f) => f.progressToken === token);
+      if (owner && owner.channel.push(msg)) return;
+    }
+    for (let i = this.inFlight.length - 1; i >= 0; i--) {
+      if (this.inFlight[i]!.channel.push(msg)) return;
+    }
+    if (this.listen?.send(msg)) return;
+    if (this.backlog.length >= BACKLOG_LIMIT) this.backlog.shift();
+    this.backlog.push(msg);
+  }
+
+  private closeListenStream(): void {
+    if (this.keepalive) clearInterval(this.keepalive);
+    this.keepalive = undefined;
+    this.listen?.end();
+    this.listen = undefined;
+  }
+}
+
+function progressTokenOf(req: JsonRpcRequest): string | number | undefined {
+  const meta = (req.params as { _meta?: { progressToken?: string | number } } | undefined)?._meta;
+  return meta?.progressToken;
+}

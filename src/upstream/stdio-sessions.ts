@@ -1,0 +1,166 @@
+// Serves legacy Streamable HTTP clients from a stdio MCP server: each client session gets its own child
+// process, initialized with the client's own `initialize`, so capabilities, elicitation and logging
+// levels stay the client's. Messages the child sends are routed to the POST stream of the request in
+// flight, or to the session's GET stream (2025-11-25/basic/transports.mdx §Sending Messages, §Listening).
+
+import { randomUUID } from 'node:crypto';
+import type { StdioUpstreamConfig } from '../config/types.js';
+import { sendJsonRpcError } from '../edge/respond.js';
+import { GatewayError } from '../errors.js';
+import type { Logger } from '../log/logger.js';
+import { ErrorCode, idOf, type JsonRpcRequest } from '../protocol/jsonrpc.js';
+import { LEGACY_VERSIONS } from '../protocol/versions.js';
+import { ResponseChannel } from './response-channel.js';
+import { StdioSession } from './stdio-session.js';
+import { StdioProcess } from './stdio-process.js';
+import type { McpExchange, Upstream } from './upstream.js';
+
+/** Sessions idle this long, with nothing in flight and no open stream, are ended. */
+const SESSION_IDLE_MS = 30 * 60_000;
+/** Each session is a process; past this many, the least recently used session is ended. */
+const MAX_SESSIONS = 32;
+
+export class StdioUpstream implements Upstream {
+  readonly transport = 'stdio' as const;
+  readonly name: string;
+  private readonly sessions = new Map<string, StdioSession>();
+  private readonly log: Logger;
+  private lastStartOk: boolean | undefined;
+  private readonly sweeper: NodeJS.Timeout;
+
+  constructor(private readonly config: StdioUpstreamConfig, log: Logger) {
+    this.name = config.name;
+    this.log = log.child({ upstream: config.name });
+    this.sweeper = setInterval(() => this.sweepIdle(), 60_000).unref();
+  }
+
+  async handle(ex: McpExchange): Promise<void> {
+    const reply = { 'x-gatehouse-call-id': ex.callId };
+    if (ex.era === 'modern') {
+      // Era bridging (a modern client in front of a legacy stdio server) is not built yet.
+      sendJsonRpcError(ex.res, 400, idOf(ex.message), ErrorCode.UnsupportedProtocolVersion, `Upstream "${this.name}" speaks legacy MCP only; use one of the supported versions`, { supported: [...LEGACY_VERSIONS], requested: ex.req.headers['mcp-protocol-version'] }, reply);
+      return;
+    }
+    const sessionId = header(ex, 'mcp-session-id');
+    if (ex.httpMethod === 'POST' && ex.kind === 'request' && (ex.message as JsonRpcRequest).method === 'initialize') {
+      if (sessionId !== undefined) {
+        sendJsonRpcError(ex.res, 400, idOf(ex.message), ErrorCode.InvalidRequest, 'initialize starts a new session: send it without Mcp-Session-Id', undefined, reply);
+        return;
+      }
+      await this.initialize(ex);
+      return;
+    }
+    if (sessionId === undefined) {
+      sendJsonRpcError(ex.res, 400, idOf(ex.message), ErrorCode.InvalidRequest, 'Mcp-Session-Id header is required; send initialize first', undefined, reply);
+      return;
+    }
+    const session = this.sessions.get(sessionId);
+    if (!session) {
+      // 2025-11-25/basic/transports.mdx §Session Management 3: a terminated session MUST get 404.
+      sendJsonRpcError(ex.res, 404, idOf(ex.message), ErrorCode.SessionNotFound, 'Session not found; initialize a new session', { details: { reason: 'unknown' } }, reply);
+      return;
+    }
+    session.touch();
+    if (ex.httpMethod === 'DELETE') {
+      this.endSession(session, 'client_closed');
+      ex.res.writeHead(200, reply).end();
+      return;
+    }
+    if (ex.httpMethod === 'GET') {
+      session.openListenStream(ex);
+      return;
+    }
+    await session.handlePost(ex);
+  }
+
+  async ready(): Promise<boolean> {
+    if (this.lastStartOk !== undefined) return this.lastStartOk;
+    // Nothing started yet: prove the command can be spawned, then stop it again.
+    const probe = this.newProcess();
+    try {
+      await probe.start();
+      this.lastStartOk = true;
+    } catch {
+      this.lastStartOk = false;
+    } finally {
+      await probe.stop(500);
+    }
+    return this.lastStartOk;
+  }
+
+  async close(): Promise<void> {
+    clearInterval(this.sweeper);
+    await Promise.all([...this.sessions.values()].map((s) => s.close('client_closed')));
+    this.sessions.clear();
+  }
+
+  private async initialize(ex: McpExchange): Promise<void> {
+    if (this.sessions.size >= MAX_SESSIONS) this.evictLeastRecentlyUsed();
+    const proc = this.newProcess();
+    const channel = new ResponseChannel(ex);
+    try {
+      await proc.start();
+      this.lastStartOk = true;
+    } catch (err) {
+      this.lastStartOk = false;
+      channel.fail(err as GatewayError);
+      return;
+    }
+    let response;
+    try {
+      response = await proc.request(ex.message as JsonRpcRequest);
+    } catch (err) {
+      void proc.stop();
+      channel.fail(err instanceof GatewayError ? err : new GatewayError('GW_ERR_UPSTREAM_EXITED', String(err), this.name));
+      return;
+    }
+    if (response.error) {
+      void proc.stop();
+      channel.finish(response);
+      return;
+    }
+    const id = randomUUID();
+    const session = new StdioSession(id, proc, this.log.child({ session: id.slice(0, 8) }));
+    this.sessions.set(id, session);
+    proc.onExit = () => {
+      if (this.sessions.get(id) === session) {
+        this.sessions.delete(id);
+        session.failAll(new GatewayError('GW_ERR_UPSTREAM_EXITED', `Upstream "${this.name}" process exited`, this.name));
+      }
+    };
+    channel.setHeader('mcp-session-id', id);
+    channel.finish(response);
+    this.log.info('session started', { session: id.slice(0, 8), pid: proc.pid });
+  }
+
+  private endSession(session: StdioSession, reason: string): void {
+    this.sessions.delete(session.id);
+    void session.close(reason);
+  }
+
+  private evictLeastRecentlyUsed(): void {
+    let oldest: StdioSession | undefined;
+    for (const s of this.sessions.values()) if (!oldest || s.lastUsed < oldest.lastUsed) oldest = s;
+    if (oldest) {
+      this.log.warn('session cap reached; ending the least recently used session', { max: MAX_SESSIONS });
+      this.endSession(oldest, 'session_cap');
+    }
+  }
+
+  private sweepIdle(): void {
+    const cutoff = Date.now() - SESSION_IDLE_MS;
+    for (const s of this.sessions.values()) if (s.idleSince(cutoff)) this.endSession(s, 'idle_timeout');
+  }
+
+  private newProcess(): StdioProcess {
+    return new StdioProcess(
+      { upstream: this.name, command: this.config.command, env: this.config.env, cwd: this.config.cwd, requestTimeoutMs: this.config.timeouts.requestMs },
+      this.log,
+    );
+  }
+}
+
+function header(ex: McpExchange, name: string): string | undefined {
+  const v = ex.req.headers[name];
+  return Array.isArray(v) ? v[0] : v;
+}

@@ -1,0 +1,32 @@
+// The one interface every upstream transport implements, and the exchange the edge hands it.
+
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { JsonRpcMessage, MessageKind } from '../protocol/jsonrpc.js';
+import type { ClientEra } from '../protocol/versions.js';
+
+/** One client HTTP request on the MCP endpoint, parsed once by the edge. */
+export interface McpExchange {
+  /** Gatehouse's id for this call; returned to the client in `x-gatehouse-call-id` and used in logs. */
+  readonly callId: string;
+  readonly req: IncomingMessage;
+  readonly res: ServerResponse;
+  readonly httpMethod: 'POST' | 'GET' | 'DELETE';
+  /** The exact bytes the client sent (POST only), forwarded untouched when nothing needs rewriting. */
+  readonly body?: Buffer;
+  readonly message?: JsonRpcMessage;
+  readonly kind?: MessageKind;
+  readonly era: ClientEra;
+  /** Aborted when the client goes away before its answer is complete. */
+  readonly signal: AbortSignal;
+}
+
+export interface Upstream {
+  readonly name: string;
+  readonly transport: 'http' | 'stdio';
+  /** Answers the exchange completely (status, headers, body); never throws for upstream failures. */
+  handle(exchange: McpExchange): Promise<void>;
+  /** True when the upstream can take traffic now (for /readyz). */
+  ready(): Promise<boolean>;
+  /** Stops child processes and closes pooled connections. */
+  close(): Promise<void>;
+}

@@ -1,0 +1,30 @@
+// Starts a gateway in-process on an ephemeral port for integration tests, and captures its log lines.
+
+import { validateConfigObject } from '../../src/config/load.js';
+import { createGateway, type Gateway } from '../../src/gateway.js';
+import { createLogger } from '../../src/log/logger.js';
+
+export interface TestGateway {
+  /** The MCP endpoint URL, e.g. http://127.0.0.1:41234/mcp */
+  url: string;
+  /** http://127.0.0.1:PORT, for /healthz and /readyz */
+  origin: string;
+  gateway: Gateway;
+  /** Parsed JSON log lines written so far. */
+  logs: Array<Record<string, unknown>>;
+  close(): Promise<void>;
+}
+
+/** `config` is a partial raw config; listen defaults to 127.0.0.1:0 and auth to anonymous. */
+export async function startGateway(config: Record<string, unknown>): Promise<TestGateway> {
+  const raw = { auth: { anonymous: true }, ...config, listen: { host: '127.0.0.1', port: 0, ...(config.listen as object | undefined) } };
+  const validated = validateConfigObject(raw, 'test');
+  const logs: Array<Record<string, unknown>> = [];
+  const log = createLogger(process.env.GATEHOUSE_TEST_LOG === 'debug' ? 'debug' : 'info', (line) => {
+    logs.push(JSON.parse(line) as Record<string, unknown>);
+    if (process.env.GATEHOUSE_TEST_LOG) process.stderr.write(line);
+  });
+  const gateway = createGateway(validated, log);
+  const url = await gateway.listen();
+  return { url, origin: new URL(url).origin, gateway, logs, close: () => gateway.close() };
+}
