@@ -1,0 +1,226 @@
+// Pass-through behaviour that needs a misbehaving upstream: unreachable, stalled, broken streams,
+// credentials that must not leak, SSE relayed event by event with backpressure, and client aborts.
+// Spec: 2025-11-25/basic/transports.mdx §Sending Messages; 2026-07-28/basic/transports/streamable-http.mdx
+// §Receiving Messages; 2026-07-28 security best practices §Token Passthrough.
+
+import { after, describe, test } from 'node:test';
+import assert from 'node:assert/strict';
+import { request } from 'undici';
+import { startFakeUpstream, jsonResult, sleep, type FakeUpstream } from '../fixtures/upstreams/fake-upstream.js';
+import { startGateway, type TestGateway } from '../helpers/gateway.js';
+import { LEGACY_HEADERS, post, rpc } from '../helpers/http.js';
+
+const cleanups: Array<() => Promise<void>> = [];
+after(async () => {
+  for (const c of cleanups.reverse()) await c();
+});
+
+async function gatewayFor(upstream: string | FakeUpstream, extra: Record<string, unknown> = {}): Promise<TestGateway> {
+  const url = typeof upstream === 'string' ? upstream : upstream.url;
+  const gw = await startGateway({ upstreams: [{ name: 'up', url, ...extra }] });
+  cleanups.push(() => gw.close());
+  return gw;
+}
+
+async function fake(handler: Parameters<typeof startFakeUpstream>[0]): Promise<FakeUpstream> {
+  const f = await startFakeUpstream(handler);
+  cleanups.push(() => f.close());
+  return f;
+}
+
+describe('upstream failures become clear JSON-RPC errors', () => {
+  test('unreachable upstream → 502 with the request id and GW_ERR_UPSTREAM_UNREACHABLE', async () => {
+    const gw = await gatewayFor('http://127.0.0.1:1/mcp');
+    const res = await post(gw.url, rpc(7, 'tools/list'));
+    assert.equal(res.status, 502);
+    const body = res.json();
+    assert.equal(body.id, 7);
+    assert.equal(body.error.code, -32603);
+    assert.equal(body.error.data.code, 'GW_ERR_UPSTREAM_UNREACHABLE');
+    assert.equal(body.error.data.upstream, 'up');
+    assert.equal(body.error.data.callId, res.headers['x-gatehouse-call-id']);
+  });
+
+  test('upstream that never sends headers → 504 GW_ERR_UPSTREAM_TIMEOUT', async () => {
+    const stall = await fake(() => {
+      /* never answers */
+    });
+    const gw = await gatewayFor(stall, { timeouts: { headersMs: 300 } });
+    const res = await post(gw.url, rpc('a', 'tools/list'));
+    assert.equal(res.status, 504);
+    assert.equal(res.json().error.data.code, 'GW_ERR_UPSTREAM_TIMEOUT');
+    assert.equal(res.json().id, 'a');
+  });
+
+  test('upstream refusing the gateway credentials → 502, its challenge not passed on', async () => {
+    const up = await fake((_req, res) => {
+      res.writeHead(401, { 'www-authenticate': 'Bearer realm="upstream"' }).end();
+    });
+    const gw = await gatewayFor(up);
+    const res = await post(gw.url, rpc(1, 'tools/list'));
+    assert.equal(res.status, 502);
+    assert.equal(res.headers['www-authenticate'], undefined);
+    assert.equal(res.json().error.data.code, 'GW_ERR_UPSTREAM_BAD_RESPONSE');
+  });
+
+  test('SSE stream that breaks before the response → an error event for that request id', async () => {
+    const up = await fake((_req, res) => {
+      res.writeHead(200, { 'content-type': 'text/event-stream' });
+      res.write('event: message\ndata: {"jsonrpc":"2.0","method":"notifications/progress","params":{"progressToken":1,"progress":1}}\n\n');
+      setTimeout(() => res.destroy(), 50);
+    });
+    const gw = await gatewayFor(up);
+    const res = await post(gw.url, rpc(42, 'tools/call', { name: 'x' }));
+    assert.equal(res.status, 200);
+    const events = res.text.split('\n\n').filter((e) => e.includes('data:'));
+    assert.equal(events.length, 2, res.text);
+    const last = JSON.parse(events[1]!.split('data: ')[1]!) as { id: number; error: { data: { code: string } } };
+    assert.equal(last.id, 42);
+    assert.match(last.error.data.code, /^GW_ERR_UPSTREAM_/);
+  });
+
+  test('a stream with event ids that closes cleanly is left for the client to resume (no injected error)', async () => {
+    // 2025-11-25/basic/transports.mdx §Sending Messages 6: the server MAY close the connection after a
+    // priming event; the client resumes with GET + Last-Event-ID.
+    const up = await fake((_req, res) => {
+      res.writeHead(200, { 'content-type': 'text/event-stream' });
+      res.end('id: 1\nretry: 100\ndata: \n\n');
+    });
+    const gw = await gatewayFor(up);
+    const res = await post(gw.url, rpc(1, 'tools/call', { name: 'x' }));
+    assert.equal(res.text, 'id: 1\nretry: 100\ndata: \n\n');
+  });
+});
+
+describe('what reaches the upstream', () => {
+  test('client Authorization and Cookie never reach the upstream; configured headers and MCP headers do', async () => {
+    const up = await fake((_req, res, body) => jsonResult(res, body, { tools: [] }));
+    const gw = await gatewayFor(up, { headers: { Authorization: 'Bearer upstream-own-token', 'X-Tenant': 'acme' } });
+    const body = rpc(1, 'tools/list');
+    const res = await post(gw.url, body, {
+      ...LEGACY_HEADERS,
+      authorization: 'Bearer client-secret',
+      cookie: 'session=client-cookie',
+      'mcp-session-id': 'sess-1',
+      'mcp-protocol-version': '2025-11-25',
+      'mcp-param-region': 'eu',
+      'x-forwarded-for': '10.0.0.1',
+      traceparent: '00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01',
+    });
+    assert.equal(res.status, 200);
+    const seen = up.requests[0]!;
+    assert.equal(seen.headers.authorization, 'Bearer upstream-own-token');
+    assert.equal(seen.headers.cookie, undefined);
+    assert.equal(seen.headers['x-tenant'], 'acme');
+    assert.equal(seen.headers['x-forwarded-for'], undefined);
+    assert.equal(seen.headers['mcp-session-id'], 'sess-1');
+    assert.equal(seen.headers['mcp-protocol-version'], '2025-11-25');
+    assert.equal(seen.headers['mcp-param-region'], 'eu');
+    assert.equal(seen.headers.traceparent, '00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01');
+    assert.equal(seen.body, body, 'the body is forwarded byte for byte');
+  });
+
+  test('upstream status and JSON-RPC errors pass through unchanged (e.g. 404 for an unknown session)', async () => {
+    const up = await fake((_req, res) => {
+      res.writeHead(404, { 'content-type': 'application/json' });
+      res.end('{"jsonrpc":"2.0","id":null,"error":{"code":-32001,"message":"Session not found"}}');
+    });
+    const gw = await gatewayFor(up);
+    const res = await post(gw.url, rpc(1, 'tools/list'));
+    assert.equal(res.status, 404);
+    assert.equal(res.text, '{"jsonrpc":"2.0","id":null,"error":{"code":-32001,"message":"Session not found"}}');
+  });
+});
+
+describe('SSE relay', () => {
+  test('events are relayed one by one as they arrive, with X-Accel-Buffering: no', async () => {
+    let release!: () => void;
+    const released = new Promise<void>((r) => (release = r));
+    const up = await fake(async (_req, res) => {
+      res.writeHead(200, { 'content-type': 'text/event-stream' });
+      res.write('event: message\ndata: {"jsonrpc":"2.0","method":"notifications/progress","params":{"progressToken":1,"progress":1}}\n\n');
+      await released; // the second event is only written after the client has seen the first
+      res.end('event: message\ndata: {"jsonrpc":"2.0","id":5,"result":{"content":[]}}\n\n');
+    });
+    const gw = await gatewayFor(up);
+    const res = await request(gw.url, { method: 'POST', headers: LEGACY_HEADERS, body: rpc(5, 'tools/call', { name: 't' }) });
+    assert.equal(res.headers['content-type'], 'text/event-stream');
+    assert.equal(res.headers['x-accel-buffering'], 'no');
+    const chunks: string[] = [];
+    for await (const chunk of res.body) {
+      chunks.push(String(chunk));
+      if (chunks.length === 1) {
+        assert.match(chunks[0]!, /notifications\/progress/);
+        release();
+      }
+    }
+    assert.match(chunks.join(''), /"id":5,"result"/);
+  });
+
+  test('a client that stops reading slows the upstream down instead of filling the gateway memory', async () => {
+    const chunk = 'data: ' + 'x'.repeat(64 * 1024 - 8) + '\n\n';
+    const total = 1024; // 64 MiB in all
+    let written = 0;
+    let finished = false;
+    const up = await fake(async (_req, res) => {
+      res.writeHead(200, { 'content-type': 'text/event-stream' });
+      for (let i = 0; i < total && !res.destroyed; i++) {
+        written++;
+        if (!res.write(chunk)) await new Promise((r) => { res.once('drain', r); res.once('close', r); });
+      }
+      res.end();
+      finished = true;
+    });
+    const gw = await gatewayFor(up);
+    const res = await request(gw.url, { method: 'POST', headers: LEGACY_HEADERS, body: JSON.stringify({ jsonrpc: '2.0', method: 'notifications/x' }) });
+    await sleep(1500); // the client reads nothing meanwhile
+    assert.ok(!finished, 'the upstream could not finish while the client was not reading');
+    assert.ok(written < total / 4, `only socket buffers' worth was written (${written} of ${total} chunks)`);
+    let received = 0;
+    for await (const c of res.body) received += (c as Buffer).length;
+    assert.equal(received, total * chunk.length);
+  });
+
+  test('a client that disconnects aborts the upstream request', async () => {
+    let upstreamClosed!: () => void;
+    const closed = new Promise<void>((r) => (upstreamClosed = r));
+    const up = await fake((_req, res) => {
+      res.writeHead(200, { 'content-type': 'text/event-stream' });
+      res.write(': started\n\n');
+      res.on('close', () => upstreamClosed());
+    });
+    const gw = await gatewayFor(up);
+    const ac = new AbortController();
+    const res = await request(gw.url, { method: 'POST', headers: LEGACY_HEADERS, body: rpc(1, 'tools/call', { name: 'slow' }), signal: ac.signal });
+    assert.equal(res.statusCode, 200);
+    ac.abort();
+    await Promise.race([closed, sleep(5000).then(() => assert.fail('upstream request was not aborted within 5 s'))]);
+  });
+});
+
+describe('edge guards', () => {
+  test('malformed JSON → 400 with -32700; a body over maxBodyBytes → 413 before upstream sees it', async () => {
+    const up = await fake((_req, res, body) => jsonResult(res, body, {}));
+    const gw = await startGateway({ upstreams: [{ name: 'up', url: up.url }], listen: { maxBodyBytes: 1024 } });
+    cleanups.push(() => gw.close());
+    const bad = await post(gw.url, '{"jsonrpc":');
+    assert.equal(bad.status, 400);
+    assert.equal(bad.json().error.code, -32700);
+    const big = await post(gw.url, rpc(1, 'tools/call', { name: 'x', arguments: { blob: 'y'.repeat(4096) } }));
+    assert.equal(big.status, 413);
+    assert.equal(up.requests.length, 0);
+  });
+
+  test('/healthz is always ok; /readyz reflects whether the upstream answers', async () => {
+    const up = await fake((_req, res) => res.writeHead(405).end());
+    const good = await gatewayFor(up);
+    const bad = await gatewayFor('http://127.0.0.1:1/mcp');
+    assert.equal((await request(`${good.origin}/healthz`)).statusCode, 200);
+    const ready = await request(`${good.origin}/readyz`);
+    assert.equal(ready.statusCode, 200);
+    assert.deepEqual(await ready.body.json(), { status: 'ready', upstreams: { up: true } });
+    const notReady = await request(`${bad.origin}/readyz`);
+    assert.equal(notReady.statusCode, 503);
+    assert.deepEqual(await notReady.body.json(), { status: 'not_ready', upstreams: { up: false } });
+  });
+});
