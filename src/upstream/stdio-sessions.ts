@@ -128,9 +128,9 @@ export class StdioUpstream implements Upstream {
         session.failAll(new GatewayError('GW_ERR_UPSTREAM_EXITED', `Upstream "${this.name}" process exited`, this.name));
       }
     };
+    this.log.info('session started', { session: id.slice(0, 8), pid: proc.pid });
     channel.setHeader('mcp-session-id', id);
     channel.finish(response);
-    this.log.info('session started', { session: id.slice(0, 8), pid: proc.pid });
   }
 
   private endSession(session: StdioSession, reason: string): void {

@@ -1,0 +1,94 @@
+// The validated configuration, after YAML parsing, interpolation, schema validation and defaults.
+// The shape mirrors config/gatehouse.schema.json one to one; nothing here is computed.
+
+export type Era = 'auto' | 'modern' | 'legacy';
+export type LogLevel = 'debug' | 'info' | 'warn' | 'error';
+
+export interface ListenConfig {
+  /** Interface to bind; loopback unless the operator says otherwise. */
+  host: string;
+  port: number;
+  /** Path of the MCP endpoint, e.g. `/mcp`. */
+  path: string;
+  /** The URL clients use to reach this endpoint (the OAuth resource); optional until auth needs it. */
+  publicUrl?: string;
+  /** Host header values accepted (DNS-rebinding guard); empty means "derive from host and publicUrl". */
+  allowedHosts: string[];
+  /** Origin header values accepted when a browser sends one; empty means "same host only". */
+  allowedOrigins: string[];
+  maxBodyBytes: number;
+}
+
+export interface UpstreamTimeouts {
+  connectMs: number;
+  /** Time allowed until the upstream's response headers arrive. */
+  headersMs: number;
+  /** Longest silence allowed between two chunks of a response body (SSE keeps streams alive with comments). */
+  bodyMs: number;
+}
+
+export interface HttpUpstreamConfig {
+  name: string;
+  url: string;
+  era: Era;
+  /** Headers sent to this upstream, and the only client-independent headers it receives. */
+  headers: Record<string, string>;
+  timeouts: UpstreamTimeouts;
+  pool: { connections: number; keepAliveTimeoutMs: number };
+}
+
+export interface StdioUpstreamConfig {
+  name: string;
+  /** argv: the program and its arguments, no shell involved. */
+  command: string[];
+  env: Record<string, string>;
+  cwd?: string;
+  era: Era;
+  timeouts: { requestMs: number };
+}
+
+export type UpstreamConfig = HttpUpstreamConfig | StdioUpstreamConfig;
+
+export function isStdioUpstream(u: UpstreamConfig): u is StdioUpstreamConfig {
+  return 'command' in u;
+}
+
+export interface ApiKeyConfig {
+  id: string;
+  hash: string;
+  tenant?: string;
+  scopes: string[];
+  tools?: string[];
+  expires?: string;
+  disabled?: boolean;
+}
+
+export interface OAuthConfig {
+  issuer: string;
+  jwksUri?: string;
+  audience: string;
+  algorithms?: string[];
+  scopesSupported?: string[];
+  clockSkewSeconds?: number;
+  introspection?: { url: string; clientId: string; clientSecret: string };
+}
+
+export interface AuthConfig {
+  /** Serve without credentials. Only accepted on a loopback listener. */
+  anonymous: boolean;
+  apiKeys: ApiKeyConfig[];
+  oauth?: OAuthConfig;
+}
+
+export interface GatehouseConfig {
+  listen: ListenConfig;
+  upstreams: UpstreamConfig[];
+  auth: AuthConfig;
+  tools: { naming: { prefix: 'auto' | 'always' | 'never' }; outputValidation: 'enforce' | 'warn' | 'off' };
+  policy: { rules: unknown[] };
+  store: { kind: 'sqlite'; path: string } | { kind: 'redis'; url: string };
+  metrics: { enabled: boolean; host: string; port: number; path: string };
+  admin: { enabled: boolean; host: string; port: number; token?: string };
+  log: { level: LogLevel };
+  shutdown: { graceMs: number };
+}

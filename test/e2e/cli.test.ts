@@ -1,0 +1,149 @@
+// The `gatehouse` command as an operator uses it: every command, its help, exit codes, and serving in
+// front of an HTTP or stdio upstream without a config file. Runs the built dist/main.js.
+
+import { after, describe, test } from 'node:test';
+import assert from 'node:assert/strict';
+import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { hashKey } from '../../src/auth/key-hash.js';
+import { jsonResult, startFakeUpstream } from '../fixtures/upstreams/fake-upstream.js';
+import { isAlive, runCli, serveCli, ROOT } from '../helpers/cli.js';
+import { post, rpc } from '../helpers/http.js';
+
+const dir = mkdtempSync(join(tmpdir(), 'gatehouse-cli-'));
+const cleanups: Array<() => Promise<unknown>> = [];
+after(async () => {
+  for (const c of cleanups.reverse()) await c();
+});
+
+describe('version and help', () => {
+  test('--version prints the package version', async () => {
+    const pkg = JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as { version: string };
+    const r = await runCli(['--version']);
+    assert.equal(r.code, 0);
+    assert.equal(r.stdout, `gatehouse ${pkg.version}\n`);
+  });
+
+  for (const args of [['--help'], ['serve', '--help'], ['check-config', '--help'], ['hash-key', '--help']]) {
+    test(`${args.join(' ')} prints usage and exits 0`, async () => {
+      const r = await runCli(args);
+      assert.equal(r.code, 0);
+      assert.match(r.stdout, /Usage/);
+    });
+  }
+
+  test('an unknown command or flag exits 2 with usage', async () => {
+    const a = await runCli(['frobnicate']);
+    assert.equal(a.code, 2);
+    assert.match(a.stderr, /unknown command "frobnicate"/);
+    const b = await runCli(['serve', '--prot', '1']);
+    assert.equal(b.code, 2);
+    assert.match(b.stderr, /--prot/);
+  });
+});
+
+describe('check-config', () => {
+  test('every example in config/ is valid', async () => {
+    const r = await runCli(['check-config', 'config/gatehouse.default.yaml']);
+    assert.equal(r.code, 0, r.stderr);
+    assert.equal(r.stdout, 'config/gatehouse.default.yaml: ok\n');
+  });
+
+  test('an invalid file exits 1 and lists every problem with line, column and key path', async () => {
+    const file = join(dir, 'gatehouse.yaml');
+    writeFileSync(file, 'listen:\n  host: 127.0.0.1\n  prot: 8080\nupstreams:\n  - name: a\n    url: 12\n');
+    const r = await runCli(['check-config', file]);
+    assert.equal(r.code, 1);
+    assert.match(r.stderr, /gatehouse\.yaml:3:3 listen\.prot: unknown key/);
+    assert.match(r.stderr, /gatehouse\.yaml:6:\d+ upstreams\[0\]\.url: /);
+  });
+
+  test('a valid file using a feature this build lacks exits 1 and says which', async () => {
+    const file = join(dir, 'keys.yaml');
+    writeFileSync(file, `upstreams: [{ name: a, url: "http://127.0.0.1:3001/mcp" }]\nauth:\n  apiKeys: [{ id: k, hash: "${hashKey('x'.repeat(20))}", scopes: [] }]\n`);
+    const r = await runCli(['check-config', file]);
+    assert.equal(r.code, 1);
+    assert.match(r.stderr, /auth\.apiKeys: API keys are not supported yet/);
+  });
+
+  test('a missing environment variable is named', async () => {
+    const file = join(dir, 'env.yaml');
+    writeFileSync(file, 'upstreams:\n  - name: a\n    url: http://127.0.0.1:3001/mcp\n    headers: { Authorization: "Bearer ${env:GH_TEST_UNSET_TOKEN}" }\nauth: { anonymous: true }\n');
+    const r = await runCli(['check-config', file], { env: { PATH: process.env.PATH } });
+    assert.equal(r.code, 1);
+    assert.match(r.stderr, /GH_TEST_UNSET_TOKEN/);
+    const ok = await runCli(['check-config', file], { env: { PATH: process.env.PATH, GH_TEST_UNSET_TOKEN: 'secret-value' } });
+    assert.equal(ok.code, 0, ok.stderr);
+    assert.doesNotMatch(ok.stdout + ok.stderr, /secret-value/);
+  });
+});
+
+describe('hash-key', () => {
+  test('hashes a given key', async () => {
+    const key = 'gh_' + 'k'.repeat(40);
+    const r = await runCli(['hash-key', key]);
+    assert.equal(r.code, 0);
+    assert.equal(r.stdout, `${hashKey(key)}\n`);
+    assert.match(r.stdout, /^sha256:[0-9a-f]{64}\n$/);
+  });
+
+  test('reads the key from stdin with "-"', async () => {
+    const key = 'gh_' + 's'.repeat(40);
+    const r = await runCli(['hash-key', '-'], { input: key + '\n' });
+    assert.equal(r.stdout, `${hashKey(key)}\n`);
+  });
+
+  test('generates a key and prints it with its hash', async () => {
+    const r = await runCli(['hash-key']);
+    const m = /^key: {2}(gh_[A-Za-z0-9_-]{43})\nhash: (sha256:[0-9a-f]{64})\n$/.exec(r.stdout);
+    assert.ok(m, r.stdout);
+    assert.equal(hashKey(m[1]!), m[2]);
+  });
+
+  test('refuses a short key', async () => {
+    const r = await runCli(['hash-key', 'short']);
+    assert.equal(r.code, 1);
+    assert.match(r.stderr, /shorter than 16/);
+  });
+});
+
+describe('serve', () => {
+  test('--upstream URL serves without a config file and stops on SIGTERM with exit 0', async () => {
+    const up = await startFakeUpstream((_req, res, body) => jsonResult(res, body, { tools: [] }));
+    cleanups.push(() => up.close());
+    const gw = await serveCli(['--upstream', up.url, '--port', '0', '--path', '/gateway']);
+    cleanups.push(() => gw.stop());
+    assert.match(gw.url, /^http:\/\/127\.0\.0\.1:\d+\/gateway$/);
+    assert.match(gw.stdout(), /claude mcp add --transport http gatehouse http:\/\/127\.0\.0\.1:\d+\/gateway/);
+    assert.match(gw.stdout(), /curl -s http:\/\/127\.0\.0\.1:\d+\/gateway/);
+    assert.match(gw.stderr(), /authentication is off/);
+    const res = await post(gw.url, rpc(1, 'tools/list'));
+    assert.deepEqual(res.json(), { jsonrpc: '2.0', id: 1, result: { tools: [] } });
+    assert.equal(await gw.stop(), 0);
+  });
+
+  test('--stdio "CMD ARGS" spawns the server and stops it on SIGTERM', async () => {
+    const gw = await serveCli(['--stdio', `"${process.execPath}" node_modules/@modelcontextprotocol/server-everything/dist/index.js stdio`, '--port', '0']);
+    cleanups.push(() => gw.stop());
+    const init = await post(gw.url, rpc(1, 'initialize', { protocolVersion: '2025-11-25', capabilities: {}, clientInfo: { name: 't', version: '1' } }));
+    assert.equal(init.status, 200);
+    assert.equal(init.json().result.serverInfo.name, 'mcp-servers/everything');
+    const pid = Number(/"msg":"session started".*?"pid":(\d+)/.exec(gw.stderr())?.[1]);
+    assert.ok(pid > 0 && isAlive(pid), 'the child process runs');
+    assert.equal(await gw.stop(), 0);
+    assert.equal(isAlive(pid), false, 'the child process was stopped');
+  });
+
+  test('--config FILE with --port override; a config this build cannot serve exits 1', async () => {
+    const gw = await serveCli(['--config', 'config/gatehouse.minimal.yaml', '--port', '0']);
+    cleanups.push(() => gw.stop());
+    assert.match(gw.url, /^http:\/\/127\.0\.0\.1:\d+\/mcp$/);
+    assert.equal(await gw.stop(), 0);
+    const file = join(dir, 'public.yaml');
+    writeFileSync(file, 'listen: { host: 0.0.0.0, port: 0 }\nupstreams: [{ name: a, url: "http://127.0.0.1:3001/mcp" }]\nauth: { anonymous: true }\n');
+    const r = await runCli(['serve', '--config', file]);
+    assert.equal(r.code, 1);
+    assert.match(r.stderr, /anonymous access is allowed only on a loopback listener/);
+  });
+});

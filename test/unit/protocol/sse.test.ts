@@ -1,0 +1,33 @@
+// SSE framing per the WHATWG standard (referenced by 2026-07-28/basic/transports/streamable-http.mdx).
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { SseParser, formatSseMessage } from '../../../src/protocol/sse.js';
+
+test('events split across chunks complete only when their blank line arrives', () => {
+  const p = new SseParser();
+  assert.deepEqual(p.push('event: message\nda'), []);
+  assert.deepEqual(p.push('ta: {"a":1}\n'), []);
+  const [ev] = p.push('\nid: 7\n');
+  assert.deepEqual(ev, { raw: 'event: message\ndata: {"a":1}\n\n', event: 'message', data: '{"a":1}' });
+  assert.equal(p.remainder, 'id: 7\n');
+});
+
+test('multi-line data is joined with newlines; comments and unknown fields are ignored; CRLF works', () => {
+  const evs = new SseParser().push(': keep-alive\r\n\r\ndata: a\r\ndata: b\r\nfoo: bar\r\nretry: 250\r\nid: x\r\n\r\n');
+  assert.equal(evs.length, 2);
+  assert.equal(evs[0]!.data, undefined);
+  assert.equal(evs[1]!.data, 'a\nb');
+  assert.equal(evs[1]!.retry, 250);
+  assert.equal(evs[1]!.id, 'x');
+});
+
+test('a UTF-8 character split between chunks is decoded whole', () => {
+  const bytes = Buffer.from('data: ü\n\n');
+  const p = new SseParser();
+  assert.deepEqual(p.push(bytes.subarray(0, 7)), []);
+  assert.equal(p.push(bytes.subarray(7))[0]!.data, 'ü');
+});
+
+test('formatSseMessage writes one JSON message on one data line', () => {
+  assert.equal(formatSseMessage({ a: 'x\ny' }), 'event: message\ndata: {"a":"x\\ny"}\n\n');
+});
