@@ -1,5 +1,5 @@
-# Gatehouse container image: build with the full toolchain, run with production dependencies only.
 # syntax=docker/dockerfile:1
+# Gatehouse container image: build with the full toolchain, run with production dependencies only.
 
 FROM node:20-bookworm-slim AS build
 WORKDIR /app
