@@ -122,10 +122,10 @@ export class StdioUpstream implements Upstream {
     const id = randomUUID();
     const session = new StdioSession(id, proc, this.log.child({ session: id.slice(0, 8) }));
     this.sessions.set(id, session);
-    proc.onExit = () => {
+    proc.onExit = (reason) => {
       if (this.sessions.get(id) === session) {
         this.sessions.delete(id);
-        session.failAll(new GatewayError('GW_ERR_UPSTREAM_EXITED', `Upstream "${this.name}" process exited`, this.name));
+        session.failAll(new GatewayError('GW_ERR_UPSTREAM_EXITED', `Upstream "${this.name}" process ${reason}`, this.name));
       }
     };
     this.log.info('session started', { session: id.slice(0, 8), pid: proc.pid });

@@ -212,7 +212,9 @@ describe('edge guards', () => {
   });
 
   test('/healthz is always ok; /readyz reflects whether the upstream answers', async () => {
-    const up = await fake((_req, res) => res.writeHead(405).end());
+    const up = await fake((_req, res) => {
+      res.writeHead(405).end();
+    });
     const good = await gatewayFor(up);
     const bad = await gatewayFor('http://127.0.0.1:1/mcp');
     assert.equal((await request(`${good.origin}/healthz`)).statusCode, 200);

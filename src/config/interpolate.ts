@@ -1,0 +1,96 @@
+// `${env:NAME}` and `${file:PATH}` interpolation inside YAML string scalars, applied before validation.
+// Owns the syntax and its secret-safe messages; turning problems into located issues is load.ts's job.
+
+import { readFileSync } from 'node:fs';
+import { resolve } from 'node:path';
+import { isMap, isScalar, isSeq, type Document } from 'yaml';
+
+export interface InterpolationContext {
+  /** Where `${env:NAME}` looks names up. */
+  env: NodeJS.ProcessEnv;
+  /** Directory that relative `${file:PATH}` paths resolve against (the config file's directory). */
+  baseDir: string;
+}
+
+export interface InterpolatedString {
+  value: string;
+  /** Human-readable problems; they name variables and paths, never the values read. */
+  problems: string[];
+}
+
+/** A problem in one scalar of a YAML document: its key path and its offset in the source text. */
+export interface InterpolationProblem {
+  path: Array<string | number>;
+  offset: number;
+  message: string;
+}
+
+// One left-to-right scan. The escape must be the first alternative so `$${env:X}` stays literal text, and a
+// lone `${` without a closing brace is caught by the last one instead of passing through silently.
+const TOKEN = /\$\$\{|\$\{([^}]*)\}|\$\{/g;
+const ENV_NAME = /^[A-Za-z_][A-Za-z0-9_]*$/;
+const USAGE = 'use ${env:NAME} or ${file:PATH}';
+
+/** Expands every `${env:...}`/`${file:...}` in `text`; `$${` yields a literal `${`. Substituted values are not re-scanned. */
+export function interpolateString(text: string, ctx: InterpolationContext): InterpolatedString {
+  const problems: string[] = [];
+  if (!text.includes('${')) return { value: text, problems };
+  const value = text.replace(TOKEN, (match: string, expr: string | undefined) => {
+    if (match === '$${') return '${';
+    if (expr === undefined) {
+      problems.push('unterminated "${"; write $${ for a literal "${"');
+      return match;
+    }
+    return expand(expr, ctx, problems) ?? match;
+  });
+  return { value, problems };
+}
+
+function expand(expr: string, ctx: InterpolationContext, problems: string[]): string | undefined {
+  const colon = expr.indexOf(':');
+  const kind = colon < 0 ? undefined : expr.slice(0, colon);
+  const arg = expr.slice(colon + 1);
+  if (kind === 'env') {
+    if (!ENV_NAME.test(arg)) {
+      problems.push(`invalid environment variable name in "\${${expr}}"; ${USAGE}`);
+      return undefined;
+    }
+    const value = ctx.env[arg];
+    if (value === undefined) problems.push(`environment variable "${arg}" is not set`);
+    return value;
+  }
+  if (kind === 'file' && arg !== '') {
+    try {
+      // Secret files usually end with the newline an editor or `echo` added; it is never part of the secret.
+      return readFileSync(resolve(ctx.baseDir, arg), 'utf8').replace(/\r?\n$/, '');
+    } catch (err) {
+      const code = (err as NodeJS.ErrnoException).code ?? 'unreadable';
+      problems.push(`cannot read file "${arg}": ${code}`);
+      return undefined;
+    }
+  }
+  problems.push(`unknown interpolation "\${${expr}}"; ${USAGE}`);
+  return undefined;
+}
+
+/**
+ * Interpolates every string scalar that is a value (never a key) in `doc`, in place, and returns the problems.
+ * Aliases are skipped: they share the anchored node, which is interpolated where it is defined.
+ */
+export function interpolateDocument(doc: Document, ctx: InterpolationContext): InterpolationProblem[] {
+  const problems: InterpolationProblem[] = [];
+  const walk = (node: unknown, path: Array<string | number>): void => {
+    if (isMap(node)) {
+      for (const pair of node.items) walk(pair.value, [...path, isScalar(pair.key) ? String(pair.key.value) : String(pair.key)]);
+    } else if (isSeq(node)) {
+      node.items.forEach((item, i) => walk(item, [...path, i]));
+    } else if (isScalar(node) && typeof node.value === 'string') {
+      const result = interpolateString(node.value, ctx);
+      node.value = result.value;
+      const offset = node.range?.[0] ?? 0;
+      for (const message of result.problems) problems.push({ path, offset, message });
+    }
+  };
+  walk(doc.contents, []);
+  return problems;
+}

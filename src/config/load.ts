@@ -1,0 +1,343 @@
+// Loads a Gatehouse config: YAML → interpolation → JSON Schema validation with defaults → semantic checks.
+// Every problem becomes a located ConfigIssue and all of them are thrown together as one ConfigError.
+// Turning config into the runtime IR is not done here.
+
+import { readFileSync } from 'node:fs';
+import { readFile } from 'node:fs/promises';
+import { basename, dirname, resolve } from 'node:path';
+import { Ajv, type ErrorObject, type ValidateFunction } from 'ajv';
+import { isAlias, isMap, isScalar, isSeq, LineCounter, parseDocument, type Document } from 'yaml';
+import { interpolateDocument } from './interpolate.js';
+import type { GatehouseConfig } from './types.js';
+
+/** One problem in a config, located in its source (line and column are 1-based; 0 for configs built in code). */
+export interface ConfigIssue {
+  file: string;
+  line: number;
+  column: number;
+  /** Dotted key path such as `upstreams[0].url`, or `(root)`. */
+  path: string;
+  message: string;
+}
+
+/** Thrown for any invalid config; the message lists every issue, one per line. */
+export class ConfigError extends Error {
+  readonly issues: ConfigIssue[];
+  constructor(issues: ConfigIssue[]) {
+    super(issues.map(formatIssue).join('\n'));
+    this.name = 'ConfigError';
+    this.issues = issues;
+  }
+}
+
+/** `file:line:column path: message`, the form editors and terminals turn into links. */
+export function formatIssue(issue: ConfigIssue): string {
+  return `${issue.file}:${issue.line}:${issue.column} ${issue.path}: ${issue.message}`;
+}
+
+/** `upstreams[0].url`; keys that would read ambiguously are quoted: `headers["a.b"]`. */
+export function formatPath(segments: readonly PathSegment[]): string {
+  if (segments.length === 0) return '(root)';
+  let out = '';
+  for (const seg of segments) {
+    if (typeof seg === 'number') out += `[${seg}]`;
+    else if (/^[A-Za-z_][A-Za-z0-9_-]*$/.test(seg)) out += out === '' ? seg : `.${seg}`;
+    else out += `[${JSON.stringify(seg)}]`;
+  }
+  return out;
+}
+
+// Read at module init so a missing schema fails at startup; compiled lazily, once per process.
+// src/config/load.ts and dist/config/load.js both sit two levels below the package root.
+const SCHEMA_URL = new URL('../../config/gatehouse.schema.json', import.meta.url);
+const SCHEMA = JSON.parse(readFileSync(SCHEMA_URL, 'utf8')) as Record<string, unknown>;
+let compiled: ValidateFunction | undefined;
+
+function validator(): ValidateFunction {
+  // strictRequired is off because the url/command discriminator names keys defined in the branch schemas.
+  compiled ??= new Ajv({ allErrors: true, useDefaults: true, strict: true, strictRequired: false }).compile(SCHEMA);
+  return compiled;
+}
+
+type PathSegment = string | number;
+type Position = { line: number; column: number };
+/** An issue before it is located: where (as a key path) and what. */
+interface IssueDraft {
+  segments: PathSegment[];
+  /** Point at the key rather than its value (unknown keys, bad key names). */
+  onKey: boolean;
+  message: string;
+  keyword?: string;
+  /** The key named by a required/additionalProperties error. */
+  key?: string;
+}
+type Locator = (segments: readonly PathSegment[], onKey: boolean) => Position;
+
+/** Reads `file` and parses it; `${file:...}` paths resolve against the file's directory. */
+export async function loadConfigFile(file: string, env?: NodeJS.ProcessEnv): Promise<GatehouseConfig> {
+  let text: string;
+  try {
+    text = await readFile(file, 'utf8');
+  } catch (err) {
+    const code = (err as NodeJS.ErrnoException).code ?? 'unreadable';
+    throw new ConfigError([{ file: basename(file), line: 0, column: 0, path: '(root)', message: `cannot read the configuration file: ${code}` }]);
+  }
+  return parseConfigText(text, { fileName: basename(file), baseDir: dirname(resolve(file)), env });
+}
+
+// yaml's own wording for these addresses library users, not people editing a config file.
+const YAML_MESSAGES: Record<string, string> = {
+  DUPLICATE_KEY: 'duplicate key',
+  MULTIPLE_DOCS: 'the file must contain a single YAML document (remove the extra "---")',
+};
+
+/** Parses, interpolates and validates YAML text; `fileName` is only used to label issues. */
+export function parseConfigText(text: string, opts: { fileName: string; baseDir: string; env?: NodeJS.ProcessEnv }): GatehouseConfig {
+  const file = opts.fileName;
+  const lineCounter = new LineCounter();
+  const doc = parseDocument(text, { lineCounter, prettyErrors: false });
+  const at = (offset: number): Position => {
+    const pos = lineCounter.linePos(offset);
+    return { line: pos.line, column: pos.col };
+  };
+  // A syntax error makes the rest of the tree unreliable, so validating it would only add noise. yaml often
+  // reports one mistake several ways on the same line; the first report is the telling one.
+  if (doc.errors.length > 0) {
+    const syntax = doc.errors.map((e) => ({
+      file, ...at(e.pos[0]), path: '(root)', message: `YAML syntax error: ${YAML_MESSAGES[e.code] ?? e.message}`,
+    }));
+    throw new ConfigError(syntax.filter((issue, i) => syntax.findIndex((other) => other.line === issue.line) === i));
+  }
+  const interpolation = interpolateDocument(doc, { env: opts.env ?? process.env, baseDir: opts.baseDir });
+  const issues: ConfigIssue[] = interpolation.map((p) => ({ file, ...at(p.offset), path: formatPath(p.path), message: p.message }));
+  let raw: unknown;
+  try {
+    raw = doc.toJS({ maxAliasCount: 100 });
+  } catch (err) {
+    issues.push({ file, line: 1, column: 1, path: '(root)', message: (err as Error).message });
+    throw new ConfigError(issues);
+  }
+  // A value whose interpolation failed still holds its `${...}` text; schema errors about it would be noise.
+  const skip = new Set(issues.map((i) => i.path));
+  return check(raw, file, yamlLocator(doc, at), skip, issues);
+}
+
+/** Validates a config built in code (e.g. from CLI flags), applying defaults to a copy; issues are at 0:0. */
+export function validateConfigObject(raw: unknown, displayName = '(config)'): GatehouseConfig {
+  return check(structuredClone(raw), displayName, () => ({ line: 0, column: 0 }), new Set(), []);
+}
+
+function check(raw: unknown, file: string, locate: Locator, skip: Set<string>, issues: ConfigIssue[]): GatehouseConfig {
+  const toIssue = (d: IssueDraft): ConfigIssue => ({ file, ...locate(d.segments, d.onKey), path: formatPath(d.segments), message: d.message });
+  if (raw === null || raw === undefined) {
+    issues.push(toIssue({ segments: [], onKey: false, message: 'the configuration is empty; at least "upstreams" is required' }));
+    throw new ConfigError(issues);
+  }
+  const validate = validator();
+  const valid = validate(raw);
+  const drafts = valid ? [] : explainSchemaErrors(validate.errors ?? [], raw);
+  drafts.push(...findDuplicates(raw, ['upstreams'], 'name', 'upstream name'));
+  drafts.push(...findDuplicates(raw, ['auth', 'apiKeys'], 'id', 'API key id'));
+  // Findings about a key (unknown, badly named) stand even when its value could not be interpolated.
+  for (const d of drafts) if (d.onKey || !skip.has(formatPath(d.segments))) issues.push(toIssue(d));
+  if (issues.length > 0) {
+    // Stable sort: issues on the same spot keep the order in which they were found.
+    issues.sort((a, b) => a.line - b.line || a.column - b.column);
+    throw new ConfigError(issues);
+  }
+  return raw as GatehouseConfig;
+}
+
+/** Flags the second and later list items that repeat `field` (a string) of an earlier one. */
+function findDuplicates(raw: unknown, listPath: string[], field: string, what: string): IssueDraft[] {
+  let list: unknown = raw;
+  for (const key of listPath) list = isRecord(list) ? list[key] : undefined;
+  if (!Array.isArray(list)) return [];
+  const firstIndex = new Map<string, number>();
+  const drafts: IssueDraft[] = [];
+  list.forEach((item: unknown, i) => {
+    const value = isRecord(item) ? item[field] : undefined;
+    if (typeof value !== 'string') return;
+    const first = firstIndex.get(value);
+    if (first === undefined) firstIndex.set(value, i);
+    // The value itself is not repeated in the message: it may have come from an interpolated secret.
+    else drafts.push({ segments: [...listPath, i, field], onKey: false, message: `duplicate ${what}; ${formatPath([...listPath, first])} already uses it` });
+  });
+  return drafts;
+}
+
+function isRecord(v: unknown): v is Record<string, unknown> {
+  return typeof v === 'object' && v !== null && !Array.isArray(v);
+}
+
+/** Maps a key path back to the YAML node it came from: the key itself when `onKey`, else the value. */
+function yamlLocator(doc: Document, at: (offset: number) => Position): Locator {
+  return (segments, onKey) => {
+    let node: unknown = doc.contents;
+    let offset = startOf(node) ?? 0;
+    for (const [i, seg] of segments.entries()) {
+      if (isAlias(node)) node = node.resolve(doc);
+      if (isMap(node)) {
+        const pair = node.items.find((p) => (isScalar(p.key) ? String(p.key.value) : String(p.key)) === String(seg));
+        if (pair === undefined) break;
+        offset = startOf(pair.key) ?? offset;
+        if (onKey && i === segments.length - 1) break;
+        node = pair.value;
+      } else if (isSeq(node) && typeof seg === 'number') {
+        node = node.items[seg];
+      } else {
+        break;
+      }
+      // An empty value (`port:`) has no text of its own; its key is the better place to point at.
+      const start = startOf(node);
+      if (start !== undefined && !(isScalar(node) && node.source === '')) offset = start;
+    }
+    return at(offset);
+  };
+}
+
+function startOf(node: unknown): number | undefined {
+  if (typeof node !== 'object' || node === null || !('range' in node)) return undefined;
+  const range = (node as { range?: [number, number, number] | null }).range;
+  return range?.[0];
+}
+
+// ---- Schema errors in words ----------------------------------------------------------------------------
+
+// Value-level keywords, most telling first: only one of them is reported per path (a number given for a
+// URL fails its type, not also its pattern).
+const VALUE_KEYWORDS = ['type', 'oneOf', 'enum', 'const', 'pattern', 'minimum', 'maximum', 'minLength', 'minItems'];
+const EXPECTED: Record<string, string> = {
+  string: 'a string', integer: 'an integer', number: 'a number', boolean: 'true or false', object: 'a mapping (key: value)', array: 'a list',
+};
+const GOT: Record<string, string> = {
+  string: 'a string', number: 'a number', boolean: 'a boolean', object: 'a mapping', array: 'a list', null: 'an empty value',
+};
+// Keyed by the exact pattern strings in gatehouse.schema.json; an unlisted pattern falls back to quoting it.
+const PATTERNS: Record<string, string> = {
+  '^/': 'must start with "/"',
+  '^https?://[^\\s/?#]+[^\\s]*$': 'must be an http:// or https:// URL',
+  '^rediss?://': 'must be a redis:// or rediss:// URL',
+  '^[A-Za-z0-9_-]{1,32}$': 'must be 1-32 letters, digits, "_" or "-"',
+  '^[A-Za-z0-9_.:-]{1,64}$': 'must be 1-64 letters, digits, "_", ".", ":" or "-"',
+  '^sha256:[0-9a-f]{64}$': 'must be "sha256:" followed by 64 lowercase hex digits (see gatehouse hash-key)',
+  "^[!#$%&'*+.^_`|~0-9A-Za-z-]+$": 'is not a valid HTTP header name',
+  '^[A-Za-z_][A-Za-z0-9_]*$': 'is not a valid environment variable name',
+};
+const UPSTREAM_ONEOF = '#/properties/upstreams/items/oneOf';
+// Keys either kind of upstream knows: when the kind is ambiguous, only other keys are surely unknown.
+const UPSTREAM_KEYS = new Set(['httpUpstream', 'stdioUpstream'].flatMap((name) => {
+  const defs = SCHEMA['definitions'] as Record<string, { properties?: object }> | undefined;
+  return Object.keys(defs?.[name]?.properties ?? {});
+}));
+
+function explainSchemaErrors(errors: ErrorObject[], data: unknown): IssueDraft[] {
+  const drafts: IssueDraft[] = [];
+  for (const e of errors) {
+    // `if` and `propertyNames` only summarise errors reported on their own; so do the oneOf branches.
+    if (e.keyword === 'if' || e.keyword === 'propertyNames' || /\/oneOf\/\d+\//.test(e.schemaPath)) continue;
+    drafts.push(describe(e, data));
+  }
+  return prune(drafts);
+}
+
+function describe(e: ErrorObject, data: unknown): IssueDraft {
+  const { segments, value } = resolvePointer(e.instancePath, data);
+  const p = e.params as Record<string, unknown>;
+  const at = (message: string): IssueDraft => ({ segments, onKey: false, message, keyword: e.keyword });
+  // Errors from a propertyNames schema are about a key, which is where they belong.
+  if (e.propertyName !== undefined) {
+    return { ...at(PATTERNS[String(p['pattern'])] ?? 'is not an allowed key'), segments: [...segments, e.propertyName], onKey: true };
+  }
+  switch (e.keyword) {
+    case 'additionalProperties': {
+      const key = String(p['additionalProperty']);
+      return { ...at('unknown key'), segments: [...segments, key], onKey: true, key };
+    }
+    case 'required': {
+      const key = String(p['missingProperty']);
+      return { ...at(`missing required key "${key}"`), key };
+    }
+    case 'type':
+      return at(`expected ${EXPECTED[String(p['type'])] ?? String(p['type'])}, got ${GOT[jsonType(value)] ?? jsonType(value)}`);
+    case 'enum':
+      return at(`must be one of: ${(p['allowedValues'] as unknown[]).join(', ')}`);
+    case 'const':
+      return at(`must be ${JSON.stringify(p['allowedValue'])}`);
+    case 'pattern':
+      return at(PATTERNS[String(p['pattern'])] ?? `must match the pattern ${String(p['pattern'])}`);
+    case 'minimum':
+    case 'maximum':
+      return at(`must be at ${e.keyword === 'minimum' ? 'least' : 'most'} ${String(p['limit'])}`);
+    case 'minLength':
+    case 'minItems':
+      return at(p['limit'] === 1 ? 'must not be empty' : `must have at least ${String(p['limit'])} ${e.keyword === 'minLength' ? 'characters' : 'items'}`);
+    case 'oneOf':
+      if (e.schemaPath === UPSTREAM_ONEOF) {
+        // passingSchemas is an array when both branches matched, null when none did.
+        const both = Array.isArray(p['passingSchemas']);
+        return at(`an upstream needs either "url" (Streamable HTTP) or "command" (stdio)${both ? ', not both' : ''}`);
+      }
+      return at(e.message ?? 'is not valid');
+    default:
+      return at(e.message ?? 'is not valid');
+  }
+}
+
+/** Drops the echoes of one mistake, so each mistake is reported once. */
+function prune(drafts: IssueDraft[]): IssueDraft[] {
+  const pathOf = (d: IssueDraft): string => formatPath(d.segments);
+  const typed = new Set(drafts.filter((d) => d.keyword === 'type').map(pathOf));
+  // An upstream with both or neither of url/command was checked as a guessed kind, so the guess's findings
+  // about kind-specific keys are unreliable; its name and truly unknown keys are still worth reporting.
+  const ambiguous = drafts.filter((d) => d.keyword === 'oneOf' && !typed.has(pathOf(d))).map((d) => d.segments);
+  const hidden = (d: IssueDraft): boolean => ambiguous.some((up) => {
+    if (d.keyword === 'oneOf' || !up.every((seg, i) => d.segments[i] === seg)) return false;
+    const sub = d.segments[up.length];
+    if (sub === undefined) return d.keyword === 'required' && d.key !== 'name';
+    if (sub === 'name') return false;
+    return !(d.keyword === 'additionalProperties' && d.segments.length === up.length + 1 && !UPSTREAM_KEYS.has(String(sub)));
+  });
+  const rank = (d: IssueDraft): number => {
+    const i = VALUE_KEYWORDS.indexOf(d.keyword ?? '');
+    return i < 0 ? VALUE_KEYWORDS.length : i;
+  };
+  const seenValue = new Set<string>();
+  const seen = new Set<string>();
+  const kept: IssueDraft[] = [];
+  for (const d of [...drafts].sort((a, b) => rank(a) - rank(b))) {
+    const path = pathOf(d);
+    if ((typed.has(path) && d.keyword !== 'type') || hidden(d)) continue;
+    if (VALUE_KEYWORDS.includes(d.keyword ?? '')) {
+      if (seenValue.has(path)) continue;
+      seenValue.add(path);
+    }
+    if (seen.has(`${path}\n${d.message}`)) continue;
+    seen.add(`${path}\n${d.message}`);
+    kept.push(d);
+  }
+  return kept;
+}
+
+/** Turns an ajv instancePath (JSON Pointer) into key path segments, and finds the value it points at. */
+function resolvePointer(pointer: string, data: unknown): { segments: PathSegment[]; value: unknown } {
+  const segments: PathSegment[] = [];
+  let value = data;
+  if (pointer === '') return { segments, value };
+  for (const raw of pointer.slice(1).split('/')) {
+    const key = raw.replace(/~1/g, '/').replace(/~0/g, '~');
+    if (Array.isArray(value)) {
+      segments.push(Number(key));
+      value = value[Number(key)];
+    } else {
+      segments.push(key);
+      value = isRecord(value) ? value[key] : undefined;
+    }
+  }
+  return { segments, value };
+}
+
+function jsonType(value: unknown): string {
+  if (value === null) return 'null';
+  return Array.isArray(value) ? 'array' : typeof value;
+}

@@ -1,0 +1,60 @@
+// Every shipped config file must load, and docs/configuration.md must match what the schema generates now.
+
+import assert from 'node:assert/strict';
+import { execFileSync } from 'node:child_process';
+import { existsSync, readdirSync, readFileSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
+import { describe, it } from 'node:test';
+import { ConfigError, loadConfigFile } from '../../../src/config/load.js';
+import { isStdioUpstream } from '../../../src/config/types.js';
+
+const root = fileURLToPath(new URL('../../../', import.meta.url));
+const configDir = `${root}config/`;
+// The secrets config/gatehouse.example.yaml pulls from the environment.
+const EXAMPLE_ENV = {
+  CRM_TOKEN: 'crm-token-for-tests',
+  OAUTH_CLIENT_SECRET: 'oauth-secret-for-tests',
+  GATEHOUSE_ADMIN_TOKEN: 'admin-token-for-tests-0123456789',
+};
+
+describe('config/*.yaml', () => {
+  const files = readdirSync(configDir).filter((f) => f.endsWith('.yaml')).sort();
+
+  it('includes the three shipped files', () => {
+    for (const f of ['gatehouse.default.yaml', 'gatehouse.example.yaml', 'gatehouse.minimal.yaml']) assert.ok(files.includes(f), f);
+  });
+
+  for (const file of files) {
+    it(`${file} loads and points editors at the schema`, async () => {
+      const config = await loadConfigFile(`${configDir}${file}`, EXAMPLE_ENV);
+      assert.ok(config.upstreams.length > 0);
+      assert.equal(readFileSync(`${configDir}${file}`, 'utf8').split('\n')[0], '# yaml-language-server: $schema=./gatehouse.schema.json');
+    });
+  }
+
+  it('the example names every secret it needs', async () => {
+    await assert.rejects(loadConfigFile(`${configDir}gatehouse.example.yaml`, {}), (err: unknown) => {
+      assert.ok(err instanceof ConfigError);
+      for (const name of Object.keys(EXAMPLE_ENV)) assert.match(err.message, new RegExp(`environment variable "${name}" is not set`));
+      assert.equal(err.issues.length, Object.keys(EXAMPLE_ENV).length);
+      return true;
+    });
+  });
+
+  it('the demo config starts the everything server from the repository root, anonymously on loopback', async () => {
+    const config = await loadConfigFile(`${configDir}gatehouse.default.yaml`, {});
+    assert.equal(config.listen.host, '127.0.0.1');
+    assert.equal(config.auth.anonymous, true);
+    const [upstream] = config.upstreams;
+    assert.ok(upstream && isStdioUpstream(upstream));
+    assert.ok(existsSync(`${root}${upstream.command[1]}`), `${upstream.command[1]} is missing; is server-everything installed?`);
+  });
+});
+
+describe('docs/configuration.md', () => {
+  it('is what scripts/gen-config-docs.mjs generates from the schema now', () => {
+    const generated = execFileSync(process.execPath, [`${root}scripts/gen-config-docs.mjs`, '--stdout'], { encoding: 'utf8' });
+    const committed = readFileSync(`${root}docs/configuration.md`, 'utf8');
+    assert.equal(committed, generated, 'docs/configuration.md is stale: run node scripts/gen-config-docs.mjs');
+  });
+});

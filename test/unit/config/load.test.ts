@@ -1,0 +1,176 @@
+// Unit tests for src/config/load.ts: located issues, human messages, one message per mistake, defaults.
+
+import assert from 'node:assert/strict';
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { after, describe, it } from 'node:test';
+import { ConfigError, loadConfigFile, parseConfigText, validateConfigObject, type ConfigIssue } from '../../../src/config/load.js';
+import { isStdioUpstream } from '../../../src/config/types.js';
+
+const UPSTREAM = 'upstreams:\n  - name: crm\n    url: http://127.0.0.1:3001/mcp\n';
+
+function parse(text: string, env: NodeJS.ProcessEnv = {}) {
+  return parseConfigText(text, { fileName: 'gatehouse.yaml', baseDir: tmpdir(), env });
+}
+
+/** Parses text that must be invalid and returns its issues (checking the message lists them all). */
+function issuesOf(text: string, env: NodeJS.ProcessEnv = {}): ConfigIssue[] {
+  try {
+    parse(text, env);
+  } catch (err) {
+    assert.ok(err instanceof ConfigError, `expected a ConfigError, got ${String(err)}`);
+    const lines = err.message.split('\n');
+    assert.equal(lines.length, err.issues.length);
+    err.issues.forEach((i, n) => assert.equal(lines[n], `${i.file}:${i.line}:${i.column} ${i.path}: ${i.message}`));
+    return err.issues;
+  }
+  assert.fail('expected the config to be rejected');
+}
+
+const lines = (issues: ConfigIssue[]) => issues.map((i) => `${i.file}:${i.line}:${i.column} ${i.path}: ${i.message}`);
+
+describe('parseConfigText', () => {
+  it('locates an unknown key at the key itself, with its path', () => {
+    const issues = issuesOf(`listen:\n  host: 127.0.0.1\n  prot: 8080\n${UPSTREAM}`);
+    assert.deepEqual(issues, [{ file: 'gatehouse.yaml', line: 3, column: 3, path: 'listen.prot', message: 'unknown key' }]);
+  });
+
+  it('reports several errors at once, in source order', () => {
+    const text = [
+      'listen: { port: "8080", path: mcp }', // 1
+      'upstreams:', // 2
+      '  - name: crm', // 3
+      '    url: http://127.0.0.1:3001/mcp', // 4
+      '    tiemouts: {}', // 5
+      'log: { level: verbose }', // 6
+      'bogus: 1', // 7
+    ].join('\n');
+    assert.deepEqual(lines(issuesOf(text)), [
+      'gatehouse.yaml:1:17 listen.port: expected an integer, got a string',
+      'gatehouse.yaml:1:31 listen.path: must start with "/"',
+      'gatehouse.yaml:5:5 upstreams[0].tiemouts: unknown key',
+      'gatehouse.yaml:6:15 log.level: must be one of: debug, info, warn, error',
+      'gatehouse.yaml:7:1 bogus: unknown key',
+    ]);
+  });
+
+  it('locates YAML syntax errors and reports nothing else', () => {
+    assert.deepEqual(lines(issuesOf(`listen: [8080\n${UPSTREAM}`)), [
+      'gatehouse.yaml:2:1 (root): YAML syntax error: Flow sequence in block collection must be sufficiently indented and end with a ]',
+    ]);
+    // yaml reports this one mistake twice on the same line; one report is enough.
+    const issues = issuesOf(`listen:\n  port: 8080\n   host: x\n${UPSTREAM}`);
+    assert.equal(issues.length, 1);
+    assert.match(issues[0]!.message, /^YAML syntax error: /);
+    assert.equal(issues[0]!.line, 2);
+    assert.equal(issuesOf('a: 1\na: 2\n')[0]!.message, 'YAML syntax error: duplicate key');
+  });
+
+  it('names the expected and the actual type, never the value', () => {
+    const issues = issuesOf(`${UPSTREAM}auth: { anonymous: "yes" }\nmetrics:\n`);
+    assert.deepEqual(lines(issues), [
+      'gatehouse.yaml:4:20 auth.anonymous: expected true or false, got a string',
+      'gatehouse.yaml:5:1 metrics: expected a mapping (key: value), got an empty value',
+    ]);
+  });
+
+  it('requires upstreams, and at least one', () => {
+    assert.deepEqual(lines(issuesOf('listen: { port: 0 }\n')), ['gatehouse.yaml:1:1 (root): missing required key "upstreams"']);
+    assert.deepEqual(lines(issuesOf('upstreams: []\n')), ['gatehouse.yaml:1:12 upstreams: must not be empty']);
+    assert.deepEqual(lines(issuesOf('# nothing here\n')), ['gatehouse.yaml:1:1 (root): the configuration is empty; at least "upstreams" is required']);
+  });
+
+  it('gives one clear message for an upstream with both url and command, or neither', () => {
+    const both = 'upstreams:\n  - name: x\n    url: http://a/mcp\n    command: [node]\n    headers: { A: b }\n    timeouts: { connectMs: 5 }\n';
+    assert.deepEqual(lines(issuesOf(both)), [
+      'gatehouse.yaml:2:5 upstreams[0]: an upstream needs either "url" (Streamable HTTP) or "command" (stdio), not both',
+    ]);
+    // A key neither kind knows is still worth reporting; `env` (a stdio key) is not.
+    const neither = 'upstreams:\n  - name: x\n    env: { A: b }\n    cmd: [node]\n';
+    assert.deepEqual(lines(issuesOf(neither)), [
+      'gatehouse.yaml:2:5 upstreams[0]: an upstream needs either "url" (Streamable HTTP) or "command" (stdio)',
+      'gatehouse.yaml:4:5 upstreams[0].cmd: unknown key',
+    ]);
+  });
+
+  it('reports one message per mistake in an upstream item', () => {
+    assert.deepEqual(lines(issuesOf('upstreams:\n  - 5\n  - name: "bad name"\n    command: node\n')), [
+      'gatehouse.yaml:2:5 upstreams[0]: expected a mapping (key: value), got a number',
+      'gatehouse.yaml:3:11 upstreams[1].name: must be 1-32 letters, digits, "_" or "-"',
+      'gatehouse.yaml:4:14 upstreams[1].command: expected a list, got a string',
+    ]);
+  });
+
+  it('rejects duplicate upstream names at the repeat', () => {
+    const text = `${UPSTREAM}  - name: files\n    command: [node]\n  - name: crm\n    command: [node]\n`;
+    assert.deepEqual(lines(issuesOf(text)), ['gatehouse.yaml:6:11 upstreams[2].name: duplicate upstream name; upstreams[0] already uses it']);
+  });
+
+  it('checks kind-specific store keys', () => {
+    assert.deepEqual(lines(issuesOf(`${UPSTREAM}store: { kind: redis }\n`)), ['gatehouse.yaml:4:8 store: missing required key "url"']);
+    assert.deepEqual(lines(issuesOf(`${UPSTREAM}store: { kind: mongo }\n`)), ['gatehouse.yaml:4:16 store.kind: must be one of: sqlite, redis']);
+    assert.deepEqual(parse(`${UPSTREAM}store: { kind: redis, url: "redis://r:6379" }\n`).store, { kind: 'redis', url: 'redis://r:6379' });
+  });
+
+  it('applies every default', () => {
+    assert.deepEqual(parse(`upstreams:\n  - { name: a, url: "https://a.example/mcp" }\n  - { name: b, command: [node, s.js] }\n`), {
+      listen: { host: '127.0.0.1', port: 8080, path: '/mcp', allowedHosts: [], allowedOrigins: [], maxBodyBytes: 1048576 },
+      upstreams: [
+        { name: 'a', url: 'https://a.example/mcp', era: 'auto', headers: {}, timeouts: { connectMs: 2000, headersMs: 60000, bodyMs: 300000 }, pool: { connections: 64, keepAliveTimeoutMs: 30000 } },
+        { name: 'b', command: ['node', 's.js'], env: {}, era: 'auto', timeouts: { requestMs: 60000 } },
+      ],
+      auth: { anonymous: false, apiKeys: [] },
+      tools: { naming: { prefix: 'auto' }, outputValidation: 'warn' },
+      policy: { rules: [] },
+      store: { kind: 'sqlite', path: './data/gatehouse.db' },
+      metrics: { enabled: false, host: '127.0.0.1', port: 9464, path: '/metrics' },
+      admin: { enabled: false, host: '127.0.0.1', port: 9465 },
+      log: { level: 'info' },
+      shutdown: { graceMs: 10000 },
+    });
+  });
+
+  it('accepts port 0 and rejects ports out of range', () => {
+    assert.equal(parse(`listen: { port: 0 }\n${UPSTREAM}`).listen.port, 0);
+    assert.deepEqual(lines(issuesOf(`listen: { port: 65536 }\n${UPSTREAM}`)), ['gatehouse.yaml:1:17 listen.port: must be at most 65535']);
+  });
+
+  it('quotes keys that would make the path ambiguous', () => {
+    const issues = issuesOf('upstreams:\n  - name: a\n    url: http://a/mcp\n    headers: { "bad key": x }\n');
+    assert.deepEqual(lines(issues), ['gatehouse.yaml:4:16 upstreams[0].headers["bad key"]: is not a valid HTTP header name']);
+  });
+});
+
+describe('validateConfigObject', () => {
+  it('applies defaults to a copy and locates issues at 0:0', () => {
+    const raw = { upstreams: [{ name: 'cli', url: 'http://127.0.0.1:3001/mcp' }] };
+    const config = validateConfigObject(raw);
+    assert.equal(config.listen.port, 8080);
+    assert.deepEqual(raw, { upstreams: [{ name: 'cli', url: 'http://127.0.0.1:3001/mcp' }] });
+    assert.throws(() => validateConfigObject({ upstreams: [{ name: 'cli', url: 'ftp://x' }], listen: { port: -1 } }, 'flags'), (err: unknown) => {
+      assert.ok(err instanceof ConfigError);
+      assert.deepEqual(err.message.split('\n').sort(), ['flags:0:0 listen.port: must be at least 0', 'flags:0:0 upstreams[0].url: must be an http:// or https:// URL']);
+      return true;
+    });
+  });
+});
+
+describe('loadConfigFile', () => {
+  const dirs: string[] = [];
+  after(async () => Promise.all(dirs.map((d) => rm(d, { recursive: true, force: true }))));
+
+  it('labels issues with the file name and resolves ${file:...} next to the file', async () => {
+    const dir = await mkdtemp(join(tmpdir(), 'gatehouse-config-'));
+    dirs.push(dir);
+    await writeFile(join(dir, 'token.txt'), 's3cret\n');
+    await writeFile(join(dir, 'gatehouse.yaml'), `${UPSTREAM}    headers: { Authorization: "Bearer \${file:token.txt}" }\n`);
+    const config = await loadConfigFile(join(dir, 'gatehouse.yaml'), {});
+    const [crm] = config.upstreams;
+    assert.ok(crm && !isStdioUpstream(crm));
+    assert.deepEqual(crm.headers, { Authorization: 'Bearer s3cret' });
+    await writeFile(join(dir, 'bad.yaml'), 'upstreams: 5\n');
+    await assert.rejects(loadConfigFile(join(dir, 'bad.yaml'), {}), { message: 'bad.yaml:1:12 upstreams: expected a list, got a number' });
+    await assert.rejects(loadConfigFile(join(dir, 'missing.yaml')), { message: 'missing.yaml:0:0 (root): cannot read the configuration file: ENOENT' });
+  });
+});
