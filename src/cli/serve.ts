@@ -50,6 +50,15 @@ export async function serveCommand(args: string[], io: CommandIO): Promise<numbe
     io.err(`${(err as Error).message}\n`);
     return 1;
   }
+  // Signal handlers go in before listening, so a SIGTERM that races start-up still drains and exits 0.
+  const stopped = new Promise<number>((resolve) => {
+    const stop = (signal: string): void => {
+      log.info('signal received', { signal });
+      void gateway.close().then(() => resolve(0));
+    };
+    process.once('SIGTERM', () => stop('SIGTERM'));
+    process.once('SIGINT', () => stop('SIGINT'));
+  });
   let url: string;
   try {
     url = await gateway.listen();
@@ -60,14 +69,7 @@ export async function serveCommand(args: string[], io: CommandIO): Promise<numbe
   }
   log.info('gatehouse listening', { url, upstream: config.upstreams[0]!.name });
   io.out(connectBanner(url));
-  return new Promise<number>((resolve) => {
-    const stop = (signal: string): void => {
-      log.info('signal received', { signal });
-      void gateway.close().then(() => resolve(0));
-    };
-    process.once('SIGTERM', () => stop('SIGTERM'));
-    process.once('SIGINT', () => stop('SIGINT'));
-  });
+  return stopped;
 }
 
 async function buildConfig(flags: ServeFlags, io: CommandIO): Promise<GatehouseConfig> {

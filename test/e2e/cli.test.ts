@@ -139,7 +139,7 @@ describe('serve', () => {
     const gw = await serveCli(['--config', 'config/gatehouse.minimal.yaml', '--port', '0']);
     cleanups.push(() => gw.stop());
     assert.match(gw.url, /^http:\/\/127\.0\.0\.1:\d+\/mcp$/);
-    assert.equal(await gw.stop(), 0);
+    assert.equal(await gw.stop(), 0, gw.stderr());
     const file = join(dir, 'public.yaml');
     writeFileSync(file, 'listen: { host: 0.0.0.0, port: 0 }\nupstreams: [{ name: a, url: "http://127.0.0.1:3001/mcp" }]\nauth: { anonymous: true }\n');
     const r = await runCli(['serve', '--config', file]);

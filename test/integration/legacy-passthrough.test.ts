@@ -1,0 +1,246 @@
+// A 2025-era client (v1 SDK) through Gatehouse to the reference server-everything over Streamable HTTP:
+// the gateway must be invisible. Spec: shared/spec/docs/specification/2025-11-25/basic/transports.mdx (LT).
+
+import { after, before, describe, test } from 'node:test';
+import assert from 'node:assert/strict';
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import { ElicitRequestSchema, type ElicitRequest } from '@modelcontextprotocol/sdk/types.js';
+import { startEverythingHttp, type EverythingHttp } from '../fixtures/upstreams/everything-http.js';
+import { startGateway, type TestGateway } from '../helpers/gateway.js';
+
+const PROTOCOL_VERSION = '2025-11-25';
+
+let upstream: EverythingHttp;
+let gw: TestGateway;
+
+interface Connected {
+  client: Client;
+  transport: StreamableHTTPClientTransport;
+}
+
+async function connect(opts: { elicitation?: (req: ElicitRequest) => Record<string, unknown> } = {}): Promise<Connected> {
+  const transport = new StreamableHTTPClientTransport(new URL(gw.url));
+  const client = new Client({ name: 'gatehouse-legacy-test', version: '1.0.0' }, { capabilities: opts.elicitation ? { elicitation: {} } : {} });
+  if (opts.elicitation) {
+    const answer = opts.elicitation;
+    client.setRequestHandler(ElicitRequestSchema, async (req) => answer(req) as never);
+  }
+  await client.connect(transport, { timeout: 10_000 });
+  return { client, transport };
+}
+
+/** One raw JSON-RPC POST, for checks the SDK client hides (status codes, empty bodies). */
+async function rawPost(url: string, body: unknown, sessionId: string | undefined): Promise<{ status: number; text: string; contentType: string | null }> {
+  const headers: Record<string, string> = {
+    'content-type': 'application/json',
+    accept: 'application/json, text/event-stream',
+    'mcp-protocol-version': PROTOCOL_VERSION,
+  };
+  if (sessionId !== undefined) headers['mcp-session-id'] = sessionId;
+  const res = await fetch(url, { method: 'POST', headers, body: JSON.stringify(body), signal: AbortSignal.timeout(10_000) });
+  return { status: res.status, text: await res.text(), contentType: res.headers.get('content-type') };
+}
+
+/** The JSON-RPC message in a JSON or single-event SSE body. */
+function messageOf(text: string): Record<string, unknown> {
+  const data = text.includes('data:')
+    ? text.split('\n').filter((l) => l.startsWith('data:')).map((l) => l.slice(5).trim()).filter((d) => d !== '').at(-1) ?? ''
+    : text;
+  return JSON.parse(data) as Record<string, unknown>;
+}
+
+function textOf(result: unknown): string {
+  const content = ((result as { content?: unknown }).content ?? []) as Array<{ type: string; text?: string }>;
+  return content.filter((c) => c.type === 'text').map((c) => c.text ?? '').join('\n');
+}
+
+describe('legacy pass-through: v1 client → Gatehouse → server-everything (Streamable HTTP)', () => {
+  before(async () => {
+    upstream = await startEverythingHttp();
+    gw = await startGateway({ upstreams: [{ name: 'everything', url: upstream.url }] });
+  });
+
+  after(async () => {
+    await gw?.close();
+    await upstream?.close();
+  });
+
+  // LT §Session Management 1-2: the server MAY assign a session id on the InitializeResult response; the
+  // client MUST send it on every later request. The id seen by the client is the one the upstream minted.
+  test('initialize returns the upstream-minted Mcp-Session-Id, and it works for later requests', async () => {
+    const { client, transport } = await connect();
+    try {
+      const sid = transport.sessionId;
+      assert.equal(typeof sid, 'string');
+      assert.ok(sid!.length > 0);
+      assert.equal(client.getServerVersion()?.name, 'mcp-servers/everything');
+      // The upstream logs every id it mints; the client's id is one of them, unchanged.
+      assert.ok(upstream.output().includes(`Session initialized with ID: ${sid}`), `upstream never minted ${sid}`);
+      // And the upstream itself accepts that id when asked directly (no gateway in between).
+      const direct = await rawPost(upstream.url, { jsonrpc: '2.0', id: 'direct-ping', method: 'ping' }, sid);
+      assert.equal(direct.status, 200);
+      assert.deepEqual(messageOf(direct.text), { jsonrpc: '2.0', id: 'direct-ping', result: {} });
+      // A later request through the gateway on the same session succeeds.
+      assert.deepEqual(await client.ping(), {});
+    } finally {
+      await client.close();
+    }
+  });
+
+  // LT §Sending Messages 5: a POSTed request is answered with application/json or an SSE stream carrying
+  // the response; here tools/list.
+  test('tools/list', async () => {
+    const { client } = await connect({ elicitation: () => ({ action: 'cancel' }) });
+    try {
+      const { tools } = await client.listTools();
+      const names = tools.map((t) => t.name);
+      for (const expected of ['echo', 'trigger-long-running-operation', 'trigger-elicitation-request']) {
+        assert.ok(names.includes(expected), `tools/list lacks ${expected}: ${names.join(', ')}`);
+      }
+      const echo = tools.find((t) => t.name === 'echo')!;
+      assert.equal(echo.inputSchema.type, 'object');
+      assert.ok(echo.inputSchema.properties && 'message' in echo.inputSchema.properties);
+    } finally {
+      await client.close();
+    }
+  });
+
+  // LT §Sending Messages 5: request → response on the same POST; tools/call of `echo`.
+  test('tools/call echo', async () => {
+    const { client } = await connect();
+    try {
+      const result = await client.callTool({ name: 'echo', arguments: { message: 'hello through the gate' } });
+      assert.equal(result.isError, undefined);
+      assert.equal(textOf(result), 'Echo: hello through the gate');
+    } finally {
+      await client.close();
+    }
+  });
+
+  // LT §Sending Messages 6: the server MAY send notifications on the POST's SSE stream before the
+  // response; they must be relayed as they happen (event by event), not held back until the end.
+  test('progress notifications of a long-running tool arrive one by one, before the result', async () => {
+    const { client } = await connect();
+    try {
+      const durationS = 2;
+      const steps = 4;
+      const stepMs = (durationS * 1000) / steps;
+      const events: Array<{ kind: 'progress' | 'result'; at: number; progress?: number }> = [];
+      const result = await client.callTool({ name: 'trigger-long-running-operation', arguments: { duration: durationS, steps } }, undefined, {
+        timeout: 30_000,
+        onprogress: (p) => events.push({ kind: 'progress', at: performance.now(), progress: p.progress }),
+      });
+      events.push({ kind: 'result', at: performance.now() });
+
+      assert.match(textOf(result), /Long running operation completed/);
+      const progress = events.filter((e) => e.kind === 'progress');
+      assert.ok(progress.length >= 2, `expected at least 2 progress notifications, got ${progress.length}`);
+      assert.equal(progress.length, steps);
+      for (let i = 1; i < progress.length; i++) {
+        assert.ok(progress[i]!.progress! > progress[i - 1]!.progress!, `progress not increasing: ${progress.map((p) => p.progress).join(', ')}`);
+      }
+      // Every progress notification was handled before the result resolved.
+      assert.equal(events.at(-1)!.kind, 'result');
+      assert.equal(events.findIndex((e) => e.kind === 'result'), events.length - 1);
+      // The tool waits stepMs between notifications, so relayed one by one the first and last are about
+      // (steps-1)*stepMs apart; a burst at the end would put them together. One step is a loose bound.
+      const spread = progress.at(-1)!.at - progress[0]!.at;
+      assert.ok(spread >= stepMs, `progress arrived in a burst: first and last ${spread.toFixed(0)} ms apart, one step is ${stepMs} ms`);
+    } finally {
+      await client.close();
+    }
+  });
+
+  // LT §Sending Messages 5 (resources/read answered on the POST).
+  test('resources/read', async () => {
+    const { client } = await connect();
+    try {
+      const uri = 'demo://resource/dynamic/text/1';
+      const { contents } = await client.readResource({ uri });
+      assert.equal(contents.length, 1);
+      assert.equal(contents[0]!.uri, uri);
+      assert.equal(contents[0]!.mimeType, 'text/plain');
+      assert.match(String((contents[0] as { text?: string }).text), /^Resource 1: This is a plaintext resource/);
+    } finally {
+      await client.close();
+    }
+  });
+
+  // LT §Sending Messages 5 (prompts/get answered on the POST).
+  test('prompts/get', async () => {
+    const { client } = await connect();
+    try {
+      const prompt = await client.getPrompt({ name: 'args-prompt', arguments: { city: 'Lisbon', state: 'Estremadura' } });
+      assert.equal(prompt.messages.length, 1);
+      assert.equal(prompt.messages[0]!.role, 'user');
+      assert.deepEqual(prompt.messages[0]!.content, { type: 'text', text: "What's weather in Lisbon, Estremadura?" });
+    } finally {
+      await client.close();
+    }
+  });
+
+  // LT §Sending Messages 6: the server MAY send requests on the POST's SSE stream before the response; the
+  // client answers with a new POST carrying the JSON-RPC response (§Sending Messages 4, answered 202).
+  test('elicitation round trip: server request on the POST stream, client answer reaches the tool', async () => {
+    const seen: ElicitRequest[] = [];
+    const { client } = await connect({
+      elicitation: (req) => {
+        seen.push(req);
+        return { action: 'accept', content: { name: 'Ada Gatehouse', check: true } };
+      },
+    });
+    try {
+      const result = await client.callTool({ name: 'trigger-elicitation-request', arguments: {} }, undefined, { timeout: 30_000 });
+      assert.equal(seen.length, 1);
+      assert.equal(seen[0]!.params.message, 'Please provide inputs for the following fields:');
+      const text = textOf(result);
+      assert.match(text, /User provided the requested information/);
+      assert.match(text, /- Name: Ada Gatehouse/);
+      assert.match(text, /- Agreed to terms: true/);
+    } finally {
+      await client.close();
+    }
+  });
+
+  // LT §Sending Messages 4: a POSTed notification the server accepts is answered 202 Accepted, no body.
+  test('a notification POST is answered 202 with no body', async () => {
+    const { client, transport } = await connect();
+    try {
+      const res = await rawPost(gw.url, { jsonrpc: '2.0', method: 'notifications/cancelled', params: { requestId: 'no-such-request', reason: 'test' } }, transport.sessionId);
+      assert.equal(res.status, 202);
+      assert.equal(res.text, '');
+    } finally {
+      await client.close();
+    }
+  });
+
+  // LT §Session Management 3-5: the client SHOULD DELETE to end a session; the server then MUST answer
+  // requests carrying that id with 404. server-everything answers such requests with 400 and JSON-RPC
+  // -32000 ("No valid session ID provided") instead, so this checks what a pass-through gateway owes:
+  // the DELETE reaches the upstream (which then refuses the id itself), and the upstream's refusal of
+  // the dead id comes back through the gateway unchanged (same status, same JSON-RPC error code).
+  test('session DELETE ends the upstream session', async () => {
+    const { client, transport } = await connect();
+    try {
+      const sid = transport.sessionId!;
+      const before = await rawPost(upstream.url, { jsonrpc: '2.0', id: 'before', method: 'ping' }, sid);
+      assert.equal(before.status, 200, 'the session works before DELETE');
+
+      await transport.terminateSession();
+      assert.equal(transport.sessionId, undefined);
+
+      // The upstream itself no longer knows the session: the DELETE went through.
+      const direct = await rawPost(upstream.url, { jsonrpc: '2.0', id: 'after-direct', method: 'ping' }, sid);
+      // Through the gateway the old id is refused the same way the upstream refuses it.
+      const viaGateway = await rawPost(gw.url, { jsonrpc: '2.0', id: 'after-gw', method: 'ping' }, sid);
+      assert.ok(viaGateway.status >= 400 && viaGateway.status < 500, `expected a 4xx for a terminated session, got ${viaGateway.status} ${viaGateway.text}`);
+      assert.equal(viaGateway.status, direct.status, `gateway answered ${viaGateway.status} ${viaGateway.text}; upstream answers ${direct.status} ${direct.text}`);
+      const error = messageOf(viaGateway.text).error as { code: number } | undefined;
+      assert.ok(error, `no JSON-RPC error in ${viaGateway.text}`);
+      assert.equal(error.code, (messageOf(direct.text).error as { code: number }).code);
+    } finally {
+      await client.close();
+    }
+  });
+});

@@ -1,0 +1,212 @@
+// A 2025-era client (v1 SDK) over Streamable HTTP through Gatehouse to server-everything run as a stdio
+// child: the gateway hosts the session (one child per session) and routes the child's messages to the right
+// HTTP stream. Spec: shared/spec/docs/specification/2025-11-25/basic/transports.mdx (LT).
+
+import { after, before, describe, test } from 'node:test';
+import assert from 'node:assert/strict';
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import { ElicitRequestSchema, type ElicitRequest } from '@modelcontextprotocol/sdk/types.js';
+import { startGateway, type TestGateway } from '../helpers/gateway.js';
+
+const PROTOCOL_VERSION = '2025-11-25';
+const EVERYTHING = 'node_modules/@modelcontextprotocol/server-everything/dist/index.js';
+
+let gw: TestGateway;
+
+interface Connected {
+  client: Client;
+  transport: StreamableHTTPClientTransport;
+}
+
+async function connect(opts: { elicitation?: (req: ElicitRequest) => Record<string, unknown> } = {}): Promise<Connected> {
+  const transport = new StreamableHTTPClientTransport(new URL(gw.url));
+  const client = new Client({ name: 'gatehouse-stdio-test', version: '1.0.0' }, { capabilities: opts.elicitation ? { elicitation: {} } : {} });
+  if (opts.elicitation) {
+    const answer = opts.elicitation;
+    client.setRequestHandler(ElicitRequestSchema, async (req) => answer(req) as never);
+  }
+  await client.connect(transport, { timeout: 15_000 });
+  return { client, transport };
+}
+
+function textOf(result: unknown): string {
+  const content = ((result as { content?: unknown }).content ?? []) as Array<{ type: string; text?: string }>;
+  return content.filter((c) => c.type === 'text').map((c) => c.text ?? '').join('\n');
+}
+
+/** PIDs of every stdio child the gateway reported starting, from its log. */
+function childPids(): number[] {
+  return gw.logs.filter((l) => l.msg === 'stdio upstream started' && typeof l.pid === 'number').map((l) => l.pid as number);
+}
+
+/** The PID of the child backing a gateway session, from the gateway's "session started" log line. */
+function pidOfSession(sessionId: string): number | undefined {
+  const line = gw.logs.find((l) => l.msg === 'session started' && l.session === sessionId.slice(0, 8));
+  return typeof line?.pid === 'number' ? line.pid : undefined;
+}
+
+function isAlive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (err) {
+    return (err as NodeJS.ErrnoException).code === 'EPERM';
+  }
+}
+
+async function waitUntil(cond: () => boolean, timeoutMs: number): Promise<boolean> {
+  const deadline = Date.now() + timeoutMs;
+  while (Date.now() < deadline) {
+    if (cond()) return true;
+    await new Promise((r) => setTimeout(r, 50));
+  }
+  return cond();
+}
+
+describe('stdio demo: v1 client → Gatehouse → server-everything (stdio child per session)', () => {
+  before(async () => {
+    gw = await startGateway({ upstreams: [{ name: 'everything', command: [process.execPath, EVERYTHING, 'stdio'] }] });
+  });
+
+  after(async () => {
+    await gw?.close();
+    // The gateway stops its children on close; anything it left behind is stopped here, by PID.
+    for (const pid of gw ? childPids() : []) {
+      if (isAlive(pid)) {
+        try {
+          process.kill(pid, 'SIGKILL');
+        } catch {
+          // gone in the meantime
+        }
+      }
+    }
+  });
+
+  // LT §Session Management 1: the server (here the gateway, hosting a stdio child) MAY assign a session id
+  // on the InitializeResult response; the client sends it on every later request.
+  test('initialize starts a child process and returns a session id', async () => {
+    const { client, transport } = await connect();
+    try {
+      const sid = transport.sessionId;
+      assert.equal(typeof sid, 'string');
+      // LT §Session Management 1: the id MUST only contain visible ASCII characters (0x21 to 0x7E).
+      assert.match(sid!, /^[\x21-\x7e]+$/);
+      assert.equal(client.getServerVersion()?.name, 'mcp-servers/everything');
+      assert.equal(transport.protocolVersion, PROTOCOL_VERSION);
+      const pid = pidOfSession(sid!);
+      assert.ok(pid !== undefined, 'the gateway logged no child process for this session');
+      assert.ok(isAlive(pid), `child ${pid} is not running`);
+      assert.deepEqual(await client.ping(), {});
+    } finally {
+      await client.close();
+    }
+  });
+
+  // LT §Sending Messages 5: tools/list answered on the POST.
+  test('tools/list', async () => {
+    const { client } = await connect({ elicitation: () => ({ action: 'cancel' }) });
+    try {
+      const names = (await client.listTools()).tools.map((t) => t.name);
+      for (const expected of ['echo', 'trigger-long-running-operation', 'trigger-elicitation-request']) {
+        assert.ok(names.includes(expected), `tools/list lacks ${expected}: ${names.join(', ')}`);
+      }
+    } finally {
+      await client.close();
+    }
+  });
+
+  // LT §Sending Messages 5: tools/call of `echo`.
+  test('tools/call echo', async () => {
+    const { client } = await connect();
+    try {
+      const result = await client.callTool({ name: 'echo', arguments: { message: 'hello over stdio' } });
+      assert.equal(textOf(result), 'Echo: hello over stdio');
+    } finally {
+      await client.close();
+    }
+  });
+
+  // LT §Sending Messages 6: notifications related to a request travel on its POST's SSE stream before the
+  // response; the gateway routes the child's progress (by progressToken) to that stream as it happens.
+  test('progress notifications arrive one by one, before the result', async () => {
+    const { client } = await connect();
+    try {
+      const durationS = 2;
+      const steps = 4;
+      const stepMs = (durationS * 1000) / steps;
+      const events: Array<{ kind: 'progress' | 'result'; at: number; progress?: number }> = [];
+      const result = await client.callTool({ name: 'trigger-long-running-operation', arguments: { duration: durationS, steps } }, undefined, {
+        timeout: 30_000,
+        onprogress: (p) => events.push({ kind: 'progress', at: performance.now(), progress: p.progress }),
+      });
+      events.push({ kind: 'result', at: performance.now() });
+
+      assert.match(textOf(result), /Long running operation completed/);
+      const progress = events.filter((e) => e.kind === 'progress');
+      assert.ok(progress.length >= 2, `expected at least 2 progress notifications, got ${progress.length}`);
+      assert.equal(progress.length, steps);
+      for (let i = 1; i < progress.length; i++) {
+        assert.ok(progress[i]!.progress! > progress[i - 1]!.progress!, `progress not increasing: ${progress.map((p) => p.progress).join(', ')}`);
+      }
+      assert.equal(events.findIndex((e) => e.kind === 'result'), events.length - 1, 'a progress notification arrived after the result');
+      // One step apart at least: the tool waits stepMs between notifications; a burst would be ~0 ms.
+      const spread = progress.at(-1)!.at - progress[0]!.at;
+      assert.ok(spread >= stepMs, `progress arrived in a burst: first and last ${spread.toFixed(0)} ms apart, one step is ${stepMs} ms`);
+    } finally {
+      await client.close();
+    }
+  });
+
+  // LT §Sending Messages 6 (server requests on the POST stream) and 4 (the client's response POSTed back,
+  // 202): the child's elicitation/create reaches the client, and its answer reaches the child.
+  test('elicitation round trip', async () => {
+    const seen: ElicitRequest[] = [];
+    const { client } = await connect({
+      elicitation: (req) => {
+        seen.push(req);
+        return { action: 'accept', content: { name: 'Grace Stdio', check: false } };
+      },
+    });
+    try {
+      const result = await client.callTool({ name: 'trigger-elicitation-request', arguments: {} }, undefined, { timeout: 30_000 });
+      assert.equal(seen.length, 1);
+      assert.equal(seen[0]!.params.message, 'Please provide inputs for the following fields:');
+      const text = textOf(result);
+      assert.match(text, /- Name: Grace Stdio/);
+      assert.match(text, /- Agreed to terms: false/);
+    } finally {
+      await client.close();
+    }
+  });
+
+  // LT §Session Management 3-5: DELETE ends the session (the gateway stops the child), and a request with
+  // that id MUST then get 404; the gateway's body is a JSON-RPC error with code -32001 (session not found).
+  test('DELETE ends the session and stops the child; the old id then gets 404 / -32001', async () => {
+    const { client, transport } = await connect();
+    try {
+      const sid = transport.sessionId!;
+      const pid = pidOfSession(sid);
+      assert.ok(pid !== undefined, 'the gateway logged no child process for this session');
+      assert.ok(isAlive(pid));
+
+      await transport.terminateSession();
+      assert.equal(transport.sessionId, undefined);
+      assert.ok(await waitUntil(() => !isAlive(pid), 10_000), `child ${pid} still running 10 s after DELETE`);
+
+      const res = await fetch(gw.url, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream', 'mcp-protocol-version': PROTOCOL_VERSION, 'mcp-session-id': sid },
+        body: JSON.stringify({ jsonrpc: '2.0', id: 'after-delete', method: 'tools/list' }),
+        signal: AbortSignal.timeout(10_000),
+      });
+      const text = await res.text();
+      assert.equal(res.status, 404, `expected 404, got ${res.status} ${text}`);
+      const body = JSON.parse(text) as { id?: unknown; error?: { code: number } };
+      assert.equal(body.error?.code, -32001);
+      assert.equal(body.id, 'after-delete');
+    } finally {
+      await client.close();
+    }
+  });
+});
