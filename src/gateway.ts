@@ -50,6 +50,7 @@ export function createGateway(config: GatehouseConfig, log: Logger): Gateway {
       readiness: async () => ({ [upstream.name]: await upstream.ready() }),
     },
     log,
+    { loopback: isLoopback(config.listen.host) },
   );
 
   let closing: Promise<void> | undefined;

@@ -10,6 +10,7 @@ import { classifyBody, ErrorCode } from '../protocol/jsonrpc.js';
 import { isModernVersion, type ClientEra } from '../protocol/versions.js';
 import type { McpExchange } from '../upstream/upstream.js';
 import { readBody } from './body.js';
+import { compileHostOriginGuard } from './origin-guard.js';
 import { sendJson, sendJsonRpcError } from './respond.js';
 
 export interface EdgeHandlers {
@@ -29,7 +30,8 @@ export interface Edge {
   drained(ms: number): Promise<boolean>;
 }
 
-export function createEdge(listen: ListenConfig, handlers: EdgeHandlers, log: Logger): Edge {
+export function createEdge(listen: ListenConfig, handlers: EdgeHandlers, log: Logger, opts: { loopback: boolean }): Edge {
+  const guard = compileHostOriginGuard(listen, opts.loopback);
   let inFlight = 0;
   let draining = false;
   const idleWaiters: Array<() => void> = [];
@@ -76,6 +78,12 @@ export function createEdge(listen: ListenConfig, handlers: EdgeHandlers, log: Lo
 
   async function handleMcp(req: IncomingMessage, res: ServerResponse): Promise<void> {
     const callId = randomUUID();
+    const verdict = guard(req.headers);
+    if (!verdict.ok) {
+      log.warn('request refused by the Host/Origin guard', { callId, reason: verdict.message });
+      sendJsonRpcError(res, 403, null, ErrorCode.InvalidRequest, `Forbidden: ${verdict.message}`, undefined, { 'x-gatehouse-call-id': callId });
+      return;
+    }
     const method = req.method;
     if (method !== 'POST' && method !== 'GET' && method !== 'DELETE') {
       sendJsonRpcError(res, 405, null, ErrorCode.InvalidRequest, `Method ${method} is not allowed on the MCP endpoint`, undefined, { allow: 'GET, POST, DELETE', 'x-gatehouse-call-id': callId });

@@ -6,9 +6,9 @@ import type { IncomingHttpHeaders, OutgoingHttpHeaders } from 'node:http';
 import { Pool, type Dispatcher } from 'undici';
 import type { HttpUpstreamConfig } from '../config/types.js';
 import { GatewayError, gatewayErrorToWire } from '../errors.js';
-import { sendJson } from '../edge/respond.js';
+import { sendJson, sendJsonRpcError } from '../edge/respond.js';
 import type { Logger } from '../log/logger.js';
-import { idOf, type JsonRpcId } from '../protocol/jsonrpc.js';
+import { ErrorCode, idOf, type JsonRpcId } from '../protocol/jsonrpc.js';
 import { relaySse } from './sse-relay.js';
 import { toGatewayError } from './failures.js';
 import { waitForDrain } from '../edge/backpressure.js';
@@ -34,9 +34,23 @@ const FORWARDED_REQUEST_HEADERS = new Set([
 /** Upstream response headers a client may see; hop-by-hop and upstream auth challenges stay behind. */
 const RETURNED_RESPONSE_HEADERS = new Set(['content-type', 'mcp-session-id', 'mcp-protocol-version', 'cache-control', 'retry-after', 'allow']);
 
+const READINESS_PROBE_HEADERS = {
+  'content-type': 'application/json',
+  accept: 'application/json, text/event-stream',
+  'mcp-protocol-version': '2026-07-28',
+  'mcp-method': 'server/discover',
+};
+const READINESS_PROBE_BODY = JSON.stringify({
+  jsonrpc: '2.0',
+  id: 'gatehouse-readiness',
+  method: 'server/discover',
+  params: { _meta: { 'io.modelcontextprotocol/protocolVersion': '2026-07-28', 'io.modelcontextprotocol/clientCapabilities': {} } },
+});
+
 export class HttpUpstream implements Upstream {
   readonly transport = 'http' as const;
   readonly name: string;
+  private readonly era: HttpUpstreamConfig['era'];
   private readonly pool: Pool;
   private readonly path: string;
   private readonly configuredHeaders: Record<string, string>;
@@ -44,6 +58,7 @@ export class HttpUpstream implements Upstream {
 
   constructor(config: HttpUpstreamConfig, log: Logger) {
     this.name = config.name;
+    this.era = config.era;
     this.log = log.child({ upstream: config.name });
     const url = new URL(config.url);
     this.path = url.pathname + url.search;
@@ -58,13 +73,19 @@ export class HttpUpstream implements Upstream {
   }
 
   async handle(ex: McpExchange): Promise<void> {
+    if (ex.httpMethod !== 'POST' && (ex.era === 'modern' || this.era === 'modern')) {
+      // 2026-07-28/basic/transports/streamable-http.mdx §Earlier Streamable HTTP Revisions: GET and DELETE
+      // are legacy-only; a modern client, or a modern-only upstream, gets 405.
+      sendJsonRpcError(ex.res, 405, null, ErrorCode.InvalidRequest, `${ex.httpMethod} is not supported for protocol ${ex.era === 'modern' ? '2026-07-28' : `spoken by upstream "${this.name}"`}; use POST`, undefined, { allow: 'POST', 'x-gatehouse-call-id': ex.callId });
+      return;
+    }
     const requestId = ex.kind === 'request' ? idOf(ex.message) : null;
     let upstreamRes: Dispatcher.ResponseData;
     try {
       upstreamRes = await this.pool.request({
         path: this.path,
         method: ex.httpMethod,
-        headers: this.requestHeaders(ex.req.headers),
+        headers: this.requestHeaders(ex.req.headers, ex.era === 'modern'),
         body: ex.body ?? null,
         signal: ex.signal,
       });
@@ -104,9 +125,17 @@ export class HttpUpstream implements Upstream {
   }
 
   async ready(): Promise<boolean> {
-    // Reachable means a TCP+HTTP exchange completes; any status counts, the upstream answered.
+    // Reachable means an HTTP exchange completes; any status counts, the upstream answered. The probe is a
+    // POST of server/discover, which every era accepts as a request (a legacy server refuses it with a 4xx).
     try {
-      const { body } = await this.pool.request({ path: this.path, method: 'GET', headers: { accept: 'text/event-stream' }, headersTimeout: 2000, signal: AbortSignal.timeout(3000) });
+      const { body } = await this.pool.request({
+        path: this.path,
+        method: 'POST',
+        headers: { ...this.configuredHeaders, ...READINESS_PROBE_HEADERS },
+        body: READINESS_PROBE_BODY,
+        headersTimeout: 2000,
+        signal: AbortSignal.timeout(3000),
+      });
       await body.dump();
       return true;
     } catch {
@@ -118,9 +147,12 @@ export class HttpUpstream implements Upstream {
     await this.pool.close().catch(() => this.pool.destroy());
   }
 
-  private requestHeaders(client: IncomingHttpHeaders): Record<string, string> {
+  private requestHeaders(client: IncomingHttpHeaders, modern: boolean): Record<string, string> {
     const out: Record<string, string> = {};
     for (const key in client) {
+      // Modern requests never carry session or resumption headers upstream (streamable-http.mdx §Earlier
+      // Streamable HTTP Revisions: ignore Mcp-Session-Id and Last-Event-ID).
+      if (modern && (key === 'mcp-session-id' || key === 'last-event-id')) continue;
       if (FORWARDED_REQUEST_HEADERS.has(key) || key.startsWith('mcp-param-')) {
         const v = client[key];
         if (typeof v === 'string') out[key] = v;

@@ -1,0 +1,79 @@
+// Transport rules that depend on the era (2026-07-28/basic/transports/streamable-http.mdx §Earlier
+// Streamable HTTP Revisions; GATEWAY-REQUIREMENTS §1 [C]: never send GET, DELETE, Mcp-Session-Id or
+// Last-Event-ID to a modern upstream) and the Host/Origin guard in front of everything.
+
+import { after, test } from 'node:test';
+import assert from 'node:assert/strict';
+import { request } from 'undici';
+import { jsonResult, startFakeUpstream } from '../fixtures/upstreams/fake-upstream.js';
+import { startGateway } from '../helpers/gateway.js';
+import { LEGACY_HEADERS, post, rpc } from '../helpers/http.js';
+
+const up = await startFakeUpstream((_req, res, body) => (body ? jsonResult(res, body, {}) : res.writeHead(405).end()));
+const auto = await startGateway({ upstreams: [{ name: 'auto', url: up.url }] });
+const modernOnly = await startGateway({ upstreams: [{ name: 'modern', url: up.url, era: 'modern' }] });
+after(async () => {
+  await auto.close();
+  await modernOnly.close();
+  await up.close();
+});
+
+const MODERN = { ...LEGACY_HEADERS, 'mcp-protocol-version': '2026-07-28', 'mcp-method': 'tools/list' };
+
+test('GET and DELETE from a modern client → 405 with Allow: POST, nothing forwarded', async () => {
+  const before = up.requests.length;
+  for (const method of ['GET', 'DELETE'] as const) {
+    const res = await request(auto.url, { method, headers: { 'mcp-protocol-version': '2026-07-28', accept: 'text/event-stream', 'mcp-session-id': 's' } });
+    assert.equal(res.statusCode, 405);
+    assert.equal(res.headers.allow, 'POST');
+    assert.equal(((await res.body.json()) as { error: { code: number } }).error.code, -32600);
+  }
+  assert.equal(up.requests.length, before);
+});
+
+test('GET from a legacy client to an upstream configured as modern → 405; to an auto upstream → forwarded', async () => {
+  const before = up.requests.length;
+  const refused = await request(modernOnly.url, { method: 'GET', headers: { accept: 'text/event-stream', 'mcp-session-id': 's' } });
+  assert.equal(refused.statusCode, 405);
+  await refused.body.dump();
+  assert.equal(up.requests.length, before);
+  const forwarded = await request(auto.url, { method: 'GET', headers: { accept: 'text/event-stream', 'mcp-session-id': 's' } });
+  await forwarded.body.dump();
+  assert.equal(up.requests.length, before + 1);
+  assert.equal(up.requests.at(-1)!.method, 'GET');
+});
+
+test('a modern POST reaches the upstream without Mcp-Session-Id or Last-Event-ID; a legacy POST keeps them', async () => {
+  await post(auto.url, rpc(1, 'tools/list'), { ...MODERN, 'mcp-session-id': 'stale', 'last-event-id': 'ev-1' });
+  const modernSeen = up.requests.at(-1)!.headers;
+  assert.equal(modernSeen['mcp-session-id'], undefined);
+  assert.equal(modernSeen['last-event-id'], undefined);
+  assert.equal(modernSeen['mcp-method'], 'tools/list');
+  await post(auto.url, rpc(2, 'tools/list'), { ...LEGACY_HEADERS, 'mcp-session-id': 'live', 'last-event-id': 'ev-2' });
+  const legacySeen = up.requests.at(-1)!.headers;
+  assert.equal(legacySeen['mcp-session-id'], 'live');
+  assert.equal(legacySeen['last-event-id'], 'ev-2');
+});
+
+test('/readyz probes with a POST, never a GET (a modern upstream must not see GET)', async () => {
+  const before = up.requests.length;
+  const res = await request(`${modernOnly.origin}/readyz`);
+  assert.equal(res.statusCode, 200);
+  await res.body.dump();
+  const probe = up.requests.slice(before);
+  assert.equal(probe.length, 1);
+  assert.equal(probe[0]!.method, 'POST');
+  assert.equal(probe[0]!.headers['mcp-method'], 'server/discover');
+});
+
+test('a foreign Origin or Host → 403 before the body is read or anything forwarded', async () => {
+  const before = up.requests.length;
+  const badOrigin = await post(auto.url, rpc(1, 'tools/list'), { ...LEGACY_HEADERS, origin: 'http://evil.example' });
+  assert.equal(badOrigin.status, 403);
+  assert.match(badOrigin.json().error.message, /Origin "http:\/\/evil\.example" is not allowed/);
+  const badHost = await post(auto.url, rpc(1, 'tools/list'), { ...LEGACY_HEADERS, host: 'rebound.evil.example' });
+  assert.equal(badHost.status, 403);
+  assert.equal(up.requests.length, before);
+  const local = await post(auto.url, rpc(1, 'tools/list'), { ...LEGACY_HEADERS, origin: 'http://localhost:6274' });
+  assert.equal(local.status, 200);
+});
