@@ -79,6 +79,18 @@ describe('upstream failures become clear JSON-RPC errors', () => {
     assert.match(last.error.data.code, /^GW_ERR_UPSTREAM_/);
   });
 
+  test('an SSE stream that goes silent past timeouts.bodyMs → an error event with GW_ERR_UPSTREAM_TIMEOUT', async () => {
+    const up = await fake((_req, res) => {
+      res.writeHead(200, { 'content-type': 'text/event-stream' });
+      res.write(': started\n\n'); // then silence, never ending
+    });
+    const gw = await gatewayFor(up, { timeouts: { bodyMs: 300 } });
+    const res = await post(gw.url, rpc(3, 'tools/call', { name: 'x' }));
+    const last = JSON.parse(res.text.split('data: ').at(-1)!) as { id: number; error: { data: { code: string } } };
+    assert.equal(last.id, 3);
+    assert.equal(last.error.data.code, 'GW_ERR_UPSTREAM_TIMEOUT');
+  });
+
   test('a stream with event ids that closes cleanly is left for the client to resume (no injected error)', async () => {
     // 2025-11-25/basic/transports.mdx §Sending Messages 6: the server MAY close the connection after a
     // priming event; the client resumes with GET + Last-Event-ID.
