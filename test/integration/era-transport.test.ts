@@ -9,7 +9,10 @@ import { jsonResult, startFakeUpstream } from '../fixtures/upstreams/fake-upstre
 import { startGateway } from '../helpers/gateway.js';
 import { LEGACY_HEADERS, post, rpc } from '../helpers/http.js';
 
-const up = await startFakeUpstream((_req, res, body) => (body ? jsonResult(res, body, {}) : res.writeHead(405).end()));
+const up = await startFakeUpstream((_req, res, body) => {
+  if (body) jsonResult(res, body, {});
+  else res.writeHead(405).end();
+});
 const auto = await startGateway({ upstreams: [{ name: 'auto', url: up.url }] });
 const modernOnly = await startGateway({ upstreams: [{ name: 'modern', url: up.url, era: 'modern' }] });
 after(async () => {
