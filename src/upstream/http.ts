@@ -31,8 +31,11 @@ const FORWARDED_REQUEST_HEADERS = new Set([
   'tracestate',
 ]);
 
-/** Upstream response headers a client may see; hop-by-hop and upstream auth challenges stay behind. */
-const RETURNED_RESPONSE_HEADERS = new Set(['content-type', 'mcp-session-id', 'mcp-protocol-version', 'cache-control', 'retry-after', 'allow']);
+/**
+ * Upstream response headers a client may see; hop-by-hop and upstream auth challenges stay behind.
+ * `content-length` goes back with bodies forwarded unchanged, which spares chunked encoding.
+ */
+const RETURNED_RESPONSE_HEADERS = new Set(['content-type', 'content-length', 'mcp-session-id', 'mcp-protocol-version', 'cache-control', 'retry-after', 'allow']);
 
 const READINESS_PROBE_HEADERS = {
   'content-type': 'application/json',
@@ -105,6 +108,8 @@ export class HttpUpstream implements Upstream {
     const contentType = headerValue(headers['content-type']) ?? '';
     const outHeaders = responseHeaders(headers, ex.callId);
     if (contentType.startsWith('text/event-stream')) {
+      // The relay writes whole events, never a declared length; a stream has none anyway.
+      delete outHeaders['content-length'];
       outHeaders['x-accel-buffering'] = 'no';
       outHeaders['cache-control'] ??= 'no-cache';
       ex.res.writeHead(statusCode, outHeaders);

@@ -134,13 +134,17 @@ describe('what reaches the upstream', () => {
 
   test('upstream status and JSON-RPC errors pass through unchanged (e.g. 404 for an unknown session)', async () => {
     const up = await fake((_req, res) => {
-      res.writeHead(404, { 'content-type': 'application/json' });
-      res.end('{"jsonrpc":"2.0","id":null,"error":{"code":-32001,"message":"Session not found"}}');
+      const text = '{"jsonrpc":"2.0","id":null,"error":{"code":-32001,"message":"Session not found"}}';
+      res.writeHead(404, { 'content-type': 'application/json', 'content-length': String(text.length) });
+      res.end(text);
     });
     const gw = await gatewayFor(up);
     const res = await post(gw.url, rpc(1, 'tools/list'));
     assert.equal(res.status, 404);
     assert.equal(res.text, '{"jsonrpc":"2.0","id":null,"error":{"code":-32001,"message":"Session not found"}}');
+    // Unchanged bytes keep their declared length instead of being re-sent chunked.
+    assert.equal(res.headers['content-length'], String(res.text.length));
+    assert.equal(res.headers['transfer-encoding'], undefined);
   });
 });
 

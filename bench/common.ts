@@ -1,0 +1,92 @@
+// Shared by the bench processes: protocol constants, the child "listening" handshake, and the small
+// helpers every child server uses (bounded body read, clean stop on SIGTERM or when the parent goes away).
+
+import type { IncomingMessage, Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+
+export const LEGACY_VERSION = '2025-11-25';
+export const MODERN_VERSION = '2026-07-28';
+export const TOOL_NAME = 'echo';
+export const ECHO_TEXT = 'hello';
+/** Upper bound on request bodies the bench servers accept (they only ever see small JSON-RPC messages). */
+export const MAX_BODY_BYTES = 1 << 20;
+
+export type Era = 'legacy' | 'modern';
+
+/** The line a bench child prints on stdout once it accepts connections; the runner waits for it. */
+export function announceListening(server: Server, path: string, name: string): void {
+  const { port } = server.address() as AddressInfo;
+  process.stdout.write(JSON.stringify({ msg: 'listening', name, url: `http://127.0.0.1:${port}${path}`, pid: process.pid }) + '\n');
+}
+
+/** Parses `--flag value` pairs; only the flags named in `known` are accepted. */
+export function parseFlags(argv: string[], known: readonly string[]): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (let i = 0; i < argv.length; i += 2) {
+    const key = argv[i];
+    const value = argv[i + 1];
+    if (key === undefined || !key.startsWith('--') || value === undefined || !known.includes(key.slice(2))) {
+      throw new Error(`usage: ${known.map((k) => `--${k} VALUE`).join(' ')} (got ${argv.join(' ')})`);
+    }
+    out[key.slice(2)] = value;
+  }
+  return out;
+}
+
+/** Reads a request body up to `limit` bytes; resolves null when it is larger (the caller answers 413). */
+export function readBody(req: IncomingMessage, limit = MAX_BODY_BYTES): Promise<Buffer | null> {
+  return new Promise((resolve, reject) => {
+    const chunks: Buffer[] = [];
+    let size = 0;
+    req.on('data', (chunk: Buffer) => {
+      size += chunk.length;
+      if (size > limit) {
+        req.destroy();
+        resolve(null);
+        return;
+      }
+      chunks.push(chunk);
+    });
+    req.on('end', () => resolve(chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks)));
+    req.on('error', reject);
+  });
+}
+
+/**
+ * Stops the child on SIGTERM/SIGINT, and also when the parent disappears (its stdin pipe closes), so a
+ * killed bench run never leaves servers behind. `extra` runs before the listener closes.
+ */
+export function stopOnSignals(server: Server, extra?: () => Promise<void>): void {
+  let stopping = false;
+  const stop = (): void => {
+    if (stopping) return;
+    stopping = true;
+    const hardExit = setTimeout(() => process.exit(0), 2000);
+    hardExit.unref();
+    void (async () => {
+      try {
+        await extra?.();
+      } catch {
+        // best effort: the process is going away anyway
+      }
+      server.close(() => process.exit(0));
+      server.closeAllConnections();
+    })();
+  };
+  process.once('SIGTERM', stop);
+  process.once('SIGINT', stop);
+  process.stdin.on('end', stop);
+  process.stdin.on('error', stop);
+  process.stdin.resume();
+}
+
+/** Listens on 127.0.0.1 with an OS-assigned port unless one is given. */
+export function listenLoopback(server: Server, port = 0): Promise<void> {
+  return new Promise((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(port, '127.0.0.1', () => {
+      server.off('error', reject);
+      resolve();
+    });
+  });
+}

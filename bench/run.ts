@@ -1,0 +1,437 @@
+// `npm run bench`: tools/call through Gatehouse, through a bare node:http + undici hop, and directly to
+// the upstream, for both protocol eras, at several concurrencies, against a minimal hand-written upstream
+// and a real SDK server. Prints a table and writes JSON under bench/results/. See bench/README.md.
+//
+// Environment (all optional):
+//   BENCH_SECONDS=3            measured phase per cell, seconds (also bounded by BENCH_MAX_REQUESTS)
+//   BENCH_MAX_REQUESTS=200000  measured phase per cell, requests
+//   BENCH_WARMUP_SECONDS=1     warm-up per cell, seconds (also bounded by BENCH_WARMUP_REQUESTS)
+//   BENCH_WARMUP_REQUESTS=20000
+//   BENCH_PROCESS_WARMUP_SECONDS=1.5  once per started process, at concurrency 16, before its first cell
+//   BENCH_CONCURRENCY=1,16,64
+//   BENCH_UPSTREAMS=minimal,sdk
+//   BENCH_ERAS=legacy,modern
+//   BENCH_TARGETS=direct,bare-hop,gatehouse
+//   BENCH_MAX_ERRORS=50        a phase stops early after this many failed requests
+
+import { execSync } from 'node:child_process';
+import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { LEGACY_VERSION, MODERN_VERSION, type Era } from './common.js';
+import { runLoad, warmUpProcess, type LoadResult } from './load.js';
+import {
+  clockTicksPerSecond,
+  cpuModel,
+  installSignalCleanup,
+  readCpuTicks,
+  readPeakRssKb,
+  readSchedNs,
+  resetPeakRss,
+  startChild,
+  stopAllChildren,
+  stopChild,
+  type Child,
+} from './procs.js';
+
+const BENCH_DIR = path.dirname(fileURLToPath(import.meta.url));
+const ROOT = path.dirname(BENCH_DIR);
+const RESULTS_DIR = path.join(BENCH_DIR, 'results');
+const RATIO_TARGET = 1.5;
+
+type UpstreamKind = 'minimal' | 'sdk';
+type TargetKind = 'direct' | 'bare-hop' | 'gatehouse';
+
+function envNumber(name: string, fallback: number, min: number, max: number): number {
+  const raw = process.env[name];
+  if (raw === undefined || raw === '') return fallback;
+  const n = Number(raw);
+  if (!Number.isFinite(n) || n < min || n > max) throw new Error(`${name} must be a number in [${min}, ${max}], got "${raw}"`);
+  return n;
+}
+
+function envList<T extends string>(name: string, allowed: readonly T[]): T[] {
+  const raw = process.env[name];
+  if (raw === undefined || raw === '') return [...allowed];
+  const items = raw.split(',').map((s) => s.trim()).filter(Boolean);
+  for (const i of items) if (!(allowed as readonly string[]).includes(i)) throw new Error(`${name}: unknown value "${i}" (allowed: ${allowed.join(', ')})`);
+  return items as T[];
+}
+
+const settings = {
+  seconds: envNumber('BENCH_SECONDS', 3, 0.1, 600),
+  maxRequests: Math.floor(envNumber('BENCH_MAX_REQUESTS', 200_000, 1, 10_000_000)),
+  warmupSeconds: envNumber('BENCH_WARMUP_SECONDS', 1, 0, 600),
+  warmupRequests: Math.floor(envNumber('BENCH_WARMUP_REQUESTS', 20_000, 0, 10_000_000)),
+  processWarmupSeconds: envNumber('BENCH_PROCESS_WARMUP_SECONDS', 1.5, 0, 600),
+  maxErrors: Math.floor(envNumber('BENCH_MAX_ERRORS', 50, 1, 1_000_000)),
+  concurrency: (process.env.BENCH_CONCURRENCY ?? '1,16,64').split(',').map((s) => {
+    const n = Number(s.trim());
+    if (!Number.isInteger(n) || n < 1 || n > 1024) throw new Error(`BENCH_CONCURRENCY: bad value "${s}"`);
+    return n;
+  }),
+  upstreams: envList<UpstreamKind>('BENCH_UPSTREAMS', ['minimal', 'sdk']),
+  eras: envList<Era>('BENCH_ERAS', ['legacy', 'modern']),
+  targets: envList<TargetKind>('BENCH_TARGETS', ['direct', 'bare-hop', 'gatehouse']),
+};
+
+interface Cell {
+  upstream: UpstreamKind;
+  era: Era;
+  protocolVersion: string;
+  concurrency: number;
+  target: TargetKind;
+  /** ok: measured without errors; errors: some request failed; unavailable: the target did not start. */
+  status: 'ok' | 'errors' | 'unavailable';
+  /** Whose CPU and RSS the cell reports: the process under test, or the upstream for `direct`. */
+  measuredProcess: 'gatehouse' | 'bare-hop' | 'upstream';
+  pid?: number;
+  load?: LoadResult;
+  cpuTicks?: number;
+  /** CPU of the measured process per request, from /proc/<pid>/stat utime+stime (tick resolution). */
+  cpuUsPerReq?: number;
+  /** Same, from per-thread schedstat (nanosecond resolution), as a cross-check. */
+  cpuUsPerReqSchedstat?: number;
+  /** Measured process CPU time over the measured phase's wall time (100 = one full core). */
+  cpuPercent?: number;
+  /** VmHWM after the measured phase (reset to the current RSS at its start when the kernel allows it). */
+  peakRssKb?: number;
+  peakRssIsPerCell?: boolean;
+  /** The upstream's CPU per request during the same phase (for direct, the same as cpuUsPerReq). */
+  upstreamCpuUsPerReq?: number;
+  /** The load generator's (this process's) CPU per request. */
+  loadgenCpuUsPerReq?: number;
+  /** Lines the measured process wrote to stderr per request during the phase (Gatehouse logs there). */
+  stderrLinesPerReq?: number;
+  note?: string;
+}
+
+interface Ratio {
+  upstream: UpstreamKind;
+  era: Era;
+  concurrency: number;
+  gatehouseCpuUsPerReq?: number;
+  bareHopCpuUsPerReq?: number;
+  ratio?: number;
+  withinTarget?: boolean;
+  note?: string;
+}
+
+function tsxChild(name: string, script: string, extra: string[] = []): Promise<Child> {
+  return startChild(name, {
+    args: ['--import', 'tsx', path.join(BENCH_DIR, script), ...extra],
+    cwd: ROOT,
+    ready: (line) => {
+      if (!line.startsWith('{')) return undefined;
+      try {
+        const m = JSON.parse(line) as { msg?: unknown; url?: unknown };
+        return m.msg === 'listening' && typeof m.url === 'string' ? m.url : undefined;
+      } catch {
+        return undefined;
+      }
+    },
+  });
+}
+
+function startUpstream(kind: UpstreamKind, era: Era): Promise<Child> {
+  if (kind === 'minimal') return tsxChild(`minimal-upstream`, 'minimal-upstream.ts');
+  return era === 'legacy' ? tsxChild('sdk-upstream-legacy (v1 SDK)', 'sdk-upstream-legacy.ts') : tsxChild('sdk-upstream-modern (v2 SDK)', 'sdk-upstream-modern.ts');
+}
+
+function startGatehouse(upstreamUrl: string): Promise<Child> {
+  const main = path.join(ROOT, 'dist', 'main.js');
+  if (!existsSync(main)) return Promise.reject(new Error(`${main} does not exist (run npm run build)`));
+  return startChild('gatehouse', {
+    args: [main, 'serve', '--upstream', upstreamUrl, '--host', '127.0.0.1', '--port', '0'],
+    cwd: ROOT,
+    readyTimeoutMs: 20_000,
+    ready: (line) => {
+      if (!line.startsWith('{')) return undefined;
+      try {
+        const m = JSON.parse(line) as { msg?: unknown; url?: unknown };
+        return m.msg === 'gatehouse listening' && typeof m.url === 'string' ? m.url : undefined;
+      } catch {
+        return undefined;
+      }
+    },
+  });
+}
+
+async function measureCell(base: Omit<Cell, 'status' | 'measuredProcess'>, url: string, measured: Child, measuredProcess: Cell['measuredProcess'], upstream: Child): Promise<Cell> {
+  const tick = clockTicksPerSecond();
+  let t0 = 0;
+  let s0: number | undefined;
+  let u0 = 0;
+  let lg0 = process.cpuUsage();
+  let lines0 = 0;
+  let t1 = 0;
+  let s1: number | undefined;
+  let u1 = 0;
+  let lg1 = lg0;
+  let lines1 = 0;
+  let rssReset = false;
+  let peakRssKb: number | undefined;
+  const load = await runLoad({
+    url,
+    era: base.era,
+    concurrency: base.concurrency,
+    warmup: { seconds: settings.warmupSeconds, maxRequests: settings.warmupRequests },
+    measure: { seconds: settings.seconds, maxRequests: settings.maxRequests },
+    maxErrors: settings.maxErrors,
+    onMeasureStart: () => {
+      rssReset = resetPeakRss(measured.pid);
+      lines0 = measured.stderrLines;
+      lg0 = process.cpuUsage();
+      u0 = readCpuTicks(upstream.pid);
+      s0 = readSchedNs(measured.pid);
+      t0 = readCpuTicks(measured.pid);
+    },
+    onMeasureEnd: () => {
+      t1 = readCpuTicks(measured.pid);
+      s1 = readSchedNs(measured.pid);
+      u1 = readCpuTicks(upstream.pid);
+      lg1 = process.cpuUsage();
+      lines1 = measured.stderrLines;
+      peakRssKb = readPeakRssKb(measured.pid);
+    },
+  });
+  const attempts = load.requests + load.errors;
+  const hasErrors = load.errors > 0 || load.warmupErrors > 0 || load.setupError !== undefined;
+  const cell: Cell = { ...base, status: hasErrors ? 'errors' : 'ok', measuredProcess, pid: measured.pid, load };
+  if (attempts > 0 && load.setupError === undefined) {
+    const usPerTick = 1e6 / tick;
+    cell.cpuTicks = t1 - t0;
+    cell.cpuUsPerReq = ((t1 - t0) * usPerTick) / attempts;
+    if (s0 !== undefined && s1 !== undefined) cell.cpuUsPerReqSchedstat = (s1 - s0) / 1000 / attempts;
+    cell.cpuPercent = load.elapsedS > 0 ? (((t1 - t0) / tick) / load.elapsedS) * 100 : undefined;
+    cell.upstreamCpuUsPerReq = ((u1 - u0) * usPerTick) / attempts;
+    cell.loadgenCpuUsPerReq = (lg1.user - lg0.user + lg1.system - lg0.system) / attempts;
+    cell.stderrLinesPerReq = (lines1 - lines0) / attempts;
+    if (peakRssKb !== undefined) cell.peakRssKb = peakRssKb;
+    cell.peakRssIsPerCell = rssReset;
+    if (t1 - t0 < 50) cell.note = `only ${t1 - t0} CPU ticks measured: CPU per request is coarse (raise BENCH_SECONDS)`;
+  }
+  if (measured.exited) cell.note = `${measured.name} exited during the cell (${measured.exitInfo ?? '?'})`;
+  return cell;
+}
+
+// ---- output ------------------------------------------------------------------------------------------
+
+function fmt(n: number | undefined, digits: number): string {
+  return n === undefined || !Number.isFinite(n) ? '-' : n.toFixed(digits);
+}
+
+function fmtInt(n: number | undefined): string {
+  return n === undefined || !Number.isFinite(n) ? '-' : Math.round(n).toLocaleString('en-US');
+}
+
+const COLUMNS: Array<[string, number]> = [
+  ['conc', 4],
+  ['target', 9],
+  ['req/s', 8],
+  ['p50 ms', 7],
+  ['p99 ms', 7],
+  ['CPU µs/req', 10],
+  ['CPU of', 9],
+  ['CPU %', 6],
+  ['upstr µs', 8],
+  ['peak RSS MB', 11],
+  ['errors', 6],
+];
+
+function row(values: string[]): string {
+  return values.map((v, i) => (i === 1 || i === 6 ? v.padEnd(COLUMNS[i]![1]) : v.padStart(COLUMNS[i]![1]))).join('  ');
+}
+
+function groupTitle(upstream: UpstreamKind, era: Era): string {
+  const up = upstream === 'minimal' ? 'minimal upstream' : era === 'legacy' ? 'SDK upstream (v1 SDK, stateful, JSON responses)' : 'SDK upstream (v2 SDK createMcpHandler)';
+  return `${up} — ${era} era (${era === 'legacy' ? LEGACY_VERSION : MODERN_VERSION})`;
+}
+
+function tableHeader(upstream: UpstreamKind, era: Era): string {
+  const header = row(COLUMNS.map(([name]) => name));
+  return `\n${groupTitle(upstream, era)}\n${header}\n${'-'.repeat(header.length)}`;
+}
+
+function cellRow(c: Cell): string {
+  if (c.status === 'unavailable') return row([String(c.concurrency), c.target, '-', '-', '-', '-', '-', '-', '-', '-', 'n/a']) + `  (${c.note ?? 'unavailable'})`;
+  const l = c.load;
+  const errors = l === undefined ? '-' : String(l.errors + l.warmupErrors);
+  const line = row([
+    String(c.concurrency),
+    c.target,
+    fmtInt(l?.rps),
+    fmt(l?.p50Ms, 3),
+    fmt(l?.p99Ms, 3),
+    fmt(c.cpuUsPerReq, 1),
+    c.measuredProcess,
+    fmt(c.cpuPercent, 0),
+    fmt(c.upstreamCpuUsPerReq, 1),
+    fmt(c.peakRssKb === undefined ? undefined : c.peakRssKb / 1024, 1),
+    errors,
+  ]);
+  const notes: string[] = [];
+  if (c.status === 'errors' && l !== undefined) notes.push(`ERRORS: ${l.errorSamples.slice(0, 2).join(' | ')}`);
+  if (c.note !== undefined) notes.push(c.note);
+  return notes.length > 0 ? `${line}  <- ${notes.join('; ')}` : line;
+}
+
+function ratioFor(cells: Cell[], upstream: UpstreamKind, era: Era, concurrency: number): Ratio {
+  const find = (t: TargetKind): Cell | undefined => cells.find((c) => c.upstream === upstream && c.era === era && c.concurrency === concurrency && c.target === t);
+  const gh = find('gatehouse');
+  const bare = find('bare-hop');
+  const r: Ratio = { upstream, era, concurrency };
+  if (gh?.cpuUsPerReq !== undefined) r.gatehouseCpuUsPerReq = gh.cpuUsPerReq;
+  if (bare?.cpuUsPerReq !== undefined) r.bareHopCpuUsPerReq = bare.cpuUsPerReq;
+  if (r.gatehouseCpuUsPerReq !== undefined && r.bareHopCpuUsPerReq !== undefined && r.bareHopCpuUsPerReq > 0) {
+    r.ratio = r.gatehouseCpuUsPerReq / r.bareHopCpuUsPerReq;
+    r.withinTarget = r.ratio <= RATIO_TARGET;
+  }
+  const problems = [gh, bare].filter((c) => c !== undefined && c.status !== 'ok').map((c) => `${c!.target}: ${c!.status}`);
+  if (problems.length > 0) r.note = problems.join(', ');
+  return r;
+}
+
+function ratioLine(r: Ratio): string {
+  const head = `${r.upstream}/${r.era} c=${r.concurrency}:`.padEnd(22);
+  if (r.ratio === undefined) return `${head} gatehouse/bare-hop CPU ratio unavailable${r.note !== undefined ? ` (${r.note})` : ''}`;
+  const verdict = r.withinTarget ? `within ${RATIO_TARGET}×` : `OVER ${RATIO_TARGET}×`;
+  return `${head} gatehouse ${fmt(r.gatehouseCpuUsPerReq, 1)} µs/req ÷ bare-hop ${fmt(r.bareHopCpuUsPerReq, 1)} µs/req = ${r.ratio.toFixed(2)}× (${verdict})${r.note !== undefined ? `  [${r.note}]` : ''}`;
+}
+
+function gitCommit(): string | undefined {
+  try {
+    return execSync('git rev-parse HEAD', { cwd: ROOT, encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'] }).trim();
+  } catch {
+    return undefined;
+  }
+}
+
+// ---- main --------------------------------------------------------------------------------------------
+
+async function runGroup(upstreamKind: UpstreamKind, era: Era, cells: Cell[]): Promise<void> {
+  const started: Child[] = [];
+  const protocolVersion = era === 'legacy' ? LEGACY_VERSION : MODERN_VERSION;
+  process.stdout.write(tableHeader(upstreamKind, era) + '\n');
+  try {
+    let upstream: Child;
+    try {
+      upstream = await startUpstream(upstreamKind, era);
+      started.push(upstream);
+    } catch (err) {
+      for (const concurrency of settings.concurrency) {
+        for (const target of settings.targets) {
+          const cell: Cell = { upstream: upstreamKind, era, protocolVersion, concurrency, target, status: 'unavailable', measuredProcess: 'upstream', note: `upstream did not start: ${(err as Error).message.split('\n')[0]}` };
+          cells.push(cell);
+          process.stdout.write(cellRow(cell) + '\n');
+        }
+      }
+      return;
+    }
+    const targets = new Map<TargetKind, { child: Child; url: string } | Error>();
+    for (const target of settings.targets) {
+      if (target === 'direct') {
+        targets.set(target, { child: upstream, url: upstream.url });
+        continue;
+      }
+      try {
+        const child = target === 'bare-hop' ? await tsxChild('bare-hop', 'bare-hop.ts', ['--upstream', upstream.url]) : await startGatehouse(upstream.url);
+        started.push(child);
+        targets.set(target, { child, url: child.url });
+      } catch (err) {
+        targets.set(target, err as Error);
+      }
+    }
+    // One warm-up per process (JIT, pools) so that concurrency 1, measured first, is not also the coldest.
+    const warmupNotes = new Map<TargetKind, string>();
+    if (settings.processWarmupSeconds > 0) {
+      for (const [target, t] of targets) {
+        if (t instanceof Error) continue;
+        const w = await warmUpProcess(t.url, era, 16, { seconds: settings.processWarmupSeconds, maxRequests: 100_000 });
+        if (w.errors > 0) warmupNotes.set(target, `process warm-up had ${w.errors} error(s): ${w.samples.slice(0, 2).join(' | ')}`);
+      }
+    }
+    for (const concurrency of settings.concurrency) {
+      for (const target of settings.targets) {
+        const t = targets.get(target);
+        const base = { upstream: upstreamKind, era, protocolVersion, concurrency, target };
+        let cell: Cell;
+        if (t === undefined || t instanceof Error) {
+          cell = { ...base, status: 'unavailable', measuredProcess: target === 'direct' ? 'upstream' : target, note: `did not start: ${t?.message.split('\n')[0] ?? 'unknown'}` };
+        } else if (t.child.exited) {
+          cell = { ...base, status: 'unavailable', measuredProcess: target === 'direct' ? 'upstream' : target, note: `${t.child.name} exited (${t.child.exitInfo ?? '?'})` };
+        } else {
+          cell = await measureCell(base, t.url, t.child, target === 'direct' ? 'upstream' : target, upstream);
+          const wn = warmupNotes.get(target);
+          if (wn !== undefined) {
+            warmupNotes.delete(target);
+            cell.note = cell.note === undefined ? wn : `${cell.note}; ${wn}`;
+          }
+        }
+        cells.push(cell);
+        process.stdout.write(cellRow(cell) + '\n');
+      }
+    }
+    for (const concurrency of settings.concurrency) {
+      if (settings.targets.includes('gatehouse') && settings.targets.includes('bare-hop')) process.stdout.write(ratioLine(ratioFor(cells, upstreamKind, era, concurrency)) + '\n');
+    }
+    for (const [target, t] of targets) {
+      if (t instanceof Error) process.stdout.write(`${target} did not start:\n${t.message}\n`);
+    }
+  } finally {
+    for (const c of started.reverse()) await stopChild(c);
+  }
+}
+
+async function main(): Promise<void> {
+  installSignalCleanup();
+  const startedAt = new Date();
+  const meta = {
+    startedAt: startedAt.toISOString(),
+    node: process.version,
+    cpuModel: cpuModel(),
+    cores: os.cpus().length,
+    kernel: os.release(),
+    loadAverageAtStart: os.loadavg(),
+    clockTicksPerSecond: clockTicksPerSecond(),
+    gatehouseCommit: gitCommit(),
+    settings,
+    ratioTarget: RATIO_TARGET,
+  };
+  process.stdout.write(
+    `Gatehouse benchmark — node ${meta.node}, ${meta.cpuModel}, ${meta.cores} cores, CLK_TCK ${meta.clockTicksPerSecond}\n` +
+      `per cell: warm-up ≤${settings.warmupSeconds}s/≤${settings.warmupRequests} req, measured ≤${settings.seconds}s/≤${settings.maxRequests} req; ` +
+      `CPU and RSS are those of the process under test (the upstream for "direct")\n`,
+  );
+  const cells: Cell[] = [];
+  try {
+    for (const upstream of settings.upstreams) {
+      for (const era of settings.eras) await runGroup(upstream, era, cells);
+    }
+  } finally {
+    await stopAllChildren();
+  }
+  const ratios: Ratio[] = [];
+  for (const upstream of settings.upstreams) for (const era of settings.eras) for (const c of settings.concurrency) ratios.push(ratioFor(cells, upstream, era, c));
+  if (settings.targets.includes('gatehouse') && settings.targets.includes('bare-hop')) {
+    process.stdout.write(`\nGatehouse CPU per request ÷ bare hop CPU per request (target ≤ ${RATIO_TARGET}×):\n`);
+    for (const r of ratios) process.stdout.write(ratioLine(r) + '\n');
+  }
+  const finishedAt = new Date();
+  const out = { meta: { ...meta, finishedAt: finishedAt.toISOString(), durationS: (finishedAt.getTime() - startedAt.getTime()) / 1000 }, cells, ratios };
+  mkdirSync(RESULTS_DIR, { recursive: true });
+  const file = path.join(RESULTS_DIR, `${startedAt.toISOString().replace(/[:.]/g, '-')}.json`);
+  const json = JSON.stringify(out, null, 2) + '\n';
+  writeFileSync(file, json);
+  writeFileSync(path.join(RESULTS_DIR, 'latest.json'), json);
+  const errored = cells.filter((c) => c.status !== 'ok').length;
+  process.stdout.write(`\n${cells.length} cells (${errored} with errors or unavailable) in ${out.meta.durationS.toFixed(0)} s; results: ${path.relative(ROOT, file)} and bench/results/latest.json\n`);
+  if (errored > 0) process.exitCode = 1;
+}
+
+main().catch(async (err: unknown) => {
+  process.stderr.write(`bench: ${(err as Error).stack ?? String(err)}\n`);
+  await stopAllChildren();
+  process.exitCode = 1;
+});
