@@ -40,7 +40,7 @@ export function isLoopback(host: string): boolean {
 export function createGateway(config: GatehouseConfig, log: Logger): Gateway {
   const problems = unsupportedFeatures(config);
   if (problems.length > 0) throw new Error(`This configuration cannot be served:\n  ${problems.join('\n  ')}`);
-  const upstream = createUpstream(config.upstreams[0]!, log);
+  const upstream = createUpstream(config.upstreams[0]!, config.sessions, log);
   if (config.auth.anonymous) log.warn('authentication is off: anonymous access on a loopback listener', { host: config.listen.host });
 
   const edge = createEdge(
@@ -84,6 +84,6 @@ export function createGateway(config: GatehouseConfig, log: Logger): Gateway {
   };
 }
 
-function createUpstream(config: UpstreamConfig, log: Logger): Upstream {
-  return isStdioUpstream(config) ? new StdioUpstream(config, log) : new HttpUpstream(config, log);
+function createUpstream(config: UpstreamConfig, sessions: GatehouseConfig['sessions'], log: Logger): Upstream {
+  return isStdioUpstream(config) ? new StdioUpstream(config, sessions, log) : new HttpUpstream(config, log);
 }

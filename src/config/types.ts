@@ -17,6 +17,10 @@ export interface ListenConfig {
   /** Origin header values accepted when a browser sends one; empty means "same host only". */
   allowedOrigins: string[];
   maxBodyBytes: number;
+  /** Deepest object/array nesting accepted in a body. */
+  maxJsonDepth: number;
+  /** Time a client has to send a whole request body. */
+  requestTimeoutMs: number;
 }
 
 export interface UpstreamTimeouts {
@@ -45,6 +49,8 @@ export interface StdioUpstreamConfig {
   cwd?: string;
   era: Era;
   timeouts: { requestMs: number };
+  /** Each legacy session is one child process; this caps them. */
+  maxSessions: number;
 }
 
 export type UpstreamConfig = HttpUpstreamConfig | StdioUpstreamConfig;
@@ -83,6 +89,7 @@ export interface AuthConfig {
 export interface GatehouseConfig {
   listen: ListenConfig;
   upstreams: UpstreamConfig[];
+  sessions: { idleTimeoutMs: number; max: number };
   auth: AuthConfig;
   tools: { naming: { prefix: 'auto' | 'always' | 'never' }; outputValidation: 'enforce' | 'warn' | 'off' };
   policy: { rules: unknown[] };

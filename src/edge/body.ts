@@ -3,9 +3,10 @@
 
 import type { IncomingMessage } from 'node:http';
 
-export type BodyResult = { ok: true; body: Buffer } | { ok: false; reason: 'too_large' | 'aborted' };
+export type BodyResult = { ok: true; body: Buffer } | { ok: false; reason: 'too_large' | 'aborted' | 'timeout' };
 
-export function readBody(req: IncomingMessage, maxBytes: number): Promise<BodyResult> {
+/** `timeoutMs` bounds the whole body: a client trickling bytes (slowloris) is cut off, not waited for. */
+export function readBody(req: IncomingMessage, maxBytes: number, timeoutMs: number): Promise<BodyResult> {
   const declared = req.headers['content-length'];
   if (declared !== undefined && Number(declared) > maxBytes) {
     return Promise.resolve({ ok: false, reason: 'too_large' });
@@ -14,9 +15,14 @@ export function readBody(req: IncomingMessage, maxBytes: number): Promise<BodyRe
     const chunks: Buffer[] = [];
     let size = 0;
     let settled = false;
+    const timer = setTimeout(() => {
+      req.pause();
+      finish({ ok: false, reason: 'timeout' });
+    }, timeoutMs);
     const finish = (r: BodyResult): void => {
       if (settled) return;
       settled = true;
+      clearTimeout(timer);
       req.off('data', onData);
       req.off('end', onEnd);
       req.off('error', onAbort);

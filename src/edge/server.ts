@@ -3,11 +3,12 @@
 // is; the gateway passes a handler in.
 
 import { randomUUID } from 'node:crypto';
+import { isUtf8 } from 'node:buffer';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { ListenConfig } from '../config/types.js';
 import type { Logger } from '../log/logger.js';
-import { classifyBody, ErrorCode } from '../protocol/jsonrpc.js';
-import { isModernVersion, type ClientEra } from '../protocol/versions.js';
+import { admitPost, admitStreamRequest, type Refusal } from '../protocol/front-door.js';
+import { classifyBody, ErrorCode, idOf, type JsonRpcId } from '../protocol/jsonrpc.js';
 import type { McpExchange } from '../upstream/upstream.js';
 import { readBody } from './body.js';
 import { compileHostOriginGuard } from './origin-guard.js';
@@ -22,6 +23,8 @@ export interface EdgeHandlers {
 
 export interface Edge {
   readonly server: Server;
+  /** Refusals at the front door so far, by reason (counted for operators and tests). */
+  readonly refusals: ReadonlyMap<string, number>;
   /** Requests that are being answered right now (listen streams excluded: they carry no work). */
   readonly inFlight: number;
   /** Stops accepting work: new requests on kept-alive connections get 503 and `Connection: close`. */
@@ -32,6 +35,12 @@ export interface Edge {
 
 export function createEdge(listen: ListenConfig, handlers: EdgeHandlers, log: Logger, opts: { loopback: boolean }): Edge {
   const guard = compileHostOriginGuard(listen, opts.loopback);
+  const refusals = new Map<string, number>();
+  const refuse = (res: ServerResponse, callId: string, id: JsonRpcId | null, r: Refusal, extraHeaders: Record<string, string> = {}): void => {
+    refusals.set(r.reason, (refusals.get(r.reason) ?? 0) + 1);
+    log.info('request refused', { callId, reason: r.reason, status: r.status, code: r.code });
+    sendJsonRpcError(res, r.status, id, r.code, r.message, r.data, { ...extraHeaders, 'x-gatehouse-call-id': callId });
+  };
   let inFlight = 0;
   let draining = false;
   const idleWaiters: Array<() => void> = [];
@@ -78,41 +87,42 @@ export function createEdge(listen: ListenConfig, handlers: EdgeHandlers, log: Lo
 
   async function handleMcp(req: IncomingMessage, res: ServerResponse): Promise<void> {
     const callId = randomUUID();
+    // Host and Origin come first: a rebound DNS name learns nothing, not even how the body is parsed.
     const verdict = guard(req.headers);
-    if (!verdict.ok) {
-      log.warn('request refused by the Host/Origin guard', { callId, reason: verdict.message });
-      sendJsonRpcError(res, 403, null, ErrorCode.InvalidRequest, `Forbidden: ${verdict.message}`, undefined, { 'x-gatehouse-call-id': callId });
-      return;
-    }
+    if (!verdict.ok) return refuse(res, callId, null, { status: 403, code: ErrorCode.InvalidRequest, reason: 'host_origin', message: `Forbidden: ${verdict.message}` });
     const method = req.method;
     if (method !== 'POST' && method !== 'GET' && method !== 'DELETE') {
-      sendJsonRpcError(res, 405, null, ErrorCode.InvalidRequest, `Method ${method} is not allowed on the MCP endpoint`, undefined, { allow: 'GET, POST, DELETE', 'x-gatehouse-call-id': callId });
-      return;
+      return refuse(res, callId, null, { status: 405, code: ErrorCode.InvalidRequest, reason: 'method_not_allowed', message: `Method ${method} is not allowed on the MCP endpoint` }, { allow: 'GET, POST, DELETE' });
     }
     const controller = new AbortController();
     res.on('close', () => {
       if (!res.writableFinished) controller.abort();
     });
-    const versionHeader = req.headers['mcp-protocol-version'];
-    const era: ClientEra = isModernVersion(typeof versionHeader === 'string' ? versionHeader : undefined) ? 'modern' : 'legacy';
     if (method !== 'POST') {
-      await handlers.mcp({ callId, req, res, httpMethod: method, era, signal: controller.signal });
+      const admitted = admitStreamRequest(req.headers, method);
+      if (!admitted.ok) return refuse(res, callId, null, admitted.refusal, admitted.refusal.status === 405 ? { allow: 'POST' } : {});
+      await handlers.mcp({ callId, req, res, httpMethod: method, era: admitted.era, version: admitted.version, signal: controller.signal });
       return;
     }
-    const read = await readBody(req, listen.maxBodyBytes);
+    const read = await readBody(req, listen.maxBodyBytes, listen.requestTimeoutMs);
     if (!read.ok) {
+      // The rest of the body is never read, so the connection cannot be reused.
+      res.setHeader('connection', 'close');
       if (read.reason === 'too_large') {
-        res.setHeader('connection', 'close');
-        sendJsonRpcError(res, 413, null, ErrorCode.InvalidRequest, `Request body exceeds ${listen.maxBodyBytes} bytes`, undefined, { 'x-gatehouse-call-id': callId });
+        refuse(res, callId, null, { status: 413, code: ErrorCode.InvalidRequest, reason: 'body_too_large', message: `Request body exceeds ${listen.maxBodyBytes} bytes` });
+      } else if (read.reason === 'timeout') {
+        refuse(res, callId, null, { status: 408, code: ErrorCode.InvalidRequest, reason: 'body_timeout', message: `Request body not received within ${listen.requestTimeoutMs} ms` });
       }
       return;
     }
-    const parsed = classifyBody(read.body);
-    if (!parsed.ok) {
-      sendJsonRpcError(res, 400, null, parsed.code, parsed.message, undefined, { 'x-gatehouse-call-id': callId });
-      return;
-    }
-    await handlers.mcp({ callId, req, res, httpMethod: 'POST', body: read.body, message: parsed.message, kind: parsed.kind, era, signal: controller.signal });
+    // JSON-RPC messages MUST be UTF-8 (2026-07-28/basic/transports/index.mdx §Messages); refuse rather than
+    // let a decoder quietly replace bytes that the upstream would then see differently.
+    if (!isUtf8(read.body)) return refuse(res, callId, null, { status: 400, code: ErrorCode.ParseError, reason: 'invalid_utf8', message: 'Parse error: the body is not valid UTF-8' });
+    const parsed = classifyBody(read.body, listen.maxJsonDepth);
+    if (!parsed.ok) return refuse(res, callId, null, { status: 400, code: parsed.code, reason: parsed.batch ? 'batch' : parsed.code === ErrorCode.ParseError ? 'parse_error' : 'invalid_request', message: parsed.message });
+    const admitted = admitPost(req.headers, parsed.kind, parsed.message);
+    if (!admitted.ok) return refuse(res, callId, idOf(parsed.message), admitted.refusal);
+    await handlers.mcp({ callId, req, res, httpMethod: 'POST', body: read.body, message: parsed.message, kind: parsed.kind, era: admitted.era, version: admitted.version, signal: controller.signal });
   }
 
   const server = createServer({ keepAliveTimeout: 65_000 }, onRequest);
@@ -123,6 +133,7 @@ export function createEdge(listen: ListenConfig, handlers: EdgeHandlers, log: Lo
 
   return {
     server,
+    refusals,
     get inFlight() {
       return inFlight;
     },

@@ -48,14 +48,36 @@ export type Classified =
   | { ok: true; kind: MessageKind; message: JsonRpcMessage }
   | { ok: false; code: number; message: string; batch?: boolean };
 
-export function classifyBody(body: Buffer): Classified {
+export function classifyBody(body: Buffer, maxDepth = 64): Classified {
+  const text = body.toString('utf8');
+  // Bounded nesting keeps every later recursive walk (stringify, schema checks) safe from hostile depth.
+  if (nestingExceeds(text, maxDepth)) {
+    return { ok: false, code: ErrorCode.ParseError, message: `Parse error: JSON nested deeper than ${maxDepth} levels` };
+  }
   let parsed: unknown;
   try {
-    parsed = JSON.parse(body.toString('utf8'));
+    parsed = JSON.parse(text);
   } catch {
     return { ok: false, code: ErrorCode.ParseError, message: 'Parse error: the body is not valid JSON' };
   }
   return classifyMessage(parsed);
+}
+
+/** One pass over the text counting brackets outside strings; stops as soon as the limit is crossed. */
+export function nestingExceeds(text: string, maxDepth: number): boolean {
+  let depth = 0;
+  let inString = false;
+  for (let i = 0; i < text.length; i++) {
+    const c = text.charCodeAt(i);
+    if (inString) {
+      if (c === 0x5c) i++; // backslash: skip the escaped character
+      else if (c === 0x22) inString = false;
+    } else if (c === 0x22) inString = true;
+    else if (c === 0x7b || c === 0x5b) {
+      if (++depth > maxDepth) return true;
+    } else if (c === 0x7d || c === 0x5d) depth--;
+  }
+  return false;
 }
 
 export function classifyMessage(parsed: unknown): Classified {

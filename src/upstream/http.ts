@@ -76,10 +76,10 @@ export class HttpUpstream implements Upstream {
   }
 
   async handle(ex: McpExchange): Promise<void> {
-    if (ex.httpMethod !== 'POST' && (ex.era === 'modern' || this.era === 'modern')) {
-      // 2026-07-28/basic/transports/streamable-http.mdx §Earlier Streamable HTTP Revisions: GET and DELETE
-      // are legacy-only; a modern client, or a modern-only upstream, gets 405.
-      sendJsonRpcError(ex.res, 405, null, ErrorCode.InvalidRequest, `${ex.httpMethod} is not supported for protocol ${ex.era === 'modern' ? '2026-07-28' : `spoken by upstream "${this.name}"`}; use POST`, undefined, { allow: 'POST', 'x-gatehouse-call-id': ex.callId });
+    if (ex.httpMethod !== 'POST' && this.era === 'modern') {
+      // A modern-only upstream has no GET stream or sessions to end (streamable-http.mdx §Earlier
+      // Streamable HTTP Revisions); the front door already answers modern clients' GET/DELETE with 405.
+      sendJsonRpcError(ex.res, 405, null, ErrorCode.InvalidRequest, `${ex.httpMethod} is not supported by upstream "${this.name}"; use POST`, undefined, { allow: 'POST', 'x-gatehouse-call-id': ex.callId });
       return;
     }
     const requestId = ex.kind === 'request' ? idOf(ex.message) : null;

@@ -9,6 +9,7 @@ import type { Logger } from '../log/logger.js';
 import { ErrorCode, type JsonRpcId, type JsonRpcMessage, type JsonRpcRequest } from '../protocol/jsonrpc.js';
 import { ResponseChannel } from './response-channel.js';
 import type { StdioProcess } from './stdio-process.js';
+import type { EndReason, HeldSession } from './session-table.js';
 import type { McpExchange } from './upstream.js';
 
 interface InFlight {
@@ -21,7 +22,7 @@ interface InFlight {
 const BACKLOG_LIMIT = 256;
 const KEEPALIVE_MS = 15_000;
 
-export class StdioSession {
+export class StdioSession implements HeldSession {
   lastUsed = Date.now();
   private readonly inFlight: InFlight[] = [];
   private listen?: SseWriter;
@@ -36,8 +37,8 @@ export class StdioSession {
     this.lastUsed = Date.now();
   }
 
-  idleSince(cutoff: number): boolean {
-    return this.lastUsed < cutoff && this.inFlight.length === 0 && this.listen === undefined;
+  isIdle(): boolean {
+    return this.inFlight.length === 0 && this.listen === undefined;
   }
 
   async handlePost(ex: McpExchange): Promise<void> {
@@ -84,8 +85,7 @@ export class StdioSession {
     this.closeListenStream();
   }
 
-  async close(reason: string): Promise<void> {
-    this.log.info('session ended', { reason });
+  async close(reason: EndReason): Promise<void> {
     this.proc.onExit = () => {};
     this.failAll(new GatewayError('GW_ERR_UPSTREAM_EXITED', `Session ended (${reason})`));
     await this.proc.stop();

@@ -3,7 +3,6 @@
 // levels stay the client's. Messages the child sends are routed to the POST stream of the request in
 // flight, or to the session's GET stream (2025-11-25/basic/transports.mdx §Sending Messages, §Listening).
 
-import { randomUUID } from 'node:crypto';
 import type { StdioUpstreamConfig } from '../config/types.js';
 import { sendJsonRpcError } from '../edge/respond.js';
 import { GatewayError } from '../errors.js';
@@ -13,25 +12,24 @@ import { LEGACY_VERSIONS } from '../protocol/versions.js';
 import { ResponseChannel } from './response-channel.js';
 import { StdioSession } from './stdio-session.js';
 import { StdioProcess } from './stdio-process.js';
+import { SessionTable } from './session-table.js';
 import type { McpExchange, Upstream } from './upstream.js';
 
-/** Sessions idle this long, with nothing in flight and no open stream, are ended. */
-const SESSION_IDLE_MS = 30 * 60_000;
-/** Each session is a process; past this many, the least recently used session is ended. */
-const MAX_SESSIONS = 32;
 
 export class StdioUpstream implements Upstream {
   readonly transport = 'stdio' as const;
   readonly name: string;
-  private readonly sessions = new Map<string, StdioSession>();
+  private readonly sessions: SessionTable<StdioSession>;
   private readonly log: Logger;
   private lastStartOk: boolean | undefined;
-  private readonly sweeper: NodeJS.Timeout;
 
-  constructor(private readonly config: StdioUpstreamConfig, log: Logger) {
+  constructor(private readonly config: StdioUpstreamConfig, limits: { max: number; idleTimeoutMs: number }, log: Logger) {
     this.name = config.name;
     this.log = log.child({ upstream: config.name });
-    this.sweeper = setInterval(() => this.sweepIdle(), 60_000).unref();
+    // Every session is a child process, so the upstream's own cap applies on top of the global one.
+    this.sessions = new SessionTable({ max: Math.min(limits.max, config.maxSessions), idleTimeoutMs: limits.idleTimeoutMs }, (id, reason) => {
+      this.log.info('session ended', { session: id.slice(0, 8), reason });
+    });
   }
 
   async handle(ex: McpExchange): Promise<void> {
@@ -54,15 +52,15 @@ export class StdioUpstream implements Upstream {
       sendJsonRpcError(ex.res, 400, idOf(ex.message), ErrorCode.InvalidRequest, 'Mcp-Session-Id header is required; send initialize first', undefined, reply);
       return;
     }
-    const session = this.sessions.get(sessionId);
-    if (!session) {
+    const found = this.sessions.lookup(sessionId);
+    if (!found.found) {
       // 2025-11-25/basic/transports.mdx §Session Management 3: a terminated session MUST get 404.
-      sendJsonRpcError(ex.res, 404, idOf(ex.message), ErrorCode.SessionNotFound, 'Session not found; initialize a new session', { details: { reason: 'unknown' } }, reply);
+      sendJsonRpcError(ex.res, 404, idOf(ex.message), ErrorCode.SessionNotFound, 'Session not found; initialize a new session', { details: { reason: found.reason } }, reply);
       return;
     }
-    session.touch();
+    const session = found.session;
     if (ex.httpMethod === 'DELETE') {
-      this.endSession(session, 'client_closed');
+      this.sessions.end(sessionId, 'client_closed');
       ex.res.writeHead(200, reply).end();
       return;
     }
@@ -89,13 +87,11 @@ export class StdioUpstream implements Upstream {
   }
 
   async close(): Promise<void> {
-    clearInterval(this.sweeper);
-    await Promise.all([...this.sessions.values()].map((s) => s.close('client_closed')));
-    this.sessions.clear();
+    await this.sessions.closeAll();
   }
 
   private async initialize(ex: McpExchange): Promise<void> {
-    if (this.sessions.size >= MAX_SESSIONS) this.evictLeastRecentlyUsed();
+    this.sessions.makeRoom();
     const proc = this.newProcess();
     const channel = new ResponseChannel(ex);
     try {
@@ -119,37 +115,16 @@ export class StdioUpstream implements Upstream {
       channel.finish(response);
       return;
     }
-    const id = randomUUID();
+    const id = this.sessions.newId();
     const session = new StdioSession(id, proc, this.log.child({ session: id.slice(0, 8) }));
-    this.sessions.set(id, session);
+    this.sessions.add(id, session);
     proc.onExit = (reason) => {
-      if (this.sessions.get(id) === session) {
-        this.sessions.delete(id);
-        session.failAll(new GatewayError('GW_ERR_UPSTREAM_EXITED', `Upstream "${this.name}" process ${reason}`, this.name));
-      }
+      this.sessions.forget(id, 'unknown');
+      session.failAll(new GatewayError('GW_ERR_UPSTREAM_EXITED', `Upstream "${this.name}" process ${reason}`, this.name));
     };
     this.log.info('session started', { session: id.slice(0, 8), pid: proc.pid });
     channel.setHeader('mcp-session-id', id);
     channel.finish(response);
-  }
-
-  private endSession(session: StdioSession, reason: string): void {
-    this.sessions.delete(session.id);
-    void session.close(reason);
-  }
-
-  private evictLeastRecentlyUsed(): void {
-    let oldest: StdioSession | undefined;
-    for (const s of this.sessions.values()) if (!oldest || s.lastUsed < oldest.lastUsed) oldest = s;
-    if (oldest) {
-      this.log.warn('session cap reached; ending the least recently used session', { max: MAX_SESSIONS });
-      this.endSession(oldest, 'session_cap');
-    }
-  }
-
-  private sweepIdle(): void {
-    const cutoff = Date.now() - SESSION_IDLE_MS;
-    for (const s of this.sessions.values()) if (s.idleSince(cutoff)) this.endSession(s, 'idle_timeout');
   }
 
   private newProcess(): StdioProcess {

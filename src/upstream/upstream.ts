@@ -16,6 +16,8 @@ export interface McpExchange {
   readonly message?: JsonRpcMessage;
   readonly kind?: MessageKind;
   readonly era: ClientEra;
+  /** The protocol version the client speaks on this request (negotiated legacy version, or 2026-07-28). */
+  readonly version: string;
   /** Aborted when the client goes away before its answer is complete. */
   readonly signal: AbortSignal;
 }

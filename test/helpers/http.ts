@@ -14,3 +14,14 @@ export async function post(url: string, body: string, headers: Record<string, st
   // `any`: tests index freely into whatever JSON came back and assert on it.
   return { status: res.statusCode, headers: res.headers, text, json: () => JSON.parse(text) as Record<string, any> };
 }
+
+export const MODERN_META = { 'io.modelcontextprotocol/protocolVersion': '2026-07-28', 'io.modelcontextprotocol/clientCapabilities': {} };
+
+/** A well-formed 2026-07-28 request: body with the required `_meta`, and the mirrored headers. */
+export function modernRequest(id: number | string, method: string, params: Record<string, unknown> = {}): { body: string; headers: Record<string, string> } {
+  const headers: Record<string, string> = { ...LEGACY_HEADERS, 'mcp-protocol-version': '2026-07-28', 'mcp-method': method };
+  const name = method === 'resources/read' ? params.uri : method === 'tools/call' || method === 'prompts/get' ? params.name : undefined;
+  if (typeof name === 'string') headers['mcp-name'] = name;
+  const meta = { ...MODERN_META, ...((params._meta as object | undefined) ?? {}) };
+  return { body: JSON.stringify({ jsonrpc: '2.0', id, method, params: { ...params, _meta: meta } }), headers };
+}

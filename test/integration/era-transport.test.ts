@@ -7,7 +7,7 @@ import assert from 'node:assert/strict';
 import { request } from 'undici';
 import { jsonResult, startFakeUpstream } from '../fixtures/upstreams/fake-upstream.js';
 import { startGateway } from '../helpers/gateway.js';
-import { LEGACY_HEADERS, post, rpc } from '../helpers/http.js';
+import { LEGACY_HEADERS, modernRequest, post, rpc } from '../helpers/http.js';
 
 const up = await startFakeUpstream((_req, res, body) => {
   if (body) jsonResult(res, body, {});
@@ -21,7 +21,6 @@ after(async () => {
   await up.close();
 });
 
-const MODERN = { ...LEGACY_HEADERS, 'mcp-protocol-version': '2026-07-28', 'mcp-method': 'tools/list' };
 
 test('GET and DELETE from a modern client → 405 with Allow: POST, nothing forwarded', async () => {
   const before = up.requests.length;
@@ -47,7 +46,8 @@ test('GET from a legacy client to an upstream configured as modern → 405; to a
 });
 
 test('a modern POST reaches the upstream without Mcp-Session-Id or Last-Event-ID; a legacy POST keeps them', async () => {
-  await post(auto.url, rpc(1, 'tools/list'), { ...MODERN, 'mcp-session-id': 'stale', 'last-event-id': 'ev-1' });
+  const modern = modernRequest(1, 'tools/list');
+  await post(auto.url, modern.body, { ...modern.headers, 'mcp-session-id': 'stale', 'last-event-id': 'ev-1' });
   const modernSeen = up.requests.at(-1)!.headers;
   assert.equal(modernSeen['mcp-session-id'], undefined);
   assert.equal(modernSeen['last-event-id'], undefined);

@@ -115,11 +115,12 @@ describe('parseConfigText', () => {
 
   it('applies every default', () => {
     assert.deepEqual(parse(`upstreams:\n  - { name: a, url: "https://a.example/mcp" }\n  - { name: b, command: [node, s.js] }\n`), {
-      listen: { host: '127.0.0.1', port: 8080, path: '/mcp', allowedHosts: [], allowedOrigins: [], maxBodyBytes: 1048576 },
+      listen: { host: '127.0.0.1', port: 8080, path: '/mcp', allowedHosts: [], allowedOrigins: [], maxBodyBytes: 1048576, maxJsonDepth: 64, requestTimeoutMs: 30000 },
       upstreams: [
         { name: 'a', url: 'https://a.example/mcp', era: 'auto', headers: {}, timeouts: { connectMs: 2000, headersMs: 60000, bodyMs: 300000 }, pool: { connections: 64, keepAliveTimeoutMs: 30000 } },
-        { name: 'b', command: ['node', 's.js'], env: {}, era: 'auto', timeouts: { requestMs: 60000 } },
+        { name: 'b', command: ['node', 's.js'], env: {}, era: 'auto', timeouts: { requestMs: 60000 }, maxSessions: 32 },
       ],
+      sessions: { idleTimeoutMs: 1800000, max: 1000 },
       auth: { anonymous: false, apiKeys: [] },
       tools: { naming: { prefix: 'auto' }, outputValidation: 'warn' },
       policy: { rules: [] },

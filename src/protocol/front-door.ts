@@ -1,0 +1,155 @@
+// The protocol checks every client message passes before it goes anywhere: media types, the era and
+// version it speaks, and for modern requests the mirrored headers against the body. Pure functions over
+// headers and the parsed message; the edge turns a refusal into an HTTP answer.
+
+import type { IncomingHttpHeaders } from 'node:http';
+import { ErrorCode, type JsonRpcMessage, type MessageKind } from './jsonrpc.js';
+import { decodeHeaderValue } from './header-value.js';
+import { META_CLIENT_CAPABILITIES, META_PROTOCOL_VERSION, MODERN_CLIENT_REQUESTS, NAME_FIELD } from './methods.js';
+import { DEFAULT_LEGACY_VERSION, isLegacyVersion, isModernVersion, SUPPORTED_VERSIONS, type ClientEra } from './versions.js';
+
+export interface Refusal {
+  status: number;
+  code: number;
+  message: string;
+  /** Short stable reason, for logs and refusal counters. */
+  reason: string;
+  data?: unknown;
+}
+
+export type Admission = { ok: true; era: ClientEra; version: string } | { ok: false; refusal: Refusal };
+
+const refuse = (status: number, code: number, reason: string, message: string, data?: unknown): Admission => ({
+  ok: false,
+  refusal: { status, code, reason, message, ...(data !== undefined ? { data } : {}) },
+});
+
+/** POST: one JSON-RPC message, already parsed once by the edge. */
+export function admitPost(headers: IncomingHttpHeaders, kind: MessageKind, message: JsonRpcMessage): Admission {
+  // 2025-11-25/basic/transports.mdx §Sending Messages 1-2 and streamable-http.mdx §Sending Messages: a JSON
+  // body, and an Accept that lists both response types.
+  if (!isJsonContentType(headers['content-type'])) {
+    return refuse(415, ErrorCode.InvalidRequest, 'content_type', 'Unsupported Media Type: Content-Type must be application/json');
+  }
+  if (!accepts(headers.accept, 'application/json') || !accepts(headers.accept, 'text/event-stream')) {
+    return refuse(406, ErrorCode.InvalidRequest, 'accept', 'Not Acceptable: Accept must list both application/json and text/event-stream');
+  }
+  const versionHeader = single(headers['mcp-protocol-version']);
+  const method = 'method' in message ? message.method : undefined;
+  const bodyVersion = metaOf(message)?.[META_PROTOCOL_VERSION];
+
+  if (versionHeader === undefined) {
+    if (method === 'initialize') return { ok: true, era: 'legacy', version: DEFAULT_LEGACY_VERSION };
+    if (bodyVersion !== undefined) {
+      return refuse(400, ErrorCode.HeaderMismatch, 'header_missing', 'Header mismatch: MCP-Protocol-Version header is required');
+    }
+    // streamable-http.mdx §Protocol Version Header: a request without the header MAY be treated as 2025-03-26.
+    return { ok: true, era: 'legacy', version: DEFAULT_LEGACY_VERSION };
+  }
+  if (isLegacyVersion(versionHeader)) return { ok: true, era: 'legacy', version: versionHeader };
+  if (!isModernVersion(versionHeader)) {
+    return refuse(400, ErrorCode.UnsupportedProtocolVersion, 'unsupported_version', `Unsupported protocol version: ${versionHeader}`, {
+      supported: SUPPORTED_VERSIONS,
+      requested: versionHeader,
+    });
+  }
+  return admitModern(headers, kind, message, versionHeader);
+}
+
+function admitModern(headers: IncomingHttpHeaders, kind: MessageKind, message: JsonRpcMessage, version: string): Admission {
+  if (kind === 'response') {
+    // streamable-http.mdx §Sending Messages 4: modern clients never send JSON-RPC responses.
+    return refuse(400, ErrorCode.InvalidRequest, 'response_not_allowed', 'Invalid request: a 2026-07-28 client does not send JSON-RPC responses');
+  }
+  const msg = message as { method: string; params?: Record<string, unknown> };
+  const meta = metaOf(message);
+  const bodyVersion = meta?.[META_PROTOCOL_VERSION];
+  if (kind === 'request') {
+    // 2026-07-28/basic/index.mdx §_meta: protocolVersion and clientCapabilities are required on every request.
+    if (typeof bodyVersion !== 'string') {
+      return refuse(400, ErrorCode.InvalidParams, 'meta_missing', `Invalid params: _meta["${META_PROTOCOL_VERSION}"] is required`);
+    }
+    const caps = meta?.[META_CLIENT_CAPABILITIES];
+    if (caps === null || typeof caps !== 'object' || Array.isArray(caps)) {
+      return refuse(400, ErrorCode.InvalidParams, 'meta_missing', `Invalid params: _meta["${META_CLIENT_CAPABILITIES}"] must be an object`);
+    }
+  }
+  if (bodyVersion !== undefined && bodyVersion !== version) {
+    return mismatch('MCP-Protocol-Version', version, String(bodyVersion));
+  }
+  // streamable-http.mdx §Server Validation: Mcp-Method (all requests) and Mcp-Name must match the body.
+  const methodHeader = single(headers['mcp-method']);
+  if (kind === 'request') {
+    if (methodHeader === undefined) return refuse(400, ErrorCode.HeaderMismatch, 'header_missing', 'Header mismatch: Mcp-Method header is required');
+  }
+  if (methodHeader !== undefined && methodHeader !== msg.method) return mismatch('Mcp-Method', methodHeader, msg.method);
+  const nameField = NAME_FIELD[msg.method];
+  if (kind === 'request' && nameField !== undefined) {
+    const bodyName = msg.params?.[nameField];
+    const rawName = single(headers['mcp-name']);
+    if (rawName === undefined) return refuse(400, ErrorCode.HeaderMismatch, 'header_missing', 'Header mismatch: Mcp-Name header is required');
+    const decoded = decodeHeaderValue(rawName);
+    if (!decoded.ok) return refuse(400, ErrorCode.HeaderMismatch, 'header_invalid', `Header mismatch: Mcp-Name ${decoded.reason}`);
+    if (decoded.value !== bodyName) return mismatch('Mcp-Name', decoded.value, typeof bodyName === 'string' ? bodyName : String(bodyName));
+  }
+  if (kind === 'request' && !MODERN_CLIENT_REQUESTS.has(msg.method)) {
+    // streamable-http.mdx §Protocol Version Header: an unimplemented method is 404 with -32601.
+    return refuse(404, ErrorCode.MethodNotFound, 'method_not_found', `Method not found: ${msg.method}`);
+  }
+  return { ok: true, era: 'modern', version };
+}
+
+/** GET (legacy listen stream) and DELETE (legacy session end); modern clients use neither. */
+export function admitStreamRequest(headers: IncomingHttpHeaders, httpMethod: 'GET' | 'DELETE'): Admission {
+  const versionHeader = single(headers['mcp-protocol-version']);
+  if (versionHeader !== undefined && isModernVersion(versionHeader)) {
+    // streamable-http.mdx §Earlier Streamable HTTP Revisions: GET and DELETE get 405 from a modern endpoint.
+    return refuse(405, ErrorCode.InvalidRequest, 'method_not_allowed', `${httpMethod} is not used by protocol ${versionHeader}; send POST`);
+  }
+  if (versionHeader !== undefined && !isLegacyVersion(versionHeader)) {
+    return refuse(400, ErrorCode.UnsupportedProtocolVersion, 'unsupported_version', `Unsupported protocol version: ${versionHeader}`, {
+      supported: SUPPORTED_VERSIONS,
+      requested: versionHeader,
+    });
+  }
+  // 2025-11-25/basic/transports.mdx §Listening for Messages: the GET must accept text/event-stream.
+  if (httpMethod === 'GET' && !accepts(headers.accept, 'text/event-stream')) {
+    return refuse(406, ErrorCode.InvalidRequest, 'accept', 'Not Acceptable: GET needs Accept: text/event-stream');
+  }
+  return { ok: true, era: 'legacy', version: versionHeader ?? DEFAULT_LEGACY_VERSION };
+}
+
+function mismatch(header: string, headerValue: string, bodyValue: string): Admission {
+  return refuse(400, ErrorCode.HeaderMismatch, 'header_mismatch', `Header mismatch: ${header} header value '${clip(headerValue)}' does not match body value '${clip(bodyValue)}'`);
+}
+
+function clip(s: string): string {
+  return s.length > 100 ? `${s.slice(0, 100)}…` : s;
+}
+
+function metaOf(message: JsonRpcMessage): Record<string, unknown> | undefined {
+  const params = (message as { params?: Record<string, unknown> }).params;
+  const meta = params?._meta;
+  return meta !== null && typeof meta === 'object' ? (meta as Record<string, unknown>) : undefined;
+}
+
+function single(v: string | string[] | undefined): string | undefined {
+  return Array.isArray(v) ? v[0] : v;
+}
+
+function isJsonContentType(v: string | undefined): boolean {
+  if (v === undefined) return false;
+  const semi = v.indexOf(';');
+  return (semi === -1 ? v : v.slice(0, semi)).trim().toLowerCase() === 'application/json';
+}
+
+/** Whether an Accept header admits a media type, wildcards included. */
+export function accepts(accept: string | undefined, type: string): boolean {
+  if (accept === undefined) return false;
+  const [major] = type.split('/');
+  for (const part of accept.split(',')) {
+    const range = part.split(';')[0]!.trim().toLowerCase();
+    if (range === type || range === '*/*' || range === `${major}/*`) return true;
+  }
+  return false;
+}

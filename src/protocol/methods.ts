@@ -1,0 +1,29 @@
+// The client-to-server method tables per era, from shared/spec/schema/{2026-07-28,2025-11-25}/schema.json
+// (`ClientRequest`, `ClientNotification`).
+
+export const MODERN_CLIENT_REQUESTS: ReadonlySet<string> = new Set([
+  'server/discover',
+  'resources/list',
+  'resources/templates/list',
+  'resources/read',
+  'subscriptions/listen',
+  'prompts/list',
+  'prompts/get',
+  'tools/list',
+  'tools/call',
+  'completion/complete',
+]);
+
+/** Requests whose `Mcp-Name` header mirrors a body field (streamable-http.mdx §Standard Request Headers). */
+export const NAME_FIELD: Readonly<Record<string, 'name' | 'uri'>> = {
+  'tools/call': 'name',
+  'prompts/get': 'name',
+  'resources/read': 'uri',
+};
+
+export const META_PROTOCOL_VERSION = 'io.modelcontextprotocol/protocolVersion';
+export const META_CLIENT_CAPABILITIES = 'io.modelcontextprotocol/clientCapabilities';
+export const META_CLIENT_INFO = 'io.modelcontextprotocol/clientInfo';
+export const META_LOG_LEVEL = 'io.modelcontextprotocol/logLevel';
+export const META_SERVER_INFO = 'io.modelcontextprotocol/serverInfo';
+export const META_SUBSCRIPTION_ID = 'io.modelcontextprotocol/subscriptionId';
