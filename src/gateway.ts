@@ -85,5 +85,5 @@ export function createGateway(config: GatehouseConfig, log: Logger): Gateway {
 }
 
 function createUpstream(config: UpstreamConfig, sessions: GatehouseConfig['sessions'], log: Logger): Upstream {
-  return isStdioUpstream(config) ? new StdioUpstream(config, sessions, log) : new HttpUpstream(config, log);
+  return isStdioUpstream(config) ? new StdioUpstream(config, sessions, log) : new HttpUpstream(config, sessions, log);
 }

@@ -8,7 +8,12 @@ import type { HttpUpstreamConfig } from '../config/types.js';
 import { GatewayError, gatewayErrorToWire } from '../errors.js';
 import { sendJson, sendJsonRpcError } from '../edge/respond.js';
 import type { Logger } from '../log/logger.js';
-import { ErrorCode, idOf, type JsonRpcId } from '../protocol/jsonrpc.js';
+import { ErrorCode, idOf, type JsonRpcId, type JsonRpcRequest } from '../protocol/jsonrpc.js';
+import { MODERN_VERSIONS } from '../protocol/versions.js';
+import { LegacyClientBridge } from './bridge-legacy-client.js';
+import { ModernClientBridge } from './bridge-modern-client.js';
+import { EraVerdict, probeUpstream, type UpstreamProfile } from './era-probe.js';
+import { MessageClient } from './message-client.js';
 import { relaySse } from './sse-relay.js';
 import { toGatewayError } from './failures.js';
 import { waitForDrain } from '../edge/backpressure.js';
@@ -58,8 +63,11 @@ export class HttpUpstream implements Upstream {
   private readonly path: string;
   private readonly configuredHeaders: Record<string, string>;
   private readonly log: Logger;
+  private readonly verdict: EraVerdict;
+  private readonly modernBridge: ModernClientBridge;
+  private readonly legacyBridge: LegacyClientBridge;
 
-  constructor(config: HttpUpstreamConfig, log: Logger) {
+  constructor(config: HttpUpstreamConfig, sessions: { max: number; idleTimeoutMs: number }, log: Logger) {
     this.name = config.name;
     this.era = config.era;
     this.log = log.child({ upstream: config.name });
@@ -73,9 +81,41 @@ export class HttpUpstream implements Upstream {
       headersTimeout: config.timeouts.headersMs,
       bodyTimeout: config.timeouts.bodyMs,
     });
+    const messages = new MessageClient(this.pool, this.path, this.configuredHeaders, this.name);
+    this.verdict = new EraVerdict(async () => {
+      const profile = await probeUpstream(messages, config.era);
+      this.log.info('upstream era detected', { era: profile.era, version: profile.version });
+      return profile;
+    });
+    const legacyProfile = (): UpstreamProfile & { era: 'legacy' } => this.verdict.known as UpstreamProfile & { era: 'legacy' };
+    const modernProfile = (): UpstreamProfile & { era: 'modern' } => this.verdict.known as UpstreamProfile & { era: 'modern' };
+    this.modernBridge = new ModernClientBridge(messages, legacyProfile, this.log);
+    this.legacyBridge = new LegacyClientBridge(messages, modernProfile, sessions, this.log);
   }
 
   async handle(ex: McpExchange): Promise<void> {
+    // A client of the era the upstream is pinned to needs no verdict: plain pass-through, no probe (except
+    // that Gatehouse answers server/discover itself, from the upstream's own discover result).
+    if (ex.era === this.era && !(ex.era === 'modern' && isDiscover(ex))) return this.passThrough(ex);
+    let profile = this.verdict.known;
+    if (!profile) {
+      try {
+        profile = await this.verdict.get();
+      } catch (err) {
+        this.fail(ex, ex.kind === 'request' ? idOf(ex.message) : null, toGatewayError(err, this.name));
+        return;
+      }
+    }
+    if (ex.era === 'modern' && profile.era === 'legacy') return this.modernBridge.handle(ex);
+    if (ex.era === 'legacy' && profile.era === 'modern') return this.legacyBridge.handle(ex);
+    if (ex.era === 'modern' && profile.era === 'modern' && isDiscover(ex)) {
+      return this.answerDiscover(ex, profile);
+    }
+    return this.passThrough(ex);
+  }
+
+  /** Same era on both sides: the client's bytes and the upstream's stream, relayed untouched. */
+  private async passThrough(ex: McpExchange): Promise<void> {
     if (ex.httpMethod !== 'POST' && this.era === 'modern') {
       // A modern-only upstream has no GET stream or sessions to end (streamable-http.mdx §Earlier
       // Streamable HTTP Revisions); the front door already answers modern clients' GET/DELETE with 405.
@@ -149,7 +189,19 @@ export class HttpUpstream implements Upstream {
   }
 
   async close(): Promise<void> {
+    await Promise.all([this.modernBridge.close(), this.legacyBridge.close()]);
     await this.pool.close().catch(() => this.pool.destroy());
+  }
+
+  /**
+   * server/discover is answered by Gatehouse (2026-07-28/server/discover.mdx): the versions it serves and the
+   * upstream's capabilities and identity, with cache hints.
+   */
+  private answerDiscover(ex: McpExchange, profile: UpstreamProfile & { era: 'modern' }): void {
+    const id = (ex.message as JsonRpcRequest).id;
+    const discover = profile.discover;
+    const result: Record<string, unknown> = { ...discover, supportedVersions: [...MODERN_VERSIONS], resultType: 'complete', ttlMs: 60_000, cacheScope: 'public' };
+    sendJson(ex.res, 200, { jsonrpc: '2.0', id, result }, { 'x-gatehouse-call-id': ex.callId });
   }
 
   private requestHeaders(client: IncomingHttpHeaders, modern: boolean): Record<string, string> {
@@ -180,6 +232,10 @@ function responseHeaders(upstream: IncomingHttpHeaders, callId: string): Outgoin
     if (RETURNED_RESPONSE_HEADERS.has(key)) out[key] = upstream[key];
   }
   return out;
+}
+
+function isDiscover(ex: McpExchange): boolean {
+  return ex.kind === 'request' && (ex.message as JsonRpcRequest).method === 'server/discover';
 }
 
 function headerValue(v: string | string[] | undefined): string | undefined {

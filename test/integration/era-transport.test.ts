@@ -9,16 +9,19 @@ import { jsonResult, startFakeUpstream } from '../fixtures/upstreams/fake-upstre
 import { startGateway } from '../helpers/gateway.js';
 import { LEGACY_HEADERS, modernRequest, post, rpc } from '../helpers/http.js';
 
-const up = await startFakeUpstream((_req, res, body) => {
+const handler = (_req: unknown, res: import('node:http').ServerResponse, body: string): void => {
   if (body) jsonResult(res, body, {});
   else res.writeHead(405).end();
-});
+};
+const up = await startFakeUpstream(handler);
+const modernUp = await startFakeUpstream(handler, { handshake: 'modern' });
 const auto = await startGateway({ upstreams: [{ name: 'auto', url: up.url }] });
-const modernOnly = await startGateway({ upstreams: [{ name: 'modern', url: up.url, era: 'modern' }] });
+const modernOnly = await startGateway({ upstreams: [{ name: 'modern', url: modernUp.url, era: 'modern' }] });
 after(async () => {
   await auto.close();
   await modernOnly.close();
   await up.close();
+  await modernUp.close();
 });
 
 
@@ -33,22 +36,23 @@ test('GET and DELETE from a modern client → 405 with Allow: POST, nothing forw
   assert.equal(up.requests.length, before);
 });
 
-test('GET from a legacy client to an upstream configured as modern → 405; to an auto upstream → forwarded', async () => {
-  const before = up.requests.length;
-  const refused = await request(modernOnly.url, { method: 'GET', headers: { accept: 'text/event-stream', 'mcp-session-id': 's' } });
-  assert.equal(refused.statusCode, 405);
-  await refused.body.dump();
-  assert.equal(up.requests.length, before);
+test('a modern upstream never sees GET: a legacy client GET is held by the gateway; a legacy upstream gets it forwarded', async () => {
+  const before = modernUp.requests.length;
+  const held = await request(modernOnly.url, { method: 'GET', headers: { accept: 'text/event-stream', 'mcp-session-id': 's' } });
+  assert.equal(held.statusCode, 404, 'the bridge knows no such session');
+  await held.body.dump();
+  assert.equal(modernUp.requests.length, before);
+  const beforeLegacy = up.requests.length;
   const forwarded = await request(auto.url, { method: 'GET', headers: { accept: 'text/event-stream', 'mcp-session-id': 's' } });
   await forwarded.body.dump();
-  assert.equal(up.requests.length, before + 1);
+  assert.equal(up.requests.length, beforeLegacy + 1);
   assert.equal(up.requests.at(-1)!.method, 'GET');
 });
 
 test('a modern POST reaches the upstream without Mcp-Session-Id or Last-Event-ID; a legacy POST keeps them', async () => {
   const modern = modernRequest(1, 'tools/list');
-  await post(auto.url, modern.body, { ...modern.headers, 'mcp-session-id': 'stale', 'last-event-id': 'ev-1' });
-  const modernSeen = up.requests.at(-1)!.headers;
+  await post(modernOnly.url, modern.body, { ...modern.headers, 'mcp-session-id': 'stale', 'last-event-id': 'ev-1' });
+  const modernSeen = modernUp.requests.at(-1)!.headers;
   assert.equal(modernSeen['mcp-session-id'], undefined);
   assert.equal(modernSeen['last-event-id'], undefined);
   assert.equal(modernSeen['mcp-method'], 'tools/list');
@@ -59,11 +63,11 @@ test('a modern POST reaches the upstream without Mcp-Session-Id or Last-Event-ID
 });
 
 test('/readyz probes with a POST, never a GET (a modern upstream must not see GET)', async () => {
-  const before = up.requests.length;
+  const before = modernUp.requests.length;
   const res = await request(`${modernOnly.origin}/readyz`);
   assert.equal(res.statusCode, 200);
   await res.body.dump();
-  const probe = up.requests.slice(before);
+  const probe = modernUp.requests.slice(before);
   assert.equal(probe.length, 1);
   assert.equal(probe[0]!.method, 'POST');
   assert.equal(probe[0]!.headers['mcp-method'], 'server/discover');

@@ -1,0 +1,102 @@
+// What changes in a message when it crosses eras: modern request `_meta` keys, modern result fields
+// (`resultType`, `ttlMs`, `cacheScope`, serverInfo), and the capability sets each era declares.
+// (2026-07-28/basic/index.mdx §_meta, §ResultType; server/utilities/caching.mdx §Cacheable Results.)
+
+import { META_CLIENT_CAPABILITIES, META_CLIENT_INFO, META_LOG_LEVEL, META_PROTOCOL_VERSION, META_SERVER_INFO } from './methods.js';
+
+type Obj = Record<string, unknown>;
+
+/** Results that MUST carry `ttlMs` and `cacheScope` when complete (caching.mdx §Cacheable Results). */
+export const CACHEABLE_METHODS: ReadonlySet<string> = new Set([
+  'server/discover',
+  'tools/list',
+  'prompts/list',
+  'resources/list',
+  'resources/templates/list',
+  'resources/read',
+]);
+
+const MODERN_REQUEST_META = [META_PROTOCOL_VERSION, META_CLIENT_CAPABILITIES, META_CLIENT_INFO, META_LOG_LEVEL];
+
+export function isObject(v: unknown): v is Obj {
+  return v !== null && typeof v === 'object' && !Array.isArray(v);
+}
+
+/** Params for a legacy upstream: the modern per-request `_meta` keys removed, everything else kept. */
+export function stripModernRequestMeta(params: Obj | undefined): Obj | undefined {
+  if (!params || !isObject(params._meta)) return params;
+  const meta: Obj = { ...params._meta };
+  for (const k of MODERN_REQUEST_META) delete meta[k];
+  const out: Obj = { ...params };
+  if (Object.keys(meta).length === 0) delete out._meta;
+  else out._meta = meta;
+  return out;
+}
+
+/** Params for a modern upstream: the session's version, capabilities, identity and log level as `_meta`. */
+export function addModernRequestMeta(params: Obj | undefined, meta: { version: string; capabilities: Obj; clientInfo?: unknown; logLevel?: string }): Obj {
+  const out: Obj = { ...(params ?? {}) };
+  const existing = isObject(out._meta) ? out._meta : {};
+  out._meta = {
+    ...existing,
+    [META_PROTOCOL_VERSION]: meta.version,
+    [META_CLIENT_CAPABILITIES]: meta.capabilities,
+    ...(meta.clientInfo !== undefined ? { [META_CLIENT_INFO]: meta.clientInfo } : {}),
+    ...(meta.logLevel !== undefined ? { [META_LOG_LEVEL]: meta.logLevel } : {}),
+  };
+  return out;
+}
+
+/** A legacy result made modern: `resultType`, serverInfo, and cache hints where the method needs them. */
+export function toModernResult(method: string, result: Obj, serverInfo: unknown, cache: { ttlMs: number; cacheScope: 'public' | 'private' }): Obj {
+  const out: Obj = { ...result, resultType: 'complete' };
+  if (CACHEABLE_METHODS.has(method)) {
+    out.ttlMs = cache.ttlMs;
+    out.cacheScope = cache.cacheScope;
+  }
+  const meta = isObject(result._meta) ? { ...result._meta } : {};
+  if (serverInfo !== undefined) meta[META_SERVER_INFO] = serverInfo;
+  out._meta = meta;
+  return out;
+}
+
+/** A modern result made legacy: the fields legacy clients do not know are dropped. */
+export function toLegacyResult(result: Obj): Obj {
+  const out: Obj = { ...result };
+  delete out.resultType;
+  delete out.ttlMs;
+  delete out.cacheScope;
+  if (isObject(out._meta)) {
+    const meta: Obj = { ...out._meta };
+    delete meta[META_SERVER_INFO];
+    if (Object.keys(meta).length === 0) delete out._meta;
+    else out._meta = meta;
+  }
+  return out;
+}
+
+/** Modern client capabilities declared to a legacy server at `initialize` (extensions have no legacy form). */
+export function legacyCapabilitiesFrom(modern: Obj): Obj {
+  const out: Obj = { ...modern };
+  delete out.extensions;
+  return out;
+}
+
+/** Legacy session capabilities sent per request to a modern server (2026-07-28 has no roots.listChanged, no tasks). */
+export function modernCapabilitiesFrom(legacy: Obj): Obj {
+  const out: Obj = { ...legacy };
+  delete out.tasks;
+  if (isObject(out.roots)) {
+    const roots = { ...out.roots };
+    delete roots.listChanged;
+    out.roots = roots;
+  }
+  return out;
+}
+
+/** Server capabilities a legacy client may see from a modern upstream's discover result. */
+export function legacyServerCapabilitiesFrom(modern: Obj): Obj {
+  const out: Obj = { ...modern };
+  delete out.extensions;
+  return out;
+}

@@ -1,0 +1,194 @@
+// A legacy client (2025-11-25 … 2024-11-05) in front of a modern upstream (GATEWAY-REQUIREMENTS §16.2).
+// Gatehouse answers `initialize` from the upstream's DiscoverResult, holds the session (capabilities,
+// client info, log level), sends each request upstream as a stateless modern request with the `_meta` and
+// headers the session implies, and turns an InputRequiredResult into server-to-client requests on the
+// legacy SSE stream, retrying upstream with the client's answers.
+
+import { sendJsonRpcError } from '../edge/respond.js';
+import { GatewayError } from '../errors.js';
+import type { Logger } from '../log/logger.js';
+import { addModernRequestMeta, isObject, legacyServerCapabilitiesFrom, modernCapabilitiesFrom, toLegacyResult } from '../protocol/era-shapes.js';
+import { encodeHeaderValue } from '../protocol/header-value.js';
+import { ErrorCode, errorResponse, idOf, type JsonRpcId, type JsonRpcMessage, type JsonRpcRequest, type JsonRpcResponse } from '../protocol/jsonrpc.js';
+import { META_SERVER_INFO, NAME_FIELD } from '../protocol/methods.js';
+import { negotiateLegacyVersion } from '../protocol/versions.js';
+import { GATEHOUSE_CLIENT_INFO, type UpstreamProfile } from './era-probe.js';
+import type { MessageClient } from './message-client.js';
+import { ResponseChannel } from './response-channel.js';
+import { BridgedSession } from './bridged-session.js';
+import { SessionTable } from './session-table.js';
+import type { McpExchange } from './upstream.js';
+
+type Obj = Record<string, unknown>;
+
+/** Input rounds one call may take before Gatehouse gives up (a server that never stops asking). */
+const MAX_INPUT_ROUNDS = 10;
+/** How long a client has to answer one server-to-client request. */
+const INPUT_TIMEOUT_MS = 5 * 60_000;
+
+export class LegacyClientBridge {
+  private readonly sessions: SessionTable<BridgedSession>;
+  private counter = 0;
+
+  constructor(
+    private readonly client: MessageClient,
+    private readonly profile: () => UpstreamProfile & { era: 'modern' },
+    limits: { max: number; idleTimeoutMs: number },
+    private readonly log: Logger,
+  ) {
+    this.sessions = new SessionTable(limits, (id, reason) => this.log.info('bridged session ended', { session: id.slice(0, 8), reason }));
+  }
+
+  async handle(ex: McpExchange): Promise<void> {
+    const reply = { 'x-gatehouse-call-id': ex.callId };
+    const message = ex.message as (JsonRpcMessage & { method?: string }) | undefined;
+    if (ex.httpMethod === 'POST' && ex.kind === 'request' && message?.method === 'initialize') return this.initialize(ex);
+    const sessionId = ex.req.headers['mcp-session-id'];
+    if (typeof sessionId !== 'string') {
+      return sendJsonRpcError(ex.res, 400, idOf(message), ErrorCode.InvalidRequest, 'Mcp-Session-Id header is required; send initialize first', undefined, reply);
+    }
+    const found = this.sessions.lookup(sessionId);
+    if (!found.found) {
+      // 2025-11-25/basic/transports.mdx §Session Management 3: an ended session answers 404.
+      return sendJsonRpcError(ex.res, 404, idOf(message), ErrorCode.SessionNotFound, 'Session not found; initialize a new session', { details: { reason: found.reason } }, reply);
+    }
+    const session = found.session;
+    if (ex.httpMethod === 'DELETE') {
+      this.sessions.end(sessionId, 'client_closed');
+      ex.res.writeHead(200, reply).end();
+      return;
+    }
+    if (ex.httpMethod === 'GET') return session.openListenStream(ex);
+    if (ex.kind === 'response') {
+      session.settleServerRequest(message as JsonRpcResponse);
+      ex.res.writeHead(202, reply).end();
+      return;
+    }
+    if (ex.kind === 'notification') {
+      if (message?.method === 'notifications/cancelled') session.cancel((message as { params?: { requestId?: JsonRpcId } }).params?.requestId);
+      ex.res.writeHead(202, reply).end();
+      return;
+    }
+    await this.request(ex, session, message as JsonRpcRequest);
+  }
+
+  async close(): Promise<void> {
+    await this.sessions.closeAll();
+  }
+
+  /** 2025-11-25/basic/lifecycle.mdx §Initialization, answered from the upstream's server/discover result. */
+  private initialize(ex: McpExchange): void {
+    const request = ex.message as JsonRpcRequest;
+    const params = request.params ?? {};
+    const discover = this.profile().discover;
+    const version = negotiateLegacyVersion(params.protocolVersion);
+    const serverMeta = isObject(discover._meta) ? discover._meta : {};
+    const result: Obj = {
+      protocolVersion: version,
+      capabilities: legacyServerCapabilitiesFrom(isObject(discover.capabilities) ? discover.capabilities : {}),
+      serverInfo: serverMeta[META_SERVER_INFO] ?? GATEHOUSE_CLIENT_INFO,
+    };
+    if (typeof discover.instructions === 'string') result.instructions = discover.instructions;
+    this.sessions.makeRoom();
+    const id = this.sessions.newId();
+    const capabilities = isObject(params.capabilities) ? params.capabilities : {};
+    this.sessions.add(id, new BridgedSession(id, version, capabilities, params.clientInfo));
+    this.log.info('bridged session started', { session: id.slice(0, 8), version });
+    const channel = new ResponseChannel(ex);
+    channel.setHeader('mcp-session-id', id);
+    channel.finish({ jsonrpc: '2.0', id: request.id, result });
+  }
+
+  private async request(ex: McpExchange, session: BridgedSession, request: JsonRpcRequest): Promise<void> {
+    const channel = new ResponseChannel(ex);
+    // Requests with no modern counterpart are answered by the session itself (GATEWAY-REQUIREMENTS §16.2).
+    if (request.method === 'ping') return channel.finish({ jsonrpc: '2.0', id: request.id, result: {} });
+    if (request.method === 'logging/setLevel') {
+      session.logLevel = typeof request.params?.level === 'string' ? request.params.level : undefined;
+      return channel.finish({ jsonrpc: '2.0', id: request.id, result: {} });
+    }
+    const done = session.track(request.id);
+    try {
+      await this.forward(ex, session, request, channel, done.signal);
+    } catch (err) {
+      if (done.signal.aborted) return;
+      channel.fail(err instanceof GatewayError ? err : new GatewayError('GW_ERR_UPSTREAM_BAD_RESPONSE', String((err as Error)?.message ?? err), this.client.upstream));
+    } finally {
+      done.release();
+    }
+  }
+
+  private async forward(ex: McpExchange, session: BridgedSession, request: JsonRpcRequest, channel: ResponseChannel, signal: AbortSignal): Promise<void> {
+    const profile = this.profile();
+    let extra: Obj = {};
+    for (let round = 0; round < MAX_INPUT_ROUNDS; round++) {
+      const upstreamId = `gh-${++this.counter}`;
+      const params = addModernRequestMeta({ ...request.params, ...extra }, {
+        version: profile.version,
+        capabilities: modernCapabilitiesFrom(session.capabilities),
+        clientInfo: session.clientInfo,
+        logLevel: session.logLevel,
+      });
+      const reply = await this.client.post({ jsonrpc: '2.0', id: upstreamId, method: request.method, params }, modernHeaders(request, profile.version), anySignal(signal, ex.signal));
+      let response: JsonRpcResponse | undefined;
+      for await (const msg of reply.messages) {
+        const m = msg as JsonRpcMessage & { method?: string; id?: JsonRpcId };
+        if (m.method !== undefined) {
+          // Progress and log messages related to this request go on its stream, as legacy servers do.
+          if (m.id === undefined) channel.push(m);
+          continue;
+        }
+        if (m.id === upstreamId) response = m as JsonRpcResponse;
+      }
+      if (!response) throw new GatewayError('GW_ERR_UPSTREAM_BAD_RESPONSE', `Upstream "${this.client.upstream}" answered HTTP ${reply.status} without a JSON-RPC response`, this.client.upstream);
+      if (response.error) return channel.finish(toLegacyError(request.id, response.error));
+      const result = response.result ?? {};
+      if (result.resultType !== 'input_required') return channel.finish({ jsonrpc: '2.0', id: request.id, result: toLegacyResult(result) });
+      extra = await this.gatherInput(session, channel, result, signal);
+    }
+    channel.finish(errorResponse(request.id, ErrorCode.InternalError, `Upstream "${this.client.upstream}" asked for input more than ${MAX_INPUT_ROUNDS} times`));
+  }
+
+  /**
+   * mrtr.mdx, seen from a legacy client: each input request becomes a server-to-client request on this POST's
+   * SSE stream (2025-11-25/basic/transports.mdx §Sending Messages 6); the answers go back as inputResponses.
+   */
+  private async gatherInput(session: BridgedSession, channel: ResponseChannel, result: Obj, signal: AbortSignal): Promise<Obj> {
+    const inputRequests = isObject(result.inputRequests) ? result.inputRequests : {};
+    const inputResponses: Obj = {};
+    for (const [key, req] of Object.entries(inputRequests)) {
+      if (!isObject(req) || typeof req.method !== 'string') continue;
+      const id = `gh-s-${++this.counter}`;
+      const answer = session.awaitServerRequest(id, INPUT_TIMEOUT_MS, signal);
+      if (!channel.push({ jsonrpc: '2.0', id, method: req.method, params: isObject(req.params) ? req.params : {} })) {
+        session.settleServerRequest({ jsonrpc: '2.0', id, error: { code: ErrorCode.InternalError, message: 'no stream to ask on' } });
+        throw new GatewayError('GW_ERR_UPSTREAM_BAD_RESPONSE', 'The upstream needs client input, but this request cannot carry server requests (send Accept: text/event-stream)', this.client.upstream);
+      }
+      const response = await answer;
+      // A client error has no MRTR slot: leaving the key out lets the server ask again (GATEWAY-REQUIREMENTS §16.2).
+      if (response.result !== undefined) inputResponses[key] = response.result;
+    }
+    return { inputResponses, ...(typeof result.requestState === 'string' ? { requestState: result.requestState } : {}) };
+  }
+}
+
+/** Headers every modern POST carries (streamable-http.mdx §Protocol Version Header, §Standard Request Headers). */
+function modernHeaders(request: JsonRpcRequest, version: string): Record<string, string> {
+  const headers: Record<string, string> = { 'mcp-protocol-version': version, 'mcp-method': request.method };
+  const field = NAME_FIELD[request.method];
+  const name = field ? request.params?.[field] : undefined;
+  if (typeof name === 'string') headers['mcp-name'] = encodeHeaderValue(name);
+  return headers;
+}
+
+/** Modern-only errors told in legacy terms; the rest pass as they are. */
+function toLegacyError(id: JsonRpcId, error: NonNullable<JsonRpcResponse['error']>): JsonRpcResponse {
+  if (error.code === ErrorCode.MissingClientCapability) {
+    return errorResponse(id, ErrorCode.InvalidParams, `The server needs a client capability this session did not declare: ${error.message}`, error.data);
+  }
+  return { jsonrpc: '2.0', id, error };
+}
+
+function anySignal(a: AbortSignal, b: AbortSignal): AbortSignal {
+  return AbortSignal.any([a, b]);
+}

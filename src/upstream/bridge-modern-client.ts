@@ -1,0 +1,226 @@
+// A modern (2026-07-28) client in front of a legacy upstream (GATEWAY-REQUIREMENTS §16.1). Gatehouse answers
+// `server/discover` itself, forwards requests on pooled legacy sessions with modern `_meta` removed and ids
+// and progress tokens made unique, turns results modern, and turns requests the upstream sends mid-call
+// (elicitation, sampling, roots) into an InputRequiredResult whose retry resumes the parked upstream call.
+
+import { GatewayError } from '../errors.js';
+import type { Logger } from '../log/logger.js';
+import { isObject, legacyCapabilitiesFrom, stripModernRequestMeta, toModernResult } from '../protocol/era-shapes.js';
+import { ErrorCode, errorResponse, type JsonRpcId, type JsonRpcMessage, type JsonRpcRequest, type JsonRpcResponse } from '../protocol/jsonrpc.js';
+import { META_CLIENT_CAPABILITIES, META_LOG_LEVEL, NAME_FIELD } from '../protocol/methods.js';
+import { MODERN_VERSIONS } from '../protocol/versions.js';
+import type { UpstreamProfile } from './era-probe.js';
+import { LegacyClientSessions, type LegacyClientSession } from './legacy-client-sessions.js';
+import type { MessageClient } from './message-client.js';
+import { ParkedRequests, type Parked } from './parked-requests.js';
+import { ResponseChannel } from './response-channel.js';
+import type { McpExchange } from './upstream.js';
+
+type Obj = Record<string, unknown>;
+
+/** Server-to-client requests that MRTR can carry, and the client capability each needs (mrtr.mdx §Server Requirements 6). */
+const INPUT_REQUEST_CAPABILITY: Record<string, string> = {
+  'elicitation/create': 'elicitation',
+  'sampling/createMessage': 'sampling',
+  'roots/list': 'roots',
+};
+/** How long a parked upstream call waits for the client's retry. */
+const PARK_TTL_MS = 5 * 60_000;
+
+interface ParkedCall extends Parked {
+  session: LegacyClientSession;
+  upstreamId: string;
+  /** inputRequests key → the upstream's id for that server request. */
+  pending: Map<string, JsonRpcId>;
+  messages: AsyncGenerator<JsonRpcMessage, void, void>;
+  progress: ProgressMap;
+  capabilities: Obj;
+  logLevel?: string;
+}
+
+interface ProgressMap {
+  /** Our token upstream → the client's token. */
+  upstreamToken?: string;
+  clientToken?: string | number;
+}
+
+export class ModernClientBridge {
+  private readonly sessions: LegacyClientSessions;
+  private readonly parked = new ParkedRequests<ParkedCall>(PARK_TTL_MS);
+  private counter = 0;
+
+  constructor(private readonly client: MessageClient, private readonly profile: () => UpstreamProfile & { era: 'legacy' }, private readonly log: Logger) {
+    this.sessions = new LegacyClientSessions(client, log);
+  }
+
+  async handle(ex: McpExchange): Promise<void> {
+    const channel = new ResponseChannel(ex);
+    if (ex.kind !== 'request') {
+      // Modern clients over HTTP cancel by closing the stream; other notifications have no legacy target.
+      ex.res.writeHead(202, { 'x-gatehouse-call-id': ex.callId }).end();
+      return;
+    }
+    const request = ex.message as JsonRpcRequest;
+    try {
+      if (request.method === 'server/discover') return channel.finish(this.discover(request.id));
+      const params = request.params ?? {};
+      if (typeof params.requestState === 'string') return await this.resume(ex, request, channel);
+      await this.forward(ex, request, channel);
+    } catch (err) {
+      channel.fail(err instanceof GatewayError ? err : new GatewayError('GW_ERR_UPSTREAM_BAD_RESPONSE', String((err as Error)?.message ?? err), this.client.upstream));
+    }
+  }
+
+  async close(): Promise<void> {
+    this.parked.clear();
+    await this.sessions.closeAll();
+  }
+
+  /** 2026-07-28/server/discover.mdx: answered from the upstream's InitializeResult. */
+  private discover(id: JsonRpcId): JsonRpcResponse {
+    const init = this.profile().init;
+    const capabilities = isObject(init.capabilities) ? { ...init.capabilities } : {};
+    // Legacy core tasks are not the 2026 tasks extension (GATEWAY-REQUIREMENTS §16.1 "Impossible / lossy").
+    delete capabilities.tasks;
+    const result: Obj = { supportedVersions: [...MODERN_VERSIONS], capabilities };
+    if (typeof init.instructions === 'string') result.instructions = init.instructions;
+    return { jsonrpc: '2.0', id, result: toModernResult('server/discover', result, init.serverInfo, { ttlMs: 60_000, cacheScope: 'public' }) };
+  }
+
+  private async forward(ex: McpExchange, request: JsonRpcRequest, channel: ResponseChannel, retried = false): Promise<void> {
+    const meta = isObject(request.params?._meta) ? request.params._meta : {};
+    const capabilities = isObject(meta[META_CLIENT_CAPABILITIES]) ? meta[META_CLIENT_CAPABILITIES] : {};
+    const logLevel = typeof meta[META_LOG_LEVEL] === 'string' ? meta[META_LOG_LEVEL] : undefined;
+    const session = await this.sessions.get(legacyCapabilitiesFrom(capabilities));
+    const upstreamId = `gh-${++this.counter}`;
+    const progress: ProgressMap = {};
+    const params = stripModernRequestMeta(request.params) ?? {};
+    const clientToken = (meta as { progressToken?: string | number }).progressToken;
+    if (clientToken !== undefined) {
+      // Many clients share one upstream session; tokens must be unique within it (basic/utilities/progress).
+      progress.clientToken = clientToken;
+      progress.upstreamToken = `${upstreamId}-progress`;
+      params._meta = { ...(isObject(params._meta) ? params._meta : {}), progressToken: progress.upstreamToken };
+    }
+    const reply = await this.client.post({ jsonrpc: '2.0', id: upstreamId, method: request.method, params }, this.sessions.headersFor(session));
+    if (reply.status === 404 && session.id !== undefined && !retried) {
+      // The upstream ended our session: open a new one and send the request again, once.
+      this.sessions.discard(session);
+      return this.forward(ex, request, channel, true);
+    }
+    if (reply.status >= 400) {
+      const upstreamError = await firstError(reply.messages);
+      if (upstreamError) return channel.finish(this.toClientResponse(request, upstreamError));
+      throw new GatewayError('GW_ERR_UPSTREAM_BAD_RESPONSE', `Upstream "${this.client.upstream}" answered HTTP ${reply.status}`, this.client.upstream);
+    }
+    this.cancelOnDisconnect(ex, session, upstreamId);
+    await this.pump(ex, request, channel, { session, upstreamId, messages: reply.messages, progress, capabilities, logLevel });
+  }
+
+  /** Relays the upstream's messages for one call until its response, or until it needs client input. */
+  private async pump(ex: McpExchange, request: JsonRpcRequest, channel: ResponseChannel, call: Omit<ParkedCall, 'pending' | 'method' | 'name' | 'expire'>): Promise<void> {
+    for (;;) {
+      const next = await call.messages.next();
+      if (next.done) throw new GatewayError('GW_ERR_UPSTREAM_BAD_RESPONSE', `Upstream "${this.client.upstream}" ended the stream without answering`, this.client.upstream);
+      const msg = next.value as JsonRpcMessage & { method?: string; id?: JsonRpcId; params?: Obj };
+      if (msg.method === undefined) {
+        if (msg.id === call.upstreamId) return channel.finish(this.toClientResponse(request, msg as JsonRpcResponse));
+        continue;
+      }
+      if (msg.id === undefined) {
+        this.relayNotification(channel, msg, call);
+        continue;
+      }
+      if (msg.method === 'ping') {
+        await this.answerUpstream(call.session, { jsonrpc: '2.0', id: msg.id, result: {} });
+        continue;
+      }
+      const needed = INPUT_REQUEST_CAPABILITY[msg.method];
+      if (needed === undefined || !isObject(call.capabilities[needed])) {
+        // Only input types this request declared may be asked for; refuse the rest upstream.
+        const refusal = msg.method === 'elicitation/create' ? { jsonrpc: '2.0' as const, id: msg.id, result: { action: 'cancel' } } : errorResponse(msg.id, ErrorCode.MethodNotFound, `The client did not declare support for ${msg.method}`);
+        await this.answerUpstream(call.session, refusal);
+        continue;
+      }
+      const key = `input-${msg.id}`;
+      const nameField = NAME_FIELD[request.method];
+      const requestState = this.parked.park({
+        ...call,
+        method: request.method,
+        name: nameField ? request.params?.[nameField] : undefined,
+        pending: new Map([[key, msg.id]]),
+        expire: () => void this.abandon(call.session, call.upstreamId, msg.id!, call.messages),
+      });
+      // mrtr.mdx §InputRequiredResult: the client gathers the input and retries with inputResponses.
+      return channel.finish({ jsonrpc: '2.0', id: request.id, result: { resultType: 'input_required', inputRequests: { [key]: { method: msg.method, params: msg.params ?? {} } }, requestState } });
+    }
+  }
+
+  /** The client's retry: hand its answers to the parked upstream call and keep relaying that call. */
+  private async resume(ex: McpExchange, request: JsonRpcRequest, channel: ResponseChannel): Promise<void> {
+    const params = request.params ?? {};
+    const nameField = NAME_FIELD[request.method];
+    const call = this.parked.take(params.requestState as string, request.method, nameField ? params[nameField] : undefined);
+    if (!call) {
+      return channel.finish(errorResponse(request.id, ErrorCode.InvalidParams, 'requestState is invalid, expired or already used; send the request again without it'));
+    }
+    const responses = isObject(params.inputResponses) ? params.inputResponses : {};
+    for (const [key, upstreamRequestId] of call.pending) {
+      const answer = responses[key];
+      // A missing answer is declined rather than left hanging (mrtr.mdx §Error Handling).
+      await this.answerUpstream(call.session, { jsonrpc: '2.0', id: upstreamRequestId, result: isObject(answer) ? answer : { action: 'decline' } });
+    }
+    this.cancelOnDisconnect(ex, call.session, call.upstreamId);
+    await this.pump(ex, request, channel, call);
+  }
+
+  private relayNotification(channel: ResponseChannel, msg: JsonRpcMessage & { method?: string; params?: Obj }, call: { progress: ProgressMap; logLevel?: string }): void {
+    if (msg.method === 'notifications/progress') {
+      if (call.progress.upstreamToken === undefined || msg.params?.progressToken !== call.progress.upstreamToken) return;
+      channel.push({ jsonrpc: '2.0', method: msg.method, params: { ...msg.params, progressToken: call.progress.clientToken } });
+      return;
+    }
+    // logging.mdx §Per-request log level: without a logLevel the client gets no log messages.
+    if (msg.method === 'notifications/message' && call.logLevel !== undefined) channel.push(msg);
+  }
+
+  private toClientResponse(request: JsonRpcRequest, upstream: JsonRpcResponse): JsonRpcResponse {
+    if (upstream.error) {
+      // Modern servers MUST NOT emit -32002 (resource not found is -32602 now: server/resources.mdx §Error Handling).
+      const code = upstream.error.code === -32002 ? ErrorCode.InvalidParams : upstream.error.code;
+      return { jsonrpc: '2.0', id: request.id, error: { ...upstream.error, code } };
+    }
+    const serverInfo = this.profile().init.serverInfo;
+    const result = toModernResult(request.method, upstream.result ?? {}, serverInfo, { ttlMs: 0, cacheScope: 'private' });
+    return { jsonrpc: '2.0', id: request.id, result };
+  }
+
+  private async answerUpstream(session: LegacyClientSession, response: JsonRpcResponse): Promise<void> {
+    const reply = await this.client.post(response, this.sessions.headersFor(session));
+    for await (const _ of reply.messages) {
+      // 202 expected; nothing to read
+    }
+  }
+
+  /** Closing a modern request's stream is its cancellation; legacy servers need notifications/cancelled. */
+  private cancelOnDisconnect(ex: McpExchange, session: LegacyClientSession, upstreamId: string): void {
+    ex.signal.addEventListener('abort', () => {
+      void this.client
+        .post({ jsonrpc: '2.0', method: 'notifications/cancelled', params: { requestId: upstreamId, reason: 'client closed the request' } }, this.sessions.headersFor(session))
+        .then((r) => r.messages.return(), () => {});
+    }, { once: true });
+  }
+
+  private async abandon(session: LegacyClientSession, upstreamId: string, serverRequestId: JsonRpcId, messages: AsyncGenerator<JsonRpcMessage, void, void>): Promise<void> {
+    this.log.info('parked call expired without a retry', { upstreamId });
+    await this.answerUpstream(session, { jsonrpc: '2.0', id: serverRequestId, result: { action: 'cancel' } }).catch(() => {});
+    await this.client.post({ jsonrpc: '2.0', method: 'notifications/cancelled', params: { requestId: upstreamId, reason: 'input not provided in time' } }, this.sessions.headersFor(session)).catch(() => {});
+    await messages.return().catch(() => {});
+  }
+}
+
+async function firstError(messages: AsyncGenerator<JsonRpcMessage, void, void>): Promise<JsonRpcResponse | undefined> {
+  for await (const m of messages) if ('error' in m && m.error) return m as JsonRpcResponse;
+  return undefined;
+}
+

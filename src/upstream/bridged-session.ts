@@ -1,0 +1,101 @@
+// One legacy client session that Gatehouse holds in front of a modern upstream: what the client declared
+// at initialize, its log level, its requests in flight (for notifications/cancelled), the server-to-client
+// requests awaiting its answers, and its GET stream.
+
+import { sendJsonRpcError } from '../edge/respond.js';
+import { SseWriter } from '../edge/sse-writer.js';
+import { ErrorCode, type JsonRpcId, type JsonRpcResponse } from '../protocol/jsonrpc.js';
+import type { EndReason, HeldSession } from './session-table.js';
+import type { McpExchange } from './upstream.js';
+
+const KEEPALIVE_MS = 15_000;
+
+interface Waiting {
+  resolve(res: JsonRpcResponse): void;
+  timer: NodeJS.Timeout;
+}
+
+export class BridgedSession implements HeldSession {
+  lastUsed = Date.now();
+  logLevel?: string;
+  private readonly inFlight = new Map<JsonRpcId, AbortController>();
+  private readonly waiting = new Map<JsonRpcId, Waiting>();
+  private listen?: SseWriter;
+  private keepalive?: NodeJS.Timeout;
+
+  constructor(
+    readonly id: string,
+    readonly version: string,
+    readonly capabilities: Record<string, unknown>,
+    readonly clientInfo: unknown,
+  ) {}
+
+  isIdle(): boolean {
+    return this.inFlight.size === 0 && this.waiting.size === 0 && this.listen === undefined;
+  }
+
+  /** Registers a client request in flight; its signal aborts on notifications/cancelled or session end. */
+  track(clientId: JsonRpcId): { signal: AbortSignal; release(): void } {
+    const controller = new AbortController();
+    this.inFlight.set(clientId, controller);
+    return {
+      signal: controller.signal,
+      release: () => {
+        if (this.inFlight.get(clientId) === controller) this.inFlight.delete(clientId);
+        this.lastUsed = Date.now();
+      },
+    };
+  }
+
+  /** 2025-11-25/basic/utilities/cancellation.mdx: stop work on the request, send nothing more for it. */
+  cancel(clientId: JsonRpcId | undefined): void {
+    if (clientId === undefined) return;
+    this.inFlight.get(clientId)?.abort();
+  }
+
+  /** Resolves with the client's answer to a server-to-client request, or an error on timeout or abort. */
+  awaitServerRequest(id: JsonRpcId, timeoutMs: number, signal: AbortSignal): Promise<JsonRpcResponse> {
+    return new Promise((resolve) => {
+      const timer = setTimeout(() => this.settleServerRequest({ jsonrpc: '2.0', id, error: { code: ErrorCode.InternalError, message: 'the client did not answer in time' } }), timeoutMs);
+      this.waiting.set(id, { resolve, timer });
+      signal.addEventListener('abort', () => this.settleServerRequest({ jsonrpc: '2.0', id, error: { code: ErrorCode.InternalError, message: 'cancelled' } }), { once: true });
+    });
+  }
+
+  settleServerRequest(response: JsonRpcResponse): void {
+    if (response.id === null) return;
+    const w = this.waiting.get(response.id);
+    if (!w) return;
+    clearTimeout(w.timer);
+    this.waiting.delete(response.id);
+    w.resolve(response);
+  }
+
+  openListenStream(ex: McpExchange): void {
+    if (!(ex.req.headers.accept ?? '').includes('text/event-stream')) {
+      sendJsonRpcError(ex.res, 406, null, ErrorCode.InvalidRequest, 'GET on the MCP endpoint needs Accept: text/event-stream', undefined, { 'x-gatehouse-call-id': ex.callId });
+      return;
+    }
+    this.closeListenStream();
+    const writer = new SseWriter(ex.res, { 'x-gatehouse-call-id': ex.callId, 'mcp-session-id': this.id });
+    writer.open();
+    this.listen = writer;
+    ex.res.on('close', () => {
+      if (this.listen === writer) this.closeListenStream();
+    });
+    this.keepalive = setInterval(() => writer.comment(), KEEPALIVE_MS).unref();
+  }
+
+  async close(_reason: EndReason): Promise<void> {
+    for (const c of this.inFlight.values()) c.abort();
+    for (const id of [...this.waiting.keys()]) this.settleServerRequest({ jsonrpc: '2.0', id, error: { code: ErrorCode.InternalError, message: 'session ended' } });
+    this.closeListenStream();
+  }
+
+  private closeListenStream(): void {
+    if (this.keepalive) clearInterval(this.keepalive);
+    this.keepalive = undefined;
+    this.listen?.end();
+    this.listen = undefined;
+  }
+}

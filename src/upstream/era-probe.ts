@@ -1,0 +1,127 @@
+// Finds out which protocol era an HTTP upstream speaks (GATEWAY-REQUIREMENTS §5, after
+// 2026-07-28/basic/transports/streamable-http.mdx §Backward Compatibility): try `server/discover`, read a
+// 4xx body for a modern error, and fall back to a legacy `initialize` handshake. The verdict carries what
+// the gateway needs to answer for the upstream: its DiscoverResult, or its InitializeResult.
+
+import type { Era } from '../config/types.js';
+import { GatewayError } from '../errors.js';
+import { ErrorCode, type JsonRpcResponse } from '../protocol/jsonrpc.js';
+import { META_CLIENT_CAPABILITIES, META_PROTOCOL_VERSION } from '../protocol/methods.js';
+import { isLegacyVersion, LATEST_LEGACY_VERSION, MODERN_VERSIONS } from '../protocol/versions.js';
+import type { MessageClient } from './message-client.js';
+
+export type UpstreamProfile =
+  | { era: 'modern'; version: string; discover: Record<string, unknown> }
+  | { era: 'legacy'; version: string; init: Record<string, unknown> };
+
+const MODERN_ERRORS = new Set<number>([ErrorCode.HeaderMismatch, ErrorCode.MissingClientCapability, ErrorCode.UnsupportedProtocolVersion]);
+export const GATEHOUSE_CLIENT_INFO = { name: 'gatehouse', version: '0.1.0' };
+
+export async function probeUpstream(client: MessageClient, pinned: Era): Promise<UpstreamProfile> {
+  if (pinned !== 'legacy') {
+    const modern = await tryDiscover(client);
+    if (modern.kind === 'modern') return modern.profile;
+    if (pinned === 'modern' || modern.kind === 'no_common_version') {
+      throw new GatewayError('GW_ERR_UPSTREAM_BAD_RESPONSE', `Upstream "${client.upstream}" did not answer server/discover as a 2026-07-28 server (${modern.detail})`, client.upstream);
+    }
+  }
+  return legacyHandshake(client);
+}
+
+type DiscoverOutcome = { kind: 'modern'; profile: UpstreamProfile } | { kind: 'legacy' | 'no_common_version'; detail: string };
+
+async function tryDiscover(client: MessageClient): Promise<DiscoverOutcome> {
+  const version = MODERN_VERSIONS[0];
+  const reply = await client.post(
+    { jsonrpc: '2.0', id: 'gatehouse-discover', method: 'server/discover', params: { _meta: { [META_PROTOCOL_VERSION]: version, [META_CLIENT_CAPABILITIES]: {} } } },
+    { 'mcp-protocol-version': version, 'mcp-method': 'server/discover' },
+  );
+  const response = await firstResponse(reply.messages);
+  const result = response?.result;
+  if (reply.status === 200 && result && Array.isArray(result.supportedVersions)) {
+    if (!(result.supportedVersions as unknown[]).includes(version)) {
+      return { kind: 'no_common_version', detail: `it supports ${JSON.stringify(result.supportedVersions)}` };
+    }
+    return { kind: 'modern', profile: { era: 'modern', version, discover: result } };
+  }
+  const code = response?.error?.code;
+  // A recognised modern error means a modern server that refused this request: do not fall back.
+  if (code !== undefined && (MODERN_ERRORS.has(code) || (reply.status === 404 && code === ErrorCode.MethodNotFound))) {
+    const supported = (response?.error?.data as { supported?: unknown } | undefined)?.supported;
+    if (code === ErrorCode.UnsupportedProtocolVersion) return { kind: 'no_common_version', detail: `it supports ${JSON.stringify(supported)}` };
+    return { kind: 'modern', profile: { era: 'modern', version, discover: { supportedVersions: [version], capabilities: {} } } };
+  }
+  return { kind: 'legacy', detail: `HTTP ${reply.status}` };
+}
+
+/** A throwaway legacy session: learn the upstream's InitializeResult, then end the session. */
+async function legacyHandshake(client: MessageClient): Promise<UpstreamProfile> {
+  const reply = await client.post(
+    { jsonrpc: '2.0', id: 'gatehouse-probe', method: 'initialize', params: { protocolVersion: LATEST_LEGACY_VERSION, capabilities: {}, clientInfo: GATEHOUSE_CLIENT_INFO } },
+    {},
+  );
+  const response = await firstResponse(reply.messages);
+  const result = response?.result;
+  const version = result?.protocolVersion;
+  if (!result || typeof version !== 'string' || !isLegacyVersion(version)) {
+    throw new GatewayError('GW_ERR_UPSTREAM_BAD_RESPONSE', `Upstream "${client.upstream}" answered neither server/discover nor initialize (HTTP ${reply.status})`, client.upstream);
+  }
+  const sessionId = reply.headers['mcp-session-id'];
+  if (typeof sessionId === 'string') await client.deleteSession(sessionId, version);
+  return { era: 'legacy', version, init: result };
+}
+
+async function firstResponse(messages: AsyncGenerator<unknown, void, void>): Promise<JsonRpcResponse | undefined> {
+  for await (const m of messages) {
+    const msg = m as JsonRpcResponse & { method?: unknown };
+    if (msg.method === undefined && ('result' in msg || 'error' in msg)) {
+      await messages.return();
+      return msg;
+    }
+  }
+  return undefined;
+}
+
+/** How long a verdict is trusted before it is checked again in the background. */
+const VERDICT_TTL_MS = 5 * 60_000;
+
+/**
+ * The cached verdict for one upstream (GATEWAY-REQUIREMENTS §5: era is per server; cache it, re-probe on
+ * failure). A failed probe is not cached; a stale verdict is served while a fresh probe runs.
+ */
+export class EraVerdict {
+  private current?: { profile: UpstreamProfile; at: number };
+  private inFlight?: Promise<UpstreamProfile>;
+
+  constructor(private readonly probe: () => Promise<UpstreamProfile>) {}
+
+  /** The verdict if known, without waiting. */
+  get known(): UpstreamProfile | undefined {
+    if (this.current && Date.now() - this.current.at > VERDICT_TTL_MS) void this.refresh().catch(() => {});
+    return this.current?.profile;
+  }
+
+  async get(): Promise<UpstreamProfile> {
+    return this.known ?? this.refresh();
+  }
+
+  /** Forgets the verdict: the next request probes again (the upstream answered like another era). */
+  invalidate(): void {
+    this.current = undefined;
+  }
+
+  private refresh(): Promise<UpstreamProfile> {
+    this.inFlight ??= this.probe().then(
+      (profile) => {
+        this.current = { profile, at: Date.now() };
+        this.inFlight = undefined;
+        return profile;
+      },
+      (err: unknown) => {
+        this.inFlight = undefined;
+        throw err;
+      },
+    );
+    return this.inFlight;
+  }
+}

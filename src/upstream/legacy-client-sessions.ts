@@ -1,0 +1,107 @@
+// The legacy sessions Gatehouse opens on a legacy upstream on behalf of modern clients. Legacy capabilities
+// are fixed per session while modern ones travel per request, so sessions are pooled by the capability set
+// declared (GATEWAY-REQUIREMENTS §16.1 "Session management"). A session the upstream ended is replaced.
+
+import { GatewayError } from '../errors.js';
+import type { Logger } from '../log/logger.js';
+import type { JsonRpcResponse } from '../protocol/jsonrpc.js';
+import { LATEST_LEGACY_VERSION, isLegacyVersion } from '../protocol/versions.js';
+import { GATEHOUSE_CLIENT_INFO } from './era-probe.js';
+import type { MessageClient } from './message-client.js';
+
+export interface LegacyClientSession {
+  /** The upstream's Mcp-Session-Id, when it issued one. */
+  id?: string;
+  version: string;
+  init: Record<string, unknown>;
+  key: string;
+}
+
+/** Distinct capability sets kept open at once; the oldest is ended past this. */
+const MAX_POOLED = 64;
+
+export class LegacyClientSessions {
+  private readonly pool = new Map<string, Promise<LegacyClientSession>>();
+
+  constructor(private readonly client: MessageClient, private readonly log: Logger) {}
+
+  /** The session for this capability set, opened on first use. */
+  get(capabilities: Record<string, unknown>): Promise<LegacyClientSession> {
+    const key = canonicalJson(capabilities);
+    let session = this.pool.get(key);
+    if (!session) {
+      session = this.open(key, capabilities);
+      session.catch(() => this.pool.delete(key));
+      this.pool.set(key, session);
+      if (this.pool.size > MAX_POOLED) {
+        const [oldestKey, oldest] = this.pool.entries().next().value!;
+        this.pool.delete(oldestKey);
+        void oldest.then((s) => this.end(s), () => {});
+      }
+    }
+    return session;
+  }
+
+  /** Drops a session the upstream no longer knows (it answered 404), so the next get re-initializes. */
+  discard(session: LegacyClientSession): void {
+    if (this.pool.get(session.key) !== undefined) {
+      void this.pool.get(session.key)!.then((s) => {
+        if (s === session) this.pool.delete(session.key);
+      });
+    }
+  }
+
+  headersFor(session: LegacyClientSession): Record<string, string> {
+    const h: Record<string, string> = {};
+    if (session.id !== undefined) h['mcp-session-id'] = session.id;
+    // MCP-Protocol-Version exists from 2025-06-18 on (2025-11-25/basic/transports.mdx §Protocol Version Header).
+    if (session.version !== '2025-03-26' && session.version !== '2024-11-05') h['mcp-protocol-version'] = session.version;
+    return h;
+  }
+
+  async closeAll(): Promise<void> {
+    const all = [...this.pool.values()];
+    this.pool.clear();
+    await Promise.all(all.map((p) => p.then((s) => this.end(s), () => {})));
+  }
+
+  private async open(key: string, capabilities: Record<string, unknown>): Promise<LegacyClientSession> {
+    const reply = await this.client.post(
+      { jsonrpc: '2.0', id: 'gatehouse-init', method: 'initialize', params: { protocolVersion: LATEST_LEGACY_VERSION, capabilities, clientInfo: GATEHOUSE_CLIENT_INFO } },
+      {},
+    );
+    let response: JsonRpcResponse | undefined;
+    for await (const m of reply.messages) {
+      if ('id' in m && m.id === 'gatehouse-init') response = m as JsonRpcResponse;
+    }
+    const version = response?.result?.protocolVersion;
+    if (!response?.result || typeof version !== 'string' || !isLegacyVersion(version)) {
+      throw new GatewayError('GW_ERR_UPSTREAM_BAD_RESPONSE', `Upstream "${this.client.upstream}" refused initialize (HTTP ${reply.status})`, this.client.upstream);
+    }
+    const id = reply.headers['mcp-session-id'];
+    const session: LegacyClientSession = { id: typeof id === 'string' ? id : undefined, version, init: response.result, key };
+    // 2025-11-25/basic/lifecycle.mdx §Initialization: the client MUST send notifications/initialized.
+    const ack = await this.client.post({ jsonrpc: '2.0', method: 'notifications/initialized' }, this.headersFor(session));
+    for await (const _ of ack.messages) {
+      // drain
+    }
+    this.log.info('legacy upstream session opened for modern clients', { version, capabilities: key });
+    return session;
+  }
+
+  private async end(session: LegacyClientSession): Promise<void> {
+    if (session.id !== undefined) await this.client.deleteSession(session.id, session.version);
+  }
+}
+
+/** JSON with sorted keys, so equal capability sets share a session whatever their key order. */
+export function canonicalJson(value: unknown): string {
+  if (Array.isArray(value)) return `[${value.map(canonicalJson).join(',')}]`;
+  if (value !== null && typeof value === 'object') {
+    const entries = Object.keys(value as object)
+      .sort()
+      .map((k) => `${JSON.stringify(k)}:${canonicalJson((value as Record<string, unknown>)[k])}`);
+    return `{${entries.join(',')}}`;
+  }
+  return JSON.stringify(value) ?? 'null';
+}

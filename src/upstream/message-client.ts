@@ -1,0 +1,113 @@
+// Gatehouse as an MCP client of an HTTP upstream, one message at a time: POSTs a JSON-RPC message and
+// yields what comes back, whether a single JSON body or an SSE stream of messages. Used where the gateway
+// must read and rewrite messages (era bridging, the era probe) instead of relaying bytes.
+
+import type { Dispatcher, Pool } from 'undici';
+import type { JsonRpcMessage } from '../protocol/jsonrpc.js';
+import { SseParser } from '../protocol/sse.js';
+import { toGatewayError } from './failures.js';
+
+export interface UpstreamReply {
+  status: number;
+  headers: Record<string, string | string[] | undefined>;
+  /** The messages of the body, in order; empty for a 202 or a body that is not JSON-RPC. */
+  messages: AsyncGenerator<JsonRpcMessage, void, void>;
+  /** For non-2xx answers: the body text (bounded), already read. */
+  errorText?: string;
+}
+
+const ERROR_BODY_LIMIT = 64 * 1024;
+
+export class MessageClient {
+  constructor(
+    private readonly pool: Pool,
+    private readonly path: string,
+    private readonly baseHeaders: Record<string, string>,
+    readonly upstream: string,
+  ) {}
+
+  /** POSTs one message; throws a GatewayError when the upstream cannot be reached or times out. */
+  async post(message: JsonRpcMessage, headers: Record<string, string>, signal?: AbortSignal): Promise<UpstreamReply> {
+    let res: Dispatcher.ResponseData;
+    try {
+      res = await this.pool.request({
+        path: this.path,
+        method: 'POST',
+        headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream', ...headers, ...this.baseHeaders },
+        body: JSON.stringify(message),
+        signal,
+      });
+    } catch (err) {
+      throw toGatewayError(err, this.upstream);
+    }
+    return this.toReply(res);
+  }
+
+  /** DELETE of a legacy session, best effort (2025-11-25/basic/transports.mdx §Session Management 5). */
+  async deleteSession(sessionId: string, version: string): Promise<void> {
+    try {
+      const res = await this.pool.request({ path: this.path, method: 'DELETE', headers: { 'mcp-session-id': sessionId, 'mcp-protocol-version': version, ...this.baseHeaders } });
+      await res.body.dump();
+    } catch {
+      // The session ends with the upstream's own idle timeout anyway.
+    }
+  }
+
+  private async toReply(res: Dispatcher.ResponseData): Promise<UpstreamReply> {
+    const contentType = String(res.headers['content-type'] ?? '');
+    const headers = res.headers as UpstreamReply['headers'];
+    if (res.statusCode >= 300) {
+      const text = await readBounded(res.body);
+      return { status: res.statusCode, headers, messages: fromJsonText(text), errorText: text };
+    }
+    if (contentType.startsWith('text/event-stream')) return { status: res.statusCode, headers, messages: fromSse(res.body, this.upstream) };
+    const text = await readBounded(res.body, Infinity);
+    return { status: res.statusCode, headers, messages: fromJsonText(text) };
+  }
+}
+
+async function readBounded(body: Dispatcher.ResponseData['body'], limit = ERROR_BODY_LIMIT): Promise<string> {
+  const chunks: Buffer[] = [];
+  let size = 0;
+  for await (const chunk of body as AsyncIterable<Buffer>) {
+    size += chunk.length;
+    if (size > limit) {
+      body.destroy();
+      break;
+    }
+    chunks.push(chunk);
+  }
+  return Buffer.concat(chunks).toString('utf8');
+}
+
+async function* fromJsonText(text: string): AsyncGenerator<JsonRpcMessage, void, void> {
+  if (text.trim() === '') return;
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(text);
+  } catch {
+    return;
+  }
+  if (parsed !== null && typeof parsed === 'object' && !Array.isArray(parsed)) yield parsed as JsonRpcMessage;
+}
+
+async function* fromSse(body: Dispatcher.ResponseData['body'], upstream: string): AsyncGenerator<JsonRpcMessage, void, void> {
+  const parser = new SseParser();
+  try {
+    for await (const chunk of body as AsyncIterable<Buffer>) {
+      for (const ev of parser.push(chunk)) {
+        if (ev.data === undefined || ev.data === '') continue;
+        try {
+          yield JSON.parse(ev.data) as JsonRpcMessage;
+        } catch {
+          // Not JSON-RPC: nothing a bridge can relay.
+        }
+      }
+    }
+  } catch (err) {
+    throw toGatewayError(err, upstream);
+  } finally {
+    // Stopping early (the consumer returned) must release the upstream connection.
+    if (!body.destroyed) body.destroy();
+  }
+}
