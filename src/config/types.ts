@@ -89,7 +89,7 @@ export interface AuthConfig {
 export interface GatehouseConfig {
   listen: ListenConfig;
   upstreams: UpstreamConfig[];
-  sessions: { idleTimeoutMs: number; max: number };
+  sessions: { idleTimeoutMs: number; max: number; inputTimeoutMs: number };
   auth: AuthConfig;
   tools: { naming: { prefix: 'auto' | 'always' | 'never' }; outputValidation: 'enforce' | 'warn' | 'off' };
   policy: { rules: unknown[] };

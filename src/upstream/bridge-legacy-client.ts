@@ -23,8 +23,6 @@ type Obj = Record<string, unknown>;
 
 /** Input rounds one call may take before Gatehouse gives up (a server that never stops asking). */
 const MAX_INPUT_ROUNDS = 10;
-/** How long a client has to answer one server-to-client request. */
-const INPUT_TIMEOUT_MS = 5 * 60_000;
 
 export class LegacyClientBridge {
   private readonly sessions: SessionTable<BridgedSession>;
@@ -33,7 +31,8 @@ export class LegacyClientBridge {
   constructor(
     private readonly client: MessageClient,
     private readonly profile: () => UpstreamProfile & { era: 'modern' },
-    limits: { max: number; idleTimeoutMs: number },
+    private readonly limits: { max: number; idleTimeoutMs: number; inputTimeoutMs: number },
+    private readonly staleVerdict: () => void,
     private readonly log: Logger,
   ) {
     this.sessions = new SessionTable(limits, (id, reason) => this.log.info('bridged session ended', { session: id.slice(0, 8), reason }));
@@ -111,7 +110,11 @@ export class LegacyClientBridge {
     try {
       await this.forward(ex, session, request, channel, done.signal);
     } catch (err) {
-      if (done.signal.aborted) return;
+      if (done.signal.aborted) {
+        // Cancelled by the client: nothing more is owed for it, but the HTTP exchange itself must end.
+        channel.finish(errorResponse(request.id, ErrorCode.InternalError, 'Request cancelled by the client'));
+        return;
+      }
       channel.fail(err instanceof GatewayError ? err : new GatewayError('GW_ERR_UPSTREAM_BAD_RESPONSE', String((err as Error)?.message ?? err), this.client.upstream));
     } finally {
       done.release();
@@ -140,6 +143,7 @@ export class LegacyClientBridge {
         }
         if (m.id === upstreamId) response = m as JsonRpcResponse;
       }
+      if (!response && reply.status === 400) this.staleVerdict(); // a 400 without a modern error body: maybe no longer modern
       if (!response) throw new GatewayError('GW_ERR_UPSTREAM_BAD_RESPONSE', `Upstream "${this.client.upstream}" answered HTTP ${reply.status} without a JSON-RPC response`, this.client.upstream);
       if (response.error) return channel.finish(toLegacyError(request.id, response.error));
       const result = response.result ?? {};
@@ -159,7 +163,7 @@ export class LegacyClientBridge {
     for (const [key, req] of Object.entries(inputRequests)) {
       if (!isObject(req) || typeof req.method !== 'string') continue;
       const id = `gh-s-${++this.counter}`;
-      const answer = session.awaitServerRequest(id, INPUT_TIMEOUT_MS, signal);
+      const answer = session.awaitServerRequest(id, this.limits.inputTimeoutMs, signal);
       if (!channel.push({ jsonrpc: '2.0', id, method: req.method, params: isObject(req.params) ? req.params : {} })) {
         session.settleServerRequest({ jsonrpc: '2.0', id, error: { code: ErrorCode.InternalError, message: 'no stream to ask on' } });
         throw new GatewayError('GW_ERR_UPSTREAM_BAD_RESPONSE', 'The upstream needs client input, but this request cannot carry server requests (send Accept: text/event-stream)', this.client.upstream);

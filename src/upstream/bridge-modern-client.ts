@@ -24,8 +24,6 @@ const INPUT_REQUEST_CAPABILITY: Record<string, string> = {
   'sampling/createMessage': 'sampling',
   'roots/list': 'roots',
 };
-/** How long a parked upstream call waits for the client's retry. */
-const PARK_TTL_MS = 5 * 60_000;
 
 interface ParkedCall extends Parked {
   session: LegacyClientSession;
@@ -36,6 +34,8 @@ interface ParkedCall extends Parked {
   progress: ProgressMap;
   capabilities: Obj;
   logLevel?: string;
+  /** Aborts the upstream HTTP request that carries this call's stream. */
+  upstreamRequest: AbortController;
 }
 
 interface ProgressMap {
@@ -46,11 +46,22 @@ interface ProgressMap {
 
 export class ModernClientBridge {
   private readonly sessions: LegacyClientSessions;
-  private readonly parked = new ParkedRequests<ParkedCall>(PARK_TTL_MS);
+  private readonly parked: ParkedRequests<ParkedCall>;
   private counter = 0;
 
-  constructor(private readonly client: MessageClient, private readonly profile: () => UpstreamProfile & { era: 'legacy' }, private readonly log: Logger) {
+  /**
+   * `inputTimeoutMs` bounds how long a parked call waits for the client's retry; `staleVerdict` is called when
+   * the upstream stops behaving like a legacy server, so its era is probed again.
+   */
+  constructor(
+    private readonly client: MessageClient,
+    private readonly profile: () => UpstreamProfile & { era: 'legacy' },
+    inputTimeoutMs: number,
+    private readonly staleVerdict: () => void,
+    private readonly log: Logger,
+  ) {
     this.sessions = new LegacyClientSessions(client, log);
+    this.parked = new ParkedRequests(inputTimeoutMs);
   }
 
   async handle(ex: McpExchange): Promise<void> {
@@ -91,7 +102,14 @@ export class ModernClientBridge {
     const meta = isObject(request.params?._meta) ? request.params._meta : {};
     const capabilities = isObject(meta[META_CLIENT_CAPABILITIES]) ? meta[META_CLIENT_CAPABILITIES] : {};
     const logLevel = typeof meta[META_LOG_LEVEL] === 'string' ? meta[META_LOG_LEVEL] : undefined;
-    const session = await this.sessions.get(legacyCapabilitiesFrom(capabilities));
+    let session: LegacyClientSession;
+    try {
+      session = await this.sessions.get(legacyCapabilitiesFrom(capabilities));
+    } catch (err) {
+      this.staleVerdict();
+      throw err;
+    }
+    if (logLevel !== undefined) await this.applyLogLevel(session, logLevel);
     const upstreamId = `gh-${++this.counter}`;
     const progress: ProgressMap = {};
     const params = stripModernRequestMeta(request.params) ?? {};
@@ -102,7 +120,8 @@ export class ModernClientBridge {
       progress.upstreamToken = `${upstreamId}-progress`;
       params._meta = { ...(isObject(params._meta) ? params._meta : {}), progressToken: progress.upstreamToken };
     }
-    const reply = await this.client.post({ jsonrpc: '2.0', id: upstreamId, method: request.method, params }, this.sessions.headersFor(session));
+    const upstreamRequest = new AbortController();
+    const reply = await this.client.post({ jsonrpc: '2.0', id: upstreamId, method: request.method, params }, this.sessions.headersFor(session), upstreamRequest.signal);
     if (reply.status === 404 && session.id !== undefined && !retried) {
       // The upstream ended our session: open a new one and send the request again, once.
       this.sessions.discard(session);
@@ -110,11 +129,11 @@ export class ModernClientBridge {
     }
     if (reply.status >= 400) {
       const upstreamError = await firstError(reply.messages);
-      if (upstreamError) return channel.finish(this.toClientResponse(request, upstreamError));
+      if (upstreamError) return channel.finish(this.toClientResponse(request, upstreamError, session));
       throw new GatewayError('GW_ERR_UPSTREAM_BAD_RESPONSE', `Upstream "${this.client.upstream}" answered HTTP ${reply.status}`, this.client.upstream);
     }
-    this.cancelOnDisconnect(ex, session, upstreamId);
-    await this.pump(ex, request, channel, { session, upstreamId, messages: reply.messages, progress, capabilities, logLevel });
+    this.cancelOnDisconnect(ex, session, upstreamId, upstreamRequest);
+    await this.pump(ex, request, channel, { session, upstreamId, messages: reply.messages, progress, capabilities, logLevel, upstreamRequest });
   }
 
   /** Relays the upstream's messages for one call until its response, or until it needs client input. */
@@ -124,7 +143,7 @@ export class ModernClientBridge {
       if (next.done) throw new GatewayError('GW_ERR_UPSTREAM_BAD_RESPONSE', `Upstream "${this.client.upstream}" ended the stream without answering`, this.client.upstream);
       const msg = next.value as JsonRpcMessage & { method?: string; id?: JsonRpcId; params?: Obj };
       if (msg.method === undefined) {
-        if (msg.id === call.upstreamId) return channel.finish(this.toClientResponse(request, msg as JsonRpcResponse));
+        if (msg.id === call.upstreamId) return channel.finish(this.toClientResponse(request, msg as JsonRpcResponse, call.session));
         continue;
       }
       if (msg.id === undefined) {
@@ -149,7 +168,7 @@ export class ModernClientBridge {
         method: request.method,
         name: nameField ? request.params?.[nameField] : undefined,
         pending: new Map([[key, msg.id]]),
-        expire: () => void this.abandon(call.session, call.upstreamId, msg.id!, call.messages),
+        expire: () => void this.abandon(call.session, call.upstreamId, msg.id!, call.upstreamRequest),
       });
       // mrtr.mdx §InputRequiredResult: the client gathers the input and retries with inputResponses.
       return channel.finish({ jsonrpc: '2.0', id: request.id, result: { resultType: 'input_required', inputRequests: { [key]: { method: msg.method, params: msg.params ?? {} } }, requestState } });
@@ -170,8 +189,22 @@ export class ModernClientBridge {
       // A missing answer is declined rather than left hanging (mrtr.mdx §Error Handling).
       await this.answerUpstream(call.session, { jsonrpc: '2.0', id: upstreamRequestId, result: isObject(answer) ? answer : { action: 'decline' } });
     }
-    this.cancelOnDisconnect(ex, call.session, call.upstreamId);
+    this.cancelOnDisconnect(ex, call.session, call.upstreamId, call.upstreamRequest);
     await this.pump(ex, request, channel, call);
+  }
+
+  /**
+   * Legacy log levels are per session (logging/setLevel); modern ones per request. The session follows the
+   * level of the latest request that names one; requests without one get no log messages at all.
+   */
+  private async applyLogLevel(session: LegacyClientSession, level: string): Promise<void> {
+    const capabilities = session.init.capabilities;
+    if (session.logLevel === level || !isObject(capabilities) || !isObject(capabilities.logging)) return;
+    session.logLevel = level;
+    const reply = await this.client.post({ jsonrpc: '2.0', id: `gh-${++this.counter}`, method: 'logging/setLevel', params: { level } }, this.sessions.headersFor(session));
+    for await (const _ of reply.messages) {
+      // the empty result
+    }
   }
 
   private relayNotification(channel: ResponseChannel, msg: JsonRpcMessage & { method?: string; params?: Obj }, call: { progress: ProgressMap; logLevel?: string }): void {
@@ -184,13 +217,13 @@ export class ModernClientBridge {
     if (msg.method === 'notifications/message' && call.logLevel !== undefined) channel.push(msg);
   }
 
-  private toClientResponse(request: JsonRpcRequest, upstream: JsonRpcResponse): JsonRpcResponse {
+  private toClientResponse(request: JsonRpcRequest, upstream: JsonRpcResponse, session: LegacyClientSession): JsonRpcResponse {
     if (upstream.error) {
       // Modern servers MUST NOT emit -32002 (resource not found is -32602 now: server/resources.mdx §Error Handling).
       const code = upstream.error.code === -32002 ? ErrorCode.InvalidParams : upstream.error.code;
       return { jsonrpc: '2.0', id: request.id, error: { ...upstream.error, code } };
     }
-    const serverInfo = this.profile().init.serverInfo;
+    const serverInfo = session.init.serverInfo;
     const result = toModernResult(request.method, upstream.result ?? {}, serverInfo, { ttlMs: 0, cacheScope: 'private' });
     return { jsonrpc: '2.0', id: request.id, result };
   }
@@ -203,19 +236,20 @@ export class ModernClientBridge {
   }
 
   /** Closing a modern request's stream is its cancellation; legacy servers need notifications/cancelled. */
-  private cancelOnDisconnect(ex: McpExchange, session: LegacyClientSession, upstreamId: string): void {
+  private cancelOnDisconnect(ex: McpExchange, session: LegacyClientSession, upstreamId: string, upstreamRequest: AbortController): void {
     ex.signal.addEventListener('abort', () => {
+      upstreamRequest.abort();
       void this.client
         .post({ jsonrpc: '2.0', method: 'notifications/cancelled', params: { requestId: upstreamId, reason: 'client closed the request' } }, this.sessions.headersFor(session))
         .then((r) => r.messages.return(), () => {});
     }, { once: true });
   }
 
-  private async abandon(session: LegacyClientSession, upstreamId: string, serverRequestId: JsonRpcId, messages: AsyncGenerator<JsonRpcMessage, void, void>): Promise<void> {
+  private async abandon(session: LegacyClientSession, upstreamId: string, serverRequestId: JsonRpcId, upstreamRequest: AbortController): Promise<void> {
     this.log.info('parked call expired without a retry', { upstreamId });
     await this.answerUpstream(session, { jsonrpc: '2.0', id: serverRequestId, result: { action: 'cancel' } }).catch(() => {});
     await this.client.post({ jsonrpc: '2.0', method: 'notifications/cancelled', params: { requestId: upstreamId, reason: 'input not provided in time' } }, this.sessions.headersFor(session)).catch(() => {});
-    await messages.return().catch(() => {});
+    upstreamRequest.abort();
   }
 }
 

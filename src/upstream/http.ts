@@ -67,7 +67,7 @@ export class HttpUpstream implements Upstream {
   private readonly modernBridge: ModernClientBridge;
   private readonly legacyBridge: LegacyClientBridge;
 
-  constructor(config: HttpUpstreamConfig, sessions: { max: number; idleTimeoutMs: number }, log: Logger) {
+  constructor(config: HttpUpstreamConfig, sessions: { max: number; idleTimeoutMs: number; inputTimeoutMs: number }, log: Logger) {
     this.name = config.name;
     this.era = config.era;
     this.log = log.child({ upstream: config.name });
@@ -89,8 +89,8 @@ export class HttpUpstream implements Upstream {
     });
     const legacyProfile = (): UpstreamProfile & { era: 'legacy' } => this.verdict.known as UpstreamProfile & { era: 'legacy' };
     const modernProfile = (): UpstreamProfile & { era: 'modern' } => this.verdict.known as UpstreamProfile & { era: 'modern' };
-    this.modernBridge = new ModernClientBridge(messages, legacyProfile, this.log);
-    this.legacyBridge = new LegacyClientBridge(messages, modernProfile, sessions, this.log);
+    this.modernBridge = new ModernClientBridge(messages, legacyProfile, sessions.inputTimeoutMs, () => this.verdict.invalidate(), this.log);
+    this.legacyBridge = new LegacyClientBridge(messages, modernProfile, sessions, () => this.verdict.invalidate(), this.log);
   }
 
   async handle(ex: McpExchange): Promise<void> {
@@ -190,7 +190,10 @@ export class HttpUpstream implements Upstream {
 
   async close(): Promise<void> {
     await Promise.all([this.modernBridge.close(), this.legacyBridge.close()]);
-    await this.pool.close().catch(() => this.pool.destroy());
+    // The edge has drained: what is still open upstream has no client left (parked or orphaned streams).
+    const closed = this.pool.close().then(() => true, () => false);
+    const timely = await Promise.race([closed, new Promise<boolean>((r) => setTimeout(() => r(false), 1000).unref())]);
+    if (!timely) await this.pool.destroy().catch(() => {});
   }
 
   /**

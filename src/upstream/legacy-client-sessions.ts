@@ -15,40 +15,42 @@ export interface LegacyClientSession {
   version: string;
   init: Record<string, unknown>;
   key: string;
+  /** The level last set with logging/setLevel on this session. */
+  logLevel?: string;
 }
 
 /** Distinct capability sets kept open at once; the oldest is ended past this. */
 const MAX_POOLED = 64;
 
 export class LegacyClientSessions {
-  private readonly pool = new Map<string, Promise<LegacyClientSession>>();
+  private readonly pool = new Map<string, { promise: Promise<LegacyClientSession>; session?: LegacyClientSession }>();
 
   constructor(private readonly client: MessageClient, private readonly log: Logger) {}
 
   /** The session for this capability set, opened on first use. */
   get(capabilities: Record<string, unknown>): Promise<LegacyClientSession> {
     const key = canonicalJson(capabilities);
-    let session = this.pool.get(key);
-    if (!session) {
-      session = this.open(key, capabilities);
-      session.catch(() => this.pool.delete(key));
-      this.pool.set(key, session);
-      if (this.pool.size > MAX_POOLED) {
-        const [oldestKey, oldest] = this.pool.entries().next().value!;
-        this.pool.delete(oldestKey);
-        void oldest.then((s) => this.end(s), () => {});
-      }
+    const existing = this.pool.get(key);
+    if (existing) return existing.promise;
+    const entry: { promise: Promise<LegacyClientSession>; session?: LegacyClientSession } = { promise: this.open(key, capabilities) };
+    entry.promise.then(
+      (s) => (entry.session = s),
+      () => {
+        if (this.pool.get(key) === entry) this.pool.delete(key);
+      },
+    );
+    this.pool.set(key, entry);
+    if (this.pool.size > MAX_POOLED) {
+      const [oldestKey, oldest] = this.pool.entries().next().value!;
+      this.pool.delete(oldestKey);
+      void oldest.promise.then((s) => this.end(s), () => {});
     }
-    return session;
+    return entry.promise;
   }
 
   /** Drops a session the upstream no longer knows (it answered 404), so the next get re-initializes. */
   discard(session: LegacyClientSession): void {
-    if (this.pool.get(session.key) !== undefined) {
-      void this.pool.get(session.key)!.then((s) => {
-        if (s === session) this.pool.delete(session.key);
-      });
-    }
+    if (this.pool.get(session.key)?.session === session) this.pool.delete(session.key);
   }
 
   headersFor(session: LegacyClientSession): Record<string, string> {
@@ -62,7 +64,7 @@ export class LegacyClientSessions {
   async closeAll(): Promise<void> {
     const all = [...this.pool.values()];
     this.pool.clear();
-    await Promise.all(all.map((p) => p.then((s) => this.end(s), () => {})));
+    await Promise.all(all.map((e) => e.promise.then((s) => this.end(s), () => {})));
   }
 
   private async open(key: string, capabilities: Record<string, unknown>): Promise<LegacyClientSession> {

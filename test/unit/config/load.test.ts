@@ -120,7 +120,7 @@ describe('parseConfigText', () => {
         { name: 'a', url: 'https://a.example/mcp', era: 'auto', headers: {}, timeouts: { connectMs: 2000, headersMs: 60000, bodyMs: 300000 }, pool: { connections: 64, keepAliveTimeoutMs: 30000 } },
         { name: 'b', command: ['node', 's.js'], env: {}, era: 'auto', timeouts: { requestMs: 60000 }, maxSessions: 32 },
       ],
-      sessions: { idleTimeoutMs: 1800000, max: 1000 },
+      sessions: { idleTimeoutMs: 1800000, max: 1000, inputTimeoutMs: 300000 },
       auth: { anonymous: false, apiKeys: [] },
       tools: { naming: { prefix: 'auto' }, outputValidation: 'warn' },
       policy: { rules: [] },

@@ -1,0 +1,277 @@
+// Bridging details the era matrix does not isolate, each against an upstream scripted to show it:
+// GATEWAY-REQUIREMENTS §16.1 (modern client → legacy upstream) and §16.2 (legacy client → modern upstream).
+
+import { after, describe, test } from 'node:test';
+import assert from 'node:assert/strict';
+import type { ServerResponse } from 'node:http';
+import { request } from 'undici';
+import { jsonResult, sleep, startFakeUpstream, type FakeUpstream } from '../fixtures/upstreams/fake-upstream.js';
+import { startGateway, type TestGateway } from '../helpers/gateway.js';
+import { LEGACY_HEADERS, modernRequest, post, rpc } from '../helpers/http.js';
+
+const cleanups: Array<() => Promise<unknown>> = [];
+after(async () => {
+  for (const c of cleanups.reverse()) await c();
+});
+
+async function gatewayFor(up: FakeUpstream, extra: Record<string, unknown> = {}): Promise<TestGateway> {
+  const gw = await startGateway({ upstreams: [{ name: 'up', url: up.url }], ...extra });
+  cleanups.push(() => gw.close());
+  return gw;
+}
+
+type Msg = { id?: string | number; method?: string; params?: Record<string, any> };
+
+/** A scripted legacy server: sessions it can forget, and per-method behaviour. */
+async function legacyUpstream(onCall: (msg: Msg, res: ServerResponse) => void): Promise<FakeUpstream & { live: Set<string> }> {
+  const live = new Set<string>();
+  let n = 0;
+  const up = await startFakeUpstream((req, res, body) => {
+    if (req.method === 'DELETE') return void res.writeHead(200).end();
+    const msg = JSON.parse(body) as Msg;
+    if (msg.method === 'initialize') {
+      const id = `legacy-session-${++n}`;
+      live.add(id);
+      const text = JSON.stringify({ jsonrpc: '2.0', id: msg.id, result: { protocolVersion: '2025-11-25', capabilities: { tools: {}, logging: {} }, serverInfo: { name: 'scripted-legacy', version: '1' } } });
+      return void res.writeHead(200, { 'content-type': 'application/json', 'mcp-session-id': id }).end(text);
+    }
+    const session = String(req.headers['mcp-session-id']);
+    if (msg.method === 'server/discover') return void res.writeHead(400, { 'content-type': 'application/json' }).end('{"jsonrpc":"2.0","id":null,"error":{"code":-32000,"message":"Bad Request: Server not initialized"}}');
+    if (!live.has(session)) return void res.writeHead(404, { 'content-type': 'application/json' }).end('{"jsonrpc":"2.0","id":null,"error":{"code":-32001,"message":"Session not found"}}');
+    if (msg.id === undefined || msg.method === undefined) return void res.writeHead(202).end();
+    onCall(msg, res);
+  }, { handshake: false });
+  cleanups.push(() => up.close());
+  return Object.assign(up, { live });
+}
+
+function bodies(up: FakeUpstream): Msg[] {
+  return up.requests.filter((r) => r.body).map((r) => JSON.parse(r.body) as Msg);
+}
+
+describe('modern client → legacy upstream (§16.1)', () => {
+  test('results become modern: resultType, serverInfo, and ttlMs/cacheScope on cacheable results only', async () => {
+    const up = await legacyUpstream((msg, res) => jsonResult(res, JSON.stringify(msg), msg.method === 'tools/list' ? { tools: [] } : { content: [] }));
+    const gw = await gatewayFor(up);
+    const list = await post(gw.url, modernRequest(1, 'tools/list').body, modernRequest(1, 'tools/list').headers);
+    const listResult = list.json().result;
+    assert.equal(listResult.resultType, 'complete');
+    assert.equal(listResult.ttlMs, 0);
+    assert.equal(listResult.cacheScope, 'private');
+    assert.deepEqual(listResult._meta['io.modelcontextprotocol/serverInfo'], { name: 'scripted-legacy', version: '1' });
+    const call = modernRequest(2, 'tools/call', { name: 't', arguments: {} });
+    const callResult = (await post(gw.url, call.body, call.headers)).json().result;
+    assert.equal(callResult.resultType, 'complete');
+    assert.equal('ttlMs' in callResult, false);
+    // What went upstream was legacy: no modern _meta keys, a gateway-unique id.
+    const forwarded = bodies(up).find((m) => m.method === 'tools/call')!;
+    assert.equal(forwarded.params?._meta, undefined);
+    assert.match(String(forwarded.id), /^gh-\d+$/);
+  });
+
+  test('server/discover is answered from the upstream InitializeResult, with modern versions only', async () => {
+    const up = await legacyUpstream(() => assert.fail('nothing should be forwarded'));
+    const gw = await gatewayFor(up);
+    const d = modernRequest('d', 'server/discover');
+    const result = (await post(gw.url, d.body, d.headers)).json().result;
+    assert.deepEqual(result.supportedVersions, ['2026-07-28']);
+    assert.deepEqual(result.capabilities, { tools: {}, logging: {} });
+    assert.equal(result.resultType, 'complete');
+    assert.equal(typeof result.ttlMs, 'number');
+    assert.equal(result.cacheScope, 'public');
+  });
+
+  test('an upstream session that expired is re-initialized transparently', async () => {
+    const up = await legacyUpstream((msg, res) => jsonResult(res, JSON.stringify(msg), { content: [{ type: 'text', text: 'ok' }] }));
+    const gw = await gatewayFor(up);
+    const call = modernRequest(1, 'tools/call', { name: 't', arguments: {} });
+    assert.equal((await post(gw.url, call.body, call.headers)).status, 200);
+    up.live.clear(); // the upstream forgets every session
+    const again = await post(gw.url, call.body, call.headers);
+    assert.equal(again.status, 200, again.text);
+    assert.equal(again.json().result.content[0].text, 'ok');
+    // Two session handshakes for modern clients (the era probe's own is separate and ends at once).
+    assert.equal(bodies(up).filter((m) => m.method === 'initialize' && m.id === 'gatehouse-init').length, 2);
+  });
+
+  test('-32002 (legacy resource not found) becomes -32602 for a modern client', async () => {
+    const up = await legacyUpstream((msg, res) => res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ jsonrpc: '2.0', id: msg.id, error: { code: -32002, message: 'Resource not found' } })));
+    const gw = await gatewayFor(up);
+    const read = modernRequest(1, 'resources/read', { uri: 'file:///missing' });
+    const res = (await post(gw.url, read.body, read.headers)).json();
+    assert.equal(res.error.code, -32602);
+    assert.equal(res.id, 1);
+  });
+
+  test('a per-request logLevel becomes logging/setLevel upstream; without one, log messages are dropped', async () => {
+    const up = await legacyUpstream((msg, res) => {
+      if (msg.method === 'logging/setLevel') return jsonResult(res, JSON.stringify(msg), {});
+      res.writeHead(200, { 'content-type': 'text/event-stream' });
+      res.write(`data: ${JSON.stringify({ jsonrpc: '2.0', method: 'notifications/message', params: { level: 'info', data: 'hello log' } })}\n\n`);
+      res.end(`data: ${JSON.stringify({ jsonrpc: '2.0', id: msg.id, result: { content: [] } })}\n\n`);
+    });
+    const gw = await gatewayFor(up);
+    const quiet = modernRequest(1, 'tools/call', { name: 't', arguments: {} });
+    assert.doesNotMatch((await post(gw.url, quiet.body, quiet.headers)).text, /hello log/);
+    const loud = modernRequest(2, 'tools/call', { name: 't', arguments: {}, _meta: { 'io.modelcontextprotocol/logLevel': 'debug' } });
+    assert.match((await post(gw.url, loud.body, loud.headers)).text, /hello log/);
+    const setLevel = bodies(up).find((m) => m.method === 'logging/setLevel');
+    assert.deepEqual(setLevel?.params, { level: 'debug' });
+  });
+
+  test('closing the client stream sends notifications/cancelled upstream for that call (legacy needs it explicitly)', async () => {
+    const up = await legacyUpstream((_msg, res) => {
+      res.writeHead(200, { 'content-type': 'text/event-stream' });
+      res.write(': working\n\n'); // never answers
+    });
+    const gw = await gatewayFor(up);
+    const call = modernRequest(1, 'tools/call', { name: 'slow', arguments: {} });
+    const ac = new AbortController();
+    const pending = request(gw.url, { method: 'POST', headers: call.headers, body: call.body, signal: ac.signal }).catch(() => undefined);
+    for (let i = 0; i < 50 && !bodies(up).some((m) => m.method === 'tools/call'); i++) await sleep(20);
+    const forwardedId = bodies(up).find((m) => m.method === 'tools/call')!.id;
+    ac.abort();
+    await pending;
+    for (let i = 0; i < 100 && !bodies(up).some((m) => m.method === 'notifications/cancelled'); i++) await sleep(20);
+    const cancel = bodies(up).find((m) => m.method === 'notifications/cancelled');
+    assert.equal(cancel?.params?.requestId, forwardedId);
+  });
+
+  test('MRTR: requestState is single-use, bound to its tool, and expires after sessions.inputTimeoutMs', async () => {
+    let n = 0;
+    const up = await legacyUpstream((msg, res) => {
+      // Every call asks the client for input first, then never answers: the gateway must park it.
+      res.writeHead(200, { 'content-type': 'text/event-stream' });
+      res.write(`data: ${JSON.stringify({ jsonrpc: '2.0', id: `elicit-${++n}`, method: 'elicitation/create', params: { message: 'name?', requestedSchema: { type: 'object', properties: {} } } })}\n\n`);
+      void msg;
+    });
+    const gw = await gatewayFor(up, { sessions: { inputTimeoutMs: 400 } });
+    const caps = { 'io.modelcontextprotocol/clientCapabilities': { elicitation: {} } };
+    const first = modernRequest(1, 'tools/call', { name: 'ask', arguments: {}, _meta: caps });
+    const asked = (await post(gw.url, first.body, first.headers)).json().result;
+    assert.equal(asked.resultType, 'input_required');
+    const [key] = Object.keys(asked.inputRequests);
+    assert.equal(asked.inputRequests[key!].method, 'elicitation/create');
+    assert.equal(typeof asked.requestState, 'string');
+    // Another tool cannot redeem it; a forged state is refused.
+    const wrongTool = modernRequest(2, 'tools/call', { name: 'other', arguments: {}, requestState: asked.requestState, inputResponses: {}, _meta: caps });
+    assert.equal((await post(gw.url, wrongTool.body, wrongTool.headers)).json().error.code, -32602);
+    const forged = modernRequest(3, 'tools/call', { name: 'ask', arguments: {}, requestState: `${asked.requestState}x`, inputResponses: {}, _meta: caps });
+    assert.equal((await post(gw.url, forged.body, forged.headers)).json().error.code, -32602);
+    // After the wait runs out the parked call is cancelled upstream and the state no longer works.
+    await sleep(700);
+    const late = modernRequest(4, 'tools/call', { name: 'ask', arguments: {}, requestState: asked.requestState, inputResponses: { [key!]: { action: 'accept', content: {} } }, _meta: caps });
+    const lateRes = (await post(gw.url, late.body, late.headers)).json();
+    assert.equal(lateRes.error.code, -32602);
+    assert.match(lateRes.error.message, /requestState is invalid, expired or already used/);
+    assert.ok(bodies(up).some((m) => m.method === 'notifications/cancelled'), 'the parked call was cancelled upstream');
+  });
+
+  test('an input type the request did not declare is refused upstream, never relayed (mrtr.mdx §Server Requirements 6)', async () => {
+    const up = await legacyUpstream((msg, res) => {
+      if (msg.method !== 'tools/call') return void res.writeHead(202).end();
+      res.writeHead(200, { 'content-type': 'text/event-stream' });
+      res.write(`data: ${JSON.stringify({ jsonrpc: '2.0', id: 'sample-1', method: 'sampling/createMessage', params: { messages: [], maxTokens: 1 } })}\n\n`);
+      setTimeout(() => res.end(`data: ${JSON.stringify({ jsonrpc: '2.0', id: msg.id, result: { content: [{ type: 'text', text: 'done without sampling' }] } })}\n\n`), 200);
+    });
+    const gw = await gatewayFor(up);
+    const call = modernRequest(1, 'tools/call', { name: 'sample', arguments: {} });
+    const res = (await post(gw.url, call.body, call.headers)).json();
+    assert.equal(res.result.content[0].text, 'done without sampling');
+    const refusal = up.requests.map((r) => JSON.parse(r.body || '{}') as Msg & { error?: { code: number } }).find((m) => m.id === 'sample-1');
+    assert.equal(refusal?.error?.code, -32601);
+  });
+});
+
+describe('legacy client → modern upstream (§16.2)', () => {
+  async function modernUpstream(onCall: (msg: Msg, res: ServerResponse) => void): Promise<FakeUpstream> {
+    const up = await startFakeUpstream((_req, res, body) => onCall(JSON.parse(body) as Msg, res), { handshake: 'modern' });
+    cleanups.push(() => up.close());
+    return up;
+  }
+  const init = (id = 0, caps: Record<string, unknown> = { roots: { listChanged: true }, elicitation: {} }) =>
+    rpc(id, 'initialize', { protocolVersion: '2025-06-18', capabilities: caps, clientInfo: { name: 'old-client', version: '9' } });
+
+  async function open(gw: TestGateway): Promise<Record<string, string>> {
+    const res = await post(gw.url, init());
+    assert.equal(res.status, 200, res.text);
+    return { ...LEGACY_HEADERS, 'mcp-session-id': String(res.headers['mcp-session-id']), 'mcp-protocol-version': '2025-06-18' };
+  }
+
+  test('initialize is answered from server/discover; the session id is minted by Gatehouse', async () => {
+    const up = await modernUpstream(() => assert.fail('initialize must not be forwarded'));
+    const gw = await gatewayFor(up);
+    const res = await post(gw.url, init());
+    const result = res.json().result;
+    assert.equal(result.protocolVersion, '2025-06-18', 'the client version is echoed when supported');
+    assert.deepEqual(result.serverInfo, { name: 'fake-modern', version: '0' });
+    assert.deepEqual(result.capabilities, { tools: {} });
+    assert.match(String(res.headers['mcp-session-id']), /^[0-9a-f-]{36}$/);
+    assert.equal(up.requests.length, 0);
+  });
+
+  test('forwarded requests carry the modern _meta and headers; results lose the modern-only fields', async () => {
+    const up = await modernUpstream((msg, res) => jsonResult(res, JSON.stringify(msg), { content: [{ type: 'text', text: 'hi' }], resultType: 'complete', _meta: { 'io.modelcontextprotocol/serverInfo': { name: 'x' } } }));
+    const gw = await gatewayFor(up);
+    const headers = await open(gw);
+    assert.equal((await post(gw.url, rpc(5, 'logging/setLevel', { level: 'warning' }), headers)).json().result !== undefined, true);
+    const res = await post(gw.url, rpc(6, 'tools/call', { name: 'météo', arguments: {} }), headers);
+    assert.deepEqual(res.json(), { jsonrpc: '2.0', id: 6, result: { content: [{ type: 'text', text: 'hi' }] } });
+    const seen = up.requests.at(-1)!;
+    const body = JSON.parse(seen.body) as Msg;
+    assert.equal(seen.headers['mcp-protocol-version'], '2026-07-28');
+    assert.equal(seen.headers['mcp-method'], 'tools/call');
+    assert.equal(seen.headers['mcp-name'], '=?base64?bcOpdMOpbw==?=');
+    assert.equal(seen.headers['mcp-session-id'], undefined);
+    assert.equal(body.params?._meta['io.modelcontextprotocol/protocolVersion'], '2026-07-28');
+    assert.deepEqual(body.params?._meta['io.modelcontextprotocol/clientCapabilities'], { roots: {}, elicitation: {} }, 'roots.listChanged has no modern form');
+    assert.deepEqual(body.params?._meta['io.modelcontextprotocol/clientInfo'], { name: 'old-client', version: '9' });
+    assert.equal(body.params?._meta['io.modelcontextprotocol/logLevel'], 'warning', 'logging/setLevel is kept per session');
+  });
+
+  test('ping is answered by Gatehouse; -32021 becomes a legacy -32602', async () => {
+    const up = await modernUpstream((msg, res) => res.writeHead(400, { 'content-type': 'application/json' }).end(JSON.stringify({ jsonrpc: '2.0', id: msg.id, error: { code: -32021, message: 'needs sampling', data: { requiredCapabilities: { sampling: {} } } } })));
+    const gw = await gatewayFor(up);
+    const headers = await open(gw);
+    assert.deepEqual((await post(gw.url, rpc(1, 'ping'), headers)).json(), { jsonrpc: '2.0', id: 1, result: {} });
+    assert.equal(up.requests.length, 0);
+    const res = (await post(gw.url, rpc(2, 'tools/call', { name: 't', arguments: {} }), headers)).json();
+    assert.equal(res.error.code, -32602);
+    assert.match(res.error.message, /client capability/);
+  });
+
+  test('sessions: DELETE → 404 client_closed; past sessions.max → 404 session_cap; idle → 404 idle_timeout', async () => {
+    const up = await modernUpstream((msg, res) => jsonResult(res, JSON.stringify(msg), { tools: [] }));
+    const gw = await gatewayFor(up, { sessions: { max: 3, idleTimeoutMs: 1000 } });
+    const closed = await open(gw);
+    await request(gw.url, { method: 'DELETE', headers: closed }).then((r) => r.body.dump());
+    const gone = await post(gw.url, rpc(1, 'tools/list'), closed);
+    assert.equal(gone.status, 404);
+    assert.deepEqual(gone.json().error, { code: -32001, message: 'Session not found; initialize a new session', data: { details: { reason: 'client_closed' } } });
+    // A flood of sessions: the oldest are ended, the process keeps serving.
+    const flood: Array<Record<string, string>> = [];
+    for (let i = 0; i < 6; i++) flood.push(await open(gw));
+    assert.equal((await post(gw.url, rpc(2, 'tools/list'), flood[0]!)).json().error.data.details.reason, 'session_cap');
+    assert.equal((await post(gw.url, rpc(3, 'tools/list'), flood[5]!)).status, 200);
+    await sleep(2600);
+    assert.equal((await post(gw.url, rpc(4, 'tools/list'), flood[5]!)).json().error.data.details.reason, 'idle_timeout');
+  });
+
+  test('notifications/cancelled from the legacy client closes the upstream request', async () => {
+    let upstreamClosed = false;
+    const up = await modernUpstream((_msg, res) => {
+      res.writeHead(200, { 'content-type': 'text/event-stream' });
+      res.write(': working\n\n');
+      res.on('close', () => (upstreamClosed = true));
+    });
+    const gw = await gatewayFor(up);
+    const headers = await open(gw);
+    const pending = post(gw.url, rpc(77, 'tools/call', { name: 'slow', arguments: {} }), headers).catch(() => undefined);
+    for (let i = 0; i < 50 && up.requests.length === 0; i++) await sleep(20);
+    const cancel = await post(gw.url, JSON.stringify({ jsonrpc: '2.0', method: 'notifications/cancelled', params: { requestId: 77 } }), headers);
+    assert.equal(cancel.status, 202);
+    for (let i = 0; i < 100 && !upstreamClosed; i++) await sleep(20);
+    assert.ok(upstreamClosed, 'the upstream stream was closed');
+    await pending;
+  });
+});
