@@ -40,7 +40,9 @@ export function isLoopback(host: string): boolean {
 export function createGateway(config: GatehouseConfig, log: Logger): Gateway {
   const problems = unsupportedFeatures(config);
   if (problems.length > 0) throw new Error(`This configuration cannot be served:\n  ${problems.join('\n  ')}`);
-  const upstream = createUpstream(config.upstreams[0]!, config.sessions, log);
+  // The edge is built after the upstream; refusals an adapter makes reach its counter through this hook.
+  let countRefusal: (reason: string) => void = () => {};
+  const upstream = createUpstream(config.upstreams[0]!, config.sessions, log, (reason) => countRefusal(reason));
   if (config.auth.anonymous) log.warn('authentication is off: anonymous access on a loopback listener', { host: config.listen.host });
 
   const edge = createEdge(
@@ -52,6 +54,8 @@ export function createGateway(config: GatehouseConfig, log: Logger): Gateway {
     log,
     { loopback: isLoopback(config.listen.host) },
   );
+
+  countRefusal = (reason) => edge.countRefusal(reason);
 
   let closing: Promise<void> | undefined;
   return {
@@ -84,6 +88,6 @@ export function createGateway(config: GatehouseConfig, log: Logger): Gateway {
   };
 }
 
-function createUpstream(config: UpstreamConfig, sessions: GatehouseConfig['sessions'], log: Logger): Upstream {
-  return isStdioUpstream(config) ? new StdioUpstream(config, sessions, log) : new HttpUpstream(config, sessions, log);
+function createUpstream(config: UpstreamConfig, sessions: GatehouseConfig['sessions'], log: Logger, onRefusal: (reason: string) => void): Upstream {
+  return isStdioUpstream(config) ? new StdioUpstream(config, sessions, log) : new HttpUpstream(config, sessions, log, onRefusal);
 }

@@ -25,6 +25,8 @@ export interface Edge {
   readonly server: Server;
   /** Refusals at the front door so far, by reason (counted for operators and tests). */
   readonly refusals: ReadonlyMap<string, number>;
+  /** Counts a refusal made past the edge (e.g. by an upstream adapter's header checks). */
+  countRefusal(reason: string): void;
   /** Requests that are being answered right now (listen streams excluded: they carry no work). */
   readonly inFlight: number;
   /** Stops accepting work: new requests on kept-alive connections get 503 and `Connection: close`. */
@@ -134,6 +136,9 @@ export function createEdge(listen: ListenConfig, handlers: EdgeHandlers, log: Lo
   return {
     server,
     refusals,
+    countRefusal(reason) {
+      refusals.set(reason, (refusals.get(reason) ?? 0) + 1);
+    },
     get inFlight() {
       return inFlight;
     },

@@ -18,6 +18,8 @@ import { ResponseChannel } from './response-channel.js';
 import { BridgedSession } from './bridged-session.js';
 import { SessionTable } from './session-table.js';
 import type { McpExchange } from './upstream.js';
+import { paramHeadersFor } from '../catalog/param-headers.js';
+import type { ToolHeaderIndex } from '../catalog/tool-header-index.js';
 
 type Obj = Record<string, unknown>;
 
@@ -33,6 +35,7 @@ export class LegacyClientBridge {
     private readonly profile: () => UpstreamProfile & { era: 'modern' },
     private readonly limits: { max: number; idleTimeoutMs: number; inputTimeoutMs: number },
     private readonly staleVerdict: () => void,
+    private readonly toolHeaders: ToolHeaderIndex,
     private readonly log: Logger,
   ) {
     this.sessions = new SessionTable(limits, (id, reason) => this.log.info('bridged session ended', { session: id.slice(0, 8), reason }));
@@ -132,7 +135,8 @@ export class LegacyClientBridge {
         clientInfo: session.clientInfo,
         logLevel: session.logLevel,
       });
-      const reply = await this.client.post({ jsonrpc: '2.0', id: upstreamId, method: request.method, params }, modernHeaders(request, profile.version), anySignal(signal, ex.signal));
+      const headers = { ...modernHeaders(request, profile.version), ...(await this.paramHeaders(request)) };
+      const reply = await this.client.post({ jsonrpc: '2.0', id: upstreamId, method: request.method, params }, headers, anySignal(signal, ex.signal));
       let response: JsonRpcResponse | undefined;
       for await (const msg of reply.messages) {
         const m = msg as JsonRpcMessage & { method?: string; id?: JsonRpcId };
@@ -151,6 +155,14 @@ export class LegacyClientBridge {
       extra = await this.gatherInput(session, channel, result, signal);
     }
     channel.finish(errorResponse(request.id, ErrorCode.InternalError, `Upstream "${this.client.upstream}" asked for input more than ${MAX_INPUT_ROUNDS} times`));
+  }
+
+  /** Mcp-Param-* headers a modern upstream expects for this tool call (tools.mdx §x-mcp-header). */
+  private async paramHeaders(request: JsonRpcRequest): Promise<Record<string, string>> {
+    const name = request.params?.name;
+    if (request.method !== 'tools/call' || typeof name !== 'string') return {};
+    const annotations = await this.toolHeaders.lookup(name).catch(() => undefined);
+    return annotations?.ok ? paramHeadersFor(annotations.headers, request.params?.arguments) : {};
   }
 
   /**

@@ -14,6 +14,9 @@ import { LegacyClientBridge } from './bridge-legacy-client.js';
 import { ModernClientBridge } from './bridge-modern-client.js';
 import { EraVerdict, probeUpstream, type UpstreamProfile } from './era-probe.js';
 import { MessageClient } from './message-client.js';
+import { checkParamHeaders } from '../catalog/param-headers.js';
+import { ToolHeaderIndex } from '../catalog/tool-header-index.js';
+import { META_CLIENT_CAPABILITIES, META_PROTOCOL_VERSION } from '../protocol/methods.js';
 import { relaySse } from './sse-relay.js';
 import { toGatewayError } from './failures.js';
 import { waitForDrain } from '../edge/backpressure.js';
@@ -65,9 +68,16 @@ export class HttpUpstream implements Upstream {
   private readonly log: Logger;
   private readonly verdict: EraVerdict;
   private readonly modernBridge: ModernClientBridge;
+  /** For modern upstreams: which tool arguments travel as Mcp-Param-* headers. */
+  readonly toolHeaders: ToolHeaderIndex;
   private readonly legacyBridge: LegacyClientBridge;
 
-  constructor(config: HttpUpstreamConfig, sessions: { max: number; idleTimeoutMs: number; inputTimeoutMs: number }, log: Logger) {
+  constructor(
+    config: HttpUpstreamConfig,
+    sessions: { max: number; idleTimeoutMs: number; inputTimeoutMs: number },
+    log: Logger,
+    private readonly onRefusal: (reason: string) => void = () => {},
+  ) {
     this.name = config.name;
     this.era = config.era;
     this.log = log.child({ upstream: config.name });
@@ -87,16 +97,30 @@ export class HttpUpstream implements Upstream {
       this.log.info('upstream era detected', { era: profile.era, version: profile.version });
       return profile;
     });
+    this.toolHeaders = new ToolHeaderIndex(async (cursor) => {
+      const version = MODERN_VERSIONS[0];
+      const reply = await messages.post(
+        { jsonrpc: '2.0', id: 'gatehouse-tools', method: 'tools/list', params: { ...(cursor !== undefined ? { cursor } : {}), _meta: { [META_PROTOCOL_VERSION]: version, [META_CLIENT_CAPABILITIES]: {} } } },
+        { 'mcp-protocol-version': version, 'mcp-method': 'tools/list' },
+        // Bounded: a call waits on this list at most once per refresh, never for a whole body timeout.
+        AbortSignal.timeout(5_000),
+      );
+      for await (const m of reply.messages) {
+        const result = (m as { id?: unknown; result?: { tools?: unknown[]; nextCursor?: string } }).result;
+        if ((m as { id?: unknown }).id === 'gatehouse-tools' && result) return { tools: result.tools ?? [], nextCursor: result.nextCursor };
+      }
+      throw new GatewayError('GW_ERR_UPSTREAM_BAD_RESPONSE', `Upstream "${this.name}" did not answer tools/list (HTTP ${reply.status})`, this.name);
+    }, this.log);
     const legacyProfile = (): UpstreamProfile & { era: 'legacy' } => this.verdict.known as UpstreamProfile & { era: 'legacy' };
     const modernProfile = (): UpstreamProfile & { era: 'modern' } => this.verdict.known as UpstreamProfile & { era: 'modern' };
     this.modernBridge = new ModernClientBridge(messages, legacyProfile, sessions.inputTimeoutMs, () => this.verdict.invalidate(), this.log);
-    this.legacyBridge = new LegacyClientBridge(messages, modernProfile, sessions, () => this.verdict.invalidate(), this.log);
+    this.legacyBridge = new LegacyClientBridge(messages, modernProfile, sessions, () => this.verdict.invalidate(), this.toolHeaders, this.log);
   }
 
   async handle(ex: McpExchange): Promise<void> {
     // A client of the era the upstream is pinned to needs no verdict: plain pass-through, no probe (except
     // that Gatehouse answers server/discover itself, from the upstream's own discover result).
-    if (ex.era === this.era && !(ex.era === 'modern' && isDiscover(ex))) return this.passThrough(ex);
+    if (ex.era === this.era && !(ex.era === 'modern' && (isDiscover(ex) || isToolCall(ex)))) return this.passThrough(ex);
     let profile = this.verdict.known;
     if (!profile) {
       try {
@@ -111,7 +135,37 @@ export class HttpUpstream implements Upstream {
     if (ex.era === 'modern' && profile.era === 'modern' && isDiscover(ex)) {
       return this.answerDiscover(ex, profile);
     }
+    if (ex.era === 'modern' && isToolCall(ex)) {
+      const problem = await this.paramHeaderProblem(ex).catch((err: unknown) => {
+        this.log.warn('could not read the upstream tools to check Mcp-Param headers', { err });
+        return undefined;
+      });
+      if (problem !== undefined) {
+        this.onRefusal('param_header');
+        sendJsonRpcError(ex.res, 400, idOf(ex.message), ErrorCode.HeaderMismatch, `Header mismatch: ${problem}`, undefined, { 'x-gatehouse-call-id': ex.callId });
+        return;
+      }
+    }
     return this.passThrough(ex);
+  }
+
+  /**
+   * streamable-http.mdx §Server Behavior for Custom Headers: Gatehouse processes the body, so it MUST check the
+   * Mcp-Param-* headers the tool's x-mcp-header annotations imply. A failed check is retried once against a
+   * fresh tools/list, since the tool may have changed.
+   */
+  private async paramHeaderProblem(ex: McpExchange): Promise<string | undefined> {
+    const params = (ex.message as JsonRpcRequest).params ?? {};
+    if (typeof params.name !== 'string') return undefined;
+    for (const refresh of [false, true]) {
+      const annotations = await this.toolHeaders.lookup(params.name, refresh);
+      if (!annotations) return undefined; // unknown tool: the upstream answers that itself
+      if (!annotations.ok) return `tool "${params.name}" has an invalid x-mcp-header annotation (${annotations.reason})`;
+      const problem = checkParamHeaders(annotations.headers, params.arguments, ex.req.headers);
+      if (problem === undefined) return undefined;
+      if (refresh) return problem;
+    }
+    return undefined;
   }
 
   /** Same era on both sides: the client's bytes and the upstream's stream, relayed untouched. */
@@ -235,6 +289,10 @@ function responseHeaders(upstream: IncomingHttpHeaders, callId: string): Outgoin
     if (RETURNED_RESPONSE_HEADERS.has(key)) out[key] = upstream[key];
   }
   return out;
+}
+
+function isToolCall(ex: McpExchange): boolean {
+  return ex.kind === 'request' && (ex.message as JsonRpcRequest).method === 'tools/call';
 }
 
 function isDiscover(ex: McpExchange): boolean {

@@ -259,7 +259,8 @@ describe('legacy client → modern upstream (§16.2)', () => {
 
   test('notifications/cancelled from the legacy client closes the upstream request', async () => {
     let upstreamClosed = false;
-    const up = await modernUpstream((_msg, res) => {
+    const up = await modernUpstream((msg, res) => {
+      if (msg.method === 'tools/list') return jsonResult(res, JSON.stringify(msg), { tools: [] });
       res.writeHead(200, { 'content-type': 'text/event-stream' });
       res.write(': working\n\n');
       res.on('close', () => (upstreamClosed = true));
@@ -267,7 +268,8 @@ describe('legacy client → modern upstream (§16.2)', () => {
     const gw = await gatewayFor(up);
     const headers = await open(gw);
     const pending = post(gw.url, rpc(77, 'tools/call', { name: 'slow', arguments: {} }), headers).catch(() => undefined);
-    for (let i = 0; i < 50 && up.requests.length === 0; i++) await sleep(20);
+    const calls = () => up.requests.filter((r) => r.body.includes('"tools/call"')).length;
+    for (let i = 0; i < 100 && calls() === 0; i++) await sleep(20);
     const cancel = await post(gw.url, JSON.stringify({ jsonrpc: '2.0', method: 'notifications/cancelled', params: { requestId: 77 } }), headers);
     assert.equal(cancel.status, 202);
     for (let i = 0; i < 100 && !upstreamClosed; i++) await sleep(20);

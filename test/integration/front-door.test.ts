@@ -13,7 +13,7 @@ import { LEGACY_HEADERS, modernRequest, post, rpc } from '../helpers/http.js';
 
 // The front door runs before any upstream is chosen; pinning each gateway's upstream era keeps what is
 // forwarded a plain pass-through, so these tests see exactly what got through.
-const up = await startFakeUpstream((_req, res, body) => jsonResult(res, body, { ok: true }), { handshake: false });
+const up = await startFakeUpstream((_req, res, body) => jsonResult(res, body, { ok: true }), { handshake: 'modern' });
 const listen = { maxBodyBytes: 64 * 1024, requestTimeoutMs: 500 };
 const gw = await startGateway({ upstreams: [{ name: 'up', url: up.url, era: 'legacy' }], listen });
 const gwModern = await startGateway({ upstreams: [{ name: 'up', url: up.url, era: 'modern' }], listen });
