@@ -10,7 +10,7 @@ import type { Logger } from '../log/logger.js';
 import { addModernRequestMeta, isObject, legacyServerCapabilitiesFrom, modernCapabilitiesFrom, toLegacyResult } from '../protocol/era-shapes.js';
 import { encodeHeaderValue } from '../protocol/header-value.js';
 import { ErrorCode, errorResponse, idOf, type JsonRpcId, type JsonRpcMessage, type JsonRpcRequest, type JsonRpcResponse } from '../protocol/jsonrpc.js';
-import { META_SERVER_INFO, NAME_FIELD } from '../protocol/methods.js';
+import { META_SERVER_INFO, META_SUBSCRIPTION_ID, NAME_FIELD } from '../protocol/methods.js';
 import { negotiateLegacyVersion } from '../protocol/versions.js';
 import { GATEHOUSE_CLIENT_INFO, type UpstreamProfile } from './era-probe.js';
 import type { MessageClient } from './message-client.js';
@@ -60,7 +60,10 @@ export class LegacyClientBridge {
       ex.res.writeHead(200, reply).end();
       return;
     }
-    if (ex.httpMethod === 'GET') return session.openListenStream(ex);
+    if (ex.httpMethod === 'GET') {
+      if (session.openListenStream(ex)) void this.listenUpstream(session);
+      return;
+    }
     if (ex.kind === 'response') {
       session.settleServerRequest(message as JsonRpcResponse);
       ex.res.writeHead(202, reply).end();
@@ -105,6 +108,15 @@ export class LegacyClientBridge {
     const channel = new ResponseChannel(ex);
     // Requests with no modern counterpart are answered by the session itself (GATEWAY-REQUIREMENTS §16.2).
     if (request.method === 'ping') return channel.finish({ jsonrpc: '2.0', id: request.id, result: {} });
+    if (request.method === 'resources/subscribe' || request.method === 'resources/unsubscribe') {
+      // 2026-07-28 replaced these RPCs with the listen filter: keep the set, and refilter the open listen.
+      const uri = request.params?.uri;
+      if (typeof uri !== 'string') return channel.finish(errorResponse(request.id, ErrorCode.InvalidParams, 'uri is required'));
+      if (request.method === 'resources/subscribe') session.uris.add(uri);
+      else session.uris.delete(uri);
+      if (session.listening) void this.listenUpstream(session);
+      return channel.finish({ jsonrpc: '2.0', id: request.id, result: {} });
+    }
     if (request.method === 'logging/setLevel') {
       session.logLevel = typeof request.params?.level === 'string' ? request.params.level : undefined;
       return channel.finish({ jsonrpc: '2.0', id: request.id, result: {} });
@@ -157,6 +169,45 @@ export class LegacyClientBridge {
     channel.finish(errorResponse(request.id, ErrorCode.InternalError, `Upstream "${this.client.upstream}" asked for input more than ${MAX_INPUT_ROUNDS} times`));
   }
 
+  /**
+   * Feeds the session's GET stream from an upstream subscriptions/listen (GATEWAY-REQUIREMENTS §16.2
+   * "Subscriptions ⇄ GET stream"). Filters are fixed per listen, so a change opens a new listen first and
+   * then closes the old one.
+   */
+  private async listenUpstream(session: BridgedSession): Promise<void> {
+    const profile = this.profile();
+    const caps = (isObject(profile.discover.capabilities) ? profile.discover.capabilities : {}) as Record<string, { listChanged?: boolean; subscribe?: boolean } | undefined>;
+    const notifications: Obj = {};
+    if (caps.tools?.listChanged) notifications.toolsListChanged = true;
+    if (caps.prompts?.listChanged) notifications.promptsListChanged = true;
+    if (caps.resources?.listChanged) notifications.resourcesListChanged = true;
+    if (caps.resources?.subscribe && session.uris.size > 0) notifications.resourceSubscriptions = [...session.uris];
+    const previous = session.upstreamListen;
+    const controller = new AbortController();
+    session.upstreamListen = controller;
+    const id = `gh-listen-${++this.counter}`;
+    const params = addModernRequestMeta({ notifications }, { version: profile.version, capabilities: modernCapabilitiesFrom(session.capabilities), clientInfo: session.clientInfo });
+    try {
+      const reply = await this.client.post({ jsonrpc: '2.0', id, method: 'subscriptions/listen', params }, { 'mcp-protocol-version': profile.version, 'mcp-method': 'subscriptions/listen' }, controller.signal);
+      previous?.abort();
+      for await (const msg of reply.messages) {
+        const m = msg as { method?: string; params?: Obj };
+        if (m.method === undefined) break; // the listen's result: the upstream ended it gracefully
+        if (m.method === 'notifications/subscriptions/acknowledged') continue;
+        session.notify({ jsonrpc: '2.0', method: m.method, params: withoutSubscriptionId(m.params) });
+      }
+    } catch (err) {
+      if (!controller.signal.aborted) this.log.warn('upstream listen failed', { err });
+    }
+    // Ended by the upstream while the client still listens: reopen after a pause, and let the client refetch.
+    if (session.upstreamListen === controller && !controller.signal.aborted && session.listening) {
+      session.upstreamListen = undefined;
+      setTimeout(() => {
+        if (session.listening && !session.upstreamListen) void this.listenUpstream(session);
+      }, 1_000).unref();
+    }
+  }
+
   /** Mcp-Param-* headers a modern upstream expects for this tool call (tools.mdx §x-mcp-header). */
   private async paramHeaders(request: JsonRpcRequest): Promise<Record<string, string>> {
     const name = request.params?.name;
@@ -203,6 +254,16 @@ function toLegacyError(id: JsonRpcId, error: NonNullable<JsonRpcResponse['error'
     return errorResponse(id, ErrorCode.InvalidParams, `The server needs a client capability this session did not declare: ${error.message}`, error.data);
   }
   return { jsonrpc: '2.0', id, error };
+}
+
+function withoutSubscriptionId(params: Obj | undefined): Obj {
+  if (!params || !isObject(params._meta)) return params ?? {};
+  const meta: Obj = { ...params._meta };
+  delete meta[META_SUBSCRIPTION_ID];
+  const out: Obj = { ...params };
+  if (Object.keys(meta).length === 0) delete out._meta;
+  else out._meta = meta;
+  return out;
 }
 
 function anySignal(a: AbortSignal, b: AbortSignal): AbortSignal {

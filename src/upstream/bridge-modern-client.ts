@@ -7,13 +7,15 @@ import { GatewayError } from '../errors.js';
 import type { Logger } from '../log/logger.js';
 import { isObject, legacyCapabilitiesFrom, stripModernRequestMeta, toModernResult } from '../protocol/era-shapes.js';
 import { ErrorCode, errorResponse, type JsonRpcId, type JsonRpcMessage, type JsonRpcRequest, type JsonRpcResponse } from '../protocol/jsonrpc.js';
-import { META_CLIENT_CAPABILITIES, META_LOG_LEVEL, NAME_FIELD } from '../protocol/methods.js';
+import { META_CLIENT_CAPABILITIES, META_LOG_LEVEL, META_SUBSCRIPTION_ID, NAME_FIELD } from '../protocol/methods.js';
 import { MODERN_VERSIONS } from '../protocol/versions.js';
 import type { UpstreamProfile } from './era-probe.js';
 import { LegacyClientSessions, type LegacyClientSession } from './legacy-client-sessions.js';
 import type { MessageClient } from './message-client.js';
 import { ParkedRequests, type Parked } from './parked-requests.js';
 import { ResponseChannel } from './response-channel.js';
+import { SseWriter } from '../edge/sse-writer.js';
+import { honouredFilter, ListenHub, type Listener, type SubscriptionFilter } from './listen-hub.js';
 import type { McpExchange } from './upstream.js';
 
 type Obj = Record<string, unknown>;
@@ -47,6 +49,8 @@ interface ProgressMap {
 export class ModernClientBridge {
   private readonly sessions: LegacyClientSessions;
   private readonly parked: ParkedRequests<ParkedCall>;
+  private readonly hubs = new WeakMap<LegacyClientSession, ListenHub>();
+  private readonly activeListens = new Set<() => void>();
   private counter = 0;
 
   /**
@@ -74,6 +78,7 @@ export class ModernClientBridge {
     const request = ex.message as JsonRpcRequest;
     try {
       if (request.method === 'server/discover') return channel.finish(this.discover(request.id));
+      if (request.method === 'subscriptions/listen') return await this.listen(ex, request);
       const params = request.params ?? {};
       if (typeof params.requestState === 'string') return await this.resume(ex, request, channel);
       await this.forward(ex, request, channel);
@@ -83,8 +88,49 @@ export class ModernClientBridge {
   }
 
   async close(): Promise<void> {
+    // subscriptions.mdx §Graceful Closure: a listen ended by the server gets its result before the stream closes.
+    for (const end of this.activeListens) end();
     this.parked.clear();
     await this.sessions.closeAll();
+  }
+
+  /**
+   * subscriptions/listen (2026-07-28/basic/patterns/subscriptions.mdx) on a legacy upstream: acknowledge the
+   * subset the upstream can honour, then relay its list-change and resource-update notifications.
+   */
+  private async listen(ex: McpExchange, request: JsonRpcRequest): Promise<void> {
+    const meta = isObject(request.params?._meta) ? request.params._meta : {};
+    const capabilities = isObject(meta[META_CLIENT_CAPABILITIES]) ? meta[META_CLIENT_CAPABILITIES] : {};
+    const session = await this.sessions.get(legacyCapabilitiesFrom(capabilities));
+    const requested = (isObject(request.params?.notifications) ? request.params.notifications : {}) as SubscriptionFilter;
+    const filter = honouredFilter(requested, (session.init.capabilities ?? {}) as Parameters<typeof honouredFilter>[1]);
+    const writer = new SseWriter(ex.res, { 'x-gatehouse-call-id': ex.callId });
+    writer.open();
+    const subscriptionId = request.id;
+    writer.send({ jsonrpc: '2.0', method: 'notifications/subscriptions/acknowledged', params: { _meta: { [META_SUBSCRIPTION_ID]: subscriptionId }, notifications: filter } });
+    const hub = this.hubFor(session);
+    const listener: Listener = { filter, subscriptionId, send: (m) => writer.send(m) };
+    const keepalive = setInterval(() => writer.comment(), 15_000).unref();
+    const end = (): void => {
+      writer.send({ jsonrpc: '2.0', id: request.id, result: { resultType: 'complete', _meta: { [META_SUBSCRIPTION_ID]: subscriptionId } } });
+      writer.end();
+    };
+    this.activeListens.add(end);
+    ex.res.on('close', () => {
+      clearInterval(keepalive);
+      this.activeListens.delete(end);
+      void hub.remove(listener);
+    });
+    await hub.add(listener);
+  }
+
+  private hubFor(session: LegacyClientSession): ListenHub {
+    let hub = this.hubs.get(session);
+    if (!hub) {
+      hub = new ListenHub(this.client, () => this.sessions.headersFor(session), this.log);
+      this.hubs.set(session, hub);
+    }
+    return hub;
   }
 
   /** 2026-07-28/server/discover.mdx: answered from the upstream's InitializeResult. */
@@ -207,14 +253,19 @@ export class ModernClientBridge {
     }
   }
 
-  private relayNotification(channel: ResponseChannel, msg: JsonRpcMessage & { method?: string; params?: Obj }, call: { progress: ProgressMap; logLevel?: string }): void {
+  private relayNotification(channel: ResponseChannel, msg: JsonRpcMessage & { method?: string; params?: Obj }, call: { progress: ProgressMap; logLevel?: string; session: LegacyClientSession }): void {
     if (msg.method === 'notifications/progress') {
       if (call.progress.upstreamToken === undefined || msg.params?.progressToken !== call.progress.upstreamToken) return;
       channel.push({ jsonrpc: '2.0', method: msg.method, params: { ...msg.params, progressToken: call.progress.clientToken } });
       return;
     }
     // logging.mdx §Per-request log level: without a logLevel the client gets no log messages.
-    if (msg.method === 'notifications/message' && call.logLevel !== undefined) channel.push(msg);
+    if (msg.method === 'notifications/message') {
+      if (call.logLevel !== undefined) channel.push(msg);
+      return;
+    }
+    // List changes and resource updates belong to listen streams, wherever the upstream sent them.
+    this.hubs.get(call.session)?.dispatch(msg);
   }
 
   private toClientResponse(request: JsonRpcRequest, upstream: JsonRpcResponse, session: LegacyClientSession): JsonRpcResponse {

@@ -18,6 +18,10 @@ interface Waiting {
 export class BridgedSession implements HeldSession {
   lastUsed = Date.now();
   logLevel?: string;
+  /** Resource URIs the client subscribed to with resources/subscribe. */
+  readonly uris = new Set<string>();
+  /** The upstream subscriptions/listen that feeds the GET stream, while one is open. */
+  upstreamListen?: AbortController;
   private readonly inFlight = new Map<JsonRpcId, AbortController>();
   private readonly waiting = new Map<JsonRpcId, Waiting>();
   private listen?: SseWriter;
@@ -71,10 +75,19 @@ export class BridgedSession implements HeldSession {
     w.resolve(response);
   }
 
-  openListenStream(ex: McpExchange): void {
+  get listening(): boolean {
+    return this.listen !== undefined;
+  }
+
+  /** Sends a notification on the GET stream, if the client has one open. */
+  notify(message: unknown): void {
+    this.listen?.send(message);
+  }
+
+  openListenStream(ex: McpExchange): boolean {
     if (!(ex.req.headers.accept ?? '').includes('text/event-stream')) {
       sendJsonRpcError(ex.res, 406, null, ErrorCode.InvalidRequest, 'GET on the MCP endpoint needs Accept: text/event-stream', undefined, { 'x-gatehouse-call-id': ex.callId });
-      return;
+      return false;
     }
     this.closeListenStream();
     const writer = new SseWriter(ex.res, { 'x-gatehouse-call-id': ex.callId, 'mcp-session-id': this.id });
@@ -84,6 +97,7 @@ export class BridgedSession implements HeldSession {
       if (this.listen === writer) this.closeListenStream();
     });
     this.keepalive = setInterval(() => writer.comment(), KEEPALIVE_MS).unref();
+    return true;
   }
 
   async close(_reason: EndReason): Promise<void> {
@@ -93,6 +107,8 @@ export class BridgedSession implements HeldSession {
   }
 
   private closeListenStream(): void {
+    this.upstreamListen?.abort();
+    this.upstreamListen = undefined;
     if (this.keepalive) clearInterval(this.keepalive);
     this.keepalive = undefined;
     this.listen?.end();

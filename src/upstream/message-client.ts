@@ -43,6 +43,24 @@ export class MessageClient {
     return this.toReply(res);
   }
 
+  /**
+   * A legacy GET stream (2025-11-25/basic/transports.mdx §Listening for Messages); null when the upstream
+   * offers none (405) or refuses it.
+   */
+  async openGet(headers: Record<string, string>, signal: AbortSignal): Promise<AsyncGenerator<JsonRpcMessage, void, void> | null> {
+    let res: Dispatcher.ResponseData;
+    try {
+      res = await this.pool.request({ path: this.path, method: 'GET', headers: { accept: 'text/event-stream', ...headers, ...this.baseHeaders }, signal, bodyTimeout: 0 });
+    } catch (err) {
+      throw toGatewayError(err, this.upstream);
+    }
+    if (res.statusCode !== 200 || !String(res.headers['content-type'] ?? '').startsWith('text/event-stream')) {
+      await res.body.dump().catch(() => {});
+      return null;
+    }
+    return fromSse(res.body, this.upstream);
+  }
+
   /** DELETE of a legacy session, best effort (2025-11-25/basic/transports.mdx §Session Management 5). */
   async deleteSession(sessionId: string, version: string): Promise<void> {
     try {

@@ -1,0 +1,126 @@
+// Modern `subscriptions/listen` streams served from one legacy upstream session (GATEWAY-REQUIREMENTS §16.1
+// "Subscriptions ⇄ GET stream"): one upstream GET stream per session, fanned out to every listener by its
+// filter, resources/subscribe reference-counted per URI. A legacy server sends each message on one stream
+// only, so the GET stream is shared rather than opened per listener.
+
+import type { Logger } from '../log/logger.js';
+import type { JsonRpcMessage } from '../protocol/jsonrpc.js';
+import { META_SUBSCRIPTION_ID } from '../protocol/methods.js';
+import type { MessageClient } from './message-client.js';
+
+/** subscriptions.mdx §Notification Filter. */
+export interface SubscriptionFilter {
+  toolsListChanged?: boolean;
+  promptsListChanged?: boolean;
+  resourcesListChanged?: boolean;
+  resourceSubscriptions?: string[];
+}
+
+export interface Listener {
+  filter: SubscriptionFilter;
+  subscriptionId: string | number;
+  send(message: JsonRpcMessage): void;
+}
+
+const LIST_CHANGED: Record<string, keyof SubscriptionFilter> = {
+  'notifications/tools/list_changed': 'toolsListChanged',
+  'notifications/prompts/list_changed': 'promptsListChanged',
+  'notifications/resources/list_changed': 'resourcesListChanged',
+};
+
+/** The part of a requested filter the upstream can honour, from its legacy capabilities. */
+export function honouredFilter(requested: SubscriptionFilter, capabilities: Record<string, { listChanged?: boolean; subscribe?: boolean } | undefined>): SubscriptionFilter {
+  const out: SubscriptionFilter = {};
+  if (requested.toolsListChanged && capabilities.tools?.listChanged) out.toolsListChanged = true;
+  if (requested.promptsListChanged && capabilities.prompts?.listChanged) out.promptsListChanged = true;
+  if (requested.resourcesListChanged && capabilities.resources?.listChanged) out.resourcesListChanged = true;
+  if (requested.resourceSubscriptions?.length && capabilities.resources?.subscribe) out.resourceSubscriptions = [...new Set(requested.resourceSubscriptions)];
+  return out;
+}
+
+export class ListenHub {
+  private readonly listeners = new Set<Listener>();
+  private readonly uriRefs = new Map<string, number>();
+  private stream?: AbortController;
+
+  constructor(
+    private readonly client: MessageClient,
+    private readonly headers: () => Record<string, string>,
+    private readonly log: Logger,
+  ) {}
+
+  async add(listener: Listener): Promise<void> {
+    this.listeners.add(listener);
+    for (const uri of listener.filter.resourceSubscriptions ?? []) {
+      const n = this.uriRefs.get(uri) ?? 0;
+      this.uriRefs.set(uri, n + 1);
+      if (n === 0) await this.call('resources/subscribe', { uri });
+    }
+    if (!this.stream) this.openStream();
+  }
+
+  async remove(listener: Listener): Promise<void> {
+    if (!this.listeners.delete(listener)) return;
+    for (const uri of listener.filter.resourceSubscriptions ?? []) {
+      const n = (this.uriRefs.get(uri) ?? 1) - 1;
+      if (n > 0) this.uriRefs.set(uri, n);
+      else {
+        this.uriRefs.delete(uri);
+        await this.call('resources/unsubscribe', { uri }).catch(() => {});
+      }
+    }
+    if (this.listeners.size === 0) {
+      this.stream?.abort();
+      this.stream = undefined;
+    }
+  }
+
+  /** Delivers an upstream notification to every listener that asked for it (also used for POST-stream ones). */
+  dispatch(message: JsonRpcMessage): void {
+    const m = message as { method?: string; params?: Record<string, unknown> };
+    if (m.method === undefined) return;
+    for (const l of this.listeners) {
+      const wanted = m.method === 'notifications/resources/updated' ? (l.filter.resourceSubscriptions ?? []).includes(String(m.params?.uri)) : LIST_CHANGED[m.method] !== undefined && l.filter[LIST_CHANGED[m.method]!] === true;
+      if (!wanted) continue;
+      // subscriptions.mdx §Receiving Notifications: every notification carries the subscription id.
+      const meta = { ...((m.params?._meta as object | undefined) ?? {}), [META_SUBSCRIPTION_ID]: l.subscriptionId };
+      l.send({ jsonrpc: '2.0', method: m.method, params: { ...(m.params ?? {}), _meta: meta } });
+    }
+  }
+
+  get size(): number {
+    return this.listeners.size;
+  }
+
+  private openStream(): void {
+    const controller = new AbortController();
+    this.stream = controller;
+    void (async () => {
+      try {
+        const messages = await this.client.openGet(this.headers(), controller.signal);
+        if (!messages) {
+          this.log.info('upstream offers no GET stream; list changes arrive only with call responses');
+          return;
+        }
+        for await (const msg of messages) this.dispatch(msg);
+      } catch (err) {
+        if (!controller.signal.aborted) this.log.warn('upstream GET stream failed', { err });
+      }
+      if (this.stream !== controller) return;
+      this.stream = undefined;
+      // The upstream ended its stream while listeners remain: reopen it after a pause, not in a tight loop.
+      if (!controller.signal.aborted && this.listeners.size > 0) {
+        setTimeout(() => {
+          if (!this.stream && this.listeners.size > 0) this.openStream();
+        }, 1_000).unref();
+      }
+    })();
+  }
+
+  private async call(method: string, params: Record<string, unknown>): Promise<void> {
+    const reply = await this.client.post({ jsonrpc: '2.0', id: `gh-${method}-${Date.now()}`, method, params }, this.headers());
+    for await (const _ of reply.messages) {
+      // the empty result
+    }
+  }
+}

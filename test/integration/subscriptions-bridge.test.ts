@@ -1,0 +1,122 @@
+// Subscriptions across eras (2026-07-28/basic/patterns/subscriptions.mdx; GATEWAY-REQUIREMENTS §9, §16.1,
+// §16.2): a modern subscriptions/listen served from a legacy GET stream + resources/subscribe, and a legacy
+// GET stream served from a modern subscriptions/listen.
+
+import { after, describe, test } from 'node:test';
+import assert from 'node:assert/strict';
+import type { ServerResponse } from 'node:http';
+import { request } from 'undici';
+import { SseParser } from '../../src/protocol/sse.js';
+import { jsonResult, sleep, startFakeUpstream } from '../fixtures/upstreams/fake-upstream.js';
+import { startGateway } from '../helpers/gateway.js';
+import { LEGACY_HEADERS, modernRequest, post, rpc } from '../helpers/http.js';
+
+const cleanups: Array<() => Promise<unknown>> = [];
+after(async () => {
+  for (const c of cleanups.reverse()) await c();
+});
+
+/** Reads SSE messages from a streaming response until `until` is satisfied or the bound runs out. */
+async function readEvents(body: AsyncIterable<unknown>, until: (msgs: any[]) => boolean, ms = 5000): Promise<any[]> {
+  const parser = new SseParser();
+  const msgs: any[] = [];
+  const deadline = Date.now() + ms;
+  const it = body[Symbol.asyncIterator]();
+  while (Date.now() < deadline && !until(msgs)) {
+    const next = await Promise.race([it.next(), sleep(deadline - Date.now()).then(() => ({ done: true, value: undefined }))]);
+    if (next.done) break;
+    for (const ev of parser.push(next.value as Buffer)) if (ev.data) msgs.push(JSON.parse(ev.data));
+  }
+  return msgs;
+}
+
+describe('modern subscriptions/listen → legacy upstream', () => {
+  test('ack with the honoured subset first, then matching notifications tagged with the subscription id', async () => {
+    let getStream: ServerResponse | undefined;
+    const subscribed: string[] = [];
+    const up = await startFakeUpstream((req, res, body) => {
+      if (req.method === 'GET') {
+        res.writeHead(200, { 'content-type': 'text/event-stream' });
+        res.write(': open\n\n');
+        getStream = res;
+        return;
+      }
+      if (req.method === 'DELETE') return void res.writeHead(200).end();
+      const msg = JSON.parse(body) as { id?: unknown; method?: string; params?: { uri?: string } };
+      if (msg.method === 'initialize') {
+        const text = JSON.stringify({ jsonrpc: '2.0', id: msg.id, result: { protocolVersion: '2025-11-25', capabilities: { tools: { listChanged: true }, resources: { subscribe: true } }, serverInfo: { name: 'legacy-subs', version: '1' } } });
+        return void res.writeHead(200, { 'content-type': 'application/json', 'mcp-session-id': 's-1' }).end(text);
+      }
+      if (msg.method === 'resources/subscribe') subscribed.push(msg.params!.uri!);
+      if (msg.id === undefined) return void res.writeHead(202).end();
+      jsonResult(res, body, {});
+    }, { handshake: false });
+    cleanups.push(() => up.close());
+    const gw = await startGateway({ upstreams: [{ name: 'up', url: up.url, era: 'legacy' }] });
+    cleanups.push(() => gw.close());
+    const listen = modernRequest(7, 'subscriptions/listen', { notifications: { toolsListChanged: true, promptsListChanged: true, resourceSubscriptions: ['file:///a'] } });
+    const ac = new AbortController();
+    const res = await request(gw.url, { method: 'POST', headers: listen.headers, body: listen.body, signal: ac.signal });
+    assert.equal(res.headers['content-type'], 'text/event-stream');
+    const first = await readEvents(res.body, (m) => m.length >= 1);
+    assert.deepEqual(first[0], {
+      jsonrpc: '2.0',
+      method: 'notifications/subscriptions/acknowledged',
+      params: { _meta: { 'io.modelcontextprotocol/subscriptionId': 7 }, notifications: { toolsListChanged: true, resourceSubscriptions: ['file:///a'] } },
+    }, 'prompts are not honoured: the upstream has no prompts.listChanged');
+    for (let i = 0; i < 100 && (!getStream || subscribed.length === 0); i++) await sleep(20);
+    assert.deepEqual(subscribed, ['file:///a']);
+    getStream!.write(`data: ${JSON.stringify({ jsonrpc: '2.0', method: 'notifications/prompts/list_changed' })}\n\n`);
+    getStream!.write(`data: ${JSON.stringify({ jsonrpc: '2.0', method: 'notifications/resources/updated', params: { uri: 'file:///other' } })}\n\n`);
+    getStream!.write(`data: ${JSON.stringify({ jsonrpc: '2.0', method: 'notifications/tools/list_changed' })}\n\n`);
+    getStream!.write(`data: ${JSON.stringify({ jsonrpc: '2.0', method: 'notifications/resources/updated', params: { uri: 'file:///a' } })}\n\n`);
+    const more = await readEvents(res.body, (m) => m.length >= 2);
+    assert.deepEqual(more, [
+      { jsonrpc: '2.0', method: 'notifications/tools/list_changed', params: { _meta: { 'io.modelcontextprotocol/subscriptionId': 7 } } },
+      { jsonrpc: '2.0', method: 'notifications/resources/updated', params: { uri: 'file:///a', _meta: { 'io.modelcontextprotocol/subscriptionId': 7 } } },
+    ]);
+    ac.abort();
+    for (let i = 0; i < 100 && !up.requests.some((r) => r.body.includes('resources/unsubscribe')); i++) await sleep(20);
+    assert.ok(up.requests.some((r) => r.body.includes('resources/unsubscribe')), 'closing the listen unsubscribes upstream');
+  });
+});
+
+describe('legacy GET stream → modern upstream', () => {
+  test('the GET stream is fed by subscriptions/listen; resources/subscribe reopens it with the new filter', async () => {
+    const listens: Array<{ filter: Record<string, unknown>; res: ServerResponse }> = [];
+    const up = await startFakeUpstream((_req, res, body) => {
+      const msg = JSON.parse(body) as { id: string; method: string; params: { notifications: Record<string, unknown> } };
+      if (msg.method === 'server/discover') {
+        // A modern upstream whose discover advertises list changes and subscriptions.
+        return jsonResult(res, body, { supportedVersions: ['2026-07-28'], capabilities: { tools: { listChanged: true }, resources: { listChanged: true, subscribe: true } }, resultType: 'complete', ttlMs: 0, cacheScope: 'public' });
+      }
+      if (msg.method !== 'subscriptions/listen') return jsonResult(res, body, { tools: [] });
+      res.writeHead(200, { 'content-type': 'text/event-stream' });
+      res.write(`data: ${JSON.stringify({ jsonrpc: '2.0', method: 'notifications/subscriptions/acknowledged', params: { _meta: { 'io.modelcontextprotocol/subscriptionId': msg.id }, notifications: msg.params.notifications } })}\n\n`);
+      listens.push({ filter: msg.params.notifications, res });
+    }, { handshake: false });
+    cleanups.push(() => up.close());
+    const gw = await startGateway({ upstreams: [{ name: 'up', url: up.url, era: 'modern' }] });
+    cleanups.push(() => gw.close());
+    const init = await post(gw.url, rpc(0, 'initialize', { protocolVersion: '2025-11-25', capabilities: {}, clientInfo: { name: 'old', version: '1' } }));
+    assert.equal(init.status, 200, init.text);
+    const headers = { ...LEGACY_HEADERS, 'mcp-session-id': String(init.headers['mcp-session-id']), 'mcp-protocol-version': '2025-11-25' };
+    const stream = await request(gw.url, { method: 'GET', headers: { ...headers, accept: 'text/event-stream' } });
+    assert.equal(stream.statusCode, 200);
+    for (let i = 0; i < 100 && listens.length === 0; i++) await sleep(20);
+    assert.deepEqual(listens[0]!.filter, { toolsListChanged: true, resourcesListChanged: true });
+    listens[0]!.res.write(`data: ${JSON.stringify({ jsonrpc: '2.0', method: 'notifications/tools/list_changed', params: { _meta: { 'io.modelcontextprotocol/subscriptionId': 'x' } } })}\n\n`);
+    const got = await readEvents(stream.body, (m) => m.length >= 1);
+    assert.deepEqual(got[0], { jsonrpc: '2.0', method: 'notifications/tools/list_changed', params: {} }, 'the subscription id is not shown to a legacy client');
+    const sub = await post(gw.url, rpc(1, 'resources/subscribe', { uri: 'file:///x' }), headers);
+    assert.deepEqual(sub.json(), { jsonrpc: '2.0', id: 1, result: {} });
+    for (let i = 0; i < 100 && listens.length < 2; i++) await sleep(20);
+    assert.deepEqual(listens[1]!.filter, { toolsListChanged: true, resourcesListChanged: true, resourceSubscriptions: ['file:///x'] });
+    for (let i = 0; i < 100 && !listens[0]!.res.destroyed; i++) await sleep(20);
+    assert.ok(listens[0]!.res.destroyed, 'the old listen is closed once the new one is open');
+    listens[1]!.res.write(`data: ${JSON.stringify({ jsonrpc: '2.0', method: 'notifications/resources/updated', params: { uri: 'file:///x' } })}\n\n`);
+    const updated = await readEvents(stream.body, (m) => m.length >= 1);
+    assert.equal(updated[0]?.method, 'notifications/resources/updated');
+    stream.body.destroy();
+  });
+});
