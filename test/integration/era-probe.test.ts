@@ -1,0 +1,83 @@
+// Era detection per upstream (GATEWAY-REQUIREMENTS §5; 2026-07-28/basic/transports/streamable-http.mdx
+// §Backward Compatibility): a modern probe first, a legacy initialize when the 4xx body is not a modern
+// error, the verdict cached, and probed again when it stops holding.
+
+import { after, test } from 'node:test';
+import assert from 'node:assert/strict';
+import { startFakeUpstream } from '../fixtures/upstreams/fake-upstream.js';
+import { startGateway } from '../helpers/gateway.js';
+import { modernRequest, post } from '../helpers/http.js';
+
+const cleanups: Array<() => Promise<unknown>> = [];
+after(async () => {
+  for (const c of cleanups.reverse()) await c();
+});
+
+/** An upstream that speaks one era at a time and can be switched, counting the gateway's probes. */
+async function switchable() {
+  const state = { era: 'legacy' as 'legacy' | 'modern', discovers: 0, probeInits: 0 };
+  const up = await startFakeUpstream((req, res, body) => {
+    if (req.method === 'DELETE') return void res.writeHead(200).end();
+    const msg = JSON.parse(body) as { id?: string | number; method?: string };
+    const json = (status: number, payload: unknown, headers: Record<string, string> = {}): void => {
+      res.writeHead(status, { 'content-type': 'application/json', ...headers }).end(JSON.stringify(payload));
+    };
+    if (msg.method === 'server/discover') {
+      state.discovers++;
+      if (state.era === 'legacy') return json(400, { jsonrpc: '2.0', id: null, error: { code: -32000, message: 'Bad Request: Server not initialized' } });
+      return json(200, { jsonrpc: '2.0', id: msg.id, result: { supportedVersions: ['2026-07-28'], capabilities: { tools: {} }, resultType: 'complete', ttlMs: 0, cacheScope: 'public' } });
+    }
+    if (msg.method === 'initialize') {
+      if (msg.id === 'gatehouse-probe') state.probeInits++;
+      if (state.era === 'modern') return json(400, { jsonrpc: '2.0', id: msg.id, error: { code: -32022, message: 'Unsupported protocol version', data: { supported: ['2026-07-28'], requested: '2025-11-25' } } });
+      return json(200, { jsonrpc: '2.0', id: msg.id, result: { protocolVersion: '2025-11-25', capabilities: { tools: {} }, serverInfo: { name: 'switch', version: '1' } } }, { 'mcp-session-id': `s-${Math.random()}` });
+    }
+    if (msg.id === undefined) return void res.writeHead(202).end();
+    return json(200, { jsonrpc: '2.0', id: msg.id, result: { tools: [], era: state.era, ...(state.era === 'modern' ? { resultType: 'complete', ttlMs: 0, cacheScope: 'public' } : {}) } });
+  }, { handshake: false });
+  cleanups.push(() => up.close());
+  return { up, state };
+}
+
+test('a legacy upstream is detected once (discover refused without a modern error, then initialize) and the verdict is cached', async () => {
+  const { up, state } = await switchable();
+  const gw = await startGateway({ upstreams: [{ name: 'up', url: up.url }] });
+  cleanups.push(() => gw.close());
+  for (let i = 0; i < 5; i++) {
+    const req = modernRequest(i, 'tools/list');
+    const res = await post(gw.url, req.body, req.headers);
+    assert.equal(res.json().result.era, 'legacy');
+    assert.equal(res.json().result.resultType, 'complete', 'bridged: the legacy result was made modern');
+  }
+  assert.equal(state.discovers, 1);
+  assert.equal(state.probeInits, 1);
+  assert.ok(gw.logs.some((l) => l.msg === 'upstream era detected' && l.era === 'legacy' && l.version === '2025-11-25'));
+});
+
+test('a modern upstream is detected from its DiscoverResult and then passed through', async () => {
+  const { up, state } = await switchable();
+  state.era = 'modern';
+  const gw = await startGateway({ upstreams: [{ name: 'up', url: up.url }] });
+  cleanups.push(() => gw.close());
+  const req = modernRequest(1, 'tools/list');
+  const res = await post(gw.url, req.body, req.headers);
+  assert.equal(res.json().result.era, 'modern');
+  assert.equal(state.probeInits, 0, 'a recognised modern answer never falls back to initialize');
+});
+
+test('when the verdict stops holding (the upstream became modern), the next request probes again', async () => {
+  const { up, state } = await switchable();
+  const gw = await startGateway({ upstreams: [{ name: 'up', url: up.url }] });
+  cleanups.push(() => gw.close());
+  const first = modernRequest(1, 'tools/list');
+  assert.equal((await post(gw.url, first.body, first.headers)).json().result.era, 'legacy');
+  state.era = 'modern';
+  // A capability set not seen before needs a new legacy session, which the now-modern upstream refuses.
+  const other = modernRequest(2, 'tools/list', { _meta: { 'io.modelcontextprotocol/clientCapabilities': { roots: {} } } });
+  const refused = await post(gw.url, other.body, other.headers);
+  assert.equal(refused.status, 502);
+  const after = await post(gw.url, other.body, other.headers);
+  assert.equal(after.json().result.era, 'modern', 'probed again and now passed through');
+  assert.equal(state.discovers, 2);
+  assert.equal(gw.logs.filter((l) => l.msg === 'upstream era detected').length, 2);
+});
