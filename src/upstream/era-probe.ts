@@ -11,7 +11,8 @@ import { isLegacyVersion, LATEST_LEGACY_VERSION, MODERN_VERSIONS } from '../prot
 import type { MessageClient } from './message-client.js';
 
 export type UpstreamProfile =
-  | { era: 'modern'; version: string; discover: Record<string, unknown> }
+  /** `alsoLegacy`: a dual-era server (VER §Compatibility Matrix) that legacy clients can reach directly. */
+  | { era: 'modern'; version: string; discover: Record<string, unknown>; alsoLegacy: boolean }
   | { era: 'legacy'; version: string; init: Record<string, unknown> };
 
 const MODERN_ERRORS = new Set<number>([ErrorCode.HeaderMismatch, ErrorCode.MissingClientCapability, ErrorCode.UnsupportedProtocolVersion]);
@@ -20,7 +21,11 @@ export const GATEHOUSE_CLIENT_INFO = { name: 'gatehouse', version: '0.1.0' };
 export async function probeUpstream(client: MessageClient, pinned: Era): Promise<UpstreamProfile> {
   if (pinned !== 'legacy') {
     const modern = await tryDiscover(client);
-    if (modern.kind === 'modern') return modern.profile;
+    if (modern.kind === 'modern') {
+      // Unpinned, a modern server may serve legacy clients too; then they pass through unbridged.
+      if (pinned === 'auto' && modern.profile.era === 'modern') modern.profile.alsoLegacy = await legacyHandshake(client).then(() => true, () => false);
+      return modern.profile;
+    }
     if (pinned === 'modern' || modern.kind === 'no_common_version') {
       throw new GatewayError('GW_ERR_UPSTREAM_BAD_RESPONSE', `Upstream "${client.upstream}" did not answer server/discover as a 2026-07-28 server (${modern.detail})`, client.upstream);
     }
@@ -42,14 +47,14 @@ async function tryDiscover(client: MessageClient): Promise<DiscoverOutcome> {
     if (!(result.supportedVersions as unknown[]).includes(version)) {
       return { kind: 'no_common_version', detail: `it supports ${JSON.stringify(result.supportedVersions)}` };
     }
-    return { kind: 'modern', profile: { era: 'modern', version, discover: result } };
+    return { kind: 'modern', profile: { era: 'modern', version, discover: result, alsoLegacy: false } };
   }
   const code = response?.error?.code;
   // A recognised modern error means a modern server that refused this request: do not fall back.
   if (code !== undefined && (MODERN_ERRORS.has(code) || (reply.status === 404 && code === ErrorCode.MethodNotFound))) {
     const supported = (response?.error?.data as { supported?: unknown } | undefined)?.supported;
     if (code === ErrorCode.UnsupportedProtocolVersion) return { kind: 'no_common_version', detail: `it supports ${JSON.stringify(supported)}` };
-    return { kind: 'modern', profile: { era: 'modern', version, discover: { supportedVersions: [version], capabilities: {} } } };
+    return { kind: 'modern', profile: { era: 'modern', version, discover: { supportedVersions: [version], capabilities: {} }, alsoLegacy: false } };
   }
   return { kind: 'legacy', detail: `HTTP ${reply.status}` };
 }

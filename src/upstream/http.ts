@@ -94,7 +94,7 @@ export class HttpUpstream implements Upstream {
     const messages = new MessageClient(this.pool, this.path, this.configuredHeaders, this.name);
     this.verdict = new EraVerdict(async () => {
       const profile = await probeUpstream(messages, config.era);
-      this.log.info('upstream era detected', { era: profile.era, version: profile.version });
+      this.log.info('upstream era detected', { era: profile.era, version: profile.version, ...(profile.era === 'modern' ? { alsoLegacy: profile.alsoLegacy } : {}) });
       return profile;
     });
     this.toolHeaders = new ToolHeaderIndex(async (cursor) => {
@@ -131,7 +131,7 @@ export class HttpUpstream implements Upstream {
       }
     }
     if (ex.era === 'modern' && profile.era === 'legacy') return this.modernBridge.handle(ex);
-    if (ex.era === 'legacy' && profile.era === 'modern') return this.legacyBridge.handle(ex);
+    if (ex.era === 'legacy' && profile.era === 'modern' && !profile.alsoLegacy) return this.legacyBridge.handle(ex);
     if (ex.era === 'modern' && profile.era === 'modern' && isDiscover(ex)) {
       return this.answerDiscover(ex, profile);
     }

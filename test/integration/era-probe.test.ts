@@ -15,7 +15,7 @@ after(async () => {
 
 /** An upstream that speaks one era at a time and can be switched, counting the gateway's probes. */
 async function switchable() {
-  const state = { era: 'legacy' as 'legacy' | 'modern', discovers: 0, probeInits: 0 };
+  const state = { era: 'legacy' as 'legacy' | 'modern' | 'dual', discovers: 0, probeInits: 0, clientInits: 0 };
   const up = await startFakeUpstream((req, res, body) => {
     if (req.method === 'DELETE') return void res.writeHead(200).end();
     const msg = JSON.parse(body) as { id?: string | number; method?: string };
@@ -29,11 +29,12 @@ async function switchable() {
     }
     if (msg.method === 'initialize') {
       if (msg.id === 'gatehouse-probe') state.probeInits++;
+      else state.clientInits++;
       if (state.era === 'modern') return json(400, { jsonrpc: '2.0', id: msg.id, error: { code: -32022, message: 'Unsupported protocol version', data: { supported: ['2026-07-28'], requested: '2025-11-25' } } });
       return json(200, { jsonrpc: '2.0', id: msg.id, result: { protocolVersion: '2025-11-25', capabilities: { tools: {} }, serverInfo: { name: 'switch', version: '1' } } }, { 'mcp-session-id': `s-${Math.random()}` });
     }
     if (msg.id === undefined) return void res.writeHead(202).end();
-    return json(200, { jsonrpc: '2.0', id: msg.id, result: { tools: [], era: state.era, ...(state.era === 'modern' ? { resultType: 'complete', ttlMs: 0, cacheScope: 'public' } : {}) } });
+    return json(200, { jsonrpc: '2.0', id: msg.id, result: { tools: [], era: state.era, ...(state.era !== 'legacy' ? { resultType: 'complete', ttlMs: 0, cacheScope: 'public' } : {}) } });
   }, { handshake: false });
   cleanups.push(() => up.close());
   return { up, state };
@@ -62,7 +63,8 @@ test('a modern upstream is detected from its DiscoverResult and then passed thro
   const req = modernRequest(1, 'tools/list');
   const res = await post(gw.url, req.body, req.headers);
   assert.equal(res.json().result.era, 'modern');
-  assert.equal(state.probeInits, 0, 'a recognised modern answer never falls back to initialize');
+  // The legacy handshake is tried only to learn whether legacy clients can pass through; it was refused.
+  assert.ok(gw.logs.some((l) => l.msg === 'upstream era detected' && l.era === 'modern' && l.alsoLegacy === false));
 });
 
 test('when the verdict stops holding (the upstream became modern), the next request probes again', async () => {
@@ -80,4 +82,17 @@ test('when the verdict stops holding (the upstream became modern), the next requ
   assert.equal(after.json().result.era, 'modern', 'probed again and now passed through');
   assert.equal(state.discovers, 2);
   assert.equal(gw.logs.filter((l) => l.msg === 'upstream era detected').length, 2);
+});
+
+test('a dual-era upstream (VER §Compatibility Matrix) serves both eras directly: no bridging for either', async () => {
+  const { up, state } = await switchable();
+  state.era = 'dual';
+  const gw = await startGateway({ upstreams: [{ name: 'up', url: up.url }] });
+  cleanups.push(() => gw.close());
+  const modern = modernRequest(1, 'tools/list');
+  assert.equal((await post(gw.url, modern.body, modern.headers)).json().result.era, 'dual');
+  const init = await post(gw.url, JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'initialize', params: { protocolVersion: '2025-11-25', capabilities: {}, clientInfo: { name: 'old', version: '1' } } }));
+  assert.equal(init.status, 200);
+  assert.equal(state.clientInits, 1, "the legacy client's own initialize reached the upstream");
+  assert.ok(gw.logs.some((l) => l.msg === 'upstream era detected' && l.era === 'modern' && l.alsoLegacy === true));
 });
