@@ -4,19 +4,18 @@
 // headers the session implies, and turns an InputRequiredResult into server-to-client requests on the
 // legacy SSE stream, retrying upstream with the client's answers.
 
-import { sendJsonRpcError } from '../edge/respond.js';
 import { GatewayError } from '../errors.js';
 import type { Logger } from '../log/logger.js';
 import { addModernRequestMeta, isObject, legacyServerCapabilitiesFrom, modernCapabilitiesFrom, toLegacyResult } from '../protocol/era-shapes.js';
 import { encodeHeaderValue } from '../protocol/header-value.js';
-import { ErrorCode, errorResponse, idOf, type JsonRpcId, type JsonRpcMessage, type JsonRpcRequest, type JsonRpcResponse } from '../protocol/jsonrpc.js';
+import { ErrorCode, errorResponse, type JsonRpcId, type JsonRpcMessage, type JsonRpcRequest, type JsonRpcResponse } from '../protocol/jsonrpc.js';
 import { META_SERVER_INFO, META_SUBSCRIPTION_ID, NAME_FIELD } from '../protocol/methods.js';
 import { negotiateLegacyVersion } from '../protocol/versions.js';
 import { GATEHOUSE_CLIENT_INFO, type UpstreamProfile } from './era-probe.js';
 import type { MessageClient } from './message-client.js';
 import { ResponseChannel } from './response-channel.js';
 import { BridgedSession } from './bridged-session.js';
-import { SessionTable } from './session-table.js';
+import { resolveSession, SessionTable } from './session-table.js';
 import type { McpExchange } from './upstream.js';
 import { paramHeadersFor } from '../catalog/param-headers.js';
 import type { ToolHeaderIndex } from '../catalog/tool-header-index.js';
@@ -45,21 +44,8 @@ export class LegacyClientBridge {
     const reply = { 'x-gatehouse-call-id': ex.callId };
     const message = ex.message as (JsonRpcMessage & { method?: string }) | undefined;
     if (ex.httpMethod === 'POST' && ex.kind === 'request' && message?.method === 'initialize') return this.initialize(ex);
-    const sessionId = ex.req.headers['mcp-session-id'];
-    if (typeof sessionId !== 'string') {
-      return sendJsonRpcError(ex.res, 400, idOf(message), ErrorCode.InvalidRequest, 'Mcp-Session-Id header is required; send initialize first', undefined, reply);
-    }
-    const found = this.sessions.lookup(sessionId);
-    if (!found.found) {
-      // 2025-11-25/basic/transports.mdx §Session Management 3: an ended session answers 404.
-      return sendJsonRpcError(ex.res, 404, idOf(message), ErrorCode.SessionNotFound, 'Session not found; initialize a new session', { details: { reason: found.reason } }, reply);
-    }
-    const session = found.session;
-    if (ex.httpMethod === 'DELETE') {
-      this.sessions.end(sessionId, 'client_closed');
-      ex.res.writeHead(200, reply).end();
-      return;
-    }
+    const session = resolveSession(this.sessions, ex);
+    if (!session) return;
     if (ex.httpMethod === 'GET') {
       if (session.openListenStream(ex)) void this.listenUpstream(session);
       return;

@@ -179,11 +179,11 @@ export class ModernClientBridge {
       throw new GatewayError('GW_ERR_UPSTREAM_BAD_RESPONSE', `Upstream "${this.client.upstream}" answered HTTP ${reply.status}`, this.client.upstream);
     }
     this.cancelOnDisconnect(ex, session, upstreamId, upstreamRequest);
-    await this.pump(ex, request, channel, { session, upstreamId, messages: reply.messages, progress, capabilities, logLevel, upstreamRequest });
+    await this.pump(request, channel, { session, upstreamId, messages: reply.messages, progress, capabilities, logLevel, upstreamRequest });
   }
 
   /** Relays the upstream's messages for one call until its response, or until it needs client input. */
-  private async pump(ex: McpExchange, request: JsonRpcRequest, channel: ResponseChannel, call: Omit<ParkedCall, 'pending' | 'method' | 'name' | 'expire'>): Promise<void> {
+  private async pump(request: JsonRpcRequest, channel: ResponseChannel, call: Omit<ParkedCall, 'pending' | 'method' | 'name' | 'expire'>): Promise<void> {
     for (;;) {
       const next = await call.messages.next();
       if (next.done) throw new GatewayError('GW_ERR_UPSTREAM_BAD_RESPONSE', `Upstream "${this.client.upstream}" ended the stream without answering`, this.client.upstream);
@@ -236,7 +236,7 @@ export class ModernClientBridge {
       await this.answerUpstream(call.session, { jsonrpc: '2.0', id: upstreamRequestId, result: isObject(answer) ? answer : { action: 'decline' } });
     }
     this.cancelOnDisconnect(ex, call.session, call.upstreamId, call.upstreamRequest);
-    await this.pump(ex, request, channel, call);
+    await this.pump(request, channel, call);
   }
 
   /**

@@ -2,13 +2,12 @@
 // at initialize, its log level, its requests in flight (for notifications/cancelled), the server-to-client
 // requests awaiting its answers, and its GET stream.
 
-import { sendJsonRpcError } from '../edge/respond.js';
-import { SseWriter } from '../edge/sse-writer.js';
+import type { SseWriter } from '../edge/sse-writer.js';
+import { openListenStream } from '../edge/listen-stream.js';
 import { ErrorCode, type JsonRpcId, type JsonRpcResponse } from '../protocol/jsonrpc.js';
 import type { EndReason, HeldSession } from './session-table.js';
 import type { McpExchange } from './upstream.js';
 
-const KEEPALIVE_MS = 15_000;
 
 interface Waiting {
   resolve(res: JsonRpcResponse): void;
@@ -25,7 +24,6 @@ export class BridgedSession implements HeldSession {
   private readonly inFlight = new Map<JsonRpcId, AbortController>();
   private readonly waiting = new Map<JsonRpcId, Waiting>();
   private listen?: SseWriter;
-  private keepalive?: NodeJS.Timeout;
 
   constructor(
     readonly id: string,
@@ -85,20 +83,14 @@ export class BridgedSession implements HeldSession {
   }
 
   openListenStream(ex: McpExchange): boolean {
-    if (!(ex.req.headers.accept ?? '').includes('text/event-stream')) {
-      sendJsonRpcError(ex.res, 406, null, ErrorCode.InvalidRequest, 'GET on the MCP endpoint needs Accept: text/event-stream', undefined, { 'x-gatehouse-call-id': ex.callId });
-      return false;
-    }
     this.closeListenStream();
-    const writer = new SseWriter(ex.res, { 'x-gatehouse-call-id': ex.callId, 'mcp-session-id': this.id });
-    writer.open();
-    this.listen = writer;
-    ex.res.on('close', () => {
-      if (this.listen === writer) this.closeListenStream();
+    const writer = openListenStream(ex, this.id, (w) => {
+      if (this.listen === w) this.closeListenStream();
     });
-    this.keepalive = setInterval(() => writer.comment(), KEEPALIVE_MS).unref();
-    return true;
+    this.listen = writer;
+    return writer !== undefined;
   }
+
 
   async close(_reason: EndReason): Promise<void> {
     for (const c of this.inFlight.values()) c.abort();
@@ -109,8 +101,6 @@ export class BridgedSession implements HeldSession {
   private closeListenStream(): void {
     this.upstreamListen?.abort();
     this.upstreamListen = undefined;
-    if (this.keepalive) clearInterval(this.keepalive);
-    this.keepalive = undefined;
     this.listen?.end();
     this.listen = undefined;
   }

@@ -3,6 +3,9 @@
 // (404 with data.details.reason, DESIGN.md §2).
 
 import { randomUUID } from 'node:crypto';
+import { sendJsonRpcError } from '../edge/respond.js';
+import { ErrorCode, idOf } from '../protocol/jsonrpc.js';
+import type { McpExchange } from './upstream.js';
 
 export type EndReason = 'idle_timeout' | 'session_cap' | 'client_closed' | 'unknown';
 
@@ -96,4 +99,29 @@ export class SessionTable<S extends HeldSession> {
     this.ended.set(id, reason);
     if (this.ended.size > TOMBSTONES) this.ended.delete(this.ended.keys().next().value!);
   }
+}
+
+/**
+ * The session a legacy exchange names, or undefined once the exchange has been answered here: 400 without
+ * Mcp-Session-Id, 404 with the end reason for an unknown or ended one, 200 for a DELETE that ends it
+ * (2025-11-25/basic/transports.mdx §Session Management 2, 3, 5).
+ */
+export function resolveSession<S extends HeldSession>(table: SessionTable<S>, ex: McpExchange): S | undefined {
+  const reply = { 'x-gatehouse-call-id': ex.callId };
+  const sessionId = ex.req.headers['mcp-session-id'];
+  if (typeof sessionId !== 'string') {
+    sendJsonRpcError(ex.res, 400, idOf(ex.message), ErrorCode.InvalidRequest, 'Mcp-Session-Id header is required; send initialize first', undefined, reply);
+    return undefined;
+  }
+  const found = table.lookup(sessionId);
+  if (!found.found) {
+    sendJsonRpcError(ex.res, 404, idOf(ex.message), ErrorCode.SessionNotFound, 'Session not found; initialize a new session', { details: { reason: found.reason } }, reply);
+    return undefined;
+  }
+  if (ex.httpMethod === 'DELETE') {
+    table.end(sessionId, 'client_closed');
+    ex.res.writeHead(200, reply).end();
+    return undefined;
+  }
+  return found.session;
 }

@@ -2,11 +2,10 @@
 // child sends on its own (progress, logging, elicitation and sampling requests, list changes) to the
 // stream that should carry it.
 
-import { sendJsonRpcError } from '../edge/respond.js';
-import { SseWriter } from '../edge/sse-writer.js';
+import type { SseWriter } from '../edge/sse-writer.js';
+import { openListenStream } from '../edge/listen-stream.js';
 import { GatewayError } from '../errors.js';
-import type { Logger } from '../log/logger.js';
-import { ErrorCode, type JsonRpcId, type JsonRpcMessage, type JsonRpcRequest } from '../protocol/jsonrpc.js';
+import { type JsonRpcId, type JsonRpcMessage, type JsonRpcRequest } from '../protocol/jsonrpc.js';
 import { ResponseChannel } from './response-channel.js';
 import type { StdioProcess } from './stdio-process.js';
 import type { EndReason, HeldSession } from './session-table.js';
@@ -20,16 +19,14 @@ interface InFlight {
 
 /** Messages kept for a GET stream that is not open yet; the oldest go first when it overflows. */
 const BACKLOG_LIMIT = 256;
-const KEEPALIVE_MS = 15_000;
 
 export class StdioSession implements HeldSession {
   lastUsed = Date.now();
   private readonly inFlight: InFlight[] = [];
   private listen?: SseWriter;
-  private keepalive?: NodeJS.Timeout;
   private readonly backlog: JsonRpcMessage[] = [];
 
-  constructor(readonly id: string, private readonly proc: StdioProcess, private readonly log: Logger) {
+  constructor(readonly id: string, private readonly proc: StdioProcess) {
     proc.onMessage = (msg) => this.route(msg);
   }
 
@@ -65,20 +62,14 @@ export class StdioSession implements HeldSession {
   }
 
   openListenStream(ex: McpExchange): void {
-    if (!(ex.req.headers.accept ?? '').includes('text/event-stream')) {
-      sendJsonRpcError(ex.res, 406, null, ErrorCode.InvalidRequest, 'GET on the MCP endpoint needs Accept: text/event-stream', undefined, { 'x-gatehouse-call-id': ex.callId });
-      return;
-    }
     this.closeListenStream();
-    const writer = new SseWriter(ex.res, { 'x-gatehouse-call-id': ex.callId, 'mcp-session-id': this.id });
-    writer.open();
-    this.listen = writer;
-    ex.res.on('close', () => {
-      if (this.listen === writer) this.closeListenStream();
+    const writer = openListenStream(ex, this.id, (w) => {
+      if (this.listen === w) this.closeListenStream();
     });
-    this.keepalive = setInterval(() => writer.comment(), KEEPALIVE_MS).unref();
-    for (const msg of this.backlog.splice(0)) writer.send(msg);
+    this.listen = writer;
+    if (writer) for (const msg of this.backlog.splice(0)) writer.send(msg);
   }
+
 
   failAll(err: GatewayError): void {
     for (const f of this.inFlight.splice(0)) f.channel.fail(err);
@@ -107,8 +98,6 @@ export class StdioSession implements HeldSession {
   }
 
   private closeListenStream(): void {
-    if (this.keepalive) clearInterval(this.keepalive);
-    this.keepalive = undefined;
     this.listen?.end();
     this.listen = undefined;
   }

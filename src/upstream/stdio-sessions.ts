@@ -12,7 +12,7 @@ import { LEGACY_VERSIONS } from '../protocol/versions.js';
 import { ResponseChannel } from './response-channel.js';
 import { StdioSession } from './stdio-session.js';
 import { StdioProcess } from './stdio-process.js';
-import { SessionTable } from './session-table.js';
+import { resolveSession, SessionTable } from './session-table.js';
 import type { McpExchange, Upstream } from './upstream.js';
 
 
@@ -39,31 +39,16 @@ export class StdioUpstream implements Upstream {
       sendJsonRpcError(ex.res, 400, idOf(ex.message), ErrorCode.UnsupportedProtocolVersion, `Upstream "${this.name}" speaks legacy MCP only; use one of the supported versions`, { supported: [...LEGACY_VERSIONS], requested: ex.req.headers['mcp-protocol-version'] }, reply);
       return;
     }
-    const sessionId = header(ex, 'mcp-session-id');
     if (ex.httpMethod === 'POST' && ex.kind === 'request' && (ex.message as JsonRpcRequest).method === 'initialize') {
-      if (sessionId !== undefined) {
+      if (header(ex, 'mcp-session-id') !== undefined) {
         sendJsonRpcError(ex.res, 400, idOf(ex.message), ErrorCode.InvalidRequest, 'initialize starts a new session: send it without Mcp-Session-Id', undefined, reply);
         return;
       }
       await this.initialize(ex);
       return;
     }
-    if (sessionId === undefined) {
-      sendJsonRpcError(ex.res, 400, idOf(ex.message), ErrorCode.InvalidRequest, 'Mcp-Session-Id header is required; send initialize first', undefined, reply);
-      return;
-    }
-    const found = this.sessions.lookup(sessionId);
-    if (!found.found) {
-      // 2025-11-25/basic/transports.mdx §Session Management 3: a terminated session MUST get 404.
-      sendJsonRpcError(ex.res, 404, idOf(ex.message), ErrorCode.SessionNotFound, 'Session not found; initialize a new session', { details: { reason: found.reason } }, reply);
-      return;
-    }
-    const session = found.session;
-    if (ex.httpMethod === 'DELETE') {
-      this.sessions.end(sessionId, 'client_closed');
-      ex.res.writeHead(200, reply).end();
-      return;
-    }
+    const session = resolveSession(this.sessions, ex);
+    if (!session) return;
     if (ex.httpMethod === 'GET') {
       session.openListenStream(ex);
       return;
@@ -116,7 +101,7 @@ export class StdioUpstream implements Upstream {
       return;
     }
     const id = this.sessions.newId();
-    const session = new StdioSession(id, proc, this.log.child({ session: id.slice(0, 8) }));
+    const session = new StdioSession(id, proc);
     this.sessions.add(id, session);
     proc.onExit = (reason) => {
       this.sessions.forget(id, 'unknown');
