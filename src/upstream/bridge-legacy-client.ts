@@ -12,7 +12,7 @@ import { ErrorCode, errorResponse, type JsonRpcId, type JsonRpcMessage, type Jso
 import { META_SERVER_INFO, META_SUBSCRIPTION_ID, NAME_FIELD } from '../protocol/methods.js';
 import { negotiateLegacyVersion } from '../protocol/versions.js';
 import { GATEHOUSE_CLIENT_INFO, type UpstreamProfile } from './era-probe.js';
-import type { MessageClient } from './message-client.js';
+import type { UpstreamMessages } from './message-client.js';
 import { ResponseChannel } from './response-channel.js';
 import { BridgedSession } from './bridged-session.js';
 import { resolveSession, SessionTable } from './session-table.js';
@@ -30,11 +30,11 @@ export class LegacyClientBridge {
   private counter = 0;
 
   constructor(
-    private readonly client: MessageClient,
+    private readonly client: UpstreamMessages,
     private readonly profile: () => UpstreamProfile & { era: 'modern' },
     private readonly limits: { max: number; idleTimeoutMs: number; inputTimeoutMs: number },
     private readonly staleVerdict: () => void,
-    private readonly toolHeaders: ToolHeaderIndex,
+    private readonly toolHeaders: ToolHeaderIndex | undefined,
     private readonly log: Logger,
   ) {
     this.sessions = new SessionTable(limits, (id, reason) => this.log.info('bridged session ended', { session: id.slice(0, 8), reason }));
@@ -197,7 +197,8 @@ export class LegacyClientBridge {
   /** Mcp-Param-* headers a modern upstream expects for this tool call (tools.mdx §x-mcp-header). */
   private async paramHeaders(request: JsonRpcRequest): Promise<Record<string, string>> {
     const name = request.params?.name;
-    if (request.method !== 'tools/call' || typeof name !== 'string') return {};
+    // Only HTTP upstreams take Mcp-Param-* headers (tools.mdx §x-mcp-header: stdio MAY ignore them).
+    if (!this.toolHeaders || request.method !== 'tools/call' || typeof name !== 'string') return {};
     const annotations = await this.toolHeaders.lookup(name).catch(() => undefined);
     return annotations?.ok ? paramHeadersFor(annotations.headers, request.params?.arguments) : {};
   }

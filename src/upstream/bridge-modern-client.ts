@@ -11,7 +11,7 @@ import { META_CLIENT_CAPABILITIES, META_LOG_LEVEL, META_SUBSCRIPTION_ID, NAME_FI
 import { MODERN_VERSIONS } from '../protocol/versions.js';
 import type { UpstreamProfile } from './era-probe.js';
 import { LegacyClientSessions, type LegacyClientSession } from './legacy-client-sessions.js';
-import type { MessageClient } from './message-client.js';
+import type { UpstreamMessages } from './message-client.js';
 import { ParkedRequests, type Parked } from './parked-requests.js';
 import { ResponseChannel } from './response-channel.js';
 import { SseWriter } from '../edge/sse-writer.js';
@@ -58,7 +58,7 @@ export class ModernClientBridge {
    * the upstream stops behaving like a legacy server, so its era is probed again.
    */
   constructor(
-    private readonly client: MessageClient,
+    private readonly client: UpstreamMessages,
     private readonly profile: () => UpstreamProfile & { era: 'legacy' },
     inputTimeoutMs: number,
     private readonly staleVerdict: () => void,

@@ -8,7 +8,7 @@ import { GatewayError } from '../errors.js';
 import { ErrorCode, type JsonRpcResponse } from '../protocol/jsonrpc.js';
 import { META_CLIENT_CAPABILITIES, META_PROTOCOL_VERSION } from '../protocol/methods.js';
 import { isLegacyVersion, LATEST_LEGACY_VERSION, MODERN_VERSIONS } from '../protocol/versions.js';
-import type { MessageClient } from './message-client.js';
+import type { UpstreamMessages } from './message-client.js';
 
 export type UpstreamProfile =
   /** `alsoLegacy`: a dual-era server (VER §Compatibility Matrix) that legacy clients can reach directly. */
@@ -18,7 +18,7 @@ export type UpstreamProfile =
 const MODERN_ERRORS = new Set<number>([ErrorCode.HeaderMismatch, ErrorCode.MissingClientCapability, ErrorCode.UnsupportedProtocolVersion]);
 export const GATEHOUSE_CLIENT_INFO = { name: 'gatehouse', version: '0.1.0' };
 
-export async function probeUpstream(client: MessageClient, pinned: Era): Promise<UpstreamProfile> {
+export async function probeUpstream(client: UpstreamMessages, pinned: Era): Promise<UpstreamProfile> {
   if (pinned !== 'legacy') {
     const modern = await tryDiscover(client);
     if (modern.kind === 'modern') {
@@ -35,7 +35,7 @@ export async function probeUpstream(client: MessageClient, pinned: Era): Promise
 
 type DiscoverOutcome = { kind: 'modern'; profile: UpstreamProfile } | { kind: 'legacy' | 'no_common_version'; detail: string };
 
-async function tryDiscover(client: MessageClient): Promise<DiscoverOutcome> {
+async function tryDiscover(client: UpstreamMessages): Promise<DiscoverOutcome> {
   const version = MODERN_VERSIONS[0];
   const reply = await client.post(
     { jsonrpc: '2.0', id: 'gatehouse-discover', method: 'server/discover', params: { _meta: { [META_PROTOCOL_VERSION]: version, [META_CLIENT_CAPABILITIES]: {} } } },
@@ -60,7 +60,7 @@ async function tryDiscover(client: MessageClient): Promise<DiscoverOutcome> {
 }
 
 /** A throwaway legacy session: learn the upstream's InitializeResult, then end the session. */
-async function legacyHandshake(client: MessageClient): Promise<UpstreamProfile> {
+async function legacyHandshake(client: UpstreamMessages): Promise<UpstreamProfile> {
   const reply = await client.post(
     { jsonrpc: '2.0', id: 'gatehouse-probe', method: 'initialize', params: { protocolVersion: LATEST_LEGACY_VERSION, capabilities: {}, clientInfo: GATEHOUSE_CLIENT_INFO } },
     {},

@@ -7,7 +7,7 @@ import type { Logger } from '../log/logger.js';
 import type { JsonRpcResponse } from '../protocol/jsonrpc.js';
 import { LATEST_LEGACY_VERSION, isLegacyVersion } from '../protocol/versions.js';
 import { GATEHOUSE_CLIENT_INFO } from './era-probe.js';
-import type { MessageClient } from './message-client.js';
+import type { UpstreamMessages } from './message-client.js';
 
 export interface LegacyClientSession {
   /** The upstream's Mcp-Session-Id, when it issued one. */
@@ -25,7 +25,7 @@ const MAX_POOLED = 64;
 export class LegacyClientSessions {
   private readonly pool = new Map<string, { promise: Promise<LegacyClientSession>; session?: LegacyClientSession }>();
 
-  constructor(private readonly client: MessageClient, private readonly log: Logger) {}
+  constructor(private readonly client: UpstreamMessages, private readonly log: Logger) {}
 
   /** The session for this capability set, opened on first use. */
   get(capabilities: Record<string, unknown>): Promise<LegacyClientSession> {

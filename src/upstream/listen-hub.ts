@@ -6,7 +6,7 @@
 import type { Logger } from '../log/logger.js';
 import type { JsonRpcMessage } from '../protocol/jsonrpc.js';
 import { META_SUBSCRIPTION_ID } from '../protocol/methods.js';
-import type { MessageClient } from './message-client.js';
+import type { UpstreamMessages } from './message-client.js';
 
 /** subscriptions.mdx §Notification Filter. */
 export interface SubscriptionFilter {
@@ -44,7 +44,7 @@ export class ListenHub {
   private stream?: AbortController;
 
   constructor(
-    private readonly client: MessageClient,
+    private readonly client: UpstreamMessages,
     private readonly headers: () => Record<string, string>,
     private readonly log: Logger,
   ) {}

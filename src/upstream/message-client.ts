@@ -18,7 +18,18 @@ export interface UpstreamReply {
 
 const ERROR_BODY_LIMIT = 64 * 1024;
 
-export class MessageClient {
+/**
+ * Message-level access to an upstream, shaped like legacy/modern Streamable HTTP (status, session header,
+ * a stream of messages) whatever the transport underneath: HTTP here, stdio in stdio-messages.ts.
+ */
+export interface UpstreamMessages {
+  readonly upstream: string;
+  post(message: JsonRpcMessage, headers: Record<string, string>, signal?: AbortSignal): Promise<UpstreamReply>;
+  openGet(headers: Record<string, string>, signal: AbortSignal): Promise<AsyncGenerator<JsonRpcMessage, void, void> | null>;
+  deleteSession(sessionId: string, version: string): Promise<void>;
+}
+
+export class MessageClient implements UpstreamMessages {
   constructor(
     private readonly pool: Pool,
     private readonly path: string,

@@ -7,8 +7,11 @@ import type { StdioUpstreamConfig } from '../config/types.js';
 import { sendJsonRpcError } from '../edge/respond.js';
 import { GatewayError } from '../errors.js';
 import type { Logger } from '../log/logger.js';
-import { ErrorCode, idOf, type JsonRpcRequest } from '../protocol/jsonrpc.js';
-import { LEGACY_VERSIONS } from '../protocol/versions.js';
+import { ErrorCode, idOf, type JsonRpcRequest, type JsonRpcResponse } from '../protocol/jsonrpc.js';
+import { LegacyClientBridge } from './bridge-legacy-client.js';
+import { ModernClientBridge } from './bridge-modern-client.js';
+import { EraVerdict, probeUpstream, type UpstreamProfile } from './era-probe.js';
+import { StdioMessages } from './stdio-messages.js';
 import { ResponseChannel } from './response-channel.js';
 import { StdioSession } from './stdio-session.js';
 import { StdioProcess } from './stdio-process.js';
@@ -23,9 +26,25 @@ export class StdioUpstream implements Upstream {
   private readonly log: Logger;
   private lastStartOk: boolean | undefined;
 
-  constructor(private readonly config: StdioUpstreamConfig, limits: { max: number; idleTimeoutMs: number }, log: Logger) {
+  private readonly messages: StdioMessages;
+  private readonly verdict: EraVerdict;
+  private readonly modernBridge: ModernClientBridge;
+  private readonly legacyBridge: LegacyClientBridge;
+
+  constructor(private readonly config: StdioUpstreamConfig, limits: { max: number; idleTimeoutMs: number; inputTimeoutMs: number }, log: Logger) {
     this.name = config.name;
     this.log = log.child({ upstream: config.name });
+    this.messages = new StdioMessages(config, this.log);
+    this.verdict = new EraVerdict(async () => {
+      const profile = await probeUpstream(this.messages, config.era);
+      this.log.info('upstream era detected', { era: profile.era, version: profile.version });
+      if (profile.era === 'legacy') void this.messages.releaseShared();
+      return profile;
+    });
+    const legacyProfile = (): UpstreamProfile & { era: 'legacy' } => this.verdict.known as UpstreamProfile & { era: 'legacy' };
+    const modernProfile = (): UpstreamProfile & { era: 'modern' } => this.verdict.known as UpstreamProfile & { era: 'modern' };
+    this.modernBridge = new ModernClientBridge(this.messages, legacyProfile, limits.inputTimeoutMs, () => this.verdict.invalidate(), this.log);
+    this.legacyBridge = new LegacyClientBridge(this.messages, modernProfile, limits, () => this.verdict.invalidate(), undefined, this.log);
     // Every session is a child process, so the upstream's own cap applies on top of the global one.
     this.sessions = new SessionTable({ max: Math.min(limits.max, config.maxSessions), idleTimeoutMs: limits.idleTimeoutMs }, (id, reason) => {
       this.log.info('session ended', { session: id.slice(0, 8), reason });
@@ -34,10 +53,19 @@ export class StdioUpstream implements Upstream {
 
   async handle(ex: McpExchange): Promise<void> {
     const reply = { 'x-gatehouse-call-id': ex.callId };
-    if (ex.era === 'modern') {
-      // Era bridging (a modern client in front of a legacy stdio server) is not built yet.
-      sendJsonRpcError(ex.res, 400, idOf(ex.message), ErrorCode.UnsupportedProtocolVersion, `Upstream "${this.name}" speaks legacy MCP only; use one of the supported versions`, { supported: [...LEGACY_VERSIONS], requested: ex.req.headers['mcp-protocol-version'] }, reply);
-      return;
+    // Unless the server is pinned legacy and so is the client, the era verdict decides: legacy clients of a
+    // legacy or dual-era server get their own process per session, below; other pairs are bridged.
+    if (!(ex.era === 'legacy' && this.config.era === 'legacy')) {
+      let profile: UpstreamProfile;
+      try {
+        profile = this.verdict.known ?? (await this.verdict.get());
+      } catch (err) {
+        new ResponseChannel(ex).fail(err instanceof GatewayError ? err : new GatewayError('GW_ERR_UPSTREAM_EXITED', String(err), this.name));
+        return;
+      }
+      if (ex.era === 'modern' && profile.era === 'legacy') return this.modernBridge.handle(ex);
+      if (ex.era === 'legacy' && profile.era === 'modern' && !profile.alsoLegacy) return this.legacyBridge.handle(ex);
+      if (ex.era === 'modern') return this.forwardModern(ex);
     }
     if (ex.httpMethod === 'POST' && ex.kind === 'request' && (ex.message as JsonRpcRequest).method === 'initialize') {
       if (header(ex, 'mcp-session-id') !== undefined) {
@@ -72,7 +100,27 @@ export class StdioUpstream implements Upstream {
   }
 
   async close(): Promise<void> {
-    await this.sessions.closeAll();
+    await Promise.all([this.sessions.closeAll(), this.modernBridge.close(), this.legacyBridge.close()]);
+    await this.messages.close();
+  }
+
+  /** A modern client and a modern stdio server: each request on the shared process, stateless. */
+  private async forwardModern(ex: McpExchange): Promise<void> {
+    const channel = new ResponseChannel(ex);
+    try {
+      const reply = await this.messages.post(ex.message!, {}, ex.signal);
+      if (reply.status === 202) {
+        ex.res.writeHead(202, { 'x-gatehouse-call-id': ex.callId }).end();
+        return;
+      }
+      for await (const msg of reply.messages) {
+        if ('method' in msg) channel.push(msg);
+        else return channel.finish(msg as JsonRpcResponse);
+      }
+      channel.fail(new GatewayError('GW_ERR_UPSTREAM_BAD_RESPONSE', `Upstream "${this.name}" did not answer`, this.name));
+    } catch (err) {
+      if (!ex.signal.aborted) channel.fail(err instanceof GatewayError ? err : new GatewayError('GW_ERR_UPSTREAM_EXITED', String(err), this.name));
+    }
   }
 
   private async initialize(ex: McpExchange): Promise<void> {
