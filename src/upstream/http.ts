@@ -1,14 +1,13 @@
-// Streamable HTTP upstream: forwards each exchange through one undici Pool per upstream, keeping the
-// client's bytes and the upstream's stream intact. It owns header filtering in both directions and the
-// mapping of transport failures to clear 502/503/504 answers.
+// Streamable HTTP upstream: one undici Pool per upstream, and the choice, per exchange, between the
+// byte-for-byte pass-through (same era on both sides) and one of the era bridges, from the cached era
+// verdict. It also answers server/discover and checks Mcp-Param-* headers for modern calls.
 
-import type { IncomingHttpHeaders, OutgoingHttpHeaders } from 'node:http';
-import { Pool, type Dispatcher } from 'undici';
+import { Pool } from 'undici';
 import type { HttpUpstreamConfig } from '../config/types.js';
-import { GatewayError, gatewayErrorToWire } from '../errors.js';
+import { GatewayError } from '../errors.js';
 import { sendJson, sendJsonRpcError } from '../edge/respond.js';
 import type { Logger } from '../log/logger.js';
-import { ErrorCode, idOf, type JsonRpcId, type JsonRpcRequest } from '../protocol/jsonrpc.js';
+import { ErrorCode, idOf, type JsonRpcRequest } from '../protocol/jsonrpc.js';
 import { MODERN_VERSIONS } from '../protocol/versions.js';
 import { LegacyClientBridge } from './bridge-legacy-client.js';
 import { ModernClientBridge } from './bridge-modern-client.js';
@@ -17,33 +16,9 @@ import { MessageClient } from './message-client.js';
 import { checkParamHeaders } from '../catalog/param-headers.js';
 import { ToolHeaderIndex } from '../catalog/tool-header-index.js';
 import { META_CLIENT_CAPABILITIES, META_PROTOCOL_VERSION } from '../protocol/methods.js';
-import { relaySse } from './sse-relay.js';
 import { toGatewayError } from './failures.js';
-import { waitForDrain } from '../edge/backpressure.js';
+import { failExchange, PassThrough } from './passthrough.js';
 import type { McpExchange, Upstream } from './upstream.js';
-
-/**
- * Client headers an upstream may see. Everything else, above all `authorization` and `cookie`, stays at
- * the gateway: the upstream gets its own credentials from config (2026-07-28 security best practices,
- * "Token Passthrough").
- */
-const FORWARDED_REQUEST_HEADERS = new Set([
-  'accept',
-  'content-type',
-  'mcp-session-id',
-  'mcp-protocol-version',
-  'mcp-method',
-  'mcp-name',
-  'last-event-id',
-  'traceparent',
-  'tracestate',
-]);
-
-/**
- * Upstream response headers a client may see; hop-by-hop and upstream auth challenges stay behind.
- * `content-length` goes back with bodies forwarded unchanged, which spares chunked encoding.
- */
-const RETURNED_RESPONSE_HEADERS = new Set(['content-type', 'content-length', 'mcp-session-id', 'mcp-protocol-version', 'cache-control', 'retry-after', 'allow']);
 
 const READINESS_PROBE_HEADERS = {
   'content-type': 'application/json',
@@ -66,6 +41,7 @@ export class HttpUpstream implements Upstream {
   private readonly path: string;
   private readonly configuredHeaders: Record<string, string>;
   private readonly log: Logger;
+  private readonly passThrough: PassThrough;
   private readonly verdict: EraVerdict;
   private readonly modernBridge: ModernClientBridge;
   /** For modern upstreams: which tool arguments travel as Mcp-Param-* headers. */
@@ -91,6 +67,7 @@ export class HttpUpstream implements Upstream {
       headersTimeout: config.timeouts.headersMs,
       bodyTimeout: config.timeouts.bodyMs,
     });
+    this.passThrough = new PassThrough(this.pool, this.path, this.configuredHeaders, config.era, this.name, this.log);
     const messages = new MessageClient(this.pool, this.path, this.configuredHeaders, this.name);
     this.verdict = new EraVerdict(async () => {
       const profile = await probeUpstream(messages, config.era);
@@ -120,13 +97,13 @@ export class HttpUpstream implements Upstream {
   async handle(ex: McpExchange): Promise<void> {
     // A client of the era the upstream is pinned to needs no verdict: plain pass-through, no probe (except
     // that Gatehouse answers server/discover itself, from the upstream's own discover result).
-    if (ex.era === this.era && !(ex.era === 'modern' && (isDiscover(ex) || isToolCall(ex)))) return this.passThrough(ex);
+    if (ex.era === this.era && !(ex.era === 'modern' && (isDiscover(ex) || isToolCall(ex)))) return this.passThrough.forward(ex);
     let profile = this.verdict.known;
     if (!profile) {
       try {
         profile = await this.verdict.get();
       } catch (err) {
-        this.fail(ex, ex.kind === 'request' ? idOf(ex.message) : null, toGatewayError(err, this.name));
+        failExchange(ex, ex.kind === 'request' ? idOf(ex.message) : null, toGatewayError(err, this.name), this.log);
         return;
       }
     }
@@ -146,7 +123,7 @@ export class HttpUpstream implements Upstream {
         return;
       }
     }
-    return this.passThrough(ex);
+    return this.passThrough.forward(ex);
   }
 
   /**
@@ -166,61 +143,6 @@ export class HttpUpstream implements Upstream {
       if (refresh) return problem;
     }
     return undefined;
-  }
-
-  /** Same era on both sides: the client's bytes and the upstream's stream, relayed untouched. */
-  private async passThrough(ex: McpExchange): Promise<void> {
-    if (ex.httpMethod !== 'POST' && this.era === 'modern') {
-      // A modern-only upstream has no GET stream or sessions to end (streamable-http.mdx §Earlier
-      // Streamable HTTP Revisions); the front door already answers modern clients' GET/DELETE with 405.
-      sendJsonRpcError(ex.res, 405, null, ErrorCode.InvalidRequest, `${ex.httpMethod} is not supported by upstream "${this.name}"; use POST`, undefined, { allow: 'POST', 'x-gatehouse-call-id': ex.callId });
-      return;
-    }
-    const requestId = ex.kind === 'request' ? idOf(ex.message) : null;
-    let upstreamRes: Dispatcher.ResponseData;
-    try {
-      upstreamRes = await this.pool.request({
-        path: this.path,
-        method: ex.httpMethod,
-        headers: this.requestHeaders(ex.req.headers, ex.era === 'modern'),
-        body: ex.body ?? null,
-        signal: ex.signal,
-      });
-    } catch (err) {
-      if (ex.signal.aborted) return; // the client left; nobody to answer
-      this.fail(ex, requestId, toGatewayError(err, this.name));
-      return;
-    }
-    const { statusCode, headers, body } = upstreamRes;
-    if (statusCode === 401 || statusCode === 403) {
-      // The upstream refused the gateway's own credentials: the client cannot fix that, the operator can.
-      body.dump().catch(() => {});
-      this.log.error('upstream refused the gateway credentials', { status: statusCode, callId: ex.callId });
-      this.fail(ex, requestId, new GatewayError('GW_ERR_UPSTREAM_BAD_RESPONSE', `Upstream "${this.name}" refused the gateway's credentials (HTTP ${statusCode})`, this.name));
-      return;
-    }
-    const contentType = headerValue(headers['content-type']) ?? '';
-    const outHeaders = responseHeaders(headers, ex.callId);
-    if (contentType.startsWith('text/event-stream')) {
-      // The relay writes whole events, never a declared length; a stream has none anyway.
-      delete outHeaders['content-length'];
-      outHeaders['x-accel-buffering'] = 'no';
-      outHeaders['cache-control'] ??= 'no-cache';
-      ex.res.writeHead(statusCode, outHeaders);
-      ex.res.flushHeaders();
-      await relaySse(body, ex, requestId, this.name, this.log);
-      return;
-    }
-    ex.res.writeHead(statusCode, outHeaders);
-    try {
-      for await (const chunk of body) {
-        if (!ex.res.write(chunk)) await waitForDrain(ex.res, ex.signal);
-      }
-      ex.res.end();
-    } catch (err) {
-      if (!ex.signal.aborted) this.log.warn('upstream body failed mid-response', { err, callId: ex.callId });
-      ex.res.destroy();
-    }
   }
 
   async ready(): Promise<boolean> {
@@ -261,34 +183,6 @@ export class HttpUpstream implements Upstream {
     sendJson(ex.res, 200, { jsonrpc: '2.0', id, result }, { 'x-gatehouse-call-id': ex.callId });
   }
 
-  private requestHeaders(client: IncomingHttpHeaders, modern: boolean): Record<string, string> {
-    const out: Record<string, string> = {};
-    for (const key in client) {
-      // Modern requests never carry session or resumption headers upstream (streamable-http.mdx §Earlier
-      // Streamable HTTP Revisions: ignore Mcp-Session-Id and Last-Event-ID).
-      if (modern && (key === 'mcp-session-id' || key === 'last-event-id')) continue;
-      if (FORWARDED_REQUEST_HEADERS.has(key) || key.startsWith('mcp-param-')) {
-        const v = client[key];
-        if (typeof v === 'string') out[key] = v;
-      }
-    }
-    // Configured headers win: they are the upstream's own credentials and fixed metadata.
-    return Object.assign(out, this.configuredHeaders);
-  }
-
-  private fail(ex: McpExchange, id: JsonRpcId | null, err: GatewayError): void {
-    this.log.warn('upstream call failed', { code: err.code, err: err.cause ?? err.message, callId: ex.callId });
-    const wire = gatewayErrorToWire(err, id, ex.callId);
-    sendJson(ex.res, wire.status, wire.body, { ...wire.headers, 'x-gatehouse-call-id': ex.callId });
-  }
-}
-
-function responseHeaders(upstream: IncomingHttpHeaders, callId: string): OutgoingHttpHeaders {
-  const out: OutgoingHttpHeaders = { 'x-gatehouse-call-id': callId };
-  for (const key in upstream) {
-    if (RETURNED_RESPONSE_HEADERS.has(key)) out[key] = upstream[key];
-  }
-  return out;
 }
 
 function isToolCall(ex: McpExchange): boolean {
@@ -297,10 +191,6 @@ function isToolCall(ex: McpExchange): boolean {
 
 function isDiscover(ex: McpExchange): boolean {
   return ex.kind === 'request' && (ex.message as JsonRpcRequest).method === 'server/discover';
-}
-
-function headerValue(v: string | string[] | undefined): string | undefined {
-  return Array.isArray(v) ? v[0] : v;
 }
 
 function lowerCaseKeys(h: Record<string, string>): Record<string, string> {
