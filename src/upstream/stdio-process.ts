@@ -33,6 +33,8 @@ export class StdioProcess {
   private stdoutBuf = '';
   private dropping = false;
   private exited = false;
+  /** Set once stop() begins: the exit that follows is expected, not news. */
+  private stopping = false;
   private exitWaiters: Array<() => void> = [];
   /** Called for every message that is not a response to a pending request. */
   onMessage: (msg: JsonRpcMessage) => void = () => {};
@@ -109,6 +111,7 @@ export class StdioProcess {
     const child = this.child;
     if (!child || this.exited) return;
     const gone = new Promise<void>((r) => this.exitWaiters.push(r));
+    this.stopping = true;
     child.stdin.end();
     if (await within(gone, graceMs)) return;
     child.kill('SIGTERM');
@@ -177,7 +180,10 @@ export class StdioProcess {
   private markExited(reason: string): void {
     if (this.exited) return;
     this.exited = true;
-    if (this.child !== undefined) this.log.warn('stdio upstream exited', { pid: this.child.pid, reason });
+    if (this.child !== undefined) {
+      if (this.stopping) this.log.info('stdio upstream stopped', { pid: this.child.pid, reason });
+      else this.log.warn('stdio upstream exited', { pid: this.child.pid, reason });
+    }
     for (const [id, p] of this.pending) {
       clearTimeout(p.timer);
       p.reject(this.exitedError(reason));
