@@ -47,6 +47,17 @@ export function createEdge(listen: ListenConfig, handlers: EdgeHandlers, log: Lo
   let draining = false;
   const idleWaiters: Array<() => void> = [];
   const listenStreams = new Set<ServerResponse>();
+  const inFlightResponses = new Set<ServerResponse>();
+  const settle = (res: ServerResponse): void => {
+    if (!inFlightResponses.delete(res)) return;
+    if (--inFlight === 0) for (const w of idleWaiters.splice(0)) w();
+  };
+  /** Listening streams (GET, subscriptions/listen) carry no work: a drain ends them instead of waiting. */
+  const markListenStream = (res: ServerResponse): void => {
+    settle(res);
+    listenStreams.add(res);
+    res.on('close', () => listenStreams.delete(res));
+  };
 
   const onRequest = (req: IncomingMessage, res: ServerResponse): void => {
     const path = pathOf(req.url);
@@ -56,15 +67,11 @@ export function createEdge(listen: ListenConfig, handlers: EdgeHandlers, log: Lo
       return;
     }
     if (path === listen.path) {
-      const isListen = req.method === 'GET';
-      if (isListen) {
-        listenStreams.add(res);
-        res.on('close', () => listenStreams.delete(res));
-      } else {
+      if (req.method === 'GET') markListenStream(res);
+      else {
         inFlight++;
-        res.on('close', () => {
-          if (--inFlight === 0) for (const w of idleWaiters.splice(0)) w();
-        });
+        inFlightResponses.add(res);
+        res.on('close', () => settle(res));
       }
       handleMcp(req, res).catch((err: unknown) => {
         log.error('unhandled error on the MCP endpoint', { err });
@@ -124,6 +131,7 @@ export function createEdge(listen: ListenConfig, handlers: EdgeHandlers, log: Lo
     if (!parsed.ok) return refuse(res, callId, null, { status: 400, code: parsed.code, reason: parsed.batch ? 'batch' : parsed.code === ErrorCode.ParseError ? 'parse_error' : 'invalid_request', message: parsed.message });
     const admitted = admitPost(req.headers, parsed.kind, parsed.message);
     if (!admitted.ok) return refuse(res, callId, idOf(parsed.message), admitted.refusal);
+    if (parsed.kind === 'request' && (parsed.message as { method: string }).method === 'subscriptions/listen') markListenStream(res);
     await handlers.mcp({ callId, req, res, httpMethod: 'POST', body: read.body, message: parsed.message, kind: parsed.kind, era: admitted.era, version: admitted.version, signal: controller.signal });
   }
 

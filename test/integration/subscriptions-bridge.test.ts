@@ -120,3 +120,31 @@ describe('legacy GET stream → modern upstream', () => {
     stream.body.destroy();
   });
 });
+
+describe('shutdown', () => {
+  test('an open subscriptions/listen does not hold up the drain: it is ended, not waited for', async () => {
+    const up = await startFakeUpstream((req, res, body) => {
+      if (req.method === 'GET') {
+        res.writeHead(200, { 'content-type': 'text/event-stream' });
+        res.write(': open\n\n');
+        return;
+      }
+      if (req.method === 'DELETE') return void res.writeHead(200).end();
+      const msg = JSON.parse(body) as { id?: unknown; method?: string };
+      if (msg.method === 'initialize') {
+        const text = JSON.stringify({ jsonrpc: '2.0', id: msg.id, result: { protocolVersion: '2025-11-25', capabilities: { tools: { listChanged: true } }, serverInfo: { name: 'l', version: '1' } } });
+        return void res.writeHead(200, { 'content-type': 'application/json', 'mcp-session-id': 's-2' }).end(text);
+      }
+      if (msg.id === undefined) return void res.writeHead(202).end();
+      jsonResult(res, body, {});
+    }, { handshake: false });
+    cleanups.push(() => up.close());
+    const gw = await startGateway({ upstreams: [{ name: 'up', url: up.url, era: 'legacy' }], shutdown: { graceMs: 1500 } });
+    const listen = modernRequest(1, 'subscriptions/listen', { notifications: { toolsListChanged: true } });
+    const res = await request(gw.url, { method: 'POST', headers: listen.headers, body: listen.body });
+    await readEvents(res.body, (m) => m.length >= 1);
+    await gw.close();
+    assert.ok(!gw.logs.some((l) => l.msg === 'grace period over; closing the requests still in flight'), 'the drain did not wait for the listen stream');
+    assert.ok(gw.logs.some((l) => l.msg === 'shutting down: draining in-flight requests' && l.inFlight === 0));
+  });
+});
