@@ -182,7 +182,17 @@ describe('SSE relay', () => {
       res.writeHead(200, { 'content-type': 'text/event-stream' });
       for (let i = 0; i < total && !res.destroyed; i++) {
         written++;
-        if (!res.write(chunk)) await new Promise((r) => { res.once('drain', r); res.once('close', r); });
+        if (!res.write(chunk)) {
+          await new Promise<void>((r) => {
+            const done = (): void => {
+              res.off('drain', done);
+              res.off('close', done);
+              r();
+            };
+            res.on('drain', done);
+            res.on('close', done);
+          });
+        }
       }
       res.end();
       finished = true;
