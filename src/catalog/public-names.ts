@@ -1,0 +1,75 @@
+// Public names for tools and prompts: safe for clients and model APIs (`[A-Za-z0-9_-]`, at most 64
+// characters), derived from each ref (`upstream/original-name`) alone, so every replica and every restart
+// agrees. Not wired into a request path yet: the catalog that aggregates upstreams will use it.
+
+import { createHash } from 'node:crypto';
+
+export const MAX_NAME_LENGTH = 64;
+/** Hex characters of the ref's SHA-256 appended to names that collide or run long. */
+const DIGEST_LENGTH = 8;
+
+export type PrefixMode = 'auto' | 'always' | 'never';
+
+export interface Ref {
+  upstream: string;
+  name: string;
+}
+
+export function refString(ref: Ref): string {
+  return `${ref.upstream}/${ref.name}`;
+}
+
+/** The name before collisions are considered: unsafe characters replaced, the prefix added when asked. */
+export function baseName(ref: Ref, prefixed: boolean): string {
+  const safe = ref.name.replace(/[^A-Za-z0-9_-]/g, '_') || '_';
+  return prefixed ? `${ref.upstream}_${safe}` : safe;
+}
+
+export function digestOf(ref: Ref, length = DIGEST_LENGTH): string {
+  return createHash('sha256').update(refString(ref)).digest('hex').slice(0, length);
+}
+
+function withDigest(base: string, ref: Ref, length = DIGEST_LENGTH): string {
+  const suffix = `_${digestOf(ref, length)}`;
+  return base.slice(0, MAX_NAME_LENGTH - suffix.length) + suffix;
+}
+
+/**
+ * Public names for a set of refs.
+ * - A ref keeps its base name when no other ref shares it and it fits in 64 characters.
+ * - Where several refs share a base name, the one whose base name is its own original name (already safe,
+ *   unprefixed) keeps it. Adding a tool that merely sanitizes to an existing name never renames the
+ *   existing one.
+ * - Every other ref in the group, and every name over 64 characters, gets `_` + 8 hex of SHA-256(ref),
+ *   truncating before it.
+ * The result depends on the set only, never on its order.
+ */
+export function assignPublicNames(refs: readonly Ref[], mode: PrefixMode, upstreamCount: number): Map<string, string> {
+  const prefixed = mode === 'always' || (mode === 'auto' && upstreamCount > 1);
+  const groups = new Map<string, Ref[]>();
+  for (const ref of refs) {
+    const base = baseName(ref, prefixed);
+    const group = groups.get(base);
+    if (group) group.push(ref);
+    else groups.set(base, [ref]);
+  }
+  const out = new Map<string, string>();
+  for (const [base, group] of groups) {
+    const fits = base.length <= MAX_NAME_LENGTH;
+    const owners = group.filter((r) => !prefixed && r.name === base);
+    const keeper = fits && (group.length === 1 ? group[0] : owners.length === 1 ? owners[0] : undefined);
+    for (const ref of group) {
+      const name = ref === keeper ? base : withDigest(base, ref);
+      out.set(refString(ref), name);
+    }
+  }
+  // A digest name could, in theory, equal another tool's plain name: widen the digest for those.
+  const counts = new Map<string, number>();
+  for (const name of out.values()) counts.set(name, (counts.get(name) ?? 0) + 1);
+  for (const ref of refs) {
+    const key = refString(ref);
+    const name = out.get(key)!;
+    if ((counts.get(name) ?? 0) > 1 && name !== baseName(ref, prefixed)) out.set(key, withDigest(baseName(ref, prefixed), ref, 16));
+  }
+  return out;
+}

@@ -1,0 +1,59 @@
+// The safe-name rule: deterministic, order-independent, collision-free public names from refs.
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { assignPublicNames, digestOf, type Ref } from '../../../src/catalog/public-names.js';
+
+const SAFE = /^[A-Za-z0-9_-]{1,64}$/;
+const names = (refs: Ref[], upstreams = 1, mode: 'auto' | 'always' | 'never' = 'auto') => assignPublicNames(refs, mode, upstreams);
+
+test('safe names stay as they are; unsafe characters are replaced and the digest marks the change only on collision', () => {
+  const m = names([{ upstream: 'crm', name: 'search' }, { upstream: 'crm', name: 'météo' }, { upstream: 'crm', name: 'files/read' }]);
+  assert.equal(m.get('crm/search'), 'search');
+  assert.equal(m.get('crm/météo'), 'm_t_o');
+  assert.equal(m.get('crm/files/read'), 'files_read');
+});
+
+test('prefix: auto adds the upstream only when there are several; always and never are honoured', () => {
+  assert.equal(names([{ upstream: 'crm', name: 'search' }], 1).get('crm/search'), 'search');
+  assert.equal(names([{ upstream: 'crm', name: 'search' }], 2).get('crm/search'), 'crm_search');
+  assert.equal(names([{ upstream: 'crm', name: 'search' }], 1, 'always').get('crm/search'), 'crm_search');
+  assert.equal(names([{ upstream: 'crm', name: 'search' }], 3, 'never').get('crm/search'), 'search');
+});
+
+test('a collision keeps the already-safe original and digests the others', () => {
+  const m = names([{ upstream: 'u', name: 'get_user' }, { upstream: 'u', name: 'get.user' }, { upstream: 'u', name: 'get user' }]);
+  assert.equal(m.get('u/get_user'), 'get_user');
+  assert.equal(m.get('u/get.user'), `get_user_${digestOf({ upstream: 'u', name: 'get.user' })}`);
+  assert.equal(m.get('u/get user'), `get_user_${digestOf({ upstream: 'u', name: 'get user' })}`);
+  // Same names from two upstreams without a prefix collide too.
+  const n = names([{ upstream: 'a', name: 'search' }, { upstream: 'b', name: 'search' }], 2, 'never');
+  assert.notEqual(n.get('a/search'), n.get('b/search'));
+  assert.match(n.get('a/search')!, /^search_[0-9a-f]{8}$/);
+});
+
+test('a name over 64 characters is truncated before a digest, to exactly 64', () => {
+  const long = 'x'.repeat(100);
+  const m = names([{ upstream: 'u', name: long }]);
+  const name = m.get(`u/${long}`)!;
+  assert.equal(name.length, 64);
+  assert.ok(name.endsWith(`_${digestOf({ upstream: 'u', name: long })}`));
+});
+
+test('independent of list order; adding a tool renames nothing it does not collide with; all names safe and unique', () => {
+  const refs: Ref[] = [
+    { upstream: 'a', name: 'x.y' },
+    { upstream: 'a', name: 'x_y' },
+    { upstream: 'b', name: 'x y' },
+    { upstream: 'b', name: 'ünïcode' },
+    { upstream: 'a', name: 'z'.repeat(70) },
+    { upstream: 'b', name: 'plain' },
+  ];
+  const first = names(refs, 2);
+  const shuffled = names([...refs].reverse(), 2);
+  assert.deepEqual([...first.entries()].sort(), [...shuffled.entries()].sort());
+  const grown = names([...refs, { upstream: 'b', name: 'another' }], 2);
+  for (const ref of refs) assert.equal(grown.get(`${ref.upstream}/${ref.name}`), first.get(`${ref.upstream}/${ref.name}`));
+  const all = [...grown.values()];
+  for (const n of all) assert.match(n, SAFE);
+  assert.equal(new Set(all).size, all.length);
+});
