@@ -19,18 +19,9 @@ import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { fileURLToPath } from 'node:url';
 import { startGateway, type TestGateway } from '../helpers/gateway.js';
-import {
-  CLIENT_KINDS,
-  connectClient,
-  describeError,
-  describeWire,
-  textOf,
-  type ClientKind,
-  type ElicitAnswer,
-  type MatrixClient,
-  type ProgressEvent,
-  type WireRecord,
-} from '../helpers/matrix-clients.js';
+import { createCellRunner, OPERATIONS, type MatrixUpstream } from '../helpers/matrix-cells.js';
+import { CLIENT_KINDS } from '../helpers/matrix-clients.js';
+import { isAlive, stdioChildPids, waitUntil } from '../helpers/stdio-children.js';
 
 /** Bound on each client connect and each request (covers spawning the child on first use). */
 const REQUEST_TIMEOUT_MS = 15_000;
@@ -53,31 +44,8 @@ before(async () => {
   gwModern = await startGateway({ upstreams: [{ name: 'modern', command: [process.execPath, MODERN_STDIO] }] });
 });
 
-/** PIDs of every stdio child a gateway reported starting (its "stdio upstream started" log line). */
-function childPids(gw: TestGateway | undefined): number[] {
-  return (gw?.logs ?? []).filter((l) => l.msg === 'stdio upstream started' && typeof l.pid === 'number').map((l) => l.pid as number);
-}
-
-function isAlive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (err) {
-    return (err as NodeJS.ErrnoException).code === 'EPERM';
-  }
-}
-
-async function waitUntil(cond: () => boolean, timeoutMs: number): Promise<boolean> {
-  const deadline = Date.now() + timeoutMs;
-  while (Date.now() < deadline) {
-    if (cond()) return true;
-    await new Promise((r) => setTimeout(r, 50));
-  }
-  return cond();
-}
-
 after(async () => {
-  const pids = [...childPids(gwLegacy), ...childPids(gwModern)];
+  const pids = [...stdioChildPids(gwLegacy), ...stdioChildPids(gwModern)];
   await gwLegacy?.close();
   await gwModern?.close();
   // M basic/transports/stdio.mdx §Shutdown: the gateway (the client of its children) ends them on close.
@@ -101,12 +69,9 @@ function must<T>(value: T | undefined, what: string): T {
 
 // ---- the upstream axis -------------------------------------------------------------------------------
 
-interface UpstreamSpec {
-  label: string;
+interface UpstreamSpec extends MatrixUpstream {
   /** Gatehouse's endpoint in front of it. */
   gatewayUrl(): string;
-  /** A tool only this upstream has, so tools/list proves which server answered. */
-  marker: string;
 }
 
 const UPSTREAMS: readonly UpstreamSpec[] = [
@@ -129,114 +94,31 @@ const UPSTREAMS: readonly UpstreamSpec[] = [
 
 // ---- the operation axis ------------------------------------------------------------------------------
 
-/** The tools both upstreams offer (the v2 fixture mirrors server-everything's names and shapes). */
-const COMMON_TOOLS = ['echo', 'trigger-long-running-operation', 'trigger-elicitation-request'];
-const ELICIT_MESSAGE = 'Please provide inputs for the following fields:';
-
-interface CellContext {
-  client: MatrixClient;
-  upstream: UpstreamSpec;
-  /** Unique per cell, woven into echoed text and elicitation answers. */
-  tag: string;
-}
-
-interface OperationSpec {
-  label: string;
-  /** What the client's elicitation handler answers for this operation. */
-  elicitAnswer?(tag: string): ElicitAnswer;
-  run(cx: CellContext): Promise<void>;
-}
-
-const OPERATIONS: readonly OperationSpec[] = [
-  {
-    // tools/list. L/M server/tools.mdx §Listing Tools; across eras M basic/versioning.mdx §Compatibility
-    // Matrix (the gateway answers `server/discover` / `initialize` itself and forwards the list); over stdio
-    // M basic/transports/stdio.mdx (one JSON-RPC message per line).
-    label: 'tools/list',
-    async run({ client, upstream }) {
-      const names = await client.listToolNames();
-      for (const expected of [...COMMON_TOOLS, upstream.marker]) {
-        assert.ok(names.includes(expected), `tools/list lacks ${expected}: ${names.join(', ')}`);
-      }
-    },
-  },
-  {
-    // tools/call of `echo`. L/M server/tools.mdx §Calling Tools; across eras M basic/versioning.mdx
-    // §Compatibility Matrix (per-request `_meta` envelope injected/stripped, `resultType` added/stripped);
-    // M basic/transports/stdio.mdx.
-    label: 'tools/call',
-    async run({ client, tag }) {
-      const result = await client.callTool('echo', { message: `matrix ${tag}` });
-      assert.notEqual(result.isError, true, `echo failed: ${textOf(result)}`);
-      assert.equal(textOf(result), `Echo: matrix ${tag}`);
-    },
-  },
-  {
-    // A progress-reporting call. L basic/utilities/progress.mdx; M basic/patterns/progress.mdx
-    // (`_meta.progressToken`, increasing `progress`); the child writes them on stdout (M
-    // basic/transports/stdio.mdx) and the gateway relays them on the originating POST's SSE stream before
-    // the response (L basic/transports.mdx §Sending Messages to the Server 6; M
-    // basic/transports/streamable-http.mdx §Receiving Messages); across eras M basic/versioning.mdx
-    // §Compatibility Matrix.
-    label: 'progress',
-    async run({ client }) {
-      const events: ProgressEvent[] = [];
-      const result = await client.callTool('trigger-long-running-operation', { duration: 0.6, steps: 3 }, { onprogress: (p) => events.push(p) });
-      const beforeResult = events.slice(); // everything the client had received when the result arrived
-      assert.notEqual(result.isError, true, `long-running operation failed: ${textOf(result)}`);
-      assert.match(textOf(result), /Long running operation completed\. Duration: 0\.6 seconds, Steps: 3\./);
-      assert.ok(beforeResult.length >= 2, `expected ≥ 2 progress notifications before the result, got ${JSON.stringify(beforeResult)}`);
-      for (let i = 1; i < beforeResult.length; i++) {
-        assert.ok(beforeResult[i]!.progress > beforeResult[i - 1]!.progress, `progress not increasing: ${JSON.stringify(beforeResult)}`);
-      }
-    },
-  },
-  {
-    // An elicitation round trip. Legacy: `elicitation/create` as a server→client request (L
-    // client/elicitation.mdx §Form Mode Flow; on stdio the child writes it on stdout and reads the answer on
-    // stdin, L basic/transports.mdx §stdio; on HTTP L basic/transports.mdx §Sending Messages to the Server
-    // 4, 6). Modern: MRTR — `InputRequiredResult`, then a retry with `inputResponses` (M
-    // basic/patterns/mrtr.mdx §Basic Workflow; M server/tools.mdx §Input Required Tool Results; M
-    // client/elicitation.mdx §Form Mode Flow). Across eras M basic/versioning.mdx §Compatibility Matrix.
-    label: 'elicitation',
-    elicitAnswer: (tag) => ({ action: 'accept', content: { name: `Ada ${tag}`, check: true } }),
-    async run({ client, tag }) {
-      const result = await client.callTool('trigger-elicitation-request', {});
-      assert.equal(client.elicitations.length, 1, `the elicitation handler ran ${client.elicitations.length} times`);
-      assert.equal(client.elicitations[0]!.message, ELICIT_MESSAGE);
-      const text = textOf(result);
-      assert.notEqual(result.isError, true, `elicitation tool failed: ${text}`);
-      assert.match(text, /User provided the requested information/);
-      assert.ok(text.includes(`- Name: Ada ${tag}`), `the answer is not in the result: ${text}`);
-      assert.match(text, /- Agreed to terms: true/);
-    },
-  },
-];
+// OPERATIONS and the cell runner are the HTTP matrix's (../helpers/matrix-cells.ts). What each operation
+// exercises over stdio:
+//   tools/list  — L/M server/tools.mdx §Listing Tools; across eras M basic/versioning.mdx §Compatibility
+//                 Matrix (the gateway answers `server/discover` / `initialize` itself and forwards the list);
+//                 over stdio M basic/transports/stdio.mdx (one JSON-RPC message per line).
+//   tools/call  — of `echo`. L/M server/tools.mdx §Calling Tools; across eras M basic/versioning.mdx
+//                 §Compatibility Matrix (per-request `_meta` envelope injected/stripped, `resultType`
+//                 added/stripped); M basic/transports/stdio.mdx.
+//   progress    — a progress-reporting call. L basic/utilities/progress.mdx; M basic/patterns/progress.mdx
+//                 (`_meta.progressToken`, increasing `progress`); the child writes them on stdout (M
+//                 basic/transports/stdio.mdx) and the gateway relays them on the originating POST's SSE stream
+//                 before the response (L basic/transports.mdx §Sending Messages to the Server 6; M
+//                 basic/transports/streamable-http.mdx §Receiving Messages); across eras M basic/versioning.mdx
+//                 §Compatibility Matrix.
+//   elicitation — a round trip. Legacy: `elicitation/create` as a server→client request (L
+//                 client/elicitation.mdx §Form Mode Flow; on stdio the child writes it on stdout and reads the
+//                 answer on stdin, L basic/transports.mdx §stdio; on HTTP L basic/transports.mdx §Sending
+//                 Messages to the Server 4, 6). Modern: MRTR — `InputRequiredResult`, then a retry with
+//                 `inputResponses` (M basic/patterns/mrtr.mdx §Basic Workflow; M server/tools.mdx §Input
+//                 Required Tool Results; M client/elicitation.mdx §Form Mode Flow). Across eras M
+//                 basic/versioning.mdx §Compatibility Matrix.
 
 // ---- running one cell --------------------------------------------------------------------------------
 
-let cellCounter = 0;
-
-async function runCell(kind: ClientKind, upstream: UpstreamSpec, op: OperationSpec): Promise<void> {
-  const tag = `stdio-cell-${++cellCounter}`;
-  const answer = op.elicitAnswer?.(tag);
-  const wire: WireRecord[] = [];
-  let client: MatrixClient | undefined;
-  try {
-    client = await connectClient(kind, upstream.gatewayUrl(), { timeoutMs: REQUEST_TIMEOUT_MS, wire, ...(answer ? { elicitAnswer: answer } : {}) });
-    await op.run({ client, upstream, tag });
-  } catch (err) {
-    // Keep the client's own error first; add what went over the wire for whoever debugs the gateway.
-    const where = `${client ? `era=${client.era() ?? '?'}` : 'connect failed'}; wire: ${describeWire(wire)}`;
-    if (err instanceof assert.AssertionError) {
-      err.message = `${err.message}\n  ${where}`;
-      throw err;
-    }
-    throw new Error(`${describeError(err)}\n  ${where}`, { cause: err });
-  } finally {
-    await client?.close();
-  }
-}
+const runCell = createCellRunner({ tagPrefix: 'stdio-cell', requestTimeoutMs: REQUEST_TIMEOUT_MS });
 
 // ---- the matrix, through Gatehouse -------------------------------------------------------------------
 
@@ -246,7 +128,7 @@ async function runCell(kind: ClientKind, upstream: UpstreamSpec, op: OperationSp
 for (const kind of CLIENT_KINDS) {
   for (const upstream of UPSTREAMS) {
     for (const op of OPERATIONS) {
-      test(`${kind} → ${upstream.label}: ${op.label}`, { timeout: TEST_TIMEOUT_MS }, () => runCell(kind, upstream, op));
+      test(`${kind} → ${upstream.label}: ${op.label}`, { timeout: TEST_TIMEOUT_MS }, () => runCell(kind, () => upstream.gatewayUrl(), upstream, op));
     }
   }
 }

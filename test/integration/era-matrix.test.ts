@@ -21,18 +21,8 @@ import assert from 'node:assert/strict';
 import { startEverythingHttp, type EverythingHttp } from '../fixtures/upstreams/everything-http.js';
 import { startModernMatrixServer, type ModernMatrixServer } from '../fixtures/upstreams/modern-matrix-server.js';
 import { startGateway, type TestGateway } from '../helpers/gateway.js';
-import {
-  CLIENT_KINDS,
-  connectClient,
-  describeError,
-  describeWire,
-  textOf,
-  type ClientKind,
-  type ElicitAnswer,
-  type MatrixClient,
-  type ProgressEvent,
-  type WireRecord,
-} from '../helpers/matrix-clients.js';
+import { COMMON_TOOLS, createCellRunner, OPERATIONS, type MatrixUpstream } from '../helpers/matrix-cells.js';
+import { CLIENT_KINDS, connectClient, describeError, type ClientKind, type MatrixClient } from '../helpers/matrix-clients.js';
 
 /** Bound on each client connect and each request. */
 const REQUEST_TIMEOUT_MS = 10_000;
@@ -74,15 +64,12 @@ function must<T>(value: T | undefined, what: string): T {
 
 type UpstreamKey = 'legacy' | 'modern';
 
-interface UpstreamSpec {
+interface UpstreamSpec extends MatrixUpstream {
   key: UpstreamKey;
-  label: string;
   /** The upstream's endpoint (no gateway). */
   directUrl(): string;
   /** Gatehouse's endpoint in front of it. */
   gatewayUrl(): string;
-  /** A tool only this upstream has, so tools/list proves which server answered. */
-  marker: string;
 }
 
 const UPSTREAMS: readonly UpstreamSpec[] = [
@@ -113,115 +100,31 @@ const DUAL_ERA: UpstreamSpec = {
 
 // ---- the operation axis ------------------------------------------------------------------------------
 
-/** The tools both upstreams offer (the v2 fixture mirrors server-everything's names and shapes). */
-const COMMON_TOOLS = ['echo', 'trigger-long-running-operation', 'trigger-elicitation-request'];
-const ELICIT_MESSAGE = 'Please provide inputs for the following fields:';
-
-interface CellContext {
-  client: MatrixClient;
-  upstream: UpstreamSpec;
-  /** Unique per cell, woven into echoed text and elicitation answers. */
-  tag: string;
-}
-
-interface OperationSpec {
-  label: string;
-  /** What the client's elicitation handler answers for this operation. */
-  elicitAnswer?(tag: string): ElicitAnswer;
-  run(cx: CellContext): Promise<void>;
-}
-
-const OPERATIONS: readonly OperationSpec[] = [
-  {
-    // tools/list. L: server/tools.mdx §Listing Tools; M: server/tools.mdx §Listing Tools. Across eras:
-    // M: basic/versioning.mdx §Compatibility Matrix (Modern→Legacy and Legacy→Modern fail without a bridge)
-    // and GATEWAY-REQUIREMENTS §16.1/§16.2 "Handshake synthesis" (the gateway answers `server/discover` /
-    // `initialize` itself and forwards the list).
-    label: 'tools/list',
-    async run({ client, upstream }) {
-      const names = await client.listToolNames();
-      for (const expected of [...COMMON_TOOLS, upstream.marker]) {
-        assert.ok(names.includes(expected), `tools/list lacks ${expected}: ${names.join(', ')}`);
-      }
-    },
-  },
-  {
-    // tools/call of `echo`. L: server/tools.mdx §Calling Tools; M: server/tools.mdx §Calling Tools; across
-    // eras M: basic/versioning.mdx §Compatibility Matrix + GATEWAY-REQUIREMENTS §16.1/§16.2 "`_meta`" and
-    // "Results" (per-request `_meta` injected/stripped, `resultType` added/stripped).
-    label: 'tools/call',
-    async run({ client, tag }) {
-      const result = await client.callTool('echo', { message: `matrix ${tag}` });
-      assert.notEqual(result.isError, true, `echo failed: ${textOf(result)}`);
-      assert.equal(textOf(result), `Echo: matrix ${tag}`);
-    },
-  },
-  {
-    // A progress-reporting call. L: basic/utilities/progress.mdx and basic/transports.mdx §Sending Messages
-    // to the Server 6 (notifications on the POST's SSE stream before the response); M: basic/patterns/progress.mdx
-    // (`_meta.progressToken`, increasing `progress`) and basic/transports/streamable-http.mdx §Receiving
-    // Messages (only on the originating request's stream); GATEWAY-REQUIREMENTS §11, §16.1 (progressToken
-    // kept/remapped).
-    label: 'progress',
-    async run({ client }) {
-      const events: ProgressEvent[] = [];
-      const result = await client.callTool('trigger-long-running-operation', { duration: 0.6, steps: 3 }, { onprogress: (p) => events.push(p) });
-      const beforeResult = events.slice(); // everything the client had received when the result arrived
-      assert.notEqual(result.isError, true, `long-running operation failed: ${textOf(result)}`);
-      assert.match(textOf(result), /Long running operation completed\. Duration: 0\.6 seconds, Steps: 3\./);
-      assert.ok(beforeResult.length >= 2, `expected ≥ 2 progress notifications before the result, got ${JSON.stringify(beforeResult)}`);
-      for (let i = 1; i < beforeResult.length; i++) {
-        assert.ok(beforeResult[i]!.progress > beforeResult[i - 1]!.progress, `progress not increasing: ${JSON.stringify(beforeResult)}`);
-      }
-    },
-  },
-  {
-    // An elicitation round trip. Legacy: the server sends `elicitation/create` as a JSON-RPC request on the
-    // tools/call POST's SSE stream and the client POSTs the answer (L: client/elicitation.mdx §Form Mode
-    // Flow; L: basic/transports.mdx §Sending Messages to the Server 4, 6). Modern: no server-initiated
-    // requests — the server answers `InputRequiredResult` and the client retries with `inputResponses` (M:
-    // basic/patterns/mrtr.mdx §Basic Workflow; M: server/tools.mdx §Input Required Tool Results; M:
-    // client/elicitation.mdx §Form Mode Flow). Across eras: GATEWAY-REQUIREMENTS §16.1 / §16.2 "MRTR ⇄
-    // server-initiated requests".
-    label: 'elicitation',
-    elicitAnswer: (tag) => ({ action: 'accept', content: { name: `Ada ${tag}`, check: true } }),
-    async run({ client, tag }) {
-      const result = await client.callTool('trigger-elicitation-request', {});
-      assert.equal(client.elicitations.length, 1, `the elicitation handler ran ${client.elicitations.length} times`);
-      assert.equal(client.elicitations[0]!.message, ELICIT_MESSAGE);
-      const text = textOf(result);
-      assert.notEqual(result.isError, true, `elicitation tool failed: ${text}`);
-      assert.match(text, /User provided the requested information/);
-      assert.ok(text.includes(`- Name: Ada ${tag}`), `the answer is not in the result: ${text}`);
-      assert.match(text, /- Agreed to terms: true/);
-    },
-  },
-];
+// OPERATIONS and the cell runner are shared with the stdio matrix (../helpers/matrix-cells.ts). What each
+// operation exercises here:
+//   tools/list  — L: server/tools.mdx §Listing Tools; M: server/tools.mdx §Listing Tools. Across eras:
+//                 M: basic/versioning.mdx §Compatibility Matrix (Modern→Legacy and Legacy→Modern fail without
+//                 a bridge) and GATEWAY-REQUIREMENTS §16.1/§16.2 "Handshake synthesis" (the gateway answers
+//                 `server/discover` / `initialize` itself and forwards the list).
+//   tools/call  — of `echo`. L: server/tools.mdx §Calling Tools; M: server/tools.mdx §Calling Tools; across
+//                 eras M: basic/versioning.mdx §Compatibility Matrix + GATEWAY-REQUIREMENTS §16.1/§16.2
+//                 "`_meta`" and "Results" (per-request `_meta` injected/stripped, `resultType` added/stripped).
+//   progress    — a progress-reporting call. L: basic/utilities/progress.mdx and basic/transports.mdx §Sending
+//                 Messages to the Server 6 (notifications on the POST's SSE stream before the response); M:
+//                 basic/patterns/progress.mdx (`_meta.progressToken`, increasing `progress`) and
+//                 basic/transports/streamable-http.mdx §Receiving Messages (only on the originating request's
+//                 stream); GATEWAY-REQUIREMENTS §11, §16.1 (progressToken kept/remapped).
+//   elicitation — a round trip. Legacy: the server sends `elicitation/create` as a JSON-RPC request on the
+//                 tools/call POST's SSE stream and the client POSTs the answer (L: client/elicitation.mdx §Form
+//                 Mode Flow; L: basic/transports.mdx §Sending Messages to the Server 4, 6). Modern: no
+//                 server-initiated requests — the server answers `InputRequiredResult` and the client retries
+//                 with `inputResponses` (M: basic/patterns/mrtr.mdx §Basic Workflow; M: server/tools.mdx §Input
+//                 Required Tool Results; M: client/elicitation.mdx §Form Mode Flow). Across eras:
+//                 GATEWAY-REQUIREMENTS §16.1 / §16.2 "MRTR ⇄ server-initiated requests".
 
 // ---- running one cell --------------------------------------------------------------------------------
 
-let cellCounter = 0;
-
-async function runCell(kind: ClientKind, url: string, upstream: UpstreamSpec, op: OperationSpec): Promise<void> {
-  const tag = `cell-${++cellCounter}`;
-  const answer = op.elicitAnswer?.(tag);
-  const wire: WireRecord[] = [];
-  let client: MatrixClient | undefined;
-  try {
-    client = await connectClient(kind, url, { timeoutMs: REQUEST_TIMEOUT_MS, wire, ...(answer ? { elicitAnswer: answer } : {}) });
-    await op.run({ client, upstream, tag });
-  } catch (err) {
-    // Keep the client's own error first; add what went over the wire for whoever debugs the gateway.
-    const where = `${client ? `era=${client.era() ?? '?'}` : 'connect failed'}; wire: ${describeWire(wire)}`;
-    if (err instanceof assert.AssertionError) {
-      err.message = `${err.message}\n  ${where}`;
-      throw err;
-    }
-    throw new Error(`${describeError(err)}\n  ${where}`, { cause: err });
-  } finally {
-    await client?.close();
-  }
-}
+const runCell = createCellRunner({ tagPrefix: 'cell', requestTimeoutMs: REQUEST_TIMEOUT_MS });
 
 // ---- 1. the matrix, through Gatehouse ----------------------------------------------------------------
 

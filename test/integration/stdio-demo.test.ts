@@ -8,6 +8,7 @@ import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { ElicitRequestSchema, type ElicitRequest } from '@modelcontextprotocol/sdk/types.js';
 import { startGateway, type TestGateway } from '../helpers/gateway.js';
+import { isAlive, stdioChildPids, waitUntil } from '../helpers/stdio-children.js';
 
 const PROTOCOL_VERSION = '2025-11-25';
 const EVERYTHING = 'node_modules/@modelcontextprotocol/server-everything/dist/index.js';
@@ -35,33 +36,10 @@ function textOf(result: unknown): string {
   return content.filter((c) => c.type === 'text').map((c) => c.text ?? '').join('\n');
 }
 
-/** PIDs of every stdio child the gateway reported starting, from its log. */
-function childPids(): number[] {
-  return gw.logs.filter((l) => l.msg === 'stdio upstream started' && typeof l.pid === 'number').map((l) => l.pid as number);
-}
-
 /** The PID of the child backing a gateway session, from the gateway's "session started" log line. */
 function pidOfSession(sessionId: string): number | undefined {
   const line = gw.logs.find((l) => l.msg === 'session started' && l.session === sessionId.slice(0, 8));
   return typeof line?.pid === 'number' ? line.pid : undefined;
-}
-
-function isAlive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (err) {
-    return (err as NodeJS.ErrnoException).code === 'EPERM';
-  }
-}
-
-async function waitUntil(cond: () => boolean, timeoutMs: number): Promise<boolean> {
-  const deadline = Date.now() + timeoutMs;
-  while (Date.now() < deadline) {
-    if (cond()) return true;
-    await new Promise((r) => setTimeout(r, 50));
-  }
-  return cond();
 }
 
 describe('stdio demo: v1 client → Gatehouse → server-everything (stdio child per session)', () => {
@@ -72,7 +50,7 @@ describe('stdio demo: v1 client → Gatehouse → server-everything (stdio child
   after(async () => {
     await gw?.close();
     // The gateway stops its children on close; anything it left behind is stopped here, by PID.
-    for (const pid of gw ? childPids() : []) {
+    for (const pid of stdioChildPids(gw)) {
       if (isAlive(pid)) {
         try {
           process.kill(pid, 'SIGKILL');
