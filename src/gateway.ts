@@ -2,7 +2,10 @@
 // knows every part; everything else receives what it needs.
 
 import type { AddressInfo } from 'node:net';
-import { isStdioUpstream, type GatehouseConfig, type UpstreamConfig } from './config/types.js';
+import { basename, dirname, resolve } from 'node:path';
+import { ConfigError, formatIssue, parseConfigText } from './config/load.js';
+import { watchConfigFile, type ConfigWatcher } from './config/watch.js';
+import { isStdioUpstream, type GatehouseConfig, type ListenConfig, type UpstreamConfig } from './config/types.js';
 import { createEdge, type Edge } from './edge/server.js';
 import type { Logger } from './log/logger.js';
 import { HttpUpstream } from './upstream/http.js';
@@ -14,6 +17,14 @@ export interface Gateway {
   listen(): Promise<string>;
   /** Stops accepting, drains in-flight requests for up to `shutdown.graceMs`, then stops upstreams. */
   close(): Promise<void>;
+  /**
+   * Applies a new config: a new upstream is built and swapped in atomically, the old one closed once its
+   * in-flight calls had `shutdown.graceMs` to finish. `listen` is static (read at start); changing it is
+   * refused. Returns the problems when the new config is refused and the running one stays.
+   */
+  reload(next: GatehouseConfig): Promise<string[]>;
+  /** Reloads applied and refused so far. */
+  readonly reloads: { applied: number; refused: number };
   readonly edge: Edge;
 }
 
@@ -37,12 +48,25 @@ export function isLoopback(host: string): boolean {
   return host === 'localhost' || host === '::1' || host === '[::1]' || /^127(\.\d{1,3}){3}$/.test(host);
 }
 
-export function createGateway(config: GatehouseConfig, log: Logger): Gateway {
+export interface GatewayOptions {
+  /** The file the config came from: watched, and reloaded when its content changes. */
+  configFile?: string;
+  /** The listener as the file named it (before command-line overrides); reloads compare with this. */
+  fileListen?: ListenConfig;
+  env?: NodeJS.ProcessEnv;
+}
+
+export function createGateway(config: GatehouseConfig, log: Logger, options: GatewayOptions = {}): Gateway {
   const problems = unsupportedFeatures(config);
   if (problems.length > 0) throw new Error(`This configuration cannot be served:\n  ${problems.join('\n  ')}`);
   // The edge is built after the upstream; refusals an adapter makes reach its counter through this hook.
   let countRefusal: (reason: string) => void = () => {};
-  const upstream = createUpstream(config.upstreams[0]!, config.sessions, log, (reason) => countRefusal(reason));
+  let upstream = createUpstream(config.upstreams[0]!, config.sessions, log, (reason) => countRefusal(reason));
+  let running = config;
+  const reloads = { applied: 0, refused: 0 };
+  /** Upstreams replaced by a reload, closed after the grace period or at shutdown, whichever is first. */
+  const retired = new Set<Upstream>();
+  let watcher: ConfigWatcher | undefined;
   if (config.auth.anonymous) log.warn('authentication is off: anonymous access on a loopback listener', { host: config.listen.host });
 
   const edge = createEdge(
@@ -58,14 +82,52 @@ export function createGateway(config: GatehouseConfig, log: Logger): Gateway {
   countRefusal = (reason) => edge.countRefusal(reason);
 
   let closing: Promise<void> | undefined;
-  return {
+  async function reloadFromText(file: string, text: string): Promise<void> {
+    let next: GatehouseConfig;
+    try {
+      next = parseConfigText(text, { fileName: basename(file), baseDir: dirname(resolve(file)), env: options.env ?? process.env });
+    } catch (err) {
+      reloads.refused++;
+      const issues = err instanceof ConfigError ? err.issues.map(formatIssue) : [String((err as Error).message)];
+      log.error('config reload refused; the running config stays', { problems: issues });
+      return;
+    }
+    await gateway.reload(next);
+  }
+  const gateway: Gateway = {
     edge,
+    reloads,
+    async reload(next) {
+      // The listener is static: a reload keeps the running one (with any command-line overrides).
+      const baseline = options.fileListen ?? running.listen;
+      if (JSON.stringify(next.listen) !== JSON.stringify(baseline)) log.warn('config reload: listen changes take effect only after a restart');
+      next = { ...next, listen: running.listen };
+      const problems = [...unsupportedFeatures(next)];
+      if (closing) problems.push('shutting down');
+      if (problems.length > 0) {
+        reloads.refused++;
+        log.error('config reload refused; the running config stays', { problems });
+        return problems;
+      }
+      const previous = upstream;
+      upstream = createUpstream(next.upstreams[0]!, next.sessions, log, (reason) => countRefusal(reason));
+      running = next;
+      reloads.applied++;
+      log.info('config reloaded', { upstream: upstream.name });
+      // Calls already on the old upstream keep their references; give them the grace period, then close it.
+      retired.add(previous);
+      setTimeout(() => {
+        if (retired.delete(previous)) void previous.close();
+      }, next.shutdown.graceMs).unref();
+      return [];
+    },
     listen() {
       return new Promise((resolve, reject) => {
         edge.server.once('error', reject);
         edge.server.listen(config.listen.port, config.listen.host, () => {
           edge.server.off('error', reject);
           const { port } = edge.server.address() as AddressInfo;
+          if (options.configFile !== undefined) watcher = watchConfigFile(options.configFile, (text) => void reloadFromText(options.configFile!, text));
           const host = config.listen.host.includes(':') ? `[${config.listen.host}]` : config.listen.host;
           resolve(`http://${host}:${port}${config.listen.path}`);
         });
@@ -80,12 +142,15 @@ export function createGateway(config: GatehouseConfig, log: Logger): Gateway {
         if (!drained) log.warn('grace period over; closing the requests still in flight', { inFlight: edge.inFlight });
         edge.server.closeAllConnections();
         await serverClosed;
-        await upstream.close();
+        watcher?.stop();
+        await Promise.all([upstream.close(), ...[...retired].map((u) => u.close())]);
+        retired.clear();
         log.info('stopped');
       })();
       return closing;
     },
   };
+  return gateway;
 }
 
 function createUpstream(config: UpstreamConfig, sessions: GatehouseConfig['sessions'], log: Logger, onRefusal: (reason: string) => void): Upstream {

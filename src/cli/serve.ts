@@ -3,7 +3,7 @@
 
 import { parseArgs } from 'node:util';
 import { ConfigError, loadConfigFile, validateConfigObject } from '../config/load.js';
-import type { GatehouseConfig, LogLevel } from '../config/types.js';
+import type { GatehouseConfig, ListenConfig, LogLevel } from '../config/types.js';
 import { createGateway } from '../gateway.js';
 import { createLogger } from '../log/logger.js';
 import { SERVE_HELP } from './help.js';
@@ -36,8 +36,12 @@ export async function serveCommand(args: string[], io: CommandIO): Promise<numbe
     return 0;
   }
   let config: GatehouseConfig;
+  let fileListen: ListenConfig | undefined;
+  // Only a config from a file is watched for reloads; flags cannot change while running.
+  const fromFlags = flags.upstream !== undefined || flags.stdio !== undefined;
+  const configFile = fromFlags ? undefined : (flags.config ?? io.env.GATEHOUSE_CONFIG ?? 'gatehouse.yaml');
   try {
-    config = await buildConfig(flags, io);
+    ({ config, fileListen } = await buildConfig(flags, io));
   } catch (err) {
     io.err((err instanceof ConfigError ? err.message : `error: ${(err as Error).message}`) + '\n');
     return 1;
@@ -45,7 +49,7 @@ export async function serveCommand(args: string[], io: CommandIO): Promise<numbe
   const log = createLogger(config.log.level);
   let gateway;
   try {
-    gateway = createGateway(config, log);
+    gateway = createGateway(config, log, { configFile, fileListen, env: io.env });
   } catch (err) {
     io.err(`${(err as Error).message}\n`);
     return 1;
@@ -72,7 +76,8 @@ export async function serveCommand(args: string[], io: CommandIO): Promise<numbe
   return stopped;
 }
 
-async function buildConfig(flags: ServeFlags, io: CommandIO): Promise<GatehouseConfig> {
+/** The config to run, and for a file the listener it named (flags may override it; reloads compare with it). */
+async function buildConfig(flags: ServeFlags, io: CommandIO): Promise<{ config: GatehouseConfig; fileListen?: ListenConfig }> {
   if (flags.upstream !== undefined && flags.stdio !== undefined) throw new Error('use either --upstream or --stdio, not both');
   if (flags.config !== undefined && (flags.upstream !== undefined || flags.stdio !== undefined)) {
     throw new Error('use either --config or --upstream/--stdio, not both');
@@ -88,16 +93,18 @@ async function buildConfig(flags: ServeFlags, io: CommandIO): Promise<GatehouseC
 
   if (flags.upstream !== undefined || flags.stdio !== undefined) {
     const upstream = flags.upstream !== undefined ? { name: 'upstream', url: flags.upstream } : { name: 'upstream', command: splitCommand(flags.stdio!) };
-    return validateConfigObject(
+    const config = validateConfigObject(
       { listen: listenOverrides, upstreams: [upstream], auth: { anonymous: true }, ...(logOverride ? { log: logOverride } : {}) },
       'command line',
     );
+    return { config };
   }
   const file = flags.config ?? io.env.GATEHOUSE_CONFIG ?? 'gatehouse.yaml';
   const config = await loadConfigFile(file, io.env);
-  if (Object.keys(listenOverrides).length === 0 && !logOverride) return config;
+  if (Object.keys(listenOverrides).length === 0 && !logOverride) return { config, fileListen: config.listen };
   // Flags override the file; the result is validated again so a bad flag is reported like a bad key.
-  return validateConfigObject({ ...config, listen: { ...config.listen, ...listenOverrides }, log: logOverride ?? config.log }, 'command line');
+  const merged = validateConfigObject({ ...config, listen: { ...config.listen, ...listenOverrides }, log: logOverride ?? config.log }, 'command line');
+  return { config: merged, fileListen: config.listen };
 }
 
 function connectBanner(url: string): string {

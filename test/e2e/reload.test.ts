@@ -1,0 +1,52 @@
+// Config reload (DESIGN.md §3): the file is watched; a valid new version replaces the running one
+// atomically, an invalid one is refused and logged and the old one stays; the listener is static.
+
+import { after, test } from 'node:test';
+import assert from 'node:assert/strict';
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { jsonResult, sleep, startFakeUpstream } from '../fixtures/upstreams/fake-upstream.js';
+import { serveCli } from '../helpers/cli.js';
+import { post, rpc } from '../helpers/http.js';
+
+const cleanups: Array<() => Promise<unknown>> = [];
+after(async () => {
+  for (const c of cleanups.reverse()) await c();
+});
+
+async function until(check: () => Promise<boolean> | boolean, ms = 8000): Promise<boolean> {
+  const deadline = Date.now() + ms;
+  while (Date.now() < deadline) {
+    if (await check()) return true;
+    await sleep(100);
+  }
+  return false;
+}
+
+test('a changed file is applied without a restart; a broken one is refused and the running config stays', async () => {
+  const a = await startFakeUpstream((_req, res, body) => jsonResult(res, body, { who: 'A' }));
+  const b = await startFakeUpstream((_req, res, body) => jsonResult(res, body, { who: 'B' }));
+  cleanups.push(() => a.close(), () => b.close());
+  const file = join(mkdtempSync(join(tmpdir(), 'gatehouse-reload-')), 'gatehouse.yaml');
+  const config = (url: string, extra = '') => `listen: { port: 8080 }\nupstreams: [{ name: up, url: "${url}", era: legacy }]\nauth: { anonymous: true }\nshutdown: { graceMs: 200 }\n${extra}`;
+  writeFileSync(file, config(a.url));
+  const gw = await serveCli(['--config', file, '--port', '0']);
+  cleanups.push(() => gw.stop());
+  const who = async () => (await post(gw.url, rpc(1, 'tools/list'))).json().result?.who as string | undefined;
+  assert.equal(await who(), 'A');
+
+  writeFileSync(file, config(b.url));
+  assert.ok(await until(async () => (await who()) === 'B'), 'the new upstream took over');
+  assert.match(gw.stderr(), /"msg":"config reloaded"/);
+
+  writeFileSync(file, config(a.url, 'listen_typo: true\n'));
+  assert.ok(await until(() => /"msg":"config reload refused; the running config stays".*unknown key/.test(gw.stderr())), gw.stderr());
+  assert.equal(await who(), 'B', 'still serving the last good config');
+
+  // The command line moved the port to a free one; a reload keeps that listener rather than the file's.
+  writeFileSync(file, config(a.url).replace('port: 8080', 'port: 8081'));
+  assert.ok(await until(async () => (await who()) === 'A'));
+  assert.match(gw.stderr(), /listen changes take effect only after a restart/);
+  assert.equal(await gw.stop(), 0);
+});
