@@ -13,8 +13,8 @@ import type { UpstreamProfile } from './era-probe.js';
 import { LegacyClientSessions, type LegacyClientSession } from './legacy-client-sessions.js';
 import type { UpstreamMessages } from './message-client.js';
 import { ParkedRequests, type Parked } from './parked-requests.js';
-import { ResponseChannel } from './response-channel.js';
-import { SseWriter } from '../edge/sse-writer.js';
+import { ResponseChannel, type MessageSink } from './response-channel.js';
+import { MessageQueue } from './message-queue.js';
 import { honouredFilter, ListenHub, type Listener, type SubscriptionFilter } from './listen-hub.js';
 import type { McpExchange } from './upstream.js';
 
@@ -69,21 +69,42 @@ export class ModernClientBridge {
   }
 
   async handle(ex: McpExchange): Promise<void> {
-    const channel = new ResponseChannel(ex);
     if (ex.kind !== 'request') {
       // Modern clients over HTTP cancel by closing the stream; other notifications have no legacy target.
       ex.res.writeHead(202, { 'x-gatehouse-call-id': ex.callId }).end();
       return;
     }
-    const request = ex.message as JsonRpcRequest;
+    await this.serve(ex.message as JsonRpcRequest, new ResponseChannel(ex), ex.signal);
+  }
+
+  /**
+   * The same bridge read as a modern upstream (`UpstreamMessages`): the catalog posts 2026-07-28 requests
+   * and reads the answer's messages, whatever era the server behind speaks.
+   */
+  asModernUpstream(): UpstreamMessages {
+    return {
+      upstream: this.client.upstream,
+      post: async (message, _headers, signal) => {
+        if (!('id' in message) || !('method' in message)) return { status: 202, headers: {}, messages: (async function* () {})() };
+        const queue = new MessageQueue(message.id as JsonRpcId);
+        void this.serve(message as JsonRpcRequest, queue, signal ?? new AbortController().signal);
+        return { status: 200, headers: {}, messages: queue.messages };
+      },
+      openGet: async () => null,
+      deleteSession: async () => {},
+    };
+  }
+
+  /** One modern request, answered into `sink`; `signal` aborts when the asker goes away. */
+  private async serve(request: JsonRpcRequest, sink: MessageSink, signal: AbortSignal): Promise<void> {
     try {
-      if (request.method === 'server/discover') return channel.finish(this.discover(request.id));
-      if (request.method === 'subscriptions/listen') return await this.listen(ex, request);
+      if (request.method === 'server/discover') return sink.finish(this.discover(request.id));
+      if (request.method === 'subscriptions/listen') return await this.listen(request, sink);
       const params = request.params ?? {};
-      if (typeof params.requestState === 'string') return await this.resume(ex, request, channel);
-      await this.forward(ex, request, channel);
+      if (typeof params.requestState === 'string') return await this.resume(signal, request, sink);
+      await this.forward(signal, request, sink);
     } catch (err) {
-      channel.fail(err instanceof GatewayError ? err : new GatewayError('GW_ERR_UPSTREAM_BAD_RESPONSE', String((err as Error)?.message ?? err), this.client.upstream));
+      sink.fail(err instanceof GatewayError ? err : new GatewayError('GW_ERR_UPSTREAM_BAD_RESPONSE', String((err as Error)?.message ?? err), this.client.upstream));
     }
   }
 
@@ -98,25 +119,20 @@ export class ModernClientBridge {
    * subscriptions/listen (2026-07-28/basic/patterns/subscriptions.mdx) on a legacy upstream: acknowledge the
    * subset the upstream can honour, then relay its list-change and resource-update notifications.
    */
-  private async listen(ex: McpExchange, request: JsonRpcRequest): Promise<void> {
+  private async listen(request: JsonRpcRequest, sink: MessageSink): Promise<void> {
     const meta = isObject(request.params?._meta) ? request.params._meta : {};
     const capabilities = isObject(meta[META_CLIENT_CAPABILITIES]) ? meta[META_CLIENT_CAPABILITIES] : {};
     const session = await this.sessions.get(legacyCapabilitiesFrom(capabilities));
     const requested = (isObject(request.params?.notifications) ? request.params.notifications : {}) as SubscriptionFilter;
     const filter = honouredFilter(requested, (session.init.capabilities ?? {}) as Parameters<typeof honouredFilter>[1]);
-    const writer = new SseWriter(ex.res, { 'x-gatehouse-call-id': ex.callId });
-    writer.open();
     const subscriptionId = request.id;
-    writer.send({ jsonrpc: '2.0', method: 'notifications/subscriptions/acknowledged', params: { _meta: { [META_SUBSCRIPTION_ID]: subscriptionId }, notifications: filter } });
+    sink.push({ jsonrpc: '2.0', method: 'notifications/subscriptions/acknowledged', params: { _meta: { [META_SUBSCRIPTION_ID]: subscriptionId }, notifications: filter } });
     const hub = this.hubFor(session);
-    const listener: Listener = { filter, subscriptionId, send: (m) => writer.send(m) };
-    const keepalive = setInterval(() => writer.comment(), 15_000).unref();
-    const end = (): void => {
-      writer.send({ jsonrpc: '2.0', id: request.id, result: { resultType: 'complete', _meta: { [META_SUBSCRIPTION_ID]: subscriptionId } } });
-      writer.end();
-    };
+    const listener: Listener = { filter, subscriptionId, send: (m) => void sink.push(m) };
+    const keepalive = setInterval(() => sink.comment(), 15_000).unref();
+    const end = (): void => sink.finish({ jsonrpc: '2.0', id: request.id, result: { resultType: 'complete', _meta: { [META_SUBSCRIPTION_ID]: subscriptionId } } });
     this.activeListens.add(end);
-    ex.res.on('close', () => {
+    sink.onClose(() => {
       clearInterval(keepalive);
       this.activeListens.delete(end);
       void hub.remove(listener);
@@ -144,7 +160,7 @@ export class ModernClientBridge {
     return { jsonrpc: '2.0', id, result: toModernResult('server/discover', result, init.serverInfo, { ttlMs: 60_000, cacheScope: 'public' }) };
   }
 
-  private async forward(ex: McpExchange, request: JsonRpcRequest, channel: ResponseChannel, retried = false): Promise<void> {
+  private async forward(signal: AbortSignal, request: JsonRpcRequest, channel: MessageSink, retried = false): Promise<void> {
     const meta = isObject(request.params?._meta) ? request.params._meta : {};
     const capabilities = isObject(meta[META_CLIENT_CAPABILITIES]) ? meta[META_CLIENT_CAPABILITIES] : {};
     const logLevel = typeof meta[META_LOG_LEVEL] === 'string' ? meta[META_LOG_LEVEL] : undefined;
@@ -171,19 +187,19 @@ export class ModernClientBridge {
     if (reply.status === 404 && session.id !== undefined && !retried) {
       // The upstream ended our session: open a new one and send the request again, once.
       this.sessions.discard(session);
-      return this.forward(ex, request, channel, true);
+      return this.forward(signal, request, channel, true);
     }
     if (reply.status >= 400) {
       const upstreamError = await firstError(reply.messages);
       if (upstreamError) return channel.finish(this.toClientResponse(request, upstreamError, session));
       throw new GatewayError('GW_ERR_UPSTREAM_BAD_RESPONSE', `Upstream "${this.client.upstream}" answered HTTP ${reply.status}`, this.client.upstream);
     }
-    this.cancelOnDisconnect(ex, session, upstreamId, upstreamRequest);
+    this.cancelOnDisconnect(signal, session, upstreamId, upstreamRequest);
     await this.pump(request, channel, { session, upstreamId, messages: reply.messages, progress, capabilities, logLevel, upstreamRequest });
   }
 
   /** Relays the upstream's messages for one call until its response, or until it needs client input. */
-  private async pump(request: JsonRpcRequest, channel: ResponseChannel, call: Omit<ParkedCall, 'pending' | 'method' | 'name' | 'expire'>): Promise<void> {
+  private async pump(request: JsonRpcRequest, channel: MessageSink, call: Omit<ParkedCall, 'pending' | 'method' | 'name' | 'expire'>): Promise<void> {
     for (;;) {
       const next = await call.messages.next();
       if (next.done) throw new GatewayError('GW_ERR_UPSTREAM_BAD_RESPONSE', `Upstream "${this.client.upstream}" ended the stream without answering`, this.client.upstream);
@@ -222,7 +238,7 @@ export class ModernClientBridge {
   }
 
   /** The client's retry: hand its answers to the parked upstream call and keep relaying that call. */
-  private async resume(ex: McpExchange, request: JsonRpcRequest, channel: ResponseChannel): Promise<void> {
+  private async resume(signal: AbortSignal, request: JsonRpcRequest, channel: MessageSink): Promise<void> {
     const params = request.params ?? {};
     const nameField = NAME_FIELD[request.method];
     const call = this.parked.take(params.requestState as string, request.method, nameField ? params[nameField] : undefined);
@@ -235,7 +251,7 @@ export class ModernClientBridge {
       // A missing answer is declined rather than left hanging (mrtr.mdx §Error Handling).
       await this.answerUpstream(call.session, { jsonrpc: '2.0', id: upstreamRequestId, result: isObject(answer) ? answer : { action: 'decline' } });
     }
-    this.cancelOnDisconnect(ex, call.session, call.upstreamId, call.upstreamRequest);
+    this.cancelOnDisconnect(signal, call.session, call.upstreamId, call.upstreamRequest);
     await this.pump(request, channel, call);
   }
 
@@ -253,7 +269,7 @@ export class ModernClientBridge {
     }
   }
 
-  private relayNotification(channel: ResponseChannel, msg: JsonRpcMessage & { method?: string; params?: Obj }, call: { progress: ProgressMap; logLevel?: string; session: LegacyClientSession }): void {
+  private relayNotification(channel: MessageSink, msg: JsonRpcMessage & { method?: string; params?: Obj }, call: { progress: ProgressMap; logLevel?: string; session: LegacyClientSession }): void {
     if (msg.method === 'notifications/progress') {
       if (call.progress.upstreamToken === undefined || msg.params?.progressToken !== call.progress.upstreamToken) return;
       channel.push({ jsonrpc: '2.0', method: msg.method, params: { ...msg.params, progressToken: call.progress.clientToken } });
@@ -287,8 +303,8 @@ export class ModernClientBridge {
   }
 
   /** Closing a modern request's stream is its cancellation; legacy servers need notifications/cancelled. */
-  private cancelOnDisconnect(ex: McpExchange, session: LegacyClientSession, upstreamId: string, upstreamRequest: AbortController): void {
-    ex.signal.addEventListener('abort', () => {
+  private cancelOnDisconnect(signal: AbortSignal, session: LegacyClientSession, upstreamId: string, upstreamRequest: AbortController): void {
+    signal.addEventListener('abort', () => {
       upstreamRequest.abort();
       void this.client
         .post({ jsonrpc: '2.0', method: 'notifications/cancelled', params: { requestId: upstreamId, reason: 'client closed the request' } }, this.sessions.headersFor(session))

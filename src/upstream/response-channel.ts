@@ -9,7 +9,20 @@ import type { JsonRpcMessage, JsonRpcResponse } from '../protocol/jsonrpc.js';
 import { idOf } from '../protocol/jsonrpc.js';
 import type { McpExchange } from './upstream.js';
 
-export class ResponseChannel {
+/** Where the messages of one call go: a client's HTTP exchange, or a queue another part of Gatehouse reads. */
+export interface MessageSink {
+  readonly closed: boolean;
+  /** A message before the final response; false when this sink cannot carry it. */
+  push(message: JsonRpcMessage): boolean;
+  finish(response: JsonRpcResponse): void;
+  fail(err: GatewayError): void;
+  /** Keeps a long stream alive through idle proxies (SSE comment); a no-op where meaningless. */
+  comment(): void;
+  /** Runs once when the reader goes away before the call is finished. */
+  onClose(callback: () => void): void;
+}
+
+export class ResponseChannel implements MessageSink {
   private readonly headers: Record<string, string>;
   private readonly sse: SseWriter;
   readonly acceptsSse: boolean;
@@ -23,6 +36,14 @@ export class ResponseChannel {
 
   get closed(): boolean {
     return this.done || this.ex.res.destroyed || this.ex.res.writableEnded;
+  }
+
+  comment(): void {
+    this.sse.comment();
+  }
+
+  onClose(callback: () => void): void {
+    this.ex.res.on('close', callback);
   }
 
   setHeader(name: string, value: string): void {
