@@ -10,6 +10,7 @@ import { createEdge, type Edge } from './edge/server.js';
 import type { Logger } from './log/logger.js';
 import { HttpUpstream } from './upstream/http.js';
 import { StdioUpstream } from './upstream/stdio-sessions.js';
+import { CatalogUpstream } from './upstream/catalog-upstream.js';
 import type { Upstream } from './upstream/upstream.js';
 
 export interface Gateway {
@@ -31,7 +32,6 @@ export interface Gateway {
 /** Problems that make a config unusable by this build, reported before anything starts. */
 export function unsupportedFeatures(config: GatehouseConfig): string[] {
   const problems: string[] = [];
-  if (config.upstreams.length > 1) problems.push('upstreams: more than one upstream is not supported yet (aggregation is planned)');
   if (config.auth.apiKeys.length > 0) problems.push('auth.apiKeys: API keys are not supported yet');
   if (config.auth.oauth !== undefined) problems.push('auth.oauth: OAuth is not supported yet');
   if (!config.auth.anonymous) problems.push('auth: no authentication method is available in this build; set auth.anonymous: true (loopback only)');
@@ -61,7 +61,7 @@ export function createGateway(config: GatehouseConfig, log: Logger, options: Gat
   if (problems.length > 0) throw new Error(`This configuration cannot be served:\n  ${problems.join('\n  ')}`);
   // The edge is built after the upstream; refusals an adapter makes reach its counter through this hook.
   let countRefusal: (reason: string) => void = () => {};
-  let upstream = createUpstream(config.upstreams[0]!, config.sessions, log, (reason) => countRefusal(reason));
+  let upstream = buildUpstream(config, log, (reason) => countRefusal(reason));
   let running = config;
   const reloads = { applied: 0, refused: 0 };
   /** Upstreams replaced by a reload, closed after the grace period or at shutdown, whichever is first. */
@@ -73,7 +73,7 @@ export function createGateway(config: GatehouseConfig, log: Logger, options: Gat
     config.listen,
     {
       mcp: (ex) => upstream.handle(ex),
-      readiness: async () => ({ [upstream.name]: await upstream.ready() }),
+      readiness: async () => (upstream instanceof CatalogUpstream ? upstream.readiness() : { [upstream.name]: await upstream.ready() }),
     },
     log,
     { loopback: isLoopback(config.listen.host) },
@@ -110,10 +110,10 @@ export function createGateway(config: GatehouseConfig, log: Logger, options: Gat
         return problems;
       }
       const previous = upstream;
-      upstream = createUpstream(next.upstreams[0]!, next.sessions, log, (reason) => countRefusal(reason));
+      upstream = buildUpstream(next, log, (reason) => countRefusal(reason));
       running = next;
       reloads.applied++;
-      log.info('config reloaded', { upstream: upstream.name });
+      log.info('config reloaded', { upstreams: next.upstreams.map((u) => u.name) });
       // Calls already on the old upstream keep their references; give them the grace period, then close it.
       retired.add(previous);
       setTimeout(() => {
@@ -151,6 +151,12 @@ export function createGateway(config: GatehouseConfig, log: Logger, options: Gat
     },
   };
   return gateway;
+}
+
+/** One upstream is served directly (pass-through fast path); several are aggregated by the catalog. */
+function buildUpstream(config: GatehouseConfig, log: Logger, onRefusal: (reason: string) => void): Upstream {
+  const members = config.upstreams.map((u) => createUpstream(u, config.sessions, log, onRefusal));
+  return members.length === 1 ? members[0]! : new CatalogUpstream(members, config.tools.naming.prefix, config.sessions, log);
 }
 
 function createUpstream(config: UpstreamConfig, sessions: GatehouseConfig['sessions'], log: Logger, onRefusal: (reason: string) => void): Upstream {

@@ -71,7 +71,7 @@ export async function serveCommand(args: string[], io: CommandIO): Promise<numbe
     await gateway.close();
     return 1;
   }
-  log.info('gatehouse listening', { url, upstream: config.upstreams[0]!.name });
+  log.info('gatehouse listening', { url, upstreams: config.upstreams.map((u) => u.name) });
   io.out(connectBanner(url));
   return stopped;
 }

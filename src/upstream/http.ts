@@ -15,10 +15,11 @@ import { EraVerdict, probeUpstream, type UpstreamProfile } from './era-probe.js'
 import { MessageClient } from './message-client.js';
 import { checkParamHeaders } from '../catalog/param-headers.js';
 import { ToolHeaderIndex } from '../catalog/tool-header-index.js';
-import { META_CLIENT_CAPABILITIES, META_PROTOCOL_VERSION } from '../protocol/methods.js';
+import { META_CLIENT_CAPABILITIES, META_PROTOCOL_VERSION, META_SERVER_INFO } from '../protocol/methods.js';
 import { toGatewayError } from './failures.js';
 import { failExchange, PassThrough } from './passthrough.js';
-import type { McpExchange, Upstream } from './upstream.js';
+import type { McpExchange, ModernFace, Upstream } from './upstream.js';
+import { isObject } from '../protocol/era-shapes.js';
 
 const READINESS_PROBE_HEADERS = {
   'content-type': 'application/json',
@@ -42,6 +43,7 @@ export class HttpUpstream implements Upstream {
   private readonly configuredHeaders: Record<string, string>;
   private readonly log: Logger;
   private readonly passThrough: PassThrough;
+  private readonly messages: MessageClient;
   private readonly verdict: EraVerdict;
   private readonly modernBridge: ModernClientBridge;
   /** For modern upstreams: which tool arguments travel as Mcp-Param-* headers. */
@@ -69,6 +71,7 @@ export class HttpUpstream implements Upstream {
     });
     this.passThrough = new PassThrough(this.pool, this.path, this.configuredHeaders, config.era, this.name, this.log);
     const messages = new MessageClient(this.pool, this.path, this.configuredHeaders, this.name);
+    this.messages = messages;
     this.verdict = new EraVerdict(async () => {
       const profile = await probeUpstream(messages, config.era);
       this.log.info('upstream era detected', { era: profile.era, version: profile.version, ...(profile.era === 'modern' ? { alsoLegacy: profile.alsoLegacy } : {}) });
@@ -143,6 +146,30 @@ export class HttpUpstream implements Upstream {
       if (refresh) return problem;
     }
     return undefined;
+  }
+
+
+  async modernFace(): Promise<ModernFace> {
+    const profile = await this.verdict.get();
+    if (profile.era === 'modern') {
+      const meta = isObject(profile.discover._meta) ? profile.discover._meta : {};
+      return {
+        messages: this.messages,
+        capabilities: isObject(profile.discover.capabilities) ? profile.discover.capabilities : {},
+        serverInfo: meta[META_SERVER_INFO],
+        ...(typeof profile.discover.instructions === 'string' ? { instructions: profile.discover.instructions } : {}),
+        http: true,
+      };
+    }
+    const capabilities = isObject(profile.init.capabilities) ? { ...profile.init.capabilities } : {};
+    delete capabilities.tasks;
+    return {
+      messages: this.modernBridge.asModernUpstream(),
+      capabilities,
+      serverInfo: profile.init.serverInfo,
+      ...(typeof profile.init.instructions === 'string' ? { instructions: profile.init.instructions } : {}),
+      http: false,
+    };
   }
 
   async ready(): Promise<boolean> {

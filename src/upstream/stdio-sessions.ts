@@ -16,7 +16,9 @@ import { ResponseChannel } from './response-channel.js';
 import { StdioSession } from './stdio-session.js';
 import { StdioProcess } from './stdio-process.js';
 import { resolveSession, SessionTable } from './session-table.js';
-import type { McpExchange, Upstream } from './upstream.js';
+import type { McpExchange, ModernFace, Upstream } from './upstream.js';
+import { isObject } from '../protocol/era-shapes.js';
+import { META_SERVER_INFO } from '../protocol/methods.js';
 
 
 export class StdioUpstream implements Upstream {
@@ -82,6 +84,30 @@ export class StdioUpstream implements Upstream {
       return;
     }
     await session.handlePost(ex);
+  }
+
+
+  async modernFace(): Promise<ModernFace> {
+    const profile = await this.verdict.get();
+    if (profile.era === 'modern') {
+      const meta = isObject(profile.discover._meta) ? profile.discover._meta : {};
+      return {
+        messages: this.messages,
+        capabilities: isObject(profile.discover.capabilities) ? profile.discover.capabilities : {},
+        serverInfo: meta[META_SERVER_INFO],
+        ...(typeof profile.discover.instructions === 'string' ? { instructions: profile.discover.instructions } : {}),
+        http: false,
+      };
+    }
+    const capabilities = isObject(profile.init.capabilities) ? { ...profile.init.capabilities } : {};
+    delete capabilities.tasks;
+    return {
+      messages: this.modernBridge.asModernUpstream(),
+      capabilities,
+      serverInfo: profile.init.serverInfo,
+      ...(typeof profile.init.instructions === 'string' ? { instructions: profile.init.instructions } : {}),
+      http: false,
+    };
   }
 
   async ready(): Promise<boolean> {

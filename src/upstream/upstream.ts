@@ -3,6 +3,7 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { JsonRpcMessage, MessageKind } from '../protocol/jsonrpc.js';
 import type { ClientEra } from '../protocol/versions.js';
+import type { UpstreamMessages } from './message-client.js';
 
 /** One client HTTP request on the MCP endpoint, parsed once by the edge. */
 export interface McpExchange {
@@ -22,6 +23,16 @@ export interface McpExchange {
   readonly signal: AbortSignal;
 }
 
+/** An upstream seen as a 2026-07-28 server, whatever it speaks: what the aggregating catalog works with. */
+export interface ModernFace {
+  messages: UpstreamMessages;
+  capabilities: Record<string, unknown>;
+  serverInfo?: unknown;
+  instructions?: string;
+  /** True when requests travel over HTTP, where the modern headers (Mcp-Method, Mcp-Name, …) apply. */
+  http: boolean;
+}
+
 export interface Upstream {
   readonly name: string;
   readonly transport: 'http' | 'stdio';
@@ -31,4 +42,6 @@ export interface Upstream {
   ready(): Promise<boolean>;
   /** Stops child processes and closes pooled connections. */
   close(): Promise<void>;
+  /** The upstream as a modern server (era detected first); the catalog aggregates these. */
+  modernFace(): Promise<ModernFace>;
 }

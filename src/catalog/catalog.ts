@@ -1,0 +1,202 @@
+// Several upstreams behind one endpoint, presented as one 2026-07-28 server (`UpstreamMessages`): merged
+// tools, prompts and resources with safe public names, calls routed to the upstream that owns them, and
+// the union of capabilities for server/discover. Each upstream is reached through its modern face, so its
+// era and transport do not matter here; legacy clients reach the catalog through the legacy bridge.
+
+import type { Logger } from '../log/logger.js';
+import { toModernResult } from '../protocol/era-shapes.js';
+import { encodeHeaderValue } from '../protocol/header-value.js';
+import { ErrorCode, errorResponse, type JsonRpcMessage, type JsonRpcRequest, type JsonRpcResponse } from '../protocol/jsonrpc.js';
+import { MODERN_VERSIONS } from '../protocol/versions.js';
+import type { UpstreamMessages, UpstreamReply } from '../upstream/message-client.js';
+import type { ModernFace, Upstream } from '../upstream/upstream.js';
+import { mergeCapabilities } from './capabilities.js';
+import { paramHeadersFor, readAnnotations, type ParamHeader } from './param-headers.js';
+import { assignPublicNames, type PrefixMode } from './public-names.js';
+
+type Obj = Record<string, unknown>;
+
+/** `_meta` keys carrying each entry's original reference (DESIGN.md §5: our keys use `dev.gatehouse/`). */
+export const TOOL_REF_META = 'dev.gatehouse/tool_ref';
+export const PROMPT_REF_META = 'dev.gatehouse/prompt_ref';
+/** Pages read from one upstream for one list; a server paginating forever is cut off. */
+const MAX_PAGES = 50;
+
+interface Route {
+  upstream: Upstream;
+  original: string;
+  params: ParamHeader[];
+}
+
+export class Catalog implements UpstreamMessages {
+  readonly upstream = 'catalog';
+  private routes = { tools: new Map<string, Route>(), prompts: new Map<string, Route>() };
+  private readonly resourceOwners = new Map<string, Upstream>();
+  private counter = 0;
+
+  constructor(private readonly members: readonly Upstream[], private readonly prefix: PrefixMode, private readonly log: Logger) {}
+
+  /** The merged discover result (2026-07-28/server/discover.mdx), built from every member's face. */
+  async discover(): Promise<Obj> {
+    const faces = await Promise.all(this.members.map((m) => m.modernFace()));
+    const result: Obj = { supportedVersions: [...MODERN_VERSIONS], capabilities: mergeCapabilities(faces.map((f) => f.capabilities)) };
+    const instructions = faces.map((f, i) => (f.instructions ? `${this.members[i]!.name}: ${f.instructions}` : undefined)).filter(Boolean);
+    if (instructions.length > 0) result.instructions = instructions.join('\n\n');
+    return toModernResult('server/discover', result, { name: 'gatehouse', version: '0.1.0' }, { ttlMs: 60_000, cacheScope: 'public' });
+  }
+
+  async post(message: JsonRpcMessage, _headers: Record<string, string>, signal?: AbortSignal): Promise<UpstreamReply> {
+    if (!('id' in message) || !('method' in message)) return { status: 202, headers: {}, messages: none() };
+    const request = message as JsonRpcRequest;
+    const params = request.params ?? {};
+    switch (request.method) {
+      case 'server/discover':
+        return single({ jsonrpc: '2.0', id: request.id, result: await this.discover() });
+      case 'tools/list':
+        return single(await this.namedList(request, 'tools'));
+      case 'prompts/list':
+        return single(await this.namedList(request, 'prompts'));
+      case 'resources/list':
+      case 'resources/templates/list':
+        return single(await this.resourceList(request));
+      case 'tools/call':
+        return this.routeByName(request, 'tools', params.name, signal);
+      case 'prompts/get':
+        return this.routeByName(request, 'prompts', params.name, signal);
+      case 'resources/read':
+        return this.routeByUri(request, params.uri, signal);
+      case 'completion/complete': {
+        const ref = (params.ref ?? {}) as { type?: string; name?: unknown; uri?: unknown };
+        return ref.type === 'ref/prompt' ? this.routeByName(request, 'prompts', ref.name, signal, 'ref') : this.routeByUri(request, ref.uri, signal);
+      }
+      default:
+        return single(errorResponse(request.id, ErrorCode.MethodNotFound, `${request.method} is not available when several upstreams are aggregated`));
+    }
+  }
+
+  async openGet(): Promise<null> {
+    return null;
+  }
+
+  async deleteSession(): Promise<void> {}
+
+  /**
+   * tools/list or prompts/list over every member: public names from refs (public-names.ts), the ref in
+   * `_meta`, sorted by name; one page holds them all. Tools with invalid x-mcp-header annotations are left
+   * out with a warning (2026-07-28/server/tools.mdx §x-mcp-header).
+   */
+  private async namedList(request: JsonRpcRequest, kind: 'tools' | 'prompts'): Promise<JsonRpcResponse> {
+    const perMember = await Promise.all(this.members.map((m) => this.collect(m, request, `${kind}/list`, kind)));
+    const entries: Array<{ member: Upstream; item: Obj; params: ParamHeader[] }> = [];
+    perMember.forEach((items, i) => {
+      const member = this.members[i]!;
+      for (const item of items) {
+        if (typeof item.name !== 'string') continue;
+        let params: ParamHeader[] = [];
+        if (kind === 'tools') {
+          const annotations = readAnnotations(item.inputSchema);
+          if (!annotations.ok) {
+            this.log.warn('tool left out of the catalog: invalid x-mcp-header annotation', { upstream: member.name, tool: item.name, reason: annotations.reason });
+            continue;
+          }
+          params = annotations.headers;
+        }
+        entries.push({ member, item, params });
+      }
+    });
+    const names = assignPublicNames(entries.map((e) => ({ upstream: e.member.name, name: e.item.name as string })), this.prefix, this.members.length);
+    const routes = new Map<string, Route>();
+    const listed = entries.map((e) => {
+      const ref = `${e.member.name}/${e.item.name as string}`;
+      const publicName = names.get(ref)!;
+      routes.set(publicName, { upstream: e.member, original: e.item.name as string, params: e.params });
+      const meta = { ...((e.item._meta as Obj | undefined) ?? {}), [kind === 'tools' ? TOOL_REF_META : PROMPT_REF_META]: ref };
+      return { ...e.item, name: publicName, _meta: meta };
+    });
+    listed.sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
+    this.routes[kind] = routes;
+    // The list depends on which upstreams answered and, for legacy ones, on the caller's capabilities.
+    return { jsonrpc: '2.0', id: request.id, result: toModernResult(`${kind}/list`, { [kind]: listed }, undefined, { ttlMs: 0, cacheScope: 'private' }) };
+  }
+
+  private async resourceList(request: JsonRpcRequest): Promise<JsonRpcResponse> {
+    const key = request.method === 'resources/list' ? 'resources' : 'resourceTemplates';
+    const perMember = await Promise.all(this.members.map((m) => this.collect(m, request, request.method, key)));
+    const merged: Obj[] = [];
+    perMember.forEach((items, i) => {
+      for (const item of items) {
+        if (typeof item.uri === 'string') this.resourceOwners.set(item.uri, this.members[i]!);
+        merged.push(item);
+      }
+    });
+    return { jsonrpc: '2.0', id: request.id, result: toModernResult(request.method, { [key]: merged }, undefined, { ttlMs: 0, cacheScope: 'private' }) };
+  }
+
+  /** Every page of one list from one member; a member that fails is left out and logged, not fatal. */
+  private async collect(member: Upstream, request: JsonRpcRequest, method: string, key: string): Promise<Obj[]> {
+    const out: Obj[] = [];
+    try {
+      const face = await member.modernFace();
+      let cursor: string | undefined;
+      for (let page = 0; page < MAX_PAGES; page++) {
+        const params: Obj = { _meta: request.params?._meta ?? {}, ...(cursor !== undefined ? { cursor } : {}) };
+        const response = await this.ask(face, { jsonrpc: '2.0', id: `gh-cat-${++this.counter}`, method, params });
+        const result = response?.result;
+        if (!result) break;
+        out.push(...((result[key] as Obj[] | undefined) ?? []));
+        if (typeof result.nextCursor !== 'string') break;
+        cursor = result.nextCursor;
+      }
+    } catch (err) {
+      this.log.warn('an upstream could not be listed; the catalog shows the others', { upstream: member.name, method, err });
+    }
+    return out;
+  }
+
+  private async routeByName(request: JsonRpcRequest, kind: 'tools' | 'prompts', publicName: unknown, signal?: AbortSignal, field: 'name' | 'ref' = 'name'): Promise<UpstreamReply> {
+    let route = typeof publicName === 'string' ? this.routes[kind].get(publicName) : undefined;
+    if (!route && typeof publicName === 'string') {
+      await this.namedList({ ...request, method: `${kind}/list`, params: { _meta: request.params?._meta } }, kind);
+      route = this.routes[kind].get(publicName);
+    }
+    // tools.mdx §Error Handling: an unknown tool is -32602.
+    if (!route) return single(errorResponse(request.id, ErrorCode.InvalidParams, `Unknown ${kind === 'tools' ? 'tool' : 'prompt'}: ${String(publicName)}`));
+    const params = { ...(request.params ?? {}) };
+    if (field === 'ref') params.ref = { ...(params.ref as Obj), name: route.original };
+    else params.name = route.original;
+    const face = await route.upstream.modernFace();
+    const headers = face.http ? { ...modernHeaders(request.method, route.original), ...(kind === 'tools' ? paramHeadersFor(route.params, params.arguments) : {}) } : {};
+    return face.messages.post({ ...request, params }, headers, signal);
+  }
+
+  private async routeByUri(request: JsonRpcRequest, uri: unknown, signal?: AbortSignal): Promise<UpstreamReply> {
+    let owner = typeof uri === 'string' ? this.resourceOwners.get(uri) : undefined;
+    if (!owner && typeof uri === 'string') {
+      await this.resourceList({ ...request, method: 'resources/list', params: { _meta: request.params?._meta } });
+      owner = this.resourceOwners.get(uri);
+    }
+    // server/resources.mdx §Error Handling: a resource nobody listed is -32602 in 2026-07-28.
+    if (!owner) return single(errorResponse(request.id, ErrorCode.InvalidParams, `Resource not found: ${String(uri)}`));
+    const face = await owner.modernFace();
+    const headers = face.http ? modernHeaders(request.method, request.method === 'resources/read' ? String(uri) : undefined) : {};
+    return face.messages.post(request, headers, signal);
+  }
+
+  private async ask(face: ModernFace, request: JsonRpcRequest): Promise<JsonRpcResponse | undefined> {
+    const reply = await face.messages.post(request, face.http ? modernHeaders(request.method) : {}, AbortSignal.timeout(30_000));
+    for await (const m of reply.messages) if ('id' in m && m.id === request.id && !('method' in m)) return m as JsonRpcResponse;
+    return undefined;
+  }
+}
+
+function modernHeaders(method: string, name?: string): Record<string, string> {
+  return { 'mcp-protocol-version': MODERN_VERSIONS[0], 'mcp-method': method, ...(name !== undefined ? { 'mcp-name': encodeHeaderValue(name) } : {}) };
+}
+
+function single(response: JsonRpcResponse): UpstreamReply {
+  return { status: 200, headers: {}, messages: (async function* () {
+    yield response as JsonRpcMessage;
+  })() };
+}
+
+async function* none(): AsyncGenerator<JsonRpcMessage, void, void> {}

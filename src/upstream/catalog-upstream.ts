@@ -1,0 +1,74 @@
+// Several upstreams as one: modern clients are answered from the catalog directly, legacy clients through
+// the legacy bridge with the catalog standing in for a modern upstream (sessions, initialize, server
+// requests on SSE all come from there).
+
+import type { Logger } from '../log/logger.js';
+import { Catalog } from '../catalog/catalog.js';
+import type { PrefixMode } from '../catalog/public-names.js';
+import { GatewayError } from '../errors.js';
+import type { JsonRpcResponse } from '../protocol/jsonrpc.js';
+import { MODERN_VERSIONS } from '../protocol/versions.js';
+import { LegacyClientBridge } from './bridge-legacy-client.js';
+import type { UpstreamProfile } from './era-probe.js';
+import { ResponseChannel } from './response-channel.js';
+import type { McpExchange, ModernFace, Upstream } from './upstream.js';
+
+export class CatalogUpstream implements Upstream {
+  readonly name = 'catalog';
+  readonly transport = 'http' as const;
+  private readonly catalog: Catalog;
+  private readonly legacyBridge: LegacyClientBridge;
+  private discovered?: UpstreamProfile & { era: 'modern' };
+
+  constructor(private readonly members: readonly Upstream[], prefix: PrefixMode, limits: { max: number; idleTimeoutMs: number; inputTimeoutMs: number }, log: Logger) {
+    this.catalog = new Catalog(members, prefix, log);
+    this.legacyBridge = new LegacyClientBridge(this.catalog, () => this.discovered!, limits, () => (this.discovered = undefined), undefined, log);
+  }
+
+  async handle(ex: McpExchange): Promise<void> {
+    if (ex.era === 'legacy') {
+      try {
+        // The legacy bridge answers initialize from the discover result, so it must exist first.
+        this.discovered ??= { era: 'modern', version: MODERN_VERSIONS[0], discover: await this.catalog.discover(), alsoLegacy: false };
+      } catch (err) {
+        new ResponseChannel(ex).fail(err instanceof GatewayError ? err : new GatewayError('GW_ERR_UPSTREAM_UNREACHABLE', String(err)));
+        return;
+      }
+      return this.legacyBridge.handle(ex);
+    }
+    if (ex.kind !== 'request') {
+      ex.res.writeHead(202, { 'x-gatehouse-call-id': ex.callId }).end();
+      return;
+    }
+    const channel = new ResponseChannel(ex);
+    try {
+      const reply = await this.catalog.post(ex.message!, {}, ex.signal);
+      for await (const msg of reply.messages) {
+        if ('method' in msg) channel.push(msg);
+        else return channel.finish(msg as JsonRpcResponse);
+      }
+      channel.fail(new GatewayError('GW_ERR_UPSTREAM_BAD_RESPONSE', 'An upstream ended the call without answering'));
+    } catch (err) {
+      if (!ex.signal.aborted) channel.fail(err instanceof GatewayError ? err : new GatewayError('GW_ERR_UPSTREAM_BAD_RESPONSE', String(err)));
+    }
+  }
+
+  async ready(): Promise<boolean> {
+    return (await Promise.all(this.members.map((m) => m.ready()))).every(Boolean);
+  }
+
+  async readiness(): Promise<Record<string, boolean>> {
+    const states = await Promise.all(this.members.map((m) => m.ready()));
+    return Object.fromEntries(this.members.map((m, i) => [m.name, states[i]!]));
+  }
+
+  async close(): Promise<void> {
+    await this.legacyBridge.close();
+    await Promise.all(this.members.map((m) => m.close()));
+  }
+
+  async modernFace(): Promise<ModernFace> {
+    const discover = await this.catalog.discover();
+    return { messages: this.catalog, capabilities: discover.capabilities as Record<string, unknown>, http: false };
+  }
+}

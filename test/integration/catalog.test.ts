@@ -1,0 +1,110 @@
+// Several upstreams behind one endpoint (the catalog): server-everything and server-memory over stdio and a
+// modern HTTP fixture whose tool names are built to collide or to be unsafe. Names must come out safe,
+// unique, sorted, stable across restarts in a different order, carry their refs, and route back.
+// Spec: 2026-07-28/server/tools.mdx §Tool Names (proxies SHOULD disambiguate), §Error Handling (-32602).
+
+import { after, describe, test } from 'node:test';
+import { mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import assert from 'node:assert/strict';
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import { startFakeUpstream, type FakeUpstream } from '../fixtures/upstreams/fake-upstream.js';
+import { startGateway, type TestGateway } from '../helpers/gateway.js';
+import { modernRequest, post } from '../helpers/http.js';
+
+const LONG = 'x'.repeat(100);
+const FIXTURE_TOOLS = ['echo', 'read_graph', 'get.user', 'get_user', 'name with space', 'ünïcode', LONG, 'a/b'];
+
+const cleanups: Array<() => Promise<unknown>> = [];
+after(async () => {
+  for (const c of cleanups.reverse()) await c();
+});
+
+async function fixture(): Promise<FakeUpstream> {
+  const up = await startFakeUpstream((_req, res, body) => {
+    const msg = JSON.parse(body) as { id: unknown; method: string; params: { name?: string; arguments?: unknown } };
+    const result =
+      msg.method === 'tools/list'
+        ? { tools: FIXTURE_TOOLS.map((name) => ({ name, description: `fixture ${name}`, inputSchema: { type: 'object' } })), resultType: 'complete', ttlMs: 0, cacheScope: 'public' }
+        : { content: [{ type: 'text', text: `fixture called ${msg.params.name}` }], resultType: 'complete' };
+    res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ jsonrpc: '2.0', id: msg.id, result }));
+  }, { handshake: 'modern' });
+  cleanups.push(() => up.close());
+  return up;
+}
+
+const EVERYTHING = { name: 'everything', command: [process.execPath, 'node_modules/@modelcontextprotocol/server-everything/dist/index.js', 'stdio'] };
+const MEMORY = { name: 'memory', command: [process.execPath, 'node_modules/@modelcontextprotocol/server-memory/dist/index.js'], env: { MEMORY_FILE_PATH: join(mkdtempSync(join(tmpdir(), 'gatehouse-memory-')), 'memory.jsonl') } };
+
+async function catalogGateway(order: 'forward' | 'reverse', up: FakeUpstream): Promise<TestGateway> {
+  const upstreams = [EVERYTHING, MEMORY, { name: 'fixture', url: up.url }];
+  const gw = await startGateway({ upstreams: order === 'forward' ? upstreams : [...upstreams].reverse() });
+  cleanups.push(() => gw.close());
+  return gw;
+}
+
+type Tool = { name: string; description?: string; _meta?: Record<string, unknown> };
+
+async function listTools(gw: TestGateway): Promise<Tool[]> {
+  const req = modernRequest(1, 'tools/list', { _meta: { 'io.modelcontextprotocol/clientCapabilities': { elicitation: {} } } });
+  const res = await post(gw.url, req.body, req.headers);
+  assert.equal(res.status, 200, res.text);
+  return res.json().result.tools as Tool[];
+}
+
+describe('catalog of three upstreams', () => {
+  test('names are safe, unique, sorted, carry their refs, and are stable across restarts in another order', async () => {
+    const up = await fixture();
+    const first = await listTools(await catalogGateway('forward', up));
+    const second = await listTools(await catalogGateway('reverse', up));
+    const names = first.map((t) => t.name);
+    for (const n of names) assert.match(n, /^[A-Za-z0-9_-]{1,64}$/, n);
+    assert.equal(new Set(names).size, names.length, 'unique');
+    assert.deepEqual([...names].sort(), names, 'sorted');
+    const refOf = (tools: Tool[]) => Object.fromEntries(tools.map((t) => [t.name, t._meta?.['dev.gatehouse/tool_ref']]));
+    assert.deepEqual(refOf(second), refOf(first), 'the same names for the same refs after a restart in reverse order');
+    const refs = Object.values(refOf(first));
+    for (const name of FIXTURE_TOOLS) assert.ok(refs.includes(`fixture/${name}`), `fixture/${name} listed`);
+    assert.ok(refs.includes('everything/echo') && refs.includes('memory/read_graph'));
+    assert.equal(refOf(first).everything_echo, 'everything/echo');
+    assert.equal(refOf(first).fixture_echo, 'fixture/echo');
+    assert.equal(first.find((t) => t._meta?.['dev.gatehouse/tool_ref'] === 'fixture/get.user')?.description, 'fixture get.user', 'descriptions untouched');
+    assert.ok(names.some((n) => n.length === 64 && n.startsWith('fixture_xxx')), 'the 100-character name is cut to 64 with a digest');
+  });
+
+  test('public names route back to the right upstream with the original name; an unknown one is -32602', async () => {
+    const up = await fixture();
+    const gw = await catalogGateway('forward', up);
+    const tools = await listTools(gw);
+    const byRef = (ref: string) => tools.find((t) => t._meta?.['dev.gatehouse/tool_ref'] === ref)!.name;
+    const call = async (name: string, args: Record<string, unknown> = {}) => {
+      const req = modernRequest(2, 'tools/call', { name, arguments: args });
+      return (await post(gw.url, req.body, req.headers)).json();
+    };
+    assert.equal((await call(byRef('fixture/get.user'))).result.content[0].text, 'fixture called get.user');
+    assert.equal((await call(byRef('fixture/a/b'))).result.content[0].text, 'fixture called a/b');
+    assert.equal(up.requests.at(-1)!.headers['mcp-name'], 'a/b', 'the upstream gets its own name in Mcp-Name too');
+    assert.match(JSON.stringify((await call(byRef('everything/echo'), { message: 'through the catalog' })).result.content), /through the catalog/);
+    assert.ok(Array.isArray(JSON.parse((await call(byRef('memory/read_graph'))).result.content[0].text).entities));
+    const unknown = await call('no_such_tool');
+    assert.equal(unknown.error.code, -32602);
+  });
+
+  test('a legacy client (v1 SDK) sees the same catalog through a session Gatehouse holds', async () => {
+    const up = await fixture();
+    const gw = await catalogGateway('forward', up);
+    const client = new Client({ name: 'legacy-catalog-test', version: '1.0.0' });
+    await client.connect(new StreamableHTTPClientTransport(new URL(gw.url)));
+    try {
+      const { tools } = await client.listTools();
+      assert.ok(tools.some((t) => t.name === 'memory_read_graph'));
+      const result = await client.callTool({ name: 'everything_echo', arguments: { message: 'legacy via catalog' } });
+      assert.match(JSON.stringify(result.content), /legacy via catalog/);
+      assert.deepEqual(client.getServerCapabilities()?.tools !== undefined, true, 'initialize advertised the union of capabilities');
+    } finally {
+      await client.close();
+    }
+  });
+});
