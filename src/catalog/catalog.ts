@@ -10,6 +10,7 @@ import { ErrorCode, errorResponse, type JsonRpcMessage, type JsonRpcRequest, typ
 import { MODERN_VERSIONS } from '../protocol/versions.js';
 import type { UpstreamMessages, UpstreamReply } from '../upstream/message-client.js';
 import type { ModernFace, Upstream } from '../upstream/upstream.js';
+import { ArgumentSchemas, invalidArgumentsResult } from './argument-schemas.js';
 import { mergeCapabilities } from './capabilities.js';
 import { paramHeadersFor, readAnnotations, type ParamHeader } from './param-headers.js';
 import { assignPublicNames, type PrefixMode } from './public-names.js';
@@ -26,6 +27,7 @@ interface Route {
   upstream: Upstream;
   original: string;
   params: ParamHeader[];
+  inputSchema?: unknown;
 }
 
 export class Catalog implements UpstreamMessages {
@@ -33,8 +35,11 @@ export class Catalog implements UpstreamMessages {
   private routes = { tools: new Map<string, Route>(), prompts: new Map<string, Route>() };
   private readonly resourceOwners = new Map<string, Upstream>();
   private counter = 0;
+  private readonly schemas: ArgumentSchemas;
 
-  constructor(private readonly members: readonly Upstream[], private readonly prefix: PrefixMode, private readonly log: Logger) {}
+  constructor(private readonly members: readonly Upstream[], private readonly prefix: PrefixMode, private readonly log: Logger) {
+    this.schemas = new ArgumentSchemas(log);
+  }
 
   /** The merged discover result (2026-07-28/server/discover.mdx), built from every member's face. */
   async discover(): Promise<Obj> {
@@ -109,7 +114,7 @@ export class Catalog implements UpstreamMessages {
     const listed = entries.map((e) => {
       const ref = `${e.member.name}/${e.item.name as string}`;
       const publicName = names.get(ref)!;
-      routes.set(publicName, { upstream: e.member, original: e.item.name as string, params: e.params });
+      routes.set(publicName, { upstream: e.member, original: e.item.name as string, params: e.params, inputSchema: e.item.inputSchema });
       const meta = { ...((e.item._meta as Obj | undefined) ?? {}), [kind === 'tools' ? TOOL_REF_META : PROMPT_REF_META]: ref };
       return { ...e.item, name: publicName, _meta: meta };
     });
@@ -161,6 +166,13 @@ export class Catalog implements UpstreamMessages {
     }
     // tools.mdx §Error Handling: an unknown tool is -32602.
     if (!route) return single(errorResponse(request.id, ErrorCode.InvalidParams, `Unknown ${kind === 'tools' ? 'tool' : 'prompt'}: ${String(publicName)}`));
+    if (kind === 'tools' && field === 'name') {
+      const problems = this.schemas.check(publicName as string, route.inputSchema, request.params?.arguments);
+      if (problems) {
+        const result = toModernResult('tools/call', invalidArgumentsResult(publicName as string, problems), undefined, { ttlMs: 0, cacheScope: 'private' });
+        return single({ jsonrpc: '2.0', id: request.id, result });
+      }
+    }
     const params = { ...(request.params ?? {}) };
     if (field === 'ref') params.ref = { ...(params.ref as Obj), name: route.original };
     else params.name = route.original;

@@ -14,10 +14,16 @@ export type FetchToolsPage = (cursor: string | undefined) => Promise<{ tools: un
 
 export class ToolHeaderIndex {
   private tools = new Map<string, Annotations>();
+  private schemas = new Map<string, unknown>();
   private refreshing?: Promise<void>;
   private lastAttempt = -Infinity;
 
   constructor(private readonly fetchPage: FetchToolsPage, private readonly log: Logger) {}
+
+  /** The tool's inputSchema as last listed (undefined when unknown); never fetches. */
+  inputSchema(name: string): unknown {
+    return this.schemas.get(name);
+  }
 
   /** The tool's annotations; fetches the list when the tool is unknown, or when `refresh` asks for it. */
   async lookup(name: string, refresh = false): Promise<Annotations | undefined> {
@@ -38,6 +44,7 @@ export class ToolHeaderIndex {
 
   private async load(): Promise<void> {
     const next = new Map<string, Annotations>();
+    const schemas = new Map<string, unknown>();
     let cursor: string | undefined;
     for (let page = 0; page < MAX_PAGES; page++) {
       const { tools, nextCursor } = await this.fetchPage(cursor);
@@ -47,10 +54,12 @@ export class ToolHeaderIndex {
         const annotations = readAnnotations(tool.inputSchema);
         if (!annotations.ok) this.log.warn('tool has an invalid x-mcp-header annotation', { tool: tool.name, reason: annotations.reason });
         next.set(tool.name, annotations);
+        schemas.set(tool.name, tool.inputSchema);
       }
       if (nextCursor === undefined) break;
       cursor = nextCursor;
     }
     this.tools = next;
+    this.schemas = schemas;
   }
 }

@@ -15,6 +15,7 @@ import { EraVerdict, probeUpstream, type UpstreamProfile } from './era-probe.js'
 import { MessageClient } from './message-client.js';
 import { checkParamHeaders } from '../catalog/param-headers.js';
 import { ToolHeaderIndex } from '../catalog/tool-header-index.js';
+import { ArgumentSchemas, invalidArgumentsResult } from '../catalog/argument-schemas.js';
 import { META_CLIENT_CAPABILITIES, META_PROTOCOL_VERSION, META_SERVER_INFO } from '../protocol/methods.js';
 import { toGatewayError } from './failures.js';
 import { failExchange, PassThrough } from './passthrough.js';
@@ -48,6 +49,7 @@ export class HttpUpstream implements Upstream {
   private readonly modernBridge: ModernClientBridge;
   /** For modern upstreams: which tool arguments travel as Mcp-Param-* headers. */
   readonly toolHeaders: ToolHeaderIndex;
+  private readonly schemas: ArgumentSchemas;
   private readonly legacyBridge: LegacyClientBridge;
 
   constructor(
@@ -69,6 +71,7 @@ export class HttpUpstream implements Upstream {
       headersTimeout: config.timeouts.headersMs,
       bodyTimeout: config.timeouts.bodyMs,
     });
+    this.schemas = new ArgumentSchemas(this.log);
     this.passThrough = new PassThrough(this.pool, this.path, this.configuredHeaders, config.era, this.name, this.log);
     const messages = new MessageClient(this.pool, this.path, this.configuredHeaders, this.name);
     this.messages = messages;
@@ -116,6 +119,7 @@ export class HttpUpstream implements Upstream {
       return this.answerDiscover(ex, profile);
     }
     if (ex.era === 'modern' && isToolCall(ex)) {
+      // Headers first (a transport-level refusal), then the arguments (a result the model can act on).
       const problem = await this.paramHeaderProblem(ex).catch((err: unknown) => {
         this.log.warn('could not read the upstream tools to check Mcp-Param headers', { err });
         return undefined;
@@ -125,8 +129,22 @@ export class HttpUpstream implements Upstream {
         sendJsonRpcError(ex.res, 400, idOf(ex.message), ErrorCode.HeaderMismatch, `Header mismatch: ${problem}`, undefined, { 'x-gatehouse-call-id': ex.callId });
         return;
       }
+      const invalid = this.argumentProblems(ex);
+      if (invalid) {
+        this.onRefusal('invalid_arguments');
+        sendJson(ex.res, 200, { jsonrpc: '2.0', id: idOf(ex.message), result: { ...invalid, resultType: 'complete' } }, { 'x-gatehouse-call-id': ex.callId });
+        return;
+      }
     }
     return this.passThrough.forward(ex);
+  }
+
+  /** The isError result for arguments that break the tool's inputSchema, when its list is already known. */
+  private argumentProblems(ex: McpExchange): Record<string, unknown> | undefined {
+    const params = (ex.message as JsonRpcRequest).params ?? {};
+    if (typeof params.name !== 'string') return undefined;
+    const problems = this.schemas.check(params.name, this.toolHeaders.inputSchema(params.name), params.arguments);
+    return problems ? invalidArgumentsResult(params.name, problems) : undefined;
   }
 
   /**

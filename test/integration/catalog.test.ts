@@ -27,7 +27,16 @@ async function fixture(): Promise<FakeUpstream> {
     const msg = JSON.parse(body) as { id: unknown; method: string; params: { name?: string; arguments?: unknown } };
     const result =
       msg.method === 'tools/list'
-        ? { tools: FIXTURE_TOOLS.map((name) => ({ name, description: `fixture ${name}`, inputSchema: { type: 'object' } })), resultType: 'complete', ttlMs: 0, cacheScope: 'public' }
+        ? {
+            tools: [
+              ...FIXTURE_TOOLS.map((name) => ({ name, description: `fixture ${name}`, inputSchema: { type: 'object' } })),
+              { name: 'typed', inputSchema: { type: 'object', properties: { n: { type: 'integer' } }, required: ['n'] } },
+              { name: 'bad-header', inputSchema: { type: 'object', properties: { v: { type: 'number', 'x-mcp-header': 'V' } } } },
+            ],
+            resultType: 'complete',
+            ttlMs: 0,
+            cacheScope: 'public',
+          }
         : { content: [{ type: 'text', text: `fixture called ${msg.params.name}` }], resultType: 'complete' };
     res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ jsonrpc: '2.0', id: msg.id, result }));
   }, { handshake: 'modern' });
@@ -90,6 +99,16 @@ describe('catalog of three upstreams', () => {
     assert.ok(Array.isArray(JSON.parse((await call(byRef('memory/read_graph'))).result.content[0].text).entities));
     const unknown = await call('no_such_tool');
     assert.equal(unknown.error.code, -32602);
+    // Schema checks before anything is forwarded: a violation is a result the model can act on.
+    const calls = up.requests.length;
+    const invalid = await call(byRef('fixture/typed'), { n: 'seven' });
+    assert.equal(invalid.result.isError, true);
+    assert.equal(invalid.result.structuredContent.error.code, 'invalid_arguments');
+    assert.equal(up.requests.length, calls, 'nothing was forwarded');
+    assert.equal((await call(byRef('fixture/typed'), { n: 7 })).result.content[0].text, 'fixture called typed');
+    // A tool whose x-mcp-header annotation is invalid is left out of the catalog.
+    assert.ok(!tools.some((t) => t._meta?.['dev.gatehouse/tool_ref'] === 'fixture/bad-header'));
+    assert.ok(gw.logs.some((l) => l.msg === 'tool left out of the catalog: invalid x-mcp-header annotation' && l.tool === 'bad-header'));
   });
 
   test('a legacy client (v1 SDK) sees the same catalog through a session Gatehouse holds', async () => {

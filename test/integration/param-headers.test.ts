@@ -50,3 +50,15 @@ test('a legacy client call forwarded to the modern upstream carries the Mcp-Para
   assert.equal(seen.headers['mcp-param-region'], '=?base64?WsO8cmljaA==?=');
   assert.equal(seen.headers['mcp-name'], 'query');
 });
+
+test('arguments that break the tool inputSchema come back as an isError result, and are not forwarded', async () => {
+  const before = up.requests.filter((r) => r.body.includes('"tools/call"')).length;
+  const req = modernRequest(9, 'tools/call', { name: 'query', arguments: { region: 'eu', sql: 42 } });
+  const res = await post(gw.url, req.body, { ...req.headers, 'mcp-param-region': 'eu' });
+  assert.equal(res.status, 200);
+  const result = res.json().result;
+  assert.equal(result.isError, true);
+  assert.equal(result.structuredContent.error.code, 'invalid_arguments');
+  assert.match(result.structuredContent.error.message, /\/sql must be string/);
+  assert.equal(up.requests.filter((r) => r.body.includes('"tools/call"')).length, before);
+});

@@ -1,0 +1,73 @@
+// Tool arguments checked against the tool's inputSchema before anything is forwarded (2026-07-28/server/
+// tools.mdx §Tool: JSON Schema 2020-12 by default, draft-07 when `$schema` says so). Validators are compiled
+// once per distinct schema. A violation becomes a tool result with isError, so a model can correct itself
+// (tools.mdx §Error Handling: input validation failures are tool results, not protocol errors).
+
+import { createRequire } from 'node:module';
+import type { ErrorObject, ValidateFunction } from 'ajv';
+import type { Logger } from '../log/logger.js';
+
+// ajv ships CommonJS classes; createRequire keeps their constructors typed and avoids default-export games.
+const require = createRequire(import.meta.url);
+const Ajv2020 = require('ajv/dist/2020.js') as typeof import('ajv/dist/2020.js').default;
+const AjvDraft07 = require('ajv') as typeof import('ajv').default;
+
+const DRAFT_07 = /draft-07/;
+/** Distinct schemas kept compiled; a server that churns schemas cannot grow this without bound. */
+const MAX_COMPILED = 2_000;
+
+export interface ArgumentProblem {
+  path: string;
+  message: string;
+}
+
+export class ArgumentSchemas {
+  private readonly modern = new Ajv2020({ strict: false, allErrors: true, validateFormats: false });
+  private readonly draft07 = new AjvDraft07({ strict: false, allErrors: true, validateFormats: false });
+  private readonly compiled = new Map<string, ValidateFunction | null>();
+
+  constructor(private readonly log: Logger) {}
+
+  /** The problems with `args` under `schema`, or undefined when they conform (or the schema is unusable). */
+  check(tool: string, schema: unknown, args: unknown): ArgumentProblem[] | undefined {
+    if (schema === null || typeof schema !== 'object') return undefined;
+    const validate = this.validatorFor(tool, schema as Record<string, unknown>);
+    if (!validate || validate(args ?? {})) return undefined;
+    return (validate.errors ?? []).map(toProblem);
+  }
+
+  private validatorFor(tool: string, schema: Record<string, unknown>): ValidateFunction | null {
+    const key = JSON.stringify(schema);
+    const known = this.compiled.get(key);
+    if (known !== undefined) return known;
+    let validate: ValidateFunction | null;
+    try {
+      const engine = typeof schema.$schema === 'string' && DRAFT_07.test(schema.$schema) ? this.draft07 : this.modern;
+      validate = engine.compile(schema);
+    } catch (err) {
+      // An external $ref or a broken schema: never fetched (basic/index.mdx §$ref Resolution); the upstream
+      // validates for itself.
+      this.log.warn('tool inputSchema cannot be compiled; its arguments are not checked here', { tool, err });
+      validate = null;
+    }
+    if (this.compiled.size >= MAX_COMPILED) this.compiled.delete(this.compiled.keys().next().value!);
+    this.compiled.set(key, validate);
+    return validate;
+  }
+}
+
+function toProblem(e: ErrorObject): ArgumentProblem {
+  const path = e.instancePath === '' ? '(arguments)' : e.instancePath;
+  const extra = e.keyword === 'additionalProperties' ? ` "${(e.params as { additionalProperty: string }).additionalProperty}"` : '';
+  return { path, message: `${e.message ?? e.keyword}${extra}` };
+}
+
+/** The tool result a model sees when its arguments do not conform (DESIGN.md §2: refusals the model can act on). */
+export function invalidArgumentsResult(tool: string, problems: ArgumentProblem[]): Record<string, unknown> {
+  const message = `Invalid arguments for tool "${tool}": ${problems.map((p) => `${p.path} ${p.message}`).join('; ')}`;
+  return {
+    content: [{ type: 'text', text: message }],
+    isError: true,
+    structuredContent: { error: { code: 'invalid_arguments', message, errors: problems } },
+  };
+}
