@@ -9,6 +9,7 @@ import { type JsonRpcId, type JsonRpcMessage, type JsonRpcRequest } from '../pro
 import { ResponseChannel } from './response-channel.js';
 import type { StdioProcess } from './stdio-process.js';
 import type { EndReason, HeldSession } from './session-table.js';
+import type { Logger } from '../log/logger.js';
 import type { McpExchange } from './upstream.js';
 
 interface InFlight {
@@ -19,15 +20,69 @@ interface InFlight {
 
 /** Messages kept for a GET stream that is not open yet; the oldest go first when it overflows. */
 const BACKLOG_LIMIT = 256;
+/** Restart attempts after a crash, with delays doubling from the first; then the session ends. */
+const RESTART_ATTEMPTS = 6;
+const FIRST_RESTART_DELAY_MS = 250;
+
+export interface Respawner {
+  /** Starts and initializes a replacement child. */
+  respawn(): Promise<StdioProcess>;
+  /** Told whether a restart worked (readiness follows it). */
+  onRestart(ok: boolean): void;
+  /** Called when every attempt failed: the session is over. */
+  onGiveUp(): void;
+}
 
 export class StdioSession implements HeldSession {
   lastUsed = Date.now();
   private readonly inFlight: InFlight[] = [];
   private listen?: SseWriter;
   private readonly backlog: JsonRpcMessage[] = [];
+  /** Set while a crashed child is being replaced; requests wait for it. */
+  private restarting?: Promise<boolean>;
+  private closed = false;
 
-  constructor(readonly id: string, private readonly proc: StdioProcess) {
+  constructor(readonly id: string, private proc: StdioProcess, private readonly respawner: Respawner, private readonly log: Logger) {
+    this.adopt(proc);
+  }
+
+  private adopt(proc: StdioProcess): void {
+    this.proc = proc;
     proc.onMessage = (msg) => this.route(msg);
+    proc.onExit = (reason) => this.crashed(reason);
+  }
+
+  /**
+   * The child died on its own: the calls it had fail at once with a clear error, and a replacement is
+   * started with exponential backoff (2026-07-28/basic/transports/stdio.mdx §Unexpected Termination).
+   */
+  private crashed(reason: string): void {
+    if (this.closed) return;
+    const err = new GatewayError('GW_ERR_UPSTREAM_EXITED', `Upstream process ${reason}; it is being restarted`);
+    for (const f of this.inFlight.splice(0)) f.channel.fail(err);
+    this.respawner.onRestart(false);
+    this.restarting = (async () => {
+      for (let attempt = 0; attempt < RESTART_ATTEMPTS && !this.closed; attempt++) {
+        await new Promise((r) => setTimeout(r, FIRST_RESTART_DELAY_MS * 2 ** attempt).unref());
+        if (this.closed) return false;
+        try {
+          this.adopt(await this.respawner.respawn());
+          this.respawner.onRestart(true);
+          return true;
+        } catch (e) {
+          this.log.warn('restart of the stdio upstream failed', { attempt: attempt + 1, err: e });
+        }
+      }
+      this.log.error('stdio upstream did not come back; the session ends');
+      this.respawner.onGiveUp();
+      this.closeListenStream();
+      return false;
+    })().finally(() => (this.restarting = undefined));
+  }
+
+  /** Waits out a restart in progress; false when the child did not come back. */
+  private async alive(): Promise<boolean> {
+    return this.restarting ? this.restarting : this.proc.alive;
   }
 
   touch(): void {
@@ -39,6 +94,10 @@ export class StdioSession implements HeldSession {
   }
 
   async handlePost(ex: McpExchange): Promise<void> {
+    if (!(await this.alive())) {
+      new ResponseChannel(ex).fail(new GatewayError('GW_ERR_UPSTREAM_EXITED', 'The upstream process is down and could not be restarted'));
+      return;
+    }
     if (ex.kind !== 'request') {
       // Notifications and the client's answers to server requests: hand over, then 202 with no body.
       this.proc.send(ex.message!);
@@ -77,6 +136,7 @@ export class StdioSession implements HeldSession {
   }
 
   async close(reason: EndReason): Promise<void> {
+    this.closed = true;
     this.proc.onExit = () => {};
     this.failAll(new GatewayError('GW_ERR_UPSTREAM_EXITED', `Session ended (${reason})`));
     await this.proc.stop();

@@ -175,12 +175,26 @@ export class StdioUpstream implements Upstream {
       return;
     }
     const id = this.sessions.newId();
-    const session = new StdioSession(id, proc);
+    const initRequest = ex.message as JsonRpcRequest;
+    const session = new StdioSession(id, proc, {
+      // A crashed child is replaced under the same session: the client's own initialize is replayed, then
+      // the initialized notification it sent the first time (2025-11-25/basic/lifecycle.mdx §Initialization).
+      respawn: async () => {
+        const next = this.newProcess();
+        await next.start();
+        const replay = await next.request(initRequest);
+        if (replay.error) {
+          void next.stop();
+          throw new GatewayError('GW_ERR_UPSTREAM_EXITED', `Upstream "${this.name}" refused the replayed initialize`, this.name);
+        }
+        next.send({ jsonrpc: '2.0', method: 'notifications/initialized' });
+        this.log.info('session process restarted', { session: id.slice(0, 8), pid: next.pid });
+        return next;
+      },
+      onRestart: (ok) => (this.lastStartOk = ok),
+      onGiveUp: () => this.sessions.forget(id, 'unknown'),
+    }, this.log.child({ session: id.slice(0, 8) }));
     this.sessions.add(id, session);
-    proc.onExit = (reason) => {
-      this.sessions.forget(id, 'unknown');
-      session.failAll(new GatewayError('GW_ERR_UPSTREAM_EXITED', `Upstream "${this.name}" process ${reason}`, this.name));
-    };
     this.log.info('session started', { session: id.slice(0, 8), pid: proc.pid });
     channel.setHeader('mcp-session-id', id);
     channel.finish(response);

@@ -28,21 +28,23 @@ test('stderr reaches the log and a non-JSON stdout line is logged and skipped, n
   assert.ok(gw.logs.some((l) => l.msg === 'stdio upstream wrote a line that is not JSON; ignored' && l.line === 'this is not JSON'));
 });
 
-test('a crash mid-call fails the call with 503 GW_ERR_UPSTREAM_EXITED, then the session is gone (404 -32001)', async () => {
+test('a crash mid-call fails that call with 503 GW_ERR_UPSTREAM_EXITED; the child is restarted and the next call on the same session works', async () => {
+  // 2026-07-28/basic/transports/stdio.mdx §Unexpected Termination: restart, do not lose the session.
   const session = await openSession();
   const headers = { ...LEGACY_HEADERS, 'mcp-session-id': session };
+  const before = await post(gw.url, rpc(8, 'tools/call', { name: 'echo' }), headers);
+  const firstPid = before.json().result.content[0].text;
   const res = await post(gw.url, rpc(9, 'tools/call', { name: 'crash' }), headers);
   assert.equal(res.status, 503);
   assert.equal(res.json().id, 9);
   assert.equal(res.json().error.data.code, 'GW_ERR_UPSTREAM_EXITED');
   assert.match(res.json().error.message, /exited with code 3/);
-  const after = await post(gw.url, rpc(10, 'tools/list'), headers);
-  assert.equal(after.status, 404);
-  assert.equal(after.json().error.code, -32001);
-  // A new session gets a fresh process and works.
-  const fresh = await openSession();
-  const ok = await post(gw.url, rpc(11, 'tools/call', { name: 'echo' }), { ...LEGACY_HEADERS, 'mcp-session-id': fresh });
-  assert.equal(ok.status, 200);
+  const next = await post(gw.url, rpc(10, 'tools/call', { name: 'echo' }), headers);
+  assert.equal(next.status, 200, next.text);
+  assert.notEqual(next.json().result.content[0].text, firstPid, 'answered by a new process');
+  assert.ok(gw.logs.some((l) => l.msg === 'session process restarted'));
+  const ready = await fetch(`${gw.origin}/readyz`);
+  assert.equal(ready.status, 200, 'ready again once the restart worked');
 });
 
 test('a command that cannot be started is a clear 503 on initialize and /readyz says not ready', async () => {
@@ -66,4 +68,25 @@ test('requests without a session, or with an unknown one, are refused clearly', 
   const unknown = await post(gw.url, rpc(1, 'tools/list'), { ...LEGACY_HEADERS, 'mcp-session-id': 'nope' });
   assert.equal(unknown.status, 404);
   assert.equal(unknown.json().error.data.details.reason, 'unknown');
+});
+
+test('server-everything killed mid-call (SIGKILL): the call fails cleanly and the next one succeeds after the restart', async () => {
+  const everything = await startGateway({ upstreams: [{ name: 'everything', command: [process.execPath, 'node_modules/@modelcontextprotocol/server-everything/dist/index.js', 'stdio'], era: 'legacy' }] });
+  try {
+    const init = await post(everything.url, rpc(0, 'initialize', { protocolVersion: '2025-11-25', capabilities: {}, clientInfo: { name: 't', version: '1' } }));
+    const headers = { ...LEGACY_HEADERS, 'mcp-session-id': String(init.headers['mcp-session-id']), 'mcp-protocol-version': '2025-11-25' };
+    const pid = Number(everything.logs.find((l) => l.msg === 'session started')?.pid);
+    assert.ok(pid > 0);
+    const slow = post(everything.url, rpc(1, 'tools/call', { name: 'trigger-long-running-operation', arguments: { duration: 5, steps: 5 } }), headers);
+    await new Promise((r) => setTimeout(r, 300));
+    process.kill(pid, 'SIGKILL');
+    const failed = await slow;
+    assert.equal(failed.status, 503);
+    assert.equal(failed.json().error.data.code, 'GW_ERR_UPSTREAM_EXITED');
+    const next = await post(everything.url, rpc(2, 'tools/call', { name: 'echo', arguments: { message: 'after the restart' } }), headers);
+    assert.equal(next.status, 200, next.text);
+    assert.match(next.text, /after the restart/);
+  } finally {
+    await everything.close();
+  }
 });
