@@ -30,9 +30,23 @@ export class ArgumentSchemas {
 
   /** The problems with `args` under `schema`, or undefined when they conform (or the schema is unusable). */
   check(tool: string, schema: unknown, args: unknown): ArgumentProblem[] | undefined {
+    return this.problems(tool, schema, args ?? {});
+  }
+
+  /**
+   * The problems with a result's `structuredContent` under the tool's outputSchema (tools.mdx §Output Schema:
+   * the server MUST conform, clients SHOULD validate); a missing structuredContent is a problem too.
+   */
+  checkOutput(tool: string, schema: unknown, structuredContent: unknown): ArgumentProblem[] | undefined {
+    if (schema === null || typeof schema !== 'object') return undefined;
+    if (structuredContent === undefined) return [{ path: '(structuredContent)', message: 'is missing although the tool declares an outputSchema' }];
+    return this.problems(tool, schema, structuredContent);
+  }
+
+  private problems(tool: string, schema: unknown, value: unknown): ArgumentProblem[] | undefined {
     if (schema === null || typeof schema !== 'object') return undefined;
     const validate = this.validatorFor(tool, schema as Record<string, unknown>);
-    if (!validate || validate(args ?? {})) return undefined;
+    if (!validate || validate(value)) return undefined;
     return (validate.errors ?? []).map(toProblem);
   }
 
@@ -60,6 +74,16 @@ function toProblem(e: ErrorObject): ArgumentProblem {
   const path = e.instancePath === '' ? '(arguments)' : e.instancePath;
   const extra = e.keyword === 'additionalProperties' ? ` "${(e.params as { additionalProperty: string }).additionalProperty}"` : '';
   return { path, message: `${e.message ?? e.keyword}${extra}` };
+}
+
+/** The tool result that replaces output that broke its schema, under `tools.outputValidation: enforce`. */
+export function invalidOutputResult(tool: string, problems: ArgumentProblem[]): Record<string, unknown> {
+  const message = `Tool "${tool}" returned output that does not match its outputSchema: ${problems.map((p) => `${p.path} ${p.message}`).join('; ')}`;
+  return {
+    content: [{ type: 'text', text: message }],
+    isError: true,
+    structuredContent: { error: { code: 'invalid_output', message, errors: problems } },
+  };
 }
 
 /** The tool result a model sees when its arguments do not conform (DESIGN.md §2: refusals the model can act on). */

@@ -10,7 +10,7 @@ import { ErrorCode, errorResponse, type JsonRpcMessage, type JsonRpcRequest, typ
 import { MODERN_VERSIONS } from '../protocol/versions.js';
 import type { UpstreamMessages, UpstreamReply } from '../upstream/message-client.js';
 import type { ModernFace, Upstream } from '../upstream/upstream.js';
-import { ArgumentSchemas, invalidArgumentsResult } from './argument-schemas.js';
+import { ArgumentSchemas, invalidArgumentsResult, invalidOutputResult } from './argument-schemas.js';
 import { mergeCapabilities } from './capabilities.js';
 import { paramHeadersFor, readAnnotations, type ParamHeader } from './param-headers.js';
 import { assignPublicNames, type PrefixMode } from './public-names.js';
@@ -22,12 +22,15 @@ export const TOOL_REF_META = 'dev.gatehouse/tool_ref';
 export const PROMPT_REF_META = 'dev.gatehouse/prompt_ref';
 /** Pages read from one upstream for one list; a server paginating forever is cut off. */
 const MAX_PAGES = 50;
+/** Entries per page of a merged list. */
+export const PAGE_SIZE = 100;
 
 interface Route {
   upstream: Upstream;
   original: string;
   params: ParamHeader[];
   inputSchema?: unknown;
+  outputSchema?: unknown;
 }
 
 export class Catalog implements UpstreamMessages {
@@ -37,7 +40,12 @@ export class Catalog implements UpstreamMessages {
   private counter = 0;
   private readonly schemas: ArgumentSchemas;
 
-  constructor(private readonly members: readonly Upstream[], private readonly prefix: PrefixMode, private readonly log: Logger) {
+  constructor(
+    private readonly members: readonly Upstream[],
+    private readonly prefix: PrefixMode,
+    private readonly outputValidation: 'enforce' | 'warn' | 'off',
+    private readonly log: Logger,
+  ) {
     this.schemas = new ArgumentSchemas(log);
   }
 
@@ -114,14 +122,13 @@ export class Catalog implements UpstreamMessages {
     const listed = entries.map((e) => {
       const ref = `${e.member.name}/${e.item.name as string}`;
       const publicName = names.get(ref)!;
-      routes.set(publicName, { upstream: e.member, original: e.item.name as string, params: e.params, inputSchema: e.item.inputSchema });
+      routes.set(publicName, { upstream: e.member, original: e.item.name as string, params: e.params, inputSchema: e.item.inputSchema, outputSchema: e.item.outputSchema });
       const meta = { ...((e.item._meta as Obj | undefined) ?? {}), [kind === 'tools' ? TOOL_REF_META : PROMPT_REF_META]: ref };
       return { ...e.item, name: publicName, _meta: meta };
     });
     listed.sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
     this.routes[kind] = routes;
-    // The list depends on which upstreams answered and, for legacy ones, on the caller's capabilities.
-    return { jsonrpc: '2.0', id: request.id, result: toModernResult(`${kind}/list`, { [kind]: listed }, undefined, { ttlMs: 0, cacheScope: 'private' }) };
+    return page(request, kind, listed);
   }
 
   private async resourceList(request: JsonRpcRequest): Promise<JsonRpcResponse> {
@@ -134,7 +141,7 @@ export class Catalog implements UpstreamMessages {
         merged.push(item);
       }
     });
-    return { jsonrpc: '2.0', id: request.id, result: toModernResult(request.method, { [key]: merged }, undefined, { ttlMs: 0, cacheScope: 'private' }) };
+    return page(request, key, merged);
   }
 
   /** Every page of one list from one member; a member that fails is left out and logged, not fatal. */
@@ -178,7 +185,28 @@ export class Catalog implements UpstreamMessages {
     else params.name = route.original;
     const face = await route.upstream.modernFace();
     const headers = face.http ? { ...modernHeaders(request.method, route.original), ...(kind === 'tools' ? paramHeadersFor(route.params, params.arguments) : {}) } : {};
-    return face.messages.post({ ...request, params }, headers, signal);
+    const reply = await face.messages.post({ ...request, params }, headers, signal);
+    if (kind !== 'tools' || this.outputValidation === 'off' || route.outputSchema === undefined) return reply;
+    return { ...reply, messages: this.checkedOutput(reply.messages, publicName as string, route) };
+  }
+
+  /** Checks the final result of a call against the tool's outputSchema, per `tools.outputValidation`. */
+  private async *checkedOutput(messages: AsyncGenerator<JsonRpcMessage, void, void>, tool: string, route: Route): AsyncGenerator<JsonRpcMessage, void, void> {
+    for await (const m of messages) {
+      const response = m as JsonRpcResponse;
+      const result = 'method' in m ? undefined : response.result;
+      if (!result || result.isError === true || result.resultType === 'input_required') {
+        yield m;
+        continue;
+      }
+      const problems = this.schemas.checkOutput(tool, route.outputSchema, result.structuredContent);
+      if (!problems) {
+        yield m;
+        continue;
+      }
+      this.log.warn('tool output does not match its outputSchema', { tool, upstream: route.upstream.name, problems, enforced: this.outputValidation === 'enforce' });
+      yield this.outputValidation === 'enforce' ? { ...response, result: toModernResult('tools/call', invalidOutputResult(tool, problems), undefined, { ttlMs: 0, cacheScope: 'private' }) } : m;
+    }
   }
 
   private async routeByUri(request: JsonRpcRequest, uri: unknown, signal?: AbortSignal): Promise<UpstreamReply> {
@@ -199,6 +227,24 @@ export class Catalog implements UpstreamMessages {
     for await (const m of reply.messages) if ('id' in m && m.id === request.id && !('method' in m)) return m as JsonRpcResponse;
     return undefined;
   }
+}
+
+/**
+ * One page of a merged list (basic/utilities/pagination): the cursor is opaque to clients, an offset into
+ * the deterministic order here; a cursor that is not ours is -32602. The list depends on which upstreams
+ * answered and, for legacy ones, on the caller's capabilities: private, not cached.
+ */
+function page(request: JsonRpcRequest, key: string, all: Obj[]): JsonRpcResponse {
+  const cursor = request.params?.cursor;
+  let offset = 0;
+  if (cursor !== undefined) {
+    const m = typeof cursor === 'string' ? /^o:(\d+)$/.exec(Buffer.from(cursor, 'base64url').toString('utf8')) : null;
+    if (!m || Number(m[1]) > all.length) return errorResponse(request.id, ErrorCode.InvalidParams, 'Invalid cursor');
+    offset = Number(m[1]);
+  }
+  const result: Obj = { [key]: all.slice(offset, offset + PAGE_SIZE) };
+  if (offset + PAGE_SIZE < all.length) result.nextCursor = Buffer.from(`o:${offset + PAGE_SIZE}`).toString('base64url');
+  return { jsonrpc: '2.0', id: request.id, result: toModernResult(request.method, result, undefined, { ttlMs: 0, cacheScope: 'private' }) };
 }
 
 function modernHeaders(method: string, name?: string): Record<string, string> {

@@ -20,8 +20,13 @@ export class CatalogUpstream implements Upstream {
   private readonly legacyBridge: LegacyClientBridge;
   private discovered?: UpstreamProfile & { era: 'modern' };
 
-  constructor(private readonly members: readonly Upstream[], prefix: PrefixMode, limits: { max: number; idleTimeoutMs: number; inputTimeoutMs: number }, log: Logger) {
-    this.catalog = new Catalog(members, prefix, log);
+  constructor(
+    private readonly members: readonly Upstream[],
+    tools: { prefix: PrefixMode; outputValidation: 'enforce' | 'warn' | 'off' },
+    limits: { max: number; idleTimeoutMs: number; inputTimeoutMs: number },
+    log: Logger,
+  ) {
+    this.catalog = new Catalog(members, tools.prefix, tools.outputValidation, log);
     this.legacyBridge = new LegacyClientBridge(this.catalog, () => this.discovered!, limits, () => (this.discovered = undefined), undefined, log);
   }
 

@@ -127,3 +127,59 @@ describe('catalog of three upstreams', () => {
     }
   });
 });
+
+describe('catalog lists and output checks', () => {
+  async function bigFixture(): Promise<FakeUpstream> {
+    const up = await startFakeUpstream((_req, res, body) => {
+      const msg = JSON.parse(body) as { id: unknown; method: string; params: { name?: string } };
+      const tools = Array.from({ length: 250 }, (_, i) => ({ name: `t${String(i).padStart(3, '0')}`, inputSchema: { type: 'object' } }));
+      tools.push({ name: 'drifty', inputSchema: { type: 'object' }, outputSchema: { type: 'object', properties: { n: { type: 'integer' } }, required: ['n'] } } as (typeof tools)[number]);
+      const result =
+        msg.method === 'tools/list'
+          ? { tools, resultType: 'complete', ttlMs: 0, cacheScope: 'public' }
+          : { content: [{ type: 'text', text: '{"n":"not a number"}' }], structuredContent: { n: 'not a number' }, resultType: 'complete' };
+      res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ jsonrpc: '2.0', id: msg.id, result }));
+    }, { handshake: 'modern' });
+    cleanups.push(() => up.close());
+    return up;
+  }
+
+  async function gatewayWith(outputValidation: 'warn' | 'enforce'): Promise<TestGateway> {
+    const up = await bigFixture();
+    const other = await fixture();
+    const gw = await startGateway({ upstreams: [{ name: 'big', url: up.url }, { name: 'fixture', url: other.url }], tools: { outputValidation } });
+    cleanups.push(() => gw.close());
+    return gw;
+  }
+
+  test('merged lists are paginated with an opaque cursor across upstreams (basic/utilities/pagination)', async () => {
+    const gw = await gatewayWith('warn');
+    const seen: string[] = [];
+    let cursor: string | undefined;
+    for (let pageNo = 0; pageNo < 10; pageNo++) {
+      const req = modernRequest(pageNo, 'tools/list', cursor !== undefined ? { cursor } : {});
+      const result = (await post(gw.url, req.body, req.headers)).json().result;
+      seen.push(...(result.tools as Tool[]).map((t) => t.name));
+      cursor = result.nextCursor;
+      if (cursor === undefined) break;
+    }
+    assert.equal(seen.length, 251 + FIXTURE_TOOLS.length + 1, 'every tool of both upstreams, once');
+    assert.equal(new Set(seen).size, seen.length);
+    const bad = modernRequest(99, 'tools/list', { cursor: 'not-our-cursor' });
+    assert.equal((await post(gw.url, bad.body, bad.headers)).json().error.code, -32602);
+  });
+
+  test('structuredContent that breaks the outputSchema: warn passes it on and logs; enforce turns it into invalid_output', async () => {
+    for (const mode of ['warn', 'enforce'] as const) {
+      const gw = await gatewayWith(mode);
+      const req = modernRequest(1, 'tools/call', { name: 'big_drifty', arguments: {} });
+      const result = (await post(gw.url, req.body, req.headers)).json().result;
+      assert.ok(gw.logs.some((l) => l.msg === 'tool output does not match its outputSchema'), mode);
+      if (mode === 'warn') assert.deepEqual(result.structuredContent, { n: 'not a number' });
+      else {
+        assert.equal(result.isError, true);
+        assert.equal(result.structuredContent.error.code, 'invalid_output');
+      }
+    }
+  });
+});
