@@ -4,12 +4,14 @@
 // era and transport do not matter here; legacy clients reach the catalog through the legacy bridge.
 
 import type { Logger } from '../log/logger.js';
+import { canonicalJson } from '../upstream/legacy-client-sessions.js';
 import { toModernResult } from '../protocol/era-shapes.js';
 import { encodeHeaderValue } from '../protocol/header-value.js';
 import { ErrorCode, errorResponse, type JsonRpcMessage, type JsonRpcRequest, type JsonRpcResponse } from '../protocol/jsonrpc.js';
 import { MODERN_VERSIONS } from '../protocol/versions.js';
 import type { UpstreamMessages, UpstreamReply } from '../upstream/message-client.js';
 import type { ModernFace, Upstream } from '../upstream/upstream.js';
+import { fanOutListen } from './catalog-listen.js';
 import { ArgumentSchemas, invalidArgumentsResult, invalidOutputResult } from './argument-schemas.js';
 import { mergeCapabilities } from './capabilities.js';
 import { paramHeadersFor, readAnnotations, type ParamHeader } from './param-headers.js';
@@ -39,6 +41,11 @@ export class Catalog implements UpstreamMessages {
   private readonly resourceOwners = new Map<string, Upstream>();
   private counter = 0;
   private readonly schemas: ArgumentSchemas;
+  /**
+   * Member lists kept for the `ttlMs` their server gave (caching.mdx §Time-to-Live), per caller capability
+   * set; dropped early when the member says its list changed.
+   */
+  private readonly listCache = new Map<string, { until: number; items: Obj[] }>();
 
   constructor(
     private readonly members: readonly Upstream[],
@@ -82,6 +89,8 @@ export class Catalog implements UpstreamMessages {
         const ref = (params.ref ?? {}) as { type?: string; name?: unknown; uri?: unknown };
         return ref.type === 'ref/prompt' ? this.routeByName(request, 'prompts', ref.name, signal, 'ref') : this.routeByUri(request, ref.uri, signal);
       }
+      case 'subscriptions/listen':
+        return fanOutListen(request, this.members, (uri) => this.resourceOwners.get(uri), (member, kind) => this.dropCached(member, kind), signal, this.log);
       default:
         return single(errorResponse(request.id, ErrorCode.MethodNotFound, `${request.method} is not available when several upstreams are aggregated`));
     }
@@ -146,7 +155,12 @@ export class Catalog implements UpstreamMessages {
 
   /** Every page of one list from one member; a member that fails is left out and logged, not fatal. */
   private async collect(member: Upstream, request: JsonRpcRequest, method: string, key: string): Promise<Obj[]> {
+    const capabilities = (request.params?._meta as Obj | undefined)?.['io.modelcontextprotocol/clientCapabilities'];
+    const cacheKey = `${member.name}|${method}|${canonicalJson(capabilities ?? {})}`;
+    const cached = this.listCache.get(cacheKey);
+    if (cached && cached.until > Date.now()) return cached.items;
     const out: Obj[] = [];
+    let ttlMs = 0;
     try {
       const face = await member.modernFace();
       let cursor: string | undefined;
@@ -155,14 +169,20 @@ export class Catalog implements UpstreamMessages {
         const response = await this.ask(face, { jsonrpc: '2.0', id: `gh-cat-${++this.counter}`, method, params });
         const result = response?.result;
         if (!result) break;
+        if (page === 0 && typeof result.ttlMs === 'number') ttlMs = result.ttlMs;
         out.push(...((result[key] as Obj[] | undefined) ?? []));
         if (typeof result.nextCursor !== 'string') break;
         cursor = result.nextCursor;
       }
+      if (ttlMs > 0) this.listCache.set(cacheKey, { until: Date.now() + ttlMs, items: out });
     } catch (err) {
       this.log.warn('an upstream could not be listed; the catalog shows the others', { upstream: member.name, method, err });
     }
     return out;
+  }
+
+  private dropCached(member: Upstream, kind: 'tools' | 'prompts' | 'resources'): void {
+    for (const key of this.listCache.keys()) if (key.startsWith(`${member.name}|${kind}/`)) this.listCache.delete(key);
   }
 
   private async routeByName(request: JsonRpcRequest, kind: 'tools' | 'prompts', publicName: unknown, signal?: AbortSignal, field: 'name' | 'ref' = 'name'): Promise<UpstreamReply> {

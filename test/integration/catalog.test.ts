@@ -10,6 +10,7 @@ import { join } from 'node:path';
 import assert from 'node:assert/strict';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import { request } from 'undici';
 import { startFakeUpstream, type FakeUpstream } from '../fixtures/upstreams/fake-upstream.js';
 import { startGateway, type TestGateway } from '../helpers/gateway.js';
 import { modernRequest, post } from '../helpers/http.js';
@@ -181,5 +182,64 @@ describe('catalog lists and output checks', () => {
         assert.equal(result.structuredContent.error.code, 'invalid_output');
       }
     }
+  });
+});
+
+describe('catalog caching and change notifications', () => {
+  /** A modern upstream with cacheable lists (ttlMs) and a listen stream the test can push into. */
+  async function listeningFixture(name: string) {
+    const listens: Array<import('node:http').ServerResponse> = [];
+    let lists = 0;
+    const up = await startFakeUpstream((_req, res, body) => {
+      const msg = JSON.parse(body) as { id: unknown; method: string; params: { notifications?: Record<string, unknown> } };
+      if (msg.method === 'subscriptions/listen') {
+        res.writeHead(200, { 'content-type': 'text/event-stream' });
+        res.write(`data: ${JSON.stringify({ jsonrpc: '2.0', method: 'notifications/subscriptions/acknowledged', params: { _meta: { 'io.modelcontextprotocol/subscriptionId': msg.id }, notifications: { toolsListChanged: true } } })}\n\n`);
+        listens.push(res);
+        return;
+      }
+      if (msg.method === 'tools/list') lists++;
+      const result = msg.method === 'tools/list' ? { tools: [{ name: `${name}-tool`, inputSchema: { type: 'object' } }], resultType: 'complete', ttlMs: 60_000, cacheScope: 'public' } : { content: [], resultType: 'complete' };
+      res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ jsonrpc: '2.0', id: msg.id, result }));
+    }, { handshake: 'modern' });
+    cleanups.push(() => up.close());
+    return { up, listens, lists: () => lists };
+  }
+
+  test('lists are cached for their ttlMs; a listen relays list changes under the client id and drops the cache', async () => {
+    const one = await listeningFixture('one');
+    const two = await listeningFixture('two');
+    const gw = await startGateway({ upstreams: [{ name: 'one', url: one.up.url }, { name: 'two', url: two.up.url }] });
+    cleanups.push(() => gw.close());
+    const list = async () => {
+      const req = modernRequest(1, 'tools/list');
+      return ((await post(gw.url, req.body, req.headers)).json().result.tools as Tool[]).map((t) => t.name);
+    };
+    assert.deepEqual(await list(), ['one_one-tool', 'two_two-tool']);
+    await list();
+    assert.equal(one.lists(), 1, 'the second list came from the cache (ttlMs 60000)');
+
+    const listen = modernRequest(42, 'subscriptions/listen', { notifications: { toolsListChanged: true, promptsListChanged: true } });
+    const ac = new AbortController();
+    const res = await request(gw.url, { method: 'POST', headers: listen.headers, body: listen.body, signal: ac.signal });
+    const reader = res.body[Symbol.asyncIterator]();
+    let text = '';
+    const readUntil = async (re: RegExp) => {
+      for (let i = 0; i < 50 && !re.test(text); i++) {
+        const next = await Promise.race([reader.next(), new Promise<{ done: true; value: undefined }>((r) => setTimeout(() => r({ done: true, value: undefined }), 200))]);
+        if (!next.done) text += String(next.value);
+      }
+      return re.test(text);
+    };
+    assert.ok(await readUntil(/subscriptions\/acknowledged/));
+    assert.match(text, /"notifications":\{"toolsListChanged":true\}/, 'the ack is the union of what the upstreams honour (no prompts)');
+    for (let i = 0; i < 50 && one.listens.length === 0; i++) await new Promise((r) => setTimeout(r, 20));
+    one.listens[0]!.write(`data: ${JSON.stringify({ jsonrpc: '2.0', method: 'notifications/tools/list_changed', params: { _meta: { 'io.modelcontextprotocol/subscriptionId': 'theirs' } } })}\n\n`);
+    assert.ok(await readUntil(/tools\/list_changed/));
+    assert.match(text, /"io\.modelcontextprotocol\/subscriptionId":42/);
+    await list();
+    assert.equal(one.lists(), 2, 'the change dropped the cached list');
+    assert.equal(two.lists(), 1, 'the other upstream kept its cache');
+    ac.abort();
   });
 });

@@ -1,0 +1,94 @@
+// subscriptions/listen over several upstreams (2026-07-28/basic/patterns/subscriptions.mdx): one listen per
+// upstream that can honour part of the filter, one acknowledgement with the union of what they honour, and
+// their notifications relayed under the client's subscription id. A list change also tells the catalog
+// (so cached lists are dropped).
+
+import type { Logger } from '../log/logger.js';
+import type { JsonRpcMessage, JsonRpcRequest } from '../protocol/jsonrpc.js';
+import { META_CLIENT_CAPABILITIES, META_PROTOCOL_VERSION, META_SUBSCRIPTION_ID } from '../protocol/methods.js';
+import { MODERN_VERSIONS } from '../protocol/versions.js';
+import type { UpstreamReply } from '../upstream/message-client.js';
+import type { Upstream } from '../upstream/upstream.js';
+import { MessageQueue } from '../upstream/message-queue.js';
+
+type Obj = Record<string, unknown>;
+type Filter = { toolsListChanged?: boolean; promptsListChanged?: boolean; resourcesListChanged?: boolean; resourceSubscriptions?: string[] };
+
+const LIST_CHANGED: Record<string, 'tools' | 'prompts' | 'resources'> = {
+  'notifications/tools/list_changed': 'tools',
+  'notifications/prompts/list_changed': 'prompts',
+  'notifications/resources/list_changed': 'resources',
+};
+
+export function fanOutListen(
+  request: JsonRpcRequest,
+  members: readonly Upstream[],
+  ownerOf: (uri: string) => Upstream | undefined,
+  onListChanged: (member: Upstream, kind: 'tools' | 'prompts' | 'resources') => void,
+  signal: AbortSignal | undefined,
+  log: Logger,
+): UpstreamReply {
+  const queue = new MessageQueue(request.id);
+  const requested = ((request.params?.notifications as Filter | undefined) ?? {}) as Filter;
+  const upstreamStops: AbortController[] = [];
+  queue.onClose(() => upstreamStops.forEach((c) => c.abort()));
+  signal?.addEventListener('abort', () => upstreamStops.forEach((c) => c.abort()), { once: true });
+
+  void (async () => {
+    const honoured: Filter = {};
+    const streams: Array<{ member: Upstream; messages: AsyncGenerator<JsonRpcMessage, void, void> }> = [];
+    await Promise.all(
+      members.map(async (member) => {
+        // Resource subscriptions go to the upstream that listed the URI; unknown URIs to every upstream.
+        const uris = (requested.resourceSubscriptions ?? []).filter((u) => {
+          const owner = ownerOf(u);
+          return owner === undefined || owner === member;
+        });
+        const filter: Filter = { ...requested, ...(requested.resourceSubscriptions ? { resourceSubscriptions: uris } : {}) };
+        try {
+          const face = await member.modernFace();
+          const stop = new AbortController();
+          upstreamStops.push(stop);
+          const params = { ...request.params, notifications: filter, _meta: { [META_PROTOCOL_VERSION]: MODERN_VERSIONS[0], [META_CLIENT_CAPABILITIES]: {}, ...((request.params?._meta as Obj | undefined) ?? {}) } };
+          const headers: Record<string, string> = face.http ? { 'mcp-protocol-version': MODERN_VERSIONS[0], 'mcp-method': 'subscriptions/listen' } : {};
+          const reply = await face.messages.post({ jsonrpc: '2.0', id: `${String(request.id)}:${member.name}`, method: 'subscriptions/listen', params }, headers, stop.signal);
+          const first = await reply.messages.next();
+          const ack = first.done ? undefined : (first.value as { method?: string; params?: { notifications?: Filter } });
+          if (ack?.method !== 'notifications/subscriptions/acknowledged') return;
+          mergeFilter(honoured, ack.params?.notifications ?? {});
+          streams.push({ member, messages: reply.messages });
+        } catch (err) {
+          log.warn('an upstream could not open its listen; its changes will not be relayed', { upstream: member.name, err });
+        }
+      }),
+    );
+    // subscriptions.mdx §Acknowledgment: the first message carries the honoured subset.
+    queue.push({ jsonrpc: '2.0', method: 'notifications/subscriptions/acknowledged', params: { _meta: { [META_SUBSCRIPTION_ID]: request.id }, notifications: honoured } });
+    await Promise.all(
+      streams.map(async ({ member, messages }) => {
+        try {
+          for await (const m of messages) {
+            const msg = m as { method?: string; params?: Obj };
+            if (msg.method === undefined) return; // that upstream ended its listen
+            const kind = LIST_CHANGED[msg.method];
+            if (kind) onListChanged(member, kind);
+            const meta = { ...((msg.params?._meta as Obj | undefined) ?? {}), [META_SUBSCRIPTION_ID]: request.id };
+            queue.push({ jsonrpc: '2.0', method: msg.method, params: { ...(msg.params ?? {}), _meta: meta } });
+          }
+        } catch {
+          // One upstream's listen breaking does not end the others'.
+        }
+      }),
+    );
+    // Every upstream ended its listen: end the client's gracefully (subscriptions.mdx §Graceful Closure).
+    queue.finish({ jsonrpc: '2.0', id: request.id, result: { resultType: 'complete', _meta: { [META_SUBSCRIPTION_ID]: request.id } } });
+  })();
+  return { status: 200, headers: {}, messages: queue.messages };
+}
+
+function mergeFilter(into: Filter, more: Filter): void {
+  if (more.toolsListChanged) into.toolsListChanged = true;
+  if (more.promptsListChanged) into.promptsListChanged = true;
+  if (more.resourcesListChanged) into.resourcesListChanged = true;
+  if (more.resourceSubscriptions?.length) into.resourceSubscriptions = [...new Set([...(into.resourceSubscriptions ?? []), ...more.resourceSubscriptions])];
+}
