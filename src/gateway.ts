@@ -156,7 +156,8 @@ export function createGateway(config: GatehouseConfig, log: Logger, options: Gat
 /** One upstream is served directly (pass-through fast path); several are aggregated by the catalog. */
 function buildUpstream(config: GatehouseConfig, log: Logger, onRefusal: (reason: string) => void): Upstream {
   const members = config.upstreams.map((u) => createUpstream(u, config.sessions, log, onRefusal));
-  return members.length === 1 ? members[0]! : new CatalogUpstream(members, { prefix: config.tools.naming.prefix, outputValidation: config.tools.outputValidation }, config.sessions, log);
+  const uriPrefixes = new Map(members.map((m, i) => [m, config.upstreams[i]!.uriPrefixes] as const));
+  return members.length === 1 ? members[0]! : new CatalogUpstream(members, uriPrefixes, { prefix: config.tools.naming.prefix, outputValidation: config.tools.outputValidation }, config.sessions, log);
 }
 
 function createUpstream(config: UpstreamConfig, sessions: GatehouseConfig['sessions'], log: Logger, onRefusal: (reason: string) => void): Upstream {

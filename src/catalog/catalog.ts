@@ -49,6 +49,7 @@ export class Catalog implements UpstreamMessages {
 
   constructor(
     private readonly members: readonly Upstream[],
+    private readonly uriPrefixes: ReadonlyMap<Upstream, readonly string[]>,
     private readonly prefix: PrefixMode,
     private readonly outputValidation: 'enforce' | 'warn' | 'off',
     private readonly log: Logger,
@@ -90,7 +91,7 @@ export class Catalog implements UpstreamMessages {
         return ref.type === 'ref/prompt' ? this.routeByName(request, 'prompts', ref.name, signal, 'ref') : this.routeByUri(request, ref.uri, signal);
       }
       case 'subscriptions/listen':
-        return fanOutListen(request, this.members, (uri) => this.resourceOwners.get(uri), (member, kind) => this.dropCached(member, kind), signal, this.log);
+        return fanOutListen(request, this.members, (uri) => this.resourceOwners.get(uri) ?? this.ownerByPrefix(uri), (member, kind) => this.dropCached(member, kind), signal, this.log);
       default:
         return single(errorResponse(request.id, ErrorCode.MethodNotFound, `${request.method} is not available when several upstreams are aggregated`));
     }
@@ -181,6 +182,15 @@ export class Catalog implements UpstreamMessages {
     return out;
   }
 
+  /** The upstream whose configured `uriPrefixes` match the URI, longest prefix first. */
+  private ownerByPrefix(uri: string): Upstream | undefined {
+    let best: { member: Upstream; length: number } | undefined;
+    for (const [member, prefixes] of this.uriPrefixes) {
+      for (const p of prefixes) if (uri.startsWith(p) && (!best || p.length > best.length)) best = { member, length: p.length };
+    }
+    return best?.member;
+  }
+
   private dropCached(member: Upstream, kind: 'tools' | 'prompts' | 'resources'): void {
     for (const key of this.listCache.keys()) if (key.startsWith(`${member.name}|${kind}/`)) this.listCache.delete(key);
   }
@@ -230,7 +240,7 @@ export class Catalog implements UpstreamMessages {
   }
 
   private async routeByUri(request: JsonRpcRequest, uri: unknown, signal?: AbortSignal): Promise<UpstreamReply> {
-    let owner = typeof uri === 'string' ? this.resourceOwners.get(uri) : undefined;
+    let owner = typeof uri === 'string' ? (this.resourceOwners.get(uri) ?? this.ownerByPrefix(uri)) : undefined;
     if (!owner && typeof uri === 'string') {
       await this.resourceList({ ...request, method: 'resources/list', params: { _meta: request.params?._meta } });
       owner = this.resourceOwners.get(uri);

@@ -39,6 +39,8 @@ export interface HttpUpstreamConfig {
   headers: Record<string, string>;
   timeouts: UpstreamTimeouts;
   pool: { connections: number; keepAliveTimeoutMs: number };
+  /** Resource URIs routed here when no list showed them (catalog only). */
+  uriPrefixes: string[];
 }
 
 export interface StdioUpstreamConfig {
@@ -51,6 +53,8 @@ export interface StdioUpstreamConfig {
   timeouts: { requestMs: number };
   /** Each legacy session is one child process; this caps them. */
   maxSessions: number;
+  /** Resource URIs routed here when no list showed them (catalog only). */
+  uriPrefixes: string[];
 }
 
 export type UpstreamConfig = HttpUpstreamConfig | StdioUpstreamConfig;

@@ -22,11 +22,12 @@ export class CatalogUpstream implements Upstream {
 
   constructor(
     private readonly members: readonly Upstream[],
+    uriPrefixes: ReadonlyMap<Upstream, readonly string[]>,
     tools: { prefix: PrefixMode; outputValidation: 'enforce' | 'warn' | 'off' },
     limits: { max: number; idleTimeoutMs: number; inputTimeoutMs: number },
     log: Logger,
   ) {
-    this.catalog = new Catalog(members, tools.prefix, tools.outputValidation, log);
+    this.catalog = new Catalog(members, uriPrefixes, tools.prefix, tools.outputValidation, log);
     this.legacyBridge = new LegacyClientBridge(this.catalog, () => this.discovered!, limits, () => (this.discovered = undefined), undefined, log);
   }
 

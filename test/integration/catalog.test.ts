@@ -243,3 +243,23 @@ describe('catalog caching and change notifications', () => {
     ac.abort();
   });
 });
+
+test('a resource URI no list showed is routed by the configured uriPrefixes; otherwise it is -32602', async () => {
+  const reads: string[] = [];
+  const up = await startFakeUpstream((_req, res, body) => {
+    const msg = JSON.parse(body) as { id: unknown; method: string; params: { uri?: string } };
+    if (msg.method === 'resources/read') reads.push(msg.params.uri!);
+    const result = msg.method === 'resources/read' ? { contents: [{ uri: msg.params.uri, text: 'hidden file' }], resultType: 'complete', ttlMs: 0, cacheScope: 'public' } : { resources: [], tools: [], resultType: 'complete', ttlMs: 0, cacheScope: 'public' };
+    res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ jsonrpc: '2.0', id: msg.id, result }));
+  }, { handshake: 'modern' });
+  const other = await fixture();
+  cleanups.push(() => up.close());
+  const gw = await startGateway({ upstreams: [{ name: 'files', url: up.url, uriPrefixes: ['file:///data/'] }, { name: 'other', url: other.url }] });
+  cleanups.push(() => gw.close());
+  const read = modernRequest(1, 'resources/read', { uri: 'file:///data/secret.txt' });
+  const res = (await post(gw.url, read.body, read.headers)).json();
+  assert.equal(res.result.contents[0].text, 'hidden file');
+  assert.deepEqual(reads, ['file:///data/secret.txt']);
+  const elsewhere = modernRequest(2, 'resources/read', { uri: 'file:///etc/passwd' });
+  assert.equal((await post(gw.url, elsewhere.body, elsewhere.headers)).json().error.code, -32602);
+});
