@@ -25,6 +25,8 @@ export class ArgumentSchemas {
   private readonly modern = new Ajv2020({ strict: false, allErrors: true, validateFormats: false });
   private readonly draft07 = new AjvDraft07({ strict: false, allErrors: true, validateFormats: false });
   private readonly compiled = new Map<string, ValidateFunction | null>();
+  /** Per schema object: the hot path finds its validator without serializing the schema again. */
+  private readonly bySchemaObject = new WeakMap<object, ValidateFunction | null>();
 
   constructor(private readonly log: Logger) {}
 
@@ -51,9 +53,15 @@ export class ArgumentSchemas {
   }
 
   private validatorFor(tool: string, schema: Record<string, unknown>): ValidateFunction | null {
+    const seen = this.bySchemaObject.get(schema);
+    if (seen !== undefined) return seen;
+    // A new list brings new objects for unchanged schemas; the serialized form finds their validator.
     const key = JSON.stringify(schema);
     const known = this.compiled.get(key);
-    if (known !== undefined) return known;
+    if (known !== undefined) {
+      this.bySchemaObject.set(schema, known);
+      return known;
+    }
     let validate: ValidateFunction | null;
     try {
       const engine = typeof schema.$schema === 'string' && DRAFT_07.test(schema.$schema) ? this.draft07 : this.modern;
@@ -66,6 +74,7 @@ export class ArgumentSchemas {
     }
     if (this.compiled.size >= MAX_COMPILED) this.compiled.delete(this.compiled.keys().next().value!);
     this.compiled.set(key, validate);
+    this.bySchemaObject.set(schema, validate);
     return validate;
   }
 }

@@ -20,6 +20,11 @@ export class ToolHeaderIndex {
 
   constructor(private readonly fetchPage: FetchToolsPage, private readonly log: Logger) {}
 
+  /** The tool's annotations as last listed (undefined when unknown); never fetches. */
+  known(name: string): Annotations | undefined {
+    return this.tools.get(name);
+  }
+
   /** The tool's inputSchema as last listed (undefined when unknown); never fetches. */
   inputSchema(name: string): unknown {
     return this.schemas.get(name);

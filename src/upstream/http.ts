@@ -119,11 +119,16 @@ export class HttpUpstream implements Upstream {
       return this.answerDiscover(ex, profile);
     }
     if (ex.era === 'modern' && isToolCall(ex)) {
-      // Headers first (a transport-level refusal), then the arguments (a result the model can act on).
-      const problem = await this.paramHeaderProblem(ex).catch((err: unknown) => {
-        this.log.warn('could not read the upstream tools to check Mcp-Param headers', { err });
-        return undefined;
-      });
+      // Headers first (a transport-level refusal), then the arguments (a result the model can act on). A
+      // known tool without annotations needs no header check: the common case stays synchronous.
+      const known = this.toolHeaders.known(String((ex.message as JsonRpcRequest).params?.name));
+      const problem =
+        known?.ok && known.headers.length === 0
+          ? undefined
+          : await this.paramHeaderProblem(ex).catch((err: unknown) => {
+              this.log.warn('could not read the upstream tools to check Mcp-Param headers', { err });
+              return undefined;
+            });
       if (problem !== undefined) {
         this.onRefusal('param_header');
         sendJsonRpcError(ex.res, 400, idOf(ex.message), ErrorCode.HeaderMismatch, `Header mismatch: ${problem}`, undefined, { 'x-gatehouse-call-id': ex.callId });
