@@ -47,14 +47,18 @@ export function createEdge(listen: ListenConfig, handlers: EdgeHandlers, log: Lo
   let draining = false;
   const idleWaiters: Array<() => void> = [];
   const listenStreams = new Set<ServerResponse>();
-  const inFlightResponses = new Set<ServerResponse>();
-  const settle = (res: ServerResponse): void => {
-    if (!inFlightResponses.delete(res)) return;
+  /** One per counted request; a flag, not a Set of responses, to keep response objects' shapes untouched. */
+  interface InFlightSlot {
+    counted: boolean;
+  }
+  const settle = (slot: InFlightSlot): void => {
+    if (!slot.counted) return;
+    slot.counted = false;
     if (--inFlight === 0) for (const w of idleWaiters.splice(0)) w();
   };
   /** Listening streams (GET, subscriptions/listen) carry no work: a drain ends them instead of waiting. */
-  const markListenStream = (res: ServerResponse): void => {
-    settle(res);
+  const markListenStream = (res: ServerResponse, slot?: InFlightSlot): void => {
+    if (slot) settle(slot);
     listenStreams.add(res);
     res.on('close', () => listenStreams.delete(res));
   };
@@ -67,13 +71,15 @@ export function createEdge(listen: ListenConfig, handlers: EdgeHandlers, log: Lo
       return;
     }
     if (path === listen.path) {
+      let slot: InFlightSlot | undefined;
       if (req.method === 'GET') markListenStream(res);
       else {
         inFlight++;
-        inFlightResponses.add(res);
-        res.on('close', () => settle(res));
+        const counted: InFlightSlot = { counted: true };
+        slot = counted;
+        res.on('close', () => settle(counted));
       }
-      handleMcp(req, res).catch((err: unknown) => {
+      handleMcp(req, res, slot).catch((err: unknown) => {
         log.error('unhandled error on the MCP endpoint', { err });
         if (!res.headersSent) sendJsonRpcError(res, 500, null, ErrorCode.InternalError, 'Internal gateway error');
         else res.destroy();
@@ -94,7 +100,7 @@ export function createEdge(listen: ListenConfig, handlers: EdgeHandlers, log: Lo
     sendJson(res, 404, { error: 'not_found', message: `Nothing here; the MCP endpoint is ${listen.path}` });
   };
 
-  async function handleMcp(req: IncomingMessage, res: ServerResponse): Promise<void> {
+  async function handleMcp(req: IncomingMessage, res: ServerResponse, slot: InFlightSlot | undefined): Promise<void> {
     const callId = randomUUID();
     // Host and Origin come first: a rebound DNS name learns nothing, not even how the body is parsed.
     const verdict = guard(req.headers);
@@ -131,7 +137,7 @@ export function createEdge(listen: ListenConfig, handlers: EdgeHandlers, log: Lo
     if (!parsed.ok) return refuse(res, callId, null, { status: 400, code: parsed.code, reason: parsed.batch ? 'batch' : parsed.code === ErrorCode.ParseError ? 'parse_error' : 'invalid_request', message: parsed.message });
     const admitted = admitPost(req.headers, parsed.kind, parsed.message);
     if (!admitted.ok) return refuse(res, callId, idOf(parsed.message), admitted.refusal);
-    if (parsed.kind === 'request' && (parsed.message as { method: string }).method === 'subscriptions/listen') markListenStream(res);
+    if (parsed.kind === 'request' && (parsed.message as { method: string }).method === 'subscriptions/listen') markListenStream(res, slot);
     await handlers.mcp({ callId, req, res, httpMethod: 'POST', body: read.body, message: parsed.message, kind: parsed.kind, era: admitted.era, version: admitted.version, signal: controller.signal });
   }
 
