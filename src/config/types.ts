@@ -53,6 +53,8 @@ export interface StdioUpstreamConfig {
   timeouts: { requestMs: number };
   /** Each legacy session is one child process; this caps them. */
   maxSessions: number;
+  /** perSession: a child per client session; shared: clients multiplexed per capability set. */
+  processes: 'perSession' | 'shared';
   /** Resource URIs routed here when no list showed them (catalog only). */
   uriPrefixes: string[];
 }

@@ -32,6 +32,7 @@ export class StdioUpstream implements Upstream {
   private readonly verdict: EraVerdict;
   private readonly modernBridge: ModernClientBridge;
   private readonly legacyBridge: LegacyClientBridge;
+  private readonly sharedBridge: LegacyClientBridge;
 
   constructor(private readonly config: StdioUpstreamConfig, limits: { max: number; idleTimeoutMs: number; inputTimeoutMs: number }, log: Logger) {
     this.name = config.name;
@@ -47,6 +48,7 @@ export class StdioUpstream implements Upstream {
     const modernProfile = (): UpstreamProfile & { era: 'modern' } => this.verdict.known as UpstreamProfile & { era: 'modern' };
     this.modernBridge = new ModernClientBridge(this.messages, legacyProfile, limits.inputTimeoutMs, () => this.verdict.invalidate(), this.log);
     this.legacyBridge = new LegacyClientBridge(this.messages, modernProfile, limits, () => this.verdict.invalidate(), undefined, this.log);
+    this.sharedBridge = new LegacyClientBridge(this.modernBridge.asModernUpstream(), () => this.legacyAsModern(), limits, () => this.verdict.invalidate(), undefined, this.log);
     // Every session is a child process, so the upstream's own cap applies on top of the global one.
     this.sessions = new SessionTable({ max: Math.min(limits.max, config.maxSessions), idleTimeoutMs: limits.idleTimeoutMs }, (id, reason) => {
       this.log.info('session ended', { session: id.slice(0, 8), reason });
@@ -57,7 +59,8 @@ export class StdioUpstream implements Upstream {
     const reply = { 'x-gatehouse-call-id': ex.callId };
     // Unless the server is pinned legacy and so is the client, the era verdict decides: legacy clients of a
     // legacy or dual-era server get their own process per session, below; other pairs are bridged.
-    if (!(ex.era === 'legacy' && this.config.era === 'legacy')) {
+    const shared = this.config.processes === 'shared';
+    if (shared || !(ex.era === 'legacy' && this.config.era === 'legacy')) {
       let profile: UpstreamProfile;
       try {
         profile = this.verdict.known ?? (await this.verdict.get());
@@ -66,6 +69,9 @@ export class StdioUpstream implements Upstream {
         return;
       }
       if (ex.era === 'modern' && profile.era === 'legacy') return this.modernBridge.handle(ex);
+      // Shared processes: the legacy client is held by Gatehouse and bridged to the modern face of the legacy
+      // server, whose sessions (one child per capability set) carry many clients with remapped ids.
+      if (shared && ex.era === 'legacy' && profile.era === 'legacy') return this.sharedBridge.handle(ex);
       if (ex.era === 'legacy' && profile.era === 'modern' && !profile.alsoLegacy) return this.legacyBridge.handle(ex);
       if (ex.era === 'modern') return this.forwardModern(ex);
     }
@@ -125,8 +131,18 @@ export class StdioUpstream implements Upstream {
     return this.lastStartOk;
   }
 
+  /** The legacy server described as a modern one, for the shared-process bridge's initialize answers. */
+  private legacyAsModern(): UpstreamProfile & { era: 'modern' } {
+    const init = (this.verdict.known as UpstreamProfile & { era: 'legacy' }).init;
+    const capabilities = isObject(init.capabilities) ? { ...init.capabilities } : {};
+    delete capabilities.tasks;
+    const discover: Record<string, unknown> = { supportedVersions: ['2026-07-28'], capabilities, _meta: { [META_SERVER_INFO]: init.serverInfo } };
+    if (typeof init.instructions === 'string') discover.instructions = init.instructions;
+    return { era: 'modern', version: '2026-07-28', discover, alsoLegacy: false };
+  }
+
   async close(): Promise<void> {
-    await Promise.all([this.sessions.closeAll(), this.modernBridge.close(), this.legacyBridge.close()]);
+    await Promise.all([this.sessions.closeAll(), this.modernBridge.close(), this.legacyBridge.close(), this.sharedBridge.close()]);
     await this.messages.close();
   }
 

@@ -1,0 +1,44 @@
+// stdio `processes: shared`: legacy clients multiplexed onto one child per declared capability set, ids and
+// progress tokens remapped by the gateway (2026-07-28/basic/transports/stdio.mdx: one channel, many
+// requests), with elicitation still reaching the right client.
+
+import { after, test } from 'node:test';
+import assert from 'node:assert/strict';
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import { ElicitRequestSchema } from '@modelcontextprotocol/sdk/types.js';
+import { startGateway } from '../helpers/gateway.js';
+
+const gw = await startGateway({
+  upstreams: [{ name: 'everything', command: [process.execPath, 'node_modules/@modelcontextprotocol/server-everything/dist/index.js', 'stdio'], processes: 'shared' }],
+});
+after(() => gw.close());
+
+async function connect(name: string, answer: string): Promise<Client> {
+  const client = new Client({ name, version: '1.0.0' }, { capabilities: { elicitation: {} } });
+  client.setRequestHandler(ElicitRequestSchema, async () => ({ action: 'accept', content: { name: answer, check: true, confirmed: true } }));
+  await client.connect(new StreamableHTTPClientTransport(new URL(gw.url)));
+  return client;
+}
+
+test('two legacy clients share one child, each gets its own answers, progress and elicitation', async () => {
+  const [a, b] = await Promise.all([connect('client-a', 'Ada'), connect('client-b', 'Bob')]);
+  try {
+    const [ea, eb] = await Promise.all([
+      a.callTool({ name: 'echo', arguments: { message: 'from a' } }),
+      b.callTool({ name: 'echo', arguments: { message: 'from b' } }),
+    ]);
+    assert.match(JSON.stringify(ea.content), /from a/);
+    assert.match(JSON.stringify(eb.content), /from b/);
+    const progress: number[] = [];
+    const long = await a.callTool({ name: 'trigger-long-running-operation', arguments: { duration: 1, steps: 3 } }, undefined, { onprogress: (p) => progress.push(p.progress) });
+    assert.ok(progress.length >= 2, `progress arrived: ${progress.join(',')}`);
+    assert.match(JSON.stringify(long.content), /completed/i);
+    const elicited = await b.callTool({ name: 'trigger-elicitation-request', arguments: {} });
+    assert.match(JSON.stringify(elicited.content), /Bob/);
+    const opened = gw.logs.filter((l) => l.msg === 'legacy upstream session opened for modern clients').length;
+    assert.equal(opened, 1, 'both clients declared the same capabilities: one shared child session');
+  } finally {
+    await Promise.all([a.close(), b.close()]);
+  }
+});
