@@ -153,11 +153,13 @@ export function createGateway(config: GatehouseConfig, log: Logger, options: Gat
   return gateway;
 }
 
-/** One upstream is served directly (pass-through fast path); several are aggregated by the catalog. */
+/** One upstream is served directly (pass-through fast path); several, or `prefix: always`, through the catalog. */
 function buildUpstream(config: GatehouseConfig, log: Logger, onRefusal: (reason: string) => void): Upstream {
   const members = config.upstreams.map((u) => createUpstream(u, config.sessions, log, onRefusal));
   const uriPrefixes = new Map(members.map((m, i) => [m, config.upstreams[i]!.uriPrefixes] as const));
-  return members.length === 1 ? members[0]! : new CatalogUpstream(members, uriPrefixes, { prefix: config.tools.naming.prefix, outputValidation: config.tools.outputValidation }, config.sessions, log);
+  // One upstream keeps the byte pass-through unless names must be rewritten (`prefix: always`).
+  const direct = members.length === 1 && config.tools.naming.prefix !== 'always';
+  return direct ? members[0]! : new CatalogUpstream(members, uriPrefixes, { prefix: config.tools.naming.prefix, outputValidation: config.tools.outputValidation }, config.sessions, log);
 }
 
 function createUpstream(config: UpstreamConfig, sessions: GatehouseConfig['sessions'], log: Logger, onRefusal: (reason: string) => void): Upstream {

@@ -263,3 +263,14 @@ test('a resource URI no list showed is routed by the configured uriPrefixes; oth
   const elsewhere = modernRequest(2, 'resources/read', { uri: 'file:///etc/passwd' });
   assert.equal((await post(gw.url, elsewhere.body, elsewhere.headers)).json().error.code, -32602);
 });
+
+test('one upstream with tools.naming.prefix: always goes through the catalog: its unsafe names come out safe and prefixed', async () => {
+  const up = await fixture();
+  const gw = await startGateway({ upstreams: [{ name: 'solo', url: up.url }], tools: { naming: { prefix: 'always' } } });
+  cleanups.push(() => gw.close());
+  const tools = await listTools(gw);
+  for (const t of tools) assert.match(t.name, /^solo_[A-Za-z0-9_-]{1,59}$/);
+  const dotted = tools.find((t) => t._meta?.['dev.gatehouse/tool_ref'] === 'solo/get.user')!;
+  const req = modernRequest(3, 'tools/call', { name: dotted.name, arguments: {} });
+  assert.equal((await post(gw.url, req.body, req.headers)).json().result.content[0].text, 'fixture called get.user');
+});
