@@ -46,6 +46,8 @@ export class Catalog implements UpstreamMessages {
    * set; dropped early when the member says its list changed.
    */
   private readonly listCache = new Map<string, { until: number; items: Obj[] }>();
+  /** Background listens that tell the catalog when a member's lists change, by member (see watch()). */
+  private readonly watchers = new Map<Upstream, { kinds: Set<string>; stop: AbortController }>();
 
   constructor(
     private readonly members: readonly Upstream[],
@@ -175,7 +177,10 @@ export class Catalog implements UpstreamMessages {
         if (typeof result.nextCursor !== 'string') break;
         cursor = result.nextCursor;
       }
+      // A list without ttlMs (legacy servers) is kept until the member says it changed, when a watcher hears it.
+      const kind = method.split('/')[0]!;
       if (ttlMs > 0) this.listCache.set(cacheKey, { until: Date.now() + ttlMs, items: out });
+      else if ((await this.watch(member, face)).has(kind)) this.listCache.set(cacheKey, { until: Infinity, items: out });
     } catch (err) {
       this.log.warn('an upstream could not be listed; the catalog shows the others', { upstream: member.name, method, err });
     }
@@ -189,6 +194,56 @@ export class Catalog implements UpstreamMessages {
       for (const p of prefixes) if (uri.startsWith(p) && (!best || p.length > best.length)) best = { member, length: p.length };
     }
     return best?.member;
+  }
+
+  /**
+   * Opens (once) a background subscriptions/listen on a member for the list kinds it announces changes of,
+   * and returns the kinds it is watched for. A watcher that ends forgets the member's cached lists.
+   */
+  private async watch(member: Upstream, face: ModernFace): Promise<Set<string>> {
+    const existing = this.watchers.get(member);
+    if (existing) return existing.kinds;
+    const caps = face.capabilities as Record<string, { listChanged?: boolean } | undefined>;
+    const filter: Obj = {};
+    if (caps.tools?.listChanged) filter.toolsListChanged = true;
+    if (caps.prompts?.listChanged) filter.promptsListChanged = true;
+    if (caps.resources?.listChanged) filter.resourcesListChanged = true;
+    const watcher = { kinds: new Set<string>(), stop: new AbortController() };
+    this.watchers.set(member, watcher);
+    if (Object.keys(filter).length === 0) return watcher.kinds;
+    try {
+      const id = `gh-watch-${++this.counter}`;
+      const params = { notifications: filter, _meta: { 'io.modelcontextprotocol/protocolVersion': MODERN_VERSIONS[0], 'io.modelcontextprotocol/clientCapabilities': {} } };
+      const reply = await face.messages.post({ jsonrpc: '2.0', id, method: 'subscriptions/listen', params }, face.http ? modernHeaders('subscriptions/listen') : {}, watcher.stop.signal);
+      const first = await reply.messages.next();
+      const ack = (first.done ? undefined : first.value) as { method?: string; params?: { notifications?: Obj } } | undefined;
+      if (ack?.method !== 'notifications/subscriptions/acknowledged') return watcher.kinds;
+      const honoured = ack.params?.notifications ?? {};
+      if (honoured.toolsListChanged) watcher.kinds.add('tools');
+      if (honoured.promptsListChanged) watcher.kinds.add('prompts');
+      if (honoured.resourcesListChanged) watcher.kinds.add('resources');
+      void (async () => {
+        try {
+          for await (const m of reply.messages) {
+            const kind = (m as { method?: string }).method?.match(/^notifications\/(tools|prompts|resources)\/list_changed$/)?.[1];
+            if (kind) this.dropCached(member, kind as 'tools' | 'prompts' | 'resources');
+          }
+        } catch {
+          // fall through: the watcher is gone
+        }
+        if (this.watchers.get(member) === watcher) this.watchers.delete(member);
+        for (const k of ['tools', 'prompts', 'resources'] as const) this.dropCached(member, k);
+      })();
+    } catch (err) {
+      this.log.warn('could not watch an upstream for list changes; its lists are read each time', { upstream: member.name, err });
+    }
+    return watcher.kinds;
+  }
+
+  /** Stops the background watchers (shutdown). */
+  close(): void {
+    for (const w of this.watchers.values()) w.stop.abort();
+    this.watchers.clear();
   }
 
   private dropCached(member: Upstream, kind: 'tools' | 'prompts' | 'resources'): void {

@@ -69,6 +69,7 @@ export class CatalogUpstream implements Upstream {
   }
 
   async close(): Promise<void> {
+    this.catalog.close();
     await this.legacyBridge.close();
     await Promise.all(this.members.map((m) => m.close()));
   }

@@ -274,3 +274,40 @@ test('one upstream with tools.naming.prefix: always goes through the catalog: it
   const req = modernRequest(3, 'tools/call', { name: dotted.name, arguments: {} });
   assert.equal((await post(gw.url, req.body, req.headers)).json().result.content[0].text, 'fixture called get.user');
 });
+
+test('a legacy member without ttlMs: its list is kept until its GET stream announces a change', async () => {
+  const getStreams: Array<import('node:http').ServerResponse> = [];
+  let lists = 0;
+  const legacy = await startFakeUpstream((req, res, body) => {
+    if (req.method === 'GET') {
+      res.writeHead(200, { 'content-type': 'text/event-stream' });
+      res.write(': open\n\n');
+      getStreams.push(res);
+      return;
+    }
+    if (req.method === 'DELETE') return void res.writeHead(200).end();
+    const msg = JSON.parse(body) as { id?: unknown; method?: string };
+    if (msg.method === 'server/discover') return void res.writeHead(400, { 'content-type': 'application/json' }).end('{"jsonrpc":"2.0","id":null,"error":{"code":-32000,"message":"Bad Request"}}');
+    if (msg.method === 'initialize') {
+      const text = JSON.stringify({ jsonrpc: '2.0', id: msg.id, result: { protocolVersion: '2025-11-25', capabilities: { tools: { listChanged: true } }, serverInfo: { name: 'legacy-list', version: '1' } } });
+      return void res.writeHead(200, { 'content-type': 'application/json', 'mcp-session-id': `s-${Math.random()}` }).end(text);
+    }
+    if (msg.id === undefined) return void res.writeHead(202).end();
+    if (msg.method === 'tools/list') lists++;
+    res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ jsonrpc: '2.0', id: msg.id, result: { tools: [{ name: 'old-tool', inputSchema: { type: 'object' } }] } }));
+  }, { handshake: false });
+  cleanups.push(() => legacy.close());
+  const other = await fixture();
+  const gw = await startGateway({ upstreams: [{ name: 'legacy', url: legacy.url }, { name: 'other', url: other.url }] });
+  cleanups.push(() => gw.close());
+  await listTools(gw);
+  await listTools(gw);
+  assert.equal(lists, 1, 'the second list came from the cache');
+  for (let i = 0; i < 100 && getStreams.length === 0; i++) await new Promise((r) => setTimeout(r, 20));
+  for (const s of getStreams) s.write(`data: ${JSON.stringify({ jsonrpc: '2.0', method: 'notifications/tools/list_changed' })}\n\n`);
+  for (let i = 0; i < 100 && lists < 2; i++) {
+    await listTools(gw);
+    if (lists < 2) await new Promise((r) => setTimeout(r, 20));
+  }
+  assert.equal(lists, 2, 'the change made the catalog read the list again');
+});
