@@ -16,11 +16,11 @@ import { MessageClient } from './message-client.js';
 import { checkParamHeaders } from '../catalog/param-headers.js';
 import { ToolHeaderIndex } from '../catalog/tool-header-index.js';
 import { ArgumentSchemas, invalidArgumentsResult } from '../catalog/argument-schemas.js';
-import { META_CLIENT_CAPABILITIES, META_PROTOCOL_VERSION, META_SERVER_INFO } from '../protocol/methods.js';
+import { META_CLIENT_CAPABILITIES, META_PROTOCOL_VERSION } from '../protocol/methods.js';
 import { toGatewayError } from './failures.js';
 import { failExchange, PassThrough } from './passthrough.js';
 import type { McpExchange, ModernFace, Upstream } from './upstream.js';
-import { isObject } from '../protocol/era-shapes.js';
+import { modernFaceOf } from './modern-face.js';
 
 const READINESS_PROBE_HEADERS = {
   'content-type': 'application/json',
@@ -173,27 +173,9 @@ export class HttpUpstream implements Upstream {
 
 
   async modernFace(): Promise<ModernFace> {
-    const profile = await this.verdict.get();
-    if (profile.era === 'modern') {
-      const meta = isObject(profile.discover._meta) ? profile.discover._meta : {};
-      return {
-        messages: this.messages,
-        capabilities: isObject(profile.discover.capabilities) ? profile.discover.capabilities : {},
-        serverInfo: meta[META_SERVER_INFO],
-        ...(typeof profile.discover.instructions === 'string' ? { instructions: profile.discover.instructions } : {}),
-        http: true,
-      };
-    }
-    const capabilities = isObject(profile.init.capabilities) ? { ...profile.init.capabilities } : {};
-    delete capabilities.tasks;
-    return {
-      messages: this.modernBridge.asModernUpstream(),
-      capabilities,
-      serverInfo: profile.init.serverInfo,
-      ...(typeof profile.init.instructions === 'string' ? { instructions: profile.init.instructions } : {}),
-      http: false,
-    };
+    return modernFaceOf(await this.verdict.get(), this.messages, () => this.modernBridge.asModernUpstream(), true);
   }
+
 
   async ready(): Promise<boolean> {
     // Reachable means an HTTP exchange completes; any status counts, the upstream answered. The probe is a

@@ -17,6 +17,7 @@ import { StdioSession } from './stdio-session.js';
 import { StdioProcess } from './stdio-process.js';
 import { resolveSession, SessionTable } from './session-table.js';
 import type { McpExchange, ModernFace, Upstream } from './upstream.js';
+import { modernFaceOf } from './modern-face.js';
 import { isObject } from '../protocol/era-shapes.js';
 import { META_SERVER_INFO } from '../protocol/methods.js';
 
@@ -94,27 +95,9 @@ export class StdioUpstream implements Upstream {
 
 
   async modernFace(): Promise<ModernFace> {
-    const profile = await this.verdict.get();
-    if (profile.era === 'modern') {
-      const meta = isObject(profile.discover._meta) ? profile.discover._meta : {};
-      return {
-        messages: this.messages,
-        capabilities: isObject(profile.discover.capabilities) ? profile.discover.capabilities : {},
-        serverInfo: meta[META_SERVER_INFO],
-        ...(typeof profile.discover.instructions === 'string' ? { instructions: profile.discover.instructions } : {}),
-        http: false,
-      };
-    }
-    const capabilities = isObject(profile.init.capabilities) ? { ...profile.init.capabilities } : {};
-    delete capabilities.tasks;
-    return {
-      messages: this.modernBridge.asModernUpstream(),
-      capabilities,
-      serverInfo: profile.init.serverInfo,
-      ...(typeof profile.init.instructions === 'string' ? { instructions: profile.init.instructions } : {}),
-      http: false,
-    };
+    return modernFaceOf(await this.verdict.get(), this.messages, () => this.modernBridge.asModernUpstream(), false);
   }
+
 
   async ready(): Promise<boolean> {
     if (this.lastStartOk !== undefined) return this.lastStartOk;
