@@ -55,6 +55,8 @@ export interface StdioUpstreamConfig {
   maxSessions: number;
   /** perSession: a child per client session; shared: clients multiplexed per capability set. */
   processes: 'perSession' | 'shared';
+  /** Restarting a child that exited on its own: tries, and the first delay (doubling after). */
+  restart: { attempts: number; firstDelayMs: number };
   /** Resource URIs routed here when no list showed them (catalog only). */
   uriPrefixes: string[];
 }

@@ -20,11 +20,10 @@ interface InFlight {
 
 /** Messages kept for a GET stream that is not open yet; the oldest go first when it overflows. */
 const BACKLOG_LIMIT = 256;
-/** Restart attempts after a crash, with delays doubling from the first; then the session ends. */
-const RESTART_ATTEMPTS = 6;
-const FIRST_RESTART_DELAY_MS = 250;
 
 export interface Respawner {
+  /** Tries after a crash, the first after `firstDelayMs`, each delay doubling; then the session ends. */
+  policy: { attempts: number; firstDelayMs: number };
   /** Starts and initializes a replacement child. */
   respawn(): Promise<StdioProcess>;
   /** Told whether a restart worked (readiness follows it). */
@@ -62,8 +61,9 @@ export class StdioSession implements HeldSession {
     for (const f of this.inFlight.splice(0)) f.channel.fail(err);
     this.respawner.onRestart(false);
     this.restarting = (async () => {
-      for (let attempt = 0; attempt < RESTART_ATTEMPTS && !this.closed; attempt++) {
-        await new Promise((r) => setTimeout(r, FIRST_RESTART_DELAY_MS * 2 ** attempt).unref());
+      const { attempts, firstDelayMs } = this.respawner.policy;
+      for (let attempt = 0; attempt < attempts && !this.closed; attempt++) {
+        await new Promise((r) => setTimeout(r, firstDelayMs * 2 ** attempt).unref());
         if (this.closed) return false;
         try {
           this.adopt(await this.respawner.respawn());

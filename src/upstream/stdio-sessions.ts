@@ -176,6 +176,7 @@ export class StdioUpstream implements Upstream {
     const id = this.sessions.newId();
     const initRequest = ex.message as JsonRpcRequest;
     const session = new StdioSession(id, proc, {
+      policy: this.config.restart,
       // A crashed child is replaced under the same session: the client's own initialize is replayed, then
       // the initialized notification it sent the first time (2025-11-25/basic/lifecycle.mdx §Initialization).
       respawn: async () => {

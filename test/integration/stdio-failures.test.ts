@@ -5,6 +5,9 @@
 import { after, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { fileURLToPath } from 'node:url';
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { startGateway } from '../helpers/gateway.js';
 import { LEGACY_HEADERS, post, rpc } from '../helpers/http.js';
 
@@ -88,5 +91,26 @@ test('server-everything killed mid-call (SIGKILL): the call fails cleanly and th
     assert.match(next.text, /after the restart/);
   } finally {
     await everything.close();
+  }
+});
+
+test('a child that never comes back: after restart.attempts the session ends (404) and /readyz says not ready', async () => {
+  const marker = join(mkdtempSync(join(tmpdir(), 'gatehouse-broken-')), 'broken');
+  const broken = await startGateway({ upstreams: [{ name: 'fragile', command: [process.execPath, FAKE], env: { BROKEN_IF_EXISTS: marker }, era: 'legacy', restart: { attempts: 2, firstDelayMs: 20 } }] });
+  try {
+    const init = await post(broken.url, rpc(0, 'initialize', { protocolVersion: '2025-11-25', capabilities: {}, clientInfo: { name: 't', version: '1' } }));
+    const headers = { ...LEGACY_HEADERS, 'mcp-session-id': String(init.headers['mcp-session-id']) };
+    writeFileSync(marker, 'x'); // from now on the program cannot start
+    assert.equal((await post(broken.url, rpc(1, 'tools/call', { name: 'crash' }), headers)).status, 503);
+    const during = await post(broken.url, rpc(2, 'tools/call', { name: 'echo' }), headers);
+    assert.equal(during.status, 503, 'waited for the restarts, which failed');
+    assert.match(during.json().error.message, /could not be restarted/);
+    const after = await post(broken.url, rpc(3, 'tools/call', { name: 'echo' }), headers);
+    assert.equal(after.status, 404);
+    assert.equal(after.json().error.code, -32001);
+    assert.ok(broken.logs.some((l) => l.msg === 'stdio upstream did not come back; the session ends'));
+    assert.equal((await fetch(`${broken.origin}/readyz`)).status, 503);
+  } finally {
+    await broken.close();
   }
 });
