@@ -8,9 +8,15 @@ import { watchConfigFile, type ConfigWatcher } from './config/watch.js';
 import { isStdioUpstream, type GatehouseConfig, type ListenConfig, type UpstreamConfig } from './config/types.js';
 import { createEdge, type Edge } from './edge/server.js';
 import type { Logger } from './log/logger.js';
+import { Authenticator } from './auth/authenticator.js';
+import { expiryOf } from './auth/api-keys.js';
+import type { Principal } from './auth/principal.js';
+import { SessionBinding } from './auth/session-binding.js';
+import { AccessPolicy } from './policy/access.js';
 import { HttpUpstream } from './upstream/http.js';
 import { StdioUpstream } from './upstream/stdio-sessions.js';
 import { CatalogUpstream } from './upstream/catalog-upstream.js';
+import { SingleUpstream } from './upstream/single-upstream.js';
 import type { Upstream } from './upstream/upstream.js';
 
 export interface Gateway {
@@ -32,16 +38,42 @@ export interface Gateway {
 /** Problems that make a config unusable by this build, reported before anything starts. */
 export function unsupportedFeatures(config: GatehouseConfig): string[] {
   const problems: string[] = [];
-  if (config.auth.apiKeys.length > 0) problems.push('auth.apiKeys: API keys are not supported yet');
-  if (config.auth.oauth !== undefined) problems.push('auth.oauth: OAuth is not supported yet');
-  if (!config.auth.anonymous) problems.push('auth: no authentication method is available in this build; set auth.anonymous: true (loopback only)');
-  if (config.auth.anonymous && !isLoopback(config.listen.host)) {
+  const { auth } = config;
+  if (!auth.anonymous && auth.apiKeys.length === 0 && auth.oauth === undefined) {
+    problems.push('auth: no way to authenticate callers; configure auth.apiKeys or auth.oauth (or, on a loopback listener only, auth.anonymous: true)');
+  }
+  if (auth.anonymous && !isLoopback(config.listen.host)) {
     problems.push(`auth.anonymous: anonymous access is allowed only on a loopback listener, not on "${config.listen.host}"`);
   }
-  if (config.policy.rules.length > 0) problems.push('policy.rules: the policy engine is not supported yet');
+  auth.apiKeys.forEach((k, i) => {
+    if (k.expires !== undefined && expiryOf(k.expires) === -Infinity) problems.push(`auth.apiKeys[${i}].expires: "${k.expires}" is not a valid date`);
+  });
+  const ids = auth.apiKeys.map((k) => k.id);
+  for (const id of new Set(ids.filter((id, i) => ids.indexOf(id) !== i))) problems.push(`auth.apiKeys: the id "${id}" is used twice`);
+  if (auth.oauth) {
+    // RFC 8707 / 2026-07-28 authorization §Token Handling: tokens must be minted for this resource.
+    const publicUrl = config.listen.publicUrl;
+    if (publicUrl === undefined) problems.push('auth.oauth: listen.publicUrl is required (it is the OAuth resource and the expected token audience)');
+    else if (canonicalResource(auth.oauth.audience) !== canonicalResource(publicUrl)) {
+      problems.push(`auth.oauth.audience: must equal listen.publicUrl ("${publicUrl}"), the resource tokens are minted for`);
+    }
+  }
+  for (const [i, rule] of config.policy.rules.entries()) {
+    if (rule.tools === undefined && rule.prompts === undefined && rule.resources === undefined) problems.push(`policy.rules[${i}]: names no tools, prompts or resources, so it can never apply`);
+  }
   if (config.metrics.enabled) problems.push('metrics.enabled: metrics are not supported yet');
   if (config.admin.enabled) problems.push('admin.enabled: the admin API is not supported yet');
   return problems;
+}
+
+/** RFC 8707 §2 / 2026-07-28 authorization §Canonical Server URI: case-insensitive scheme and host, no trailing slash. */
+function canonicalResource(url: string): string {
+  try {
+    const u = new URL(url);
+    return `${u.protocol}//${u.host}${u.pathname.replace(/\/$/, '')}${u.search}`;
+  } catch {
+    return url;
+  }
 }
 
 export function isLoopback(host: string): boolean {
@@ -63,6 +95,7 @@ export function createGateway(config: GatehouseConfig, log: Logger, options: Gat
   let countRefusal: (reason: string) => void = () => {};
   let upstream = buildUpstream(config, log, (reason) => countRefusal(reason));
   let running = config;
+  const edgeOptions = { loopback: isLoopback(config.listen.host), auth: new Authenticator(config, log), sessions: new SessionBinding(config.sessions) };
   const reloads = { applied: 0, refused: 0 };
   /** Upstreams replaced by a reload, closed after the grace period or at shutdown, whichever is first. */
   const retired = new Set<Upstream>();
@@ -74,9 +107,10 @@ export function createGateway(config: GatehouseConfig, log: Logger, options: Gat
     {
       mcp: (ex) => upstream.handle(ex),
       readiness: async () => (upstream instanceof CatalogUpstream ? upstream.readiness() : { [upstream.name]: await upstream.ready() }),
+      grantContext: (principal) => grantContext(principal, upstream, log),
     },
     log,
-    { loopback: isLoopback(config.listen.host) },
+    edgeOptions,
   );
 
   countRefusal = (reason) => edge.countRefusal(reason);
@@ -111,6 +145,10 @@ export function createGateway(config: GatehouseConfig, log: Logger, options: Gat
       }
       const previous = upstream;
       upstream = buildUpstream(next, log, (reason) => countRefusal(reason));
+      // Keys, tokens and rules apply from the next request on.
+      const previousAuth = edgeOptions.auth;
+      edgeOptions.auth = new Authenticator(next, log);
+      previousAuth.close();
       running = next;
       reloads.applied++;
       log.info('config reloaded', { upstreams: next.upstreams.map((u) => u.name) });
@@ -143,6 +181,7 @@ export function createGateway(config: GatehouseConfig, log: Logger, options: Gat
         edge.server.closeAllConnections();
         await serverClosed;
         watcher?.stop();
+        edgeOptions.auth.close();
         await Promise.all([upstream.close(), ...[...retired].map((u) => u.close())]);
         retired.clear();
         log.info('stopped');
@@ -153,13 +192,41 @@ export function createGateway(config: GatehouseConfig, log: Logger, options: Gat
   return gateway;
 }
 
-/** One upstream is served directly (pass-through fast path); several, or `prefix: always`, through the catalog. */
+/**
+ * Several upstreams go through the catalog. One upstream keeps the byte pass-through unless something
+ * must be rewritten: `prefix: always`, lists that differ per caller, or names that are not safe (found
+ * out by SingleUpstream on first use).
+ */
 function buildUpstream(config: GatehouseConfig, log: Logger, onRefusal: (reason: string) => void): Upstream {
   const members = config.upstreams.map((u) => createUpstream(u, config.sessions, log, onRefusal));
   const uriPrefixes = new Map(members.map((m, i) => [m, config.upstreams[i]!.uriPrefixes] as const));
-  // One upstream keeps the byte pass-through unless names must be rewritten (`prefix: always`).
-  const direct = members.length === 1 && config.tools.naming.prefix !== 'always';
-  return direct ? members[0]! : new CatalogUpstream(members, uriPrefixes, { prefix: config.tools.naming.prefix, outputValidation: config.tools.outputValidation }, config.sessions, log);
+  const access = new AccessPolicy(config.policy.rules);
+  const catalog = new CatalogUpstream(members, uriPrefixes, { prefix: config.tools.naming.prefix, outputValidation: config.tools.outputValidation }, config.sessions, log, access);
+  if (members.length > 1) return catalog;
+  const perCaller = access.restricts(config.auth.apiKeys.some((k) => k.tools !== undefined));
+  return new SingleUpstream(members[0]!, catalog, config.tools.naming.prefix === 'always' || perCaller, log);
+}
+
+/** `/health`: the caller's resolved grant, for operators debugging access. Never the credential itself. */
+async function grantContext(principal: Principal, upstream: Upstream, log: Logger): Promise<Record<string, unknown>> {
+  let visibleTools: number | null = null;
+  try {
+    if (upstream instanceof CatalogUpstream || upstream instanceof SingleUpstream) visibleTools = await upstream.visibleToolCount(principal);
+  } catch (err) {
+    log.warn('/health could not count the visible tools', { err });
+  }
+  return {
+    subject: principal.subject,
+    tenant: principal.tenant ?? null,
+    scopes: principal.scopes,
+    groups: principal.groups,
+    via: principal.via,
+    ...(principal.keyId !== undefined ? { keyId: principal.keyId } : {}),
+    ...(principal.tokenId !== undefined ? { tokenId: principal.tokenId } : {}),
+    ...(principal.toolGlobs !== undefined ? { toolGlobs: principal.toolGlobs } : {}),
+    expiresAt: principal.expiresAt !== undefined ? new Date(principal.expiresAt).toISOString() : null,
+    visibleTools,
+  };
 }
 
 function createUpstream(config: UpstreamConfig, sessions: GatehouseConfig['sessions'], log: Logger, onRefusal: (reason: string) => void): Upstream {

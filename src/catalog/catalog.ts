@@ -3,12 +3,15 @@
 // the union of capabilities for server/discover. Each upstream is reached through its modern face, so its
 // era and transport do not matter here; legacy clients reach the catalog through the legacy bridge.
 
+import type { Principal } from '../auth/principal.js';
 import type { Logger } from '../log/logger.js';
+import { AccessPolicy, type ItemKind } from '../policy/access.js';
 import { canonicalJson } from '../upstream/legacy-client-sessions.js';
 import { toModernResult } from '../protocol/era-shapes.js';
 import { encodeHeaderValue } from '../protocol/header-value.js';
 import { ErrorCode, errorResponse, type JsonRpcMessage, type JsonRpcRequest, type JsonRpcResponse } from '../protocol/jsonrpc.js';
 import { MODERN_VERSIONS } from '../protocol/versions.js';
+import { META_CLIENT_CAPABILITIES, META_PROTOCOL_VERSION } from '../protocol/methods.js';
 import type { UpstreamMessages, UpstreamReply } from '../upstream/message-client.js';
 import type { ModernFace, Upstream } from '../upstream/upstream.js';
 import { fanOutListen } from './catalog-listen.js';
@@ -30,6 +33,8 @@ export const PAGE_SIZE = 100;
 interface Route {
   upstream: Upstream;
   original: string;
+  /** `upstream/original`, what access rules match. */
+  ref: string;
   params: ParamHeader[];
   inputSchema?: unknown;
   outputSchema?: unknown;
@@ -55,8 +60,30 @@ export class Catalog implements UpstreamMessages {
     private readonly prefix: PrefixMode,
     private readonly outputValidation: 'enforce' | 'warn' | 'off',
     private readonly log: Logger,
+    private readonly access: AccessPolicy = new AccessPolicy([]),
   ) {
     this.schemas = new ArgumentSchemas(log);
+  }
+
+  /** May the caller see and use the item? No principal means the gateway itself asking (internal). */
+  private visible(principal: Principal | undefined, kind: ItemKind, ref: string): boolean {
+    return principal === undefined || this.access.allows(principal, kind, ref);
+  }
+
+  /**
+   * True when every tool and prompt's public name is its original name, so a single upstream can be
+   * served by byte pass-through without misleading anyone. Lists are read as the gateway itself.
+   */
+  async namesUnchanged(): Promise<boolean> {
+    const meta = { [META_PROTOCOL_VERSION]: MODERN_VERSIONS[0], [META_CLIENT_CAPABILITIES]: {} };
+    for (const kind of ['tools', 'prompts'] as const) {
+      const response = await this.namedList({ jsonrpc: '2.0', id: 'gh-names', method: `${kind}/list`, params: { _meta: meta } }, kind, undefined, true);
+      for (const item of (response.result?.[kind] as Obj[] | undefined) ?? []) {
+        const ref = (item._meta as Obj)[kind === 'tools' ? TOOL_REF_META : PROMPT_REF_META] as string;
+        if (ref.slice(ref.indexOf('/') + 1) !== item.name) return false;
+      }
+    }
+    return true;
   }
 
   /** The merged discover result (2026-07-28/server/discover.mdx), built from every member's face. */
@@ -68,7 +95,11 @@ export class Catalog implements UpstreamMessages {
     return toModernResult('server/discover', result, { name: 'gatehouse', version: '0.1.0' }, { ttlMs: 60_000, cacheScope: 'public' });
   }
 
-  async post(message: JsonRpcMessage, _headers: Record<string, string>, signal?: AbortSignal): Promise<UpstreamReply> {
+  /**
+   * One request as the given caller: lists show only what the principal may use, and calls to anything
+   * else are answered exactly like calls to something that does not exist.
+   */
+  async post(message: JsonRpcMessage, _headers: Record<string, string>, signal?: AbortSignal, principal?: Principal): Promise<UpstreamReply> {
     if (!('id' in message) || !('method' in message)) return { status: 202, headers: {}, messages: none() };
     const request = message as JsonRpcRequest;
     const params = request.params ?? {};
@@ -76,21 +107,21 @@ export class Catalog implements UpstreamMessages {
       case 'server/discover':
         return single({ jsonrpc: '2.0', id: request.id, result: await this.discover() });
       case 'tools/list':
-        return single(await this.namedList(request, 'tools'));
+        return single(await this.namedList(request, 'tools', principal));
       case 'prompts/list':
-        return single(await this.namedList(request, 'prompts'));
+        return single(await this.namedList(request, 'prompts', principal));
       case 'resources/list':
       case 'resources/templates/list':
-        return single(await this.resourceList(request));
+        return single(await this.resourceList(request, principal));
       case 'tools/call':
-        return this.routeByName(request, 'tools', params.name, signal);
+        return this.routeByName(request, 'tools', params.name, signal, 'name', principal);
       case 'prompts/get':
-        return this.routeByName(request, 'prompts', params.name, signal);
+        return this.routeByName(request, 'prompts', params.name, signal, 'name', principal);
       case 'resources/read':
-        return this.routeByUri(request, params.uri, signal);
+        return this.routeByUri(request, params.uri, signal, principal);
       case 'completion/complete': {
         const ref = (params.ref ?? {}) as { type?: string; name?: unknown; uri?: unknown };
-        return ref.type === 'ref/prompt' ? this.routeByName(request, 'prompts', ref.name, signal, 'ref') : this.routeByUri(request, ref.uri, signal);
+        return ref.type === 'ref/prompt' ? this.routeByName(request, 'prompts', ref.name, signal, 'ref', principal) : this.routeByUri(request, ref.uri, signal, principal);
       }
       case 'subscriptions/listen':
         return fanOutListen(request, this.members, (uri) => this.resourceOwners.get(uri) ?? this.ownerByPrefix(uri), (member, kind) => this.dropCached(member, kind), signal, this.log);
@@ -110,7 +141,7 @@ export class Catalog implements UpstreamMessages {
    * `_meta`, sorted by name; one page holds them all. Tools with invalid x-mcp-header annotations are left
    * out with a warning (2026-07-28/server/tools.mdx §x-mcp-header).
    */
-  private async namedList(request: JsonRpcRequest, kind: 'tools' | 'prompts'): Promise<JsonRpcResponse> {
+  private async namedList(request: JsonRpcRequest, kind: 'tools' | 'prompts', principal: Principal | undefined, whole = false): Promise<JsonRpcResponse> {
     const perMember = await Promise.all(this.members.map((m) => this.collect(m, request, `${kind}/list`, kind)));
     const entries: Array<{ member: Upstream; item: Obj; params: ParamHeader[] }> = [];
     perMember.forEach((items, i) => {
@@ -130,26 +161,32 @@ export class Catalog implements UpstreamMessages {
       }
     });
     const names = assignPublicNames(entries.map((e) => ({ upstream: e.member.name, name: e.item.name as string })), this.prefix, this.members.length);
+    // Names come from the whole catalog, so a caller's view never changes anyone's names; then the
+    // caller's view is cut from it.
     const routes = new Map<string, Route>();
-    const listed = entries.map((e) => {
+    const listed: Obj[] = [];
+    for (const e of entries) {
       const ref = `${e.member.name}/${e.item.name as string}`;
       const publicName = names.get(ref)!;
-      routes.set(publicName, { upstream: e.member, original: e.item.name as string, params: e.params, inputSchema: e.item.inputSchema, outputSchema: e.item.outputSchema });
+      routes.set(publicName, { upstream: e.member, original: e.item.name as string, ref, params: e.params, inputSchema: e.item.inputSchema, outputSchema: e.item.outputSchema });
+      if (!this.visible(principal, kind, ref)) continue;
       const meta = { ...((e.item._meta as Obj | undefined) ?? {}), [kind === 'tools' ? TOOL_REF_META : PROMPT_REF_META]: ref };
-      return { ...e.item, name: publicName, _meta: meta };
-    });
-    listed.sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
+      listed.push({ ...e.item, name: publicName, _meta: meta });
+    }
+    listed.sort((a, b) => (a.name! < b.name! ? -1 : a.name! > b.name! ? 1 : 0));
     this.routes[kind] = routes;
-    return page(request, kind, listed);
+    return whole ? { jsonrpc: '2.0', id: request.id, result: { [kind]: listed } } : page(request, kind, listed);
   }
 
-  private async resourceList(request: JsonRpcRequest): Promise<JsonRpcResponse> {
+  private async resourceList(request: JsonRpcRequest, principal: Principal | undefined): Promise<JsonRpcResponse> {
     const key = request.method === 'resources/list' ? 'resources' : 'resourceTemplates';
     const perMember = await Promise.all(this.members.map((m) => this.collect(m, request, request.method, key)));
     const merged: Obj[] = [];
     perMember.forEach((items, i) => {
       for (const item of items) {
+        const address = item.uri ?? item.uriTemplate;
         if (typeof item.uri === 'string') this.resourceOwners.set(item.uri, this.members[i]!);
+        if (typeof address === 'string' && !this.visible(principal, 'resources', address)) continue;
         merged.push(item);
       }
     });
@@ -250,13 +287,14 @@ export class Catalog implements UpstreamMessages {
     for (const key of this.listCache.keys()) if (key.startsWith(`${member.name}|${kind}/`)) this.listCache.delete(key);
   }
 
-  private async routeByName(request: JsonRpcRequest, kind: 'tools' | 'prompts', publicName: unknown, signal?: AbortSignal, field: 'name' | 'ref' = 'name'): Promise<UpstreamReply> {
+  private async routeByName(request: JsonRpcRequest, kind: 'tools' | 'prompts', publicName: unknown, signal: AbortSignal | undefined, field: 'name' | 'ref', principal: Principal | undefined): Promise<UpstreamReply> {
     let route = typeof publicName === 'string' ? this.routes[kind].get(publicName) : undefined;
     if (!route && typeof publicName === 'string') {
-      await this.namedList({ ...request, method: `${kind}/list`, params: { _meta: request.params?._meta } }, kind);
+      await this.namedList({ ...request, method: `${kind}/list`, params: { _meta: request.params?._meta } }, kind, principal);
       route = this.routes[kind].get(publicName);
     }
-    // tools.mdx §Error Handling: an unknown tool is -32602.
+    // tools.mdx §Error Handling: an unknown tool is -32602. A hidden one gets the very same answer.
+    if (route && !this.visible(principal, kind, route.ref)) route = undefined;
     if (!route) return single(errorResponse(request.id, ErrorCode.InvalidParams, `Unknown ${kind === 'tools' ? 'tool' : 'prompt'}: ${String(publicName)}`));
     if (kind === 'tools' && field === 'name') {
       const problems = this.schemas.check(publicName as string, route.inputSchema, request.params?.arguments);
@@ -294,12 +332,13 @@ export class Catalog implements UpstreamMessages {
     }
   }
 
-  private async routeByUri(request: JsonRpcRequest, uri: unknown, signal?: AbortSignal): Promise<UpstreamReply> {
+  private async routeByUri(request: JsonRpcRequest, uri: unknown, signal: AbortSignal | undefined, principal: Principal | undefined): Promise<UpstreamReply> {
     let owner = typeof uri === 'string' ? (this.resourceOwners.get(uri) ?? this.ownerByPrefix(uri)) : undefined;
     if (!owner && typeof uri === 'string') {
-      await this.resourceList({ ...request, method: 'resources/list', params: { _meta: request.params?._meta } });
+      await this.resourceList({ ...request, method: 'resources/list', params: { _meta: request.params?._meta } }, principal);
       owner = this.resourceOwners.get(uri);
     }
+    if (owner && typeof uri === 'string' && !this.visible(principal, 'resources', uri)) owner = undefined;
     // server/resources.mdx §Error Handling: a resource nobody listed is -32602 in 2026-07-28.
     if (!owner) return single(errorResponse(request.id, ErrorCode.InvalidParams, `Resource not found: ${String(uri)}`));
     const face = await owner.modernFace();

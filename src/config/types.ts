@@ -41,6 +41,18 @@ export interface HttpUpstreamConfig {
   pool: { connections: number; keepAliveTimeoutMs: number };
   /** Resource URIs routed here when no list showed them (catalog only). */
   uriPrefixes: string[];
+  /** The upstream's own OAuth client-credentials grant; the token goes up as `Authorization: Bearer`. */
+  clientCredentials?: ClientCredentialsConfig;
+}
+
+export interface ClientCredentialsConfig {
+  tokenUrl: string;
+  clientId: string;
+  clientSecret: string;
+  scopes: string[];
+  /** RFC 8707 resource indicator. */
+  resource?: string;
+  refreshBeforeSeconds: number;
 }
 
 export interface StdioUpstreamConfig {
@@ -83,8 +95,28 @@ export interface OAuthConfig {
   audience: string;
   algorithms?: string[];
   scopesSupported?: string[];
-  clockSkewSeconds?: number;
-  introspection?: { url: string; clientId: string; clientSecret: string };
+  /** Named in the protected resource metadata; the issuer when absent. */
+  authorizationServers?: string[];
+  tenantClaim?: string;
+  groupsClaim?: string;
+  clockSkewSeconds: number;
+  jwksMaxAgeSeconds: number;
+  /** Least time between two key-set fetches caused by an unknown `kid`. */
+  jwksMinRefreshSeconds: number;
+  introspection?: { url: string; clientId: string; clientSecret: string; cacheMaxSeconds: number };
+}
+
+/** One `policy.rules` entry: who it applies to, and the items it allows or denies. */
+export interface PolicyRuleConfig {
+  id?: string;
+  subjects?: string[];
+  tenants?: string[];
+  groups?: string[];
+  scopes?: string[];
+  access: 'allow' | 'deny';
+  tools?: string[];
+  prompts?: string[];
+  resources?: string[];
 }
 
 export interface AuthConfig {
@@ -92,6 +124,8 @@ export interface AuthConfig {
   anonymous: boolean;
   apiKeys: ApiKeyConfig[];
   oauth?: OAuthConfig;
+  /** Scopes every caller needs for the MCP endpoint at all. */
+  requiredScopes: string[];
 }
 
 export interface GatehouseConfig {
@@ -100,7 +134,7 @@ export interface GatehouseConfig {
   sessions: { idleTimeoutMs: number; max: number; inputTimeoutMs: number };
   auth: AuthConfig;
   tools: { naming: { prefix: 'auto' | 'always' | 'never' }; outputValidation: 'enforce' | 'warn' | 'off' };
-  policy: { rules: unknown[] };
+  policy: { rules: PolicyRuleConfig[] };
   store: { kind: 'sqlite'; path: string } | { kind: 'redis'; url: string };
   metrics: { enabled: boolean; host: string; port: number; path: string };
   admin: { enabled: boolean; host: string; port: number; token?: string };

@@ -5,6 +5,9 @@
 import { randomUUID } from 'node:crypto';
 import { isUtf8 } from 'node:buffer';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import type { AuthVerdict, Authenticator } from '../auth/authenticator.js';
+import type { Principal } from '../auth/principal.js';
+import type { SessionBinding } from '../auth/session-binding.js';
 import type { ListenConfig } from '../config/types.js';
 import type { Logger } from '../log/logger.js';
 import { admitPost, admitStreamRequest, type Refusal } from '../protocol/front-door.js';
@@ -19,6 +22,15 @@ export interface EdgeHandlers {
   mcp(ex: McpExchange): Promise<void>;
   /** Readiness of everything behind the edge, by upstream name. */
   readiness(): Promise<Record<string, boolean>>;
+  /** What the caller may use, for operators debugging access (`/health`). */
+  grantContext(principal: Principal): Promise<Record<string, unknown>>;
+}
+
+export interface EdgeOptions {
+  loopback: boolean;
+  /** Read on every request, so a config reload can swap it. */
+  auth: Authenticator;
+  sessions: SessionBinding;
 }
 
 export interface Edge {
@@ -35,9 +47,16 @@ export interface Edge {
   drained(ms: number): Promise<boolean>;
 }
 
-export function createEdge(listen: ListenConfig, handlers: EdgeHandlers, log: Logger, opts: { loopback: boolean }): Edge {
+export function createEdge(listen: ListenConfig, handlers: EdgeHandlers, log: Logger, opts: EdgeOptions): Edge {
   const guard = compileHostOriginGuard(listen, opts.loopback);
   const refusals = new Map<string, number>();
+  /** Auth refusals carry their challenge headers; the reason is counted as `auth_<reason>`. */
+  const refuseAuth = (res: ServerResponse, callId: string, id: JsonRpcId | null, verdict: AuthVerdict & { ok: false }): void => {
+    const r = verdict.refusal;
+    refusals.set(`auth_${r.reason}`, (refusals.get(`auth_${r.reason}`) ?? 0) + 1);
+    log.info('request refused by auth', { callId, reason: r.reason, status: r.status });
+    sendJsonRpcError(res, r.status, id, ErrorCode.InvalidRequest, r.message, { reason: r.reason }, { ...r.headers, 'x-gatehouse-call-id': callId });
+  };
   const refuse = (res: ServerResponse, callId: string, id: JsonRpcId | null, r: Refusal, extraHeaders: Record<string, string> = {}): void => {
     refusals.set(r.reason, (refusals.get(r.reason) ?? 0) + 1);
     log.info('request refused', { callId, reason: r.reason, status: r.status, code: r.code });
@@ -87,6 +106,19 @@ export function createEdge(listen: ListenConfig, handlers: EdgeHandlers, log: Lo
       return;
     }
     if (path === '/healthz' && req.method === 'GET') return sendJson(res, 200, { status: 'ok' });
+    if (opts.auth.metadata?.paths.has(path) && req.method === 'GET') {
+      // RFC 9728 §3.2; public and cacheable, since it names no caller.
+      res.writeHead(200, { 'content-type': 'application/json', 'cache-control': 'public, max-age=300', 'access-control-allow-origin': '*', 'content-length': Buffer.byteLength(opts.auth.metadata.body) });
+      res.end(opts.auth.metadata.body);
+      return;
+    }
+    if (path === '/health' && req.method === 'GET') {
+      handleHealth(req, res).catch((err: unknown) => {
+        log.error('unhandled error on /health', { err });
+        if (!res.headersSent) sendJson(res, 500, { error: 'internal_error' });
+      });
+      return;
+    }
     if (path === '/readyz' && req.method === 'GET') {
       void handlers.readiness().then(
         (upstreams) => {
@@ -100,6 +132,17 @@ export function createEdge(listen: ListenConfig, handlers: EdgeHandlers, log: Lo
     sendJson(res, 404, { error: 'not_found', message: `Nothing here; the MCP endpoint is ${listen.path}` });
   };
 
+  async function handleHealth(req: IncomingMessage, res: ServerResponse): Promise<void> {
+    const callId = randomUUID();
+    const hostOk = guard(req.headers);
+    if (!hostOk.ok) return refuse(res, callId, null, { status: 403, code: ErrorCode.InvalidRequest, reason: 'host_origin', message: `Forbidden: ${hostOk.message}` });
+    const urlRefusal = opts.auth.checkUrl(req.url);
+    if (urlRefusal && !urlRefusal.ok) return refuseAuth(res, callId, null, urlRefusal);
+    const verdict = await opts.auth.authenticate(req.headers);
+    if (!verdict.ok) return refuseAuth(res, callId, null, verdict);
+    sendJson(res, 200, await handlers.grantContext(verdict.principal), { 'cache-control': 'no-store' });
+  }
+
   async function handleMcp(req: IncomingMessage, res: ServerResponse, slot: InFlightSlot | undefined): Promise<void> {
     const callId = randomUUID();
     // Host and Origin come first: a rebound DNS name learns nothing, not even how the body is parsed.
@@ -109,14 +152,23 @@ export function createEdge(listen: ListenConfig, handlers: EdgeHandlers, log: Lo
     if (method !== 'POST' && method !== 'GET' && method !== 'DELETE') {
       return refuse(res, callId, null, { status: 405, code: ErrorCode.InvalidRequest, reason: 'method_not_allowed', message: `Method ${method} is not allowed on the MCP endpoint` }, { allow: 'GET, POST, DELETE' });
     }
+    // Auth before anything is processed (2026-07-28 authorization §Token Handling); the body is read
+    // only to say where a misplaced credential belongs.
+    const urlRefusal = opts.auth.checkUrl(req.url);
+    if (urlRefusal && !urlRefusal.ok) return refuseAuth(res, callId, null, urlRefusal);
+    let authed = opts.auth.authenticate(req.headers);
+    if (authed instanceof Promise) authed = await authed;
+    if (!authed.ok && !(authed.refusal.reason === 'missing_credentials' && method === 'POST')) return refuseAuth(res, callId, null, authed);
     const controller = new AbortController();
     res.on('close', () => {
       if (!res.writableFinished) controller.abort();
     });
     if (method !== 'POST') {
+      const principal = (authed as AuthVerdict & { ok: true }).principal;
       const admitted = admitStreamRequest(req.headers, method);
       if (!admitted.ok) return refuse(res, callId, null, admitted.refusal, admitted.refusal.status === 405 ? { allow: 'POST' } : {});
-      await handlers.mcp({ callId, req, res, httpMethod: method, era: admitted.era, version: admitted.version, signal: controller.signal });
+      if (!sessionAdmitted(req, res, callId, principal)) return;
+      await handlers.mcp({ callId, req, res, httpMethod: method, era: admitted.era, version: admitted.version, signal: controller.signal, principal });
       return;
     }
     const read = await readBody(req, listen.maxBodyBytes, listen.requestTimeoutMs);
@@ -134,11 +186,27 @@ export function createEdge(listen: ListenConfig, handlers: EdgeHandlers, log: Lo
     // let a decoder quietly replace bytes that the upstream would then see differently.
     if (!isUtf8(read.body)) return refuse(res, callId, null, { status: 400, code: ErrorCode.ParseError, reason: 'invalid_utf8', message: 'Parse error: the body is not valid UTF-8' });
     const parsed = classifyBody(read.body, listen.maxJsonDepth);
+    if (!authed.ok) {
+      const misplaced = parsed.ok ? opts.auth.checkMessage(parsed.message) : undefined;
+      return refuseAuth(res, callId, null, misplaced && !misplaced.ok ? misplaced : authed);
+    }
     if (!parsed.ok) return refuse(res, callId, null, { status: 400, code: parsed.code, reason: parsed.batch ? 'batch' : parsed.code === ErrorCode.ParseError ? 'parse_error' : 'invalid_request', message: parsed.message });
+    const misplaced = opts.auth.checkMessage(parsed.message);
+    if (misplaced && !misplaced.ok) return refuseAuth(res, callId, idOf(parsed.message), misplaced);
     const admitted = admitPost(req.headers, parsed.kind, parsed.message);
     if (!admitted.ok) return refuse(res, callId, idOf(parsed.message), admitted.refusal);
+    const principal = authed.principal;
+    if (!sessionAdmitted(req, res, callId, principal)) return;
     if (parsed.kind === 'request' && (parsed.message as { method: string }).method === 'subscriptions/listen') markListenStream(res, slot);
-    await handlers.mcp({ callId, req, res, httpMethod: 'POST', body: read.body, message: parsed.message, kind: parsed.kind, era: admitted.era, version: admitted.version, signal: controller.signal });
+    await handlers.mcp({ callId, req, res, httpMethod: 'POST', body: read.body, message: parsed.message, kind: parsed.kind, era: admitted.era, version: admitted.version, signal: controller.signal, principal });
+  }
+
+  /** A legacy session id presented by someone other than its owner is answered as unknown (404). */
+  function sessionAdmitted(req: IncomingMessage, res: ServerResponse, callId: string, principal: Principal): boolean {
+    const sessionId = req.headers['mcp-session-id'];
+    if (typeof sessionId !== 'string' || opts.sessions.admit(sessionId, principal)) return true;
+    refuse(res, callId, null, { status: 404, code: ErrorCode.SessionNotFound, reason: 'session_owner', message: 'Session not found', data: { details: { reason: 'unknown' } } });
+    return false;
   }
 
   const server = createServer({ keepAliveTimeout: 65_000 }, onRequest);

@@ -1,5 +1,7 @@
-// A small JSON-lines logger: one object per line on stderr, levels from config. Fields never carry
-// credentials: callers pass names and ids, not header values.
+// A small JSON-lines logger: one object per line on stderr, levels from config. Callers pass names and
+// ids, not header values; as a second line of defence every line is scrubbed of anything shaped like a
+// credential (fields named like one, bearer values, JWTs, Gatehouse API keys), so a careless field added
+// later cannot leak a token.
 
 import type { LogLevel } from '../config/types.js';
 
@@ -32,11 +34,25 @@ export function createLogger(level: LogLevel, write: LogWrite = (l) => process.s
   };
 }
 
+/** Field names whose values are secrets, compared lower-case with `-` and `_` removed. */
+const SECRET_FIELD = /^(authorization|proxyauthorization|cookie|setcookie|password|secret|clientsecret|token|accesstoken|refreshtoken|idtoken|apikey|xapikey|key|bearer|credentials?)$/;
+/** Ids that name a credential without being one, and stay readable. */
+const SAFE_FIELDS = new Set(['keyId', 'tokenId']);
+/** Credential shapes inside free text: bearer values, JWTs (three base64url parts), Gatehouse keys. */
+const SECRET_TEXT = /(Bearer\s+)[A-Za-z0-9\-._~+/]+=*|eyJ[A-Za-z0-9_-]*\.[A-Za-z0-9_-]+\.[A-Za-z0-9_-]*|gh_[A-Za-z0-9_-]{20,}/gi;
+export const REDACTED = '[redacted]';
+
+export function redactText(s: string): string {
+  return s.replace(SECRET_TEXT, (_match, bearer: string | undefined) => (bearer ? `${bearer}${REDACTED}` : REDACTED));
+}
+
 // Errors serialize to {} by default; keep their name, message and code so logs say what went wrong.
-function errorReplacer(_key: string, value: unknown): unknown {
+function errorReplacer(key: string, value: unknown): unknown {
+  if (key !== '' && !SAFE_FIELDS.has(key) && SECRET_FIELD.test(key.toLowerCase().replace(/[-_]/g, ''))) return value === undefined ? value : REDACTED;
+  if (typeof value === 'string') return redactText(value);
   if (value instanceof Error) {
     const code = (value as { code?: unknown }).code;
-    return { name: value.name, message: value.message, ...(code !== undefined ? { code } : {}) };
+    return { name: value.name, message: redactText(value.message), ...(code !== undefined ? { code } : {}) };
   }
   return value;
 }

@@ -134,7 +134,7 @@ export class LegacyClientBridge {
         logLevel: session.logLevel,
       });
       const headers = { ...modernHeaders(request, profile.version), ...(await this.paramHeaders(request)) };
-      const reply = await this.client.post({ jsonrpc: '2.0', id: upstreamId, method: request.method, params }, headers, anySignal(signal, ex.signal));
+      const reply = await this.client.post({ jsonrpc: '2.0', id: upstreamId, method: request.method, params }, headers, anySignal(signal, ex.signal), ex.principal);
       let response: JsonRpcResponse | undefined;
       for await (const msg of reply.messages) {
         const m = msg as JsonRpcMessage & { method?: string; id?: JsonRpcId };

@@ -2,7 +2,9 @@
 // the legacy bridge with the catalog standing in for a modern upstream (sessions, initialize, server
 // requests on SSE all come from there).
 
+import type { Principal } from '../auth/principal.js';
 import type { Logger } from '../log/logger.js';
+import type { AccessPolicy } from '../policy/access.js';
 import { Catalog } from '../catalog/catalog.js';
 import type { PrefixMode } from '../catalog/public-names.js';
 import { GatewayError } from '../errors.js';
@@ -26,8 +28,9 @@ export class CatalogUpstream implements Upstream {
     tools: { prefix: PrefixMode; outputValidation: 'enforce' | 'warn' | 'off' },
     limits: { max: number; idleTimeoutMs: number; inputTimeoutMs: number },
     log: Logger,
+    access?: AccessPolicy,
   ) {
-    this.catalog = new Catalog(members, uriPrefixes, tools.prefix, tools.outputValidation, log);
+    this.catalog = new Catalog(members, uriPrefixes, tools.prefix, tools.outputValidation, log, access);
     this.legacyBridge = new LegacyClientBridge(this.catalog, () => this.discovered!, limits, () => (this.discovered = undefined), undefined, log);
   }
 
@@ -48,7 +51,7 @@ export class CatalogUpstream implements Upstream {
     }
     const channel = new ResponseChannel(ex);
     try {
-      const reply = await this.catalog.post(ex.message!, {}, ex.signal);
+      const reply = await this.catalog.post(ex.message!, {}, ex.signal, ex.principal);
       for await (const msg of reply.messages) {
         if ('method' in msg) channel.push(msg);
         else return channel.finish(msg as JsonRpcResponse);
@@ -57,6 +60,27 @@ export class CatalogUpstream implements Upstream {
     } catch (err) {
       if (!ex.signal.aborted) channel.fail(err instanceof GatewayError ? err : new GatewayError('GW_ERR_UPSTREAM_BAD_RESPONSE', String(err)));
     }
+  }
+
+  /** See Catalog.namesUnchanged: whether one member could be served by pass-through as it is. */
+  namesUnchanged(): Promise<boolean> {
+    return this.catalog.namesUnchanged();
+  }
+
+  /** How many tools the caller may see (for /health). */
+  async visibleToolCount(principal: Principal): Promise<number> {
+    let count = 0;
+    let cursor: string | undefined;
+    for (let page = 0; page < 100; page++) {
+      const params = { ...(cursor !== undefined ? { cursor } : {}), _meta: { 'io.modelcontextprotocol/protocolVersion': MODERN_VERSIONS[0], 'io.modelcontextprotocol/clientCapabilities': {} } };
+      const reply = await this.catalog.post({ jsonrpc: '2.0', id: 'gh-health', method: 'tools/list', params }, {}, AbortSignal.timeout(10_000), principal);
+      const first = await reply.messages.next();
+      const result = (first.done ? undefined : (first.value as JsonRpcResponse).result) as { tools?: unknown[]; nextCursor?: string } | undefined;
+      count += result?.tools?.length ?? 0;
+      if (typeof result?.nextCursor !== 'string') break;
+      cursor = result.nextCursor;
+    }
+    return count;
   }
 
   async ready(): Promise<boolean> {

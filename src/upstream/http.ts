@@ -17,6 +17,7 @@ import { checkParamHeaders } from '../catalog/param-headers.js';
 import { ToolHeaderIndex } from '../catalog/tool-header-index.js';
 import { ArgumentSchemas, invalidArgumentsResult } from '../catalog/argument-schemas.js';
 import { META_CLIENT_CAPABILITIES, META_PROTOCOL_VERSION } from '../protocol/methods.js';
+import { upstreamCredentials, type UpstreamCredentials } from './credentials.js';
 import { toGatewayError } from './failures.js';
 import { failExchange, PassThrough } from './passthrough.js';
 import type { McpExchange, ModernFace, Upstream } from './upstream.js';
@@ -41,7 +42,8 @@ export class HttpUpstream implements Upstream {
   private readonly era: HttpUpstreamConfig['era'];
   private readonly pool: Pool;
   private readonly path: string;
-  private readonly configuredHeaders: Record<string, string>;
+  /** The upstream's own credentials (configured headers, or a client-credentials token), on every request. */
+  private readonly credentials: UpstreamCredentials;
   private readonly log: Logger;
   private readonly passThrough: PassThrough;
   private readonly messages: MessageClient;
@@ -63,7 +65,7 @@ export class HttpUpstream implements Upstream {
     this.log = log.child({ upstream: config.name });
     const url = new URL(config.url);
     this.path = url.pathname + url.search;
-    this.configuredHeaders = lowerCaseKeys(config.headers);
+    this.credentials = upstreamCredentials(config, this.log);
     this.pool = new Pool(url.origin, {
       connections: config.pool.connections,
       keepAliveTimeout: config.pool.keepAliveTimeoutMs,
@@ -72,8 +74,8 @@ export class HttpUpstream implements Upstream {
       bodyTimeout: config.timeouts.bodyMs,
     });
     this.schemas = new ArgumentSchemas(this.log);
-    this.passThrough = new PassThrough(this.pool, this.path, this.configuredHeaders, config.era, this.name, this.log);
-    const messages = new MessageClient(this.pool, this.path, this.configuredHeaders, this.name);
+    this.passThrough = new PassThrough(this.pool, this.path, this.credentials, config.era, this.name, this.log);
+    const messages = new MessageClient(this.pool, this.path, this.credentials, this.name);
     this.messages = messages;
     this.verdict = new EraVerdict(async () => {
       const profile = await probeUpstream(messages, config.era);
@@ -180,15 +182,18 @@ export class HttpUpstream implements Upstream {
   async ready(): Promise<boolean> {
     // Reachable means an HTTP exchange completes; any status counts, the upstream answered. The probe is a
     // POST of server/discover, which every era accepts as a request (a legacy server refuses it with a 4xx).
+    // Without a token the upstream cannot take traffic, and is not sent an unauthenticated probe either.
     try {
-      const { body } = await this.pool.request({
+      const auth = this.credentials.current() ?? (await this.credentials.headers());
+      const { statusCode, body } = await this.pool.request({
         path: this.path,
         method: 'POST',
-        headers: { ...this.configuredHeaders, ...READINESS_PROBE_HEADERS },
+        headers: { ...auth, ...READINESS_PROBE_HEADERS },
         body: READINESS_PROBE_BODY,
         headersTimeout: 2000,
         signal: AbortSignal.timeout(3000),
       });
+      if (statusCode === 401) this.credentials.invalidate(auth);
       await body.dump();
       return true;
     } catch {
@@ -198,6 +203,7 @@ export class HttpUpstream implements Upstream {
 
   async close(): Promise<void> {
     await Promise.all([this.modernBridge.close(), this.legacyBridge.close()]);
+    this.credentials.close();
     // The edge has drained: what is still open upstream has no client left (parked or orphaned streams).
     const closed = this.pool.close().then(() => true, () => false);
     const timely = await Promise.race([closed, new Promise<boolean>((r) => setTimeout(() => r(false), 1000).unref())]);
@@ -223,10 +229,4 @@ function isToolCall(ex: McpExchange): boolean {
 
 function isDiscover(ex: McpExchange): boolean {
   return ex.kind === 'request' && (ex.message as JsonRpcRequest).method === 'server/discover';
-}
-
-function lowerCaseKeys(h: Record<string, string>): Record<string, string> {
-  const out: Record<string, string> = {};
-  for (const [k, v] of Object.entries(h)) out[k.toLowerCase()] = v;
-  return out;
 }

@@ -22,6 +22,9 @@ export interface LegacyClientSession {
 /** Distinct capability sets kept open at once; the oldest is ended past this. */
 const MAX_POOLED = 64;
 
+/** How long shutdown waits for sessions to end cleanly upstream. */
+const CLOSE_WAIT_MS = 1_000;
+
 export class LegacyClientSessions {
   private readonly pool = new Map<string, { promise: Promise<LegacyClientSession>; session?: LegacyClientSession }>();
 
@@ -64,7 +67,10 @@ export class LegacyClientSessions {
   async closeAll(): Promise<void> {
     const all = [...this.pool.values()];
     this.pool.clear();
-    await Promise.all(all.map((e) => e.promise.then((s) => this.end(s), () => {})));
+    // A session still opening against an upstream that does not answer must not hold shutdown: its
+    // connection is destroyed when the upstream's pool closes.
+    const ended = Promise.all(all.map((e) => e.promise.then((s) => this.end(s), () => {})));
+    await Promise.race([ended, new Promise<void>((r) => setTimeout(r, CLOSE_WAIT_MS).unref())]);
   }
 
   private async open(key: string, capabilities: Record<string, unknown>): Promise<LegacyClientSession> {

@@ -2,9 +2,11 @@
 // yields what comes back, whether a single JSON body or an SSE stream of messages. Used where the gateway
 // must read and rewrite messages (era bridging, the era probe) instead of relaying bytes.
 
+import type { Principal } from '../auth/principal.js';
 import type { Dispatcher, Pool } from 'undici';
 import type { JsonRpcMessage } from '../protocol/jsonrpc.js';
 import { SseParser } from '../protocol/sse.js';
+import type { CredentialHeaders, UpstreamCredentials } from './credentials.js';
 import { toGatewayError } from './failures.js';
 
 export interface UpstreamReply {
@@ -24,7 +26,11 @@ const ERROR_BODY_LIMIT = 64 * 1024;
  */
 export interface UpstreamMessages {
   readonly upstream: string;
-  post(message: JsonRpcMessage, headers: Record<string, string>, signal?: AbortSignal): Promise<UpstreamReply>;
+  /**
+   * `principal` is the caller on whose behalf the gateway asks; only the catalog, which filters what each
+   * caller may see, reads it. Transports never send it anywhere.
+   */
+  post(message: JsonRpcMessage, headers: Record<string, string>, signal?: AbortSignal, principal?: Principal): Promise<UpstreamReply>;
   openGet(headers: Record<string, string>, signal: AbortSignal): Promise<AsyncGenerator<JsonRpcMessage, void, void> | null>;
   deleteSession(sessionId: string, version: string): Promise<void>;
 }
@@ -33,24 +39,30 @@ export class MessageClient implements UpstreamMessages {
   constructor(
     private readonly pool: Pool,
     private readonly path: string,
-    private readonly baseHeaders: Record<string, string>,
+    private readonly credentials: UpstreamCredentials,
     readonly upstream: string,
   ) {}
 
-  /** POSTs one message; throws a GatewayError when the upstream cannot be reached or times out. */
+  /**
+   * POSTs one message; throws a GatewayError when the upstream cannot be reached or times out, or when
+   * the gateway has no credentials for it (then nothing is sent).
+   */
   async post(message: JsonRpcMessage, headers: Record<string, string>, signal?: AbortSignal): Promise<UpstreamReply> {
     let res: Dispatcher.ResponseData;
+    let auth: CredentialHeaders;
     try {
+      auth = this.credentials.current() ?? (await this.credentials.headers());
       res = await this.pool.request({
         path: this.path,
         method: 'POST',
-        headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream', ...headers, ...this.baseHeaders },
+        headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream', ...headers, ...auth },
         body: JSON.stringify(message),
         signal,
       });
     } catch (err) {
       throw toGatewayError(err, this.upstream);
     }
+    this.refused(res.statusCode, auth);
     return this.toReply(res);
   }
 
@@ -60,11 +72,14 @@ export class MessageClient implements UpstreamMessages {
    */
   async openGet(headers: Record<string, string>, signal: AbortSignal): Promise<AsyncGenerator<JsonRpcMessage, void, void> | null> {
     let res: Dispatcher.ResponseData;
+    let auth: CredentialHeaders;
     try {
-      res = await this.pool.request({ path: this.path, method: 'GET', headers: { accept: 'text/event-stream', ...headers, ...this.baseHeaders }, signal, bodyTimeout: 0 });
+      auth = this.credentials.current() ?? (await this.credentials.headers());
+      res = await this.pool.request({ path: this.path, method: 'GET', headers: { accept: 'text/event-stream', ...headers, ...auth }, signal, bodyTimeout: 0 });
     } catch (err) {
       throw toGatewayError(err, this.upstream);
     }
+    this.refused(res.statusCode, auth);
     if (res.statusCode !== 200 || !String(res.headers['content-type'] ?? '').startsWith('text/event-stream')) {
       await res.body.dump().catch(() => {});
       return null;
@@ -75,11 +90,18 @@ export class MessageClient implements UpstreamMessages {
   /** DELETE of a legacy session, best effort (2025-11-25/basic/transports.mdx §Session Management 5). */
   async deleteSession(sessionId: string, version: string): Promise<void> {
     try {
-      const res = await this.pool.request({ path: this.path, method: 'DELETE', headers: { 'mcp-session-id': sessionId, 'mcp-protocol-version': version, ...this.baseHeaders } });
+      const auth = this.credentials.current() ?? (await this.credentials.headers());
+      const res = await this.pool.request({ path: this.path, method: 'DELETE', headers: { 'mcp-session-id': sessionId, 'mcp-protocol-version': version, ...auth } });
+      this.refused(res.statusCode, auth);
       await res.body.dump();
     } catch {
       // The session ends with the upstream's own idle timeout anyway.
     }
+  }
+
+  /** A 401 is about the gateway's token: drop it so the next request fetches another. */
+  private refused(status: number, auth: CredentialHeaders): void {
+    if (status === 401) this.credentials.invalidate(auth);
   }
 
   private async toReply(res: Dispatcher.ResponseData): Promise<UpstreamReply> {

@@ -1,5 +1,5 @@
 // The byte-for-byte pass-through, for a client and an upstream of the same era: the client's bytes go up
-// with an allowlist of headers plus the upstream's configured ones, and the upstream's answer comes back
+// with an allowlist of headers plus the upstream's own credentials, and the upstream's answer comes back
 // unchanged, SSE event by event. Transport failures become clear 502/503/504 answers.
 
 import type { IncomingHttpHeaders, OutgoingHttpHeaders } from 'node:http';
@@ -10,6 +10,7 @@ import { sendJson, sendJsonRpcError } from '../edge/respond.js';
 import { GatewayError, gatewayErrorToWire } from '../errors.js';
 import type { Logger } from '../log/logger.js';
 import { ErrorCode, idOf, type JsonRpcId } from '../protocol/jsonrpc.js';
+import type { CredentialHeaders, UpstreamCredentials } from './credentials.js';
 import { toGatewayError } from './failures.js';
 import { relaySse } from './sse-relay.js';
 import type { McpExchange } from './upstream.js';
@@ -41,7 +42,7 @@ export class PassThrough {
   constructor(
     private readonly pool: Pool,
     private readonly path: string,
-    private readonly configuredHeaders: Record<string, string>,
+    private readonly credentials: UpstreamCredentials,
     private readonly era: Era,
     private readonly name: string,
     private readonly log: Logger,
@@ -56,12 +57,15 @@ export class PassThrough {
       return;
     }
     const requestId = ex.kind === 'request' ? idOf(ex.message) : null;
+    // Static headers and a cached token are at hand: only a token fetch makes this call wait.
+    const credentials = this.credentials.current() ?? (await this.awaitCredentials(ex, requestId));
+    if (credentials === undefined) return;
     let upstreamRes: Dispatcher.ResponseData;
     try {
       upstreamRes = await this.pool.request({
         path: this.path,
         method: ex.httpMethod,
-        headers: this.requestHeaders(ex.req.headers, ex.era === 'modern'),
+        headers: this.requestHeaders(ex.req.headers, ex.era === 'modern', credentials),
         body: ex.body ?? null,
         signal: ex.signal,
       });
@@ -74,6 +78,8 @@ export class PassThrough {
     if (statusCode === 401 || statusCode === 403) {
       // The upstream refused the gateway's own credentials: the client cannot fix that, the operator can.
       body.dump().catch(() => {});
+      // A refused token may merely be revoked early: the next call fetches a new one (this one is not retried).
+      if (statusCode === 401) this.credentials.invalidate(credentials);
       this.log.error('upstream refused the gateway credentials', { status: statusCode, callId: ex.callId });
       failExchange(ex, requestId, new GatewayError('GW_ERR_UPSTREAM_BAD_RESPONSE', `Upstream "${this.name}" refused the gateway's credentials (HTTP ${statusCode})`, this.name), this.log);
       return;
@@ -102,7 +108,17 @@ export class PassThrough {
     }
   }
 
-  private requestHeaders(client: IncomingHttpHeaders, modern: boolean): Record<string, string> {
+  /** Undefined when there is no token: the exchange is answered with the failure and nothing goes up. */
+  private async awaitCredentials(ex: McpExchange, requestId: JsonRpcId | null): Promise<CredentialHeaders | undefined> {
+    try {
+      return await this.credentials.headers();
+    } catch (err) {
+      if (!ex.signal.aborted) failExchange(ex, requestId, toGatewayError(err, this.name), this.log);
+      return undefined;
+    }
+  }
+
+  private requestHeaders(client: IncomingHttpHeaders, modern: boolean, credentials: CredentialHeaders): Record<string, string> {
     const out: Record<string, string> = {};
     for (const key in client) {
       // Modern requests never carry session or resumption headers upstream (streamable-http.mdx §Earlier
@@ -114,7 +130,7 @@ export class PassThrough {
       }
     }
     // Configured headers win: they are the upstream's own credentials and fixed metadata.
-    return Object.assign(out, this.configuredHeaders);
+    return Object.assign(out, credentials);
   }
 }
 

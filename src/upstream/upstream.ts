@@ -1,6 +1,7 @@
 // The one interface every upstream transport implements, and the exchange the edge hands it.
 
 import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { Principal } from '../auth/principal.js';
 import type { JsonRpcMessage, MessageKind } from '../protocol/jsonrpc.js';
 import type { ClientEra } from '../protocol/versions.js';
 import type { UpstreamMessages } from './message-client.js';
@@ -21,6 +22,8 @@ export interface McpExchange {
   readonly version: string;
   /** Aborted when the client goes away before its answer is complete. */
   readonly signal: AbortSignal;
+  /** Who is calling, as the edge's auth stage resolved it. */
+  readonly principal: Principal;
 }
 
 /** An upstream seen as a 2026-07-28 server, whatever it speaks: what the aggregating catalog works with. */

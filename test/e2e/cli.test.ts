@@ -61,10 +61,22 @@ describe('check-config', () => {
 
   test('a valid file using a feature this build lacks exits 1 and says which', async () => {
     const file = join(dir, 'keys.yaml');
-    writeFileSync(file, `upstreams: [{ name: a, url: "http://127.0.0.1:3001/mcp" }]\nauth:\n  apiKeys: [{ id: k, hash: "${hashKey('x'.repeat(20))}", scopes: [] }]\n`);
+    writeFileSync(file, `upstreams: [{ name: a, url: "http://127.0.0.1:3001/mcp" }]\nauth:\n  apiKeys: [{ id: k, hash: "${hashKey('x'.repeat(20))}", scopes: [] }]\nmetrics: { enabled: true }\n`);
     const r = await runCli(['check-config', file]);
     assert.equal(r.code, 1);
-    assert.match(r.stderr, /auth\.apiKeys: API keys are not supported yet/);
+    assert.match(r.stderr, /metrics\.enabled: metrics are not supported yet/);
+  });
+
+  test('an OAuth audience other than the public URL is refused (RFC 8707: tokens are minted for this resource)', async () => {
+    const file = join(dir, 'oauth.yaml');
+    const oauth = 'oauth: { issuer: "https://as.example", audience: "https://other.example/mcp" }';
+    writeFileSync(file, `upstreams: [{ name: a, url: "http://127.0.0.1:3001/mcp" }]\nlisten: { publicUrl: "https://mcp.example/mcp" }\nauth:\n  ${oauth}\n`);
+    const r = await runCli(['check-config', file]);
+    assert.equal(r.code, 1);
+    assert.match(r.stderr, /auth\.oauth\.audience: must equal listen\.publicUrl/);
+    writeFileSync(file, `upstreams: [{ name: a, url: "http://127.0.0.1:3001/mcp" }]\nlisten: { publicUrl: "https://MCP.example/mcp/" }\nauth:\n  oauth: { issuer: "https://as.example", audience: "https://mcp.example/mcp" }\n`);
+    const ok = await runCli(['check-config', file]);
+    assert.equal(ok.code, 0, ok.stderr);
   });
 
   test('a missing environment variable is named', async () => {

@@ -13,7 +13,7 @@ import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/
 import { request } from 'undici';
 import { startFakeUpstream, type FakeUpstream } from '../fixtures/upstreams/fake-upstream.js';
 import { startGateway, type TestGateway } from '../helpers/gateway.js';
-import { modernRequest, post } from '../helpers/http.js';
+import { LEGACY_HEADERS, modernRequest, post, rpc } from '../helpers/http.js';
 
 const LONG = 'x'.repeat(100);
 const FIXTURE_TOOLS = ['echo', 'read_graph', 'get.user', 'get_user', 'name with space', 'ünïcode', LONG, 'a/b'];
@@ -273,6 +273,41 @@ test('one upstream with tools.naming.prefix: always goes through the catalog: it
   const dotted = tools.find((t) => t._meta?.['dev.gatehouse/tool_ref'] === 'solo/get.user')!;
   const req = modernRequest(3, 'tools/call', { name: dotted.name, arguments: {} });
   assert.equal((await post(gw.url, req.body, req.headers)).json().result.content[0].text, 'fixture called get.user');
+});
+
+test('one upstream with the default prefix: auto still gets safe names (no prefix), and its calls round-trip', async () => {
+  const up = await fixture();
+  const gw = await startGateway({ upstreams: [{ name: 'solo', url: up.url }] });
+  cleanups.push(() => gw.close());
+  const tools = await listTools(gw);
+  for (const t of tools) assert.match(t.name, /^[A-Za-z0-9_-]{1,64}$/, t.name);
+  assert.ok(!tools.some((t) => t.name.startsWith('solo_')), 'one upstream: no prefix');
+  assert.equal(new Set(tools.map((t) => t.name)).size, tools.length);
+  const dotted = tools.find((t) => t._meta?.['dev.gatehouse/tool_ref'] === 'solo/get.user')!;
+  assert.match(dotted.name, /^get_user/);
+  const req = modernRequest(3, 'tools/call', { name: dotted.name, arguments: {} });
+  assert.equal((await post(gw.url, req.body, req.headers)).json().result.content[0].text, 'fixture called get.user');
+  // A legacy client of the same gateway sees the same safe names.
+  const init = await post(gw.url, rpc(1, 'initialize', { protocolVersion: '2025-11-25', capabilities: {}, clientInfo: { name: 'l', version: '1' } }));
+  const headers = { ...LEGACY_HEADERS, 'mcp-session-id': init.headers['mcp-session-id'] as string, 'mcp-protocol-version': '2025-11-25' };
+  const legacy = await post(gw.url, rpc(2, 'tools/list'), headers);
+  const legacyBody = legacy.text.startsWith('{') ? legacy.json() : JSON.parse(/data: (.*)/.exec(legacy.text)![1]!);
+  assert.deepEqual((legacyBody.result.tools as Tool[]).map((t) => t.name), tools.map((t) => t.name));
+});
+
+test('one upstream whose names are all safe keeps the byte pass-through', async () => {
+  const up = await startFakeUpstream((_req, res, body) => {
+    const msg = JSON.parse(body) as { id: unknown; method: string };
+    const result = msg.method === 'tools/list' ? { tools: [{ name: 'plain_name', inputSchema: { type: 'object' } }], resultType: 'complete', ttlMs: 0, cacheScope: 'public' } : { resultType: 'complete' };
+    // The exact bytes the upstream wrote, spacing included, are what a pass-through relays.
+    res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ jsonrpc: '2.0', id: msg.id, result }, null, 1));
+  }, { handshake: 'modern' });
+  cleanups.push(() => up.close());
+  const gw = await startGateway({ upstreams: [{ name: 'solo', url: up.url }] });
+  cleanups.push(() => gw.close());
+  const req = modernRequest(1, 'tools/list');
+  const res = await post(gw.url, req.body, req.headers);
+  assert.equal(res.text, JSON.stringify({ jsonrpc: '2.0', id: 1, result: { tools: [{ name: 'plain_name', inputSchema: { type: 'object' } }], resultType: 'complete', ttlMs: 0, cacheScope: 'public' } }, null, 1));
 });
 
 test('a legacy member without ttlMs: its list is kept until its GET stream announces a change', async () => {

@@ -76,14 +76,17 @@ describe('interpolation in a config file', () => {
       '    headers: { Authorization: "Bearer ${file:secret.txt}" }',
       '  - name: files',
       '    command: [node, "${env:HOST}"]',
-      'policy: { rules: [{ "${env:HOST}": "${env:HOST}" }] }',
+      'policy: { rules: [{ access: allow, tools: ["${env:HOST}/*"] }] }',
     ].join('\n'));
     const [crm, files] = config.upstreams;
     assert.ok(crm && !isStdioUpstream(crm) && files && isStdioUpstream(files));
     assert.equal(crm.url, 'http://crm.internal/mcp');
     assert.deepEqual(crm.headers, { Authorization: `Bearer ${SECRET}\n` });
     assert.deepEqual(files.command, ['node', 'crm.internal']);
-    assert.deepEqual(config.policy.rules, [{ '${env:HOST}': 'crm.internal' }]);
+    assert.deepEqual(config.policy.rules, [{ access: 'allow', tools: ['crm.internal/*'] }]);
+    // A key is never interpolated: it is reported as the unknown key it literally is.
+    const err = errorOf('upstreams: [{ name: a, command: [x] }]\npolicy: { rules: [{ access: allow, tools: [x], "${env:HOST}": 1 }] }\n');
+    assert.match(err.message, /policy\.rules\[0\]\["\$\{env:HOST\}"\]: unknown key/);
   });
 
   it('locates each problem at its scalar and reports nothing else about it', () => {

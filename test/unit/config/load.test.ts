@@ -121,7 +121,7 @@ describe('parseConfigText', () => {
         { name: 'b', command: ['node', 's.js'], env: {}, era: 'auto', timeouts: { requestMs: 60000 }, maxSessions: 32, processes: 'perSession', restart: { attempts: 6, firstDelayMs: 250 }, uriPrefixes: [] },
       ],
       sessions: { idleTimeoutMs: 1800000, max: 1000, inputTimeoutMs: 300000 },
-      auth: { anonymous: false, apiKeys: [] },
+      auth: { anonymous: false, apiKeys: [], requiredScopes: [] },
       tools: { naming: { prefix: 'auto' }, outputValidation: 'warn' },
       policy: { rules: [] },
       store: { kind: 'sqlite', path: './data/gatehouse.db' },

@@ -1,0 +1,139 @@
+// The edge's auth stage: turns the Authorization header into a Principal, or into the refusal the spec
+// asks for (2026-07-28 authorization §Error Handling): 400 for a malformed request, 401 with a challenge
+// naming the protected-resource metadata, 403 insufficient_scope, 503 when the key set or introspection
+// endpoint is down (fail closed, without telling the client its token is bad). Credentials are accepted
+// from the header only.
+
+import type { IncomingHttpHeaders } from 'node:http';
+import type { GatehouseConfig } from '../config/types.js';
+import type { Logger } from '../log/logger.js';
+import { ApiKeys } from './api-keys.js';
+import { bearerChallenge } from './challenge.js';
+import { credentialInMessage, credentialInQuery } from './credential-locations.js';
+import { ANONYMOUS, type AuthResult, type Principal } from './principal.js';
+import { buildResourceMetadata, type ResourceMetadata } from './resource-metadata.js';
+import { TokenVerifier } from './token-verifier.js';
+
+export interface AuthRefusal {
+  status: 400 | 401 | 403 | 503;
+  /** Stable snake_case reason, for logs and counters. */
+  reason: string;
+  message: string;
+  headers: Record<string, string>;
+}
+
+export type AuthVerdict = { ok: true; principal: Principal } | { ok: false; refusal: AuthRefusal };
+
+/** RFC 6750 §2.1: `Bearer` then one token68. */
+const BEARER = /^Bearer +([A-Za-z0-9\-._~+/]+=*) *$/i;
+
+export class Authenticator {
+  readonly metadata: ResourceMetadata | undefined;
+  private readonly keys: ApiKeys;
+  private readonly tokens: TokenVerifier | undefined;
+  private readonly anonymous: boolean;
+  private readonly anonymousOnly: boolean;
+  private readonly requiredScopes: readonly string[];
+
+  constructor(config: GatehouseConfig, private readonly log: Logger) {
+    this.keys = new ApiKeys(config.auth.apiKeys);
+    this.tokens = config.auth.oauth ? new TokenVerifier(config.auth.oauth, log.child({ component: 'auth' })) : undefined;
+    this.anonymous = config.auth.anonymous;
+    this.anonymousOnly = config.auth.anonymous && config.auth.apiKeys.length === 0 && config.auth.oauth === undefined;
+    this.requiredScopes = config.auth.requiredScopes;
+    this.metadata = buildResourceMetadata(config);
+  }
+
+  /** True when a request without credentials is still served (loopback demo mode). */
+  get allowsAnonymous(): boolean {
+    return this.anonymous;
+  }
+
+  /** Credentials in the query string are refused before anything else is looked at. */
+  checkUrl(url: string | undefined): AuthVerdict | undefined {
+    const name = credentialInQuery(url);
+    if (name === undefined) return undefined;
+    return this.refuse(400, 'credential_in_query', `Credentials are not accepted in the query string (found "${name}"); send them in the Authorization header as "Bearer <token>"`, 'invalid_request');
+  }
+
+  /** A credential in the JSON-RPC body or `_meta` is refused: it would otherwise travel on to an upstream. */
+  checkMessage(message: unknown): AuthVerdict | undefined {
+    const where = credentialInMessage(message);
+    if (where === undefined) return undefined;
+    return this.refuse(400, 'credential_in_body', `Credentials are not accepted in the request body (found "${where}"); send them in the Authorization header as "Bearer <token>"`, 'invalid_request');
+  }
+
+  /**
+   * The Principal for the request's Authorization header. Synchronous for API keys and for requests
+   * without credentials, so the common case costs no extra tick; OAuth tokens are verified asynchronously.
+   */
+  authenticate(headers: IncomingHttpHeaders): AuthVerdict | Promise<AuthVerdict> {
+    // Anonymous-only (loopback demo): nothing could verify a credential, so none is looked at; it is
+    // still never forwarded.
+    if (this.anonymousOnly) return this.withScopes(ANONYMOUS);
+    const header = headers.authorization;
+    if (header === undefined || header === '') {
+      if (this.anonymous) return this.withScopes(ANONYMOUS);
+      return this.refuse(401, 'missing_credentials', 'Authentication required: send "Authorization: Bearer <token>"');
+    }
+    const m = BEARER.exec(header);
+    if (!m) {
+      // Another scheme is simply not ours: challenge for Bearer. A broken Bearer header is a bad request.
+      if (!/^bearer(\s|$)/i.test(header)) return this.refuse(401, 'unsupported_scheme', 'Only Bearer credentials are accepted: send "Authorization: Bearer <token>"');
+      return this.refuse(400, 'malformed_authorization', 'Malformed Authorization header: expected "Bearer <token>"', 'invalid_request');
+    }
+    const token = m[1]!;
+    const byKey = this.keys.verify(token);
+    if (byKey) return this.conclude(byKey);
+    if (!this.tokens) return this.refuse(401, 'unknown_key', 'The credential is not valid', 'invalid_token');
+    return this.tokens.verify(token).then(
+      (r) => this.conclude(r),
+      (err: unknown) => {
+        this.log.error('token verification failed unexpectedly; refusing', { err });
+        return this.refuse(503, 'auth_unavailable', 'Authentication is temporarily unavailable');
+      },
+    );
+  }
+
+  close(): void {
+    this.tokens?.close?.();
+  }
+
+  private conclude(result: AuthResult): AuthVerdict {
+    if (result.ok) return this.withScopes(result.principal);
+    const f = result.failure;
+    switch (f.kind) {
+      case 'missing':
+        return this.refuse(401, 'missing_credentials', 'Authentication required');
+      case 'invalid_request':
+        return this.refuse(400, 'invalid_request', f.message, 'invalid_request');
+      case 'invalid_token':
+        return this.refuse(401, f.reason, f.message, 'invalid_token');
+      case 'unavailable':
+        this.log.error('cannot verify tokens now; refusing requests until it recovers', { reason: f.message });
+        return this.refuse(503, 'auth_unavailable', 'Authentication is temporarily unavailable; retry later');
+    }
+  }
+
+  /** 2026-07-28 authorization §Runtime Insufficient Scope Errors: 403 naming every scope needed. */
+  private withScopes(principal: Principal): AuthVerdict {
+    const missing = this.requiredScopes.filter((s) => !principal.scopes.includes(s));
+    if (missing.length === 0) return { ok: true, principal };
+    const refusal = this.refuse(403, 'insufficient_scope', `Insufficient scope: this endpoint needs ${this.requiredScopes.join(' ')}`, 'insufficient_scope');
+    return refusal;
+  }
+
+  private refuse(status: AuthRefusal['status'], reason: string, message: string, error?: 'invalid_request' | 'invalid_token' | 'insufficient_scope'): AuthVerdict {
+    const headers: Record<string, string> = {};
+    if (status === 401 || status === 403 || (status === 400 && error !== undefined)) {
+      headers['www-authenticate'] = bearerChallenge({
+        ...(error ? { error } : {}),
+        ...(this.metadata ? { resourceMetadataUrl: this.metadata.url } : {}),
+        // The scopes that would help: the ones this endpoint requires (2026-07-28 §Scope Selection Strategy).
+        ...(this.requiredScopes.length > 0 ? { scopes: this.requiredScopes } : {}),
+      });
+    }
+    if (status === 503) headers['retry-after'] = '5';
+    return { ok: false, refusal: { status, reason, message, headers } };
+  }
+}

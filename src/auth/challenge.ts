@@ -1,0 +1,26 @@
+// `WWW-Authenticate` values (RFC 6750 §3, 2026-07-28 authorization §Error Handling): which error, which
+// scopes would help, and where the protected-resource metadata lives. Values are quoted strings; nothing
+// from the request is ever echoed into them.
+
+export interface ChallengeInput {
+  error?: 'invalid_request' | 'invalid_token' | 'insufficient_scope';
+  description?: string;
+  scopes?: readonly string[];
+  resourceMetadataUrl?: string;
+}
+
+export function bearerChallenge(c: ChallengeInput): string {
+  const parts: string[] = [];
+  // realm first for clients that only read the first parameter; then the RFC 9728 pointer.
+  parts.push('realm="gatehouse"');
+  if (c.resourceMetadataUrl) parts.push(`resource_metadata="${c.resourceMetadataUrl}"`);
+  if (c.error) parts.push(`error="${c.error}"`);
+  if (c.description) parts.push(`error_description="${quoteSafe(c.description)}"`);
+  if (c.scopes && c.scopes.length > 0) parts.push(`scope="${quoteSafe(c.scopes.join(' '))}"`);
+  return `Bearer ${parts.join(', ')}`;
+}
+
+/** RFC 6750 restricts these values to printable ASCII without `"` and `\`. */
+function quoteSafe(s: string): string {
+  return s.replace(/[^\x20-\x21\x23-\x5B\x5D-\x7E]/g, '');
+}

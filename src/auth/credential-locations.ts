@@ -1,0 +1,39 @@
+// Credentials belong in the Authorization header only (2026-07-28 authorization §Token Requirements: "MUST
+// NOT be included in the URI query string"). A credential anywhere else would be logged by proxies or
+// forwarded to an upstream, so the request is refused with a message that says where it belongs.
+
+/** Names that look like credentials, compared lower-case with `-` and `_` removed. */
+const CREDENTIAL_NAMES = new Set(['accesstoken', 'apikey', 'authorization', 'bearer', 'token', 'idtoken', 'refreshtoken', 'xapikey', 'clientsecret']);
+
+function looksLikeCredential(name: string): boolean {
+  return CREDENTIAL_NAMES.has(name.toLowerCase().replace(/[-_]/g, ''));
+}
+
+/** The query parameter carrying a credential, if any. */
+export function credentialInQuery(url: string | undefined): string | undefined {
+  const q = url?.indexOf('?') ?? -1;
+  if (q === -1) return undefined;
+  for (const name of new URLSearchParams(url!.slice(q + 1)).keys()) if (looksLikeCredential(name)) return name;
+  return undefined;
+}
+
+/**
+ * Where a JSON-RPC message carries a credential: a top-level member, a `params` member, or a `_meta` key.
+ * Tool arguments are not looked at: a tool may well take a parameter called `token`.
+ */
+export function credentialInMessage(message: unknown): string | undefined {
+  if (typeof message !== 'object' || message === null) return undefined;
+  const msg = message as Record<string, unknown>;
+  for (const k in msg) if (looksLikeCredential(k)) return k;
+  const params = msg.params;
+  if (typeof params !== 'object' || params === null) return undefined;
+  for (const k in params) if (looksLikeCredential(k)) return `params.${k}`;
+  const meta = (params as Record<string, unknown>)._meta;
+  if (typeof meta !== 'object' || meta === null) return undefined;
+  for (const k in meta) {
+    // Namespaced keys (`io.example/token`) are judged by their last segment.
+    const last = k.slice(k.lastIndexOf('/') + 1);
+    if (looksLikeCredential(last)) return `params._meta.${k}`;
+  }
+  return undefined;
+}

@@ -1,0 +1,176 @@
+// The gateway is an OAuth resource server: it must accept only access tokens its issuer minted for this
+// gateway (MCP authorization "Token Handling", RFC 8707 audience binding) and must judge them before
+// anything else runs. This module turns a bearer token into a Principal or into one stable refusal
+// reason that the edge maps to a 401 challenge (or a 503 when the issuer cannot be reached). Algorithm
+// choice is never left to the token: symmetric and unsigned algorithms are refused before any key is
+// looked up, which closes the "HS256 signed with the public key" and "alg: none" confusions.
+
+import { errors, jwtVerify, type JWTPayload } from 'jose';
+import type { OAuthConfig } from '../config/types.js';
+import type { Logger } from '../log/logger.js';
+import { Introspector } from './introspection.js';
+import { isAsymmetricAlg, isRecord, JwksCache, KeySetUnavailableError, UnknownKeyError } from './jwks-cache.js';
+import { scopesFromClaims, type AuthResult, type CredentialKind } from './principal.js';
+
+export const DEFAULT_ALGORITHMS: readonly string[] = ['RS256', 'PS256', 'ES256', 'EdDSA'];
+
+/** Stable refusal reasons, for logs and metrics; the client sees only the message. */
+export type TokenFailureReason =
+  | 'malformed'
+  | 'alg_not_allowed'
+  | 'unknown_kid'
+  | 'bad_signature'
+  | 'expired'
+  | 'not_yet_valid'
+  | 'wrong_issuer'
+  | 'wrong_audience'
+  | 'missing_claim'
+  | 'inactive';
+
+/** Far beyond any real access token; longer input is refused before it is parsed. */
+const MAX_TOKEN_LENGTH = 16 * 1024;
+const JWS_COMPACT = /^[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+\.[A-Za-z0-9_-]*$/;
+
+export class TokenVerifier {
+  private readonly config: OAuthConfig;
+  private readonly log: Logger;
+  private readonly algorithms: string[];
+  private readonly keys: JwksCache;
+  private readonly introspector: Introspector | undefined;
+
+  constructor(config: OAuthConfig, log: Logger) {
+    this.config = config;
+    this.log = log.child({ component: 'token-verifier' });
+    const wanted = config.algorithms ?? DEFAULT_ALGORITHMS;
+    this.algorithms = wanted.filter(isAsymmetricAlg);
+    const dropped = wanted.filter((a) => !isAsymmetricAlg(a));
+    if (dropped.length > 0) this.log.warn('oauth.algorithms entries ignored: only asymmetric signatures are accepted', { dropped });
+    if (this.algorithms.length === 0) throw new Error('oauth.algorithms names no usable asymmetric signature algorithm');
+    this.keys = new JwksCache(
+      {
+        issuer: config.issuer,
+        jwksUri: config.jwksUri,
+        algorithms: this.algorithms,
+        maxAgeSeconds: config.jwksMaxAgeSeconds,
+        minRefreshSeconds: config.jwksMinRefreshSeconds,
+      },
+      this.log,
+    );
+    this.introspector = config.introspection
+      ? new Introspector({ ...config.introspection, issuer: config.issuer, audience: config.audience, clockSkewSeconds: config.clockSkewSeconds }, this.log)
+      : undefined;
+  }
+
+  /** How often the key set and the introspection endpoint were asked; for health and tests. */
+  get fetchCounts(): { jwks: number; introspection: number } {
+    return { jwks: this.keys.fetchCount, introspection: this.introspector?.requestCount ?? 0 };
+  }
+
+  async verify(token: string): Promise<AuthResult> {
+    const result = await this.judge(token).catch((err: unknown): AuthResult => {
+      this.log.error('token verification failed unexpectedly', { error: err });
+      return refuse('malformed', 'token could not be verified');
+    });
+    if (!result.ok) this.log.debug('token refused', { kind: result.failure.kind, ...(result.failure.kind === 'invalid_token' ? { reason: result.failure.reason } : {}) });
+    return result;
+  }
+
+  close(): void {
+    this.keys.close();
+    this.introspector?.close();
+  }
+
+  private async judge(token: string): Promise<AuthResult> {
+    if (token.length === 0 || token.length > MAX_TOKEN_LENGTH) return refuse('malformed', 'token is malformed');
+    const header = jwsHeader(token);
+    if (header) return this.verifyJwt(token, header);
+    if (!this.introspector) return refuse('malformed', 'token is not a signed JWT');
+    const answer = await this.introspector.introspect(token);
+    return answer.ok ? this.toPrincipal(answer.claims, 'introspection') : answer;
+  }
+
+  private async verifyJwt(token: string, header: Record<string, unknown>): Promise<AuthResult> {
+    if (typeof header.alg !== 'string' || !this.algorithms.includes(header.alg)) return refuse('alg_not_allowed', 'token signing algorithm is not accepted');
+    if (header.kid !== undefined && typeof header.kid !== 'string') return refuse('malformed', 'token is malformed');
+    let payload: JWTPayload;
+    try {
+      ({ payload } = await jwtVerify(token, (h) => this.keys.getKey(typeof h.kid === 'string' ? h.kid : undefined, h.alg ?? ''), {
+        issuer: this.config.issuer,
+        audience: this.config.audience,
+        algorithms: this.algorithms,
+        clockTolerance: this.config.clockSkewSeconds,
+        requiredClaims: ['exp', 'sub'],
+      }));
+    } catch (err) {
+      return this.refusalFor(err);
+    }
+    // jose checks iat only against a maximum age; a token claiming to be issued later than now is forged
+    // or comes from a badly skewed issuer, either way not to be trusted.
+    if (typeof payload.iat === 'number' && payload.iat > Date.now() / 1000 + this.config.clockSkewSeconds) {
+      return refuse('not_yet_valid', 'token is issued in the future');
+    }
+    return this.toPrincipal(payload, 'jwt');
+  }
+
+  private refusalFor(err: unknown): AuthResult {
+    if (err instanceof KeySetUnavailableError) return { ok: false, failure: { kind: 'unavailable', message: 'signing keys are unavailable; try again later' } };
+    if (err instanceof UnknownKeyError) return refuse('unknown_kid', 'token signing key is not known');
+    if (err instanceof errors.JOSEAlgNotAllowed) return refuse('alg_not_allowed', 'token signing algorithm is not accepted');
+    if (err instanceof errors.JWSSignatureVerificationFailed) return refuse('bad_signature', 'token signature is invalid');
+    if (err instanceof errors.JWTExpired) return refuse('expired', 'token has expired');
+    if (err instanceof errors.JWTClaimValidationFailed) {
+      if (err.reason === 'missing') return refuse('missing_claim', `token lacks the "${err.claim}" claim`);
+      if (err.reason === 'check_failed') {
+        if (err.claim === 'iss') return refuse('wrong_issuer', 'token was issued by another issuer');
+        if (err.claim === 'aud') return refuse('wrong_audience', 'token was not issued for this resource');
+        if (err.claim === 'nbf') return refuse('not_yet_valid', 'token is not valid yet');
+      }
+      return refuse('malformed', `token has an invalid "${err.claim}" claim`);
+    }
+    this.log.debug('token rejected by the JWT library', { error: err });
+    return refuse('malformed', 'token is malformed');
+  }
+
+  /** The same claim mapping for both token kinds, so policy sees one Principal shape. */
+  private toPrincipal(claims: Readonly<Record<string, unknown>>, via: CredentialKind): AuthResult {
+    const sub = claims.sub;
+    if (typeof sub !== 'string' || sub === '') return refuse('missing_claim', 'token lacks the "sub" claim');
+    const tenant = this.config.tenantClaim !== undefined ? claims[this.config.tenantClaim] : undefined;
+    const groups = this.config.groupsClaim !== undefined ? stringList(claims[this.config.groupsClaim]) : [];
+    return {
+      ok: true,
+      principal: {
+        subject: sub,
+        ...(typeof tenant === 'string' && tenant !== '' ? { tenant } : {}),
+        scopes: scopesFromClaims({ ...claims }),
+        groups,
+        via,
+        ...(typeof claims.jti === 'string' ? { tokenId: claims.jti } : {}),
+        ...(typeof claims.exp === 'number' ? { expiresAt: claims.exp * 1000 } : {}),
+      },
+    };
+  }
+}
+
+function refuse(reason: TokenFailureReason, message: string): AuthResult {
+  return { ok: false, failure: { kind: 'invalid_token', reason, message } };
+}
+
+/** The protected header when the token is shaped like a JWS compact serialization, else undefined. */
+function jwsHeader(token: string): Record<string, unknown> | undefined {
+  if (!JWS_COMPACT.test(token)) return undefined;
+  const first = token.slice(0, token.indexOf('.'));
+  try {
+    const header: unknown = JSON.parse(Buffer.from(first, 'base64url').toString('utf8'));
+    return isRecord(header) && 'alg' in header ? header : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+/** A groups claim as an array of strings or one space-separated string; anything else is no groups. */
+function stringList(value: unknown): string[] {
+  if (typeof value === 'string') return value.split(' ').filter(Boolean);
+  if (Array.isArray(value)) return value.filter((v): v is string => typeof v === 'string' && v !== '');
+  return [];
+}

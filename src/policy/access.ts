@@ -1,0 +1,73 @@
+// Who may see and use which tool, prompt and resource: the access part of `policy.rules`, plus the tool
+// allow-list an API key carries. Lists are filtered with it and calls are checked with it, so a hidden
+// item is indistinguishable from one that does not exist.
+//
+// Rules are read in order; the first rule that matches the caller and names the item decides. When rules
+// name items of a kind and none of them matches, the item is denied: an access list is an allow-list once
+// it exists. A kind no rule mentions stays visible to everyone (subject to the key's own list).
+
+import type { PolicyRuleConfig } from '../config/types.js';
+import type { Principal } from '../auth/principal.js';
+
+export type ItemKind = 'tools' | 'prompts' | 'resources';
+
+interface CompiledRule {
+  rule: PolicyRuleConfig;
+  patterns: Record<ItemKind, RegExp[] | undefined>;
+}
+
+export class AccessPolicy {
+  private readonly rules: CompiledRule[];
+  private readonly governed: Record<ItemKind, boolean>;
+
+  constructor(rules: readonly PolicyRuleConfig[]) {
+    this.rules = rules.map((rule) => ({
+      rule,
+      patterns: { tools: rule.tools?.map(globToRegExp), prompts: rule.prompts?.map(globToRegExp), resources: rule.resources?.map(globToRegExp) },
+    }));
+    this.governed = {
+      tools: rules.some((r) => r.tools !== undefined),
+      prompts: rules.some((r) => r.prompts !== undefined),
+      resources: rules.some((r) => r.resources !== undefined),
+    };
+  }
+
+  /** True when some caller could see less than everything, so lists must be filtered per caller. */
+  restricts(hasKeyToolLists: boolean): boolean {
+    return hasKeyToolLists || this.governed.tools || this.governed.prompts || this.governed.resources;
+  }
+
+  /** May this caller see and use the item (a tool or prompt ref `upstream/name`, or a resource URI)? */
+  allows(principal: Principal, kind: ItemKind, ref: string): boolean {
+    if (kind === 'tools' && principal.toolGlobs !== undefined && !principal.toolGlobs.some((g) => globToRegExp(g).test(ref))) return false;
+    if (!this.governed[kind]) return true;
+    for (const { rule, patterns } of this.rules) {
+      const list = patterns[kind];
+      if (list === undefined || !list.some((p) => p.test(ref))) continue;
+      if (!matchesCaller(rule, principal)) continue;
+      return rule.access === 'allow';
+    }
+    return false;
+  }
+}
+
+function matchesCaller(rule: PolicyRuleConfig, p: Principal): boolean {
+  if (rule.subjects && !rule.subjects.includes(p.subject)) return false;
+  if (rule.tenants && (p.tenant === undefined || !rule.tenants.includes(p.tenant))) return false;
+  if (rule.groups && !rule.groups.some((g) => p.groups.includes(g))) return false;
+  if (rule.scopes && !rule.scopes.every((s) => p.scopes.includes(s))) return false;
+  return true;
+}
+
+const globCache = new Map<string, RegExp>();
+
+/** `*` matches any run of characters (slashes included), `?` one character; everything else is literal. */
+export function globToRegExp(glob: string): RegExp {
+  let re = globCache.get(glob);
+  if (!re) {
+    const body = glob.replace(/[.+^${}()|[\]\\]/g, '\\$&').replace(/\*/g, '.*').replace(/\?/g, '.');
+    re = new RegExp(`^${body}$`, 's');
+    if (globCache.size < 10_000) globCache.set(glob, re);
+  }
+  return re;
+}

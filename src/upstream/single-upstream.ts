@@ -1,0 +1,81 @@
+// One upstream is served by byte pass-through when nothing about it needs rewriting, and through the
+// catalog when something does: unsafe or over-long tool names (issue 4: names are safe whatever the
+// upstream count), `prefix: always`, or access rules that make lists differ per caller. Names are only
+// known once the upstream has been listed. A client listing tools or prompts waits for that check, so it
+// never sees an unsafe name, and the check is made again on each such list; a call by name starts it in
+// the background and is passed through. Nothing else causes the gateway to list the upstream. Once the catalog is needed it stays chosen, since the
+// upstream's sessions cannot move between the two paths.
+
+import type { Principal } from '../auth/principal.js';
+import type { Logger } from '../log/logger.js';
+import type { CatalogUpstream } from './catalog-upstream.js';
+import type { McpExchange, ModernFace, Upstream } from './upstream.js';
+
+type Mode = 'undecided' | 'direct' | 'catalog';
+
+export class SingleUpstream implements Upstream {
+  readonly name: string;
+  readonly transport: 'http' | 'stdio';
+  private mode: Mode;
+  private deciding: Promise<Mode> | undefined;
+
+  constructor(
+    private readonly member: Upstream,
+    private readonly catalog: CatalogUpstream,
+    forceCatalog: boolean,
+    private readonly log: Logger,
+  ) {
+    this.name = member.name;
+    this.transport = member.transport;
+    this.mode = forceCatalog ? 'catalog' : 'undecided';
+  }
+
+  handle(ex: McpExchange): Promise<void> {
+    if (this.mode === 'catalog') return this.catalog.handle(ex);
+    const method = ex.kind === 'request' ? (ex.message as { method?: string }).method : undefined;
+    if (method === 'tools/list' || method === 'prompts/list') return this.decideThenHandle(ex);
+    if (this.mode === 'undecided' && (method === 'tools/call' || method === 'prompts/get')) void this.decide(false);
+    return this.member.handle(ex);
+  }
+
+  private async decideThenHandle(ex: McpExchange): Promise<void> {
+    const mode = await this.decide(this.mode === 'direct');
+    return mode === 'catalog' ? this.catalog.handle(ex) : this.member.handle(ex);
+  }
+
+  /** Lists the upstream as the gateway; an upstream that cannot be listed now is left on pass-through. */
+  private decide(again: boolean): Promise<Mode> {
+    this.deciding ??= this.catalog.namesUnchanged().then(
+      (unchanged) => {
+        const next: Mode = unchanged ? 'direct' : 'catalog';
+        if (next === 'catalog') this.log.info(again ? 'upstream now lists names that need rewriting; serving it through the catalog from now on' : 'upstream tool names need rewriting; serving it through the catalog', { upstream: this.name });
+        this.mode = next;
+        this.deciding = undefined;
+        return next;
+      },
+      (err: unknown) => {
+        this.log.warn('could not list the upstream to check its names; passing through for now', { upstream: this.name, err });
+        this.deciding = undefined;
+        return 'direct' as const;
+      },
+    );
+    return this.deciding;
+  }
+
+  ready(): Promise<boolean> {
+    return this.member.ready();
+  }
+
+  modernFace(): Promise<ModernFace> {
+    return this.member.modernFace();
+  }
+
+  visibleToolCount(principal: Principal): Promise<number> {
+    return this.catalog.visibleToolCount(principal);
+  }
+
+  async close(): Promise<void> {
+    // The catalog owns the member and closes it too.
+    await this.catalog.close();
+  }
+}

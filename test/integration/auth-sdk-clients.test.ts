@@ -1,0 +1,94 @@
+// Official SDK clients against an authenticating Gatehouse: the v1 client with a bearer API key, and the
+// v2 client doing the whole discovery itself. It gets a 401, reads `resource_metadata` from the challenge
+// (RFC 9728), finds the authorization server's metadata (RFC 8414), gets a token with client credentials
+// for this resource (RFC 8707), and retries. Spec: 2026-07-28/basic/authorization/index.mdx §Authorization
+// Flow Steps; authorization-server-discovery.mdx.
+import { after, before, test } from 'node:test';
+import assert from 'node:assert/strict';
+import { Client as V2Client, ClientCredentialsProvider, StreamableHTTPClientTransport as V2Transport } from '@modelcontextprotocol/client';
+import { Client as V1Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StreamableHTTPClientTransport as V1Transport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import { hashKey } from '../../src/auth/key-hash.js';
+import { freePort, startAuthServer, type AuthServer } from '../helpers/auth-server.js';
+import { startGateway, type TestGateway } from '../helpers/gateway.js';
+import { startFakeUpstream, type FakeUpstream } from '../fixtures/upstreams/fake-upstream.js';
+
+const API_KEY = 'gh_sdk_client_key_0123456789abcdefghijklmn';
+let as: AuthServer;
+let upstream: FakeUpstream;
+let gw: TestGateway;
+
+before(async () => {
+  as = await startAuthServer();
+  as.clients.set('sdk-client', 'sdk-secret');
+  upstream = await startFakeUpstream((req, res, body) => {
+    if (req.method === 'DELETE') return void res.writeHead(200).end();
+    if (req.method !== 'POST') return void res.writeHead(405).end();
+    const msg = JSON.parse(body) as { id?: unknown; method: string; params?: { name?: string; protocolVersion?: string } };
+    if (msg.id === undefined) return void res.writeHead(202).end();
+    const result =
+      msg.method === 'initialize'
+        ? { protocolVersion: msg.params?.protocolVersion ?? '2025-11-25', capabilities: { tools: {} }, serverInfo: { name: 'recorder', version: '1' } }
+        : msg.method === 'tools/list'
+          ? { tools: [{ name: 'echo', inputSchema: { type: 'object' } }] }
+          : msg.method === 'tools/call'
+            ? { content: [{ type: 'text', text: 'echoed' }] }
+            : {};
+    res.writeHead(200, { 'content-type': 'application/json', ...(msg.method === 'initialize' ? { 'mcp-session-id': `s-${Math.random()}` } : {}) }).end(JSON.stringify({ jsonrpc: '2.0', id: msg.id, result }));
+  });
+  // The public URL is the real one here: the v2 client checks that the metadata names the server it called.
+  const port = await freePort();
+  const publicUrl = `http://127.0.0.1:${port}/mcp`;
+  gw = await startGateway({
+    listen: { port, publicUrl },
+    upstreams: [{ name: 'up', url: upstream.url }],
+    auth: {
+      requiredScopes: ['mcp:tools'],
+      apiKeys: [{ id: 'sdk', hash: hashKey(API_KEY), scopes: ['mcp:tools'] }],
+      oauth: { issuer: as.issuer, audience: publicUrl, scopesSupported: ['mcp:tools'] },
+    },
+  });
+});
+
+after(async () => {
+  await gw?.close();
+  await upstream?.close();
+  await as?.close();
+});
+
+test('v1 SDK client with a bearer API key: connect, list, call', async () => {
+  const client = new V1Client({ name: 'v1-auth', version: '1' });
+  await client.connect(new V1Transport(new URL(gw.url), { requestInit: { headers: { Authorization: `Bearer ${API_KEY}` } } }));
+  try {
+    assert.deepEqual((await client.listTools()).tools.map((t) => t.name), ['echo']);
+    const result = await client.callTool({ name: 'echo', arguments: {} });
+    assert.deepEqual(result.content, [{ type: 'text', text: 'echoed' }]);
+  } finally {
+    await client.close();
+  }
+});
+
+test('v1 SDK client without credentials is refused with 401', async () => {
+  const client = new V1Client({ name: 'v1-anon', version: '1' });
+  await assert.rejects(client.connect(new V1Transport(new URL(gw.url))), /401|Unauthorized|auth/i);
+  await client.close().catch(() => {});
+});
+
+test('v2 SDK client discovers the authorization server from the 401 and authenticates by itself', async () => {
+  const before = { prm: gw.logs.length, token: as.hits.get('/token') ?? 0 };
+  const provider = new ClientCredentialsProvider({ clientId: 'sdk-client', clientSecret: 'sdk-secret', scope: 'mcp:tools', expectedIssuer: as.issuer });
+  const client = new V2Client({ name: 'v2-auth', version: '1' });
+  await client.connect(new V2Transport(new URL(gw.url), { authProvider: provider }));
+  try {
+    assert.deepEqual((await client.listTools()).tools.map((t) => t.name), ['echo']);
+    const result = await client.callTool({ name: 'echo', arguments: {} });
+    assert.deepEqual(result.content, [{ type: 'text', text: 'echoed' }]);
+  } finally {
+    await client.close();
+  }
+  assert.ok((as.hits.get('/token') ?? 0) > before.token, 'the client fetched a token from the server named in the metadata');
+  assert.ok((as.hits.get('/.well-known/oauth-authorization-server') ?? 0) + (as.hits.get('/.well-known/openid-configuration') ?? 0) > 0, 'it read the AS metadata');
+  assert.ok(gw.logs.slice(before.prm).some((l) => l.reason === 'missing_credentials'), 'its first attempt was challenged with a 401');
+  // The token it used was minted for this gateway (RFC 8707) and never went upstream.
+  for (const r of upstream.requests) assert.equal(r.headers.authorization, undefined);
+});
