@@ -13,6 +13,8 @@ import { expiryOf } from './auth/api-keys.js';
 import type { Principal } from './auth/principal.js';
 import { SessionBinding } from './auth/session-binding.js';
 import { AccessPolicy } from './policy/access.js';
+import { GatewayMetrics } from './metrics/metrics.js';
+import { createMetricsListener, type MetricsListener } from './metrics/listener.js';
 import { HttpUpstream } from './upstream/http.js';
 import { StdioUpstream } from './upstream/stdio-sessions.js';
 import { CatalogUpstream } from './upstream/catalog-upstream.js';
@@ -32,6 +34,8 @@ export interface Gateway {
   reload(next: GatehouseConfig): Promise<string[]>;
   /** Reloads applied and refused so far. */
   readonly reloads: { applied: number; refused: number };
+  /** The metrics URL once listening, when metrics are enabled. */
+  readonly metricsUrl: string | undefined;
   readonly edge: Edge;
 }
 
@@ -61,7 +65,6 @@ export function unsupportedFeatures(config: GatehouseConfig): string[] {
   for (const [i, rule] of config.policy.rules.entries()) {
     if (rule.tools === undefined && rule.prompts === undefined && rule.resources === undefined) problems.push(`policy.rules[${i}]: names no tools, prompts or resources, so it can never apply`);
   }
-  if (config.metrics.enabled) problems.push('metrics.enabled: metrics are not supported yet');
   if (config.admin.enabled) problems.push('admin.enabled: the admin API is not supported yet');
   return problems;
 }
@@ -93,9 +96,21 @@ export function createGateway(config: GatehouseConfig, log: Logger, options: Gat
   if (problems.length > 0) throw new Error(`This configuration cannot be served:\n  ${problems.join('\n  ')}`);
   // The edge is built after the upstream; refusals an adapter makes reach its counter through this hook.
   let countRefusal: (reason: string) => void = () => {};
-  let upstream = buildUpstream(config, log, (reason) => countRefusal(reason));
+  const sessionBinding = new SessionBinding(config.sessions);
+  // Metrics read live state through these closures; `edge` and `upstream` are assigned just below.
+  const metrics = config.metrics.enabled
+    ? new GatewayMetrics({
+        inFlight: () => edge.inFlight,
+        legacySessions: () => sessionBinding.size,
+        upstreams: () => upstreamStates(upstream),
+      })
+    : undefined;
+  const hooks: UpstreamHooks = { refusal: (reason) => countRefusal(reason), upstreamResponse: (name, s) => metrics?.upstreamResponse(name, s) };
+  let upstream = buildUpstream(config, log, hooks);
   let running = config;
-  const edgeOptions = { loopback: isLoopback(config.listen.host), auth: new Authenticator(config, log), sessions: new SessionBinding(config.sessions) };
+  const edgeOptions = { loopback: isLoopback(config.listen.host), auth: new Authenticator(config, log), sessions: sessionBinding, ...(metrics ? { observer: metrics } : {}) };
+  let metricsListener: MetricsListener | undefined;
+  let metricsUrl: string | undefined;
   const reloads = { applied: 0, refused: 0 };
   /** Upstreams replaced by a reload, closed after the grace period or at shutdown, whichever is first. */
   const retired = new Set<Upstream>();
@@ -108,6 +123,8 @@ export function createGateway(config: GatehouseConfig, log: Logger, options: Gat
       mcp: (ex) => upstream.handle(ex),
       readiness: async () => (upstream instanceof CatalogUpstream ? upstream.readiness() : { [upstream.name]: await upstream.ready() }),
       grantContext: (principal) => grantContext(principal, upstream, log),
+      upstreamName: () => (upstream instanceof CatalogUpstream ? 'catalog' : upstream.name),
+      toolLabel: (name) => (upstream instanceof CatalogUpstream || upstream instanceof SingleUpstream) && upstream.knowsTool(name) ? name : undefined,
     },
     log,
     edgeOptions,
@@ -122,6 +139,7 @@ export function createGateway(config: GatehouseConfig, log: Logger, options: Gat
       next = parseConfigText(text, { fileName: basename(file), baseDir: dirname(resolve(file)), env: options.env ?? process.env });
     } catch (err) {
       reloads.refused++;
+      metrics?.reload('refused');
       const issues = err instanceof ConfigError ? err.issues.map(formatIssue) : [String((err as Error).message)];
       log.error('config reload refused; the running config stays', { problems: issues });
       return;
@@ -131,6 +149,9 @@ export function createGateway(config: GatehouseConfig, log: Logger, options: Gat
   const gateway: Gateway = {
     edge,
     reloads,
+    get metricsUrl() {
+      return metricsUrl;
+    },
     async reload(next) {
       // The listener is static: a reload keeps the running one (with any command-line overrides).
       const baseline = options.fileListen ?? running.listen;
@@ -140,17 +161,19 @@ export function createGateway(config: GatehouseConfig, log: Logger, options: Gat
       if (closing) problems.push('shutting down');
       if (problems.length > 0) {
         reloads.refused++;
+        metrics?.reload('refused');
         log.error('config reload refused; the running config stays', { problems });
         return problems;
       }
       const previous = upstream;
-      upstream = buildUpstream(next, log, (reason) => countRefusal(reason));
+      upstream = buildUpstream(next, log, hooks);
       // Keys, tokens and rules apply from the next request on.
       const previousAuth = edgeOptions.auth;
       edgeOptions.auth = new Authenticator(next, log);
       previousAuth.close();
       running = next;
       reloads.applied++;
+      metrics?.reload('applied');
       log.info('config reloaded', { upstreams: next.upstreams.map((u) => u.name) });
       // Calls already on the old upstream keep their references; give them the grace period, then close it.
       retired.add(previous);
@@ -159,7 +182,12 @@ export function createGateway(config: GatehouseConfig, log: Logger, options: Gat
       }, next.shutdown.graceMs).unref();
       return [];
     },
-    listen() {
+    async listen() {
+      if (metrics) {
+        metricsListener = createMetricsListener(metrics, config.metrics.path, log);
+        metricsUrl = await metricsListener.listen(config.metrics.host, config.metrics.port);
+        log.info('metrics listening', { url: metricsUrl });
+      }
       return new Promise((resolve, reject) => {
         edge.server.once('error', reject);
         edge.server.listen(config.listen.port, config.listen.host, () => {
@@ -181,6 +209,7 @@ export function createGateway(config: GatehouseConfig, log: Logger, options: Gat
         edge.server.closeAllConnections();
         await serverClosed;
         watcher?.stop();
+        await metricsListener?.close();
         edgeOptions.auth.close();
         await Promise.all([upstream.close(), ...[...retired].map((u) => u.close())]);
         retired.clear();
@@ -197,8 +226,8 @@ export function createGateway(config: GatehouseConfig, log: Logger, options: Gat
  * must be rewritten: `prefix: always`, lists that differ per caller, or names that are not safe (found
  * out by SingleUpstream on first use).
  */
-function buildUpstream(config: GatehouseConfig, log: Logger, onRefusal: (reason: string) => void): Upstream {
-  const members = config.upstreams.map((u) => createUpstream(u, config.sessions, log, onRefusal));
+function buildUpstream(config: GatehouseConfig, log: Logger, hooks: UpstreamHooks): Upstream {
+  const members = config.upstreams.map((u) => createUpstream(u, config.sessions, log, hooks));
   const uriPrefixes = new Map(members.map((m, i) => [m, config.upstreams[i]!.uriPrefixes] as const));
   const access = new AccessPolicy(config.policy.rules);
   const catalog = new CatalogUpstream(members, uriPrefixes, { prefix: config.tools.naming.prefix, outputValidation: config.tools.outputValidation }, config.sessions, log, access);
@@ -229,6 +258,19 @@ async function grantContext(principal: Principal, upstream: Upstream, log: Logge
   };
 }
 
-function createUpstream(config: UpstreamConfig, sessions: GatehouseConfig['sessions'], log: Logger, onRefusal: (reason: string) => void): Upstream {
-  return isStdioUpstream(config) ? new StdioUpstream(config, sessions, log) : new HttpUpstream(config, sessions, log, onRefusal);
+/** What upstreams report back to the gateway: refusals they make, and upstream latency (metrics). */
+interface UpstreamHooks {
+  refusal(reason: string): void;
+  upstreamResponse(upstream: string, seconds: number): void;
+}
+
+function createUpstream(config: UpstreamConfig, sessions: GatehouseConfig['sessions'], log: Logger, hooks: UpstreamHooks): Upstream {
+  if (isStdioUpstream(config)) return new StdioUpstream(config, sessions, log);
+  return new HttpUpstream(config, sessions, log, hooks.refusal, (seconds) => hooks.upstreamResponse(config.name, seconds));
+}
+
+/** Reachability and era of every upstream, for the metrics scrape. */
+async function upstreamStates(upstream: Upstream): Promise<Array<{ name: string; up: boolean; era?: string | undefined }>> {
+  const members = upstream instanceof CatalogUpstream ? upstream.upstreams : [upstream];
+  return Promise.all(members.map(async (m) => ({ name: m.name, up: await m.ready().catch(() => false), era: m.knownEra() })));
 }

@@ -14,6 +14,12 @@ export class SessionBinding {
     this.owners = new LRUCache({ max: Math.max(opts.max * 4, 1024), ttl: opts.idleTimeoutMs, updateAgeOnGet: true });
   }
 
+  /** Sessions used within the idle timeout. */
+  get size(): number {
+    this.owners.purgeStale();
+    return this.owners.size;
+  }
+
   /** True when the caller may use the session: it owns it, or is the first to present it. */
   admit(sessionId: string, principal: Principal): boolean {
     const who = ownerKey(principal);

@@ -65,6 +65,10 @@ export class Catalog implements UpstreamMessages {
     this.schemas = new ArgumentSchemas(log);
   }
 
+  knowsTool(name: string): boolean {
+    return this.routes.tools.has(name);
+  }
+
   /** May the caller see and use the item? No principal means the gateway itself asking (internal). */
   private visible(principal: Principal | undefined, kind: ItemKind, ref: string): boolean {
     return principal === undefined || this.access.allows(principal, kind, ref);

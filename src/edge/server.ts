@@ -9,9 +9,11 @@ import type { AuthVerdict, Authenticator } from '../auth/authenticator.js';
 import type { Principal } from '../auth/principal.js';
 import type { SessionBinding } from '../auth/session-binding.js';
 import type { ListenConfig } from '../config/types.js';
+import type { ExchangeRecord } from '../metrics/metrics.js';
 import type { Logger } from '../log/logger.js';
 import { admitPost, admitStreamRequest, type Refusal } from '../protocol/front-door.js';
 import { classifyBody, ErrorCode, idOf, type JsonRpcId } from '../protocol/jsonrpc.js';
+import { putTraceInMeta, traceSources } from '../protocol/trace-context.js';
 import type { McpExchange } from '../upstream/upstream.js';
 import { readBody } from './body.js';
 import { compileHostOriginGuard } from './origin-guard.js';
@@ -24,6 +26,17 @@ export interface EdgeHandlers {
   readiness(): Promise<Record<string, boolean>>;
   /** What the caller may use, for operators debugging access (`/health`). */
   grantContext(principal: Principal): Promise<Record<string, unknown>>;
+  /** The upstream label for metrics: the single upstream's name, or `catalog`. */
+  upstreamName(): string;
+  /** The tool label for metrics: the name when the catalog knows it, else undefined. */
+  toolLabel(name: string): string | undefined;
+}
+
+/** Where the edge reports what it saw (metrics); absent when metrics are off, so nothing is measured. */
+export interface EdgeObserver {
+  exchange(record: ExchangeRecord): void;
+  authFailure(reason: string): void;
+  refusal(reason: string): void;
 }
 
 export interface EdgeOptions {
@@ -31,6 +44,9 @@ export interface EdgeOptions {
   /** Read on every request, so a config reload can swap it. */
   auth: Authenticator;
   sessions: SessionBinding;
+  observer?: EdgeObserver;
+  /** One info line per answered request (default on). */
+  requestLog?: boolean;
 }
 
 export interface Edge {
@@ -51,14 +67,18 @@ export function createEdge(listen: ListenConfig, handlers: EdgeHandlers, log: Lo
   const guard = compileHostOriginGuard(listen, opts.loopback);
   const refusals = new Map<string, number>();
   /** Auth refusals carry their challenge headers; the reason is counted as `auth_<reason>`. */
+  const { observer } = opts;
+  const requestLog = opts.requestLog !== false && log.enabled('info');
   const refuseAuth = (res: ServerResponse, callId: string, id: JsonRpcId | null, verdict: AuthVerdict & { ok: false }): void => {
     const r = verdict.refusal;
     refusals.set(`auth_${r.reason}`, (refusals.get(`auth_${r.reason}`) ?? 0) + 1);
+    observer?.authFailure(r.reason);
     log.info('request refused by auth', { callId, reason: r.reason, status: r.status });
     sendJsonRpcError(res, r.status, id, ErrorCode.InvalidRequest, r.message, { reason: r.reason }, { ...r.headers, 'x-gatehouse-call-id': callId });
   };
   const refuse = (res: ServerResponse, callId: string, id: JsonRpcId | null, r: Refusal, extraHeaders: Record<string, string> = {}): void => {
     refusals.set(r.reason, (refusals.get(r.reason) ?? 0) + 1);
+    opts.observer?.refusal(r.reason);
     log.info('request refused', { callId, reason: r.reason, status: r.status, code: r.code });
     sendJsonRpcError(res, r.status, id, r.code, r.message, r.data, { ...extraHeaders, 'x-gatehouse-call-id': callId });
   };
@@ -144,6 +164,7 @@ export function createEdge(listen: ListenConfig, handlers: EdgeHandlers, log: Lo
   }
 
   async function handleMcp(req: IncomingMessage, res: ServerResponse, slot: InFlightSlot | undefined): Promise<void> {
+    const started = performance.now();
     const callId = randomUUID();
     // Host and Origin come first: a rebound DNS name learns nothing, not even how the body is parsed.
     const verdict = guard(req.headers);
@@ -197,8 +218,53 @@ export function createEdge(listen: ListenConfig, handlers: EdgeHandlers, log: Lo
     if (!admitted.ok) return refuse(res, callId, idOf(parsed.message), admitted.refusal);
     const principal = authed.principal;
     if (!sessionAdmitted(req, res, callId, principal)) return;
-    if (parsed.kind === 'request' && (parsed.message as { method: string }).method === 'subscriptions/listen') markListenStream(res, slot);
-    await handlers.mcp({ callId, req, res, httpMethod: 'POST', body: read.body, message: parsed.message, kind: parsed.kind, era: admitted.era, version: admitted.version, signal: controller.signal, principal });
+    const rpcMethod = (parsed.message as { method?: string }).method;
+    if (parsed.kind === 'request' && rpcMethod === 'subscriptions/listen') markListenStream(res, slot);
+    let body = read.body;
+    const traced = traceSources(req.headers, parsed.message);
+    if (traced.context && traced.missingFromMeta && parsed.kind === 'request') {
+      // Trace context from the headers also travels in `_meta` (the spec's place for it); only then are
+      // the client's bytes re-encoded.
+      putTraceInMeta(parsed.message as { params?: Record<string, unknown> }, traced.context);
+      body = Buffer.from(JSON.stringify(parsed.message));
+    }
+    const exchange: McpExchange = { callId, req, res, httpMethod: 'POST', body, message: parsed.message, kind: parsed.kind, era: admitted.era, version: admitted.version, signal: controller.signal, principal, ...(traced.context ? { trace: traced.context } : {}) };
+    observeExchange(exchange, rpcMethod, started);
+    await handlers.mcp(exchange);
+  }
+
+  /** One log line per answered request, and the metrics for it. */
+  function observeExchange(ex: McpExchange, method: string | undefined, started: number): void {
+    ex.res.once('close', () => {
+      const name = method === 'tools/call' || method === 'prompts/get' ? (ex.message as { params?: { name?: unknown } }).params?.name : undefined;
+      const seconds = (performance.now() - started) / 1000;
+      const aborted = !ex.res.writableFinished;
+      const upstream = handlers.upstreamName();
+      if (requestLog) {
+        log.info('request', {
+          callId: ex.callId,
+          method,
+          era: ex.era,
+          subject: ex.principal.subject,
+          ...(typeof name === 'string' ? { tool: name } : {}),
+          upstream,
+          status: ex.res.statusCode,
+          outcome: aborted ? 'aborted' : (ex.refusal ?? (ex.res.statusCode < 400 ? 'ok' : 'error')),
+          durationMs: Math.round(seconds * 1e6) / 1e3,
+          ...(ex.trace ? { traceId: ex.trace.traceId } : {}),
+        });
+      }
+      observer?.exchange({
+        method,
+        era: ex.era,
+        upstream,
+        status: ex.res.statusCode,
+        aborted,
+        seconds,
+        tool: method === 'tools/call' && typeof name === 'string' ? handlers.toolLabel(name) : undefined,
+        refusal: ex.refusal,
+      });
+    });
   }
 
   /** A legacy session id presented by someone other than its owner is answered as unknown (404). */
@@ -220,6 +286,7 @@ export function createEdge(listen: ListenConfig, handlers: EdgeHandlers, log: Lo
     refusals,
     countRefusal(reason) {
       refusals.set(reason, (refusals.get(reason) ?? 0) + 1);
+      observer?.refusal(reason);
     },
     get inFlight() {
       return inFlight;

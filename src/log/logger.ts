@@ -1,11 +1,14 @@
-// A small JSON-lines logger: one object per line on stderr, levels from config. Callers pass names and
-// ids, not header values; as a second line of defence every line is scrubbed of anything shaped like a
-// credential (fields named like one, bearer values, JWTs, Gatehouse API keys), so a careless field added
-// later cannot leak a token.
+// Structured logs: one JSON object per line (`time`, `level` as a label, `msg`, then fields), levels from
+// config. Built on pino because it is a fast JSON-lines logger whose field names (`level`, `time`, `msg`)
+// log shippers already understand; Gatehouse keeps its own small `Logger` interface in front of it so call
+// sites stay `log.info(msg, fields)` and tests can capture lines through a synchronous `write` callback.
+//
+// Callers pass names and ids, not header values; as a second line of defence every line is scrubbed of
+// anything shaped like a credential (fields named like one, bearer values, JWTs, Gatehouse API keys) and of
+// the literal secret values the config holds (see secrets.ts), so a careless field added later cannot leak.
 
+import { pino, type DestinationStream, type Logger as PinoLogger } from 'pino';
 import type { LogLevel } from '../config/types.js';
-
-const RANK: Record<LogLevel, number> = { debug: 10, info: 20, warn: 30, error: 40 };
 
 export interface Logger {
   debug(msg: string, fields?: Record<string, unknown>): void;
@@ -14,23 +17,66 @@ export interface Logger {
   error(msg: string, fields?: Record<string, unknown>): void;
   child(fields: Record<string, unknown>): Logger;
   enabled(level: LogLevel): boolean;
+  /** Scrubs these literal values from every later line of this logger, its parent and its children. */
+  addSecrets(values: Iterable<string>): void;
 }
 
 export type LogWrite = (line: string) => void;
 
-export function createLogger(level: LogLevel, write: LogWrite = (l) => process.stderr.write(l), base: Record<string, unknown> = {}): Logger {
-  const min = RANK[level];
-  const emit = (lvl: LogLevel, msg: string, fields?: Record<string, unknown>): void => {
-    if (RANK[lvl] < min) return;
-    write(JSON.stringify({ time: new Date().toISOString(), level: lvl, msg, ...base, ...fields }, errorReplacer) + '\n');
-  };
+export interface LoggerOptions {
+  /** Literal secret values to scrub from every line, e.g. `collectSecrets(config)`. */
+  secrets?: Iterable<string>;
+}
+
+export const REDACTED = '[redacted]';
+
+export function createLogger(
+  level: LogLevel,
+  write: LogWrite = (l) => process.stderr.write(l),
+  base: Record<string, unknown> = {},
+  opts: LoggerOptions = {},
+): Logger {
+  const secrets = new LiteralSecrets();
+  if (opts.secrets) secrets.add(opts.secrets);
+  // pino writes each line to the destination synchronously, so `write` sees every line before the call returns.
+  const destination: DestinationStream = { write: (line) => write(secrets.scrub(line)) };
+  const root = pino(
+    {
+      level,
+      // Bound fields are serialized once, when bound; pino's bindings formatter does not reach children, so
+      // base and child fields are sanitized before pino sees them.
+      base: sanitizeFields(base),
+      messageKey: 'msg',
+      timestamp: pino.stdTimeFunctions.isoTime,
+      formatters: {
+        level: (label) => ({ level: label }),
+        log: (fields) => sanitizeFields(fields),
+      },
+      // Errors are already reduced to name/message/code by sanitizeFields; pino's own `err` serializer
+      // would add the stack, which can quote request data.
+      serializers: { err: (value: unknown) => value },
+    },
+    destination,
+  );
+  return wrap(root, secrets);
+}
+
+function wrap(p: PinoLogger, secrets: LiteralSecrets): Logger {
+  // `msg` travels inside the object (not as pino's message argument) so it is scrubbed with the fields and
+  // printed before them, where people and the existing tests look for it.
+  const at =
+    (lvl: LogLevel) =>
+    (msg: string, fields?: Record<string, unknown>): void => {
+      if (p.isLevelEnabled(lvl)) p[lvl]({ msg, ...fields });
+    };
   return {
-    debug: (m, f) => emit('debug', m, f),
-    info: (m, f) => emit('info', m, f),
-    warn: (m, f) => emit('warn', m, f),
-    error: (m, f) => emit('error', m, f),
-    child: (fields) => createLogger(level, write, { ...base, ...fields }),
-    enabled: (lvl) => RANK[lvl] >= min,
+    debug: at('debug'),
+    info: at('info'),
+    warn: at('warn'),
+    error: at('error'),
+    child: (fields) => wrap(p.child(sanitizeFields(fields)), secrets),
+    enabled: (lvl) => p.isLevelEnabled(lvl),
+    addSecrets: (values) => secrets.add(values),
   };
 }
 
@@ -40,19 +86,75 @@ const SECRET_FIELD = /^(authorization|proxyauthorization|cookie|setcookie|passwo
 const SAFE_FIELDS = new Set(['keyId', 'tokenId']);
 /** Credential shapes inside free text: bearer values, JWTs (three base64url parts), Gatehouse keys. */
 const SECRET_TEXT = /(Bearer\s+)[A-Za-z0-9\-._~+/]+=*|eyJ[A-Za-z0-9_-]*\.[A-Za-z0-9_-]+\.[A-Za-z0-9_-]*|gh_[A-Za-z0-9_-]{20,}/gi;
-export const REDACTED = '[redacted]';
 
 export function redactText(s: string): string {
   return s.replace(SECRET_TEXT, (_match, bearer: string | undefined) => (bearer ? `${bearer}${REDACTED}` : REDACTED));
 }
 
-// Errors serialize to {} by default; keep their name, message and code so logs say what went wrong.
-function errorReplacer(key: string, value: unknown): unknown {
-  if (key !== '' && !SAFE_FIELDS.has(key) && SECRET_FIELD.test(key.toLowerCase().replace(/[-_]/g, ''))) return value === undefined ? value : REDACTED;
+function isSecretField(key: string): boolean {
+  return !SAFE_FIELDS.has(key) && SECRET_FIELD.test(key.toLowerCase().replace(/[-_]/g, ''));
+}
+
+function sanitizeFields(fields: Record<string, unknown>): Record<string, unknown> {
+  return sanitizeObject(fields, new WeakSet());
+}
+
+// A copy with credential-named fields and credential-shaped text replaced. Errors would serialize to {}, so
+// they keep their name, message and code; a cycle becomes a marker instead of a crash.
+function sanitize(value: unknown, ancestors: WeakSet<object>): unknown {
   if (typeof value === 'string') return redactText(value);
+  if (typeof value !== 'object' || value === null) return value;
+  if (ancestors.has(value)) return '[circular]';
   if (value instanceof Error) {
     const code = (value as { code?: unknown }).code;
-    return { name: value.name, message: redactText(value.message), ...(code !== undefined ? { code } : {}) };
+    return { name: value.name, message: redactText(value.message), ...(code !== undefined ? { code: sanitize(code, ancestors) } : {}) };
   }
-  return value;
+  const toJSON = (value as { toJSON?: unknown }).toJSON;
+  if (typeof toJSON === 'function') return sanitize((toJSON as () => unknown).call(value), ancestors);
+  ancestors.add(value);
+  const out = Array.isArray(value) ? value.map((v) => sanitize(v, ancestors)) : sanitizeObject(value as Record<string, unknown>, ancestors);
+  ancestors.delete(value);
+  return out;
+}
+
+function sanitizeObject(obj: Record<string, unknown>, ancestors: WeakSet<object>): Record<string, unknown> {
+  ancestors.add(obj);
+  const out: Record<string, unknown> = {};
+  for (const [key, v] of Object.entries(obj)) out[key] = v !== undefined && isSecretField(key) ? REDACTED : sanitize(v, ancestors);
+  ancestors.delete(obj);
+  return out;
+}
+
+/** Shorter values would turn up inside ordinary words and ids; real credentials are longer. */
+export const MIN_SECRET_LENGTH = 6;
+/** A JSON string token, escapes included; keys and values alike. */
+const JSON_STRING = /"(?:[^"\\]|\\.)*"/g;
+
+/**
+ * Configured secret values, scrubbed from finished lines so that fields bound into a child logger before
+ * the secret was registered are covered too. Only the inside of JSON strings is touched, so numbers,
+ * `true` and the structure of the line survive even when a secret happens to look like them.
+ */
+class LiteralSecrets {
+  private readonly values = new Set<string>();
+  private pattern: RegExp | undefined;
+
+  add(values: Iterable<string>): void {
+    for (const v of values) if (typeof v === 'string' && v.length >= MIN_SECRET_LENGTH) this.values.add(v);
+    if (this.values.size === 0) return;
+    // Matched in their JSON-escaped form, longest first so a secret containing another is removed whole;
+    // the lookbehind (an even run of backslashes) keeps a match from starting inside an escape sequence.
+    const escaped = [...this.values].map((v) => JSON.stringify(v).slice(1, -1)).sort((a, b) => b.length - a.length);
+    this.pattern = new RegExp(`(?<=(?:^|[^\\\\])(?:\\\\\\\\)*)(?:${escaped.map(escapeRegExp).join('|')})`, 'g');
+  }
+
+  scrub(line: string): string {
+    const pattern = this.pattern;
+    if (pattern === undefined) return line;
+    return line.replace(JSON_STRING, (token) => token.replace(pattern, REDACTED));
+  }
+}
+
+function escapeRegExp(s: string): string {
+  return s.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
 }

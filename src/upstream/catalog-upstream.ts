@@ -83,6 +83,20 @@ export class CatalogUpstream implements Upstream {
     return count;
   }
 
+  knownEra(): 'modern' {
+    return 'modern';
+  }
+
+  /** The aggregated upstreams (metrics report each one). */
+  get upstreams(): readonly Upstream[] {
+    return this.members;
+  }
+
+  /** The public tool name, when the catalog has listed it (bounded label values for metrics). */
+  knowsTool(name: string): boolean {
+    return this.catalog.knowsTool(name);
+  }
+
   async ready(): Promise<boolean> {
     return (await Promise.all(this.members.map((m) => m.ready()))).every(Boolean);
   }

@@ -59,6 +59,7 @@ export class HttpUpstream implements Upstream {
     sessions: { max: number; idleTimeoutMs: number; inputTimeoutMs: number },
     log: Logger,
     private readonly onRefusal: (reason: string) => void = () => {},
+    observeUpstream: (seconds: number) => void = () => {},
   ) {
     this.name = config.name;
     this.era = config.era;
@@ -74,7 +75,7 @@ export class HttpUpstream implements Upstream {
       bodyTimeout: config.timeouts.bodyMs,
     });
     this.schemas = new ArgumentSchemas(this.log);
-    this.passThrough = new PassThrough(this.pool, this.path, this.credentials, config.era, this.name, this.log);
+    this.passThrough = new PassThrough(this.pool, this.path, this.credentials, config.era, this.name, this.log, observeUpstream);
     const messages = new MessageClient(this.pool, this.path, this.credentials, this.name);
     this.messages = messages;
     this.verdict = new EraVerdict(async () => {
@@ -133,12 +134,14 @@ export class HttpUpstream implements Upstream {
             });
       if (problem !== undefined) {
         this.onRefusal('param_header');
+        ex.refusal = 'param_header';
         sendJsonRpcError(ex.res, 400, idOf(ex.message), ErrorCode.HeaderMismatch, `Header mismatch: ${problem}`, undefined, { 'x-gatehouse-call-id': ex.callId });
         return;
       }
       const invalid = this.argumentProblems(ex);
       if (invalid) {
         this.onRefusal('invalid_arguments');
+        ex.refusal = 'invalid_arguments';
         sendJson(ex.res, 200, { jsonrpc: '2.0', id: idOf(ex.message), result: { ...invalid, resultType: 'complete' } }, { 'x-gatehouse-call-id': ex.callId });
         return;
       }
@@ -173,6 +176,10 @@ export class HttpUpstream implements Upstream {
     return undefined;
   }
 
+
+  knownEra(): 'modern' | 'legacy' | undefined {
+    return this.verdict.known?.era;
+  }
 
   async modernFace(): Promise<ModernFace> {
     return modernFaceOf(await this.verdict.get(), this.messages, () => this.modernBridge.asModernUpstream(), true);

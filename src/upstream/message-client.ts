@@ -55,7 +55,7 @@ export class MessageClient implements UpstreamMessages {
       res = await this.pool.request({
         path: this.path,
         method: 'POST',
-        headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream', ...headers, ...auth },
+        headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream', ...traceHeaders(message), ...headers, ...auth },
         body: JSON.stringify(message),
         signal,
       });
@@ -161,4 +161,11 @@ async function* fromSse(body: Dispatcher.ResponseData['body'], upstream: string)
     // Stopping early (the consumer returned) must release the upstream connection.
     if (!body.destroyed) body.destroy();
   }
+}
+
+/** Trace context a message carries in `_meta` also goes up as W3C headers (see protocol/trace-context.ts). */
+function traceHeaders(message: JsonRpcMessage): Record<string, string> {
+  const meta = (message as { params?: { _meta?: Record<string, unknown> } }).params?._meta;
+  if (meta === undefined || typeof meta.traceparent !== 'string') return {};
+  return typeof meta.tracestate === 'string' ? { traceparent: meta.traceparent, tracestate: meta.tracestate } : { traceparent: meta.traceparent };
 }

@@ -46,6 +46,8 @@ export class PassThrough {
     private readonly era: Era,
     private readonly name: string,
     private readonly log: Logger,
+    /** Seconds until the upstream's response started (metrics). */
+    private readonly observe: (seconds: number) => void = () => {},
   ) {}
 
   /** Same era on both sides: the client's bytes and the upstream's stream, relayed untouched. */
@@ -61,11 +63,12 @@ export class PassThrough {
     const credentials = this.credentials.current() ?? (await this.awaitCredentials(ex, requestId));
     if (credentials === undefined) return;
     let upstreamRes: Dispatcher.ResponseData;
+    const started = performance.now();
     try {
       upstreamRes = await this.pool.request({
         path: this.path,
         method: ex.httpMethod,
-        headers: this.requestHeaders(ex.req.headers, ex.era === 'modern', credentials),
+        headers: this.requestHeaders(ex, credentials),
         body: ex.body ?? null,
         signal: ex.signal,
       });
@@ -74,6 +77,7 @@ export class PassThrough {
       failExchange(ex, requestId, toGatewayError(err, this.name), this.log);
       return;
     }
+    this.observe((performance.now() - started) / 1000);
     const { statusCode, headers, body } = upstreamRes;
     if (statusCode === 401 || statusCode === 403) {
       // The upstream refused the gateway's own credentials: the client cannot fix that, the operator can.
@@ -118,7 +122,9 @@ export class PassThrough {
     }
   }
 
-  private requestHeaders(client: IncomingHttpHeaders, modern: boolean, credentials: CredentialHeaders): Record<string, string> {
+  private requestHeaders(ex: McpExchange, credentials: CredentialHeaders): Record<string, string> {
+    const client = ex.req.headers;
+    const modern = ex.era === 'modern';
     const out: Record<string, string> = {};
     for (const key in client) {
       // Modern requests never carry session or resumption headers upstream (streamable-http.mdx §Earlier
@@ -128,6 +134,11 @@ export class PassThrough {
         const v = client[key];
         if (typeof v === 'string') out[key] = v;
       }
+    }
+    // Trace context that came only in `_meta` goes up as headers too.
+    if (ex.trace && out.traceparent === undefined) {
+      out.traceparent = ex.trace.traceparent;
+      if (ex.trace.tracestate !== undefined) out.tracestate = ex.trace.tracestate;
     }
     // Configured headers win: they are the upstream's own credentials and fixed metadata.
     return Object.assign(out, credentials);

@@ -62,6 +62,14 @@ export class SingleUpstream implements Upstream {
     return this.deciding;
   }
 
+  knownEra(): 'modern' | 'legacy' | undefined {
+    return this.member.knownEra();
+  }
+
+  knowsTool(name: string): boolean {
+    return this.catalog.knowsTool(name);
+  }
+
   ready(): Promise<boolean> {
     return this.member.ready();
   }

@@ -94,6 +94,10 @@ export class StdioUpstream implements Upstream {
   }
 
 
+  knownEra(): 'modern' | 'legacy' | undefined {
+    return this.verdict.known?.era;
+  }
+
   async modernFace(): Promise<ModernFace> {
     return modernFaceOf(await this.verdict.get(), this.messages, () => this.modernBridge.asModernUpstream(), false);
   }

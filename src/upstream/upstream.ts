@@ -2,6 +2,7 @@
 
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Principal } from '../auth/principal.js';
+import type { TraceContext } from '../protocol/trace-context.js';
 import type { JsonRpcMessage, MessageKind } from '../protocol/jsonrpc.js';
 import type { ClientEra } from '../protocol/versions.js';
 import type { UpstreamMessages } from './message-client.js';
@@ -24,6 +25,10 @@ export interface McpExchange {
   readonly signal: AbortSignal;
   /** Who is calling, as the edge's auth stage resolved it. */
   readonly principal: Principal;
+  /** W3C trace context from the request's headers or `_meta`; already added to `message._meta`. */
+  readonly trace?: TraceContext;
+  /** Set by whoever refuses the call before any upstream sees it (snake_case code, for metrics and logs). */
+  refusal?: string;
 }
 
 /** An upstream seen as a 2026-07-28 server, whatever it speaks: what the aggregating catalog works with. */
@@ -47,4 +52,6 @@ export interface Upstream {
   close(): Promise<void>;
   /** The upstream as a modern server (era detected first); the catalog aggregates these. */
   modernFace(): Promise<ModernFace>;
+  /** The era detected so far, without probing (metrics). */
+  knownEra(): 'modern' | 'legacy' | undefined;
 }

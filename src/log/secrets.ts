@@ -1,0 +1,66 @@
+// The secret values a validated config holds, gathered so the logger can scrub them from every line
+// (`createLogger(level, write, base, { secrets: collectSecrets(config) })`, or `log.addSecrets(...)` after a
+// reload). Field-name and pattern redaction cannot know that an upstream's `X-Acme-Key` header or a
+// client secret is one; the config can.
+
+import { isStdioUpstream, type GatehouseConfig } from '../config/types.js';
+
+/** Env names that hold credentials by convention: a `_`-separated segment such as TOKEN, SECRET or KEY. */
+const SECRET_ENV_SEGMENT = /^(token|secret|secrets|password|passwd|pass|pwd|key|apikey|credential|credentials|auth|authorization|cookie|private|dsn)$/;
+
+export function collectSecrets(config: GatehouseConfig): string[] {
+  const found = new Set<string>();
+  const add = (v: string | string[] | undefined): void => {
+    for (const one of Array.isArray(v) ? v : [v]) if (one !== undefined && one !== '') found.add(one);
+  };
+  for (const u of config.upstreams) {
+    if (isStdioUpstream(u)) {
+      for (const [name, value] of Object.entries(u.env)) {
+        if (looksLikeSecretEnv(name)) add(value);
+        add(urlPassword(value));
+      }
+      continue;
+    }
+    // Static upstream headers are where operators put credentials, under any name; all are kept out of logs.
+    for (const value of Object.values(u.headers)) {
+      add(value);
+      add(schemeCredentials(value));
+    }
+    add(urlPassword(u.url));
+    add(u.clientCredentials?.clientSecret);
+  }
+  add(config.auth.oauth?.introspection?.clientSecret);
+  add(config.admin.token);
+  if (config.store.kind === 'redis') add(urlPassword(config.store.url));
+  return [...found];
+}
+
+function looksLikeSecretEnv(name: string): boolean {
+  return name
+    .toLowerCase()
+    .split(/[_-]+/)
+    .some((segment) => SECRET_ENV_SEGMENT.test(segment));
+}
+
+/** `Bearer abc` → `abc`: the credential may be logged on its own, without its scheme. */
+function schemeCredentials(headerValue: string): string | undefined {
+  const m = /^[A-Za-z][A-Za-z0-9!#$%&'*+.^_`|~-]*\s+(\S.*)$/.exec(headerValue.trim());
+  return m?.[1];
+}
+
+/** The password in `scheme://user:password@host`, percent-encoded and decoded, since either may be logged. */
+function urlPassword(value: string): string[] {
+  if (!value.includes('@') || !/^[a-z][a-z0-9+.-]*:\/\//i.test(value)) return [];
+  let password: string;
+  try {
+    password = new URL(value).password;
+  } catch {
+    return [];
+  }
+  if (password === '') return [];
+  try {
+    return [password, decodeURIComponent(password)];
+  } catch {
+    return [password];
+  }
+}

@@ -1,0 +1,49 @@
+// The metrics endpoint on its own listener (DESIGN.md §5: never on the public port), so the MCP port can
+// face clients while Prometheus scrapes from inside the cluster.
+
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import type { Logger } from '../log/logger.js';
+import type { GatewayMetrics } from './metrics.js';
+
+export interface MetricsListener {
+  /** Resolves with the metrics URL once bound. */
+  listen(host: string, port: number): Promise<string>;
+  close(): Promise<void>;
+}
+
+export function createMetricsListener(metrics: GatewayMetrics, path: string, log: Logger): MetricsListener {
+  const server: Server = createServer((req, res) => {
+    const q = req.url?.indexOf('?') ?? -1;
+    const p = q === -1 ? req.url : req.url!.slice(0, q);
+    if (p !== path || (req.method !== 'GET' && req.method !== 'HEAD')) {
+      res.writeHead(404, { 'content-type': 'text/plain' }).end(`Metrics are at ${path}\n`);
+      return;
+    }
+    metrics.registry.metrics().then(
+      (text) => res.writeHead(200, { 'content-type': metrics.registry.contentType }).end(req.method === 'HEAD' ? undefined : text),
+      (err: unknown) => {
+        log.error('metrics collection failed', { err });
+        res.writeHead(500, { 'content-type': 'text/plain' }).end('metrics collection failed\n');
+      },
+    );
+  });
+  return {
+    listen(host, port) {
+      return new Promise((resolve, reject) => {
+        server.once('error', reject);
+        server.listen(port, host, () => {
+          server.off('error', reject);
+          const bound = (server.address() as AddressInfo).port;
+          resolve(`http://${host.includes(':') ? `[${host}]` : host}:${bound}${path}`);
+        });
+      });
+    },
+    close() {
+      return new Promise((resolve) => {
+        server.closeAllConnections();
+        server.close(() => resolve());
+      });
+    },
+  };
+}

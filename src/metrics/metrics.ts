@@ -1,0 +1,114 @@
+// Prometheus metrics (prom-client), on their own registry per gateway so two gateways in one process
+// (tests) never mix. Label values come only from bounded sets: MCP method names Gatehouse knows, tool
+// names from the catalog, fixed refusal reasons. Anything else is counted as "other", so a client cannot
+// grow the series count by sending made-up names.
+
+import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
+
+/** Sub-millisecond buckets first: the gateway's own overhead is tens of microseconds. */
+const LATENCY_BUCKETS = [0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30];
+
+const KNOWN_METHODS = new Set([
+  'initialize', 'ping', 'server/discover', 'tools/list', 'tools/call', 'prompts/list', 'prompts/get', 'resources/list',
+  'resources/templates/list', 'resources/read', 'resources/subscribe', 'resources/unsubscribe', 'subscriptions/listen',
+  'completion/complete', 'logging/setLevel', 'notifications/initialized', 'notifications/cancelled', 'notifications/progress',
+  'notifications/roots/list_changed', 'tasks/get', 'tasks/result', 'tasks/list', 'tasks/cancel',
+]);
+
+export function methodLabel(method: string | undefined): string {
+  if (method === undefined) return 'response';
+  return KNOWN_METHODS.has(method) ? method : 'other';
+}
+
+/** What the edge knows about one finished exchange. */
+export interface ExchangeRecord {
+  method: string | undefined;
+  era: string;
+  upstream: string;
+  status: number;
+  /** The client left before the answer was complete. */
+  aborted: boolean;
+  seconds: number;
+  /** For tools/call: the public name when the catalog knows it, else undefined. */
+  tool?: string | undefined;
+  /** A refusal Gatehouse made for this exchange (snake_case), if any. */
+  refusal?: string | undefined;
+}
+
+export interface MetricsSources {
+  inFlight(): number;
+  legacySessions(): number;
+  /** Reachability and detected era per upstream, read at scrape time. */
+  upstreams(): Promise<Array<{ name: string; up: boolean; era?: string | undefined }>>;
+}
+
+export class GatewayMetrics {
+  readonly registry = new Registry();
+  private readonly requests: Counter<'method' | 'era' | 'upstream' | 'outcome'>;
+  private readonly toolCalls: Counter<'tool' | 'outcome' | 'error_code'>;
+  private readonly requestDuration: Histogram<'method'>;
+  private readonly upstreamDuration: Histogram<'upstream'>;
+  private readonly authFailures: Counter<'reason'>;
+  private readonly refusals: Counter<'reason'>;
+  private readonly reloads: Counter<'result'>;
+
+  constructor(sources: MetricsSources) {
+    const registers = [this.registry];
+    collectDefaultMetrics({ register: this.registry });
+    // prom-client also publishes these gauges under a `_total` name, which Prometheus reserves for
+    // counters (promtool flags them); the same values remain under the names without the suffix.
+    for (const misnamed of ['nodejs_active_handles_total', 'nodejs_active_requests_total', 'nodejs_active_resources_total']) this.registry.removeSingleMetric(misnamed);
+    this.requests = new Counter({ name: 'gatehouse_requests_total', help: 'MCP requests answered, by JSON-RPC method, client era, upstream and outcome.', labelNames: ['method', 'era', 'upstream', 'outcome'], registers });
+    this.toolCalls = new Counter({ name: 'gatehouse_tool_calls_total', help: 'tools/call requests by public tool name (from the catalog; "other" otherwise), outcome and refusal code.', labelNames: ['tool', 'outcome', 'error_code'], registers });
+    this.requestDuration = new Histogram({ name: 'gatehouse_request_duration_seconds', help: 'Time from request received to answer complete, in seconds.', labelNames: ['method'], buckets: LATENCY_BUCKETS, registers });
+    this.upstreamDuration = new Histogram({ name: 'gatehouse_upstream_request_duration_seconds', help: 'Time until an upstream HTTP response starts, in seconds.', labelNames: ['upstream'], buckets: LATENCY_BUCKETS, registers });
+    this.authFailures = new Counter({ name: 'gatehouse_auth_failures_total', help: 'Requests refused by authentication, by reason.', labelNames: ['reason'], registers });
+    this.refusals = new Counter({ name: 'gatehouse_refusals_total', help: 'Requests refused by the front door or a check before any upstream, by reason.', labelNames: ['reason'], registers });
+    this.reloads = new Counter({ name: 'gatehouse_config_reloads_total', help: 'Config reloads, by result (applied or refused).', labelNames: ['result'], registers });
+    new Gauge({ name: 'gatehouse_in_flight_requests', help: 'Requests being answered now (listening streams excluded).', registers, collect() { this.set(sources.inFlight()); } });
+    new Gauge({ name: 'gatehouse_legacy_sessions', help: 'Legacy (2025-era) sessions in use within the idle timeout.', registers, collect() { this.set(sources.legacySessions()); } });
+    // Both gauges come from one probe per scrape, run by `up`; `info` is registered after it so that the
+    // registry serializes it once `up` has filled it in.
+    const info = new Gauge({ name: 'gatehouse_upstream_info', help: 'Detected protocol era of each upstream (value always 1).', labelNames: ['upstream', 'era'], registers: [] });
+    new Gauge({
+      name: 'gatehouse_upstream_up',
+      help: 'Whether the upstream answers (1) or not (0).',
+      labelNames: ['upstream'],
+      registers,
+      async collect() {
+        const states = await sources.upstreams();
+        this.reset();
+        info.reset();
+        for (const s of states) {
+          this.set({ upstream: s.name }, s.up ? 1 : 0);
+          info.set({ upstream: s.name, era: s.era ?? 'unknown' }, 1);
+        }
+      },
+    });
+    this.registry.registerMetric(info);
+  }
+
+  exchange(r: ExchangeRecord): void {
+    const outcome = r.aborted ? 'aborted' : r.refusal !== undefined ? 'refused' : r.status < 400 ? 'ok' : r.status < 500 ? 'client_error' : 'upstream_error';
+    const method = methodLabel(r.method);
+    this.requests.inc({ method, era: r.era, upstream: r.upstream, outcome });
+    this.requestDuration.observe({ method }, r.seconds);
+    if (r.method === 'tools/call') this.toolCalls.inc({ tool: r.tool ?? 'other', outcome, error_code: r.refusal ?? '' });
+  }
+
+  upstreamResponse(upstream: string, seconds: number): void {
+    this.upstreamDuration.observe({ upstream }, seconds);
+  }
+
+  authFailure(reason: string): void {
+    this.authFailures.inc({ reason });
+  }
+
+  refusal(reason: string): void {
+    this.refusals.inc({ reason });
+  }
+
+  reload(result: 'applied' | 'refused'): void {
+    this.reloads.inc({ result });
+  }
+}

@@ -1,0 +1,49 @@
+// W3C Trace Context for MCP requests (2026-07-28/basic/index.mdx §OpenTelemetry trace context): a client
+// may send `traceparent`/`tracestate` as HTTP headers or in `params._meta`. Gatehouse carries whichever it
+// got to the upstream in both places, so a trace survives the hop whatever the upstream reads, and puts
+// the trace id in its own log lines.
+
+import type { IncomingHttpHeaders } from 'node:http';
+
+export interface TraceContext {
+  traceparent: string;
+  tracestate?: string;
+  /** The 32-hex trace id, for logs. */
+  traceId: string;
+}
+
+/** version-traceid-parentid-flags; all-zero ids are invalid (W3C Trace Context §3.2.2). */
+const TRACEPARENT = /^[0-9a-f]{2}-([0-9a-f]{32})-([0-9a-f]{16})-[0-9a-f]{2}$/;
+
+function parse(traceparent: unknown, tracestate: unknown): TraceContext | undefined {
+  if (typeof traceparent !== 'string') return undefined;
+  const m = TRACEPARENT.exec(traceparent.trim());
+  if (!m || m[1] === '0'.repeat(32) || m[2] === '0'.repeat(16) || traceparent.startsWith('ff')) return undefined;
+  const state = typeof tracestate === 'string' && tracestate.length <= 512 ? tracestate : undefined;
+  return { traceparent: traceparent.trim(), ...(state !== undefined ? { tracestate: state } : {}), traceId: m[1]! };
+}
+
+export interface TraceSources {
+  /** What the client sent; `_meta` wins when both carry one, since it belongs to this very message. */
+  context: TraceContext | undefined;
+  /** Where it was missing, so the gateway can add it there. */
+  missingFromMeta: boolean;
+  missingFromHeaders: boolean;
+}
+
+export function traceSources(headers: IncomingHttpHeaders, message: unknown): TraceSources {
+  const params = (message as { params?: unknown } | undefined)?.params;
+  const meta = typeof params === 'object' && params !== null ? (params as { _meta?: unknown })._meta : undefined;
+  const metaObj = typeof meta === 'object' && meta !== null ? (meta as Record<string, unknown>) : undefined;
+  const fromMeta = parse(metaObj?.traceparent, metaObj?.tracestate);
+  const fromHeaders = parse(headers.traceparent, headers.tracestate);
+  return { context: fromMeta ?? fromHeaders, missingFromMeta: fromMeta === undefined, missingFromHeaders: fromHeaders === undefined };
+}
+
+/** Adds the trace context to a request's `_meta` (in place: the edge's parsed copy, never the client's bytes). */
+export function putTraceInMeta(message: { params?: Record<string, unknown> }, trace: TraceContext): void {
+  const params = (message.params ??= {});
+  const meta = (typeof params._meta === 'object' && params._meta !== null ? params._meta : (params._meta = {})) as Record<string, unknown>;
+  meta.traceparent = trace.traceparent;
+  if (trace.tracestate !== undefined) meta.tracestate = trace.tracestate;
+}

@@ -1,0 +1,93 @@
+// W3C trace context (2026-07-28/basic/index.mdx §OpenTelemetry trace context): whether a client sends
+// `traceparent`/`tracestate` as HTTP headers or in `params._meta`, the upstream gets them in both places,
+// on the pass-through and through a bridge; and the request's log line carries the trace id with the
+// caller, tool, upstream, outcome and duration (issue 6 items 2–3).
+import { after, test } from 'node:test';
+import assert from 'node:assert/strict';
+import { startGateway, type TestGateway } from '../helpers/gateway.js';
+import { LEGACY_HEADERS, modernRequest, post, rpc } from '../helpers/http.js';
+import { startFakeUpstream, type FakeUpstream } from '../fixtures/upstreams/fake-upstream.js';
+
+const TRACEPARENT = '00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01';
+const TRACESTATE = 'vendor=abc';
+const cleanups: Array<() => Promise<unknown>> = [];
+after(async () => {
+  for (const c of cleanups.reverse()) await c();
+});
+
+type Msg = { id?: unknown; method: string; params?: { _meta?: Record<string, unknown> } };
+
+async function upstreamOf(era: true | 'modern'): Promise<FakeUpstream> {
+  const up = await startFakeUpstream((req, res, body) => {
+    if (req.method === 'DELETE') return void res.writeHead(200).end();
+    if (req.method !== 'POST') return void res.writeHead(405).end();
+    const msg = JSON.parse(body) as Msg;
+    if (msg.id === undefined) return void res.writeHead(202).end();
+    const result = msg.method === 'initialize' ? { protocolVersion: '2025-11-25', capabilities: { tools: {} }, serverInfo: { name: 't', version: '1' } } : msg.method === 'tools/list' ? { tools: [{ name: 'echo', inputSchema: { type: 'object' } }] } : { content: [{ type: 'text', text: 'ok' }], ...(era === 'modern' ? { resultType: 'complete' } : {}) };
+    res.writeHead(200, { 'content-type': 'application/json', ...(msg.method === 'initialize' ? { 'mcp-session-id': 'up-session' } : {}) }).end(JSON.stringify({ jsonrpc: '2.0', id: msg.id, result }));
+  }, { handshake: era });
+  cleanups.push(() => up.close());
+  return up;
+}
+
+async function gatewayFor(up: FakeUpstream): Promise<TestGateway> {
+  const gw = await startGateway({ upstreams: [{ name: 'traced', url: up.url }] });
+  cleanups.push(() => gw.close());
+  return gw;
+}
+
+function callSeen(up: FakeUpstream) {
+  const r = [...up.requests].reverse().find((x) => x.body.includes('"tools/call"'))!;
+  assert.ok(r, 'the call reached the upstream');
+  return { headers: r.headers, meta: (JSON.parse(r.body) as Msg).params?._meta ?? {} };
+}
+
+test('legacy pass-through: trace headers also go up in _meta, and the log line carries the trace id', async () => {
+  const up = await upstreamOf(true);
+  const gw = await gatewayFor(up);
+  const res = await post(gw.url, rpc(7, 'tools/call', { name: 'echo', arguments: {} }), { ...LEGACY_HEADERS, 'mcp-session-id': 'up-session', 'mcp-protocol-version': '2025-11-25', traceparent: TRACEPARENT, tracestate: TRACESTATE });
+  assert.equal(res.status, 200);
+  const seen = callSeen(up);
+  assert.equal(seen.headers.traceparent, TRACEPARENT);
+  assert.equal(seen.headers.tracestate, TRACESTATE);
+  assert.equal(seen.meta.traceparent, TRACEPARENT);
+  assert.equal(seen.meta.tracestate, TRACESTATE);
+  const line = gw.logs.find((l) => l.msg === 'request' && l.method === 'tools/call')!;
+  assert.ok(line, 'one log line per request');
+  assert.equal(line.traceId, '0af7651916cd43dd8448eb211c80319c');
+  assert.equal(line.subject, 'anonymous');
+  assert.equal(line.tool, 'echo');
+  assert.equal(line.upstream, 'traced');
+  assert.equal(line.outcome, 'ok');
+  assert.equal(typeof line.durationMs, 'number');
+  assert.equal(typeof line.callId, 'string');
+});
+
+test('modern pass-through: trace context sent only in _meta also goes up as headers', async () => {
+  const up = await upstreamOf('modern');
+  const gw = await gatewayFor(up);
+  const req = modernRequest(8, 'tools/call', { name: 'echo', arguments: {}, _meta: { traceparent: TRACEPARENT } });
+  assert.equal((await post(gw.url, req.body, req.headers)).status, 200);
+  const seen = callSeen(up);
+  assert.equal(seen.headers.traceparent, TRACEPARENT);
+  assert.equal(seen.meta.traceparent, TRACEPARENT);
+});
+
+test('bridged (modern client, legacy upstream): trace headers reach the upstream as headers and _meta', async () => {
+  const up = await upstreamOf(true);
+  const gw = await gatewayFor(up);
+  const req = modernRequest(9, 'tools/call', { name: 'echo', arguments: {} });
+  const res = await post(gw.url, req.body, { ...req.headers, traceparent: TRACEPARENT });
+  assert.equal(res.status, 200, res.text);
+  const seen = callSeen(up);
+  assert.equal(seen.headers.traceparent, TRACEPARENT);
+  assert.equal(seen.meta.traceparent, TRACEPARENT);
+});
+
+test('a malformed traceparent is not copied into _meta', async () => {
+  const up = await upstreamOf('modern');
+  const gw = await gatewayFor(up);
+  const req = modernRequest(10, 'tools/call', { name: 'echo', arguments: {} });
+  assert.equal((await post(gw.url, req.body, { ...req.headers, traceparent: '00-00000000000000000000000000000000-b7ad6b7169203331-01' })).status, 200);
+  assert.equal(callSeen(up).meta.traceparent, undefined);
+});

@@ -1,0 +1,220 @@
+// The logger's contract: one JSON object per line with time/level/msg, level filtering, child fields, and
+// every redaction path (credential-named fields, credential-shaped text, configured secret values), plus
+// collectSecrets() picking the secret values out of a validated config.
+
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { validateConfigObject } from '../../../src/config/load.js';
+import type { LogLevel } from '../../../src/config/types.js';
+import { createLogger, redactText, REDACTED, type LoggerOptions } from '../../../src/log/logger.js';
+import { collectSecrets } from '../../../src/log/secrets.js';
+
+type Line = Record<string, unknown>;
+
+function capture(level: LogLevel = 'debug', base: Record<string, unknown> = {}, opts: LoggerOptions = {}) {
+  const raw: string[] = [];
+  const log = createLogger(level, (l) => raw.push(l), base, opts);
+  return { log, raw, lines: (): Line[] => raw.map((l) => JSON.parse(l) as Line) };
+}
+
+// A JWT-shaped string (header.payload.signature); its content does not matter to the redactor.
+const JWT = 'eyJhbGciOiJSUzI1NiJ9.eyJzdWIiOiJhbGljZSJ9.c2lnbmF0dXJlLWJ5dGVz';
+const GH_KEY = 'gh_live_0123456789abcdefghijABCDEFGHIJ';
+
+test('one JSON object per line: ISO time, level label, msg, then the fields, written synchronously', () => {
+  const { log, raw, lines } = capture('info');
+  log.info('hello', { n: 1, ok: true });
+  assert.equal(raw.length, 1, 'written before info() returned');
+  assert.ok(raw[0]!.endsWith('}\n') && !raw[0]!.slice(0, -1).includes('\n'));
+  const [line] = lines();
+  assert.equal(line!.level, 'info');
+  assert.equal(line!.msg, 'hello');
+  assert.equal(line!.n, 1);
+  assert.equal(line!.ok, true);
+  assert.match(String(line!.time), /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/);
+  assert.deepEqual(Object.keys(line!).sort(), ['level', 'msg', 'n', 'ok', 'time']);
+  // Operators (and tests) grep for `"msg":"...","field"`: the message precedes its fields.
+  assert.match(raw[0]!, /"msg":"hello","n":1,"ok":true\}/);
+});
+
+test('levels below the configured one are dropped, and enabled() agrees', () => {
+  const { log, lines } = capture('warn');
+  log.debug('d');
+  log.info('i');
+  log.warn('w');
+  log.error('e');
+  assert.deepEqual(lines().map((l) => [l.level, l.msg]), [['warn', 'w'], ['error', 'e']]);
+  assert.equal(log.enabled('info'), false);
+  assert.equal(log.enabled('warn'), true);
+  assert.equal(log.enabled('error'), true);
+  const all = capture('debug');
+  all.log.debug('d');
+  assert.equal(all.lines()[0]!.level, 'debug');
+  assert.equal(all.log.enabled('debug'), true);
+});
+
+test('base and child fields appear on every line; call fields win over bound ones', () => {
+  const { log, lines } = capture('info', { service: 'gatehouse' });
+  const child = log.child({ upstream: 'github' });
+  const grandchild = child.child({ session: 'abcd1234' });
+  grandchild.info('relayed', { outcome: 'ok' });
+  child.info('override', { upstream: 'other' });
+  log.info('root');
+  const [a, b, c] = lines();
+  assert.deepEqual({ ...a, time: 0 }, { time: 0, level: 'info', msg: 'relayed', service: 'gatehouse', upstream: 'github', session: 'abcd1234', outcome: 'ok' });
+  assert.equal(b!.upstream, 'other');
+  assert.equal(c!.upstream, undefined);
+  assert.equal(c!.service, 'gatehouse');
+  // The child inherits the level.
+  const quiet = capture('error');
+  quiet.log.child({ a: 1 }).info('dropped');
+  assert.equal(quiet.raw.length, 0);
+});
+
+test('errors keep name, message and code (no stack), wherever they sit', () => {
+  const { log, lines } = capture();
+  const err = Object.assign(new TypeError('upstream went away'), { code: 'ECONNRESET' });
+  log.error('failed', { err, nested: { cause: new RangeError('too big') }, list: [new Error('first')] });
+  const [line] = lines();
+  assert.deepEqual(line!.err, { name: 'TypeError', message: 'upstream went away', code: 'ECONNRESET' });
+  assert.deepEqual(line!.nested, { cause: { name: 'RangeError', message: 'too big' } });
+  assert.deepEqual(line!.list, [{ name: 'Error', message: 'first' }]);
+  assert.doesNotMatch(JSON.stringify(line), /stack|at .*\.ts:/);
+});
+
+test('values with toJSON, cycles and undefined serialize without throwing', () => {
+  const { log, lines } = capture();
+  const loop: Record<string, unknown> = { name: 'loop' };
+  loop.self = loop;
+  log.info('odd values', { when: new Date(0), url: new URL('https://example.com/a'), loop, gone: undefined });
+  const [line] = lines();
+  assert.equal(line!.when, '1970-01-01T00:00:00.000Z');
+  assert.equal(line!.url, 'https://example.com/a');
+  assert.deepEqual(line!.loop, { name: 'loop', self: '[circular]' });
+  assert.equal('gone' in line!, false);
+});
+
+test('fields named like credentials are redacted at any depth, in base and child fields too; keyId/tokenId stay', () => {
+  const { log, raw, lines } = capture('info', { password: 'base-password-value' });
+  log.child({ apiKey: 'child-api-key-value' }).info('request', {
+    headers: { Authorization: 'Basic dXNlcjpwYXNz', cookie: 'sid=cookie-value', 'x-api-key': 'header-key-value', accept: 'application/json' },
+    client_secret: 'client-secret-value',
+    credentials: { user: 'u', pass: 'p' },
+    refresh_token: 'refresh-token-value',
+    keyId: 'key-7',
+    tokenId: 'tok-9',
+  });
+  const [line] = lines();
+  const headers = line!.headers as Record<string, unknown>;
+  assert.equal(line!.password, REDACTED);
+  assert.equal(line!.apiKey, REDACTED);
+  assert.equal(headers.Authorization, REDACTED);
+  assert.equal(headers.cookie, REDACTED);
+  assert.equal(headers['x-api-key'], REDACTED);
+  assert.equal(headers.accept, 'application/json');
+  assert.equal(line!.client_secret, REDACTED);
+  assert.equal(line!.credentials, REDACTED);
+  assert.equal(line!.refresh_token, REDACTED);
+  assert.equal(line!.keyId, 'key-7');
+  assert.equal(line!.tokenId, 'tok-9');
+  for (const secret of ['base-password-value', 'child-api-key-value', 'dXNlcjpwYXNz', 'cookie-value', 'header-key-value', 'client-secret-value', 'refresh-token-value']) {
+    assert.ok(!raw[0]!.includes(secret), `${secret} leaked: ${raw[0]}`);
+  }
+});
+
+test('credential-shaped text is scrubbed from messages, field values and error messages', () => {
+  const { log, raw, lines } = capture();
+  log.warn(`upstream answered 401 to Bearer ${'abc.DEF-123_~+/'}==`, { detail: `key ${GH_KEY} rejected` });
+  log.error('token check failed', { err: new Error(`bad signature on ${JWT}`), tokens: [JWT] });
+  const [a, b] = lines();
+  assert.equal(a!.msg, `upstream answered 401 to Bearer ${REDACTED}`);
+  assert.equal(a!.detail, `key ${REDACTED} rejected`);
+  assert.deepEqual(b!.err, { name: 'Error', message: `bad signature on ${REDACTED}` });
+  assert.deepEqual(b!.tokens, [REDACTED]);
+  const out = raw.join('');
+  for (const secret of ['abc.DEF-123', GH_KEY, JWT, 'c2lnbmF0dXJlLWJ5dGVz']) assert.ok(!out.includes(secret), `${secret} leaked: ${out}`);
+});
+
+test('redactText on its own: bearer keeps its scheme, JWT and gh_ keys vanish, ordinary text stays', () => {
+  assert.equal(redactText('Authorization: bearer xyz789'), `Authorization: bearer ${REDACTED}`);
+  assert.equal(redactText(`jwt=${JWT}; rest`), `jwt=${REDACTED}; rest`);
+  assert.equal(redactText(`${GH_KEY} and gh_short`), `${REDACTED} and gh_short`);
+  assert.equal(redactText('nothing to hide here: eyJ alone'), 'nothing to hide here: eyJ alone');
+});
+
+test('registered secret values are scrubbed from every string, bound fields and keys included, without breaking JSON', () => {
+  const secret = 'hunter2-s3cr3t';
+  const quoted = 'pa"ss\\word\nline';
+  const { log, raw, lines } = capture('info', {}, { secrets: [secret, quoted, '', 'short'] });
+  // A child bound before another secret is registered is still covered: scrubbing happens on the finished line.
+  const early = log.child({ upstreamUrl: 'https://user:late-added-secret@example.com/mcp' });
+  log.addSecrets(['late-added-secret']);
+  log.info(`connect with ${secret}`, { header: `X-Token ${secret}`, quoted: `<${quoted}>`, [secret]: 1, port: 123456, flag: true });
+  early.info('bound');
+  // A number or `true` that happens to equal a secret is not a string; the line stays valid JSON.
+  const numbers = capture('info', {}, { secrets: ['123456', 'true-ish'] });
+  numbers.log.info('n', { port: 123456, text: 'port 123456', flag: true });
+  const [a, b] = lines();
+  assert.equal(a!.msg, `connect with ${REDACTED}`);
+  assert.equal(a!.header, `X-Token ${REDACTED}`);
+  assert.equal(a!.quoted, `<${REDACTED}>`);
+  assert.equal(a![REDACTED], 1);
+  assert.equal(a!.port, 123456);
+  assert.equal(b!.upstreamUrl, `https://user:${REDACTED}@example.com/mcp`);
+  const [n] = numbers.lines();
+  assert.equal(n!.port, 123456);
+  assert.equal(n!.text, `port ${REDACTED}`);
+  assert.equal(n!.flag, true);
+  const out = raw.join('');
+  for (const s of [secret, 'late-added-secret', JSON.stringify(quoted).slice(1, -1)]) assert.ok(!out.includes(s), `${s} leaked: ${out}`);
+  // Values too short to be credentials are not registered (they would mangle ordinary words).
+  log.info('a short word and an empty one');
+  assert.equal(lines()[2]!.msg, 'a short word and an empty one');
+});
+
+test('a secret is not matched inside an escape sequence, but is after an escaped backslash', () => {
+  const { log, raw, lines } = capture('info', {}, { secrets: ['n-secret-value'] });
+  log.info('x', { newline: 'a\nn-secret-valuX', backslash: 'a\\n-secret-value' });
+  const [line] = lines();
+  assert.equal(line!.newline, 'a\nn-secret-valuX');
+  assert.equal(line!.backslash, `a\\${REDACTED}`);
+  assert.ok(!raw[0]!.includes('n-secret-value'));
+});
+
+test('collectSecrets gathers every configured secret value and nothing public', () => {
+  const config = validateConfigObject({
+    listen: { host: '127.0.0.1', port: 0 },
+    auth: {
+      anonymous: true,
+      oauth: { issuer: 'https://issuer.example', audience: 'https://gw.example/mcp', introspection: { url: 'https://issuer.example/introspect', clientId: 'gw', clientSecret: 'introspection-secret' } },
+    },
+    upstreams: [
+      {
+        name: 'api',
+        url: 'https://svc:url%40password@api.example/mcp',
+        headers: { Authorization: 'Bearer static-upstream-token', 'X-Acme-Key': 'acme-key-value' },
+        clientCredentials: { tokenUrl: 'https://issuer.example/token', clientId: 'cc', clientSecret: 'cc-client-secret' },
+      },
+      {
+        name: 'local',
+        command: ['node', 'server.js'],
+        env: { GITHUB_TOKEN: 'gh-env-token', DB_PASSWORD: 'db-env-password', DATABASE_URL: 'postgres://app:dsn-password@db/app', LOG_FORMAT: 'json-lines', KEYBOARD_LAYOUT: 'dvorak-layout' },
+      },
+    ],
+    admin: { token: 'admin-token-value' },
+  });
+  const secrets = collectSecrets(config);
+  for (const s of [
+    'introspection-secret', 'Bearer static-upstream-token', 'static-upstream-token', 'acme-key-value', 'url%40password', 'url@password',
+    'cc-client-secret', 'gh-env-token', 'db-env-password', 'dsn-password', 'admin-token-value',
+  ]) {
+    assert.ok(secrets.includes(s), `missing ${s} in ${JSON.stringify(secrets)}`);
+  }
+  for (const s of ['json-lines', 'dvorak-layout', 'gw', 'cc', 'https://issuer.example']) assert.ok(!secrets.includes(s), `${s} is not a secret`);
+
+  const { log, raw } = capture('debug', {}, { secrets });
+  log.info('starting', { upstream: 'api', note: 'sent Bearer static-upstream-token with X-Acme-Key acme-key-value', env: { GITHUB_TOKEN: 'gh-env-token', DB: 'postgres://app:dsn-password@db/app' } });
+  log.debug('admin', { t: 'admin-token-value', s: 'introspection-secret cc-client-secret' });
+  const out = raw.join('');
+  for (const s of secrets) assert.ok(!out.includes(s), `${s} leaked: ${out}`);
+});
