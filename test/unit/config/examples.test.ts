@@ -12,7 +12,7 @@ const root = fileURLToPath(new URL('../../../', import.meta.url));
 const configDir = `${root}config/`;
 // The secrets config/gatehouse.example.yaml pulls from the environment.
 const EXAMPLE_ENV = {
-  CRM_TOKEN: 'crm-token-for-tests',
+  CRM_CLIENT_SECRET: 'crm-secret-for-tests',
   OAUTH_CLIENT_SECRET: 'oauth-secret-for-tests',
   GATEHOUSE_ADMIN_TOKEN: 'admin-token-for-tests-0123456789',
 };
