@@ -8,6 +8,7 @@ import { watchConfigFile, type ConfigWatcher } from './config/watch.js';
 import { isStdioUpstream, type GatehouseConfig, type ListenConfig, type UpstreamConfig } from './config/types.js';
 import { createEdge, type Edge } from './edge/server.js';
 import type { Logger } from './log/logger.js';
+import { collectSecrets } from './log/secrets.js';
 import { Authenticator } from './auth/authenticator.js';
 import { expiryOf } from './auth/api-keys.js';
 import type { Principal } from './auth/principal.js';
@@ -167,6 +168,8 @@ export function createGateway(config: GatehouseConfig, log: Logger, options: Gat
       }
       const previous = upstream;
       upstream = buildUpstream(next, log, hooks);
+      // New secret values are scrubbed from logs from now on (none are forgotten).
+      log.addSecrets(collectSecrets(next));
       // Keys, tokens and rules apply from the next request on.
       const previousAuth = edgeOptions.auth;
       edgeOptions.auth = new Authenticator(next, log);

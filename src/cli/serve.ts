@@ -6,6 +6,7 @@ import { ConfigError, loadConfigFile, validateConfigObject } from '../config/loa
 import type { GatehouseConfig, ListenConfig, LogLevel } from '../config/types.js';
 import { createGateway } from '../gateway.js';
 import { createLogger } from '../log/logger.js';
+import { collectSecrets } from '../log/secrets.js';
 import { SERVE_HELP } from './help.js';
 import type { CommandIO } from './io.js';
 import { splitCommand } from './split-command.js';
@@ -46,7 +47,8 @@ export async function serveCommand(args: string[], io: CommandIO): Promise<numbe
     io.err((err instanceof ConfigError ? err.message : `error: ${(err as Error).message}`) + '\n');
     return 1;
   }
-  const log = createLogger(config.log.level);
+  // Configured secret values (upstream credentials, client secrets) are scrubbed from every log line.
+  const log = createLogger(config.log.level, undefined, {}, { secrets: collectSecrets(config) });
   let gateway;
   try {
     gateway = createGateway(config, log, { configFile, fileListen, env: io.env });

@@ -1,7 +1,8 @@
-// Structured logs: one JSON object per line (`time`, `level` as a label, `msg`, then fields), levels from
-// config. Built on pino because it is a fast JSON-lines logger whose field names (`level`, `time`, `msg`)
-// log shippers already understand; Gatehouse keeps its own small `Logger` interface in front of it so call
-// sites stay `log.info(msg, fields)` and tests can capture lines through a synchronous `write` callback.
+// Structured logs: one JSON object per line (`level` as a label, ISO `time`, bound fields, `msg`, then the
+// call's fields), levels from config. Built on pino because it is a fast JSON-lines logger whose field names
+// (`level`, `time`, `msg`) log shippers already understand; Gatehouse keeps its own small `Logger` interface
+// in front of it so call sites stay `log.info(msg, fields)` and tests can capture lines through a
+// synchronous `write` callback.
 //
 // Callers pass names and ids, not header values; as a second line of defence every line is scrubbed of
 // anything shaped like a credential (fields named like one, bearer values, JWTs, Gatehouse API keys) and of

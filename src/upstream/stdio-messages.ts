@@ -3,9 +3,16 @@
 // stdio server is one session by construction) and gets a session id; requests without a session go to one
 // shared process, used for stateless modern traffic and for the discover probe
 // (2026-07-28/basic/transports/stdio.mdx §Backward Compatibility: probe with server/discover).
+//
+// The legacy sessions here belong to the bridges, which multiplex many clients onto each one. Two rules
+// follow. A stdio server's request to its client carries no link to the call it belongs to, so it is
+// delivered only when exactly one call is in flight; otherwise it is refused, never guessed, since the
+// wrong guess would show one caller's elicitation to another. And a child that dies on its own is
+// replaced on the next call, after an exponential backoff (`restart`), with readiness false meanwhile.
 
 import { randomUUID } from 'node:crypto';
 import type { StdioUpstreamConfig } from '../config/types.js';
+import { GatewayError } from '../errors.js';
 import type { Logger } from '../log/logger.js';
 import type { JsonRpcId, JsonRpcMessage, JsonRpcRequest, JsonRpcResponse } from '../protocol/jsonrpc.js';
 import type { UpstreamMessages, UpstreamReply } from './message-client.js';
@@ -14,27 +21,67 @@ import { StdioProcess } from './stdio-process.js';
 /** A legacy server may never answer server/discover; the probe stops waiting after this. */
 const DISCOVER_PROBE_TIMEOUT_MS = 5_000;
 
-/** Where a process's messages go: the calls in flight (newest first), else its listen streams. */
+interface CallEntry {
+  id: JsonRpcId;
+  /** A listen stays open for notifications only: it never owns a server request. */
+  listen: boolean;
+  progressToken: unknown;
+  push(m: JsonRpcMessage): void;
+}
+
+const SUBSCRIPTION_ID = 'io.modelcontextprotocol/subscriptionId';
+
+/** Where a process's messages go: the call they belong to when that can be told, else its listen streams. */
 class Router {
-  readonly calls: Array<{ id: JsonRpcId; push(m: JsonRpcMessage): void }> = [];
+  readonly calls: CallEntry[] = [];
   readonly listeners = new Set<(m: JsonRpcMessage) => void>();
 
+  constructor(private readonly refuse: (request: JsonRpcRequest, why: string) => void) {}
+
   route(msg: JsonRpcMessage): void {
-    const call = this.calls.at(-1);
-    if (call) return call.push(msg);
+    const m = msg as { id?: JsonRpcId; method?: string; params?: { progressToken?: unknown; _meta?: Record<string, unknown> } };
+    if (m.method === 'notifications/progress') {
+      const owner = this.calls.find((c) => c.progressToken !== undefined && c.progressToken === m.params?.progressToken);
+      if (owner) return owner.push(msg);
+    }
+    // 2026-07-28 notifications on a listen stream name it (subscriptions.mdx: io.modelcontextprotocol/subscriptionId).
+    const subscription = m.params?._meta?.[SUBSCRIPTION_ID];
+    if (subscription !== undefined) {
+      const owner = this.calls.find((c) => c.id === subscription);
+      if (owner) return owner.push(msg);
+    }
+    const working = this.calls.filter((c) => !c.listen);
+    if (m.id !== undefined && m.method !== undefined) {
+      if (working.length === 1) return working[0]!.push(msg);
+      if (working.length > 1) return this.refuse(msg as JsonRpcRequest, 'several calls are in flight on this server process and a stdio request does not say which one it belongs to');
+    } else if (m.method !== 'notifications/progress' && this.calls.length === 1) {
+      return this.calls[0]!.push(msg);
+    } else if (m.method !== 'notifications/progress' && working.length === 1 && !isListenNotification(m.method)) {
+      return working[0]!.push(msg);
+    }
     for (const l of this.listeners) l(msg);
   }
+}
+
+/** Notifications that only ever travel on a listen stream, never with a call. */
+function isListenNotification(method: string | undefined): boolean {
+  return method === 'notifications/subscriptions/acknowledged' || (method !== undefined && /^notifications\/(tools|prompts|resources)\/(list_changed|updated)$/.test(method));
 }
 
 interface Managed {
   proc: StdioProcess;
   router: Router;
+  /** Called when the process is gone (its session, if any, is forgotten). */
+  gone?: () => void;
 }
 
 export class StdioMessages implements UpstreamMessages {
   readonly upstream: string;
   private readonly sessions = new Map<string, Managed>();
   private shared?: Promise<Managed>;
+  /** Children that died on their own (or could not start) since the last successful call. */
+  private crashes = 0;
+  private lastCrashAt = 0;
 
   constructor(private readonly config: StdioUpstreamConfig, private readonly log: Logger) {
     this.upstream = config.name;
@@ -52,13 +99,19 @@ export class StdioMessages implements UpstreamMessages {
       managed = await this.start();
       const id = randomUUID();
       this.sessions.set(id, managed);
-      managed.proc.onExit = () => this.sessions.delete(id);
+      managed.gone = () => this.sessions.delete(id);
       replyHeaders['mcp-session-id'] = id;
     } else {
-      managed = await (this.shared ??= this.start().then((m) => {
-        m.proc.onExit = () => (this.shared = undefined);
+      const starting = (this.shared ??= this.start().then((m) => {
+        m.gone = () => {
+          if (this.shared === starting) this.shared = undefined;
+        };
         return m;
       }));
+      starting.catch(() => {
+        if (this.shared === starting) this.shared = undefined;
+      });
+      managed = await starting;
     }
     if (!('id' in message) || !('method' in message)) {
       managed.proc.send(message); // notifications and the client's answers to server requests
@@ -99,22 +152,64 @@ export class StdioMessages implements UpstreamMessages {
     await Promise.all([...all.map((m) => m.proc.stop()), shared?.then((m) => m.proc.stop(), () => {})]);
   }
 
+  /** False after a child died on its own, until a call succeeds again (for /readyz). */
+  get healthy(): boolean {
+    return this.crashes === 0;
+  }
+
   private async start(): Promise<Managed> {
+    await this.backoff();
     const proc = new StdioProcess(
       { upstream: this.config.name, command: this.config.command, env: this.config.env, cwd: this.config.cwd, requestTimeoutMs: this.config.timeouts.requestMs },
       this.log,
     );
-    const router = new Router();
+    const router = new Router((request, why) => {
+      this.log.warn('stdio upstream request refused: its call cannot be told', { method: request.method, why });
+      proc.send({ jsonrpc: '2.0', id: request.id, error: { code: -32603, message: `Gatehouse refused this request: ${why}` } });
+    });
+    const managed: Managed = { proc, router };
     proc.onMessage = (m) => router.route(m);
-    await proc.start();
-    return { proc, router };
+    proc.onExit = (reason) => {
+      if (!proc.stoppedOnPurpose) this.noteCrash(reason);
+      managed.gone?.();
+    };
+    try {
+      await proc.start();
+    } catch (err) {
+      this.noteCrash(String((err as Error)?.message ?? err));
+      throw err;
+    }
+    return managed;
+  }
+
+  private noteCrash(reason: string): void {
+    this.crashes++;
+    this.lastCrashAt = Date.now();
+    this.log.warn('stdio upstream child is gone; the next call starts a new one after a backoff', { reason, crashes: this.crashes });
+  }
+
+  /**
+   * Waits out the backoff after a crash: `restart.firstDelayMs`, doubling per crash in a row. Past
+   * `restart.attempts` crashes in a row, calls fail at once until the longest delay has passed, so a
+   * broken command is not spawned in a loop.
+   */
+  private async backoff(): Promise<void> {
+    if (this.crashes === 0) return;
+    const { attempts, firstDelayMs } = this.config.restart;
+    const delay = firstDelayMs * 2 ** Math.min(this.crashes - 1, attempts);
+    const wait = this.lastCrashAt + delay - Date.now();
+    if (this.crashes > attempts && wait > 0) {
+      throw new GatewayError('GW_ERR_UPSTREAM_EXITED', `Upstream "${this.upstream}" could not be restarted after ${attempts} attempts; the next try is in ${Math.ceil(wait / 1000)} s`, this.upstream);
+    }
+    if (wait > 0) await new Promise((r) => setTimeout(r, wait));
   }
 
   /** Yields what the process sends while this request is in flight, then its response. */
   private call(managed: Managed, request: JsonRpcRequest, signal?: AbortSignal, probeTimeout?: AbortSignal): AsyncGenerator<JsonRpcMessage, void, void> {
     const abort = signal && probeTimeout ? AbortSignal.any([signal, probeTimeout]) : (signal ?? probeTimeout);
     return queue(abort, (push, finish, fail) => {
-      const entry = { id: request.id, push };
+      const progressToken = (request.params?._meta as { progressToken?: unknown } | undefined)?.progressToken;
+      const entry: CallEntry = { id: request.id, listen: request.method === 'subscriptions/listen', progressToken, push };
       managed.router.calls.push(entry);
       const release = (): void => {
         const i = managed.router.calls.indexOf(entry);
@@ -123,6 +218,7 @@ export class StdioMessages implements UpstreamMessages {
       managed.proc.request(request, abort).then(
         (res: JsonRpcResponse) => {
           release();
+          if (res.error === undefined) this.crashes = 0;
           push(res);
           finish();
         },

@@ -43,6 +43,11 @@ export class StdioProcess {
 
   constructor(private readonly opts: StdioProcessOptions, private readonly log: Logger) {}
 
+  /** True once stop() was called: an exit now is expected, not a crash. */
+  get stoppedOnPurpose(): boolean {
+    return this.stopping;
+  }
+
   get alive(): boolean {
     return this.child !== undefined && !this.exited;
   }

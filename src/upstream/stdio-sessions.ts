@@ -104,6 +104,8 @@ export class StdioUpstream implements Upstream {
 
 
   async ready(): Promise<boolean> {
+    // A bridged child that died on its own makes the upstream not ready until a call succeeds again.
+    if (!this.messages.healthy) return false;
     if (this.lastStartOk !== undefined) return this.lastStartOk;
     // Nothing started yet: prove the command can be spawned, then stop it again.
     const probe = this.newProcess();

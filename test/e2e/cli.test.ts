@@ -9,7 +9,7 @@ import { join } from 'node:path';
 import { hashKey } from '../../src/auth/key-hash.js';
 import { jsonResult, startFakeUpstream } from '../fixtures/upstreams/fake-upstream.js';
 import { isAlive, runCli, serveCli, ROOT } from '../helpers/cli.js';
-import { post, rpc } from '../helpers/http.js';
+import { LEGACY_HEADERS, post, rpc } from '../helpers/http.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'gatehouse-cli-'));
 const cleanups: Array<() => Promise<unknown>> = [];
@@ -61,10 +61,10 @@ describe('check-config', () => {
 
   test('a valid file using a feature this build lacks exits 1 and says which', async () => {
     const file = join(dir, 'keys.yaml');
-    writeFileSync(file, `upstreams: [{ name: a, url: "http://127.0.0.1:3001/mcp" }]\nauth:\n  apiKeys: [{ id: k, hash: "${hashKey('x'.repeat(20))}", scopes: [] }]\nmetrics: { enabled: true }\n`);
+    writeFileSync(file, `upstreams: [{ name: a, url: "http://127.0.0.1:3001/mcp" }]\nauth:\n  apiKeys: [{ id: k, hash: "${hashKey('x'.repeat(20))}", scopes: [] }]\nadmin: { enabled: true, token: "0123456789abcdef" }\n`);
     const r = await runCli(['check-config', file]);
     assert.equal(r.code, 1);
-    assert.match(r.stderr, /metrics\.enabled: metrics are not supported yet/);
+    assert.match(r.stderr, /admin\.enabled: the admin API is not supported yet/);
   });
 
   test('an OAuth audience other than the public URL is refused (RFC 8707: tokens are minted for this resource)', async () => {
@@ -141,7 +141,11 @@ describe('serve', () => {
     const init = await post(gw.url, rpc(1, 'initialize', { protocolVersion: '2025-11-25', capabilities: {}, clientInfo: { name: 't', version: '1' } }));
     assert.equal(init.status, 200);
     assert.equal(init.json().result.serverInfo.name, 'mcp-servers/everything');
-    const pid = Number(/"msg":"session started".*?"pid":(\d+)/.exec(gw.stderr())?.[1]);
+    const session = { ...LEGACY_HEADERS, 'mcp-session-id': String(init.headers['mcp-session-id']), 'mcp-protocol-version': '2025-11-25' };
+    assert.equal((await post(gw.url, rpc(2, 'tools/list'), session)).status, 200);
+    // The era probe's child comes and goes first; the last child started is the one serving sessions.
+    const pids = [...gw.stderr().matchAll(/"msg":"stdio upstream started".*?"pid":(\d+)/g)].map((m) => Number(m[1]));
+    const pid = pids.at(-1) ?? 0;
     assert.ok(pid > 0 && isAlive(pid), 'the child process runs');
     assert.equal(await gw.stop(), 0);
     assert.equal(isAlive(pid), false, 'the child process was stopped');

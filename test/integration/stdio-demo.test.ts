@@ -44,7 +44,7 @@ function pidOfSession(sessionId: string): number | undefined {
 
 describe('stdio demo: v1 client → Gatehouse → server-everything (stdio child per session)', () => {
   before(async () => {
-    gw = await startGateway({ upstreams: [{ name: 'everything', command: [process.execPath, EVERYTHING, 'stdio'] }] });
+    gw = await startGateway({ upstreams: [{ name: 'everything', command: [process.execPath, EVERYTHING, 'stdio'], processes: 'perSession' }] });
   });
 
   after(async () => {

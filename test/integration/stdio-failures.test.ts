@@ -1,8 +1,10 @@
 // A stdio upstream that misbehaves: stderr goes to the log, non-JSON output is contained, and a crash
-// mid-call becomes a clear error and ends the session (2025-11-25/basic/transports.mdx §stdio,
-// §Session Management 3: an ended session answers 404).
+// mid-call becomes a clear error, then a restart with backoff (2025-11-25/basic/transports.mdx §stdio,
+// §Session Management 3: an ended session answers 404). Both process modes: `perSession` (a child per
+// client session, restarted under it) and `shared` (the default: clients multiplexed onto shared children,
+// replaced on the next call).
 
-import { after, test } from 'node:test';
+import { after, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { fileURLToPath } from 'node:url';
 import { mkdtempSync, writeFileSync } from 'node:fs';
@@ -12,7 +14,7 @@ import { startGateway } from '../helpers/gateway.js';
 import { LEGACY_HEADERS, post, rpc } from '../helpers/http.js';
 
 const FAKE = fileURLToPath(new URL('../fixtures/upstreams/stdio-fake.mjs', import.meta.url));
-const gw = await startGateway({ upstreams: [{ name: 'fake', command: [process.execPath, FAKE] }] });
+const gw = await startGateway({ upstreams: [{ name: 'fake', command: [process.execPath, FAKE], processes: 'perSession' }] });
 after(() => gw.close());
 
 async function openSession(): Promise<string> {
@@ -74,7 +76,7 @@ test('requests without a session, or with an unknown one, are refused clearly', 
 });
 
 test('server-everything killed mid-call (SIGKILL): the call fails cleanly and the next one succeeds after the restart', async () => {
-  const everything = await startGateway({ upstreams: [{ name: 'everything', command: [process.execPath, 'node_modules/@modelcontextprotocol/server-everything/dist/index.js', 'stdio'], era: 'legacy' }] });
+  const everything = await startGateway({ upstreams: [{ name: 'everything', command: [process.execPath, 'node_modules/@modelcontextprotocol/server-everything/dist/index.js', 'stdio'], era: 'legacy', processes: 'perSession' }] });
   try {
     const init = await post(everything.url, rpc(0, 'initialize', { protocolVersion: '2025-11-25', capabilities: {}, clientInfo: { name: 't', version: '1' } }));
     const headers = { ...LEGACY_HEADERS, 'mcp-session-id': String(init.headers['mcp-session-id']), 'mcp-protocol-version': '2025-11-25' };
@@ -96,7 +98,7 @@ test('server-everything killed mid-call (SIGKILL): the call fails cleanly and th
 
 test('a child that never comes back: after restart.attempts the session ends (404) and /readyz says not ready', async () => {
   const marker = join(mkdtempSync(join(tmpdir(), 'gatehouse-broken-')), 'broken');
-  const broken = await startGateway({ upstreams: [{ name: 'fragile', command: [process.execPath, FAKE], env: { BROKEN_IF_EXISTS: marker }, era: 'legacy', restart: { attempts: 2, firstDelayMs: 20 } }] });
+  const broken = await startGateway({ upstreams: [{ name: 'fragile', command: [process.execPath, FAKE], env: { BROKEN_IF_EXISTS: marker }, era: 'legacy', restart: { attempts: 2, firstDelayMs: 20 }, processes: 'perSession' }] });
   try {
     const init = await post(broken.url, rpc(0, 'initialize', { protocolVersion: '2025-11-25', capabilities: {}, clientInfo: { name: 't', version: '1' } }));
     const headers = { ...LEGACY_HEADERS, 'mcp-session-id': String(init.headers['mcp-session-id']) };
@@ -113,4 +115,78 @@ test('a child that never comes back: after restart.attempts the session ends (40
   } finally {
     await broken.close();
   }
+});
+
+describe('processes: shared (the default)', () => {
+  const session = async (url: string): Promise<Record<string, string>> => {
+    const init = await post(url, rpc(0, 'initialize', { protocolVersion: '2025-11-25', capabilities: {}, clientInfo: { name: 't', version: '1' } }));
+    assert.equal(init.status, 200, init.text);
+    return { ...LEGACY_HEADERS, 'mcp-session-id': String(init.headers['mcp-session-id']), 'mcp-protocol-version': '2025-11-25' };
+  };
+  const pidOf = (res: { json: () => Record<string, any> }): string => res.json().result.content[0].text;
+
+  test('a crash mid-call fails that call clearly; /readyz is false during the backoff; the next call gets a new child', async () => {
+    const shared = await startGateway({ upstreams: [{ name: 'fake', command: [process.execPath, FAKE], era: 'legacy', restart: { attempts: 4, firstDelayMs: 400 } }] });
+    try {
+      const headers = await session(shared.url);
+      const firstPid = pidOf(await post(shared.url, rpc(1, 'tools/call', { name: 'echo' }), headers));
+      const crashed = (await post(shared.url, rpc(2, 'tools/call', { name: 'crash' }), headers)).json();
+      assert.equal(crashed.id, 2);
+      assert.equal(crashed.error.data.code, 'GW_ERR_UPSTREAM_EXITED');
+      assert.match(crashed.error.message, /exited with code 3/);
+      assert.equal((await fetch(`${shared.origin}/readyz`)).status, 503, 'not ready while the child is being replaced');
+      const next = await post(shared.url, rpc(3, 'tools/call', { name: 'echo' }), headers);
+      assert.equal(next.status, 200, next.text);
+      assert.notEqual(pidOf(next), firstPid, 'answered by a new process, on the same client session');
+      assert.equal((await fetch(`${shared.origin}/readyz`)).status, 200, 'ready again once a call succeeded');
+    } finally {
+      await shared.close();
+    }
+  });
+
+  test('two clients, one child: server-everything killed mid-call fails the call cleanly, then both clients go on', async () => {
+    const shared = await startGateway({ upstreams: [{ name: 'everything', command: [process.execPath, 'node_modules/@modelcontextprotocol/server-everything/dist/index.js', 'stdio'], era: 'legacy', restart: { attempts: 4, firstDelayMs: 50 } }] });
+    try {
+      const [a, b] = [await session(shared.url), await session(shared.url)];
+      for (const h of [a, b]) assert.equal((await post(shared.url, rpc(1, 'tools/call', { name: 'echo', arguments: { message: 'hi' } }), h)).status, 200);
+      const started = shared.logs.filter((l) => l.msg === 'stdio upstream started' && l.upstream === 'everything');
+      // One era probe (stopped after a legacy verdict) and one child for both clients.
+      const live = started.filter((l) => !shared.logs.some((s) => s.msg === 'stdio upstream stopped' && s.pid === l.pid));
+      assert.equal(live.length, 1, `one child serves both clients: ${JSON.stringify(started.map((l) => l.pid))}`);
+      const slow = post(shared.url, rpc(2, 'tools/call', { name: 'trigger-long-running-operation', arguments: { duration: 5, steps: 5 } }), a);
+      await new Promise((r) => setTimeout(r, 300));
+      process.kill(Number(live[0]!.pid), 'SIGKILL');
+      const failed = await slow;
+      const failedBody = failed.text.startsWith('{') ? failed.json() : JSON.parse(/data: (.*)\n\n$/.exec(failed.text)![1]!);
+      assert.equal(failedBody.error.data.code, 'GW_ERR_UPSTREAM_EXITED');
+      for (const h of [a, b]) {
+        const next = await post(shared.url, rpc(3, 'tools/call', { name: 'echo', arguments: { message: 'after the restart' } }), h);
+        assert.match(next.text, /after the restart/);
+      }
+    } finally {
+      await shared.close();
+    }
+  });
+
+  test('a command that keeps failing: past restart.attempts calls fail at once with a clear error, and /readyz says not ready', async () => {
+    const marker = join(mkdtempSync(join(tmpdir(), 'gatehouse-broken-')), 'broken');
+    const shared = await startGateway({ upstreams: [{ name: 'fragile', command: [process.execPath, FAKE], env: { BROKEN_IF_EXISTS: marker }, era: 'legacy', restart: { attempts: 2, firstDelayMs: 20 } }] });
+    try {
+      const headers = await session(shared.url);
+      writeFileSync(marker, 'x'); // from now on the program cannot start
+      assert.equal((await post(shared.url, rpc(1, 'tools/call', { name: 'crash' }), headers)).json().error.data.code, 'GW_ERR_UPSTREAM_EXITED');
+      const messages: string[] = [];
+      for (let i = 0; i < 6; i++) {
+        const res = (await post(shared.url, rpc(10 + i, 'tools/call', { name: 'echo' }), headers)).json();
+        assert.equal(res.error?.data?.code, 'GW_ERR_UPSTREAM_EXITED', JSON.stringify(res));
+        messages.push(res.error.message as string);
+      }
+      assert.ok(messages.some((m) => /could not be restarted after 2 attempts/.test(m)), messages.join('\n'));
+      const spawned = shared.logs.filter((l) => l.msg === 'stdio upstream started' && l.upstream === 'fragile').length;
+      assert.ok(spawned <= 6, `a broken command is not spawned in a loop (${spawned} spawns)`);
+      assert.equal((await fetch(`${shared.origin}/readyz`)).status, 503);
+    } finally {
+      await shared.close();
+    }
+  });
 });

@@ -14,9 +14,15 @@ const gw = await startGateway({
 });
 after(() => gw.close());
 
+/** Elicitations each client was shown, by client name. */
+const shown = new Map<string, number>();
+
 async function connect(name: string, answer: string): Promise<Client> {
   const client = new Client({ name, version: '1.0.0' }, { capabilities: { elicitation: {} } });
-  client.setRequestHandler(ElicitRequestSchema, async () => ({ action: 'accept', content: { name: answer, check: true, confirmed: true } }));
+  client.setRequestHandler(ElicitRequestSchema, async () => {
+    shown.set(name, (shown.get(name) ?? 0) + 1);
+    return { action: 'accept', content: { name: answer, check: true, confirmed: true } };
+  });
   await client.connect(new StreamableHTTPClientTransport(new URL(gw.url)));
   return client;
 }
@@ -40,6 +46,26 @@ test('two legacy clients share one child, each gets its own answers, progress an
     // the two clients, who declared the same capabilities, share one other child session.
     const opened = gw.logs.filter((l) => l.msg === 'legacy upstream session opened for modern clients' && l.capabilities !== '{}');
     assert.equal(opened.length, 1, 'both clients declared the same capabilities: one shared child session');
+  } finally {
+    await Promise.all([a.close(), b.close()]);
+  }
+});
+
+test('an elicitation while another client has a call in flight is refused, never shown to the wrong client', async () => {
+  // A stdio server's request names no call; with two in flight on one child Gatehouse cannot tell whose
+  // it is, and guessing would show one caller's prompt to another.
+  const [a, b] = await Promise.all([connect('client-c', 'Cy'), connect('client-d', 'Di')]);
+  try {
+    const long = a.callTool({ name: 'trigger-long-running-operation', arguments: { duration: 2, steps: 2 } });
+    await new Promise((r) => setTimeout(r, 300));
+    const elicited = await b.callTool({ name: 'trigger-elicitation-request', arguments: {} }).then(
+      (r) => JSON.stringify(r),
+      (err: unknown) => String(err),
+    );
+    await long;
+    assert.equal(shown.get('client-c') ?? 0, 0, 'the other client never saw the prompt');
+    assert.doesNotMatch(elicited, /Di/, 'no answer was invented for it either');
+    assert.ok(gw.logs.some((l) => l.msg === 'stdio upstream request refused: its call cannot be told'));
   } finally {
     await Promise.all([a.close(), b.close()]);
   }

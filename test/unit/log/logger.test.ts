@@ -218,3 +218,13 @@ test('collectSecrets gathers every configured secret value and nothing public', 
   const out = raw.join('');
   for (const s of secrets) assert.ok(!out.includes(s), `${s} leaked: ${out}`);
 });
+
+test('collectSecrets takes the password of a Redis store URL', () => {
+  const config = validateConfigObject({
+    listen: { host: '127.0.0.1', port: 0 },
+    auth: { anonymous: true },
+    upstreams: [{ name: 'app', url: 'http://127.0.0.1:3001/mcp' }],
+    store: { kind: 'redis', url: 'redis://default:redis-password-value@cache:6379/0' },
+  });
+  assert.deepEqual(collectSecrets(config), ['redis-password-value']);
+});

@@ -1,0 +1,245 @@
+{{/* ---- Names and labels ------------------------------------------------------------------------------ */}}
+
+{{- define "gatehouse.name" -}}
+{{- default .Chart.Name .Values.nameOverride | trunc 63 | trimSuffix "-" }}
+{{- end }}
+
+{{- define "gatehouse.fullname" -}}
+{{- if .Values.fullnameOverride }}
+{{- .Values.fullnameOverride | trunc 63 | trimSuffix "-" }}
+{{- else }}
+{{- $name := default .Chart.Name .Values.nameOverride }}
+{{- if contains $name .Release.Name }}
+{{- .Release.Name | trunc 63 | trimSuffix "-" }}
+{{- else }}
+{{- printf "%s-%s" .Release.Name $name | trunc 63 | trimSuffix "-" }}
+{{- end }}
+{{- end }}
+{{- end }}
+
+{{- define "gatehouse.chart" -}}
+{{- printf "%s-%s" .Chart.Name .Chart.Version | replace "+" "_" | trunc 63 | trimSuffix "-" }}
+{{- end }}
+
+{{- define "gatehouse.selectorLabels" -}}
+app.kubernetes.io/name: {{ include "gatehouse.name" . }}
+app.kubernetes.io/instance: {{ .Release.Name }}
+{{- end }}
+
+{{- define "gatehouse.labels" -}}
+helm.sh/chart: {{ include "gatehouse.chart" . }}
+{{ include "gatehouse.selectorLabels" . }}
+app.kubernetes.io/version: {{ .Chart.AppVersion | quote }}
+app.kubernetes.io/managed-by: {{ .Release.Service }}
+app.kubernetes.io/component: mcp-gateway
+{{- end }}
+
+{{- define "gatehouse.serviceAccountName" -}}
+{{- if .Values.serviceAccount.create }}
+{{- default (include "gatehouse.fullname" .) .Values.serviceAccount.name }}
+{{- else }}
+{{- default "default" .Values.serviceAccount.name }}
+{{- end }}
+{{- end }}
+
+{{- define "gatehouse.image" -}}
+{{- printf "%s:%s" .Values.image.repository (.Values.image.tag | default .Chart.AppVersion) }}
+{{- end }}
+
+{{/* ---- Fixed paths in the pod ------------------------------------------------------------------------- */}}
+
+{{/* The image's GATEHOUSE_CONFIG points here; the ConfigMap is mounted as a directory (no subPath) so the
+     kubelet's updates reach the file and Gatehouse's hot reload sees them. */}}
+{{- define "gatehouse.configDir" -}}/etc/gatehouse{{- end }}
+{{- define "gatehouse.configFile" -}}/etc/gatehouse/gatehouse.yaml{{- end }}
+{{/* Secrets referenced with secretFile are mounted read-only under here, one directory per Secret. */}}
+{{- define "gatehouse.secretsDir" -}}/etc/gatehouse-secrets{{- end }}
+
+{{/* ---- Validation of values that the schema cannot express well ------------------------------------- */}}
+
+{{- define "gatehouse.validate" -}}
+{{- $v := .Values }}
+{{- if eq $v.mode "sidecar" }}
+{{- if not $v.server.image.repository }}
+{{- fail "mode: sidecar needs server.image.repository (the MCP server container to put Gatehouse in front of); use mode: standalone for an existing server" }}
+{{- end }}
+{{- if or (eq (int $v.server.port) (int $v.listen.port)) (and $v.metrics.enabled (eq (int $v.server.port) (int $v.metrics.port))) }}
+{{- fail (printf "server.port %d clashes with a Gatehouse port (listen.port %d, metrics.port %d): the containers share the pod's network" (int $v.server.port) (int $v.listen.port) (int $v.metrics.port)) }}
+{{- end }}
+{{- else if not $v.upstream.url }}
+{{- fail "mode: standalone needs upstream.url, the MCP endpoint of an existing server (e.g. http://my-mcp.my-ns.svc.cluster.local:3000/mcp)" }}
+{{- end }}
+{{- if and (not $v.auth.apiKeys) (not $v.auth.oauth) }}
+{{- fail "Gatehouse listens on 0.0.0.0 in the pod and refuses to serve without authentication: set auth.apiKeys (with auth.apiKeysSecret) or auth.oauth" }}
+{{- end }}
+{{- if and $v.auth.oauth (not $v.listen.publicUrl) }}
+{{- fail "auth.oauth needs listen.publicUrl: it is the OAuth resource and the expected token audience" }}
+{{- end }}
+{{- if and $v.metrics.serviceMonitor.enabled (not $v.metrics.enabled) }}
+{{- fail "metrics.serviceMonitor.enabled needs metrics.enabled" }}
+{{- end }}
+{{- if and (eq $v.store.kind "redis") (not $v.store.url) }}
+{{- fail "store.kind: redis needs store.url (secret-capable: { secretKeyRef: { name, key } })" }}
+{{- end }}
+{{- end }}
+
+{{/* ---- Secret references ------------------------------------------------------------------------------
+     gatehouse.secretValue renders one secret-capable value for the config and records what must be mounted.
+     Input: dict "ctx" <accumulator> "value" <string or {secretKeyRef|secretFile, prefix}> "env" <VAR NAME>
+            "field" <key path, for messages>.
+     The accumulator (see gatehouse.renderConfig) collects env entries in .env and Secret names in .files. */}}
+
+{{- define "gatehouse.envName" -}}
+{{- regexReplaceAll "[^A-Z0-9_]" (upper .) "_" }}
+{{- end }}
+
+{{- define "gatehouse.secretValue" -}}
+{{- $v := .value }}
+{{- if kindIs "map" $v }}
+{{- $prefix := $v.prefix | default "" }}
+{{- if $v.secretKeyRef }}
+{{- $ref := $v.secretKeyRef }}
+{{- if not (and $ref.name $ref.key) }}
+{{- fail (printf "%s.secretKeyRef needs a name and a key" .field) }}
+{{- end }}
+{{- if hasKey .ctx.envNames .env }}
+{{- fail (printf "%s: the env var %s is already used by %s; rename one of them" .field .env (get .ctx.envNames .env)) }}
+{{- end }}
+{{- $_ := set .ctx.envNames .env .field }}
+{{- $_ := set .ctx "env" (append .ctx.env (dict "name" .env "valueFrom" (dict "secretKeyRef" (dict "name" $ref.name "key" $ref.key)))) }}
+{{- printf "%s${env:%s}" $prefix .env }}
+{{- else if $v.secretFile }}
+{{- $ref := $v.secretFile }}
+{{- if not (and $ref.name $ref.key) }}
+{{- fail (printf "%s.secretFile needs a name and a key" .field) }}
+{{- end }}
+{{- $_ := set .ctx.files $ref.name true }}
+{{- printf "%s${file:%s/%s/%s}" $prefix (include "gatehouse.secretsDir" .) $ref.name $ref.key }}
+{{- else }}
+{{- fail (printf "%s: expected a string, { secretKeyRef: { name, key } } or { secretFile: { name, key } }" .field) }}
+{{- end }}
+{{- else }}
+{{- $v }}
+{{- end }}
+{{- end }}
+
+{{/* Every string field of a map goes through gatehouse.secretValue; other values are copied. */}}
+{{- define "gatehouse.secretMap" -}}
+{{- $out := dict }}
+{{- range $k, $val := .value }}
+{{- if or (kindIs "string" $val) (and (kindIs "map" $val) (or (hasKey $val "secretKeyRef") (hasKey $val "secretFile"))) }}
+{{- $_ := set $out $k (include "gatehouse.secretValue" (dict "ctx" $.ctx "value" $val "env" (printf "%s_%s" $.env (include "gatehouse.envName" (snakecase $k))) "field" (printf "%s.%s" $.field $k))) }}
+{{- else }}
+{{- $_ := set $out $k $val }}
+{{- end }}
+{{- end }}
+{{- toJson $out }}
+{{- end }}
+
+{{/* ---- The Gatehouse config ---------------------------------------------------------------------------- */}}
+
+{{- define "gatehouse.upstreamUrl" -}}
+{{- if eq .Values.mode "sidecar" }}
+{{- printf "http://127.0.0.1:%d%s" (int .Values.server.port) .Values.server.path }}
+{{- else }}
+{{- .Values.upstream.url }}
+{{- end }}
+{{- end }}
+
+{{/* Builds the config as a dict, filling the accumulator .ctx; renders it as JSON (the caller re-encodes). */}}
+{{- define "gatehouse.renderConfig" -}}
+{{- $ctx := . }}
+{{- $v := $ctx.root.Values }}
+
+{{- $listen := dict "host" "0.0.0.0" "port" (int $v.listen.port) "path" $v.listen.path }}
+{{- with $v.listen.publicUrl }}{{ $_ := set $listen "publicUrl" . }}{{ end }}
+{{- with $v.listen.allowedHosts }}{{ $_ := set $listen "allowedHosts" . }}{{ end }}
+{{- with $v.listen.allowedOrigins }}{{ $_ := set $listen "allowedOrigins" . }}{{ end }}
+
+{{- $up := dict "name" $v.upstream.name "url" (include "gatehouse.upstreamUrl" $ctx.root) }}
+{{- with $v.upstream.era }}{{ $_ := set $up "era" . }}{{ end }}
+{{- if $v.upstream.headers }}
+{{- $headers := dict }}
+{{- range $h, $val := $v.upstream.headers }}
+{{- $_ := set $headers $h (include "gatehouse.secretValue" (dict "ctx" $ctx "value" $val "env" (printf "GATEHOUSE_UPSTREAM_HEADER_%s" (include "gatehouse.envName" $h)) "field" (printf "upstream.headers.%s" $h))) }}
+{{- end }}
+{{- $_ := set $up "headers" $headers }}
+{{- end }}
+{{- with $v.upstream.clientCredentials }}
+{{- $_ := set $up "clientCredentials" (include "gatehouse.secretMap" (dict "ctx" $ctx "value" . "env" "GATEHOUSE_UPSTREAM_CC" "field" "upstream.clientCredentials") | fromJson) }}
+{{- end }}
+{{- with $v.upstream.timeouts }}{{ $_ := set $up "timeouts" . }}{{ end }}
+
+{{- $auth := dict }}
+{{- if $v.auth.apiKeys }}
+{{- $keys := list }}
+{{- range $i, $key := $v.auth.apiKeys }}
+{{- $field := printf "auth.apiKeys[%d]" $i }}
+{{- $k := pick $key "id" "tenant" "scopes" "tools" "expires" "disabled" }}
+{{- $hash := $key.hash }}
+{{- if not $hash }}
+{{- if not $v.auth.apiKeysSecret }}
+{{- fail (printf "%s (%s) has no hash: give it one ({ secretKeyRef: { name, key } }) or set auth.apiKeysSecret" $field $key.id) }}
+{{- end }}
+{{- $hash = dict "secretKeyRef" (dict "name" $v.auth.apiKeysSecret "key" ($key.secretKey | default $key.id)) }}
+{{- end }}
+{{- $_ := set $k "hash" (include "gatehouse.secretValue" (dict "ctx" $ctx "value" $hash "env" (printf "GATEHOUSE_API_KEY_%s_HASH" (include "gatehouse.envName" $key.id)) "field" (printf "%s.hash" $field))) }}
+{{- $keys = append $keys $k }}
+{{- end }}
+{{- $_ := set $auth "apiKeys" $keys }}
+{{- end }}
+{{- with $v.auth.oauth }}
+{{- $oauth := include "gatehouse.secretMap" (dict "ctx" $ctx "value" (omit . "introspection") "env" "GATEHOUSE_OAUTH" "field" "auth.oauth") | fromJson }}
+{{- with .introspection }}
+{{- $_ := set $oauth "introspection" (include "gatehouse.secretMap" (dict "ctx" $ctx "value" . "env" "GATEHOUSE_OAUTH_INTROSPECTION" "field" "auth.oauth.introspection") | fromJson) }}
+{{- end }}
+{{- if not (hasKey $oauth "audience") }}{{ $_ := set $oauth "audience" $v.listen.publicUrl }}{{ end }}
+{{- $_ := set $auth "oauth" $oauth }}
+{{- end }}
+{{- with $v.auth.requiredScopes }}{{ $_ := set $auth "requiredScopes" . }}{{ end }}
+
+{{- $store := dict "kind" $v.store.kind }}
+{{- if eq $v.store.kind "redis" }}
+{{- $_ := set $store "url" (include "gatehouse.secretValue" (dict "ctx" $ctx "value" $v.store.url "env" "GATEHOUSE_STORE_URL" "field" "store.url")) }}
+{{- else }}
+{{- $_ := set $store "path" $v.store.path }}
+{{- end }}
+
+{{- $metrics := dict "enabled" false }}
+{{- if $v.metrics.enabled }}
+{{- $metrics = dict "enabled" true "host" "0.0.0.0" "port" (int $v.metrics.port) "path" $v.metrics.path }}
+{{- end }}
+
+{{- $config := dict "listen" $listen "upstreams" (concat (list $up) $v.extraUpstreams) "auth" $auth "store" $store "metrics" $metrics "log" (dict "level" $v.log.level) }}
+{{- toJson (mustMergeOverwrite (deepCopy $v.extraConfig) $config) }}
+{{- end }}
+
+{{/* A fresh accumulator: env entries, Secret names mounted as files, env names in use. */}}
+{{- define "gatehouse.configContext" -}}
+{{- $ctx := dict "root" . "env" (list) "files" (dict) "envNames" (dict) }}
+{{- $_ := set $ctx "config" (include "gatehouse.renderConfig" $ctx | fromJson) }}
+{{- toJson (omit $ctx "root") }}
+{{- end }}
+
+{{/* The config file's text, as it lands in the ConfigMap (and in the checksum annotation). */}}
+{{- define "gatehouse.configYaml" -}}
+# Rendered by the Gatehouse Helm chart ({{ include "gatehouse.chart" . }}) from its values; edit the values, not this file.
+# Secrets appear only as env: and file: references (mounted from existing Secrets), resolved when Gatehouse loads this file.
+{{ (include "gatehouse.configContext" . | fromJson).config | toYaml }}
+{{- end }}
+
+{{/* Env entries for the Gatehouse container that the config's ${env:...} references need. */}}
+{{- define "gatehouse.secretEnv" -}}
+{{- with (include "gatehouse.configContext" . | fromJson).env }}
+{{- toYaml . }}
+{{- end }}
+{{- end }}
+
+{{/* Names of the Secrets mounted as files, as a JSON list. */}}
+{{- define "gatehouse.secretFileNames" -}}
+{{- (include "gatehouse.configContext" . | fromJson).files | keys | sortAlpha | toJson }}
+{{- end }}
+
+{{- define "gatehouse.secretVolumeName" -}}
+{{- printf "secret-%s" . | trunc 63 | trimSuffix "-" }}
+{{- end }}

@@ -1,0 +1,718 @@
+// The Helm chart (charts/gatehouse) checked with the real tools: `helm lint --strict` and `helm template` for
+// each values file in charts/gatehouse/ci, the rendered manifests validated against the Kubernetes schemas by
+// kubernetes-validate (PyPI), and the rendered YAML read back to assert what the chart promises: sidecar and
+// standalone shapes, hardening, probes, secrets only by reference, a gateway config that Gatehouse's own
+// loader accepts, NetworkPolicy, PDB, HPA, ServiceMonitor and the Grafana dashboard.
+// helm and kubernetes-validate are required: a missing tool fails these tests (CI installs both).
+
+import { after, describe, test } from 'node:test';
+import assert from 'node:assert/strict';
+import { execFile, execFileSync } from 'node:child_process';
+import { cpSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { parse, parseAllDocuments } from 'yaml';
+import { parseConfigText } from '../../src/config/load.js';
+import { unsupportedFeatures } from '../../src/gateway.js';
+import type { GatehouseConfig } from '../../src/config/types.js';
+
+const ROOT = fileURLToPath(new URL('../..', import.meta.url));
+const CHART = join(ROOT, 'charts/gatehouse');
+const VALUES = {
+  sidecar: join(CHART, 'ci/sidecar-values.yaml'),
+  standalone: join(CHART, 'ci/standalone-values.yaml'),
+  everything: join(CHART, 'ci/everything-values.yaml'),
+} as const;
+type ValuesName = keyof typeof VALUES;
+const VALUES_NAMES = Object.keys(VALUES) as ValuesName[];
+const NAMESPACE = 'gatehouse-test';
+// kubernetes-validate 1.37.0 ships schemas for Kubernetes 1.25 through 1.37: check the oldest and the newest.
+const KUBERNETES_VERSIONS = ['1.25.0', '1.37.0'];
+// helm's default Kubernetes version (.Capabilities.KubeVersion) comes from its release build's flags; one built
+// with `go install` says 1.20. Every helm call here names the version instead.
+const KUBE_VERSION = ['--kube-version', '1.37.0'];
+const SECRETS_DIR = '/etc/gatehouse-secrets';
+
+const work = mkdtempSync(join(tmpdir(), 'gatehouse-chart-'));
+after(() => rmSync(work, { recursive: true, force: true }));
+
+// ---- Tools -------------------------------------------------------------------------------------------------
+
+function runs(cmd: string, args: string[]): boolean {
+  try {
+    execFileSync(cmd, args, { stdio: 'ignore', timeout: 30_000 });
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/** HELM_BIN, else `helm` on PATH, else `$(go env GOPATH)/bin/helm`; throws (the test fails) when none runs. */
+function findHelm(): string {
+  const candidates: string[] = [];
+  if (process.env['HELM_BIN']) candidates.push(process.env['HELM_BIN']);
+  candidates.push('helm');
+  try {
+    const gopath = execFileSync('go', ['env', 'GOPATH'], { encoding: 'utf8', timeout: 30_000 }).trim();
+    if (gopath) candidates.push(join(gopath.split(':')[0] ?? gopath, 'bin/helm'));
+  } catch {
+    // No Go toolchain: only the first two candidates count.
+  }
+  for (const c of candidates) if (runs(c, ['version', '--short'])) return c;
+  throw new Error(`helm not found (tried ${candidates.join(', ')}); install it with: go install helm.sh/helm/v3/cmd/helm@v3.22.0, or set HELM_BIN`);
+}
+
+/** `python3 -m kubernetes_validate`, else the `kubernetes-validate` script; throws when neither runs. */
+function findKubernetesValidate(): string[] {
+  if (runs('python3', ['-m', 'kubernetes_validate', '--version'])) return ['python3', '-m', 'kubernetes_validate'];
+  if (runs('kubernetes-validate', ['--version'])) return ['kubernetes-validate'];
+  throw new Error('kubernetes-validate not found; install it with: python3 -m pip install kubernetes-validate');
+}
+
+let helmBin: string | undefined;
+const helm = (): string => (helmBin ??= findHelm());
+
+interface Run {
+  code: number;
+  stdout: string;
+  stderr: string;
+}
+
+function run(cmd: string, args: string[]): Promise<Run> {
+  return new Promise((resolve) => {
+    execFile(cmd, args, { cwd: ROOT, timeout: 120_000, maxBuffer: 64 * 1024 * 1024 }, (err, stdout, stderr) => {
+      const code = err === null ? 0 : typeof err.code === 'number' ? err.code : 1;
+      resolve({ code, stdout, stderr });
+    });
+  });
+}
+
+// ---- Rendering ---------------------------------------------------------------------------------------------
+
+// Manifests are navigated freely; the assertions check the shapes.
+// eslint-disable-next-line @typescript-eslint/no-explicit-any
+type Manifest = Record<string, any>;
+
+interface Rendered {
+  text: string;
+  docs: Manifest[];
+}
+
+const renderCache = new Map<string, Promise<Rendered>>();
+
+/** `helm template` with the given values file and `--set` overrides; fails the test when helm fails. */
+function render(values: ValuesName, set: string[] = [], chart = CHART): Promise<Rendered> {
+  const key = JSON.stringify([values, set, chart]);
+  let cached = renderCache.get(key);
+  if (cached === undefined) {
+    cached = (async () => {
+      const args = ['template', 'gh', chart, ...KUBE_VERSION, '--namespace', NAMESPACE, '-f', VALUES[values], ...set.flatMap((s) => ['--set', s])];
+      const r = await run(helm(), args);
+      assert.equal(r.code, 0, `helm ${args.join(' ')} failed:\n${r.stderr}`);
+      const docs = parseAllDocuments(r.stdout).map((d) => {
+        assert.deepEqual(d.errors, [], 'helm template printed invalid YAML');
+        return d.toJS() as Manifest | null;
+      });
+      return { text: r.stdout, docs: docs.filter((d): d is Manifest => d !== null) };
+    })();
+    renderCache.set(key, cached);
+  }
+  return cached;
+}
+
+function kinds(docs: Manifest[], kind: string): Manifest[] {
+  return docs.filter((d) => d['kind'] === kind);
+}
+
+function one(docs: Manifest[], kind: string, name?: string): Manifest {
+  const found = kinds(docs, kind).filter((d) => name === undefined || d['metadata']['name'] === name);
+  assert.equal(found.length, 1, `expected one ${kind}${name ? ` named ${name}` : ''}, found ${found.length}`);
+  return found[0] as Manifest;
+}
+
+const deployment = (docs: Manifest[]): Manifest => one(docs, 'Deployment');
+const podSpec = (docs: Manifest[]): Manifest => deployment(docs)['spec']['template']['spec'];
+function container(docs: Manifest[], name: string): Manifest {
+  const c = (podSpec(docs)['containers'] as Manifest[]).find((x) => x['name'] === name);
+  assert.ok(c, `no container named ${name}`);
+  return c;
+}
+
+/** The gateway config text from the chart's ConfigMap (the one that holds gatehouse.yaml). */
+function configText(docs: Manifest[]): string {
+  const cms = kinds(docs, 'ConfigMap').filter((cm) => typeof cm['data']?.['gatehouse.yaml'] === 'string');
+  assert.equal(cms.length, 1, 'expected one ConfigMap with gatehouse.yaml');
+  return cms[0]?.['data']['gatehouse.yaml'] as string;
+}
+
+function configObject(docs: Manifest[]): Manifest {
+  return parse(configText(docs)) as Manifest;
+}
+
+// ---- Secrets in the rendered config ------------------------------------------------------------------------
+
+/** A plausible value for a secret, by what it holds (the config schema checks hashes and URLs). */
+function fakeSecret(name: string): string {
+  const n = name.toLowerCase();
+  if (n.endsWith('hash')) return `sha256:${'ab'.repeat(32)}`;
+  if (n.includes('jwks')) return 'https://auth.example.com/.well-known/jwks.json';
+  if (n.includes('issuer')) return 'https://auth.example.com';
+  if (n.includes('store_url') || n.includes('redis')) return 'redis://:s3cr3t-redis@redis.example:6379';
+  return `fake-secret-${n.replace(/[^a-z0-9]/g, '-')}`;
+}
+
+interface Interpolated {
+  config: GatehouseConfig;
+  env: Record<string, string>;
+  files: Record<string, string>;
+}
+
+/**
+ * Loads the rendered config the way Gatehouse does in the pod: every ${env:NAME} gets a value in the env
+ * handed to the loader, every ${file:/etc/gatehouse-secrets/...} a file (the mount prefix is pointed at a
+ * temporary directory, since the pod's paths do not exist here).
+ */
+function loadRendered(docs: Manifest[], label: string): Interpolated {
+  const text = configText(docs);
+  const env: Record<string, string> = {};
+  for (const m of text.matchAll(/\$\{env:([A-Za-z_][A-Za-z0-9_]*)\}/g)) env[m[1] as string] = fakeSecret(m[1] as string);
+  const dir = mkdtempSync(join(work, `${label}-secrets-`));
+  const files: Record<string, string> = {};
+  for (const m of text.matchAll(/\$\{file:([^}]+)\}/g)) {
+    const path = m[1] as string;
+    assert.ok(path.startsWith(`${SECRETS_DIR}/`), `file reference outside ${SECRETS_DIR}: ${path}`);
+    const local = join(dir, path.slice(SECRETS_DIR.length + 1));
+    mkdirSync(join(local, '..'), { recursive: true });
+    files[path] = fakeSecret(path.split('/').pop() ?? path);
+    writeFileSync(local, `${files[path]}\n`);
+  }
+  const localText = text.split(`\${file:${SECRETS_DIR}/`).join(`\${file:${dir}/`);
+  const config = parseConfigText(localText, { fileName: `${label}/gatehouse.yaml`, baseDir: dir, env });
+  return { config, env, files };
+}
+
+// ---- helm lint ---------------------------------------------------------------------------------------------
+
+describe('helm lint --strict', () => {
+  for (const name of VALUES_NAMES) {
+    test(`passes with ci/${name}-values.yaml`, async () => {
+      const r = await run(helm(), ['lint', '--strict', ...KUBE_VERSION, CHART, '-f', VALUES[name]]);
+      const out = r.stdout + r.stderr;
+      assert.equal(r.code, 0, out);
+      assert.match(out, /1 chart\(s\) linted, 0 chart\(s\) failed/);
+      assert.doesNotMatch(out, /\[(ERROR|WARNING)\]/, out);
+      // Lint runs templates in a mode where `fail` only logs; a fail message here means broken values.
+      assert.doesNotMatch(out, /Fail:/, out);
+    });
+  }
+});
+
+// ---- Kubernetes schemas ------------------------------------------------------------------------------------
+
+describe('kubernetes-validate', () => {
+  test('every rendered manifest passes the Kubernetes schemas (strict), ServiceMonitor skipped as a CRD', async () => {
+    const kv = findKubernetesValidate();
+    const files: string[] = [];
+    const expected: string[] = [];
+    for (const name of VALUES_NAMES) {
+      const { text, docs } = await render(name);
+      const file = join(work, `${name}.yaml`);
+      writeFileSync(file, text);
+      files.push(file);
+      for (const d of docs) if (d['kind'] !== 'ServiceMonitor') expected.push(`${file}|${String(d['kind']).toLowerCase()}/${d['metadata']['name']}`);
+    }
+    const args = [...kv.slice(1), '--strict', ...KUBERNETES_VERSIONS.flatMap((v) => ['-k', v]), ...files];
+    const r = await run(kv[0] as string, args);
+    const lines = r.stdout.split('\n').filter((l) => l.trim() !== '');
+    assert.equal(r.code, 0, `kubernetes-validate failed:\n${r.stdout}${r.stderr}`);
+    assert.deepEqual(lines.filter((l) => /^(ERROR|FATAL)/.test(l)), []);
+    // A kind without a schema (a CRD) is only warned about; the one such kind here is the ServiceMonitor.
+    for (const w of lines.filter((l) => l.startsWith('WARN'))) assert.match(w, /kind ServiceMonitor with api version monitoring\.coreos\.com\/v1/);
+    for (const version of KUBERNETES_VERSIONS) {
+      const mm = version.split('.').slice(0, 2).join('.');
+      for (const e of expected) {
+        const [file, resource] = e.split('|');
+        assert.ok(lines.includes(`INFO ${file} passed for resource ${resource} against version ${mm}`), `no pass for ${resource} in ${file} against ${mm}:\n${r.stdout}`);
+      }
+    }
+  });
+
+  test('the validator does reject a bad manifest (the check above can fail)', async () => {
+    const kv = findKubernetesValidate();
+    const { docs } = await render('sidecar');
+    const bad = structuredClone(deployment(docs));
+    bad['spec']['template']['spec']['containers'][0]['securityContext']['readOnlyRootFilsystem'] = true;
+    const file = join(work, 'bad.yaml');
+    writeFileSync(file, JSON.stringify(bad));
+    const r = await run(kv[0] as string, [...kv.slice(1), '--strict', '-k', '1.37.0', file]);
+    assert.notEqual(r.code, 0);
+    assert.match(r.stdout, /ERROR .*readOnlyRootFilsystem/);
+  });
+});
+
+// ---- Modes -------------------------------------------------------------------------------------------------
+
+describe('sidecar mode', () => {
+  test('one Deployment, Gatehouse and the MCP server side by side', async () => {
+    const { docs } = await render('sidecar');
+    const spec = podSpec(docs);
+    assert.deepEqual((spec['containers'] as Manifest[]).map((c) => c['name']), ['gatehouse', 'mcp-server']);
+    const server = container(docs, 'mcp-server');
+    assert.equal(server['image'], 'ghcr.io/example/crm-mcp:1.4.2');
+    assert.deepEqual(server['args'], ['--transport', 'http', '--host', '127.0.0.1', '--port', '3001']);
+    assert.deepEqual(server['env'], [{ name: 'CRM_BASE_URL', value: 'https://crm.internal.example.com' }]);
+    assert.deepEqual(server['ports'], [{ name: 'mcp-server', containerPort: 3001, protocol: 'TCP' }]);
+    assert.equal(container(docs, 'gatehouse')['image'], 'gatehouse:0.1.0');
+  });
+
+  test('the upstream is the server on 127.0.0.1 in the same pod', async () => {
+    const { docs } = await render('sidecar');
+    const config = configObject(docs);
+    assert.deepEqual(config['upstreams'], [{ name: 'crm', url: 'http://127.0.0.1:3001/mcp', era: 'auto' }]);
+  });
+
+  test("the Service exposes Gatehouse's ports only, never the server's", async () => {
+    const { docs } = await render('sidecar');
+    const svc = one(docs, 'Service');
+    assert.deepEqual(svc['spec']['ports'], [
+      { name: 'mcp', port: 8080, targetPort: 'mcp', protocol: 'TCP' },
+      { name: 'metrics', port: 9464, targetPort: 'metrics', protocol: 'TCP' },
+    ]);
+    assert.deepEqual(svc['spec']['selector'], deployment(docs)['spec']['selector']['matchLabels']);
+  });
+});
+
+describe('standalone mode', () => {
+  test('Gatehouse alone, in front of the existing Service URL', async () => {
+    const { docs } = await render('standalone');
+    assert.deepEqual((podSpec(docs)['containers'] as Manifest[]).map((c) => c['name']), ['gatehouse']);
+    assert.equal(deployment(docs)['spec']['replicas'], 3);
+    const [upstream] = configObject(docs)['upstreams'] as Manifest[];
+    assert.equal(upstream?.['url'], 'http://search-mcp.tools.svc.cluster.local:8000/mcp');
+    assert.equal(upstream?.['name'], 'search');
+    assert.deepEqual(upstream?.['headers'], { Authorization: 'Bearer ${env:GATEHOUSE_UPSTREAM_HEADER_AUTHORIZATION}', 'X-Team': 'platform' });
+    assert.equal(deployment(docs)['metadata']['labels']['gatehouse.dev/mode'], 'standalone');
+  });
+});
+
+// ---- Pod hardening and probes ------------------------------------------------------------------------------
+
+const HARDENED = {
+  runAsNonRoot: true,
+  runAsUser: 1000,
+  readOnlyRootFilesystem: true,
+  allowPrivilegeEscalation: false,
+  capabilities: { drop: ['ALL'] },
+  seccompProfile: { type: 'RuntimeDefault' },
+};
+
+describe('pod', () => {
+  for (const name of VALUES_NAMES) {
+    test(`${name}: securityContext is hardened for the pod and every container`, async () => {
+      const { docs } = await render(name);
+      const spec = podSpec(docs);
+      assert.equal(spec['securityContext']['runAsNonRoot'], true);
+      assert.equal(spec['securityContext']['runAsUser'], 1000);
+      assert.deepEqual(spec['securityContext']['seccompProfile'], { type: 'RuntimeDefault' });
+      assert.equal(spec['automountServiceAccountToken'], false);
+      for (const c of spec['containers'] as Manifest[]) {
+        for (const [key, value] of Object.entries(HARDENED)) assert.deepEqual(c['securityContext'][key], value, `${c['name']}.securityContext.${key}`);
+      }
+    });
+
+    test(`${name}: writable emptyDirs at /data and /tmp, config mounted as a directory`, async () => {
+      const { docs } = await render(name);
+      const spec = podSpec(docs);
+      const volumes = new Map((spec['volumes'] as Manifest[]).map((v) => [v['name'], v]));
+      const mounts = new Map((container(docs, 'gatehouse')['volumeMounts'] as Manifest[]).map((m) => [m['mountPath'], m]));
+      for (const path of ['/data', '/tmp']) {
+        const mount = mounts.get(path);
+        assert.ok(mount, `no mount at ${path}`);
+        assert.ok(volumes.get(mount['name'])?.['emptyDir'], `${path} is not an emptyDir`);
+        assert.notEqual(mount['readOnly'], true);
+      }
+      const configMount = mounts.get('/etc/gatehouse');
+      assert.ok(configMount);
+      // No subPath: the kubelet's ConfigMap updates reach the file only for a directory mount (hot reload).
+      assert.equal(configMount['subPath'], undefined);
+      assert.equal(volumes.get(configMount['name'])?.['configMap']?.['name'], one(docs, 'Service')['metadata']['name']);
+      const gh = container(docs, 'gatehouse');
+      assert.deepEqual(gh['args'], ['serve', '--config', '/etc/gatehouse/gatehouse.yaml']);
+      assert.ok((gh['env'] as Manifest[]).some((e) => e['name'] === 'GATEHOUSE_CONFIG' && e['value'] === '/etc/gatehouse/gatehouse.yaml'));
+      if (name !== 'standalone') {
+        const serverMounts = container(docs, podSpec(docs)['containers'][1]['name'])['volumeMounts'] as Manifest[];
+        assert.ok(serverMounts.some((m) => m['mountPath'] === '/tmp' && volumes.get(m['name'])?.['emptyDir']), 'server container has no writable /tmp');
+      }
+    });
+
+    test(`${name}: liveness on /healthz, readiness on /readyz, both on the MCP port; resources set`, async () => {
+      const { docs } = await render(name);
+      const gh = container(docs, 'gatehouse');
+      assert.deepEqual(gh['livenessProbe']['httpGet'], { path: '/healthz', port: 'mcp' });
+      assert.deepEqual(gh['readinessProbe']['httpGet'], { path: '/readyz', port: 'mcp' });
+      const mcpPort = (gh['ports'] as Manifest[]).find((p) => p['name'] === 'mcp');
+      assert.equal(mcpPort?.['containerPort'], configObject(docs)['listen']['port']);
+      assert.ok(gh['resources']['requests']['cpu']);
+      assert.ok(gh['resources']['limits']['memory']);
+    });
+  }
+});
+
+// ---- The gateway config ------------------------------------------------------------------------------------
+
+describe('gateway config', () => {
+  for (const name of VALUES_NAMES) {
+    test(`${name}: parses and is accepted by Gatehouse's own loader`, async () => {
+      const { docs } = await render(name);
+      const { config } = loadRendered(docs, name);
+      assert.equal(config.listen.host, '0.0.0.0');
+      assert.equal(config.listen.publicUrl, (parse(readFileSync(VALUES[name], 'utf8')) as Manifest)['listen']['publicUrl']);
+      assert.deepEqual(config.metrics, { enabled: true, host: '0.0.0.0', port: 9464, path: '/metrics' });
+      // Metrics are another change's work; until it lands the runtime refuses metrics.enabled, which is expected.
+      const problems = unsupportedFeatures(config).filter((p) => !p.startsWith('metrics.enabled:'));
+      assert.deepEqual(problems, []);
+    });
+  }
+
+  test('metrics are off in the config when the values turn them off', async () => {
+    const { docs } = await render('sidecar', ['metrics.enabled=false']);
+    assert.deepEqual(configObject(docs)['metrics'], { enabled: false });
+    assert.deepEqual(loadRendered(docs, 'no-metrics').config.metrics, { enabled: false, host: '127.0.0.1', port: 9464, path: '/metrics' });
+    assert.deepEqual(unsupportedFeatures(loadRendered(docs, 'no-metrics').config), []);
+    assert.deepEqual((one(docs, 'Service')['spec']['ports'] as Manifest[]).map((p) => p['name']), ['mcp']);
+    assert.equal((container(docs, 'gatehouse')['ports'] as Manifest[]).length, 1);
+  });
+
+  test('everything: OAuth, introspection, client credentials, Redis and extra config all land in the config', async () => {
+    const { docs } = await render('everything');
+    const { config, env, files } = loadRendered(docs, 'everything-detail');
+    assert.equal(config.auth.oauth?.audience, 'https://files.mcp.example.com/mcp');
+    assert.equal(config.auth.oauth?.jwksUri, env['GATEHOUSE_OAUTH_JWKS_URI']);
+    assert.equal(config.auth.oauth?.introspection?.clientSecret, files[`${SECRETS_DIR}/gatehouse-oauth-introspection/client-secret`]);
+    assert.equal(config.store.kind, 'redis');
+    assert.deepEqual(config.upstreams.map((u) => u.name), ['files', 'wiki']);
+    assert.equal(config.listen.maxBodyBytes, 2097152);
+    assert.equal(config.listen.port, 8443);
+    assert.equal(config.tools.naming.prefix, 'always');
+    assert.equal(config.shutdown.graceMs, 20000);
+    const raw = configObject(docs);
+    assert.equal(raw['upstreams'][0]['headers']['Authorization'], `Bearer \${file:${SECRETS_DIR}/files-upstream/bearer}`);
+    assert.equal(raw['upstreams'][0]['url'], 'http://127.0.0.1:3100/mcp');
+  });
+
+  test('the sqlite store lives in the writable /data volume', async () => {
+    const { docs } = await render('sidecar');
+    assert.deepEqual(configObject(docs)['store'], { kind: 'sqlite', path: '/data/gatehouse.db' });
+  });
+});
+
+// ---- Secrets -----------------------------------------------------------------------------------------------
+
+describe('secrets', () => {
+  for (const name of VALUES_NAMES) {
+    test(`${name}: every \${env:} reference is an env var from a Secret, every \${file:} one a mounted Secret`, async () => {
+      const { docs } = await render(name);
+      const text = configText(docs);
+      const gh = container(docs, 'gatehouse');
+      const envByName = new Map((gh['env'] as Manifest[]).map((e) => [e['name'], e]));
+      const refs = [...text.matchAll(/\$\{env:([A-Za-z0-9_]+)\}/g)].map((m) => m[1] as string);
+      assert.ok(refs.length > 0, 'the ci values reference secrets, so the config must hold ${env:} references');
+      for (const ref of refs) {
+        const e = envByName.get(ref);
+        assert.ok(e, `\${env:${ref}} has no env var in the gatehouse container`);
+        assert.ok(e['valueFrom']?.['secretKeyRef']?.['name'] && e['valueFrom']['secretKeyRef']['key'], `${ref} does not come from a Secret`);
+      }
+      const volumes = new Map((podSpec(docs)['volumes'] as Manifest[]).map((v) => [v['name'], v]));
+      const mounts = gh['volumeMounts'] as Manifest[];
+      for (const m of text.matchAll(/\$\{file:([^}]+)\}/g)) {
+        const path = m[1] as string;
+        const mount = mounts.find((x) => path.startsWith(`${x['mountPath']}/`));
+        assert.ok(mount, `${path} is under no mount`);
+        assert.equal(mount['readOnly'], true);
+        const secretName = volumes.get(mount['name'])?.['secret']?.['secretName'];
+        assert.equal(path, `${mount['mountPath']}/${path.slice(mount['mountPath'].length + 1)}`);
+        assert.equal(mount['mountPath'], `${SECRETS_DIR}/${secretName}`);
+      }
+    });
+
+    test(`${name}: no secret value appears in any ConfigMap`, async () => {
+      const { docs } = await render(name);
+      const { env, files } = loadRendered(docs, `${name}-leak`);
+      const secrets = [...Object.values(env), ...Object.values(files)];
+      for (const cm of kinds(docs, 'ConfigMap')) {
+        const data = JSON.stringify(cm['data'] ?? {});
+        for (const s of secrets) assert.ok(!data.includes(s), `ConfigMap ${cm['metadata']['name']} holds a secret value`);
+        // Nothing secret-shaped written out in clear either: key hashes, bearer tokens, credentials in URLs.
+        assert.doesNotMatch(data, /sha256:[0-9a-f]{64}/);
+        assert.doesNotMatch(data, /Bearer (?!\$\{)/);
+        assert.doesNotMatch(data, /:\/\/[^/\s"]*:[^/\s"]*@/);
+      }
+      // The secret-capable fields hold references only.
+      const config = configObject(docs);
+      const reference = /^(Bearer )?\$\{(env|file):[^}]+\}$/;
+      for (const key of (config['auth']['apiKeys'] ?? []) as Manifest[]) assert.match(key['hash'], reference);
+      for (const [header, value] of Object.entries((config['upstreams'][0]['headers'] ?? {}) as Record<string, string>)) {
+        if (header.toLowerCase() === 'authorization' || header.toLowerCase().includes('key')) assert.match(value, reference);
+      }
+    });
+  }
+
+  test('API keys read their hash from auth.apiKeysSecret under their id, or under secretKey', async () => {
+    const { docs } = await render('sidecar');
+    const env = container(docs, 'gatehouse')['env'] as Manifest[];
+    const ref = (n: string): unknown => env.find((e) => e['name'] === n)?.['valueFrom']?.['secretKeyRef'];
+    assert.deepEqual(ref('GATEHOUSE_API_KEY_CI_BOT_HASH'), { name: 'gatehouse-api-keys', key: 'ci-bot' });
+    assert.deepEqual(ref('GATEHOUSE_API_KEY_OPS_HASH'), { name: 'gatehouse-api-keys', key: 'ops-hash' });
+    const keys = configObject(docs)['auth']['apiKeys'] as Manifest[];
+    assert.deepEqual(keys[1], { id: 'ops', hash: '${env:GATEHOUSE_API_KEY_OPS_HASH}', tenant: 'acme', scopes: ['tools:call'], tools: ['crm/search'], expires: '2027-01-01' });
+  });
+
+  test('OAuth and JWKS settings can come from a Secret', async () => {
+    const { docs } = await render('standalone');
+    const oauth = configObject(docs)['auth']['oauth'];
+    assert.equal(oauth['issuer'], '${env:GATEHOUSE_OAUTH_ISSUER}');
+    assert.equal(oauth['jwksUri'], '${env:GATEHOUSE_OAUTH_JWKS_URI}');
+    const env = container(docs, 'gatehouse')['env'] as Manifest[];
+    assert.deepEqual(env.find((e) => e['name'] === 'GATEHOUSE_OAUTH_JWKS_URI')?.['valueFrom'], { secretKeyRef: { name: 'gatehouse-oauth', key: 'jwks-uri' } });
+  });
+});
+
+// ---- Rolling on config change ------------------------------------------------------------------------------
+
+describe('checksum/config', () => {
+  const checksum = (docs: Manifest[]): string | undefined => deployment(docs)['spec']['template']['metadata']['annotations']['checksum/config'];
+
+  test('changes when a config value changes, and only then', async () => {
+    const base = checksum((await render('sidecar')).docs);
+    assert.match(base ?? '', /^[0-9a-f]{64}$/);
+    assert.equal(checksum((await render('sidecar', ['replicaCount=5'])).docs), base, 'a non-config value must not roll the pods');
+    assert.notEqual(checksum((await render('sidecar', ['log.level=debug'])).docs), base);
+    assert.notEqual(checksum((await render('sidecar', ['upstream.name=other'])).docs), base);
+    // Another Secret for the same reference changes the pod's env, which rolls the pods by itself; the config
+    // text (and so the checksum) stays the same.
+    const other = (await render('sidecar', ['auth.apiKeysSecret=other-keys'])).docs;
+    assert.equal(checksum(other), base);
+    assert.ok((container(other, 'gatehouse')['env'] as Manifest[]).some((e) => e['valueFrom']?.['secretKeyRef']?.['name'] === 'other-keys'));
+  });
+
+  test('is left out when rollOnConfigChange is false (Gatehouse hot-reloads the file)', async () => {
+    const { docs } = await render('sidecar', ['rollOnConfigChange=false']);
+    assert.equal(checksum(docs), undefined);
+  });
+});
+
+// ---- Network policy ----------------------------------------------------------------------------------------
+
+describe('NetworkPolicy', () => {
+  const metricsRules = (np: Manifest, port: number): Manifest[] =>
+    (np['spec']['ingress'] as Manifest[]).filter((r) => (r['ports'] as Manifest[] | undefined)?.some((p) => p['port'] === port));
+
+  for (const name of VALUES_NAMES) {
+    test(`${name}: every rule names its ports; metrics only from the monitoring namespace`, async () => {
+      const { docs } = await render(name);
+      const np = one(docs, 'NetworkPolicy');
+      const config = configObject(docs);
+      assert.deepEqual(np['spec']['podSelector']['matchLabels'], deployment(docs)['spec']['selector']['matchLabels']);
+      assert.deepEqual(np['spec']['policyTypes'], ['Ingress']);
+      // A rule without ports would open every port of the pod (the server's own port in sidecar mode).
+      for (const rule of np['spec']['ingress'] as Manifest[]) assert.ok((rule['ports'] as Manifest[]).length > 0);
+      const rules = metricsRules(np, config['metrics']['port']);
+      assert.equal(rules.length, 1, 'exactly one rule admits the metrics port');
+      const [rule] = rules as [Manifest];
+      assert.deepEqual(rule['ports'], [{ port: config['metrics']['port'], protocol: 'TCP' }]);
+      const values = parse(readFileSync(VALUES[name], 'utf8')) as Manifest;
+      const namespace = values['networkPolicy']?.['metrics']?.['namespace'] ?? 'monitoring';
+      assert.equal(rule['from'].length, 1);
+      assert.deepEqual(rule['from'][0]['namespaceSelector'], { matchLabels: { 'kubernetes.io/metadata.name': namespace } });
+      assert.equal(rule['from'][0]['ipBlock'], undefined);
+      const mcpRules = metricsRules(np, config['listen']['port']);
+      assert.equal(mcpRules.length, 1);
+      assert.deepEqual(mcpRules[0]?.['ports'], [{ port: config['listen']['port'], protocol: 'TCP' }]);
+    });
+  }
+
+  test('the MCP port is open to any source by default, to the configured peers otherwise', async () => {
+    const sidecar = one((await render('sidecar')).docs, 'NetworkPolicy');
+    assert.equal(sidecar['spec']['ingress'][0]['from'], undefined);
+    const standalone = one((await render('standalone')).docs, 'NetworkPolicy');
+    assert.deepEqual(standalone['spec']['ingress'][0]['from'], [{ namespaceSelector: { matchLabels: { 'kubernetes.io/metadata.name': 'ingress-nginx' } } }]);
+    const everything = one((await render('everything')).docs, 'NetworkPolicy');
+    assert.deepEqual(everything['spec']['ingress'][1]['from'], [{
+      namespaceSelector: { matchLabels: { 'kubernetes.io/metadata.name': 'observability' } },
+      podSelector: { matchLabels: { 'app.kubernetes.io/name': 'prometheus' } },
+    }]);
+  });
+
+  test('can be turned off', async () => {
+    const { docs } = await render('sidecar', ['networkPolicy.enabled=false']);
+    assert.equal(kinds(docs, 'NetworkPolicy').length, 0);
+  });
+});
+
+// ---- PDB, HPA, ServiceMonitor, dashboard -------------------------------------------------------------------
+
+describe('optional objects', () => {
+  test('a PodDisruptionBudget selects the pods (minAvailable by default, maxUnavailable when set)', async () => {
+    const sidecar = (await render('sidecar')).docs;
+    const pdb = one(sidecar, 'PodDisruptionBudget');
+    assert.equal(pdb['apiVersion'], 'policy/v1');
+    assert.equal(pdb['spec']['minAvailable'], 1);
+    assert.deepEqual(pdb['spec']['selector']['matchLabels'], deployment(sidecar)['spec']['selector']['matchLabels']);
+    const everything = one((await render('everything')).docs, 'PodDisruptionBudget');
+    assert.deepEqual(Object.keys(everything['spec']).sort(), ['maxUnavailable', 'selector']);
+    assert.equal(kinds((await render('sidecar', ['podDisruptionBudget.enabled=false'])).docs, 'PodDisruptionBudget').length, 0);
+  });
+
+  test('an HPA (autoscaling/v2) only when enabled, and then the Deployment leaves replicas to it', async () => {
+    for (const name of ['sidecar', 'standalone'] as const) assert.equal(kinds((await render(name)).docs, 'HorizontalPodAutoscaler').length, 0);
+    const { docs } = await render('everything');
+    const hpa = one(docs, 'HorizontalPodAutoscaler');
+    assert.equal(hpa['apiVersion'], 'autoscaling/v2');
+    assert.deepEqual(hpa['spec']['scaleTargetRef'], { apiVersion: 'apps/v1', kind: 'Deployment', name: deployment(docs)['metadata']['name'] });
+    assert.equal(hpa['spec']['minReplicas'], 3);
+    assert.equal(hpa['spec']['maxReplicas'], 10);
+    assert.deepEqual((hpa['spec']['metrics'] as Manifest[]).map((m) => [m['resource']['name'], m['resource']['target']['averageUtilization']]), [['cpu', 70], ['memory', 80]]);
+    assert.equal(deployment(docs)['spec']['replicas'], undefined);
+  });
+
+  test('a ServiceMonitor (monitoring.coreos.com/v1) only when enabled, scraping the Service metrics port', async () => {
+    for (const name of ['sidecar', 'standalone'] as const) assert.equal(kinds((await render(name)).docs, 'ServiceMonitor').length, 0);
+    const { docs } = await render('everything');
+    const sm = one(docs, 'ServiceMonitor');
+    const svc = one(docs, 'Service');
+    assert.equal(sm['apiVersion'], 'monitoring.coreos.com/v1');
+    assert.equal(sm['metadata']['labels']['release'], 'kube-prometheus-stack');
+    for (const [k, v] of Object.entries(sm['spec']['selector']['matchLabels'] as Record<string, string>)) assert.equal(svc['metadata']['labels'][k], v);
+    assert.deepEqual(sm['spec']['namespaceSelector'], { matchNames: [NAMESPACE] });
+    assert.deepEqual(sm['spec']['endpoints'], [{ port: 'metrics', path: '/metrics', interval: '15s', scrapeTimeout: '10s' }]);
+    assert.ok((svc['spec']['ports'] as Manifest[]).some((p) => p['name'] === 'metrics' && p['targetPort'] === 'metrics' && p['port'] === 9090));
+  });
+
+  test('the Grafana dashboard ConfigMap only when enabled, labelled grafana_dashboard: "1"', async () => {
+    for (const name of ['sidecar', 'standalone'] as const) {
+      assert.equal(kinds((await render(name)).docs, 'ConfigMap').filter((c) => c['metadata']['labels']['grafana_dashboard']).length, 0);
+    }
+    const { docs } = await render('everything');
+    const cm = one(docs, 'ConfigMap', 'gatehouse-all-dashboard');
+    assert.equal(cm['metadata']['labels']['grafana_dashboard'], '1');
+    assert.equal(cm['metadata']['annotations']['grafana_folder'], 'MCP');
+    assert.deepEqual(JSON.parse(cm['data']['gatehouse.json']), JSON.parse(readFileSync(join(CHART, 'dashboards/gatehouse.json'), 'utf8')));
+  });
+});
+
+describe('Grafana dashboard', () => {
+  const dashboard = JSON.parse(readFileSync(join(CHART, 'dashboards/gatehouse.json'), 'utf8')) as Manifest;
+  const panels = dashboard['panels'] as Manifest[];
+  const exprs = panels.flatMap((p) => ((p['targets'] ?? []) as Manifest[]).map((t) => String(t['expr'])));
+
+  test('has a panel for every Gatehouse and process metric', () => {
+    const metrics = [
+      'gatehouse_requests_total', 'gatehouse_tool_calls_total', 'gatehouse_request_duration_seconds_bucket',
+      'gatehouse_upstream_request_duration_seconds_bucket', 'gatehouse_upstream_up', 'gatehouse_upstream_info',
+      'gatehouse_legacy_sessions', 'gatehouse_in_flight_requests', 'gatehouse_config_reloads_total',
+      'gatehouse_auth_failures_total', 'process_cpu_seconds_total', 'process_resident_memory_bytes',
+    ];
+    for (const m of metrics) assert.ok(exprs.some((e) => new RegExp(`\\b${m}\\{`).test(e)), `no panel queries ${m}`);
+    for (const [metric, labels] of [
+      ['gatehouse_requests_total', ['method', 'era', 'upstream', 'outcome']],
+      ['gatehouse_tool_calls_total', ['tool', 'outcome', 'error_code']],
+      ['gatehouse_upstream_request_duration_seconds_bucket', ['upstream']],
+      ['gatehouse_upstream_info', ['upstream', 'era']],
+      ['gatehouse_config_reloads_total', ['result']],
+      ['gatehouse_auth_failures_total', ['reason']],
+    ] as const) {
+      for (const label of labels) {
+        assert.ok(exprs.some((e) => e.includes(metric) && new RegExp(`by \\([^)]*\\b${label}\\b`).test(e)), `no panel breaks ${metric} down by ${label}`);
+      }
+    }
+  });
+
+  test('is a well-formed Grafana dashboard: unique ids, templated Prometheus data source, grid inside 24 columns', () => {
+    assert.equal(dashboard['uid'], 'gatehouse-overview');
+    const ids = panels.map((p) => p['id']);
+    assert.equal(new Set(ids).size, ids.length);
+    const vars = (dashboard['templating']['list'] as Manifest[]).map((v) => v['name']);
+    assert.deepEqual(vars, ['datasource', 'namespace', 'job']);
+    for (const p of panels) {
+      assert.ok(p['gridPos']['x'] + p['gridPos']['w'] <= 24, `${p['title']} overflows the grid`);
+      if (p['type'] !== 'row') assert.deepEqual(p['datasource'], { type: 'prometheus', uid: '${datasource}' });
+    }
+    for (const e of exprs) {
+      let depth = 0;
+      for (const ch of e) {
+        if (ch === '(' || ch === '{' || ch === '[') depth++;
+        if (ch === ')' || ch === '}' || ch === ']') depth--;
+        assert.ok(depth >= 0, `unbalanced: ${e}`);
+      }
+      assert.equal(depth, 0, `unbalanced: ${e}`);
+    }
+  });
+});
+
+// ---- values.schema.json and friendly failures ----------------------------------------------------------------
+
+describe('values', () => {
+  const failing = async (values: ValuesName, set: string[]): Promise<string> => {
+    const r = await run(helm(), ['template', 'gh', CHART, ...KUBE_VERSION, '-f', VALUES[values], ...set.flatMap((s) => ['--set', s])]);
+    assert.notEqual(r.code, 0, `helm template ${set.join(' ')} should fail`);
+    return r.stderr;
+  };
+
+  test('values.schema.json rejects a typo at the top level and in the chart\'s own sections', async () => {
+    assert.match(await failing('sidecar', ['replicas=3']), /additional properties 'replicas' not allowed/);
+    assert.match(await failing('sidecar', ['metrics.serviceMonitr.enabled=true']), /additional properties 'serviceMonitr' not allowed/);
+    assert.match(await failing('sidecar', ['mode=daemonset']), /mode/);
+    assert.match(await failing('sidecar', ['upstream.name=has space']), /upstream\/name/);
+  });
+
+  test('missing essentials fail with a message that says what to set', async () => {
+    assert.match(await failing('sidecar', ['server.image.repository=']), /server\.image\.repository/);
+    assert.match(await failing('standalone', ['upstream.url=']), /needs upstream\.url/);
+    assert.match(await failing('sidecar', ['auth.apiKeys=null']), /auth\.apiKeys .*or auth\.oauth/);
+    assert.match(await failing('sidecar', ['server.port=8080']), /clashes/);
+    assert.match(await failing('sidecar', ['auth.apiKeysSecret=']), /no hash/);
+    // Two references that would share one env var name are refused rather than one silently winning.
+    assert.match(await failing('everything', ['upstream.headers.X_Api_Key.secretKeyRef.name=s,upstream.headers.X_Api_Key.secretKeyRef.key=k']), /GATEHOUSE_UPSTREAM_HEADER_X_API_KEY is already used/);
+    assert.match(await failing('sidecar', ['upstream.headers.Authorization.secretKeyRef.name=only-a-name']), /upstream\/headers\/Authorization/);
+  });
+
+  test('the values files in ci/ only use keys that values.yaml documents', () => {
+    const defaults = parse(readFileSync(join(CHART, 'values.yaml'), 'utf8')) as Manifest;
+    for (const name of VALUES_NAMES) {
+      const values = parse(readFileSync(VALUES[name], 'utf8')) as Manifest;
+      for (const key of Object.keys(values)) assert.ok(key in defaults, `${name}: ${key} is not in values.yaml`);
+    }
+  });
+});
+
+// ---- NOTES.txt ---------------------------------------------------------------------------------------------
+
+describe('NOTES.txt', () => {
+  /** helm template does not print NOTES.txt; a copy of the chart renders it into a ConfigMap through tpl. */
+  async function notes(values: ValuesName): Promise<string> {
+    const copy = join(work, `notes-${values}`);
+    cpSync(CHART, copy, { recursive: true });
+    writeFileSync(join(copy, 'notes-src.txt'), readFileSync(join(CHART, 'templates/NOTES.txt')));
+    writeFileSync(join(copy, 'templates/zz-notes.yaml'),
+      'apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: notes\ndata:\n  notes: |\n    {{- tpl (.Files.Get "notes-src.txt") . | nindent 4 }}\n');
+    const { docs } = await render(values, [], copy);
+    return one(docs, 'ConfigMap', 'notes')['data']['notes'] as string;
+  }
+
+  test('tells how to connect: port-forward, curl, claude mcp add and the public URL', async () => {
+    const text = await notes('sidecar');
+    assert.match(text, /kubectl -n gatehouse-test port-forward svc\/gh-gatehouse 8080:8080/);
+    assert.match(text, /curl -s http:\/\/127\.0\.0\.1:8080\/mcp/);
+    assert.match(text, /claude mcp add --transport http gatehouse http:\/\/127\.0\.0\.1:8080\/mcp --header "Authorization: Bearer \$GATEHOUSE_TOKEN"/);
+    assert.match(text, /https:\/\/mcp\.example\.com\/mcp/);
+    assert.match(text, /checksum\/config/);
+  });
+
+  test('for OAuth, names the protected resource metadata instead of an API key', async () => {
+    const text = await notes('standalone');
+    assert.match(text, /access token from your authorization server/);
+    assert.match(text, /https:\/\/search\.mcp\.example\.com\/\.well-known\/oauth-protected-resource\/mcp/);
+    assert.match(text, /http:\/\/search-mcp\.tools\.svc\.cluster\.local:8000\/mcp/);
+  });
+});
