@@ -1,0 +1,60 @@
+// The edge's auth stage without a network: how the Authorization header, the query string and the body
+// are judged (2026-07-28/basic/authorization/index.mdx §Token Requirements, §Error Handling).
+import { describe, it } from 'node:test';
+import assert from 'node:assert/strict';
+import { Authenticator, type AuthVerdict } from '../../../src/auth/authenticator.js';
+import { credentialInMessage } from '../../../src/auth/credential-locations.js';
+import { hashKey } from '../../../src/auth/key-hash.js';
+import { validateConfigObject } from '../../../src/config/load.js';
+import { createLogger } from '../../../src/log/logger.js';
+
+const KEY = 'gh_unit_test_key_0123456789abcdefghijklmnop';
+const log = createLogger('error', () => {});
+const authWith = (auth: Record<string, unknown>) => new Authenticator(validateConfigObject({ upstreams: [{ name: 'u', url: 'http://127.0.0.1:1/mcp' }], auth }, 'test'), log);
+const sync = (v: AuthVerdict | Promise<AuthVerdict>): AuthVerdict => {
+  assert.ok(!(v instanceof Promise), 'API keys and missing credentials are judged without a tick');
+  return v;
+};
+
+describe('Authenticator', () => {
+  it('anonymous-only (loopback demo): a presented header is neither judged nor needed', () => {
+    const a = authWith({ anonymous: true });
+    const v = sync(a.authenticate({ authorization: 'Bearer whatever' }));
+    assert.ok(v.ok && v.principal.via === 'anonymous');
+  });
+
+  it('anonymous next to keys: no header is anonymous, but a bad key is still refused', () => {
+    const a = authWith({ anonymous: true, apiKeys: [{ id: 'k', hash: hashKey(KEY) }] });
+    const none = sync(a.authenticate({}));
+    assert.ok(none.ok && none.principal.subject === 'anonymous');
+    const bad = sync(a.authenticate({ authorization: 'Bearer gh_wrong_key_0123456789abcdefghijklmn' }));
+    assert.ok(!bad.ok && bad.refusal.status === 401 && bad.refusal.reason === 'unknown_key');
+    const good = sync(a.authenticate({ authorization: `bearer ${KEY}` }));
+    assert.ok(good.ok && good.principal.subject === 'key:k' && good.principal.keyId === 'k', 'the scheme is case-insensitive');
+  });
+
+  it('without OAuth there is no metadata to point at, but the challenge is still a Bearer challenge', () => {
+    const a = authWith({ apiKeys: [{ id: 'k', hash: hashKey(KEY) }] });
+    assert.equal(a.metadata, undefined);
+    const v = sync(a.authenticate({}));
+    assert.ok(!v.ok);
+    assert.equal(v.refusal.headers['www-authenticate'], 'Bearer realm="gatehouse"');
+  });
+
+  it('credentials in the query string are named and refused', () => {
+    const a = authWith({ apiKeys: [{ id: 'k', hash: hashKey(KEY) }] });
+    const v = a.checkUrl('/mcp?x=1&Access-Token=abc');
+    assert.ok(v && !v.ok && v.refusal.status === 400 && /Access-Token/.test(v.refusal.message));
+    assert.equal(a.checkUrl('/mcp?cursor=abc'), undefined);
+  });
+});
+
+describe('credentialInMessage', () => {
+  it('finds credentials at the top, in params and in _meta, but not in tool arguments', () => {
+    assert.equal(credentialInMessage({ jsonrpc: '2.0', id: 1, method: 'x', api_key: 'k' }), 'api_key');
+    assert.equal(credentialInMessage({ jsonrpc: '2.0', id: 1, method: 'x', params: { accessToken: 'k' } }), 'params.accessToken');
+    assert.equal(credentialInMessage({ jsonrpc: '2.0', id: 1, method: 'x', params: { _meta: { 'com.example/authorization': 'Bearer k' } } }), 'params._meta.com.example/authorization');
+    assert.equal(credentialInMessage({ jsonrpc: '2.0', id: 1, method: 'tools/call', params: { name: 'login', arguments: { token: 'user-supplied' } } }), undefined);
+    assert.equal(credentialInMessage({ jsonrpc: '2.0', id: 1, method: 'tools/call', params: { _meta: { progressToken: 3 } } }), undefined);
+  });
+});

@@ -1,0 +1,66 @@
+// Access rules (issue 5 item 4): who sees and calls which tool, prompt and resource. Rules are read in
+// order and the first that matches the caller and the item decides; once rules name a kind, anything of
+// that kind they do not allow is hidden; an API key's own tool list narrows further.
+import { describe, it } from 'node:test';
+import assert from 'node:assert/strict';
+import type { Principal } from '../../../src/auth/principal.js';
+import { AccessPolicy, globToRegExp } from '../../../src/policy/access.js';
+
+const caller = (p: Partial<Principal> = {}): Principal => ({ subject: 'alice', scopes: [], groups: [], via: 'jwt', ...p });
+
+describe('AccessPolicy', () => {
+  it('without rules everything is visible, and nothing restricts', () => {
+    const policy = new AccessPolicy([]);
+    assert.equal(policy.restricts(false), false);
+    assert.equal(policy.allows(caller(), 'tools', 'crm/delete_user'), true);
+    assert.equal(policy.allows(caller(), 'resources', 'file:///etc/passwd'), true);
+  });
+
+  it('an API key tool list narrows tools only, whatever the rules say', () => {
+    const policy = new AccessPolicy([]);
+    assert.equal(policy.restricts(true), true);
+    const key = caller({ via: 'api_key', toolGlobs: ['crm/get_*'] });
+    assert.equal(policy.allows(key, 'tools', 'crm/get_user'), true);
+    assert.equal(policy.allows(key, 'tools', 'crm/delete_user'), false);
+    assert.equal(policy.allows(key, 'prompts', 'crm/summarize'), true);
+  });
+
+  it('the first rule that matches caller and item decides; unmatched items of a governed kind are hidden', () => {
+    const policy = new AccessPolicy([
+      { access: 'deny', groups: ['support'], tools: ['crm/delete_*'] },
+      { access: 'allow', tenants: ['acme'], tools: ['crm/*'] },
+      { access: 'allow', scopes: ['admin', 'write'], tools: ['*'] },
+    ]);
+    const support = caller({ tenant: 'acme', groups: ['support'] });
+    assert.equal(policy.allows(support, 'tools', 'crm/delete_user'), false, 'the deny comes first');
+    assert.equal(policy.allows(support, 'tools', 'crm/get_user'), true);
+    assert.equal(policy.allows(caller({ tenant: 'other' }), 'tools', 'crm/get_user'), false, 'no rule matches: hidden');
+    assert.equal(policy.allows(caller({ scopes: ['admin'] }), 'tools', 'files/read'), false, 'scopes: all of them are needed');
+    assert.equal(policy.allows(caller({ scopes: ['admin', 'write'] }), 'tools', 'files/read'), true);
+    assert.equal(policy.allows(caller({ tenant: 'other' }), 'prompts', 'crm/p'), true, 'no rule names prompts: visible');
+  });
+
+  it('subjects, prompts and resource URIs', () => {
+    const policy = new AccessPolicy([
+      { access: 'allow', subjects: ['key:ops'], prompts: ['*'], resources: ['*'] },
+      { access: 'allow', resources: ['file:///public/*'] },
+    ]);
+    assert.equal(policy.allows(caller({ subject: 'key:ops' }), 'prompts', 'crm/summarize'), true);
+    assert.equal(policy.allows(caller(), 'prompts', 'crm/summarize'), false);
+    assert.equal(policy.allows(caller(), 'resources', 'file:///public/readme.md'), true);
+    assert.equal(policy.allows(caller(), 'resources', 'file:///private/keys'), false);
+    assert.equal(policy.allows(caller(), 'tools', 'crm/anything'), true, 'no rule names tools');
+  });
+});
+
+describe('globToRegExp', () => {
+  it('* spans slashes, ? is one character, everything else is literal', () => {
+    assert.ok(globToRegExp('crm/*').test('crm/a/b'));
+    assert.ok(globToRegExp('a?c').test('abc'));
+    assert.ok(!globToRegExp('a?c').test('ac'));
+    assert.ok(globToRegExp('get.user').test('get.user'));
+    assert.ok(!globToRegExp('get.user').test('getXuser'), 'a dot is literal');
+    assert.ok(!globToRegExp('crm/(x)').test('crm/x'), 'parentheses are literal');
+    assert.ok(globToRegExp('crm/(x)').test('crm/(x)'));
+  });
+});
