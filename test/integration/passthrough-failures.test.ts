@@ -120,9 +120,13 @@ describe('what reaches the upstream', () => {
       traceparent: '00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01',
     });
     assert.equal(res.status, 200);
-    // The client's request, byte for byte (Gatehouse may also have listed the upstream for itself).
-    const seen = up.requests.find((r) => r.body === body && r.headers['mcp-session-id'] === 'sess-1')!;
-    assert.ok(seen, 'the body is forwarded byte for byte');
+    // The client's request (Gatehouse may also have listed the upstream for itself). Its trace header is
+    // also copied into `_meta` (2026-07-28 basic §OpenTelemetry trace context); nothing else changes.
+    const seen = up.requests.find((r) => r.headers['mcp-session-id'] === 'sess-1')!;
+    assert.ok(seen, 'the request reached the upstream');
+    const expected = JSON.parse(body) as { params: Record<string, unknown> };
+    expected.params._meta = { traceparent: '00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01' };
+    assert.deepEqual(JSON.parse(seen.body), expected);
     for (const r of up.requests) assert.equal(r.headers.authorization, 'Bearer upstream-own-token');
     assert.equal(seen.headers.authorization, 'Bearer upstream-own-token');
     assert.equal(seen.headers.cookie, undefined);
