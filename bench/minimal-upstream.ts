@@ -7,7 +7,8 @@
 //   modern (2026-07-28): stateless; `tools/call` must carry `mcp-method`/`mcp-name` headers matching the
 //                        body and `_meta.io.modelcontextprotocol/protocolVersion` matching the header.
 //
-// Usage: node --import tsx bench/minimal-upstream.ts [--port N]   (prints one "listening" JSON line)
+// Usage: node --import tsx bench/minimal-upstream.ts [--port N] [--tools N]   (prints one "listening" JSON line)
+//   --tools N: list N more tools (`tool_0` … `tool_<N-1>`, each answered like `echo`), for the catalog bench.
 
 import { randomUUID } from 'node:crypto';
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
@@ -18,6 +19,11 @@ const PROTOCOL_VERSION_META = 'io.modelcontextprotocol/protocolVersion';
 /** Bounded so a misbehaving client cannot grow it without limit; the bench opens one session per cell. */
 const MAX_SESSIONS = 10_000;
 const sessions = new Set<string>();
+const flags = parseFlags(process.argv.slice(2), ['port', 'tools']);
+const SCHEMA = { type: 'object', properties: { text: { type: 'string' } }, required: ['text'] };
+const EXTRA_TOOLS = new Set(Array.from({ length: Number(flags.tools ?? 0) }, (_, i) => `tool_${i}`));
+/** The tools/list payload, built once. */
+const TOOLS_JSON = JSON.stringify([TOOL_NAME, ...EXTRA_TOOLS].map((name) => ({ name, description: `The ${name} tool.`, inputSchema: SCHEMA })));
 
 interface RpcMessage {
   jsonrpc?: unknown;
@@ -80,11 +86,11 @@ async function handle(req: IncomingMessage, res: ServerResponse): Promise<void> 
     if (msg.params?._meta?.[PROTOCOL_VERSION_META] !== MODERN_VERSION) return rpcError(res, 400, msg.id, -32020, 'Header mismatch: protocol version');
     if (msg.method === 'tools/call') {
       if (req.headers['mcp-name'] !== msg.params?.name) return rpcError(res, 400, msg.id, -32020, 'Header mismatch: Mcp-Name');
-      if (msg.params?.name !== TOOL_NAME) return send(res, 200, `{"jsonrpc":"2.0","id":${JSON.stringify(msg.id)},"result":{"resultType":"complete","isError":true,"content":[{"type":"text","text":"unknown tool"}]}}`);
-      return send(res, 200, toolResult(msg.id, msg.params.arguments?.text, true));
+      if (!knownTool(msg.params?.name)) return send(res, 200, `{"jsonrpc":"2.0","id":${JSON.stringify(msg.id)},"result":{"resultType":"complete","isError":true,"content":[{"type":"text","text":"unknown tool"}]}}`);
+      return send(res, 200, toolResult(msg.id, msg.params?.arguments?.text, true));
     }
     if (msg.method === 'tools/list') {
-      return send(res, 200, `{"jsonrpc":"2.0","id":${JSON.stringify(msg.id)},"result":{"resultType":"complete","tools":[{"name":"${TOOL_NAME}","inputSchema":{"type":"object","properties":{"text":{"type":"string"}},"required":["text"]}}]}}`);
+      return send(res, 200, `{"jsonrpc":"2.0","id":${JSON.stringify(msg.id)},"result":{"resultType":"complete","ttlMs":60000,"tools":${TOOLS_JSON}}}`);
     }
     return rpcError(res, 404, msg.id, -32601, 'Method not found');
   }
@@ -116,7 +122,9 @@ async function handle(req: IncomingMessage, res: ServerResponse): Promise<void> 
   return rpcError(res, 200, msg.id, -32601, 'Method not found');
 }
 
-const flags = parseFlags(process.argv.slice(2), ['port']);
+function knownTool(name: unknown): boolean {
+  return name === TOOL_NAME || (typeof name === 'string' && EXTRA_TOOLS.has(name));
+}
 const server = createServer({ keepAliveTimeout: 65_000 }, (req, res) => {
   handle(req, res).catch(() => {
     if (!res.headersSent) send(res, 500, '{"error":"internal"}');

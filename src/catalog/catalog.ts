@@ -30,6 +30,13 @@ const MAX_PAGES = 50;
 /** Entries per page of a merged list. */
 export const PAGE_SIZE = 100;
 
+/** One kind's merged catalog, and the member lists it was built from. */
+interface MergedList {
+  inputs: readonly Obj[][];
+  routes: Map<string, Route>;
+  sorted: Array<{ ref: string; name: string; item: Obj }>;
+}
+
 interface Route {
   upstream: Upstream;
   original: string;
@@ -43,6 +50,7 @@ interface Route {
 export class Catalog implements UpstreamMessages {
   readonly upstream = 'catalog';
   private routes = { tools: new Map<string, Route>(), prompts: new Map<string, Route>() };
+  private readonly lastMerged: { tools?: MergedList; prompts?: MergedList } = {};
   private readonly resourceOwners = new Map<string, Upstream>();
   private counter = 0;
   private readonly schemas: ArgumentSchemas;
@@ -147,6 +155,22 @@ export class Catalog implements UpstreamMessages {
    */
   private async namedList(request: JsonRpcRequest, kind: 'tools' | 'prompts', principal: Principal | undefined, whole = false): Promise<JsonRpcResponse> {
     const perMember = await Promise.all(this.members.map((m) => this.collect(m, request, `${kind}/list`, kind)));
+    const merged = this.merged(kind, perMember);
+    this.routes[kind] = merged.routes;
+    // Names come from the whole catalog, so a caller's view never changes anyone's names; then the
+    // caller's view is cut from it.
+    const listed: Obj[] = [];
+    for (const e of merged.sorted) if (this.visible(principal, kind, e.ref)) listed.push(e.item);
+    return whole ? { jsonrpc: '2.0', id: request.id, result: { [kind]: listed } } : page(request, kind, listed);
+  }
+
+  /**
+   * The named, sorted catalog of one kind. Remembered while every member's list is the very array it was
+   * built from (members' lists are cached), so a tools/list costs a filter and a page, not a rebuild.
+   */
+  private merged(kind: 'tools' | 'prompts', perMember: readonly Obj[][]): MergedList {
+    const last = this.lastMerged[kind];
+    if (last && last.inputs.length === perMember.length && last.inputs.every((items, i) => items === perMember[i])) return last;
     const entries: Array<{ member: Upstream; item: Obj; params: ParamHeader[] }> = [];
     perMember.forEach((items, i) => {
       const member = this.members[i]!;
@@ -165,21 +189,19 @@ export class Catalog implements UpstreamMessages {
       }
     });
     const names = assignPublicNames(entries.map((e) => ({ upstream: e.member.name, name: e.item.name as string })), this.prefix, this.members.length);
-    // Names come from the whole catalog, so a caller's view never changes anyone's names; then the
-    // caller's view is cut from it.
     const routes = new Map<string, Route>();
-    const listed: Obj[] = [];
+    const sorted: MergedList['sorted'] = [];
     for (const e of entries) {
       const ref = `${e.member.name}/${e.item.name as string}`;
       const publicName = names.get(ref)!;
       routes.set(publicName, { upstream: e.member, original: e.item.name as string, ref, params: e.params, inputSchema: e.item.inputSchema, outputSchema: e.item.outputSchema });
-      if (!this.visible(principal, kind, ref)) continue;
       const meta = { ...((e.item._meta as Obj | undefined) ?? {}), [kind === 'tools' ? TOOL_REF_META : PROMPT_REF_META]: ref };
-      listed.push({ ...e.item, name: publicName, _meta: meta });
+      sorted.push({ ref, name: publicName, item: { ...e.item, name: publicName, _meta: meta } });
     }
-    listed.sort((a, b) => (a.name! < b.name! ? -1 : a.name! > b.name! ? 1 : 0));
-    this.routes[kind] = routes;
-    return whole ? { jsonrpc: '2.0', id: request.id, result: { [kind]: listed } } : page(request, kind, listed);
+    sorted.sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
+    const result: MergedList = { inputs: perMember, routes, sorted };
+    this.lastMerged[kind] = result;
+    return result;
   }
 
   private async resourceList(request: JsonRpcRequest, principal: Principal | undefined): Promise<JsonRpcResponse> {
