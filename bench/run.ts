@@ -13,6 +13,7 @@
 //   BENCH_ERAS=legacy,modern
 //   BENCH_TARGETS=direct,bare-hop,gatehouse
 //   BENCH_MAX_ERRORS=50        a phase stops early after this many failed requests
+//   BENCH_GATEHOUSE_LOG_LEVEL=info  Gatehouse's --log-level; warn drops the per-request log line
 
 import { execSync } from 'node:child_process';
 import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
@@ -143,10 +144,13 @@ function startGatehouse(upstreamUrl: string): Promise<Child> {
   const main = path.join(ROOT, 'dist', 'main.js');
   if (!existsSync(main)) return Promise.reject(new Error(`${main} does not exist (run npm run build)`));
   return startChild('gatehouse', {
-    args: [main, 'serve', '--upstream', upstreamUrl, '--host', '127.0.0.1', '--port', '0'],
+    args: [main, 'serve', '--upstream', upstreamUrl, '--host', '127.0.0.1', '--port', '0', '--log-level', process.env.BENCH_GATEHOUSE_LOG_LEVEL ?? 'info'],
     cwd: ROOT,
     readyTimeoutMs: 20_000,
     ready: (line) => {
+      // The banner on stdout is printed at any log level; the log line only at info.
+      const banner = /^Gatehouse is serving MCP at (\S+)/.exec(line);
+      if (banner) return banner[1];
       if (!line.startsWith('{')) return undefined;
       try {
         const m = JSON.parse(line) as { msg?: unknown; url?: unknown };

@@ -109,7 +109,7 @@ export function createGateway(config: GatehouseConfig, log: Logger, options: Gat
   const hooks: UpstreamHooks = { refusal: (reason) => countRefusal(reason), upstreamResponse: (name, s) => metrics?.upstreamResponse(name, s) };
   let upstream = buildUpstream(config, log, hooks);
   let running = config;
-  const edgeOptions = { loopback: isLoopback(config.listen.host), auth: new Authenticator(config, log), sessions: sessionBinding, ...(metrics ? { observer: metrics } : {}) };
+  const edgeOptions = { loopback: isLoopback(config.listen.host), auth: new Authenticator(config, log), sessions: sessionBinding, requestLog: config.log.requests, ...(metrics ? { observer: metrics } : {}) };
   let metricsListener: MetricsListener | undefined;
   let metricsUrl: string | undefined;
   const reloads = { applied: 0, refused: 0 };

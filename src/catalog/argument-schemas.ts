@@ -104,3 +104,10 @@ export function invalidArgumentsResult(tool: string, problems: ArgumentProblem[]
     structuredContent: { error: { code: 'invalid_arguments', message, errors: problems } },
   };
 }
+
+/** The refusal code of a gateway-made error result (`invalid_arguments`, `invalid_output`), if it is one. */
+export function gatewayRefusalOf(result: unknown): string | undefined {
+  const r = result as { isError?: unknown; structuredContent?: { error?: { code?: unknown } } } | undefined;
+  const code = r?.isError === true ? r.structuredContent?.error?.code : undefined;
+  return code === 'invalid_arguments' || code === 'invalid_output' ? code : undefined;
+}

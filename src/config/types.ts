@@ -138,6 +138,6 @@ export interface GatehouseConfig {
   store: { kind: 'sqlite'; path: string } | { kind: 'redis'; url: string };
   metrics: { enabled: boolean; host: string; port: number; path: string };
   admin: { enabled: boolean; host: string; port: number; token?: string };
-  log: { level: LogLevel };
+  log: { level: LogLevel; requests: boolean };
   shutdown: { graceMs: number };
 }

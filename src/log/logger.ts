@@ -31,9 +31,45 @@ export interface LoggerOptions {
 
 export const REDACTED = '[redacted]';
 
+/**
+ * stderr, written in batches: a busy gateway logs a line per request, and a write per line would cost a
+ * system call each. Lines wait at most FLUSH_MS (or until 64 KiB are pending); those still pending are
+ * written when the process exits.
+ */
+const FLUSH_MS = 20;
+const FLUSH_BYTES = 64 * 1024;
+
+function batchedStderr(): LogWrite {
+  let pending: string[] = [];
+  let scheduled = false;
+  const flush = (): void => {
+    scheduled = false;
+    if (pending.length === 0) return;
+    const text = pending.length === 1 ? pending[0]! : pending.join('');
+    pending = [];
+    process.stderr.write(text);
+  };
+  process.on('exit', flush);
+  let size = 0;
+  return (line) => {
+    pending.push(line);
+    size += line.length;
+    if (size >= FLUSH_BYTES) {
+      size = 0;
+      flush();
+    } else if (!scheduled) {
+      scheduled = true;
+      setTimeout(() => {
+        size = 0;
+        flush();
+      }, FLUSH_MS).unref();
+    }
+  };
+}
+
 export function createLogger(
   level: LogLevel,
-  write: LogWrite = (l) => process.stderr.write(l),
+  write: LogWrite = batchedStderr(),
   base: Record<string, unknown> = {},
   opts: LoggerOptions = {},
 ): Logger {
@@ -88,16 +124,43 @@ const SAFE_FIELDS = new Set(['keyId', 'tokenId']);
 /** Credential shapes inside free text: bearer values, JWTs (three base64url parts), Gatehouse keys. */
 const SECRET_TEXT = /(Bearer\s+)[A-Za-z0-9\-._~+/]+=*|eyJ[A-Za-z0-9_-]*\.[A-Za-z0-9_-]+\.[A-Za-z0-9_-]*|gh_[A-Za-z0-9_-]{20,}/gi;
 
+/** The same shapes, as a quick yes/no before any copy is made (most strings hold no credential). */
+const SECRET_TEXT_PRESENT = new RegExp(SECRET_TEXT.source, 'i');
+
 export function redactText(s: string): string {
+  if (!SECRET_TEXT_PRESENT.test(s)) return s;
   return s.replace(SECRET_TEXT, (_match, bearer: string | undefined) => (bearer ? `${bearer}${REDACTED}` : REDACTED));
 }
 
+/** Field names recur (a log line per request), so each is judged once. */
+const secretFieldVerdicts = new Map<string, boolean>();
+
 function isSecretField(key: string): boolean {
-  return !SAFE_FIELDS.has(key) && SECRET_FIELD.test(key.toLowerCase().replace(/[-_]/g, ''));
+  let verdict = secretFieldVerdicts.get(key);
+  if (verdict === undefined) {
+    verdict = !SAFE_FIELDS.has(key) && SECRET_FIELD.test(key.toLowerCase().replace(/[-_]/g, ''));
+    if (secretFieldVerdicts.size < 10_000) secretFieldVerdicts.set(key, verdict);
+  }
+  return verdict;
 }
 
 function sanitizeFields(fields: Record<string, unknown>): Record<string, unknown> {
-  return sanitizeObject(fields, new WeakSet());
+  // Most lines are flat (ids, names, numbers): those need no cycle tracking.
+  let flat = true;
+  for (const key in fields) {
+    const v = fields[key];
+    if (typeof v === 'object' && v !== null) {
+      flat = false;
+      break;
+    }
+  }
+  if (!flat) return sanitizeObject(fields, new WeakSet());
+  const out: Record<string, unknown> = {};
+  for (const key in fields) {
+    const v = fields[key];
+    out[key] = v !== undefined && isSecretField(key) ? REDACTED : typeof v === 'string' ? redactText(v) : v;
+  }
+  return out;
 }
 
 // A copy with credential-named fields and credential-shaped text replaced. Errors would serialize to {}, so
@@ -139,6 +202,7 @@ const JSON_STRING = /"(?:[^"\\]|\\.)*"/g;
 class LiteralSecrets {
   private readonly values = new Set<string>();
   private pattern: RegExp | undefined;
+  private present: RegExp | undefined;
 
   add(values: Iterable<string>): void {
     for (const v of values) if (typeof v === 'string' && v.length >= MIN_SECRET_LENGTH) this.values.add(v);
@@ -147,11 +211,13 @@ class LiteralSecrets {
     // the lookbehind (an even run of backslashes) keeps a match from starting inside an escape sequence.
     const escaped = [...this.values].map((v) => JSON.stringify(v).slice(1, -1)).sort((a, b) => b.length - a.length);
     this.pattern = new RegExp(`(?<=(?:^|[^\\\\])(?:\\\\\\\\)*)(?:${escaped.map(escapeRegExp).join('|')})`, 'g');
+    this.present = new RegExp(escaped.map(escapeRegExp).join('|'));
   }
 
   scrub(line: string): string {
     const pattern = this.pattern;
-    if (pattern === undefined) return line;
+    // The cheap test first: a line that contains no secret at all is returned as it is.
+    if (pattern === undefined || !this.present!.test(line)) return line;
     return line.replace(JSON_STRING, (token) => token.replace(pattern, REDACTED));
   }
 }

@@ -4,6 +4,7 @@
 // headers the session implies, and turns an InputRequiredResult into server-to-client requests on the
 // legacy SSE stream, retrying upstream with the client's answers.
 
+import { gatewayRefusalOf } from '../catalog/argument-schemas.js';
 import { GatewayError } from '../errors.js';
 import type { Logger } from '../log/logger.js';
 import { addModernRequestMeta, isObject, legacyServerCapabilitiesFrom, modernCapabilitiesFrom, toLegacyResult } from '../protocol/era-shapes.js';
@@ -149,7 +150,10 @@ export class LegacyClientBridge {
       if (!response) throw new GatewayError('GW_ERR_UPSTREAM_BAD_RESPONSE', `Upstream "${this.client.upstream}" answered HTTP ${reply.status} without a JSON-RPC response`, this.client.upstream);
       if (response.error) return channel.finish(toLegacyError(request.id, response.error));
       const result = response.result ?? {};
-      if (result.resultType !== 'input_required') return channel.finish({ jsonrpc: '2.0', id: request.id, result: toLegacyResult(result) });
+      if (result.resultType !== 'input_required') {
+        ex.refusal ??= gatewayRefusalOf(result);
+        return channel.finish({ jsonrpc: '2.0', id: request.id, result: toLegacyResult(result) });
+      }
       extra = await this.gatherInput(session, channel, result, signal);
     }
     channel.finish(errorResponse(request.id, ErrorCode.InternalError, `Upstream "${this.client.upstream}" asked for input more than ${MAX_INPUT_ROUNDS} times`));

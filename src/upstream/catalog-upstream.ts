@@ -5,6 +5,7 @@
 import type { Principal } from '../auth/principal.js';
 import type { Logger } from '../log/logger.js';
 import type { AccessPolicy } from '../policy/access.js';
+import { gatewayRefusalOf } from '../catalog/argument-schemas.js';
 import { Catalog } from '../catalog/catalog.js';
 import type { PrefixMode } from '../catalog/public-names.js';
 import { GatewayError } from '../errors.js';
@@ -54,7 +55,11 @@ export class CatalogUpstream implements Upstream {
       const reply = await this.catalog.post(ex.message!, {}, ex.signal, ex.principal);
       for await (const msg of reply.messages) {
         if ('method' in msg) channel.push(msg);
-        else return channel.finish(msg as JsonRpcResponse);
+        else {
+          // Counted as a refusal (metrics, the request log), not as a successful call.
+          ex.refusal ??= gatewayRefusalOf((msg as JsonRpcResponse).result);
+          return channel.finish(msg as JsonRpcResponse);
+        }
       }
       channel.fail(new GatewayError('GW_ERR_UPSTREAM_BAD_RESPONSE', 'An upstream ended the call without answering'));
     } catch (err) {

@@ -121,6 +121,30 @@ describe('metrics endpoint', () => {
   });
 });
 
+describe('metrics through the catalog', () => {
+  test('an argument refusal made by the catalog is counted as refused, under the public name', async () => {
+    const second = await startFakeUpstream((_req, res, body) => {
+      const msg = JSON.parse(body) as { id?: unknown; method: string };
+      if (msg.id === undefined) return void res.writeHead(202).end();
+      const result = msg.method === 'tools/list' ? { tools: [], resultType: 'complete', ttlMs: 60_000 } : { resultType: 'complete' };
+      res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ jsonrpc: '2.0', id: msg.id, result }));
+    }, { handshake: 'modern' });
+    const catalog = await startGateway({ upstreams: [{ name: 'calc', url: upstream.url }, { name: 'other', url: second.url }], metrics: { enabled: true, port: 0 } });
+    try {
+      const list = modernRequest(1, 'tools/list');
+      assert.equal((await post(catalog.url, list.body, list.headers)).status, 200);
+      const bad = modernRequest(2, 'tools/call', { name: 'calc_add', arguments: { a: 'x' } });
+      assert.equal((await post(catalog.url, bad.body, bad.headers)).json().result.structuredContent.error.code, 'invalid_arguments');
+      const text = await (await request(catalog.gateway.metricsUrl!)).body.text();
+      assert.equal(valueOf(text, 'gatehouse_tool_calls_total{tool="calc_add",outcome="refused",error_code="invalid_arguments"}'), 1);
+      assert.equal(valueOf(text, 'gatehouse_requests_total{method="tools/call",era="modern",upstream="catalog",outcome="refused"}'), 1);
+    } finally {
+      await catalog.close();
+      await second.close();
+    }
+  });
+});
+
 describe('a real Prometheus scrapes Gatehouse', () => {
   let prometheus: ChildProcess | undefined;
   after(() => {

@@ -127,7 +127,7 @@ describe('parseConfigText', () => {
       store: { kind: 'sqlite', path: './data/gatehouse.db' },
       metrics: { enabled: false, host: '127.0.0.1', port: 9464, path: '/metrics' },
       admin: { enabled: false, host: '127.0.0.1', port: 9465 },
-      log: { level: 'info' },
+      log: { level: 'info', requests: true },
       shutdown: { graceMs: 10000 },
     });
   });
