@@ -27,9 +27,12 @@ export function fanOutListen(
   onListChanged: (member: Upstream, kind: 'tools' | 'prompts' | 'resources') => void,
   signal: AbortSignal | undefined,
   log: Logger,
+  /** Whether the caller may see a resource; hidden URIs are neither subscribed to nor reported. */
+  mayUse: (uri: string) => boolean = () => true,
 ): UpstreamReply {
   const queue = new MessageQueue(request.id);
-  const requested = ((request.params?.notifications as Filter | undefined) ?? {}) as Filter;
+  const asked = ((request.params?.notifications as Filter | undefined) ?? {}) as Filter;
+  const requested: Filter = asked.resourceSubscriptions ? { ...asked, resourceSubscriptions: asked.resourceSubscriptions.filter((u) => typeof u === 'string' && mayUse(u)) } : asked;
   const upstreamStops: AbortController[] = [];
   queue.onClose(() => upstreamStops.forEach((c) => c.abort()));
   signal?.addEventListener('abort', () => upstreamStops.forEach((c) => c.abort()), { once: true });
@@ -72,6 +75,7 @@ export function fanOutListen(
             if (msg.method === undefined) return; // that upstream ended its listen
             const kind = LIST_CHANGED[msg.method];
             if (kind) onListChanged(member, kind);
+            if (msg.method === 'notifications/resources/updated' && !(typeof msg.params?.uri === 'string' && mayUse(msg.params.uri))) continue;
             const meta = { ...((msg.params?._meta as Obj | undefined) ?? {}), [META_SUBSCRIPTION_ID]: request.id };
             queue.push({ jsonrpc: '2.0', method: msg.method, params: { ...(msg.params ?? {}), _meta: meta } });
           }

@@ -136,7 +136,7 @@ export class Catalog implements UpstreamMessages {
         return ref.type === 'ref/prompt' ? this.routeByName(request, 'prompts', ref.name, signal, 'ref', principal) : this.routeByUri(request, ref.uri, signal, principal);
       }
       case 'subscriptions/listen':
-        return fanOutListen(request, this.members, (uri) => this.resourceOwners.get(uri) ?? this.ownerByPrefix(uri), (member, kind) => this.dropCached(member, kind), signal, this.log);
+        return fanOutListen(request, this.members, (uri) => this.resourceOwners.get(uri) ?? this.ownerByPrefix(uri), (member, kind) => this.dropCached(member, kind), signal, this.log, (uri) => this.visible(principal, 'resources', uri));
       default:
         return single(errorResponse(request.id, ErrorCode.MethodNotFound, `${request.method} is not available when several upstreams are aggregated`));
     }

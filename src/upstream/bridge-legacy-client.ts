@@ -84,7 +84,7 @@ export class LegacyClientBridge {
     this.sessions.makeRoom();
     const id = this.sessions.newId();
     const capabilities = isObject(params.capabilities) ? params.capabilities : {};
-    this.sessions.add(id, new BridgedSession(id, version, capabilities, params.clientInfo));
+    this.sessions.add(id, new BridgedSession(id, version, capabilities, params.clientInfo, ex.principal));
     this.log.info('bridged session started', { session: id.slice(0, 8), version });
     const channel = new ResponseChannel(ex);
     channel.setHeader('mcp-session-id', id);
@@ -178,7 +178,7 @@ export class LegacyClientBridge {
     const id = `gh-listen-${++this.counter}`;
     const params = addModernRequestMeta({ notifications }, { version: profile.version, capabilities: modernCapabilitiesFrom(session.capabilities), clientInfo: session.clientInfo });
     try {
-      const reply = await this.client.post({ jsonrpc: '2.0', id, method: 'subscriptions/listen', params }, { 'mcp-protocol-version': profile.version, 'mcp-method': 'subscriptions/listen' }, controller.signal);
+      const reply = await this.client.post({ jsonrpc: '2.0', id, method: 'subscriptions/listen', params }, { 'mcp-protocol-version': profile.version, 'mcp-method': 'subscriptions/listen' }, controller.signal, session.principal);
       previous?.abort();
       for await (const msg of reply.messages) {
         const m = msg as { method?: string; params?: Obj };

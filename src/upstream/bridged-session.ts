@@ -2,6 +2,7 @@
 // at initialize, its log level, its requests in flight (for notifications/cancelled), the server-to-client
 // requests awaiting its answers, and its GET stream.
 
+import type { Principal } from '../auth/principal.js';
 import type { SseWriter } from '../edge/sse-writer.js';
 import { openListenStream } from '../edge/listen-stream.js';
 import { ErrorCode, type JsonRpcId, type JsonRpcResponse } from '../protocol/jsonrpc.js';
@@ -30,6 +31,8 @@ export class BridgedSession implements HeldSession {
     readonly version: string,
     readonly capabilities: Record<string, unknown>,
     readonly clientInfo: unknown,
+    /** Who opened the session; background traffic on its behalf (the GET stream's listen) is theirs. */
+    readonly principal?: Principal,
   ) {}
 
   isIdle(): boolean {

@@ -346,3 +346,52 @@ test('a legacy member without ttlMs: its list is kept until its GET stream annou
   }
   assert.equal(lists, 2, 'the change made the catalog read the list again');
 });
+
+test('access rules on resources: hidden URIs are left out of lists, reads and subscriptions, and their updates are not relayed', async () => {
+  const seenFilters: unknown[] = [];
+  let listenStream: import('node:http').ServerResponse | undefined;
+  const up = await startFakeUpstream((_req, res, body) => {
+    const msg = JSON.parse(body) as { id: unknown; method: string; params: { uri?: string; notifications?: { resourceSubscriptions?: string[] } } };
+    if (msg.method === 'subscriptions/listen') {
+      seenFilters.push(msg.params.notifications);
+      res.writeHead(200, { 'content-type': 'text/event-stream' });
+      res.write(`data: ${JSON.stringify({ jsonrpc: '2.0', method: 'notifications/subscriptions/acknowledged', params: { _meta: { 'io.modelcontextprotocol/subscriptionId': msg.id }, notifications: msg.params.notifications } })}\n\n`);
+      listenStream = res;
+      return;
+    }
+    const resources = [{ uri: 'file:///public/a', name: 'a' }, { uri: 'file:///secret/b', name: 'b' }];
+    const result = msg.method === 'resources/list' ? { resources, resultType: 'complete', ttlMs: 0 } : msg.method === 'resources/read' ? { contents: [{ uri: msg.params.uri, text: 'content' }], resultType: 'complete' } : { tools: [], resultType: 'complete', ttlMs: 0 };
+    res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ jsonrpc: '2.0', id: msg.id, result }));
+  }, { handshake: 'modern' });
+  cleanups.push(() => up.close());
+  const other = await fixture();
+  const gw = await startGateway({ upstreams: [{ name: 'files', url: up.url }, { name: 'other', url: other.url }], policy: { rules: [{ access: 'allow', resources: ['file:///public/*'] }] } });
+  cleanups.push(() => gw.close());
+  const list = modernRequest(1, 'resources/list');
+  assert.deepEqual((await post(gw.url, list.body, list.headers)).json().result.resources.map((r: { uri: string }) => r.uri), ['file:///public/a']);
+  const hidden = modernRequest(2, 'resources/read', { uri: 'file:///secret/b' });
+  const missing = modernRequest(3, 'resources/read', { uri: 'file:///nowhere/c' });
+  const [h, m] = [(await post(gw.url, hidden.body, hidden.headers)).json(), (await post(gw.url, missing.body, missing.headers)).json()];
+  assert.equal(h.error.code, -32602);
+  assert.equal(h.error.message.replace('file:///secret/b', 'X'), m.error.message.replace('file:///nowhere/c', 'X'), 'a hidden resource reads exactly like a missing one');
+
+  const listen = modernRequest(4, 'subscriptions/listen', { notifications: { resourceSubscriptions: ['file:///public/a', 'file:///secret/b'] } });
+  const ac = new AbortController();
+  cleanups.push(async () => ac.abort());
+  const res = await request(gw.url, { method: 'POST', headers: listen.headers, body: listen.body, signal: ac.signal });
+  const reader = res.body[Symbol.asyncIterator]();
+  let text = '';
+  const readUntil = async (re: RegExp): Promise<boolean> => {
+    for (let i = 0; i < 30 && !re.test(text); i++) {
+      const next = await Promise.race([reader.next(), new Promise<{ done: true; value: undefined }>((r) => setTimeout(() => r({ done: true, value: undefined }), 100))]);
+      if (!next.done) text += String(next.value);
+    }
+    return re.test(text);
+  };
+  assert.ok(await readUntil(/subscriptions\/acknowledged/));
+  assert.deepEqual(seenFilters.map((f) => (f as { resourceSubscriptions?: string[] }).resourceSubscriptions), [['file:///public/a']], 'the hidden URI was never subscribed upstream');
+  for (const uri of ['file:///secret/b', 'file:///public/a']) listenStream!.write(`data: ${JSON.stringify({ jsonrpc: '2.0', method: 'notifications/resources/updated', params: { uri } })}\n\n`);
+  assert.ok(await readUntil(/resources\/updated[^\n]*public\/a/));
+  assert.doesNotMatch(text, /secret/, 'an update about a hidden resource is not relayed');
+  ac.abort();
+});
