@@ -150,6 +150,24 @@ export function isRecord(value: unknown): value is Record<string, unknown> {
  * Where the issuer's metadata may live (RFC 8414 §3.1 inserts the well-known segment before the path;
  * OpenID Connect Discovery appends it, and many deployments do either).
  */
+/**
+ * Whether a discovered `jwks_uri` may be fetched: https, or plain http only when both it and the issuer are
+ * on loopback (development). Configured `jwksUri` values are the operator's choice and are not judged.
+ */
+export function acceptableJwksUri(jwksUri: string, issuer: string): boolean {
+  let target: URL;
+  let origin: URL;
+  try {
+    target = new URL(jwksUri);
+    origin = new URL(issuer);
+  } catch {
+    return false;
+  }
+  if (target.protocol === 'https:') return true;
+  const loopback = (u: URL): boolean => u.hostname === 'localhost' || u.hostname === '[::1]' || /^127(\.\d{1,3}){3}$/.test(u.hostname);
+  return target.protocol === 'http:' && loopback(target) && loopback(origin);
+}
+
 export function metadataUrls(issuer: string): string[] {
   const url = new URL(issuer);
   const path = url.pathname.replace(/\/+$/, '');
@@ -266,6 +284,11 @@ export class JwksCache {
         continue;
       }
       if (typeof doc.jwks_uri !== 'string' || !/^https?:\/\//.test(doc.jwks_uri)) throw new EndpointError(`${url}: no usable jwks_uri`);
+      if (!acceptableJwksUri(doc.jwks_uri, this.opts.issuer)) {
+        // A URL learned from a network answer is an SSRF lever (2026-07-28 security best practices §SSRF).
+        this.log.warn('issuer metadata names a key set URL Gatehouse will not fetch', { url });
+        throw new EndpointError(`${url}: jwks_uri must be https (plain http only on loopback, for a loopback issuer)`);
+      }
       this.jwksUri = doc.jwks_uri;
       this.log.info('signing key set discovered', { jwksUri: doc.jwks_uri });
       return doc.jwks_uri;
