@@ -40,3 +40,8 @@ export function scopesFromClaims(claims: Record<string, unknown>): string[] {
   if (Array.isArray(raw)) return raw.filter((s): s is string => typeof s === 'string');
   return [];
 }
+
+/** A stable key for "the same caller", for anything the gateway keeps per caller (sessions, bindings). */
+export function principalKey(p: Principal): string {
+  return `${p.via}\u0000${p.tenant ?? ''}\u0000${p.subject}`;
+}

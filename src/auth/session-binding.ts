@@ -4,7 +4,7 @@
 // as for a session that does not exist.
 
 import { LRUCache } from 'lru-cache';
-import type { Principal } from './principal.js';
+import { principalKey, type Principal } from './principal.js';
 
 export class SessionBinding {
   private readonly owners: LRUCache<string, string>;
@@ -22,7 +22,7 @@ export class SessionBinding {
 
   /** True when the caller may use the session: it owns it, or is the first to present it. */
   admit(sessionId: string, principal: Principal): boolean {
-    const who = ownerKey(principal);
+    const who = principalKey(principal);
     const owner = this.owners.get(sessionId);
     if (owner === undefined) {
       this.owners.set(sessionId, who);
@@ -30,8 +30,4 @@ export class SessionBinding {
     }
     return owner === who;
   }
-}
-
-function ownerKey(p: Principal): string {
-  return `${p.via}\u0000${p.tenant ?? ''}\u0000${p.subject}`;
 }

@@ -3,6 +3,7 @@
 // their notifications relayed under the client's subscription id. A list change also tells the catalog
 // (so cached lists are dropped).
 
+import type { Principal } from '../auth/principal.js';
 import type { Logger } from '../log/logger.js';
 import type { JsonRpcMessage, JsonRpcRequest } from '../protocol/jsonrpc.js';
 import { META_CLIENT_CAPABILITIES, META_PROTOCOL_VERSION, META_SUBSCRIPTION_ID } from '../protocol/methods.js';
@@ -29,6 +30,8 @@ export function fanOutListen(
   log: Logger,
   /** Whether the caller may see a resource; hidden URIs are neither subscribed to nor reported. */
   mayUse: (uri: string) => boolean = () => true,
+  /** The caller; members that hold sessions (legacy ones) listen in the caller's own session. */
+  principal?: Principal,
 ): UpstreamReply {
   const queue = new MessageQueue(request.id);
   const asked = ((request.params?.notifications as Filter | undefined) ?? {}) as Filter;
@@ -54,7 +57,7 @@ export function fanOutListen(
           upstreamStops.push(stop);
           const params = { ...request.params, notifications: filter, _meta: { [META_PROTOCOL_VERSION]: MODERN_VERSIONS[0], [META_CLIENT_CAPABILITIES]: {}, ...((request.params?._meta as Obj | undefined) ?? {}) } };
           const headers: Record<string, string> = face.http ? { 'mcp-protocol-version': MODERN_VERSIONS[0], 'mcp-method': 'subscriptions/listen' } : {};
-          const reply = await face.messages.post({ jsonrpc: '2.0', id: `${String(request.id)}:${member.name}`, method: 'subscriptions/listen', params }, headers, stop.signal);
+          const reply = await face.messages.post({ jsonrpc: '2.0', id: `${String(request.id)}:${member.name}`, method: 'subscriptions/listen', params }, headers, stop.signal, principal);
           const first = await reply.messages.next();
           const ack = first.done ? undefined : (first.value as { method?: string; params?: { notifications?: Filter } });
           if (ack?.method !== 'notifications/subscriptions/acknowledged') return;

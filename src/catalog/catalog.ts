@@ -136,7 +136,7 @@ export class Catalog implements UpstreamMessages {
         return ref.type === 'ref/prompt' ? this.routeByName(request, 'prompts', ref.name, signal, 'ref', principal) : this.routeByUri(request, ref.uri, signal, principal);
       }
       case 'subscriptions/listen':
-        return fanOutListen(request, this.members, (uri) => this.resourceOwners.get(uri) ?? this.ownerByPrefix(uri), (member, kind) => this.dropCached(member, kind), signal, this.log, (uri) => this.visible(principal, 'resources', uri));
+        return fanOutListen(request, this.members, (uri) => this.resourceOwners.get(uri) ?? this.ownerByPrefix(uri), (member, kind) => this.dropCached(member, kind), signal, this.log, (uri) => this.visible(principal, 'resources', uri), principal);
       default:
         return single(errorResponse(request.id, ErrorCode.MethodNotFound, `${request.method} is not available when several upstreams are aggregated`));
     }
@@ -334,7 +334,7 @@ export class Catalog implements UpstreamMessages {
     else params.name = route.original;
     const face = await route.upstream.modernFace();
     const headers = face.http ? { ...modernHeaders(request.method, route.original), ...(kind === 'tools' ? paramHeadersFor(route.params, params.arguments) : {}) } : {};
-    const reply = await face.messages.post({ ...request, params }, headers, signal);
+    const reply = await face.messages.post({ ...request, params }, headers, signal, principal);
     if (kind !== 'tools' || this.outputValidation === 'off' || route.outputSchema === undefined) return reply;
     return { ...reply, messages: this.checkedOutput(reply.messages, publicName as string, route) };
   }
@@ -369,7 +369,7 @@ export class Catalog implements UpstreamMessages {
     if (!owner) return single(errorResponse(request.id, ErrorCode.InvalidParams, `Resource not found: ${String(uri)}`));
     const face = await owner.modernFace();
     const headers = face.http ? modernHeaders(request.method, request.method === 'resources/read' ? String(uri) : undefined) : {};
-    return face.messages.post(request, headers, signal);
+    return face.messages.post(request, headers, signal, principal);
   }
 
   private async ask(face: ModernFace, request: JsonRpcRequest): Promise<JsonRpcResponse | undefined> {

@@ -65,7 +65,7 @@ export interface StdioUpstreamConfig {
   timeouts: { requestMs: number };
   /** Each legacy session is one child process; this caps them. */
   maxSessions: number;
-  /** perSession: a child per client session; shared: clients multiplexed per capability set. */
+  /** perSession: a child per client session; shared: a caller's clients multiplexed per capability set. */
   processes: 'perSession' | 'shared';
   /** Restarting a child that exited on its own: tries, and the first delay (doubling after). */
   restart: { attempts: number; firstDelayMs: number };

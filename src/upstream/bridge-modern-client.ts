@@ -3,6 +3,7 @@
 // and progress tokens made unique, turns results modern, and turns requests the upstream sends mid-call
 // (elicitation, sampling, roots) into an InputRequiredResult whose retry resumes the parked upstream call.
 
+import { principalKey } from '../auth/principal.js';
 import { GatewayError } from '../errors.js';
 import type { Logger } from '../log/logger.js';
 import { isObject, legacyCapabilitiesFrom, stripModernRequestMeta, toModernResult } from '../protocol/era-shapes.js';
@@ -74,7 +75,7 @@ export class ModernClientBridge {
       ex.res.writeHead(202, { 'x-gatehouse-call-id': ex.callId }).end();
       return;
     }
-    await this.serve(ex.message as JsonRpcRequest, new ResponseChannel(ex), ex.signal);
+    await this.serve(ex.message as JsonRpcRequest, new ResponseChannel(ex), ex.signal, principalKey(ex.principal));
   }
 
   /**
@@ -84,10 +85,10 @@ export class ModernClientBridge {
   asModernUpstream(): UpstreamMessages {
     return {
       upstream: this.client.upstream,
-      post: async (message, _headers, signal) => {
+      post: async (message, _headers, signal, principal) => {
         if (!('id' in message) || !('method' in message)) return { status: 202, headers: {}, messages: (async function* () {})() };
         const queue = new MessageQueue(message.id as JsonRpcId);
-        void this.serve(message as JsonRpcRequest, queue, signal ?? new AbortController().signal);
+        void this.serve(message as JsonRpcRequest, queue, signal ?? new AbortController().signal, principal ? principalKey(principal) : '');
         return { status: 200, headers: {}, messages: queue.messages };
       },
       openGet: async () => null,
@@ -96,13 +97,13 @@ export class ModernClientBridge {
   }
 
   /** One modern request, answered into `sink`; `signal` aborts when the asker goes away. */
-  private async serve(request: JsonRpcRequest, sink: MessageSink, signal: AbortSignal): Promise<void> {
+  private async serve(request: JsonRpcRequest, sink: MessageSink, signal: AbortSignal, owner: string): Promise<void> {
     try {
       if (request.method === 'server/discover') return sink.finish(this.discover(request.id));
-      if (request.method === 'subscriptions/listen') return await this.listen(request, sink);
+      if (request.method === 'subscriptions/listen') return await this.listen(request, sink, owner);
       const params = request.params ?? {};
-      if (typeof params.requestState === 'string') return await this.resume(signal, request, sink);
-      await this.forward(signal, request, sink);
+      if (typeof params.requestState === 'string') return await this.resume(signal, request, sink, owner);
+      await this.forward(signal, request, sink, owner);
     } catch (err) {
       sink.fail(err instanceof GatewayError ? err : new GatewayError('GW_ERR_UPSTREAM_BAD_RESPONSE', String((err as Error)?.message ?? err), this.client.upstream));
     }
@@ -119,10 +120,10 @@ export class ModernClientBridge {
    * subscriptions/listen (2026-07-28/basic/patterns/subscriptions.mdx) on a legacy upstream: acknowledge the
    * subset the upstream can honour, then relay its list-change and resource-update notifications.
    */
-  private async listen(request: JsonRpcRequest, sink: MessageSink): Promise<void> {
+  private async listen(request: JsonRpcRequest, sink: MessageSink, owner: string): Promise<void> {
     const meta = isObject(request.params?._meta) ? request.params._meta : {};
     const capabilities = isObject(meta[META_CLIENT_CAPABILITIES]) ? meta[META_CLIENT_CAPABILITIES] : {};
-    const session = await this.sessions.get(legacyCapabilitiesFrom(capabilities));
+    const session = await this.sessions.get(legacyCapabilitiesFrom(capabilities), owner);
     const requested = (isObject(request.params?.notifications) ? request.params.notifications : {}) as SubscriptionFilter;
     const filter = honouredFilter(requested, (session.init.capabilities ?? {}) as Parameters<typeof honouredFilter>[1]);
     const subscriptionId = request.id;
@@ -160,13 +161,13 @@ export class ModernClientBridge {
     return { jsonrpc: '2.0', id, result: toModernResult('server/discover', result, init.serverInfo, { ttlMs: 60_000, cacheScope: 'public' }) };
   }
 
-  private async forward(signal: AbortSignal, request: JsonRpcRequest, channel: MessageSink, retried = false): Promise<void> {
+  private async forward(signal: AbortSignal, request: JsonRpcRequest, channel: MessageSink, owner: string, retried = false): Promise<void> {
     const meta = isObject(request.params?._meta) ? request.params._meta : {};
     const capabilities = isObject(meta[META_CLIENT_CAPABILITIES]) ? meta[META_CLIENT_CAPABILITIES] : {};
     const logLevel = typeof meta[META_LOG_LEVEL] === 'string' ? meta[META_LOG_LEVEL] : undefined;
     let session: LegacyClientSession;
     try {
-      session = await this.sessions.get(legacyCapabilitiesFrom(capabilities));
+      session = await this.sessions.get(legacyCapabilitiesFrom(capabilities), owner);
     } catch (err) {
       this.staleVerdict();
       throw err;
@@ -187,7 +188,7 @@ export class ModernClientBridge {
     if (reply.status === 404 && session.id !== undefined && !retried) {
       // The upstream ended our session: open a new one and send the request again, once.
       this.sessions.discard(session);
-      return this.forward(signal, request, channel, true);
+      return this.forward(signal, request, channel, owner, true);
     }
     if (reply.status >= 400) {
       const upstreamError = await firstError(reply.messages);
@@ -238,10 +239,12 @@ export class ModernClientBridge {
   }
 
   /** The client's retry: hand its answers to the parked upstream call and keep relaying that call. */
-  private async resume(signal: AbortSignal, request: JsonRpcRequest, channel: MessageSink): Promise<void> {
+  private async resume(signal: AbortSignal, request: JsonRpcRequest, channel: MessageSink, owner: string): Promise<void> {
     const params = request.params ?? {};
     const nameField = NAME_FIELD[request.method];
-    const call = this.parked.take(params.requestState as string, request.method, nameField ? params[nameField] : undefined);
+    // A requestState is bound to the caller that got it (mrtr.mdx §Security Considerations): another
+    // caller presenting it is told it is invalid, and it stays parked for its owner.
+    const call = this.parked.take(params.requestState as string, request.method, nameField ? params[nameField] : undefined, (c) => c.session.owner === owner);
     if (!call) {
       return channel.finish(errorResponse(request.id, ErrorCode.InvalidParams, 'requestState is invalid, expired or already used; send the request again without it'));
     }

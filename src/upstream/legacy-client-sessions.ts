@@ -15,6 +15,8 @@ export interface LegacyClientSession {
   version: string;
   init: Record<string, unknown>;
   key: string;
+  /** Whose session this is (see principalKey); callers never share an upstream session. */
+  owner: string;
   /** The level last set with logging/setLevel on this session. */
   logLevel?: string;
 }
@@ -30,12 +32,16 @@ export class LegacyClientSessions {
 
   constructor(private readonly client: UpstreamMessages, private readonly log: Logger) {}
 
-  /** The session for this capability set, opened on first use. */
-  get(capabilities: Record<string, unknown>): Promise<LegacyClientSession> {
-    const key = canonicalJson(capabilities);
+  /**
+   * The session for this caller and capability set, opened on first use. Sessions are keyed by both
+   * (GATEWAY-REQUIREMENTS §Session management): an upstream may keep per-session state, which must never
+   * be shared between callers.
+   */
+  get(capabilities: Record<string, unknown>, owner = ''): Promise<LegacyClientSession> {
+    const key = `${owner}\u0000${canonicalJson(capabilities)}`;
     const existing = this.pool.get(key);
     if (existing) return existing.promise;
-    const entry: { promise: Promise<LegacyClientSession>; session?: LegacyClientSession } = { promise: this.open(key, capabilities) };
+    const entry: { promise: Promise<LegacyClientSession>; session?: LegacyClientSession } = { promise: this.open(key, capabilities, owner) };
     entry.promise.then(
       (s) => (entry.session = s),
       () => {
@@ -73,7 +79,7 @@ export class LegacyClientSessions {
     await Promise.race([ended, new Promise<void>((r) => setTimeout(r, CLOSE_WAIT_MS).unref())]);
   }
 
-  private async open(key: string, capabilities: Record<string, unknown>): Promise<LegacyClientSession> {
+  private async open(key: string, capabilities: Record<string, unknown>, owner: string): Promise<LegacyClientSession> {
     const reply = await this.client.post(
       { jsonrpc: '2.0', id: 'gatehouse-init', method: 'initialize', params: { protocolVersion: LATEST_LEGACY_VERSION, capabilities, clientInfo: GATEHOUSE_CLIENT_INFO } },
       {},
@@ -87,13 +93,13 @@ export class LegacyClientSessions {
       throw new GatewayError('GW_ERR_UPSTREAM_BAD_RESPONSE', `Upstream "${this.client.upstream}" refused initialize (HTTP ${reply.status})`, this.client.upstream);
     }
     const id = reply.headers['mcp-session-id'];
-    const session: LegacyClientSession = { id: typeof id === 'string' ? id : undefined, version, init: response.result, key };
+    const session: LegacyClientSession = { id: typeof id === 'string' ? id : undefined, version, init: response.result, key, owner };
     // 2025-11-25/basic/lifecycle.mdx §Initialization: the client MUST send notifications/initialized.
     const ack = await this.client.post({ jsonrpc: '2.0', method: 'notifications/initialized' }, this.headersFor(session));
     for await (const _ of ack.messages) {
       // drain
     }
-    this.log.info('legacy upstream session opened for modern clients', { version, capabilities: key });
+    this.log.info('legacy upstream session opened for modern clients', { version, capabilities: canonicalJson(capabilities), owner: owner === '' ? 'gatehouse' : 'caller' });
     return session;
   }
 

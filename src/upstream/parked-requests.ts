@@ -33,8 +33,11 @@ export class ParkedRequests<P extends Parked> {
     return `${handle}.${this.sign(handle)}`;
   }
 
-  /** Redeems a requestState once; undefined when forged, expired, already used, or for another request. */
-  take(requestState: string, method: string, name: unknown): P | undefined {
+  /**
+   * Redeems a requestState once; undefined when forged, expired, already used, for another request, or not
+   * `accepted` (another caller's): then it stays parked for its owner.
+   */
+  take(requestState: string, method: string, name: unknown, accepted: (value: P) => boolean = () => true): P | undefined {
     const dot = requestState.indexOf('.');
     if (dot <= 0) return undefined;
     const handle = requestState.slice(0, dot);
@@ -42,7 +45,7 @@ export class ParkedRequests<P extends Parked> {
     const expected = Buffer.from(this.sign(handle));
     if (given.length !== expected.length || !timingSafeEqual(given, expected)) return undefined;
     const entry = this.parked.get(handle);
-    if (!entry || entry.value.method !== method || entry.value.name !== name) return undefined;
+    if (!entry || entry.value.method !== method || entry.value.name !== name || !accepted(entry.value)) return undefined;
     this.parked.delete(handle);
     clearTimeout(entry.timer);
     return entry.value;

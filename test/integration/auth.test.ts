@@ -327,3 +327,20 @@ describe('legacy sessions are bound to their caller', () => {
     assert.equal(thief.json().error.code, -32001);
   });
 });
+
+describe('callers never share an upstream session', () => {
+  test('modern calls of two callers to a legacy upstream go through two different upstream sessions', async () => {
+    const jwt = await as.sign({ sub: 'carol', aud: PUBLIC_URL, scope: 'mcp:tools', groups: ['ops'] });
+    clientCredentials.add(jwt);
+    const callAs = async (credential: string, name: string) => {
+      const req = modernRequest(21, 'tools/call', { name, arguments: {} });
+      const res = await post(gw.url, req.body, { ...req.headers, authorization: `Bearer ${credential}` });
+      assert.equal(res.json().result.content[0].text, `called ${name}`);
+    };
+    await callAs(KEYS.ops, 'search');
+    await callAs(jwt, 'get_user');
+    const sessionOf = (name: string) => upstream.requests.filter((r) => r.body.includes('"tools/call"') && r.body.includes(`"${name}"`)).at(-1)?.headers['mcp-session-id'];
+    assert.ok(sessionOf('search') && sessionOf('get_user'));
+    assert.notEqual(sessionOf('search'), sessionOf('get_user'), 'GATEWAY-REQUIREMENTS §Session management: pool by principal');
+  });
+});

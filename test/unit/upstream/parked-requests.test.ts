@@ -1,0 +1,43 @@
+// Parked MRTR calls (2026-07-28 mrtr.mdx §Server Requirements 4–5, §Security Considerations): a
+// requestState is HMAC-signed, single-use, bound to the method and name it was issued for, and to the
+// caller: another caller presenting it gets nothing, and it stays redeemable by its owner.
+import { describe, it } from 'node:test';
+import assert from 'node:assert/strict';
+import { ParkedRequests } from '../../../src/upstream/parked-requests.js';
+
+interface Call {
+  method: string;
+  name: unknown;
+  owner: string;
+  expire(): void;
+}
+
+const call = (owner: string): Call => ({ method: 'tools/call', name: 'ask', owner, expire: () => {} });
+
+describe('ParkedRequests', () => {
+  it('redeems once, for the same method and name only', () => {
+    const parked = new ParkedRequests<Call>(60_000);
+    const state = parked.park(call('alice'));
+    assert.equal(parked.take(state, 'prompts/get', 'ask'), undefined);
+    assert.equal(parked.take(state, 'tools/call', 'other'), undefined);
+    assert.equal(parked.take(state, 'tools/call', 'ask')?.owner, 'alice');
+    assert.equal(parked.take(state, 'tools/call', 'ask'), undefined, 'single use');
+    parked.clear();
+  });
+
+  it('refuses a forged signature', () => {
+    const parked = new ParkedRequests<Call>(60_000);
+    const state = parked.park(call('alice'));
+    const forged = `${state.slice(0, state.indexOf('.'))}.${'A'.repeat(state.length - state.indexOf('.') - 1)}`;
+    assert.equal(parked.take(forged, 'tools/call', 'ask'), undefined);
+    parked.clear();
+  });
+
+  it("another caller cannot redeem or burn it; its owner still can", () => {
+    const parked = new ParkedRequests<Call>(60_000);
+    const state = parked.park(call('alice'));
+    assert.equal(parked.take(state, 'tools/call', 'ask', (c) => c.owner === 'mallory'), undefined);
+    assert.equal(parked.take(state, 'tools/call', 'ask', (c) => c.owner === 'alice')?.owner, 'alice');
+    parked.clear();
+  });
+});
