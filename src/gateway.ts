@@ -268,7 +268,7 @@ interface UpstreamHooks {
 }
 
 function createUpstream(config: UpstreamConfig, sessions: GatehouseConfig['sessions'], log: Logger, hooks: UpstreamHooks): Upstream {
-  if (isStdioUpstream(config)) return new StdioUpstream(config, sessions, log);
+  if (isStdioUpstream(config)) return new StdioUpstream(config, sessions, log, (seconds) => hooks.upstreamResponse(config.name, seconds));
   return new HttpUpstream(config, sessions, log, hooks.refusal, (seconds) => hooks.upstreamResponse(config.name, seconds));
 }
 

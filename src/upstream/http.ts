@@ -76,7 +76,7 @@ export class HttpUpstream implements Upstream {
     });
     this.schemas = new ArgumentSchemas(this.log);
     this.passThrough = new PassThrough(this.pool, this.path, this.credentials, config.era, this.name, this.log, observeUpstream);
-    const messages = new MessageClient(this.pool, this.path, this.credentials, this.name);
+    const messages = new MessageClient(this.pool, this.path, this.credentials, this.name, observeUpstream);
     this.messages = messages;
     this.verdict = new EraVerdict(async () => {
       const profile = await probeUpstream(messages, config.era);

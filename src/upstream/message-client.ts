@@ -41,6 +41,8 @@ export class MessageClient implements UpstreamMessages {
     private readonly path: string,
     private readonly credentials: UpstreamCredentials,
     readonly upstream: string,
+    /** Seconds until the upstream's response started (metrics). */
+    private readonly observe: (seconds: number) => void = () => {},
   ) {}
 
   /**
@@ -50,6 +52,7 @@ export class MessageClient implements UpstreamMessages {
   async post(message: JsonRpcMessage, headers: Record<string, string>, signal?: AbortSignal): Promise<UpstreamReply> {
     let res: Dispatcher.ResponseData;
     let auth: CredentialHeaders;
+    const started = performance.now();
     try {
       auth = this.credentials.current() ?? (await this.credentials.headers());
       res = await this.pool.request({
@@ -62,6 +65,7 @@ export class MessageClient implements UpstreamMessages {
     } catch (err) {
       throw toGatewayError(err, this.upstream);
     }
+    this.observe((performance.now() - started) / 1000);
     this.refused(res.statusCode, auth);
     return this.toReply(res);
   }

@@ -83,7 +83,11 @@ export class StdioMessages implements UpstreamMessages {
   private crashes = 0;
   private lastCrashAt = 0;
 
-  constructor(private readonly config: StdioUpstreamConfig, private readonly log: Logger) {
+  constructor(
+    private readonly config: StdioUpstreamConfig,
+    private readonly log: Logger,
+    private readonly observe?: (seconds: number) => void,
+  ) {
     this.upstream = config.name;
   }
 
@@ -160,7 +164,7 @@ export class StdioMessages implements UpstreamMessages {
   private async start(): Promise<Managed> {
     await this.backoff();
     const proc = new StdioProcess(
-      { upstream: this.config.name, command: this.config.command, env: this.config.env, cwd: this.config.cwd, requestTimeoutMs: this.config.timeouts.requestMs },
+      { upstream: this.config.name, command: this.config.command, env: this.config.env, cwd: this.config.cwd, requestTimeoutMs: this.config.timeouts.requestMs, ...(this.observe ? { observe: this.observe } : {}) },
       this.log,
     );
     const router = new Router((request, why) => {

@@ -15,6 +15,8 @@ export interface StdioProcessOptions {
   requestTimeoutMs: number;
   /** Longest stdout line accepted; longer ones are dropped and logged, not parsed. */
   maxLineBytes?: number;
+  /** Seconds from a request written to its response read (metrics). */
+  observe?: (seconds: number) => void;
 }
 
 /** Only these variables of the gateway's own environment reach a child; secrets are passed explicitly. */
@@ -25,6 +27,7 @@ interface Pending {
   resolve(res: JsonRpcResponse): void;
   reject(err: Error): void;
   timer: NodeJS.Timeout;
+  sentAt: number;
 }
 
 export class StdioProcess {
@@ -91,7 +94,7 @@ export class StdioProcess {
         this.pending.delete(msg.id);
         reject(new GatewayError('GW_ERR_UPSTREAM_TIMEOUT', `Upstream "${this.opts.upstream}" did not answer within ${this.opts.requestTimeoutMs} ms`, this.opts.upstream));
       }, this.opts.requestTimeoutMs);
-      this.pending.set(msg.id, { resolve, reject, timer });
+      this.pending.set(msg.id, { resolve, reject, timer, sentAt: performance.now() });
       signal?.addEventListener('abort', () => {
         const p = this.pending.get(msg.id);
         if (!p) return;
@@ -165,6 +168,7 @@ export class StdioProcess {
       if (p) {
         clearTimeout(p.timer);
         this.pending.delete(msg.id as JsonRpcId);
+        this.opts.observe?.((performance.now() - p.sentAt) / 1000);
         p.resolve(msg as JsonRpcResponse);
         return;
       }

@@ -35,10 +35,16 @@ export class StdioUpstream implements Upstream {
   private readonly legacyBridge: LegacyClientBridge;
   private readonly sharedBridge: LegacyClientBridge;
 
-  constructor(private readonly config: StdioUpstreamConfig, limits: { max: number; idleTimeoutMs: number; inputTimeoutMs: number }, log: Logger) {
+  constructor(
+    private readonly config: StdioUpstreamConfig,
+    limits: { max: number; idleTimeoutMs: number; inputTimeoutMs: number },
+    log: Logger,
+    /** Seconds per answered request to the child (metrics). */
+    private readonly observe?: (seconds: number) => void,
+  ) {
     this.name = config.name;
     this.log = log.child({ upstream: config.name });
-    this.messages = new StdioMessages(config, this.log);
+    this.messages = new StdioMessages(config, this.log, observe);
     this.verdict = new EraVerdict(async () => {
       const profile = await probeUpstream(this.messages, config.era);
       this.log.info('upstream era detected', { era: profile.era, version: profile.version });
@@ -208,7 +214,7 @@ export class StdioUpstream implements Upstream {
 
   private newProcess(): StdioProcess {
     return new StdioProcess(
-      { upstream: this.name, command: this.config.command, env: this.config.env, cwd: this.config.cwd, requestTimeoutMs: this.config.timeouts.requestMs },
+      { upstream: this.name, command: this.config.command, env: this.config.env, cwd: this.config.cwd, requestTimeoutMs: this.config.timeouts.requestMs, ...(this.observe ? { observe: this.observe } : {}) },
       this.log,
     );
   }

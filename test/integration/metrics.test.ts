@@ -145,6 +145,22 @@ describe('metrics through the catalog', () => {
   });
 });
 
+describe('upstream latency beyond the HTTP pass-through', () => {
+  test('a stdio upstream (shared child, bridged) feeds the upstream latency histogram too', async () => {
+    const fake = new URL('../fixtures/upstreams/stdio-fake.mjs', import.meta.url).pathname;
+    const stdio = await startGateway({ upstreams: [{ name: 'kid', command: [process.execPath, fake], era: 'legacy' }], metrics: { enabled: true, port: 0 } });
+    try {
+      const init = await post(stdio.url, rpc(1, 'initialize', { protocolVersion: '2025-11-25', capabilities: {}, clientInfo: { name: 'm', version: '1' } }));
+      const headers = { ...LEGACY_HEADERS, 'mcp-session-id': String(init.headers['mcp-session-id']), 'mcp-protocol-version': '2025-11-25' };
+      assert.equal((await post(stdio.url, rpc(2, 'tools/call', { name: 'echo' }), headers)).status, 200);
+      const text = await (await request(stdio.gateway.metricsUrl!)).body.text();
+      assert.ok((valueOf(text, 'gatehouse_upstream_request_duration_seconds_count{upstream="kid"}') ?? 0) >= 1, text.split('\n').filter((l) => l.includes('upstream_request')).join('\n'));
+    } finally {
+      await stdio.close();
+    }
+  });
+});
+
 describe('a real Prometheus scrapes Gatehouse', () => {
   let prometheus: ChildProcess | undefined;
   after(() => {
