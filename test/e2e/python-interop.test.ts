@@ -17,7 +17,10 @@
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { hashKey } from '../../src/auth/key-hash.js';
 import { ROOT, serveCli, type ServingCli } from '../helpers/cli.js';
 import { startEverythingHttp, type EverythingHttp } from '../fixtures/upstreams/everything-http.js';
 
@@ -82,10 +85,12 @@ function sdkProblem(): string | null {
 const running = new Set<ChildProcess>();
 
 /** Runs the Python client against `url`, bounded in time; resolves with its exit code and output. */
-function runPythonClient(url: string, mode: Mode, message: string): Promise<{ code: number | null; stdout: string; stderr: string; ms: number }> {
+function runPythonClient(url: string, mode: Mode, message: string, bearer?: string): Promise<{ code: number | null; stdout: string; stderr: string; ms: number }> {
   const started = Date.now();
   const args = [CLIENT_SCRIPT, url, '--mode', mode, '--message', message, '--timeout', String(CLIENT_TIMEOUT_S)];
-  const child = spawn('python3', args, { cwd: ROOT, stdio: ['ignore', 'pipe', 'pipe'] });
+  if (bearer !== undefined) args.push('--bearer-env', 'GATEHOUSE_TEST_BEARER');
+  const env = bearer !== undefined ? { ...process.env, GATEHOUSE_TEST_BEARER: bearer } : process.env;
+  const child = spawn('python3', args, { cwd: ROOT, env, stdio: ['ignore', 'pipe', 'pipe'] });
   running.add(child);
   let stdout = '';
   let stderr = '';
@@ -123,11 +128,11 @@ function killRunningPython(): void {
 
 // ---- assertions -----------------------------------------------------------------------------------------
 
-async function probeThroughGatehouse(gw: ServingCli, mode: Mode, label: string): Promise<PyReport> {
+async function probeThroughGatehouse(gw: ServingCli, mode: Mode, label: string, bearer?: string): Promise<PyReport> {
   const problem = sdkProblem();
   if (problem !== null) assert.fail(problem);
   const message = `hello from python (${mode}) via gatehouse ${label}`;
-  const run = await runPythonClient(gw.url, mode, message);
+  const run = await runPythonClient(gw.url, mode, message, bearer);
   const context = `python client (--mode ${mode}) against ${gw.url}\n--- python stderr:\n${run.stderr}\n--- gatehouse stderr:\n${gw.stderr()}`;
   assert.equal(run.code, 0, `exited ${run.code}: ${context}`);
   const lines = run.stdout.trim().split('\n');
@@ -265,4 +270,35 @@ describe('Python MCP SDK → Gatehouse → server-everything over Streamable HTT
       await probeThroughGatehouse(gw!, mode, 'http');
     });
   }
+});
+
+describe('Python MCP SDK with a bearer API key (2026-07-28 authorization: credentials in the header)', () => {
+  const KEY = 'gh_python_interop_key_0123456789abcdefghij';
+  let gw: ServingCli | undefined;
+  before(async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'gatehouse-py-auth-'));
+    const file = join(dir, 'gatehouse.yaml');
+    writeFileSync(file, [
+      'listen: { host: 127.0.0.1, port: 0 }',
+      'upstreams:',
+      `  - { name: everything, command: [${JSON.stringify(process.execPath)}, ${JSON.stringify(EVERYTHING_ENTRY)}, stdio] }`,
+      'auth:',
+      `  apiKeys: [{ id: python, hash: "${hashKey(KEY)}", scopes: [] }]`,
+    ].join('\n') + '\n');
+    gw = await serveCli(['--config', file]);
+  });
+  after(async () => {
+    killRunningPython();
+    await gw?.stop();
+  });
+  test('with the key: the whole probe passes', async () => {
+    await probeThroughGatehouse(gw!, 'auto', 'with an API key', KEY);
+  });
+  test('without it: the SDK is refused and shows the structured reason', async () => {
+    const run = await runPythonClient(gw!.url, 'auto', 'no key');
+    assert.notEqual(run.code, 0);
+    // The SDK surfaces the JSON-RPC error body of the 401: where the credential belongs, and why.
+    assert.match(run.stderr, /Authentication required: send "Authorization: Bearer <token>"/);
+    assert.match(run.stderr, /missing_credentials/);
+  });
 });

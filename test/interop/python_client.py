@@ -3,6 +3,7 @@
 
 Usage: python3 test/interop/python_client.py URL [--mode auto|legacy|2026-07-28] [--message TEXT]
                                               [--resource URI] [--prompt NAME] [--timeout SECONDS] [--traceback]
+                                              [--bearer-env NAME]
 
 It connects, lists tools, calls `echo` {message}, lists and reads a resource, lists and gets a prompt,
 then prints ONE JSON line on stdout with what it saw, including every HTTP exchange the SDK made (method,
@@ -23,6 +24,7 @@ cannot hang on a silent server.
 from __future__ import annotations
 
 import argparse
+import os
 import json
 import sys
 import traceback
@@ -82,8 +84,13 @@ class HttpTrace:
 
 async def probe(args: argparse.Namespace) -> dict[str, Any]:
     trace = HttpTrace()
+    # A bearer credential, read from the environment so it never shows in a process list.
+    headers = {}
+    if args.bearer_env:
+        headers["Authorization"] = f"Bearer {os.environ[args.bearer_env]}"
     http = httpx2.AsyncClient(
         timeout=httpx2.Timeout(args.timeout, read=args.timeout),
+        headers=headers,
         event_hooks={"request": [trace.on_request], "response": [trace.on_response]},
     )
     out: dict[str, Any] = {
@@ -161,6 +168,7 @@ def main() -> int:
     parser.add_argument("--prompt", default="simple-prompt")
     parser.add_argument("--timeout", type=float, default=20.0, help="overall deadline and per-request read timeout (s)")
     parser.add_argument("--traceback", action="store_true", help="also print the full traceback on failure")
+    parser.add_argument("--bearer-env", default=None, help="send Authorization: Bearer <value of this environment variable>")
     args = parser.parse_args()
 
     async def bounded() -> dict[str, Any]:
