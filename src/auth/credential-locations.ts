@@ -5,8 +5,17 @@
 /** Names that look like credentials, compared lower-case with `-` and `_` removed. */
 const CREDENTIAL_NAMES = new Set(['accesstoken', 'apikey', 'authorization', 'bearer', 'token', 'idtoken', 'refreshtoken', 'xapikey', 'clientsecret']);
 
+/** The same few member names arrive on every request; each is judged once. */
+const verdicts = new Map<string, boolean>();
+
 function looksLikeCredential(name: string): boolean {
-  return CREDENTIAL_NAMES.has(name.toLowerCase().replace(/[-_]/g, ''));
+  let verdict = verdicts.get(name);
+  if (verdict === undefined) {
+    verdict = CREDENTIAL_NAMES.has(name.toLowerCase().replace(/[-_]/g, ''));
+    // Bounded: names are client-chosen.
+    if (verdicts.size < 10_000) verdicts.set(name, verdict);
+  }
+  return verdict;
 }
 
 /** The query parameter carrying a credential, if any. */
