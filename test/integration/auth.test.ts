@@ -344,3 +344,22 @@ describe('callers never share an upstream session', () => {
     assert.notEqual(sessionOf('search'), sessionOf('get_user'), 'GATEWAY-REQUIREMENTS §Session management: pool by principal');
   });
 });
+
+describe('config reload', () => {
+  test('a reload swaps the keys: the removed key is refused from the next request on, the new one works', async () => {
+    const { validateConfigObject } = await import('../../src/config/load.js');
+    const oldKey = 'gh_reload_old_key_0123456789abcdefghijklm';
+    const newKey = 'gh_reload_new_key_0123456789abcdefghijklm';
+    const config = (key: string) => ({ upstreams: [{ name: 'crm', url: upstream.url }], auth: { apiKeys: [{ id: 'k', hash: hashKey(key), scopes: [] }] } });
+    const reloaded = await startGateway(config(oldKey));
+    try {
+      clientCredentials.add(oldKey).add(newKey);
+      assert.equal((await post(reloaded.url, initialize(), bearer(oldKey))).status, 200);
+      assert.deepEqual(await reloaded.gateway.reload(validateConfigObject({ ...config(newKey), listen: { host: '127.0.0.1', port: 0 } }, 'test')), []);
+      assert.equal((await post(reloaded.url, initialize(), bearer(oldKey))).status, 401);
+      assert.equal((await post(reloaded.url, initialize(), bearer(newKey))).status, 200);
+    } finally {
+      await reloaded.close();
+    }
+  });
+});
