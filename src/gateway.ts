@@ -172,7 +172,7 @@ export function createGateway(config: GatehouseConfig, log: Logger, options: Gat
       log.addSecrets(collectSecrets(next));
       // Keys, tokens and rules apply from the next request on.
       const previousAuth = edgeOptions.auth;
-      edgeOptions.auth = new Authenticator(next, log);
+      edgeOptions.auth = new Authenticator(next, log, previousAuth);
       previousAuth.close();
       running = next;
       reloads.applied++;

@@ -30,14 +30,19 @@ const BEARER = /^Bearer +([A-Za-z0-9\-._~+/]+=*) *$/i;
 export class Authenticator {
   readonly metadata: ResourceMetadata | undefined;
   private readonly keys: ApiKeys;
-  private readonly tokens: TokenVerifier | undefined;
+  private tokens: TokenVerifier | undefined;
+  private readonly oauthSettings: string;
   private readonly anonymous: boolean;
   private readonly anonymousOnly: boolean;
   private readonly requiredScopes: readonly string[];
 
-  constructor(config: GatehouseConfig, private readonly log: Logger) {
+  /** `previous`: the authenticator being replaced by a reload; its token verifier (and key cache) is kept when the OAuth settings did not change. */
+  constructor(config: GatehouseConfig, private readonly log: Logger, previous?: Authenticator) {
     this.keys = new ApiKeys(config.auth.apiKeys);
-    this.tokens = config.auth.oauth ? new TokenVerifier(config.auth.oauth, log.child({ component: 'auth' })) : undefined;
+    this.oauthSettings = JSON.stringify(config.auth.oauth ?? null);
+    const reusable = previous !== undefined && previous.oauthSettings === this.oauthSettings ? previous.tokens : undefined;
+    if (reusable && previous) previous.tokens = undefined; // handed over: the old one must not close it
+    this.tokens = reusable ?? (config.auth.oauth ? new TokenVerifier(config.auth.oauth, log.child({ component: 'auth' })) : undefined);
     this.anonymous = config.auth.anonymous;
     this.anonymousOnly = config.auth.anonymous && config.auth.apiKeys.length === 0 && config.auth.oauth === undefined;
     this.requiredScopes = config.auth.requiredScopes;

@@ -362,4 +362,22 @@ describe('config reload', () => {
       await reloaded.close();
     }
   });
+
+  test('a reload that keeps the OAuth settings keeps the signing keys it already fetched', async () => {
+    const { validateConfigObject } = await import('../../src/config/load.js');
+    const oauth = { issuer: as.issuer, jwksUri: as.jwksUri, audience: PUBLIC_URL };
+    const config = (keyId: string) => ({ listen: { host: '127.0.0.1', port: 0, publicUrl: PUBLIC_URL }, upstreams: [{ name: 'crm', url: upstream.url }], auth: { oauth, apiKeys: [{ id: keyId, hash: hashKey(`gh_${keyId}_0123456789abcdefghijklmnopqrst`), scopes: [] }] } });
+    const reloaded = await startGateway(config('first'));
+    try {
+      const token = await as.sign({ sub: 'dora', aud: PUBLIC_URL });
+      clientCredentials.add(token);
+      assert.equal((await post(reloaded.url, initialize(), bearer(token))).status, 200);
+      const fetches = as.hits.get('/jwks') ?? 0;
+      assert.deepEqual(await reloaded.gateway.reload(validateConfigObject(config('second'), 'test')), []);
+      assert.equal((await post(reloaded.url, initialize(), bearer(token))).status, 200);
+      assert.equal(as.hits.get('/jwks') ?? 0, fetches, 'no new key-set fetch after the reload');
+    } finally {
+      await reloaded.close();
+    }
+  });
 });
