@@ -315,7 +315,10 @@ export class Catalog implements UpstreamMessages {
 
   private async routeByName(request: JsonRpcRequest, kind: 'tools' | 'prompts', publicName: unknown, signal: AbortSignal | undefined, field: 'name' | 'ref', principal: Principal | undefined): Promise<UpstreamReply> {
     let route = typeof publicName === 'string' ? this.routes[kind].get(publicName) : undefined;
-    if (!route && typeof publicName === 'string') {
+    // A hidden name takes the same path as an unknown one (a fresh list, then -32602), so neither the
+    // answer nor its timing tells that it exists.
+    const hidden = route !== undefined && !this.visible(principal, kind, route.ref);
+    if ((!route || hidden) && typeof publicName === 'string') {
       await this.namedList({ ...request, method: `${kind}/list`, params: { _meta: request.params?._meta } }, kind, principal);
       route = this.routes[kind].get(publicName);
     }

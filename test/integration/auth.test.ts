@@ -290,7 +290,10 @@ describe('visibility: callers see and call only what they may use', () => {
   test('calling a hidden tool answers exactly like calling one that does not exist', async () => {
     const calls = upstream.requests.length;
     const hidden = await call(KEYS.reader, 'delete_user');
+    const afterHidden = upstream.requests.length;
     const missing = await call(KEYS.reader, 'no_such_tool');
+    // Both take the same path (a fresh list, then the refusal), so not even the work done differs.
+    assert.equal(upstream.requests.length - afterHidden, afterHidden - calls, 'the same upstream traffic for both');
     assert.equal(hidden.error.code, -32602);
     assert.equal(missing.error.code, -32602);
     assert.equal(hidden.error.message.replace('delete_user', 'X'), missing.error.message.replace('no_such_tool', 'X'));
