@@ -56,11 +56,14 @@ export function unsupportedFeatures(config: GatehouseConfig): string[] {
   const ids = auth.apiKeys.map((k) => k.id);
   for (const id of new Set(ids.filter((id, i) => ids.indexOf(id) !== i))) problems.push(`auth.apiKeys: the id "${id}" is used twice`);
   if (auth.oauth) {
-    // RFC 8707 / 2026-07-28 authorization §Token Handling: tokens must be minted for this resource.
+    // RFC 8707 / 2026-07-28 authorization §Token Handling: tokens must be minted for this resource. The
+    // metadata names listen.publicUrl as the resource, clients ask for tokens for exactly that string,
+    // and the aud check is exact: so the two must be the same string.
     const publicUrl = config.listen.publicUrl;
     if (publicUrl === undefined) problems.push('auth.oauth: listen.publicUrl is required (it is the OAuth resource and the expected token audience)');
-    else if (canonicalResource(auth.oauth.audience) !== canonicalResource(publicUrl)) {
-      problems.push(`auth.oauth.audience: must equal listen.publicUrl ("${publicUrl}"), the resource tokens are minted for`);
+    else if (auth.oauth.audience !== publicUrl) {
+      const hint = canonicalResource(auth.oauth.audience) === canonicalResource(publicUrl) ? ' (they differ only in case or a trailing slash; write them the same way)' : '';
+      problems.push(`auth.oauth.audience: must equal listen.publicUrl ("${publicUrl}"), the resource tokens are minted for${hint}`);
     }
   }
   for (const [i, rule] of config.policy.rules.entries()) {

@@ -74,7 +74,13 @@ describe('check-config', () => {
     const r = await runCli(['check-config', file]);
     assert.equal(r.code, 1);
     assert.match(r.stderr, /auth\.oauth\.audience: must equal listen\.publicUrl/);
+    // The aud check is exact, and clients ask for tokens for the metadata's resource string: a near miss is
+    // refused with a hint rather than failing every token later.
     writeFileSync(file, `upstreams: [{ name: a, url: "http://127.0.0.1:3001/mcp" }]\nlisten: { publicUrl: "https://MCP.example/mcp/" }\nauth:\n  oauth: { issuer: "https://as.example", audience: "https://mcp.example/mcp" }\n`);
+    const near = await runCli(['check-config', file]);
+    assert.equal(near.code, 1);
+    assert.match(near.stderr, /differ only in case or a trailing slash/);
+    writeFileSync(file, `upstreams: [{ name: a, url: "http://127.0.0.1:3001/mcp" }]\nlisten: { publicUrl: "https://mcp.example/mcp" }\nauth:\n  oauth: { issuer: "https://as.example", audience: "https://mcp.example/mcp" }\n`);
     const ok = await runCli(['check-config', file]);
     assert.equal(ok.code, 0, ok.stderr);
   });
