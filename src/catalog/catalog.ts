@@ -154,7 +154,8 @@ export class Catalog implements UpstreamMessages {
    * out with a warning (2026-07-28/server/tools.mdx §x-mcp-header).
    */
   private async namedList(request: JsonRpcRequest, kind: 'tools' | 'prompts', principal: Principal | undefined, whole = false): Promise<JsonRpcResponse> {
-    const perMember = await Promise.all(this.members.map((m) => this.collect(m, request, `${kind}/list`, kind)));
+    // The gateway's own check (`whole`) must know when a member could not be listed at all.
+    const perMember = await Promise.all(this.members.map((m) => this.collect(m, request, `${kind}/list`, kind, whole)));
     const merged = this.merged(kind, perMember);
     this.routes[kind] = merged.routes;
     // Names come from the whole catalog, so a caller's view never changes anyone's names; then the
@@ -220,7 +221,7 @@ export class Catalog implements UpstreamMessages {
   }
 
   /** Every page of one list from one member; a member that fails is left out and logged, not fatal. */
-  private async collect(member: Upstream, request: JsonRpcRequest, method: string, key: string): Promise<Obj[]> {
+  private async collect(member: Upstream, request: JsonRpcRequest, method: string, key: string, strict = false): Promise<Obj[]> {
     const capabilities = (request.params?._meta as Obj | undefined)?.['io.modelcontextprotocol/clientCapabilities'];
     const cacheKey = `${member.name}|${method}|${canonicalJson(capabilities ?? {})}`;
     const cached = this.listCache.get(cacheKey);
@@ -245,6 +246,7 @@ export class Catalog implements UpstreamMessages {
       if (ttlMs > 0) this.listCache.set(cacheKey, { until: Date.now() + ttlMs, items: out });
       else if ((await this.watch(member, face)).has(kind)) this.listCache.set(cacheKey, { until: Infinity, items: out });
     } catch (err) {
+      if (strict) throw err;
       this.log.warn('an upstream could not be listed; the catalog shows the others', { upstream: member.name, method, err });
     }
     return out;

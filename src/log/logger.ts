@@ -33,10 +33,9 @@ export const REDACTED = '[redacted]';
 
 /**
  * stderr, written in batches: a busy gateway logs a line per request, and a write per line would cost a
- * system call each. Lines wait at most FLUSH_MS (or until 64 KiB are pending); those still pending are
- * written when the process exits.
+ * system call each. Lines written in one turn of the event loop go out together right after it (or as
+ * soon as 64 KiB are pending); those still pending are written when the process exits.
  */
-const FLUSH_MS = 20;
 const FLUSH_BYTES = 64 * 1024;
 
 function batchedStderr(): LogWrite {
@@ -59,10 +58,10 @@ function batchedStderr(): LogWrite {
       flush();
     } else if (!scheduled) {
       scheduled = true;
-      setTimeout(() => {
+      setImmediate(() => {
         size = 0;
         flush();
-      }, FLUSH_MS).unref();
+      });
     }
   };
 }

@@ -13,11 +13,15 @@ import type { McpExchange, ModernFace, Upstream } from './upstream.js';
 
 type Mode = 'undecided' | 'direct' | 'catalog';
 
+/** After a failed check of the names, pass through without checking again for this long. */
+const RECHECK_AFTER_FAILURE_MS = 30_000;
+
 export class SingleUpstream implements Upstream {
   readonly name: string;
   readonly transport: 'http' | 'stdio';
   private mode: Mode;
   private deciding: Promise<Mode> | undefined;
+  private checkFailedAt = -Infinity;
 
   constructor(
     private readonly member: Upstream,
@@ -43,8 +47,12 @@ export class SingleUpstream implements Upstream {
     return mode === 'catalog' ? this.catalog.handle(ex) : this.member.handle(ex);
   }
 
-  /** Lists the upstream as the gateway; an upstream that cannot be listed now is left on pass-through. */
+  /**
+   * Lists the upstream as the gateway; an upstream that cannot be listed now is left on pass-through, and
+   * not listed again for a while, so a failing check does not cost every request.
+   */
   private decide(again: boolean): Promise<Mode> {
+    if (Date.now() - this.checkFailedAt < RECHECK_AFTER_FAILURE_MS) return Promise.resolve(this.mode === 'catalog' ? 'catalog' : 'direct');
     this.deciding ??= this.catalog.namesUnchanged().then(
       (unchanged) => {
         const next: Mode = unchanged ? 'direct' : 'catalog';
@@ -55,6 +63,7 @@ export class SingleUpstream implements Upstream {
       },
       (err: unknown) => {
         this.log.warn('could not list the upstream to check its names; passing through for now', { upstream: this.name, err });
+        this.checkFailedAt = Date.now();
         this.deciding = undefined;
         return 'direct' as const;
       },

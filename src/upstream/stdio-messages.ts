@@ -71,6 +71,8 @@ function isListenNotification(method: string | undefined): boolean {
 interface Managed {
   proc: StdioProcess;
   router: Router;
+  /** When the child was up (epoch ms); only a child started after the last crash proves recovery. */
+  startedAt: number;
   /** Called when the process is gone (its session, if any, is forgotten). */
   gone?: () => void;
 }
@@ -171,7 +173,7 @@ export class StdioMessages implements UpstreamMessages {
       this.log.warn('stdio upstream request refused: its call cannot be told', { method: request.method, why });
       proc.send({ jsonrpc: '2.0', id: request.id, error: { code: -32603, message: `Gatehouse refused this request: ${why}` } });
     });
-    const managed: Managed = { proc, router };
+    const managed: Managed = { proc, router, startedAt: 0 };
     proc.onMessage = (m) => router.route(m);
     proc.onExit = (reason) => {
       if (!proc.stoppedOnPurpose) this.noteCrash(reason);
@@ -183,6 +185,7 @@ export class StdioMessages implements UpstreamMessages {
       this.noteCrash(String((err as Error)?.message ?? err));
       throw err;
     }
+    managed.startedAt = Date.now();
     return managed;
   }
 
@@ -222,7 +225,8 @@ export class StdioMessages implements UpstreamMessages {
       managed.proc.request(request, abort).then(
         (res: JsonRpcResponse) => {
           release();
-          if (res.error === undefined) this.crashes = 0;
+          // Recovery is a working child started after the last crash, not an older sibling still answering.
+          if (res.error === undefined && managed.startedAt >= this.lastCrashAt) this.crashes = 0;
           push(res);
           finish();
         },
