@@ -33,9 +33,11 @@ export const REDACTED = '[redacted]';
 
 /**
  * stderr, written in batches: a busy gateway logs a line per request, and a write per line would cost a
- * system call each. Lines written in one turn of the event loop go out together right after it (or as
- * soon as 64 KiB are pending); those still pending are written when the process exits.
+ * system call each. Lines wait at most FLUSH_MS, short enough that nobody notices (or until 64 KiB are
+ * pending); those still pending are written when the process exits.
  */
+
+const FLUSH_MS = 5;
 const FLUSH_BYTES = 64 * 1024;
 
 function batchedStderr(): LogWrite {
@@ -58,10 +60,10 @@ function batchedStderr(): LogWrite {
       flush();
     } else if (!scheduled) {
       scheduled = true;
-      setImmediate(() => {
+      setTimeout(() => {
         size = 0;
         flush();
-      });
+      }, FLUSH_MS).unref();
     }
   };
 }
