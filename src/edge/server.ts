@@ -245,8 +245,9 @@ export function createEdge(listen: ListenConfig, handlers: EdgeHandlers, log: Lo
           callId: ex.callId,
           method,
           era: ex.era,
-          subject: ex.principal.subject,
-          ...(typeof name === 'string' ? { tool: name } : {}),
+          // Client-chosen strings are cut, so one request cannot write a megabyte into the log.
+          subject: clip(ex.principal.subject),
+          ...(typeof name === 'string' ? { tool: clip(name) } : {}),
           upstream,
           status: ex.res.statusCode,
           outcome: aborted ? 'aborted' : (ex.refusal ?? (ex.res.statusCode < 400 ? 'ok' : 'error')),
@@ -314,4 +315,10 @@ function pathOf(url: string | undefined): string {
   if (url === undefined) return '/';
   const q = url.indexOf('?');
   return q === -1 ? url : url.slice(0, q);
+}
+
+const LOG_FIELD_MAX = 200;
+
+function clip(s: string): string {
+  return s.length <= LOG_FIELD_MAX ? s : `${s.slice(0, LOG_FIELD_MAX)}…`;
 }

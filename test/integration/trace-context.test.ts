@@ -91,3 +91,14 @@ test('a malformed traceparent is not copied into _meta', async () => {
   assert.equal((await post(gw.url, req.body, { ...req.headers, traceparent: '00-00000000000000000000000000000000-b7ad6b7169203331-01' })).status, 200);
   assert.equal(callSeen(up).meta.traceparent, undefined);
 });
+
+test('a client-chosen tool name is cut in the log line, so one request cannot flood the log', async () => {
+  const up = await upstreamOf('modern');
+  const gw = await gatewayFor(up);
+  const long = 'x'.repeat(5000);
+  const req = modernRequest(11, 'tools/call', { name: long, arguments: {} });
+  await post(gw.url, req.body, req.headers);
+  const line = gw.logs.find((l) => l.msg === 'request' && l.method === 'tools/call')!;
+  assert.ok(line, 'the request was logged');
+  assert.ok((line.tool as string).length <= 201, `tool field of ${(line.tool as string).length} characters`);
+});
