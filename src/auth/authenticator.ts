@@ -8,6 +8,7 @@ import type { IncomingHttpHeaders } from 'node:http';
 import type { GatehouseConfig } from '../config/types.js';
 import type { Logger } from '../log/logger.js';
 import { ApiKeys } from './api-keys.js';
+import { AsMetadataMirror } from './as-metadata-mirror.js';
 import { bearerChallenge } from './challenge.js';
 import { credentialInMessage, credentialInQuery } from './credential-locations.js';
 import { ANONYMOUS, type AuthResult, type Principal } from './principal.js';
@@ -29,6 +30,8 @@ const BEARER = /^Bearer +([A-Za-z0-9\-._~+/]+=*) *$/i;
 
 export class Authenticator {
   readonly metadata: ResourceMetadata | undefined;
+  /** The issuer's own metadata, served at this origin for 2025-03-26 clients (OAuth only). */
+  readonly asMetadata: AsMetadataMirror | undefined;
   private readonly keys: ApiKeys;
   private tokens: TokenVerifier | undefined;
   private readonly oauthSettings: string;
@@ -47,6 +50,7 @@ export class Authenticator {
     this.anonymousOnly = config.auth.anonymous && config.auth.apiKeys.length === 0 && config.auth.oauth === undefined;
     this.requiredScopes = config.auth.requiredScopes;
     this.metadata = buildResourceMetadata(config);
+    this.asMetadata = config.auth.oauth ? new AsMetadataMirror(config.auth.oauth.issuer, log) : undefined;
   }
 
   /** True when a request without credentials is still served (loopback demo mode). */
@@ -102,6 +106,7 @@ export class Authenticator {
 
   close(): void {
     this.tokens?.close?.();
+    this.asMetadata?.close();
   }
 
   private conclude(result: AuthResult): AuthVerdict {

@@ -147,10 +147,6 @@ export function isRecord(value: unknown): value is Record<string, unknown> {
 }
 
 /**
- * Where the issuer's metadata may live (RFC 8414 §3.1 inserts the well-known segment before the path;
- * OpenID Connect Discovery appends it, and many deployments do either).
- */
-/**
  * Whether a discovered `jwks_uri` may be fetched: https, or plain http only when both it and the issuer are
  * on loopback (development). Configured `jwksUri` values are the operator's choice and are not judged.
  */
@@ -168,6 +164,10 @@ export function acceptableJwksUri(jwksUri: string, issuer: string): boolean {
   return target.protocol === 'http:' && loopback(target) && loopback(origin);
 }
 
+/**
+ * Where the issuer's metadata may live (RFC 8414 §3.1 inserts the well-known segment before the path;
+ * OpenID Connect Discovery appends it, and many deployments do either).
+ */
 export function metadataUrls(issuer: string): string[] {
   const url = new URL(issuer);
   const path = url.pathname.replace(/\/+$/, '');

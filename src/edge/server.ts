@@ -5,6 +5,7 @@
 import { randomUUID } from 'node:crypto';
 import { isUtf8 } from 'node:buffer';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import { AS_METADATA_PATH } from '../auth/as-metadata-mirror.js';
 import type { AuthVerdict, Authenticator } from '../auth/authenticator.js';
 import type { Principal } from '../auth/principal.js';
 import type { SessionBinding } from '../auth/session-binding.js';
@@ -130,6 +131,14 @@ export function createEdge(listen: ListenConfig, handlers: EdgeHandlers, log: Lo
       // RFC 9728 §3.2; public and cacheable, since it names no caller.
       res.writeHead(200, { 'content-type': 'application/json', 'cache-control': 'public, max-age=300', 'access-control-allow-origin': '*', 'content-length': Buffer.byteLength(opts.auth.metadata.body) });
       res.end(opts.auth.metadata.body);
+      return;
+    }
+    if (path === AS_METADATA_PATH && req.method === 'GET' && opts.auth.asMetadata) {
+      void opts.auth.asMetadata.document().then((body) => {
+        if (body === undefined) return sendJson(res, 503, { error: 'temporarily_unavailable', message: 'The authorization server metadata cannot be fetched now' }, { 'retry-after': '10' });
+        res.writeHead(200, { 'content-type': 'application/json', 'cache-control': 'public, max-age=300', 'access-control-allow-origin': '*', 'content-length': Buffer.byteLength(body) });
+        res.end(body);
+      });
       return;
     }
     if (path === '/health' && req.method === 'GET') {

@@ -92,3 +92,12 @@ test('v2 SDK client discovers the authorization server from the 401 and authenti
   // The token it used was minted for this gateway (RFC 8707) and never went upstream.
   for (const r of upstream.requests) assert.equal(r.headers.authorization, undefined);
 });
+
+test('2025-03-26 clients find the authorization server at the gateway origin: the issuer\'s own metadata', async () => {
+  // GATEWAY-REQUIREMENTS §14: that revision looked for /.well-known/oauth-authorization-server at the MCP origin.
+  const res = await fetch(`${gw.origin}/.well-known/oauth-authorization-server`);
+  assert.equal(res.status, 200);
+  const doc = (await res.json()) as Record<string, unknown>;
+  assert.equal(doc.issuer, as.issuer, 'unchanged: the issuer is the real authorization server');
+  assert.equal(doc.token_endpoint, `${as.issuer}/token`);
+});
