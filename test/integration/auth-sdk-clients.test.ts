@@ -56,16 +56,27 @@ after(async () => {
   await as?.close();
 });
 
-test('v1 SDK client with a bearer API key: connect, list, call', async () => {
-  const client = new V1Client({ name: 'v1-auth', version: '1' });
-  await client.connect(new V1Transport(new URL(gw.url), { requestInit: { headers: { Authorization: `Bearer ${API_KEY}` } } }));
+/** What both SDK generations offer; enough to prove an authenticated session works end to end. */
+interface SdkClient {
+  listTools(): Promise<{ tools: Array<{ name: string }> }>;
+  callTool(params: { name: string; arguments: Record<string, unknown> }): Promise<object>;
+  close(): Promise<void>;
+}
+
+async function listCallAndClose(client: SdkClient): Promise<void> {
   try {
     assert.deepEqual((await client.listTools()).tools.map((t) => t.name), ['echo']);
     const result = await client.callTool({ name: 'echo', arguments: {} });
-    assert.deepEqual(result.content, [{ type: 'text', text: 'echoed' }]);
+    assert.deepEqual((result as { content?: unknown }).content, [{ type: 'text', text: 'echoed' }]);
   } finally {
     await client.close();
   }
+}
+
+test('v1 SDK client with a bearer API key: connect, list, call', async () => {
+  const client = new V1Client({ name: 'v1-auth', version: '1' });
+  await client.connect(new V1Transport(new URL(gw.url), { requestInit: { headers: { Authorization: `Bearer ${API_KEY}` } } }));
+  await listCallAndClose(client);
 });
 
 test('v1 SDK client without credentials is refused with 401', async () => {
@@ -79,13 +90,7 @@ test('v2 SDK client discovers the authorization server from the 401 and authenti
   const provider = new ClientCredentialsProvider({ clientId: 'sdk-client', clientSecret: 'sdk-secret', scope: 'mcp:tools', expectedIssuer: as.issuer });
   const client = new V2Client({ name: 'v2-auth', version: '1' });
   await client.connect(new V2Transport(new URL(gw.url), { authProvider: provider }));
-  try {
-    assert.deepEqual((await client.listTools()).tools.map((t) => t.name), ['echo']);
-    const result = await client.callTool({ name: 'echo', arguments: {} });
-    assert.deepEqual(result.content, [{ type: 'text', text: 'echoed' }]);
-  } finally {
-    await client.close();
-  }
+  await listCallAndClose(client);
   assert.ok((as.hits.get('/token') ?? 0) > before.token, 'the client fetched a token from the server named in the metadata');
   assert.ok((as.hits.get('/.well-known/oauth-authorization-server') ?? 0) + (as.hits.get('/.well-known/openid-configuration') ?? 0) > 0, 'it read the AS metadata');
   assert.ok(gw.logs.slice(before.prm).some((l) => l.reason === 'missing_credentials'), 'its first attempt was challenged with a 401');
