@@ -3,9 +3,8 @@
 
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { Client } from '@modelcontextprotocol/sdk/client/index.js';
-import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
-import { ElicitRequestSchema, type ElicitRequest } from '@modelcontextprotocol/sdk/types.js';
+import type { ElicitRequest } from '@modelcontextprotocol/sdk/types.js';
+import { assertProgressRelayedOneByOne, connectV1, textOf, type Connected } from '../helpers/v1-everything.js';
 import { startEverythingHttp, type EverythingHttp } from '../fixtures/upstreams/everything-http.js';
 import { startGateway, type TestGateway } from '../helpers/gateway.js';
 
@@ -14,20 +13,8 @@ const PROTOCOL_VERSION = '2025-11-25';
 let upstream: EverythingHttp;
 let gw: TestGateway;
 
-interface Connected {
-  client: Client;
-  transport: StreamableHTTPClientTransport;
-}
-
-async function connect(opts: { elicitation?: (req: ElicitRequest) => Record<string, unknown> } = {}): Promise<Connected> {
-  const transport = new StreamableHTTPClientTransport(new URL(gw.url));
-  const client = new Client({ name: 'gatehouse-legacy-test', version: '1.0.0' }, { capabilities: opts.elicitation ? { elicitation: {} } : {} });
-  if (opts.elicitation) {
-    const answer = opts.elicitation;
-    client.setRequestHandler(ElicitRequestSchema, async (req) => answer(req) as never);
-  }
-  await client.connect(transport, { timeout: 10_000 });
-  return { client, transport };
+function connect(opts: { elicitation?: (req: ElicitRequest) => Record<string, unknown> } = {}): Promise<Connected> {
+  return connectV1(gw.url, { name: 'gatehouse-legacy-test', timeoutMs: 10_000, ...opts });
 }
 
 /** One raw JSON-RPC POST, for checks the SDK client hides (status codes, empty bodies). */
@@ -48,11 +35,6 @@ function messageOf(text: string): Record<string, unknown> {
     ? text.split('\n').filter((l) => l.startsWith('data:')).map((l) => l.slice(5).trim()).filter((d) => d !== '').at(-1) ?? ''
     : text;
   return JSON.parse(data) as Record<string, unknown>;
-}
-
-function textOf(result: unknown): string {
-  const content = ((result as { content?: unknown }).content ?? []) as Array<{ type: string; text?: string }>;
-  return content.filter((c) => c.type === 'text').map((c) => c.text ?? '').join('\n');
 }
 
 describe('legacy pass-through: v1 client → Gatehouse → server-everything (Streamable HTTP)', () => {
@@ -123,30 +105,7 @@ describe('legacy pass-through: v1 client → Gatehouse → server-everything (St
   test('progress notifications of a long-running tool arrive one by one, before the result', async () => {
     const { client } = await connect();
     try {
-      const durationS = 2;
-      const steps = 4;
-      const stepMs = (durationS * 1000) / steps;
-      const events: Array<{ kind: 'progress' | 'result'; at: number; progress?: number }> = [];
-      const result = await client.callTool({ name: 'trigger-long-running-operation', arguments: { duration: durationS, steps } }, undefined, {
-        timeout: 30_000,
-        onprogress: (p) => events.push({ kind: 'progress', at: performance.now(), progress: p.progress }),
-      });
-      events.push({ kind: 'result', at: performance.now() });
-
-      assert.match(textOf(result), /Long running operation completed/);
-      const progress = events.filter((e) => e.kind === 'progress');
-      assert.ok(progress.length >= 2, `expected at least 2 progress notifications, got ${progress.length}`);
-      assert.equal(progress.length, steps);
-      for (let i = 1; i < progress.length; i++) {
-        assert.ok(progress[i]!.progress! > progress[i - 1]!.progress!, `progress not increasing: ${progress.map((p) => p.progress).join(', ')}`);
-      }
-      // Every progress notification was handled before the result resolved.
-      assert.equal(events.at(-1)!.kind, 'result');
-      assert.equal(events.findIndex((e) => e.kind === 'result'), events.length - 1);
-      // The tool waits stepMs between notifications, so relayed one by one the first and last are about
-      // (steps-1)*stepMs apart; a burst at the end would put them together. One step is a loose bound.
-      const spread = progress.at(-1)!.at - progress[0]!.at;
-      assert.ok(spread >= stepMs, `progress arrived in a burst: first and last ${spread.toFixed(0)} ms apart, one step is ${stepMs} ms`);
+      await assertProgressRelayedOneByOne(client);
     } finally {
       await client.close();
     }

@@ -4,9 +4,8 @@
 
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { Client } from '@modelcontextprotocol/sdk/client/index.js';
-import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
-import { ElicitRequestSchema, type ElicitRequest } from '@modelcontextprotocol/sdk/types.js';
+import type { ElicitRequest } from '@modelcontextprotocol/sdk/types.js';
+import { assertProgressRelayedOneByOne, connectV1, textOf, type Connected } from '../helpers/v1-everything.js';
 import { startGateway, type TestGateway } from '../helpers/gateway.js';
 import { isAlive, stdioChildPids, waitUntil } from '../helpers/stdio-children.js';
 
@@ -15,25 +14,8 @@ const EVERYTHING = 'node_modules/@modelcontextprotocol/server-everything/dist/in
 
 let gw: TestGateway;
 
-interface Connected {
-  client: Client;
-  transport: StreamableHTTPClientTransport;
-}
-
-async function connect(opts: { elicitation?: (req: ElicitRequest) => Record<string, unknown> } = {}): Promise<Connected> {
-  const transport = new StreamableHTTPClientTransport(new URL(gw.url));
-  const client = new Client({ name: 'gatehouse-stdio-test', version: '1.0.0' }, { capabilities: opts.elicitation ? { elicitation: {} } : {} });
-  if (opts.elicitation) {
-    const answer = opts.elicitation;
-    client.setRequestHandler(ElicitRequestSchema, async (req) => answer(req) as never);
-  }
-  await client.connect(transport, { timeout: 15_000 });
-  return { client, transport };
-}
-
-function textOf(result: unknown): string {
-  const content = ((result as { content?: unknown }).content ?? []) as Array<{ type: string; text?: string }>;
-  return content.filter((c) => c.type === 'text').map((c) => c.text ?? '').join('\n');
+function connect(opts: { elicitation?: (req: ElicitRequest) => Record<string, unknown> } = {}): Promise<Connected> {
+  return connectV1(gw.url, { name: 'gatehouse-stdio-test', timeoutMs: 15_000, ...opts });
 }
 
 /** The PID of the child backing a gateway session, from the gateway's "session started" log line. */
@@ -110,27 +92,7 @@ describe('stdio demo: v1 client → Gatehouse → server-everything (stdio child
   test('progress notifications arrive one by one, before the result', async () => {
     const { client } = await connect();
     try {
-      const durationS = 2;
-      const steps = 4;
-      const stepMs = (durationS * 1000) / steps;
-      const events: Array<{ kind: 'progress' | 'result'; at: number; progress?: number }> = [];
-      const result = await client.callTool({ name: 'trigger-long-running-operation', arguments: { duration: durationS, steps } }, undefined, {
-        timeout: 30_000,
-        onprogress: (p) => events.push({ kind: 'progress', at: performance.now(), progress: p.progress }),
-      });
-      events.push({ kind: 'result', at: performance.now() });
-
-      assert.match(textOf(result), /Long running operation completed/);
-      const progress = events.filter((e) => e.kind === 'progress');
-      assert.ok(progress.length >= 2, `expected at least 2 progress notifications, got ${progress.length}`);
-      assert.equal(progress.length, steps);
-      for (let i = 1; i < progress.length; i++) {
-        assert.ok(progress[i]!.progress! > progress[i - 1]!.progress!, `progress not increasing: ${progress.map((p) => p.progress).join(', ')}`);
-      }
-      assert.equal(events.findIndex((e) => e.kind === 'result'), events.length - 1, 'a progress notification arrived after the result');
-      // One step apart at least: the tool waits stepMs between notifications; a burst would be ~0 ms.
-      const spread = progress.at(-1)!.at - progress[0]!.at;
-      assert.ok(spread >= stepMs, `progress arrived in a burst: first and last ${spread.toFixed(0)} ms apart, one step is ${stepMs} ms`);
+      await assertProgressRelayedOneByOne(client);
     } finally {
       await client.close();
     }

@@ -1,0 +1,58 @@
+// What the legacy pass-through and the stdio demo tests both do with a v1 SDK client in front of
+// server-everything: connect (optionally answering elicitation), read a tool result's text, and check that
+// progress notifications are relayed one by one before the result (2025-11-25/basic/transports.mdx
+// §Sending Messages 6).
+
+import assert from 'node:assert/strict';
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import { ElicitRequestSchema, type ElicitRequest } from '@modelcontextprotocol/sdk/types.js';
+
+export interface Connected {
+  client: Client;
+  transport: StreamableHTTPClientTransport;
+}
+
+export async function connectV1(
+  url: string,
+  opts: { name: string; timeoutMs: number; elicitation?: (req: ElicitRequest) => Record<string, unknown> },
+): Promise<Connected> {
+  const transport = new StreamableHTTPClientTransport(new URL(url));
+  const client = new Client({ name: opts.name, version: '1.0.0' }, { capabilities: opts.elicitation ? { elicitation: {} } : {} });
+  if (opts.elicitation) {
+    const answer = opts.elicitation;
+    client.setRequestHandler(ElicitRequestSchema, async (req) => answer(req) as never);
+  }
+  await client.connect(transport, { timeout: opts.timeoutMs });
+  return { client, transport };
+}
+
+export function textOf(result: unknown): string {
+  const content = ((result as { content?: unknown }).content ?? []) as Array<{ type: string; text?: string }>;
+  return content.filter((c) => c.type === 'text').map((c) => c.text ?? '').join('\n');
+}
+
+/**
+ * Runs server-everything's long-running tool and checks its progress: every step, increasing, all before
+ * the result, and spread over time (the tool waits a step between notifications; a burst would be ~0 ms).
+ */
+export async function assertProgressRelayedOneByOne(client: Client): Promise<void> {
+  const durationS = 2;
+  const steps = 4;
+  const stepMs = (durationS * 1000) / steps;
+  const events: Array<{ kind: 'progress' | 'result'; at: number; progress?: number }> = [];
+  const result = await client.callTool({ name: 'trigger-long-running-operation', arguments: { duration: durationS, steps } }, undefined, {
+    timeout: 30_000,
+    onprogress: (p) => events.push({ kind: 'progress', at: performance.now(), progress: p.progress }),
+  });
+  events.push({ kind: 'result', at: performance.now() });
+  assert.match(textOf(result), /Long running operation completed/);
+  const progress = events.filter((e) => e.kind === 'progress');
+  assert.equal(progress.length, steps, `expected ${steps} progress notifications, got ${progress.length}`);
+  for (let i = 1; i < progress.length; i++) {
+    assert.ok(progress[i]!.progress! > progress[i - 1]!.progress!, `progress not increasing: ${progress.map((p) => p.progress).join(', ')}`);
+  }
+  assert.equal(events.findIndex((e) => e.kind === 'result'), events.length - 1, 'a progress notification arrived after the result');
+  const spread = progress.at(-1)!.at - progress[0]!.at;
+  assert.ok(spread >= stepMs, `progress arrived in a burst: first and last ${spread.toFixed(0)} ms apart, one step is ${stepMs} ms`);
+}
