@@ -56,3 +56,31 @@ export async function assertProgressRelayedOneByOne(client: Client): Promise<voi
   const spread = progress.at(-1)!.at - progress[0]!.at;
   assert.ok(spread >= stepMs, `progress arrived in a burst: first and last ${spread.toFixed(0)} ms apart, one step is ${stepMs} ms`);
 }
+
+/**
+ * server-everything's elicitation tool: its `elicitation/create` reaches the client on the call's stream
+ * (§Sending Messages 6), and the client's answer, POSTed back (§Sending Messages 4), reaches the tool.
+ */
+export async function assertElicitationRoundTrip(
+  connect: (opts: { elicitation: (req: ElicitRequest) => Record<string, unknown> }) => Promise<Connected>,
+  answer: { name: string; check: boolean },
+): Promise<void> {
+  const seen: ElicitRequest[] = [];
+  const { client } = await connect({
+    elicitation: (req) => {
+      seen.push(req);
+      return { action: 'accept', content: answer };
+    },
+  });
+  try {
+    const result = await client.callTool({ name: 'trigger-elicitation-request', arguments: {} }, undefined, { timeout: 30_000 });
+    assert.equal(seen.length, 1);
+    assert.equal(seen[0]!.params.message, 'Please provide inputs for the following fields:');
+    const text = textOf(result);
+    assert.match(text, /User provided the requested information/);
+    assert.match(text, new RegExp(`- Name: ${answer.name}`));
+    assert.match(text, new RegExp(`- Agreed to terms: ${answer.check}`));
+  } finally {
+    await client.close();
+  }
+}

@@ -4,7 +4,7 @@
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import type { ElicitRequest } from '@modelcontextprotocol/sdk/types.js';
-import { assertProgressRelayedOneByOne, connectV1, textOf, type Connected } from '../helpers/v1-everything.js';
+import { assertElicitationRoundTrip, assertProgressRelayedOneByOne, connectV1, textOf, type Connected } from '../helpers/v1-everything.js';
 import { startEverythingHttp, type EverythingHttp } from '../fixtures/upstreams/everything-http.js';
 import { startGateway, type TestGateway } from '../helpers/gateway.js';
 
@@ -142,24 +142,7 @@ describe('legacy pass-through: v1 client → Gatehouse → server-everything (St
   // LT §Sending Messages 6: the server MAY send requests on the POST's SSE stream before the response; the
   // client answers with a new POST carrying the JSON-RPC response (§Sending Messages 4, answered 202).
   test('elicitation round trip: server request on the POST stream, client answer reaches the tool', async () => {
-    const seen: ElicitRequest[] = [];
-    const { client } = await connect({
-      elicitation: (req) => {
-        seen.push(req);
-        return { action: 'accept', content: { name: 'Ada Gatehouse', check: true } };
-      },
-    });
-    try {
-      const result = await client.callTool({ name: 'trigger-elicitation-request', arguments: {} }, undefined, { timeout: 30_000 });
-      assert.equal(seen.length, 1);
-      assert.equal(seen[0]!.params.message, 'Please provide inputs for the following fields:');
-      const text = textOf(result);
-      assert.match(text, /User provided the requested information/);
-      assert.match(text, /- Name: Ada Gatehouse/);
-      assert.match(text, /- Agreed to terms: true/);
-    } finally {
-      await client.close();
-    }
+    await assertElicitationRoundTrip(connect, { name: 'Ada Gatehouse', check: true });
   });
 
   // LT §Sending Messages 4: a POSTed notification the server accepts is answered 202 Accepted, no body.

@@ -5,7 +5,7 @@
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import type { ElicitRequest } from '@modelcontextprotocol/sdk/types.js';
-import { assertProgressRelayedOneByOne, connectV1, textOf, type Connected } from '../helpers/v1-everything.js';
+import { assertElicitationRoundTrip, assertProgressRelayedOneByOne, connectV1, textOf, type Connected } from '../helpers/v1-everything.js';
 import { startGateway, type TestGateway } from '../helpers/gateway.js';
 import { isAlive, stdioChildPids, waitUntil } from '../helpers/stdio-children.js';
 
@@ -101,23 +101,7 @@ describe('stdio demo: v1 client → Gatehouse → server-everything (stdio child
   // LT §Sending Messages 6 (server requests on the POST stream) and 4 (the client's response POSTed back,
   // 202): the child's elicitation/create reaches the client, and its answer reaches the child.
   test('elicitation round trip', async () => {
-    const seen: ElicitRequest[] = [];
-    const { client } = await connect({
-      elicitation: (req) => {
-        seen.push(req);
-        return { action: 'accept', content: { name: 'Grace Stdio', check: false } };
-      },
-    });
-    try {
-      const result = await client.callTool({ name: 'trigger-elicitation-request', arguments: {} }, undefined, { timeout: 30_000 });
-      assert.equal(seen.length, 1);
-      assert.equal(seen[0]!.params.message, 'Please provide inputs for the following fields:');
-      const text = textOf(result);
-      assert.match(text, /- Name: Grace Stdio/);
-      assert.match(text, /- Agreed to terms: false/);
-    } finally {
-      await client.close();
-    }
+    await assertElicitationRoundTrip(connect, { name: 'Grace Stdio', check: false });
   });
 
   // LT §Session Management 3-5: DELETE ends the session (the gateway stops the child), and a request with
