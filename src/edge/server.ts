@@ -238,7 +238,7 @@ export function createEdge(listen: ListenConfig, handlers: EdgeHandlers, log: Lo
       body = Buffer.from(JSON.stringify(parsed.message));
     }
     const exchange: McpExchange = { callId, req, res, httpMethod: 'POST', body, message: parsed.message, kind: parsed.kind, era: admitted.era, version: admitted.version, signal: controller.signal, principal, ...(traced.context ? { trace: traced.context } : {}) };
-    observeExchange(exchange, rpcMethod, started);
+    if (requestLog || observer) observeExchange(exchange, rpcMethod, started);
     await handlers.mcp(exchange);
   }
 
