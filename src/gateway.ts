@@ -13,6 +13,7 @@ import { Authenticator } from './auth/authenticator.js';
 import { expiryOf } from './auth/api-keys.js';
 import type { Principal } from './auth/principal.js';
 import { SessionBinding } from './auth/session-binding.js';
+import { isLoopback } from './net/loopback.js';
 import { AccessPolicy } from './policy/access.js';
 import { GatewayMetrics } from './metrics/metrics.js';
 import { createMetricsListener, type MetricsListener } from './metrics/listener.js';
@@ -83,9 +84,7 @@ function canonicalResource(url: string): string {
   }
 }
 
-export function isLoopback(host: string): boolean {
-  return host === 'localhost' || host === '::1' || host === '[::1]' || /^127(\.\d{1,3}){3}$/.test(host);
-}
+export { isLoopback };
 
 export interface GatewayOptions {
   /** The file the config came from: watched, and reloaded when its content changes. */

@@ -6,12 +6,13 @@
 
 import type { Agent } from 'undici';
 import type { Logger } from '../log/logger.js';
-import { boundedAgent, isRecord, metadataUrls, requestJson } from './jwks-cache.js';
+import { boundedAgent, fetchIssuerMetadata } from './jwks-cache.js';
 
 /** The issuer's document is refetched after this long, and a failed fetch is not retried sooner than RETRY_MS. */
 const MAX_AGE_MS = 5 * 60_000;
 const RETRY_MS = 10_000;
 const LIMITS = { timeoutMs: 5_000, maxBytes: 256 * 1024 };
+
 
 export const AS_METADATA_PATH = '/.well-known/oauth-authorization-server';
 
@@ -37,19 +38,14 @@ export class AsMetadataMirror {
   }
 
   private async fetch(): Promise<string | undefined> {
-    for (const url of metadataUrls(this.issuer)) {
-      try {
-        const doc = await requestJson(this.agent, url, { method: 'GET' }, LIMITS);
-        // RFC 8414 §3.3: a document naming another issuer is not this issuer's.
-        if (!isRecord(doc) || doc.issuer !== this.issuer) continue;
-        this.cached = { body: JSON.stringify(doc), until: Date.now() + MAX_AGE_MS };
-        return this.cached.body;
-      } catch {
-        // try the next well-known location
-      }
+    try {
+      const { doc } = await fetchIssuerMetadata(this.agent, this.issuer, this.log);
+      this.cached = { body: JSON.stringify(doc), until: Date.now() + MAX_AGE_MS };
+      return this.cached.body;
+    } catch {
+      this.failedAt = Date.now();
+      this.log.warn('the issuer metadata could not be fetched for legacy clients', { issuer: this.issuer });
+      return this.cached?.body;
     }
-    this.failedAt = Date.now();
-    this.log.warn('the issuer metadata could not be fetched for legacy clients', { issuer: this.issuer });
-    return this.cached?.body;
   }
 }

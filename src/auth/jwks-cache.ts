@@ -5,6 +5,7 @@
 // concurrent miss waits on that same fetch. An outage is reported as such, never as a bad token, so the
 // edge can fail closed with a retryable answer instead of telling a valid client its token is wrong.
 
+import { isLoopback } from '../net/loopback.js';
 import { importJWK, type CryptoKey, type JWK } from 'jose';
 import { LRUCache } from 'lru-cache';
 import { Agent, request } from 'undici';
@@ -160,8 +161,29 @@ export function acceptableJwksUri(jwksUri: string, issuer: string): boolean {
     return false;
   }
   if (target.protocol === 'https:') return true;
-  const loopback = (u: URL): boolean => u.hostname === 'localhost' || u.hostname === '[::1]' || /^127(\.\d{1,3}){3}$/.test(u.hostname);
-  return target.protocol === 'http:' && loopback(target) && loopback(origin);
+  return target.protocol === 'http:' && isLoopback(target.hostname) && isLoopback(origin.hostname);
+}
+
+/**
+ * The issuer's own metadata document, from the first well-known location that has it. A document naming
+ * another issuer is skipped (RFC 8414 §3.3, mix-up defence); none at all is an EndpointError.
+ */
+export async function fetchIssuerMetadata(agent: Agent, issuer: string, log: Logger): Promise<{ url: string; doc: Record<string, unknown> }> {
+  for (const url of metadataUrls(issuer)) {
+    let doc: unknown;
+    try {
+      doc = await requestJson(agent, url, { method: 'GET' }, JWKS_LIMITS);
+    } catch (err) {
+      log.debug('issuer metadata not found here', { url, error: err });
+      continue;
+    }
+    if (!isRecord(doc) || doc.issuer !== issuer) {
+      log.warn('issuer metadata names another issuer; ignored', { url });
+      continue;
+    }
+    return { url, doc };
+  }
+  throw new EndpointError('issuer metadata not found');
 }
 
 /**
@@ -270,30 +292,16 @@ export class JwksCache {
   }
 
   private async discover(): Promise<string> {
-    for (const url of metadataUrls(this.opts.issuer)) {
-      let doc: unknown;
-      try {
-        doc = await requestJson(this.agent, url, { method: 'GET' }, JWKS_LIMITS);
-      } catch (err) {
-        this.log.debug('issuer metadata not found here', { url, error: err });
-        continue;
-      }
-      // RFC 8414 §3.3: metadata claiming another issuer must not be used (mix-up defence).
-      if (!isRecord(doc) || doc.issuer !== this.opts.issuer) {
-        this.log.warn('issuer metadata names another issuer; ignored', { url });
-        continue;
-      }
-      if (typeof doc.jwks_uri !== 'string' || !/^https?:\/\//.test(doc.jwks_uri)) throw new EndpointError(`${url}: no usable jwks_uri`);
-      if (!acceptableJwksUri(doc.jwks_uri, this.opts.issuer)) {
-        // A URL learned from a network answer is an SSRF lever (2026-07-28 security best practices §SSRF).
-        this.log.warn('issuer metadata names a key set URL Gatehouse will not fetch', { url });
-        throw new EndpointError(`${url}: jwks_uri must be https (plain http only on loopback, for a loopback issuer)`);
-      }
-      this.jwksUri = doc.jwks_uri;
-      this.log.info('signing key set discovered', { jwksUri: doc.jwks_uri });
-      return doc.jwks_uri;
+    const { url, doc } = await fetchIssuerMetadata(this.agent, this.opts.issuer, this.log);
+    if (typeof doc.jwks_uri !== 'string' || !/^https?:\/\//.test(doc.jwks_uri)) throw new EndpointError(`${url}: no usable jwks_uri`);
+    if (!acceptableJwksUri(doc.jwks_uri, this.opts.issuer)) {
+      // A URL learned from a network answer is an SSRF lever (2026-07-28 security best practices §SSRF).
+      this.log.warn('issuer metadata names a key set URL Gatehouse will not fetch', { url });
+      throw new EndpointError(`${url}: jwks_uri must be https (plain http only on loopback, for a loopback issuer)`);
     }
-    throw new EndpointError('issuer metadata not found');
+    this.jwksUri = doc.jwks_uri;
+    this.log.info('signing key set discovered', { jwksUri: doc.jwks_uri });
+    return doc.jwks_uri;
   }
 
   private async replaceKeys(published: unknown[]): Promise<void> {

@@ -10,6 +10,7 @@ import { Catalog } from '../catalog/catalog.js';
 import type { PrefixMode } from '../catalog/public-names.js';
 import { GatewayError } from '../errors.js';
 import type { JsonRpcResponse } from '../protocol/jsonrpc.js';
+import { META_CLIENT_CAPABILITIES, META_PROTOCOL_VERSION } from '../protocol/methods.js';
 import { MODERN_VERSIONS } from '../protocol/versions.js';
 import { LegacyClientBridge } from './bridge-legacy-client.js';
 import type { UpstreamProfile } from './era-probe.js';
@@ -77,7 +78,7 @@ export class CatalogUpstream implements Upstream {
     let count = 0;
     let cursor: string | undefined;
     for (let page = 0; page < 100; page++) {
-      const params = { ...(cursor !== undefined ? { cursor } : {}), _meta: { 'io.modelcontextprotocol/protocolVersion': MODERN_VERSIONS[0], 'io.modelcontextprotocol/clientCapabilities': {} } };
+      const params = { ...(cursor !== undefined ? { cursor } : {}), _meta: { [META_PROTOCOL_VERSION]: MODERN_VERSIONS[0], [META_CLIENT_CAPABILITIES]: {} } };
       const reply = await this.catalog.post({ jsonrpc: '2.0', id: 'gh-health', method: 'tools/list', params }, {}, AbortSignal.timeout(10_000), principal);
       const first = await reply.messages.next();
       const result = (first.done ? undefined : (first.value as JsonRpcResponse).result) as { tools?: unknown[]; nextCursor?: string } | undefined;

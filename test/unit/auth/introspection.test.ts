@@ -1,6 +1,6 @@
 // Opaque access tokens judged by RFC 7662 introspection, with HTTP Basic client authentication
 // (RFC 6749 §2.3.1) and a cache that never outlives the token. The endpoint is a real HTTP server.
-import { after, test } from 'node:test';
+import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { createServer, type IncomingHttpHeaders, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -8,6 +8,7 @@ import type { OAuthConfig } from '../../../src/config/types.js';
 import { createLogger } from '../../../src/log/logger.js';
 import type { AuthResult, Principal } from '../../../src/auth/principal.js';
 import { TokenVerifier } from '../../../src/auth/token-verifier.js';
+import { closedAfterTests } from '../../helpers/cleanup.js';
 
 const AUDIENCE = 'https://gateway.test/mcp';
 const ISSUER = 'https://issuer.test';
@@ -36,15 +37,7 @@ interface AuthServer {
   server: Server;
 }
 
-const servers: Server[] = [];
-const verifiers: TokenVerifier[] = [];
-after(async () => {
-  for (const v of verifiers) v.close();
-  for (const s of servers) {
-    s.closeAllConnections();
-    await new Promise<void>((r) => s.close(() => r()));
-  }
-});
+const { servers, verifiers } = closedAfterTests<TokenVerifier>();
 
 async function startAuthServer(): Promise<AuthServer> {
   const as: AuthServer = { url: '', answers: new Map(), seen: [], status: 200, delayMs: 0, server: createServer() };

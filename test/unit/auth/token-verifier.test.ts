@@ -1,7 +1,7 @@
 // JWT access-token validation at the edge (2026-07-28/basic/authorization §Token Handling: validate per
 // OAuth 2.1 §5.2, audience bound per RFC 8707; invalid or expired ⇒ 401). The key set is served for real
 // over HTTP so fetch counts, rotation and outages are exercised end to end.
-import { after, test } from 'node:test';
+import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { createHmac } from 'node:crypto';
 import { createServer, type Server } from 'node:http';
@@ -11,6 +11,7 @@ import type { OAuthConfig } from '../../../src/config/types.js';
 import { createLogger } from '../../../src/log/logger.js';
 import type { AuthResult, Principal } from '../../../src/auth/principal.js';
 import { TokenVerifier } from '../../../src/auth/token-verifier.js';
+import { closedAfterTests } from '../../helpers/cleanup.js';
 
 const AUDIENCE = 'https://gateway.test/mcp';
 const ISSUER = 'https://issuer.test';
@@ -33,15 +34,7 @@ interface KeyServer {
   server: Server;
 }
 
-const servers: Server[] = [];
-const verifiers: TokenVerifier[] = [];
-after(async () => {
-  for (const v of verifiers) v.close();
-  for (const s of servers) {
-    s.closeAllConnections();
-    await new Promise<void>((r) => s.close(() => r()));
-  }
-});
+const { servers, verifiers } = closedAfterTests<TokenVerifier>();
 
 async function startKeyServer(): Promise<KeyServer> {
   const ks: KeyServer = { base: '', keys: [], hits: new Map(), status: 200, metadata: new Map(), server: createServer() };
