@@ -33,6 +33,14 @@ test('stderr reaches the log and a non-JSON stdout line is logged and skipped, n
   assert.ok(gw.logs.some((l) => l.msg === 'stdio upstream wrote a line that is not JSON; ignored' && l.line === 'this is not JSON'));
 });
 
+test('a child that floods stdout with one endless line is contained: the line is dropped and logged, the call still answers', async () => {
+  const session = await openSession();
+  const res = await post(gw.url, rpc(2, 'tools/call', { name: 'flood' }), { ...LEGACY_HEADERS, 'mcp-session-id': session });
+  assert.equal(res.status, 200, res.text);
+  assert.match(res.json().result.content[0].text, /^pid \d+$/);
+  assert.ok(gw.logs.some((l) => l.msg === 'stdio upstream wrote an oversized line; dropped'));
+});
+
 test('a crash mid-call fails that call with 503 GW_ERR_UPSTREAM_EXITED; the child is restarted and the next call on the same session works', async () => {
   // 2026-07-28/basic/transports/stdio.mdx §Unexpected Termination: restart, do not lose the session.
   const session = await openSession();
