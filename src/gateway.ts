@@ -13,6 +13,8 @@ import { Authenticator } from './auth/authenticator.js';
 import { expiryOf } from './auth/api-keys.js';
 import type { Principal } from './auth/principal.js';
 import { SessionBinding } from './auth/session-binding.js';
+import { AuthFailureLimiter } from './auth/failure-limit.js';
+import { trustedProxyProblems } from './net/client-address.js';
 import { isLoopback } from './net/loopback.js';
 import { AccessPolicy } from './policy/access.js';
 import { GatewayMetrics } from './metrics/metrics.js';
@@ -70,6 +72,7 @@ export function unsupportedFeatures(config: GatehouseConfig): string[] {
   for (const [i, rule] of config.policy.rules.entries()) {
     if (rule.tools === undefined && rule.prompts === undefined && rule.resources === undefined) problems.push(`policy.rules[${i}]: names no tools, prompts or resources, so it can never apply`);
   }
+  problems.push(...trustedProxyProblems(config.listen.trustedProxies));
   if (config.admin.enabled) problems.push('admin.enabled: the admin API is not supported yet');
   return problems;
 }
@@ -99,7 +102,7 @@ export function createGateway(config: GatehouseConfig, log: Logger, options: Gat
   if (problems.length > 0) throw new Error(`This configuration cannot be served:\n  ${problems.join('\n  ')}`);
   // The edge is built after the upstream; refusals an adapter makes reach its counter through this hook.
   let countRefusal: (reason: string) => void = () => {};
-  const sessionBinding = new SessionBinding(config.sessions);
+  const sessionBinding = new SessionBinding(config.sessions, (id, reason) => log.debug('session binding ended', { session: id.slice(0, 8), reason }));
   // Metrics read live state through these closures; `edge` and `upstream` are assigned just below.
   const metrics = config.metrics.enabled
     ? new GatewayMetrics({
@@ -111,7 +114,9 @@ export function createGateway(config: GatehouseConfig, log: Logger, options: Gat
   const hooks: UpstreamHooks = { refusal: (reason) => countRefusal(reason), upstreamResponse: (name, s) => metrics?.upstreamResponse(name, s) };
   let upstream = buildUpstream(config, log, hooks);
   let running = config;
-  const edgeOptions = { loopback: isLoopback(config.listen.host), auth: new Authenticator(config, log), sessions: sessionBinding, requestLog: config.log.requests, ...(metrics ? { observer: metrics } : {}) };
+  // Kept across reloads: a reload must not wipe the count of an address that is guessing keys.
+  const authFailures = new AuthFailureLimiter(config.auth.failureLimit);
+  const edgeOptions = { loopback: isLoopback(config.listen.host), auth: new Authenticator(config, log), sessions: sessionBinding, authFailures, requestLog: config.log.requests, ...(metrics ? { observer: metrics } : {}) };
   let metricsListener: MetricsListener | undefined;
   let metricsUrl: string | undefined;
   const reloads = { applied: 0, refused: 0 };
@@ -175,6 +180,7 @@ export function createGateway(config: GatehouseConfig, log: Logger, options: Gat
       // Keys, tokens and rules apply from the next request on.
       const previousAuth = edgeOptions.auth;
       edgeOptions.auth = new Authenticator(next, log, previousAuth);
+      authFailures.configure(next.auth.failureLimit);
       previousAuth.close();
       running = next;
       reloads.applied++;
@@ -216,6 +222,7 @@ export function createGateway(config: GatehouseConfig, log: Logger, options: Gat
         watcher?.stop();
         await metricsListener?.close();
         edgeOptions.auth.close();
+        sessionBinding.close();
         await Promise.all([upstream.close(), ...[...retired].map((u) => u.close())]);
         retired.clear();
         log.info('stopped');

@@ -21,6 +21,8 @@ export interface AuthRefusal {
   reason: string;
   message: string;
   headers: Record<string, string>;
+  /** A credential was presented and found wanting (counted against the address's failure limit). */
+  rejectedCredential: boolean;
 }
 
 export type AuthVerdict = { ok: true; principal: Principal } | { ok: false; refusal: AuthRefusal };
@@ -144,6 +146,7 @@ export class Authenticator {
       });
     }
     if (status === 503) headers['retry-after'] = '5';
-    return { ok: false, refusal: { status, reason, message, headers } };
+    const rejectedCredential = (status === 401 && reason !== 'missing_credentials') || reason === 'malformed_authorization';
+    return { ok: false, refusal: { status, reason, message, headers, rejectedCredential } };
   }
 }

@@ -1,33 +1,135 @@
-// Legacy session ids are bearer-like handles: whoever presents one is served that session. Binding each
-// id to the Principal that first used it (2025-11-25 security best practices §Session Hijacking: bind
-// sessions to the user) means a leaked or guessed id is useless to another caller, who gets the same 404
-// as for a session that does not exist.
+// Legacy session ids are bearer-like handles: whoever presents one is served that session. Each id is
+// bound to the Principal it was issued to, at the moment the answer that issues it passes through
+// Gatehouse (2025-11-25 security best practices §Session Hijacking: bind sessions to the user). An id
+// Gatehouse never saw issued is refused and never remembered, so nobody can claim an id in advance or
+// flood the table to push a binding out; another caller presenting a bound id gets the same 404 as for
+// an id that does not exist.
 
-import { LRUCache } from 'lru-cache';
 import { principalKey, type Principal } from './principal.js';
 
+/** Why a binding ended; a late request from the owner learns it (404 `data.details.reason`). */
+export type BindingEnd = 'idle_timeout' | 'session_cap' | 'client_closed' | 'unknown';
+
+export type SessionAdmission = { ok: true } | { ok: false; reason: BindingEnd };
+
+interface Binding {
+  owner: string;
+  lastUsed: number;
+  /** Requests and streams open on the session now; a busy session never idles out. */
+  inFlight: number;
+}
+
+/** Ended ids remembered with their owner, oldest forgotten first, so the owner hears why. */
+const TOMBSTONES = 10_000;
+
 export class SessionBinding {
-  private readonly owners: LRUCache<string, string>;
+  private readonly live = new Map<string, Binding>();
+  private readonly perOwner = new Map<string, number>();
+  private readonly ended = new Map<string, { owner: string; reason: BindingEnd }>();
+  private readonly sweeper: NodeJS.Timeout;
+  /** Live bindings at most: past it, the least recently used one ends. */
+  private readonly max: number;
+  /** Live bindings one caller may hold: past it, that caller's own least recently used one ends. */
+  private readonly maxPerOwner: number;
 
-  constructor(opts: { max: number; idleTimeoutMs: number }) {
-    // Sessions live in upstreams and bridges; the binding outlives none of them and is bounded the same way.
-    this.owners = new LRUCache({ max: Math.max(opts.max * 4, 1024), ttl: opts.idleTimeoutMs, updateAgeOnGet: true });
+  constructor(private readonly limits: { max: number; idleTimeoutMs: number }, private readonly onEnd: (id: string, reason: BindingEnd) => void = () => {}) {
+    this.max = Math.max(limits.max * 4, 1024);
+    this.maxPerOwner = limits.max;
+    this.sweeper = setInterval(() => this.sweep(), Math.min(60_000, Math.max(1_000, limits.idleTimeoutMs / 4))).unref();
   }
 
-  /** Sessions used within the idle timeout. */
+  /** Live sessions: issued, not ended, used within the idle timeout. */
   get size(): number {
-    this.owners.purgeStale();
-    return this.owners.size;
+    return this.live.size;
   }
 
-  /** True when the caller may use the session: it owns it, or is the first to present it. */
-  admit(sessionId: string, principal: Principal): boolean {
-    const who = principalKey(principal);
-    const owner = this.owners.get(sessionId);
-    if (owner === undefined) {
-      this.owners.set(sessionId, who);
-      return true;
+  /**
+   * Binds a session id to the caller it was just issued to. An upstream that issues an id again has
+   * started a new session under it: the new caller owns it from now on.
+   */
+  bind(id: string, principal: Principal): void {
+    const owner = principalKey(principal);
+    const previous = this.live.get(id);
+    if (previous) this.release(id, previous);
+    this.ended.delete(id);
+    this.live.set(id, { owner, lastUsed: Date.now(), inFlight: 0 });
+    this.perOwner.set(owner, (this.perOwner.get(owner) ?? 0) + 1);
+    if ((this.perOwner.get(owner) ?? 0) > this.maxPerOwner) this.evictOldest(id, owner);
+    if (this.live.size > this.max) this.evictOldest(id, undefined);
+  }
+
+  /**
+   * Whether the caller may use the session now. Ids never issued, and ids bound to someone else, are
+   * refused with reason `unknown`; the owner of an ended session hears why it ended.
+   */
+  admit(id: string, principal: Principal): SessionAdmission {
+    const owner = principalKey(principal);
+    const binding = this.live.get(id);
+    if (binding) {
+      if (binding.owner !== owner) return { ok: false, reason: 'unknown' };
+      binding.lastUsed = Date.now();
+      return { ok: true };
     }
-    return owner === who;
+    const tomb = this.ended.get(id);
+    return { ok: false, reason: tomb !== undefined && tomb.owner === owner ? tomb.reason : 'unknown' };
+  }
+
+  /** Marks a request or stream open on the session; the returned function marks it done. */
+  enter(id: string): () => void {
+    const binding = this.live.get(id);
+    if (!binding) return noop;
+    binding.inFlight++;
+    let done = false;
+    return () => {
+      if (done) return;
+      done = true;
+      binding.inFlight--;
+      binding.lastUsed = Date.now();
+    };
+  }
+
+  /** Ends a binding (DELETE answered, the upstream no longer knows the id); a no-op for unbound ids. */
+  end(id: string, reason: BindingEnd): void {
+    const binding = this.live.get(id);
+    if (!binding) return;
+    this.release(id, binding);
+    this.ended.set(id, { owner: binding.owner, reason });
+    if (this.ended.size > TOMBSTONES) this.ended.delete(this.ended.keys().next().value!);
+    this.onEnd(id, reason);
+  }
+
+  /** Ends the bindings idle past the timeout, with nothing in flight. */
+  sweep(now = Date.now()): void {
+    const cutoff = now - this.limits.idleTimeoutMs;
+    for (const [id, b] of this.live) if (b.inFlight === 0 && b.lastUsed < cutoff) this.end(id, 'idle_timeout');
+  }
+
+  close(): void {
+    clearInterval(this.sweeper);
+  }
+
+  private release(id: string, binding: Binding): void {
+    this.live.delete(id);
+    const left = (this.perOwner.get(binding.owner) ?? 1) - 1;
+    if (left <= 0) this.perOwner.delete(binding.owner);
+    else this.perOwner.set(binding.owner, left);
+  }
+
+  /**
+   * Ends the least recently used binding (of one owner, or of anyone) other than the one just made, like
+   * the session tables' own cap. A session whose only activity is an old open stream counts as unused.
+   */
+  private evictOldest(keep: string, owner: string | undefined): void {
+    let oldestId: string | undefined;
+    let oldest = Infinity;
+    for (const [id, b] of this.live) {
+      if (id !== keep && (owner === undefined || b.owner === owner) && b.lastUsed < oldest) {
+        oldest = b.lastUsed;
+        oldestId = id;
+      }
+    }
+    if (oldestId !== undefined) this.end(oldestId, 'session_cap');
   }
 }
+
+function noop(): void {}

@@ -8,6 +8,7 @@ import type { Logger } from '../log/logger.js';
 import { AccessPolicy, type ItemKind } from '../policy/access.js';
 import { canonicalJson } from '../upstream/legacy-client-sessions.js';
 import { toModernResult } from '../protocol/era-shapes.js';
+import { describeValue } from '../protocol/describe.js';
 import { encodeHeaderValue } from '../protocol/header-value.js';
 import { ErrorCode, errorResponse, type JsonRpcMessage, type JsonRpcRequest, type JsonRpcResponse } from '../protocol/jsonrpc.js';
 import { MODERN_VERSIONS } from '../protocol/versions.js';
@@ -326,7 +327,7 @@ export class Catalog implements UpstreamMessages {
     }
     // tools.mdx §Error Handling: an unknown tool is -32602. A hidden one gets the very same answer.
     if (route && !this.visible(principal, kind, route.ref)) route = undefined;
-    if (!route) return single(errorResponse(request.id, ErrorCode.InvalidParams, `Unknown ${kind === 'tools' ? 'tool' : 'prompt'}: ${String(publicName)}`));
+    if (!route) return single(errorResponse(request.id, ErrorCode.InvalidParams, `Unknown ${kind === 'tools' ? 'tool' : 'prompt'}: ${describeValue(publicName)}`));
     if (kind === 'tools' && field === 'name') {
       const problems = this.schemas.check(publicName as string, route.inputSchema, request.params?.arguments);
       if (problems) {
@@ -371,9 +372,9 @@ export class Catalog implements UpstreamMessages {
     }
     if (owner && typeof uri === 'string' && !this.visible(principal, 'resources', uri)) owner = undefined;
     // server/resources.mdx §Error Handling: a resource nobody listed is -32602 in 2026-07-28.
-    if (!owner) return single(errorResponse(request.id, ErrorCode.InvalidParams, `Resource not found: ${String(uri)}`));
+    if (!owner) return single(errorResponse(request.id, ErrorCode.InvalidParams, `Resource not found: ${describeValue(uri)}`));
     const face = await owner.modernFace();
-    const headers = face.http ? modernHeaders(request.method, request.method === 'resources/read' ? String(uri) : undefined) : {};
+    const headers = face.http ? modernHeaders(request.method, request.method === 'resources/read' && typeof uri === 'string' ? uri : undefined) : {};
     return face.messages.post(request, headers, signal, principal);
   }
 

@@ -4,6 +4,7 @@
 // producing the headers for a request Gatehouse sends itself.
 
 import type { IncomingHttpHeaders } from 'node:http';
+import { describeValue } from '../protocol/describe.js';
 import { decodeHeaderValue, encodeHeaderValue } from '../protocol/header-value.js';
 
 export interface ParamHeader {
@@ -80,7 +81,7 @@ export function checkParamHeaders(params: ParamHeader[], args: unknown, headers:
     if (typeof raw !== 'string') return `${name} header is required when "${p.path.join('.')}" is given`;
     const decoded = decodeHeaderValue(raw);
     if (!decoded.ok) return `${name} ${decoded.reason}`;
-    if (!sameValue(p.type, decoded.value, value)) return `${name} header value '${decoded.value}' does not match body value '${String(value)}'`;
+    if (!sameValue(p.type, decoded.value, value)) return `${name} header value '${describeValue(decoded.value)}' does not match body value '${describeValue(value)}'`;
   }
   return undefined;
 }
@@ -90,8 +91,9 @@ export function paramHeadersFor(params: ParamHeader[], args: unknown): Record<st
   const out: Record<string, string> = {};
   for (const p of params) {
     const value = valueAt(args, p.path);
-    if (value === undefined || value === null) continue;
-    out[p.header] = encodeHeaderValue(typeof value === 'string' ? value : String(value));
+    // Only primitives can be mirrored; any other value breaks the tool's schema and is refused there.
+    if (typeof value === 'string') out[p.header] = encodeHeaderValue(value);
+    else if (typeof value === 'number' || typeof value === 'boolean') out[p.header] = encodeHeaderValue(`${value}`);
   }
   return out;
 }

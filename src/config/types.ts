@@ -21,6 +21,14 @@ export interface ListenConfig {
   maxJsonDepth: number;
   /** Time a client has to send a whole request body. */
   requestTimeoutMs: number;
+  /** Time a client has to send its request headers (slowloris guard). */
+  headersTimeoutMs: number;
+  /** Idle time a kept-alive connection stays open between requests. */
+  keepAliveTimeoutMs: number;
+  /** Connections open at once from one client address; 0 for no limit. */
+  maxConnectionsPerIp: number;
+  /** Proxies whose X-Forwarded-For is believed when telling the client address (CIDRs or addresses). */
+  trustedProxies: string[];
 }
 
 export interface UpstreamTimeouts {
@@ -126,6 +134,8 @@ export interface AuthConfig {
   oauth?: OAuthConfig;
   /** Scopes every caller needs for the MCP endpoint at all. */
   requiredScopes: string[];
+  /** Failed authentications allowed per client address per window; `attempts: 0` turns it off. */
+  failureLimit: { attempts: number; windowSeconds: number };
 }
 
 export interface GatehouseConfig {

@@ -7,9 +7,12 @@ import { isUtf8 } from 'node:buffer';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import { AS_METADATA_PATH } from '../auth/as-metadata-mirror.js';
 import type { AuthVerdict, Authenticator } from '../auth/authenticator.js';
+import type { AuthFailureLimiter } from '../auth/failure-limit.js';
+import { compileClientAddress } from '../net/client-address.js';
 import type { Principal } from '../auth/principal.js';
 import type { SessionBinding } from '../auth/session-binding.js';
 import type { ListenConfig } from '../config/types.js';
+import type { ClientEra } from '../protocol/versions.js';
 import type { ExchangeRecord } from '../metrics/metrics.js';
 import type { Logger } from '../log/logger.js';
 import { admitPost, admitStreamRequest, type Refusal } from '../protocol/front-door.js';
@@ -17,6 +20,8 @@ import { classifyBody, ErrorCode, idOf, type JsonRpcId } from '../protocol/jsonr
 import { putTraceInMeta, traceSources } from '../protocol/trace-context.js';
 import type { McpExchange } from '../upstream/upstream.js';
 import { readBody } from './body.js';
+import { limitConnectionsPerAddress } from './connection-limit.js';
+import { repeatedSingletonHeader } from './duplicate-headers.js';
 import { compileHostOriginGuard } from './origin-guard.js';
 import { sendJson, sendJsonRpcError } from './respond.js';
 
@@ -42,6 +47,8 @@ export interface EdgeObserver {
 
 export interface EdgeOptions {
   loopback: boolean;
+  /** Failed authentications per client address; absent when no credential is ever checked. */
+  authFailures?: AuthFailureLimiter;
   /** Read on every request, so a config reload can swap it. */
   auth: Authenticator;
   sessions: SessionBinding;
@@ -70,12 +77,18 @@ export function createEdge(listen: ListenConfig, handlers: EdgeHandlers, log: Lo
   /** Auth refusals carry their challenge headers; the reason is counted as `auth_<reason>`. */
   const { observer } = opts;
   const requestLog = opts.requestLog !== false && log.enabled('info');
+  const clientAddressOf = compileClientAddress(listen.trustedProxies);
   const refuseAuth = (res: ServerResponse, callId: string, id: JsonRpcId | null, verdict: AuthVerdict & { ok: false }): void => {
     const r = verdict.refusal;
+    if (r.rejectedCredential) opts.authFailures?.fail(clientAddressOf(res.req.socket.remoteAddress, res.req.headers['x-forwarded-for']));
     refusals.set(`auth_${r.reason}`, (refusals.get(`auth_${r.reason}`) ?? 0) + 1);
     observer?.authFailure(r.reason);
     log.info('request refused by auth', { callId, reason: r.reason, status: r.status });
     sendJsonRpcError(res, r.status, id, ErrorCode.InvalidRequest, r.message, { reason: r.reason }, { ...r.headers, 'x-gatehouse-call-id': callId });
+  };
+  const countRefusalOnly = (reason: string): void => {
+    refusals.set(reason, (refusals.get(reason) ?? 0) + 1);
+    opts.observer?.refusal(reason);
   };
   const refuse = (res: ServerResponse, callId: string, id: JsonRpcId | null, r: Refusal, extraHeaders: Record<string, string> = {}): void => {
     refusals.set(r.reason, (refusals.get(r.reason) ?? 0) + 1);
@@ -163,10 +176,10 @@ export function createEdge(listen: ListenConfig, handlers: EdgeHandlers, log: Lo
 
   async function handleHealth(req: IncomingMessage, res: ServerResponse): Promise<void> {
     const callId = randomUUID();
-    const hostOk = guard(req.headers);
-    if (!hostOk.ok) return refuse(res, callId, null, { status: 403, code: ErrorCode.InvalidRequest, reason: 'host_origin', message: `Forbidden: ${hostOk.message}` });
+    if (!headersAdmitted(req, res, callId)) return;
     const urlRefusal = opts.auth.checkUrl(req.url);
     if (urlRefusal && !urlRefusal.ok) return refuseAuth(res, callId, null, urlRefusal);
+    if (!attemptAllowed(req, res, callId)) return;
     const verdict = await opts.auth.authenticate(req.headers);
     if (!verdict.ok) return refuseAuth(res, callId, null, verdict);
     sendJson(res, 200, await handlers.grantContext(verdict.principal), { 'cache-control': 'no-store' });
@@ -175,9 +188,7 @@ export function createEdge(listen: ListenConfig, handlers: EdgeHandlers, log: Lo
   async function handleMcp(req: IncomingMessage, res: ServerResponse, slot: InFlightSlot | undefined): Promise<void> {
     const started = performance.now();
     const callId = randomUUID();
-    // Host and Origin come first: a rebound DNS name learns nothing, not even how the body is parsed.
-    const verdict = guard(req.headers);
-    if (!verdict.ok) return refuse(res, callId, null, { status: 403, code: ErrorCode.InvalidRequest, reason: 'host_origin', message: `Forbidden: ${verdict.message}` });
+    if (!headersAdmitted(req, res, callId)) return;
     const method = req.method;
     if (method !== 'POST' && method !== 'GET' && method !== 'DELETE') {
       return refuse(res, callId, null, { status: 405, code: ErrorCode.InvalidRequest, reason: 'method_not_allowed', message: `Method ${method} is not allowed on the MCP endpoint` }, { allow: 'GET, POST, DELETE' });
@@ -186,6 +197,7 @@ export function createEdge(listen: ListenConfig, handlers: EdgeHandlers, log: Lo
     // only to say where a misplaced credential belongs.
     const urlRefusal = opts.auth.checkUrl(req.url);
     if (urlRefusal && !urlRefusal.ok) return refuseAuth(res, callId, null, urlRefusal);
+    if (!attemptAllowed(req, res, callId)) return;
     let authed = opts.auth.authenticate(req.headers);
     if (authed instanceof Promise) authed = await authed;
     if (!authed.ok && !(authed.refusal.reason === 'missing_credentials' && method === 'POST')) return refuseAuth(res, callId, null, authed);
@@ -197,8 +209,8 @@ export function createEdge(listen: ListenConfig, handlers: EdgeHandlers, log: Lo
       const principal = (authed as AuthVerdict & { ok: true }).principal;
       const admitted = admitStreamRequest(req.headers, method);
       if (!admitted.ok) return refuse(res, callId, null, admitted.refusal, admitted.refusal.status === 405 ? { allow: 'POST' } : {});
-      if (!sessionAdmitted(req, res, callId, principal)) return;
-      await handlers.mcp({ callId, req, res, httpMethod: method, era: admitted.era, version: admitted.version, signal: controller.signal, principal });
+      if (!sessionAdmitted(req, res, callId, null, principal, admitted.era, method)) return;
+      await handlers.mcp({ callId, req, res, httpMethod: method, era: admitted.era, version: admitted.version, signal: controller.signal, principal, bindSession: (id) => opts.sessions.bind(id, principal) });
       return;
     }
     const read = await readBody(req, listen.maxBodyBytes, listen.requestTimeoutMs);
@@ -226,7 +238,7 @@ export function createEdge(listen: ListenConfig, handlers: EdgeHandlers, log: Lo
     const admitted = admitPost(req.headers, parsed.kind, parsed.message);
     if (!admitted.ok) return refuse(res, callId, idOf(parsed.message), admitted.refusal);
     const principal = authed.principal;
-    if (!sessionAdmitted(req, res, callId, principal)) return;
+    if (!sessionAdmitted(req, res, callId, idOf(parsed.message), principal, admitted.era, 'POST')) return;
     const rpcMethod = (parsed.message as { method?: string }).method;
     if (parsed.kind === 'request' && rpcMethod === 'subscriptions/listen') markListenStream(res, slot);
     let body = read.body;
@@ -237,7 +249,11 @@ export function createEdge(listen: ListenConfig, handlers: EdgeHandlers, log: Lo
       putTraceInMeta(parsed.message as { params?: Record<string, unknown> }, traced.context);
       body = Buffer.from(JSON.stringify(parsed.message));
     }
-    const exchange: McpExchange = { callId, req, res, httpMethod: 'POST', body, message: parsed.message, kind: parsed.kind, era: admitted.era, version: admitted.version, signal: controller.signal, principal, ...(traced.context ? { trace: traced.context } : {}) };
+    const exchange: McpExchange = {
+      callId, req, res, httpMethod: 'POST', body, message: parsed.message, kind: parsed.kind, era: admitted.era, version: admitted.version, signal: controller.signal, principal,
+      bindSession: (id) => opts.sessions.bind(id, principal),
+      ...(traced.context ? { trace: traced.context } : {}),
+    };
     if (requestLog || observer) observeExchange(exchange, rpcMethod, started);
     await handlers.mcp(exchange);
   }
@@ -277,19 +293,78 @@ export function createEdge(listen: ListenConfig, handlers: EdgeHandlers, log: Lo
     });
   }
 
-  /** A legacy session id presented by someone other than its owner is answered as unknown (404). */
-  function sessionAdmitted(req: IncomingMessage, res: ServerResponse, callId: string, principal: Principal): boolean {
-    const sessionId = req.headers['mcp-session-id'];
-    if (typeof sessionId !== 'string' || opts.sessions.admit(sessionId, principal)) return true;
-    refuse(res, callId, null, { status: 404, code: ErrorCode.SessionNotFound, reason: 'session_owner', message: 'Session not found', data: { details: { reason: 'unknown' } } });
+  /**
+   * Repeated singleton headers first: which copy would count is ambiguous, and a proxy in front may have
+   * read another one. Then Host and Origin: a rebound DNS name learns nothing, not even how the body is
+   * parsed.
+   */
+  function headersAdmitted(req: IncomingMessage, res: ServerResponse, callId: string): boolean {
+    const repeated = repeatedSingletonHeader(req.rawHeaders);
+    if (repeated !== undefined) {
+      res.setHeader('connection', 'close');
+      refuse(res, callId, null, { status: 400, code: ErrorCode.InvalidRequest, reason: 'repeated_header', message: `Bad request: the ${repeated} header must appear once` });
+      return false;
+    }
+    const verdict = guard(req.headers);
+    if (verdict.ok) return true;
+    refuse(res, callId, null, { status: 403, code: ErrorCode.InvalidRequest, reason: 'host_origin', message: `Forbidden: ${verdict.message}` });
     return false;
   }
 
-  const server = createServer({ keepAliveTimeout: 65_000 }, onRequest);
-  server.on('clientError', (err, socket) => {
-    log.debug('malformed HTTP from a client', { err });
-    if (socket.writable) socket.end('HTTP/1.1 400 Bad Request\r\nconnection: close\r\ncontent-length: 0\r\n\r\n');
+  /** An address past its failed-authentication limit is refused before any credential is looked at. */
+  function attemptAllowed(req: IncomingMessage, res: ServerResponse, callId: string): boolean {
+    const limiter = opts.authFailures;
+    if (limiter === undefined) return true;
+    const wait = limiter.retryAfter(clientAddressOf(req.socket.remoteAddress, req.headers['x-forwarded-for']));
+    if (wait === 0) return true;
+    refuse(res, callId, null, { status: 429, code: ErrorCode.InvalidRequest, reason: 'auth_failure_limit', message: `Too many failed authentication attempts from this address; retry in ${wait} s`, data: { retryAfter: wait } }, { 'retry-after': String(wait) });
+    return false;
+  }
+
+  /**
+   * A legacy request naming a session is served only to the caller the session was issued to; an id
+   * Gatehouse never saw issued, or one bound to someone else, is answered 404 as unknown. While the request
+   * is open the session counts as busy; a DELETE that succeeds, or a 404 from whoever holds the session,
+   * ends the binding. Modern requests ignore the header (streamable-http.mdx §Earlier Streamable HTTP
+   * Revisions), so it is not looked at for them.
+   */
+  function sessionAdmitted(req: IncomingMessage, res: ServerResponse, callId: string, id: JsonRpcId | null, principal: Principal, era: ClientEra, method: 'POST' | 'GET' | 'DELETE'): boolean {
+    if (era !== 'legacy') return true;
+    const sessionId = req.headers['mcp-session-id'];
+    if (typeof sessionId !== 'string') return true;
+    const admission = opts.sessions.admit(sessionId, principal);
+    if (!admission.ok) {
+      refuse(res, callId, id, { status: 404, code: ErrorCode.SessionNotFound, reason: 'session_unknown', message: 'Session not found; initialize a new session', data: { details: { reason: admission.reason } } });
+      return false;
+    }
+    const leave = opts.sessions.enter(sessionId);
+    res.once('close', () => {
+      leave();
+      if (res.statusCode === 404) opts.sessions.end(sessionId, 'unknown');
+      else if (method === 'DELETE' && res.statusCode < 300) opts.sessions.end(sessionId, 'client_closed');
+    });
+    return true;
+  }
+
+  // Slow clients cannot hold a socket: headers within headersTimeoutMs, the whole request (headers and
+  // body) within both timeouts, checked every second rather than Node's default 30 s.
+  const server = createServer(
+    {
+      headersTimeout: listen.headersTimeoutMs,
+      requestTimeout: listen.headersTimeoutMs + listen.requestTimeoutMs,
+      keepAliveTimeout: listen.keepAliveTimeoutMs,
+      connectionsCheckingInterval: Math.min(1_000, listen.headersTimeoutMs),
+    },
+    onRequest,
+  );
+  server.on('clientError', (err: NodeJS.ErrnoException, socket) => {
+    const answer = CLIENT_ERROR_ANSWERS[err.code ?? ''] ?? CLIENT_ERROR_ANSWERS.default!;
+    countRefusalOnly(answer.reason);
+    log.debug('malformed or slow HTTP from a client', { err, reason: answer.reason });
+    if (socket.writable) socket.end(`HTTP/1.1 ${answer.status}\r\nconnection: close\r\ncontent-length: 0\r\n\r\n`);
+    else socket.destroy();
   });
+  limitConnectionsPerAddress(server, listen.maxConnectionsPerIp, (peer) => compileClientAddress([])(peer, undefined), () => countRefusalOnly('connection_limit'));
 
   return {
     server,
@@ -325,6 +400,13 @@ function pathOf(url: string | undefined): string {
   const q = url.indexOf('?');
   return q === -1 ? url : url.slice(0, q);
 }
+
+/** What a client hears when its HTTP cannot be read at all (Node's parser errors, timeouts). */
+const CLIENT_ERROR_ANSWERS: Record<string, { status: string; reason: string }> = {
+  ERR_HTTP_REQUEST_TIMEOUT: { status: '408 Request Timeout', reason: 'request_timeout' },
+  HPE_HEADER_OVERFLOW: { status: '431 Request Header Fields Too Large', reason: 'headers_too_large' },
+  default: { status: '400 Bad Request', reason: 'malformed_http' },
+};
 
 const LOG_FIELD_MAX = 200;
 

@@ -5,6 +5,7 @@
 import type { IncomingHttpHeaders } from 'node:http';
 import { ErrorCode, type JsonRpcMessage, type MessageKind } from './jsonrpc.js';
 import { decodeHeaderValue } from './header-value.js';
+import { paramShapeProblem } from './param-shapes.js';
 import { META_CLIENT_CAPABILITIES, META_PROTOCOL_VERSION, MODERN_CLIENT_REQUESTS, NAME_FIELD } from './methods.js';
 import { DEFAULT_LEGACY_VERSION, isLegacyVersion, isModernVersion, SUPPORTED_VERSIONS, type ClientEra } from './versions.js';
 
@@ -34,6 +35,9 @@ export function admitPost(headers: IncomingHttpHeaders, kind: MessageKind, messa
   if (!accepts(headers.accept, 'application/json') || !accepts(headers.accept, 'text/event-stream')) {
     return refuse(406, ErrorCode.InvalidRequest, 'accept', 'Not Acceptable: Accept must list both application/json and text/event-stream');
   }
+  // Every field Gatehouse reads has the type the schema gives it before anything reads it.
+  const shapeProblem = paramShapeProblem(kind, message);
+  if (shapeProblem !== undefined) return refuse(400, ErrorCode.InvalidParams, 'invalid_params', `Invalid params: ${shapeProblem}`);
   const versionHeader = single(headers['mcp-protocol-version']);
   const method = 'method' in message ? message.method : undefined;
   const bodyVersion = metaOf(message)?.[META_PROTOCOL_VERSION];
@@ -74,8 +78,9 @@ function admitModern(headers: IncomingHttpHeaders, kind: MessageKind, message: J
       return refuse(400, ErrorCode.InvalidParams, 'meta_missing', `Invalid params: _meta["${META_CLIENT_CAPABILITIES}"] must be an object`);
     }
   }
+  // Shapes are checked: a body version, when present, is a string.
   if (bodyVersion !== undefined && bodyVersion !== version) {
-    return mismatch('MCP-Protocol-Version', version, String(bodyVersion));
+    return mismatch('MCP-Protocol-Version', version, bodyVersion as string);
   }
   // streamable-http.mdx §Server Validation: Mcp-Method (all requests) and Mcp-Name must match the body.
   const methodHeader = single(headers['mcp-method']);
@@ -90,7 +95,8 @@ function admitModern(headers: IncomingHttpHeaders, kind: MessageKind, message: J
     if (rawName === undefined) return refuse(400, ErrorCode.HeaderMismatch, 'header_missing', 'Header mismatch: Mcp-Name header is required');
     const decoded = decodeHeaderValue(rawName);
     if (!decoded.ok) return refuse(400, ErrorCode.HeaderMismatch, 'header_invalid', `Header mismatch: Mcp-Name ${decoded.reason}`);
-    if (decoded.value !== bodyName) return mismatch('Mcp-Name', decoded.value, typeof bodyName === 'string' ? bodyName : String(bodyName));
+    // Shapes are checked: every NAME_FIELD is a required string.
+    if (decoded.value !== bodyName) return mismatch('Mcp-Name', decoded.value, bodyName as string);
   }
   if (kind === 'request' && !MODERN_CLIENT_REQUESTS.has(msg.method)) {
     // streamable-http.mdx §Protocol Version Header: an unimplemented method is 404 with -32601.

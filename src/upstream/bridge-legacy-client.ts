@@ -85,6 +85,7 @@ export class LegacyClientBridge {
     const id = this.sessions.newId();
     const capabilities = isObject(params.capabilities) ? params.capabilities : {};
     this.sessions.add(id, new BridgedSession(id, version, capabilities, params.clientInfo, ex.principal));
+    ex.bindSession(id);
     this.log.info('bridged session started', { session: id.slice(0, 8), version });
     const channel = new ResponseChannel(ex);
     channel.setHeader('mcp-session-id', id);

@@ -124,7 +124,8 @@ export class HttpUpstream implements Upstream {
     if (ex.era === 'modern' && isToolCall(ex)) {
       // Headers first (a transport-level refusal), then the arguments (a result the model can act on). A
       // known tool without annotations needs no header check: the common case stays synchronous.
-      const known = this.toolHeaders.known(String((ex.message as JsonRpcRequest).params?.name));
+      const name = (ex.message as JsonRpcRequest).params?.name;
+      const known = typeof name === 'string' ? this.toolHeaders.known(name) : undefined;
       const problem =
         known?.ok && known.headers.length === 0
           ? undefined

@@ -80,7 +80,7 @@ export class ListenHub {
     const m = message as { method?: string; params?: Record<string, unknown> };
     if (m.method === undefined) return;
     for (const l of this.listeners) {
-      const wanted = m.method === 'notifications/resources/updated' ? (l.filter.resourceSubscriptions ?? []).includes(String(m.params?.uri)) : LIST_CHANGED[m.method] !== undefined && l.filter[LIST_CHANGED[m.method]!] === true;
+      const wanted = m.method === 'notifications/resources/updated' ? typeof m.params?.uri === 'string' && (l.filter.resourceSubscriptions ?? []).includes(m.params.uri) : LIST_CHANGED[m.method] !== undefined && l.filter[LIST_CHANGED[m.method]!] === true;
       if (!wanted) continue;
       // subscriptions.mdx §Receiving Notifications: every notification carries the subscription id.
       const meta = { ...((m.params?._meta as object | undefined) ?? {}), [META_SUBSCRIPTION_ID]: l.subscriptionId };

@@ -88,6 +88,10 @@ export class PassThrough {
       failExchange(ex, requestId, new GatewayError('GW_ERR_UPSTREAM_BAD_RESPONSE', `Upstream "${this.name}" refused the gateway's credentials (HTTP ${statusCode})`, this.name), this.log);
       return;
     }
+    // A legacy session id is bound to its caller as the answer that issues it passes (2025-11-25/basic/
+    // transports.mdx §Session Management 1: the server assigns it on the InitializeResult's response).
+    const issued = headers['mcp-session-id'];
+    if (typeof issued === 'string' && statusCode < 300 && isInitialize(ex)) ex.bindSession(issued);
     const contentType = headerValue(headers['content-type']) ?? '';
     const outHeaders = responseHeaders(headers, ex.callId);
     if (contentType.startsWith('text/event-stream')) {
@@ -157,6 +161,10 @@ function responseHeaders(upstream: IncomingHttpHeaders, callId: string): Outgoin
     if (RETURNED_RESPONSE_HEADERS.has(key)) out[key] = upstream[key];
   }
   return out;
+}
+
+function isInitialize(ex: McpExchange): boolean {
+  return ex.kind === 'request' && (ex.message as { method?: unknown }).method === 'initialize';
 }
 
 function headerValue(v: string | string[] | undefined): string | undefined {

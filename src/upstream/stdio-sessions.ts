@@ -207,6 +207,7 @@ export class StdioUpstream implements Upstream {
       onGiveUp: () => this.sessions.forget(id, 'unknown'),
     }, this.log.child({ session: id.slice(0, 8) }));
     this.sessions.add(id, session);
+    ex.bindSession(id);
     this.log.info('session started', { session: id.slice(0, 8), pid: proc.pid });
     channel.setHeader('mcp-session-id', id);
     channel.finish(response);

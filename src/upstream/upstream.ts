@@ -27,6 +27,12 @@ export interface McpExchange {
   readonly principal: Principal;
   /** W3C trace context from the request's headers or `_meta`; already added to `message._meta`. */
   readonly trace?: TraceContext;
+  /**
+   * Binds a legacy session id to this exchange's caller. Whoever issues a session id (the pass-through
+   * relaying an upstream's `initialize` answer, or Gatehouse minting one) calls it before the answer
+   * leaves; ids never bound are refused at the edge.
+   */
+  readonly bindSession: (sessionId: string) => void;
   /** Set by whoever refuses the call before any upstream sees it (snake_case code, for metrics and logs). */
   refusal?: string;
 }

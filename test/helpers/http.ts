@@ -25,3 +25,15 @@ export function modernRequest(id: number | string, method: string, params: Recor
   const meta = { ...MODERN_META, ...((params._meta as object | undefined) ?? {}) };
   return { body: JSON.stringify({ jsonrpc: '2.0', id, method, params: { ...params, _meta: meta } }), headers };
 }
+
+/**
+ * Starts a legacy session through the gateway, as a client would, and returns the id the answer issued:
+ * Gatehouse serves a session only to the caller it was issued to (2025-11-25 security best practices
+ * §Session Hijacking), so tests that name a session must get one this way first.
+ */
+export async function legacySession(url: string, headers: Record<string, string> = {}, version = '2025-11-25'): Promise<string> {
+  const init = await post(url, rpc('init', 'initialize', { protocolVersion: version, capabilities: {}, clientInfo: { name: 'test', version: '0' } }), { ...LEGACY_HEADERS, ...headers });
+  const id = init.headers['mcp-session-id'];
+  if (typeof id !== 'string') throw new Error(`initialize issued no session: HTTP ${init.status} ${init.text}`);
+  return id;
+}

@@ -58,6 +58,8 @@ before(async () => {
     upstreams: [{ name: 'crm', url: upstream.url, headers: { Authorization: UPSTREAM_SECRET } }],
     auth: {
       requiredScopes: ['mcp:tools'],
+      // These tests send many bad credentials from one address on purpose; the failure limit has its own test.
+      failureLimit: { attempts: 0 },
       apiKeys: [
         { id: 'ops', hash: hashKey(KEYS.ops), tenant: 'acme', scopes: ['mcp:tools'] },
         { id: 'reader', hash: hashKey(KEYS.reader), tenant: 'acme', scopes: ['mcp:tools'], tools: ['crm/get_*', 'crm/search'] },

@@ -7,10 +7,11 @@ import assert from 'node:assert/strict';
 import { request } from 'undici';
 import { jsonResult, startFakeUpstream } from '../fixtures/upstreams/fake-upstream.js';
 import { startGateway } from '../helpers/gateway.js';
-import { LEGACY_HEADERS, modernRequest, post, rpc } from '../helpers/http.js';
+import { LEGACY_HEADERS, legacySession, modernRequest, post, rpc } from '../helpers/http.js';
 
 const handler = (_req: unknown, res: import('node:http').ServerResponse, body: string): void => {
-  if (body) jsonResult(res, body, {});
+  // A legacy client's initialize is issued a session; nothing else is.
+  if (body) jsonResult(res, body, {}, body.includes('"initialize"') ? { 'mcp-session-id': 'live' } : {});
   else res.writeHead(405).end();
 };
 const up = await startFakeUpstream(handler);
@@ -42,8 +43,9 @@ test('a modern upstream never sees GET: a legacy client GET is held by the gatew
   assert.equal(held.statusCode, 404, 'the bridge knows no such session');
   await held.body.dump();
   assert.equal(modernUp.requests.length, before);
+  const session = await legacySession(auto.url);
   const beforeLegacy = up.requests.length;
-  const forwarded = await request(auto.url, { method: 'GET', headers: { accept: 'text/event-stream', 'mcp-session-id': 's' } });
+  const forwarded = await request(auto.url, { method: 'GET', headers: { accept: 'text/event-stream', 'mcp-session-id': session, 'mcp-protocol-version': '2025-11-25' } });
   await forwarded.body.dump();
   assert.equal(up.requests.length, beforeLegacy + 1);
   assert.equal(up.requests.at(-1)!.method, 'GET');
@@ -56,7 +58,8 @@ test('a modern POST reaches the upstream without Mcp-Session-Id or Last-Event-ID
   assert.equal(modernSeen['mcp-session-id'], undefined);
   assert.equal(modernSeen['last-event-id'], undefined);
   assert.equal(modernSeen['mcp-method'], 'tools/list');
-  await post(auto.url, rpc(2, 'tools/list'), { ...LEGACY_HEADERS, 'mcp-session-id': 'live', 'last-event-id': 'ev-2' });
+  const session = await legacySession(auto.url);
+  await post(auto.url, rpc(2, 'tools/list'), { ...LEGACY_HEADERS, 'mcp-session-id': session, 'mcp-protocol-version': '2025-11-25', 'last-event-id': 'ev-2' });
   const legacySeen = up.requests.at(-1)!.headers;
   assert.equal(legacySeen['mcp-session-id'], 'live');
   assert.equal(legacySeen['last-event-id'], 'ev-2');

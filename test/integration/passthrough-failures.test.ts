@@ -8,7 +8,7 @@ import assert from 'node:assert/strict';
 import { request } from 'undici';
 import { startFakeUpstream, jsonResult, sleep, type FakeUpstream } from '../fixtures/upstreams/fake-upstream.js';
 import { startGateway, type TestGateway } from '../helpers/gateway.js';
-import { LEGACY_HEADERS, post, rpc } from '../helpers/http.js';
+import { LEGACY_HEADERS, legacySession, post, rpc } from '../helpers/http.js';
 
 const cleanups: Array<() => Promise<void>> = [];
 after(async () => {
@@ -106,8 +106,9 @@ describe('upstream failures become clear JSON-RPC errors', () => {
 
 describe('what reaches the upstream', () => {
   test('client Authorization and Cookie never reach the upstream; configured headers and MCP headers do', async () => {
-    const up = await fake((_req, res, body) => jsonResult(res, body, { tools: [] }));
+    const up = await fake((_req, res, body) => jsonResult(res, body, { tools: [] }, body.includes('"initialize"') ? { 'mcp-session-id': 'sess-1' } : {}));
     const gw = await gatewayFor(up, { headers: { Authorization: 'Bearer upstream-own-token', 'X-Tenant': 'acme' } });
+    assert.equal(await legacySession(gw.url), 'sess-1');
     const body = rpc(1, 'tools/list');
     const res = await post(gw.url, body, {
       ...LEGACY_HEADERS,
@@ -122,7 +123,7 @@ describe('what reaches the upstream', () => {
     assert.equal(res.status, 200);
     // The client's request (Gatehouse may also have listed the upstream for itself). Its trace header is
     // also copied into `_meta` (2026-07-28 basic §OpenTelemetry trace context); nothing else changes.
-    const seen = up.requests.find((r) => r.headers['mcp-session-id'] === 'sess-1')!;
+    const seen = up.requests.find((r) => r.headers['mcp-session-id'] === 'sess-1' && r.body.includes('tools/list'))!;
     assert.ok(seen, 'the request reached the upstream');
     const expected = JSON.parse(body) as { params: Record<string, unknown> };
     expected.params._meta = { traceparent: '00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01' };

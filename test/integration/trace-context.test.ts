@@ -5,7 +5,7 @@
 import { after, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { startGateway, type TestGateway } from '../helpers/gateway.js';
-import { LEGACY_HEADERS, modernRequest, post, rpc } from '../helpers/http.js';
+import { LEGACY_HEADERS, legacySession, modernRequest, post, rpc } from '../helpers/http.js';
 import { startFakeUpstream, type FakeUpstream } from '../fixtures/upstreams/fake-upstream.js';
 
 const TRACEPARENT = '00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01';
@@ -45,7 +45,8 @@ function callSeen(up: FakeUpstream) {
 test('legacy pass-through: trace headers also go up in _meta, and the log line carries the trace id', async () => {
   const up = await upstreamOf(true);
   const gw = await gatewayFor(up);
-  const res = await post(gw.url, rpc(7, 'tools/call', { name: 'echo', arguments: {} }), { ...LEGACY_HEADERS, 'mcp-session-id': 'up-session', 'mcp-protocol-version': '2025-11-25', traceparent: TRACEPARENT, tracestate: TRACESTATE });
+  const session = await legacySession(gw.url);
+  const res = await post(gw.url, rpc(7, 'tools/call', { name: 'echo', arguments: {} }), { ...LEGACY_HEADERS, 'mcp-session-id': session, 'mcp-protocol-version': '2025-11-25', traceparent: TRACEPARENT, tracestate: TRACESTATE });
   assert.equal(res.status, 200);
   const seen = callSeen(up);
   assert.equal(seen.headers.traceparent, TRACEPARENT);

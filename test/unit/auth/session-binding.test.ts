@@ -1,0 +1,74 @@
+// The session binding on its own: ids are bound when issued and only then, each to one caller; ended
+// bindings tell their owner why; caps and idle expiry never touch another caller's busy session.
+
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { SessionBinding } from '../../../src/auth/session-binding.js';
+import type { Principal } from '../../../src/auth/principal.js';
+
+const principal = (subject: string): Principal => ({ subject, scopes: [], groups: [], via: 'api_key', keyId: subject });
+const alice = principal('key:alice');
+const bob = principal('key:bob');
+
+/** Each test closes its binding (the idle sweeper's timer). */
+function binding(limits = { max: 10, idleTimeoutMs: 60_000 }): SessionBinding {
+  return new SessionBinding(limits);
+}
+
+test('an id never issued is refused as unknown and is not remembered', () => {
+  const b = binding();
+  assert.deepEqual(b.admit('s-1', alice), { ok: false, reason: 'unknown' });
+  assert.equal(b.size, 0);
+  b.bind('s-1', alice);
+  assert.deepEqual(b.admit('s-1', alice), { ok: true });
+  b.close();
+});
+
+test('a bound id admits its owner only; others hear unknown, never that it exists', () => {
+  const b = binding();
+  b.bind('s-1', alice);
+  assert.deepEqual(b.admit('s-1', bob), { ok: false, reason: 'unknown' });
+  assert.deepEqual(b.admit('s-1', alice), { ok: true });
+  b.end('s-1', 'client_closed');
+  assert.deepEqual(b.admit('s-1', alice), { ok: false, reason: 'client_closed' });
+  assert.deepEqual(b.admit('s-1', bob), { ok: false, reason: 'unknown' });
+  b.close();
+});
+
+test('an id issued again belongs to whoever it was issued to last', () => {
+  const b = binding();
+  b.bind('s-1', alice);
+  b.bind('s-1', bob);
+  assert.deepEqual(b.admit('s-1', bob), { ok: true });
+  assert.deepEqual(b.admit('s-1', alice), { ok: false, reason: 'unknown' });
+  assert.equal(b.size, 1);
+  b.close();
+});
+
+test('idle bindings end after the timeout unless a request or stream is open on them', () => {
+  const b = binding({ max: 10, idleTimeoutMs: 1_000 });
+  b.bind('idle', alice);
+  b.bind('busy', alice);
+  const leave = b.enter('busy');
+  b.sweep(Date.now() + 5_000);
+  assert.deepEqual(b.admit('idle', alice), { ok: false, reason: 'idle_timeout' });
+  assert.deepEqual(b.admit('busy', alice), { ok: true });
+  leave();
+  b.sweep(Date.now() + 5_000);
+  assert.deepEqual(b.admit('busy', alice), { ok: false, reason: 'idle_timeout' });
+  b.close();
+});
+
+test("past sessions.max one caller's own oldest session ends, never another caller's", async () => {
+  const b = binding({ max: 2, idleTimeoutMs: 60_000 });
+  b.bind('bob-1', bob);
+  for (const id of ['a-1', 'a-2', 'a-3']) {
+    b.bind(id, alice);
+    await new Promise((r) => setTimeout(r, 2));
+  }
+  assert.deepEqual(b.admit('a-1', alice), { ok: false, reason: 'session_cap' });
+  assert.deepEqual(b.admit('a-2', alice), { ok: true });
+  assert.deepEqual(b.admit('a-3', alice), { ok: true });
+  assert.deepEqual(b.admit('bob-1', bob), { ok: true });
+  b.close();
+});
