@@ -155,6 +155,8 @@ app.kubernetes.io/component: mcp-gateway
 {{- with $v.listen.publicUrl }}{{ $_ := set $listen "publicUrl" . }}{{ end }}
 {{- with $v.listen.allowedHosts }}{{ $_ := set $listen "allowedHosts" . }}{{ end }}
 {{- with $v.listen.allowedOrigins }}{{ $_ := set $listen "allowedOrigins" . }}{{ end }}
+{{- with $v.listen.trustedProxies }}{{ $_ := set $listen "trustedProxies" . }}{{ end }}
+{{- range $k := list "headersTimeoutMs" "keepAliveTimeoutMs" "maxConnectionsPerIp" }}{{ if hasKey $v.listen $k }}{{ $_ := set $listen $k (int (get $v.listen $k)) }}{{ end }}{{ end }}
 
 {{- $up := dict "name" $v.upstream.name "url" (include "gatehouse.upstreamUrl" $ctx.root) }}
 {{- with $v.upstream.era }}{{ $_ := set $up "era" . }}{{ end }}
@@ -197,6 +199,7 @@ app.kubernetes.io/component: mcp-gateway
 {{- $_ := set $auth "oauth" $oauth }}
 {{- end }}
 {{- with $v.auth.requiredScopes }}{{ $_ := set $auth "requiredScopes" . }}{{ end }}
+{{- with $v.auth.failureLimit }}{{ $limit := dict }}{{ range $k := list "attempts" "windowSeconds" }}{{ if hasKey $v.auth.failureLimit $k }}{{ $_ := set $limit $k (int (get $v.auth.failureLimit $k)) }}{{ end }}{{ end }}{{ $_ := set $auth "failureLimit" $limit }}{{ end }}
 
 {{- $store := dict "kind" $v.store.kind }}
 {{- if eq $v.store.kind "redis" }}

@@ -5,7 +5,7 @@ import assert from 'node:assert/strict';
 import { compileHostOriginGuard } from '../../../src/edge/origin-guard.js';
 import type { ListenConfig } from '../../../src/config/types.js';
 
-const listen = (over: Partial<ListenConfig> = {}): ListenConfig => ({ host: '127.0.0.1', port: 8080, path: '/mcp', allowedHosts: [], allowedOrigins: [], maxBodyBytes: 1024, maxJsonDepth: 64, requestTimeoutMs: 1000, ...over });
+const listen = (over: Partial<ListenConfig> = {}): ListenConfig => ({ host: '127.0.0.1', port: 8080, path: '/mcp', allowedHosts: [], allowedOrigins: [], maxBodyBytes: 1024, maxJsonDepth: 64, requestTimeoutMs: 1000, headersTimeoutMs: 1000, keepAliveTimeoutMs: 5000, maxConnectionsPerIp: 0, trustedProxies: [], ...over });
 
 test('loopback listener: only loopback Host names, any port', () => {
   const g = compileHostOriginGuard(listen(), true);

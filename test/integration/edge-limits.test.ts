@@ -1,0 +1,219 @@
+// The door's limits on hostile clients: slow headers are cut at listen.headersTimeoutMs, one address
+// cannot hold more than listen.maxConnectionsPerIp sockets, an ambiguous request (a singleton header sent
+// twice) is refused, and an address that keeps failing authentication is refused with 429 before any
+// credential is looked at (DESIGN.md §7: the failed-auth limit comes first). Client addresses other than
+// 127.0.0.1 are other loopback addresses (127.0.0.2, …), which Linux routes to the same interface.
+
+import { after, describe, test } from 'node:test';
+import assert from 'node:assert/strict';
+import { connect, type Socket } from 'node:net';
+import { Agent, request } from 'undici';
+import { hashKey } from '../../src/auth/key-hash.js';
+import { jsonResult, startFakeUpstream } from '../fixtures/upstreams/fake-upstream.js';
+import { startAuthServer } from '../helpers/auth-server.js';
+import { startGateway, type TestGateway } from '../helpers/gateway.js';
+import { LEGACY_HEADERS, rpc } from '../helpers/http.js';
+
+const KEY = 'gh_limits_key_0123456789abcdefghijklmnopqrs';
+const up = await startFakeUpstream((_req, res, body) => jsonResult(res, body, {}, body.includes('"initialize"') ? { 'mcp-session-id': 'up-1' } : {}));
+const cleanups: Array<() => Promise<unknown>> = [() => up.close()];
+after(async () => {
+  for (const c of cleanups.reverse()) await c();
+});
+
+async function gateway(extra: Record<string, unknown>): Promise<TestGateway> {
+  const gw = await startGateway({ upstreams: [{ name: 'up', url: up.url, era: 'legacy' }], ...extra });
+  cleanups.push(() => gw.close());
+  return gw;
+}
+
+/** A raw connection from a given loopback address; resolves once connected. */
+function rawSocket(url: string, localAddress = '127.0.0.1'): Promise<Socket> {
+  const { hostname, port } = new URL(url);
+  return new Promise((resolve, reject) => {
+    const s = connect({ host: hostname, port: Number(port), localAddress }, () => resolve(s));
+    s.once('error', reject);
+  });
+}
+
+/** Everything the server writes until it closes the connection (bounded by `timeoutMs`). */
+function readUntilClosed(s: Socket, timeoutMs: number): Promise<{ text: string; closed: boolean }> {
+  return new Promise((resolve) => {
+    let text = '';
+    const timer = setTimeout(() => resolve({ text, closed: false }), timeoutMs);
+    s.on('data', (d: Buffer) => (text += d.toString('latin1')));
+    s.once('close', () => {
+      clearTimeout(timer);
+      resolve({ text, closed: true });
+    });
+    s.once('error', () => {});
+  });
+}
+
+describe('slow clients cannot hold sockets', () => {
+  test('headers trickled slower than listen.headersTimeoutMs → 408 and the connection closed at that time', async () => {
+    const gw = await gateway({ listen: { headersTimeoutMs: 500 } });
+    const s = await rawSocket(gw.url);
+    const started = performance.now();
+    const ended = readUntilClosed(s, 20_000);
+    // One header line every 200 ms: each byte arrives in time, the whole never does.
+    s.write(`POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\n`);
+    const trickle = setInterval(() => s.writable && s.write('X-Slow: 1\r\n'), 200);
+    const { text, closed } = await ended;
+    clearInterval(trickle);
+    const elapsed = performance.now() - started;
+    assert.ok(closed, 'the gateway closed the connection');
+    assert.match(text, /^HTTP\/1\.1 408 /);
+    // Cut at the configured time (checked every second at most), not at Node's default 60 s.
+    assert.ok(elapsed >= 450 && elapsed < 5_000, `closed after ${elapsed.toFixed(0)} ms`);
+    assert.equal(up.requests.length, 0);
+    assert.equal(gw.gateway.edge.refusals.get('request_timeout'), 1);
+  });
+
+  test('an idle kept-alive connection is closed after listen.keepAliveTimeoutMs', async () => {
+    const gw = await gateway({ listen: { keepAliveTimeoutMs: 1_000 } });
+    const s = await rawSocket(gw.url);
+    const ended = readUntilClosed(s, 10_000);
+    s.write('GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n');
+    const started = performance.now();
+    const { text, closed } = await ended;
+    assert.match(text, /^HTTP\/1\.1 200 /);
+    assert.ok(closed);
+    const elapsed = performance.now() - started;
+    assert.ok(elapsed >= 900 && elapsed < 5_000, `closed after ${elapsed.toFixed(0)} ms`);
+  });
+
+  test('past listen.maxConnectionsPerIp an address gets 429 and a closed socket; other addresses are unaffected', async () => {
+    const gw = await gateway({ listen: { maxConnectionsPerIp: 3 } });
+    const held = await Promise.all([1, 2, 3].map(() => rawSocket(gw.url)));
+    const extra = await rawSocket(gw.url);
+    const refused = await readUntilClosed(extra, 5_000);
+    assert.ok(refused.closed);
+    assert.match(refused.text, /^HTTP\/1\.1 429 Too Many Requests\r\n/);
+    // Another client address has its own allowance.
+    const other = new Agent({ localAddress: '127.0.0.2' });
+    const fromOther = await request(`${gw.origin}/healthz`, { dispatcher: other });
+    assert.equal(fromOther.statusCode, 200);
+    await fromOther.body.dump();
+    await other.close();
+    // A slot freed is a slot to use again.
+    const closedOne = new Promise((r) => held[0]!.once('close', r));
+    held[0]!.destroy();
+    await closedOne;
+    await new Promise((r) => setTimeout(r, 50));
+    const again = await rawSocket(gw.url);
+    const answered = readUntilClosed(again, 5_000);
+    again.end('GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n');
+    assert.match((await answered).text, /^HTTP\/1\.1 200 /);
+    for (const s of held) s.destroy();
+    assert.ok((gw.gateway.edge.refusals.get('connection_limit') ?? 0) >= 1);
+  });
+});
+
+describe('ambiguous requests', () => {
+  const cases: Array<[string, string]> = [
+    ['Authorization', `Authorization: Bearer ${KEY}\r\nAuthorization: Bearer gh_other`],
+    ['Host', 'Host: evil.example'],
+    ['Mcp-Session-Id', 'Mcp-Session-Id: a\r\nmcp-session-id: b'],
+    ['MCP-Protocol-Version', 'MCP-Protocol-Version: 2025-11-25\r\nMCP-Protocol-Version: 2025-06-18'],
+    ['Mcp-Method', 'Mcp-Method: tools/list\r\nMcp-Method: tools/call'],
+  ];
+  for (const [name, lines] of cases) {
+    test(`two ${name} headers → 400, nothing forwarded`, async () => {
+      const gw = await gateway({ auth: { apiKeys: [{ id: 'k', hash: hashKey(KEY), scopes: [] }] } });
+      const before = up.requests.length;
+      const s = await rawSocket(gw.url);
+      const answer = readUntilClosed(s, 5_000);
+      const body = rpc(1, 'tools/list');
+      const auth = name === 'Authorization' ? '' : `Authorization: Bearer ${KEY}\r\n`;
+      s.write(`POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\n${auth}${lines}\r\nContent-Type: application/json\r\nAccept: application/json, text/event-stream\r\nContent-Length: ${body.length}\r\n\r\n${body}`);
+      const { text } = await answer;
+      assert.match(text, /^HTTP\/1\.1 400 /);
+      const json = JSON.parse(text.slice(text.indexOf('\r\n\r\n') + 4)) as { error: { code: number; message: string } };
+      assert.equal(json.error.code, -32600);
+      assert.match(json.error.message, new RegExp(`the ${name.toLowerCase()} header must appear once`));
+      assert.equal(up.requests.length, before);
+    });
+  }
+
+  test('two Content-Length headers → 400 from the HTTP parser, nothing forwarded', async () => {
+    const gw = await gateway({});
+    const before = up.requests.length;
+    const s = await rawSocket(gw.url);
+    const answer = readUntilClosed(s, 5_000);
+    const body = rpc(1, 'tools/list');
+    s.write(`POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: ${body.length}\r\nContent-Length: ${body.length + 1}\r\n\r\n${body}`);
+    assert.match((await answer).text, /^HTTP\/1\.1 400 /);
+    assert.equal(up.requests.length, before);
+  });
+});
+
+describe('failed authentication is limited per client address', () => {
+  test('past auth.failureLimit an address gets 429 with Retry-After, even with a valid key; other addresses do not', async () => {
+    const gw = await gateway({ auth: { apiKeys: [{ id: 'k', hash: hashKey(KEY), scopes: [] }], failureLimit: { attempts: 3, windowSeconds: 60 } } });
+    const send = async (key: string, localAddress = '127.0.0.1') => {
+      const dispatcher = new Agent({ localAddress });
+      const res = await request(gw.url, { method: 'POST', dispatcher, headers: { ...LEGACY_HEADERS, authorization: `Bearer ${key}` }, body: rpc(1, 'ping') });
+      const text = await res.body.text();
+      await dispatcher.close();
+      return { status: res.statusCode, retryAfter: res.headers['retry-after'], text };
+    };
+    // Within the limit a valid key is served; failures are answered 401 as usual.
+    assert.equal((await send(KEY)).status, 200);
+    for (let i = 0; i < 3; i++) assert.equal((await send(`gh_wrong_${i}`)).status, 401);
+    const blocked = await send(KEY);
+    assert.equal(blocked.status, 429, blocked.text);
+    const wait = Number(blocked.retryAfter);
+    assert.ok(wait >= 1 && wait <= 60, `Retry-After ${String(blocked.retryAfter)}`);
+    assert.deepEqual(JSON.parse(blocked.text).error.data, { retryAfter: wait });
+    assert.equal((await send('gh_wrong_again')).status, 429);
+    // Another address is judged on its own.
+    assert.equal((await send(KEY, '127.0.0.2')).status, 200);
+    assert.equal(gw.gateway.edge.refusals.get('auth_failure_limit'), 2);
+  });
+
+  test('a blocked address is refused before its token is verified: no key-set fetch happens', async () => {
+    const as = await startAuthServer();
+    cleanups.push(() => as.close());
+    as.published.push(await as.newKey('k1'));
+    const publicUrl = 'http://127.0.0.1/mcp';
+    const gw = await gateway({
+      listen: { publicUrl, allowedHosts: ['127.0.0.1'] },
+      auth: { oauth: { issuer: as.issuer, jwksUri: as.jwksUri, audience: publicUrl, jwksMinRefreshSeconds: 1 }, failureLimit: { attempts: 2, windowSeconds: 60 } },
+    });
+    const send = async (token: string) => {
+      const res = await request(gw.url, { method: 'POST', headers: { ...LEGACY_HEADERS, authorization: `Bearer ${token}` }, body: rpc(1, 'ping') });
+      await res.body.dump();
+      return res.statusCode;
+    };
+    const foreign = await as.newKey('k-unknown');
+    for (let i = 0; i < 2; i++) assert.equal(await send(await as.sign({ sub: 'mallory', aud: publicUrl }, { key: foreign })), 401);
+    // Past jwksMinRefreshSeconds an unknown kid would make the verifier fetch the key set again; blocked,
+    // nothing is verified at all.
+    await new Promise((r) => setTimeout(r, 1_100));
+    const fetches = as.hits.get('/jwks') ?? 0;
+    assert.equal(await send(await as.sign({ sub: 'mallory', aud: publicUrl }, { key: foreign, kid: 'k-new' })), 429);
+    assert.equal(await send(await as.sign({ sub: 'alice', aud: publicUrl })), 429);
+    assert.equal(as.hits.get('/jwks') ?? 0, fetches);
+  });
+
+  test('behind a trusted proxy each X-Forwarded-For client is counted on its own; an untrusted peer cannot pick its address', async () => {
+    const gw = await gateway({ listen: { trustedProxies: ['127.0.0.1/32'] }, auth: { apiKeys: [{ id: 'k', hash: hashKey(KEY), scopes: [] }], failureLimit: { attempts: 1, windowSeconds: 60 } } });
+    const send = async (key: string, forwardedFor: string, localAddress = '127.0.0.1') => {
+      const dispatcher = new Agent({ localAddress });
+      const res = await request(gw.url, { method: 'POST', dispatcher, headers: { ...LEGACY_HEADERS, authorization: `Bearer ${key}`, 'x-forwarded-for': forwardedFor }, body: rpc(1, 'ping') });
+      await res.body.dump();
+      await dispatcher.close();
+      return res.statusCode;
+    };
+    assert.equal(await send('gh_bad', '203.0.113.7'), 401);
+    assert.equal(await send(KEY, '203.0.113.7'), 429, 'the failing client is blocked');
+    assert.equal(await send(KEY, '198.51.100.9'), 200, 'another client behind the same proxy is not');
+    // A proxy chain: the nearest untrusted hop is the client.
+    assert.equal(await send(KEY, '203.0.113.7, 127.0.0.1'), 429);
+    // 127.0.0.3 is not a trusted proxy: its X-Forwarded-For is ignored and it is judged as itself.
+    assert.equal(await send('gh_bad', '198.51.100.9', '127.0.0.3'), 401);
+    assert.equal(await send(KEY, '198.51.100.9', '127.0.0.3'), 429);
+    assert.equal(await send(KEY, '198.51.100.9'), 200, 'the address it claimed was not blocked');
+  });
+});
