@@ -8,7 +8,7 @@ import { createServer, type IncomingMessage, type Server, type ServerResponse } 
 import { AS_METADATA_PATH } from '../auth/as-metadata-mirror.js';
 import type { AuthVerdict, Authenticator } from '../auth/authenticator.js';
 import type { AuthFailureLimiter } from '../auth/failure-limit.js';
-import { compileClientAddress } from '../net/client-address.js';
+import { compileClientAddress, limitKey } from '../net/client-address.js';
 import type { Principal } from '../auth/principal.js';
 import type { SessionBinding } from '../auth/session-binding.js';
 import type { ListenConfig } from '../config/types.js';
@@ -47,7 +47,7 @@ export interface EdgeObserver {
 
 export interface EdgeOptions {
   loopback: boolean;
-  /** Failed authentications per client address; absent when no credential is ever checked. */
+  /** Failed authentications per client address; absent means no limit (tests of the edge alone). */
   authFailures?: AuthFailureLimiter;
   /** Read on every request, so a config reload can swap it. */
   auth: Authenticator;
@@ -91,8 +91,7 @@ export function createEdge(listen: ListenConfig, handlers: EdgeHandlers, log: Lo
     opts.observer?.refusal(reason);
   };
   const refuse = (res: ServerResponse, callId: string, id: JsonRpcId | null, r: Refusal, extraHeaders: Record<string, string> = {}): void => {
-    refusals.set(r.reason, (refusals.get(r.reason) ?? 0) + 1);
-    opts.observer?.refusal(r.reason);
+    countRefusalOnly(r.reason);
     log.info('request refused', { callId, reason: r.reason, status: r.status, code: r.code });
     sendJsonRpcError(res, r.status, id, r.code, r.message, r.data, { ...extraHeaders, 'x-gatehouse-call-id': callId });
   };
@@ -358,13 +357,16 @@ export function createEdge(listen: ListenConfig, handlers: EdgeHandlers, log: Lo
     onRequest,
   );
   server.on('clientError', (err: NodeJS.ErrnoException, socket) => {
+    // A client that hung up is gone, not malformed (Node's own default handler does the same).
+    if (err.code === 'ECONNRESET') return void socket.destroy();
     const answer = CLIENT_ERROR_ANSWERS[err.code ?? ''] ?? CLIENT_ERROR_ANSWERS.default!;
     countRefusalOnly(answer.reason);
     log.debug('malformed or slow HTTP from a client', { err, reason: answer.reason });
     if (socket.writable) socket.end(`HTTP/1.1 ${answer.status}\r\nconnection: close\r\ncontent-length: 0\r\n\r\n`);
     else socket.destroy();
   });
-  limitConnectionsPerAddress(server, listen.maxConnectionsPerIp, (peer) => compileClientAddress([])(peer, undefined), () => countRefusalOnly('connection_limit'));
+  // Counted per connection's own peer: a proxy's X-Forwarded-For says nothing about whose socket it is.
+  limitConnectionsPerAddress(server, listen.maxConnectionsPerIp, (peer) => limitKey(peer ?? ''), () => countRefusalOnly('connection_limit'));
 
   return {
     server,
