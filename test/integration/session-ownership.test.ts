@@ -59,13 +59,25 @@ const cells: Cell[] = [
   },
 ];
 
-function transportFor(url: string, key: string, sessionId?: string): StreamableHTTPClientTransport {
-  return new StreamableHTTPClientTransport(new URL(url), { requestInit: { headers: { authorization: `Bearer ${key}` } }, ...(sessionId !== undefined ? { sessionId } : {}) });
+type Fetch = (url: string | URL, init?: RequestInit) => Promise<Response>;
+
+function transportFor(url: string, key: string, opts: { sessionId?: string; fetch?: Fetch } = {}): StreamableHTTPClientTransport {
+  return new StreamableHTTPClientTransport(new URL(url), { requestInit: { headers: { authorization: `Bearer ${key}` } }, ...opts });
 }
 
-/** A caller with its own session: a v1 client that initialized through the gateway. */
-async function owner(url: string): Promise<{ client: Client; sessionId: string }> {
-  const transport = transportFor(url, KEY_A);
+/**
+ * A caller with its own session: a v1 client that initialized through the gateway. `onIssued` runs when
+ * the initialize answer with the session id has arrived and before the client sends anything else, which
+ * is the moment a thief who learned the id would strike.
+ */
+async function owner(url: string, onIssued?: (sessionId: string) => Promise<void>): Promise<{ client: Client; sessionId: string }> {
+  const intercept: Fetch = async (target, init) => {
+    const res = await fetch(target, init);
+    const issued = res.headers.get('mcp-session-id');
+    if (onIssued && issued !== null && typeof init?.body === 'string' && init.body.includes('"initialize"')) await onIssued(issued);
+    return res;
+  };
+  const transport = transportFor(url, KEY_A, { fetch: intercept });
   const client = new Client({ name: 'owner', version: '1.0.0' });
   await client.connect(transport, { timeout: 15_000 });
   return { client, sessionId: transport.sessionId! };
@@ -75,7 +87,7 @@ async function owner(url: string): Promise<{ client: Client; sessionId: string }
 async function thief(url: string, sessionId: string): Promise<Client> {
   const client = new Client({ name: 'thief', version: '1.0.0' });
   // With a session id already set, the v1 client skips initialize, as it does to resume its own session.
-  await client.connect(transportFor(url, KEY_B, sessionId), { timeout: 15_000 });
+  await client.connect(transportFor(url, KEY_B, { sessionId }), { timeout: 15_000 });
   return client;
 }
 
@@ -115,17 +127,19 @@ for (const cell of cells) {
     });
 
     test("hijack: the second caller presenting the owner's session id is refused, and the owner carries on", async () => {
-      const a = await owner(gw.url);
+      // The thief strikes right after the initialize answer, before the owner has used the id once.
+      const a = await owner(gw.url, async (sessionId) => {
+        const b = await thief(gw.url, sessionId);
+        clients.push(b);
+        await assert.rejects(b.callTool(cell.call), /Session not found.*"reason":"unknown"/);
+        assert.deepEqual(await thiefPing(gw.url, sessionId), { status: 404, reason: 'unknown' });
+        // Refused at the door: the upstream has not seen a single request naming the session yet.
+        if (up.sequential) assert.equal(up.sequential.requests.filter((r) => r.session === sessionId).length, 0);
+      });
       clients.push(a.client);
       assert.match(textOf(await a.client.callTool(cell.call)), /\S/);
-      const seenBefore = up.sequential?.requests.filter((r) => r.session === a.sessionId).length;
-
-      const b = await thief(gw.url, a.sessionId);
-      clients.push(b);
-      await assert.rejects(b.callTool(cell.call), /Session not found.*"reason":"unknown"/);
+      // And later too, once the owner has used it.
       assert.deepEqual(await thiefPing(gw.url, a.sessionId), { status: 404, reason: 'unknown' });
-      // Refused at the door: the upstream never saw the thief's requests in the owner's session.
-      if (up.sequential) assert.equal(up.sequential.requests.filter((r) => r.session === a.sessionId).length, seenBefore);
 
       // The owner's session is untouched.
       const again = textOf(await a.client.callTool(cell.call));
@@ -165,6 +179,22 @@ for (const cell of cells) {
       if (up.sequential) assert.equal(up.sequential.requests.filter((r) => r.session === next).length, seenBefore, 'the thief reached the upstream');
       assert.match(textOf(await a.client.callTool(cell.call)), /\S/);
     });
+
+    if (cell.name.startsWith('pass-through')) {
+      test('the binding ends when the upstream no longer knows the session (its 404 passes through once)', async () => {
+        const a = await owner(gw.url);
+        clients.push(a.client);
+        assert.match(textOf(await a.client.callTool(cell.call)), /\S/);
+        await up.sequential!.forget(a.sessionId);
+        await assert.rejects(a.client.callTool(cell.call), /Session not found/);
+        const reached = up.sequential!.requests.filter((r) => r.session === a.sessionId).length;
+        // From now on the gateway answers for the dead id itself, without asking the upstream.
+        const late = await request(gw.url, { method: 'POST', headers: { ...LEGACY_HEADERS, authorization: `Bearer ${KEY_A}`, 'mcp-protocol-version': '2025-11-25', 'mcp-session-id': a.sessionId }, body: rpc('late', 'ping') });
+        assert.equal(late.statusCode, 404);
+        assert.equal(((await late.body.json()) as { error: { data: { details: { reason: string } } } }).error.data.details.reason, 'unknown');
+        assert.equal(up.sequential!.requests.filter((r) => r.session === a.sessionId).length, reached);
+      });
+    }
 
     test('the binding ends with the session: after DELETE the owner hears client_closed, the thief still unknown', async () => {
       const transport = transportFor(gw.url, KEY_A);
