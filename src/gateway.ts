@@ -4,17 +4,16 @@
 import type { AddressInfo } from 'node:net';
 import { basename, dirname, resolve } from 'node:path';
 import { ConfigError, formatIssue, parseConfigText } from './config/load.js';
+import { unsupportedFeatures } from './config/semantic-checks.js';
 import { watchConfigFile, type ConfigWatcher } from './config/watch.js';
 import { isStdioUpstream, type GatehouseConfig, type ListenConfig, type UpstreamConfig } from './config/types.js';
 import { createEdge, type Edge } from './edge/server.js';
 import type { Logger } from './log/logger.js';
-import { collectSecrets } from './log/secrets.js';
+import { collectSecrets } from './config/secrets.js';
 import { Authenticator } from './auth/authenticator.js';
-import { expiryOf } from './auth/api-keys.js';
-import type { Principal } from './auth/principal.js';
+import type { Principal } from './pipeline/principal.js';
 import { SessionBinding } from './auth/session-binding.js';
 import { AuthFailureLimiter } from './auth/failure-limit.js';
-import { trustedProxyProblems } from './net/client-address.js';
 import { isLoopback } from './net/loopback.js';
 import { AccessPolicy } from './policy/access.js';
 import { GatewayMetrics } from './metrics/metrics.js';
@@ -42,52 +41,6 @@ export interface Gateway {
   readonly metricsUrl: string | undefined;
   readonly edge: Edge;
 }
-
-/** Problems that make a config unusable by this build, reported before anything starts. */
-export function unsupportedFeatures(config: GatehouseConfig): string[] {
-  const problems: string[] = [];
-  const { auth } = config;
-  if (!auth.anonymous && auth.apiKeys.length === 0 && auth.oauth === undefined) {
-    problems.push('auth: no way to authenticate callers; configure auth.apiKeys or auth.oauth (or, on a loopback listener only, auth.anonymous: true)');
-  }
-  if (auth.anonymous && !isLoopback(config.listen.host)) {
-    problems.push(`auth.anonymous: anonymous access is allowed only on a loopback listener, not on "${config.listen.host}"`);
-  }
-  auth.apiKeys.forEach((k, i) => {
-    if (k.expires !== undefined && expiryOf(k.expires) === -Infinity) problems.push(`auth.apiKeys[${i}].expires: "${k.expires}" is not a valid date`);
-  });
-  const ids = auth.apiKeys.map((k) => k.id);
-  for (const id of new Set(ids.filter((id, i) => ids.indexOf(id) !== i))) problems.push(`auth.apiKeys: the id "${id}" is used twice`);
-  if (auth.oauth) {
-    // RFC 8707 / 2026-07-28 authorization §Token Handling: tokens must be minted for this resource. The
-    // metadata names listen.publicUrl as the resource, clients ask for tokens for exactly that string,
-    // and the aud check is exact: so the two must be the same string.
-    const publicUrl = config.listen.publicUrl;
-    if (publicUrl === undefined) problems.push('auth.oauth: listen.publicUrl is required (it is the OAuth resource and the expected token audience)');
-    else if (auth.oauth.audience !== publicUrl) {
-      const hint = canonicalResource(auth.oauth.audience) === canonicalResource(publicUrl) ? ' (they differ only in case or a trailing slash; write them the same way)' : '';
-      problems.push(`auth.oauth.audience: must equal listen.publicUrl ("${publicUrl}"), the resource tokens are minted for${hint}`);
-    }
-  }
-  for (const [i, rule] of config.policy.rules.entries()) {
-    if (rule.tools === undefined && rule.prompts === undefined && rule.resources === undefined) problems.push(`policy.rules[${i}]: names no tools, prompts or resources, so it can never apply`);
-  }
-  problems.push(...trustedProxyProblems(config.listen.trustedProxies));
-  if (config.admin.enabled) problems.push('admin.enabled: the admin API is not supported yet');
-  return problems;
-}
-
-/** RFC 8707 §2 / 2026-07-28 authorization §Canonical Server URI: case-insensitive scheme and host, no trailing slash. */
-function canonicalResource(url: string): string {
-  try {
-    const u = new URL(url);
-    return `${u.protocol}//${u.host}${u.pathname.replace(/\/$/, '')}${u.search}`;
-  } catch {
-    return url;
-  }
-}
-
-export { isLoopback };
 
 export interface GatewayOptions {
   /** The file the config came from: watched, and reloaded when its content changes. */

@@ -4,7 +4,8 @@
 
 import type { ApiKeyConfig } from '../config/types.js';
 import { hashKey, keyMatches } from './key-hash.js';
-import type { AuthResult } from './principal.js';
+import type { AuthResult } from './auth-result.js';
+import { expiryOf } from '../config/expiry.js';
 
 interface StoredKey {
   config: ApiKeyConfig;
@@ -46,13 +47,4 @@ export class ApiKeys {
       },
     };
   }
-}
-
-/** A date alone (YYYY-MM-DD) means the key is good through that whole day, UTC. */
-export function expiryOf(expires: string): number {
-  let t: number;
-  if (/^\d{4}-\d{2}-\d{2}$/.test(expires)) t = Date.parse(`${expires}T00:00:00Z`) + 86_400_000;
-  else t = Date.parse((/([Zz]|[+-]\d{2}:\d{2})$/.test(expires) ? expires : `${expires}Z`).replace(' ', 'T'));
-  // A date that does not parse refuses the key rather than letting it live forever.
-  return Number.isNaN(t) ? -Infinity : t;
 }

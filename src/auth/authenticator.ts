@@ -11,7 +11,8 @@ import { ApiKeys } from './api-keys.js';
 import { AsMetadataMirror } from './as-metadata-mirror.js';
 import { bearerChallenge } from './challenge.js';
 import { credentialInMessage, credentialInQuery } from './credential-locations.js';
-import { ANONYMOUS, type AuthResult, type Principal } from './principal.js';
+import { ANONYMOUS, type Principal } from '../pipeline/principal.js';
+import type { AuthResult } from './auth-result.js';
 import { buildResourceMetadata, type ResourceMetadata } from './resource-metadata.js';
 import { TokenVerifier } from './token-verifier.js';
 

@@ -7,7 +7,7 @@
 import { createHash } from 'node:crypto';
 import { LRUCache } from 'lru-cache';
 import type { Logger } from '../log/logger.js';
-import type { AuthFailure } from './principal.js';
+import type { AuthFailure } from './auth-result.js';
 import { boundedAgent, isRecord, requestJson, type HttpLimits } from './jwks-cache.js';
 
 export interface IntrospectorOptions {

@@ -5,7 +5,7 @@
 // flood the table to push a binding out; another caller presenting a bound id gets the same 404 as for
 // an id that does not exist.
 
-import { principalKey, type Principal } from './principal.js';
+import { principalKey, type Principal } from '../pipeline/principal.js';
 
 /** Why a binding ended; a late request from the owner learns it (404 `data.details.reason`). */
 export type BindingEnd = 'idle_timeout' | 'session_cap' | 'client_closed' | 'unknown';

@@ -10,7 +10,8 @@ import type { OAuthConfig } from '../config/types.js';
 import type { Logger } from '../log/logger.js';
 import { Introspector } from './introspection.js';
 import { isAsymmetricAlg, isRecord, JwksCache, KeySetUnavailableError, UnknownKeyError } from './jwks-cache.js';
-import { scopesFromClaims, type AuthResult, type CredentialKind } from './principal.js';
+import type { CredentialKind } from '../pipeline/principal.js';
+import { scopesFromClaims, type AuthResult } from './auth-result.js';
 
 export const DEFAULT_ALGORITHMS: readonly string[] = ['RS256', 'PS256', 'ES256', 'EdDSA'];
 

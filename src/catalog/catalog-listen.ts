@@ -3,14 +3,14 @@
 // their notifications relayed under the client's subscription id. A list change also tells the catalog
 // (so cached lists are dropped).
 
-import type { Principal } from '../auth/principal.js';
+import type { Principal } from '../pipeline/principal.js';
 import type { Logger } from '../log/logger.js';
 import type { JsonRpcMessage, JsonRpcRequest } from '../protocol/jsonrpc.js';
 import { META_CLIENT_CAPABILITIES, META_PROTOCOL_VERSION, META_SUBSCRIPTION_ID } from '../protocol/methods.js';
 import { MODERN_VERSIONS } from '../protocol/versions.js';
-import type { UpstreamReply } from '../upstream/message-client.js';
-import type { Upstream } from '../upstream/upstream.js';
-import { MessageQueue } from '../upstream/message-queue.js';
+import type { UpstreamReply } from '../pipeline/ports.js';
+import type { ModernMember } from '../pipeline/ports.js';
+import { MessageQueue } from '../pipeline/message-queue.js';
 
 type Obj = Record<string, unknown>;
 type Filter = { toolsListChanged?: boolean; promptsListChanged?: boolean; resourcesListChanged?: boolean; resourceSubscriptions?: string[] };
@@ -23,9 +23,9 @@ const LIST_CHANGED: Record<string, 'tools' | 'prompts' | 'resources'> = {
 
 export function fanOutListen(
   request: JsonRpcRequest,
-  members: readonly Upstream[],
-  ownerOf: (uri: string) => Upstream | undefined,
-  onListChanged: (member: Upstream, kind: 'tools' | 'prompts' | 'resources') => void,
+  members: readonly ModernMember[],
+  ownerOf: (uri: string) => ModernMember | undefined,
+  onListChanged: (member: ModernMember, kind: 'tools' | 'prompts' | 'resources') => void,
   signal: AbortSignal | undefined,
   log: Logger,
   /** Whether the caller may see a resource; hidden URIs are neither subscribed to nor reported. */
@@ -42,7 +42,7 @@ export function fanOutListen(
 
   void (async () => {
     const honoured: Filter = {};
-    const streams: Array<{ member: Upstream; messages: AsyncGenerator<JsonRpcMessage, void, void> }> = [];
+    const streams: Array<{ member: ModernMember; messages: AsyncGenerator<JsonRpcMessage, void, void> }> = [];
     await Promise.all(
       members.map(async (member) => {
         // Resource subscriptions go to the upstream that listed the URI; unknown URIs to every upstream.

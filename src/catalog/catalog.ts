@@ -3,22 +3,22 @@
 // the union of capabilities for server/discover. Each upstream is reached through its modern face, so its
 // era and transport do not matter here; legacy clients reach the catalog through the legacy bridge.
 
-import type { Principal } from '../auth/principal.js';
+import type { Principal } from '../pipeline/principal.js';
 import type { Logger } from '../log/logger.js';
 import { AccessPolicy, type ItemKind } from '../policy/access.js';
-import { canonicalJson } from '../upstream/legacy-client-sessions.js';
+import { canonicalJson } from '../protocol/canonical-json.js';
 import { toModernResult } from '../protocol/era-shapes.js';
 import { describeValue } from '../protocol/describe.js';
 import { encodeHeaderValue } from '../protocol/header-value.js';
 import { ErrorCode, errorResponse, type JsonRpcMessage, type JsonRpcRequest, type JsonRpcResponse } from '../protocol/jsonrpc.js';
 import { MODERN_VERSIONS } from '../protocol/versions.js';
 import { META_CLIENT_CAPABILITIES, META_PROTOCOL_VERSION } from '../protocol/methods.js';
-import type { UpstreamMessages, UpstreamReply } from '../upstream/message-client.js';
-import type { ModernFace, Upstream } from '../upstream/upstream.js';
+import type { ModernFace, ModernMember, UpstreamMessages, UpstreamReply } from '../pipeline/ports.js';
+
 import { fanOutListen } from './catalog-listen.js';
-import { ArgumentSchemas, invalidArgumentsResult, invalidOutputResult } from './argument-schemas.js';
+import { ArgumentSchemas, invalidArgumentsResult, invalidOutputResult } from '../policy/argument-schemas.js';
 import { mergeCapabilities } from './capabilities.js';
-import { paramHeadersFor, readAnnotations, type ParamHeader } from './param-headers.js';
+import { paramHeadersFor, readAnnotations, type ParamHeader } from '../protocol/param-headers.js';
 import { assignPublicNames, type PrefixMode } from './public-names.js';
 
 type Obj = Record<string, unknown>;
@@ -39,7 +39,7 @@ interface MergedList {
 }
 
 interface Route {
-  upstream: Upstream;
+  upstream: ModernMember;
   original: string;
   /** `upstream/original`, what access rules match. */
   ref: string;
@@ -52,7 +52,7 @@ export class Catalog implements UpstreamMessages {
   readonly upstream = 'catalog';
   private routes = { tools: new Map<string, Route>(), prompts: new Map<string, Route>() };
   private readonly lastMerged: { tools?: MergedList; prompts?: MergedList } = {};
-  private readonly resourceOwners = new Map<string, Upstream>();
+  private readonly resourceOwners = new Map<string, ModernMember>();
   private counter = 0;
   private readonly schemas: ArgumentSchemas;
   /**
@@ -61,11 +61,11 @@ export class Catalog implements UpstreamMessages {
    */
   private readonly listCache = new Map<string, { until: number; items: Obj[] }>();
   /** Background listens that tell the catalog when a member's lists change, by member (see watch()). */
-  private readonly watchers = new Map<Upstream, { kinds: Set<string>; stop: AbortController }>();
+  private readonly watchers = new Map<ModernMember, { kinds: Set<string>; stop: AbortController }>();
 
   constructor(
-    private readonly members: readonly Upstream[],
-    private readonly uriPrefixes: ReadonlyMap<Upstream, readonly string[]>,
+    private readonly members: readonly ModernMember[],
+    private readonly uriPrefixes: ReadonlyMap<ModernMember, readonly string[]>,
     private readonly prefix: PrefixMode,
     private readonly outputValidation: 'enforce' | 'warn' | 'off',
     private readonly log: Logger,
@@ -173,7 +173,7 @@ export class Catalog implements UpstreamMessages {
   private merged(kind: 'tools' | 'prompts', perMember: readonly Obj[][]): MergedList {
     const last = this.lastMerged[kind];
     if (last && last.inputs.length === perMember.length && last.inputs.every((items, i) => items === perMember[i])) return last;
-    const entries: Array<{ member: Upstream; item: Obj; params: ParamHeader[] }> = [];
+    const entries: Array<{ member: ModernMember; item: Obj; params: ParamHeader[] }> = [];
     perMember.forEach((items, i) => {
       const member = this.members[i]!;
       for (const item of items) {
@@ -222,7 +222,7 @@ export class Catalog implements UpstreamMessages {
   }
 
   /** Every page of one list from one member; a member that fails is left out and logged, not fatal. */
-  private async collect(member: Upstream, request: JsonRpcRequest, method: string, key: string, strict = false): Promise<Obj[]> {
+  private async collect(member: ModernMember, request: JsonRpcRequest, method: string, key: string, strict = false): Promise<Obj[]> {
     const capabilities = (request.params?._meta as Obj | undefined)?.['io.modelcontextprotocol/clientCapabilities'];
     const cacheKey = `${member.name}|${method}|${canonicalJson(capabilities ?? {})}`;
     const cached = this.listCache.get(cacheKey);
@@ -254,8 +254,8 @@ export class Catalog implements UpstreamMessages {
   }
 
   /** The upstream whose configured `uriPrefixes` match the URI, longest prefix first. */
-  private ownerByPrefix(uri: string): Upstream | undefined {
-    let best: { member: Upstream; length: number } | undefined;
+  private ownerByPrefix(uri: string): ModernMember | undefined {
+    let best: { member: ModernMember; length: number } | undefined;
     for (const [member, prefixes] of this.uriPrefixes) {
       for (const p of prefixes) if (uri.startsWith(p) && (!best || p.length > best.length)) best = { member, length: p.length };
     }
@@ -266,7 +266,7 @@ export class Catalog implements UpstreamMessages {
    * Opens (once) a background subscriptions/listen on a member for the list kinds it announces changes of,
    * and returns the kinds it is watched for. A watcher that ends forgets the member's cached lists.
    */
-  private async watch(member: Upstream, face: ModernFace): Promise<Set<string>> {
+  private async watch(member: ModernMember, face: ModernFace): Promise<Set<string>> {
     const existing = this.watchers.get(member);
     if (existing) return existing.kinds;
     const caps = face.capabilities as Record<string, { listChanged?: boolean } | undefined>;
@@ -312,7 +312,7 @@ export class Catalog implements UpstreamMessages {
     this.watchers.clear();
   }
 
-  private dropCached(member: Upstream, kind: 'tools' | 'prompts' | 'resources'): void {
+  private dropCached(member: ModernMember, kind: 'tools' | 'prompts' | 'resources'): void {
     for (const key of this.listCache.keys()) if (key.startsWith(`${member.name}|${kind}/`)) this.listCache.delete(key);
   }
 

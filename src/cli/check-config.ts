@@ -1,7 +1,7 @@
 // `gatehouse check-config FILE`: validates a config and lists every problem.
 
 import { ConfigError, loadConfigFile } from '../config/load.js';
-import { unsupportedFeatures } from '../gateway.js';
+import { unsupportedFeatures } from '../config/semantic-checks.js';
 import { CHECK_CONFIG_HELP } from './help.js';
 import type { CommandIO } from './io.js';
 

@@ -6,7 +6,7 @@ import { ConfigError, loadConfigFile, validateConfigObject } from '../config/loa
 import type { GatehouseConfig, ListenConfig, LogLevel } from '../config/types.js';
 import { createGateway } from '../gateway.js';
 import { createLogger } from '../log/logger.js';
-import { collectSecrets } from '../log/secrets.js';
+import { collectSecrets } from '../config/secrets.js';
 import { SERVE_HELP } from './help.js';
 import type { CommandIO } from './io.js';
 import { splitCommand } from './split-command.js';

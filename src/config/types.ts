@@ -1,8 +1,10 @@
 // The validated configuration, after YAML parsing, interpolation, schema validation and defaults.
 // The shape mirrors config/gatehouse.schema.json one to one; nothing here is computed.
 
+import type { LogLevel } from '../log/logger.js';
+
+export type { LogLevel };
 export type Era = 'auto' | 'modern' | 'legacy';
-export type LogLevel = 'debug' | 'info' | 'warn' | 'error';
 
 export interface ListenConfig {
   /** Interface to bind; loopback unless the operator says otherwise. */

@@ -9,7 +9,7 @@ import { AS_METADATA_PATH } from '../auth/as-metadata-mirror.js';
 import type { AuthVerdict, Authenticator } from '../auth/authenticator.js';
 import type { AuthFailureLimiter } from '../auth/failure-limit.js';
 import { compileClientAddress, limitKey } from '../net/client-address.js';
-import type { Principal } from '../auth/principal.js';
+import type { Principal } from '../pipeline/principal.js';
 import type { SessionBinding } from '../auth/session-binding.js';
 import type { ListenConfig } from '../config/types.js';
 import type { ClientEra } from '../protocol/versions.js';

@@ -9,7 +9,8 @@
 // the literal secret values the config holds (see secrets.ts), so a careless field added later cannot leak.
 
 import { pino, type DestinationStream, type Logger as PinoLogger } from 'pino';
-import type { LogLevel } from '../config/types.js';
+/** Levels, least severe first. */
+export type LogLevel = 'debug' | 'info' | 'warn' | 'error';
 
 export interface Logger {
   debug(msg: string, fields?: Record<string, unknown>): void;

@@ -7,7 +7,7 @@
 // it exists. A kind no rule mentions stays visible to everyone (subject to the key's own list).
 
 import type { PolicyRuleConfig } from '../config/types.js';
-import type { Principal } from '../auth/principal.js';
+import type { Principal } from '../pipeline/principal.js';
 
 export type ItemKind = 'tools' | 'prompts' | 'resources';
 

@@ -4,7 +4,7 @@
 // headers the session implies, and turns an InputRequiredResult into server-to-client requests on the
 // legacy SSE stream, retrying upstream with the client's answers.
 
-import { gatewayRefusalOf } from '../catalog/argument-schemas.js';
+import { gatewayRefusalOf } from '../policy/argument-schemas.js';
 import { GatewayError } from '../errors.js';
 import type { Logger } from '../log/logger.js';
 import { addModernRequestMeta, isObject, legacyServerCapabilitiesFrom, modernCapabilitiesFrom, toLegacyResult } from '../protocol/era-shapes.js';
@@ -13,13 +13,13 @@ import { ErrorCode, errorResponse, type JsonRpcId, type JsonRpcMessage, type Jso
 import { META_SERVER_INFO, META_SUBSCRIPTION_ID, NAME_FIELD } from '../protocol/methods.js';
 import { negotiateLegacyVersion } from '../protocol/versions.js';
 import { GATEHOUSE_CLIENT_INFO, type UpstreamProfile } from './era-probe.js';
-import type { UpstreamMessages } from './message-client.js';
+import type { UpstreamMessages } from '../pipeline/ports.js';
 import { ResponseChannel } from './response-channel.js';
 import { BridgedSession } from './bridged-session.js';
 import { resolveSession, SessionTable } from './session-table.js';
 import type { McpExchange } from './upstream.js';
-import { paramHeadersFor } from '../catalog/param-headers.js';
-import type { ToolHeaderIndex } from '../catalog/tool-header-index.js';
+import { paramHeadersFor } from '../protocol/param-headers.js';
+import type { ToolHeaderIndex } from './tool-header-index.js';
 
 type Obj = Record<string, unknown>;
 

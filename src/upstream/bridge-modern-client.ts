@@ -3,7 +3,7 @@
 // and progress tokens made unique, turns results modern, and turns requests the upstream sends mid-call
 // (elicitation, sampling, roots) into an InputRequiredResult whose retry resumes the parked upstream call.
 
-import { principalKey } from '../auth/principal.js';
+import { principalKey } from '../pipeline/principal.js';
 import { GatewayError } from '../errors.js';
 import type { Logger } from '../log/logger.js';
 import { isObject, legacyCapabilitiesFrom, stripModernRequestMeta, toModernResult } from '../protocol/era-shapes.js';
@@ -12,10 +12,10 @@ import { META_CLIENT_CAPABILITIES, META_LOG_LEVEL, META_SUBSCRIPTION_ID, NAME_FI
 import { MODERN_VERSIONS } from '../protocol/versions.js';
 import type { UpstreamProfile } from './era-probe.js';
 import { LegacyClientSessions, type LegacyClientSession } from './legacy-client-sessions.js';
-import type { UpstreamMessages } from './message-client.js';
+import type { UpstreamMessages } from '../pipeline/ports.js';
 import { ParkedRequests, type Parked } from './parked-requests.js';
-import { ResponseChannel, type MessageSink } from './response-channel.js';
-import { MessageQueue } from './message-queue.js';
+import { ResponseChannel } from './response-channel.js';
+import { MessageQueue, type MessageSink } from '../pipeline/message-queue.js';
 import { honouredFilter, ListenHub, type Listener, type SubscriptionFilter } from './listen-hub.js';
 import type { McpExchange } from './upstream.js';
 

@@ -2,7 +2,7 @@
 // at initialize, its log level, its requests in flight (for notifications/cancelled), the server-to-client
 // requests awaiting its answers, and its GET stream.
 
-import type { Principal } from '../auth/principal.js';
+import type { Principal } from '../pipeline/principal.js';
 import type { SseWriter } from '../edge/sse-writer.js';
 import { openListenStream } from '../edge/listen-stream.js';
 import { ErrorCode, type JsonRpcId, type JsonRpcResponse } from '../protocol/jsonrpc.js';

@@ -2,10 +2,10 @@
 // the legacy bridge with the catalog standing in for a modern upstream (sessions, initialize, server
 // requests on SSE all come from there).
 
-import type { Principal } from '../auth/principal.js';
+import type { Principal } from '../pipeline/principal.js';
 import type { Logger } from '../log/logger.js';
 import type { AccessPolicy } from '../policy/access.js';
-import { gatewayRefusalOf } from '../catalog/argument-schemas.js';
+import { gatewayRefusalOf } from '../policy/argument-schemas.js';
 import { Catalog } from '../catalog/catalog.js';
 import type { PrefixMode } from '../catalog/public-names.js';
 import { GatewayError } from '../errors.js';
@@ -15,7 +15,8 @@ import { MODERN_VERSIONS } from '../protocol/versions.js';
 import { LegacyClientBridge } from './bridge-legacy-client.js';
 import type { UpstreamProfile } from './era-probe.js';
 import { ResponseChannel } from './response-channel.js';
-import type { McpExchange, ModernFace, Upstream } from './upstream.js';
+import type { ModernFace } from '../pipeline/ports.js';
+import type { McpExchange, Upstream } from './upstream.js';
 
 export class CatalogUpstream implements Upstream {
   readonly name = 'catalog';

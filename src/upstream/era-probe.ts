@@ -8,7 +8,7 @@ import { GatewayError } from '../errors.js';
 import { ErrorCode, type JsonRpcResponse } from '../protocol/jsonrpc.js';
 import { META_CLIENT_CAPABILITIES, META_PROTOCOL_VERSION } from '../protocol/methods.js';
 import { isLegacyVersion, LATEST_LEGACY_VERSION, MODERN_VERSIONS } from '../protocol/versions.js';
-import type { UpstreamMessages } from './message-client.js';
+import type { UpstreamMessages } from '../pipeline/ports.js';
 
 export type UpstreamProfile =
   /** `alsoLegacy`: a dual-era server (VER §Compatibility Matrix) that legacy clients can reach directly. */

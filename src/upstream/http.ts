@@ -13,14 +13,15 @@ import { LegacyClientBridge } from './bridge-legacy-client.js';
 import { ModernClientBridge } from './bridge-modern-client.js';
 import { EraVerdict, probeUpstream, type UpstreamProfile } from './era-probe.js';
 import { MessageClient } from './message-client.js';
-import { checkParamHeaders } from '../catalog/param-headers.js';
-import { ToolHeaderIndex } from '../catalog/tool-header-index.js';
-import { ArgumentSchemas, invalidArgumentsResult } from '../catalog/argument-schemas.js';
+import { checkParamHeaders } from '../protocol/param-headers.js';
+import { ToolHeaderIndex } from './tool-header-index.js';
+import { ArgumentSchemas, invalidArgumentsResult } from '../policy/argument-schemas.js';
 import { META_CLIENT_CAPABILITIES, META_PROTOCOL_VERSION } from '../protocol/methods.js';
 import { upstreamCredentials, type UpstreamCredentials } from './credentials.js';
 import { toGatewayError } from './failures.js';
 import { failExchange, PassThrough } from './passthrough.js';
-import type { McpExchange, ModernFace, Upstream } from './upstream.js';
+import type { ModernFace } from '../pipeline/ports.js';
+import type { McpExchange, Upstream } from './upstream.js';
 import { modernFaceOf } from './modern-face.js';
 
 const READINESS_PROBE_HEADERS = {

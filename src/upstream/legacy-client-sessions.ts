@@ -7,7 +7,8 @@ import type { Logger } from '../log/logger.js';
 import type { JsonRpcResponse } from '../protocol/jsonrpc.js';
 import { LATEST_LEGACY_VERSION, isLegacyVersion } from '../protocol/versions.js';
 import { GATEHOUSE_CLIENT_INFO } from './era-probe.js';
-import type { UpstreamMessages } from './message-client.js';
+import type { UpstreamMessages } from '../pipeline/ports.js';
+import { canonicalJson } from '../protocol/canonical-json.js';
 
 export interface LegacyClientSession {
   /** The upstream's Mcp-Session-Id, when it issued one. */
@@ -106,16 +107,4 @@ export class LegacyClientSessions {
   private async end(session: LegacyClientSession): Promise<void> {
     if (session.id !== undefined) await this.client.deleteSession(session.id, session.version);
   }
-}
-
-/** JSON with sorted keys, so equal capability sets share a session whatever their key order. */
-export function canonicalJson(value: unknown): string {
-  if (Array.isArray(value)) return `[${value.map(canonicalJson).join(',')}]`;
-  if (value !== null && typeof value === 'object') {
-    const entries = Object.keys(value as object)
-      .sort()
-      .map((k) => `${JSON.stringify(k)}:${canonicalJson((value as Record<string, unknown>)[k])}`);
-    return `{${entries.join(',')}}`;
-  }
-  return JSON.stringify(value) ?? 'null';
 }

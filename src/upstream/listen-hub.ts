@@ -6,7 +6,7 @@
 import type { Logger } from '../log/logger.js';
 import type { JsonRpcMessage } from '../protocol/jsonrpc.js';
 import { META_SUBSCRIPTION_ID } from '../protocol/methods.js';
-import type { UpstreamMessages } from './message-client.js';
+import type { UpstreamMessages } from '../pipeline/ports.js';
 
 /** subscriptions.mdx §Notification Filter. */
 export interface SubscriptionFilter {

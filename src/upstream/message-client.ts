@@ -2,38 +2,14 @@
 // yields what comes back, whether a single JSON body or an SSE stream of messages. Used where the gateway
 // must read and rewrite messages (era bridging, the era probe) instead of relaying bytes.
 
-import type { Principal } from '../auth/principal.js';
 import type { Dispatcher, Pool } from 'undici';
 import type { JsonRpcMessage } from '../protocol/jsonrpc.js';
+import type { UpstreamMessages, UpstreamReply } from '../pipeline/ports.js';
 import { SseParser } from '../protocol/sse.js';
 import type { CredentialHeaders, UpstreamCredentials } from './credentials.js';
 import { toGatewayError } from './failures.js';
 
-export interface UpstreamReply {
-  status: number;
-  headers: Record<string, string | string[] | undefined>;
-  /** The messages of the body, in order; empty for a 202 or a body that is not JSON-RPC. */
-  messages: AsyncGenerator<JsonRpcMessage, void, void>;
-  /** For non-2xx answers: the body text (bounded), already read. */
-  errorText?: string;
-}
-
 const ERROR_BODY_LIMIT = 64 * 1024;
-
-/**
- * Message-level access to an upstream, shaped like legacy/modern Streamable HTTP (status, session header,
- * a stream of messages) whatever the transport underneath: HTTP here, stdio in stdio-messages.ts.
- */
-export interface UpstreamMessages {
-  readonly upstream: string;
-  /**
-   * `principal` is the caller on whose behalf the gateway asks; only the catalog, which filters what each
-   * caller may see, reads it. Transports never send it anywhere.
-   */
-  post(message: JsonRpcMessage, headers: Record<string, string>, signal?: AbortSignal, principal?: Principal): Promise<UpstreamReply>;
-  openGet(headers: Record<string, string>, signal: AbortSignal): Promise<AsyncGenerator<JsonRpcMessage, void, void> | null>;
-  deleteSession(sessionId: string, version: string): Promise<void>;
-}
 
 export class MessageClient implements UpstreamMessages {
   constructor(

@@ -4,8 +4,8 @@
 import { isObject } from '../protocol/era-shapes.js';
 import { META_SERVER_INFO } from '../protocol/methods.js';
 import type { UpstreamProfile } from './era-probe.js';
-import type { UpstreamMessages } from './message-client.js';
-import type { ModernFace } from './upstream.js';
+import type { ModernFace, UpstreamMessages } from '../pipeline/ports.js';
+
 
 export function modernFaceOf(profile: UpstreamProfile, own: UpstreamMessages, bridged: () => UpstreamMessages, http: boolean): ModernFace {
   if (profile.era === 'modern') {

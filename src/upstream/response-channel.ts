@@ -8,19 +8,7 @@ import { GatewayError, gatewayErrorToWire } from '../errors.js';
 import type { JsonRpcMessage, JsonRpcResponse } from '../protocol/jsonrpc.js';
 import { idOf } from '../protocol/jsonrpc.js';
 import type { McpExchange } from './upstream.js';
-
-/** Where the messages of one call go: a client's HTTP exchange, or a queue another part of Gatehouse reads. */
-export interface MessageSink {
-  readonly closed: boolean;
-  /** A message before the final response; false when this sink cannot carry it. */
-  push(message: JsonRpcMessage): boolean;
-  finish(response: JsonRpcResponse): void;
-  fail(err: GatewayError): void;
-  /** Keeps a long stream alive through idle proxies (SSE comment); a no-op where meaningless. */
-  comment(): void;
-  /** Runs once when the reader goes away before the call is finished. */
-  onClose(callback: () => void): void;
-}
+import type { MessageSink } from '../pipeline/message-queue.js';
 
 export class ResponseChannel implements MessageSink {
   private readonly headers: Record<string, string>;

@@ -6,10 +6,11 @@
 // the background and is passed through. Nothing else causes the gateway to list the upstream. Once the catalog is needed it stays chosen, since the
 // upstream's sessions cannot move between the two paths.
 
-import type { Principal } from '../auth/principal.js';
+import type { Principal } from '../pipeline/principal.js';
 import type { Logger } from '../log/logger.js';
 import type { CatalogUpstream } from './catalog-upstream.js';
-import type { McpExchange, ModernFace, Upstream } from './upstream.js';
+import type { ModernFace } from '../pipeline/ports.js';
+import type { McpExchange, Upstream } from './upstream.js';
 
 type Mode = 'undecided' | 'direct' | 'catalog';
 

@@ -15,7 +15,7 @@ import type { StdioUpstreamConfig } from '../config/types.js';
 import { GatewayError } from '../errors.js';
 import type { Logger } from '../log/logger.js';
 import type { JsonRpcId, JsonRpcMessage, JsonRpcRequest, JsonRpcResponse } from '../protocol/jsonrpc.js';
-import type { UpstreamMessages, UpstreamReply } from './message-client.js';
+import type { UpstreamMessages, UpstreamReply } from '../pipeline/ports.js';
 import { StdioProcess } from './stdio-process.js';
 
 /** A legacy server may never answer server/discover; the probe stops waiting after this. */

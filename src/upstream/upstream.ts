@@ -1,11 +1,11 @@
 // The one interface every upstream transport implements, and the exchange the edge hands it.
 
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import type { Principal } from '../auth/principal.js';
+import type { Principal } from '../pipeline/principal.js';
 import type { TraceContext } from '../protocol/trace-context.js';
 import type { JsonRpcMessage, MessageKind } from '../protocol/jsonrpc.js';
 import type { ClientEra } from '../protocol/versions.js';
-import type { UpstreamMessages } from './message-client.js';
+import type { ModernFace } from '../pipeline/ports.js';
 
 /** One client HTTP request on the MCP endpoint, parsed once by the edge. */
 export interface McpExchange {
@@ -35,16 +35,6 @@ export interface McpExchange {
   readonly bindSession: (sessionId: string) => void;
   /** Set by whoever refuses the call before any upstream sees it (snake_case code, for metrics and logs). */
   refusal?: string;
-}
-
-/** An upstream seen as a 2026-07-28 server, whatever it speaks: what the aggregating catalog works with. */
-export interface ModernFace {
-  messages: UpstreamMessages;
-  capabilities: Record<string, unknown>;
-  serverInfo?: unknown;
-  instructions?: string;
-  /** True when requests travel over HTTP, where the modern headers (Mcp-Method, Mcp-Name, …) apply. */
-  http: boolean;
 }
 
 export interface Upstream {

@@ -14,7 +14,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parse, parseAllDocuments } from 'yaml';
 import { parseConfigText } from '../../src/config/load.js';
-import { unsupportedFeatures } from '../../src/gateway.js';
+import { unsupportedFeatures } from '../../src/config/semantic-checks.js';
 import type { GatehouseConfig } from '../../src/config/types.js';
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));

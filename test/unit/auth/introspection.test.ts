@@ -6,7 +6,8 @@ import { createServer, type IncomingHttpHeaders, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { OAuthConfig } from '../../../src/config/types.js';
 import { createLogger } from '../../../src/log/logger.js';
-import type { AuthResult, Principal } from '../../../src/auth/principal.js';
+import type { AuthResult } from '../../../src/auth/auth-result.js';
+import type { Principal } from '../../../src/pipeline/principal.js';
 import { TokenVerifier } from '../../../src/auth/token-verifier.js';
 import { closedAfterTests } from '../../helpers/cleanup.js';
 

@@ -4,7 +4,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { SessionBinding } from '../../../src/auth/session-binding.js';
-import type { Principal } from '../../../src/auth/principal.js';
+import type { Principal } from '../../../src/pipeline/principal.js';
 
 const principal = (subject: string): Principal => ({ subject, scopes: [], groups: [], via: 'api_key', keyId: subject });
 const alice = principal('key:alice');

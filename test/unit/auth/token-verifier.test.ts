@@ -9,7 +9,8 @@ import type { AddressInfo } from 'node:net';
 import { exportJWK, exportSPKI, generateKeyPair, SignJWT, type CryptoKey, type JWK, type JWTPayload } from 'jose';
 import type { OAuthConfig } from '../../../src/config/types.js';
 import { createLogger } from '../../../src/log/logger.js';
-import type { AuthResult, Principal } from '../../../src/auth/principal.js';
+import type { AuthResult } from '../../../src/auth/auth-result.js';
+import type { Principal } from '../../../src/pipeline/principal.js';
 import { TokenVerifier } from '../../../src/auth/token-verifier.js';
 import { closedAfterTests } from '../../helpers/cleanup.js';
 

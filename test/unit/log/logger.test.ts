@@ -7,7 +7,7 @@ import assert from 'node:assert/strict';
 import { validateConfigObject } from '../../../src/config/load.js';
 import type { LogLevel } from '../../../src/config/types.js';
 import { createLogger, redactText, REDACTED, type LoggerOptions } from '../../../src/log/logger.js';
-import { collectSecrets } from '../../../src/log/secrets.js';
+import { collectSecrets } from '../../../src/config/secrets.js';
 
 type Line = Record<string, unknown>;
 

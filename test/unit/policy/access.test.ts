@@ -3,7 +3,7 @@
 // that kind they do not allow is hidden; an API key's own tool list narrows further.
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import type { Principal } from '../../../src/auth/principal.js';
+import type { Principal } from '../../../src/pipeline/principal.js';
 import { AccessPolicy, globToRegExp } from '../../../src/policy/access.js';
 
 const caller = (p: Partial<Principal> = {}): Principal => ({ subject: 'alice', scopes: [], groups: [], via: 'jwt', ...p });

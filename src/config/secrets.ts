@@ -3,7 +3,7 @@
 // reload). Field-name and pattern redaction cannot know that an upstream's `X-Acme-Key` header or a
 // client secret is one; the config can.
 
-import { isStdioUpstream, type GatehouseConfig } from '../config/types.js';
+import { isStdioUpstream, type GatehouseConfig } from './types.js';
 
 /** Env names that hold credentials by convention: a `_`-separated segment such as TOKEN, SECRET or KEY. */
 const SECRET_ENV_SEGMENT = /^(token|secret|secrets|password|passwd|pass|pwd|key|apikey|credential|credentials|auth|authorization|cookie|private|dsn)$/;

@@ -2,7 +2,7 @@
 // (basic/transports/streamable-http.mdx §Server Behavior for Custom Headers, §Value Encoding).
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { checkParamHeaders, paramHeadersFor, readAnnotations } from '../../../src/catalog/param-headers.js';
+import { checkParamHeaders, paramHeadersFor, readAnnotations } from '../../../src/protocol/param-headers.js';
 
 const schema = {
   type: 'object',

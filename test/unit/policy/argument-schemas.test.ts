@@ -2,7 +2,7 @@
 // it; §Error Handling: input validation failures are isError results the model can act on).
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { ArgumentSchemas, invalidArgumentsResult } from '../../../src/catalog/argument-schemas.js';
+import { ArgumentSchemas, invalidArgumentsResult } from '../../../src/policy/argument-schemas.js';
 import { createLogger } from '../../../src/log/logger.js';
 
 const logs: string[] = [];

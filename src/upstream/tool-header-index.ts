@@ -3,7 +3,7 @@
 // changed), so the per-call cost is one map lookup.
 
 import type { Logger } from '../log/logger.js';
-import { readAnnotations, type Annotations } from './param-headers.js';
+import { readAnnotations, type Annotations } from '../protocol/param-headers.js';
 
 /** Pages of tools/list followed at most; a server paginating forever is cut off. */
 const MAX_PAGES = 50;

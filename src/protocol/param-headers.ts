@@ -4,8 +4,8 @@
 // producing the headers for a request Gatehouse sends itself.
 
 import type { IncomingHttpHeaders } from 'node:http';
-import { describeValue } from '../protocol/describe.js';
-import { decodeHeaderValue, encodeHeaderValue } from '../protocol/header-value.js';
+import { describeValue } from './describe.js';
+import { decodeHeaderValue, encodeHeaderValue } from './header-value.js';
 
 export interface ParamHeader {
   /** Lower-cased full header name, e.g. `mcp-param-region`. */

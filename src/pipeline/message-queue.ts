@@ -3,7 +3,19 @@
 
 import { GatewayError, gatewayErrorToWire } from '../errors.js';
 import type { JsonRpcId, JsonRpcMessage, JsonRpcResponse } from '../protocol/jsonrpc.js';
-import type { MessageSink } from './response-channel.js';
+
+/** Where the messages of one call go: a client's HTTP exchange, or a queue another part of Gatehouse reads. */
+export interface MessageSink {
+  readonly closed: boolean;
+  /** A message before the final response; false when this sink cannot carry it. */
+  push(message: JsonRpcMessage): boolean;
+  finish(response: JsonRpcResponse): void;
+  fail(err: GatewayError): void;
+  /** Keeps a long stream alive through idle proxies (SSE comment); a no-op where meaningless. */
+  comment(): void;
+  /** Runs once when the reader goes away before the call is finished. */
+  onClose(callback: () => void): void;
+}
 
 export class MessageQueue implements MessageSink {
   private readonly items: JsonRpcMessage[] = [];

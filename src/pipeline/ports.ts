@@ -1,0 +1,47 @@
+// The seams between the catalog and the upstreams: an upstream seen one JSON-RPC message at a time, and
+// seen as a 2026-07-28 server. Upstream adapters implement these; the catalog and the bridges use them,
+// so neither folder needs the other.
+
+import type { JsonRpcMessage } from '../protocol/jsonrpc.js';
+import type { Principal } from './principal.js';
+
+export interface UpstreamReply {
+  status: number;
+  headers: Record<string, string | string[] | undefined>;
+  /** The messages of the body, in order; empty for a 202 or a body that is not JSON-RPC. */
+  messages: AsyncGenerator<JsonRpcMessage, void, void>;
+  /** For non-2xx answers: the body text (bounded), already read. */
+  errorText?: string;
+}
+
+/**
+ * Message-level access to an upstream, shaped like legacy/modern Streamable HTTP (status, session header,
+ * a stream of messages) whatever the transport underneath: HTTP (upstream/message-client.ts) or stdio
+ * (upstream/stdio-messages.ts).
+ */
+export interface UpstreamMessages {
+  readonly upstream: string;
+  /**
+   * `principal` is the caller on whose behalf the gateway asks; only the catalog, which filters what each
+   * caller may see, reads it. Transports never send it anywhere.
+   */
+  post(message: JsonRpcMessage, headers: Record<string, string>, signal?: AbortSignal, principal?: Principal): Promise<UpstreamReply>;
+  openGet(headers: Record<string, string>, signal: AbortSignal): Promise<AsyncGenerator<JsonRpcMessage, void, void> | null>;
+  deleteSession(sessionId: string, version: string): Promise<void>;
+}
+
+/** An upstream seen as a 2026-07-28 server, whatever it speaks: what the aggregating catalog works with. */
+export interface ModernFace {
+  messages: UpstreamMessages;
+  capabilities: Record<string, unknown>;
+  serverInfo?: unknown;
+  instructions?: string;
+  /** True when requests travel over HTTP, where the modern headers (Mcp-Method, Mcp-Name, …) apply. */
+  http: boolean;
+}
+
+/** What the catalog needs of each member: its name, and the member as a modern server. */
+export interface ModernMember {
+  readonly name: string;
+  modernFace(): Promise<ModernFace>;
+}
