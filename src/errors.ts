@@ -1,7 +1,11 @@
-// Failures that are not the client's fault (upstream down, timed out, crashed) and the one function that
-// maps them to the wire. Refusals of bad client input live with the stage that refuses them.
+// Every way a call can end other than with the upstream's answer, in one union, and the one function that
+// renders any of them for the wire in the client's era (DESIGN.md §2). Stages and adapters return a
+// Refusal; only the edge calls `toWire`, and only its output ever reaches a client: no stacks, no internal
+// messages beyond `message`.
 
+import { toModernResult } from './protocol/era-shapes.js';
 import { ErrorCode, errorResponse, type JsonRpcId, type JsonRpcResponse } from './protocol/jsonrpc.js';
+import type { ClientEra } from './protocol/versions.js';
 
 export type GatewayErrorCode =
   | 'GW_ERR_UPSTREAM_UNREACHABLE'
@@ -26,6 +30,7 @@ const SHAPES: Record<GatewayErrorCode, ErrorShape> = {
   GW_ERR_SHUTTING_DOWN: { status: 503, retryable: true },
 };
 
+/** A failure that is not the client's fault (upstream down, timed out, crashed); thrown, then refused. */
 export class GatewayError extends Error {
   readonly status: number;
   readonly retryable: boolean;
@@ -43,24 +48,147 @@ export class GatewayError extends Error {
   }
 }
 
-export interface WireError {
+/**
+ * Refused before the message is accepted (the front door, sessions, the edge's limits): an HTTP status and
+ * a JSON-RPC error body (2026-07-28/basic/transports/streamable-http.mdx: 400 for validation failures, with
+ * the error's id when the message had one).
+ */
+export interface TransportRefusal {
+  kind: 'transport';
+  /** Stable snake_case code, for logs, metrics and the fuzzer (e.g. `header_mismatch`, `body_too_large`). */
+  code: string;
+  status: number;
+  rpcCode: number;
+  message: string;
+  data?: unknown;
+  headers?: Record<string, string>;
+}
+
+/**
+ * Refused by authentication (2026-07-28/basic/authorization.mdx §Error Handling): 400 malformed, 401 with a
+ * challenge naming the protected-resource metadata, 403 insufficient scope, 503 when the key set or the
+ * introspection endpoint is down (fail closed).
+ */
+export interface AuthRefusal {
+  kind: 'auth';
+  code: string;
+  status: 400 | 401 | 403 | 503;
+  message: string;
+  /** `WWW-Authenticate` (and `Retry-After` for 503), built by the authenticator. */
+  headers: Record<string, string>;
+  /** A credential was presented and found wanting (counted against the address's failure limit). */
+  rejectedCredential: boolean;
+}
+
+/** A JSON-RPC error in an otherwise normal answer: unknown tool (-32602), invalid cursor, and the like. */
+export interface ProtocolRefusal {
+  kind: 'protocol';
+  code: string;
+  rpcCode: number;
+  message: string;
+  data?: unknown;
+}
+
+/** Refusal codes a model can act on (DESIGN.md §7), answered as a tool result with `isError: true`. */
+export type ToolRefusalCode =
+  | 'invalid_arguments'
+  | 'invalid_output'
+  | 'egress_blocked'
+  | 'rate_limited'
+  | 'budget_exhausted'
+  | 'upstream_unavailable'
+  | 'approval_pending'
+  | 'approval_rejected'
+  | 'approval_expired'
+  | 'idempotency_key_required'
+  | 'idempotency_key_conflict'
+  | 'outcome_unknown'
+  | 'tool_changed';
+
+/** A refusal the model can read and act on (tools.mdx §Error Handling): a tool result, not an error. */
+export interface ToolRefusal {
+  kind: 'tool';
+  code: ToolRefusalCode;
+  message: string;
+  /** More of `structuredContent.error` (e.g. `errors` for invalid arguments). */
+  details?: Record<string, unknown>;
+  /** `_meta` entries under the `dev.gatehouse/` prefix (run_id, tool_ref, retry_after, quota, approval_id). */
+  meta?: Record<string, unknown>;
+}
+
+/** Something failed on the way (the upstream, or Gatehouse shutting down). */
+export interface FailureRefusal {
+  kind: 'failure';
+  error: GatewayError;
+}
+
+export type Refusal = TransportRefusal | AuthRefusal | ProtocolRefusal | ToolRefusal | FailureRefusal;
+
+/** The stable snake_case code of any refusal, for logs, metrics and events. */
+export function refusalCode(r: Refusal): string {
+  return r.kind === 'failure' ? r.error.code.slice('GW_ERR_'.length).toLowerCase() : r.code;
+}
+
+export function failure(error: GatewayError): FailureRefusal {
+  return { kind: 'failure', error };
+}
+
+export interface WireAnswer {
   status: number;
   headers: Record<string, string>;
   body: JsonRpcResponse;
 }
 
-/** The only shape of a failure a client ever sees: no stacks, no internal messages beyond `message`. */
-export function gatewayErrorToWire(err: GatewayError, id: JsonRpcId | null, callId: string): WireError {
-  const headers: Record<string, string> = {};
-  if (err.status === 503) headers['retry-after'] = '1';
-  return {
-    status: err.status,
-    headers,
-    body: errorResponse(id, ErrorCode.InternalError, err.message, {
-      code: err.code,
-      retryable: err.retryable,
-      ...(err.upstream !== undefined ? { upstream: err.upstream } : {}),
-      callId,
-    }),
+export interface WireContext {
+  era: ClientEra;
+  /** The JSON-RPC id of the request refused, or null (a notification, or no message read yet). */
+  id: JsonRpcId | null;
+  callId: string;
+}
+
+/** The one rendering of a refusal: status, headers and a JSON-RPC body, shaped for the client's era. */
+export function toWire(r: Refusal, ctx: WireContext): WireAnswer {
+  switch (r.kind) {
+    case 'transport':
+      return { status: r.status, headers: { ...r.headers }, body: errorResponse(ctx.id, r.rpcCode, r.message, r.data) };
+    case 'auth':
+      // The body names the reason; the challenge in the headers is what OAuth clients act on.
+      return { status: r.status, headers: { ...r.headers }, body: errorResponse(ctx.id, ErrorCode.InvalidRequest, r.message, { reason: r.code }) };
+    case 'protocol':
+      return { status: 200, headers: {}, body: errorResponse(ctx.id, r.rpcCode, r.message, r.data) };
+    case 'tool':
+      return { status: 200, headers: {}, body: { jsonrpc: '2.0', id: ctx.id, result: toolRefusalResult(r, ctx.era) } };
+    case 'failure': {
+      const err = r.error;
+      return {
+        status: err.status,
+        headers: err.status === 503 ? { 'retry-after': '1' } : {},
+        body: errorResponse(ctx.id, ErrorCode.InternalError, err.message, {
+          code: err.code,
+          retryable: err.retryable,
+          ...(err.upstream !== undefined ? { upstream: err.upstream } : {}),
+          callId: ctx.callId,
+        }),
+      };
+    }
+  }
+}
+
+/**
+ * DESIGN.md §2: `structuredContent.error = { code, message }` plus details, the reason as text for models
+ * that read only `content`, and our `_meta` keys; modern clients also get `resultType`.
+ */
+function toolRefusalResult(r: ToolRefusal, era: ClientEra): Record<string, unknown> {
+  const result: Record<string, unknown> = {
+    content: [{ type: 'text', text: r.message }],
+    isError: true,
+    structuredContent: { error: { code: r.code, message: r.message, ...r.details } },
   };
+  if (r.meta !== undefined) result._meta = r.meta;
+  return era === 'modern' ? toModernResult('tools/call', result, undefined, { ttlMs: 0, cacheScope: 'private' }) : result;
+}
+
+/** Kept for the transition: a failure's wire form. */
+export function gatewayErrorToWire(err: GatewayError, id: JsonRpcId | null, callId: string): WireAnswer {
+  return toWire(failure(err), { era: 'legacy', id, callId });
 }

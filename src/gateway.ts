@@ -18,11 +18,21 @@ import { isLoopback } from './net/loopback.js';
 import { AccessPolicy } from './policy/access.js';
 import { GatewayMetrics } from './metrics/metrics.js';
 import { createMetricsListener, type MetricsListener } from './metrics/listener.js';
+import { logRequests } from './log/request-log.js';
+import { compileResolveStage } from './catalog/resolve-stage.js';
+import { unknownItemMessage } from './catalog/catalog.js';
+import { CatalogUpstream } from './catalog/catalog-upstream.js';
+import { SingleUpstream } from './catalog/single-upstream.js';
+import { compileAccessStage } from './policy/access-stage.js';
+import { ArgumentSchemas } from './policy/argument-schemas.js';
+import { compileArgumentsStage } from './policy/arguments-stage.js';
+import { compileOutputStage } from './policy/output-stage.js';
+import { buildPipeline, type Pipeline } from './pipeline/order.js';
+import type { LegacyBridgeFactory, Upstream } from './pipeline/ports.js';
+import { compileUpstreamStage } from './pipeline/upstream-stage.js';
+import { LegacyClientBridge } from './upstream/bridge-legacy-client.js';
 import { HttpUpstream } from './upstream/http.js';
 import { StdioUpstream } from './upstream/stdio-sessions.js';
-import { CatalogUpstream } from './upstream/catalog-upstream.js';
-import { SingleUpstream } from './upstream/single-upstream.js';
-import type { Upstream } from './upstream/upstream.js';
 
 export interface Gateway {
   /** Starts listening; resolves with the MCP endpoint URL once the port is bound. */
@@ -53,45 +63,45 @@ export interface GatewayOptions {
 export function createGateway(config: GatehouseConfig, log: Logger, options: GatewayOptions = {}): Gateway {
   const problems = unsupportedFeatures(config);
   if (problems.length > 0) throw new Error(`This configuration cannot be served:\n  ${problems.join('\n  ')}`);
-  // The edge is built after the upstream; refusals an adapter makes reach its counter through this hook.
-  let countRefusal: (reason: string) => void = () => {};
   const sessionBinding = new SessionBinding(config.sessions, (id, reason) => log.debug('session binding ended', { session: id.slice(0, 8), reason }));
-  // Metrics read live state through these closures; `edge` and `upstream` are assigned just below.
+  // Metrics read live state through these closures; `edge` and `runtime` are assigned just below.
   const metrics = config.metrics.enabled
     ? new GatewayMetrics({
         inFlight: () => edge.inFlight,
         legacySessions: () => sessionBinding.size,
-        upstreams: () => upstreamStates(upstream),
+        upstreams: () => upstreamStates(runtime.upstream),
       })
     : undefined;
-  const hooks: UpstreamHooks = { refusal: (reason) => countRefusal(reason), upstreamResponse: (name, s) => metrics?.upstreamResponse(name, s) };
-  let upstream = buildUpstream(config, log, hooks);
+  const observeUpstream = (name: string, seconds: number): void => metrics?.upstreamResponse(name, seconds);
+  let runtime = buildRuntime(config, log, observeUpstream);
   let running = config;
   // Kept across reloads: a reload must not wipe the count of an address that is guessing keys.
   const authFailures = new AuthFailureLimiter(config.auth.failureLimit);
-  const edgeOptions = { loopback: isLoopback(config.listen.host), auth: new Authenticator(config, log), sessions: sessionBinding, authFailures, requestLog: config.log.requests, ...(metrics ? { observer: metrics } : {}) };
+  const edgeOptions = { loopback: isLoopback(config.listen.host), auth: new Authenticator(config, log), sessions: sessionBinding, authFailures };
   let metricsListener: MetricsListener | undefined;
   let metricsUrl: string | undefined;
   const reloads = { applied: 0, refused: 0 };
-  /** Upstreams replaced by a reload, closed after the grace period or at shutdown, whichever is first. */
-  const retired = new Set<Upstream>();
+  /** Runtimes replaced by a reload, closed after the grace period or at shutdown, whichever is first. */
+  const retired = new Set<Runtime>();
   let watcher: ConfigWatcher | undefined;
   if (config.auth.anonymous) log.warn('authentication is off: anonymous access on a loopback listener', { host: config.listen.host });
 
   const edge = createEdge(
     config.listen,
     {
-      mcp: (ex) => upstream.handle(ex),
-      readiness: async () => (upstream instanceof CatalogUpstream ? upstream.readiness() : { [upstream.name]: await upstream.ready() }),
-      grantContext: (principal) => grantContext(principal, upstream, log),
-      upstreamName: () => (upstream instanceof CatalogUpstream ? 'catalog' : upstream.name),
-      toolLabel: (name) => (upstream instanceof CatalogUpstream || upstream instanceof SingleUpstream) && upstream.knowsTool(name) ? name : undefined,
+      call: (ctx) => runtime.pipeline(ctx),
+      readiness: async () => (runtime.upstream instanceof CatalogUpstream ? runtime.upstream.readiness() : { [runtime.upstream.name]: await runtime.upstream.ready() }),
+      grantContext: (principal) => grantContext(principal, runtime.catalog, log),
+      upstreamName: () => runtime.upstream.name,
     },
     log,
     edgeOptions,
   );
-
-  countRefusal = (reason) => edge.countRefusal(reason);
+  // Metrics and the request log hear about calls from the pipeline's events, as the audit will.
+  const stopObserving = [
+    ...(metrics ? [metrics.observe(edge.token, (name) => (runtime.catalog.knowsTool(name) ? name : undefined))] : []),
+    ...(config.log.requests && log.enabled('info') ? [logRequests(edge.token, log)] : []),
+  ];
 
   let closing: Promise<void> | undefined;
   async function reloadFromText(file: string, text: string): Promise<void> {
@@ -126,8 +136,8 @@ export function createGateway(config: GatehouseConfig, log: Logger, options: Gat
         log.error('config reload refused; the running config stays', { problems });
         return problems;
       }
-      const previous = upstream;
-      upstream = buildUpstream(next, log, hooks);
+      const previous = runtime;
+      runtime = buildRuntime(next, log, observeUpstream);
       // New secret values are scrubbed from logs from now on (none are forgotten).
       log.addSecrets(collectSecrets(next));
       // Keys, tokens and rules apply from the next request on.
@@ -176,7 +186,9 @@ export function createGateway(config: GatehouseConfig, log: Logger, options: Gat
         await metricsListener?.close();
         edgeOptions.auth.close();
         sessionBinding.close();
-        await Promise.all([upstream.close(), ...[...retired].map((u) => u.close())]);
+        edge.close();
+        for (const stop of stopObserving) stop();
+        await Promise.all([runtime.close(), ...[...retired].map((r) => r.close())]);
         retired.clear();
         log.info('stopped');
       })();
@@ -186,26 +198,44 @@ export function createGateway(config: GatehouseConfig, log: Logger, options: Gat
   return gateway;
 }
 
+/** What one configuration runs: the upstream adapter, the catalog in front of it, and the pipeline. */
+interface Runtime {
+  upstream: Upstream;
+  catalog: CatalogUpstream;
+  pipeline: Pipeline;
+  close(): Promise<void>;
+}
+
 /**
  * Several upstreams go through the catalog. One upstream keeps the byte pass-through unless something
  * must be rewritten: `prefix: always`, lists that differ per caller, or names that are not safe (found
- * out by SingleUpstream on first use).
+ * out by SingleUpstream on first use). The pipeline is compiled here, once per configuration.
  */
-function buildUpstream(config: GatehouseConfig, log: Logger, hooks: UpstreamHooks): Upstream {
-  const members = config.upstreams.map((u) => createUpstream(u, config.sessions, log, hooks));
+function buildRuntime(config: GatehouseConfig, log: Logger, observeUpstream: (upstream: string, seconds: number) => void): Runtime {
+  const members = config.upstreams.map((u) => createUpstream(u, config.sessions, log, observeUpstream));
   const uriPrefixes = new Map(members.map((m, i) => [m, config.upstreams[i]!.uriPrefixes] as const));
   const access = new AccessPolicy(config.policy.rules);
-  const catalog = new CatalogUpstream(members, uriPrefixes, { prefix: config.tools.naming.prefix, outputValidation: config.tools.outputValidation }, config.sessions, log, access);
-  if (members.length > 1) return catalog;
+  const bridgeLegacyClients: LegacyBridgeFactory = (messages, profile, staleVerdict) => new LegacyClientBridge(messages, profile, config.sessions, staleVerdict, false, log);
+  const catalog = new CatalogUpstream(members, uriPrefixes, config.tools.naming.prefix, bridgeLegacyClients, log, access);
   const perCaller = access.restricts(config.auth.apiKeys.some((k) => k.tools !== undefined));
-  return new SingleUpstream(members[0]!, catalog, config.tools.naming.prefix === 'always' || perCaller, log);
+  const upstream: Upstream = members.length > 1 ? catalog : new SingleUpstream(members[0]!, catalog, config.tools.naming.prefix === 'always' || perCaller, log);
+  const schemas = new ArgumentSchemas(log);
+  const routes = catalog.catalog;
+  const pipeline = buildPipeline({
+    resolve: compileResolveStage({ catalog: routes, passThrough: () => (upstream instanceof SingleUpstream && upstream.passesThrough ? upstream.name : undefined) }),
+    access: compileAccessStage({ policy: access, relist: (kind, capabilities) => routes.relist(kind, capabilities), unknownItemMessage }),
+    arguments: compileArgumentsStage({ schemas, refreshRoute: (route, capabilities) => routes.resolve(route.kind, route.publicName, capabilities, true) }),
+    output: compileOutputStage(config.tools.outputValidation, schemas, log),
+    upstream: compileUpstreamStage(upstream, log),
+  });
+  return { upstream, catalog, pipeline, close: () => upstream.close() };
 }
 
 /** `/health`: the caller's resolved grant, for operators debugging access. Never the credential itself. */
-async function grantContext(principal: Principal, upstream: Upstream, log: Logger): Promise<Record<string, unknown>> {
+async function grantContext(principal: Principal, catalog: CatalogUpstream, log: Logger): Promise<Record<string, unknown>> {
   let visibleTools: number | null = null;
   try {
-    if (upstream instanceof CatalogUpstream || upstream instanceof SingleUpstream) visibleTools = await upstream.visibleToolCount(principal);
+    visibleTools = await catalog.visibleToolCount(principal);
   } catch (err) {
     log.warn('/health could not count the visible tools', { err });
   }
@@ -223,15 +253,9 @@ async function grantContext(principal: Principal, upstream: Upstream, log: Logge
   };
 }
 
-/** What upstreams report back to the gateway: refusals they make, and upstream latency (metrics). */
-interface UpstreamHooks {
-  refusal(reason: string): void;
-  upstreamResponse(upstream: string, seconds: number): void;
-}
-
-function createUpstream(config: UpstreamConfig, sessions: GatehouseConfig['sessions'], log: Logger, hooks: UpstreamHooks): Upstream {
-  if (isStdioUpstream(config)) return new StdioUpstream(config, sessions, log, (seconds) => hooks.upstreamResponse(config.name, seconds));
-  return new HttpUpstream(config, sessions, log, hooks.refusal, (seconds) => hooks.upstreamResponse(config.name, seconds));
+function createUpstream(config: UpstreamConfig, sessions: GatehouseConfig['sessions'], log: Logger, observe: (upstream: string, seconds: number) => void): Upstream {
+  if (isStdioUpstream(config)) return new StdioUpstream(config, sessions, log, (seconds) => observe(config.name, seconds));
+  return new HttpUpstream(config, sessions, log, (seconds) => observe(config.name, seconds));
 }
 
 /** Reachability and era of every upstream, for the metrics scrape. */

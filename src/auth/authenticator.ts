@@ -6,6 +6,7 @@
 
 import type { IncomingHttpHeaders } from 'node:http';
 import type { GatehouseConfig } from '../config/types.js';
+import type { AuthRefusal } from '../errors.js';
 import type { Logger } from '../log/logger.js';
 import { ApiKeys } from './api-keys.js';
 import { AsMetadataMirror } from './as-metadata-mirror.js';
@@ -15,16 +16,6 @@ import { ANONYMOUS, type Principal } from '../pipeline/principal.js';
 import type { AuthResult } from './auth-result.js';
 import { buildResourceMetadata, type ResourceMetadata } from './resource-metadata.js';
 import { TokenVerifier } from './token-verifier.js';
-
-export interface AuthRefusal {
-  status: 400 | 401 | 403 | 503;
-  /** Stable snake_case reason, for logs and counters. */
-  reason: string;
-  message: string;
-  headers: Record<string, string>;
-  /** A credential was presented and found wanting (counted against the address's failure limit). */
-  rejectedCredential: boolean;
-}
 
 export type AuthVerdict = { ok: true; principal: Principal } | { ok: false; refusal: AuthRefusal };
 
@@ -136,7 +127,7 @@ export class Authenticator {
     return refusal;
   }
 
-  private refuse(status: AuthRefusal['status'], reason: string, message: string, error?: 'invalid_request' | 'invalid_token' | 'insufficient_scope'): AuthVerdict {
+  private refuse(status: AuthRefusal['status'], code: string, message: string, error?: 'invalid_request' | 'invalid_token' | 'insufficient_scope'): AuthVerdict {
     const headers: Record<string, string> = {};
     if (status === 401 || status === 403 || (status === 400 && error !== undefined)) {
       headers['www-authenticate'] = bearerChallenge({
@@ -147,7 +138,7 @@ export class Authenticator {
       });
     }
     if (status === 503) headers['retry-after'] = '5';
-    const rejectedCredential = (status === 401 && reason !== 'missing_credentials') || reason === 'malformed_authorization';
-    return { ok: false, refusal: { status, reason, message, headers, rejectedCredential } };
+    const rejectedCredential = (status === 401 && code !== 'missing_credentials') || code === 'malformed_authorization';
+    return { ok: false, refusal: { kind: 'auth', code, status, message, headers, rejectedCredential } };
   }
 }

@@ -10,10 +10,12 @@ import { principalKey, type Principal } from '../pipeline/principal.js';
 /** Why a binding ended; a late request from the owner learns it (404 `data.details.reason`). */
 export type BindingEnd = 'idle_timeout' | 'session_cap' | 'client_closed' | 'unknown';
 
-export type SessionAdmission = { ok: true } | { ok: false; reason: BindingEnd };
+/** Admitted: the session's owner, with what its client declared at initialize (in 2026-07-28 terms). */
+export type SessionAdmission = { ok: true; capabilities: Record<string, unknown> } | { ok: false; reason: BindingEnd };
 
 interface Binding {
   owner: string;
+  capabilities: Record<string, unknown>;
   lastUsed: number;
   /** Requests and streams open on the session now; a busy session never idles out. */
   inFlight: number;
@@ -47,12 +49,12 @@ export class SessionBinding {
    * Binds a session id to the caller it was just issued to. An upstream that issues an id again has
    * started a new session under it: the new caller owns it from now on.
    */
-  bind(id: string, principal: Principal): void {
+  bind(id: string, principal: Principal, capabilities: Record<string, unknown> = {}): void {
     const owner = principalKey(principal);
     const previous = this.live.get(id);
     if (previous) this.release(id, previous);
     this.ended.delete(id);
-    this.live.set(id, { owner, lastUsed: Date.now(), inFlight: 0 });
+    this.live.set(id, { owner, capabilities, lastUsed: Date.now(), inFlight: 0 });
     this.perOwner.set(owner, (this.perOwner.get(owner) ?? 0) + 1);
     if ((this.perOwner.get(owner) ?? 0) > this.maxPerOwner) this.evictOldest(id, owner);
     if (this.live.size > this.max) this.evictOldest(id, undefined);
@@ -68,7 +70,7 @@ export class SessionBinding {
     if (binding) {
       if (binding.owner !== owner) return { ok: false, reason: 'unknown' };
       binding.lastUsed = Date.now();
-      return { ok: true };
+      return { ok: true, capabilities: binding.capabilities };
     }
     const tomb = this.ended.get(id);
     return { ok: false, reason: tomb !== undefined && tomb.owner === owner ? tomb.reason : 'unknown' };

@@ -10,7 +10,7 @@ import { META_CLIENT_CAPABILITIES, META_PROTOCOL_VERSION, META_SUBSCRIPTION_ID }
 import { MODERN_VERSIONS } from '../protocol/versions.js';
 import type { UpstreamReply } from '../pipeline/ports.js';
 import type { ModernMember } from '../pipeline/ports.js';
-import { MessageQueue } from '../pipeline/message-queue.js';
+import { CallStream } from '../pipeline/call-stream.js';
 
 type Obj = Record<string, unknown>;
 type Filter = { toolsListChanged?: boolean; promptsListChanged?: boolean; resourcesListChanged?: boolean; resourceSubscriptions?: string[] };
@@ -33,7 +33,7 @@ export function fanOutListen(
   /** The caller; members that hold sessions (legacy ones) listen in the caller's own session. */
   principal?: Principal,
 ): UpstreamReply {
-  const queue = new MessageQueue(request.id);
+  const queue = new CallStream({ requestId: request.id, mode: 'call', acceptsSse: true });
   const asked = ((request.params?.notifications as Filter | undefined) ?? {}) as Filter;
   const requested: Filter = asked.resourceSubscriptions ? { ...asked, resourceSubscriptions: asked.resourceSubscriptions.filter((u) => typeof u === 'string' && mayUse(u)) } : asked;
   const upstreamStops: AbortController[] = [];
@@ -90,7 +90,7 @@ export function fanOutListen(
     // Every upstream ended its listen: end the client's gracefully (subscriptions.mdx §Graceful Closure).
     queue.finish({ jsonrpc: '2.0', id: request.id, result: { resultType: 'complete', _meta: { [META_SUBSCRIPTION_ID]: request.id } } });
   })();
-  return { status: 200, headers: {}, messages: queue.messages };
+  return { status: 200, headers: {}, messages: queue.messages() };
 }
 
 function mergeFilter(into: Filter, more: Filter): void {

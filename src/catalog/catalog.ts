@@ -7,16 +7,16 @@ import type { Principal } from '../pipeline/principal.js';
 import type { Logger } from '../log/logger.js';
 import { AccessPolicy, type ItemKind } from '../policy/access.js';
 import { canonicalJson } from '../protocol/canonical-json.js';
-import { toModernResult } from '../protocol/era-shapes.js';
+import { isObject, toModernResult } from '../protocol/era-shapes.js';
 import { describeValue } from '../protocol/describe.js';
 import { encodeHeaderValue } from '../protocol/header-value.js';
 import { ErrorCode, errorResponse, type JsonRpcMessage, type JsonRpcRequest, type JsonRpcResponse } from '../protocol/jsonrpc.js';
 import { MODERN_VERSIONS } from '../protocol/versions.js';
 import { META_CLIENT_CAPABILITIES, META_PROTOCOL_VERSION } from '../protocol/methods.js';
+import type { Route as CallRoute } from '../pipeline/context.js';
 import type { ModernFace, ModernMember, UpstreamMessages, UpstreamReply } from '../pipeline/ports.js';
 
 import { fanOutListen } from './catalog-listen.js';
-import { ArgumentSchemas, invalidArgumentsResult, invalidOutputResult } from '../policy/argument-schemas.js';
 import { mergeCapabilities } from './capabilities.js';
 import { paramHeadersFor, readAnnotations, type ParamHeader } from '../protocol/param-headers.js';
 import { assignPublicNames, type PrefixMode } from './public-names.js';
@@ -28,6 +28,10 @@ export const TOOL_REF_META = 'dev.gatehouse/tool_ref';
 export const PROMPT_REF_META = 'dev.gatehouse/prompt_ref';
 /** Pages read from one upstream for one list; a server paginating forever is cut off. */
 const MAX_PAGES = 50;
+/** Longest a call waits for the list its unknown name caused (the list itself goes on). */
+const RESOLVE_WAIT_MS = 5_000;
+/** Least time between two lists caused by names the routes do not know. */
+const RELIST_FLOOR_MS = 1_000;
 /** Entries per page of a merged list. */
 export const PAGE_SIZE = 100;
 
@@ -40,12 +44,8 @@ interface MergedList {
 
 interface Route {
   upstream: ModernMember;
-  original: string;
-  /** `upstream/original`, what access rules match. */
-  ref: string;
-  params: ParamHeader[];
-  inputSchema?: unknown;
-  outputSchema?: unknown;
+  /** What the pipeline sees of it (resolve stage). */
+  call: CallRoute;
 }
 
 export class Catalog implements UpstreamMessages {
@@ -54,7 +54,8 @@ export class Catalog implements UpstreamMessages {
   private readonly lastMerged: { tools?: MergedList; prompts?: MergedList } = {};
   private readonly resourceOwners = new Map<string, ModernMember>();
   private counter = 0;
-  private readonly schemas: ArgumentSchemas;
+  /** When each kind was last listed again because of a name nobody listed (see relist). */
+  private readonly relisted = new Map<string, number>();
   /**
    * Member lists kept for the `ttlMs` their server gave (caching.mdx §Time-to-Live), per caller capability
    * set; dropped early when the member says its list changed.
@@ -67,15 +68,49 @@ export class Catalog implements UpstreamMessages {
     private readonly members: readonly ModernMember[],
     private readonly uriPrefixes: ReadonlyMap<ModernMember, readonly string[]>,
     private readonly prefix: PrefixMode,
-    private readonly outputValidation: 'enforce' | 'warn' | 'off',
     private readonly log: Logger,
     private readonly access: AccessPolicy = new AccessPolicy([]),
-  ) {
-    this.schemas = new ArgumentSchemas(log);
-  }
+  ) {}
 
   knowsTool(name: string): boolean {
     return this.routes.tools.has(name);
+  }
+
+  /**
+   * Where a public name goes (the resolve stage). The routes of the last list are used as they are; a name
+   * they do not know makes the catalog list again once, with the caller's capabilities (a legacy server may
+   * offer tools only to clients that declared a capability), before it is called unknown.
+   */
+  async resolve(kind: 'tools' | 'prompts', publicName: string, capabilities: Record<string, unknown>, fresh = false): Promise<CallRoute | undefined> {
+    let route = fresh ? undefined : this.routes[kind].get(publicName);
+    if (!route) {
+      // A slow list delays the call at most this long; the name is then judged on the routes at hand.
+      let timer: NodeJS.Timeout | undefined;
+      const waited = new Promise<void>((r) => (timer = setTimeout(r, RESOLVE_WAIT_MS).unref()));
+      await Promise.race([this.relist(kind, capabilities).catch((err: unknown) => this.log.warn('the catalog could not be listed to resolve a name', { kind, err })), waited]);
+      clearTimeout(timer);
+      route = this.routes[kind].get(publicName);
+    }
+    return route?.call;
+  }
+
+  /**
+   * Lists one kind again, as the gateway (the routes are rebuilt from it). Names nobody lists cannot make
+   * Gatehouse list an upstream more than once a second per kind and capability set.
+   */
+  async relist(kind: 'tools' | 'prompts', capabilities: Record<string, unknown>): Promise<void> {
+    const key = `${kind}|${canonicalJson(capabilities)}`;
+    const now = Date.now();
+    if (now - (this.relisted.get(key) ?? -Infinity) < RELIST_FLOOR_MS) return;
+    if (this.relisted.size >= 1_000) this.relisted.clear();
+    this.relisted.set(key, now);
+    const meta = { [META_PROTOCOL_VERSION]: MODERN_VERSIONS[0], [META_CLIENT_CAPABILITIES]: capabilities };
+    await this.namedList({ jsonrpc: '2.0', id: `gh-resolve-${++this.counter}`, method: `${kind}/list`, params: { _meta: meta } }, kind, undefined);
+  }
+
+  /** Whether the caller may see a resource URI (the access stage asks for resources/read). */
+  mayUseResource(principal: Principal, uri: string): boolean {
+    return this.visible(principal, 'resources', uri);
   }
 
   /** May the caller see and use the item? No principal means the gateway itself asking (internal). */
@@ -196,7 +231,11 @@ export class Catalog implements UpstreamMessages {
     for (const e of entries) {
       const ref = `${e.member.name}/${e.item.name as string}`;
       const publicName = names.get(ref)!;
-      routes.set(publicName, { upstream: e.member, original: e.item.name as string, ref, params: e.params, inputSchema: e.item.inputSchema, outputSchema: e.item.outputSchema });
+      const call: CallRoute = { kind, ref, publicName, original: e.item.name as string, upstream: e.member.name, listed: true, params: e.params };
+      if (isObject(e.item.annotations)) call.annotations = e.item.annotations;
+      if (e.item.inputSchema !== undefined) call.inputSchema = e.item.inputSchema;
+      if (e.item.outputSchema !== undefined) call.outputSchema = e.item.outputSchema;
+      routes.set(publicName, { upstream: e.member, call });
       const meta = { ...((e.item._meta as Obj | undefined) ?? {}), [kind === 'tools' ? TOOL_REF_META : PROMPT_REF_META]: ref };
       sorted.push({ ref, name: publicName, item: { ...e.item, name: publicName, _meta: meta } });
     }
@@ -316,52 +355,29 @@ export class Catalog implements UpstreamMessages {
     for (const key of this.listCache.keys()) if (key.startsWith(`${member.name}|${kind}/`)) this.listCache.delete(key);
   }
 
+  /**
+   * Forwards a call by public name to the upstream that owns it, under its original name. The pipeline has
+   * resolved the name and checked access and arguments before this runs; a name no longer known (the list
+   * changed in between) gets the unknown-item answer (tools.mdx §Error Handling: -32602).
+   */
   private async routeByName(request: JsonRpcRequest, kind: 'tools' | 'prompts', publicName: unknown, signal: AbortSignal | undefined, field: 'name' | 'ref', principal: Principal | undefined): Promise<UpstreamReply> {
     let route = typeof publicName === 'string' ? this.routes[kind].get(publicName) : undefined;
     // A hidden name takes the same path as an unknown one (a fresh list, then -32602), so neither the
     // answer nor its timing tells that it exists.
-    const hidden = route !== undefined && !this.visible(principal, kind, route.ref);
+    const hidden = route !== undefined && !this.visible(principal, kind, route.call.ref);
     if ((!route || hidden) && typeof publicName === 'string') {
       await this.namedList({ ...request, method: `${kind}/list`, params: { _meta: request.params?._meta } }, kind, principal);
       route = this.routes[kind].get(publicName);
     }
-    // tools.mdx §Error Handling: an unknown tool is -32602. A hidden one gets the very same answer.
-    if (route && !this.visible(principal, kind, route.ref)) route = undefined;
-    if (!route) return single(errorResponse(request.id, ErrorCode.InvalidParams, `Unknown ${kind === 'tools' ? 'tool' : 'prompt'}: ${describeValue(publicName)}`));
-    if (kind === 'tools' && field === 'name') {
-      const problems = this.schemas.check(publicName as string, route.inputSchema, request.params?.arguments);
-      if (problems) {
-        const result = toModernResult('tools/call', invalidArgumentsResult(publicName as string, problems), undefined, { ttlMs: 0, cacheScope: 'private' });
-        return single({ jsonrpc: '2.0', id: request.id, result });
-      }
-    }
+    if (route && !this.visible(principal, kind, route.call.ref)) route = undefined;
+    if (!route) return single(errorResponse(request.id, ErrorCode.InvalidParams, unknownItemMessage(kind, publicName)));
     const params = { ...(request.params ?? {}) };
-    if (field === 'ref') params.ref = { ...(params.ref as Obj), name: route.original };
-    else params.name = route.original;
+    const original = route.call.original;
+    if (field === 'ref') params.ref = { ...(params.ref as Obj), name: original };
+    else params.name = original;
     const face = await route.upstream.modernFace();
-    const headers = face.http ? { ...modernHeaders(request.method, route.original), ...(kind === 'tools' ? paramHeadersFor(route.params, params.arguments) : {}) } : {};
-    const reply = await face.messages.post({ ...request, params }, headers, signal, principal);
-    if (kind !== 'tools' || this.outputValidation === 'off' || route.outputSchema === undefined) return reply;
-    return { ...reply, messages: this.checkedOutput(reply.messages, publicName as string, route) };
-  }
-
-  /** Checks the final result of a call against the tool's outputSchema, per `tools.outputValidation`. */
-  private async *checkedOutput(messages: AsyncGenerator<JsonRpcMessage, void, void>, tool: string, route: Route): AsyncGenerator<JsonRpcMessage, void, void> {
-    for await (const m of messages) {
-      const response = m as JsonRpcResponse;
-      const result = 'method' in m ? undefined : response.result;
-      if (!result || result.isError === true || result.resultType === 'input_required') {
-        yield m;
-        continue;
-      }
-      const problems = this.schemas.checkOutput(tool, route.outputSchema, result.structuredContent);
-      if (!problems) {
-        yield m;
-        continue;
-      }
-      this.log.warn('tool output does not match its outputSchema', { tool, upstream: route.upstream.name, problems, enforced: this.outputValidation === 'enforce' });
-      yield this.outputValidation === 'enforce' ? { ...response, result: toModernResult('tools/call', invalidOutputResult(tool, problems), undefined, { ttlMs: 0, cacheScope: 'private' }) } : m;
-    }
+    const headers = face.http ? { ...modernHeaders(request.method, original), ...(kind === 'tools' ? paramHeadersFor(route.call.params, params.arguments) : {}) } : {};
+    return face.messages.post({ ...request, params }, headers, signal, principal);
   }
 
   private async routeByUri(request: JsonRpcRequest, uri: unknown, signal: AbortSignal | undefined, principal: Principal | undefined): Promise<UpstreamReply> {
@@ -383,6 +399,11 @@ export class Catalog implements UpstreamMessages {
     for await (const m of reply.messages) if ('id' in m && m.id === request.id && !('method' in m)) return m as JsonRpcResponse;
     return undefined;
   }
+}
+
+/** The answer to a tool or prompt nobody listed (or the caller may not see): the same words either way. */
+export function unknownItemMessage(kind: 'tools' | 'prompts', name: unknown): string {
+  return `Unknown ${kind === 'tools' ? 'tool' : 'prompt'}: ${describeValue(name)}`;
 }
 
 /**

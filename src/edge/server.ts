@@ -1,6 +1,7 @@
-// The public HTTP listener: health endpoints, and the MCP endpoint's cheap guards (method, body size, one
-// parse of the body) before an exchange is handed to the upstream. It knows nothing of what the upstream
-// is; the gateway passes a handler in.
+// The public HTTP listener. For the MCP endpoint it is the pipeline's first two stages, admission and auth,
+// because both need the HTTP request itself: the cheap guards before any parsing, the credential, then one
+// read and parse of the body and the protocol checks. It then builds the CallContext, runs the rest of the
+// pipeline, and writes the Outcome (answer.ts). It also serves the health and discovery endpoints.
 
 import { randomUUID } from 'node:crypto';
 import { isUtf8 } from 'node:buffer';
@@ -8,41 +9,36 @@ import { createServer, type IncomingMessage, type Server, type ServerResponse } 
 import { AS_METADATA_PATH } from '../auth/as-metadata-mirror.js';
 import type { AuthVerdict, Authenticator } from '../auth/authenticator.js';
 import type { AuthFailureLimiter } from '../auth/failure-limit.js';
-import { compileClientAddress, limitKey } from '../net/client-address.js';
-import type { Principal } from '../pipeline/principal.js';
 import type { SessionBinding } from '../auth/session-binding.js';
 import type { ListenConfig } from '../config/types.js';
-import type { ClientEra } from '../protocol/versions.js';
-import type { ExchangeRecord } from '../metrics/metrics.js';
+import { failure, GatewayError, refusalCode, type Refusal } from '../errors.js';
 import type { Logger } from '../log/logger.js';
-import { admitPost, admitStreamRequest, type Refusal } from '../protocol/front-door.js';
-import { classifyBody, ErrorCode, idOf, type JsonRpcId } from '../protocol/jsonrpc.js';
+import { compileClientAddress, limitKey } from '../net/client-address.js';
+import type { CallContext } from '../pipeline/context.js';
+import { channels, publishRefused, subscribe, type CallEndEvent, type CallOutcomeWord, type CallRefusedEvent } from '../pipeline/events.js';
+import type { Outcome } from '../pipeline/outcome.js';
+import type { Principal } from '../pipeline/principal.js';
+import { modernCapabilitiesFrom } from '../protocol/era-shapes.js';
+import { admitPost, admitStreamRequest } from '../protocol/front-door.js';
+import { classifyBody, ErrorCode, idOf, type JsonRpcId, type JsonRpcMessage, type JsonRpcRequest } from '../protocol/jsonrpc.js';
+import { META_CLIENT_CAPABILITIES } from '../protocol/methods.js';
 import { putTraceInMeta, traceSources } from '../protocol/trace-context.js';
-import type { McpExchange } from '../upstream/upstream.js';
+import { accepts } from '../protocol/front-door.js';
+import { writeOutcome, sendJson, CALL_ID_HEADER } from './answer.js';
 import { readBody } from './body.js';
 import { limitConnectionsPerAddress } from './connection-limit.js';
 import { repeatedSingletonHeader } from './duplicate-headers.js';
 import { compileHostOriginGuard } from './origin-guard.js';
-import { sendJson, sendJsonRpcError } from './respond.js';
 
 export interface EdgeHandlers {
-  /** Answers one MCP exchange completely. */
-  mcp(ex: McpExchange): Promise<void>;
+  /** Runs the call through the pipeline's stages after auth and returns how it ends. */
+  call(ctx: CallContext): Promise<Outcome>;
   /** Readiness of everything behind the edge, by upstream name. */
   readiness(): Promise<Record<string, boolean>>;
   /** What the caller may use, for operators debugging access (`/health`). */
   grantContext(principal: Principal): Promise<Record<string, unknown>>;
-  /** The upstream label for metrics: the single upstream's name, or `catalog`. */
+  /** The upstream label of calls: the single upstream's name, or `catalog`. */
   upstreamName(): string;
-  /** The tool label for metrics: the name when the catalog knows it, else undefined. */
-  toolLabel(name: string): string | undefined;
-}
-
-/** Where the edge reports what it saw (metrics); absent when metrics are off, so nothing is measured. */
-export interface EdgeObserver {
-  exchange(record: ExchangeRecord): void;
-  authFailure(reason: string): void;
-  refusal(reason: string): void;
 }
 
 export interface EdgeOptions {
@@ -52,49 +48,48 @@ export interface EdgeOptions {
   /** Read on every request, so a config reload can swap it. */
   auth: Authenticator;
   sessions: SessionBinding;
-  observer?: EdgeObserver;
-  /** One info line per answered request (default on). */
-  requestLog?: boolean;
 }
 
 export interface Edge {
   readonly server: Server;
-  /** Refusals at the front door so far, by reason (counted for operators and tests). */
+  /** Identifies this edge in the pipeline's events, so subscribers of one gateway see only its calls. */
+  readonly token: object;
+  /** Refusals so far, by code (auth ones as `auth_<code>`), counted for operators and tests. */
   readonly refusals: ReadonlyMap<string, number>;
-  /** Counts a refusal made past the edge (e.g. by an upstream adapter's header checks). */
-  countRefusal(reason: string): void;
   /** Requests that are being answered right now (listen streams excluded: they carry no work). */
   readonly inFlight: number;
   /** Stops accepting work: new requests on kept-alive connections get 503 and `Connection: close`. */
   startDraining(): void;
   /** Resolves when no request is in flight, or after `ms`, whichever is first; true when drained. */
   drained(ms: number): Promise<boolean>;
+  /** Stops listening to the pipeline's events. */
+  close(): void;
+}
+
+/** What the edge learnt of one request, for its `end` event. */
+interface CallRecord {
+  callId: string;
+  started: number;
+  httpMethod: string;
+  ctx?: CallContext;
+  method?: string;
+  era?: string;
+  subject?: string;
+  refusal?: string;
+  stage?: string;
+  toolError?: boolean;
 }
 
 export function createEdge(listen: ListenConfig, handlers: EdgeHandlers, log: Logger, opts: EdgeOptions): Edge {
+  const token = {};
   const guard = compileHostOriginGuard(listen, opts.loopback);
-  const refusals = new Map<string, number>();
-  /** Auth refusals carry their challenge headers; the reason is counted as `auth_<reason>`. */
-  const { observer } = opts;
-  const requestLog = opts.requestLog !== false && log.enabled('info');
   const clientAddressOf = compileClientAddress(listen.trustedProxies);
-  const refuseAuth = (res: ServerResponse, callId: string, id: JsonRpcId | null, verdict: AuthVerdict & { ok: false }): void => {
-    const r = verdict.refusal;
-    if (r.rejectedCredential) opts.authFailures?.fail(clientAddressOf(res.req.socket.remoteAddress, res.req.headers['x-forwarded-for']));
-    refusals.set(`auth_${r.reason}`, (refusals.get(`auth_${r.reason}`) ?? 0) + 1);
-    observer?.authFailure(r.reason);
-    log.info('request refused by auth', { callId, reason: r.reason, status: r.status });
-    sendJsonRpcError(res, r.status, id, ErrorCode.InvalidRequest, r.message, { reason: r.reason }, { ...r.headers, 'x-gatehouse-call-id': callId });
-  };
-  const countRefusalOnly = (reason: string): void => {
-    refusals.set(reason, (refusals.get(reason) ?? 0) + 1);
-    opts.observer?.refusal(reason);
-  };
-  const refuse = (res: ServerResponse, callId: string, id: JsonRpcId | null, r: Refusal, extraHeaders: Record<string, string> = {}): void => {
-    countRefusalOnly(r.reason);
-    log.info('request refused', { callId, reason: r.reason, status: r.status, code: r.code });
-    sendJsonRpcError(res, r.status, id, r.code, r.message, r.data, { ...extraHeaders, 'x-gatehouse-call-id': callId });
-  };
+  const refusals = new Map<string, number>();
+  const unsubscribe = subscribe<CallRefusedEvent>(channels.refused, (e) => {
+    if (e.edge !== token) return;
+    const key = e.refusal.kind === 'auth' ? `auth_${e.code}` : e.code;
+    refusals.set(key, (refusals.get(key) ?? 0) + 1);
+  });
   let inFlight = 0;
   let draining = false;
   const idleWaiters: Array<() => void> = [];
@@ -115,11 +110,29 @@ export function createEdge(listen: ListenConfig, handlers: EdgeHandlers, log: Lo
     res.on('close', () => listenStreams.delete(res));
   };
 
+  /** A refusal made at the edge (admission, auth): published, then written. */
+  const refuse = (res: ServerResponse, record: CallRecord, stage: 'admission' | 'auth', id: JsonRpcId | null, refusal: Refusal): void => {
+    record.refusal = refusalCode(refusal);
+    record.stage = stage;
+    publishRefused({ callId: record.callId, edge: token }, stage, refusal);
+    if (refusal.kind === 'auth') {
+      if (refusal.rejectedCredential) opts.authFailures?.fail(clientAddressOf(res.req.socket.remoteAddress, res.req.headers['x-forwarded-for']));
+      log.info('request refused by auth', { callId: record.callId, reason: refusal.code, status: refusal.status });
+    } else {
+      log.info('request refused', { callId: record.callId, reason: record.refusal, status: refusal.kind === 'transport' ? refusal.status : undefined });
+    }
+    void writeOutcome(res, { kind: 'refused', refusal }, { era: 'legacy', id, callId: record.callId, signal: NEVER });
+  };
+  /** A refusal with no request to answer (the connection cap, Node's parser): counted and published. */
+  const refuseConnection = (code: string, status: number): void => {
+    publishRefused({ callId: '', edge: token }, 'admission', { kind: 'transport', code, status, rpcCode: ErrorCode.InvalidRequest, message: code });
+  };
+
   const onRequest = (req: IncomingMessage, res: ServerResponse): void => {
     const path = pathOf(req.url);
     if (draining) {
       res.setHeader('connection', 'close');
-      sendJsonRpcError(res, 503, null, ErrorCode.InternalError, 'Gatehouse is shutting down', { code: 'GW_ERR_SHUTTING_DOWN', retryable: true }, { 'retry-after': '1' });
+      void writeOutcome(res, { kind: 'refused', refusal: failure(new GatewayError('GW_ERR_SHUTTING_DOWN', 'Gatehouse is shutting down')) }, { era: 'legacy', id: null, callId: randomUUID(), signal: NEVER });
       return;
     }
     if (path === listen.path) {
@@ -131,14 +144,16 @@ export function createEdge(listen: ListenConfig, handlers: EdgeHandlers, log: Lo
         slot = counted;
         res.on('close', () => settle(counted));
       }
-      handleMcp(req, res, slot).catch((err: unknown) => {
-        log.error('unhandled error on the MCP endpoint', { err });
-        if (!res.headersSent) sendJsonRpcError(res, 500, null, ErrorCode.InternalError, 'Internal gateway error');
+      const record: CallRecord = { callId: randomUUID(), started: performance.now(), httpMethod: req.method ?? '' };
+      if (channels.end.hasSubscribers) res.once('close', () => publishEnd(res, record));
+      handleMcp(req, res, slot, record).catch((err: unknown) => {
+        log.error('unhandled error on the MCP endpoint', { err, callId: record.callId });
+        if (!res.headersSent) sendJson(res, 500, { jsonrpc: '2.0', id: null, error: { code: ErrorCode.InternalError, message: 'Internal gateway error' } }, { [CALL_ID_HEADER]: record.callId });
         else res.destroy();
       });
       return;
     }
-    if (path === '/healthz' && req.method === 'GET') return sendJson(res, 200, { status: 'ok' });
+    if (path === '/healthz' && req.method === 'GET') return sendJson(res, 200, { status: 'ok' }, {});
     if (opts.auth.metadata?.paths.has(path) && req.method === 'GET') {
       // RFC 9728 §3.2; public and cacheable, since it names no caller.
       res.writeHead(200, { 'content-type': 'application/json', 'cache-control': 'public, max-age=300', 'access-control-allow-origin': '*', 'content-length': Buffer.byteLength(opts.auth.metadata.body) });
@@ -156,7 +171,7 @@ export function createEdge(listen: ListenConfig, handlers: EdgeHandlers, log: Lo
     if (path === '/health' && req.method === 'GET') {
       handleHealth(req, res).catch((err: unknown) => {
         log.error('unhandled error on /health', { err });
-        if (!res.headersSent) sendJson(res, 500, { error: 'internal_error' });
+        if (!res.headersSent) sendJson(res, 500, { error: 'internal_error' }, {});
       });
       return;
     }
@@ -164,132 +179,144 @@ export function createEdge(listen: ListenConfig, handlers: EdgeHandlers, log: Lo
       void handlers.readiness().then(
         (upstreams) => {
           const ready = Object.values(upstreams).every(Boolean);
-          sendJson(res, ready ? 200 : 503, { status: ready ? 'ready' : 'not_ready', upstreams });
+          sendJson(res, ready ? 200 : 503, { status: ready ? 'ready' : 'not_ready', upstreams }, {});
         },
-        () => sendJson(res, 503, { status: 'not_ready' }),
+        () => sendJson(res, 503, { status: 'not_ready' }, {}),
       );
       return;
     }
-    sendJson(res, 404, { error: 'not_found', message: `Nothing here; the MCP endpoint is ${listen.path}` });
+    sendJson(res, 404, { error: 'not_found', message: `Nothing here; the MCP endpoint is ${listen.path}` }, {});
   };
 
   async function handleHealth(req: IncomingMessage, res: ServerResponse): Promise<void> {
-    const callId = randomUUID();
-    if (!headersAdmitted(req, res, callId)) return;
+    const record: CallRecord = { callId: randomUUID(), started: performance.now(), httpMethod: 'GET' };
+    if (!headersAdmitted(req, res, record)) return;
     const urlRefusal = opts.auth.checkUrl(req.url);
-    if (urlRefusal && !urlRefusal.ok) return refuseAuth(res, callId, null, urlRefusal);
-    if (!attemptAllowed(req, res, callId)) return;
+    if (urlRefusal && !urlRefusal.ok) return refuse(res, record, 'auth', null, urlRefusal.refusal);
+    if (!attemptAllowed(req, res, record)) return;
     const verdict = await opts.auth.authenticate(req.headers);
-    if (!verdict.ok) return refuseAuth(res, callId, null, verdict);
+    if (!verdict.ok) return refuse(res, record, 'auth', null, verdict.refusal);
     sendJson(res, 200, await handlers.grantContext(verdict.principal), { 'cache-control': 'no-store' });
   }
 
-  async function handleMcp(req: IncomingMessage, res: ServerResponse, slot: InFlightSlot | undefined): Promise<void> {
-    const started = performance.now();
-    const callId = randomUUID();
-    if (!headersAdmitted(req, res, callId)) return;
+  async function handleMcp(req: IncomingMessage, res: ServerResponse, slot: InFlightSlot | undefined, record: CallRecord): Promise<void> {
+    // Admission: the cheap guards, before anything is read.
+    if (!headersAdmitted(req, res, record)) return;
     const method = req.method;
     if (method !== 'POST' && method !== 'GET' && method !== 'DELETE') {
-      return refuse(res, callId, null, { status: 405, code: ErrorCode.InvalidRequest, reason: 'method_not_allowed', message: `Method ${method} is not allowed on the MCP endpoint` }, { allow: 'GET, POST, DELETE' });
+      return refuse(res, record, 'admission', null, { kind: 'transport', code: 'method_not_allowed', status: 405, rpcCode: ErrorCode.InvalidRequest, message: `Method ${method} is not allowed on the MCP endpoint`, headers: { allow: 'GET, POST, DELETE' } });
     }
     // Auth before anything is processed (2026-07-28 authorization §Token Handling); the body is read
     // only to say where a misplaced credential belongs.
     const urlRefusal = opts.auth.checkUrl(req.url);
-    if (urlRefusal && !urlRefusal.ok) return refuseAuth(res, callId, null, urlRefusal);
-    if (!attemptAllowed(req, res, callId)) return;
+    if (urlRefusal && !urlRefusal.ok) return refuse(res, record, 'auth', null, urlRefusal.refusal);
+    if (!attemptAllowed(req, res, record)) return;
     let authed = opts.auth.authenticate(req.headers);
     if (authed instanceof Promise) authed = await authed;
-    if (!authed.ok && !(authed.refusal.reason === 'missing_credentials' && method === 'POST')) return refuseAuth(res, callId, null, authed);
+    if (!authed.ok && !(authed.refusal.code === 'missing_credentials' && method === 'POST')) return refuse(res, record, 'auth', null, authed.refusal);
     const controller = new AbortController();
     res.on('close', () => {
       if (!res.writableFinished) controller.abort();
     });
     if (method !== 'POST') {
       const principal = (authed as AuthVerdict & { ok: true }).principal;
+      record.subject = principal.subject;
       const admitted = admitStreamRequest(req.headers, method);
-      if (!admitted.ok) return refuse(res, callId, null, admitted.refusal, admitted.refusal.status === 405 ? { allow: 'POST' } : {});
-      if (!sessionAdmitted(req, res, callId, null, principal, admitted.era, method)) return;
-      await handlers.mcp({ callId, req, res, httpMethod: method, era: admitted.era, version: admitted.version, signal: controller.signal, principal, bindSession: (id) => opts.sessions.bind(id, principal) });
-      return;
+      if (!admitted.ok) return refuse(res, record, 'admission', null, admitted.refusal);
+      record.era = admitted.era;
+      const session = sessionAdmitted(req, res, record, null, principal, admitted.era, method);
+      if (session === false) return;
+      const ctx: CallContext = {
+        callId: record.callId, edge: token, receivedAt: record.started, httpMethod: method, headers: req.headers, era: admitted.era, version: admitted.version,
+        signal: controller.signal, acceptsSse: true, principal, clientCapabilities: session?.capabilities ?? {}, ...(session ? { sessionId: session.id } : {}),
+      };
+      return answer(res, record, ctx);
     }
     const read = await readBody(req, listen.maxBodyBytes, listen.requestTimeoutMs);
     if (!read.ok) {
       // The rest of the body is never read, so the connection cannot be reused.
       res.setHeader('connection', 'close');
       if (read.reason === 'too_large') {
-        refuse(res, callId, null, { status: 413, code: ErrorCode.InvalidRequest, reason: 'body_too_large', message: `Request body exceeds ${listen.maxBodyBytes} bytes` });
+        refuse(res, record, 'admission', null, { kind: 'transport', code: 'body_too_large', status: 413, rpcCode: ErrorCode.InvalidRequest, message: `Request body exceeds ${listen.maxBodyBytes} bytes` });
       } else if (read.reason === 'timeout') {
-        refuse(res, callId, null, { status: 408, code: ErrorCode.InvalidRequest, reason: 'body_timeout', message: `Request body not received within ${listen.requestTimeoutMs} ms` });
+        refuse(res, record, 'admission', null, { kind: 'transport', code: 'body_timeout', status: 408, rpcCode: ErrorCode.InvalidRequest, message: `Request body not received within ${listen.requestTimeoutMs} ms` });
       }
       return;
     }
     // JSON-RPC messages MUST be UTF-8 (2026-07-28/basic/transports/index.mdx §Messages); refuse rather than
     // let a decoder quietly replace bytes that the upstream would then see differently.
-    if (!isUtf8(read.body)) return refuse(res, callId, null, { status: 400, code: ErrorCode.ParseError, reason: 'invalid_utf8', message: 'Parse error: the body is not valid UTF-8' });
+    if (!isUtf8(read.body)) return refuse(res, record, 'admission', null, { kind: 'transport', code: 'invalid_utf8', status: 400, rpcCode: ErrorCode.ParseError, message: 'Parse error: the body is not valid UTF-8' });
     const parsed = classifyBody(read.body, listen.maxJsonDepth);
     if (!authed.ok) {
       const misplaced = parsed.ok ? opts.auth.checkMessage(parsed.message) : undefined;
-      return refuseAuth(res, callId, null, misplaced && !misplaced.ok ? misplaced : authed);
+      return refuse(res, record, 'auth', null, misplaced && !misplaced.ok ? misplaced.refusal : authed.refusal);
     }
-    if (!parsed.ok) return refuse(res, callId, null, { status: 400, code: parsed.code, reason: parsed.batch ? 'batch' : parsed.code === ErrorCode.ParseError ? 'parse_error' : 'invalid_request', message: parsed.message });
-    const misplaced = opts.auth.checkMessage(parsed.message);
-    if (misplaced && !misplaced.ok) return refuseAuth(res, callId, idOf(parsed.message), misplaced);
-    const admitted = admitPost(req.headers, parsed.kind, parsed.message);
-    if (!admitted.ok) return refuse(res, callId, idOf(parsed.message), admitted.refusal);
     const principal = authed.principal;
-    if (!sessionAdmitted(req, res, callId, idOf(parsed.message), principal, admitted.era, 'POST')) return;
-    const rpcMethod = (parsed.message as { method?: string }).method;
+    record.subject = principal.subject;
+    if (!parsed.ok) return refuse(res, record, 'admission', null, { kind: 'transport', code: parsed.batch ? 'batch' : parsed.code === ErrorCode.ParseError ? 'parse_error' : 'invalid_request', status: 400, rpcCode: parsed.code, message: parsed.message });
+    const message = parsed.message;
+    const id = idOf(message);
+    const rpcMethod = (message as { method?: string }).method;
+    record.method = rpcMethod;
+    const misplaced = opts.auth.checkMessage(message);
+    if (misplaced && !misplaced.ok) return refuse(res, record, 'auth', id, misplaced.refusal);
+    const admitted = admitPost(req.headers, parsed.kind, message);
+    if (!admitted.ok) return refuse(res, record, 'admission', id, admitted.refusal);
+    record.era = admitted.era;
+    const session = sessionAdmitted(req, res, record, id, principal, admitted.era, 'POST');
+    if (session === false) return;
     if (parsed.kind === 'request' && rpcMethod === 'subscriptions/listen') markListenStream(res, slot);
     let body = read.body;
-    const traced = traceSources(req.headers, parsed.message);
+    const traced = traceSources(req.headers, message);
     if (traced.context && traced.missingFromMeta && parsed.kind === 'request') {
       // Trace context from the headers also travels in `_meta` (the spec's place for it); only then are
       // the client's bytes re-encoded.
-      putTraceInMeta(parsed.message as { params?: Record<string, unknown> }, traced.context);
-      body = Buffer.from(JSON.stringify(parsed.message));
+      putTraceInMeta(message as { params?: Record<string, unknown> }, traced.context);
+      body = Buffer.from(JSON.stringify(message));
     }
-    const exchange: McpExchange = {
-      callId, req, res, httpMethod: 'POST', body, message: parsed.message, kind: parsed.kind, era: admitted.era, version: admitted.version, signal: controller.signal, principal,
-      bindSession: (id) => opts.sessions.bind(id, principal),
+    const ctx: CallContext = {
+      callId: record.callId, edge: token, receivedAt: record.started, httpMethod: 'POST', headers: req.headers, body, message, kind: parsed.kind,
+      ...(rpcMethod !== undefined ? { method: rpcMethod } : {}),
+      era: admitted.era, version: admitted.version, signal: controller.signal, acceptsSse: accepts(req.headers.accept, 'text/event-stream'), principal,
+      clientCapabilities: admitted.era === 'modern' ? modernCapabilitiesOf(message) : (session?.capabilities ?? initializeCapabilities(message)),
+      ...(session ? { sessionId: session.id } : {}),
       ...(traced.context ? { trace: traced.context } : {}),
     };
-    if (requestLog || observer) observeExchange(exchange, rpcMethod, started);
-    await handlers.mcp(exchange);
+    return answer(res, record, ctx);
   }
 
-  /** One log line per answered request, and the metrics for it. */
-  function observeExchange(ex: McpExchange, method: string | undefined, started: number): void {
-    ex.res.once('close', () => {
-      const name = method === 'tools/call' || method === 'prompts/get' ? (ex.message as { params?: { name?: unknown } }).params?.name : undefined;
-      const seconds = (performance.now() - started) / 1000;
-      const aborted = !ex.res.writableFinished;
-      const upstream = handlers.upstreamName();
-      if (requestLog) {
-        log.info('request', {
-          callId: ex.callId,
-          method,
-          era: ex.era,
-          // Client-chosen strings are cut, so one request cannot write a megabyte into the log.
-          subject: clip(ex.principal.subject),
-          ...(typeof name === 'string' ? { tool: clip(name) } : {}),
-          upstream,
-          status: ex.res.statusCode,
-          outcome: aborted ? 'aborted' : (ex.refusal ?? (ex.res.statusCode < 400 ? 'ok' : 'error')),
-          durationMs: Math.round(seconds * 1e6) / 1e3,
-          ...(ex.trace ? { traceId: ex.trace.traceId } : {}),
-        });
-      }
-      observer?.exchange({
-        method,
-        era: ex.era,
-        upstream,
-        status: ex.res.statusCode,
-        aborted,
-        seconds,
-        tool: method === 'tools/call' && typeof name === 'string' ? handlers.toolLabel(name) : undefined,
-        refusal: ex.refusal,
-      });
-    });
+  /** The rest of the pipeline, then the answer; a legacy session issued by the answer is bound to the caller. */
+  async function answer(res: ServerResponse, record: CallRecord, ctx: CallContext): Promise<void> {
+    record.ctx = ctx;
+    if (channels.start.hasSubscribers) channels.start.publish({ callId: ctx.callId, edge: token, ctx });
+    const outcome = await handlers.call(ctx);
+    if (outcome.kind === 'refused') {
+      record.refusal = refusalCode(outcome.refusal);
+      record.stage = outcome.stage ?? 'upstream';
+    }
+    if (ctx.era === 'legacy' && ctx.method === 'initialize') bindIssuedSession(ctx, outcome);
+    if (ctx.signal.aborted) {
+      // The client is gone; whatever was produced for it is dropped.
+      if (outcome.kind === 'stream') outcome.stream.cancel();
+      else if (outcome.kind === 'relay') outcome.body.destroy();
+      return;
+    }
+    const summary = await writeOutcome(res, outcome, { era: ctx.era, id: ctx.kind === 'request' ? idOf(ctx.message) : null, callId: ctx.callId, signal: ctx.signal, log });
+    if (summary.toolError) record.toolError = true;
+  }
+
+  /**
+   * 2025-11-25/basic/transports.mdx §Session Management 1: the server assigns a session id on the
+   * InitializeResult's answer. It belongs to whoever sent that initialize, from the moment it passes here.
+   */
+  function bindIssuedSession(ctx: CallContext, outcome: Outcome): void {
+    if (outcome.kind === 'refused') return;
+    const status = outcome.kind === 'stream' ? 200 : outcome.status;
+    const issued = outcome.headers?.['mcp-session-id'];
+    if (issued === undefined || status >= 300) return;
+    const params = (ctx.message as JsonRpcRequest).params;
+    const declared = params?.capabilities;
+    opts.sessions.bind(issued, ctx.principal, modernCapabilitiesFrom(isRecord(declared) ? declared : {}));
   }
 
   /**
@@ -297,26 +324,26 @@ export function createEdge(listen: ListenConfig, handlers: EdgeHandlers, log: Lo
    * read another one. Then Host and Origin: a rebound DNS name learns nothing, not even how the body is
    * parsed.
    */
-  function headersAdmitted(req: IncomingMessage, res: ServerResponse, callId: string): boolean {
+  function headersAdmitted(req: IncomingMessage, res: ServerResponse, record: CallRecord): boolean {
     const repeated = repeatedSingletonHeader(req.rawHeaders);
     if (repeated !== undefined) {
       res.setHeader('connection', 'close');
-      refuse(res, callId, null, { status: 400, code: ErrorCode.InvalidRequest, reason: 'repeated_header', message: `Bad request: the ${repeated} header must appear once` });
+      refuse(res, record, 'admission', null, { kind: 'transport', code: 'repeated_header', status: 400, rpcCode: ErrorCode.InvalidRequest, message: `Bad request: the ${repeated} header must appear once` });
       return false;
     }
     const verdict = guard(req.headers);
     if (verdict.ok) return true;
-    refuse(res, callId, null, { status: 403, code: ErrorCode.InvalidRequest, reason: 'host_origin', message: `Forbidden: ${verdict.message}` });
+    refuse(res, record, 'admission', null, { kind: 'transport', code: 'host_origin', status: 403, rpcCode: ErrorCode.InvalidRequest, message: `Forbidden: ${verdict.message}` });
     return false;
   }
 
   /** An address past its failed-authentication limit is refused before any credential is looked at. */
-  function attemptAllowed(req: IncomingMessage, res: ServerResponse, callId: string): boolean {
+  function attemptAllowed(req: IncomingMessage, res: ServerResponse, record: CallRecord): boolean {
     const limiter = opts.authFailures;
     if (limiter === undefined) return true;
     const wait = limiter.retryAfter(clientAddressOf(req.socket.remoteAddress, req.headers['x-forwarded-for']));
     if (wait === 0) return true;
-    refuse(res, callId, null, { status: 429, code: ErrorCode.InvalidRequest, reason: 'auth_failure_limit', message: `Too many failed authentication attempts from this address; retry in ${wait} s`, data: { retryAfter: wait } }, { 'retry-after': String(wait) });
+    refuse(res, record, 'auth', null, { kind: 'transport', code: 'auth_failure_limit', status: 429, rpcCode: ErrorCode.InvalidRequest, message: `Too many failed authentication attempts from this address; retry in ${wait} s`, data: { retryAfter: wait }, headers: { 'retry-after': String(wait) } });
     return false;
   }
 
@@ -325,15 +352,15 @@ export function createEdge(listen: ListenConfig, handlers: EdgeHandlers, log: Lo
    * Gatehouse never saw issued, or one bound to someone else, is answered 404 as unknown. While the request
    * is open the session counts as busy; a DELETE that succeeds, or a 404 from whoever holds the session,
    * ends the binding. Modern requests ignore the header (streamable-http.mdx §Earlier Streamable HTTP
-   * Revisions), so it is not looked at for them.
+   * Revisions), so it is not looked at for them. False when refused; undefined when no session is named.
    */
-  function sessionAdmitted(req: IncomingMessage, res: ServerResponse, callId: string, id: JsonRpcId | null, principal: Principal, era: ClientEra, method: 'POST' | 'GET' | 'DELETE'): boolean {
-    if (era !== 'legacy') return true;
+  function sessionAdmitted(req: IncomingMessage, res: ServerResponse, record: CallRecord, id: JsonRpcId | null, principal: Principal, era: string, method: 'POST' | 'GET' | 'DELETE'): { id: string; capabilities: Record<string, unknown> } | undefined | false {
+    if (era !== 'legacy') return undefined;
     const sessionId = req.headers['mcp-session-id'];
-    if (typeof sessionId !== 'string') return true;
+    if (typeof sessionId !== 'string') return undefined;
     const admission = opts.sessions.admit(sessionId, principal);
     if (!admission.ok) {
-      refuse(res, callId, id, { status: 404, code: ErrorCode.SessionNotFound, reason: 'session_unknown', message: 'Session not found; initialize a new session', data: { details: { reason: admission.reason } } });
+      refuse(res, record, 'admission', id, { kind: 'transport', code: 'session_unknown', status: 404, rpcCode: ErrorCode.SessionNotFound, message: 'Session not found; initialize a new session', data: { details: { reason: admission.reason } } });
       return false;
     }
     const leave = opts.sessions.enter(sessionId);
@@ -342,7 +369,32 @@ export function createEdge(listen: ListenConfig, handlers: EdgeHandlers, log: Lo
       if (res.statusCode === 404) opts.sessions.end(sessionId, 'unknown');
       else if (method === 'DELETE' && res.statusCode < 300) opts.sessions.end(sessionId, 'client_closed');
     });
-    return true;
+    return { id: sessionId, capabilities: admission.capabilities };
+  }
+
+  /** The `end` event of one request, once its answer is complete or the client has gone. */
+  function publishEnd(res: ServerResponse, record: CallRecord): void {
+    const ctx = record.ctx;
+    const aborted = !res.writableFinished;
+    const status = res.statusCode;
+    const outcome: CallOutcomeWord = aborted ? 'aborted' : record.refusal !== undefined ? 'refused' : status >= 500 ? 'upstream_error' : status >= 400 ? 'client_error' : record.toolError ? 'tool_error' : 'ok';
+    const name = ctx?.kind === 'request' ? (ctx.message as JsonRpcRequest).params?.name : undefined;
+    const event: CallEndEvent = {
+      callId: record.callId,
+      edge: token,
+      httpMethod: record.httpMethod,
+      status,
+      outcome,
+      seconds: (performance.now() - record.started) / 1000,
+      upstream: handlers.upstreamName(),
+      ...(ctx ? { ctx } : {}),
+      ...(record.method !== undefined ? { method: record.method } : {}),
+      ...(record.era !== undefined ? { era: record.era } : {}),
+      ...(record.subject !== undefined ? { subject: record.subject } : {}),
+      ...(record.refusal !== undefined ? { refusal: record.refusal, stage: record.stage! } : {}),
+      ...(typeof name === 'string' ? (ctx!.method === 'prompts/get' ? { prompt: name } : ctx!.method === 'tools/call' ? { tool: name } : {}) : {}),
+    };
+    channels.end.publish(event);
   }
 
   // Slow clients cannot hold a socket: headers within headersTimeoutMs, the whole request (headers and
@@ -360,21 +412,18 @@ export function createEdge(listen: ListenConfig, handlers: EdgeHandlers, log: Lo
     // A client that hung up is gone, not malformed (Node's own default handler does the same).
     if (err.code === 'ECONNRESET') return void socket.destroy();
     const answer = CLIENT_ERROR_ANSWERS[err.code ?? ''] ?? CLIENT_ERROR_ANSWERS.default!;
-    countRefusalOnly(answer.reason);
+    refuseConnection(answer.reason, Number(answer.status.slice(0, 3)));
     log.debug('malformed or slow HTTP from a client', { err, reason: answer.reason });
     if (socket.writable) socket.end(`HTTP/1.1 ${answer.status}\r\nconnection: close\r\ncontent-length: 0\r\n\r\n`);
     else socket.destroy();
   });
   // Counted per connection's own peer: a proxy's X-Forwarded-For says nothing about whose socket it is.
-  limitConnectionsPerAddress(server, listen.maxConnectionsPerIp, (peer) => limitKey(peer ?? ''), () => countRefusalOnly('connection_limit'));
+  limitConnectionsPerAddress(server, listen.maxConnectionsPerIp, (peer) => limitKey(peer ?? ''), () => refuseConnection('connection_limit', 429));
 
   return {
     server,
+    token,
     refusals,
-    countRefusal(reason) {
-      refusals.set(reason, (refusals.get(reason) ?? 0) + 1);
-      observer?.refusal(reason);
-    },
     get inFlight() {
       return inFlight;
     },
@@ -394,7 +443,30 @@ export function createEdge(listen: ListenConfig, handlers: EdgeHandlers, log: Lo
         });
       });
     },
+    close() {
+      unsubscribe();
+    },
   };
+}
+
+/** A signal that never aborts: refusals written at the edge have no upstream work to cancel. */
+const NEVER = new AbortController().signal;
+
+function isRecord(v: unknown): v is Record<string, unknown> {
+  return v !== null && typeof v === 'object' && !Array.isArray(v);
+}
+
+function modernCapabilitiesOf(message: JsonRpcMessage): Record<string, unknown> {
+  const meta = (message as { params?: { _meta?: Record<string, unknown> } }).params?._meta;
+  const caps = meta?.[META_CLIENT_CAPABILITIES];
+  return isRecord(caps) ? caps : {};
+}
+
+/** A legacy client's capabilities before it has a session: what its initialize declares. */
+function initializeCapabilities(message: JsonRpcMessage): Record<string, unknown> {
+  if ((message as { method?: unknown }).method !== 'initialize') return {};
+  const declared = (message as JsonRpcRequest).params?.capabilities;
+  return modernCapabilitiesFrom(isRecord(declared) ? declared : {});
 }
 
 function pathOf(url: string | undefined): string {
@@ -409,9 +481,3 @@ const CLIENT_ERROR_ANSWERS: Record<string, { status: string; reason: string }> =
   HPE_HEADER_OVERFLOW: { status: '431 Request Header Fields Too Large', reason: 'headers_too_large' },
   default: { status: '400 Bad Request', reason: 'malformed_http' },
 };
-
-const LOG_FIELD_MAX = 200;
-
-function clip(s: string): string {
-  return s.length <= LOG_FIELD_MAX ? s : `${s.slice(0, LOG_FIELD_MAX)}…`;
-}

@@ -4,6 +4,7 @@
 // grow the series count by sending made-up names.
 
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
+import { channels, subscribe, type CallEndEvent, type CallRefusedEvent } from '../pipeline/events.js';
 
 /** Sub-millisecond buckets first: the gateway's own overhead is tens of microseconds. */
 const LATENCY_BUCKETS = [0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30];
@@ -18,21 +19,6 @@ const KNOWN_METHODS = new Set([
 export function methodLabel(method: string | undefined): string {
   if (method === undefined) return 'response';
   return KNOWN_METHODS.has(method) ? method : 'other';
-}
-
-/** What the edge knows about one finished exchange. */
-export interface ExchangeRecord {
-  method: string | undefined;
-  era: string;
-  upstream: string;
-  status: number;
-  /** The client left before the answer was complete. */
-  aborted: boolean;
-  seconds: number;
-  /** For tools/call: the public name when the catalog knows it, else undefined. */
-  tool?: string | undefined;
-  /** A refusal Gatehouse made for this exchange (snake_case), if any. */
-  refusal?: string | undefined;
 }
 
 export interface MetricsSources {
@@ -88,24 +74,32 @@ export class GatewayMetrics {
     this.registry.registerMetric(info);
   }
 
-  exchange(r: ExchangeRecord): void {
-    const outcome = r.aborted ? 'aborted' : r.refusal !== undefined ? 'refused' : r.status < 400 ? 'ok' : r.status < 500 ? 'client_error' : 'upstream_error';
-    const method = methodLabel(r.method);
-    this.requests.inc({ method, era: r.era, upstream: r.upstream, outcome });
-    this.requestDuration.observe({ method }, r.seconds);
-    if (r.method === 'tools/call') this.toolCalls.inc({ tool: r.tool ?? 'other', outcome, error_code: r.refusal ?? '' });
+  /**
+   * Counts the calls and refusals of one edge from the pipeline's events. `toolLabel` bounds the tool label:
+   * a name the catalog has not listed is counted as `other`. Returns the unsubscribe function.
+   */
+  observe(edge: object, toolLabel: (name: string) => string | undefined): () => void {
+    const ended = subscribe<CallEndEvent>(channels.end, (e) => {
+      if (e.edge !== edge) return;
+      // Requests refused before their body was read carry no JSON-RPC method.
+      const method = e.method !== undefined ? methodLabel(e.method) : e.ctx?.kind === 'response' ? 'response' : e.httpMethod === 'POST' ? 'other' : e.httpMethod;
+      this.requests.inc({ method, era: e.era ?? 'unknown', upstream: e.upstream ?? 'unknown', outcome: e.outcome });
+      this.requestDuration.observe({ method }, e.seconds);
+      if (e.method === 'tools/call') this.toolCalls.inc({ tool: (e.tool !== undefined ? toolLabel(e.tool) : undefined) ?? 'other', outcome: e.outcome, error_code: e.refusal ?? '' });
+    });
+    const refused = subscribe<CallRefusedEvent>(channels.refused, (e) => {
+      if (e.edge !== edge) return;
+      if (e.refusal.kind === 'auth') this.authFailures.inc({ reason: e.code });
+      else this.refusals.inc({ reason: e.code });
+    });
+    return () => {
+      ended();
+      refused();
+    };
   }
 
   upstreamResponse(upstream: string, seconds: number): void {
     this.upstreamDuration.observe({ upstream }, seconds);
-  }
-
-  authFailure(reason: string): void {
-    this.authFailures.inc({ reason });
-  }
-
-  refusal(reason: string): void {
-    this.refusals.inc({ reason });
   }
 
   reload(result: 'applied' | 'refused'): void {

@@ -3,6 +3,8 @@
 // so neither folder needs the other.
 
 import type { JsonRpcMessage } from '../protocol/jsonrpc.js';
+import type { CallContext } from './context.js';
+import type { Outcome } from './outcome.js';
 import type { Principal } from './principal.js';
 
 export interface UpstreamReply {
@@ -45,3 +47,30 @@ export interface ModernMember {
   readonly name: string;
   modernFace(): Promise<ModernFace>;
 }
+
+/** What the era probe learnt of an upstream; `alsoLegacy`: a dual-era server legacy clients reach directly. */
+export type UpstreamProfile =
+  | { era: 'modern'; version: string; discover: Record<string, unknown>; alsoLegacy: boolean }
+  | { era: 'legacy'; version: string; init: Record<string, unknown> };
+
+/** Something that answers calls: an upstream adapter, a bridge, the catalog. Never touches HTTP. */
+export interface CallHandler {
+  /** Answers the call; upstream failures become refused Outcomes, never exceptions. */
+  handle(ctx: CallContext): Promise<Outcome>;
+  close(): Promise<void>;
+}
+
+/** The one interface every upstream adapter implements. */
+export interface Upstream extends CallHandler, ModernMember {
+  readonly transport: 'http' | 'stdio';
+  /** True when the upstream can take traffic now (for /readyz). */
+  ready(): Promise<boolean>;
+  /** The era detected so far, without probing (metrics). */
+  knownEra(): 'modern' | 'legacy' | undefined;
+}
+
+/**
+ * Builds a bridge that holds legacy clients' sessions in front of a modern server (`messages`), answering
+ * `initialize` from `profile`; `staleVerdict` is called when the server stops behaving like a modern one.
+ */
+export type LegacyBridgeFactory = (messages: UpstreamMessages, profile: () => UpstreamProfile & { era: 'modern' }, staleVerdict: () => void) => CallHandler;

@@ -5,6 +5,7 @@
 
 import { createRequire } from 'node:module';
 import type { ErrorObject, ValidateFunction } from 'ajv';
+import type { ToolRefusal } from '../errors.js';
 import type { Logger } from '../log/logger.js';
 
 // ajv ships CommonJS classes; createRequire keeps their constructors typed and avoids default-export games.
@@ -85,29 +86,18 @@ function toProblem(e: ErrorObject): ArgumentProblem {
   return { path, message: `${e.message ?? e.keyword}${extra}` };
 }
 
-/** The tool result that replaces output that broke its schema, under `tools.outputValidation: enforce`. */
-export function invalidOutputResult(tool: string, problems: ArgumentProblem[]): Record<string, unknown> {
-  const message = `Tool "${tool}" returned output that does not match its outputSchema: ${problems.map((p) => `${p.path} ${p.message}`).join('; ')}`;
-  return {
-    content: [{ type: 'text', text: message }],
-    isError: true,
-    structuredContent: { error: { code: 'invalid_output', message, errors: problems } },
-  };
+/** The refusal that replaces output that broke its schema, under `tools.outputValidation: enforce`. */
+export function invalidOutput(tool: string, problems: ArgumentProblem[]): ToolRefusal {
+  const message = `Tool "${tool}" returned output that does not match its outputSchema: ${describeProblems(problems)}`;
+  return { kind: 'tool', code: 'invalid_output', message, details: { errors: problems } };
 }
 
-/** The tool result a model sees when its arguments do not conform (DESIGN.md §2: refusals the model can act on). */
-export function invalidArgumentsResult(tool: string, problems: ArgumentProblem[]): Record<string, unknown> {
-  const message = `Invalid arguments for tool "${tool}": ${problems.map((p) => `${p.path} ${p.message}`).join('; ')}`;
-  return {
-    content: [{ type: 'text', text: message }],
-    isError: true,
-    structuredContent: { error: { code: 'invalid_arguments', message, errors: problems } },
-  };
+/** The refusal a model sees when its arguments do not conform (DESIGN.md §2: refusals the model can act on). */
+export function invalidArguments(tool: string, problems: ArgumentProblem[]): ToolRefusal {
+  const message = `Invalid arguments for tool "${tool}": ${describeProblems(problems)}`;
+  return { kind: 'tool', code: 'invalid_arguments', message, details: { errors: problems } };
 }
 
-/** The refusal code of a gateway-made error result (`invalid_arguments`, `invalid_output`), if it is one. */
-export function gatewayRefusalOf(result: unknown): string | undefined {
-  const r = result as { isError?: unknown; structuredContent?: { error?: { code?: unknown } } } | undefined;
-  const code = r?.isError === true ? r.structuredContent?.error?.code : undefined;
-  return code === 'invalid_arguments' || code === 'invalid_output' ? code : undefined;
+function describeProblems(problems: ArgumentProblem[]): string {
+  return problems.map((p) => `${p.path} ${p.message}`).join('; ');
 }

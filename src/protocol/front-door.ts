@@ -9,20 +9,23 @@ import { paramShapeProblem } from './param-shapes.js';
 import { META_CLIENT_CAPABILITIES, META_PROTOCOL_VERSION, MODERN_CLIENT_REQUESTS, NAME_FIELD } from './methods.js';
 import { DEFAULT_LEGACY_VERSION, isLegacyVersion, isModernVersion, SUPPORTED_VERSIONS, type ClientEra } from './versions.js';
 
-export interface Refusal {
+/** A transport refusal (errors.ts `TransportRefusal`, which this shape is; protocol/ imports nothing outside it). */
+export interface FrontDoorRefusal {
+  kind: 'transport';
+  /** Short stable snake_case code, for logs and refusal counters. */
+  code: string;
   status: number;
-  code: number;
+  rpcCode: number;
   message: string;
-  /** Short stable reason, for logs and refusal counters. */
-  reason: string;
   data?: unknown;
+  headers?: Record<string, string>;
 }
 
-export type Admission = { ok: true; era: ClientEra; version: string } | { ok: false; refusal: Refusal };
+export type Admission = { ok: true; era: ClientEra; version: string } | { ok: false; refusal: FrontDoorRefusal };
 
-const refuse = (status: number, code: number, reason: string, message: string, data?: unknown): Admission => ({
+const refuse = (status: number, rpcCode: number, code: string, message: string, data?: unknown): Admission => ({
   ok: false,
-  refusal: { status, code, reason, message, ...(data !== undefined ? { data } : {}) },
+  refusal: { kind: 'transport', code, status, rpcCode, message, ...(data !== undefined ? { data } : {}) },
 });
 
 /** POST: one JSON-RPC message, already parsed once by the edge. */
@@ -110,7 +113,7 @@ export function admitStreamRequest(headers: IncomingHttpHeaders, httpMethod: 'GE
   const versionHeader = single(headers['mcp-protocol-version']);
   if (versionHeader !== undefined && isModernVersion(versionHeader)) {
     // streamable-http.mdx §Earlier Streamable HTTP Revisions: GET and DELETE get 405 from a modern endpoint.
-    return refuse(405, ErrorCode.InvalidRequest, 'method_not_allowed', `${httpMethod} is not used by protocol ${versionHeader}; send POST`);
+    return { ok: false, refusal: { kind: 'transport', code: 'method_not_allowed', status: 405, rpcCode: ErrorCode.InvalidRequest, message: `${httpMethod} is not used by protocol ${versionHeader}; send POST`, headers: { allow: 'POST' } } };
   }
   if (versionHeader !== undefined && !isLegacyVersion(versionHeader)) {
     return refuse(400, ErrorCode.UnsupportedProtocolVersion, 'unsupported_version', `Unsupported protocol version: ${versionHeader}`, {

@@ -69,7 +69,7 @@ function valueAt(args: unknown, path: string[]): unknown {
  * streamable-http.mdx §Server Behavior for Custom Headers: each annotated value present in the body must be
  * mirrored by its header, equal after decoding (integers compared numerically). Returns the problem, if any.
  */
-export function checkParamHeaders(params: ParamHeader[], args: unknown, headers: IncomingHttpHeaders): string | undefined {
+export function checkParamHeaders(params: readonly ParamHeader[], args: unknown, headers: IncomingHttpHeaders): string | undefined {
   for (const p of params) {
     const value = valueAt(args, p.path);
     const raw = headers[p.header];
@@ -87,7 +87,7 @@ export function checkParamHeaders(params: ParamHeader[], args: unknown, headers:
 }
 
 /** The headers a conforming client would send for these arguments (streamable-http.mdx §Client Behavior). */
-export function paramHeadersFor(params: ParamHeader[], args: unknown): Record<string, string> {
+export function paramHeadersFor(params: readonly ParamHeader[], args: unknown): Record<string, string> {
   const out: Record<string, string> = {};
   for (const p of params) {
     const value = valueAt(args, p.path);

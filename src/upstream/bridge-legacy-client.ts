@@ -4,7 +4,6 @@
 // headers the session implies, and turns an InputRequiredResult into server-to-client requests on the
 // legacy SSE stream, retrying upstream with the client's answers.
 
-import { gatewayRefusalOf } from '../policy/argument-schemas.js';
 import { GatewayError } from '../errors.js';
 import type { Logger } from '../log/logger.js';
 import { addModernRequestMeta, isObject, legacyServerCapabilitiesFrom, modernCapabilitiesFrom, toLegacyResult } from '../protocol/era-shapes.js';
@@ -14,12 +13,12 @@ import { META_SERVER_INFO, META_SUBSCRIPTION_ID, NAME_FIELD } from '../protocol/
 import { negotiateLegacyVersion } from '../protocol/versions.js';
 import { GATEHOUSE_CLIENT_INFO, type UpstreamProfile } from './era-probe.js';
 import type { UpstreamMessages } from '../pipeline/ports.js';
-import { ResponseChannel } from './response-channel.js';
 import { BridgedSession } from './bridged-session.js';
 import { resolveSession, SessionTable } from './session-table.js';
-import type { McpExchange } from './upstream.js';
+import type { CallContext } from '../pipeline/context.js';
+import { CallStream } from '../pipeline/call-stream.js';
+import { ACCEPTED, json, type Outcome } from '../pipeline/outcome.js';
 import { paramHeadersFor } from '../protocol/param-headers.js';
-import type { ToolHeaderIndex } from './tool-header-index.js';
 
 type Obj = Record<string, unknown>;
 
@@ -35,33 +34,33 @@ export class LegacyClientBridge {
     private readonly profile: () => UpstreamProfile & { era: 'modern' },
     private readonly limits: { max: number; idleTimeoutMs: number; inputTimeoutMs: number },
     private readonly staleVerdict: () => void,
-    private readonly toolHeaders: ToolHeaderIndex | undefined,
+    /** True when the upstream is reached over HTTP, where Mcp-Param-* headers apply. */
+    private readonly http: boolean,
     private readonly log: Logger,
   ) {
     this.sessions = new SessionTable(limits, (id, reason) => this.log.info('bridged session ended', { session: id.slice(0, 8), reason }));
   }
 
-  async handle(ex: McpExchange): Promise<void> {
-    const reply = { 'x-gatehouse-call-id': ex.callId };
-    const message = ex.message as (JsonRpcMessage & { method?: string }) | undefined;
-    if (ex.httpMethod === 'POST' && ex.kind === 'request' && message?.method === 'initialize') return this.initialize(ex);
-    const session = resolveSession(this.sessions, ex);
-    if (!session) return;
-    if (ex.httpMethod === 'GET') {
-      if (session.openListenStream(ex)) void this.listenUpstream(session);
-      return;
+  async handle(ctx: CallContext): Promise<Outcome> {
+    const message = ctx.message as (JsonRpcMessage & { method?: string }) | undefined;
+    if (ctx.httpMethod === 'POST' && ctx.kind === 'request' && message?.method === 'initialize') return this.initialize(ctx);
+    const found = resolveSession(this.sessions, ctx);
+    if ('outcome' in found) return found.outcome;
+    const session = found.session;
+    if (ctx.httpMethod === 'GET') {
+      const listen = session.openListenStream();
+      void this.listenUpstream(session);
+      return listen;
     }
-    if (ex.kind === 'response') {
+    if (ctx.kind === 'response') {
       session.settleServerRequest(message as JsonRpcResponse);
-      ex.res.writeHead(202, reply).end();
-      return;
+      return ACCEPTED;
     }
-    if (ex.kind === 'notification') {
+    if (ctx.kind === 'notification') {
       if (message?.method === 'notifications/cancelled') session.cancel((message as { params?: { requestId?: JsonRpcId } }).params?.requestId);
-      ex.res.writeHead(202, reply).end();
-      return;
+      return ACCEPTED;
     }
-    await this.request(ex, session, message as JsonRpcRequest);
+    return this.request(ctx, session, message as JsonRpcRequest);
   }
 
   async close(): Promise<void> {
@@ -69,8 +68,8 @@ export class LegacyClientBridge {
   }
 
   /** 2025-11-25/basic/lifecycle.mdx §Initialization, answered from the upstream's server/discover result. */
-  private initialize(ex: McpExchange): void {
-    const request = ex.message as JsonRpcRequest;
+  private initialize(ctx: CallContext): Outcome {
+    const request = ctx.message as JsonRpcRequest;
     const params = request.params ?? {};
     const discover = this.profile().discover;
     const version = negotiateLegacyVersion(params.protocolVersion);
@@ -84,47 +83,49 @@ export class LegacyClientBridge {
     this.sessions.makeRoom();
     const id = this.sessions.newId();
     const capabilities = isObject(params.capabilities) ? params.capabilities : {};
-    this.sessions.add(id, new BridgedSession(id, version, capabilities, params.clientInfo, ex.principal));
-    ex.bindSession(id);
+    this.sessions.add(id, new BridgedSession(id, version, capabilities, params.clientInfo, ctx.principal));
     this.log.info('bridged session started', { session: id.slice(0, 8), version });
-    const channel = new ResponseChannel(ex);
-    channel.setHeader('mcp-session-id', id);
-    channel.finish({ jsonrpc: '2.0', id: request.id, result });
+    return json({ jsonrpc: '2.0', id: request.id, result }, { 'mcp-session-id': id });
   }
 
-  private async request(ex: McpExchange, session: BridgedSession, request: JsonRpcRequest): Promise<void> {
-    const channel = new ResponseChannel(ex);
+  private request(ctx: CallContext, session: BridgedSession, request: JsonRpcRequest): Outcome {
     // Requests with no modern counterpart are answered by the session itself (GATEWAY-REQUIREMENTS §16.2).
-    if (request.method === 'ping') return channel.finish({ jsonrpc: '2.0', id: request.id, result: {} });
+    if (request.method === 'ping') return json({ jsonrpc: '2.0', id: request.id, result: {} });
     if (request.method === 'resources/subscribe' || request.method === 'resources/unsubscribe') {
       // 2026-07-28 replaced these RPCs with the listen filter: keep the set, and refilter the open listen.
-      const uri = request.params?.uri;
-      if (typeof uri !== 'string') return channel.finish(errorResponse(request.id, ErrorCode.InvalidParams, 'uri is required'));
+      // The front door checked that `uri` is a string.
+      const uri = request.params!.uri as string;
       if (request.method === 'resources/subscribe') session.uris.add(uri);
       else session.uris.delete(uri);
       if (session.listening) void this.listenUpstream(session);
-      return channel.finish({ jsonrpc: '2.0', id: request.id, result: {} });
+      return json({ jsonrpc: '2.0', id: request.id, result: {} });
     }
     if (request.method === 'logging/setLevel') {
-      session.logLevel = typeof request.params?.level === 'string' ? request.params.level : undefined;
-      return channel.finish({ jsonrpc: '2.0', id: request.id, result: {} });
+      session.logLevel = request.params!.level as string;
+      return json({ jsonrpc: '2.0', id: request.id, result: {} });
     }
+    const stream = new CallStream({ requestId: request.id, mode: 'call', acceptsSse: ctx.acceptsSse });
+    void this.answer(ctx, session, request, stream);
+    return { kind: 'stream', stream };
+  }
+
+  private async answer(ctx: CallContext, session: BridgedSession, request: JsonRpcRequest, stream: CallStream): Promise<void> {
     const done = session.track(request.id);
     try {
-      await this.forward(ex, session, request, channel, done.signal);
+      await this.forward(ctx, session, request, stream, done.signal);
     } catch (err) {
       if (done.signal.aborted) {
         // Cancelled by the client: nothing more is owed for it, but the HTTP exchange itself must end.
-        channel.finish(errorResponse(request.id, ErrorCode.InternalError, 'Request cancelled by the client'));
+        stream.finish(errorResponse(request.id, ErrorCode.InternalError, 'Request cancelled by the client'));
         return;
       }
-      channel.fail(err instanceof GatewayError ? err : new GatewayError('GW_ERR_UPSTREAM_BAD_RESPONSE', String((err as Error)?.message ?? err), this.client.upstream));
+      stream.fail(err instanceof GatewayError ? err : new GatewayError('GW_ERR_UPSTREAM_BAD_RESPONSE', String((err as Error)?.message ?? err), this.client.upstream));
     } finally {
       done.release();
     }
   }
 
-  private async forward(ex: McpExchange, session: BridgedSession, request: JsonRpcRequest, channel: ResponseChannel, signal: AbortSignal): Promise<void> {
+  private async forward(ctx: CallContext, session: BridgedSession, request: JsonRpcRequest, channel: CallStream, signal: AbortSignal): Promise<void> {
     const profile = this.profile();
     let extra: Obj = {};
     for (let round = 0; round < MAX_INPUT_ROUNDS; round++) {
@@ -135,8 +136,8 @@ export class LegacyClientBridge {
         clientInfo: session.clientInfo,
         logLevel: session.logLevel,
       });
-      const headers = { ...modernHeaders(request, profile.version), ...(await this.paramHeaders(request)) };
-      const reply = await this.client.post({ jsonrpc: '2.0', id: upstreamId, method: request.method, params }, headers, anySignal(signal, ex.signal), ex.principal);
+      const headers = { ...modernHeaders(request, profile.version), ...this.paramHeaders(ctx, request) };
+      const reply = await this.client.post({ jsonrpc: '2.0', id: upstreamId, method: request.method, params }, headers, anySignal(signal, ctx.signal), ctx.principal);
       let response: JsonRpcResponse | undefined;
       for await (const msg of reply.messages) {
         const m = msg as JsonRpcMessage & { method?: string; id?: JsonRpcId };
@@ -151,10 +152,7 @@ export class LegacyClientBridge {
       if (!response) throw new GatewayError('GW_ERR_UPSTREAM_BAD_RESPONSE', `Upstream "${this.client.upstream}" answered HTTP ${reply.status} without a JSON-RPC response`, this.client.upstream);
       if (response.error) return channel.finish(toLegacyError(request.id, response.error));
       const result = response.result ?? {};
-      if (result.resultType !== 'input_required') {
-        ex.refusal ??= gatewayRefusalOf(result);
-        return channel.finish({ jsonrpc: '2.0', id: request.id, result: toLegacyResult(result) });
-      }
+      if (result.resultType !== 'input_required') return channel.finish({ jsonrpc: '2.0', id: request.id, result: toLegacyResult(result) });
       extra = await this.gatherInput(session, channel, result, signal);
     }
     channel.finish(errorResponse(request.id, ErrorCode.InternalError, `Upstream "${this.client.upstream}" asked for input more than ${MAX_INPUT_ROUNDS} times`));
@@ -199,20 +197,20 @@ export class LegacyClientBridge {
     }
   }
 
-  /** Mcp-Param-* headers a modern upstream expects for this tool call (tools.mdx §x-mcp-header). */
-  private async paramHeaders(request: JsonRpcRequest): Promise<Record<string, string>> {
-    const name = request.params?.name;
-    // Only HTTP upstreams take Mcp-Param-* headers (tools.mdx §x-mcp-header: stdio MAY ignore them).
-    if (!this.toolHeaders || request.method !== 'tools/call' || typeof name !== 'string') return {};
-    const annotations = await this.toolHeaders.lookup(name).catch(() => undefined);
-    return annotations?.ok ? paramHeadersFor(annotations.headers, request.params?.arguments) : {};
+  /**
+   * Mcp-Param-* headers a modern upstream expects for this tool call (tools.mdx §x-mcp-header), from the
+   * annotations the resolve stage found. Only HTTP upstreams take them (stdio MAY ignore them).
+   */
+  private paramHeaders(ctx: CallContext, request: JsonRpcRequest): Record<string, string> {
+    if (!this.http || request.method !== 'tools/call' || ctx.route === undefined) return {};
+    return paramHeadersFor(ctx.route.params, request.params?.arguments);
   }
 
   /**
    * mrtr.mdx, seen from a legacy client: each input request becomes a server-to-client request on this POST's
    * SSE stream (2025-11-25/basic/transports.mdx §Sending Messages 6); the answers go back as inputResponses.
    */
-  private async gatherInput(session: BridgedSession, channel: ResponseChannel, result: Obj, signal: AbortSignal): Promise<Obj> {
+  private async gatherInput(session: BridgedSession, channel: CallStream, result: Obj, signal: AbortSignal): Promise<Obj> {
     const inputRequests = isObject(result.inputRequests) ? result.inputRequests : {};
     const inputResponses: Obj = {};
     for (const [key, req] of Object.entries(inputRequests)) {

@@ -3,6 +3,9 @@
 // and progress tokens made unique, turns results modern, and turns requests the upstream sends mid-call
 // (elicitation, sampling, roots) into an InputRequiredResult whose retry resumes the parked upstream call.
 
+import type { CallContext } from '../pipeline/context.js';
+import { CallStream, type MessageSink } from '../pipeline/call-stream.js';
+import { ACCEPTED, type Outcome } from '../pipeline/outcome.js';
 import { principalKey } from '../pipeline/principal.js';
 import { GatewayError } from '../errors.js';
 import type { Logger } from '../log/logger.js';
@@ -14,10 +17,7 @@ import type { UpstreamProfile } from './era-probe.js';
 import { LegacyClientSessions, type LegacyClientSession } from './legacy-client-sessions.js';
 import type { UpstreamMessages } from '../pipeline/ports.js';
 import { ParkedRequests, type Parked } from './parked-requests.js';
-import { ResponseChannel } from './response-channel.js';
-import { MessageQueue, type MessageSink } from '../pipeline/message-queue.js';
 import { honouredFilter, ListenHub, type Listener, type SubscriptionFilter } from './listen-hub.js';
-import type { McpExchange } from './upstream.js';
 
 type Obj = Record<string, unknown>;
 
@@ -69,13 +69,13 @@ export class ModernClientBridge {
     this.parked = new ParkedRequests(inputTimeoutMs);
   }
 
-  async handle(ex: McpExchange): Promise<void> {
-    if (ex.kind !== 'request') {
-      // Modern clients over HTTP cancel by closing the stream; other notifications have no legacy target.
-      ex.res.writeHead(202, { 'x-gatehouse-call-id': ex.callId }).end();
-      return;
-    }
-    await this.serve(ex.message as JsonRpcRequest, new ResponseChannel(ex), ex.signal, principalKey(ex.principal));
+  async handle(ctx: CallContext): Promise<Outcome> {
+    // Modern clients over HTTP cancel by closing the stream; other notifications have no legacy target.
+    if (ctx.kind !== 'request') return ACCEPTED;
+    const request = ctx.message as JsonRpcRequest;
+    const stream = new CallStream({ requestId: request.id, mode: 'call', acceptsSse: ctx.acceptsSse });
+    void this.serve(request, stream, ctx.signal, principalKey(ctx.principal));
+    return { kind: 'stream', stream };
   }
 
   /**
@@ -87,9 +87,9 @@ export class ModernClientBridge {
       upstream: this.client.upstream,
       post: async (message, _headers, signal, principal) => {
         if (!('id' in message) || !('method' in message)) return { status: 202, headers: {}, messages: (async function* () {})() };
-        const queue = new MessageQueue(message.id as JsonRpcId);
-        void this.serve(message as JsonRpcRequest, queue, signal ?? new AbortController().signal, principal ? principalKey(principal) : '');
-        return { status: 200, headers: {}, messages: queue.messages };
+        const stream = new CallStream({ requestId: message.id as JsonRpcId, mode: 'call', acceptsSse: true });
+        void this.serve(message as JsonRpcRequest, stream, signal ?? new AbortController().signal, principal ? principalKey(principal) : '');
+        return { status: 200, headers: {}, messages: stream.messages() };
       },
       openGet: async () => null,
       deleteSession: async () => {},

@@ -3,11 +3,10 @@
 // requests awaiting its answers, and its GET stream.
 
 import type { Principal } from '../pipeline/principal.js';
-import type { SseWriter } from '../edge/sse-writer.js';
-import { openListenStream } from '../edge/listen-stream.js';
-import { ErrorCode, type JsonRpcId, type JsonRpcResponse } from '../protocol/jsonrpc.js';
+import { CallStream } from '../pipeline/call-stream.js';
+import type { Outcome } from '../pipeline/outcome.js';
+import { ErrorCode, type JsonRpcId, type JsonRpcMessage, type JsonRpcResponse } from '../protocol/jsonrpc.js';
 import type { EndReason, HeldSession } from './session-table.js';
-import type { McpExchange } from './upstream.js';
 
 
 interface Waiting {
@@ -24,7 +23,7 @@ export class BridgedSession implements HeldSession {
   upstreamListen?: AbortController;
   private readonly inFlight = new Map<JsonRpcId, AbortController>();
   private readonly waiting = new Map<JsonRpcId, Waiting>();
-  private listen?: SseWriter;
+  private listen?: CallStream;
 
   constructor(
     readonly id: string,
@@ -81,17 +80,19 @@ export class BridgedSession implements HeldSession {
   }
 
   /** Sends a notification on the GET stream, if the client has one open. */
-  notify(message: unknown): void {
-    this.listen?.send(message);
+  notify(message: JsonRpcMessage): void {
+    this.listen?.push(message);
   }
 
-  openListenStream(ex: McpExchange): boolean {
+  /** The session's GET stream (2025-11-25/basic/transports.mdx §Listening for Messages); a new one replaces the old. */
+  openListenStream(): Outcome {
     this.closeListenStream();
-    const writer = openListenStream(ex, this.id, (w) => {
-      if (this.listen === w) this.closeListenStream();
+    const stream = new CallStream({ requestId: null, mode: 'listen', acceptsSse: true });
+    stream.onClose(() => {
+      if (this.listen === stream) this.closeListenStream();
     });
-    this.listen = writer;
-    return writer !== undefined;
+    this.listen = stream;
+    return { kind: 'stream', stream, headers: { 'mcp-session-id': this.id } };
   }
 
 
@@ -104,7 +105,8 @@ export class BridgedSession implements HeldSession {
   private closeListenStream(): void {
     this.upstreamListen?.abort();
     this.upstreamListen = undefined;
-    this.listen?.end();
+    const listen = this.listen;
     this.listen = undefined;
+    listen?.end();
   }
 }

@@ -8,12 +8,9 @@ import { GatewayError } from '../errors.js';
 import { ErrorCode, type JsonRpcResponse } from '../protocol/jsonrpc.js';
 import { META_CLIENT_CAPABILITIES, META_PROTOCOL_VERSION } from '../protocol/methods.js';
 import { isLegacyVersion, LATEST_LEGACY_VERSION, MODERN_VERSIONS } from '../protocol/versions.js';
-import type { UpstreamMessages } from '../pipeline/ports.js';
+import type { UpstreamMessages, UpstreamProfile } from '../pipeline/ports.js';
 
-export type UpstreamProfile =
-  /** `alsoLegacy`: a dual-era server (VER §Compatibility Matrix) that legacy clients can reach directly. */
-  | { era: 'modern'; version: string; discover: Record<string, unknown>; alsoLegacy: boolean }
-  | { era: 'legacy'; version: string; init: Record<string, unknown> };
+export type { UpstreamProfile };
 
 const MODERN_ERRORS = new Set<number>([ErrorCode.HeaderMismatch, ErrorCode.MissingClientCapability, ErrorCode.UnsupportedProtocolVersion]);
 export const GATEHOUSE_CLIENT_INFO = { name: 'gatehouse', version: '0.1.0' };

@@ -3,9 +3,10 @@
 // (404 with data.details.reason, DESIGN.md §2).
 
 import { randomUUID } from 'node:crypto';
-import { sendJsonRpcError } from '../edge/respond.js';
-import { ErrorCode, idOf } from '../protocol/jsonrpc.js';
-import type { McpExchange } from './upstream.js';
+import type { TransportRefusal } from '../errors.js';
+import type { CallContext } from '../pipeline/context.js';
+import { refused, type Outcome } from '../pipeline/outcome.js';
+import { ErrorCode } from '../protocol/jsonrpc.js';
 
 export type EndReason = 'idle_timeout' | 'session_cap' | 'client_closed' | 'unknown';
 
@@ -101,27 +102,28 @@ export class SessionTable<S extends HeldSession> {
   }
 }
 
+/** What a legacy call's session header comes to: the session, or the answer that ends the call here. */
+export type SessionLookup<S> = { session: S } | { outcome: Outcome };
+
 /**
- * The session a legacy exchange names, or undefined once the exchange has been answered here: 400 without
- * Mcp-Session-Id, 404 with the end reason for an unknown or ended one, 200 for a DELETE that ends it
- * (2025-11-25/basic/transports.mdx §Session Management 2, 3, 5).
+ * The session a legacy call names: 400 without Mcp-Session-Id, 404 with the end reason for an unknown or
+ * ended one, 200 for a DELETE that ends it (2025-11-25/basic/transports.mdx §Session Management 2, 3, 5).
  */
-export function resolveSession<S extends HeldSession>(table: SessionTable<S>, ex: McpExchange): S | undefined {
-  const reply = { 'x-gatehouse-call-id': ex.callId };
-  const sessionId = ex.req.headers['mcp-session-id'];
+export function resolveSession<S extends HeldSession>(table: SessionTable<S>, ctx: CallContext): SessionLookup<S> {
+  const sessionId = ctx.headers['mcp-session-id'];
   if (typeof sessionId !== 'string') {
-    sendJsonRpcError(ex.res, 400, idOf(ex.message), ErrorCode.InvalidRequest, 'Mcp-Session-Id header is required; send initialize first', undefined, reply);
-    return undefined;
+    return { outcome: refused({ kind: 'transport', code: 'session_required', status: 400, rpcCode: ErrorCode.InvalidRequest, message: 'Mcp-Session-Id header is required; send initialize first' }) };
   }
   const found = table.lookup(sessionId);
-  if (!found.found) {
-    sendJsonRpcError(ex.res, 404, idOf(ex.message), ErrorCode.SessionNotFound, 'Session not found; initialize a new session', { details: { reason: found.reason } }, reply);
-    return undefined;
-  }
-  if (ex.httpMethod === 'DELETE') {
+  if (!found.found) return { outcome: refused(sessionNotFound(found.reason)) };
+  if (ctx.httpMethod === 'DELETE') {
     table.end(sessionId, 'client_closed');
-    ex.res.writeHead(200, reply).end();
-    return undefined;
+    return { outcome: { kind: 'empty', status: 200 } };
   }
-  return found.session;
+  return { session: found.session };
+}
+
+/** 404 / -32001 with the reason in data.details.reason (DESIGN.md §2). */
+export function sessionNotFound(reason: EndReason): TransportRefusal {
+  return { kind: 'transport', code: 'session_unknown', status: 404, rpcCode: ErrorCode.SessionNotFound, message: 'Session not found; initialize a new session', data: { details: { reason } } };
 }

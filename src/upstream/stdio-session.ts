@@ -2,20 +2,19 @@
 // child sends on its own (progress, logging, elicitation and sampling requests, list changes) to the
 // stream that should carry it.
 
-import type { SseWriter } from '../edge/sse-writer.js';
-import { openListenStream } from '../edge/listen-stream.js';
-import { GatewayError } from '../errors.js';
+import { failure, GatewayError } from '../errors.js';
+import type { Logger } from '../log/logger.js';
+import { CallStream } from '../pipeline/call-stream.js';
+import type { CallContext } from '../pipeline/context.js';
+import { ACCEPTED, refused, type Outcome } from '../pipeline/outcome.js';
 import { type JsonRpcId, type JsonRpcMessage, type JsonRpcRequest } from '../protocol/jsonrpc.js';
-import { ResponseChannel } from './response-channel.js';
 import type { StdioProcess } from './stdio-process.js';
 import type { EndReason, HeldSession } from './session-table.js';
-import type { Logger } from '../log/logger.js';
-import type { McpExchange } from './upstream.js';
 
 interface InFlight {
   id: JsonRpcId;
   progressToken?: string | number;
-  channel: ResponseChannel;
+  channel: CallStream;
 }
 
 /** Messages kept for a GET stream that is not open yet; the oldest go first when it overflows. */
@@ -35,7 +34,7 @@ export interface Respawner {
 export class StdioSession implements HeldSession {
   lastUsed = Date.now();
   private readonly inFlight: InFlight[] = [];
-  private listen?: SseWriter;
+  private listen?: CallStream;
   private readonly backlog: JsonRpcMessage[] = [];
   /** Set while a crashed child is being replaced; requests wait for it. */
   private restarting?: Promise<boolean>;
@@ -93,40 +92,42 @@ export class StdioSession implements HeldSession {
     return this.inFlight.length === 0 && this.listen === undefined;
   }
 
-  async handlePost(ex: McpExchange): Promise<void> {
-    if (!(await this.alive())) {
-      new ResponseChannel(ex).fail(new GatewayError('GW_ERR_UPSTREAM_EXITED', 'The upstream process is down and could not be restarted'));
-      return;
-    }
-    if (ex.kind !== 'request') {
+  async handlePost(ctx: CallContext): Promise<Outcome> {
+    if (!(await this.alive())) return refused(failure(new GatewayError('GW_ERR_UPSTREAM_EXITED', 'The upstream process is down and could not be restarted')));
+    if (ctx.kind !== 'request') {
       // Notifications and the client's answers to server requests: hand over, then 202 with no body.
-      this.proc.send(ex.message!);
-      ex.res.writeHead(202, { 'x-gatehouse-call-id': ex.callId }).end();
-      return;
+      this.proc.send(ctx.message!);
+      return ACCEPTED;
     }
-    const request = ex.message as JsonRpcRequest;
-    const channel = new ResponseChannel(ex);
+    const request = ctx.message as JsonRpcRequest;
+    const channel = new CallStream({ requestId: request.id, mode: 'call', acceptsSse: ctx.acceptsSse });
     const entry: InFlight = { id: request.id, progressToken: progressTokenOf(request), channel };
     this.inFlight.push(entry);
-    try {
-      // Legacy clients' disconnects are not cancellations (2025-11-25/basic/transports.mdx §Sending
-      // Messages 6), so no abort signal: the answer is dropped if nobody waits for it any more.
-      channel.finish(await this.proc.request(request));
-    } catch (err) {
-      channel.fail(err instanceof GatewayError ? err : new GatewayError('GW_ERR_UPSTREAM_BAD_RESPONSE', String(err)));
-    } finally {
-      this.inFlight.splice(this.inFlight.indexOf(entry), 1);
-      this.touch();
-    }
+    void (async () => {
+      try {
+        // Legacy clients' disconnects are not cancellations (2025-11-25/basic/transports.mdx §Sending
+        // Messages 6), so no abort signal: the answer is dropped if nobody waits for it any more.
+        channel.finish(await this.proc.request(request));
+      } catch (err) {
+        channel.fail(err instanceof GatewayError ? err : new GatewayError('GW_ERR_UPSTREAM_BAD_RESPONSE', String(err)));
+      } finally {
+        this.inFlight.splice(this.inFlight.indexOf(entry), 1);
+        this.touch();
+      }
+    })();
+    return { kind: 'stream', stream: channel };
   }
 
-  openListenStream(ex: McpExchange): void {
+  /** The session's GET stream; what the child sent while none was open comes first. */
+  openListenStream(): Outcome {
     this.closeListenStream();
-    const writer = openListenStream(ex, this.id, (w) => {
-      if (this.listen === w) this.closeListenStream();
+    const stream = new CallStream({ requestId: null, mode: 'listen', acceptsSse: true });
+    stream.onClose(() => {
+      if (this.listen === stream) this.closeListenStream();
     });
-    this.listen = writer;
-    if (writer) for (const msg of this.backlog.splice(0)) writer.send(msg);
+    this.listen = stream;
+    for (const msg of this.backlog.splice(0)) stream.push(msg);
+    return { kind: 'stream', stream, headers: { 'mcp-session-id': this.id } };
   }
 
 
@@ -152,14 +153,15 @@ export class StdioSession implements HeldSession {
     for (let i = this.inFlight.length - 1; i >= 0; i--) {
       if (this.inFlight[i]!.channel.push(msg)) return;
     }
-    if (this.listen?.send(msg)) return;
+    if (this.listen?.push(msg)) return;
     if (this.backlog.length >= BACKLOG_LIMIT) this.backlog.shift();
     this.backlog.push(msg);
   }
 
   private closeListenStream(): void {
-    this.listen?.end();
+    const listen = this.listen;
     this.listen = undefined;
+    listen?.end();
   }
 }
 

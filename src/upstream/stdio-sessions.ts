@@ -4,20 +4,20 @@
 // flight, or to the session's GET stream (2025-11-25/basic/transports.mdx §Sending Messages, §Listening).
 
 import type { StdioUpstreamConfig } from '../config/types.js';
-import { sendJsonRpcError } from '../edge/respond.js';
-import { GatewayError } from '../errors.js';
+import { failure, GatewayError } from '../errors.js';
 import type { Logger } from '../log/logger.js';
-import { ErrorCode, idOf, type JsonRpcRequest, type JsonRpcResponse } from '../protocol/jsonrpc.js';
+import { CallStream } from '../pipeline/call-stream.js';
+import type { CallContext } from '../pipeline/context.js';
+import { ACCEPTED, json, refused, type Outcome } from '../pipeline/outcome.js';
+import type { ModernFace, Upstream, UpstreamProfile } from '../pipeline/ports.js';
+import { ErrorCode, type JsonRpcRequest, type JsonRpcResponse } from '../protocol/jsonrpc.js';
 import { LegacyClientBridge } from './bridge-legacy-client.js';
 import { ModernClientBridge } from './bridge-modern-client.js';
-import { EraVerdict, probeUpstream, type UpstreamProfile } from './era-probe.js';
+import { EraVerdict, probeUpstream } from './era-probe.js';
 import { StdioMessages } from './stdio-messages.js';
-import { ResponseChannel } from './response-channel.js';
 import { StdioSession } from './stdio-session.js';
 import { StdioProcess } from './stdio-process.js';
 import { resolveSession, SessionTable } from './session-table.js';
-import type { ModernFace } from '../pipeline/ports.js';
-import type { McpExchange, Upstream } from './upstream.js';
 import { modernFaceOf } from './modern-face.js';
 import { isObject } from '../protocol/era-shapes.js';
 import { META_SERVER_INFO } from '../protocol/methods.js';
@@ -55,51 +55,43 @@ export class StdioUpstream implements Upstream {
     const legacyProfile = (): UpstreamProfile & { era: 'legacy' } => this.verdict.known as UpstreamProfile & { era: 'legacy' };
     const modernProfile = (): UpstreamProfile & { era: 'modern' } => this.verdict.known as UpstreamProfile & { era: 'modern' };
     this.modernBridge = new ModernClientBridge(this.messages, legacyProfile, limits.inputTimeoutMs, () => this.verdict.invalidate(), this.log);
-    this.legacyBridge = new LegacyClientBridge(this.messages, modernProfile, limits, () => this.verdict.invalidate(), undefined, this.log);
-    this.sharedBridge = new LegacyClientBridge(this.modernBridge.asModernUpstream(), () => this.legacyAsModern(), limits, () => this.verdict.invalidate(), undefined, this.log);
+    this.legacyBridge = new LegacyClientBridge(this.messages, modernProfile, limits, () => this.verdict.invalidate(), false, this.log);
+    this.sharedBridge = new LegacyClientBridge(this.modernBridge.asModernUpstream(), () => this.legacyAsModern(), limits, () => this.verdict.invalidate(), false, this.log);
     // Every session is a child process, so the upstream's own cap applies on top of the global one.
     this.sessions = new SessionTable({ max: Math.min(limits.max, config.maxSessions), idleTimeoutMs: limits.idleTimeoutMs }, (id, reason) => {
       this.log.info('session ended', { session: id.slice(0, 8), reason });
     });
   }
 
-  async handle(ex: McpExchange): Promise<void> {
-    const reply = { 'x-gatehouse-call-id': ex.callId };
+  async handle(ctx: CallContext): Promise<Outcome> {
     // Unless the server is pinned legacy and so is the client, the era verdict decides: legacy clients of a
     // legacy or dual-era server get their own process per session, below; other pairs are bridged.
     const shared = this.config.processes === 'shared';
-    if (shared || !(ex.era === 'legacy' && this.config.era === 'legacy')) {
+    if (shared || !(ctx.era === 'legacy' && this.config.era === 'legacy')) {
       let profile: UpstreamProfile;
       try {
         profile = this.verdict.known ?? (await this.verdict.get());
       } catch (err) {
-        new ResponseChannel(ex).fail(err instanceof GatewayError ? err : new GatewayError('GW_ERR_UPSTREAM_EXITED', String(err), this.name));
-        return;
+        return refused(failure(err instanceof GatewayError ? err : new GatewayError('GW_ERR_UPSTREAM_EXITED', String(err), this.name)));
       }
-      if (ex.era === 'modern' && profile.era === 'legacy') return this.modernBridge.handle(ex);
+      if (ctx.era === 'modern' && profile.era === 'legacy') return this.modernBridge.handle(ctx);
       // Shared processes: the legacy client is held by Gatehouse and bridged to the modern face of the legacy
       // server, whose sessions (one child per capability set) carry many clients with remapped ids.
-      if (shared && ex.era === 'legacy' && profile.era === 'legacy') return this.sharedBridge.handle(ex);
-      if (ex.era === 'legacy' && profile.era === 'modern' && !profile.alsoLegacy) return this.legacyBridge.handle(ex);
-      if (ex.era === 'modern') return this.forwardModern(ex);
+      if (shared && ctx.era === 'legacy' && profile.era === 'legacy') return this.sharedBridge.handle(ctx);
+      if (ctx.era === 'legacy' && profile.era === 'modern' && !profile.alsoLegacy) return this.legacyBridge.handle(ctx);
+      if (ctx.era === 'modern') return this.forwardModern(ctx);
     }
-    if (ex.httpMethod === 'POST' && ex.kind === 'request' && (ex.message as JsonRpcRequest).method === 'initialize') {
-      if (header(ex, 'mcp-session-id') !== undefined) {
-        sendJsonRpcError(ex.res, 400, idOf(ex.message), ErrorCode.InvalidRequest, 'initialize starts a new session: send it without Mcp-Session-Id', undefined, reply);
-        return;
+    if (ctx.httpMethod === 'POST' && ctx.kind === 'request' && ctx.method === 'initialize') {
+      if (ctx.headers['mcp-session-id'] !== undefined) {
+        return refused({ kind: 'transport', code: 'session_on_initialize', status: 400, rpcCode: ErrorCode.InvalidRequest, message: 'initialize starts a new session: send it without Mcp-Session-Id' });
       }
-      await this.initialize(ex);
-      return;
+      return this.initialize(ctx);
     }
-    const session = resolveSession(this.sessions, ex);
-    if (!session) return;
-    if (ex.httpMethod === 'GET') {
-      session.openListenStream(ex);
-      return;
-    }
-    await session.handlePost(ex);
+    const found = resolveSession(this.sessions, ctx);
+    if ('outcome' in found) return found.outcome;
+    if (ctx.httpMethod === 'GET') return found.session.openListenStream();
+    return found.session.handlePost(ctx);
   }
-
 
   knownEra(): 'modern' | 'legacy' | undefined {
     return this.verdict.known?.era;
@@ -143,51 +135,56 @@ export class StdioUpstream implements Upstream {
   }
 
   /** A modern client and a modern stdio server: each request on the shared process, stateless. */
-  private async forwardModern(ex: McpExchange): Promise<void> {
-    const channel = new ResponseChannel(ex);
-    try {
-      const reply = await this.messages.post(ex.message!, {}, ex.signal);
-      if (reply.status === 202) {
-        ex.res.writeHead(202, { 'x-gatehouse-call-id': ex.callId }).end();
-        return;
+  private async forwardModern(ctx: CallContext): Promise<Outcome> {
+    if (ctx.kind !== 'request') {
+      // Notifications go to the shared child and are answered at once.
+      try {
+        await this.messages.post(ctx.message!, {}, ctx.signal);
+      } catch (err) {
+        return refused(failure(err instanceof GatewayError ? err : new GatewayError('GW_ERR_UPSTREAM_EXITED', String(err), this.name)));
       }
-      for await (const msg of reply.messages) {
-        if ('method' in msg) channel.push(msg);
-        else return channel.finish(msg as JsonRpcResponse);
-      }
-      channel.fail(new GatewayError('GW_ERR_UPSTREAM_BAD_RESPONSE', `Upstream "${this.name}" did not answer`, this.name));
-    } catch (err) {
-      if (!ex.signal.aborted) channel.fail(err instanceof GatewayError ? err : new GatewayError('GW_ERR_UPSTREAM_EXITED', String(err), this.name));
+      return ACCEPTED;
     }
+    const request = ctx.message as JsonRpcRequest;
+    const channel = new CallStream({ requestId: request.id, mode: 'call', acceptsSse: ctx.acceptsSse });
+    void (async () => {
+      try {
+        const reply = await this.messages.post(request, {}, ctx.signal);
+        for await (const msg of reply.messages) {
+          if ('method' in msg) channel.push(msg);
+          else return channel.finish(msg as JsonRpcResponse);
+        }
+        channel.fail(new GatewayError('GW_ERR_UPSTREAM_BAD_RESPONSE', `Upstream "${this.name}" did not answer`, this.name));
+      } catch (err) {
+        if (!ctx.signal.aborted) channel.fail(err instanceof GatewayError ? err : new GatewayError('GW_ERR_UPSTREAM_EXITED', String(err), this.name));
+      }
+    })();
+    return { kind: 'stream', stream: channel };
   }
 
-  private async initialize(ex: McpExchange): Promise<void> {
+  private async initialize(ctx: CallContext): Promise<Outcome> {
     this.sessions.makeRoom();
     const proc = this.newProcess();
-    const channel = new ResponseChannel(ex);
     try {
       await proc.start();
       this.lastStartOk = true;
     } catch (err) {
       this.lastStartOk = false;
-      channel.fail(err as GatewayError);
-      return;
+      return refused(failure(err instanceof GatewayError ? err : new GatewayError('GW_ERR_UPSTREAM_EXITED', String(err), this.name)));
     }
     let response;
     try {
-      response = await proc.request(ex.message as JsonRpcRequest);
+      response = await proc.request(ctx.message as JsonRpcRequest);
     } catch (err) {
       void proc.stop();
-      channel.fail(err instanceof GatewayError ? err : new GatewayError('GW_ERR_UPSTREAM_EXITED', String(err), this.name));
-      return;
+      return refused(failure(err instanceof GatewayError ? err : new GatewayError('GW_ERR_UPSTREAM_EXITED', String(err), this.name)));
     }
     if (response.error) {
       void proc.stop();
-      channel.finish(response);
-      return;
+      return json(response);
     }
     const id = this.sessions.newId();
-    const initRequest = ex.message as JsonRpcRequest;
+    const initRequest = ctx.message as JsonRpcRequest;
     const session = new StdioSession(id, proc, {
       policy: this.config.restart,
       // A crashed child is replaced under the same session: the client's own initialize is replayed, then
@@ -208,10 +205,8 @@ export class StdioUpstream implements Upstream {
       onGiveUp: () => this.sessions.forget(id, 'unknown'),
     }, this.log.child({ session: id.slice(0, 8) }));
     this.sessions.add(id, session);
-    ex.bindSession(id);
     this.log.info('session started', { session: id.slice(0, 8), pid: proc.pid });
-    channel.setHeader('mcp-session-id', id);
-    channel.finish(response);
+    return json(response, { 'mcp-session-id': id });
   }
 
   private newProcess(): StdioProcess {
@@ -220,9 +215,4 @@ export class StdioUpstream implements Upstream {
       this.log,
     );
   }
-}
-
-function header(ex: McpExchange, name: string): string | undefined {
-  const v = ex.req.headers[name];
-  return Array.isArray(v) ? v[0] : v;
 }

@@ -39,6 +39,8 @@ async function legacyUpstream(onCall: (msg: Msg, res: ServerResponse) => void): 
     if (msg.method === 'server/discover') return void res.writeHead(400, { 'content-type': 'application/json' }).end('{"jsonrpc":"2.0","id":null,"error":{"code":-32000,"message":"Bad Request: Server not initialized"}}');
     if (!live.has(session)) return void res.writeHead(404, { 'content-type': 'application/json' }).end('{"jsonrpc":"2.0","id":null,"error":{"code":-32001,"message":"Session not found"}}');
     if (msg.id === undefined || msg.method === undefined) return void res.writeHead(202).end();
+    // Gatehouse lists the upstream to learn the tools it routes; these scripted tools are not listed.
+    if (msg.method === 'tools/list') return jsonResult(res, JSON.stringify(msg), { tools: [] });
     onCall(msg, res);
   }, { handshake: false });
   cleanups.push(() => up.close());

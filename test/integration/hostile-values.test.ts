@@ -46,8 +46,8 @@ async function gatewayFor(upstreams: Array<Record<string, unknown>>): Promise<Te
   return gw;
 }
 
-/** What a client sent that reached the upstream (Gatehouse's own lists, ids `gatehouse-…`, left out). */
-const forwarded = (u: FakeUpstream): number => u.requests.filter((r) => !r.body.includes('"id":"gatehouse-')).length;
+/** What a client sent that reached the upstream (Gatehouse's own requests, ids `gatehouse-…` and `gh-…`, left out). */
+const forwarded = (u: FakeUpstream): number => u.requests.filter((r) => !/"id":"(gatehouse|gh)-/.test(r.body)).length;
 
 /** Posts and checks the refusal: 400, the JSON-RPC code, the request id echoed, nothing forwarded. */
 async function expectRefused(gw: TestGateway, ups: FakeUpstream[], body: string, headers: Record<string, string>, code: number, id: unknown): Promise<string> {

@@ -90,6 +90,9 @@ test('server-everything killed mid-call (SIGKILL): the call fails cleanly and th
     const headers = { ...LEGACY_HEADERS, 'mcp-session-id': String(init.headers['mcp-session-id']), 'mcp-protocol-version': '2025-11-25' };
     const pid = Number(everything.logs.find((l) => l.msg === 'session started')?.pid);
     assert.ok(pid > 0);
+    // The first call of a tool makes Gatehouse list the server to learn where it goes; listing first means
+    // the call below is in the child when it is killed.
+    assert.equal((await post(everything.url, rpc(0, 'tools/list'), headers)).status, 200);
     const slow = post(everything.url, rpc(1, 'tools/call', { name: 'trigger-long-running-operation', arguments: { duration: 5, steps: 5 } }), headers);
     await new Promise((r) => setTimeout(r, 300));
     process.kill(pid, 'SIGKILL');

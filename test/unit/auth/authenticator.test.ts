@@ -28,7 +28,7 @@ describe('Authenticator', () => {
     const none = sync(a.authenticate({}));
     assert.ok(none.ok && none.principal.subject === 'anonymous');
     const bad = sync(a.authenticate({ authorization: 'Bearer gh_wrong_key_0123456789abcdefghijklmn' }));
-    assert.ok(!bad.ok && bad.refusal.status === 401 && bad.refusal.reason === 'unknown_key');
+    assert.ok(!bad.ok && bad.refusal.status === 401 && bad.refusal.code === 'unknown_key');
     const good = sync(a.authenticate({ authorization: `bearer ${KEY}` }));
     assert.ok(good.ok && good.principal.subject === 'key:k' && good.principal.keyId === 'k', 'the scheme is case-insensitive');
   });

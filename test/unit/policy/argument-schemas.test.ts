@@ -2,7 +2,8 @@
 // it; §Error Handling: input validation failures are isError results the model can act on).
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { ArgumentSchemas, invalidArgumentsResult } from '../../../src/policy/argument-schemas.js';
+import { toWire } from '../../../src/errors.js';
+import { ArgumentSchemas, invalidArguments } from '../../../src/policy/argument-schemas.js';
 import { createLogger } from '../../../src/log/logger.js';
 
 const logs: string[] = [];
@@ -34,7 +35,7 @@ test('a schema with an external $ref is never fetched: the check is skipped and 
 });
 
 test('the refusal is a tool result with isError and structuredContent.error.code = invalid_arguments', () => {
-  const result = invalidArgumentsResult('calc', [{ path: '/n', message: 'must be integer' }]);
+  const result = toWire(invalidArguments('calc', [{ path: '/n', message: 'must be integer' }]), { era: 'legacy', id: 1, callId: 'c' }).body.result!;
   assert.equal(result.isError, true);
   assert.deepEqual(result.structuredContent, { error: { code: 'invalid_arguments', message: 'Invalid arguments for tool "calc": /n must be integer', errors: [{ path: '/n', message: 'must be integer' }] } });
 });

@@ -2,15 +2,17 @@
 // catalog when something does: unsafe or over-long tool names (issue 4: names are safe whatever the
 // upstream count), `prefix: always`, or access rules that make lists differ per caller. Names are only
 // known once the upstream has been listed. A client listing tools or prompts waits for that check, so it
-// never sees an unsafe name, and the check is made again on each such list; a call by name starts it in
-// the background and is passed through. Nothing else causes the gateway to list the upstream. Once the catalog is needed it stays chosen, since the
-// upstream's sessions cannot move between the two paths.
+// never sees an unsafe name, and the check is made again on each such list. A call by name is passed
+// through (the pipeline's resolve stage lists the upstream when it meets a name it does not know). Once the
+// catalog is needed it stays chosen, since the upstream's sessions cannot move between the two paths.
 
-import type { Principal } from '../pipeline/principal.js';
 import type { Logger } from '../log/logger.js';
+import type { CallContext } from '../pipeline/context.js';
+import type { Outcome } from '../pipeline/outcome.js';
+import type { ModernFace, Upstream } from '../pipeline/ports.js';
+import type { Principal } from '../pipeline/principal.js';
+import type { Catalog } from './catalog.js';
 import type { CatalogUpstream } from './catalog-upstream.js';
-import type { ModernFace } from '../pipeline/ports.js';
-import type { McpExchange, Upstream } from './upstream.js';
 
 type Mode = 'undecided' | 'direct' | 'catalog';
 
@@ -35,17 +37,26 @@ export class SingleUpstream implements Upstream {
     this.mode = forceCatalog ? 'catalog' : 'undecided';
   }
 
-  handle(ex: McpExchange): Promise<void> {
-    if (this.mode === 'catalog') return this.catalog.handle(ex);
-    const method = ex.kind === 'request' ? (ex.message as { method?: string }).method : undefined;
-    if (method === 'tools/list' || method === 'prompts/list') return this.decideThenHandle(ex);
-    if (this.mode === 'undecided' && (method === 'tools/call' || method === 'prompts/get')) void this.decide(false);
-    return this.member.handle(ex);
+  /** True while the member is served by byte pass-through rather than through the catalog. */
+  get passesThrough(): boolean {
+    return this.mode !== 'catalog';
   }
 
-  private async decideThenHandle(ex: McpExchange): Promise<void> {
+  /** The catalog in front of the one member: the resolve stage reads routes from it on both paths. */
+  get routes(): Catalog {
+    return this.catalog.catalog;
+  }
+
+  handle(ctx: CallContext): Promise<Outcome> {
+    if (this.mode === 'catalog') return this.catalog.handle(ctx);
+    const method = ctx.kind === 'request' ? ctx.method : undefined;
+    if (method === 'tools/list' || method === 'prompts/list') return this.decideThenHandle(ctx);
+    return this.member.handle(ctx);
+  }
+
+  private async decideThenHandle(ctx: CallContext): Promise<Outcome> {
     const mode = await this.decide(this.mode === 'direct');
-    return mode === 'catalog' ? this.catalog.handle(ex) : this.member.handle(ex);
+    return mode === 'catalog' ? this.catalog.handle(ctx) : this.member.handle(ctx);
   }
 
   /**

@@ -1,72 +1,67 @@
 // Several upstreams as one: modern clients are answered from the catalog directly, legacy clients through
-// the legacy bridge with the catalog standing in for a modern upstream (sessions, initialize, server
-// requests on SSE all come from there).
+// a legacy bridge (built by the gateway) with the catalog standing in for a modern upstream (sessions,
+// initialize, server requests on SSE all come from there).
 
-import type { Principal } from '../pipeline/principal.js';
 import type { Logger } from '../log/logger.js';
 import type { AccessPolicy } from '../policy/access.js';
-import { gatewayRefusalOf } from '../policy/argument-schemas.js';
-import { Catalog } from '../catalog/catalog.js';
-import type { PrefixMode } from '../catalog/public-names.js';
-import { GatewayError } from '../errors.js';
-import type { JsonRpcResponse } from '../protocol/jsonrpc.js';
+import { failure, GatewayError } from '../errors.js';
+import { CallStream } from '../pipeline/call-stream.js';
+import type { CallContext } from '../pipeline/context.js';
+import { ACCEPTED, refused, type Outcome } from '../pipeline/outcome.js';
+import type { CallHandler, LegacyBridgeFactory, ModernFace, Upstream, UpstreamProfile } from '../pipeline/ports.js';
+import type { Principal } from '../pipeline/principal.js';
+import { idOf, type JsonRpcResponse } from '../protocol/jsonrpc.js';
 import { META_CLIENT_CAPABILITIES, META_PROTOCOL_VERSION } from '../protocol/methods.js';
 import { MODERN_VERSIONS } from '../protocol/versions.js';
-import { LegacyClientBridge } from './bridge-legacy-client.js';
-import type { UpstreamProfile } from './era-probe.js';
-import { ResponseChannel } from './response-channel.js';
-import type { ModernFace } from '../pipeline/ports.js';
-import type { McpExchange, Upstream } from './upstream.js';
+import { Catalog } from './catalog.js';
+import type { PrefixMode } from './public-names.js';
 
 export class CatalogUpstream implements Upstream {
   readonly name = 'catalog';
   readonly transport = 'http' as const;
-  private readonly catalog: Catalog;
-  private readonly legacyBridge: LegacyClientBridge;
+  /** The aggregated view; the pipeline's resolve stage reads routes from it. */
+  readonly catalog: Catalog;
+  private readonly legacyBridge: CallHandler;
   private discovered?: UpstreamProfile & { era: 'modern' };
 
   constructor(
     private readonly members: readonly Upstream[],
     uriPrefixes: ReadonlyMap<Upstream, readonly string[]>,
-    tools: { prefix: PrefixMode; outputValidation: 'enforce' | 'warn' | 'off' },
-    limits: { max: number; idleTimeoutMs: number; inputTimeoutMs: number },
+    prefix: PrefixMode,
+    bridgeLegacyClients: LegacyBridgeFactory,
     log: Logger,
     access?: AccessPolicy,
   ) {
-    this.catalog = new Catalog(members, uriPrefixes, tools.prefix, tools.outputValidation, log, access);
-    this.legacyBridge = new LegacyClientBridge(this.catalog, () => this.discovered!, limits, () => (this.discovered = undefined), undefined, log);
+    this.catalog = new Catalog(members, uriPrefixes, prefix, log, access);
+    this.legacyBridge = bridgeLegacyClients(this.catalog, () => this.discovered!, () => (this.discovered = undefined));
   }
 
-  async handle(ex: McpExchange): Promise<void> {
-    if (ex.era === 'legacy') {
+  async handle(ctx: CallContext): Promise<Outcome> {
+    if (ctx.era === 'legacy') {
       try {
         // The legacy bridge answers initialize from the discover result, so it must exist first.
         this.discovered ??= { era: 'modern', version: MODERN_VERSIONS[0], discover: await this.catalog.discover(), alsoLegacy: false };
       } catch (err) {
-        new ResponseChannel(ex).fail(err instanceof GatewayError ? err : new GatewayError('GW_ERR_UPSTREAM_UNREACHABLE', String(err)));
-        return;
+        return refused(failure(err instanceof GatewayError ? err : new GatewayError('GW_ERR_UPSTREAM_UNREACHABLE', String(err))));
       }
-      return this.legacyBridge.handle(ex);
+      return this.legacyBridge.handle(ctx);
     }
-    if (ex.kind !== 'request') {
-      ex.res.writeHead(202, { 'x-gatehouse-call-id': ex.callId }).end();
-      return;
-    }
-    const channel = new ResponseChannel(ex);
-    try {
-      const reply = await this.catalog.post(ex.message!, {}, ex.signal, ex.principal);
-      for await (const msg of reply.messages) {
-        if ('method' in msg) channel.push(msg);
-        else {
-          // Counted as a refusal (metrics, the request log), not as a successful call.
-          ex.refusal ??= gatewayRefusalOf((msg as JsonRpcResponse).result);
-          return channel.finish(msg as JsonRpcResponse);
+    if (ctx.kind !== 'request') return ACCEPTED;
+    const request = ctx.message!;
+    const stream = new CallStream({ requestId: idOf(request), mode: 'call', acceptsSse: ctx.acceptsSse });
+    void (async () => {
+      try {
+        const reply = await this.catalog.post(request, {}, ctx.signal, ctx.principal);
+        for await (const msg of reply.messages) {
+          if ('method' in msg) stream.push(msg);
+          else return stream.finish(msg as JsonRpcResponse);
         }
+        stream.fail(new GatewayError('GW_ERR_UPSTREAM_BAD_RESPONSE', 'An upstream ended the call without answering'));
+      } catch (err) {
+        if (!ctx.signal.aborted) stream.fail(err instanceof GatewayError ? err : new GatewayError('GW_ERR_UPSTREAM_BAD_RESPONSE', String(err)));
       }
-      channel.fail(new GatewayError('GW_ERR_UPSTREAM_BAD_RESPONSE', 'An upstream ended the call without answering'));
-    } catch (err) {
-      if (!ex.signal.aborted) channel.fail(err instanceof GatewayError ? err : new GatewayError('GW_ERR_UPSTREAM_BAD_RESPONSE', String(err)));
-    }
+    })();
+    return { kind: 'stream', stream };
   }
 
   /** See Catalog.namesUnchanged: whether one member could be served by pass-through as it is. */

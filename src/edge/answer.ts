@@ -1,0 +1,179 @@
+// Writes an Outcome as HTTP: the only place Gatehouse sets a status, headers or a body on the MCP
+// endpoint, and the one place `x-gatehouse-call-id` is set. JSON for single messages and refusals, SSE for
+// streams (with keep-alives and a cut-off for clients that stop reading), and the upstream's own bytes for
+// the pass-through.
+
+import type { ServerResponse } from 'node:http';
+import type { Readable } from 'node:stream';
+import { toWire, type WireContext } from '../errors.js';
+import type { CallStream, StreamItem } from '../pipeline/call-stream.js';
+import type { AnswerHeaders, Outcome } from '../pipeline/outcome.js';
+import { formatSseMessage } from '../protocol/sse.js';
+import { waitForDrain } from './backpressure.js';
+import { relaySse } from './sse-relay.js';
+
+export const CALL_ID_HEADER = 'x-gatehouse-call-id';
+
+/** A client this far behind is cut off: it can reconnect, the gateway's memory cannot grow. */
+const MAX_BUFFERED_BYTES = 8 * 1024 * 1024;
+/** SSE comments on an idle listen stream, so proxies in between do not time it out. */
+const KEEPALIVE_MS = 15_000;
+
+const SSE_HEADERS = { 'content-type': 'text/event-stream', 'cache-control': 'no-cache', 'x-accel-buffering': 'no' };
+
+export interface AnswerContext extends WireContext {
+  signal: AbortSignal;
+  log?: { warn(msg: string, fields?: Record<string, unknown>): void };
+}
+
+/** What the edge learns from writing an answer. */
+export interface AnswerSummary {
+  /** The final answer was a tool result with `isError: true` (the tool failed; not a refusal). */
+  toolError: boolean;
+}
+
+const NO_TOOL_ERROR: AnswerSummary = Object.freeze({ toolError: false });
+
+/** Writes the whole answer; resolves once it is written or the client has gone. */
+export async function writeOutcome(res: ServerResponse, outcome: Outcome, ctx: AnswerContext): Promise<AnswerSummary> {
+  switch (outcome.kind) {
+    case 'json':
+      sendJson(res, outcome.status, outcome.message, withCallId(outcome.headers, ctx.callId));
+      return summaryOf(outcome.message);
+    case 'empty':
+      if (res.headersSent) res.destroy();
+      else res.writeHead(outcome.status, withCallId(outcome.headers, ctx.callId)).end();
+      return NO_TOOL_ERROR;
+    case 'refused': {
+      const wire = toWire(outcome.refusal, ctx);
+      sendJson(res, wire.status, wire.body, withCallId(wire.headers, ctx.callId));
+      return NO_TOOL_ERROR;
+    }
+    case 'stream':
+      return writeStream(res, outcome.stream, withCallId(outcome.headers, ctx.callId), ctx);
+    case 'relay':
+      return relay(res, outcome, ctx);
+  }
+}
+
+function summaryOf(message: unknown): AnswerSummary {
+  return (message as { result?: { isError?: unknown } }).result?.isError === true ? { toolError: true } : NO_TOOL_ERROR;
+}
+
+export function sendJson(res: ServerResponse, status: number, body: unknown, headers: AnswerHeaders): void {
+  if (res.headersSent) {
+    res.destroy();
+    return;
+  }
+  const text = JSON.stringify(body);
+  res.writeHead(status, { ...headers, 'content-type': 'application/json', 'content-length': Buffer.byteLength(text) });
+  res.end(text);
+}
+
+function withCallId(headers: AnswerHeaders | undefined, callId: string): AnswerHeaders {
+  return headers ? { ...headers, [CALL_ID_HEADER]: callId } : { [CALL_ID_HEADER]: callId };
+}
+
+/**
+ * A call's stream stays JSON while nothing precedes the final message; a listen stream opens at once.
+ * The client leaving cancels the stream, which is how its producer hears of it.
+ */
+async function writeStream(res: ServerResponse, stream: CallStream, headers: AnswerHeaders, ctx: AnswerContext): Promise<AnswerSummary> {
+  const onClose = (): void => {
+    if (!res.writableFinished) stream.cancel();
+  };
+  res.once('close', onClose);
+  let sse = false;
+  let keepalive: NodeJS.Timeout | undefined;
+  let summary = NO_TOOL_ERROR;
+  const openSse = (): void => {
+    if (sse) return;
+    sse = true;
+    res.writeHead(200, { ...headers, ...SSE_HEADERS });
+    res.flushHeaders();
+  };
+  if (stream.mode === 'listen') {
+    openSse();
+    keepalive = setInterval(() => writeSse(res, ': keep-alive\n\n'), KEEPALIVE_MS).unref();
+  }
+  try {
+    for await (const item of stream.read()) {
+      if (res.destroyed) break;
+      if ('comment' in item) {
+        if (sse) writeSse(res, ': keep-alive\n\n');
+        continue;
+      }
+      if ('message' in item && item.final) summary = summaryOf(item.message);
+      if (!sse && isFinalAnswer(item)) {
+        // Nothing preceded the answer: plain JSON, as a server answering directly would.
+        if ('message' in item) sendJson(res, 200, item.message, headers);
+        else {
+          const wire = toWire({ kind: 'failure', error: item.failure }, { ...ctx, id: stream.requestId });
+          sendJson(res, wire.status, wire.body, { ...headers, ...wire.headers });
+        }
+        return summary;
+      }
+      openSse();
+      const message = 'message' in item ? item.message : toWire({ kind: 'failure', error: item.failure }, { ...ctx, id: stream.requestId }).body;
+      if (!writeSse(res, formatSseMessage(message))) break;
+    }
+    if (!sse) {
+      // A stream that ended with nothing at all (a listen refused, a producer that gave up): an empty 200.
+      if (!res.headersSent) res.writeHead(200, headers);
+    }
+    if (!res.destroyed) res.end();
+    return summary;
+  } finally {
+    if (keepalive) clearInterval(keepalive);
+  }
+}
+
+function isFinalAnswer(item: StreamItem): boolean {
+  return 'failure' in item || ('message' in item && item.final);
+}
+
+/** One SSE write; a client that has fallen too far behind is cut off (false). */
+function writeSse(res: ServerResponse, text: string): boolean {
+  if (res.destroyed || res.writableEnded) return false;
+  res.write(text);
+  if (res.writableLength > MAX_BUFFERED_BYTES) {
+    res.destroy();
+    return false;
+  }
+  return true;
+}
+
+/** The upstream's answer as it came: SSE event by event, anything else chunk by chunk, honouring backpressure. */
+async function relay(res: ServerResponse, outcome: Extract<Outcome, { kind: 'relay' }>, ctx: AnswerContext): Promise<AnswerSummary> {
+  const headers = withCallId(outcome.headers, ctx.callId);
+  if ((outcome.headers['content-type'] ?? '').startsWith('text/event-stream')) {
+    // The relay writes whole events, never a declared length; a stream has none anyway.
+    delete headers['content-length'];
+    headers['x-accel-buffering'] = 'no';
+    headers['cache-control'] ??= 'no-cache';
+    res.writeHead(outcome.status, headers);
+    res.flushHeaders();
+    const toolError = await relaySse(outcome.body, res, { ...ctx, requestId: outcome.requestId, upstream: outcome.upstream, failureOf: outcome.failureOf });
+    return toolError ? { toolError } : NO_TOOL_ERROR;
+  }
+  res.writeHead(outcome.status, headers);
+  return copyBody(outcome.body, res, ctx);
+}
+
+/** `"isError":true` as the answer's bytes carry it; inside a string it would be escaped, so it cannot match there. */
+const IS_ERROR = Buffer.from('"isError":true');
+
+async function copyBody(body: Readable, res: ServerResponse, ctx: AnswerContext): Promise<AnswerSummary> {
+  let toolError = false;
+  try {
+    for await (const chunk of body as AsyncIterable<Buffer>) {
+      if (!toolError && chunk.includes(IS_ERROR)) toolError = true;
+      if (!res.write(chunk)) await waitForDrain(res, ctx.signal);
+    }
+    res.end();
+  } catch (err) {
+    if (!ctx.signal.aborted) ctx.log?.warn('upstream body failed mid-response', { err, callId: ctx.callId });
+    res.destroy();
+  }
+  return toolError ? { toolError } : NO_TOOL_ERROR;
+}

@@ -1,0 +1,69 @@
+// Relays an upstream SSE body to the client event by event, as each event completes, honouring the
+// client's backpressure. When the stream breaks before the answer to the client's request arrived, the
+// client gets a JSON-RPC error for that request instead of a silent end.
+
+import type { ServerResponse } from 'node:http';
+import type { Readable } from 'node:stream';
+import { GatewayError, toWire, type WireContext } from '../errors.js';
+import type { JsonRpcId } from '../protocol/jsonrpc.js';
+import { SseParser, formatSseMessage } from '../protocol/sse.js';
+import { waitForDrain } from './backpressure.js';
+
+export interface RelayContext extends WireContext {
+  signal: AbortSignal;
+  requestId: JsonRpcId | null;
+  upstream: string;
+  /** What a broken body means, told by the adapter that knows its transport's errors. */
+  failureOf(err: unknown): GatewayError;
+  log?: { warn(msg: string, fields?: Record<string, unknown>): void };
+}
+
+/** Relays the stream; resolves true when the answer was a tool result with `isError: true`. */
+export async function relaySse(body: Readable, res: ServerResponse, ctx: RelayContext): Promise<boolean> {
+  const parser = new SseParser();
+  // Only a POST that carried a request waits for a final response on its stream.
+  let answered = ctx.requestId === null;
+  let toolError = false;
+  let resumable = false;
+  let failure: GatewayError | undefined;
+  try {
+    for await (const chunk of body as AsyncIterable<Buffer>) {
+      for (const ev of parser.push(chunk)) {
+        if (ev.id !== undefined && ev.id !== '') resumable = true;
+        if (!answered && ev.data !== undefined) {
+          const response = responseTo(ev.data, ctx.requestId);
+          if (response !== undefined) {
+            answered = true;
+            toolError = response.result?.isError === true;
+          }
+        }
+        if (!res.write(ev.raw)) await waitForDrain(res, ctx.signal);
+        if (ctx.signal.aborted) return toolError;
+      }
+    }
+  } catch (err) {
+    if (ctx.signal.aborted) return toolError;
+    failure = ctx.failureOf(err);
+  }
+  if (ctx.signal.aborted || res.destroyed) return toolError;
+  // A 2025-11-25 server may close a stream that carried event ids and expect the client to resume it with
+  // GET + Last-Event-ID (2025-11-25/basic/transports.mdx §Sending Messages 6); that is not a failure.
+  if (!answered && (failure !== undefined || !resumable)) {
+    const err = failure ?? new GatewayError('GW_ERR_UPSTREAM_BAD_RESPONSE', `Upstream "${ctx.upstream}" ended the stream without answering the request`, ctx.upstream);
+    ctx.log?.warn('upstream stream ended without a response', { code: err.code, callId: ctx.callId });
+    res.write(formatSseMessage(toWire({ kind: 'failure', error: err }, { ...ctx, id: ctx.requestId }).body));
+  }
+  res.end();
+  return toolError;
+}
+
+function responseTo(data: string, id: JsonRpcId | null): { result?: { isError?: unknown } } | undefined {
+  // Cheap pre-check: notifications have no "id" and are most of a long stream.
+  if (!data.includes('"id"')) return undefined;
+  try {
+    const msg = JSON.parse(data) as { id?: unknown; result?: { isError?: unknown }; error?: unknown; method?: unknown };
+    return msg.id === id && msg.method === undefined && (msg.result !== undefined || msg.error !== undefined) ? msg : undefined;
+  } catch {
+    return undefined;
+  }
+}

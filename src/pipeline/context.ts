@@ -1,0 +1,71 @@
+// The one object a call carries through the pipeline. The edge fills in what the HTTP request says; each
+// stage adds what it learns (who is calling, then which tool of which upstream). Stages read it and
+// return an Outcome; none of them sees the HTTP request or response.
+
+import type { IncomingHttpHeaders } from 'node:http';
+import type { JsonRpcMessage, MessageKind } from '../protocol/jsonrpc.js';
+import type { ParamHeader } from '../protocol/param-headers.js';
+import type { TraceContext } from '../protocol/trace-context.js';
+import type { ClientEra } from '../protocol/versions.js';
+import type { Principal } from './principal.js';
+
+/** Where a tools/call or prompts/get goes, once the catalog has resolved its public name (the resolve stage). */
+export interface Route {
+  kind: 'tools' | 'prompts';
+  /** `upstream/original`: what access rules and policies match. */
+  ref: string;
+  /** The name the client called. */
+  publicName: string;
+  /** The upstream's own name for it. */
+  original: string;
+  upstream: string;
+  /**
+   * False for a name the upstream's list does not show, passed on as it is because the upstream is served
+   * by pass-through (it answers unknown names itself); such a route has no schemas or annotations.
+   */
+  listed: boolean;
+  /** The tool's `x-mcp-header` annotations (tools.mdx §x-mcp-header). */
+  params: readonly ParamHeader[];
+  annotations?: Record<string, unknown>;
+  inputSchema?: unknown;
+  outputSchema?: unknown;
+}
+
+export interface CallContext {
+  /** Gatehouse's id for this call: in logs, events, and the `x-gatehouse-call-id` answer header. */
+  readonly callId: string;
+  /** The edge (gateway) that received the call; event subscribers of one gateway filter on it. */
+  readonly edge: object;
+  /** `performance.now()` when the request arrived. */
+  readonly receivedAt: number;
+  readonly httpMethod: 'POST' | 'GET' | 'DELETE';
+  /** The client's request headers, read-only: adapters forward an allowlist of them. */
+  readonly headers: IncomingHttpHeaders;
+  /** The client's exact bytes (POST), forwarded untouched when nothing needs rewriting. */
+  readonly body?: Buffer;
+  /** The message, parsed once by the edge (POST). */
+  readonly message?: JsonRpcMessage;
+  readonly kind?: MessageKind;
+  /** The JSON-RPC method of a request or notification. */
+  readonly method?: string;
+  readonly era: ClientEra;
+  /** The protocol version the client speaks on this request (negotiated legacy version, or 2026-07-28). */
+  readonly version: string;
+  /** Aborted when the client goes away before its answer is complete. */
+  readonly signal: AbortSignal;
+  /** Whether the client takes an SSE answer (its Accept lists text/event-stream). */
+  readonly acceptsSse: boolean;
+  /** Who is calling (auth stage). */
+  readonly principal: Principal;
+  /** W3C trace context from the headers or `_meta`; already added to `message._meta`. */
+  readonly trace?: TraceContext;
+  /** The legacy session the request names, when the edge admitted it. */
+  readonly sessionId?: string;
+  /**
+   * What the client declared it can do, in 2026-07-28 terms: from `_meta` for modern clients, from the
+   * session's `initialize` for legacy ones. Lists (and so routes) can depend on it.
+   */
+  readonly clientCapabilities: Record<string, unknown>;
+  /** Set by the resolve stage for tools/call and prompts/get. */
+  route?: Route;
+}

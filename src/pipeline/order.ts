@@ -1,0 +1,44 @@
+// The order of the pipeline, in one place (DESIGN.md §1, §7). Every call walks these stages; each one
+// answers the call or hands it on, and knows nothing of the stages after it.
+//
+//   admission   edge/server.ts: connection cap, repeated headers, Host/Origin, method, body size and
+//               time, JSON, media types, protocol version, headers vs body, field types, the legacy
+//               session's owner ............................................ 400 403 404 405 406 408 413 415 429
+//   auth        edge/server.ts with auth/: failed-auth limit first, then the credential → Principal
+//                                                                         ...... 400 401 403 429 503
+//   resolve     catalog/resolve-stage.ts: tools/call, prompts/get → route (ref, schemas, annotations)
+//                                                                         ...... -32602 unknown tool or prompt
+//   access      policy/access-stage.ts: the key's tool list and policy.rules; hidden = unknown ... -32602
+//   arguments   policy/arguments-stage.ts: Mcp-Param-* vs body ............... 400 -32020
+//                                          inputSchema .................... invalid_arguments (tool result)
+//   (the policy stages of DESIGN.md §7 come here: egress, rate limits, budgets, breakers, approval,
+//    idempotency)
+//   upstream    the adapter for the configured upstream(s): pass-through, era bridges, catalog, stdio
+//                                                                         ...... 502 503 504 GW_ERR_*
+//   output      policy/output-stage.ts: structuredContent vs outputSchema ..... invalid_output (enforce)
+//
+// Admission and auth need the HTTP request itself (the body is read only after the credential is
+// checked), so the edge runs them; from `resolve` on, stages see only the CallContext. The edge writes
+// whatever Outcome comes back.
+
+import type { CallContext } from './context.js';
+import type { Outcome } from './outcome.js';
+import { compose, type Next, type Stage, type StageName } from './stage.js';
+
+/** The stages that run on a CallContext, in order. */
+export const CALL_STAGES = ['resolve', 'access', 'arguments', 'output', 'upstream'] as const satisfies readonly StageName[];
+
+export type CallStages = Record<(typeof CALL_STAGES)[number], Stage>;
+
+export type Pipeline = (ctx: CallContext) => Promise<Outcome>;
+
+/**
+ * The pipeline for one configuration. `output` wraps what `upstream` answers, so it sits before it in the
+ * chain; it checks the answer on its way back.
+ */
+export function buildPipeline(stages: CallStages): Pipeline {
+  const chain = CALL_STAGES.map((name) => stages[name]);
+  const upstream = chain.pop()!;
+  const end: Next = (ctx) => upstream.run(ctx, () => Promise.reject(new Error('nothing comes after the upstream stage')));
+  return compose(chain, end);
+}

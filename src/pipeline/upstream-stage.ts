@@ -1,0 +1,31 @@
+// The upstream stage: hands the call to the adapter of the configured upstream(s) and names what comes
+// back. A refusal the adapter makes (an upstream failure, a session it does not know) is published as the
+// upstream stage's; an adapter that throws is a bug, answered as a failure rather than a crash.
+
+import { failure, GatewayError } from '../errors.js';
+import { publishRefused, publishUpstreamAnswer } from './events.js';
+import type { Outcome } from './outcome.js';
+import type { CallHandler } from './ports.js';
+import type { Stage } from './stage.js';
+
+export function compileUpstreamStage(upstream: CallHandler & { readonly name: string }, log: { error(msg: string, fields?: Record<string, unknown>): void }): Stage {
+  return {
+    name: 'upstream',
+    async run(ctx) {
+      const started = performance.now();
+      let outcome: Outcome;
+      try {
+        outcome = await upstream.handle(ctx);
+      } catch (err) {
+        log.error('an upstream adapter threw; answering with a failure', { err, callId: ctx.callId });
+        outcome = { kind: 'refused', refusal: failure(err instanceof GatewayError ? err : new GatewayError('GW_ERR_UPSTREAM_BAD_RESPONSE', 'The upstream call failed inside Gatehouse', upstream.name)) };
+      }
+      publishUpstreamAnswer(ctx, upstream.name, outcome.kind, (performance.now() - started) / 1000);
+      if (outcome.kind === 'refused' && outcome.stage === undefined) {
+        outcome.stage = 'upstream';
+        publishRefused(ctx, 'upstream', outcome.refusal);
+      }
+      return outcome;
+    },
+  };
+}

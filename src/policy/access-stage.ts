@@ -1,0 +1,47 @@
+// The access stage: a caller may call only what its key and the access rules let it see. A hidden tool
+// or prompt is answered exactly like one that does not exist, after the same work (the catalog lists
+// again), so neither the words nor the timing tell it exists.
+
+import type { CallContext } from '../pipeline/context.js';
+import { refuseAt, type Stage } from '../pipeline/stage.js';
+import { ErrorCode, type JsonRpcRequest } from '../protocol/jsonrpc.js';
+import { describeValue } from '../protocol/describe.js';
+import type { AccessPolicy } from './access.js';
+
+export interface AccessStageDeps {
+  policy: AccessPolicy;
+  /** Lists the kind again, as resolving an unknown name does. */
+  relist(kind: 'tools' | 'prompts', capabilities: Record<string, unknown>): Promise<void>;
+  /** The unknown-item answer's words, shared with the resolve stage. */
+  unknownItemMessage(kind: 'tools' | 'prompts', name: string): string;
+}
+
+/** The resource URI a call reads or completes, when it names one. */
+function resourceUri(ctx: CallContext): string | undefined {
+  const params = (ctx.message as JsonRpcRequest).params;
+  if (ctx.method === 'resources/read') return params!.uri as string;
+  if (ctx.method === 'completion/complete') {
+    const ref = params!.ref as { type: string; uri?: string };
+    return ref.type === 'ref/resource' ? ref.uri : undefined;
+  }
+  return undefined;
+}
+
+export function compileAccessStage(deps: AccessStageDeps): Stage {
+  return {
+    name: 'access',
+    applies: (ctx) => ctx.route !== undefined || ctx.method === 'resources/read' || ctx.method === 'completion/complete',
+    async run(ctx, next) {
+      const route = ctx.route;
+      if (route !== undefined) {
+        if (deps.policy.allows(ctx.principal, route.kind, route.ref)) return next(ctx);
+        await deps.relist(route.kind, ctx.clientCapabilities).catch(() => {});
+        return refuseAt('access', ctx, { kind: 'protocol', code: route.kind === 'tools' ? 'unknown_tool' : 'unknown_prompt', rpcCode: ErrorCode.InvalidParams, message: deps.unknownItemMessage(route.kind, route.publicName) });
+      }
+      const uri = resourceUri(ctx);
+      if (uri === undefined || deps.policy.allows(ctx.principal, 'resources', uri)) return next(ctx);
+      // server/resources.mdx §Error Handling: a resource the caller may not see is one that is not found.
+      return refuseAt('access', ctx, { kind: 'protocol', code: 'resource_not_found', rpcCode: ErrorCode.InvalidParams, message: `Resource not found: ${describeValue(uri)}` });
+    },
+  };
+}

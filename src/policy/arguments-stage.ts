@@ -1,0 +1,44 @@
+// The arguments stage, for tools/call: the client's `Mcp-Param-*` headers against the body (a transport
+// refusal, 400 / -32020), then the arguments against the tool's inputSchema (a tool result the model can
+// act on, `invalid_arguments`). Both before anything reaches the upstream, on every path.
+
+import type { Route } from '../pipeline/context.js';
+import { refuseAt, type Stage } from '../pipeline/stage.js';
+import { ErrorCode, type JsonRpcRequest } from '../protocol/jsonrpc.js';
+import { checkParamHeaders } from '../protocol/param-headers.js';
+import { invalidArguments, type ArgumentSchemas } from './argument-schemas.js';
+
+export interface ArgumentsStageDeps {
+  schemas: ArgumentSchemas;
+  /** The route again from a fresh list: a tool whose headers do not match may have just changed. */
+  refreshRoute(route: Route, capabilities: Record<string, unknown>): Promise<Route | undefined>;
+}
+
+export function compileArgumentsStage(deps: ArgumentsStageDeps): Stage {
+  return {
+    name: 'arguments',
+    applies: (ctx) => ctx.method === 'tools/call' && ctx.route !== undefined,
+    async run(ctx, next) {
+      let route = ctx.route!;
+      const args = (ctx.message as JsonRpcRequest).params!.arguments;
+      // streamable-http.mdx §Server Behavior for Custom Headers: Gatehouse processes the body, so it MUST
+      // check the Mcp-Param-* headers the tool's x-mcp-header annotations imply (2026-07-28 requests only).
+      if (ctx.era === 'modern' && route.params.length > 0) {
+        let problem = checkParamHeaders(route.params, args, ctx.headers);
+        if (problem !== undefined) {
+          const fresh = await deps.refreshRoute(route, ctx.clientCapabilities).catch(() => undefined);
+          if (fresh !== undefined) {
+            route = ctx.route = fresh;
+            problem = checkParamHeaders(route.params, args, ctx.headers);
+          }
+        }
+        if (problem !== undefined) {
+          return refuseAt('arguments', ctx, { kind: 'transport', code: 'param_header', status: 400, rpcCode: ErrorCode.HeaderMismatch, message: `Header mismatch: ${problem}` });
+        }
+      }
+      // tools.mdx §Error Handling: input validation failures are tool results, so a model can correct itself.
+      const problems = deps.schemas.check(route.publicName, route.inputSchema, args);
+      return problems === undefined ? next(ctx) : refuseAt('arguments', ctx, invalidArguments(route.publicName, problems));
+    },
+  };
+}
