@@ -58,3 +58,11 @@ describe('docs/configuration.md', () => {
     assert.equal(committed, generated, 'docs/configuration.md is stale: run node scripts/gen-config-docs.mjs');
   });
 });
+
+describe('src/config/schema.generated.ts', () => {
+  it('is what scripts/gen-config-types.mjs generates from the schema now: the config types have one source', async () => {
+    const script = (await import(`${root}scripts/gen-config-types.mjs`)) as { generateConfigTypes(): Promise<string>; TARGET: string };
+    const committed = readFileSync(script.TARGET, 'utf8');
+    assert.equal(committed, await script.generateConfigTypes(), 'src/config/schema.generated.ts is stale: run npm run config:types');
+  });
+});

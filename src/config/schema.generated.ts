@@ -1,0 +1,541 @@
+// Generated from config/gatehouse.schema.json by scripts/gen-config-types.mjs (npm run config:types).
+// Do not edit: change the schema and run the script. Keys with a default are required here, because
+// these are the types of a config after validation has filled the defaults in.
+
+/**
+ * One YAML file configures the whole gateway. Unknown keys are errors. Any string value may contain ${env:NAME} or ${file:PATH} (relative to the config file) to pull in secrets; write $${ for a literal ${.
+ */
+export interface GatehouseConfiguration {
+  /**
+   * The client-facing MCP endpoint (Streamable HTTP). Listen address and port are read once at start; a reload does not move them.
+   */
+  listen: {
+    /**
+     * Interface to bind. Keep the loopback default unless a proxy or container network needs another address.
+     */
+    host: string;
+    /**
+     * TCP port to listen on; 0 picks a free port (tests use this).
+     */
+    port: number;
+    /**
+     * Path of the MCP endpoint.
+     */
+    path: string;
+    /**
+     * The URL clients use to reach this endpoint, as seen from outside (the OAuth protected resource). Needed once OAuth is configured.
+     */
+    publicUrl?: string;
+    /**
+     * Host header values accepted (DNS-rebinding guard). Empty means: derive them from listen.host and listen.publicUrl.
+     */
+    allowedHosts: string[];
+    /**
+     * Origin header values accepted when a browser sends one. Empty means: same host only.
+     */
+    allowedOrigins: string[];
+    /**
+     * Largest request body accepted, in bytes; larger requests are refused before parsing.
+     */
+    maxBodyBytes: number;
+    /**
+     * Deepest nesting of objects and arrays accepted in a request body; deeper bodies are refused as malformed before they reach any upstream.
+     */
+    maxJsonDepth: number;
+    /**
+     * Time allowed for a client to send a whole request body once its headers are in, in milliseconds; slower bodies get 408.
+     */
+    requestTimeoutMs: number;
+    /**
+     * Time allowed for a client to send its request headers, in milliseconds, counted from its first byte; a slower client (slowloris) gets 408 and its connection is closed.
+     */
+    headersTimeoutMs: number;
+    /**
+     * How long an idle kept-alive connection stays open between requests, in milliseconds. The default outlasts the 60 s idle timeout of common load balancers, so they never reuse a connection Gatehouse is closing.
+     */
+    keepAliveTimeoutMs: number;
+    /**
+     * Most connections open at once from one client address; further ones are answered 429 and closed. 0 means no limit. Behind a proxy every connection comes from the proxy's address, so size this for the proxy.
+     */
+    maxConnectionsPerIp: number;
+    /**
+     * Addresses or CIDR ranges of proxies in front of Gatehouse. For a connection from one of them, the client address used by per-address limits is the last X-Forwarded-For entry that is not itself a trusted proxy. Empty: the connection's own address is the client's, and X-Forwarded-For is ignored.
+     */
+    trustedProxies: string[];
+  };
+  /**
+   * The MCP servers behind the gateway. Each one is either a Streamable HTTP server (has url) or a stdio server the gateway starts itself (has command).
+   *
+   * @minItems 1
+   */
+  upstreams: [StdioUpstream | HttpUpstream, ...(StdioUpstream | HttpUpstream)[]];
+  /**
+   * Legacy client sessions that Gatehouse itself holds (for stdio upstreams, and when it bridges protocol eras).
+   */
+  sessions: {
+    /**
+     * A session unused this long, with nothing in flight and no open stream, is ended; its id then answers 404 with reason idle_timeout.
+     */
+    idleTimeoutMs: number;
+    /**
+     * Most sessions held at once; past this the least recently used one is ended (reason session_cap).
+     */
+    max: number;
+    /**
+     * How long a call that waits for client input (elicitation, sampling, roots) is held open while Gatehouse bridges eras; past this it is cancelled upstream and the client's late answer is refused.
+     */
+    inputTimeoutMs: number;
+  };
+  /**
+   * Who may call the gateway: API keys, OAuth bearer tokens, or (on loopback only) anyone.
+   */
+  auth: {
+    /**
+     * Serve callers without credentials. Only accepted on a loopback listener; meant for local demos and development.
+     */
+    anonymous: boolean;
+    /**
+     * Static API keys, stored as hashes (see gatehouse hash-key). Clients send the key as a bearer token.
+     */
+    apiKeys: ApiKey[];
+    oauth?: Oauth;
+    /**
+     * Scopes every caller needs to use the MCP endpoint at all (API keys and tokens alike); a caller without them gets 403 insufficient_scope.
+     */
+    requiredScopes: string[];
+    /**
+     * Failed authentication attempts (an unknown key, a bad or expired token, a malformed Authorization header) allowed per client address in a window. Past the limit, every request from that address gets 429 with Retry-After until the window ends, before any key is hashed or token verified. Counted in this replica's memory.
+     */
+    failureLimit: {
+      /**
+       * Failures allowed per address in one window; 0 turns the limit off.
+       */
+      attempts: number;
+      /**
+       * Length of the window, in seconds, counted from the address's first failure.
+       */
+      windowSeconds: number;
+    };
+  };
+  /**
+   * How the tools of all upstreams are presented as one catalogue.
+   */
+  tools: {
+    /**
+     * Tool names as clients see them.
+     */
+    naming: {
+      /**
+       * Prefix tool names with their upstream's name: auto does so only when there are several upstreams, always and never mean what they say.
+       */
+      prefix: "auto" | "always" | "never";
+    };
+    /**
+     * What to do when a tool result does not match the tool's declared outputSchema: enforce turns it into an error, warn logs it and passes it on, off skips the check.
+     */
+    outputValidation: "enforce" | "warn" | "off";
+  };
+  /**
+   * The rules engine applied to every tool call.
+   */
+  policy: {
+    /**
+     * Policy rules, evaluated in order. The first rule that matches the caller and the item decides.
+     */
+    rules: PolicyRule[];
+  };
+  /**
+   * Where shared state lives (rate-limit counters, budgets, idempotency keys, approvals): a local SQLite file, or Redis when several gateway replicas share state.
+   */
+  store: RedisStore | SqliteStore;
+  /**
+   * Prometheus metrics endpoint, on its own listener so it is never exposed with the MCP endpoint by accident.
+   */
+  metrics: {
+    /**
+     * Serve metrics.
+     */
+    enabled: boolean;
+    /**
+     * Interface to bind the metrics listener to.
+     */
+    host: string;
+    /**
+     * TCP port of the metrics listener; 0 picks a free port.
+     */
+    port: number;
+    /**
+     * Path of the metrics endpoint.
+     */
+    path: string;
+  };
+  /**
+   * Admin endpoints (health, readiness, redacted running config, reload), on their own listener.
+   */
+  admin: {
+    /**
+     * Serve the admin endpoints.
+     */
+    enabled: boolean;
+    /**
+     * Interface to bind the admin listener to.
+     */
+    host: string;
+    /**
+     * TCP port of the admin listener; 0 picks a free port.
+     */
+    port: number;
+    /**
+     * Bearer token the admin API requires. Use ${env:...} or ${file:...}; at least 16 characters.
+     */
+    token?: string;
+  };
+  /**
+   * The process log.
+   */
+  log: {
+    /**
+     * Lowest level written.
+     */
+    level: "debug" | "info" | "warn" | "error";
+    /**
+     * Write one info line per answered request (caller, method, tool, upstream, outcome, duration, trace id). Costs a few microseconds per request; metrics count the same things.
+     */
+    requests: boolean;
+  };
+  /**
+   * Behaviour on SIGTERM/SIGINT.
+   */
+  shutdown: {
+    /**
+     * How long in-flight calls may finish after a stop signal before they are cut, in milliseconds.
+     */
+    graceMs: number;
+  };
+}
+/**
+ * An MCP server the gateway starts as a child process and talks to over stdin/stdout.
+ */
+export interface StdioUpstream {
+  /**
+   * Unique name, 1-32 letters, digits, _ or -. It becomes part of every tool's reference: name/tool.
+   */
+  name: string;
+  /**
+   * The program and its arguments, e.g. [npx, -y, some-server]. No shell is involved; relative paths resolve against the gateway's working directory.
+   *
+   * @minItems 1
+   */
+  command: [string, ...string[]];
+  /**
+   * Environment variables set for the child process.
+   */
+  env: {
+    [k: string]: string;
+  };
+  /**
+   * Working directory of the child process; defaults to the gateway's own.
+   */
+  cwd?: string;
+  /**
+   * Protocol generation to speak: auto detects it; modern and legacy pin it.
+   */
+  era: "auto" | "modern" | "legacy";
+  /**
+   * Time limits for calls to this upstream, in milliseconds.
+   */
+  timeouts: {
+    /**
+     * Time allowed for one request to be answered.
+     */
+    requestMs: number;
+  };
+  /**
+   * Most client sessions (each one a child process) this stdio upstream serves at once; past this the least recently used is ended.
+   */
+  maxSessions: number;
+  /**
+   * Resource URIs starting with one of these are routed to this upstream even when no resources/list showed them (several upstreams only).
+   */
+  uriPrefixes: string[];
+  /**
+   * How clients map to child processes. shared (default): a caller's clients are multiplexed onto shared children, one per caller and declared capability set, with ids and progress tokens remapped; a server request that cannot be tied to one call is refused. perSession: each legacy client session gets its own child, started with the client's own initialize (full isolation, for servers that keep per-session state or elicit often).
+   */
+  processes: "perSession" | "shared";
+  /**
+   * Restarting a child that exits on its own: up to `attempts` tries, the first after `firstDelayMs`, each delay doubling. When every try fails, the sessions on that child end.
+   */
+  restart: {
+    /**
+     * Tries before giving up.
+     */
+    attempts: number;
+    /**
+     * Delay before the first try, in milliseconds; each later try waits twice as long.
+     */
+    firstDelayMs: number;
+  };
+}
+/**
+ * A Streamable HTTP (or legacy HTTP+SSE) MCP server reached over the network.
+ */
+export interface HttpUpstream {
+  /**
+   * Unique name, 1-32 letters, digits, _ or -. It becomes part of every tool's reference: name/tool.
+   */
+  name: string;
+  /**
+   * The upstream's MCP endpoint, http:// or https://.
+   */
+  url: string;
+  /**
+   * Protocol generation to speak: auto detects it, modern is Streamable HTTP, legacy is the older HTTP+SSE transport.
+   */
+  era: "auto" | "modern" | "legacy";
+  /**
+   * Headers sent with every request to this upstream (e.g. its credentials). Client headers are never forwarded.
+   */
+  headers: {
+    [k: string]: string;
+  };
+  /**
+   * Time limits for calls to this upstream, in milliseconds.
+   */
+  timeouts: {
+    /**
+     * Time allowed to open a TCP/TLS connection.
+     */
+    connectMs: number;
+    /**
+     * Time allowed until the upstream's response headers arrive.
+     */
+    headersMs: number;
+    /**
+     * Longest silence allowed between two chunks of a response body (SSE streams stay alive with comments).
+     */
+    bodyMs: number;
+  };
+  /**
+   * Connection pool to this upstream's origin.
+   */
+  pool: {
+    /**
+     * Most connections open at once.
+     */
+    connections: number;
+    /**
+     * How long an idle connection is kept open, in milliseconds.
+     */
+    keepAliveTimeoutMs: number;
+  };
+  /**
+   * Resource URIs starting with one of these are routed to this upstream even when no resources/list showed them (several upstreams only).
+   */
+  uriPrefixes: string[];
+  /**
+   * The upstream's own OAuth client-credentials grant: Gatehouse fetches a token from tokenUrl, caches it, renews it before it expires, and sends it as Authorization: Bearer. Client tokens are never forwarded.
+   */
+  clientCredentials?: {
+    /**
+     * The authorization server's token endpoint.
+     */
+    tokenUrl: string;
+    /**
+     * Client id of the gateway at that server.
+     */
+    clientId: string;
+    /**
+     * Client secret; use ${env:...} or ${file:...}.
+     */
+    clientSecret: string;
+    /**
+     * Scopes to request.
+     */
+    scopes: string[];
+    /**
+     * RFC 8707 resource indicator to request the token for (normally the upstream's URL).
+     */
+    resource?: string;
+    /**
+     * Renew the token this long before it expires.
+     */
+    refreshBeforeSeconds: number;
+  };
+}
+/**
+ * One API key. Only its hash is stored here.
+ */
+export interface ApiKey {
+  /**
+   * Stable identifier, shown in logs and audit records instead of the key.
+   */
+  id: string;
+  /**
+   * sha256: followed by the hex SHA-256 of the key, as printed by gatehouse hash-key.
+   */
+  hash: string;
+  /**
+   * Tenant the key belongs to; limits and budgets are counted per tenant.
+   */
+  tenant?: string;
+  /**
+   * Scopes granted to the key, e.g. tools:call.
+   */
+  scopes: string[];
+  /**
+   * If set, the only tools (upstream/tool references) this key may see and call.
+   */
+  tools?: string[];
+  /**
+   * Date (YYYY-MM-DD) or RFC 3339 timestamp after which the key is refused.
+   */
+  expires?: string;
+  /**
+   * Refuse this key without deleting it.
+   */
+  disabled?: boolean;
+}
+/**
+ * OAuth 2.1 bearer tokens (JWTs) issued by an external authorization server; the gateway is the protected resource.
+ */
+export interface Oauth {
+  /**
+   * Expected iss claim; also where the authorization server metadata is found.
+   */
+  issuer: string;
+  /**
+   * Where the signing keys are published; discovered from the issuer's metadata when omitted.
+   */
+  jwksUri?: string;
+  /**
+   * Expected aud claim, normally listen.publicUrl.
+   */
+  audience: string;
+  /**
+   * Accepted signature algorithms; symmetric algorithms and none are never accepted.
+   *
+   * @minItems 1
+   */
+  algorithms?: [
+    "RS256" | "RS384" | "RS512" | "PS256" | "PS384" | "PS512" | "ES256" | "ES384" | "ES512" | "EdDSA",
+    ...("RS256" | "RS384" | "RS512" | "PS256" | "PS384" | "PS512" | "ES256" | "ES384" | "ES512" | "EdDSA")[]
+  ];
+  /**
+   * Scopes advertised in the protected resource metadata.
+   */
+  scopesSupported?: string[];
+  /**
+   * Tolerance for exp and nbf checks, in seconds.
+   */
+  clockSkewSeconds: number;
+  /**
+   * Token introspection (RFC 7662) for opaque tokens.
+   */
+  introspection?: {
+    /**
+     * The introspection endpoint.
+     */
+    url: string;
+    /**
+     * Client id the gateway authenticates with.
+     */
+    clientId: string;
+    /**
+     * Client secret; use ${env:...} or ${file:...}.
+     */
+    clientSecret: string;
+    /**
+     * Longest time an introspection answer is reused; never longer than the token's own lifetime.
+     */
+    cacheMaxSeconds: number;
+  };
+  /**
+   * Authorization servers named in the protected resource metadata (RFC 9728); defaults to the issuer.
+   *
+   * @minItems 1
+   */
+  authorizationServers?: [string, ...string[]];
+  /**
+   * Token claim whose string value becomes the caller's tenant.
+   */
+  tenantClaim?: string;
+  /**
+   * Token claim (a string array or a space-separated string) whose values become the caller's groups.
+   */
+  groupsClaim?: string;
+  /**
+   * How long fetched signing keys are trusted before they are fetched again.
+   */
+  jwksMaxAgeSeconds: number;
+  /**
+   * Least time between two fetches of the key set caused by an unknown key id, so a flood of forged key ids cannot make the gateway hammer the authorization server.
+   */
+  jwksMinRefreshSeconds: number;
+}
+/**
+ * One policy rule: who it applies to (every listed selector must match; none listed means everyone) and what it allows or denies.
+ */
+export interface PolicyRule {
+  /**
+   * A name for logs and audit records.
+   */
+  id?: string;
+  /**
+   * Caller subjects (token sub, or key:<id> for API keys).
+   */
+  subjects?: string[];
+  /**
+   * Caller tenants.
+   */
+  tenants?: string[];
+  /**
+   * Caller groups (any one suffices).
+   */
+  groups?: string[];
+  /**
+   * Scopes the caller must hold (all of them).
+   */
+  scopes?: string[];
+  /**
+   * What a match means: allow or deny.
+   */
+  access: "allow" | "deny";
+  /**
+   * Tool refs (upstream/name) the rule covers; * matches any run of characters.
+   */
+  tools?: string[];
+  /**
+   * Prompt refs (upstream/name) the rule covers.
+   */
+  prompts?: string[];
+  /**
+   * Resource URIs the rule covers.
+   */
+  resources?: string[];
+}
+/**
+ * State in Redis, shared by all replicas.
+ */
+export interface RedisStore {
+  /**
+   * Must be redis to select this store.
+   */
+  kind: "redis";
+  /**
+   * Redis URL, redis:// or rediss:// (TLS); may carry credentials, so use ${env:...}.
+   */
+  url: string;
+}
+/**
+ * State in a local SQLite file (single replica).
+ */
+export interface SqliteStore {
+  /**
+   * Which store: sqlite (the default) or redis.
+   */
+  kind: "sqlite" | "redis";
+  /**
+   * Database file, created if missing; relative paths resolve against the gateway's working directory.
+   */
+  path: string;
+}
