@@ -14,6 +14,8 @@
 //   BENCH_TARGETS=direct,bare-hop,gatehouse
 //   BENCH_MAX_ERRORS=50        a phase stops early after this many failed requests
 //   BENCH_GATEHOUSE_LOG_LEVEL=info  Gatehouse's --log-level; warn drops the per-request log line
+//   BENCH_BASELINE=DIR          another checkout with its own dist/main.js (an earlier commit, built):
+//                               measured as target "baseline" beside "gatehouse", in the same run
 
 import { execSync } from 'node:child_process';
 import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
@@ -42,7 +44,7 @@ const RESULTS_DIR = path.join(BENCH_DIR, 'results');
 const RATIO_TARGET = 1.5;
 
 type UpstreamKind = 'minimal' | 'sdk';
-type TargetKind = 'direct' | 'bare-hop' | 'gatehouse';
+type TargetKind = 'direct' | 'bare-hop' | 'baseline' | 'gatehouse';
 
 function envNumber(name: string, fallback: number, min: number, max: number): number {
   const raw = process.env[name];
@@ -74,7 +76,8 @@ const settings = {
   }),
   upstreams: envList<UpstreamKind>('BENCH_UPSTREAMS', ['minimal', 'sdk']),
   eras: envList<Era>('BENCH_ERAS', ['legacy', 'modern']),
-  targets: envList<TargetKind>('BENCH_TARGETS', ['direct', 'bare-hop', 'gatehouse']),
+  targets: envList<TargetKind>('BENCH_TARGETS', process.env.BENCH_BASELINE ? ['direct', 'bare-hop', 'baseline', 'gatehouse'] : ['direct', 'bare-hop', 'gatehouse']),
+  baseline: process.env.BENCH_BASELINE,
 };
 
 interface Cell {
@@ -86,7 +89,7 @@ interface Cell {
   /** ok: measured without errors; errors: some request failed; unavailable: the target did not start. */
   status: 'ok' | 'errors' | 'unavailable';
   /** Whose CPU and RSS the cell reports: the process under test, or the upstream for `direct`. */
-  measuredProcess: 'gatehouse' | 'bare-hop' | 'upstream';
+  measuredProcess: 'gatehouse' | 'baseline' | 'bare-hop' | 'upstream';
   pid?: number;
   load?: LoadResult;
   cpuTicks?: number;
@@ -115,6 +118,9 @@ interface Ratio {
   gatehouseCpuUsPerReq?: number;
   bareHopCpuUsPerReq?: number;
   ratio?: number;
+  /** The earlier build's CPU per request (BENCH_BASELINE), and this build's over it. */
+  baselineCpuUsPerReq?: number;
+  vsBaseline?: number;
   withinTarget?: boolean;
   note?: string;
 }
@@ -140,12 +146,12 @@ function startUpstream(kind: UpstreamKind, era: Era): Promise<Child> {
   return era === 'legacy' ? tsxChild('sdk-upstream-legacy (v1 SDK)', 'sdk-upstream-legacy.ts') : tsxChild('sdk-upstream-modern (v2 SDK)', 'sdk-upstream-modern.ts');
 }
 
-function startGatehouse(upstreamUrl: string): Promise<Child> {
-  const main = path.join(ROOT, 'dist', 'main.js');
+function startGatehouse(upstreamUrl: string, root = ROOT, name = 'gatehouse'): Promise<Child> {
+  const main = path.join(root, 'dist', 'main.js');
   if (!existsSync(main)) return Promise.reject(new Error(`${main} does not exist (run npm run build)`));
-  return startChild('gatehouse', {
+  return startChild(name, {
     args: [main, 'serve', '--upstream', upstreamUrl, '--host', '127.0.0.1', '--port', '0', '--log-level', process.env.BENCH_GATEHOUSE_LOG_LEVEL ?? 'info'],
-    cwd: ROOT,
+    cwd: root,
     readyTimeoutMs: 20_000,
     ready: (line) => {
       // The banner on stdout is printed at any log level; the log line only at info.
@@ -160,6 +166,11 @@ function startGatehouse(upstreamUrl: string): Promise<Child> {
       }
     },
   });
+}
+
+function startBaseline(upstreamUrl: string): Promise<Child> {
+  if (settings.baseline === undefined) return Promise.reject(new Error('target "baseline" needs BENCH_BASELINE=DIR (a checkout with dist/main.js)'));
+  return startGatehouse(upstreamUrl, path.resolve(settings.baseline), 'gatehouse-baseline');
 }
 
 async function measureCell(base: Omit<Cell, 'status' | 'measuredProcess'>, url: string, measured: Child, measuredProcess: Cell['measuredProcess'], upstream: Child): Promise<Cell> {
@@ -285,8 +296,13 @@ function ratioFor(cells: Cell[], upstream: UpstreamKind, era: Era, concurrency: 
   const find = (t: TargetKind): Cell | undefined => cells.find((c) => c.upstream === upstream && c.era === era && c.concurrency === concurrency && c.target === t);
   const gh = find('gatehouse');
   const bare = find('bare-hop');
+  const baseline = find('baseline');
   const r: Ratio = { upstream, era, concurrency };
   if (gh?.cpuUsPerReq !== undefined) r.gatehouseCpuUsPerReq = gh.cpuUsPerReq;
+  if (baseline?.cpuUsPerReq !== undefined) {
+    r.baselineCpuUsPerReq = baseline.cpuUsPerReq;
+    if (gh?.cpuUsPerReq !== undefined && baseline.cpuUsPerReq > 0) r.vsBaseline = gh.cpuUsPerReq / baseline.cpuUsPerReq;
+  }
   if (bare?.cpuUsPerReq !== undefined) r.bareHopCpuUsPerReq = bare.cpuUsPerReq;
   if (r.gatehouseCpuUsPerReq !== undefined && r.bareHopCpuUsPerReq !== undefined && r.bareHopCpuUsPerReq > 0) {
     r.ratio = r.gatehouseCpuUsPerReq / r.bareHopCpuUsPerReq;
@@ -301,7 +317,8 @@ function ratioLine(r: Ratio): string {
   const head = `${r.upstream}/${r.era} c=${r.concurrency}:`.padEnd(22);
   if (r.ratio === undefined) return `${head} gatehouse/bare-hop CPU ratio unavailable${r.note !== undefined ? ` (${r.note})` : ''}`;
   const verdict = r.withinTarget ? `within ${RATIO_TARGET}×` : `OVER ${RATIO_TARGET}×`;
-  return `${head} gatehouse ${fmt(r.gatehouseCpuUsPerReq, 1)} µs/req ÷ bare-hop ${fmt(r.bareHopCpuUsPerReq, 1)} µs/req = ${r.ratio.toFixed(2)}× (${verdict})${r.note !== undefined ? `  [${r.note}]` : ''}`;
+  const vs = r.vsBaseline !== undefined ? `; baseline ${fmt(r.baselineCpuUsPerReq, 1)} µs/req, this build ${r.vsBaseline.toFixed(3)}× of it` : '';
+  return `${head} gatehouse ${fmt(r.gatehouseCpuUsPerReq, 1)} µs/req ÷ bare-hop ${fmt(r.bareHopCpuUsPerReq, 1)} µs/req = ${r.ratio.toFixed(2)}× (${verdict})${vs}${r.note !== undefined ? `  [${r.note}]` : ''}`;
 }
 
 function gitCommit(): string | undefined {
@@ -340,7 +357,12 @@ async function runGroup(upstreamKind: UpstreamKind, era: Era, cells: Cell[]): Pr
         continue;
       }
       try {
-        const child = target === 'bare-hop' ? await tsxChild('bare-hop', 'bare-hop.ts', ['--upstream', upstream.url]) : await startGatehouse(upstream.url);
+        const child =
+          target === 'bare-hop'
+            ? await tsxChild('bare-hop', 'bare-hop.ts', ['--upstream', upstream.url])
+            : target === 'baseline'
+              ? await startBaseline(upstream.url)
+              : await startGatehouse(upstream.url);
         started.push(child);
         targets.set(target, { child, url: child.url });
       } catch (err) {
