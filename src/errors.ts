@@ -5,7 +5,10 @@
 
 import { toModernResult } from './protocol/era-shapes.js';
 import { ErrorCode, errorResponse, type JsonRpcId, type JsonRpcResponse } from './protocol/jsonrpc.js';
+import type { TransportRefusal } from './protocol/front-door.js';
 import type { ClientEra } from './protocol/versions.js';
+
+export type { TransportRefusal };
 
 export type GatewayErrorCode =
   | 'GW_ERR_UPSTREAM_UNREACHABLE'
@@ -46,22 +49,6 @@ export class GatewayError extends Error {
     this.status = shape.status;
     this.retryable = shape.retryable;
   }
-}
-
-/**
- * Refused before the message is accepted (the front door, sessions, the edge's limits): an HTTP status and
- * a JSON-RPC error body (2026-07-28/basic/transports/streamable-http.mdx: 400 for validation failures, with
- * the error's id when the message had one).
- */
-export interface TransportRefusal {
-  kind: 'transport';
-  /** Stable snake_case code, for logs, metrics and the fuzzer (e.g. `header_mismatch`, `body_too_large`). */
-  code: string;
-  status: number;
-  rpcCode: number;
-  message: string;
-  data?: unknown;
-  headers?: Record<string, string>;
 }
 
 /**
@@ -186,9 +173,4 @@ function toolRefusalResult(r: ToolRefusal, era: ClientEra): Record<string, unkno
   };
   if (r.meta !== undefined) result._meta = r.meta;
   return era === 'modern' ? toModernResult('tools/call', result, undefined, { ttlMs: 0, cacheScope: 'private' }) : result;
-}
-
-/** Kept for the transition: a failure's wire form. */
-export function gatewayErrorToWire(err: GatewayError, id: JsonRpcId | null, callId: string): WireAnswer {
-  return toWire(failure(err), { era: 'legacy', id, callId });
 }

@@ -9,10 +9,15 @@ import { paramShapeProblem } from './param-shapes.js';
 import { META_CLIENT_CAPABILITIES, META_PROTOCOL_VERSION, MODERN_CLIENT_REQUESTS, NAME_FIELD } from './methods.js';
 import { DEFAULT_LEGACY_VERSION, isLegacyVersion, isModernVersion, SUPPORTED_VERSIONS, type ClientEra } from './versions.js';
 
-/** A transport refusal (errors.ts `TransportRefusal`, which this shape is; protocol/ imports nothing outside it). */
-export interface FrontDoorRefusal {
+/**
+ * Refused before the message is accepted (the front door, sessions, the edge's limits): an HTTP status and
+ * a JSON-RPC error body (2026-07-28/basic/transports/streamable-http.mdx: 400 for validation failures, with
+ * the error's id when the message had one). One of the kinds of errors.ts `Refusal`; defined here because
+ * protocol/ imports nothing outside itself.
+ */
+export interface TransportRefusal {
   kind: 'transport';
-  /** Short stable snake_case code, for logs and refusal counters. */
+  /** Stable snake_case code, for logs, metrics and the fuzzer (e.g. `header_mismatch`, `body_too_large`). */
   code: string;
   status: number;
   rpcCode: number;
@@ -21,7 +26,7 @@ export interface FrontDoorRefusal {
   headers?: Record<string, string>;
 }
 
-export type Admission = { ok: true; era: ClientEra; version: string } | { ok: false; refusal: FrontDoorRefusal };
+export type Admission = { ok: true; era: ClientEra; version: string } | { ok: false; refusal: TransportRefusal };
 
 const refuse = (status: number, rpcCode: number, code: string, message: string, data?: unknown): Admission => ({
   ok: false,
