@@ -24,7 +24,7 @@ import { classifyBody, ErrorCode, idOf, type JsonRpcId, type JsonRpcMessage, typ
 import { META_CLIENT_CAPABILITIES } from '../protocol/methods.js';
 import { putTraceInMeta, traceSources } from '../protocol/trace-context.js';
 import { accepts } from '../protocol/front-door.js';
-import { writeOutcome, sendJson, CALL_ID_HEADER } from './answer.js';
+import { writeOutcome, sendJson } from './answer.js';
 import { readBody } from './body.js';
 import { limitConnectionsPerAddress } from './connection-limit.js';
 import { repeatedSingletonHeader } from './duplicate-headers.js';
@@ -148,8 +148,8 @@ export function createEdge(listen: ListenConfig, handlers: EdgeHandlers, log: Lo
       if (channels.end.hasSubscribers) res.once('close', () => publishEnd(res, record));
       handleMcp(req, res, slot, record).catch((err: unknown) => {
         log.error('unhandled error on the MCP endpoint', { err, callId: record.callId });
-        if (!res.headersSent) sendJson(res, 500, { jsonrpc: '2.0', id: null, error: { code: ErrorCode.InternalError, message: 'Internal gateway error' } }, { [CALL_ID_HEADER]: record.callId });
-        else res.destroy();
+        if (res.headersSent) return void res.destroy();
+        void writeOutcome(res, { kind: 'refused', refusal: { kind: 'transport', code: 'internal_error', status: 500, rpcCode: ErrorCode.InternalError, message: 'Internal gateway error' } }, { era: 'legacy', id: null, callId: record.callId, signal: NEVER });
       });
       return;
     }

@@ -1,0 +1,77 @@
+// What the pipeline's events say about a call, as the request log and the metrics show it (issue 11 item 5):
+// the outcome words are the metrics' own (`ok`, `refused`, `client_error`, `upstream_error`, `aborted`,
+// `tool_error`); a tool result with isError is a tool error, not ok; prompts/get is logged as a prompt;
+// a refusal names its stage and code. Events are also visible to any other subscriber.
+
+import { after, test } from 'node:test';
+import assert from 'node:assert/strict';
+import diagnostics from 'node:diagnostics_channel';
+import { request } from 'undici';
+import { startFakeUpstream } from '../fixtures/upstreams/fake-upstream.js';
+import { startGateway } from '../helpers/gateway.js';
+import { modernRequest, post } from '../helpers/http.js';
+
+const TOOLS = [
+  { name: 'ok', inputSchema: { type: 'object' } },
+  { name: 'fails', inputSchema: { type: 'object' } },
+  { name: 'typed', inputSchema: { type: 'object', properties: { n: { type: 'integer' } }, required: ['n'] } },
+];
+const up = await startFakeUpstream((_req, res, body) => {
+  const msg = JSON.parse(body) as { id?: unknown; method: string; params?: { name?: string } };
+  if (msg.id === undefined) return void res.writeHead(202).end();
+  const result =
+    msg.method === 'tools/list'
+      ? { tools: TOOLS }
+      : msg.method === 'prompts/list'
+        ? { prompts: [{ name: 'greeting' }] }
+        : msg.method === 'prompts/get'
+          ? { messages: [{ role: 'user', content: { type: 'text', text: 'hi' } }] }
+          : { content: [{ type: 'text', text: msg.params?.name ?? '' }], ...(msg.params?.name === 'fails' ? { isError: true } : {}) };
+  res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ jsonrpc: '2.0', id: msg.id, result: { ...result, resultType: 'complete' } }));
+}, { handshake: 'modern' });
+const gw = await startGateway({ upstreams: [{ name: 'up', url: up.url, era: 'modern' }], metrics: { enabled: true, port: 0 } });
+after(async () => {
+  await gw.close();
+  await up.close();
+});
+
+async function call(id: number, method: string, params: Record<string, unknown>) {
+  const req = modernRequest(id, method, params);
+  return post(gw.url, req.body, req.headers);
+}
+
+function lineFor(callId: string): Record<string, unknown> {
+  const line = gw.logs.find((l) => l.msg === 'request' && l.callId === callId);
+  assert.ok(line, `a request line for ${callId}`);
+  return line;
+}
+
+test('a tool result with isError is tool_error; a plain one ok; prompts/get is logged as a prompt', async () => {
+  const ok = await call(1, 'tools/call', { name: 'ok', arguments: {} });
+  const fails = await call(2, 'tools/call', { name: 'fails', arguments: {} });
+  const prompt = await call(3, 'prompts/get', { name: 'greeting' });
+  await new Promise((r) => setTimeout(r, 20));
+  assert.deepEqual([lineFor(String(ok.headers['x-gatehouse-call-id'])).outcome, lineFor(String(fails.headers['x-gatehouse-call-id'])).outcome], ['ok', 'tool_error']);
+  const promptLine = lineFor(String(prompt.headers['x-gatehouse-call-id']));
+  assert.equal(promptLine.prompt, 'greeting');
+  assert.equal(promptLine.tool, undefined);
+  const metrics = await (await request(gw.gateway.metricsUrl!)).body.text();
+  assert.match(metrics, /gatehouse_tool_calls_total\{tool="fails",outcome="tool_error",error_code=""\} 1/);
+  assert.match(metrics, /gatehouse_requests_total\{method="prompts\/get",era="modern",upstream="up",outcome="ok"\} 1/);
+});
+
+test('a refusal is logged as refused, with its stage and code, and published with them', async () => {
+  const seen: Array<{ stage: string; code: string }> = [];
+  const listener = (m: unknown): void => void seen.push(m as { stage: string; code: string });
+  diagnostics.subscribe('gatehouse:call:refused', listener);
+  try {
+    const res = await call(4, 'tools/call', { name: 'typed', arguments: { n: 'x' } });
+    assert.equal(res.json().result.structuredContent.error.code, 'invalid_arguments');
+    await new Promise((r) => setTimeout(r, 20));
+    const line = lineFor(String(res.headers['x-gatehouse-call-id']));
+    assert.deepEqual([line.outcome, line.refusal, line.stage], ['refused', 'invalid_arguments', 'arguments']);
+    assert.ok(seen.some((e) => e.stage === 'arguments' && e.code === 'invalid_arguments'));
+  } finally {
+    diagnostics.unsubscribe('gatehouse:call:refused', listener);
+  }
+});
