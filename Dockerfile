@@ -12,13 +12,16 @@
 # test/e2e/dockerfile.test.ts runs this file's build and start commands without Docker; it understands
 # FROM, WORKDIR, COPY, RUN, ENV, USER, EXPOSE, VOLUME, HEALTHCHECK, ENTRYPOINT and CMD.
 
-FROM node:20-bookworm-slim AS build
+# The full image: it has python3, make and g++ for the one native dependency (better-sqlite3, the SQLite
+# store). The runtime stage is the slim image of the same Debian release, so the compiled module fits it.
+FROM node:20-bookworm AS build
 WORKDIR /app
 # Manifests first, so the dependency layer is reused until they change. --ignore-scripts because the
-# package's `prepare` would build before src/ is copied (the build runs below), and no production
-# dependency has an install script (the test checks the lockfile).
+# package's `prepare` would build before src/ is copied (the build runs below); the production dependency
+# that needs its install script is rebuilt by name (the test checks the lockfile for any other).
 COPY package.json package-lock.json ./
 RUN npm ci --ignore-scripts --no-audit --no-fund
+RUN npm rebuild better-sqlite3
 COPY tsconfig.json ./
 COPY src ./src
 COPY config ./config

@@ -16,7 +16,9 @@ export type GatewayErrorCode =
   | 'GW_ERR_UPSTREAM_BAD_RESPONSE'
   | 'GW_ERR_UPSTREAM_EXITED'
   | 'GW_ERR_UPSTREAM_OVERLOADED'
-  | 'GW_ERR_SHUTTING_DOWN';
+  | 'GW_ERR_SHUTTING_DOWN'
+  /** The store (SQLite or Redis) cannot be reached: governed calls are refused rather than run ungoverned. */
+  | 'GW_ERR_STATE_UNAVAILABLE';
 
 interface ErrorShape {
   status: number;
@@ -31,6 +33,7 @@ const SHAPES: Record<GatewayErrorCode, ErrorShape> = {
   GW_ERR_UPSTREAM_EXITED: { status: 503, retryable: true },
   GW_ERR_UPSTREAM_OVERLOADED: { status: 503, retryable: true },
   GW_ERR_SHUTTING_DOWN: { status: 503, retryable: true },
+  GW_ERR_STATE_UNAVAILABLE: { status: 503, retryable: true },
 };
 
 /** A failure that is not the client's fault (upstream down, timed out, crashed); thrown, then refused. */

@@ -31,6 +31,11 @@ import { buildPipeline, type Pipeline } from './pipeline/order.js';
 import type { LegacyBridgeFactory, Upstream } from './pipeline/ports.js';
 import { compileUpstreamStage } from './pipeline/upstream-stage.js';
 import { LegacyClientBridge } from './upstream/bridge-legacy-client.js';
+import { auditCalls } from './audit/audit-trail.js';
+import { compileIdempotencyStage, type IdempotencyStore } from './policy/idempotency-stage.js';
+import { StoreGuard } from './store/guard.js';
+import { openStore } from './store/open-store.js';
+import { compileStateStage } from './store/state-stage.js';
 import { HttpUpstream } from './upstream/http.js';
 import { StdioUpstream } from './upstream/stdio-sessions.js';
 
@@ -69,11 +74,14 @@ export function createGateway(config: GatehouseConfig, log: Logger, options: Gat
     ? new GatewayMetrics({
         inFlight: () => edge.inFlight,
         legacySessions: () => sessionBinding.size,
+        storeUp: () => state.available,
         upstreams: () => upstreamStates(runtime.upstream),
       })
     : undefined;
+  // The store is opened once and kept across reloads (like the listener); a changed `store` needs a restart.
+  const state = new StoreGuard(openStore(config.store), log.child({ component: 'store' }), () => metrics?.storeError());
   const observeUpstream = (name: string, seconds: number): void => metrics?.upstreamResponse(name, seconds);
-  let runtime = buildRuntime(config, log, observeUpstream);
+  let runtime = buildRuntime(config, log, observeUpstream, state);
   let running = config;
   // Kept across reloads: a reload must not wipe the count of an address that is guessing keys.
   const authFailures = new AuthFailureLimiter(config.auth.failureLimit);
@@ -90,7 +98,13 @@ export function createGateway(config: GatehouseConfig, log: Logger, options: Gat
     config.listen,
     {
       call: (ctx) => runtime.pipeline(ctx),
-      readiness: async () => (runtime.upstream instanceof CatalogUpstream ? runtime.upstream.readiness() : { [runtime.upstream.name]: await runtime.upstream.ready() }),
+      readiness: async () => {
+        const [upstreams, up] = await Promise.all([
+          runtime.upstream instanceof CatalogUpstream ? runtime.upstream.readiness() : runtime.upstream.ready().then((ok) => ({ [runtime.upstream.name]: ok })),
+          state.check(),
+        ]);
+        return { upstreams, store: { kind: state.store.kind, up } };
+      },
       grantContext: (principal) => grantContext(principal, runtime.catalog, log),
       upstreamName: () => runtime.upstream.name,
     },
@@ -101,6 +115,8 @@ export function createGateway(config: GatehouseConfig, log: Logger, options: Gat
   const stopObserving = [
     ...(metrics ? [metrics.observe(edge.token, (name) => (runtime.catalog.knowsTool(name) ? name : undefined))] : []),
     ...(config.log.requests && log.enabled('info') ? [logRequests(edge.token, log)] : []),
+    // The audit hears every governed call's answer, and the answer waits for its record.
+    auditCalls(edge.token, state, config.audit, log.child({ component: 'audit' })),
   ];
 
   let closing: Promise<void> | undefined;
@@ -137,7 +153,8 @@ export function createGateway(config: GatehouseConfig, log: Logger, options: Gat
         return problems;
       }
       const previous = runtime;
-      runtime = buildRuntime(next, log, observeUpstream);
+      if (JSON.stringify(next.store) !== JSON.stringify(running.store)) log.warn('config reload: store changes take effect only after a restart');
+      runtime = buildRuntime(next, log, observeUpstream, state);
       // New secret values are scrubbed from logs from now on (none are forgotten).
       log.addSecrets(collectSecrets(next));
       // Keys, tokens and rules apply from the next request on.
@@ -189,6 +206,7 @@ export function createGateway(config: GatehouseConfig, log: Logger, options: Gat
         edge.close();
         for (const stop of stopObserving) stop();
         await Promise.all([runtime.close(), ...[...retired].map((r) => r.close())]);
+        await state.close();
         retired.clear();
         log.info('stopped');
       })();
@@ -211,7 +229,7 @@ interface Runtime {
  * must be rewritten: `prefix: always`, lists that differ per caller, or names that are not safe (found
  * out by SingleUpstream on first use). The pipeline is compiled here, once per configuration.
  */
-function buildRuntime(config: GatehouseConfig, log: Logger, observeUpstream: (upstream: string, seconds: number) => void): Runtime {
+function buildRuntime(config: GatehouseConfig, log: Logger, observeUpstream: (upstream: string, seconds: number) => void, state: StoreGuard): Runtime {
   const members = config.upstreams.map((u) => createUpstream(u, config.sessions, log, observeUpstream));
   const uriPrefixes = new Map(members.map((m, i) => [m, config.upstreams[i]!.uriPrefixes] as const));
   const access = new AccessPolicy(config.policy.rules);
@@ -222,9 +240,11 @@ function buildRuntime(config: GatehouseConfig, log: Logger, observeUpstream: (up
   const schemas = new ArgumentSchemas(log);
   const routes = catalog.catalog;
   const pipeline = buildPipeline({
+    state: compileStateStage(state),
     resolve: compileResolveStage({ catalog: routes, passThrough: () => (upstream instanceof SingleUpstream && upstream.passesThrough ? upstream.name : undefined) }),
     access: compileAccessStage({ policy: access, relist: (kind, capabilities) => routes.relist(kind, capabilities), unknownItemMessage }),
     arguments: compileArgumentsStage({ schemas, refreshRoute: (route, capabilities) => routes.resolve(route.kind, route.publicName, capabilities, true) }),
+    idempotency: compileIdempotencyStage(config.idempotency, idempotencyStore(state), idempotencyWaitMs(config)),
     output: compileOutputStage(config.tools.outputValidation, schemas, log),
     upstream: compileUpstreamStage(upstream, log),
   });
@@ -251,6 +271,24 @@ async function grantContext(principal: Principal, catalog: CatalogUpstream, log:
     expiresAt: principal.expiresAt !== undefined ? new Date(principal.expiresAt).toISOString() : null,
     visibleTools,
   };
+}
+
+/** The idempotency stage's view of the store: every operation through the guard, so a failure fails closed. */
+function idempotencyStore(state: StoreGuard): IdempotencyStore {
+  return {
+    kind: state.store.kind,
+    claim: (key, digest, owner, leaseMs, ttlMs) => state.run((s) => s.claimIdempotency(key, digest, owner, leaseMs, ttlMs)),
+    renew: (key, owner, leaseMs) => state.run((s) => s.renewIdempotency(key, owner, leaseMs)),
+    complete: (key, owner, response, ttlMs) => state.run((s) => s.completeIdempotency(key, owner, response, ttlMs)),
+    release: (key, owner) => state.run((s) => s.releaseIdempotency(key, owner)),
+    read: (key) => state.run((s) => s.readIdempotency(key)),
+  };
+}
+
+/** How long a duplicate write waits for the first call with its key: as long as that call may take. */
+function idempotencyWaitMs(config: GatehouseConfig): number {
+  const longest = Math.max(...config.upstreams.map((u) => (isStdioUpstream(u) ? u.timeouts.requestMs : u.timeouts.headersMs)));
+  return Math.min(longest, 300_000);
 }
 
 function createUpstream(config: UpstreamConfig, sessions: GatehouseConfig['sessions'], log: Logger, observe: (upstream: string, seconds: number) => void): Upstream {

@@ -28,6 +28,7 @@ Options:
       --port N          port to listen on (default 8080; 0 picks a free one)
       --path PATH       path of the MCP endpoint (default /mcp)
       --log-level L     debug | info | warn | error
+      --store FILE      the SQLite file for state and the audit log (default ./data/gatehouse.db)
   -h, --help            show this help
 `;
 

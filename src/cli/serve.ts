@@ -19,6 +19,7 @@ const OPTIONS = {
   port: { type: 'string' },
   path: { type: 'string' },
   'log-level': { type: 'string' },
+  store: { type: 'string' },
   help: { type: 'boolean', short: 'h' },
 } as const;
 
@@ -92,20 +93,22 @@ async function buildConfig(flags: ServeFlags, io: CommandIO): Promise<{ config: 
   }
   if (flags.path !== undefined) listenOverrides.path = flags.path;
   const logOverride = flags['log-level'] !== undefined ? { level: flags['log-level'] as LogLevel } : undefined;
+  const storeOverride = flags.store !== undefined ? { kind: 'sqlite', path: flags.store } : undefined;
 
   if (flags.upstream !== undefined || flags.stdio !== undefined) {
     const upstream = flags.upstream !== undefined ? { name: 'upstream', url: flags.upstream } : { name: 'upstream', command: splitCommand(flags.stdio!) };
     const config = validateConfigObject(
-      { listen: listenOverrides, upstreams: [upstream], auth: { anonymous: true }, ...(logOverride ? { log: logOverride } : {}) },
+      // Trying a server out: anonymous on loopback, and writes run without idempotency keys (clients rarely send one).
+      { listen: listenOverrides, upstreams: [upstream], auth: { anonymous: true }, idempotency: { requireKeys: false }, ...(logOverride ? { log: logOverride } : {}), ...(storeOverride ? { store: storeOverride } : {}) },
       'command line',
     );
     return { config };
   }
   const file = flags.config ?? io.env.GATEHOUSE_CONFIG ?? 'gatehouse.yaml';
   const config = await loadConfigFile(file, io.env);
-  if (Object.keys(listenOverrides).length === 0 && !logOverride) return { config, fileListen: config.listen };
+  if (Object.keys(listenOverrides).length === 0 && !logOverride && !storeOverride) return { config, fileListen: config.listen };
   // Flags override the file; the result is validated again so a bad flag is reported like a bad key.
-  const merged = validateConfigObject({ ...config, listen: { ...config.listen, ...listenOverrides }, log: logOverride ?? config.log }, 'command line');
+  const merged = validateConfigObject({ ...config, listen: { ...config.listen, ...listenOverrides }, log: logOverride ?? config.log, store: storeOverride ?? config.store }, 'command line');
   return { config: merged, fileListen: config.listen };
 }
 

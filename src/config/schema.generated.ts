@@ -149,6 +149,36 @@ export interface GatehouseConfiguration {
    */
   store: RedisStore | SqliteStore;
   /**
+   * The audit log: one record per tools/call, written to the store before the answer leaves, chained by SHA-256 so an edited, inserted or removed record is found (gatehouse audit verify).
+   */
+  audit: {
+    /**
+     * Records older than this many days are removed (checked hourly); the chain stays verifiable from the last record removed.
+     */
+    retainDays: number;
+  };
+  /**
+   * Write tools need a unique key in params._meta.idempotencyKey: the first call with a key runs and its answer is stored; a retry with the same key and request gets that answer again without running twice. Writes are tools annotated readOnlyHint: false or destructiveHint: true, plus those listed here.
+   */
+  idempotency: {
+    /**
+     * Refuse a write that carries no key (idempotency_key_required). False honours a key when one is sent but lets writes without one run: for clients that cannot send params._meta.idempotencyKey, which most general-purpose clients today cannot.
+     */
+    requireKeys: boolean;
+    /**
+     * How long a key and its stored answer are kept.
+     */
+    ttlSeconds: number;
+    /**
+     * Tool refs (upstream/name, * matches anything) that are writes even without annotations saying so.
+     */
+    tools: string[];
+    /**
+     * Tool refs never treated as writes, whatever their annotations say.
+     */
+    exempt: string[];
+  };
+  /**
    * Prometheus metrics endpoint, on its own listener so it is never exposed with the MCP endpoint by accident.
    */
   metrics: {
@@ -522,9 +552,13 @@ export interface RedisStore {
    */
   kind: "redis";
   /**
-   * Redis URL, redis:// or rediss:// (TLS); may carry credentials, so use ${env:...}.
+   * Redis URL, redis:// or rediss:// (TLS), with the password in it (redis://:PASSWORD@host:6379/0); use ${env:...}.
    */
   url: string;
+  /**
+   * Prefix of every key Gatehouse writes, so several gateways (or other applications) can share one Redis.
+   */
+  keyPrefix: string;
 }
 /**
  * State in a local SQLite file (single replica).

@@ -33,8 +33,8 @@ import { compileHostOriginGuard } from './origin-guard.js';
 export interface EdgeHandlers {
   /** Runs the call through the pipeline's stages after auth and returns how it ends. */
   call(ctx: CallContext): Promise<Outcome>;
-  /** Readiness of everything behind the edge, by upstream name. */
-  readiness(): Promise<Record<string, boolean>>;
+  /** Readiness of everything behind the edge: each upstream by name, and the store. */
+  readiness(): Promise<{ upstreams: Record<string, boolean>; store: { kind: string; up: boolean } }>;
   /** What the caller may use, for operators debugging access (`/health`). */
   grantContext(principal: Principal): Promise<Record<string, unknown>>;
   /** The upstream label of calls: the single upstream's name, or `catalog`. */
@@ -177,9 +177,9 @@ export function createEdge(listen: ListenConfig, handlers: EdgeHandlers, log: Lo
     }
     if (path === '/readyz' && req.method === 'GET') {
       void handlers.readiness().then(
-        (upstreams) => {
-          const ready = Object.values(upstreams).every(Boolean);
-          sendJson(res, ready ? 200 : 503, { status: ready ? 'ready' : 'not_ready', upstreams }, {});
+        ({ upstreams, store }) => {
+          const ready = Object.values(upstreams).every(Boolean) && store.up;
+          sendJson(res, ready ? 200 : 503, { status: ready ? 'ready' : 'not_ready', upstreams, store }, {});
         },
         () => sendJson(res, 503, { status: 'not_ready' }, {}),
       );

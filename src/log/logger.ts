@@ -165,6 +165,11 @@ function sanitizeFields(fields: Record<string, unknown>): Record<string, unknown
   return out;
 }
 
+/** A copy of any value with credential-named fields and credential-shaped text replaced (audit records). */
+export function redactValue(value: unknown): unknown {
+  return sanitize(value, new WeakSet());
+}
+
 // A copy with credential-named fields and credential-shaped text replaced. Errors would serialize to {}, so
 // they keep their name, message and code; a cycle becomes a marker instead of a crash.
 function sanitize(value: unknown, ancestors: WeakSet<object>): unknown {

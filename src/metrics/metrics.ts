@@ -24,6 +24,8 @@ export function methodLabel(method: string | undefined): string {
 export interface MetricsSources {
   inFlight(): number;
   legacySessions(): number;
+  /** Whether the store (SQLite or Redis) can be counted on now. */
+  storeUp(): boolean;
   /** Reachability and detected era per upstream, read at scrape time. */
   upstreams(): Promise<Array<{ name: string; up: boolean; era?: string | undefined }>>;
 }
@@ -37,6 +39,7 @@ export class GatewayMetrics {
   private readonly authFailures: Counter<'reason'>;
   private readonly refusals: Counter<'reason'>;
   private readonly reloads: Counter<'result'>;
+  private readonly storeErrors: Counter;
 
   constructor(sources: MetricsSources) {
     const registers = [this.registry];
@@ -53,6 +56,8 @@ export class GatewayMetrics {
     this.reloads = new Counter({ name: 'gatehouse_config_reloads_total', help: 'Config reloads, by result (applied or refused).', labelNames: ['result'], registers });
     new Gauge({ name: 'gatehouse_in_flight_requests', help: 'Requests being answered now (listening streams excluded).', registers, collect() { this.set(sources.inFlight()); } });
     new Gauge({ name: 'gatehouse_legacy_sessions', help: 'Legacy (2025-era) sessions in use within the idle timeout.', registers, collect() { this.set(sources.legacySessions()); } });
+    new Gauge({ name: 'gatehouse_store_up', help: 'Whether the store (SQLite or Redis) can be counted on (1) or governed calls are being refused (0).', registers, collect() { this.set(sources.storeUp() ? 1 : 0); } });
+    this.storeErrors = new Counter({ name: 'gatehouse_store_errors_total', help: 'Store operations that failed (each one fails its call closed).', registers });
     // Both gauges come from one probe per scrape, run by `up`; `info` is registered after it so that the
     // registry serializes it once `up` has filled it in.
     const info = new Gauge({ name: 'gatehouse_upstream_info', help: 'Detected protocol era of each upstream (value always 1).', labelNames: ['upstream', 'era'], registers: [] });
@@ -100,6 +105,10 @@ export class GatewayMetrics {
 
   upstreamResponse(upstream: string, seconds: number): void {
     this.upstreamDuration.observe({ upstream }, seconds);
+  }
+
+  storeError(): void {
+    this.storeErrors.inc();
   }
 
   reload(result: 'applied' | 'refused'): void {

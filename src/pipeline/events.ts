@@ -5,6 +5,7 @@
 import diagnostics from 'node:diagnostics_channel';
 import { refusalCode, type Refusal } from '../errors.js';
 import type { CallContext } from './context.js';
+import type { FinalAnswer } from './final-answer.js';
 
 /** Why a call ended as it did, in the words of the metrics and the log. */
 export type CallOutcomeWord = 'ok' | 'refused' | 'client_error' | 'upstream_error' | 'aborted' | 'tool_error';
@@ -59,10 +60,28 @@ export interface CallEndEvent {
   upstream?: string;
 }
 
+/**
+ * A governed call's final answer, before the client gets it (DESIGN.md §7: the audit write completes
+ * before the answer leaves). Subscribers may hand work the answer must wait for, and add `_meta` to it.
+ */
+export interface CallAnswerEvent {
+  callId: string;
+  edge: object;
+  ctx: CallContext;
+  answer: FinalAnswer;
+  /** The stage that refused, when one did. */
+  stage?: string;
+  /** The answer leaves only once `work` is done; if it fails, the client gets a failure instead. */
+  waitFor(work: Promise<unknown>): void;
+  /** An entry for the answer's `_meta` (results and tool refusals; errors have none). */
+  addMeta(key: string, value: unknown): void;
+}
+
 export const channels = {
   start: diagnostics.channel('gatehouse:call:start'),
   refused: diagnostics.channel('gatehouse:call:refused'),
   upstream: diagnostics.channel('gatehouse:call:upstream'),
+  answer: diagnostics.channel('gatehouse:call:answer'),
   end: diagnostics.channel('gatehouse:call:end'),
 } as const;
 

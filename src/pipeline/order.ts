@@ -6,27 +6,34 @@
 //               session's owner ............................................ 400 403 404 405 406 408 413 415 429
 //   auth        edge/server.ts with auth/: failed-auth limit first, then the credential → Principal
 //                                                                         ...... 400 401 403 429 503
+//   state       store/state-stage.ts: a governed call runs only while the store can record it
+//                                                                         ...... 503 GW_ERR_STATE_UNAVAILABLE
 //   resolve     catalog/resolve-stage.ts: tools/call, prompts/get → route (ref, schemas, annotations)
 //                                                                         ...... -32602 unknown tool or prompt
 //   access      policy/access-stage.ts: the key's tool list and policy.rules; hidden = unknown ... -32602
 //   arguments   policy/arguments-stage.ts: Mcp-Param-* vs body ............... 400 -32020
 //                                          inputSchema .................... invalid_arguments (tool result)
-//   (the policy stages of DESIGN.md §7 come here: egress, rate limits, budgets, breakers, approval,
-//    idempotency)
+//   (the policy stages of DESIGN.md §7 come here: egress, rate limits, budgets, breakers, approval)
+//   idempotency policy/idempotency-stage.ts: write tools need params._meta.idempotencyKey
+//                                             ........ idempotency_key_required, _conflict, outcome_unknown
+//                                          a key seen before: its stored answer, replayed
 //   upstream    the adapter for the configured upstream(s): pass-through, era bridges, catalog, stdio
 //                                                                         ...... 502 503 504 GW_ERR_*
 //   output      policy/output-stage.ts: structuredContent vs outputSchema ..... invalid_output (enforce)
+//   answer      pipeline/answer-event.ts: a governed call's final answer is published before it leaves,
+//               and waits for its subscribers (audit/audit-trail.ts writes the record) ... 503 if it cannot
 //
 // Admission and auth need the HTTP request itself (the body is read only after the credential is
 // checked), so the edge runs them; from `resolve` on, stages see only the CallContext. The edge writes
 // whatever Outcome comes back.
 
+import { publishAnswer } from './answer-event.js';
 import type { CallContext } from './context.js';
 import type { Outcome } from './outcome.js';
 import { compose, type Next, type Stage, type StageName } from './stage.js';
 
 /** The stages that run on a CallContext, in order. */
-export const CALL_STAGES = ['resolve', 'access', 'arguments', 'output', 'upstream'] as const satisfies readonly StageName[];
+export const CALL_STAGES = ['state', 'resolve', 'access', 'arguments', 'idempotency', 'output', 'upstream'] as const satisfies readonly StageName[];
 
 export type CallStages = Record<(typeof CALL_STAGES)[number], Stage>;
 
@@ -40,5 +47,7 @@ export function buildPipeline(stages: CallStages): Pipeline {
   const chain = CALL_STAGES.map((name) => stages[name]);
   const upstream = chain.pop()!;
   const end: Next = (ctx) => upstream.run(ctx, () => Promise.reject(new Error('nothing comes after the upstream stage')));
-  return compose(chain, end);
+  const run = compose(chain, end);
+  // A governed call's final answer is published (the audit subscribes) and leaves once that work is done.
+  return (ctx) => run(ctx).then((outcome) => publishAnswer(outcome, ctx));
 }

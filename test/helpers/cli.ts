@@ -1,6 +1,9 @@
 // Runs the built CLI (dist/main.js) as a child process, the way an operator would.
 
 import { spawn, type ChildProcess } from 'node:child_process';
+import { mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
 export const ROOT = fileURLToPath(new URL('../..', import.meta.url));
@@ -44,7 +47,9 @@ export interface ServingCli {
 
 /** Starts `gatehouse serve ...` and resolves once it logs its listening URL. */
 export function serveCli(args: string[], opts: { env?: NodeJS.ProcessEnv; timeoutMs?: number } = {}): Promise<ServingCli> {
-  const child = spawn(process.execPath, [MAIN, 'serve', ...args], { cwd: ROOT, env: opts.env ?? process.env, stdio: ['ignore', 'pipe', 'pipe'] });
+  // Each gateway its own SQLite file (one file serves one process), unless the test names one.
+  const store = args.includes('--store') ? [] : ['--store', join(mkdtempSync(join(tmpdir(), 'gatehouse-cli-')), 'gatehouse.db')];
+  const child = spawn(process.execPath, [MAIN, 'serve', ...args, ...store], { cwd: ROOT, env: opts.env ?? process.env, stdio: ['ignore', 'pipe', 'pipe'] });
   let stdout = '';
   let stderr = '';
   const exited = new Promise<number | null>((r) => child.on('exit', (code) => r(code)));

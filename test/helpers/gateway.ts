@@ -1,5 +1,8 @@
 // Starts a gateway in-process on an ephemeral port for integration tests, and captures its log lines.
 
+import { mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { validateConfigObject } from '../../src/config/load.js';
 import { createGateway, type Gateway } from '../../src/gateway.js';
 import { createLogger } from '../../src/log/logger.js';
@@ -17,7 +20,11 @@ export interface TestGateway {
 
 /** `config` is a partial raw config; listen defaults to 127.0.0.1:0 and auth to anonymous. */
 export async function startGateway(config: Record<string, unknown>): Promise<TestGateway> {
-  const raw = { auth: { anonymous: true }, ...config, listen: { host: '127.0.0.1', port: 0, ...(config.listen as object | undefined) } };
+  // Each gateway its own SQLite file: one file serves one process, and tests run side by side.
+  const store = config.store ?? { kind: 'sqlite', path: join(mkdtempSync(join(tmpdir(), 'gatehouse-test-')), 'gatehouse.db') };
+  // Real clients send no idempotency keys; tests of idempotency itself require them in their config.
+  const idempotency = config.idempotency ?? { requireKeys: false };
+  const raw = { auth: { anonymous: true }, ...config, store, idempotency, listen: { host: '127.0.0.1', port: 0, ...(config.listen as object | undefined) } };
   const validated = validateConfigObject(raw, 'test');
   const logs: Array<Record<string, unknown>> = [];
   const log = createLogger(process.env.GATEHOUSE_TEST_LOG === 'debug' ? 'debug' : 'info', (line) => {

@@ -219,7 +219,10 @@ describe('legacy client → modern upstream (§16.2)', () => {
     const headers = await open(gw);
     assert.equal((await post(gw.url, rpc(5, 'logging/setLevel', { level: 'warning' }), headers)).json().result !== undefined, true);
     const res = await post(gw.url, rpc(6, 'tools/call', { name: 'météo', arguments: {} }), headers);
-    assert.deepEqual(res.json(), { jsonrpc: '2.0', id: 6, result: { content: [{ type: 'text', text: 'hi' }] } });
+    // The modern-only fields are gone; the run id of the audit record is Gatehouse's own.
+    const { _meta: meta, ...rest } = res.json().result as { _meta: Record<string, unknown> };
+    assert.deepEqual({ ...res.json(), result: rest }, { jsonrpc: '2.0', id: 6, result: { content: [{ type: 'text', text: 'hi' }] } });
+    assert.deepEqual(Object.keys(meta), ['dev.gatehouse/run_id']);
     // A call by name also makes Gatehouse list the upstream (are its names safe?); find the call itself.
     const seen = [...up.requests].reverse().find((r) => r.body.includes('"tools/call"'))!;
     const body = JSON.parse(seen.body) as Msg;

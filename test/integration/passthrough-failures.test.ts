@@ -253,9 +253,9 @@ describe('edge guards', () => {
     assert.equal((await request(`${good.origin}/healthz`)).statusCode, 200);
     const ready = await request(`${good.origin}/readyz`);
     assert.equal(ready.statusCode, 200);
-    assert.deepEqual(await ready.body.json(), { status: 'ready', upstreams: { up: true } });
+    assert.deepEqual(await ready.body.json(), { status: 'ready', upstreams: { up: true }, store: { kind: 'sqlite', up: true } });
     const notReady = await request(`${bad.origin}/readyz`);
     assert.equal(notReady.statusCode, 503);
-    assert.deepEqual(await notReady.body.json(), { status: 'not_ready', upstreams: { up: false } });
+    assert.deepEqual(await notReady.body.json(), { status: 'not_ready', upstreams: { up: false }, store: { kind: 'sqlite', up: true } });
   });
 });

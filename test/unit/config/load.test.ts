@@ -110,7 +110,7 @@ describe('parseConfigText', () => {
   it('checks kind-specific store keys', () => {
     assert.deepEqual(lines(issuesOf(`${UPSTREAM}store: { kind: redis }\n`)), ['gatehouse.yaml:4:8 store: missing required key "url"']);
     assert.deepEqual(lines(issuesOf(`${UPSTREAM}store: { kind: mongo }\n`)), ['gatehouse.yaml:4:16 store.kind: must be one of: sqlite, redis']);
-    assert.deepEqual(parse(`${UPSTREAM}store: { kind: redis, url: "redis://r:6379" }\n`).store, { kind: 'redis', url: 'redis://r:6379' });
+    assert.deepEqual(parse(`${UPSTREAM}store: { kind: redis, url: "redis://r:6379" }\n`).store, { kind: 'redis', url: 'redis://r:6379', keyPrefix: 'gatehouse:' });
   });
 
   it('applies every default', () => {
@@ -125,6 +125,8 @@ describe('parseConfigText', () => {
       tools: { naming: { prefix: 'auto' }, outputValidation: 'warn' },
       policy: { rules: [] },
       store: { kind: 'sqlite', path: './data/gatehouse.db' },
+      audit: { retainDays: 90 },
+      idempotency: { requireKeys: true, ttlSeconds: 86400, tools: [], exempt: [] },
       metrics: { enabled: false, host: '127.0.0.1', port: 9464, path: '/metrics' },
       admin: { enabled: false, host: '127.0.0.1', port: 9465 },
       log: { level: 'info', requests: true },

@@ -1,0 +1,74 @@
+// The audit: one record per governed call, written before the answer leaves Gatehouse (the FITsociety
+// seed: "durably persisted before the official transport response is returned"). It subscribes to the
+// pipeline's `answer` event, so no stage knows about it; the answer waits for the write, and a write that
+// fails withholds the answer (GW_ERR_STATE_UNAVAILABLE). Each record carries the run id the client is
+// given in `_meta["dev.gatehouse/run_id"]`, the SHA-256 of the canonical arguments and the arguments with
+// secrets redacted; the store chains the records by hash.
+
+import { createHash, randomUUID } from 'node:crypto';
+import { refusalCode } from '../errors.js';
+import type { Logger } from '../log/logger.js';
+import { redactValue } from '../log/logger.js';
+import { channels, subscribe, type CallAnswerEvent } from '../pipeline/events.js';
+import { canonicalJson } from '../protocol/canonical-json.js';
+import type { JsonRpcRequest } from '../protocol/jsonrpc.js';
+import { IDEMPOTENCY_META } from '../policy/idempotency-stage.js';
+import type { StoreGuard } from '../store/guard.js';
+import type { AuditEntry } from '../store/store.js';
+
+export const RUN_ID_META = 'dev.gatehouse/run_id';
+const DAY_MS = 86_400_000;
+/** How often records past `audit.retainDays` are removed. */
+const PRUNE_EVERY_MS = 3_600_000;
+
+/** The record of one answered call. */
+export function auditEntryOf(e: CallAnswerEvent, runId: string): AuditEntry {
+  const { ctx, answer } = e;
+  const params = (ctx.message as JsonRpcRequest).params ?? {};
+  const args = params.arguments;
+  const p = ctx.principal;
+  const result = answer.response.result;
+  const outcome = answer.refusal !== undefined ? 'refused' : answer.failure !== undefined ? 'failed' : answer.response.error !== undefined ? 'error' : result?.isError === true ? 'tool_error' : 'ok';
+  const key = (params._meta as Record<string, unknown> | undefined)?.[IDEMPOTENCY_META];
+  return {
+    time: new Date().toISOString(),
+    callId: ctx.callId,
+    runId,
+    subject: p.subject,
+    ...(p.tenant !== undefined ? { tenant: p.tenant } : {}),
+    ...(p.keyId !== undefined ? { keyId: p.keyId } : {}),
+    ...(p.tokenId !== undefined ? { tokenId: p.tokenId } : {}),
+    ...(ctx.route ? { toolRef: ctx.route.ref, tool: ctx.route.publicName, upstream: ctx.route.upstream } : typeof params.name === 'string' ? { tool: params.name } : {}),
+    method: ctx.method ?? 'tools/call',
+    argumentsSha256: createHash('sha256').update(canonicalJson(args ?? {})).digest('hex'),
+    arguments: redactValue(args ?? {}),
+    outcome,
+    ...(answer.refusal !== undefined ? { refusal: refusalCode(answer.refusal), ...(e.stage !== undefined ? { stage: e.stage } : {}) } : {}),
+    ...(answer.failure !== undefined ? { refusal: refusalCode({ kind: 'failure', error: answer.failure }), stage: 'upstream' } : {}),
+    latencyMs: Math.round((performance.now() - ctx.receivedAt) * 1000) / 1000,
+    ...(typeof key === 'string' ? { idempotencyKey: key } : {}),
+  };
+}
+
+/** Audits every governed call answered on `edge`; returns the function that stops it. */
+export function auditCalls(edge: object, guard: StoreGuard, settings: { retainDays: number }, log: Logger): () => void {
+  const stop = subscribe<CallAnswerEvent>(channels.answer, (e) => {
+    if (e.edge !== edge) return;
+    const runId = randomUUID();
+    e.addMeta(RUN_ID_META, runId);
+    e.waitFor(guard.run((store) => store.appendAudit(auditEntryOf(e, runId))));
+  });
+  const prune = (): void => {
+    guard.run((store) => store.pruneAudit(Date.now() - settings.retainDays * DAY_MS)).then(
+      (removed) => removed > 0 && log.info('audit records past retention removed', { removed, retainDays: settings.retainDays }),
+      (err: unknown) => log.warn('audit retention could not run; it is tried again later', { err }),
+    );
+  };
+  const timer = setInterval(prune, PRUNE_EVERY_MS);
+  timer.unref();
+  prune();
+  return () => {
+    stop();
+    clearInterval(timer);
+  };
+}

@@ -1,0 +1,148 @@
+// The final answer of a call, caught on its way out whatever shape the Outcome has, so work that must be
+// done before the client sees it (an output check, the stored answer of an idempotent write, the audit
+// record) is done first. A refusal, a JSON answer, the last message of a stream and the response inside
+// relayed bytes (a JSON body, or the SSE event that answers the request) all come through `onFinal`.
+// Relayed bytes pass unchanged unless `onFinal` returns another response.
+
+import { Readable, Transform } from 'node:stream';
+import { toWire, type GatewayError, type Refusal } from '../errors.js';
+import type { JsonRpcId, JsonRpcMessage, JsonRpcResponse } from '../protocol/jsonrpc.js';
+import { formatSseMessage, SseParser } from '../protocol/sse.js';
+import { CallStream } from './call-stream.js';
+import type { CallContext } from './context.js';
+import type { Outcome } from './outcome.js';
+
+/** The final answer as the client would get it: the response, and the refusal it renders, if it is one. */
+export interface FinalAnswer {
+  response: JsonRpcResponse;
+  refusal?: Refusal;
+  /** A failure reported by an adapter's stream (also rendered in `response`). */
+  failure?: GatewayError;
+}
+
+/**
+ * What comes back from `onFinal`: nothing (the answer goes as it is), another response, or a refusal that
+ * replaces the answer (for instance when a record that had to be written before it could not be).
+ */
+export type FinalVerdict = void | undefined | { response: JsonRpcResponse } | { refusal: Refusal };
+
+export type OnFinal = (answer: FinalAnswer) => Promise<FinalVerdict>;
+
+/** The Outcome with its final answer passed through `onFinal` before it reaches the client. */
+export function interceptFinal(outcome: Outcome, ctx: CallContext, onFinal: OnFinal): Promise<Outcome> | Outcome {
+  const id = ctx.kind === 'request' ? (ctx.message as { id: JsonRpcId }).id : null;
+  switch (outcome.kind) {
+    case 'refused': {
+      const refusal = outcome.refusal;
+      return onFinal({ response: toWire(refusal, { era: ctx.era, id, callId: ctx.callId }).body, refusal }).then((v) => (v === undefined ? outcome : replaced(outcome, v)));
+    }
+    case 'json': {
+      const message = outcome.message;
+      if (!isResponse(message)) return outcome;
+      return onFinal({ response: message }).then((v) => (v === undefined ? outcome : replaced(outcome, v)));
+    }
+    case 'stream':
+      return { ...outcome, stream: interceptStream(outcome.stream, ctx, onFinal) };
+    case 'relay': {
+      if (!(outcome.headers['content-type'] ?? '').startsWith('text/event-stream')) return interceptRelayedJson(outcome, onFinal);
+      // Events before the answer pass as they come; the answer may change length, so no declared length.
+      const { 'content-length': _length, ...headers } = outcome.headers;
+      return { ...outcome, headers, body: interceptRelayedSse(outcome.body, outcome.requestId, onFinal, (refusal) => toWire(refusal, { era: ctx.era, id: outcome.requestId, callId: ctx.callId }).body) };
+    }
+    case 'empty':
+      return outcome;
+  }
+}
+
+function replaced(outcome: Outcome, verdict: Exclude<FinalVerdict, void | undefined>): Outcome {
+  if ('refusal' in verdict) return { kind: 'refused', refusal: verdict.refusal, ...(outcome.kind === 'refused' && outcome.stage !== undefined ? { stage: outcome.stage } : {}) };
+  if (outcome.kind === 'json') return { ...outcome, message: verdict.response };
+  return { kind: 'json', status: 200, message: verdict.response };
+}
+
+function isResponse(m: JsonRpcMessage): m is JsonRpcResponse {
+  return !('method' in m) && 'id' in m;
+}
+
+/** A stream that passes every item on and holds the final one until `onFinal` is done with it. */
+function interceptStream(source: CallStream, ctx: CallContext, onFinal: OnFinal): CallStream {
+  const out = new CallStream({ requestId: source.requestId, mode: source.mode, acceptsSse: true });
+  out.onClose(() => source.cancel());
+  void (async () => {
+    try {
+      for await (const item of source.read()) {
+        if ('comment' in item) out.comment();
+        else if ('message' in item && !item.final) out.push(item.message);
+        else {
+          const answer: FinalAnswer =
+            'failure' in item
+              ? { response: toWire({ kind: 'failure', error: item.failure }, { era: ctx.era, id: source.requestId, callId: ctx.callId }).body, failure: item.failure }
+              : { response: item.message as JsonRpcResponse };
+          const verdict = await onFinal(answer);
+          if (verdict !== undefined && 'refusal' in verdict) {
+            if (verdict.refusal.kind === 'failure') out.fail(verdict.refusal.error);
+            else out.finish(toWire(verdict.refusal, { era: ctx.era, id: source.requestId, callId: ctx.callId }).body);
+          } else if (verdict !== undefined) out.finish(verdict.response);
+          else if ('failure' in item) out.fail(item.failure);
+          else out.finish(item.message as JsonRpcResponse);
+        }
+      }
+    } finally {
+      out.end();
+    }
+  })();
+  return out;
+}
+
+/**
+ * A relayed JSON body is one message: read it whole, then pass the same bytes on (with the upstream's
+ * status and headers) unless `onFinal` replaces the answer, which then gets the status it deserves.
+ */
+async function interceptRelayedJson(outcome: Extract<Outcome, { kind: 'relay' }>, onFinal: OnFinal): Promise<Outcome> {
+  const chunks: Buffer[] = [];
+  try {
+    for await (const chunk of outcome.body as AsyncIterable<Buffer>) chunks.push(chunk);
+  } catch (err) {
+    return { kind: 'refused', refusal: { kind: 'failure', error: outcome.failureOf(err) } };
+  }
+  const bytes = Buffer.concat(chunks);
+  const response = responseIn(bytes.toString('utf8'), outcome.requestId);
+  const verdict = response === undefined ? undefined : await onFinal({ response });
+  if (verdict === undefined) return { ...outcome, body: Readable.from([bytes]) };
+  if ('refusal' in verdict) return { kind: 'refused', refusal: verdict.refusal };
+  return { kind: 'json', status: outcome.status, message: verdict.response };
+}
+
+/** An SSE body event by event, the event that answers `requestId` held until `onFinal` is done with it. */
+function interceptRelayedSse(body: Readable, requestId: JsonRpcId | null, onFinal: OnFinal, render: (refusal: Refusal) => JsonRpcResponse): Readable {
+  const parser = new SseParser();
+  const transform = new Transform({
+    transform(chunk: Buffer, _enc, done) {
+      void (async () => {
+        for (const ev of parser.push(chunk)) {
+          const response = ev.data !== undefined && ev.data.includes('"id"') ? responseIn(ev.data, requestId) : undefined;
+          if (response === undefined) {
+            this.push(ev.raw);
+            continue;
+          }
+          const verdict = await onFinal({ response });
+          this.push(verdict === undefined ? ev.raw : formatSseMessage('refusal' in verdict ? render(verdict.refusal) : verdict.response));
+        }
+      })().then(() => done(), done);
+    },
+  });
+  body.on('error', (err) => transform.destroy(err));
+  return body.pipe(transform);
+}
+
+function responseIn(text: string, requestId: JsonRpcId | null): JsonRpcResponse | undefined {
+  let message: unknown;
+  try {
+    message = JSON.parse(text);
+  } catch {
+    return undefined;
+  }
+  if (message === null || typeof message !== 'object') return undefined;
+  const m = message as JsonRpcMessage;
+  return isResponse(m) && m.id === requestId ? m : undefined;
+}

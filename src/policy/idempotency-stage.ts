@@ -1,0 +1,173 @@
+// The idempotency stage, for write tools (the FITsociety seed: "every write tool call must include a
+// unique key in params._meta.idempotencyKey"): a write without a usable key is refused before anything
+// runs; the first call with a key runs and its answer is stored before it is returned; the same key with
+// the same request gets that answer again without a second run; with another request, a conflict. A
+// duplicate that arrives while the first is running waits for it. A key whose call was cut short (the
+// process died, the answer could not be stored) is never run again blindly: it is `outcome_unknown`.
+
+import { createHash, randomUUID } from 'node:crypto';
+import { failure, GatewayError, type ToolRefusal } from '../errors.js';
+import { interceptFinal } from '../pipeline/final-answer.js';
+import type { CallContext, Route } from '../pipeline/context.js';
+import type { Outcome } from '../pipeline/outcome.js';
+import { principalKey } from '../pipeline/principal.js';
+import { refuseAt, type Stage } from '../pipeline/stage.js';
+import { canonicalJson } from '../protocol/canonical-json.js';
+import type { JsonRpcRequest, JsonRpcResponse } from '../protocol/jsonrpc.js';
+import type { IdempotencyClaim, IdempotencyRecord } from '../store/store.js';
+import { globToRegExp } from './access.js';
+
+/** Where a write's key travels (the FITsociety seed). */
+export const IDEMPOTENCY_META = 'idempotencyKey';
+/** Long enough to be unique, short and plain enough to index and log. */
+const KEY_SHAPE = /^[A-Za-z0-9][A-Za-z0-9._:-]{7,254}$/;
+/** How long a running call holds its key before others may call it lost; renewed while it runs. */
+const LEASE_MS = 30_000;
+/** How often a duplicate looks again at a key another replica is running. */
+const POLL_MS = 100;
+
+export interface IdempotencySettings {
+  /** False: a write without a key runs unprotected instead of being refused. */
+  requireKeys: boolean;
+  ttlSeconds: number;
+  /** Tool refs that are writes even without annotations saying so. */
+  tools: string[];
+  /** Tool refs that are never treated as writes. */
+  exempt: string[];
+}
+
+/** The store operations the stage needs, each failing closed (through the store guard). */
+export interface IdempotencyStore {
+  kind: 'sqlite' | 'redis';
+  claim(key: string, digest: string, owner: string, leaseMs: number, ttlMs: number): Promise<IdempotencyClaim>;
+  renew(key: string, owner: string, leaseMs: number): Promise<void>;
+  complete(key: string, owner: string, response: string, ttlMs: number): Promise<void>;
+  release(key: string, owner: string): Promise<void>;
+  read(key: string): Promise<IdempotencyRecord | undefined>;
+}
+
+/** Whether a tool is a write: annotated as one (readOnlyHint false, destructiveHint true), or listed. */
+export function isWrite(route: Route, settings: { tools: RegExp[]; exempt: RegExp[] }): boolean {
+  if (settings.exempt.some((g) => g.test(route.ref))) return false;
+  if (settings.tools.some((g) => g.test(route.ref))) return true;
+  const a = route.annotations;
+  return a !== undefined && (a.readOnlyHint === false || a.destructiveHint === true);
+}
+
+export function compileIdempotencyStage(settings: IdempotencySettings, store: IdempotencyStore, maxWaitMs: number): Stage {
+  const globs = { tools: settings.tools.map(globToRegExp), exempt: settings.exempt.map(globToRegExp) };
+  const ttlMs = settings.ttlSeconds * 1000;
+  /** This process: owners of the form `<instance>:<call>` are ours, and alive while in this set. */
+  const instance = randomUUID();
+  const running = new Set<string>();
+
+  const refuse = (ctx: CallContext, code: ToolRefusal['code'], message: string): Outcome => refuseAt('idempotency', ctx, { kind: 'tool', code, message, ...(ctx.route ? { meta: { 'dev.gatehouse/tool_ref': ctx.route.ref } } : {}) });
+
+  const ownerAlive = (owner: string, leaseUntil: number): boolean => {
+    if (owner.startsWith(`${instance}:`)) return running.has(owner);
+    // One SQLite file serves one process: any other owner is a process that is gone.
+    return store.kind === 'redis' && leaseUntil > Date.now();
+  };
+
+  /** The stored answer, given to this request (its own id, marked as a replay). */
+  const replay = (ctx: CallContext, stored: string): Outcome => {
+    const response = JSON.parse(stored) as JsonRpcResponse;
+    const id = (ctx.message as JsonRpcRequest).id;
+    const result = response.result;
+    const message: JsonRpcResponse = result ? { ...response, id, result: { ...result, _meta: { ...(result._meta as object | undefined), 'dev.gatehouse/replayed': true } } } : { ...response, id };
+    return { kind: 'json', status: 200, message };
+  };
+
+  /** Waits for another call under the same key to finish: its answer, or unknown if it never does. */
+  const awaitOther = async (ctx: CallContext, key: string, digest: string): Promise<Outcome> => {
+    const deadline = Date.now() + maxWaitMs;
+    while (Date.now() < deadline && !ctx.signal.aborted) {
+      await new Promise((r) => setTimeout(r, POLL_MS));
+      const record = await store.read(key);
+      if (record === undefined) break;
+      if (record.digest !== digest) return refuse(ctx, 'idempotency_key_conflict', 'This idempotency key was used for a different request; use a new key for a new request');
+      if (record.state === 'done') return replay(ctx, record.response);
+      if (!ownerAlive(record.owner, record.leaseUntil)) break;
+    }
+    return refuse(ctx, 'outcome_unknown', 'A call with this idempotency key was started and did not finish; it is not run again, because it may have taken effect. Check its effect, then use a new key');
+  };
+
+  return {
+    name: 'idempotency',
+    applies: (ctx) => ctx.method === 'tools/call' && ctx.route !== undefined && isWrite(ctx.route, globs),
+    async run(ctx, next) {
+      const route = ctx.route!;
+      const params = (ctx.message as JsonRpcRequest).params!;
+      const given = (params._meta as Record<string, unknown> | undefined)?.[IDEMPOTENCY_META];
+      if (given === undefined && !settings.requireKeys) return next(ctx);
+      if (typeof given !== 'string' || !KEY_SHAPE.test(given)) {
+        return refuse(ctx, 'idempotency_key_required', `"${route.publicName}" changes things: send a unique key in params._meta.${IDEMPOTENCY_META} (8 to 255 letters, digits, ".", "_", ":" or "-"), and the same key only to retry this very call`);
+      }
+      // Keys are the caller's own: one caller's key never replays another caller's answer.
+      const key = sha256(`${principalKey(ctx.principal)}\u0000${route.ref}\u0000${given}`);
+      const digest = sha256(canonicalJson({ ref: route.ref, arguments: params.arguments ?? {} }));
+      const owner = `${instance}:${ctx.callId}`;
+      running.add(owner);
+      try {
+        const claim = await store.claim(key, digest, owner, LEASE_MS, ttlMs);
+        if (claim.outcome === 'existing') {
+          running.delete(owner);
+          const record = claim.record;
+          if (record.digest !== digest) return refuse(ctx, 'idempotency_key_conflict', 'This idempotency key was used for a different request; use a new key for a new request');
+          if (record.state === 'done') return replay(ctx, record.response);
+          return ownerAlive(record.owner, record.leaseUntil) ? await awaitOther(ctx, key, digest) : refuse(ctx, 'outcome_unknown', 'A call with this idempotency key was started and did not finish; it is not run again, because it may have taken effect. Check its effect, then use a new key');
+        }
+      } catch (err) {
+        running.delete(owner);
+        return refuseAt('idempotency', ctx, stateUnavailable(err));
+      }
+      const renewal = setInterval(() => void store.renew(key, owner, LEASE_MS).catch(() => {}), LEASE_MS / 3);
+      renewal.unref();
+      const done = (): void => {
+        clearInterval(renewal);
+        running.delete(owner);
+      };
+      // A client that leaves takes its answer with it: the key stays taken and a retry learns the outcome is unknown.
+      ctx.signal.addEventListener('abort', done, { once: true });
+      let outcome: Outcome;
+      try {
+        outcome = await next(ctx);
+      } catch (err) {
+        done();
+        throw err;
+      }
+      return interceptFinal(outcome, ctx, async ({ response, failure: failed }) => {
+        try {
+          const error = failed ?? (outcome.kind === 'refused' && outcome.refusal.kind === 'failure' ? outcome.refusal.error : undefined);
+          if (error !== undefined) {
+            // A request that never left lets a retry run; otherwise the upstream may have acted, the key
+            // stays taken, and a retry is told the outcome is unknown.
+            if (neverSent(error)) await store.release(key, owner);
+            return undefined;
+          }
+          // The FITsociety seed: the completed response is persisted before it is returned.
+          await store.complete(key, owner, JSON.stringify(response), ttlMs);
+          return undefined;
+        } catch (err) {
+          return { refusal: stateUnavailable(err) };
+        } finally {
+          done();
+        }
+      });
+    },
+  };
+}
+
+/** Failures where the upstream cannot have seen the request: the connection was never made. */
+function neverSent(err: GatewayError): boolean {
+  const code = (err.cause as { code?: unknown } | undefined)?.code;
+  return err.code === 'GW_ERR_UPSTREAM_UNREACHABLE' && (code === 'ECONNREFUSED' || code === 'ENOTFOUND' || code === 'EHOSTUNREACH');
+}
+
+function stateUnavailable(err: unknown): ReturnType<typeof failure> {
+  return failure(new GatewayError('GW_ERR_STATE_UNAVAILABLE', 'The idempotency record of this call cannot be kept now, so the call is not answered; retry later with the same key', undefined, { cause: err }));
+}
+
+function sha256(text: string): string {
+  return createHash('sha256').update(text).digest('hex');
+}

@@ -1,0 +1,75 @@
+// Whether the store can be counted on now. Every operation goes through the guard: a failure marks the
+// store down (logged once, counted) and starts a probe that pings it every second; the first answer marks
+// it up again, so service resumes on its own, without a restart. While it is down, governed calls are
+// refused before they run (state-stage.ts) and /readyz says not ready.
+
+import type { Logger } from '../log/logger.js';
+import { StoreUnavailableError, type Store } from './store.js';
+
+const PROBE_MS = 1_000;
+
+export class StoreGuard {
+  private up = true;
+  private probe: NodeJS.Timeout | undefined;
+  private closed = false;
+
+  constructor(
+    readonly store: Store,
+    private readonly log: Logger,
+    /** Told about every failed operation (metrics). */
+    private readonly onError: () => void = () => {},
+  ) {}
+
+  get available(): boolean {
+    return this.up;
+  }
+
+  /** Runs one operation; a failure marks the store down and is rethrown as StoreUnavailableError. */
+  async run<T>(op: (store: Store) => Promise<T>): Promise<T> {
+    try {
+      const value = await op(this.store);
+      if (!this.up) this.markUp();
+      return value;
+    } catch (err) {
+      const unavailable = err instanceof StoreUnavailableError ? err : new StoreUnavailableError(`store: ${(err as Error).message}`, { cause: err });
+      this.markDown(unavailable);
+      throw unavailable;
+    }
+  }
+
+  /** For readiness: one real round trip now. */
+  async check(): Promise<boolean> {
+    try {
+      await this.run((s) => s.ping());
+      return true;
+    } catch {
+      return false;
+    }
+  }
+
+  async close(): Promise<void> {
+    this.closed = true;
+    clearInterval(this.probe);
+    await this.store.close();
+  }
+
+  private markDown(err: Error): void {
+    this.onError();
+    if (!this.up) return;
+    this.up = false;
+    this.log.error('the store is unavailable: governed calls are refused until it is back', { store: this.store.kind, err: err.message });
+    if (this.closed) return;
+    this.probe = setInterval(() => {
+      this.store.ping().then(() => this.markUp(), () => {});
+    }, PROBE_MS);
+    this.probe.unref();
+  }
+
+  private markUp(): void {
+    if (this.up) return;
+    this.up = true;
+    clearInterval(this.probe);
+    this.probe = undefined;
+    this.log.info('the store is back: governed calls are served again', { store: this.store.kind });
+  }
+}

@@ -1,0 +1,284 @@
+// The shared store, for several replicas: Redis through ioredis (TLS and a password through the URL,
+// Sentinel and Cluster through ioredis). Counters and buckets are Lua scripts that read Redis `TIME`, so a
+// replica with a skewed clock cannot widen a window; every key has a TTL and the configured prefix. Keys
+// that scripts touch together share a hash tag, so they land in one Cluster slot. Commands fail at once
+// while Redis is unreachable (no offline queue): the pipeline fails closed and recovers when it is back.
+
+import { Redis, type RedisOptions } from 'ioredis';
+import { chainNext } from './audit-chain.js';
+import { StoreUnavailableError, type AuditAnchor, type AuditEntry, type AuditQuery, type AuditRecord, type IdempotencyClaim, type IdempotencyRecord, type Store, type TokenBucket, type TokenTake, type WindowCount } from './store.js';
+
+/** Fixed window: INCRBYFLOAT on the window's own key, which expires with the window. */
+const WINDOW = `
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+local window = tonumber(ARGV[2])
+local resets = now - (now % window) + window
+local key = KEYS[1] .. ':' .. resets
+local total = redis.call('INCRBYFLOAT', key, ARGV[1])
+redis.call('PEXPIREAT', key, resets + 1000)
+return { total, tostring(resets) }`;
+
+/** Token bucket refilled by Redis' clock; the hash expires once the bucket would be full again. */
+const BUCKET = `
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+local rate, per, burst, cost = tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[4])
+local state = redis.call('HMGET', KEYS[1], 'tokens', 'at')
+local tokens = burst
+if state[1] then tokens = math.min(burst, tonumber(state[1]) + (now - tonumber(state[2])) * rate / per) end
+local allowed = 0
+local retry = 0
+if tokens >= cost then tokens = tokens - cost allowed = 1 else retry = math.ceil((cost - tokens) * per / rate) end
+redis.call('HSET', KEYS[1], 'tokens', tostring(tokens), 'at', tostring(now))
+redis.call('PEXPIRE', KEYS[1], math.ceil(burst * per / rate) + 1000)
+return { allowed, tostring(tokens), retry }`;
+
+/** Claims a free key, or returns what holds it. */
+const CLAIM = `
+local existing = redis.call('GET', KEYS[1])
+if existing then return existing end
+redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])
+return false`;
+
+/** Stores the answer, if the key is still this owner's call. */
+const COMPLETE = `
+local existing = redis.call('GET', KEYS[1])
+if not existing then return 0 end
+local record = cjson.decode(existing)
+if record.state ~= 'in_flight' or record.owner ~= ARGV[1] then return 0 end
+local done = cjson.encode({ state = 'done', digest = record.digest, response = ARGV[2] })
+redis.call('SET', KEYS[1], done, 'PX', ARGV[3])
+return 1`;
+
+/** Extends an in-flight call's lease, if it is still this owner's. */
+const RENEW = `
+local existing = redis.call('GET', KEYS[1])
+if not existing then return 0 end
+local record = cjson.decode(existing)
+if record.state ~= 'in_flight' or record.owner ~= ARGV[1] then return 0 end
+record.leaseUntil = tonumber(ARGV[2])
+redis.call('SET', KEYS[1], cjson.encode(record), 'KEEPTTL')
+return 1`;
+
+const RELEASE = `
+local existing = redis.call('GET', KEYS[1])
+if not existing then return 0 end
+local record = cjson.decode(existing)
+if record.state == 'in_flight' and record.owner == ARGV[1] then redis.call('DEL', KEYS[1]) end
+return 1`;
+
+const FIRST_CONNECTION_WAIT_MS = 3_000;
+
+type Scripted = Redis & {
+  ghWindow(key: string, amount: number, windowMs: number): Promise<[string, string]>;
+  ghBucket(key: string, rate: number, per: number, burst: number, cost: number): Promise<[number, string, number]>;
+  ghClaim(key: string, record: string, ttlMs: number): Promise<string | null>;
+  ghComplete(key: string, owner: string, response: string, ttlMs: number): Promise<number>;
+  ghRelease(key: string, owner: string): Promise<number>;
+  ghRenew(key: string, owner: string, leaseUntil: number): Promise<number>;
+};
+
+export class RedisStore implements Store {
+  readonly kind = 'redis' as const;
+  private readonly redis: Scripted;
+  /** Audit entries waiting for the append under way to finish; they then go together (group commit). */
+  private auditWaiting: Array<{ entry: AuditEntry; resolve(r: AuditRecord): void; reject(e: Error): void }> = [];
+  private auditBusy: Promise<void> | undefined;
+  /** The first connection, waited for (at most a few seconds) before the first command; later outages fail fast. */
+  private readonly firstConnection: Promise<void>;
+
+  constructor(url: string, keyPrefix: string, options: RedisOptions = {}) {
+    this.redis = new Redis(url, {
+      keyPrefix,
+      lazyConnect: false,
+      // Fail fast while Redis is unreachable: governed calls are refused, not queued.
+      enableOfflineQueue: false,
+      maxRetriesPerRequest: 1,
+      retryStrategy: (attempt) => Math.min(2_000, 100 * attempt),
+      ...options,
+    }) as Scripted;
+    // Connection errors surface on the commands that fail; the client reconnects on its own.
+    this.redis.on('error', () => {});
+    this.firstConnection = new Promise<void>((resolve) => {
+      const timer = setTimeout(resolve, FIRST_CONNECTION_WAIT_MS);
+      timer.unref();
+      this.redis.once('ready', () => {
+        clearTimeout(timer);
+        resolve();
+      });
+    });
+    this.redis.defineCommand('ghWindow', { numberOfKeys: 1, lua: WINDOW });
+    this.redis.defineCommand('ghBucket', { numberOfKeys: 1, lua: BUCKET });
+    this.redis.defineCommand('ghClaim', { numberOfKeys: 1, lua: CLAIM });
+    this.redis.defineCommand('ghComplete', { numberOfKeys: 1, lua: COMPLETE });
+    this.redis.defineCommand('ghRelease', { numberOfKeys: 1, lua: RELEASE });
+    this.redis.defineCommand('ghRenew', { numberOfKeys: 1, lua: RENEW });
+  }
+
+  private async run<T>(what: string, op: () => Promise<T>): Promise<T> {
+    await this.firstConnection;
+    try {
+      return await op();
+    } catch (err) {
+      throw new StoreUnavailableError(`Redis store (${what}): ${(err as Error).message}`, { cause: err });
+    }
+  }
+
+  async ping(): Promise<void> {
+    await this.run('ping', () => this.redis.ping());
+  }
+
+  addToWindow(key: string, amount: number, windowMs: number): Promise<WindowCount> {
+    return this.run('window', async () => {
+      const [total, resets] = await this.redis.ghWindow(`{w:${key}}`, amount, windowMs);
+      return { total: Number(total), resetsAt: Number(resets) };
+    });
+  }
+
+  takeTokens(key: string, bucket: TokenBucket, cost: number): Promise<TokenTake> {
+    return this.run('bucket', async () => {
+      const [allowed, remaining, retry] = await this.redis.ghBucket(`b:${key}`, bucket.rate, bucket.perMs, bucket.burst, cost);
+      return { allowed: allowed === 1, remaining: Number(remaining), retryAfterMs: Number(retry) };
+    });
+  }
+
+  claimIdempotency(key: string, digest: string, owner: string, leaseMs: number, ttlMs: number): Promise<IdempotencyClaim> {
+    return this.run('idempotency', async () => {
+      const record: IdempotencyRecord = { state: 'in_flight', digest, owner, leaseUntil: Date.now() + leaseMs };
+      const existing = await this.redis.ghClaim(`i:${key}`, JSON.stringify(record), ttlMs);
+      return existing === null ? { outcome: 'claimed' } : { outcome: 'existing', record: JSON.parse(existing) as IdempotencyRecord };
+    });
+  }
+
+  completeIdempotency(key: string, owner: string, response: string, ttlMs: number): Promise<void> {
+    return this.run('idempotency', async () => {
+      await this.redis.ghComplete(`i:${key}`, owner, response, ttlMs);
+    });
+  }
+
+  renewIdempotency(key: string, owner: string, leaseMs: number): Promise<void> {
+    return this.run('idempotency', async () => {
+      await this.redis.ghRenew(`i:${key}`, owner, Date.now() + leaseMs);
+    });
+  }
+
+  releaseIdempotency(key: string, owner: string): Promise<void> {
+    return this.run('idempotency', async () => {
+      await this.redis.ghRelease(`i:${key}`, owner);
+    });
+  }
+
+  readIdempotency(key: string): Promise<IdempotencyRecord | undefined> {
+    return this.run('idempotency', async () => {
+      const raw = await this.redis.get(`i:${key}`);
+      return raw === null ? undefined : (JSON.parse(raw) as IdempotencyRecord);
+    });
+  }
+
+  putApproval(id: string, doc: string, ttlMs: number): Promise<void> {
+    return this.run('approvals', async () => {
+      await this.redis.multi().set(`a:${id}`, doc, 'PX', ttlMs).zadd('approvals', Date.now(), id).exec();
+    });
+  }
+
+  getApproval(id: string): Promise<string | undefined> {
+    return this.run('approvals', async () => (await this.redis.get(`a:${id}`)) ?? undefined);
+  }
+
+  listApprovals(): Promise<string[]> {
+    return this.run('approvals', async () => {
+      const ids = await this.redis.zrange('approvals', 0, -1);
+      if (ids.length === 0) return [];
+      const docs = await this.redis.mget(...ids.map((id) => `a:${id}`));
+      const gone = ids.filter((_, i) => docs[i] === null);
+      if (gone.length > 0) await this.redis.zrem('approvals', ...gone);
+      return docs.filter((d): d is string => d !== null);
+    });
+  }
+
+  /**
+   * Records onto the chain shared by every replica: WATCH the head, write the records and the new head in
+   * one MULTI, and start again if another replica appended in between. This process appends one batch at
+   * a time (never racing itself on one connection); entries that arrive meanwhile form the next batch.
+   */
+  appendAudit(entry: AuditEntry): Promise<AuditRecord> {
+    return new Promise((resolve, reject) => {
+      this.auditWaiting.push({ entry, resolve, reject });
+      this.auditBusy ??= this.drainAudit();
+    });
+  }
+
+  private async drainAudit(): Promise<void> {
+    while (this.auditWaiting.length > 0) {
+      const batch = this.auditWaiting.splice(0, 500);
+      try {
+        const records = await this.run('audit', () => this.appendBatch(batch.map((b) => b.entry)));
+        batch.forEach((b, i) => b.resolve(records[i]!));
+      } catch (err) {
+        for (const b of batch) b.reject(err as Error);
+      }
+    }
+    this.auditBusy = undefined;
+  }
+
+  private async appendBatch(entries: AuditEntry[]): Promise<AuditRecord[]> {
+    for (let attempt = 0; attempt < 50; attempt++) {
+      await this.redis.watch('{audit}:head');
+      const raw = await this.redis.get('{audit}:head');
+      let head = raw === null ? await this.auditAnchor() : (JSON.parse(raw) as AuditAnchor);
+      const records = entries.map((entry) => {
+        const record = chainNext(entry, head);
+        head = { seq: record.seq, hash: record.hash };
+        return record;
+      });
+      const multi = this.redis.multi().set('{audit}:head', JSON.stringify(head));
+      for (const r of records) multi.zadd('{audit}:log', r.seq, JSON.stringify(r));
+      if ((await multi.exec()) !== null) return records;
+    }
+    throw new Error('the audit chain head kept changing; too many replicas appending at once');
+  }
+
+  readAudit(query: AuditQuery): Promise<AuditRecord[]> {
+    return this.run('audit', async () => {
+      const raw = await this.redis.zrangebyscore('{audit}:log', `(${query.afterSeq ?? 0}`, '+inf', 'LIMIT', 0, query.limit ?? 1000);
+      const since = query.since ?? 0;
+      const until = query.until ?? Number.MAX_SAFE_INTEGER;
+      return raw.map((r) => JSON.parse(r) as AuditRecord).filter((r) => {
+        const t = Date.parse(r.time);
+        return t >= since && t <= until;
+      });
+    });
+  }
+
+  auditAnchor(): Promise<AuditAnchor | undefined> {
+    return this.run('audit', async () => {
+      const raw = await this.redis.get('{audit}:anchor');
+      return raw === null ? undefined : (JSON.parse(raw) as AuditAnchor);
+    });
+  }
+
+  pruneAudit(beforeMs: number): Promise<number> {
+    return this.run('audit', async () => {
+      let last: AuditRecord | undefined;
+      for (let offset = 0; ; offset += 500) {
+        const page = (await this.redis.zrange('{audit}:log', offset, offset + 499)).map((r) => JSON.parse(r) as AuditRecord);
+        const old = page.filter((r) => Date.parse(r.time) < beforeMs);
+        if (old.length > 0) last = old.at(-1);
+        if (old.length < page.length || page.length < 500) break;
+      }
+      if (!last) return 0;
+      const [, removed] = (await this.redis
+        .multi()
+        .set('{audit}:anchor', JSON.stringify({ seq: last.seq, hash: last.hash } satisfies AuditAnchor))
+        .zremrangebyscore('{audit}:log', '-inf', last.seq)
+        .exec())!;
+      return Number(removed?.[1] ?? 0);
+    });
+  }
+
+  async close(): Promise<void> {
+    await this.auditBusy;
+    this.redis.disconnect();
+  }
+}

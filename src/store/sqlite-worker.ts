@@ -1,0 +1,212 @@
+// The SQLite store's writer, in a worker thread so the event loop never waits on the disk. One file, WAL
+// mode, and group commit: every operation that arrives while a transaction is pending joins it, and the
+// whole batch is made durable by one commit (synchronous=FULL: fsync before each answer goes back).
+
+import { parentPort, workerData } from 'node:worker_threads';
+import Database from 'better-sqlite3';
+import { chainNext } from './audit-chain.js';
+import type { AuditAnchor, AuditEntry, AuditQuery, AuditRecord, IdempotencyClaim, IdempotencyRecord, TokenBucket, TokenTake, WindowCount } from './store.js';
+
+export interface WorkerRequest {
+  id: number;
+  op: string;
+  args: unknown[];
+}
+
+export type WorkerReply = { id: number; ok: true; value: unknown } | { id: number; ok: false; error: string };
+
+const SCHEMA = `
+CREATE TABLE IF NOT EXISTS counters (key TEXT PRIMARY KEY, total REAL NOT NULL, resets_at INTEGER NOT NULL);
+CREATE TABLE IF NOT EXISTS buckets (key TEXT PRIMARY KEY, tokens REAL NOT NULL, updated_at INTEGER NOT NULL, expires_at INTEGER NOT NULL);
+CREATE TABLE IF NOT EXISTS idempotency (key TEXT PRIMARY KEY, state TEXT NOT NULL, digest TEXT NOT NULL, owner TEXT, lease_until INTEGER, response TEXT, expires_at INTEGER NOT NULL);
+CREATE TABLE IF NOT EXISTS approvals (id TEXT PRIMARY KEY, doc TEXT NOT NULL, expires_at INTEGER NOT NULL);
+CREATE TABLE IF NOT EXISTS audit (seq INTEGER PRIMARY KEY, time_ms INTEGER NOT NULL, record TEXT NOT NULL);
+CREATE INDEX IF NOT EXISTS audit_time ON audit (time_ms);
+CREATE TABLE IF NOT EXISTS meta (k TEXT PRIMARY KEY, v TEXT NOT NULL);
+`;
+
+function open(path: string): Database.Database {
+  const db = new Database(path);
+  // One file serves one process: the lock is held from the first write on, so a second process using the
+  // same file fails at once (the audit chain and idempotency leases assume a single writer).
+  db.pragma('locking_mode = EXCLUSIVE');
+  db.pragma('journal_mode = WAL');
+  // FULL: a commit is on disk (the WAL fsynced) before the operations in it are answered.
+  db.pragma('synchronous = FULL');
+  db.pragma('busy_timeout = 2000');
+  db.exec(SCHEMA);
+  db.exec('BEGIN IMMEDIATE; COMMIT');
+  return db;
+}
+
+const db = open((workerData as { path: string }).path);
+
+const stmt = {
+  counterGet: db.prepare<[string], { total: number; resets_at: number }>('SELECT total, resets_at FROM counters WHERE key = ?'),
+  counterPut: db.prepare('INSERT INTO counters (key, total, resets_at) VALUES (?, ?, ?) ON CONFLICT(key) DO UPDATE SET total = excluded.total, resets_at = excluded.resets_at'),
+  bucketGet: db.prepare<[string], { tokens: number; updated_at: number }>('SELECT tokens, updated_at FROM buckets WHERE key = ?'),
+  bucketPut: db.prepare('INSERT INTO buckets (key, tokens, updated_at, expires_at) VALUES (?, ?, ?, ?) ON CONFLICT(key) DO UPDATE SET tokens = excluded.tokens, updated_at = excluded.updated_at, expires_at = excluded.expires_at'),
+  idemGet: db.prepare<[string, number], { state: string; digest: string; owner: string | null; lease_until: number | null; response: string | null }>('SELECT state, digest, owner, lease_until, response FROM idempotency WHERE key = ? AND expires_at > ?'),
+  idemPut: db.prepare('INSERT INTO idempotency (key, state, digest, owner, lease_until, response, expires_at) VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT(key) DO UPDATE SET state = excluded.state, digest = excluded.digest, owner = excluded.owner, lease_until = excluded.lease_until, response = excluded.response, expires_at = excluded.expires_at'),
+  idemComplete: db.prepare("UPDATE idempotency SET state = 'done', response = ?, owner = NULL, lease_until = NULL, expires_at = ? WHERE key = ? AND state = 'in_flight' AND owner = ?"),
+  idemRelease: db.prepare("DELETE FROM idempotency WHERE key = ? AND state = 'in_flight' AND owner = ?"),
+  idemRenew: db.prepare("UPDATE idempotency SET lease_until = ? WHERE key = ? AND state = 'in_flight' AND owner = ?"),
+  approvalPut: db.prepare('INSERT INTO approvals (id, doc, expires_at) VALUES (?, ?, ?) ON CONFLICT(id) DO UPDATE SET doc = excluded.doc, expires_at = excluded.expires_at'),
+  approvalGet: db.prepare<[string, number], { doc: string }>('SELECT doc FROM approvals WHERE id = ? AND expires_at > ?'),
+  approvalList: db.prepare<[number], { doc: string }>('SELECT doc FROM approvals WHERE expires_at > ? ORDER BY rowid'),
+  auditLast: db.prepare<[], { record: string }>('SELECT record FROM audit ORDER BY seq DESC LIMIT 1'),
+  auditInsert: db.prepare('INSERT INTO audit (seq, time_ms, record) VALUES (?, ?, ?)'),
+  auditAfter: db.prepare<[number, number, number, number], { record: string }>('SELECT record FROM audit WHERE seq > ? AND time_ms >= ? AND time_ms <= ? ORDER BY seq LIMIT ?'),
+  auditPruneUntil: db.prepare<[number], { seq: number; record: string }>('SELECT seq, record FROM audit WHERE time_ms < ? ORDER BY seq DESC LIMIT 1'),
+  auditDelete: db.prepare('DELETE FROM audit WHERE seq <= ?'),
+  metaGet: db.prepare<[string], { v: string }>('SELECT v FROM meta WHERE k = ?'),
+  metaPut: db.prepare('INSERT INTO meta (k, v) VALUES (?, ?) ON CONFLICT(k) DO UPDATE SET v = excluded.v'),
+  sweep: [
+    db.prepare('DELETE FROM counters WHERE resets_at < ?'),
+    db.prepare('DELETE FROM buckets WHERE expires_at < ?'),
+    db.prepare('DELETE FROM idempotency WHERE expires_at < ?'),
+    db.prepare('DELETE FROM approvals WHERE expires_at < ?'),
+  ],
+};
+
+/** The last record of the chain, or the anchor when retention has removed every record. */
+let head: AuditAnchor | undefined = loadHead();
+
+function loadHead(): AuditAnchor | undefined {
+  const last = stmt.auditLast.get();
+  if (last) {
+    const r = JSON.parse(last.record) as AuditRecord;
+    return { seq: r.seq, hash: r.hash };
+  }
+  return anchor();
+}
+
+function anchor(): AuditAnchor | undefined {
+  const row = stmt.metaGet.get('audit_anchor');
+  return row ? (JSON.parse(row.v) as AuditAnchor) : undefined;
+}
+
+const ops: Record<string, (...args: never[]) => unknown> = {
+  ping: () => db.prepare('SELECT 1').get(),
+
+  addToWindow(key: string, amount: number, windowMs: number): WindowCount {
+    const now = Date.now();
+    const resetsAt = now - (now % windowMs) + windowMs;
+    const row = stmt.counterGet.get(key);
+    const total = (row && row.resets_at === resetsAt ? row.total : 0) + amount;
+    stmt.counterPut.run(key, total, resetsAt);
+    return { total, resetsAt };
+  },
+
+  takeTokens(key: string, bucket: TokenBucket, cost: number): TokenTake {
+    const now = Date.now();
+    const row = stmt.bucketGet.get(key);
+    const refill = row ? ((now - row.updated_at) * bucket.rate) / bucket.perMs : bucket.burst;
+    const tokens = Math.min(bucket.burst, (row?.tokens ?? 0) + refill);
+    const fullInMs = Math.ceil((bucket.burst * bucket.perMs) / bucket.rate);
+    if (tokens >= cost) {
+      stmt.bucketPut.run(key, tokens - cost, now, now + fullInMs);
+      return { allowed: true, remaining: tokens - cost, retryAfterMs: 0 };
+    }
+    stmt.bucketPut.run(key, tokens, now, now + fullInMs);
+    return { allowed: false, remaining: tokens, retryAfterMs: Math.ceil(((cost - tokens) * bucket.perMs) / bucket.rate) };
+  },
+
+  claimIdempotency(key: string, digest: string, owner: string, leaseMs: number, ttlMs: number): IdempotencyClaim {
+    const now = Date.now();
+    const row = stmt.idemGet.get(key, now);
+    if (row) return { outcome: 'existing', record: toRecord(row) };
+    stmt.idemPut.run(key, 'in_flight', digest, owner, now + leaseMs, null, now + ttlMs);
+    return { outcome: 'claimed' };
+  },
+
+  renewIdempotency(key: string, owner: string, leaseMs: number): void {
+    stmt.idemRenew.run(Date.now() + leaseMs, key, owner);
+  },
+
+  completeIdempotency(key: string, owner: string, response: string, ttlMs: number): void {
+    stmt.idemComplete.run(response, Date.now() + ttlMs, key, owner);
+  },
+
+  releaseIdempotency(key: string, owner: string): void {
+    stmt.idemRelease.run(key, owner);
+  },
+
+  readIdempotency(key: string): IdempotencyRecord | undefined {
+    const row = stmt.idemGet.get(key, Date.now());
+    return row ? toRecord(row) : undefined;
+  },
+
+  putApproval(id: string, doc: string, ttlMs: number): void {
+    stmt.approvalPut.run(id, doc, Date.now() + ttlMs);
+  },
+  getApproval: (id: string) => stmt.approvalGet.get(id, Date.now())?.doc,
+  listApprovals: () => stmt.approvalList.all(Date.now()).map((r) => r.doc),
+
+  appendAudit(entry: AuditEntry): AuditRecord {
+    const record = chainNext(entry, head);
+    stmt.auditInsert.run(record.seq, Date.parse(record.time), JSON.stringify(record));
+    head = { seq: record.seq, hash: record.hash };
+    return record;
+  },
+
+  readAudit(query: AuditQuery): AuditRecord[] {
+    const rows = stmt.auditAfter.all(query.afterSeq ?? 0, query.since ?? 0, query.until ?? Number.MAX_SAFE_INTEGER, query.limit ?? 1000);
+    return rows.map((r) => JSON.parse(r.record) as AuditRecord);
+  },
+
+  auditAnchor: () => anchor(),
+
+  pruneAudit(beforeMs: number): number {
+    const last = stmt.auditPruneUntil.get(beforeMs);
+    if (!last) return 0;
+    const removed = JSON.parse(last.record) as AuditRecord;
+    // The chain stays verifiable: it now starts after the last record removed, whose hash is kept.
+    stmt.metaPut.run('audit_anchor', JSON.stringify({ seq: removed.seq, hash: removed.hash } satisfies AuditAnchor));
+    return stmt.auditDelete.run(removed.seq).changes;
+  },
+};
+
+function toRecord(row: { state: string; digest: string; owner: string | null; lease_until: number | null; response: string | null }): IdempotencyRecord {
+  return row.state === 'done' ? { state: 'done', digest: row.digest, response: row.response ?? '' } : { state: 'in_flight', digest: row.digest, owner: row.owner ?? '', leaseUntil: row.lease_until ?? 0 };
+}
+
+let batch: WorkerRequest[] = [];
+
+/** Runs every request that arrived since the last commit in one transaction: one fsync for all of them. */
+const commit = db.transaction((requests: WorkerRequest[]): WorkerReply[] =>
+  requests.map((r) => {
+    const fn = ops[r.op];
+    if (fn === undefined) return { id: r.id, ok: false, error: `unknown store operation ${r.op}` };
+    try {
+      return { id: r.id, ok: true, value: (fn as (...a: unknown[]) => unknown)(...r.args) };
+    } catch (err) {
+      return { id: r.id, ok: false, error: (err as Error).message };
+    }
+  }),
+);
+
+function flush(): void {
+  const requests = batch;
+  batch = [];
+  let replies: WorkerReply[];
+  try {
+    replies = commit(requests);
+  } catch (err) {
+    // The commit itself failed (disk full, file gone): nothing of the batch is durable.
+    if (requests.some((r) => r.op === 'appendAudit')) head = loadHead();
+    replies = requests.map((r) => ({ id: r.id, ok: false, error: `commit failed: ${(err as Error).message}` }));
+  }
+  parentPort!.postMessage(replies);
+}
+
+parentPort!.on('message', (request: WorkerRequest) => {
+  if (batch.length === 0) setImmediate(flush);
+  batch.push(request);
+});
+
+// Expired counters, buckets, idempotency records and approvals go once a minute.
+setInterval(() => {
+  const now = Date.now();
+  for (const s of stmt.sweep) s.run(now);
+}, 60_000).unref();

@@ -1,0 +1,132 @@
+// The one interface to state that must survive a restart or be shared between replicas (DESIGN.md §1):
+// counters and token buckets with expiry, idempotency records, approvals and the audit log. Two real
+// implementations: SQLite (one file, the embedded default) and Redis (shared by replicas). Nothing else in
+// Gatehouse keeps such state. Every operation can fail (the store is down); callers fail closed.
+
+/** A fixed window counter: the total after this addition, and when the window ends (epoch ms). */
+export interface WindowCount {
+  total: number;
+  resetsAt: number;
+}
+
+export interface TokenBucket {
+  /** Tokens added per `perMs`. */
+  rate: number;
+  perMs: number;
+  /** The most tokens the bucket holds (and holds when new). */
+  burst: number;
+}
+
+export interface TokenTake {
+  allowed: boolean;
+  /** Tokens left after this take (or before it, when refused). */
+  remaining: number;
+  /** When refused: how long until enough tokens are back. */
+  retryAfterMs: number;
+}
+
+/** An idempotency record: a call under way (`owner` holds it until `leaseUntil`), or its stored answer. */
+export type IdempotencyRecord =
+  | { state: 'in_flight'; digest: string; owner: string; leaseUntil: number }
+  | { state: 'done'; digest: string; response: string };
+
+/** What claiming a key found. */
+export type IdempotencyClaim =
+  /** The key was free: this caller runs the call and must complete (or release) it. */
+  | { outcome: 'claimed' }
+  | { outcome: 'existing'; record: IdempotencyRecord };
+
+/** An audit record as the pipeline hands it to the store; the store numbers and chains it. */
+export interface AuditEntry {
+  time: string;
+  callId: string;
+  runId: string;
+  subject: string;
+  tenant?: string;
+  keyId?: string;
+  tokenId?: string;
+  toolRef?: string;
+  tool?: string;
+  method: string;
+  /** SHA-256 (hex) of the canonical arguments. */
+  argumentsSha256?: string;
+  /** The arguments with secrets redacted. */
+  arguments?: unknown;
+  outcome: string;
+  refusal?: string;
+  stage?: string;
+  upstream?: string;
+  latencyMs: number;
+  approvalId?: string;
+  idempotencyKey?: string;
+}
+
+/** A stored audit record: the entry, its place in the chain, and the chain's hashes. */
+export interface AuditRecord extends AuditEntry {
+  seq: number;
+  /** SHA-256 (hex) of the previous record (or of the anchor), 64 zeros for the first. */
+  prev: string;
+  /** SHA-256 (hex) of `prev` and this record's canonical JSON without `hash`. */
+  hash: string;
+}
+
+/** Where a pruned chain starts again: the last record removed by retention. */
+export interface AuditAnchor {
+  seq: number;
+  hash: string;
+}
+
+export interface AuditQuery {
+  afterSeq?: number;
+  /** Epoch ms, inclusive. */
+  since?: number;
+  until?: number;
+  limit?: number;
+}
+
+export interface Store {
+  readonly kind: 'sqlite' | 'redis';
+  /** Resolves when the store answers and can write; rejects with the reason otherwise. */
+  ping(): Promise<void>;
+
+  /** Adds to the counter `key` in its fixed window of `windowMs` (aligned to the epoch, UTC). */
+  addToWindow(key: string, amount: number, windowMs: number): Promise<WindowCount>;
+  /** Takes `cost` tokens from the bucket `key`, refilled by the store's own clock. */
+  takeTokens(key: string, bucket: TokenBucket, cost: number): Promise<TokenTake>;
+
+  /**
+   * Claims an idempotency key for `digest` (the canonical request), or tells what holds it. Atomic: of two
+   * concurrent claims exactly one gets `claimed`.
+   */
+  claimIdempotency(key: string, digest: string, owner: string, leaseMs: number, ttlMs: number): Promise<IdempotencyClaim>;
+  /** Extends the lease of a claimed key whose call is still running. */
+  renewIdempotency(key: string, owner: string, leaseMs: number): Promise<void>;
+  /** Stores the answer of a claimed key; the record then lives `ttlMs`. */
+  completeIdempotency(key: string, owner: string, response: string, ttlMs: number): Promise<void>;
+  /** Frees a claimed key whose call never reached the upstream, so a retry may run it. */
+  releaseIdempotency(key: string, owner: string): Promise<void>;
+  readIdempotency(key: string): Promise<IdempotencyRecord | undefined>;
+
+  /** Stores (replaces) an approval, a JSON document, by id (used by approvals). */
+  putApproval(id: string, doc: string, ttlMs: number): Promise<void>;
+  getApproval(id: string): Promise<string | undefined>;
+  listApprovals(): Promise<string[]>;
+
+  /** Appends one record to the hash chain and returns it as stored; durable when the promise resolves. */
+  appendAudit(entry: AuditEntry): Promise<AuditRecord>;
+  readAudit(query: AuditQuery): Promise<AuditRecord[]>;
+  /** The anchor the chain starts from after retention, if any record was ever pruned. */
+  auditAnchor(): Promise<AuditAnchor | undefined>;
+  /** Removes records older than `beforeMs` (epoch), keeping the chain verifiable from a new anchor. */
+  pruneAudit(beforeMs: number): Promise<number>;
+
+  close(): Promise<void>;
+}
+
+/** Thrown by a store that cannot serve now; the pipeline answers GW_ERR_STATE_UNAVAILABLE. */
+export class StoreUnavailableError extends Error {
+  constructor(message: string, options?: { cause?: unknown }) {
+    super(message, options);
+    this.name = 'StoreUnavailableError';
+  }
+}
