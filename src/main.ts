@@ -2,6 +2,7 @@
 // Process entry: picks the command and exits with its status. Commands do the work.
 
 import { readFileSync } from 'node:fs';
+import { auditCommand } from './cli/audit.js';
 import { checkConfigCommand } from './cli/check-config.js';
 import { hashKeyCommand } from './cli/hash-key.js';
 import { MAIN_HELP } from './cli/help.js';
@@ -22,6 +23,8 @@ async function main(argv: string[]): Promise<number> {
       return checkConfigCommand(rest, processIO);
     case 'hash-key':
       return hashKeyCommand(rest, processIO);
+    case 'audit':
+      return auditCommand(rest, processIO);
     case '--version':
     case '-v':
       processIO.out(`gatehouse ${version()}\n`);

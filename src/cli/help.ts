@@ -7,6 +7,7 @@ Usage:
   gatehouse serve --upstream URL | --stdio "CMD"   run in front of one server, no file needed
   gatehouse check-config FILE                      validate a config file
   gatehouse hash-key [KEY | -]                     hash an API key for auth.apiKeys
+  gatehouse audit verify|export|tail [--config F]  check, export or follow the audit log
 
 Options:
   -h, --help       show help (also after any command)
@@ -43,4 +44,24 @@ export const HASH_KEY_HELP = `Usage: gatehouse hash-key [KEY | -]
 Prints the hash of an API key, for the "hash" field of auth.apiKeys. With "-" the key is read from
 standard input (keeps it out of shell history). With no argument a new random key is generated and
 both the key and its hash are printed: give the key to the client, put only the hash in the config.
+`;
+
+export const AUDIT_HELP = `Usage: gatehouse audit verify|export|tail [options]
+
+Reads the audit log from the store the config names (store.kind sqlite or redis), or from a SQLite file.
+
+Commands:
+  verify    walk the hash chain from its start (or its retention anchor); exit 0 when every record is
+            intact, else name the first record that was edited, inserted or removed and exit 1
+  export    write the records as JSON lines
+  tail      print new records as they are written, until Ctrl-C
+
+Options:
+  -c, --config FILE     config file (default $GATEHOUSE_CONFIG, then ./gatehouse.yaml)
+      --store FILE      a SQLite store file instead of the config's store
+      --since TIME      export/tail: records at or after TIME (ISO 8601 date or time)
+      --until TIME      export/tail: records at or before TIME
+      --tool NAME       export/tail: records of this tool (public name or ref upstream/name)
+      --subject S       export/tail: records of this caller (e.g. key:ci-bot)
+  -h, --help            show this help
 `;

@@ -21,8 +21,12 @@ import { globToRegExp } from './access.js';
 export const IDEMPOTENCY_META = 'idempotencyKey';
 /** Long enough to be unique, short and plain enough to index and log. */
 const KEY_SHAPE = /^[A-Za-z0-9][A-Za-z0-9._:-]{7,254}$/;
-/** How long a running call holds its key before others may call it lost; renewed while it runs. */
-const LEASE_MS = 30_000;
+/**
+ * How long a running call holds its key before others may call it lost; renewed at a third of it while
+ * it runs. Short for the local file (renewing is cheap, and a restarted process finds its lost calls
+ * soon), longer for Redis (a replica's renewal crosses the network).
+ */
+const LEASE_MS = { sqlite: 5_000, redis: 15_000 } as const;
 /** How often a duplicate looks again at a key another replica is running. */
 const POLL_MS = 100;
 
@@ -63,11 +67,9 @@ export function compileIdempotencyStage(settings: IdempotencySettings, store: Id
 
   const refuse = (ctx: CallContext, code: ToolRefusal['code'], message: string): Outcome => refuseAt('idempotency', ctx, { kind: 'tool', code, message, ...(ctx.route ? { meta: { 'dev.gatehouse/tool_ref': ctx.route.ref } } : {}) });
 
-  const ownerAlive = (owner: string, leaseUntil: number): boolean => {
-    if (owner.startsWith(`${instance}:`)) return running.has(owner);
-    // One SQLite file serves one process: any other owner is a process that is gone.
-    return store.kind === 'redis' && leaseUntil > Date.now();
-  };
+  const leaseMs = LEASE_MS[store.kind];
+  /** A call of this process is alive while it runs here; another's while its lease is renewed. */
+  const ownerAlive = (owner: string, leaseUntil: number): boolean => (owner.startsWith(`${instance}:`) ? running.has(owner) : leaseUntil > Date.now());
 
   /** The stored answer, given to this request (its own id, marked as a replay). */
   const replay = (ctx: CallContext, stored: string): Outcome => {
@@ -109,7 +111,7 @@ export function compileIdempotencyStage(settings: IdempotencySettings, store: Id
       const owner = `${instance}:${ctx.callId}`;
       running.add(owner);
       try {
-        const claim = await store.claim(key, digest, owner, LEASE_MS, ttlMs);
+        const claim = await store.claim(key, digest, owner, leaseMs, ttlMs);
         if (claim.outcome === 'existing') {
           running.delete(owner);
           const record = claim.record;
@@ -121,7 +123,7 @@ export function compileIdempotencyStage(settings: IdempotencySettings, store: Id
         running.delete(owner);
         return refuseAt('idempotency', ctx, stateUnavailable(err));
       }
-      const renewal = setInterval(() => void store.renew(key, owner, LEASE_MS).catch(() => {}), LEASE_MS / 3);
+      const renewal = setInterval(() => void store.renew(key, owner, leaseMs).catch(() => {}), leaseMs / 3);
       renewal.unref();
       const done = (): void => {
         clearInterval(renewal);

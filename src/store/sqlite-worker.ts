@@ -27,15 +27,12 @@ CREATE TABLE IF NOT EXISTS meta (k TEXT PRIMARY KEY, v TEXT NOT NULL);
 
 function open(path: string): Database.Database {
   const db = new Database(path);
-  // One file serves one process: the lock is held from the first write on, so a second process using the
-  // same file fails at once (the audit chain and idempotency leases assume a single writer).
-  db.pragma('locking_mode = EXCLUSIVE');
+  // WAL: readers (gatehouse audit tail, another replica's) never block the writer, nor it them.
   db.pragma('journal_mode = WAL');
   // FULL: a commit is on disk (the WAL fsynced) before the operations in it are answered.
   db.pragma('synchronous = FULL');
-  db.pragma('busy_timeout = 2000');
+  db.pragma('busy_timeout = 5000');
   db.exec(SCHEMA);
-  db.exec('BEGIN IMMEDIATE; COMMIT');
   return db;
 }
 
@@ -69,9 +66,11 @@ const stmt = {
   ],
 };
 
-/** The last record of the chain, or the anchor when retention has removed every record. */
-let head: AuditAnchor | undefined = loadHead();
-
+/**
+ * The last record of the chain, or the anchor when retention has removed every record. Read inside the
+ * write transaction, so a second process sharing the file (the CLI, a mistaken second replica) cannot fork
+ * the chain.
+ */
 function loadHead(): AuditAnchor | undefined {
   const last = stmt.auditLast.get();
   if (last) {
@@ -144,9 +143,8 @@ const ops: Record<string, (...args: never[]) => unknown> = {
   listApprovals: () => stmt.approvalList.all(Date.now()).map((r) => r.doc),
 
   appendAudit(entry: AuditEntry): AuditRecord {
-    const record = chainNext(entry, head);
+    const record = chainNext(entry, loadHead());
     stmt.auditInsert.run(record.seq, Date.parse(record.time), JSON.stringify(record));
-    head = { seq: record.seq, hash: record.hash };
     return record;
   },
 
@@ -174,7 +172,7 @@ function toRecord(row: { state: string; digest: string; owner: string | null; le
 let batch: WorkerRequest[] = [];
 
 /** Runs every request that arrived since the last commit in one transaction: one fsync for all of them. */
-const commit = db.transaction((requests: WorkerRequest[]): WorkerReply[] =>
+const batchTransaction = db.transaction((requests: WorkerRequest[]): WorkerReply[] =>
   requests.map((r) => {
     const fn = ops[r.op];
     if (fn === undefined) return { id: r.id, ok: false, error: `unknown store operation ${r.op}` };
@@ -185,6 +183,8 @@ const commit = db.transaction((requests: WorkerRequest[]): WorkerReply[] =>
     }
   }),
 );
+// IMMEDIATE: the write lock is taken first, so what the batch reads (the chain head) is what it writes on.
+const commit = (requests: WorkerRequest[]): WorkerReply[] => batchTransaction.immediate(requests);
 
 function flush(): void {
   const requests = batch;
@@ -193,8 +193,7 @@ function flush(): void {
   try {
     replies = commit(requests);
   } catch (err) {
-    // The commit itself failed (disk full, file gone): nothing of the batch is durable.
-    if (requests.some((r) => r.op === 'appendAudit')) head = loadHead();
+    // The commit itself failed (disk full, file gone, locked too long): nothing of the batch is durable.
     replies = requests.map((r) => ({ id: r.id, ok: false, error: `commit failed: ${(err as Error).message}` }));
   }
   parentPort!.postMessage(replies);

@@ -1,0 +1,147 @@
+// `gatehouse audit verify|export|tail`: reads the audit log from the store the config names (or the SQLite
+// file given with --store). verify walks the whole chain and names the first record that breaks it; export
+// writes records as JSON lines, filtered; tail prints new records as they are written.
+
+import { parseArgs } from 'node:util';
+import { ConfigError, loadConfigFile } from '../config/load.js';
+import type { StoreConfig } from '../config/types.js';
+import { verifyChain } from '../store/audit-chain.js';
+import { openStore } from '../store/open-store.js';
+import type { AuditRecord, Store } from '../store/store.js';
+import { AUDIT_HELP } from './help.js';
+import type { CommandIO } from './io.js';
+
+const OPTIONS = {
+  config: { type: 'string', short: 'c' },
+  store: { type: 'string' },
+  since: { type: 'string' },
+  until: { type: 'string' },
+  tool: { type: 'string' },
+  subject: { type: 'string' },
+  'interval-ms': { type: 'string' },
+  help: { type: 'boolean', short: 'h' },
+} as const;
+
+const PAGE = 1000;
+
+export async function auditCommand(args: string[], io: CommandIO, signal?: AbortSignal): Promise<number> {
+  let parsed;
+  try {
+    parsed = parseArgs({ args, options: OPTIONS, strict: true, allowPositionals: true });
+  } catch (err) {
+    io.err(`${(err as Error).message}\n\n${AUDIT_HELP}`);
+    return 2;
+  }
+  const { values: flags, positionals } = parsed;
+  const action = positionals[0];
+  if (flags.help || action === undefined) {
+    (flags.help ? io.out : io.err)(AUDIT_HELP);
+    return flags.help ? 0 : 2;
+  }
+  if (!['verify', 'export', 'tail'].includes(action) || positionals.length > 1) {
+    io.err(`unknown audit command "${positionals.join(' ')}"\n\n${AUDIT_HELP}`);
+    return 2;
+  }
+  let store: Store;
+  try {
+    store = openStore(await storeConfig(flags, io));
+  } catch (err) {
+    io.err((err instanceof ConfigError ? err.message : `error: ${(err as Error).message}`) + '\n');
+    return 1;
+  }
+  try {
+    if (action === 'verify') return await verify(store, io);
+    const filter = recordFilter(flags);
+    if (action === 'export') return await exportRecords(store, io, filter);
+    return await tail(store, io, filter, Number(flags['interval-ms'] ?? 500), signal);
+  } catch (err) {
+    io.err(`error: ${(err as Error).message}\n`);
+    return 1;
+  } finally {
+    await store.close();
+  }
+}
+
+async function storeConfig(flags: { config?: string; store?: string }, io: CommandIO): Promise<StoreConfig> {
+  if (flags.store !== undefined) return { kind: 'sqlite', path: flags.store };
+  const config = await loadConfigFile(flags.config ?? io.env.GATEHOUSE_CONFIG ?? 'gatehouse.yaml', io.env);
+  return config.store;
+}
+
+/** Every record from the anchor on, page by page. */
+async function* allRecords(store: Store, afterSeq = 0, filter?: { since?: number; until?: number }): AsyncGenerator<AuditRecord> {
+  let after = afterSeq;
+  for (;;) {
+    const page = await store.readAudit({ afterSeq: after, limit: PAGE, ...filter });
+    for (const r of page) yield r;
+    if (page.length < PAGE) return;
+    after = page.at(-1)!.seq;
+  }
+}
+
+async function verify(store: Store, io: CommandIO): Promise<number> {
+  const anchor = await store.auditAnchor();
+  // Unfiltered: a record with an edited time must still be read to be found.
+  const records: AuditRecord[] = [];
+  for await (const r of allRecords(store)) records.push(r);
+  const verdict = verifyChain(records, anchor);
+  const from = anchor ? ` (from the anchor after record ${anchor.seq})` : '';
+  if (verdict.ok) {
+    io.out(`audit chain ok: ${verdict.records} records${from}, last ${verdict.lastSeq}\n`);
+    return 0;
+  }
+  io.err(`audit chain broken at record ${verdict.seq}: ${verdict.reason}; ${verdict.records} records before it verify${from}\n`);
+  return 1;
+}
+
+interface Filter {
+  since?: number;
+  until?: number;
+  tool?: string;
+  subject?: string;
+}
+
+function recordFilter(flags: { since?: string; until?: string; tool?: string; subject?: string }): Filter {
+  const time = (name: string, v: string | undefined): number | undefined => {
+    if (v === undefined) return undefined;
+    const t = Date.parse(v);
+    if (Number.isNaN(t)) throw new Error(`--${name} "${v}" is not a date or time`);
+    return t;
+  };
+  const since = time('since', flags.since);
+  const until = time('until', flags.until);
+  return { ...(since !== undefined ? { since } : {}), ...(until !== undefined ? { until } : {}), ...(flags.tool !== undefined ? { tool: flags.tool } : {}), ...(flags.subject !== undefined ? { subject: flags.subject } : {}) };
+}
+
+function matches(r: AuditRecord, f: Filter): boolean {
+  return (f.tool === undefined || r.tool === f.tool || r.toolRef === f.tool) && (f.subject === undefined || r.subject === f.subject);
+}
+
+async function exportRecords(store: Store, io: CommandIO, f: Filter): Promise<number> {
+  const range = { ...(f.since !== undefined ? { since: f.since } : {}), ...(f.until !== undefined ? { until: f.until } : {}) };
+  for await (const r of allRecords(store, 0, range)) if (matches(r, f)) io.out(`${JSON.stringify(r)}\n`);
+  return 0;
+}
+
+/** Prints the records written from now on, until interrupted (SIGINT, or `signal` in tests). */
+async function tail(store: Store, io: CommandIO, f: Filter, intervalMs: number, signal?: AbortSignal): Promise<number> {
+  let last = 0;
+  for await (const r of allRecords(store)) last = r.seq;
+  const stop = signal ?? interruption();
+  io.err(`following the audit log after record ${last}; Ctrl-C stops\n`);
+  while (!stop.aborted) {
+    for await (const r of allRecords(store, last)) {
+      last = r.seq;
+      if (matches(r, f)) io.out(`${JSON.stringify(r)}\n`);
+    }
+    await new Promise((r) => setTimeout(r, intervalMs));
+  }
+  return 0;
+}
+
+function interruption(): AbortSignal {
+  const controller = new AbortController();
+  process.once('SIGINT', () => controller.abort());
+  process.once('SIGTERM', () => controller.abort());
+  return controller.signal;
+}
