@@ -5,7 +5,7 @@
 import { parseArgs } from 'node:util';
 import { ConfigError, loadConfigFile } from '../config/load.js';
 import type { StoreConfig } from '../config/types.js';
-import { verifyChain } from '../store/audit-chain.js';
+import { ChainVerifier } from '../store/audit-chain.js';
 import { openStore } from '../store/open-store.js';
 import type { AuditRecord, Store } from '../store/store.js';
 import { AUDIT_HELP } from './help.js';
@@ -81,13 +81,14 @@ async function* allRecords(store: Store, afterSeq = 0, filter?: { since?: number
 
 async function verify(store: Store, io: CommandIO): Promise<number> {
   const anchor = await store.auditAnchor();
+  const verifier = new ChainVerifier(anchor);
   // Unfiltered: a record with an edited time must still be read to be found.
-  const records: AuditRecord[] = [];
-  for await (const r of allRecords(store)) records.push(r);
-  const verdict = verifyChain(records, anchor);
+  for await (const r of allRecords(store)) if (!verifier.add(r)) break;
+  const verdict = verifier.verdict();
   const from = anchor ? ` (from the anchor after record ${anchor.seq})` : '';
   if (verdict.ok) {
-    io.out(`audit chain ok: ${verdict.records} records${from}, last ${verdict.lastSeq}\n`);
+    // The head hash, to be kept elsewhere: records removed from the end are found only against it.
+    io.out(`audit chain ok: ${verdict.records} records${from}, last ${verdict.lastSeq}, head ${verdict.lastHash}\n`);
     return 0;
   }
   io.err(`audit chain broken at record ${verdict.seq}: ${verdict.reason}; ${verdict.records} records before it verify${from}\n`);

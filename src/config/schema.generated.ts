@@ -544,7 +544,7 @@ export interface PolicyRule {
   resources?: string[];
 }
 /**
- * State in Redis, shared by all replicas.
+ * State in Redis, shared by all replicas: one server (url), a Sentinel-watched primary (sentinel) or a Cluster (cluster).
  */
 export interface RedisStore {
   /**
@@ -552,13 +552,56 @@ export interface RedisStore {
    */
   kind: "redis";
   /**
-   * Redis URL, redis:// or rediss:// (TLS), with the password in it (redis://:PASSWORD@host:6379/0); use ${env:...}.
+   * Redis URL, redis:// or rediss:// (TLS), with the password in it (redis://:PASSWORD@host:6379/0); use ${env:...}. With sentinel or cluster, the host is not used, but the password, database and TLS still come from here.
    */
   url: string;
   /**
-   * Prefix of every key Gatehouse writes, so several gateways (or other applications) can share one Redis.
+   * Prefix of every key Gatehouse writes, so several gateways (or other applications) can share one Redis. No braces: Gatehouse's own hash tags keep keys used together in one Cluster slot.
    */
   keyPrefix: string;
+  /**
+   * A command Redis has not answered in this time fails, and the call that needed it is refused (503): a partitioned Redis never holds calls open.
+   */
+  commandTimeoutMs: number;
+  /**
+   * TLS settings for rediss:// URLs.
+   */
+  tls?: {
+    /**
+     * PEM of the CA that signed the Redis server's certificate, when it is not one the system trusts; use ${file:...}.
+     */
+    ca?: string;
+  };
+  /**
+   * Find the primary through Redis Sentinel (failover follows it).
+   */
+  sentinel?: {
+    /**
+     * The primary's name, as in the sentinels' `sentinel monitor NAME ...`.
+     */
+    name: string;
+    /**
+     * Sentinels, host:port each.
+     *
+     * @minItems 1
+     */
+    nodes: [string, ...string[]];
+    /**
+     * The sentinels' own password, when they require one; use ${env:...} or ${file:...}.
+     */
+    password?: string;
+  };
+  /**
+   * Redis Cluster: the nodes to start from (the rest are discovered).
+   */
+  cluster?: {
+    /**
+     * Cluster nodes, host:port each.
+     *
+     * @minItems 1
+     */
+    nodes: [string, ...string[]];
+  };
 }
 /**
  * State in a local SQLite file (single replica).

@@ -37,6 +37,9 @@ export function unsupportedFeatures(config: GatehouseConfig): string[] {
     if (rule.tools === undefined && rule.prompts === undefined && rule.resources === undefined) problems.push(`policy.rules[${i}]: names no tools, prompts or resources, so it can never apply`);
   }
   problems.push(...trustedProxyProblems(config.listen.trustedProxies));
+  if (config.store.kind === 'redis' && config.store.tls !== undefined && !config.store.url.startsWith('rediss://')) {
+    problems.push('store.tls: applies to TLS connections only; write the URL as rediss://');
+  }
   if (config.admin.enabled) problems.push('admin.enabled: the admin API is not supported yet');
   return problems;
 }

@@ -20,24 +20,52 @@ export function chainNext(entry: AuditEntry, head: AuditAnchor | undefined): Aud
   return { ...unhashed, hash: auditHash(unhashed) };
 }
 
-export type ChainVerdict = { ok: true; records: number; lastSeq: number } | { ok: false; seq: number; reason: string; records: number };
+export type ChainVerdict = { ok: true; records: number; lastSeq: number; lastHash: string } | { ok: false; seq: number; reason: string; records: number };
 
 /**
- * Walks records in `seq` order from `anchor` (or the start): each must follow the one before without a
- * gap, name its hash as `prev`, and hash to its own `hash`. The first record that does not is named.
+ * Checks records one at a time, in `seq` order from `anchor` (or the start): each must follow the one
+ * before without a gap, name its hash as `prev`, and hash to its own `hash`. Streaming, so a long log is
+ * verified without holding it.
  */
-export function verifyChain(records: Iterable<AuditRecord>, anchor: AuditAnchor | undefined): ChainVerdict {
-  let expectedSeq = (anchor?.seq ?? 0) + 1;
-  let prev = anchor?.hash ?? GENESIS;
-  let count = 0;
-  for (const r of records) {
-    if (r.seq !== expectedSeq) return { ok: false, seq: r.seq, reason: r.seq > expectedSeq ? `records ${expectedSeq}–${r.seq - 1} are missing` : `record ${r.seq} is out of order or repeated`, records: count };
-    if (r.prev !== prev) return { ok: false, seq: r.seq, reason: 'its prev does not match the hash of the record before it (a record before it was edited, inserted or removed)', records: count };
-    const { hash, ...rest } = r;
-    if (auditHash(rest) !== hash) return { ok: false, seq: r.seq, reason: 'its content does not match its hash (the record was edited)', records: count };
-    prev = hash;
-    expectedSeq++;
-    count++;
+export class ChainVerifier {
+  private expectedSeq: number;
+  private prev: string;
+  private count = 0;
+  private broken: { seq: number; reason: string } | undefined;
+
+  constructor(anchor: AuditAnchor | undefined) {
+    this.expectedSeq = (anchor?.seq ?? 0) + 1;
+    this.prev = anchor?.hash ?? GENESIS;
   }
-  return { ok: true, records: count, lastSeq: expectedSeq - 1 };
+
+  /** False once a record breaks the chain; the verdict then names it. */
+  add(r: AuditRecord): boolean {
+    if (this.broken) return false;
+    this.broken = this.fault(r);
+    if (this.broken) return false;
+    this.prev = r.hash;
+    this.expectedSeq++;
+    this.count++;
+    return true;
+  }
+
+  verdict(): ChainVerdict {
+    return this.broken ? { ok: false, ...this.broken, records: this.count } : { ok: true, records: this.count, lastSeq: this.expectedSeq - 1, lastHash: this.prev };
+  }
+
+  private fault(r: AuditRecord): { seq: number; reason: string } | undefined {
+    const e = this.expectedSeq;
+    if (r.seq !== e) return { seq: r.seq, reason: r.seq > e ? `records ${e}–${r.seq - 1} are missing` : `record ${r.seq} is out of order or repeated` };
+    if (r.prev !== this.prev) return { seq: r.seq, reason: 'its prev does not match the hash of the record before it (a record before it was edited, inserted or removed)' };
+    const { hash, ...rest } = r;
+    if (auditHash(rest) !== hash) return { seq: r.seq, reason: 'its content does not match its hash (the record was edited)' };
+    return undefined;
+  }
+}
+
+/** The verdict on a whole chain: the first record that does not follow is named. */
+export function verifyChain(records: Iterable<AuditRecord>, anchor: AuditAnchor | undefined): ChainVerdict {
+  const v = new ChainVerifier(anchor);
+  for (const r of records) if (!v.add(r)) break;
+  return v.verdict();
 }

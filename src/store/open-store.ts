@@ -7,6 +7,6 @@ import { SqliteStore } from './sqlite-store.js';
 import type { Store } from './store.js';
 
 export function openStore(config: StoreConfig): Store {
-  if (config.kind === 'redis') return new RedisStore(config.url, config.keyPrefix);
+  if (config.kind === 'redis') return new RedisStore(config);
   return new SqliteStore(resolve(config.path));
 }

@@ -4,7 +4,8 @@
 // that scripts touch together share a hash tag, so they land in one Cluster slot. Commands fail at once
 // while Redis is unreachable (no offline queue): the pipeline fails closed and recovers when it is back.
 
-import { Redis, type RedisOptions } from 'ioredis';
+import { Cluster, Redis, type RedisOptions } from 'ioredis';
+import type { RedisStore as RedisStoreConfig } from '../config/schema.generated.js';
 import { chainNext } from './audit-chain.js';
 import { StoreUnavailableError, type AuditAnchor, type AuditEntry, type AuditQuery, type AuditRecord, type IdempotencyClaim, type IdempotencyRecord, type Store, type TokenBucket, type TokenTake, type WindowCount } from './store.js';
 
@@ -68,16 +69,59 @@ local record = cjson.decode(existing)
 if record.state == 'in_flight' and record.owner == ARGV[1] then redis.call('DEL', KEYS[1]) end
 return 1`;
 
+/** Stores an approval and indexes it; the index lives as long as its longest-lived approval. */
+const PUT_APPROVAL = `
+redis.call('SET', KEYS[1], ARGV[2], 'PX', ARGV[3])
+redis.call('ZADD', KEYS[2], ARGV[4], ARGV[1])
+if redis.call('PTTL', KEYS[2]) < tonumber(ARGV[3]) then redis.call('PEXPIRE', KEYS[2], ARGV[3]) end
+return 1`;
+
 const FIRST_CONNECTION_WAIT_MS = 3_000;
 
-type Scripted = Redis & {
+type Scripted = (Redis | Cluster) & {
   ghWindow(key: string, amount: number, windowMs: number): Promise<[string, string]>;
   ghBucket(key: string, rate: number, per: number, burst: number, cost: number): Promise<[number, string, number]>;
   ghClaim(key: string, record: string, ttlMs: number): Promise<string | null>;
   ghComplete(key: string, owner: string, response: string, ttlMs: number): Promise<number>;
   ghRelease(key: string, owner: string): Promise<number>;
   ghRenew(key: string, owner: string, leaseUntil: number): Promise<number>;
+  ghPutApproval(key: string, index: string, id: string, doc: string, ttlMs: number, at: number): Promise<number>;
 };
+
+/**
+ * One server from the URL; or the primary a set of sentinels names; or a Cluster. The URL's password,
+ * database and TLS (rediss://) apply in every case.
+ */
+function connect(config: Pick<RedisStoreConfig, 'url' | 'keyPrefix' | 'commandTimeoutMs' | 'sentinel' | 'cluster' | 'tls'>): Redis | Cluster {
+  const url = new URL(config.url);
+  const common: RedisOptions = {
+    keyPrefix: config.keyPrefix,
+    // Fail fast while Redis is unreachable or silent: governed calls are refused, not queued or held.
+    enableOfflineQueue: false,
+    maxRetriesPerRequest: 1,
+    commandTimeout: config.commandTimeoutMs,
+    connectTimeout: Math.max(config.commandTimeoutMs, 1_000),
+    retryStrategy: (attempt) => Math.min(2_000, 100 * attempt),
+    ...(url.username ? { username: decodeURIComponent(url.username) } : {}),
+    ...(url.password ? { password: decodeURIComponent(url.password) } : {}),
+    ...(url.protocol === 'rediss:' ? { tls: config.tls?.ca !== undefined ? { ca: config.tls.ca } : {} } : {}),
+  };
+  const db = Number(url.pathname.slice(1) || 0);
+  const nodes = (list: string[]) =>
+    list.map((n) => {
+      const at = n.lastIndexOf(':');
+      return { host: n.slice(0, at), port: Number(n.slice(at + 1)) };
+    });
+  if (config.cluster) {
+    // Cluster has one database; the prefix and the rest apply to every node's connection.
+    const { keyPrefix, ...node } = common;
+    return new Cluster(nodes(config.cluster.nodes), { keyPrefix, enableOfflineQueue: false, redisOptions: node, clusterRetryStrategy: (attempt) => Math.min(2_000, 100 * attempt) });
+  }
+  if (config.sentinel) {
+    return new Redis({ ...common, db, sentinels: nodes(config.sentinel.nodes), name: config.sentinel.name, ...(config.sentinel.password !== undefined ? { sentinelPassword: config.sentinel.password } : {}), ...(url.protocol === 'rediss:' ? { enableTLSForSentinelMode: true } : {}) });
+  }
+  return new Redis({ ...common, db, host: url.hostname.replace(/^\[|\]$/g, ''), port: Number(url.port || 6379) });
+}
 
 export class RedisStore implements Store {
   readonly kind = 'redis' as const;
@@ -88,16 +132,8 @@ export class RedisStore implements Store {
   /** The first connection, waited for (at most a few seconds) before the first command; later outages fail fast. */
   private readonly firstConnection: Promise<void>;
 
-  constructor(url: string, keyPrefix: string, options: RedisOptions = {}) {
-    this.redis = new Redis(url, {
-      keyPrefix,
-      lazyConnect: false,
-      // Fail fast while Redis is unreachable: governed calls are refused, not queued.
-      enableOfflineQueue: false,
-      maxRetriesPerRequest: 1,
-      retryStrategy: (attempt) => Math.min(2_000, 100 * attempt),
-      ...options,
-    }) as Scripted;
+  constructor(config: Pick<RedisStoreConfig, 'url' | 'keyPrefix' | 'commandTimeoutMs' | 'sentinel' | 'cluster' | 'tls'>) {
+    this.redis = connect(config) as Scripted;
     // Connection errors surface on the commands that fail; the client reconnects on its own.
     this.redis.on('error', () => {});
     this.firstConnection = new Promise<void>((resolve) => {
@@ -114,6 +150,7 @@ export class RedisStore implements Store {
     this.redis.defineCommand('ghComplete', { numberOfKeys: 1, lua: COMPLETE });
     this.redis.defineCommand('ghRelease', { numberOfKeys: 1, lua: RELEASE });
     this.redis.defineCommand('ghRenew', { numberOfKeys: 1, lua: RENEW });
+    this.redis.defineCommand('ghPutApproval', { numberOfKeys: 2, lua: PUT_APPROVAL });
   }
 
   private async run<T>(what: string, op: () => Promise<T>): Promise<T> {
@@ -178,21 +215,21 @@ export class RedisStore implements Store {
 
   putApproval(id: string, doc: string, ttlMs: number): Promise<void> {
     return this.run('approvals', async () => {
-      await this.redis.multi().set(`a:${id}`, doc, 'PX', ttlMs).zadd('approvals', Date.now(), id).exec();
+      await this.redis.ghPutApproval(`{approvals}:${id}`, '{approvals}:index', id, doc, ttlMs, Date.now());
     });
   }
 
   getApproval(id: string): Promise<string | undefined> {
-    return this.run('approvals', async () => (await this.redis.get(`a:${id}`)) ?? undefined);
+    return this.run('approvals', async () => (await this.redis.get(`{approvals}:${id}`)) ?? undefined);
   }
 
   listApprovals(): Promise<string[]> {
     return this.run('approvals', async () => {
-      const ids = await this.redis.zrange('approvals', 0, -1);
+      const ids = await this.redis.zrange('{approvals}:index', 0, -1);
       if (ids.length === 0) return [];
-      const docs = await this.redis.mget(...ids.map((id) => `a:${id}`));
+      const docs = await this.redis.mget(...ids.map((id) => `{approvals}:${id}`));
       const gone = ids.filter((_, i) => docs[i] === null);
-      if (gone.length > 0) await this.redis.zrem('approvals', ...gone);
+      if (gone.length > 0) await this.redis.zrem('{approvals}:index', ...gone);
       return docs.filter((d): d is string => d !== null);
     });
   }

@@ -1,0 +1,132 @@
+// A real Redis for a test file: Debian's redis-server on a free loopback port, its data in a temp dir
+// (append-only, fsync always, so a restart keeps what was written), stopped by its PID.
+
+import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
+import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { createConnection } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { freePort } from './auth-server.js';
+
+export interface TestRedis {
+  port: number;
+  url: string;
+  /** Stops the server (SIGTERM, then SIGKILL) and waits for it to exit. */
+  stop(): Promise<void>;
+  /** Starts it again on the same port and data dir. */
+  start(): Promise<void>;
+  /** SIGSTOP / SIGCONT: a server that accepts nothing and answers nothing (a partition). */
+  pause(): void;
+  resume(): void;
+  readonly pid: number | undefined;
+}
+
+/**
+ * `mode`: a plain server; `cluster`, a one-node Redis Cluster holding every slot; `sentinel`, a Sentinel
+ * (redis-server --sentinel) watching the primary on `primaryPort` under the name `primary`.
+ */
+export async function startRedis(opts: { mode?: 'plain' | 'cluster' | 'sentinel'; primaryPort?: number; password?: string; tls?: { cert: string; key: string } } = {}): Promise<TestRedis> {
+  const port = await freePort();
+  const dir = mkdtempSync(join(tmpdir(), 'gatehouse-redis-'));
+  const conf = join(dir, 'redis.conf');
+  const mode = opts.mode ?? 'plain';
+  const lines =
+    mode === 'sentinel'
+      ? [`port ${port}`, 'bind 127.0.0.1', `dir ${dir}`, 'daemonize no', 'logfile ""', `sentinel monitor primary 127.0.0.1 ${opts.primaryPort} 1`, 'sentinel down-after-milliseconds primary 5000']
+      : [`port ${port}`, 'bind 127.0.0.1', `dir ${dir}`, 'save ""', 'appendonly yes', 'appendfsync always', 'daemonize no', 'logfile ""', 'loglevel warning', ...(mode === 'cluster' ? ['cluster-enabled yes', 'cluster-announce-ip 127.0.0.1', `cluster-config-file ${join(dir, 'nodes.conf')}`] : [])];
+  if (opts.password !== undefined) lines.push(`requirepass "${opts.password}"`);
+  if (opts.tls) {
+    // TLS only: the plain port is closed.
+    writeFileSync(join(dir, 'tls.crt'), opts.tls.cert);
+    writeFileSync(join(dir, 'tls.key'), opts.tls.key);
+    lines[0] = 'port 0';
+    lines.push(`tls-port ${port}`, `tls-cert-file ${join(dir, 'tls.crt')}`, `tls-key-file ${join(dir, 'tls.key')}`, 'tls-auth-clients no');
+  }
+  writeFileSync(conf, lines.join('\n') + '\n');
+  const args = mode === 'sentinel' ? ['--sentinel'] : [];
+  let child: ChildProcess | undefined;
+  let stderr = '';
+
+  const start = async (): Promise<void> => {
+    const c = spawn('redis-server', [conf, ...args], { stdio: ['ignore', 'ignore', 'pipe'] });
+    child = c;
+    c.stderr!.on('data', (d) => (stderr += String(d)));
+    await waitForPort(port, 10_000, () => (c.exitCode !== null ? `redis-server exited (${c.exitCode}): ${stderr}` : undefined));
+  };
+
+  const stop = async (): Promise<void> => {
+    const c = child;
+    if (!c || c.exitCode !== null || c.signalCode !== null) return;
+    const exited = new Promise<void>((r) => c.once('exit', () => r()));
+    c.kill('SIGCONT');
+    c.kill('SIGTERM');
+    const timer = setTimeout(() => c.kill('SIGKILL'), 5_000);
+    await exited;
+    clearTimeout(timer);
+  };
+
+  await start();
+  if (mode === 'cluster') await claimAllSlots(port);
+  const redis: TestRedis = {
+    port,
+    url: `${opts.tls ? 'rediss' : 'redis'}://${opts.password !== undefined ? `:${encodeURIComponent(opts.password)}@` : ''}127.0.0.1:${port}`,
+    stop,
+    start,
+    pause: () => child?.kill('SIGSTOP'),
+    resume: () => child?.kill('SIGCONT'),
+    get pid() {
+      return child?.pid;
+    },
+  };
+  // A test that fails half way still stops its server.
+  process.once('exit', () => child?.kill('SIGKILL'));
+  return redis;
+}
+
+/** Resolves once something accepts connections on 127.0.0.1:port (bounded by `timeoutMs`). */
+export async function waitForPort(port: number, timeoutMs: number, failed: () => string | undefined = () => undefined): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (Date.now() < deadline) {
+    const why = failed();
+    if (why) throw new Error(why);
+    const open = await new Promise<boolean>((resolve) => {
+      const s = createConnection({ host: '127.0.0.1', port }, () => {
+        s.destroy();
+        resolve(true);
+      });
+      s.on('error', () => resolve(false));
+    });
+    if (open) return;
+    await new Promise((r) => setTimeout(r, 50));
+  }
+  throw new Error(`nothing listens on 127.0.0.1:${port} after ${timeoutMs} ms`);
+}
+
+/** A one-node cluster: the node takes every slot, then the test waits (bounded) for `cluster_state:ok`. */
+async function claimAllSlots(port: number): Promise<void> {
+  const { Redis } = await import('ioredis');
+  const node = new Redis({ host: '127.0.0.1', port, lazyConnect: true });
+  try {
+    await node.connect();
+    await node.call('CLUSTER', 'ADDSLOTSRANGE', '0', '16383');
+    for (let i = 0; i < 100; i++) {
+      if (String(await node.call('CLUSTER', 'INFO')).includes('cluster_state:ok')) return;
+      await new Promise((r) => setTimeout(r, 100));
+    }
+    throw new Error('the one-node cluster did not reach cluster_state:ok');
+  } finally {
+    node.disconnect();
+  }
+}
+
+/** A throwaway CA and a certificate it signed for 127.0.0.1, made with openssl. */
+export function testCertificates(): { ca: string; cert: string; key: string } {
+  const dir = mkdtempSync(join(tmpdir(), 'gatehouse-tls-'));
+  const run = (args: string[]) => execFileSync('openssl', args, { cwd: dir, stdio: ['ignore', 'ignore', 'pipe'] });
+  run(['req', '-x509', '-newkey', 'rsa:2048', '-nodes', '-days', '2', '-subj', '/CN=Gatehouse test CA', '-keyout', 'ca.key', '-out', 'ca.crt']);
+  run(['req', '-newkey', 'rsa:2048', '-nodes', '-subj', '/CN=127.0.0.1', '-keyout', 'server.key', '-out', 'server.csr']);
+  writeFileSync(join(dir, 'san.ext'), 'subjectAltName=IP:127.0.0.1\n');
+  run(['x509', '-req', '-in', 'server.csr', '-CA', 'ca.crt', '-CAkey', 'ca.key', '-CAcreateserial', '-days', '2', '-extfile', 'san.ext', '-out', 'server.crt']);
+  const read = (f: string) => readFileSync(join(dir, f), 'utf8');
+  return { ca: read('ca.crt'), cert: read('server.crt'), key: read('server.key') };
+}

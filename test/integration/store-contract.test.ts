@@ -1,0 +1,355 @@
+// One contract, two stores (issue 12 item 1): the SQLite file and a real Redis (Debian's redis-server on a
+// free port) must behave the same for everything Gatehouse keeps: fixed windows, token buckets, idempotency
+// records (atomic claims under concurrency, leases, answers, expiry), approvals and the hash-chained audit
+// log with retention. Then what only Redis promises: the clock is Redis' own, every key carries the prefix
+// and (but the audit log, which retention prunes) a TTL, and keys used together share a Cluster slot.
+
+import { after, before, describe, test } from 'node:test';
+import assert from 'node:assert/strict';
+import { mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { Redis } from 'ioredis';
+import { verifyChain } from '../../src/store/audit-chain.js';
+import { openStore } from '../../src/store/open-store.js';
+import type { AuditEntry, Store } from '../../src/store/store.js';
+import { startRedis, testCertificates, type TestRedis } from '../helpers/redis.js';
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+function entry(n: number, over: Partial<AuditEntry> = {}): AuditEntry {
+  return { time: new Date().toISOString(), callId: `call-${n}`, runId: `run-${n}`, subject: 'key:ci', method: 'tools/call', tool: 'echo', toolRef: 'up/echo', outcome: 'ok', latencyMs: 1, ...over };
+}
+
+let redis: TestRedis;
+before(async () => {
+  redis = await startRedis();
+});
+after(async () => {
+  await redis.stop();
+});
+
+let prefixes = 0;
+const kinds: Array<{ kind: 'sqlite' | 'redis'; open(): Store }> = [
+  { kind: 'sqlite', open: () => openStore({ kind: 'sqlite', path: join(mkdtempSync(join(tmpdir(), 'gatehouse-contract-')), 'state.db') }) },
+  // Each test its own prefix: one server, no test sees another's keys.
+  { kind: 'redis', open: () => openStore({ kind: 'redis', url: redis.url, keyPrefix: `contract${++prefixes}:`, commandTimeoutMs: 2_000 }) },
+];
+
+for (const { kind, open } of kinds) {
+  describe(`store contract: ${kind}`, () => {
+    const opened: Store[] = [];
+    const fresh = (): Store => {
+      const s = open();
+      opened.push(s);
+      return s;
+    };
+    after(async () => {
+      for (const s of opened) await s.close();
+    });
+
+    test('answers a ping and says what it is', async () => {
+      const s = fresh();
+      await s.ping();
+      assert.equal(s.kind, kind);
+    });
+
+    test('a fixed window adds up within the window and starts again after it', async () => {
+      const s = fresh();
+      const a = await s.addToWindow('calls', 2, 400);
+      const b = await s.addToWindow('calls', 3, 400);
+      const other = await s.addToWindow('other', 1, 400);
+      if (a.resetsAt === b.resetsAt) assert.equal(b.total, 5);
+      else assert.equal(b.total, 3, 'a window boundary fell between the two adds');
+      assert.equal(other.total, 1, 'keys are counted apart');
+      assert.ok(b.resetsAt > Date.now() - 50 && b.resetsAt <= Date.now() + 450, `resetsAt ${b.resetsAt} lies in the coming window`);
+      assert.equal(b.resetsAt % 400, 0, 'windows are aligned to the epoch');
+      await sleep(b.resetsAt - Date.now() + 30);
+      const c = await s.addToWindow('calls', 1, 400);
+      assert.equal(c.total, 1);
+      assert.ok(c.resetsAt > b.resetsAt);
+    });
+
+    test('concurrent adds to one window are all counted', async () => {
+      const s = fresh();
+      const totals = await Promise.all(Array.from({ length: 50 }, () => s.addToWindow('busy', 1, 60_000)));
+      const resets = new Set(totals.map((t) => t.resetsAt));
+      if (resets.size === 1) {
+        assert.deepEqual(
+          totals.map((t) => t.total).sort((x, y) => x - y),
+          Array.from({ length: 50 }, (_, i) => i + 1),
+          'every add saw a distinct total: none was lost',
+        );
+      }
+    });
+
+    test('a token bucket gives its burst, refuses with a retry time, and refills over time', async () => {
+      const s = fresh();
+      const bucket = { rate: 10, perMs: 1_000, burst: 3 };
+      for (let i = 0; i < 3; i++) assert.equal((await s.takeTokens('b', bucket, 1)).allowed, true, `take ${i + 1} of the burst`);
+      const refused = await s.takeTokens('b', bucket, 1);
+      assert.equal(refused.allowed, false);
+      assert.ok(refused.retryAfterMs > 0 && refused.retryAfterMs <= 100, `retry after ${refused.retryAfterMs} ms (one token per 100 ms)`);
+      await sleep(refused.retryAfterMs + 30);
+      assert.equal((await s.takeTokens('b', bucket, 1)).allowed, true, 'a token came back');
+      const big = await s.takeTokens('b2', bucket, 5);
+      assert.equal(big.allowed, false, 'a cost above the burst is never allowed');
+    });
+
+    test('of many concurrent claims of one key exactly one wins; the others see it in flight', async () => {
+      const s = fresh();
+      const claims = await Promise.all(Array.from({ length: 25 }, (_, i) => s.claimIdempotency('k1', 'digest-a', `owner-${i}`, 5_000, 60_000)));
+      const won = claims.filter((c) => c.outcome === 'claimed');
+      assert.equal(won.length, 1);
+      for (const c of claims) {
+        if (c.outcome === 'existing') {
+          assert.equal(c.record.state, 'in_flight');
+          assert.equal(c.record.digest, 'digest-a');
+        }
+      }
+    });
+
+    test('an idempotency record holds its lease, its answer, and only its owner may finish it', async () => {
+      const s = fresh();
+      assert.deepEqual(await s.claimIdempotency('k', 'd1', 'me', 1_000, 60_000), { outcome: 'claimed' });
+      const first = await s.readIdempotency('k');
+      assert.equal(first?.state, 'in_flight');
+      assert.equal(first.state === 'in_flight' && first.owner, 'me');
+      const lease = first.state === 'in_flight' ? first.leaseUntil : 0;
+      await sleep(20);
+      await s.renewIdempotency('k', 'me', 5_000);
+      const renewed = await s.readIdempotency('k');
+      assert.ok(renewed?.state === 'in_flight' && renewed.leaseUntil > lease + 3_000, 'the lease was extended');
+      await s.renewIdempotency('k', 'someone-else', 60_000);
+      await s.completeIdempotency('k', 'someone-else', '{"forged":true}', 60_000);
+      await s.releaseIdempotency('k', 'someone-else');
+      const still = await s.readIdempotency('k');
+      assert.ok(still?.state === 'in_flight' && still.owner === 'me' && still.leaseUntil < Date.now() + 6_000, 'another owner changed nothing');
+      await s.completeIdempotency('k', 'me', '{"answer":1}', 60_000);
+      assert.deepEqual(await s.readIdempotency('k'), { state: 'done', digest: 'd1', response: '{"answer":1}' });
+      const again = await s.claimIdempotency('k', 'd1', 'late', 1_000, 60_000);
+      assert.deepEqual(again, { outcome: 'existing', record: { state: 'done', digest: 'd1', response: '{"answer":1}' } });
+      await s.releaseIdempotency('k', 'me');
+      assert.equal((await s.readIdempotency('k'))?.state, 'done', 'a finished record is never released');
+    });
+
+    test('a released key is free again; a key expires after its TTL', async () => {
+      const s = fresh();
+      await s.claimIdempotency('r', 'd', 'me', 1_000, 60_000);
+      await s.releaseIdempotency('r', 'me');
+      assert.equal(await s.readIdempotency('r'), undefined);
+      assert.deepEqual(await s.claimIdempotency('r', 'd', 'you', 1_000, 60_000), { outcome: 'claimed' });
+      await s.claimIdempotency('short', 'd', 'me', 100, 300);
+      await s.completeIdempotency('short', 'me', '{}', 300);
+      assert.equal((await s.readIdempotency('short'))?.state, 'done');
+      await sleep(400);
+      assert.equal(await s.readIdempotency('short'), undefined, 'expired');
+      assert.deepEqual(await s.claimIdempotency('short', 'other', 'me', 100, 300), { outcome: 'claimed' });
+    });
+
+    test('approvals are stored, replaced, listed and expire', async () => {
+      const s = fresh();
+      await s.putApproval('a1', '{"id":"a1","state":"pending"}', 60_000);
+      await s.putApproval('a2', '{"id":"a2","state":"pending"}', 200);
+      await s.putApproval('a1', '{"id":"a1","state":"approved"}', 60_000);
+      assert.equal(await s.getApproval('a1'), '{"id":"a1","state":"approved"}');
+      assert.deepEqual((await s.listApprovals()).sort(), ['{"id":"a1","state":"approved"}', '{"id":"a2","state":"pending"}']);
+      await sleep(300);
+      assert.equal(await s.getApproval('a2'), undefined);
+      assert.deepEqual(await s.listApprovals(), ['{"id":"a1","state":"approved"}']);
+      assert.equal(await s.getApproval('nope'), undefined);
+    });
+
+    test('audit appends are numbered and chained, even when many arrive at once', async () => {
+      const s = fresh();
+      const first = await s.appendAudit(entry(0));
+      assert.equal(first.seq, 1);
+      assert.equal(first.prev, '0'.repeat(64));
+      const many = await Promise.all(Array.from({ length: 200 }, (_, i) => s.appendAudit(entry(i + 1))));
+      assert.deepEqual(
+        many.map((r) => r.seq).sort((a, b) => a - b),
+        Array.from({ length: 200 }, (_, i) => i + 2),
+      );
+      const all = await s.readAudit({ limit: 1_000 });
+      assert.equal(all.length, 201);
+      assert.deepEqual(verifyChain(all, undefined), { ok: true, records: 201, lastSeq: 201, lastHash: all.at(-1)!.hash });
+      const stored = all.find((r) => r.callId === 'call-7')!;
+      assert.deepEqual(stored, many.find((r) => r.callId === 'call-7'), 'the record as stored is the record as returned');
+    });
+
+    test('audit reads page by sequence and filter by time', async () => {
+      const s = fresh();
+      const t0 = Date.parse('2026-01-01T00:00:00Z');
+      for (let i = 0; i < 10; i++) await s.appendAudit(entry(i, { time: new Date(t0 + i * 60_000).toISOString() }));
+      assert.deepEqual((await s.readAudit({ afterSeq: 3, limit: 4 })).map((r) => r.seq), [4, 5, 6, 7]);
+      assert.deepEqual((await s.readAudit({ since: t0 + 2 * 60_000, until: t0 + 4 * 60_000 })).map((r) => r.seq), [3, 4, 5]);
+    });
+
+    test('retention removes old records and leaves a chain that verifies from its anchor', async () => {
+      const s = fresh();
+      const old = Date.now() - 10 * 86_400_000;
+      for (let i = 0; i < 5; i++) await s.appendAudit(entry(i, { time: new Date(old + i).toISOString() }));
+      for (let i = 5; i < 8; i++) await s.appendAudit(entry(i));
+      assert.equal(await s.pruneAudit(Date.now() - 86_400_000), 5);
+      const anchor = await s.auditAnchor();
+      assert.equal(anchor?.seq, 5);
+      const left = await s.readAudit({});
+      assert.deepEqual(left.map((r) => r.seq), [6, 7, 8]);
+      assert.equal(anchor.hash, left[0]!.prev, 'the anchor is the hash the first kept record names');
+      assert.equal(verifyChain(left, anchor).ok, true);
+      assert.equal(verifyChain(left, undefined).ok, false, 'without the anchor the shortened chain does not verify');
+      const next = await s.appendAudit(entry(9));
+      assert.equal(next.seq, 9, 'numbering goes on after a prune');
+      assert.equal(await s.pruneAudit(Date.now() - 86_400_000), 0, 'nothing more is old enough');
+    });
+
+    test('retention that removes every record keeps the chain going from the anchor', async () => {
+      const s = fresh();
+      const old = Date.now() - 10 * 86_400_000;
+      for (let i = 0; i < 3; i++) await s.appendAudit(entry(i, { time: new Date(old + i).toISOString() }));
+      assert.equal(await s.pruneAudit(Date.now()), 3);
+      const next = await s.appendAudit(entry(3));
+      assert.equal(next.seq, 4);
+      assert.equal(verifyChain([next], await s.auditAnchor()).ok, true);
+    });
+  });
+}
+
+describe('Redis only', () => {
+  test("windows and buckets run on Redis' clock: a replica whose clock is an hour off counts in the same window", async () => {
+    const s = openStore({ kind: 'redis', url: redis.url, keyPrefix: 'clock:', commandTimeoutMs: 2_000 });
+    const raw = new Redis(redis.url);
+    const realNow = Date.now;
+    try {
+      const honest = await s.addToWindow('w', 1, 3_600_000);
+      const bucket = { rate: 1, perMs: 3_600_000, burst: 1 };
+      assert.equal((await s.takeTokens('b', bucket, 1)).allowed, true);
+      Date.now = () => realNow() + 3_600_000;
+      const skewed = await s.addToWindow('w', 1, 3_600_000);
+      const take = await s.takeTokens('b', bucket, 1);
+      Date.now = realNow;
+      const [sec] = await raw.time();
+      const serverWindowEnd = Math.floor((Number(sec) * 1000) / 3_600_000) * 3_600_000 + 3_600_000;
+      if (skewed.resetsAt === honest.resetsAt) assert.equal(skewed.total, 2, 'the skewed replica added to the same window');
+      assert.equal(skewed.resetsAt, serverWindowEnd, "the window is Redis' window");
+      assert.equal(take.allowed, false, 'a clock an hour ahead did not refill the bucket');
+    } finally {
+      Date.now = realNow;
+      raw.disconnect();
+      await s.close();
+    }
+  });
+
+  test('every key carries the prefix and a TTL (but the audit log, which retention prunes); keys used together share a hash tag', async () => {
+    const s = openStore({ kind: 'redis', url: redis.url, keyPrefix: 'ttl-check:', commandTimeoutMs: 2_000 });
+    const raw = new Redis(redis.url);
+    try {
+      await s.addToWindow('w', 1, 60_000);
+      await s.takeTokens('b', { rate: 1, perMs: 1_000, burst: 5 }, 1);
+      await s.claimIdempotency('i', 'd', 'o', 1_000, 60_000);
+      await s.claimIdempotency('j', 'd', 'o', 1_000, 60_000);
+      await s.completeIdempotency('j', 'o', '{}', 60_000);
+      await s.putApproval('ap', '{}', 60_000);
+      await s.appendAudit(entry(1));
+      const keys = await raw.keys('*');
+      const ours = keys.filter((k) => k.startsWith('ttl-check:'));
+      assert.ok(ours.length >= 7, `keys written: ${ours.join(', ')}`);
+      for (const k of ours) {
+        const ttl = await raw.pttl(k);
+        if (k.startsWith('ttl-check:{audit}')) assert.equal(ttl, -1, `${k}: the audit log is kept until retention removes it`);
+        else assert.ok(ttl > 0, `${k} has a TTL (${ttl})`);
+      }
+      // Keys a MULTI touches together must hash to one Cluster slot.
+      const slot = async (k: string) => Number(await raw.call('CLUSTER', 'KEYSLOT', k).catch(() => -1));
+      const auditKeys = ours.filter((k) => k.includes('{audit}'));
+      const approvalKeys = ours.filter((k) => k.includes('{approvals}'));
+      if ((await slot('x')) !== -1) {
+        assert.equal(new Set(await Promise.all(auditKeys.map(slot))).size, 1);
+        assert.equal(new Set(await Promise.all(approvalKeys.map(slot))).size, 1);
+      } else {
+        for (const group of [auditKeys, approvalKeys]) assert.equal(new Set(group.map((k) => /\{[^}]*\}/.exec(k)?.[0])).size, 1, `one hash tag in ${group.join(', ')}`);
+      }
+    } finally {
+      raw.disconnect();
+      await s.close();
+    }
+  });
+
+  test('a Redis that stops answering fails the operation within the command timeout, and serves again when it answers', async () => {
+    const s = openStore({ kind: 'redis', url: redis.url, keyPrefix: 'pause:', commandTimeoutMs: 300 });
+    try {
+      await s.ping();
+      redis.pause();
+      const started = Date.now();
+      await assert.rejects(s.addToWindow('w', 1, 60_000), { name: 'StoreUnavailableError' });
+      assert.ok(Date.now() - started < 3_000, `failed after ${Date.now() - started} ms, not held open`);
+    } finally {
+      redis.resume();
+    }
+    // Bounded: the connection may be re-established first.
+    let served = false;
+    for (let i = 0; i < 50 && !served; i++) {
+      served = await s.ping().then(
+        () => true,
+        () => false,
+      );
+      if (!served) await sleep(100);
+    }
+    assert.ok(served, 'the store answers again once Redis does');
+    await s.close();
+  });
+
+  test('through Sentinel: the store finds the primary the sentinels name, and works', async () => {
+    const sentinel = await startRedis({ mode: 'sentinel', primaryPort: redis.port });
+    const s = openStore({ kind: 'redis', url: 'redis://ignored:1', keyPrefix: 'sentinel:', commandTimeoutMs: 2_000, sentinel: { name: 'primary', nodes: [`127.0.0.1:${sentinel.port}`] } });
+    const raw = new Redis(redis.url);
+    try {
+      await s.appendAudit(entry(1));
+      assert.equal((await s.addToWindow('w', 2, 60_000)).total, 2);
+      assert.ok((await raw.exists('sentinel:{audit}:head')) === 1, 'the write reached the primary the sentinel names');
+    } finally {
+      raw.disconnect();
+      await s.close();
+      await sentinel.stop();
+    }
+  });
+
+  test('on a Redis Cluster: scripts, MULTI on hash-tagged keys and the audit chain all work', async () => {
+    const cluster = await startRedis({ mode: 'cluster' });
+    const s = openStore({ kind: 'redis', url: 'redis://ignored:1', keyPrefix: 'gh:', commandTimeoutMs: 2_000, cluster: { nodes: [`127.0.0.1:${cluster.port}`] } });
+    try {
+      await s.ping();
+      assert.equal((await s.addToWindow('w', 1, 60_000)).total, 1);
+      assert.equal((await s.takeTokens('b', { rate: 1, perMs: 1_000, burst: 1 }, 1)).allowed, true);
+      assert.deepEqual(await s.claimIdempotency('k', 'd', 'o', 1_000, 60_000), { outcome: 'claimed' });
+      await s.completeIdempotency('k', 'o', '{"x":1}', 60_000);
+      assert.equal((await s.readIdempotency('k'))?.state, 'done');
+      await s.putApproval('a', '{"id":"a"}', 60_000);
+      assert.deepEqual(await s.listApprovals(), ['{"id":"a"}']);
+      const records = await Promise.all(Array.from({ length: 20 }, (_, i) => s.appendAudit(entry(i))));
+      assert.equal(records.length, 20);
+      assert.equal(verifyChain(await s.readAudit({}), undefined).ok, true);
+    } finally {
+      await s.close();
+      await cluster.stop();
+    }
+  });
+
+  test('TLS and a password through the URL: rediss:// with the CA trusted; a wrong password fails closed', async () => {
+    const certs = testCertificates();
+    const secured = await startRedis({ password: 'p@ss word', tls: { cert: certs.cert, key: certs.key } });
+    assert.match(secured.url, /^rediss:\/\/:p%40ss%20word@127\.0\.0\.1:/);
+    const good = openStore({ kind: 'redis', url: secured.url, keyPrefix: 'tls:', commandTimeoutMs: 2_000, tls: { ca: certs.ca } });
+    const wrongPassword = openStore({ kind: 'redis', url: secured.url.replace('p%40ss%20word', 'nope'), keyPrefix: 'tls:', commandTimeoutMs: 1_000, tls: { ca: certs.ca } });
+    const untrusted = openStore({ kind: 'redis', url: secured.url, keyPrefix: 'tls:', commandTimeoutMs: 1_000 });
+    try {
+      await good.appendAudit(entry(1));
+      assert.equal((await good.addToWindow('w', 1, 60_000)).total, 1);
+      await assert.rejects(wrongPassword.ping(), { name: 'StoreUnavailableError' });
+      await assert.rejects(untrusted.ping(), { name: 'StoreUnavailableError' }, 'a certificate from an unknown CA is refused');
+    } finally {
+      await Promise.all([good.close(), wrongPassword.close(), untrusted.close()]);
+      await secured.stop();
+    }
+  });
+});
