@@ -56,6 +56,8 @@ export class Catalog implements UpstreamMessages {
   private counter = 0;
   /** When each kind was last listed again because of a name nobody listed (see relist). */
   private readonly relisted = new Map<string, number>();
+  /** Lists under way, by kind and capability set: a call that arrives meanwhile waits for the same list. */
+  private readonly relisting = new Map<string, Promise<void>>();
   /**
    * Member lists kept for the `ttlMs` their server gave (caching.mdx §Time-to-Live), per caller capability
    * set; dropped early when the member says its list changed.
@@ -96,16 +98,26 @@ export class Catalog implements UpstreamMessages {
 
   /**
    * Lists one kind again, as the gateway (the routes are rebuilt from it). Names nobody lists cannot make
-   * Gatehouse list an upstream more than once a second per kind and capability set.
+   * Gatehouse list an upstream more than once a second per kind and capability set. A call that arrives
+   * while such a list is under way waits for it: at start, the first calls must not run on routes that
+   * do not know the tool yet (its annotations decide whether it is a write).
    */
   async relist(kind: 'tools' | 'prompts', capabilities: Record<string, unknown>): Promise<void> {
     const key = `${kind}|${canonicalJson(capabilities)}`;
+    const pending = this.relisting.get(key);
+    if (pending) return pending;
     const now = Date.now();
     if (now - (this.relisted.get(key) ?? -Infinity) < RELIST_FLOOR_MS) return;
     if (this.relisted.size >= 1_000) this.relisted.clear();
     this.relisted.set(key, now);
     const meta = { [META_PROTOCOL_VERSION]: MODERN_VERSIONS[0], [META_CLIENT_CAPABILITIES]: capabilities };
-    await this.namedList({ jsonrpc: '2.0', id: `gh-resolve-${++this.counter}`, method: `${kind}/list`, params: { _meta: meta } }, kind, undefined);
+    const listing = this.namedList({ jsonrpc: '2.0', id: `gh-resolve-${++this.counter}`, method: `${kind}/list`, params: { _meta: meta } }, kind, undefined).then(() => undefined);
+    this.relisting.set(key, listing);
+    try {
+      await listing;
+    } finally {
+      this.relisting.delete(key);
+    }
   }
 
   /** Whether the caller may see a resource URI (the access stage asks for resources/read). */

@@ -46,9 +46,9 @@ export interface ServingCli {
 }
 
 /** Starts `gatehouse serve ...` and resolves once it logs its listening URL. */
-export function serveCli(args: string[], opts: { env?: NodeJS.ProcessEnv; timeoutMs?: number } = {}): Promise<ServingCli> {
-  // Each gateway its own SQLite file (one file serves one process), unless the test names one.
-  const store = args.includes('--store') ? [] : ['--store', join(mkdtempSync(join(tmpdir(), 'gatehouse-cli-')), 'gatehouse.db')];
+export function serveCli(args: string[], opts: { env?: NodeJS.ProcessEnv; timeoutMs?: number; configStore?: boolean } = {}): Promise<ServingCli> {
+  // Each gateway its own SQLite file, unless the test names one or (configStore) uses its config's store.
+  const store = args.includes('--store') || opts.configStore ? [] : ['--store', join(mkdtempSync(join(tmpdir(), 'gatehouse-cli-')), 'gatehouse.db')];
   const child = spawn(process.execPath, [MAIN, 'serve', ...args, ...store], { cwd: ROOT, env: opts.env ?? process.env, stdio: ['ignore', 'pipe', 'pipe'] });
   let stdout = '';
   let stderr = '';

@@ -60,6 +60,21 @@ describe('which calls need a key', () => {
     assert.equal(up.executions.filter((e) => e.item === item).length, 0);
   });
 
+  test('at start, concurrent first calls wait for the tool list: none slips by as an unknown, unprotected write', async () => {
+    const fresh = await startGateway({ upstreams: [{ name: 'up', url: up.url, era: 'modern' }], idempotency: { requireKeys: true } });
+    try {
+      const item = unique('at-start');
+      const answers = await Promise.all(Array.from({ length: 8 }, () => call('record', { item }, undefined, ALICE, fresh.url)));
+      assert.deepEqual(
+        answers.map((a) => a.structuredContent?.error?.code),
+        Array.from({ length: 8 }, () => 'idempotency_key_required'),
+      );
+      assert.equal(up.executions.filter((e) => e.item === item).length, 0);
+    } finally {
+      await fresh.close();
+    }
+  });
+
   test('a read-only tool needs no key', async () => {
     const r = await call('lookup', { item: 'x' });
     assert.equal(r.isError, undefined);
