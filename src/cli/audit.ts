@@ -2,6 +2,7 @@
 // file given with --store). verify walks the whole chain and names the first record that breaks it; export
 // writes records as JSON lines, filtered; tail prints new records as they are written.
 
+import { existsSync } from 'node:fs';
 import { parseArgs } from 'node:util';
 import { ConfigError, loadConfigFile } from '../config/load.js';
 import type { StoreConfig } from '../config/types.js';
@@ -19,6 +20,7 @@ const OPTIONS = {
   tool: { type: 'string' },
   subject: { type: 'string' },
   'interval-ms': { type: 'string' },
+  head: { type: 'string' },
   help: { type: 'boolean', short: 'h' },
 } as const;
 
@@ -44,16 +46,21 @@ export async function auditCommand(args: string[], io: CommandIO, signal?: Abort
   }
   let store: Store;
   try {
-    store = openStore(await storeConfig(flags, io));
+    const config = await storeConfig(flags, io);
+    // Reading must not create: a mistyped path would otherwise verify as an empty, intact log.
+    if (config.kind === 'sqlite' && !existsSync(config.path)) throw new Error(`no store at ${config.path}`);
+    store = openStore(config);
   } catch (err) {
     io.err((err instanceof ConfigError ? err.message : `error: ${(err as Error).message}`) + '\n');
     return 1;
   }
   try {
-    if (action === 'verify') return await verify(store, io);
+    if (action === 'verify') return await verify(store, io, flags.head);
     const filter = recordFilter(flags);
     if (action === 'export') return await exportRecords(store, io, filter);
-    return await tail(store, io, filter, Number(flags['interval-ms'] ?? 500), signal);
+    const interval = Number(flags['interval-ms'] ?? 500);
+    if (!Number.isInteger(interval) || interval < 50 || interval > 60_000) throw new Error(`--interval-ms "${flags['interval-ms']}" must be a whole number of milliseconds from 50 to 60000`);
+    return await tail(store, io, filter, interval, signal);
   } catch (err) {
     io.err(`error: ${(err as Error).message}\n`);
     return 1;
@@ -79,13 +86,29 @@ async function* allRecords(store: Store, afterSeq = 0, filter?: { since?: number
   }
 }
 
-async function verify(store: Store, io: CommandIO): Promise<number> {
+/**
+ * `head`: a head hash printed by an earlier verify and kept elsewhere. A chain rewritten from some record
+ * on, or cut short at its end, still links up; only a record known from outside shows it.
+ */
+async function verify(store: Store, io: CommandIO, head: string | undefined): Promise<number> {
+  if (head !== undefined && !/^[0-9a-f]{64}$/.test(head)) {
+    io.err(`--head "${head}" is not a SHA-256 hash (64 hex digits, as verify prints it)\n`);
+    return 2;
+  }
   const anchor = await store.auditAnchor();
   const verifier = new ChainVerifier(anchor);
+  let headSeen = head === undefined || anchor?.hash === head;
   // Unfiltered: a record with an edited time must still be read to be found.
-  for await (const r of allRecords(store)) if (!verifier.add(r)) break;
+  for await (const r of allRecords(store)) {
+    if (!verifier.add(r)) break;
+    if (r.hash === head) headSeen = true;
+  }
   const verdict = verifier.verdict();
   const from = anchor ? ` (from the anchor after record ${anchor.seq})` : '';
+  if (verdict.ok && !headSeen) {
+    io.err(`audit chain does not hold the head ${head}: ${verdict.records} records link up${from}, but records were rewritten or removed since that head was taken\n`);
+    return 1;
+  }
   if (verdict.ok) {
     // The head hash, to be kept elsewhere: records removed from the end are found only against it.
     io.out(`audit chain ok: ${verdict.records} records${from}, last ${verdict.lastSeq}, head ${verdict.lastHash}\n`);

@@ -1,0 +1,136 @@
+// Redis as the shared store (issue 12 items 1 and 4, and its "Shown by"): with Redis stopped mid-run every
+// governed call is refused with 503 GW_ERR_STATE_UNAVAILABLE and nothing executes upstream; /readyz says
+// not ready and a metric counts the failures; when Redis is back, calls succeed again without a restart.
+// Two Gatehouse instances on one Redis share idempotency keys (a key used on one replays on the other,
+// and concurrent duplicates across them run once) and one audit chain.
+
+import { after, before, describe, test } from 'node:test';
+import assert from 'node:assert/strict';
+import { request } from 'undici';
+import { verifyChain } from '../../src/store/audit-chain.js';
+import { openStore } from '../../src/store/open-store.js';
+import { startCountingUpstream, type CountingUpstream } from '../fixtures/upstreams/counting-writes.js';
+import { startGateway, type TestGateway } from '../helpers/gateway.js';
+import { modernRequest, post } from '../helpers/http.js';
+import { startRedis, type TestRedis } from '../helpers/redis.js';
+
+let up: CountingUpstream;
+let redis: TestRedis;
+before(async () => {
+  up = await startCountingUpstream('modern');
+  redis = await startRedis();
+});
+after(async () => {
+  await up.close();
+  await redis.stop();
+});
+
+let n = 0;
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+async function call(url: string, name: string, item: string, key?: string) {
+  const req = modernRequest(++n, 'tools/call', { name, arguments: { item }, ...(key ? { _meta: { idempotencyKey: key } } : {}) });
+  return post(url, req.body, req.headers);
+}
+
+async function readyz(gw: TestGateway) {
+  const res = await request(`${gw.origin}/readyz`);
+  return { status: res.statusCode, body: (await res.body.json()) as { status: string; store?: { kind: string; up: boolean } } };
+}
+
+describe('Redis stopped mid-run', () => {
+  let gw: TestGateway;
+  before(async () => {
+    gw = await startGateway({ upstreams: [{ name: 'up', url: up.url, era: 'modern' }], store: { kind: 'redis', url: redis.url, keyPrefix: 'stopped:', commandTimeoutMs: 500 }, idempotency: { requireKeys: true }, metrics: { enabled: true, port: 0 } });
+  });
+  after(() => gw.close());
+
+  test('calls are refused with 503 and nothing executes; /readyz and the metrics say so; back without a restart', { timeout: 60_000 }, async () => {
+    const ok = await call(gw.url, 'record', 'before-outage', 'stopped-key-0001');
+    assert.equal(ok.status, 200);
+    assert.match(ok.json().result.content[0].text, /^recorded before-outage/);
+    assert.equal((await readyz(gw)).status, 200);
+
+    await redis.stop();
+    const executedBefore = up.executions.length;
+    const refusals = [];
+    for (let i = 0; i < 5; i++) refusals.push(await call(gw.url, i % 2 ? 'lookup' : 'record', `during-outage-${i}`, `stopped-key-1${i}00`));
+    for (const r of refusals) {
+      assert.equal(r.status, 503, r.text);
+      assert.equal(r.json().error.data.code, 'GW_ERR_STATE_UNAVAILABLE', r.text);
+      assert.equal(r.headers['retry-after'], '1');
+    }
+    assert.equal(up.executions.length, executedBefore, 'nothing ran upstream while the store was down');
+    const notReady = await readyz(gw);
+    assert.equal(notReady.status, 503);
+    assert.deepEqual(notReady.body.store, { kind: 'redis', up: false });
+    const metrics = await (await request(gw.gateway.metricsUrl!)).body.text();
+    assert.match(metrics, /^gatehouse_store_up 0$/m);
+    const errors = Number(/^gatehouse_store_errors_total (\d+)$/m.exec(metrics)?.[1]);
+    assert.ok(errors >= 1, `store errors counted: ${errors}`);
+
+    await redis.start();
+    // Service resumes on its own: bounded wait for the probe to see Redis again.
+    let back;
+    for (let i = 0; i < 100; i++) {
+      back = await call(gw.url, 'record', 'after-outage', 'stopped-key-2000');
+      if (back.status === 200) break;
+      await sleep(100);
+    }
+    assert.equal(back?.status, 200, back?.text);
+    assert.match(back!.json().result.content[0].text, /^recorded after-outage/);
+    assert.equal((await readyz(gw)).status, 200);
+    assert.match(await (await request(gw.gateway.metricsUrl!)).body.text(), /^gatehouse_store_up 1$/m);
+    // What was stored before the outage is still there (Redis keeps its append-only file).
+    const replay = await call(gw.url, 'record', 'before-outage', 'stopped-key-0001');
+    assert.equal(replay.json().result._meta['dev.gatehouse/replayed'], true);
+    assert.equal(up.timesExecuted('stopped-key-0001'), 1);
+  });
+});
+
+describe('two Gatehouse instances on one Redis', () => {
+  let a: TestGateway;
+  let b: TestGateway;
+  const store = { kind: 'redis', url: '', keyPrefix: 'replicas:' };
+  before(async () => {
+    store.url = redis.url;
+    a = await startGateway({ upstreams: [{ name: 'up', url: up.url, era: 'modern' }], store, idempotency: { requireKeys: true } });
+    b = await startGateway({ upstreams: [{ name: 'up', url: up.url, era: 'modern' }], store, idempotency: { requireKeys: true } });
+  });
+  after(async () => {
+    await a.close();
+    await b.close();
+  });
+
+  test('a key used on one replays on the other', async () => {
+    const first = await call(a.url, 'record', 'replica-item', 'replica-key-0001');
+    const second = await call(b.url, 'record', 'replica-item', 'replica-key-0001');
+    assert.equal(second.json().result.content[0].text, first.json().result.content[0].text);
+    assert.equal(second.json().result._meta['dev.gatehouse/replayed'], true);
+    assert.equal(up.timesExecuted('replica-key-0001'), 1);
+    const conflict = await call(b.url, 'record', 'another-item', 'replica-key-0001');
+    assert.equal(conflict.json().result.structuredContent.error.code, 'idempotency_key_conflict');
+  });
+
+  test('concurrent duplicates spread over both run once; every caller gets the one answer', async () => {
+    const req = (url: string) => {
+      const r = modernRequest(++n, 'tools/call', { name: 'record_slowly', arguments: { item: 'replica-slow', ms: 500 }, _meta: { idempotencyKey: 'replica-key-0002' } });
+      return post(url, r.body, r.headers);
+    };
+    const answers = await Promise.all(Array.from({ length: 10 }, (_, i) => req(i % 2 ? a.url : b.url)));
+    assert.equal(up.timesExecuted('replica-key-0002'), 1);
+    assert.equal(new Set(answers.map((r) => r.json().result.content[0].text)).size, 1, answers.map((r) => r.text).join('\n'));
+  });
+
+  test('both write one audit chain, which verifies', async () => {
+    await Promise.all(Array.from({ length: 20 }, (_, i) => call(i % 2 ? a.url : b.url, 'lookup', `chain-${i}`)));
+    const reader = openStore({ kind: 'redis', url: redis.url, keyPrefix: 'replicas:', commandTimeoutMs: 2_000 });
+    try {
+      const records = await reader.readAudit({ limit: 10_000 });
+      assert.ok(records.length >= 20 + 10 + 3, `${records.length} records`);
+      assert.equal(verifyChain(records, await reader.auditAnchor()).ok, true);
+    } finally {
+      await reader.close();
+    }
+  });
+});
