@@ -23,6 +23,7 @@ const VALUES = {
   sidecar: join(CHART, 'ci/sidecar-values.yaml'),
   standalone: join(CHART, 'ci/standalone-values.yaml'),
   everything: join(CHART, 'ci/everything-values.yaml'),
+  persistent: join(CHART, 'ci/persistent-values.yaml'),
 } as const;
 type ValuesName = keyof typeof VALUES;
 const VALUES_NAMES = Object.keys(VALUES) as ValuesName[];
@@ -158,7 +159,7 @@ function fakeSecret(name: string): string {
   if (n.endsWith('hash')) return `sha256:${'ab'.repeat(32)}`;
   if (n.includes('jwks')) return 'https://auth.example.com/.well-known/jwks.json';
   if (n.includes('issuer')) return 'https://auth.example.com';
-  if (n.includes('store_url') || n.includes('redis')) return 'redis://:s3cr3t-redis@redis.example:6379';
+  if (n.includes('store_url') || n.includes('redis')) return 'rediss://:s3cr3t-redis@redis.example:6379';
   return `fake-secret-${n.replace(/[^a-z0-9]/g, '-')}`;
 }
 
@@ -321,7 +322,7 @@ describe('pod', () => {
       }
     });
 
-    test(`${name}: writable emptyDirs at /data and /tmp, config mounted as a directory`, async () => {
+    test(`${name}: writable volumes at /data (an emptyDir, or the store's claim) and /tmp, config mounted as a directory`, async () => {
       const { docs } = await render(name);
       const spec = podSpec(docs);
       const volumes = new Map((spec['volumes'] as Manifest[]).map((v) => [v['name'], v]));
@@ -329,7 +330,9 @@ describe('pod', () => {
       for (const path of ['/data', '/tmp']) {
         const mount = mounts.get(path);
         assert.ok(mount, `no mount at ${path}`);
-        assert.ok(volumes.get(mount['name'])?.['emptyDir'], `${path} is not an emptyDir`);
+        const volume = volumes.get(mount['name']);
+        if (path === '/data' && name === 'persistent') assert.ok(volume?.['persistentVolumeClaim'], '/data is the store claim');
+        else assert.ok(volume?.['emptyDir'], `${path} is not an emptyDir`);
         assert.notEqual(mount['readOnly'], true);
       }
       const configMount = mounts.get('/etc/gatehouse');
@@ -340,7 +343,7 @@ describe('pod', () => {
       const gh = container(docs, 'gatehouse');
       assert.deepEqual(gh['args'], ['serve', '--config', '/etc/gatehouse/gatehouse.yaml']);
       assert.ok((gh['env'] as Manifest[]).some((e) => e['name'] === 'GATEHOUSE_CONFIG' && e['value'] === '/etc/gatehouse/gatehouse.yaml'));
-      if (name !== 'standalone') {
+      if (podSpec(docs)['containers'].length > 1) {
         const serverMounts = container(docs, podSpec(docs)['containers'][1]['name'])['volumeMounts'] as Manifest[];
         assert.ok(serverMounts.some((m) => m['mountPath'] === '/tmp' && volumes.get(m['name'])?.['emptyDir']), 'server container has no writable /tmp');
       }
@@ -369,9 +372,7 @@ describe('gateway config', () => {
       assert.equal(config.listen.host, '0.0.0.0');
       assert.equal(config.listen.publicUrl, (parse(readFileSync(VALUES[name], 'utf8')) as Manifest)['listen']['publicUrl']);
       assert.deepEqual(config.metrics, { enabled: true, host: '0.0.0.0', port: 9464, path: '/metrics' });
-      // Metrics are another change's work; until it lands the runtime refuses metrics.enabled, which is expected.
-      const problems = unsupportedFeatures(config).filter((p) => !p.startsWith('metrics.enabled:'));
-      assert.deepEqual(problems, []);
+      assert.deepEqual(unsupportedFeatures(config), []);
     });
   }
 
@@ -391,6 +392,12 @@ describe('gateway config', () => {
     assert.equal(config.auth.oauth?.jwksUri, env['GATEHOUSE_OAUTH_JWKS_URI']);
     assert.equal(config.auth.oauth?.introspection?.clientSecret, files[`${SECRETS_DIR}/gatehouse-oauth-introspection/client-secret`]);
     assert.equal(config.store.kind, 'redis');
+    assert.ok(config.store.kind === 'redis');
+    assert.equal(config.store.url, env['GATEHOUSE_STORE_URL']);
+    assert.equal(config.store.keyPrefix, 'files-gw:');
+    assert.deepEqual(config.store.sentinel, { name: 'gatehouse', nodes: ['redis-sentinel-0.redis-sentinel:26379', 'redis-sentinel-1.redis-sentinel:26379'] });
+    assert.equal(config.store.tls?.ca, files[`${SECRETS_DIR}/gatehouse-redis-tls/ca.crt`]);
+    assert.deepEqual(unsupportedFeatures(config), []);
     assert.deepEqual(config.upstreams.map((u) => u.name), ['files', 'wiki']);
     assert.equal(config.listen.maxBodyBytes, 2097152);
     assert.equal(config.listen.port, 8443);
@@ -401,9 +408,43 @@ describe('gateway config', () => {
     assert.equal(raw['upstreams'][0]['url'], 'http://127.0.0.1:3100/mcp');
   });
 
-  test('the sqlite store lives in the writable /data volume', async () => {
+  test('the sqlite store lives in the writable /data volume, an emptyDir unless persistence is on', async () => {
     const { docs } = await render('sidecar');
     assert.deepEqual(configObject(docs)['store'], { kind: 'sqlite', path: '/data/gatehouse.db' });
+    const data = (podSpec(docs)['volumes'] as Manifest[]).find((v) => v['name'] === 'data');
+    assert.deepEqual(data, { name: 'data', emptyDir: { sizeLimit: '1Gi' } });
+    assert.equal(kinds(docs, 'PersistentVolumeClaim').length, 0);
+    assert.equal(deployment(docs)['spec']['strategy'], undefined);
+  });
+
+  test('persistent: SQLite on a PersistentVolumeClaim, kept on uninstall, one pod replaced by Recreate', async () => {
+    const { docs } = await render('persistent');
+    const pvc = one(docs, 'PersistentVolumeClaim');
+    assert.equal(pvc['metadata']['name'], 'gh-gatehouse-data');
+    assert.equal(pvc['metadata']['annotations']['helm.sh/resource-policy'], 'keep');
+    assert.deepEqual(pvc['spec'], { accessModes: ['ReadWriteOnce'], storageClassName: 'standard', resources: { requests: { storage: '5Gi' } } });
+    const data = (podSpec(docs)['volumes'] as Manifest[]).find((v) => v['name'] === 'data');
+    assert.deepEqual(data, { name: 'data', persistentVolumeClaim: { claimName: 'gh-gatehouse-data' } });
+    assert.deepEqual(
+      (container(docs, 'gatehouse')['volumeMounts'] as Manifest[]).find((m) => m['name'] === 'data'),
+      { name: 'data', mountPath: '/data' },
+    );
+    assert.equal(deployment(docs)['spec']['replicas'], 1);
+    assert.deepEqual(deployment(docs)['spec']['strategy'], { type: 'Recreate' });
+    assert.deepEqual(configObject(docs)['store'], { kind: 'sqlite', path: '/data/gatehouse.db' });
+    const existing = await render('persistent', ['store.persistence.existingClaim=notes-state']);
+    assert.equal(kinds(existing.docs, 'PersistentVolumeClaim').length, 0, 'an existing claim is used, not created');
+    assert.deepEqual((podSpec(existing.docs)['volumes'] as Manifest[]).find((v) => v['name'] === 'data'), { name: 'data', persistentVolumeClaim: { claimName: 'notes-state' } });
+    const defaultClass = await render('persistent', ['store.persistence.storageClassName=null']);
+    assert.equal(one(defaultClass.docs, 'PersistentVolumeClaim')['spec']['storageClassName'], undefined, 'null leaves the default StorageClass');
+  });
+
+  test('Redis: the URL comes from an existing Secret as an env var, never into the ConfigMap', async () => {
+    const { docs } = await render('everything');
+    assert.equal(configObject(docs)['store']['url'], '${env:GATEHOUSE_STORE_URL}');
+    const env = (container(docs, 'gatehouse')['env'] as Manifest[]).find((e) => e['name'] === 'GATEHOUSE_STORE_URL');
+    assert.deepEqual(env, { name: 'GATEHOUSE_STORE_URL', valueFrom: { secretKeyRef: { name: 'gatehouse-redis', key: 'url' } } });
+    assert.equal(kinds(docs, 'PersistentVolumeClaim').length, 0);
   });
 });
 
@@ -675,6 +716,12 @@ describe('values', () => {
     // Two references that would share one env var name are refused rather than one silently winning.
     assert.match(await failing('everything', ['upstream.headers.X_Api_Key.secretKeyRef.name=s,upstream.headers.X_Api_Key.secretKeyRef.key=k']), /GATEHOUSE_UPSTREAM_HEADER_X_API_KEY is already used/);
     assert.match(await failing('sidecar', ['upstream.headers.Authorization.secretKeyRef.name=only-a-name']), /upstream\/headers\/Authorization/);
+    assert.match(await failing('persistent', ['replicaCount=2']), /store\.persistence .* serves one pod: set replicaCount: 1/);
+    assert.match(await failing('persistent', ['autoscaling.enabled=true']), /serves one pod/);
+    assert.match(await failing('everything', ['store.persistence.enabled=true']), /store\.persistence is for the sqlite store/);
+    assert.match(await failing('everything', ['store.cluster.nodes[0]=redis-0:6379']), /store\.sentinel and store\.cluster exclude each other/);
+    assert.match(await failing('sidecar', ['store.kind=redis']), /store\.kind: redis needs store\.url/);
+    assert.match(await failing('sidecar', ['store.keyPrefix=a{b}']), /keyPrefix/);
   });
 
   test('the values files in ci/ only use keys that values.yaml documents', () => {
@@ -707,6 +754,19 @@ describe('NOTES.txt', () => {
     assert.match(text, /claude mcp add --transport http gatehouse http:\/\/127\.0\.0\.1:8080\/mcp --header "Authorization: Bearer \$GATEHOUSE_TOKEN"/);
     assert.match(text, /https:\/\/mcp\.example\.com\/mcp/);
     assert.match(text, /checksum\/config/);
+  });
+
+  test('says which store is in use, and warns when several replicas each keep their own SQLite file', async () => {
+    const sidecar = await notes('sidecar');
+    assert.match(sidecar, /State and audit log: SQLite at \/data\/gatehouse\.db on an emptyDir: it is lost with the pod/);
+    assert.match(sidecar, /WARNING: 2 replicas with the SQLite store\. Each pod keeps its own file/);
+    const persistent = await notes('persistent');
+    assert.match(persistent, /SQLite at \/data\/gatehouse\.db on the PersistentVolumeClaim gh-gatehouse-data \(kept on uninstall\)/);
+    assert.doesNotMatch(persistent, /WARNING/);
+    const redis = await notes('everything');
+    assert.match(redis, /State and audit log: Redis through Sentinel \(gatehouse\), shared by every replica \(URL from Secret gatehouse-redis, key url\), key prefix "files-gw:"/);
+    assert.doesNotMatch(redis, /WARNING/);
+    assert.match(redis, /exec deploy\/gatehouse-all -c gatehouse -- node \/app\/dist\/main\.js audit verify/);
   });
 
   test('for OAuth, names the protected resource metadata instead of an API key', async () => {

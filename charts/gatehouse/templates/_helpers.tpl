@@ -81,6 +81,15 @@ app.kubernetes.io/component: mcp-gateway
 {{- if and (eq $v.store.kind "redis") (not $v.store.url) }}
 {{- fail "store.kind: redis needs store.url (secret-capable: { secretKeyRef: { name, key } })" }}
 {{- end }}
+{{- if and (eq $v.store.kind "redis") $v.store.persistence.enabled }}
+{{- fail "store.persistence is for the sqlite store; with store.kind: redis the state lives in Redis" }}
+{{- end }}
+{{- if and $v.store.sentinel $v.store.cluster }}
+{{- fail "store.sentinel and store.cluster exclude each other: name one way to reach Redis" }}
+{{- end }}
+{{- if and (eq $v.store.kind "sqlite") $v.store.persistence.enabled (or $v.autoscaling.enabled (gt (int $v.replicaCount) 1)) }}
+{{- fail "store.persistence (SQLite on a ReadWriteOnce claim) serves one pod: set replicaCount: 1 and autoscaling.enabled: false, or use store.kind: redis for more replicas" }}
+{{- end }}
 {{- end }}
 
 {{/* ---- Secret references ------------------------------------------------------------------------------
@@ -204,6 +213,12 @@ app.kubernetes.io/component: mcp-gateway
 {{- $store := dict "kind" $v.store.kind }}
 {{- if eq $v.store.kind "redis" }}
 {{- $_ := set $store "url" (include "gatehouse.secretValue" (dict "ctx" $ctx "value" $v.store.url "env" "GATEHOUSE_STORE_URL" "field" "store.url")) }}
+{{- $_ := set $store "keyPrefix" $v.store.keyPrefix }}
+{{- with $v.store.sentinel }}{{ $_ := set $store "sentinel" . }}{{ end }}
+{{- with $v.store.cluster }}{{ $_ := set $store "cluster" . }}{{ end }}
+{{- with $v.store.tlsCa }}
+{{- $_ := set $store "tls" (dict "ca" (include "gatehouse.secretValue" (dict "ctx" $ctx "value" . "env" "GATEHOUSE_STORE_TLS_CA" "field" "store.tlsCa"))) }}
+{{- end }}
 {{- else }}
 {{- $_ := set $store "path" $v.store.path }}
 {{- end }}
@@ -245,4 +260,14 @@ app.kubernetes.io/component: mcp-gateway
 
 {{- define "gatehouse.secretVolumeName" -}}
 {{- printf "secret-%s" . | trunc 63 | trimSuffix "-" }}
+{{- end }}
+
+{{/* The claim that holds /data when the SQLite store is persistent: the existing one, or the chart's. */}}
+{{- define "gatehouse.dataClaim" -}}
+{{- .Values.store.persistence.existingClaim | default (printf "%s-data" (include "gatehouse.fullname" .)) }}
+{{- end }}
+
+{{/* True (non-empty) when /data is a PersistentVolumeClaim. */}}
+{{- define "gatehouse.persistentData" -}}
+{{- if and (eq .Values.store.kind "sqlite") .Values.store.persistence.enabled }}true{{ end }}
 {{- end }}
