@@ -9,7 +9,8 @@ import { createHash, randomUUID } from 'node:crypto';
 import { refusalCode } from '../errors.js';
 import type { Logger } from '../log/logger.js';
 import { redactValue } from '../log/logger.js';
-import { channels, subscribe, type CallAnswerEvent } from '../pipeline/events.js';
+import { isGoverned } from '../pipeline/answer-event.js';
+import { channels, subscribe, type CallAnswerEvent, type CallEndEvent, type CallStartEvent } from '../pipeline/events.js';
 import { canonicalJson } from '../protocol/canonical-json.js';
 import type { JsonRpcRequest } from '../protocol/jsonrpc.js';
 import { IDEMPOTENCY_META } from '../policy/idempotency-stage.js';
@@ -52,12 +53,27 @@ export function auditEntryOf(e: CallAnswerEvent, runId: string): AuditEntry {
 
 /** Audits every governed call answered on `edge`; returns the function that stops it. */
 export function auditCalls(edge: object, guard: StoreGuard, settings: { retainDays: number }, log: Logger): () => void {
-  const stop = subscribe<CallAnswerEvent>(channels.answer, (e) => {
+  // Governed calls under way and not yet answered: each will append soon, which lets the store make
+  // several appends durable in one commit (see Store.appendAudit).
+  const running = new Set<string>();
+  const stopStart = subscribe<CallStartEvent>(channels.start, (e) => {
+    if (e.edge === edge && isGoverned(e.ctx)) running.add(e.callId);
+  });
+  const stopEnd = subscribe<CallEndEvent>(channels.end, (e) => {
+    if (e.edge === edge) running.delete(e.callId);
+  });
+  const stopAnswer = subscribe<CallAnswerEvent>(channels.answer, (e) => {
     if (e.edge !== edge) return;
+    running.delete(e.callId);
     const runId = randomUUID();
     e.addMeta(RUN_ID_META, runId);
-    e.waitFor(guard.run((store) => store.appendAudit(auditEntryOf(e, runId))));
+    e.waitFor(guard.run((store) => store.appendAudit(auditEntryOf(e, runId), running.size)));
   });
+  const stop = (): void => {
+    stopStart();
+    stopEnd();
+    stopAnswer();
+  };
   const prune = (): void => {
     guard.run((store) => store.pruneAudit(Date.now() - settings.retainDays * DAY_MS)).then(
       (removed) => removed > 0 && log.info('audit records past retention removed', { removed, retainDays: settings.retainDays }),

@@ -99,18 +99,31 @@ function interceptStream(source: CallStream, ctx: CallContext, onFinal: OnFinal)
  * status and headers) unless `onFinal` replaces the answer, which then gets the status it deserves.
  */
 async function interceptRelayedJson(outcome: Extract<Outcome, { kind: 'relay' }>, onFinal: OnFinal): Promise<Outcome> {
-  const chunks: Buffer[] = [];
+  let bytes: Buffer;
   try {
-    for await (const chunk of outcome.body as AsyncIterable<Buffer>) chunks.push(chunk);
+    bytes = await readAll(outcome.body);
   } catch (err) {
     return { kind: 'refused', refusal: { kind: 'failure', error: outcome.failureOf(err) } };
   }
-  const bytes = Buffer.concat(chunks);
   const response = responseIn(bytes.toString('utf8'), outcome.requestId);
   const verdict = response === undefined ? undefined : await onFinal({ response });
   if (verdict === undefined) return { ...outcome, body: Readable.from([bytes]) };
   if ('refusal' in verdict) return { kind: 'refused', refusal: verdict.refusal };
   return { kind: 'json', status: outcome.status, message: verdict.response };
+}
+
+/** The whole of a body. Events, not an async iterator: this runs for every audited call. */
+function readAll(body: Readable): Promise<Buffer> {
+  return new Promise((resolve, reject) => {
+    const chunks: Buffer[] = [];
+    body.on('data', (chunk: Buffer) => chunks.push(chunk));
+    body.once('end', () => resolve(chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks)));
+    body.once('error', reject);
+    // An upstream that closes mid-body ends the body without 'end' on some streams.
+    body.once('close', () => {
+      if (!body.readableEnded) reject(new Error('the upstream closed the response before its end'));
+    });
+  });
 }
 
 /** An SSE body event by event, the event that answers `requestId` held until `onFinal` is done with it. */

@@ -127,7 +127,7 @@ export class RedisStore implements Store {
   readonly kind = 'redis' as const;
   private readonly redis: Scripted;
   /** Audit entries waiting for the append under way to finish; they then go together (group commit). */
-  private auditWaiting: Array<{ entry: AuditEntry; resolve(r: AuditRecord): void; reject(e: Error): void }> = [];
+  private auditWaiting: Array<{ entry: AuditEntry; resolve(r: AuditAnchor): void; reject(e: Error): void }> = [];
   private auditBusy: Promise<void> | undefined;
   /** The first connection, waited for (at most a few seconds) before the first command; later outages fail fast. */
   private readonly firstConnection: Promise<void>;
@@ -239,7 +239,7 @@ export class RedisStore implements Store {
    * one MULTI, and start again if another replica appended in between. This process appends one batch at
    * a time (never racing itself on one connection); entries that arrive meanwhile form the next batch.
    */
-  appendAudit(entry: AuditEntry): Promise<AuditRecord> {
+  appendAudit(entry: AuditEntry): Promise<AuditAnchor> {
     return new Promise((resolve, reject) => {
       this.auditWaiting.push({ entry, resolve, reject });
       this.auditBusy ??= this.drainAudit();
@@ -251,7 +251,7 @@ export class RedisStore implements Store {
       const batch = this.auditWaiting.splice(0, 500);
       try {
         const records = await this.run('audit', () => this.appendBatch(batch.map((b) => b.entry)));
-        batch.forEach((b, i) => b.resolve(records[i]!));
+        batch.forEach((b, i) => b.resolve({ seq: records[i]!.seq, hash: records[i]!.hash }));
       } catch (err) {
         for (const b of batch) b.reject(err as Error);
       }

@@ -5,11 +5,14 @@
 import { mkdirSync } from 'node:fs';
 import { dirname } from 'node:path';
 import { Worker } from 'node:worker_threads';
-import type { WorkerReply, WorkerRequest } from './sqlite-worker.js';
+import type { WorkerMessage, WorkerReply, WorkerRequest } from './sqlite-worker.js';
 import { StoreUnavailableError, type AuditAnchor, type AuditEntry, type AuditQuery, type AuditRecord, type IdempotencyClaim, type IdempotencyRecord, type Store, type TokenBucket, type TokenTake, type WindowCount } from './store.js';
 
 // Run from the TypeScript sources (tests, through tsx) or from dist/: the worker is the sibling file, and
 // from the sources it registers tsx's loader first (workers do not inherit it on Node 20).
+/** The longest a request waits for announced appends before it goes to the writer without them. */
+const COMMIT_DELAY_MS = 1;
+
 const FROM_SOURCES = import.meta.url.endsWith('.ts');
 const WORKER_URL = new URL(FROM_SOURCES ? './sqlite-worker.ts' : './sqlite-worker.js', import.meta.url);
 
@@ -29,6 +32,13 @@ export class SqliteStore implements Store {
   private worker: Worker | undefined;
   private readonly pending = new Map<number, Pending>();
   private nextId = 0;
+  private outbox: WorkerRequest[] = [];
+  /** A message is with the writer and not answered yet. */
+  private sent = false;
+  /** How many requests the next message waits for (appends announced as coming soon), at most COMMIT_DELAY_MS. */
+  private target = 0;
+  private delay: NodeJS.Timeout | undefined;
+  private soon: NodeJS.Immediate | undefined;
   private closed = false;
 
   constructor(private readonly path: string) {
@@ -39,6 +49,9 @@ export class SqliteStore implements Store {
   private start(): Worker {
     const worker = newWorker(this.path);
     worker.on('message', (replies: WorkerReply[]) => {
+      // What gathered during the commit goes now: it has waited long enough.
+      this.sent = false;
+      if (this.outbox.length > 0) this.send();
       for (const reply of replies) {
         const p = this.pending.get(reply.id);
         if (!p) continue;
@@ -50,6 +63,8 @@ export class SqliteStore implements Store {
     });
     const died = (err: Error): void => {
       if (this.worker === worker) this.worker = undefined;
+      this.sent = false;
+      if (this.outbox.length > 0 && !this.closed) this.scheduleSend();
       for (const [id, p] of this.pending) {
         this.pending.delete(id);
         p.reject(new StoreUnavailableError(`SQLite store: the writer stopped (${err.message})`, { cause: err }));
@@ -70,8 +85,53 @@ export class SqliteStore implements Store {
     return new Promise<T>((resolve, reject) => {
       if (this.pending.size === 0) worker.ref();
       this.pending.set(id, { resolve: resolve as (v: unknown) => void, reject });
-      worker.postMessage({ id, op, args } satisfies WorkerRequest);
+      this.outbox.push({ id, op, args });
+      this.scheduleSend();
     });
+  }
+
+  /**
+   * Group commit. One message is with the writer at a time: what is asked for meanwhile goes together as
+   * the next (one postMessage, one commit, one fsync for all of it). With the writer idle it goes at the
+   * next turn, unless appends were announced (calls still running, see Store.appendAudit): then it waits
+   * for them, at most COMMIT_DELAY_MS. Under load that divides a commit's cost by the calls in flight; a
+   * lone call is never held.
+   */
+  private scheduleSend(): void {
+    if (this.sent) return;
+    if (this.outbox.length >= this.target) {
+      clearTimeout(this.delay);
+      this.delay = undefined;
+      this.soon ??= setImmediate(() => this.send());
+    } else {
+      this.delay ??= setTimeout(() => this.send(), COMMIT_DELAY_MS);
+    }
+  }
+
+  /** Sends what is still awaited (a writer that died meanwhile has failed the rest) to the current writer. */
+  private send(): void {
+    clearTimeout(this.delay);
+    clearImmediate(this.soon);
+    this.delay = undefined;
+    this.soon = undefined;
+    if (this.sent) return;
+    const requests = this.outbox.filter((r) => this.pending.has(r.id));
+    this.outbox = [];
+    this.target = 0;
+    if (requests.length === 0) return;
+    if (this.closed && this.worker === undefined) {
+      for (const r of requests) this.fail(r.id, new StoreUnavailableError('SQLite store: closed'));
+      return;
+    }
+    this.sent = true;
+    (this.worker ?? this.start()).postMessage({ requests } satisfies WorkerMessage);
+  }
+
+  private fail(id: number, err: Error): void {
+    const p = this.pending.get(id);
+    if (!p) return;
+    this.pending.delete(id);
+    p.reject(err);
   }
 
   async ping(): Promise<void> {
@@ -118,7 +178,9 @@ export class SqliteStore implements Store {
     return this.call('listApprovals');
   }
 
-  appendAudit(entry: AuditEntry): Promise<AuditRecord> {
+  appendAudit(entry: AuditEntry, more = 0): Promise<AuditAnchor> {
+    // This append, the ones already waiting, and those announced: send when they are all in.
+    this.target = Math.max(this.target, this.outbox.length + 1 + more);
     return this.call('appendAudit', entry);
   }
 

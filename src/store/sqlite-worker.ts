@@ -13,6 +13,11 @@ export interface WorkerRequest {
   args: unknown[];
 }
 
+/** What the main thread asked for while the writer was busy with the message before. */
+export interface WorkerMessage {
+  requests: WorkerRequest[];
+}
+
 export type WorkerReply = { id: number; ok: true; value: unknown } | { id: number; ok: false; error: string };
 
 const SCHEMA = `
@@ -67,10 +72,12 @@ const stmt = {
 };
 
 /**
- * The last record of the chain, or the anchor when retention has removed every record. Read inside the
- * write transaction, so a second process sharing the file (the CLI, a mistaken second replica) cannot fork
- * the chain.
+ * The last record of the chain, or the anchor when retention has removed every record. Read once per
+ * batch, inside its write transaction, so a second process sharing the file (the CLI, a mistaken second
+ * replica) cannot fork the chain; the batch's own appends then move it on in memory.
  */
+let batchHead: { head: AuditAnchor | undefined } | undefined;
+
 function loadHead(): AuditAnchor | undefined {
   const last = stmt.auditLast.get();
   if (last) {
@@ -142,10 +149,13 @@ const ops: Record<string, (...args: never[]) => unknown> = {
   getApproval: (id: string) => stmt.approvalGet.get(id, Date.now())?.doc,
   listApprovals: () => stmt.approvalList.all(Date.now()).map((r) => r.doc),
 
-  appendAudit(entry: AuditEntry): AuditRecord {
-    const record = chainNext(entry, loadHead());
+  appendAudit(entry: AuditEntry): AuditAnchor {
+    batchHead ??= { head: loadHead() };
+    const record = chainNext(entry, batchHead.head);
     stmt.auditInsert.run(record.seq, Date.parse(record.time), JSON.stringify(record));
-    return record;
+    // Only the place goes back: the caller has the entry, and a smaller reply is cheaper to pass.
+    batchHead.head = { seq: record.seq, hash: record.hash };
+    return batchHead.head;
   },
 
   readAudit(query: AuditQuery): AuditRecord[] {
@@ -156,6 +166,7 @@ const ops: Record<string, (...args: never[]) => unknown> = {
   auditAnchor: () => anchor(),
 
   pruneAudit(beforeMs: number): number {
+    batchHead = undefined;
     const last = stmt.auditPruneUntil.get(beforeMs);
     if (!last) return 0;
     const removed = JSON.parse(last.record) as AuditRecord;
@@ -172,8 +183,9 @@ function toRecord(row: { state: string; digest: string; owner: string | null; le
 let batch: WorkerRequest[] = [];
 
 /** Runs every request that arrived since the last commit in one transaction: one fsync for all of them. */
-const batchTransaction = db.transaction((requests: WorkerRequest[]): WorkerReply[] =>
-  requests.map((r) => {
+const batchTransaction = db.transaction((requests: WorkerRequest[]): WorkerReply[] => {
+  batchHead = undefined;
+  return requests.map((r) => {
     const fn = ops[r.op];
     if (fn === undefined) return { id: r.id, ok: false, error: `unknown store operation ${r.op}` };
     try {
@@ -181,27 +193,30 @@ const batchTransaction = db.transaction((requests: WorkerRequest[]): WorkerReply
     } catch (err) {
       return { id: r.id, ok: false, error: (err as Error).message };
     }
-  }),
-);
+  });
+});
 // IMMEDIATE: the write lock is taken first, so what the batch reads (the chain head) is what it writes on.
 const commit = (requests: WorkerRequest[]): WorkerReply[] => batchTransaction.immediate(requests);
 
 function flush(): void {
   const requests = batch;
   batch = [];
+  if (requests.length === 0) return;
   let replies: WorkerReply[];
   try {
     replies = commit(requests);
   } catch (err) {
+    batchHead = undefined;
     // The commit itself failed (disk full, file gone, locked too long): nothing of the batch is durable.
     replies = requests.map((r) => ({ id: r.id, ok: false, error: `commit failed: ${(err as Error).message}` }));
   }
   parentPort!.postMessage(replies);
 }
 
-parentPort!.on('message', (request: WorkerRequest) => {
+// The main thread sends one message at a time (sqlite-store.ts): each is one batch, one commit, one reply.
+parentPort!.on('message', (message: WorkerMessage) => {
   if (batch.length === 0) setImmediate(flush);
-  batch.push(request);
+  for (const r of message.requests) batch.push(r);
 });
 
 // Expired counters, buckets, idempotency records and approvals go once a minute.

@@ -70,7 +70,7 @@ export interface AuditRecord extends AuditEntry {
   hash: string;
 }
 
-/** Where a pruned chain starts again: the last record removed by retention. */
+/** A place in the chain: where a pruned chain starts again, or where an append landed. */
 export interface AuditAnchor {
   seq: number;
   hash: string;
@@ -112,8 +112,12 @@ export interface Store {
   getApproval(id: string): Promise<string | undefined>;
   listApprovals(): Promise<string[]>;
 
-  /** Appends one record to the hash chain and returns it as stored; durable when the promise resolves. */
-  appendAudit(entry: AuditEntry): Promise<AuditRecord>;
+  /**
+   * Appends one record to the hash chain; durable when the promise resolves, which names its place.
+   * `more`: how many other appends the caller expects soon (calls still running); a store may hold this
+   * one a moment to make them durable together (one commit instead of several).
+   */
+  appendAudit(entry: AuditEntry, more?: number): Promise<AuditAnchor>;
   readAudit(query: AuditQuery): Promise<AuditRecord[]>;
   /** The anchor the chain starts from after retention, if any record was ever pruned. */
   auditAnchor(): Promise<AuditAnchor | undefined>;
