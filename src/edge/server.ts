@@ -129,6 +129,12 @@ export function createEdge(listen: ListenConfig, handlers: EdgeHandlers, log: Lo
   };
 
   const onRequest = (req: IncomingMessage, res: ServerResponse): void => {
+    const target = originForm(req);
+    if (target === undefined) {
+      refuseConnection('misdirected_request', 400);
+      return void writeOutcome(res, { kind: 'refused', refusal: { kind: 'transport', code: 'misdirected_request', status: 400, rpcCode: ErrorCode.InvalidRequest, message: 'The request target names another host than the Host header' } }, { era: 'legacy', id: null, callId: randomUUID(), signal: NEVER });
+    }
+    req.url = target;
     const path = pathOf(req.url);
     if (draining) {
       res.setHeader('connection', 'close');
@@ -408,6 +414,23 @@ export function createEdge(listen: ListenConfig, handlers: EdgeHandlers, log: Lo
     },
     onRequest,
   );
+  // CONNECT asks for a tunnel, which Gatehouse never opens; without a listener Node would drop the socket
+  // without a word.
+  server.on('connect', (req: IncomingMessage, socket: import('node:stream').Duplex) => {
+    refuseConnection('method_not_allowed', 405);
+    const body = JSON.stringify({ jsonrpc: '2.0', id: null, error: { code: ErrorCode.InvalidRequest, message: 'Method CONNECT is not allowed: Gatehouse opens no tunnels' } });
+    socket.on('error', () => socket.destroy());
+    if (socket.writable) socket.end(`HTTP/1.1 405 Method Not Allowed\r\nallow: GET, POST, DELETE\r\ncontent-type: application/json\r\ncontent-length: ${Buffer.byteLength(body)}\r\nconnection: close\r\n\r\n${body}`);
+    else socket.destroy();
+    void req;
+  });
+  // RFC 9110 §10.1.1: an expectation other than 100-continue cannot be met; say so in the documented shape.
+  server.on('checkExpectation', (req: IncomingMessage, res: ServerResponse) => {
+    refuseConnection('expectation_failed', 417);
+    res.setHeader('connection', 'close');
+    void writeOutcome(res, { kind: 'refused', refusal: { kind: 'transport', code: 'expectation_failed', status: 417, rpcCode: ErrorCode.InvalidRequest, message: 'Only "Expect: 100-continue" is supported; send the request without this Expect header' } }, { era: 'legacy', id: null, callId: randomUUID(), signal: NEVER });
+    req.resume();
+  });
   server.on('clientError', (err: NodeJS.ErrnoException, socket) => {
     // A client that hung up is gone, not malformed (Node's own default handler does the same).
     if (err.code === 'ECONNRESET') return void socket.destroy();
@@ -467,6 +490,25 @@ function initializeCapabilities(message: JsonRpcMessage): Record<string, unknown
   if ((message as { method?: unknown }).method !== 'initialize') return {};
   const declared = (message as JsonRpcRequest).params?.capabilities;
   return modernCapabilitiesFrom(isRecord(declared) ? declared : {});
+}
+
+/**
+ * RFC 9112 §3.2.2: a server must accept the absolute form of the request target (`POST http://host/mcp`).
+ * Its authority takes the place of Host; Gatehouse, whose Host checks read the header, accepts it only
+ * when the two agree, and goes on with the origin form. Undefined: they disagree.
+ */
+function originForm(req: IncomingMessage): string | undefined {
+  const url = req.url ?? '/';
+  if (url.startsWith('/') || url === '*') return url;
+  let parsed: URL;
+  try {
+    parsed = new URL(url);
+  } catch {
+    return url;
+  }
+  if (parsed.protocol !== 'http:' && parsed.protocol !== 'https:') return url;
+  if (parsed.host.toLowerCase() !== String(req.headers.host ?? '').toLowerCase()) return undefined;
+  return `${parsed.pathname}${parsed.search}`;
 }
 
 function pathOf(url: string | undefined): string {

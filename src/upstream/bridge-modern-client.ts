@@ -88,6 +88,9 @@ export class ModernClientBridge {
       post: async (message, _headers, signal, principal) => {
         if (!('id' in message) || !('method' in message)) return { status: 202, headers: {}, messages: (async function* () {})() };
         const stream = new CallStream({ requestId: message.id as JsonRpcId, mode: 'call', acceptsSse: true });
+        // The asker going away is the reader going away: a listen then leaves its session's hub (else the
+        // hub, which lives with the session, would keep the listen and everything its reader holds).
+        signal?.addEventListener('abort', () => stream.cancel(), { once: true });
         void this.serve(message as JsonRpcRequest, stream, signal ?? new AbortController().signal, principal ? principalKey(principal) : '');
         return { status: 200, headers: {}, messages: stream.messages() };
       },

@@ -6,7 +6,7 @@ import type { IncomingHttpHeaders } from 'node:http';
 import type { Dispatcher, Pool } from 'undici';
 import type { Era } from '../config/types.js';
 import { failure, GatewayError } from '../errors.js';
-import type { Logger } from '../log/logger.js';
+import { redactText, type Logger } from '../log/logger.js';
 import type { CallContext } from '../pipeline/context.js';
 import { refused, type AnswerHeaders, type Outcome } from '../pipeline/outcome.js';
 import { ErrorCode, idOf } from '../protocol/jsonrpc.js';
@@ -82,6 +82,13 @@ export class PassThrough {
       this.log.error('upstream refused the gateway credentials', { status: statusCode, callId: ctx.callId });
       return this.failed(ctx, new GatewayError('GW_ERR_UPSTREAM_BAD_RESPONSE', `Upstream "${this.name}" refused the gateway's credentials (HTTP ${statusCode})`, this.name));
     }
+    if (statusCode >= 500) {
+      // The upstream failed: the client hears it as a gateway failure with a code it can act on (502), the
+      // way the bridged paths report it, with the upstream's own words when it gave any.
+      const said = await upstreamErrorText(body, String(headers['content-type'] ?? ''));
+      const code = statusCode === 503 ? 'GW_ERR_UPSTREAM_OVERLOADED' : statusCode === 504 ? 'GW_ERR_UPSTREAM_TIMEOUT' : 'GW_ERR_UPSTREAM_BAD_RESPONSE';
+      return this.failed(ctx, new GatewayError(code, `Upstream "${this.name}" failed with HTTP ${statusCode}${said ? `: ${said}` : ''}`, this.name));
+    }
     return { kind: 'relay', status: statusCode, headers: responseHeaders(headers), body, requestId, upstream: this.name, failureOf: (err) => toGatewayError(err, this.name) };
   }
 
@@ -111,6 +118,36 @@ export class PassThrough {
     // Configured headers win: they are the upstream's own credentials and fixed metadata.
     return Object.assign(out, credentials);
   }
+}
+
+/** At most a line of what a failed upstream said: its JSON-RPC error message, or the start of its text. */
+async function upstreamErrorText(body: Dispatcher.ResponseData['body'], contentType: string): Promise<string | undefined> {
+  // The first 4 KiB are plenty for a line; the rest is not read.
+  const chunks: Buffer[] = [];
+  let size = 0;
+  try {
+    for await (const chunk of body as AsyncIterable<Buffer>) {
+      chunks.push(chunk);
+      size += chunk.length;
+      if (size >= 4096) break;
+    }
+  } catch {
+    return undefined;
+  } finally {
+    body.destroy();
+  }
+  const text = Buffer.concat(chunks).subarray(0, 4096).toString('utf8');
+  if (contentType.startsWith('application/json')) {
+    try {
+      const message = (JSON.parse(text) as { error?: { message?: unknown } }).error?.message;
+      if (typeof message === 'string') return redactText(message.slice(0, 200));
+    } catch {
+      // not JSON after all: the text itself
+    }
+  }
+  if (!contentType.startsWith('text/plain') && !contentType.startsWith('application/json')) return undefined;
+  const line = text.replace(/\s+/g, ' ').trim().slice(0, 200);
+  return line === '' ? undefined : redactText(line);
 }
 
 function responseHeaders(upstream: IncomingHttpHeaders): AnswerHeaders {

@@ -148,6 +148,49 @@ describe('ambiguous requests', () => {
   });
 });
 
+describe('odd but legal HTTP gets a documented answer (found by the edge fuzzer)', () => {
+  const init = rpc(1, 'initialize', { protocolVersion: '2025-11-25', capabilities: {}, clientInfo: { name: 't', version: '0' } });
+  /** One raw request; the whole answer once the gateway closes the connection. */
+  const raw = async (gw: TestGateway, head: string, body = ''): Promise<string> => {
+    const s = await rawSocket(gw.url);
+    const answer = readUntilClosed(s, 5_000);
+    s.write(`${head}\r\n${body !== '' ? `content-length: ${Buffer.byteLength(body)}\r\n` : ''}connection: close\r\n\r\n${body}`);
+    return (await answer).text;
+  };
+  const bodyOf = (text: string) => JSON.parse(text.slice(text.indexOf('\r\n\r\n') + 4)) as { error: { code: number; message: string } };
+
+  test('CONNECT → 405 with a JSON-RPC error body and Allow, not a dropped socket', async () => {
+    const gw = await gateway({});
+    const before = up.requests.length;
+    const text = await raw(gw, `CONNECT /mcp HTTP/1.1\r\nHost: ${new URL(gw.url).host}`);
+    assert.match(text, /^HTTP\/1\.1 405 /);
+    assert.match(text, /\r\nallow: GET, POST, DELETE\r\n/i);
+    assert.equal(bodyOf(text).error.code, -32600);
+    assert.equal(gw.gateway.edge.refusals.get('method_not_allowed'), 1);
+    assert.equal(up.requests.length, before);
+  });
+
+  test('an Expect other than 100-continue → 417 with a JSON-RPC error body; nothing forwarded', async () => {
+    const gw = await gateway({});
+    const before = up.requests.length;
+    const text = await raw(gw, `POST /mcp HTTP/1.1\r\nHost: ${new URL(gw.url).host}\r\ncontent-type: application/json\r\naccept: application/json, text/event-stream\r\nexpect: something-else`, init);
+    assert.match(text, /^HTTP\/1\.1 417 /);
+    assert.equal(bodyOf(text).error.code, -32600);
+    assert.match(bodyOf(text).error.message, /100-continue/);
+    assert.equal(up.requests.length, before);
+  });
+
+  test('the absolute form of the request target is served (RFC 9112 §3.2.2); one naming another host is refused', async () => {
+    const gw = await gateway({});
+    const { host } = new URL(gw.url);
+    const head = (target: string) => `POST ${target} HTTP/1.1\r\nHost: ${host}\r\ncontent-type: application/json\r\naccept: application/json, text/event-stream`;
+    assert.match(await raw(gw, head(`http://${host}/mcp`), init), /^HTTP\/1\.1 200 /);
+    const other = await raw(gw, head('http://evil.example/mcp'), init);
+    assert.match(other, /^HTTP\/1\.1 400 /);
+    assert.match(bodyOf(other).error.message, /names another host than the Host header/);
+  });
+});
+
 describe('failed authentication is limited per client address', () => {
   test('past auth.failureLimit an address gets 429 with Retry-After, even with a valid key; other addresses do not', async () => {
     const gw = await gateway({ auth: { apiKeys: [{ id: 'k', hash: hashKey(KEY), scopes: [] }], failureLimit: { attempts: 3, windowSeconds: 60 } } });

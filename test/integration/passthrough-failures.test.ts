@@ -52,6 +52,39 @@ describe('upstream failures become clear JSON-RPC errors', () => {
     assert.equal(res.json().id, 'a');
   });
 
+  test('an upstream that fails with HTTP 5xx → a gateway failure with a code, its own words kept (found by the edge fuzzer)', async () => {
+    const up = await fake((_req, res, body) => {
+      if (body === '') return void res.writeHead(200).end();
+      const msg = JSON.parse(body) as { id?: unknown; method: string; params?: { name?: string } };
+      if (msg.id === undefined) return void res.writeHead(202).end();
+      if (msg.method === 'initialize') return jsonResult(res, body, { protocolVersion: '2025-11-25', capabilities: { tools: {} }, serverInfo: { name: 'failing', version: '1' } }, { 'mcp-session-id': 'failing-session' });
+      const name = msg.params?.name;
+      if (name === 'plain') return void res.writeHead(500, { 'content-type': 'text/plain' }).end('upstream exploded');
+      if (name === 'rpc') return void res.writeHead(500, { 'content-type': 'application/json' }).end('{"jsonrpc":"2.0","id":1,"error":{"code":-32603,"message":"database is down"}}');
+      if (name === 'busy') return void res.writeHead(503, { 'content-type': 'text/html', 'retry-after': '30' }).end('<h1>busy</h1>');
+      res.writeHead(504).end();
+    });
+    const gw = await gatewayFor(up);
+    const session = await legacySession(gw.url);
+    const call = (name: string) => post(gw.url, rpc(1, 'tools/call', { name }), { ...LEGACY_HEADERS, 'mcp-session-id': session, 'mcp-protocol-version': '2025-11-25' });
+    const plain = await call('plain');
+    assert.equal(plain.status, 502);
+    assert.equal(plain.json().error.data.code, 'GW_ERR_UPSTREAM_BAD_RESPONSE');
+    assert.equal(plain.json().id, 1);
+    assert.match(plain.json().error.message, /failed with HTTP 500: upstream exploded/);
+    const rpcError = await call('rpc');
+    assert.equal(rpcError.status, 502);
+    assert.match(rpcError.json().error.message, /HTTP 500: database is down/);
+    const busy = await call('busy');
+    assert.equal(busy.status, 503);
+    assert.equal(busy.json().error.data.code, 'GW_ERR_UPSTREAM_OVERLOADED');
+    assert.equal(busy.headers['retry-after'], '1');
+    assert.doesNotMatch(busy.text, /<h1>/, 'an HTML page is not passed on');
+    const slow = await call('timeout');
+    assert.equal(slow.status, 504);
+    assert.equal(slow.json().error.data.code, 'GW_ERR_UPSTREAM_TIMEOUT');
+  });
+
   test('upstream refusing the gateway credentials → 502, its challenge not passed on', async () => {
     const up = await fake((_req, res) => {
       res.writeHead(401, { 'www-authenticate': 'Bearer realm="upstream"' }).end();
