@@ -145,7 +145,7 @@ export interface GatehouseConfiguration {
     rules: PolicyRule[];
   };
   /**
-   * Where shared state lives (rate-limit counters, budgets, idempotency keys, approvals): a local SQLite file, or Redis when several gateway replicas share state.
+   * Where the state lives that must survive a restart or be shared by replicas (the audit log, idempotency records, approvals, rate-limit counters and budgets): a local SQLite file, or Redis when several gateway replicas share it. While it does not answer, every tool call is refused (503 GW_ERR_STATE_UNAVAILABLE).
    */
   store: RedisStore | SqliteStore;
   /**
@@ -604,7 +604,7 @@ export interface RedisStore {
   };
 }
 /**
- * State in a local SQLite file (single replica).
+ * State in a local SQLite file, written by a worker thread (WAL, fsync before each answer). One file serves one process.
  */
 export interface SqliteStore {
   /**

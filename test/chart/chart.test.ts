@@ -652,7 +652,8 @@ describe('Grafana dashboard', () => {
       'gatehouse_requests_total', 'gatehouse_tool_calls_total', 'gatehouse_request_duration_seconds_bucket',
       'gatehouse_upstream_request_duration_seconds_bucket', 'gatehouse_upstream_up', 'gatehouse_upstream_info',
       'gatehouse_legacy_sessions', 'gatehouse_in_flight_requests', 'gatehouse_config_reloads_total',
-      'gatehouse_auth_failures_total', 'process_cpu_seconds_total', 'process_resident_memory_bytes',
+      'gatehouse_auth_failures_total', 'gatehouse_refusals_total', 'gatehouse_store_up', 'gatehouse_store_errors_total',
+      'process_cpu_seconds_total', 'process_resident_memory_bytes',
     ];
     for (const m of metrics) assert.ok(exprs.some((e) => new RegExp(`\\b${m}\\{`).test(e)), `no panel queries ${m}`);
     for (const [metric, labels] of [
@@ -662,6 +663,7 @@ describe('Grafana dashboard', () => {
       ['gatehouse_upstream_info', ['upstream', 'era']],
       ['gatehouse_config_reloads_total', ['result']],
       ['gatehouse_auth_failures_total', ['reason']],
+      ['gatehouse_refusals_total', ['reason']],
     ] as const) {
       for (const label of labels) {
         assert.ok(exprs.some((e) => e.includes(metric) && new RegExp(`by \\([^)]*\\b${label}\\b`).test(e)), `no panel breaks ${metric} down by ${label}`);

@@ -25,7 +25,7 @@ describe('version and help', () => {
     assert.equal(r.stdout, `gatehouse ${pkg.version}\n`);
   });
 
-  for (const args of [['--help'], ['serve', '--help'], ['check-config', '--help'], ['hash-key', '--help']]) {
+  for (const args of [['--help'], ['serve', '--help'], ['check-config', '--help'], ['hash-key', '--help'], ['audit', '--help']]) {
     test(`${args.join(' ')} prints usage and exits 0`, async () => {
       const r = await runCli(args);
       assert.equal(r.code, 0);
@@ -167,5 +167,10 @@ describe('serve', () => {
     const r = await runCli(['serve', '--config', file]);
     assert.equal(r.code, 1);
     assert.match(r.stderr, /anonymous access is allowed only on a loopback listener/);
+    const tls = join(dir, 'tls.yaml');
+    writeFileSync(tls, 'upstreams: [{ name: a, url: "http://127.0.0.1:3001/mcp" }]\nauth: { anonymous: true }\nstore: { kind: redis, url: "redis://127.0.0.1:6379", tls: { ca: "pem" } }\n');
+    const check = await runCli(['check-config', tls]);
+    assert.equal(check.code, 1);
+    assert.match(check.stderr, /store\.tls: applies to TLS connections only; write the URL as rediss:\/\//);
   });
 });

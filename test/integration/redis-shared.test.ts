@@ -1,15 +1,19 @@
 // Redis as the shared store (issue 12 items 1 and 4, and its "Shown by"): with Redis stopped mid-run every
 // governed call is refused with 503 GW_ERR_STATE_UNAVAILABLE and nothing executes upstream; /readyz says
 // not ready and a metric counts the failures; when Redis is back, calls succeed again without a restart.
-// Two Gatehouse instances on one Redis share idempotency keys (a key used on one replays on the other,
+// Two Gatehouse processes on one Redis share idempotency keys (a key used on one replays on the other,
 // and concurrent duplicates across them run once) and one audit chain.
 
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { request } from 'undici';
 import { verifyChain } from '../../src/store/audit-chain.js';
 import { openStore } from '../../src/store/open-store.js';
 import { startCountingUpstream, type CountingUpstream } from '../fixtures/upstreams/counting-writes.js';
+import { serveCli, type ServingCli } from '../helpers/cli.js';
 import { startGateway, type TestGateway } from '../helpers/gateway.js';
 import { modernRequest, post } from '../helpers/http.js';
 import { startRedis, type TestRedis } from '../helpers/redis.js';
@@ -88,18 +92,20 @@ describe('Redis stopped mid-run', () => {
   });
 });
 
-describe('two Gatehouse instances on one Redis', () => {
-  let a: TestGateway;
-  let b: TestGateway;
-  const store = { kind: 'redis', url: '', keyPrefix: 'replicas:' };
+describe('two Gatehouse processes on one Redis', () => {
+  // Two real processes (the built CLI), each with its own Redis connection and its own idempotency owner id.
+  let a: ServingCli;
+  let b: ServingCli;
   before(async () => {
-    store.url = redis.url;
-    a = await startGateway({ upstreams: [{ name: 'up', url: up.url, era: 'modern' }], store, idempotency: { requireKeys: true } });
-    b = await startGateway({ upstreams: [{ name: 'up', url: up.url, era: 'modern' }], store, idempotency: { requireKeys: true } });
+    const dir = mkdtempSync(join(tmpdir(), 'gatehouse-replicas-'));
+    const file = join(dir, 'gatehouse.yaml');
+    writeFileSync(file, JSON.stringify({ listen: { host: '127.0.0.1', port: 0 }, auth: { anonymous: true }, upstreams: [{ name: 'up', url: up.url, era: 'modern' }], store: { kind: 'redis', url: redis.url, keyPrefix: 'replicas:' }, idempotency: { requireKeys: true } }));
+    [a, b] = await Promise.all([serveCli(['--config', file], { configStore: true }), serveCli(['--config', file], { configStore: true })]);
+    assert.notEqual(a.child.pid, b.child.pid);
   });
   after(async () => {
-    await a.close();
-    await b.close();
+    await a?.stop();
+    await b?.stop();
   });
 
   test('a key used on one replays on the other', async () => {

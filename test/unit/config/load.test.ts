@@ -110,7 +110,9 @@ describe('parseConfigText', () => {
   it('checks kind-specific store keys', () => {
     assert.deepEqual(lines(issuesOf(`${UPSTREAM}store: { kind: redis }\n`)), ['gatehouse.yaml:4:8 store: missing required key "url"']);
     assert.deepEqual(lines(issuesOf(`${UPSTREAM}store: { kind: mongo }\n`)), ['gatehouse.yaml:4:16 store.kind: must be one of: sqlite, redis']);
-    assert.deepEqual(parse(`${UPSTREAM}store: { kind: redis, url: "redis://r:6379" }\n`).store, { kind: 'redis', url: 'redis://r:6379', keyPrefix: 'gatehouse:' });
+    assert.deepEqual(parse(`${UPSTREAM}store: { kind: redis, url: "redis://r:6379" }\n`).store, { kind: 'redis', url: 'redis://r:6379', keyPrefix: 'gatehouse:', commandTimeoutMs: 2000 });
+    assert.deepEqual(lines(issuesOf(`${UPSTREAM}store: { kind: redis, url: "redis://r:6379", keyPrefix: "a{b}" }\n`)).length, 1, 'braces in the prefix would break hash tags');
+    assert.equal(lines(issuesOf(`${UPSTREAM}store: { kind: redis, url: "redis://r:6379", sentinel: { name: m, nodes: ["s:26379"] }, cluster: { nodes: ["c:6379"] } }\n`)).length > 0, true, 'sentinel and cluster exclude each other');
   });
 
   it('applies every default', () => {
