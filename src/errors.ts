@@ -104,6 +104,8 @@ export interface ToolRefusal {
   details?: Record<string, unknown>;
   /** `_meta` entries under the `dev.gatehouse/` prefix (run_id, tool_ref, retry_after, quota, approval_id). */
   meta?: Record<string, unknown>;
+  /** The policy entry (egress rule, rate limit, budget, breaker) that refused, by id; `default` for the built-in defaults. */
+  rule?: string;
 }
 
 /** Something failed on the way (the upstream, or Gatehouse shutting down). */

@@ -37,6 +37,12 @@ import { StoreGuard } from './store/guard.js';
 import { openStore } from './store/open-store.js';
 import { compileStateStage } from './store/state-stage.js';
 import { HttpUpstream } from './upstream/http.js';
+import { EgressPolicy, systemResolver, type ResolveHost } from './policy/egress/egress-policy.js';
+import { compileEgressStage } from './policy/egress-stage.js';
+import { checkIpLimit, compileLimits, type TakeToken } from './policy/rate-limits.js';
+import { compileRateLimitStage } from './policy/rate-limit-stage.js';
+import { compileBudgets, compileBudgetStage } from './policy/budget-stage.js';
+import { BreakerBoard, compileBreakers, compileBreakerStage } from './policy/breaker-stage.js';
 import { StdioUpstream } from './upstream/stdio-sessions.js';
 
 export interface Gateway {
@@ -63,6 +69,8 @@ export interface GatewayOptions {
   /** The listener as the file named it (before command-line overrides); reloads compare with this. */
   fileListen?: ListenConfig;
   env?: NodeJS.ProcessEnv;
+  /** How egress checks resolve host names (A and AAAA); the system resolver unless a test stands in. */
+  resolveHost?: ResolveHost;
 }
 
 export function createGateway(config: GatehouseConfig, log: Logger, options: GatewayOptions = {}): Gateway {
@@ -75,17 +83,30 @@ export function createGateway(config: GatehouseConfig, log: Logger, options: Gat
         inFlight: () => edge.inFlight,
         legacySessions: () => sessionBinding.size,
         storeUp: () => state.available,
+        breakers: () => breakerBoard.all(),
         upstreams: () => upstreamStates(runtime.upstream),
       })
     : undefined;
   // The store is opened once and kept across reloads (like the listener); a changed `store` needs a restart.
   const state = new StoreGuard(openStore(config.store), log.child({ component: 'store' }), () => metrics?.storeError());
   const observeUpstream = (name: string, seconds: number): void => metrics?.upstreamResponse(name, seconds);
-  let runtime = buildRuntime(config, log, observeUpstream, state);
+  const resolveHost = options.resolveHost ?? systemResolver;
+  // Kept across reloads: what this replica last saw of each circuit, for the gauge.
+  const breakerBoard = new BreakerBoard();
+  let runtime = buildRuntime(config, log, observeUpstream, state, resolveHost, breakerBoard);
   let running = config;
   // Kept across reloads: a reload must not wipe the count of an address that is guessing keys.
-  const authFailures = new AuthFailureLimiter(config.auth.failureLimit);
-  const edgeOptions = { loopback: isLoopback(config.listen.host), auth: new Authenticator(config, log), sessions: sessionBinding, authFailures };
+  // Counted in the store (shared by replicas); in memory while the store cannot count.
+  const authFailures = new AuthFailureLimiter(config.auth.failureLimit, (key, windowMs) => state.run((s) => s.addToWindow(key, 1, windowMs)));
+  const takeToken: TakeToken = (key, bucket) => state.run((s) => s.takeTokens(key, bucket, 1));
+  const edgeOptions = {
+    loopback: isLoopback(config.listen.host),
+    auth: new Authenticator(config, log),
+    sessions: sessionBinding,
+    authFailures,
+    // Read through `runtime`, so a reload's new per-address limits apply from the next request on.
+    ipLimit: (address: string, principal: Principal) => (runtime.ipLimits.length === 0 ? Promise.resolve(undefined) : checkIpLimit(runtime.ipLimits, principal, address, takeToken)),
+  };
   let metricsListener: MetricsListener | undefined;
   let metricsUrl: string | undefined;
   const reloads = { applied: 0, refused: 0 };
@@ -154,7 +175,7 @@ export function createGateway(config: GatehouseConfig, log: Logger, options: Gat
       }
       const previous = runtime;
       if (JSON.stringify(next.store) !== JSON.stringify(running.store)) log.warn('config reload: store changes take effect only after a restart');
-      runtime = buildRuntime(next, log, observeUpstream, state);
+      runtime = buildRuntime(next, log, observeUpstream, state, resolveHost, breakerBoard);
       // New secret values are scrubbed from logs from now on (none are forgotten).
       log.addSecrets(collectSecrets(next));
       // Keys, tokens and rules apply from the next request on.
@@ -221,6 +242,8 @@ interface Runtime {
   upstream: Upstream;
   catalog: CatalogUpstream;
   pipeline: Pipeline;
+  /** policy.rateLimits with per: ip, applied at the door. */
+  ipLimits: ReturnType<typeof compileLimits>['ip'];
   close(): Promise<void>;
 }
 
@@ -229,7 +252,7 @@ interface Runtime {
  * must be rewritten: `prefix: always`, lists that differ per caller, or names that are not safe (found
  * out by SingleUpstream on first use). The pipeline is compiled here, once per configuration.
  */
-function buildRuntime(config: GatehouseConfig, log: Logger, observeUpstream: (upstream: string, seconds: number) => void, state: StoreGuard): Runtime {
+function buildRuntime(config: GatehouseConfig, log: Logger, observeUpstream: (upstream: string, seconds: number) => void, state: StoreGuard, resolveHost: ResolveHost, breakerBoard: BreakerBoard): Runtime {
   const members = config.upstreams.map((u) => createUpstream(u, config.sessions, log, observeUpstream));
   const uriPrefixes = new Map(members.map((m, i) => [m, config.upstreams[i]!.uriPrefixes] as const));
   const access = new AccessPolicy(config.policy.rules);
@@ -239,16 +262,28 @@ function buildRuntime(config: GatehouseConfig, log: Logger, observeUpstream: (up
   const upstream: Upstream = members.length > 1 ? catalog : new SingleUpstream(members[0]!, catalog, config.tools.naming.prefix === 'always' || perCaller, log);
   const schemas = new ArgumentSchemas(log);
   const routes = catalog.catalog;
+  // Policy state lives in the store, keyed by entry id: a reload keeps every counter, bucket and circuit.
+  const limits = compileLimits(config.policy.rateLimits);
+  const policyLog = log.child({ component: 'policy' });
   const pipeline = buildPipeline({
     state: compileStateStage(state),
     resolve: compileResolveStage({ catalog: routes, passThrough: () => (upstream instanceof SingleUpstream && upstream.passesThrough ? upstream.name : undefined) }),
     access: compileAccessStage({ policy: access, relist: (kind, capabilities) => routes.relist(kind, capabilities), unknownItemMessage }),
     arguments: compileArgumentsStage({ schemas, refreshRoute: (route, capabilities) => routes.resolve(route.kind, route.publicName, capabilities, true) }),
+    egress: compileEgressStage(new EgressPolicy(config.policy.egress, resolveHost)),
+    rateLimit: compileRateLimitStage(limits.call, (key, bucket) => state.run((s) => s.takeTokens(key, bucket, 1))),
+    budget: compileBudgetStage(compileBudgets(config.policy.budgets), (key, amount, limit, window) => state.run((s) => s.spendBudget(key, amount, limit, window))),
+    breaker: compileBreakerStage(
+      compileBreakers(config.policy.breakers),
+      { admit: (key, settings) => state.run((s) => s.breakerAdmit(key, settings)), record: (key, ok, settings) => state.run((s) => s.breakerRecord(key, ok, settings)) },
+      breakerBoard,
+      policyLog,
+    ),
     idempotency: compileIdempotencyStage(config.idempotency, idempotencyStore(state), idempotencyWaitMs(config)),
     output: compileOutputStage(config.tools.outputValidation, schemas, log),
     upstream: compileUpstreamStage(upstream, log),
   });
-  return { upstream, catalog, pipeline, close: () => upstream.close() };
+  return { upstream, catalog, pipeline, ipLimits: limits.ip, close: () => upstream.close() };
 }
 
 /** `/health`: the caller's resolved grant, for operators debugging access. Never the credential itself. */

@@ -44,7 +44,7 @@ export function auditEntryOf(e: CallAnswerEvent, runId: string): AuditEntry {
     argumentsSha256: createHash('sha256').update(canonicalJson(args ?? {})).digest('hex'),
     arguments: redactValue(args ?? {}),
     outcome,
-    ...(answer.refusal !== undefined ? { refusal: refusalCode(answer.refusal), ...(e.stage !== undefined ? { stage: e.stage } : {}) } : {}),
+    ...(answer.refusal !== undefined ? { refusal: refusalCode(answer.refusal), ...(e.stage !== undefined ? { stage: e.stage } : {}), ...(answer.refusal.kind === 'tool' && answer.refusal.rule !== undefined ? { rule: answer.refusal.rule } : {}) } : {}),
     ...(answer.failure !== undefined ? { refusal: refusalCode({ kind: 'failure', error: answer.failure }), stage: 'upstream' } : {}),
     latencyMs: Math.round((performance.now() - ctx.receivedAt) * 1000) / 1000,
     ...(typeof key === 'string' ? { idempotencyKey: key } : {}),

@@ -1,9 +1,15 @@
 // Failed authentication attempts counted per client address (DESIGN.md §7: the failed-auth limit comes
 // first in the auth stage). Past `attempts` failures in a window the address is refused with 429 until the
 // window ends, before any key is hashed or token verified, so guessing keys or replaying forged tokens
-// costs an attacker a window per few tries and costs Gatehouse nothing. In this replica's memory.
+// costs an attacker a window per few tries and costs Gatehouse nothing.
+//
+// The counts live in the store (fixed windows on the store's clock), so replicas on one Redis count an
+// address's failures together. Which addresses are blocked is remembered here as well, so a request is
+// checked without a round trip; another replica learns of a block at the address's next failure there.
+// While the store cannot count, this replica counts in memory, so the limit still holds.
 
 import { LRUCache } from 'lru-cache';
+import type { WindowCount } from '../store/store.js';
 
 /** Addresses tracked at most; the least recently failing are forgotten first. */
 const MAX_TRACKED = 100_000;
@@ -13,52 +19,59 @@ export interface FailureLimitSettings {
   windowSeconds: number;
 }
 
-interface Window {
-  startedAt: number;
-  failures: number;
-}
+/** Adds to an address's failure count in its current window (the store's addToWindow). */
+export type CountFailure = (key: string, windowMs: number) => Promise<WindowCount>;
 
 export class AuthFailureLimiter {
-  private windows: LRUCache<string, Window>;
+  /** Blocked addresses and until when (epoch ms). */
+  private readonly blocked = new LRUCache<string, number>({ max: MAX_TRACKED });
+  /** Counts kept here while the store cannot count. */
+  private readonly local = new LRUCache<string, WindowCount>({ max: MAX_TRACKED });
 
-  constructor(private settings: FailureLimitSettings, private readonly now: () => number = Date.now) {
-    this.windows = this.newTable();
-  }
+  constructor(
+    private settings: FailureLimitSettings,
+    private readonly count?: CountFailure,
+    private readonly now: () => number = Date.now,
+  ) {}
 
-  /** A reload takes new limits; windows already open keep their counts. */
+  /** A reload takes new limits; counts already made stay, and each address is judged on them at its next failure. */
   configure(settings: FailureLimitSettings): void {
-    if (settings.windowSeconds !== this.settings.windowSeconds) this.windows = this.newTable(settings);
+    if (settings.attempts !== this.settings.attempts || settings.windowSeconds !== this.settings.windowSeconds) this.blocked.clear();
     this.settings = settings;
   }
 
   /** Seconds the address must wait before trying again, or 0 when it may try now. */
   retryAfter(address: string): number {
     if (this.settings.attempts === 0) return 0;
-    const w = this.current(address);
-    if (w === undefined || w.failures < this.settings.attempts) return 0;
-    return Math.max(1, Math.ceil((w.startedAt + this.settings.windowSeconds * 1000 - this.now()) / 1000));
-  }
-
-  /** Counts one failed attempt from the address. */
-  fail(address: string): void {
-    if (this.settings.attempts === 0) return;
-    const w = this.current(address);
-    if (w) w.failures++;
-    else this.windows.set(address, { startedAt: this.now(), failures: 1 });
-  }
-
-  /** The address's open window, if it has one. */
-  private current(address: string): Window | undefined {
-    const w = this.windows.get(address);
-    if (w === undefined) return undefined;
-    if (this.now() - w.startedAt >= this.settings.windowSeconds * 1000) {
-      this.windows.delete(address);
-      return undefined;
+    const until = this.blocked.get(address);
+    if (until === undefined) return 0;
+    const wait = until - this.now();
+    if (wait <= 0) {
+      this.blocked.delete(address);
+      return 0;
     }
-    return w;
+    return Math.max(1, Math.ceil(wait / 1000));
   }
 
-  private newTable(settings = this.settings): LRUCache<string, Window> {
-    return new LRUCache({ max: MAX_TRACKED, ttl: settings.windowSeconds * 1000, ttlAutopurge: false });
+  /** Counts one failed attempt from the address; resolves once it is counted (the refusal waits for it). */
+  async fail(address: string): Promise<void> {
+    if (this.settings.attempts === 0) return;
+    const windowMs = this.settings.windowSeconds * 1000;
+    let counted: WindowCount;
+    try {
+      if (this.count === undefined) throw new Error('no store');
+      counted = await this.count(`authfail:${address}`, windowMs);
+    } catch {
+      counted = this.countHere(address, windowMs);
+    }
+    if (counted.total >= this.settings.attempts) this.blocked.set(address, counted.resetsAt);
+  }
+
+  private countHere(address: string, windowMs: number): WindowCount {
+    const now = this.now();
+    const w = this.local.get(address);
+    const next = w !== undefined && w.resetsAt > now ? { total: w.total + 1, resetsAt: w.resetsAt } : { total: 1, resetsAt: now - (now % windowMs) + windowMs };
+    this.local.set(address, next);
+    return next;
   }
 }

@@ -136,13 +136,43 @@ export interface GatehouseConfiguration {
     outputValidation: "enforce" | "warn" | "off";
   };
   /**
-   * The rules engine applied to every tool call.
+   * The rules applied to every call: access (rules), egress checks on arguments and an egress proxy for the upstream's own connections, rate limits, budgets and circuit breakers. In each list the first entry that matches a call applies, and every refusal names it.
    */
   policy: {
     /**
      * Policy rules, evaluated in order. The first rule that matches the caller and the item decides.
      */
     rules: PolicyRule[];
+    /**
+     * Egress rules on the URLs, hosts and addresses in tool arguments; the first rule that selects the call applies. With none selecting it, public destinations pass and loopback, link-local, metadata and private ones are blocked.
+     */
+    egress: EgressRule[];
+    /**
+     * A forward proxy on loopback (HTTP and CONNECT) for the upstreams' own outbound connections, applying the egress rules; stdio children get HTTP_PROXY and HTTPS_PROXY pointing at it.
+     */
+    egressProxy: {
+      enabled: boolean;
+      /**
+       * Interface to listen on; loopback unless a sidecar container must reach it.
+       */
+      host: string;
+      /**
+       * Port; 0 picks a free one.
+       */
+      port: number;
+    };
+    /**
+     * Rate limits: the first per: ip entry that selects a request applies at the door; the first other entry that selects a tool call applies after authentication.
+     */
+    rateLimits: RateLimit[];
+    /**
+     * Budgets; the first entry that selects a tool call applies.
+     */
+    budgets: Budget[];
+    /**
+     * Circuit breakers; the first entry that selects a tool call applies.
+     */
+    breakers: Breaker[];
   };
   /**
    * Where the state lives that must survive a restart or be shared by replicas (the audit log, idempotency records, approvals, rate-limit counters and budgets): a local SQLite file, or Redis when several gateway replicas share it. While it does not answer, every tool call is refused (503 GW_ERR_STATE_UNAVAILABLE).
@@ -527,6 +557,10 @@ export interface PolicyRule {
    */
   scopes?: string[];
   /**
+   * API key ids (auth.apiKeys[].id) the rule covers.
+   */
+  keys?: string[];
+  /**
    * What a match means: allow or deny.
    */
   access: "allow" | "deny";
@@ -542,6 +576,253 @@ export interface PolicyRule {
    * Resource URIs the rule covers.
    */
   resources?: string[];
+}
+/**
+ * One egress rule: for the calls it selects, what a URL, host or address found in the arguments may be. An allow lists what is reachable (with allow, anything else is blocked); a deny lists what is not. Loopback, link-local, cloud metadata and private addresses are blocked unless an allow names them (by cidrs, or by an IP literal in hosts).
+ */
+export interface EgressRule {
+  /**
+   * The entry's name: refusals, metrics, logs and audit records name it.
+   */
+  id: string;
+  /**
+   * Caller subjects (token sub, or key:<id> for API keys).
+   */
+  subjects?: string[];
+  /**
+   * Caller tenants.
+   */
+  tenants?: string[];
+  /**
+   * Caller groups (any one suffices).
+   */
+  groups?: string[];
+  /**
+   * Scopes the caller must hold (all of them).
+   */
+  scopes?: string[];
+  /**
+   * API key ids (auth.apiKeys[].id).
+   */
+  keys?: string[];
+  /**
+   * Tool refs (upstream/name); * matches any run of characters.
+   */
+  tools?: string[];
+  /**
+   * Tool annotations the tool must declare with these values (a tool that does not declare one does not match it).
+   */
+  annotations?: {
+    readOnlyHint?: boolean;
+    destructiveHint?: boolean;
+    idempotentHint?: boolean;
+    openWorldHint?: boolean;
+  };
+  allow?: EgressTarget;
+  deny?: EgressTarget;
+}
+/**
+ * What a destination must be, by every dimension given.
+ */
+export interface EgressTarget {
+  /**
+   * Host names, * matching one or more labels at the start (*.example.com), or exact; IP literals compare as addresses.
+   */
+  hosts?: string[];
+  /**
+   * URL schemes (https, http, ...).
+   */
+  schemes?: string[];
+  /**
+   * Ports (the scheme's default when a URL gives none).
+   */
+  ports?: number[];
+  /**
+   * Address ranges (10.20.0.0/16, fd00::/8); an address matches any one.
+   */
+  cidrs?: string[];
+}
+/**
+ * A token bucket: rate tokens per perSeconds, up to burst, one per call, counted per ip, subject, key, tenant, upstream or tool. Kept in the store, so replicas share it.
+ */
+export interface RateLimit {
+  /**
+   * The entry's name: refusals, metrics, logs and audit records name it.
+   */
+  id: string;
+  /**
+   * Caller subjects (token sub, or key:<id> for API keys).
+   */
+  subjects?: string[];
+  /**
+   * Caller tenants.
+   */
+  tenants?: string[];
+  /**
+   * Caller groups (any one suffices).
+   */
+  groups?: string[];
+  /**
+   * Scopes the caller must hold (all of them).
+   */
+  scopes?: string[];
+  /**
+   * API key ids (auth.apiKeys[].id).
+   */
+  keys?: string[];
+  /**
+   * Tool refs (upstream/name); * matches any run of characters.
+   */
+  tools?: string[];
+  /**
+   * Tool annotations the tool must declare with these values (a tool that does not declare one does not match it).
+   */
+  annotations?: {
+    readOnlyHint?: boolean;
+    destructiveHint?: boolean;
+    idempotentHint?: boolean;
+    openWorldHint?: boolean;
+  };
+  /**
+   * What is counted apart: ip (every request, before its body is read: 429), or after authentication subject, key, tenant, upstream or tool (tools/call: rate_limited).
+   */
+  per: "ip" | "subject" | "key" | "tenant" | "upstream" | "tool";
+  /**
+   * Tokens added per perSeconds.
+   */
+  rate: number;
+  /**
+   * The period of rate, in seconds.
+   */
+  perSeconds: number;
+  /**
+   * The most tokens the bucket holds; default rate (rounded up).
+   */
+  burst?: number;
+}
+/**
+ * A budget: calls (or cost units) per calendar window in UTC, per subject, tenant, key or tool; a call past it is refused with budget_exhausted until the window ends.
+ */
+export interface Budget {
+  /**
+   * The entry's name: refusals, metrics, logs and audit records name it.
+   */
+  id: string;
+  /**
+   * Caller subjects (token sub, or key:<id> for API keys).
+   */
+  subjects?: string[];
+  /**
+   * Caller tenants.
+   */
+  tenants?: string[];
+  /**
+   * Caller groups (any one suffices).
+   */
+  groups?: string[];
+  /**
+   * Scopes the caller must hold (all of them).
+   */
+  scopes?: string[];
+  /**
+   * API key ids (auth.apiKeys[].id).
+   */
+  keys?: string[];
+  /**
+   * Tool refs (upstream/name); * matches any run of characters.
+   */
+  tools?: string[];
+  /**
+   * Tool annotations the tool must declare with these values (a tool that does not declare one does not match it).
+   */
+  annotations?: {
+    readOnlyHint?: boolean;
+    destructiveHint?: boolean;
+    idempotentHint?: boolean;
+    openWorldHint?: boolean;
+  };
+  /**
+   * Whose budget: subject, tenant, key or tool.
+   */
+  per: "subject" | "tenant" | "key" | "tool";
+  /**
+   * minute, hour, day or month (calendar windows in UTC).
+   */
+  window: "minute" | "hour" | "day" | "month";
+  /**
+   * Units per window.
+   */
+  limit: number;
+  /**
+   * Units one call of the selected tools costs.
+   */
+  cost: number;
+}
+/**
+ * A circuit breaker per upstream or per tool: opened by consecutive failures or by an error rate over a window, refusing calls at once while open (upstream_unavailable), then letting one probe through after the cool-down. Failures are the upstream's: unreachable, timed out, bad answers and JSON-RPC internal errors, not tool results with isError.
+ */
+export interface Breaker {
+  /**
+   * The entry's name: refusals, metrics, logs and audit records name it.
+   */
+  id: string;
+  /**
+   * Caller subjects (token sub, or key:<id> for API keys).
+   */
+  subjects?: string[];
+  /**
+   * Caller tenants.
+   */
+  tenants?: string[];
+  /**
+   * Caller groups (any one suffices).
+   */
+  groups?: string[];
+  /**
+   * Scopes the caller must hold (all of them).
+   */
+  scopes?: string[];
+  /**
+   * API key ids (auth.apiKeys[].id).
+   */
+  keys?: string[];
+  /**
+   * Tool refs (upstream/name); * matches any run of characters.
+   */
+  tools?: string[];
+  /**
+   * Tool annotations the tool must declare with these values (a tool that does not declare one does not match it).
+   */
+  annotations?: {
+    readOnlyHint?: boolean;
+    destructiveHint?: boolean;
+    idempotentHint?: boolean;
+    openWorldHint?: boolean;
+  };
+  /**
+   * What trips apart: each upstream, or each tool.
+   */
+  per: "upstream" | "tool";
+  /**
+   * Failures in a row that open the circuit.
+   */
+  consecutiveFailures: number;
+  /**
+   * Share of failed calls in windowSeconds (with at least minCalls calls) that opens the circuit.
+   */
+  errorRate?: number;
+  /**
+   * Calls the window needs before errorRate is judged.
+   */
+  minCalls: number;
+  /**
+   * The window errorRate is measured over.
+   */
+  windowSeconds: number;
+  /**
+   * How long the circuit stays open before one probe call is let through.
+   */
+  coolDownSeconds: number;
 }
 /**
  * State in Redis, shared by all replicas: one server (url), a Sentinel-watched primary (sentinel) or a Cluster (cluster).

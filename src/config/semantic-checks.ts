@@ -5,6 +5,7 @@
 import { isLoopback } from '../net/loopback.js';
 import { trustedProxyProblems } from '../net/client-address.js';
 import { expiryOf } from './expiry.js';
+import { cidrProblem } from '../policy/egress/addresses.js';
 import type { GatehouseConfig } from './types.js';
 
 /** Problems that make a config unusable by this build, reported before anything starts. */
@@ -37,10 +38,34 @@ export function unsupportedFeatures(config: GatehouseConfig): string[] {
     if (rule.tools === undefined && rule.prompts === undefined && rule.resources === undefined) problems.push(`policy.rules[${i}]: names no tools, prompts or resources, so it can never apply`);
   }
   problems.push(...trustedProxyProblems(config.listen.trustedProxies));
+  problems.push(...policyProblems(config.policy));
   if (config.store.kind === 'redis' && config.store.tls !== undefined && !config.store.url.startsWith('rediss://')) {
     problems.push('store.tls: applies to TLS connections only; write the URL as rediss://');
   }
   if (config.admin.enabled) problems.push('admin.enabled: the admin API is not supported yet');
+  return problems;
+}
+
+/** What the schema cannot judge in the policy lists: CIDRs, ids used twice, per-ip limits that name tools. */
+function policyProblems(policy: GatehouseConfig['policy']): string[] {
+  const problems: string[] = [];
+  const lists = { egress: policy.egress, rateLimits: policy.rateLimits, budgets: policy.budgets, breakers: policy.breakers } as const;
+  for (const [name, entries] of Object.entries(lists)) {
+    const ids = entries.map((e) => e.id);
+    for (const id of new Set(ids.filter((id, i) => ids.indexOf(id) !== i))) problems.push(`policy.${name}: the id "${id}" is used twice; refusals name entries by id`);
+  }
+  policy.egress.forEach((rule, i) => {
+    for (const side of ['allow', 'deny'] as const) {
+      (rule[side]?.cidrs ?? []).forEach((c, j) => {
+        const problem = cidrProblem(c);
+        if (problem) problems.push(`policy.egress[${i}].${side}.cidrs[${j}]: ${problem}`);
+      });
+    }
+    if (rule.allow === undefined && rule.deny === undefined) problems.push(`policy.egress[${i}]: gives neither allow nor deny, so it changes nothing`);
+  });
+  policy.rateLimits.forEach((limit, i) => {
+    if (limit.per === 'ip' && (limit.tools !== undefined || limit.annotations !== undefined)) problems.push(`policy.rateLimits[${i}]: a per: ip limit is applied before the body is read, so it cannot select tools or annotations`);
+  });
   return problems;
 }
 

@@ -11,7 +11,7 @@ import type { AuthVerdict, Authenticator } from '../auth/authenticator.js';
 import type { AuthFailureLimiter } from '../auth/failure-limit.js';
 import type { SessionBinding } from '../auth/session-binding.js';
 import type { ListenConfig } from '../config/types.js';
-import { failure, GatewayError, refusalCode, type Refusal } from '../errors.js';
+import { failure, GatewayError, refusalCode, type Refusal, type TransportRefusal } from '../errors.js';
 import type { Logger } from '../log/logger.js';
 import { compileClientAddress, limitKey } from '../net/client-address.js';
 import type { CallContext } from '../pipeline/context.js';
@@ -45,6 +45,8 @@ export interface EdgeOptions {
   loopback: boolean;
   /** Failed authentications per client address; absent means no limit (tests of the edge alone). */
   authFailures?: AuthFailureLimiter;
+  /** The per-address rate limit (policy.rateLimits, per: ip): a 429 refusal, or undefined to go on. Throws when the store cannot answer. */
+  ipLimit?: (address: string, principal: Principal) => Promise<TransportRefusal | undefined>;
   /** Read on every request, so a config reload can swap it. */
   auth: Authenticator;
   sessions: SessionBinding;
@@ -77,6 +79,8 @@ interface CallRecord {
   subject?: string;
   refusal?: string;
   stage?: string;
+  /** The policy entry that refused, by id. */
+  rule?: string;
   toolError?: boolean;
 }
 
@@ -115,13 +119,17 @@ export function createEdge(listen: ListenConfig, handlers: EdgeHandlers, log: Lo
     record.refusal = refusalCode(refusal);
     record.stage = stage;
     publishRefused({ callId: record.callId, edge: token }, stage, refusal);
+    let counted: Promise<void> | undefined;
     if (refusal.kind === 'auth') {
-      if (refusal.rejectedCredential) opts.authFailures?.fail(clientAddressOf(res.req.socket.remoteAddress, res.req.headers['x-forwarded-for']));
+      // The answer waits until the failure is counted, so the address's next attempt already meets the limit.
+      if (refusal.rejectedCredential) counted = opts.authFailures?.fail(clientAddressOf(res.req.socket.remoteAddress, res.req.headers['x-forwarded-for']));
       log.info('request refused by auth', { callId: record.callId, reason: refusal.code, status: refusal.status });
     } else {
       log.info('request refused', { callId: record.callId, reason: record.refusal, status: refusal.kind === 'transport' ? refusal.status : undefined });
     }
-    void writeOutcome(res, { kind: 'refused', refusal }, { era: 'legacy', id, callId: record.callId, signal: NEVER });
+    const write = () => void writeOutcome(res, { kind: 'refused', refusal }, { era: 'legacy', id, callId: record.callId, signal: NEVER });
+    if (counted === undefined) write();
+    else void counted.then(write, write);
   };
   /** A refusal with no request to answer (the connection cap, Node's parser): counted and published. */
   const refuseConnection = (code: string, status: number): void => {
@@ -220,6 +228,22 @@ export function createEdge(listen: ListenConfig, handlers: EdgeHandlers, log: Lo
     let authed = opts.auth.authenticate(req.headers);
     if (authed instanceof Promise) authed = await authed;
     if (!authed.ok && !(authed.refusal.code === 'missing_credentials' && method === 'POST')) return refuse(res, record, 'auth', null, authed.refusal);
+    const clientAddress = clientAddressOf(req.socket.remoteAddress, req.headers['x-forwarded-for']);
+    // Per-address rate limits (policy.rateLimits, per: ip): after the credential, before the body is read.
+    if (authed.ok && opts.ipLimit !== undefined) {
+      let limited;
+      try {
+        limited = await opts.ipLimit(clientAddress, authed.principal);
+      } catch (err) {
+        res.setHeader('connection', 'close');
+        return refuse(res, record, 'admission', null, failure(new GatewayError('GW_ERR_STATE_UNAVAILABLE', 'The rate limit of this address cannot be checked now; retry later', undefined, { cause: err })));
+      }
+      if (limited !== undefined) {
+        // The body is never read, so the connection cannot be reused.
+        res.setHeader('connection', 'close');
+        return refuse(res, record, 'admission', null, limited);
+      }
+    }
     const controller = new AbortController();
     res.on('close', () => {
       if (!res.writableFinished) controller.abort();
@@ -233,7 +257,7 @@ export function createEdge(listen: ListenConfig, handlers: EdgeHandlers, log: Lo
       const session = sessionAdmitted(req, res, record, null, principal, admitted.era, method);
       if (session === false) return;
       const ctx: CallContext = {
-        callId: record.callId, edge: token, receivedAt: record.started, httpMethod: method, headers: req.headers, era: admitted.era, version: admitted.version,
+        callId: record.callId, edge: token, receivedAt: record.started, httpMethod: method, headers: req.headers, clientAddress, era: admitted.era, version: admitted.version,
         signal: controller.signal, acceptsSse: true, principal, clientCapabilities: session?.capabilities ?? {}, ...(session ? { sessionId: session.id } : {}),
       };
       return answer(res, record, ctx);
@@ -281,7 +305,7 @@ export function createEdge(listen: ListenConfig, handlers: EdgeHandlers, log: Lo
       body = Buffer.from(JSON.stringify(message));
     }
     const ctx: CallContext = {
-      callId: record.callId, edge: token, receivedAt: record.started, httpMethod: 'POST', headers: req.headers, body, message, kind: parsed.kind,
+      callId: record.callId, edge: token, receivedAt: record.started, httpMethod: 'POST', headers: req.headers, clientAddress, body, message, kind: parsed.kind,
       ...(rpcMethod !== undefined ? { method: rpcMethod } : {}),
       era: admitted.era, version: admitted.version, signal: controller.signal, acceptsSse: accepts(req.headers.accept, 'text/event-stream'), principal,
       clientCapabilities: admitted.era === 'modern' ? modernCapabilitiesOf(message) : (session?.capabilities ?? initializeCapabilities(message)),
@@ -299,6 +323,7 @@ export function createEdge(listen: ListenConfig, handlers: EdgeHandlers, log: Lo
     if (outcome.kind === 'refused') {
       record.refusal = refusalCode(outcome.refusal);
       record.stage = outcome.stage ?? 'upstream';
+      if ((outcome.refusal.kind === 'tool' || outcome.refusal.kind === 'transport') && outcome.refusal.rule !== undefined) record.rule = outcome.refusal.rule;
     }
     if (ctx.era === 'legacy' && ctx.method === 'initialize') bindIssuedSession(ctx, outcome);
     if (ctx.signal.aborted) {
@@ -397,7 +422,7 @@ export function createEdge(listen: ListenConfig, handlers: EdgeHandlers, log: Lo
       ...(record.method !== undefined ? { method: record.method } : {}),
       ...(record.era !== undefined ? { era: record.era } : {}),
       ...(record.subject !== undefined ? { subject: record.subject } : {}),
-      ...(record.refusal !== undefined ? { refusal: record.refusal, stage: record.stage! } : {}),
+      ...(record.refusal !== undefined ? { refusal: record.refusal, stage: record.stage!, ...(record.rule !== undefined ? { rule: record.rule } : {}) } : {}),
       ...(typeof name === 'string' ? (ctx!.method === 'prompts/get' ? { prompt: name } : ctx!.method === 'tools/call' ? { tool: name } : {}) : {}),
     };
     channels.end.publish(event);

@@ -26,7 +26,7 @@ export function logRequests(edge: object, log: Logger): () => void {
       upstream: e.upstream,
       status: e.status,
       outcome: e.outcome,
-      ...(e.refusal !== undefined ? { refusal: e.refusal, stage: e.stage } : {}),
+      ...(e.refusal !== undefined ? { refusal: e.refusal, stage: e.stage, ...(e.rule !== undefined ? { rule: e.rule } : {}) } : {}),
       durationMs: Math.round(e.seconds * 1e6) / 1e3,
       ...(trace ? { traceId: trace.traceId } : {}),
     });

@@ -26,6 +26,8 @@ export interface MetricsSources {
   legacySessions(): number;
   /** Whether the store (SQLite or Redis) can be counted on now. */
   storeUp(): boolean;
+  /** What this replica last saw of each circuit breaker (policy.breakers). */
+  breakers?(): Array<{ breaker: string; target: string; state: 'closed' | 'open' | 'half_open' }>;
   /** Reachability and detected era per upstream, read at scrape time. */
   upstreams(): Promise<Array<{ name: string; up: boolean; era?: string | undefined }>>;
 }
@@ -38,6 +40,7 @@ export class GatewayMetrics {
   private readonly upstreamDuration: Histogram<'upstream'>;
   private readonly authFailures: Counter<'reason'>;
   private readonly refusals: Counter<'reason'>;
+  private readonly policyRefusals: Counter<'code' | 'rule'>;
   private readonly reloads: Counter<'result'>;
   private readonly storeErrors: Counter;
 
@@ -52,11 +55,22 @@ export class GatewayMetrics {
     this.requestDuration = new Histogram({ name: 'gatehouse_request_duration_seconds', help: 'Time from request received to answer complete, in seconds.', labelNames: ['method'], buckets: LATENCY_BUCKETS, registers });
     this.upstreamDuration = new Histogram({ name: 'gatehouse_upstream_request_duration_seconds', help: 'Time until an upstream HTTP response starts, in seconds.', labelNames: ['upstream'], buckets: LATENCY_BUCKETS, registers });
     this.authFailures = new Counter({ name: 'gatehouse_auth_failures_total', help: 'Requests refused by authentication, by reason.', labelNames: ['reason'], registers });
+    this.policyRefusals = new Counter({ name: 'gatehouse_policy_refusals_total', help: 'Calls refused by a policy entry (egress rule, rate limit, budget, breaker), by refusal code and the entry\'s id (default: the built-in egress defaults).', labelNames: ['code', 'rule'], registers });
     this.refusals = new Counter({ name: 'gatehouse_refusals_total', help: 'Requests refused by the front door or a check before any upstream, by reason.', labelNames: ['reason'], registers });
     this.reloads = new Counter({ name: 'gatehouse_config_reloads_total', help: 'Config reloads, by result (applied or refused).', labelNames: ['result'], registers });
     new Gauge({ name: 'gatehouse_in_flight_requests', help: 'Requests being answered now (listening streams excluded).', registers, collect() { this.set(sources.inFlight()); } });
     new Gauge({ name: 'gatehouse_legacy_sessions', help: 'Legacy (2025-era) sessions in use within the idle timeout.', registers, collect() { this.set(sources.legacySessions()); } });
     new Gauge({ name: 'gatehouse_store_up', help: 'Whether the store (SQLite or Redis) can be counted on (1) or governed calls are being refused (0).', registers, collect() { this.set(sources.storeUp() ? 1 : 0); } });
+    new Gauge({
+      name: 'gatehouse_circuit_state',
+      help: 'Circuit breakers as this replica last saw them: 0 closed, 0.5 half-open (one probe let through), 1 open (calls refused).',
+      labelNames: ['breaker', 'target'],
+      registers,
+      collect() {
+        this.reset();
+        for (const b of sources.breakers?.() ?? []) this.set({ breaker: b.breaker, target: b.target }, b.state === 'open' ? 1 : b.state === 'half_open' ? 0.5 : 0);
+      },
+    });
     this.storeErrors = new Counter({ name: 'gatehouse_store_errors_total', help: 'Store operations that failed (each one fails its call closed).', registers });
     // Both gauges come from one probe per scrape, run by `up`; `info` is registered after it so that the
     // registry serializes it once `up` has filled it in.
@@ -96,6 +110,8 @@ export class GatewayMetrics {
       if (e.edge !== edge) return;
       if (e.refusal.kind === 'auth') this.authFailures.inc({ reason: e.code });
       else this.refusals.inc({ reason: e.code });
+      // Rule ids come from the config, so the label stays bounded.
+      if (e.rule !== undefined) this.policyRefusals.inc({ code: e.code, rule: e.rule });
     });
     return () => {
       ended();

@@ -39,6 +39,8 @@ export interface CallContext {
   /** `performance.now()` when the request arrived. */
   readonly receivedAt: number;
   readonly httpMethod: 'POST' | 'GET' | 'DELETE';
+  /** The client's address (the peer, or X-Forwarded-For behind a trusted proxy), as limits count it. */
+  readonly clientAddress: string;
   /** The client's request headers, read-only: adapters forward an allowlist of them. */
   readonly headers: IncomingHttpHeaders;
   /** The client's exact bytes (POST), forwarded untouched when nothing needs rewriting. */

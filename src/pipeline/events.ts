@@ -24,6 +24,8 @@ export interface CallRefusedEvent {
   stage: string;
   code: string;
   refusal: Refusal;
+  /** The policy entry that refused, when one did (egress rule, rate limit, budget, breaker). */
+  rule?: string;
 }
 
 export interface UpstreamAnswerEvent {
@@ -51,6 +53,8 @@ export interface CallEndEvent {
   refusal?: string;
   /** The stage that refused. */
   stage?: string;
+  /** The policy entry that refused, by id. */
+  rule?: string;
   seconds: number;
   /** The caller, once authenticated. */
   subject?: string;
@@ -86,7 +90,10 @@ export const channels = {
 } as const;
 
 export function publishRefused(call: { callId: string; edge: object }, stage: string, refusal: Refusal): void {
-  if (channels.refused.hasSubscribers) channels.refused.publish({ callId: call.callId, edge: call.edge, stage, code: refusalCode(refusal), refusal } satisfies CallRefusedEvent);
+  if (channels.refused.hasSubscribers) {
+    const rule = refusal.kind === 'tool' || refusal.kind === 'transport' ? refusal.rule : undefined;
+    channels.refused.publish({ callId: call.callId, edge: call.edge, stage, code: refusalCode(refusal), refusal, ...(rule !== undefined ? { rule } : {}) } satisfies CallRefusedEvent);
+  }
 }
 
 export function publishUpstreamAnswer(ctx: CallContext, upstream: string, kind: string, seconds: number): void {

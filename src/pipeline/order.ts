@@ -6,6 +6,7 @@
 //               session's owner ............................................ 400 403 404 405 406 408 413 415 429
 //   auth        edge/server.ts with auth/: failed-auth limit first, then the credential → Principal
 //                                                                         ...... 400 401 403 429 503
+//               then the per-address rate limit (policy.rateLimits, per: ip), before the body ... 429
 //   state       store/state-stage.ts: a governed call runs only while the store can record it
 //                                                                         ...... 503 GW_ERR_STATE_UNAVAILABLE
 //   resolve     catalog/resolve-stage.ts: tools/call, prompts/get → route (ref, schemas, annotations)
@@ -13,7 +14,13 @@
 //   access      policy/access-stage.ts: the key's tool list and policy.rules; hidden = unknown ... -32602
 //   arguments   policy/arguments-stage.ts: Mcp-Param-* vs body ............... 400 -32020
 //                                          inputSchema .................... invalid_arguments (tool result)
-//   (the policy stages of DESIGN.md §7 come here: egress, rate limits, budgets, breakers, approval)
+//   egress      policy/egress-stage.ts: URLs, hosts and addresses in the arguments vs policy.egress
+//                                                                         ...... egress_blocked (tool result)
+//   rateLimit   policy/rate-limit-stage.ts: policy.rateLimits per subject, key, tenant, upstream, tool
+//                                                                         ...... rate_limited (tool result)
+//   budget      policy/budget-stage.ts: policy.budgets per calendar window ... budget_exhausted (tool result)
+//   breaker     policy/breaker-stage.ts: policy.breakers per upstream or tool . upstream_unavailable
+//   (approval comes here)
 //   idempotency policy/idempotency-stage.ts: write tools need params._meta.idempotencyKey
 //                                             ........ idempotency_key_required, _conflict, outcome_unknown
 //                                          a key seen before: its stored answer, replayed
@@ -33,7 +40,7 @@ import type { Outcome } from './outcome.js';
 import { compose, type Next, type Stage, type StageName } from './stage.js';
 
 /** The stages that run on a CallContext, in order. */
-export const CALL_STAGES = ['state', 'resolve', 'access', 'arguments', 'idempotency', 'output', 'upstream'] as const satisfies readonly StageName[];
+export const CALL_STAGES = ['state', 'resolve', 'access', 'arguments', 'egress', 'rateLimit', 'budget', 'breaker', 'idempotency', 'output', 'upstream'] as const satisfies readonly StageName[];
 
 export type CallStages = Record<(typeof CALL_STAGES)[number], Stage>;
 

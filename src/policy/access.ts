@@ -56,6 +56,7 @@ function matchesCaller(rule: PolicyRuleConfig, p: Principal): boolean {
   if (rule.tenants && (p.tenant === undefined || !rule.tenants.includes(p.tenant))) return false;
   if (rule.groups && !rule.groups.some((g) => p.groups.includes(g))) return false;
   if (rule.scopes && !rule.scopes.every((s) => p.scopes.includes(s))) return false;
+  if (rule.keys && (p.keyId === undefined || !rule.keys.includes(p.keyId))) return false;
   return true;
 }
 

@@ -24,6 +24,8 @@ export interface TransportRefusal {
   message: string;
   data?: unknown;
   headers?: Record<string, string>;
+  /** The policy entry that refused (a per-IP rate limit), by id. */
+  rule?: string;
 }
 
 export type Admission = { ok: true; era: ClientEra; version: string } | { ok: false; refusal: TransportRefusal };

@@ -7,7 +7,7 @@
 import { Cluster, Redis, type RedisOptions } from 'ioredis';
 import type { RedisStore as RedisStoreConfig } from '../config/schema.generated.js';
 import { chainNext } from './audit-chain.js';
-import { StoreUnavailableError, type AuditAnchor, type AuditEntry, type AuditQuery, type AuditRecord, type IdempotencyClaim, type IdempotencyRecord, type Store, type TokenBucket, type TokenTake, type WindowCount } from './store.js';
+import { StoreUnavailableError, type BreakerAdmission, type BreakerSettings, type BreakerState, type BudgetCounter, type BudgetSpend, type CalendarWindow, type AuditAnchor, type AuditEntry, type AuditQuery, type AuditRecord, type IdempotencyClaim, type IdempotencyRecord, type Store, type TokenBucket, type TokenTake, type WindowCount } from './store.js';
 
 /** Fixed window: INCRBYFLOAT on the window's own key, which expires with the window. */
 const WINDOW = `
@@ -34,6 +34,92 @@ if tokens >= cost then tokens = tokens - cost allowed = 1 else retry = math.ceil
 redis.call('HSET', KEYS[1], 'tokens', tostring(tokens), 'at', tostring(now))
 redis.call('PEXPIRE', KEYS[1], math.ceil(burst * per / rate) + 1000)
 return { allowed, tostring(tokens), retry }`;
+
+/** The current calendar window (UTC, on Redis' clock): minute, hour, day, or month (civil-date arithmetic). */
+export const WINDOW_OF = `
+local function days_from_civil(y, m, d)
+  if m <= 2 then y = y - 1 end
+  local era = math.floor(y / 400)
+  local yoe = y - era * 400
+  local mp = (m + 9) % 12
+  local doy = math.floor((153 * mp + 2) / 5) + d - 1
+  local doe = yoe * 365 + math.floor(yoe / 4) - math.floor(yoe / 100) + doy
+  return era * 146097 + doe - 719468
+end
+local function civil_from_days(z)
+  z = z + 719468
+  local era = math.floor(z / 146097)
+  local doe = z - era * 146097
+  local yoe = math.floor((doe - math.floor(doe / 1460) + math.floor(doe / 36524) - math.floor(doe / 146096)) / 365)
+  local y = yoe + era * 400
+  local doy = doe - (365 * yoe + math.floor(yoe / 4) - math.floor(yoe / 100))
+  local mp = math.floor((5 * doy + 2) / 153)
+  local m = mp < 10 and mp + 3 or mp - 9
+  if m <= 2 then y = y + 1 end
+  return y, m
+end
+local function window_of(now_ms, kind)
+  local size = ({ minute = 60000, hour = 3600000, day = 86400000 })[kind]
+  if size then
+    local start = now_ms - (now_ms % size)
+    return start, start + size
+  end
+  local y, m = civil_from_days(math.floor(now_ms / 86400000))
+  local ny, nm = y, m + 1
+  if nm > 12 then ny, nm = y + 1, 1 end
+  return days_from_civil(y, m, 1) * 86400000, days_from_civil(ny, nm, 1) * 86400000
+end`;
+
+/** Spends from a budget in the current window unless that passes the limit. Returns { allowed, used, resetsAt }. */
+const SPEND = `${WINDOW_OF}
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+local start, finish = window_of(now, ARGV[3])
+local key = KEYS[1] .. '|' .. string.format('%d', start)
+local used = tonumber(redis.call('GET', key) or '0')
+local amount, limit = tonumber(ARGV[1]), tonumber(ARGV[2])
+if used + amount > limit then return { 0, tostring(used), string.format('%d', finish) } end
+local total = redis.call('INCRBYFLOAT', key, ARGV[1])
+redis.call('PEXPIREAT', key, finish + 60000)
+return { 1, tostring(total), string.format('%d', finish) }`;
+
+/** The breaker state machine of breaker-math.ts, on Redis' clock. ARGV: op, ok, consecutiveFailures, errorRate (or -1), minCalls, windowMs, coolDownMs. */
+const BREAKER = `
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+local op, ok = ARGV[1], ARGV[2] == '1'
+local limit, rate, min_calls = tonumber(ARGV[3]), tonumber(ARGV[4]), tonumber(ARGV[5])
+local window, cool = tonumber(ARGV[6]), tonumber(ARGV[7])
+local raw = redis.call('GET', KEYS[1])
+local d = raw and cjson.decode(raw) or { state = 'closed', consecutive = 0, windowStart = now, calls = 0, failures = 0, ['until'] = 0 }
+local function save() redis.call('SET', KEYS[1], cjson.encode(d), 'PX', window + cool + 60000) end
+if op == 'admit' then
+  if d.state == 'closed' then return { 'closed', 0 } end
+  if now < d['until'] then return { 'open', d['until'] - now } end
+  d.state = 'half_open'
+  d['until'] = now + cool
+  save()
+  return { 'probe', 0 }
+end
+if d.state == 'half_open' then
+  if ok then
+    d = { state = 'closed', consecutive = 0, windowStart = now, calls = 0, failures = 0, ['until'] = 0 }
+  else
+    d.state = 'open'
+    d.consecutive = d.consecutive + 1
+    d['until'] = now + cool
+  end
+elseif d.state == 'closed' then
+  if now - d.windowStart >= window then d.windowStart = now d.calls = 0 d.failures = 0 end
+  d.calls = d.calls + 1
+  if ok then d.consecutive = 0 else d.failures = d.failures + 1 d.consecutive = d.consecutive + 1 end
+  if d.consecutive >= limit or (rate >= 0 and d.calls >= min_calls and d.failures / d.calls >= rate) then
+    d.state = 'open'
+    d['until'] = now + cool
+  end
+end
+save()
+return { d.state, 0 }`;
 
 /** Claims a free key, or returns what holds it. */
 const CLAIM = `
@@ -86,6 +172,8 @@ type Scripted = (Redis | Cluster) & {
   ghRelease(key: string, owner: string): Promise<number>;
   ghRenew(key: string, owner: string, leaseUntil: number): Promise<number>;
   ghPutApproval(key: string, index: string, id: string, doc: string, ttlMs: number, at: number): Promise<number>;
+  ghSpend(key: string, amount: number, limit: number, window: string): Promise<[number, string, string]>;
+  ghBreaker(key: string, op: 'admit' | 'record', ok: string, limit: number, rate: number, minCalls: number, windowMs: number, coolDownMs: number): Promise<[string, number]>;
 };
 
 /**
@@ -123,9 +211,15 @@ function connect(config: Pick<RedisStoreConfig, 'url' | 'keyPrefix' | 'commandTi
   return new Redis({ ...common, db, host: url.hostname.replace(/^\[|\]$/g, ''), port: Number(url.port || 6379) });
 }
 
+/** A literal for a SCAN MATCH pattern. */
+function escapeGlob(s: string): string {
+  return s.replace(/[*?[\]\\]/g, '\\$&');
+}
+
 export class RedisStore implements Store {
   readonly kind = 'redis' as const;
   private readonly redis: Scripted;
+  private readonly keyPrefix: string;
   /** Audit entries waiting for the append under way to finish; they then go together (group commit). */
   private auditWaiting: Array<{ entry: AuditEntry; resolve(r: AuditAnchor): void; reject(e: Error): void }> = [];
   private auditBusy: Promise<void> | undefined;
@@ -134,6 +228,7 @@ export class RedisStore implements Store {
 
   constructor(config: Pick<RedisStoreConfig, 'url' | 'keyPrefix' | 'commandTimeoutMs' | 'sentinel' | 'cluster' | 'tls'>) {
     this.redis = connect(config) as Scripted;
+    this.keyPrefix = config.keyPrefix;
     // Connection errors surface on the commands that fail; the client reconnects on its own.
     this.redis.on('error', () => {});
     this.firstConnection = new Promise<void>((resolve) => {
@@ -151,6 +246,8 @@ export class RedisStore implements Store {
     this.redis.defineCommand('ghRelease', { numberOfKeys: 1, lua: RELEASE });
     this.redis.defineCommand('ghRenew', { numberOfKeys: 1, lua: RENEW });
     this.redis.defineCommand('ghPutApproval', { numberOfKeys: 2, lua: PUT_APPROVAL });
+    this.redis.defineCommand('ghSpend', { numberOfKeys: 1, lua: SPEND });
+    this.redis.defineCommand('ghBreaker', { numberOfKeys: 1, lua: BREAKER });
   }
 
   private async run<T>(what: string, op: () => Promise<T>): Promise<T> {
@@ -177,6 +274,55 @@ export class RedisStore implements Store {
     return this.run('bucket', async () => {
       const [allowed, remaining, retry] = await this.redis.ghBucket(`b:${key}`, bucket.rate, bucket.perMs, bucket.burst, cost);
       return { allowed: allowed === 1, remaining: Number(remaining), retryAfterMs: Number(retry) };
+    });
+  }
+
+  spendBudget(key: string, amount: number, limit: number, window: CalendarWindow): Promise<BudgetSpend> {
+    return this.run('budget', async () => {
+      // One hash tag per budget, so the window keys of one budget share a Cluster slot.
+      const [allowed, used, resets] = await this.redis.ghSpend(`{g:${key}}`, amount, limit, window);
+      return { allowed: allowed === 1, used: Number(used), resetsAt: Number(resets) };
+    });
+  }
+
+  listBudgets(prefix: string): Promise<BudgetCounter[]> {
+    return this.run('budget', async () => {
+      const keyPrefix = this.keyPrefix;
+      const nodes = this.redis instanceof Cluster ? this.redis.nodes('master') : [this.redis];
+      const keys = new Set<string>();
+      for (const node of nodes) {
+        let cursor = '0';
+        for (let rounds = 0; rounds < 10_000; rounds++) {
+          const [next, found] = await node.scan(cursor, 'MATCH', `${keyPrefix}{g:${escapeGlob(prefix)}*`, 'COUNT', 500);
+          for (const k of found) keys.add(k.slice(keyPrefix.length));
+          cursor = next;
+          if (cursor === '0') break;
+        }
+      }
+      const list = [...keys];
+      if (list.length === 0) return [];
+      const values = await Promise.all(list.map(async (k) => [k, await this.redis.get(k), await this.redis.pexpiretime(k)] as const));
+      return values
+        .filter(([, v]) => v !== null)
+        .map(([k, v, expires]) => {
+          const bare = k.slice('{g:'.length, k.indexOf('}|'));
+          return { key: bare, used: Number(v), resetsAt: Number(expires) - 60_000 };
+        })
+        .sort((a, b) => a.key.localeCompare(b.key));
+    });
+  }
+
+  breakerAdmit(key: string, s: BreakerSettings): Promise<BreakerAdmission> {
+    return this.run('breaker', async () => {
+      const [verdict, retry] = await this.redis.ghBreaker(`k:${key}`, 'admit', '0', s.consecutiveFailures, s.errorRate ?? -1, s.minCalls, s.windowMs, s.coolDownMs);
+      return verdict === 'open' ? { verdict: 'open', retryAfterMs: Number(retry) } : { verdict: verdict as 'closed' | 'probe' };
+    });
+  }
+
+  breakerRecord(key: string, ok: boolean, s: BreakerSettings): Promise<BreakerState> {
+    return this.run('breaker', async () => {
+      const [state] = await this.redis.ghBreaker(`k:${key}`, 'record', ok ? '1' : '0', s.consecutiveFailures, s.errorRate ?? -1, s.minCalls, s.windowMs, s.coolDownMs);
+      return state as BreakerState;
     });
   }
 

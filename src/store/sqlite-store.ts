@@ -6,7 +6,7 @@ import { mkdirSync } from 'node:fs';
 import { dirname } from 'node:path';
 import { Worker } from 'node:worker_threads';
 import type { WorkerMessage, WorkerReply, WorkerRequest } from './sqlite-worker.js';
-import { StoreUnavailableError, type AuditAnchor, type AuditEntry, type AuditQuery, type AuditRecord, type IdempotencyClaim, type IdempotencyRecord, type Store, type TokenBucket, type TokenTake, type WindowCount } from './store.js';
+import { StoreUnavailableError, type BreakerAdmission, type BreakerSettings, type BreakerState, type BudgetCounter, type BudgetSpend, type CalendarWindow, type AuditAnchor, type AuditEntry, type AuditQuery, type AuditRecord, type IdempotencyClaim, type IdempotencyRecord, type Store, type TokenBucket, type TokenTake, type WindowCount } from './store.js';
 
 // Run from the TypeScript sources (tests, through tsx) or from dist/: the worker is the sibling file, and
 // from the sources it registers tsx's loader first (workers do not inherit it on Node 20).
@@ -144,6 +144,22 @@ export class SqliteStore implements Store {
 
   takeTokens(key: string, bucket: TokenBucket, cost: number): Promise<TokenTake> {
     return this.call('takeTokens', key, bucket, cost);
+  }
+
+  spendBudget(key: string, amount: number, limit: number, window: CalendarWindow): Promise<BudgetSpend> {
+    return this.call('spendBudget', key, amount, limit, window);
+  }
+
+  listBudgets(prefix: string): Promise<BudgetCounter[]> {
+    return this.call('listBudgets', prefix);
+  }
+
+  breakerAdmit(key: string, settings: BreakerSettings): Promise<BreakerAdmission> {
+    return this.call('breakerAdmit', key, settings);
+  }
+
+  breakerRecord(key: string, ok: boolean, settings: BreakerSettings): Promise<BreakerState> {
+    return this.call('breakerRecord', key, ok, settings);
   }
 
   claimIdempotency(key: string, digest: string, owner: string, leaseMs: number, ttlMs: number): Promise<IdempotencyClaim> {

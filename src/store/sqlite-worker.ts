@@ -5,7 +5,9 @@
 import { parentPort, workerData } from 'node:worker_threads';
 import Database from 'better-sqlite3';
 import { chainNext } from './audit-chain.js';
-import type { AuditAnchor, AuditEntry, AuditQuery, AuditRecord, IdempotencyClaim, IdempotencyRecord, TokenBucket, TokenTake, WindowCount } from './store.js';
+import { calendarWindow } from './calendar.js';
+import { nextBreaker, type BreakerDoc } from './breaker-math.js';
+import type { AuditAnchor, AuditEntry, AuditQuery, AuditRecord, BreakerSettings, BudgetCounter, BudgetSpend, CalendarWindow, IdempotencyClaim, IdempotencyRecord, TokenBucket, TokenTake, WindowCount } from './store.js';
 
 export interface WorkerRequest {
   id: number;
@@ -24,6 +26,7 @@ const SCHEMA = `
 CREATE TABLE IF NOT EXISTS counters (key TEXT PRIMARY KEY, total REAL NOT NULL, resets_at INTEGER NOT NULL);
 CREATE TABLE IF NOT EXISTS buckets (key TEXT PRIMARY KEY, tokens REAL NOT NULL, updated_at INTEGER NOT NULL, expires_at INTEGER NOT NULL);
 CREATE TABLE IF NOT EXISTS idempotency (key TEXT PRIMARY KEY, state TEXT NOT NULL, digest TEXT NOT NULL, owner TEXT, lease_until INTEGER, response TEXT, expires_at INTEGER NOT NULL);
+CREATE TABLE IF NOT EXISTS breakers (key TEXT PRIMARY KEY, doc TEXT NOT NULL, expires_at INTEGER NOT NULL);
 CREATE TABLE IF NOT EXISTS approvals (id TEXT PRIMARY KEY, doc TEXT NOT NULL, expires_at INTEGER NOT NULL);
 CREATE TABLE IF NOT EXISTS audit (seq INTEGER PRIMARY KEY, time_ms INTEGER NOT NULL, record TEXT NOT NULL);
 CREATE INDEX IF NOT EXISTS audit_time ON audit (time_ms);
@@ -48,6 +51,9 @@ const stmt = {
   counterPut: db.prepare('INSERT INTO counters (key, total, resets_at) VALUES (?, ?, ?) ON CONFLICT(key) DO UPDATE SET total = excluded.total, resets_at = excluded.resets_at'),
   bucketGet: db.prepare<[string], { tokens: number; updated_at: number }>('SELECT tokens, updated_at FROM buckets WHERE key = ?'),
   bucketPut: db.prepare('INSERT INTO buckets (key, tokens, updated_at, expires_at) VALUES (?, ?, ?, ?) ON CONFLICT(key) DO UPDATE SET tokens = excluded.tokens, updated_at = excluded.updated_at, expires_at = excluded.expires_at'),
+  counterList: db.prepare<[string, number], { key: string; total: number; resets_at: number }>("SELECT key, total, resets_at FROM counters WHERE key >= ? AND resets_at > ? ORDER BY key"),
+  breakerGet: db.prepare<[string, number], { doc: string }>('SELECT doc FROM breakers WHERE key = ? AND expires_at > ?'),
+  breakerPut: db.prepare('INSERT INTO breakers (key, doc, expires_at) VALUES (?, ?, ?) ON CONFLICT(key) DO UPDATE SET doc = excluded.doc, expires_at = excluded.expires_at'),
   idemGet: db.prepare<[string, number], { state: string; digest: string; owner: string | null; lease_until: number | null; response: string | null }>('SELECT state, digest, owner, lease_until, response FROM idempotency WHERE key = ? AND expires_at > ?'),
   idemPut: db.prepare('INSERT INTO idempotency (key, state, digest, owner, lease_until, response, expires_at) VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT(key) DO UPDATE SET state = excluded.state, digest = excluded.digest, owner = excluded.owner, lease_until = excluded.lease_until, response = excluded.response, expires_at = excluded.expires_at'),
   idemComplete: db.prepare("UPDATE idempotency SET state = 'done', response = ?, owner = NULL, lease_until = NULL, expires_at = ? WHERE key = ? AND state = 'in_flight' AND owner = ?"),
@@ -68,6 +74,7 @@ const stmt = {
     db.prepare('DELETE FROM buckets WHERE expires_at < ?'),
     db.prepare('DELETE FROM idempotency WHERE expires_at < ?'),
     db.prepare('DELETE FROM approvals WHERE expires_at < ?'),
+    db.prepare('DELETE FROM breakers WHERE expires_at < ?'),
   ],
 };
 
@@ -116,6 +123,38 @@ const ops: Record<string, (...args: never[]) => unknown> = {
     }
     stmt.bucketPut.run(key, tokens, now, now + fullInMs);
     return { allowed: false, remaining: tokens, retryAfterMs: Math.ceil(((cost - tokens) * bucket.perMs) / bucket.rate) };
+  },
+
+  spendBudget(key: string, amount: number, limit: number, window: CalendarWindow): BudgetSpend {
+    const now = Date.now();
+    const { start, end } = calendarWindow(now, window);
+    const row = stmt.counterGet.get(`${key}|${start}`);
+    const used = row?.total ?? 0;
+    if (used + amount > limit) return { allowed: false, used, resetsAt: end };
+    stmt.counterPut.run(`${key}|${start}`, used + amount, end);
+    return { allowed: true, used: used + amount, resetsAt: end };
+  },
+
+  listBudgets(prefix: string): BudgetCounter[] {
+    return stmt.counterList
+      .all(prefix, Date.now())
+      .filter((r) => r.key.startsWith(prefix) && r.key.includes('|'))
+      .map((r) => ({ key: r.key.slice(0, r.key.lastIndexOf('|')), used: r.total, resetsAt: r.resets_at }));
+  },
+
+  breakerAdmit(key: string, settings: BreakerSettings) {
+    const now = Date.now();
+    const doc = readBreaker(key, now);
+    const { admission, next } = nextBreaker.admit(doc, now, settings);
+    if (next !== undefined && next !== doc) writeBreaker(key, next, now, settings);
+    return admission;
+  },
+
+  breakerRecord(key: string, ok: boolean, settings: BreakerSettings) {
+    const now = Date.now();
+    const next = nextBreaker.record(readBreaker(key, now), ok, now, settings);
+    writeBreaker(key, next, now, settings);
+    return next.state;
   },
 
   claimIdempotency(key: string, digest: string, owner: string, leaseMs: number, ttlMs: number): IdempotencyClaim {
@@ -175,6 +214,15 @@ const ops: Record<string, (...args: never[]) => unknown> = {
     return stmt.auditDelete.run(removed.seq).changes;
   },
 };
+
+function readBreaker(key: string, now: number): BreakerDoc | undefined {
+  const row = stmt.breakerGet.get(key, now);
+  return row ? (JSON.parse(row.doc) as BreakerDoc) : undefined;
+}
+
+function writeBreaker(key: string, doc: BreakerDoc, now: number, s: BreakerSettings): void {
+  stmt.breakerPut.run(key, JSON.stringify(doc), now + s.windowMs + s.coolDownMs + 60_000);
+}
 
 function toRecord(row: { state: string; digest: string; owner: string | null; lease_until: number | null; response: string | null }): IdempotencyRecord {
   return row.state === 'done' ? { state: 'done', digest: row.digest, response: row.response ?? '' } : { state: 'in_flight', digest: row.digest, owner: row.owner ?? '', leaseUntil: row.lease_until ?? 0 };

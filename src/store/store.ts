@@ -25,6 +25,44 @@ export interface TokenTake {
   retryAfterMs: number;
 }
 
+/** A calendar window in UTC: its budget counter starts again when it ends. */
+export type CalendarWindow = 'minute' | 'hour' | 'day' | 'month';
+
+/** What spending from a budget found. */
+export interface BudgetSpend {
+  /** False: the spend would pass the limit, and nothing was spent. */
+  allowed: boolean;
+  /** Units spent in the window, this spend included when allowed. */
+  used: number;
+  /** When the window ends (epoch ms). */
+  resetsAt: number;
+}
+
+/** A budget counter as `gatehouse budgets show` reads it. */
+export interface BudgetCounter {
+  key: string;
+  used: number;
+  resetsAt: number;
+}
+
+export interface BreakerSettings {
+  consecutiveFailures: number;
+  /** Share of failures in the window that opens the circuit (with at least minCalls calls); undefined: off. */
+  errorRate?: number;
+  minCalls: number;
+  windowMs: number;
+  coolDownMs: number;
+}
+
+/** A breaker's answer to "may this call go?". */
+export type BreakerAdmission =
+  | { verdict: 'closed' }
+  /** Cool-down over: this call is the one probe; its outcome closes or reopens the circuit. */
+  | { verdict: 'probe' }
+  | { verdict: 'open'; retryAfterMs: number };
+
+export type BreakerState = 'closed' | 'open' | 'half_open';
+
 /** An idempotency record: a call under way (`owner` holds it until `leaseUntil`), or its stored answer. */
 export type IdempotencyRecord =
   | { state: 'in_flight'; digest: string; owner: string; leaseUntil: number }
@@ -59,6 +97,8 @@ export interface AuditEntry {
   latencyMs: number;
   approvalId?: string;
   idempotencyKey?: string;
+  /** The policy entry that refused the call, by id. */
+  rule?: string;
 }
 
 /** A stored audit record: the entry, its place in the chain, and the chain's hashes. */
@@ -93,6 +133,18 @@ export interface Store {
   addToWindow(key: string, amount: number, windowMs: number): Promise<WindowCount>;
   /** Takes `cost` tokens from the bucket `key`, refilled by the store's own clock. */
   takeTokens(key: string, bucket: TokenBucket, cost: number): Promise<TokenTake>;
+  /**
+   * Spends `amount` from the budget `key` in the current calendar window (UTC, on the store's clock), unless
+   * that would pass `limit`: then nothing is spent. Atomic across replicas.
+   */
+  spendBudget(key: string, amount: number, limit: number, window: CalendarWindow): Promise<BudgetSpend>;
+  /** The budget counters of current windows whose key starts with `prefix`. */
+  listBudgets(prefix: string): Promise<BudgetCounter[]>;
+
+  /** Whether a call may pass the breaker `key` now; after the cool-down exactly one caller gets the probe. */
+  breakerAdmit(key: string, settings: BreakerSettings): Promise<BreakerAdmission>;
+  /** Records a call's outcome; returns the breaker's state after it. */
+  breakerRecord(key: string, ok: boolean, settings: BreakerSettings): Promise<BreakerState>;
 
   /**
    * Claims an idempotency key for `digest` (the canonical request), or tells what holds it. Atomic: of two

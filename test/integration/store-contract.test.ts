@@ -11,7 +11,9 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Redis } from 'ioredis';
 import { verifyChain } from '../../src/store/audit-chain.js';
+import { calendarWindow } from '../../src/store/calendar.js';
 import { openStore } from '../../src/store/open-store.js';
+import { WINDOW_OF } from '../../src/store/redis-store.js';
 import type { AuditEntry, Store } from '../../src/store/store.js';
 import { startRedis, testCertificates, type TestRedis } from '../helpers/redis.js';
 
@@ -94,6 +96,63 @@ for (const { kind, open } of kinds) {
       assert.equal((await s.takeTokens('b', bucket, 1)).allowed, true, 'a token came back');
       const big = await s.takeTokens('b2', bucket, 5);
       assert.equal(big.allowed, false, 'a cost above the burst is never allowed');
+    });
+
+    test('a budget spends up to its limit in the calendar window, then refuses without spending; counters are listed', async () => {
+      const s = fresh();
+      const first = await s.spendBudget('budget:daily:alice', 3, 5, 'day');
+      assert.equal(first.allowed, true);
+      assert.equal(first.used, 3);
+      assert.equal(first.resetsAt, calendarWindow(Date.now(), 'day').end);
+      assert.deepEqual(await s.spendBudget('budget:daily:alice', 3, 5, 'day'), { allowed: false, used: 3, resetsAt: first.resetsAt }, 'past the limit: refused, nothing spent');
+      assert.equal((await s.spendBudget('budget:daily:alice', 2, 5, 'day')).used, 5, 'exactly the limit is allowed');
+      assert.equal((await s.spendBudget('budget:daily:bob', 1, 5, 'day')).used, 1, 'budgets are kept apart by key');
+      const month = await s.spendBudget('budget:monthly:alice', 1, 100, 'month');
+      assert.equal(month.resetsAt, calendarWindow(Date.now(), 'month').end, 'a calendar month in UTC');
+      const concurrent = await Promise.all(Array.from({ length: 20 }, () => s.spendBudget('budget:race:t', 1, 7, 'hour')));
+      assert.equal(concurrent.filter((c) => c.allowed).length, 7, 'concurrent spends never pass the limit');
+      const listed = await s.listBudgets('budget:daily:');
+      assert.deepEqual(
+        listed.map((c) => [c.key, c.used]),
+        [
+          ['budget:daily:alice', 5],
+          ['budget:daily:bob', 1],
+        ],
+      );
+      assert.equal(listed[0]!.resetsAt, first.resetsAt);
+    });
+
+    test('a breaker opens on consecutive failures, refuses while open, lets exactly one probe through, and closes on its success', async () => {
+      const s = fresh();
+      const cfg = { consecutiveFailures: 3, minCalls: 10, windowMs: 60_000, coolDownMs: 300 };
+      assert.deepEqual(await s.breakerAdmit('br:a', cfg), { verdict: 'closed' });
+      assert.equal(await s.breakerRecord('br:a', false, cfg), 'closed');
+      assert.equal(await s.breakerRecord('br:a', true, cfg), 'closed', 'a success resets the count');
+      for (let i = 0; i < 2; i++) assert.equal(await s.breakerRecord('br:a', false, cfg), 'closed');
+      assert.equal(await s.breakerRecord('br:a', false, cfg), 'open');
+      const open = await s.breakerAdmit('br:a', cfg);
+      assert.ok(open.verdict === 'open' && open.retryAfterMs > 0 && open.retryAfterMs <= 300, JSON.stringify(open));
+      await sleep(350);
+      const admits = await Promise.all(Array.from({ length: 10 }, () => s.breakerAdmit('br:a', cfg)));
+      assert.equal(admits.filter((a) => a.verdict === 'probe').length, 1, 'one probe');
+      assert.equal(admits.filter((a) => a.verdict === 'open').length, 9, 'the others are still refused');
+      assert.equal(await s.breakerRecord('br:a', true, cfg), 'closed');
+      assert.deepEqual(await s.breakerAdmit('br:a', cfg), { verdict: 'closed' });
+    });
+
+    test('a failed probe reopens the breaker; an error rate over the window opens it too', async () => {
+      const s = fresh();
+      const cfg = { consecutiveFailures: 2, minCalls: 10, windowMs: 60_000, coolDownMs: 200 };
+      await s.breakerRecord('br:b', false, cfg);
+      assert.equal(await s.breakerRecord('br:b', false, cfg), 'open');
+      await sleep(250);
+      assert.deepEqual(await s.breakerAdmit('br:b', cfg), { verdict: 'probe' });
+      assert.equal(await s.breakerRecord('br:b', false, cfg), 'open');
+      assert.equal((await s.breakerAdmit('br:b', cfg)).verdict, 'open');
+      const rate = { consecutiveFailures: 100, errorRate: 0.5, minCalls: 4, windowMs: 60_000, coolDownMs: 1_000 };
+      const states = [];
+      for (const ok of [true, false, true, false]) states.push(await s.breakerRecord('br:c', ok, rate));
+      assert.deepEqual(states, ['closed', 'closed', 'closed', 'open'], 'half the calls failed once minCalls were in');
     });
 
     test('of many concurrent claims of one key exactly one wins; the others see it in flight', async () => {
@@ -243,6 +302,22 @@ describe('Redis only', () => {
       Date.now = realNow;
       raw.disconnect();
       await s.close();
+    }
+  });
+
+  test("Redis' calendar windows (Lua civil-date arithmetic) agree with the SQLite store's, across month and year ends and leap days", async () => {
+    const raw = new Redis(redis.url);
+    try {
+      const script = `${WINDOW_OF}\nlocal s, e = window_of(tonumber(ARGV[1]), ARGV[2])\nreturn { string.format('%d', s), string.format('%d', e) }`;
+      const instants = ['2026-12-31T23:59:59.999Z', '2027-01-01T00:00:00.000Z', '2028-02-29T12:00:00.000Z', '2028-03-01T00:00:00.000Z', '2100-02-28T23:00:00.000Z', '2026-11-30T15:00:00.000Z', '2000-02-29T00:00:00.000Z'];
+      for (const at of instants) {
+        for (const window of ['minute', 'hour', 'day', 'month'] as const) {
+          const [start, end] = (await raw.eval(script, 0, Date.parse(at), window)) as [string, string];
+          assert.deepEqual({ start: Number(start), end: Number(end) }, calendarWindow(Date.parse(at), window), `${window} around ${at}`);
+        }
+      }
+    } finally {
+      raw.disconnect();
     }
   });
 

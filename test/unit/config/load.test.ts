@@ -125,7 +125,7 @@ describe('parseConfigText', () => {
       sessions: { idleTimeoutMs: 1800000, max: 1000, inputTimeoutMs: 300000 },
       auth: { anonymous: false, apiKeys: [], requiredScopes: [], failureLimit: { attempts: 20, windowSeconds: 60 } },
       tools: { naming: { prefix: 'auto' }, outputValidation: 'warn' },
-      policy: { rules: [] },
+      policy: { rules: [], egress: [], egressProxy: { enabled: false, host: '127.0.0.1', port: 3128 }, rateLimits: [], budgets: [], breakers: [] },
       store: { kind: 'sqlite', path: './data/gatehouse.db' },
       audit: { retainDays: 90 },
       idempotency: { requireKeys: true, ttlSeconds: 86400, tools: [], exempt: [] },

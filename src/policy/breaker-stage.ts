@@ -1,0 +1,119 @@
+// The circuit-breaker stage, for tools/call: the first entry of policy.breakers that selects the call
+// guards its upstream or its tool. While the circuit is open, calls are refused at once with
+// `upstream_unavailable` (a tool result with `_meta["dev.gatehouse/retry_after"]`); after the cool-down one
+// call probes. The outcome of each call that reached the upstream is recorded in the store, shared by
+// replicas: a failure is the upstream's (unreachable, timed out, a bad answer, a JSON-RPC internal error),
+// never a tool result with isError, which is the tool's answer.
+
+import type { Breaker } from '../config/schema.generated.js';
+import { failure, GatewayError, type ToolRefusal } from '../errors.js';
+import type { Logger } from '../log/logger.js';
+import type { Route } from '../pipeline/context.js';
+import { interceptFinal, type FinalAnswer } from '../pipeline/final-answer.js';
+import { refuseAt, type Stage } from '../pipeline/stage.js';
+import { ErrorCode } from '../protocol/jsonrpc.js';
+import type { BreakerAdmission, BreakerSettings, BreakerState } from '../store/store.js';
+import { compileSelector, firstMatch, type Selector } from './selector.js';
+
+export interface CompiledBreaker {
+  id: string;
+  per: Breaker['per'];
+  settings: BreakerSettings;
+  selector: Selector;
+}
+
+export interface BreakerStore {
+  admit(key: string, settings: BreakerSettings): Promise<BreakerAdmission>;
+  record(key: string, ok: boolean, settings: BreakerSettings): Promise<BreakerState>;
+}
+
+/** What this replica last saw of each breaker, for the gauge. */
+export class BreakerBoard {
+  private readonly states = new Map<string, { breaker: string; target: string; state: BreakerState }>();
+
+  set(breaker: string, target: string, state: BreakerState): void {
+    // Bounded by the config: one entry per breaker and upstream or tool ref the catalog routes to.
+    if (this.states.size < 10_000 || this.states.has(`${breaker}\u0000${target}`)) this.states.set(`${breaker}\u0000${target}`, { breaker, target, state });
+  }
+
+  all(): Array<{ breaker: string; target: string; state: BreakerState }> {
+    return [...this.states.values()];
+  }
+}
+
+export function compileBreakers(entries: readonly Breaker[]): CompiledBreaker[] {
+  return entries.map((b) => ({
+    id: b.id,
+    per: b.per,
+    selector: compileSelector(b),
+    settings: {
+      consecutiveFailures: b.consecutiveFailures ?? 5,
+      ...(b.errorRate !== undefined ? { errorRate: b.errorRate } : {}),
+      minCalls: b.minCalls ?? 10,
+      windowMs: (b.windowSeconds ?? 60) * 1000,
+      coolDownMs: (b.coolDownSeconds ?? 30) * 1000,
+    },
+  }));
+}
+
+/** Failures that say the upstream is in trouble; the gateway's own (store, shutdown) do not count. */
+const UPSTREAM_FAILURES = new Set(['GW_ERR_UPSTREAM_UNREACHABLE', 'GW_ERR_UPSTREAM_TIMEOUT', 'GW_ERR_UPSTREAM_BAD_RESPONSE', 'GW_ERR_UPSTREAM_EXITED', 'GW_ERR_UPSTREAM_OVERLOADED']);
+
+/** ok, failed, or undefined when the answer says nothing about the upstream (a refusal before it). */
+function upstreamHealth(answer: FinalAnswer, stage: string | undefined): boolean | undefined {
+  const failed = answer.failure ?? (answer.refusal?.kind === 'failure' ? answer.refusal.error : undefined);
+  if (failed !== undefined) return UPSTREAM_FAILURES.has(failed.code) ? false : undefined;
+  if (answer.refusal !== undefined && stage !== 'output') return undefined;
+  return answer.response.error?.code === ErrorCode.InternalError ? false : true;
+}
+
+export function compileBreakerStage(breakers: readonly CompiledBreaker[], store: BreakerStore, board: BreakerBoard, log: Logger): Stage {
+  return {
+    name: 'breaker',
+    applies: (ctx) => breakers.length > 0 && ctx.method === 'tools/call' && ctx.route !== undefined,
+    async run(ctx, next) {
+      const route = ctx.route!;
+      const breaker = firstMatch(breakers, ctx.principal, route);
+      if (breaker === undefined) return next(ctx);
+      const target = breaker.per === 'upstream' ? route.upstream : route.ref;
+      const key = `breaker:${breaker.id}:${target}`;
+      let admission: BreakerAdmission;
+      try {
+        admission = await store.admit(key, breaker.settings);
+      } catch (err) {
+        return refuseAt('breaker', ctx, failure(new GatewayError('GW_ERR_STATE_UNAVAILABLE', 'The circuit state of this call cannot be read now, so the call is not run; retry later', undefined, { cause: err })));
+      }
+      if (admission.verdict === 'open') {
+        board.set(breaker.id, target, 'open');
+        return refuseAt('breaker', ctx, unavailable(breaker, route, target, admission.retryAfterMs));
+      }
+      board.set(breaker.id, target, admission.verdict === 'probe' ? 'half_open' : 'closed');
+      const outcome = await next(ctx);
+      const stage = outcome.kind === 'refused' ? outcome.stage : undefined;
+      return interceptFinal(outcome, ctx, async (answer) => {
+        const ok = upstreamHealth(answer, stage);
+        if (ok !== undefined) {
+          // Recorded on the side: the answer does not wait for it, and a store hiccup is only logged.
+          store.record(key, ok, breaker.settings).then(
+            (state) => board.set(breaker.id, target, state),
+            (err: unknown) => log.warn('a circuit breaker outcome could not be recorded', { breaker: breaker.id, target, err }),
+          );
+        }
+        return undefined;
+      });
+    },
+  };
+}
+
+function unavailable(b: CompiledBreaker, route: Route, target: string, retryAfterMs: number): ToolRefusal {
+  const seconds = Math.max(1, Math.ceil(retryAfterMs / 1000));
+  const what = b.per === 'upstream' ? `upstream "${target}"` : `tool "${route.publicName}"`;
+  return {
+    kind: 'tool',
+    code: 'upstream_unavailable',
+    message: `The ${what} is failing, so calls to it are paused (circuit breaker "${b.id}"); retry in ${seconds} s`,
+    details: { rule: b.id, per: b.per, target },
+    meta: { 'dev.gatehouse/tool_ref': route.ref, 'dev.gatehouse/retry_after': seconds },
+    rule: b.id,
+  };
+}

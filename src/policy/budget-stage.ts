@@ -1,0 +1,77 @@
+// The budget stage, for tools/call: the first entry of policy.budgets that selects the call spends its
+// cost (default 1) from the caller's (or tenant's, key's, tool's) budget for the current calendar window in
+// the store. A spent budget refuses the call with `budget_exhausted`, a tool result whose text says when to
+// retry, with `_meta["dev.gatehouse/retry_after"]` (seconds) and `_meta["dev.gatehouse/quota"]`
+// (`{limit, used, window, resetsAt}`). A store that cannot answer fails the call closed.
+
+import type { Budget } from '../config/schema.generated.js';
+import { failure, GatewayError, type ToolRefusal } from '../errors.js';
+import type { Route } from '../pipeline/context.js';
+import type { Principal } from '../pipeline/principal.js';
+import { refuseAt, type Stage } from '../pipeline/stage.js';
+import type { BudgetSpend, CalendarWindow } from '../store/store.js';
+import { compileSelector, firstMatch, type Selector } from './selector.js';
+
+export interface CompiledBudget {
+  id: string;
+  per: Budget['per'];
+  window: CalendarWindow;
+  limit: number;
+  cost: number;
+  selector: Selector;
+}
+
+export type SpendBudget = (key: string, amount: number, limit: number, window: CalendarWindow) => Promise<BudgetSpend>;
+
+/** The prefix of every budget counter in the store (`gatehouse budgets show` lists them). */
+export const BUDGET_PREFIX = 'budget:';
+
+export function compileBudgets(entries: readonly Budget[]): CompiledBudget[] {
+  return entries.map((b) => ({ id: b.id, per: b.per, window: b.window, limit: b.limit, cost: b.cost ?? 1, selector: compileSelector(b) }));
+}
+
+/** `budget:<id>:<per>:<who>`: whose counter a call spends from. */
+export function budgetKey(b: CompiledBudget, p: Principal, route: Route): string {
+  const who = b.per === 'subject' ? `${p.via}:${p.subject}` : b.per === 'tenant' ? (p.tenant ?? `-${p.via}:${p.subject}`) : b.per === 'key' ? (p.keyId ?? `-${p.via}:${p.subject}`) : route.ref;
+  return `${BUDGET_PREFIX}${b.id}:${b.per}:${who}`;
+}
+
+export function compileBudgetStage(budgets: readonly CompiledBudget[], spend: SpendBudget, now: () => number = Date.now): Stage {
+  return {
+    name: 'budget',
+    applies: (ctx) => budgets.length > 0 && ctx.method === 'tools/call' && ctx.route !== undefined,
+    async run(ctx, next) {
+      const route = ctx.route!;
+      const budget = firstMatch(budgets, ctx.principal, route);
+      if (budget === undefined || budget.cost === 0) return next(ctx);
+      let spent: BudgetSpend;
+      try {
+        spent = await spend(budgetKey(budget, ctx.principal, route), budget.cost, budget.limit, budget.window);
+      } catch (err) {
+        return refuseAt('budget', ctx, failure(new GatewayError('GW_ERR_STATE_UNAVAILABLE', 'The budget of this call cannot be checked now, so the call is not run; retry later', undefined, { cause: err })));
+      }
+      return spent.allowed ? next(ctx) : refuseAt('budget', ctx, exhausted(budget, route, spent, now()));
+    },
+  };
+}
+
+function exhausted(b: CompiledBudget, route: Route, spent: BudgetSpend, now: number): ToolRefusal {
+  const retryAfter = Math.max(1, Math.ceil((spent.resetsAt - now) / 1000));
+  const resetsAt = new Date(spent.resetsAt).toISOString();
+  const unit = b.cost === 1 ? 'calls' : 'units';
+  return {
+    kind: 'tool',
+    code: 'budget_exhausted',
+    message: `Budget "${b.id}" is spent: ${spent.used} of ${b.limit} ${unit} per ${b.window} (per ${b.per})${b.cost !== 1 ? `, and this call costs ${b.cost}` : ''}. It resets at ${resetsAt}; retry in ${humanSeconds(retryAfter)}.`,
+    details: { rule: b.id, per: b.per },
+    meta: { 'dev.gatehouse/tool_ref': route.ref, 'dev.gatehouse/retry_after': retryAfter, 'dev.gatehouse/quota': { limit: b.limit, used: spent.used, window: b.window, resetsAt } },
+    rule: b.id,
+  };
+}
+
+function humanSeconds(s: number): string {
+  if (s < 120) return `${s} s`;
+  if (s < 7_200) return `${Math.round(s / 60)} min`;
+  if (s < 172_800) return `${Math.round(s / 3_600)} h`;
+  return `${Math.round(s / 86_400)} days`;
+}

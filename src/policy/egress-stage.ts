@@ -1,0 +1,56 @@
+// The egress stage, for tools/call: every URL, host and address in the arguments (egress/destinations.ts)
+// is checked against the first egress rule that selects the call (egress/egress-policy.ts). The first one
+// blocked refuses the call with `egress_blocked`, a tool result naming the argument, the value and the rule,
+// before anything reaches the upstream (the SOIT seed: "a blocked address ... comes back as a tool result").
+
+import type { ToolRefusal } from '../errors.js';
+import { refuseAt, type Stage } from '../pipeline/stage.js';
+import type { JsonRpcRequest } from '../protocol/jsonrpc.js';
+import { destinationsIn } from './egress/destinations.js';
+import type { EgressPolicy } from './egress/egress-policy.js';
+
+/** At most this many distinct destinations are checked per call; more is refused, not skipped. */
+const MAX_DESTINATIONS = 64;
+
+export function compileEgressStage(policy: EgressPolicy): Stage {
+  return {
+    name: 'egress',
+    applies: (ctx) => ctx.method === 'tools/call' && ctx.route !== undefined,
+    async run(ctx, next) {
+      const route = ctx.route!;
+      const args = (ctx.message as JsonRpcRequest).params!.arguments;
+      if (args === undefined || args === null) return next(ctx);
+      const found = destinationsIn(args, route.inputSchema);
+      if (found.length === 0) return next(ctx);
+      const rule = policy.ruleFor(ctx.principal, route);
+      const seen = new Set<string>();
+      for (const d of found) {
+        const key = `${d.scheme ?? ''}|${d.host}|${d.port ?? ''}`;
+        if (seen.has(key)) continue;
+        seen.add(key);
+        if (seen.size > MAX_DESTINATIONS) return refuseAt('egress', ctx, refusal(route.ref, rule?.id ?? 'default', `The arguments name more than ${MAX_DESTINATIONS} destinations; split the call`, {}));
+        const block = await policy.check(d, rule);
+        if (block === undefined) continue;
+        const where = d.path === '' ? 'The arguments' : `The argument "${d.path}"`;
+        return refuseAt(
+          'egress',
+          ctx,
+          refusal(route.ref, block.rule, `${where} names ${JSON.stringify(d.value)}, which reaches ${d.host}${d.port !== undefined ? `:${d.port}` : ''}: blocked, because ${block.reason}`, {
+            argument: d.path,
+            value: d.value,
+            host: d.host,
+            ...(d.port !== undefined ? { port: d.port } : {}),
+            ...(block.address !== undefined ? { address: block.address } : {}),
+            ...(block.addressClass !== undefined ? { addressClass: block.addressClass } : {}),
+            rule: block.rule,
+          }),
+        );
+      }
+      return next(ctx);
+    },
+  };
+}
+
+function refusal(ref: string, rule: string, message: string, details: Record<string, unknown>): ToolRefusal {
+  return { kind: 'tool', code: 'egress_blocked', message, details, rule, meta: { 'dev.gatehouse/tool_ref': ref } };
+}

@@ -1,0 +1,181 @@
+// The egress decision for one destination (a URL, host or address found in a call's arguments, or a
+// connection the egress proxy is asked for), under the first egress rule that selects the call:
+//   1. a rule's `deny` that matches blocks it;
+//   2. a rule's `allow` must match it (host or address, scheme, port), or it is blocked;
+//   3. loopback, link-local, metadata, private, unspecified, multicast and reserved addresses are blocked
+//      unless an `allow` names them by address (`cidrs`, or an IP literal in `hosts`), whatever rule applies.
+// Names are resolved (A and AAAA) and every address is judged, so a name that points at 127.0.0.1 is
+// caught; a name that does not resolve is blocked (the upstream could not reach it either, and a checker
+// that lets unknown names through can be raced with DNS).
+
+import { lookup } from 'node:dns/promises';
+import { isIP } from 'node:net';
+import { LRUCache } from 'lru-cache';
+import type { EgressRule, EgressTarget } from '../../config/schema.generated.js';
+import type { Principal } from '../../pipeline/principal.js';
+import type { Route } from '../../pipeline/context.js';
+import { compileSelector, firstMatch, type Selector } from '../selector.js';
+import { canonicalIp, classify, compileCidrs, METADATA_HOSTS, type AddressClass } from './addresses.js';
+import type { Destination } from './destinations.js';
+
+/** Resolves a host name to its addresses (A and AAAA); injectable for tests. */
+export type ResolveHost = (host: string) => Promise<string[]>;
+
+const RESOLVE_TIMEOUT_MS = 2_000;
+
+export const systemResolver: ResolveHost = async (host) => {
+  const timeout = new Promise<never>((_, reject) => setTimeout(() => reject(new Error(`resolving ${host} took longer than ${RESOLVE_TIMEOUT_MS} ms`)), RESOLVE_TIMEOUT_MS).unref());
+  const found = await Promise.race([lookup(host, { all: true, verbatim: true }), timeout]);
+  return found.map((a) => a.address);
+};
+
+interface CompiledTarget {
+  hosts?: Array<(host: string) => boolean>;
+  cidrs?: (address: string) => boolean;
+  schemes?: Set<string>;
+  ports?: Set<number>;
+  /** Addresses it names explicitly (IP literals in hosts), which special ranges yield to. */
+  literalAddresses: Set<string>;
+}
+
+interface CompiledRule {
+  id: string;
+  selector: Selector;
+  allow?: CompiledTarget;
+  deny?: CompiledTarget;
+}
+
+/** Why a destination is blocked: the rule (or `default`) and a sentence for the model. */
+export interface EgressBlock {
+  rule: string;
+  reason: string;
+  address?: string;
+  addressClass?: AddressClass;
+}
+
+export class EgressPolicy {
+  private readonly rules: CompiledRule[];
+  private readonly cache = new LRUCache<string, Promise<string[]>>({ max: 2_000, ttl: 30_000 });
+
+  constructor(
+    rules: readonly EgressRule[],
+    private readonly resolve: ResolveHost = systemResolver,
+  ) {
+    this.rules = rules.map((r) => ({ id: r.id, selector: compileSelector(r), ...(r.allow ? { allow: compileTarget(r.allow) } : {}), ...(r.deny ? { deny: compileTarget(r.deny) } : {}) }));
+  }
+
+  /** The rule that governs a call (undefined: the defaults alone). */
+  ruleFor(principal: Principal, route: Route | undefined): CompiledRule | undefined {
+    return firstMatch(this.rules, principal, route);
+  }
+
+  /**
+   * The rule for an upstream's own connections (the egress proxy), which belong to no caller and no one
+   * tool: the first rule that selects no caller and whose tool globs, if any, cover the whole upstream
+   * (`crm/*`, `*`).
+   */
+  ruleForUpstream(upstream: string | undefined): CompiledRule | undefined {
+    const wholeUpstream: Route = { kind: 'tools', ref: `${upstream ?? ''}/*`, publicName: '*', original: '*', upstream: upstream ?? '', listed: false, params: [] };
+    return this.rules.find((r) => r.selector.matches(NO_CALLER, wholeUpstream));
+  }
+
+  /** Undefined when the destination may be reached; otherwise why not. */
+  async check(d: Omit<Destination, 'path' | 'value'>, rule: CompiledRule | undefined): Promise<EgressBlock | undefined> {
+    const ruleId = rule?.id ?? 'default';
+    const literal = canonicalIp(d.host);
+    if (rule?.deny && (await this.matches(rule.deny, d, literal))) return { rule: ruleId, reason: `rule "${ruleId}" denies it` };
+    if (rule?.allow && !(await this.matches(rule.allow, d, literal))) return { rule: ruleId, reason: `rule "${ruleId}" does not allow it` };
+    if (literal === undefined && METADATA_HOSTS.has(d.host)) {
+      if (!rule?.allow?.hosts?.some((h) => h(d.host))) return { rule: ruleId, reason: `"${d.host}" is a cloud metadata name`, addressClass: 'metadata' };
+    }
+    let addresses: string[];
+    if (literal !== undefined) addresses = [literal];
+    else {
+      try {
+        addresses = (await this.addressesOf(d.host)).map((a) => canonicalIp(a) ?? a);
+      } catch {
+        return { rule: ruleId, reason: `"${d.host}" could not be resolved` };
+      }
+      if (addresses.length === 0) return { rule: ruleId, reason: `"${d.host}" could not be resolved` };
+    }
+    for (const address of addresses) {
+      const cls = classify(address);
+      if (cls === 'public') continue;
+      const named = rule?.allow !== undefined && (rule.allow.literalAddresses.has(address) || rule.allow.cidrs?.(address) === true);
+      if (named) continue;
+      const via = literal === undefined ? ` ("${d.host}" resolves to ${address})` : '';
+      return { rule: ruleId, reason: `${address} is a ${cls} address${via}; only an egress rule naming it by address allows it`, address, addressClass: cls };
+    }
+    return undefined;
+  }
+
+  private async matches(t: CompiledTarget, d: Omit<Destination, 'path' | 'value'>, literal: string | undefined): Promise<boolean> {
+    if (t.schemes && d.scheme !== undefined && !t.schemes.has(d.scheme)) return false;
+    if (t.ports && d.port !== undefined && !t.ports.has(d.port)) return false;
+    if (t.hosts === undefined && t.cidrs === undefined) return true;
+    if (t.hosts?.some((h) => h(literal ?? d.host))) return true;
+    if (t.cidrs) {
+      let addresses: string[];
+      try {
+        addresses = literal !== undefined ? [literal] : await this.addressesOf(d.host);
+      } catch {
+        return false;
+      }
+      // Every address a name resolves to must be in range: one outside would be reachable too.
+      if (addresses.length > 0 && addresses.every((a) => t.cidrs!(canonicalIp(a) ?? a))) return true;
+    }
+    return false;
+  }
+
+  private addressesOf(host: string): Promise<string[]> {
+    let found = this.cache.get(host);
+    if (!found) {
+      found = this.resolve(host);
+      this.cache.set(host, found);
+      found.catch(() => this.cache.delete(host));
+    }
+    return found;
+  }
+}
+
+/** Matches only selectors that name no caller. */
+const NO_CALLER: Principal = Object.freeze({ subject: '\u0000', scopes: [], groups: [], via: 'anonymous' as const });
+
+function compileTarget(t: EgressTarget): CompiledTarget {
+  const literalAddresses = new Set<string>();
+  const hosts = t.hosts?.map((h) => {
+    const ip = canonicalIp(h.toLowerCase());
+    if (ip !== undefined) {
+      literalAddresses.add(ip);
+      return (host: string) => host === ip;
+    }
+    return hostMatcher(h);
+  });
+  return {
+    ...(hosts ? { hosts } : {}),
+    ...(t.cidrs ? { cidrs: compileCidrs(t.cidrs) } : {}),
+    ...(t.schemes ? { schemes: new Set(t.schemes.map((s) => s.toLowerCase())) } : {}),
+    ...(t.ports ? { ports: new Set(t.ports) } : {}),
+    literalAddresses,
+  };
+}
+
+/** `*` alone matches any host; `*.example.com` one or more labels before example.com; otherwise exact. */
+function hostMatcher(pattern: string): (host: string) => boolean {
+  const p = pattern.toLowerCase().replace(/\.+$/, '');
+  if (p === '*') return () => true;
+  const ascii = p.startsWith('*.') ? `*.${domainToAscii(p.slice(2))}` : domainToAscii(p);
+  if (ascii.startsWith('*.')) {
+    const suffix = ascii.slice(1);
+    return (host) => isIP(host) === 0 && host.endsWith(suffix) && host.length > suffix.length;
+  }
+  return (host) => host === ascii;
+}
+
+function domainToAscii(name: string): string {
+  try {
+    return new URL(`http://${name}/`).hostname;
+  } catch {
+    return name;
+  }
+}

@@ -1,0 +1,87 @@
+// Rate limits (`policy.rateLimits`): token buckets `{rate, perSeconds, burst}` counted per ip, subject,
+// key, tenant, upstream or tool, kept in the store so that replicas on one Redis enforce a limit once.
+// Per-ip entries are applied at the door, after authentication and before the body is read (429 with
+// Retry-After); the others by the rate-limit stage, to tools/call (`rate_limited`, a tool result). In each
+// group the first entry that selects the request applies.
+
+import type { RateLimit } from '../config/schema.generated.js';
+import type { ToolRefusal, TransportRefusal } from '../errors.js';
+import type { Route } from '../pipeline/context.js';
+import type { Principal } from '../pipeline/principal.js';
+import { ErrorCode } from '../protocol/jsonrpc.js';
+import type { TokenTake } from '../store/store.js';
+import { compileSelector, firstMatch, type Selector } from './selector.js';
+
+export interface CompiledLimit {
+  id: string;
+  per: RateLimit['per'];
+  selector: Selector;
+  bucket: { rate: number; perMs: number; burst: number };
+  describe: string;
+}
+
+/** Takes one token from a bucket through the store (fails closed when the store does). */
+export type TakeToken = (key: string, bucket: CompiledLimit['bucket']) => Promise<TokenTake>;
+
+export function compileLimits(entries: readonly RateLimit[]): { ip: CompiledLimit[]; call: CompiledLimit[] } {
+  const all = entries.map((e): CompiledLimit => {
+    const perSeconds = e.perSeconds ?? 1;
+    return {
+      id: e.id,
+      per: e.per,
+      selector: compileSelector(e),
+      bucket: { rate: e.rate, perMs: perSeconds * 1000, burst: e.burst ?? Math.max(1, Math.ceil(e.rate)) },
+      describe: `${e.rate} call${e.rate === 1 ? '' : 's'} per ${perSeconds === 1 ? 'second' : `${perSeconds} s`}${e.burst !== undefined ? `, bursts of ${e.burst}` : ''}`,
+    };
+  });
+  return { ip: all.filter((l) => l.per === 'ip'), call: all.filter((l) => l.per !== 'ip') };
+}
+
+/** Whose bucket a call draws from under this limit. */
+export function bucketKey(limit: CompiledLimit, p: Principal, route: Route | undefined, address: string): string {
+  const who =
+    limit.per === 'ip'
+      ? address
+      : limit.per === 'subject'
+        ? `${p.via}:${p.subject}`
+        : limit.per === 'key'
+          ? (p.keyId !== undefined ? `key:${p.keyId}` : `${p.via}:${p.subject}`)
+          : limit.per === 'tenant'
+            ? (p.tenant ?? `-${p.via}:${p.subject}`)
+            : limit.per === 'upstream'
+              ? (route?.upstream ?? '-')
+              : (route?.ref ?? '-');
+  return `rl:${limit.id}:${who}`;
+}
+
+/** At the door: the first per-ip limit that selects the caller, as a 429 when its bucket is empty. */
+export async function checkIpLimit(limits: readonly CompiledLimit[], p: Principal, address: string, take: TakeToken): Promise<TransportRefusal | undefined> {
+  const limit = firstMatch(limits, p, undefined);
+  if (limit === undefined) return undefined;
+  const taken = await take(bucketKey(limit, p, undefined, address), limit.bucket);
+  if (taken.allowed) return undefined;
+  const seconds = Math.max(1, Math.ceil(taken.retryAfterMs / 1000));
+  return {
+    kind: 'transport',
+    code: 'rate_limited',
+    status: 429,
+    rpcCode: ErrorCode.InvalidRequest,
+    message: `Rate limit "${limit.id}" reached for this address (${limit.describe}); retry in ${seconds} s`,
+    headers: { 'retry-after': String(seconds) },
+    data: { code: 'rate_limited', rule: limit.id, retryAfter: seconds },
+    rule: limit.id,
+  };
+}
+
+/** The tool result for a call over its limit. */
+export function rateLimited(limit: CompiledLimit, route: Route, retryAfterMs: number): ToolRefusal {
+  const seconds = Math.max(1, Math.ceil(retryAfterMs / 1000));
+  return {
+    kind: 'tool',
+    code: 'rate_limited',
+    message: `Rate limit "${limit.id}" reached (${limit.describe}, counted per ${limit.per}); retry in ${seconds} s`,
+    details: { rule: limit.id, per: limit.per, retryAfter: seconds },
+    meta: { 'dev.gatehouse/tool_ref': route.ref, 'dev.gatehouse/retry_after': seconds },
+    rule: limit.id,
+  };
+}

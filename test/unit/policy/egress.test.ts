@@ -1,0 +1,121 @@
+// Egress checks on arguments (issue 13 item 1): the SSRF corpus (test/fixtures/ssrf-corpus.json, over 60
+// bypass strings) is blocked by the default policy, benign destinations pass, and rules allow and deny by
+// host, scheme, port and CIDR. Name resolution goes through a stand-in resolver: the corpus maps names an
+// attacker controls to internal addresses, as their DNS would.
+
+import { describe, test } from 'node:test';
+import assert from 'node:assert/strict';
+import { readFileSync } from 'node:fs';
+import type { EgressRule } from '../../../src/config/schema.generated.js';
+import { classify, embeddedIpv4 } from '../../../src/policy/egress/addresses.js';
+import { destinationsIn, destinationsOfString } from '../../../src/policy/egress/destinations.js';
+import { EgressPolicy } from '../../../src/policy/egress/egress-policy.js';
+import type { Principal } from '../../../src/pipeline/principal.js';
+import type { Route } from '../../../src/pipeline/context.js';
+
+const corpus = JSON.parse(readFileSync(new URL('../../fixtures/ssrf-corpus.json', import.meta.url), 'utf8')) as { resolves: Record<string, string[]>; blocked: string[]; allowed: string[] };
+const resolver = async (host: string) => {
+  const found = corpus.resolves[host];
+  if (!found) throw Object.assign(new Error(`getaddrinfo ENOTFOUND ${host}`), { code: 'ENOTFOUND' });
+  return found;
+};
+const ALICE: Principal = { subject: 'alice', scopes: [], groups: [], via: 'api_key', keyId: 'alice' };
+const route = (ref: string, annotations?: Record<string, unknown>): Route => ({ kind: 'tools', ref, publicName: ref.split('/')[1]!, original: ref.split('/')[1]!, upstream: ref.split('/')[0]!, listed: true, params: [], ...(annotations ? { annotations } : {}) });
+
+/** The verdicts on every destination in a string: undefined when it may go. */
+async function verdicts(policy: EgressPolicy, text: string, ref = 'web/fetch') {
+  const rule = policy.ruleFor(ALICE, route(ref));
+  return Promise.all(destinationsOfString(text, false).map((d) => policy.check(d, rule)));
+}
+
+describe('the SSRF corpus', () => {
+  const policy = new EgressPolicy([], resolver);
+  test(`holds at least 60 bypass strings`, () => {
+    assert.ok(corpus.blocked.length >= 60, `${corpus.blocked.length} strings`);
+  });
+  for (const s of corpus.blocked) {
+    test(`blocked: ${s}`, async () => {
+      const found = await verdicts(policy, s);
+      assert.ok(found.length > 0, 'a destination is found in it');
+      assert.ok(found.some((v) => v !== undefined), `some reading is blocked: ${JSON.stringify(destinationsOfString(s, false))}`);
+    });
+  }
+  for (const s of corpus.allowed) {
+    test(`allowed: ${s}`, async () => {
+      assert.deepEqual((await verdicts(policy, s)).filter((v) => v !== undefined), []);
+    });
+  }
+});
+
+describe('rules', () => {
+  const rules: EgressRule[] = [
+    { id: 'crm-api', tools: ['crm/*'], allow: { hosts: ['*.example.com'], schemes: ['https'], ports: [443] } },
+    { id: 'lab-net', tools: ['lab/*'], allow: { cidrs: ['10.20.0.0/16'] } },
+    { id: 'no-evil', tools: ['web/*'], deny: { hosts: ['evil.example'] } },
+    { id: 'ops-local', keys: ['ops'], allow: { hosts: ['127.0.0.1'], ports: [9090] } },
+  ];
+  const policy = new EgressPolicy(rules, resolver);
+  const check = async (text: string, ref: string, who: Principal = ALICE) => {
+    const rule = policy.ruleFor(who, route(ref));
+    const out = await Promise.all(destinationsOfString(text, true).map((d) => policy.check(d, rule)));
+    return out.find((v) => v !== undefined);
+  };
+
+  test('an allow lets through what it names, by host glob, scheme and port, and nothing else', async () => {
+    assert.equal(await check('https://api.example.com/x', 'crm/create'), undefined);
+    assert.match((await check('http://api.example.com/x', 'crm/create'))!.reason, /rule "crm-api" does not allow it/, 'scheme');
+    assert.match((await check('https://api.example.com:8443/x', 'crm/create'))!.reason, /does not allow/, 'port');
+    assert.match((await check('https://cdn.example.net/x', 'crm/create'))!.reason, /does not allow/, 'host');
+    assert.equal((await check('https://example.com/', 'crm/create'))?.rule, 'crm-api', '*.example.com needs a label before it');
+  });
+
+  test('an allow by CIDR covers private addresses and names resolving into it; special ranges outside stay blocked', async () => {
+    assert.equal(await check('http://10.20.3.4/', 'lab/probe'), undefined);
+    assert.match((await check('http://10.0.0.7/', 'lab/probe'))!.reason, /does not allow/);
+    assert.match((await check('http://internal.attacker.test/', 'lab/probe'))!.reason, /does not allow/);
+  });
+
+  test('a deny blocks what it names; the rest of the defaults still apply', async () => {
+    assert.match((await check('http://evil.example/', 'web/fetch'))!.reason, /rule "no-evil" denies it/);
+    assert.equal(await check('https://api.example.com/', 'web/fetch'), undefined);
+    assert.match((await check('http://127.0.0.1/', 'web/fetch'))!.reason, /127\.0\.0\.1 is a loopback address/);
+  });
+
+  test('a loopback address passes only when an allow names it by address; selectors pick the rule', async () => {
+    const ops: Principal = { ...ALICE, subject: 'key:ops', keyId: 'ops' };
+    assert.equal(await check('http://127.0.0.1:9090/metrics', 'any/tool', ops), undefined);
+    assert.match((await check('http://127.0.0.1:9091/metrics', 'any/tool', ops))!.reason, /does not allow/);
+    assert.match((await check('http://localhost:9090/', 'any/tool', ops))!.reason, /does not allow/, 'the name is not the literal the rule allows');
+    assert.equal((await check('http://127.0.0.1:9090/metrics', 'any/tool'))?.rule, 'default', 'another caller: no rule, the defaults');
+  });
+
+  test('no rule selecting the call: public passes, special blocked, with rule "default"', async () => {
+    assert.equal(await check('https://api.example.com/', 'other/tool'), undefined);
+    assert.deepEqual(await check('http://169.254.169.254/', 'other/tool'), { rule: 'default', reason: '169.254.169.254 is a metadata address; only an egress rule naming it by address allows it', address: '169.254.169.254', addressClass: 'metadata' });
+  });
+});
+
+describe('where destinations are found', () => {
+  test('schema-declared and destination-named fields are read as hosts even when bare; other strings only when plainly addresses', () => {
+    const schema = { type: 'object', properties: { server: { type: 'string' }, target: { type: 'string', format: 'hostname' }, note: { type: 'string' }, nested: { type: 'array', items: { type: 'object', properties: { href: { type: 'string', format: 'uri' } } } } } };
+    const found = destinationsIn({ server: 'intranet', target: '127.1', note: 'version 1.2 see http://10.0.0.1/x', nested: [{ href: '//169.254.169.254/' }], other: { 'http://192.168.1.1/': true } }, schema);
+    assert.deepEqual(
+      found.map((d) => [d.path, d.host]),
+      [
+        ['server', 'intranet'],
+        ['target', '127.0.0.1'],
+        ['note', '10.0.0.1'],
+        ['nested[0].href', '169.254.169.254'],
+        ['other.http://192.168.1.1/', '192.168.1.1'],
+      ],
+    );
+  });
+
+  test('IPv6 forms that carry IPv4 are judged by it', () => {
+    assert.equal(embeddedIpv4('::ffff:7f00:1'), '127.0.0.1');
+    assert.equal(embeddedIpv4('64:ff9b::a9fe:a9fe'), '169.254.169.254');
+    assert.equal(embeddedIpv4('2002:c0a8:101::'), '192.168.1.1');
+    assert.equal(classify('::ffff:a00:1'), 'private');
+    assert.equal(classify('2606:4700::6810:84e5'), 'public');
+  });
+});
