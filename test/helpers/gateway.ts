@@ -4,7 +4,7 @@ import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { validateConfigObject } from '../../src/config/load.js';
-import { createGateway, type Gateway } from '../../src/gateway.js';
+import { createGateway, type Gateway, type GatewayOptions } from '../../src/gateway.js';
 import { createLogger } from '../../src/log/logger.js';
 
 export interface TestGateway {
@@ -19,7 +19,7 @@ export interface TestGateway {
 }
 
 /** `config` is a partial raw config; listen defaults to 127.0.0.1:0 and auth to anonymous. */
-export async function startGateway(config: Record<string, unknown>): Promise<TestGateway> {
+export async function startGateway(config: Record<string, unknown>, options: GatewayOptions = {}): Promise<TestGateway> {
   // Each gateway its own SQLite file: one file serves one process, and tests run side by side.
   const store = config.store ?? { kind: 'sqlite', path: join(mkdtempSync(join(tmpdir(), 'gatehouse-test-')), 'gatehouse.db') };
   // Real clients send no idempotency keys; tests of idempotency itself require them in their config.
@@ -31,7 +31,7 @@ export async function startGateway(config: Record<string, unknown>): Promise<Tes
     logs.push(JSON.parse(line) as Record<string, unknown>);
     if (process.env.GATEHOUSE_TEST_LOG) process.stderr.write(line);
   });
-  const gateway = createGateway(validated, log);
+  const gateway = createGateway(validated, log, options);
   const url = await gateway.listen();
   return { url, origin: new URL(url).origin, gateway, logs, close: () => gateway.close() };
 }

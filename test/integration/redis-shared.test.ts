@@ -32,8 +32,8 @@ after(async () => {
 let n = 0;
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
-async function call(url: string, name: string, item: string, key?: string) {
-  const req = modernRequest(++n, 'tools/call', { name, arguments: { item }, ...(key ? { _meta: { idempotencyKey: key } } : {}) });
+async function call(url: string, name: string, item: string, key?: string, more: Record<string, unknown> = {}) {
+  const req = modernRequest(++n, 'tools/call', { name, arguments: { item, ...more }, ...(key ? { _meta: { idempotencyKey: key } } : {}) });
   return post(url, req.body, req.headers);
 }
 
@@ -99,7 +99,7 @@ describe('two Gatehouse processes on one Redis', () => {
   before(async () => {
     const dir = mkdtempSync(join(tmpdir(), 'gatehouse-replicas-'));
     const file = join(dir, 'gatehouse.yaml');
-    writeFileSync(file, JSON.stringify({ listen: { host: '127.0.0.1', port: 0 }, auth: { anonymous: true }, upstreams: [{ name: 'up', url: up.url, era: 'modern' }], store: { kind: 'redis', url: redis.url, keyPrefix: 'replicas:' }, idempotency: { requireKeys: true } }));
+    writeFileSync(file, JSON.stringify({ listen: { host: '127.0.0.1', port: 0 }, auth: { anonymous: true }, upstreams: [{ name: 'up', url: up.url, era: 'modern' }], store: { kind: 'redis', url: redis.url, keyPrefix: 'replicas:' }, idempotency: { requireKeys: true }, policy: { rateLimits: [{ id: 'shared-lookups', per: 'subject', tools: ['up/lookup'], rate: 5, perSeconds: 600, burst: 5 }], budgets: [{ id: 'shared-budget', per: 'tool', tools: ['up/record_fails'], window: 'hour', limit: 3 }], breakers: [{ id: 'shared-breaker', per: 'tool', tools: ['up/record_slowly'], consecutiveFailures: 2, coolDownSeconds: 30 }] } }));
     [a, b] = await Promise.all([serveCli(['--config', file], { configStore: true }), serveCli(['--config', file], { configStore: true })]);
     assert.notEqual(a.child.pid, b.child.pid);
   });
@@ -126,6 +126,32 @@ describe('two Gatehouse processes on one Redis', () => {
     const answers = await Promise.all(Array.from({ length: 10 }, (_, i) => req(i % 2 ? a.url : b.url)));
     assert.equal(up.timesExecuted('replica-key-0002'), 1);
     assert.equal(new Set(answers.map((r) => r.json().result.content[0].text)).size, 1, answers.map((r) => r.text).join('\n'));
+  });
+
+  test('a rate limit of N admits exactly N calls across both processes', async () => {
+    const answers = await Promise.all(Array.from({ length: 15 }, (_, i) => call(i % 2 ? a.url : b.url, 'lookup', `limited-${i}`)));
+    const codes = answers.map((r) => r.json().result.structuredContent?.error?.code ?? 'ok');
+    assert.equal(codes.filter((c) => c === 'ok').length, 5, codes.join(' '));
+    assert.equal(codes.filter((c) => c === 'rate_limited').length, 10);
+  });
+
+  test('a budget is spent once across both processes', async () => {
+    const answers = await Promise.all(Array.from({ length: 8 }, (_, i) => call(i % 2 ? a.url : b.url, 'record_fails', `budgeted-${i}`, `budget-key-${String(i).padStart(4, '0')}`)));
+    const codes = answers.map((r) => r.json().result.structuredContent?.error?.code ?? 'ran');
+    assert.equal(codes.filter((c) => c === 'ran').length, 3, codes.join(' '));
+    assert.equal(codes.filter((c) => c === 'budget_exhausted').length, 5);
+  });
+
+  test('a circuit opened by failures seen on one process is open on the other', async () => {
+    up.failing = true;
+    try {
+      for (let i = 0; i < 2; i++) assert.equal((await call(a.url, 'record_slowly', `tripping-${i}`, `trip-key-${String(i).padStart(4, '0')}`, { ms: 1 })).status, 502);
+      const elsewhere = await call(b.url, 'record_slowly', 'elsewhere', 'trip-key-0009', { ms: 1 });
+      assert.equal(elsewhere.json().result.structuredContent.error.code, 'upstream_unavailable', elsewhere.text);
+      assert.equal(up.received.filter((body) => body.includes('"elsewhere"')).length, 0);
+    } finally {
+      up.failing = false;
+    }
   });
 
   test('both write one audit chain, which verifies', async () => {
