@@ -3,6 +3,7 @@
 
 import { readFileSync } from 'node:fs';
 import { auditCommand } from './cli/audit.js';
+import { budgetsCommand } from './cli/budgets.js';
 import { checkConfigCommand } from './cli/check-config.js';
 import { hashKeyCommand } from './cli/hash-key.js';
 import { MAIN_HELP } from './cli/help.js';
@@ -25,6 +26,8 @@ async function main(argv: string[]): Promise<number> {
       return hashKeyCommand(rest, processIO);
     case 'audit':
       return auditCommand(rest, processIO);
+    case 'budgets':
+      return budgetsCommand(rest, processIO);
     case '--version':
     case '-v':
       processIO.out(`gatehouse ${version()}\n`);

@@ -8,6 +8,7 @@ Usage:
   gatehouse check-config FILE                      validate a config file
   gatehouse hash-key [KEY | -]                     hash an API key for auth.apiKeys
   gatehouse audit verify|export|tail [--config F]  check, export or follow the audit log
+  gatehouse budgets show [--subject S]             what budgets have spent in the current windows
 
 Options:
   -h, --help       show help (also after any command)
@@ -44,6 +45,20 @@ export const HASH_KEY_HELP = `Usage: gatehouse hash-key [KEY | -]
 Prints the hash of an API key, for the "hash" field of auth.apiKeys. With "-" the key is read from
 standard input (keeps it out of shell history). With no argument a new random key is generated and
 both the key and its hash are printed: give the key to the client, put only the hash in the config.
+`;
+
+export const BUDGETS_HELP = `Usage: gatehouse budgets show [options]
+
+Prints the budget counters (policy.budgets) of the current windows, read from the store the config
+names (store.kind sqlite or redis), or from a SQLite file: budget, per, whose, used, limit, window and
+when the window ends.
+
+Options:
+  -c, --config FILE     config file (default $GATEHOUSE_CONFIG, then ./gatehouse.yaml); gives limits
+      --store FILE      a SQLite store file instead of the config's store
+      --subject S       only the counters of this caller (e.g. key:ci-bot, or a token's sub)
+      --json            one JSON object per line instead of a table
+  -h, --help            show this help
 `;
 
 export const AUDIT_HELP = `Usage: gatehouse audit verify|export|tail [options]

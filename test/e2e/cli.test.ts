@@ -25,7 +25,7 @@ describe('version and help', () => {
     assert.equal(r.stdout, `gatehouse ${pkg.version}\n`);
   });
 
-  for (const args of [['--help'], ['serve', '--help'], ['check-config', '--help'], ['hash-key', '--help'], ['audit', '--help']]) {
+  for (const args of [['--help'], ['serve', '--help'], ['check-config', '--help'], ['hash-key', '--help'], ['audit', '--help'], ['budgets', '--help']]) {
     test(`${args.join(' ')} prints usage and exits 0`, async () => {
       const r = await runCli(args);
       assert.equal(r.code, 0);
