@@ -38,6 +38,7 @@ import { openStore } from './store/open-store.js';
 import { compileStateStage } from './store/state-stage.js';
 import { HttpUpstream } from './upstream/http.js';
 import { EgressPolicy, systemResolver, type ResolveHost } from './policy/egress/egress-policy.js';
+import { EgressProxy } from './policy/egress/proxy.js';
 import { compileEgressStage } from './policy/egress-stage.js';
 import { checkIpLimit, compileLimits, type TakeToken } from './policy/rate-limits.js';
 import { compileRateLimitStage } from './policy/rate-limit-stage.js';
@@ -60,6 +61,8 @@ export interface Gateway {
   readonly reloads: { applied: number; refused: number };
   /** The metrics URL once listening, when metrics are enabled. */
   readonly metricsUrl: string | undefined;
+  /** The egress proxy's URL once listening, when policy.egressProxy is enabled. */
+  readonly egressProxyUrl: string | undefined;
   readonly edge: Edge;
 }
 
@@ -91,9 +94,15 @@ export function createGateway(config: GatehouseConfig, log: Logger, options: Gat
   const state = new StoreGuard(openStore(config.store), log.child({ component: 'store' }), () => metrics?.storeError());
   const observeUpstream = (name: string, seconds: number): void => metrics?.upstreamResponse(name, seconds);
   const resolveHost = options.resolveHost ?? systemResolver;
+  // The egress proxy is started once (like the listener) and reads the running rules; stdio children get
+  // its address once it listens (their env objects are filled in then, see ChildEnv).
+  const egressProxy = config.policy.egressProxy.enabled
+    ? new EgressProxy(() => runtime.egress, () => (running.upstreams.length === 1 ? running.upstreams[0]!.name : undefined), log.child({ component: 'egress-proxy' }), { counted: (upstream, verdict) => metrics?.egressProxy(upstream, verdict) })
+    : undefined;
+  const childEnv = new ChildEnv(egressProxy);
   // Kept across reloads: what this replica last saw of each circuit, for the gauge.
   const breakerBoard = new BreakerBoard();
-  let runtime = buildRuntime(config, log, observeUpstream, state, resolveHost, breakerBoard);
+  let runtime = buildRuntime(config, log, observeUpstream, state, resolveHost, breakerBoard, childEnv);
   let running = config;
   // Kept across reloads: a reload must not wipe the count of an address that is guessing keys.
   // Counted in the store (shared by replicas); in memory while the store cannot count.
@@ -109,6 +118,7 @@ export function createGateway(config: GatehouseConfig, log: Logger, options: Gat
   };
   let metricsListener: MetricsListener | undefined;
   let metricsUrl: string | undefined;
+  let egressProxyUrl: string | undefined;
   const reloads = { applied: 0, refused: 0 };
   /** Runtimes replaced by a reload, closed after the grace period or at shutdown, whichever is first. */
   const retired = new Set<Runtime>();
@@ -160,6 +170,9 @@ export function createGateway(config: GatehouseConfig, log: Logger, options: Gat
     get metricsUrl() {
       return metricsUrl;
     },
+    get egressProxyUrl() {
+      return egressProxyUrl;
+    },
     async reload(next) {
       // The listener is static: a reload keeps the running one (with any command-line overrides).
       const baseline = options.fileListen ?? running.listen;
@@ -175,7 +188,7 @@ export function createGateway(config: GatehouseConfig, log: Logger, options: Gat
       }
       const previous = runtime;
       if (JSON.stringify(next.store) !== JSON.stringify(running.store)) log.warn('config reload: store changes take effect only after a restart');
-      runtime = buildRuntime(next, log, observeUpstream, state, resolveHost, breakerBoard);
+      runtime = buildRuntime(next, log, observeUpstream, state, resolveHost, breakerBoard, childEnv);
       // New secret values are scrubbed from logs from now on (none are forgotten).
       log.addSecrets(collectSecrets(next));
       // Keys, tokens and rules apply from the next request on.
@@ -195,6 +208,10 @@ export function createGateway(config: GatehouseConfig, log: Logger, options: Gat
       return [];
     },
     async listen() {
+      if (egressProxy) {
+        egressProxyUrl = await egressProxy.listen(config.policy.egressProxy.host, config.policy.egressProxy.port);
+        childEnv.proxyReady();
+      }
       if (metrics) {
         metricsListener = createMetricsListener(metrics, config.metrics.path, log);
         metricsUrl = await metricsListener.listen(config.metrics.host, config.metrics.port);
@@ -222,6 +239,7 @@ export function createGateway(config: GatehouseConfig, log: Logger, options: Gat
         await serverClosed;
         watcher?.stop();
         await metricsListener?.close();
+        await egressProxy?.close();
         edgeOptions.auth.close();
         sessionBinding.close();
         edge.close();
@@ -242,6 +260,8 @@ interface Runtime {
   upstream: Upstream;
   catalog: CatalogUpstream;
   pipeline: Pipeline;
+  /** The egress rules of this configuration (the egress stage and the egress proxy read them). */
+  egress: EgressPolicy;
   /** policy.rateLimits with per: ip, applied at the door. */
   ipLimits: ReturnType<typeof compileLimits>['ip'];
   close(): Promise<void>;
@@ -252,8 +272,9 @@ interface Runtime {
  * must be rewritten: `prefix: always`, lists that differ per caller, or names that are not safe (found
  * out by SingleUpstream on first use). The pipeline is compiled here, once per configuration.
  */
-function buildRuntime(config: GatehouseConfig, log: Logger, observeUpstream: (upstream: string, seconds: number) => void, state: StoreGuard, resolveHost: ResolveHost, breakerBoard: BreakerBoard): Runtime {
-  const members = config.upstreams.map((u) => createUpstream(u, config.sessions, log, observeUpstream));
+function buildRuntime(config: GatehouseConfig, log: Logger, observeUpstream: (upstream: string, seconds: number) => void, state: StoreGuard, resolveHost: ResolveHost, breakerBoard: BreakerBoard, childEnv: ChildEnv): Runtime {
+  const members = config.upstreams.map((u) => createUpstream(isStdioUpstream(u) ? { ...u, env: childEnv.for(u.name, u.env) } : u, config.sessions, log, observeUpstream));
+  const egress = new EgressPolicy(config.policy.egress, resolveHost);
   const uriPrefixes = new Map(members.map((m, i) => [m, config.upstreams[i]!.uriPrefixes] as const));
   const access = new AccessPolicy(config.policy.rules);
   const bridgeLegacyClients: LegacyBridgeFactory = (messages, profile, staleVerdict) => new LegacyClientBridge(messages, profile, config.sessions, staleVerdict, false, log);
@@ -270,7 +291,7 @@ function buildRuntime(config: GatehouseConfig, log: Logger, observeUpstream: (up
     resolve: compileResolveStage({ catalog: routes, passThrough: () => (upstream instanceof SingleUpstream && upstream.passesThrough ? upstream.name : undefined) }),
     access: compileAccessStage({ policy: access, relist: (kind, capabilities) => routes.relist(kind, capabilities), unknownItemMessage }),
     arguments: compileArgumentsStage({ schemas, refreshRoute: (route, capabilities) => routes.resolve(route.kind, route.publicName, capabilities, true) }),
-    egress: compileEgressStage(new EgressPolicy(config.policy.egress, resolveHost)),
+    egress: compileEgressStage(egress),
     rateLimit: compileRateLimitStage(limits.call, (key, bucket) => state.run((s) => s.takeTokens(key, bucket, 1))),
     budget: compileBudgetStage(compileBudgets(config.policy.budgets), (key, amount, limit, window) => state.run((s) => s.spendBudget(key, amount, limit, window))),
     breaker: compileBreakerStage(
@@ -283,7 +304,7 @@ function buildRuntime(config: GatehouseConfig, log: Logger, observeUpstream: (up
     output: compileOutputStage(config.tools.outputValidation, schemas, log),
     upstream: compileUpstreamStage(upstream, log),
   });
-  return { upstream, catalog, pipeline, ipLimits: limits.ip, close: () => upstream.close() };
+  return { upstream, catalog, pipeline, egress, ipLimits: limits.ip, close: () => upstream.close() };
 }
 
 /** `/health`: the caller's resolved grant, for operators debugging access. Never the credential itself. */
@@ -329,6 +350,31 @@ function idempotencyWaitMs(config: GatehouseConfig): number {
 function createUpstream(config: UpstreamConfig, sessions: GatehouseConfig['sessions'], log: Logger, observe: (upstream: string, seconds: number) => void): Upstream {
   if (isStdioUpstream(config)) return new StdioUpstream(config, sessions, log, (seconds) => observe(config.name, seconds));
   return new HttpUpstream(config, sessions, log, (seconds) => observe(config.name, seconds));
+}
+
+/**
+ * The environment of stdio children: their configured `env`, plus, with the egress proxy on, HTTP_PROXY and
+ * HTTPS_PROXY with their upstream's credentials. Children read their env object when they are spawned, so
+ * the objects handed out before the proxy listens are filled in when it does.
+ */
+class ChildEnv {
+  private readonly waiting: Array<{ upstream: string; env: Record<string, string> }> = [];
+  private ready = false;
+
+  constructor(private readonly proxy: EgressProxy | undefined) {}
+
+  for(upstream: string, configured: Record<string, string>): Record<string, string> {
+    const env = { ...configured };
+    if (this.proxy === undefined) return env;
+    if (this.ready) Object.assign(env, this.proxy.envFor(upstream));
+    else this.waiting.push({ upstream, env });
+    return env;
+  }
+
+  proxyReady(): void {
+    this.ready = true;
+    for (const { upstream, env } of this.waiting.splice(0)) Object.assign(env, this.proxy!.envFor(upstream));
+  }
 }
 
 /** Reachability and era of every upstream, for the metrics scrape. */

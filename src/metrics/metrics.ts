@@ -41,6 +41,7 @@ export class GatewayMetrics {
   private readonly authFailures: Counter<'reason'>;
   private readonly refusals: Counter<'reason'>;
   private readonly policyRefusals: Counter<'code' | 'rule'>;
+  private readonly egressProxyRequests: Counter<'upstream' | 'verdict'>;
   private readonly reloads: Counter<'result'>;
   private readonly storeErrors: Counter;
 
@@ -56,6 +57,7 @@ export class GatewayMetrics {
     this.upstreamDuration = new Histogram({ name: 'gatehouse_upstream_request_duration_seconds', help: 'Time until an upstream HTTP response starts, in seconds.', labelNames: ['upstream'], buckets: LATENCY_BUCKETS, registers });
     this.authFailures = new Counter({ name: 'gatehouse_auth_failures_total', help: 'Requests refused by authentication, by reason.', labelNames: ['reason'], registers });
     this.policyRefusals = new Counter({ name: 'gatehouse_policy_refusals_total', help: 'Calls refused by a policy entry (egress rule, rate limit, budget, breaker), by refusal code and the entry\'s id (default: the built-in egress defaults).', labelNames: ['code', 'rule'], registers });
+    this.egressProxyRequests = new Counter({ name: 'gatehouse_egress_proxy_requests_total', help: 'Connections and requests through the egress proxy, by upstream (from its credentials; unknown without) and verdict (allowed or blocked).', labelNames: ['upstream', 'verdict'], registers });
     this.refusals = new Counter({ name: 'gatehouse_refusals_total', help: 'Requests refused by the front door or a check before any upstream, by reason.', labelNames: ['reason'], registers });
     this.reloads = new Counter({ name: 'gatehouse_config_reloads_total', help: 'Config reloads, by result (applied or refused).', labelNames: ['result'], registers });
     new Gauge({ name: 'gatehouse_in_flight_requests', help: 'Requests being answered now (listening streams excluded).', registers, collect() { this.set(sources.inFlight()); } });
@@ -121,6 +123,10 @@ export class GatewayMetrics {
 
   upstreamResponse(upstream: string, seconds: number): void {
     this.upstreamDuration.observe({ upstream }, seconds);
+  }
+
+  egressProxy(upstream: string, verdict: 'allowed' | 'blocked'): void {
+    this.egressProxyRequests.inc({ upstream, verdict });
   }
 
   storeError(): void {

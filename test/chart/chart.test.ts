@@ -439,6 +439,20 @@ describe('gateway config', () => {
     assert.equal(one(defaultClass.docs, 'PersistentVolumeClaim')['spec']['storageClassName'], undefined, 'null leaves the default StorageClass');
   });
 
+  test('egressProxy (sidecar): the server container gets HTTP_PROXY to Gatehouse on loopback, the config turns the proxy on', async () => {
+    const { docs } = await render('sidecar', ['egressProxy.enabled=true', 'egressProxy.port=3129']);
+    const env = container(docs, 'mcp-server')['env'] as Manifest[];
+    const byName = new Map(env.map((e) => [e['name'], e['value']]));
+    for (const name of ['HTTP_PROXY', 'HTTPS_PROXY', 'http_proxy', 'https_proxy']) assert.equal(byName.get(name), 'http://127.0.0.1:3129', name);
+    assert.equal(byName.get('NO_PROXY'), '');
+    assert.equal(byName.get('CRM_BASE_URL'), 'https://crm.internal.example.com', 'the server\'s own env stays');
+    assert.deepEqual(configObject(docs)['policy']['egressProxy'], { enabled: true, host: '127.0.0.1', port: 3129 });
+    const { config } = loadRendered(docs, 'egress-proxy');
+    assert.equal(config.policy.egressProxy.enabled, true);
+    const off = await render('sidecar');
+    assert.equal(((container(off.docs, 'mcp-server')['env'] as Manifest[]) ?? []).some((e) => e['name'] === 'HTTP_PROXY'), false);
+  });
+
   test('Redis: the URL comes from an existing Secret as an env var, never into the ConfigMap', async () => {
     const { docs } = await render('everything');
     assert.equal(configObject(docs)['store']['url'], '${env:GATEHOUSE_STORE_URL}');
@@ -724,6 +738,8 @@ describe('values', () => {
     assert.match(await failing('everything', ['store.cluster.nodes[0]=redis-0:6379']), /store\.sentinel and store\.cluster exclude each other/);
     assert.match(await failing('sidecar', ['store.kind=redis']), /store\.kind: redis needs store\.url/);
     assert.match(await failing('sidecar', ['store.keyPrefix=a{b}']), /keyPrefix/);
+    assert.match(await failing('standalone', ['egressProxy.enabled=true']), /egressProxy is for sidecar mode/);
+    assert.match(await failing('sidecar', ['egressProxy.enabled=true', 'egressProxy.port=3001']), /egressProxy\.port 3001 clashes/);
   });
 
   test('the values files in ci/ only use keys that values.yaml documents', () => {

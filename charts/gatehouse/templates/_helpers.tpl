@@ -78,6 +78,12 @@ app.kubernetes.io/component: mcp-gateway
 {{- if and $v.metrics.serviceMonitor.enabled (not $v.metrics.enabled) }}
 {{- fail "metrics.serviceMonitor.enabled needs metrics.enabled" }}
 {{- end }}
+{{- if and $v.egressProxy.enabled (ne $v.mode "sidecar") }}
+{{- fail "egressProxy is for sidecar mode: it proxies the connections of the MCP server container in the same pod" }}
+{{- end }}
+{{- if and $v.egressProxy.enabled (has (int $v.egressProxy.port) (list (int $v.listen.port) (int $v.metrics.port) (int $v.server.port))) }}
+{{- fail (printf "egressProxy.port %d clashes with another port of the pod" (int $v.egressProxy.port)) }}
+{{- end }}
 {{- if and (eq $v.store.kind "redis") (not $v.store.url) }}
 {{- fail "store.kind: redis needs store.url (secret-capable: { secretKeyRef: { name, key } })" }}
 {{- end }}
@@ -229,6 +235,9 @@ app.kubernetes.io/component: mcp-gateway
 {{- end }}
 
 {{- $config := dict "listen" $listen "upstreams" (concat (list $up) $v.extraUpstreams) "auth" $auth "store" $store "metrics" $metrics "log" (dict "level" $v.log.level) }}
+{{- if $v.egressProxy.enabled }}
+{{- $_ := set $config "policy" (dict "egressProxy" (dict "enabled" true "host" "127.0.0.1" "port" (int $v.egressProxy.port))) }}
+{{- end }}
 {{- toJson (mustMergeOverwrite (deepCopy $v.extraConfig) $config) }}
 {{- end }}
 

@@ -81,12 +81,22 @@ export class EgressPolicy {
 
   /** Undefined when the destination may be reached; otherwise why not. */
   async check(d: Omit<Destination, 'path' | 'value'>, rule: CompiledRule | undefined): Promise<EgressBlock | undefined> {
+    const decided = await this.decide(d, rule);
+    return 'block' in decided ? decided.block : undefined;
+  }
+
+  /**
+   * The verdict and, when allowed, the addresses it was judged on: a connection is then made to one of
+   * them, so a name cannot resolve to another address between the check and the connect.
+   */
+  async decide(d: Omit<Destination, 'path' | 'value'>, rule: CompiledRule | undefined): Promise<{ block: EgressBlock } | { addresses: string[] }> {
+    const block = (b: EgressBlock) => ({ block: b });
     const ruleId = rule?.id ?? 'default';
     const literal = canonicalIp(d.host);
-    if (rule?.deny && (await this.matches(rule.deny, d, literal))) return { rule: ruleId, reason: `rule "${ruleId}" denies it` };
-    if (rule?.allow && !(await this.matches(rule.allow, d, literal))) return { rule: ruleId, reason: `rule "${ruleId}" does not allow it` };
+    if (rule?.deny && (await this.matches(rule.deny, d, literal))) return block({ rule: ruleId, reason: `rule "${ruleId}" denies it` });
+    if (rule?.allow && !(await this.matches(rule.allow, d, literal))) return block({ rule: ruleId, reason: `rule "${ruleId}" does not allow it` });
     if (literal === undefined && METADATA_HOSTS.has(d.host)) {
-      if (!rule?.allow?.hosts?.some((h) => h(d.host))) return { rule: ruleId, reason: `"${d.host}" is a cloud metadata name`, addressClass: 'metadata' };
+      if (!rule?.allow?.hosts?.some((h) => h(d.host))) return block({ rule: ruleId, reason: `"${d.host}" is a cloud metadata name`, addressClass: 'metadata' });
     }
     let addresses: string[];
     if (literal !== undefined) addresses = [literal];
@@ -94,9 +104,9 @@ export class EgressPolicy {
       try {
         addresses = (await this.addressesOf(d.host)).map((a) => canonicalIp(a) ?? a);
       } catch {
-        return { rule: ruleId, reason: `"${d.host}" could not be resolved` };
+        return block({ rule: ruleId, reason: `"${d.host}" could not be resolved` });
       }
-      if (addresses.length === 0) return { rule: ruleId, reason: `"${d.host}" could not be resolved` };
+      if (addresses.length === 0) return block({ rule: ruleId, reason: `"${d.host}" could not be resolved` });
     }
     for (const address of addresses) {
       const cls = classify(address);
@@ -104,9 +114,9 @@ export class EgressPolicy {
       const named = rule?.allow !== undefined && (rule.allow.literalAddresses.has(address) || rule.allow.cidrs?.(address) === true);
       if (named) continue;
       const via = literal === undefined ? ` ("${d.host}" resolves to ${address})` : '';
-      return { rule: ruleId, reason: `${address} is a ${cls} address${via}; only an egress rule naming it by address allows it`, address, addressClass: cls };
+      return block({ rule: ruleId, reason: `${address} is a ${cls} address${via}; only an egress rule naming it by address allows it`, address, addressClass: cls });
     }
-    return undefined;
+    return { addresses };
   }
 
   private async matches(t: CompiledTarget, d: Omit<Destination, 'path' | 'value'>, literal: string | undefined): Promise<boolean> {

@@ -1,0 +1,167 @@
+// The egress proxy (policy.egressProxy): a forward proxy on loopback for the upstreams' own outbound
+// connections, which argument checks cannot see (a server may build a URL from other input). It speaks
+// plain HTTP (absolute-form requests) and CONNECT tunnels, applies the egress rules to every destination
+// (the rule that covers the whole upstream, egress-policy.ts ruleForUpstream), connects to the very
+// address it judged, logs and counts each request, and refuses the rest with 403.
+//
+// Each stdio child gets HTTP_PROXY and HTTPS_PROXY with its upstream's name and a token as credentials,
+// so the proxy knows whose connection it is. A request without credentials (a sidecar container pointed
+// at the proxy by the chart) belongs to the only upstream when there is one.
+
+import { randomBytes, timingSafeEqual } from 'node:crypto';
+import { createServer, request as httpRequest, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import { connect, isIP, type AddressInfo, type Socket } from 'node:net';
+import type { Duplex } from 'node:stream';
+import type { Logger } from '../../log/logger.js';
+import type { EgressPolicy } from './egress-policy.js';
+
+export interface EgressProxyHooks {
+  /** Counts one request: the upstream it came from (or "unknown") and whether it went through. */
+  counted?(upstream: string, verdict: 'allowed' | 'blocked'): void;
+}
+
+/** Hop-by-hop headers (RFC 9110 §7.6.1) and the proxy's own credentials never go on. */
+const HOP_BY_HOP = new Set(['connection', 'proxy-connection', 'keep-alive', 'proxy-authorization', 'proxy-authenticate', 'te', 'trailer', 'transfer-encoding', 'upgrade']);
+
+export class EgressProxy {
+  private readonly tokens = new Map<string, string>();
+  private readonly server: Server;
+  private url: string | undefined;
+
+  constructor(
+    private readonly policy: () => EgressPolicy,
+    /** The upstream a request without credentials belongs to (the only one, if there is one). */
+    private readonly soleUpstream: () => string | undefined,
+    private readonly log: Logger,
+    private readonly hooks: EgressProxyHooks = {},
+  ) {
+    this.server = createServer((req, res) => void this.forward(req, res));
+    this.server.on('connect', (req: IncomingMessage, socket: Duplex, head: Buffer) => void this.tunnel(req, socket, head));
+    this.server.on('clientError', (_err, socket) => socket.destroy());
+  }
+
+  async listen(host: string, port: number): Promise<string> {
+    await new Promise<void>((resolve, reject) => {
+      this.server.once('error', reject);
+      this.server.listen(port, host, () => {
+        this.server.off('error', reject);
+        resolve();
+      });
+    });
+    const { port: bound } = this.server.address() as AddressInfo;
+    this.url = `http://${host.includes(':') ? `[${host}]` : host}:${bound}`;
+    this.log.info('egress proxy listening', { url: this.url });
+    return this.url;
+  }
+
+  /** The environment that points a child of `upstream` at this proxy, with its credentials. */
+  envFor(upstream: string): Record<string, string> {
+    if (this.url === undefined) return {};
+    let token = this.tokens.get(upstream);
+    if (token === undefined) {
+      token = randomBytes(18).toString('base64url');
+      this.tokens.set(upstream, token);
+    }
+    const u = new URL(this.url);
+    u.username = encodeURIComponent(upstream);
+    u.password = token;
+    const proxy = u.toString().replace(/\/$/, '');
+    // Both spellings: tools differ in which they read. An inherited NO_PROXY would open a way around it.
+    return { HTTP_PROXY: proxy, HTTPS_PROXY: proxy, http_proxy: proxy, https_proxy: proxy, NO_PROXY: '', no_proxy: '' };
+  }
+
+  close(): Promise<void> {
+    this.server.closeAllConnections();
+    return new Promise((r) => this.server.close(() => r()));
+  }
+
+  /** Whose request this is: from valid credentials, or the sole upstream; undefined for bad credentials. */
+  private upstreamOf(req: IncomingMessage): string | undefined | false {
+    const header = req.headers['proxy-authorization'];
+    if (header === undefined) return this.soleUpstream();
+    const m = /^Basic\s+(\S+)$/i.exec(header);
+    if (!m) return false;
+    const [name, token] = Buffer.from(m[1]!, 'base64').toString('utf8').split(':', 2) as [string, string | undefined];
+    const upstream = decodeURIComponent(name);
+    const expected = this.tokens.get(upstream);
+    if (expected === undefined || token === undefined || token.length !== expected.length || !timingSafeEqual(Buffer.from(token), Buffer.from(expected))) return false;
+    return upstream;
+  }
+
+  /** The verdict on one destination, logged and counted; the address to connect to when allowed. */
+  private async judge(upstream: string | undefined, scheme: string | undefined, host: string, port: number): Promise<{ address: string } | { reason: string }> {
+    const policy = this.policy();
+    const rule = policy.ruleForUpstream(upstream);
+    let bare = host.startsWith('[') && host.endsWith(']') ? host.slice(1, -1) : host;
+    while (bare.endsWith('.')) bare = bare.slice(0, -1);
+    const decided = await policy.decide({ ...(scheme ? { scheme } : {}), host: bare.toLowerCase(), port }, rule);
+    const who = upstream ?? 'unknown';
+    if ('block' in decided) {
+      this.log.warn('egress proxy refused a connection', { upstream: who, host: bare, port, rule: decided.block.rule, reason: decided.block.reason });
+      this.hooks.counted?.(who, 'blocked');
+      return { reason: decided.block.reason };
+    }
+    this.log.info('egress proxy connection', { upstream: who, host: bare, port, rule: rule?.id ?? 'default' });
+    this.hooks.counted?.(who, 'allowed');
+    return { address: decided.addresses[0]! };
+  }
+
+  /** CONNECT host:port: a tunnel to the address judged, or 403. */
+  private async tunnel(req: IncomingMessage, client: Duplex, head: Buffer): Promise<void> {
+    client.on('error', () => client.destroy());
+    const upstream = this.upstreamOf(req);
+    if (upstream === false) return void refuseRaw(client, 407, 'proxy credentials not recognised');
+    const target = /^(\[[^\]]+\]|[^:]+):(\d{1,5})$/.exec(req.url ?? '');
+    if (!target) return void refuseRaw(client, 400, 'CONNECT needs host:port');
+    const verdict = await this.judge(upstream, undefined, target[1]!, Number(target[2]));
+    if ('reason' in verdict) return void refuseRaw(client, 403, `blocked by the gateway's egress policy: ${verdict.reason}`);
+    const server: Socket = connect({ host: verdict.address, port: Number(target[2]), family: isIP(verdict.address) });
+    server.on('error', () => {
+      if (client.writable) refuseRaw(client, 502, 'the destination could not be reached');
+      server.destroy();
+    });
+    server.on('connect', () => {
+      client.write('HTTP/1.1 200 Connection Established\r\n\r\n');
+      if (head.length > 0) server.write(head);
+      server.pipe(client);
+      client.pipe(server);
+    });
+    client.on('close', () => server.destroy());
+  }
+
+  /** A plain-HTTP request in absolute form: forwarded to the address judged, or 403. */
+  private async forward(req: IncomingMessage, res: ServerResponse): Promise<void> {
+    const upstream = this.upstreamOf(req);
+    if (upstream === false) return void res.writeHead(407, { 'proxy-authenticate': 'Basic realm="gatehouse egress"', 'content-type': 'text/plain' }).end('proxy credentials not recognised\n');
+    let url: URL;
+    try {
+      url = new URL(req.url ?? '');
+    } catch {
+      return void res.writeHead(400, { 'content-type': 'text/plain' }).end('a proxy request names an absolute http:// URL\n');
+    }
+    if (url.protocol !== 'http:') return void res.writeHead(400, { 'content-type': 'text/plain' }).end('only http:// is forwarded; use CONNECT for https\n');
+    const port = Number(url.port || 80);
+    const verdict = await this.judge(upstream, 'http', url.hostname, port);
+    if ('reason' in verdict) return void res.writeHead(403, { 'content-type': 'text/plain' }).end(`blocked by the gateway's egress policy: ${verdict.reason}\n`);
+    const headers: Record<string, string | string[]> = {};
+    for (const [k, v] of Object.entries(req.headers)) if (v !== undefined && !HOP_BY_HOP.has(k)) headers[k] = v;
+    headers.host = url.host;
+    const out = httpRequest({ host: verdict.address, port, method: req.method, path: `${url.pathname}${url.search}`, headers, family: isIP(verdict.address) }, (answer) => {
+      const back: Record<string, string | string[]> = {};
+      for (const [k, v] of Object.entries(answer.headers)) if (v !== undefined && !HOP_BY_HOP.has(k)) back[k] = v;
+      res.writeHead(answer.statusCode ?? 502, back);
+      answer.pipe(res);
+    });
+    out.on('error', () => {
+      if (!res.headersSent) res.writeHead(502, { 'content-type': 'text/plain' }).end('the destination could not be reached\n');
+      else res.destroy();
+    });
+    req.pipe(out);
+  }
+}
+
+function refuseRaw(socket: Duplex, status: number, message: string): void {
+  const reason = status === 403 ? 'Forbidden' : status === 407 ? 'Proxy Authentication Required' : status === 502 ? 'Bad Gateway' : 'Bad Request';
+  const body = `${message}\n`;
+  socket.end(`HTTP/1.1 ${status} ${reason}\r\ncontent-type: text/plain\r\ncontent-length: ${Buffer.byteLength(body)}\r\nconnection: close\r\n${status === 407 ? 'proxy-authenticate: Basic realm="gatehouse egress"\r\n' : ''}\r\n${body}`);
+}
