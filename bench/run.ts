@@ -50,7 +50,7 @@ const STATE_DIR = mkdtempSync(path.join(os.tmpdir(), 'gatehouse-bench-state-'));
 process.once('exit', () => rmSync(STATE_DIR, { recursive: true, force: true }));
 
 type UpstreamKind = 'minimal' | 'sdk';
-type TargetKind = 'direct' | 'bare-hop' | 'baseline' | 'gatehouse' | 'gatehouse-redis';
+type TargetKind = 'direct' | 'bare-hop' | 'baseline' | 'gatehouse' | 'gatehouse-redis' | 'gatehouse-policy';
 
 function envNumber(name: string, fallback: number, min: number, max: number): number {
   const raw = process.env[name];
@@ -82,7 +82,7 @@ const settings = {
   }),
   upstreams: envList<UpstreamKind>('BENCH_UPSTREAMS', ['minimal', 'sdk']),
   eras: envList<Era>('BENCH_ERAS', ['legacy', 'modern']),
-  targets: envList<TargetKind>('BENCH_TARGETS', process.env.BENCH_BASELINE ? ['direct', 'bare-hop', 'baseline', 'gatehouse', 'gatehouse-redis'] : ['direct', 'bare-hop', 'gatehouse', 'gatehouse-redis']),
+  targets: envList<TargetKind>('BENCH_TARGETS', process.env.BENCH_BASELINE ? ['direct', 'bare-hop', 'baseline', 'gatehouse', 'gatehouse-redis', 'gatehouse-policy'] : ['direct', 'bare-hop', 'gatehouse', 'gatehouse-redis', 'gatehouse-policy']),
   baseline: process.env.BENCH_BASELINE,
 };
 
@@ -95,7 +95,7 @@ interface Cell {
   /** ok: measured without errors; errors: some request failed; unavailable: the target did not start. */
   status: 'ok' | 'errors' | 'unavailable';
   /** Whose CPU and RSS the cell reports: the process under test, or the upstream for `direct`. */
-  measuredProcess: 'gatehouse' | 'gatehouse-redis' | 'baseline' | 'bare-hop' | 'upstream';
+  measuredProcess: 'gatehouse' | 'gatehouse-redis' | 'gatehouse-policy' | 'baseline' | 'bare-hop' | 'upstream';
   /** gatehouse-redis: the Redis server's CPU per request in the same phase (Gatehouse's own is cpuUsPerReq). */
   redisCpuUsPerReq?: number;
   pid?: number;
@@ -133,6 +133,9 @@ interface Ratio {
   /** Gatehouse with the Redis store, and its CPU over the bare hop's (Redis' own CPU not included). */
   gatehouseRedisCpuUsPerReq?: number;
   redisRatio?: number;
+  /** Gatehouse with the full policy chain (SQLite), and its CPU over the bare hop's. */
+  gatehousePolicyCpuUsPerReq?: number;
+  policyRatio?: number;
   /** The issue 12 target: the audited pipeline (SQLite) within AUDITED_RATIO_TARGET of the bare hop. */
   withinAuditedTarget?: boolean;
   note?: string;
@@ -165,7 +168,21 @@ let stateFiles = 0;
  * `store`: for this build, a fresh SQLite file in STATE_DIR (every call is audited there), or a config naming
  * Redis; undefined for a baseline build, which may predate the store.
  */
-function startGatehouse(upstreamUrl: string, root = ROOT, name = 'gatehouse', store: { sqlite: true } | { redisUrl: string } | undefined = { sqlite: true }): Promise<Child> {
+/**
+ * The full policy chain on every call: an egress rule, a per-address and a per-subject rate limit, a budget
+ * and a circuit breaker all select the echo tool (limits high enough never to refuse), SQLite store.
+ */
+const POLICY_CHAIN = {
+  egress: [{ id: 'bench-egress', tools: ['*'], allow: { schemes: ['https'], hosts: ['*.example.com'] } }],
+  rateLimits: [
+    { id: 'bench-ip', per: 'ip', rate: 1_000_000, perSeconds: 1, burst: 1_000_000 },
+    { id: 'bench-subject', per: 'subject', tools: ['*'], rate: 1_000_000, perSeconds: 1, burst: 1_000_000 },
+  ],
+  budgets: [{ id: 'bench-budget', per: 'tool', tools: ['*'], window: 'day', limit: 1_000_000_000 }],
+  breakers: [{ id: 'bench-breaker', per: 'upstream', tools: ['*'], consecutiveFailures: 1_000 }],
+};
+
+function startGatehouse(upstreamUrl: string, root = ROOT, name = 'gatehouse', store: { sqlite: true; policy?: boolean } | { redisUrl: string } | undefined = { sqlite: true }): Promise<Child> {
   const main = path.join(root, 'dist', 'main.js');
   if (!existsSync(main)) return Promise.reject(new Error(`${main} does not exist (run npm run build)`));
   const logLevel = ['--log-level', process.env.BENCH_GATEHOUSE_LOG_LEVEL ?? 'info'];
@@ -174,6 +191,10 @@ function startGatehouse(upstreamUrl: string, root = ROOT, name = 'gatehouse', st
     const config = path.join(STATE_DIR, `gatehouse-redis-${++stateFiles}.yaml`);
     const keyPrefix = `bench${stateFiles}:`;
     writeFileSync(config, JSON.stringify({ listen: { host: '127.0.0.1', port: 0 }, auth: { anonymous: true }, upstreams: [{ name: 'bench', url: upstreamUrl }], store: { kind: 'redis', url: store.redisUrl, keyPrefix }, idempotency: { requireKeys: false } }));
+    args = [main, 'serve', '--config', config, ...logLevel];
+  } else if (store !== undefined && store.policy) {
+    const config = path.join(STATE_DIR, `gatehouse-policy-${++stateFiles}.yaml`);
+    writeFileSync(config, JSON.stringify({ listen: { host: '127.0.0.1', port: 0 }, auth: { anonymous: true }, upstreams: [{ name: 'bench', url: upstreamUrl }], store: { kind: 'sqlite', path: path.join(STATE_DIR, `gatehouse-policy-${stateFiles}.db`) }, idempotency: { requireKeys: false }, policy: POLICY_CHAIN }));
     args = [main, 'serve', '--config', config, ...logLevel];
   } else {
     const sqlite = store !== undefined ? ['--store', path.join(STATE_DIR, `gatehouse-${++stateFiles}.db`)] : [];
@@ -334,8 +355,10 @@ function ratioFor(cells: Cell[], upstream: UpstreamKind, era: Era, concurrency: 
   const bare = find('bare-hop');
   const baseline = find('baseline');
   const ghRedis = find('gatehouse-redis');
+  const ghPolicy = find('gatehouse-policy');
   const r: Ratio = { upstream, era, concurrency };
   if (ghRedis?.cpuUsPerReq !== undefined) r.gatehouseRedisCpuUsPerReq = ghRedis.cpuUsPerReq;
+  if (ghPolicy?.cpuUsPerReq !== undefined) r.gatehousePolicyCpuUsPerReq = ghPolicy.cpuUsPerReq;
   if (gh?.cpuUsPerReq !== undefined) r.gatehouseCpuUsPerReq = gh.cpuUsPerReq;
   if (baseline?.cpuUsPerReq !== undefined) {
     r.baselineCpuUsPerReq = baseline.cpuUsPerReq;
@@ -348,6 +371,7 @@ function ratioFor(cells: Cell[], upstream: UpstreamKind, era: Era, concurrency: 
     r.withinAuditedTarget = r.ratio <= AUDITED_RATIO_TARGET;
   }
   if (r.gatehouseRedisCpuUsPerReq !== undefined && r.bareHopCpuUsPerReq !== undefined && r.bareHopCpuUsPerReq > 0) r.redisRatio = r.gatehouseRedisCpuUsPerReq / r.bareHopCpuUsPerReq;
+  if (r.gatehousePolicyCpuUsPerReq !== undefined && r.bareHopCpuUsPerReq !== undefined && r.bareHopCpuUsPerReq > 0) r.policyRatio = r.gatehousePolicyCpuUsPerReq / r.bareHopCpuUsPerReq;
   const problems = [gh, bare].filter((c) => c !== undefined && c.status !== 'ok').map((c) => `${c!.target}: ${c!.status}`);
   if (problems.length > 0) r.note = problems.join(', ');
   return r;
@@ -358,7 +382,7 @@ function ratioLine(r: Ratio): string {
   if (r.ratio === undefined) return `${head} gatehouse/bare-hop CPU ratio unavailable${r.note !== undefined ? ` (${r.note})` : ''}`;
   const verdict = `${r.withinTarget ? 'within' : 'over'} ${RATIO_TARGET}×, ${r.withinAuditedTarget ? 'within' : 'OVER'} the audited target ${AUDITED_RATIO_TARGET}×`;
   const vs = r.vsBaseline !== undefined ? `; baseline ${fmt(r.baselineCpuUsPerReq, 1)} µs/req, this build ${r.vsBaseline.toFixed(3)}× of it` : '';
-  const redis = r.redisRatio !== undefined ? `; with Redis ${fmt(r.gatehouseRedisCpuUsPerReq, 1)} µs/req = ${r.redisRatio.toFixed(2)}×` : '';
+  const redis = (r.redisRatio !== undefined ? `; with Redis ${fmt(r.gatehouseRedisCpuUsPerReq, 1)} µs/req = ${r.redisRatio.toFixed(2)}×` : '') + (r.policyRatio !== undefined ? `; full policy chain ${fmt(r.gatehousePolicyCpuUsPerReq, 1)} µs/req = ${r.policyRatio.toFixed(2)}×` : '');
   return `${head} gatehouse (SQLite audit) ${fmt(r.gatehouseCpuUsPerReq, 1)} µs/req ÷ bare-hop ${fmt(r.bareHopCpuUsPerReq, 1)} µs/req = ${r.ratio.toFixed(2)}× (${verdict})${redis}${vs}${r.note !== undefined ? `  [${r.note}]` : ''}`;
 }
 
@@ -410,7 +434,9 @@ async function runGroup(upstreamKind: UpstreamKind, era: Era, cells: Cell[]): Pr
               ? await startBaseline(upstream.url)
               : target === 'gatehouse-redis'
                 ? await startGatehouse(upstream.url, ROOT, 'gatehouse-redis', { redisUrl: redis!.url })
-                : await startGatehouse(upstream.url);
+                : target === 'gatehouse-policy'
+                  ? await startGatehouse(upstream.url, ROOT, 'gatehouse-policy', { sqlite: true, policy: true })
+                  : await startGatehouse(upstream.url);
         started.push(child);
         targets.set(target, { child, url: child.url });
       } catch (err) {

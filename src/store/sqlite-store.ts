@@ -6,12 +6,18 @@ import { mkdirSync } from 'node:fs';
 import { dirname } from 'node:path';
 import { Worker } from 'node:worker_threads';
 import type { WorkerMessage, WorkerReply, WorkerRequest } from './sqlite-worker.js';
+import { LRUCache } from 'lru-cache';
+import { nextBreaker, type BreakerDoc } from './breaker-math.js';
+import { calendarWindow } from './calendar.js';
+import { budgetSpend, bucketTake, windowAdd, type BucketRow, type CounterRow } from './counter-math.js';
 import { StoreUnavailableError, type BreakerAdmission, type BreakerSettings, type BreakerState, type BudgetCounter, type BudgetSpend, type CalendarWindow, type AuditAnchor, type AuditEntry, type AuditQuery, type AuditRecord, type IdempotencyClaim, type IdempotencyRecord, type Store, type TokenBucket, type TokenTake, type WindowCount } from './store.js';
 
 // Run from the TypeScript sources (tests, through tsx) or from dist/: the worker is the sibling file, and
 // from the sources it registers tsx's loader first (workers do not inherit it on Node 20).
 /** The longest a request waits for announced appends before it goes to the writer without them. */
 const COMMIT_DELAY_MS = 1;
+/** The longest a row change waits for a message to ride with before it is sent on its own. */
+const DIRTY_FLUSH_MS = 50;
 
 const FROM_SOURCES = import.meta.url.endsWith('.ts');
 const WORKER_URL = new URL(FROM_SOURCES ? './sqlite-worker.ts' : './sqlite-worker.js', import.meta.url);
@@ -33,6 +39,12 @@ export class SqliteStore implements Store {
   private readonly pending = new Map<number, Pending>();
   private nextId = 0;
   private outbox: WorkerRequest[] = [];
+  /** Rows of windows, buckets, budgets and breakers this process holds (and is the only writer of). */
+  private readonly rows = new LRUCache<string, { row: unknown }>({ max: 100_000 });
+  private readonly loading = new Map<string, Promise<unknown>>();
+  /** Row changes not yet sent to the writer, the latest per row. */
+  private readonly dirty = new Map<string, unknown[]>();
+  private dirtyTimer: NodeJS.Timeout | undefined;
   /** A message is with the writer and not answered yet. */
   private sent = false;
   /** How many requests the next message waits for (appends announced as coming soon), at most COMMIT_DELAY_MS. */
@@ -51,7 +63,7 @@ export class SqliteStore implements Store {
     worker.on('message', (replies: WorkerReply[]) => {
       // What gathered during the commit goes now: it has waited long enough.
       this.sent = false;
-      if (this.outbox.length > 0) this.send();
+      if (this.outbox.length > 0 || this.dirty.size > 0) this.send();
       for (const reply of replies) {
         const p = this.pending.get(reply.id);
         if (!p) continue;
@@ -115,7 +127,8 @@ export class SqliteStore implements Store {
     this.delay = undefined;
     this.soon = undefined;
     if (this.sent) return;
-    const requests = this.outbox.filter((r) => this.pending.has(r.id));
+    const dirty = this.takeDirty();
+    const requests = [...(dirty ? [dirty] : []), ...this.outbox.filter((r) => this.pending.has(r.id))];
     this.outbox = [];
     this.target = 0;
     if (requests.length === 0) return;
@@ -125,6 +138,19 @@ export class SqliteStore implements Store {
     }
     this.sent = true;
     (this.worker ?? this.start()).postMessage({ requests } satisfies WorkerMessage);
+  }
+
+  /** The rows changed since the last message, as one write that goes first in the next (coalesced per row). */
+  private takeDirty(): WorkerRequest | undefined {
+    clearTimeout(this.dirtyTimer);
+    this.dirtyTimer = undefined;
+    if (this.dirty.size === 0) return undefined;
+    const writes = [...this.dirty];
+    this.dirty.clear();
+    const id = ++this.nextId;
+    // A write that fails makes those rows be read from the file again next time.
+    this.pending.set(id, { resolve: () => {}, reject: () => writes.forEach(([held]) => this.rows.delete(held)) });
+    return { id, op: 'putMany', args: [writes.map(([, write]) => write)] };
   }
 
   private fail(id: number, err: Error): void {
@@ -138,16 +164,32 @@ export class SqliteStore implements Store {
     await this.call('ping');
   }
 
+  // Windows, buckets, budgets and breakers. One SQLite file serves one process, so this process holds the
+  // rows it has touched and decides in the main thread, without a round trip; every change goes to the
+  // writer at once, without waiting. The writer applies messages in order, so a change is on disk before
+  // anything asked for after it (the call's audit record, which its answer waits for) is.
+
   addToWindow(key: string, amount: number, windowMs: number): Promise<WindowCount> {
-    return this.call('addToWindow', key, amount, windowMs);
+    return this.update<CounterRow, WindowCount>(`c|${key}`, 'readCounter', key, (current) => {
+      const { row, result } = windowAdd(current, amount, windowMs, Date.now());
+      return { row, result, write: ['putCounter', key, row.total, row.resetsAt] };
+    });
   }
 
   takeTokens(key: string, bucket: TokenBucket, cost: number): Promise<TokenTake> {
-    return this.call('takeTokens', key, bucket, cost);
+    return this.update<BucketRow, TokenTake>(`b|${key}`, 'readBucket', key, (current) => {
+      const { row, expiresAt, result } = bucketTake(current, bucket, cost, Date.now());
+      return { row, result, write: ['putBucket', key, row.tokens, row.updatedAt, expiresAt] };
+    });
   }
 
   spendBudget(key: string, amount: number, limit: number, window: CalendarWindow): Promise<BudgetSpend> {
-    return this.call('spendBudget', key, amount, limit, window);
+    const { start, end } = calendarWindow(Date.now(), window);
+    const rowKey = `${key}|${start}`;
+    return this.update<CounterRow, BudgetSpend>(`c|${rowKey}`, 'readCounter', rowKey, (current) => {
+      const { row, result } = budgetSpend(current, amount, limit, end);
+      return row === undefined ? { result } : { row, result, write: ['putCounter', rowKey, row.total, row.resetsAt] };
+    });
   }
 
   listBudgets(prefix: string): Promise<BudgetCounter[]> {
@@ -155,11 +197,54 @@ export class SqliteStore implements Store {
   }
 
   breakerAdmit(key: string, settings: BreakerSettings): Promise<BreakerAdmission> {
-    return this.call('breakerAdmit', key, settings);
+    return this.update<BreakerDoc, BreakerAdmission>(`k|${key}`, 'readBreaker', key, (current) => {
+      const now = Date.now();
+      const { admission, next } = nextBreaker.admit(current, now, settings);
+      if (next === undefined || next === current) return { result: admission };
+      return { row: next, result: admission, write: ['putBreaker', key, next, now + settings.windowMs + settings.coolDownMs + 60_000] };
+    });
   }
 
   breakerRecord(key: string, ok: boolean, settings: BreakerSettings): Promise<BreakerState> {
-    return this.call('breakerRecord', key, ok, settings);
+    return this.update<BreakerDoc, BreakerState>(`k|${key}`, 'readBreaker', key, (current) => {
+      const now = Date.now();
+      const next = nextBreaker.record(current, ok, now, settings);
+      return { row: next, result: next.state, write: ['putBreaker', key, next, now + settings.windowMs + settings.coolDownMs + 60_000] };
+    });
+  }
+
+  /**
+   * Reads the row this process holds under `held` (from the file the first time), decides, keeps the new
+   * row and sends it to the writer without waiting, all in one synchronous step after the read: concurrent
+   * callers each see the row as the one before left it. A write that fails makes the row be read again.
+   */
+  private async update<T, R>(held: string, read: string, key: string, change: (row: T | undefined) => { row?: T; result: R; write?: unknown[] }): Promise<R> {
+    if (!this.rows.has(held)) await this.load(held, read, key);
+    const { row, result, write } = change(this.rows.get(held)?.row as T | undefined);
+    if (row !== undefined && write !== undefined) {
+      this.rows.set(held, { row });
+      // Rides with the next message (the call's audit append, usually); a quiet store writes it soon anyway.
+      this.dirty.set(held, write);
+      this.dirtyTimer ??= setTimeout(() => {
+        this.dirtyTimer = undefined;
+        if (this.dirty.size > 0) this.scheduleSend();
+      }, DIRTY_FLUSH_MS);
+    }
+    return result;
+  }
+
+  /** Reads a row from the file into the held rows, once for concurrent first callers. */
+  private load(held: string, read: string, key: string): Promise<unknown> {
+    let loading = this.loading.get(held);
+    if (loading === undefined) {
+      loading = this.call(read, key).then((row) => {
+        // A row set while the read was under way is newer than the file's.
+        if (!this.rows.has(held)) this.rows.set(held, { row });
+      });
+      this.loading.set(held, loading);
+      void loading.finally(() => this.loading.delete(held)).catch(() => {});
+    }
+    return loading;
   }
 
   claimIdempotency(key: string, digest: string, owner: string, leaseMs: number, ttlMs: number): Promise<IdempotencyClaim> {
@@ -215,6 +300,8 @@ export class SqliteStore implements Store {
   /** Lets the operations already sent finish (at most 5 s), then stops the writer. */
   async close(): Promise<void> {
     this.closed = true;
+    // Row changes still waiting for a message go now.
+    if (this.dirty.size > 0 && !this.sent && this.worker !== undefined) this.send();
     for (let waited = 0; this.pending.size > 0 && waited < 5_000; waited += 10) await new Promise((r) => setTimeout(r, 10));
     const worker = this.worker;
     this.worker = undefined;

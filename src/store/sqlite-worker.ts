@@ -5,9 +5,9 @@
 import { parentPort, workerData } from 'node:worker_threads';
 import Database from 'better-sqlite3';
 import { chainNext } from './audit-chain.js';
-import { calendarWindow } from './calendar.js';
-import { nextBreaker, type BreakerDoc } from './breaker-math.js';
-import type { AuditAnchor, AuditEntry, AuditQuery, AuditRecord, BreakerSettings, BudgetCounter, BudgetSpend, CalendarWindow, IdempotencyClaim, IdempotencyRecord, TokenBucket, TokenTake, WindowCount } from './store.js';
+import type { BreakerDoc } from './breaker-math.js';
+import type { BucketRow, CounterRow } from './counter-math.js';
+import type { AuditAnchor, AuditEntry, AuditQuery, AuditRecord, BudgetCounter, IdempotencyClaim, IdempotencyRecord } from './store.js';
 
 export interface WorkerRequest {
   id: number;
@@ -102,37 +102,31 @@ function anchor(): AuditAnchor | undefined {
 const ops: Record<string, (...args: never[]) => unknown> = {
   ping: () => db.prepare('SELECT 1').get(),
 
-  addToWindow(key: string, amount: number, windowMs: number): WindowCount {
-    const now = Date.now();
-    const resetsAt = now - (now % windowMs) + windowMs;
+  // Counters, buckets and breakers are computed in the main thread on rows it holds (sqlite-store.ts); the
+  // writer reads a row once and then writes what the main thread decided, in order.
+  /** Row writes the main thread coalesced: [op, ...args] each, in order. */
+  putMany(writes: Array<[string, ...unknown[]]>): void {
+    for (const [op, ...args] of writes) (ops[op] as (...a: unknown[]) => unknown)(...args);
+  },
+  readCounter(key: string): CounterRow | undefined {
     const row = stmt.counterGet.get(key);
-    const total = (row && row.resets_at === resetsAt ? row.total : 0) + amount;
+    return row ? { total: row.total, resetsAt: row.resets_at } : undefined;
+  },
+  putCounter(key: string, total: number, resetsAt: number): void {
     stmt.counterPut.run(key, total, resetsAt);
-    return { total, resetsAt };
   },
-
-  takeTokens(key: string, bucket: TokenBucket, cost: number): TokenTake {
-    const now = Date.now();
+  readBucket(key: string): BucketRow | undefined {
     const row = stmt.bucketGet.get(key);
-    const refill = row ? ((now - row.updated_at) * bucket.rate) / bucket.perMs : bucket.burst;
-    const tokens = Math.min(bucket.burst, (row?.tokens ?? 0) + refill);
-    const fullInMs = Math.ceil((bucket.burst * bucket.perMs) / bucket.rate);
-    if (tokens >= cost) {
-      stmt.bucketPut.run(key, tokens - cost, now, now + fullInMs);
-      return { allowed: true, remaining: tokens - cost, retryAfterMs: 0 };
-    }
-    stmt.bucketPut.run(key, tokens, now, now + fullInMs);
-    return { allowed: false, remaining: tokens, retryAfterMs: Math.ceil(((cost - tokens) * bucket.perMs) / bucket.rate) };
+    return row ? { tokens: row.tokens, updatedAt: row.updated_at } : undefined;
   },
-
-  spendBudget(key: string, amount: number, limit: number, window: CalendarWindow): BudgetSpend {
-    const now = Date.now();
-    const { start, end } = calendarWindow(now, window);
-    const row = stmt.counterGet.get(`${key}|${start}`);
-    const used = row?.total ?? 0;
-    if (used + amount > limit) return { allowed: false, used, resetsAt: end };
-    stmt.counterPut.run(`${key}|${start}`, used + amount, end);
-    return { allowed: true, used: used + amount, resetsAt: end };
+  putBucket(key: string, tokens: number, updatedAt: number, expiresAt: number): void {
+    stmt.bucketPut.run(key, tokens, updatedAt, expiresAt);
+  },
+  readBreaker(key: string): BreakerDoc | undefined {
+    return readBreaker(key, Date.now());
+  },
+  putBreaker(key: string, doc: BreakerDoc, expiresAt: number): void {
+    stmt.breakerPut.run(key, JSON.stringify(doc), expiresAt);
   },
 
   listBudgets(prefix: string): BudgetCounter[] {
@@ -140,21 +134,6 @@ const ops: Record<string, (...args: never[]) => unknown> = {
       .all(prefix, Date.now())
       .filter((r) => r.key.startsWith(prefix) && r.key.includes('|'))
       .map((r) => ({ key: r.key.slice(0, r.key.lastIndexOf('|')), used: r.total, resetsAt: r.resets_at }));
-  },
-
-  breakerAdmit(key: string, settings: BreakerSettings) {
-    const now = Date.now();
-    const doc = readBreaker(key, now);
-    const { admission, next } = nextBreaker.admit(doc, now, settings);
-    if (next !== undefined && next !== doc) writeBreaker(key, next, now, settings);
-    return admission;
-  },
-
-  breakerRecord(key: string, ok: boolean, settings: BreakerSettings) {
-    const now = Date.now();
-    const next = nextBreaker.record(readBreaker(key, now), ok, now, settings);
-    writeBreaker(key, next, now, settings);
-    return next.state;
   },
 
   claimIdempotency(key: string, digest: string, owner: string, leaseMs: number, ttlMs: number): IdempotencyClaim {
@@ -218,10 +197,6 @@ const ops: Record<string, (...args: never[]) => unknown> = {
 function readBreaker(key: string, now: number): BreakerDoc | undefined {
   const row = stmt.breakerGet.get(key, now);
   return row ? (JSON.parse(row.doc) as BreakerDoc) : undefined;
-}
-
-function writeBreaker(key: string, doc: BreakerDoc, now: number, s: BreakerSettings): void {
-  stmt.breakerPut.run(key, JSON.stringify(doc), now + s.windowMs + s.coolDownMs + 60_000);
 }
 
 function toRecord(row: { state: string; digest: string; owner: string | null; lease_until: number | null; response: string | null }): IdempotencyRecord {

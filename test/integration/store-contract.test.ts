@@ -434,3 +434,25 @@ describe('Redis only', () => {
     }
   });
 });
+
+describe('SQLite only', () => {
+  // This process holds the rows of windows, buckets, budgets and breakers and sends their changes to the
+  // writer without waiting (sqlite-store.ts): a change must be on disk once anything asked for after it is.
+  test('a change the caller did not wait for is durable by the time a later append is, and after close', async () => {
+    const path = join(mkdtempSync(join(tmpdir(), 'gatehouse-held-')), 'state.db');
+    const s = openStore({ kind: 'sqlite', path });
+    await s.spendBudget('budget:held:a', 2, 10, 'day');
+    await s.takeTokens('rl:held', { rate: 1, perMs: 60_000, burst: 2 }, 1);
+    await s.appendAudit(entry(1));
+    const reader = openStore({ kind: 'sqlite', path });
+    assert.deepEqual((await reader.listBudgets('budget:held:')).map((c) => [c.key, c.used]), [['budget:held:a', 2]], 'on disk with the append');
+    await s.spendBudget('budget:held:a', 3, 10, 'day');
+    await s.close();
+    assert.deepEqual((await reader.listBudgets('budget:held:')).map((c) => c.used), [5], 'flushed at close');
+    const again = openStore({ kind: 'sqlite', path });
+    assert.equal((await again.takeTokens('rl:held', { rate: 1, perMs: 60_000, burst: 2 }, 1)).allowed, true, 'one token left after the restart');
+    assert.equal((await again.takeTokens('rl:held', { rate: 1, perMs: 60_000, burst: 2 }, 1)).allowed, false, 'the bucket survived the restart');
+    await again.close();
+    await reader.close();
+  });
+});

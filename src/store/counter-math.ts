@@ -1,0 +1,37 @@
+// The arithmetic of fixed windows, token buckets and budgets, on plain rows: the SQLite store runs it (in
+// the main thread, on the rows it holds; see sqlite-store.ts), the Redis store runs the same in Lua.
+
+import type { BudgetSpend, TokenBucket, TokenTake, WindowCount } from './store.js';
+
+export interface CounterRow {
+  total: number;
+  resetsAt: number;
+}
+
+export interface BucketRow {
+  tokens: number;
+  updatedAt: number;
+}
+
+/** Adds to a fixed window aligned to the epoch; a row of an earlier window counts as empty. */
+export function windowAdd(row: CounterRow | undefined, amount: number, windowMs: number, now: number): { row: CounterRow; result: WindowCount } {
+  const resetsAt = now - (now % windowMs) + windowMs;
+  const total = (row && row.resetsAt === resetsAt ? row.total : 0) + amount;
+  return { row: { total, resetsAt }, result: { total, resetsAt } };
+}
+
+/** Takes `cost` tokens if there are enough; the bucket refills at rate/perMs up to burst, and starts full. */
+export function bucketTake(row: BucketRow | undefined, bucket: TokenBucket, cost: number, now: number): { row: BucketRow; expiresAt: number; result: TokenTake } {
+  const refill = row ? ((now - row.updatedAt) * bucket.rate) / bucket.perMs : bucket.burst;
+  const tokens = Math.min(bucket.burst, (row?.tokens ?? 0) + refill);
+  const expiresAt = now + Math.ceil((bucket.burst * bucket.perMs) / bucket.rate);
+  if (tokens >= cost) return { row: { tokens: tokens - cost, updatedAt: now }, expiresAt, result: { allowed: true, remaining: tokens - cost, retryAfterMs: 0 } };
+  return { row: { tokens, updatedAt: now }, expiresAt, result: { allowed: false, remaining: tokens, retryAfterMs: Math.ceil(((cost - tokens) * bucket.perMs) / bucket.rate) } };
+}
+
+/** Spends from a window's counter unless that passes the limit (then the row is unchanged). */
+export function budgetSpend(row: CounterRow | undefined, amount: number, limit: number, end: number): { row?: CounterRow; result: BudgetSpend } {
+  const used = row !== undefined && row.resetsAt === end ? row.total : 0;
+  if (used + amount > limit) return { result: { allowed: false, used, resetsAt: end } };
+  return { row: { total: used + amount, resetsAt: end }, result: { allowed: true, used: used + amount, resetsAt: end } };
+}
