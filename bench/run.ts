@@ -166,7 +166,7 @@ let stateFiles = 0;
 
 /**
  * `store`: for this build, a fresh SQLite file in STATE_DIR (every call is audited there), or a config naming
- * Redis; undefined for a baseline build, which may predate the store.
+ * Redis; null for a baseline build, which may predate the store.
  */
 /**
  * The full policy chain on every call: an egress rule, a per-address and a per-subject rate limit, a budget
@@ -182,22 +182,22 @@ const POLICY_CHAIN = {
   breakers: [{ id: 'bench-breaker', per: 'upstream', tools: ['*'], consecutiveFailures: 1_000 }],
 };
 
-function startGatehouse(upstreamUrl: string, root = ROOT, name = 'gatehouse', store: { sqlite: true; policy?: boolean } | { redisUrl: string } | undefined = { sqlite: true }): Promise<Child> {
+function startGatehouse(upstreamUrl: string, root = ROOT, name = 'gatehouse', store: { sqlite: true; policy?: boolean } | { redisUrl: string } | null = { sqlite: true }): Promise<Child> {
   const main = path.join(root, 'dist', 'main.js');
   if (!existsSync(main)) return Promise.reject(new Error(`${main} does not exist (run npm run build)`));
   const logLevel = ['--log-level', process.env.BENCH_GATEHOUSE_LOG_LEVEL ?? 'info'];
   let args: string[];
-  if (store !== undefined && 'redisUrl' in store) {
+  if (store !== null && 'redisUrl' in store) {
     const config = path.join(STATE_DIR, `gatehouse-redis-${++stateFiles}.yaml`);
     const keyPrefix = `bench${stateFiles}:`;
     writeFileSync(config, JSON.stringify({ listen: { host: '127.0.0.1', port: 0 }, auth: { anonymous: true }, upstreams: [{ name: 'bench', url: upstreamUrl }], store: { kind: 'redis', url: store.redisUrl, keyPrefix }, idempotency: { requireKeys: false } }));
     args = [main, 'serve', '--config', config, ...logLevel];
-  } else if (store !== undefined && store.policy) {
+  } else if (store !== null && store.policy) {
     const config = path.join(STATE_DIR, `gatehouse-policy-${++stateFiles}.yaml`);
     writeFileSync(config, JSON.stringify({ listen: { host: '127.0.0.1', port: 0 }, auth: { anonymous: true }, upstreams: [{ name: 'bench', url: upstreamUrl }], store: { kind: 'sqlite', path: path.join(STATE_DIR, `gatehouse-policy-${stateFiles}.db`) }, idempotency: { requireKeys: false }, policy: POLICY_CHAIN }));
     args = [main, 'serve', '--config', config, ...logLevel];
   } else {
-    const sqlite = store !== undefined ? ['--store', path.join(STATE_DIR, `gatehouse-${++stateFiles}.db`)] : [];
+    const sqlite = store !== null ? ['--store', path.join(STATE_DIR, `gatehouse-${++stateFiles}.db`)] : [];
     args = [main, 'serve', '--upstream', upstreamUrl, '--host', '127.0.0.1', '--port', '0', ...logLevel, ...sqlite];
   }
   return startChild(name, {
@@ -221,7 +221,8 @@ function startGatehouse(upstreamUrl: string, root = ROOT, name = 'gatehouse', st
 
 function startBaseline(upstreamUrl: string): Promise<Child> {
   if (settings.baseline === undefined) return Promise.reject(new Error('target "baseline" needs BENCH_BASELINE=DIR (a checkout with dist/main.js)'));
-  return startGatehouse(upstreamUrl, path.resolve(settings.baseline), 'gatehouse-baseline', undefined);
+  // null: a baseline build may predate the store (and its --store flag).
+  return startGatehouse(upstreamUrl, path.resolve(settings.baseline), 'gatehouse-baseline', null);
 }
 
 async function measureCell(base: Omit<Cell, 'status' | 'measuredProcess'>, url: string, measured: Child, measuredProcess: Cell['measuredProcess'], upstream: Child, redisPid?: number): Promise<Cell> {

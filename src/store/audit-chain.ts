@@ -1,23 +1,41 @@
-// The audit log's hash chain: each record carries the SHA-256 of the one before it and its own, over its
-// canonical JSON, so an edited, inserted or deleted record breaks the chain from that point on. Both
-// stores chain records with these functions, and `gatehouse audit verify` checks them with the same.
+// The audit log's hash chain: each record carries the SHA-256 of the one before it, and its own hash over
+// that, its number and its entry's canonical JSON, so an edited, inserted or deleted record breaks the chain
+// from that point on. Both stores chain records with these functions, and `gatehouse audit verify` checks
+// them with the same. The entry's canonical JSON is made once, by the caller's thread; chaining it is a
+// short hash and string work, which is all the store's writer does per record.
 
 import { createHash } from 'node:crypto';
 import { canonicalJson } from '../protocol/canonical-json.js';
-import type { AuditAnchor, AuditEntry, AuditRecord } from './store.js';
+import type { AuditAnchor, AuditRecord } from './store.js';
 
 /** The `prev` of the very first record. */
 export const GENESIS = '0'.repeat(64);
 
-/** The hash of a record: over its canonical JSON, `prev` and `seq` included, `hash` left out. */
-export function auditHash(record: Omit<AuditRecord, 'hash'>): string {
-  return createHash('sha256').update(canonicalJson(record)).digest('hex');
+/** SHA-256 over the previous hash, the record's number and its entry's canonical JSON. */
+function linkHash(prev: string, seq: number, entryJson: string): string {
+  return createHash('sha256').update(`${prev}\n${seq}\n${entryJson}`).digest('hex');
 }
 
-/** The next record of a chain whose last record is `head`. */
-export function chainNext(entry: AuditEntry, head: AuditAnchor | undefined): AuditRecord {
-  const unhashed = { ...entry, seq: (head?.seq ?? 0) + 1, prev: head?.hash ?? GENESIS };
-  return { ...unhashed, hash: auditHash(unhashed) };
+/** The hash a record should carry: over `prev`, `seq` and the canonical JSON of the rest of it. */
+export function auditHash(record: Omit<AuditRecord, 'hash'>): string {
+  const { seq, prev, ...entry } = record;
+  return linkHash(prev, seq, canonicalJson(entry));
+}
+
+/** A record ready to store: its place, its hash, and its JSON (the entry's canonical JSON behind seq, prev and hash). */
+export interface ChainedRecord {
+  seq: number;
+  hash: string;
+  json: string;
+}
+
+/** The next record of a chain whose last record is `head`, from the entry's canonical JSON. */
+export function chainNext(entryJson: string, head: AuditAnchor | undefined): ChainedRecord {
+  const seq = (head?.seq ?? 0) + 1;
+  const prev = head?.hash ?? GENESIS;
+  const hash = linkHash(prev, seq, entryJson);
+  const rest = entryJson.length > 2 ? `,${entryJson.slice(1)}` : '}';
+  return { seq, hash, json: `{"seq":${seq},"prev":"${prev}","hash":"${hash}"${rest}` };
 }
 
 export type ChainVerdict = { ok: true; records: number; lastSeq: number; lastHash: string } | { ok: false; seq: number; reason: string; records: number };

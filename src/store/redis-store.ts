@@ -6,7 +6,8 @@
 
 import { Cluster, Redis, type RedisOptions } from 'ioredis';
 import type { RedisStore as RedisStoreConfig } from '../config/schema.generated.js';
-import { chainNext } from './audit-chain.js';
+import { canonicalJson } from '../protocol/canonical-json.js';
+import { chainNext, type ChainedRecord } from './audit-chain.js';
 import { StoreUnavailableError, type BreakerAdmission, type BreakerSettings, type BreakerState, type BudgetCounter, type BudgetSpend, type CalendarWindow, type AuditAnchor, type AuditEntry, type AuditQuery, type AuditRecord, type IdempotencyClaim, type IdempotencyRecord, type Store, type TokenBucket, type TokenTake, type WindowCount } from './store.js';
 
 /** Fixed window: INCRBYFLOAT on the window's own key, which expires with the window. */
@@ -405,18 +406,19 @@ export class RedisStore implements Store {
     this.auditBusy = undefined;
   }
 
-  private async appendBatch(entries: AuditEntry[]): Promise<AuditRecord[]> {
+  private async appendBatch(entries: AuditEntry[]): Promise<ChainedRecord[]> {
+    const canonical = entries.map((e) => canonicalJson(e));
     for (let attempt = 0; attempt < 50; attempt++) {
       await this.redis.watch('{audit}:head');
       const raw = await this.redis.get('{audit}:head');
       let head = raw === null ? await this.auditAnchor() : (JSON.parse(raw) as AuditAnchor);
-      const records = entries.map((entry) => {
-        const record = chainNext(entry, head);
+      const records = canonical.map((entryJson) => {
+        const record = chainNext(entryJson, head);
         head = { seq: record.seq, hash: record.hash };
         return record;
       });
       const multi = this.redis.multi().set('{audit}:head', JSON.stringify(head));
-      for (const r of records) multi.zadd('{audit}:log', r.seq, JSON.stringify(r));
+      for (const r of records) multi.zadd('{audit}:log', r.seq, r.json);
       if ((await multi.exec()) !== null) return records;
     }
     throw new Error('the audit chain head kept changing; too many replicas appending at once');

@@ -7,7 +7,7 @@ import Database from 'better-sqlite3';
 import { chainNext } from './audit-chain.js';
 import type { BreakerDoc } from './breaker-math.js';
 import type { BucketRow, CounterRow } from './counter-math.js';
-import type { AuditAnchor, AuditEntry, AuditQuery, AuditRecord, BudgetCounter, IdempotencyClaim, IdempotencyRecord } from './store.js';
+import type { AuditAnchor, AuditQuery, AuditRecord, BudgetCounter, IdempotencyClaim, IdempotencyRecord } from './store.js';
 
 export interface WorkerRequest {
   id: number;
@@ -167,10 +167,11 @@ const ops: Record<string, (...args: never[]) => unknown> = {
   getApproval: (id: string) => stmt.approvalGet.get(id, Date.now())?.doc,
   listApprovals: () => stmt.approvalList.all(Date.now()).map((r) => r.doc),
 
-  appendAudit(entry: AuditEntry): AuditAnchor {
+  /** `entryJson`: the entry's canonical JSON, made by the main thread; `timeMs`: its time, for the index. */
+  appendAudit(entryJson: string, timeMs: number): AuditAnchor {
     batchHead ??= { head: loadHead() };
-    const record = chainNext(entry, batchHead.head);
-    stmt.auditInsert.run(record.seq, Date.parse(record.time), JSON.stringify(record));
+    const record = chainNext(entryJson, batchHead.head);
+    stmt.auditInsert.run(record.seq, timeMs, record.json);
     // Only the place goes back: the caller has the entry, and a smaller reply is cheaper to pass.
     batchHead.head = { seq: record.seq, hash: record.hash };
     return batchHead.head;

@@ -216,6 +216,46 @@ describe('circuit breakers', () => {
   });
 });
 
+describe('the refusals reach real SDK clients of both eras as tool results', () => {
+  test('v1 (legacy) gets rate_limited and budget_exhausted; v2 (modern) gets upstream_unavailable, each with its _meta', async () => {
+    const v1 = new V1Client({ name: 'policy-v1-limits', version: '1' });
+    await v1.connect(new V1Transport(new URL(gw.url), { requestInit: { headers: { authorization: `Bearer ${BOB}` } } }));
+    try {
+      // Bob's bucket (2 per minute) was emptied above.
+      const limited = await v1.callTool({ name: 'record', arguments: { item: 'v1-limited' } });
+      assert.equal(limited.isError, true);
+      assert.equal((limited.structuredContent as { error: { code: string } }).error.code, 'rate_limited');
+      assert.ok(typeof limited._meta?.['dev.gatehouse/retry_after'] === 'number');
+      assert.equal(reached('v1-limited'), 0);
+    } finally {
+      await v1.close();
+    }
+    const v1alice = new V1Client({ name: 'policy-v1-budget', version: '1' });
+    await v1alice.connect(new V1Transport(new URL(gw.url), { requestInit: { headers: { authorization: `Bearer ${ALICE}` } } }));
+    try {
+      const spent = await v1alice.callTool({ name: 'lookup', arguments: { item: 'v1-over-budget' } });
+      assert.equal((spent.structuredContent as { error: { code: string } }).error.code, 'budget_exhausted');
+      assert.deepEqual(Object.keys(spent._meta?.['dev.gatehouse/quota'] as object).sort(), ['limit', 'resetsAt', 'used', 'window']);
+    } finally {
+      await v1alice.close();
+    }
+    const v2 = new V2Client({ name: 'policy-v2-breaker', version: '1' });
+    await v2.connect(new V2Transport(new URL(gw.url), { requestInit: { headers: { authorization: `Bearer ${DAVE}` } } }));
+    up.failing = true;
+    try {
+      for (let i = 0; i < 2; i++) await v2.callTool({ name: 'record', arguments: { item: `v2-fail-${i}` } }).catch(() => undefined);
+      const open = (await v2.callTool({ name: 'record', arguments: { item: 'v2-while-open' } })) as { isError?: boolean; structuredContent?: { error?: { code: string } }; _meta?: Record<string, unknown> };
+      assert.equal(open.isError, true);
+      assert.equal(open.structuredContent?.error?.code, 'upstream_unavailable');
+      assert.ok(typeof open._meta?.['dev.gatehouse/retry_after'] === 'number');
+      assert.equal(reached('v2-while-open'), 0);
+    } finally {
+      up.failing = false;
+      await v2.close();
+    }
+  });
+});
+
 describe('every refusal is counted, logged and audited with its rule', () => {
   test('metrics, log lines and audit records', async () => {
     const metrics = await (await request(gw.gateway.metricsUrl!)).body.text();

@@ -107,6 +107,14 @@ describe('parseConfigText', () => {
     assert.deepEqual(lines(issuesOf(text)), ['gatehouse.yaml:6:11 upstreams[2].name: duplicate upstream name; upstreams[0] already uses it']);
   });
 
+  it('locates mistakes in policy entries by line and column', () => {
+    const text = `${UPSTREAM}policy:\n  budgets:\n    - { id: daily, per: subject, window: week, limit: 10 }\n  rateLimits:\n    - { id: x, per: key, rate: 0 }\n`;
+    assert.deepEqual(lines(issuesOf(text)), [
+      'gatehouse.yaml:6:42 policy.budgets[0].window: must be one of: minute, hour, day, month',
+      'gatehouse.yaml:8:32 policy.rateLimits[0].rate: must be > 0',
+    ]);
+  });
+
   it('checks kind-specific store keys', () => {
     assert.deepEqual(lines(issuesOf(`${UPSTREAM}store: { kind: redis }\n`)), ['gatehouse.yaml:4:8 store: missing required key "url"']);
     assert.deepEqual(lines(issuesOf(`${UPSTREAM}store: { kind: mongo }\n`)), ['gatehouse.yaml:4:16 store.kind: must be one of: sqlite, redis']);
