@@ -251,8 +251,11 @@ describe('the refusals reach real SDK clients of both eras as tool results', () 
       assert.equal(reached('v2-while-open'), 0);
     } finally {
       up.failing = false;
-      await v2.close();
     }
+    // Leave the circuit closed for the tests after this one: a probe after the cool-down.
+    await new Promise((r) => setTimeout(r, 1_100));
+    assert.equal(((await v2.callTool({ name: 'record', arguments: { item: 'v2-probe' } })) as { isError?: boolean }).isError, undefined);
+    await v2.close();
   });
 });
 
