@@ -5,7 +5,7 @@
 import { isLoopback } from '../net/loopback.js';
 import { trustedProxyProblems } from '../net/client-address.js';
 import { expiryOf } from './expiry.js';
-import { cidrProblem } from '../policy/egress/addresses.js';
+import { cidrProblem } from '../net/addresses.js';
 import type { GatehouseConfig } from './types.js';
 
 /** Problems that make a config unusable by this build, reported before anything starts. */

@@ -15,7 +15,7 @@ import type { EgressRule, EgressTarget } from '../../config/schema.generated.js'
 import type { Principal } from '../../pipeline/principal.js';
 import type { Route } from '../../pipeline/context.js';
 import { compileSelector, firstMatch, type Selector } from '../selector.js';
-import { canonicalIp, classify, compileCidrs, METADATA_HOSTS, type AddressClass } from './addresses.js';
+import { canonicalIp, classify, compileCidrs, METADATA_HOSTS, type AddressClass } from '../../net/addresses.js';
 import type { Destination } from './destinations.js';
 
 /** Resolves a host name to its addresses (A and AAAA); injectable for tests. */

@@ -7,7 +7,7 @@ import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import type { EgressRule } from '../../../src/config/schema.generated.js';
-import { classify, embeddedIpv4 } from '../../../src/policy/egress/addresses.js';
+import { classify, embeddedIpv4 } from '../../../src/net/addresses.js';
 import { destinationsIn, destinationsOfString } from '../../../src/policy/egress/destinations.js';
 import { EgressPolicy } from '../../../src/policy/egress/egress-policy.js';
 import type { Principal } from '../../../src/pipeline/principal.js';
