@@ -36,6 +36,12 @@ import { compileIdempotencyStage, type IdempotencyStore } from './policy/idempot
 import { StoreGuard } from './store/guard.js';
 import { openStore } from './store/open-store.js';
 import { compileStateStage } from './store/state-stage.js';
+import { compileApprovalStage } from './approvals/approval-stage.js';
+import { ApprovalBook, type ApprovalStore } from './approvals/book.js';
+import { effectiveState } from './approvals/approval.js';
+import { compileApprovalRules, policyVersion } from './approvals/rules.js';
+import { createAdminListener, type AdminListener } from './admin/server.js';
+import { ReviewerAuth, type VerifyToken } from './admin/reviewer-auth.js';
 import { HttpUpstream } from './upstream/http.js';
 import { EgressPolicy, systemResolver, type ResolveHost } from './policy/egress/egress-policy.js';
 import { EgressProxy } from './policy/egress/proxy.js';
@@ -61,6 +67,8 @@ export interface Gateway {
   readonly reloads: { applied: number; refused: number };
   /** The metrics URL once listening, when metrics are enabled. */
   readonly metricsUrl: string | undefined;
+  /** The admin API's base URL once listening, when admin.enabled. */
+  readonly adminUrl: string | undefined;
   /** The egress proxy's URL once listening, when policy.egressProxy is enabled. */
   readonly egressProxyUrl: string | undefined;
   readonly edge: Edge;
@@ -86,12 +94,15 @@ export function createGateway(config: GatehouseConfig, log: Logger, options: Gat
         inFlight: () => edge.inFlight,
         legacySessions: () => sessionBinding.size,
         storeUp: () => state.available,
+        pendingApprovals: async () => (config.policy.approvals.length === 0 ? undefined : (await approvalBook.list()).filter((a) => effectiveState(a, Date.now()) === 'pending').length),
         breakers: () => breakerBoard.all(),
         upstreams: () => upstreamStates(runtime.upstream),
       })
     : undefined;
   // The store is opened once and kept across reloads (like the listener); a changed `store` needs a restart.
   const state = new StoreGuard(openStore(config.store), log.child({ component: 'store' }), () => metrics?.storeError());
+  // Approvals live in the store, shared by replicas and kept across reloads.
+  const approvalBook = new ApprovalBook(approvalStore(state), { decided: (d) => metrics?.approvalDecided(d) });
   const observeUpstream = (name: string, seconds: number): void => metrics?.upstreamResponse(name, seconds);
   const resolveHost = options.resolveHost ?? systemResolver;
   // The egress proxy is started once (like the listener) and reads the running rules; stdio children get
@@ -102,7 +113,7 @@ export function createGateway(config: GatehouseConfig, log: Logger, options: Gat
   const childEnv = new ChildEnv(egressProxy);
   // Kept across reloads: what this replica last saw of each circuit, for the gauge.
   const breakerBoard = new BreakerBoard();
-  let runtime = buildRuntime(config, log, observeUpstream, state, resolveHost, breakerBoard, childEnv);
+  let runtime = buildRuntime(config, log, observeUpstream, state, resolveHost, breakerBoard, childEnv, approvalBook);
   let running = config;
   // Kept across reloads: a reload must not wipe the count of an address that is guessing keys.
   // Counted in the store (shared by replicas); in memory while the store cannot count.
@@ -116,6 +127,8 @@ export function createGateway(config: GatehouseConfig, log: Logger, options: Gat
     // Read through `runtime`, so a reload's new per-address limits apply from the next request on.
     ipLimit: (address: string, principal: Principal) => (runtime.ipLimits.length === 0 ? Promise.resolve(undefined) : checkIpLimit(runtime.ipLimits, principal, address, takeToken)),
   };
+  let adminListener: AdminListener | undefined;
+  let adminUrl: string | undefined;
   let metricsListener: MetricsListener | undefined;
   let metricsUrl: string | undefined;
   let egressProxyUrl: string | undefined;
@@ -173,6 +186,9 @@ export function createGateway(config: GatehouseConfig, log: Logger, options: Gat
     get egressProxyUrl() {
       return egressProxyUrl;
     },
+    get adminUrl() {
+      return adminUrl;
+    },
     async reload(next) {
       // The listener is static: a reload keeps the running one (with any command-line overrides).
       const baseline = options.fileListen ?? running.listen;
@@ -188,7 +204,7 @@ export function createGateway(config: GatehouseConfig, log: Logger, options: Gat
       }
       const previous = runtime;
       if (JSON.stringify(next.store) !== JSON.stringify(running.store)) log.warn('config reload: store changes take effect only after a restart');
-      runtime = buildRuntime(next, log, observeUpstream, state, resolveHost, breakerBoard, childEnv);
+      runtime = buildRuntime(next, log, observeUpstream, state, resolveHost, breakerBoard, childEnv, approvalBook);
       // New secret values are scrubbed from logs from now on (none are forgotten).
       log.addSecrets(collectSecrets(next));
       // Keys, tokens and rules apply from the next request on.
@@ -211,6 +227,20 @@ export function createGateway(config: GatehouseConfig, log: Logger, options: Gat
       if (egressProxy) {
         egressProxyUrl = await egressProxy.listen(config.policy.egressProxy.host, config.policy.egressProxy.port);
         childEnv.proxyReady();
+      }
+      if (config.admin.enabled) {
+        const verify: VerifyToken = async (headers) => {
+          const verdict = await edgeOptions.auth.authenticate(headers);
+          return verdict.ok ? verdict : { ok: false };
+        };
+        adminListener = createAdminListener({
+          book: approvalBook,
+          policyVersion: () => runtime.policyVersion,
+          auth: new ReviewerAuth(config.admin.token, config.admin.groups, verify),
+          log: log.child({ component: 'admin' }),
+        });
+        adminUrl = await adminListener.listen(config.admin.host, config.admin.port);
+        log.info('admin API listening', { url: adminUrl });
       }
       if (metrics) {
         metricsListener = createMetricsListener(metrics, config.metrics.path, log);
@@ -239,6 +269,7 @@ export function createGateway(config: GatehouseConfig, log: Logger, options: Gat
         await serverClosed;
         watcher?.stop();
         await metricsListener?.close();
+        await adminListener?.close();
         await egressProxy?.close();
         edgeOptions.auth.close();
         sessionBinding.close();
@@ -262,6 +293,8 @@ interface Runtime {
   pipeline: Pipeline;
   /** The egress rules of this configuration (the egress stage and the egress proxy read them). */
   egress: EgressPolicy;
+  /** The version of this configuration's policy, which approvals are bound to. */
+  policyVersion: string;
   /** policy.rateLimits with per: ip, applied at the door. */
   ipLimits: ReturnType<typeof compileLimits>['ip'];
   close(): Promise<void>;
@@ -272,7 +305,7 @@ interface Runtime {
  * must be rewritten: `prefix: always`, lists that differ per caller, or names that are not safe (found
  * out by SingleUpstream on first use). The pipeline is compiled here, once per configuration.
  */
-function buildRuntime(config: GatehouseConfig, log: Logger, observeUpstream: (upstream: string, seconds: number) => void, state: StoreGuard, resolveHost: ResolveHost, breakerBoard: BreakerBoard, childEnv: ChildEnv): Runtime {
+function buildRuntime(config: GatehouseConfig, log: Logger, observeUpstream: (upstream: string, seconds: number) => void, state: StoreGuard, resolveHost: ResolveHost, breakerBoard: BreakerBoard, childEnv: ChildEnv, approvalBook: ApprovalBook): Runtime {
   const members = config.upstreams.map((u) => createUpstream(isStdioUpstream(u) ? { ...u, env: childEnv.for(u.name, u.env) } : u, config.sessions, log, observeUpstream));
   const egress = new EgressPolicy(config.policy.egress, resolveHost);
   const uriPrefixes = new Map(members.map((m, i) => [m, config.upstreams[i]!.uriPrefixes] as const));
@@ -286,6 +319,7 @@ function buildRuntime(config: GatehouseConfig, log: Logger, observeUpstream: (up
   // Policy state lives in the store, keyed by entry id: a reload keeps every counter, bucket and circuit.
   const limits = compileLimits(config.policy.rateLimits);
   const policyLog = log.child({ component: 'policy' });
+  const version = policyVersion(config.policy);
   const pipeline = buildPipeline({
     state: compileStateStage(state),
     resolve: compileResolveStage({ catalog: routes, passThrough: () => (upstream instanceof SingleUpstream && upstream.passesThrough ? upstream.name : undefined) }),
@@ -300,11 +334,12 @@ function buildRuntime(config: GatehouseConfig, log: Logger, observeUpstream: (up
       breakerBoard,
       policyLog,
     ),
+    approval: compileApprovalStage(compileApprovalRules(config.policy.approvals), approvalBook, version),
     idempotency: compileIdempotencyStage(config.idempotency, idempotencyStore(state), idempotencyWaitMs(config)),
     output: compileOutputStage(config.tools.outputValidation, schemas, log),
     upstream: compileUpstreamStage(upstream, log),
   });
-  return { upstream, catalog, pipeline, egress, ipLimits: limits.ip, close: () => upstream.close() };
+  return { upstream, catalog, pipeline, egress, policyVersion: version, ipLimits: limits.ip, close: () => upstream.close() };
 }
 
 /** `/health`: the caller's resolved grant, for operators debugging access. Never the credential itself. */
@@ -338,6 +373,17 @@ function idempotencyStore(state: StoreGuard): IdempotencyStore {
     complete: (key, owner, response, ttlMs) => state.run((s) => s.completeIdempotency(key, owner, response, ttlMs)),
     release: (key, owner) => state.run((s) => s.releaseIdempotency(key, owner)),
     read: (key) => state.run((s) => s.readIdempotency(key)),
+  };
+}
+
+/** The approvals' view of the store: every operation through the guard, so a failure fails closed. */
+function approvalStore(state: StoreGuard): ApprovalStore {
+  return {
+    put: (id, doc, ttlMs) => state.run((s) => s.putApproval(id, doc, ttlMs)),
+    get: (id) => state.run((s) => s.getApproval(id)),
+    list: () => state.run((s) => s.listApprovals()),
+    claim: (key, digest, owner, leaseMs, ttlMs) => state.run((s) => s.claimIdempotency(key, digest, owner, leaseMs, ttlMs)),
+    audit: (entry) => state.run((s) => s.appendAudit(entry)),
   };
 }
 

@@ -2,6 +2,7 @@
 // Process entry: picks the command and exits with its status. Commands do the work.
 
 import { readFileSync } from 'node:fs';
+import { approvalsCommand } from './cli/approvals.js';
 import { auditCommand } from './cli/audit.js';
 import { budgetsCommand } from './cli/budgets.js';
 import { checkConfigCommand } from './cli/check-config.js';
@@ -28,6 +29,8 @@ async function main(argv: string[]): Promise<number> {
       return auditCommand(rest, processIO);
     case 'budgets':
       return budgetsCommand(rest, processIO);
+    case 'approvals':
+      return approvalsCommand(rest, processIO);
     case '--version':
     case '-v':
       processIO.out(`gatehouse ${version()}\n`);

@@ -48,6 +48,7 @@ export function auditEntryOf(e: CallAnswerEvent, runId: string): AuditEntry {
     ...(answer.failure !== undefined ? { refusal: refusalCode({ kind: 'failure', error: answer.failure }), stage: 'upstream' } : {}),
     latencyMs: Math.round((performance.now() - ctx.receivedAt) * 1000) / 1000,
     ...(typeof key === 'string' ? { idempotencyKey: key } : {}),
+    ...(ctx.approvalId !== undefined ? { approvalId: ctx.approvalId } : {}),
   };
 }
 

@@ -9,6 +9,7 @@ Usage:
   gatehouse hash-key [KEY | -]                     hash an API key for auth.apiKeys
   gatehouse audit verify|export|tail [--config F]  check, export or follow the audit log
   gatehouse budgets show [--subject S]             what budgets have spent in the current windows
+  gatehouse approvals list|show|approve|reject     decide on calls waiting for approval (admin API)
 
 Options:
   -h, --help       show help (also after any command)
@@ -82,4 +83,27 @@ Options:
       --subject S       export/tail: records of this caller (e.g. key:ci-bot)
       --interval-ms N   tail: how often to look for new records (default 500)
   -h, --help            show this help
+`;
+
+export const APPROVALS_HELP = `Usage: gatehouse approvals list|show ID|approve ID|reject ID [options]
+
+Talks to the admin API of a running gateway (admin.enabled), found through the config's admin.host,
+admin.port and admin.token, or through --url and --token.
+
+Commands:
+  list          the approvals waiting for a decision (--state for others)
+  show ID       one approval: caller, tool, the redacted arguments and their hash, deadline, decision
+  approve ID    let the call run (the caller's identical retry runs it)
+  reject ID     refuse it; the caller's identical retry is answered approval_rejected with the reason
+
+Options:
+  -c, --config FILE     config file (default $GATEHOUSE_CONFIG, then ./gatehouse.yaml)
+      --url URL         the admin API (default from the config; or $GATEHOUSE_ADMIN_URL)
+      --token TOKEN     the admin token (default admin.token; or $GATEHOUSE_ADMIN_TOKEN)
+      --state S         list: pending (default), approved, rejected, expired, used or all
+      --reason R        approve, reject: the reason recorded and shown to the caller
+      --json            one JSON object per line
+  -h, --help            show this help
+
+Exit status: 0 done, 1 failed (refused, unreachable), 2 usage, 3 no such approval.
 `;

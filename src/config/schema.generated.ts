@@ -134,9 +134,13 @@ export interface GatehouseConfiguration {
      * What to do when a tool result does not match the tool's declared outputSchema: enforce turns it into an error, warn logs it and passes it on, off skips the check.
      */
     outputValidation: "enforce" | "warn" | "off";
+    /**
+     * Tool-contract pinning: the first definition of each tool seen (name, description, schemas, annotations) is pinned in the store; when the upstream changes it, warn logs and counts it, enforce refuses its calls with tool_changed until a reviewer accepts the new definition (admin API, CLI or inbox page), off does neither.
+     */
+    pinning: "off" | "warn" | "enforce";
   };
   /**
-   * The rules applied to every call: access (rules), egress checks on arguments and an egress proxy for the upstream's own connections, rate limits, budgets and circuit breakers. In each list the first entry that matches a call applies, and every refusal names it.
+   * The rules applied to every call: access (rules), egress checks on arguments and an egress proxy for the upstream's own connections, rate limits, budgets, circuit breakers and approvals. In each list the first entry that matches a call applies, and every refusal names it.
    */
   policy: {
     /**
@@ -173,6 +177,10 @@ export interface GatehouseConfiguration {
      * Circuit breakers; the first entry that selects a tool call applies.
      */
     breakers: Breaker[];
+    /**
+     * Approval rules; the first rule that selects a tools/call decides whether (and by whom) it must be approved before it runs.
+     */
+    approvals: ApprovalRule[];
   };
   /**
    * Where the state lives that must survive a restart or be shared by replicas (the audit log, idempotency records, approvals, rate-limit counters and budgets): a local SQLite file, or Redis when several gateway replicas share it. While it does not answer, every tool call is refused (503 GW_ERR_STATE_UNAVAILABLE).
@@ -230,11 +238,11 @@ export interface GatehouseConfiguration {
     path: string;
   };
   /**
-   * Admin endpoints (health, readiness, redacted running config, reload), on their own listener.
+   * The admin API (approvals and pinned tools, with an inbox page for reviewers), on its own listener, never on the MCP port.
    */
   admin: {
     /**
-     * Serve the admin endpoints.
+     * Serve the admin API; it then needs a token or groups.
      */
     enabled: boolean;
     /**
@@ -249,6 +257,10 @@ export interface GatehouseConfiguration {
      * Bearer token the admin API requires. Use ${env:...} or ${file:...}; at least 16 characters.
      */
     token?: string;
+    /**
+     * OAuth groups (from the access token, verified as on the MCP endpoint) whose members may use the admin API, as an alternative to the token.
+     */
+    groups: string[];
   };
   /**
    * The process log.
@@ -823,6 +835,73 @@ export interface Breaker {
    * How long the circuit stays open before one probe call is let through.
    */
   coolDownSeconds: number;
+}
+/**
+ * An approval rule: the calls it selects do not run until a reviewer approves them (by: reviewer) or the user confirms them through elicitation (by: user). The approval is bound to the exact call: caller, upstream, tool, arguments, policy version and deadline.
+ */
+export interface ApprovalRule {
+  /**
+   * The entry's name: refusals, metrics, logs and audit records name it.
+   */
+  id: string;
+  /**
+   * Caller subjects (token sub, or key:<id> for API keys).
+   */
+  subjects?: string[];
+  /**
+   * Caller tenants.
+   */
+  tenants?: string[];
+  /**
+   * Caller groups (any one suffices).
+   */
+  groups?: string[];
+  /**
+   * Scopes the caller must hold (all of them).
+   */
+  scopes?: string[];
+  /**
+   * API key ids (auth.apiKeys[].id).
+   */
+  keys?: string[];
+  /**
+   * Tool refs (upstream/name); * matches any run of characters.
+   */
+  tools?: string[];
+  /**
+   * Tool annotations the tool must declare with these values (a tool that does not declare one does not match it).
+   */
+  annotations?: {
+    readOnlyHint?: boolean;
+    destructiveHint?: boolean;
+    idempotentHint?: boolean;
+    openWorldHint?: boolean;
+  };
+  /**
+   * Argument values the call must have for the rule to select it, by dotted path into the arguments (recipient.email). A string is a glob (* matches any run of characters, case-insensitive) matched against a string, number or boolean value; a number or boolean must equal the value. Every entry must match.
+   */
+  arguments?: {
+    [k: string]: string | number | boolean;
+  };
+  /**
+   * Who approves: reviewer (through the admin API, the CLI or the inbox page) or user (the client is asked through elicitation; a client without the elicitation capability falls back to a reviewer).
+   */
+  by: "reviewer" | "user";
+  /**
+   * Who may decide, by subject or group (any one suffices). Without it, anyone the admin API admits may decide. The admin token may always decide.
+   */
+  reviewers: {
+    subjects: string[];
+    groups: string[];
+  };
+  /**
+   * How long an approval may wait for its decision, and then how long an approved call stays runnable; past it, the call is answered approval_expired.
+   */
+  deadlineSeconds: number;
+  /**
+   * How many times an approved call may run (identical calls after the first reuse the approval).
+   */
+  reuse: number;
 }
 /**
  * State in Redis, shared by all replicas: one server (url), a Sentinel-watched primary (sentinel) or a Cluster (cluster).

@@ -42,14 +42,14 @@ export function unsupportedFeatures(config: GatehouseConfig): string[] {
   if (config.store.kind === 'redis' && config.store.tls !== undefined && !config.store.url.startsWith('rediss://')) {
     problems.push('store.tls: applies to TLS connections only; write the URL as rediss://');
   }
-  if (config.admin.enabled) problems.push('admin.enabled: the admin API is not supported yet');
+  problems.push(...adminProblems(config));
   return problems;
 }
 
 /** What the schema cannot judge in the policy lists: CIDRs, ids used twice, per-ip limits that name tools. */
 function policyProblems(policy: GatehouseConfig['policy']): string[] {
   const problems: string[] = [];
-  const lists = { egress: policy.egress, rateLimits: policy.rateLimits, budgets: policy.budgets, breakers: policy.breakers } as const;
+  const lists = { egress: policy.egress, rateLimits: policy.rateLimits, budgets: policy.budgets, breakers: policy.breakers, approvals: policy.approvals } as const;
   for (const [name, entries] of Object.entries(lists)) {
     const ids = entries.map((e) => e.id);
     for (const id of new Set(ids.filter((id, i) => ids.indexOf(id) !== i))) problems.push(`policy.${name}: the id "${id}" is used twice; refusals name entries by id`);
@@ -66,6 +66,21 @@ function policyProblems(policy: GatehouseConfig['policy']): string[] {
   policy.rateLimits.forEach((limit, i) => {
     if (limit.per === 'ip' && (limit.tools !== undefined || limit.annotations !== undefined)) problems.push(`policy.rateLimits[${i}]: a per: ip limit is applied before the body is read, so it cannot select tools or annotations`);
   });
+  return problems;
+}
+
+/** The admin API needs a way to tell reviewers apart from everyone else, and approvals need the admin API. */
+function adminProblems(config: GatehouseConfig): string[] {
+  const problems: string[] = [];
+  const { admin } = config;
+  if (admin.enabled) {
+    if (admin.token === undefined && admin.groups.length === 0) problems.push('admin.enabled: the admin API needs admin.token, or admin.groups with auth.oauth, to know who may use it');
+    if (admin.groups.length > 0 && config.auth.oauth === undefined) problems.push('admin.groups: groups come from OAuth access tokens; configure auth.oauth, or use admin.token');
+    if (admin.port !== 0 && admin.port === config.listen.port && admin.host === config.listen.host) problems.push('admin.port: the admin API has its own listener; choose a port other than listen.port');
+  }
+  const reviewed = config.policy.approvals.some((a) => a.by === 'reviewer' || a.by === 'user');
+  if (reviewed && !admin.enabled) problems.push('policy.approvals: reviewers decide through the admin API (and user confirmations fall back to them); set admin.enabled: true with admin.token or admin.groups');
+  if (config.tools.pinning === 'enforce' && !admin.enabled) problems.push('tools.pinning: enforce refuses changed tools until a reviewer accepts them through the admin API; set admin.enabled: true');
   return problems;
 }
 

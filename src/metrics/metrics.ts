@@ -28,6 +28,8 @@ export interface MetricsSources {
   storeUp(): boolean;
   /** What this replica last saw of each circuit breaker (policy.breakers). */
   breakers?(): Array<{ breaker: string; target: string; state: 'closed' | 'open' | 'half_open' }>;
+  /** Approvals waiting for a decision now (from the store, shared by replicas); undefined when unknown. */
+  pendingApprovals?(): Promise<number | undefined>;
   /** Reachability and detected era per upstream, read at scrape time. */
   upstreams(): Promise<Array<{ name: string; up: boolean; era?: string | undefined }>>;
 }
@@ -44,6 +46,7 @@ export class GatewayMetrics {
   private readonly egressProxyRequests: Counter<'upstream' | 'verdict'>;
   private readonly reloads: Counter<'result'>;
   private readonly storeErrors: Counter;
+  private readonly approvalDecisions: Counter<'decision'>;
 
   constructor(sources: MetricsSources) {
     const registers = [this.registry];
@@ -71,6 +74,16 @@ export class GatewayMetrics {
       collect() {
         this.reset();
         for (const b of sources.breakers?.() ?? []) this.set({ breaker: b.breaker, target: b.target }, b.state === 'open' ? 1 : b.state === 'half_open' ? 0.5 : 0);
+      },
+    });
+    this.approvalDecisions = new Counter({ name: 'gatehouse_approval_decisions_total', help: 'Approval decisions recorded by this replica: approved, rejected (by a reviewer or the user) and expired (noticed when the caller came back).', labelNames: ['decision'], registers });
+    new Gauge({
+      name: 'gatehouse_approvals_pending',
+      help: 'Approvals waiting for a decision, from the store (all replicas).',
+      registers,
+      async collect() {
+        const n = await sources.pendingApprovals?.().catch(() => undefined);
+        if (n !== undefined) this.set(n);
       },
     });
     this.storeErrors = new Counter({ name: 'gatehouse_store_errors_total', help: 'Store operations that failed (each one fails its call closed).', registers });
@@ -131,6 +144,10 @@ export class GatewayMetrics {
 
   storeError(): void {
     this.storeErrors.inc();
+  }
+
+  approvalDecided(decision: 'approved' | 'rejected' | 'expired'): void {
+    this.approvalDecisions.inc({ decision });
   }
 
   reload(result: 'applied' | 'refused'): void {

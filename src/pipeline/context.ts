@@ -70,4 +70,6 @@ export interface CallContext {
   readonly clientCapabilities: Record<string, unknown>;
   /** Set by the resolve stage for tools/call and prompts/get. */
   route?: Route;
+  /** Set by the approval stage when an approval governs the call; its audit record names it. */
+  approvalId?: string;
 }

@@ -20,7 +20,8 @@
 //                                                                         ...... rate_limited (tool result)
 //   budget      policy/budget-stage.ts: policy.budgets per calendar window ... budget_exhausted (tool result)
 //   breaker     policy/breaker-stage.ts: policy.breakers per upstream or tool . upstream_unavailable
-//   (approval comes here)
+//   approval    approvals/approval-stage.ts: policy.approvals; the call runs once approved, bound to its
+//               caller, tool, arguments and policy version ....... approval_pending, _rejected, _expired
 //   idempotency policy/idempotency-stage.ts: write tools need params._meta.idempotencyKey
 //                                             ........ idempotency_key_required, _conflict, outcome_unknown
 //                                          a key seen before: its stored answer, replayed
@@ -40,7 +41,7 @@ import type { Outcome } from './outcome.js';
 import { compose, type Next, type Stage, type StageName } from './stage.js';
 
 /** The stages that run on a CallContext, in order. */
-export const CALL_STAGES = ['state', 'resolve', 'access', 'arguments', 'egress', 'rateLimit', 'budget', 'breaker', 'idempotency', 'output', 'upstream'] as const satisfies readonly StageName[];
+export const CALL_STAGES = ['state', 'resolve', 'access', 'arguments', 'egress', 'rateLimit', 'budget', 'breaker', 'approval', 'idempotency', 'output', 'upstream'] as const satisfies readonly StageName[];
 
 export type CallStages = Record<(typeof CALL_STAGES)[number], Stage>;
 

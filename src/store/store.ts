@@ -97,8 +97,12 @@ export interface AuditEntry {
   latencyMs: number;
   approvalId?: string;
   idempotencyKey?: string;
-  /** The policy entry that refused the call, by id. */
+  /** The policy entry that refused the call (or asked for its approval), by id. */
   rule?: string;
+  /** Approval records: who decided, their reason, and which of the approved runs this is. */
+  reviewer?: string;
+  reason?: string;
+  run?: number;
 }
 
 /** A stored audit record: the entry, its place in the chain, and the chain's hashes. */

@@ -59,12 +59,20 @@ describe('check-config', () => {
     assert.match(r.stderr, /gatehouse\.yaml:6:\d+ upstreams\[0\]\.url: /);
   });
 
-  test('a valid file using a feature this build lacks exits 1 and says which', async () => {
+  test('approvals without the admin API, or an admin API nobody can use, exit 1 and say why', async () => {
     const file = join(dir, 'keys.yaml');
-    writeFileSync(file, `upstreams: [{ name: a, url: "http://127.0.0.1:3001/mcp" }]\nauth:\n  apiKeys: [{ id: k, hash: "${hashKey('x'.repeat(20))}", scopes: [] }]\nadmin: { enabled: true, token: "0123456789abcdef" }\n`);
-    const r = await runCli(['check-config', file]);
+    const keys = `auth:\n  apiKeys: [{ id: k, hash: "${hashKey('x'.repeat(20))}", scopes: [] }]\n`;
+    writeFileSync(file, `upstreams: [{ name: a, url: "http://127.0.0.1:3001/mcp" }]\n${keys}policy:\n  approvals: [{ id: destructive, annotations: { destructiveHint: true } }]\nadmin: { enabled: false }\n`);
+    let r = await runCli(['check-config', file]);
     assert.equal(r.code, 1);
-    assert.match(r.stderr, /admin\.enabled: the admin API is not supported yet/);
+    assert.match(r.stderr, /policy\.approvals: reviewers decide through the admin API/);
+    writeFileSync(file, `upstreams: [{ name: a, url: "http://127.0.0.1:3001/mcp" }]\n${keys}admin: { enabled: true }\n`);
+    r = await runCli(['check-config', file]);
+    assert.equal(r.code, 1);
+    assert.match(r.stderr, /admin\.enabled: the admin API needs admin\.token/);
+    writeFileSync(file, `upstreams: [{ name: a, url: "http://127.0.0.1:3001/mcp" }]\n${keys}admin: { enabled: true, token: "0123456789abcdef" }\n`);
+    r = await runCli(['check-config', file]);
+    assert.equal(r.code, 0, r.stderr);
   });
 
   test('an OAuth audience other than the public URL is refused (RFC 8707: tokens are minted for this resource)', async () => {

@@ -1,0 +1,160 @@
+// The reviewers' inbox: server-rendered HTML, one small script and one stylesheet, no build step. The
+// Content-Security-Policy allows nothing but this origin's own script, style and fetches: no inline script,
+// no framing, no form posts elsewhere. Every value shown is HTML-escaped; arguments are the redacted preview.
+
+import type { Approval } from '../approvals/approval.js';
+import type { Reviewer } from './reviewer-auth.js';
+
+export const SECURITY_HEADERS: Record<string, string> = {
+  'content-security-policy': "default-src 'none'; script-src 'self'; style-src 'self'; connect-src 'self'; img-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'",
+  'x-frame-options': 'DENY',
+  'x-content-type-options': 'nosniff',
+  'referrer-policy': 'no-referrer',
+  'cache-control': 'no-store',
+  'cross-origin-opener-policy': 'same-origin',
+  'cross-origin-resource-policy': 'same-origin',
+};
+
+type PendingView = Approval & { ageSeconds: number };
+
+export function inboxPage(view: { reviewer: Reviewer; csrf: string; approvals: PendingView[]; changedPins: Array<{ ref: string }> }): string {
+  const rows = view.approvals.map((a) => `
+      <tr data-approval="${esc(a.id)}" data-preview="${esc(a.previewSha256)}">
+        <td><span class="mono">${esc(a.caller.subject)}</span>${a.caller.tenant ? `<br><small>tenant ${esc(a.caller.tenant)}</small>` : ''}</td>
+        <td><span class="mono">${esc(a.toolRef)}</span><br><small>rule ${esc(a.rule)}</small></td>
+        <td><pre class="args">${esc(JSON.stringify(a.preview, null, 2))}</pre><small class="mono">sha256 ${esc(a.previewSha256.slice(0, 16))}…</small></td>
+        <td title="${esc(new Date(a.createdAt).toISOString())}">${esc(age(a.ageSeconds))}<br><small>deadline ${esc(new Date(a.expiresAt).toISOString().replace('.000', ''))}</small></td>
+        <td class="actions">
+          <input type="text" name="reason" maxlength="1000" placeholder="Reason (optional)" aria-label="Reason for ${esc(a.id)}">
+          <button type="button" class="approve">Approve</button>
+          <button type="button" class="reject">Reject</button>
+          <output class="status"></output>
+        </td>
+      </tr>`).join('');
+  const pins = view.changedPins.length === 0 ? '' : `
+    <h2>Changed tools</h2>
+    <p>These tools changed since they were pinned. Review the change with <code>gatehouse pins show</code> or <code>GET /pins</code>.</p>
+    <ul>${view.changedPins.map((p) => `<li class="mono">${esc(p.ref)}</li>`).join('')}</ul>`;
+  return `<!doctype html>
+<html lang="en">
+<head>
+  <meta charset="utf-8">
+  <meta name="viewport" content="width=device-width, initial-scale=1">
+  <meta name="csrf-token" content="${esc(view.csrf)}">
+  <title>Gatehouse · Approvals</title>
+  <link rel="stylesheet" href="/inbox.css">
+  <script src="/inbox.js" defer></script>
+</head>
+<body>
+  <header>
+    <h1>Approvals</h1>
+    <form method="post" action="/logout" id="logout"><span>Signed in as <b>${esc(view.reviewer.subject)}</b></span> <button type="submit">Sign out</button></form>
+  </header>
+  <main>
+    ${view.approvals.length === 0 ? '<p id="empty">No call is waiting for approval.</p>' : `
+    <table id="pending">
+      <thead><tr><th>Caller</th><th>Tool</th><th>Arguments (redacted)</th><th>Waiting</th><th>Decision</th></tr></thead>
+      <tbody>${rows}
+      </tbody>
+    </table>`}
+    ${pins}
+  </main>
+</body>
+</html>
+`;
+}
+
+export function loginPage(problem?: string): string {
+  return `<!doctype html>
+<html lang="en">
+<head>
+  <meta charset="utf-8">
+  <meta name="viewport" content="width=device-width, initial-scale=1">
+  <title>Gatehouse · Sign in</title>
+  <link rel="stylesheet" href="/inbox.css">
+</head>
+<body>
+  <main class="login">
+    <h1>Gatehouse approvals</h1>
+    ${problem ? `<p class="problem" role="alert">${esc(problem)}</p>` : ''}
+    <form method="post" action="/login">
+      <label for="credential">Admin token, or an access token of an admin group</label>
+      <input id="credential" name="credential" type="password" autocomplete="off" required>
+      <button type="submit">Sign in</button>
+    </form>
+  </main>
+</body>
+</html>
+`;
+}
+
+/** The page's script: decisions go to the JSON API with the session's CSRF token and the preview hash reviewed. */
+export const INBOX_JS = `'use strict';
+(function () {
+  var csrf = document.querySelector('meta[name="csrf-token"]').getAttribute('content');
+  function decide(row, verdict) {
+    var id = row.getAttribute('data-approval');
+    var status = row.querySelector('.status');
+    var reason = row.querySelector('input[name="reason"]').value;
+    var buttons = row.querySelectorAll('button');
+    buttons.forEach(function (b) { b.disabled = true; });
+    status.textContent = 'Sending…';
+    fetch('/approvals/' + encodeURIComponent(id) + '/' + verdict, {
+      method: 'POST',
+      credentials: 'same-origin',
+      headers: { 'content-type': 'application/json', 'x-csrf-token': csrf },
+      body: JSON.stringify({ reason: reason || undefined, previewSha256: row.getAttribute('data-preview') })
+    }).then(function (res) {
+      return res.json().then(function (body) {
+        if (res.ok) {
+          status.textContent = verdict === 'approve' ? 'Approved' : 'Rejected';
+          row.classList.add('decided', verdict === 'approve' ? 'approved' : 'rejected');
+        } else {
+          status.textContent = (body && body.error && body.error.message) || ('Failed: HTTP ' + res.status);
+          row.classList.add('failed');
+          buttons.forEach(function (b) { b.disabled = false; });
+        }
+      });
+    }).catch(function () {
+      status.textContent = 'The gateway could not be reached';
+      buttons.forEach(function (b) { b.disabled = false; });
+    });
+  }
+  document.querySelectorAll('tr[data-approval]').forEach(function (row) {
+    row.querySelector('.approve').addEventListener('click', function () { decide(row, 'approve'); });
+    row.querySelector('.reject').addEventListener('click', function () { decide(row, 'reject'); });
+  });
+})();
+`;
+
+export const INBOX_CSS = `body { font: 15px/1.45 system-ui, sans-serif; margin: 0; color: #1d232a; background: #f6f7f9; }
+header { display: flex; justify-content: space-between; align-items: center; padding: 0.75rem 1.5rem; background: #1d232a; color: #fff; }
+header h1 { font-size: 1.2rem; margin: 0; }
+header button { margin-left: 0.5rem; }
+main { padding: 1.5rem; }
+main.login { max-width: 28rem; margin: 4rem auto; background: #fff; border-radius: 8px; box-shadow: 0 1px 4px rgba(0,0,0,.1); }
+main.login input { display: block; width: 100%; box-sizing: border-box; margin: 0.5rem 0 1rem; padding: 0.5rem; }
+.problem { color: #a4161a; }
+table { border-collapse: collapse; width: 100%; background: #fff; }
+th, td { text-align: left; vertical-align: top; padding: 0.6rem; border-bottom: 1px solid #e3e6ea; }
+pre.args { margin: 0; max-width: 36rem; max-height: 16rem; overflow: auto; background: #f0f2f5; padding: 0.4rem; font-size: 0.85rem; }
+.mono { font-family: ui-monospace, monospace; }
+small { color: #5b6570; }
+.actions input { width: 12rem; margin-bottom: 0.4rem; display: block; }
+button { padding: 0.3rem 0.8rem; cursor: pointer; }
+button.approve { background: #2b8a3e; color: #fff; border: 0; border-radius: 4px; }
+button.reject { background: #c92a2a; color: #fff; border: 0; border-radius: 4px; }
+tr.approved { background: #ebfbee; }
+tr.rejected { background: #fff5f5; }
+output.status { display: block; margin-top: 0.3rem; font-size: 0.85rem; }
+`;
+
+function age(seconds: number): string {
+  if (seconds < 60) return `${seconds} s`;
+  if (seconds < 3600) return `${Math.floor(seconds / 60)} min`;
+  return `${Math.floor(seconds / 3600)} h ${Math.floor((seconds % 3600) / 60)} min`;
+}
+
+function esc(text: string): string {
+  return text.replace(/[&<>"']/g, (c) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' })[c]!);
+}

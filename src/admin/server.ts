@@ -1,0 +1,226 @@
+// The admin API on its own listener (DESIGN.md §5, §7), never on the MCP port: reviewers list, show,
+// approve and reject approvals, and accept changed tool definitions; the inbox page serves the same to a
+// browser. JSON in and out; every error is `{ error: { code, message } }` with a fitting status.
+//
+//   GET  /approvals[?state=pending|approved|rejected|expired|used|all]   GET /approvals/{id}
+//   POST /approvals/{id}/approve   POST /approvals/{id}/reject   body { reason?, previewSha256? }
+//   GET  /pins                     POST /pins/{ref}/accept        body { digest? }
+//   GET  /  (the inbox page)       POST /login   POST /logout     GET /inbox.js   GET /inbox.css
+
+import { randomUUID } from 'node:crypto';
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import type { Logger } from '../log/logger.js';
+import { approvalView, type Approval } from '../approvals/approval.js';
+import type { ApprovalBook, DecisionProblem } from '../approvals/book.js';
+import { mayReview } from '../approvals/rules.js';
+import { INBOX_CSS, INBOX_JS, inboxPage, loginPage, SECURITY_HEADERS } from './inbox-page.js';
+import { ReviewerAuth, SESSION_COOKIE, type AdminAuth, type Reviewer } from './reviewer-auth.js';
+
+/** Pinned tool definitions, as the admin API shows and accepts them (tools.pinning). */
+export interface PinDesk {
+  list(): Promise<unknown[]>;
+  /** Accepts the definition the upstream now serves for `ref` (or the one with `digest`); false when there is nothing to accept. */
+  accept(ref: string, by: string, digest: string | undefined): Promise<{ ok: true; pin: unknown } | { ok: false; status: 404 | 409; message: string }>;
+}
+
+export interface AdminDeps {
+  book: ApprovalBook;
+  /** The running policy's version: approvals made under another one are invalid. */
+  policyVersion(): string;
+  pins?: PinDesk | undefined;
+  auth: ReviewerAuth;
+  log: Logger;
+}
+
+export interface AdminListener {
+  listen(host: string, port: number): Promise<string>;
+  close(): Promise<void>;
+}
+
+const MAX_BODY = 16 * 1024;
+const STATES = new Set(['pending', 'approved', 'rejected', 'expired', 'used', 'all']);
+const PROBLEM_STATUS: Record<DecisionProblem, number> = { not_found: 404, not_pending: 409, invalidated: 409, forbidden: 403, preview_mismatch: 409, expired: 409 };
+const PROBLEM_MESSAGE: Record<DecisionProblem, string> = {
+  not_found: 'No approval has this id',
+  not_pending: 'This approval is already decided',
+  invalidated: 'The policy changed after this approval was requested; it can no longer be decided, and the caller will be asked anew',
+  forbidden: 'You are not among the reviewers of this approval\'s rule',
+  preview_mismatch: 'The arguments you reviewed are not the ones this approval binds; reload and review again',
+  expired: 'This approval passed its deadline before a decision',
+};
+
+export function createAdminListener(deps: AdminDeps): AdminListener {
+  const { log } = deps;
+  const server: Server = createServer((req, res) => {
+    handle(req, res, deps).catch((err: unknown) => {
+      log.error('admin request failed', { err, path: req.url?.split('?')[0] });
+      if (!res.headersSent) sendJson(res, 503, { error: { code: 'unavailable', message: 'The admin API cannot answer now (is the store reachable?)' } });
+      else res.destroy();
+    });
+  });
+  server.requestTimeout = 30_000;
+  server.headersTimeout = 10_000;
+  return {
+    listen(host, port) {
+      return new Promise((resolve, reject) => {
+        server.once('error', reject);
+        server.listen(port, host, () => {
+          server.off('error', reject);
+          const bound = (server.address() as AddressInfo).port;
+          resolve(`http://${host.includes(':') ? `[${host}]` : host}:${bound}`);
+        });
+      });
+    },
+    close() {
+      return new Promise((resolve) => {
+        server.closeAllConnections();
+        server.close(() => resolve());
+      });
+    },
+  };
+}
+
+async function handle(req: IncomingMessage, res: ServerResponse, deps: AdminDeps): Promise<void> {
+  const url = new URL(req.url ?? '/', 'http://admin.invalid');
+  const path = url.pathname;
+  const method = req.method ?? 'GET';
+  if (path === '/healthz' && method === 'GET') return sendJson(res, 200, { ok: true });
+  if (path === '/inbox.js' && method === 'GET') return sendAsset(res, 'text/javascript; charset=utf-8', INBOX_JS);
+  if (path === '/inbox.css' && method === 'GET') return sendAsset(res, 'text/css; charset=utf-8', INBOX_CSS);
+  if (path === '/') return page(req, res, deps, method);
+  if (path === '/login' && method === 'POST') return login(req, res, deps);
+  if (path === '/logout' && method === 'POST') {
+    // The cookie is SameSite=Strict, so another site's form cannot end the session; browsers that say where
+    // a request comes from are held to that too.
+    const site = req.headers['sec-fetch-site'];
+    if (site === undefined || site === 'same-origin') deps.auth.closeSession(req.headers);
+    return redirect(res, '/', `${SESSION_COOKIE}=; Path=/; HttpOnly; SameSite=Strict; Max-Age=0`);
+  }
+
+  const auth = deps.auth.session(req.headers) ?? (await deps.auth.bearer(req.headers));
+  if (!auth.ok) return sendError(res, auth.status, 'unauthorized', auth.message, auth.status === 401 ? { 'www-authenticate': 'Bearer realm="gatehouse-admin"' } : {});
+  const changes = method === 'POST';
+  if (changes && !ReviewerAuth.csrfHolds(auth, req.headers)) return sendError(res, 403, 'csrf', 'A browser session must send its X-CSRF-Token with every change, from the inbox page itself');
+
+  const approval = /^\/approvals\/(ap_[0-9a-f]{24})(?:\/(approve|reject))?$/.exec(path);
+  if (path === '/approvals' && method === 'GET') {
+    const state = url.searchParams.get('state') ?? 'all';
+    if (!STATES.has(state)) return sendError(res, 400, 'bad_request', `state must be one of ${[...STATES].join(', ')}`);
+    const now = Date.now();
+    const views = (await deps.book.list()).map((a) => approvalView(a, now, deps.policyVersion())).filter((a) => state === 'all' || a.state === state);
+    views.sort((a, b) => a.createdAt - b.createdAt);
+    return sendJson(res, 200, { approvals: views });
+  }
+  if (approval !== null && approval[2] === undefined && method === 'GET') {
+    const found = await deps.book.get(approval[1]!);
+    if (found === undefined) return sendError(res, 404, 'not_found', PROBLEM_MESSAGE.not_found);
+    return sendJson(res, 200, { approval: approvalView(found, Date.now(), deps.policyVersion()) });
+  }
+  if (approval !== null && approval[2] !== undefined && method === 'POST') {
+    const body = await readJson(req);
+    if (body === undefined) return sendError(res, 400, 'bad_request', 'The body must be a JSON object: { "reason": "…", "previewSha256": "…" }, both optional');
+    const reason = body.reason;
+    const previewSha256 = body.previewSha256;
+    if (reason !== undefined && (typeof reason !== 'string' || reason.length > 1000)) return sendError(res, 400, 'bad_request', 'reason must be a string of at most 1000 characters');
+    if (previewSha256 !== undefined && (typeof previewSha256 !== 'string' || !/^[0-9a-f]{64}$/.test(previewSha256))) return sendError(res, 400, 'bad_request', 'previewSha256 must be 64 hex digits');
+    const approve = approval[2] === 'approve';
+    const result = await deps.book.decide(approval[1]!, {
+      approve,
+      by: auth.reviewer.subject,
+      ...(typeof reason === 'string' && reason.trim() !== '' ? { reason: reason.trim() } : {}),
+      ...(typeof previewSha256 === 'string' ? { previewSha256 } : {}),
+      policyVersion: deps.policyVersion(),
+      requestId: randomUUID(),
+      mayDecide: (a: Approval) => auth.reviewer.admin || mayReview(a, auth.reviewer),
+    });
+    if (!result.ok) return sendError(res, PROBLEM_STATUS[result.problem], result.problem, PROBLEM_MESSAGE[result.problem]);
+    deps.log.info('approval decided', { approval: result.approval.id, decision: approve ? 'approved' : 'rejected', reviewer: auth.reviewer.subject, tool: result.approval.toolRef });
+    return sendJson(res, 200, { approval: approvalView(result.approval, Date.now(), deps.policyVersion()) });
+  }
+  if (path === '/pins' && method === 'GET') {
+    if (deps.pins === undefined) return sendError(res, 404, 'pinning_off', 'Tool pinning is off (tools.pinning: off)');
+    return sendJson(res, 200, { pins: await deps.pins.list() });
+  }
+  const pin = /^\/pins\/(.+)\/accept$/.exec(path);
+  if (pin !== null && method === 'POST') {
+    if (deps.pins === undefined) return sendError(res, 404, 'pinning_off', 'Tool pinning is off (tools.pinning: off)');
+    const body = (await readJson(req)) ?? {};
+    const digest = typeof body.digest === 'string' ? body.digest : undefined;
+    const result = await deps.pins.accept(decodeURIComponent(pin[1]!), auth.reviewer.subject, digest);
+    if (!result.ok) return sendError(res, result.status, result.status === 404 ? 'not_found' : 'conflict', result.message);
+    deps.log.info('tool definition accepted', { ref: decodeURIComponent(pin[1]!), reviewer: auth.reviewer.subject });
+    return sendJson(res, 200, { pin: result.pin });
+  }
+  const known = path === '/approvals' || approval !== null || path === '/pins' || pin !== null;
+  return sendError(res, known ? 405 : 404, known ? 'method_not_allowed' : 'not_found', known ? `${method} is not allowed on ${path}` : `Nothing at ${path}; see GET /approvals`);
+}
+
+async function page(req: IncomingMessage, res: ServerResponse, deps: AdminDeps, method: string): Promise<void> {
+  if (method !== 'GET') return sendError(res, 405, 'method_not_allowed', `${method} is not allowed on /`);
+  const auth = deps.auth.session(req.headers);
+  if (auth === undefined || !auth.ok) return sendHtml(res, 200, loginPage());
+  const now = Date.now();
+  const pending = (await deps.book.list()).map((a) => approvalView(a, now, deps.policyVersion())).filter((a) => a.state === 'pending' && !a.invalidated);
+  pending.sort((a, b) => a.createdAt - b.createdAt);
+  const pins = deps.pins ? ((await deps.pins.list()) as Array<{ ref: string; state?: string }>).filter((p) => p.state === 'changed') : [];
+  return sendHtml(res, 200, inboxPage({ reviewer: auth.reviewer, csrf: auth.csrf!, approvals: pending, changedPins: pins }));
+}
+
+async function login(req: IncomingMessage, res: ServerResponse, deps: AdminDeps): Promise<void> {
+  // A login form posted from another site would log the browser in as someone else; browsers say where it came from.
+  const site = req.headers['sec-fetch-site'];
+  if (site !== undefined && site !== 'same-origin' && site !== 'none') return sendError(res, 403, 'csrf', 'The login form must be posted from the inbox page itself');
+  const text = await readText(req);
+  const credential = text === undefined ? undefined : new URLSearchParams(text).get('credential')?.trim();
+  let auth: AdminAuth = { ok: false, status: 401, message: 'Paste the admin token, or an access token of an admin group' };
+  if (credential) auth = await deps.auth.credential(credential, req.headers);
+  if (!auth.ok) return sendHtml(res, auth.status, loginPage(auth.message));
+  const id = deps.auth.openSession(auth.reviewer satisfies Reviewer);
+  return redirect(res, '/', `${SESSION_COOKIE}=${id}; Path=/; HttpOnly; SameSite=Strict; Max-Age=${ReviewerAuth.sessionSeconds}`);
+}
+
+async function readText(req: IncomingMessage): Promise<string | undefined> {
+  const chunks: Buffer[] = [];
+  let size = 0;
+  for await (const chunk of req as AsyncIterable<Buffer>) {
+    size += chunk.length;
+    if (size > MAX_BODY) return undefined;
+    chunks.push(chunk);
+  }
+  return Buffer.concat(chunks).toString('utf8');
+}
+
+async function readJson(req: IncomingMessage): Promise<Record<string, unknown> | undefined> {
+  const text = await readText(req);
+  if (text === undefined) return undefined;
+  if (text.trim() === '') return {};
+  const type = req.headers['content-type'] ?? '';
+  if (!/^application\/json\b/i.test(type)) return undefined;
+  try {
+    const value = JSON.parse(text) as unknown;
+    return typeof value === 'object' && value !== null && !Array.isArray(value) ? (value as Record<string, unknown>) : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+function sendJson(res: ServerResponse, status: number, body: unknown, headers: Record<string, string> = {}): void {
+  res.writeHead(status, { 'content-type': 'application/json', 'cache-control': 'no-store', 'x-content-type-options': 'nosniff', ...headers }).end(JSON.stringify(body));
+}
+
+function sendError(res: ServerResponse, status: number, code: string, message: string, headers: Record<string, string> = {}): void {
+  sendJson(res, status, { error: { code, message } }, headers);
+}
+
+function sendHtml(res: ServerResponse, status: number, html: string): void {
+  res.writeHead(status, { 'content-type': 'text/html; charset=utf-8', ...SECURITY_HEADERS }).end(html);
+}
+
+function sendAsset(res: ServerResponse, type: string, text: string): void {
+  res.writeHead(200, { 'content-type': type, ...SECURITY_HEADERS }).end(text);
+}
+
+function redirect(res: ServerResponse, to: string, cookie: string): void {
+  res.writeHead(303, { location: to, 'set-cookie': cookie, ...SECURITY_HEADERS }).end();
+}

@@ -1,0 +1,230 @@
+// The approvals, in the store, shared by every replica. A call that needs approval finds (or opens) the
+// approval bound to exactly it; reviewers decide through the admin API; an approved call claims one of its
+// `reuse` runs atomically, so concurrent identical retries run it once. Every step is an audit record
+// carrying the approval id: proposed, approved, rejected, expired, executed (and the call's own record,
+// which says what it returned).
+//
+// Ids are derived from the binding and a generation, so two replicas opening the approval for the same
+// call at once open the same one; a claim in the store decides which of them records it.
+
+import { createHash, randomUUID } from 'node:crypto';
+import { redactValue } from '../log/logger.js';
+import type { Principal } from '../pipeline/principal.js';
+import { principalKey } from '../pipeline/principal.js';
+import type { Route } from '../pipeline/context.js';
+import { canonicalJson } from '../protocol/canonical-json.js';
+import type { AuditEntry, IdempotencyClaim } from '../store/store.js';
+import { effectiveState, isApproval, type Approval, type ApprovalState } from './approval.js';
+import type { CompiledApprovalRule } from './rules.js';
+
+/** How long a decided approval stays readable after its deadline (for reviewers and the CLI). */
+const RETAIN_MS = 7 * 86_400_000;
+/** The store's atomic claim stands in for a lock; nothing is ever renewed, so the lease is the whole life. */
+const CLAIM_LEASE_MS = 60_000;
+/** A caller's identical calls follow one chain of approvals at most this far per call (each link used up). */
+const MAX_LINKS = 4;
+
+/** The store operations approvals use; each fails closed (the caller passes them through the store guard). */
+export interface ApprovalStore {
+  put(id: string, doc: string, ttlMs: number): Promise<void>;
+  get(id: string): Promise<string | undefined>;
+  list(): Promise<string[]>;
+  claim(key: string, digest: string, owner: string, leaseMs: number, ttlMs: number): Promise<IdempotencyClaim>;
+  audit(entry: AuditEntry): Promise<unknown>;
+}
+
+export interface CallToApprove {
+  callId: string;
+  principal: Principal;
+  route: Route;
+  args: Record<string, unknown>;
+  rule: CompiledApprovalRule;
+  policyVersion: string;
+}
+
+export type ApprovalVerdict =
+  /** Not decided yet (just opened, or opened by an earlier identical call). */
+  | { kind: 'pending'; approval: Approval; opened: boolean }
+  /** Approved: this call is run number `run` of `approval.reuse`. */
+  | { kind: 'run'; approval: Approval; run: number }
+  | { kind: 'rejected'; approval: Approval }
+  | { kind: 'expired'; approval: Approval };
+
+export type DecisionProblem = 'not_found' | 'not_pending' | 'invalidated' | 'forbidden' | 'preview_mismatch' | 'expired';
+
+export interface DecisionEvents {
+  /** A decision was recorded (approved or rejected by a reviewer or the user, or an expiry noticed). */
+  decided?(decision: 'approved' | 'rejected' | 'expired'): void;
+}
+
+export class ApprovalBook {
+  constructor(
+    private readonly store: ApprovalStore,
+    private readonly events: DecisionEvents = {},
+    private readonly now: () => number = Date.now,
+  ) {}
+
+  /** What the approval of this exact call says now; opens one when there is none to wait for. */
+  async forCall(call: CallToApprove): Promise<ApprovalVerdict> {
+    const argumentsSha256 = sha256(canonicalJson(call.args));
+    const binding = sha256(canonicalJson({ caller: principalKey(call.principal), upstream: call.route.upstream, ref: call.route.ref, arguments: argumentsSha256, policy: call.policyVersion }));
+    const pointer = parse(await this.store.get(pointerId(binding))) as { generation?: number } | undefined;
+    let generation = typeof pointer?.generation === 'number' ? pointer.generation : 0;
+    for (let link = 0; link < MAX_LINKS; link++, generation++) {
+      const id = approvalId(binding, generation);
+      const found = parse(await this.store.get(id));
+      if (!isApproval(found)) return this.open(call, binding, generation, argumentsSha256);
+      const state = effectiveState(found, this.now());
+      if (state === 'pending') return { kind: 'pending', approval: found, opened: false };
+      if (state === 'approved') {
+        for (let run = 1; run <= found.reuse; run++) {
+          const claim = await this.store.claim(`approval-run:${id}:${run}`, argumentsSha256, call.callId, CLAIM_LEASE_MS, this.ttl(found));
+          if (claim.outcome === 'claimed') {
+            await this.store.audit(this.auditEntry(found, 'executed', call.callId, { run }));
+            return { kind: 'run', approval: found, run };
+          }
+        }
+        await this.save({ ...found, state: 'used' });
+        continue;
+      }
+      if ((state === 'rejected' || state === 'expired') && found.told !== true) {
+        const told: Approval = { ...found, state, told: true };
+        if (state === 'expired' && found.state !== 'expired') {
+          await this.store.audit(this.auditEntry(told, 'expired', call.callId));
+          this.events.decided?.('expired');
+        }
+        await this.save(told);
+        return { kind: state, approval: told };
+      }
+      // Used up, or refused and already said so: the next link of the chain.
+    }
+    return this.open(call, binding, generation, argumentsSha256);
+  }
+
+  async get(id: string): Promise<Approval | undefined> {
+    const doc = parse(await this.store.get(id));
+    return isApproval(doc) ? doc : undefined;
+  }
+
+  async list(): Promise<Approval[]> {
+    return (await this.store.list()).map(parse).filter(isApproval);
+  }
+
+  /**
+   * Records a reviewer's (or the user's) decision on a pending approval. The first decision wins: a claim in
+   * the store lets exactly one through, whichever replica it reaches.
+   */
+  async decide(id: string, decision: { approve: boolean; by: string; reason?: string; previewSha256?: string; policyVersion: string; requestId: string; mayDecide(a: Approval): boolean }): Promise<{ ok: true; approval: Approval } | { ok: false; problem: DecisionProblem; approval?: Approval }> {
+    const found = await this.get(id);
+    if (found === undefined) return { ok: false, problem: 'not_found' };
+    const now = this.now();
+    const state = effectiveState(found, now);
+    if (state === 'expired') return { ok: false, problem: 'expired', approval: found };
+    if (state !== 'pending') return { ok: false, problem: 'not_pending', approval: found };
+    if (found.policyVersion !== decision.policyVersion) return { ok: false, problem: 'invalidated', approval: found };
+    if (!decision.mayDecide(found)) return { ok: false, problem: 'forbidden', approval: found };
+    if (decision.previewSha256 !== undefined && decision.previewSha256 !== found.previewSha256) return { ok: false, problem: 'preview_mismatch', approval: found };
+    const claim = await this.store.claim(`approval-decision:${id}`, found.previewSha256, decision.requestId, CLAIM_LEASE_MS, this.ttl(found));
+    if (claim.outcome !== 'claimed') return { ok: false, problem: 'not_pending', approval: (await this.get(id)) ?? found };
+    const decided: Approval = {
+      ...found,
+      state: decision.approve ? 'approved' : 'rejected',
+      decision: { by: decision.by, at: now, ...(decision.reason !== undefined ? { reason: decision.reason } : {}), previewSha256: found.previewSha256 },
+    };
+    // The record of the decision is durable before the decision takes effect.
+    await this.store.audit(this.auditEntry(decided, decision.approve ? 'approved' : 'rejected', decision.requestId, { reviewer: decision.by, ...(decision.reason !== undefined ? { reason: decision.reason } : {}) }));
+    await this.save(decided);
+    this.events.decided?.(decision.approve ? 'approved' : 'rejected');
+    return { ok: true, approval: decided };
+  }
+
+  private async open(call: CallToApprove, binding: string, generation: number, argumentsSha256: string): Promise<ApprovalVerdict> {
+    const now = this.now();
+    const preview = redactValue(call.args);
+    const p = call.principal;
+    const approval: Approval = {
+      id: approvalId(binding, generation),
+      binding,
+      generation,
+      rule: call.rule.id,
+      by: call.rule.by,
+      reviewers: { subjects: [...call.rule.reviewers.subjects], groups: [...call.rule.reviewers.groups] },
+      reuse: call.rule.reuse,
+      caller: { subject: p.subject, via: p.via, ...(p.tenant !== undefined ? { tenant: p.tenant } : {}), ...(p.keyId !== undefined ? { keyId: p.keyId } : {}) },
+      upstream: call.route.upstream,
+      toolRef: call.route.ref,
+      tool: call.route.publicName,
+      argumentsSha256,
+      preview,
+      previewSha256: sha256(canonicalJson(preview)),
+      policyVersion: call.policyVersion,
+      createdAt: now,
+      expiresAt: now + call.rule.deadlineMs,
+      state: 'pending',
+    };
+    const claim = await this.store.claim(`approval-open:${approval.id}`, argumentsSha256, call.callId, CLAIM_LEASE_MS, this.ttl(approval));
+    if (claim.outcome !== 'claimed') {
+      // Another call (here or on another replica) is opening this very approval: it is the same one.
+      return { kind: 'pending', approval: (await this.get(approval.id)) ?? approval, opened: false };
+    }
+    await this.store.audit(this.auditEntry(approval, 'proposed', call.callId));
+    await this.save(approval);
+    await this.store.put(pointerId(binding), JSON.stringify({ generation }), this.ttl(approval));
+    return { kind: 'pending', approval, opened: true };
+  }
+
+  private save(a: Approval): Promise<void> {
+    return this.store.put(a.id, JSON.stringify(a), this.ttl(a));
+  }
+
+  private ttl(a: Approval): number {
+    return Math.max(1_000, a.expiresAt - this.now() + RETAIN_MS);
+  }
+
+  private auditEntry(a: Approval, outcome: 'proposed' | 'approved' | 'rejected' | 'expired' | 'executed', callId: string, extra: { run?: number; reviewer?: string; reason?: string } = {}): AuditEntry {
+    return {
+      time: new Date(this.now()).toISOString(),
+      callId,
+      runId: randomUUID(),
+      subject: a.caller.subject,
+      ...(a.caller.tenant !== undefined ? { tenant: a.caller.tenant } : {}),
+      ...(a.caller.keyId !== undefined ? { keyId: a.caller.keyId } : {}),
+      toolRef: a.toolRef,
+      tool: a.tool,
+      upstream: a.upstream,
+      method: 'approval',
+      argumentsSha256: a.argumentsSha256,
+      arguments: a.preview,
+      outcome,
+      latencyMs: 0,
+      approvalId: a.id,
+      rule: a.rule,
+      ...(extra.reviewer !== undefined ? { reviewer: extra.reviewer } : {}),
+      ...(extra.reason !== undefined ? { reason: extra.reason } : {}),
+      ...(extra.run !== undefined ? { run: extra.run } : {}),
+    };
+  }
+}
+
+function approvalId(binding: string, generation: number): string {
+  return `ap_${sha256(`${binding}:${generation}`).slice(0, 24)}`;
+}
+
+function pointerId(binding: string): string {
+  return `binding:${binding}`;
+}
+
+function parse(doc: string | undefined): unknown {
+  if (doc === undefined) return undefined;
+  try {
+    return JSON.parse(doc) as unknown;
+  } catch {
+    return undefined;
+  }
+}
+
+function sha256(text: string): string {
+  return createHash('sha256').update(text).digest('hex');
+}
+
+export type { ApprovalState };

@@ -1,0 +1,151 @@
+// `gatehouse approvals list|show|approve|reject`: a client of the admin API of a running gateway. The config
+// names the admin listener and its token (admin.host, admin.port, admin.token); --url and --token, or
+// GATEHOUSE_ADMIN_URL and GATEHOUSE_ADMIN_TOKEN, stand in for it.
+
+import { parseArgs } from 'node:util';
+import { ConfigError, loadConfigFile } from '../config/load.js';
+import { APPROVALS_HELP } from './help.js';
+import type { CommandIO } from './io.js';
+
+const OPTIONS = {
+  config: { type: 'string', short: 'c' },
+  url: { type: 'string' },
+  token: { type: 'string' },
+  state: { type: 'string' },
+  reason: { type: 'string' },
+  json: { type: 'boolean' },
+  help: { type: 'boolean', short: 'h' },
+} as const;
+
+interface ApprovalView {
+  id: string;
+  state: string;
+  invalidated: boolean;
+  rule: string;
+  toolRef: string;
+  caller: { subject: string; tenant?: string };
+  preview: unknown;
+  previewSha256: string;
+  ageSeconds: number;
+  createdAt: number;
+  expiresAt: number;
+  decision?: { by: string; at: number; reason?: string };
+}
+
+export async function approvalsCommand(args: string[], io: CommandIO): Promise<number> {
+  let parsed;
+  try {
+    parsed = parseArgs({ args, options: OPTIONS, strict: true, allowPositionals: true });
+  } catch (err) {
+    io.err(`${(err as Error).message}\n\n${APPROVALS_HELP}`);
+    return 2;
+  }
+  const { values: flags, positionals } = parsed;
+  if (flags.help) {
+    io.out(APPROVALS_HELP);
+    return 0;
+  }
+  const [command, id, ...extra] = positionals;
+  const needsId = command === 'show' || command === 'approve' || command === 'reject';
+  if (command === undefined || !(command === 'list' || needsId) || (needsId && id === undefined) || (!needsId && id !== undefined) || extra.length > 0) {
+    io.err(`${command === undefined ? 'say what to do: list, show ID, approve ID or reject ID' : `cannot run "approvals ${positionals.join(' ')}"`}\n\n${APPROVALS_HELP}`);
+    return 2;
+  }
+  let target: { url: string; token: string };
+  try {
+    target = await adminTarget(flags, io);
+  } catch (err) {
+    io.err((err instanceof ConfigError ? err.message : `error: ${(err as Error).message}`) + '\n');
+    return 1;
+  }
+  const call = async (method: 'GET' | 'POST', path: string, body?: unknown): Promise<{ status: number; json: Record<string, unknown> }> => {
+    let res: Response;
+    try {
+      res = await fetch(`${target.url}${path}`, {
+        method,
+        headers: { authorization: `Bearer ${target.token}`, ...(body !== undefined ? { 'content-type': 'application/json' } : {}) },
+        ...(body !== undefined ? { body: JSON.stringify(body) } : {}),
+        signal: AbortSignal.timeout(15_000),
+      });
+    } catch (err) {
+      throw new Error(`the admin API at ${target.url} cannot be reached (${(err as Error).message}); is the gateway running with admin.enabled?`);
+    }
+    const json = (await res.json().catch(() => ({}))) as Record<string, unknown>;
+    return { status: res.status, json };
+  };
+  try {
+    if (command === 'list') {
+      const state = flags.state ?? 'pending';
+      const r = await call('GET', `/approvals?state=${encodeURIComponent(state)}`);
+      if (r.status !== 200) return failed(io, r);
+      const list = r.json.approvals as ApprovalView[];
+      if (flags.json) for (const a of list) io.out(`${JSON.stringify(a)}\n`);
+      else io.out(table(list, state));
+      return 0;
+    }
+    if (command === 'show') {
+      const r = await call('GET', `/approvals/${encodeURIComponent(id!)}`);
+      if (r.status !== 200) return failed(io, r);
+      const a = r.json.approval as ApprovalView;
+      io.out(flags.json ? `${JSON.stringify(a)}\n` : detail(a));
+      return 0;
+    }
+    const r = await call('POST', `/approvals/${encodeURIComponent(id!)}/${command}`, flags.reason !== undefined ? { reason: flags.reason } : {});
+    if (r.status !== 200) return failed(io, r);
+    const a = r.json.approval as ApprovalView;
+    io.out(flags.json ? `${JSON.stringify(a)}\n` : `${a.id} ${a.state}${a.decision?.reason ? `: ${a.decision.reason}` : ''}\n`);
+    return 0;
+  } catch (err) {
+    io.err(`error: ${(err as Error).message}\n`);
+    return 1;
+  }
+}
+
+async function adminTarget(flags: { config?: string | undefined; url?: string | undefined; token?: string | undefined }, io: CommandIO): Promise<{ url: string; token: string }> {
+  let url = flags.url ?? io.env.GATEHOUSE_ADMIN_URL;
+  let token = flags.token ?? io.env.GATEHOUSE_ADMIN_TOKEN;
+  if (url === undefined || token === undefined) {
+    const config = await loadConfigFile(flags.config ?? io.env.GATEHOUSE_CONFIG ?? 'gatehouse.yaml', io.env);
+    if (!config.admin.enabled) throw new Error('the config does not enable the admin API (admin.enabled), so there is nothing to ask');
+    const host = config.admin.host === '0.0.0.0' ? '127.0.0.1' : config.admin.host === '::' ? '::1' : config.admin.host;
+    url ??= `http://${host.includes(':') ? `[${host}]` : host}:${config.admin.port}`;
+    token ??= config.admin.token;
+  }
+  if (token === undefined) throw new Error('no admin token: give --token, set GATEHOUSE_ADMIN_TOKEN, or set admin.token in the config');
+  return { url: url.replace(/\/+$/, ''), token };
+}
+
+function failed(io: CommandIO, r: { status: number; json: Record<string, unknown> }): number {
+  const error = r.json.error as { code?: string; message?: string } | undefined;
+  io.err(`error: ${error?.message ?? `the admin API answered HTTP ${r.status}`}${error?.code ? ` (${error.code})` : ''}\n`);
+  return r.status === 404 ? 3 : 1;
+}
+
+function table(list: ApprovalView[], state: string): string {
+  if (list.length === 0) return state === 'all' ? 'no approvals\n' : `no ${state} approvals\n`;
+  const rows = [['ID', 'STATE', 'TOOL', 'CALLER', 'AGE', 'RULE'], ...list.map((a) => [a.id, a.invalidated && a.state === 'pending' ? 'invalidated' : a.state, a.toolRef, a.caller.subject, age(a.ageSeconds), a.rule])];
+  const widths = rows[0]!.map((_, i) => Math.max(...rows.map((r) => r[i]!.length)));
+  return rows.map((r) => r.map((cell, i) => (i === r.length - 1 ? cell : cell.padEnd(widths[i]!))).join('  ')).join('\n') + '\n';
+}
+
+function detail(a: ApprovalView): string {
+  const lines = [
+    `id:         ${a.id}`,
+    `state:      ${a.state}${a.invalidated ? ' (invalidated: the policy changed since)' : ''}`,
+    `tool:       ${a.toolRef}`,
+    `caller:     ${a.caller.subject}${a.caller.tenant ? ` (tenant ${a.caller.tenant})` : ''}`,
+    `rule:       ${a.rule}`,
+    `requested:  ${new Date(a.createdAt).toISOString()} (${age(a.ageSeconds)} ago)`,
+    `deadline:   ${new Date(a.expiresAt).toISOString()}`,
+    ...(a.decision ? [`decided:    ${a.decision.by} at ${new Date(a.decision.at).toISOString()}${a.decision.reason ? `: ${a.decision.reason}` : ''}`] : []),
+    `arguments (redacted, sha256 ${a.previewSha256}):`,
+    ...JSON.stringify(a.preview, null, 2).split('\n').map((l) => `  ${l}`),
+  ];
+  return `${lines.join('\n')}\n`;
+}
+
+function age(seconds: number): string {
+  if (seconds < 60) return `${seconds}s`;
+  if (seconds < 3600) return `${Math.floor(seconds / 60)}m`;
+  return `${Math.floor(seconds / 3600)}h${Math.floor((seconds % 3600) / 60)}m`;
+}
