@@ -40,6 +40,8 @@ import { compileApprovalStage } from './approvals/approval-stage.js';
 import { ApprovalBook, type ApprovalStore } from './approvals/book.js';
 import { effectiveState } from './approvals/approval.js';
 import { compileApprovalRules, policyVersion } from './approvals/rules.js';
+import { PinBook, pinView } from './approvals/pins.js';
+import { compilePinStage } from './approvals/pin-stage.js';
 import { createAdminListener, type AdminListener } from './admin/server.js';
 import { ReviewerAuth, type VerifyToken } from './admin/reviewer-auth.js';
 import { HttpUpstream } from './upstream/http.js';
@@ -101,7 +103,8 @@ export function createGateway(config: GatehouseConfig, log: Logger, options: Gat
     : undefined;
   // The store is opened once and kept across reloads (like the listener); a changed `store` needs a restart.
   const state = new StoreGuard(openStore(config.store), log.child({ component: 'store' }), () => metrics?.storeError());
-  // Approvals live in the store, shared by replicas and kept across reloads.
+  // Approvals and tool pins live in the store, shared by replicas and kept across reloads.
+  const pinBook = new PinBook(approvalStore(state), log.child({ component: 'pinning' }), { changed: () => metrics?.pinnedToolChanged() });
   const approvalBook = new ApprovalBook(approvalStore(state), { decided: (d) => metrics?.approvalDecided(d) });
   const observeUpstream = (name: string, seconds: number): void => metrics?.upstreamResponse(name, seconds);
   const resolveHost = options.resolveHost ?? systemResolver;
@@ -113,7 +116,7 @@ export function createGateway(config: GatehouseConfig, log: Logger, options: Gat
   const childEnv = new ChildEnv(egressProxy);
   // Kept across reloads: what this replica last saw of each circuit, for the gauge.
   const breakerBoard = new BreakerBoard();
-  let runtime = buildRuntime(config, log, observeUpstream, state, resolveHost, breakerBoard, childEnv, approvalBook);
+  let runtime = buildRuntime(config, log, observeUpstream, state, resolveHost, breakerBoard, childEnv, approvalBook, pinBook);
   let running = config;
   // Kept across reloads: a reload must not wipe the count of an address that is guessing keys.
   // Counted in the store (shared by replicas); in memory while the store cannot count.
@@ -204,7 +207,7 @@ export function createGateway(config: GatehouseConfig, log: Logger, options: Gat
       }
       const previous = runtime;
       if (JSON.stringify(next.store) !== JSON.stringify(running.store)) log.warn('config reload: store changes take effect only after a restart');
-      runtime = buildRuntime(next, log, observeUpstream, state, resolveHost, breakerBoard, childEnv, approvalBook);
+      runtime = buildRuntime(next, log, observeUpstream, state, resolveHost, breakerBoard, childEnv, approvalBook, pinBook);
       // New secret values are scrubbed from logs from now on (none are forgotten).
       log.addSecrets(collectSecrets(next));
       // Keys, tokens and rules apply from the next request on.
@@ -236,6 +239,7 @@ export function createGateway(config: GatehouseConfig, log: Logger, options: Gat
         adminListener = createAdminListener({
           book: approvalBook,
           policyVersion: () => runtime.policyVersion,
+          pins: config.tools.pinning === 'off' ? undefined : { list: async () => (await pinBook.list()).map(pinView), accept: (ref, by, digest) => pinBook.accept(ref, by, digest) },
           auth: new ReviewerAuth(config.admin.token, config.admin.groups, verify),
           log: log.child({ component: 'admin' }),
         });
@@ -305,7 +309,7 @@ interface Runtime {
  * must be rewritten: `prefix: always`, lists that differ per caller, or names that are not safe (found
  * out by SingleUpstream on first use). The pipeline is compiled here, once per configuration.
  */
-function buildRuntime(config: GatehouseConfig, log: Logger, observeUpstream: (upstream: string, seconds: number) => void, state: StoreGuard, resolveHost: ResolveHost, breakerBoard: BreakerBoard, childEnv: ChildEnv, approvalBook: ApprovalBook): Runtime {
+function buildRuntime(config: GatehouseConfig, log: Logger, observeUpstream: (upstream: string, seconds: number) => void, state: StoreGuard, resolveHost: ResolveHost, breakerBoard: BreakerBoard, childEnv: ChildEnv, approvalBook: ApprovalBook, pinBook: PinBook): Runtime {
   const members = config.upstreams.map((u) => createUpstream(isStdioUpstream(u) ? { ...u, env: childEnv.for(u.name, u.env) } : u, config.sessions, log, observeUpstream));
   const egress = new EgressPolicy(config.policy.egress, resolveHost);
   const uriPrefixes = new Map(members.map((m, i) => [m, config.upstreams[i]!.uriPrefixes] as const));
@@ -324,6 +328,7 @@ function buildRuntime(config: GatehouseConfig, log: Logger, observeUpstream: (up
     state: compileStateStage(state),
     resolve: compileResolveStage({ catalog: routes, passThrough: () => (upstream instanceof SingleUpstream && upstream.passesThrough ? upstream.name : undefined) }),
     access: compileAccessStage({ policy: access, relist: (kind, capabilities) => routes.relist(kind, capabilities), unknownItemMessage }),
+    pin: compilePinStage(config.tools.pinning, pinBook, policyLog),
     arguments: compileArgumentsStage({ schemas, refreshRoute: (route, capabilities) => routes.resolve(route.kind, route.publicName, capabilities, true) }),
     egress: compileEgressStage(egress),
     rateLimit: compileRateLimitStage(limits.call, (key, bucket) => state.run((s) => s.takeTokens(key, bucket, 1))),

@@ -8,6 +8,7 @@ import { budgetsCommand } from './cli/budgets.js';
 import { checkConfigCommand } from './cli/check-config.js';
 import { hashKeyCommand } from './cli/hash-key.js';
 import { MAIN_HELP } from './cli/help.js';
+import { pinsCommand } from './cli/pins.js';
 import { processIO } from './cli/io.js';
 import { serveCommand } from './cli/serve.js';
 
@@ -31,6 +32,8 @@ async function main(argv: string[]): Promise<number> {
       return budgetsCommand(rest, processIO);
     case 'approvals':
       return approvalsCommand(rest, processIO);
+    case 'pins':
+      return pinsCommand(rest, processIO);
     case '--version':
     case '-v':
       processIO.out(`gatehouse ${version()}\n`);

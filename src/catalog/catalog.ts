@@ -3,6 +3,7 @@
 // the union of capabilities for server/discover. Each upstream is reached through its modern face, so its
 // era and transport do not matter here; legacy clients reach the catalog through the legacy bridge.
 
+import { createHash } from 'node:crypto';
 import type { Principal } from '../pipeline/principal.js';
 import type { Logger } from '../log/logger.js';
 import { AccessPolicy, type ItemKind } from '../policy/access.js';
@@ -247,6 +248,11 @@ export class Catalog implements UpstreamMessages {
       if (isObject(e.item.annotations)) call.annotations = e.item.annotations;
       if (e.item.inputSchema !== undefined) call.inputSchema = e.item.inputSchema;
       if (e.item.outputSchema !== undefined) call.outputSchema = e.item.outputSchema;
+      if (kind === 'tools') {
+        // The contract a pin holds the upstream to; computed once per list, never per call.
+        call.definition = toolContract(e.item);
+        call.definitionSha256 = createHash('sha256').update(canonicalJson(call.definition)).digest('hex');
+      }
       routes.set(publicName, { upstream: e.member, call });
       const meta = { ...((e.item._meta as Obj | undefined) ?? {}), [kind === 'tools' ? TOOL_REF_META : PROMPT_REF_META]: ref };
       sorted.push({ ref, name: publicName, item: { ...e.item, name: publicName, _meta: meta } });
@@ -447,3 +453,10 @@ function single(response: JsonRpcResponse): UpstreamReply {
 }
 
 async function* none(): AsyncGenerator<JsonRpcMessage, void, void> {}
+
+/** What a tool promises: the parts of its definition a model reads or a call is checked against. */
+function toolContract(item: Obj): Record<string, unknown> {
+  const contract: Record<string, unknown> = { name: item.name };
+  for (const key of ['title', 'description', 'inputSchema', 'outputSchema', 'annotations'] as const) if (item[key] !== undefined) contract[key] = item[key];
+  return contract;
+}

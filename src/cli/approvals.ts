@@ -3,7 +3,8 @@
 // GATEHOUSE_ADMIN_URL and GATEHOUSE_ADMIN_TOKEN, stand in for it.
 
 import { parseArgs } from 'node:util';
-import { ConfigError, loadConfigFile } from '../config/load.js';
+import { ConfigError } from '../config/load.js';
+import { adminCaller, adminTarget, failed } from './admin-client.js';
 import { APPROVALS_HELP } from './help.js';
 import type { CommandIO } from './io.js';
 
@@ -58,21 +59,7 @@ export async function approvalsCommand(args: string[], io: CommandIO): Promise<n
     io.err((err instanceof ConfigError ? err.message : `error: ${(err as Error).message}`) + '\n');
     return 1;
   }
-  const call = async (method: 'GET' | 'POST', path: string, body?: unknown): Promise<{ status: number; json: Record<string, unknown> }> => {
-    let res: Response;
-    try {
-      res = await fetch(`${target.url}${path}`, {
-        method,
-        headers: { authorization: `Bearer ${target.token}`, ...(body !== undefined ? { 'content-type': 'application/json' } : {}) },
-        ...(body !== undefined ? { body: JSON.stringify(body) } : {}),
-        signal: AbortSignal.timeout(15_000),
-      });
-    } catch (err) {
-      throw new Error(`the admin API at ${target.url} cannot be reached (${(err as Error).message}); is the gateway running with admin.enabled?`);
-    }
-    const json = (await res.json().catch(() => ({}))) as Record<string, unknown>;
-    return { status: res.status, json };
-  };
+  const call = adminCaller(target);
   try {
     if (command === 'list') {
       const state = flags.state ?? 'pending';
@@ -99,26 +86,6 @@ export async function approvalsCommand(args: string[], io: CommandIO): Promise<n
     io.err(`error: ${(err as Error).message}\n`);
     return 1;
   }
-}
-
-async function adminTarget(flags: { config?: string | undefined; url?: string | undefined; token?: string | undefined }, io: CommandIO): Promise<{ url: string; token: string }> {
-  let url = flags.url ?? io.env.GATEHOUSE_ADMIN_URL;
-  let token = flags.token ?? io.env.GATEHOUSE_ADMIN_TOKEN;
-  if (url === undefined || token === undefined) {
-    const config = await loadConfigFile(flags.config ?? io.env.GATEHOUSE_CONFIG ?? 'gatehouse.yaml', io.env);
-    if (!config.admin.enabled) throw new Error('the config does not enable the admin API (admin.enabled), so there is nothing to ask');
-    const host = config.admin.host === '0.0.0.0' ? '127.0.0.1' : config.admin.host === '::' ? '::1' : config.admin.host;
-    url ??= `http://${host.includes(':') ? `[${host}]` : host}:${config.admin.port}`;
-    token ??= config.admin.token;
-  }
-  if (token === undefined) throw new Error('no admin token: give --token, set GATEHOUSE_ADMIN_TOKEN, or set admin.token in the config');
-  return { url: url.replace(/\/+$/, ''), token };
-}
-
-function failed(io: CommandIO, r: { status: number; json: Record<string, unknown> }): number {
-  const error = r.json.error as { code?: string; message?: string } | undefined;
-  io.err(`error: ${error?.message ?? `the admin API answered HTTP ${r.status}`}${error?.code ? ` (${error.code})` : ''}\n`);
-  return r.status === 404 ? 3 : 1;
 }
 
 function table(list: ApprovalView[], state: string): string {

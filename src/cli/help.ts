@@ -10,6 +10,7 @@ Usage:
   gatehouse audit verify|export|tail [--config F]  check, export or follow the audit log
   gatehouse budgets show [--subject S]             what budgets have spent in the current windows
   gatehouse approvals list|show|approve|reject     decide on calls waiting for approval (admin API)
+  gatehouse pins list|show|accept                  review tools whose definition changed (admin API)
 
 Options:
   -h, --help       show help (also after any command)
@@ -106,4 +107,26 @@ Options:
   -h, --help            show this help
 
 Exit status: 0 done, 1 failed (refused, unreachable), 2 usage, 3 no such approval.
+`;
+
+export const PINS_HELP = `Usage: gatehouse pins list|show REF|accept REF [options]
+
+Tool-contract pinning (tools.pinning): the first definition of each tool is pinned; a tool whose
+definition changes is refused with tool_changed (enforce) or logged (warn) until its change is accepted.
+Talks to the admin API of a running gateway, like gatehouse approvals.
+
+Commands:
+  list          the pinned tools whose definition changed (--all: every pinned tool)
+  show REF      one pin (REF is upstream/tool): the pinned and current digests and what changed
+  accept REF    make the definition shown by "show" the pin; the tool's calls run again
+
+Options:
+  -c, --config FILE     config file (default $GATEHOUSE_CONFIG, then ./gatehouse.yaml)
+      --url URL         the admin API (default from the config; or $GATEHOUSE_ADMIN_URL)
+      --token TOKEN     the admin token (default admin.token; or $GATEHOUSE_ADMIN_TOKEN)
+      --all             list: every pinned tool, changed or not
+      --json            one JSON object per line
+  -h, --help            show this help
+
+Exit status: 0 done, 1 failed, 2 usage, 3 no such pin.
 `;

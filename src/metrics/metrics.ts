@@ -47,6 +47,7 @@ export class GatewayMetrics {
   private readonly reloads: Counter<'result'>;
   private readonly storeErrors: Counter;
   private readonly approvalDecisions: Counter<'decision'>;
+  private readonly pinnedToolChanges: Counter;
 
   constructor(sources: MetricsSources) {
     const registers = [this.registry];
@@ -77,6 +78,7 @@ export class GatewayMetrics {
       },
     });
     this.approvalDecisions = new Counter({ name: 'gatehouse_approval_decisions_total', help: 'Approval decisions recorded by this replica: approved, rejected (by a reviewer or the user) and expired (noticed when the caller came back).', labelNames: ['decision'], registers });
+    this.pinnedToolChanges = new Counter({ name: 'gatehouse_pinned_tool_changes_total', help: 'Changed tool definitions noticed by this replica (tools.pinning), each counted once per new definition.', registers });
     new Gauge({
       name: 'gatehouse_approvals_pending',
       help: 'Approvals waiting for a decision, from the store (all replicas).',
@@ -148,6 +150,10 @@ export class GatewayMetrics {
 
   approvalDecided(decision: 'approved' | 'rejected' | 'expired'): void {
     this.approvalDecisions.inc({ decision });
+  }
+
+  pinnedToolChanged(): void {
+    this.pinnedToolChanges.inc();
   }
 
   reload(result: 'applied' | 'refused'): void {

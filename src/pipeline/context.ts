@@ -29,6 +29,10 @@ export interface Route {
   annotations?: Record<string, unknown>;
   inputSchema?: unknown;
   outputSchema?: unknown;
+  /** The tool's contract as the upstream lists it (name, title, description, schemas, annotations), for pinning. */
+  definition?: Record<string, unknown>;
+  /** SHA-256 (hex) of the canonical `definition`. */
+  definitionSha256?: string;
 }
 
 export interface CallContext {

@@ -12,6 +12,8 @@
 //   resolve     catalog/resolve-stage.ts: tools/call, prompts/get → route (ref, schemas, annotations)
 //                                                                         ...... -32602 unknown tool or prompt
 //   access      policy/access-stage.ts: the key's tool list and policy.rules; hidden = unknown ... -32602
+//   pin         approvals/pin-stage.ts: the tool's definition vs the one pinned (tools.pinning)
+//                                                                         ...... tool_changed (enforce)
 //   arguments   policy/arguments-stage.ts: Mcp-Param-* vs body ............... 400 -32020
 //                                          inputSchema .................... invalid_arguments (tool result)
 //   egress      policy/egress-stage.ts: URLs, hosts and addresses in the arguments vs policy.egress
@@ -41,7 +43,7 @@ import type { Outcome } from './outcome.js';
 import { compose, type Next, type Stage, type StageName } from './stage.js';
 
 /** The stages that run on a CallContext, in order. */
-export const CALL_STAGES = ['state', 'resolve', 'access', 'arguments', 'egress', 'rateLimit', 'budget', 'breaker', 'approval', 'idempotency', 'output', 'upstream'] as const satisfies readonly StageName[];
+export const CALL_STAGES = ['state', 'resolve', 'access', 'pin', 'arguments', 'egress', 'rateLimit', 'budget', 'breaker', 'approval', 'idempotency', 'output', 'upstream'] as const satisfies readonly StageName[];
 
 export type CallStages = Record<(typeof CALL_STAGES)[number], Stage>;
 

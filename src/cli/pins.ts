@@ -1,0 +1,99 @@
+// `gatehouse pins list|show REF|accept REF`: the pinned tool definitions of a running gateway
+// (tools.pinning), through its admin API. `show` prints what changed, path by path; `accept` makes the
+// definition the upstream serves now the pin, so calls to the tool run again under `enforce`.
+
+import { parseArgs } from 'node:util';
+import { ConfigError } from '../config/load.js';
+import { adminCaller, adminTarget, failed } from './admin-client.js';
+import { PINS_HELP } from './help.js';
+import type { CommandIO } from './io.js';
+
+const OPTIONS = {
+  config: { type: 'string', short: 'c' },
+  url: { type: 'string' },
+  token: { type: 'string' },
+  all: { type: 'boolean' },
+  json: { type: 'boolean' },
+  help: { type: 'boolean', short: 'h' },
+} as const;
+
+interface PinView {
+  ref: string;
+  state: 'pinned' | 'changed';
+  pinned: { sha256: string; at: number; acceptedBy?: string };
+  changed?: { sha256: string; at: number };
+  changes: Array<{ path: string; before?: unknown; after?: unknown }>;
+}
+
+export async function pinsCommand(args: string[], io: CommandIO): Promise<number> {
+  let parsed;
+  try {
+    parsed = parseArgs({ args, options: OPTIONS, strict: true, allowPositionals: true });
+  } catch (err) {
+    io.err(`${(err as Error).message}\n\n${PINS_HELP}`);
+    return 2;
+  }
+  const { values: flags, positionals } = parsed;
+  if (flags.help) {
+    io.out(PINS_HELP);
+    return 0;
+  }
+  const [command, ref, ...extra] = positionals;
+  const needsRef = command === 'show' || command === 'accept';
+  if (command === undefined || !(command === 'list' || needsRef) || (needsRef && ref === undefined) || (!needsRef && ref !== undefined) || extra.length > 0) {
+    io.err(`${command === undefined ? 'say what to do: list, show REF or accept REF' : `cannot run "pins ${positionals.join(' ')}"`}\n\n${PINS_HELP}`);
+    return 2;
+  }
+  let call;
+  try {
+    call = adminCaller(await adminTarget(flags, io));
+  } catch (err) {
+    io.err((err instanceof ConfigError ? err.message : `error: ${(err as Error).message}`) + '\n');
+    return 1;
+  }
+  try {
+    if (command === 'accept') {
+      const shown = await call('GET', '/pins');
+      if (shown.status !== 200) return failed(io, shown);
+      const pin = (shown.json.pins as PinView[]).find((p) => p.ref === ref);
+      // Accept exactly the definition shown, so a second change in between is not accepted unseen.
+      const r = await call('POST', `/pins/${encodeURIComponent(ref!)}/accept`, pin?.changed ? { digest: pin.changed.sha256 } : {});
+      if (r.status !== 200) return failed(io, r);
+      io.out(flags.json ? `${JSON.stringify(r.json.pin)}\n` : `${ref} accepted: its current definition is now the pin\n`);
+      return 0;
+    }
+    const r = await call('GET', '/pins');
+    if (r.status !== 200) return failed(io, r);
+    const pins = r.json.pins as PinView[];
+    if (command === 'list') {
+      const shown = pins.filter((p) => flags.all || p.state === 'changed').sort((a, b) => (a.ref < b.ref ? -1 : 1));
+      if (flags.json) for (const p of shown) io.out(`${JSON.stringify(p)}\n`);
+      else if (shown.length === 0) io.out(flags.all ? 'no tool is pinned yet\n' : 'no pinned tool has changed\n');
+      else io.out(shown.map((p) => `${p.ref.padEnd(40)}  ${p.state.padEnd(7)}  ${p.pinned.sha256.slice(0, 16)}${p.changed ? ` → ${p.changed.sha256.slice(0, 16)}` : ''}`).join('\n') + '\n');
+      return 0;
+    }
+    const pin = pins.find((p) => p.ref === ref);
+    if (pin === undefined) {
+      io.err(`error: no tool "${ref}" is pinned\n`);
+      return 3;
+    }
+    if (flags.json) {
+      io.out(`${JSON.stringify(pin)}\n`);
+      return 0;
+    }
+    const lines = [`${pin.ref}: ${pin.state}`, `pinned:  ${pin.pinned.sha256} (${new Date(pin.pinned.at).toISOString()}${pin.pinned.acceptedBy ? `, accepted by ${pin.pinned.acceptedBy}` : ''})`];
+    if (pin.changed) {
+      lines.push(`now:     ${pin.changed.sha256} (first seen ${new Date(pin.changed.at).toISOString()})`, 'changes:');
+      for (const c of pin.changes) {
+        lines.push(`  ${c.path}`);
+        if (c.before !== undefined) lines.push(`    - ${JSON.stringify(c.before)}`);
+        if (c.after !== undefined) lines.push(`    + ${JSON.stringify(c.after)}`);
+      }
+    }
+    io.out(`${lines.join('\n')}\n`);
+    return 0;
+  } catch (err) {
+    io.err(`error: ${(err as Error).message}\n`);
+    return 1;
+  }
+}
