@@ -138,7 +138,7 @@ export class ApprovalBook {
     return { ok: true, approval: decided };
   }
 
-  private async open(call: CallToApprove, binding: string, generation: number, argumentsSha256: string): Promise<ApprovalVerdict> {
+  private async open(call: CallToApprove, binding: string, generation: number, argumentsSha256: string, skipped = 0): Promise<ApprovalVerdict> {
     const now = this.now();
     const preview = redactValue(call.args);
     const p = call.principal;
@@ -165,7 +165,13 @@ export class ApprovalBook {
     const claim = await this.store.claim(`approval-open:${approval.id}`, argumentsSha256, call.callId, CLAIM_LEASE_MS, this.ttl(approval));
     if (claim.outcome !== 'claimed') {
       // Another call (here or on another replica) is opening this very approval: it is the same one.
-      return { kind: 'pending', approval: (await this.get(approval.id)) ?? approval, opened: false };
+      const opening = await this.get(approval.id);
+      if (opening !== undefined) return { kind: 'pending', approval: opening, opened: false };
+      // Claimed and, past the claim's lease, still not saved: its opener failed between the two and never
+      // will. The claim outlives the deadline by days, so the next generation stands in for this one.
+      const held = claim.record;
+      if (held.state === 'in_flight' && held.leaseUntil <= now && skipped < MAX_LINKS) return this.open(call, binding, generation + 1, argumentsSha256, skipped + 1);
+      return { kind: 'pending', approval, opened: false };
     }
     await this.store.audit(this.auditEntry(approval, 'proposed', call.callId));
     await this.save(approval);
