@@ -42,6 +42,7 @@ import { effectiveState } from './approvals/approval.js';
 import { compileApprovalRules, policyVersion } from './approvals/rules.js';
 import { PinBook, pinView } from './approvals/pins.js';
 import { compilePinStage } from './approvals/pin-stage.js';
+import { PendingConfirmations } from './approvals/user-confirmation.js';
 import { createAdminListener, type AdminListener } from './admin/server.js';
 import { ReviewerAuth, type VerifyToken } from './admin/reviewer-auth.js';
 import { HttpUpstream } from './upstream/http.js';
@@ -104,6 +105,7 @@ export function createGateway(config: GatehouseConfig, log: Logger, options: Gat
   // The store is opened once and kept across reloads (like the listener); a changed `store` needs a restart.
   const state = new StoreGuard(openStore(config.store), log.child({ component: 'store' }), () => metrics?.storeError());
   // Approvals and tool pins live in the store, shared by replicas and kept across reloads.
+  const confirmations = new PendingConfirmations();
   const pinBook = new PinBook(approvalStore(state), log.child({ component: 'pinning' }), { changed: () => metrics?.pinnedToolChanged() });
   const approvalBook = new ApprovalBook(approvalStore(state), { decided: (d) => metrics?.approvalDecided(d) });
   const observeUpstream = (name: string, seconds: number): void => metrics?.upstreamResponse(name, seconds);
@@ -116,7 +118,7 @@ export function createGateway(config: GatehouseConfig, log: Logger, options: Gat
   const childEnv = new ChildEnv(egressProxy);
   // Kept across reloads: what this replica last saw of each circuit, for the gauge.
   const breakerBoard = new BreakerBoard();
-  let runtime = buildRuntime(config, log, observeUpstream, state, resolveHost, breakerBoard, childEnv, approvalBook, pinBook);
+  let runtime = buildRuntime(config, log, observeUpstream, state, resolveHost, breakerBoard, childEnv, { book: approvalBook, pins: pinBook, confirmations });
   let running = config;
   // Kept across reloads: a reload must not wipe the count of an address that is guessing keys.
   // Counted in the store (shared by replicas); in memory while the store cannot count.
@@ -207,7 +209,7 @@ export function createGateway(config: GatehouseConfig, log: Logger, options: Gat
       }
       const previous = runtime;
       if (JSON.stringify(next.store) !== JSON.stringify(running.store)) log.warn('config reload: store changes take effect only after a restart');
-      runtime = buildRuntime(next, log, observeUpstream, state, resolveHost, breakerBoard, childEnv, approvalBook, pinBook);
+      runtime = buildRuntime(next, log, observeUpstream, state, resolveHost, breakerBoard, childEnv, { book: approvalBook, pins: pinBook, confirmations });
       // New secret values are scrubbed from logs from now on (none are forgotten).
       log.addSecrets(collectSecrets(next));
       // Keys, tokens and rules apply from the next request on.
@@ -309,7 +311,7 @@ interface Runtime {
  * must be rewritten: `prefix: always`, lists that differ per caller, or names that are not safe (found
  * out by SingleUpstream on first use). The pipeline is compiled here, once per configuration.
  */
-function buildRuntime(config: GatehouseConfig, log: Logger, observeUpstream: (upstream: string, seconds: number) => void, state: StoreGuard, resolveHost: ResolveHost, breakerBoard: BreakerBoard, childEnv: ChildEnv, approvalBook: ApprovalBook, pinBook: PinBook): Runtime {
+function buildRuntime(config: GatehouseConfig, log: Logger, observeUpstream: (upstream: string, seconds: number) => void, state: StoreGuard, resolveHost: ResolveHost, breakerBoard: BreakerBoard, childEnv: ChildEnv, approvals: { book: ApprovalBook; pins: PinBook; confirmations: PendingConfirmations }): Runtime {
   const members = config.upstreams.map((u) => createUpstream(isStdioUpstream(u) ? { ...u, env: childEnv.for(u.name, u.env) } : u, config.sessions, log, observeUpstream));
   const egress = new EgressPolicy(config.policy.egress, resolveHost);
   const uriPrefixes = new Map(members.map((m, i) => [m, config.upstreams[i]!.uriPrefixes] as const));
@@ -328,7 +330,7 @@ function buildRuntime(config: GatehouseConfig, log: Logger, observeUpstream: (up
     state: compileStateStage(state),
     resolve: compileResolveStage({ catalog: routes, passThrough: () => (upstream instanceof SingleUpstream && upstream.passesThrough ? upstream.name : undefined) }),
     access: compileAccessStage({ policy: access, relist: (kind, capabilities) => routes.relist(kind, capabilities), unknownItemMessage }),
-    pin: compilePinStage(config.tools.pinning, pinBook, policyLog),
+    pin: compilePinStage(config.tools.pinning, approvals.pins, policyLog),
     arguments: compileArgumentsStage({ schemas, refreshRoute: (route, capabilities) => routes.resolve(route.kind, route.publicName, capabilities, true) }),
     egress: compileEgressStage(egress),
     rateLimit: compileRateLimitStage(limits.call, (key, bucket) => state.run((s) => s.takeTokens(key, bucket, 1))),
@@ -339,7 +341,7 @@ function buildRuntime(config: GatehouseConfig, log: Logger, observeUpstream: (up
       breakerBoard,
       policyLog,
     ),
-    approval: compileApprovalStage(compileApprovalRules(config.policy.approvals), approvalBook, version),
+    approval: compileApprovalStage(compileApprovalRules(config.policy.approvals), approvals.book, version, approvals.confirmations, policyLog),
     idempotency: compileIdempotencyStage(config.idempotency, idempotencyStore(state), idempotencyWaitMs(config)),
     output: compileOutputStage(config.tools.outputValidation, schemas, log),
     upstream: compileUpstreamStage(upstream, log),
@@ -388,6 +390,7 @@ function approvalStore(state: StoreGuard): ApprovalStore {
     get: (id) => state.run((s) => s.getApproval(id)),
     list: () => state.run((s) => s.listApprovals()),
     claim: (key, digest, owner, leaseMs, ttlMs) => state.run((s) => s.claimIdempotency(key, digest, owner, leaseMs, ttlMs)),
+    release: (key, owner) => state.run((s) => s.releaseIdempotency(key, owner)),
     audit: (entry) => state.run((s) => s.appendAudit(entry)),
   };
 }

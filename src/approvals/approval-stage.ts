@@ -3,52 +3,166 @@
 // Nothing is forwarded until the approval bound to exactly this call (caller, upstream, tool, arguments,
 // policy version) is approved; until then the caller gets `approval_pending` with the approval id, and
 // calling again with the same arguments finds the same approval. A rejection answers `approval_rejected`
-// with the reviewer's reason, a deadline passed `approval_expired`. A store that cannot answer fails the call
-// closed.
+// with the reason, a deadline passed `approval_expired`. A store that cannot answer fails the call closed.
+//
+// `by: user` rules ask the person at the client first, through elicitation (user-confirmation.ts), when the
+// client can be asked; otherwise a reviewer decides. An approved run that the upstream interrupts to ask the
+// client for input (MRTR) goes on when the client retries with the upstream's requestState, without asking
+// for approval again.
 
 import { failure, GatewayError, type ToolRefusal } from '../errors.js';
+import type { Logger } from '../log/logger.js';
+import { CallStream } from '../pipeline/call-stream.js';
 import type { CallContext } from '../pipeline/context.js';
-import type { Outcome } from '../pipeline/outcome.js';
+import { interceptFinal } from '../pipeline/final-answer.js';
+import { ACCEPTED, type Outcome } from '../pipeline/outcome.js';
+import { pipeOutcome } from '../pipeline/outcome-stream.js';
 import { refuseAt, type Next, type Stage } from '../pipeline/stage.js';
-import type { JsonRpcRequest } from '../protocol/jsonrpc.js';
-import type { Approval } from './approval.js';
-import type { ApprovalBook, ApprovalVerdict } from './book.js';
+import type { JsonRpcId, JsonRpcRequest } from '../protocol/jsonrpc.js';
+import { effectiveState, type Approval } from './approval.js';
+import { ApprovalBook, type ApprovalVerdict, type CallToApprove } from './book.js';
 import { approvalRuleFor, type CompiledApprovalRule } from './rules.js';
+import { CONFIRM_KEY, CONFIRM_STATE_PREFIX, confirmationChannel, confirmationRequest, PendingConfirmations, readAnswer, type UserAnswer } from './user-confirmation.js';
 
 export const APPROVAL_ID_META = 'dev.gatehouse/approval_id';
+/** How long the upstream's requestState of an approved run stays good for the client's retry. */
+const CONTINUATION_MS = 15 * 60_000;
+/** The longest a legacy client's stream is held open waiting for the user. */
+const MAX_USER_WAIT_MS = 10 * 60_000;
+/** A comment on the held stream this often keeps idle proxies from closing it. */
+const KEEPALIVE_MS = 15_000;
 
-/** How a `by: user` rule asks the user, when the client can be asked (elicitation); undefined: a reviewer decides. */
-export type UserConfirmation = (ctx: CallContext, rule: CompiledApprovalRule, next: Next) => Promise<Outcome> | undefined;
+export function compileApprovalStage(rules: readonly CompiledApprovalRule[], book: ApprovalBook, policyVersion: string, confirmations: PendingConfirmations, log: Logger): Stage {
+  const unavailable = (ctx: CallContext, err: unknown): Outcome =>
+    refuseAt('approval', ctx, failure(new GatewayError('GW_ERR_STATE_UNAVAILABLE', 'The approval of this call cannot be checked now, so the call is not run; retry later', undefined, { cause: err })));
 
-export function compileApprovalStage(rules: readonly CompiledApprovalRule[], book: ApprovalBook, policyVersion: string, confirmByUser?: UserConfirmation): Stage {
+  /** Runs an approved call; a run that never reached the upstream is given back, an MRTR continuation remembered. */
+  const runApproved = async (ctx: CallContext, approval: Approval, run: number | undefined, next: Next): Promise<Outcome> => {
+    const outcome = await next(ctx);
+    const laterRefusal = outcome.kind === 'refused' && outcome.stage !== undefined && outcome.stage !== 'upstream' && outcome.stage !== 'output';
+    return interceptFinal(outcome, ctx, async ({ response, failure: failed }) => {
+      try {
+        if (run !== undefined && (laterRefusal || (failed !== undefined && neverSent(failed)))) await book.releaseRun(approval, run, ctx.callId);
+        const result = response.result;
+        if (result?.resultType === 'input_required' && typeof result.requestState === 'string') await book.continueWith(result.requestState, approval, CONTINUATION_MS);
+      } catch (err) {
+        log.warn('an approved run could not be given back or continued; the caller may need a new approval', { approval: approval.id, err });
+      }
+      return undefined;
+    });
+  };
+
   return {
     name: 'approval',
-    applies: (ctx) => rules.length > 0 && ctx.method === 'tools/call' && ctx.route !== undefined,
+    applies: (ctx) => (rules.length > 0 && ctx.method === 'tools/call' && ctx.route !== undefined) || PendingConfirmations.isOurs(ctx),
     async run(ctx, next) {
+      // A legacy client's answer to Gatehouse's own question goes no further than here.
+      if (ctx.kind === 'response') {
+        if (!confirmations.settle(ctx)) log.debug('an answer to a confirmation nobody waits for', { session: ctx.sessionId?.slice(0, 8) });
+        return ACCEPTED;
+      }
       const route = ctx.route!;
       const args = argumentsOf(ctx);
       const rule = approvalRuleFor(rules, ctx.principal, route, args);
       if (rule === undefined) return next(ctx);
-      if (rule.by === 'user' && confirmByUser !== undefined) {
-        const asked = confirmByUser(ctx, rule, next);
-        if (asked !== undefined) return asked;
-      }
-      let verdict: ApprovalVerdict;
+      const call: CallToApprove = { callId: ctx.callId, principal: ctx.principal, route, args, rule, policyVersion };
+      const params = (ctx.message as JsonRpcRequest).params!;
+      const requestState = typeof params.requestState === 'string' ? params.requestState : undefined;
+      let forward = ctx;
       try {
-        verdict = await book.forCall({ callId: ctx.callId, principal: ctx.principal, route, args, rule, policyVersion });
+        if (requestState !== undefined && !requestState.startsWith(CONFIRM_STATE_PREFIX)) {
+          // The upstream's own requestState: the retry of a run that was approved goes on; anything else needs approval.
+          const continued = await book.continues(requestState, ApprovalBook.bindingOf(call).binding);
+          if (continued !== undefined) {
+            ctx.approvalId = continued;
+            return next(ctx);
+          }
+        } else if (requestState !== undefined) {
+          // The retry after Gatehouse's own question (modern): the answer decides, and the upstream never sees either field.
+          forward = withoutRetryFields(ctx);
+          await decideByUser(book, call, requestState.slice(CONFIRM_STATE_PREFIX.length), readAnswer(inputResponse(params)), policyVersion);
+        }
+        const verdict = await book.forCall(call);
+        ctx.approvalId = verdict.approval.id;
+        forward.approvalId = verdict.approval.id;
+        if (verdict.kind === 'run') return await runApproved(forward, verdict.approval, verdict.run, next);
+        if (verdict.kind === 'pending' && verdict.approval.by === 'user') {
+          const channel = confirmationChannel(ctx);
+          if (channel === 'modern') return askModern(ctx, verdict.approval);
+          if (channel === 'legacy') return askLegacy(ctx, verdict.approval, call, next);
+        }
+        return refuseAt('approval', ctx, refusalOf(verdict));
       } catch (err) {
-        return refuseAt('approval', ctx, failure(new GatewayError('GW_ERR_STATE_UNAVAILABLE', 'The approval of this call cannot be checked now, so the call is not run; retry later', undefined, { cause: err })));
+        return unavailable(ctx, err);
       }
-      ctx.approvalId = verdict.approval.id;
-      if (verdict.kind === 'run') return next(ctx);
-      return refuseAt('approval', ctx, refusalOf(verdict));
     },
   };
+
+  /** A modern client is asked through an InputRequiredResult; its retry carries the answer (mrtr.mdx). */
+  function askModern(ctx: CallContext, approval: Approval): Outcome {
+    const id = (ctx.message as JsonRpcRequest).id;
+    const result = { resultType: 'input_required', inputRequests: { [CONFIRM_KEY]: { method: 'elicitation/create', params: confirmationRequest(approval) } }, requestState: `${CONFIRM_STATE_PREFIX}${approval.id}` };
+    return { kind: 'json', status: 200, message: { jsonrpc: '2.0', id, result } };
+  }
+
+  /** A legacy client is asked on the call's own SSE stream; the call goes on (or not) on the same stream. */
+  function askLegacy(ctx: CallContext, approval: Approval, call: CallToApprove, next: Next): Outcome {
+    const requestId = (ctx.message as { id: JsonRpcId }).id;
+    const out = new CallStream({ requestId, mode: 'call', acceptsSse: true });
+    const { id, answer } = confirmations.ask(ctx, Math.max(1_000, Math.min(approval.expiresAt - Date.now(), MAX_USER_WAIT_MS)));
+    void (async () => {
+      const keepalive = setInterval(() => out.comment(), KEEPALIVE_MS);
+      keepalive.unref();
+      let response;
+      try {
+        out.push({ jsonrpc: '2.0', id, method: 'elicitation/create', params: confirmationRequest(approval) });
+        response = await answer;
+      } finally {
+        clearInterval(keepalive);
+      }
+      if (out.closed) return;
+      const given = response === undefined ? { accepted: false, reason: 'the user gave no answer in time' } : response.error !== undefined ? { accepted: false, reason: `the client could not ask the user (${response.error.message})` } : readAnswer(response.result);
+      await decideByUser(book, call, approval.id, given, policyVersion);
+      const verdict = await book.forCall(call);
+      const outcome = verdict.kind === 'run' ? await runApproved(ctx, verdict.approval, verdict.run, next) : refuseAt('approval', ctx, refusalOf(verdict));
+      await pipeOutcome(outcome, out, ctx);
+    })().catch((err: unknown) => {
+      const refused = unavailable(ctx, err);
+      void pipeOutcome(refused, out, ctx);
+    });
+    return { kind: 'stream', stream: out };
+  }
+}
+
+/** Records the user's answer on the approval it was asked for, if that approval binds this very call and waits. */
+async function decideByUser(book: ApprovalBook, call: CallToApprove, approvalId: string, answer: UserAnswer, policyVersion: string): Promise<void> {
+  const approval = await book.get(approvalId);
+  if (approval === undefined || approval.binding !== ApprovalBook.bindingOf(call).binding || approval.by !== 'user' || effectiveState(approval, Date.now()) !== 'pending') return;
+  await book.decide(approvalId, { approve: answer.accepted, by: 'user', ...(answer.reason !== undefined ? { reason: answer.reason } : {}), policyVersion, requestId: call.callId, mayDecide: () => true });
+}
+
+function inputResponse(params: Record<string, unknown>): unknown {
+  const responses = params.inputResponses;
+  return typeof responses === 'object' && responses !== null ? (responses as Record<string, unknown>)[CONFIRM_KEY] : undefined;
+}
+
+/** The call as the upstream must see it: without Gatehouse's requestState and the answer to its question. */
+function withoutRetryFields(ctx: CallContext): CallContext {
+  const request = ctx.message as JsonRpcRequest;
+  const { requestState: _state, inputResponses: _responses, ...params } = request.params!;
+  const message: JsonRpcRequest = { ...request, params };
+  return { ...ctx, message, body: Buffer.from(JSON.stringify(message)) };
 }
 
 function argumentsOf(ctx: CallContext): Record<string, unknown> {
   const args = (ctx.message as JsonRpcRequest).params?.arguments;
   return typeof args === 'object' && args !== null && !Array.isArray(args) ? (args as Record<string, unknown>) : {};
+}
+
+/** Failures where the upstream cannot have seen the request: the connection was never made. */
+function neverSent(err: GatewayError): boolean {
+  const code = (err.cause as { code?: unknown } | undefined)?.code;
+  return err.code === 'GW_ERR_UPSTREAM_UNREACHABLE' && (code === 'ECONNREFUSED' || code === 'ENOTFOUND' || code === 'EHOSTUNREACH');
 }
 
 function refusalOf(verdict: Exclude<ApprovalVerdict, { kind: 'run' }>): ToolRefusal {
@@ -80,13 +194,9 @@ function refusalOf(verdict: Exclude<ApprovalVerdict, { kind: 'run' }>): ToolRefu
   return {
     kind: 'tool',
     code: 'approval_expired',
-    message: `The approval ${a.id} for "${a.tool}" ${wasApproved(a) ? 'was not used' : 'was not decided'} before its deadline (${new Date(a.expiresAt).toISOString()}), so the call was not run. Calling again with the same arguments asks for approval anew.`,
+    message: `The approval ${a.id} for "${a.tool}" ${a.decision !== undefined && a.state !== 'rejected' ? 'was not used' : 'was not decided'} before its deadline (${new Date(a.expiresAt).toISOString()}), so the call was not run. Calling again with the same arguments asks for approval anew.`,
     details: { ...details, expiredAt: new Date(a.expiresAt).toISOString() },
     meta,
     rule: a.rule,
   };
-}
-
-function wasApproved(a: Approval): boolean {
-  return a.decision !== undefined && a.state !== 'rejected';
 }

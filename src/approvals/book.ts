@@ -30,6 +30,8 @@ export interface ApprovalStore {
   get(id: string): Promise<string | undefined>;
   list(): Promise<string[]>;
   claim(key: string, digest: string, owner: string, leaseMs: number, ttlMs: number): Promise<IdempotencyClaim>;
+  /** Frees a claim this owner holds. */
+  release(key: string, owner: string): Promise<void>;
   audit(entry: AuditEntry): Promise<unknown>;
 }
 
@@ -64,10 +66,16 @@ export class ApprovalBook {
     private readonly now: () => number = Date.now,
   ) {}
 
-  /** What the approval of this exact call says now; opens one when there is none to wait for. */
-  async forCall(call: CallToApprove): Promise<ApprovalVerdict> {
+  /** The binding of a call: the same caller, upstream, tool, arguments and policy version give the same one. */
+  static bindingOf(call: Omit<CallToApprove, 'callId' | 'rule'>): { binding: string; argumentsSha256: string } {
     const argumentsSha256 = sha256(canonicalJson(call.args));
     const binding = sha256(canonicalJson({ caller: principalKey(call.principal), upstream: call.route.upstream, ref: call.route.ref, arguments: argumentsSha256, policy: call.policyVersion }));
+    return { binding, argumentsSha256 };
+  }
+
+  /** What the approval of this exact call says now; opens one when there is none to wait for. */
+  async forCall(call: CallToApprove): Promise<ApprovalVerdict> {
+    const { binding, argumentsSha256 } = ApprovalBook.bindingOf(call);
     const pointer = parse(await this.store.get(pointerId(binding))) as { generation?: number } | undefined;
     let generation = typeof pointer?.generation === 'number' ? pointer.generation : 0;
     for (let link = 0; link < MAX_LINKS; link++, generation++) {
@@ -99,6 +107,28 @@ export class ApprovalBook {
       // Used up, or refused and already said so: the next link of the chain.
     }
     return this.open(call, binding, generation, argumentsSha256);
+  }
+
+  /**
+   * Remembers that an upstream's `requestState` continues an approved run (the upstream asked the client for
+   * input mid-call): the client's retry with it goes on without a second approval, for the same binding only.
+   */
+  async continueWith(requestState: string, approval: Approval, ttlMs: number): Promise<void> {
+    await this.store.put(continuationId(requestState), JSON.stringify({ approvalId: approval.id, binding: approval.binding }), ttlMs);
+  }
+
+  /** Whether `requestState` continues an approved run of this binding. */
+  async continues(requestState: string, binding: string): Promise<string | undefined> {
+    const doc = parse(await this.store.get(continuationId(requestState))) as { approvalId?: unknown; binding?: unknown } | undefined;
+    return doc?.binding === binding && typeof doc.approvalId === 'string' ? doc.approvalId : undefined;
+  }
+
+  /**
+   * Gives back a run that never reached the upstream (a later stage refused the call, or the connection was
+   * never made), so the approved call can still run.
+   */
+  async releaseRun(approval: Approval, run: number, callId: string): Promise<void> {
+    await this.store.release(`approval-run:${approval.id}:${run}`, callId);
   }
 
   async get(id: string): Promise<Approval | undefined> {
@@ -214,6 +244,10 @@ export class ApprovalBook {
 
 function approvalId(binding: string, generation: number): string {
   return `ap_${sha256(`${binding}:${generation}`).slice(0, 24)}`;
+}
+
+function continuationId(requestState: string): string {
+  return `continuation:${sha256(requestState)}`;
 }
 
 function pointerId(binding: string): string {

@@ -33,6 +33,7 @@ function approvalStore(s: SqliteStore): ApprovalStore {
     get: (id) => s.getApproval(id),
     list: () => s.listApprovals(),
     claim: (key, digest, owner, leaseMs, ttlMs) => s.claimIdempotency(key, digest, owner, leaseMs, ttlMs),
+    release: (key, owner) => s.releaseIdempotency(key, owner),
     audit: (entry) => s.appendAudit(entry),
   };
 }
