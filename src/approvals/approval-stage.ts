@@ -7,8 +7,8 @@
 //
 // `by: user` rules ask the person at the client first, through elicitation (user-confirmation.ts), when the
 // client can be asked; otherwise a reviewer decides. An approved run that the upstream interrupts to ask the
-// client for input (MRTR) goes on when the client retries with the upstream's requestState, without asking
-// for approval again.
+// client for input (MRTR) goes on when the client retries the same call with its answers, once, without
+// asking for approval again.
 
 import { failure, GatewayError, type ToolRefusal } from '../errors.js';
 import type { Logger } from '../log/logger.js';
@@ -43,8 +43,7 @@ export function compileApprovalStage(rules: readonly CompiledApprovalRule[], boo
     return interceptFinal(outcome, ctx, async ({ response, failure: failed }) => {
       try {
         if (run !== undefined && (laterRefusal || (failed !== undefined && neverSent(failed)))) await book.releaseRun(approval, run, ctx.callId);
-        const result = response.result;
-        if (result?.resultType === 'input_required' && typeof result.requestState === 'string') await book.continueWith(result.requestState, approval, CONTINUATION_MS);
+        if (response.result?.resultType === 'input_required') await book.continueWith(approval, CONTINUATION_MS);
       } catch (err) {
         log.warn('an approved run could not be given back or continued; the caller may need a new approval', { approval: approval.id, err });
       }
@@ -70,17 +69,20 @@ export function compileApprovalStage(rules: readonly CompiledApprovalRule[], boo
       const requestState = typeof params.requestState === 'string' ? params.requestState : undefined;
       let forward = ctx;
       try {
-        if (requestState !== undefined && !requestState.startsWith(CONFIRM_STATE_PREFIX)) {
-          // The upstream's own requestState: the retry of a run that was approved goes on; anything else needs approval.
-          const continued = await book.continues(requestState, ApprovalBook.bindingOf(call).binding);
-          if (continued !== undefined) {
-            ctx.approvalId = continued;
-            return next(ctx);
+        const ours = requestState?.startsWith(CONFIRM_STATE_PREFIX) === true;
+        if (!ours && (requestState !== undefined || params.inputResponses !== undefined)) {
+          // A retry with answers to the upstream's own question: the interrupted approved run goes on, once;
+          // anything else needs approval.
+          const continued = await book.continues(ApprovalBook.bindingOf(call).binding, ctx.callId);
+          const approval = continued === undefined ? undefined : await book.get(continued);
+          if (approval !== undefined) {
+            ctx.approvalId = approval.id;
+            return await runApproved(ctx, approval, undefined, next);
           }
-        } else if (requestState !== undefined) {
+        } else if (ours) {
           // The retry after Gatehouse's own question (modern): the answer decides, and the upstream never sees either field.
           forward = withoutRetryFields(ctx);
-          await decideByUser(book, call, requestState.slice(CONFIRM_STATE_PREFIX.length), readAnswer(inputResponse(params)), policyVersion);
+          await decideByUser(book, call, requestState!.slice(CONFIRM_STATE_PREFIX.length), readAnswer(inputResponse(params)), policyVersion);
         }
         const verdict = await book.forCall(call);
         ctx.approvalId = verdict.approval.id;

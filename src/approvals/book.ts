@@ -110,17 +110,19 @@ export class ApprovalBook {
   }
 
   /**
-   * Remembers that an upstream's `requestState` continues an approved run (the upstream asked the client for
-   * input mid-call): the client's retry with it goes on without a second approval, for the same binding only.
+   * Remembers that an approved run of this call was interrupted by the upstream asking the client for input
+   * (MRTR): the client's one retry of the same call, carrying its answers, goes on without a second approval.
    */
-  async continueWith(requestState: string, approval: Approval, ttlMs: number): Promise<void> {
-    await this.store.put(continuationId(requestState), JSON.stringify({ approvalId: approval.id, binding: approval.binding }), ttlMs);
+  async continueWith(approval: Approval, ttlMs: number): Promise<void> {
+    await this.store.put(continuationId(approval.binding), JSON.stringify({ approvalId: approval.id, token: randomUUID() }), ttlMs);
   }
 
-  /** Whether `requestState` continues an approved run of this binding. */
-  async continues(requestState: string, binding: string): Promise<string | undefined> {
-    const doc = parse(await this.store.get(continuationId(requestState))) as { approvalId?: unknown; binding?: unknown } | undefined;
-    return doc?.binding === binding && typeof doc.approvalId === 'string' ? doc.approvalId : undefined;
+  /** Whether a retry of this call continues an interrupted approved run; each interruption lets one retry through. */
+  async continues(binding: string, callId: string): Promise<string | undefined> {
+    const doc = parse(await this.store.get(continuationId(binding))) as { approvalId?: unknown; token?: unknown } | undefined;
+    if (typeof doc?.approvalId !== 'string' || typeof doc.token !== 'string') return undefined;
+    const claim = await this.store.claim(`continuation-used:${doc.token}`, binding, callId, CLAIM_LEASE_MS, CLAIM_LEASE_MS * 15);
+    return claim.outcome === 'claimed' ? doc.approvalId : undefined;
   }
 
   /**
@@ -246,8 +248,8 @@ function approvalId(binding: string, generation: number): string {
   return `ap_${sha256(`${binding}:${generation}`).slice(0, 24)}`;
 }
 
-function continuationId(requestState: string): string {
-  return `continuation:${sha256(requestState)}`;
+function continuationId(binding: string): string {
+  return `continuation:${binding}`;
 }
 
 function pointerId(binding: string): string {
