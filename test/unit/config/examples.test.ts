@@ -7,6 +7,7 @@ import { fileURLToPath } from 'node:url';
 import { describe, it } from 'node:test';
 import { ConfigError, loadConfigFile } from '../../../src/config/load.js';
 import { isStdioUpstream } from '../../../src/config/types.js';
+import { unsupportedFeatures } from '../../../src/config/semantic-checks.js';
 
 const root = fileURLToPath(new URL('../../../', import.meta.url));
 const configDir = `${root}config/`;
@@ -29,6 +30,8 @@ describe('config/*.yaml', () => {
       const config = await loadConfigFile(`${configDir}${file}`, EXAMPLE_ENV);
       assert.ok(config.upstreams.length > 0);
       assert.equal(readFileSync(`${configDir}${file}`, 'utf8').split('\n')[0], '# yaml-language-server: $schema=./gatehouse.schema.json');
+      // What check-config and serve add to the schema: the file can be served by this build as it is.
+      assert.deepEqual(unsupportedFeatures(config), []);
     });
   }
 
