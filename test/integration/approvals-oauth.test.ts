@@ -1,0 +1,72 @@
+// Reviewers by OAuth group (issue 14 item 3): the admin API takes, instead of the admin token, an access
+// token (verified as on the MCP endpoint: issuer, audience, signature through the JWKS) whose groups include
+// one of admin.groups; a rule's `reviewers` then limits who may decide its approvals, and the decision
+// records the reviewer's subject. Tokens come from a real authorization server on loopback.
+
+import { after, before, test } from 'node:test';
+import assert from 'node:assert/strict';
+import { request } from 'undici';
+import { hashKey } from '../../src/auth/key-hash.js';
+import { freePort, startAuthServer, type AuthServer } from '../helpers/auth-server.js';
+import { startCountingUpstream, type CountingUpstream } from '../fixtures/upstreams/counting-writes.js';
+import { startGateway, type TestGateway } from '../helpers/gateway.js';
+import { modernRequest, post } from '../helpers/http.js';
+
+const ALICE = 'gh_alice_0123456789abcdefghijklmnopqrstuv';
+let as: AuthServer;
+let up: CountingUpstream;
+let gw: TestGateway;
+let publicUrl: string;
+
+before(async () => {
+  as = await startAuthServer();
+  await as.newKey('k1');
+  up = await startCountingUpstream('modern');
+  const port = await freePort();
+  publicUrl = `http://127.0.0.1:${port}/mcp`;
+  gw = await startGateway({
+    listen: { port, publicUrl },
+    upstreams: [{ name: 'up', url: up.url, era: 'modern' }],
+    auth: { apiKeys: [{ id: 'alice', hash: hashKey(ALICE), scopes: [] }], oauth: { issuer: as.issuer, audience: publicUrl, groupsClaim: 'groups' } },
+    admin: { enabled: true, port: 0, groups: ['sre', 'approvers'] },
+    policy: { approvals: [{ id: 'sre-only', tools: ['up/record'], reviewers: { groups: ['sre'] } }] },
+  });
+});
+after(async () => {
+  await gw.close();
+  await up.close();
+  await as.close();
+});
+
+async function admin(method: 'GET' | 'POST', path: string, token: string) {
+  const res = await request(`${gw.gateway.adminUrl}${path}`, { method, headers: { authorization: `Bearer ${token}`, ...(method === 'POST' ? { 'content-type': 'application/json' } : {}) }, ...(method === 'POST' ? { body: '{}' } : {}) });
+  return { status: res.statusCode, json: (await res.body.json()) as Record<string, any> };
+}
+const tokenFor = (sub: string, groups: string[]) => as.sign({ sub, aud: publicUrl, groups });
+
+test('an access token of an admin group lists approvals; only a reviewer the rule names may decide, and the decision names them', async () => {
+  const req = modernRequest(1, 'tools/call', { name: 'record', arguments: { item: 'oauth-1' } });
+  const first = (await post(gw.url, req.body, { ...req.headers, authorization: `Bearer ${ALICE}` })).json().result as { _meta: Record<string, string> };
+  const id = first._meta['dev.gatehouse/approval_id']!;
+
+  const approver = await tokenFor('bob', ['approvers']);
+  const listed = await admin('GET', '/approvals?state=pending', approver);
+  assert.equal(listed.status, 200);
+  assert.ok(listed.json.approvals.some((a: { id: string }) => a.id === id));
+  const refused = await admin('POST', `/approvals/${id}/approve`, approver);
+  assert.equal(refused.status, 403);
+  assert.equal(refused.json.error.code, 'forbidden');
+
+  const outsider = await admin('GET', '/approvals', await tokenFor('eve', ['sales']));
+  assert.equal(outsider.status, 403);
+  assert.equal((await admin('GET', '/approvals', 'eyJhbGciOiJub25lIn0.eyJzdWIiOiJldmUifQ.')).status, 401);
+  const foreignAudience = await admin('GET', '/approvals', await as.sign({ sub: 'carol', aud: 'https://elsewhere.example/mcp', groups: ['sre'] }));
+  assert.equal(foreignAudience.status, 401);
+
+  const decided = await admin('POST', `/approvals/${id}/approve`, await tokenFor('carol', ['sre']));
+  assert.equal(decided.status, 200, JSON.stringify(decided.json));
+  assert.equal(decided.json.approval.decision.by, 'carol');
+  const again = await post(gw.url, req.body, { ...req.headers, authorization: `Bearer ${ALICE}` });
+  assert.equal(again.json().result.isError, undefined);
+  assert.equal(up.executions.filter((e) => e.item === 'oauth-1').length, 1);
+});
