@@ -163,9 +163,15 @@ export class ApprovalBook {
       state: decision.approve ? 'approved' : 'rejected',
       decision: { by: decision.by, at: now, ...(decision.reason !== undefined ? { reason: decision.reason } : {}), previewSha256: found.previewSha256 },
     };
-    // The record of the decision is durable before the decision takes effect.
-    await this.store.audit(this.auditEntry(decided, decision.approve ? 'approved' : 'rejected', decision.requestId, { reviewer: decision.by, ...(decision.reason !== undefined ? { reason: decision.reason } : {}) }));
-    await this.save(decided);
+    try {
+      // The record of the decision is durable before the decision takes effect.
+      await this.store.audit(this.auditEntry(decided, decision.approve ? 'approved' : 'rejected', decision.requestId, { reviewer: decision.by, ...(decision.reason !== undefined ? { reason: decision.reason } : {}) }));
+      await this.save(decided);
+    } catch (err) {
+      // Not decided after all: let the next attempt decide instead of finding it "already decided".
+      await this.store.release(`approval-decision:${id}`, decision.requestId).catch(() => {});
+      throw err;
+    }
     this.events.decided?.(decision.approve ? 'approved' : 'rejected');
     return { ok: true, approval: decided };
   }

@@ -230,6 +230,17 @@ describe('ApprovalBook after a store failure', () => {
     assert.equal((await flakyBook.decide(a.id, decision())).ok, true);
     assert.equal((await flakyBook.forCall(again(c))).kind, 'run');
   });
+
+  it('a decision whose audit record cannot be written is not taken, and the next attempt can decide', async () => {
+    let failAudit = false;
+    const inner = approvalStore(store);
+    const flakyBook = new ApprovalBook({ ...inner, audit: (entry) => (failAudit ? ((failAudit = false), Promise.reject(new Error('store unavailable'))) : inner.audit(entry)) }, {}, () => clock);
+    const a = pending(await flakyBook.forCall(callOf(fresh())));
+    failAudit = true;
+    await assert.rejects(flakyBook.decide(a.id, decision()), /store unavailable/);
+    assert.equal((await flakyBook.get(a.id))?.state, 'pending');
+    assert.equal((await flakyBook.decide(a.id, decision())).ok, true);
+  });
 });
 
 describe('ApprovalBook.decide', () => {
