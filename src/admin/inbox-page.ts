@@ -1,8 +1,11 @@
 // The reviewers' inbox: server-rendered HTML, one small script and one stylesheet, no build step. The
 // Content-Security-Policy allows nothing but this origin's own script, style and fetches: no inline script,
 // no framing, no form posts elsewhere. Every value shown is HTML-escaped; arguments are the redacted preview.
+// Below the pending calls, the tools whose definition changed since it was pinned (tools.pinning), each with
+// its diff path by path and a button that accepts the definition shown (by its digest) as the new pin.
 
 import type { Approval } from '../approvals/approval.js';
+import type { PinChange, PinnedDefinition, pinView } from '../approvals/pins.js';
 import type { Reviewer } from './reviewer-auth.js';
 
 export const SECURITY_HEADERS: Record<string, string> = {
@@ -17,7 +20,10 @@ export const SECURITY_HEADERS: Record<string, string> = {
 
 type PendingView = Approval & { ageSeconds: number };
 
-export function inboxPage(view: { reviewer: Reviewer; csrf: string; approvals: PendingView[]; changedPins: Array<{ ref: string }> }): string {
+/** A pin as GET /pins shows it (pinView), whose tool serves another definition than the pinned one. */
+export type ChangedPinView = ReturnType<typeof pinView> & { state: 'changed'; changed: PinnedDefinition };
+
+export function inboxPage(view: { reviewer: Reviewer; csrf: string; approvals: PendingView[]; changedPins: ChangedPinView[] }): string {
   const rows = view.approvals.map((a) => `
       <tr data-approval="${esc(a.id)}" data-preview="${esc(a.previewSha256)}">
         <td><span class="mono">${esc(a.caller.subject)}</span>${a.caller.tenant ? `<br><small>tenant ${esc(a.caller.tenant)}</small>` : ''}</td>
@@ -33,8 +39,8 @@ export function inboxPage(view: { reviewer: Reviewer; csrf: string; approvals: P
       </tr>`).join('');
   const pins = view.changedPins.length === 0 ? '' : `
     <h2>Changed tools</h2>
-    <p>These tools changed since they were pinned. Review the change with <code>gatehouse pins show</code> or <code>GET /pins</code>.</p>
-    <ul>${view.changedPins.map((p) => `<li class="mono">${esc(p.ref)}</li>`).join('')}</ul>`;
+    <p>These tools serve another definition than the one pinned, so their calls are refused with <code>tool_changed</code> (or only logged, with <code>tools.pinning: warn</code>) until the change is accepted. Accepting makes the definition shown here the new pin.</p>
+    ${view.changedPins.map(pinSection).join('')}`;
   return `<!doctype html>
 <html lang="en">
 <head>
@@ -62,6 +68,41 @@ export function inboxPage(view: { reviewer: Reviewer; csrf: string; approvals: P
 </body>
 </html>
 `;
+}
+
+function pinSection(p: ChangedPinView): string {
+  const rows = p.changes.map((c) => `
+          <tr>
+            <td class="mono path">${esc(c.path)}</td>
+            <td>${side(c, 'before')}</td>
+            <td>${side(c, 'after')}</td>
+          </tr>`).join('');
+  return `
+    <section class="pin" data-pin="${esc(p.ref)}" data-digest="${esc(p.changed.sha256)}">
+      <h3 class="mono">${esc(p.ref)}</h3>
+      <p class="digests"><small>pinned <span class="mono pinned" title="${esc(p.pinned.sha256)}">sha256 ${esc(p.pinned.sha256.slice(0, 16))}…</span> ${esc(when(p.pinned.at))}${p.pinned.acceptedBy ? ` (accepted by ${esc(p.pinned.acceptedBy)})` : ''}
+        · now <span class="mono current" title="${esc(p.changed.sha256)}">sha256 ${esc(p.changed.sha256.slice(0, 16))}…</span> seen ${esc(when(p.changed.at))}</small></p>
+      <table class="diff">
+        <thead><tr><th>Path</th><th>Pinned</th><th>Now</th></tr></thead>
+        <tbody>${rows}
+        </tbody>
+      </table>
+      <div class="actions">
+        <button type="button" class="accept">Accept change</button>
+        <output class="status"></output>
+      </div>
+    </section>`;
+}
+
+/** One side of a change: the JSON value, or a note when the path does not exist on that side. */
+function side(change: PinChange, which: 'before' | 'after'): string {
+  if (!(which in change)) return '<small class="absent">(absent)</small>';
+  const text = JSON.stringify(change[which], null, 2) ?? String(change[which]);
+  return `<pre class="${which}">${esc(text)}</pre>`;
+}
+
+function when(at: number): string {
+  return Number.isFinite(at) ? new Date(at).toISOString().replace(/\.\d{3}Z$/, 'Z') : '';
 }
 
 export function loginPage(problem?: string): string {
@@ -124,6 +165,38 @@ export const INBOX_JS = `'use strict';
     row.querySelector('.approve').addEventListener('click', function () { decide(row, 'approve'); });
     row.querySelector('.reject').addEventListener('click', function () { decide(row, 'reject'); });
   });
+  // Accepting a changed tool sends the digest of the definition shown: if the tool changed again since the
+  // page was loaded, the gateway refuses (409) and the reviewer reloads to review the newer change.
+  function accept(box) {
+    var ref = box.getAttribute('data-pin');
+    var status = box.querySelector('.status');
+    var button = box.querySelector('button.accept');
+    button.disabled = true;
+    status.textContent = 'Sending…';
+    fetch('/pins/' + encodeURIComponent(ref) + '/accept', {
+      method: 'POST',
+      credentials: 'same-origin',
+      headers: { 'content-type': 'application/json', 'x-csrf-token': csrf },
+      body: JSON.stringify({ digest: box.getAttribute('data-digest') })
+    }).then(function (res) {
+      return res.json().then(function (body) {
+        if (res.ok) {
+          status.textContent = 'Accepted';
+          box.classList.add('accepted');
+        } else {
+          status.textContent = (body && body.error && body.error.message) || ('Failed: HTTP ' + res.status);
+          box.classList.add('failed');
+          button.disabled = false;
+        }
+      });
+    }).catch(function () {
+      status.textContent = 'The gateway could not be reached';
+      button.disabled = false;
+    });
+  }
+  document.querySelectorAll('section[data-pin]').forEach(function (box) {
+    box.querySelector('button.accept').addEventListener('click', function () { accept(box); });
+  });
 })();
 `;
 
@@ -147,6 +220,14 @@ button.reject { background: #c92a2a; color: #fff; border: 0; border-radius: 4px;
 tr.approved { background: #ebfbee; }
 tr.rejected { background: #fff5f5; }
 output.status { display: block; margin-top: 0.3rem; font-size: 0.85rem; }
+section.pin { background: #fff; border: 1px solid #e3e6ea; border-radius: 6px; padding: 0.8rem 1rem; margin-bottom: 1rem; }
+section.pin h3 { margin: 0 0 0.3rem; font-size: 1rem; }
+section.pin.accepted { background: #ebfbee; }
+table.diff pre { margin: 0; max-width: 32rem; max-height: 16rem; overflow: auto; padding: 0.4rem; font-size: 0.85rem; white-space: pre-wrap; word-break: break-word; }
+table.diff pre.before { background: #fff5f5; }
+table.diff pre.after { background: #ebfbee; }
+section.pin .actions { margin-top: 0.6rem; }
+button.accept { background: #1864ab; color: #fff; border: 0; border-radius: 4px; }
 `;
 
 function age(seconds: number): string {

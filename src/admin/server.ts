@@ -14,7 +14,7 @@ import type { Logger } from '../log/logger.js';
 import { approvalView, type Approval } from '../approvals/approval.js';
 import type { ApprovalBook, DecisionProblem } from '../approvals/book.js';
 import { mayReview } from '../approvals/rules.js';
-import { INBOX_CSS, INBOX_JS, inboxPage, loginPage, SECURITY_HEADERS } from './inbox-page.js';
+import { INBOX_CSS, INBOX_JS, inboxPage, loginPage, SECURITY_HEADERS, type ChangedPinView } from './inbox-page.js';
 import { ReviewerAuth, SESSION_COOKIE, type AdminAuth, type Reviewer } from './reviewer-auth.js';
 
 /** Pinned tool definitions, as the admin API shows and accepts them (tools.pinning). */
@@ -163,8 +163,16 @@ async function page(req: IncomingMessage, res: ServerResponse, deps: AdminDeps, 
   const now = Date.now();
   const pending = (await deps.book.list()).map((a) => approvalView(a, now, deps.policyVersion())).filter((a) => a.state === 'pending' && !a.invalidated);
   pending.sort((a, b) => a.createdAt - b.createdAt);
-  const pins = deps.pins ? ((await deps.pins.list()) as Array<{ ref: string; state?: string }>).filter((p) => p.state === 'changed') : [];
+  // The pins as GET /pins shows them (pinView: state and the path-by-path changes); the page shows the changed ones.
+  const pins = deps.pins ? (await deps.pins.list()).filter(isChangedPin) : [];
+  pins.sort((a, b) => (a.ref < b.ref ? -1 : a.ref > b.ref ? 1 : 0));
   return sendHtml(res, 200, inboxPage({ reviewer: auth.reviewer, csrf: auth.csrf!, approvals: pending, changedPins: pins }));
+}
+
+/** A pin view (pinView) whose tool changed: what the inbox page needs to show the change and accept it. */
+function isChangedPin(p: unknown): p is ChangedPinView {
+  const v = p as Partial<ChangedPinView> | null;
+  return typeof v === 'object' && v !== null && v.state === 'changed' && typeof v.ref === 'string' && typeof v.pinned?.sha256 === 'string' && typeof v.changed?.sha256 === 'string' && Array.isArray(v.changes);
 }
 
 async function login(req: IncomingMessage, res: ServerResponse, deps: AdminDeps): Promise<void> {

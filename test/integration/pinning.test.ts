@@ -11,7 +11,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { request } from 'undici';
 import { SqliteStore } from '../../src/store/sqlite-store.js';
-import { jsonResult, startFakeUpstream } from '../fixtures/upstreams/fake-upstream.js';
+import { startChangingUpstream, type ChangingUpstream } from '../fixtures/upstreams/changing-tools.js';
 import { runCli } from '../helpers/cli.js';
 import { startGateway, type TestGateway } from '../helpers/gateway.js';
 import { modernRequest, post } from '../helpers/http.js';
@@ -30,38 +30,6 @@ async function list(gw: TestGateway) {
   const req = modernRequest(++n, 'tools/list');
   const res = await post(gw.url, req.body, req.headers);
   return res.json().result as { tools: Array<{ name: string; description?: string }> };
-}
-
-interface ChangingUpstream {
-  url: string;
-  /** tools/call bodies received. */
-  received: string[];
-  changeDescription(tool: string, text: string): void;
-  close(): Promise<void>;
-}
-
-/** A modern server with two tools whose descriptions the test can change. */
-async function startChangingUpstream(): Promise<ChangingUpstream> {
-  const descriptions: Record<string, string> = { lookup: 'Looks an item up', record: 'Records an item' };
-  const received: string[] = [];
-  const schema = { type: 'object', properties: { item: { type: 'string' } }, required: ['item'] };
-  const fake = await startFakeUpstream((_req, res, body) => {
-    const msg = JSON.parse(body) as { method: string; params?: { name?: string; arguments?: { item?: string } } };
-    if (msg.method === 'tools/list') {
-      const tools = [
-        { name: 'lookup', description: descriptions.lookup, inputSchema: schema, annotations: { readOnlyHint: true } },
-        { name: 'record', description: descriptions.record, inputSchema: schema, annotations: { readOnlyHint: false } },
-      ];
-      return jsonResult(res, body, { tools, resultType: 'complete', ttlMs: 0, cacheScope: 'public' });
-    }
-    if (msg.method === 'tools/call') {
-      received.push(body);
-      return jsonResult(res, body, { content: [{ type: 'text', text: `${msg.params?.name} ${msg.params?.arguments?.item}` }], resultType: 'complete' });
-    }
-    if (msg.method === 'server/discover') return jsonResult(res, body, { supportedVersions: ['2026-07-28'], capabilities: { tools: {} }, resultType: 'complete', ttlMs: 0, cacheScope: 'public' });
-    res.writeHead(404).end();
-  }, { handshake: 'modern' });
-  return { url: fake.url, received, changeDescription: (tool, text) => void (descriptions[tool] = text), close: fake.close };
 }
 
 /** The description of up_lookup as listed once the upstream's change has reached the catalog (bounded wait). */
