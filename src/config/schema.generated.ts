@@ -349,7 +349,7 @@ export interface StdioUpstream {
   };
 }
 /**
- * A Streamable HTTP (or legacy HTTP+SSE) MCP server reached over the network.
+ * An MCP server reached over the network through the Streamable HTTP transport.
  */
 export interface HttpUpstream {
   /**
@@ -361,7 +361,7 @@ export interface HttpUpstream {
    */
   url: string;
   /**
-   * Protocol generation to speak: auto detects it, modern is Streamable HTTP, legacy is the older HTTP+SSE transport.
+   * The protocol era the server speaks, both over Streamable HTTP: modern is the stateless 2026-07-28 revision (server/discover, no sessions); legacy is the session-based revisions (initialize and Mcp-Session-Id: 2025-11-25, 2025-06-18, 2025-03-26). auto detects it, and follows a server that changes; pin it only when detection cannot work, since a wrong pin fails every call (gatehouse doctor says which the server speaks).
    */
   era: "auto" | "modern" | "legacy";
   /**
