@@ -23,11 +23,24 @@ export async function probeUpstream(client: UpstreamMessages, pinned: Era): Prom
       if (pinned === 'auto' && modern.profile.era === 'modern') modern.profile.alsoLegacy = await legacyHandshake(client).then(() => true, () => false);
       return modern.profile;
     }
+    if (pinned === 'modern' && modern.kind === 'legacy' && (await legacyHandshake(client).then(() => true, () => false))) {
+      throw new GatewayError('GW_ERR_UPSTREAM_BAD_RESPONSE', `Upstream "${client.upstream}" is pinned to era: modern, but it answered like a legacy (session-based) server: it refused server/discover (${modern.detail}) and accepted initialize. Set era: auto (or legacy) for it; gatehouse doctor shows which era a server speaks`, client.upstream);
+    }
     if (pinned === 'modern' || modern.kind === 'no_common_version') {
       throw new GatewayError('GW_ERR_UPSTREAM_BAD_RESPONSE', `Upstream "${client.upstream}" did not answer server/discover as a 2026-07-28 server (${modern.detail})`, client.upstream);
     }
+    return legacyHandshake(client);
   }
-  return legacyHandshake(client);
+  try {
+    return await legacyHandshake(client);
+  } catch (err) {
+    // Pinned legacy: a modern-only server refuses the handshake; say so rather than "answered neither".
+    const modern = await tryDiscover(client).catch(() => undefined);
+    if (modern?.kind === 'modern') {
+      throw new GatewayError('GW_ERR_UPSTREAM_BAD_RESPONSE', `Upstream "${client.upstream}" is pinned to era: legacy, but it answered like a modern (2026-07-28) server: it refused initialize and answered server/discover. Set era: auto (or modern) for it; gatehouse doctor shows which era a server speaks`, client.upstream);
+    }
+    throw err;
+  }
 }
 
 type DiscoverOutcome = { kind: 'modern'; profile: UpstreamProfile } | { kind: 'legacy' | 'no_common_version'; detail: string };
