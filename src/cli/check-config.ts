@@ -1,35 +1,46 @@
-// `gatehouse check-config FILE`: validates a config and lists every problem.
+// `gatehouse check-config [--env-optional] FILE`: validates a config and lists every problem. With
+// --env-optional, secrets that are absent here (unset ${env:...}, missing ${file:...}) are warnings: a file
+// can be checked where its secrets do not live, as in CI.
 
-import { ConfigError, loadConfigFile } from '../config/load.js';
+import { parseArgs } from 'node:util';
+import { ConfigError, formatIssue, loadConfigFile, type ConfigIssue } from '../config/load.js';
 import { unsupportedFeatures } from '../config/semantic-checks.js';
 import { CHECK_CONFIG_HELP } from './help.js';
 import type { CommandIO } from './io.js';
 
+const OPTIONS = { 'env-optional': { type: 'boolean' }, help: { type: 'boolean', short: 'h' } } as const;
+
 export async function checkConfigCommand(args: string[], io: CommandIO): Promise<number> {
-  if (args.includes('--help') || args.includes('-h')) {
+  let parsed;
+  try {
+    parsed = parseArgs({ args, options: OPTIONS, strict: true, allowPositionals: true });
+  } catch (err) {
+    io.err(`${(err as Error).message}\n\n${CHECK_CONFIG_HELP}`);
+    return 2;
+  }
+  if (parsed.values.help) {
     io.out(CHECK_CONFIG_HELP);
     return 0;
   }
-  const file = args[0];
-  if (file === undefined || args.length > 1) {
-    io.err('usage: gatehouse check-config FILE\n');
+  const file = parsed.positionals[0];
+  if (file === undefined || parsed.positionals.length > 1) {
+    io.err(`usage: gatehouse check-config [--env-optional] FILE\n`);
     return 2;
   }
+  const warnings: ConfigIssue[] = [];
   try {
-    const config = await loadConfigFile(file, io.env);
+    const config = await loadConfigFile(file, io.env, { optionalSecrets: parsed.values['env-optional'] === true, warnings });
+    for (const w of warnings) io.err(`warning: ${formatIssue(w)}\n`);
     const problems = unsupportedFeatures(config);
     if (problems.length > 0) {
       io.err(`${file}: valid, but this build cannot serve it:\n  ${problems.join('\n  ')}\n`);
       return 1;
     }
-    io.out(`${file}: ok\n`);
+    io.out(`${file}: ok${warnings.length > 0 ? ` (${warnings.length} secret${warnings.length === 1 ? '' : 's'} not present here)` : ''}\n`);
     return 0;
   } catch (err) {
-    if (err instanceof ConfigError) {
-      io.err(err.message + '\n');
-      return 1;
-    }
-    io.err(`${file}: ${(err as Error).message}\n`);
+    for (const w of warnings) io.err(`warning: ${formatIssue(w)}\n`);
+    io.err(`${err instanceof ConfigError ? err.message : `${file}: ${(err as Error).message}`}\n`);
     return 1;
   }
 }

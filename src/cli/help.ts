@@ -5,7 +5,7 @@ export const MAIN_HELP = `gatehouse: an MCP gateway in front of MCP servers you 
 Usage:
   gatehouse serve [--config FILE]                  run with a config file
   gatehouse serve --upstream URL | --stdio "CMD"   run in front of one server, no file needed
-  gatehouse check-config FILE                      validate a config file
+  gatehouse check-config [--env-optional] FILE     validate a config file
   gatehouse hash-key [KEY | -]                     hash an API key for auth.apiKeys
   gatehouse audit verify|export|tail [--config F]  check, export or follow the audit log
   gatehouse budgets show [--subject S]             what budgets have spent in the current windows
@@ -36,10 +36,16 @@ Options:
   -h, --help            show this help
 `;
 
-export const CHECK_CONFIG_HELP = `Usage: gatehouse check-config FILE
+export const CHECK_CONFIG_HELP = `Usage: gatehouse check-config [--env-optional] FILE
 
-Validates FILE against the config schema, with interpolation. Prints every problem as
-FILE:LINE:COLUMN KEY.PATH: MESSAGE and exits 1; prints "FILE: ok" and exits 0 when valid.
+Validates FILE against the config schema, with interpolation, and checks that this build can serve it.
+Prints every problem as FILE:LINE:COLUMN KEY.PATH: MESSAGE and exits 1; prints "FILE: ok" and exits 0
+when valid. An unknown key gets the nearest known one as a suggestion.
+
+Options:
+      --env-optional    secrets absent here (an unset \${env:NAME}, a missing \${file:PATH}) are
+                        warnings, not errors: check a file where its secrets do not live (CI)
+  -h, --help            show this help
 `;
 
 export const HASH_KEY_HELP = `Usage: gatehouse hash-key [KEY | -]

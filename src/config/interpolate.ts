@@ -12,17 +12,22 @@ export interface InterpolationContext {
   baseDir: string;
 }
 
+/** A problem with one `${...}`; `missing` when only the secret is absent (an unset variable, no such file). */
+export interface Problem {
+  message: string;
+  missing: boolean;
+}
+
 export interface InterpolatedString {
   value: string;
   /** Human-readable problems; they name variables and paths, never the values read. */
-  problems: string[];
+  problems: Problem[];
 }
 
 /** A problem in one scalar of a YAML document: its key path and its offset in the source text. */
-export interface InterpolationProblem {
+export interface InterpolationProblem extends Problem {
   path: Array<string | number>;
   offset: number;
-  message: string;
 }
 
 // One left-to-right scan. The escape must be the first alternative so `$${env:X}` stays literal text, and a
@@ -33,12 +38,12 @@ const USAGE = 'use ${env:NAME} or ${file:PATH}';
 
 /** Expands every `${env:...}`/`${file:...}` in `text`; `$${` yields a literal `${`. Substituted values are not re-scanned. */
 export function interpolateString(text: string, ctx: InterpolationContext): InterpolatedString {
-  const problems: string[] = [];
+  const problems: Problem[] = [];
   if (!text.includes('${')) return { value: text, problems };
   const value = text.replace(TOKEN, (match: string, expr: string | undefined) => {
     if (match === '$${') return '${';
     if (expr === undefined) {
-      problems.push('unterminated "${"; write $${ for a literal "${"');
+      problems.push({ message: 'unterminated "${"; write $${ for a literal "${"', missing: false });
       return match;
     }
     return expand(expr, ctx, problems) ?? match;
@@ -46,17 +51,17 @@ export function interpolateString(text: string, ctx: InterpolationContext): Inte
   return { value, problems };
 }
 
-function expand(expr: string, ctx: InterpolationContext, problems: string[]): string | undefined {
+function expand(expr: string, ctx: InterpolationContext, problems: Problem[]): string | undefined {
   const colon = expr.indexOf(':');
   const kind = colon < 0 ? undefined : expr.slice(0, colon);
   const arg = expr.slice(colon + 1);
   if (kind === 'env') {
     if (!ENV_NAME.test(arg)) {
-      problems.push(`invalid environment variable name in "\${${expr}}"; ${USAGE}`);
+      problems.push({ message: `invalid environment variable name in "\${${expr}}"; ${USAGE}`, missing: false });
       return undefined;
     }
     const value = ctx.env[arg];
-    if (value === undefined) problems.push(`environment variable "${arg}" is not set`);
+    if (value === undefined) problems.push({ message: `environment variable "${arg}" is not set`, missing: true });
     return value;
   }
   if (kind === 'file' && arg !== '') {
@@ -65,11 +70,11 @@ function expand(expr: string, ctx: InterpolationContext, problems: string[]): st
       return readFileSync(resolve(ctx.baseDir, arg), 'utf8').replace(/\r?\n$/, '');
     } catch (err) {
       const code = (err as NodeJS.ErrnoException).code ?? 'unreadable';
-      problems.push(`cannot read file "${arg}": ${code}`);
+      problems.push({ message: code === 'ENOENT' ? `no such file: "${arg}"` : `cannot read file "${arg}": ${code}`, missing: code === 'ENOENT' });
       return undefined;
     }
   }
-  problems.push(`unknown interpolation "\${${expr}}"; ${USAGE}`);
+  problems.push({ message: `unknown interpolation "\${${expr}}"; ${USAGE}`, missing: false });
   return undefined;
 }
 
@@ -88,7 +93,7 @@ export function interpolateDocument(doc: Document, ctx: InterpolationContext): I
       const result = interpolateString(node.value, ctx);
       node.value = result.value;
       const offset = node.range?.[0] ?? 0;
-      for (const message of result.problems) problems.push({ path, offset, message });
+      for (const problem of result.problems) problems.push({ path, offset, ...problem });
     }
   };
   walk(doc.contents, []);

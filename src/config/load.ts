@@ -4,7 +4,7 @@
 
 import { readFileSync } from 'node:fs';
 import { readFile } from 'node:fs/promises';
-import { basename, dirname, resolve } from 'node:path';
+import { dirname, resolve } from 'node:path';
 import { Ajv, type ErrorObject, type ValidateFunction } from 'ajv';
 import { isAlias, isMap, isScalar, isSeq, LineCounter, parseDocument, type Document } from 'yaml';
 import { interpolateDocument } from './interpolate.js';
@@ -30,9 +30,17 @@ export class ConfigError extends Error {
   }
 }
 
-/** `file:line:column path: message`, the form editors and terminals turn into links. */
+/** `file:line:column path: message`, the form editors and terminals turn into links; `file: message` for the file as a whole. */
 export function formatIssue(issue: ConfigIssue): string {
+  if (issue.line === 0 && issue.path === '(root)') return `${issue.file}: ${issue.message}`;
   return `${issue.file}:${issue.line}:${issue.column} ${issue.path}: ${issue.message}`;
+}
+
+/** How a config is read: with `optionalSecrets`, secrets that are absent (unset variables, missing files) are warnings. */
+export interface LoadOptions {
+  optionalSecrets?: boolean;
+  /** Receives the warnings (absent secrets under `optionalSecrets`). */
+  warnings?: ConfigIssue[];
 }
 
 /** `upstreams[0].url`; keys that would read ambiguously are quoted: `headers["a.b"]`. */
@@ -73,16 +81,29 @@ interface IssueDraft {
 }
 type Locator = (segments: readonly PathSegment[], onKey: boolean) => Position;
 
-/** Reads `file` and parses it; `${file:...}` paths resolve against the file's directory. */
-export async function loadConfigFile(file: string, env?: NodeJS.ProcessEnv): Promise<GatehouseConfig> {
+/** Reads `file` and parses it; `${file:...}` paths resolve against the file's directory. Issues name the file as given. */
+export async function loadConfigFile(file: string, env?: NodeJS.ProcessEnv, options: LoadOptions = {}): Promise<GatehouseConfig> {
   let text: string;
   try {
     text = await readFile(file, 'utf8');
   } catch (err) {
-    const code = (err as NodeJS.ErrnoException).code ?? 'unreadable';
-    throw new ConfigError([{ file: basename(file), line: 0, column: 0, path: '(root)', message: `cannot read the configuration file: ${code}` }]);
+    throw new ConfigError([{ file, line: 0, column: 0, path: '(root)', message: unreadable(err as NodeJS.ErrnoException) }]);
   }
-  return parseConfigText(text, { fileName: basename(file), baseDir: dirname(resolve(file)), env });
+  return parseConfigText(text, { fileName: file, baseDir: dirname(resolve(file)), ...(env !== undefined ? { env } : {}), ...options });
+}
+
+function unreadable(err: NodeJS.ErrnoException): string {
+  switch (err.code) {
+    case 'ENOENT':
+      return 'no such file (give the path of a YAML config file; config/gatehouse.example.yaml is a start)';
+    case 'EISDIR':
+      return 'this is a directory, not a config file';
+    case 'EACCES':
+    case 'EPERM':
+      return 'permission denied: the file cannot be read by this user';
+    default:
+      return `the file cannot be read (${err.code ?? err.message})`;
+  }
 }
 
 // yaml's own wording for these addresses library users, not people editing a config file.
@@ -92,7 +113,7 @@ const YAML_MESSAGES: Record<string, string> = {
 };
 
 /** Parses, interpolates and validates YAML text; `fileName` is only used to label issues. */
-export function parseConfigText(text: string, opts: { fileName: string; baseDir: string; env?: NodeJS.ProcessEnv }): GatehouseConfig {
+export function parseConfigText(text: string, opts: { fileName: string; baseDir: string; env?: NodeJS.ProcessEnv } & LoadOptions): GatehouseConfig {
   const file = opts.fileName;
   const lineCounter = new LineCounter();
   const doc = parseDocument(text, { lineCounter, prettyErrors: false });
@@ -109,7 +130,17 @@ export function parseConfigText(text: string, opts: { fileName: string; baseDir:
     throw new ConfigError(syntax.filter((issue, i) => syntax.findIndex((other) => other.line === issue.line) === i));
   }
   const interpolation = interpolateDocument(doc, { env: opts.env ?? process.env, baseDir: opts.baseDir });
-  const issues: ConfigIssue[] = interpolation.map((p) => ({ file, ...at(p.offset), path: formatPath(p.path), message: p.message }));
+  const issues: ConfigIssue[] = [];
+  // Absent secrets, when they may be (a file checked where its secrets do not live, as in CI), are warned
+  // about; their values keep the `${...}` text, and schema findings about them are skipped as below.
+  const absent = new Set<string>();
+  for (const p of interpolation) {
+    const issue = { file, ...at(p.offset), path: formatPath(p.path), message: p.message };
+    if (p.missing && opts.optionalSecrets) {
+      opts.warnings?.push(issue);
+      absent.add(issue.path);
+    } else issues.push(issue);
+  }
   let raw: unknown;
   try {
     raw = doc.toJS({ maxAliasCount: 100 });
@@ -118,7 +149,7 @@ export function parseConfigText(text: string, opts: { fileName: string; baseDir:
     throw new ConfigError(issues);
   }
   // A value whose interpolation failed still holds its `${...}` text; schema errors about it would be noise.
-  const skip = new Set(issues.map((i) => i.path));
+  const skip = new Set([...issues.map((i) => i.path), ...absent]);
   return check(raw, file, yamlLocator(doc, at), skip, issues);
 }
 
@@ -252,7 +283,8 @@ function describe(e: ErrorObject, data: unknown): IssueDraft {
   switch (e.keyword) {
     case 'additionalProperties': {
       const key = String(p['additionalProperty']);
-      return { ...at('unknown key'), segments: [...segments, key], onKey: true, key };
+      const near = nearest(key, knownKeys(e.schemaPath));
+      return { ...at(near === undefined ? 'unknown key' : `unknown key; did you mean ${near}?`), segments: [...segments, key], onKey: true, key };
     }
     case 'required': {
       const key = String(p['missingProperty']);
@@ -340,4 +372,39 @@ function resolvePointer(pointer: string, data: unknown): { segments: PathSegment
 function jsonType(value: unknown): string {
   if (value === null) return 'null';
   return Array.isArray(value) ? 'array' : typeof value;
+}
+
+/** The keys the schema allows where an additionalProperties error was raised (its schemaPath's parent). */
+function knownKeys(schemaPath: string): string[] {
+  let node: unknown = SCHEMA;
+  for (const part of schemaPath.replace(/^#\//, '').split('/').slice(0, -1)) {
+    if (!isRecord(node)) return [];
+    node = node[part.replace(/~1/g, '/').replace(/~0/g, '~')];
+  }
+  return isRecord(node) && isRecord(node['properties']) ? Object.keys(node['properties']) : [];
+}
+
+/** The known key closest to a misspelt one, if it is close: at most two edits, and fewer than half its length. */
+function nearest(key: string, known: readonly string[]): string | undefined {
+  let best: { name: string; distance: number } | undefined;
+  for (const name of known) {
+    const d = editDistance(key.toLowerCase(), name.toLowerCase());
+    if (d <= 2 && d < Math.max(2, name.length / 2) && (best === undefined || d < best.distance)) best = { name, distance: d };
+  }
+  return best?.name;
+}
+
+/** Levenshtein distance, with adjacent swaps counted as one edit (hsot → host). */
+function editDistance(a: string, b: string): number {
+  const rows = Array.from({ length: a.length + 1 }, (_, i) => [i, ...Array<number>(b.length).fill(0)]);
+  for (let j = 1; j <= b.length; j++) rows[0]![j] = j;
+  for (let i = 1; i <= a.length; i++) {
+    for (let j = 1; j <= b.length; j++) {
+      const cost = a[i - 1] === b[j - 1] ? 0 : 1;
+      let d = Math.min(rows[i - 1]![j]! + 1, rows[i]![j - 1]! + 1, rows[i - 1]![j - 1]! + cost);
+      if (i > 1 && j > 1 && a[i - 1] === b[j - 2] && a[i - 2] === b[j - 1]) d = Math.min(d, rows[i - 2]![j - 2]! + 1);
+      rows[i]![j] = d;
+    }
+  }
+  return rows[a.length]![b.length]!;
 }

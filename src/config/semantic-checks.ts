@@ -39,7 +39,8 @@ export function unsupportedFeatures(config: GatehouseConfig): string[] {
   }
   problems.push(...trustedProxyProblems(config.listen.trustedProxies));
   problems.push(...policyProblems(config.policy));
-  if (config.store.kind === 'redis' && config.store.tls !== undefined && !config.store.url.startsWith('rediss://')) {
+  // A URL still reading `${...}` is a secret absent here (check-config --env-optional): nothing to judge.
+  if (config.store.kind === 'redis' && config.store.tls !== undefined && !config.store.url.startsWith('rediss://') && !config.store.url.startsWith('${')) {
     problems.push('store.tls: applies to TLS connections only; write the URL as rediss://');
   }
   problems.push(...adminProblems(config));

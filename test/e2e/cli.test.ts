@@ -3,7 +3,7 @@
 
 import { after, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { hashKey } from '../../src/auth/key-hash.js';
@@ -48,6 +48,45 @@ describe('check-config', () => {
     const r = await runCli(['check-config', 'config/gatehouse.default.yaml']);
     assert.equal(r.code, 0, r.stderr);
     assert.equal(r.stdout, 'config/gatehouse.default.yaml: ok\n');
+  });
+
+  for (const file of readdirSync(join(ROOT, 'config')).filter((f) => f.endsWith('.yaml'))) {
+    test(`check-config --env-optional config/${file} exits 0 where its secrets are not set, as in CI`, async () => {
+      const env = Object.fromEntries(Object.entries(process.env).filter(([k]) => !/SECRET|TOKEN/.test(k)));
+      const r = await runCli(['check-config', '--env-optional', `config/${file}`], { env });
+      assert.equal(r.code, 0, r.stderr);
+      assert.match(r.stdout, new RegExp(`^config/${file.replace('.', '\\.')}: ok`));
+      // Absent secrets are named as warnings, located like errors.
+      for (const line of r.stderr.split('\n').filter(Boolean)) assert.match(line, /^warning: config\/.*:\d+:\d+ \S+: environment variable "\w+" is not set$/);
+    });
+  }
+
+  test('without --env-optional an absent secret is an error; an unreadable path says so in words', async () => {
+    const file = join(dir, 'secret.yaml');
+    writeFileSync(file, 'upstreams: [{ name: a, url: "http://127.0.0.1:3001/mcp", headers: { Authorization: "Bearer ${env:GH_TEST_ABSENT}" } }]\nauth: { anonymous: true }\n');
+    const strict = await runCli(['check-config', file]);
+    assert.equal(strict.code, 1);
+    assert.match(strict.stderr, new RegExp(`^${file.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}:1:\\d+ upstreams\\[0\\]\\.headers\\.Authorization: environment variable "GH_TEST_ABSENT" is not set`, 'm'));
+    const lenient = await runCli(['check-config', '--env-optional', file]);
+    assert.equal(lenient.code, 0, lenient.stderr);
+    assert.match(lenient.stdout, /ok \(1 secret not present here\)/);
+    const missing = await runCli(['check-config', join(dir, 'nope.yaml')]);
+    assert.equal(missing.code, 1);
+    assert.match(missing.stderr, /nope\.yaml: no such file/);
+    assert.doesNotMatch(missing.stderr, /0:0|ENOENT/);
+    const directory = await runCli(['check-config', dir]);
+    assert.equal(directory.code, 1);
+    assert.match(directory.stderr, /: this is a directory, not a config file/);
+  });
+
+  test('a misspelt key gets the nearest known one as a suggestion', async () => {
+    const file = join(dir, 'typo.yaml');
+    writeFileSync(file, 'listen:\n  hostt: 127.0.0.1\nupstreams:\n  - name: a\n    url: "http://127.0.0.1:3001/mcp"\n    timeuots: {}\nauth: { anonymous: true }\nfrobnicate: 1\n');
+    const r = await runCli(['check-config', file]);
+    assert.equal(r.code, 1);
+    assert.match(r.stderr, /:2:3 listen\.hostt: unknown key; did you mean host\?/);
+    assert.match(r.stderr, /:6:5 upstreams\[0\]\.timeuots: unknown key; did you mean timeouts\?/);
+    assert.match(r.stderr, /:8:1 frobnicate: unknown key\n/, 'no suggestion when nothing is close');
   });
 
   test('an invalid file exits 1 and lists every problem with line, column and key path', async () => {

@@ -35,9 +35,10 @@ describe('interpolateString', () => {
   });
 
   it('names a missing variable or unreadable file', () => {
-    assert.deepEqual(interpolateString('${env:MISSING_ONE}', ctx).problems, ['environment variable "MISSING_ONE" is not set']);
-    assert.deepEqual(interpolateString('${file:./nope.txt}', ctx).problems, ['cannot read file "./nope.txt": ENOENT']);
-    assert.deepEqual(interpolateString('${file:.}', ctx).problems, ['cannot read file ".": EISDIR']);
+    // An absent secret is `missing` (check-config --env-optional turns it into a warning); the rest are errors.
+    assert.deepEqual(interpolateString('${env:MISSING_ONE}', ctx).problems, [{ message: 'environment variable "MISSING_ONE" is not set', missing: true }]);
+    assert.deepEqual(interpolateString('${file:./nope.txt}', ctx).problems, [{ message: 'no such file: "./nope.txt"', missing: true }]);
+    assert.deepEqual(interpolateString('${file:.}', ctx).problems, [{ message: 'cannot read file ".": EISDIR', missing: false }]);
   });
 
   it('turns $${ into a literal ${ and does not expand what follows', () => {
@@ -49,10 +50,10 @@ describe('interpolateString', () => {
   });
 
   it('rejects every other ${...} form', () => {
-    assert.deepEqual(interpolateString('a ${foo} b', ctx).problems, ['unknown interpolation "${foo}"; use ${env:NAME} or ${file:PATH}']);
-    assert.deepEqual(interpolateString('${ENV:X}', ctx).problems, ['unknown interpolation "${ENV:X}"; use ${env:NAME} or ${file:PATH}']);
-    assert.deepEqual(interpolateString('${env:bad-name}', ctx).problems, ['invalid environment variable name in "${env:bad-name}"; use ${env:NAME} or ${file:PATH}']);
-    assert.deepEqual(interpolateString('tail ${env:X', ctx).problems, ['unterminated "${"; write $${ for a literal "${"']);
+    assert.deepEqual(interpolateString('a ${foo} b', ctx).problems.map((p) => p.message), ['unknown interpolation "${foo}"; use ${env:NAME} or ${file:PATH}']);
+    assert.deepEqual(interpolateString('${ENV:X}', ctx).problems.map((p) => p.message), ['unknown interpolation "${ENV:X}"; use ${env:NAME} or ${file:PATH}']);
+    assert.deepEqual(interpolateString('${env:bad-name}', ctx).problems.map((p) => p.message), ['invalid environment variable name in "${env:bad-name}"; use ${env:NAME} or ${file:PATH}']);
+    assert.deepEqual(interpolateString('tail ${env:X', ctx).problems.map((p) => p.message), ['unterminated "${"; write $${ for a literal "${"']);
   });
 });
 
@@ -93,14 +94,14 @@ describe('interpolation in a config file', () => {
     const err = errorOf('upstreams:\n  - name: crm\n    url: "${env:CRM_URL}"\n    headers: { A: "${file:./secret-missing.txt}", B: "${nope}" }\n');
     assert.deepEqual(err.message.split('\n'), [
       'gatehouse.yaml:3:10 upstreams[0].url: environment variable "CRM_URL" is not set',
-      'gatehouse.yaml:4:19 upstreams[0].headers.A: cannot read file "./secret-missing.txt": ENOENT',
+      'gatehouse.yaml:4:19 upstreams[0].headers.A: no such file: "./secret-missing.txt"',
       'gatehouse.yaml:4:54 upstreams[0].headers.B: unknown interpolation "${nope}"; use ${env:NAME} or ${file:PATH}',
     ]);
   });
 
   it('still reports an unknown key whose value could not be interpolated', () => {
     assert.deepEqual(errorOf('listen: { prot: "${env:NOPE}" }\nupstreams: [{ name: a, url: "http://a/mcp" }]\n').message.split('\n'), [
-      'gatehouse.yaml:1:11 listen.prot: unknown key',
+      'gatehouse.yaml:1:11 listen.prot: unknown key; did you mean port?',
       'gatehouse.yaml:1:17 listen.prot: environment variable "NOPE" is not set',
     ]);
   });

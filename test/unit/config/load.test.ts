@@ -33,7 +33,7 @@ const lines = (issues: ConfigIssue[]) => issues.map((i) => `${i.file}:${i.line}:
 describe('parseConfigText', () => {
   it('locates an unknown key at the key itself, with its path', () => {
     const issues = issuesOf(`listen:\n  host: 127.0.0.1\n  prot: 8080\n${UPSTREAM}`);
-    assert.deepEqual(issues, [{ file: 'gatehouse.yaml', line: 3, column: 3, path: 'listen.prot', message: 'unknown key' }]);
+    assert.deepEqual(issues, [{ file: 'gatehouse.yaml', line: 3, column: 3, path: 'listen.prot', message: 'unknown key; did you mean port?' }]);
   });
 
   it('reports several errors at once, in source order', () => {
@@ -49,7 +49,7 @@ describe('parseConfigText', () => {
     assert.deepEqual(lines(issuesOf(text)), [
       'gatehouse.yaml:1:17 listen.port: expected an integer, got a string',
       'gatehouse.yaml:1:31 listen.path: must start with "/"',
-      'gatehouse.yaml:5:5 upstreams[0].tiemouts: unknown key',
+      'gatehouse.yaml:5:5 upstreams[0].tiemouts: unknown key; did you mean timeouts?',
       'gatehouse.yaml:6:15 log.level: must be one of: debug, info, warn, error',
       'gatehouse.yaml:7:1 bogus: unknown key',
     ]);
@@ -183,7 +183,9 @@ describe('loadConfigFile', () => {
     assert.ok(crm && !isStdioUpstream(crm));
     assert.deepEqual(crm.headers, { Authorization: 'Bearer s3cret' });
     await writeFile(join(dir, 'bad.yaml'), 'upstreams: 5\n');
-    await assert.rejects(loadConfigFile(join(dir, 'bad.yaml'), {}), { message: 'bad.yaml:1:12 upstreams: expected a list, got a number' });
-    await assert.rejects(loadConfigFile(join(dir, 'missing.yaml')), { message: 'missing.yaml:0:0 (root): cannot read the configuration file: ENOENT' });
+    // Issues name the file as given, so a terminal or editor can open it.
+    await assert.rejects(loadConfigFile(join(dir, 'bad.yaml'), {}), { message: `${join(dir, 'bad.yaml')}:1:12 upstreams: expected a list, got a number` });
+    await assert.rejects(loadConfigFile(join(dir, 'missing.yaml')), { message: `${join(dir, 'missing.yaml')}: no such file (give the path of a YAML config file; config/gatehouse.example.yaml is a start)` });
+    await assert.rejects(loadConfigFile(dir), { message: `${dir}: this is a directory, not a config file` });
   });
 });
