@@ -58,8 +58,11 @@ import { StdioUpstream } from './upstream/stdio-sessions.js';
 export interface Gateway {
   /** Starts listening; resolves with the MCP endpoint URL once the port is bound. */
   listen(): Promise<string>;
-  /** Stops accepting, drains in-flight requests for up to `shutdown.graceMs`, then stops upstreams. */
-  close(): Promise<void>;
+  /**
+   * Stops accepting, drains in-flight requests for up to `shutdown.graceMs`, then stops upstreams. `quiet`:
+   * no drain and stop lines (a gateway that never started serving has nothing to report).
+   */
+  close(options?: { quiet?: boolean }): Promise<void>;
   /**
    * Applies a new config: a new upstream is built and swapped in atomically, the old one closed once its
    * in-flight calls had `shutdown.graceMs` to finish. `listen` is static (read at start); changing it is
@@ -230,7 +233,7 @@ export function createGateway(config: GatehouseConfig, log: Logger, options: Gat
     },
     async listen() {
       if (egressProxy) {
-        egressProxyUrl = await egressProxy.listen(config.policy.egressProxy.host, config.policy.egressProxy.port);
+        egressProxyUrl = await bound('the egress proxy', 'policy.egressProxy.port', config.policy.egressProxy.host, config.policy.egressProxy.port, () => egressProxy.listen(config.policy.egressProxy.host, config.policy.egressProxy.port));
         childEnv.proxyReady();
       }
       if (config.admin.enabled) {
@@ -245,18 +248,21 @@ export function createGateway(config: GatehouseConfig, log: Logger, options: Gat
           auth: new ReviewerAuth(config.admin.token, config.admin.groups, verify),
           log: log.child({ component: 'admin' }),
         });
-        adminUrl = await adminListener.listen(config.admin.host, config.admin.port);
+        const admin = adminListener;
+        adminUrl = await bound('the admin API', 'admin.port', config.admin.host, config.admin.port, () => admin.listen(config.admin.host, config.admin.port));
         log.info('admin API listening', { url: adminUrl });
       }
       if (metrics) {
         metricsListener = createMetricsListener(metrics, config.metrics.path, log);
-        metricsUrl = await metricsListener.listen(config.metrics.host, config.metrics.port);
+        const listener = metricsListener;
+        metricsUrl = await bound('metrics', 'metrics.port', config.metrics.host, config.metrics.port, () => listener.listen(config.metrics.host, config.metrics.port));
         log.info('metrics listening', { url: metricsUrl });
       }
       return new Promise((resolve, reject) => {
-        edge.server.once('error', reject);
+        const failed = (err: Error): void => reject(new ListenError('the MCP endpoint', 'listen.port', config.listen.host, config.listen.port, err));
+        edge.server.once('error', failed);
         edge.server.listen(config.listen.port, config.listen.host, () => {
-          edge.server.off('error', reject);
+          edge.server.off('error', failed);
           const { port } = edge.server.address() as AddressInfo;
           if (options.configFile !== undefined) watcher = watchConfigFile(options.configFile, (text) => void reloadFromText(options.configFile!, text));
           const host = config.listen.host.includes(':') ? `[${config.listen.host}]` : config.listen.host;
@@ -264,9 +270,9 @@ export function createGateway(config: GatehouseConfig, log: Logger, options: Gat
         });
       });
     },
-    close() {
+    close(closeOptions = {}) {
       closing ??= (async () => {
-        log.info('shutting down: draining in-flight requests', { inFlight: edge.inFlight, graceMs: config.shutdown.graceMs });
+        if (!closeOptions.quiet) log.info('shutting down: draining in-flight requests', { inFlight: edge.inFlight, graceMs: config.shutdown.graceMs });
         edge.startDraining();
         const serverClosed = new Promise<void>((r) => edge.server.close(() => r()));
         const drained = await edge.drained(config.shutdown.graceMs);
@@ -284,12 +290,36 @@ export function createGateway(config: GatehouseConfig, log: Logger, options: Gat
         await Promise.all([runtime.close(), ...[...retired].map((r) => r.close())]);
         await state.close();
         retired.clear();
-        log.info('stopped');
+        if (!closeOptions.quiet) log.info('stopped');
       })();
       return closing;
     },
   };
   return gateway;
+}
+
+/** A listener that could not bind: which one, the config key that sets its port, and why. */
+export class ListenError extends Error {
+  readonly code: string | undefined;
+  constructor(
+    readonly listener: string,
+    readonly portKey: string,
+    readonly host: string,
+    readonly port: number,
+    cause: Error,
+  ) {
+    super(`cannot listen on ${host}:${port} for ${listener}: ${cause.message}`, { cause });
+    this.name = 'ListenError';
+    this.code = (cause as NodeJS.ErrnoException).code;
+  }
+}
+
+async function bound<T>(listener: string, portKey: string, host: string, port: number, listen: () => Promise<T>): Promise<T> {
+  try {
+    return await listen();
+  } catch (err) {
+    throw new ListenError(listener, portKey, host, port, err as Error);
+  }
 }
 
 /** What one configuration runs: the upstream adapter, the catalog in front of it, and the pipeline. */

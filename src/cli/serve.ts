@@ -4,7 +4,7 @@
 import { parseArgs } from 'node:util';
 import { ConfigError, loadConfigFile, validateConfigObject } from '../config/load.js';
 import type { GatehouseConfig, ListenConfig, LogLevel } from '../config/types.js';
-import { createGateway } from '../gateway.js';
+import { createGateway, ListenError } from '../gateway.js';
 import { createLogger } from '../log/logger.js';
 import { collectSecrets } from '../config/secrets.js';
 import { SERVE_HELP } from './help.js';
@@ -70,13 +70,35 @@ export async function serveCommand(args: string[], io: CommandIO): Promise<numbe
   try {
     url = await gateway.listen();
   } catch (err) {
-    io.err(`cannot listen on ${config.listen.host}:${config.listen.port}: ${(err as Error).message}\n`);
-    await gateway.close();
+    // Lines logged so far (an auth warning) come first; then the reason, and no shutdown story for a
+    // gateway that never served.
+    log.flush();
+    io.err(`${listenHint(err, io.env)}\n`);
+    await gateway.close({ quiet: true });
+    log.flush();
     return 1;
   }
   log.info('gatehouse listening', { url, upstreams: config.upstreams.map((u) => u.name) });
   io.out(connectBanner(url));
   return stopped;
+}
+
+/** What to do about a port that cannot be bound, in the words of the command the user ran. */
+function listenHint(err: unknown, env: NodeJS.ProcessEnv): string {
+  if (!(err instanceof ListenError)) return `cannot listen: ${(err as Error).message}`;
+  const viaNpm = env.npm_lifecycle_event === 'start';
+  const flag = (port: number): string => (viaNpm ? `npm start -- --port ${port}` : `gatehouse serve … --port ${port}`);
+  const choose = err.portKey === 'listen.port' ? `choose another with \`${flag(err.port + 1)}\`, or \`--port 0\` for a free one` : `set ${err.portKey} in the config to another port, or 0 for a free one`;
+  switch (err.code) {
+    case 'EADDRINUSE':
+      return `port ${err.port} on ${err.host} is in use (${err.listener}); ${choose}`;
+    case 'EACCES':
+      return `port ${err.port} on ${err.host} needs privileges this process lacks (${err.listener}); use a port above 1023: ${choose}`;
+    case 'EADDRNOTAVAIL':
+      return `no network interface here has the address ${err.host} (${err.listener}); use 127.0.0.1, 0.0.0.0 or an address of this machine`;
+    default:
+      return err.message;
+  }
 }
 
 /** The config to run, and for a file the listener it named (flags may override it; reloads compare with it). */

@@ -21,9 +21,12 @@ export interface Logger {
   enabled(level: LogLevel): boolean;
   /** Scrubs these literal values from every later line of this logger, its parent and its children. */
   addSecrets(values: Iterable<string>): void;
+  /** Writes out the lines held back for batching (before the process says something on its own). */
+  flush(): void;
 }
 
-export type LogWrite = (line: string) => void;
+/** Where log lines go; `flush` writes out any it holds back (batching). */
+export type LogWrite = ((line: string) => void) & { flush?: () => void };
 
 export interface LoggerOptions {
   /** Literal secret values to scrub from every line, e.g. `collectSecrets(config)`. */
@@ -53,7 +56,7 @@ function batchedStderr(): LogWrite {
   };
   process.on('exit', flush);
   let size = 0;
-  return (line) => {
+  const write: LogWrite = (line) => {
     pending.push(line);
     size += line.length;
     if (size >= FLUSH_BYTES) {
@@ -67,6 +70,11 @@ function batchedStderr(): LogWrite {
       }, FLUSH_MS).unref();
     }
   };
+  write.flush = () => {
+    size = 0;
+    flush();
+  };
+  return write;
 }
 
 export function createLogger(
@@ -97,10 +105,10 @@ export function createLogger(
     },
     destination,
   );
-  return wrap(root, secrets);
+  return wrap(root, secrets, () => write.flush?.());
 }
 
-function wrap(p: PinoLogger, secrets: LiteralSecrets): Logger {
+function wrap(p: PinoLogger, secrets: LiteralSecrets, flush: () => void): Logger {
   // `msg` travels inside the object (not as pino's message argument) so it is scrubbed with the fields and
   // printed before them, where people and the existing tests look for it.
   const at =
@@ -113,9 +121,10 @@ function wrap(p: PinoLogger, secrets: LiteralSecrets): Logger {
     info: at('info'),
     warn: at('warn'),
     error: at('error'),
-    child: (fields) => wrap(p.child(sanitizeFields(fields)), secrets),
+    child: (fields) => wrap(p.child(sanitizeFields(fields)), secrets, flush),
     enabled: (lvl) => p.isLevelEnabled(lvl),
     addSecrets: (values) => secrets.add(values),
+    flush,
   };
 }
 

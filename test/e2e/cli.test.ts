@@ -174,6 +174,26 @@ describe('hash-key', () => {
 });
 
 describe('serve', () => {
+  test('a busy port says so and how to choose another, after the lines logged before it, with no shutdown noise', async () => {
+    const { createServer } = await import('node:net');
+    const taken = createServer();
+    await new Promise<void>((r) => taken.listen(0, '127.0.0.1', r));
+    const port = (taken.address() as { port: number }).port;
+    try {
+      const r = await runCli(['serve', '--upstream', 'http://127.0.0.1:9/mcp', '--port', String(port)]);
+      assert.equal(r.code, 1);
+      const lines = r.stderr.trim().split('\n');
+      assert.equal(lines.at(-1), `port ${port} on 127.0.0.1 is in use (the MCP endpoint); choose another with \`gatehouse serve … --port ${port + 1}\`, or \`--port 0\` for a free one`);
+      // What was logged before the failure (anonymous access on loopback) comes before it.
+      assert.match(lines[0]!, /authentication is off/);
+      assert.doesNotMatch(r.stderr, /draining|"stopped"|EADDRINUSE/);
+      const viaNpm = await runCli(['serve', '--upstream', 'http://127.0.0.1:9/mcp', '--port', String(port)], { env: { ...process.env, npm_lifecycle_event: 'start' } });
+      assert.match(viaNpm.stderr, new RegExp(`choose another with \`npm start -- --port ${port + 1}\``));
+    } finally {
+      taken.close();
+    }
+  });
+
   test('--upstream URL serves without a config file and stops on SIGTERM with exit 0', async () => {
     const up = await startFakeUpstream((_req, res, body) => jsonResult(res, body, { tools: [] }));
     cleanups.push(() => up.close());
