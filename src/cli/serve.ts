@@ -5,7 +5,7 @@ import { parseArgs } from 'node:util';
 import { ConfigError, loadConfigFile, validateConfigObject } from '../config/load.js';
 import type { GatehouseConfig, ListenConfig, LogLevel } from '../config/types.js';
 import { createGateway, ListenError } from '../gateway.js';
-import { createLogger } from '../log/logger.js';
+import { createLogger, resolveLogFormat } from '../log/logger.js';
 import { collectSecrets } from '../config/secrets.js';
 import { SERVE_HELP } from './help.js';
 import type { CommandIO } from './io.js';
@@ -49,7 +49,7 @@ export async function serveCommand(args: string[], io: CommandIO): Promise<numbe
     return 1;
   }
   // Configured secret values (upstream credentials, client secrets) are scrubbed from every log line.
-  const log = createLogger(config.log.level, undefined, {}, { secrets: collectSecrets(config) });
+  const log = createLogger(config.log.level, undefined, {}, { secrets: collectSecrets(config), format: resolveLogFormat(config.log.format) });
   let gateway;
   try {
     gateway = createGateway(config, log, { configFile, fileListen, env: io.env });

@@ -271,6 +271,10 @@ export interface GatehouseConfiguration {
      */
     level: "debug" | "info" | "warn" | "error";
     /**
+     * How lines are written: json (one JSON object per line, for Kubernetes and files), pretty (readable, coloured lines for a terminal), or auto: pretty when stderr is a terminal, json otherwise.
+     */
+    format: "auto" | "json" | "pretty";
+    /**
      * Write one info line per answered request (caller, method, tool, upstream, outcome, duration, trace id). Costs a few microseconds per request; metrics count the same things.
      */
     requests: boolean;

@@ -9,6 +9,7 @@
 // the literal secret values the config holds (see secrets.ts), so a careless field added later cannot leak.
 
 import { pino, type DestinationStream, type Logger as PinoLogger } from 'pino';
+import { prettyFactory } from 'pino-pretty';
 /** Levels, least severe first. */
 export type LogLevel = 'debug' | 'info' | 'warn' | 'error';
 
@@ -31,6 +32,21 @@ export type LogWrite = ((line: string) => void) & { flush?: () => void };
 export interface LoggerOptions {
   /** Literal secret values to scrub from every line, e.g. `collectSecrets(config)`. */
   secrets?: Iterable<string>;
+  /** `pretty`: readable, coloured lines for a terminal (after scrubbing); JSON lines otherwise. */
+  format?: 'json' | 'pretty';
+}
+
+/** `log.format: auto` decides by where the lines go: a terminal gets pretty lines, anything else JSON. */
+export function resolveLogFormat(format: 'auto' | 'json' | 'pretty', stream: { isTTY?: boolean } = process.stderr): 'json' | 'pretty' {
+  return format === 'auto' ? (stream.isTTY === true ? 'pretty' : 'json') : format;
+}
+
+/** Turns a scrubbed JSON line into a readable one (pino-pretty), coloured unless NO_COLOR is set. */
+function prettyLines(target: LogWrite): LogWrite {
+  const prettify = prettyFactory({ colorize: process.env.NO_COLOR === undefined, translateTime: 'SYS:HH:MM:ss.l', ignore: 'pid,hostname', messageKey: 'msg', singleLine: false });
+  const write: LogWrite = (line) => target(prettify(line));
+  write.flush = () => target.flush?.();
+  return write;
 }
 
 export const REDACTED = '[redacted]';
@@ -85,6 +101,7 @@ export function createLogger(
 ): Logger {
   const secrets = new LiteralSecrets();
   if (opts.secrets) secrets.add(opts.secrets);
+  if (opts.format === 'pretty') write = prettyLines(write);
   // pino writes each line to the destination synchronously, so `write` sees every line before the call returns.
   const destination: DestinationStream = { write: (line) => write(secrets.scrub(line)) };
   const root = pino(

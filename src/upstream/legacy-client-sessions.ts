@@ -100,7 +100,7 @@ export class LegacyClientSessions {
     for await (const _ of ack.messages) {
       // drain
     }
-    this.log.info('legacy upstream session opened for modern clients', { version, capabilities: canonicalJson(capabilities), owner: owner === '' ? 'gatehouse' : 'caller' });
+    this.log.info('legacy upstream session opened for modern clients', { version, capabilities, owner: owner === '' ? 'gatehouse' : 'caller' });
     return session;
   }
 

@@ -2,6 +2,7 @@
 // front of an HTTP or stdio upstream without a config file. Runs the built dist/main.js.
 
 import { after, describe, test } from 'node:test';
+import { execFile } from 'node:child_process';
 import assert from 'node:assert/strict';
 import { mkdtempSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -189,6 +190,16 @@ describe('serve', () => {
       assert.doesNotMatch(r.stderr, /draining|"stopped"|EADDRINUSE/);
       const viaNpm = await runCli(['serve', '--upstream', 'http://127.0.0.1:9/mcp', '--port', String(port)], { env: { ...process.env, npm_lifecycle_event: 'start' } });
       assert.match(viaNpm.stderr, new RegExp(`choose another with \`npm start -- --port ${port + 1}\``));
+
+      // log.format: auto. Piped (above), the lines are JSON; on a terminal (a pty from util-linux `script`),
+      // they are readable lines.
+      assert.match(lines[0]!, /^\{"level":"warn"/);
+      const tty = await new Promise<string>((resolve, reject) => {
+        const cmd = `"${process.execPath}" dist/main.js serve --upstream http://127.0.0.1:9/mcp --port ${port}`;
+        execFile('script', ['-qec', cmd, '/dev/null'], { cwd: ROOT, env: { ...process.env, NO_COLOR: '1' }, timeout: 15_000 }, (err, stdout) => (err && !('code' in err) ? reject(err) : resolve(stdout)));
+      });
+      assert.match(tty, /\[\d\d:\d\d:\d\d\.\d{3}\] WARN: authentication is off/);
+      assert.doesNotMatch(tty, /"level":/);
     } finally {
       taken.close();
     }
