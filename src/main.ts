@@ -6,6 +6,7 @@ import { approvalsCommand } from './cli/approvals.js';
 import { auditCommand } from './cli/audit.js';
 import { budgetsCommand } from './cli/budgets.js';
 import { checkConfigCommand } from './cli/check-config.js';
+import { doctorCommand } from './cli/doctor.js';
 import { hashKeyCommand } from './cli/hash-key.js';
 import { MAIN_HELP } from './cli/help.js';
 import { pinsCommand } from './cli/pins.js';
@@ -26,6 +27,8 @@ async function main(argv: string[]): Promise<number> {
       return checkConfigCommand(rest, processIO);
     case 'hash-key':
       return hashKeyCommand(rest, processIO);
+    case 'doctor':
+      return doctorCommand(rest, processIO);
     case 'audit':
       return auditCommand(rest, processIO);
     case 'budgets':

@@ -7,6 +7,7 @@ Usage:
   gatehouse serve --upstream URL | --stdio "CMD"   run in front of one server, no file needed
   gatehouse check-config [--env-optional] FILE     validate a config file
   gatehouse hash-key [KEY | -]                     hash an API key for auth.apiKeys
+  gatehouse doctor [--config FILE] [--json]        check upstreams, auth, store and ports of a deployment
   gatehouse audit verify|export|tail [--config F]  check, export or follow the audit log
   gatehouse budgets show [--subject S]             what budgets have spent in the current windows
   gatehouse approvals list|show|approve|reject     decide on calls waiting for approval (admin API)

@@ -32,7 +32,8 @@ const NAMESPACE = 'gatehouse-test';
 const KUBERNETES_VERSIONS = ['1.25.0', '1.37.0'];
 // helm's default Kubernetes version (.Capabilities.KubeVersion) comes from its release build's flags; one built
 // with `go install` says 1.20. Every helm call here names the version instead.
-const KUBE_VERSION = ['--kube-version', '1.37.0'];
+const NEWEST = '1.37.0';
+const KUBE_VERSION = ['--kube-version', NEWEST];
 const SECRETS_DIR = '/etc/gatehouse-secrets';
 
 const work = mkdtempSync(join(tmpdir(), 'gatehouse-chart-'));
@@ -102,13 +103,16 @@ interface Rendered {
 
 const renderCache = new Map<string, Promise<Rendered>>();
 
-/** `helm template` with the given values file and `--set` overrides; fails the test when helm fails. */
-function render(values: ValuesName, set: string[] = [], chart = CHART): Promise<Rendered> {
-  const key = JSON.stringify([values, set, chart]);
+/**
+ * `helm template` with the given values file and `--set` overrides, for a cluster of `kubeVersion`; fails the
+ * test when helm fails.
+ */
+function render(values: ValuesName, set: string[] = [], chart = CHART, kubeVersion = NEWEST): Promise<Rendered> {
+  const key = JSON.stringify([values, set, chart, kubeVersion]);
   let cached = renderCache.get(key);
   if (cached === undefined) {
     cached = (async () => {
-      const args = ['template', 'gh', chart, ...KUBE_VERSION, '--namespace', NAMESPACE, '-f', VALUES[values], ...set.flatMap((s) => ['--set', s])];
+      const args = ['template', 'gh', chart, '--kube-version', kubeVersion, '--namespace', NAMESPACE, '-f', VALUES[values], ...set.flatMap((s) => ['--set', s])];
       const r = await run(helm(), args);
       assert.equal(r.code, 0, `helm ${args.join(' ')} failed:\n${r.stderr}`);
       const docs = parseAllDocuments(r.stdout).map((d) => {
@@ -212,25 +216,26 @@ describe('helm lint --strict', () => {
 // ---- Kubernetes schemas ------------------------------------------------------------------------------------
 
 describe('kubernetes-validate', () => {
+  // Each version's schemas judge what the chart renders for that version (.Capabilities.KubeVersion): the
+  // helm test pod uses a native sidecar only where the cluster has them (1.29 and later).
   test('every rendered manifest passes the Kubernetes schemas (strict), ServiceMonitor skipped as a CRD', async () => {
     const kv = findKubernetesValidate();
-    const files: string[] = [];
-    const expected: string[] = [];
-    for (const name of VALUES_NAMES) {
-      const { text, docs } = await render(name);
-      const file = join(work, `${name}.yaml`);
-      writeFileSync(file, text);
-      files.push(file);
-      for (const d of docs) if (d['kind'] !== 'ServiceMonitor') expected.push(`${file}|${String(d['kind']).toLowerCase()}/${d['metadata']['name']}`);
-    }
-    const args = [...kv.slice(1), '--strict', ...KUBERNETES_VERSIONS.flatMap((v) => ['-k', v]), ...files];
-    const r = await run(kv[0] as string, args);
-    const lines = r.stdout.split('\n').filter((l) => l.trim() !== '');
-    assert.equal(r.code, 0, `kubernetes-validate failed:\n${r.stdout}${r.stderr}`);
-    assert.deepEqual(lines.filter((l) => /^(ERROR|FATAL)/.test(l)), []);
-    // A kind without a schema (a CRD) is only warned about; the one such kind here is the ServiceMonitor.
-    for (const w of lines.filter((l) => l.startsWith('WARN'))) assert.match(w, /kind ServiceMonitor with api version monitoring\.coreos\.com\/v1/);
     for (const version of KUBERNETES_VERSIONS) {
+      const files: string[] = [];
+      const expected: string[] = [];
+      for (const name of VALUES_NAMES) {
+        const { text, docs } = await render(name, [], CHART, version);
+        const file = join(work, `${name}-${version}.yaml`);
+        writeFileSync(file, text);
+        files.push(file);
+        for (const d of docs) if (d['kind'] !== 'ServiceMonitor') expected.push(`${file}|${String(d['kind']).toLowerCase()}/${d['metadata']['name']}`);
+      }
+      const r = await run(kv[0] as string, [...kv.slice(1), '--strict', '-k', version, ...files]);
+      const lines = r.stdout.split('\n').filter((l) => l.trim() !== '');
+      assert.equal(r.code, 0, `kubernetes-validate failed:\n${r.stdout}${r.stderr}`);
+      assert.deepEqual(lines.filter((l) => /^(ERROR|FATAL)/.test(l)), []);
+      // A kind without a schema (a CRD) is only warned about; the one such kind here is the ServiceMonitor.
+      for (const w of lines.filter((l) => l.startsWith('WARN'))) assert.match(w, /kind ServiceMonitor with api version monitoring\.coreos\.com\/v1/);
       const mm = version.split('.').slice(0, 2).join('.');
       for (const e of expected) {
         const [file, resource] = e.split('|');
@@ -792,5 +797,80 @@ describe('NOTES.txt', () => {
     assert.match(text, /access token from your authorization server/);
     assert.match(text, /https:\/\/search\.mcp\.example\.com\/\.well-known\/oauth-protected-resource\/mcp/);
     assert.match(text, /http:\/\/search-mcp\.tools\.svc\.cluster\.local:8000\/mcp/);
+  });
+});
+
+// ---- helm test: gatehouse doctor ---------------------------------------------------------------------------
+
+describe('helm test (gatehouse doctor)', () => {
+  const doctorPod = (docs: Manifest[]): Manifest => one(docs, 'Pod');
+  const mounts = (c: Manifest): Map<string, Manifest> => new Map((c['volumeMounts'] as Manifest[]).map((m) => [m['mountPath'], m]));
+  const volumes = (spec: Manifest): Map<string, Manifest> => new Map((spec['volumes'] as Manifest[]).map((v) => [v['name'], v]));
+
+  for (const name of VALUES_NAMES) {
+    test(`${name}: a test hook pod runs doctor with the Deployment's image, config, env and secret mounts`, async () => {
+      const { docs } = await render(name);
+      const pod = doctorPod(docs);
+      assert.equal(pod['metadata']['annotations']['helm.sh/hook'], 'test');
+      assert.equal(pod['spec']['restartPolicy'], 'Never');
+      // Not selected by the Service (nor the PDB or the NetworkPolicy, which use the same labels): no traffic.
+      const selector = one(docs, 'Service')['spec']['selector'] as Record<string, string>;
+      assert.ok(!Object.entries(selector).every(([k, v]) => pod['metadata']['labels'][k] === v), 'the Service selects the test pod');
+      const gh = container(docs, 'gatehouse');
+      assert.equal(pod['spec']['containers'].length, 1);
+      const doctor = pod['spec']['containers'][0] as Manifest;
+      assert.equal(doctor['image'], gh['image']);
+      assert.deepEqual((doctor['args'] as string[]).slice(0, 3), ['doctor', '--config', '/etc/gatehouse/gatehouse.yaml']);
+      assert.deepEqual(doctor['env'], gh['env']);
+      assert.deepEqual(doctor['securityContext'], gh['securityContext']);
+      for (const key of ['securityContext', 'serviceAccountName', 'automountServiceAccountToken', 'imagePullSecrets']) assert.deepEqual(pod['spec'][key], podSpec(docs)[key], key);
+      // The config map and every secret at the same paths, from the same volumes.
+      for (const [path, mount] of mounts(gh)) {
+        if (path === '/data') continue;
+        const own = mounts(doctor).get(path);
+        assert.ok(own, `no mount at ${path}`);
+        assert.equal(own['readOnly'], mount['readOnly']);
+        assert.deepEqual(volumes(pod['spec']).get(own['name']), volumes(podSpec(docs)).get(mount['name']), path);
+      }
+    });
+  }
+
+  test('sidecar mode: the MCP server runs beside the doctor as a native sidecar, which the doctor waits for', async () => {
+    const { docs } = await render('sidecar', ['egressProxy.enabled=true']);
+    const pod = doctorPod(docs);
+    const server = container(docs, 'mcp-server');
+    assert.equal(pod['spec']['initContainers'].length, 1);
+    const sidecar = pod['spec']['initContainers'][0] as Manifest;
+    assert.equal(sidecar['restartPolicy'], 'Always');
+    for (const key of ['name', 'image', 'args', 'ports', 'securityContext', 'resources']) assert.deepEqual(sidecar[key], server[key], key);
+    // The server's own env, without the egress proxy's: no proxy runs in the test pod.
+    assert.ok((server['env'] as Manifest[]).some((e) => e['name'] === 'HTTP_PROXY'));
+    assert.deepEqual(sidecar['env'], (server['env'] as Manifest[]).filter((e) => !/^(https?_proxy|no_proxy)$/i.test(e['name'])));
+    assert.deepEqual(pod['spec']['containers'][0]['args'], ['doctor', '--config', '/etc/gatehouse/gatehouse.yaml', '--wait-ms', '60000']);
+    assert.ok(mounts(sidecar).get('/tmp'), 'the server has a writable /tmp');
+  });
+
+  test('sidecar mode before Kubernetes 1.29 (no native sidecars): the doctor skips the upstreams', async () => {
+    const { docs } = await render('sidecar', [], CHART, '1.28.0');
+    const pod = doctorPod(docs);
+    assert.equal(pod['spec']['initContainers'], undefined);
+    assert.deepEqual(pod['spec']['containers'][0]['args'], ['doctor', '--config', '/etc/gatehouse/gatehouse.yaml', '--skip', 'upstreams']);
+  });
+
+  test('standalone: the upstream Service is checked from the pod; the SQLite store on an emptyDir as a new pod meets it', async () => {
+    const { docs } = await render('standalone');
+    const pod = doctorPod(docs);
+    assert.equal(pod['spec']['initContainers'], undefined);
+    assert.deepEqual(pod['spec']['containers'][0]['args'], ['doctor', '--config', '/etc/gatehouse/gatehouse.yaml']);
+    const data = mounts(pod['spec']['containers'][0]).get('/data');
+    assert.ok(volumes(pod['spec']).get(data?.['name'])?.['emptyDir']);
+  });
+
+  test('persistent: the store is not checked, and its ReadWriteOnce claim is left to the running pod', async () => {
+    const { docs } = await render('persistent');
+    const pod = doctorPod(docs);
+    assert.deepEqual(pod['spec']['containers'][0]['args'], ['doctor', '--config', '/etc/gatehouse/gatehouse.yaml', '--skip', 'store']);
+    assert.ok(!(pod['spec']['volumes'] as Manifest[]).some((v) => v['persistentVolumeClaim']));
+    assert.equal(mounts(pod['spec']['containers'][0]).get('/data'), undefined);
   });
 });

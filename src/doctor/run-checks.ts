@@ -1,0 +1,45 @@
+// Runs every check of `gatehouse doctor` against one config file: the config first (nothing else can be
+// checked without it), then upstreams, authorization server, store and ports side by side.
+
+import { ConfigError, loadConfigFile } from '../config/load.js';
+import { unsupportedFeatures } from '../config/semantic-checks.js';
+import type { Logger } from '../log/logger.js';
+import { checkAuthorizationServer } from './auth-checks.js';
+import { finding, messageOf, type CheckLimits, type Finding } from './finding.js';
+import { checkPorts } from './port-checks.js';
+import { checkStore } from './store-checks.js';
+import { checkUpstreams } from './upstream-findings.js';
+
+export const AREAS = ['upstreams', 'auth', 'store', 'ports'] as const;
+export type Area = (typeof AREAS)[number];
+
+export interface DoctorOptions extends CheckLimits {
+  skip: ReadonlySet<Area>;
+  env: NodeJS.ProcessEnv;
+  log: Logger;
+}
+
+export async function runChecks(file: string, opts: DoctorOptions): Promise<Finding[]> {
+  let config;
+  try {
+    config = await loadConfigFile(file, opts.env);
+  } catch (err) {
+    const lines = err instanceof ConfigError ? err.message.split('\n') : [`${file}: ${messageOf(err)}`];
+    const hint = `fix the file (gatehouse check-config ${file} prints the same); nothing else is checked until it loads`;
+    return lines.map((line) => finding('config', 'fail', line, hint));
+  }
+  const problems = unsupportedFeatures(config);
+  const head = problems.length === 0
+    ? [finding('config', 'ok', `${file} loads and passes the semantic checks`)]
+    : problems.map((p) => finding('config', 'fail', p, 'this build refuses to serve the file until it is fixed'));
+  const limits = { timeoutMs: opts.timeoutMs, waitMs: opts.waitMs };
+  const none = async (): Promise<Finding[]> => [];
+  const oauth = config.auth.oauth;
+  const [upstreams, auth, store, ports] = await Promise.all([
+    opts.skip.has('upstreams') ? none() : checkUpstreams(config, limits, opts.log),
+    opts.skip.has('auth') || oauth === undefined ? none() : checkAuthorizationServer(oauth, limits, opts.log),
+    opts.skip.has('store') ? none() : checkStore(config.store, limits).then((f) => [f]),
+    opts.skip.has('ports') ? none() : checkPorts(config),
+  ]);
+  return [...head, ...upstreams, ...auth, ...store, ...ports];
+}

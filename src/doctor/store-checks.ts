@@ -1,0 +1,86 @@
+// The store a deployment needs writable. SQLite: an existing file is opened the way the gateway opens it,
+// and its directory must take the journal files; a missing file is not created, only its directory judged.
+// Redis: PING, then one write of a scratch key that expires at once, through the store's own code.
+
+import { constants } from 'node:fs';
+import { access, stat } from 'node:fs/promises';
+import { dirname, resolve } from 'node:path';
+import type { StoreConfig } from '../config/types.js';
+import { openStore } from '../store/open-store.js';
+import { finding, messageOf, withDeadline, type CheckLimits, type Finding } from './finding.js';
+
+export async function checkStore(config: StoreConfig, limits: CheckLimits): Promise<Finding> {
+  try {
+    return await withDeadline(config.kind === 'redis' ? checkRedis(config) : checkSqlite(resolve(config.path)), limits.timeoutMs, 'checking the store');
+  } catch (err) {
+    return finding('store', 'fail', messageOf(err), config.kind === 'redis' ? 'is Redis up and reachable from here?' : 'is the disk answering?');
+  }
+}
+
+async function checkSqlite(path: string): Promise<Finding> {
+  const data = { kind: 'sqlite', path };
+  const file = await stat(path).catch((err: NodeJS.ErrnoException) => (err.code === 'ENOENT' ? undefined : Promise.reject(err)));
+  if (file === undefined) {
+    const { dir, missing, isDir } = await nearestExisting(dirname(path));
+    if (!isDir) return finding('store', 'fail', `SQLite: ${dir} is in the way of ${path}: it is not a directory`, 'point store.path at a file in a directory', data);
+    if (!(await writable(dir))) {
+      return finding('store', 'fail', `SQLite: ${path} does not exist, and ${dir} is not writable by this user, so it cannot be created`,
+        `make ${dir} writable for this user, or point store.path at a writable directory`, data);
+    }
+    return finding('store', 'ok', `SQLite: will be created at ${path}${missing ? ' (with its directory)' : ''}`, undefined, { ...data, exists: false });
+  }
+  if (!file.isFile()) return finding('store', 'fail', `SQLite: ${path} is not a file`, 'point store.path at a database file', data);
+  const dir = dirname(path);
+  if (!(await writable(path))) return finding('store', 'fail', `SQLite: ${path} is not writable by this user`, 'give this user write access to the file (and its directory)', data);
+  // WAL mode keeps two files beside the database, which the gateway must be able to create.
+  if (!(await writable(dir))) return finding('store', 'fail', `SQLite: ${dir} is not writable by this user (the journal files live beside the database)`, `make ${dir} writable for this user`, data);
+  const store = openStore({ kind: 'sqlite', path });
+  try {
+    await store.ping();
+  } catch (err) {
+    return finding('store', 'fail', `SQLite: ${path} does not open: ${messageOf(err)}`, 'is it a Gatehouse database, undamaged? (gatehouse audit verify reads it)', data);
+  } finally {
+    await store.close().catch(() => {});
+  }
+  return finding('store', 'ok', `SQLite: ${path} opens and is writable`, undefined, { ...data, exists: true });
+}
+
+async function checkRedis(config: StoreConfig & { kind: 'redis' }): Promise<Finding> {
+  const where = config.cluster ? `Redis Cluster (${config.cluster.nodes.join(', ')})` : config.sentinel ? `Redis through Sentinel "${config.sentinel.name}"` : `Redis at ${redisAddress(config.url)}`;
+  const data = { kind: 'redis', where, keyPrefix: config.keyPrefix };
+  const store = openStore(config);
+  try {
+    await store.ping();
+    // A counter in a one-second window: one real write with an expiry, gone a second later.
+    await store.addToWindow(`doctor:${process.pid}:${Date.now()}`, 1, 1000);
+  } catch (err) {
+    return finding('store', 'fail', `${where}: ${messageOf(err)}`, 'check store.url (host, port, password, database) and that this user may write keys under store.keyPrefix', data);
+  } finally {
+    await store.close().catch(() => {});
+  }
+  return finding('store', 'ok', `${where}: PING answered, a scratch key was written (with a TTL) under "${config.keyPrefix}"`, undefined, data);
+}
+
+/** The closest path that exists at or above `dir` (`isDir` false: a file is in the way); `missing` when `dir` itself does not. */
+async function nearestExisting(dir: string): Promise<{ dir: string; missing: boolean; isDir: boolean }> {
+  let at = dir;
+  for (;;) {
+    const found = await stat(at).then((s) => s, () => undefined);
+    if (found || dirname(at) === at) return { dir: at, missing: at !== dir, isDir: found?.isDirectory() ?? false };
+    at = dirname(at);
+  }
+}
+
+async function writable(path: string): Promise<boolean> {
+  return access(path, constants.W_OK).then(() => true, () => false);
+}
+
+/** host:port/db of a Redis URL, without its password. */
+function redisAddress(url: string): string {
+  try {
+    const u = new URL(url);
+    return `${u.protocol}//${u.host}${u.pathname === '/' ? '' : u.pathname}`;
+  } catch {
+    return '(invalid URL)';
+  }
+}
