@@ -131,6 +131,7 @@ export function createGateway(config: GatehouseConfig, log: Logger, options: Gat
     loopback: isLoopback(config.listen.host),
     auth: new Authenticator(config, log),
     sessions: sessionBinding,
+    sessionLimits: config.sessions,
     authFailures,
     // Read through `runtime`, so a reload's new per-address limits apply from the next request on.
     ipLimit: (address: string, principal: Principal) => (runtime.ipLimits.length === 0 ? Promise.resolve(undefined) : checkIpLimit(runtime.ipLimits, principal, address, takeToken)),

@@ -23,6 +23,10 @@ export interface GatehouseConfiguration {
      */
     path: string;
     /**
+     * Path of an endpoint for clients that speak only the deprecated HTTP+SSE transport of 2024-11-05 (absent: off). A GET there opens an event stream whose first event, endpoint, names the URL (ssePath + /messages?session=ID) to POST messages to; every answer comes back on the stream. The same Host/Origin checks, authentication (in headers only), access rules and policy apply as on listen.path, and a session belongs to the caller that opened it. Sessions count against sessions.max and end after sessions.idleTimeoutMs without a message.
+     */
+    ssePath?: string;
+    /**
      * The URL clients use to reach this endpoint, as seen from outside (the OAuth protected resource). Needed once OAuth is configured.
      */
     publicUrl?: string;

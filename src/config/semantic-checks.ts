@@ -38,6 +38,10 @@ export function unsupportedFeatures(config: GatehouseConfig): string[] {
     if (rule.tools === undefined && rule.prompts === undefined && rule.resources === undefined) problems.push(`policy.rules[${i}]: names no tools, prompts or resources, so it can never apply`);
   }
   problems.push(...trustedProxyProblems(config.listen.trustedProxies));
+  const { ssePath, path } = config.listen;
+  if (ssePath !== undefined && (ssePath === path || `${ssePath.replace(/\/+$/, '')}/messages` === path || ssePath.includes('?') || ssePath.includes('#'))) {
+    problems.push(`listen.ssePath: "${ssePath}" must be a plain path other than listen.path ("${path}"), and its messages endpoint (ssePath + /messages) too`);
+  }
   problems.push(...policyProblems(config.policy));
   // A URL still reading `${...}` is a secret absent here (check-config --env-optional): nothing to judge.
   if (config.store.kind === 'redis' && config.store.tls !== undefined && !config.store.url.startsWith('rediss://') && !config.store.url.startsWith('${')) {

@@ -15,11 +15,11 @@ import { relaySse } from './sse-relay.js';
 export const CALL_ID_HEADER = 'x-gatehouse-call-id';
 
 /** A client this far behind is cut off: it can reconnect, the gateway's memory cannot grow. */
-const MAX_BUFFERED_BYTES = 8 * 1024 * 1024;
+export const MAX_BUFFERED_BYTES = 8 * 1024 * 1024;
 /** SSE comments on an idle listen stream, so proxies in between do not time it out. */
-const KEEPALIVE_MS = 15_000;
+export const KEEPALIVE_MS = 15_000;
 
-const SSE_HEADERS = { 'content-type': 'text/event-stream', 'cache-control': 'no-cache', 'x-accel-buffering': 'no' };
+export const SSE_HEADERS = { 'content-type': 'text/event-stream', 'cache-control': 'no-cache', 'x-accel-buffering': 'no' };
 
 export interface AnswerContext extends WireContext {
   signal: AbortSignal;
@@ -53,6 +53,16 @@ export async function writeOutcome(res: ServerResponse, outcome: Outcome, ctx: A
       return writeStream(res, outcome.stream, withCallId(outcome.headers, ctx.callId), ctx);
     case 'relay':
       return relay(res, outcome, ctx);
+  }
+}
+
+/** Drops an answer nobody will read, so its producer hears of it. */
+export function discardOutcome(outcome: Outcome): void {
+  if (outcome.kind === 'stream') outcome.stream.cancel();
+  else if (outcome.kind === 'relay') {
+    // An upstream body destroyed unread reports the abort as an error; nobody is left to hear it.
+    outcome.body.once('error', () => {});
+    outcome.body.destroy();
   }
 }
 

@@ -5,7 +5,7 @@
 
 import { randomUUID } from 'node:crypto';
 import { isUtf8 } from 'node:buffer';
-import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import { createServer, type IncomingHttpHeaders, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import { AS_METADATA_PATH } from '../auth/as-metadata-mirror.js';
 import type { AuthVerdict, Authenticator } from '../auth/authenticator.js';
 import type { AuthFailureLimiter } from '../auth/failure-limit.js';
@@ -22,13 +22,15 @@ import { modernCapabilitiesFrom } from '../protocol/era-shapes.js';
 import { admitPost, admitStreamRequest } from '../protocol/front-door.js';
 import { classifyBody, ErrorCode, idOf, type JsonRpcId, type JsonRpcMessage, type JsonRpcRequest } from '../protocol/jsonrpc.js';
 import { META_CLIENT_CAPABILITIES } from '../protocol/methods.js';
-import { putTraceInMeta, traceSources } from '../protocol/trace-context.js';
+import { putTraceInMeta, traceSources, type TraceContext } from '../protocol/trace-context.js';
 import { accepts } from '../protocol/front-door.js';
-import { writeOutcome, sendJson } from './answer.js';
+import { discardOutcome, writeOutcome, sendJson } from './answer.js';
 import { readBody } from './body.js';
 import { limitConnectionsPerAddress } from './connection-limit.js';
 import { repeatedSingletonHeader } from './duplicate-headers.js';
 import { compileHostOriginGuard } from './origin-guard.js';
+import type { CallRecord, Caller, EdgeCall, EdgeCore, Received } from './edge-core.js';
+import { createSseEndpoint, type SseEndpoint } from './sse-endpoint.js';
 
 export interface EdgeHandlers {
   /** Runs the call through the pipeline's stages after auth and returns how it ends. */
@@ -50,6 +52,8 @@ export interface EdgeOptions {
   /** Read on every request, so a config reload can swap it. */
   auth: Authenticator;
   sessions: SessionBinding;
+  /** Bounds of the sessions of the 2024-11-05 SSE endpoint (`sessions` in the config); defaults when absent. */
+  sessionLimits?: { max: number; idleTimeoutMs: number };
 }
 
 export interface Edge {
@@ -66,22 +70,6 @@ export interface Edge {
   drained(ms: number): Promise<boolean>;
   /** Stops listening to the pipeline's events. */
   close(): void;
-}
-
-/** What the edge learnt of one request, for its `end` event. */
-interface CallRecord {
-  callId: string;
-  started: number;
-  httpMethod: string;
-  ctx?: CallContext;
-  method?: string;
-  era?: string;
-  subject?: string;
-  refusal?: string;
-  stage?: string;
-  /** The policy entry that refused, by id. */
-  rule?: string;
-  toolError?: boolean;
 }
 
 export function createEdge(listen: ListenConfig, handlers: EdgeHandlers, log: Logger, opts: EdgeOptions): Edge {
@@ -159,12 +147,12 @@ export function createEdge(listen: ListenConfig, handlers: EdgeHandlers, log: Lo
         res.on('close', () => settle(counted));
       }
       const record: CallRecord = { callId: randomUUID(), started: performance.now(), httpMethod: req.method ?? '' };
-      if (channels.end.hasSubscribers) res.once('close', () => publishEnd(res, record));
-      handleMcp(req, res, slot, record).catch((err: unknown) => {
-        log.error('unhandled error on the MCP endpoint', { err, callId: record.callId });
-        if (res.headersSent) return void res.destroy();
-        void writeOutcome(res, { kind: 'refused', refusal: { kind: 'transport', code: 'internal_error', status: 500, rpcCode: ErrorCode.InternalError, message: 'Internal gateway error' } }, { era: 'legacy', id: null, callId: record.callId, signal: NEVER });
-      });
+      if (channels.end.hasSubscribers) res.once('close', () => publishEnd(record, res.statusCode, !res.writableFinished));
+      handleMcp(req, res, slot, record).catch((err: unknown) => internalError(res, err, record.callId));
+      return;
+    }
+    if (sse !== undefined && (path === sse.ssePath || path === sse.postPath)) {
+      (path === sse.ssePath ? sse.open(req, res) : sse.post(req, res)).catch((err: unknown) => internalError(res, err, undefined));
       return;
     }
     if (path === '/healthz' && req.method === 'GET') return sendJson(res, 200, { status: 'ok' }, {});
@@ -202,6 +190,12 @@ export function createEdge(listen: ListenConfig, handlers: EdgeHandlers, log: Lo
     sendJson(res, 404, { error: 'not_found', message: `Nothing here; the MCP endpoint is ${listen.path}` }, {});
   };
 
+  function internalError(res: ServerResponse, err: unknown, callId: string | undefined): void {
+    log.error('unhandled error on the MCP endpoint', { err, callId });
+    if (res.headersSent) return void res.destroy();
+    void writeOutcome(res, { kind: 'refused', refusal: { kind: 'transport', code: 'internal_error', status: 500, rpcCode: ErrorCode.InternalError, message: 'Internal gateway error' } }, { era: 'legacy', id: null, callId: callId ?? randomUUID(), signal: NEVER });
+  }
+
   async function handleHealth(req: IncomingMessage, res: ServerResponse): Promise<void> {
     const record: CallRecord = { callId: randomUUID(), started: performance.now(), httpMethod: 'GET' };
     if (!headersAdmitted(req, res, record)) return;
@@ -214,36 +208,10 @@ export function createEdge(listen: ListenConfig, handlers: EdgeHandlers, log: Lo
   }
 
   async function handleMcp(req: IncomingMessage, res: ServerResponse, slot: InFlightSlot | undefined, record: CallRecord): Promise<void> {
-    // Admission: the cheap guards, before anything is read.
-    if (!headersAdmitted(req, res, record)) return;
-    const method = req.method;
-    if (method !== 'POST' && method !== 'GET' && method !== 'DELETE') {
-      return refuse(res, record, 'admission', null, { kind: 'transport', code: 'method_not_allowed', status: 405, rpcCode: ErrorCode.InvalidRequest, message: `Method ${method} is not allowed on the MCP endpoint`, headers: { allow: 'GET, POST, DELETE' } });
-    }
-    // Auth before anything is processed (2026-07-28 authorization §Token Handling); the body is read
-    // only to say where a misplaced credential belongs.
-    const urlRefusal = opts.auth.checkUrl(req.url);
-    if (urlRefusal && !urlRefusal.ok) return refuse(res, record, 'auth', null, urlRefusal.refusal);
-    if (!attemptAllowed(req, res, record)) return;
-    let authed = opts.auth.authenticate(req.headers);
-    if (authed instanceof Promise) authed = await authed;
-    if (!authed.ok && !(authed.refusal.code === 'missing_credentials' && method === 'POST')) return refuse(res, record, 'auth', null, authed.refusal);
-    const clientAddress = clientAddressOf(req.socket.remoteAddress, req.headers['x-forwarded-for']);
-    // Per-address rate limits (policy.rateLimits, per: ip): after the credential, before the body is read.
-    if (authed.ok && opts.ipLimit !== undefined) {
-      let limited;
-      try {
-        limited = await opts.ipLimit(clientAddress, authed.principal);
-      } catch (err) {
-        res.setHeader('connection', 'close');
-        return refuse(res, record, 'admission', null, failure(new GatewayError('GW_ERR_STATE_UNAVAILABLE', 'The rate limit of this address cannot be checked now; retry later', undefined, { cause: err })));
-      }
-      if (limited !== undefined) {
-        // The body is never read, so the connection cannot be reused.
-        res.setHeader('connection', 'close');
-        return refuse(res, record, 'admission', null, limited);
-      }
-    }
+    const caller = await admitCaller(req, res, record, MCP_METHODS, 'the MCP endpoint');
+    if (caller === undefined) return;
+    const { authed, clientAddress } = caller;
+    const method = req.method as 'GET' | 'POST' | 'DELETE';
     const controller = new AbortController();
     res.on('close', () => {
       if (!res.writableFinished) controller.abort();
@@ -262,6 +230,67 @@ export function createEdge(listen: ListenConfig, handlers: EdgeHandlers, log: Lo
       };
       return answer(res, record, ctx);
     }
+    const received = await readMessage(req, res, record, caller);
+    if (received === undefined) return;
+    const { principal, message, id, kind, method: rpcMethod } = received;
+    const admitted = admitPost(req.headers, kind, message);
+    if (!admitted.ok) return refuse(res, record, 'admission', id, admitted.refusal);
+    record.era = admitted.era;
+    const session = sessionAdmitted(req, res, record, id, principal, admitted.era, 'POST');
+    if (session === false) return;
+    if (kind === 'request' && rpcMethod === 'subscriptions/listen') markListenStream(res, slot);
+    const traced = traceOf(req.headers, received);
+    const ctx: CallContext = {
+      callId: record.callId, edge: token, receivedAt: record.started, httpMethod: 'POST', headers: req.headers, clientAddress, body: traced.body, message, kind,
+      ...(rpcMethod !== undefined ? { method: rpcMethod } : {}),
+      era: admitted.era, version: admitted.version, signal: controller.signal, acceptsSse: accepts(req.headers.accept, 'text/event-stream'), principal,
+      clientCapabilities: admitted.era === 'modern' ? modernCapabilitiesOf(message) : (session?.capabilities ?? received.declared),
+      ...(session ? { sessionId: session.id } : {}),
+      ...(traced.trace ? { trace: traced.trace } : {}),
+    };
+    return answer(res, record, ctx);
+  }
+
+  /**
+   * The front door, shared by every endpoint that runs the pipeline: the cheap guards before anything is
+   * read, then auth before anything is processed (2026-07-28 authorization §Token Handling). A POST without
+   * a credential goes on, so that its body can say where a misplaced credential belongs (readMessage).
+   */
+  async function admitCaller(req: IncomingMessage, res: ServerResponse, record: CallRecord, allow: readonly string[], where: string): Promise<Caller | undefined> {
+    if (!headersAdmitted(req, res, record)) return undefined;
+    const method = req.method ?? '';
+    if (!allow.includes(method)) {
+      refuse(res, record, 'admission', null, { kind: 'transport', code: 'method_not_allowed', status: 405, rpcCode: ErrorCode.InvalidRequest, message: `Method ${method} is not allowed on ${where}`, headers: { allow: allow.join(', ') } });
+      return undefined;
+    }
+    const urlRefusal = opts.auth.checkUrl(req.url);
+    if (urlRefusal && !urlRefusal.ok) return void refuse(res, record, 'auth', null, urlRefusal.refusal);
+    if (!attemptAllowed(req, res, record)) return undefined;
+    let authed = opts.auth.authenticate(req.headers);
+    if (authed instanceof Promise) authed = await authed;
+    if (!authed.ok && !(authed.refusal.code === 'missing_credentials' && method === 'POST')) return void refuse(res, record, 'auth', null, authed.refusal);
+    const clientAddress = clientAddressOf(req.socket.remoteAddress, req.headers['x-forwarded-for']);
+    // Per-address rate limits (policy.rateLimits, per: ip): after the credential, before the body is read.
+    if (authed.ok && opts.ipLimit !== undefined) {
+      let limited;
+      try {
+        limited = await opts.ipLimit(clientAddress, authed.principal);
+      } catch (err) {
+        res.setHeader('connection', 'close');
+        return void refuse(res, record, 'admission', null, failure(new GatewayError('GW_ERR_STATE_UNAVAILABLE', 'The rate limit of this address cannot be checked now; retry later', undefined, { cause: err })));
+      }
+      if (limited !== undefined) {
+        // The body is never read, so the connection cannot be reused.
+        res.setHeader('connection', 'close');
+        return void refuse(res, record, 'admission', null, limited);
+      }
+    }
+    return { authed, clientAddress };
+  }
+
+  /** The body, read once: size and time limits, UTF-8, one JSON-RPC message, the credential, none in the message. */
+  async function readMessage(req: IncomingMessage, res: ServerResponse, record: CallRecord, caller: Caller): Promise<Received | undefined> {
+    const { authed } = caller;
     const read = await readBody(req, listen.maxBodyBytes, listen.requestTimeoutMs);
     if (!read.ok) {
       // The rest of the body is never read, so the connection cannot be reused.
@@ -271,52 +300,51 @@ export function createEdge(listen: ListenConfig, handlers: EdgeHandlers, log: Lo
       } else if (read.reason === 'timeout') {
         refuse(res, record, 'admission', null, { kind: 'transport', code: 'body_timeout', status: 408, rpcCode: ErrorCode.InvalidRequest, message: `Request body not received within ${listen.requestTimeoutMs} ms` });
       }
-      return;
+      return undefined;
     }
     // JSON-RPC messages MUST be UTF-8 (2026-07-28/basic/transports/index.mdx §Messages); refuse rather than
     // let a decoder quietly replace bytes that the upstream would then see differently.
-    if (!isUtf8(read.body)) return refuse(res, record, 'admission', null, { kind: 'transport', code: 'invalid_utf8', status: 400, rpcCode: ErrorCode.ParseError, message: 'Parse error: the body is not valid UTF-8' });
+    if (!isUtf8(read.body)) return void refuse(res, record, 'admission', null, { kind: 'transport', code: 'invalid_utf8', status: 400, rpcCode: ErrorCode.ParseError, message: 'Parse error: the body is not valid UTF-8' });
     const parsed = classifyBody(read.body, listen.maxJsonDepth);
     if (!authed.ok) {
       const misplaced = parsed.ok ? opts.auth.checkMessage(parsed.message) : undefined;
-      return refuse(res, record, 'auth', null, misplaced && !misplaced.ok ? misplaced.refusal : authed.refusal);
+      return void refuse(res, record, 'auth', null, misplaced && !misplaced.ok ? misplaced.refusal : authed.refusal);
     }
     const principal = authed.principal;
     record.subject = principal.subject;
-    if (!parsed.ok) return refuse(res, record, 'admission', null, { kind: 'transport', code: parsed.batch ? 'batch' : parsed.code === ErrorCode.ParseError ? 'parse_error' : 'invalid_request', status: 400, rpcCode: parsed.code, message: parsed.message });
+    if (!parsed.ok) return void refuse(res, record, 'admission', null, { kind: 'transport', code: parsed.batch ? 'batch' : parsed.code === ErrorCode.ParseError ? 'parse_error' : 'invalid_request', status: 400, rpcCode: parsed.code, message: parsed.message });
     const message = parsed.message;
     const id = idOf(message);
     const rpcMethod = (message as { method?: string }).method;
     record.method = rpcMethod;
     const misplaced = opts.auth.checkMessage(message);
-    if (misplaced && !misplaced.ok) return refuse(res, record, 'auth', id, misplaced.refusal);
-    const admitted = admitPost(req.headers, parsed.kind, message);
-    if (!admitted.ok) return refuse(res, record, 'admission', id, admitted.refusal);
-    record.era = admitted.era;
-    const session = sessionAdmitted(req, res, record, id, principal, admitted.era, 'POST');
-    if (session === false) return;
-    if (parsed.kind === 'request' && rpcMethod === 'subscriptions/listen') markListenStream(res, slot);
-    let body = read.body;
-    const traced = traceSources(req.headers, message);
-    if (traced.context && traced.missingFromMeta && parsed.kind === 'request') {
-      // Trace context from the headers also travels in `_meta` (the spec's place for it); only then are
-      // the client's bytes re-encoded.
-      putTraceInMeta(message as { params?: Record<string, unknown> }, traced.context);
-      body = Buffer.from(JSON.stringify(message));
-    }
-    const ctx: CallContext = {
-      callId: record.callId, edge: token, receivedAt: record.started, httpMethod: 'POST', headers: req.headers, clientAddress, body, message, kind: parsed.kind,
-      ...(rpcMethod !== undefined ? { method: rpcMethod } : {}),
-      era: admitted.era, version: admitted.version, signal: controller.signal, acceptsSse: accepts(req.headers.accept, 'text/event-stream'), principal,
-      clientCapabilities: admitted.era === 'modern' ? modernCapabilitiesOf(message) : (session?.capabilities ?? initializeCapabilities(message)),
-      ...(session ? { sessionId: session.id } : {}),
-      ...(traced.context ? { trace: traced.context } : {}),
-    };
-    return answer(res, record, ctx);
+    if (misplaced && !misplaced.ok) return void refuse(res, record, 'auth', id, misplaced.refusal);
+    return { principal, message, kind: parsed.kind, id, ...(rpcMethod !== undefined ? { method: rpcMethod } : {}), body: read.body, declared: initializeCapabilities(message) };
   }
 
-  /** The rest of the pipeline, then the answer; a legacy session issued by the answer is bound to the caller. */
+  /** Trace context from the headers also travels in `_meta` (the spec's place for it); only then are the client's bytes re-encoded. */
+  function traceOf(headers: IncomingHttpHeaders, received: Received): { body: Buffer; trace?: TraceContext } {
+    const traced = traceSources(headers, received.message);
+    if (traced.context === undefined) return { body: received.body };
+    if (!traced.missingFromMeta || received.kind !== 'request') return { body: received.body, trace: traced.context };
+    putTraceInMeta(received.message as { params?: Record<string, unknown> }, traced.context);
+    return { body: Buffer.from(JSON.stringify(received.message)), trace: traced.context };
+  }
+
+  /** The rest of the pipeline, then the answer. */
   async function answer(res: ServerResponse, record: CallRecord, ctx: CallContext): Promise<void> {
+    const outcome = await runCall(record, ctx);
+    if (ctx.signal.aborted) {
+      // The client is gone; whatever was produced for it is dropped.
+      discardOutcome(outcome);
+      return;
+    }
+    const summary = await writeOutcome(res, outcome, { era: ctx.era, id: ctx.kind === 'request' ? idOf(ctx.message) : null, callId: ctx.callId, signal: ctx.signal, log });
+    if (summary.toolError) record.toolError = true;
+  }
+
+  /** The pipeline after auth; a legacy session issued by the answer is bound to the caller before it returns. */
+  async function runCall(record: CallRecord, ctx: CallContext): Promise<Outcome> {
     record.ctx = ctx;
     if (channels.start.hasSubscribers) channels.start.publish({ callId: ctx.callId, edge: token, ctx });
     const outcome = await handlers.call(ctx);
@@ -326,14 +354,7 @@ export function createEdge(listen: ListenConfig, handlers: EdgeHandlers, log: Lo
       if ((outcome.refusal.kind === 'tool' || outcome.refusal.kind === 'transport') && outcome.refusal.rule !== undefined) record.rule = outcome.refusal.rule;
     }
     if (ctx.era === 'legacy' && ctx.method === 'initialize') bindIssuedSession(ctx, outcome);
-    if (ctx.signal.aborted) {
-      // The client is gone; whatever was produced for it is dropped.
-      if (outcome.kind === 'stream') outcome.stream.cancel();
-      else if (outcome.kind === 'relay') outcome.body.destroy();
-      return;
-    }
-    const summary = await writeOutcome(res, outcome, { era: ctx.era, id: ctx.kind === 'request' ? idOf(ctx.message) : null, callId: ctx.callId, signal: ctx.signal, log });
-    if (summary.toolError) record.toolError = true;
+    return outcome;
   }
 
   /**
@@ -404,10 +425,8 @@ export function createEdge(listen: ListenConfig, handlers: EdgeHandlers, log: Lo
   }
 
   /** The `end` event of one request, once its answer is complete or the client has gone. */
-  function publishEnd(res: ServerResponse, record: CallRecord): void {
+  function publishEnd(record: CallRecord, status: number, aborted: boolean): void {
     const ctx = record.ctx;
-    const aborted = !res.writableFinished;
-    const status = res.statusCode;
     const outcome: CallOutcomeWord = aborted ? 'aborted' : record.refusal !== undefined ? 'refused' : status >= 500 ? 'upstream_error' : status >= 400 ? 'client_error' : record.toolError ? 'tool_error' : 'ok';
     const name = ctx?.kind === 'request' ? (ctx.message as JsonRpcRequest).params?.name : undefined;
     const event: CallEndEvent = {
@@ -427,6 +446,27 @@ export function createEdge(listen: ListenConfig, handlers: EdgeHandlers, log: Lo
     };
     channels.end.publish(event);
   }
+
+  /** A request the SSE endpoint accounts for itself: in flight (when counted) until `done`, which publishes its end. */
+  function startCall(httpMethod: string, counted: boolean): EdgeCall {
+    const record: CallRecord = { callId: randomUUID(), started: performance.now(), httpMethod };
+    const slot: InFlightSlot = { counted };
+    if (counted) inFlight++;
+    let ended = false;
+    return {
+      record,
+      done(status, aborted) {
+        if (ended) return;
+        ended = true;
+        settle(slot);
+        if (channels.end.hasSubscribers) publishEnd(record, status, aborted);
+      },
+    };
+  }
+
+  const core: EdgeCore = { token, sessions: opts.sessions, startCall, admitCaller, readMessage, traced: traceOf, refuse, runCall };
+  const sse: SseEndpoint | undefined =
+    listen.ssePath === undefined ? undefined : createSseEndpoint(core, { ssePath: listen.ssePath, mcpPath: listen.path, ...(listen.publicUrl !== undefined ? { publicUrl: listen.publicUrl } : {}), ...(opts.sessionLimits ?? DEFAULT_SESSION_LIMITS) }, log);
 
   // Slow clients cannot hold a socket: headers within headersTimeoutMs, the whole request (headers and
   // body) within both timeouts, checked every second rather than Node's default 30 s.
@@ -479,6 +519,7 @@ export function createEdge(listen: ListenConfig, handlers: EdgeHandlers, log: Lo
       draining = true;
       // Listening streams carry no work in progress: end them now so clients reconnect elsewhere.
       for (const res of listenStreams) res.end();
+      sse?.drain();
       server.closeIdleConnections();
     },
     drained(ms) {
@@ -493,9 +534,14 @@ export function createEdge(listen: ListenConfig, handlers: EdgeHandlers, log: Lo
     },
     close() {
       unsubscribe();
+      sse?.close();
     },
   };
 }
+
+const MCP_METHODS = ['GET', 'POST', 'DELETE'] as const;
+/** The config's `sessions` defaults, for an edge built without them (tests of the edge alone). */
+const DEFAULT_SESSION_LIMITS = { max: 1000, idleTimeoutMs: 1_800_000 };
 
 /** A signal that never aborts: refusals written at the edge have no upstream work to cancel. */
 const NEVER = new AbortController().signal;

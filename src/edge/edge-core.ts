@@ -1,0 +1,75 @@
+// The parts of the edge that another front on the same listener reuses (the 2024-11-05 SSE endpoint):
+// the front door and auth, the one read and parse of a body, refusals, and running a call through the
+// pipeline. Types only; server.ts implements them, so every front shares one set of checks.
+
+import type { IncomingHttpHeaders, IncomingMessage, ServerResponse } from 'node:http';
+import type { AuthVerdict } from '../auth/authenticator.js';
+import type { SessionBinding } from '../auth/session-binding.js';
+import type { Refusal } from '../errors.js';
+import type { CallContext } from '../pipeline/context.js';
+import type { Outcome } from '../pipeline/outcome.js';
+import type { Principal } from '../pipeline/principal.js';
+import type { JsonRpcId, JsonRpcMessage, MessageKind } from '../protocol/jsonrpc.js';
+import type { TraceContext } from '../protocol/trace-context.js';
+
+/** What the edge learnt of one request, for its `end` event. */
+export interface CallRecord {
+  callId: string;
+  started: number;
+  httpMethod: string;
+  ctx?: CallContext;
+  method?: string;
+  era?: string;
+  subject?: string;
+  refusal?: string;
+  stage?: string;
+  /** The policy entry that refused, by id. */
+  rule?: string;
+  toolError?: boolean;
+}
+
+/** A request past the front door: its credential's verdict (a missing one only when a body follows) and address. */
+export interface Caller {
+  authed: AuthVerdict;
+  clientAddress: string;
+}
+
+/** One JSON-RPC message, read and parsed once, from an authenticated caller. */
+export interface Received {
+  principal: Principal;
+  message: JsonRpcMessage;
+  kind: MessageKind;
+  id: JsonRpcId | null;
+  method?: string;
+  /** The client's exact bytes. */
+  body: Buffer;
+  /** What an `initialize` declares the client can do (2026-07-28 terms); empty for other messages. */
+  declared: Record<string, unknown>;
+}
+
+/** One request as the edge counts it: `done` publishes its `end` event and, when counted, ends it in flight. */
+export interface EdgeCall {
+  readonly record: CallRecord;
+  done(status: number, aborted: boolean): void;
+}
+
+export interface EdgeCore {
+  /** The edge's identity in the pipeline's events. */
+  readonly token: object;
+  readonly sessions: SessionBinding;
+  /** Starts accounting for a request; `counted`: it is work a drain waits for. */
+  startCall(httpMethod: string, counted: boolean): EdgeCall;
+  /**
+   * The front door: repeated headers, Host/Origin, the HTTP method (`allow`), credentials in the URL,
+   * the failed-auth limit, the credential, the per-address limit. Undefined when refused (already answered).
+   */
+  admitCaller(req: IncomingMessage, res: ServerResponse, record: CallRecord, allow: readonly string[], where: string): Promise<Caller | undefined>;
+  /** Reads, checks and parses the body; a missing credential is refused here. Undefined when refused. */
+  readMessage(req: IncomingMessage, res: ServerResponse, record: CallRecord, caller: Caller): Promise<Received | undefined>;
+  /** Trace context from the headers, added to the message's `_meta` (and the bytes re-encoded) when missing there. */
+  traced(headers: IncomingHttpHeaders, received: Received): { body: Buffer; trace?: TraceContext };
+  /** A refusal made at the edge: published, counted, then written. */
+  refuse(res: ServerResponse, record: CallRecord, stage: 'admission' | 'auth', id: JsonRpcId | null, refusal: Refusal): void;
+  /** The rest of the pipeline; a legacy session its answer issues is bound to the caller before it returns. */
+  runCall(record: CallRecord, ctx: CallContext): Promise<Outcome>;
+}

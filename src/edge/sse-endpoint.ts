@@ -1,0 +1,302 @@
+// The deprecated HTTP+SSE transport of 2024-11-05, for clients that speak nothing newer (listen.ssePath).
+// Each connection is served as a legacy client of Gatehouse's own pipeline: a POSTed message goes through
+// the same front door, auth and stages as on the MCP endpoint, with a legacy session Gatehouse holds for
+// the connection, and whatever the pipeline answers is written onto the connection's stream. Server
+// messages outside any call come from an internal listen stream on that session; a dropped stream ends
+// the session as a DELETE would. Spec: 2025-11-25/basic/transports.mdx §Backwards Compatibility, and
+// 2024-11-05/basic/transports.mdx §HTTP with SSE.
+
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import { toWire } from '../errors.js';
+import type { Logger } from '../log/logger.js';
+import type { CallContext } from '../pipeline/context.js';
+import { principalKey } from '../pipeline/principal.js';
+import { admitPost, admitStreamRequest } from '../protocol/front-door.js';
+import { ErrorCode } from '../protocol/jsonrpc.js';
+import { CALL_ID_HEADER, discardOutcome } from './answer.js';
+import type { EdgeCore, Received } from './edge-core.js';
+import { deliverOutcome, type Delivered } from './sse-outcome.js';
+import { SseSession } from './sse-session.js';
+
+export interface SseEndpointOptions {
+  ssePath: string;
+  /** listen.path and listen.publicUrl: a path prefix a proxy adds in front of Gatehouse is kept in the endpoint URL. */
+  mcpPath: string;
+  publicUrl?: string;
+  /** `sessions` of the config: most connections at once, and how long one may go without a message. */
+  max: number;
+  idleTimeoutMs: number;
+}
+
+export interface SseEndpoint {
+  readonly ssePath: string;
+  /** Where the `endpoint` event tells clients to POST: `ssePath/messages`. */
+  readonly postPath: string;
+  open(req: IncomingMessage, res: ServerResponse): Promise<void>;
+  post(req: IncomingMessage, res: ServerResponse): Promise<void>;
+  /** Open connections. */
+  readonly size: number;
+  /** Ends each connection once nothing it asked is still being answered. */
+  drain(): void;
+  close(): void;
+}
+
+/** How long the DELETE that ends a dropped connection's session may take. */
+const END_TIMEOUT_MS = 10_000;
+
+export function createSseEndpoint(core: EdgeCore, opts: SseEndpointOptions, log: Logger): SseEndpoint {
+  const ssePath = opts.ssePath;
+  const postPath = `${ssePath.replace(/\/+$/, '')}/messages`;
+  const prefix = pathPrefix(opts.mcpPath, opts.publicUrl);
+  const live = new Map<string, SseSession>();
+  let draining = false;
+  const sweeper = setInterval(sweep, Math.min(60_000, Math.max(1_000, opts.idleTimeoutMs / 4))).unref();
+
+  /** Ends connections with nothing in flight and no message for the idle timeout. */
+  function sweep(now = Date.now()): void {
+    for (const s of live.values()) if (s.inFlight === 0 && s.lastUsed < now - opts.idleTimeoutMs) s.end();
+  }
+
+  /** The GET that opens a connection: the front door and auth, then the stream and its `endpoint` event. */
+  async function open(req: IncomingMessage, res: ServerResponse): Promise<void> {
+    const call = core.startCall('GET', false);
+    const { record } = call;
+    res.once('close', () => call.done(res.statusCode, !res.writableFinished));
+    const caller = await core.admitCaller(req, res, record, ['GET'], 'the SSE endpoint');
+    if (caller === undefined || !caller.authed.ok) return;
+    const principal = caller.authed.principal;
+    record.subject = principal.subject;
+    const admitted = admitStreamRequest(req.headers, 'GET');
+    if (!admitted.ok) return core.refuse(res, record, 'admission', null, admitted.refusal);
+    record.era = 'legacy';
+    const owner = principalKey(principal);
+    if (live.size >= opts.max && !evictIdle(owner)) {
+      res.setHeader('connection', 'close');
+      return core.refuse(res, record, 'admission', null, { kind: 'transport', code: 'session_cap', status: 503, rpcCode: ErrorCode.InvalidRequest, message: `Gatehouse holds ${opts.max} SSE sessions, all busy; retry later`, headers: { 'retry-after': '5' } });
+    }
+    const session = new SseSession(owner, principal, caller.clientAddress, req.headers, res);
+    live.set(session.id, session);
+    session.signal.addEventListener('abort', () => ended(session), { once: true });
+    session.start(`${prefix}${postPath}?session=${session.id}`, { [CALL_ID_HEADER]: record.callId });
+    log.debug('sse session opened', { session: session.id.slice(0, 8), subject: principal.subject });
+  }
+
+  /** Past the cap, the caller's own least recently used connection with nothing in flight makes room. */
+  function evictIdle(owner: string): boolean {
+    let oldest: SseSession | undefined;
+    for (const s of live.values()) if (s.owner === owner && s.inFlight === 0 && (oldest === undefined || s.lastUsed < oldest.lastUsed)) oldest = s;
+    if (oldest === undefined) return false;
+    oldest.end();
+    return true;
+  }
+
+  /**
+   * A message POSTed to a connection's endpoint: the same front door and auth as the MCP endpoint, then
+   * the connection, which only the caller that opened it may use (anyone else gets the 404 of an unknown
+   * session). Accepted with 202; its answer goes onto the connection's stream.
+   */
+  async function post(req: IncomingMessage, res: ServerResponse): Promise<void> {
+    const call = core.startCall('POST', true);
+    const { record } = call;
+    let accepted = false;
+    res.once('close', () => {
+      if (!accepted) call.done(res.statusCode, !res.writableFinished);
+    });
+    const caller = await core.admitCaller(req, res, record, ['POST'], 'the SSE message endpoint');
+    if (caller === undefined) return;
+    const received = await core.readMessage(req, res, record, caller);
+    if (received === undefined) return;
+    const { principal, id } = received;
+    record.era = 'legacy';
+    const session = live.get(sessionIdOf(req.url));
+    if (session === undefined || session.closed || session.owner !== principalKey(principal)) return core.refuse(res, record, 'admission', id, unknownSession());
+    // A message sent while initialize is under way belongs to the session initialize is creating.
+    if (session.initializing !== undefined) await session.initializing;
+    if (session.closed) return core.refuse(res, record, 'admission', id, unknownSession());
+    if (received.method === 'initialize' && (session.version !== undefined || session.initializing !== undefined)) {
+      return core.refuse(res, record, 'admission', id, { kind: 'transport', code: 'already_initialized', status: 400, rpcCode: ErrorCode.InvalidRequest, message: 'Invalid request: this SSE session is already initialized; open a new one' });
+    }
+    const headers = session.headersFor(req.headers);
+    const admitted = admitPost(headers, received.kind, received.message);
+    if (!admitted.ok) return core.refuse(res, record, 'admission', id, admitted.refusal);
+    if (session.internalId !== undefined && !core.sessions.admit(session.internalId, principal).ok) {
+      // The session behind the connection has ended (idle, evicted, gone upstream): so does the connection.
+      session.end();
+      return core.refuse(res, record, 'admission', id, unknownSession());
+    }
+    const traced = core.traced(headers, received);
+    const ctx: CallContext = {
+      callId: record.callId, edge: core.token, receivedAt: record.started, httpMethod: 'POST', headers, clientAddress: caller.clientAddress, body: traced.body,
+      message: received.message, kind: received.kind, ...(received.method !== undefined ? { method: received.method } : {}),
+      era: 'legacy', version: admitted.version, signal: session.signal, acceptsSse: true, principal,
+      clientCapabilities: received.method === 'initialize' ? received.declared : session.capabilities,
+      ...(session.internalId !== undefined ? { sessionId: session.internalId } : {}),
+      ...(traced.trace ? { trace: traced.trace } : {}),
+    };
+    // 2024-11-05 §HTTP with SSE: the POST only delivers the message; every answer comes on the stream.
+    accepted = true;
+    const leave = session.enter();
+    res.writeHead(202, { [CALL_ID_HEADER]: record.callId }).end();
+    let initialized: (() => void) | undefined;
+    if (received.method === 'initialize') session.initializing = new Promise<void>((r) => (initialized = r));
+    let delivered: Delivered = { status: 500, aborted: true, toolError: false };
+    try {
+      const outcome = await core.runCall(record, ctx);
+      if (received.method === 'initialize') adoptSession(session, outcome, received);
+      delivered = await deliverOutcome(session, outcome, {
+        id, callId: record.callId, log,
+        ...(received.method === 'initialize' ? { onResponse: (r: Record<string, unknown>) => negotiated(session, r) } : {}),
+      });
+      if (delivered.toolError) record.toolError = true;
+      afterAnswer(session, received, delivered);
+    } catch (err) {
+      log.error('unhandled error on the SSE endpoint', { err, callId: record.callId });
+      const internal = { kind: 'transport' as const, code: 'internal_error', status: 500, rpcCode: ErrorCode.InternalError, message: 'Internal gateway error' };
+      delivered = await deliverOutcome(session, { kind: 'refused', refusal: internal }, { id, callId: record.callId, log }).catch(() => delivered);
+    } finally {
+      if (initialized !== undefined) {
+        session.initializing = undefined;
+        initialized();
+      }
+      leave();
+      call.done(delivered.status, delivered.aborted);
+      if (draining && session.inFlight === 0) session.end();
+    }
+  }
+
+  /** initialize's answer names the legacy session Gatehouse holds for the connection (already bound to the caller). */
+  function adoptSession(session: SseSession, outcome: Awaited<ReturnType<EdgeCore['runCall']>>, received: Received): void {
+    if (outcome.kind === 'refused' || (outcome.kind !== 'stream' && outcome.status >= 300)) return;
+    session.capabilities = received.declared;
+    const issued = outcome.headers?.['mcp-session-id'];
+    if (issued === undefined) return;
+    session.internalId = issued;
+    // A connection dropped while initialize was under way: the session it created ends at once.
+    if (session.closed) return endUpstream(session);
+    // The binding stays busy while the connection is open: it ends with the connection, not by idling.
+    session.signal.addEventListener('abort', core.sessions.enter(issued), { once: true });
+  }
+
+  function negotiated(session: SseSession, response: Record<string, unknown>): void {
+    const version = (response.result as { protocolVersion?: unknown } | undefined)?.protocolVersion;
+    if (typeof version === 'string') session.version = version;
+  }
+
+  function afterAnswer(session: SseSession, received: Received, delivered: Delivered): void {
+    // 2025-11-25/basic/transports.mdx §Session Management 4: a 404 on a session's request means the
+    // session is gone; the client must start anew, so its connection ends (an unknown method is not that).
+    if (delivered.status === 404 && session.internalId !== undefined && delivered.errorCode !== ErrorCode.MethodNotFound) {
+      core.sessions.end(session.internalId, 'unknown');
+      session.end();
+      return;
+    }
+    if (received.method === 'notifications/initialized') listen(session);
+  }
+
+  /**
+   * What a Streamable HTTP client's GET stream would carry (notifications and requests outside any call)
+   * comes from the same GET through the pipeline, on the connection's session.
+   */
+  function listen(session: SseSession): void {
+    if (session.listening || session.internalId === undefined || session.closed) return;
+    session.listening = true;
+    // A listen stream carries no work: a drain does not wait for it.
+    const call = core.startCall('GET', false);
+    const { record } = call;
+    record.era = 'legacy';
+    record.subject = session.principal.subject;
+    const ctx = internalContext(session, record, 'GET', session.signal);
+    void core
+      .runCall(record, ctx)
+      .then((outcome) => deliverOutcome(session, outcome, { id: null, callId: record.callId, log }))
+      .then(
+        (d) => {
+          log.debug('sse session listen stream ended', { session: session.id.slice(0, 8), status: d.status });
+          call.done(d.status, d.aborted);
+        },
+        (err: unknown) => {
+          log.warn('sse session listen stream failed', { err, session: session.id.slice(0, 8) });
+          call.done(500, true);
+        },
+      );
+  }
+
+  /** A dropped or ended connection ends its session upstream, as a DELETE from a Streamable HTTP client would. */
+  function ended(session: SseSession): void {
+    live.delete(session.id);
+    log.debug('sse session closed', { session: session.id.slice(0, 8) });
+    endUpstream(session);
+  }
+
+  function endUpstream(session: SseSession): void {
+    const internalId = session.internalId;
+    if (internalId === undefined) return;
+    // Counted in flight, so that a drain (which ends idle connections) waits for the session to end upstream.
+    const call = core.startCall('DELETE', true);
+    const { record } = call;
+    record.era = 'legacy';
+    record.subject = session.principal.subject;
+    const ctx = internalContext(session, record, 'DELETE', AbortSignal.timeout(END_TIMEOUT_MS));
+    let status = 500;
+    void core
+      .runCall(record, ctx)
+      .then(
+        (outcome) => {
+          status = outcome.kind === 'refused' ? toWire(outcome.refusal, { era: 'legacy', id: null, callId: record.callId }).status : outcome.kind === 'stream' ? 200 : outcome.status;
+          discardOutcome(outcome);
+        },
+        (err: unknown) => log.warn('ending the session of a closed SSE connection failed', { err, session: session.id.slice(0, 8) }),
+      )
+      .finally(() => {
+        core.sessions.end(internalId, 'client_closed');
+        call.done(status, false);
+      });
+  }
+
+  function internalContext(session: SseSession, record: { callId: string; started: number }, httpMethod: 'GET' | 'DELETE', signal: AbortSignal): CallContext {
+    return {
+      callId: record.callId, edge: core.token, receivedAt: record.started, httpMethod, headers: session.headersFor(session.openHeaders, 'text/event-stream'),
+      clientAddress: session.clientAddress, era: 'legacy', version: session.version ?? '2024-11-05', signal, acceptsSse: true, principal: session.principal,
+      clientCapabilities: session.capabilities, ...(session.internalId !== undefined ? { sessionId: session.internalId } : {}),
+    };
+  }
+
+  return {
+    ssePath,
+    postPath,
+    open,
+    post,
+    get size() {
+      return live.size;
+    },
+    drain() {
+      draining = true;
+      for (const s of live.values()) if (s.inFlight === 0) s.end();
+    },
+    close() {
+      clearInterval(sweeper);
+      for (const s of live.values()) s.end();
+    },
+  };
+}
+
+function unknownSession() {
+  return { kind: 'transport' as const, code: 'session_unknown', status: 404, rpcCode: ErrorCode.SessionNotFound, message: 'Session not found; open a new SSE connection', data: { details: { reason: 'unknown' } } };
+}
+
+function sessionIdOf(url: string | undefined): string {
+  const q = url?.indexOf('?') ?? -1;
+  return q === -1 ? '' : (new URLSearchParams(url!.slice(q + 1)).get('session') ?? '');
+}
+
+/** `/gw` when listen.publicUrl is `https://host/gw/mcp` and listen.path `/mcp`: a proxy's prefix, kept in the endpoint URL. */
+function pathPrefix(mcpPath: string, publicUrl: string | undefined): string {
+  if (publicUrl === undefined) return '';
+  let path: string;
+  try {
+    path = new URL(publicUrl).pathname;
+  } catch {
+    return '';
+  }
+  return path.endsWith(mcpPath) ? path.slice(0, path.length - mcpPath.length).replace(/\/+$/, '') : '';
+}

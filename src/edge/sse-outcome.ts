@@ -1,0 +1,197 @@
+// Writes an Outcome onto a 2024-11-05 event stream: each JSON-RPC message of the answer becomes one
+// `message` event (2024-11-05/basic/transports.mdx §HTTP with SSE: "Server messages are sent as SSE
+// message events"), whether the pipeline produced one JSON message, a stream, a refusal or an upstream's
+// own bytes. There is no HTTP status to carry anything, so whatever answers a request reaches the client
+// as a JSON-RPC response for its id, and a request is never left without one.
+
+import type { Readable } from 'node:stream';
+import { GatewayError, toWire, type WireContext } from '../errors.js';
+import type { CallStream } from '../pipeline/call-stream.js';
+import type { Outcome } from '../pipeline/outcome.js';
+import type { JsonRpcId } from '../protocol/jsonrpc.js';
+import { SseParser } from '../protocol/sse.js';
+import { discardOutcome, MAX_BUFFERED_BYTES } from './answer.js';
+
+/** Where the messages go: one SSE session's stream. */
+export interface MessageOut {
+  readonly signal: AbortSignal;
+  /** Writes one message (JSON text); resolves false once the stream is gone. Waits while the client is slow. */
+  send(json: string): Promise<boolean>;
+}
+
+export interface DeliverContext {
+  /** The id of the request answered, or null (a notification, a client's response, a listen stream). */
+  id: JsonRpcId | null;
+  callId: string;
+  /** Sees the response to `id` before it is written (initialize: the negotiated version). */
+  onResponse?(response: Record<string, unknown>): void;
+  log: { debug(msg: string, fields?: Record<string, unknown>): void; warn(msg: string, fields?: Record<string, unknown>): void };
+}
+
+/** How the answer went, in the terms of the edge's `end` event. */
+export interface Delivered {
+  /** The HTTP status the Streamable HTTP edge would have answered with. */
+  status: number;
+  aborted: boolean;
+  toolError: boolean;
+  /** A JSON-RPC error answered the request (its code), or undefined. */
+  errorCode?: number;
+}
+
+export async function deliverOutcome(out: MessageOut, outcome: Outcome, ctx: DeliverContext): Promise<Delivered> {
+  if (out.signal.aborted) {
+    discardOutcome(outcome);
+    return { status: 200, aborted: true, toolError: false };
+  }
+  const wire: WireContext = { era: 'legacy', id: ctx.id, callId: ctx.callId };
+  const answer = new Answer(out, ctx);
+  switch (outcome.kind) {
+    case 'json':
+      await answer.message(outcome.message);
+      return answer.result(outcome.status);
+    case 'empty':
+      return answer.result(outcome.status);
+    case 'refused': {
+      const w = toWire(outcome.refusal, wire);
+      await answer.message(w.body);
+      return answer.result(w.status);
+    }
+    case 'stream':
+      return answer.result(await streamed(answer, outcome.stream, wire));
+    case 'relay':
+      return answer.result(await relayed(answer, outcome, wire));
+  }
+}
+
+/** The messages of one answer as they are written, and what they said. */
+class Answer {
+  answered = false;
+  toolError = false;
+  errorCode: number | undefined;
+  private gone = false;
+
+  constructor(readonly out: MessageOut, private readonly ctx: DeliverContext) {}
+
+  /** Writes a message (parsed or as text); false once the stream is gone. */
+  async message(message: unknown, text?: string): Promise<boolean> {
+    if (this.gone) return false;
+    const m = message as { id?: unknown; method?: unknown; result?: { isError?: unknown }; error?: { code?: unknown } };
+    const isResponse = m.method === undefined && (m.result !== undefined || m.error !== undefined);
+    if (isResponse && (this.ctx.id === null || m.id !== this.ctx.id)) {
+      // A response that answers nothing the client asked (an error for a notification): the old transport
+      // has no status line to put it on, and a client would only report an unknown id.
+      this.ctx.log.debug('answer without a request to match dropped', { callId: this.ctx.callId, id: m.id ?? null });
+      return true;
+    }
+    if (isResponse) {
+      this.answered = true;
+      this.toolError = m.result?.isError === true;
+      if (typeof m.error?.code === 'number') this.errorCode = m.error.code;
+      this.ctx.onResponse?.(message as Record<string, unknown>);
+    }
+    if (!(await this.out.send(text ?? JSON.stringify(message)))) this.gone = true;
+    return !this.gone;
+  }
+
+  /** A request must hear something: a failure rendered as the error response for its id. */
+  async failIfUnanswered(err: GatewayError, wire: WireContext): Promise<number | undefined> {
+    if (this.answered || this.ctx.id === null || this.gone || this.out.signal.aborted) return undefined;
+    this.ctx.log.warn('upstream answer ended without a response', { code: err.code, callId: this.ctx.callId });
+    const w = toWire({ kind: 'failure', error: err }, wire);
+    await this.message(w.body);
+    return w.status;
+  }
+
+  result(status: number): Delivered {
+    const aborted = this.gone || this.out.signal.aborted;
+    return { status, aborted, toolError: this.toolError, ...(this.errorCode !== undefined ? { errorCode: this.errorCode } : {}) };
+  }
+}
+
+async function streamed(answer: Answer, stream: CallStream, wire: WireContext): Promise<number> {
+  const cancel = (): void => stream.cancel();
+  const signal = answer.out.signal;
+  signal.addEventListener('abort', cancel, { once: true });
+  let status = 200;
+  try {
+    for await (const item of stream.read()) {
+      // The session keeps its own stream alive; a producer's keep-alive has nothing to add.
+      if ('comment' in item) continue;
+      if ('failure' in item) {
+        const w = toWire({ kind: 'failure', error: item.failure }, { ...wire, id: stream.requestId });
+        status = w.status;
+        if (!(await answer.message(w.body))) break;
+        continue;
+      }
+      if (!(await answer.message(item.message))) break;
+    }
+  } finally {
+    signal.removeEventListener('abort', cancel);
+  }
+  return status;
+}
+
+/** The upstream's own answer: SSE event by event, or one JSON body (bounded) reframed as one event. */
+async function relayed(answer: Answer, outcome: Extract<Outcome, { kind: 'relay' }>, wire: WireContext): Promise<number> {
+  const signal = answer.out.signal;
+  const destroy = (): void => void outcome.body.destroy();
+  signal.addEventListener('abort', destroy, { once: true });
+  try {
+    if ((outcome.headers['content-type'] ?? '').startsWith('text/event-stream')) {
+      const parser = new SseParser();
+      try {
+        for await (const chunk of outcome.body as AsyncIterable<Buffer>) {
+          for (const ev of parser.push(chunk)) {
+            if (ev.data === undefined || ev.data === '' || (ev.event !== undefined && ev.event !== 'message')) continue;
+            const parsed = parseJson(ev.data);
+            if (parsed === undefined) continue;
+            if (!(await answer.message(parsed, ev.data.includes('\n') ? undefined : ev.data))) return outcome.status;
+          }
+        }
+      } catch (err) {
+        if (signal.aborted) return outcome.status;
+        return (await answer.failIfUnanswered(outcome.failureOf(err), wire)) ?? outcome.status;
+      }
+      await answer.failIfUnanswered(new GatewayError('GW_ERR_UPSTREAM_BAD_RESPONSE', `Upstream "${outcome.upstream}" ended the stream without answering the request`, outcome.upstream), wire);
+      return outcome.status;
+    }
+    let text: string;
+    try {
+      text = await readBounded(outcome.body, MAX_BUFFERED_BYTES);
+    } catch (err) {
+      if (signal.aborted) return outcome.status;
+      return (await answer.failIfUnanswered(err instanceof GatewayError ? err : outcome.failureOf(err), wire)) ?? outcome.status;
+    }
+    const parsed = text.trim() === '' ? undefined : parseJson(text);
+    for (const message of Array.isArray(parsed) ? parsed : parsed === undefined ? [] : [parsed]) {
+      if (!(await answer.message(message))) return outcome.status;
+    }
+    await answer.failIfUnanswered(new GatewayError('GW_ERR_UPSTREAM_BAD_RESPONSE', `Upstream "${outcome.upstream}" answered HTTP ${outcome.status} without a JSON-RPC response`, outcome.upstream), wire);
+    return outcome.status;
+  } finally {
+    signal.removeEventListener('abort', destroy);
+  }
+}
+
+function parseJson(text: string): unknown {
+  try {
+    const v = JSON.parse(text) as unknown;
+    return v !== null && typeof v === 'object' ? v : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+async function readBounded(body: Readable, max: number): Promise<string> {
+  const chunks: Buffer[] = [];
+  let size = 0;
+  for await (const chunk of body as AsyncIterable<Buffer>) {
+    size += chunk.length;
+    if (size > max) {
+      body.destroy();
+      throw new GatewayError('GW_ERR_UPSTREAM_BAD_RESPONSE', `The upstream's answer exceeds ${max} bytes`);
+    }
+    chunks.push(chunk);
+  }
+  return Buffer.concat(chunks).toString('utf8');
+}
