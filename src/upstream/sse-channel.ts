@@ -1,0 +1,236 @@
+// One session with an MCP server that speaks the HTTP+SSE transport of 2024-11-05 (2025-11-25
+// basic/transports.mdx §Backwards Compatibility): a GET opens an event stream whose first event, `endpoint`,
+// names the URL to POST messages to; every answer comes back on the stream as a `message` event. Gatehouse
+// POSTs to the announced endpoint and only to it: an endpoint on another origin is refused and logged.
+// Answers are matched to requests by id. The channel has the shape of a stdio child (start, request, send,
+// stop, onMessage, onExit), so the session machinery above treats an SSE session like a process: a dropped
+// stream fails the calls in flight, and the next call opens a new session.
+
+import { Pool, type Dispatcher } from 'undici';
+import { GatewayError } from '../errors.js';
+import type { Logger } from '../log/logger.js';
+import type { JsonRpcId, JsonRpcMessage, JsonRpcRequest, JsonRpcResponse } from '../protocol/jsonrpc.js';
+import { SseParser } from '../protocol/sse.js';
+import type { UpstreamCredentials } from './credentials.js';
+
+export interface SseChannelOptions {
+  upstream: string;
+  /** The SSE URL (the GET). */
+  url: string;
+  credentials: UpstreamCredentials;
+  /** How long the `endpoint` event may take to arrive after the GET. */
+  connectTimeoutMs: number;
+  requestTimeoutMs: number;
+  /** The longest event accepted; a longer one ends the session (a flood, or a server gone wrong). */
+  maxEventBytes?: number;
+  observe?: (seconds: number) => void;
+}
+
+interface Pending {
+  resolve(res: JsonRpcResponse): void;
+  reject(err: Error): void;
+  timer: NodeJS.Timeout;
+  sentAt: number;
+}
+
+const DEFAULT_MAX_EVENT_BYTES = 16 * 1024 * 1024;
+
+export class SseChannel {
+  private readonly pool: Pool;
+  private readonly origin: string;
+  private readonly pending = new Map<JsonRpcId, Pending>();
+  private readonly stream = new AbortController();
+  private endpoint: URL | undefined;
+  private started = false;
+  private exited = false;
+  private stopping = false;
+  /** Called for every message that is not a response to a pending request. */
+  onMessage: (msg: JsonRpcMessage) => void = () => {};
+  /** Called once when the session is gone, whatever the reason. */
+  onExit: (reason: string) => void = () => {};
+
+  constructor(private readonly opts: SseChannelOptions, private readonly log: Logger) {
+    const url = new URL(opts.url);
+    this.origin = url.origin;
+    this.pool = new Pool(this.origin, { connections: 4, connect: { timeout: opts.connectTimeoutMs } });
+  }
+
+  get alive(): boolean {
+    return this.started && !this.exited;
+  }
+
+  get stoppedOnPurpose(): boolean {
+    return this.stopping;
+  }
+
+  /** No process: an SSE session has no pid. */
+  get pid(): undefined {
+    return undefined;
+  }
+
+  /** Opens the stream and waits for its `endpoint` event; rejects with a clear error otherwise. */
+  async start(): Promise<void> {
+    const url = new URL(this.opts.url);
+    const headers = { ...(await this.opts.credentials.headers()), accept: 'text/event-stream' };
+    let response: Dispatcher.ResponseData;
+    try {
+      response = await this.pool.request({ method: 'GET', path: url.pathname + url.search, headers, signal: this.stream.signal, headersTimeout: this.opts.connectTimeoutMs, bodyTimeout: 0 });
+    } catch (err) {
+      this.markExited('the stream could not be opened');
+      throw new GatewayError('GW_ERR_UPSTREAM_UNREACHABLE', `Upstream "${this.opts.upstream}" could not be reached for its event stream: ${(err as Error).message}`, this.opts.upstream, { cause: err });
+    }
+    const type = String(response.headers['content-type'] ?? '');
+    if (response.statusCode !== 200 || !type.startsWith('text/event-stream')) {
+      await response.body.dump().catch(() => {});
+      this.markExited(`the GET answered HTTP ${response.statusCode}`);
+      throw new GatewayError('GW_ERR_UPSTREAM_BAD_RESPONSE', `Upstream "${this.opts.upstream}" answered the SSE GET with HTTP ${response.statusCode} (${type || 'no content type'}), not an event stream`, this.opts.upstream);
+    }
+    this.started = true;
+    const announced = new Promise<void>((resolve, reject) => {
+      const timer = setTimeout(() => reject(new GatewayError('GW_ERR_UPSTREAM_TIMEOUT', `Upstream "${this.opts.upstream}" sent no endpoint event within ${this.opts.connectTimeoutMs} ms`, this.opts.upstream)), this.opts.connectTimeoutMs);
+      void this.read(response.body, (err) => {
+        clearTimeout(timer);
+        if (err) reject(err);
+        else resolve();
+      });
+    });
+    try {
+      await announced;
+    } catch (err) {
+      this.stream.abort();
+      this.markExited((err as Error).message);
+      throw err;
+    }
+  }
+
+  /** Sends a request and resolves with its answer from the stream; fails on timeout, abort or a dropped stream. */
+  request(msg: JsonRpcRequest, signal?: AbortSignal): Promise<JsonRpcResponse> {
+    if (!this.alive) return Promise.reject(this.goneError('is not connected'));
+    if (this.pending.has(msg.id)) return Promise.reject(new Error(`duplicate request id ${String(msg.id)}`));
+    return new Promise((resolve, reject) => {
+      const timer = setTimeout(() => {
+        this.pending.delete(msg.id);
+        reject(new GatewayError('GW_ERR_UPSTREAM_TIMEOUT', `Upstream "${this.opts.upstream}" did not answer within ${this.opts.requestTimeoutMs} ms`, this.opts.upstream));
+      }, this.opts.requestTimeoutMs);
+      this.pending.set(msg.id, { resolve, reject, timer, sentAt: performance.now() });
+      signal?.addEventListener('abort', () => {
+        const p = this.pending.get(msg.id);
+        if (!p) return;
+        clearTimeout(p.timer);
+        this.pending.delete(msg.id);
+        this.send({ jsonrpc: '2.0', method: 'notifications/cancelled', params: { requestId: msg.id, reason: 'client disconnected' } });
+        p.reject(new Error('aborted'));
+      }, { once: true });
+      this.post(msg).catch((err: unknown) => {
+        const p = this.pending.get(msg.id);
+        if (!p) return;
+        clearTimeout(p.timer);
+        this.pending.delete(msg.id);
+        p.reject(err as Error);
+      });
+    });
+  }
+
+  /** Sends a notification or a response; a failure is logged (nothing waits for it). */
+  send(msg: JsonRpcMessage): void {
+    if (!this.alive) return;
+    this.post(msg).catch((err: unknown) => this.log.warn('a message to the SSE upstream could not be delivered', { err }));
+  }
+
+  /** Ends the session: the stream is closed, calls in flight fail. */
+  async stop(): Promise<void> {
+    if (this.exited) return;
+    this.stopping = true;
+    this.stream.abort();
+    this.markExited('stopped');
+    await this.pool.close().catch(() => {});
+  }
+
+  private async post(msg: JsonRpcMessage): Promise<void> {
+    const endpoint = this.endpoint!;
+    const headers = { ...(await this.opts.credentials.headers()), 'content-type': 'application/json' };
+    const res = await this.pool.request({ method: 'POST', path: endpoint.pathname + endpoint.search, headers, body: JSON.stringify(msg), headersTimeout: this.opts.requestTimeoutMs }).catch((err: unknown) => {
+      throw new GatewayError('GW_ERR_UPSTREAM_UNREACHABLE', `Upstream "${this.opts.upstream}" could not be reached at its message endpoint: ${(err as Error).message}`, this.opts.upstream, { cause: err });
+    });
+    await res.body.dump().catch(() => {});
+    if (res.statusCode < 200 || res.statusCode >= 300) {
+      throw new GatewayError('GW_ERR_UPSTREAM_BAD_RESPONSE', `Upstream "${this.opts.upstream}" refused a message with HTTP ${res.statusCode}`, this.opts.upstream);
+    }
+  }
+
+  /** Reads the stream until it ends: the endpoint first (reported through `announced`), then messages. */
+  private async read(body: Dispatcher.ResponseData['body'], announced: (err?: Error) => void): Promise<void> {
+    const parser = new SseParser();
+    const max = this.opts.maxEventBytes ?? DEFAULT_MAX_EVENT_BYTES;
+    let reason = 'the event stream ended';
+    try {
+      for await (const chunk of body as AsyncIterable<Buffer>) {
+        for (const event of parser.push(chunk)) {
+          if (event.data === undefined) continue;
+          if (this.endpoint === undefined) {
+            if (event.event !== 'endpoint') continue;
+            const target = new URL(event.data.trim(), this.opts.url);
+            if (target.origin !== this.origin) {
+              this.log.warn('an SSE upstream named an endpoint on another origin; refused', { upstream: this.opts.upstream, origin: target.origin });
+              announced(new GatewayError('GW_ERR_UPSTREAM_BAD_RESPONSE', `Upstream "${this.opts.upstream}" named a message endpoint on another origin (${target.origin}); Gatehouse posts only to the stream's own origin`, this.opts.upstream));
+              return;
+            }
+            this.endpoint = target;
+            announced();
+            continue;
+          }
+          if (event.event !== undefined && event.event !== 'message') continue;
+          this.onEventData(event.data);
+        }
+        if (parser.remainder.length > max) {
+          reason = `it sent an event of more than ${max} bytes`;
+          break;
+        }
+      }
+    } catch (err) {
+      if (!this.stopping) reason = `the event stream broke: ${(err as Error).message}`;
+    }
+    if (this.endpoint === undefined) announced(new GatewayError('GW_ERR_UPSTREAM_BAD_RESPONSE', `Upstream "${this.opts.upstream}" closed its event stream before naming an endpoint`, this.opts.upstream));
+    this.stream.abort();
+    this.markExited(reason);
+  }
+
+  private onEventData(data: string): void {
+    let msg: JsonRpcMessage;
+    try {
+      msg = JSON.parse(data) as JsonRpcMessage;
+    } catch {
+      this.log.warn('an SSE upstream sent an event that is not JSON; ignored', { upstream: this.opts.upstream, data: data.slice(0, 200) });
+      return;
+    }
+    if (msg === null || typeof msg !== 'object') return;
+    if ('id' in msg && msg.id !== null && !('method' in msg)) {
+      const p = this.pending.get(msg.id as JsonRpcId);
+      if (p) {
+        clearTimeout(p.timer);
+        this.pending.delete(msg.id as JsonRpcId);
+        this.opts.observe?.((performance.now() - p.sentAt) / 1000);
+        p.resolve(msg as JsonRpcResponse);
+        return;
+      }
+    }
+    this.onMessage(msg);
+  }
+
+  private markExited(reason: string): void {
+    if (this.exited) return;
+    this.exited = true;
+    if (this.started && !this.stopping) this.log.warn('SSE upstream session ended', { upstream: this.opts.upstream, reason });
+    for (const [id, p] of this.pending) {
+      clearTimeout(p.timer);
+      // A dropped stream fails the calls in flight clearly; the next call opens a new session.
+      p.reject(new GatewayError('GW_ERR_UPSTREAM_BAD_RESPONSE', `Upstream "${this.opts.upstream}" ended its event stream before answering (${reason})`, this.opts.upstream));
+      this.pending.delete(id);
+    }
+    this.onExit(reason);
+  }
+
+  private goneError(what: string): GatewayError {
+    return new GatewayError('GW_ERR_UPSTREAM_BAD_RESPONSE', `Upstream "${this.opts.upstream}" ${what}`, this.opts.upstream);
+  }
+}

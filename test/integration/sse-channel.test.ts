@@ -1,0 +1,213 @@
+// One session with an HTTP+SSE (2024-11-05) server, as Gatehouse holds it (issue 16 item 1): against the real
+// server-everything in SSE mode, and against fake servers that misbehave on purpose: an `endpoint` event on
+// another origin, a stream that never names an endpoint, a stream that drops mid-call, a flood of events.
+
+import { after, before, describe, test } from 'node:test';
+import assert from 'node:assert/strict';
+import { createServer, type Server, type ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import type { UpstreamCredentials } from '../../src/upstream/credentials.js';
+import { createLogger } from '../../src/log/logger.js';
+import { SseChannel } from '../../src/upstream/sse-channel.js';
+import { startEverythingSse, type EverythingHttp } from '../fixtures/upstreams/everything-http.js';
+
+const logs: Array<Record<string, unknown>> = [];
+const log = createLogger('debug', (line) => void logs.push(JSON.parse(line) as Record<string, unknown>));
+const credentials = (headers: Record<string, string> = {}): UpstreamCredentials => ({ current: () => headers, headers: async () => headers, invalidate() {}, close() {} });
+const channel = (url: string, opts: Partial<{ connectTimeoutMs: number; requestTimeoutMs: number; maxEventBytes: number; headers: Record<string, string> }> = {}) =>
+  new SseChannel({ upstream: 'sse', url, credentials: credentials(opts.headers), connectTimeoutMs: opts.connectTimeoutMs ?? 3_000, requestTimeoutMs: opts.requestTimeoutMs ?? 5_000, ...(opts.maxEventBytes ? { maxEventBytes: opts.maxEventBytes } : {}) }, log);
+const INIT = { jsonrpc: '2.0' as const, id: 1, method: 'initialize', params: { protocolVersion: '2024-11-05', capabilities: {}, clientInfo: { name: 't', version: '1' } } };
+
+describe('against server-everything over HTTP+SSE', () => {
+  let ev: EverythingHttp;
+  before(async () => {
+    ev = await startEverythingSse();
+  });
+  after(async () => {
+    await ev.close();
+  });
+
+  test('initialize, list and call through the announced endpoint; answers matched by id; notifications handed on', async () => {
+    const ch = channel(ev.url);
+    const seen: unknown[] = [];
+    ch.onMessage = (m) => seen.push(m);
+    await ch.start();
+    try {
+      const init = await ch.request(INIT);
+      assert.equal((init.result as { protocolVersion: string }).protocolVersion, '2024-11-05');
+      ch.send({ jsonrpc: '2.0', method: 'notifications/initialized' });
+      const [a, b] = await Promise.all([
+        ch.request({ jsonrpc: '2.0', id: 'a', method: 'tools/call', params: { name: 'echo', arguments: { message: 'first' } } }),
+        ch.request({ jsonrpc: '2.0', id: 'b', method: 'tools/call', params: { name: 'echo', arguments: { message: 'second' } } }),
+      ]);
+      assert.deepEqual(a.result, { content: [{ type: 'text', text: 'Echo: first' }] });
+      assert.deepEqual(b.result, { content: [{ type: 'text', text: 'Echo: second' }] });
+      const progress = await ch.request({ jsonrpc: '2.0', id: 3, method: 'tools/call', params: { name: 'trigger-long-running-operation', arguments: { duration: 0.2, steps: 2 }, _meta: { progressToken: 'p1' } } });
+      assert.equal(progress.error, undefined);
+      assert.ok(seen.some((m) => (m as { method?: string }).method === 'notifications/progress'), 'progress came on the stream and was handed on');
+    } finally {
+      await ch.stop();
+    }
+    assert.equal(ch.alive, false);
+  });
+});
+
+/** A fake SSE server whose GET handler the test writes. */
+async function fakeSse(onGet: (res: ServerResponse, origin: string) => void, onPost: (body: string, res: ServerResponse) => void = (_b, res) => void res.writeHead(202).end()): Promise<{ url: string; server: Server; posts: string[]; close(): Promise<void> }> {
+  const posts: string[] = [];
+  const server = createServer((req, res) => {
+    if (req.method === 'GET') return onGet(res, `http://127.0.0.1:${(server.address() as AddressInfo).port}`);
+    let body = '';
+    req.on('data', (c: Buffer) => (body += String(c)));
+    req.on('end', () => {
+      posts.push(body);
+      onPost(body, res);
+    });
+  });
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+  const port = (server.address() as AddressInfo).port;
+  return {
+    url: `http://127.0.0.1:${port}/sse`,
+    server,
+    posts,
+    close: () =>
+      new Promise<void>((r) => {
+        server.closeAllConnections();
+        server.close(() => r());
+      }),
+  };
+}
+
+describe('servers that misbehave', () => {
+  test('an endpoint on another origin is refused and logged, and nothing is ever posted to it', async () => {
+    const elsewhere = await fakeSse((res) => res.writeHead(200, { 'content-type': 'text/event-stream' }).write('event: endpoint\ndata: /x\n\n'));
+    const fake = await fakeSse((res) => res.writeHead(200, { 'content-type': 'text/event-stream' }).write(`event: endpoint\ndata: ${elsewhere.url.replace('/sse', '/message')}\n\n`));
+    try {
+      const ch = channel(fake.url);
+      await assert.rejects(ch.start(), /named a message endpoint on another origin/);
+      await assert.rejects(ch.request(INIT), /is not connected/);
+      assert.deepEqual(elsewhere.posts, []);
+      assert.ok(logs.some((l) => l.msg === 'an SSE upstream named an endpoint on another origin; refused'));
+    } finally {
+      await fake.close();
+      await elsewhere.close();
+    }
+  });
+
+  test('a stream that never names its endpoint fails the start within the connect timeout', async () => {
+    const fake = await fakeSse((res) => res.writeHead(200, { 'content-type': 'text/event-stream' }).write(': still here\n\n'));
+    try {
+      const started = Date.now();
+      await assert.rejects(channel(fake.url, { connectTimeoutMs: 300 }).start(), /sent no endpoint event within 300 ms/);
+      assert.ok(Date.now() - started < 3_000);
+    } finally {
+      await fake.close();
+    }
+  });
+
+  test('a GET that is not an event stream is refused clearly', async () => {
+    const fake = await fakeSse((res) => res.writeHead(404, { 'content-type': 'text/plain' }).end('no'));
+    try {
+      await assert.rejects(channel(fake.url).start(), /answered the SSE GET with HTTP 404/);
+    } finally {
+      await fake.close();
+    }
+  });
+
+  test('a stream that drops mid-call fails the call in flight with GW_ERR_UPSTREAM_BAD_RESPONSE; the channel reports its end', async () => {
+    let stream: ServerResponse | undefined;
+    const fake = await fakeSse(
+      (res, origin) => {
+        stream = res;
+        res.writeHead(200, { 'content-type': 'text/event-stream' }).write(`event: endpoint\ndata: ${origin}/message?sessionId=1\n\n`);
+      },
+      (_body, res) => {
+        res.writeHead(202).end();
+        setTimeout(() => stream?.destroy(), 50);
+      },
+    );
+    try {
+      const ch = channel(fake.url);
+      let ended: string | undefined;
+      ch.onExit = (reason) => (ended = reason);
+      await ch.start();
+      await assert.rejects(ch.request(INIT), (err: Error & { code?: string }) => err.code === 'GW_ERR_UPSTREAM_BAD_RESPONSE' && /ended its event stream before answering/.test(err.message));
+      assert.equal(ch.alive, false);
+      assert.ok(ended);
+    } finally {
+      await fake.close();
+    }
+  });
+
+  test('a flood: an event larger than the limit ends the session instead of growing memory', async () => {
+    const fake = await fakeSse((res, origin) => {
+      res.writeHead(200, { 'content-type': 'text/event-stream' }).write(`event: endpoint\ndata: ${origin}/message\n\n`);
+      const chunk = `data: ${'x'.repeat(64 * 1024)}`;
+      let sent = 0;
+      const pump = (): void => {
+        while (sent < 64 && res.write(chunk)) sent++;
+        if (sent < 64) res.once('drain', pump);
+      };
+      pump();
+    });
+    try {
+      const ch = channel(fake.url, { maxEventBytes: 1024 * 1024 });
+      const gone = new Promise<string>((r) => (ch.onExit = r));
+      await ch.start();
+      assert.match(await gone, /more than 1048576 bytes/);
+      assert.equal(ch.alive, false);
+    } finally {
+      await fake.close();
+    }
+  });
+
+  test('many small events are all handed on in order', async () => {
+    const fake = await fakeSse((res, origin) => {
+      res.writeHead(200, { 'content-type': 'text/event-stream' }).write(`event: endpoint\ndata: ${origin}/message\n\n`);
+      let text = '';
+      for (let i = 0; i < 2_000; i++) text += `event: message\ndata: {"jsonrpc":"2.0","method":"notifications/message","params":{"level":"info","data":${i}}}\n\n`;
+      res.write(text);
+    });
+    try {
+      const ch = channel(fake.url);
+      const got: number[] = [];
+      const all = new Promise<void>((resolve) => {
+        ch.onMessage = (m) => {
+          got.push((m as { params: { data: number } }).params.data);
+          if (got.length === 2_000) resolve();
+        };
+      });
+      await ch.start();
+      await all;
+      assert.deepEqual(got.slice(0, 3), [0, 1, 2]);
+      assert.equal(got.at(-1), 1_999);
+      await ch.stop();
+    } finally {
+      await fake.close();
+    }
+  });
+
+  test('credentials go on the GET and on every POST', async () => {
+    const seen: string[] = [];
+    const server = createServer((req, res) => {
+      seen.push(`${req.method} ${req.headers.authorization}`);
+      if (req.method === 'GET') res.writeHead(200, { 'content-type': 'text/event-stream' }).write(`event: endpoint\ndata: /message\n\n`);
+      else {
+        req.resume();
+        res.writeHead(202).end();
+      }
+    });
+    await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+    try {
+      const ch = channel(`http://127.0.0.1:${(server.address() as AddressInfo).port}/sse`, { headers: { authorization: 'Bearer upstream-token' } });
+      await ch.start();
+      ch.send({ jsonrpc: '2.0', method: 'notifications/initialized' });
+      for (let i = 0; i < 50 && seen.length < 2; i++) await new Promise((r) => setTimeout(r, 20));
+      assert.deepEqual(seen, ['GET Bearer upstream-token', 'POST Bearer upstream-token']);
+      await ch.stop();
+    } finally {
+      server.closeAllConnections();
+      server.close();
+    }
+  });
+});
