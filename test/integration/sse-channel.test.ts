@@ -173,7 +173,7 @@ describe('servers that misbehave', () => {
       const got: number[] = [];
       const all = new Promise<void>((resolve) => {
         ch.onMessage = (m) => {
-          got.push((m as { params: { data: number } }).params.data);
+          got.push((m as unknown as { params: { data: number } }).params.data);
           if (got.length === 2_000) resolve();
         };
       });
