@@ -139,7 +139,7 @@ describe('parseConfigText', () => {
       idempotency: { requireKeys: true, ttlSeconds: 86400, tools: [], exempt: [] },
       metrics: { enabled: false, host: '127.0.0.1', port: 9464, path: '/metrics' },
       admin: { enabled: false, host: '127.0.0.1', port: 9465, groups: [] },
-      log: { level: 'info', requests: true },
+      log: { level: 'info', format: 'auto', requests: true },
       shutdown: { graceMs: 10000 },
     });
   });
