@@ -339,9 +339,9 @@ export interface StdioUpstream {
    */
   uriPrefixes: string[];
   /**
-   * How clients map to child processes. shared (default): a caller's clients are multiplexed onto shared children, one per caller and declared capability set, with ids and progress tokens remapped; a server request that cannot be tied to one call is refused. perSession: each legacy client session gets its own child, started with the client's own initialize (full isolation, for servers that keep per-session state or elicit often).
+   * How clients map to child processes. shared (default): a caller's clients are multiplexed onto shared children, one per caller and declared capability set, with ids and progress tokens remapped; a server request that cannot be tied to one call is refused. perSession: each legacy client session gets its own child, started with the client's own initialize (full isolation, for servers that keep per-session state or elicit often). single: one child for every caller, ids and progress tokens remapped, server requests refused as in shared (for servers that keep state in files and must not run twice; the child declares elicitation and sampling). In every mode the era probe's child becomes the first session's, Gatehouse lists tools on a child already running, and a child no session has used for sessions.idleTimeoutMs is stopped.
    */
-  processes: "perSession" | "shared";
+  processes: "perSession" | "shared" | "single";
   /**
    * Restarting a child that exits on its own: up to `attempts` tries, the first after `firstDelayMs`, each delay doubling. When every try fails, the sessions on that child end.
    */

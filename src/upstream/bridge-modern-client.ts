@@ -14,7 +14,7 @@ import { ErrorCode, errorResponse, type JsonRpcId, type JsonRpcMessage, type Jso
 import { META_CLIENT_CAPABILITIES, META_LOG_LEVEL, META_SUBSCRIPTION_ID, NAME_FIELD } from '../protocol/methods.js';
 import { MODERN_VERSIONS } from '../protocol/versions.js';
 import type { UpstreamProfile } from './era-probe.js';
-import { LegacyClientSessions, type LegacyClientSession } from './legacy-client-sessions.js';
+import { LegacyClientSessions, type LegacyClientSession, type PoolOptions } from './legacy-client-sessions.js';
 import type { UpstreamMessages } from '../pipeline/ports.js';
 import { ParkedRequests, type Parked } from './parked-requests.js';
 import { honouredFilter, ListenHub, type Listener, type SubscriptionFilter } from './listen-hub.js';
@@ -30,6 +30,10 @@ const INPUT_REQUEST_CAPABILITY: Record<string, string> = {
 
 interface ParkedCall extends Parked {
   session: LegacyClientSession;
+  /** The caller the call belongs to (principalKey); only they may resume it. */
+  owner: string;
+  /** Ends the call's hold on its session (see LegacyClientSessions.use), once it is over. */
+  release: () => void;
   upstreamId: string;
   /** inputRequests key → the upstream's id for that server request. */
   pending: Map<string, JsonRpcId>;
@@ -52,11 +56,14 @@ export class ModernClientBridge {
   private readonly parked: ParkedRequests<ParkedCall>;
   private readonly hubs = new WeakMap<LegacyClientSession, ListenHub>();
   private readonly activeListens = new Set<() => void>();
+  /** The listens open on each session, ended when the session ends. */
+  private readonly listensOn = new Map<LegacyClientSession, Set<() => void>>();
   private counter = 0;
 
   /**
    * `inputTimeoutMs` bounds how long a parked call waits for the client's retry; `staleVerdict` is called when
-   * the upstream stops behaving like a legacy server, so its era is probed again.
+   * the upstream stops behaving like a legacy server, so its era is probed again; `pool` shapes how
+   * sessions are shared and ended (stdio upstreams, where each session is a child process).
    */
   constructor(
     private readonly client: UpstreamMessages,
@@ -64,8 +71,9 @@ export class ModernClientBridge {
     inputTimeoutMs: number,
     private readonly staleVerdict: () => void,
     private readonly log: Logger,
+    pool: Omit<PoolOptions, 'onEnd'> = {},
   ) {
-    this.sessions = new LegacyClientSessions(client, log);
+    this.sessions = new LegacyClientSessions(client, log, { ...pool, onEnd: (session) => this.sessionEnded(session) });
     this.parked = new ParkedRequests(inputTimeoutMs);
   }
 
@@ -127,6 +135,8 @@ export class ModernClientBridge {
     const meta = isObject(request.params?._meta) ? request.params._meta : {};
     const capabilities = isObject(meta[META_CLIENT_CAPABILITIES]) ? meta[META_CLIENT_CAPABILITIES] : {};
     const session = await this.sessions.get(legacyCapabilitiesFrom(capabilities), owner);
+    // A caller's listen keeps its session open; Gatehouse's own (the catalog's watcher) does not.
+    const release = owner === '' ? () => {} : this.sessions.use(session, owner);
     const requested = (isObject(request.params?.notifications) ? request.params.notifications : {}) as SubscriptionFilter;
     const filter = honouredFilter(requested, (session.init.capabilities ?? {}) as Parameters<typeof honouredFilter>[1]);
     const subscriptionId = request.id;
@@ -136,12 +146,26 @@ export class ModernClientBridge {
     const keepalive = setInterval(() => sink.comment(), 15_000).unref();
     const end = (): void => sink.finish({ jsonrpc: '2.0', id: request.id, result: { resultType: 'complete', _meta: { [META_SUBSCRIPTION_ID]: subscriptionId } } });
     this.activeListens.add(end);
+    let onSession = this.listensOn.get(session);
+    if (!onSession) this.listensOn.set(session, (onSession = new Set()));
+    onSession.add(end);
     sink.onClose(() => {
       clearInterval(keepalive);
       this.activeListens.delete(end);
+      onSession.delete(end);
+      if (onSession.size === 0 && this.listensOn.get(session) === onSession) this.listensOn.delete(session);
+      release();
       void hub.remove(listener);
     });
     await hub.add(listener);
+  }
+
+  /** A session ended (idle, or gone upstream): the listens on it end as a server ends them (subscriptions.mdx §Graceful Closure). */
+  private sessionEnded(session: LegacyClientSession): void {
+    const ends = this.listensOn.get(session);
+    this.listensOn.delete(session);
+    for (const end of ends ?? []) end();
+    this.hubs.delete(session);
   }
 
   private hubFor(session: LegacyClientSession): ListenHub {
@@ -175,6 +199,19 @@ export class ModernClientBridge {
       this.staleVerdict();
       throw err;
     }
+    const release = this.sessions.use(session, owner);
+    let parked = false;
+    try {
+      parked = await this.send(signal, request, channel, owner, retried, { session, capabilities, logLevel, release });
+    } finally {
+      if (!parked) release();
+    }
+  }
+
+  /** Sends one request on `session` and relays its answer; true when the call was parked for client input. */
+  private async send(signal: AbortSignal, request: JsonRpcRequest, channel: MessageSink, owner: string, retried: boolean, on: { session: LegacyClientSession; capabilities: Obj; logLevel: string | undefined; release: () => void }): Promise<boolean> {
+    const { session, capabilities, logLevel, release } = on;
+    const meta = isObject(request.params?._meta) ? request.params._meta : {};
     if (logLevel !== undefined) await this.applyLogLevel(session, logLevel);
     const upstreamId = `gh-${++this.counter}`;
     const progress: ProgressMap = {};
@@ -191,25 +228,36 @@ export class ModernClientBridge {
     if (reply.status === 404 && session.id !== undefined && !retried) {
       // The upstream ended our session: open a new one and send the request again, once.
       this.sessions.discard(session);
-      return this.forward(signal, request, channel, owner, true);
+      release();
+      await this.forward(signal, request, channel, owner, true);
+      return false;
     }
     if (reply.status >= 400) {
       const upstreamError = await firstError(reply.messages);
-      if (upstreamError) return channel.finish(this.toClientResponse(request, upstreamError, session));
+      if (upstreamError) {
+        channel.finish(this.toClientResponse(request, upstreamError, session));
+        return false;
+      }
       throw new GatewayError('GW_ERR_UPSTREAM_BAD_RESPONSE', `Upstream "${this.client.upstream}" answered HTTP ${reply.status}`, this.client.upstream);
     }
     this.cancelOnDisconnect(signal, session, upstreamId, upstreamRequest);
-    await this.pump(request, channel, { session, upstreamId, messages: reply.messages, progress, capabilities, logLevel, upstreamRequest });
+    return this.pump(request, channel, { session, owner, release, upstreamId, messages: reply.messages, progress, capabilities, logLevel, upstreamRequest });
   }
 
-  /** Relays the upstream's messages for one call until its response, or until it needs client input. */
-  private async pump(request: JsonRpcRequest, channel: MessageSink, call: Omit<ParkedCall, 'pending' | 'method' | 'name' | 'expire'>): Promise<void> {
+  /**
+   * Relays the upstream's messages for one call until its response, or until it needs client input; true
+   * when the call was parked (it still holds its session until it is resumed and answered, or expires).
+   */
+  private async pump(request: JsonRpcRequest, channel: MessageSink, call: Omit<ParkedCall, 'pending' | 'method' | 'name' | 'expire'>): Promise<boolean> {
     for (;;) {
       const next = await call.messages.next();
       if (next.done) throw new GatewayError('GW_ERR_UPSTREAM_BAD_RESPONSE', `Upstream "${this.client.upstream}" ended the stream without answering`, this.client.upstream);
       const msg = next.value as JsonRpcMessage & { method?: string; id?: JsonRpcId; params?: Obj };
       if (msg.method === undefined) {
-        if (msg.id === call.upstreamId) return channel.finish(this.toClientResponse(request, msg as JsonRpcResponse, call.session));
+        if (msg.id === call.upstreamId) {
+          channel.finish(this.toClientResponse(request, msg as JsonRpcResponse, call.session));
+          return false;
+        }
         continue;
       }
       if (msg.id === undefined) {
@@ -234,10 +282,11 @@ export class ModernClientBridge {
         method: request.method,
         name: nameField ? request.params?.[nameField] : undefined,
         pending: new Map([[key, msg.id]]),
-        expire: () => void this.abandon(call.session, call.upstreamId, msg.id!, call.upstreamRequest),
+        expire: () => void this.abandon(call.session, call.upstreamId, msg.id!, call.upstreamRequest).finally(call.release),
       });
       // mrtr.mdx §InputRequiredResult: the client gathers the input and retries with inputResponses.
-      return channel.finish({ jsonrpc: '2.0', id: request.id, result: { resultType: 'input_required', inputRequests: { [key]: { method: msg.method, params: msg.params ?? {} } }, requestState } });
+      channel.finish({ jsonrpc: '2.0', id: request.id, result: { resultType: 'input_required', inputRequests: { [key]: { method: msg.method, params: msg.params ?? {} } }, requestState } });
+      return true;
     }
   }
 
@@ -247,7 +296,7 @@ export class ModernClientBridge {
     const nameField = NAME_FIELD[request.method];
     // A requestState is bound to the caller that got it (mrtr.mdx §Security Considerations): another
     // caller presenting it is told it is invalid, and it stays parked for its owner.
-    const call = this.parked.take(params.requestState as string, request.method, nameField ? params[nameField] : undefined, (c) => c.session.owner === owner);
+    const call = this.parked.take(params.requestState as string, request.method, nameField ? params[nameField] : undefined, (c) => c.owner === owner);
     if (!call) {
       return channel.finish(errorResponse(request.id, ErrorCode.InvalidParams, 'requestState is invalid, expired or already used; send the request again without it'));
     }
@@ -258,7 +307,12 @@ export class ModernClientBridge {
       await this.answerUpstream(call.session, { jsonrpc: '2.0', id: upstreamRequestId, result: isObject(answer) ? answer : { action: 'decline' } });
     }
     this.cancelOnDisconnect(signal, call.session, call.upstreamId, call.upstreamRequest);
-    await this.pump(request, channel, call);
+    let parked = false;
+    try {
+      parked = await this.pump(request, channel, call);
+    } finally {
+      if (!parked) call.release();
+    }
   }
 
   /**

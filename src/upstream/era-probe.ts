@@ -15,12 +15,32 @@ export type { UpstreamProfile };
 const MODERN_ERRORS = new Set<number>([ErrorCode.HeaderMismatch, ErrorCode.MissingClientCapability, ErrorCode.UnsupportedProtocolVersion]);
 export const GATEHOUSE_CLIENT_INFO = { name: 'gatehouse', version: '0.1.0' };
 
-export async function probeUpstream(client: UpstreamMessages, pinned: Era): Promise<UpstreamProfile> {
+/** The `initialize` params Gatehouse sends for a legacy session of its own, declaring `capabilities`. */
+export function gatehouseInitializeParams(capabilities: Record<string, unknown>): Record<string, unknown> {
+  return { protocolVersion: LATEST_LEGACY_VERSION, capabilities, clientInfo: GATEHOUSE_CLIENT_INFO };
+}
+
+export interface ProbeOptions {
+  /**
+   * Ask an unpinned modern server whether it also serves legacy clients (`alsoLegacy`). Only worth an
+   * `initialize` where legacy clients would then reach it directly. Default true.
+   */
+  askLegacy?: boolean;
+  /**
+   * The params of the probe's `initialize` (default: Gatehouse's own, declaring no capabilities). A stdio
+   * upstream passes those of the session the probe's child will serve next, so that child is reused.
+   */
+  initialize?: Record<string, unknown>;
+}
+
+export async function probeUpstream(client: UpstreamMessages, pinned: Era, options: ProbeOptions = {}): Promise<UpstreamProfile> {
+  const params = options.initialize ?? gatehouseInitializeParams({});
+  const legacyHandshake = (c: UpstreamMessages): Promise<UpstreamProfile> => handshake(c, params);
   if (pinned !== 'legacy') {
     const modern = await tryDiscover(client);
     if (modern.kind === 'modern') {
       // Unpinned, a modern server may serve legacy clients too; then they pass through unbridged.
-      if (pinned === 'auto' && modern.profile.era === 'modern') modern.profile.alsoLegacy = await legacyHandshake(client).then(() => true, () => false);
+      if (pinned === 'auto' && modern.profile.era === 'modern' && options.askLegacy !== false) modern.profile.alsoLegacy = await legacyHandshake(client).then(() => true, () => false);
       return modern.profile;
     }
     if (pinned === 'modern' && modern.kind === 'legacy' && (await legacyHandshake(client).then(() => true, () => false))) {
@@ -41,6 +61,14 @@ export async function probeUpstream(client: UpstreamMessages, pinned: Era): Prom
     }
     throw err;
   }
+}
+
+/**
+ * Whether an answer to `server/discover` came from a modern server: a DiscoverResult, or a recognised modern
+ * error. Anything else is a legacy server's (stdio.mdx §Backward Compatibility).
+ */
+export function answersAsModern(response: JsonRpcResponse): boolean {
+  return Array.isArray(response.result?.supportedVersions) || (response.error !== undefined && MODERN_ERRORS.has(response.error.code));
 }
 
 type DiscoverOutcome = { kind: 'modern'; profile: UpstreamProfile } | { kind: 'legacy' | 'no_common_version'; detail: string };
@@ -69,12 +97,12 @@ async function tryDiscover(client: UpstreamMessages): Promise<DiscoverOutcome> {
   return { kind: 'legacy', detail: `HTTP ${reply.status}` };
 }
 
-/** A throwaway legacy session: learn the upstream's InitializeResult, then end the session. */
-async function legacyHandshake(client: UpstreamMessages): Promise<UpstreamProfile> {
-  const reply = await client.post(
-    { jsonrpc: '2.0', id: 'gatehouse-probe', method: 'initialize', params: { protocolVersion: LATEST_LEGACY_VERSION, capabilities: {}, clientInfo: GATEHOUSE_CLIENT_INFO } },
-    {},
-  );
+/**
+ * A throwaway legacy session: learn the upstream's InitializeResult, then end the session (a stdio upstream
+ * keeps the child, which saw only this `initialize`, for the next session opened with the same params).
+ */
+async function handshake(client: UpstreamMessages, params: Record<string, unknown>): Promise<UpstreamProfile> {
+  const reply = await client.post({ jsonrpc: '2.0', id: 'gatehouse-probe', method: 'initialize', params }, {});
   const response = await firstResponse(reply.messages);
   const result = response?.result;
   const version = result?.protocolVersion;
@@ -97,7 +125,7 @@ async function firstResponse(messages: AsyncGenerator<unknown, void, void>): Pro
   return undefined;
 }
 
-/** How long a verdict is trusted before it is checked again in the background. */
+/** How long a verdict is trusted before it is checked again in the background (HTTP upstreams). */
 const VERDICT_TTL_MS = 5 * 60_000;
 
 /**
@@ -108,11 +136,16 @@ export class EraVerdict {
   private current?: { profile: UpstreamProfile; at: number };
   private inFlight?: Promise<UpstreamProfile>;
 
-  constructor(private readonly probe: () => Promise<UpstreamProfile>) {}
+  /**
+   * `ttlMs`: how long a verdict is trusted before a background re-probe. A stdio upstream's server is the
+   * command Gatehouse runs, so its verdict is kept until a bridge sees another era (`Infinity`): re-probing
+   * would only start children.
+   */
+  constructor(private readonly probe: () => Promise<UpstreamProfile>, private readonly ttlMs = VERDICT_TTL_MS) {}
 
   /** The verdict if known, without waiting. */
   get known(): UpstreamProfile | undefined {
-    if (this.current && Date.now() - this.current.at > VERDICT_TTL_MS) void this.refresh().catch(() => {});
+    if (this.current && Date.now() - this.current.at > this.ttlMs) void this.refresh().catch(() => {});
     return this.current?.profile;
   }
 

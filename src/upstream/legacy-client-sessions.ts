@@ -1,12 +1,17 @@
 // The legacy sessions Gatehouse opens on a legacy upstream on behalf of modern clients. Legacy capabilities
 // are fixed per session while modern ones travel per request, so sessions are pooled by the capability set
 // declared (GATEWAY-REQUIREMENTS §16.1 "Session management"). A session the upstream ended is replaced.
+//
+// Over stdio every session is a child process, so a stdio upstream asks for more (`PoolOptions`): sessions
+// nobody used for `idleTimeoutMs` are ended; Gatehouse's own reads (lists, owner '') use a session that is
+// already open instead of opening one, and a session Gatehouse opened (it saw only lists) is handed to the
+// first caller that declares the same capabilities; or one session serves everyone (`single`).
 
 import { GatewayError } from '../errors.js';
 import type { Logger } from '../log/logger.js';
 import type { JsonRpcResponse } from '../protocol/jsonrpc.js';
-import { LATEST_LEGACY_VERSION, isLegacyVersion } from '../protocol/versions.js';
-import { GATEHOUSE_CLIENT_INFO } from './era-probe.js';
+import { isLegacyVersion } from '../protocol/versions.js';
+import { gatehouseInitializeParams } from './era-probe.js';
 import type { UpstreamMessages } from '../pipeline/ports.js';
 import { canonicalJson } from '../protocol/canonical-json.js';
 
@@ -16,10 +21,38 @@ export interface LegacyClientSession {
   version: string;
   init: Record<string, unknown>;
   key: string;
-  /** Whose session this is (see principalKey); callers never share an upstream session. */
+  /** Whose session this is (see principalKey); callers never share an upstream session. '' is Gatehouse. */
   owner: string;
   /** The level last set with logging/setLevel on this session. */
   logLevel?: string;
+}
+
+export interface PoolOptions {
+  /** A session with nothing in flight that no caller used for this long is ended. Default: never. */
+  idleTimeoutMs?: number;
+  /**
+   * Gatehouse's own reads (owner '') go to a session already open that declared at least the capabilities
+   * they ask with (the same preferred), and the first caller with the capabilities of a session Gatehouse
+   * opened takes it over.
+   */
+  shareOwnReads?: boolean;
+  /** A session held elsewhere that Gatehouse's own reads may use when the pool has none (not pooled). */
+  borrow?: (capabilities: Record<string, unknown>) => LegacyClientSession | undefined;
+  /** One session for every caller and capability set, opened declaring these capabilities. */
+  single?: Record<string, unknown>;
+  /** Told when a pooled session ends (idle, evicted, gone upstream, shutdown): what runs on it is over. */
+  onEnd?: (session: LegacyClientSession) => void;
+}
+
+interface Entry {
+  promise: Promise<LegacyClientSession>;
+  /** What the session declared at initialize. */
+  capabilities: Record<string, unknown>;
+  session?: LegacyClientSession;
+  /** When a caller last used it (Gatehouse's own reads do not keep a session open). */
+  lastUsed: number;
+  /** Calls, parked calls and callers' listens on it right now. */
+  busy: number;
 }
 
 /** Distinct capability sets kept open at once; the oldest is ended past this. */
@@ -29,9 +62,13 @@ const MAX_POOLED = 64;
 const CLOSE_WAIT_MS = 1_000;
 
 export class LegacyClientSessions {
-  private readonly pool = new Map<string, { promise: Promise<LegacyClientSession>; session?: LegacyClientSession }>();
+  private readonly pool = new Map<string, Entry>();
+  private readonly sweeper?: NodeJS.Timeout;
 
-  constructor(private readonly client: UpstreamMessages, private readonly log: Logger) {}
+  constructor(private readonly client: UpstreamMessages, private readonly log: Logger, private readonly options: PoolOptions = {}) {
+    const idle = options.idleTimeoutMs;
+    if (idle !== undefined) this.sweeper = setInterval(() => this.sweep(), Math.min(60_000, Math.max(1_000, idle / 4))).unref();
+  }
 
   /**
    * The session for this caller and capability set, opened on first use. Sessions are keyed by both
@@ -39,10 +76,84 @@ export class LegacyClientSessions {
    * be shared between callers.
    */
   get(capabilities: Record<string, unknown>, owner = ''): Promise<LegacyClientSession> {
-    const key = `${owner}\u0000${canonicalJson(capabilities)}`;
+    if (this.options.single) return this.entry('single', this.options.single, '').promise;
+    const caps = canonicalJson(capabilities);
+    const key = `${owner}\u0000${caps}`;
     const existing = this.pool.get(key);
     if (existing) return existing.promise;
-    const entry: { promise: Promise<LegacyClientSession>; session?: LegacyClientSession } = { promise: this.open(key, capabilities, owner) };
+    if (this.options.shareOwnReads) {
+      if (owner === '') {
+        const open = this.openSession(capabilities, caps);
+        if (open) return Promise.resolve(open);
+        const lent = this.options.borrow?.(capabilities);
+        if (lent) return Promise.resolve(lent);
+      } else {
+        const ours = this.pool.get(`\u0000${caps}`);
+        if (ours) return this.handOver(ours, `\u0000${caps}`, key, owner).promise;
+      }
+    }
+    return this.entry(key, capabilities, owner).promise;
+  }
+
+  /**
+   * Counts a call (or a parked call, or a caller's listen) on the session until `release`, so idling does
+   * not end it meanwhile; a caller's use keeps the session open for another `idleTimeoutMs`.
+   */
+  use(session: LegacyClientSession, owner: string): () => void {
+    const entry = this.pool.get(session.key);
+    if (!entry || entry.session !== session) return () => {};
+    entry.busy++;
+    if (owner !== '') entry.lastUsed = Date.now();
+    let released = false;
+    return () => {
+      if (released) return;
+      released = true;
+      entry.busy--;
+      if (owner !== '') entry.lastUsed = Date.now();
+    };
+  }
+
+  /** Drops a session the upstream no longer knows (it answered 404), so the next get re-initializes. */
+  discard(session: LegacyClientSession): void {
+    if (this.pool.get(session.key)?.session !== session) return;
+    this.pool.delete(session.key);
+    this.options.onEnd?.(session);
+  }
+
+  headersFor(session: LegacyClientSession): Record<string, string> {
+    const h: Record<string, string> = {};
+    if (session.id !== undefined) h['mcp-session-id'] = session.id;
+    // MCP-Protocol-Version exists from 2025-06-18 on (2025-11-25/basic/transports.mdx §Protocol Version Header).
+    if (session.version !== '2025-03-26' && session.version !== '2024-11-05') h['mcp-protocol-version'] = session.version;
+    return h;
+  }
+
+  async closeAll(): Promise<void> {
+    if (this.sweeper) clearInterval(this.sweeper);
+    const all = [...this.pool.values()];
+    this.pool.clear();
+    // A session still opening against an upstream that does not answer must not hold shutdown: its
+    // connection is destroyed when the upstream's pool closes.
+    const ended = Promise.all(all.map((e) => e.promise.then((s) => this.end(s), () => {})));
+    await Promise.race([ended, new Promise<void>((r) => setTimeout(r, CLOSE_WAIT_MS).unref())]);
+  }
+
+  /** Ends the sessions that no caller used for `idleTimeoutMs` and that have nothing in flight. */
+  sweep(now = Date.now()): void {
+    const idle = this.options.idleTimeoutMs;
+    if (idle === undefined) return;
+    for (const [key, e] of this.pool) {
+      if (e.session === undefined || e.busy > 0 || now - e.lastUsed < idle) continue;
+      this.pool.delete(key);
+      this.log.info('legacy upstream session ended: idle', { owner: e.session.owner === '' ? 'gatehouse' : 'caller', idleMs: now - e.lastUsed });
+      void this.end(e.session);
+    }
+  }
+
+  private entry(key: string, capabilities: Record<string, unknown>, owner: string): Entry {
+    const existing = this.pool.get(key);
+    if (existing) return existing;
+    const entry: Entry = { promise: this.open(key, capabilities, owner), capabilities, lastUsed: Date.now(), busy: 0 };
     entry.promise.then(
       (s) => (entry.session = s),
       () => {
@@ -55,36 +166,43 @@ export class LegacyClientSessions {
       this.pool.delete(oldestKey);
       void oldest.promise.then((s) => this.end(s), () => {});
     }
-    return entry.promise;
+    return entry;
   }
 
-  /** Drops a session the upstream no longer knows (it answered 404), so the next get re-initializes. */
-  discard(session: LegacyClientSession): void {
-    if (this.pool.get(session.key)?.session === session) this.pool.delete(session.key);
+  /**
+   * An open session for Gatehouse's own reads: one that declared these capabilities, else the latest used
+   * of those that declared more. A legacy server may offer some tools only to clients that declared a
+   * capability, so a session that declared less would list less than the reader asks for.
+   */
+  private openSession(capabilities: Record<string, unknown>, caps: string): LegacyClientSession | undefined {
+    let best: Entry | undefined;
+    for (const [key, e] of this.pool) {
+      if (e.session === undefined) continue;
+      if (key.endsWith(`\u0000${caps}`)) return e.session;
+      if (covers(e.capabilities, capabilities) && (!best || e.lastUsed > best.lastUsed)) best = e;
+    }
+    return best?.session;
   }
 
-  headersFor(session: LegacyClientSession): Record<string, string> {
-    const h: Record<string, string> = {};
-    if (session.id !== undefined) h['mcp-session-id'] = session.id;
-    // MCP-Protocol-Version exists from 2025-06-18 on (2025-11-25/basic/transports.mdx §Protocol Version Header).
-    if (session.version !== '2025-03-26' && session.version !== '2024-11-05') h['mcp-protocol-version'] = session.version;
-    return h;
-  }
-
-  async closeAll(): Promise<void> {
-    const all = [...this.pool.values()];
-    this.pool.clear();
-    // A session still opening against an upstream that does not answer must not hold shutdown: its
-    // connection is destroyed when the upstream's pool closes.
-    const ended = Promise.all(all.map((e) => e.promise.then((s) => this.end(s), () => {})));
-    await Promise.race([ended, new Promise<void>((r) => setTimeout(r, CLOSE_WAIT_MS).unref())]);
+  /** A session Gatehouse opened becomes the caller's: it has served lists only. */
+  private handOver(entry: Entry, from: string, to: string, owner: string): Entry {
+    this.pool.delete(from);
+    this.pool.set(to, entry);
+    entry.lastUsed = Date.now();
+    const adopt = (s: LegacyClientSession): void => {
+      s.owner = owner;
+      s.key = to;
+    };
+    if (entry.session) adopt(entry.session);
+    else entry.promise.then(adopt, () => {});
+    entry.promise.catch(() => {
+      if (this.pool.get(to) === entry) this.pool.delete(to);
+    });
+    return entry;
   }
 
   private async open(key: string, capabilities: Record<string, unknown>, owner: string): Promise<LegacyClientSession> {
-    const reply = await this.client.post(
-      { jsonrpc: '2.0', id: 'gatehouse-init', method: 'initialize', params: { protocolVersion: LATEST_LEGACY_VERSION, capabilities, clientInfo: GATEHOUSE_CLIENT_INFO } },
-      {},
-    );
+    const reply = await this.client.post({ jsonrpc: '2.0', id: 'gatehouse-init', method: 'initialize', params: gatehouseInitializeParams(capabilities) }, {});
     let response: JsonRpcResponse | undefined;
     for await (const m of reply.messages) {
       if ('id' in m && m.id === 'gatehouse-init') response = m as JsonRpcResponse;
@@ -100,11 +218,20 @@ export class LegacyClientSessions {
     for await (const _ of ack.messages) {
       // drain
     }
-    this.log.info('legacy upstream session opened for modern clients', { version, capabilities, owner: owner === '' ? 'gatehouse' : 'caller' });
+    this.log.info('legacy upstream session opened for modern clients', { version, capabilities, owner: owner === '' ? (this.options.single ? 'everyone' : 'gatehouse') : 'caller' });
     return session;
   }
 
   private async end(session: LegacyClientSession): Promise<void> {
+    this.options.onEnd?.(session);
     if (session.id !== undefined) await this.client.deleteSession(session.id, session.version);
   }
+}
+
+/** Whether capabilities `declared` include everything `asked` declares (every key, at every depth). */
+export function covers(declared: unknown, asked: unknown): boolean {
+  if (typeof asked !== 'object' || asked === null || Array.isArray(asked)) return canonicalJson(declared) === canonicalJson(asked);
+  if (typeof declared !== 'object' || declared === null || Array.isArray(declared)) return false;
+  const d = declared as Record<string, unknown>;
+  return Object.entries(asked).every(([k, v]) => k in d && covers(d[k], v));
 }

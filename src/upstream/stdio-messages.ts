@@ -9,6 +9,13 @@
 // delivered only when exactly one call is in flight; otherwise it is refused, never guessed, since the
 // wrong guess would show one caller's elicitation to another. And a child that dies on its own is
 // replaced on the next call, after an exponential backoff (`restart`), with readiness false meanwhile.
+//
+// Children are not started for nothing (issue 15). The probe's `initialize` goes to the child that answered
+// its discover: a legacy server's child is still uninitialized (stdio.mdx §Backward Compatibility: fall
+// back to initialize), and a modern-only server refuses it and serves on (a dual-era server's child becomes
+// that session's). A session ended after nothing but its `initialize` keeps its child for the next
+// `initialize` with the same params, so the era probe's child becomes the first session's. And the
+// session-less child stops after `idleTimeoutMs` without a caller's request.
 
 import { randomUUID } from 'node:crypto';
 import type { StdioUpstreamConfig } from '../config/types.js';
@@ -16,15 +23,22 @@ import { GatewayError } from '../errors.js';
 import type { Logger } from '../log/logger.js';
 import type { JsonRpcId, JsonRpcMessage, JsonRpcRequest, JsonRpcResponse } from '../protocol/jsonrpc.js';
 import type { UpstreamMessages, UpstreamReply } from '../pipeline/ports.js';
+import type { Principal } from '../pipeline/principal.js';
+import { canonicalJson } from '../protocol/canonical-json.js';
+import { answersAsModern } from './era-probe.js';
 import { StdioProcess } from './stdio-process.js';
 
 /** A legacy server may never answer server/discover; the probe stops waiting after this. */
 const DISCOVER_PROBE_TIMEOUT_MS = 5_000;
+/** How long an unused child is kept when no `idleTimeoutMs` is given. */
+const DEFAULT_IDLE_MS = 30 * 60_000;
 
 interface CallEntry {
   id: JsonRpcId;
   /** A listen stays open for notifications only: it never owns a server request. */
   listen: boolean;
+  /** Gatehouse's own listen (the catalog's watcher): it does not keep an idle child running. */
+  own: boolean;
   progressToken: unknown;
   push(m: JsonRpcMessage): void;
 }
@@ -75,38 +89,93 @@ interface Managed {
   startedAt: number;
   /** Called when the process is gone (its session, if any, is forgotten). */
   gone?: () => void;
+  /** Asked nothing but server/discover, never answered like a modern server: an uninitialized legacy child. */
+  probeOnly: boolean;
+  /** Taken from the session-less role for an `initialize`; it goes back there if that is refused. */
+  wasShared?: boolean;
+  /** Sent nothing but server/discover and initialize. */
+  pristine: boolean;
+  /** Answered server/discover as a modern server. */
+  modern?: boolean;
+  /** The initialize it accepted: its params (canonical JSON) and its answer. */
+  initialized?: { params: string; response: JsonRpcResponse };
+  /** The last request made on a caller's behalf (epoch ms). */
+  lastUsed: number;
+}
+
+/**
+ * A client session held elsewhere (a `perSession` child) lent to Gatehouse's own reads under a session id
+ * of its own: its requests go to that child, and it never starts or stops one.
+ */
+export interface Guest {
+  alive(): boolean;
+  request(message: JsonRpcRequest, signal?: AbortSignal): Promise<JsonRpcResponse>;
+  send(message: JsonRpcMessage): void;
+}
+
+export interface StdioMessagesOptions {
+  /** An unused child (a kept probe child, or the session-less one) stops after this long. Default 30 min. */
+  idleTimeoutMs?: number;
 }
 
 export class StdioMessages implements UpstreamMessages {
   readonly upstream: string;
   private readonly sessions = new Map<string, Managed>();
   private shared?: Promise<Managed>;
+  /** Children whose session ended after its `initialize` alone, kept for the next one with the same params. */
+  private readonly spares = new Map<Managed, NodeJS.Timeout>();
+  private readonly guests = new Map<string, Guest>();
+  private guestCalls = 0;
   /** Children that died on their own (or could not start) since the last successful call. */
   private crashes = 0;
   private lastCrashAt = 0;
+  private everStarted = false;
+  private readonly idleMs: number;
+  private readonly sweeper: NodeJS.Timeout;
 
   constructor(
     private readonly config: StdioUpstreamConfig,
     private readonly log: Logger,
     private readonly observe?: (seconds: number) => void,
+    options: StdioMessagesOptions = {},
   ) {
     this.upstream = config.name;
+    this.idleMs = options.idleTimeoutMs ?? DEFAULT_IDLE_MS;
+    this.sweeper = setInterval(() => this.sweep(), Math.min(60_000, Math.max(1_000, this.idleMs / 4))).unref();
   }
 
-  async post(message: JsonRpcMessage, headers: Record<string, string>, signal?: AbortSignal): Promise<UpstreamReply> {
+  /** True once a child was started (so the command can be spawned). */
+  get started(): boolean {
+    return this.everStarted;
+  }
+
+  async post(message: JsonRpcMessage, headers: Record<string, string>, signal?: AbortSignal, principal?: Principal): Promise<UpstreamReply> {
     const sessionId = headers['mcp-session-id'];
+    const method = 'method' in message ? message.method : undefined;
     let managed: Managed;
     const replyHeaders: Record<string, string> = {};
     if (sessionId !== undefined) {
+      const guest = this.guests.get(sessionId);
+      if (guest) return this.postToGuest(sessionId, guest, message, signal);
       const found = this.sessions.get(sessionId);
       if (!found) return errorReply(404, -32001, 'Session not found');
       managed = found;
-    } else if ('method' in message && message.method === 'initialize') {
-      managed = await this.start();
+    } else if (method === 'initialize') {
+      const params = canonicalJson((message as JsonRpcRequest).params ?? {});
+      const spare = this.spare(params);
+      managed = spare ?? (await this.idleSharedChild()) ?? (await this.start());
       const id = randomUUID();
       this.sessions.set(id, managed);
       managed.gone = () => this.sessions.delete(id);
       replyHeaders['mcp-session-id'] = id;
+      if (spare) {
+        // The child answered exactly this initialize already; the new session begins where that one stopped.
+        this.log.info('stdio upstream child reused for a new session', { pid: spare.proc.pid });
+        const answer = { ...spare.initialized!.response, id: (message as JsonRpcRequest).id };
+        return { status: 200, headers: replyHeaders, messages: (async function* () {
+          yield answer as JsonRpcMessage;
+        })() };
+      }
     } else {
       const starting = (this.shared ??= this.start().then((m) => {
         m.gone = () => {
@@ -119,13 +188,85 @@ export class StdioMessages implements UpstreamMessages {
       });
       managed = await starting;
     }
+    if (method !== 'server/discover' && method !== 'initialize') {
+      managed.pristine = false;
+      managed.probeOnly = false;
+    }
+    const own = method === 'subscriptions/listen' && principal === undefined;
+    if (!own) managed.lastUsed = Date.now();
     if (!('id' in message) || !('method' in message)) {
       managed.proc.send(message); // notifications and the client's answers to server requests
       return { status: 202, headers: {}, messages: empty() };
     }
     const isProbe = message.method === 'server/discover' && sessionId === undefined;
     const timeout = isProbe ? AbortSignal.timeout(DISCOVER_PROBE_TIMEOUT_MS) : undefined;
-    return { status: 200, headers: replyHeaders, messages: this.call(managed, message as JsonRpcRequest, signal, timeout) };
+    return { status: 200, headers: replyHeaders, messages: this.call(managed, message as JsonRpcRequest, signal, timeout, own) };
+  }
+
+  /**
+   * Takes the kept child that answered an `initialize` with exactly these params (JSON, canonical or not)
+   * and nothing since, for a session held elsewhere; the caller owns the process from now on.
+   */
+  takeSpare(params: Record<string, unknown> | string): { proc: StdioProcess; response: JsonRpcResponse } | undefined {
+    const managed = this.spare(typeof params === 'string' ? params : canonicalJson(params));
+    if (!managed) return undefined;
+    managed.gone = undefined;
+    this.log.info('stdio upstream child reused for a new session', { pid: managed.proc.pid });
+    return { proc: managed.proc, response: managed.initialized!.response };
+  }
+
+  /** Lends a session held elsewhere to Gatehouse's own reads; returns the session id they use. */
+  lend(guest: Guest): string {
+    const id = randomUUID();
+    this.guests.set(id, guest);
+    return id;
+  }
+
+  unlend(id: string): void {
+    this.guests.delete(id);
+  }
+
+  private spare(params: string): Managed | undefined {
+    for (const [managed, timer] of this.spares) {
+      if (managed.initialized?.params !== params || !managed.proc.alive) continue;
+      clearTimeout(timer);
+      this.spares.delete(managed);
+      return managed;
+    }
+    return undefined;
+  }
+
+  /**
+   * The session-less child for a session-less `initialize` (the era probe's), when nothing is in flight on
+   * it and it was asked nothing but discover probes, or answered them as a modern server: a legacy server's
+   * child is still uninitialized; a modern one refuses the `initialize` and is given back (see initialized).
+   */
+  private async idleSharedChild(): Promise<Managed | undefined> {
+    const shared = this.shared;
+    const managed = await shared?.catch(() => undefined);
+    if (!managed || this.shared !== shared || managed.router.calls.length > 0 || !managed.proc.alive) return undefined;
+    if (!managed.probeOnly && !managed.modern) return undefined;
+    this.shared = undefined;
+    managed.wasShared = true;
+    return managed;
+  }
+
+  private postToGuest(id: string, guest: Guest, message: JsonRpcMessage, signal?: AbortSignal): UpstreamReply {
+    if (!guest.alive()) {
+      this.guests.delete(id);
+      return errorReply(404, -32001, 'Session not found');
+    }
+    if (!('id' in message) || !('method' in message)) {
+      guest.send(message);
+      return { status: 202, headers: {}, messages: empty() };
+    }
+    // The child's own client picks its ids; Gatehouse's requests on it take ones of their own.
+    const request = message as JsonRpcRequest;
+    const ask = guest.request({ ...request, id: `gatehouse-guest-${++this.guestCalls}` }, signal);
+    ask.catch(() => {}); // a failure reaches the reader, if there still is one
+    return { status: 200, headers: {}, messages: (async function* () {
+      yield { ...(await ask), id: request.id } as JsonRpcMessage;
+    })() };
   }
 
   async openGet(headers: Record<string, string>, signal: AbortSignal): Promise<AsyncGenerator<JsonRpcMessage, void, void> | null> {
@@ -138,9 +279,38 @@ export class StdioMessages implements UpstreamMessages {
   }
 
   async deleteSession(sessionId: string): Promise<void> {
+    if (this.guests.delete(sessionId)) return;
     const managed = this.sessions.get(sessionId);
     this.sessions.delete(sessionId);
-    await managed?.proc.stop();
+    if (!managed) return;
+    if (managed.pristine && managed.initialized && managed.proc.alive && managed.router.calls.length === 0) return this.keep(managed);
+    await managed.proc.stop();
+  }
+
+  /** Keeps a child that saw only its `initialize` for the next session with the same params, for `idleTimeoutMs`. */
+  private keep(managed: Managed): void {
+    const timer = setTimeout(() => {
+      if (!this.spares.delete(managed)) return;
+      this.log.info('stdio upstream child unused; stopping it', { pid: managed.proc.pid, idleMs: this.idleMs });
+      void managed.proc.stop();
+    }, this.idleMs).unref();
+    this.spares.set(managed, timer);
+    managed.gone = () => {
+      clearTimeout(timer);
+      this.spares.delete(managed);
+    };
+  }
+
+  /** Stops the session-less child once nothing is in flight on it and no caller asked for `idleTimeoutMs`. */
+  private sweep(): void {
+    const shared = this.shared;
+    if (!shared) return;
+    void shared.then((managed) => {
+      if (this.shared !== shared || managed.router.calls.some((c) => !c.own) || Date.now() - managed.lastUsed < this.idleMs) return;
+      this.shared = undefined;
+      this.log.info('stdio upstream child unused; stopping it', { pid: managed.proc.pid, idleMs: this.idleMs });
+      void managed.proc.stop();
+    }, () => {});
   }
 
   /** Stops the shared process (after a legacy verdict it has nothing more to serve). */
@@ -151,8 +321,12 @@ export class StdioMessages implements UpstreamMessages {
   }
 
   async close(): Promise<void> {
-    const all = [...this.sessions.values()];
+    clearInterval(this.sweeper);
+    const all = [...this.sessions.values(), ...this.spares.keys()];
+    for (const timer of this.spares.values()) clearTimeout(timer);
+    this.spares.clear();
     this.sessions.clear();
+    this.guests.clear();
     const shared = this.shared;
     this.shared = undefined;
     await Promise.all([...all.map((m) => m.proc.stop()), shared?.then((m) => m.proc.stop(), () => {})]);
@@ -173,7 +347,7 @@ export class StdioMessages implements UpstreamMessages {
       this.log.warn('stdio upstream request refused: its call cannot be told', { method: request.method, why });
       proc.send({ jsonrpc: '2.0', id: request.id, error: { code: -32603, message: `Gatehouse refused this request: ${why}` } });
     });
-    const managed: Managed = { proc, router, startedAt: 0 };
+    const managed: Managed = { proc, router, startedAt: 0, probeOnly: true, pristine: true, lastUsed: Date.now() };
     proc.onMessage = (m) => router.route(m);
     proc.onExit = (reason) => {
       if (!proc.stoppedOnPurpose) this.noteCrash(reason);
@@ -186,7 +360,29 @@ export class StdioMessages implements UpstreamMessages {
       throw err;
     }
     managed.startedAt = Date.now();
+    this.everStarted = true;
     return managed;
+  }
+
+  /** Notes what a child's `initialize` answered; a child that refused it serves no session and is stopped. */
+  private initialized(managed: Managed, request: JsonRpcRequest, res: JsonRpcResponse): void {
+    const wasShared = managed.wasShared;
+    managed.wasShared = undefined;
+    if (res.error === undefined && res.result !== undefined) {
+      managed.initialized = { params: canonicalJson(request.params ?? {}), response: res };
+      return;
+    }
+    for (const [id, m] of this.sessions) if (m === managed) this.sessions.delete(id);
+    if (wasShared && this.shared === undefined && managed.proc.alive) {
+      // A modern-only server refused it and serves on, session-less as before.
+      const back = Promise.resolve(managed);
+      this.shared = back;
+      managed.gone = () => {
+        if (this.shared === back) this.shared = undefined;
+      };
+      return;
+    }
+    void managed.proc.stop();
   }
 
   private noteCrash(reason: string): void {
@@ -212,11 +408,11 @@ export class StdioMessages implements UpstreamMessages {
   }
 
   /** Yields what the process sends while this request is in flight, then its response. */
-  private call(managed: Managed, request: JsonRpcRequest, signal?: AbortSignal, probeTimeout?: AbortSignal): AsyncGenerator<JsonRpcMessage, void, void> {
+  private call(managed: Managed, request: JsonRpcRequest, signal?: AbortSignal, probeTimeout?: AbortSignal, own = false): AsyncGenerator<JsonRpcMessage, void, void> {
     const abort = signal && probeTimeout ? AbortSignal.any([signal, probeTimeout]) : (signal ?? probeTimeout);
     return queue(abort, (push, finish, fail) => {
       const progressToken = (request.params?._meta as { progressToken?: unknown } | undefined)?.progressToken;
-      const entry: CallEntry = { id: request.id, listen: request.method === 'subscriptions/listen', progressToken, push };
+      const entry: CallEntry = { id: request.id, listen: request.method === 'subscriptions/listen', own, progressToken, push };
       managed.router.calls.push(entry);
       const release = (): void => {
         const i = managed.router.calls.indexOf(entry);
@@ -227,6 +423,11 @@ export class StdioMessages implements UpstreamMessages {
           release();
           // Recovery is a working child started after the last crash, not an older sibling still answering.
           if (res.error === undefined && managed.startedAt >= this.lastCrashAt) this.crashes = 0;
+          if (request.method === 'server/discover' && answersAsModern(res)) {
+            managed.probeOnly = false;
+            managed.modern = true;
+          }
+          if (request.method === 'initialize') this.initialized(managed, request, res);
           push(res);
           finish();
         },

@@ -7,7 +7,7 @@ import type { Logger } from '../log/logger.js';
 import { CallStream } from '../pipeline/call-stream.js';
 import type { CallContext } from '../pipeline/context.js';
 import { ACCEPTED, refused, type Outcome } from '../pipeline/outcome.js';
-import { type JsonRpcId, type JsonRpcMessage, type JsonRpcRequest } from '../protocol/jsonrpc.js';
+import { type JsonRpcId, type JsonRpcMessage, type JsonRpcRequest, type JsonRpcResponse } from '../protocol/jsonrpc.js';
 import type { StdioProcess } from './stdio-process.js';
 import type { EndReason, HeldSession } from './session-table.js';
 
@@ -73,6 +73,7 @@ export class StdioSession implements HeldSession {
         }
       }
       this.log.error('stdio upstream did not come back; the session ends');
+      this.closed = true;
       this.respawner.onGiveUp();
       this.closeListenStream();
       return false;
@@ -86,6 +87,26 @@ export class StdioSession implements HeldSession {
 
   touch(): void {
     this.lastUsed = Date.now();
+  }
+
+  /** True once the session is over (closed, or its child never came back). */
+  get ended(): boolean {
+    return this.closed;
+  }
+
+  /**
+   * Gatehouse's own request on this session's child (a list, for the catalog), answered to Gatehouse, not
+   * to the client. It fails at once while the child is being replaced: the client's own calls wait for
+   * that, and must not wait behind Gatehouse's.
+   */
+  async request(message: JsonRpcRequest, signal?: AbortSignal): Promise<JsonRpcResponse> {
+    if (this.closed || this.restarting !== undefined || !this.proc.alive) throw new GatewayError('GW_ERR_UPSTREAM_EXITED', 'The upstream process is down or being restarted');
+    return this.proc.request(message, signal);
+  }
+
+  /** Writes a message of Gatehouse's own (a cancellation of its request) to the child. */
+  send(message: JsonRpcMessage): void {
+    this.proc.send(message);
   }
 
   isIdle(): boolean {

@@ -1,7 +1,14 @@
-// Serves legacy Streamable HTTP clients from a stdio MCP server: each client session gets its own child
-// process, initialized with the client's own `initialize`, so capabilities, elicitation and logging
-// levels stay the client's. Messages the child sends are routed to the POST stream of the request in
-// flight, or to the session's GET stream (2025-11-25/basic/transports.mdx §Sending Messages, §Listening).
+// Serves every client era from a stdio MCP server, in one of three `processes` modes:
+// - `shared`: clients are held by Gatehouse and multiplexed onto one child per caller and declared
+//   capability set (the modern-client bridge's pooled sessions), ids and progress tokens remapped;
+// - `single`: the same, onto one child for everyone (servers that keep state in files and must not run twice);
+// - `perSession`: each legacy client session gets its own child, initialized with the client's own
+//   `initialize`, so capabilities, elicitation and logging levels stay the client's. Messages the child sends
+//   are routed to the POST stream of the request in flight, or to the session's GET stream
+//   (2025-11-25/basic/transports.mdx §Sending Messages, §Listening).
+// In every mode one caller means one child (issue 15): the era probe's child becomes the first session's,
+// Gatehouse's own lists go to a session that is already open, and children of ended sessions stop after
+// `sessions.idleTimeoutMs`.
 
 import type { StdioUpstreamConfig } from '../config/types.js';
 import { failure, GatewayError } from '../errors.js';
@@ -11,9 +18,11 @@ import type { CallContext } from '../pipeline/context.js';
 import { ACCEPTED, json, refused, type Outcome } from '../pipeline/outcome.js';
 import type { ModernFace, Upstream, UpstreamProfile } from '../pipeline/ports.js';
 import { ErrorCode, type JsonRpcRequest, type JsonRpcResponse } from '../protocol/jsonrpc.js';
+import { canonicalJson } from '../protocol/canonical-json.js';
 import { LegacyClientBridge } from './bridge-legacy-client.js';
 import { ModernClientBridge } from './bridge-modern-client.js';
-import { EraVerdict, probeUpstream } from './era-probe.js';
+import { EraVerdict, gatehouseInitializeParams, probeUpstream } from './era-probe.js';
+import { covers, type LegacyClientSession, type PoolOptions } from './legacy-client-sessions.js';
 import { StdioMessages } from './stdio-messages.js';
 import { StdioSession } from './stdio-session.js';
 import { StdioProcess } from './stdio-process.js';
@@ -22,6 +31,24 @@ import { modernFaceOf } from './modern-face.js';
 import { isObject } from '../protocol/era-shapes.js';
 import { META_SERVER_INFO } from '../protocol/methods.js';
 
+/**
+ * What the one child of `processes: single` declares at initialize: the server requests Gatehouse can carry
+ * to a caller. A caller that did not declare one gets the bridge's refusal (elicitation: cancel; sampling:
+ * method not found). Not roots: a server may change what it serves by its client's roots.
+ */
+const SINGLE_CAPABILITIES = { elicitation: {}, sampling: {} };
+
+/** A `perSession` client session, as Gatehouse's own reads may borrow it. */
+interface Host {
+  session: StdioSession;
+  /** The client's declared capabilities, and as canonical JSON. */
+  declared: Record<string, unknown>;
+  capabilities: string;
+  version: string;
+  init: Record<string, unknown>;
+  /** The session id Gatehouse's reads use on it, once lent. */
+  guest?: LegacyClientSession;
+}
 
 export class StdioUpstream implements Upstream {
   readonly transport = 'stdio' as const;
@@ -35,6 +62,10 @@ export class StdioUpstream implements Upstream {
   private readonly modernBridge: ModernClientBridge;
   private readonly legacyBridge: LegacyClientBridge;
   private readonly sharedBridge: LegacyClientBridge;
+  /** Live `perSession` client sessions by id. */
+  private readonly hosts = new Map<string, Host>();
+  /** A perSession legacy client's initialize params while its initialize waits for the era probe (see verdictFor). */
+  private probeInitialize?: Record<string, unknown>;
 
   constructor(
     private readonly config: StdioUpstreamConfig,
@@ -45,40 +76,47 @@ export class StdioUpstream implements Upstream {
   ) {
     this.name = config.name;
     this.log = log.child({ upstream: config.name });
-    this.messages = new StdioMessages(config, this.log, observe);
+    this.messages = new StdioMessages(config, this.log, observe, { idleTimeoutMs: limits.idleTimeoutMs });
+    // The server is the command Gatehouse runs: its era is kept until a bridge sees another one.
     this.verdict = new EraVerdict(async () => {
-      const profile = await probeUpstream(this.messages, config.era);
+      const profile = await this.probe(this.probeInitialize);
       this.log.info('upstream era detected', { era: profile.era, version: profile.version });
       if (profile.era === 'legacy') void this.messages.releaseShared();
       return profile;
-    });
+    }, Infinity);
     const legacyProfile = (): UpstreamProfile & { era: 'legacy' } => this.verdict.known as UpstreamProfile & { era: 'legacy' };
     const modernProfile = (): UpstreamProfile & { era: 'modern' } => this.verdict.known as UpstreamProfile & { era: 'modern' };
-    this.modernBridge = new ModernClientBridge(this.messages, legacyProfile, limits.inputTimeoutMs, () => this.verdict.invalidate(), this.log);
+    const pool: Omit<PoolOptions, 'onEnd'> =
+      config.processes === 'single'
+        ? { idleTimeoutMs: limits.idleTimeoutMs, single: SINGLE_CAPABILITIES }
+        : { idleTimeoutMs: limits.idleTimeoutMs, shareOwnReads: true, ...(config.processes === 'perSession' ? { borrow: (caps: Record<string, unknown>) => this.borrow(caps) } : {}) };
+    this.modernBridge = new ModernClientBridge(this.messages, legacyProfile, limits.inputTimeoutMs, () => this.verdict.invalidate(), this.log, pool);
     this.legacyBridge = new LegacyClientBridge(this.messages, modernProfile, limits, () => this.verdict.invalidate(), false, this.log);
     this.sharedBridge = new LegacyClientBridge(this.modernBridge.asModernUpstream(), () => this.legacyAsModern(), limits, () => this.verdict.invalidate(), false, this.log);
     // Every session is a child process, so the upstream's own cap applies on top of the global one.
     this.sessions = new SessionTable({ max: Math.min(limits.max, config.maxSessions), idleTimeoutMs: limits.idleTimeoutMs }, (id, reason) => {
       this.log.info('session ended', { session: id.slice(0, 8), reason });
+      this.releaseHost(id);
     });
   }
 
   async handle(ctx: CallContext): Promise<Outcome> {
-    // Unless the server is pinned legacy and so is the client, the era verdict decides: legacy clients of a
-    // legacy or dual-era server get their own process per session, below; other pairs are bridged.
-    const shared = this.config.processes === 'shared';
-    if (shared || !(ctx.era === 'legacy' && this.config.era === 'legacy')) {
+    // In perSession mode, unless the server is pinned legacy and so is the client, the era verdict decides:
+    // legacy clients of a legacy or dual-era server get their own process per session, below. Every other
+    // pair, and every pair in the shared and single modes, is bridged.
+    const bridged = this.config.processes !== 'perSession';
+    if (bridged || !(ctx.era === 'legacy' && this.config.era === 'legacy')) {
       let profile: UpstreamProfile;
       try {
-        profile = this.verdict.known ?? (await this.verdict.get());
+        profile = this.verdict.known ?? (await this.verdictFor(ctx));
       } catch (err) {
         return refused(failure(err instanceof GatewayError ? err : new GatewayError('GW_ERR_UPSTREAM_EXITED', String(err), this.name)));
       }
       if (ctx.era === 'modern' && profile.era === 'legacy') return this.modernBridge.handle(ctx);
-      // Shared processes: the legacy client is held by Gatehouse and bridged to the modern face of the legacy
-      // server, whose sessions (one child per capability set) carry many clients with remapped ids.
-      if (shared && ctx.era === 'legacy' && profile.era === 'legacy') return this.sharedBridge.handle(ctx);
-      if (ctx.era === 'legacy' && profile.era === 'modern' && !profile.alsoLegacy) return this.legacyBridge.handle(ctx);
+      // Shared and single processes: the legacy client is held by Gatehouse and bridged to the modern face of
+      // the legacy server, whose sessions (children) carry many clients with remapped ids.
+      if (bridged && ctx.era === 'legacy' && profile.era === 'legacy') return this.sharedBridge.handle(ctx);
+      if (ctx.era === 'legacy' && profile.era === 'modern' && (bridged || !profile.alsoLegacy)) return this.legacyBridge.handle(ctx);
       if (ctx.era === 'modern') return this.forwardModern(ctx);
     }
     if (ctx.httpMethod === 'POST' && ctx.kind === 'request' && ctx.method === 'initialize') {
@@ -106,6 +144,7 @@ export class StdioUpstream implements Upstream {
     // A bridged child that died on its own makes the upstream not ready until a call succeeds again.
     if (!this.messages.healthy) return false;
     if (this.lastStartOk !== undefined) return this.lastStartOk;
+    if (this.messages.started) return true;
     // Nothing started yet: prove the command can be spawned, then stop it again.
     const probe = this.newProcess();
     try {
@@ -117,6 +156,70 @@ export class StdioUpstream implements Upstream {
       await probe.stop(500);
     }
     return this.lastStartOk;
+  }
+
+  /**
+   * The era verdict. A perSession legacy client's `initialize` that has to wait for the probe lends it its
+   * params: the probe's child, initialized exactly as that client asked, then becomes the client's own.
+   */
+  private verdictFor(ctx: CallContext): Promise<UpstreamProfile> {
+    const ownInitialize = this.config.processes === 'perSession' && ctx.era === 'legacy' && ctx.kind === 'request' && ctx.method === 'initialize';
+    this.probeInitialize = ownInitialize ? ((ctx.message as JsonRpcRequest).params ?? {}) : undefined;
+    try {
+      return this.verdict.get(); // the probe reads probeInitialize before its first await
+    } finally {
+      this.probeInitialize = undefined;
+    }
+  }
+
+  private async probe(initialize: Record<string, unknown> | undefined): Promise<UpstreamProfile> {
+    const mode = this.config.processes;
+    if (mode === 'perSession' && this.config.era === 'legacy') {
+      // A live session already holds the server's InitializeResult: no child is started to ask again.
+      for (const host of this.hosts.values()) if (!host.session.ended) return { era: 'legacy', version: host.version, init: host.init };
+    }
+    return probeUpstream(this.messages, this.config.era, {
+      // Only perSession serves legacy clients of a dual-era server directly; the other modes bridge them.
+      askLegacy: mode === 'perSession',
+      // The params of the session the probe's child serves next: Gatehouse's own (shared, single) or the
+      // waiting client's (perSession).
+      initialize: initialize ?? gatehouseInitializeParams(mode === 'single' ? SINGLE_CAPABILITIES : {}),
+    });
+  }
+
+  /**
+   * A perSession client session Gatehouse's own reads (lists) may use, so listing costs no child: one whose
+   * client declared the capabilities they ask with, else more (a session that declared less may list less).
+   * Its list changes reach its own client, not Gatehouse, so they are not offered (the catalog then reads
+   * lists each time instead of keeping them).
+   */
+  private borrow(capabilities: Record<string, unknown>): LegacyClientSession | undefined {
+    const wanted = canonicalJson(capabilities);
+    let pick: Host | undefined;
+    for (const host of this.hosts.values()) {
+      if (host.session.ended) continue;
+      if (host.capabilities === wanted) {
+        pick = host;
+        break;
+      }
+      if (covers(host.declared, capabilities)) pick ??= host;
+    }
+    if (!pick) return undefined;
+    const host = pick;
+    host.guest ??= {
+      id: this.messages.lend({ alive: () => !host.session.ended, request: (m, signal) => host.session.request(m, signal), send: (m) => host.session.send(m) }),
+      version: host.version,
+      init: withoutChangeNotices(host.init),
+      key: '',
+      owner: '',
+    };
+    return host.guest;
+  }
+
+  private releaseHost(id: string): void {
+    const host = this.hosts.get(id);
+    this.hosts.delete(id);
+    if (host?.guest?.id !== undefined) this.messages.unlend(host.guest.id);
   }
 
   /** The legacy server described as a modern one, for the shared-process bridge's initialize answers. */
@@ -139,7 +242,7 @@ export class StdioUpstream implements Upstream {
     if (ctx.kind !== 'request') {
       // Notifications go to the shared child and are answered at once.
       try {
-        await this.messages.post(ctx.message!, {}, ctx.signal);
+        await this.messages.post(ctx.message!, {}, ctx.signal, ctx.principal);
       } catch (err) {
         return refused(failure(err instanceof GatewayError ? err : new GatewayError('GW_ERR_UPSTREAM_EXITED', String(err), this.name)));
       }
@@ -149,7 +252,7 @@ export class StdioUpstream implements Upstream {
     const channel = new CallStream({ requestId: request.id, mode: 'call', acceptsSse: ctx.acceptsSse });
     void (async () => {
       try {
-        const reply = await this.messages.post(request, {}, ctx.signal);
+        const reply = await this.messages.post(request, {}, ctx.signal, ctx.principal);
         for await (const msg of reply.messages) {
           if ('method' in msg) channel.push(msg);
           else return channel.finish(msg as JsonRpcResponse);
@@ -164,27 +267,35 @@ export class StdioUpstream implements Upstream {
 
   private async initialize(ctx: CallContext): Promise<Outcome> {
     this.sessions.makeRoom();
-    const proc = this.newProcess();
-    try {
-      await proc.start();
-      this.lastStartOk = true;
-    } catch (err) {
-      this.lastStartOk = false;
-      return refused(failure(err instanceof GatewayError ? err : new GatewayError('GW_ERR_UPSTREAM_EXITED', String(err), this.name)));
-    }
-    let response;
-    try {
-      response = await proc.request(ctx.message as JsonRpcRequest);
-    } catch (err) {
-      void proc.stop();
-      return refused(failure(err instanceof GatewayError ? err : new GatewayError('GW_ERR_UPSTREAM_EXITED', String(err), this.name)));
-    }
-    if (response.error) {
-      void proc.stop();
-      return json(response);
+    const initRequest = ctx.message as JsonRpcRequest;
+    // The era probe's child, when it was initialized exactly as this client asks and saw nothing since.
+    const spare = this.messages.takeSpare(initRequest.params ?? {});
+    let proc: StdioProcess;
+    let response: JsonRpcResponse;
+    if (spare) {
+      proc = spare.proc;
+      response = { ...spare.response, id: initRequest.id };
+    } else {
+      proc = this.newProcess();
+      try {
+        await proc.start();
+        this.lastStartOk = true;
+      } catch (err) {
+        this.lastStartOk = false;
+        return refused(failure(err instanceof GatewayError ? err : new GatewayError('GW_ERR_UPSTREAM_EXITED', String(err), this.name)));
+      }
+      try {
+        response = await proc.request(initRequest);
+      } catch (err) {
+        void proc.stop();
+        return refused(failure(err instanceof GatewayError ? err : new GatewayError('GW_ERR_UPSTREAM_EXITED', String(err), this.name)));
+      }
+      if (response.error) {
+        void proc.stop();
+        return json(response);
+      }
     }
     const id = this.sessions.newId();
-    const initRequest = ctx.message as JsonRpcRequest;
     const session = new StdioSession(id, proc, {
       policy: this.config.restart,
       // A crashed child is replaced under the same session: the client's own initialize is replayed, then
@@ -202,9 +313,21 @@ export class StdioUpstream implements Upstream {
         return next;
       },
       onRestart: (ok) => (this.lastStartOk = ok),
-      onGiveUp: () => this.sessions.forget(id, 'unknown'),
+      onGiveUp: () => {
+        this.sessions.forget(id, 'unknown');
+        this.releaseHost(id);
+      },
     }, this.log.child({ session: id.slice(0, 8) }));
     this.sessions.add(id, session);
+    const result = response.result ?? {};
+    const declared = isObject(initRequest.params?.capabilities) ? initRequest.params.capabilities : {};
+    this.hosts.set(id, {
+      session,
+      declared,
+      capabilities: canonicalJson(declared),
+      version: typeof result.protocolVersion === 'string' ? result.protocolVersion : '',
+      init: result,
+    });
     this.log.info('session started', { session: id.slice(0, 8), pid: proc.pid });
     return json(response, { 'mcp-session-id': id });
   }
@@ -215,4 +338,16 @@ export class StdioUpstream implements Upstream {
       this.log,
     );
   }
+}
+
+/** An InitializeResult without the list-change and subscription capabilities (see StdioUpstream.borrow). */
+function withoutChangeNotices(init: Record<string, unknown>): Record<string, unknown> {
+  const capabilities: Record<string, unknown> = isObject(init.capabilities) ? { ...init.capabilities } : {};
+  for (const kind of ['tools', 'prompts', 'resources']) {
+    const entry = capabilities[kind];
+    if (!isObject(entry)) continue;
+    const { listChanged: _listChanged, subscribe: _subscribe, ...rest } = entry;
+    capabilities[kind] = rest;
+  }
+  return { ...init, capabilities };
 }

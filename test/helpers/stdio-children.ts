@@ -1,6 +1,7 @@
 // Tracking the stdio children a test gateway spawns, so a test can check they end with their session or
 // gateway and stop, by PID, any it left behind.
 
+import { readdirSync, readFileSync } from 'node:fs';
 import type { TestGateway } from './gateway.js';
 
 /** PIDs of every stdio child a gateway reported starting (its "stdio upstream started" log line). */
@@ -26,4 +27,38 @@ export async function waitUntil(cond: () => boolean, timeoutMs: number): Promise
     await new Promise((r) => setTimeout(r, 50));
   }
   return cond();
+}
+
+/**
+ * The stdio children of a test gateway that are running now: real processes (from /proc where there is
+ * one) whose parent is this test process and whose PID the gateway logged starting.
+ */
+export function liveStdioChildren(gw: TestGateway | undefined): number[] {
+  const logged = new Set(stdioChildPids(gw));
+  const ours = childrenOfThisProcess();
+  return [...logged].filter((pid) => (ours ? ours.has(pid) : isAlive(pid)));
+}
+
+/** PIDs whose parent is this process, read from /proc; undefined where /proc is not there. */
+function childrenOfThisProcess(): Set<number> | undefined {
+  let entries: string[];
+  try {
+    entries = readdirSync('/proc');
+  } catch {
+    return undefined;
+  }
+  const out = new Set<number>();
+  for (const entry of entries) {
+    if (!/^\d+$/.test(entry)) continue;
+    try {
+      const stat = readFileSync(`/proc/${entry}/stat`, 'utf8');
+      // pid (comm) state ppid …; comm may hold spaces and parentheses, so read after the last ')'.
+      const ppid = Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]);
+      const state = stat.slice(stat.lastIndexOf(')') + 2, stat.lastIndexOf(')') + 3);
+      if (ppid === process.pid && state !== 'Z') out.add(Number(entry));
+    } catch {
+      // gone in the meantime
+    }
+  }
+  return out;
 }
