@@ -21,7 +21,7 @@ const RECHECK_AFTER_FAILURE_MS = 30_000;
 
 export class SingleUpstream implements Upstream {
   readonly name: string;
-  readonly transport: 'http' | 'stdio';
+  readonly transport: 'http' | 'stdio' | 'sse';
   private mode: Mode;
   private deciding: Promise<Mode> | undefined;
   private checkFailedAt = -Infinity;

@@ -62,7 +62,7 @@ export interface CallHandler {
 
 /** The one interface every upstream adapter implements. */
 export interface Upstream extends CallHandler, ModernMember {
-  readonly transport: 'http' | 'stdio';
+  readonly transport: 'http' | 'stdio' | 'sse';
   /** True when the upstream can take traffic now (for /readyz). */
   ready(): Promise<boolean>;
   /** The era detected so far, without probing (metrics). */

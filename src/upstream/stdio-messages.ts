@@ -26,6 +26,7 @@ import type { UpstreamMessages, UpstreamReply } from '../pipeline/ports.js';
 import type { Principal } from '../pipeline/principal.js';
 import { canonicalJson } from '../protocol/canonical-json.js';
 import { answersAsModern } from './era-probe.js';
+import type { ChannelFactory, MessageChannel } from './channel.js';
 import { StdioProcess } from './stdio-process.js';
 
 /** A legacy server may never answer server/discover; the probe stops waiting after this. */
@@ -83,7 +84,7 @@ function isListenNotification(method: string | undefined): boolean {
 }
 
 interface Managed {
-  proc: StdioProcess;
+  proc: MessageChannel;
   router: Router;
   /** When the child was up (epoch ms); only a child started after the last crash proves recovery. */
   startedAt: number;
@@ -116,6 +117,8 @@ export interface Guest {
 export interface StdioMessagesOptions {
   /** An unused child (a kept probe child, or the session-less one) stops after this long. Default 30 min. */
   idleTimeoutMs?: number;
+  /** What a "child" is: a process running `config.command` unless another channel is given (an SSE session). */
+  channel?: ChannelFactory;
 }
 
 export class StdioMessages implements UpstreamMessages {
@@ -132,15 +135,17 @@ export class StdioMessages implements UpstreamMessages {
   private everStarted = false;
   private readonly idleMs: number;
   private readonly sweeper: NodeJS.Timeout;
+  private readonly channel: ChannelFactory;
 
   constructor(
     private readonly config: StdioUpstreamConfig,
     private readonly log: Logger,
-    private readonly observe?: (seconds: number) => void,
+    observe?: (seconds: number) => void,
     options: StdioMessagesOptions = {},
   ) {
     this.upstream = config.name;
     this.idleMs = options.idleTimeoutMs ?? DEFAULT_IDLE_MS;
+    this.channel = options.channel ?? (() => stdioChannel(config, log, observe));
     this.sweeper = setInterval(() => this.sweep(), Math.min(60_000, Math.max(1_000, this.idleMs / 4))).unref();
   }
 
@@ -207,7 +212,7 @@ export class StdioMessages implements UpstreamMessages {
    * Takes the kept child that answered an `initialize` with exactly these params (JSON, canonical or not)
    * and nothing since, for a session held elsewhere; the caller owns the process from now on.
    */
-  takeSpare(params: Record<string, unknown> | string): { proc: StdioProcess; response: JsonRpcResponse } | undefined {
+  takeSpare(params: Record<string, unknown> | string): { proc: MessageChannel; response: JsonRpcResponse } | undefined {
     const managed = this.spare(typeof params === 'string' ? params : canonicalJson(params));
     if (!managed) return undefined;
     managed.gone = undefined;
@@ -339,10 +344,7 @@ export class StdioMessages implements UpstreamMessages {
 
   private async start(): Promise<Managed> {
     await this.backoff();
-    const proc = new StdioProcess(
-      { upstream: this.config.name, command: this.config.command, env: this.config.env, cwd: this.config.cwd, requestTimeoutMs: this.config.timeouts.requestMs, ...(this.observe ? { observe: this.observe } : {}) },
-      this.log,
-    );
+    const proc = this.channel();
     const router = new Router((request, why) => {
       this.log.warn('stdio upstream request refused: its call cannot be told', { method: request.method, why });
       proc.send({ jsonrpc: '2.0', id: request.id, error: { code: -32603, message: `Gatehouse refused this request: ${why}` } });
@@ -496,4 +498,9 @@ function queue(
       stop();
     }
   })();
+}
+
+/** A child process running the upstream's command: the default channel. */
+export function stdioChannel(config: StdioUpstreamConfig, log: Logger, observe?: (seconds: number) => void): MessageChannel {
+  return new StdioProcess({ upstream: config.name, command: config.command, env: config.env, cwd: config.cwd, requestTimeoutMs: config.timeouts.requestMs, ...(observe ? { observe } : {}) }, log);
 }

@@ -8,7 +8,7 @@ import { CallStream } from '../pipeline/call-stream.js';
 import type { CallContext } from '../pipeline/context.js';
 import { ACCEPTED, refused, type Outcome } from '../pipeline/outcome.js';
 import { type JsonRpcId, type JsonRpcMessage, type JsonRpcRequest, type JsonRpcResponse } from '../protocol/jsonrpc.js';
-import type { StdioProcess } from './stdio-process.js';
+import type { MessageChannel } from './channel.js';
 import type { EndReason, HeldSession } from './session-table.js';
 
 interface InFlight {
@@ -24,7 +24,7 @@ export interface Respawner {
   /** Tries after a crash, the first after `firstDelayMs`, each delay doubling; then the session ends. */
   policy: { attempts: number; firstDelayMs: number };
   /** Starts and initializes a replacement child. */
-  respawn(): Promise<StdioProcess>;
+  respawn(): Promise<MessageChannel>;
   /** Told whether a restart worked (readiness follows it). */
   onRestart(ok: boolean): void;
   /** Called when every attempt failed: the session is over. */
@@ -40,11 +40,11 @@ export class StdioSession implements HeldSession {
   private restarting?: Promise<boolean>;
   private closed = false;
 
-  constructor(readonly id: string, private proc: StdioProcess, private readonly respawner: Respawner, private readonly log: Logger) {
+  constructor(readonly id: string, private proc: MessageChannel, private readonly respawner: Respawner, private readonly log: Logger) {
     this.adopt(proc);
   }
 
-  private adopt(proc: StdioProcess): void {
+  private adopt(proc: MessageChannel): void {
     this.proc = proc;
     proc.onMessage = (msg) => this.route(msg);
     proc.onExit = (reason) => this.crashed(reason);

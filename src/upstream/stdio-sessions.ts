@@ -23,9 +23,9 @@ import { LegacyClientBridge } from './bridge-legacy-client.js';
 import { ModernClientBridge } from './bridge-modern-client.js';
 import { EraVerdict, gatehouseInitializeParams, probeUpstream } from './era-probe.js';
 import { covers, type LegacyClientSession, type PoolOptions } from './legacy-client-sessions.js';
-import { StdioMessages } from './stdio-messages.js';
+import { StdioMessages, stdioChannel } from './stdio-messages.js';
 import { StdioSession } from './stdio-session.js';
-import { StdioProcess } from './stdio-process.js';
+import type { ChannelFactory, MessageChannel } from './channel.js';
 import { resolveSession, SessionTable } from './session-table.js';
 import { modernFaceOf } from './modern-face.js';
 import { isObject } from '../protocol/era-shapes.js';
@@ -51,7 +51,8 @@ interface Host {
 }
 
 export class StdioUpstream implements Upstream {
-  readonly transport = 'stdio' as const;
+  readonly transport: 'stdio' | 'sse';
+  private readonly channel: ChannelFactory;
   readonly name: string;
   private readonly sessions: SessionTable<StdioSession>;
   private readonly log: Logger;
@@ -72,11 +73,15 @@ export class StdioUpstream implements Upstream {
     limits: { max: number; idleTimeoutMs: number; inputTimeoutMs: number },
     log: Logger,
     /** Seconds per answered request to the child (metrics). */
-    private readonly observe?: (seconds: number) => void,
+    observe?: (seconds: number) => void,
+    /** Another kind of "child": an HTTP+SSE server's sessions (sse-upstream.ts). */
+    other?: { transport: 'sse'; channel: ChannelFactory },
   ) {
     this.name = config.name;
     this.log = log.child({ upstream: config.name });
-    this.messages = new StdioMessages(config, this.log, observe, { idleTimeoutMs: limits.idleTimeoutMs });
+    this.transport = other?.transport ?? 'stdio';
+    this.channel = other?.channel ?? (() => stdioChannel(config, this.log, observe));
+    this.messages = new StdioMessages(config, this.log, observe, { idleTimeoutMs: limits.idleTimeoutMs, channel: this.channel });
     // The server is the command Gatehouse runs: its era is kept until a bridge sees another one.
     this.verdict = new EraVerdict(async () => {
       const profile = await this.probe(this.probeInitialize);
@@ -270,7 +275,7 @@ export class StdioUpstream implements Upstream {
     const initRequest = ctx.message as JsonRpcRequest;
     // The era probe's child, when it was initialized exactly as this client asks and saw nothing since.
     const spare = this.messages.takeSpare(initRequest.params ?? {});
-    let proc: StdioProcess;
+    let proc: MessageChannel;
     let response: JsonRpcResponse;
     if (spare) {
       proc = spare.proc;
@@ -332,11 +337,8 @@ export class StdioUpstream implements Upstream {
     return json(response, { 'mcp-session-id': id });
   }
 
-  private newProcess(): StdioProcess {
-    return new StdioProcess(
-      { upstream: this.name, command: this.config.command, env: this.config.env, cwd: this.config.cwd, requestTimeoutMs: this.config.timeouts.requestMs, ...(this.observe ? { observe: this.observe } : {}) },
-      this.log,
-    );
+  private newProcess(): MessageChannel {
+    return this.channel();
   }
 }
 

@@ -1,0 +1,37 @@
+// An HTTP+SSE (2024-11-05) upstream (`transport: sse`). Each upstream session is one event stream
+// (sse-channel.ts), which has the shape of a stdio child; so the session machinery of the stdio upstream
+// serves it unchanged: legacy clients get a session each, modern clients are bridged (server requests on
+// the stream become MRTR), the era is probed on a first session, and a dropped stream is replaced for the
+// next call, as a crashed child is.
+
+import type { HttpUpstreamConfig, StdioUpstreamConfig } from '../config/types.js';
+import type { Logger } from '../log/logger.js';
+import { upstreamCredentials } from './credentials.js';
+import { SseChannel } from './sse-channel.js';
+import { StdioUpstream } from './stdio-sessions.js';
+
+/** Sessions one SSE upstream serves at once, as for a stdio upstream's children. */
+const MAX_SESSIONS = 32;
+/** A stream that drops is opened again at once, then after a growing pause, like a crashed child. */
+const RESTART = { attempts: 6, firstDelayMs: 250 } as const;
+
+export function createSseUpstream(config: HttpUpstreamConfig, limits: { max: number; idleTimeoutMs: number; inputTimeoutMs: number }, log: Logger, observe?: (seconds: number) => void): StdioUpstream {
+  const upstreamLog = log.child({ upstream: config.name });
+  const credentials = upstreamCredentials(config, upstreamLog);
+  // The stdio machinery reads these; `command` only names the server in logs.
+  const asSessions: StdioUpstreamConfig = {
+    name: config.name,
+    command: [config.url],
+    env: {},
+    era: config.era,
+    timeouts: { requestMs: config.timeouts.headersMs },
+    maxSessions: MAX_SESSIONS,
+    uriPrefixes: config.uriPrefixes,
+    // One event stream per client session: server requests on it belong to that client alone.
+    processes: 'perSession',
+    restart: { ...RESTART },
+  };
+  const channel = (): SseChannel =>
+    new SseChannel({ upstream: config.name, url: config.url, credentials, connectTimeoutMs: Math.max(config.timeouts.connectMs, 5_000), requestTimeoutMs: config.timeouts.headersMs, ...(observe ? { observe } : {}) }, upstreamLog);
+  return new StdioUpstream(asSessions, limits, log, observe, { transport: 'sse', channel });
+}
