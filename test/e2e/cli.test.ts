@@ -233,6 +233,10 @@ describe('serve', () => {
     assert.ok(pid > 0 && isAlive(pid), 'the child process runs');
     assert.equal(await gw.stop(), 0);
     assert.equal(isAlive(pid), false, 'the child process was stopped');
+    // The log tells the shutdown in order: the child stops before the gateway says it has stopped.
+    const msgs = [...gw.stderr().matchAll(/"msg":"([^"]+)"/g)].map((m) => m[1]);
+    assert.ok(msgs.includes('stdio upstream stopped'));
+    assert.equal(msgs.at(-1), 'stopped', `last lines: ${msgs.slice(-4).join(' | ')}`);
   });
 
   test('--config FILE with --port override; a config this build cannot serve exits 1', async () => {
