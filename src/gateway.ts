@@ -37,6 +37,7 @@ import { StoreGuard } from './store/guard.js';
 import { openStore } from './store/open-store.js';
 import { compileStateStage } from './store/state-stage.js';
 import { createSseUpstream } from './upstream/sse-upstream.js';
+import { DetectedTransport } from './upstream/detected-transport.js';
 import { compileApprovalStage } from './approvals/approval-stage.js';
 import { ApprovalBook, type ApprovalStore } from './approvals/book.js';
 import { effectiveState } from './approvals/approval.js';
@@ -436,6 +437,7 @@ function idempotencyWaitMs(config: GatehouseConfig): number {
 function createUpstream(config: UpstreamConfig, sessions: GatehouseConfig['sessions'], log: Logger, observe: (upstream: string, seconds: number) => void): Upstream {
   if (isStdioUpstream(config)) return new StdioUpstream(config, sessions, log, (seconds) => observe(config.name, seconds));
   if (config.transport === 'sse') return createSseUpstream(config, sessions, log, (seconds) => observe(config.name, seconds));
+  if (config.transport === 'auto') return new DetectedTransport(config, sessions, log, (seconds) => observe(config.name, seconds));
   return new HttpUpstream(config, sessions, log, (seconds) => observe(config.name, seconds));
 }
 

@@ -369,9 +369,9 @@ export interface HttpUpstream {
    */
   url: string;
   /**
-   * How the server is reached over HTTP: streamableHttp (a POST per message, the transport of 2025-03-26 and later), or sse, the HTTP+SSE transport of 2024-11-05, where url is the event stream (GET) whose first event names the URL to POST messages to. Gatehouse holds one event stream per upstream session and posts only to the endpoint on the stream's own origin.
+   * How the server is reached over HTTP: streamableHttp (a POST per message, the transport of 2025-03-26 and later); sse, the HTTP+SSE transport of 2024-11-05, where url is the event stream (GET) whose first event names the URL to POST messages to (Gatehouse holds one stream per upstream session and posts only to an endpoint on the stream's own origin); or auto: Streamable HTTP, and when neither era's handshake works and the POST of initialize failed with 400, 404 or 405, a GET that expects the endpoint event, as the spec's backwards compatibility says.
    */
-  transport: "streamableHttp" | "sse";
+  transport: "auto" | "streamableHttp" | "sse";
   /**
    * The protocol era the server speaks, both over Streamable HTTP: modern is the stateless 2026-07-28 revision (server/discover, no sessions); legacy is the session-based revisions (initialize and Mcp-Session-Id: 2025-11-25, 2025-06-18, 2025-03-26). auto detects it, and follows a server that changes; pin it only when detection cannot work, since a wrong pin fails every call (gatehouse doctor says which the server speaks).
    */

@@ -107,7 +107,7 @@ async function handshake(client: UpstreamMessages, params: Record<string, unknow
   const result = response?.result;
   const version = result?.protocolVersion;
   if (!result || typeof version !== 'string' || !isLegacyVersion(version)) {
-    throw new GatewayError('GW_ERR_UPSTREAM_BAD_RESPONSE', `Upstream "${client.upstream}" answered neither server/discover nor initialize (HTTP ${reply.status})`, client.upstream);
+    throw new NoHandshakeError(client.upstream, reply.status);
   }
   const sessionId = reply.headers['mcp-session-id'];
   if (typeof sessionId === 'string') await client.deleteSession(sessionId, version);
@@ -171,5 +171,19 @@ export class EraVerdict {
       },
     );
     return this.inFlight;
+  }
+}
+
+/**
+ * Neither era's handshake worked over Streamable HTTP. With HTTP 400, 404 or 405 the server may speak the
+ * older HTTP+SSE transport (2025-11-25 basic/transports.mdx §Backwards Compatibility): worth a GET.
+ */
+export class NoHandshakeError extends GatewayError {
+  constructor(upstream: string, readonly initializeStatus: number) {
+    super('GW_ERR_UPSTREAM_BAD_RESPONSE', `Upstream "${upstream}" answered neither server/discover nor initialize (HTTP ${initializeStatus})`, upstream);
+  }
+
+  get maybeSse(): boolean {
+    return this.initializeStatus === 400 || this.initializeStatus === 404 || this.initializeStatus === 405;
   }
 }

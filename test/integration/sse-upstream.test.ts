@@ -85,6 +85,46 @@ describe('an SSE upstream', () => {
   });
 });
 
+describe('transport: auto (the default) finds HTTP+SSE as the spec says', () => {
+  test('the POST of initialize fails with 404, so a GET that names its endpoint makes it an SSE upstream', async () => {
+    const detecting = await startGateway({ upstreams: [{ name: 'everything', url: ev.url }] });
+    try {
+      const { client } = await connectV1(detecting.url, { name: 'sse-detected', timeoutMs: 20_000 });
+      try {
+        assert.equal(textOf(await client.callTool({ name: 'echo', arguments: { message: 'found' } })), 'Echo: found');
+      } finally {
+        await client.close();
+      }
+      assert.ok(detecting.logs.some((l) => l.msg === 'upstream transport detected' && l.transport === 'sse'));
+    } finally {
+      await detecting.close();
+    }
+  });
+
+  test('a server that is neither keeps its clear 502; streamableHttp pinned never tries the GET', async () => {
+    const { startFakeUpstream } = await import('../fixtures/upstreams/fake-upstream.js');
+    const gets: string[] = [];
+    const fake = await startFakeUpstream((req, res) => {
+      if (req.method === 'GET') gets.push(req.url ?? '');
+      res.writeHead(404, { 'content-type': 'text/plain' }).end('nothing here');
+    }, { handshake: false });
+    for (const transport of ['auto', 'streamableHttp'] as const) {
+      const g = await startGateway({ upstreams: [{ name: 'nothing', url: fake.url, transport }] });
+      try {
+        const { post, rpc, LEGACY_HEADERS } = await import('../helpers/http.js');
+        const r = await post(g.url, rpc(1, 'initialize', { protocolVersion: '2025-11-25', capabilities: {}, clientInfo: { name: 't', version: '1' } }), LEGACY_HEADERS);
+        assert.equal(r.status, 502);
+        assert.match(r.json().error.message, /answered neither server\/discover nor initialize \(HTTP 404\)/);
+      } finally {
+        await g.close();
+      }
+      // auto asked with one GET; streamableHttp adds none.
+      assert.equal(gets.length, 1, `after ${transport}: ${gets.length} GETs`);
+    }
+    await fake.close();
+  });
+});
+
 describe('an SSE upstream in a catalog', () => {
   let other: CountingUpstream;
   let catalog: TestGateway;

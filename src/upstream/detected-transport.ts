@@ -1,0 +1,100 @@
+// An HTTP upstream whose transport is found out (`transport: auto`, the default), as the spec tells a client
+// to (2025-11-25 basic/transports.mdx §Backwards Compatibility): Streamable HTTP first; when neither era's
+// handshake works and the POST of `initialize` failed with 400, 404 or 405, a GET that expects the `endpoint`
+// event of the HTTP+SSE transport. Once the server answers it, every call goes to the SSE upstream.
+
+import type { HttpUpstreamConfig } from '../config/types.js';
+import type { Logger } from '../log/logger.js';
+import type { CallContext } from '../pipeline/context.js';
+import type { Outcome } from '../pipeline/outcome.js';
+import type { ModernFace, Upstream } from '../pipeline/ports.js';
+import { upstreamCredentials } from './credentials.js';
+import { NoHandshakeError } from './era-probe.js';
+import { HttpUpstream } from './http.js';
+import { SseChannel } from './sse-channel.js';
+import { createSseUpstream } from './sse-upstream.js';
+import type { StdioUpstream } from './stdio-sessions.js';
+
+type Limits = ConstructorParameters<typeof HttpUpstream>[1];
+
+export class DetectedTransport implements Upstream {
+  readonly name: string;
+  private readonly http: HttpUpstream;
+  private sse: StdioUpstream | undefined;
+  private detecting: Promise<boolean> | undefined;
+  /** A server that is neither is asked again at most this often (each call would otherwise cost a GET). */
+  private notSseUntil = 0;
+  private readonly log: Logger;
+
+  constructor(
+    private readonly config: HttpUpstreamConfig,
+    private readonly limits: Limits,
+    log: Logger,
+    private readonly observe?: (seconds: number) => void,
+  ) {
+    this.name = config.name;
+    this.log = log;
+    this.http = new HttpUpstream(config, limits, log, observe);
+  }
+
+  get transport(): 'http' | 'sse' {
+    return this.sse ? 'sse' : 'http';
+  }
+
+  async handle(ctx: CallContext): Promise<Outcome> {
+    if (this.sse) return this.sse.handle(ctx);
+    const outcome = await this.http.handle(ctx);
+    if (outcome.kind === 'refused' && outcome.refusal.kind === 'failure' && isSseHint(outcome.refusal.error) && (await this.detect())) return this.sse!.handle(ctx);
+    return outcome;
+  }
+
+  async modernFace(): Promise<ModernFace> {
+    if (this.sse) return this.sse.modernFace();
+    try {
+      return await this.http.modernFace();
+    } catch (err) {
+      if (isSseHint(err) && (await this.detect())) return this.sse!.modernFace();
+      throw err;
+    }
+  }
+
+  async ready(): Promise<boolean> {
+    return (this.sse ?? this.http).ready();
+  }
+
+  knownEra(): 'modern' | 'legacy' | undefined {
+    return (this.sse ?? this.http).knownEra();
+  }
+
+  async close(): Promise<void> {
+    await Promise.all([this.http.close(), this.sse?.close()]);
+  }
+
+  /** Whether the URL opens an HTTP+SSE event stream that names its endpoint; once true, the SSE upstream serves. */
+  private detect(): Promise<boolean> {
+    if (Date.now() < this.notSseUntil) return Promise.resolve(false);
+    this.detecting ??= (async () => {
+      const credentials = upstreamCredentials(this.config, this.log);
+      const probe = new SseChannel({ upstream: this.name, url: this.config.url, credentials, connectTimeoutMs: Math.max(this.config.timeouts.connectMs, 5_000), requestTimeoutMs: this.config.timeouts.headersMs }, this.log);
+      try {
+        await probe.start();
+      } catch (err) {
+        this.log.info('upstream is not an HTTP+SSE server either', { upstream: this.name, err });
+        this.detecting = undefined;
+        this.notSseUntil = Date.now() + 10_000;
+        return false;
+      } finally {
+        await probe.stop();
+        credentials.close();
+      }
+      this.log.info('upstream transport detected', { upstream: this.name, transport: 'sse' });
+      this.sse = createSseUpstream(this.config, this.limits, this.log, this.observe);
+      return true;
+    })();
+    return this.detecting;
+  }
+}
+
+function isSseHint(err: unknown): boolean {
+  return err instanceof NoHandshakeError && err.maybeSse;
+}
