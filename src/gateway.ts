@@ -32,6 +32,7 @@ import type { LegacyBridgeFactory, Upstream } from './pipeline/ports.js';
 import { compileUpstreamStage } from './pipeline/upstream-stage.js';
 import { LegacyClientBridge } from './upstream/bridge-legacy-client.js';
 import { auditCalls } from './audit/audit-trail.js';
+import { traceCalls } from './tracing/tracing.js';
 import { compileIdempotencyStage, type IdempotencyStore } from './policy/idempotency-stage.js';
 import { StoreGuard } from './store/guard.js';
 import { openStore } from './store/open-store.js';
@@ -173,6 +174,8 @@ export function createGateway(config: GatehouseConfig, log: Logger, options: Gat
     // The audit hears every governed call's answer, and the answer waits for its record.
     auditCalls(edge.token, state, config.audit, log.child({ component: 'audit' })),
   ];
+  // Spans hear the same events; the OpenTelemetry packages load only when tracing is on.
+  const tracing = config.tracing.enabled ? traceCalls(edge.token, config.tracing, log.child({ component: 'tracing' }), options.env ?? process.env) : undefined;
 
   let closing: Promise<void> | undefined;
   async function reloadFromText(file: string, text: string): Promise<void> {
@@ -215,6 +218,7 @@ export function createGateway(config: GatehouseConfig, log: Logger, options: Gat
       }
       const previous = runtime;
       if (JSON.stringify(next.store) !== JSON.stringify(running.store)) log.warn('config reload: store changes take effect only after a restart');
+      if (JSON.stringify(next.tracing) !== JSON.stringify(running.tracing)) log.warn('config reload: tracing changes take effect only after a restart');
       runtime = buildRuntime(next, log, observeUpstream, state, resolveHost, breakerBoard, childEnv, { book: approvalBook, pins: pinBook, confirmations });
       // New secret values are scrubbed from logs from now on (none are forgotten).
       log.addSecrets(collectSecrets(next));
@@ -235,6 +239,7 @@ export function createGateway(config: GatehouseConfig, log: Logger, options: Gat
       return [];
     },
     async listen() {
+      await tracing?.ready;
       if (egressProxy) {
         egressProxyUrl = await bound('the egress proxy', 'policy.egressProxy.port', config.policy.egressProxy.host, config.policy.egressProxy.port, () => egressProxy.listen(config.policy.egressProxy.host, config.policy.egressProxy.port));
         childEnv.proxyReady();
@@ -290,6 +295,7 @@ export function createGateway(config: GatehouseConfig, log: Logger, options: Gat
         sessionBinding.close();
         edge.close();
         for (const stop of stopObserving) stop();
+        await tracing?.stop();
         await Promise.all([runtime.close(), ...[...retired].map((r) => r.close())]);
         await state.close();
         retired.clear();

@@ -242,6 +242,35 @@ export interface GatehouseConfiguration {
     path: string;
   };
   /**
+   * OpenTelemetry traces: one SERVER span per MCP request (named after the method and target, e.g. `tools/call search`), a child of the client's W3C trace context when one came, with each stage's refusal as a span event; exported in batches over OTLP/HTTP (JSON). The OpenTelemetry packages are loaded only when this is enabled. Read once at start; a reload does not change it.
+   */
+  tracing: {
+    /**
+     * Record and export spans.
+     */
+    enabled: boolean;
+    /**
+     * OTLP/HTTP traces URL, e.g. `http://otel-collector:4318/v1/traces`. When left out: `OTEL_EXPORTER_OTLP_TRACES_ENDPOINT`, else `OTEL_EXPORTER_OTLP_ENDPOINT` + `/v1/traces`, else `http://localhost:4318/v1/traces`.
+     */
+    endpoint?: string;
+    /**
+     * Share of traces recorded for requests that come without a sampled trace context (TraceIdRatioBased); a client's sampling decision is followed (ParentBased).
+     */
+    sampleRatio: number;
+    /**
+     * Headers sent with every export (e.g. an API key of the trace backend: use ${env:NAME}). Headers from `OTEL_EXPORTER_OTLP_HEADERS` and `OTEL_EXPORTER_OTLP_TRACES_HEADERS` are sent too; these win on a clash.
+     */
+    headers?: {
+      [k: string]: string;
+    };
+    /**
+     * Resource attributes of every span (e.g. `deployment.environment.name`). `service.name` defaults to `OTEL_SERVICE_NAME`, else `gatehouse`.
+     */
+    resourceAttributes?: {
+      [k: string]: string;
+    };
+  };
+  /**
    * The admin API (approvals and pinned tools, with an inbox page for reviewers), on its own listener, never on the MCP port.
    */
   admin: {

@@ -138,6 +138,7 @@ describe('parseConfigText', () => {
       audit: { retainDays: 90 },
       idempotency: { requireKeys: true, ttlSeconds: 86400, tools: [], exempt: [] },
       metrics: { enabled: false, host: '127.0.0.1', port: 9464, path: '/metrics' },
+      tracing: { enabled: false, sampleRatio: 1 },
       admin: { enabled: false, host: '127.0.0.1', port: 9465, groups: [] },
       log: { level: 'info', format: 'auto', requests: true },
       shutdown: { graceMs: 10000 },

@@ -1,0 +1,217 @@
+// OpenTelemetry traces (issue 18): one SERVER span per MCP request, exported in batches over OTLP/HTTP.
+// Like metrics and the audit, tracing subscribes to the pipeline's `diagnostics_channel` events (start,
+// refused, upstream, answer, end); no stage knows about it. The OpenTelemetry packages are imported only
+// when `tracing.enabled` is true, so a gateway that does not trace never loads them.
+//
+// Attribute names follow the OpenTelemetry semantic conventions for MCP (gen-ai/mcp.md, status
+// Development): span name `{mcp.method.name} {target}`, `mcp.method.name`, `mcp.session.id`,
+// `mcp.protocol.version`, `jsonrpc.request.id`, `gen_ai.tool.name`, `gen_ai.prompt.name`,
+// `gen_ai.operation.name`, `rpc.response.status_code` (the JSON-RPC error code, as a string), `error.type`;
+// plus `rpc.jsonrpc.error_code` (the older RPC convention, as a number) and Gatehouse's own `gatehouse.*`.
+//
+// Bounded cost: the BatchSpanProcessor holds at most `MAX_QUEUE` finished spans and drops the rest, the
+// exporter sends at most a few requests at a time with a timeout, and nothing a call waits for touches the
+// network; a collector that is down costs at most the queue.
+
+import { createHash } from 'node:crypto';
+import type * as Api from '@opentelemetry/api';
+import type { Logger } from '../log/logger.js';
+import { channels, subscribe, type CallAnswerEvent, type CallEndEvent, type CallRefusedEvent, type CallStartEvent, type UpstreamAnswerEvent } from '../pipeline/events.js';
+import type { CallContext } from '../pipeline/context.js';
+
+export interface TracingSettings {
+  enabled: boolean;
+  endpoint?: string;
+  sampleRatio: number;
+  headers?: Record<string, string>;
+  resourceAttributes?: Record<string, string>;
+}
+
+export interface CallTracing {
+  /** Resolves once the OpenTelemetry packages are loaded and spans are recorded (never rejects). */
+  readonly ready: Promise<void>;
+  /** Stops listening and flushes what is queued, waiting at most the export timeout. */
+  stop(): Promise<void>;
+}
+
+const MAX_QUEUE = 2048;
+const MAX_BATCH = 512;
+const EXPORT_TIMEOUT_MS = 5000;
+const SCHEDULED_DELAY_MS = 1000;
+
+/** The traces URL: the config, else the standard OTLP environment variables, else the OTLP/HTTP default. */
+export function tracesEndpoint(settings: Pick<TracingSettings, 'endpoint'>, env: NodeJS.ProcessEnv): string {
+  if (settings.endpoint !== undefined) return settings.endpoint;
+  const traces = env.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT?.trim();
+  if (traces) return traces;
+  const base = env.OTEL_EXPORTER_OTLP_ENDPOINT?.trim();
+  if (base) return `${base.replace(/\/+$/, '')}/v1/traces`;
+  return 'http://localhost:4318/v1/traces';
+}
+
+/** The span of one call, with what the events before `end` learnt. */
+interface Open {
+  span: Api.Span;
+  rpcCode?: number;
+}
+
+/** Starts tracing the calls answered on `edge`; the packages load in the background (`ready`). */
+export function traceCalls(edge: object, settings: TracingSettings, log: Logger, env: NodeJS.ProcessEnv = process.env): CallTracing {
+  let stopped = false;
+  let stopListening: (() => void) | undefined;
+  let shutdown: (() => Promise<void>) | undefined;
+  const ready = start().catch((err: unknown) => log.error('tracing could not start; calls are served without spans', { err }));
+
+  async function start(): Promise<void> {
+    const [api, base, otlp, resources] = await Promise.all([
+      import('@opentelemetry/api'),
+      import('@opentelemetry/sdk-trace-base'),
+      import('@opentelemetry/exporter-trace-otlp-http'),
+      import('@opentelemetry/resources'),
+    ]);
+    if (stopped) return;
+    const url = tracesEndpoint(settings, env);
+    const exporter = new otlp.OTLPTraceExporter({ url, timeoutMillis: EXPORT_TIMEOUT_MS, concurrencyLimit: 4, ...(settings.headers !== undefined ? { headers: settings.headers } : {}) });
+    const provider = new base.BasicTracerProvider({
+      resource: resources.resourceFromAttributes({ 'service.name': env.OTEL_SERVICE_NAME?.trim() || 'gatehouse', ...settings.resourceAttributes }),
+      sampler: new base.ParentBasedSampler({ root: new base.TraceIdRatioBasedSampler(settings.sampleRatio) }),
+      spanProcessors: [new base.BatchSpanProcessor(exporter, { maxQueueSize: MAX_QUEUE, maxExportBatchSize: MAX_BATCH, scheduledDelayMillis: SCHEDULED_DELAY_MS, exportTimeoutMillis: EXPORT_TIMEOUT_MS })],
+    });
+    // Not registered globally: this gateway's spans only, so two gateways in one process never mix.
+    const tracer = provider.getTracer('gatehouse');
+    const open = new Map<string, Open>();
+
+    const parentOf = (ctx: CallContext): Api.Context => {
+      const trace = ctx.trace;
+      if (!trace) return api.ROOT_CONTEXT;
+      const [, traceId, spanId, flags] = trace.traceparent.split('-');
+      return api.trace.setSpanContext(api.ROOT_CONTEXT, {
+        traceId: traceId!,
+        spanId: spanId!,
+        traceFlags: parseInt(flags!, 16) & 1,
+        isRemote: true,
+        ...(trace.tracestate !== undefined ? { traceState: api.createTraceState(trace.tracestate) } : {}),
+      });
+    };
+
+    const onStart = (e: CallStartEvent): void => {
+      if (e.edge !== edge) return;
+      const ctx = e.ctx;
+      const span = tracer.startSpan(spanName(ctx.method ?? ctx.httpMethod, targetOf(ctx)), { kind: api.SpanKind.SERVER, startTime: ctx.receivedAt, attributes: startAttributes(ctx) }, parentOf(ctx));
+      open.set(e.callId, { span });
+    };
+    const onRefused = (e: CallRefusedEvent): void => {
+      if (e.edge !== edge) return;
+      const entry = open.get(e.callId);
+      if (!entry) return;
+      const rpcCode = (e.refusal as { rpcCode?: unknown }).rpcCode;
+      if (typeof rpcCode === 'number') entry.rpcCode = rpcCode;
+      entry.span.addEvent('gatehouse.refusal', { 'gatehouse.stage': e.stage, 'gatehouse.refusal_code': e.code, ...(e.rule !== undefined ? { 'gatehouse.rule': e.rule } : {}) });
+    };
+    const onUpstream = (e: UpstreamAnswerEvent): void => {
+      if (e.edge !== edge) return;
+      open.get(e.callId)?.span.addEvent('gatehouse.upstream.answer', { 'gatehouse.upstream': e.upstream, 'gatehouse.upstream.answer_kind': e.kind, 'gatehouse.upstream.seconds': e.seconds });
+    };
+    const onAnswer = (e: CallAnswerEvent): void => {
+      if (e.edge !== edge) return;
+      const entry = open.get(e.callId);
+      const code = e.answer.response.error?.code;
+      if (entry && typeof code === 'number') entry.rpcCode = code;
+    };
+    const onEnd = (e: CallEndEvent): void => {
+      if (e.edge !== edge) return;
+      let entry = open.get(e.callId);
+      open.delete(e.callId);
+      if (!entry) {
+        // Refused before the call could be described (front door, auth): a span of its own, with no parent
+        // (the client's trace context is read after auth).
+        const name = spanName(e.method ?? e.httpMethod, e.tool ?? e.prompt);
+        const span = tracer.startSpan(name, { kind: api.SpanKind.SERVER, startTime: Date.now() - e.seconds * 1000, attributes: e.method !== undefined ? { 'mcp.method.name': e.method } : {} }, api.ROOT_CONTEXT);
+        if (e.refusal !== undefined) span.addEvent('gatehouse.refusal', { 'gatehouse.stage': e.stage ?? 'edge', 'gatehouse.refusal_code': e.refusal });
+        entry = { span };
+      }
+      const span = entry.span;
+      const subject = e.ctx?.principal.subject ?? e.subject;
+      const tenant = e.ctx?.principal.tenant;
+      const route = e.ctx?.route;
+      span.setAttributes({
+        'gatehouse.call_id': e.callId,
+        'gatehouse.outcome': e.outcome,
+        'http.response.status_code': e.status,
+        ...(e.era !== undefined ? { 'gatehouse.era': e.era } : {}),
+        ...(subject !== undefined ? { 'enduser.id': subject } : {}),
+        ...(tenant !== undefined ? { 'gatehouse.tenant': tenant } : {}),
+        ...(route !== undefined ? { 'gatehouse.tool_ref': route.ref, 'gatehouse.upstream': route.upstream } : e.upstream !== undefined ? { 'gatehouse.upstream': e.upstream } : {}),
+        ...(e.tool !== undefined ? { 'gen_ai.tool.name': e.tool, 'gen_ai.operation.name': 'execute_tool' } : {}),
+        ...(e.prompt !== undefined ? { 'gen_ai.prompt.name': e.prompt } : {}),
+        ...(e.refusal !== undefined ? { 'gatehouse.refusal_code': e.refusal, 'gatehouse.refusal_stage': e.stage ?? 'edge', ...(e.rule !== undefined ? { 'gatehouse.rule': e.rule } : {}) } : {}),
+        ...(entry.rpcCode !== undefined ? { 'rpc.response.status_code': String(entry.rpcCode), 'rpc.jsonrpc.error_code': entry.rpcCode } : {}),
+        ...(e.ctx?.approvalId !== undefined ? { 'gatehouse.approval_id': e.ctx.approvalId } : {}),
+      });
+      if (e.outcome !== 'ok') {
+        const errorType = e.refusal ?? (entry.rpcCode !== undefined ? String(entry.rpcCode) : e.outcome);
+        span.setAttribute('error.type', errorType);
+        span.setStatus({ code: api.SpanStatusCode.ERROR, message: errorType });
+      }
+      span.end();
+    };
+
+    const stops = [
+      subscribe<CallStartEvent>(channels.start, onStart),
+      subscribe<CallRefusedEvent>(channels.refused, onRefused),
+      subscribe<UpstreamAnswerEvent>(channels.upstream, onUpstream),
+      subscribe<CallAnswerEvent>(channels.answer, onAnswer),
+      subscribe<CallEndEvent>(channels.end, onEnd),
+    ];
+    stopListening = () => {
+      for (const stop of stops) stop();
+      // Calls still open when the gateway stops: end them, so they are exported with the rest.
+      for (const { span } of open.values()) span.end();
+      open.clear();
+    };
+    shutdown = () => provider.shutdown();
+    log.info('tracing on', { endpoint: url, sampleRatio: settings.sampleRatio });
+  }
+
+  return {
+    ready,
+    async stop() {
+      stopped = true;
+      await ready;
+      stopListening?.();
+      if (!shutdown) return;
+      let timer: NodeJS.Timeout | undefined;
+      const timeout = new Promise<void>((resolve) => {
+        timer = setTimeout(resolve, EXPORT_TIMEOUT_MS + 500);
+        timer.unref();
+      });
+      await Promise.race([shutdown().catch((err: unknown) => log.warn('tracing: the last spans could not be exported', { err })), timeout]);
+      clearTimeout(timer);
+    },
+  };
+}
+
+function spanName(method: string, target: string | undefined): string {
+  return target !== undefined ? `${method} ${target}` : method;
+}
+
+/** The low-cardinality target of the span name: the tool or prompt name the client used. */
+function targetOf(ctx: CallContext): string | undefined {
+  if (ctx.method !== 'tools/call' && ctx.method !== 'prompts/get') return undefined;
+  const name = (ctx.message as { params?: { name?: unknown } } | undefined)?.params?.name;
+  return typeof name === 'string' ? name : undefined;
+}
+
+function startAttributes(ctx: CallContext): Api.Attributes {
+  const id = ctx.kind === 'request' ? (ctx.message as { id?: unknown } | undefined)?.id : undefined;
+  return {
+    ...(ctx.method !== undefined ? { 'mcp.method.name': ctx.method } : {}),
+    'mcp.protocol.version': ctx.version,
+    // A digest, not the id: a legacy session id is what a client presents to be served in that session.
+    ...(ctx.sessionId !== undefined ? { 'mcp.session.id': createHash('sha256').update(ctx.sessionId).digest('hex').slice(0, 32) } : {}),
+    ...(typeof id === 'string' || typeof id === 'number' ? { 'jsonrpc.request.id': String(id) } : {}),
+    'network.transport': 'tcp',
+    'network.protocol.name': 'http',
+    'http.request.method': ctx.httpMethod,
+  };
+}

@@ -1,0 +1,272 @@
+// Tracing (issue 18): one SERVER span per MCP request, exported over OTLP/HTTP. The collector here is a
+// real OTLP/HTTP receiver (POST /v1/traces, JSON ExportTraceServiceRequest, as the exporter sends by
+// default); calls go through Gatehouse with a client `traceparent`, to a real MCP upstream.
+
+import { after, before, describe, test } from 'node:test';
+import assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { fileURLToPath, pathToFileURL } from 'node:url';
+import { hashKey } from '../../src/auth/key-hash.js';
+import { tracesEndpoint } from '../../src/tracing/tracing.js';
+import { startCountingUpstream, type CountingUpstream } from '../fixtures/upstreams/counting-writes.js';
+import { startGateway, type TestGateway } from '../helpers/gateway.js';
+import { modernRequest, post } from '../helpers/http.js';
+
+const ALICE = 'gh_alice_0123456789abcdefghijklmnopqrstuv';
+
+interface OtlpValue { stringValue?: string; intValue?: string | number; doubleValue?: number; boolValue?: boolean }
+interface OtlpSpan {
+  traceId: string;
+  spanId: string;
+  parentSpanId?: string;
+  name: string;
+  kind: number;
+  startTimeUnixNano: string;
+  endTimeUnixNano: string;
+  attributes: Array<{ key: string; value: OtlpValue }>;
+  events?: Array<{ name: string; attributes: Array<{ key: string; value: OtlpValue }> }>;
+  status?: { code?: number; message?: string };
+}
+interface Receiver {
+  url: string;
+  requests: number;
+  spans: OtlpSpan[];
+  resources: Array<Array<{ key: string; value: OtlpValue }>>;
+  close(): Promise<void>;
+}
+
+/** A minimal OTLP/HTTP trace receiver: decodes the JSON ExportTraceServiceRequest of every POST /v1/traces. */
+async function startReceiver(): Promise<Receiver> {
+  const receiver: Omit<Receiver, 'url' | 'close'> = { requests: 0, spans: [], resources: [] };
+  const server: Server = createServer((req, res) => {
+    const chunks: Buffer[] = [];
+    req.on('data', (c: Buffer) => chunks.push(c));
+    req.on('end', () => {
+      if (req.method !== 'POST' || req.url !== '/v1/traces') return void res.writeHead(404).end();
+      receiver.requests++;
+      assert.match(String(req.headers['content-type']), /application\/json/);
+      const body = JSON.parse(Buffer.concat(chunks).toString('utf8')) as { resourceSpans: Array<{ resource: { attributes: Array<{ key: string; value: OtlpValue }> }; scopeSpans: Array<{ spans: OtlpSpan[] }> }> };
+      for (const rs of body.resourceSpans) {
+        receiver.resources.push(rs.resource.attributes);
+        for (const ss of rs.scopeSpans) receiver.spans.push(...ss.spans);
+      }
+      res.writeHead(200, { 'content-type': 'application/json' }).end('{}');
+    });
+  });
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+  const { port } = server.address() as AddressInfo;
+  return Object.assign(receiver, {
+    url: `http://127.0.0.1:${port}/v1/traces`,
+    close: () => new Promise<void>((r) => { server.closeAllConnections(); server.close(() => r()); }),
+  }) as Receiver;
+}
+
+function attr(span: OtlpSpan | { attributes: Array<{ key: string; value: OtlpValue }> }, key: string): string | number | boolean | undefined {
+  const v = span.attributes.find((a) => a.key === key)?.value;
+  if (!v) return undefined;
+  return v.stringValue ?? (v.intValue !== undefined ? Number(v.intValue) : undefined) ?? v.doubleValue ?? v.boolValue;
+}
+
+async function waitFor<T>(what: string, probe: () => T | undefined, ms = 8000): Promise<T> {
+  const until = Date.now() + ms;
+  for (;;) {
+    const found = probe();
+    if (found !== undefined) return found;
+    if (Date.now() > until) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 50));
+  }
+}
+
+const hex = (bytes: number): string => [...crypto.getRandomValues(new Uint8Array(bytes))].map((b) => b.toString(16).padStart(2, '0')).join('');
+
+describe('tracing on: spans reach an OTLP/HTTP receiver', () => {
+  let up: CountingUpstream;
+  let receiver: Receiver;
+  let gw: TestGateway;
+  let n = 0;
+  before(async () => {
+    up = await startCountingUpstream('modern');
+    receiver = await startReceiver();
+    gw = await startGateway({
+      upstreams: [{ name: 'up', url: up.url, era: 'modern' }],
+      auth: { anonymous: false, apiKeys: [{ id: 'alice', hash: hashKey(ALICE), tenant: 'acme', scopes: [] }] },
+      policy: { rateLimits: [{ id: 'one-record', per: 'key', tools: ['up/record'], rate: 1, perSeconds: 3600, burst: 1 }] },
+      tracing: { enabled: true, endpoint: receiver.url, resourceAttributes: { 'deployment.environment.name': 'test' } },
+    });
+  });
+  after(async () => {
+    await gw.close();
+    await up.close();
+    await receiver.close();
+  });
+
+  async function call(name: string, args: Record<string, unknown>, traceparent?: string) {
+    const req = modernRequest(++n, 'tools/call', { name, arguments: args });
+    return post(gw.url, req.body, { ...req.headers, authorization: `Bearer ${ALICE}`, ...(traceparent ? { traceparent } : {}) });
+  }
+
+  test('a call is a SERVER span, child of the client span, with the MCP and Gatehouse attributes', async () => {
+    const traceId = hex(16);
+    const clientSpan = hex(8);
+    const res = await call('lookup', { item: 'traced' }, `00-${traceId}-${clientSpan}-01`);
+    assert.equal(res.status, 200);
+    assert.notEqual(res.json().result.isError, true);
+    const span = await waitFor('the lookup span', () => receiver.spans.find((s) => s.traceId === traceId));
+    assert.equal(span.name, 'tools/call lookup');
+    assert.equal(span.kind, 2, 'SPAN_KIND_SERVER');
+    assert.equal(span.parentSpanId, clientSpan);
+    assert.notEqual(span.spanId, clientSpan);
+    assert.equal(attr(span, 'mcp.method.name'), 'tools/call');
+    assert.equal(attr(span, 'mcp.protocol.version'), '2026-07-28');
+    assert.equal(attr(span, 'jsonrpc.request.id'), String(n));
+    assert.equal(attr(span, 'gen_ai.tool.name'), 'lookup');
+    assert.equal(attr(span, 'gen_ai.operation.name'), 'execute_tool');
+    assert.equal(attr(span, 'gatehouse.tool_ref'), 'up/lookup');
+    assert.equal(attr(span, 'gatehouse.upstream'), 'up');
+    assert.equal(attr(span, 'enduser.id'), 'key:alice');
+    assert.equal(attr(span, 'gatehouse.tenant'), 'acme');
+    assert.equal(attr(span, 'gatehouse.outcome'), 'ok');
+    assert.equal(attr(span, 'gatehouse.refusal_code'), undefined);
+    assert.notEqual(span.status?.code, 2, 'not an error');
+    assert.ok(span.events?.some((e) => e.name === 'gatehouse.upstream.answer' && attr(e, 'gatehouse.upstream') === 'up'), 'the upstream answer is an event');
+    assert.ok(BigInt(span.endTimeUnixNano) > BigInt(span.startTimeUnixNano));
+    // Never a credential in a span.
+    assert.ok(!JSON.stringify(span).includes(ALICE));
+    // The resource names the service and carries the configured attributes.
+    const resource = receiver.resources[0]!;
+    assert.equal(attr({ attributes: resource }, 'service.name'), 'gatehouse');
+    assert.equal(attr({ attributes: resource }, 'deployment.environment.name'), 'test');
+    // No CLIENT span yet: the upstream receives the client's own context.
+    assert.ok(up.received.some((b) => b.includes(`00-${traceId}-${clientSpan}-01`)), 'the upstream got the client trace context');
+  });
+
+  test('a refused call carries its refusal code, as an attribute and as a span event; its status is ERROR', async () => {
+    const traceId = hex(16);
+    const clientSpan = hex(8);
+    assert.notEqual((await call('record', { item: 'first' })).json().result.isError, true);
+    const refused = await call('record', { item: 'second' }, `00-${traceId}-${clientSpan}-01`);
+    assert.equal(refused.json().result.structuredContent.error.code, 'rate_limited');
+    const span = await waitFor('the refused span', () => receiver.spans.find((s) => s.traceId === traceId));
+    assert.equal(span.name, 'tools/call record');
+    assert.equal(span.parentSpanId, clientSpan);
+    assert.equal(attr(span, 'gatehouse.outcome'), 'refused');
+    assert.equal(attr(span, 'gatehouse.refusal_code'), 'rate_limited');
+    assert.equal(attr(span, 'gatehouse.rule'), 'one-record');
+    assert.equal(attr(span, 'error.type'), 'rate_limited');
+    assert.equal(span.status?.code, 2, 'STATUS_CODE_ERROR');
+    const event = span.events?.find((e) => e.name === 'gatehouse.refusal');
+    assert.ok(event, 'a refusal event');
+    assert.equal(attr(event, 'gatehouse.refusal_code'), 'rate_limited');
+    assert.ok(typeof attr(event, 'gatehouse.stage') === 'string');
+  });
+
+  test('a request refused by auth is a root span with its refusal code', async () => {
+    const req = modernRequest(++n, 'tools/call', { name: 'lookup', arguments: { item: 'x' } });
+    const res = await post(gw.url, req.body, { ...req.headers, authorization: 'Bearer gh_nobody_0123456789abcdefghijklmnopqrs' });
+    assert.equal(res.status, 401);
+    const span = await waitFor('the auth span', () => receiver.spans.find((s) => attr(s, 'gatehouse.refusal_stage') === 'auth'));
+    assert.equal(attr(span, 'gatehouse.outcome'), 'refused');
+    assert.equal(typeof attr(span, 'gatehouse.refusal_code'), 'string');
+    assert.equal(attr(span, 'enduser.id'), undefined);
+    assert.equal(span.status?.code, 2);
+  });
+
+  test('without a client trace context, a call is a root span', async () => {
+    const before = receiver.spans.length;
+    await call('lookup', { item: 'root' });
+    const span = await waitFor('a root span', () => receiver.spans.slice(before).find((s) => s.name === 'tools/call lookup'));
+    assert.ok(!span.parentSpanId, 'no parent');
+  });
+});
+
+describe('a collector that is down', () => {
+  let up: CountingUpstream;
+  let gw: TestGateway;
+  let closedPort: number;
+  before(async () => {
+    up = await startCountingUpstream('modern');
+    // A port that was just free and is closed now: connections are refused.
+    const probe = createServer();
+    await new Promise<void>((r) => probe.listen(0, '127.0.0.1', r));
+    closedPort = (probe.address() as AddressInfo).port;
+    await new Promise<void>((r) => probe.close(() => r()));
+    gw = await startGateway({ upstreams: [{ name: 'up', url: up.url, era: 'modern' }], tracing: { enabled: true, endpoint: `http://127.0.0.1:${closedPort}/v1/traces` } });
+  });
+  after(async () => {
+    await up.close();
+  });
+
+  test('never fails or slows a call, and the gateway still closes promptly', async () => {
+    const started = performance.now();
+    const results = await Promise.all(Array.from({ length: 50 }, (_, i) => {
+      const req = modernRequest(i + 1, 'tools/call', { name: 'lookup', arguments: { item: `down-${i}` } });
+      return post(gw.url, req.body, { ...req.headers, traceparent: `00-${hex(16)}-${hex(8)}-01` });
+    }));
+    assert.deepEqual(results.map((r) => r.status), Array(50).fill(200));
+    assert.ok(results.every((r) => r.json().result.isError !== true));
+    // Sequential calls after the first export attempts failed: still quick.
+    await new Promise((r) => setTimeout(r, 1200));
+    const t0 = performance.now();
+    for (let i = 0; i < 10; i++) {
+      const req = modernRequest(100 + i, 'tools/call', { name: 'lookup', arguments: { item: `after-${i}` } });
+      assert.equal((await post(gw.url, req.body, req.headers)).status, 200);
+    }
+    assert.ok(performance.now() - t0 < 2000, `10 calls took ${Math.round(performance.now() - t0)} ms`);
+    assert.ok(performance.now() - started < 10_000);
+    const c0 = performance.now();
+    await gw.close();
+    assert.ok(performance.now() - c0 < 7000, `close took ${Math.round(performance.now() - c0)} ms`);
+  });
+});
+
+describe('tracing off', () => {
+  test('no exporter request and no OpenTelemetry SDK or exporter module loaded, even with OTEL_* variables set', async () => {
+    const receiver = await startReceiver();
+    try {
+      const root = fileURLToPath(new URL('../../', import.meta.url));
+      const script = `
+        import { createRequire } from 'node:module';
+        const { startGateway } = await import(${JSON.stringify(pathToFileURL(`${root}test/helpers/gateway.ts`).href)});
+        const { startCountingUpstream } = await import(${JSON.stringify(pathToFileURL(`${root}test/fixtures/upstreams/counting-writes.ts`).href)});
+        const { modernRequest, post } = await import(${JSON.stringify(pathToFileURL(`${root}test/helpers/http.ts`).href)});
+        const up = await startCountingUpstream('modern');
+        const gw = await startGateway({ upstreams: [{ name: 'up', url: up.url, era: 'modern' }] });
+        const req = modernRequest(1, 'tools/call', { name: 'lookup', arguments: { item: 'untraced' } });
+        const res = await post(gw.url, req.body, { ...req.headers, traceparent: '00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01' });
+        await gw.close();
+        await up.close();
+        // prom-client (always loaded) loads @opentelemetry/api for its exemplars; the SDK and the exporter are ours.
+        const otel = Object.keys(createRequire(import.meta.url).cache).filter((f) => f.includes('@opentelemetry') && !f.includes('/@opentelemetry/api/'));
+        process.stdout.write(JSON.stringify({ status: res.status, otel }));
+      `;
+      const child = spawn(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', script], {
+        cwd: root,
+        env: { ...process.env, OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: receiver.url, OTEL_EXPORTER_OTLP_ENDPOINT: receiver.url.replace('/v1/traces', ''), OTEL_SERVICE_NAME: 'off' },
+        stdio: ['ignore', 'pipe', 'inherit'],
+      });
+      let out = '';
+      child.stdout.on('data', (c: Buffer) => (out += c.toString()));
+      const code = await new Promise<number | null>((r) => child.on('exit', r));
+      assert.equal(code, 0);
+      const result = JSON.parse(out) as { status: number; otel: string[] };
+      assert.equal(result.status, 200);
+      assert.deepEqual(result.otel, [], 'no @opentelemetry SDK module was loaded');
+      await new Promise((r) => setTimeout(r, 300));
+      assert.equal(receiver.requests, 0);
+    } finally {
+      await receiver.close();
+    }
+  });
+});
+
+describe('the endpoint', () => {
+  test('config first, then OTEL_EXPORTER_OTLP_TRACES_ENDPOINT, then OTEL_EXPORTER_OTLP_ENDPOINT + /v1/traces, then the default', () => {
+    const env = { OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: 'http://traces:4318/custom', OTEL_EXPORTER_OTLP_ENDPOINT: 'http://base:4318/' };
+    assert.equal(tracesEndpoint({ endpoint: 'http://cfg:4318/v1/traces' }, env), 'http://cfg:4318/v1/traces');
+    assert.equal(tracesEndpoint({}, env), 'http://traces:4318/custom');
+    assert.equal(tracesEndpoint({}, { OTEL_EXPORTER_OTLP_ENDPOINT: 'http://base:4318/' }), 'http://base:4318/v1/traces');
+    assert.equal(tracesEndpoint({}, {}), 'http://localhost:4318/v1/traces');
+  });
+});
