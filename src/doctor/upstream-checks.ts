@@ -13,7 +13,8 @@ import { META_CLIENT_CAPABILITIES, META_PROTOCOL_VERSION } from '../protocol/met
 import { MODERN_VERSIONS } from '../protocol/versions.js';
 import { ModernClientBridge } from '../upstream/bridge-modern-client.js';
 import { upstreamCredentials } from '../upstream/credentials.js';
-import { probeUpstream } from '../upstream/era-probe.js';
+import { NoHandshakeError, probeUpstream } from '../upstream/era-probe.js';
+import { sseSessions } from '../upstream/sse-upstream.js';
 import { MessageClient } from '../upstream/message-client.js';
 import { modernFaceOf } from '../upstream/modern-face.js';
 import { StdioMessages } from '../upstream/stdio-messages.js';
@@ -26,6 +27,8 @@ export interface UpstreamInspection {
   config: UpstreamConfig;
   /** The URL, or the command line, as it may be printed. */
   where: string;
+  /** How it was reached: a child process, Streamable HTTP, or the HTTP+SSE transport of 2024-11-05. */
+  transport: 'stdio' | 'streamableHttp' | 'sse';
   profile?: UpstreamProfile;
   serverInfo?: unknown;
   /** Undefined when the server has no tools capability. */
@@ -38,13 +41,22 @@ const MAX_PAGES = 50;
 const RETRY_MS = 500;
 
 export async function inspectUpstream(config: UpstreamConfig, inputTimeoutMs: number, limits: CheckLimits, log: Logger): Promise<UpstreamInspection> {
-  const link = connect(config, limits.timeoutMs, log);
-  const seen: UpstreamInspection = { config, where: link.where };
+  let link = connect(config, limits.timeoutMs, log, !isStdioUpstream(config) && config.transport === 'sse');
+  const seen: UpstreamInspection = { config, where: link.where, transport: link.transport };
   const bridges: ModernClientBridge[] = [];
   const work = async (): Promise<void> => {
     // The probe the gateway runs with era: auto: its verdict is the truth a pin is measured against.
     try {
-      seen.profile = await probeWaiting(link.messages, limits.waitMs);
+      try {
+        seen.profile = await probeWaiting(link.messages, limits.waitMs);
+      } catch (err) {
+        // transport: auto, as the gateway does it: no Streamable HTTP handshake, so maybe an HTTP+SSE server.
+        if (!(err instanceof NoHandshakeError && err.maybeSse && !isStdioUpstream(config) && config.transport === 'auto')) throw err;
+        await link.close();
+        link = connect(config, limits.timeoutMs, log, true);
+        seen.transport = link.transport;
+        seen.profile = await probeWaiting(link.messages, limits.waitMs);
+      }
     } catch (err) {
       const code = err instanceof GatewayError ? err.code : undefined;
       const stage = code === 'GW_ERR_UPSTREAM_BAD_RESPONSE' ? 'era' : 'reach';
@@ -80,15 +92,30 @@ export async function inspectUpstream(config: UpstreamConfig, inputTimeoutMs: nu
 interface Link {
   messages: UpstreamMessages;
   http: boolean;
+  transport: UpstreamInspection['transport'];
   where: string;
   close(): Promise<void>;
 }
 
 /** The same message clients the gateway builds, with time limits no longer than the check's. */
-function connect(config: UpstreamConfig, timeoutMs: number, log: Logger): Link {
+function connect(config: UpstreamConfig, timeoutMs: number, log: Logger, sse: boolean): Link {
   if (isStdioUpstream(config)) {
     const messages = new StdioMessages({ ...config, timeouts: { requestMs: Math.min(config.timeouts.requestMs, timeoutMs) } }, log);
-    return { messages, http: false, where: config.command.join(' '), close: () => messages.close().catch(() => {}) };
+    return { messages, http: false, transport: 'stdio', where: config.command.join(' '), close: () => messages.close().catch(() => {}) };
+  }
+  if (sse) {
+    const sessions = sseSessions({ ...config, timeouts: { ...config.timeouts, connectMs: Math.min(config.timeouts.connectMs, timeoutMs), headersMs: Math.min(config.timeouts.headersMs, timeoutMs) } }, log);
+    const messages = new StdioMessages(sessions.config, log, undefined, { channel: sessions.channel });
+    return {
+      messages,
+      http: false,
+      transport: 'sse',
+      where: printableUrl(config.url),
+      close: async () => {
+        await messages.close().catch(() => {});
+        sessions.close();
+      },
+    };
   }
   const url = new URL(config.url);
   const pool = new Pool(url.origin, {
@@ -102,6 +129,7 @@ function connect(config: UpstreamConfig, timeoutMs: number, log: Logger): Link {
   return {
     messages,
     http: true,
+    transport: 'streamableHttp',
     where: printableUrl(config.url),
     close: async () => {
       credentials.close();

@@ -75,7 +75,8 @@ function reachAndEra(s: UpstreamInspection, index: number): Finding[] {
     return [finding(`upstream ${name}`, 'fail', detail, hint, { reachable: false })];
   }
   const server = describeServer(s.serverInfo);
-  const reach = finding(`upstream ${name}`, 'ok', `${stdio ? `"${s.where}" starts and answers` : `answers at ${s.where}`}${server}`, undefined, { reachable: true });
+  const over = s.transport === 'sse' ? ' over HTTP+SSE (2024-11-05)' : s.transport === 'streamableHttp' ? ' over Streamable HTTP' : '';
+  const reach = finding(`upstream ${name}`, 'ok', `${stdio ? `"${s.where}" starts and answers` : `answers at ${s.where}${over}`}${server}`, undefined, { reachable: true, transport: s.transport });
   if (s.profile === undefined) {
     const refused = /\(HTTP 40[13]\)/.test(failure?.message ?? '');
     let hint = `is ${at}.url the server's MCP endpoint (often …/mcp)?`;

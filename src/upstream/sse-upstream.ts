@@ -16,8 +16,13 @@ const MAX_SESSIONS = 32;
 const RESTART = { attempts: 6, firstDelayMs: 250 } as const;
 
 export function createSseUpstream(config: HttpUpstreamConfig, limits: { max: number; idleTimeoutMs: number; inputTimeoutMs: number }, log: Logger, observe?: (seconds: number) => void): StdioUpstream {
-  const upstreamLog = log.child({ upstream: config.name });
-  const credentials = upstreamCredentials(config, upstreamLog);
+  const sessions = sseSessions(config, log.child({ upstream: config.name }), observe);
+  return new StdioUpstream(sessions.config, limits, log, observe, { transport: 'sse', channel: sessions.channel });
+}
+
+/** What the stdio session machinery needs to hold sessions with an SSE server: its settings, and a channel per session. */
+export function sseSessions(config: HttpUpstreamConfig, log: Logger, observe?: (seconds: number) => void): { config: StdioUpstreamConfig; channel: () => SseChannel; close(): void } {
+  const credentials = upstreamCredentials(config, log);
   // The stdio machinery reads these; `command` only names the server in logs.
   const asSessions: StdioUpstreamConfig = {
     name: config.name,
@@ -32,6 +37,6 @@ export function createSseUpstream(config: HttpUpstreamConfig, limits: { max: num
     restart: { ...RESTART },
   };
   const channel = (): SseChannel =>
-    new SseChannel({ upstream: config.name, url: config.url, credentials, connectTimeoutMs: Math.max(config.timeouts.connectMs, 5_000), requestTimeoutMs: config.timeouts.headersMs, ...(observe ? { observe } : {}) }, upstreamLog);
-  return new StdioUpstream(asSessions, limits, log, observe, { transport: 'sse', channel });
+    new SseChannel({ upstream: config.name, url: config.url, credentials, connectTimeoutMs: Math.max(config.timeouts.connectMs, 5_000), requestTimeoutMs: config.timeouts.headersMs, ...(observe ? { observe } : {}) }, log);
+  return { config: asSessions, channel, close: () => credentials.close() };
 }

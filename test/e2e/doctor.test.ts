@@ -105,7 +105,7 @@ describe('a deployment that can run (warnings only): exit 0', () => {
     assert.equal(row(report, 'config').verdict, 'ok');
 
     assert.equal(row(report, 'upstream modern').verdict, 'ok');
-    assert.match(row(report, 'upstream modern').detail, /answers at http:\/\/127\.0\.0\.1:\d+\/mcp \(server "counting-writes" 1\.0\.0\)/);
+    assert.match(row(report, 'upstream modern').detail, /answers at http:\/\/127\.0\.0\.1:\d+\/mcp over Streamable HTTP \(server "counting-writes" 1\.0\.0\)/);
     const modernEra = row(report, 'upstream modern: era');
     assert.equal(modernEra.verdict, 'ok');
     assert.deepEqual({ era: modernEra.data?.['era'], version: modernEra.data?.['version'], pinned: modernEra.data?.['pinned'] }, { era: 'modern', version: '2026-07-28', pinned: 'auto' });
@@ -311,5 +311,36 @@ describe('stdio upstreams', () => {
     assert.equal(missing.verdict, 'fail');
     assert.match(missing.detail, /ENOENT/);
     assert.match(missing.hint ?? '', /upstreams\[1\]\.command runs on its own/);
+  });
+});
+
+describe('HTTP+SSE upstreams (issue 16 item 5)', () => {
+  test('the transport is reported: detected under transport: auto, or named; Streamable HTTP says so too', async () => {
+    const { startEverythingSse } = await import('../fixtures/upstreams/everything-http.js');
+    const sse = await startEverythingSse();
+    try {
+      const file = writeConfig('sse', {
+        listen: { port: 0 },
+        auth: { anonymous: true },
+        store: { path: join(dir, 'sse.db') },
+        upstreams: [
+          { name: 'detected', url: sse.url },
+          { name: 'named', url: sse.url, transport: 'sse' },
+          { name: 'streamable', url: modern.url },
+        ],
+      });
+      const { code, report } = await doctor(file, '--skip', 'ports');
+      assert.equal(code, 0, JSON.stringify(report.checks.filter((c) => c.verdict === 'fail')));
+      for (const name of ['detected', 'named']) {
+        const reach = row(report, `upstream ${name}`);
+        assert.match(reach.detail, /over HTTP\+SSE \(2024-11-05\)/);
+        assert.equal(reach.data?.['transport'], 'sse');
+        assert.equal(row(report, `upstream ${name}: era`).data?.['era'], 'legacy');
+        assert.equal(row(report, `upstream ${name}: tools`).verdict, 'ok');
+      }
+      assert.match(row(report, 'upstream streamable').detail, /over Streamable HTTP/);
+    } finally {
+      await sse.close();
+    }
   });
 });
