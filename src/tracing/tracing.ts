@@ -9,6 +9,8 @@
 // `gen_ai.operation.name`, `rpc.response.status_code` (the JSON-RPC error code, as a string), `error.type`;
 // plus `rpc.jsonrpc.error_code` (the older RPC convention, as a number) and Gatehouse's own `gatehouse.*`.
 //
+// Each stage's refusal is a span event; the wait on the upstream is a child span.
+//
 // Bounded cost: the BatchSpanProcessor holds at most `MAX_QUEUE` finished spans and drops the rest, the
 // exporter sends at most a few requests at a time with a timeout, and nothing a call waits for touches the
 // network; a collector that is down costs at most the queue.
@@ -108,9 +110,17 @@ export function traceCalls(edge: object, settings: TracingSettings, log: Logger,
       if (typeof rpcCode === 'number') entry.rpcCode = rpcCode;
       entry.span.addEvent('gatehouse.refusal', { 'gatehouse.stage': e.stage, 'gatehouse.refusal_code': e.code, ...(e.rule !== undefined ? { 'gatehouse.rule': e.rule } : {}) });
     };
+    // The wait on the upstream, as a child span: from the call entering the upstream stage until the adapter
+    // answered (headers in, or a stream started). INTERNAL, not CLIENT: the upstream receives the client's
+    // own trace context, not this span's.
     const onUpstream = (e: UpstreamAnswerEvent): void => {
       if (e.edge !== edge) return;
-      open.get(e.callId)?.span.addEvent('gatehouse.upstream.answer', { 'gatehouse.upstream': e.upstream, 'gatehouse.upstream.answer_kind': e.kind, 'gatehouse.upstream.seconds': e.seconds });
+      const entry = open.get(e.callId);
+      if (!entry) return;
+      const now = performance.now();
+      tracer
+        .startSpan(`upstream ${e.upstream}`, { kind: api.SpanKind.INTERNAL, startTime: now - e.seconds * 1000, attributes: { 'gatehouse.upstream': e.upstream, 'gatehouse.upstream.answer_kind': e.kind } }, api.trace.setSpan(api.ROOT_CONTEXT, entry.span))
+        .end(now);
     };
     const onAnswer = (e: CallAnswerEvent): void => {
       if (e.edge !== edge) return;

@@ -113,7 +113,7 @@ describe('tracing on: spans reach an OTLP/HTTP receiver', () => {
     const res = await call('lookup', { item: 'traced' }, `00-${traceId}-${clientSpan}-01`);
     assert.equal(res.status, 200);
     assert.notEqual(res.json().result.isError, true);
-    const span = await waitFor('the lookup span', () => receiver.spans.find((s) => s.traceId === traceId));
+    const span = await waitFor('the lookup span', () => receiver.spans.find((s) => s.traceId === traceId && s.parentSpanId === clientSpan));
     assert.equal(span.name, 'tools/call lookup');
     assert.equal(span.kind, 2, 'SPAN_KIND_SERVER');
     assert.equal(span.parentSpanId, clientSpan);
@@ -130,7 +130,12 @@ describe('tracing on: spans reach an OTLP/HTTP receiver', () => {
     assert.equal(attr(span, 'gatehouse.outcome'), 'ok');
     assert.equal(attr(span, 'gatehouse.refusal_code'), undefined);
     assert.notEqual(span.status?.code, 2, 'not an error');
-    assert.ok(span.events?.some((e) => e.name === 'gatehouse.upstream.answer' && attr(e, 'gatehouse.upstream') === 'up'), 'the upstream answer is an event');
+    // The wait on the upstream is a child span, inside the call's.
+    const wait = await waitFor('the upstream span', () => receiver.spans.find((s) => s.traceId === traceId && s.parentSpanId === span.spanId));
+    assert.equal(wait.name, 'upstream up');
+    assert.equal(wait.kind, 1, 'SPAN_KIND_INTERNAL');
+    assert.equal(attr(wait, 'gatehouse.upstream'), 'up');
+    assert.ok(BigInt(wait.startTimeUnixNano) >= BigInt(span.startTimeUnixNano) && BigInt(wait.endTimeUnixNano) <= BigInt(span.endTimeUnixNano), 'inside the call span');
     assert.ok(BigInt(span.endTimeUnixNano) > BigInt(span.startTimeUnixNano));
     // Never a credential in a span.
     assert.ok(!JSON.stringify(span).includes(ALICE));
@@ -148,7 +153,7 @@ describe('tracing on: spans reach an OTLP/HTTP receiver', () => {
     assert.notEqual((await call('record', { item: 'first' })).json().result.isError, true);
     const refused = await call('record', { item: 'second' }, `00-${traceId}-${clientSpan}-01`);
     assert.equal(refused.json().result.structuredContent.error.code, 'rate_limited');
-    const span = await waitFor('the refused span', () => receiver.spans.find((s) => s.traceId === traceId));
+    const span = await waitFor('the refused span', () => receiver.spans.find((s) => s.traceId === traceId && s.parentSpanId === clientSpan));
     assert.equal(span.name, 'tools/call record');
     assert.equal(span.parentSpanId, clientSpan);
     assert.equal(attr(span, 'gatehouse.outcome'), 'refused');
@@ -160,6 +165,7 @@ describe('tracing on: spans reach an OTLP/HTTP receiver', () => {
     assert.ok(event, 'a refusal event');
     assert.equal(attr(event, 'gatehouse.refusal_code'), 'rate_limited');
     assert.ok(typeof attr(event, 'gatehouse.stage') === 'string');
+    assert.ok(!receiver.spans.some((s) => s.parentSpanId === span.spanId), 'a call refused before the upstream has no upstream span');
   });
 
   test('a request refused by auth is a root span with its refusal code', async () => {
