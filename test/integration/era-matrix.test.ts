@@ -18,7 +18,7 @@
 
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { startEverythingHttp, type EverythingHttp } from '../fixtures/upstreams/everything-http.js';
+import { startEverythingHttp, startEverythingSse, type EverythingHttp } from '../fixtures/upstreams/everything-http.js';
 import { startModernMatrixServer, type ModernMatrixServer } from '../fixtures/upstreams/modern-matrix-server.js';
 import { startGateway, type TestGateway } from '../helpers/gateway.js';
 import { COMMON_TOOLS, createCellRunner, OPERATIONS, type MatrixUpstream } from '../helpers/matrix-cells.js';
@@ -32,10 +32,12 @@ const TEST_TIMEOUT_MS = 30_000;
 // ---- processes and servers ---------------------------------------------------------------------------
 
 let everything: EverythingHttp | undefined;
+let everythingSse: EverythingHttp | undefined;
 let modern: ModernMatrixServer | undefined;
 let dualEra: ModernMatrixServer | undefined;
 let gwLegacy: TestGateway | undefined;
 let gwModern: TestGateway | undefined;
+let gwSse: TestGateway | undefined;
 
 before(async () => {
   everything = await startEverythingHttp();
@@ -43,6 +45,9 @@ before(async () => {
   dualEra = await startModernMatrixServer({ legacy: 'sessions' });
   gwLegacy = await startGateway({ upstreams: [{ name: 'everything', url: everything.url }] });
   gwModern = await startGateway({ upstreams: [{ name: 'modern', url: modern.url }] });
+  // The HTTP+SSE column (issue 16): server-everything in its 2024-11-05 SSE mode, found by transport: auto.
+  everythingSse = await startEverythingSse();
+  gwSse = await startGateway({ upstreams: [{ name: 'everything', url: everythingSse.url }] });
 });
 
 after(async () => {
@@ -50,6 +55,8 @@ after(async () => {
   // is a child process and its close() kills it by PID and waits for the exit.
   await gwLegacy?.close();
   await gwModern?.close();
+  await gwSse?.close();
+  await everythingSse?.close();
   await dualEra?.close();
   await modern?.close();
   await everything?.close();
@@ -62,7 +69,7 @@ function must<T>(value: T | undefined, what: string): T {
 
 // ---- the upstream axis -------------------------------------------------------------------------------
 
-type UpstreamKey = 'legacy' | 'modern';
+type UpstreamKey = 'legacy' | 'modern' | 'sse';
 
 interface UpstreamSpec extends MatrixUpstream {
   key: UpstreamKey;
@@ -86,6 +93,14 @@ const UPSTREAMS: readonly UpstreamSpec[] = [
     directUrl: () => must(modern, 'modern fixture').url,
     gatewayUrl: () => must(gwModern, 'gateway (modern upstream)').url,
     marker: 'modern-fixture-marker',
+  },
+  {
+    // 2025-11-25 basic/transports.mdx §Backwards Compatibility: the HTTP+SSE transport of 2024-11-05.
+    key: 'sse',
+    label: 'HTTP+SSE upstream',
+    directUrl: () => must(everythingSse, 'server-everything (SSE)').url,
+    gatewayUrl: () => must(gwSse, 'gateway (SSE upstream)').url,
+    marker: 'get-sum',
   },
 ];
 
@@ -148,7 +163,7 @@ interface ControlExpectation {
   why: string;
 }
 
-const CONTROL: Record<ClientKind, Record<UpstreamKey, ControlExpectation>> = {
+const CONTROL: Record<ClientKind, Record<Exclude<UpstreamKey, 'sse'>, ControlExpectation>> = {
   'v1-legacy-client': {
     legacy: { outcome: 'works', era: 'legacy', why: 'Legacy ↔ Legacy works' },
     // Legacy → Modern fails: the modern-only endpoint rejects `initialize` with 400; it SHOULD name the
@@ -166,8 +181,9 @@ const CONTROL: Record<ClientKind, Record<UpstreamKey, ControlExpectation>> = {
   },
 };
 
+// The SSE upstream has no control row: none of these Streamable HTTP clients can speak to it directly.
 for (const kind of CLIENT_KINDS) {
-  for (const upstream of UPSTREAMS) {
+  for (const upstream of UPSTREAMS.filter((u): u is UpstreamSpec & { key: 'legacy' | 'modern' } => u.key !== 'sse')) {
     const expected = CONTROL[kind][upstream.key];
     test(`control (no gateway): ${kind} → ${upstream.label}: tools/list ${expected.outcome} (${expected.why})`, { timeout: TEST_TIMEOUT_MS }, async () => {
       if (expected.outcome === 'works') {
