@@ -10,7 +10,7 @@ import {
   describeError,
   describeWire,
   textOf,
-  type ClientKind,
+  type AnyClientKind,
   type ElicitAnswer,
   type MatrixClient,
   type ProgressEvent,
@@ -94,7 +94,7 @@ export const OPERATIONS: readonly OperationSpec[] = [
  * Runs one cell. `url` is the endpoint the client connects to; given as a function, it is read inside the
  * cell, so an upstream that did not start fails the cell with the same diagnostics as a failed connect.
  */
-export type CellRunner = (kind: ClientKind, url: string | (() => string), upstream: MatrixUpstream, op: OperationSpec) => Promise<void>;
+export type CellRunner = (kind: AnyClientKind, url: string | (() => string), upstream: MatrixUpstream, op: OperationSpec) => Promise<void>;
 
 /**
  * A cell runner whose cells are tagged `<tagPrefix>-1`, `<tagPrefix>-2`, … and whose connects and requests

@@ -7,16 +7,21 @@
 //   v2-auto-client   — the same v2 client with `mode: 'auto'`: probes with `server/discover`, stays modern on
 //                      modern evidence, otherwise falls back to a plain 2025 `initialize` on the same
 //                      transport.
+//   v1-sse-client    — the v1 Client + SSEClientTransport: the HTTP+SSE transport of 2024-11-05 (a GET stream
+//                      and POSTs to the endpoint it names); not in CLIENT_KINDS, its URL is a gateway's ssePath.
 // Every client declares the elicitation capability (server-everything registers its elicitation tool only
 // for such clients, and a modern server may only ask for input types the request declared).
 
 import { Client as V2Client, StreamableHTTPClientTransport as V2Transport } from '@modelcontextprotocol/client';
 import { Client as V1Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { SSEClientTransport } from '@modelcontextprotocol/sdk/client/sse.js';
 import { StreamableHTTPClientTransport as V1Transport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { ElicitRequestSchema } from '@modelcontextprotocol/sdk/types.js';
 
 export type ClientKind = 'v1-legacy-client' | 'v2-pinned-client' | 'v2-auto-client';
 export const CLIENT_KINDS: readonly ClientKind[] = ['v1-legacy-client', 'v2-pinned-client', 'v2-auto-client'];
+/** Every client kind, the SSE one included. */
+export type AnyClientKind = ClientKind | 'v1-sse-client';
 
 export const MODERN_VERSION = '2026-07-28';
 
@@ -57,7 +62,7 @@ export interface WireRecord {
 }
 
 export interface MatrixClient {
-  kind: ClientKind;
+  kind: AnyClientKind;
   /** 'modern' | 'legacy' as the client decided (v1 is always legacy). */
   era(): string | undefined;
   listToolNames(): Promise<string[]>;
@@ -118,10 +123,10 @@ function asToolResult(result: unknown): ToolResult {
   };
 }
 
-async function connectV1(url: string, opts: Required<ConnectOptions>): Promise<MatrixClient> {
+async function connectV1(url: string, opts: Required<ConnectOptions>, sse = false): Promise<MatrixClient> {
   const wire = opts.wire;
   const elicitations: SeenElicitation[] = [];
-  const transport = new V1Transport(new URL(url), { fetch: recordingFetch(wire) });
+  const transport = sse ? new SSEClientTransport(new URL(url), { fetch: recordingFetch(wire) }) : new V1Transport(new URL(url), { fetch: recordingFetch(wire) });
   const client = new V1Client({ name: 'gatehouse-era-matrix-v1', version: '1.0.0' }, { capabilities: { elicitation: {} } });
   client.setRequestHandler(ElicitRequestSchema, async (req) => {
     elicitations.push({ message: req.params.message, requestedSchema: 'requestedSchema' in req.params ? req.params.requestedSchema : undefined });
@@ -134,7 +139,7 @@ async function connectV1(url: string, opts: Required<ConnectOptions>): Promise<M
     throw err;
   }
   return {
-    kind: 'v1-legacy-client',
+    kind: sse ? 'v1-sse-client' : 'v1-legacy-client',
     era: () => 'legacy',
     async listToolNames() {
       const { tools } = await client.listTools(undefined, { timeout: opts.timeoutMs });
@@ -207,12 +212,13 @@ async function connectV2(kind: 'v2-pinned-client' | 'v2-auto-client', url: strin
 }
 
 /** Connects a client of the given kind to `url`; rejects with the client's own error when it cannot. */
-export function connectClient(kind: ClientKind, url: string, options: ConnectOptions = {}): Promise<MatrixClient> {
+export function connectClient(kind: AnyClientKind, url: string, options: ConnectOptions = {}): Promise<MatrixClient> {
   const opts: Required<ConnectOptions> = {
     elicitAnswer: options.elicitAnswer ?? { action: 'cancel' },
     timeoutMs: options.timeoutMs ?? 10_000,
     wire: options.wire ?? [],
   };
+  if (kind === 'v1-sse-client') return connectV1(url, opts, true);
   return kind === 'v1-legacy-client' ? connectV1(url, opts) : connectV2(kind, url, opts);
 }
 

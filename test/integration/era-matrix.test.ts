@@ -43,11 +43,12 @@ before(async () => {
   everything = await startEverythingHttp();
   modern = await startModernMatrixServer({ legacy: 'reject' });
   dualEra = await startModernMatrixServer({ legacy: 'sessions' });
-  gwLegacy = await startGateway({ upstreams: [{ name: 'everything', url: everything.url }] });
-  gwModern = await startGateway({ upstreams: [{ name: 'modern', url: modern.url }] });
+  // Each gateway also takes clients of the HTTP+SSE transport on /sse (the SSE client row).
+  gwLegacy = await startGateway({ upstreams: [{ name: 'everything', url: everything.url }], listen: { ssePath: '/sse' } });
+  gwModern = await startGateway({ upstreams: [{ name: 'modern', url: modern.url }], listen: { ssePath: '/sse' } });
   // The HTTP+SSE column (issue 16): server-everything in its 2024-11-05 SSE mode, found by transport: auto.
   everythingSse = await startEverythingSse();
-  gwSse = await startGateway({ upstreams: [{ name: 'everything', url: everythingSse.url }] });
+  gwSse = await startGateway({ upstreams: [{ name: 'everything', url: everythingSse.url }], listen: { ssePath: '/sse' } });
 });
 
 after(async () => {
@@ -148,6 +149,14 @@ for (const kind of CLIENT_KINDS) {
     for (const op of OPERATIONS) {
       test(`${kind} → ${upstream.label}: ${op.label}`, { timeout: TEST_TIMEOUT_MS }, () => runCell(kind, upstream.gatewayUrl(), upstream, op));
     }
+  }
+}
+
+// The HTTP+SSE client row (issue 16): the v1 SDK's SSEClientTransport on each gateway's /sse, in front of
+// every upstream (2025-11-25 basic/transports.mdx §Backwards Compatibility).
+for (const upstream of UPSTREAMS) {
+  for (const op of OPERATIONS) {
+    test(`v1-sse-client → ${upstream.label}: ${op.label}`, { timeout: TEST_TIMEOUT_MS }, () => runCell('v1-sse-client', () => `${new URL(upstream.gatewayUrl()).origin}/sse`, upstream, op));
   }
 }
 
