@@ -458,6 +458,22 @@ describe('gateway config', () => {
     assert.equal(((container(off.docs, 'mcp-server')['env'] as Manifest[]) ?? []).some((e) => e['name'] === 'HTTP_PROXY'), false);
   });
 
+  test('tracing: the values become the config\'s tracing, a header from a Secret as an env reference; off by default', async () => {
+    const { docs } = await render('standalone', ['tracing.enabled=true', 'tracing.endpoint=http://otel-collector.observability:4318/v1/traces', 'tracing.headers.x-api-key.secretKeyRef.name=otel', 'tracing.headers.x-api-key.secretKeyRef.key=api-key', 'tracing.resourceAttributes.deployment\\.environment\\.name=prod']);
+    assert.deepEqual(configObject(docs)['tracing'], {
+      enabled: true,
+      sampleRatio: 1,
+      endpoint: 'http://otel-collector.observability:4318/v1/traces',
+      headers: { 'x-api-key': '${env:GATEHOUSE_TRACING_HEADER_X_API_KEY}' },
+      resourceAttributes: { 'deployment.environment.name': 'prod' },
+    });
+    const env = (container(docs, 'gatehouse')['env'] as Manifest[]).find((e) => e['name'] === 'GATEHOUSE_TRACING_HEADER_X_API_KEY');
+    assert.deepEqual(env, { name: 'GATEHOUSE_TRACING_HEADER_X_API_KEY', valueFrom: { secretKeyRef: { name: 'otel', key: 'api-key' } } });
+    const { config } = loadRendered(docs, 'tracing');
+    assert.equal(config.tracing.enabled, true);
+    assert.equal(configObject((await render('standalone')).docs)['tracing'], undefined);
+  });
+
   test('Redis: the URL comes from an existing Secret as an env var, never into the ConfigMap', async () => {
     const { docs } = await render('everything');
     assert.equal(configObject(docs)['store']['url'], '${env:GATEHOUSE_STORE_URL}');

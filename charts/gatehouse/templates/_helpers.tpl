@@ -238,6 +238,15 @@ app.kubernetes.io/component: mcp-gateway
 {{- if $v.egressProxy.enabled }}
 {{- $_ := set $config "policy" (dict "egressProxy" (dict "enabled" true "host" "127.0.0.1" "port" (int $v.egressProxy.port))) }}
 {{- end }}
+{{- if $v.tracing.enabled }}
+{{- $tracing := dict "enabled" true "sampleRatio" $v.tracing.sampleRatio }}
+{{- with $v.tracing.endpoint }}{{ $_ := set $tracing "endpoint" . }}{{ end }}
+{{- with $v.tracing.headers }}
+{{- $_ := set $tracing "headers" (include "gatehouse.secretMap" (dict "ctx" $ctx "value" . "env" "GATEHOUSE_TRACING_HEADER" "field" "tracing.headers") | fromJson) }}
+{{- end }}
+{{- with $v.tracing.resourceAttributes }}{{ $_ := set $tracing "resourceAttributes" . }}{{ end }}
+{{- $_ := set $config "tracing" $tracing }}
+{{- end }}
 {{- toJson (mustMergeOverwrite (deepCopy $v.extraConfig) $config) }}
 {{- end }}
 
