@@ -9,7 +9,7 @@
 //   BENCH_WARMUP_REQUESTS=20000
 //   BENCH_PROCESS_WARMUP_SECONDS=1.5  once per started process, at concurrency 16, before its first cell
 //   BENCH_CONCURRENCY=1,16,64
-//   BENCH_UPSTREAMS=minimal,sdk
+//   BENCH_UPSTREAMS=minimal,sdk,sse
 //   BENCH_ERAS=legacy,modern
 //   BENCH_TARGETS=direct,bare-hop,gatehouse,gatehouse-redis
 //   BENCH_MAX_ERRORS=50        a phase stops early after this many failed requests
@@ -49,7 +49,7 @@ const AUDITED_RATIO_TARGET = 2.5;
 const STATE_DIR = mkdtempSync(path.join(os.tmpdir(), 'gatehouse-bench-state-'));
 process.once('exit', () => rmSync(STATE_DIR, { recursive: true, force: true }));
 
-type UpstreamKind = 'minimal' | 'sdk';
+type UpstreamKind = 'minimal' | 'sdk' | 'sse';
 type TargetKind = 'direct' | 'bare-hop' | 'baseline' | 'gatehouse' | 'gatehouse-redis' | 'gatehouse-policy';
 
 function envNumber(name: string, fallback: number, min: number, max: number): number {
@@ -80,7 +80,7 @@ const settings = {
     if (!Number.isInteger(n) || n < 1 || n > 1024) throw new Error(`BENCH_CONCURRENCY: bad value "${s}"`);
     return n;
   }),
-  upstreams: envList<UpstreamKind>('BENCH_UPSTREAMS', ['minimal', 'sdk']),
+  upstreams: envList<UpstreamKind>('BENCH_UPSTREAMS', ['minimal', 'sdk', 'sse']),
   eras: envList<Era>('BENCH_ERAS', ['legacy', 'modern']),
   targets: envList<TargetKind>('BENCH_TARGETS', process.env.BENCH_BASELINE ? ['direct', 'bare-hop', 'baseline', 'gatehouse', 'gatehouse-redis', 'gatehouse-policy'] : ['direct', 'bare-hop', 'gatehouse', 'gatehouse-redis', 'gatehouse-policy']),
   baseline: process.env.BENCH_BASELINE,
@@ -159,6 +159,8 @@ function tsxChild(name: string, script: string, extra: string[] = []): Promise<C
 
 function startUpstream(kind: UpstreamKind, era: Era): Promise<Child> {
   if (kind === 'minimal') return tsxChild(`minimal-upstream`, 'minimal-upstream.ts');
+  // The HTTP+SSE server is legacy whatever the client: a modern client is bridged to it.
+  if (kind === 'sse') return tsxChild('sdk-upstream-sse (v1 SDK, HTTP+SSE)', 'sdk-upstream-sse.ts');
   return era === 'legacy' ? tsxChild('sdk-upstream-legacy (v1 SDK)', 'sdk-upstream-legacy.ts') : tsxChild('sdk-upstream-modern (v2 SDK)', 'sdk-upstream-modern.ts');
 }
 
@@ -317,7 +319,7 @@ function row(values: string[]): string {
 }
 
 function groupTitle(upstream: UpstreamKind, era: Era): string {
-  const up = upstream === 'minimal' ? 'minimal upstream' : era === 'legacy' ? 'SDK upstream (v1 SDK, stateful, JSON responses)' : 'SDK upstream (v2 SDK createMcpHandler)';
+  const up = upstream === 'sse' ? 'SDK upstream over HTTP+SSE (v1 SDK SSEServerTransport, 2024-11-05)' : upstream === 'minimal' ? 'minimal upstream' : era === 'legacy' ? 'SDK upstream (v1 SDK, stateful, JSON responses)' : 'SDK upstream (v2 SDK createMcpHandler)';
   return `${up} — ${era} era (${era === 'legacy' ? LEGACY_VERSION : MODERN_VERSION})`;
 }
 
@@ -419,6 +421,11 @@ async function runGroup(upstreamKind: UpstreamKind, era: Era, cells: Cell[]): Pr
     const targets = new Map<TargetKind, { child: Child; url: string } | Error>();
     let redis: BenchRedis | undefined;
     for (const target of settings.targets) {
+      // The load generator and the bare hop speak Streamable HTTP; an HTTP+SSE server is reached only through Gatehouse.
+      if (upstreamKind === 'sse' && (target === 'direct' || target === 'bare-hop' || target === 'baseline')) {
+        targets.set(target, new Error('the upstream speaks HTTP+SSE, which only Gatehouse (transport: auto) talks to; compare with the sdk group'));
+        continue;
+      }
       if (target === 'direct') {
         targets.set(target, { child: upstream, url: upstream.url });
         continue;
