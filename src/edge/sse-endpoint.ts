@@ -95,6 +95,9 @@ export function createSseEndpoint(core: EdgeCore, opts: SseEndpointOptions, log:
    * the connection, which only the caller that opened it may use (anyone else gets the 404 of an unknown
    * session). Accepted with 202; its answer goes onto the connection's stream.
    */
+  /** Per connection: when the last notification or response the client POSTed has been handled. */
+  const noticesOf = new WeakMap<SseSession, Promise<void>>();
+
   async function post(req: IncomingMessage, res: ServerResponse): Promise<void> {
     const call = core.startCall('POST', true);
     const { record } = call;
@@ -139,8 +142,15 @@ export function createSseEndpoint(core: EdgeCore, opts: SseEndpointOptions, log:
     res.writeHead(202, { [CALL_ID_HEADER]: record.callId }).end();
     let initialized: (() => void) | undefined;
     if (received.method === 'initialize') session.initializing = new Promise<void>((r) => (initialized = r));
+    // The 202 goes before the message is handled, so the client may send its next one at once: a
+    // notification (notifications/initialized) or a response must still reach the upstream before what the
+    // client sent after it, as it would over Streamable HTTP, where the client waits for that 202.
+    const before = noticesOf.get(session);
+    let noticeHandled: (() => void) | undefined;
+    if (received.kind !== 'request') noticesOf.set(session, new Promise<void>((r) => (noticeHandled = r)));
     let delivered: Delivered = { status: 500, aborted: true, toolError: false };
     try {
+      if (before !== undefined) await before;
       const outcome = await core.runCall(record, ctx);
       if (received.method === 'initialize') adoptSession(session, outcome, received);
       delivered = await deliverOutcome(session, outcome, {
@@ -154,6 +164,7 @@ export function createSseEndpoint(core: EdgeCore, opts: SseEndpointOptions, log:
       const internal = { kind: 'transport' as const, code: 'internal_error', status: 500, rpcCode: ErrorCode.InternalError, message: 'Internal gateway error' };
       delivered = await deliverOutcome(session, { kind: 'refused', refusal: internal }, { id, callId: record.callId, log }).catch(() => delivered);
     } finally {
+      noticeHandled?.();
       if (initialized !== undefined) {
         session.initializing = undefined;
         initialized();
