@@ -75,6 +75,20 @@ export const OPERATIONS: readonly OperationSpec[] = [
     },
   },
   {
+    label: 'prompts/get',
+    async run({ client }) {
+      assert.deepEqual(await client.getPromptTexts('simple-prompt'), ['This is a simple prompt without arguments.']);
+    },
+  },
+  {
+    label: 'resources/read',
+    async run({ client }) {
+      const texts = await client.readResourceTexts('demo://resource/dynamic/text/7');
+      assert.equal(texts.length, 1, JSON.stringify(texts));
+      assert.match(texts[0]!, /^Resource 7: This is a plaintext resource created at /);
+    },
+  },
+  {
     label: 'elicitation',
     elicitAnswer: (tag) => ({ action: 'accept', content: { name: `Ada ${tag}`, check: true } }),
     async run({ client, tag }) {

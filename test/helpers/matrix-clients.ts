@@ -66,6 +66,10 @@ export interface MatrixClient {
   /** 'modern' | 'legacy' as the client decided (v1 is always legacy). */
   era(): string | undefined;
   listToolNames(): Promise<string[]>;
+  /** The texts of a prompt's messages. */
+  getPromptTexts(name: string): Promise<string[]>;
+  /** The texts of a resource's contents. */
+  readResourceTexts(uri: string): Promise<string[]>;
   callTool(name: string, args: Record<string, unknown>, opts?: { onprogress?: (p: ProgressEvent) => void }): Promise<ToolResult>;
   /** Every elicitation/create the client's handler was asked, in order. */
   elicitations: SeenElicitation[];
@@ -145,6 +149,14 @@ async function connectV1(url: string, opts: Required<ConnectOptions>, sse = fals
       const { tools } = await client.listTools(undefined, { timeout: opts.timeoutMs });
       return tools.map((t) => t.name);
     },
+    async getPromptTexts(name) {
+      const { messages } = await client.getPrompt({ name }, { timeout: opts.timeoutMs });
+      return messages.map((m) => (m.content.type === 'text' ? m.content.text : ''));
+    },
+    async readResourceTexts(uri) {
+      const { contents } = await client.readResource({ uri }, { timeout: opts.timeoutMs });
+      return contents.map((c) => ('text' in c && typeof c.text === 'string' ? c.text : ''));
+    },
     async callTool(name, args, callOpts = {}) {
       const onprogress = callOpts.onprogress;
       const result = await client.callTool({ name, arguments: args }, undefined, {
@@ -191,6 +203,14 @@ async function connectV2(kind: 'v2-pinned-client' | 'v2-auto-client', url: strin
     async listToolNames() {
       const { tools } = await client.listTools(undefined, { timeout: opts.timeoutMs, cacheMode: 'bypass' });
       return tools.map((t) => t.name);
+    },
+    async getPromptTexts(name) {
+      const { messages } = await client.getPrompt({ name }, { timeout: opts.timeoutMs });
+      return messages.map((m) => (m.content.type === 'text' ? m.content.text : ''));
+    },
+    async readResourceTexts(uri) {
+      const { contents } = await client.readResource({ uri }, { timeout: opts.timeoutMs });
+      return contents.map((c) => ('text' in c && typeof c.text === 'string' ? c.text : ''));
     },
     async callTool(name, args, callOpts = {}) {
       const onprogress = callOpts.onprogress;
