@@ -130,6 +130,9 @@ const DUAL_ERA: UpstreamSpec = {
 //                 basic/patterns/progress.mdx (`_meta.progressToken`, increasing `progress`) and
 //                 basic/transports/streamable-http.mdx §Receiving Messages (only on the originating request's
 //                 stream); GATEWAY-REQUIREMENTS §11, §16.1 (progressToken kept/remapped).
+//   prompts/get — `simple-prompt`. L and M: server/prompts.mdx §Getting a Prompt; across eras as tools/call.
+//   resources/read — a templated URI. L and M: server/resources.mdx §Reading Resources; across eras as tools/call
+//                 (M: -32002 is gone, resources not found are -32602: server/resources.mdx §Error Handling).
 //   elicitation — a round trip. Legacy: the server sends `elicitation/create` as a JSON-RPC request on the
 //                 tools/call POST's SSE stream and the client POSTs the answer (L: client/elicitation.mdx §Form
 //                 Mode Flow; L: basic/transports.mdx §Sending Messages to the Server 4, 6). Modern: no
