@@ -1,0 +1,53 @@
+// `npm run bench:check [RESULTS.json]`: compares one `npm run bench` run with the limits kept in
+// bench/limits.json, each a ratio to the bare hop measured in the same run, and exits 1 when one is exceeded
+// or cannot be judged (a cell missing or failed). Run by hand and in the benchmark workflow, never in the
+// unit tests: a timing is not a test.
+
+import { readFileSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
+
+interface Limit {
+  name: string;
+  upstream: string;
+  era: string;
+  concurrency: number;
+  target: string;
+  metric: 'cpu' | 'p99';
+  max: number;
+}
+
+interface Cell {
+  upstream: string;
+  era: string;
+  concurrency: number;
+  target: string;
+  status: string;
+  cpuUsPerReq?: number;
+  load?: { p99Ms?: number };
+}
+
+const HERE = fileURLToPath(new URL('.', import.meta.url));
+const file = process.argv[2] ?? `${HERE}results/latest.json`;
+const { limits } = JSON.parse(readFileSync(`${HERE}limits.json`, 'utf8')) as { limits: Limit[] };
+const { cells, meta } = JSON.parse(readFileSync(file, 'utf8')) as { cells: Cell[]; meta?: { commit?: string } };
+
+const value = (c: Cell | undefined, metric: Limit['metric']): number | undefined => (c === undefined || c.status !== 'ok' ? undefined : metric === 'cpu' ? c.cpuUsPerReq : c.load?.p99Ms);
+
+let failed = 0;
+process.stdout.write(`bench:check ${file}${meta?.commit ? ` (commit ${meta.commit.slice(0, 7)})` : ''}\n`);
+for (const l of limits) {
+  const find = (target: string): Cell | undefined => cells.find((c) => c.upstream === l.upstream && c.era === l.era && c.concurrency === l.concurrency && c.target === target);
+  const ours = value(find(l.target), l.metric);
+  const floor = value(find('bare-hop'), l.metric);
+  if (ours === undefined || floor === undefined || floor <= 0) {
+    failed++;
+    process.stdout.write(`  FAIL  ${l.name}: not measured in this run (${l.target} or bare-hop missing at ${l.upstream}/${l.era} c=${l.concurrency})\n`);
+    continue;
+  }
+  const ratio = ours / floor;
+  const ok = ratio <= l.max;
+  if (!ok) failed++;
+  process.stdout.write(`  ${ok ? 'ok  ' : 'FAIL'}  ${l.name}: ${ratio.toFixed(2)}× (limit ${l.max}×; ${ours.toFixed(1)} vs ${floor.toFixed(1)} ${l.metric === 'cpu' ? 'µs CPU/call' : 'ms p99'})\n`);
+}
+process.stdout.write(failed === 0 ? 'every limit holds\n' : `${failed} of ${limits.length} limits exceeded or not measured\n`);
+process.exitCode = failed === 0 ? 0 : 1;
