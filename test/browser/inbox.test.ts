@@ -7,18 +7,14 @@
 
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { chromium, type BrowserContext, type Locator, type Page, type Response } from 'playwright-core';
+import { type BrowserContext, type Locator, type Page } from 'playwright-core';
 import { request } from 'undici';
 import { hashKey } from '../../src/auth/key-hash.js';
 import { startCountingUpstream, type CountingUpstream } from '../fixtures/upstreams/counting-writes.js';
+import { assertSecurityHeaders, chromiumInstalled, MISSING, openBrowser, WAIT_MS, type TestBrowser } from '../helpers/browser.js';
 import { startGateway, type TestGateway } from '../helpers/gateway.js';
 import { modernRequest, post } from '../helpers/http.js';
 
-const CHROMIUM = '/usr/bin/chromium';
-const WAIT_MS = 15_000;
 const ALICE = 'gh_alice_0123456789abcdefghijklmnopqrstuv';
 const ADMIN = 'admin-token-0123456789abcdef';
 const HOSTILE = '<script>alert(1)</script><img src=x onerror=alert(2)>';
@@ -27,31 +23,21 @@ const REASON = 'not on a Friday <b>evening</b>';
 let up: CountingUpstream;
 let gw: TestGateway;
 let admin: string;
-let profile: string;
 let context: BrowserContext | undefined;
 let page: Page;
-/** Chromium's browser process (its process group holds the renderers), and its start time, to check it is gone after. */
-let browserProcess: { pid: number; start: string } | undefined;
-const dialogs: string[] = [];
-const pageErrors: string[] = [];
-const cspViolations: string[] = [];
-/** Every URL the browser context asked for that is not on the admin listener (there should be none). */
-const elsewhere: string[] = [];
+let browser: TestBrowser | undefined;
+// What the browser saw (filled by test/helpers/browser.ts): dialogs, page errors, CSP violations, requests elsewhere.
+let dialogs: string[] = [];
+let pageErrors: string[] = [];
+let cspViolations: string[] = [];
+let elsewhere: string[] = [];
 
 after(async () => {
   try {
-    // Playwright's close ends the browser and its process group; bounded, and the group killed by its id if it hangs.
-    const closed = context === undefined || (await Promise.race([context.close().then(() => true), new Promise<boolean>((r) => setTimeout(r, WAIT_MS, false).unref())]));
-    if (!closed && browserProcess !== undefined) process.kill(-browserProcess.pid, 'SIGKILL');
-    if (browserProcess !== undefined) {
-      const left = await processGroupGone(browserProcess, 5_000);
-      assert.deepEqual(left, [], `chromium processes left running after close: ${left.join(', ')}`);
-    }
-    assert.ok(closed, `chromium did not close within ${WAIT_MS} ms`);
+    await browser?.close();
   } finally {
     await gw?.close();
     await up?.close();
-    if (profile) rmSync(profile, { recursive: true, force: true });
   }
 });
 
@@ -89,22 +75,11 @@ async function statusAfterDecision(row: Locator): Promise<string> {
   return (await status.textContent()) ?? '';
 }
 
-function assertSecurityHeaders(res: Response | null, what: string): void {
-  assert.ok(res, `${what}: no response`);
-  const headers = res.headers();
-  const csp = headers['content-security-policy'] ?? '';
-  assert.match(csp, /(^|;)\s*script-src 'self'(;|$)/, `${what}: CSP ${csp}`);
-  assert.doesNotMatch(csp, /unsafe-inline|unsafe-eval/, `${what}: CSP ${csp}`);
-  assert.match(csp, /frame-ancestors 'none'/, `${what}: CSP ${csp}`);
-  assert.equal(headers['x-frame-options'], 'DENY', what);
-}
-
 const sessionCookies = async () => (await context!.cookies(admin)).filter((c) => c.name === 'gatehouse_admin');
 
 // The project forbids skipped tests: without the browser this file fails, and says why.
-const MISSING = `Debian's chromium is not installed at ${CHROMIUM}: apt-get install chromium (.ci/run installs it when missing)`;
 test('Debian\'s chromium is installed', () => {
-  assert.ok(existsSync(CHROMIUM), MISSING);
+  assert.ok(chromiumInstalled(), MISSING);
 });
 
 describe('the inbox page in headless Chromium', () => {
@@ -112,7 +87,6 @@ describe('the inbox page in headless Chromium', () => {
   let hostileId: string;
 
   before(async () => {
-    if (!existsSync(CHROMIUM)) throw new Error(MISSING);
     up = await startCountingUpstream('modern');
     gw = await startGateway({
       upstreams: [{ name: 'up', url: up.url, era: 'modern' }],
@@ -122,35 +96,8 @@ describe('the inbox page in headless Chromium', () => {
     });
     admin = gw.gateway.adminUrl!;
     assert.match(admin, /^http:\/\/127\.0\.0\.1:\d+$/, 'the admin listener is on loopback');
-    profile = mkdtempSync(join(tmpdir(), 'gatehouse-chromium-'));
-    context = await chromium.launchPersistentContext(profile, {
-      executablePath: CHROMIUM,
-      headless: true,
-      timeout: WAIT_MS,
-      // Nothing but 127.0.0.1: no background fetches, updates or sync. Those flags alone still let Chromium 156
-      // look up accounts.google.com, update.googleapis.com and content-autofill.googleapis.com (seen with
-      // strace), so every name but 127.0.0.1 resolves to nothing and no proxy is used.
-      args: [
-        '--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking',
-        '--disable-component-update', '--disable-sync', '--no-proxy-server', '--host-resolver-rules=MAP * ~NOTFOUND, EXCLUDE 127.0.0.1',
-      ],
-    });
-    context.setDefaultTimeout(WAIT_MS);
-    context.setDefaultNavigationTimeout(WAIT_MS);
-    browserProcess = findBrowserProcess(profile);
-    assert.ok(browserProcess, 'chromium\'s browser process was not found among this process\'s children');
-    context.on('request', (r) => {
-      if (!r.url().startsWith(`${admin}/`)) elsewhere.push(r.url());
-    });
-    page = context.pages()[0] ?? (await context.newPage());
-    page.on('dialog', (d) => {
-      dialogs.push(`${d.type()}: ${d.message()}`);
-      void d.dismiss().catch(() => {});
-    });
-    page.on('pageerror', (err) => pageErrors.push(String(err)));
-    page.on('console', (m) => {
-      if (/Content.Security.Policy/i.test(m.text())) cspViolations.push(m.text());
-    });
+    browser = await openBrowser(admin);
+    ({ context, page, dialogs, pageErrors, cspViolations, elsewhere } = browser);
   });
 
   test('the agent\'s destructive calls wait for approval', async () => {
@@ -313,45 +260,3 @@ describe('the inbox page in headless Chromium', () => {
     await stale.body.dump();
   });
 });
-
-/** Chromium's browser process: the child of this process started with our fresh profile directory. */
-function findBrowserProcess(dir: string): { pid: number; start: string } | undefined {
-  for (const entry of readdirSync('/proc')) {
-    if (!/^\d+$/.test(entry)) continue;
-    try {
-      const cmdline = readFileSync(`/proc/${entry}/cmdline`, 'utf8').split('\0');
-      if (!cmdline.some((a) => a === `--user-data-dir=${dir}`) || cmdline.some((a) => a.startsWith('--type='))) continue;
-      const stat = statOf(Number(entry));
-      if (stat?.ppid === process.pid) return { pid: Number(entry), start: stat.start };
-    } catch {
-      // The process ended while we looked.
-    }
-  }
-  return undefined;
-}
-
-function statOf(pid: number): { ppid: number; pgid: number; start: string } | undefined {
-  try {
-    // After the command name (in parentheses, may hold spaces): state ppid pgrp … starttime (field 22).
-    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-    const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-    return { ppid: Number(f[1]), pgid: Number(f[2]), start: f[19]! };
-  } catch {
-    return undefined;
-  }
-}
-
-/** Waits until the browser process and everything in its process group have exited; returns what is left. */
-async function processGroupGone(browser: { pid: number; start: string }, ms: number): Promise<number[]> {
-  const deadline = Date.now() + ms;
-  for (;;) {
-    const left: number[] = [];
-    if (statOf(browser.pid)?.start === browser.start) left.push(browser.pid);
-    for (const entry of readdirSync('/proc')) {
-      if (!/^\d+$/.test(entry) || Number(entry) === browser.pid) continue;
-      if (statOf(Number(entry))?.pgid === browser.pid) left.push(Number(entry));
-    }
-    if (left.length === 0 || Date.now() > deadline) return left;
-    await new Promise((r) => setTimeout(r, 100));
-  }
-}

@@ -7,12 +7,13 @@
 
 import { after, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { execFile, execFileSync } from 'node:child_process';
+import { execFile } from 'node:child_process';
 import { cpSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parse, parseAllDocuments } from 'yaml';
+import { helmBinary, runs } from '../helpers/helm.js';
 import { parseConfigText } from '../../src/config/load.js';
 import { unsupportedFeatures } from '../../src/config/semantic-checks.js';
 import type { GatehouseConfig } from '../../src/config/types.js';
@@ -41,30 +42,6 @@ after(() => rmSync(work, { recursive: true, force: true }));
 
 // ---- Tools -------------------------------------------------------------------------------------------------
 
-function runs(cmd: string, args: string[]): boolean {
-  try {
-    execFileSync(cmd, args, { stdio: 'ignore', timeout: 30_000 });
-    return true;
-  } catch {
-    return false;
-  }
-}
-
-/** HELM_BIN, else `helm` on PATH, else `$(go env GOPATH)/bin/helm`; throws (the test fails) when none runs. */
-function findHelm(): string {
-  const candidates: string[] = [];
-  if (process.env['HELM_BIN']) candidates.push(process.env['HELM_BIN']);
-  candidates.push('helm');
-  try {
-    const gopath = execFileSync('go', ['env', 'GOPATH'], { encoding: 'utf8', timeout: 30_000 }).trim();
-    if (gopath) candidates.push(join(gopath.split(':')[0] ?? gopath, 'bin/helm'));
-  } catch {
-    // No Go toolchain: only the first two candidates count.
-  }
-  for (const c of candidates) if (runs(c, ['version', '--short'])) return c;
-  throw new Error(`helm not found (tried ${candidates.join(', ')}); install it with: go install helm.sh/helm/v3/cmd/helm@v3.22.0, or set HELM_BIN`);
-}
-
 /** `python3 -m kubernetes_validate`, else the `kubernetes-validate` script; throws when neither runs. */
 function findKubernetesValidate(): string[] {
   if (runs('python3', ['-m', 'kubernetes_validate', '--version'])) return ['python3', '-m', 'kubernetes_validate'];
@@ -72,8 +49,7 @@ function findKubernetesValidate(): string[] {
   throw new Error('kubernetes-validate not found; install it with: python3 -m pip install kubernetes-validate');
 }
 
-let helmBin: string | undefined;
-const helm = (): string => (helmBin ??= findHelm());
+const helm = helmBinary;
 
 interface Run {
   code: number;

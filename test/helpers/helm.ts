@@ -4,7 +4,8 @@
 import { execFileSync } from 'node:child_process';
 import { join } from 'node:path';
 
-function runs(cmd: string, args: string[]): boolean {
+/** Whether `cmd args` runs and exits 0 (within 30 s). */
+export function runs(cmd: string, args: string[]): boolean {
   try {
     execFileSync(cmd, args, { stdio: 'ignore', timeout: 30_000 });
     return true;
