@@ -9,9 +9,10 @@
 import { Pool, type Dispatcher } from 'undici';
 import { GatewayError } from '../errors.js';
 import type { Logger } from '../log/logger.js';
-import type { JsonRpcId, JsonRpcMessage, JsonRpcRequest, JsonRpcResponse } from '../protocol/jsonrpc.js';
+import type { JsonRpcMessage, JsonRpcRequest, JsonRpcResponse } from '../protocol/jsonrpc.js';
 import { SseParser } from '../protocol/sse.js';
 import type { UpstreamCredentials } from './credentials.js';
+import { PendingRequests } from './pending-requests.js';
 
 export interface SseChannelOptions {
   upstream: string;
@@ -26,19 +27,12 @@ export interface SseChannelOptions {
   observe?: (seconds: number) => void;
 }
 
-interface Pending {
-  resolve(res: JsonRpcResponse): void;
-  reject(err: Error): void;
-  timer: NodeJS.Timeout;
-  sentAt: number;
-}
-
 const DEFAULT_MAX_EVENT_BYTES = 16 * 1024 * 1024;
 
 export class SseChannel {
   private readonly pool: Pool;
   private readonly origin: string;
-  private readonly pending = new Map<JsonRpcId, Pending>();
+  private readonly pending: PendingRequests;
   private readonly stream = new AbortController();
   private endpoint: URL | undefined;
   private started = false;
@@ -53,6 +47,7 @@ export class SseChannel {
     const url = new URL(opts.url);
     this.origin = url.origin;
     this.pool = new Pool(this.origin, { connections: 4, connect: { timeout: opts.connectTimeoutMs } });
+    this.pending = new PendingRequests(opts.upstream, opts.requestTimeoutMs, opts.observe);
   }
 
   get alive(): boolean {
@@ -107,28 +102,9 @@ export class SseChannel {
   request(msg: JsonRpcRequest, signal?: AbortSignal): Promise<JsonRpcResponse> {
     if (!this.alive) return Promise.reject(this.goneError('is not connected'));
     if (this.pending.has(msg.id)) return Promise.reject(new Error(`duplicate request id ${String(msg.id)}`));
-    return new Promise((resolve, reject) => {
-      const timer = setTimeout(() => {
-        this.pending.delete(msg.id);
-        reject(new GatewayError('GW_ERR_UPSTREAM_TIMEOUT', `Upstream "${this.opts.upstream}" did not answer within ${this.opts.requestTimeoutMs} ms`, this.opts.upstream));
-      }, this.opts.requestTimeoutMs);
-      this.pending.set(msg.id, { resolve, reject, timer, sentAt: performance.now() });
-      signal?.addEventListener('abort', () => {
-        const p = this.pending.get(msg.id);
-        if (!p) return;
-        clearTimeout(p.timer);
-        this.pending.delete(msg.id);
-        this.send({ jsonrpc: '2.0', method: 'notifications/cancelled', params: { requestId: msg.id, reason: 'client disconnected' } });
-        p.reject(new Error('aborted'));
-      }, { once: true });
-      this.post(msg).catch((err: unknown) => {
-        const p = this.pending.get(msg.id);
-        if (!p) return;
-        clearTimeout(p.timer);
-        this.pending.delete(msg.id);
-        p.reject(err as Error);
-      });
-    });
+    const answer = this.pending.wait(msg.id, signal, () => this.send({ jsonrpc: '2.0', method: 'notifications/cancelled', params: { requestId: msg.id, reason: 'client disconnected' } }));
+    this.post(msg).catch((err: unknown) => this.pending.fail(msg.id, err as Error));
+    return answer;
   }
 
   /** Sends a notification or a response; a failure is logged (nothing waits for it). */
@@ -204,29 +180,15 @@ export class SseChannel {
       return;
     }
     if (msg === null || typeof msg !== 'object') return;
-    if ('id' in msg && msg.id !== null && !('method' in msg)) {
-      const p = this.pending.get(msg.id as JsonRpcId);
-      if (p) {
-        clearTimeout(p.timer);
-        this.pending.delete(msg.id as JsonRpcId);
-        this.opts.observe?.((performance.now() - p.sentAt) / 1000);
-        p.resolve(msg as JsonRpcResponse);
-        return;
-      }
-    }
-    this.onMessage(msg);
+    if (!this.pending.settle(msg)) this.onMessage(msg);
   }
 
   private markExited(reason: string): void {
     if (this.exited) return;
     this.exited = true;
     if (this.started && !this.stopping) this.log.warn('SSE upstream session ended', { upstream: this.opts.upstream, reason });
-    for (const [id, p] of this.pending) {
-      clearTimeout(p.timer);
-      // A dropped stream fails the calls in flight clearly; the next call opens a new session.
-      p.reject(new GatewayError('GW_ERR_UPSTREAM_BAD_RESPONSE', `Upstream "${this.opts.upstream}" ended its event stream before answering (${reason})`, this.opts.upstream));
-      this.pending.delete(id);
-    }
+    // A dropped stream fails the calls in flight clearly; the next call opens a new session.
+    this.pending.failAll(() => new GatewayError('GW_ERR_UPSTREAM_BAD_RESPONSE', `Upstream "${this.opts.upstream}" ended its event stream before answering (${reason})`, this.opts.upstream));
     this.onExit(reason);
   }
 

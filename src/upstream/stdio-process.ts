@@ -5,7 +5,8 @@
 import { spawn, type ChildProcessWithoutNullStreams } from 'node:child_process';
 import { GatewayError } from '../errors.js';
 import type { Logger } from '../log/logger.js';
-import type { JsonRpcId, JsonRpcMessage, JsonRpcRequest, JsonRpcResponse } from '../protocol/jsonrpc.js';
+import type { JsonRpcMessage, JsonRpcRequest, JsonRpcResponse } from '../protocol/jsonrpc.js';
+import { PendingRequests } from './pending-requests.js';
 
 export interface StdioProcessOptions {
   upstream: string;
@@ -23,16 +24,9 @@ export interface StdioProcessOptions {
 const INHERITED_ENV = ['PATH', 'HOME', 'USER', 'LOGNAME', 'SHELL', 'TERM', 'LANG', 'TMPDIR', 'NODE_OPTIONS'];
 const STDERR_LINE_LIMIT = 4096;
 
-interface Pending {
-  resolve(res: JsonRpcResponse): void;
-  reject(err: Error): void;
-  timer: NodeJS.Timeout;
-  sentAt: number;
-}
-
 export class StdioProcess {
   private child?: ChildProcessWithoutNullStreams;
-  private readonly pending = new Map<JsonRpcId, Pending>();
+  private readonly pending: PendingRequests;
   private stdoutBuf = '';
   private dropping = false;
   private exited = false;
@@ -44,7 +38,9 @@ export class StdioProcess {
   /** Called once when the process is gone, whatever the reason. */
   onExit: (reason: string) => void = () => {};
 
-  constructor(private readonly opts: StdioProcessOptions, private readonly log: Logger) {}
+  constructor(private readonly opts: StdioProcessOptions, private readonly log: Logger) {
+    this.pending = new PendingRequests(opts.upstream, opts.requestTimeoutMs, opts.observe);
+  }
 
   /** True once stop() was called: an exit now is expected, not a crash. */
   get stoppedOnPurpose(): boolean {
@@ -89,23 +85,9 @@ export class StdioProcess {
   request(msg: JsonRpcRequest, signal?: AbortSignal): Promise<JsonRpcResponse> {
     if (!this.alive) return Promise.reject(this.exitedError('is not running'));
     if (this.pending.has(msg.id)) return Promise.reject(new Error(`duplicate request id ${String(msg.id)}`));
-    return new Promise((resolve, reject) => {
-      const timer = setTimeout(() => {
-        this.pending.delete(msg.id);
-        reject(new GatewayError('GW_ERR_UPSTREAM_TIMEOUT', `Upstream "${this.opts.upstream}" did not answer within ${this.opts.requestTimeoutMs} ms`, this.opts.upstream));
-      }, this.opts.requestTimeoutMs);
-      this.pending.set(msg.id, { resolve, reject, timer, sentAt: performance.now() });
-      signal?.addEventListener('abort', () => {
-        const p = this.pending.get(msg.id);
-        if (!p) return;
-        clearTimeout(p.timer);
-        this.pending.delete(msg.id);
-        // Tell the server to stop working on it (2025-11-25/basic/utilities/cancellation.mdx).
-        this.send({ jsonrpc: '2.0', method: 'notifications/cancelled', params: { requestId: msg.id, reason: 'client disconnected' } });
-        p.reject(new Error('aborted'));
-      }, { once: true });
-      this.send(msg);
-    });
+    const answer = this.pending.wait(msg.id, signal, () => this.send({ jsonrpc: '2.0', method: 'notifications/cancelled', params: { requestId: msg.id, reason: 'client disconnected' } }));
+    this.send(msg);
+    return answer;
   }
 
   /** Writes one message (notification, response, or a request whose answer is not awaited). */
@@ -163,17 +145,7 @@ export class StdioProcess {
       return;
     }
     if (msg === null || typeof msg !== 'object') return;
-    if ('id' in msg && msg.id !== null && !('method' in msg)) {
-      const p = this.pending.get(msg.id as JsonRpcId);
-      if (p) {
-        clearTimeout(p.timer);
-        this.pending.delete(msg.id as JsonRpcId);
-        this.opts.observe?.((performance.now() - p.sentAt) / 1000);
-        p.resolve(msg as JsonRpcResponse);
-        return;
-      }
-    }
-    this.onMessage(msg);
+    if (!this.pending.settle(msg)) this.onMessage(msg);
   }
 
   private pipeStderr(child: ChildProcessWithoutNullStreams): void {
@@ -193,11 +165,7 @@ export class StdioProcess {
       if (this.stopping) this.log.info('stdio upstream stopped', { pid: this.child.pid, reason });
       else this.log.warn('stdio upstream exited', { pid: this.child.pid, reason });
     }
-    for (const [id, p] of this.pending) {
-      clearTimeout(p.timer);
-      p.reject(this.exitedError(reason));
-      this.pending.delete(id);
-    }
+    this.pending.failAll(() => this.exitedError(reason));
     for (const w of this.exitWaiters.splice(0)) w();
     this.onExit(reason);
   }
