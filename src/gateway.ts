@@ -172,8 +172,9 @@ export function createGateway(config: GatehouseConfig, log: Logger, options: Gat
     ...(metrics ? [metrics.observe(edge.token, (name) => (runtime.catalog.knowsTool(name) ? name : undefined))] : []),
     ...(config.log.requests && log.enabled('info') ? [logRequests(edge.token, log)] : []),
     // The audit hears every governed call's answer, and the answer waits for its record.
-    auditCalls(edge.token, state, config.audit, log.child({ component: 'audit' })),
+    ...(config.audit.enabled ? [auditCalls(edge.token, state, config.audit, log.child({ component: 'audit' }))] : []),
   ];
+  if (!config.audit.enabled) log.warn('the audit is off (audit.enabled: false): tools/call is answered without a record');
   // Spans hear the same events; the OpenTelemetry packages load only when tracing is on.
   const tracing = config.tracing.enabled ? traceCalls(edge.token, config.tracing, log.child({ component: 'tracing' }), options.env ?? process.env) : undefined;
 
@@ -219,6 +220,7 @@ export function createGateway(config: GatehouseConfig, log: Logger, options: Gat
       const previous = runtime;
       if (JSON.stringify(next.store) !== JSON.stringify(running.store)) log.warn('config reload: store changes take effect only after a restart');
       if (JSON.stringify(next.tracing) !== JSON.stringify(running.tracing)) log.warn('config reload: tracing changes take effect only after a restart');
+      if (JSON.stringify(next.audit) !== JSON.stringify(running.audit)) log.warn('config reload: audit changes take effect only after a restart');
       runtime = buildRuntime(next, log, observeUpstream, state, resolveHost, breakerBoard, childEnv, { book: approvalBook, pins: pinBook, confirmations });
       // New secret values are scrubbed from logs from now on (none are forgotten).
       log.addSecrets(collectSecrets(next));

@@ -195,6 +195,10 @@ export interface GatehouseConfiguration {
    */
   audit: {
     /**
+     * Whether tools/call is audited. On by default, and the seeds ask for it: every call recorded before its answer leaves. Off, calls are answered without a record and Gatehouse warns at start; for a pure pass-through where another system keeps the record.
+     */
+    enabled: boolean;
+    /**
      * Records older than this many days are removed (checked hourly); the chain stays verifiable from the last record removed.
      */
     retainDays: number;

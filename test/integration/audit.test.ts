@@ -243,3 +243,29 @@ test('retention at start removes records past audit.retainDays; the chain verifi
     await g.close();
   }
 });
+
+test('audit.enabled: false answers tools/call without a record or a run id, and says so at start', async () => {
+  const path = join(mkdtempSync(join(tmpdir(), 'gatehouse-audit-off-')), 'audit.db');
+  const g = await startGateway({
+    upstreams: [{ name: 'up', url: up.url, era: 'modern' }],
+    store: { kind: 'sqlite', path },
+    audit: { enabled: false },
+  });
+  try {
+    const req = modernRequest(1, 'tools/call', { name: 'lookup', arguments: { item: 'z' } });
+    const res = await post(g.url, req.body, req.headers);
+    assert.equal(res.status, 200, res.text);
+    const result = res.json().result as { isError?: boolean; _meta?: Record<string, unknown> };
+    assert.notEqual(result.isError, true, res.text);
+    assert.equal(result._meta?.['dev.gatehouse/run_id'], undefined, 'no record, so no run id');
+    assert.ok(g.logs.some((l) => String(l.msg).includes('the audit is off')), 'the start warns that calls go unrecorded');
+    const store = new SqliteStore(path);
+    try {
+      assert.deepEqual(await store.readAudit({}), []);
+    } finally {
+      await store.close();
+    }
+  } finally {
+    await g.close();
+  }
+});

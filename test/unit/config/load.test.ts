@@ -135,7 +135,7 @@ describe('parseConfigText', () => {
       tools: { naming: { prefix: 'auto' }, outputValidation: 'warn', pinning: 'warn' },
       policy: { rules: [], egress: [], egressProxy: { enabled: false, host: '127.0.0.1', port: 3128 }, rateLimits: [], budgets: [], breakers: [], approvals: [] },
       store: { kind: 'sqlite', path: './data/gatehouse.db' },
-      audit: { retainDays: 90 },
+      audit: { enabled: true, retainDays: 90 },
       idempotency: { requireKeys: true, ttlSeconds: 86400, tools: [], exempt: [] },
       metrics: { enabled: false, host: '127.0.0.1', port: 9464, path: '/metrics' },
       tracing: { enabled: false, sampleRatio: 1 },
