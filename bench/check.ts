@@ -12,8 +12,10 @@ interface Limit {
   era: string;
   concurrency: number;
   target: string;
-  metric: 'cpu' | 'p99';
+  metric: 'cpu' | 'p99' | 'rss';
   max: number;
+  /** The cell the ratio is taken to, when not the bare hop of the same upstream, era and concurrency. */
+  relativeTo?: { era?: string; target?: string };
 }
 
 interface Cell {
@@ -23,6 +25,7 @@ interface Cell {
   target: string;
   status: string;
   cpuUsPerReq?: number;
+  peakRssKb?: number;
   load?: { p99Ms?: number };
 }
 
@@ -31,23 +34,26 @@ const file = process.argv[2] ?? `${HERE}results/latest.json`;
 const { limits } = JSON.parse(readFileSync(`${HERE}limits.json`, 'utf8')) as { limits: Limit[] };
 const { cells, meta } = JSON.parse(readFileSync(file, 'utf8')) as { cells: Cell[]; meta?: { commit?: string } };
 
-const value = (c: Cell | undefined, metric: Limit['metric']): number | undefined => (c === undefined || c.status !== 'ok' ? undefined : metric === 'cpu' ? c.cpuUsPerReq : c.load?.p99Ms);
+const UNITS = { cpu: 'µs CPU/call', p99: 'ms p99', rss: 'KB peak RSS' } as const;
+const value = (c: Cell | undefined, metric: Limit['metric']): number | undefined =>
+  c === undefined || c.status !== 'ok' ? undefined : metric === 'cpu' ? c.cpuUsPerReq : metric === 'rss' ? c.peakRssKb : c.load?.p99Ms;
 
 let failed = 0;
 process.stdout.write(`bench:check ${file}${meta?.commit ? ` (commit ${meta.commit.slice(0, 7)})` : ''}\n`);
 for (const l of limits) {
-  const find = (target: string): Cell | undefined => cells.find((c) => c.upstream === l.upstream && c.era === l.era && c.concurrency === l.concurrency && c.target === target);
-  const ours = value(find(l.target), l.metric);
-  const floor = value(find('bare-hop'), l.metric);
+  const find = (target: string, era: string): Cell | undefined => cells.find((c) => c.upstream === l.upstream && c.era === era && c.concurrency === l.concurrency && c.target === target);
+  const ref = { era: l.relativeTo?.era ?? l.era, target: l.relativeTo?.target ?? 'bare-hop' };
+  const ours = value(find(l.target, l.era), l.metric);
+  const floor = value(find(ref.target, ref.era), l.metric);
   if (ours === undefined || floor === undefined || floor <= 0) {
     failed++;
-    process.stdout.write(`  FAIL  ${l.name}: not measured in this run (${l.target} or bare-hop missing at ${l.upstream}/${l.era} c=${l.concurrency})\n`);
+    process.stdout.write(`  FAIL  ${l.name}: not measured in this run (${l.target} at ${l.era} or ${ref.target} at ${ref.era} missing for ${l.upstream} c=${l.concurrency})\n`);
     continue;
   }
   const ratio = ours / floor;
   const ok = ratio <= l.max;
   if (!ok) failed++;
-  process.stdout.write(`  ${ok ? 'ok  ' : 'FAIL'}  ${l.name}: ${ratio.toFixed(2)}× (limit ${l.max}×; ${ours.toFixed(1)} vs ${floor.toFixed(1)} ${l.metric === 'cpu' ? 'µs CPU/call' : 'ms p99'})\n`);
+  process.stdout.write(`  ${ok ? 'ok  ' : 'FAIL'}  ${l.name}: ${ratio.toFixed(2)}× (limit ${l.max}×; ${ours.toFixed(1)} vs ${floor.toFixed(1)} ${UNITS[l.metric]}${l.relativeTo !== undefined ? ` of ${ref.target} ${ref.era}` : ''})\n`);
 }
 process.stdout.write(failed === 0 ? 'every limit holds\n' : `${failed} of ${limits.length} limits exceeded or not measured\n`);
 process.exitCode = failed === 0 ? 0 : 1;

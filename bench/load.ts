@@ -19,6 +19,8 @@ export interface LoadOptions {
   measure: PhaseLimits;
   /** A phase stops early once this many requests have failed. */
   maxErrors: number;
+  /** Sent as the Authorization header of every request (the governed target authenticates with an API key). */
+  authorization?: string;
   /** Called right before the measured phase starts and right after it ends (CPU/RSS snapshots). */
   onMeasureStart?: () => void;
   onMeasureEnd?: () => void;
@@ -174,7 +176,13 @@ function percentile(sorted: Float64Array, q: number): number {
   return sorted[rank]!;
 }
 
-function buildRequestShape(era: Era, sessionId: string | undefined): Pick<Ctx, 'headers' | 'bodyPrefix' | 'bodySuffix'> {
+function buildRequestShape(era: Era, sessionId: string | undefined, authorization: string | undefined): Pick<Ctx, 'headers' | 'bodyPrefix' | 'bodySuffix'> {
+  const shape = requestShape(era, sessionId);
+  if (authorization !== undefined) shape.headers.authorization = authorization;
+  return shape;
+}
+
+function requestShape(era: Era, sessionId: string | undefined): Pick<Ctx, 'headers' | 'bodyPrefix' | 'bodySuffix'> {
   const args = { text: ECHO_TEXT };
   if (era === 'legacy') {
     return {
@@ -211,11 +219,12 @@ function buildRequestShape(era: Era, sessionId: string | undefined): Pick<Ctx, '
 }
 
 /** Legacy handshake: `initialize`, read `mcp-session-id`, then `notifications/initialized`. */
-async function openLegacySession(pool: Pool, path: string): Promise<string> {
+async function openLegacySession(pool: Pool, path: string, authorization?: string): Promise<string> {
+  const auth = authorization !== undefined ? { authorization } : {};
   const init = await pool.request({
     path,
     method: 'POST',
-    headers: { 'content-type': 'application/json', accept: ACCEPT },
+    headers: { 'content-type': 'application/json', accept: ACCEPT, ...auth },
     body: JSON.stringify({ jsonrpc: '2.0', id: 0, method: 'initialize', params: { protocolVersion: LEGACY_VERSION, capabilities: {}, clientInfo: CLIENT_INFO } }),
   });
   const text = await init.body.text();
@@ -228,7 +237,7 @@ async function openLegacySession(pool: Pool, path: string): Promise<string> {
   const note = await pool.request({
     path,
     method: 'POST',
-    headers: { 'content-type': 'application/json', accept: ACCEPT, 'mcp-session-id': sessionId, 'mcp-protocol-version': LEGACY_VERSION },
+    headers: { 'content-type': 'application/json', accept: ACCEPT, 'mcp-session-id': sessionId, 'mcp-protocol-version': LEGACY_VERSION, ...auth },
     body: JSON.stringify({ jsonrpc: '2.0', method: 'notifications/initialized' }),
   });
   const noteText = await note.body.text();
@@ -236,12 +245,12 @@ async function openLegacySession(pool: Pool, path: string): Promise<string> {
   return sessionId;
 }
 
-async function closeLegacySession(pool: Pool, path: string, sessionId: string): Promise<void> {
+async function closeLegacySession(pool: Pool, path: string, sessionId: string, authorization?: string): Promise<void> {
   try {
     const res = await pool.request({
       path,
       method: 'DELETE',
-      headers: { 'mcp-session-id': sessionId, 'mcp-protocol-version': LEGACY_VERSION },
+      headers: { 'mcp-session-id': sessionId, 'mcp-protocol-version': LEGACY_VERSION, ...(authorization !== undefined ? { authorization } : {}) },
       signal: AbortSignal.timeout(3000),
     });
     await res.body.dump();
@@ -270,20 +279,20 @@ function newPool(origin: string, concurrency: number): Pool {
  * Warms a freshly started process (JIT, connection pools) before its first cell, so that the first
  * concurrency measured is not also the coldest. Resolves with the number of failed requests.
  */
-export async function warmUpProcess(url: string, era: Era, concurrency: number, limits: PhaseLimits): Promise<{ ok: number; errors: number; samples: string[] }> {
+export async function warmUpProcess(url: string, era: Era, concurrency: number, limits: PhaseLimits, authorization?: string): Promise<{ ok: number; errors: number; samples: string[] }> {
   const u = new URL(url);
   const pool = newPool(u.origin, concurrency);
   const path = u.pathname + u.search;
   let sessionId: string | undefined;
   try {
-    if (era === 'legacy') sessionId = await openLegacySession(pool, path);
-    const ctx: Ctx = { pool, path, ...buildRequestShape(era, sessionId), nextId: 1, errorSamples: [] };
+    if (era === 'legacy') sessionId = await openLegacySession(pool, path, authorization);
+    const ctx: Ctx = { pool, path, ...buildRequestShape(era, sessionId, authorization), nextId: 1, errorSamples: [] };
     const r = await runPhase(ctx, concurrency, limits, 50, null);
     return { ok: r.ok, errors: r.errors, samples: ctx.errorSamples };
   } catch (err) {
     return { ok: 0, errors: 1, samples: [(err as Error).message] };
   } finally {
-    if (sessionId !== undefined) await closeLegacySession(pool, path, sessionId);
+    if (sessionId !== undefined) await closeLegacySession(pool, path, sessionId, authorization);
     await closePool(pool);
   }
 }
@@ -312,12 +321,12 @@ export async function runLoad(opts: LoadOptions): Promise<LoadResult> {
   try {
     if (opts.era === 'legacy') {
       try {
-        sessionId = await openLegacySession(pool, path);
+        sessionId = await openLegacySession(pool, path, opts.authorization);
       } catch (err) {
         return { ...empty, errors: 1, setupError: (err as Error).message, errorSamples: [(err as Error).message] };
       }
     }
-    const ctx: Ctx = { pool, path, ...buildRequestShape(opts.era, sessionId), nextId: 1, errorSamples: [] };
+    const ctx: Ctx = { pool, path, ...buildRequestShape(opts.era, sessionId, opts.authorization), nextId: 1, errorSamples: [] };
     const warm = await runPhase(ctx, opts.concurrency, opts.warmup, opts.maxErrors, null);
     const latencies = new Float64Array(opts.measure.maxRequests);
     opts.onMeasureStart?.();
@@ -343,7 +352,7 @@ export async function runLoad(opts: LoadOptions): Promise<LoadResult> {
       ...(sessionId !== undefined ? { sessionId } : {}),
     };
   } finally {
-    if (sessionId !== undefined) await closeLegacySession(pool, path, sessionId);
+    if (sessionId !== undefined) await closeLegacySession(pool, path, sessionId, opts.authorization);
     await closePool(pool);
   }
 }

@@ -1,0 +1,137 @@
+// CPU profiles of Gatehouse under the bench's load (issue 17 item 1): where one `tools/call` spends its time.
+// Starts the minimal upstream and one Gatehouse (`dist/main.js`, built) with `--cpu-prof`, sends `tools/call`
+// at one concurrency for a few seconds, stops Gatehouse with SIGTERM (so V8 writes the profile), then prints
+// the functions with the most self time and the share of each part of the code. The `.cpuprofile` opens
+// as a flame graph in Chrome DevTools (Performance › Load profile) or https://www.speedscope.app.
+//
+//   node --import tsx bench/profile.ts [--era legacy|modern] [--setup passthrough|audited|governed]
+//        [--concurrency 16] [--seconds 5] [--log on|off] [--out bench/profiles/NAME]
+//
+// `passthrough`: audit off, no policy (the pass-through of issue 17); `audited`: the default config, every
+// call audited to SQLite; `governed`: the bench's governed config (bench/setups.ts).
+
+import { mkdirSync, readdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { parseFlags, type Era } from './common.js';
+import { runLoad, warmUpProcess } from './load.js';
+import { installSignalCleanup, startChild, stopChild, type Child } from './procs.js';
+import { authorizationFor, gatehouseArgs, SETUPS, type Setup } from './setups.js';
+
+const BENCH_DIR = path.dirname(fileURLToPath(import.meta.url));
+const ROOT = path.resolve(BENCH_DIR, '..');
+
+interface ProfileNode {
+  id: number;
+  callFrame: { functionName: string; url: string; lineNumber: number };
+  children?: number[];
+}
+interface CpuProfile {
+  nodes: ProfileNode[];
+  samples: number[];
+  timeDeltas: number[];
+}
+
+/** Which part of the code a script belongs to, for the summary. */
+function partOf(url: string, fn: string): string {
+  if (url === '') return fn.startsWith('(') ? fn : '(native)';
+  const dist = url.indexOf('/dist/');
+  if (dist >= 0 && !url.includes('node_modules')) return `gatehouse ${url.slice(dist + 6).split('/').slice(0, -1).join('/') || '.'}`;
+  const nm = url.lastIndexOf('node_modules/');
+  if (nm >= 0) {
+    const rest = url.slice(nm + 13).split('/');
+    return `dep ${rest[0]!.startsWith('@') ? `${rest[0]}/${rest[1]}` : rest[0]}`;
+  }
+  if (url.startsWith('node:')) return `node ${url.slice(5).split('/')[0]}`;
+  return url;
+}
+
+export function summarise(profile: CpuProfile, top = 30): string {
+  const self = new Map<number, number>();
+  for (let i = 0; i < profile.samples.length; i++) self.set(profile.samples[i]!, (self.get(profile.samples[i]!) ?? 0) + (profile.timeDeltas[i] ?? 0));
+  const total = [...self.values()].reduce((a, b) => a + b, 0);
+  const byFunction = new Map<string, number>();
+  const byPart = new Map<string, number>();
+  for (const node of profile.nodes) {
+    const t = self.get(node.id) ?? 0;
+    if (t === 0) continue;
+    const { functionName, url, lineNumber } = node.callFrame;
+    const where = url === '' ? '' : ` ${url.replace(/^file:\/\/.*?\/(dist|node_modules)\//, '$1/')}:${lineNumber + 1}`;
+    const key = `${functionName || '(anonymous)'}${where}`;
+    byFunction.set(key, (byFunction.get(key) ?? 0) + t);
+    const part = partOf(url, functionName);
+    byPart.set(part, (byPart.get(part) ?? 0) + t);
+  }
+  const pct = (t: number): string => `${((100 * t) / total).toFixed(1).padStart(5)}%`;
+  const rows = (m: Map<string, number>, n: number): string[] =>
+    [...m.entries()]
+      .sort((a, b) => b[1] - a[1])
+      .slice(0, n)
+      .map(([k, t]) => `${pct(t)}  ${k}`);
+  return [`self time: ${(total / 1e6).toFixed(2)} s sampled`, '', 'by part of the code:', ...rows(byPart, 25), '', `top ${top} functions by self time:`, ...rows(byFunction, top)].join('\n');
+}
+
+async function main(): Promise<void> {
+  const flags = parseFlags(process.argv.slice(2), ['era', 'setup', 'concurrency', 'seconds', 'log', 'out']);
+  const era = (flags.era ?? 'modern') as Era;
+  const setup = (flags.setup ?? 'passthrough') as Setup;
+  if (!SETUPS.includes(setup)) throw new Error(`--setup must be one of ${SETUPS.join(', ')}`);
+  const concurrency = Number(flags.concurrency ?? 16);
+  const seconds = Number(flags.seconds ?? 5);
+  const logOn = (flags.log ?? 'on') === 'on';
+  const out = path.resolve(flags.out ?? path.join(BENCH_DIR, 'profiles', `${setup}-${era}-c${concurrency}${logOn ? '' : '-nolog'}`));
+  const state = path.join(os.tmpdir(), `gatehouse-profile-${process.pid}`);
+  const tmpDir = path.join(state, 'prof');
+  mkdirSync(tmpDir, { recursive: true });
+  installSignalCleanup();
+
+  const upstream = await startChild('minimal-upstream', {
+    args: ['--import', 'tsx', path.join(BENCH_DIR, 'minimal-upstream.ts')],
+    cwd: ROOT,
+    ready: (line) => listeningUrl(line, 'listening'),
+  });
+  let gatehouse: Child | undefined;
+  try {
+    gatehouse = await startChild(`gatehouse (${setup})`, {
+      args: ['--cpu-prof', '--cpu-prof-dir', tmpDir, ...gatehouseArgs(ROOT, setup, upstream.url, state, logOn ? 'info' : 'warn')],
+      cwd: ROOT,
+      // The banner on stdout comes at any log level.
+      ready: (line) => /^Gatehouse is serving MCP at (\S+)/.exec(line)?.[1],
+    });
+    const authorization = authorizationFor(setup);
+    await warmUpProcess(gatehouse.url, era, 16, { seconds: 1.5, maxRequests: 50_000 }, authorization);
+    const r = await runLoad({ url: gatehouse.url, era, concurrency, ...(authorization !== undefined ? { authorization } : {}), warmup: { seconds: 1, maxRequests: 20_000 }, measure: { seconds, maxRequests: 500_000 }, maxErrors: 50 });
+    process.stdout.write(`${setup} ${era} c=${concurrency} log ${logOn ? 'on' : 'off'}: ${r.requests} requests, ${r.errors} errors, ${r.rps.toFixed(0)} req/s, p99 ${r.p99Ms.toFixed(2)} ms\n`);
+    await stopChild(gatehouse);
+    gatehouse = undefined;
+    const file = readdirSync(tmpDir).find((f) => f.endsWith('.cpuprofile'));
+    if (file === undefined) throw new Error('Gatehouse wrote no profile (did it exit on SIGTERM?)');
+    mkdirSync(path.dirname(out), { recursive: true });
+    renameSync(path.join(tmpDir, file), `${out}.cpuprofile`);
+    const summary = summarise(JSON.parse(readFileSync(`${out}.cpuprofile`, 'utf8')) as CpuProfile);
+    writeFileSync(`${out}.txt`, `${setup} ${era} c=${concurrency}, request log ${logOn ? 'on' : 'off'}, ${seconds} s measured (plus warm-up), ${r.requests} requests\n\n${summary}\n`);
+    process.stdout.write(`${summary}\n\nwrote ${out}.cpuprofile and ${out}.txt\n`);
+  } finally {
+    if (gatehouse) await stopChild(gatehouse);
+    await stopChild(upstream);
+    rmSync(state, { recursive: true, force: true });
+  }
+}
+
+function listeningUrl(line: string, msg: string): string | undefined {
+  if (!line.startsWith('{')) return undefined;
+  try {
+    const m = JSON.parse(line) as { msg?: unknown; url?: unknown };
+    return m.msg === msg && typeof m.url === 'string' ? m.url : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+if (process.argv[1] === fileURLToPath(import.meta.url)) {
+  main().catch((err: unknown) => {
+    process.stderr.write(`${(err as Error).stack ?? String(err)}\n`);
+    process.exitCode = 1;
+  });
+}
