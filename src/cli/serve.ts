@@ -130,7 +130,7 @@ async function buildConfig(flags: ServeFlags, io: CommandIO): Promise<{ config: 
   const config = await loadConfigFile(file, io.env);
   if (Object.keys(listenOverrides).length === 0 && !logOverride && !storeOverride) return { config, fileListen: config.listen };
   // Flags override the file; the result is validated again so a bad flag is reported like a bad key.
-  const merged = validateConfigObject({ ...config, listen: { ...config.listen, ...listenOverrides }, log: logOverride ?? config.log, store: storeOverride ?? config.store }, 'command line');
+  const merged = validateConfigObject({ ...config, listen: { ...config.listen, ...listenOverrides }, log: { ...config.log, ...logOverride }, store: storeOverride ?? config.store }, 'command line');
   return { config: merged, fileListen: config.listen };
 }
 

@@ -239,6 +239,19 @@ describe('serve', () => {
     assert.equal(msgs.at(-1), 'stopped', `last lines: ${msgs.slice(-4).join(' | ')}`);
   });
 
+  test('--log-level overrides the level only: the file\'s other log settings (requests: false) stay', async () => {
+    const up = await startFakeUpstream((_req, res, body) => jsonResult(res, body, { tools: [] }));
+    cleanups.push(() => up.close());
+    const file = join(dir, 'quiet-requests.yaml');
+    writeFileSync(file, `listen: { host: 127.0.0.1, port: 0 }\nupstreams: [{ name: a, url: "${up.url}" }]\nauth: { anonymous: true }\nlog: { level: warn, requests: false, format: json }\n`);
+    const gw = await serveCli(['--config', file, '--log-level', 'info']);
+    cleanups.push(() => gw.stop());
+    assert.equal((await post(gw.url, rpc(1, 'tools/list'))).status, 200);
+    assert.equal(await gw.stop(), 0);
+    assert.match(gw.stderr(), /"msg":"gatehouse listening"/, 'the level came from the flag');
+    assert.doesNotMatch(gw.stderr(), /"msg":"request"/, 'requests: false came from the file');
+  });
+
   test('--config FILE with --port override; a config this build cannot serve exits 1', async () => {
     const gw = await serveCli(['--config', 'config/gatehouse.minimal.yaml', '--port', '0']);
     cleanups.push(() => gw.stop());
