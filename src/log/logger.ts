@@ -24,6 +24,13 @@ export interface Logger {
   addSecrets(values: Iterable<string>): void;
   /** Writes out the lines held back for batching (before the process says something on its own). */
   flush(): void;
+  /**
+   * One info line whose fields the caller has already serialised as JSON members (`"a":1,"b":"x"`), for the
+   * line written per request: no object is built, copied or walked. The caller vouches that the members hold
+   * no credential (client-chosen strings go through `redactText` first); configured secret values are
+   * still scrubbed from the finished line.
+   */
+  infoMembers(msg: string, members: string): void;
 }
 
 /** Where log lines go; `flush` writes out any it holds back (batching). */
@@ -122,10 +129,37 @@ export function createLogger(
     },
     destination,
   );
-  return wrap(root, secrets, () => write.flush?.());
+  const sink: Sink = { secrets, write: (line) => write(secrets.scrub(line)), flush: () => write.flush?.() };
+  return wrap(root, sink, bindingMembers(sanitizeFields(base)));
 }
 
-function wrap(p: PinoLogger, secrets: LiteralSecrets, flush: () => void): Logger {
+/** Where the lines of a logger and its children go. */
+interface Sink {
+  readonly secrets: LiteralSecrets;
+  write(line: string): void;
+  flush(): void;
+}
+
+let isoMs = 0;
+let isoText = '';
+/** The ISO time of now, made once per millisecond: a busy gateway writes several lines in each. */
+function isoNow(): string {
+  const ms = Date.now();
+  if (ms !== isoMs) {
+    isoMs = ms;
+    isoText = new Date(ms).toISOString();
+  }
+  return isoText;
+}
+
+/** Bound fields as JSON members with their leading comma (`,"component":"audit"`), as pino writes them. */
+function bindingMembers(fields: Record<string, unknown>): string {
+  let out = '';
+  for (const key in fields) if (fields[key] !== undefined) out += `,${JSON.stringify(key)}:${JSON.stringify(fields[key])}`;
+  return out;
+}
+
+function wrap(p: PinoLogger, sink: Sink, bound: string): Logger {
   // `msg` travels inside the object (not as pino's message argument) so it is scrubbed with the fields and
   // printed before them, where people and the existing tests look for it.
   const at =
@@ -138,10 +172,17 @@ function wrap(p: PinoLogger, secrets: LiteralSecrets, flush: () => void): Logger
     info: at('info'),
     warn: at('warn'),
     error: at('error'),
-    child: (fields) => wrap(p.child(sanitizeFields(fields)), secrets, flush),
+    child: (fields) => {
+      const clean = sanitizeFields(fields);
+      return wrap(p.child(clean), sink, bound + bindingMembers(clean));
+    },
     enabled: (lvl) => p.isLevelEnabled(lvl),
-    addSecrets: (values) => secrets.add(values),
-    flush,
+    addSecrets: (values) => sink.secrets.add(values),
+    flush: () => sink.flush(),
+    infoMembers(msg, members) {
+      // The same shape as pino's lines: level, time, bound fields, msg, then the fields.
+      if (p.isLevelEnabled('info')) sink.write(`{"level":"info","time":"${isoNow()}"${bound},"msg":${JSON.stringify(msg)}${members === '' ? '' : `,${members}`}}\n`);
+    },
   };
 }
 

@@ -1,0 +1,94 @@
+// The per-request line (issue 17 item 2) is built as a string, not through pino: it must come out exactly
+// as pino writes a line (level, time, bound fields, msg, then the fields, in the same order), and keep
+// every protection the logger gives: client-chosen strings clipped and scrubbed of credential shapes,
+// configured secret values scrubbed from the finished line.
+
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { createLogger, REDACTED } from '../../../src/log/logger.js';
+import { logRequests, requestMembers } from '../../../src/log/request-log.js';
+import { channels, type CallEndEvent } from '../../../src/pipeline/events.js';
+
+const JWT = 'eyJhbGciOiJSUzI1NiJ9.eyJzdWIiOiJhbGljZSJ9.c2lnbmF0dXJlLWJ5dGVz';
+
+function capture(secrets: string[] = []) {
+  const raw: string[] = [];
+  const log = createLogger('info', (l) => raw.push(l), {}, { secrets });
+  return { log, raw };
+}
+
+const event = (over: Partial<CallEndEvent> = {}): CallEndEvent => ({
+  callId: '0b6c9d4e-6a4f-4a53-9d1c-2f4a1b7e9c10',
+  edge: {},
+  httpMethod: 'POST',
+  method: 'tools/call',
+  era: 'modern',
+  status: 200,
+  outcome: 'ok',
+  seconds: 0.0012345,
+  subject: 'key:alice',
+  tool: 'search',
+  upstream: 'crm',
+  ...over,
+});
+
+test('infoMembers writes the same line pino would for the same fields, bound fields included', () => {
+  const { log, raw } = capture();
+  const child = log.child({ component: 'edge', n: 2 });
+  child.info('request', { callId: 'c1', status: 200, outcome: 'ok' });
+  child.infoMembers('request', '"callId":"c1","status":200,"outcome":"ok"');
+  assert.equal(raw.length, 2);
+  const strip = (l: string): string => l.replace(/"time":"[^"]+"/, '"time":"T"');
+  assert.equal(strip(raw[1]!), strip(raw[0]!));
+  assert.match(raw[1]!, /^\{"level":"info","time":"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z","component":"edge","n":2,"msg":"request","callId":"c1",/);
+});
+
+test('infoMembers is dropped below info, like info()', () => {
+  const raw: string[] = [];
+  const log = createLogger('warn', (l) => raw.push(l));
+  log.infoMembers('request', '"a":1');
+  assert.deepEqual(raw, []);
+});
+
+test('the request line: every field of the event, in order, as JSON; optional ones left out', () => {
+  const e = event({ refusal: 'rate_limited', stage: 'rateLimit', rule: 'per-key', outcome: 'refused', ctx: { trace: { traceId: 'a'.repeat(32), traceparent: `00-${'a'.repeat(32)}-${'b'.repeat(16)}-01` } } as unknown as CallEndEvent['ctx'] });
+  const members = JSON.parse(`{${requestMembers(e)}}`) as Record<string, unknown>;
+  assert.deepEqual(members, {
+    callId: e.callId,
+    method: 'tools/call',
+    era: 'modern',
+    subject: 'key:alice',
+    tool: 'search',
+    upstream: 'crm',
+    status: 200,
+    outcome: 'refused',
+    refusal: 'rate_limited',
+    stage: 'rateLimit',
+    rule: 'per-key',
+    durationMs: 1.235,
+    traceId: 'a'.repeat(32),
+  });
+  // Optional fields are left out, never written as null.
+  const bare = JSON.parse(`{${requestMembers(event({ method: undefined, era: undefined, subject: undefined, tool: undefined, upstream: undefined, httpMethod: 'GET' }))}}`) as Record<string, unknown>;
+  assert.deepEqual(Object.keys(bare), ['callId', 'method', 'status', 'outcome', 'durationMs']);
+  assert.equal(bare.method, 'GET');
+});
+
+test('client-chosen strings are clipped, JSON-escaped and scrubbed; configured secrets are scrubbed from the line', () => {
+  const { log, raw } = capture(['s3cr3t-value-42']);
+  const edge = {};
+  const stop = logRequests(edge, log);
+  try {
+    channels.end.publish(event({ edge, tool: `${'x'.repeat(300)}`, subject: `Bearer ${JWT}`, prompt: 'say "hi"\n and s3cr3t-value-42' }));
+    channels.end.publish(event({ edge: {}, tool: 'another gateway' }));
+  } finally {
+    stop();
+  }
+  assert.equal(raw.length, 1, 'only the lines of this edge');
+  const line = JSON.parse(raw[0]!) as Record<string, string>;
+  assert.equal(line.msg, 'request');
+  assert.equal(line.tool, `${'x'.repeat(200)}…`);
+  assert.equal(line.subject, `Bearer ${REDACTED}`);
+  assert.ok(!raw[0]!.includes(JWT));
+  assert.equal(line.prompt, `say "hi"\n and ${REDACTED}`);
+});
