@@ -142,12 +142,18 @@ export function createEdge(listen: ListenConfig, handlers: EdgeHandlers, log: Lo
       if (req.method === 'GET') markListenStream(res);
       else {
         inFlight++;
-        const counted: InFlightSlot = { counted: true };
-        slot = counted;
-        res.on('close', () => settle(counted));
+        slot = { counted: true };
       }
       const record: CallRecord = { callId: randomUUID(), started: performance.now(), httpMethod: req.method ?? '' };
-      if (channels.end.hasSubscribers) res.once('close', () => publishEnd(record, res.statusCode, !res.writableFinished));
+      // One listener for what the end of every request settles: the in-flight count, then the `end` event.
+      const counted = slot;
+      const ends = channels.end.hasSubscribers;
+      if (counted !== undefined || ends) {
+        res.once('close', () => {
+          if (counted !== undefined) settle(counted);
+          if (ends) publishEnd(record, res.statusCode, !res.writableFinished);
+        });
+      }
       handleMcp(req, res, slot, record).catch((err: unknown) => internalError(res, err, record.callId));
       return;
     }
@@ -429,21 +435,21 @@ export function createEdge(listen: ListenConfig, handlers: EdgeHandlers, log: Lo
     const ctx = record.ctx;
     const outcome: CallOutcomeWord = aborted ? 'aborted' : record.refusal !== undefined ? 'refused' : status >= 500 ? 'upstream_error' : status >= 400 ? 'client_error' : record.toolError ? 'tool_error' : 'ok';
     const name = ctx?.kind === 'request' ? (ctx.message as JsonRpcRequest).params?.name : undefined;
-    const event: CallEndEvent = {
-      callId: record.callId,
-      edge: token,
-      httpMethod: record.httpMethod,
-      status,
-      outcome,
-      seconds: (performance.now() - record.started) / 1000,
-      upstream: handlers.upstreamName(),
-      ...(ctx ? { ctx } : {}),
-      ...(record.method !== undefined ? { method: record.method } : {}),
-      ...(record.era !== undefined ? { era: record.era } : {}),
-      ...(record.subject !== undefined ? { subject: record.subject } : {}),
-      ...(record.refusal !== undefined ? { refusal: record.refusal, stage: record.stage!, ...(record.rule !== undefined ? { rule: record.rule } : {}) } : {}),
-      ...(typeof name === 'string' ? (ctx!.method === 'prompts/get' ? { prompt: name } : ctx!.method === 'tools/call' ? { tool: name } : {}) : {}),
-    };
+    // Built by assignment, not spreads: one event per request, for every subscriber.
+    const event: CallEndEvent = { callId: record.callId, edge: token, httpMethod: record.httpMethod, status, outcome, seconds: (performance.now() - record.started) / 1000, upstream: handlers.upstreamName() };
+    if (ctx) event.ctx = ctx;
+    if (record.method !== undefined) event.method = record.method;
+    if (record.era !== undefined) event.era = record.era;
+    if (record.subject !== undefined) event.subject = record.subject;
+    if (record.refusal !== undefined) {
+      event.refusal = record.refusal;
+      event.stage = record.stage!;
+      if (record.rule !== undefined) event.rule = record.rule;
+    }
+    if (typeof name === 'string') {
+      if (ctx!.method === 'prompts/get') event.prompt = name;
+      else if (ctx!.method === 'tools/call') event.tool = name;
+    }
     channels.end.publish(event);
   }
 

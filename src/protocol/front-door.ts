@@ -162,10 +162,21 @@ function isJsonContentType(v: string | undefined): boolean {
 /** Whether an Accept header admits a media type, wildcards included. */
 export function accepts(accept: string | undefined, type: string): boolean {
   if (accept === undefined) return false;
-  const [major] = type.split('/');
-  for (const part of accept.split(',')) {
-    const range = part.split(';')[0]!.trim().toLowerCase();
-    if (range === type || range === '*/*' || range === `${major}/*`) return true;
+  let ranges = acceptCache.get(accept);
+  if (ranges === undefined) {
+    ranges = accept.split(',').map((part) => part.split(';')[0]!.trim().toLowerCase());
+    // A client sends the same Accept on every request: parsed once, not three times per request.
+    if (accept.length <= ACCEPT_CACHE_KEY_MAX) {
+      if (acceptCache.size >= ACCEPT_CACHE_MAX) acceptCache.clear();
+      acceptCache.set(accept, ranges);
+    }
   }
+  const major = type.slice(0, type.indexOf('/'));
+  for (const range of ranges) if (range === type || range === '*/*' || (range.endsWith('/*') && range.slice(0, -2) === major)) return true;
   return false;
 }
+
+/** Accept headers seen, as their media ranges; few distinct values, so a small bound is plenty. */
+const acceptCache = new Map<string, readonly string[]>();
+const ACCEPT_CACHE_MAX = 256;
+const ACCEPT_CACHE_KEY_MAX = 256;
