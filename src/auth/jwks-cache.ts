@@ -6,7 +6,8 @@
 // edge can fail closed with a retryable answer instead of telling a valid client its token is wrong.
 
 import { isLoopback } from '../net/loopback.js';
-import { importJWK, type CryptoKey, type JWK } from 'jose';
+import type { CryptoKey, JWK } from 'jose';
+import { loadJose } from './jose.js';
 import { LRUCache } from 'lru-cache';
 import { Agent, request } from 'undici';
 import type { Logger } from '../log/logger.js';
@@ -337,7 +338,7 @@ export class JwksCache {
       const shape = KEY_SHAPES[alg];
       if (!this.opts.algorithms.includes(alg) || !shape || shape.kty !== jwk.kty || (shape.crv !== undefined && shape.crv !== jwk.crv)) continue;
       try {
-        const imported = await importJWK({ ...jwk, ext: false }, alg);
+        const imported = await (await loadJose()).importJWK({ ...jwk, ext: false }, alg);
         if (imported instanceof Uint8Array) continue;
         byAlg.set(alg, imported);
       } catch (err) {

@@ -5,7 +5,8 @@
 // choice is never left to the token: symmetric and unsigned algorithms are refused before any key is
 // looked up, which closes the "HS256 signed with the public key" and "alg: none" confusions.
 
-import { errors, jwtVerify, type JWTPayload } from 'jose';
+import type { errors as JoseErrors, JWTPayload } from 'jose';
+import { loadJose } from './jose.js';
 import type { OAuthConfig } from '../config/types.js';
 import type { Logger } from '../log/logger.js';
 import { Introspector } from './introspection.js';
@@ -47,6 +48,8 @@ export class TokenVerifier {
     const dropped = wanted.filter((a) => !isAsymmetricAlg(a));
     if (dropped.length > 0) this.log.warn('oauth.algorithms entries ignored: only asymmetric signatures are accepted', { dropped });
     if (this.algorithms.length === 0) throw new Error('oauth.algorithms names no usable asymmetric signature algorithm');
+    // Loaded now, in the background, so the first token does not wait for it; a failure shows at that token.
+    loadJose().catch(() => {});
     this.keys = new JwksCache(
       {
         issuer: config.issuer,
@@ -94,6 +97,7 @@ export class TokenVerifier {
     if (typeof header.alg !== 'string' || !this.algorithms.includes(header.alg)) return refuse('alg_not_allowed', 'token signing algorithm is not accepted');
     if (header.kid !== undefined && typeof header.kid !== 'string') return refuse('malformed', 'token is malformed');
     let payload: JWTPayload;
+    const { jwtVerify, errors } = await loadJose();
     try {
       ({ payload } = await jwtVerify(token, (h) => this.keys.getKey(typeof h.kid === 'string' ? h.kid : undefined, h.alg ?? ''), {
         issuer: this.config.issuer,
@@ -103,7 +107,7 @@ export class TokenVerifier {
         requiredClaims: ['exp', 'sub'],
       }));
     } catch (err) {
-      return this.refusalFor(err);
+      return this.refusalFor(err, errors);
     }
     // jose checks iat only against a maximum age; a token claiming to be issued later than now is forged
     // or comes from a badly skewed issuer, either way not to be trusted.
@@ -113,7 +117,7 @@ export class TokenVerifier {
     return this.toPrincipal(payload, 'jwt');
   }
 
-  private refusalFor(err: unknown): AuthResult {
+  private refusalFor(err: unknown, errors: typeof JoseErrors): AuthResult {
     if (err instanceof KeySetUnavailableError) return { ok: false, failure: { kind: 'unavailable', message: 'signing keys are unavailable; try again later' } };
     if (err instanceof UnknownKeyError) return refuse('unknown_kid', 'token signing key is not known');
     if (err instanceof errors.JOSEAlgNotAllowed) return refuse('alg_not_allowed', 'token signing algorithm is not accepted');

@@ -4,7 +4,8 @@
 // that scripts touch together share a hash tag, so they land in one Cluster slot. Commands fail at once
 // while Redis is unreachable (no offline queue): the pipeline fails closed and recovers when it is back.
 
-import { Cluster, Redis, type RedisOptions } from 'ioredis';
+import { createRequire } from 'node:module';
+import type { Cluster, Redis, RedisOptions } from 'ioredis';
 import type { RedisStore as RedisStoreConfig } from '../config/schema.generated.js';
 import { canonicalJson } from '../protocol/canonical-json.js';
 import { chainNext, type ChainedRecord } from './audit-chain.js';
@@ -165,6 +166,15 @@ return 1`;
 
 const FIRST_CONNECTION_WAIT_MS = 3_000;
 
+/**
+ * ioredis, loaded when a Redis store is opened: a gateway on SQLite (the default) never pays for it
+ * (about 15 MB of RSS; issue 17). It is CommonJS, so it can be required synchronously.
+ */
+let ioredis: typeof import('ioredis') | undefined;
+function loadIoredis(): typeof import('ioredis') {
+  return (ioredis ??= createRequire(import.meta.url)('ioredis') as typeof import('ioredis'));
+}
+
 type Scripted = (Redis | Cluster) & {
   ghWindow(key: string, amount: number, windowMs: number): Promise<[string, string]>;
   ghBucket(key: string, rate: number, per: number, burst: number, cost: number): Promise<[number, string, number]>;
@@ -204,12 +214,12 @@ function connect(config: Pick<RedisStoreConfig, 'url' | 'keyPrefix' | 'commandTi
   if (config.cluster) {
     // Cluster has one database; the prefix and the rest apply to every node's connection.
     const { keyPrefix, ...node } = common;
-    return new Cluster(nodes(config.cluster.nodes), { keyPrefix, enableOfflineQueue: false, redisOptions: node, clusterRetryStrategy: (attempt) => Math.min(2_000, 100 * attempt) });
+    return new (loadIoredis().Cluster)(nodes(config.cluster.nodes), { keyPrefix, enableOfflineQueue: false, redisOptions: node, clusterRetryStrategy: (attempt) => Math.min(2_000, 100 * attempt) });
   }
   if (config.sentinel) {
-    return new Redis({ ...common, db, sentinels: nodes(config.sentinel.nodes), name: config.sentinel.name, ...(config.sentinel.password !== undefined ? { sentinelPassword: config.sentinel.password } : {}), ...(url.protocol === 'rediss:' ? { enableTLSForSentinelMode: true } : {}) });
+    return new (loadIoredis().Redis)({ ...common, db, sentinels: nodes(config.sentinel.nodes), name: config.sentinel.name, ...(config.sentinel.password !== undefined ? { sentinelPassword: config.sentinel.password } : {}), ...(url.protocol === 'rediss:' ? { enableTLSForSentinelMode: true } : {}) });
   }
-  return new Redis({ ...common, db, host: url.hostname.replace(/^\[|\]$/g, ''), port: Number(url.port || 6379) });
+  return new (loadIoredis().Redis)({ ...common, db, host: url.hostname.replace(/^\[|\]$/g, ''), port: Number(url.port || 6379) });
 }
 
 /** A literal for a SCAN MATCH pattern. */
@@ -289,7 +299,7 @@ export class RedisStore implements Store {
   listBudgets(prefix: string): Promise<BudgetCounter[]> {
     return this.run('budget', async () => {
       const keyPrefix = this.keyPrefix;
-      const nodes = this.redis instanceof Cluster ? this.redis.nodes('master') : [this.redis];
+      const nodes = this.redis instanceof loadIoredis().Cluster ? this.redis.nodes('master') : [this.redis];
       const keys = new Set<string>();
       for (const node of nodes) {
         let cursor = '0';
