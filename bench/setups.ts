@@ -3,7 +3,8 @@
 //   passthrough  no auth (loopback), no policy, audit off: the least a Gatehouse hop does
 //   audited      the default config: every tools/call audited to a SQLite file before it is answered
 //   governed     the governed call: API key auth, an access rule, a rate limit, a budget, the SQLite audit
-//   policy       governed plus the rest of the policy chain: an egress rule, a per-address limit, a breaker
+//   policy       governed plus the rest of the policy chain: an egress rule, a per-address limit, a breaker,
+//                and an access rule that selects the caller's key (so every call goes through the catalog)
 
 import { mkdirSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
@@ -15,15 +16,24 @@ export type Setup = (typeof SETUPS)[number];
 /** The API key the governed setups accept; the load generator sends it as a bearer token. */
 export const BENCH_API_KEY = 'gh_bench_0123456789abcdefghijklmnopqrstuvwx';
 
-/** Limits high enough never to refuse: the bench measures what checking them costs. */
+/**
+ * Limits high enough never to refuse: the bench measures what checking them costs. The access rule applies
+ * to every caller (a deny of tools the upstream does not have, then allow), so every caller sees the same
+ * list and the byte pass-through stays; a rule that selects callers (`keys`, `subjects`, …) makes lists
+ * differ per caller and sends every call through the catalog, which `policy` measures.
+ */
 const GOVERNED_POLICY = {
-  rules: [{ id: 'bench-access', access: 'allow', keys: ['bench'], tools: ['*'] }],
+  rules: [
+    { id: 'bench-no-admin', access: 'deny', tools: ['bench/admin_*'] },
+    { id: 'bench-allow', access: 'allow', tools: ['*'] },
+  ],
   rateLimits: [{ id: 'bench-key', per: 'key', tools: ['*'], rate: 1_000_000, perSeconds: 1, burst: 1_000_000 }],
   budgets: [{ id: 'bench-budget', per: 'subject', tools: ['*'], window: 'day', limit: 1_000_000_000 }],
 };
 
 const FULL_POLICY = {
   ...GOVERNED_POLICY,
+  rules: [{ id: 'bench-access', access: 'allow', keys: ['bench'], tools: ['*'] }],
   egress: [{ id: 'bench-egress', tools: ['*'], allow: { schemes: ['https'], hosts: ['*.example.com'] } }],
   rateLimits: [{ id: 'bench-ip', per: 'ip', rate: 1_000_000, perSeconds: 1, burst: 1_000_000 }, ...GOVERNED_POLICY.rateLimits],
   breakers: [{ id: 'bench-breaker', per: 'upstream', tools: ['*'], consecutiveFailures: 1_000 }],
