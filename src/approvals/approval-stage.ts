@@ -17,6 +17,7 @@ import type { CallContext } from '../pipeline/context.js';
 import { interceptFinal } from '../pipeline/final-answer.js';
 import { ACCEPTED, type Outcome } from '../pipeline/outcome.js';
 import { pipeOutcome } from '../pipeline/outcome-stream.js';
+import { waitedOn } from '../pipeline/events.js';
 import { refuseAt, type Next, type Stage } from '../pipeline/stage.js';
 import type { JsonRpcId, JsonRpcRequest } from '../protocol/jsonrpc.js';
 import { effectiveState, type Approval } from './approval.js';
@@ -42,8 +43,8 @@ export function compileApprovalStage(rules: readonly CompiledApprovalRule[], boo
     const laterRefusal = outcome.kind === 'refused' && outcome.stage !== undefined && outcome.stage !== 'upstream' && outcome.stage !== 'output';
     return interceptFinal(outcome, ctx, async ({ response, failure: failed }) => {
       try {
-        if (run !== undefined && (laterRefusal || (failed !== undefined && neverSent(failed)))) await book.releaseRun(approval, run, ctx.callId);
-        if (response.result?.resultType === 'input_required') await book.continueWith(approval, CONTINUATION_MS);
+        if (run !== undefined && (laterRefusal || (failed !== undefined && neverSent(failed)))) await waitedOn(ctx, 'approval', 'store.release_run', book.releaseRun(approval, run, ctx.callId));
+        if (response.result?.resultType === 'input_required') await waitedOn(ctx, 'approval', 'store.continue', book.continueWith(approval, CONTINUATION_MS));
       } catch (err) {
         log.warn('an approved run could not be given back or continued; the caller may need a new approval', { approval: approval.id, err });
       }
@@ -73,8 +74,8 @@ export function compileApprovalStage(rules: readonly CompiledApprovalRule[], boo
         if (!ours && (requestState !== undefined || params.inputResponses !== undefined)) {
           // A retry with answers to the upstream's own question: the interrupted approved run goes on, once;
           // anything else needs approval.
-          const continued = await book.continues(ApprovalBook.bindingOf(call).binding, ctx.callId);
-          const approval = continued === undefined ? undefined : await book.get(continued);
+          const continued = await waitedOn(ctx, 'approval', 'store.continues', book.continues(ApprovalBook.bindingOf(call).binding, ctx.callId));
+          const approval = continued === undefined ? undefined : await waitedOn(ctx, 'approval', 'store.get', book.get(continued));
           if (approval !== undefined) {
             ctx.approvalId = approval.id;
             return await runApproved(ctx, approval, undefined, next);
@@ -82,9 +83,9 @@ export function compileApprovalStage(rules: readonly CompiledApprovalRule[], boo
         } else if (ours) {
           // The retry after Gatehouse's own question (modern): the answer decides, and the upstream never sees either field.
           forward = withoutRetryFields(ctx);
-          await decideByUser(book, call, requestState!.slice(CONFIRM_STATE_PREFIX.length), readAnswer(inputResponse(params)), policyVersion);
+          await waitedOn(ctx, 'approval', 'store.decide', decideByUser(book, call, requestState!.slice(CONFIRM_STATE_PREFIX.length), readAnswer(inputResponse(params)), policyVersion));
         }
-        const verdict = await book.forCall(call);
+        const verdict = await waitedOn(ctx, 'approval', 'store.verdict', book.forCall(call));
         ctx.approvalId = verdict.approval.id;
         forward.approvalId = verdict.approval.id;
         if (verdict.kind === 'run') return await runApproved(forward, verdict.approval, verdict.run, next);
@@ -124,8 +125,8 @@ export function compileApprovalStage(rules: readonly CompiledApprovalRule[], boo
       }
       if (out.closed) return;
       const given = response === undefined ? { accepted: false, reason: 'the user gave no answer in time' } : response.error !== undefined ? { accepted: false, reason: `the client could not ask the user (${response.error.message})` } : readAnswer(response.result);
-      await decideByUser(book, call, approval.id, given, policyVersion);
-      const verdict = await book.forCall(call);
+      await waitedOn(ctx, 'approval', 'store.decide', decideByUser(book, call, approval.id, given, policyVersion));
+      const verdict = await waitedOn(ctx, 'approval', 'store.verdict', book.forCall(call));
       const outcome = verdict.kind === 'run' ? await runApproved(ctx, verdict.approval, verdict.run, next) : refuseAt('approval', ctx, refusalOf(verdict));
       await pipeOutcome(outcome, out, ctx);
     })().catch((err: unknown) => {

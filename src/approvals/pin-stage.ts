@@ -4,6 +4,7 @@
 // and lets a `warn` call run (warn never refuses).
 
 import { failure, GatewayError } from '../errors.js';
+import { waitedOn } from '../pipeline/events.js';
 import type { Logger } from '../log/logger.js';
 import { refuseAt, type Stage } from '../pipeline/stage.js';
 import type { PinBook } from './pins.js';
@@ -20,7 +21,7 @@ export function compilePinStage(mode: 'off' | 'warn' | 'enforce', pins: PinBook,
       if (mode === 'warn' && warned.has(key)) return next(ctx);
       let verdict;
       try {
-        verdict = await pins.check(route);
+        verdict = await waitedOn(ctx, 'pin', 'store.pin', pins.check(route));
       } catch (err) {
         if (mode === 'warn') {
           log.warn('the pin of a tool could not be checked; the call runs (tools.pinning: warn)', { ref: route.ref, err });

@@ -10,7 +10,7 @@ import { refusalCode } from '../errors.js';
 import type { Logger } from '../log/logger.js';
 import { redactValue } from '../log/logger.js';
 import { isGoverned } from '../pipeline/answer-event.js';
-import { channels, subscribe, type CallAnswerEvent, type CallEndEvent, type CallStartEvent } from '../pipeline/events.js';
+import { channels, subscribe, waitedOn, type CallAnswerEvent, type CallEndEvent, type CallStartEvent } from '../pipeline/events.js';
 import { canonicalJson } from '../protocol/canonical-json.js';
 import type { JsonRpcRequest } from '../protocol/jsonrpc.js';
 import { IDEMPOTENCY_META } from '../policy/idempotency-stage.js';
@@ -68,7 +68,7 @@ export function auditCalls(edge: object, guard: StoreGuard, settings: { retainDa
     running.delete(e.callId);
     const runId = randomUUID();
     e.addMeta(RUN_ID_META, runId);
-    e.waitFor(guard.run((store) => store.appendAudit(auditEntryOf(e, runId), running.size)));
+    e.waitFor(waitedOn(e, 'audit', 'store.append', guard.run((store) => store.appendAudit(auditEntryOf(e, runId), running.size))));
   });
   const stop = (): void => {
     stopStart();

@@ -13,6 +13,7 @@ import type { Principal } from '../pipeline/principal.js';
 import { idOf, type JsonRpcResponse } from '../protocol/jsonrpc.js';
 import { META_CLIENT_CAPABILITIES, META_PROTOCOL_VERSION } from '../protocol/methods.js';
 import { MODERN_VERSIONS } from '../protocol/versions.js';
+import { upstreamMessage } from '../protocol/trace-context.js';
 import { Catalog } from './catalog.js';
 import type { PrefixMode } from './public-names.js';
 
@@ -47,7 +48,7 @@ export class CatalogUpstream implements Upstream {
       return this.legacyBridge.handle(ctx);
     }
     if (ctx.kind !== 'request') return ACCEPTED;
-    const request = ctx.message!;
+    const request = upstreamMessage(ctx)!;
     const stream = new CallStream({ requestId: idOf(request), mode: 'call', acceptsSse: ctx.acceptsSse });
     void (async () => {
       try {

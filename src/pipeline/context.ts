@@ -65,6 +65,12 @@ export interface CallContext {
   readonly principal: Principal;
   /** W3C trace context from the headers or `_meta`; already added to `message._meta`. */
   readonly trace?: TraceContext;
+  /**
+   * The trace context to send upstream instead of `trace`: set (only while tracing records the call) by the
+   * tracing subscriber of the upstream-start event, to its CLIENT span's context. Adapters send
+   * `upstreamTrace ?? trace` (protocol/trace-context.ts: `upstreamMessage`, `upstreamBody`).
+   */
+  upstreamTrace?: TraceContext;
   /** The legacy session the request names, when the edge admitted it. */
   readonly sessionId?: string;
   /**

@@ -38,6 +38,35 @@ export interface UpstreamAnswerEvent {
   seconds: number;
 }
 
+/**
+ * The call enters the upstream stage (published synchronously, before the adapter runs). A subscriber may
+ * set `ctx.upstreamTrace`: the trace context the adapter then sends upstream instead of the client's (tracing
+ * sets its CLIENT span's).
+ */
+export interface UpstreamStartEvent {
+  callId: string;
+  edge: object;
+  ctx: CallContext;
+  upstream: string;
+}
+
+/**
+ * A stage waited on the store or the network (a rate-limit take, a budget spend, a DNS lookup, the audit
+ * append…); published when the wait settles, so a slow call shows where its time went.
+ */
+export interface StageWaitEvent {
+  callId: string;
+  edge: object;
+  /** The stage that waited (`rateLimit`, `budget`, `breaker`, `idempotency`, `approval`, `pin`, `egress`, `audit`). */
+  stage: string;
+  /** What it waited on: `store.take`, `store.spend`, `dns.resolve`… */
+  wait: string;
+  /** Seconds the wait took. */
+  seconds: number;
+  /** Set when the wait failed: the error's name or code. */
+  error?: string;
+}
+
 export interface CallEndEvent {
   callId: string;
   edge: object;
@@ -85,6 +114,8 @@ export const channels = {
   start: diagnostics.channel('gatehouse:call:start'),
   refused: diagnostics.channel('gatehouse:call:refused'),
   upstream: diagnostics.channel('gatehouse:call:upstream'),
+  upstreamStart: diagnostics.channel('gatehouse:call:upstream-start'),
+  wait: diagnostics.channel('gatehouse:call:wait'),
   answer: diagnostics.channel('gatehouse:call:answer'),
   end: diagnostics.channel('gatehouse:call:end'),
 } as const;
@@ -98,6 +129,42 @@ export function publishRefused(call: { callId: string; edge: object }, stage: st
 
 export function publishUpstreamAnswer(ctx: CallContext, upstream: string, kind: string, seconds: number): void {
   if (channels.upstream.hasSubscribers) channels.upstream.publish({ callId: ctx.callId, edge: ctx.edge, upstream, kind, seconds } satisfies UpstreamAnswerEvent);
+}
+
+/** The call enters the upstream stage; subscribers may set `ctx.upstreamTrace` (synchronously). */
+export function publishUpstreamStart(ctx: CallContext, upstream: string): void {
+  if (channels.upstreamStart.hasSubscribers) channels.upstreamStart.publish({ callId: ctx.callId, edge: ctx.edge, ctx, upstream } satisfies UpstreamStartEvent);
+}
+
+/**
+ * `work`, a stage's wait on the store or the network, published as a `StageWaitEvent` when it settles. With
+ * no subscriber it is `work` itself: no clock read, no allocation. The clock starts when this is called,
+ * just after `work` was created (what the store or resolver did synchronously before is not counted).
+ */
+export function waitedOn<T>(call: { callId: string; edge: object }, stage: string, wait: string, work: Promise<T>): Promise<T> {
+  if (!channels.wait.hasSubscribers) return work;
+  const started = performance.now();
+  const settled = (error?: unknown): void => {
+    if (!channels.wait.hasSubscribers) return;
+    const seconds = (performance.now() - started) / 1000;
+    channels.wait.publish({ callId: call.callId, edge: call.edge, stage, wait, seconds, ...(error !== undefined ? { error: errorName(error) } : {}) } satisfies StageWaitEvent);
+  };
+  return work.then(
+    (value) => {
+      settled();
+      return value;
+    },
+    (err: unknown) => {
+      settled(err ?? 'error');
+      throw err;
+    },
+  );
+}
+
+function errorName(err: unknown): string {
+  const code = (err as { code?: unknown } | null)?.code;
+  if (typeof code === 'string') return code;
+  return err instanceof Error ? err.name : 'error';
 }
 
 /**

@@ -3,7 +3,7 @@
 // upstream stage's; an adapter that throws is a bug, answered as a failure rather than a crash.
 
 import { failure, GatewayError } from '../errors.js';
-import { publishRefused, publishUpstreamAnswer } from './events.js';
+import { channels, publishRefused, publishUpstreamAnswer, publishUpstreamStart } from './events.js';
 import type { Outcome } from './outcome.js';
 import type { CallHandler } from './ports.js';
 import type { Stage } from './stage.js';
@@ -13,6 +13,8 @@ export function compileUpstreamStage(upstream: CallHandler & { readonly name: st
     name: 'upstream',
     async run(ctx) {
       const started = performance.now();
+      // Tracing starts its CLIENT span here and sets ctx.upstreamTrace, which the adapter sends.
+      if (channels.upstreamStart.hasSubscribers) publishUpstreamStart(ctx, upstream.name);
       let outcome: Outcome;
       try {
         outcome = await upstream.handle(ctx);

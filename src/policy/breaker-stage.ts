@@ -9,6 +9,7 @@ import type { Breaker } from '../config/schema.generated.js';
 import { failure, GatewayError, type ToolRefusal } from '../errors.js';
 import type { Logger } from '../log/logger.js';
 import type { Route } from '../pipeline/context.js';
+import { waitedOn } from '../pipeline/events.js';
 import { interceptFinal, type FinalAnswer } from '../pipeline/final-answer.js';
 import { refuseAt, type Stage } from '../pipeline/stage.js';
 import { ErrorCode } from '../protocol/jsonrpc.js';
@@ -79,7 +80,7 @@ export function compileBreakerStage(breakers: readonly CompiledBreaker[], store:
       const key = `breaker:${breaker.id}:${target}`;
       let admission: BreakerAdmission;
       try {
-        admission = await store.admit(key, breaker.settings);
+        admission = await waitedOn(ctx, 'breaker', 'store.admit', store.admit(key, breaker.settings));
       } catch (err) {
         return refuseAt('breaker', ctx, failure(new GatewayError('GW_ERR_STATE_UNAVAILABLE', 'The circuit state of this call cannot be read now, so the call is not run; retry later', undefined, { cause: err })));
       }

@@ -7,6 +7,7 @@
 import type { Budget } from '../config/schema.generated.js';
 import { failure, GatewayError, type ToolRefusal } from '../errors.js';
 import type { Route } from '../pipeline/context.js';
+import { waitedOn } from '../pipeline/events.js';
 import type { Principal } from '../pipeline/principal.js';
 import { refuseAt, type Stage } from '../pipeline/stage.js';
 import type { BudgetSpend, CalendarWindow } from '../store/store.js';
@@ -46,7 +47,7 @@ export function compileBudgetStage(budgets: readonly CompiledBudget[], spend: Sp
       if (budget === undefined || budget.cost === 0) return next(ctx);
       let spent: BudgetSpend;
       try {
-        spent = await spend(budgetKey(budget, ctx.principal, route), budget.cost, budget.limit, budget.window);
+        spent = await waitedOn(ctx, 'budget', 'store.spend', spend(budgetKey(budget, ctx.principal, route), budget.cost, budget.limit, budget.window));
       } catch (err) {
         return refuseAt('budget', ctx, failure(new GatewayError('GW_ERR_STATE_UNAVAILABLE', 'The budget of this call cannot be checked now, so the call is not run; retry later', undefined, { cause: err })));
       }

@@ -4,6 +4,8 @@
 // before anything reaches the upstream (the SOIT seed: "a blocked address ... comes back as a tool result").
 
 import type { ToolRefusal } from '../errors.js';
+import { canonicalIp } from '../net/addresses.js';
+import { channels, waitedOn } from '../pipeline/events.js';
 import { refuseAt, type Stage } from '../pipeline/stage.js';
 import type { JsonRpcRequest } from '../protocol/jsonrpc.js';
 import { destinationsIn } from './egress/destinations.js';
@@ -29,7 +31,9 @@ export function compileEgressStage(policy: EgressPolicy): Stage {
         if (seen.has(key)) continue;
         seen.add(key);
         if (seen.size > MAX_DESTINATIONS) return refuseAt('egress', ctx, refusal(route.ref, rule?.id ?? 'default', `The arguments name more than ${MAX_DESTINATIONS} destinations; split the call`, {}));
-        const block = await policy.check(d, rule);
+        const checked = policy.check(d, rule);
+        // A name is resolved (or found in the resolver cache) before it is judged: a wait worth a span.
+        const block = await (channels.wait.hasSubscribers && canonicalIp(d.host) === undefined ? waitedOn(ctx, 'egress', 'dns.resolve', checked) : checked);
         if (block === undefined) continue;
         const where = d.path === '' ? 'The arguments' : `The argument "${d.path}"`;
         return refuseAt(

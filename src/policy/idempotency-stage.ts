@@ -9,6 +9,7 @@ import { createHash, randomUUID } from 'node:crypto';
 import { failure, GatewayError, type ToolRefusal } from '../errors.js';
 import { interceptFinal } from '../pipeline/final-answer.js';
 import type { CallContext, Route } from '../pipeline/context.js';
+import { waitedOn } from '../pipeline/events.js';
 import type { Outcome } from '../pipeline/outcome.js';
 import { principalKey } from '../pipeline/principal.js';
 import { refuseAt, type Stage } from '../pipeline/stage.js';
@@ -85,7 +86,7 @@ export function compileIdempotencyStage(settings: IdempotencySettings, store: Id
     const deadline = Date.now() + maxWaitMs;
     while (Date.now() < deadline && !ctx.signal.aborted) {
       await new Promise((r) => setTimeout(r, POLL_MS));
-      const record = await store.read(key);
+      const record = await waitedOn(ctx, 'idempotency', 'store.read', store.read(key));
       if (record === undefined) break;
       if (record.digest !== digest) return refuse(ctx, 'idempotency_key_conflict', 'This idempotency key was used for a different request; use a new key for a new request');
       if (record.state === 'done') return replay(ctx, record.response);
@@ -111,7 +112,7 @@ export function compileIdempotencyStage(settings: IdempotencySettings, store: Id
       const owner = `${instance}:${ctx.callId}`;
       running.add(owner);
       try {
-        const claim = await store.claim(key, digest, owner, leaseMs, ttlMs);
+        const claim = await waitedOn(ctx, 'idempotency', 'store.claim', store.claim(key, digest, owner, leaseMs, ttlMs));
         if (claim.outcome === 'existing') {
           running.delete(owner);
           const record = claim.record;
@@ -144,11 +145,11 @@ export function compileIdempotencyStage(settings: IdempotencySettings, store: Id
           if (error !== undefined) {
             // A request that never left lets a retry run; otherwise the upstream may have acted, the key
             // stays taken, and a retry is told the outcome is unknown.
-            if (neverSent(error)) await store.release(key, owner);
+            if (neverSent(error)) await waitedOn(ctx, 'idempotency', 'store.release', store.release(key, owner));
             return undefined;
           }
           // The FITsociety seed: the completed response is persisted before it is returned.
-          await store.complete(key, owner, JSON.stringify(response), ttlMs);
+          await waitedOn(ctx, 'idempotency', 'store.complete', store.complete(key, owner, JSON.stringify(response), ttlMs));
           return undefined;
         } catch (err) {
           return { refusal: stateUnavailable(err) };

@@ -47,3 +47,39 @@ export function putTraceInMeta(message: { params?: Record<string, unknown> }, tr
   meta.traceparent = trace.traceparent;
   if (trace.tracestate !== undefined) meta.tracestate = trace.tracestate;
 }
+
+/** What the upstream adapters read of a call to send its trace context (a CallContext). */
+export interface UpstreamTraced {
+  readonly message?: unknown;
+  readonly kind?: string;
+  readonly body?: Buffer;
+  readonly trace?: TraceContext;
+  readonly upstreamTrace?: TraceContext;
+}
+
+/**
+ * The message to send upstream: the call's own, or, when Gatehouse records a CLIENT span for the upstream
+ * request (`upstreamTrace`), a copy of a request whose `params._meta` carries that span's context instead
+ * of the client's. Without one, the very same object (no copy).
+ */
+export function upstreamMessage<M>(ctx: UpstreamTraced & { readonly message?: M }): M {
+  const trace = ctx.upstreamTrace;
+  const message = ctx.message as M;
+  if (trace === undefined || ctx.kind !== 'request' || typeof message !== 'object' || message === null) return message;
+  const request = message as { params?: Record<string, unknown> };
+  const params = request.params ?? {};
+  const meta: Record<string, unknown> = typeof params._meta === 'object' && params._meta !== null ? { ...(params._meta as Record<string, unknown>) } : {};
+  meta.traceparent = trace.traceparent;
+  if (trace.tracestate !== undefined) meta.tracestate = trace.tracestate;
+  else delete meta.tracestate;
+  return { ...request, params: { ...params, _meta: meta } } as M;
+}
+
+/**
+ * The bytes to send upstream on the pass-through: the client's (or the edge's), unchanged, unless a CLIENT
+ * span's context must replace the one in a request's `_meta`.
+ */
+export function upstreamBody(ctx: UpstreamTraced): Buffer | undefined {
+  if (ctx.upstreamTrace === undefined || ctx.kind !== 'request' || ctx.message === undefined) return ctx.body;
+  return Buffer.from(JSON.stringify(upstreamMessage(ctx)));
+}

@@ -9,7 +9,13 @@
 // `gen_ai.operation.name`, `rpc.response.status_code` (the JSON-RPC error code, as a string), `error.type`;
 // plus `rpc.jsonrpc.error_code` (the older RPC convention, as a number) and Gatehouse's own `gatehouse.*`.
 //
-// Each stage's refusal is a span event; the wait on the upstream is a child span.
+// Each stage's refusal is a span event. The upstream request is a CLIENT span, child of the SERVER span,
+// started when the call enters the upstream stage (a synchronous event): its context is what the upstream
+// receives, in headers and in `_meta` (the subscriber sets `ctx.upstreamTrace`, which the adapters send).
+// A stage's wait on the store or the network (rate limit, budget, breaker, idempotency, approval, pin,
+// egress DNS, the audit append) is an INTERNAL child span, from the pipeline's wait events.
+// A call whose SERVER span is not sampled records nothing more, and the upstream then gets the client's own
+// trace context, byte for byte, as with tracing off.
 //
 // Bounded cost: the BatchSpanProcessor holds at most `MAX_QUEUE` finished spans and drops the rest, the
 // exporter sends at most a few requests at a time with a timeout, and nothing a call waits for touches the
@@ -18,7 +24,7 @@
 import { createHash } from 'node:crypto';
 import type * as Api from '@opentelemetry/api';
 import type { Logger } from '../log/logger.js';
-import { channels, subscribe, type CallAnswerEvent, type CallEndEvent, type CallRefusedEvent, type CallStartEvent, type UpstreamAnswerEvent } from '../pipeline/events.js';
+import { channels, subscribe, type CallAnswerEvent, type CallEndEvent, type CallRefusedEvent, type CallStartEvent, type StageWaitEvent, type UpstreamAnswerEvent, type UpstreamStartEvent } from '../pipeline/events.js';
 import type { CallContext } from '../pipeline/context.js';
 
 export interface TracingSettings {
@@ -55,6 +61,10 @@ export function tracesEndpoint(settings: Pick<TracingSettings, 'endpoint'>, env:
 interface Open {
   span: Api.Span;
   rpcCode?: number;
+  /** The CLIENT span of the upstream request, while it is open. */
+  client?: Api.Span;
+  /** `performance.now()` when the adapter answered with a whole answer (json, refused): the client span ends there. */
+  clientAnsweredAt?: number;
 }
 
 /** Starts tracing the calls answered on `edge`; the packages load in the background (`ready`). */
@@ -110,17 +120,53 @@ export function traceCalls(edge: object, settings: TracingSettings, log: Logger,
       if (typeof rpcCode === 'number') entry.rpcCode = rpcCode;
       entry.span.addEvent('gatehouse.refusal', { 'gatehouse.stage': e.stage, 'gatehouse.refusal_code': e.code, ...(e.rule !== undefined ? { 'gatehouse.rule': e.rule } : {}) });
     };
-    // The wait on the upstream, as a child span: from the call entering the upstream stage until the adapter
-    // answered (headers in, or a stream started). INTERNAL, not CLIENT: the upstream receives the client's
-    // own trace context, not this span's.
+    // The upstream request, as a CLIENT span: from the call entering the upstream stage until its answer is
+    // whole (a json answer or a refusal: when the adapter answered; a relay or a stream: when the call ends).
+    // The adapters send its context upstream (`ctx.upstreamTrace`), in headers and in `_meta`.
+    const onUpstreamStart = (e: UpstreamStartEvent): void => {
+      if (e.edge !== edge) return;
+      const entry = open.get(e.callId);
+      if (!entry || !entry.span.isRecording() || entry.client) return;
+      const ctx = e.ctx;
+      const target = ctx.route?.original ?? targetOf(ctx);
+      const client = tracer.startSpan(
+        spanName(ctx.method ?? ctx.httpMethod, target),
+        {
+          kind: api.SpanKind.CLIENT,
+          attributes: {
+            ...(ctx.method !== undefined ? { 'mcp.method.name': ctx.method } : {}),
+            ...(ctx.method === 'tools/call' && target !== undefined ? { 'gen_ai.tool.name': target, 'gen_ai.operation.name': 'execute_tool' } : {}),
+            ...(ctx.method === 'prompts/get' && target !== undefined ? { 'gen_ai.prompt.name': target } : {}),
+            'gatehouse.upstream': e.upstream,
+          },
+        },
+        api.trace.setSpan(api.ROOT_CONTEXT, entry.span),
+      );
+      entry.client = client;
+      const sc = client.spanContext();
+      const tracestate = sc.traceState?.serialize();
+      ctx.upstreamTrace = { traceparent: `00-${sc.traceId}-${sc.spanId}-${(sc.traceFlags & 1).toString(16).padStart(2, '0')}`, ...(tracestate ? { tracestate } : {}), traceId: sc.traceId };
+    };
     const onUpstream = (e: UpstreamAnswerEvent): void => {
       if (e.edge !== edge) return;
       const entry = open.get(e.callId);
-      if (!entry) return;
+      if (!entry?.client) return;
+      entry.client.setAttribute('gatehouse.upstream.answer_kind', e.kind);
+      if (e.kind !== 'relay' && e.kind !== 'stream') entry.clientAnsweredAt = performance.now();
+    };
+    // A stage's wait on the store or the network, as an INTERNAL child span of the call's.
+    const onWait = (e: StageWaitEvent): void => {
+      if (e.edge !== edge) return;
+      const entry = open.get(e.callId);
+      if (!entry || !entry.span.isRecording()) return;
       const now = performance.now();
-      tracer
-        .startSpan(`upstream ${e.upstream}`, { kind: api.SpanKind.INTERNAL, startTime: now - e.seconds * 1000, attributes: { 'gatehouse.upstream': e.upstream, 'gatehouse.upstream.answer_kind': e.kind } }, api.trace.setSpan(api.ROOT_CONTEXT, entry.span))
-        .end(now);
+      const span = tracer.startSpan(
+        `${e.stage} ${e.wait}`,
+        { kind: api.SpanKind.INTERNAL, startTime: now - e.seconds * 1000, attributes: { 'gatehouse.stage': e.stage, 'gatehouse.wait': e.wait, ...(e.error !== undefined ? { 'error.type': e.error } : {}) } },
+        api.trace.setSpan(api.ROOT_CONTEXT, entry.span),
+      );
+      if (e.error !== undefined) span.setStatus({ code: api.SpanStatusCode.ERROR, message: e.error });
+      span.end(now);
     };
     const onAnswer = (e: CallAnswerEvent): void => {
       if (e.edge !== edge) return;
@@ -140,6 +186,7 @@ export function traceCalls(edge: object, settings: TracingSettings, log: Logger,
         if (e.refusal !== undefined) span.addEvent('gatehouse.refusal', { 'gatehouse.stage': e.stage ?? 'edge', 'gatehouse.refusal_code': e.refusal });
         entry = { span };
       }
+      if (entry.client) endClient(entry, e);
       const span = entry.span;
       const subject = e.ctx?.principal.subject ?? e.subject;
       const tenant = e.ctx?.principal.tenant;
@@ -166,17 +213,34 @@ export function traceCalls(edge: object, settings: TracingSettings, log: Logger,
       span.end();
     };
 
+    /** Ends the CLIENT span with the call: an error when the upstream failed or the call was refused there. */
+    const endClient = (entry: Open, e: CallEndEvent): void => {
+      const client = entry.client!;
+      const failed = e.outcome === 'upstream_error' || (e.refusal !== undefined && e.stage === 'upstream');
+      if (failed) {
+        const errorType = e.refusal ?? (entry.rpcCode !== undefined ? String(entry.rpcCode) : e.outcome);
+        client.setAttribute('error.type', errorType);
+        client.setStatus({ code: api.SpanStatusCode.ERROR, message: errorType });
+      }
+      client.end(entry.clientAnsweredAt);
+    };
+
     const stops = [
       subscribe<CallStartEvent>(channels.start, onStart),
       subscribe<CallRefusedEvent>(channels.refused, onRefused),
+      subscribe<UpstreamStartEvent>(channels.upstreamStart, onUpstreamStart),
       subscribe<UpstreamAnswerEvent>(channels.upstream, onUpstream),
+      subscribe<StageWaitEvent>(channels.wait, onWait),
       subscribe<CallAnswerEvent>(channels.answer, onAnswer),
       subscribe<CallEndEvent>(channels.end, onEnd),
     ];
     stopListening = () => {
       for (const stop of stops) stop();
       // Calls still open when the gateway stops: end them, so they are exported with the rest.
-      for (const { span } of open.values()) span.end();
+      for (const { span, client } of open.values()) {
+        client?.end();
+        span.end();
+      }
       open.clear();
     };
     shutdown = () => provider.shutdown();

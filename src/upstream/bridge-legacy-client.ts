@@ -11,6 +11,7 @@ import { encodeHeaderValue } from '../protocol/header-value.js';
 import { ErrorCode, errorResponse, type JsonRpcId, type JsonRpcMessage, type JsonRpcRequest, type JsonRpcResponse } from '../protocol/jsonrpc.js';
 import { META_SERVER_INFO, META_SUBSCRIPTION_ID, NAME_FIELD } from '../protocol/methods.js';
 import { negotiateLegacyVersion } from '../protocol/versions.js';
+import { upstreamMessage } from '../protocol/trace-context.js';
 import { GATEHOUSE_CLIENT_INFO, type UpstreamProfile } from './era-probe.js';
 import type { UpstreamMessages } from '../pipeline/ports.js';
 import { BridgedSession } from './bridged-session.js';
@@ -60,7 +61,7 @@ export class LegacyClientBridge {
       if (message?.method === 'notifications/cancelled') session.cancel((message as { params?: { requestId?: JsonRpcId } }).params?.requestId);
       return ACCEPTED;
     }
-    return this.request(ctx, session, message as JsonRpcRequest);
+    return this.request(ctx, session, upstreamMessage(ctx) as JsonRpcRequest);
   }
 
   async close(): Promise<void> {

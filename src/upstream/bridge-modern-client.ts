@@ -13,6 +13,7 @@ import { isObject, legacyCapabilitiesFrom, stripModernRequestMeta, toModernResul
 import { ErrorCode, errorResponse, type JsonRpcId, type JsonRpcMessage, type JsonRpcRequest, type JsonRpcResponse } from '../protocol/jsonrpc.js';
 import { META_CLIENT_CAPABILITIES, META_LOG_LEVEL, META_SUBSCRIPTION_ID, NAME_FIELD } from '../protocol/methods.js';
 import { MODERN_VERSIONS } from '../protocol/versions.js';
+import { upstreamMessage } from '../protocol/trace-context.js';
 import type { UpstreamProfile } from './era-probe.js';
 import { LegacyClientSessions, type LegacyClientSession, type PoolOptions } from './legacy-client-sessions.js';
 import type { UpstreamMessages } from '../pipeline/ports.js';
@@ -80,7 +81,7 @@ export class ModernClientBridge {
   async handle(ctx: CallContext): Promise<Outcome> {
     // Modern clients over HTTP cancel by closing the stream; other notifications have no legacy target.
     if (ctx.kind !== 'request') return ACCEPTED;
-    const request = ctx.message as JsonRpcRequest;
+    const request = upstreamMessage(ctx) as JsonRpcRequest;
     const stream = new CallStream({ requestId: request.id, mode: 'call', acceptsSse: ctx.acceptsSse });
     void this.serve(request, stream, ctx.signal, principalKey(ctx.principal));
     return { kind: 'stream', stream };

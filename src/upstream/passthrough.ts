@@ -10,6 +10,7 @@ import { redactText, type Logger } from '../log/logger.js';
 import type { CallContext } from '../pipeline/context.js';
 import { refused, type AnswerHeaders, type Outcome } from '../pipeline/outcome.js';
 import { ErrorCode, idOf } from '../protocol/jsonrpc.js';
+import { upstreamBody } from '../protocol/trace-context.js';
 import type { CredentialHeaders, UpstreamCredentials } from './credentials.js';
 import { toGatewayError } from './failures.js';
 
@@ -66,7 +67,8 @@ export class PassThrough {
         path: this.path,
         method: ctx.httpMethod,
         headers: this.requestHeaders(ctx, credentials),
-        body: ctx.body ?? null,
+        // The client's bytes, unless tracing's CLIENT span replaces the trace context in `_meta`.
+        body: (ctx.upstreamTrace === undefined ? ctx.body : upstreamBody(ctx)) ?? null,
         signal: ctx.signal,
       });
     } catch (err) {
@@ -110,8 +112,13 @@ export class PassThrough {
         if (typeof v === 'string') out[key] = v;
       }
     }
-    // Trace context that came only in `_meta` goes up as headers too.
-    if (ctx.trace && out.traceparent === undefined) {
+    // Trace context that came only in `_meta` goes up as headers too; a CLIENT span's (tracing) replaces the client's.
+    const upstreamTrace = ctx.upstreamTrace;
+    if (upstreamTrace !== undefined) {
+      out.traceparent = upstreamTrace.traceparent;
+      if (upstreamTrace.tracestate !== undefined) out.tracestate = upstreamTrace.tracestate;
+      else delete out.tracestate;
+    } else if (ctx.trace && out.traceparent === undefined) {
       out.traceparent = ctx.trace.traceparent;
       if (ctx.trace.tracestate !== undefined) out.tracestate = ctx.trace.tracestate;
     }

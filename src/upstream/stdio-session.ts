@@ -8,6 +8,7 @@ import { CallStream } from '../pipeline/call-stream.js';
 import type { CallContext } from '../pipeline/context.js';
 import { ACCEPTED, refused, type Outcome } from '../pipeline/outcome.js';
 import { type JsonRpcId, type JsonRpcMessage, type JsonRpcRequest, type JsonRpcResponse } from '../protocol/jsonrpc.js';
+import { upstreamMessage } from '../protocol/trace-context.js';
 import type { MessageChannel } from './channel.js';
 import type { EndReason, HeldSession } from './session-table.js';
 
@@ -120,7 +121,7 @@ export class StdioSession implements HeldSession {
       this.proc.send(ctx.message!);
       return ACCEPTED;
     }
-    const request = ctx.message as JsonRpcRequest;
+    const request = upstreamMessage(ctx) as JsonRpcRequest;
     const channel = new CallStream({ requestId: request.id, mode: 'call', acceptsSse: ctx.acceptsSse });
     const entry: InFlight = { id: request.id, progressToken: progressTokenOf(request), channel };
     this.inFlight.push(entry);

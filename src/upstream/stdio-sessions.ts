@@ -30,6 +30,7 @@ import { resolveSession, SessionTable } from './session-table.js';
 import { modernFaceOf } from './modern-face.js';
 import { isObject } from '../protocol/era-shapes.js';
 import { META_SERVER_INFO } from '../protocol/methods.js';
+import { upstreamMessage } from '../protocol/trace-context.js';
 
 /**
  * What the one child of `processes: single` declares at initialize: the server requests Gatehouse can carry
@@ -253,7 +254,7 @@ export class StdioUpstream implements Upstream {
       }
       return ACCEPTED;
     }
-    const request = ctx.message as JsonRpcRequest;
+    const request = upstreamMessage(ctx) as JsonRpcRequest;
     const channel = new CallStream({ requestId: request.id, mode: 'call', acceptsSse: ctx.acceptsSse });
     void (async () => {
       try {

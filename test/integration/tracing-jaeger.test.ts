@@ -125,28 +125,28 @@ exporters:
     return post(gw.url, req.body, { ...req.headers, authorization: `Bearer ${ALICE}`, ...(traceparent ? { traceparent } : {}) });
   }
 
-  /** The spans of one trace, once Jaeger has `count` of them. */
-  async function trace(traceId: string, count: number): Promise<JaegerSpan[]> {
+  /** The spans of one trace, once Jaeger has those `complete` asks for. */
+  async function trace(traceId: string, complete: (spans: JaegerSpan[]) => boolean): Promise<JaegerSpan[]> {
     const until = Date.now() + 15_000;
     for (;;) {
       const res = await fetch(`${queryUrl}/api/traces/${traceId}`);
       if (res.ok) {
         const body = (await res.json()) as { data?: Array<{ spans: JaegerSpan[] }> };
         const spans = body.data?.[0]?.spans ?? [];
-        if (spans.length >= count) return spans;
+        if (complete(spans)) return spans;
       }
-      if (Date.now() > until) throw new Error(`trace ${traceId} did not reach Jaeger with ${count} spans`);
+      if (Date.now() > until) throw new Error(`trace ${traceId} did not reach Jaeger whole`);
       await new Promise((r) => setTimeout(r, 250));
     }
   }
 
-  test('a call: parent is the client span, the upstream got the client context, attributes present', async () => {
+  test("a call: parent is the client's span, the upstream received the CLIENT span's context, attributes present", async () => {
     const traceId = hex(16);
     const clientSpan = hex(8);
     const res = await call('lookup', { item: 'jaeger' }, `00-${traceId}-${clientSpan}-01`);
     assert.equal(res.status, 200);
-    const spans = await trace(traceId, 2);
-    const server = spans.find((s) => s.operationName === 'tools/call lookup');
+    const spans = await trace(traceId, (all) => all.some((s) => tag(s, 'span.kind') === 'server') && all.some((s) => tag(s, 'span.kind') === 'client'));
+    const server = spans.find((s) => s.operationName === 'tools/call lookup' && tag(s, 'span.kind') === 'server');
     assert.ok(server, `spans: ${spans.map((s) => s.operationName).join(', ')}`);
     assert.deepEqual(server.references.map((r) => [r.refType, r.traceID, r.spanID]), [['CHILD_OF', traceId, clientSpan]]);
     assert.equal(tag(server, 'span.kind'), 'server');
@@ -157,11 +157,19 @@ exporters:
     assert.equal(tag(server, 'enduser.id'), 'key:alice');
     assert.equal(tag(server, 'gatehouse.tenant'), 'acme');
     assert.equal(tag(server, 'gatehouse.outcome'), 'ok');
-    const wait = spans.find((s) => s.operationName === 'upstream up');
-    assert.ok(wait);
-    assert.equal(wait.references[0]?.spanID, server.spanID);
-    // The upstream received the client span's context (Gatehouse records no CLIENT span of its own yet).
-    assert.ok(up.received.some((b) => b.includes(`00-${traceId}-${clientSpan}-01`)));
+    // The upstream request is Gatehouse's CLIENT span, child of the SERVER span (whose parent is the client's span).
+    const upstream = spans.find((s) => tag(s, 'span.kind') === 'client');
+    assert.ok(upstream, `spans: ${spans.map((s) => s.operationName).join(', ')}`);
+    assert.deepEqual(upstream.references.map((r) => [r.refType, r.traceID, r.spanID]), [['CHILD_OF', traceId, server.spanID]]);
+    assert.equal(tag(upstream, 'gatehouse.upstream'), 'up');
+    assert.equal(tag(upstream, 'mcp.method.name'), 'tools/call');
+    // The upstream received the CLIENT span's context: its span id, the same trace id; not the client's own.
+    assert.ok(up.received.some((b) => b.includes(`00-${traceId}-${upstream.spanID}-01`)), 'the upstream got the CLIENT span context');
+    assert.ok(!up.received.some((b) => b.includes(clientSpan)), "the client's own span id did not reach the upstream");
+    // The audit append, a wait on the store, is a child span of the call.
+    const audit = spans.find((s) => s.operationName === 'audit store.append');
+    assert.ok(audit, `spans: ${spans.map((s) => s.operationName).join(', ')}`);
+    assert.equal(audit.references[0]?.spanID, server.spanID);
   });
 
   test('a refused call carries its refusal code', async () => {
@@ -170,12 +178,16 @@ exporters:
     const clientSpan = hex(8);
     const refused = await call('record', { item: 'second' }, `00-${traceId}-${clientSpan}-01`);
     assert.equal(refused.json().result.structuredContent.error.code, 'rate_limited');
-    const [span] = await trace(traceId, 1);
+    const spans = await trace(traceId, (all) => all.some((s) => tag(s, 'span.kind') === 'server' && s.operationName === 'tools/call record') && all.some((s) => s.operationName === 'rateLimit store.take'));
+    const span = spans.find((s) => tag(s, 'span.kind') === 'server');
     assert.equal(span!.operationName, 'tools/call record');
     assert.equal(span!.references[0]?.spanID, clientSpan);
     assert.equal(tag(span!, 'gatehouse.refusal_code'), 'rate_limited');
     assert.equal(tag(span!, 'gatehouse.outcome'), 'refused');
     assert.equal(tag(span!, 'otel.status_code'), 'ERROR');
     assert.ok(span!.logs.some((l) => tag(l, 'event') === 'gatehouse.refusal' && tag(l, 'gatehouse.refusal_code') === 'rate_limited'));
+    // Where its time went: the rate limit's wait on the store, a child span; nothing went upstream.
+    assert.equal(spans.find((s) => s.operationName === 'rateLimit store.take')!.references[0]?.spanID, span!.spanID);
+    assert.ok(!spans.some((s) => tag(s, 'span.kind') === 'client'));
   });
 });

@@ -5,7 +5,7 @@
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
-import { createServer, type Server } from 'node:http';
+import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { hashKey } from '../../src/auth/key-hash.js';
@@ -13,73 +13,9 @@ import { tracesEndpoint } from '../../src/tracing/tracing.js';
 import { startCountingUpstream, type CountingUpstream } from '../fixtures/upstreams/counting-writes.js';
 import { startGateway, type TestGateway } from '../helpers/gateway.js';
 import { modernRequest, post } from '../helpers/http.js';
+import { attr, hex, SPAN_KIND, startReceiver, waitFor, type Receiver } from '../helpers/otlp.js';
 
 const ALICE = 'gh_alice_0123456789abcdefghijklmnopqrstuv';
-
-interface OtlpValue { stringValue?: string; intValue?: string | number; doubleValue?: number; boolValue?: boolean }
-interface OtlpSpan {
-  traceId: string;
-  spanId: string;
-  parentSpanId?: string;
-  name: string;
-  kind: number;
-  startTimeUnixNano: string;
-  endTimeUnixNano: string;
-  attributes: Array<{ key: string; value: OtlpValue }>;
-  events?: Array<{ name: string; attributes: Array<{ key: string; value: OtlpValue }> }>;
-  status?: { code?: number; message?: string };
-}
-interface Receiver {
-  url: string;
-  requests: number;
-  spans: OtlpSpan[];
-  resources: Array<Array<{ key: string; value: OtlpValue }>>;
-  close(): Promise<void>;
-}
-
-/** A minimal OTLP/HTTP trace receiver: decodes the JSON ExportTraceServiceRequest of every POST /v1/traces. */
-async function startReceiver(): Promise<Receiver> {
-  const receiver: Omit<Receiver, 'url' | 'close'> = { requests: 0, spans: [], resources: [] };
-  const server: Server = createServer((req, res) => {
-    const chunks: Buffer[] = [];
-    req.on('data', (c: Buffer) => chunks.push(c));
-    req.on('end', () => {
-      if (req.method !== 'POST' || req.url !== '/v1/traces') return void res.writeHead(404).end();
-      receiver.requests++;
-      assert.match(String(req.headers['content-type']), /application\/json/);
-      const body = JSON.parse(Buffer.concat(chunks).toString('utf8')) as { resourceSpans: Array<{ resource: { attributes: Array<{ key: string; value: OtlpValue }> }; scopeSpans: Array<{ spans: OtlpSpan[] }> }> };
-      for (const rs of body.resourceSpans) {
-        receiver.resources.push(rs.resource.attributes);
-        for (const ss of rs.scopeSpans) receiver.spans.push(...ss.spans);
-      }
-      res.writeHead(200, { 'content-type': 'application/json' }).end('{}');
-    });
-  });
-  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
-  const { port } = server.address() as AddressInfo;
-  return Object.assign(receiver, {
-    url: `http://127.0.0.1:${port}/v1/traces`,
-    close: () => new Promise<void>((r) => { server.closeAllConnections(); server.close(() => r()); }),
-  }) as Receiver;
-}
-
-function attr(span: OtlpSpan | { attributes: Array<{ key: string; value: OtlpValue }> }, key: string): string | number | boolean | undefined {
-  const v = span.attributes.find((a) => a.key === key)?.value;
-  if (!v) return undefined;
-  return v.stringValue ?? (v.intValue !== undefined ? Number(v.intValue) : undefined) ?? v.doubleValue ?? v.boolValue;
-}
-
-async function waitFor<T>(what: string, probe: () => T | undefined, ms = 8000): Promise<T> {
-  const until = Date.now() + ms;
-  for (;;) {
-    const found = probe();
-    if (found !== undefined) return found;
-    if (Date.now() > until) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 50));
-  }
-}
-
-const hex = (bytes: number): string => [...crypto.getRandomValues(new Uint8Array(bytes))].map((b) => b.toString(16).padStart(2, '0')).join('');
 
 describe('tracing on: spans reach an OTLP/HTTP receiver', () => {
   let up: CountingUpstream;
@@ -130,12 +66,14 @@ describe('tracing on: spans reach an OTLP/HTTP receiver', () => {
     assert.equal(attr(span, 'gatehouse.outcome'), 'ok');
     assert.equal(attr(span, 'gatehouse.refusal_code'), undefined);
     assert.notEqual(span.status?.code, 2, 'not an error');
-    // The wait on the upstream is a child span, inside the call's.
-    const wait = await waitFor('the upstream span', () => receiver.spans.find((s) => s.traceId === traceId && s.parentSpanId === span.spanId));
-    assert.equal(wait.name, 'upstream up');
-    assert.equal(wait.kind, 1, 'SPAN_KIND_INTERNAL');
-    assert.equal(attr(wait, 'gatehouse.upstream'), 'up');
-    assert.ok(BigInt(wait.startTimeUnixNano) >= BigInt(span.startTimeUnixNano) && BigInt(wait.endTimeUnixNano) <= BigInt(span.endTimeUnixNano), 'inside the call span');
+    // The upstream request is a CLIENT span, child of the call's, inside it.
+    const upstream = await waitFor('the CLIENT span', () => receiver.spans.find((s) => s.traceId === traceId && s.parentSpanId === span.spanId && s.kind === SPAN_KIND.CLIENT));
+    assert.equal(upstream.name, 'tools/call lookup');
+    assert.equal(attr(upstream, 'gatehouse.upstream'), 'up');
+    assert.equal(attr(upstream, 'mcp.method.name'), 'tools/call');
+    assert.equal(attr(upstream, 'gen_ai.tool.name'), 'lookup');
+    assert.ok(BigInt(upstream.startTimeUnixNano) >= BigInt(span.startTimeUnixNano) && BigInt(upstream.endTimeUnixNano) <= BigInt(span.endTimeUnixNano), 'inside the call span');
+    assert.equal(receiver.spans.filter((s) => s.traceId === traceId && s.kind === SPAN_KIND.CLIENT).length, 1, 'one CLIENT span');
     assert.ok(BigInt(span.endTimeUnixNano) > BigInt(span.startTimeUnixNano));
     // Never a credential in a span.
     assert.ok(!JSON.stringify(span).includes(ALICE));
@@ -143,8 +81,9 @@ describe('tracing on: spans reach an OTLP/HTTP receiver', () => {
     const resource = receiver.resources[0]!;
     assert.equal(attr({ attributes: resource }, 'service.name'), 'gatehouse');
     assert.equal(attr({ attributes: resource }, 'deployment.environment.name'), 'test');
-    // No CLIENT span yet: the upstream receives the client's own context.
-    assert.ok(up.received.some((b) => b.includes(`00-${traceId}-${clientSpan}-01`)), 'the upstream got the client trace context');
+    // The upstream receives the CLIENT span's context, not the client's own.
+    assert.ok(up.received.some((b) => b.includes(`00-${traceId}-${upstream.spanId}-01`)), 'the upstream got the CLIENT span context');
+    assert.ok(!up.received.some((b) => b.includes(`00-${traceId}-${clientSpan}-01`)), 'and not the client span context');
   });
 
   test('a refused call carries its refusal code, as an attribute and as a span event; its status is ERROR', async () => {
@@ -165,7 +104,10 @@ describe('tracing on: spans reach an OTLP/HTTP receiver', () => {
     assert.ok(event, 'a refusal event');
     assert.equal(attr(event, 'gatehouse.refusal_code'), 'rate_limited');
     assert.ok(typeof attr(event, 'gatehouse.stage') === 'string');
-    assert.ok(!receiver.spans.some((s) => s.parentSpanId === span.spanId), 'a call refused before the upstream has no upstream span');
+    assert.ok(!receiver.spans.some((s) => s.parentSpanId === span.spanId && s.kind === SPAN_KIND.CLIENT), 'a call refused before the upstream has no CLIENT span');
+    // Its wait on the store for the rate limit is a child span.
+    const take = await waitFor('the rate-limit wait', () => receiver.spans.find((s) => s.parentSpanId === span.spanId && s.name === 'rateLimit store.take'));
+    assert.equal(take.kind, SPAN_KIND.INTERNAL);
   });
 
   test('a request refused by auth is a root span with its refusal code', async () => {
@@ -182,8 +124,87 @@ describe('tracing on: spans reach an OTLP/HTTP receiver', () => {
   test('without a client trace context, a call is a root span', async () => {
     const before = receiver.spans.length;
     await call('lookup', { item: 'root' });
-    const span = await waitFor('a root span', () => receiver.spans.slice(before).find((s) => s.name === 'tools/call lookup'));
+    const span = await waitFor('a root span', () => receiver.spans.slice(before).find((s) => s.name === 'tools/call lookup' && s.kind === SPAN_KIND.SERVER));
     assert.ok(!span.parentSpanId, 'no parent');
+  });
+});
+
+describe('a governed call: its waits on the store and the network are child spans', () => {
+  let up: CountingUpstream;
+  let receiver: Receiver;
+  let gw: TestGateway;
+  let n = 0;
+  const RESOLVE_MS = 40;
+  before(async () => {
+    up = await startCountingUpstream('modern');
+    receiver = await startReceiver();
+    gw = await startGateway(
+      {
+        upstreams: [{ name: 'up', url: up.url, era: 'modern' }],
+        // The SQLite store (the test helper's default), with every governed stage that waits on it.
+        policy: {
+          egress: [{ id: 'partners', tools: ['up/record'], allow: { hosts: ['*.partner.example'] } }],
+          rateLimits: [{ id: 'calls', per: 'subject', rate: 100, perSeconds: 60, burst: 100 }],
+          budgets: [{ id: 'daily', per: 'subject', window: 'day', limit: 1000 }],
+          breakers: [{ id: 'health', per: 'upstream', consecutiveFailures: 5, coolDownSeconds: 1 }],
+          approvals: [{ id: 'failing-writes', tools: ['up/record_fails'] }],
+        },
+        admin: { enabled: true, port: 0, token: 'admin-token-0123456789abcdef' },
+        tracing: { enabled: true, endpoint: receiver.url },
+      },
+      // A resolver that takes its time, as DNS may: the egress span shows it.
+      { resolveHost: async () => { await new Promise((r) => setTimeout(r, RESOLVE_MS)); return ['93.184.216.34']; } },
+    );
+  });
+  after(async () => {
+    await gw.close();
+    await up.close();
+    await receiver.close();
+  });
+
+  async function call(name: string, args: Record<string, unknown>, traceparent: string, meta: Record<string, unknown> = {}) {
+    const req = modernRequest(++n, 'tools/call', { name, arguments: args, _meta: meta });
+    return post(gw.url, req.body, { ...req.headers, traceparent });
+  }
+
+  test('rate limit, budget, breaker, egress DNS, idempotency and the audit append each show as a child span inside the call', async () => {
+    const traceId = hex(16);
+    const res = await call('record', { item: 'https://api.partner.example/orders' }, `00-${traceId}-${hex(8)}-01`, { idempotencyKey: `trace-${hex(8)}` });
+    assert.equal(res.status, 200);
+    assert.notEqual(res.json().result.isError, true, res.text);
+    const server = await waitFor('the SERVER span', () => receiver.spans.find((s) => s.traceId === traceId && s.kind === SPAN_KIND.SERVER));
+    const expected = ['rateLimit store.take', 'budget store.spend', 'breaker store.admit', 'egress dns.resolve', 'idempotency store.claim', 'idempotency store.complete', 'audit store.append'];
+    const children = await waitFor('the wait spans', () => {
+      const found = receiver.spans.filter((s) => s.traceId === traceId && s.parentSpanId === server.spanId);
+      return expected.every((name) => found.some((s) => s.name === name)) ? found : undefined;
+    });
+    for (const name of expected) {
+      const span = children.find((s) => s.name === name)!;
+      assert.equal(span.kind, SPAN_KIND.INTERNAL, name);
+      assert.equal(attr(span, 'gatehouse.stage'), name.split(' ')[0]);
+      assert.equal(attr(span, 'gatehouse.wait'), name.split(' ')[1]);
+      assert.ok(BigInt(span.startTimeUnixNano) >= BigInt(server.startTimeUnixNano) && BigInt(span.endTimeUnixNano) <= BigInt(server.endTimeUnixNano), `${name} inside the call span`);
+    }
+    // Where the time went: the slow resolver is the egress span's.
+    const dns = children.find((s) => s.name === 'egress dns.resolve')!;
+    assert.ok(Number(BigInt(dns.endTimeUnixNano) - BigInt(dns.startTimeUnixNano)) / 1e6 >= RESOLVE_MS - 5, 'the egress span covers the DNS wait');
+    // Stages run in order: the rate limit's wait ends before the budget's starts, and both before the upstream request.
+    const at = (name: string, edge: 'startTimeUnixNano' | 'endTimeUnixNano') => BigInt(children.find((s) => s.name === name)![edge]);
+    const client = children.find((s) => s.kind === SPAN_KIND.CLIENT);
+    assert.ok(client, 'the upstream request');
+    assert.ok(at('rateLimit store.take', 'endTimeUnixNano') <= at('budget store.spend', 'startTimeUnixNano'));
+    assert.ok(at('idempotency store.claim', 'endTimeUnixNano') <= BigInt(client.startTimeUnixNano));
+    assert.ok(at('audit store.append', 'startTimeUnixNano') >= BigInt(client.startTimeUnixNano));
+  });
+
+  test("an approval the call waits for: the approval stage's store wait is a child span", async () => {
+    const traceId = hex(16);
+    const res = await call('record_fails', { item: 'needs approval' }, `00-${traceId}-${hex(8)}-01`);
+    assert.equal(res.json().result.structuredContent.error.code, 'approval_pending');
+    const server = await waitFor('the SERVER span', () => receiver.spans.find((s) => s.traceId === traceId && s.kind === SPAN_KIND.SERVER));
+    const verdict = await waitFor('the approval wait', () => receiver.spans.find((s) => s.traceId === traceId && s.parentSpanId === server.spanId && s.name === 'approval store.verdict'));
+    assert.equal(verdict.kind, SPAN_KIND.INTERNAL);
+    assert.ok(!receiver.spans.some((s) => s.traceId === traceId && s.kind === SPAN_KIND.CLIENT), 'nothing went upstream');
   });
 });
 
