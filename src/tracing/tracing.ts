@@ -109,13 +109,16 @@ export function traceCalls(edge: object, settings: TracingSettings, log: Logger,
     const onStart = (e: CallStartEvent): void => {
       if (e.edge !== edge) return;
       const ctx = e.ctx;
-      const span = tracer.startSpan(spanName(ctx.method ?? ctx.httpMethod, targetOf(ctx)), { kind: api.SpanKind.SERVER, startTime: ctx.receivedAt, attributes: startAttributes(ctx) }, parentOf(ctx));
+      // The samplers (ParentBased, TraceIdRatioBased) decide on the trace id alone: the attributes are built
+      // only for a span that records, so an unsampled call costs little more than its span object.
+      const span = tracer.startSpan(spanName(ctx.method ?? ctx.httpMethod, targetOf(ctx)), { kind: api.SpanKind.SERVER, startTime: hr(ctx.receivedAt) }, parentOf(ctx));
+      if (span.isRecording()) span.setAttributes(startAttributes(ctx));
       open.set(e.callId, { span });
     };
     const onRefused = (e: CallRefusedEvent): void => {
       if (e.edge !== edge) return;
       const entry = open.get(e.callId);
-      if (!entry) return;
+      if (!entry || !entry.span.isRecording()) return;
       const rpcCode = (e.refusal as { rpcCode?: unknown }).rpcCode;
       if (typeof rpcCode === 'number') entry.rpcCode = rpcCode;
       entry.span.addEvent('gatehouse.refusal', { 'gatehouse.stage': e.stage, 'gatehouse.refusal_code': e.code, ...(e.rule !== undefined ? { 'gatehouse.rule': e.rule } : {}) });
@@ -133,6 +136,7 @@ export function traceCalls(edge: object, settings: TracingSettings, log: Logger,
         spanName(ctx.method ?? ctx.httpMethod, target),
         {
           kind: api.SpanKind.CLIENT,
+          startTime: hr(performance.now()),
           attributes: {
             ...(ctx.method !== undefined ? { 'mcp.method.name': ctx.method } : {}),
             ...(ctx.method === 'tools/call' && target !== undefined ? { 'gen_ai.tool.name': target, 'gen_ai.operation.name': 'execute_tool' } : {}),
@@ -162,11 +166,11 @@ export function traceCalls(edge: object, settings: TracingSettings, log: Logger,
       const now = performance.now();
       const span = tracer.startSpan(
         `${e.stage} ${e.wait}`,
-        { kind: api.SpanKind.INTERNAL, startTime: now - e.seconds * 1000, attributes: { 'gatehouse.stage': e.stage, 'gatehouse.wait': e.wait, ...(e.error !== undefined ? { 'error.type': e.error } : {}) } },
+        { kind: api.SpanKind.INTERNAL, startTime: hr(now - e.seconds * 1000), attributes: { 'gatehouse.stage': e.stage, 'gatehouse.wait': e.wait, ...(e.error !== undefined ? { 'error.type': e.error } : {}) } },
         api.trace.setSpan(api.ROOT_CONTEXT, entry.span),
       );
       if (e.error !== undefined) span.setStatus({ code: api.SpanStatusCode.ERROR, message: e.error });
-      span.end(now);
+      span.end(hr(now));
     };
     const onAnswer = (e: CallAnswerEvent): void => {
       if (e.edge !== edge) return;
@@ -182,12 +186,14 @@ export function traceCalls(edge: object, settings: TracingSettings, log: Logger,
         // Refused before the call could be described (front door, auth): a span of its own, with no parent
         // (the client's trace context is read after auth).
         const name = spanName(e.method ?? e.httpMethod, e.tool ?? e.prompt);
-        const span = tracer.startSpan(name, { kind: api.SpanKind.SERVER, startTime: Date.now() - e.seconds * 1000, attributes: e.method !== undefined ? { 'mcp.method.name': e.method } : {} }, api.ROOT_CONTEXT);
+        const span = tracer.startSpan(name, { kind: api.SpanKind.SERVER, startTime: hr(performance.now() - e.seconds * 1000), attributes: e.method !== undefined ? { 'mcp.method.name': e.method } : {} }, api.ROOT_CONTEXT);
         if (e.refusal !== undefined) span.addEvent('gatehouse.refusal', { 'gatehouse.stage': e.stage ?? 'edge', 'gatehouse.refusal_code': e.refusal });
         entry = { span };
       }
       if (entry.client) endClient(entry, e);
       const span = entry.span;
+      if (!span.isRecording()) return span.end();
+      const endTime = hr(performance.now());
       const subject = e.ctx?.principal.subject ?? e.subject;
       const tenant = e.ctx?.principal.tenant;
       const route = e.ctx?.route;
@@ -210,7 +216,7 @@ export function traceCalls(edge: object, settings: TracingSettings, log: Logger,
         span.setAttribute('error.type', errorType);
         span.setStatus({ code: api.SpanStatusCode.ERROR, message: errorType });
       }
-      span.end();
+      span.end(endTime);
     };
 
     /** Ends the CLIENT span with the call: an error when the upstream failed or the call was refused there. */
@@ -222,7 +228,7 @@ export function traceCalls(edge: object, settings: TracingSettings, log: Logger,
         client.setAttribute('error.type', errorType);
         client.setStatus({ code: api.SpanStatusCode.ERROR, message: errorType });
       }
-      client.end(entry.clientAnsweredAt);
+      client.end(hr(entry.clientAnsweredAt ?? performance.now()));
     };
 
     const stops = [
@@ -238,8 +244,9 @@ export function traceCalls(edge: object, settings: TracingSettings, log: Logger,
       for (const stop of stops) stop();
       // Calls still open when the gateway stops: end them, so they are exported with the rest.
       for (const { span, client } of open.values()) {
-        client?.end();
-        span.end();
+        const now = hr(performance.now());
+        client?.end(now);
+        span.end(now);
       }
       open.clear();
     };
@@ -263,6 +270,18 @@ export function traceCalls(edge: object, settings: TracingSettings, log: Logger,
       clearTimeout(timer);
     },
   };
+}
+
+/**
+ * A `performance.now()` reading as an OpenTelemetry HrTime, on one clock for every span: the SDK would mix
+ * `Date.now()` (millisecond steps) for some ends with `performance.now()` for others, so a child span could
+ * seem to end after its parent.
+ */
+function hr(perf: number): Api.HrTime {
+  const ms = performance.timeOrigin + perf;
+  const seconds = Math.floor(ms / 1000);
+  const nanos = Math.min(999_999_999, Math.round((ms - seconds * 1000) * 1e6));
+  return [seconds, nanos];
 }
 
 function spanName(method: string, target: string | undefined): string {
