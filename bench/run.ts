@@ -11,7 +11,7 @@
 //   BENCH_CONCURRENCY=1,16,64
 //   BENCH_UPSTREAMS=minimal,sdk,sse
 //   BENCH_ERAS=legacy,modern
-//   BENCH_TARGETS=direct,bare-hop,gatehouse,gatehouse-redis
+//   BENCH_TARGETS=direct,bare-hop,gatehouse,gatehouse-redis,gatehouse-trace-100,gatehouse-trace-1
 //   BENCH_MAX_ERRORS=50        a phase stops early after this many failed requests
 //   BENCH_GATEHOUSE_LOG_LEVEL=info  Gatehouse's --log-level; warn drops the per-request log line
 //   BENCH_BASELINE=DIR          another checkout with its own dist/main.js (an earlier commit, built):
@@ -53,19 +53,22 @@ type UpstreamKind = 'minimal' | 'sdk' | 'sse';
  * same at --log-level warn; `gatehouse-audited`: the default config, every call audited to SQLite;
  * `gatehouse-governed`: API key auth, an access rule, a rate limit, a budget and the SQLite audit;
  * `gatehouse-redis`: audited with the Redis store; `gatehouse-policy`: governed plus egress, a per-address
- * limit and a breaker (bench/setups.ts).
+ * limit and a breaker (bench/setups.ts); `gatehouse-trace-100` and `gatehouse-trace-1`: `gatehouse` with
+ * tracing on, sampling 100% and 1% of calls, exporting to an OTLP/HTTP sink the bench starts (bench/otlp-sink.ts).
  */
-type TargetKind = 'direct' | 'bare-hop' | 'baseline' | 'gatehouse' | 'gatehouse-nolog' | 'gatehouse-audited' | 'gatehouse-governed' | 'gatehouse-redis' | 'gatehouse-policy';
-const ALL_TARGETS: readonly TargetKind[] = ['direct', 'bare-hop', 'baseline', 'gatehouse', 'gatehouse-nolog', 'gatehouse-audited', 'gatehouse-governed', 'gatehouse-redis', 'gatehouse-policy'];
+type TargetKind = 'direct' | 'bare-hop' | 'baseline' | 'gatehouse' | 'gatehouse-nolog' | 'gatehouse-audited' | 'gatehouse-governed' | 'gatehouse-redis' | 'gatehouse-policy' | 'gatehouse-trace-100' | 'gatehouse-trace-1';
+const ALL_TARGETS: readonly TargetKind[] = ['direct', 'bare-hop', 'baseline', 'gatehouse', 'gatehouse-nolog', 'gatehouse-audited', 'gatehouse-governed', 'gatehouse-redis', 'gatehouse-policy', 'gatehouse-trace-100', 'gatehouse-trace-1'];
 const DEFAULT_TARGETS: readonly TargetKind[] = ['direct', 'bare-hop', 'gatehouse', 'gatehouse-nolog', 'gatehouse-audited', 'gatehouse-governed'];
 /** The Gatehouse setup each Gatehouse target runs, and its log level (undefined: BENCH_GATEHOUSE_LOG_LEVEL). */
-const SETUP_OF: Partial<Record<TargetKind, { setup: Setup; logLevel?: string; redis?: true }>> = {
+const SETUP_OF: Partial<Record<TargetKind, { setup: Setup; logLevel?: string; redis?: true; sampleRatio?: number }>> = {
   gatehouse: { setup: 'passthrough' },
   'gatehouse-nolog': { setup: 'passthrough', logLevel: 'warn' },
   'gatehouse-audited': { setup: 'audited' },
   'gatehouse-governed': { setup: 'governed' },
   'gatehouse-redis': { setup: 'audited', redis: true },
   'gatehouse-policy': { setup: 'policy' },
+  'gatehouse-trace-100': { setup: 'passthrough', sampleRatio: 1 },
+  'gatehouse-trace-1': { setup: 'passthrough', sampleRatio: 0.01 },
 };
 
 function envNumber(name: string, fallback: number, min: number, max: number): number {
@@ -181,13 +184,15 @@ function authorizationOf(target: TargetKind): string | undefined {
 }
 
 /** Starts one of this build's Gatehouse targets (bench/setups.ts). */
-function startGatehouse(target: TargetKind, upstreamUrl: string, redisUrl?: string): Promise<Child> {
+function startGatehouse(target: TargetKind, upstreamUrl: string, redisUrl?: string, tracesUrl?: string): Promise<Child> {
   const spec = SETUP_OF[target];
   if (spec === undefined) return Promise.reject(new Error(`${target} is not a Gatehouse target`));
   const main = path.join(ROOT, 'dist', 'main.js');
   if (!existsSync(main)) return Promise.reject(new Error(`${main} does not exist (run npm run build)`));
   const logLevel = spec.logLevel ?? process.env.BENCH_GATEHOUSE_LOG_LEVEL ?? 'info';
-  const args = gatehouseArgs(ROOT, spec.setup, upstreamUrl, STATE_DIR, logLevel, spec.redis && redisUrl !== undefined ? { redisUrl } : undefined);
+  if (spec.sampleRatio !== undefined && tracesUrl === undefined) return Promise.reject(new Error(`${target} needs the OTLP sink, which did not start`));
+  const tracing = spec.sampleRatio !== undefined ? { endpoint: tracesUrl!, sampleRatio: spec.sampleRatio } : undefined;
+  const args = gatehouseArgs(ROOT, spec.setup, upstreamUrl, STATE_DIR, logLevel, spec.redis && redisUrl !== undefined ? { redisUrl } : undefined, tracing);
   return startGatehouseProcess(target, args, ROOT);
 }
 
@@ -296,12 +301,12 @@ function fmtInt(n: number | undefined): string {
 
 const COLUMNS: Array<[string, number]> = [
   ['conc', 4],
-  ['target', 15],
+  ['target', 19],
   ['req/s', 8],
   ['p50 ms', 7],
   ['p99 ms', 7],
   ['CPU µs/req', 10],
-  ['CPU of', 15],
+  ['CPU of', 19],
   ['CPU %', 6],
   ['upstr µs', 8],
   ['peak RSS MB', 11],
@@ -410,6 +415,7 @@ async function runGroup(upstreamKind: UpstreamKind, era: Era, cells: Cell[]): Pr
     }
     const targets = new Map<TargetKind, { child: Child; url: string } | Error>();
     let redis: BenchRedis | undefined;
+    let sink: Child | undefined;
     for (const target of settings.targets) {
       // The load generator and the bare hop speak Streamable HTTP; an HTTP+SSE server is reached only through Gatehouse.
       if (upstreamKind === 'sse' && (target === 'direct' || target === 'bare-hop' || target === 'baseline')) {
@@ -425,12 +431,17 @@ async function runGroup(upstreamKind: UpstreamKind, era: Era, cells: Cell[]): Pr
           redis = await startBenchRedis();
           redisStops.push(redis);
         }
+        if (SETUP_OF[target]?.sampleRatio !== undefined && sink === undefined) {
+          // The trace backend of the tracing targets: started once per group, stopped with the group.
+          sink = await tsxChild('otlp-sink', 'otlp-sink.ts');
+          started.push(sink);
+        }
         const child =
           target === 'bare-hop'
             ? await tsxChild('bare-hop', 'bare-hop.ts', ['--upstream', upstream.url])
             : target === 'baseline'
               ? await startBaseline(upstream.url)
-              : await startGatehouse(target, upstream.url, redis?.url);
+              : await startGatehouse(target, upstream.url, redis?.url, sink?.url);
         started.push(child);
         targets.set(target, { child, url: child.url });
       } catch (err) {

@@ -5,6 +5,9 @@
 //   governed     the governed call: API key auth, an access rule, a rate limit, a budget, the SQLite audit
 //   policy       governed plus the rest of the policy chain: an egress rule, a per-address limit, a breaker,
 //                and an access rule that selects the caller's key (so every call goes through the catalog)
+//
+// Any setup can also trace (`tracing`): spans exported over OTLP/HTTP to the sink the bench starts
+// (bench/otlp-sink.ts), at the given sample ratio.
 
 import { mkdirSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
@@ -39,10 +42,16 @@ const FULL_POLICY = {
   breakers: [{ id: 'bench-breaker', per: 'upstream', tools: ['*'], consecutiveFailures: 1_000 }],
 };
 
+/** Tracing for a setup: the OTLP/HTTP traces URL and the share of calls sampled. */
+export interface BenchTracing {
+  endpoint: string;
+  sampleRatio: number;
+}
+
 let files = 0;
 
 /** The config of one setup, in front of `upstreamUrl`, its state under `stateDir`. */
-export function benchConfig(setup: Setup, upstreamUrl: string, stateDir: string, store: { redisUrl: string } | undefined = undefined): Record<string, unknown> {
+export function benchConfig(setup: Setup, upstreamUrl: string, stateDir: string, store: { redisUrl: string } | undefined = undefined, tracing?: BenchTracing): Record<string, unknown> {
   const n = ++files;
   const governed = setup === 'governed' || setup === 'policy';
   return {
@@ -53,13 +62,14 @@ export function benchConfig(setup: Setup, upstreamUrl: string, stateDir: string,
     audit: { enabled: setup !== 'passthrough' },
     idempotency: { requireKeys: false },
     ...(setup === 'governed' ? { policy: GOVERNED_POLICY } : setup === 'policy' ? { policy: FULL_POLICY } : {}),
+    ...(tracing !== undefined ? { tracing: { enabled: true, endpoint: tracing.endpoint, sampleRatio: tracing.sampleRatio } } : {}),
   };
 }
 
 /** `node` arguments that start `dist/main.js` of `root` with one setup (the config written under `stateDir`). */
-export function gatehouseArgs(root: string, setup: Setup, upstreamUrl: string, stateDir: string, logLevel: string, store?: { redisUrl: string }): string[] {
+export function gatehouseArgs(root: string, setup: Setup, upstreamUrl: string, stateDir: string, logLevel: string, store?: { redisUrl: string }, tracing?: BenchTracing): string[] {
   mkdirSync(stateDir, { recursive: true });
-  const config = benchConfig(setup, upstreamUrl, stateDir, store);
+  const config = benchConfig(setup, upstreamUrl, stateDir, store, tracing);
   const file = path.join(stateDir, `gatehouse-${setup}-${files}.yaml`);
   // JSON is YAML.
   writeFileSync(file, JSON.stringify(config));
