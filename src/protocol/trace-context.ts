@@ -1,7 +1,9 @@
 // W3C Trace Context for MCP requests (2026-07-28/basic/index.mdx §OpenTelemetry trace context): a client
 // may send `traceparent`/`tracestate` as HTTP headers or in `params._meta`. Gatehouse carries whichever it
 // got to the upstream in both places, so a trace survives the hop whatever the upstream reads, and puts
-// the trace id in its own log lines.
+// the trace id in its own log lines. With tracing on, the upstream gets the context of Gatehouse's CLIENT
+// span instead (`ctx.upstreamTrace`, set by the tracing subscriber): `upstreamMessage` and `upstreamBody`
+// are what the adapters send.
 
 import type { IncomingHttpHeaders } from 'node:http';
 
