@@ -9,6 +9,7 @@ import { toWire, type WireContext } from '../errors.js';
 import type { CallStream, StreamItem } from '../pipeline/call-stream.js';
 import type { AnswerHeaders, Outcome } from '../pipeline/outcome.js';
 import { formatSseMessage } from '../protocol/sse.js';
+import { NO_TOOL_ERROR, summaryOf, type AnswerSummary } from './answer-summary.js';
 import { waitForDrain } from './backpressure.js';
 import { relaySse } from './sse-relay.js';
 
@@ -24,30 +25,33 @@ export const SSE_HEADERS = { 'content-type': 'text/event-stream', 'cache-control
 export interface AnswerContext extends WireContext {
   signal: AbortSignal;
   log?: { warn(msg: string, fields?: Record<string, unknown>): void };
+  /**
+   * Told what the answer was just before its last bytes go to the socket, so whoever publishes the call's
+   * end (on the response's close) already knows it.
+   */
+  onSummary?: (summary: AnswerSummary) => void;
 }
 
-/** What the edge learns from writing an answer. */
-export interface AnswerSummary {
-  /** The final answer was a tool result with `isError: true` (the tool failed; not a refusal). */
-  toolError: boolean;
-}
-
-const NO_TOOL_ERROR: AnswerSummary = Object.freeze({ toolError: false });
 
 /** Writes the whole answer; resolves once it is written or the client has gone. */
 export async function writeOutcome(res: ServerResponse, outcome: Outcome, ctx: AnswerContext): Promise<AnswerSummary> {
   switch (outcome.kind) {
-    case 'json':
+    case 'json': {
+      const summary = summaryOf(outcome.message);
+      ctx.onSummary?.(summary);
       sendJson(res, outcome.status, outcome.message, withCallId(outcome.headers, ctx.callId));
-      return summaryOf(outcome.message);
+      return summary;
+    }
     case 'empty':
       if (res.headersSent) res.destroy();
       else res.writeHead(outcome.status, withCallId(outcome.headers, ctx.callId)).end();
       return NO_TOOL_ERROR;
     case 'refused': {
       const wire = toWire(outcome.refusal, ctx);
+      const summary = summaryOf(wire.body);
+      ctx.onSummary?.(summary);
       sendJson(res, wire.status, wire.body, withCallId(wire.headers, ctx.callId));
-      return NO_TOOL_ERROR;
+      return summary;
     }
     case 'stream':
       return writeStream(res, outcome.stream, withCallId(outcome.headers, ctx.callId), ctx);
@@ -64,10 +68,6 @@ export function discardOutcome(outcome: Outcome): void {
     outcome.body.once('error', () => {});
     outcome.body.destroy();
   }
-}
-
-function summaryOf(message: unknown): AnswerSummary {
-  return (message as { result?: { isError?: unknown } }).result?.isError === true ? { toolError: true } : NO_TOOL_ERROR;
 }
 
 export function sendJson(res: ServerResponse, status: number, body: unknown, headers: AnswerHeaders): void {
@@ -120,21 +120,27 @@ async function writeStream(res: ServerResponse, stream: CallStream, headers: Ans
       if ('message' in item && item.final) summary = summaryOf(item.message);
       if (!sse && isFinalAnswer(item)) {
         // Nothing preceded the answer: plain JSON, as a server answering directly would.
-        if ('message' in item) sendJson(res, 200, item.message, headers);
-        else {
+        if ('message' in item) {
+          ctx.onSummary?.(summary);
+          sendJson(res, 200, item.message, headers);
+        } else {
           const wire = toWire({ kind: 'failure', error: item.failure }, { ...ctx, id: stream.requestId });
+          summary = summaryOf(wire.body);
+          ctx.onSummary?.(summary);
           sendJson(res, wire.status, wire.body, { ...headers, ...wire.headers });
         }
         return summary;
       }
       openSse();
       const message = 'message' in item ? item.message : toWire({ kind: 'failure', error: item.failure }, { ...ctx, id: stream.requestId }).body;
+      if (!('message' in item)) summary = summaryOf(message);
       if (!writeSse(res, formatSseMessage(message))) break;
     }
     if (!sse) {
       // A stream that ended with nothing at all (a listen refused, a producer that gave up): an empty 200.
       if (!res.headersSent) res.writeHead(200, headers);
     }
+    ctx.onSummary?.(summary);
     if (!res.destroyed) res.end();
     return summary;
   } finally {
@@ -167,8 +173,7 @@ async function relay(res: ServerResponse, outcome: Extract<Outcome, { kind: 'rel
     headers['cache-control'] ??= 'no-cache';
     res.writeHead(outcome.status, headers);
     res.flushHeaders();
-    const toolError = await relaySse(outcome.body, res, { ...ctx, requestId: outcome.requestId, upstream: outcome.upstream, failureOf: outcome.failureOf });
-    return toolError ? { toolError } : NO_TOOL_ERROR;
+    return relaySse(outcome.body, res, { ...ctx, requestId: outcome.requestId, upstream: outcome.upstream, failureOf: outcome.failureOf });
   }
   res.writeHead(outcome.status, headers);
   return copyBody(outcome.body, res, ctx);
@@ -176,6 +181,10 @@ async function relay(res: ServerResponse, outcome: Extract<Outcome, { kind: 'rel
 
 /** `"isError":true` as the answer's bytes carry it; inside a string it would be escaped, so it cannot match there. */
 const IS_ERROR = Buffer.from('"isError":true');
+/** The member of a JSON-RPC error; an answer that has it is small, and is parsed for its code. */
+const ERROR_MEMBER = Buffer.from('"error":');
+/** Larger relayed bodies are not parsed for an error code (a result, almost surely). */
+const ERROR_SCAN_MAX = 64 * 1024;
 
 /**
  * The upstream's body, chunk by chunk, pausing while the client's socket is full. Events rather than an
@@ -185,6 +194,8 @@ const IS_ERROR = Buffer.from('"isError":true');
 function copyBody(body: Readable, res: ServerResponse, ctx: AnswerContext): Promise<AnswerSummary> {
   return new Promise((resolve) => {
     let toolError = false;
+    let errorChunks: Buffer[] | undefined;
+    let size = 0;
     let settled = false;
     const finish = (err?: unknown): void => {
       if (settled) return;
@@ -193,15 +204,26 @@ function copyBody(body: Readable, res: ServerResponse, ctx: AnswerContext): Prom
       body.off('end', onEnd);
       body.off('error', finish);
       body.off('close', onClose);
+      const summary = toolError ? { toolError } : errorChunks !== undefined && err === undefined ? summaryOf(parsed(Buffer.concat(errorChunks))) : NO_TOOL_ERROR;
+      // Before the end: this runs in the body's 'end' tick, and the response's close may follow before any
+      // promise continuation would.
+      ctx.onSummary?.(summary);
       if (err === undefined) res.end();
       else {
         if (!ctx.signal.aborted) ctx.log?.warn('upstream body failed mid-response', { err, callId: ctx.callId });
         res.destroy();
       }
-      resolve(toolError ? { toolError } : NO_TOOL_ERROR);
+      resolve(summary);
     };
     const onData = (chunk: Buffer): void => {
       if (!toolError && chunk.includes(IS_ERROR)) toolError = true;
+      // Kept (up to a bound) to read an error's code once whole, when the first bytes name an error member.
+      size += chunk.length;
+      if (size === chunk.length && chunk.includes(ERROR_MEMBER)) errorChunks = [];
+      if (errorChunks !== undefined) {
+        if (size <= ERROR_SCAN_MAX) errorChunks.push(chunk);
+        else errorChunks = undefined;
+      }
       if (!res.write(chunk)) {
         body.pause();
         void waitForDrain(res, ctx.signal).then(() => body.resume());
@@ -217,4 +239,12 @@ function copyBody(body: Readable, res: ServerResponse, ctx: AnswerContext): Prom
     body.once('error', finish);
     body.once('close', onClose);
   });
+}
+
+function parsed(bytes: Buffer): unknown {
+  try {
+    return JSON.parse(bytes.toString('utf8'));
+  } catch {
+    return undefined;
+  }
 }

@@ -26,6 +26,8 @@ export interface CallRecord {
   /** The policy entry that refused, by id. */
   rule?: string;
   toolError?: boolean;
+  /** The JSON-RPC error code of the answer, when the edge read it (see CallEndEvent.rpcCode). */
+  rpcCode?: number;
 }
 
 /** A request past the front door: its credential's verdict (a missing one only when a body follows) and address. */

@@ -345,8 +345,13 @@ export function createEdge(listen: ListenConfig, handlers: EdgeHandlers, log: Lo
       discardOutcome(outcome);
       return;
     }
-    const summary = await writeOutcome(res, outcome, { era: ctx.era, id: ctx.kind === 'request' ? idOf(ctx.message) : null, callId: ctx.callId, signal: ctx.signal, log });
-    if (summary.toolError) record.toolError = true;
+    await writeOutcome(res, outcome, {
+      era: ctx.era, id: ctx.kind === 'request' ? idOf(ctx.message) : null, callId: ctx.callId, signal: ctx.signal, log,
+      onSummary: (summary) => {
+        if (summary.toolError) record.toolError = true;
+        if (summary.errorCode !== undefined) record.rpcCode = summary.errorCode;
+      },
+    });
   }
 
   /** The pipeline after auth; a legacy session issued by the answer is bound to the caller before it returns. */
@@ -441,6 +446,7 @@ export function createEdge(listen: ListenConfig, handlers: EdgeHandlers, log: Lo
     if (record.method !== undefined) event.method = record.method;
     if (record.era !== undefined) event.era = record.era;
     if (record.subject !== undefined) event.subject = record.subject;
+    if (record.rpcCode !== undefined) event.rpcCode = record.rpcCode;
     if (record.refusal !== undefined) {
       event.refusal = record.refusal;
       event.stage = record.stage!;

@@ -158,6 +158,7 @@ export function createSseEndpoint(core: EdgeCore, opts: SseEndpointOptions, log:
         ...(received.method === 'initialize' ? { onResponse: (r: Record<string, unknown>) => negotiated(session, r) } : {}),
       });
       if (delivered.toolError) record.toolError = true;
+      if (delivered.errorCode !== undefined) record.rpcCode = delivered.errorCode;
       afterAnswer(session, received, delivered);
     } catch (err) {
       log.error('unhandled error on the SSE endpoint', { err, callId: record.callId });

@@ -7,6 +7,7 @@ import type { Readable } from 'node:stream';
 import { GatewayError, toWire, type WireContext } from '../errors.js';
 import type { JsonRpcId } from '../protocol/jsonrpc.js';
 import { SseParser, formatSseMessage } from '../protocol/sse.js';
+import { summaryOf, type AnswerSummary } from './answer-summary.js';
 import { waitForDrain } from './backpressure.js';
 
 export interface RelayContext extends WireContext {
@@ -16,14 +17,15 @@ export interface RelayContext extends WireContext {
   /** What a broken body means, told by the adapter that knows its transport's errors. */
   failureOf(err: unknown): GatewayError;
   log?: { warn(msg: string, fields?: Record<string, unknown>): void };
+  onSummary?: (summary: AnswerSummary) => void;
 }
 
-/** Relays the stream; resolves true when the answer was a tool result with `isError: true`. */
-export async function relaySse(body: Readable, res: ServerResponse, ctx: RelayContext): Promise<boolean> {
+/** Relays the stream; resolves with what the answer to the request was (a tool error, an error code). */
+export async function relaySse(body: Readable, res: ServerResponse, ctx: RelayContext): Promise<AnswerSummary> {
   const parser = new SseParser();
   // Only a POST that carried a request waits for a final response on its stream.
   let answered = ctx.requestId === null;
-  let toolError = false;
+  let summary: AnswerSummary = { toolError: false };
   let resumable = false;
   let failure: GatewayError | undefined;
   try {
@@ -34,27 +36,30 @@ export async function relaySse(body: Readable, res: ServerResponse, ctx: RelayCo
           const response = responseTo(ev.data, ctx.requestId);
           if (response !== undefined) {
             answered = true;
-            toolError = response.result?.isError === true;
+            summary = summaryOf(response);
           }
         }
         if (!res.write(ev.raw)) await waitForDrain(res, ctx.signal);
-        if (ctx.signal.aborted) return toolError;
+        if (ctx.signal.aborted) return summary;
       }
     }
   } catch (err) {
-    if (ctx.signal.aborted) return toolError;
+    if (ctx.signal.aborted) return summary;
     failure = ctx.failureOf(err);
   }
-  if (ctx.signal.aborted || res.destroyed) return toolError;
+  if (ctx.signal.aborted || res.destroyed) return summary;
   // A 2025-11-25 server may close a stream that carried event ids and expect the client to resume it with
   // GET + Last-Event-ID (2025-11-25/basic/transports.mdx §Sending Messages 6); that is not a failure.
   if (!answered && (failure !== undefined || !resumable)) {
     const err = failure ?? new GatewayError('GW_ERR_UPSTREAM_BAD_RESPONSE', `Upstream "${ctx.upstream}" ended the stream without answering the request`, ctx.upstream);
     ctx.log?.warn('upstream stream ended without a response', { code: err.code, callId: ctx.callId });
-    res.write(formatSseMessage(toWire({ kind: 'failure', error: err }, { ...ctx, id: ctx.requestId }).body));
+    const wire = toWire({ kind: 'failure', error: err }, { ...ctx, id: ctx.requestId }).body;
+    res.write(formatSseMessage(wire));
+    summary = summaryOf(wire);
   }
+  ctx.onSummary?.(summary);
   res.end();
-  return toolError;
+  return summary;
 }
 
 function responseTo(data: string, id: JsonRpcId | null): { result?: { isError?: unknown } } | undefined {

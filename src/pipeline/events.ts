@@ -91,6 +91,11 @@ export interface CallEndEvent {
   tool?: string;
   prompt?: string;
   upstream?: string;
+  /**
+   * The JSON-RPC error code of the answer, when it was one and Gatehouse read it: answers and refusals it
+   * wrote, streams it relayed event by event, and relayed JSON bodies that carry an `error`.
+   */
+  rpcCode?: number;
 }
 
 /**

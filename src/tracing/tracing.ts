@@ -1,6 +1,6 @@
 // OpenTelemetry traces (issue 18): one SERVER span per MCP request, exported in batches over OTLP/HTTP.
 // Like metrics and the audit, tracing subscribes to the pipeline's `diagnostics_channel` events (start,
-// refused, upstream, answer, end); no stage knows about it. The OpenTelemetry packages are imported only
+// refused, upstream-start, upstream, wait, end); no stage knows about it. The OpenTelemetry packages are imported only
 // when `tracing.enabled` is true, so a gateway that does not trace never loads them.
 //
 // Attribute names follow the OpenTelemetry semantic conventions for MCP (gen-ai/mcp.md, status
@@ -24,7 +24,7 @@
 import { createHash } from 'node:crypto';
 import type * as Api from '@opentelemetry/api';
 import type { Logger } from '../log/logger.js';
-import { channels, subscribe, type CallAnswerEvent, type CallEndEvent, type CallRefusedEvent, type CallStartEvent, type StageWaitEvent, type UpstreamAnswerEvent, type UpstreamStartEvent } from '../pipeline/events.js';
+import { channels, subscribe, type CallEndEvent, type CallRefusedEvent, type CallStartEvent, type StageWaitEvent, type UpstreamAnswerEvent, type UpstreamStartEvent } from '../pipeline/events.js';
 import type { CallContext } from '../pipeline/context.js';
 
 export interface TracingSettings {
@@ -172,12 +172,6 @@ export function traceCalls(edge: object, settings: TracingSettings, log: Logger,
       if (e.error !== undefined) span.setStatus({ code: api.SpanStatusCode.ERROR, message: e.error });
       span.end(hr(now));
     };
-    const onAnswer = (e: CallAnswerEvent): void => {
-      if (e.edge !== edge) return;
-      const entry = open.get(e.callId);
-      const code = e.answer.response.error?.code;
-      if (entry && typeof code === 'number') entry.rpcCode = code;
-    };
     const onEnd = (e: CallEndEvent): void => {
       if (e.edge !== edge) return;
       let entry = open.get(e.callId);
@@ -190,6 +184,9 @@ export function traceCalls(edge: object, settings: TracingSettings, log: Logger,
         if (e.refusal !== undefined) span.addEvent('gatehouse.refusal', { 'gatehouse.stage': e.stage ?? 'edge', 'gatehouse.refusal_code': e.refusal });
         entry = { span };
       }
+      // The answer's error code, as the edge read it: never from the answer event, whose subscribers make
+      // every governed answer wait and be parsed (the audit's price, not tracing's).
+      if (e.rpcCode !== undefined) entry.rpcCode = e.rpcCode;
       if (entry.client) endClient(entry, e);
       const span = entry.span;
       if (!span.isRecording()) return span.end();
@@ -211,7 +208,8 @@ export function traceCalls(edge: object, settings: TracingSettings, log: Logger,
         ...(entry.rpcCode !== undefined ? { 'rpc.response.status_code': String(entry.rpcCode), 'rpc.jsonrpc.error_code': entry.rpcCode } : {}),
         ...(e.ctx?.approvalId !== undefined ? { 'gatehouse.approval_id': e.ctx.approvalId } : {}),
       });
-      if (e.outcome !== 'ok') {
+      // A JSON-RPC error answer is an error span even when its HTTP status is 200 (the RPC conventions).
+      if (e.outcome !== 'ok' || entry.rpcCode !== undefined) {
         const errorType = e.refusal ?? (entry.rpcCode !== undefined ? String(entry.rpcCode) : e.outcome);
         span.setAttribute('error.type', errorType);
         span.setStatus({ code: api.SpanStatusCode.ERROR, message: errorType });
@@ -237,7 +235,6 @@ export function traceCalls(edge: object, settings: TracingSettings, log: Logger,
       subscribe<UpstreamStartEvent>(channels.upstreamStart, onUpstreamStart),
       subscribe<UpstreamAnswerEvent>(channels.upstream, onUpstream),
       subscribe<StageWaitEvent>(channels.wait, onWait),
-      subscribe<CallAnswerEvent>(channels.answer, onAnswer),
       subscribe<CallEndEvent>(channels.end, onEnd),
     ];
     stopListening = () => {

@@ -75,3 +75,41 @@ test('a refusal is logged as refused, with its stage and code, and published wit
     diagnostics.unsubscribe('gatehouse:call:refused', listener);
   }
 });
+
+test('relayed bytes (audit off, nothing holds the answer): a tool result with isError is still tool_error, and an error answer brings its code to the end event', async () => {
+  const errors = await startFakeUpstream((_req, res, body) => {
+    const msg = JSON.parse(body) as { id?: unknown; method: string; params?: { name?: string } };
+    if (msg.id === undefined) return void res.writeHead(202).end();
+    const answer =
+      msg.method === 'tools/list'
+        ? { result: { tools: [{ name: 'fails', inputSchema: { type: 'object' } }, { name: 'refuses', inputSchema: { type: 'object' } }], resultType: 'complete' } }
+        : msg.params?.name === 'fails'
+          ? { result: { content: [{ type: 'text', text: 'broke' }], isError: true, resultType: 'complete' } }
+          : { error: { code: -32050, message: 'not today' } };
+    res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ jsonrpc: '2.0', id: msg.id, ...answer }));
+  }, { handshake: 'modern' });
+  const relay = await startGateway({ upstreams: [{ name: 'up', url: errors.url, era: 'modern' }], audit: { enabled: false } });
+  const ends: Array<{ callId: string; outcome: string; rpcCode?: number }> = [];
+  const listener = (m: unknown): void => void ends.push(m as (typeof ends)[number]);
+  diagnostics.subscribe('gatehouse:call:end', listener);
+  try {
+    const send = (id: number, name: string) => {
+      const req = modernRequest(id, 'tools/call', { name, arguments: {} });
+      return post(relay.url, req.body, req.headers);
+    };
+    const fails = await send(1, 'fails');
+    assert.equal(fails.json().result.isError, true);
+    const refuses = await send(2, 'refuses');
+    assert.equal(refuses.json().error.code, -32050);
+    const endOf = (res: { headers: Record<string, unknown> }) => ends.find((e) => e.callId === String(res.headers['x-gatehouse-call-id']));
+    assert.equal(endOf(fails)?.outcome, 'tool_error');
+    assert.equal(endOf(refuses)?.rpcCode, -32050);
+    assert.equal(endOf(fails)?.rpcCode, undefined);
+    const line = relay.logs.find((l) => l.msg === 'request' && l.callId === String(fails.headers['x-gatehouse-call-id']));
+    assert.equal(line?.outcome, 'tool_error');
+  } finally {
+    diagnostics.unsubscribe('gatehouse:call:end', listener);
+    await relay.close();
+    await errors.close();
+  }
+});

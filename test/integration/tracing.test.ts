@@ -297,3 +297,39 @@ describe('the endpoint', () => {
     assert.equal(tracesEndpoint({}, {}), 'http://localhost:4318/v1/traces');
   });
 });
+
+describe('the answer error code comes from the edge, not from the answer event', () => {
+  test('a relayed JSON-RPC error sets rpc.jsonrpc.error_code; tracing alone never makes answers wait (no answer subscriber)', async () => {
+    const { startFakeUpstream } = await import('../fixtures/upstreams/fake-upstream.js');
+    const { channels } = await import('../../src/pipeline/events.js');
+    const bad = await startFakeUpstream(
+      (_req, res, body) => {
+        const msg = JSON.parse(body) as { id?: unknown; method: string };
+        if (msg.id === undefined) return void res.writeHead(202).end();
+        const answer =
+          msg.method === 'tools/list'
+            ? { jsonrpc: '2.0', id: msg.id, result: { tools: [{ name: 'boom', inputSchema: { type: 'object' } }], resultType: 'complete' } }
+            : { jsonrpc: '2.0', id: msg.id, error: { code: -32050, message: 'the tool said no' } };
+        res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify(answer));
+      },
+      { handshake: 'modern' },
+    );
+    const receiver = await startReceiver();
+    const gw = await startGateway({ upstreams: [{ name: 'bad', url: bad.url, era: 'modern' }], audit: { enabled: false }, tracing: { enabled: true, endpoint: receiver.url } });
+    try {
+      assert.equal(channels.answer.hasSubscribers, false, 'with the audit off, nothing holds answers back for tracing');
+      const traceId = hex(16);
+      const req = modernRequest(1, 'tools/call', { name: 'boom', arguments: {} });
+      const res = await post(gw.url, req.body, { ...req.headers, traceparent: `00-${traceId}-${hex(8)}-01` });
+      assert.equal(res.json().error.code, -32050, res.text);
+      const span = await waitFor('the boom span', () => receiver.spans.find((s) => s.traceId === traceId && s.kind === SPAN_KIND.SERVER));
+      assert.equal(attr(span, 'rpc.jsonrpc.error_code'), -32050);
+      assert.equal(attr(span, 'rpc.response.status_code'), '-32050');
+      assert.equal(span.status?.code, 2, 'an error answer is an error span');
+    } finally {
+      await gw.close();
+      await receiver.close();
+      await bad.close();
+    }
+  });
+});
