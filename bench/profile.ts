@@ -6,6 +6,7 @@
 //
 //   node --import tsx bench/profile.ts [--era legacy|modern] [--setup passthrough|audited|governed]
 //        [--concurrency 16] [--seconds 5] [--log on|off] [--out bench/profiles/NAME]
+//   node --import tsx bench/profile.ts --summarise FILE.cpuprofile      (the summary of a profile taken before)
 //
 // `passthrough`: audit off, no policy (the pass-through of issue 17); `audited`: the default config, every
 // call audited to SQLite; `governed`: the bench's governed config (bench/setups.ts).
@@ -63,17 +64,48 @@ export function summarise(profile: CpuProfile, top = 30): string {
     const part = partOf(url, functionName);
     byPart.set(part, (byPart.get(part) ?? 0) + t);
   }
+  // Each sample charged to the nearest Gatehouse function on its stack: what Gatehouse code causes, node
+  // and library work included (a write under res.end() is charged to whoever ended the response).
+  const parent = new Map<number, number>();
+  for (const node of profile.nodes) for (const child of node.children ?? []) parent.set(child, node.id);
+  const byId = new Map(profile.nodes.map((n) => [n.id, n] as const));
+  const byCause = new Map<string, number>();
+  for (const [id, t] of self) {
+    let cause: string | undefined;
+    for (let at: number | undefined = id; at !== undefined && cause === undefined; at = parent.get(at)) {
+      const { functionName, url, lineNumber } = byId.get(at)!.callFrame;
+      const dist = url.indexOf('/dist/');
+      if (dist >= 0 && !url.includes('node_modules')) cause = `${functionName || '(anonymous)'} ${url.slice(dist + 6)}:${lineNumber + 1}`;
+    }
+    const key = cause ?? `(no Gatehouse frame) ${partOf(byId.get(id)!.callFrame.url, byId.get(id)!.callFrame.functionName)}`;
+    byCause.set(key, (byCause.get(key) ?? 0) + t);
+  }
   const pct = (t: number): string => `${((100 * t) / total).toFixed(1).padStart(5)}%`;
   const rows = (m: Map<string, number>, n: number): string[] =>
     [...m.entries()]
       .sort((a, b) => b[1] - a[1])
       .slice(0, n)
       .map(([k, t]) => `${pct(t)}  ${k}`);
-  return [`self time: ${(total / 1e6).toFixed(2)} s sampled`, '', 'by part of the code:', ...rows(byPart, 25), '', `top ${top} functions by self time:`, ...rows(byFunction, top)].join('\n');
+  return [
+    `self time: ${(total / 1e6).toFixed(2)} s sampled`,
+    '',
+    'by part of the code:',
+    ...rows(byPart, 25),
+    '',
+    `top ${top} functions by self time:`,
+    ...rows(byFunction, top),
+    '',
+    `top ${top} Gatehouse functions by the time they cause (their own and what they call, up to the next Gatehouse frame):`,
+    ...rows(byCause, top),
+  ].join('\n');
 }
 
 async function main(): Promise<void> {
-  const flags = parseFlags(process.argv.slice(2), ['era', 'setup', 'concurrency', 'seconds', 'log', 'out']);
+  const flags = parseFlags(process.argv.slice(2), ['era', 'setup', 'concurrency', 'seconds', 'log', 'out', 'summarise']);
+  if (flags.summarise !== undefined) {
+    process.stdout.write(`${summarise(JSON.parse(readFileSync(flags.summarise, 'utf8')) as CpuProfile)}\n`);
+    return;
+  }
   const era = (flags.era ?? 'modern') as Era;
   const setup = (flags.setup ?? 'passthrough') as Setup;
   if (!SETUPS.includes(setup)) throw new Error(`--setup must be one of ${SETUPS.join(', ')}`);
@@ -105,13 +137,24 @@ async function main(): Promise<void> {
     process.stdout.write(`${setup} ${era} c=${concurrency} log ${logOn ? 'on' : 'off'}: ${r.requests} requests, ${r.errors} errors, ${r.rps.toFixed(0)} req/s, p99 ${r.p99Ms.toFixed(2)} ms\n`);
     await stopChild(gatehouse);
     gatehouse = undefined;
-    const file = readdirSync(tmpDir).find((f) => f.endsWith('.cpuprofile'));
-    if (file === undefined) throw new Error('Gatehouse wrote no profile (did it exit on SIGTERM?)');
+    // One file per thread, named CPU.<date>.<time>.<pid>.<thread>.<seq>: thread 0 is the main thread; the
+    // others are workers (the SQLite writer).
+    const files = readdirSync(tmpDir).filter((f) => f.endsWith('.cpuprofile')).sort();
+    const main = files.find((f) => f.split('.').at(-3) === '0');
+    if (main === undefined) throw new Error('Gatehouse wrote no profile (did it exit on SIGTERM?)');
     mkdirSync(path.dirname(out), { recursive: true });
-    renameSync(path.join(tmpDir, file), `${out}.cpuprofile`);
+    renameSync(path.join(tmpDir, main), `${out}.cpuprofile`);
     const summary = summarise(JSON.parse(readFileSync(`${out}.cpuprofile`, 'utf8')) as CpuProfile);
-    writeFileSync(`${out}.txt`, `${setup} ${era} c=${concurrency}, request log ${logOn ? 'on' : 'off'}, ${seconds} s measured (plus warm-up), ${r.requests} requests\n\n${summary}\n`);
-    process.stdout.write(`${summary}\n\nwrote ${out}.cpuprofile and ${out}.txt\n`);
+    const workers = files
+      .filter((f) => f !== main)
+      .map((f, i) => {
+        const profile = JSON.parse(readFileSync(path.join(tmpDir, f), 'utf8')) as CpuProfile;
+        renameSync(path.join(tmpDir, f), `${out}.worker-${i + 1}.cpuprofile`);
+        return `worker thread ${i + 1}:\n${summarise(profile, 10)}`;
+      });
+    const text = [summary, ...workers].join('\n\n');
+    writeFileSync(`${out}.txt`, `${setup} ${era} c=${concurrency}, request log ${logOn ? 'on' : 'off'}, ${seconds} s measured (plus warm-up), ${r.requests} requests\n\n${text}\n`);
+    process.stdout.write(`${text}\n\nwrote ${out}.cpuprofile${workers.length > 0 ? ` (and ${workers.length} worker profile(s))` : ''} and ${out}.txt\n`);
   } finally {
     if (gatehouse) await stopChild(gatehouse);
     await stopChild(upstream);

@@ -3,7 +3,7 @@
 // which stored hash was close.
 
 import type { ApiKeyConfig } from '../config/types.js';
-import { hashKey, keyMatches } from './key-hash.js';
+import { hashesMatch, hashKey } from './key-hash.js';
 import type { AuthResult } from './auth-result.js';
 import { expiryOf } from '../config/expiry.js';
 
@@ -29,7 +29,7 @@ export class ApiKeys {
     const hash = hashKey(token);
     const stored = this.byHash.get(hash);
     // The Map lookup finds the candidate; the constant-time compare is what decides.
-    if (!stored || !keyMatches(token, stored.config.hash)) return undefined;
+    if (!stored || !hashesMatch(hash, stored.config.hash)) return undefined;
     const k = stored.config;
     if (k.disabled) return { ok: false, failure: { kind: 'invalid_token', reason: 'key_disabled', message: 'The API key is disabled' } };
     if (now >= stored.expiresAt) return { ok: false, failure: { kind: 'invalid_token', reason: 'key_expired', message: 'The API key has expired' } };

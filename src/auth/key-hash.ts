@@ -15,7 +15,12 @@ export function generateKey(): string {
 }
 
 export function keyMatches(key: string, storedHash: string): boolean {
-  const a = Buffer.from(hashKey(key));
+  return hashesMatch(hashKey(key), storedHash);
+}
+
+/** Two `sha256:<hex>` hashes compared in constant time (a key hashed once serves lookup and comparison). */
+export function hashesMatch(hash: string, storedHash: string): boolean {
+  const a = Buffer.from(hash);
   const b = Buffer.from(storedHash);
   return a.length === b.length && timingSafeEqual(a, b);
 }

@@ -138,19 +138,26 @@ export class LegacyClientBridge {
         logLevel: session.logLevel,
       });
       const headers = { ...modernHeaders(request, profile.version), ...this.paramHeaders(ctx, request) };
-      const reply = await this.client.post({ jsonrpc: '2.0', id: upstreamId, method: request.method, params }, headers, anySignal(signal, ctx.signal), ctx.principal);
+      const linked = linkSignals(signal, ctx.signal);
       let response: JsonRpcResponse | undefined;
-      for await (const msg of reply.messages) {
-        const m = msg as JsonRpcMessage & { method?: string; id?: JsonRpcId };
-        if (m.method !== undefined) {
-          // Progress and log messages related to this request go on its stream, as legacy servers do.
-          if (m.id === undefined) channel.push(m);
-          continue;
+      let status: number;
+      try {
+        const reply = await this.client.post({ jsonrpc: '2.0', id: upstreamId, method: request.method, params }, headers, linked.signal, ctx.principal);
+        status = reply.status;
+        for await (const msg of reply.messages) {
+          const m = msg as JsonRpcMessage & { method?: string; id?: JsonRpcId };
+          if (m.method !== undefined) {
+            // Progress and log messages related to this request go on its stream, as legacy servers do.
+            if (m.id === undefined) channel.push(m);
+            continue;
+          }
+          if (m.id === upstreamId) response = m as JsonRpcResponse;
         }
-        if (m.id === upstreamId) response = m as JsonRpcResponse;
+      } finally {
+        linked.dispose();
       }
-      if (!response && reply.status === 400) this.staleVerdict(); // a 400 without a modern error body: maybe no longer modern
-      if (!response) throw new GatewayError('GW_ERR_UPSTREAM_BAD_RESPONSE', `Upstream "${this.client.upstream}" answered HTTP ${reply.status} without a JSON-RPC response`, this.client.upstream);
+      if (!response && status === 400) this.staleVerdict(); // a 400 without a modern error body: maybe no longer modern
+      if (!response) throw new GatewayError('GW_ERR_UPSTREAM_BAD_RESPONSE', `Upstream "${this.client.upstream}" answered HTTP ${status} without a JSON-RPC response`, this.client.upstream);
       if (response.error) return channel.finish(toLegacyError(request.id, response.error));
       const result = response.result ?? {};
       if (result.resultType !== 'input_required') return channel.finish({ jsonrpc: '2.0', id: request.id, result: toLegacyResult(result) });
@@ -257,6 +264,24 @@ function withoutSubscriptionId(params: Obj | undefined): Obj {
   return out;
 }
 
-function anySignal(a: AbortSignal, b: AbortSignal): AbortSignal {
-  return AbortSignal.any([a, b]);
+/**
+ * A signal aborted when either is, released by `dispose` once the exchange is over. AbortSignal.any does the
+ * same, but its weak references and registries cost more than the rest of a bridged call's bookkeeping.
+ */
+function linkSignals(a: AbortSignal, b: AbortSignal): { signal: AbortSignal; dispose(): void } {
+  const controller = new AbortController();
+  const abort = (): void => controller.abort();
+  if (a.aborted || b.aborted) {
+    controller.abort();
+    return { signal: controller.signal, dispose: () => {} };
+  }
+  a.addEventListener('abort', abort, { once: true });
+  b.addEventListener('abort', abort, { once: true });
+  return {
+    signal: controller.signal,
+    dispose() {
+      a.removeEventListener('abort', abort);
+      b.removeEventListener('abort', abort);
+    },
+  };
 }
