@@ -112,7 +112,8 @@ interface Cell {
   concurrency: number;
   target: TargetKind;
   /** ok: measured without errors; errors: some request failed; unavailable: the target did not start. */
-  status: 'ok' | 'errors' | 'unavailable';
+  /** skipped: the target cannot reach this upstream by design (the HTTP+SSE upstream speaks only to Gatehouse). */
+  status: 'ok' | 'errors' | 'unavailable' | 'skipped';
   /** Whose CPU and RSS the cell reports: the process under test, or the upstream for `direct`. */
   measuredProcess: Exclude<TargetKind, 'direct'> | 'upstream';
   /** gatehouse-redis: the Redis server's CPU per request in the same phase (Gatehouse's own is cpuUsPerReq). */
@@ -328,6 +329,7 @@ function tableHeader(upstream: UpstreamKind, era: Era): string {
 }
 
 function cellRow(c: Cell): string {
+  if (c.status === 'skipped') return row([String(c.concurrency), c.target, '-', '-', '-', '-', '-', '-', '-', '-', '-']) + `  (skipped: ${c.note ?? ''})`;
   if (c.status === 'unavailable') return row([String(c.concurrency), c.target, '-', '-', '-', '-', '-', '-', '-', '-', 'n/a']) + `  (${c.note ?? 'unavailable'})`;
   const l = c.load;
   const errors = l === undefined ? '-' : String(l.errors + l.warmupErrors);
@@ -355,6 +357,8 @@ function cellRow(c: Cell): string {
 function ratiosFor(cells: Cell[], upstream: UpstreamKind, era: Era, concurrency: number): Ratio[] {
   const here = cells.filter((c) => c.upstream === upstream && c.era === era && c.concurrency === concurrency);
   const bare = here.find((c) => c.target === 'bare-hop' && c.status === 'ok');
+  // A group without a bare hop by design (HTTP+SSE) has no ratios to print.
+  if (here.some((c) => c.target === 'bare-hop' && c.status === 'skipped')) return [];
   const over = (a: number | undefined, b: number | undefined): number | undefined => (a !== undefined && b !== undefined && b > 0 ? a / b : undefined);
   return here
     .filter((c) => c.target !== 'direct' && c.target !== 'bare-hop')
@@ -419,7 +423,7 @@ async function runGroup(upstreamKind: UpstreamKind, era: Era, cells: Cell[]): Pr
     for (const target of settings.targets) {
       // The load generator and the bare hop speak Streamable HTTP; an HTTP+SSE server is reached only through Gatehouse.
       if (upstreamKind === 'sse' && (target === 'direct' || target === 'bare-hop' || target === 'baseline')) {
-        targets.set(target, new Error('the upstream speaks HTTP+SSE, which only Gatehouse (transport: auto) talks to; compare with the sdk group'));
+        targets.set(target, new NotApplicable('the upstream speaks HTTP+SSE, which only Gatehouse (transport: auto) talks to; compare with the sdk group'));
         continue;
       }
       if (target === 'direct') {
@@ -462,7 +466,9 @@ async function runGroup(upstreamKind: UpstreamKind, era: Era, cells: Cell[]): Pr
         const t = targets.get(target);
         const base = { upstream: upstreamKind, era, protocolVersion, concurrency, target };
         let cell: Cell;
-        if (t === undefined || t instanceof Error) {
+        if (t instanceof NotApplicable) {
+          cell = { ...base, status: 'skipped', measuredProcess: target === 'direct' ? 'upstream' : target, note: t.message };
+        } else if (t === undefined || t instanceof Error) {
           cell = { ...base, status: 'unavailable', measuredProcess: target === 'direct' ? 'upstream' : target, note: `did not start: ${t?.message.split('\n')[0] ?? 'unknown'}` };
         } else if (t.child.exited) {
           cell = { ...base, status: 'unavailable', measuredProcess: target === 'direct' ? 'upstream' : target, note: `${t.child.name} exited (${t.child.exitInfo ?? '?'})` };
@@ -482,7 +488,7 @@ async function runGroup(upstreamKind: UpstreamKind, era: Era, cells: Cell[]): Pr
       if (settings.targets.includes('bare-hop')) for (const r of ratiosFor(cells, upstreamKind, era, concurrency)) process.stdout.write(ratioLine(r) + '\n');
     }
     for (const [target, t] of targets) {
-      if (t instanceof Error) process.stdout.write(`${target} did not start:\n${t.message}\n`);
+      if (t instanceof Error && !(t instanceof NotApplicable)) process.stdout.write(`${target} did not start:\n${t.message}\n`);
     }
   } finally {
     for (const c of started.reverse()) await stopChild(c);
@@ -491,6 +497,9 @@ async function runGroup(upstreamKind: UpstreamKind, era: Era, cells: Cell[]): Pr
 }
 
 const redisStops: BenchRedis[] = [];
+
+/** A target that cannot reach an upstream by design: its cells are skipped, not failed. */
+class NotApplicable extends Error {}
 
 async function main(): Promise<void> {
   installSignalCleanup();
@@ -533,8 +542,9 @@ async function main(): Promise<void> {
   const json = JSON.stringify(out, null, 2) + '\n';
   writeFileSync(file, json);
   writeFileSync(path.join(RESULTS_DIR, 'latest.json'), json);
-  const errored = cells.filter((c) => c.status !== 'ok').length;
-  process.stdout.write(`\n${cells.length} cells (${errored} with errors or unavailable) in ${out.meta.durationS.toFixed(0)} s; results: ${path.relative(ROOT, file)} and bench/results/latest.json\n`);
+  const errored = cells.filter((c) => c.status === 'errors' || c.status === 'unavailable').length;
+  const skipped = cells.filter((c) => c.status === 'skipped').length;
+  process.stdout.write(`\n${cells.length} cells (${errored} with errors or unavailable, ${skipped} skipped by design) in ${out.meta.durationS.toFixed(0)} s; results: ${path.relative(ROOT, file)} and bench/results/latest.json\n`);
   if (errored > 0) process.exitCode = 1;
 }
 
