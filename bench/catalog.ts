@@ -12,7 +12,7 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Pool } from 'undici';
 import { MODERN_VERSION } from './common.js';
-import { clockTicksPerSecond, cpuModel, installSignalCleanup, readCpuTicks, readPeakRssKb, startChild, stopAllChildren, type Child } from './procs.js';
+import { announcedUrl, clockTicksPerSecond, cpuModel, installSignalCleanup, readCpuTicks, readPeakRssKb, startChild, stopAllChildren, type Child } from './procs.js';
 
 const BENCH_DIR = path.dirname(fileURLToPath(import.meta.url));
 const ROOT = path.dirname(BENCH_DIR);
@@ -29,16 +29,6 @@ interface Op {
   tool?: string;
   /** Checks one answer; returns a problem or null. */
   check(result: Record<string, unknown>): string | null;
-}
-
-function listening(line: string, msg: string): string | undefined {
-  if (!line.startsWith('{')) return undefined;
-  try {
-    const m = JSON.parse(line) as { msg?: unknown; url?: unknown };
-    return m.msg === msg && typeof m.url === 'string' ? m.url : undefined;
-  } catch {
-    return undefined;
-  }
 }
 
 function body(op: Op, id: number): string {
@@ -138,7 +128,7 @@ try {
       await startChild(`minimal-upstream ${MEMBERS[i]}`, {
         args: ['--import', 'tsx', path.join(BENCH_DIR, 'minimal-upstream.ts'), '--tools', String(extra)],
         cwd: ROOT,
-        ready: (line) => listening(line, 'listening'),
+        ready: (line) => announcedUrl(line),
       }),
     );
   }
@@ -150,7 +140,7 @@ try {
     args: [path.join(ROOT, 'dist', 'main.js'), 'serve', '--config', config],
     cwd: ROOT,
     readyTimeoutMs: 20_000,
-    ready: (line) => listening(line, 'gatehouse listening'),
+    ready: (line) => announcedUrl(line, 'gatehouse listening'),
   });
 
   const listOf = (expected: number): Op['check'] => (result) => {

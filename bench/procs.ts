@@ -254,3 +254,19 @@ export function cpuModel(): string {
     return 'unknown';
   }
 }
+
+/** The URL a child announces on a JSON line `{"msg": msg, "url": …}` (the bench servers say "listening"). */
+export function announcedUrl(line: string, msg = 'listening'): string | undefined {
+  if (!line.startsWith('{')) return undefined;
+  try {
+    const m = JSON.parse(line) as { msg?: unknown; url?: unknown };
+    return m.msg === msg && typeof m.url === 'string' ? m.url : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+/** Gatehouse's URL: from the banner it prints on stdout at any log level, or from its listening log line. */
+export function gatehouseUrl(line: string): string | undefined {
+  return /^Gatehouse is serving MCP at (\S+)/.exec(line)?.[1] ?? announcedUrl(line, 'gatehouse listening');
+}

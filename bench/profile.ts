@@ -17,7 +17,7 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseFlags, type Era } from './common.js';
 import { runLoad, warmUpProcess } from './load.js';
-import { installSignalCleanup, startChild, stopChild, type Child } from './procs.js';
+import { announcedUrl, gatehouseUrl, installSignalCleanup, startChild, stopChild, type Child } from './procs.js';
 import { authorizationFor, gatehouseArgs, SETUPS, type Setup } from './setups.js';
 
 const BENCH_DIR = path.dirname(fileURLToPath(import.meta.url));
@@ -121,15 +121,14 @@ async function main(): Promise<void> {
   const upstream = await startChild('minimal-upstream', {
     args: ['--import', 'tsx', path.join(BENCH_DIR, 'minimal-upstream.ts')],
     cwd: ROOT,
-    ready: (line) => listeningUrl(line, 'listening'),
+    ready: (line) => announcedUrl(line),
   });
   let gatehouse: Child | undefined;
   try {
     gatehouse = await startChild(`gatehouse (${setup})`, {
       args: ['--cpu-prof', '--cpu-prof-dir', tmpDir, ...gatehouseArgs(ROOT, setup, upstream.url, state, logOn ? 'info' : 'warn')],
       cwd: ROOT,
-      // The banner on stdout comes at any log level.
-      ready: (line) => /^Gatehouse is serving MCP at (\S+)/.exec(line)?.[1],
+      ready: gatehouseUrl,
     });
     const authorization = authorizationFor(setup);
     await warmUpProcess(gatehouse.url, era, 16, { seconds: 1.5, maxRequests: 50_000 }, authorization);
@@ -159,16 +158,6 @@ async function main(): Promise<void> {
     if (gatehouse) await stopChild(gatehouse);
     await stopChild(upstream);
     rmSync(state, { recursive: true, force: true });
-  }
-}
-
-function listeningUrl(line: string, msg: string): string | undefined {
-  if (!line.startsWith('{')) return undefined;
-  try {
-    const m = JSON.parse(line) as { msg?: unknown; url?: unknown };
-    return m.msg === msg && typeof m.url === 'string' ? m.url : undefined;
-  } catch {
-    return undefined;
   }
 }
 

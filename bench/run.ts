@@ -25,8 +25,10 @@ import { fileURLToPath } from 'node:url';
 import { LEGACY_VERSION, MODERN_VERSION, type Era } from './common.js';
 import { runLoad, warmUpProcess, type LoadResult } from './load.js';
 import {
+  announcedUrl,
   clockTicksPerSecond,
   cpuModel,
+  gatehouseUrl,
   installSignalCleanup,
   readCpuTicks,
   readPeakRssKb,
@@ -160,15 +162,7 @@ function tsxChild(name: string, script: string, extra: string[] = []): Promise<C
   return startChild(name, {
     args: ['--import', 'tsx', path.join(BENCH_DIR, script), ...extra],
     cwd: ROOT,
-    ready: (line) => {
-      if (!line.startsWith('{')) return undefined;
-      try {
-        const m = JSON.parse(line) as { msg?: unknown; url?: unknown };
-        return m.msg === 'listening' && typeof m.url === 'string' ? m.url : undefined;
-      } catch {
-        return undefined;
-      }
-    },
+    ready: (line) => announcedUrl(line),
   });
 }
 
@@ -202,18 +196,7 @@ function startGatehouseProcess(name: string, args: string[], cwd: string): Promi
     args,
     cwd,
     readyTimeoutMs: 20_000,
-    ready: (line) => {
-      // The banner on stdout is printed at any log level; the log line only at info.
-      const banner = /^Gatehouse is serving MCP at (\S+)/.exec(line);
-      if (banner) return banner[1];
-      if (!line.startsWith('{')) return undefined;
-      try {
-        const m = JSON.parse(line) as { msg?: unknown; url?: unknown };
-        return m.msg === 'gatehouse listening' && typeof m.url === 'string' ? m.url : undefined;
-      } catch {
-        return undefined;
-      }
-    },
+    ready: gatehouseUrl,
   });
 }
 

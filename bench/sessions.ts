@@ -17,7 +17,7 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Pool } from 'undici';
 import { LEGACY_VERSION, TOOL_NAME } from './common.js';
-import { installSignalCleanup, readPeakRssKb, readRssKb, startChild, stopChild, type Child } from './procs.js';
+import { announcedUrl, gatehouseUrl, installSignalCleanup, readPeakRssKb, readRssKb, startChild, stopChild, type Child } from './procs.js';
 import { gatehouseArgs } from './setups.js';
 
 const BENCH_DIR = path.dirname(fileURLToPath(import.meta.url));
@@ -27,16 +27,6 @@ const CONCURRENCY = 16;
 const MODES = (process.env.BENCH_SESSION_MODES ?? 'pass-through,bridged').split(',').map((s) => s.trim()) as Array<'pass-through' | 'bridged'>;
 const ACCEPT = 'application/json, text/event-stream';
 const LIMIT_MB = 150;
-
-function listening(line: string): string | undefined {
-  if (!line.startsWith('{')) return undefined;
-  try {
-    const m = JSON.parse(line) as { msg?: unknown; url?: unknown };
-    return m.msg === 'listening' && typeof m.url === 'string' ? m.url : undefined;
-  } catch {
-    return undefined;
-  }
-}
 
 async function openSession(pool: Pool, p: string, n: number): Promise<string> {
   const init = await pool.request({
@@ -61,14 +51,14 @@ async function measure(mode: 'pass-through' | 'bridged', state: string): Promise
   const upstream = await startChild(mode === 'bridged' ? 'sdk-upstream-modern (v2 SDK)' : 'minimal-upstream', {
     args: ['--import', 'tsx', path.join(BENCH_DIR, mode === 'bridged' ? 'sdk-upstream-modern.ts' : 'minimal-upstream.ts')],
     cwd: ROOT,
-    ready: listening,
+    ready: (line) => announcedUrl(line),
   });
   let gatehouse: Child | undefined;
   try {
     gatehouse = await startChild('gatehouse', {
       args: gatehouseArgs(ROOT, 'passthrough', upstream.url, state, 'warn'),
       cwd: ROOT,
-      ready: (line) => /^Gatehouse is serving MCP at (\S+)/.exec(line)?.[1],
+      ready: gatehouseUrl,
     });
     const url = new URL(gatehouse.url);
     const pool = new Pool(url.origin, { connections: CONCURRENCY });
