@@ -28,6 +28,8 @@ export interface CallRecord {
   toolError?: boolean;
   /** The JSON-RPC error code of the answer, when the edge read it (see CallEndEvent.rpcCode). */
   rpcCode?: number;
+  /** Waits the edge made before the call existed (the per-address rate limit), published once it does. */
+  waits?: Array<{ stage: string; wait: string; seconds: number; endedAt: number }>;
 }
 
 /** A request past the front door: its credential's verdict (a missing one only when a body follows) and address. */

@@ -15,7 +15,7 @@ import { failure, GatewayError, refusalCode, type Refusal, type TransportRefusal
 import type { Logger } from '../log/logger.js';
 import { compileClientAddress, limitKey } from '../net/client-address.js';
 import type { CallContext } from '../pipeline/context.js';
-import { channels, publishRefused, subscribe, type CallEndEvent, type CallOutcomeWord, type CallRefusedEvent } from '../pipeline/events.js';
+import { channels, publishRefused, subscribe, type CallEndEvent, type CallOutcomeWord, type CallRefusedEvent, type StageWaitEvent } from '../pipeline/events.js';
 import type { Outcome } from '../pipeline/outcome.js';
 import type { Principal } from '../pipeline/principal.js';
 import { modernCapabilitiesFrom } from '../protocol/era-shapes.js';
@@ -279,8 +279,13 @@ export function createEdge(listen: ListenConfig, handlers: EdgeHandlers, log: Lo
     // Per-address rate limits (policy.rateLimits, per: ip): after the credential, before the body is read.
     if (authed.ok && opts.ipLimit !== undefined) {
       let limited;
+      const started = channels.wait.hasSubscribers ? performance.now() : undefined;
       try {
         limited = await opts.ipLimit(clientAddress, authed.principal);
+        if (started !== undefined) {
+          const endedAt = performance.now();
+          (record.waits ??= []).push({ stage: 'rateLimit', wait: 'store.take (address)', seconds: (endedAt - started) / 1000, endedAt });
+        }
       } catch (err) {
         res.setHeader('connection', 'close');
         return void refuse(res, record, 'admission', null, failure(new GatewayError('GW_ERR_STATE_UNAVAILABLE', 'The rate limit of this address cannot be checked now; retry later', undefined, { cause: err })));
@@ -358,6 +363,8 @@ export function createEdge(listen: ListenConfig, handlers: EdgeHandlers, log: Lo
   async function runCall(record: CallRecord, ctx: CallContext): Promise<Outcome> {
     record.ctx = ctx;
     if (channels.start.hasSubscribers) channels.start.publish({ callId: ctx.callId, edge: token, ctx });
+    // The edge's own waits, made before the call had a context (and a span) to belong to.
+    if (record.waits !== undefined && channels.wait.hasSubscribers) for (const w of record.waits) channels.wait.publish({ callId: ctx.callId, edge: token, ...w } satisfies StageWaitEvent);
     const outcome = await handlers.call(ctx);
     if (outcome.kind === 'refused') {
       record.refusal = refusalCode(outcome.refusal);

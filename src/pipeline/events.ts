@@ -63,6 +63,8 @@ export interface StageWaitEvent {
   wait: string;
   /** Seconds the wait took. */
   seconds: number;
+  /** `performance.now()` when the wait ended, for a wait published after the fact (the edge's, once the call exists); now when absent. */
+  endedAt?: number;
   /** Set when the wait failed: the error's name or code. */
   error?: string;
 }

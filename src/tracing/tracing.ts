@@ -163,7 +163,7 @@ export function traceCalls(edge: object, settings: TracingSettings, log: Logger,
       if (e.edge !== edge) return;
       const entry = open.get(e.callId);
       if (!entry || !entry.span.isRecording()) return;
-      const now = performance.now();
+      const now = e.endedAt ?? performance.now();
       const span = tracer.startSpan(
         `${e.stage} ${e.wait}`,
         { kind: api.SpanKind.INTERNAL, startTime: hr(now - e.seconds * 1000), attributes: { 'gatehouse.stage': e.stage, 'gatehouse.wait': e.wait, ...(e.error !== undefined ? { 'error.type': e.error } : {}) } },

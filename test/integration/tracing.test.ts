@@ -144,7 +144,10 @@ describe('a governed call: its waits on the store and the network are child span
         // The SQLite store (the test helper's default), with every governed stage that waits on it.
         policy: {
           egress: [{ id: 'partners', tools: ['up/record'], allow: { hosts: ['*.partner.example'] } }],
-          rateLimits: [{ id: 'calls', per: 'subject', rate: 100, perSeconds: 60, burst: 100 }],
+          rateLimits: [
+            { id: 'address', per: 'ip', rate: 100, perSeconds: 60, burst: 100 },
+            { id: 'calls', per: 'subject', rate: 100, perSeconds: 60, burst: 100 },
+          ],
           budgets: [{ id: 'daily', per: 'subject', window: 'day', limit: 1000 }],
           breakers: [{ id: 'health', per: 'upstream', consecutiveFailures: 5, coolDownSeconds: 1 }],
           approvals: [{ id: 'failing-writes', tools: ['up/record_fails'] }],
@@ -167,13 +170,13 @@ describe('a governed call: its waits on the store and the network are child span
     return post(gw.url, req.body, { ...req.headers, traceparent });
   }
 
-  test('rate limit, budget, breaker, egress DNS, idempotency and the audit append each show as a child span inside the call', async () => {
+  test('the per-address rate limit, rate limit, budget, breaker, egress DNS, idempotency and the audit append each show as a child span inside the call', async () => {
     const traceId = hex(16);
     const res = await call('record', { item: 'https://api.partner.example/orders' }, `00-${traceId}-${hex(8)}-01`, { idempotencyKey: `trace-${hex(8)}` });
     assert.equal(res.status, 200);
     assert.notEqual(res.json().result.isError, true, res.text);
     const server = await waitFor('the SERVER span', () => receiver.spans.find((s) => s.traceId === traceId && s.kind === SPAN_KIND.SERVER));
-    const expected = ['rateLimit store.take', 'budget store.spend', 'breaker store.admit', 'egress dns.resolve', 'idempotency store.claim', 'idempotency store.complete', 'audit store.append'];
+    const expected = ['rateLimit store.take (address)', 'rateLimit store.take', 'budget store.spend', 'breaker store.admit', 'egress dns.resolve', 'idempotency store.claim', 'idempotency store.complete', 'audit store.append'];
     const children = await waitFor('the wait spans', () => {
       const found = receiver.spans.filter((s) => s.traceId === traceId && s.parentSpanId === server.spanId);
       return expected.every((name) => found.some((s) => s.name === name)) ? found : undefined;
@@ -182,7 +185,7 @@ describe('a governed call: its waits on the store and the network are child span
       const span = children.find((s) => s.name === name)!;
       assert.equal(span.kind, SPAN_KIND.INTERNAL, name);
       assert.equal(attr(span, 'gatehouse.stage'), name.split(' ')[0]);
-      assert.equal(attr(span, 'gatehouse.wait'), name.split(' ')[1]);
+      assert.equal(attr(span, 'gatehouse.wait'), name.split(' ').slice(1).join(' '));
       assert.ok(BigInt(span.startTimeUnixNano) >= BigInt(server.startTimeUnixNano) && BigInt(span.endTimeUnixNano) <= BigInt(server.endTimeUnixNano), `${name} inside the call span`);
     }
     // Where the time went: the slow resolver is the egress span's.
@@ -192,6 +195,7 @@ describe('a governed call: its waits on the store and the network are child span
     const at = (name: string, edge: 'startTimeUnixNano' | 'endTimeUnixNano') => BigInt(children.find((s) => s.name === name)![edge]);
     const client = children.find((s) => s.kind === SPAN_KIND.CLIENT);
     assert.ok(client, 'the upstream request');
+    assert.ok(at('rateLimit store.take (address)', 'endTimeUnixNano') <= at('rateLimit store.take', 'startTimeUnixNano'), 'the edge checks the address first');
     assert.ok(at('rateLimit store.take', 'endTimeUnixNano') <= at('budget store.spend', 'startTimeUnixNano'));
     assert.ok(at('idempotency store.claim', 'endTimeUnixNano') <= BigInt(client.startTimeUnixNano));
     assert.ok(at('audit store.append', 'startTimeUnixNano') >= BigInt(client.startTimeUnixNano));
