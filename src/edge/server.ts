@@ -327,7 +327,8 @@ export function createEdge(listen: ListenConfig, handlers: EdgeHandlers, log: Lo
     const message = parsed.message;
     const id = idOf(message);
     const rpcMethod = (message as { method?: string }).method;
-    record.method = rpcMethod;
+    // Only a string is a method; anything else is refused by the front door, and its end event says POST.
+    if (typeof rpcMethod === 'string') record.method = rpcMethod;
     const misplaced = opts.auth.checkMessage(message);
     if (misplaced && !misplaced.ok) return void refuse(res, record, 'auth', id, misplaced.refusal);
     return { principal, message, kind: parsed.kind, id, ...(rpcMethod !== undefined ? { method: rpcMethod } : {}), body: read.body, declared: initializeCapabilities(message) };

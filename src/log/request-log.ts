@@ -11,8 +11,14 @@ import { redactText, type Logger } from './logger.js';
 
 const FIELD_MAX = 200;
 
-/** A client-chosen string as a JSON value: cut, so one request cannot write a megabyte into the log, and scrubbed. */
-function clientText(s: string): string {
+/**
+ * A client-chosen value as a JSON string: cut, so one request cannot write a megabyte into the log, and
+ * scrubbed. Typed strings may still be anything a hostile body held (a refused request's `method` is
+ * whatever it sent), so a value that is not a string is written as its JSON text, never trusted to be one:
+ * a subscriber that throws would take the process down with it.
+ */
+function clientText(value: unknown): string {
+  const s = typeof value === 'string' ? value : (JSON.stringify(value) ?? String(value));
   return JSON.stringify(redactText(s.length <= FIELD_MAX ? s : `${s.slice(0, FIELD_MAX)}…`));
 }
 

@@ -92,3 +92,18 @@ test('client-chosen strings are clipped, JSON-escaped and scrubbed; configured s
   assert.ok(!raw[0]!.includes(JWT));
   assert.equal(line.prompt, `say "hi"\n and ${REDACTED}`);
 });
+
+test('a field that is not a string (a refused request\'s method is whatever its body held) is written as its JSON text, never thrown on', () => {
+  const { log, raw } = capture();
+  const edge = {};
+  const stop = logRequests(edge, log);
+  try {
+    // diagnostics_channel rethrows a subscriber's error on the next tick: a throw here would end the process.
+    channels.end.publish(event({ edge, method: { 'j~R': [null], nested: { a: 1 } } as unknown as string, subject: 42 as unknown as string }));
+  } finally {
+    stop();
+  }
+  const line = JSON.parse(raw[0]!) as Record<string, string>;
+  assert.equal(line.method, '{"j~R":[null],"nested":{"a":1}}');
+  assert.equal(line.subject, '42');
+});
