@@ -179,7 +179,21 @@ function errorName(err: unknown): string {
  * filter on their own edge; `diagnostics_channel` is process-wide.
  */
 export function subscribe<T>(channel: diagnostics.Channel, handler: (event: T) => void): () => void {
-  const listener = (message: unknown): void => handler(message as T);
+  // diagnostics_channel rethrows a subscriber's error on the next tick, which would end the process: a bug in
+  // an observer (a log line, a metric, a span) must not take every call down with it. Said once per subscriber.
+  let warned = false;
+  const listener = (message: unknown): void => {
+    try {
+      handler(message as T);
+    } catch (err) {
+      // On the answer event a subscriber's failure is the answer's: it is withheld (the audit fails closed).
+      const answer = message as Partial<CallAnswerEvent>;
+      if (typeof answer.waitFor === 'function') answer.waitFor(Promise.reject(err));
+      if (warned) return;
+      warned = true;
+      process.emitWarning(`a subscriber of ${String(channel.name)} failed (later failures of it are not reported): ${(err as Error)?.stack ?? String(err)}`, 'GatehouseSubscriberError');
+    }
+  };
   channel.subscribe(listener);
   return () => channel.unsubscribe(listener);
 }
