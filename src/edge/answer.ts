@@ -204,6 +204,8 @@ function copyBody(body: Readable, res: ServerResponse, ctx: AnswerContext): Prom
       body.off('end', onEnd);
       body.off('error', finish);
       body.off('close', onClose);
+      // An error the body reports after this (a late abort) has nobody left to hear it, and must not crash.
+      body.on('error', ignore);
       const summary = toolError ? { toolError } : errorChunks !== undefined && err === undefined ? summaryOf(parsed(Buffer.concat(errorChunks))) : NO_TOOL_ERROR;
       // Before the end: this runs in the body's 'end' tick, and the response's close may follow before any
       // promise continuation would.
@@ -248,3 +250,5 @@ function parsed(bytes: Buffer): unknown {
     return undefined;
   }
 }
+
+function ignore(): void {}
