@@ -1,4 +1,4 @@
-// `npm run bench:check [RESULTS.json]`: compares one `npm run bench` run with the limits kept in
+// `npm run bench:check [RESULTS.json [SESSIONS.json]]`: compares one `npm run bench` run with the limits kept in
 // bench/limits.json, each a ratio to the bare hop measured in the same run, and exits 1 when one is exceeded
 // or cannot be judged (a cell missing or failed). Run by hand and in the benchmark workflow, never in the
 // unit tests: a timing is not a test.
@@ -55,5 +55,26 @@ for (const l of limits) {
   if (!ok) failed++;
   process.stdout.write(`  ${ok ? 'ok  ' : 'FAIL'}  ${l.name}: ${ratio.toFixed(2)}× (limit ${l.max}×; ${ours.toFixed(1)} vs ${floor.toFixed(1)} ${UNITS[l.metric]}${l.relativeTo !== undefined ? ` of ${ref.target} ${ref.era}` : ''})\n`);
 }
-process.stdout.write(failed === 0 ? 'every limit holds\n' : `${failed} of ${limits.length} limits exceeded or not measured\n`);
+// Memory with many sessions held (bench/sessions.ts): an absolute bound, from its own results file.
+const sessionLimits = (JSON.parse(readFileSync(`${HERE}limits.json`, 'utf8')) as { sessions?: { name: string; maxPeakRssMb: number; sessions: number } }).sessions;
+let checked = limits.length;
+if (sessionLimits !== undefined) {
+  checked++;
+  let sessions: { results?: Array<{ mode: string; sessions: number; peakRssMb: number }> } = {};
+  try {
+    sessions = JSON.parse(readFileSync(process.argv[3] ?? `${HERE}results/latest-sessions.json`, 'utf8')) as typeof sessions;
+  } catch {
+    // not measured: said below
+  }
+  const rows = (sessions.results ?? []).filter((r) => r.sessions >= sessionLimits.sessions);
+  const worst = rows.reduce((a, r) => Math.max(a, r.peakRssMb), 0);
+  const ok = rows.length > 0 && worst <= sessionLimits.maxPeakRssMb;
+  if (!ok) failed++;
+  process.stdout.write(
+    rows.length === 0
+      ? `  FAIL  ${sessionLimits.name}: not measured (run bench/sessions.ts with at least ${sessionLimits.sessions} sessions)\n`
+      : `  ${ok ? 'ok  ' : 'FAIL'}  ${sessionLimits.name}: ${worst.toFixed(1)} MB peak (limit ${sessionLimits.maxPeakRssMb} MB; ${rows.map((r) => `${r.mode} ${r.peakRssMb.toFixed(1)}`).join(', ')})\n`,
+  );
+}
+process.stdout.write(failed === 0 ? 'every limit holds\n' : `${failed} of ${checked} limits exceeded or not measured\n`);
 process.exitCode = failed === 0 ? 0 : 1;

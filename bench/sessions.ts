@@ -102,7 +102,9 @@ async function main(): Promise<void> {
     const dir = path.join(BENCH_DIR, 'results');
     mkdirSync(dir, { recursive: true });
     const file = path.join(dir, `${new Date().toISOString().replace(/[:.]/g, '-')}-sessions.json`);
-    writeFileSync(file, `${JSON.stringify({ node: process.version, limitMb: LIMIT_MB, results }, null, 2)}\n`);
+    const json = `${JSON.stringify({ startedAt: new Date().toISOString(), node: process.version, limitMb: LIMIT_MB, results }, null, 2)}\n`;
+    writeFileSync(file, json);
+    writeFileSync(path.join(dir, 'latest-sessions.json'), json);
     process.stdout.write(`results: ${path.relative(ROOT, file)}\n`);
   } finally {
     rmSync(state, { recursive: true, force: true });
