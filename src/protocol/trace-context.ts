@@ -70,11 +70,12 @@ export function upstreamMessage<M>(ctx: UpstreamTraced & { readonly message?: M 
   if (trace === undefined || ctx.kind !== 'request' || typeof message !== 'object' || message === null) return message;
   const request = message as { params?: Record<string, unknown> };
   const params = request.params ?? {};
-  const meta: Record<string, unknown> = typeof params._meta === 'object' && params._meta !== null ? { ...(params._meta as Record<string, unknown>) } : {};
-  meta.traceparent = trace.traceparent;
-  if (trace.tracestate !== undefined) meta.tracestate = trace.tracestate;
-  else delete meta.tracestate;
-  return { ...request, params: { ...params, _meta: meta } } as M;
+  // A copy down to `_meta`, so the client's parsed message stays as it came; the client's tracestate does not
+  // belong to the CLIENT span.
+  const { tracestate: _clientState, ...meta } = typeof params._meta === 'object' && params._meta !== null ? (params._meta as Record<string, unknown>) : {};
+  const copy = { ...request, params: { ...params, _meta: meta } };
+  putTraceInMeta(copy, trace);
+  return copy as M;
 }
 
 /**

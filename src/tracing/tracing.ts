@@ -210,7 +210,7 @@ export function traceCalls(edge: object, settings: TracingSettings, log: Logger,
       });
       // A JSON-RPC error answer is an error span even when its HTTP status is 200 (the RPC conventions).
       if (e.outcome !== 'ok' || entry.rpcCode !== undefined) {
-        const errorType = e.refusal ?? (entry.rpcCode !== undefined ? String(entry.rpcCode) : e.outcome);
+        const errorType = errorTypeOf(entry, e);
         span.setAttribute('error.type', errorType);
         span.setStatus({ code: api.SpanStatusCode.ERROR, message: errorType });
       }
@@ -222,7 +222,7 @@ export function traceCalls(edge: object, settings: TracingSettings, log: Logger,
       const client = entry.client!;
       const failed = e.outcome === 'upstream_error' || (e.refusal !== undefined && e.stage === 'upstream');
       if (failed) {
-        const errorType = e.refusal ?? (entry.rpcCode !== undefined ? String(entry.rpcCode) : e.outcome);
+        const errorType = errorTypeOf(entry, e);
         client.setAttribute('error.type', errorType);
         client.setStatus({ code: api.SpanStatusCode.ERROR, message: errorType });
       }
@@ -279,6 +279,11 @@ function hr(perf: number): Api.HrTime {
   const seconds = Math.floor(ms / 1000);
   const nanos = Math.min(999_999_999, Math.round((ms - seconds * 1000) * 1e6));
   return [seconds, nanos];
+}
+
+/** `error.type` of a call that did not end well: its refusal code, else its JSON-RPC error code, else its outcome word. */
+function errorTypeOf(entry: { rpcCode?: number }, e: CallEndEvent): string {
+  return e.refusal ?? (entry.rpcCode !== undefined ? String(entry.rpcCode) : e.outcome);
 }
 
 function spanName(method: string, target: string | undefined): string {

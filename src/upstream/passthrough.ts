@@ -68,7 +68,7 @@ export class PassThrough {
         method: ctx.httpMethod,
         headers: this.requestHeaders(ctx, credentials),
         // The client's bytes, unless tracing's CLIENT span replaces the trace context in `_meta`.
-        body: (ctx.upstreamTrace === undefined ? ctx.body : upstreamBody(ctx)) ?? null,
+        body: upstreamBody(ctx) ?? null,
         signal: ctx.signal,
       });
     } catch (err) {

@@ -150,12 +150,10 @@ async function connectV1(url: string, opts: Required<ConnectOptions>, sse = fals
       return tools.map((t) => t.name);
     },
     async getPromptTexts(name) {
-      const { messages } = await client.getPrompt({ name }, { timeout: opts.timeoutMs });
-      return messages.map((m) => (m.content.type === 'text' ? m.content.text : ''));
+      return promptTexts(await client.getPrompt({ name }, { timeout: opts.timeoutMs }));
     },
     async readResourceTexts(uri) {
-      const { contents } = await client.readResource({ uri }, { timeout: opts.timeoutMs });
-      return contents.map((c) => ('text' in c && typeof c.text === 'string' ? c.text : ''));
+      return resourceTexts(await client.readResource({ uri }, { timeout: opts.timeoutMs }));
     },
     async callTool(name, args, callOpts = {}) {
       const onprogress = callOpts.onprogress;
@@ -205,12 +203,10 @@ async function connectV2(kind: 'v2-pinned-client' | 'v2-auto-client', url: strin
       return tools.map((t) => t.name);
     },
     async getPromptTexts(name) {
-      const { messages } = await client.getPrompt({ name }, { timeout: opts.timeoutMs });
-      return messages.map((m) => (m.content.type === 'text' ? m.content.text : ''));
+      return promptTexts(await client.getPrompt({ name }, { timeout: opts.timeoutMs }));
     },
     async readResourceTexts(uri) {
-      const { contents } = await client.readResource({ uri }, { timeout: opts.timeoutMs });
-      return contents.map((c) => ('text' in c && typeof c.text === 'string' ? c.text : ''));
+      return resourceTexts(await client.readResource({ uri }, { timeout: opts.timeoutMs }));
     },
     async callTool(name, args, callOpts = {}) {
       const onprogress = callOpts.onprogress;
@@ -260,4 +256,14 @@ export function describeError(err: unknown): string {
   if (!(err instanceof Error)) return String(err);
   const code = (err as { code?: unknown }).code;
   return `${err.constructor.name}${code !== undefined ? `(${String(code)})` : ''}: ${err.message.replace(/\s+/g, ' ')}`;
+}
+
+/** The text of each message of a prompts/get result (both SDKs give the same shape). */
+function promptTexts(result: { messages: Array<{ content: { type: string; text?: unknown } }> }): string[] {
+  return result.messages.map((m) => (m.content.type === 'text' && typeof m.content.text === 'string' ? m.content.text : ''));
+}
+
+/** The text of each content of a resources/read result. */
+function resourceTexts(result: { contents: Array<Record<string, unknown>> }): string[] {
+  return result.contents.map((c) => ('text' in c && typeof c.text === 'string' ? c.text : ''));
 }

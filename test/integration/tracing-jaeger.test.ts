@@ -7,11 +7,11 @@ import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn, type ChildProcess } from 'node:child_process';
 import { existsSync, mkdtempSync, writeFileSync } from 'node:fs';
-import { createServer } from 'node:net';
 import { homedir, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { hashKey } from '../../src/auth/key-hash.js';
 import { startCountingUpstream, type CountingUpstream } from '../fixtures/upstreams/counting-writes.js';
+import { freePort } from '../helpers/auth-server.js';
 import { startGateway, type TestGateway } from '../helpers/gateway.js';
 import { modernRequest, post } from '../helpers/http.js';
 
@@ -19,13 +19,6 @@ const JAEGER_CACHE = join(process.env.XDG_CACHE_HOME ?? join(homedir(), '.cache'
 const JAEGER = process.env.JAEGER_BIN ?? JAEGER_CACHE;
 const ALICE = 'gh_alice_0123456789abcdefghijklmnopqrstuv';
 
-async function freePort(): Promise<number> {
-  const server = createServer();
-  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
-  const { port } = server.address() as { port: number };
-  await new Promise<void>((r) => server.close(() => r()));
-  return port;
-}
 
 interface JaegerSpan {
   traceID: string;
