@@ -54,6 +54,13 @@ export interface UpstreamStartEvent {
  * A stage waited on the store or the network (a rate-limit take, a budget spend, a DNS lookup, the audit
  * append…); published when the wait settles, so a slow call shows where its time went.
  */
+/** A stage looked at the call and handed it on (its refusals are `CallRefusedEvent`s). */
+export interface StagePassedEvent {
+  callId: string;
+  edge: object;
+  stage: string;
+}
+
 export interface StageWaitEvent {
   callId: string;
   edge: object;
@@ -123,6 +130,7 @@ export const channels = {
   upstream: diagnostics.channel('gatehouse:call:upstream'),
   upstreamStart: diagnostics.channel('gatehouse:call:upstream-start'),
   wait: diagnostics.channel('gatehouse:call:wait'),
+  passed: diagnostics.channel('gatehouse:call:passed'),
   answer: diagnostics.channel('gatehouse:call:answer'),
   end: diagnostics.channel('gatehouse:call:end'),
 } as const;

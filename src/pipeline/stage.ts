@@ -3,7 +3,7 @@
 
 import type { Refusal } from '../errors.js';
 import type { CallContext } from './context.js';
-import { publishRefused } from './events.js';
+import { channels, publishRefused, type StagePassedEvent } from './events.js';
 import type { Outcome } from './outcome.js';
 
 /** Every stage, in the order the pipeline runs them (see order.ts, the one place that fixes it). */
@@ -19,13 +19,21 @@ export interface Stage {
   applies?(ctx: CallContext): boolean;
 }
 
-/** Chains the stages once per configuration, never per request (Caddy's compiled route list). */
+/**
+ * Chains the stages once per configuration, never per request (Caddy's compiled route list). A stage that
+ * hands the call on is published as having passed it, only while someone listens (tracing).
+ */
 export function compose(stages: readonly Stage[], last: Next): Next {
   let next = last;
   for (let i = stages.length - 1; i >= 0; i--) {
     const stage = stages[i]!;
     const after = next;
-    next = stage.applies ? (ctx) => (stage.applies!(ctx) ? stage.run(ctx, after) : after(ctx)) : (ctx) => stage.run(ctx, after);
+    const passed: Next = (ctx) => {
+      if (channels.passed.hasSubscribers) channels.passed.publish({ callId: ctx.callId, edge: ctx.edge, stage: stage.name } satisfies StagePassedEvent);
+      return after(ctx);
+    };
+    const run = (ctx: CallContext): Promise<Outcome> => stage.run(ctx, channels.passed.hasSubscribers ? passed : after);
+    next = stage.applies ? (ctx) => (stage.applies!(ctx) ? run(ctx) : after(ctx)) : run;
   }
   return next;
 }

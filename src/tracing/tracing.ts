@@ -9,7 +9,7 @@
 // `gen_ai.operation.name`, `rpc.response.status_code` (the JSON-RPC error code, as a string), `error.type`;
 // plus `rpc.jsonrpc.error_code` (the older RPC convention, as a number) and Gatehouse's own `gatehouse.*`.
 //
-// Each stage's refusal is a span event. The upstream request is a CLIENT span, child of the SERVER span,
+// Each stage's decision is a span event (a pass, or its refusal). The upstream request is a CLIENT span, child of the SERVER span,
 // started when the call enters the upstream stage (a synchronous event): its context is what the upstream
 // receives, in headers and in `_meta` (the subscriber sets `ctx.upstreamTrace`, which the adapters send).
 // A stage's wait on the store or the network (rate limit, budget, breaker, idempotency, approval, pin,
@@ -24,7 +24,7 @@
 import { createHash } from 'node:crypto';
 import type * as Api from '@opentelemetry/api';
 import type { Logger } from '../log/logger.js';
-import { channels, subscribe, type CallEndEvent, type CallRefusedEvent, type CallStartEvent, type StageWaitEvent, type UpstreamAnswerEvent, type UpstreamStartEvent } from '../pipeline/events.js';
+import { channels, subscribe, type CallEndEvent, type CallRefusedEvent, type CallStartEvent, type StagePassedEvent, type StageWaitEvent, type UpstreamAnswerEvent, type UpstreamStartEvent } from '../pipeline/events.js';
 import type { CallContext } from '../pipeline/context.js';
 
 export interface TracingSettings {
@@ -112,8 +112,18 @@ export function traceCalls(edge: object, settings: TracingSettings, log: Logger,
       // The samplers (ParentBased, TraceIdRatioBased) decide on the trace id alone: the attributes are built
       // only for a span that records, so an unsampled call costs little more than its span object.
       const span = tracer.startSpan(spanName(ctx.method ?? ctx.httpMethod, targetOf(ctx)), { kind: api.SpanKind.SERVER, startTime: hr(ctx.receivedAt) }, parentOf(ctx));
-      if (span.isRecording()) span.setAttributes(startAttributes(ctx));
+      if (span.isRecording()) {
+        span.setAttributes(startAttributes(ctx));
+        span.addEvent('gatehouse.stage', { 'gatehouse.stage': 'auth', 'gatehouse.decision': 'pass' });
+      }
       open.set(e.callId, { span });
+    };
+    // Each stage's decision is an event on the call's span: auth passed (the call started), then every
+    // stage that handed the call on; a refusal is its own event below.
+    const onPassed = (e: StagePassedEvent): void => {
+      if (e.edge !== edge) return;
+      const entry = open.get(e.callId);
+      if (entry?.span.isRecording()) entry.span.addEvent('gatehouse.stage', { 'gatehouse.stage': e.stage, 'gatehouse.decision': 'pass' });
     };
     const onRefused = (e: CallRefusedEvent): void => {
       if (e.edge !== edge) return;
@@ -235,6 +245,7 @@ export function traceCalls(edge: object, settings: TracingSettings, log: Logger,
       subscribe<UpstreamStartEvent>(channels.upstreamStart, onUpstreamStart),
       subscribe<UpstreamAnswerEvent>(channels.upstream, onUpstream),
       subscribe<StageWaitEvent>(channels.wait, onWait),
+      subscribe<StagePassedEvent>(channels.passed, onPassed),
       subscribe<CallEndEvent>(channels.end, onEnd),
     ];
     stopListening = () => {

@@ -201,6 +201,20 @@ describe('a governed call: its waits on the store and the network are child span
     assert.ok(at('audit store.append', 'startTimeUnixNano') >= BigInt(client.startTimeUnixNano));
   });
 
+  test('every stage that decides passes the call with an event on its span, in the pipeline order', async () => {
+    const traceId = hex(16);
+    const res = await call('record', { item: 'https://api.partner.example/decided' }, `00-${traceId}-${hex(8)}-01`, { idempotencyKey: `decide-${hex(8)}` });
+    assert.notEqual(res.json().result.isError, true, res.text);
+    const server = await waitFor('the SERVER span', () => receiver.spans.find((s) => s.traceId === traceId && s.kind === SPAN_KIND.SERVER));
+    const passed = (server.events ?? []).filter((e) => e.name === 'gatehouse.stage').map((e) => {
+      assert.equal(attr(e, 'gatehouse.decision'), 'pass');
+      return attr(e, 'gatehouse.stage');
+    });
+    // The order of src/pipeline/order.ts; auth is decided at the edge, before the call starts.
+    const expected = ['auth', 'state', 'resolve', 'access', 'arguments', 'egress', 'rateLimit', 'budget', 'breaker', 'approval', 'idempotency'];
+    assert.deepEqual(passed.filter((s) => expected.includes(String(s))), expected, `stage events: ${passed.join(', ')}`);
+  });
+
   test("an approval the call waits for: the approval stage's store wait is a child span", async () => {
     const traceId = hex(16);
     const res = await call('record_fails', { item: 'needs approval' }, `00-${traceId}-${hex(8)}-01`);
