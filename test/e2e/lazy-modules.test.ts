@@ -18,7 +18,7 @@ const KEY = 'gh_lazy_0123456789abcdefghijklmnopqrstuv';
 let up: FakeUpstream | undefined;
 after(async () => up?.close());
 
-const OPTIONAL = { jose: /\/node_modules\/jose\//, ioredis: /\/node_modules\/ioredis\//, 'prom-client': /\/node_modules\/prom-client\//, 'pino-pretty': /\/node_modules\/pino-pretty\// };
+const OPTIONAL = { jose: /\/node_modules\/jose\//, ioredis: /\/node_modules\/ioredis\//, 'prom-client': /\/node_modules\/prom-client\//, 'pino-pretty': /\/node_modules\/pino-pretty\//, opentelemetry: /\/node_modules\/@opentelemetry\// };
 
 async function modulesLoadedBy(name: string, config: string): Promise<string> {
   up ??= await startFakeUpstream((_req, res, body) => jsonResult(res, body, { tools: [] }));
@@ -37,7 +37,7 @@ async function modulesLoadedBy(name: string, config: string): Promise<string> {
   return readFileSync(log, 'utf8');
 }
 
-test('API keys, SQLite, JSON logs, no metrics: jose, ioredis, prom-client and pino-pretty are never loaded', async () => {
+test('API keys, SQLite, JSON logs, no metrics, no tracing: jose, ioredis, prom-client, pino-pretty and OpenTelemetry are never loaded', async () => {
   const loaded = await modulesLoadedBy(
     'lean',
     `listen: { host: 127.0.0.1, port: 0 }\nupstreams: [{ name: a, url: "UPSTREAM" }]\nauth: { apiKeys: [{ id: k, hash: "${hashKey(KEY)}" }] }\nstore: { kind: sqlite, path: "${join(dir, 'lean.db')}" }\nlog: { format: json }\n`,
