@@ -40,7 +40,7 @@ import {
   type Child,
 } from './procs.js';
 import { startBenchRedis, type BenchRedis } from './redis.js';
-import { authorizationFor, gatehouseArgs, type Setup } from './setups.js';
+import { authorizationFor, gatehouseArgs, SETUPS, type Setup } from './setups.js';
 
 const BENCH_DIR = path.dirname(fileURLToPath(import.meta.url));
 const ROOT = path.dirname(BENCH_DIR);
@@ -200,12 +200,21 @@ function startGatehouseProcess(name: string, args: string[], cwd: string): Promi
   });
 }
 
-/** An earlier build, started with `--upstream` and no store: it may predate the store and the config's audit switch. */
+/**
+ * An earlier build, started with `--upstream` and no store: it may predate the store and the config's audit
+ * switch. With BENCH_BASELINE_SETUP, one of this build's setups instead (an earlier build that reads it).
+ */
 function startBaseline(upstreamUrl: string): Promise<Child> {
   if (settings.baseline === undefined) return Promise.reject(new Error('target "baseline" needs BENCH_BASELINE=DIR (a checkout with dist/main.js)'));
   const root = path.resolve(settings.baseline);
   const main = path.join(root, 'dist', 'main.js');
   if (!existsSync(main)) return Promise.reject(new Error(`${main} does not exist (build that checkout)`));
+  // Same setup as this build's targets: for an earlier build that already reads that config.
+  const setup = process.env.BENCH_BASELINE_SETUP as Setup | undefined;
+  if (setup !== undefined) {
+    if (!SETUPS.includes(setup)) return Promise.reject(new Error(`BENCH_BASELINE_SETUP must be one of ${SETUPS.join(', ')}`));
+    return startGatehouseProcess('gatehouse-baseline', gatehouseArgs(root, setup, upstreamUrl, path.join(STATE_DIR, 'baseline'), process.env.BENCH_GATEHOUSE_LOG_LEVEL ?? 'info'), root);
+  }
   return startGatehouseProcess('gatehouse-baseline', [main, 'serve', '--upstream', upstreamUrl, '--host', '127.0.0.1', '--port', '0', '--log-level', process.env.BENCH_GATEHOUSE_LOG_LEVEL ?? 'info'], root);
 }
 

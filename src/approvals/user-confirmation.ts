@@ -82,13 +82,13 @@ export class PendingConfirmations {
       const done = (response: JsonRpcResponse | undefined): void => {
         if (!this.waiting.delete(key)) return;
         clearTimeout(timer);
-        ctx.signal.removeEventListener('abort', gone);
+        ctx.cancel.offCancel(gone);
         resolve(response);
       };
       const gone = (): void => done(undefined);
       const timer = setTimeout(gone, timeoutMs);
       timer.unref();
-      ctx.signal.addEventListener('abort', gone, { once: true });
+      ctx.cancel.onCancel(gone);
       this.waiting.set(key, { owner: principalKey(ctx.principal), resolve: done });
     });
     return { id, answer };

@@ -52,14 +52,14 @@ export class CatalogUpstream implements Upstream {
     const stream = new CallStream({ requestId: idOf(request), mode: 'call', acceptsSse: ctx.acceptsSse });
     void (async () => {
       try {
-        const reply = await this.catalog.post(request, {}, ctx.signal, ctx.principal);
+        const reply = await this.catalog.post(request, {}, ctx.cancel.signal, ctx.principal);
         for await (const msg of reply.messages) {
           if ('method' in msg) stream.push(msg);
           else return stream.finish(msg as JsonRpcResponse);
         }
         stream.fail(new GatewayError('GW_ERR_UPSTREAM_BAD_RESPONSE', 'An upstream ended the call without answering'));
       } catch (err) {
-        if (!ctx.signal.aborted) stream.fail(err instanceof GatewayError ? err : new GatewayError('GW_ERR_UPSTREAM_BAD_RESPONSE', String(err)));
+        if (!ctx.cancel.aborted) stream.fail(err instanceof GatewayError ? err : new GatewayError('GW_ERR_UPSTREAM_BAD_RESPONSE', String(err)));
       }
     })();
     return { kind: 'stream', stream };

@@ -4,11 +4,12 @@
 // the pass-through.
 
 import type { ServerResponse } from 'node:http';
-import type { Readable } from 'node:stream';
 import { toWire, type WireContext } from '../errors.js';
 import type { CallStream, StreamItem } from '../pipeline/call-stream.js';
 import type { AnswerHeaders, Outcome } from '../pipeline/outcome.js';
 import { formatSseMessage } from '../protocol/sse.js';
+import type { Cancellation } from '../pipeline/cancellation.js';
+import type { RelayBody } from '../pipeline/relay-body.js';
 import { NO_TOOL_ERROR, summaryOf, type AnswerSummary } from './answer-summary.js';
 import { waitForDrain } from './backpressure.js';
 import { relaySse } from './sse-relay.js';
@@ -23,7 +24,7 @@ export const KEEPALIVE_MS = 15_000;
 export const SSE_HEADERS = { 'content-type': 'text/event-stream', 'cache-control': 'no-cache', 'x-accel-buffering': 'no' };
 
 export interface AnswerContext extends WireContext {
-  signal: AbortSignal;
+  cancel: Cancellation;
   log?: { warn(msg: string, fields?: Record<string, unknown>): void };
   /**
    * Told what the answer was just before its last bytes go to the socket, so whoever publishes the call's
@@ -64,8 +65,6 @@ export async function writeOutcome(res: ServerResponse, outcome: Outcome, ctx: A
 export function discardOutcome(outcome: Outcome): void {
   if (outcome.kind === 'stream') outcome.stream.cancel();
   else if (outcome.kind === 'relay') {
-    // An upstream body destroyed unread reports the abort as an error; nobody is left to hear it.
-    outcome.body.once('error', () => {});
     outcome.body.destroy();
   }
 }
@@ -173,7 +172,7 @@ async function relay(res: ServerResponse, outcome: Extract<Outcome, { kind: 'rel
     headers['cache-control'] ??= 'no-cache';
     res.writeHead(outcome.status, headers);
     res.flushHeaders();
-    return relaySse(outcome.body, res, { ...ctx, requestId: outcome.requestId, upstream: outcome.upstream, failureOf: outcome.failureOf });
+    return relaySse(outcome.body.readable(), res, { ...ctx, requestId: outcome.requestId, upstream: outcome.upstream, failureOf: outcome.failureOf });
   }
   res.writeHead(outcome.status, headers);
   return copyBody(outcome.body, res, ctx);
@@ -187,59 +186,43 @@ const ERROR_MEMBER = Buffer.from('"error":');
 const ERROR_SCAN_MAX = 64 * 1024;
 
 /**
- * The upstream's body, chunk by chunk, pausing while the client's socket is full. Events rather than an
- * async iterator: this runs for every relayed answer, and the iterator's promises per chunk cost more than
- * the copy itself.
+ * The upstream's body, chunk by chunk, pausing the upstream while the client's socket is full. A sink
+ * rather than a stream: this runs for every relayed answer, and a stream's events and promises per call
+ * cost more than the copy itself.
  */
-function copyBody(body: Readable, res: ServerResponse, ctx: AnswerContext): Promise<AnswerSummary> {
+function copyBody(body: RelayBody, res: ServerResponse, ctx: AnswerContext): Promise<AnswerSummary> {
   return new Promise((resolve) => {
     let toolError = false;
     let errorChunks: Buffer[] | undefined;
     let size = 0;
-    let settled = false;
-    const finish = (err?: unknown): void => {
-      if (settled) return;
-      settled = true;
-      body.off('data', onData);
-      body.off('end', onEnd);
-      body.off('error', finish);
-      body.off('close', onClose);
-      // An error the body reports after this (a late abort) has nobody left to hear it, and must not crash.
-      body.on('error', ignore);
+    const finish = (err?: Error): void => {
       const summary = toolError ? { toolError } : errorChunks !== undefined && err === undefined ? summaryOf(parsed(Buffer.concat(errorChunks))) : NO_TOOL_ERROR;
-      // Before the end: this runs in the body's 'end' tick, and the response's close may follow before any
-      // promise continuation would.
+      // Before the end: the response's close may follow before any promise continuation would.
       ctx.onSummary?.(summary);
       if (err === undefined) res.end();
       else {
-        if (!ctx.signal.aborted) ctx.log?.warn('upstream body failed mid-response', { err, callId: ctx.callId });
+        if (!ctx.cancel.aborted) ctx.log?.warn('upstream body failed mid-response', { err, callId: ctx.callId });
         res.destroy();
       }
       resolve(summary);
     };
-    const onData = (chunk: Buffer): void => {
-      if (!toolError && chunk.includes(IS_ERROR)) toolError = true;
-      // Kept (up to a bound) to read an error's code once whole, when the first bytes name an error member.
-      size += chunk.length;
-      if (size === chunk.length && chunk.includes(ERROR_MEMBER)) errorChunks = [];
-      if (errorChunks !== undefined) {
-        if (size <= ERROR_SCAN_MAX) errorChunks.push(chunk);
-        else errorChunks = undefined;
-      }
-      if (!res.write(chunk)) {
-        body.pause();
-        void waitForDrain(res, ctx.signal).then(() => body.resume());
-      }
-    };
-    const onEnd = (): void => finish();
-    // A body that closes without its end (the upstream went away mid-answer) is a failure, as for-await saw it.
-    const onClose = (): void => {
-      if (!body.readableEnded) finish(new Error('the upstream closed the response before its end'));
-    };
-    body.on('data', onData);
-    body.once('end', onEnd);
-    body.once('error', finish);
-    body.once('close', onClose);
+    body.consume({
+      data: (chunk) => {
+        if (!toolError && chunk.includes(IS_ERROR)) toolError = true;
+        // Kept (up to a bound) to read an error's code once whole, when the first bytes name an error member.
+        size += chunk.length;
+        if (size === chunk.length && chunk.includes(ERROR_MEMBER)) errorChunks = [];
+        if (errorChunks !== undefined) {
+          if (size <= ERROR_SCAN_MAX) errorChunks.push(chunk);
+          else errorChunks = undefined;
+        }
+        if (res.write(chunk)) return true;
+        void waitForDrain(res, ctx.cancel.signal).then(() => body.resume());
+        return false;
+      },
+      end: () => finish(),
+      error: finish,
+    });
   });
 }
 
@@ -251,4 +234,3 @@ function parsed(bytes: Buffer): unknown {
   }
 }
 
-function ignore(): void {}

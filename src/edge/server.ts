@@ -15,6 +15,7 @@ import { failure, GatewayError, refusalCode, type Refusal, type TransportRefusal
 import type { Logger } from '../log/logger.js';
 import { compileClientAddress, limitKey } from '../net/client-address.js';
 import type { CallContext } from '../pipeline/context.js';
+import { Cancellation, NEVER_CANCELLED } from '../pipeline/cancellation.js';
 import { channels, publishRefused, subscribe, type CallEndEvent, type CallOutcomeWord, type CallRefusedEvent, type StageWaitEvent } from '../pipeline/events.js';
 import type { Outcome } from '../pipeline/outcome.js';
 import type { Principal } from '../pipeline/principal.js';
@@ -115,7 +116,7 @@ export function createEdge(listen: ListenConfig, handlers: EdgeHandlers, log: Lo
     } else {
       log.info('request refused', { callId: record.callId, reason: record.refusal, status: refusal.kind === 'transport' ? refusal.status : undefined });
     }
-    const write = () => void writeOutcome(res, { kind: 'refused', refusal }, { era: 'legacy', id, callId: record.callId, signal: NEVER });
+    const write = () => void writeOutcome(res, { kind: 'refused', refusal }, { era: 'legacy', id, callId: record.callId, cancel: NEVER_CANCELLED });
     if (counted === undefined) write();
     else void counted.then(write, write);
   };
@@ -128,13 +129,13 @@ export function createEdge(listen: ListenConfig, handlers: EdgeHandlers, log: Lo
     const target = originForm(req);
     if (target === undefined) {
       refuseConnection('misdirected_request', 400);
-      return void writeOutcome(res, { kind: 'refused', refusal: { kind: 'transport', code: 'misdirected_request', status: 400, rpcCode: ErrorCode.InvalidRequest, message: 'The request target names another host than the Host header' } }, { era: 'legacy', id: null, callId: randomUUID(), signal: NEVER });
+      return void writeOutcome(res, { kind: 'refused', refusal: { kind: 'transport', code: 'misdirected_request', status: 400, rpcCode: ErrorCode.InvalidRequest, message: 'The request target names another host than the Host header' } }, { era: 'legacy', id: null, callId: randomUUID(), cancel: NEVER_CANCELLED });
     }
     req.url = target;
     const path = pathOf(req.url);
     if (draining) {
       res.setHeader('connection', 'close');
-      void writeOutcome(res, { kind: 'refused', refusal: failure(new GatewayError('GW_ERR_SHUTTING_DOWN', 'Gatehouse is shutting down')) }, { era: 'legacy', id: null, callId: randomUUID(), signal: NEVER });
+      void writeOutcome(res, { kind: 'refused', refusal: failure(new GatewayError('GW_ERR_SHUTTING_DOWN', 'Gatehouse is shutting down')) }, { era: 'legacy', id: null, callId: randomUUID(), cancel: NEVER_CANCELLED });
       return;
     }
     if (path === listen.path) {
@@ -145,16 +146,18 @@ export function createEdge(listen: ListenConfig, handlers: EdgeHandlers, log: Lo
         slot = { counted: true };
       }
       const record: CallRecord = { callId: randomUUID(), started: performance.now(), httpMethod: req.method ?? '' };
-      // One listener for what the end of every request settles: the in-flight count, then the `end` event.
+      const cancel = new Cancellation();
+      // One listener for what the end of every request settles: the in-flight count, the `end` event, and
+      // the call's cancellation when the client left before its answer was complete.
       const counted = slot;
       const ends = channels.end.hasSubscribers;
-      if (counted !== undefined || ends) {
-        res.once('close', () => {
-          if (counted !== undefined) settle(counted);
-          if (ends) publishEnd(record, res.statusCode, !res.writableFinished);
-        });
-      }
-      handleMcp(req, res, slot, record).catch((err: unknown) => internalError(res, err, record.callId));
+      res.once('close', () => {
+        if (counted !== undefined) settle(counted);
+        const unfinished = !res.writableFinished;
+        if (ends) publishEnd(record, res.statusCode, unfinished);
+        if (unfinished) cancel.cancel();
+      });
+      handleMcp(req, res, slot, record, cancel).catch((err: unknown) => internalError(res, err, record.callId));
       return;
     }
     if (sse !== undefined && (path === sse.ssePath || path === sse.postPath)) {
@@ -199,7 +202,7 @@ export function createEdge(listen: ListenConfig, handlers: EdgeHandlers, log: Lo
   function internalError(res: ServerResponse, err: unknown, callId: string | undefined): void {
     log.error('unhandled error on the MCP endpoint', { err, callId });
     if (res.headersSent) return void res.destroy();
-    void writeOutcome(res, { kind: 'refused', refusal: { kind: 'transport', code: 'internal_error', status: 500, rpcCode: ErrorCode.InternalError, message: 'Internal gateway error' } }, { era: 'legacy', id: null, callId: callId ?? randomUUID(), signal: NEVER });
+    void writeOutcome(res, { kind: 'refused', refusal: { kind: 'transport', code: 'internal_error', status: 500, rpcCode: ErrorCode.InternalError, message: 'Internal gateway error' } }, { era: 'legacy', id: null, callId: callId ?? randomUUID(), cancel: NEVER_CANCELLED });
   }
 
   async function handleHealth(req: IncomingMessage, res: ServerResponse): Promise<void> {
@@ -213,15 +216,11 @@ export function createEdge(listen: ListenConfig, handlers: EdgeHandlers, log: Lo
     sendJson(res, 200, await handlers.grantContext(verdict.principal), { 'cache-control': 'no-store' });
   }
 
-  async function handleMcp(req: IncomingMessage, res: ServerResponse, slot: InFlightSlot | undefined, record: CallRecord): Promise<void> {
+  async function handleMcp(req: IncomingMessage, res: ServerResponse, slot: InFlightSlot | undefined, record: CallRecord, cancel: Cancellation): Promise<void> {
     const caller = await admitCaller(req, res, record, MCP_METHODS, 'the MCP endpoint');
     if (caller === undefined) return;
     const { authed, clientAddress } = caller;
     const method = req.method as 'GET' | 'POST' | 'DELETE';
-    const controller = new AbortController();
-    res.on('close', () => {
-      if (!res.writableFinished) controller.abort();
-    });
     if (method !== 'POST') {
       const principal = (authed as AuthVerdict & { ok: true }).principal;
       record.subject = principal.subject;
@@ -232,7 +231,7 @@ export function createEdge(listen: ListenConfig, handlers: EdgeHandlers, log: Lo
       if (session === false) return;
       const ctx: CallContext = {
         callId: record.callId, edge: token, receivedAt: record.started, httpMethod: method, headers: req.headers, clientAddress, era: admitted.era, version: admitted.version,
-        signal: controller.signal, acceptsSse: true, principal, clientCapabilities: session?.capabilities ?? {}, ...(session ? { sessionId: session.id } : {}),
+        cancel, acceptsSse: true, principal, clientCapabilities: session?.capabilities ?? {}, ...(session ? { sessionId: session.id } : {}),
       };
       return answer(res, record, ctx);
     }
@@ -249,7 +248,7 @@ export function createEdge(listen: ListenConfig, handlers: EdgeHandlers, log: Lo
     const ctx: CallContext = {
       callId: record.callId, edge: token, receivedAt: record.started, httpMethod: 'POST', headers: req.headers, clientAddress, body: traced.body, message, kind,
       ...(rpcMethod !== undefined ? { method: rpcMethod } : {}),
-      era: admitted.era, version: admitted.version, signal: controller.signal, acceptsSse: accepts(req.headers.accept, 'text/event-stream'), principal,
+      era: admitted.era, version: admitted.version, cancel, acceptsSse: accepts(req.headers.accept, 'text/event-stream'), principal,
       clientCapabilities: admitted.era === 'modern' ? modernCapabilitiesOf(message) : (session?.capabilities ?? received.declared),
       ...(session ? { sessionId: session.id } : {}),
       ...(traced.trace ? { trace: traced.trace } : {}),
@@ -346,13 +345,13 @@ export function createEdge(listen: ListenConfig, handlers: EdgeHandlers, log: Lo
   /** The rest of the pipeline, then the answer. */
   async function answer(res: ServerResponse, record: CallRecord, ctx: CallContext): Promise<void> {
     const outcome = await runCall(record, ctx);
-    if (ctx.signal.aborted) {
+    if (ctx.cancel.aborted) {
       // The client is gone; whatever was produced for it is dropped.
       discardOutcome(outcome);
       return;
     }
     await writeOutcome(res, outcome, {
-      era: ctx.era, id: ctx.kind === 'request' ? idOf(ctx.message) : null, callId: ctx.callId, signal: ctx.signal, log,
+      era: ctx.era, id: ctx.kind === 'request' ? idOf(ctx.message) : null, callId: ctx.callId, cancel: ctx.cancel, log,
       onSummary: (summary) => {
         if (summary.toolError) record.toolError = true;
         if (summary.errorCode !== undefined) record.rpcCode = summary.errorCode;
@@ -513,7 +512,7 @@ export function createEdge(listen: ListenConfig, handlers: EdgeHandlers, log: Lo
   server.on('checkExpectation', (req: IncomingMessage, res: ServerResponse) => {
     refuseConnection('expectation_failed', 417);
     res.setHeader('connection', 'close');
-    void writeOutcome(res, { kind: 'refused', refusal: { kind: 'transport', code: 'expectation_failed', status: 417, rpcCode: ErrorCode.InvalidRequest, message: 'Only "Expect: 100-continue" is supported; send the request without this Expect header' } }, { era: 'legacy', id: null, callId: randomUUID(), signal: NEVER });
+    void writeOutcome(res, { kind: 'refused', refusal: { kind: 'transport', code: 'expectation_failed', status: 417, rpcCode: ErrorCode.InvalidRequest, message: 'Only "Expect: 100-continue" is supported; send the request without this Expect header' } }, { era: 'legacy', id: null, callId: randomUUID(), cancel: NEVER_CANCELLED });
     req.resume();
   });
   server.on('clientError', (err: NodeJS.ErrnoException, socket) => {
@@ -564,7 +563,6 @@ const MCP_METHODS = ['GET', 'POST', 'DELETE'] as const;
 const DEFAULT_SESSION_LIMITS = { max: 1000, idleTimeoutMs: 1_800_000 };
 
 /** A signal that never aborts: refusals written at the edge have no upstream work to cancel. */
-const NEVER = new AbortController().signal;
 
 function isRecord(v: unknown): v is Record<string, unknown> {
   return v !== null && typeof v === 'object' && !Array.isArray(v);

@@ -17,6 +17,7 @@ import { CALL_ID_HEADER, discardOutcome } from './answer.js';
 import type { EdgeCore, Received } from './edge-core.js';
 import { deliverOutcome, type Delivered } from './sse-outcome.js';
 import { SseSession } from './sse-session.js';
+import { Cancellation } from '../pipeline/cancellation.js';
 
 export interface SseEndpointOptions {
   ssePath: string;
@@ -131,7 +132,7 @@ export function createSseEndpoint(core: EdgeCore, opts: SseEndpointOptions, log:
     const ctx: CallContext = {
       callId: record.callId, edge: core.token, receivedAt: record.started, httpMethod: 'POST', headers, clientAddress: caller.clientAddress, body: traced.body,
       message: received.message, kind: received.kind, ...(received.method !== undefined ? { method: received.method } : {}),
-      era: 'legacy', version: admitted.version, signal: session.signal, acceptsSse: true, principal,
+      era: 'legacy', version: admitted.version, cancel: new Cancellation(session.signal), acceptsSse: true, principal,
       clientCapabilities: received.method === 'initialize' ? received.declared : session.capabilities,
       ...(session.internalId !== undefined ? { sessionId: session.internalId } : {}),
       ...(traced.trace ? { trace: traced.trace } : {}),
@@ -268,7 +269,7 @@ export function createSseEndpoint(core: EdgeCore, opts: SseEndpointOptions, log:
   function internalContext(session: SseSession, record: { callId: string; started: number }, httpMethod: 'GET' | 'DELETE', signal: AbortSignal): CallContext {
     return {
       callId: record.callId, edge: core.token, receivedAt: record.started, httpMethod, headers: session.headersFor(session.openHeaders, 'text/event-stream'),
-      clientAddress: session.clientAddress, era: 'legacy', version: session.version ?? '2024-11-05', signal, acceptsSse: true, principal: session.principal,
+      clientAddress: session.clientAddress, era: 'legacy', version: session.version ?? '2024-11-05', cancel: new Cancellation(signal), acceptsSse: true, principal: session.principal,
       clientCapabilities: session.capabilities, ...(session.internalId !== undefined ? { sessionId: session.internalId } : {}),
     };
   }

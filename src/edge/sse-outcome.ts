@@ -140,7 +140,7 @@ async function relayed(answer: Answer, outcome: Extract<Outcome, { kind: 'relay'
     if ((outcome.headers['content-type'] ?? '').startsWith('text/event-stream')) {
       const parser = new SseParser();
       try {
-        for await (const chunk of outcome.body as AsyncIterable<Buffer>) {
+        for await (const chunk of outcome.body.readable() as AsyncIterable<Buffer>) {
           for (const ev of parser.push(chunk)) {
             if (ev.data === undefined || ev.data === '' || (ev.event !== undefined && ev.event !== 'message')) continue;
             const parsed = parseJson(ev.data);
@@ -157,7 +157,7 @@ async function relayed(answer: Answer, outcome: Extract<Outcome, { kind: 'relay'
     }
     let text: string;
     try {
-      text = await readBounded(outcome.body, MAX_BUFFERED_BYTES);
+      text = await readBounded(outcome.body.readable(), MAX_BUFFERED_BYTES);
     } catch (err) {
       if (signal.aborted) return outcome.status;
       return (await answer.failIfUnanswered(err instanceof GatewayError ? err : outcome.failureOf(err), wire)) ?? outcome.status;

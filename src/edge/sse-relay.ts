@@ -9,9 +9,10 @@ import type { JsonRpcId } from '../protocol/jsonrpc.js';
 import { SseParser, formatSseMessage } from '../protocol/sse.js';
 import { summaryOf, type AnswerSummary } from './answer-summary.js';
 import { waitForDrain } from './backpressure.js';
+import type { Cancellation } from '../pipeline/cancellation.js';
 
 export interface RelayContext extends WireContext {
-  signal: AbortSignal;
+  cancel: Cancellation;
   requestId: JsonRpcId | null;
   upstream: string;
   /** What a broken body means, told by the adapter that knows its transport's errors. */
@@ -39,15 +40,15 @@ export async function relaySse(body: Readable, res: ServerResponse, ctx: RelayCo
             summary = summaryOf(response);
           }
         }
-        if (!res.write(ev.raw)) await waitForDrain(res, ctx.signal);
-        if (ctx.signal.aborted) return summary;
+        if (!res.write(ev.raw)) await waitForDrain(res, ctx.cancel.signal);
+        if (ctx.cancel.aborted) return summary;
       }
     }
   } catch (err) {
-    if (ctx.signal.aborted) return summary;
+    if (ctx.cancel.aborted) return summary;
     failure = ctx.failureOf(err);
   }
-  if (ctx.signal.aborted || res.destroyed) return summary;
+  if (ctx.cancel.aborted || res.destroyed) return summary;
   // A 2025-11-25 server may close a stream that carried event ids and expect the client to resume it with
   // GET + Last-Event-ID (2025-11-25/basic/transports.mdx §Sending Messages 6); that is not a failure.
   if (!answered && (failure !== undefined || !resumable)) {

@@ -8,6 +8,7 @@ import type { ParamHeader } from '../protocol/param-headers.js';
 import type { TraceContext } from '../protocol/trace-context.js';
 import type { ClientEra } from '../protocol/versions.js';
 import type { Principal } from './principal.js';
+import type { Cancellation } from './cancellation.js';
 
 /** Where a tools/call or prompts/get goes, once the catalog has resolved its public name (the resolve stage). */
 export interface Route {
@@ -57,8 +58,8 @@ export interface CallContext {
   readonly era: ClientEra;
   /** The protocol version the client speaks on this request (negotiated legacy version, or 2026-07-28). */
   readonly version: string;
-  /** Aborted when the client goes away before its answer is complete. */
-  readonly signal: AbortSignal;
+  /** Cancelled when the client goes away before its answer is complete (`cancel.signal` for APIs that take a signal). */
+  readonly cancel: Cancellation;
   /** Whether the client takes an SSE answer (its Accept lists text/event-stream). */
   readonly acceptsSse: boolean;
   /** Who is calling (auth stage). */

@@ -4,13 +4,14 @@
 // relayed bytes (a JSON body, or the SSE event that answers the request) all come through `onFinal`.
 // Relayed bytes pass unchanged unless `onFinal` returns another response.
 
-import { Readable, Transform } from 'node:stream';
+import { Transform, type Readable } from 'node:stream';
 import { toWire, type GatewayError, type Refusal } from '../errors.js';
 import type { JsonRpcId, JsonRpcMessage, JsonRpcResponse } from '../protocol/jsonrpc.js';
 import { formatSseMessage, SseParser } from '../protocol/sse.js';
 import { CallStream } from './call-stream.js';
 import type { CallContext } from './context.js';
 import type { Outcome } from './outcome.js';
+import { RelayBody } from './relay-body.js';
 
 /** The final answer as the client would get it: the response, and the refusal it renders, if it is one. */
 export interface FinalAnswer {
@@ -47,7 +48,7 @@ export function interceptFinal(outcome: Outcome, ctx: CallContext, onFinal: OnFi
       if (!(outcome.headers['content-type'] ?? '').startsWith('text/event-stream')) return interceptRelayedJson(outcome, onFinal);
       // Events before the answer pass as they come; the answer may change length, so no declared length.
       const { 'content-length': _length, ...headers } = outcome.headers;
-      return { ...outcome, headers, body: interceptRelayedSse(outcome.body, outcome.requestId, onFinal, (refusal) => toWire(refusal, { era: ctx.era, id: outcome.requestId, callId: ctx.callId }).body) };
+      return { ...outcome, headers, body: RelayBody.fromReadable(interceptRelayedSse(outcome.body.readable(), outcome.requestId, onFinal, (refusal) => toWire(refusal, { era: ctx.era, id: outcome.requestId, callId: ctx.callId }).body)) };
     }
     case 'empty':
       return outcome;
@@ -101,29 +102,15 @@ function interceptStream(source: CallStream, ctx: CallContext, onFinal: OnFinal)
 async function interceptRelayedJson(outcome: Extract<Outcome, { kind: 'relay' }>, onFinal: OnFinal): Promise<Outcome> {
   let bytes: Buffer;
   try {
-    bytes = await readAll(outcome.body);
+    bytes = await outcome.body.collect();
   } catch (err) {
     return { kind: 'refused', refusal: { kind: 'failure', error: outcome.failureOf(err) } };
   }
   const response = responseIn(bytes.toString('utf8'), outcome.requestId);
   const verdict = response === undefined ? undefined : await onFinal({ response });
-  if (verdict === undefined) return { ...outcome, body: Readable.from([bytes]) };
+  if (verdict === undefined) return { ...outcome, body: RelayBody.of(bytes) };
   if ('refusal' in verdict) return { kind: 'refused', refusal: verdict.refusal };
   return { kind: 'json', status: outcome.status, message: verdict.response };
-}
-
-/** The whole of a body. Events, not an async iterator: this runs for every audited call. */
-function readAll(body: Readable): Promise<Buffer> {
-  return new Promise((resolve, reject) => {
-    const chunks: Buffer[] = [];
-    body.on('data', (chunk: Buffer) => chunks.push(chunk));
-    body.once('end', () => resolve(chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks)));
-    body.once('error', reject);
-    // An upstream that closes mid-body ends the body without 'end' on some streams.
-    body.once('close', () => {
-      if (!body.readableEnded) reject(new Error('the upstream closed the response before its end'));
-    });
-  });
 }
 
 /** An SSE body event by event, the event that answers `requestId` held until `onFinal` is done with it. */

@@ -38,7 +38,7 @@ async function pipeRelay(outcome: Extract<Outcome, { kind: 'relay' }>, out: Call
   const parser = new SseParser();
   const chunks: Buffer[] = [];
   try {
-    for await (const chunk of outcome.body as AsyncIterable<Buffer>) {
+    for await (const chunk of outcome.body.readable() as AsyncIterable<Buffer>) {
       if (!sse) {
         chunks.push(chunk);
         continue;

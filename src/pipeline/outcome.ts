@@ -1,9 +1,9 @@
 // What a call ends with, as stages and upstream adapters return it. Only the edge turns an Outcome into
 // HTTP (status, headers, JSON or SSE); nothing past the edge touches the response.
 
-import type { Readable } from 'node:stream';
 import type { GatewayError, Refusal } from '../errors.js';
 import type { JsonRpcId, JsonRpcMessage } from '../protocol/jsonrpc.js';
+import type { RelayBody } from './relay-body.js';
 import type { CallStream } from './call-stream.js';
 
 export type AnswerHeaders = Record<string, string>;
@@ -23,7 +23,7 @@ export type Outcome =
    * The upstream's own answer, relayed byte for byte (same-era pass-through): SSE event by event, anything
    * else chunk by chunk. `requestId` is what a broken stream's error event answers.
    */
-  | { kind: 'relay'; status: number; headers: AnswerHeaders; body: Readable; requestId: JsonRpcId | null; upstream: string; failureOf(err: unknown): GatewayError }
+  | { kind: 'relay'; status: number; headers: AnswerHeaders; body: RelayBody; requestId: JsonRpcId | null; upstream: string; failureOf(err: unknown): GatewayError }
   /** Refused or failed, rendered by errors.ts `toWire`; `stage` names who refused, once known. */
   | { kind: 'refused'; refusal: Refusal; stage?: string };
 

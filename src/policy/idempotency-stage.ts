@@ -84,7 +84,7 @@ export function compileIdempotencyStage(settings: IdempotencySettings, store: Id
   /** Waits for another call under the same key to finish: its answer, or unknown if it never does. */
   const awaitOther = async (ctx: CallContext, key: string, digest: string): Promise<Outcome> => {
     const deadline = Date.now() + maxWaitMs;
-    while (Date.now() < deadline && !ctx.signal.aborted) {
+    while (Date.now() < deadline && !ctx.cancel.aborted) {
       await new Promise((r) => setTimeout(r, POLL_MS));
       const record = await waitedOn(ctx, 'idempotency', 'store.read', store.read(key));
       if (record === undefined) break;
@@ -131,7 +131,7 @@ export function compileIdempotencyStage(settings: IdempotencySettings, store: Id
         running.delete(owner);
       };
       // A client that leaves takes its answer with it: the key stays taken and a retry learns the outcome is unknown.
-      ctx.signal.addEventListener('abort', done, { once: true });
+      ctx.cancel.onCancel(done);
       let outcome: Outcome;
       try {
         outcome = await next(ctx);

@@ -138,7 +138,7 @@ export class LegacyClientBridge {
         logLevel: session.logLevel,
       });
       const headers = { ...modernHeaders(request, profile.version), ...this.paramHeaders(ctx, request) };
-      const linked = linkSignals(signal, ctx.signal);
+      const linked = linkSignals(signal, ctx.cancel.signal);
       let response: JsonRpcResponse | undefined;
       let status: number;
       try {

@@ -83,7 +83,7 @@ export class ModernClientBridge {
     if (ctx.kind !== 'request') return ACCEPTED;
     const request = upstreamMessage(ctx) as JsonRpcRequest;
     const stream = new CallStream({ requestId: request.id, mode: 'call', acceptsSse: ctx.acceptsSse });
-    void this.serve(request, stream, ctx.signal, principalKey(ctx.principal));
+    void this.serve(request, stream, ctx.cancel.signal, principalKey(ctx.principal));
     return { kind: 'stream', stream };
   }
 

@@ -2,11 +2,15 @@
 // yields what comes back, whether a single JSON body or an SSE stream of messages. Used where the gateway
 // must read and rewrite messages (era bridging, the era probe) instead of relaying bytes.
 
+import type { Readable } from 'node:stream';
 import type { Dispatcher, Pool } from 'undici';
 import type { JsonRpcMessage } from '../protocol/jsonrpc.js';
+import { Cancellation, NEVER_CANCELLED } from '../pipeline/cancellation.js';
 import type { UpstreamMessages, UpstreamReply } from '../pipeline/ports.js';
+import type { RelayBody } from '../pipeline/relay-body.js';
 import { SseParser } from '../protocol/sse.js';
 import type { CredentialHeaders, UpstreamCredentials } from './credentials.js';
+import { dispatchRelay, type RelayResponse } from './dispatch-relay.js';
 import { toGatewayError } from './failures.js';
 
 const ERROR_BODY_LIMIT = 64 * 1024;
@@ -26,18 +30,22 @@ export class MessageClient implements UpstreamMessages {
    * the gateway has no credentials for it (then nothing is sent).
    */
   async post(message: JsonRpcMessage, headers: Record<string, string>, signal?: AbortSignal): Promise<UpstreamReply> {
-    let res: Dispatcher.ResponseData;
+    let res: RelayResponse;
     let auth: CredentialHeaders;
     const started = performance.now();
     try {
       auth = this.credentials.current() ?? (await this.credentials.headers());
-      res = await this.pool.request({
-        path: this.path,
-        method: 'POST',
-        headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream', ...traceHeaders(message), ...headers, ...auth },
-        body: JSON.stringify(message),
-        signal,
-      });
+      // undici's dispatch rather than request(): no stream object per reply (see dispatch-relay.ts).
+      res = await dispatchRelay(
+        this.pool,
+        {
+          path: this.path,
+          method: 'POST',
+          headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream', ...traceHeaders(message), ...headers, ...auth },
+          body: JSON.stringify(message),
+        },
+        signal === undefined ? NEVER_CANCELLED : new Cancellation(signal),
+      );
     } catch (err) {
       throw toGatewayError(err, this.upstream);
     }
@@ -84,31 +92,42 @@ export class MessageClient implements UpstreamMessages {
     if (status === 401) this.credentials.invalidate(auth);
   }
 
-  private async toReply(res: Dispatcher.ResponseData): Promise<UpstreamReply> {
+  private async toReply(res: RelayResponse): Promise<UpstreamReply> {
     const contentType = String(res.headers['content-type'] ?? '');
     const headers = res.headers as UpstreamReply['headers'];
     if (res.statusCode >= 300) {
-      const text = await readBounded(res.body);
+      const text = await readText(res.body, ERROR_BODY_LIMIT);
       return { status: res.statusCode, headers, messages: fromJsonText(text), errorText: text };
     }
-    if (contentType.startsWith('text/event-stream')) return { status: res.statusCode, headers, messages: fromSse(res.body, this.upstream) };
-    const text = await readBounded(res.body, Infinity);
+    if (contentType.startsWith('text/event-stream')) return { status: res.statusCode, headers, messages: fromSse(res.body.readable(), this.upstream) };
+    let text: string;
+    try {
+      text = (await res.body.collect()).toString('utf8');
+    } catch (err) {
+      throw toGatewayError(err, this.upstream);
+    }
     return { status: res.statusCode, headers, messages: fromJsonText(text) };
   }
 }
 
-async function readBounded(body: Dispatcher.ResponseData['body'], limit = ERROR_BODY_LIMIT): Promise<string> {
-  const chunks: Buffer[] = [];
-  let size = 0;
-  for await (const chunk of body as AsyncIterable<Buffer>) {
-    size += chunk.length;
-    if (size > limit) {
-      body.destroy();
-      break;
-    }
-    chunks.push(chunk);
-  }
-  return Buffer.concat(chunks).toString('utf8');
+/** At most `limit` bytes of a body as text (an error's explanation); the rest is not read. */
+function readText(body: RelayBody, limit: number): Promise<string> {
+  return new Promise((resolve) => {
+    const chunks: Buffer[] = [];
+    let size = 0;
+    const done = (): void => resolve(Buffer.concat(chunks).toString('utf8'));
+    body.consume({
+      data: (chunk) => {
+        size += chunk.length;
+        if (size <= limit) return chunks.push(chunk) > 0;
+        body.destroy();
+        done();
+        return false;
+      },
+      end: done,
+      error: done,
+    });
+  });
 }
 
 async function* fromJsonText(text: string): AsyncGenerator<JsonRpcMessage, void, void> {
@@ -122,7 +141,7 @@ async function* fromJsonText(text: string): AsyncGenerator<JsonRpcMessage, void,
   if (parsed !== null && typeof parsed === 'object' && !Array.isArray(parsed)) yield parsed as JsonRpcMessage;
 }
 
-async function* fromSse(body: Dispatcher.ResponseData['body'], upstream: string): AsyncGenerator<JsonRpcMessage, void, void> {
+async function* fromSse(body: Readable, upstream: string): AsyncGenerator<JsonRpcMessage, void, void> {
   const parser = new SseParser();
   try {
     for await (const chunk of body as AsyncIterable<Buffer>) {

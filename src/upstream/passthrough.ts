@@ -2,8 +2,7 @@
 // with an allowlist of headers plus the upstream's own credentials, and the upstream's answer comes back
 // unchanged, SSE event by event (the edge relays it). Transport failures become clear 502/503/504 answers.
 
-import type { IncomingHttpHeaders } from 'node:http';
-import type { Dispatcher, Pool } from 'undici';
+import type { Pool } from 'undici';
 import type { Era } from '../config/types.js';
 import { failure, GatewayError } from '../errors.js';
 import { redactText, type Logger } from '../log/logger.js';
@@ -13,6 +12,8 @@ import { ErrorCode, idOf } from '../protocol/jsonrpc.js';
 import { upstreamBody } from '../protocol/trace-context.js';
 import type { CredentialHeaders, UpstreamCredentials } from './credentials.js';
 import { toGatewayError } from './failures.js';
+import type { RelayBody } from '../pipeline/relay-body.js';
+import { dispatchRelay, type RelayResponse } from './dispatch-relay.js';
 
 /**
  * Client headers an upstream may see. Everything else, above all `authorization` and `cookie`, stays at
@@ -58,19 +59,22 @@ export class PassThrough {
     }
     const requestId = ctx.kind === 'request' ? idOf(ctx.message) : null;
     let credentials: CredentialHeaders;
-    let upstreamRes: Dispatcher.ResponseData;
+    let upstreamRes: RelayResponse;
     const started = performance.now();
     try {
       // Static headers and a cached token are at hand: only a token fetch makes this call wait.
       credentials = this.credentials.current() ?? (await this.credentials.headers());
-      upstreamRes = await this.pool.request({
-        path: this.path,
-        method: ctx.httpMethod,
-        headers: this.requestHeaders(ctx, credentials),
-        // The client's bytes, unless tracing's CLIENT span replaces the trace context in `_meta`.
-        body: upstreamBody(ctx) ?? null,
-        signal: ctx.signal,
-      });
+      upstreamRes = await dispatchRelay(
+        this.pool,
+        {
+          path: this.path,
+          method: ctx.httpMethod,
+          headers: this.requestHeaders(ctx, credentials),
+          // The client's bytes, unless tracing's CLIENT span replaces the trace context in `_meta`.
+          body: upstreamBody(ctx) ?? null,
+        },
+        ctx.cancel,
+      );
     } catch (err) {
       return this.failed(ctx, toGatewayError(err, this.name));
     }
@@ -78,7 +82,7 @@ export class PassThrough {
     const { statusCode, headers, body } = upstreamRes;
     if (statusCode === 401 || statusCode === 403) {
       // The upstream refused the gateway's own credentials: the client cannot fix that, the operator can.
-      body.dump().catch(() => {});
+      body.dump();
       // A refused token may merely be revoked early: the next call fetches a new one (this one is not retried).
       if (statusCode === 401) this.credentials.invalidate(credentials);
       this.log.error('upstream refused the gateway credentials', { status: statusCode, callId: ctx.callId });
@@ -95,7 +99,7 @@ export class PassThrough {
   }
 
   private failed(ctx: CallContext, err: GatewayError): Outcome {
-    if (!ctx.signal.aborted) this.log.warn('upstream call failed', { code: err.code, err: err.cause ?? err.message, callId: ctx.callId });
+    if (!ctx.cancel.aborted) this.log.warn('upstream call failed', { code: err.code, err: err.cause ?? err.message, callId: ctx.callId });
     return refused(failure(err));
   }
 
@@ -128,22 +132,10 @@ export class PassThrough {
 }
 
 /** At most a line of what a failed upstream said: its JSON-RPC error message, or the start of its text. */
-async function upstreamErrorText(body: Dispatcher.ResponseData['body'], contentType: string): Promise<string | undefined> {
-  // The first 4 KiB are plenty for a line; the rest is not read.
-  const chunks: Buffer[] = [];
-  let size = 0;
-  try {
-    for await (const chunk of body as AsyncIterable<Buffer>) {
-      chunks.push(chunk);
-      size += chunk.length;
-      if (size >= 4096) break;
-    }
-  } catch {
-    return undefined;
-  } finally {
-    body.destroy();
-  }
-  const text = Buffer.concat(chunks).subarray(0, 4096).toString('utf8');
+async function upstreamErrorText(body: RelayBody, contentType: string): Promise<string | undefined> {
+  const start = await headOf(body);
+  if (start === undefined) return undefined;
+  const text = start.toString('utf8');
   if (contentType.startsWith('application/json')) {
     try {
       const message = (JSON.parse(text) as { error?: { message?: unknown } }).error?.message;
@@ -157,7 +149,27 @@ async function upstreamErrorText(body: Dispatcher.ResponseData['body'], contentT
   return line === '' ? undefined : redactText(line);
 }
 
-function responseHeaders(upstream: IncomingHttpHeaders): AnswerHeaders {
+/** The first 4 KiB of a body (plenty for a line; the rest is not read), or undefined if it failed. */
+function headOf(body: RelayBody): Promise<Buffer | undefined> {
+  return new Promise((resolve) => {
+    const chunks: Buffer[] = [];
+    let size = 0;
+    body.consume({
+      data: (chunk) => {
+        chunks.push(chunk);
+        size += chunk.length;
+        if (size < 4096) return true;
+        body.destroy();
+        resolve(Buffer.concat(chunks).subarray(0, 4096));
+        return false;
+      },
+      end: () => resolve(Buffer.concat(chunks)),
+      error: () => resolve(undefined),
+    });
+  });
+}
+
+function responseHeaders(upstream: RelayResponse['headers']): AnswerHeaders {
   const out: AnswerHeaders = {};
   for (const key in upstream) {
     if (!RETURNED_RESPONSE_HEADERS.has(key)) continue;

@@ -8,6 +8,7 @@ import { Readable } from 'node:stream';
 import { GatewayError } from '../../../src/errors.js';
 import { CallStream } from '../../../src/pipeline/call-stream.js';
 import type { Outcome } from '../../../src/pipeline/outcome.js';
+import { RelayBody } from '../../../src/pipeline/relay-body.js';
 import { deliverOutcome, type MessageOut } from '../../../src/edge/sse-outcome.js';
 
 const quiet = { debug() {}, warn() {} };
@@ -19,7 +20,7 @@ function out(): MessageOut & { sent: unknown[] } {
 
 function relay(contentType: string, body: string | Readable, status = 200): Outcome {
   return {
-    kind: 'relay', status, headers: { 'content-type': contentType }, body: typeof body === 'string' ? Readable.from([Buffer.from(body)]) : body, requestId: 1, upstream: 'up',
+    kind: 'relay', status, headers: { 'content-type': contentType }, body: RelayBody.fromReadable(typeof body === 'string' ? Readable.from([Buffer.from(body)]) : body), requestId: 1, upstream: 'up',
     failureOf: (err) => new GatewayError('GW_ERR_UPSTREAM_BAD_RESPONSE', `broken: ${String(err)}`, 'up'),
   };
 }

@@ -1,0 +1,130 @@
+// A relayed answer's body (Outcome `relay`) on its way to the client, without a stream object per call:
+// the producer pushes chunks, the one consumer (the edge copying it to the client) takes them through a
+// sink, with backpressure. Consumers that parse the body as it comes (SSE relays, the audit's
+// interception) ask for a Readable and get one. See upstream/dispatch-relay.ts for why.
+
+import { Readable } from 'node:stream';
+
+/** Where a body's chunks go. `data` returning false pauses the source until `RelayBody.resume()`. */
+export interface BodySink {
+  data(chunk: Buffer): boolean;
+  end(): void;
+  error(err: Error): void;
+}
+
+/** How a body's source is paused, resumed and stopped. */
+export interface BodySource {
+  pause(): void;
+  resume(): void;
+  abort(reason: Error): void;
+}
+
+const FIXED: BodySource = { pause() {}, resume() {}, abort() {} };
+
+export class RelayBody {
+  private sink: BodySink | undefined;
+  /** Chunks that came before anyone consumed the body (headers and the first chunk often share a read). */
+  private held: Buffer[] | undefined;
+  private state: 'open' | 'ended' | 'failed' | 'destroyed' = 'open';
+  private failure: Error | undefined;
+
+  constructor(private readonly source: BodySource) {}
+
+  /** A body whose bytes are all at hand (an answer read whole and passed on unchanged). */
+  static of(bytes: Buffer): RelayBody {
+    const body = new RelayBody(FIXED);
+    body.push(bytes);
+    body.end();
+    return body;
+  }
+
+  /** Any Readable as a body (a transformed relay, tests). */
+  static fromReadable(readable: Readable): RelayBody {
+    const body = new RelayBody({ pause: () => readable.pause(), resume: () => readable.resume(), abort: () => readable.destroy() });
+    // Paused until consumed; what it pushes before that is held.
+    readable.on('data', (chunk: Buffer) => body.push(chunk));
+    readable.once('end', () => body.end());
+    readable.once('error', (err) => body.fail(err));
+    // A stream that closes without its end (the upstream went away mid-answer) is a failure.
+    readable.once('close', () => {
+      if (!readable.readableEnded) body.fail(new Error('the upstream closed the response before its end'));
+    });
+    readable.pause();
+    return body;
+  }
+
+  // ---- the producer's side ----
+
+  push(chunk: Buffer): void {
+    if (this.state !== 'open') return;
+    if (this.sink === undefined) (this.held ??= []).push(chunk);
+    else if (!this.sink.data(chunk)) this.source.pause();
+  }
+
+  end(): void {
+    if (this.state !== 'open') return;
+    this.state = 'ended';
+    this.sink?.end();
+  }
+
+  fail(err: Error): void {
+    if (this.state !== 'open') return;
+    this.state = 'failed';
+    this.failure = err;
+    this.sink?.error(err);
+  }
+
+  // ---- the consumer's side ----
+
+  /** Delivers the body to `sink`, what came already first. A body has one consumer. */
+  consume(sink: BodySink): void {
+    if (this.sink !== undefined) throw new Error('a relayed body has one consumer');
+    this.sink = sink;
+    const held = this.held;
+    this.held = undefined;
+    let more = true;
+    if (held !== undefined) for (const chunk of held) more = sink.data(chunk);
+    if (this.state === 'ended') sink.end();
+    else if (this.state === 'failed') sink.error(this.failure!);
+    else if (more) this.source.resume();
+    else this.source.pause();
+  }
+
+  resume(): void {
+    if (this.state === 'open') this.source.resume();
+  }
+
+  /** Stops the body where it is; its consumer hears nothing more. */
+  destroy(): void {
+    if (this.state !== 'open') return;
+    this.state = 'destroyed';
+    this.held = undefined;
+    this.source.abort(new Error('the relayed body was dropped'));
+  }
+
+  /** Reads and drops the rest, so the upstream connection can be reused. */
+  dump(): void {
+    this.consume({ data: () => true, end() {}, error() {} });
+  }
+
+  /** The whole body as one Buffer. */
+  collect(): Promise<Buffer> {
+    return new Promise((resolve, reject) => {
+      const chunks: Buffer[] = [];
+      this.consume({ data: (chunk) => chunks.push(chunk) > 0, end: () => resolve(chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks)), error: reject });
+    });
+  }
+
+  /** The body as a Readable, for consumers that parse it as it comes. */
+  readable(): Readable {
+    const view = new Readable({
+      read: () => this.resume(),
+      destroy: (err, callback) => {
+        this.destroy();
+        callback(err);
+      },
+    });
+    this.consume({ data: (chunk) => view.push(chunk), end: () => view.push(null), error: (err) => view.destroy(err) });
+    return view;
+  }
+}

@@ -1,0 +1,138 @@
+// A relayed body and a call's cancellation: the two pieces the pass-through uses instead of a Readable and
+// an AbortController per call (issue 17). What the edge relies on: nothing is lost between the upstream's
+// headers and the consumer's arrival, backpressure reaches the source, a dropped body stops its source, and
+// a cancellation reaches both its callbacks and a signal made late.
+
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { Readable } from 'node:stream';
+import { Cancellation } from '../../../src/pipeline/cancellation.js';
+import { RelayBody, type BodySource } from '../../../src/pipeline/relay-body.js';
+
+function source(): BodySource & { log: string[] } {
+  const log: string[] = [];
+  return { log, pause: () => log.push('pause'), resume: () => log.push('resume'), abort: (reason) => log.push(`abort:${reason.message}`) };
+}
+
+test('chunks that come before the consumer are held and delivered first, then the end', () => {
+  const src = source();
+  const body = new RelayBody(src);
+  body.push(Buffer.from('{"a":'));
+  body.push(Buffer.from('1}'));
+  body.end();
+  const got: string[] = [];
+  let ended = false;
+  body.consume({ data: (c) => (got.push(c.toString()), true), end: () => (ended = true), error: () => assert.fail('no error') });
+  assert.deepEqual(got, ['{"a":', '1}']);
+  assert.equal(ended, true);
+  assert.throws(() => body.consume({ data: () => true, end() {}, error() {} }), /one consumer/);
+});
+
+test('a full sink pauses the source; resume() lets it go on', () => {
+  const src = source();
+  const body = new RelayBody(src);
+  let room = false;
+  body.consume({ data: () => room, end() {}, error() {} });
+  body.push(Buffer.from('x'));
+  assert.deepEqual(src.log, ['resume', 'pause']);
+  room = true;
+  body.resume();
+  body.push(Buffer.from('y'));
+  assert.deepEqual(src.log, ['resume', 'pause', 'resume']);
+});
+
+test('a failure reaches the consumer, even one that comes after it', () => {
+  const body = new RelayBody(source());
+  body.push(Buffer.from('partial'));
+  body.fail(new Error('socket hang up'));
+  const got: string[] = [];
+  let failed: Error | undefined;
+  body.consume({ data: (c) => (got.push(c.toString()), true), end: () => assert.fail('no end'), error: (e) => (failed = e) });
+  assert.deepEqual(got, ['partial']);
+  assert.equal(failed?.message, 'socket hang up');
+});
+
+test('a dropped body aborts its source once, and what the source says after that is ignored', () => {
+  const src = source();
+  const body = new RelayBody(src);
+  const events: string[] = [];
+  body.consume({ data: () => (events.push('data'), true), end: () => events.push('end'), error: () => events.push('error') });
+  body.destroy();
+  body.destroy();
+  body.push(Buffer.from('late'));
+  body.fail(new Error('aborted'));
+  body.end();
+  assert.deepEqual(events, []);
+  assert.deepEqual(src.log, ['resume', 'abort:the relayed body was dropped']);
+});
+
+test('collect() gives the whole body; of() is a body already complete', async () => {
+  const body = new RelayBody(source());
+  const whole = body.collect();
+  body.push(Buffer.from('ab'));
+  body.push(Buffer.from('cd'));
+  body.end();
+  assert.equal((await whole).toString(), 'abcd');
+  assert.equal((await RelayBody.of(Buffer.from('fixed')).collect()).toString(), 'fixed');
+});
+
+test('readable(): the body as a stream, with backpressure and destroy reaching the source', async () => {
+  const src = source();
+  const body = new RelayBody(src);
+  const view = body.readable();
+  body.push(Buffer.from('one '));
+  body.push(Buffer.from('two'));
+  body.end();
+  const chunks: string[] = [];
+  for await (const c of view) chunks.push(String(c));
+  assert.equal(chunks.join(''), 'one two');
+
+  const src2 = source();
+  const body2 = new RelayBody(src2);
+  const view2 = body2.readable();
+  view2.destroy();
+  assert.ok(src2.log.includes('abort:the relayed body was dropped'), src2.log.join());
+});
+
+test('fromReadable(): any stream as a body; one that closes before its end is a failure', async () => {
+  const ok = RelayBody.fromReadable(Readable.from([Buffer.from('a'), Buffer.from('b')]));
+  assert.equal((await ok.collect()).toString(), 'ab');
+
+  const cut = new Readable({ read() {} });
+  const body = RelayBody.fromReadable(cut);
+  const whole = body.collect();
+  cut.push('half');
+  cut.destroy();
+  await assert.rejects(whole, /closed the response before its end/);
+});
+
+test('Cancellation: callbacks run once on cancel, forgotten ones do not; a signal made late is already aborted', () => {
+  const cancel = new Cancellation();
+  const calls: string[] = [];
+  const forgotten = (): number => calls.push('forgotten');
+  cancel.onCancel(() => calls.push('a'));
+  cancel.onCancel(forgotten);
+  cancel.offCancel(forgotten);
+  assert.equal(cancel.aborted, false);
+  const early = cancel.signal;
+  cancel.cancel();
+  cancel.cancel();
+  assert.deepEqual(calls, ['a']);
+  assert.equal(cancel.aborted, true);
+  assert.equal(early.aborted, true);
+
+  const late = new Cancellation();
+  late.cancel();
+  assert.equal(late.signal.aborted, true, 'the signal of a call already cancelled');
+});
+
+test('Cancellation following an outer signal (an HTTP+SSE session): aborted with it, callbacks through it', () => {
+  const session = new AbortController();
+  const cancel = new Cancellation(session.signal);
+  const calls: string[] = [];
+  cancel.onCancel(() => calls.push('gone'));
+  assert.equal(cancel.signal, session.signal);
+  session.abort();
+  assert.equal(cancel.aborted, true);
+  assert.deepEqual(calls, ['gone']);
+});
