@@ -52,7 +52,7 @@ export class CatalogUpstream implements Upstream {
     const stream = new CallStream({ requestId: idOf(request), mode: 'call', acceptsSse: ctx.acceptsSse });
     void (async () => {
       try {
-        const reply = await this.catalog.post(request, {}, ctx.cancel.signal, ctx.principal);
+        const reply = await this.catalog.post(request, {}, ctx.cancel, ctx.principal);
         for await (const msg of reply.messages) {
           if ('method' in msg) stream.push(msg);
           else return stream.finish(msg as JsonRpcResponse);

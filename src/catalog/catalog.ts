@@ -4,6 +4,7 @@
 // era and transport do not matter here; legacy clients reach the catalog through the legacy bridge.
 
 import { createHash } from 'node:crypto';
+import { signalOf, type Cancellation } from '../pipeline/cancellation.js';
 import type { Principal } from '../pipeline/principal.js';
 import type { Logger } from '../log/logger.js';
 import { AccessPolicy, type ItemKind } from '../policy/access.js';
@@ -160,7 +161,7 @@ export class Catalog implements UpstreamMessages {
    * One request as the given caller: lists show only what the principal may use, and calls to anything
    * else are answered exactly like calls to something that does not exist.
    */
-  async post(message: JsonRpcMessage, _headers: Record<string, string>, signal?: AbortSignal, principal?: Principal): Promise<UpstreamReply> {
+  async post(message: JsonRpcMessage, _headers: Record<string, string>, signal?: AbortSignal | Cancellation, principal?: Principal): Promise<UpstreamReply> {
     if (!('id' in message) || !('method' in message)) return { status: 202, headers: {}, messages: none() };
     const request = message as JsonRpcRequest;
     const params = request.params ?? {};
@@ -185,7 +186,7 @@ export class Catalog implements UpstreamMessages {
         return ref.type === 'ref/prompt' ? this.routeByName(request, 'prompts', ref.name, signal, 'ref', principal) : this.routeByUri(request, ref.uri, signal, principal);
       }
       case 'subscriptions/listen':
-        return fanOutListen(request, this.members, (uri) => this.resourceOwners.get(uri) ?? this.ownerByPrefix(uri), (member, kind) => this.dropCached(member, kind), signal, this.log, (uri) => this.visible(principal, 'resources', uri), principal);
+        return fanOutListen(request, this.members, (uri) => this.resourceOwners.get(uri) ?? this.ownerByPrefix(uri), (member, kind) => this.dropCached(member, kind), signalOf(signal), this.log, (uri) => this.visible(principal, 'resources', uri), principal);
       default:
         return single(errorResponse(request.id, ErrorCode.MethodNotFound, `${request.method} is not available when several upstreams are aggregated`));
     }
@@ -378,7 +379,7 @@ export class Catalog implements UpstreamMessages {
    * resolved the name and checked access and arguments before this runs; a name no longer known (the list
    * changed in between) gets the unknown-item answer (tools.mdx §Error Handling: -32602).
    */
-  private async routeByName(request: JsonRpcRequest, kind: 'tools' | 'prompts', publicName: unknown, signal: AbortSignal | undefined, field: 'name' | 'ref', principal: Principal | undefined): Promise<UpstreamReply> {
+  private async routeByName(request: JsonRpcRequest, kind: 'tools' | 'prompts', publicName: unknown, signal: AbortSignal | Cancellation | undefined, field: 'name' | 'ref', principal: Principal | undefined): Promise<UpstreamReply> {
     let route = typeof publicName === 'string' ? this.routes[kind].get(publicName) : undefined;
     // A hidden name takes the same path as an unknown one (a fresh list, then -32602), so neither the
     // answer nor its timing tells that it exists.
@@ -398,7 +399,7 @@ export class Catalog implements UpstreamMessages {
     return face.messages.post({ ...request, params }, headers, signal, principal);
   }
 
-  private async routeByUri(request: JsonRpcRequest, uri: unknown, signal: AbortSignal | undefined, principal: Principal | undefined): Promise<UpstreamReply> {
+  private async routeByUri(request: JsonRpcRequest, uri: unknown, signal: AbortSignal | Cancellation | undefined, principal: Principal | undefined): Promise<UpstreamReply> {
     let owner = typeof uri === 'string' ? (this.resourceOwners.get(uri) ?? this.ownerByPrefix(uri)) : undefined;
     if (!owner && typeof uri === 'string') {
       await this.resourceList({ ...request, method: 'resources/list', params: { _meta: request.params?._meta } }, principal);

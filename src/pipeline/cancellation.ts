@@ -40,6 +40,29 @@ export class Cancellation {
     if (at >= 0) callbacks.splice(at, 1);
   }
 
+  /**
+   * A cancellation that happens when either this one or `other` does; `dispose` forgets it once the work it
+   * guards is over. (AbortSignal.any does the same with weak references and registries that cost more than
+   * the rest of a bridged call's bookkeeping.)
+   */
+  linkedWith(other: Cancellation): { cancel: Cancellation; dispose(): void } {
+    const linked = new Cancellation();
+    if (this.aborted || other.aborted) {
+      linked.cancel();
+      return { cancel: linked, dispose: () => {} };
+    }
+    const stop = (): void => linked.cancel();
+    this.onCancel(stop);
+    other.onCancel(stop);
+    return {
+      cancel: linked,
+      dispose: () => {
+        this.offCancel(stop);
+        other.offCancel(stop);
+      },
+    };
+  }
+
   cancel(): void {
     if (this.cancelled) return;
     this.cancelled = true;
@@ -48,6 +71,16 @@ export class Cancellation {
     this.callbacks = undefined;
     if (callbacks !== undefined) for (const fn of callbacks) fn();
   }
+}
+
+/** A cancellation for APIs that take either (`UpstreamMessages.post`). */
+export function cancellationOf(from: AbortSignal | Cancellation | undefined): Cancellation {
+  return from === undefined ? NEVER_CANCELLED : from instanceof Cancellation ? from : new Cancellation(from);
+}
+
+/** An AbortSignal for APIs that take either, made only if there is something to follow. */
+export function signalOf(from: AbortSignal | Cancellation | undefined): AbortSignal | undefined {
+  return from instanceof Cancellation ? from.signal : from;
 }
 
 /** A cancellation that never happens (answers written outside a call, requests no client waits for): it keeps no callbacks. */

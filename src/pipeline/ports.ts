@@ -3,6 +3,7 @@
 // so neither folder needs the other.
 
 import type { JsonRpcMessage } from '../protocol/jsonrpc.js';
+import type { Cancellation } from './cancellation.js';
 import type { CallContext } from './context.js';
 import type { Outcome } from './outcome.js';
 import type { Principal } from './principal.js';
@@ -25,9 +26,10 @@ export interface UpstreamMessages {
   readonly upstream: string;
   /**
    * `principal` is the caller on whose behalf the gateway asks; only the catalog, which filters what each
-   * caller may see, reads it. Transports never send it anywhere.
+   * caller may see, reads it. Transports never send it anywhere. `cancel` stops the request: a call's
+   * Cancellation where there is one (no AbortSignal is made for it), or any AbortSignal.
    */
-  post(message: JsonRpcMessage, headers: Record<string, string>, signal?: AbortSignal, principal?: Principal): Promise<UpstreamReply>;
+  post(message: JsonRpcMessage, headers: Record<string, string>, cancel?: AbortSignal | Cancellation, principal?: Principal): Promise<UpstreamReply>;
   openGet(headers: Record<string, string>, signal: AbortSignal): Promise<AsyncGenerator<JsonRpcMessage, void, void> | null>;
   deleteSession(sessionId: string, version: string): Promise<void>;
 }

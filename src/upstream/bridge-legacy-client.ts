@@ -13,6 +13,7 @@ import { META_SERVER_INFO, META_SUBSCRIPTION_ID, NAME_FIELD } from '../protocol/
 import { negotiateLegacyVersion } from '../protocol/versions.js';
 import { upstreamMessage } from '../protocol/trace-context.js';
 import { GATEHOUSE_CLIENT_INFO, type UpstreamProfile } from './era-probe.js';
+import type { Cancellation } from '../pipeline/cancellation.js';
 import type { UpstreamMessages } from '../pipeline/ports.js';
 import { BridgedSession } from './bridged-session.js';
 import { resolveSession, SessionTable } from './session-table.js';
@@ -113,9 +114,9 @@ export class LegacyClientBridge {
   private async answer(ctx: CallContext, session: BridgedSession, request: JsonRpcRequest, stream: CallStream): Promise<void> {
     const done = session.track(request.id);
     try {
-      await this.forward(ctx, session, request, stream, done.signal);
+      await this.forward(ctx, session, request, stream, done.cancel);
     } catch (err) {
-      if (done.signal.aborted) {
+      if (done.cancel.aborted) {
         // Cancelled by the client: nothing more is owed for it, but the HTTP exchange itself must end.
         stream.finish(errorResponse(request.id, ErrorCode.InternalError, 'Request cancelled by the client'));
         return;
@@ -126,7 +127,7 @@ export class LegacyClientBridge {
     }
   }
 
-  private async forward(ctx: CallContext, session: BridgedSession, request: JsonRpcRequest, channel: CallStream, signal: AbortSignal): Promise<void> {
+  private async forward(ctx: CallContext, session: BridgedSession, request: JsonRpcRequest, channel: CallStream, cancel: Cancellation): Promise<void> {
     const profile = this.profile();
     let extra: Obj = {};
     for (let round = 0; round < MAX_INPUT_ROUNDS; round++) {
@@ -138,11 +139,11 @@ export class LegacyClientBridge {
         logLevel: session.logLevel,
       });
       const headers = { ...modernHeaders(request, profile.version), ...this.paramHeaders(ctx, request) };
-      const linked = linkSignals(signal, ctx.cancel.signal);
+      const linked = cancel.linkedWith(ctx.cancel);
       let response: JsonRpcResponse | undefined;
       let status: number;
       try {
-        const reply = await this.client.post({ jsonrpc: '2.0', id: upstreamId, method: request.method, params }, headers, linked.signal, ctx.principal);
+        const reply = await this.client.post({ jsonrpc: '2.0', id: upstreamId, method: request.method, params }, headers, linked.cancel, ctx.principal);
         status = reply.status;
         for await (const msg of reply.messages) {
           const m = msg as JsonRpcMessage & { method?: string; id?: JsonRpcId };
@@ -161,7 +162,7 @@ export class LegacyClientBridge {
       if (response.error) return channel.finish(toLegacyError(request.id, response.error));
       const result = response.result ?? {};
       if (result.resultType !== 'input_required') return channel.finish({ jsonrpc: '2.0', id: request.id, result: toLegacyResult(result) });
-      extra = await this.gatherInput(session, channel, result, signal);
+      extra = await this.gatherInput(session, channel, result, cancel.signal);
     }
     channel.finish(errorResponse(request.id, ErrorCode.InternalError, `Upstream "${this.client.upstream}" asked for input more than ${MAX_INPUT_ROUNDS} times`));
   }
@@ -262,26 +263,4 @@ function withoutSubscriptionId(params: Obj | undefined): Obj {
   if (Object.keys(meta).length === 0) delete out._meta;
   else out._meta = meta;
   return out;
-}
-
-/**
- * A signal aborted when either is, released by `dispose` once the exchange is over. AbortSignal.any does the
- * same, but its weak references and registries cost more than the rest of a bridged call's bookkeeping.
- */
-function linkSignals(a: AbortSignal, b: AbortSignal): { signal: AbortSignal; dispose(): void } {
-  const controller = new AbortController();
-  const abort = (): void => controller.abort();
-  if (a.aborted || b.aborted) {
-    controller.abort();
-    return { signal: controller.signal, dispose: () => {} };
-  }
-  a.addEventListener('abort', abort, { once: true });
-  b.addEventListener('abort', abort, { once: true });
-  return {
-    signal: controller.signal,
-    dispose() {
-      a.removeEventListener('abort', abort);
-      b.removeEventListener('abort', abort);
-    },
-  };
 }

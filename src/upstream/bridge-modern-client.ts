@@ -3,6 +3,7 @@
 // and progress tokens made unique, turns results modern, and turns requests the upstream sends mid-call
 // (elicitation, sampling, roots) into an InputRequiredResult whose retry resumes the parked upstream call.
 
+import { signalOf } from '../pipeline/cancellation.js';
 import type { CallContext } from '../pipeline/context.js';
 import { CallStream, type MessageSink } from '../pipeline/call-stream.js';
 import { ACCEPTED, type Outcome } from '../pipeline/outcome.js';
@@ -94,7 +95,8 @@ export class ModernClientBridge {
   asModernUpstream(): UpstreamMessages {
     return {
       upstream: this.client.upstream,
-      post: async (message, _headers, signal, principal) => {
+      post: async (message, _headers, cancel, principal) => {
+        const signal = signalOf(cancel);
         if (!('id' in message) || !('method' in message)) return { status: 202, headers: {}, messages: (async function* () {})() };
         const stream = new CallStream({ requestId: message.id as JsonRpcId, mode: 'call', acceptsSse: true });
         // The asker going away is the reader going away: a listen then leaves its session's hub (else the

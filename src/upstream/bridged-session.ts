@@ -2,6 +2,7 @@
 // at initialize, its log level, its requests in flight (for notifications/cancelled), the server-to-client
 // requests awaiting its answers, and its GET stream.
 
+import { Cancellation } from '../pipeline/cancellation.js';
 import type { Principal } from '../pipeline/principal.js';
 import { CallStream } from '../pipeline/call-stream.js';
 import type { Outcome } from '../pipeline/outcome.js';
@@ -21,7 +22,7 @@ export class BridgedSession implements HeldSession {
   readonly uris = new Set<string>();
   /** The upstream subscriptions/listen that feeds the GET stream, while one is open. */
   upstreamListen?: AbortController;
-  private readonly inFlight = new Map<JsonRpcId, AbortController>();
+  private readonly inFlight = new Map<JsonRpcId, Cancellation>();
   private readonly waiting = new Map<JsonRpcId, Waiting>();
   private listen?: CallStream;
 
@@ -38,14 +39,14 @@ export class BridgedSession implements HeldSession {
     return this.inFlight.size === 0 && this.waiting.size === 0 && this.listen === undefined;
   }
 
-  /** Registers a client request in flight; its signal aborts on notifications/cancelled or session end. */
-  track(clientId: JsonRpcId): { signal: AbortSignal; release(): void } {
-    const controller = new AbortController();
-    this.inFlight.set(clientId, controller);
+  /** Registers a client request in flight; it is cancelled by notifications/cancelled or the session's end. */
+  track(clientId: JsonRpcId): { cancel: Cancellation; release(): void } {
+    const cancel = new Cancellation();
+    this.inFlight.set(clientId, cancel);
     return {
-      signal: controller.signal,
+      cancel,
       release: () => {
-        if (this.inFlight.get(clientId) === controller) this.inFlight.delete(clientId);
+        if (this.inFlight.get(clientId) === cancel) this.inFlight.delete(clientId);
         this.lastUsed = Date.now();
       },
     };
@@ -54,7 +55,7 @@ export class BridgedSession implements HeldSession {
   /** 2025-11-25/basic/utilities/cancellation.mdx: stop work on the request, send nothing more for it. */
   cancel(clientId: JsonRpcId | undefined): void {
     if (clientId === undefined) return;
-    this.inFlight.get(clientId)?.abort();
+    this.inFlight.get(clientId)?.cancel();
   }
 
   /** Resolves with the client's answer to a server-to-client request, or an error on timeout or abort. */
@@ -97,7 +98,7 @@ export class BridgedSession implements HeldSession {
 
 
   async close(_reason: EndReason): Promise<void> {
-    for (const c of this.inFlight.values()) c.abort();
+    for (const c of this.inFlight.values()) c.cancel();
     for (const id of [...this.waiting.keys()]) this.settleServerRequest({ jsonrpc: '2.0', id, error: { code: ErrorCode.InternalError, message: 'session ended' } });
     this.closeListenStream();
   }

@@ -5,7 +5,7 @@
 import type { Readable } from 'node:stream';
 import type { Dispatcher, Pool } from 'undici';
 import type { JsonRpcMessage } from '../protocol/jsonrpc.js';
-import { Cancellation, NEVER_CANCELLED } from '../pipeline/cancellation.js';
+import { cancellationOf, type Cancellation } from '../pipeline/cancellation.js';
 import type { UpstreamMessages, UpstreamReply } from '../pipeline/ports.js';
 import type { RelayBody } from '../pipeline/relay-body.js';
 import { SseParser } from '../protocol/sse.js';
@@ -29,7 +29,7 @@ export class MessageClient implements UpstreamMessages {
    * POSTs one message; throws a GatewayError when the upstream cannot be reached or times out, or when
    * the gateway has no credentials for it (then nothing is sent).
    */
-  async post(message: JsonRpcMessage, headers: Record<string, string>, signal?: AbortSignal): Promise<UpstreamReply> {
+  async post(message: JsonRpcMessage, headers: Record<string, string>, cancel?: AbortSignal | Cancellation): Promise<UpstreamReply> {
     let res: RelayResponse;
     let auth: CredentialHeaders;
     const started = performance.now();
@@ -44,7 +44,7 @@ export class MessageClient implements UpstreamMessages {
           headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream', ...traceHeaders(message), ...headers, ...auth },
           body: JSON.stringify(message),
         },
-        signal === undefined ? NEVER_CANCELLED : new Cancellation(signal),
+        cancellationOf(cancel),
       );
     } catch (err) {
       throw toGatewayError(err, this.upstream);

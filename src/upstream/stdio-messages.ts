@@ -22,6 +22,7 @@ import type { StdioUpstreamConfig } from '../config/types.js';
 import { GatewayError } from '../errors.js';
 import type { Logger } from '../log/logger.js';
 import type { JsonRpcId, JsonRpcMessage, JsonRpcRequest, JsonRpcResponse } from '../protocol/jsonrpc.js';
+import { signalOf, type Cancellation } from '../pipeline/cancellation.js';
 import type { UpstreamMessages, UpstreamReply } from '../pipeline/ports.js';
 import type { Principal } from '../pipeline/principal.js';
 import { canonicalJson } from '../protocol/canonical-json.js';
@@ -154,7 +155,8 @@ export class StdioMessages implements UpstreamMessages {
     return this.everStarted;
   }
 
-  async post(message: JsonRpcMessage, headers: Record<string, string>, signal?: AbortSignal, principal?: Principal): Promise<UpstreamReply> {
+  async post(message: JsonRpcMessage, headers: Record<string, string>, cancel?: AbortSignal | Cancellation, principal?: Principal): Promise<UpstreamReply> {
+    const signal = signalOf(cancel);
     const sessionId = headers['mcp-session-id'];
     const method = 'method' in message ? message.method : undefined;
     let managed: Managed;

@@ -248,7 +248,7 @@ export class StdioUpstream implements Upstream {
     if (ctx.kind !== 'request') {
       // Notifications go to the shared child and are answered at once.
       try {
-        await this.messages.post(ctx.message!, {}, ctx.cancel.signal, ctx.principal);
+        await this.messages.post(ctx.message!, {}, ctx.cancel, ctx.principal);
       } catch (err) {
         return refused(failure(err instanceof GatewayError ? err : new GatewayError('GW_ERR_UPSTREAM_EXITED', String(err), this.name)));
       }
@@ -258,7 +258,7 @@ export class StdioUpstream implements Upstream {
     const channel = new CallStream({ requestId: request.id, mode: 'call', acceptsSse: ctx.acceptsSse });
     void (async () => {
       try {
-        const reply = await this.messages.post(request, {}, ctx.cancel.signal, ctx.principal);
+        const reply = await this.messages.post(request, {}, ctx.cancel, ctx.principal);
         for await (const msg of reply.messages) {
           if ('method' in msg) channel.push(msg);
           else return channel.finish(msg as JsonRpcResponse);

@@ -136,3 +136,22 @@ test('Cancellation following an outer signal (an HTTP+SSE session): aborted with
   assert.equal(cancel.aborted, true);
   assert.deepEqual(calls, ['gone']);
 });
+
+test('Cancellation.linkedWith: cancelled by either side; once disposed, neither reaches it', () => {
+  const call = new Cancellation();
+  const request = new Cancellation();
+  const first = request.linkedWith(call);
+  call.cancel();
+  assert.equal(first.cancel.aborted, true, 'the client leaving cancels the upstream request');
+
+  const session = new Cancellation();
+  const other = new Cancellation();
+  const second = session.linkedWith(other);
+  second.dispose();
+  session.cancel();
+  assert.equal(second.cancel.aborted, false, 'a disposed link is forgotten');
+
+  const gone = new Cancellation();
+  gone.cancel();
+  assert.equal(gone.linkedWith(new Cancellation()).cancel.aborted, true, 'linked to one already cancelled');
+});
