@@ -349,8 +349,8 @@ interface Runtime {
 
 /**
  * Several upstreams go through the catalog. One upstream keeps the byte pass-through unless something
- * must be rewritten: `prefix: always`, lists that differ per caller, or names that are not safe (found
- * out by SingleUpstream on first use). The pipeline is compiled here, once per configuration.
+ * must be rewritten: `prefix: always`, lists that differ per caller, or names that are not safe or items
+ * the access rules hide from everyone (found out by SingleUpstream on first use, and on each list). The pipeline is compiled here, once per configuration.
  */
 function buildRuntime(config: GatehouseConfig, log: Logger, observeUpstream: (upstream: string, seconds: number) => void, state: StoreGuard, resolveHost: ResolveHost, breakerBoard: BreakerBoard, childEnv: ChildEnv, approvals: { book: ApprovalBook; pins: PinBook; confirmations: PendingConfirmations }): Runtime {
   const members = config.upstreams.map((u) => createUpstream(isStdioUpstream(u) ? { ...u, env: childEnv.for(u.name, u.env) } : u, config.sessions, log, observeUpstream));
@@ -359,8 +359,8 @@ function buildRuntime(config: GatehouseConfig, log: Logger, observeUpstream: (up
   const access = new AccessPolicy(config.policy.rules);
   const bridgeLegacyClients: LegacyBridgeFactory = (messages, profile, staleVerdict) => new LegacyClientBridge(messages, profile, config.sessions, staleVerdict, false, log);
   const catalog = new CatalogUpstream(members, uriPrefixes, config.tools.naming.prefix, bridgeLegacyClients, log, access);
-  const perCaller = access.restricts(config.auth.apiKeys.some((k) => k.tools !== undefined));
-  const upstream: Upstream = members.length > 1 ? catalog : new SingleUpstream(members[0]!, catalog, config.tools.naming.prefix === 'always' || perCaller, log);
+  const perCaller = access.perCaller(config.auth.apiKeys.some((k) => k.tools !== undefined));
+  const upstream: Upstream = members.length > 1 ? catalog : new SingleUpstream(members[0]!, catalog, config.tools.naming.prefix === 'always' || perCaller, log, access.governs('tools') || access.governs('prompts'));
   const schemas = new ArgumentSchemas(log);
   const routes = catalog.catalog;
   // Policy state lives in the store, keyed by entry id: a reload keeps every counter, bucket and circuit.
@@ -369,7 +369,7 @@ function buildRuntime(config: GatehouseConfig, log: Logger, observeUpstream: (up
   const version = policyVersion(config.policy);
   const pipeline = buildPipeline({
     state: compileStateStage(state),
-    resolve: compileResolveStage({ catalog: routes, passThrough: () => (upstream instanceof SingleUpstream && upstream.passesThrough ? upstream.name : undefined) }),
+    resolve: compileResolveStage({ catalog: routes, passThrough: (kind) => (upstream instanceof SingleUpstream && upstream.passesThrough && !access.governs(kind) ? upstream.name : undefined) }),
     access: compileAccessStage({ policy: access, relist: (kind, capabilities) => routes.relist(kind, capabilities), unknownItemMessage }),
     pin: compilePinStage(config.tools.pinning, approvals.pins, policyLog),
     arguments: compileArgumentsStage({ schemas, refreshRoute: (route, capabilities) => routes.resolve(route.kind, route.publicName, capabilities, true) }),

@@ -133,8 +133,9 @@ export class Catalog implements UpstreamMessages {
   }
 
   /**
-   * True when every tool and prompt's public name is its original name, so a single upstream can be
-   * served by byte pass-through without misleading anyone. Lists are read as the gateway itself.
+   * True when every tool and prompt's public name is its original name and none is hidden by the access
+   * rules (which then hide the same items from everyone: AccessPolicy.perCaller), so a single upstream can
+   * be served by byte pass-through without misleading anyone. Lists are read as the gateway itself.
    */
   async namesUnchanged(): Promise<boolean> {
     const meta = { [META_PROTOCOL_VERSION]: MODERN_VERSIONS[0], [META_CLIENT_CAPABILITIES]: {} };
@@ -142,7 +143,7 @@ export class Catalog implements UpstreamMessages {
       const response = await this.namedList({ jsonrpc: '2.0', id: 'gh-names', method: `${kind}/list`, params: { _meta: meta } }, kind, undefined, true);
       for (const item of (response.result?.[kind] as Obj[] | undefined) ?? []) {
         const ref = (item._meta as Obj)[kind === 'tools' ? TOOL_REF_META : PROMPT_REF_META] as string;
-        if (ref.slice(ref.indexOf('/') + 1) !== item.name) return false;
+        if (ref.slice(ref.indexOf('/') + 1) !== item.name || this.access.hidesFromEveryone(kind, ref)) return false;
       }
     }
     return true;

@@ -1,8 +1,10 @@
 // The resolve stage: which tool or prompt of which upstream a call names. Every tools/call and
 // prompts/get learns its route here, whatever the path it takes after (pass-through, bridge, catalog,
 // stdio), so the stages after it can check access, arguments and policy by ref. A name nobody lists gets
-// tools.mdx §Error Handling's answer, -32602, except where one upstream is served by pass-through: there
-// the name keeps its ref (`upstream/name`) but no schemas, and the upstream answers it as it always has.
+// tools.mdx §Error Handling's answer, -32602, except where one upstream is served by pass-through and no
+// access rule governs the kind: there the name keeps its ref (`upstream/name`) but no schemas, and the
+// upstream answers it as it always has. Where rules govern it, Gatehouse answers every unlisted name itself,
+// so a hidden item and a missing one get the same words on every path.
 
 import { failure, GatewayError } from '../errors.js';
 import type { CallContext } from '../pipeline/context.js';
@@ -31,8 +33,8 @@ export function namedItem(ctx: CallContext): { kind: 'tools' | 'prompts'; name: 
 
 export interface ResolveStageDeps {
   catalog: Catalog;
-  /** The single upstream served by pass-through, when it is (then unlisted names pass on unchecked). */
-  passThrough(): string | undefined;
+  /** The single upstream served by pass-through, when it is and no access rule governs `kind` (then unlisted names pass on unchecked). */
+  passThrough(kind: 'tools' | 'prompts'): string | undefined;
 }
 
 export function compileResolveStage({ catalog, passThrough }: ResolveStageDeps): Stage {
@@ -50,7 +52,7 @@ export function compileResolveStage({ catalog, passThrough }: ResolveStageDeps):
         return refuseAt('resolve', ctx, failure(error));
       }
       if (route === undefined) {
-        const upstream = passThrough();
+        const upstream = passThrough(item.kind);
         if (upstream === undefined) return refuseAt('resolve', ctx, { kind: 'protocol', code: item.kind === 'tools' ? 'unknown_tool' : 'unknown_prompt', rpcCode: ErrorCode.InvalidParams, message: unknownItemMessage(item.kind, item.name) });
         route = { kind: item.kind, ref: `${upstream}/${item.name}`, publicName: item.name, original: item.name, upstream, listed: false, params: [] };
       }

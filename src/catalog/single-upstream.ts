@@ -1,8 +1,11 @@
 // One upstream is served by byte pass-through when nothing about it needs rewriting, and through the
 // catalog when something does: unsafe or over-long tool names (issue 4: names are safe whatever the
-// upstream count), `prefix: always`, or access rules that make lists differ per caller. Names are only
-// known once the upstream has been listed. A client listing tools or prompts waits for that check, so it
-// never sees an unsafe name, and the check is made again on each such list. A call by name is passed
+// upstream count), `prefix: always`, access rules that make lists differ per caller, or rules that hide
+// some of the upstream's items from everyone (AccessPolicy.perCaller). Names are only known once the
+// upstream has been listed. A client listing tools or prompts waits for that check, so it never sees an
+// unsafe or hidden name, and the check is made again on each such list. Under access rules the first
+// legacy `initialize` waits for it too, so that its session opens on the path that will serve it (a session
+// opened on the pass-through is not known to the catalog). A call by name is passed
 // through (the pipeline's resolve stage lists the upstream when it meets a name it does not know). Once the
 // catalog is needed it stays chosen, since the upstream's sessions cannot move between the two paths.
 
@@ -31,6 +34,11 @@ export class SingleUpstream implements Upstream {
     private readonly catalog: CatalogUpstream,
     forceCatalog: boolean,
     private readonly log: Logger,
+    /**
+     * Access rules hide items from everyone: the upstream may well have some, so the first legacy
+     * `initialize` waits for the check, and its session opens on the path that will serve it.
+     */
+    private readonly decideAtInitialize = false,
   ) {
     this.name = member.name;
     this.transport = member.transport;
@@ -50,7 +58,7 @@ export class SingleUpstream implements Upstream {
   handle(ctx: CallContext): Promise<Outcome> {
     if (this.mode === 'catalog') return this.catalog.handle(ctx);
     const method = ctx.kind === 'request' ? ctx.method : undefined;
-    if (method === 'tools/list' || method === 'prompts/list') return this.decideThenHandle(ctx);
+    if (method === 'tools/list' || method === 'prompts/list' || (method === 'initialize' && this.decideAtInitialize && this.mode === 'undecided')) return this.decideThenHandle(ctx);
     return this.member.handle(ctx);
   }
 

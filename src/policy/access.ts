@@ -32,9 +32,29 @@ export class AccessPolicy {
     };
   }
 
-  /** True when some caller could see less than everything, so lists must be filtered per caller. */
-  restricts(hasKeyToolLists: boolean): boolean {
-    return hasKeyToolLists || this.governed.tools || this.governed.prompts || this.governed.resources;
+  /**
+   * True when what a caller sees depends on who it is: a key with its own tool list, a rule that selects
+   * callers (subjects, tenants, groups, scopes, keys), or rules on resources (whose lists, reads and
+   * update notifications only the catalog filters). Otherwise rules on tools and prompts hide the same
+   * items from everyone, and a single upstream that has none of them can be passed through as it is.
+   */
+  perCaller(hasKeyToolLists: boolean): boolean {
+    return hasKeyToolLists || this.governed.resources || this.rules.some(({ rule }) => selectsCallers(rule));
+  }
+
+  /** Whether any rule names items of this kind (then what it does not allow is hidden). */
+  governs(kind: ItemKind): boolean {
+    return this.governed[kind];
+  }
+
+  /** Whether rules that select no caller hide the item from everyone (meaningful when `perCaller` is false). */
+  hidesFromEveryone(kind: ItemKind, ref: string): boolean {
+    if (!this.governed[kind]) return false;
+    for (const { rule, patterns } of this.rules) {
+      if (selectsCallers(rule) || !patterns[kind]?.some((p) => p.test(ref))) continue;
+      return rule.access !== 'allow';
+    }
+    return true;
   }
 
   /** May this caller see and use the item (a tool or prompt ref `upstream/name`, or a resource URI)? */
@@ -49,6 +69,10 @@ export class AccessPolicy {
     }
     return false;
   }
+}
+
+function selectsCallers(rule: PolicyRuleConfig): boolean {
+  return rule.subjects !== undefined || rule.tenants !== undefined || rule.groups !== undefined || rule.scopes !== undefined || rule.keys !== undefined;
 }
 
 function matchesCaller(rule: PolicyRuleConfig, p: Principal): boolean {

@@ -47,6 +47,13 @@ async function member(name: string, transport: 'http' | 'stdio', era: Era): Prom
   };
 }
 
+/** A JSON answer, or the last message of an SSE one (a legacy server's pass-through answers as SSE). */
+function answerOf(text: string): Record<string, any> {
+  if (!text.startsWith('event:') && !text.startsWith('data:')) return JSON.parse(text) as Record<string, any>;
+  const data = text.split('\n').filter((line) => line.startsWith('data:'));
+  return JSON.parse(data[data.length - 1]!.slice(5)) as Record<string, any>;
+}
+
 /** A client of one era calling tools through the gateway, as raw HTTP so answers can be compared whole. */
 async function caller(gw: TestGateway, era: Era): Promise<(id: number, name: string, args: Record<string, unknown>) => Promise<{ status: number; body: Record<string, any> }>> {
   if (era === 'modern') {
@@ -60,7 +67,7 @@ async function caller(gw: TestGateway, era: Era): Promise<(id: number, name: str
   const headers = { ...LEGACY_HEADERS, 'mcp-session-id': session, 'mcp-protocol-version': '2025-11-25' };
   return async (id, name, args) => {
     const res = await post(gw.url, rpc(id, 'tools/call', { name, arguments: args }), headers);
-    return { status: res.status, body: res.json() };
+    return { status: res.status, body: answerOf(res.text) };
   };
 }
 
@@ -142,4 +149,43 @@ describe('a same-era single upstream, no access rules: the pass-through', () => 
       }
     });
   }
+});
+
+describe('a single upstream under access rules that select no caller (AccessPolicy.perCaller)', () => {
+  const listTools = async (gw: TestGateway, headers: Record<string, string>): Promise<string[]> => {
+    const res = await post(gw.url, rpc(9, 'tools/list'), headers);
+    assert.ok(answerOf(res.text).result, res.text);
+    return (answerOf(res.text).result.tools as Array<{ name: string }>).map((t) => t.name).sort();
+  };
+
+  test('rules that hide none of its tools keep the byte pass-through; a call to a denied name is still refused as unknown', async () => {
+    const server = await startGovernedHttpServer('legacy');
+    const gw = await startGateway({ upstreams: [{ name: 'a', url: server.url }], policy: { rules: [{ id: 'no-admin', access: 'deny', tools: ['a/admin_*'] }, { id: 'everyone', access: 'allow', tools: ['*'] }] } });
+    try {
+      const headers = { ...LEGACY_HEADERS, 'mcp-session-id': await legacySession(gw.url), 'mcp-protocol-version': '2025-11-25' };
+      assert.deepEqual(await listTools(gw, headers), ['add', 'secret']);
+      const body = `{"jsonrpc":"2.0",  "id": 11, "method":"tools/call","params":{"name":"add","arguments":{"a":1,"b":1}}}`;
+      const res = await post(gw.url, body, headers);
+      assert.match(res.text, /"2"/);
+      assert.ok(server.bodies.includes(body), 'the exact bytes were forwarded: the pass-through, not the catalog bridge');
+      const denied = await post(gw.url, rpc(12, 'tools/call', { name: 'admin_reset', arguments: {} }), headers);
+      assert.equal(answerOf(denied.text).error?.code, -32602);
+      assert.ok(!server.received.some((r) => r.name === 'admin_reset'), 'the denied call never reached the upstream');
+    } finally {
+      await gw.close();
+      await server.close();
+    }
+  });
+
+  test('a rule that hides one of its tools sends it through the catalog: the list leaves the tool out', async () => {
+    const server = await startGovernedHttpServer('legacy');
+    const gw = await startGateway({ upstreams: [{ name: 'a', url: server.url }], policy: { rules: [{ id: 'no-secrets', access: 'deny', tools: ['a/secret'] }, { id: 'everyone', access: 'allow', tools: ['*'] }] } });
+    try {
+      const headers = { ...LEGACY_HEADERS, 'mcp-session-id': await legacySession(gw.url), 'mcp-protocol-version': '2025-11-25' };
+      assert.deepEqual(await listTools(gw, headers), ['add']);
+    } finally {
+      await gw.close();
+      await server.close();
+    }
+  });
 });

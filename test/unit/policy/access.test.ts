@@ -9,20 +9,36 @@ import { AccessPolicy, globToRegExp } from '../../../src/policy/access.js';
 const caller = (p: Partial<Principal> = {}): Principal => ({ subject: 'alice', scopes: [], groups: [], via: 'jwt', ...p });
 
 describe('AccessPolicy', () => {
-  it('without rules everything is visible, and nothing restricts', () => {
+  it('without rules everything is visible, to every caller alike', () => {
     const policy = new AccessPolicy([]);
-    assert.equal(policy.restricts(false), false);
+    assert.equal(policy.perCaller(false), false);
     assert.equal(policy.allows(caller(), 'tools', 'crm/delete_user'), true);
     assert.equal(policy.allows(caller(), 'resources', 'file:///etc/passwd'), true);
   });
 
   it('an API key tool list narrows tools only, whatever the rules say', () => {
     const policy = new AccessPolicy([]);
-    assert.equal(policy.restricts(true), true);
+    assert.equal(policy.perCaller(true), true);
     const key = caller({ via: 'api_key', toolGlobs: ['crm/get_*'] });
     assert.equal(policy.allows(key, 'tools', 'crm/get_user'), true);
     assert.equal(policy.allows(key, 'tools', 'crm/delete_user'), false);
     assert.equal(policy.allows(key, 'prompts', 'crm/summarize'), true);
+  });
+
+  it('rules that select no caller hide the same items from everyone; selecting callers or governing resources makes views differ', () => {
+    const guard = new AccessPolicy([
+      { access: 'deny', tools: ['crm/admin_*'] },
+      { access: 'allow', tools: ['*'] },
+    ]);
+    assert.equal(guard.perCaller(false), false, 'the same list for every caller');
+    assert.equal(guard.hidesFromEveryone('tools', 'crm/admin_reset'), true);
+    assert.equal(guard.hidesFromEveryone('tools', 'crm/get_user'), false);
+    assert.equal(guard.hidesFromEveryone('prompts', 'crm/anything'), false, 'no rule names prompts');
+    assert.equal(new AccessPolicy([{ access: 'allow', tools: ['crm/*'] }]).hidesFromEveryone('tools', 'files/read'), true, 'an allow-list hides what it does not name');
+    assert.equal(guard.perCaller(true), true, 'a key with its own tool list');
+    assert.equal(new AccessPolicy([{ access: 'allow', keys: ['ci'], tools: ['*'] }]).perCaller(false), true);
+    assert.equal(new AccessPolicy([{ access: 'allow', groups: ['ops'], prompts: ['*'] }]).perCaller(false), true);
+    assert.equal(new AccessPolicy([{ access: 'deny', resources: ['file:///secret/*'] }]).perCaller(false), true, 'resources: only the catalog filters their lists and updates');
   });
 
   it('the first rule that matches caller and item decides; unmatched items of a governed kind are hidden', () => {
