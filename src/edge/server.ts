@@ -562,8 +562,6 @@ const MCP_METHODS = ['GET', 'POST', 'DELETE'] as const;
 /** The config's `sessions` defaults, for an edge built without them (tests of the edge alone). */
 const DEFAULT_SESSION_LIMITS = { max: 1000, idleTimeoutMs: 1_800_000 };
 
-/** A signal that never aborts: refusals written at the edge have no upstream work to cancel. */
-
 function isRecord(v: unknown): v is Record<string, unknown> {
   return v !== null && typeof v === 'object' && !Array.isArray(v);
 }
