@@ -129,6 +129,8 @@ export function compileIdempotencyStage(settings: IdempotencySettings, store: Id
       const done = (): void => {
         clearInterval(renewal);
         running.delete(owner);
+        // An HTTP+SSE session's cancellation outlives the call: leave nothing registered on it.
+        ctx.cancel.offCancel(done);
       };
       // A client that leaves takes its answer with it: the key stays taken and a retry learns the outcome is unknown.
       ctx.cancel.onCancel(done);
