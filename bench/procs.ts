@@ -97,10 +97,9 @@ export function startChild(name: string, opts: StartOptions): Promise<Child> {
         onLine(line);
       },
       () => !settled,
-      (lines, bytes, last) => {
+      (lines, _bytes, last) => {
         child.stdoutLines += lines;
         keepTail(tail, last);
-        void bytes;
       },
     );
     lineReader(

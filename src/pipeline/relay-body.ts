@@ -115,6 +115,26 @@ export class RelayBody {
     });
   }
 
+  /** At most the first `limit` bytes (an error's explanation); the rest is not read. Rejects if the body fails. */
+  head(limit: number): Promise<Buffer> {
+    return new Promise((resolve, reject) => {
+      const chunks: Buffer[] = [];
+      let size = 0;
+      this.consume({
+        data: (chunk) => {
+          chunks.push(chunk);
+          size += chunk.length;
+          if (size < limit) return true;
+          this.destroy();
+          resolve(Buffer.concat(chunks).subarray(0, limit));
+          return false;
+        },
+        end: () => resolve(Buffer.concat(chunks)),
+        error: reject,
+      });
+    });
+  }
+
   /** The body as a Readable, for consumers that parse it as it comes. */
   readable(): Readable {
     const view = new Readable({

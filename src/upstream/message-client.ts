@@ -7,7 +7,6 @@ import type { Dispatcher, Pool } from 'undici';
 import type { JsonRpcMessage } from '../protocol/jsonrpc.js';
 import { cancellationOf, type Cancellation } from '../pipeline/cancellation.js';
 import type { UpstreamMessages, UpstreamReply } from '../pipeline/ports.js';
-import type { RelayBody } from '../pipeline/relay-body.js';
 import { SseParser } from '../protocol/sse.js';
 import type { CredentialHeaders, UpstreamCredentials } from './credentials.js';
 import { dispatchRelay, type RelayResponse } from './dispatch-relay.js';
@@ -96,7 +95,7 @@ export class MessageClient implements UpstreamMessages {
     const contentType = String(res.headers['content-type'] ?? '');
     const headers = res.headers as UpstreamReply['headers'];
     if (res.statusCode >= 300) {
-      const text = await readText(res.body, ERROR_BODY_LIMIT);
+      const text = (await res.body.head(ERROR_BODY_LIMIT).catch(() => Buffer.alloc(0))).toString('utf8');
       return { status: res.statusCode, headers, messages: fromJsonText(text), errorText: text };
     }
     if (contentType.startsWith('text/event-stream')) return { status: res.statusCode, headers, messages: fromSse(res.body.readable(), this.upstream) };
@@ -108,26 +107,6 @@ export class MessageClient implements UpstreamMessages {
     }
     return { status: res.statusCode, headers, messages: fromJsonText(text) };
   }
-}
-
-/** At most `limit` bytes of a body as text (an error's explanation); the rest is not read. */
-function readText(body: RelayBody, limit: number): Promise<string> {
-  return new Promise((resolve) => {
-    const chunks: Buffer[] = [];
-    let size = 0;
-    const done = (): void => resolve(Buffer.concat(chunks).toString('utf8'));
-    body.consume({
-      data: (chunk) => {
-        size += chunk.length;
-        if (size <= limit) return chunks.push(chunk) > 0;
-        body.destroy();
-        done();
-        return false;
-      },
-      end: done,
-      error: done,
-    });
-  });
 }
 
 async function* fromJsonText(text: string): AsyncGenerator<JsonRpcMessage, void, void> {

@@ -133,7 +133,8 @@ export class PassThrough {
 
 /** At most a line of what a failed upstream said: its JSON-RPC error message, or the start of its text. */
 async function upstreamErrorText(body: RelayBody, contentType: string): Promise<string | undefined> {
-  const start = await headOf(body);
+  // The first 4 KiB are plenty for a line; the rest is not read.
+  const start = await body.head(4096).catch(() => undefined);
   if (start === undefined) return undefined;
   const text = start.toString('utf8');
   if (contentType.startsWith('application/json')) {
@@ -147,26 +148,6 @@ async function upstreamErrorText(body: RelayBody, contentType: string): Promise<
   if (!contentType.startsWith('text/plain') && !contentType.startsWith('application/json')) return undefined;
   const line = text.replace(/\s+/g, ' ').trim().slice(0, 200);
   return line === '' ? undefined : redactText(line);
-}
-
-/** The first 4 KiB of a body (plenty for a line; the rest is not read), or undefined if it failed. */
-function headOf(body: RelayBody): Promise<Buffer | undefined> {
-  return new Promise((resolve) => {
-    const chunks: Buffer[] = [];
-    let size = 0;
-    body.consume({
-      data: (chunk) => {
-        chunks.push(chunk);
-        size += chunk.length;
-        if (size < 4096) return true;
-        body.destroy();
-        resolve(Buffer.concat(chunks).subarray(0, 4096));
-        return false;
-      },
-      end: () => resolve(Buffer.concat(chunks)),
-      error: () => resolve(undefined),
-    });
-  });
 }
 
 function responseHeaders(upstream: RelayResponse['headers']): AnswerHeaders {

@@ -76,6 +76,18 @@ test('collect() gives the whole body; of() is a body already complete', async ()
   assert.equal((await RelayBody.of(Buffer.from('fixed')).collect()).toString(), 'fixed');
 });
 
+test('head(): at most the first bytes, and the rest is not read', async () => {
+  const src = source();
+  const body = new RelayBody(src);
+  const start = body.head(5);
+  body.push(Buffer.from('abc'));
+  body.push(Buffer.from('defgh'));
+  assert.equal((await start).toString(), 'abcde');
+  assert.ok(src.log.includes('abort:the relayed body was dropped'), src.log.join());
+  const short = RelayBody.of(Buffer.from('ab'));
+  assert.equal((await short.head(5)).toString(), 'ab');
+});
+
 test('readable(): the body as a stream, with backpressure and destroy reaching the source', async () => {
   const src = source();
   const body = new RelayBody(src);
