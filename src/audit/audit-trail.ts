@@ -5,7 +5,7 @@
 // given in `_meta["dev.gatehouse/run_id"]`, the SHA-256 of the canonical arguments and the arguments with
 // secrets redacted; the store chains the records by hash.
 
-import { createHash, randomUUID } from 'node:crypto';
+import { randomUUID } from 'node:crypto';
 import { refusalCode } from '../errors.js';
 import type { Logger } from '../log/logger.js';
 import { redactValue } from '../log/logger.js';
@@ -13,6 +13,7 @@ import { isGoverned } from '../pipeline/answer-event.js';
 import { channels, subscribe, waitedOn, type CallAnswerEvent, type CallEndEvent, type CallStartEvent } from '../pipeline/events.js';
 import { canonicalJson } from '../protocol/canonical-json.js';
 import type { JsonRpcRequest } from '../protocol/jsonrpc.js';
+import { sha256Hex } from '../protocol/sha256.js';
 import { IDEMPOTENCY_META } from '../policy/idempotency-stage.js';
 import type { StoreGuard } from '../store/guard.js';
 import type { AuditEntry } from '../store/store.js';
@@ -22,34 +23,45 @@ const DAY_MS = 86_400_000;
 /** How often records past `audit.retainDays` are removed. */
 const PRUNE_EVERY_MS = 3_600_000;
 
-/** The record of one answered call. */
+/** The record of one answered call. Built by assignment: it is made for every governed call. */
 export function auditEntryOf(e: CallAnswerEvent, runId: string): AuditEntry {
   const { ctx, answer } = e;
   const params = (ctx.message as JsonRpcRequest).params ?? {};
-  const args = params.arguments;
+  const args = params.arguments ?? {};
   const p = ctx.principal;
   const result = answer.response.result;
-  const outcome = answer.refusal !== undefined ? 'refused' : answer.failure !== undefined ? 'failed' : answer.response.error !== undefined ? 'error' : result?.isError === true ? 'tool_error' : 'ok';
-  const key = (params._meta as Record<string, unknown> | undefined)?.[IDEMPOTENCY_META];
-  return {
+  const entry: AuditEntry = {
     time: new Date().toISOString(),
     callId: ctx.callId,
     runId,
     subject: p.subject,
-    ...(p.tenant !== undefined ? { tenant: p.tenant } : {}),
-    ...(p.keyId !== undefined ? { keyId: p.keyId } : {}),
-    ...(p.tokenId !== undefined ? { tokenId: p.tokenId } : {}),
-    ...(ctx.route ? { toolRef: ctx.route.ref, tool: ctx.route.publicName, upstream: ctx.route.upstream } : typeof params.name === 'string' ? { tool: params.name } : {}),
     method: ctx.method ?? 'tools/call',
-    argumentsSha256: createHash('sha256').update(canonicalJson(args ?? {})).digest('hex'),
-    arguments: redactValue(args ?? {}),
-    outcome,
-    ...(answer.refusal !== undefined ? { refusal: refusalCode(answer.refusal), ...(e.stage !== undefined ? { stage: e.stage } : {}), ...(answer.refusal.kind === 'tool' && answer.refusal.rule !== undefined ? { rule: answer.refusal.rule } : {}) } : {}),
-    ...(answer.failure !== undefined ? { refusal: refusalCode({ kind: 'failure', error: answer.failure }), stage: 'upstream' } : {}),
+    argumentsSha256: sha256Hex(canonicalJson(args)),
+    arguments: redactValue(args),
+    outcome: answer.refusal !== undefined ? 'refused' : answer.failure !== undefined ? 'failed' : answer.response.error !== undefined ? 'error' : result?.isError === true ? 'tool_error' : 'ok',
     latencyMs: Math.round((performance.now() - ctx.receivedAt) * 1000) / 1000,
-    ...(typeof key === 'string' ? { idempotencyKey: key } : {}),
-    ...(ctx.approvalId !== undefined ? { approvalId: ctx.approvalId } : {}),
   };
+  if (p.tenant !== undefined) entry.tenant = p.tenant;
+  if (p.keyId !== undefined) entry.keyId = p.keyId;
+  if (p.tokenId !== undefined) entry.tokenId = p.tokenId;
+  if (ctx.route) {
+    entry.toolRef = ctx.route.ref;
+    entry.tool = ctx.route.publicName;
+    entry.upstream = ctx.route.upstream;
+  } else if (typeof params.name === 'string') entry.tool = params.name;
+  if (answer.refusal !== undefined) {
+    entry.refusal = refusalCode(answer.refusal);
+    if (e.stage !== undefined) entry.stage = e.stage;
+    if (answer.refusal.kind === 'tool' && answer.refusal.rule !== undefined) entry.rule = answer.refusal.rule;
+  }
+  if (answer.failure !== undefined) {
+    entry.refusal = refusalCode({ kind: 'failure', error: answer.failure });
+    entry.stage = 'upstream';
+  }
+  const key = (params._meta as Record<string, unknown> | undefined)?.[IDEMPOTENCY_META];
+  if (typeof key === 'string') entry.idempotencyKey = key;
+  if (ctx.approvalId !== undefined) entry.approvalId = ctx.approvalId;
+  return entry;
 }
 
 /** Audits every governed call answered on `edge`; returns the function that stops it. */

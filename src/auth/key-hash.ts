@@ -1,12 +1,13 @@
 // API key hashing: the config stores only `sha256:<hex>` of a key. Keys are long random strings, so a
 // fast hash is enough (no dictionary to guess from); comparison is constant-time.
 
-import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
+import { randomBytes, timingSafeEqual } from 'node:crypto';
+import { sha256Hex } from '../protocol/sha256.js';
 
 export const KEY_PREFIX = 'gh_';
 
 export function hashKey(key: string): string {
-  return 'sha256:' + createHash('sha256').update(key, 'utf8').digest('hex');
+  return 'sha256:' + sha256Hex(key);
 }
 
 /** A new key: 32 random bytes, base64url, with a prefix that secret scanners can recognise. */

@@ -5,7 +5,7 @@
 // duplicate that arrives while the first is running waits for it. A key whose call was cut short (the
 // process died, the answer could not be stored) is never run again blindly: it is `outcome_unknown`.
 
-import { createHash, randomUUID } from 'node:crypto';
+import { randomUUID } from 'node:crypto';
 import { failure, GatewayError, type ToolRefusal } from '../errors.js';
 import { interceptFinal } from '../pipeline/final-answer.js';
 import type { CallContext, Route } from '../pipeline/context.js';
@@ -15,6 +15,7 @@ import { principalKey } from '../pipeline/principal.js';
 import { refuseAt, type Stage } from '../pipeline/stage.js';
 import { canonicalJson } from '../protocol/canonical-json.js';
 import type { JsonRpcRequest, JsonRpcResponse } from '../protocol/jsonrpc.js';
+import { sha256Hex } from '../protocol/sha256.js';
 import type { IdempotencyClaim, IdempotencyRecord } from '../store/store.js';
 import { globToRegExp } from './access.js';
 
@@ -174,5 +175,5 @@ function stateUnavailable(err: unknown): ReturnType<typeof failure> {
 }
 
 function sha256(text: string): string {
-  return createHash('sha256').update(text).digest('hex');
+  return sha256Hex(text);
 }

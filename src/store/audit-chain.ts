@@ -4,8 +4,8 @@
 // them with the same. The entry's canonical JSON is made once, by the caller's thread; chaining it is a
 // short hash and string work, which is all the store's writer does per record.
 
-import { createHash } from 'node:crypto';
 import { canonicalJson } from '../protocol/canonical-json.js';
+import { sha256Hex } from '../protocol/sha256.js';
 import type { AuditAnchor, AuditRecord } from './store.js';
 
 /** The `prev` of the very first record. */
@@ -13,7 +13,7 @@ export const GENESIS = '0'.repeat(64);
 
 /** SHA-256 over the previous hash, the record's number and its entry's canonical JSON. */
 function linkHash(prev: string, seq: number, entryJson: string): string {
-  return createHash('sha256').update(`${prev}\n${seq}\n${entryJson}`).digest('hex');
+  return sha256Hex(`${prev}\n${seq}\n${entryJson}`);
 }
 
 /** The hash a record should carry: over `prev`, `seq` and the canonical JSON of the rest of it. */

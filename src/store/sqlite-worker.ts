@@ -63,6 +63,7 @@ const stmt = {
   approvalGet: db.prepare<[string, number], { doc: string }>('SELECT doc FROM approvals WHERE id = ? AND expires_at > ?'),
   approvalList: db.prepare<[number], { doc: string }>('SELECT doc FROM approvals WHERE expires_at > ? ORDER BY rowid'),
   auditLast: db.prepare<[], { record: string }>('SELECT record FROM audit ORDER BY seq DESC LIMIT 1'),
+  auditLastSeq: db.prepare<[], { seq: number }>('SELECT seq FROM audit ORDER BY seq DESC LIMIT 1'),
   auditInsert: db.prepare('INSERT INTO audit (seq, time_ms, record) VALUES (?, ?, ?)'),
   auditAfter: db.prepare<[number, number, number, number], { record: string }>('SELECT record FROM audit WHERE seq > ? AND time_ms >= ? AND time_ms <= ? ORDER BY seq LIMIT ?'),
   auditPruneUntil: db.prepare<[number], { seq: number; record: string }>('SELECT seq, record FROM audit WHERE time_ms < ? ORDER BY seq DESC LIMIT 1'),
@@ -79,13 +80,17 @@ const stmt = {
 };
 
 /**
- * The last record of the chain, or the anchor when retention has removed every record. Read once per
+ * The last record of the chain, or the anchor when retention has removed every record. Checked once per
  * batch, inside its write transaction, so a second process sharing the file (the CLI, a mistaken second
  * replica) cannot fork the chain; the batch's own appends then move it on in memory.
  */
 let batchHead: { head: AuditAnchor | undefined } | undefined;
+/** The head this writer last committed: while the file's last record is still that one, nothing is parsed. */
+let committedHead: AuditAnchor | undefined;
 
 function loadHead(): AuditAnchor | undefined {
+  const lastSeq = stmt.auditLastSeq.get()?.seq;
+  if (lastSeq !== undefined && lastSeq === committedHead?.seq) return committedHead;
   const last = stmt.auditLast.get();
   if (last) {
     const r = JSON.parse(last.record) as AuditRecord;
@@ -186,6 +191,7 @@ const ops: Record<string, (...args: never[]) => unknown> = {
 
   pruneAudit(beforeMs: number): number {
     batchHead = undefined;
+    committedHead = undefined;
     const last = stmt.auditPruneUntil.get(beforeMs);
     if (!last) return 0;
     const removed = JSON.parse(last.record) as AuditRecord;
@@ -229,8 +235,10 @@ function flush(): void {
   let replies: WorkerReply[];
   try {
     replies = commit(requests);
+    committedHead = batchHead?.head ?? committedHead;
   } catch (err) {
     batchHead = undefined;
+    committedHead = undefined;
     // The commit itself failed (disk full, file gone, locked too long): nothing of the batch is durable.
     replies = requests.map((r) => ({ id: r.id, ok: false, error: `commit failed: ${(err as Error).message}` }));
   }

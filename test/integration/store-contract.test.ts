@@ -455,4 +455,22 @@ describe('SQLite only', () => {
     await again.close();
     await reader.close();
   });
+  // The writer remembers the head it committed and parses the last record only when the file's last record
+  // is not that one: a second process appending to the same file (the CLI, a mistaken second replica) must
+  // still be chained onto, not forked from.
+  test('two stores appending in turn to one file keep one chain', async () => {
+    const path = join(mkdtempSync(join(tmpdir(), 'gatehouse-two-writers-')), 'state.db');
+    const a = openStore({ kind: 'sqlite', path });
+    const b = openStore({ kind: 'sqlite', path });
+    try {
+      const seqs: number[] = [];
+      for (let i = 0; i < 6; i++) seqs.push((await (i % 3 === 2 ? b : a).appendAudit(entry(i))).seq);
+      assert.deepEqual(seqs, [1, 2, 3, 4, 5, 6]);
+      const verdict = verifyChain(await a.readAudit({}), await a.auditAnchor());
+      assert.deepEqual(verdict.ok && verdict.records, 6, JSON.stringify(verdict));
+    } finally {
+      await a.close();
+      await b.close();
+    }
+  });
 });
