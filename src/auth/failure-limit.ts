@@ -42,7 +42,9 @@ export class AuthFailureLimiter {
 
   /** Seconds the address must wait before trying again, or 0 when it may try now. */
   retryAfter(address: string): number {
-    if (this.settings.attempts === 0) return 0;
+    // Every request with a credential asks; almost always nobody is blocked, and the LRU's get would still
+    // reorder its list.
+    if (this.settings.attempts === 0 || this.blocked.size === 0) return 0;
     const until = this.blocked.get(address);
     if (until === undefined) return 0;
     const wait = until - this.now();

@@ -1,0 +1,121 @@
+// Interleaved A/B: CPU per call of two or more Gatehouse processes, measured in alternating short rounds
+// against one minimal upstream, so the drift of this VM (±30% between runs of the same code) lands on every
+// target alike. All targets run at once and take turns under load; the idle ones cost next to nothing.
+// Reports, per target, the median and the spread of its rounds, and each median's ratio to the first
+// target's. Used to decide a change (is it cheaper?), where run.ts's single cells cannot tell 5% apart.
+//
+//   node --import tsx bench/ab.ts [--targets passthrough,governed,baseline:DIR,baseline-setup:governed:DIR]
+//        [--era legacy|modern] [--concurrency 16] [--rounds 8] [--seconds 2] [--log on|off] [--out FILE.json]
+//
+// A target is one of this build's setups (bench/setups.ts), `baseline:DIR` (another checkout's built
+// dist/main.js, started with `--upstream` and no store, as run.ts's `baseline`), or `baseline-setup:SETUP:DIR`
+// (another checkout started with one of this build's setups, for a build that reads that config). A `+nolog`
+// suffix starts that target at `--log-level warn`, without its request log line, whatever `--log` says:
+// `--targets passthrough,passthrough+nolog` is what the line costs.
+
+import { mkdirSync, writeFileSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { parseFlags, type Era } from './common.js';
+import { runLoad, warmUpProcess } from './load.js';
+import { announcedUrl, clockTicksPerSecond, gatehouseUrl, installSignalCleanup, readCpuTicks, startChild, stopChild, type Child } from './procs.js';
+import { authorizationFor, gatehouseArgs, SETUPS, type Setup } from './setups.js';
+
+const BENCH_DIR = path.dirname(fileURLToPath(import.meta.url));
+const ROOT = path.resolve(BENCH_DIR, '..');
+
+interface Target {
+  label: string;
+  child: Child;
+  authorization: string | undefined;
+  cpuPerCall: number[];
+}
+
+function argsOf(target: string, upstreamUrl: string, state: string, defaultLogLevel: string): { root: string; args: string[]; authorization: string | undefined } {
+  const spec = target.endsWith('+nolog') ? target.slice(0, -'+nolog'.length) : target;
+  const logLevel = spec === target ? defaultLogLevel : 'warn';
+  const [kind, ...rest] = spec.split(':');
+  if (kind === 'baseline') {
+    const root = path.resolve(rest.join(':'));
+    return { root, args: [path.join(root, 'dist', 'main.js'), 'serve', '--upstream', upstreamUrl, '--host', '127.0.0.1', '--port', '0', '--log-level', logLevel], authorization: undefined };
+  }
+  if (kind === 'baseline-setup') {
+    const setup = rest[0] as Setup;
+    const root = path.resolve(rest.slice(1).join(':'));
+    if (!SETUPS.includes(setup)) throw new Error(`unknown setup ${setup}`);
+    return { root, args: gatehouseArgs(root, setup, upstreamUrl, path.join(state, 'baseline'), logLevel), authorization: authorizationFor(setup) };
+  }
+  const setup = kind as Setup;
+  if (!SETUPS.includes(setup)) throw new Error(`--targets: ${spec} is neither a setup (${SETUPS.join(', ')}) nor baseline:DIR`);
+  return { root: ROOT, args: gatehouseArgs(ROOT, setup, upstreamUrl, state, logLevel), authorization: authorizationFor(setup) };
+}
+
+function median(xs: number[]): number {
+  const s = [...xs].sort((a, b) => a - b);
+  const m = s.length >> 1;
+  return s.length % 2 === 1 ? s[m]! : (s[m - 1]! + s[m]!) / 2;
+}
+
+async function main(): Promise<void> {
+  const flags = parseFlags(process.argv.slice(2), ['targets', 'era', 'concurrency', 'rounds', 'seconds', 'log', 'out']);
+  const specs = (flags.targets ?? 'passthrough,governed').split(',');
+  const era = (flags.era ?? 'legacy') as Era;
+  const concurrency = Number(flags.concurrency ?? 16);
+  const rounds = Math.min(50, Number(flags.rounds ?? 8));
+  const seconds = Math.min(30, Number(flags.seconds ?? 2));
+  const logLevel = (flags.log ?? 'on') === 'on' ? 'info' : 'warn';
+  const state = path.join(os.tmpdir(), `gatehouse-ab-${process.pid}`);
+  mkdirSync(state, { recursive: true });
+  installSignalCleanup();
+
+  const upstream = await startChild('minimal-upstream', { args: ['--import', 'tsx', path.join(BENCH_DIR, 'minimal-upstream.ts')], cwd: ROOT, ready: (line) => announcedUrl(line) });
+  const targets: Target[] = [];
+  try {
+    for (const spec of specs) {
+      const { root, args, authorization } = argsOf(spec, upstream.url, state, logLevel);
+      const child = await startChild(`gatehouse ${spec}`, { args, cwd: root, ready: gatehouseUrl });
+      await warmUpProcess(child.url, era, concurrency, { seconds: 1.5, maxRequests: 50_000 }, authorization);
+      targets.push({ label: spec, child, authorization, cpuPerCall: [] });
+    }
+    const tick = clockTicksPerSecond();
+    for (let round = 0; round < rounds; round++) {
+      // Alternate the order too, so no target always follows the same one.
+      const order = round % 2 === 0 ? targets : [...targets].reverse();
+      for (const t of order) {
+        let t0 = 0;
+        let t1 = 0;
+        const r = await runLoad({
+          url: t.child.url,
+          era,
+          concurrency,
+          ...(t.authorization !== undefined ? { authorization: t.authorization } : {}),
+          warmup: { seconds: 0.3, maxRequests: 5_000 },
+          measure: { seconds, maxRequests: 200_000 },
+          maxErrors: 50,
+          onMeasureStart: () => (t0 = readCpuTicks(t.child.pid)),
+          onMeasureEnd: () => (t1 = readCpuTicks(t.child.pid)),
+        });
+        if (r.errors > 0 || r.requests === 0) throw new Error(`${t.label}: ${r.errors} errors in round ${round + 1}`);
+        t.cpuPerCall.push((((t1 - t0) / tick) * 1e6) / r.requests);
+      }
+    }
+  } finally {
+    for (const t of targets) await stopChild(t.child);
+    await stopChild(upstream);
+  }
+  const first = median(targets[0]!.cpuPerCall);
+  const rows = targets.map((t) => {
+    const sorted = [...t.cpuPerCall].sort((a, b) => a - b);
+    const med = median(sorted);
+    return { target: t.label, medianUs: Math.round(med * 10) / 10, minUs: Math.round(sorted[0]! * 10) / 10, maxUs: Math.round(sorted.at(-1)! * 10) / 10, ratioToFirst: Math.round((med / first) * 1000) / 1000, rounds: t.cpuPerCall.map((x) => Math.round(x * 10) / 10) };
+  });
+  process.stdout.write(`${era} c=${concurrency}, ${rounds} rounds of ${seconds} s, log ${logLevel === 'info' ? 'on' : 'off'}: CPU µs per call (median [min–max]), ratio of medians to ${targets[0]!.label}\n`);
+  for (const r of rows) process.stdout.write(`  ${r.target.padEnd(40)} ${r.medianUs.toFixed(1).padStart(7)} [${r.minUs.toFixed(1)}–${r.maxUs.toFixed(1)}]  ${r.ratioToFirst.toFixed(3)}×\n`);
+  if (flags.out !== undefined) writeFileSync(flags.out, `${JSON.stringify({ date: new Date().toISOString(), era, concurrency, rounds, seconds, log: logLevel === 'info', targets: rows }, null, 2)}\n`);
+}
+
+main().catch((err: unknown) => {
+  process.stderr.write(`${(err as Error).stack ?? String(err)}\n`);
+  process.exitCode = 1;
+});
