@@ -222,7 +222,9 @@ describe('failed authentication is limited per client address', () => {
     const publicUrl = 'http://127.0.0.1/mcp';
     const gw = await gateway({
       listen: { publicUrl, allowedHosts: ['127.0.0.1'] },
-      auth: { oauth: { issuer: as.issuer, jwksUri: as.jwksUri, audience: publicUrl, jwksMinRefreshSeconds: 1 }, failureLimit: { attempts: 2, windowSeconds: 60 } },
+      // A day's window: windows are fixed (on the store's clock), and this test waits over a second between the
+      // failures and the check, so with a minute's window it failed when a minute ended in between (seen in CI).
+      auth: { oauth: { issuer: as.issuer, jwksUri: as.jwksUri, audience: publicUrl, jwksMinRefreshSeconds: 1 }, failureLimit: { attempts: 2, windowSeconds: 86_400 } },
     });
     const send = async (token: string) => {
       const res = await request(gw.url, { method: 'POST', headers: { ...LEGACY_HEADERS, authorization: `Bearer ${token}` }, body: rpc(1, 'ping') });
