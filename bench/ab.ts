@@ -30,6 +30,8 @@ interface Target {
   child: Child;
   authorization: string | undefined;
   cpuPerCall: number[];
+  p99Ms: number[];
+  rps: number[];
 }
 
 function argsOf(target: string, upstreamUrl: string, state: string, defaultLogLevel: string): { root: string; args: string[]; authorization: string | undefined } {
@@ -76,7 +78,7 @@ async function main(): Promise<void> {
       const { root, args, authorization } = argsOf(spec, upstream.url, state, logLevel);
       const child = await startChild(`gatehouse ${spec}`, { args, cwd: root, ready: gatehouseUrl });
       await warmUpProcess(child.url, era, concurrency, { seconds: 1.5, maxRequests: 50_000 }, authorization);
-      targets.push({ label: spec, child, authorization, cpuPerCall: [] });
+      targets.push({ label: spec, child, authorization, cpuPerCall: [], p99Ms: [], rps: [] });
     }
     const tick = clockTicksPerSecond();
     for (let round = 0; round < rounds; round++) {
@@ -98,6 +100,8 @@ async function main(): Promise<void> {
         });
         if (r.errors > 0 || r.requests === 0) throw new Error(`${t.label}: ${r.errors} errors in round ${round + 1}`);
         t.cpuPerCall.push((((t1 - t0) / tick) * 1e6) / r.requests);
+        t.p99Ms.push(r.p99Ms);
+        t.rps.push(r.rps);
       }
     }
   } finally {
@@ -108,10 +112,10 @@ async function main(): Promise<void> {
   const rows = targets.map((t) => {
     const sorted = [...t.cpuPerCall].sort((a, b) => a - b);
     const med = median(sorted);
-    return { target: t.label, medianUs: Math.round(med * 10) / 10, minUs: Math.round(sorted[0]! * 10) / 10, maxUs: Math.round(sorted.at(-1)! * 10) / 10, ratioToFirst: Math.round((med / first) * 1000) / 1000, rounds: t.cpuPerCall.map((x) => Math.round(x * 10) / 10) };
+    return { target: t.label, medianUs: Math.round(med * 10) / 10, minUs: Math.round(sorted[0]! * 10) / 10, maxUs: Math.round(sorted.at(-1)! * 10) / 10, ratioToFirst: Math.round((med / first) * 1000) / 1000, medianP99Ms: Math.round(median(t.p99Ms) * 1000) / 1000, medianRps: Math.round(median(t.rps)), rounds: t.cpuPerCall.map((x) => Math.round(x * 10) / 10) };
   });
-  process.stdout.write(`${era} c=${concurrency}, ${rounds} rounds of ${seconds} s, log ${logLevel === 'info' ? 'on' : 'off'}: CPU µs per call (median [min–max]), ratio of medians to ${targets[0]!.label}\n`);
-  for (const r of rows) process.stdout.write(`  ${r.target.padEnd(40)} ${r.medianUs.toFixed(1).padStart(7)} [${r.minUs.toFixed(1)}–${r.maxUs.toFixed(1)}]  ${r.ratioToFirst.toFixed(3)}×\n`);
+  process.stdout.write(`${era} c=${concurrency}, ${rounds} rounds of ${seconds} s, log ${logLevel === 'info' ? 'on' : 'off'}: CPU µs per call (median [min–max]), ratio of medians to ${targets[0]!.label}; median p99 and req/s\n`);
+  for (const r of rows) process.stdout.write(`  ${r.target.padEnd(40)} ${r.medianUs.toFixed(1).padStart(7)} [${r.minUs.toFixed(1)}–${r.maxUs.toFixed(1)}]  ${r.ratioToFirst.toFixed(3)}×   p99 ${r.medianP99Ms.toFixed(2)} ms   ${r.medianRps} req/s\n`);
   if (flags.out !== undefined) writeFileSync(flags.out, `${JSON.stringify({ date: new Date().toISOString(), era, concurrency, rounds, seconds, log: logLevel === 'info', targets: rows }, null, 2)}\n`);
 }
 
