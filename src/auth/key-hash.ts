@@ -1,7 +1,8 @@
 // API key hashing: the config stores only `sha256:<hex>` of a key. Keys are long random strings, so a
-// fast hash is enough (no dictionary to guess from); comparison is constant-time.
+// fast hash is enough (no dictionary to guess from). A presented key is found by its hash (api-keys.ts), so
+// no comparison ever runs on the key itself.
 
-import { randomBytes, timingSafeEqual } from 'node:crypto';
+import { randomBytes } from 'node:crypto';
 import { sha256Hex } from '../protocol/sha256.js';
 
 export const KEY_PREFIX = 'gh_';
@@ -13,15 +14,4 @@ export function hashKey(key: string): string {
 /** A new key: 32 random bytes, base64url, with a prefix that secret scanners can recognise. */
 export function generateKey(): string {
   return KEY_PREFIX + randomBytes(32).toString('base64url');
-}
-
-export function keyMatches(key: string, storedHash: string): boolean {
-  return hashesMatch(hashKey(key), storedHash);
-}
-
-/** Two `sha256:<hex>` hashes compared in constant time (a key hashed once serves lookup and comparison). */
-export function hashesMatch(hash: string, storedHash: string): boolean {
-  const a = Buffer.from(hash);
-  const b = Buffer.from(storedHash);
-  return a.length === b.length && timingSafeEqual(a, b);
 }

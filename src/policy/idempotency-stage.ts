@@ -108,8 +108,8 @@ export function compileIdempotencyStage(settings: IdempotencySettings, store: Id
         return refuse(ctx, 'idempotency_key_required', `"${route.publicName}" changes things: send a unique key in params._meta.${IDEMPOTENCY_META} (8 to 255 letters, digits, ".", "_", ":" or "-"), and the same key only to retry this very call`);
       }
       // Keys are the caller's own: one caller's key never replays another caller's answer.
-      const key = sha256(`${principalKey(ctx.principal)}\u0000${route.ref}\u0000${given}`);
-      const digest = sha256(canonicalJson({ ref: route.ref, arguments: params.arguments ?? {} }));
+      const key = sha256Hex(`${principalKey(ctx.principal)}\u0000${route.ref}\u0000${given}`);
+      const digest = sha256Hex(canonicalJson({ ref: route.ref, arguments: params.arguments ?? {} }));
       const owner = `${instance}:${ctx.callId}`;
       running.add(owner);
       try {
@@ -172,8 +172,4 @@ function neverSent(err: GatewayError): boolean {
 
 function stateUnavailable(err: unknown): ReturnType<typeof failure> {
   return failure(new GatewayError('GW_ERR_STATE_UNAVAILABLE', 'The idempotency record of this call cannot be kept now, so the call is not answered; retry later with the same key', undefined, { cause: err }));
-}
-
-function sha256(text: string): string {
-  return sha256Hex(text);
 }
