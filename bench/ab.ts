@@ -5,7 +5,12 @@
 // target's. Used to decide a change (is it cheaper?), where run.ts's single cells cannot tell 5% apart.
 //
 //   node --import tsx bench/ab.ts [--targets passthrough,governed,baseline:DIR,baseline-setup:governed:DIR]
-//        [--era legacy|modern] [--concurrency 16] [--rounds 8] [--seconds 2] [--log on|off] [--out FILE.json]
+//        [--era legacy|modern] [--concurrency 16] [--rounds 8] [--seconds 2] [--instances 2] [--log on|off]
+//        [--out FILE.json]
+//
+// Each target runs as `--instances` processes (default 2), each measured every round: on this VM two
+// processes of one build can differ by several percent for as long as they live (where their memory and
+// threads landed), which one process per target would read as a difference between the targets.
 //
 // A target is one of this build's setups (bench/setups.ts), `baseline:DIR` (another checkout's built
 // dist/main.js, started with `--upstream` and no store, as run.ts's `baseline`), or `baseline-setup:SETUP:DIR`
@@ -27,7 +32,7 @@ const ROOT = path.resolve(BENCH_DIR, '..');
 
 interface Target {
   label: string;
-  child: Child;
+  children: Child[];
   authorization: string | undefined;
   cpuPerCall: number[];
   p99Ms: number[];
@@ -60,12 +65,13 @@ function median(xs: number[]): number {
 }
 
 async function main(): Promise<void> {
-  const flags = parseFlags(process.argv.slice(2), ['targets', 'era', 'concurrency', 'rounds', 'seconds', 'log', 'out']);
+  const flags = parseFlags(process.argv.slice(2), ['targets', 'era', 'concurrency', 'rounds', 'seconds', 'instances', 'log', 'out']);
   const specs = (flags.targets ?? 'passthrough,governed').split(',');
   const era = (flags.era ?? 'legacy') as Era;
   const concurrency = Number(flags.concurrency ?? 16);
   const rounds = Math.min(50, Number(flags.rounds ?? 8));
   const seconds = Math.min(30, Number(flags.seconds ?? 2));
+  const instances = Math.max(1, Math.min(4, Number(flags.instances ?? 2)));
   const logLevel = (flags.log ?? 'on') === 'on' ? 'info' : 'warn';
   const state = path.join(os.tmpdir(), `gatehouse-ab-${process.pid}`);
   mkdirSync(state, { recursive: true });
@@ -74,29 +80,35 @@ async function main(): Promise<void> {
   const upstream = await startChild('minimal-upstream', { args: ['--import', 'tsx', path.join(BENCH_DIR, 'minimal-upstream.ts')], cwd: ROOT, ready: (line) => announcedUrl(line) });
   const targets: Target[] = [];
   try {
-    for (const spec of specs) {
-      const { root, args, authorization } = argsOf(spec, upstream.url, state, logLevel);
-      const child = await startChild(`gatehouse ${spec}`, { args, cwd: root, ready: gatehouseUrl });
-      await warmUpProcess(child.url, era, concurrency, { seconds: 1.5, maxRequests: 50_000 }, authorization);
-      targets.push({ label: spec, child, authorization, cpuPerCall: [], p99Ms: [], rps: [] });
+    for (const spec of specs) targets.push({ label: spec, children: [], authorization: undefined, cpuPerCall: [], p99Ms: [], rps: [] });
+    // Started in turns (A, B, A, B), so no target's processes are all the first or all the last.
+    for (let n = 0; n < instances; n++) {
+      for (const t of targets) {
+        const { root, args, authorization } = argsOf(t.label, upstream.url, path.join(state, String(n)), logLevel);
+        const child = await startChild(`gatehouse ${t.label} #${n + 1}`, { args, cwd: root, ready: gatehouseUrl });
+        await warmUpProcess(child.url, era, concurrency, { seconds: 1.5, maxRequests: 50_000 }, authorization);
+        t.children.push(child);
+        t.authorization = authorization;
+      }
     }
     const tick = clockTicksPerSecond();
     for (let round = 0; round < rounds; round++) {
       // Alternate the order too, so no target always follows the same one.
-      const order = round % 2 === 0 ? targets : [...targets].reverse();
-      for (const t of order) {
+      const runs = targets.flatMap((t) => t.children.map((child) => ({ t, child })));
+      const order = round % 2 === 0 ? runs : [...runs].reverse();
+      for (const { t, child } of order) {
         let t0 = 0;
         let t1 = 0;
         const r = await runLoad({
-          url: t.child.url,
+          url: child.url,
           era,
           concurrency,
           ...(t.authorization !== undefined ? { authorization: t.authorization } : {}),
           warmup: { seconds: 0.3, maxRequests: 5_000 },
           measure: { seconds, maxRequests: 200_000 },
           maxErrors: 50,
-          onMeasureStart: () => (t0 = readCpuTicks(t.child.pid)),
-          onMeasureEnd: () => (t1 = readCpuTicks(t.child.pid)),
+          onMeasureStart: () => (t0 = readCpuTicks(child.pid)),
+          onMeasureEnd: () => (t1 = readCpuTicks(child.pid)),
         });
         if (r.errors > 0 || r.requests === 0) throw new Error(`${t.label}: ${r.errors} errors in round ${round + 1}`);
         t.cpuPerCall.push((((t1 - t0) / tick) * 1e6) / r.requests);
@@ -105,7 +117,7 @@ async function main(): Promise<void> {
       }
     }
   } finally {
-    for (const t of targets) await stopChild(t.child);
+    for (const t of targets) for (const child of t.children) await stopChild(child);
     await stopChild(upstream);
   }
   const first = median(targets[0]!.cpuPerCall);
@@ -114,9 +126,9 @@ async function main(): Promise<void> {
     const med = median(sorted);
     return { target: t.label, medianUs: Math.round(med * 10) / 10, minUs: Math.round(sorted[0]! * 10) / 10, maxUs: Math.round(sorted.at(-1)! * 10) / 10, ratioToFirst: Math.round((med / first) * 1000) / 1000, medianP99Ms: Math.round(median(t.p99Ms) * 1000) / 1000, medianRps: Math.round(median(t.rps)), rounds: t.cpuPerCall.map((x) => Math.round(x * 10) / 10) };
   });
-  process.stdout.write(`${era} c=${concurrency}, ${rounds} rounds of ${seconds} s, log ${logLevel === 'info' ? 'on' : 'off'}: CPU µs per call (median [min–max]), ratio of medians to ${targets[0]!.label}; median p99 and req/s\n`);
+  process.stdout.write(`${era} c=${concurrency}, ${rounds} rounds of ${seconds} s on each of ${instances} processes per target, log ${logLevel === 'info' ? 'on' : 'off'}: CPU µs per call (median [min–max]), ratio of medians to ${targets[0]!.label}; median p99 and req/s\n`);
   for (const r of rows) process.stdout.write(`  ${r.target.padEnd(40)} ${r.medianUs.toFixed(1).padStart(7)} [${r.minUs.toFixed(1)}–${r.maxUs.toFixed(1)}]  ${r.ratioToFirst.toFixed(3)}×   p99 ${r.medianP99Ms.toFixed(2)} ms   ${r.medianRps} req/s\n`);
-  if (flags.out !== undefined) writeFileSync(flags.out, `${JSON.stringify({ date: new Date().toISOString(), era, concurrency, rounds, seconds, log: logLevel === 'info', targets: rows }, null, 2)}\n`);
+  if (flags.out !== undefined) writeFileSync(flags.out, `${JSON.stringify({ date: new Date().toISOString(), era, concurrency, rounds, seconds, instances, log: logLevel === 'info', targets: rows }, null, 2)}\n`);
 }
 
 main().catch((err: unknown) => {

@@ -40,8 +40,7 @@ export function publishAnswer(outcome: Outcome, ctx: CallContext): Promise<Outco
 function withMeta(answer: FinalAnswer, meta: Record<string, unknown>): FinalVerdict {
   if (Object.keys(meta).length === 0) return undefined;
   if (answer.refusal?.kind === 'tool') return { refusal: { ...answer.refusal, meta: { ...answer.refusal.meta, ...meta } } };
-  const result = answer.response.result;
-  if (answer.refusal !== undefined || result === undefined) return undefined;
-  const existing = result._meta !== null && typeof result._meta === 'object' ? (result._meta as Record<string, unknown>) : {};
-  return { response: { ...answer.response, result: { ...result, _meta: { ...existing, ...meta } } } };
+  if (answer.refusal !== undefined || answer.response.result === undefined) return undefined;
+  // Said as entries, not as a new response: a relayed answer then gets them inserted into its bytes.
+  return { meta };
 }

@@ -10,7 +10,8 @@ import type { JsonRpcId, JsonRpcMessage, JsonRpcResponse } from '../protocol/jso
 import { formatSseMessage, SseParser } from '../protocol/sse.js';
 import { CallStream } from './call-stream.js';
 import type { CallContext } from './context.js';
-import type { Outcome } from './outcome.js';
+import type { AnswerHeaders, Outcome } from './outcome.js';
+import { topLevelMemberValue } from '../protocol/json-member.js';
 import { RelayBody } from './relay-body.js';
 
 /** The final answer as the client would get it: the response, and the refusal it renders, if it is one. */
@@ -22,10 +23,11 @@ export interface FinalAnswer {
 }
 
 /**
- * What comes back from `onFinal`: nothing (the answer goes as it is), another response, or a refusal that
- * replaces the answer (for instance when a record that had to be written before it could not be).
+ * What comes back from `onFinal`: nothing (the answer goes as it is), another response, entries to add to
+ * the result's `_meta` (the audit's run id), or a refusal that replaces the answer (for instance when a
+ * record that had to be written before it could not be). `meta` is given only for an answer with a result.
  */
-export type FinalVerdict = void | undefined | { response: JsonRpcResponse } | { refusal: Refusal };
+export type FinalVerdict = void | undefined | { response: JsonRpcResponse } | { meta: Record<string, unknown> } | { refusal: Refusal };
 
 export type OnFinal = (answer: FinalAnswer) => Promise<FinalVerdict>;
 
@@ -35,12 +37,14 @@ export function interceptFinal(outcome: Outcome, ctx: CallContext, onFinal: OnFi
   switch (outcome.kind) {
     case 'refused': {
       const refusal = outcome.refusal;
-      return onFinal({ response: toWire(refusal, { era: ctx.era, id, callId: ctx.callId }).body, refusal }).then((v) => (v === undefined ? outcome : replaced(outcome, v)));
+      const answer: FinalAnswer = { response: toWire(refusal, { era: ctx.era, id, callId: ctx.callId }).body, refusal };
+      return onFinal(answer).then((v) => (v === undefined ? outcome : replaced(outcome, v, answer)));
     }
     case 'json': {
       const message = outcome.message;
       if (!isResponse(message)) return outcome;
-      return onFinal({ response: message }).then((v) => (v === undefined ? outcome : replaced(outcome, v)));
+      const answer: FinalAnswer = { response: message };
+      return onFinal(answer).then((v) => (v === undefined ? outcome : replaced(outcome, v, answer)));
     }
     case 'stream':
       return { ...outcome, stream: interceptStream(outcome.stream, ctx, onFinal) };
@@ -55,10 +59,20 @@ export function interceptFinal(outcome: Outcome, ctx: CallContext, onFinal: OnFi
   }
 }
 
-function replaced(outcome: Outcome, verdict: Exclude<FinalVerdict, void | undefined>): Outcome {
+function replaced(outcome: Outcome, verdict: Exclude<FinalVerdict, void | undefined>, answer: FinalAnswer): Outcome {
   if ('refusal' in verdict) return { kind: 'refused', refusal: verdict.refusal, ...(outcome.kind === 'refused' && outcome.stage !== undefined ? { stage: outcome.stage } : {}) };
-  if (outcome.kind === 'json') return { ...outcome, message: verdict.response };
-  return { kind: 'json', status: 200, message: verdict.response };
+  const response = responseOf(verdict, answer.response);
+  if (outcome.kind === 'json') return { ...outcome, message: response };
+  return { kind: 'json', status: 200, message: response };
+}
+
+/** The response a `response` or `meta` verdict stands for. */
+function responseOf(verdict: { response: JsonRpcResponse } | { meta: Record<string, unknown> }, answered: JsonRpcResponse): JsonRpcResponse {
+  if ('response' in verdict) return verdict.response;
+  const result = answered.result;
+  if (result === undefined) return answered;
+  const existing = result._meta !== null && typeof result._meta === 'object' ? (result._meta as Record<string, unknown>) : {};
+  return { ...answered, result: { ...result, _meta: { ...existing, ...verdict.meta } } };
 }
 
 function isResponse(m: JsonRpcMessage): m is JsonRpcResponse {
@@ -83,7 +97,7 @@ function interceptStream(source: CallStream, ctx: CallContext, onFinal: OnFinal)
           if (verdict !== undefined && 'refusal' in verdict) {
             if (verdict.refusal.kind === 'failure') out.fail(verdict.refusal.error);
             else out.finish(toWire(verdict.refusal, { era: ctx.era, id: source.requestId, callId: ctx.callId }).body);
-          } else if (verdict !== undefined) out.finish(verdict.response);
+          } else if (verdict !== undefined) out.finish(responseOf(verdict, answer.response));
           else if ('failure' in item) out.fail(item.failure);
           else out.finish(item.message as JsonRpcResponse);
         }
@@ -97,7 +111,9 @@ function interceptStream(source: CallStream, ctx: CallContext, onFinal: OnFinal)
 
 /**
  * A relayed JSON body is one message: read it whole, then pass the same bytes on (with the upstream's
- * status and headers) unless `onFinal` replaces the answer, which then gets the status it deserves.
+ * status and headers) unless `onFinal` replaces the answer, which then gets the status it deserves. Entries
+ * for the result's `_meta` are inserted into the bytes where that is safe, so an answer of any size is not
+ * written again for a run id.
  */
 async function interceptRelayedJson(outcome: Extract<Outcome, { kind: 'relay' }>, onFinal: OnFinal): Promise<Outcome> {
   let bytes: Buffer;
@@ -106,11 +122,35 @@ async function interceptRelayedJson(outcome: Extract<Outcome, { kind: 'relay' }>
   } catch (err) {
     return { kind: 'refused', refusal: { kind: 'failure', error: outcome.failureOf(err) } };
   }
-  const response = responseIn(bytes.toString('utf8'), outcome.requestId);
+  const text = bytes.toString('utf8');
+  const response = responseIn(text, outcome.requestId);
   const verdict = response === undefined ? undefined : await onFinal({ response });
   if (verdict === undefined) return { ...outcome, body: RelayBody.of(bytes) };
   if ('refusal' in verdict) return { kind: 'refused', refusal: verdict.refusal };
-  return { kind: 'json', status: outcome.status, message: verdict.response };
+  if ('meta' in verdict) {
+    const spliced = withMetaInserted(text, response!, verdict.meta, outcome.headers);
+    if (spliced !== undefined) {
+      const body = Buffer.from(spliced, 'utf8');
+      return { ...outcome, headers: { ...outcome.headers, 'content-length': String(body.length) }, body: RelayBody.of(body) };
+    }
+  }
+  return { kind: 'json', status: outcome.status, message: responseOf(verdict, response!) };
+}
+
+/**
+ * `text` with `meta` as the result's `_meta`, inserted as its first member; undefined where inserting is
+ * not safe (the result has a `_meta` to merge with, is not an object, or cannot be found for certain; the
+ * body is encoded), and the answer is then written again instead.
+ */
+export function withMetaInserted(text: string, response: JsonRpcResponse, meta: Record<string, unknown>, headers: AnswerHeaders = {}): string | undefined {
+  const result = response.result as Record<string, unknown> | undefined;
+  if (result === null || typeof result !== 'object' || Array.isArray(result) || Object.hasOwn(result, '_meta')) return undefined;
+  const encoding = headers['content-encoding'];
+  if (encoding !== undefined && encoding !== 'identity') return undefined;
+  const at = topLevelMemberValue(text, 'result');
+  if (at < 0 || text[at] !== '{') return undefined;
+  const member = `"_meta":${JSON.stringify(meta)}`;
+  return `${text.slice(0, at + 1)}${member}${Object.keys(result).length > 0 ? ',' : ''}${text.slice(at + 1)}`;
 }
 
 /** An SSE body event by event, the event that answers `requestId` held until `onFinal` is done with it. */
@@ -126,7 +166,7 @@ function interceptRelayedSse(body: Readable, requestId: JsonRpcId | null, onFina
             continue;
           }
           const verdict = await onFinal({ response });
-          this.push(verdict === undefined ? ev.raw : formatSseMessage('refusal' in verdict ? render(verdict.refusal) : verdict.response));
+          this.push(verdict === undefined ? ev.raw : formatSseMessage('refusal' in verdict ? render(verdict.refusal) : responseOf(verdict, response)));
         }
       })().then(() => done(), done);
     },

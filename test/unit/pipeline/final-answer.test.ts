@@ -1,0 +1,55 @@
+// The run id (and any other `_meta` entry an answer subscriber adds) reaches a relayed JSON answer by an
+// insertion into the upstream's bytes: the rest of the body is left as it came, and the declared length
+// follows. Where inserting is not safe, the answer is written again with the entries merged.
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { interceptFinal, withMetaInserted } from '../../../src/pipeline/final-answer.js';
+import type { CallContext } from '../../../src/pipeline/context.js';
+import type { Outcome } from '../../../src/pipeline/outcome.js';
+import { RelayBody } from '../../../src/pipeline/relay-body.js';
+import { GatewayError } from '../../../src/errors.js';
+
+const ctx = { kind: 'request', message: { jsonrpc: '2.0', id: 1, method: 'tools/call' }, era: 'legacy', callId: 'c1' } as unknown as CallContext;
+const META = { 'dev.gatehouse/run_id': 'run-1' };
+
+function relayed(text: string): Outcome {
+  const bytes = Buffer.from(text);
+  return { kind: 'relay', status: 200, headers: { 'content-type': 'application/json', 'content-length': String(bytes.length) }, body: RelayBody.of(bytes), requestId: 1, upstream: 'u', failureOf: () => new GatewayError('GW_ERR_UPSTREAM_UNREACHABLE', 'x') };
+}
+
+async function run(text: string): Promise<{ outcome: Outcome; body: string }> {
+  const outcome = await interceptFinal(relayed(text), ctx, async () => ({ meta: META }));
+  if (outcome.kind === 'relay') return { outcome, body: (await outcome.body.collect()).toString('utf8') };
+  assert.equal(outcome.kind, 'json');
+  return { outcome, body: JSON.stringify((outcome as { message: unknown }).message) };
+}
+
+test("a relayed result gets the entries inserted into its bytes, the upstream's spacing and order kept", async () => {
+  const text = '{"result": {"content": [{"type":"text","text":"hi"}], "isError": false},  "jsonrpc":"2.0", "id":1}';
+  const { outcome, body } = await run(text);
+  assert.equal(outcome.kind, 'relay', 'still the upstream bytes, not an answer written again');
+  assert.equal(body, '{"result": {"_meta":{"dev.gatehouse/run_id":"run-1"},"content": [{"type":"text","text":"hi"}], "isError": false},  "jsonrpc":"2.0", "id":1}');
+  assert.equal((outcome as { headers: Record<string, string> }).headers['content-length'], String(Buffer.byteLength(body)));
+  assert.deepEqual(JSON.parse(body).result._meta, META);
+});
+
+test('an empty result object, and non-ASCII text before it, still give valid JSON of the right length', async () => {
+  const { outcome, body } = await run('{"jsonrpc":"2.0","id":1,"x":"héllo ✓","result":{ }}');
+  assert.equal(outcome.kind, 'relay');
+  assert.deepEqual(JSON.parse(body), { jsonrpc: '2.0', id: 1, x: 'héllo ✓', result: { _meta: META } });
+  assert.equal((outcome as { headers: Record<string, string> }).headers['content-length'], String(Buffer.byteLength(body)));
+});
+
+test('a result that has a _meta of its own is written again with the entries merged into it', async () => {
+  const { outcome, body } = await run('{"jsonrpc":"2.0","id":1,"result":{"_meta":{"a":1},"content":[]}}');
+  assert.equal(outcome.kind, 'json');
+  assert.deepEqual(JSON.parse(body).result._meta, { a: 1, ...META });
+});
+
+test('inserting is declined where the result cannot be found for certain or is not an object', () => {
+  const response = (result: unknown) => ({ jsonrpc: '2.0' as const, id: 1, result: result as Record<string, unknown> });
+  assert.equal(withMetaInserted('{"result":{"a":1},"result":{"a":1},"id":1}', response({ a: 1 }), META), undefined, 'duplicate member');
+  assert.equal(withMetaInserted('{"\\u0072esult":{"a":1},"id":1}', response({ a: 1 }), META), undefined, 'escaped key');
+  assert.equal(withMetaInserted('{"result":[1],"id":1}', response([1]), META), undefined, 'an array');
+  assert.equal(withMetaInserted('{"result":{"a":1},"id":1}', response({ a: 1 }), META, { 'content-encoding': 'gzip' }), undefined, 'an encoded body');
+});
