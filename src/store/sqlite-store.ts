@@ -18,9 +18,10 @@ import { StoreUnavailableError, type BreakerAdmission, type BreakerSettings, typ
 /**
  * The longest a request waits for announced appends before it goes to the writer without them. An audited
  * answer already waits for a commit and its fsync; 2 ms more, only while other governed calls are under
- * way, buys fuller groups: at c=16 on the bench's minimal upstream the governed call cost 8–19% less CPU
- * than with 1 ms, with the same p99 (bench/ab.ts; 4 ms saved about 22%, but would add more to a quick call
- * that runs beside slow ones).
+ * way, buys fuller groups: at c=16 on the bench's minimal upstream the governed call cost 8% and 19% less
+ * CPU than with 1 ms in two A/B runs, with the same p99 (bench/ab.ts, whose runs on the bench VM vary by up
+ * to 9% on their own; 4 ms saved about 22% in one run, but would add more to a quick call that runs beside
+ * slow ones).
  */
 const COMMIT_DELAY_MS = 2;
 /** The longest a row change waits for a message to ride with before it is sent on its own. */
@@ -71,8 +72,8 @@ export class SqliteStore implements Store {
       // What gathered during the commit goes next, by the same rule as after an idle spell: at once, unless
       // appends announced as coming are still missing, for which it waits at most COMMIT_DELAY_MS. A commit
       // costs about the same for one record as for twenty (a round trip to the writer thread, an fsync), so
-      // fuller groups cost less per call: 7–9% of a governed call's CPU at c=16 (bench/ab.ts), against leaving
-      // with whatever gathered. A lone call announces nothing and is never held.
+      // fuller groups cost less per call (7% and 9% of a governed call's CPU at c=16 in two A/B runs, against
+      // leaving with whatever gathered). A lone call announces nothing and is never held.
       this.sent = false;
       if (this.outbox.length > 0 || this.dirty.size > 0) this.scheduleSend();
       for (const reply of replies) {
