@@ -3,8 +3,10 @@
 // `result`) by inserting bytes, leaving the rest of the upstream's bytes as they came, instead of writing the
 // whole answer again. Meant for text JSON.parse has accepted: it checks structure, not validity.
 
-/** The characters where the structure can change; everything between them is numbers, literals and space. */
-const STRUCTURAL = /["{}[\],]/g;
+/** The characters where the structure can change at the top level; between them: numbers, literals, space. */
+const TOP = /["{}[\],]/g;
+/** Deeper down only strings and nesting matter: commas there are skipped in one jump. */
+const DEEP = /["{}[\]]/g;
 
 /**
  * The offset of the first character of the value of top-level member `name` of the object in `text`, or -1
@@ -17,12 +19,17 @@ export function topLevelMemberValue(text: string, name: string): number {
   let depth = 0;
   let expectKey = false;
   let found = -1;
-  STRUCTURAL.lastIndex = i;
-  for (let m = STRUCTURAL.exec(text); m !== null; m = STRUCTURAL.exec(text)) {
+  const escapes = new Escapes(text);
+  for (let at = i; ; ) {
+    const scan = depth <= 1 ? TOP : DEEP;
+    scan.lastIndex = at;
+    const m = scan.exec(text);
+    if (m === null) return -1;
     i = m.index;
+    at = i + 1;
     const c = text[i];
     if (c === '"') {
-      const end = stringEnd(text, i);
+      const end = stringEnd(text, i, escapes);
       if (end < 0) return -1;
       if (depth === 1 && expectKey) {
         expectKey = false;
@@ -35,7 +42,7 @@ export function topLevelMemberValue(text: string, name: string): number {
           found = skipSpace(text, colon + 1);
         }
       }
-      STRUCTURAL.lastIndex = end + 1;
+      at = end + 1;
     } else if (c === '{' || c === '[') {
       depth++;
       if (depth === 1) expectKey = true;
@@ -46,18 +53,33 @@ export function topLevelMemberValue(text: string, name: string): number {
       expectKey = true;
     }
   }
-  return -1;
 }
 
 /** The index of the quote that closes the string opening at `start`, or -1. */
-function stringEnd(text: string, start: number): number {
+function stringEnd(text: string, start: number, escapes: Escapes): number {
   for (let at = start + 1; ; ) {
     const q = text.indexOf('"', at);
     if (q < 0) return -1;
-    let backslashes = 0;
-    for (let k = q - 1; text[k] === '\\'; k--) backslashes++;
-    if (backslashes % 2 === 0) return q;
-    at = q + 1;
+    const escape = escapes.from(at);
+    if (escape < 0 || escape > q) return q;
+    // An escape comes first: skip it and the character it escapes (a quote among them), then look again.
+    at = escape + 2;
+  }
+}
+
+/**
+ * The next backslash at or after a position, remembered: positions only move forward in a scan, so the text
+ * is searched for backslashes once in all, not once per string (which would be quadratic in a text with few).
+ */
+class Escapes {
+  private next = -2;
+
+  constructor(private readonly text: string) {}
+
+  from(at: number): number {
+    if (this.next === -1 || this.next >= at) return this.next;
+    this.next = this.text.indexOf('\\', at);
+    return this.next;
   }
 }
 

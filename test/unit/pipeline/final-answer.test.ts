@@ -52,4 +52,6 @@ test('inserting is declined where the result cannot be found for certain or is n
   assert.equal(withMetaInserted('{"\\u0072esult":{"a":1},"id":1}', response({ a: 1 }), META), undefined, 'escaped key');
   assert.equal(withMetaInserted('{"result":[1],"id":1}', response([1]), META), undefined, 'an array');
   assert.equal(withMetaInserted('{"result":{"a":1},"id":1}', response({ a: 1 }), META, { 'content-encoding': 'gzip' }), undefined, 'an encoded body');
+  const big = JSON.stringify({ jsonrpc: '2.0', id: 1, result: { content: [{ type: 'text', text: 'x'.repeat(70_000) }] } });
+  assert.equal(withMetaInserted(big, JSON.parse(big), META), undefined, 'a large body is written again, which costs less than walking it');
 });

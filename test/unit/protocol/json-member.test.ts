@@ -25,6 +25,8 @@ test('nested members, keys and values that only look like it are not the member'
   assert.equal(at('{"id":"result","x":"result"}'), undefined, 'values named like the key');
   assert.equal(at('{"id":1,"result":{"text":"a \\\\"},"z":"}"}'), '{"text":', 'escaped backslash before a quote, braces in strings');
   assert.equal(at('{"id":1,"a":[{"result":1},"result"],"result":{}}'), '{}}', 'inside arrays');
+  assert.equal(at('{"a":"no escape here","b":"x\\"y\\\\","c":"\\\\","result":{"k":"\\""}}'), '{"k":"\\"', 'escapes met in later strings, an escaped backslash closing a string');
+  assert.equal(at(`{"xs":[${Array.from({ length: 1000 }, (_, i) => `"s${i}"`).join(',')}],"result":{}}`), '{}}', 'many strings, no escape anywhere');
 });
 
 test('where JSON.parse and a first match could disagree, it declines', () => {
