@@ -116,16 +116,21 @@ function interceptStream(source: CallStream, ctx: CallContext, onFinal: OnFinal)
  * again for a run id.
  */
 async function interceptRelayedJson(outcome: Extract<Outcome, { kind: 'relay' }>, onFinal: OnFinal): Promise<Outcome> {
-  let bytes: Buffer;
-  try {
-    bytes = await outcome.body.collect();
-  } catch (err) {
-    return { kind: 'refused', refusal: { kind: 'failure', error: outcome.failureOf(err) } };
+  // Several stages may look at one answer (output check, idempotency, breaker, audit): read and parsed once.
+  let read = outcome.read !== undefined && outcome.read.body === outcome.body ? outcome.read : undefined;
+  if (read === undefined) {
+    let bytes: Buffer;
+    try {
+      bytes = await outcome.body.collect();
+    } catch (err) {
+      return { kind: 'refused', refusal: { kind: 'failure', error: outcome.failureOf(err) } };
+    }
+    const text = bytes.toString('utf8');
+    read = { body: RelayBody.of(bytes), text, response: responseIn(text, outcome.requestId) };
   }
-  const text = bytes.toString('utf8');
-  const response = responseIn(text, outcome.requestId);
+  const { text, response } = read;
   const verdict = response === undefined ? undefined : await onFinal({ response });
-  if (verdict === undefined) return { ...outcome, body: RelayBody.of(bytes) };
+  if (verdict === undefined) return { ...outcome, body: read.body, read };
   if ('refusal' in verdict) return { kind: 'refused', refusal: verdict.refusal };
   if ('meta' in verdict) {
     const spliced = withMetaInserted(text, response!, verdict.meta, outcome.headers);

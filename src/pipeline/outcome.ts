@@ -2,7 +2,7 @@
 // HTTP (status, headers, JSON or SSE); nothing past the edge touches the response.
 
 import type { GatewayError, Refusal } from '../errors.js';
-import type { JsonRpcId, JsonRpcMessage } from '../protocol/jsonrpc.js';
+import type { JsonRpcId, JsonRpcMessage, JsonRpcResponse } from '../protocol/jsonrpc.js';
 import type { RelayBody } from './relay-body.js';
 import type { CallStream } from './call-stream.js';
 
@@ -23,9 +23,19 @@ export type Outcome =
    * The upstream's own answer, relayed byte for byte (same-era pass-through): SSE event by event, anything
    * else chunk by chunk. `requestId` is what a broken stream's error event answers.
    */
-  | { kind: 'relay'; status: number; headers: AnswerHeaders; body: RelayBody; requestId: JsonRpcId | null; upstream: string; failureOf(err: unknown): GatewayError }
+  | { kind: 'relay'; status: number; headers: AnswerHeaders; body: RelayBody; requestId: JsonRpcId | null; upstream: string; failureOf(err: unknown): GatewayError; read?: RelayRead }
   /** Refused or failed, rendered by errors.ts `toWire`; `stage` names who refused, once known. */
   | { kind: 'refused'; refusal: Refusal; stage?: string };
+
+/**
+ * A relayed JSON body as a stage that looked at its final answer already read it (final-answer.ts): valid
+ * only for that `body` object, so an outcome given another body does not carry a stale reading.
+ */
+export interface RelayRead {
+  body: RelayBody;
+  text: string;
+  response: JsonRpcResponse | undefined;
+}
 
 /** A refusal not yet tagged with its stage (adapters; the upstream stage tags and publishes it). */
 export function refused(refusal: Refusal): Outcome {

@@ -55,3 +55,14 @@ test('inserting is declined where the result cannot be found for certain or is n
   const big = JSON.stringify({ jsonrpc: '2.0', id: 1, result: { content: [{ type: 'text', text: 'x'.repeat(70_000) }] } });
   assert.equal(withMetaInserted(big, JSON.parse(big), META), undefined, 'a large body is written again, which costs less than walking it');
 });
+
+test('stages that look at one relayed answer in turn share one reading of it; the bytes still reach the client', async () => {
+  const seen: unknown[] = [];
+  const text = '{"jsonrpc":"2.0","id":1,"result":{"content":[]}}';
+  const inner = await interceptFinal(relayed(text), ctx, async ({ response }) => void seen.push(response));
+  const outer = await interceptFinal(inner, ctx, async ({ response }) => void seen.push(response));
+  assert.equal(seen.length, 2);
+  assert.equal(seen[0], seen[1], 'the same parsed object: the body was read and parsed once');
+  assert.equal(outer.kind, 'relay');
+  assert.equal((await (outer as { body: RelayBody }).body.collect()).toString('utf8'), text);
+});
