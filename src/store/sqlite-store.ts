@@ -117,9 +117,9 @@ export class SqliteStore implements Store {
   /**
    * Group commit. One message is with the writer at a time: what is asked for meanwhile goes together as
    * the next (one postMessage, one commit, one fsync for all of it). With the writer idle, or just done with
-   * a commit, it goes at the next turn, unless appends were announced (calls still running, see Store.appendAudit): then it waits
-   * for them, at most COMMIT_DELAY_MS. Under load that divides a commit's cost by the calls in flight; a
-   * lone call is never held.
+   * a commit, it goes at the next turn, unless appends were announced (calls still running, see
+   * Store.appendAudit): then it waits for them, at most COMMIT_DELAY_MS. Under load that divides a commit's
+   * cost by the calls in flight; a lone call is never held.
    */
   private scheduleSend(): void {
     if (this.sent) return;
