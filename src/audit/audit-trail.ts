@@ -8,13 +8,14 @@
 import { randomUUID } from 'node:crypto';
 import { refusalCode } from '../errors.js';
 import type { Logger } from '../log/logger.js';
-import { redactValue } from '../log/logger.js';
+import { mayHoldSecrets, redactValue } from '../log/logger.js';
 import { isGoverned } from '../pipeline/answer-event.js';
 import { channels, subscribe, waitedOn, type CallAnswerEvent, type CallEndEvent, type CallStartEvent } from '../pipeline/events.js';
 import { canonicalJson } from '../protocol/canonical-json.js';
 import type { JsonRpcRequest } from '../protocol/jsonrpc.js';
 import { sha256Hex } from '../protocol/sha256.js';
 import { IDEMPOTENCY_META } from '../policy/idempotency-stage.js';
+import { knowEntryJson } from '../store/audit-chain.js';
 import type { StoreGuard } from '../store/guard.js';
 import type { AuditEntry } from '../store/store.js';
 
@@ -30,14 +31,18 @@ export function auditEntryOf(e: CallAnswerEvent, runId: string): AuditEntry {
   const args = params.arguments ?? {};
   const p = ctx.principal;
   const result = answer.response.result;
+  const argsJson = canonicalJson(args);
+  // Arguments without anything to redact (the usual case) are recorded as they are, and their canonical
+  // JSON, made once for the digest, serves the record too.
+  const plain = !mayHoldSecrets(args);
   const entry: AuditEntry = {
     time: new Date().toISOString(),
     callId: ctx.callId,
     runId,
     subject: p.subject,
     method: ctx.method ?? 'tools/call',
-    argumentsSha256: sha256Hex(canonicalJson(args)),
-    arguments: redactValue(args),
+    argumentsSha256: sha256Hex(argsJson),
+    arguments: plain ? args : redactValue(args),
     outcome: answer.refusal !== undefined ? 'refused' : answer.failure !== undefined ? 'failed' : answer.response.error !== undefined ? 'error' : result?.isError === true ? 'tool_error' : 'ok',
     latencyMs: Math.round((performance.now() - ctx.receivedAt) * 1000) / 1000,
   };
@@ -61,7 +66,28 @@ export function auditEntryOf(e: CallAnswerEvent, runId: string): AuditEntry {
   const key = (params._meta as Record<string, unknown> | undefined)?.[IDEMPOTENCY_META];
   if (typeof key === 'string') entry.idempotencyKey = key;
   if (ctx.approvalId !== undefined) entry.approvalId = ctx.approvalId;
+  knowEntryJson(entry, canonicalEntryJson(entry, plain ? argsJson : undefined));
   return entry;
+}
+
+/** Every member an entry can have, in canonical (sorted) order: the compiler refuses a member left out. */
+const ENTRY_KEYS = ['approvalId', 'arguments', 'argumentsSha256', 'callId', 'idempotencyKey', 'keyId', 'latencyMs', 'method', 'outcome', 'reason', 'refusal', 'reviewer', 'rule', 'run', 'runId', 'stage', 'subject', 'tenant', 'time', 'tokenId', 'tool', 'toolRef', 'upstream'] as const satisfies ReadonlyArray<keyof AuditEntry>;
+const everyEntryKey: Exclude<keyof AuditEntry, (typeof ENTRY_KEYS)[number]> extends never ? true : never = true;
+void everyEntryKey;
+
+/**
+ * canonicalJson(entry), made from the arguments' canonical JSON when it is at hand: every other member is
+ * a string or a number, whose JSON is its JSON.stringify (test/unit/audit: equal to canonicalJson for
+ * entries of every shape).
+ */
+export function canonicalEntryJson(entry: AuditEntry, argumentsJson: string | undefined): string {
+  let out = '{';
+  for (const key of ENTRY_KEYS) {
+    const value = entry[key];
+    if (value === undefined) continue;
+    out += `${out.length === 1 ? '' : ','}${JSON.stringify(key)}:${key === 'arguments' && argumentsJson !== undefined ? argumentsJson : canonicalJson(value)}`;
+  }
+  return `${out}}`;
 }
 
 /** Audits every governed call answered on `edge`; returns the function that stops it. */

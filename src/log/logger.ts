@@ -239,6 +239,27 @@ export function redactValue(value: unknown): unknown {
   return sanitize(value, new WeakSet());
 }
 
+/**
+ * Whether redactValue could change `value`. Plain JSON (what a request's arguments are) without a
+ * credential-named field or credential-shaped text says no, and can be written as it is, without a copy.
+ * Anything it is unsure of (an Error, a toJSON, a cycle, nesting over 64 deep) says yes.
+ */
+export function mayHoldSecrets(value: unknown, depth = 0): boolean {
+  if (typeof value === 'string') return SECRET_TEXT_PRESENT.test(value);
+  if (typeof value !== 'object' || value === null) return false;
+  if (depth >= 64 || value instanceof Error || typeof (value as { toJSON?: unknown }).toJSON === 'function') return true;
+  if (Array.isArray(value)) {
+    for (const v of value) if (mayHoldSecrets(v, depth + 1)) return true;
+    return false;
+  }
+  for (const key in value) {
+    if (!Object.hasOwn(value, key)) continue;
+    const v = (value as Record<string, unknown>)[key];
+    if ((v !== undefined && isSecretField(key)) || mayHoldSecrets(v, depth + 1)) return true;
+  }
+  return false;
+}
+
 // A copy with credential-named fields and credential-shaped text replaced. Errors would serialize to {}, so
 // they keep their name, message and code; a cycle becomes a marker instead of a crash.
 function sanitize(value: unknown, ancestors: WeakSet<object>): unknown {

@@ -23,19 +23,22 @@ export function topLevelMemberValue(text: string, name: string): number {
   for (let at = i; ; ) {
     const scan = depth <= 1 ? TOP : DEEP;
     scan.lastIndex = at;
-    const m = scan.exec(text);
-    if (m === null) return -1;
-    i = m.index;
-    at = i + 1;
+    // test(), not exec(): no match object per character found (it runs for every audited answer); the
+    // patterns match one character, so it is the one before lastIndex.
+    if (!scan.test(text)) return -1;
+    at = scan.lastIndex;
+    i = at - 1;
     const c = text[i];
     if (c === '"') {
+      // Asked before stringEnd moves the search for backslashes past this string.
+      const escape = escapes.from(i + 1);
       const end = stringEnd(text, i, escapes);
       if (end < 0) return -1;
       if (depth === 1 && expectKey) {
         expectKey = false;
-        const raw = text.slice(i + 1, end);
-        if (raw.includes('\\')) return -1;
-        if (raw === name) {
+        // A key with an escape could spell `name`.
+        if (escape >= 0 && escape < end) return -1;
+        if (end - i - 1 === name.length && text.startsWith(name, i + 1)) {
           if (found >= 0) return -1;
           const colon = skipSpace(text, end + 1);
           if (text[colon] !== ':') return -1;

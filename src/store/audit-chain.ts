@@ -6,7 +6,7 @@
 
 import { canonicalJson } from '../protocol/canonical-json.js';
 import { sha256Hex } from '../protocol/sha256.js';
-import type { AuditAnchor, AuditRecord } from './store.js';
+import type { AuditAnchor, AuditEntry, AuditRecord } from './store.js';
 
 /** The `prev` of the very first record. */
 export const GENESIS = '0'.repeat(64);
@@ -20,6 +20,19 @@ function linkHash(prev: string, seq: number, entryJson: string): string {
 export function auditHash(record: Omit<AuditRecord, 'hash'>): string {
   const { seq, prev, ...entry } = record;
   return linkHash(prev, seq, canonicalJson(entry));
+}
+
+/** Canonical JSON of entries, made by whoever made the entry from parts it had at hand (auditEntryOf). */
+const madeJson = new WeakMap<AuditEntry, string>();
+
+/** Says what `entry`'s canonical JSON is, for the store that appends it; `json` must be canonicalJson(entry). */
+export function knowEntryJson(entry: AuditEntry, json: string): void {
+  madeJson.set(entry, json);
+}
+
+/** The canonical JSON of an entry to append: the one its maker made, or made now. */
+export function entryJson(entry: AuditEntry): string {
+  return madeJson.get(entry) ?? canonicalJson(entry);
 }
 
 /** A record ready to store: its place, its hash, and its JSON (the entry's canonical JSON behind seq, prev and hash). */

@@ -7,8 +7,7 @@
 import { createRequire } from 'node:module';
 import type { Cluster, Redis, RedisOptions } from 'ioredis';
 import type { RedisStore as RedisStoreConfig } from '../config/schema.generated.js';
-import { canonicalJson } from '../protocol/canonical-json.js';
-import { chainNext, type ChainedRecord } from './audit-chain.js';
+import { chainNext, entryJson, type ChainedRecord } from './audit-chain.js';
 import { StoreUnavailableError, type BreakerAdmission, type BreakerSettings, type BreakerState, type BudgetCounter, type BudgetSpend, type CalendarWindow, type AuditAnchor, type AuditEntry, type AuditQuery, type AuditRecord, type IdempotencyClaim, type IdempotencyRecord, type Store, type TokenBucket, type TokenTake, type WindowCount } from './store.js';
 
 /** Fixed window: INCRBYFLOAT on the window's own key, which expires with the window. */
@@ -417,7 +416,7 @@ export class RedisStore implements Store {
   }
 
   private async appendBatch(entries: AuditEntry[]): Promise<ChainedRecord[]> {
-    const canonical = entries.map((e) => canonicalJson(e));
+    const canonical = entries.map((e) => entryJson(e));
     for (let attempt = 0; attempt < 50; attempt++) {
       await this.redis.watch('{audit}:head');
       const raw = await this.redis.get('{audit}:head');

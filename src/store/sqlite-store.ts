@@ -7,7 +7,7 @@ import { dirname } from 'node:path';
 import { Worker } from 'node:worker_threads';
 import type { WorkerMessage, WorkerReply, WorkerRequest } from './sqlite-worker.js';
 import { LRUCache } from 'lru-cache';
-import { canonicalJson } from '../protocol/canonical-json.js';
+import { entryJson } from './audit-chain.js';
 import { nextBreaker, type BreakerDoc } from './breaker-math.js';
 import { calendarWindow } from './calendar.js';
 import { budgetSpend, bucketTake, windowAdd, type BucketRow, type CounterRow } from './counter-math.js';
@@ -295,7 +295,7 @@ export class SqliteStore implements Store {
     // This append, the ones already waiting, and those announced: send when they are all in.
     this.target = Math.max(this.target, this.outbox.length + 1 + more);
     // The canonical JSON is made here, once: the writer only chains it, and a string crosses threads cheaply.
-    return this.call('appendAudit', canonicalJson(entry), Date.parse(entry.time));
+    return this.call('appendAudit', entryJson(entry), Date.parse(entry.time));
   }
 
   readAudit(query: AuditQuery): Promise<AuditRecord[]> {
