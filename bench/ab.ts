@@ -5,7 +5,8 @@
 // target's. Used to decide a change (is it cheaper?), where run.ts's single cells cannot tell 5% apart.
 //
 //   node --import tsx bench/ab.ts [--targets passthrough,governed,baseline:DIR,baseline-setup:governed:DIR]
-//        [--era legacy|modern] [--concurrency 16] [--rounds 8] [--seconds 2] [--instances 2] [--log on|off]
+//        [--era legacy|modern] [--concurrency 16] [--rounds 8] [--seconds 2] [--instances 2] [--warmup 10]
+//        [--log on|off]
 //        [--out FILE.json]
 //
 // Each target runs as `--instances` processes (default 2), each measured every round: on this VM two
@@ -16,7 +17,8 @@
 // dist/main.js, started with `--upstream` and no store, as run.ts's `baseline`), or `baseline-setup:SETUP:DIR`
 // (another checkout started with one of this build's setups, for a build that reads that config). A `+nolog`
 // suffix starts that target at `--log-level warn`, without its request log line, whatever `--log` says:
-// `--targets passthrough,passthrough+nolog` is what the line costs.
+// `--targets passthrough,passthrough+nolog` is what the line costs. A `+node=FLAG` suffix starts that target's
+// processes with a flag for node (`governed,governed+node=--max-semi-space-size=32`: what a V8 setting does).
 
 import { mkdirSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
@@ -39,9 +41,26 @@ interface Target {
   rps: number[];
 }
 
+/** A target's suffixes: `+nolog`, and `+node=FLAG` (a flag for node, before the script; may be given more than once). */
+function suffixesOf(target: string): { spec: string; nolog: boolean; nodeFlags: string[] } {
+  let spec = target;
+  let nolog = false;
+  const nodeFlags: string[] = [];
+  for (let m = /\+(nolog|node=[^+]+)$/.exec(spec); m !== null; m = /\+(nolog|node=[^+]+)$/.exec(spec)) {
+    if (m[1] === 'nolog') nolog = true;
+    else nodeFlags.unshift(m[1]!.slice('node='.length));
+    spec = spec.slice(0, m.index);
+  }
+  return { spec, nolog, nodeFlags };
+}
+
 function argsOf(target: string, upstreamUrl: string, state: string, defaultLogLevel: string): { root: string; args: string[]; authorization: string | undefined } {
-  const spec = target.endsWith('+nolog') ? target.slice(0, -'+nolog'.length) : target;
-  const logLevel = spec === target ? defaultLogLevel : 'warn';
+  const { spec, nolog, nodeFlags } = suffixesOf(target);
+  const { root, args, authorization } = scriptArgsOf(spec, upstreamUrl, state, nolog ? 'warn' : defaultLogLevel);
+  return { root, args: [...nodeFlags, ...args], authorization };
+}
+
+function scriptArgsOf(spec: string, upstreamUrl: string, state: string, logLevel: string): { root: string; args: string[]; authorization: string | undefined } {
   const [kind, ...rest] = spec.split(':');
   if (kind === 'baseline') {
     const root = path.resolve(rest.join(':'));
@@ -65,13 +84,15 @@ function median(xs: number[]): number {
 }
 
 async function main(): Promise<void> {
-  const flags = parseFlags(process.argv.slice(2), ['targets', 'era', 'concurrency', 'rounds', 'seconds', 'instances', 'log', 'out']);
+  const flags = parseFlags(process.argv.slice(2), ['targets', 'era', 'concurrency', 'rounds', 'seconds', 'instances', 'warmup', 'log', 'out']);
   const specs = (flags.targets ?? 'passthrough,governed').split(',');
   const era = (flags.era ?? 'legacy') as Era;
   const concurrency = Number(flags.concurrency ?? 16);
   const rounds = Math.min(50, Number(flags.rounds ?? 8));
   const seconds = Math.min(30, Number(flags.seconds ?? 2));
   const instances = Math.max(1, Math.min(4, Number(flags.instances ?? 2)));
+  // A young process is still compiling its hot code: CPU per call settles after about 10,000 calls (bench/age.ts).
+  const warmupSeconds = Math.max(0, Math.min(120, Number(flags.warmup ?? 10)));
   const logLevel = (flags.log ?? 'on') === 'on' ? 'info' : 'warn';
   const state = path.join(os.tmpdir(), `gatehouse-ab-${process.pid}`);
   mkdirSync(state, { recursive: true });
@@ -86,7 +107,7 @@ async function main(): Promise<void> {
       for (const t of targets) {
         const { root, args, authorization } = argsOf(t.label, upstream.url, path.join(state, String(n)), logLevel);
         const child = await startChild(`gatehouse ${t.label} #${n + 1}`, { args, cwd: root, ready: gatehouseUrl });
-        await warmUpProcess(child.url, era, concurrency, { seconds: 1.5, maxRequests: 50_000 }, authorization);
+        await warmUpProcess(child.url, era, concurrency, { seconds: warmupSeconds, maxRequests: 1_000_000 }, authorization);
         t.children.push(child);
         t.authorization = authorization;
       }

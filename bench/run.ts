@@ -7,7 +7,7 @@
 //   BENCH_MAX_REQUESTS=200000  measured phase per cell, requests
 //   BENCH_WARMUP_SECONDS=1     warm-up per cell, seconds (also bounded by BENCH_WARMUP_REQUESTS)
 //   BENCH_WARMUP_REQUESTS=20000
-//   BENCH_PROCESS_WARMUP_SECONDS=1.5  once per started process, at concurrency 16, before its first cell
+//   BENCH_PROCESS_WARMUP_SECONDS=10   once per started process, at concurrency 16, before its first cell
 //   BENCH_CONCURRENCY=1,16,64
 //   BENCH_UPSTREAMS=minimal,sdk,sse
 //   BENCH_ERAS=legacy,modern
@@ -94,7 +94,7 @@ const settings = {
   maxRequests: Math.floor(envNumber('BENCH_MAX_REQUESTS', 200_000, 1, 10_000_000)),
   warmupSeconds: envNumber('BENCH_WARMUP_SECONDS', 1, 0, 600),
   warmupRequests: Math.floor(envNumber('BENCH_WARMUP_REQUESTS', 20_000, 0, 10_000_000)),
-  processWarmupSeconds: envNumber('BENCH_PROCESS_WARMUP_SECONDS', 1.5, 0, 600),
+  processWarmupSeconds: envNumber('BENCH_PROCESS_WARMUP_SECONDS', 10, 0, 600),
   maxErrors: Math.floor(envNumber('BENCH_MAX_ERRORS', 50, 1, 1_000_000)),
   concurrency: (process.env.BENCH_CONCURRENCY ?? '1,16,64').split(',').map((s) => {
     const n = Number(s.trim());
@@ -444,12 +444,15 @@ async function runGroup(upstreamKind: UpstreamKind, era: Era, cells: Cell[]): Pr
         targets.set(target, err as Error);
       }
     }
-    // One warm-up per process (JIT, pools) so that concurrency 1, measured first, is not also the coldest.
+    // One warm-up per process (JIT, pools) so that concurrency 1, measured first, is not also the coldest. Ten
+    // seconds: a young Gatehouse keeps getting cheaper for its first 10,000 calls or so, the governed call
+    // from about 650 to about 240 µs (bench/age.ts, results/*-age-*.json); a server that has been up for an
+    // hour is what the figures are about.
     const warmupNotes = new Map<TargetKind, string>();
     if (settings.processWarmupSeconds > 0) {
       for (const [target, t] of targets) {
         if (t instanceof Error) continue;
-        const w = await warmUpProcess(t.url, era, 16, { seconds: settings.processWarmupSeconds, maxRequests: 100_000 }, authorizationOf(target));
+        const w = await warmUpProcess(t.url, era, 16, { seconds: settings.processWarmupSeconds, maxRequests: 1_000_000 }, authorizationOf(target));
         if (w.errors > 0) warmupNotes.set(target, `process warm-up had ${w.errors} error(s): ${w.samples.slice(0, 2).join(' | ')}`);
       }
     }
