@@ -13,7 +13,8 @@
 // processes of one build can differ by several percent for as long as they live (where their memory and
 // threads landed), which one process per target would read as a difference between the targets.
 //
-// A target is one of this build's setups (bench/setups.ts), `baseline:DIR` (another checkout's built
+// A target is `bare-hop` (bench/bare-hop.ts, the floor the ratios of run.ts are taken to), one of this
+// build's setups (bench/setups.ts), `baseline:DIR` (another checkout's built
 // dist/main.js, started with `--upstream` and no store, as run.ts's `baseline`), or `baseline-setup:SETUP:DIR`
 // (another checkout started with one of this build's setups, for a build that reads that config). A `+nolog`
 // suffix starts that target at `--log-level warn`, without its request log line, whatever `--log` says:
@@ -54,14 +55,25 @@ function suffixesOf(target: string): { spec: string; nolog: boolean; nodeFlags: 
   return { spec, nolog, nodeFlags };
 }
 
-function argsOf(target: string, upstreamUrl: string, state: string, defaultLogLevel: string): { root: string; args: string[]; authorization: string | undefined } {
-  const { spec, nolog, nodeFlags } = suffixesOf(target);
-  const { root, args, authorization } = scriptArgsOf(spec, upstreamUrl, state, nolog ? 'warn' : defaultLogLevel);
-  return { root, args: [...nodeFlags, ...args], authorization };
+interface Launch {
+  root: string;
+  args: string[];
+  authorization: string | undefined;
+  /** The URL a started child announces (Gatehouse and the bare hop say it differently). */
+  ready?: (line: string) => string | undefined;
 }
 
-function scriptArgsOf(spec: string, upstreamUrl: string, state: string, logLevel: string): { root: string; args: string[]; authorization: string | undefined } {
+function argsOf(target: string, upstreamUrl: string, state: string, defaultLogLevel: string): Launch {
+  const { spec, nolog, nodeFlags } = suffixesOf(target);
+  const launch = scriptArgsOf(spec, upstreamUrl, state, nolog ? 'warn' : defaultLogLevel);
+  return { ...launch, args: [...nodeFlags, ...launch.args] };
+}
+
+function scriptArgsOf(spec: string, upstreamUrl: string, state: string, logLevel: string): Launch {
   const [kind, ...rest] = spec.split(':');
+  if (kind === 'bare-hop') {
+    return { root: ROOT, args: ['--import', 'tsx', path.join(BENCH_DIR, 'bare-hop.ts'), '--upstream', upstreamUrl], authorization: undefined, ready: (line) => announcedUrl(line) };
+  }
   if (kind === 'baseline') {
     const root = path.resolve(rest.join(':'));
     return { root, args: [path.join(root, 'dist', 'main.js'), 'serve', '--upstream', upstreamUrl, '--host', '127.0.0.1', '--port', '0', '--log-level', logLevel], authorization: undefined };
@@ -73,7 +85,7 @@ function scriptArgsOf(spec: string, upstreamUrl: string, state: string, logLevel
     return { root, args: gatehouseArgs(root, setup, upstreamUrl, path.join(state, 'baseline'), logLevel), authorization: authorizationFor(setup) };
   }
   const setup = kind as Setup;
-  if (!SETUPS.includes(setup)) throw new Error(`--targets: ${spec} is neither a setup (${SETUPS.join(', ')}) nor baseline:DIR`);
+  if (!SETUPS.includes(setup)) throw new Error(`--targets: ${spec} is neither a setup (${SETUPS.join(', ')}) nor bare-hop nor baseline:DIR`);
   return { root: ROOT, args: gatehouseArgs(ROOT, setup, upstreamUrl, state, logLevel), authorization: authorizationFor(setup) };
 }
 
@@ -105,8 +117,8 @@ async function main(): Promise<void> {
     // Started in turns (A, B, A, B), so no target's processes are all the first or all the last.
     for (let n = 0; n < instances; n++) {
       for (const t of targets) {
-        const { root, args, authorization } = argsOf(t.label, upstream.url, path.join(state, String(n)), logLevel);
-        const child = await startChild(`gatehouse ${t.label} #${n + 1}`, { args, cwd: root, ready: gatehouseUrl });
+        const { root, args, authorization, ready } = argsOf(t.label, upstream.url, path.join(state, String(n)), logLevel);
+        const child = await startChild(`${t.label} #${n + 1}`, { args, cwd: root, ready: ready ?? gatehouseUrl });
         await warmUpProcess(child.url, era, concurrency, { seconds: warmupSeconds, maxRequests: 1_000_000 }, authorization);
         t.children.push(child);
         t.authorization = authorization;
