@@ -8,7 +8,7 @@
 import { randomUUID } from 'node:crypto';
 import { refusalCode } from '../errors.js';
 import type { Logger } from '../log/logger.js';
-import { mayHoldSecrets, redactValue } from '../log/logger.js';
+import { isoNow, mayHoldSecrets, redactValue } from '../log/logger.js';
 import { isGoverned } from '../pipeline/answer-event.js';
 import { channels, subscribe, waitedOn, type CallAnswerEvent, type CallEndEvent, type CallStartEvent } from '../pipeline/events.js';
 import { canonicalJson } from '../protocol/canonical-json.js';
@@ -36,7 +36,7 @@ export function auditEntryOf(e: CallAnswerEvent, runId: string): AuditEntry {
   // JSON, made once for the digest, serves the record too.
   const plain = !mayHoldSecrets(args);
   const entry: AuditEntry = {
-    time: new Date().toISOString(),
+    time: isoNow(),
     callId: ctx.callId,
     runId,
     subject: p.subject,
@@ -74,6 +74,8 @@ export function auditEntryOf(e: CallAnswerEvent, runId: string): AuditEntry {
 const ENTRY_KEYS = ['approvalId', 'arguments', 'argumentsSha256', 'callId', 'idempotencyKey', 'keyId', 'latencyMs', 'method', 'outcome', 'reason', 'refusal', 'reviewer', 'rule', 'run', 'runId', 'stage', 'subject', 'tenant', 'time', 'tokenId', 'tool', 'toolRef', 'upstream'] as const satisfies ReadonlyArray<keyof AuditEntry>;
 const everyEntryKey: Exclude<keyof AuditEntry, (typeof ENTRY_KEYS)[number]> extends never ? true : never = true;
 void everyEntryKey;
+/** `"approvalId":` and so on: the members' names as they are written. */
+const ENTRY_PREFIXES = ENTRY_KEYS.map((key) => `${JSON.stringify(key)}:`);
 
 /**
  * canonicalJson(entry), made from the arguments' canonical JSON when it is at hand: every other member is
@@ -82,10 +84,13 @@ void everyEntryKey;
  */
 export function canonicalEntryJson(entry: AuditEntry, argumentsJson: string | undefined): string {
   let out = '{';
-  for (const key of ENTRY_KEYS) {
+  for (let i = 0; i < ENTRY_KEYS.length; i++) {
+    const key = ENTRY_KEYS[i]!;
     const value = entry[key];
     if (value === undefined) continue;
-    out += `${out.length === 1 ? '' : ','}${JSON.stringify(key)}:${key === 'arguments' && argumentsJson !== undefined ? argumentsJson : canonicalJson(value)}`;
+    if (out.length > 1) out += ',';
+    out += ENTRY_PREFIXES[i]!;
+    out += key === 'arguments' ? (argumentsJson ?? canonicalJson(value)) : typeof value === 'object' ? canonicalJson(value) : JSON.stringify(value);
   }
   return `${out}}`;
 }

@@ -144,8 +144,8 @@ interface Sink {
 
 let isoMs = 0;
 let isoText = '';
-/** The ISO time of now, made once per millisecond: a busy gateway writes several lines in each. */
-function isoNow(): string {
+/** The ISO time of now, made once per millisecond: a busy gateway writes several lines (and audit records) in each. */
+export function isoNow(): string {
   const ms = Date.now();
   if (ms !== isoMs) {
     isoMs = ms;

@@ -22,17 +22,22 @@ export function auditHash(record: Omit<AuditRecord, 'hash'>): string {
   return linkHash(prev, seq, canonicalJson(entry));
 }
 
-/** Canonical JSON of entries, made by whoever made the entry from parts it had at hand (auditEntryOf). */
-const madeJson = new WeakMap<AuditEntry, string>();
+/**
+ * Where the maker of an entry leaves its canonical JSON, made from parts it had at hand (auditEntryOf): a
+ * symbol, not enumerable, so neither the JSON nor a copy made with `{ ...entry }` (which could then differ)
+ * carries it.
+ */
+const ENTRY_JSON = Symbol('gatehouse.auditEntryJson');
+type WithJson = AuditEntry & { [ENTRY_JSON]?: string };
 
 /** Says what `entry`'s canonical JSON is, for the store that appends it; `json` must be canonicalJson(entry). */
 export function knowEntryJson(entry: AuditEntry, json: string): void {
-  madeJson.set(entry, json);
+  Object.defineProperty(entry, ENTRY_JSON, { value: json });
 }
 
 /** The canonical JSON of an entry to append: the one its maker made, or made now. */
 export function entryJson(entry: AuditEntry): string {
-  return madeJson.get(entry) ?? canonicalJson(entry);
+  return (entry as WithJson)[ENTRY_JSON] ?? canonicalJson(entry);
 }
 
 /** A record ready to store: its place, its hash, and its JSON (the entry's canonical JSON behind seq, prev and hash). */

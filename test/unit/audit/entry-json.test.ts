@@ -61,6 +61,10 @@ test('the store appends the JSON the entry was made with, or canonicalJson of an
   assert.equal(entryJson(made), canonicalJson(FULL));
   const other: AuditEntry = { ...FULL, outcome: 'ok' };
   assert.equal(entryJson(other), canonicalJson(other));
+  // A copy made from a made entry, then changed, is written as it now is, not as the original was.
+  const copy: AuditEntry = { ...made, outcome: 'tool_error' };
+  assert.equal(entryJson(copy), canonicalJson(copy));
+  assert.notEqual(entryJson(copy), entryJson(made));
 });
 
 test('mayHoldSecrets: plain arguments say no, and redactValue leaves such arguments as they were', () => {
