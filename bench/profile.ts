@@ -5,13 +5,19 @@
 // as a flame graph in Chrome DevTools (Performance › Load profile) or https://www.speedscope.app.
 //
 //   node --import tsx bench/profile.ts [--era legacy|modern] [--setup passthrough|audited|governed]
-//        [--concurrency 16] [--seconds 5] [--log on|off] [--out bench/profiles/NAME]
+//        [--concurrency 16] [--seconds 5] [--warmup SECONDS] [--log on|off] [--out bench/profiles/NAME]
 //   node --import tsx bench/profile.ts --summarise FILE.cpuprofile      (the summary of a profile taken before)
+//
+// Without --warmup the profile is `--cpu-prof`'s: the whole life of the process (1.5 s of warm-up included),
+// with a profile of each worker thread too. With --warmup, the process is first put under load for that
+// many seconds and only the measured phase of its main thread is profiled (bench/profile-hook.mjs): a young
+// process is still compiling its hot code (bench/age.ts), so that is the profile of a server that has been up
+// for a while. The writer thread's share is then not in the profile: see its per-thread CPU instead.
 //
 // `passthrough`: audit off, no policy (the pass-through of issue 17); `audited`: the default config, every
 // call audited to SQLite; `governed`: the bench's governed config (bench/setups.ts).
 
-import { mkdirSync, readdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -101,7 +107,7 @@ export function summarise(profile: CpuProfile, top = 30): string {
 }
 
 async function main(): Promise<void> {
-  const flags = parseFlags(process.argv.slice(2), ['era', 'setup', 'concurrency', 'seconds', 'log', 'out', 'summarise']);
+  const flags = parseFlags(process.argv.slice(2), ['era', 'setup', 'concurrency', 'seconds', 'warmup', 'log', 'out', 'summarise']);
   if (flags.summarise !== undefined) {
     process.stdout.write(`${summarise(JSON.parse(readFileSync(flags.summarise, 'utf8')) as CpuProfile)}\n`);
     return;
@@ -112,6 +118,7 @@ async function main(): Promise<void> {
   const concurrency = Number(flags.concurrency ?? 16);
   const seconds = Number(flags.seconds ?? 5);
   const logOn = (flags.log ?? 'on') === 'on';
+  const warmupSeconds = flags.warmup === undefined ? undefined : Number(flags.warmup);
   const out = path.resolve(flags.out ?? path.join(BENCH_DIR, 'profiles', `${setup}-${era}-c${concurrency}${logOn ? '' : '-nolog'}`));
   const state = path.join(os.tmpdir(), `gatehouse-profile-${process.pid}`);
   const tmpDir = path.join(state, 'prof');
@@ -125,21 +132,38 @@ async function main(): Promise<void> {
   });
   let gatehouse: Child | undefined;
   try {
+    const hookOut = path.join(tmpDir, 'measured.cpuprofile');
+    const profiler = warmupSeconds === undefined ? ['--cpu-prof', '--cpu-prof-dir', tmpDir] : ['--import', path.join(BENCH_DIR, 'profile-hook.mjs')];
     gatehouse = await startChild(`gatehouse (${setup})`, {
-      args: ['--cpu-prof', '--cpu-prof-dir', tmpDir, ...gatehouseArgs(ROOT, setup, upstream.url, state, logOn ? 'info' : 'warn')],
+      args: [...profiler, ...gatehouseArgs(ROOT, setup, upstream.url, state, logOn ? 'info' : 'warn')],
       cwd: ROOT,
       ready: gatehouseUrl,
+      env: { ...process.env, GATEHOUSE_PROFILE_OUT: hookOut },
     });
     const authorization = authorizationFor(setup);
-    await warmUpProcess(gatehouse.url, era, 16, { seconds: 1.5, maxRequests: 50_000 }, authorization);
-    const r = await runLoad({ url: gatehouse.url, era, concurrency, ...(authorization !== undefined ? { authorization } : {}), warmup: { seconds: 1, maxRequests: 20_000 }, measure: { seconds, maxRequests: 500_000 }, maxErrors: 50 });
+    await warmUpProcess(gatehouse.url, era, 16, { seconds: warmupSeconds ?? 1.5, maxRequests: 5_000_000 }, authorization);
+    const measured = gatehouse;
+    const r = await runLoad({
+      url: gatehouse.url,
+      era,
+      concurrency,
+      ...(authorization !== undefined ? { authorization } : {}),
+      warmup: { seconds: 1, maxRequests: 20_000 },
+      measure: { seconds, maxRequests: 500_000 },
+      maxErrors: 50,
+      ...(warmupSeconds !== undefined ? { onMeasureStart: () => void process.kill(measured.pid, 'SIGUSR2'), onMeasureEnd: () => void process.kill(measured.pid, 'SIGUSR2') } : {}),
+    });
     process.stdout.write(`${setup} ${era} c=${concurrency} log ${logOn ? 'on' : 'off'}: ${r.requests} requests, ${r.errors} errors, ${r.rps.toFixed(0)} req/s, p99 ${r.p99Ms.toFixed(2)} ms\n`);
+    if (warmupSeconds !== undefined) {
+      for (let waited = 0; !existsSync(hookOut) && waited < 10_000; waited += 100) await new Promise((done) => setTimeout(done, 100));
+      if (!existsSync(hookOut)) throw new Error('the profile hook wrote no profile');
+    }
     await stopChild(gatehouse);
     gatehouse = undefined;
     // One file per thread, named CPU.<date>.<time>.<pid>.<thread>.<seq>: thread 0 is the main thread; the
     // others are workers (the SQLite writer).
     const files = readdirSync(tmpDir).filter((f) => f.endsWith('.cpuprofile')).sort();
-    const main = files.find((f) => f.split('.').at(-3) === '0');
+    const main = warmupSeconds !== undefined ? 'measured.cpuprofile' : files.find((f) => f.split('.').at(-3) === '0');
     if (main === undefined) throw new Error('Gatehouse wrote no profile (did it exit on SIGTERM?)');
     mkdirSync(path.dirname(out), { recursive: true });
     renameSync(path.join(tmpDir, main), `${out}.cpuprofile`);
@@ -152,7 +176,8 @@ async function main(): Promise<void> {
         return `worker thread ${i + 1}:\n${summarise(profile, 10)}`;
       });
     const text = [summary, ...workers].join('\n\n');
-    writeFileSync(`${out}.txt`, `${setup} ${era} c=${concurrency}, request log ${logOn ? 'on' : 'off'}, ${seconds} s measured (plus warm-up), ${r.requests} requests\n\n${text}\n`);
+    const span = warmupSeconds === undefined ? `${seconds} s measured (plus warm-up)` : `the ${seconds} s measured after ${warmupSeconds} s of warm-up, main thread only`;
+    writeFileSync(`${out}.txt`, `${setup} ${era} c=${concurrency}, request log ${logOn ? 'on' : 'off'}, ${span}, ${r.requests} requests\n\n${text}\n`);
     process.stdout.write(`${text}\n\nwrote ${out}.cpuprofile${workers.length > 0 ? ` (and ${workers.length} worker profile(s))` : ''} and ${out}.txt\n`);
   } finally {
     if (gatehouse) await stopChild(gatehouse);
