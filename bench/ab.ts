@@ -42,12 +42,15 @@ interface Target {
   rps: number[];
 }
 
+/** The last suffix of a target. */
+const SUFFIX = /\+(nolog|node=[^+]+)$/;
+
 /** A target's suffixes: `+nolog`, and `+node=FLAG` (a flag for node, before the script; may be given more than once). */
 function suffixesOf(target: string): { spec: string; nolog: boolean; nodeFlags: string[] } {
   let spec = target;
   let nolog = false;
   const nodeFlags: string[] = [];
-  for (let m = /\+(nolog|node=[^+]+)$/.exec(spec); m !== null; m = /\+(nolog|node=[^+]+)$/.exec(spec)) {
+  for (let m = SUFFIX.exec(spec); m !== null; m = SUFFIX.exec(spec)) {
     if (m[1] === 'nolog') nolog = true;
     else nodeFlags.unshift(m[1]!.slice('node='.length));
     spec = spec.slice(0, m.index);

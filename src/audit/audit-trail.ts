@@ -15,7 +15,7 @@ import { canonicalJson } from '../protocol/canonical-json.js';
 import type { JsonRpcRequest } from '../protocol/jsonrpc.js';
 import { sha256Hex } from '../protocol/sha256.js';
 import { IDEMPOTENCY_META } from '../policy/idempotency-stage.js';
-import { knowEntryJson } from '../store/audit-chain.js';
+import { canonicalEntryJson, knowEntryJson } from '../store/audit-chain.js';
 import type { StoreGuard } from '../store/guard.js';
 import type { AuditEntry } from '../store/store.js';
 
@@ -68,31 +68,6 @@ export function auditEntryOf(e: CallAnswerEvent, runId: string): AuditEntry {
   if (ctx.approvalId !== undefined) entry.approvalId = ctx.approvalId;
   knowEntryJson(entry, canonicalEntryJson(entry, plain ? argsJson : undefined));
   return entry;
-}
-
-/** Every member an entry can have, in canonical (sorted) order: the compiler refuses a member left out. */
-const ENTRY_KEYS = ['approvalId', 'arguments', 'argumentsSha256', 'callId', 'idempotencyKey', 'keyId', 'latencyMs', 'method', 'outcome', 'reason', 'refusal', 'reviewer', 'rule', 'run', 'runId', 'stage', 'subject', 'tenant', 'time', 'tokenId', 'tool', 'toolRef', 'upstream'] as const satisfies ReadonlyArray<keyof AuditEntry>;
-const everyEntryKey: Exclude<keyof AuditEntry, (typeof ENTRY_KEYS)[number]> extends never ? true : never = true;
-void everyEntryKey;
-/** `"approvalId":` and so on: the members' names as they are written. */
-const ENTRY_PREFIXES = ENTRY_KEYS.map((key) => `${JSON.stringify(key)}:`);
-
-/**
- * canonicalJson(entry), made from the arguments' canonical JSON when it is at hand: every other member is
- * a string or a number, whose JSON is its JSON.stringify (test/unit/audit: equal to canonicalJson for
- * entries of every shape).
- */
-export function canonicalEntryJson(entry: AuditEntry, argumentsJson: string | undefined): string {
-  let out = '{';
-  for (let i = 0; i < ENTRY_KEYS.length; i++) {
-    const key = ENTRY_KEYS[i]!;
-    const value = entry[key];
-    if (value === undefined) continue;
-    if (out.length > 1) out += ',';
-    out += ENTRY_PREFIXES[i]!;
-    out += key === 'arguments' ? (argumentsJson ?? canonicalJson(value)) : typeof value === 'object' ? canonicalJson(value) : JSON.stringify(value);
-  }
-  return `${out}}`;
 }
 
 /** Audits every governed call answered on `edge`; returns the function that stops it. */

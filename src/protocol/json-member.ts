@@ -30,11 +30,12 @@ export function topLevelMemberValue(text: string, name: string): number {
     i = at - 1;
     const c = text[i];
     if (c === '"') {
-      // Asked before stringEnd moves the search for backslashes past this string.
-      const escape = escapes.from(i + 1);
+      const isKey = depth === 1 && expectKey;
+      // A key's first backslash, asked before stringEnd moves the search for backslashes past the key.
+      const escape = isKey ? escapes.from(i + 1) : -1;
       const end = stringEnd(text, i, escapes);
       if (end < 0) return -1;
-      if (depth === 1 && expectKey) {
+      if (isKey) {
         expectKey = false;
         // A key with an escape could spell `name`.
         if (escape >= 0 && escape < end) return -1;

@@ -40,6 +40,31 @@ export function entryJson(entry: AuditEntry): string {
   return (entry as WithJson)[ENTRY_JSON] ?? canonicalJson(entry);
 }
 
+/** Every member an entry can have, in canonical (sorted) order: the compiler refuses a member left out. */
+const ENTRY_KEYS = ['approvalId', 'arguments', 'argumentsSha256', 'callId', 'idempotencyKey', 'keyId', 'latencyMs', 'method', 'outcome', 'reason', 'refusal', 'reviewer', 'rule', 'run', 'runId', 'stage', 'subject', 'tenant', 'time', 'tokenId', 'tool', 'toolRef', 'upstream'] as const satisfies ReadonlyArray<keyof AuditEntry>;
+const everyEntryKey: Exclude<keyof AuditEntry, (typeof ENTRY_KEYS)[number]> extends never ? true : never = true;
+void everyEntryKey;
+/** `"approvalId":` and so on: the members' names as they are written. */
+const ENTRY_PREFIXES = ENTRY_KEYS.map((key) => `${JSON.stringify(key)}:`);
+
+/**
+ * canonicalJson(entry), made from the arguments' canonical JSON when it is at hand: every other member is
+ * a string or a number, whose JSON is its JSON.stringify (test/unit/audit: equal to canonicalJson
+ * for entries of every shape).
+ */
+export function canonicalEntryJson(entry: AuditEntry, argumentsJson: string | undefined): string {
+  let out = '{';
+  for (let i = 0; i < ENTRY_KEYS.length; i++) {
+    const key = ENTRY_KEYS[i]!;
+    const value = entry[key];
+    if (value === undefined) continue;
+    if (out.length > 1) out += ',';
+    out += ENTRY_PREFIXES[i]!;
+    out += key === 'arguments' ? (argumentsJson ?? canonicalJson(value)) : typeof value === 'object' ? canonicalJson(value) : JSON.stringify(value);
+  }
+  return `${out}}`;
+}
+
 /** A record ready to store: its place, its hash, and its JSON (the entry's canonical JSON behind seq, prev and hash). */
 export interface ChainedRecord {
   seq: number;

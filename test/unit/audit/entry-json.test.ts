@@ -1,15 +1,14 @@
 // The audit record's canonical JSON is made once, from the arguments' JSON made for their digest
-// (audit-trail.ts canonicalEntryJson), and an entry's arguments are copied for redaction only when they
-// may hold a secret (logger.ts mayHoldSecrets). Both are shortcuts of a call made for every governed call,
-// so each must give exactly what the general functions give: the chain's hashes and `audit verify` are
-// computed with canonicalJson.
+// (audit-chain.ts canonicalEntryJson, called by audit-trail.ts), and an entry's arguments are copied for
+// redaction only when they may hold a secret (logger.ts mayHoldSecrets). Both are shortcuts of a call made
+// for every governed call, so each must give exactly what the general functions give: the chain's hashes
+// and `audit verify` are computed with canonicalJson.
 
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { canonicalEntryJson } from '../../../src/audit/audit-trail.js';
 import { mayHoldSecrets, redactValue } from '../../../src/log/logger.js';
 import { canonicalJson } from '../../../src/protocol/canonical-json.js';
-import { entryJson, knowEntryJson } from '../../../src/store/audit-chain.js';
+import { canonicalEntryJson, entryJson, knowEntryJson } from '../../../src/store/audit-chain.js';
 import type { AuditEntry } from '../../../src/store/store.js';
 
 /** Every member set: a new member of AuditEntry must be added here too (Required<> says so). */
