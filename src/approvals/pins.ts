@@ -58,6 +58,11 @@ export class PinBook {
     private readonly events: { changed?(ref: string): void } = {},
   ) {}
 
+  /** The usual case, answered without the store: this process already found this definition equal to its pin. */
+  isConfirmed(route: Route): boolean {
+    return route.definitionSha256 !== undefined && this.confirmed.get(route.ref) === route.definitionSha256;
+  }
+
   /** Whether the route's definition is the pinned one; pins it when the tool was never seen. */
   async check(route: Route): Promise<PinVerdict> {
     const digest = route.definitionSha256;

@@ -195,33 +195,41 @@ function copyBody(body: RelayBody, res: ServerResponse, ctx: AnswerContext): Pro
     let toolError = false;
     let errorChunks: Buffer[] | undefined;
     let size = 0;
-    const finish = (err?: Error): void => {
+    /** `last`: the body's one and only chunk, written with the end (one write instead of a write and an end). */
+    const finish = (err?: Error, last?: Buffer): void => {
       const summary = toolError ? { toolError } : errorChunks !== undefined && err === undefined ? summaryOf(parsed(Buffer.concat(errorChunks))) : NO_TOOL_ERROR;
       // Before the end: the response's close may follow before any promise continuation would.
       ctx.onSummary?.(summary);
-      if (err === undefined) res.end();
+      if (err === undefined) res.end(last);
       else {
         if (!ctx.cancel.aborted) ctx.log?.warn('upstream body failed mid-response', { err, callId: ctx.callId });
         res.destroy();
       }
       resolve(summary);
     };
+    const scan = (chunk: Buffer): void => {
+      if (!toolError && chunk.includes(IS_ERROR)) toolError = true;
+      // Kept (up to a bound) to read an error's code once whole, when the first bytes name an error member.
+      size += chunk.length;
+      if (size === chunk.length && chunk.includes(ERROR_MEMBER)) errorChunks = [];
+      if (errorChunks !== undefined) {
+        if (size <= ERROR_SCAN_MAX) errorChunks.push(chunk);
+        else errorChunks = undefined;
+      }
+    };
     body.consume({
       data: (chunk) => {
-        if (!toolError && chunk.includes(IS_ERROR)) toolError = true;
-        // Kept (up to a bound) to read an error's code once whole, when the first bytes name an error member.
-        size += chunk.length;
-        if (size === chunk.length && chunk.includes(ERROR_MEMBER)) errorChunks = [];
-        if (errorChunks !== undefined) {
-          if (size <= ERROR_SCAN_MAX) errorChunks.push(chunk);
-          else errorChunks = undefined;
-        }
+        scan(chunk);
         if (res.write(chunk)) return true;
         void waitForDrain(res, ctx.cancel.signal).then(() => body.resume());
         return false;
       },
       end: () => finish(),
       error: finish,
+      whole: (chunk) => {
+        scan(chunk);
+        finish(undefined, chunk);
+      },
     });
   });
 }

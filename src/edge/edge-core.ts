@@ -30,6 +30,8 @@ export interface CallRecord {
   rpcCode?: number;
   /** Waits the edge made before the call existed (the per-address rate limit), published once it does. */
   waits?: Array<{ stage: string; wait: string; seconds: number; endedAt: number }>;
+  /** Ends the request's use of its legacy session, once the request is over. */
+  leaveSession?: () => void;
 }
 
 /** A request past the front door: its credential's verdict (a missing one only when a body follows) and address. */

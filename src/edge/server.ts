@@ -147,8 +147,8 @@ export function createEdge(listen: ListenConfig, handlers: EdgeHandlers, log: Lo
       }
       const record: CallRecord = { callId: randomUUID(), started: performance.now(), httpMethod: req.method ?? '' };
       const cancel = new Cancellation();
-      // One listener for what the end of every request settles: the in-flight count, the `end` event, and
-      // the call's cancellation when the client left before its answer was complete.
+      // One listener for what the end of every request settles: the in-flight count, the `end` event, the
+      // call's cancellation when the client left before its answer was complete, and the legacy session's use.
       const counted = slot;
       const ends = channels.end.hasSubscribers;
       res.once('close', () => {
@@ -156,6 +156,7 @@ export function createEdge(listen: ListenConfig, handlers: EdgeHandlers, log: Lo
         const unfinished = !res.writableFinished;
         if (ends) publishEnd(record, res.statusCode, unfinished);
         if (unfinished) cancel.cancel();
+        record.leaveSession?.();
       });
       handleMcp(req, res, slot, record, cancel).catch((err: unknown) => internalError(res, err, record.callId));
       return;
@@ -245,14 +246,15 @@ export function createEdge(listen: ListenConfig, handlers: EdgeHandlers, log: Lo
     if (session === false) return;
     if (kind === 'request' && rpcMethod === 'subscriptions/listen') markListenStream(res, slot);
     const traced = traceOf(req.headers, received);
-    const ctx: CallContext = {
+    // The optional members are assigned, not spread in: this runs for every call.
+    const ctx: Writable<CallContext> = {
       callId: record.callId, edge: token, receivedAt: record.started, httpMethod: 'POST', headers: req.headers, clientAddress, body: traced.body, message, kind,
-      ...(rpcMethod !== undefined ? { method: rpcMethod } : {}),
       era: admitted.era, version: admitted.version, cancel, acceptsSse: accepts(req.headers.accept, 'text/event-stream'), principal,
       clientCapabilities: admitted.era === 'modern' ? modernCapabilitiesOf(message) : (session?.capabilities ?? received.declared),
-      ...(session ? { sessionId: session.id } : {}),
-      ...(traced.trace ? { trace: traced.trace } : {}),
     };
+    if (rpcMethod !== undefined) ctx.method = rpcMethod;
+    if (session) ctx.sessionId = session.id;
+    if (traced.trace) ctx.trace = traced.trace;
     return answer(res, record, ctx);
   }
 
@@ -301,7 +303,8 @@ export function createEdge(listen: ListenConfig, handlers: EdgeHandlers, log: Lo
   /** The body, read once: size and time limits, UTF-8, one JSON-RPC message, the credential, none in the message. */
   async function readMessage(req: IncomingMessage, res: ServerResponse, record: CallRecord, caller: Caller): Promise<Received | undefined> {
     const { authed } = caller;
-    const read = await readBody(req, listen.maxBodyBytes, listen.requestTimeoutMs);
+    let read = readBody(req, listen.maxBodyBytes, listen.requestTimeoutMs);
+    if (read instanceof Promise) read = await read;
     if (!read.ok) {
       // The rest of the body is never read, so the connection cannot be reused.
       res.setHeader('connection', 'close');
@@ -330,7 +333,9 @@ export function createEdge(listen: ListenConfig, handlers: EdgeHandlers, log: Lo
     if (typeof rpcMethod === 'string') record.method = rpcMethod;
     const misplaced = opts.auth.checkMessage(message);
     if (misplaced && !misplaced.ok) return void refuse(res, record, 'auth', id, misplaced.refusal);
-    return { principal, message, kind: parsed.kind, id, ...(rpcMethod !== undefined ? { method: rpcMethod } : {}), body: read.body, declared: initializeCapabilities(message) };
+    const received: Received = { principal, message, kind: parsed.kind, id, body: read.body, declared: initializeCapabilities(message) };
+    if (rpcMethod !== undefined) received.method = rpcMethod;
+    return received;
   }
 
   /** Trace context from the headers also travels in `_meta` (the spec's place for it); only then are the client's bytes re-encoded. */
@@ -434,11 +439,12 @@ export function createEdge(listen: ListenConfig, handlers: EdgeHandlers, log: Lo
       return false;
     }
     const leave = opts.sessions.enter(sessionId);
-    res.once('close', () => {
+    // Run by the request's one close listener (onRequest), after the call's own end.
+    record.leaveSession = () => {
       leave();
       if (res.statusCode === 404) opts.sessions.end(sessionId, 'unknown');
       else if (method === 'DELETE' && res.statusCode < 300) opts.sessions.end(sessionId, 'client_closed');
-    });
+    };
     return { id: sessionId, capabilities: admission.capabilities };
   }
 
@@ -561,6 +567,9 @@ export function createEdge(listen: ListenConfig, handlers: EdgeHandlers, log: Lo
 const MCP_METHODS = ['GET', 'POST', 'DELETE'] as const;
 /** The config's `sessions` defaults, for an edge built without them (tests of the edge alone). */
 const DEFAULT_SESSION_LIMITS = { max: 1000, idleTimeoutMs: 1_800_000 };
+
+/** A context while the edge builds it. */
+type Writable<T> = { -readonly [K in keyof T]: T[K] };
 
 function isRecord(v: unknown): v is Record<string, unknown> {
   return v !== null && typeof v === 'object' && !Array.isArray(v);

@@ -10,6 +10,8 @@ export interface BodySink {
   data(chunk: Buffer): boolean;
   end(): void;
   error(err: Error): void;
+  /** The whole body in one chunk, instead of `data` then `end`, when it is all at hand on being consumed. */
+  whole?(chunk: Buffer): void;
 }
 
 /** How a body's source is paused, resumed and stopped. */
@@ -82,6 +84,8 @@ export class RelayBody {
     this.sink = sink;
     const held = this.held;
     this.held = undefined;
+    // The usual small answer: it came whole, with its headers, before anyone asked for it.
+    if (this.state === 'ended' && held !== undefined && held.length === 1 && sink.whole !== undefined) return sink.whole(held[0]!);
     let more = true;
     if (held !== undefined) for (const chunk of held) more = sink.data(chunk);
     if (this.state === 'ended') sink.end();

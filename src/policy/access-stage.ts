@@ -2,7 +2,8 @@
 // or prompt is answered exactly like one that does not exist, after the same work (the catalog lists
 // again), so neither the words nor the timing tell it exists.
 
-import type { CallContext } from '../pipeline/context.js';
+import type { CallContext, Route } from '../pipeline/context.js';
+import type { Outcome } from '../pipeline/outcome.js';
 import { refuseAt, type Stage } from '../pipeline/stage.js';
 import { ErrorCode, type JsonRpcRequest } from '../protocol/jsonrpc.js';
 import { describeValue } from '../protocol/describe.js';
@@ -31,17 +32,23 @@ export function compileAccessStage(deps: AccessStageDeps): Stage {
   return {
     name: 'access',
     applies: (ctx) => ctx.route !== undefined || ctx.method === 'resources/read' || ctx.method === 'completion/complete',
-    async run(ctx, next) {
+    // Not async: an allowed call, the usual one, is handed on without a promise of its own.
+    run(ctx, next) {
       const route = ctx.route;
       if (route !== undefined) {
         if (deps.policy.allows(ctx.principal, route.kind, route.ref)) return next(ctx);
-        await deps.relist(route.kind, ctx.clientCapabilities).catch(() => {});
-        return refuseAt('access', ctx, { kind: 'protocol', code: route.kind === 'tools' ? 'unknown_tool' : 'unknown_prompt', rpcCode: ErrorCode.InvalidParams, message: deps.unknownItemMessage(route.kind, route.publicName) });
+        return hidden(ctx, route);
       }
       const uri = resourceUri(ctx);
       if (uri === undefined || deps.policy.allows(ctx.principal, 'resources', uri)) return next(ctx);
       // server/resources.mdx §Error Handling: a resource the caller may not see is one that is not found.
-      return refuseAt('access', ctx, { kind: 'protocol', code: 'resource_not_found', rpcCode: ErrorCode.InvalidParams, message: `Resource not found: ${describeValue(uri)}` });
+      return Promise.resolve(refuseAt('access', ctx, { kind: 'protocol', code: 'resource_not_found', rpcCode: ErrorCode.InvalidParams, message: `Resource not found: ${describeValue(uri)}` }));
     },
   };
+
+  /** A hidden tool or prompt is an unknown one, after the list is read again (it may have just appeared). */
+  async function hidden(ctx: CallContext, route: Route): Promise<Outcome> {
+    await deps.relist(route.kind, ctx.clientCapabilities).catch(() => {});
+    return refuseAt('access', ctx, { kind: 'protocol', code: route.kind === 'tools' ? 'unknown_tool' : 'unknown_prompt', rpcCode: ErrorCode.InvalidParams, message: deps.unknownItemMessage(route.kind, route.publicName) });
+  }
 }

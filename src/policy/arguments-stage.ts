@@ -2,8 +2,9 @@
 // refusal, 400 / -32020), then the arguments against the tool's inputSchema (a tool result the model can
 // act on, `invalid_arguments`). Both before anything reaches the upstream, on every path.
 
-import type { Route } from '../pipeline/context.js';
-import { refuseAt, type Stage } from '../pipeline/stage.js';
+import type { CallContext, Route } from '../pipeline/context.js';
+import type { Outcome } from '../pipeline/outcome.js';
+import { refuseAt, type Next, type Stage } from '../pipeline/stage.js';
 import { ErrorCode, type JsonRpcRequest } from '../protocol/jsonrpc.js';
 import { checkParamHeaders } from '../protocol/param-headers.js';
 import { invalidArguments, type ArgumentSchemas } from './argument-schemas.js';
@@ -18,27 +19,36 @@ export function compileArgumentsStage(deps: ArgumentsStageDeps): Stage {
   return {
     name: 'arguments',
     applies: (ctx) => ctx.method === 'tools/call' && ctx.route !== undefined,
-    async run(ctx, next) {
-      let route = ctx.route!;
-      const args = (ctx.message as JsonRpcRequest).params!.arguments;
+    // Not async: a call without Mcp-Param-* headers to check is handed on without a promise of its own.
+    run(ctx, next) {
       // streamable-http.mdx §Server Behavior for Custom Headers: Gatehouse processes the body, so it MUST
       // check the Mcp-Param-* headers the tool's x-mcp-header annotations imply (2026-07-28 requests only).
-      if (ctx.era === 'modern' && route.params.length > 0) {
-        let problem = checkParamHeaders(route.params, args, ctx.headers);
-        if (problem !== undefined) {
-          const fresh = await deps.refreshRoute(route, ctx.clientCapabilities).catch(() => undefined);
-          if (fresh !== undefined) {
-            route = ctx.route = fresh;
-            problem = checkParamHeaders(route.params, args, ctx.headers);
-          }
-        }
-        if (problem !== undefined) {
-          return refuseAt('arguments', ctx, { kind: 'transport', code: 'param_header', status: 400, rpcCode: ErrorCode.HeaderMismatch, message: `Header mismatch: ${problem}` });
-        }
-      }
-      // tools.mdx §Error Handling: input validation failures are tool results, so a model can correct itself.
-      const problems = deps.schemas.check(route.publicName, route.inputSchema, args);
-      return problems === undefined ? next(ctx) : refuseAt('arguments', ctx, invalidArguments(route.publicName, problems));
+      if (ctx.era === 'modern' && ctx.route!.params.length > 0) return withParamHeaders(ctx, next);
+      return Promise.resolve(checkArguments(ctx, next));
     },
   };
+
+  async function withParamHeaders(ctx: CallContext, next: Next): Promise<Outcome> {
+    let route = ctx.route!;
+    const args = (ctx.message as JsonRpcRequest).params!.arguments;
+    let problem = checkParamHeaders(route.params, args, ctx.headers);
+    if (problem !== undefined) {
+      const fresh = await deps.refreshRoute(route, ctx.clientCapabilities).catch(() => undefined);
+      if (fresh !== undefined) {
+        route = ctx.route = fresh;
+        problem = checkParamHeaders(route.params, args, ctx.headers);
+      }
+    }
+    if (problem !== undefined) {
+      return refuseAt('arguments', ctx, { kind: 'transport', code: 'param_header', status: 400, rpcCode: ErrorCode.HeaderMismatch, message: `Header mismatch: ${problem}` });
+    }
+    return checkArguments(ctx, next);
+  }
+
+  /** tools.mdx §Error Handling: input validation failures are tool results, so a model can correct itself. */
+  function checkArguments(ctx: CallContext, next: Next): Promise<Outcome> | Outcome {
+    const route = ctx.route!;
+    const problems = deps.schemas.check(route.publicName, route.inputSchema, (ctx.message as JsonRpcRequest).params!.arguments);
+    return problems === undefined ? next(ctx) : refuseAt('arguments', ctx, invalidArguments(route.publicName, problems));
+  }
 }

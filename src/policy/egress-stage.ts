@@ -6,9 +6,11 @@
 import type { ToolRefusal } from '../errors.js';
 import { canonicalIp } from '../net/addresses.js';
 import { channels, waitedOn } from '../pipeline/events.js';
-import { refuseAt, type Stage } from '../pipeline/stage.js';
+import type { CallContext } from '../pipeline/context.js';
+import type { Outcome } from '../pipeline/outcome.js';
+import { refuseAt, type Next, type Stage } from '../pipeline/stage.js';
 import type { JsonRpcRequest } from '../protocol/jsonrpc.js';
-import { destinationsIn } from './egress/destinations.js';
+import { destinationsIn, type Destination } from './egress/destinations.js';
 import type { EgressPolicy } from './egress/egress-policy.js';
 
 /** At most this many distinct destinations are checked per call; more is refused, not skipped. */
@@ -18,41 +20,45 @@ export function compileEgressStage(policy: EgressPolicy): Stage {
   return {
     name: 'egress',
     applies: (ctx) => ctx.method === 'tools/call' && ctx.route !== undefined,
-    async run(ctx, next) {
-      const route = ctx.route!;
+    // Not async: arguments that name no destination, the usual ones, are handed on without a promise of their own.
+    run(ctx, next) {
       const args = (ctx.message as JsonRpcRequest).params!.arguments;
       if (args === undefined || args === null) return next(ctx);
-      const found = destinationsIn(args, route.inputSchema);
-      if (found.length === 0) return next(ctx);
-      const rule = policy.ruleFor(ctx.principal, route);
-      const seen = new Set<string>();
-      for (const d of found) {
-        const key = `${d.scheme ?? ''}|${d.host}|${d.port ?? ''}`;
-        if (seen.has(key)) continue;
-        seen.add(key);
-        if (seen.size > MAX_DESTINATIONS) return refuseAt('egress', ctx, refusal(route.ref, rule?.id ?? 'default', `The arguments name more than ${MAX_DESTINATIONS} destinations; split the call`, {}));
-        const checked = policy.check(d, rule);
-        // A name is resolved (or found in the resolver cache) before it is judged: a wait worth a span.
-        const block = await (channels.wait.hasSubscribers && canonicalIp(d.host) === undefined ? waitedOn(ctx, 'egress', 'dns.resolve', checked) : checked);
-        if (block === undefined) continue;
-        const where = d.path === '' ? 'The arguments' : `The argument "${d.path}"`;
-        return refuseAt(
-          'egress',
-          ctx,
-          refusal(route.ref, block.rule, `${where} names ${JSON.stringify(d.value)}, which reaches ${d.host}${d.port !== undefined ? `:${d.port}` : ''}: blocked, because ${block.reason}`, {
-            argument: d.path,
-            value: d.value,
-            host: d.host,
-            ...(d.port !== undefined ? { port: d.port } : {}),
-            ...(block.address !== undefined ? { address: block.address } : {}),
-            ...(block.addressClass !== undefined ? { addressClass: block.addressClass } : {}),
-            rule: block.rule,
-          }),
-        );
-      }
-      return next(ctx);
+      const found = destinationsIn(args, ctx.route!.inputSchema);
+      return found.length === 0 ? next(ctx) : checked(ctx, next, found);
     },
   };
+
+  async function checked(ctx: CallContext, next: Next, found: Destination[]): Promise<Outcome> {
+    const route = ctx.route!;
+    const rule = policy.ruleFor(ctx.principal, route);
+    const seen = new Set<string>();
+    for (const d of found) {
+      const key = `${d.scheme ?? ''}|${d.host}|${d.port ?? ''}`;
+      if (seen.has(key)) continue;
+      seen.add(key);
+      if (seen.size > MAX_DESTINATIONS) return refuseAt('egress', ctx, refusal(route.ref, rule?.id ?? 'default', `The arguments name more than ${MAX_DESTINATIONS} destinations; split the call`, {}));
+      const checked = policy.check(d, rule);
+      // A name is resolved (or found in the resolver cache) before it is judged: a wait worth a span.
+      const block = await (channels.wait.hasSubscribers && canonicalIp(d.host) === undefined ? waitedOn(ctx, 'egress', 'dns.resolve', checked) : checked);
+      if (block === undefined) continue;
+      const where = d.path === '' ? 'The arguments' : `The argument "${d.path}"`;
+      return refuseAt(
+        'egress',
+        ctx,
+        refusal(route.ref, block.rule, `${where} names ${JSON.stringify(d.value)}, which reaches ${d.host}${d.port !== undefined ? `:${d.port}` : ''}: blocked, because ${block.reason}`, {
+          argument: d.path,
+          value: d.value,
+          host: d.host,
+          ...(d.port !== undefined ? { port: d.port } : {}),
+          ...(block.address !== undefined ? { address: block.address } : {}),
+          ...(block.addressClass !== undefined ? { addressClass: block.addressClass } : {}),
+          rule: block.rule,
+        }),
+      );
+    }
+    return next(ctx);
+  }
 }
 
 function refusal(ref: string, rule: string, message: string, details: Record<string, unknown>): ToolRefusal {

@@ -11,9 +11,9 @@ export function compileStateStage(guard: StoreGuard): Stage {
   return {
     name: 'state',
     applies: isGoverned,
-    async run(ctx, next) {
+    run(ctx, next) {
       if (guard.available) return next(ctx);
-      return refuseAt('state', ctx, failure(new GatewayError('GW_ERR_STATE_UNAVAILABLE', `The ${guard.store.kind} store is unavailable, so this call cannot be recorded; retry later`)));
+      return Promise.resolve(refuseAt('state', ctx, failure(new GatewayError('GW_ERR_STATE_UNAVAILABLE', `The ${guard.store.kind} store is unavailable, so this call cannot be recorded; retry later`))));
     },
   };
 }

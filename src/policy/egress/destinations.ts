@@ -24,6 +24,9 @@ const URI_FORMATS = new Set(['uri', 'uri-reference', 'iri', 'iri-reference', 'ur
 const DESTINATION_NAME = /(^|[_-])(url|uri|urls|uris|href|link|host|hostname|hosts|endpoint|address|addr|ip|domain|server|target|webhook|callback|origin|proxy|redirect)$/i;
 /** URLs inside free text: a scheme, `://`, and an authority. */
 const URL_IN_TEXT = /\b[a-z][a-z0-9+.-]{1,20}:\/\/[^\s"'<>`{}|^]+/gi;
+/** What any host-naming string holds (destinationsOfString's shortcut for the rest). */
+const MAY_NAME_A_HOST = /[.:]|\/\/|localhost/i;
+const NONE: readonly Found[] = Object.freeze([]);
 const MAX_STRINGS = 2_000;
 const MAX_DEPTH = 32;
 
@@ -83,7 +86,10 @@ type Found = Omit<Destination, 'path'>;
  * name or number is read as a host too. Otherwise URLs anywhere in it count, and the whole string counts
  * only when it plainly is an address or a dotted host name.
  */
-export function destinationsOfString(text: string, strict: boolean): Found[] {
+export function destinationsOfString(text: string, strict: boolean): readonly Found[] {
+  // Most strings in arguments are words and sentences: without `:`, `.`, `//` or "localhost" none of the
+  // readings below can find a host in them (a URL needs `:`, an address or a dotted name `.` or `::`).
+  if (!strict && !MAY_NAME_A_HOST.test(text)) return NONE;
   const value = text.length > 200 ? `${text.slice(0, 200)}…` : text;
   const found: Found[] = [];
   const trimmed = text.trim();
@@ -94,8 +100,10 @@ export function destinationsOfString(text: string, strict: boolean): Found[] {
     const bare = parseBareHost(trimmed, value);
     if (bare) found.push(bare);
   }
-  if (whole.length === 0) {
-    for (const m of text.matchAll(URL_IN_TEXT)) found.push(...parseUrl(m[0], value));
+  if (whole.length === 0 && text.includes('://')) {
+    // exec on the one /g pattern rather than matchAll, which clones the pattern for every string.
+    URL_IN_TEXT.lastIndex = 0;
+    for (let m = URL_IN_TEXT.exec(text); m !== null; m = URL_IN_TEXT.exec(text)) found.push(...parseUrl(m[0], value));
   }
   return dedupe(found);
 }

@@ -167,3 +167,28 @@ test('Cancellation.linkedWith: cancelled by either side; once disposed, neither 
   gone.cancel();
   assert.equal(gone.linkedWith(new Cancellation()).cancel.aborted, true, 'linked to one already cancelled');
 });
+
+test('a body that came whole, in one chunk, goes to a sink that takes it whole in one call; otherwise chunk by chunk', () => {
+  const calls: string[] = [];
+  const sink = { data: (c: Buffer) => (calls.push(`data:${c}`), true), end: () => calls.push('end'), error: () => calls.push('error'), whole: (c: Buffer) => calls.push(`whole:${c}`) };
+  RelayBody.of(Buffer.from('{"a":1}')).consume(sink);
+  assert.deepEqual(calls, ['whole:{"a":1}']);
+  // Two chunks, or a body still open, are not whole: data and end as before.
+  calls.length = 0;
+  const two = new RelayBody(source());
+  two.push(Buffer.from('{"a":'));
+  two.push(Buffer.from('1}'));
+  two.end();
+  two.consume(sink);
+  assert.deepEqual(calls, ['data:{"a":', 'data:1}', 'end']);
+  calls.length = 0;
+  const open = new RelayBody(source());
+  open.push(Buffer.from('{"a":1}'));
+  open.consume(sink);
+  open.end();
+  assert.deepEqual(calls, ['data:{"a":1}', 'end']);
+  // A sink without `whole` gets data and end.
+  const plain: string[] = [];
+  RelayBody.of(Buffer.from('x')).consume({ data: (c) => (plain.push(`data:${c}`), true), end: () => plain.push('end'), error: () => plain.push('error') });
+  assert.deepEqual(plain, ['data:x', 'end']);
+});

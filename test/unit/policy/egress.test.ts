@@ -111,6 +111,19 @@ describe('where destinations are found', () => {
     );
   });
 
+  test('words and sentences are passed over; anything with a host in it is still read', () => {
+    // The shortcut for strings that cannot name a host must not hide the ones that do.
+    for (const text of ['hello', 'a sentence with no address in it', 'x'.repeat(300), '']) assert.deepEqual(destinationsOfString(text, false), [], text);
+    const hosts = (text: string, strict = false) => destinationsOfString(text, strict).map((d) => d.host);
+    assert.deepEqual(hosts('localhost'), ['localhost']);
+    assert.deepEqual(hosts('LOCALHOST:8080'), ['localhost']);
+    assert.deepEqual(hosts('//localhost/admin'), ['localhost']);
+    assert.deepEqual(hosts('[::1]'), ['::1']);
+    assert.deepEqual(hosts('see https://a.example.com/x and ftp://10.0.0.1/y'), ['a.example.com', '10.0.0.1']);
+    // A field declared or named as a destination is read even as a bare word.
+    assert.deepEqual(hosts('intranet', true), ['intranet']);
+  });
+
   test('IPv6 forms that carry IPv4 are judged by it', () => {
     assert.equal(embeddedIpv4('::ffff:7f00:1'), '127.0.0.1');
     assert.equal(embeddedIpv4('64:ff9b::a9fe:a9fe'), '169.254.169.254');
