@@ -85,6 +85,11 @@ export class Catalog implements UpstreamMessages {
    * they do not know makes the catalog list again once, with the caller's capabilities (a legacy server may
    * offer tools only to clients that declared a capability), before it is called unknown.
    */
+  /** The route of the last list for a public name, without listing again (undefined: `resolve` may list). */
+  known(kind: 'tools' | 'prompts', publicName: string): CallRoute | undefined {
+    return this.routes[kind].get(publicName)?.call;
+  }
+
   async resolve(kind: 'tools' | 'prompts', publicName: string, capabilities: Record<string, unknown>, fresh = false): Promise<CallRoute | undefined> {
     let route = fresh ? undefined : this.routes[kind].get(publicName);
     if (!route) {

@@ -8,7 +8,8 @@
 
 import { failure, GatewayError } from '../errors.js';
 import type { CallContext } from '../pipeline/context.js';
-import { refuseAt, type Stage } from '../pipeline/stage.js';
+import type { Outcome } from '../pipeline/outcome.js';
+import { refuseAt, type Next, type Stage } from '../pipeline/stage.js';
 import { ErrorCode, type JsonRpcRequest } from '../protocol/jsonrpc.js';
 import { unknownItemMessage, type Catalog } from './catalog.js';
 
@@ -41,23 +42,32 @@ export function compileResolveStage({ catalog, passThrough }: ResolveStageDeps):
   return {
     name: 'resolve',
     applies: (ctx) => ctx.method === 'tools/call' || ctx.method === 'prompts/get' || ctx.method === 'completion/complete',
-    async run(ctx, next) {
+    // Not async: a name the last list knows, the usual call, is routed and handed on at once.
+    run(ctx, next) {
       const item = namedItem(ctx);
       if (item === undefined) return next(ctx);
-      let route;
-      try {
-        route = await catalog.resolve(item.kind, item.name, ctx.clientCapabilities);
-      } catch (err) {
-        const error = err instanceof GatewayError ? err : new GatewayError('GW_ERR_UPSTREAM_UNREACHABLE', `The catalog could not be listed: ${(err as Error).message}`);
-        return refuseAt('resolve', ctx, failure(error));
-      }
-      if (route === undefined) {
-        const upstream = passThrough(item.kind);
-        if (upstream === undefined) return refuseAt('resolve', ctx, { kind: 'protocol', code: item.kind === 'tools' ? 'unknown_tool' : 'unknown_prompt', rpcCode: ErrorCode.InvalidParams, message: unknownItemMessage(item.kind, item.name) });
-        route = { kind: item.kind, ref: `${upstream}/${item.name}`, publicName: item.name, original: item.name, upstream, listed: false, params: [] };
-      }
-      ctx.route = route;
+      const known = catalog.known(item.kind, item.name);
+      if (known === undefined) return resolved(ctx, next, item);
+      ctx.route = known;
       return next(ctx);
     },
   };
+
+  /** A name the last list does not know: the catalog may list again before it is judged. */
+  async function resolved(ctx: CallContext, next: Next, item: { kind: 'tools' | 'prompts'; name: string }): Promise<Outcome> {
+    let route;
+    try {
+      route = await catalog.resolve(item.kind, item.name, ctx.clientCapabilities);
+    } catch (err) {
+      const error = err instanceof GatewayError ? err : new GatewayError('GW_ERR_UPSTREAM_UNREACHABLE', `The catalog could not be listed: ${(err as Error).message}`);
+      return refuseAt('resolve', ctx, failure(error));
+    }
+    if (route === undefined) {
+      const upstream = passThrough(item.kind);
+      if (upstream === undefined) return refuseAt('resolve', ctx, { kind: 'protocol', code: item.kind === 'tools' ? 'unknown_tool' : 'unknown_prompt', rpcCode: ErrorCode.InvalidParams, message: unknownItemMessage(item.kind, item.name) });
+      route = { kind: item.kind, ref: `${upstream}/${item.name}`, publicName: item.name, original: item.name, upstream, listed: false, params: [] };
+    }
+    ctx.route = route;
+    return next(ctx);
+  }
 }
