@@ -80,16 +80,16 @@ export class Catalog implements UpstreamMessages {
     return this.routes.tools.has(name);
   }
 
-  /**
-   * Where a public name goes (the resolve stage). The routes of the last list are used as they are; a name
-   * they do not know makes the catalog list again once, with the caller's capabilities (a legacy server may
-   * offer tools only to clients that declared a capability), before it is called unknown.
-   */
   /** The route of the last list for a public name, without listing again (undefined: `resolve` may list). */
   known(kind: 'tools' | 'prompts', publicName: string): CallRoute | undefined {
     return this.routes[kind].get(publicName)?.call;
   }
 
+  /**
+   * Where a public name goes (the resolve stage). The routes of the last list are used as they are; a name
+   * they do not know makes the catalog list again once, with the caller's capabilities (a legacy server may
+   * offer tools only to clients that declared a capability), before it is called unknown.
+   */
   async resolve(kind: 'tools' | 'prompts', publicName: string, capabilities: Record<string, unknown>, fresh = false): Promise<CallRoute | undefined> {
     let route = fresh ? undefined : this.routes[kind].get(publicName);
     if (!route) {
