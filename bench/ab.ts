@@ -25,7 +25,7 @@ import { mkdirSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { parseFlags, type Era } from './common.js';
+import { median, parseFlags, type Era } from './common.js';
 import { runLoad, warmUpProcess } from './load.js';
 import { announcedUrl, clockTicksPerSecond, gatehouseUrl, installSignalCleanup, readCpuTicks, startChild, stopChild, type Child } from './procs.js';
 import { authorizationFor, gatehouseArgs, SETUPS, type Setup } from './setups.js';
@@ -90,12 +90,6 @@ function scriptArgsOf(spec: string, upstreamUrl: string, state: string, logLevel
   const setup = kind as Setup;
   if (!SETUPS.includes(setup)) throw new Error(`--targets: ${spec} is neither a setup (${SETUPS.join(', ')}) nor bare-hop nor baseline:DIR`);
   return { root: ROOT, args: gatehouseArgs(ROOT, setup, upstreamUrl, state, logLevel), authorization: authorizationFor(setup) };
-}
-
-function median(xs: number[]): number {
-  const s = [...xs].sort((a, b) => a - b);
-  const m = s.length >> 1;
-  return s.length % 2 === 1 ? s[m]! : (s[m - 1]! + s[m]!) / 2;
 }
 
 async function main(): Promise<void> {

@@ -32,7 +32,7 @@ interface Cell {
 const HERE = fileURLToPath(new URL('.', import.meta.url));
 const file = process.argv[2] ?? `${HERE}results/latest.json`;
 const { limits } = JSON.parse(readFileSync(`${HERE}limits.json`, 'utf8')) as { limits: Limit[] };
-const { cells, meta } = JSON.parse(readFileSync(file, 'utf8')) as { cells: Cell[]; meta?: { commit?: string } };
+const { cells, meta, logLine } = JSON.parse(readFileSync(file, 'utf8')) as { cells: Cell[]; meta?: { commit?: string }; logLine?: Array<{ era: string; concurrency: number; ratio?: number; error?: string }> };
 
 const UNITS = { cpu: 'µs CPU/call', p99: 'ms p99', rss: 'KB peak RSS' } as const;
 const value = (c: Cell | undefined, metric: Limit['metric']): number | undefined =>
@@ -55,9 +55,26 @@ for (const l of limits) {
   if (!ok) failed++;
   process.stdout.write(`  ${ok ? 'ok  ' : 'FAIL'}  ${l.name}: ${ratio.toFixed(2)}× (limit ${l.max}×; ${ours.toFixed(1)} vs ${floor.toFixed(1)} ${UNITS[l.metric]}${l.relativeTo !== undefined ? ` of ${ref.target} ${ref.era}` : ''})\n`);
 }
+// The request log line (bench/log-toggle.ts): what it adds within one process, switched on and off.
+const logLimit = (JSON.parse(readFileSync(`${HERE}limits.json`, 'utf8')) as { logLine?: { name: string; eras: string[]; concurrency: number; max: number } }).logLine;
+let logChecks = 0;
+if (logLimit !== undefined) {
+  for (const era of logLimit.eras) {
+    logChecks++;
+    const r = (logLine ?? []).find((x) => x.era === era && x.concurrency === logLimit.concurrency);
+    if (r?.ratio === undefined) {
+      failed++;
+      process.stdout.write(`  FAIL  ${logLimit.name}, ${era}: not measured in this run${r?.error !== undefined ? ` (${r.error})` : ''}\n`);
+      continue;
+    }
+    const ok = r.ratio <= logLimit.max;
+    if (!ok) failed++;
+    process.stdout.write(`  ${ok ? 'ok  ' : 'FAIL'}  ${logLimit.name}, ${era}: ${r.ratio.toFixed(3)}× (limit ${logLimit.max}×)\n`);
+  }
+}
 // Memory with many sessions held (bench/sessions.ts): an absolute bound, from its own results file.
 const sessionLimits = (JSON.parse(readFileSync(`${HERE}limits.json`, 'utf8')) as { sessions?: { name: string; maxPeakRssMb: number; sessions: number } }).sessions;
-let checked = limits.length;
+let checked = limits.length + logChecks;
 if (sessionLimits !== undefined) {
   checked++;
   let sessions: { results?: Array<{ mode: string; sessions: number; peakRssMb: number }> } = {};

@@ -13,6 +13,13 @@ export const MAX_BODY_BYTES = 1 << 20;
 
 export type Era = 'legacy' | 'modern';
 
+/** The middle value (the mean of the two middle ones for an even count). */
+export function median(values: number[]): number {
+  const sorted = [...values].sort((a, b) => a - b);
+  const mid = sorted.length >> 1;
+  return sorted.length % 2 === 1 ? sorted[mid]! : (sorted[mid - 1]! + sorted[mid]!) / 2;
+}
+
 /** The line a bench child prints on stdout once it accepts connections; the runner waits for it. */
 export function announceListening(server: Server, path: string, name: string): void {
   const { port } = server.address() as AddressInfo;

@@ -3,7 +3,10 @@
 // and a real SDK server. Prints a table and writes JSON under bench/results/. See bench/README.md.
 //
 // Environment (all optional):
-//   BENCH_SECONDS=3            measured phase per cell, seconds (also bounded by BENCH_MAX_REQUESTS)
+//   BENCH_SECONDS=2            measured phase per cell and round, seconds (also bounded by BENCH_MAX_REQUESTS)
+//   BENCH_ROUNDS=3             rounds per cell, the targets taking turns; a cell reports the rounds' medians
+//   BENCH_LOG_ROUNDS=12        rounds of the request log line measured in one process (on, off, off, on…;
+//                              minimal upstream, c=16, per era); 0 skips it
 //   BENCH_MAX_REQUESTS=200000  measured phase per cell, requests
 //   BENCH_WARMUP_SECONDS=1     warm-up per cell, seconds (also bounded by BENCH_WARMUP_REQUESTS)
 //   BENCH_WARMUP_REQUESTS=20000
@@ -22,7 +25,7 @@ import { existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { LEGACY_VERSION, MODERN_VERSION, type Era } from './common.js';
+import { LEGACY_VERSION, median, MODERN_VERSION, type Era } from './common.js';
 import { runLoad, warmUpProcess, type LoadResult } from './load.js';
 import {
   announcedUrl,
@@ -39,10 +42,13 @@ import {
   stopChild,
   type Child,
 } from './procs.js';
+import { measureLogToggle, type LogToggleResult } from './log-toggle.js';
 import { startBenchRedis, type BenchRedis } from './redis.js';
 import { authorizationFor, gatehouseArgs, SETUPS, type Setup } from './setups.js';
 
 const BENCH_DIR = path.dirname(fileURLToPath(import.meta.url));
+/** The concurrency issue 17 fixes its CPU targets at, the log line's included. */
+const LOG_TOGGLE_CONCURRENCY = 16;
 const ROOT = path.dirname(BENCH_DIR);
 const RESULTS_DIR = path.join(BENCH_DIR, 'results');
 /** State files of the Gatehouse targets: a temp dir, removed when the bench ends. */
@@ -90,7 +96,9 @@ function envList<T extends string>(name: string, allowed: readonly T[], defaults
 }
 
 const settings = {
-  seconds: envNumber('BENCH_SECONDS', 3, 0.1, 600),
+  seconds: envNumber('BENCH_SECONDS', 2, 0.1, 600),
+  rounds: Math.floor(envNumber('BENCH_ROUNDS', 3, 1, 20)),
+  logToggleRounds: Math.floor(envNumber('BENCH_LOG_ROUNDS', 12, 0, 100)),
   maxRequests: Math.floor(envNumber('BENCH_MAX_REQUESTS', 200_000, 1, 10_000_000)),
   warmupSeconds: envNumber('BENCH_WARMUP_SECONDS', 1, 0, 600),
   warmupRequests: Math.floor(envNumber('BENCH_WARMUP_REQUESTS', 20_000, 0, 10_000_000)),
@@ -138,6 +146,8 @@ interface Cell {
   loadgenCpuUsPerReq?: number;
   /** Lines the measured process wrote to stderr per request during the phase (Gatehouse logs there). */
   stderrLinesPerReq?: number;
+  /** Each round's own figures, when the cell was measured in several (BENCH_ROUNDS). */
+  rounds?: Array<{ cpuUsPerReq: number; p99Ms: number; rps: number; peakRssKb?: number }>;
   note?: string;
 }
 
@@ -188,8 +198,16 @@ function startGatehouse(target: TargetKind, upstreamUrl: string, redisUrl?: stri
   if (spec.sampleRatio !== undefined && tracesUrl === undefined) return Promise.reject(new Error(`${target} needs the OTLP sink, which did not start`));
   const tracing = spec.sampleRatio !== undefined ? { endpoint: tracesUrl!, sampleRatio: spec.sampleRatio } : undefined;
   const args = gatehouseArgs(ROOT, spec.setup, upstreamUrl, STATE_DIR, logLevel, spec.redis && redisUrl !== undefined ? { redisUrl } : undefined, tracing);
-  return startGatehouseProcess(target, args, ROOT);
+  return startGatehouseProcess(target, args, ROOT).then((child) => {
+    configFileOf.set(child, args[args.indexOf('--config') + 1]!);
+    return child;
+  });
 }
+
+/** The config file each Gatehouse target was started with (the log toggle rewrites it). */
+const configFileOf = new Map<Child, string>();
+/** The request log line measured inside one process, per era (bench/log-toggle.ts). */
+const logLines: Array<LogToggleResult | { era: Era; concurrency: number; error: string }> = [];
 
 function startGatehouseProcess(name: string, args: string[], cwd: string): Promise<Child> {
   return startChild(name, {
@@ -279,6 +297,31 @@ async function measureCell(base: Omit<Cell, 'status' | 'measuredProcess'>, url: 
     if (t1 - t0 < 50) cell.note = `only ${t1 - t0} CPU ticks measured: CPU per request is coarse (raise BENCH_SECONDS)`;
   }
   if (measured.exited) cell.note = `${measured.name} exited during the cell (${measured.exitInfo ?? '?'})`;
+  return cell;
+}
+
+/**
+ * One cell from its rounds: CPU per call, p50, p99 and req/s are the medians of the rounds, peak RSS the
+ * highest; the rest (counts, notes) comes from the round whose CPU is the median. A round with errors makes
+ * the cell's status `errors`. Each round's own figures stay in `rounds`.
+ */
+function combineRounds(measured: Cell[]): Cell {
+  const ok = measured.filter((c) => c.status === 'ok' && c.cpuUsPerReq !== undefined && c.load !== undefined);
+  if (ok.length === 0 || ok.length < measured.length) return measured.find((c) => c.status !== 'ok') ?? measured[0]!;
+  if (ok.length === 1) return ok[0]!;
+  const byCpu = [...ok].sort((a, b) => a.cpuUsPerReq! - b.cpuUsPerReq!);
+  const base = byCpu[(byCpu.length - 1) >> 1]!;
+  const of = (pick: (c: Cell) => number | undefined): number[] => ok.map(pick).filter((v): v is number => v !== undefined);
+  const cell: Cell = {
+    ...base,
+    cpuUsPerReq: median(of((c) => c.cpuUsPerReq)),
+    load: { ...base.load!, p50Ms: median(of((c) => c.load!.p50Ms)), p99Ms: median(of((c) => c.load!.p99Ms)), rps: median(of((c) => c.load!.rps)) },
+    rounds: ok.map((c) => ({ cpuUsPerReq: c.cpuUsPerReq!, p99Ms: c.load!.p99Ms, rps: c.load!.rps, ...(c.peakRssKb !== undefined ? { peakRssKb: c.peakRssKb } : {}) })),
+  };
+  const sched = of((c) => c.cpuUsPerReqSchedstat);
+  if (sched.length === ok.length) cell.cpuUsPerReqSchedstat = median(sched);
+  const rss = of((c) => c.peakRssKb);
+  if (rss.length > 0) cell.peakRssKb = Math.max(...rss);
   return cell;
 }
 
@@ -373,6 +416,11 @@ function ratiosFor(cells: Cell[], upstream: UpstreamKind, era: Era, concurrency:
     });
 }
 
+function logToggleLine(r: LogToggleResult): string {
+  const us = (xs: number[]): string => xs.map((x) => x.toFixed(1)).join(' ');
+  return `request log line, ${r.era} c=${r.concurrency}, one process switched on and off: +${((r.ratio - 1) * 100).toFixed(1)}% CPU per call (median of ${r.pairRatios.length} pairs; ratio of medians ${r.ratioOfMedians.toFixed(3)}×); on ${us(r.onUs)} µs, off ${us(r.offUs)} µs`;
+}
+
 function ratioLine(r: Ratio): string {
   const head = `${r.upstream}/${r.era} c=${r.concurrency}`.padEnd(20) + r.target.padEnd(20);
   if (r.cpuRatio === undefined) return `${head} ratio to the bare hop unavailable${r.note !== undefined ? ` (${r.note})` : ''}`;
@@ -456,31 +504,53 @@ async function runGroup(upstreamKind: UpstreamKind, era: Era, cells: Cell[]): Pr
         if (w.errors > 0) warmupNotes.set(target, `process warm-up had ${w.errors} error(s): ${w.samples.slice(0, 2).join(' | ')}`);
       }
     }
+    const measureOnce = async (target: TargetKind, concurrency: number): Promise<Cell> => {
+      const t = targets.get(target);
+      const base = { upstream: upstreamKind, era, protocolVersion, concurrency, target };
+      if (t instanceof NotApplicable) return { ...base, status: 'skipped', measuredProcess: target === 'direct' ? 'upstream' : target, note: t.message };
+      if (t === undefined || t instanceof Error) return { ...base, status: 'unavailable', measuredProcess: target === 'direct' ? 'upstream' : target, note: `did not start: ${t?.message.split('\n')[0] ?? 'unknown'}` };
+      if (t.child.exited) return { ...base, status: 'unavailable', measuredProcess: target === 'direct' ? 'upstream' : target, note: `${t.child.name} exited (${t.child.exitInfo ?? '?'})` };
+      const cell = await measureCell(base, t.url, t.child, target === 'direct' ? 'upstream' : target, upstream, SETUP_OF[target]?.redis ? redis?.pid : undefined, authorizationOf(target));
+      const wn = warmupNotes.get(target);
+      if (wn !== undefined) {
+        warmupNotes.delete(target);
+        cell.note = cell.note === undefined ? wn : `${cell.note}; ${wn}`;
+      }
+      return cell;
+    };
     for (const concurrency of settings.concurrency) {
-      for (const target of settings.targets) {
-        const t = targets.get(target);
-        const base = { upstream: upstreamKind, era, protocolVersion, concurrency, target };
-        let cell: Cell;
-        if (t instanceof NotApplicable) {
-          cell = { ...base, status: 'skipped', measuredProcess: target === 'direct' ? 'upstream' : target, note: t.message };
-        } else if (t === undefined || t instanceof Error) {
-          cell = { ...base, status: 'unavailable', measuredProcess: target === 'direct' ? 'upstream' : target, note: `did not start: ${t?.message.split('\n')[0] ?? 'unknown'}` };
-        } else if (t.child.exited) {
-          cell = { ...base, status: 'unavailable', measuredProcess: target === 'direct' ? 'upstream' : target, note: `${t.child.name} exited (${t.child.exitInfo ?? '?'})` };
-        } else {
-          cell = await measureCell(base, t.url, t.child, target === 'direct' ? 'upstream' : target, upstream, SETUP_OF[target]?.redis ? redis?.pid : undefined, authorizationOf(target));
-          const wn = warmupNotes.get(target);
-          if (wn !== undefined) {
-            warmupNotes.delete(target);
-            cell.note = cell.note === undefined ? wn : `${cell.note}; ${wn}`;
-          }
+      // The targets take turns, round after round (the order reversed every other round), so that a slow
+      // stretch of this VM lands on all of them rather than on whichever was measured then.
+      const rounds = new Map<TargetKind, Cell[]>(settings.targets.map((t) => [t, []]));
+      for (let round = 0; round < settings.rounds; round++) {
+        const order = round % 2 === 0 ? settings.targets : [...settings.targets].reverse();
+        for (const target of order) {
+          const measured = rounds.get(target)!;
+          // A target that could not be measured is not tried again.
+          if (measured.length > 0 && measured[0]!.status !== 'ok' && measured[0]!.status !== 'errors') continue;
+          measured.push(await measureOnce(target, concurrency));
         }
+      }
+      for (const target of settings.targets) {
+        const cell = combineRounds(rounds.get(target)!);
         cells.push(cell);
         process.stdout.write(cellRow(cell) + '\n');
       }
     }
     for (const concurrency of settings.concurrency) {
       if (settings.targets.includes('bare-hop')) for (const r of ratiosFor(cells, upstreamKind, era, concurrency)) process.stdout.write(ratioLine(r) + '\n');
+    }
+    // The request log line, end to end: the pass-through with its line on and off in one process.
+    const passThrough = targets.get('gatehouse');
+    if (upstreamKind === 'minimal' && settings.logToggleRounds > 0 && passThrough !== undefined && !(passThrough instanceof Error)) {
+      try {
+        const r = await measureLogToggle({ child: passThrough.child, configFile: configFileOf.get(passThrough.child)!, era, concurrency: LOG_TOGGLE_CONCURRENCY, rounds: settings.logToggleRounds, seconds: settings.seconds });
+        logLines.push(r);
+        process.stdout.write(logToggleLine(r) + '\n');
+      } catch (err) {
+        logLines.push({ era, concurrency: LOG_TOGGLE_CONCURRENCY, error: (err as Error).message });
+        process.stdout.write(`request log line (${era}): not measured: ${(err as Error).message}\n`);
+      }
     }
     for (const [target, t] of targets) {
       if (t instanceof Error && !(t instanceof NotApplicable)) process.stdout.write(`${target} did not start:\n${t.message}\n`);
@@ -512,7 +582,7 @@ async function main(): Promise<void> {
   };
   process.stdout.write(
     `Gatehouse benchmark — node ${meta.node}, ${meta.cpuModel}, ${meta.cores} cores, CLK_TCK ${meta.clockTicksPerSecond}\n` +
-      `per cell: warm-up ≤${settings.warmupSeconds}s/≤${settings.warmupRequests} req, measured ≤${settings.seconds}s/≤${settings.maxRequests} req; ` +
+      `per cell: ${settings.rounds} round(s), the targets taking turns, each a warm-up ≤${settings.warmupSeconds}s/≤${settings.warmupRequests} req and a measured phase ≤${settings.seconds}s/≤${settings.maxRequests} req (medians of the rounds); ` +
       `CPU and RSS are those of the process under test (the upstream for "direct")\n`,
   );
   const cells: Cell[] = [];
@@ -531,7 +601,7 @@ async function main(): Promise<void> {
     for (const r of ratios) process.stdout.write(ratioLine(r) + '\n');
   }
   const finishedAt = new Date();
-  const out = { meta: { ...meta, finishedAt: finishedAt.toISOString(), durationS: (finishedAt.getTime() - startedAt.getTime()) / 1000 }, cells, ratios };
+  const out = { meta: { ...meta, finishedAt: finishedAt.toISOString(), durationS: (finishedAt.getTime() - startedAt.getTime()) / 1000 }, cells, ratios, logLine: logLines };
   mkdirSync(RESULTS_DIR, { recursive: true });
   const file = path.join(RESULTS_DIR, `${startedAt.toISOString().replace(/[:.]/g, '-')}.json`);
   const json = JSON.stringify(out, null, 2) + '\n';

@@ -167,10 +167,17 @@ export function createGateway(config: GatehouseConfig, log: Logger, options: Gat
     log,
     edgeOptions,
   );
-  // Metrics and the request log hear about calls from the pipeline's events, as the audit will.
+  // Metrics and the request log hear about calls from the pipeline's events, as the audit will. The request
+  // log follows `log.requests` across reloads: an operator can turn it on to look at traffic, then off.
+  let stopRequestLog: (() => void) | undefined;
+  const followRequestLog = (on: boolean): void => {
+    stopRequestLog?.();
+    stopRequestLog = on && log.enabled('info') ? logRequests(edge.token, log) : undefined;
+  };
+  followRequestLog(config.log.requests);
   const stopObserving = [
     ...(metrics ? [metrics.observe(edge.token, (name) => (runtime.catalog.knowsTool(name) ? name : undefined))] : []),
-    ...(config.log.requests && log.enabled('info') ? [logRequests(edge.token, log)] : []),
+    () => followRequestLog(false),
     // The audit hears every governed call's answer, and the answer waits for its record.
     ...(config.audit.enabled ? [auditCalls(edge.token, state, config.audit, log.child({ component: 'audit' }))] : []),
   ];
@@ -229,6 +236,7 @@ export function createGateway(config: GatehouseConfig, log: Logger, options: Gat
       edgeOptions.auth = new Authenticator(next, log, previousAuth);
       authFailures.configure(next.auth.failureLimit);
       previousAuth.close();
+      if (next.log.requests !== running.log.requests) followRequestLog(next.log.requests);
       running = next;
       reloads.applied++;
       metrics?.reload('applied');

@@ -51,3 +51,33 @@ test('a changed file is applied without a restart; a broken one is refused and t
   assert.ok(await until(() => /listen changes take effect only after a restart/.test(gw.stderr())), gw.stderr());
   assert.equal(await gw.stop(), 0);
 });
+
+test('log.requests follows a reload: the request line stops when it is turned off and comes back when it is turned on', async () => {
+  const up = await startFakeUpstream((_req, res, body) => jsonResult(res, body, { ok: true }));
+  cleanups.push(() => up.close());
+  const file = join(mkdtempSync(join(tmpdir(), 'gatehouse-reload-log-')), 'gatehouse.yaml');
+  const config = (requests: boolean) => `upstreams: [{ name: up, url: "${up.url}", era: legacy }]\nauth: { anonymous: true }\nshutdown: { graceMs: 200 }\nlog: { format: json, requests: ${requests} }\n`;
+  writeFileSync(file, config(true));
+  const gw = await serveCli(['--config', file, '--port', '0']);
+  cleanups.push(() => gw.stop());
+  const requestLines = (): number => gw.stderr().split('\n').filter((l) => l.includes('"msg":"request"')).length;
+  const call = async (): Promise<void> => {
+    assert.equal((await post(gw.url, rpc(1, 'tools/list'))).status, 200);
+  };
+
+  await call();
+  assert.ok(await until(() => requestLines() === 1), gw.stderr());
+
+  writeFileSync(file, config(false));
+  assert.ok(await until(() => /"msg":"config reloaded"/.test(gw.stderr())), gw.stderr());
+  const before = requestLines();
+  for (let i = 0; i < 5; i++) await call();
+  await sleep(200); // lines go out in batches of at most a few milliseconds
+  assert.equal(requestLines(), before, 'no request line while log.requests is off');
+
+  writeFileSync(file, config(true));
+  assert.ok(await until(() => gw.stderr().split('"msg":"config reloaded"').length === 3), gw.stderr());
+  await call();
+  assert.ok(await until(() => requestLines() === before + 1), gw.stderr());
+  assert.equal(await gw.stop(), 0);
+});

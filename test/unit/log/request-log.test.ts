@@ -6,7 +6,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { createLogger, REDACTED } from '../../../src/log/logger.js';
-import { logRequests, requestMembers } from '../../../src/log/request-log.js';
+import { knownClientTexts, logRequests, millisText, requestMembers } from '../../../src/log/request-log.js';
 import { channels, type CallEndEvent } from '../../../src/pipeline/events.js';
 
 const JWT = 'eyJhbGciOiJSUzI1NiJ9.eyJzdWIiOiJhbGljZSJ9.c2lnbmF0dXJlLWJ5dGVz';
@@ -106,4 +106,78 @@ test('a field that is not a string (a refused request\'s method is whatever its 
   const line = JSON.parse(raw[0]!) as Record<string, string>;
   assert.equal(line.method, '{"j~R":[null],"nested":{"a":1}}');
   assert.equal(line.subject, '42');
+});
+
+test('durationMs is the duration in milliseconds to the microsecond, written as the shortest JSON number', () => {
+  const cases: Array<[number, string]> = [
+    [0.0012345, '1.235'],
+    [0.0125, '12.5'],
+    [0.003, '3'],
+    [0, '0'],
+    [0.0000004, '0'],
+    [0.000001, '0.001'],
+    [0.00001, '0.01'],
+    [0.0001, '0.1'],
+    [0.000123, '0.123'],
+    [0.01203, '12.03'],
+    [1.0001, '1000.1'],
+    [123.456789, '123456.789'],
+    [2e6, '2000000000'],
+    [Number.NaN, '0'],
+  ];
+  for (const [seconds, text] of cases) {
+    assert.equal(millisText(seconds), text, `${seconds} s`);
+    // The same number the plain formula writes (for finite durations).
+    if (Number.isFinite(seconds)) assert.equal(JSON.parse(millisText(seconds)), Math.round(seconds * 1e6) / 1e3, `${seconds} s as a number`);
+  }
+  for (let us = 0; us < 20_000; us += 7) assert.equal(JSON.parse(millisText(us / 1e6)), us / 1e3, `${us} µs`);
+});
+
+test('a client string seen before is written the same way again; one that held a credential or was clipped is scrubbed every time', () => {
+  const { log, raw } = capture();
+  const edge = {};
+  const stop = logRequests(edge, log);
+  try {
+    for (let i = 0; i < 3; i++) {
+      channels.end.publish(event({ edge, tool: 'search "quoted" \u00e9', subject: `Bearer ${JWT}`, prompt: 'y'.repeat(250) }));
+    }
+  } finally {
+    stop();
+  }
+  assert.equal(raw.length, 3);
+  // What was scrubbed or clipped is not kept: the table holds no credential a client sent.
+  const known = knownClientTexts();
+  const stop2 = logRequests(edge, log);
+  try {
+    for (let i = 0; i < 5; i++) channels.end.publish(event({ edge, tool: 'search "quoted" \u00e9', subject: `Bearer ${JWT}${i}`, prompt: `${'z'.repeat(250)}${i}` }));
+  } finally {
+    stop2();
+  }
+  assert.equal(knownClientTexts(), known);
+  assert.equal(raw.length, 8);
+  for (const l of raw.slice(3)) assert.ok(!l.includes(JWT) && !l.includes('z'.repeat(201)));
+  const strip = (l: string): string => l.replace(/"time":"[^"]+"/, '"time":"T"');
+  assert.equal(strip(raw[1]!), strip(raw[0]!));
+  assert.equal(strip(raw[2]!), strip(raw[0]!));
+  for (const l of raw.slice(0, 3)) {
+    const line = JSON.parse(l) as Record<string, string>;
+    assert.equal(line.tool, 'search "quoted" \u00e9');
+    assert.equal(line.subject, `Bearer ${REDACTED}`);
+    assert.equal(line.prompt, `${'y'.repeat(200)}…`);
+    assert.ok(!l.includes(JWT));
+  }
+});
+
+test('a client that sends ever new names does not grow the table of known ones without bound', () => {
+  const { log, raw } = capture();
+  const edge = {};
+  const stop = logRequests(edge, log);
+  try {
+    for (let i = 0; i < 5_000; i++) channels.end.publish(event({ edge, tool: `tool-${i}` }));
+  } finally {
+    stop();
+  }
+  assert.equal(raw.length, 5_000);
+  assert.equal((JSON.parse(raw[4_999]!) as Record<string, string>).tool, 'tool-4999');
+  assert.ok(knownClientTexts() <= 1024, `${knownClientTexts()} strings kept`);
 });
