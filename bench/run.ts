@@ -418,7 +418,7 @@ function ratiosFor(cells: Cell[], upstream: UpstreamKind, era: Era, concurrency:
 
 function logToggleLine(r: LogToggleResult): string {
   const us = (xs: number[]): string => xs.map((x) => x.toFixed(1)).join(' ');
-  return `request log line, ${r.era} c=${r.concurrency}, one process switched on and off: +${((r.ratio - 1) * 100).toFixed(1)}% CPU per call (median of ${r.pairRatios.length} pairs; ratio of medians ${r.ratioOfMedians.toFixed(3)}×); on ${us(r.onUs)} µs, off ${us(r.offUs)} µs`;
+  return `request log line, ${r.era} c=${r.concurrency}, one process switched on and off: ${r.ratio >= 1 ? '+' : '−'}${(Math.abs(r.ratio - 1) * 100).toFixed(1)}% CPU per call (median of ${r.pairRatios.length} pairs; ratio of medians ${r.ratioOfMedians.toFixed(3)}×); on ${us(r.onUs)} µs, off ${us(r.offUs)} µs`;
 }
 
 function ratioLine(r: Ratio): string {
