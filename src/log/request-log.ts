@@ -47,17 +47,6 @@ export function knownClientTexts(): number {
   return clientTexts.size;
 }
 
-/** The upstream's name as JSON, for the name seen last (a config name: most gateways have one or a few). */
-let upstreamName = '';
-let upstreamJson = '""';
-function upstreamText(name: string): string {
-  if (name !== upstreamName) {
-    upstreamJson = JSON.stringify(name);
-    upstreamName = name;
-  }
-  return upstreamJson;
-}
-
 const FRACTION_PAD = ['', '0', '00'];
 
 /**
@@ -88,7 +77,7 @@ export function requestMembers(e: CallEndEvent): string {
   if (e.subject !== undefined) out += `,"subject":${clientText(e.subject)}`;
   if (e.tool !== undefined) out += `,"tool":${clientText(e.tool)}`;
   if (e.prompt !== undefined) out += `,"prompt":${clientText(e.prompt)}`;
-  if (e.upstream !== undefined) out += `,"upstream":${upstreamText(e.upstream)}`;
+  if (e.upstream !== undefined) out += `,"upstream":${JSON.stringify(e.upstream)}`;
   out += `,"status":${e.status},"outcome":"${e.outcome}"`;
   if (e.refusal !== undefined) {
     out += `,"refusal":${JSON.stringify(e.refusal)}`;
