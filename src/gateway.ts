@@ -88,9 +88,20 @@ export interface GatewayOptions {
   configFile?: string;
   /** The listener as the file named it (before command-line overrides); reloads compare with this. */
   fileListen?: ListenConfig;
+  /** The store as the file named it (before `--store`); reloads compare with this. */
+  fileStore?: GatehouseConfig['store'];
   env?: NodeJS.ProcessEnv;
   /** How egress checks resolve host names (A and AAAA); the system resolver unless a test stands in. */
   resolveHost?: ResolveHost;
+}
+
+/**
+ * What the runtime (upstream pools and sessions, catalog, auth, policy) is built from: the config without
+ * its log settings, which the running process follows on its own. A reload that leaves this unchanged keeps
+ * the runtime.
+ */
+function runtimeShape(config: GatehouseConfig): string {
+  return JSON.stringify({ ...config, log: undefined });
 }
 
 export function createGateway(config: GatehouseConfig, log: Logger, options: GatewayOptions = {}): Gateway {
@@ -225,22 +236,31 @@ export function createGateway(config: GatehouseConfig, log: Logger, options: Gat
         return problems;
       }
       const previous = runtime;
-      if (JSON.stringify(next.store) !== JSON.stringify(running.store)) log.warn('config reload: store changes take effect only after a restart');
+      if (JSON.stringify(next.store) !== JSON.stringify(options.fileStore ?? running.store)) log.warn('config reload: store changes take effect only after a restart');
       if (JSON.stringify(next.tracing) !== JSON.stringify(running.tracing)) log.warn('config reload: tracing changes take effect only after a restart');
       if (JSON.stringify(next.audit) !== JSON.stringify(running.audit)) log.warn('config reload: audit changes take effect only after a restart');
-      runtime = buildRuntime(next, log, observeUpstream, state, resolveHost, breakerBoard, childEnv, { book: approvalBook, pins: pinBook, confirmations });
-      // New secret values are scrubbed from logs from now on (none are forgotten).
-      log.addSecrets(collectSecrets(next));
-      // Keys, tokens and rules apply from the next request on.
-      const previousAuth = edgeOptions.auth;
-      edgeOptions.auth = new Authenticator(next, log, previousAuth);
-      authFailures.configure(next.auth.failureLimit);
-      previousAuth.close();
+      // Those keep the running values, as does the listener.
+      next = { ...next, store: running.store, tracing: running.tracing, audit: running.audit };
+      // A change to the log settings alone (an operator turning the request log on to look at traffic) keeps
+      // the upstream connections, sessions and catalog: rebuilding them would cost every upstream a new
+      // handshake and a fresh tools/list for nothing.
+      const logOnly = runtimeShape(next) === runtimeShape(running);
+      if (!logOnly) {
+        runtime = buildRuntime(next, log, observeUpstream, state, resolveHost, breakerBoard, childEnv, { book: approvalBook, pins: pinBook, confirmations });
+        // New secret values are scrubbed from logs from now on (none are forgotten).
+        log.addSecrets(collectSecrets(next));
+        // Keys, tokens and rules apply from the next request on.
+        const previousAuth = edgeOptions.auth;
+        edgeOptions.auth = new Authenticator(next, log, previousAuth);
+        authFailures.configure(next.auth.failureLimit);
+        previousAuth.close();
+      }
       if (next.log.requests !== running.log.requests) followRequestLog(next.log.requests);
       running = next;
       reloads.applied++;
       metrics?.reload('applied');
-      log.info('config reloaded', { upstreams: next.upstreams.map((u) => u.name) });
+      log.info('config reloaded', { upstreams: next.upstreams.map((u) => u.name), ...(logOnly ? { kept: 'upstreams, catalog, auth' } : {}) });
+      if (logOnly) return [];
       // Calls already on the old upstream keep their references; give them the grace period, then close it.
       retired.add(previous);
       setTimeout(() => {

@@ -39,11 +39,12 @@ export async function serveCommand(args: string[], io: CommandIO): Promise<numbe
   }
   let config: GatehouseConfig;
   let fileListen: ListenConfig | undefined;
+  let fileStore: GatehouseConfig['store'] | undefined;
   // Only a config from a file is watched for reloads; flags cannot change while running.
   const fromFlags = flags.upstream !== undefined || flags.stdio !== undefined;
   const configFile = fromFlags ? undefined : (flags.config ?? io.env.GATEHOUSE_CONFIG ?? 'gatehouse.yaml');
   try {
-    ({ config, fileListen } = await buildConfig(flags, io));
+    ({ config, fileListen, fileStore } = await buildConfig(flags, io));
   } catch (err) {
     io.err((err instanceof ConfigError ? err.message : `error: ${(err as Error).message}`) + '\n');
     return 1;
@@ -52,7 +53,7 @@ export async function serveCommand(args: string[], io: CommandIO): Promise<numbe
   const log = createLogger(config.log.level, undefined, {}, { secrets: collectSecrets(config), format: resolveLogFormat(config.log.format) });
   let gateway;
   try {
-    gateway = createGateway(config, log, { configFile, fileListen, env: io.env });
+    gateway = createGateway(config, log, { configFile, fileListen, fileStore, env: io.env });
   } catch (err) {
     io.err(`${(err as Error).message}\n`);
     return 1;
@@ -102,7 +103,7 @@ function listenHint(err: unknown, env: NodeJS.ProcessEnv): string {
 }
 
 /** The config to run, and for a file the listener it named (flags may override it; reloads compare with it). */
-async function buildConfig(flags: ServeFlags, io: CommandIO): Promise<{ config: GatehouseConfig; fileListen?: ListenConfig }> {
+async function buildConfig(flags: ServeFlags, io: CommandIO): Promise<{ config: GatehouseConfig; fileListen?: ListenConfig; fileStore?: GatehouseConfig['store'] }> {
   if (flags.upstream !== undefined && flags.stdio !== undefined) throw new Error('use either --upstream or --stdio, not both');
   if (flags.config !== undefined && (flags.upstream !== undefined || flags.stdio !== undefined)) {
     throw new Error('use either --config or --upstream/--stdio, not both');
@@ -128,10 +129,10 @@ async function buildConfig(flags: ServeFlags, io: CommandIO): Promise<{ config: 
   }
   const file = flags.config ?? io.env.GATEHOUSE_CONFIG ?? 'gatehouse.yaml';
   const config = await loadConfigFile(file, io.env);
-  if (Object.keys(listenOverrides).length === 0 && !logOverride && !storeOverride) return { config, fileListen: config.listen };
+  if (Object.keys(listenOverrides).length === 0 && !logOverride && !storeOverride) return { config, fileListen: config.listen, fileStore: config.store };
   // Flags override the file; the result is validated again so a bad flag is reported like a bad key.
   const merged = validateConfigObject({ ...config, listen: { ...config.listen, ...listenOverrides }, log: { ...config.log, ...logOverride }, store: storeOverride ?? config.store }, 'command line');
-  return { config: merged, fileListen: config.listen };
+  return { config: merged, fileListen: config.listen, fileStore: config.store };
 }
 
 function connectBanner(url: string): string {

@@ -52,11 +52,14 @@ test('a changed file is applied without a restart; a broken one is refused and t
   assert.equal(await gw.stop(), 0);
 });
 
-test('log.requests follows a reload: the request line stops when it is turned off and comes back when it is turned on', async () => {
+test('log.requests follows a reload: the request line stops when it is turned off and comes back when it is turned on, and the upstreams are kept', async () => {
   const up = await startFakeUpstream((_req, res, body) => jsonResult(res, body, { ok: true }));
   cleanups.push(() => up.close());
   const file = join(mkdtempSync(join(tmpdir(), 'gatehouse-reload-log-')), 'gatehouse.yaml');
-  const config = (requests: boolean) => `upstreams: [{ name: up, url: "${up.url}", era: legacy }]\nauth: { anonymous: true }\nshutdown: { graceMs: 200 }\nlog: { format: json, requests: ${requests} }\n`;
+  // Connections the upstream accepted: a rebuilt runtime opens its own, a kept one goes on with its pool's.
+  let connections = 0;
+  up.server.on('connection', () => connections++);
+  const config = (requests: boolean, graceMs = 200) => `upstreams: [{ name: up, url: "${up.url}", era: legacy }]\nauth: { anonymous: true }\nshutdown: { graceMs: ${graceMs} }\nlog: { format: json, requests: ${requests} }\n`;
   writeFileSync(file, config(true));
   const gw = await serveCli(['--config', file, '--port', '0']);
   cleanups.push(() => gw.stop());
@@ -67,6 +70,8 @@ test('log.requests follows a reload: the request line stops when it is turned of
 
   await call();
   assert.ok(await until(() => requestLines() === 1), gw.stderr());
+  const connected = connections;
+  assert.ok(connected >= 1);
 
   writeFileSync(file, config(false));
   assert.ok(await until(() => /"msg":"config reloaded"/.test(gw.stderr())), gw.stderr());
@@ -74,10 +79,21 @@ test('log.requests follows a reload: the request line stops when it is turned of
   for (let i = 0; i < 5; i++) await call();
   await sleep(200); // lines go out in batches of at most a few milliseconds
   assert.equal(requestLines(), before, 'no request line while log.requests is off');
+  // Only the log changed: the upstream connections (and the catalog, sessions, auth) were kept.
+  assert.equal(connections, connected, 'a log-only reload kept the upstream pool');
 
   writeFileSync(file, config(true));
   assert.ok(await until(() => gw.stderr().split('"msg":"config reloaded"').length === 3), gw.stderr());
   await call();
   assert.ok(await until(() => requestLines() === before + 1), gw.stderr());
+  assert.equal(connections, connected, 'turning the line back on kept the pool too');
+
+  // Any other change builds the runtime anew, with its own connections: the count above can tell.
+  writeFileSync(file, config(true, 300));
+  assert.ok(await until(() => gw.stderr().split('"msg":"config reloaded"').length === 4), gw.stderr());
+  await call();
+  assert.ok(connections > connected, 'a reload that changes more than the log rebuilds the runtime');
+  // The store came from --store (serveCli), not the file: a reload does not take that for a store change.
+  assert.doesNotMatch(gw.stderr(), /store changes take effect only after a restart/);
   assert.equal(await gw.stop(), 0);
 });
