@@ -5,7 +5,7 @@ import type { AddressInfo } from 'node:net';
 import { basename, dirname, resolve } from 'node:path';
 import { ConfigError, formatIssue, parseConfigText } from './config/load.js';
 import { unsupportedFeatures } from './config/semantic-checks.js';
-import { watchConfigFile, type ConfigWatcher } from './config/watch.js';
+import { watchConfigFile, type ConfigCheck, type ConfigWatcher } from './config/watch.js';
 import { isStdioUpstream, type GatehouseConfig, type ListenConfig, type UpstreamConfig } from './config/types.js';
 import { createEdge, type Edge } from './edge/server.js';
 import type { Logger } from './log/logger.js';
@@ -72,6 +72,11 @@ export interface Gateway {
    * refused. Returns the problems when the new config is refused and the running one stays.
    */
   reload(next: GatehouseConfig): Promise<string[]>;
+  /**
+   * Reads the watched config file now (SIGHUP) instead of at the next poll, applying it when its content
+   * changed. `none` when no file is watched (a config from flags, or not listening yet).
+   */
+  checkConfigFile(): Promise<ConfigCheck | 'none'>;
   /** Reloads applied and refused so far. */
   readonly reloads: { applied: number; refused: number };
   /** The metrics URL once listening, when metrics are enabled. */
@@ -267,6 +272,9 @@ export function createGateway(config: GatehouseConfig, log: Logger, options: Gat
         if (retired.delete(previous)) void previous.close();
       }, next.shutdown.graceMs).unref();
       return [];
+    },
+    async checkConfigFile() {
+      return watcher === undefined ? 'none' : watcher.checkNow();
     },
     async listen() {
       await tracing?.ready;

@@ -24,6 +24,7 @@ export const SERVE_HELP = `Usage: gatehouse serve [options]
 
 Runs the gateway. With --config (or GATEHOUSE_CONFIG, or ./gatehouse.yaml) it reads a config file;
 with --upstream or --stdio it runs in front of one server with defaults (anonymous, loopback only).
+A config file is read again whenever it changes (looked at every second, or at once on SIGHUP).
 
 Options:
   -c, --config FILE     config file (YAML)

@@ -1,5 +1,5 @@
 // `gatehouse serve`: builds the config (from a file or from flags), starts the gateway, prints how to
-// connect, and shuts down cleanly on SIGTERM/SIGINT.
+// connect, and shuts down cleanly on SIGTERM/SIGINT; SIGHUP reads the config file again at once.
 
 import { parseArgs } from 'node:util';
 import { ConfigError, loadConfigFile, validateConfigObject } from '../config/load.js';
@@ -67,6 +67,17 @@ export async function serveCommand(args: string[], io: CommandIO): Promise<numbe
     process.once('SIGTERM', () => stop('SIGTERM'));
     process.once('SIGINT', () => stop('SIGINT'));
   });
+  // SIGHUP reads the config file at once rather than at the next poll (a config from flags has no file,
+  // and keeps the default: a hangup ends it).
+  if (configFile !== undefined) {
+    process.on('SIGHUP', () => {
+      log.info('signal received', { signal: 'SIGHUP' });
+      void gateway.checkConfigFile().then((found) => {
+        if (found === 'unchanged') log.info('config file unchanged; nothing to reload', { file: configFile });
+        else if (found === 'unreadable') log.warn('config file unreadable; the running config stays', { file: configFile });
+      });
+    });
+  }
   let url: string;
   try {
     url = await gateway.listen();

@@ -97,3 +97,40 @@ test('log.requests follows a reload: the request line stops when it is turned of
   assert.doesNotMatch(gw.stderr(), /store changes take effect only after a restart/);
   assert.equal(await gw.stop(), 0);
 });
+
+test('SIGHUP reads the config file at once: an unchanged file is said to be so, a changed one is applied, and the process lives on', async () => {
+  const a = await startFakeUpstream((_req, res, body) => jsonResult(res, body, { who: 'A' }));
+  const b = await startFakeUpstream((_req, res, body) => jsonResult(res, body, { who: 'B' }));
+  cleanups.push(() => a.close(), () => b.close());
+  const file = join(mkdtempSync(join(tmpdir(), 'gatehouse-sighup-')), 'gatehouse.yaml');
+  const config = (url: string, graceMs: number) => `upstreams: [{ name: up, url: "${url}", era: legacy }]\nauth: { anonymous: true }\nshutdown: { graceMs: ${graceMs} }\nlog: { format: json }\n`;
+  writeFileSync(file, config(a.url, 200));
+  const gw = await serveCli(['--config', file, '--port', '0']);
+  cleanups.push(() => gw.stop());
+  const who = async () => (await post(gw.url, rpc(1, 'tools/list'))).json().result?.who as string | undefined;
+  const count = (text: string): number => gw.stderr().split(text).length - 1;
+  assert.equal(await who(), 'A');
+
+  // Node's default for SIGHUP is to exit; serve answers it instead.
+  gw.child.kill('SIGHUP');
+  assert.ok(await until(() => count('"msg":"config file unchanged; nothing to reload"') === 1), gw.stderr());
+  assert.equal(await who(), 'A');
+
+  // A changed file: the signal applies it before the next poll, unless that poll came first (then the
+  // signal finds it unchanged, and the step is tried again with another change).
+  let bySignal = false;
+  for (let attempt = 1; attempt <= 3 && !bySignal; attempt++) {
+    const unchangedBefore = count('"msg":"config file unchanged; nothing to reload"');
+    const reloadsBefore = count('"msg":"config reloaded"');
+    writeFileSync(file, config(b.url, 200 + attempt));
+    gw.child.kill('SIGHUP');
+    assert.ok(await until(() => count('"msg":"config reloaded"') === reloadsBefore + 1), gw.stderr());
+    await sleep(100);
+    bySignal = count('"msg":"config file unchanged; nothing to reload"') === unchangedBefore;
+  }
+  assert.ok(bySignal, 'the signal applied a changed file');
+  assert.equal(await who(), 'B');
+  assert.equal(count('"signal":"SIGHUP"') >= 2, true);
+  assert.equal(await gw.stop(), 0);
+});
+
