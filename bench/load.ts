@@ -24,6 +24,16 @@ export interface LoadOptions {
   /** Called right before the measured phase starts and right after it ends (CPU/RSS snapshots). */
   onMeasureStart?: () => void;
   onMeasureEnd?: () => void;
+  /**
+   * Read and steered while the measured phase runs: `calls` counts its correct answers as they come, and
+   * setting `stop` ends it after the calls in flight (bench/log-toggle.ts samples a long phase in slices).
+   */
+  control?: LoadControl;
+}
+
+export interface LoadControl {
+  calls: number;
+  stop: boolean;
 }
 
 export interface LoadResult {
@@ -140,7 +150,7 @@ interface PhaseResult {
   stoppedBy: 'time' | 'count' | 'errors';
 }
 
-async function runPhase(ctx: Ctx, concurrency: number, limits: PhaseLimits, maxErrors: number, latenciesUs: Float64Array | null): Promise<PhaseResult> {
+async function runPhase(ctx: Ctx, concurrency: number, limits: PhaseLimits, maxErrors: number, latenciesUs: Float64Array | null, control?: LoadControl): Promise<PhaseResult> {
   let issued = 0;
   let ok = 0;
   let errors = 0;
@@ -149,7 +159,7 @@ async function runPhase(ctx: Ctx, concurrency: number, limits: PhaseLimits, maxE
   let last = start;
   const worker = async (): Promise<void> => {
     // Bounded by count, time and errors: each iteration claims one of `maxRequests` slots.
-    while (issued < limits.maxRequests && errors < maxErrors && process.hrtime.bigint() < deadline) {
+    while (issued < limits.maxRequests && errors < maxErrors && control?.stop !== true && process.hrtime.bigint() < deadline) {
       issued++;
       const id = ctx.nextId++;
       const t0 = process.hrtime.bigint();
@@ -159,6 +169,7 @@ async function runPhase(ctx: Ctx, concurrency: number, limits: PhaseLimits, maxE
       if (problem === null) {
         if (latenciesUs !== null && ok < latenciesUs.length) latenciesUs[ok] = Number(t1 - t0) / 1000;
         ok++;
+        if (control !== undefined) control.calls++;
       } else {
         errors++;
         addSample(ctx, problem);
@@ -330,7 +341,7 @@ export async function runLoad(opts: LoadOptions): Promise<LoadResult> {
     const warm = await runPhase(ctx, opts.concurrency, opts.warmup, opts.maxErrors, null);
     const latencies = new Float64Array(opts.measure.maxRequests);
     opts.onMeasureStart?.();
-    const measured = await runPhase(ctx, opts.concurrency, opts.measure, opts.maxErrors, latencies);
+    const measured = await runPhase(ctx, opts.concurrency, opts.measure, opts.maxErrors, latencies, opts.control);
     opts.onMeasureEnd?.();
     const sorted = latencies.subarray(0, measured.ok).sort();
     let sum = 0;

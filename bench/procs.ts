@@ -16,6 +16,8 @@ export interface Child {
   /** Lines and bytes the child wrote to stderr so far (Gatehouse's log goes there). */
   stderrLines: number;
   stderrBytes: number;
+  /** Gatehouse's `config reloaded` lines on stderr so far (a reload the bench asked for has taken). */
+  reloads: number;
   stdoutLines: number;
   /** Last lines of output, for error reports. */
   readonly tail: string[];
@@ -34,6 +36,9 @@ export interface StartOptions {
 }
 
 const live = new Set<Child>();
+
+/** What Gatehouse's JSON line says when a reload was applied. */
+const RELOADED = '"msg":"config reloaded"';
 
 /** Starts `node <args>` and resolves once a line of its output satisfies `ready` (bounded in time). */
 export function startChild(name: string, opts: StartOptions): Promise<Child> {
@@ -60,6 +65,7 @@ export function startChild(name: string, opts: StartOptions): Promise<Child> {
       proc,
       stderrLines: 0,
       stderrBytes: 0,
+      reloads: 0,
       stdoutLines: 0,
       tail,
       exited: false,
@@ -107,12 +113,16 @@ export function startChild(name: string, opts: StartOptions): Promise<Child> {
       (line, bytes) => {
         child.stderrLines++;
         child.stderrBytes += bytes;
+        if (line.includes(RELOADED)) child.reloads++;
         onLine(line);
       },
       () => !settled,
       (lines, bytes, last) => {
         child.stderrLines += lines;
         child.stderrBytes += bytes;
+        // A search of the raw chunk (a fast byte scan); a mark split across two chunks is missed, and the
+        // bench that waits for it gives up after a bounded wait and checks the switch another way.
+        for (let at = last.indexOf(RELOADED); at !== -1; at = last.indexOf(RELOADED, at + RELOADED.length)) child.reloads++;
         keepTail(tail, last);
       },
     );

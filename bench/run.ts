@@ -5,8 +5,9 @@
 // Environment (all optional):
 //   BENCH_SECONDS=2            measured phase per cell and round, seconds (also bounded by BENCH_MAX_REQUESTS)
 //   BENCH_ROUNDS=3             rounds per cell, the targets taking turns; a cell reports the rounds' medians
-//   BENCH_LOG_ROUNDS=12        rounds of the request log line measured in one process (on, off, off, on…;
-//                              minimal upstream, c=16, per era); 0 skips it
+//   BENCH_LOG_ROUNDS=40        segments of the request log line measured in one process under one load (on,
+//                              off, off, on…, switched by SIGHUP; minimal upstream, c=16, per era); 0 skips it
+//   BENCH_LOG_SECONDS=1        length of each of those segments, seconds
 //   BENCH_MAX_REQUESTS=200000  measured phase per cell, requests
 //   BENCH_WARMUP_SECONDS=1     warm-up per cell, seconds (also bounded by BENCH_WARMUP_REQUESTS)
 //   BENCH_WARMUP_REQUESTS=20000
@@ -98,7 +99,8 @@ function envList<T extends string>(name: string, allowed: readonly T[], defaults
 const settings = {
   seconds: envNumber('BENCH_SECONDS', 2, 0.1, 600),
   rounds: Math.floor(envNumber('BENCH_ROUNDS', 3, 1, 20)),
-  logToggleRounds: Math.floor(envNumber('BENCH_LOG_ROUNDS', 12, 0, 100)),
+  logToggleRounds: Math.floor(envNumber('BENCH_LOG_ROUNDS', 40, 0, 400)),
+  logToggleSeconds: envNumber('BENCH_LOG_SECONDS', 1, 0.1, 60),
   maxRequests: Math.floor(envNumber('BENCH_MAX_REQUESTS', 200_000, 1, 10_000_000)),
   warmupSeconds: envNumber('BENCH_WARMUP_SECONDS', 1, 0, 600),
   warmupRequests: Math.floor(envNumber('BENCH_WARMUP_REQUESTS', 20_000, 0, 10_000_000)),
@@ -418,7 +420,7 @@ function ratiosFor(cells: Cell[], upstream: UpstreamKind, era: Era, concurrency:
 
 function logToggleLine(r: LogToggleResult): string {
   const us = (xs: number[]): string => xs.map((x) => x.toFixed(1)).join(' ');
-  return `request log line, ${r.era} c=${r.concurrency}, one process switched on and off: ${r.ratio >= 1 ? '+' : '−'}${(Math.abs(r.ratio - 1) * 100).toFixed(1)}% CPU per call (median of ${r.pairRatios.length} pairs; ratio of medians ${r.ratioOfMedians.toFixed(3)}×); on ${us(r.onUs)} µs, off ${us(r.offUs)} µs`;
+  return `request log line, ${r.era} c=${r.concurrency}, one process switched on and off: ${r.ratio >= 1 ? '+' : '−'}${(Math.abs(r.ratio - 1) * 100).toFixed(1)}% CPU per call (median of ${r.pairRatios.length} pairs of ${r.seconds} s segments; ratio of medians ${r.ratioOfMedians.toFixed(3)}×); on ${us(r.onUs)} µs, off ${us(r.offUs)} µs`;
 }
 
 function ratioLine(r: Ratio): string {
@@ -544,7 +546,7 @@ async function runGroup(upstreamKind: UpstreamKind, era: Era, cells: Cell[]): Pr
     const passThrough = targets.get('gatehouse');
     if (upstreamKind === 'minimal' && settings.logToggleRounds > 0 && passThrough !== undefined && !(passThrough instanceof Error)) {
       try {
-        const r = await measureLogToggle({ child: passThrough.child, configFile: configFileOf.get(passThrough.child)!, era, concurrency: LOG_TOGGLE_CONCURRENCY, rounds: settings.logToggleRounds, seconds: settings.seconds });
+        const r = await measureLogToggle({ child: passThrough.child, configFile: configFileOf.get(passThrough.child)!, era, concurrency: LOG_TOGGLE_CONCURRENCY, rounds: settings.logToggleRounds, seconds: settings.logToggleSeconds });
         logLines.push(r);
         process.stdout.write(logToggleLine(r) + '\n');
       } catch (err) {
