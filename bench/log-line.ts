@@ -9,6 +9,7 @@
 //   node --import tsx bench/log-line.ts          (writes results/<time>-log-line.json)
 
 import { spawn } from 'node:child_process';
+import { randomUUID } from 'node:crypto';
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -23,15 +24,26 @@ const WARMUP = 50_000;
 /** Calls per event-loop turn, about what a busy gateway answers per turn at c=16. */
 const PER_TURN = 16;
 
-/** The CPU (µs) of publishing `count` end events, yielding to the event loop as a gateway does. */
+/** A tools/call body as a client sends it: the event's method and tool name come out of its parse. */
+const BODY = '{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"echo","arguments":{"text":"hello"}}}';
+
+/**
+ * The CPU (µs) of publishing `count` end events, yielding to the event loop as a gateway does. Each event is
+ * new, as in a gateway: a fresh call id and duration, the method and tool name parsed from a body. Making
+ * them costs the same with and without the line, so the difference is still the line's; with one event
+ * reused for every line the line measured about 0.5 µs less (its strings' hashes and flat copies cached).
+ */
 async function publishLoop(count: number, edge: object): Promise<number> {
-  const event: CallEndEvent = {
-    callId: '0b0e6f6e-8d8f-4c42-9a8e-4f1e6a7b8c9d', edge, httpMethod: 'POST', method: 'tools/call', era: 'legacy',
-    subject: 'anonymous', tool: 'echo', upstream: 'bench', status: 200, outcome: 'ok', seconds: 0.00123,
-  };
   const start = process.cpuUsage();
   for (let i = 0; i < count; i++) {
-    event.seconds = 0.001 + (i % 1000) / 1e6;
+    const message = JSON.parse(BODY) as { method: string; params: { name: string } };
+    const event: CallEndEvent = {
+      callId: randomUUID(), edge, httpMethod: 'POST', status: 200, outcome: 'ok', seconds: 0.001 + (i % 1000) / 1e6, upstream: 'bench',
+    };
+    event.method = message.method;
+    event.era = 'legacy';
+    event.subject = 'anonymous';
+    event.tool = message.params.name;
     channels.end.publish(event);
     if (i % PER_TURN === 0) await new Promise((resolve) => setImmediate(resolve));
   }
