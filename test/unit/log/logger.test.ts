@@ -6,7 +6,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { validateConfigObject } from '../../../src/config/load.js';
 import type { LogLevel } from '../../../src/config/types.js';
-import { createLogger, redactText, REDACTED, type LoggerOptions } from '../../../src/log/logger.js';
+import { createLogger, isoTime, redactText, REDACTED, type LoggerOptions } from '../../../src/log/logger.js';
 import { collectSecrets } from '../../../src/config/secrets.js';
 
 type Line = Record<string, unknown>;
@@ -227,4 +227,21 @@ test('collectSecrets takes the password of a Redis store URL', () => {
     store: { kind: 'redis', url: 'redis://default:redis-password-value@cache:6379/0' },
   });
   assert.deepEqual(collectSecrets(config), ['redis-password-value']);
+});
+
+test('isoTime writes what Date#toISOString writes: across seconds, days, leap years, backwards, and outside years 0-9999', () => {
+  const same = (ms: number): void => assert.equal(isoTime(ms), new Date(ms).toISOString(), `at ${ms}`);
+  // Every millisecond across a second's and a day's and a year's turn, forwards then backwards.
+  for (const edge of [Date.UTC(2026, 11, 1, 15, 6, 9), Date.UTC(2026, 11, 31, 23, 59, 59, 999) + 1, Date.UTC(2024, 1, 29)]) {
+    for (let ms = edge - 1500; ms <= edge + 1500; ms++) same(ms);
+    for (let ms = edge + 1500; ms >= edge - 1500; ms -= 7) same(ms);
+  }
+  // Before 1970 and at the ends of four-digit years, then years that take a sign and six digits.
+  for (const ms of [-1, -999, -1000, -1001, 0, -62167219200000, -62167219200001, Date.UTC(9999, 11, 31, 23, 59, 59, 999), 253402300800000, -62198755200001, 8.64e15, -8.64e15]) same(ms);
+  // A spread of times (a fixed walk, so a failure repeats).
+  let ms = Date.UTC(1901, 0, 1);
+  for (let i = 0; i < 20_000; i++) {
+    same(ms);
+    ms += 1 + ((i * 2654435761) % 9_000_000_000);
+  }
 });
