@@ -177,6 +177,28 @@ export function isoNow(): string {
   return isoText;
 }
 
+/**
+ * The JSON text of a name Gatehouse chose or read from its config (a message, an upstream's name): the
+ * same few recur on every request line, and `JSON.stringify` is a call into the runtime each time.
+ * Bounded; never for a client's strings (request-log.ts scrubs and keeps those itself).
+ */
+export function nameJson(name: string): string {
+  let text = nameTexts.get(name);
+  if (text === undefined) {
+    text = JSON.stringify(name);
+    if (nameTexts.size >= NAME_TEXTS_MAX) nameTexts.clear();
+    nameTexts.set(name, text);
+  }
+  return text;
+}
+const nameTexts = new Map<string, string>();
+const NAME_TEXTS_MAX = 256;
+
+/** How many names' JSON texts are kept (for tests). */
+export function knownNames(): number {
+  return nameTexts.size;
+}
+
 /** Bound fields as JSON members with their leading comma (`,"component":"audit"`), as pino writes them. */
 function bindingMembers(fields: Record<string, unknown>): string {
   let out = '';
@@ -206,7 +228,7 @@ function wrap(p: PinoLogger, sink: Sink, bound: string): Logger {
     flush: () => sink.flush(),
     infoMembers(msg, members) {
       // The same shape as pino's lines: level, time, bound fields, msg, then the fields.
-      if (p.isLevelEnabled('info')) sink.write(`{"level":"info","time":"${isoNow()}"${bound},"msg":${JSON.stringify(msg)}${members === '' ? '' : `,${members}`}}\n`);
+      if (p.isLevelEnabled('info')) sink.write(`{"level":"info","time":"${isoNow()}"${bound},"msg":${nameJson(msg)}${members === '' ? '' : `,${members}`}}\n`);
     },
   };
 }

@@ -4,10 +4,10 @@
 // It is written for every call, so it is built as a string from the event's fields: no object to copy,
 // sanitise and serialise again (issue 17: the line may cost at most 5% of a call). Only the strings a client
 // chose (subject, tool, prompt, method) can carry a credential; they are clipped and scrubbed. The rest are
-// Gatehouse's own words and ids, or config names.
+// Gatehouse's own words and ids, or config names, whose JSON text is kept (`nameJson`).
 
 import { channels, subscribe, type CallEndEvent } from '../pipeline/events.js';
-import { redactText, type Logger } from './logger.js';
+import { nameJson, redactText, type Logger } from './logger.js';
 
 const FIELD_MAX = 200;
 
@@ -77,12 +77,12 @@ export function requestMembers(e: CallEndEvent): string {
   if (e.subject !== undefined) out += `,"subject":${clientText(e.subject)}`;
   if (e.tool !== undefined) out += `,"tool":${clientText(e.tool)}`;
   if (e.prompt !== undefined) out += `,"prompt":${clientText(e.prompt)}`;
-  if (e.upstream !== undefined) out += `,"upstream":${JSON.stringify(e.upstream)}`;
+  if (e.upstream !== undefined) out += `,"upstream":${nameJson(e.upstream)}`;
   out += `,"status":${e.status},"outcome":"${e.outcome}"`;
   if (e.refusal !== undefined) {
-    out += `,"refusal":${JSON.stringify(e.refusal)}`;
-    if (e.stage !== undefined) out += `,"stage":${JSON.stringify(e.stage)}`;
-    if (e.rule !== undefined) out += `,"rule":${JSON.stringify(e.rule)}`;
+    out += `,"refusal":${nameJson(e.refusal)}`;
+    if (e.stage !== undefined) out += `,"stage":${nameJson(e.stage)}`;
+    if (e.rule !== undefined) out += `,"rule":${nameJson(e.rule)}`;
   }
   out += `,"durationMs":${millisText(e.seconds)}`;
   const trace = e.ctx?.trace;

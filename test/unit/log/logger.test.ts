@@ -6,7 +6,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { validateConfigObject } from '../../../src/config/load.js';
 import type { LogLevel } from '../../../src/config/types.js';
-import { createLogger, isoTime, redactText, REDACTED, type LoggerOptions } from '../../../src/log/logger.js';
+import { createLogger, isoTime, knownNames, nameJson, redactText, REDACTED, type LoggerOptions } from '../../../src/log/logger.js';
 import { collectSecrets } from '../../../src/config/secrets.js';
 
 type Line = Record<string, unknown>;
@@ -244,4 +244,13 @@ test('isoTime writes what Date#toISOString writes: across seconds, days, leap ye
     same(ms);
     ms += 1 + ((i * 2654435761) % 9_000_000_000);
   }
+});
+
+test('nameJson is JSON.stringify, kept for names that recur, and its table stays bounded', () => {
+  for (const name of ['request', 'bench', 'crm-eu', 'a "quoted" name', 'back\\slash', 'tab\there', 'line\nbreak', 'ünïcödé ✓', '\u0000\u001f', '\ud800 lone surrogate', '']) {
+    assert.equal(nameJson(name), JSON.stringify(name));
+    assert.equal(nameJson(name), JSON.stringify(name), 'the kept text, the second time');
+  }
+  for (let i = 0; i < 1000; i++) assert.equal(nameJson(`upstream-${i}`), `"upstream-${i}"`);
+  assert.ok(knownNames() <= 256, `at most 256 kept, ${knownNames()} are`);
 });
