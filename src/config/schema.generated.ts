@@ -312,7 +312,7 @@ export interface GatehouseConfiguration {
      */
     format: "auto" | "json" | "pretty";
     /**
-     * Write one info line per answered request (caller, method, tool, upstream, outcome, duration, trace id). Costs about a microsecond per request; metrics count the same things. A reload turns it on or off; level and format are read once at start.
+     * Write one info line per answered request (caller, method, tool, upstream, outcome, duration, trace id). Costs a few microseconds per request (about 3% of a pass-through call, the least Gatehouse does); metrics count the same things. A reload turns it on or off (SIGHUP applies it at once); level and format are read once at start.
      */
     requests: boolean;
   };
