@@ -240,7 +240,6 @@ export function createGateway(config: GatehouseConfig, log: Logger, options: Gat
         log.error('config reload refused; the running config stays', { problems });
         return problems;
       }
-      const previous = runtime;
       if (JSON.stringify(next.store) !== JSON.stringify(options.fileStore ?? running.store)) log.warn('config reload: store changes take effect only after a restart');
       if (JSON.stringify(next.tracing) !== JSON.stringify(running.tracing)) log.warn('config reload: tracing changes take effect only after a restart');
       if (JSON.stringify(next.audit) !== JSON.stringify(running.audit)) log.warn('config reload: audit changes take effect only after a restart');
@@ -251,6 +250,7 @@ export function createGateway(config: GatehouseConfig, log: Logger, options: Gat
       // handshake and a fresh tools/list for nothing.
       const logOnly = runtimeShape(next) === runtimeShape(running);
       if (!logOnly) {
+        const previous = runtime;
         runtime = buildRuntime(next, log, observeUpstream, state, resolveHost, breakerBoard, childEnv, { book: approvalBook, pins: pinBook, confirmations });
         // New secret values are scrubbed from logs from now on (none are forgotten).
         log.addSecrets(collectSecrets(next));
@@ -259,18 +259,17 @@ export function createGateway(config: GatehouseConfig, log: Logger, options: Gat
         edgeOptions.auth = new Authenticator(next, log, previousAuth);
         authFailures.configure(next.auth.failureLimit);
         previousAuth.close();
+        // Calls already on the old upstream keep their references; give them the grace period, then close it.
+        retired.add(previous);
+        setTimeout(() => {
+          if (retired.delete(previous)) void previous.close();
+        }, next.shutdown.graceMs).unref();
       }
       if (next.log.requests !== running.log.requests) followRequestLog(next.log.requests);
       running = next;
       reloads.applied++;
       metrics?.reload('applied');
       log.info('config reloaded', { upstreams: next.upstreams.map((u) => u.name), ...(logOnly ? { kept: 'upstreams, catalog, auth' } : {}) });
-      if (logOnly) return [];
-      // Calls already on the old upstream keep their references; give them the grace period, then close it.
-      retired.add(previous);
-      setTimeout(() => {
-        if (retired.delete(previous)) void previous.close();
-      }, next.shutdown.graceMs).unref();
       return [];
     },
     async checkConfigFile() {
