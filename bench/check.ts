@@ -32,7 +32,12 @@ interface Cell {
 const HERE = fileURLToPath(new URL('.', import.meta.url));
 const file = process.argv[2] ?? `${HERE}results/latest.json`;
 const { limits } = JSON.parse(readFileSync(`${HERE}limits.json`, 'utf8')) as { limits: Limit[] };
-const { cells, meta, logLine } = JSON.parse(readFileSync(file, 'utf8')) as { cells: Cell[]; meta?: { commit?: string }; logLine?: Array<{ era: string; concurrency: number; ratio?: number; error?: string }> };
+const { cells, meta, logLine, p99Pairs } = JSON.parse(readFileSync(file, 'utf8')) as {
+  cells: Cell[];
+  meta?: { commit?: string };
+  logLine?: Array<{ era: string; concurrency: number; ratio?: number; error?: string }>;
+  p99Pairs?: Array<{ era: string; concurrency: number; target: string; ratio?: number; ratioOfMedians?: number; pairRatios?: number[]; error?: string }>;
+};
 
 const UNITS = { cpu: 'µs CPU/call', p99: 'ms p99', rss: 'KB peak RSS' } as const;
 const value = (c: Cell | undefined, metric: Limit['metric']): number | undefined =>
@@ -55,6 +60,28 @@ for (const l of limits) {
   if (!ok) failed++;
   process.stdout.write(`  ${ok ? 'ok  ' : 'FAIL'}  ${l.name}: ${ratio.toFixed(2)}× (limit ${l.max}×; ${ours.toFixed(1)} vs ${floor.toFixed(1)} ${UNITS[l.metric]}${l.relativeTo !== undefined ? ` of ${ref.target} ${ref.era}` : ''})\n`);
 }
+// p99 at c=64 (bench/p99-pairs.ts): the pass-through and the bare hop in turns, the median of the pairs.
+const pairsLimit = (JSON.parse(readFileSync(`${HERE}limits.json`, 'utf8')) as { p99Pairs?: { name: string; eras: string[]; concurrency: number; target: string; max: number } }).p99Pairs;
+let pairChecks = 0;
+if (pairsLimit !== undefined) {
+  for (const era of pairsLimit.eras) {
+    pairChecks++;
+    const r = (p99Pairs ?? []).find((x) => x.era === era && x.concurrency === pairsLimit.concurrency && x.target === pairsLimit.target);
+    // The cells' own p99 ratio, three rounds each, for reference.
+    const cell = (target: string): Cell | undefined => cells.find((c) => c.upstream === 'minimal' && c.era === era && c.concurrency === pairsLimit.concurrency && c.target === target && c.status === 'ok');
+    const ours = cell(pairsLimit.target)?.load?.p99Ms;
+    const floor = cell('bare-hop')?.load?.p99Ms;
+    const cellNote = ours !== undefined && floor !== undefined && floor > 0 ? `; the cells: ${(ours / floor).toFixed(2)}×` : '';
+    if (r?.ratio === undefined) {
+      failed++;
+      process.stdout.write(`  FAIL  ${pairsLimit.name}, ${era}: not measured in this run${r?.error !== undefined ? ` (${r.error})` : ''}\n`);
+      continue;
+    }
+    const ok = r.ratio <= pairsLimit.max;
+    if (!ok) failed++;
+    process.stdout.write(`  ${ok ? 'ok  ' : 'FAIL'}  ${pairsLimit.name}, ${era}: ${r.ratio.toFixed(3)}× (limit ${pairsLimit.max}×; ${r.pairRatios?.length ?? '?'} pairs, ratio of medians ${r.ratioOfMedians?.toFixed(3) ?? '?'}×${cellNote})\n`);
+  }
+}
 // The request log line (bench/log-toggle.ts): what it adds within one process, switched on and off.
 const logLimit = (JSON.parse(readFileSync(`${HERE}limits.json`, 'utf8')) as { logLine?: { name: string; eras: string[]; concurrency: number; max: number } }).logLine;
 let logChecks = 0;
@@ -74,7 +101,7 @@ if (logLimit !== undefined) {
 }
 // Memory with many sessions held (bench/sessions.ts): an absolute bound, from its own results file.
 const sessionLimits = (JSON.parse(readFileSync(`${HERE}limits.json`, 'utf8')) as { sessions?: { name: string; maxPeakRssMb: number; sessions: number } }).sessions;
-let checked = limits.length + logChecks;
+let checked = limits.length + pairChecks + logChecks;
 if (sessionLimits !== undefined) {
   checked++;
   let sessions: { results?: Array<{ mode: string; sessions: number; peakRssMb: number }> } = {};

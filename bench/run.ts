@@ -8,6 +8,9 @@
 //   BENCH_LOG_ROUNDS=40        segments of the request log line measured in one process under one load (on,
 //                              off, off, on…, switched by SIGHUP; minimal upstream, c=16, per era); 0 skips it
 //   BENCH_LOG_SECONDS=1        length of each of those segments, seconds
+//   BENCH_P99_PAIRS=30         pairs of phases, the pass-through and the bare hop in turns at c=64 (minimal
+//                              upstream, per era), whose median p99 ratio bench:check holds; 0 skips it
+//   BENCH_P99_SECONDS=1        measured phase of each, seconds (after a 0.25 s warm-up of its connections)
 //   BENCH_MAX_REQUESTS=200000  measured phase per cell, requests
 //   BENCH_WARMUP_SECONDS=1     warm-up per cell, seconds (also bounded by BENCH_WARMUP_REQUESTS)
 //   BENCH_WARMUP_REQUESTS=20000
@@ -44,12 +47,16 @@ import {
   type Child,
 } from './procs.js';
 import { measureLogToggle, type LogToggleResult } from './log-toggle.js';
+import { measureP99Pairs, type P99PairsResult } from './p99-pairs.js';
 import { startBenchRedis, type BenchRedis } from './redis.js';
 import { authorizationFor, gatehouseArgs, SETUPS, type Setup } from './setups.js';
 
 const BENCH_DIR = path.dirname(fileURLToPath(import.meta.url));
 /** The concurrency issue 17 fixes its CPU targets at, the log line's included. */
 const LOG_TOGGLE_CONCURRENCY = 16;
+/** The concurrency issue 17 fixes its latency target at. */
+const P99_PAIRS_CONCURRENCY = 64;
+const P99_PAIRS_WARMUP_SECONDS = 0.25;
 const ROOT = path.dirname(BENCH_DIR);
 const RESULTS_DIR = path.join(BENCH_DIR, 'results');
 /** State files of the Gatehouse targets: a temp dir, removed when the bench ends. */
@@ -101,6 +108,8 @@ const settings = {
   rounds: Math.floor(envNumber('BENCH_ROUNDS', 3, 1, 20)),
   logToggleRounds: Math.floor(envNumber('BENCH_LOG_ROUNDS', 40, 0, 400)),
   logToggleSeconds: envNumber('BENCH_LOG_SECONDS', 1, 0.1, 60),
+  p99Pairs: Math.floor(envNumber('BENCH_P99_PAIRS', 30, 0, 400)),
+  p99Seconds: envNumber('BENCH_P99_SECONDS', 1, 0.1, 60),
   maxRequests: Math.floor(envNumber('BENCH_MAX_REQUESTS', 200_000, 1, 10_000_000)),
   warmupSeconds: envNumber('BENCH_WARMUP_SECONDS', 1, 0, 600),
   warmupRequests: Math.floor(envNumber('BENCH_WARMUP_REQUESTS', 20_000, 0, 10_000_000)),
@@ -210,6 +219,8 @@ function startGatehouse(target: TargetKind, upstreamUrl: string, redisUrl?: stri
 const configFileOf = new Map<Child, string>();
 /** The request log line measured inside one process, per era (bench/log-toggle.ts). */
 const logLines: Array<LogToggleResult | { era: Era; concurrency: number; error: string }> = [];
+/** p99 at c=64 of the pass-through against the bare hop, in adjacent pairs, per era (bench/p99-pairs.ts). */
+const p99Pairs: Array<P99PairsResult | { era: Era; concurrency: number; target: string; error: string }> = [];
 
 function startGatehouseProcess(name: string, args: string[], cwd: string): Promise<Child> {
   return startChild(name, {
@@ -423,6 +434,11 @@ function logToggleLine(r: LogToggleResult): string {
   return `request log line, ${r.era} c=${r.concurrency}, one process switched on and off: ${r.ratio >= 1 ? '+' : '−'}${(Math.abs(r.ratio - 1) * 100).toFixed(1)}% CPU per call (median of ${r.pairRatios.length} pairs of ${r.seconds} s segments; ratio of medians ${r.ratioOfMedians.toFixed(3)}×); on ${us(r.onUs)} µs, off ${us(r.offUs)} µs`;
 }
 
+function p99PairsLine(r: P99PairsResult): string {
+  const ms = (xs: number[]): string => xs.map((x) => x.toFixed(1)).join(' ');
+  return `p99 at c=${r.concurrency}, ${r.era}, ${r.target} against ${r.against} in ${r.pairRatios.length} adjacent pairs of ${r.seconds} s phases: ${r.ratio.toFixed(3)}× (median of the pairs; ratio of medians ${r.ratioOfMedians.toFixed(3)}×); ${r.target} ${ms(r.targetP99Ms)} ms, ${r.against} ${ms(r.againstP99Ms)} ms`;
+}
+
 function ratioLine(r: Ratio): string {
   const head = `${r.upstream}/${r.era} c=${r.concurrency}`.padEnd(20) + r.target.padEnd(20);
   if (r.cpuRatio === undefined) return `${head} ratio to the bare hop unavailable${r.note !== undefined ? ` (${r.note})` : ''}`;
@@ -542,8 +558,30 @@ async function runGroup(upstreamKind: UpstreamKind, era: Era, cells: Cell[]): Pr
     for (const concurrency of settings.concurrency) {
       if (settings.targets.includes('bare-hop')) for (const r of ratiosFor(cells, upstreamKind, era, concurrency)) process.stdout.write(ratioLine(r) + '\n');
     }
-    // The request log line, end to end: the pass-through with its line on and off in one process.
+    // p99 at c=64, the pass-through against the bare hop in many adjacent pairs: the cells' three rounds are
+    // too few to place a tail latency on either side of 1.2× on this VM.
     const passThrough = targets.get('gatehouse');
+    const bareHop = targets.get('bare-hop');
+    if (upstreamKind === 'minimal' && settings.p99Pairs > 0 && passThrough !== undefined && !(passThrough instanceof Error) && bareHop !== undefined && !(bareHop instanceof Error)) {
+      try {
+        const r = await measureP99Pairs({
+          target: { name: 'gatehouse', url: passThrough.url, pid: passThrough.child.pid },
+          against: { name: 'bare-hop', url: bareHop.url, pid: bareHop.child.pid },
+          era,
+          concurrency: P99_PAIRS_CONCURRENCY,
+          pairs: settings.p99Pairs,
+          seconds: settings.p99Seconds,
+          warmupSeconds: P99_PAIRS_WARMUP_SECONDS,
+          maxErrors: settings.maxErrors,
+        });
+        p99Pairs.push(r);
+        process.stdout.write(p99PairsLine(r) + '\n');
+      } catch (err) {
+        p99Pairs.push({ era, concurrency: P99_PAIRS_CONCURRENCY, target: 'gatehouse', error: (err as Error).message });
+        process.stdout.write(`p99 pairs (${era}): not measured: ${(err as Error).message}\n`);
+      }
+    }
+    // The request log line, end to end: the pass-through with its line on and off in one process.
     if (upstreamKind === 'minimal' && settings.logToggleRounds > 0 && passThrough !== undefined && !(passThrough instanceof Error)) {
       try {
         const r = await measureLogToggle({ child: passThrough.child, configFile: configFileOf.get(passThrough.child)!, era, concurrency: LOG_TOGGLE_CONCURRENCY, rounds: settings.logToggleRounds, seconds: settings.logToggleSeconds });
@@ -603,7 +641,7 @@ async function main(): Promise<void> {
     for (const r of ratios) process.stdout.write(ratioLine(r) + '\n');
   }
   const finishedAt = new Date();
-  const out = { meta: { ...meta, finishedAt: finishedAt.toISOString(), durationS: (finishedAt.getTime() - startedAt.getTime()) / 1000 }, cells, ratios, logLine: logLines };
+  const out = { meta: { ...meta, finishedAt: finishedAt.toISOString(), durationS: (finishedAt.getTime() - startedAt.getTime()) / 1000 }, cells, ratios, logLine: logLines, p99Pairs };
   mkdirSync(RESULTS_DIR, { recursive: true });
   const file = path.join(RESULTS_DIR, `${startedAt.toISOString().replace(/[:.]/g, '-')}.json`);
   const json = JSON.stringify(out, null, 2) + '\n';
