@@ -121,6 +121,8 @@ export class Authenticator {
 
   /** 2026-07-28 authorization §Runtime Insufficient Scope Errors: 403 naming every scope needed. */
   private withScopes(principal: Principal): AuthVerdict {
+    // Most configs require none: no array is made per call for them.
+    if (this.requiredScopes.length === 0) return { ok: true, principal };
     const missing = this.requiredScopes.filter((s) => !principal.scopes.includes(s));
     if (missing.length === 0) return { ok: true, principal };
     const refusal = this.refuse(403, 'insufficient_scope', `Insufficient scope: this endpoint needs ${this.requiredScopes.join(' ')}`, 'insufficient_scope');

@@ -68,10 +68,11 @@ export interface EdgeCore {
   /**
    * The front door: repeated headers, Host/Origin, the HTTP method (`allow`), credentials in the URL,
    * the failed-auth limit, the credential, the per-address limit. Undefined when refused (already answered).
+   * A promise only when something had to be waited for.
    */
-  admitCaller(req: IncomingMessage, res: ServerResponse, record: CallRecord, allow: readonly string[], where: string): Promise<Caller | undefined>;
-  /** Reads, checks and parses the body; a missing credential is refused here. Undefined when refused. */
-  readMessage(req: IncomingMessage, res: ServerResponse, record: CallRecord, caller: Caller): Promise<Received | undefined>;
+  admitCaller(req: IncomingMessage, res: ServerResponse, record: CallRecord, allow: readonly string[], where: string): Caller | undefined | Promise<Caller | undefined>;
+  /** Reads, checks and parses the body; a missing credential is refused here. Undefined when refused. A promise only while the body is still arriving. */
+  readMessage(req: IncomingMessage, res: ServerResponse, record: CallRecord, caller: Caller): Received | undefined | Promise<Received | undefined>;
   /** Trace context from the headers, added to the message's `_meta` (and the bytes re-encoded) when missing there. */
   traced(headers: IncomingHttpHeaders, received: Received): { body: Buffer; trace?: TraceContext };
   /** A refusal made at the edge: published, counted, then written. */

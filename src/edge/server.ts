@@ -26,7 +26,7 @@ import { META_CLIENT_CAPABILITIES } from '../protocol/methods.js';
 import { putTraceInMeta, traceSources, type TraceContext } from '../protocol/trace-context.js';
 import { accepts } from '../protocol/front-door.js';
 import { discardOutcome, writeOutcome, sendJson } from './answer.js';
-import { readBody } from './body.js';
+import { readBody, type BodyResult } from './body.js';
 import { limitConnectionsPerAddress } from './connection-limit.js';
 import { repeatedSingletonHeader } from './duplicate-headers.js';
 import { compileHostOriginGuard } from './origin-guard.js';
@@ -218,7 +218,8 @@ export function createEdge(listen: ListenConfig, handlers: EdgeHandlers, log: Lo
   }
 
   async function handleMcp(req: IncomingMessage, res: ServerResponse, slot: InFlightSlot | undefined, record: CallRecord, cancel: Cancellation): Promise<void> {
-    const caller = await admitCaller(req, res, record, MCP_METHODS, 'the MCP endpoint');
+    let caller = admitCaller(req, res, record, MCP_METHODS, 'the MCP endpoint');
+    if (caller instanceof Promise) caller = await caller;
     if (caller === undefined) return;
     const { authed, clientAddress } = caller;
     const method = req.method as 'GET' | 'POST' | 'DELETE';
@@ -236,7 +237,8 @@ export function createEdge(listen: ListenConfig, handlers: EdgeHandlers, log: Lo
       };
       return answer(res, record, ctx);
     }
-    const received = await readMessage(req, res, record, caller);
+    let received = readMessage(req, res, record, caller);
+    if (received instanceof Promise) received = await received;
     if (received === undefined) return;
     const { principal, message, id, kind, method: rpcMethod } = received;
     const admitted = admitPost(req.headers, kind, message);
@@ -262,8 +264,10 @@ export function createEdge(listen: ListenConfig, handlers: EdgeHandlers, log: Lo
    * The front door, shared by every endpoint that runs the pipeline: the cheap guards before anything is
    * read, then auth before anything is processed (2026-07-28 authorization §Token Handling). A POST without
    * a credential goes on, so that its body can say where a misplaced credential belongs (readMessage).
+   * Answers at once, not as a promise, when nothing had to wait (a key or no auth, no per-address limit):
+   * this runs for every call.
    */
-  async function admitCaller(req: IncomingMessage, res: ServerResponse, record: CallRecord, allow: readonly string[], where: string): Promise<Caller | undefined> {
+  function admitCaller(req: IncomingMessage, res: ServerResponse, record: CallRecord, allow: readonly string[], where: string): Caller | undefined | Promise<Caller | undefined> {
     if (!headersAdmitted(req, res, record)) return undefined;
     const method = req.method ?? '';
     if (!allow.includes(method)) {
@@ -273,38 +277,52 @@ export function createEdge(listen: ListenConfig, handlers: EdgeHandlers, log: Lo
     const urlRefusal = opts.auth.checkUrl(req.url);
     if (urlRefusal && !urlRefusal.ok) return void refuse(res, record, 'auth', null, urlRefusal.refusal);
     if (!attemptAllowed(req, res, record)) return undefined;
-    let authed = opts.auth.authenticate(req.headers);
-    if (authed instanceof Promise) authed = await authed;
-    if (!authed.ok && !(authed.refusal.code === 'missing_credentials' && method === 'POST')) return void refuse(res, record, 'auth', null, authed.refusal);
+    const authed = opts.auth.authenticate(req.headers);
+    if (authed instanceof Promise) return authed.then((verdict) => afterAuth(req, res, record, verdict));
+    return afterAuth(req, res, record, authed);
+  }
+
+  function afterAuth(req: IncomingMessage, res: ServerResponse, record: CallRecord, authed: AuthVerdict): Caller | undefined | Promise<Caller | undefined> {
+    if (!authed.ok && !(authed.refusal.code === 'missing_credentials' && req.method === 'POST')) return void refuse(res, record, 'auth', null, authed.refusal);
     const clientAddress = clientAddressOf(req.socket.remoteAddress, req.headers['x-forwarded-for']);
     // Per-address rate limits (policy.rateLimits, per: ip): after the credential, before the body is read.
-    if (authed.ok && opts.ipLimit !== undefined) {
-      let limited;
-      const started = channels.wait.hasSubscribers ? performance.now() : undefined;
-      try {
-        limited = await opts.ipLimit(clientAddress, authed.principal);
-        if (started !== undefined) {
-          const endedAt = performance.now();
-          (record.waits ??= []).push({ stage: 'rateLimit', wait: 'store.take (address)', seconds: (endedAt - started) / 1000, endedAt });
-        }
-      } catch (err) {
-        res.setHeader('connection', 'close');
-        return void refuse(res, record, 'admission', null, failure(new GatewayError('GW_ERR_STATE_UNAVAILABLE', 'The rate limit of this address cannot be checked now; retry later', undefined, { cause: err })));
+    if (authed.ok && opts.ipLimit !== undefined) return limitedByAddress(res, record, authed, clientAddress);
+    return { authed, clientAddress };
+  }
+
+  async function limitedByAddress(res: ServerResponse, record: CallRecord, authed: AuthVerdict & { ok: true }, clientAddress: string): Promise<Caller | undefined> {
+    let limited;
+    const started = channels.wait.hasSubscribers ? performance.now() : undefined;
+    try {
+      limited = await opts.ipLimit!(clientAddress, authed.principal);
+      if (started !== undefined) {
+        const endedAt = performance.now();
+        (record.waits ??= []).push({ stage: 'rateLimit', wait: 'store.take (address)', seconds: (endedAt - started) / 1000, endedAt });
       }
-      if (limited !== undefined) {
-        // The body is never read, so the connection cannot be reused.
-        res.setHeader('connection', 'close');
-        return void refuse(res, record, 'admission', null, limited);
-      }
+    } catch (err) {
+      res.setHeader('connection', 'close');
+      return void refuse(res, record, 'admission', null, failure(new GatewayError('GW_ERR_STATE_UNAVAILABLE', 'The rate limit of this address cannot be checked now; retry later', undefined, { cause: err })));
+    }
+    if (limited !== undefined) {
+      // The body is never read, so the connection cannot be reused.
+      res.setHeader('connection', 'close');
+      return void refuse(res, record, 'admission', null, limited);
     }
     return { authed, clientAddress };
   }
 
-  /** The body, read once: size and time limits, UTF-8, one JSON-RPC message, the credential, none in the message. */
-  async function readMessage(req: IncomingMessage, res: ServerResponse, record: CallRecord, caller: Caller): Promise<Received | undefined> {
+  /**
+   * The body, read once: size and time limits, UTF-8, one JSON-RPC message, the credential, none in the
+   * message. At once, not as a promise, when the body had already arrived whole (the usual case).
+   */
+  function readMessage(req: IncomingMessage, res: ServerResponse, record: CallRecord, caller: Caller): Received | undefined | Promise<Received | undefined> {
+    const read = readBody(req, listen.maxBodyBytes, listen.requestTimeoutMs);
+    if (read instanceof Promise) return read.then((r) => messageOf(res, record, caller, r));
+    return messageOf(res, record, caller, read);
+  }
+
+  function messageOf(res: ServerResponse, record: CallRecord, caller: Caller, read: BodyResult): Received | undefined {
     const { authed } = caller;
-    let read = readBody(req, listen.maxBodyBytes, listen.requestTimeoutMs);
-    if (read instanceof Promise) read = await read;
     if (!read.ok) {
       // The rest of the body is never read, so the connection cannot be reused.
       res.setHeader('connection', 'close');
