@@ -10,6 +10,12 @@ import { chromium, type BrowserContext, type Page, type Response } from 'playwri
 
 export const CHROMIUM = '/usr/bin/chromium';
 export const WAIT_MS = 15_000;
+/**
+ * Chromium's start, on a fresh profile: on a 2-core CI machine, with the two browser files and other test
+ * files running at once, a cold start once took over 15 s (a fresh-clone run of 1 December). A start that
+ * slow says nothing about the page, so it gets longer than the page's own waits.
+ */
+const LAUNCH_MS = 60_000;
 // The project forbids skipped tests: without the browser a browser test fails, and says why.
 export const MISSING = `Debian's chromium is not installed at ${CHROMIUM}: apt-get install chromium (.ci/run installs it when missing)`;
 
@@ -38,7 +44,7 @@ export async function openBrowser(origin: string): Promise<TestBrowser> {
     context = await chromium.launchPersistentContext(profile, {
       executablePath: CHROMIUM,
       headless: true,
-      timeout: WAIT_MS,
+      timeout: LAUNCH_MS,
       // Nothing but 127.0.0.1: no background fetches, updates or sync. Those flags alone still let Chromium 156
       // look up accounts.google.com, update.googleapis.com and content-autofill.googleapis.com (seen with
       // strace), so every name but 127.0.0.1 resolves to nothing and no proxy is used.
