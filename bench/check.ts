@@ -31,7 +31,13 @@ interface Cell {
 
 const HERE = fileURLToPath(new URL('.', import.meta.url));
 const file = process.argv[2] ?? `${HERE}results/latest.json`;
-const { limits } = JSON.parse(readFileSync(`${HERE}limits.json`, 'utf8')) as { limits: Limit[] };
+const limitsFile = JSON.parse(readFileSync(`${HERE}limits.json`, 'utf8')) as {
+  limits: Limit[];
+  p99Pairs?: { name: string; eras: string[]; concurrency: number; target: string; max: number };
+  logLine?: { name: string; eras: string[]; concurrency: number; max: number };
+  sessions?: { name: string; maxPeakRssMb: number; sessions: number };
+};
+const { limits } = limitsFile;
 const { cells, meta, logLine, p99Pairs } = JSON.parse(readFileSync(file, 'utf8')) as {
   cells: Cell[];
   meta?: { commit?: string };
@@ -60,8 +66,19 @@ for (const l of limits) {
   if (!ok) failed++;
   process.stdout.write(`  ${ok ? 'ok  ' : 'FAIL'}  ${l.name}: ${ratio.toFixed(2)}× (limit ${l.max}×; ${ours.toFixed(1)} vs ${floor.toFixed(1)} ${UNITS[l.metric]}${l.relativeTo !== undefined ? ` of ${ref.target} ${ref.era}` : ''})\n`);
 }
+/** One ratio measured outside the cells (p99 pairs, the log line), per era, against its limit. */
+function holdRatio(name: string, era: string, r: { ratio?: number; error?: string } | undefined, max: number, detail = ''): void {
+  if (r?.ratio === undefined) {
+    failed++;
+    process.stdout.write(`  FAIL  ${name}, ${era}: not measured in this run${r?.error !== undefined ? ` (${r.error})` : ''}\n`);
+    return;
+  }
+  const ok = r.ratio <= max;
+  if (!ok) failed++;
+  process.stdout.write(`  ${ok ? 'ok  ' : 'FAIL'}  ${name}, ${era}: ${r.ratio.toFixed(3)}× (limit ${max}×${detail})\n`);
+}
 // p99 at c=64 (bench/p99-pairs.ts): the pass-through and the bare hop in turns, the median of the pairs.
-const pairsLimit = (JSON.parse(readFileSync(`${HERE}limits.json`, 'utf8')) as { p99Pairs?: { name: string; eras: string[]; concurrency: number; target: string; max: number } }).p99Pairs;
+const pairsLimit = limitsFile.p99Pairs;
 let pairChecks = 0;
 if (pairsLimit !== undefined) {
   for (const era of pairsLimit.eras) {
@@ -72,35 +89,20 @@ if (pairsLimit !== undefined) {
     const ours = cell(pairsLimit.target)?.load?.p99Ms;
     const floor = cell('bare-hop')?.load?.p99Ms;
     const cellNote = ours !== undefined && floor !== undefined && floor > 0 ? `; the cells: ${(ours / floor).toFixed(2)}×` : '';
-    if (r?.ratio === undefined) {
-      failed++;
-      process.stdout.write(`  FAIL  ${pairsLimit.name}, ${era}: not measured in this run${r?.error !== undefined ? ` (${r.error})` : ''}\n`);
-      continue;
-    }
-    const ok = r.ratio <= pairsLimit.max;
-    if (!ok) failed++;
-    process.stdout.write(`  ${ok ? 'ok  ' : 'FAIL'}  ${pairsLimit.name}, ${era}: ${r.ratio.toFixed(3)}× (limit ${pairsLimit.max}×; ${r.pairRatios?.length ?? '?'} pairs, ratio of medians ${r.ratioOfMedians?.toFixed(3) ?? '?'}×${cellNote})\n`);
+    holdRatio(pairsLimit.name, era, r, pairsLimit.max, `; ${r?.pairRatios?.length ?? '?'} pairs, ratio of medians ${r?.ratioOfMedians?.toFixed(3) ?? '?'}×${cellNote}`);
   }
 }
 // The request log line (bench/log-toggle.ts): what it adds within one process, switched on and off.
-const logLimit = (JSON.parse(readFileSync(`${HERE}limits.json`, 'utf8')) as { logLine?: { name: string; eras: string[]; concurrency: number; max: number } }).logLine;
+const logLimit = limitsFile.logLine;
 let logChecks = 0;
 if (logLimit !== undefined) {
   for (const era of logLimit.eras) {
     logChecks++;
-    const r = (logLine ?? []).find((x) => x.era === era && x.concurrency === logLimit.concurrency);
-    if (r?.ratio === undefined) {
-      failed++;
-      process.stdout.write(`  FAIL  ${logLimit.name}, ${era}: not measured in this run${r?.error !== undefined ? ` (${r.error})` : ''}\n`);
-      continue;
-    }
-    const ok = r.ratio <= logLimit.max;
-    if (!ok) failed++;
-    process.stdout.write(`  ${ok ? 'ok  ' : 'FAIL'}  ${logLimit.name}, ${era}: ${r.ratio.toFixed(3)}× (limit ${logLimit.max}×)\n`);
+    holdRatio(logLimit.name, era, (logLine ?? []).find((x) => x.era === era && x.concurrency === logLimit.concurrency), logLimit.max);
   }
 }
 // Memory with many sessions held (bench/sessions.ts): an absolute bound, from its own results file.
-const sessionLimits = (JSON.parse(readFileSync(`${HERE}limits.json`, 'utf8')) as { sessions?: { name: string; maxPeakRssMb: number; sessions: number } }).sessions;
+const sessionLimits = limitsFile.sessions;
 let checked = limits.length + pairChecks + logChecks;
 if (sessionLimits !== undefined) {
   checked++;
