@@ -153,7 +153,7 @@ export function createGateway(config: GatehouseConfig, log: Logger, options: Gat
     sessionLimits: config.sessions,
     authFailures,
     // Read through `runtime`, so a reload's new per-address limits apply from the next request on.
-    ipLimit: (address: string, principal: Principal) => (runtime.ipLimits.length === 0 ? Promise.resolve(undefined) : checkIpLimit(runtime.ipLimits, principal, address, takeToken)),
+    ipLimit: (address: string, principal: Principal) => (runtime.ipLimits.length === 0 ? undefined : checkIpLimit(runtime.ipLimits, principal, address, takeToken)),
   };
   let adminListener: AdminListener | undefined;
   let adminUrl: string | undefined;

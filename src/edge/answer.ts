@@ -9,7 +9,7 @@ import type { CallStream, StreamItem } from '../pipeline/call-stream.js';
 import type { AnswerHeaders, Outcome } from '../pipeline/outcome.js';
 import { formatSseMessage } from '../protocol/sse.js';
 import type { Cancellation } from '../pipeline/cancellation.js';
-import type { RelayBody } from '../pipeline/relay-body.js';
+import type { BodySink, RelayBody } from '../pipeline/relay-body.js';
 import { NO_TOOL_ERROR, summaryOf, type AnswerSummary } from './answer-summary.js';
 import { waitForDrain } from './backpressure.js';
 import { relaySse } from './sse-relay.js';
@@ -191,47 +191,66 @@ const ERROR_SCAN_MAX = 64 * 1024;
  * cost more than the copy itself.
  */
 function copyBody(body: RelayBody, res: ServerResponse, ctx: AnswerContext): Promise<AnswerSummary> {
-  return new Promise((resolve) => {
-    let toolError = false;
-    let errorChunks: Buffer[] | undefined;
-    let size = 0;
-    /** `last`: the body's one and only chunk, written with the end (one write instead of a write and an end). */
-    const finish = (err?: Error, last?: Buffer): void => {
-      const summary = toolError ? { toolError } : errorChunks !== undefined && err === undefined ? summaryOf(parsed(Buffer.concat(errorChunks))) : NO_TOOL_ERROR;
-      // Before the end: the response's close may follow before any promise continuation would.
-      ctx.onSummary?.(summary);
-      if (err === undefined) res.end(last);
-      else {
-        if (!ctx.cancel.aborted) ctx.log?.warn('upstream body failed mid-response', { err, callId: ctx.callId });
-        res.destroy();
-      }
-      resolve(summary);
-    };
-    const scan = (chunk: Buffer): void => {
-      if (!toolError && chunk.includes(IS_ERROR)) toolError = true;
-      // Kept (up to a bound) to read an error's code once whole, when the first bytes name an error member.
-      size += chunk.length;
-      if (size === chunk.length && chunk.includes(ERROR_MEMBER)) errorChunks = [];
-      if (errorChunks !== undefined) {
-        if (size <= ERROR_SCAN_MAX) errorChunks.push(chunk);
-        else errorChunks = undefined;
-      }
-    };
-    body.consume({
-      data: (chunk) => {
-        scan(chunk);
-        if (res.write(chunk)) return true;
-        void waitForDrain(res, ctx.cancel.signal).then(() => body.resume());
-        return false;
-      },
-      end: () => finish(),
-      error: finish,
-      whole: (chunk) => {
-        scan(chunk);
-        finish(undefined, chunk);
-      },
-    });
-  });
+  return new Promise((resolve) => body.consume(new BodyCopy(body, res, ctx, resolve)));
+}
+
+/** copyBody's sink: one object per answer whose methods are shared, rather than a closure per callback. */
+class BodyCopy implements BodySink {
+  private toolError = false;
+  private errorChunks: Buffer[] | undefined;
+  private size = 0;
+
+  constructor(
+    private readonly body: RelayBody,
+    private readonly res: ServerResponse,
+    private readonly ctx: AnswerContext,
+    private readonly resolve: (summary: AnswerSummary) => void,
+  ) {}
+
+  data(chunk: Buffer): boolean {
+    this.scan(chunk);
+    if (this.res.write(chunk)) return true;
+    void waitForDrain(this.res, this.ctx.cancel.signal).then(() => this.body.resume());
+    return false;
+  }
+
+  end(): void {
+    this.finish();
+  }
+
+  error(err: Error): void {
+    this.finish(err);
+  }
+
+  /** The body's one and only chunk, written with the end (one write instead of a write and an end). */
+  whole(chunk: Buffer): void {
+    this.scan(chunk);
+    this.finish(undefined, chunk);
+  }
+
+  private scan(chunk: Buffer): void {
+    if (!this.toolError && chunk.includes(IS_ERROR)) this.toolError = true;
+    // Kept (up to a bound) to read an error's code once whole, when the first bytes name an error member.
+    this.size += chunk.length;
+    if (this.size === chunk.length && chunk.includes(ERROR_MEMBER)) this.errorChunks = [];
+    if (this.errorChunks !== undefined) {
+      if (this.size <= ERROR_SCAN_MAX) this.errorChunks.push(chunk);
+      else this.errorChunks = undefined;
+    }
+  }
+
+  private finish(err?: Error, last?: Buffer): void {
+    const { res, ctx } = this;
+    const summary = this.toolError ? { toolError: true } : this.errorChunks !== undefined && err === undefined ? summaryOf(parsed(Buffer.concat(this.errorChunks))) : NO_TOOL_ERROR;
+    // Before the end: the response's close may follow before any promise continuation would.
+    ctx.onSummary?.(summary);
+    if (err === undefined) res.end(last);
+    else {
+      if (!ctx.cancel.aborted) ctx.log?.warn('upstream body failed mid-response', { err, callId: ctx.callId });
+      res.destroy();
+    }
+    this.resolve(summary);
+  }
 }
 
 function parsed(bytes: Buffer): unknown {

@@ -17,20 +17,42 @@ const SINGLETONS: ReadonlySet<string> = new Set([
   'traceparent',
 ]);
 
-/** Lengths of the names above: most headers are ruled out without lower-casing them. */
-const LENGTHS: ReadonlySet<number> = new Set([...SINGLETONS].map((n) => n.length));
+/** The names above by length: most headers are ruled out by their length alone, the rest without a lower-cased copy. */
+const BY_LENGTH: ReadonlyMap<number, ReadonlyArray<{ name: string; bit: number }>> = (() => {
+  const out = new Map<number, Array<{ name: string; bit: number }>>();
+  let bit = 1;
+  for (const name of SINGLETONS) {
+    const same = out.get(name.length) ?? [];
+    same.push({ name, bit });
+    out.set(name.length, same);
+    bit <<= 1;
+  }
+  return out;
+})();
 
-/** The first singleton header the request carries more than once, lower-cased, if any. */
+/** The first singleton header the request carries more than once, lower-cased, if any. Runs on every request: no allocation. */
 export function repeatedSingletonHeader(rawHeaders: readonly string[]): string | undefined {
-  let seen: string[] | undefined;
+  let seen = 0;
   for (let i = 0; i < rawHeaders.length; i += 2) {
     const raw = rawHeaders[i]!;
-    if (!LENGTHS.has(raw.length)) continue;
-    const name = raw.toLowerCase();
-    if (!SINGLETONS.has(name)) continue;
-    if (seen === undefined) seen = [name];
-    else if (seen.includes(name)) return name;
-    else seen.push(name);
+    const candidates = BY_LENGTH.get(raw.length);
+    if (candidates === undefined) continue;
+    for (const { name, bit } of candidates) {
+      if (!sameNameIgnoringCase(raw, name)) continue;
+      if ((seen & bit) !== 0) return name;
+      seen |= bit;
+      break;
+    }
   }
   return undefined;
+}
+
+/** `raw` equals the lower-case `name` but for ASCII case (header names are ASCII tokens). */
+function sameNameIgnoringCase(raw: string, name: string): boolean {
+  for (let i = 0; i < name.length; i++) {
+    let c = raw.charCodeAt(i);
+    if (c >= 65 && c <= 90) c += 32;
+    if (c !== name.charCodeAt(i)) return false;
+  }
+  return true;
 }

@@ -26,7 +26,7 @@ import { META_CLIENT_CAPABILITIES } from '../protocol/methods.js';
 import { putTraceInMeta, traceSources, type TraceContext } from '../protocol/trace-context.js';
 import { accepts } from '../protocol/front-door.js';
 import { discardOutcome, writeOutcome, sendJson } from './answer.js';
-import { readBody, type BodyResult } from './body.js';
+import { bodyInBuffer, readBody, type BodyResult } from './body.js';
 import { limitConnectionsPerAddress } from './connection-limit.js';
 import { repeatedSingletonHeader } from './duplicate-headers.js';
 import { compileHostOriginGuard } from './origin-guard.js';
@@ -48,8 +48,12 @@ export interface EdgeOptions {
   loopback: boolean;
   /** Failed authentications per client address; absent means no limit (tests of the edge alone). */
   authFailures?: AuthFailureLimiter;
-  /** The per-address rate limit (policy.rateLimits, per: ip): a 429 refusal, or undefined to go on. Throws when the store cannot answer. */
-  ipLimit?: (address: string, principal: Principal) => Promise<TransportRefusal | undefined>;
+  /**
+   * The per-address rate limit (policy.rateLimits, per: ip): a 429 refusal, or undefined to go on; rejects when
+   * the store cannot answer. Returns undefined instead of a promise when no such limit is configured, so the
+   * usual call has nothing to wait for.
+   */
+  ipLimit?: (address: string, principal: Principal) => Promise<TransportRefusal | undefined> | undefined;
   /** Read on every request, so a config reload can swap it. */
   auth: Authenticator;
   sessions: SessionBinding;
@@ -158,7 +162,7 @@ export function createEdge(listen: ListenConfig, handlers: EdgeHandlers, log: Lo
         if (unfinished) cancel.cancel();
         record.leaveSession?.();
       });
-      handleMcp(req, res, slot, record, cancel).catch((err: unknown) => internalError(res, err, record.callId));
+      void handleMcp(req, res, slot, record, cancel);
       return;
     }
     if (sse !== undefined && (path === sse.ssePath || path === sse.postPath)) {
@@ -218,46 +222,55 @@ export function createEdge(listen: ListenConfig, handlers: EdgeHandlers, log: Lo
   }
 
   async function handleMcp(req: IncomingMessage, res: ServerResponse, slot: InFlightSlot | undefined, record: CallRecord, cancel: Cancellation): Promise<void> {
-    let caller = admitCaller(req, res, record, MCP_METHODS, 'the MCP endpoint');
-    if (caller instanceof Promise) caller = await caller;
-    if (caller === undefined) return;
-    const { authed, clientAddress } = caller;
-    const method = req.method as 'GET' | 'POST' | 'DELETE';
-    if (method !== 'POST') {
-      const principal = (authed as AuthVerdict & { ok: true }).principal;
-      record.subject = principal.subject;
-      const admitted = admitStreamRequest(req.headers, method);
-      if (!admitted.ok) return refuse(res, record, 'admission', null, admitted.refusal);
+    // Its own failures end here, not in a .catch on every call's promise.
+    try {
+      let caller = admitCaller(req, res, record, MCP_METHODS, 'the MCP endpoint');
+      if (caller instanceof Promise) caller = await caller;
+      if (caller === undefined) return;
+      const { authed, clientAddress } = caller;
+      const method = req.method as 'GET' | 'POST' | 'DELETE';
+      if (method !== 'POST') {
+        const principal = (authed as AuthVerdict & { ok: true }).principal;
+        record.subject = principal.subject;
+        const admitted = admitStreamRequest(req.headers, method);
+        if (!admitted.ok) return refuse(res, record, 'admission', null, admitted.refusal);
+        record.era = admitted.era;
+        const session = sessionAdmitted(req, res, record, null, principal, admitted.era, method);
+        if (session === false) return;
+        const ctx: CallContext = {
+          callId: record.callId, edge: token, receivedAt: record.started, httpMethod: method, headers: req.headers, clientAddress, era: admitted.era, version: admitted.version,
+          cancel, acceptsSse: true, principal, clientCapabilities: session?.capabilities ?? {}, ...(session ? { sessionId: session.id } : {}),
+        };
+        // Awaited, not returned: a rejection is caught below, and an async function returning a promise costs two more turns.
+        return await answer(res, record, ctx);
+      }
+      // Admitted in the 'request' event's own turn, a body that came with the headers is pushed by Node's parser
+      // only once this handler returns; one microtask later it is there to be read at once.
+      if (!bodyInBuffer(req)) await undefined;
+      let received = readMessage(req, res, record, caller);
+      if (received instanceof Promise) received = await received;
+      if (received === undefined) return;
+      const { principal, message, id, kind, method: rpcMethod } = received;
+      const admitted = admitPost(req.headers, kind, message);
+      if (!admitted.ok) return refuse(res, record, 'admission', id, admitted.refusal);
       record.era = admitted.era;
-      const session = sessionAdmitted(req, res, record, null, principal, admitted.era, method);
+      const session = sessionAdmitted(req, res, record, id, principal, admitted.era, 'POST');
       if (session === false) return;
-      const ctx: CallContext = {
-        callId: record.callId, edge: token, receivedAt: record.started, httpMethod: method, headers: req.headers, clientAddress, era: admitted.era, version: admitted.version,
-        cancel, acceptsSse: true, principal, clientCapabilities: session?.capabilities ?? {}, ...(session ? { sessionId: session.id } : {}),
+      if (kind === 'request' && rpcMethod === 'subscriptions/listen') markListenStream(res, slot);
+      const traced = traceOf(req.headers, received);
+      // The optional members are assigned, not spread in: this runs for every call.
+      const ctx: Writable<CallContext> = {
+        callId: record.callId, edge: token, receivedAt: record.started, httpMethod: 'POST', headers: req.headers, clientAddress, body: traced.body, message, kind,
+        era: admitted.era, version: admitted.version, cancel, acceptsSse: accepts(req.headers.accept, 'text/event-stream'), principal,
+        clientCapabilities: admitted.era === 'modern' ? modernCapabilitiesOf(message) : (session?.capabilities ?? received.declared),
       };
-      return answer(res, record, ctx);
+      if (rpcMethod !== undefined) ctx.method = rpcMethod;
+      if (session) ctx.sessionId = session.id;
+      if (traced.trace) ctx.trace = traced.trace;
+      return await answer(res, record, ctx);
+    } catch (err) {
+      internalError(res, err, record.callId);
     }
-    let received = readMessage(req, res, record, caller);
-    if (received instanceof Promise) received = await received;
-    if (received === undefined) return;
-    const { principal, message, id, kind, method: rpcMethod } = received;
-    const admitted = admitPost(req.headers, kind, message);
-    if (!admitted.ok) return refuse(res, record, 'admission', id, admitted.refusal);
-    record.era = admitted.era;
-    const session = sessionAdmitted(req, res, record, id, principal, admitted.era, 'POST');
-    if (session === false) return;
-    if (kind === 'request' && rpcMethod === 'subscriptions/listen') markListenStream(res, slot);
-    const traced = traceOf(req.headers, received);
-    // The optional members are assigned, not spread in: this runs for every call.
-    const ctx: Writable<CallContext> = {
-      callId: record.callId, edge: token, receivedAt: record.started, httpMethod: 'POST', headers: req.headers, clientAddress, body: traced.body, message, kind,
-      era: admitted.era, version: admitted.version, cancel, acceptsSse: accepts(req.headers.accept, 'text/event-stream'), principal,
-      clientCapabilities: admitted.era === 'modern' ? modernCapabilitiesOf(message) : (session?.capabilities ?? received.declared),
-    };
-    if (rpcMethod !== undefined) ctx.method = rpcMethod;
-    if (session) ctx.sessionId = session.id;
-    if (traced.trace) ctx.trace = traced.trace;
-    return answer(res, record, ctx);
   }
 
   /**
@@ -286,22 +299,35 @@ export function createEdge(listen: ListenConfig, handlers: EdgeHandlers, log: Lo
     if (!authed.ok && !(authed.refusal.code === 'missing_credentials' && req.method === 'POST')) return void refuse(res, record, 'auth', null, authed.refusal);
     const clientAddress = clientAddressOf(req.socket.remoteAddress, req.headers['x-forwarded-for']);
     // Per-address rate limits (policy.rateLimits, per: ip): after the credential, before the body is read.
-    if (authed.ok && opts.ipLimit !== undefined) return limitedByAddress(res, record, authed, clientAddress);
+    if (authed.ok && opts.ipLimit !== undefined) {
+      // No per-address limit configured (the usual case): no promise to wait for.
+      const started = channels.wait.hasSubscribers ? performance.now() : undefined;
+      let taking: Promise<TransportRefusal | undefined> | undefined;
+      try {
+        taking = opts.ipLimit(clientAddress, authed.principal);
+      } catch (err) {
+        return unavailableLimit(res, record, err);
+      }
+      if (taking !== undefined) return limitedByAddress(res, record, authed, clientAddress, taking, started);
+    }
     return { authed, clientAddress };
   }
 
-  async function limitedByAddress(res: ServerResponse, record: CallRecord, authed: AuthVerdict & { ok: true }, clientAddress: string): Promise<Caller | undefined> {
+  function unavailableLimit(res: ServerResponse, record: CallRecord, err: unknown): undefined {
+    res.setHeader('connection', 'close');
+    return void refuse(res, record, 'admission', null, failure(new GatewayError('GW_ERR_STATE_UNAVAILABLE', 'The rate limit of this address cannot be checked now; retry later', undefined, { cause: err })));
+  }
+
+  async function limitedByAddress(res: ServerResponse, record: CallRecord, authed: AuthVerdict & { ok: true }, clientAddress: string, taking: Promise<TransportRefusal | undefined>, started: number | undefined): Promise<Caller | undefined> {
     let limited;
-    const started = channels.wait.hasSubscribers ? performance.now() : undefined;
     try {
-      limited = await opts.ipLimit!(clientAddress, authed.principal);
+      limited = await taking;
       if (started !== undefined) {
         const endedAt = performance.now();
         (record.waits ??= []).push({ stage: 'rateLimit', wait: 'store.take (address)', seconds: (endedAt - started) / 1000, endedAt });
       }
     } catch (err) {
-      res.setHeader('connection', 'close');
-      return void refuse(res, record, 'admission', null, failure(new GatewayError('GW_ERR_STATE_UNAVAILABLE', 'The rate limit of this address cannot be checked now; retry later', undefined, { cause: err })));
+      return unavailableLimit(res, record, err);
     }
     if (limited !== undefined) {
       // The body is never read, so the connection cannot be reused.
@@ -367,7 +393,9 @@ export function createEdge(listen: ListenConfig, handlers: EdgeHandlers, log: Lo
 
   /** The rest of the pipeline, then the answer. */
   async function answer(res: ServerResponse, record: CallRecord, ctx: CallContext): Promise<void> {
-    const outcome = await runCall(record, ctx);
+    // runCall's steps, with the pipeline awaited here: one async frame fewer on every call.
+    callStarts(record, ctx);
+    const outcome = callEnded(record, ctx, await handlers.call(ctx));
     if (ctx.cancel.aborted) {
       // The client is gone; whatever was produced for it is dropped.
       discardOutcome(outcome);
@@ -384,11 +412,19 @@ export function createEdge(listen: ListenConfig, handlers: EdgeHandlers, log: Lo
 
   /** The pipeline after auth; a legacy session issued by the answer is bound to the caller before it returns. */
   async function runCall(record: CallRecord, ctx: CallContext): Promise<Outcome> {
+    callStarts(record, ctx);
+    return callEnded(record, ctx, await handlers.call(ctx));
+  }
+
+  function callStarts(record: CallRecord, ctx: CallContext): void {
     record.ctx = ctx;
     if (channels.start.hasSubscribers) channels.start.publish({ callId: ctx.callId, edge: token, ctx });
     // The edge's own waits, made before the call had a context (and a span) to belong to.
     if (record.waits !== undefined && channels.wait.hasSubscribers) for (const w of record.waits) channels.wait.publish({ callId: ctx.callId, edge: token, ...w } satisfies StageWaitEvent);
-    const outcome = await handlers.call(ctx);
+  }
+
+  /** What the edge keeps of the pipeline's outcome (the refusal, for the end event) and the legacy session it issued. */
+  function callEnded(record: CallRecord, ctx: CallContext, outcome: Outcome): Outcome {
     if (outcome.kind === 'refused') {
       record.refusal = refusalCode(outcome.refusal);
       record.stage = outcome.stage ?? 'upstream';

@@ -37,7 +37,8 @@
 // checked), so the edge runs them; from `resolve` on, stages see only the CallContext. The edge writes
 // whatever Outcome comes back.
 
-import { publishAnswer } from './answer-event.js';
+import { isGoverned, publishAnswer } from './answer-event.js';
+import { channels } from './events.js';
 import type { CallContext } from './context.js';
 import type { Outcome } from './outcome.js';
 import { compose, type Next, type Stage, type StageName } from './stage.js';
@@ -59,5 +60,6 @@ export function buildPipeline(stages: CallStages): Pipeline {
   const end: Next = (ctx) => upstream.run(ctx, () => Promise.reject(new Error('nothing comes after the upstream stage')));
   const run = compose(chain, end);
   // A governed call's final answer is published (the audit subscribes) and leaves once that work is done.
-  return (ctx) => run(ctx).then((outcome) => publishAnswer(outcome, ctx));
+  // Only then: a call nobody waits on (no audit, or not a tools/call) keeps the chain's own promise.
+  return (ctx) => (isGoverned(ctx) && channels.answer.hasSubscribers ? run(ctx).then((outcome) => publishAnswer(outcome, ctx)) : run(ctx));
 }

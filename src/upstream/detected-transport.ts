@@ -41,8 +41,14 @@ export class DetectedTransport implements Upstream {
     return this.sse ? 'sse' : 'http';
   }
 
-  async handle(ctx: CallContext): Promise<Outcome> {
+  handle(ctx: CallContext): Promise<Outcome> {
     if (this.sse) return this.sse.handle(ctx);
+    // Only a call that waits for the era handshake can learn that the URL speaks HTTP+SSE instead; any
+    // other gets the adapter's own promise, with no async frame of this one's around it.
+    return this.http.mayProbe(ctx) ? this.handleProbing(ctx) : this.http.handle(ctx);
+  }
+
+  private async handleProbing(ctx: CallContext): Promise<Outcome> {
     const outcome = await this.http.handle(ctx);
     if (outcome.kind === 'refused' && outcome.refusal.kind === 'failure' && isSseHint(outcome.refusal.error) && (await this.detect())) return this.sse!.handle(ctx);
     return outcome;

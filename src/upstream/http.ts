@@ -81,23 +81,43 @@ export class HttpUpstream implements Upstream {
     this.legacyBridge = new LegacyClientBridge(messages, modernProfile, sessions, () => this.verdict.invalidate(), true, this.log);
   }
 
-  async handle(ctx: CallContext): Promise<Outcome> {
+  handle(ctx: CallContext): Promise<Outcome> {
     // A client of the era the upstream is pinned to needs no verdict: plain pass-through, no probe (except
-    // that Gatehouse answers server/discover itself, from the upstream's own discover result).
-    if (ctx.era === this.era && !(ctx.era === 'modern' && ctx.method === 'server/discover')) return this.passThrough.forward(ctx);
-    let profile = this.verdict.known;
-    if (!profile) {
-      try {
-        profile = await this.verdict.get();
-      } catch (err) {
-        const error = toGatewayError(err, this.name);
-        this.log.warn('upstream call failed', { code: error.code, err: error.cause ?? error.message, callId: ctx.callId });
-        return refused(failure(error));
-      }
+    // that Gatehouse answers server/discover itself, from the upstream's own discover result). The
+    // pass-through's own promise is handed back: an async function returning it would add two turns.
+    if (this.pinnedPassThrough(ctx)) return this.passThrough.forward(ctx);
+    // The same once the upstream's era is known (every call after the first): the handler's promise as it is.
+    const known = this.verdict.known;
+    return known !== undefined ? this.routed(ctx, known) : this.afterVerdict(ctx);
+  }
+
+  /** Whether handling this call may have to find out the upstream's era first (a handshake, which may fail). */
+  mayProbe(ctx: CallContext): boolean {
+    return !this.pinnedPassThrough(ctx) && this.verdict.known === undefined;
+  }
+
+  private pinnedPassThrough(ctx: CallContext): boolean {
+    return ctx.era === this.era && !(ctx.era === 'modern' && ctx.method === 'server/discover');
+  }
+
+  /** The first calls, while the upstream's era is being found out. */
+  private async afterVerdict(ctx: CallContext): Promise<Outcome> {
+    let profile: UpstreamProfile;
+    try {
+      profile = await this.verdict.get();
+    } catch (err) {
+      const error = toGatewayError(err, this.name);
+      this.log.warn('upstream call failed', { code: error.code, err: error.cause ?? error.message, callId: ctx.callId });
+      return refused(failure(error));
     }
+    return this.routed(ctx, profile);
+  }
+
+  /** Bridged across eras, answered here (server/discover) or passed through, by the client's era and the upstream's. */
+  private routed(ctx: CallContext, profile: UpstreamProfile): Promise<Outcome> {
     if (ctx.era === 'modern' && profile.era === 'legacy') return this.modernBridge.handle(ctx);
     if (ctx.era === 'legacy' && profile.era === 'modern' && !profile.alsoLegacy) return this.legacyBridge.handle(ctx);
-    if (ctx.era === 'modern' && profile.era === 'modern' && ctx.method === 'server/discover' && ctx.kind === 'request') return this.answerDiscover(ctx, profile);
+    if (ctx.era === 'modern' && profile.era === 'modern' && ctx.method === 'server/discover' && ctx.kind === 'request') return Promise.resolve(this.answerDiscover(ctx, profile));
     return this.passThrough.forward(ctx);
   }
 

@@ -50,6 +50,9 @@ export class PassThrough {
     private readonly observe: (seconds: number) => void = () => {},
   ) {}
 
+  /** What a relayed body's failure is called (made once, not per call). */
+  private readonly failureOf = (err: unknown): GatewayError => toGatewayError(err, this.name);
+
   /** Same era on both sides: the client's bytes up, and the upstream's answer as a relay for the edge. */
   async forward(ctx: CallContext): Promise<Outcome> {
     if (ctx.httpMethod !== 'POST' && this.era === 'modern') {
@@ -95,7 +98,7 @@ export class PassThrough {
       const code = statusCode === 503 ? 'GW_ERR_UPSTREAM_OVERLOADED' : statusCode === 504 ? 'GW_ERR_UPSTREAM_TIMEOUT' : 'GW_ERR_UPSTREAM_BAD_RESPONSE';
       return this.failed(ctx, new GatewayError(code, `Upstream "${this.name}" failed with HTTP ${statusCode}${said ? `: ${said}` : ''}`, this.name));
     }
-    return { kind: 'relay', status: statusCode, headers: responseHeaders(headers), body, requestId, upstream: this.name, failureOf: (err) => toGatewayError(err, this.name) };
+    return { kind: 'relay', status: statusCode, headers: responseHeaders(headers), body, requestId, upstream: this.name, failureOf: this.failureOf };
   }
 
   private failed(ctx: CallContext, err: GatewayError): Outcome {

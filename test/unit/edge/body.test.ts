@@ -5,7 +5,7 @@ import assert from 'node:assert/strict';
 import { createServer, type IncomingMessage } from 'node:http';
 import { connect } from 'node:net';
 import { once } from 'node:events';
-import { readBody, type BodyResult } from '../../../src/edge/body.js';
+import { bodyInBuffer, readBody, type BodyResult } from '../../../src/edge/body.js';
 
 /** A server that reads each body with `readBody` after a turn (as the edge does, after auth) and reports it. */
 async function withServer(maxBytes: number, timeoutMs: number, run: (port: number, results: Array<{ sync: boolean; result: BodyResult }>) => Promise<void>): Promise<void> {
@@ -93,4 +93,43 @@ test('a body still arriving is waited for, and one that takes longer than the li
     assert.match(await rawExchange(port, [head, 'ab'], 40, 700), /timeout/);
     assert.deepEqual(results.at(-1), { sync: false, result: { ok: false, reason: 'timeout' } });
   });
+});
+
+test('asked for within the request event itself, a body that came with its headers is there one microtask later', async () => {
+  // Node's parser pushes such a body only once the 'request' handler returns (the edge reads it there when
+  // nothing before it had to wait): bodyInBuffer says so, and readBody waits that one microtask, not for events.
+  const body = '{"jsonrpc":"2.0","id":1,"method":"ping"}';
+  const seen: Array<{ inBufferAtOnce: boolean; inBufferAfterMicrotask: boolean; result: BodyResult; listeners: number }> = [];
+  const server = createServer((req, res) => {
+    const inBufferAtOnce = bodyInBuffer(req);
+    // Queued before readBody's own microtask, which takes the body out of the buffer.
+    let inBufferAfterMicrotask = false;
+    void Promise.resolve().then(() => (inBufferAfterMicrotask = bodyInBuffer(req)));
+    const read = readBody(req, 1024, 1000);
+    // Waiting on the stream would have attached its data and end listeners (and a timer) by now.
+    const listeners = req.listenerCount('data') + req.listenerCount('end');
+    void (async () => {
+      const result = await read;
+      seen.push({ inBufferAtOnce, inBufferAfterMicrotask, result, listeners });
+      res.end('ok');
+    })();
+  });
+  server.listen(0, '127.0.0.1');
+  await once(server, 'listening');
+  try {
+    const request = `POST /mcp HTTP/1.1\r\nhost: 127.0.0.1\r\ncontent-type: application/json\r\ncontent-length: ${body.length}\r\n\r\n${body}`;
+    const answer = await rawExchange((server.address() as { port: number }).port, [request + request]);
+    assert.equal(answer.match(/HTTP\/1\.1 200/g)?.length, 2, answer);
+    assert.equal(seen.length, 2);
+    for (const s of seen) {
+      assert.equal(s.inBufferAtOnce, false);
+      assert.equal(s.inBufferAfterMicrotask, true);
+      assert.ok(s.result.ok);
+      assert.equal(s.result.ok && s.result.body.toString(), body);
+      assert.equal(s.listeners, 0);
+    }
+  } finally {
+    server.closeAllConnections();
+    server.close();
+  }
 });
