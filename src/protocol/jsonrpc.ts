@@ -51,7 +51,9 @@ export type Classified =
 export function classifyBody(body: Buffer, maxDepth = 64): Classified {
   const text = body.toString('utf8');
   // Bounded nesting keeps every later recursive walk (stringify, schema checks) safe from hostile depth.
-  if (nestingExceeds(text, maxDepth)) {
+  // JSON nested deeper than maxDepth opens and closes more than maxDepth brackets: a shorter text cannot be
+  // (unclosed brackets make it invalid, which JSON.parse says), and most calls' bodies are shorter.
+  if (text.length > 2 * maxDepth + 1 && nestingExceeds(text, maxDepth)) {
     return { ok: false, code: ErrorCode.ParseError, message: `Parse error: JSON nested deeper than ${maxDepth} levels` };
   }
   let parsed: unknown;

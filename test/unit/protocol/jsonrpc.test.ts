@@ -31,3 +31,23 @@ test('malformed input gets the right code', () => {
     assert.equal(r.code, code, body);
   }
 });
+
+test('nesting deeper than the limit is refused by depth; a text too short to be that deep is only parsed', () => {
+  const nested = (depth: number): string => `{"jsonrpc":"2.0","id":1,"method":"a","params":{"x":${'['.repeat(depth - 2)}${']'.repeat(depth - 2)}}}`;
+  // The limit counts every bracket, the message's own braces included.
+  const ok = classifyBody(Buffer.from(nested(8)), 8);
+  assert.ok(ok.ok);
+  const deep = classifyBody(Buffer.from(nested(9)), 8);
+  assert.ok(!deep.ok);
+  assert.equal(deep.code, ErrorCode.ParseError);
+  assert.match(deep.message, /nested deeper than 8 levels/);
+  // The shortest text nested 9 deep: 18 characters, all brackets.
+  const shortest = classifyBody(Buffer.from(`${'['.repeat(9)}${']'.repeat(9)}`), 8);
+  assert.ok(!shortest.ok);
+  assert.match(shortest.message, /nested deeper than 8 levels/);
+  // Nine unclosed brackets are 9 characters: not JSON at all, whatever its depth.
+  const unclosed = classifyBody(Buffer.from('['.repeat(9)), 8);
+  assert.ok(!unclosed.ok);
+  assert.equal(unclosed.code, ErrorCode.ParseError);
+  assert.match(unclosed.message, /not valid JSON/);
+});
