@@ -15,11 +15,19 @@ export type SessionAdmission = { ok: true; capabilities: Record<string, unknown>
 
 interface Binding {
   owner: string;
+  /** The owner's parts, compared on every request without building its key (principalKey). */
+  via: string;
+  tenant: string;
+  subject: string;
   capabilities: Record<string, unknown>;
+  /** The answer to every admitted request of the owner: made once, not per request. */
+  admitted: SessionAdmission & { ok: true };
   lastUsed: number;
   /** Requests and streams open on the session now; a busy session never idles out. */
   inFlight: number;
 }
+
+const UNKNOWN: SessionAdmission = Object.freeze({ ok: false, reason: 'unknown' });
 
 /** Ended ids remembered with their owner, oldest forgotten first, so the owner hears why. */
 const TOMBSTONES = 10_000;
@@ -54,7 +62,7 @@ export class SessionBinding {
     const previous = this.live.get(id);
     if (previous) this.release(id, previous);
     this.ended.delete(id);
-    this.live.set(id, { owner, capabilities, lastUsed: Date.now(), inFlight: 0 });
+    this.live.set(id, { owner, via: principal.via, tenant: principal.tenant ?? '', subject: principal.subject, capabilities, admitted: { ok: true, capabilities }, lastUsed: Date.now(), inFlight: 0 });
     this.perOwner.set(owner, (this.perOwner.get(owner) ?? 0) + 1);
     if ((this.perOwner.get(owner) ?? 0) > this.maxPerOwner) this.evictOldest(id, owner);
     if (this.live.size > this.max) this.evictOldest(id, undefined);
@@ -65,15 +73,15 @@ export class SessionBinding {
    * refused with reason `unknown`; the owner of an ended session hears why it ended.
    */
   admit(id: string, principal: Principal): SessionAdmission {
-    const owner = principalKey(principal);
     const binding = this.live.get(id);
     if (binding) {
-      if (binding.owner !== owner) return { ok: false, reason: 'unknown' };
+      // The same comparison as principalKey's, part by part (it runs on every legacy request).
+      if (binding.subject !== principal.subject || binding.via !== principal.via || binding.tenant !== (principal.tenant ?? '')) return UNKNOWN;
       binding.lastUsed = Date.now();
-      return { ok: true, capabilities: binding.capabilities };
+      return binding.admitted;
     }
     const tomb = this.ended.get(id);
-    return { ok: false, reason: tomb !== undefined && tomb.owner === owner ? tomb.reason : 'unknown' };
+    return tomb !== undefined && tomb.owner === principalKey(principal) ? { ok: false, reason: tomb.reason } : UNKNOWN;
   }
 
   /** Marks a request or stream open on the session; the returned function marks it done. */

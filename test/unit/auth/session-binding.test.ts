@@ -72,3 +72,18 @@ test("past sessions.max one caller's own oldest session ends, never another call
   assert.equal(b.admit('bob-1', bob).ok, true);
   b.close();
 });
+
+test('the owner is the whole caller: the same subject from another tenant or another kind of credential is someone else', () => {
+  const b = binding();
+  const token = (subject: string, tenant?: string): Principal => ({ subject, scopes: [], groups: [], via: 'jwt', ...(tenant !== undefined ? { tenant } : {}) });
+  b.bind('s-1', token('u1', 'acme'));
+  assert.deepEqual(b.admit('s-1', token('u1', 'globex')), { ok: false, reason: 'unknown' });
+  assert.deepEqual(b.admit('s-1', token('u1')), { ok: false, reason: 'unknown' });
+  assert.deepEqual(b.admit('s-1', { ...token('u1', 'acme'), via: 'introspection' }), { ok: false, reason: 'unknown' });
+  assert.deepEqual(b.admit('s-1', token('u1', 'acme')), { ok: true, capabilities: {} });
+  // Without a tenant on either side, the subject and the credential kind decide.
+  b.bind('s-2', token('u2'));
+  assert.equal(b.admit('s-2', token('u2')).ok, true);
+  assert.equal(b.admit('s-2', token('u2', '')).ok, true, 'no tenant and an empty one are the same caller, as principalKey has it');
+  b.close();
+});
