@@ -155,7 +155,7 @@ export function createEdge(listen: ListenConfig, handlers: EdgeHandlers, log: Lo
       // call's cancellation when the client left before its answer was complete, and the legacy session's use.
       const counted = slot;
       const ends = channels.end.hasSubscribers;
-      // \`on\`, not \`once\`: a response closes once, and once's wrapper is two more objects per request.
+      // `on`, not `once`: a response closes once, and once's wrapper is two more objects per request.
       res.on('close', () => {
         if (counted !== undefined) settle(counted);
         const unfinished = !res.writableFinished;

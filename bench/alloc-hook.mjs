@@ -1,0 +1,49 @@
+// Loaded into a process under test with `node --import bench/alloc-hook.mjs` (bench/alloc.ts). The first
+// SIGUSR2 starts counting, the second stops and writes what was counted to $GATEHOUSE_ALLOC_OUT:
+//
+//   GATEHOUSE_ALLOC_MODE=heap      V8's sampling heap profiler, with the objects young and old collections
+//                                  have already freed kept in (the default drops them, and per-call garbage
+//                                  is what a hop makes): the bytes allocated, by function;
+//   GATEHOUSE_ALLOC_MODE=promises  async_hooks: the promises, ticks, timers and immediates created.
+//
+// Only one at a time: async_hooks make every await create a promise more, and slow the process down.
+// Plain JavaScript: the process under test runs the built dist/, without tsx.
+
+import { createHook } from 'node:async_hooks';
+import inspector from 'node:inspector';
+import { renameSync, writeFileSync } from 'node:fs';
+
+const out = process.env.GATEHOUSE_ALLOC_OUT;
+const mode = process.env.GATEHOUSE_ALLOC_MODE ?? 'heap';
+let on = false;
+
+/** Whole or not at all: the bench waits for the file to appear. */
+function save(value) {
+  writeFileSync(`${out}.part`, JSON.stringify(value));
+  renameSync(`${out}.part`, out);
+}
+
+if (mode === 'promises') {
+  const counts = new Map();
+  createHook({
+    init(_id, type) {
+      if (on) counts.set(type, (counts.get(type) ?? 0) + 1);
+    },
+  }).enable();
+  process.on('SIGUSR2', () => {
+    if (on) save(Object.fromEntries(counts));
+    else counts.clear();
+    on = !on;
+  });
+} else {
+  const session = new inspector.Session();
+  session.connect();
+  const post = (method, params) => new Promise((resolve, reject) => session.post(method, params, (err, result) => (err ? reject(err) : resolve(result))));
+  process.on('SIGUSR2', () => {
+    const step = on
+      ? post('HeapProfiler.stopSampling').then(({ profile }) => save(profile))
+      : post('HeapProfiler.enable').then(() => post('HeapProfiler.startSampling', { samplingInterval: 256, includeObjectsCollectedByMajorGC: true, includeObjectsCollectedByMinorGC: true }));
+    on = !on;
+    step.catch((err) => process.stderr.write(`alloc-hook: ${err.message}\n`));
+  });
+}
