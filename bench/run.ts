@@ -5,7 +5,7 @@
 // Environment (all optional):
 //   BENCH_SECONDS=2            measured phase per cell and round, seconds (also bounded by BENCH_MAX_REQUESTS)
 //   BENCH_ROUNDS=3             rounds per cell, the targets taking turns; a cell reports the rounds' medians
-//   BENCH_LOG_ROUNDS=40        segments of the request log line measured in one process under one load (on,
+//   BENCH_LOG_ROUNDS=60        segments of the request log line measured in one process under one load (on,
 //                              off, off, on…, switched by SIGHUP; minimal upstream, c=16, per era); 0 skips it
 //   BENCH_LOG_SECONDS=1        length of each of those segments, seconds
 //   BENCH_P99_PAIRS=30         pairs of phases, the pass-through and the bare hop in turns at c=64 (minimal
@@ -106,7 +106,7 @@ function envList<T extends string>(name: string, allowed: readonly T[], defaults
 const settings = {
   seconds: envNumber('BENCH_SECONDS', 2, 0.1, 600),
   rounds: Math.floor(envNumber('BENCH_ROUNDS', 3, 1, 20)),
-  logToggleRounds: Math.floor(envNumber('BENCH_LOG_ROUNDS', 40, 0, 400)),
+  logToggleRounds: Math.floor(envNumber('BENCH_LOG_ROUNDS', 60, 0, 400)),
   logToggleSeconds: envNumber('BENCH_LOG_SECONDS', 1, 0.1, 60),
   p99Pairs: Math.floor(envNumber('BENCH_P99_PAIRS', 30, 0, 400)),
   p99Seconds: envNumber('BENCH_P99_SECONDS', 1, 0.1, 60),
