@@ -4,8 +4,9 @@
 // grow the series count by sending made-up names.
 
 import { createRequire } from 'node:module';
-import type { Counter, Histogram, Registry } from 'prom-client';
+import type { Counter, Registry } from 'prom-client';
 import { channels, subscribe, type CallEndEvent, type CallRefusedEvent } from '../pipeline/events.js';
+import { CounterTally, TalliedHistogram } from './tallies.js';
 
 /** Sub-millisecond buckets first: the gateway's own overhead is tens of microseconds. */
 const LATENCY_BUCKETS = [0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30];
@@ -46,10 +47,11 @@ function loadPromClient(): typeof import('prom-client') {
 
 export class GatewayMetrics {
   readonly registry: Registry;
-  private readonly requests: Counter<'method' | 'era' | 'upstream' | 'outcome'>;
-  private readonly toolCalls: Counter<'tool' | 'outcome' | 'error_code'>;
-  private readonly requestDuration: Histogram<'method'>;
-  private readonly upstreamDuration: Histogram<'upstream'>;
+  // Touched by every call: counted in tallies (tallies.ts), not through prom-client's label hashing.
+  private readonly requests = new CounterTally(['method', 'era', 'upstream', 'outcome']);
+  private readonly toolCalls = new CounterTally(['tool', 'outcome', 'error_code']);
+  private readonly requestDuration: TalliedHistogram;
+  private readonly upstreamDuration: TalliedHistogram;
   private readonly authFailures: Counter<'reason'>;
   private readonly refusals: Counter<'reason'>;
   private readonly policyRefusals: Counter<'code' | 'rule'>;
@@ -60,17 +62,19 @@ export class GatewayMetrics {
   private readonly pinnedToolChanges: Counter;
 
   constructor(sources: MetricsSources) {
-    const { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } = loadPromClient();
+    const { Counter, Gauge, Registry, collectDefaultMetrics } = loadPromClient();
     this.registry = new Registry();
     const registers = [this.registry];
     collectDefaultMetrics({ register: this.registry });
     // prom-client also publishes these gauges under a `_total` name, which Prometheus reserves for
     // counters (promtool flags them); the same values remain under the names without the suffix.
     for (const misnamed of ['nodejs_active_handles_total', 'nodejs_active_requests_total', 'nodejs_active_resources_total']) this.registry.removeSingleMetric(misnamed);
-    this.requests = new Counter({ name: 'gatehouse_requests_total', help: 'MCP requests answered, by JSON-RPC method, client era, upstream and outcome.', labelNames: ['method', 'era', 'upstream', 'outcome'], registers });
-    this.toolCalls = new Counter({ name: 'gatehouse_tool_calls_total', help: 'tools/call requests by public tool name (from the catalog; "other" otherwise), outcome and refusal code.', labelNames: ['tool', 'outcome', 'error_code'], registers });
-    this.requestDuration = new Histogram({ name: 'gatehouse_request_duration_seconds', help: 'Time from request received to answer complete, in seconds.', labelNames: ['method'], buckets: LATENCY_BUCKETS, registers });
-    this.upstreamDuration = new Histogram({ name: 'gatehouse_upstream_request_duration_seconds', help: 'Time until an upstream HTTP response starts, in seconds.', labelNames: ['upstream'], buckets: LATENCY_BUCKETS, registers });
+    const requests = this.requests;
+    const toolCalls = this.toolCalls;
+    new Counter({ name: 'gatehouse_requests_total', help: 'MCP requests answered, by JSON-RPC method, client era, upstream and outcome.', labelNames: ['method', 'era', 'upstream', 'outcome'], registers, collect() { requests.flushInto(this); } });
+    new Counter({ name: 'gatehouse_tool_calls_total', help: 'tools/call requests by public tool name (from the catalog; "other" otherwise), outcome and refusal code.', labelNames: ['tool', 'outcome', 'error_code'], registers, collect() { toolCalls.flushInto(this); } });
+    this.requestDuration = new TalliedHistogram('gatehouse_request_duration_seconds', 'Time from request received to answer complete, in seconds.', ['method'], LATENCY_BUCKETS, registers);
+    this.upstreamDuration = new TalliedHistogram('gatehouse_upstream_request_duration_seconds', 'Time until an upstream HTTP response starts, in seconds.', ['upstream'], LATENCY_BUCKETS, registers);
     this.authFailures = new Counter({ name: 'gatehouse_auth_failures_total', help: 'Requests refused by authentication, by reason.', labelNames: ['reason'], registers });
     this.policyRefusals = new Counter({ name: 'gatehouse_policy_refusals_total', help: 'Calls refused by a policy entry (egress rule, rate limit, budget, breaker), by refusal code and the entry\'s id (default: the built-in egress defaults).', labelNames: ['code', 'rule'], registers });
     this.egressProxyRequests = new Counter({ name: 'gatehouse_egress_proxy_requests_total', help: 'Connections and requests through the egress proxy, by upstream (from its credentials; unknown without) and verdict (allowed or blocked).', labelNames: ['upstream', 'verdict'], registers });
@@ -131,9 +135,9 @@ export class GatewayMetrics {
       if (e.edge !== edge) return;
       // Requests refused before their body was read carry no JSON-RPC method.
       const method = e.method !== undefined ? methodLabel(e.method) : e.ctx?.kind === 'response' ? 'response' : e.httpMethod === 'POST' ? 'other' : e.httpMethod;
-      this.requests.inc({ method, era: e.era ?? 'unknown', upstream: e.upstream ?? 'unknown', outcome: e.outcome });
-      this.requestDuration.observe({ method }, e.seconds);
-      if (e.method === 'tools/call') this.toolCalls.inc({ tool: (e.tool !== undefined ? toolLabel(e.tool) : undefined) ?? 'other', outcome: e.outcome, error_code: e.refusal ?? '' });
+      this.requests.inc(method, e.era ?? 'unknown', e.upstream ?? 'unknown', e.outcome);
+      this.requestDuration.observe(e.seconds, method);
+      if (e.method === 'tools/call') this.toolCalls.inc((e.tool !== undefined ? toolLabel(e.tool) : undefined) ?? 'other', e.outcome, e.refusal ?? '');
     });
     const refused = subscribe<CallRefusedEvent>(channels.refused, (e) => {
       if (e.edge !== edge) return;
@@ -149,7 +153,7 @@ export class GatewayMetrics {
   }
 
   upstreamResponse(upstream: string, seconds: number): void {
-    this.upstreamDuration.observe({ upstream }, seconds);
+    this.upstreamDuration.observe(seconds, upstream);
   }
 
   egressProxy(upstream: string, verdict: 'allowed' | 'blocked'): void {
