@@ -14,9 +14,9 @@ export function readBody(req: IncomingMessage, maxBytes: number, timeoutMs: numb
   const length = declared === undefined ? undefined : Number(declared);
   if (length !== undefined && length > maxBytes) return TOO_LARGE;
   if (isBuffered(req, length)) return bufferedBody(req, maxBytes);
-  // (The MCP endpoint waits that microtask itself, with one await instead of two promises: bodyInBuffer.)
   // Asked for from within the 'request' event, a body that came in the headers' packets is not there yet:
   // Node's parser pushes it once the handler returns. One microtask later it is, without waiting on events.
+  // (The MCP endpoint waits that microtask itself, with one await instead of two promises: bodyInBuffer.)
   return Promise.resolve(length).then((declaredLength) => (isBuffered(req, declaredLength) ? bufferedBody(req, maxBytes) : arrivingBody(req, maxBytes, timeoutMs)));
 }
 
