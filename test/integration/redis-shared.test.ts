@@ -99,7 +99,7 @@ describe('two Gatehouse processes on one Redis', () => {
   before(async () => {
     const dir = mkdtempSync(join(tmpdir(), 'gatehouse-replicas-'));
     const file = join(dir, 'gatehouse.yaml');
-    writeFileSync(file, JSON.stringify({ listen: { host: '127.0.0.1', port: 0 }, auth: { anonymous: true }, upstreams: [{ name: 'up', url: up.url, era: 'modern' }], store: { kind: 'redis', url: redis.url, keyPrefix: 'replicas:' }, idempotency: { requireKeys: true }, policy: { rateLimits: [{ id: 'shared-lookups', per: 'subject', tools: ['up/lookup'], rate: 5, perSeconds: 600, burst: 5 }], budgets: [{ id: 'shared-budget', per: 'tool', tools: ['up/record_fails'], window: 'hour', limit: 3 }], breakers: [{ id: 'shared-breaker', per: 'tool', tools: ['up/record_slowly'], consecutiveFailures: 2, coolDownSeconds: 30 }] } }));
+    writeFileSync(file, JSON.stringify({ listen: { host: '127.0.0.1', port: 0 }, auth: { anonymous: true }, upstreams: [{ name: 'up', url: up.url, era: 'modern' }], store: { kind: 'redis', url: redis.url, keyPrefix: 'replicas:' }, idempotency: { requireKeys: true }, policy: { rateLimits: [{ id: 'shared-lookups', per: 'subject', tools: ['up/lookup'], rate: 5, perSeconds: 600, burst: 5 }], budgets: [{ id: 'shared-budget', per: 'tool', tools: ['up/record_fails'], window: 'month', limit: 3 }], breakers: [{ id: 'shared-breaker', per: 'tool', tools: ['up/record_slowly'], consecutiveFailures: 2, coolDownSeconds: 30 }] } }));
     [a, b] = await Promise.all([serveCli(['--config', file], { configStore: true }), serveCli(['--config', file], { configStore: true })]);
     assert.notEqual(a.child.pid, b.child.pid);
   });
