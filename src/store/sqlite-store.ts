@@ -1,8 +1,11 @@
 // The embedded store: one SQLite file (`store.path`), written by a worker thread (sqlite-worker.ts) so
-// the event loop never waits on the disk. A worker that dies fails the operations in flight and is
-// started again by the next operation.
+// the event loop never waits on the disk. The worker starts at the first operation, not before: it is a
+// V8 heap and a SQLite library of its own (about 12 MB of RSS), which a config that keeps nothing here
+// (no audit, limits, budgets, breakers or idempotency) should not pay for (issue 17). A worker that dies
+// fails the operations in flight and is started again by the next operation.
 
-import { mkdirSync } from 'node:fs';
+import { constants, mkdirSync } from 'node:fs';
+import { access, stat } from 'node:fs/promises';
 import { dirname } from 'node:path';
 import { Worker } from 'node:worker_threads';
 import type { WorkerMessage, WorkerReply, WorkerRequest } from './sqlite-worker.js';
@@ -60,13 +63,15 @@ export class SqliteStore implements Store {
   private delay: NodeJS.Timeout | undefined;
   private soon: NodeJS.Immediate | undefined;
   private closed = false;
+  /** A writer was started: something has used the store. */
+  private started = false;
 
   constructor(private readonly path: string) {
     mkdirSync(dirname(path), { recursive: true });
-    this.start();
   }
 
   private start(): Worker {
+    this.started = true;
     const worker = newWorker(this.path);
     worker.on('message', (replies: WorkerReply[]) => {
       // What gathered during the commit goes next, by the same rule as after an idle spell: at once, unless
@@ -172,8 +177,26 @@ export class SqliteStore implements Store {
     p.reject(err);
   }
 
+  /**
+   * A round trip to the writer; until the store is first used, a check of what the writer will need
+   * instead, so that readiness probes (every few seconds) do not start a writer nothing else needs.
+   */
   async ping(): Promise<void> {
+    if (!this.started && !this.closed) return this.openable();
     await this.call('ping');
+  }
+
+  /** The directory can take the file and its WAL; the file, if there, is a file this process can read and write. */
+  private async openable(): Promise<void> {
+    try {
+      await access(dirname(this.path), constants.W_OK | constants.X_OK);
+      const file = await stat(this.path).catch((err: NodeJS.ErrnoException) => (err.code === 'ENOENT' ? undefined : Promise.reject(err)));
+      if (file === undefined) return;
+      if (!file.isFile()) throw new Error(`${this.path} is not a file`);
+      await access(this.path, constants.R_OK | constants.W_OK);
+    } catch (err) {
+      throw new StoreUnavailableError(`SQLite store: ${(err as Error).message}`, { cause: err });
+    }
   }
 
   // Windows, buckets, budgets and breakers. One SQLite file serves one process, so this process holds the

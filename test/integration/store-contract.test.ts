@@ -6,7 +6,7 @@
 
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { mkdtempSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Redis } from 'ioredis';
@@ -436,6 +436,34 @@ describe('Redis only', () => {
 });
 
 describe('SQLite only', () => {
+  // The writer thread costs about 12 MB of RSS (issue 17 item 3): a config that keeps nothing in the store
+  // never starts it, and readiness probes check the file system instead until something has used the store.
+  test('the writer starts at the first operation; until then readiness checks the file system, and refuses a path it could not open', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'gatehouse-lazy-'));
+    const path = join(dir, 'state.db');
+    const s = openStore({ kind: 'sqlite', path });
+    try {
+      await s.ping();
+      await s.ping();
+      assert.equal(existsSync(path), false, 'no writer opened the file for a probe');
+      await s.addToWindow('w:lazy', 1, 60_000);
+      assert.equal(existsSync(path), true, 'the first operation started the writer, which made the file');
+      await s.ping();
+    } finally {
+      await s.close();
+    }
+    await assert.rejects(s.ping(), { name: 'StoreUnavailableError' }, 'closed');
+    // A path taken by a directory: the writer could never open it, and the probe says so before anything tries.
+    const taken = join(dir, 'taken.db');
+    mkdirSync(taken);
+    const blocked = openStore({ kind: 'sqlite', path: taken });
+    try {
+      await assert.rejects(blocked.ping(), (err: Error) => err.name === 'StoreUnavailableError' && /is not a file/.test(err.message));
+      await assert.rejects(blocked.addToWindow('w:lazy', 1, 60_000), { name: 'StoreUnavailableError' }, 'and the writer cannot open it either');
+    } finally {
+      await blocked.close();
+    }
+  });
   // This process holds the rows of windows, buckets, budgets and breakers and sends their changes to the
   // writer without waiting (sqlite-store.ts): a change must be on disk once anything asked for after it is.
   test('a change the caller did not wait for is durable by the time a later append is, and after close', async () => {
