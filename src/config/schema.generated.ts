@@ -1009,7 +1009,7 @@ export interface RedisStore {
   };
 }
 /**
- * State in a local SQLite file, written by a worker thread (WAL, fsync before each answer). One file serves one process.
+ * State in a local SQLite file, written by a worker thread (WAL, fsync before each answer). One file serves one process. The thread starts at the store's first use: a config that keeps nothing in the store (audit off, no rate limits, budgets, breakers or idempotency keys) never starts it, and until then `/readyz` checks that the file could be opened (its directory writable, the file, if there, a readable and writable file) instead of asking the thread.
  */
 export interface SqliteStore {
   /**
