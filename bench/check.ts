@@ -5,6 +5,7 @@
 
 import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
+import { medianInterval } from './common.js';
 
 interface Limit {
   name: string;
@@ -41,7 +42,7 @@ const { limits } = limitsFile;
 const { cells, meta, logLine, p99Pairs } = JSON.parse(readFileSync(file, 'utf8')) as {
   cells: Cell[];
   meta?: { commit?: string };
-  logLine?: Array<{ era: string; concurrency: number; ratio?: number; error?: string }>;
+  logLine?: Array<{ era: string; concurrency: number; ratio?: number; pairRatios?: number[]; error?: string }>;
   p99Pairs?: Array<{ era: string; concurrency: number; target: string; ratio?: number; ratioOfMedians?: number; pairRatios?: number[]; error?: string }>;
 };
 
@@ -66,6 +67,17 @@ for (const l of limits) {
   if (!ok) failed++;
   process.stdout.write(`  ${ok ? 'ok  ' : 'FAIL'}  ${l.name}: ${ratio.toFixed(2)}× (limit ${l.max}×; ${ours.toFixed(1)} vs ${floor.toFixed(1)} ${UNITS[l.metric]}${l.relativeTo !== undefined ? ` of ${ref.target} ${ref.era}` : ''})\n`);
 }
+/**
+ * Where the median of a run's pairs lies, with 95% confidence, and whether that decides the limit: on this
+ * VM one pair of 1 s phases spreads widely, and a median near its limit can fall either side of it by chance.
+ */
+function intervalNote(pairRatios: readonly number[] | undefined, max: number): string {
+  const interval = medianInterval(pairRatios ?? []);
+  if (interval === undefined) return '';
+  const undecided = interval.low <= max && interval.high > max;
+  return `; 95% interval of the median ${interval.low.toFixed(3)}–${interval.high.toFixed(3)}×${undecided ? ', which straddles the limit: this run does not decide it' : ''}`;
+}
+
 /** One ratio measured outside the cells (p99 pairs, the log line), per era, against its limit. */
 function holdRatio(name: string, era: string, r: { ratio?: number; error?: string } | undefined, max: number, detail = ''): void {
   if (r?.ratio === undefined) {
@@ -89,7 +101,7 @@ if (pairsLimit !== undefined) {
     const ours = cell(pairsLimit.target)?.load?.p99Ms;
     const floor = cell('bare-hop')?.load?.p99Ms;
     const cellNote = ours !== undefined && floor !== undefined && floor > 0 ? `; the cells: ${(ours / floor).toFixed(2)}×` : '';
-    holdRatio(pairsLimit.name, era, r, pairsLimit.max, `; ${r?.pairRatios?.length ?? '?'} pairs, ratio of medians ${r?.ratioOfMedians?.toFixed(3) ?? '?'}×${cellNote}`);
+    holdRatio(pairsLimit.name, era, r, pairsLimit.max, `; ${r?.pairRatios?.length ?? '?'} pairs, ratio of medians ${r?.ratioOfMedians?.toFixed(3) ?? '?'}×${cellNote}${intervalNote(r?.pairRatios, pairsLimit.max)}`);
   }
 }
 // The request log line (bench/log-toggle.ts): what it adds within one process, switched on and off.
@@ -98,7 +110,8 @@ let logChecks = 0;
 if (logLimit !== undefined) {
   for (const era of logLimit.eras) {
     logChecks++;
-    holdRatio(logLimit.name, era, (logLine ?? []).find((x) => x.era === era && x.concurrency === logLimit.concurrency), logLimit.max);
+    const r = (logLine ?? []).find((x) => x.era === era && x.concurrency === logLimit.concurrency);
+    holdRatio(logLimit.name, era, r, logLimit.max, `; ${r?.pairRatios?.length ?? '?'} pairs${intervalNote(r?.pairRatios, logLimit.max)}`);
   }
 }
 // Memory with many sessions held (bench/sessions.ts): an absolute bound, from its own results file.
