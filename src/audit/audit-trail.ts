@@ -93,16 +93,19 @@ export function auditCalls(edge: object, guard: StoreGuard, settings: { retainDa
     stopEnd();
     stopAnswer();
   };
+  let stopped = false;
   const prune = (): void => {
     guard.run((store) => store.pruneAudit(Date.now() - settings.retainDays * DAY_MS)).then(
       (removed) => removed > 0 && log.info('audit records past retention removed', { removed, retainDays: settings.retainDays }),
-      (err: unknown) => log.warn('audit retention could not run; it is tried again later', { err }),
+      // A run the shutdown cut short (the store closes after the trail stops) is not news, and will not be tried again.
+      (err: unknown) => stopped || log.warn('audit retention could not run; it is tried again later', { err }),
     );
   };
   const timer = setInterval(prune, PRUNE_EVERY_MS);
   timer.unref();
   prune();
   return () => {
+    stopped = true;
     stop();
     clearInterval(timer);
   };
