@@ -119,7 +119,7 @@ export function createGateway(config: GatehouseConfig, log: Logger, options: Gat
         inFlight: () => edge.inFlight,
         legacySessions: () => sessionBinding.size,
         storeUp: () => state.available,
-        pendingApprovals: async () => (config.policy.approvals.length === 0 ? undefined : (await approvalBook.list()).filter((a) => effectiveState(a, Date.now()) === 'pending').length),
+        pendingApprovals: async () => (running.policy.approvals.length === 0 ? undefined : (await approvalBook.list()).filter((a) => effectiveState(a, Date.now()) === 'pending').length),
         breakers: () => breakerBoard.all(),
         upstreams: () => upstreamStates(runtime.upstream),
       })
@@ -156,6 +156,8 @@ export function createGateway(config: GatehouseConfig, log: Logger, options: Gat
     ipLimit: (address: string, principal: Principal) => (runtime.ipLimits.length === 0 ? undefined : checkIpLimit(runtime.ipLimits, principal, address, takeToken)),
   };
   let adminListener: AdminListener | undefined;
+  /** Who may use the admin API; a reload hands it the new token and groups. */
+  let reviewerAuth: ReviewerAuth | undefined;
   let adminUrl: string | undefined;
   let metricsListener: MetricsListener | undefined;
   let metricsUrl: string | undefined;
@@ -243,8 +245,23 @@ export function createGateway(config: GatehouseConfig, log: Logger, options: Gat
       if (JSON.stringify(next.store) !== JSON.stringify(options.fileStore ?? running.store)) log.warn('config reload: store changes take effect only after a restart');
       if (JSON.stringify(next.tracing) !== JSON.stringify(running.tracing)) log.warn('config reload: tracing changes take effect only after a restart');
       if (JSON.stringify(next.audit) !== JSON.stringify(running.audit)) log.warn('config reload: audit changes take effect only after a restart');
+      if (JSON.stringify(next.metrics) !== JSON.stringify(running.metrics)) log.warn('config reload: metrics changes take effect only after a restart');
+      if (JSON.stringify(next.sessions) !== JSON.stringify(running.sessions)) log.warn('config reload: sessions changes take effect only after a restart');
+      if (JSON.stringify(next.policy.egressProxy) !== JSON.stringify(running.policy.egressProxy)) log.warn('config reload: policy.egressProxy changes take effect only after a restart');
+      // The admin API's listener is static; its credentials follow the reload (a rotated token is the usual reason for one).
+      const adminListen = (a: GatehouseConfig['admin']): string => JSON.stringify([a.enabled, a.host, a.port]);
+      if (adminListen(next.admin) !== adminListen(running.admin)) log.warn('config reload: admin.enabled, admin.host and admin.port take effect only after a restart');
       // Those keep the running values, as does the listener.
-      next = { ...next, store: running.store, tracing: running.tracing, audit: running.audit };
+      next = {
+        ...next,
+        store: running.store,
+        tracing: running.tracing,
+        audit: running.audit,
+        metrics: running.metrics,
+        sessions: running.sessions,
+        policy: { ...next.policy, egressProxy: running.policy.egressProxy },
+        admin: { ...running.admin, token: next.admin.token, groups: next.admin.groups },
+      };
       // A change to the log settings alone (an operator turning the request log on to look at traffic) keeps
       // the upstream connections, sessions and catalog: rebuilding them would cost every upstream a new
       // handshake and a fresh tools/list for nothing.
@@ -266,6 +283,7 @@ export function createGateway(config: GatehouseConfig, log: Logger, options: Gat
         }, next.shutdown.graceMs).unref();
       }
       if (next.log.requests !== running.log.requests) followRequestLog(next.log.requests);
+      reviewerAuth?.configure(next.admin.token, next.admin.groups);
       running = next;
       reloads.applied++;
       metrics?.reload('applied');
@@ -290,7 +308,7 @@ export function createGateway(config: GatehouseConfig, log: Logger, options: Gat
           book: approvalBook,
           policyVersion: () => runtime.policyVersion,
           pins: config.tools.pinning === 'off' ? undefined : { list: async () => (await pinBook.list()).map(pinView), accept: (ref, by, digest) => pinBook.accept(ref, by, digest) },
-          auth: new ReviewerAuth(config.admin.token, config.admin.groups, verify),
+          auth: (reviewerAuth = new ReviewerAuth(running.admin.token, running.admin.groups, verify)),
           log: log.child({ component: 'admin' }),
         });
         const admin = adminListener;
@@ -309,7 +327,15 @@ export function createGateway(config: GatehouseConfig, log: Logger, options: Gat
         edge.server.listen(config.listen.port, config.listen.host, () => {
           edge.server.off('error', failed);
           const { port } = edge.server.address() as AddressInfo;
-          if (options.configFile !== undefined) watcher = watchConfigFile(options.configFile, (text) => void reloadFromText(options.configFile!, text));
+          if (options.configFile !== undefined) {
+            const configFile = options.configFile;
+            watcher = watchConfigFile(configFile, (text, changed) => {
+              // A rotated secret leaves the config's text as it was: say which file brought the reload.
+              const reads = changed.filter((f) => f !== configFile);
+              if (reads.length > 0) log.info('config reload: a file the config reads changed', { files: reads });
+              void reloadFromText(configFile, text);
+            });
+          }
           const host = config.listen.host.includes(':') ? `[${config.listen.host}]` : config.listen.host;
           resolve(`http://${host}:${port}${config.listen.path}`);
         });

@@ -32,15 +32,32 @@ interface BrowserSession {
 }
 
 export class ReviewerAuth {
-  private readonly tokenDigest: Buffer | undefined;
+  private tokenDigest: Buffer | undefined;
+  private groups: readonly string[];
   private readonly sessions = new Map<string, BrowserSession>();
 
   constructor(
     token: string | undefined,
-    private readonly groups: readonly string[],
+    groups: readonly string[],
     private readonly verify: VerifyToken | undefined,
   ) {
     this.tokenDigest = token === undefined ? undefined : digest(token);
+    this.groups = groups;
+  }
+
+  /**
+   * The token and groups of a reloaded config, from the next request on. When either changed, every
+   * browser session ends: one opened with a token being rotated away must not outlive it, and a session's
+   * groups were judged against the old list.
+   */
+  configure(token: string | undefined, groups: readonly string[]): void {
+    const tokenDigest = token === undefined ? undefined : digest(token);
+    const sameToken = tokenDigest === undefined ? this.tokenDigest === undefined : this.tokenDigest !== undefined && timingSafeEqual(tokenDigest, this.tokenDigest);
+    const sameGroups = groups.length === this.groups.length && groups.every((g, i) => g === this.groups[i]);
+    if (sameToken && sameGroups) return;
+    this.tokenDigest = tokenDigest;
+    this.groups = groups;
+    this.sessions.clear();
   }
 
   /** Checks a bearer credential (the token, or an OAuth access token of an admin group). */

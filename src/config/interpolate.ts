@@ -79,6 +79,20 @@ function expand(expr: string, ctx: InterpolationContext, problems: Problem[]): s
 }
 
 /**
+ * The files `text` reads through `${file:PATH}`, resolved against `baseDir`, each once. A plain scan of the
+ * text, comments included: watching a file the config does not use costs a read per poll and nothing else.
+ */
+export function referencedFiles(text: string, baseDir: string): string[] {
+  const files = new Set<string>();
+  if (!text.includes('${')) return [];
+  for (const [match, expr] of text.matchAll(TOKEN)) {
+    if (match === '$${' || expr === undefined || !expr.startsWith('file:') || expr.length === 5 || expr.includes('\n')) continue;
+    files.add(resolve(baseDir, expr.slice(5)));
+  }
+  return [...files];
+}
+
+/**
  * Interpolates every string scalar that is a value (never a key) in `doc`, in place, and returns the problems.
  * Aliases are skipped: they share the anchored node, which is interpolated where it is defined.
  */

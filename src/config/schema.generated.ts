@@ -3,7 +3,7 @@
 // these are the types of a config after validation has filled the defaults in.
 
 /**
- * One YAML file configures the whole gateway. Unknown keys are errors. Any string value may contain ${env:NAME} or ${file:PATH} (relative to the config file) to pull in secrets; write $${ for a literal ${.
+ * One YAML file configures the whole gateway. Unknown keys are errors. Any string value may contain ${env:NAME} or ${file:PATH} (relative to the config file) to pull in secrets; write $${ for a literal ${. The files read through ${file:PATH} are watched with the config: replacing one (a rotated secret) reloads it as a change of the config would.
  */
 export interface GatehouseConfiguration {
   /**
@@ -74,7 +74,7 @@ export interface GatehouseConfiguration {
    */
   upstreams: [StdioUpstream | HttpUpstream, ...(StdioUpstream | HttpUpstream)[]];
   /**
-   * Legacy client sessions that Gatehouse itself holds (for stdio upstreams, and when it bridges protocol eras).
+   * Legacy client sessions that Gatehouse itself holds (for stdio upstreams, and when it bridges protocol eras). Read once at start; a reload does not change it.
    */
   sessions: {
     /**
@@ -156,7 +156,7 @@ export interface GatehouseConfiguration {
      */
     egress: EgressRule[];
     /**
-     * A forward proxy on loopback (HTTP and CONNECT) for the upstreams' own outbound connections, applying the egress rules; stdio children get HTTP_PROXY and HTTPS_PROXY pointing at it.
+     * A forward proxy on loopback (HTTP and CONNECT) for the upstreams' own outbound connections, applying the egress rules; stdio children get HTTP_PROXY and HTTPS_PROXY pointing at it. Started once: a reload applies new egress rules to it, but not a change of this section.
      */
     egressProxy: {
       enabled: boolean;
@@ -225,7 +225,7 @@ export interface GatehouseConfiguration {
     exempt: string[];
   };
   /**
-   * Prometheus metrics endpoint, on its own listener so it is never exposed with the MCP endpoint by accident.
+   * Prometheus metrics endpoint, on its own listener so it is never exposed with the MCP endpoint by accident. Read once at start; a reload does not change it.
    */
   metrics: {
     /**
@@ -291,7 +291,7 @@ export interface GatehouseConfiguration {
      */
     port: number;
     /**
-     * Bearer token the admin API requires. Use ${env:...} or ${file:...}; at least 16 characters.
+     * Bearer token the admin API requires. Use ${env:...} or ${file:...}; at least 16 characters. A reload applies a new token (and new groups) from the next request on, and ends the inbox page's browser sessions; enabled, host and port are read once at start.
      */
     token?: string;
     /**

@@ -1,9 +1,14 @@
 // Watches a config file by polling its content every second and hashing it (DESIGN.md §3; a Kubernetes
 // ConfigMap update swaps a symlink, which polling sees without special handling, unlike fs.watch). SIGHUP
 // asks for a look at once (`checkNow`), as operators of other daemons expect.
+//
+// The files the config reads through `${file:PATH}` are watched with it: a secret is rotated by replacing
+// its file (a Kubernetes Secret volume swaps it the same way), and the config text then stays the same.
 
 import { createHash } from 'node:crypto';
 import { readFile } from 'node:fs/promises';
+import { dirname, resolve } from 'node:path';
+import { referencedFiles } from './interpolate.js';
 
 /** What one look at the file found. */
 export type ConfigCheck = 'changed' | 'unchanged' | 'unreadable';
@@ -14,22 +19,33 @@ export interface ConfigWatcher {
   stop(): void;
 }
 
-/** Calls `onChange` with the new text whenever the file's content changes; unreadable moments are skipped. */
-export function watchConfigFile(file: string, onChange: (text: string) => void, intervalMs = 1000): ConfigWatcher {
-  let lastHash: string | undefined;
+/**
+ * Calls `onChange` with the config's text whenever it or a file it reads changes; `changed` names what
+ * changed (the config file, or the files it reads). Unreadable moments of the config file are skipped; a
+ * file it reads that cannot be read counts as content of its own, so its return is a change too.
+ */
+export function watchConfigFile(file: string, onChange: (text: string, changed: string[]) => void, intervalMs = 1000): ConfigWatcher {
+  const baseDir = dirname(resolve(file));
+  /** The digest of each file at the last look: the config file's own, then each file it reads. */
+  let last: Map<string, string> | undefined;
   let looking: Promise<ConfigCheck> | undefined;
   const look = async (): Promise<ConfigCheck> => {
+    let text: string;
     try {
-      const text = await readFile(file, 'utf8');
-      const hash = createHash('sha256').update(text).digest('hex');
-      const changed = lastHash !== undefined && hash !== lastHash;
-      lastHash = hash;
-      if (changed) onChange(text);
-      return changed ? 'changed' : 'unchanged';
+      text = await readFile(file, 'utf8');
     } catch {
       // Mid-rename or briefly missing: keep the running config and look again next tick.
       return 'unreadable';
     }
+    const digests = new Map([[file, digest(text)]]);
+    for (const read of referencedFiles(text, baseDir)) digests.set(read, await digestOfFile(read));
+    const previous = last;
+    last = digests;
+    if (previous === undefined) return 'unchanged';
+    const changed = [...digests].filter(([name, d]) => previous.get(name) !== d).map(([name]) => name);
+    if (changed.length === 0) return 'unchanged';
+    onChange(text, changed);
+    return 'changed';
   };
   // One look at a time: a poll that finds one in progress skips its turn.
   const lookOnce = (): Promise<ConfigCheck> => (looking ??= look().finally(() => (looking = undefined)));
@@ -43,4 +59,17 @@ export function watchConfigFile(file: string, onChange: (text: string) => void, 
     },
     stop: () => clearInterval(timer),
   };
+}
+
+function digest(content: string | Buffer): string {
+  return createHash('sha256').update(content).digest('hex');
+}
+
+/** The content's digest, or the reason it cannot be read (a missing secret file is a state like any other). */
+async function digestOfFile(path: string): Promise<string> {
+  try {
+    return digest(await readFile(path));
+  } catch (err) {
+    return `unreadable: ${(err as NodeJS.ErrnoException).code ?? 'error'}`;
+  }
 }

@@ -7,22 +7,13 @@ import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { jsonResult, sleep, startFakeUpstream } from '../fixtures/upstreams/fake-upstream.js';
-import { serveCli } from '../helpers/cli.js';
+import { serveCli, until } from '../helpers/cli.js';
 import { post, rpc } from '../helpers/http.js';
 
 const cleanups: Array<() => Promise<unknown>> = [];
 after(async () => {
   for (const c of cleanups.reverse()) await c();
 });
-
-async function until(check: () => Promise<boolean> | boolean, ms = 8000): Promise<boolean> {
-  const deadline = Date.now() + ms;
-  while (Date.now() < deadline) {
-    if (await check()) return true;
-    await sleep(100);
-  }
-  return false;
-}
 
 test('a changed file is applied without a restart; a broken one is refused and the running config stays', async () => {
   const a = await startFakeUpstream((_req, res, body) => jsonResult(res, body, { who: 'A' }));

@@ -103,3 +103,13 @@ export function isAlive(pid: number): boolean {
     return false;
   }
 }
+
+/** Whether `check` comes true within `ms`, looking every 100 ms (a served gateway's reloads and log batches). */
+export async function until(check: () => Promise<boolean> | boolean, ms = 8000): Promise<boolean> {
+  const deadline = Date.now() + ms;
+  while (Date.now() < deadline) {
+    if (await check()) return true;
+    await new Promise((resolve) => setTimeout(resolve, 100));
+  }
+  return false;
+}
