@@ -233,10 +233,14 @@ function wrap(p: PinoLogger, sink: Sink, bound: string): Logger {
   };
 }
 
-/** Field names whose values are secrets, compared lower-case with `-` and `_` removed. */
-const SECRET_FIELD = /^(authorization|proxyauthorization|cookie|setcookie|password|secret|clientsecret|token|accesstoken|refreshtoken|idtoken|apikey|xapikey|key|bearer|credentials?)$/;
-/** Ids that name a credential without being one, and stay readable. */
-const SAFE_FIELDS = new Set(['keyId', 'tokenId']);
+/**
+ * Field names whose values are secrets, compared lower-case with `-` and `_` removed: a bare `key`, and any
+ * name that ends in a credential's word, so `githubToken`, `db_password` or `x-auth-token` are caught as
+ * well as `token`. Names that only start with one (`tokenEndpoint`, `maxTokens`, `keyword`) are not.
+ */
+const SECRET_FIELD = /^(?:key|.*(?:authorization|cookie|password|passwd|passphrase|secret|token|apikey|privatekey|secretkey|signingkey|bearer|credentials?))$/;
+/** Names that end like a credential without being one, and stay readable: ids, and MCP's progress token. */
+const SAFE_FIELDS = new Set(['keyId', 'tokenId', 'progressToken', 'rejectedCredential']);
 /** Credential shapes inside free text: bearer values, JWTs (three base64url parts), Gatehouse keys. */
 const SECRET_TEXT = /(Bearer\s+)[A-Za-z0-9\-._~+/]+=*|eyJ[A-Za-z0-9_-]*\.[A-Za-z0-9_-]+\.[A-Za-z0-9_-]*|gh_[A-Za-z0-9_-]{20,}/gi;
 

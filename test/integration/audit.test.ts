@@ -112,7 +112,7 @@ test('every governed call has its record, whatever its outcome, written before i
     const cases = [
       {
         ref: 'up/record',
-        args: { item: 'Bearer abcdefghijklmnop', note: 'plain' },
+        args: { item: 'Bearer abcdefghijklmnop', note: 'plain', github_token: 'token-named-argument' },
         meta: { idempotencyKey: 'audit-key-0001' },
         outcome: 'ok',
       },
@@ -166,7 +166,7 @@ test('every governed call has its record, whatever its outcome, written before i
     }
     const all = await records();
     const first = all.find((r) => r.toolRef === 'up/record' && r.outcome === 'ok')!;
-    assert.deepEqual(first.arguments, { item: 'Bearer [redacted]', note: 'plain' }, 'secrets are redacted from the stored arguments');
+    assert.deepEqual(first.arguments, { item: 'Bearer [redacted]', note: 'plain', github_token: '[redacted]' }, 'secrets are redacted from the stored arguments');
     assert.equal(first.idempotencyKey, 'audit-key-0001');
     assert.equal(verifyChain(all, undefined).ok, true);
   }
@@ -176,7 +176,7 @@ test('reads are not governed calls and leave no record; a replayed write is its 
   const before = (await records()).length;
   await send('tools/list', {});
   assert.equal((await records()).length, before);
-  await callTool('up/record', { item: 'Bearer abcdefghijklmnop', note: 'plain' }, { idempotencyKey: 'audit-key-0001' });
+  await callTool('up/record', { item: 'Bearer abcdefghijklmnop', note: 'plain', github_token: 'token-named-argument' }, { idempotencyKey: 'audit-key-0001' });
   const after = await records();
   assert.equal(after.length, before + 1);
   assert.equal(after.at(-1)!.outcome, 'ok');

@@ -122,6 +122,31 @@ test('fields named like credentials are redacted at any depth, in base and child
   }
 });
 
+test('fields whose names end in a credential word are redacted too; names that only start with one, and MCP progress tokens, stay', () => {
+  const { log, raw, lines } = capture();
+  log.info('call', {
+    githubToken: 'github-token-value',
+    db_password: 'db-password-value',
+    'X-Auth-Token': 'auth-token-value',
+    sessionSecret: 'session-secret-value',
+    privateKey: 'private-key-value',
+    upstreamCredentials: { user: 'u', pass: 'upstream-pass-value' },
+    tokenEndpoint: 'https://as.example.com/token',
+    maxTokens: 512,
+    keyword: 'weather',
+    progressToken: 'progress-7',
+  });
+  const [line] = lines();
+  for (const name of ['githubToken', 'db_password', 'X-Auth-Token', 'sessionSecret', 'privateKey', 'upstreamCredentials']) assert.equal(line![name], REDACTED, name);
+  assert.equal(line!.tokenEndpoint, 'https://as.example.com/token');
+  assert.equal(line!.maxTokens, 512);
+  assert.equal(line!.keyword, 'weather');
+  assert.equal(line!.progressToken, 'progress-7');
+  for (const secret of ['github-token-value', 'db-password-value', 'auth-token-value', 'session-secret-value', 'private-key-value', 'upstream-pass-value']) {
+    assert.ok(!raw[0]!.includes(secret), `${secret} leaked: ${raw[0]}`);
+  }
+});
+
 test('credential-shaped text is scrubbed from messages, field values and error messages', () => {
   const { log, raw, lines } = capture();
   log.warn(`upstream answered 401 to Bearer ${'abc.DEF-123_~+/'}==`, { detail: `key ${GH_KEY} rejected` });
