@@ -436,7 +436,12 @@ function buildRuntime(config: GatehouseConfig, log: Logger, observeUpstream: (up
     arguments: compileArgumentsStage({ schemas, refreshRoute: (route, capabilities) => routes.resolve(route.kind, route.publicName, capabilities, true) }),
     egress: compileEgressStage(egress),
     rateLimit: compileRateLimitStage(limits.call, (key, bucket) => state.run((s) => s.takeTokens(key, bucket, 1))),
-    budget: compileBudgetStage(compileBudgets(config.policy.budgets), (key, amount, limit, window) => state.run((s) => s.spendBudget(key, amount, limit, window))),
+    budget: compileBudgetStage(
+      compileBudgets(config.policy.budgets),
+      (key, amount, limit, window) => state.run((s) => s.spendBudget(key, amount, limit, window)),
+      (key, amount, window, resetsAt) => state.run((s) => s.refundBudget(key, amount, window, resetsAt)),
+      policyLog,
+    ),
     breaker: compileBreakerStage(
       compileBreakers(config.policy.breakers),
       { admit: (key, settings) => state.run((s) => s.breakerAdmit(key, settings)), record: (key, ok, settings) => state.run((s) => s.breakerRecord(key, ok, settings)) },

@@ -83,4 +83,6 @@ export interface CallContext {
   route?: Route;
   /** Set by the approval stage when an approval governs the call; its audit record names it. */
   approvalId?: string;
+  /** Set by the idempotency stage when the answer is a stored one: the tool did not run for this call. */
+  replayed?: boolean;
 }

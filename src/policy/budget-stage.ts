@@ -3,10 +3,17 @@
 // the store. A spent budget refuses the call with `budget_exhausted`, a tool result whose text says when to
 // retry, with `_meta["dev.gatehouse/retry_after"]` (seconds) and `_meta["dev.gatehouse/quota"]`
 // (`{limit, used, window, resetsAt}`). A store that cannot answer fails the call closed.
+//
+// A budget counts the calls that run. When a later stage holds the call back before it reaches the
+// upstream (an open breaker, an approval still pending or refused, an idempotency refusal) or answers it
+// from a stored result (a replay), the spend is given back before the answer leaves, so a client that
+// retries while its call waits for a reviewer does not spend its budget on the waiting.
 
 import type { Budget } from '../config/schema.generated.js';
 import { failure, GatewayError, type ToolRefusal } from '../errors.js';
-import type { Route } from '../pipeline/context.js';
+import type { Logger } from '../log/logger.js';
+import type { CallContext, Route } from '../pipeline/context.js';
+import type { Outcome } from '../pipeline/outcome.js';
 import { waitedOn } from '../pipeline/events.js';
 import type { Principal } from '../pipeline/principal.js';
 import { refuseAt, type Stage } from '../pipeline/stage.js';
@@ -23,6 +30,16 @@ export interface CompiledBudget {
 }
 
 export type SpendBudget = (key: string, amount: number, limit: number, window: CalendarWindow) => Promise<BudgetSpend>;
+/** Gives back what a spend took, from the window that ends at `resetsAt`. */
+export type RefundBudget = (key: string, amount: number, window: CalendarWindow, resetsAt: number) => Promise<void>;
+
+/** The stages after this one that answer a call without running it. */
+const HELD_BACK_BY = new Set(['breaker', 'approval', 'idempotency']);
+
+/** Whether the call ended without the tool running for it. */
+function didNotRun(outcome: Outcome, ctx: CallContext): boolean {
+  return ctx.replayed === true || (outcome.kind === 'refused' && outcome.stage !== undefined && HELD_BACK_BY.has(outcome.stage));
+}
 
 /** The prefix of every budget counter in the store (`gatehouse budgets show` lists them). */
 export const BUDGET_PREFIX = 'budget:';
@@ -37,7 +54,7 @@ export function budgetKey(b: CompiledBudget, p: Principal, route: Route): string
   return `${BUDGET_PREFIX}${b.id}:${b.per}:${who}`;
 }
 
-export function compileBudgetStage(budgets: readonly CompiledBudget[], spend: SpendBudget, now: () => number = Date.now): Stage {
+export function compileBudgetStage(budgets: readonly CompiledBudget[], spend: SpendBudget, refund: RefundBudget, log: Logger, now: () => number = Date.now): Stage {
   return {
     name: 'budget',
     applies: (ctx) => budgets.length > 0 && ctx.method === 'tools/call' && ctx.route !== undefined,
@@ -45,13 +62,24 @@ export function compileBudgetStage(budgets: readonly CompiledBudget[], spend: Sp
       const route = ctx.route!;
       const budget = firstMatch(budgets, ctx.principal, route);
       if (budget === undefined || budget.cost === 0) return next(ctx);
+      const key = budgetKey(budget, ctx.principal, route);
       let spent: BudgetSpend;
       try {
-        spent = await waitedOn(ctx, 'budget', 'store.spend', spend(budgetKey(budget, ctx.principal, route), budget.cost, budget.limit, budget.window));
+        spent = await waitedOn(ctx, 'budget', 'store.spend', spend(key, budget.cost, budget.limit, budget.window));
       } catch (err) {
         return refuseAt('budget', ctx, failure(new GatewayError('GW_ERR_STATE_UNAVAILABLE', 'The budget of this call cannot be checked now, so the call is not run; retry later', undefined, { cause: err })));
       }
-      return spent.allowed ? next(ctx) : refuseAt('budget', ctx, exhausted(budget, route, spent, now()));
+      if (!spent.allowed) return refuseAt('budget', ctx, exhausted(budget, route, spent, now()));
+      const outcome = await next(ctx);
+      if (didNotRun(outcome, ctx)) {
+        try {
+          await waitedOn(ctx, 'budget', 'store.refund', refund(key, budget.cost, budget.window, spent.resetsAt));
+        } catch (err) {
+          // The spend stays: the budget counts one call too many, never one too few.
+          log.warn('a budget spend could not be given back', { callId: ctx.callId, rule: budget.id, err });
+        }
+      }
+      return outcome;
     },
   };
 }

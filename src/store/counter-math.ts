@@ -30,6 +30,12 @@ export function bucketTake(row: BucketRow | undefined, bucket: TokenBucket, cost
 }
 
 /** Spends from a window's counter unless that passes the limit (then the row is unchanged). */
+/** A budget counter with `amount` given back, or undefined when there is nothing to change (another window, or none spent). */
+export function budgetRefund(row: CounterRow | undefined, amount: number, end: number): CounterRow | undefined {
+  if (row === undefined || row.resetsAt !== end || row.total <= 0) return undefined;
+  return { total: Math.max(0, row.total - amount), resetsAt: end };
+}
+
 export function budgetSpend(row: CounterRow | undefined, amount: number, limit: number, end: number): { row?: CounterRow; result: BudgetSpend } {
   const used = row !== undefined && row.resetsAt === end ? row.total : 0;
   if (used + amount > limit) return { result: { allowed: false, used, resetsAt: end } };

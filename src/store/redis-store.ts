@@ -84,6 +84,21 @@ local total = redis.call('INCRBYFLOAT', key, ARGV[1])
 redis.call('PEXPIREAT', key, finish + 60000)
 return { 1, tostring(total), string.format('%d', finish) }`;
 
+/** Gives back ARGV[1] spent in the window that ends at ARGV[3] (ms), never below zero; nothing once it has ended. */
+const REFUND = `${WINDOW_OF}
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+local finish = tonumber(ARGV[3])
+local start, ends = window_of(finish - 1, ARGV[2])
+if ends ~= finish or now >= finish then return 0 end
+local key = KEYS[1] .. '|' .. string.format('%d', start)
+local used = tonumber(redis.call('GET', key) or '0')
+if used <= 0 then return 0 end
+local left = used - tonumber(ARGV[1])
+if left < 0 then left = 0 end
+redis.call('SET', key, tostring(left), 'PXAT', finish + 60000)
+return 1`;
+
 /** The breaker state machine of breaker-math.ts, on Redis' clock. ARGV: op, ok, consecutiveFailures, errorRate (or -1), minCalls, windowMs, coolDownMs. */
 const BREAKER = `
 local t = redis.call('TIME')
@@ -183,6 +198,7 @@ type Scripted = (Redis | Cluster) & {
   ghRenew(key: string, owner: string, leaseUntil: number): Promise<number>;
   ghPutApproval(key: string, index: string, id: string, doc: string, ttlMs: number, at: number): Promise<number>;
   ghSpend(key: string, amount: number, limit: number, window: string): Promise<[number, string, string]>;
+  ghRefund(key: string, amount: number, window: string, resetsAt: number): Promise<number>;
   ghBreaker(key: string, op: 'admit' | 'record', ok: string, limit: number, rate: number, minCalls: number, windowMs: number, coolDownMs: number): Promise<[string, number]>;
 };
 
@@ -257,6 +273,7 @@ export class RedisStore implements Store {
     this.redis.defineCommand('ghRenew', { numberOfKeys: 1, lua: RENEW });
     this.redis.defineCommand('ghPutApproval', { numberOfKeys: 2, lua: PUT_APPROVAL });
     this.redis.defineCommand('ghSpend', { numberOfKeys: 1, lua: SPEND });
+    this.redis.defineCommand('ghRefund', { numberOfKeys: 1, lua: REFUND });
     this.redis.defineCommand('ghBreaker', { numberOfKeys: 1, lua: BREAKER });
   }
 
@@ -292,6 +309,12 @@ export class RedisStore implements Store {
       // One hash tag per budget, so the window keys of one budget share a Cluster slot.
       const [allowed, used, resets] = await this.redis.ghSpend(`{g:${key}}`, amount, limit, window);
       return { allowed: allowed === 1, used: Number(used), resetsAt: Number(resets) };
+    });
+  }
+
+  refundBudget(key: string, amount: number, window: CalendarWindow, resetsAt: number): Promise<void> {
+    return this.run('budget', async () => {
+      await this.redis.ghRefund(`{g:${key}}`, amount, window, resetsAt);
     });
   }
 

@@ -13,7 +13,7 @@ import { LRUCache } from 'lru-cache';
 import { entryJson } from './audit-chain.js';
 import { nextBreaker, type BreakerDoc } from './breaker-math.js';
 import { calendarWindow } from './calendar.js';
-import { budgetSpend, bucketTake, windowAdd, type BucketRow, type CounterRow } from './counter-math.js';
+import { budgetRefund, budgetSpend, bucketTake, windowAdd, type BucketRow, type CounterRow } from './counter-math.js';
 import { StoreUnavailableError, type BreakerAdmission, type BreakerSettings, type BreakerState, type BudgetCounter, type BudgetSpend, type CalendarWindow, type AuditAnchor, type AuditEntry, type AuditQuery, type AuditRecord, type IdempotencyClaim, type IdempotencyRecord, type Store, type TokenBucket, type TokenTake, type WindowCount } from './store.js';
 
 // Run from the TypeScript sources (tests, through tsx) or from dist/: the worker is the sibling file, and
@@ -224,6 +224,17 @@ export class SqliteStore implements Store {
     return this.update<CounterRow, BudgetSpend>(`c|${rowKey}`, 'readCounter', rowKey, (current) => {
       const { row, result } = budgetSpend(current, amount, limit, end);
       return row === undefined ? { result } : { row, result, write: ['putCounter', rowKey, row.total, row.resetsAt] };
+    });
+  }
+
+  refundBudget(key: string, amount: number, window: CalendarWindow, resetsAt: number): Promise<void> {
+    // The window the spend fell in: the one that ends at resetsAt.
+    const { start, end } = calendarWindow(resetsAt - 1, window);
+    if (end !== resetsAt || Date.now() >= end) return Promise.resolve();
+    const rowKey = `${key}|${start}`;
+    return this.update<CounterRow, void>(`c|${rowKey}`, 'readCounter', rowKey, (current) => {
+      const row = budgetRefund(current, amount, end);
+      return row === undefined ? { result: undefined } : { row, result: undefined, write: ['putCounter', rowKey, row.total, row.resetsAt] };
     });
   }
 

@@ -142,6 +142,11 @@ export interface Store {
    * that would pass `limit`: then nothing is spent. Atomic across replicas.
    */
   spendBudget(key: string, amount: number, limit: number, window: CalendarWindow): Promise<BudgetSpend>;
+  /**
+   * Gives back `amount` that spendBudget spent in the window ending at `resetsAt` (its answer's), for a call
+   * that did not run after all. Never below zero; nothing once that window has ended.
+   */
+  refundBudget(key: string, amount: number, window: CalendarWindow, resetsAt: number): Promise<void>;
   /** The budget counters of current windows whose key starts with `prefix`. */
   listBudgets(prefix: string): Promise<BudgetCounter[]>;
 

@@ -122,6 +122,37 @@ for (const { kind, open } of kinds) {
       assert.equal(listed[0]!.resetsAt, first.resetsAt);
     });
 
+    test('a refund gives back what a spend took, in the window that spend fell in, never below zero; an ended window is left alone', async () => {
+      const s = fresh();
+      // Month windows: a test this short does not cross into the next one, bar a few seconds a month.
+      const spent = await s.spendBudget('budget:refund:alice', 3, 5, 'month');
+      assert.equal(spent.used, 3);
+      await s.refundBudget('budget:refund:alice', 2, 'month', spent.resetsAt);
+      assert.equal((await s.spendBudget('budget:refund:alice', 4, 5, 'month')).used, 5, 'the 2 given back could be spent again');
+      assert.equal((await s.spendBudget('budget:refund:alice', 1, 5, 'month')).allowed, false);
+      await s.refundBudget('budget:refund:alice', 9, 'month', spent.resetsAt);
+      assert.deepEqual(
+        (await s.listBudgets('budget:refund:')).map((c) => [c.key, c.used]),
+        [['budget:refund:alice', 0]],
+        'never below zero',
+      );
+      // A refund names its window by the end the spend reported: the month before this one has ended, and
+      // a time that ends no window names none.
+      const previousMonthEnd = calendarWindow(Date.now(), 'month').start;
+      await s.spendBudget('budget:refund:bob', 2, 5, 'month');
+      await s.refundBudget('budget:refund:bob', 2, 'month', previousMonthEnd);
+      await s.refundBudget('budget:refund:bob', 2, 'month', spent.resetsAt - 1);
+      await s.refundBudget('budget:refund:nobody', 1, 'month', spent.resetsAt);
+      assert.deepEqual(
+        (await s.listBudgets('budget:refund:')).map((c) => [c.key, c.used]),
+        [
+          ['budget:refund:alice', 0],
+          ['budget:refund:bob', 2],
+        ],
+        'nothing is given back to a window that ended, nor made for a budget never spent',
+      );
+    });
+
     test('a breaker opens on consecutive failures, refuses while open, lets exactly one probe through, and closes on its success', async () => {
       const s = fresh();
       const cfg = { consecutiveFailures: 3, minCalls: 10, windowMs: 60_000, coolDownMs: 300 };
