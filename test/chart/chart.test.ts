@@ -113,6 +113,12 @@ function one(docs: Manifest[], kind: string, name?: string): Manifest {
 }
 
 const deployment = (docs: Manifest[]): Manifest => one(docs, 'Deployment');
+/** The chart's Service for MCP clients (and metrics); the admin API's, when on, is `<fullname>-admin`. */
+function mcpService(docs: Manifest[]): Manifest {
+  const found = kinds(docs, 'Service').filter((d) => !(d['metadata']['name'] as string).endsWith('-admin'));
+  assert.equal(found.length, 1, `expected one MCP Service, found ${found.length}`);
+  return found[0] as Manifest;
+}
 const podSpec = (docs: Manifest[]): Manifest => deployment(docs)['spec']['template']['spec'];
 function container(docs: Manifest[], name: string): Manifest {
   const c = (podSpec(docs)['containers'] as Manifest[]).find((x) => x['name'] === name);
@@ -256,7 +262,7 @@ describe('sidecar mode', () => {
 
   test("the Service exposes Gatehouse's ports only, never the server's", async () => {
     const { docs } = await render('sidecar');
-    const svc = one(docs, 'Service');
+    const svc = mcpService(docs);
     assert.deepEqual(svc['spec']['ports'], [
       { name: 'mcp', port: 8080, targetPort: 'mcp', protocol: 'TCP' },
       { name: 'metrics', port: 9464, targetPort: 'metrics', protocol: 'TCP' },
@@ -320,7 +326,7 @@ describe('pod', () => {
       assert.ok(configMount);
       // No subPath: the kubelet's ConfigMap updates reach the file only for a directory mount (hot reload).
       assert.equal(configMount['subPath'], undefined);
-      assert.equal(volumes.get(configMount['name'])?.['configMap']?.['name'], one(docs, 'Service')['metadata']['name']);
+      assert.equal(volumes.get(configMount['name'])?.['configMap']?.['name'], mcpService(docs)['metadata']['name']);
       const gh = container(docs, 'gatehouse');
       assert.deepEqual(gh['args'], ['serve', '--config', '/etc/gatehouse/gatehouse.yaml']);
       assert.ok((gh['env'] as Manifest[]).some((e) => e['name'] === 'GATEHOUSE_CONFIG' && e['value'] === '/etc/gatehouse/gatehouse.yaml'));
@@ -362,7 +368,7 @@ describe('gateway config', () => {
     assert.deepEqual(configObject(docs)['metrics'], { enabled: false });
     assert.deepEqual(loadRendered(docs, 'no-metrics').config.metrics, { enabled: false, host: '127.0.0.1', port: 9464, path: '/metrics' });
     assert.deepEqual(unsupportedFeatures(loadRendered(docs, 'no-metrics').config), []);
-    assert.deepEqual((one(docs, 'Service')['spec']['ports'] as Manifest[]).map((p) => p['name']), ['mcp']);
+    assert.deepEqual((mcpService(docs)['spec']['ports'] as Manifest[]).map((p) => p['name']), ['mcp']);
     assert.equal((container(docs, 'gatehouse')['ports'] as Manifest[]).length, 1);
   });
 
@@ -602,6 +608,71 @@ describe('NetworkPolicy', () => {
   });
 });
 
+// ---- The admin API -----------------------------------------------------------------------------------------
+
+describe('admin API', () => {
+  const ports = (docs: Manifest[]): Manifest[] => container(docs, 'gatehouse')['ports'] as Manifest[];
+  const ingressOn = (docs: Manifest[], port: number): Manifest[] => (one(docs, 'NetworkPolicy')['spec']['ingress'] as Manifest[]).filter((r) => (r['ports'] as Manifest[]).some((p) => p['port'] === port));
+
+  test('off by default: no admin section in the config, no admin port, no admin Service', async () => {
+    for (const name of ['sidecar', 'standalone', 'persistent'] as const) {
+      const { docs } = await render(name);
+      assert.equal(configObject(docs)['admin'], undefined, name);
+      assert.equal(ports(docs).some((p) => p['name'] === 'admin'), false, name);
+      assert.equal(kinds(docs, 'Service').length, 1, name);
+    }
+  });
+
+  test('everything: the token from a Secret file, groups, a Service of its own with ClientIP affinity, reachable only from the named peers', async () => {
+    const { docs } = await render('everything');
+    assert.deepEqual(configObject(docs)['admin'], { enabled: true, host: '0.0.0.0', port: 9470, token: `\${file:${SECRETS_DIR}/gatehouse-admin/token}`, groups: ['sre'] });
+    // Gatehouse's own loader takes it, approvals and all (approvals without a usable admin API are refused).
+    const { config, files } = loadRendered(docs, 'admin');
+    assert.equal(config.admin.token, files[`${SECRETS_DIR}/gatehouse-admin/token`]);
+    assert.deepEqual(unsupportedFeatures(config), []);
+    assert.equal(config.policy.approvals.length, 1);
+    // Mounted as a directory, not a subPath: a rotated Secret reaches the file, and Gatehouse reloads.
+    const mount = (container(docs, 'gatehouse')['volumeMounts'] as Manifest[]).find((m) => m['mountPath'] === `${SECRETS_DIR}/gatehouse-admin`);
+    assert.ok(mount, 'the admin token Secret is mounted');
+    assert.equal(mount['subPath'], undefined);
+    assert.deepEqual(ports(docs).find((p) => p['name'] === 'admin'), { name: 'admin', containerPort: 9470, protocol: 'TCP' });
+    const service = one(docs, 'Service', 'gatehouse-all-admin');
+    assert.equal(service['spec']['type'], 'ClusterIP');
+    assert.equal(service['spec']['sessionAffinity'], 'ClientIP');
+    assert.deepEqual(service['spec']['ports'], [{ name: 'admin', port: 9471, targetPort: 'admin', protocol: 'TCP' }]);
+    assert.deepEqual(service['spec']['selector'], deployment(docs)['spec']['selector']['matchLabels']);
+    // The MCP Service never carries the admin port.
+    assert.equal((one(docs, 'Service', 'gatehouse-all')['spec']['ports'] as Manifest[]).some((p) => p['targetPort'] === 'admin'), false);
+    const rules = ingressOn(docs, 9470);
+    assert.equal(rules.length, 1);
+    assert.deepEqual(rules[0]!['ports'], [{ port: 9470, protocol: 'TCP' }]);
+    assert.deepEqual(rules[0]!['from'], [{ namespaceSelector: { matchLabels: { 'kubernetes.io/metadata.name': 'sre-tools' } } }]);
+  });
+
+  test('without a Service or peers, the admin port is open to no one from the network (kubectl port-forward reaches it)', async () => {
+    const { docs } = await render('sidecar', ['admin.enabled=true', 'admin.token.secretFile.name=gh-admin', 'admin.token.secretFile.key=token']);
+    assert.equal(configObject(docs)['admin']['port'], 9465);
+    assert.ok(ports(docs).some((p) => p['name'] === 'admin' && p['containerPort'] === 9465));
+    assert.equal(kinds(docs, 'Service').length, 1, 'no admin Service');
+    assert.deepEqual(ingressOn(docs, 9465), []);
+    assert.equal(loadRendered(docs, 'admin-sidecar').config.admin.enabled, true);
+  });
+
+  test('settings nobody could use, or that clash, fail with a message that says what to set', async () => {
+    const failing = async (values: ValuesName, set: string[]): Promise<string> => {
+      const r = await run(helm(), ['template', 'gh', CHART, ...KUBE_VERSION, '-f', VALUES[values], ...set.flatMap((s) => ['--set', s])]);
+      assert.notEqual(r.code, 0, `helm template ${set.join(' ')} should fail`);
+      return r.stderr;
+    };
+    assert.match(await failing('sidecar', ['admin.enabled=true']), /admin\.enabled needs admin\.token .* or admin\.groups/);
+    assert.match(await failing('sidecar', ['admin.enabled=true', 'admin.groups[0]=sre']), /admin\.groups needs auth\.oauth/);
+    assert.match(await failing('sidecar', ['admin.enabled=true', 'admin.token=0123456789abcdef', 'admin.service.enabled=true']), /networkPolicy\.admin\.from/);
+    assert.match(await failing('sidecar', ['admin.service.enabled=true']), /admin\.service\.enabled needs admin\.enabled/);
+    assert.match(await failing('sidecar', ['admin.enabled=true', 'admin.token=0123456789abcdef', 'admin.port=8080']), /admin\.port 8080 clashes/);
+    assert.match(await failing('sidecar', ['admin.tokn=x']), /additional properties 'tokn' not allowed/);
+  });
+});
+
 // ---- PDB, HPA, ServiceMonitor, dashboard -------------------------------------------------------------------
 
 describe('optional objects', () => {
@@ -632,7 +703,7 @@ describe('optional objects', () => {
     for (const name of ['sidecar', 'standalone'] as const) assert.equal(kinds((await render(name)).docs, 'ServiceMonitor').length, 0);
     const { docs } = await render('everything');
     const sm = one(docs, 'ServiceMonitor');
-    const svc = one(docs, 'Service');
+    const svc = mcpService(docs);
     assert.equal(sm['apiVersion'], 'monitoring.coreos.com/v1');
     assert.equal(sm['metadata']['labels']['release'], 'kube-prometheus-stack');
     for (const [k, v] of Object.entries(sm['spec']['selector']['matchLabels'] as Record<string, string>)) assert.equal(svc['metadata']['labels'][k], v);
@@ -752,13 +823,13 @@ describe('values', () => {
 
 describe('NOTES.txt', () => {
   /** helm template does not print NOTES.txt; a copy of the chart renders it into a ConfigMap through tpl. */
-  async function notes(values: ValuesName): Promise<string> {
-    const copy = join(work, `notes-${values}`);
+  async function notes(values: ValuesName, set: string[] = []): Promise<string> {
+    const copy = join(work, `notes-${values}-${set.join(',').replace(/[^a-z0-9]+/gi, '-')}`);
     cpSync(CHART, copy, { recursive: true });
     writeFileSync(join(copy, 'notes-src.txt'), readFileSync(join(CHART, 'templates/NOTES.txt')));
     writeFileSync(join(copy, 'templates/zz-notes.yaml'),
       'apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: notes\ndata:\n  notes: |\n    {{- tpl (.Files.Get "notes-src.txt") . | nindent 4 }}\n');
-    const { docs } = await render(values, [], copy);
+    const { docs } = await render(values, set, copy);
     return one(docs, 'ConfigMap', 'notes')['data']['notes'] as string;
   }
 
@@ -784,6 +855,17 @@ describe('NOTES.txt', () => {
     assert.match(redis, /exec deploy\/gatehouse-all -c gatehouse -- node \/app\/dist\/main\.js audit verify/);
   });
 
+  test('with the admin API on, tells how to reach it: its Service or the pod through port-forward', async () => {
+    const everything = await notes('everything');
+    assert.match(everything, /Admin API .*port "admin" \(9470\) of the pod, and of the Service gatehouse-all-admin for the peers in networkPolicy\.admin\.from/);
+    assert.match(everything, /port-forward svc\/gatehouse-all-admin 9465:9471/);
+    assert.match(everything, /or an access token of the groups sre/);
+    const podOnly = await notes('sidecar', ['admin.enabled=true', 'admin.token=0123456789abcdef']);
+    assert.match(podOnly, /port "admin" \(9465\) of the pod, in no Service/);
+    assert.match(podOnly, /port-forward deploy\/gh-gatehouse 9465:9465/);
+    assert.doesNotMatch(await notes('sidecar'), /Admin API/);
+  });
+
   test('for OAuth, names the protected resource metadata instead of an API key', async () => {
     const text = await notes('standalone');
     assert.match(text, /access token from your authorization server/);
@@ -806,7 +888,7 @@ describe('helm test (gatehouse doctor)', () => {
       assert.equal(pod['metadata']['annotations']['helm.sh/hook'], 'test');
       assert.equal(pod['spec']['restartPolicy'], 'Never');
       // Not selected by the Service (nor the PDB or the NetworkPolicy, which use the same labels): no traffic.
-      const selector = one(docs, 'Service')['spec']['selector'] as Record<string, string>;
+      const selector = mcpService(docs)['spec']['selector'] as Record<string, string>;
       assert.ok(!Object.entries(selector).every(([k, v]) => pod['metadata']['labels'][k] === v), 'the Service selects the test pod');
       const gh = container(docs, 'gatehouse');
       assert.equal(pod['spec']['containers'].length, 1);

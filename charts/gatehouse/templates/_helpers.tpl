@@ -84,6 +84,27 @@ app.kubernetes.io/component: mcp-gateway
 {{- if and $v.egressProxy.enabled (has (int $v.egressProxy.port) (list (int $v.listen.port) (int $v.metrics.port) (int $v.server.port))) }}
 {{- fail (printf "egressProxy.port %d clashes with another port of the pod" (int $v.egressProxy.port)) }}
 {{- end }}
+{{- if and $v.admin.enabled (not $v.admin.token) (not $v.admin.groups) }}
+{{- fail "admin.enabled needs admin.token (secret-capable: { secretFile: { name, key } }) or admin.groups (with auth.oauth): nobody could use the admin API otherwise" }}
+{{- end }}
+{{- if and $v.admin.groups (not $v.auth.oauth) }}
+{{- fail "admin.groups needs auth.oauth: the groups are read from verified access tokens" }}
+{{- end }}
+{{- if $v.admin.enabled }}
+{{- $taken := list (int $v.listen.port) }}
+{{- if $v.metrics.enabled }}{{ $taken = append $taken (int $v.metrics.port) }}{{ end }}
+{{- if $v.egressProxy.enabled }}{{ $taken = append $taken (int $v.egressProxy.port) }}{{ end }}
+{{- if eq $v.mode "sidecar" }}{{ $taken = append $taken (int $v.server.port) }}{{ end }}
+{{- if has (int $v.admin.port) $taken }}
+{{- fail (printf "admin.port %d clashes with another port of the pod" (int $v.admin.port)) }}
+{{- end }}
+{{- end }}
+{{- if and $v.admin.service.enabled (not $v.admin.enabled) }}
+{{- fail "admin.service.enabled needs admin.enabled" }}
+{{- end }}
+{{- if and $v.admin.service.enabled $v.networkPolicy.enabled (not $v.networkPolicy.admin.from) }}
+{{- fail "admin.service.enabled with the NetworkPolicy on needs networkPolicy.admin.from: the peers that may reach the admin API (no one else can)" }}
+{{- end }}
 {{- if and (eq $v.store.kind "redis") (not $v.store.url) }}
 {{- fail "store.kind: redis needs store.url (secret-capable: { secretKeyRef: { name, key } })" }}
 {{- end }}
@@ -235,6 +256,14 @@ app.kubernetes.io/component: mcp-gateway
 {{- end }}
 
 {{- $config := dict "listen" $listen "upstreams" (concat (list $up) $v.extraUpstreams) "auth" $auth "store" $store "metrics" $metrics "log" (dict "level" $v.log.level) }}
+{{- if $v.admin.enabled }}
+{{- $admin := dict "enabled" true "host" "0.0.0.0" "port" (int $v.admin.port) }}
+{{- with $v.admin.token }}
+{{- $_ := set $admin "token" (include "gatehouse.secretValue" (dict "ctx" $ctx "value" . "env" "GATEHOUSE_ADMIN_TOKEN" "field" "admin.token")) }}
+{{- end }}
+{{- with $v.admin.groups }}{{ $_ := set $admin "groups" . }}{{ end }}
+{{- $_ := set $config "admin" $admin }}
+{{- end }}
 {{- if $v.egressProxy.enabled }}
 {{- $_ := set $config "policy" (dict "egressProxy" (dict "enabled" true "host" "127.0.0.1" "port" (int $v.egressProxy.port))) }}
 {{- end }}
