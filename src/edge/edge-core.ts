@@ -32,6 +32,8 @@ export interface CallRecord {
   waits?: Array<{ stage: string; wait: string; seconds: number; endedAt: number }>;
   /** Ends the request's use of its legacy session, once the request is over. */
   leaveSession?: () => void;
+  /** A batch's HTTP request: each of its messages publishes its own `end`, the request none. */
+  batch?: boolean;
 }
 
 /** A request past the front door: its credential's verdict (a missing one only when a body follows) and address. */
@@ -53,6 +55,12 @@ export interface Received {
   declared: Record<string, unknown>;
 }
 
+/** A JSON-RPC batch (a JSON array body) from an authenticated caller; its elements are not classified yet. */
+export interface ReceivedBatch {
+  principal: Principal;
+  batch: unknown[];
+}
+
 /** One request as the edge counts it: `done` publishes its `end` event and, when counted, ends it in flight. */
 export interface EdgeCall {
   readonly record: CallRecord;
@@ -72,7 +80,7 @@ export interface EdgeCore {
    */
   admitCaller(req: IncomingMessage, res: ServerResponse, record: CallRecord, allow: readonly string[], where: string): Caller | undefined | Promise<Caller | undefined>;
   /** Reads, checks and parses the body; a missing credential is refused here. Undefined when refused. A promise only while the body is still arriving. */
-  readMessage(req: IncomingMessage, res: ServerResponse, record: CallRecord, caller: Caller): Received | undefined | Promise<Received | undefined>;
+  readMessage(req: IncomingMessage, res: ServerResponse, record: CallRecord, caller: Caller): Received | ReceivedBatch | undefined | Promise<Received | ReceivedBatch | undefined>;
   /** Trace context from the headers, added to the message's `_meta` (and the bytes re-encoded) when missing there. */
   traced(headers: IncomingHttpHeaders, received: Received): { body: Buffer; trace?: TraceContext };
   /** A refusal made at the edge: published, counted, then written. */

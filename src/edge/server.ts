@@ -20,7 +20,7 @@ import { channels, publishRefused, subscribe, type CallEndEvent, type CallOutcom
 import type { Outcome } from '../pipeline/outcome.js';
 import type { Principal } from '../pipeline/principal.js';
 import { modernCapabilitiesFrom } from '../protocol/era-shapes.js';
-import { admitPost, admitStreamRequest } from '../protocol/front-door.js';
+import { admitBatch, admitPost, admitStreamRequest } from '../protocol/front-door.js';
 import { classifyBody, ErrorCode, idOf, type JsonRpcId, type JsonRpcMessage, type JsonRpcRequest } from '../protocol/jsonrpc.js';
 import { META_CLIENT_CAPABILITIES } from '../protocol/methods.js';
 import { putTraceInMeta, traceSources, type TraceContext } from '../protocol/trace-context.js';
@@ -30,7 +30,8 @@ import { bodyInBuffer, readBody, type BodyResult } from './body.js';
 import { limitConnectionsPerAddress } from './connection-limit.js';
 import { repeatedSingletonHeader } from './duplicate-headers.js';
 import { compileHostOriginGuard } from './origin-guard.js';
-import type { CallRecord, Caller, EdgeCall, EdgeCore, Received } from './edge-core.js';
+import type { CallRecord, Caller, EdgeCall, EdgeCore, Received, ReceivedBatch } from './edge-core.js';
+import { answerBatch } from './batch.js';
 import { createSseEndpoint, type SseEndpoint } from './sse-endpoint.js';
 
 export interface EdgeHandlers {
@@ -159,7 +160,7 @@ export function createEdge(listen: ListenConfig, handlers: EdgeHandlers, log: Lo
       res.on('close', () => {
         if (counted !== undefined) settle(counted);
         const unfinished = !res.writableFinished;
-        if (ends) publishEnd(record, res.statusCode, unfinished);
+        if (ends && record.batch !== true) publishEnd(record, res.statusCode, unfinished);
         if (unfinished) cancel.cancel();
         record.leaveSession?.();
       });
@@ -251,6 +252,7 @@ export function createEdge(listen: ListenConfig, handlers: EdgeHandlers, log: Lo
       let received = readMessage(req, res, record, caller);
       if (received instanceof Promise) received = await received;
       if (received === undefined) return;
+      if ('batch' in received) return await batch(req, res, record, received, clientAddress, cancel);
       const { principal, message, id, kind, method: rpcMethod } = received;
       const admitted = admitPost(req.headers, kind, message);
       if (!admitted.ok) return refuse(res, record, 'admission', id, admitted.refusal);
@@ -272,6 +274,18 @@ export function createEdge(listen: ListenConfig, handlers: EdgeHandlers, log: Lo
     } catch (err) {
       internalError(res, err, record.callId);
     }
+  }
+
+  /** A 2025-03-26 batch (batch.ts): admitted as a whole, then each message as a call of its own. */
+  async function batch(req: IncomingMessage, res: ServerResponse, record: CallRecord, received: ReceivedBatch, clientAddress: string, cancel: Cancellation): Promise<void> {
+    const admitted = admitBatch(req.headers, received.batch.length);
+    if (!admitted.ok) return refuse(res, record, 'admission', null, admitted.refusal);
+    record.era = 'legacy';
+    const session = sessionAdmitted(req, res, record, null, received.principal, 'legacy', 'POST');
+    if (session === false) return;
+    // From here each message publishes its own end; the HTTP request is only their carrier.
+    record.batch = true;
+    await answerBatch(core, { checkMessage: (message) => opts.auth.checkMessage(message), log }, res, received, { headers: req.headers, clientAddress, session, cancel });
   }
 
   /**
@@ -342,13 +356,13 @@ export function createEdge(listen: ListenConfig, handlers: EdgeHandlers, log: Lo
    * The body, read once: size and time limits, UTF-8, one JSON-RPC message, the credential, none in the
    * message. At once, not as a promise, when the body had already arrived whole (the usual case).
    */
-  function readMessage(req: IncomingMessage, res: ServerResponse, record: CallRecord, caller: Caller): Received | undefined | Promise<Received | undefined> {
+  function readMessage(req: IncomingMessage, res: ServerResponse, record: CallRecord, caller: Caller): Received | ReceivedBatch | undefined | Promise<Received | ReceivedBatch | undefined> {
     const read = readBody(req, listen.maxBodyBytes, listen.requestTimeoutMs);
     if (read instanceof Promise) return read.then((r) => messageOf(res, record, caller, r));
     return messageOf(res, record, caller, read);
   }
 
-  function messageOf(res: ServerResponse, record: CallRecord, caller: Caller, read: BodyResult): Received | undefined {
+  function messageOf(res: ServerResponse, record: CallRecord, caller: Caller, read: BodyResult): Received | ReceivedBatch | undefined {
     const { authed } = caller;
     if (!read.ok) {
       // The rest of the body is never read, so the connection cannot be reused.
@@ -370,7 +384,9 @@ export function createEdge(listen: ListenConfig, handlers: EdgeHandlers, log: Lo
     }
     const principal = authed.principal;
     record.subject = principal.subject;
-    if (!parsed.ok) return void refuse(res, record, 'admission', null, { kind: 'transport', code: parsed.batch ? 'batch' : parsed.code === ErrorCode.ParseError ? 'parse_error' : 'invalid_request', status: 400, rpcCode: parsed.code, message: parsed.message });
+    // A batch is admitted (or refused) by whoever serves the endpoint: only 2025-03-26 clients may send one.
+    if (!parsed.ok && parsed.batch !== undefined) return { principal, batch: parsed.batch };
+    if (!parsed.ok) return void refuse(res, record, 'admission', null, { kind: 'transport', code: parsed.code === ErrorCode.ParseError ? 'parse_error' : 'invalid_request', status: 400, rpcCode: parsed.code, message: parsed.message });
     const message = parsed.message;
     const id = idOf(message);
     const rpcMethod = (message as { method?: string }).method;

@@ -110,6 +110,8 @@ export function createSseEndpoint(core: EdgeCore, opts: SseEndpointOptions, log:
     if (caller === undefined) return;
     const received = await core.readMessage(req, res, record, caller);
     if (received === undefined) return;
+    // 2024-11-05 has no batches (2025-03-26 added them, for Streamable HTTP).
+    if ('batch' in received) return core.refuse(res, record, 'admission', null, { kind: 'transport', code: 'batch', status: 400, rpcCode: ErrorCode.InvalidRequest, message: 'Invalid request: batches are not supported on the HTTP+SSE transport; send one JSON-RPC message per POST' });
     const { principal, id } = received;
     record.era = 'legacy';
     const session = live.get(sessionIdOf(req.url));

@@ -1,8 +1,9 @@
-// Writes an Outcome onto a 2024-11-05 event stream: each JSON-RPC message of the answer becomes one
-// `message` event (2024-11-05/basic/transports.mdx §HTTP with SSE: "Server messages are sent as SSE
-// message events"), whether the pipeline produced one JSON message, a stream, a refusal or an upstream's
-// own bytes. There is no HTTP status to carry anything, so whatever answers a request reaches the client
-// as a JSON-RPC response for its id, and a request is never left without one.
+// Writes an Outcome onto an event stream shared by several calls, a 2024-11-05 session's or the answer to a
+// 2025-03-26 batch (batch.ts): each JSON-RPC message of the answer becomes one `message` event
+// (2024-11-05/basic/transports.mdx §HTTP with SSE: "Server messages are sent as SSE message events"),
+// whether the pipeline produced one JSON message, a stream, a refusal or an upstream's own bytes. There is
+// no HTTP status per call to carry anything, so whatever answers a request reaches the client as a
+// JSON-RPC response for its id, and a request is never left without one.
 
 import type { Readable } from 'node:stream';
 import { GatewayError, toWire, type WireContext } from '../errors.js';

@@ -35,16 +35,45 @@ const refuse = (status: number, rpcCode: number, code: string, message: string, 
   refusal: { kind: 'transport', code, status, rpcCode, message, ...(data !== undefined ? { data } : {}) },
 });
 
-/** POST: one JSON-RPC message, already parsed once by the edge. */
-export function admitPost(headers: IncomingHttpHeaders, kind: MessageKind, message: JsonRpcMessage): Admission {
-  // 2025-11-25/basic/transports.mdx §Sending Messages 1-2 and streamable-http.mdx §Sending Messages: a JSON
-  // body, and an Accept that lists both response types.
+/**
+ * 2025-11-25/basic/transports.mdx §Sending Messages 1-2 and streamable-http.mdx §Sending Messages: a JSON
+ * body, and an Accept that lists both response types.
+ */
+function mediaTypesRefusal(headers: IncomingHttpHeaders): Admission | undefined {
   if (!isJsonContentType(headers['content-type'])) {
     return refuse(415, ErrorCode.InvalidRequest, 'content_type', 'Unsupported Media Type: Content-Type must be application/json');
   }
   if (!accepts(headers.accept, 'application/json') || !accepts(headers.accept, 'text/event-stream')) {
     return refuse(406, ErrorCode.InvalidRequest, 'accept', 'Not Acceptable: Accept must list both application/json and text/event-stream');
   }
+  return undefined;
+}
+
+/** The most messages one batch may hold: each is a call of its own, run concurrently. */
+export const MAX_BATCH_MESSAGES = 64;
+
+/**
+ * POST of a JSON-RPC batch (a JSON array). 2025-03-26 allows them (2025-03-26/basic/transports.mdx §Sending
+ * Messages 2; 2025-03-26/basic/index.mdx: implementations MUST support receiving batches); 2025-06-18
+ * removed them, and 2026-07-28 has none. A request without MCP-Protocol-Version is a 2025-03-26 one
+ * (streamable-http.mdx §Protocol Version Header). Each message is then admitted on its own (admitPost).
+ */
+export function admitBatch(headers: IncomingHttpHeaders, size: number): Admission {
+  const media = mediaTypesRefusal(headers);
+  if (media !== undefined) return media;
+  const versionHeader = single(headers['mcp-protocol-version']);
+  if (versionHeader !== undefined && versionHeader !== DEFAULT_LEGACY_VERSION) {
+    return refuse(400, ErrorCode.InvalidRequest, 'batch', `Invalid request: batches are not supported after 2025-03-26 (this request says MCP-Protocol-Version ${versionHeader}); send one JSON-RPC message per POST`);
+  }
+  if (size === 0) return refuse(400, ErrorCode.InvalidRequest, 'batch', 'Invalid request: an empty batch');
+  if (size > MAX_BATCH_MESSAGES) return refuse(400, ErrorCode.InvalidRequest, 'batch', `Invalid request: a batch holds at most ${MAX_BATCH_MESSAGES} messages; this one has ${size}`);
+  return { ok: true, era: 'legacy', version: DEFAULT_LEGACY_VERSION };
+}
+
+/** POST: one JSON-RPC message, already parsed once by the edge. */
+export function admitPost(headers: IncomingHttpHeaders, kind: MessageKind, message: JsonRpcMessage): Admission {
+  const media = mediaTypesRefusal(headers);
+  if (media !== undefined) return media;
   // Every field Gatehouse reads has the type the schema gives it before anything reads it.
   const shapeProblem = paramShapeProblem(kind, message);
   if (shapeProblem !== undefined) return refuse(400, ErrorCode.InvalidParams, 'invalid_params', `Invalid params: ${shapeProblem}`);

@@ -46,7 +46,8 @@ export type MessageKind = 'request' | 'notification' | 'response';
 /** What the edge learns from one parse of a POST body. */
 export type Classified =
   | { ok: true; kind: MessageKind; message: JsonRpcMessage }
-  | { ok: false; code: number; message: string; batch?: boolean };
+  /** `batch`: the body was a JSON array, kept for the one revision that allows batches (2025-03-26). */
+  | { ok: false; code: number; message: string; batch?: unknown[] };
 
 export function classifyBody(body: Buffer, maxDepth = 64): Classified {
   const text = body.toString('utf8');
@@ -84,7 +85,7 @@ export function nestingExceeds(text: string, maxDepth: number): boolean {
 
 export function classifyMessage(parsed: unknown): Classified {
   if (Array.isArray(parsed)) {
-    return { ok: false, code: ErrorCode.InvalidRequest, message: 'Invalid request: batches are not supported; send one JSON-RPC message per POST', batch: true };
+    return { ok: false, code: ErrorCode.InvalidRequest, message: 'Invalid request: batches are not supported after 2025-03-26; send one JSON-RPC message per POST', batch: parsed };
   }
   if (parsed === null || typeof parsed !== 'object') {
     return { ok: false, code: ErrorCode.InvalidRequest, message: 'Invalid request: expected a JSON-RPC object' };

@@ -121,8 +121,8 @@ describe('legacy requests', () => {
 });
 
 describe('both eras', () => {
-  test('a JSON-RPC batch → 400 -32600 (batches were removed in 2025-06-18)', async () => {
-    await expectRefusal(gw, `[${rpc(1, 'tools/list')},${rpc(2, 'tools/list')}]`, LEGACY_HEADERS, 400, -32600);
+  test('a JSON-RPC batch from a client of 2025-06-18 or later → 400 -32600 (batches were removed in 2025-06-18; 2025-03-26 ones are unbatched, batch.test.ts)', async () => {
+    await expectRefusal(gw, `[${rpc(1, 'tools/list')},${rpc(2, 'tools/list')}]`, { ...LEGACY_HEADERS, 'mcp-protocol-version': '2025-11-25' }, 400, -32600);
   });
 
   test('malformed JSON → 400 -32700; invalid UTF-8 → 400 -32700', async () => {

@@ -1,0 +1,197 @@
+// JSON-RPC batches from 2025-03-26 clients (GATEWAY-REQUIREMENTS §2, batching; 2025-03-26/basic/transports.mdx
+// §Sending Messages 2–5; 2025-03-26/basic/index.mdx: implementations MUST support receiving batches).
+// Gatehouse unbatches: each message is a call of its own (own call id, policy, audit record, log line) that
+// reaches the upstream alone, and the answers come back on one SSE stream. Later revisions removed batches
+// (2025-06-18 changelog), so a client that says it speaks one is refused as before. The upstream is the
+// reference server-everything; the batching client is the v1 SDK's own Streamable HTTP transport, driven at
+// the message level so that it speaks 2025-03-26 (no MCP-Protocol-Version header), plus raw HTTP for the
+// malformed cases.
+
+import { after, before, describe, test } from 'node:test';
+import assert from 'node:assert/strict';
+import { mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import type { JSONRPCMessage } from '@modelcontextprotocol/sdk/types.js';
+import { request } from 'undici';
+import { hashKey } from '../../src/auth/key-hash.js';
+import { SqliteStore } from '../../src/store/sqlite-store.js';
+import { startEverythingHttp, type EverythingHttp } from '../fixtures/upstreams/everything-http.js';
+import { startGateway, type TestGateway } from '../helpers/gateway.js';
+
+const KEY = 'gh_batch_0123456789abcdefghijklmnopqrstuv';
+const AUTH = { authorization: `Bearer ${KEY}` };
+/** What a 2025-03-26 client sends: no MCP-Protocol-Version header. */
+const HEADERS = { 'content-type': 'application/json', accept: 'application/json, text/event-stream', ...AUTH };
+
+let upstream: EverythingHttp;
+let gw: TestGateway;
+let storePath: string;
+before(async () => {
+  upstream = await startEverythingHttp();
+  storePath = join(mkdtempSync(join(tmpdir(), 'gatehouse-batch-')), 'gatehouse.db');
+  gw = await startGateway({
+    upstreams: [{ name: 'everything', url: upstream.url }],
+    auth: { anonymous: false, apiKeys: [{ id: 'batcher', hash: hashKey(KEY) }] },
+    store: { kind: 'sqlite', path: storePath },
+    // Two calls of get-sum a minute: the third call of one batch is limited on its own.
+    policy: { rateLimits: [{ id: 'sums', per: 'key', tools: ['everything/get-sum'], rate: 2, perSeconds: 60, burst: 2 }] },
+  });
+});
+after(async () => {
+  await gw.close();
+  await upstream.close();
+});
+
+const rpc = (id: number | string, method: string, params: Record<string, unknown> = {}) => ({ jsonrpc: '2.0' as const, id, method, params });
+
+/** A 2025-03-26 session through Gatehouse, opened with raw HTTP: its id. */
+async function openSession(): Promise<string> {
+  const init = await request(gw.url, { method: 'POST', headers: HEADERS, body: JSON.stringify(rpc(0, 'initialize', { protocolVersion: '2025-03-26', capabilities: {}, clientInfo: { name: 'batch-test', version: '1' } })) });
+  assert.equal(init.statusCode, 200);
+  const sid = init.headers['mcp-session-id'];
+  assert.equal(typeof sid, 'string');
+  const text = await init.body.text();
+  assert.match(text, /"protocolVersion":"2025-03-26"/);
+  const ack = await request(gw.url, { method: 'POST', headers: { ...HEADERS, 'mcp-session-id': sid as string }, body: JSON.stringify({ jsonrpc: '2.0', method: 'notifications/initialized' }) });
+  assert.equal(ack.statusCode, 202);
+  await ack.body.dump();
+  return sid as string;
+}
+
+/** POSTs `body` on the session; the status, content type and the messages of the answer (SSE events or JSON). */
+async function postBatch(sid: string, body: string, extra: Record<string, string> = {}): Promise<{ status: number; type: string; messages: Array<Record<string, any>> }> {
+  const res = await request(gw.url, { method: 'POST', headers: { ...HEADERS, 'mcp-session-id': sid, ...extra }, body });
+  const text = await res.body.text();
+  const type = String(res.headers['content-type'] ?? '');
+  const messages = type.startsWith('text/event-stream')
+    ? text
+        .split('\n\n')
+        .flatMap((event) => event.split('\n').filter((l) => l.startsWith('data: ')).map((l) => l.slice(6)))
+        .filter((d) => d !== '')
+        .map((d) => JSON.parse(d) as Record<string, any>)
+    : text === ''
+      ? []
+      : [JSON.parse(text) as Record<string, any>];
+  return { status: res.statusCode, type, messages };
+}
+
+const byId = (messages: Array<Record<string, any>>) => new Map(messages.filter((m) => 'id' in m).map((m) => [m.id, m]));
+
+async function auditRecords() {
+  const store = new SqliteStore(storePath);
+  try {
+    return await store.readAudit({ limit: 10_000 });
+  } finally {
+    await store.close();
+  }
+}
+
+describe('2025-03-26 batches', () => {
+  test('the v1 SDK transport sends a batch: every request is answered with its own response, on one SSE stream', async () => {
+    const transport = new StreamableHTTPClientTransport(new URL(gw.url), { requestInit: { headers: AUTH } });
+    const received: JSONRPCMessage[] = [];
+    transport.onmessage = (m) => received.push(m);
+    // send() resolves once the POST is answered; messages on an SSE answer arrive after it (bounded wait).
+    const answered = async (...ids: number[]): Promise<Map<unknown, Record<string, any>>> => {
+      for (let i = 0; i < 100 && !ids.every((id) => byId(received as Array<Record<string, any>>).has(id)); i++) await new Promise((r) => setTimeout(r, 20));
+      return byId(received as Array<Record<string, any>>);
+    };
+    await transport.start();
+    try {
+      await transport.send(rpc(1, 'initialize', { protocolVersion: '2025-03-26', capabilities: {}, clientInfo: { name: 'sdk-batch', version: '1' } }) as JSONRPCMessage);
+      assert.equal((await answered(1)).get(1)?.result?.protocolVersion, '2025-03-26');
+      assert.ok(transport.sessionId, 'the session id was taken from the answer');
+      await transport.send({ jsonrpc: '2.0', method: 'notifications/initialized' } as JSONRPCMessage);
+      // The transport sends whatever it is given as the body: here, an array.
+      const batch = [rpc(2, 'tools/list'), rpc(3, 'tools/call', { name: 'echo', arguments: { message: 'one' } }), rpc(4, 'tools/call', { name: 'echo', arguments: { message: 'two' } })];
+      await transport.send(batch as unknown as JSONRPCMessage);
+      const answers = await answered(2, 3, 4);
+      assert.ok(answers.get(2)?.result?.tools?.some((t: { name: string }) => t.name === 'echo'), JSON.stringify(received));
+      assert.equal(answers.get(3)?.result?.content?.[0]?.text, 'Echo: one');
+      assert.equal(answers.get(4)?.result?.content?.[0]?.text, 'Echo: two');
+    } finally {
+      await transport.terminateSession().catch(() => undefined);
+      await transport.close();
+    }
+  });
+
+  test('each message is a governed call of its own: its own log line and call id, its own audit record, its own limit', async () => {
+    const sid = await openSession();
+    const logged = gw.logs.length;
+    const before = (await auditRecords()).length;
+    const sums = [11, 12, 13].map((id) => rpc(id, 'tools/call', { name: 'get-sum', arguments: { a: id, b: 1 } }));
+    const answer = await postBatch(sid, JSON.stringify(sums));
+    assert.equal(answer.status, 200);
+    assert.match(answer.type, /^text\/event-stream/);
+    const answers = byId(answer.messages);
+    assert.equal(answers.size, 3, JSON.stringify(answer.messages));
+    const limited = [...answers.values()].filter((m) => m.result?.structuredContent?.error?.code === 'rate_limited');
+    assert.equal(limited.length, 1, 'the third call of the batch met the limit of two');
+    const summed = [...answers.values()].filter((m) => m.result?.isError !== true);
+    assert.equal(summed.length, 2);
+    for (const m of summed) assert.match(m.result.content[0].text, /The sum of \d+ and 1 is \d+/);
+
+    await new Promise((r) => setTimeout(r, 50)); // the log goes out in batches of a few milliseconds
+    const lines = gw.logs.slice(logged).filter((l) => l.msg === 'request');
+    assert.equal(lines.length, 3, 'one request line per message, none for the HTTP request that carried them');
+    assert.equal(new Set(lines.map((l) => l.callId)).size, 3);
+    assert.ok(lines.every((l) => l.method === 'tools/call' && l.era === 'legacy' && l.subject === 'key:batcher'));
+    const records = (await auditRecords()).slice(before);
+    assert.equal(records.length, 3);
+    assert.deepEqual(new Set(records.map((r) => r.callId)), new Set(lines.map((l) => l.callId)));
+    assert.deepEqual(records.map((r) => r.outcome).sort(), ['ok', 'ok', 'refused']);
+  });
+
+  test('a batch of notifications and responses only is answered 202 with no body', async () => {
+    const sid = await openSession();
+    const answer = await postBatch(sid, JSON.stringify([{ jsonrpc: '2.0', method: 'notifications/roots/list_changed' }, { jsonrpc: '2.0', method: 'notifications/cancelled', params: { requestId: 99 } }]));
+    assert.equal(answer.status, 202);
+    assert.deepEqual(answer.messages, []);
+  });
+
+  test('an element that is no message, and an initialize, get errors of their own; the rest of the batch runs', async () => {
+    const sid = await openSession();
+    const answer = await postBatch(sid, JSON.stringify([rpc(21, 'tools/call', { name: 'echo', arguments: { message: 'kept' } }), 42, [rpc(22, 'ping')], rpc(23, 'initialize', { protocolVersion: '2025-03-26', capabilities: {}, clientInfo: { name: 'x', version: '1' } })]));
+    assert.equal(answer.status, 200);
+    const answers = byId(answer.messages);
+    assert.equal(answers.get(21)?.result?.content?.[0]?.text, 'Echo: kept');
+    assert.equal(answers.get(23)?.error?.code, -32600);
+    assert.match(answers.get(23)?.error?.message, /initialize must not be part of a batch/);
+    const nulls = answer.messages.filter((m) => m.id === null);
+    assert.equal(nulls.length, 2, JSON.stringify(answer.messages));
+    assert.ok(nulls.every((m) => m.error?.code === -32600));
+  });
+
+  test('a credential inside one message refuses that message only', async () => {
+    const sid = await openSession();
+    const answer = await postBatch(sid, JSON.stringify([rpc(31, 'tools/call', { name: 'echo', arguments: { message: 'fine' } }), rpc(32, 'tools/call', { name: 'echo', arguments: { message: 'x' }, _meta: { authorization: `Bearer ${KEY}` } })]));
+    const answers = byId(answer.messages);
+    assert.equal(answers.get(31)?.result?.content?.[0]?.text, 'Echo: fine');
+    assert.match(answers.get(32)?.error?.message ?? '', /Credentials are not accepted in the request body/);
+  });
+});
+
+describe('batches outside 2025-03-26', () => {
+  test('a client that says it speaks a later revision is refused with 400 -32600, and nothing reaches the upstream', async () => {
+    const sid = await openSession();
+    const logged = gw.logs.length;
+    const answer = await postBatch(sid, JSON.stringify([rpc(41, 'tools/call', { name: 'echo', arguments: { message: 'never' } })]), { 'mcp-protocol-version': '2025-11-25' });
+    assert.equal(answer.status, 400);
+    assert.equal(answer.messages[0]?.error?.code, -32600);
+    assert.match(answer.messages[0]?.error?.message, /batches are not supported after 2025-03-26/);
+    await new Promise((r) => setTimeout(r, 50));
+    assert.ok(gw.logs.slice(logged).some((l) => l.msg === 'request refused' && l.reason === 'batch'));
+  });
+
+  test('an empty batch, and one over 64 messages, are refused as a whole', async () => {
+    const sid = await openSession();
+    const empty = await postBatch(sid, '[]');
+    assert.equal(empty.status, 400);
+    assert.match(empty.messages[0]?.error?.message, /an empty batch/);
+    const big = await postBatch(sid, JSON.stringify(Array.from({ length: 65 }, (_, i) => rpc(100 + i, 'ping'))));
+    assert.equal(big.status, 400);
+    assert.match(big.messages[0]?.error?.message, /at most 64 messages; this one has 65/);
+  });
+});
