@@ -88,7 +88,12 @@ export function compileApprovalStage(rules: readonly CompiledApprovalRule[], boo
         const verdict = await waitedOn(ctx, 'approval', 'store.verdict', book.forCall(call));
         ctx.approvalId = verdict.approval.id;
         forward.approvalId = verdict.approval.id;
-        if (verdict.kind === 'run') return await runApproved(forward, verdict.approval, verdict.run, next);
+        if (verdict.kind === 'run') {
+          const outcome = await runApproved(forward, verdict.approval, verdict.run, next);
+          // What the stages after this one learnt of the copy (a replay) is the call's, for the stages before.
+          if (forward.heldBack !== undefined) ctx.heldBack = forward.heldBack;
+          return outcome;
+        }
         if (verdict.kind === 'pending' && verdict.approval.by === 'user') {
           const channel = confirmationChannel(ctx);
           if (channel === 'modern') return askModern(ctx, verdict.approval);
@@ -104,6 +109,7 @@ export function compileApprovalStage(rules: readonly CompiledApprovalRule[], boo
   /** A modern client is asked through an InputRequiredResult; its retry carries the answer (mrtr.mdx). */
   function askModern(ctx: CallContext, approval: Approval): Outcome {
     const id = (ctx.message as JsonRpcRequest).id;
+    ctx.heldBack = 'confirmation';
     const result = { resultType: 'input_required', inputRequests: { [CONFIRM_KEY]: { method: 'elicitation/create', params: confirmationRequest(approval) } }, requestState: `${CONFIRM_STATE_PREFIX}${approval.id}` };
     return { kind: 'json', status: 200, message: { jsonrpc: '2.0', id, result } };
   }

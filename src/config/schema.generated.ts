@@ -174,7 +174,7 @@ export interface GatehouseConfiguration {
      */
     rateLimits: RateLimit[];
     /**
-     * Budgets; the first entry that selects a tool call applies. A budget counts the calls that run: a call a later stage holds back (an open breaker, a pending or refused approval, an idempotency refusal) or answers with a stored result gives its spend back.
+     * Budgets; the first entry that selects a tool call applies. A budget counts the calls that run: a call a later stage holds back (an open breaker, a pending or refused approval, the question of a user confirmation, an idempotency refusal) or answers with a stored result gives its spend back.
      */
     budgets: Budget[];
     /**

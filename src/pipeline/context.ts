@@ -83,6 +83,10 @@ export interface CallContext {
   route?: Route;
   /** Set by the approval stage when an approval governs the call; its audit record names it. */
   approvalId?: string;
-  /** Set by the idempotency stage when the answer is a stored one: the tool did not run for this call. */
-  replayed?: boolean;
+  /**
+   * Set when the call is answered without its tool running for it: with a stored answer (the idempotency
+   * stage's replay) or with a question for the user (the approval stage's confirmation). Budgets give back
+   * what such a call spent.
+   */
+  heldBack?: 'replay' | 'confirmation';
 }

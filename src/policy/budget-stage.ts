@@ -6,7 +6,7 @@
 //
 // A budget counts the calls that run. When a later stage holds the call back before it reaches the
 // upstream (an open breaker, an approval still pending or refused, an idempotency refusal) or answers it
-// from a stored result (a replay), the spend is given back before the answer leaves, so a client that
+// without a run (an idempotency replay, a confirmation asked of the user), the spend is given back before the answer leaves, so a client that
 // retries while its call waits for a reviewer does not spend its budget on the waiting.
 
 import type { Budget } from '../config/schema.generated.js';
@@ -38,7 +38,7 @@ const HELD_BACK_BY = new Set(['breaker', 'approval', 'idempotency']);
 
 /** Whether the call ended without the tool running for it. */
 function didNotRun(outcome: Outcome, ctx: CallContext): boolean {
-  return ctx.replayed === true || (outcome.kind === 'refused' && outcome.stage !== undefined && HELD_BACK_BY.has(outcome.stage));
+  return ctx.heldBack !== undefined || (outcome.kind === 'refused' && outcome.stage !== undefined && HELD_BACK_BY.has(outcome.stage));
 }
 
 /** The prefix of every budget counter in the store (`gatehouse budgets show` lists them). */

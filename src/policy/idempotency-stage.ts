@@ -78,7 +78,7 @@ export function compileIdempotencyStage(settings: IdempotencySettings, store: Id
     const response = JSON.parse(stored) as JsonRpcResponse;
     const id = (ctx.message as JsonRpcRequest).id;
     const result = response.result;
-    ctx.replayed = true;
+    ctx.heldBack = 'replay';
     const message: JsonRpcResponse = result ? { ...response, id, result: { ...result, _meta: { ...(result._meta as object | undefined), 'dev.gatehouse/replayed': true } } } : { ...response, id };
     return { kind: 'json', status: 200, message };
   };

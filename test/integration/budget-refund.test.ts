@@ -8,6 +8,7 @@ import assert from 'node:assert/strict';
 import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { Client as V2Client, StreamableHTTPClientTransport as V2Transport } from '@modelcontextprotocol/client';
 import { request } from 'undici';
 import { hashKey } from '../../src/auth/key-hash.js';
 import { SqliteStore } from '../../src/store/sqlite-store.js';
@@ -18,6 +19,7 @@ import { modernRequest, post } from '../helpers/http.js';
 const ALICE = 'gh_alice_0123456789abcdefghijklmnopqrstuv';
 const BOB = 'gh_bob_0123456789abcdefghijklmnopqrstuvwx';
 const CAROL = 'gh_carol_0123456789abcdefghijklmnopqrstu';
+const DAVE = 'gh_dave_0123456789abcdefghijklmnopqrstuvw';
 const ADMIN = 'admin-token-0123456789abcdef';
 
 let up: CountingUpstream;
@@ -28,11 +30,14 @@ before(async () => {
   up = await startCountingUpstream('modern');
   gw = await startGateway({
     upstreams: [{ name: 'up', url: up.url, era: 'modern' }],
-    auth: { anonymous: false, apiKeys: [{ id: 'alice', hash: hashKey(ALICE), scopes: [] }, { id: 'bob', hash: hashKey(BOB), scopes: [] }, { id: 'carol', hash: hashKey(CAROL), scopes: [] }] },
+    auth: { anonymous: false, apiKeys: [{ id: 'alice', hash: hashKey(ALICE), scopes: [] }, { id: 'bob', hash: hashKey(BOB), scopes: [] }, { id: 'carol', hash: hashKey(CAROL), scopes: [] }, { id: 'dave', hash: hashKey(DAVE), scopes: [] }] },
     store: { kind: 'sqlite', path: storePath },
     admin: { enabled: true, port: 0, token: ADMIN },
     policy: {
-      approvals: [{ id: 'held', tools: ['up/record'], arguments: { item: 'held-*' } }],
+      approvals: [
+        { id: 'held', tools: ['up/record'], arguments: { item: 'held-*' } },
+        { id: 'confirm', tools: ['up/record'], arguments: { item: 'confirm-*' }, by: 'user' },
+      ],
       // Month windows: these tests do not cross into the next one, bar a few seconds a month.
       budgets: [{ id: 'three-calls', per: 'subject', tools: ['*'], window: 'month', limit: 3 }],
       breakers: [{ id: 'up-health', per: 'upstream', consecutiveFailures: 1, coolDownSeconds: 600 }],
@@ -107,6 +112,29 @@ test('replays of an idempotent write spend nothing: the budget counts the one ru
   assert.equal((await call(BOB, 'record', 'bob-2', 'bob-write-0002')).isError, undefined);
   assert.equal((await call(BOB, 'record', 'bob-3', 'bob-write-0003')).isError, undefined);
   assert.equal(code(await call(BOB, 'record', 'bob-4', 'bob-write-0004')), 'budget_exhausted');
+});
+
+test('a call the user confirms spends once: the question (an InputRequiredResult to a modern client) spends nothing', async () => {
+  const client = new V2Client({ name: 'budget-refund-v2', version: '1' }, { capabilities: { elicitation: { form: {} } }, versionNegotiation: { mode: { pin: '2026-07-28' } } });
+  let asked = 0;
+  client.setRequestHandler('elicitation/create', async () => {
+    asked++;
+    return { action: 'accept', content: { confirm: true } };
+  });
+  await client.connect(new V2Transport(new URL(gw.url), { requestInit: { headers: { authorization: `Bearer ${DAVE}` } } }));
+  try {
+    const ran = (await client.callTool({ name: 'record', arguments: { item: 'confirm-1' }, _meta: { idempotencyKey: 'dave-confirm-0001' } })) as ToolResult;
+    assert.equal(ran.isError, undefined, JSON.stringify(ran));
+    assert.equal(asked, 1, 'the user was asked once');
+    assert.equal(executed('confirm-1'), 1);
+  } finally {
+    await client.close();
+  }
+  // The question and its answer were two requests; the budget of three saw one call.
+  assert.equal(await usedBy('dave', 1), 1);
+  assert.equal((await call(DAVE, 'lookup', 'dave-a')).isError, undefined);
+  assert.equal((await call(DAVE, 'lookup', 'dave-b')).isError, undefined);
+  assert.equal(code(await call(DAVE, 'lookup', 'dave-c')), 'budget_exhausted');
 });
 
 // Last: the open circuit holds every later call of this gateway back.
