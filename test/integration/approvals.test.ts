@@ -221,6 +221,25 @@ describe('the policy version', () => {
   });
 });
 
+describe('metrics after a reload', () => {
+  test('approval rules added by a reload are counted in gatehouse_approvals_pending', async () => {
+    const store = { kind: 'sqlite', path: join(mkdtempSync(join(tmpdir(), 'gatehouse-approvals-reload-')), 'gatehouse.db') };
+    const first = await startGateway({ ...rawConfig(), store, policy: {} });
+    try {
+      const scrape = async () => (await (await request(first.gateway.metricsUrl!)).body.text()).match(/^gatehouse_approvals_pending (\d+)/m)?.[1];
+      assert.equal(await scrape(), '0');
+      const withRules = validateConfigObject({ ...rawConfig(), store, listen: { host: '127.0.0.1', port: 0 }, idempotency: { requireKeys: false } }, 'test');
+      assert.deepEqual(await first.gateway.reload(withRules), []);
+      const req = modernRequest(1, 'tools/call', { name: 'record', arguments: { item: 'after-reload' } });
+      const res = await post(first.url, req.body, { ...req.headers, authorization: `Bearer ${ALICE}` });
+      assert.equal((res.json().result as ToolResult).structuredContent?.error?.code, 'approval_pending');
+      assert.equal(await scrape(), '1');
+    } finally {
+      await first.close();
+    }
+  });
+});
+
 describe('the reviewer\'s side', () => {
   test('the admin API needs its token; lists, shows and refuses what it cannot do with structured errors', async () => {
     assert.equal((await adminApi('GET', '/approvals', undefined, '')).status, 401);
