@@ -260,6 +260,16 @@ describe('sidecar mode', () => {
     assert.deepEqual(config['upstreams'], [{ name: 'crm', url: 'http://127.0.0.1:3001/mcp', era: 'auto' }]);
   });
 
+  test('the Service keeps a client on the pod that holds its legacy session (ClientIP) unless told not to', async () => {
+    const svc = mcpService((await render('sidecar')).docs);
+    assert.equal(svc['spec']['sessionAffinity'], 'ClientIP');
+    assert.deepEqual(svc['spec']['sessionAffinityConfig'], { clientIP: { timeoutSeconds: 3600 } });
+    const balanced = mcpService((await render('sidecar', ['service.sessionAffinity=None'])).docs);
+    assert.equal(balanced['spec']['sessionAffinity'], 'None');
+    assert.equal(balanced['spec']['sessionAffinityConfig'], undefined);
+    assert.equal(mcpService((await render('sidecar', ['service.sessionAffinityTimeoutSeconds=600'])).docs)['spec']['sessionAffinityConfig']['clientIP']['timeoutSeconds'], 600);
+  });
+
   test("the Service exposes Gatehouse's ports only, never the server's", async () => {
     const { docs } = await render('sidecar');
     const svc = mcpService(docs);
@@ -853,6 +863,14 @@ describe('NOTES.txt', () => {
     assert.match(redis, /State and audit log: Redis through Sentinel \(gatehouse\), shared by every replica \(URL from Secret gatehouse-redis, key url\), key prefix "files-gw:"/);
     assert.doesNotMatch(redis, /WARNING/);
     assert.match(redis, /exec deploy\/gatehouse-all -c gatehouse -- node \/app\/dist\/main\.js audit verify/);
+  });
+
+  test('with several replicas, says how a legacy session stays on its pod, and warns when the Service balances every request', async () => {
+    const sidecar = await notes('sidecar');
+    assert.match(sidecar, /hash by the Mcp-Session-Id header .*\n.*upstream-hash-by: "\$http_mcp_session_id"/);
+    assert.doesNotMatch(sidecar, /sessionAffinity: None/);
+    assert.match(await notes('sidecar', ['service.sessionAffinity=None']), /WARNING: several replicas and service\.sessionAffinity: None/);
+    assert.doesNotMatch(await notes('persistent'), /Mcp-Session-Id/, 'one replica: nothing to say');
   });
 
   test('with the admin API on, tells how to reach it: its Service or the pod through port-forward', async () => {
