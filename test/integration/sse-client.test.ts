@@ -285,6 +285,20 @@ describe('SSE endpoint: the front door', () => {
     await res.body.dump();
   });
 
+  test('a JSON-RPC batch on the message endpoint is refused with 400 -32600 (2024-11-05 has none); the session goes on', async () => {
+    const { client, endpoint } = await connectSse(gw);
+    try {
+      const res = await postMessage(endpoint, KEY_A, [{ jsonrpc: '2.0', id: 'b1', method: 'ping' }, { jsonrpc: '2.0', id: 'b2', method: 'ping' }]);
+      assert.equal(res.statusCode, 400);
+      const body = (await res.body.json()) as { error: { code: number; message: string } };
+      assert.equal(body.error.code, -32600);
+      assert.match(body.error.message, /batches are not supported on the HTTP\+SSE transport/);
+      await client.ping();
+    } finally {
+      await client.close();
+    }
+  });
+
   test('a POST to an unknown session id is 404', async () => {
     for (const target of ['/sse/messages?session=nope', '/sse/messages']) {
       const res = await postMessage(new URL(target, gw.origin), KEY_A, { jsonrpc: '2.0', id: 1, method: 'ping' });
