@@ -152,6 +152,13 @@ export function compileIdempotencyStage(settings: IdempotencySettings, store: Id
             if (neverSent(error)) await waitedOn(ctx, 'idempotency', 'store.release', store.release(key, owner));
             return undefined;
           }
+          // A run that stopped to ask the client for input (2026-07-28 mrtr.mdx) has not finished: its answer
+          // is not the call's, and must not be replayed (results of MRTR retries are not cached). The key is
+          // given back, so the retry that carries the answers runs, and its answer is the one kept.
+          if ((response?.result as { resultType?: unknown } | undefined)?.resultType === 'input_required') {
+            await waitedOn(ctx, 'idempotency', 'store.release', store.release(key, owner));
+            return undefined;
+          }
           // The FITsociety seed: the completed response is persisted before it is returned.
           await waitedOn(ctx, 'idempotency', 'store.complete', store.complete(key, owner, JSON.stringify(response), ttlMs));
           return undefined;

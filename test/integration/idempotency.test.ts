@@ -10,6 +10,7 @@ import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { hashKey } from '../../src/auth/key-hash.js';
 import { startCountingUpstream, type CountingUpstream } from '../fixtures/upstreams/counting-writes.js';
+import { startModernMatrixServer, type ModernMatrixServer } from '../fixtures/upstreams/modern-matrix-server.js';
 import { startGateway, type TestGateway } from '../helpers/gateway.js';
 import { modernRequest, post } from '../helpers/http.js';
 
@@ -217,5 +218,40 @@ describe('keys whose call did not finish', () => {
     const retry = await call('record_slowly', { item, ms: 600 }, key);
     assert.equal(retry.structuredContent?.error?.code, 'outcome_unknown');
     assert.equal(up.timesExecuted(key), 1, 'the upstream ran it once, and not again for the retry');
+  });
+});
+
+describe('a write that asks for input (2026-07-28 mrtr.mdx)', () => {
+  let matrix: ModernMatrixServer;
+  let gwAsks: TestGateway;
+  before(async () => {
+    matrix = await startModernMatrixServer();
+    gwAsks = await startGateway({ upstreams: [{ name: 'up', url: matrix.url, era: 'modern' }], idempotency: { requireKeys: true, tools: ['up/trigger-elicitation-request'] } });
+  });
+  after(async () => {
+    await gwAsks.close();
+    await matrix.close();
+  });
+
+  test('the InputRequiredResult is not kept for the key: the retry with the answers runs, and its answer is the one replayed', async () => {
+    const key = unique('key-asks');
+    let n = 0;
+    const call = async (params: Record<string, unknown>) => {
+      const req = modernRequest(++n, 'tools/call', { name: 'trigger-elicitation-request', arguments: {}, _meta: { idempotencyKey: key }, ...params });
+      const body = JSON.parse(req.body) as { params: { _meta: Record<string, unknown> } };
+      body.params._meta['io.modelcontextprotocol/clientCapabilities'] = { elicitation: { form: {} } };
+      return (await post(gwAsks.url, JSON.stringify(body), req.headers)).json().result as Record<string, any>;
+    };
+    const asked = await call({});
+    assert.equal(asked.resultType, 'input_required', JSON.stringify(asked));
+    const input = Object.keys(asked.inputRequests ?? {})[0]!;
+    const answered = await call({ inputResponses: { [input]: { action: 'accept', content: { name: 'Grace', check: true } } }, ...(asked.requestState !== undefined ? { requestState: asked.requestState } : {}) });
+    assert.equal(answered.resultType ?? 'complete', 'complete', JSON.stringify(answered));
+    assert.match(answered.content.map((c: { text?: string }) => c.text ?? '').join('\n'), /Grace/);
+    assert.equal(answered._meta?.['dev.gatehouse/replayed'], undefined, 'the retry ran');
+    // From now on the key holds the finished answer.
+    const replayed = await call({});
+    assert.equal(replayed._meta?.['dev.gatehouse/replayed'], true, JSON.stringify(replayed));
+    assert.match(replayed.content.map((c: { text?: string }) => c.text ?? '').join('\n'), /Grace/);
   });
 });
