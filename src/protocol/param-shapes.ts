@@ -6,7 +6,7 @@
 import type { JsonRpcMessage, MessageKind } from './jsonrpc.js';
 import { META_CLIENT_CAPABILITIES, META_CLIENT_INFO, META_LOG_LEVEL, META_PROTOCOL_VERSION } from './methods.js';
 
-type Shape = 'string' | 'object' | 'id' | 'number';
+type Shape = 'string' | 'object' | 'id' | 'number' | 'logLevel';
 
 interface Field {
   shape: Shape;
@@ -18,6 +18,14 @@ const REQUIRED_STRING: Field = { shape: 'string', required: true };
 const OBJECT: Field = { shape: 'object' };
 const REQUIRED_OBJECT: Field = { shape: 'object', required: true };
 const ID: Field = { shape: 'id' };
+/**
+ * A LoggingLevel of the schema (RFC 5424 severities). A level nobody understands is refused here rather
+ * than kept: Gatehouse hands a legacy client's level to a modern upstream in every request's _meta, where a
+ * server would refuse each one (logging.mdx §Error Handling: invalid log level, -32602).
+ */
+const LOG_LEVEL: Field = { shape: 'logLevel' };
+const REQUIRED_LOG_LEVEL: Field = { shape: 'logLevel', required: true };
+const LOG_LEVELS = new Set(['debug', 'info', 'notice', 'warning', 'error', 'critical', 'alert', 'emergency']);
 
 /** MRTR retries (2026-07-28 mrtr.mdx) carry these on the calls that may ask for input. */
 const RETRY_FIELDS = { requestState: STRING, inputResponses: OBJECT };
@@ -32,7 +40,7 @@ const PARAMS: Readonly<Record<string, Readonly<Record<string, Field>>>> = {
   'resources/subscribe': { uri: REQUIRED_STRING },
   'resources/unsubscribe': { uri: REQUIRED_STRING },
   'completion/complete': { ref: REQUIRED_OBJECT, argument: REQUIRED_OBJECT, context: OBJECT },
-  'logging/setLevel': { level: REQUIRED_STRING },
+  'logging/setLevel': { level: REQUIRED_LOG_LEVEL },
   'tools/list': PAGINATED,
   'prompts/list': PAGINATED,
   'resources/list': PAGINATED,
@@ -47,7 +55,7 @@ const META: Readonly<Record<string, Field>> = {
   [META_PROTOCOL_VERSION]: STRING,
   [META_CLIENT_CAPABILITIES]: OBJECT,
   [META_CLIENT_INFO]: OBJECT,
-  [META_LOG_LEVEL]: STRING,
+  [META_LOG_LEVEL]: LOG_LEVEL,
   progressToken: ID,
 };
 
@@ -112,7 +120,7 @@ function responseProblem(m: { result?: unknown; error?: unknown; id?: unknown })
   return undefined;
 }
 
-const SHAPE_WORDS: Record<Shape, string> = { string: 'a string', object: 'an object', id: 'a string or an integer', number: 'a number' };
+const SHAPE_WORDS: Record<Shape, string> = { string: 'a string', object: 'an object', id: 'a string or an integer', number: 'a number', logLevel: `one of ${[...LOG_LEVELS].join(', ')}` };
 
 function hasShape(value: unknown, shape: Shape): boolean {
   switch (shape) {
@@ -124,6 +132,8 @@ function hasShape(value: unknown, shape: Shape): boolean {
       return typeof value === 'number';
     case 'id':
       return typeof value === 'string' || (typeof value === 'number' && Number.isInteger(value));
+    case 'logLevel':
+      return typeof value === 'string' && LOG_LEVELS.has(value);
   }
 }
 
