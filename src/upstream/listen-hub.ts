@@ -3,6 +3,7 @@
 // filter, resources/subscribe reference-counted per URI. A legacy server sends each message on one stream
 // only, so the GET stream is shared rather than opened per listener.
 
+import { randomUUID } from 'node:crypto';
 import type { Logger } from '../log/logger.js';
 import type { JsonRpcMessage } from '../protocol/jsonrpc.js';
 import { META_SUBSCRIPTION_ID } from '../protocol/methods.js';
@@ -118,7 +119,8 @@ export class ListenHub {
   }
 
   private async call(method: string, params: Record<string, unknown>): Promise<void> {
-    const reply = await this.client.post({ jsonrpc: '2.0', id: `gh-${method}-${Date.now()}`, method, params }, this.headers());
+    // Ids are never reused within a session (2025-11-25/basic/index.mdx §Requests); two listeners may subscribe in the same millisecond.
+    const reply = await this.client.post({ jsonrpc: '2.0', id: `gh-${method}-${randomUUID()}`, method, params }, this.headers());
     for await (const _ of reply.messages) {
       // the empty result
     }

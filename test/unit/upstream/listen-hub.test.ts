@@ -1,0 +1,36 @@
+// Unit tests for ListenHub's own requests upstream (src/upstream/listen-hub.ts): resources/subscribe and
+// unsubscribe on the legacy session, one per URI however many listeners want it, each with an id of its
+// own (2025-11-25/basic/index.mdx §Requests: an id is never reused within a session).
+
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+import { createLogger } from '../../../src/log/logger.js';
+import type { JsonRpcMessage } from '../../../src/protocol/jsonrpc.js';
+import type { UpstreamMessages } from '../../../src/pipeline/ports.js';
+import { ListenHub } from '../../../src/upstream/listen-hub.js';
+
+async function* none(): AsyncGenerator<JsonRpcMessage, void, void> {}
+
+test('subscribes once per URI, with a new id for every request, even within one millisecond', async () => {
+  const posted: Array<{ id: unknown; method: string; uri: unknown }> = [];
+  const client: UpstreamMessages = {
+    upstream: 'up',
+    async post(message) {
+      const m = message as { id: unknown; method: string; params: { uri: unknown } };
+      posted.push({ id: m.id, method: m.method, uri: m.params.uri });
+      return { status: 200, headers: {}, messages: none() };
+    },
+    // No GET stream: the hub only logs that list changes come with responses.
+    openGet: async () => null,
+    deleteSession: async () => {},
+  };
+  const hub = new ListenHub(client, () => ({}), createLogger('error', () => {}));
+  const listeners = Array.from({ length: 5 }, (_, i) => ({ filter: { resourceSubscriptions: [`file:///${i}`, 'file:///shared'] }, subscriptionId: i, send: () => {} }));
+  // Back to back: well within a millisecond of each other on this machine.
+  for (const l of listeners) await hub.add(l);
+  for (const l of listeners) await hub.remove(l);
+  assert.equal(posted.filter((p) => p.method === 'resources/subscribe' && p.uri === 'file:///shared').length, 1, 'one subscription for a URI several listeners share');
+  assert.equal(posted.filter((p) => p.method === 'resources/unsubscribe' && p.uri === 'file:///shared').length, 1, 'given up when its last listener goes');
+  assert.equal(posted.length, 12);
+  assert.equal(new Set(posted.map((p) => p.id)).size, posted.length, `every request its own id: ${posted.map((p) => String(p.id)).join(', ')}`);
+});
