@@ -291,21 +291,21 @@ export class Catalog implements UpstreamMessages {
     const cacheKey = `${member.name}|${method}|${canonicalJson(capabilities ?? {})}`;
     const cached = this.listCache.get(cacheKey);
     if (cached && cached.until > Date.now()) return cached.items;
-    const out: Obj[] = [];
+    let out: Obj[] = [];
     let ttlMs = 0;
     try {
       const face = await member.modernFace();
-      let cursor: string | undefined;
-      for (let page = 0; page < MAX_PAGES; page++) {
-        const params: Obj = { _meta: request.params?._meta ?? {}, ...(cursor !== undefined ? { cursor } : {}) };
-        const response = await this.ask(face, { jsonrpc: '2.0', id: `gh-cat-${++this.counter}`, method, params });
-        const result = response?.result;
-        if (!result) break;
-        if (page === 0 && typeof result.ttlMs === 'number') ttlMs = result.ttlMs;
-        out.push(...((result[key] as Obj[] | undefined) ?? []));
-        if (typeof result.nextCursor !== 'string') break;
-        cursor = result.nextCursor;
+      let whole = false;
+      // 2026-07-28 caching.mdx §Interaction with Pagination: a later page that fails (a cursor gone stale)
+      // discards the pages before it, and the list is read again from its start, once.
+      for (let attempt = 0; attempt < 2 && !whole; attempt++) {
+        const read = await this.pages(face, request, method, key);
+        ({ items: out, ttlMs, whole } = read);
+        // The first page itself failed: the member is not answering lists, and a second try would not either.
+        if (!whole && read.pages === 0) break;
       }
+      // A list read in part is answered, but not kept.
+      if (!whole) return out;
       // A list without ttlMs (legacy servers) is kept until the member says it changed, when a watcher hears it.
       const kind = method.split('/')[0]!;
       if (ttlMs > 0) this.listCache.set(cacheKey, { until: Date.now() + ttlMs, items: out });
@@ -315,6 +315,28 @@ export class Catalog implements UpstreamMessages {
       this.log.warn('an upstream could not be listed; the catalog shows the others', { upstream: member.name, method, err });
     }
     return out;
+  }
+
+  /**
+   * One reading of a list, page by page. `whole`: every page came (its last had no nextCursor); `ttlMs`: the
+   * shortest any page gave, since the list is as fresh as its stalest page; `pages`: how many answered.
+   */
+  private async pages(face: ModernFace, request: JsonRpcRequest, method: string, key: string): Promise<{ items: Obj[]; ttlMs: number; whole: boolean; pages: number }> {
+    const items: Obj[] = [];
+    let ttlMs: number | undefined;
+    let cursor: string | undefined;
+    for (let page = 0; page < MAX_PAGES; page++) {
+      const params: Obj = { _meta: request.params?._meta ?? {}, ...(cursor !== undefined ? { cursor } : {}) };
+      const response = await this.ask(face, { jsonrpc: '2.0', id: `gh-cat-${++this.counter}`, method, params });
+      const result = response?.result;
+      if (!result) return { items, ttlMs: 0, whole: false, pages: page };
+      ttlMs = Math.min(ttlMs ?? Infinity, typeof result.ttlMs === 'number' ? result.ttlMs : 0);
+      items.push(...((result[key] as Obj[] | undefined) ?? []));
+      if (typeof result.nextCursor !== 'string') return { items, ttlMs, whole: true, pages: page + 1 };
+      cursor = result.nextCursor;
+    }
+    // More pages than Gatehouse reads: what it has is answered, and not kept as the whole list.
+    return { items, ttlMs: 0, whole: false, pages: MAX_PAGES };
   }
 
   /** The upstream whose configured `uriPrefixes` match the URI, longest prefix first. */

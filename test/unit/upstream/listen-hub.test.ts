@@ -16,7 +16,7 @@ test('subscribes once per URI, with a new id for every request, even within one 
   const client: UpstreamMessages = {
     upstream: 'up',
     async post(message) {
-      const m = message as { id: unknown; method: string; params: { uri: unknown } };
+      const m = message as unknown as { id: unknown; method: string; params: { uri: unknown } };
       posted.push({ id: m.id, method: m.method, uri: m.params.uri });
       return { status: 200, headers: {}, messages: none() };
     },
