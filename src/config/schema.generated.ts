@@ -470,7 +470,7 @@ export interface HttpUpstream {
      */
     scopes: string[];
     /**
-     * RFC 8707 resource indicator to request the token for (normally the upstream's URL).
+     * RFC 8707 resource indicator to request the token for. Unset: the upstream's own URL (its canonical URI), which MCP clients must send in every token request (authorization §Resource Parameter Implementation). An empty string sends none, for an authorization server that refuses resource indicators.
      */
     resource?: string;
     /**

@@ -33,7 +33,17 @@ export interface UpstreamCredentials {
 export function upstreamCredentials(config: HttpUpstreamConfig, log: Logger): UpstreamCredentials {
   const configured = lowerCaseKeys(config.headers);
   if (!config.clientCredentials) return new StaticCredentials(configured);
-  return new ClientCredentialsGrant(config.name, config.clientCredentials, configured, log);
+  return new ClientCredentialsGrant(config.name, config.clientCredentials, config.clientCredentials.resource ?? canonicalUri(config.url), configured, log);
+}
+
+/**
+ * The canonical URI of an MCP server (2026-07-28 authorization §Canonical Server URI; RFC 8707 §2):
+ * lower-case scheme and host, no fragment, no trailing slash on a bare origin.
+ */
+export function canonicalUri(url: string): string {
+  const u = new URL(url);
+  u.hash = '';
+  return u.pathname === '/' && u.search === '' ? u.href.slice(0, -1) : u.href;
 }
 
 class StaticCredentials implements UpstreamCredentials {
@@ -87,6 +97,8 @@ class ClientCredentialsGrant implements UpstreamCredentials {
   constructor(
     private readonly upstream: string,
     private readonly config: ClientCredentialsConfig,
+    /** The resource indicator sent with every token request; empty: none. */
+    resource: string,
     private readonly configured: Record<string, string>,
     private readonly log: Logger,
   ) {
@@ -95,7 +107,7 @@ class ClientCredentialsGrant implements UpstreamCredentials {
     this.basic = `Basic ${Buffer.from(`${formEncode(config.clientId)}:${formEncode(config.clientSecret)}`).toString('base64')}`;
     const form = new URLSearchParams({ grant_type: 'client_credentials' });
     if (config.scopes.length > 0) form.set('scope', config.scopes.join(' '));
-    if (config.resource !== undefined) form.set('resource', config.resource); // RFC 8707 §2
+    if (resource !== '') form.set('resource', resource); // RFC 8707 §2
     this.form = form.toString();
   }
 

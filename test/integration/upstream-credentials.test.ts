@@ -175,10 +175,19 @@ describe('client-credentials grant: the upstream sees the gateway token, never t
     assert.equal(sent!.form.get('client_secret'), null);
   });
 
-  test('without scopes or resource configured, neither parameter is sent', async () => {
+  test('without resource configured, the upstream\'s own URL is the resource (authorization §Resource Parameter Implementation: always, MUST); without scopes, no scope', async () => {
     const tokens = await startTokenEndpoint();
     const up = await recordingUpstream();
     const gw = await gatewayWithGrant(up.url, tokens.url, { era: 'legacy' });
+    assert.equal((await legacyCall(gw.url)).status, 200);
+    assert.deepEqual([...tokens.requests[0]!.form.keys()], ['grant_type', 'resource']);
+    assert.equal(tokens.requests[0]!.form.get('resource'), up.url);
+  });
+
+  test('an empty resource sends none, for an authorization server that refuses resource indicators', async () => {
+    const tokens = await startTokenEndpoint();
+    const up = await recordingUpstream();
+    const gw = await gatewayWithGrant(up.url, tokens.url, { era: 'legacy', resource: '' });
     assert.equal((await legacyCall(gw.url)).status, 200);
     assert.deepEqual([...tokens.requests[0]!.form.keys()], ['grant_type']);
   });
