@@ -139,23 +139,20 @@ export class LegacyClientBridge {
         logLevel: session.logLevel,
       });
       const headers = { ...modernHeaders(request, profile.version), ...this.paramHeaders(ctx, request) };
-      const linked = cancel.linkedWith(ctx.cancel);
+      // Only the client's notifications/cancelled stops the upstream call (`cancel`). A legacy client's
+      // disconnect is not a cancellation (2025-11-25/basic/transports.mdx §Sending Messages 6), while a
+      // modern upstream reads a closed request as one: so the request runs on, and its answer is dropped.
       let response: JsonRpcResponse | undefined;
-      let status: number;
-      try {
-        const reply = await this.client.post({ jsonrpc: '2.0', id: upstreamId, method: request.method, params }, headers, linked.cancel, ctx.principal);
-        status = reply.status;
-        for await (const msg of reply.messages) {
-          const m = msg as JsonRpcMessage & { method?: string; id?: JsonRpcId };
-          if (m.method !== undefined) {
-            // Progress and log messages related to this request go on its stream, as legacy servers do.
-            if (m.id === undefined) channel.push(m);
-            continue;
-          }
-          if (m.id === upstreamId) response = m as JsonRpcResponse;
+      const reply = await this.client.post({ jsonrpc: '2.0', id: upstreamId, method: request.method, params }, headers, cancel, ctx.principal);
+      const status = reply.status;
+      for await (const msg of reply.messages) {
+        const m = msg as JsonRpcMessage & { method?: string; id?: JsonRpcId };
+        if (m.method !== undefined) {
+          // Progress and log messages related to this request go on its stream, as legacy servers do.
+          if (m.id === undefined) channel.push(m);
+          continue;
         }
-      } finally {
-        linked.dispose();
+        if (m.id === upstreamId) response = m as JsonRpcResponse;
       }
       if (!response && status === 400) this.staleVerdict(); // a 400 without a modern error body: maybe no longer modern
       if (!response) throw new GatewayError('GW_ERR_UPSTREAM_BAD_RESPONSE', `Upstream "${this.client.upstream}" answered HTTP ${status} without a JSON-RPC response`, this.client.upstream);

@@ -283,4 +283,35 @@ describe('legacy client → modern upstream (§16.2)', () => {
     assert.ok(upstreamClosed, 'the upstream stream was closed');
     await pending;
   });
+
+  test('a legacy client that disconnects mid-call does not cancel it: the modern upstream finishes its run (LT §Sending Messages 6)', async () => {
+    let closedEarly = false;
+    let finished = false;
+    const up = await modernUpstream((msg, res) => {
+      if (msg.method === 'tools/list') return jsonResult(res, JSON.stringify(msg), { tools: [] });
+      res.writeHead(200, { 'content-type': 'text/event-stream' });
+      res.write(': working\n\n');
+      // A modern server reads a closed request stream as a cancellation (streamable-http.mdx §Cancellation).
+      res.on('close', () => {
+        if (!finished) closedEarly = true;
+      });
+      setTimeout(() => {
+        finished = true;
+        res.end(`data: ${JSON.stringify({ jsonrpc: '2.0', id: msg.id, result: { content: [{ type: 'text', text: 'done' }], resultType: 'complete' } })}\n\n`);
+      }, 400);
+    });
+    const gw = await gatewayFor(up);
+    const headers = await open(gw);
+    const leaving = new AbortController();
+    const gone = post(gw.url, rpc(78, 'tools/call', { name: 'slow', arguments: {} }), headers, leaving.signal).catch(() => undefined);
+    const calls = () => up.requests.filter((r) => r.body.includes('"tools/call"')).length;
+    for (let i = 0; i < 100 && calls() === 0; i++) await sleep(20);
+    leaving.abort();
+    await gone;
+    for (let i = 0; i < 100 && !finished; i++) await sleep(20);
+    assert.ok(finished, 'the upstream answered');
+    assert.equal(closedEarly, false, 'the upstream request was not closed before its answer');
+    // The session goes on.
+    assert.equal((await post(gw.url, rpc(79, 'ping'), headers)).status, 200);
+  });
 });
