@@ -7,6 +7,7 @@ import type { ServerResponse } from 'node:http';
 import { toWire, type WireContext } from '../errors.js';
 import type { CallStream, StreamItem } from '../pipeline/call-stream.js';
 import type { AnswerHeaders, Outcome } from '../pipeline/outcome.js';
+import { ErrorCode } from '../protocol/jsonrpc.js';
 import { formatSseMessage } from '../protocol/sse.js';
 import type { Cancellation } from '../pipeline/cancellation.js';
 import type { BodySink, RelayBody } from '../pipeline/relay-body.js';
@@ -121,7 +122,7 @@ async function writeStream(res: ServerResponse, stream: CallStream, headers: Ans
         // Nothing preceded the answer: plain JSON, as a server answering directly would.
         if ('message' in item) {
           ctx.onSummary?.(summary);
-          sendJson(res, 200, item.message, headers);
+          sendJson(res, ctx.era === 'modern' ? modernErrorStatus(item.message) : 200, item.message, headers);
         } else {
           const wire = toWire({ kind: 'failure', error: item.failure }, { ...ctx, id: stream.requestId });
           summary = summaryOf(wire.body);
@@ -145,6 +146,19 @@ async function writeStream(res: ServerResponse, stream: CallStream, headers: Ans
   } finally {
     if (keepalive) clearInterval(keepalive);
   }
+}
+
+/**
+ * The HTTP status of a modern answer that is one JSON-RPC message: 404 for an unknown method
+ * (streamable-http.mdx §Protocol Version Header: MUST), 400 for the transport errors the spec gives one
+ * (-32020 header mismatch, -32021 missing client capability, -32022 unsupported version; basic/index.mdx
+ * §_meta), 200 for the rest. A bridge or the catalog may produce these from an upstream's answer.
+ */
+function modernErrorStatus(message: unknown): number {
+  const code = (message as { error?: { code?: unknown } }).error?.code;
+  if (code === ErrorCode.MethodNotFound) return 404;
+  if (code === ErrorCode.HeaderMismatch || code === ErrorCode.MissingClientCapability || code === ErrorCode.UnsupportedProtocolVersion) return 400;
+  return 200;
 }
 
 function isFinalAnswer(item: StreamItem): boolean {

@@ -97,6 +97,22 @@ describe('modern client → legacy upstream (§16.1)', () => {
     assert.equal(gw.logs.filter((l) => l.msg === 'legacy upstream session opened for modern clients' && l.owner === 'caller').length, 2);
   });
 
+  test('a method the legacy upstream does not have answers the modern client 404 -32601 (streamable-http.mdx §Protocol Version Header: MUST)', async () => {
+    const up = await legacyUpstream((msg, res) => {
+      const error = msg.method === 'prompts/list' ? { code: -32601, message: 'Method not found' } : { code: -32603, message: 'Internal error' };
+      res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ jsonrpc: '2.0', id: msg.id, error }));
+    });
+    const gw = await gatewayFor(up);
+    const list = modernRequest(1, 'prompts/list');
+    const res = await post(gw.url, list.body, list.headers);
+    assert.equal(res.status, 404, res.text);
+    assert.equal(res.json().error.code, -32601);
+    assert.equal(res.json().id, 1);
+    // Any other error of one message stays a 200 answer.
+    const read = modernRequest(2, 'resources/read', { uri: 'file:///x' });
+    assert.equal((await post(gw.url, read.body, read.headers)).status, 200);
+  });
+
   test('-32002 (legacy resource not found) becomes -32602 for a modern client', async () => {
     const up = await legacyUpstream((msg, res) => res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ jsonrpc: '2.0', id: msg.id, error: { code: -32002, message: 'Resource not found' } })));
     const gw = await gatewayFor(up);
