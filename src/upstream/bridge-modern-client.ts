@@ -30,6 +30,28 @@ const INPUT_REQUEST_CAPABILITY: Record<string, string> = {
   'roots/list': 'roots',
 };
 
+/** The requests that may be answered with an InputRequiredResult (2026-07-28 mrtr.mdx §Supported Requests). */
+const MRTR_METHODS = new Set(['tools/call', 'prompts/get', 'resources/read']);
+
+/**
+ * Whether the client declared what this server request needs, down to its mode (mrtr.mdx §Server
+ * Requirements 6): an elicitation's mode (form unless said otherwise; an empty `elicitation` declares form
+ * only, as in 2025-11-25), and sampling with tools.
+ */
+export function declaresInput(capabilities: Record<string, unknown>, method: string, params: Record<string, unknown> | undefined): boolean {
+  const needed = INPUT_REQUEST_CAPABILITY[method];
+  const declared = needed === undefined ? undefined : capabilities[needed];
+  if (!isObject(declared)) return false;
+  if (method === 'elicitation/create') {
+    const mode = params?.mode ?? 'form';
+    const modes = Object.keys(declared).filter((k) => k === 'form' || k === 'url');
+    if (mode === 'form') return modes.length === 0 || isObject(declared.form);
+    return mode === 'url' && isObject(declared.url);
+  }
+  if (method === 'sampling/createMessage' && params?.tools !== undefined) return isObject(declared.tools);
+  return true;
+}
+
 interface ParkedCall extends Parked {
   session: LegacyClientSession;
   /** The caller the call belongs to (principalKey); only they may resume it. */
@@ -271,9 +293,9 @@ export class ModernClientBridge {
         await this.answerUpstream(call.session, { jsonrpc: '2.0', id: msg.id, result: {} });
         continue;
       }
-      const needed = INPUT_REQUEST_CAPABILITY[msg.method];
-      if (needed === undefined || !isObject(call.capabilities[needed])) {
-        // Only input types this request declared may be asked for; refuse the rest upstream.
+      if (!MRTR_METHODS.has(request.method) || !declaresInput(call.capabilities, msg.method, msg.params)) {
+        // Only input types this request declared may be asked for, and only on the requests that can
+        // carry an InputRequiredResult; refuse the rest upstream.
         const refusal = msg.method === 'elicitation/create' ? { jsonrpc: '2.0' as const, id: msg.id, result: { action: 'cancel' } } : errorResponse(msg.id, ErrorCode.MethodNotFound, `The client did not declare support for ${msg.method}`);
         await this.answerUpstream(call.session, refusal);
         continue;

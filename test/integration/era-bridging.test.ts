@@ -202,6 +202,38 @@ describe('modern client → legacy upstream (§16.1)', () => {
   });
 });
 
+describe('modern client → legacy upstream: which server requests become an InputRequiredResult', () => {
+  /** A legacy server that asks `ask` of the client during every request, then answers it anyway. */
+  async function asking(ask: Msg & { id: string }) {
+    return legacyUpstream((msg, res) => {
+      res.writeHead(200, { 'content-type': 'text/event-stream' });
+      res.write(`data: ${JSON.stringify({ jsonrpc: '2.0', ...ask })}\n\n`);
+      const result = msg.method === 'resources/list' ? { resources: [] } : { content: [{ type: 'text', text: 'answered without it' }] };
+      setTimeout(() => res.end(`data: ${JSON.stringify({ jsonrpc: '2.0', id: msg.id, result })}\n\n`), 150);
+    });
+  }
+  const answerTo = (up: FakeUpstream, id: string) => up.requests.map((r) => JSON.parse(r.body || '{}') as Msg & { result?: Record<string, unknown>; error?: { code: number } }).find((m) => m.id === id);
+
+  test('only tools/call, prompts/get and resources/read may ask (mrtr.mdx §Supported Requests): a list refuses the question upstream', async () => {
+    const up = await asking({ id: 'ask-list', method: 'elicitation/create', params: { message: 'name?', requestedSchema: { type: 'object', properties: {} } } });
+    const gw = await gatewayFor(up);
+    const list = modernRequest(1, 'resources/list', { _meta: { 'io.modelcontextprotocol/clientCapabilities': { elicitation: { form: {} } } } });
+    const res = (await post(gw.url, list.body, list.headers)).json();
+    assert.deepEqual(res.result.resources, [], JSON.stringify(res));
+    assert.notEqual(res.result.resultType, 'input_required');
+    assert.deepEqual(answerTo(up, 'ask-list')?.result, { action: 'cancel' });
+  });
+
+  test('an elicitation in a mode the client did not declare is refused upstream (form-only client, url elicitation)', async () => {
+    const up = await asking({ id: 'ask-url', method: 'elicitation/create', params: { mode: 'url', message: 'sign in', url: 'https://example.com/login', elicitationId: 'e1' } });
+    const gw = await gatewayFor(up);
+    const call = modernRequest(1, 'tools/call', { name: 't', arguments: {}, _meta: { 'io.modelcontextprotocol/clientCapabilities': { elicitation: { form: {} } } } });
+    const res = (await post(gw.url, call.body, call.headers)).json();
+    assert.equal(res.result.content[0].text, 'answered without it', JSON.stringify(res));
+    assert.deepEqual(answerTo(up, 'ask-url')?.result, { action: 'cancel' });
+  });
+});
+
 describe('legacy client → modern upstream (§16.2)', () => {
   async function modernUpstream(onCall: (msg: Msg, res: ServerResponse) => void): Promise<FakeUpstream> {
     const up = await startFakeUpstream((_req, res, body) => onCall(JSON.parse(body) as Msg, res), { handshake: 'modern' });
