@@ -5,7 +5,7 @@
 
 import { randomUUID } from 'node:crypto';
 import type { Logger } from '../log/logger.js';
-import type { JsonRpcMessage } from '../protocol/jsonrpc.js';
+import { ErrorCode, errorResponse, type JsonRpcMessage, type JsonRpcRequest } from '../protocol/jsonrpc.js';
 import { META_SUBSCRIPTION_ID } from '../protocol/methods.js';
 import type { UpstreamMessages } from '../pipeline/ports.js';
 
@@ -103,7 +103,10 @@ export class ListenHub {
           this.log.info('upstream offers no GET stream; list changes arrive only with call responses');
           return;
         }
-        for await (const msg of messages) this.dispatch(msg);
+        for await (const msg of messages) {
+          if ('method' in msg && 'id' in msg && msg.id !== undefined) this.answerServerRequest(msg as JsonRpcRequest);
+          else this.dispatch(msg);
+        }
       } catch (err) {
         if (!controller.signal.aborted) this.log.warn('upstream GET stream failed', { err });
       }
@@ -116,6 +119,21 @@ export class ListenHub {
         }, 1_000).unref();
       }
     })();
+  }
+
+  /**
+   * A request the upstream sends on its GET stream, outside any call. A ping MUST be answered promptly
+   * (basic/utilities/ping.mdx); nothing else can be put to a modern client without a call to carry it, so
+   * the rest are refused rather than left waiting forever.
+   */
+  private answerServerRequest(request: JsonRpcRequest): void {
+    const response = request.method === 'ping' ? { jsonrpc: '2.0' as const, id: request.id, result: {} } : errorResponse(request.id, ErrorCode.MethodNotFound, `${request.method} cannot be answered outside a call`);
+    void (async () => {
+      const reply = await this.client.post(response, this.headers());
+      for await (const _ of reply.messages) {
+        // a 202: nothing to read
+      }
+    })().catch((err: unknown) => this.log.warn('an answer to the upstream could not be sent', { method: request.method, err }));
   }
 
   private async call(method: string, params: Record<string, unknown>): Promise<void> {

@@ -34,3 +34,33 @@ test('subscribes once per URI, with a new id for every request, even within one 
   assert.equal(posted.length, 12);
   assert.equal(new Set(posted.map((p) => p.id)).size, posted.length, `every request its own id: ${posted.map((p) => String(p.id)).join(', ')}`);
 });
+
+test('a request the upstream sends on its GET stream is answered: ping with an empty result, anything else refused', async () => {
+  const posted: Array<Record<string, unknown>> = [];
+  let answered!: () => void;
+  const both = new Promise<void>((resolve) => (answered = resolve));
+  async function* stream(): AsyncGenerator<JsonRpcMessage, void, void> {
+    yield { jsonrpc: '2.0', id: 'srv-1', method: 'ping' } as JsonRpcMessage;
+    yield { jsonrpc: '2.0', id: 'srv-2', method: 'roots/list' } as JsonRpcMessage;
+    // The stream stays open, as a GET stream does, until the hub lets it go.
+    await new Promise((resolve) => setTimeout(resolve, 2_000).unref());
+  }
+  const client: UpstreamMessages = {
+    upstream: 'up',
+    async post(message) {
+      posted.push(message as unknown as Record<string, unknown>);
+      if (posted.length === 2) answered();
+      return { status: 202, headers: {}, messages: none() };
+    },
+    openGet: async () => stream(),
+    deleteSession: async () => {},
+  };
+  const hub = new ListenHub(client, () => ({}), createLogger('error', () => {}));
+  const listener = { filter: { toolsListChanged: true }, subscriptionId: 1, send: () => {} };
+  await hub.add(listener);
+  await Promise.race([both, new Promise((_, reject) => setTimeout(() => reject(new Error(`answers so far: ${JSON.stringify(posted)}`)), 2_000))]);
+  await hub.remove(listener);
+  assert.deepEqual(posted[0], { jsonrpc: '2.0', id: 'srv-1', result: {} });
+  assert.equal(posted[1]!.id, 'srv-2');
+  assert.equal((posted[1]!.error as { code: number }).code, -32601);
+});
