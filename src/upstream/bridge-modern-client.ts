@@ -61,6 +61,8 @@ interface ParkedCall extends Parked {
   upstreamId: string;
   /** inputRequests key → the upstream's id for that server request. */
   pending: Map<string, JsonRpcId>;
+  /** inputRequests key → what was asked, to ask again when a retry leaves it unanswered. */
+  asked: Map<string, { method: string; params: Obj }>;
   messages: AsyncGenerator<JsonRpcMessage, void, void>;
   progress: ProgressMap;
   capabilities: Obj;
@@ -273,7 +275,7 @@ export class ModernClientBridge {
    * Relays the upstream's messages for one call until its response, or until it needs client input; true
    * when the call was parked (it still holds its session until it is resumed and answered, or expires).
    */
-  private async pump(request: JsonRpcRequest, channel: MessageSink, call: Omit<ParkedCall, 'pending' | 'method' | 'name' | 'expire'>): Promise<boolean> {
+  private async pump(request: JsonRpcRequest, channel: MessageSink, call: Omit<ParkedCall, 'pending' | 'asked' | 'method' | 'name' | 'expire'>): Promise<boolean> {
     for (;;) {
       const next = await call.messages.next();
       if (next.done) throw new GatewayError('GW_ERR_UPSTREAM_BAD_RESPONSE', `Upstream "${this.client.upstream}" ended the stream without answering`, this.client.upstream);
@@ -307,6 +309,7 @@ export class ModernClientBridge {
         method: request.method,
         name: nameField ? request.params?.[nameField] : undefined,
         pending: new Map([[key, msg.id]]),
+        asked: new Map([[key, { method: msg.method, params: msg.params ?? {} }]]),
         expire: () => void this.abandon(call.session, call.upstreamId, msg.id!, call.upstreamRequest).finally(call.release),
       });
       // mrtr.mdx §InputRequiredResult: the client gathers the input and retries with inputResponses.
@@ -326,10 +329,15 @@ export class ModernClientBridge {
       return channel.finish(errorResponse(request.id, ErrorCode.InvalidParams, 'requestState is invalid, expired or already used; send the request again without it'));
     }
     const responses = isObject(params.inputResponses) ? params.inputResponses : {};
+    const missing = [...call.asked].filter(([key]) => !isObject(responses[key]));
+    if (missing.length > 0) {
+      // mrtr.mdx §Error Handling: a retry without every answer is asked again for what it lacks; the call
+      // stays parked (under a new requestState) until the answers come or its wait runs out.
+      const requestState = this.parked.park(call);
+      return channel.finish({ jsonrpc: '2.0', id: request.id, result: { resultType: 'input_required', inputRequests: Object.fromEntries(missing), requestState } });
+    }
     for (const [key, upstreamRequestId] of call.pending) {
-      const answer = responses[key];
-      // A missing answer is declined rather than left hanging (mrtr.mdx §Error Handling).
-      await this.answerUpstream(call.session, { jsonrpc: '2.0', id: upstreamRequestId, result: isObject(answer) ? answer : { action: 'decline' } });
+      await this.answerUpstream(call.session, { jsonrpc: '2.0', id: upstreamRequestId, result: responses[key] as Obj });
     }
     this.cancelOnDisconnect(signal, call.session, call.upstreamId, call.upstreamRequest);
     let parked = false;

@@ -186,6 +186,53 @@ describe('modern client → legacy upstream (§16.1)', () => {
     assert.ok(bodies(up).some((m) => m.method === 'notifications/cancelled'), 'the parked call was cancelled upstream');
   });
 
+  test('MRTR: a retry that leaves the question unanswered is asked it again; the answer then reaches the upstream (mrtr.mdx §Error Handling)', async () => {
+    let waiting: ServerResponse | undefined;
+    let callId: unknown;
+    const answers: unknown[] = [];
+    const up = await startFakeUpstream((req, res, body) => {
+      if (req.method === 'DELETE') return void res.writeHead(200).end();
+      const msg = JSON.parse(body) as Msg & { result?: unknown };
+      if (msg.method === 'initialize') {
+        return void res.writeHead(200, { 'content-type': 'application/json', 'mcp-session-id': 'asks-again' }).end(JSON.stringify({ jsonrpc: '2.0', id: msg.id, result: { protocolVersion: '2025-11-25', capabilities: { tools: {} }, serverInfo: { name: 'asks', version: '1' } } }));
+      }
+      if (msg.method === 'server/discover') return void res.writeHead(400, { 'content-type': 'application/json' }).end('{"jsonrpc":"2.0","id":null,"error":{"code":-32000,"message":"Bad Request"}}');
+      if (msg.method === 'tools/list') return jsonResult(res, body, { tools: [] });
+      if (msg.method === 'tools/call') {
+        callId = msg.id;
+        waiting = res;
+        res.writeHead(200, { 'content-type': 'text/event-stream' });
+        res.write(`data: ${JSON.stringify({ jsonrpc: '2.0', id: 'ask-name', method: 'elicitation/create', params: { message: 'name?', requestedSchema: { type: 'object', properties: { name: { type: 'string' } } } } })}\n\n`);
+        return;
+      }
+      if (msg.id === 'ask-name' && msg.result !== undefined) {
+        answers.push(msg.result);
+        res.writeHead(202).end();
+        waiting?.end(`data: ${JSON.stringify({ jsonrpc: '2.0', id: callId, result: { content: [{ type: 'text', text: `hello ${(msg.result as { content?: { name?: string } }).content?.name}` }] } })}\n\n`);
+        return;
+      }
+      res.writeHead(202).end();
+    }, { handshake: false });
+    cleanups.push(() => up.close());
+    const gw = await gatewayFor(up);
+    const caps = { 'io.modelcontextprotocol/clientCapabilities': { elicitation: { form: {} } } };
+    const call = async (id: number, extra: Record<string, unknown> = {}) => {
+      const req = modernRequest(id, 'tools/call', { name: 'greet', arguments: {}, _meta: caps, ...extra });
+      return (await post(gw.url, req.body, req.headers)).json().result as Record<string, any>;
+    };
+    const asked = await call(1);
+    assert.equal(asked.resultType, 'input_required');
+    const [key] = Object.keys(asked.inputRequests);
+    const again = await call(2, { requestState: asked.requestState, inputResponses: {} });
+    assert.equal(again.resultType, 'input_required', JSON.stringify(again));
+    assert.deepEqual(again.inputRequests, asked.inputRequests, 'the same question, asked again');
+    assert.notEqual(again.requestState, asked.requestState);
+    assert.deepEqual(answers, [], 'nothing was made up for the upstream');
+    const done = await call(3, { requestState: again.requestState, inputResponses: { [key!]: { action: 'accept', content: { name: 'Ada' } } } });
+    assert.equal(done.content[0].text, 'hello Ada', JSON.stringify(done));
+    assert.equal(answers.length, 1);
+  });
+
   test('an input type the request did not declare is refused upstream, never relayed (mrtr.mdx §Server Requirements 6)', async () => {
     const up = await legacyUpstream((msg, res) => {
       if (msg.method !== 'tools/call') return void res.writeHead(202).end();
