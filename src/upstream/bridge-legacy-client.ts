@@ -20,7 +20,7 @@ import { resolveSession, SessionTable } from './session-table.js';
 import type { CallContext } from '../pipeline/context.js';
 import { CallStream } from '../pipeline/call-stream.js';
 import { ACCEPTED, json, type Outcome } from '../pipeline/outcome.js';
-import { paramHeadersFor } from '../protocol/param-headers.js';
+import { paramHeadersFor, readAnnotations } from '../protocol/param-headers.js';
 
 type Obj = Record<string, unknown>;
 
@@ -158,10 +158,24 @@ export class LegacyClientBridge {
       if (!response) throw new GatewayError('GW_ERR_UPSTREAM_BAD_RESPONSE', `Upstream "${this.client.upstream}" answered HTTP ${status} without a JSON-RPC response`, this.client.upstream);
       if (response.error) return channel.finish(toLegacyError(request.id, response.error));
       const result = response.result ?? {};
-      if (result.resultType !== 'input_required') return channel.finish({ jsonrpc: '2.0', id: request.id, result: toLegacyResult(result) });
+      if (result.resultType !== 'input_required') return channel.finish({ jsonrpc: '2.0', id: request.id, result: toLegacyResult(request.method === 'tools/list' ? this.withValidHeaders(result) : result) });
       extra = await this.gatherInput(session, channel, result, cancel.signal);
     }
     channel.finish(errorResponse(request.id, ErrorCode.InternalError, `Upstream "${this.client.upstream}" asked for input more than ${MAX_INPUT_ROUNDS} times`));
+  }
+
+  /**
+   * tools/list without the tools whose x-mcp-header annotations are invalid: an HTTP client of a modern
+   * server MUST drop them (2026-07-28 server/tools.mdx §x-mcp-header), and Gatehouse is that client here.
+   */
+  private withValidHeaders(result: Obj): Obj {
+    if (!Array.isArray(result.tools)) return result;
+    const tools = (result.tools as unknown[]).filter((tool) => {
+      const annotations = readAnnotations(isObject(tool) ? tool.inputSchema : undefined);
+      if (!annotations.ok) this.log.warn('tool left out of the list: invalid x-mcp-header annotation', { upstream: this.client.upstream, tool: isObject(tool) ? tool.name : undefined, reason: annotations.reason });
+      return annotations.ok;
+    });
+    return tools.length === result.tools.length ? result : { ...result, tools };
   }
 
   /**

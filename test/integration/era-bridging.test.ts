@@ -379,6 +379,20 @@ describe('legacy client → modern upstream (§16.2)', () => {
     await pending;
   });
 
+  test('tools with an invalid x-mcp-header annotation are left out of the legacy client\'s list (server/tools.mdx §x-mcp-header: HTTP clients MUST drop them)', async () => {
+    const tools = [
+      { name: 'good', inputSchema: { type: 'object', properties: { region: { type: 'string', 'x-mcp-header': 'Region' } } } },
+      // x-mcp-header is for integers, strings and booleans, not `number`.
+      { name: 'bad', inputSchema: { type: 'object', properties: { ratio: { type: 'number', 'x-mcp-header': 'Ratio' } } } },
+    ];
+    const up = await modernUpstream((msg, res) => jsonResult(res, JSON.stringify(msg), msg.method === 'tools/list' ? { tools, resultType: 'complete', ttlMs: 0 } : { content: [], resultType: 'complete' }));
+    const gw = await gatewayFor(up);
+    const headers = await open(gw);
+    const listed = (await post(gw.url, rpc(3, 'tools/list'), headers)).json().result.tools as Array<{ name: string }>;
+    assert.deepEqual(listed.map((t) => t.name), ['good']);
+    assert.ok(gw.logs.some((l) => typeof l.msg === 'string' && l.msg.includes('invalid x-mcp-header') && l.tool === 'bad'), 'the drop is logged with the tool');
+  });
+
   test('a legacy client that disconnects mid-call does not cancel it: the modern upstream finishes its run (LT §Sending Messages 6)', async () => {
     let closedEarly = false;
     let finished = false;
