@@ -35,7 +35,7 @@ const DISCOVER_PROBE_TIMEOUT_MS = 5_000;
 /** How long an unused child is kept when no `idleTimeoutMs` is given. */
 const DEFAULT_IDLE_MS = 30 * 60_000;
 
-interface CallEntry {
+export interface CallEntry {
   id: JsonRpcId;
   /** A listen stays open for notifications only: it never owns a server request. */
   listen: boolean;
@@ -48,7 +48,7 @@ interface CallEntry {
 const SUBSCRIPTION_ID = 'io.modelcontextprotocol/subscriptionId';
 
 /** Where a process's messages go: the call they belong to when that can be told, else its listen streams. */
-class Router {
+export class Router {
   readonly calls: CallEntry[] = [];
   readonly listeners = new Set<(m: JsonRpcMessage) => void>();
 
@@ -70,7 +70,9 @@ class Router {
     if (m.id !== undefined && m.method !== undefined) {
       if (working.length === 1) return working[0]!.push(msg);
       if (working.length > 1) return this.refuse(msg as JsonRpcRequest, 'several calls are in flight on this server process and a stdio request does not say which one it belongs to');
-    } else if (m.method !== 'notifications/progress' && this.calls.length === 1) {
+    } else if (m.method !== 'notifications/progress' && this.calls.length === 1 && (!this.calls[0]!.listen || isListenNotification(m.method))) {
+      // The one open call takes what cannot be placed; a listen only what belongs on a listen stream
+      // (subscriptions.mdx: a log message is not a subscription's notification).
       return this.calls[0]!.push(msg);
     } else if (m.method !== 'notifications/progress' && working.length === 1 && !isListenNotification(m.method)) {
       return working[0]!.push(msg);

@@ -1,0 +1,37 @@
+// Router (src/upstream/stdio-messages.ts): which open call a stdio child's message belongs to, when the
+// message does not say. A listen stream carries only what subscriptions produce (2026-07-28 subscriptions.mdx),
+// never a log message or another call's notification.
+
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+import type { JsonRpcMessage } from '../../../src/protocol/jsonrpc.js';
+import { Router, type CallEntry } from '../../../src/upstream/stdio-messages.js';
+
+function entry(id: string, listen: boolean): CallEntry & { got: JsonRpcMessage[] } {
+  const got: JsonRpcMessage[] = [];
+  return { id, listen, own: false, progressToken: undefined, push: (m) => got.push(m), got };
+}
+
+const log = { jsonrpc: '2.0', method: 'notifications/message', params: { level: 'info', data: 'hello' } } as JsonRpcMessage;
+const listChanged = { jsonrpc: '2.0', method: 'notifications/tools/list_changed', params: {} } as JsonRpcMessage;
+
+test('with only a listen open, a log message does not go on the listen stream; a list change does', () => {
+  const router = new Router(() => {});
+  const listen = entry('listen-1', true);
+  router.calls.push(listen);
+  const elsewhere: JsonRpcMessage[] = [];
+  router.listeners.add((m) => elsewhere.push(m));
+  router.route(log);
+  assert.deepEqual(listen.got, [], 'not on the listen stream');
+  assert.deepEqual(elsewhere, [log], 'handed to the process\'s listeners instead');
+  router.route(listChanged);
+  assert.deepEqual(listen.got, [listChanged]);
+});
+
+test('with only a call open, a log message goes with that call', () => {
+  const router = new Router(() => {});
+  const call = entry('call-1', false);
+  router.calls.push(call);
+  router.route(log);
+  assert.deepEqual(call.got, [log]);
+});
