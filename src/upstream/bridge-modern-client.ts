@@ -30,6 +30,32 @@ const INPUT_REQUEST_CAPABILITY: Record<string, string> = {
   'roots/list': 'roots',
 };
 
+/** 2025-11-25's URLElicitationRequiredError; 2026-07-28 servers MUST NOT emit it (basic/index.mdx §Error Codes). */
+const URL_ELICITATION_REQUIRED = -32042;
+
+/** A 2025-11-25 URL elicitation's params in 2026-07-28 terms: the elicitationId (and task) have no place there. */
+function modernUrlElicitation(params: Obj): Obj {
+  const { elicitationId: _id, task: _task, ...rest } = params;
+  return rest;
+}
+
+/**
+ * A legacy server's -32042 (the client must visit URLs first, then retry) for a modern client. A client
+ * that takes URL elicitations gets them as an InputRequiredResult without requestState: its retry is a new
+ * request, which the server then serves, as the legacy client's own retry would be (mrtr.mdx). Any other
+ * client is told what it lacks (-32021).
+ */
+function urlElicitationsFor(request: JsonRpcRequest, error: NonNullable<JsonRpcResponse['error']>, capabilities: Obj): JsonRpcResponse {
+  const listed = (error.data as { elicitations?: unknown } | undefined)?.elicitations;
+  const elicitations = Array.isArray(listed) ? listed.filter(isObject) : [];
+  const elicitation = capabilities.elicitation;
+  if (MRTR_METHODS.has(request.method) && elicitations.length > 0 && isObject(elicitation) && isObject(elicitation.url)) {
+    const inputRequests = Object.fromEntries(elicitations.map((e, i) => [`url-${i + 1}`, { method: 'elicitation/create', params: modernUrlElicitation({ ...e, mode: 'url' }) }]));
+    return { jsonrpc: '2.0', id: request.id, result: { resultType: 'input_required', inputRequests } };
+  }
+  return errorResponse(request.id, ErrorCode.MissingClientCapability, `The server needs the client to visit a URL first (URL elicitation), which this client did not declare: ${error.message}`, { requiredCapabilities: { elicitation: { url: {} } } });
+}
+
 /** The requests that may be answered with an InputRequiredResult (2026-07-28 mrtr.mdx §Supported Requests). */
 const MRTR_METHODS = new Set(['tools/call', 'prompts/get', 'resources/read']);
 
@@ -242,7 +268,8 @@ export class ModernClientBridge {
     if (logLevel !== undefined) await this.applyLogLevel(session, logLevel);
     const upstreamId = `gh-${++this.counter}`;
     const progress: ProgressMap = {};
-    const params = stripModernRequestMeta(request.params) ?? {};
+    // A retry without requestState (after a URL elicitation) is a new request; legacy servers know neither field.
+    const { inputResponses: _answers, requestState: _state, ...params } = stripModernRequestMeta(request.params) ?? {};
     const clientToken = (meta as { progressToken?: string | number }).progressToken;
     if (clientToken !== undefined) {
       // Many clients share one upstream session; tokens must be unique within it (basic/utilities/progress).
@@ -262,7 +289,7 @@ export class ModernClientBridge {
     if (reply.status >= 400) {
       const upstreamError = await firstError(reply.messages);
       if (upstreamError) {
-        channel.finish(this.toClientResponse(request, upstreamError, session));
+        channel.finish(this.toClientResponse(request, upstreamError, session, capabilities));
         return false;
       }
       throw new GatewayError('GW_ERR_UPSTREAM_BAD_RESPONSE', `Upstream "${this.client.upstream}" answered HTTP ${reply.status}`, this.client.upstream);
@@ -282,7 +309,7 @@ export class ModernClientBridge {
       const msg = next.value as JsonRpcMessage & { method?: string; id?: JsonRpcId; params?: Obj };
       if (msg.method === undefined) {
         if (msg.id === call.upstreamId) {
-          channel.finish(this.toClientResponse(request, msg as JsonRpcResponse, call.session));
+          channel.finish(this.toClientResponse(request, msg as JsonRpcResponse, call.session, call.capabilities));
           return false;
         }
         continue;
@@ -309,11 +336,12 @@ export class ModernClientBridge {
         method: request.method,
         name: nameField ? request.params?.[nameField] : undefined,
         pending: new Map([[key, msg.id]]),
-        asked: new Map([[key, { method: msg.method, params: msg.params ?? {} }]]),
+        asked: new Map([[key, { method: msg.method, params: msg.method === 'elicitation/create' && msg.params?.mode === 'url' ? modernUrlElicitation(msg.params) : (msg.params ?? {}) }]]),
         expire: () => void this.abandon(call.session, call.upstreamId, msg.id!, call.upstreamRequest).finally(call.release),
       });
       // mrtr.mdx §InputRequiredResult: the client gathers the input and retries with inputResponses.
-      channel.finish({ jsonrpc: '2.0', id: request.id, result: { resultType: 'input_required', inputRequests: { [key]: { method: msg.method, params: msg.params ?? {} } }, requestState } });
+      const asked = msg.method === 'elicitation/create' && msg.params?.mode === 'url' ? modernUrlElicitation(msg.params) : (msg.params ?? {});
+      channel.finish({ jsonrpc: '2.0', id: request.id, result: { resultType: 'input_required', inputRequests: { [key]: { method: msg.method, params: asked } }, requestState } });
       return true;
     }
   }
@@ -377,7 +405,8 @@ export class ModernClientBridge {
     this.hubs.get(call.session)?.dispatch(msg);
   }
 
-  private toClientResponse(request: JsonRpcRequest, upstream: JsonRpcResponse, session: LegacyClientSession): JsonRpcResponse {
+  private toClientResponse(request: JsonRpcRequest, upstream: JsonRpcResponse, session: LegacyClientSession, capabilities: Obj): JsonRpcResponse {
+    if (upstream.error?.code === URL_ELICITATION_REQUIRED) return urlElicitationsFor(request, upstream.error, capabilities);
     if (upstream.error) {
       // Modern servers MUST NOT emit -32002 (resource not found is -32602 now: server/resources.mdx §Error Handling).
       const code = upstream.error.code === -32002 ? ErrorCode.InvalidParams : upstream.error.code;

@@ -281,6 +281,59 @@ describe('modern client → legacy upstream: which server requests become an Inp
   });
 });
 
+describe('modern client → 2025-11-25 upstream: URL elicitation', () => {
+  const URL_REQUIRED = { code: -32042, message: 'This request requires more information.', data: { elicitations: [{ mode: 'url', elicitationId: 'el-1', url: 'https://auth.example.com/connect', message: 'Authorize access to your files.' }] } };
+
+  test('-32042 becomes an InputRequiredResult for a client that takes URL elicitations; its retry is a new request upstream', async () => {
+    let calls = 0;
+    const up = await legacyUpstream((msg, res) => {
+      calls++;
+      if (calls === 1) return void res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ jsonrpc: '2.0', id: msg.id, error: URL_REQUIRED }));
+      jsonResult(res, JSON.stringify(msg), { content: [{ type: 'text', text: 'files listed' }] });
+    });
+    const gw = await gatewayFor(up);
+    const caps = { 'io.modelcontextprotocol/clientCapabilities': { elicitation: { url: {} } } };
+    const first = modernRequest(1, 'tools/call', { name: 'files', arguments: {}, _meta: caps });
+    const asked = await post(gw.url, first.body, first.headers);
+    assert.equal(asked.status, 200, asked.text);
+    const result = asked.json().result;
+    assert.equal(result.resultType, 'input_required');
+    assert.deepEqual(result.inputRequests, { 'url-1': { method: 'elicitation/create', params: { mode: 'url', url: 'https://auth.example.com/connect', message: 'Authorize access to your files.' } } }, 'no elicitationId: 2026-07-28 has none');
+    assert.equal(result.requestState, undefined);
+    assert.doesNotMatch(asked.text, /-32042/);
+    const retry = modernRequest(2, 'tools/call', { name: 'files', arguments: {}, inputResponses: { 'url-1': { action: 'accept' } }, _meta: caps });
+    const done = (await post(gw.url, retry.body, retry.headers)).json();
+    assert.equal(done.result.content[0].text, 'files listed', JSON.stringify(done));
+    const forwarded = bodies(up).filter((m) => m.method === 'tools/call');
+    assert.equal(forwarded.length, 2);
+    assert.equal(forwarded[1]!.params?.inputResponses, undefined, 'the legacy server never sees modern retry fields');
+  });
+
+  test('a client without URL elicitation gets -32021 naming what it lacks (HTTP 400), never -32042', async () => {
+    const up = await legacyUpstream((msg, res) => res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ jsonrpc: '2.0', id: msg.id, error: URL_REQUIRED })));
+    const gw = await gatewayFor(up);
+    const call = modernRequest(1, 'tools/call', { name: 'files', arguments: {}, _meta: { 'io.modelcontextprotocol/clientCapabilities': { elicitation: { form: {} } } } });
+    const res = await post(gw.url, call.body, call.headers);
+    assert.equal(res.status, 400, res.text);
+    assert.equal(res.json().error.code, -32021);
+    assert.deepEqual(res.json().error.data.requiredCapabilities, { elicitation: { url: {} } });
+  });
+
+  test('a URL elicitation the server sends during a call reaches the modern client without its elicitationId', async () => {
+    const up = await legacyUpstream((msg, res) => {
+      res.writeHead(200, { 'content-type': 'text/event-stream' });
+      res.write(`data: ${JSON.stringify({ jsonrpc: '2.0', id: 'ask-url', method: 'elicitation/create', params: { mode: 'url', elicitationId: 'el-2', url: 'https://auth.example.com/x', message: 'Sign in' } })}\n\n`);
+      void msg;
+    });
+    const gw = await gatewayFor(up);
+    const call = modernRequest(1, 'tools/call', { name: 'files', arguments: {}, _meta: { 'io.modelcontextprotocol/clientCapabilities': { elicitation: { url: {} } } } });
+    const result = (await post(gw.url, call.body, call.headers)).json().result;
+    assert.equal(result.resultType, 'input_required');
+    const [request] = Object.values(result.inputRequests) as Array<{ params: Record<string, unknown> }>;
+    assert.deepEqual(request!.params, { mode: 'url', url: 'https://auth.example.com/x', message: 'Sign in' });
+  });
+});
+
 describe('legacy client → modern upstream (§16.2)', () => {
   async function modernUpstream(onCall: (msg: Msg, res: ServerResponse) => void): Promise<FakeUpstream> {
     const up = await startFakeUpstream((_req, res, body) => onCall(JSON.parse(body) as Msg, res), { handshake: 'modern' });
