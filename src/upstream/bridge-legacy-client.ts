@@ -4,6 +4,7 @@
 // headers the session implies, and turns an InputRequiredResult into server-to-client requests on the
 // legacy SSE stream, retrying upstream with the client's answers.
 
+import { randomUUID } from 'node:crypto';
 import { GatewayError } from '../errors.js';
 import type { Logger } from '../log/logger.js';
 import { addModernRequestMeta, isObject, legacyServerCapabilitiesFrom, modernCapabilitiesFrom, toLegacyResult } from '../protocol/era-shapes.js';
@@ -237,7 +238,10 @@ export class LegacyClientBridge {
       if (!isObject(req) || typeof req.method !== 'string') continue;
       const id = `gh-s-${++this.counter}`;
       const answer = session.awaitServerRequest(id, this.limits.inputTimeoutMs, signal);
-      if (!channel.push({ jsonrpc: '2.0', id, method: req.method, params: isObject(req.params) ? req.params : {} })) {
+      const params = isObject(req.params) ? req.params : {};
+      // A 2025-11-25 URL elicitation names itself (elicitationId, required there); a modern one has no id.
+      const asked = req.method === 'elicitation/create' && params.mode === 'url' && params.elicitationId === undefined ? { ...params, elicitationId: randomUUID() } : params;
+      if (!channel.push({ jsonrpc: '2.0', id, method: req.method, params: asked })) {
         session.settleServerRequest({ jsonrpc: '2.0', id, error: { code: ErrorCode.InternalError, message: 'no stream to ask on' } });
         throw new GatewayError('GW_ERR_UPSTREAM_BAD_RESPONSE', 'The upstream needs client input, but this request cannot carry server requests (send Accept: text/event-stream)', this.client.upstream);
       }

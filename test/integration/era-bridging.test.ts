@@ -432,6 +432,37 @@ describe('legacy client → modern upstream (§16.2)', () => {
     await pending;
   });
 
+  test('a modern server\'s URL elicitation reaches a 2025-11-25 client with the elicitationId its schema requires; the answer goes back upstream', async () => {
+    let retried: Msg | undefined;
+    const up = await modernUpstream((msg, res) => {
+      if (msg.method === 'tools/list') return jsonResult(res, JSON.stringify(msg), { tools: [], resultType: 'complete' });
+      if (msg.params?.inputResponses === undefined) {
+        return jsonResult(res, JSON.stringify(msg), { resultType: 'input_required', inputRequests: { login: { method: 'elicitation/create', params: { mode: 'url', url: 'https://auth.example.com/go', message: 'Sign in' } } } });
+      }
+      retried = msg;
+      jsonResult(res, JSON.stringify(msg), { content: [{ type: 'text', text: 'signed in' }], resultType: 'complete' });
+    });
+    const gw = await gatewayFor(up);
+    const res = await post(gw.url, init(0, { elicitation: { url: {} } }));
+    const headers = { ...LEGACY_HEADERS, 'mcp-session-id': String(res.headers['mcp-session-id']), 'mcp-protocol-version': '2025-11-25' };
+    const call = await request(gw.url, { method: 'POST', headers, body: rpc(9, 'tools/call', { name: 'login', arguments: {} }) });
+    let text = '';
+    const reader = call.body[Symbol.asyncIterator]();
+    for (let i = 0; i < 50 && !text.includes('elicitation/create'); i++) text += String((await reader.next()).value ?? '');
+    const ask = JSON.parse(/data: (\{.*"elicitation\/create".*\})/.exec(text)![1]!) as { id: string; params: Record<string, unknown> };
+    assert.equal(ask.params.mode, 'url');
+    assert.equal(typeof ask.params.elicitationId, 'string');
+    assert.ok((ask.params.elicitationId as string).length > 0);
+    assert.equal((await post(gw.url, JSON.stringify({ jsonrpc: '2.0', id: ask.id, result: { action: 'accept' } }), headers)).status, 202);
+    for (let i = 0; i < 50 && !text.includes('signed in'); i++) {
+      const next = await reader.next();
+      if (next.done) break;
+      text += String(next.value);
+    }
+    assert.match(text, /signed in/);
+    assert.deepEqual(retried?.params?.inputResponses, { login: { action: 'accept' } });
+  });
+
   test('tools with an invalid x-mcp-header annotation are left out of the legacy client\'s list (server/tools.mdx §x-mcp-header: HTTP clients MUST drop them)', async () => {
     const tools = [
       { name: 'good', inputSchema: { type: 'object', properties: { region: { type: 'string', 'x-mcp-header': 'Region' } } } },
