@@ -407,12 +407,12 @@ export class Catalog implements UpstreamMessages {
    * resolved the name and checked access and arguments before this runs; a name no longer known (the list
    * changed in between) gets the unknown-item answer (tools.mdx §Error Handling: -32602).
    */
-  private async routeByName(request: JsonRpcRequest, kind: 'tools' | 'prompts', publicName: unknown, signal: AbortSignal | Cancellation | undefined, field: 'name' | 'ref', principal: Principal | undefined): Promise<UpstreamReply> {
+  private async routeByName(request: JsonRpcRequest, kind: 'tools' | 'prompts', publicName: unknown, signal: AbortSignal | Cancellation | undefined, field: 'name' | 'ref', principal: Principal | undefined, relisted = false): Promise<UpstreamReply> {
     let route = typeof publicName === 'string' ? this.routes[kind].get(publicName) : undefined;
     // A hidden name takes the same path as an unknown one (a fresh list, then -32602), so neither the
     // answer nor its timing tells that it exists.
     const hidden = route !== undefined && !this.visible(principal, kind, route.call.ref);
-    if ((!route || hidden) && typeof publicName === 'string') {
+    if ((!route || hidden || relisted) && typeof publicName === 'string') {
       await this.namedList({ ...request, method: `${kind}/list`, params: { _meta: request.params?._meta } }, kind, principal);
       route = this.routes[kind].get(publicName);
     }
@@ -424,7 +424,16 @@ export class Catalog implements UpstreamMessages {
     else params.name = original;
     const face = await route.upstream.modernFace();
     const headers = face.http ? { ...modernHeaders(request.method, original), ...(kind === 'tools' ? paramHeadersFor(route.call.params, params.arguments) : {}) } : {};
-    return face.messages.post({ ...request, params }, headers, signal, principal);
+    const reply = await face.messages.post({ ...request, params }, headers, signal, principal);
+    if (kind !== 'tools' || !face.http || reply.status !== 400 || relisted) return reply;
+    // streamable-http.mdx §Client Behavior: -32020 can mean the tool's x-mcp-header annotations changed
+    // since it was listed. Its list is read again and the call sent once more, with the headers it now asks for.
+    const messages: JsonRpcMessage[] = [];
+    for await (const m of reply.messages) messages.push(m);
+    if (!messages.some((m) => 'error' in m && m.error?.code === ErrorCode.HeaderMismatch)) return { ...reply, messages: replay(messages) };
+    this.log.info('an upstream refused the headers of a listed tool; its list is read again', { upstream: route.upstream.name, tool: original });
+    this.dropCached(route.upstream, 'tools');
+    return this.routeByName(request, kind, publicName, signal, field, principal, true);
   }
 
   private async routeByUri(request: JsonRpcRequest, uri: unknown, signal: AbortSignal | Cancellation | undefined, principal: Principal | undefined): Promise<UpstreamReply> {
@@ -482,6 +491,11 @@ function single(response: JsonRpcResponse): UpstreamReply {
 }
 
 async function* none(): AsyncGenerator<JsonRpcMessage, void, void> {}
+
+/** Messages already read, as a reply's stream again. */
+async function* replay(messages: JsonRpcMessage[]): AsyncGenerator<JsonRpcMessage, void, void> {
+  yield* messages;
+}
 
 /** What a tool promises: the parts of its definition a model reads or a call is checked against. */
 function toolContract(item: Obj): Record<string, unknown> {

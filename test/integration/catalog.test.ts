@@ -241,6 +241,43 @@ describe('catalog caching and change notifications', () => {
     assert.equal(firstPages, read, 'the whole list was kept for its ttlMs');
   });
 
+  test('a call refused with -32020 after the tool\'s x-mcp-header changed is sent again once, with the headers of a fresh list (streamable-http.mdx §Client Behavior)', async () => {
+    let header = 'Region';
+    let lists = 0;
+    const calls: Array<string | undefined> = [];
+    const changing = await startFakeUpstream((req, res, body) => {
+      const msg = JSON.parse(body) as { id: unknown; method: string; params: { arguments?: { place?: string } } };
+      const reply = (status: number, payload: Record<string, unknown>): void => void res.writeHead(status, { 'content-type': 'application/json' }).end(JSON.stringify({ jsonrpc: '2.0', id: msg.id, ...payload }));
+      if (msg.method === 'tools/list') {
+        lists++;
+        return reply(200, { result: { tools: [{ name: 'geo', inputSchema: { type: 'object', properties: { place: { type: 'string', 'x-mcp-header': header } } } }], resultType: 'complete', ttlMs: 60_000, cacheScope: 'public' } });
+      }
+      if (msg.method !== 'tools/call') return reply(200, { result: { resultType: 'complete' } });
+      const sent = req.headers[`mcp-param-${header.toLowerCase()}`];
+      calls.push(typeof sent === 'string' ? sent : undefined);
+      if (sent !== msg.params.arguments?.place) return reply(400, { error: { code: -32020, message: `Header mismatch: Mcp-Param-${header} missing` } });
+      return reply(200, { result: { content: [{ type: 'text', text: `at ${String(sent)}` }], resultType: 'complete' } });
+    }, { handshake: 'modern' });
+    const other = await listeningFixture('other3');
+    cleanups.push(() => changing.close());
+    const gw = await startGateway({ upstreams: [{ name: 'changing', url: changing.url }, { name: 'other', url: other.up.url }] });
+    cleanups.push(() => gw.close());
+    const callGeo = async () => {
+      const req = modernRequest(1, 'tools/call', { name: 'changing_geo', arguments: { place: 'eu' } });
+      // The client mirrors the value as Gatehouse's list told it (x-mcp-header: Region).
+      return post(gw.url, req.body, { ...req.headers, 'mcp-param-region': 'eu' });
+    };
+    { const first = await callGeo(); assert.equal(first.status, 200, `${first.text} calls=${JSON.stringify(calls)}`); }
+    // The upstream now wants the value in another header; Gatehouse's list (kept 60 s) still names the old one.
+    header = 'Zone';
+    const listsBefore = lists;
+    const res = await callGeo();
+    assert.equal(res.status, 200, res.text);
+    assert.equal(res.json().result.content[0].text, 'at eu');
+    assert.equal(lists, listsBefore + 1, 'listed again once');
+    assert.deepEqual(calls, ['eu', undefined, 'eu'], 'refused once with the old header, then sent with the new one');
+  });
+
   test('a list whose later page keeps failing is answered in part, and never kept', async () => {
     let firstPages = 0;
     const broken = await startFakeUpstream((_req, res, body) => {
