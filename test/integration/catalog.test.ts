@@ -206,11 +206,13 @@ describe('catalog caching and change notifications', () => {
     return { up, listens, lists: () => lists };
   }
 
-  test('a later page that fails is not kept: the list is read again from its start (caching.mdx §Interaction with Pagination)', async () => {
-    // tools/list in two pages; the second fails while `failures` lasts (a cursor gone stale).
-    let failures = 0;
+  /**
+   * A modern member, behind a second one (so the catalog serves), whose tools/list comes in two pages;
+   * the second fails (a cursor gone stale) while `secondPageFails` says so.
+   */
+  async function pagedMember(name: string, secondPageFails: () => boolean) {
     let firstPages = 0;
-    const paged = await startFakeUpstream((_req, res, body) => {
+    const up = await startFakeUpstream((_req, res, body) => {
       const msg = JSON.parse(body) as { id: unknown; method: string; params: { cursor?: string } };
       const reply = (payload: Record<string, unknown>): void => void res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ jsonrpc: '2.0', id: msg.id, ...payload }));
       if (msg.method !== 'tools/list') return reply({ result: { resultType: 'complete' } });
@@ -218,27 +220,29 @@ describe('catalog caching and change notifications', () => {
         firstPages++;
         return reply({ result: { tools: [{ name: 'first', inputSchema: { type: 'object' } }], nextCursor: 'page-2', resultType: 'complete', ttlMs: 60_000, cacheScope: 'public' } });
       }
-      if (failures > 0) {
-        failures--;
-        return reply({ error: { code: -32602, message: 'Invalid cursor' } });
-      }
+      if (secondPageFails()) return reply({ error: { code: -32602, message: 'Invalid cursor' } });
       return reply({ result: { tools: [{ name: 'second', inputSchema: { type: 'object' } }], resultType: 'complete', ttlMs: 60_000, cacheScope: 'public' } });
     }, { handshake: 'modern' });
-    const other = await listeningFixture('other');
-    cleanups.push(() => paged.close());
-    const gw = await startGateway({ upstreams: [{ name: 'paged', url: paged.url }, { name: 'other', url: other.up.url }] });
+    const other = await listeningFixture(`${name}-other`);
+    cleanups.push(() => up.close());
+    const gw = await startGateway({ upstreams: [{ name, url: up.url }, { name: 'other', url: other.up.url }] });
     cleanups.push(() => gw.close());
-    const list = async () => {
+    const list = async (): Promise<string[]> => {
       const req = modernRequest(1, 'tools/list');
-      return ((await post(gw.url, req.body, req.headers)).json().result.tools as Tool[]).map((t) => t.name).filter((n) => n.startsWith('paged_'));
+      return ((await post(gw.url, req.body, req.headers)).json().result.tools as Tool[]).map((t) => t.name).filter((n) => n.startsWith(`${name}_`));
     };
+    return { list, firstPages: () => firstPages };
+  }
+
+  test('a later page that fails is not kept: the list is read again from its start (caching.mdx §Interaction with Pagination)', async () => {
     // The first reading's second page fails once: the list is read again from page one, and is whole.
-    failures = 1;
-    assert.deepEqual(await list(), ['paged_first', 'paged_second']);
-    const read = firstPages;
+    let failures = 1;
+    const member = await pagedMember('paged', () => failures-- > 0);
+    assert.deepEqual(await member.list(), ['paged_first', 'paged_second']);
+    const read = member.firstPages();
     assert.ok(read >= 2, `read from its start again (${read} first pages)`);
-    assert.deepEqual(await list(), ['paged_first', 'paged_second']);
-    assert.equal(firstPages, read, 'the whole list was kept for its ttlMs');
+    assert.deepEqual(await member.list(), ['paged_first', 'paged_second']);
+    assert.equal(member.firstPages(), read, 'the whole list was kept for its ttlMs');
   });
 
   test('a call refused with -32020 after the tool\'s x-mcp-header changed is sent again once, with the headers of a fresh list (streamable-http.mdx §Client Behavior)', async () => {
@@ -279,29 +283,11 @@ describe('catalog caching and change notifications', () => {
   });
 
   test('a list whose later page keeps failing is answered in part, and never kept', async () => {
-    let firstPages = 0;
-    const broken = await startFakeUpstream((_req, res, body) => {
-      const msg = JSON.parse(body) as { id: unknown; method: string; params: { cursor?: string } };
-      const reply = (payload: Record<string, unknown>): void => void res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ jsonrpc: '2.0', id: msg.id, ...payload }));
-      if (msg.method !== 'tools/list') return reply({ result: { resultType: 'complete' } });
-      if (msg.params.cursor === undefined) {
-        firstPages++;
-        return reply({ result: { tools: [{ name: 'first', inputSchema: { type: 'object' } }], nextCursor: 'page-2', resultType: 'complete', ttlMs: 60_000, cacheScope: 'public' } });
-      }
-      return reply({ error: { code: -32602, message: 'Invalid cursor' } });
-    }, { handshake: 'modern' });
-    const other = await listeningFixture('other2');
-    cleanups.push(() => broken.close());
-    const gw = await startGateway({ upstreams: [{ name: 'broken', url: broken.url }, { name: 'other', url: other.up.url }] });
-    cleanups.push(() => gw.close());
-    const list = async () => {
-      const req = modernRequest(1, 'tools/list');
-      return ((await post(gw.url, req.body, req.headers)).json().result.tools as Tool[]).map((t) => t.name).filter((n) => n.startsWith('broken_'));
-    };
-    assert.deepEqual(await list(), ['broken_first']);
-    const read = firstPages;
-    await list();
-    assert.ok(firstPages > read, 'not served from a cache: read again');
+    const member = await pagedMember('broken', () => true);
+    assert.deepEqual(await member.list(), ['broken_first']);
+    const read = member.firstPages();
+    await member.list();
+    assert.ok(member.firstPages() > read, 'not served from a cache: read again');
   });
 
   test('lists are cached for their ttlMs; a listen relays list changes under the client id and drops the cache', async () => {
