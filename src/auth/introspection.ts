@@ -17,8 +17,10 @@ export interface IntrospectorOptions {
   cacheMaxSeconds: number;
   /** When the answer names an issuer it must be this one. */
   issuer: string;
-  /** When the answer names audiences this gateway must be among them (RFC 8707). */
+  /** The answer's audiences must include this gateway (RFC 8707). */
   audience: string;
+  /** An answer without aud is accepted (for authorization servers that never return one). */
+  acceptMissingAudience?: boolean;
   clockSkewSeconds: number;
 }
 
@@ -100,8 +102,10 @@ export class Introspector {
   private judge(answer: Record<string, unknown>, now: number): IntrospectionResult {
     if (answer.active !== true) return refuse('inactive', 'token is not active');
     if (answer.iss !== undefined && answer.iss !== this.opts.issuer) return refuse('wrong_issuer', 'token was issued by another issuer');
-    if (answer.aud !== undefined && !audiences(answer.aud).includes(this.opts.audience)) {
-      return refuse('wrong_audience', 'token was not issued for this resource');
+    // 2026-07-28 authorization §Token Handling: a token not issued for this server is refused, and one whose
+    // answer names no audience cannot be shown to be for it (RFC 7662 makes aud optional).
+    if (answer.aud === undefined ? this.opts.acceptMissingAudience !== true : !audiences(answer.aud).includes(this.opts.audience)) {
+      return refuse('wrong_audience', answer.aud === undefined ? 'token introspection names no audience, so the token cannot be shown to be for this resource' : 'token was not issued for this resource');
     }
     const skewMs = this.opts.clockSkewSeconds * 1000;
     if (typeof answer.exp === 'number' && answer.exp * 1000 <= now - skewMs) return refuse('expired', 'token has expired');

@@ -565,6 +565,10 @@ export interface Oauth {
      * Longest time an introspection answer is reused; never longer than the token's own lifetime.
      */
     cacheMaxSeconds: number;
+    /**
+     * Accept an active token whose introspection answer names no audience (aud). Off by default: such a token cannot be shown to be meant for this gateway, and the spec has servers refuse tokens not issued for them (authorization §Token Handling). Turn on only for an authorization server that never returns aud and issues tokens for this gateway alone.
+     */
+    acceptMissingAudience: boolean;
   };
   /**
    * Authorization servers named in the protected resource metadata (RFC 9728); defaults to the issuer.

@@ -75,7 +75,7 @@ function verifier(url: string, over: Partial<OAuthConfig> = {}, cacheMaxSeconds 
       clockSkewSeconds: 0,
       jwksMaxAgeSeconds: 600,
       jwksMinRefreshSeconds: 30,
-      introspection: { url, clientId: CLIENT_ID, clientSecret: CLIENT_SECRET, cacheMaxSeconds },
+      introspection: { url, clientId: CLIENT_ID, clientSecret: CLIENT_SECRET, cacheMaxSeconds, acceptMissingAudience: false },
       ...over,
     },
     log,
@@ -134,7 +134,7 @@ test('active token: principal from the answer; Basic client auth and a form body
 });
 
 test('answers are cached: a second verify makes no request', async () => {
-  as.answers.set('opaque-cached', { active: true, sub: 'bob', exp: nowSec() + 600 });
+  as.answers.set('opaque-cached', { active: true, sub: 'bob', aud: AUDIENCE, exp: nowSec() + 600 });
   const before = as.seen.length;
   assert.equal(principal(await v.verify('opaque-cached')).subject, 'bob');
   assert.equal(principal(await v.verify('opaque-cached')).subject, 'bob');
@@ -142,7 +142,7 @@ test('answers are cached: a second verify makes no request', async () => {
 });
 
 test('concurrent verifies of one token share one request', async () => {
-  as.answers.set('opaque-concurrent', { active: true, sub: 'carol', exp: nowSec() + 600 });
+  as.answers.set('opaque-concurrent', { active: true, sub: 'carol', aud: AUDIENCE, exp: nowSec() + 600 });
   as.delayMs = 100;
   const before = as.seen.length;
   try {
@@ -165,7 +165,7 @@ test('inactive token: invalid_token inactive, and the refusal is cached briefly'
 
 test('a cached answer never outlives the token expiry', async () => {
   const exp = nowSec() + 2;
-  as.answers.set('opaque-short', { active: true, sub: 'dave', exp });
+  as.answers.set('opaque-short', { active: true, sub: 'dave', aud: AUDIENCE, exp });
   const before = as.seen.length;
   principal(await v.verify('opaque-short'));
   principal(await v.verify('opaque-short'));
@@ -184,24 +184,27 @@ test('a cached answer never outlives the token expiry', async () => {
 
 test('cacheMaxSeconds 0 disables the cache', async () => {
   const nc = verifier(as.url, {}, 0);
-  as.answers.set('opaque-nocache', { active: true, sub: 'erin', exp: nowSec() + 600 });
+  as.answers.set('opaque-nocache', { active: true, sub: 'erin', aud: AUDIENCE, exp: nowSec() + 600 });
   const before = as.seen.length;
   principal(await nc.verify('opaque-nocache'));
   principal(await nc.verify('opaque-nocache'));
   assert.equal(as.seen.length, before + 2);
 });
 
-test('issuer and audience in the answer are enforced when present; sub is required', async () => {
+test('issuer is enforced when present, audience always (an answer without aud is refused unless acceptMissingAudience); sub is required', async () => {
   as.answers.set('opaque-other-aud', { active: true, sub: 'x', aud: 'https://other.test/mcp' });
-  as.answers.set('opaque-other-iss', { active: true, sub: 'x', iss: 'https://evil.test' });
-  as.answers.set('opaque-no-sub', { active: true, client_id: 'app' });
-  as.answers.set('opaque-not-yet', { active: true, sub: 'x', nbf: nowSec() + 120 });
+  as.answers.set('opaque-other-iss', { active: true, sub: 'x', aud: AUDIENCE, iss: 'https://evil.test' });
+  as.answers.set('opaque-no-sub', { active: true, aud: AUDIENCE, client_id: 'app' });
+  as.answers.set('opaque-not-yet', { active: true, sub: 'x', aud: AUDIENCE, nbf: nowSec() + 120 });
   as.answers.set('opaque-no-aud', { active: true, sub: 'frank' });
   assert.deepEqual(failure(await v.verify('opaque-other-aud')), { kind: 'invalid_token', reason: 'wrong_audience' });
   assert.deepEqual(failure(await v.verify('opaque-other-iss')), { kind: 'invalid_token', reason: 'wrong_issuer' });
   assert.deepEqual(failure(await v.verify('opaque-no-sub')), { kind: 'invalid_token', reason: 'missing_claim' });
   assert.deepEqual(failure(await v.verify('opaque-not-yet')), { kind: 'invalid_token', reason: 'not_yet_valid' });
-  const p = principal(await v.verify('opaque-no-aud'));
+  // authorization §Token Handling: a token that cannot be shown to be for this resource is refused.
+  assert.deepEqual(failure(await v.verify('opaque-no-aud')), { kind: 'invalid_token', reason: 'wrong_audience' });
+  const lenient = verifier(as.url, { introspection: { url: as.url, clientId: CLIENT_ID, clientSecret: CLIENT_SECRET, cacheMaxSeconds: 60, acceptMissingAudience: true } });
+  const p = principal(await lenient.verify('opaque-no-aud'));
   assert.equal(p.subject, 'frank');
   assert.equal(p.expiresAt, undefined);
 });
@@ -209,7 +212,7 @@ test('issuer and audience in the answer are enforced when present; sub is requir
 test('endpoint failing or down: unavailable, never cached', async () => {
   const fas = await startAuthServer();
   const fv = verifier(fas.url);
-  fas.answers.set('opaque-during-outage', { active: true, sub: 'gina', exp: nowSec() + 600 });
+  fas.answers.set('opaque-during-outage', { active: true, sub: 'gina', aud: AUDIENCE, exp: nowSec() + 600 });
   fas.status = 500;
   assert.deepEqual(failure(await fv.verify('opaque-during-outage')), { kind: 'unavailable' });
   fas.status = 200;
