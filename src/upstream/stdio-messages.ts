@@ -24,7 +24,7 @@ import type { Logger } from '../log/logger.js';
 import type { JsonRpcId, JsonRpcMessage, JsonRpcRequest, JsonRpcResponse } from '../protocol/jsonrpc.js';
 import { signalOf, type Cancellation } from '../pipeline/cancellation.js';
 import type { UpstreamMessages, UpstreamReply } from '../pipeline/ports.js';
-import type { Principal } from '../pipeline/principal.js';
+import { principalKey, type Principal } from '../pipeline/principal.js';
 import { canonicalJson } from '../protocol/canonical-json.js';
 import { answersAsModern } from './era-probe.js';
 import type { ChannelFactory, MessageChannel } from './channel.js';
@@ -132,6 +132,14 @@ export class StdioMessages implements UpstreamMessages {
   private readonly spares = new Map<Managed, NodeJS.Timeout>();
   private readonly guests = new Map<string, Guest>();
   private guestCalls = 0;
+  /**
+   * The shared child serves every caller at once, so each request goes to it under an id of Gatehouse's
+   * (and its progress token likewise): ids must be unique among a sender's outstanding requests
+   * (basic/index.mdx §Requests) and progress tokens across active requests (utilities/progress.mdx), and two
+   * callers may both send id 1. Keyed by caller and client id: their upstream id, for notifications/cancelled.
+   */
+  private readonly sharedIds = new Map<string, string>();
+  private sharedSequence = 0;
   /** Children that died on their own (or could not start) since the last successful call. */
   private crashes = 0;
   private lastCrashAt = 0;
@@ -203,13 +211,54 @@ export class StdioMessages implements UpstreamMessages {
     }
     const own = method === 'subscriptions/listen' && principal === undefined;
     if (!own) managed.lastUsed = Date.now();
+    const shared = sessionId === undefined && method !== 'initialize';
     if (!('id' in message) || !('method' in message)) {
-      managed.proc.send(message); // notifications and the client's answers to server requests
+      // Notifications and the client's answers to server requests; a cancellation names the call by the id
+      // the shared child knows it under.
+      managed.proc.send(shared && method === 'notifications/cancelled' ? this.cancellationForShared(message, principal) : message);
       return { status: 202, headers: {}, messages: empty() };
     }
     const isProbe = message.method === 'server/discover' && sessionId === undefined;
     const timeout = isProbe ? AbortSignal.timeout(DISCOVER_PROBE_TIMEOUT_MS) : undefined;
-    return { status: 200, headers: replyHeaders, messages: this.call(managed, message as JsonRpcRequest, signal, timeout, own) };
+    return { status: 200, headers: replyHeaders, messages: this.call(managed, message as JsonRpcRequest, signal, timeout, own, shared ? callerKey(principal) : undefined) };
+  }
+
+  /**
+   * A request for the shared child under an id (and progress token) of Gatehouse's, with `back` to give
+   * what the child sends about it the client's own again; `release` forgets the pair once the call is over.
+   */
+  private remapForShared(request: JsonRpcRequest, caller: string): { request: JsonRpcRequest; back(m: JsonRpcMessage): JsonRpcMessage; release(): void } {
+    const upstreamId = `gh-shared-${++this.sharedSequence}`;
+    const key = `${caller}\u0000${JSON.stringify(request.id)}`;
+    this.sharedIds.set(key, upstreamId);
+    const meta = request.params?._meta as Record<string, unknown> | undefined;
+    const clientToken = meta?.progressToken;
+    const upstreamToken = clientToken === undefined ? undefined : `${upstreamId}-progress`;
+    const params = upstreamToken === undefined ? request.params : { ...request.params, _meta: { ...meta, progressToken: upstreamToken } };
+    return {
+      request: { ...request, id: upstreamId, ...(params !== undefined ? { params } : {}) },
+      back: (m) => {
+        const msg = m as { id?: unknown; method?: string; params?: { progressToken?: unknown; _meta?: Record<string, unknown> } };
+        if (msg.method === undefined) return msg.id === upstreamId ? ({ ...m, id: request.id } as JsonRpcMessage) : m;
+        if (msg.method === 'notifications/progress' && upstreamToken !== undefined && msg.params?.progressToken === upstreamToken) {
+          return { ...m, params: { ...msg.params, progressToken: clientToken } } as JsonRpcMessage;
+        }
+        if (msg.params?._meta?.[SUBSCRIPTION_ID] === upstreamId) {
+          return { ...m, params: { ...msg.params, _meta: { ...msg.params._meta, [SUBSCRIPTION_ID]: request.id } } } as JsonRpcMessage;
+        }
+        return m;
+      },
+      release: () => {
+        if (this.sharedIds.get(key) === upstreamId) this.sharedIds.delete(key);
+      },
+    };
+  }
+
+  /** A client's notifications/cancelled for the shared child, naming the call by the id the child knows. */
+  private cancellationForShared(message: JsonRpcMessage, principal: Principal | undefined): JsonRpcMessage {
+    const params = (message as { params?: { requestId?: unknown } }).params;
+    const upstreamId = params?.requestId === undefined ? undefined : this.sharedIds.get(`${callerKey(principal)}\u0000${JSON.stringify(params.requestId)}`);
+    return upstreamId === undefined ? message : ({ ...message, params: { ...params, requestId: upstreamId } } as JsonRpcMessage);
   }
 
   /**
@@ -414,17 +463,21 @@ export class StdioMessages implements UpstreamMessages {
   }
 
   /** Yields what the process sends while this request is in flight, then its response. */
-  private call(managed: Managed, request: JsonRpcRequest, signal?: AbortSignal, probeTimeout?: AbortSignal, own = false): AsyncGenerator<JsonRpcMessage, void, void> {
+  /** `caller`: set for the shared child, whose requests go under ids of Gatehouse's (see sharedIds). */
+  private call(managed: Managed, request: JsonRpcRequest, signal?: AbortSignal, probeTimeout?: AbortSignal, own = false, caller?: string): AsyncGenerator<JsonRpcMessage, void, void> {
     const abort = signal && probeTimeout ? AbortSignal.any([signal, probeTimeout]) : (signal ?? probeTimeout);
     return queue(abort, (push, finish, fail) => {
-      const progressToken = (request.params?._meta as { progressToken?: unknown } | undefined)?.progressToken;
-      const entry: CallEntry = { id: request.id, listen: request.method === 'subscriptions/listen', own, progressToken, push };
+      const remap = caller === undefined ? undefined : this.remapForShared(request, caller);
+      const sent = remap?.request ?? request;
+      const progressToken = (sent.params?._meta as { progressToken?: unknown } | undefined)?.progressToken;
+      const entry: CallEntry = { id: sent.id, listen: request.method === 'subscriptions/listen', own, progressToken, push: remap ? (m) => push(remap.back(m)) : push };
       managed.router.calls.push(entry);
       const release = (): void => {
         const i = managed.router.calls.indexOf(entry);
         if (i !== -1) managed.router.calls.splice(i, 1);
+        remap?.release();
       };
-      managed.proc.request(request, abort).then(
+      managed.proc.request(sent, abort).then(
         (res: JsonRpcResponse) => {
           release();
           // Recovery is a working child started after the last crash, not an older sibling still answering.
@@ -434,7 +487,7 @@ export class StdioMessages implements UpstreamMessages {
             managed.modern = true;
           }
           if (request.method === 'initialize') this.initialized(managed, request, res);
-          push(res);
+          push(remap ? remap.back(res) : res);
           finish();
         },
         (err: unknown) => {
@@ -447,6 +500,11 @@ export class StdioMessages implements UpstreamMessages {
       return release;
     });
   }
+}
+
+/** Who a shared child's request is for: the caller, or Gatehouse itself. */
+function callerKey(principal: Principal | undefined): string {
+  return principal === undefined ? 'gatehouse' : principalKey(principal);
 }
 
 function errorReply(status: number, code: number, message: string): UpstreamReply {
