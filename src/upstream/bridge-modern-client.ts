@@ -367,6 +367,10 @@ export class ModernClientBridge {
     for (const [key, upstreamRequestId] of call.pending) {
       await this.answerUpstream(call.session, { jsonrpc: '2.0', id: upstreamRequestId, result: responses[key] as Obj });
     }
+    // From here the call answers the retry: its progress goes under the retry's own token, or nowhere when
+    // it has none (utilities/progress.mdx: only tokens of active requests; the first request is over).
+    const retryToken = (request.params?._meta as { progressToken?: string | number } | undefined)?.progressToken;
+    call.progress.clientToken = retryToken;
     this.cancelOnDisconnect(signal, call.session, call.upstreamId, call.upstreamRequest);
     let parked = false;
     try {
@@ -392,7 +396,7 @@ export class ModernClientBridge {
 
   private relayNotification(channel: MessageSink, msg: JsonRpcMessage & { method?: string; params?: Obj }, call: { progress: ProgressMap; logLevel?: string; session: LegacyClientSession }): void {
     if (msg.method === 'notifications/progress') {
-      if (call.progress.upstreamToken === undefined || msg.params?.progressToken !== call.progress.upstreamToken) return;
+      if (call.progress.upstreamToken === undefined || call.progress.clientToken === undefined || msg.params?.progressToken !== call.progress.upstreamToken) return;
       channel.push({ jsonrpc: '2.0', method: msg.method, params: { ...msg.params, progressToken: call.progress.clientToken } });
       return;
     }

@@ -233,6 +233,47 @@ describe('modern client → legacy upstream (§16.1)', () => {
     assert.equal(answers.length, 1);
   });
 
+  test('MRTR: progress after the retry goes under the retry\'s own token, never the finished first request\'s (utilities/progress.mdx)', async () => {
+    let waiting: ServerResponse | undefined;
+    let call: Msg | undefined;
+    const up = await startFakeUpstream((req, res, body) => {
+      if (req.method === 'DELETE') return void res.writeHead(200).end();
+      const msg = JSON.parse(body) as Msg & { result?: unknown };
+      if (msg.method === 'initialize') {
+        return void res.writeHead(200, { 'content-type': 'application/json', 'mcp-session-id': 'progress-after' }).end(JSON.stringify({ jsonrpc: '2.0', id: msg.id, result: { protocolVersion: '2025-11-25', capabilities: { tools: {} }, serverInfo: { name: 'p', version: '1' } } }));
+      }
+      if (msg.method === 'server/discover') return void res.writeHead(400, { 'content-type': 'application/json' }).end('{"jsonrpc":"2.0","id":null,"error":{"code":-32000,"message":"Bad Request"}}');
+      if (msg.method === 'tools/list') return jsonResult(res, body, { tools: [] });
+      if (msg.method === 'tools/call') {
+        call = msg;
+        waiting = res;
+        res.writeHead(200, { 'content-type': 'text/event-stream' });
+        res.write(`data: ${JSON.stringify({ jsonrpc: '2.0', id: 'ask', method: 'elicitation/create', params: { message: 'go?', requestedSchema: { type: 'object', properties: {} } } })}\n\n`);
+        return;
+      }
+      if (msg.id === 'ask') {
+        res.writeHead(202).end();
+        const token = call!.params?._meta?.progressToken;
+        waiting!.write(`data: ${JSON.stringify({ jsonrpc: '2.0', method: 'notifications/progress', params: { progressToken: token, progress: 1, total: 1 } })}\n\n`);
+        waiting!.end(`data: ${JSON.stringify({ jsonrpc: '2.0', id: call!.id, result: { content: [{ type: 'text', text: 'went' }] } })}\n\n`);
+        return;
+      }
+      res.writeHead(202).end();
+    }, { handshake: false });
+    cleanups.push(() => up.close());
+    const gw = await gatewayFor(up);
+    const meta = (token: string) => ({ 'io.modelcontextprotocol/clientCapabilities': { elicitation: { form: {} } }, progressToken: token });
+    const first = modernRequest(1, 'tools/call', { name: 'go', arguments: {}, _meta: meta('p1') });
+    const asked = (await post(gw.url, first.body, first.headers)).json().result;
+    const [key] = Object.keys(asked.inputRequests);
+    const retry = modernRequest(2, 'tools/call', { name: 'go', arguments: {}, requestState: asked.requestState, inputResponses: { [key!]: { action: 'accept', content: {} } }, _meta: meta('p2') });
+    const res = await post(gw.url, retry.body, retry.headers);
+    const messages = res.text.split('\n').filter((l) => l.startsWith('data: ')).map((l) => JSON.parse(l.slice(6)) as Msg & { result?: { content: Array<{ text: string }> } });
+    const progress = messages.filter((m) => m.method === 'notifications/progress');
+    assert.deepEqual(progress.map((m) => m.params?.progressToken), ['p2'], res.text);
+    assert.equal(messages.find((m) => m.id === 2)?.result?.content[0]?.text, 'went');
+  });
+
   test('an input type the request did not declare is refused upstream, never relayed (mrtr.mdx §Server Requirements 6)', async () => {
     const up = await legacyUpstream((msg, res) => {
       if (msg.method !== 'tools/call') return void res.writeHead(202).end();
