@@ -118,8 +118,9 @@ export class LegacyClientBridge {
       await this.forward(ctx, session, request, stream, done.cancel);
     } catch (err) {
       if (done.cancel.aborted) {
-        // Cancelled by the client: nothing more is owed for it, but the HTTP exchange itself must end.
-        stream.finish(errorResponse(request.id, ErrorCode.InternalError, 'Request cancelled by the client'));
+        // Cancelled by the client: no response is sent for it (2025-11-25 utilities/cancellation.mdx §Behavior
+        // Requirements), but the HTTP exchange itself must end, with nothing in it.
+        stream.end();
         return;
       }
       stream.fail(err instanceof GatewayError ? err : new GatewayError('GW_ERR_UPSTREAM_BAD_RESPONSE', String((err as Error)?.message ?? err), this.client.upstream));

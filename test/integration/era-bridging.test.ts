@@ -470,7 +470,10 @@ describe('legacy client → modern upstream (§16.2)', () => {
     assert.equal(cancel.status, 202);
     for (let i = 0; i < 100 && !upstreamClosed; i++) await sleep(20);
     assert.ok(upstreamClosed, 'the upstream stream was closed');
-    await pending;
+    // The cancelled request gets no response (utilities/cancellation.mdx §Behavior Requirements): its exchange just ends.
+    const answered = await pending;
+    assert.ok(answered !== undefined, 'the exchange ended');
+    assert.doesNotMatch(answered.text, /"id":77/, answered.text);
   });
 
   test('a modern server\'s URL elicitation reaches a 2025-11-25 client with the elicitationId its schema requires; the answer goes back upstream', async () => {
