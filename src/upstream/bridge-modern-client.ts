@@ -337,7 +337,7 @@ export class ModernClientBridge {
         name: nameField ? request.params?.[nameField] : undefined,
         pending: new Map([[key, msg.id]]),
         asked: new Map([[key, { method: msg.method, params: msg.method === 'elicitation/create' && msg.params?.mode === 'url' ? modernUrlElicitation(msg.params) : (msg.params ?? {}) }]]),
-        expire: () => void this.abandon(call.session, call.upstreamId, msg.id!, call.upstreamRequest).finally(call.release),
+        expire: () => void this.abandon(call.session, call.upstreamId, msg.id!, call.upstreamRequest, msg.method!).finally(call.release),
       });
       // mrtr.mdx §InputRequiredResult: the client gathers the input and retries with inputResponses.
       const asked = msg.method === 'elicitation/create' && msg.params?.mode === 'url' ? modernUrlElicitation(msg.params) : (msg.params ?? {});
@@ -438,9 +438,11 @@ export class ModernClientBridge {
     }, { once: true });
   }
 
-  private async abandon(session: LegacyClientSession, upstreamId: string, serverRequestId: JsonRpcId, upstreamRequest: AbortController): Promise<void> {
+  private async abandon(session: LegacyClientSession, upstreamId: string, serverRequestId: JsonRpcId, upstreamRequest: AbortController, method: string): Promise<void> {
     this.log.info('parked call expired without a retry', { upstreamId });
-    await this.answerUpstream(session, { jsonrpc: '2.0', id: serverRequestId, result: { action: 'cancel' } }).catch(() => {});
+    // An elicitation can be cancelled; a sampling or roots request has no such answer, and gets an error.
+    const answer: JsonRpcResponse = method === 'elicitation/create' ? { jsonrpc: '2.0', id: serverRequestId, result: { action: 'cancel' } } : errorResponse(serverRequestId, ErrorCode.InternalError, 'The client did not answer in time');
+    await this.answerUpstream(session, answer).catch(() => {});
     await this.client.post({ jsonrpc: '2.0', method: 'notifications/cancelled', params: { requestId: upstreamId, reason: 'input not provided in time' } }, this.sessions.headersFor(session)).catch(() => {});
     upstreamRequest.abort();
   }

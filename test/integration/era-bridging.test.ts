@@ -274,6 +274,21 @@ describe('modern client → legacy upstream (§16.1)', () => {
     assert.equal(messages.find((m) => m.id === 2)?.result?.content[0]?.text, 'went');
   });
 
+  test('MRTR: a sampling request left unanswered past sessions.inputTimeoutMs gets an error upstream, not an elicitation\'s cancel', async () => {
+    const up = await legacyUpstream((msg, res) => {
+      res.writeHead(200, { 'content-type': 'text/event-stream' });
+      res.write(`data: ${JSON.stringify({ jsonrpc: '2.0', id: 'sample-late', method: 'sampling/createMessage', params: { messages: [], maxTokens: 1 } })}\n\n`);
+      void msg;
+    });
+    const gw = await gatewayFor(up, { sessions: { inputTimeoutMs: 300 } });
+    const call = modernRequest(1, 'tools/call', { name: 'sample', arguments: {}, _meta: { 'io.modelcontextprotocol/clientCapabilities': { sampling: {} } } });
+    assert.equal((await post(gw.url, call.body, call.headers)).json().result.resultType, 'input_required');
+    const answer = () => up.requests.map((r) => JSON.parse(r.body || '{}') as Msg & { result?: unknown; error?: { code: number } }).find((m) => m.id === 'sample-late');
+    for (let i = 0; i < 100 && answer() === undefined; i++) await sleep(20);
+    assert.equal(answer()?.result, undefined, JSON.stringify(answer()));
+    assert.equal(answer()?.error?.code, -32603);
+  });
+
   test('an input type the request did not declare is refused upstream, never relayed (mrtr.mdx §Server Requirements 6)', async () => {
     const up = await legacyUpstream((msg, res) => {
       if (msg.method !== 'tools/call') return void res.writeHead(202).end();
