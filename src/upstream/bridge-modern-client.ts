@@ -193,9 +193,11 @@ export class ModernClientBridge {
     const requested = (isObject(request.params?.notifications) ? request.params.notifications : {}) as SubscriptionFilter;
     const filter = honouredFilter(requested, (session.init.capabilities ?? {}) as Parameters<typeof honouredFilter>[1]);
     const subscriptionId = request.id;
-    sink.push({ jsonrpc: '2.0', method: 'notifications/subscriptions/acknowledged', params: { _meta: { [META_SUBSCRIPTION_ID]: subscriptionId }, notifications: filter } });
     const hub = this.hubFor(session);
     const listener: Listener = { filter, subscriptionId, send: (m) => void sink.push(m) };
+    // Subscribed first: the acknowledgment names only the resources the upstream accepted (subscriptions.mdx §Acknowledgment).
+    await hub.add(listener);
+    sink.push({ jsonrpc: '2.0', method: 'notifications/subscriptions/acknowledged', params: { _meta: { [META_SUBSCRIPTION_ID]: subscriptionId }, notifications: listener.filter } });
     const keepalive = setInterval(() => sink.comment(), 15_000).unref();
     const end = (): void => sink.finish({ jsonrpc: '2.0', id: request.id, result: { resultType: 'complete', _meta: { [META_SUBSCRIPTION_ID]: subscriptionId } } });
     this.activeListens.add(end);
@@ -210,7 +212,6 @@ export class ModernClientBridge {
       release();
       void hub.remove(listener);
     });
-    await hub.add(listener);
   }
 
   /** A session ended (idle, or gone upstream): the listens on it end as a server ends them (subscriptions.mdx §Graceful Closure). */

@@ -50,14 +50,30 @@ export class ListenHub {
     private readonly log: Logger,
   ) {}
 
+  /**
+   * Adds a listener; resource URIs the upstream refuses to subscribe to are taken out of its filter, so the
+   * acknowledgment names only what is honoured (subscriptions.mdx §Acknowledgment).
+   */
   async add(listener: Listener): Promise<void> {
     this.listeners.add(listener);
+    const refused = new Set<string>();
     for (const uri of listener.filter.resourceSubscriptions ?? []) {
       const n = this.uriRefs.get(uri) ?? 0;
       this.uriRefs.set(uri, n + 1);
-      if (n === 0) await this.call('resources/subscribe', { uri });
+      if (n === 0 && !(await this.call('resources/subscribe', { uri }).catch(() => false))) {
+        refused.add(uri);
+        this.forget(uri);
+      }
     }
+    if (refused.size > 0) listener.filter = { ...listener.filter, resourceSubscriptions: listener.filter.resourceSubscriptions!.filter((u) => !refused.has(u)) };
     if (!this.stream) this.openStream();
+  }
+
+  /** One reference to `uri` fewer; the last one gone, nothing more is said upstream (a refused subscription). */
+  private forget(uri: string): void {
+    const n = (this.uriRefs.get(uri) ?? 1) - 1;
+    if (n > 0) this.uriRefs.set(uri, n);
+    else this.uriRefs.delete(uri);
   }
 
   async remove(listener: Listener): Promise<void> {
@@ -136,11 +152,12 @@ export class ListenHub {
     })().catch((err: unknown) => this.log.warn('an answer to the upstream could not be sent', { method: request.method, err }));
   }
 
-  private async call(method: string, params: Record<string, unknown>): Promise<void> {
+  /** Sends one request of the hub's own upstream; false when the upstream answered it with an error. */
+  private async call(method: string, params: Record<string, unknown>): Promise<boolean> {
     // Ids are never reused within a session (2025-11-25/basic/index.mdx §Requests); two listeners may subscribe in the same millisecond.
     const reply = await this.client.post({ jsonrpc: '2.0', id: `gh-${method}-${randomUUID()}`, method, params }, this.headers());
-    for await (const _ of reply.messages) {
-      // the empty result
-    }
+    let ok = reply.status < 400;
+    for await (const m of reply.messages) if ('error' in m && m.error !== undefined) ok = false;
+    return ok;
   }
 }

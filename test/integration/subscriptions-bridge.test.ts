@@ -49,12 +49,16 @@ describe('modern subscriptions/listen → legacy upstream', () => {
       }
       if (msg.method === 'resources/subscribe') subscribed.push(msg.params!.uri!);
       if (msg.id === undefined) return void res.writeHead(202).end();
+      // A resource the server will not let anyone subscribe to.
+      if (msg.method === 'resources/subscribe' && msg.params?.uri === 'file:///refused') {
+        return void res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ jsonrpc: '2.0', id: msg.id, error: { code: -32002, message: 'Resource not found' } }));
+      }
       jsonResult(res, body, {});
     }, { handshake: false });
     cleanups.push(() => up.close());
     const gw = await startGateway({ upstreams: [{ name: 'up', url: up.url, era: 'legacy' }] });
     cleanups.push(() => gw.close());
-    const listen = modernRequest(7, 'subscriptions/listen', { notifications: { toolsListChanged: true, promptsListChanged: true, resourceSubscriptions: ['file:///a'] } });
+    const listen = modernRequest(7, 'subscriptions/listen', { notifications: { toolsListChanged: true, promptsListChanged: true, resourceSubscriptions: ['file:///a', 'file:///refused'] } });
     const ac = new AbortController();
     const res = await request(gw.url, { method: 'POST', headers: listen.headers, body: listen.body, signal: ac.signal });
     assert.equal(res.headers['content-type'], 'text/event-stream');
@@ -63,9 +67,9 @@ describe('modern subscriptions/listen → legacy upstream', () => {
       jsonrpc: '2.0',
       method: 'notifications/subscriptions/acknowledged',
       params: { _meta: { 'io.modelcontextprotocol/subscriptionId': 7 }, notifications: { toolsListChanged: true, resourceSubscriptions: ['file:///a'] } },
-    }, 'prompts are not honoured: the upstream has no prompts.listChanged');
+    }, 'prompts are not honoured: the upstream has no prompts.listChanged; nor is the resource it refused to subscribe to');
     for (let i = 0; i < 100 && (!getStream || subscribed.length === 0); i++) await sleep(20);
-    assert.deepEqual(subscribed, ['file:///a']);
+    assert.deepEqual(subscribed, ['file:///a', 'file:///refused'], 'both were asked for, before the acknowledgment');
     getStream!.write(`data: ${JSON.stringify({ jsonrpc: '2.0', method: 'notifications/prompts/list_changed' })}\n\n`);
     getStream!.write(`data: ${JSON.stringify({ jsonrpc: '2.0', method: 'notifications/resources/updated', params: { uri: 'file:///other' } })}\n\n`);
     getStream!.write(`data: ${JSON.stringify({ jsonrpc: '2.0', method: 'notifications/tools/list_changed' })}\n\n`);

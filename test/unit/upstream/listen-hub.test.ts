@@ -64,3 +64,31 @@ test('a request the upstream sends on its GET stream is answered: ping with an e
   assert.equal(posted[1]!.id, 'srv-2');
   assert.equal((posted[1]!.error as { code: number }).code, -32601);
 });
+
+test('a resource the upstream refuses to subscribe to is taken out of the listener\'s filter, and never unsubscribed', async () => {
+  const posted: Array<{ method: string; uri: unknown }> = [];
+  const client: UpstreamMessages = {
+    upstream: 'up',
+    async post(message) {
+      const m = message as unknown as { id: unknown; method: string; params: { uri: unknown } };
+      posted.push({ method: m.method, uri: m.params.uri });
+      const refused = m.params.uri === 'file:///secret';
+      async function* answer(): AsyncGenerator<JsonRpcMessage, void, void> {
+        yield (refused ? { jsonrpc: '2.0', id: m.id, error: { code: -32602, message: 'Resource not found' } } : { jsonrpc: '2.0', id: m.id, result: {} }) as JsonRpcMessage;
+      }
+      return { status: 200, headers: {}, messages: answer() };
+    },
+    openGet: async () => null,
+    deleteSession: async () => {},
+  };
+  const hub = new ListenHub(client, () => ({}), createLogger('error', () => {}));
+  const listener = { filter: { resourceSubscriptions: ['file:///open', 'file:///secret'] }, subscriptionId: 1, send: () => {} };
+  await hub.add(listener);
+  assert.deepEqual(listener.filter.resourceSubscriptions, ['file:///open'], 'the acknowledgment will name only what the upstream accepted');
+  await hub.remove(listener);
+  assert.deepEqual(posted, [
+    { method: 'resources/subscribe', uri: 'file:///open' },
+    { method: 'resources/subscribe', uri: 'file:///secret' },
+    { method: 'resources/unsubscribe', uri: 'file:///open' },
+  ]);
+});
