@@ -185,7 +185,7 @@ export class LegacyClientBridge {
    * "Subscriptions ⇄ GET stream"). Filters are fixed per listen, so a change opens a new listen first and
    * then closes the old one.
    */
-  private async listenUpstream(session: BridgedSession): Promise<void> {
+  private async listenUpstream(session: BridgedSession, reopened = false): Promise<void> {
     const profile = this.profile();
     const caps = (isObject(profile.discover.capabilities) ? profile.discover.capabilities : {}) as Record<string, { listChanged?: boolean; subscribe?: boolean } | undefined>;
     const notifications: Obj = {};
@@ -204,7 +204,12 @@ export class LegacyClientBridge {
       for await (const msg of reply.messages) {
         const m = msg as { method?: string; params?: Obj };
         if (m.method === undefined) break; // the listen's result: the upstream ended it gracefully
-        if (m.method === 'notifications/subscriptions/acknowledged') continue;
+        if (m.method === 'notifications/subscriptions/acknowledged') {
+          // Reopened after the upstream ended the last one: whatever changed in between was not heard, so the
+          // client is told to refetch each list the new listen covers (GATEWAY-REQUIREMENTS §16.2).
+          if (reopened) for (const method of catchUp(m.params?.notifications)) session.notify({ jsonrpc: '2.0', method, params: {} });
+          continue;
+        }
         session.notify({ jsonrpc: '2.0', method: m.method, params: withoutSubscriptionId(m.params) });
       }
     } catch (err) {
@@ -214,7 +219,7 @@ export class LegacyClientBridge {
     if (session.upstreamListen === controller && !controller.signal.aborted && session.listening) {
       session.upstreamListen = undefined;
       setTimeout(() => {
-        if (session.listening && !session.upstreamListen) void this.listenUpstream(session);
+        if (session.listening && !session.upstreamListen) void this.listenUpstream(session, true);
       }, 1_000).unref();
     }
   }
@@ -252,6 +257,12 @@ export class LegacyClientBridge {
     }
     return { inputResponses, ...(typeof result.requestState === 'string' ? { requestState: result.requestState } : {}) };
   }
+}
+
+/** The list_changed notifications for the lists an acknowledged filter covers. */
+function catchUp(filter: unknown): string[] {
+  if (!isObject(filter)) return [];
+  return (['tools', 'prompts', 'resources'] as const).filter((kind) => filter[`${kind}ListChanged`] === true).map((kind) => `notifications/${kind}/list_changed`);
 }
 
 /** Headers every modern POST carries (streamable-http.mdx §Protocol Version Header, §Standard Request Headers). */

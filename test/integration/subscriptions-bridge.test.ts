@@ -125,6 +125,35 @@ describe('legacy GET stream → modern upstream', () => {
   });
 });
 
+describe('legacy GET stream → modern upstream: a listen the upstream ends', () => {
+  test('is reopened, and the client is told to refetch the lists it covers, since changes in between went unheard', async () => {
+    const listens: ServerResponse[] = [];
+    const up = await startFakeUpstream((_req, res, body) => {
+      const msg = JSON.parse(body) as { id: string; method: string; params: { notifications: Record<string, unknown> } };
+      if (msg.method === 'server/discover') {
+        return jsonResult(res, body, { supportedVersions: ['2026-07-28'], capabilities: { tools: { listChanged: true }, prompts: { listChanged: true } }, resultType: 'complete', ttlMs: 0, cacheScope: 'public' });
+      }
+      if (msg.method !== 'subscriptions/listen') return jsonResult(res, body, { tools: [] });
+      res.writeHead(200, { 'content-type': 'text/event-stream' });
+      res.write(`data: ${JSON.stringify({ jsonrpc: '2.0', method: 'notifications/subscriptions/acknowledged', params: { _meta: { 'io.modelcontextprotocol/subscriptionId': msg.id }, notifications: msg.params.notifications } })}\n\n`);
+      listens.push(res);
+      // The first listen is ended by the server at once (subscriptions.mdx §Graceful Closure).
+      if (listens.length === 1) res.end(`data: ${JSON.stringify({ jsonrpc: '2.0', id: msg.id, result: { resultType: 'complete' } })}\n\n`);
+    }, { handshake: false });
+    cleanups.push(() => up.close());
+    const gw = await startGateway({ upstreams: [{ name: 'up', url: up.url, era: 'modern' }] });
+    cleanups.push(() => gw.close());
+    const init = await post(gw.url, rpc(0, 'initialize', { protocolVersion: '2025-11-25', capabilities: {}, clientInfo: { name: 'old', version: '1' } }));
+    const headers = { ...LEGACY_HEADERS, 'mcp-session-id': String(init.headers['mcp-session-id']), 'mcp-protocol-version': '2025-11-25' };
+    const stream = await request(gw.url, { method: 'GET', headers: { ...headers, accept: 'text/event-stream' } });
+    assert.equal(stream.statusCode, 200);
+    const got = await readEvents(stream.body, (m) => m.length >= 2);
+    assert.equal(listens.length, 2, 'reopened after the pause');
+    assert.deepEqual(got.map((m) => m.method).sort(), ['notifications/prompts/list_changed', 'notifications/tools/list_changed']);
+    stream.body.destroy();
+  });
+});
+
 describe('shutdown', () => {
   test('an open subscriptions/listen does not hold up the drain: it is ended, not waited for', async () => {
     const up = await startFakeUpstream((req, res, body) => {
