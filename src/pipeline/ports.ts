@@ -30,6 +30,10 @@ export interface UpstreamMessages {
    * Cancellation where there is one (no AbortSignal is made for it), or any AbortSignal.
    */
   post(message: JsonRpcMessage, headers: Record<string, string>, cancel?: AbortSignal | Cancellation, principal?: Principal): Promise<UpstreamReply>;
+  /**
+   * The session's GET stream; null when the upstream offers none. Rejects with UpstreamSessionGone when the
+   * upstream no longer knows the session the headers name (404).
+   */
   openGet(headers: Record<string, string>, signal: AbortSignal): Promise<AsyncGenerator<JsonRpcMessage, void, void> | null>;
   deleteSession(sessionId: string, version: string): Promise<void>;
 }
@@ -76,3 +80,11 @@ export interface Upstream extends CallHandler, ModernMember {
  * `initialize` from `profile`; `staleVerdict` is called when the server stops behaving like a modern one.
  */
 export type LegacyBridgeFactory = (messages: UpstreamMessages, profile: () => UpstreamProfile & { era: 'modern' }, staleVerdict: () => void) => CallHandler;
+
+/** An upstream answered 404 for the legacy session a request named: the session is gone there. */
+export class UpstreamSessionGone extends Error {
+  constructor(readonly upstream: string) {
+    super(`Upstream "${upstream}" no longer knows the session`);
+    this.name = 'UpstreamSessionGone';
+  }
+}

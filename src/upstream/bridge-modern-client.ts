@@ -225,7 +225,7 @@ export class ModernClientBridge {
   private hubFor(session: LegacyClientSession): ListenHub {
     let hub = this.hubs.get(session);
     if (!hub) {
-      hub = new ListenHub(this.client, () => this.sessions.headersFor(session), this.log);
+      hub = new ListenHub(this.client, () => this.sessions.headersFor(session), this.log, () => this.sessions.discard(session));
       this.hubs.set(session, hub);
     }
     return hub;

@@ -7,7 +7,7 @@ import { randomUUID } from 'node:crypto';
 import type { Logger } from '../log/logger.js';
 import { ErrorCode, errorResponse, type JsonRpcMessage, type JsonRpcRequest } from '../protocol/jsonrpc.js';
 import { META_SUBSCRIPTION_ID } from '../protocol/methods.js';
-import type { UpstreamMessages } from '../pipeline/ports.js';
+import { UpstreamSessionGone, type UpstreamMessages } from '../pipeline/ports.js';
 
 /** subscriptions.mdx §Notification Filter. */
 export interface SubscriptionFilter {
@@ -48,6 +48,8 @@ export class ListenHub {
     private readonly client: UpstreamMessages,
     private readonly headers: () => Record<string, string>,
     private readonly log: Logger,
+    /** The upstream no longer knows the session: its listens cannot go on there, and end. */
+    private readonly sessionGone: () => void = () => {},
   ) {}
 
   /**
@@ -124,6 +126,14 @@ export class ListenHub {
           else this.dispatch(msg);
         }
       } catch (err) {
+        if (err instanceof UpstreamSessionGone) {
+          // Reopening on a session the upstream has forgotten would fail every second, and nothing would
+          // arrive meanwhile: the listens end instead, and their clients listen again on a new session.
+          if (this.stream === controller) this.stream = undefined;
+          this.log.info('upstream session gone; its listens end', { upstream: err.upstream });
+          this.sessionGone();
+          return;
+        }
         if (!controller.signal.aborted) this.log.warn('upstream GET stream failed', { err });
       }
       if (this.stream !== controller) return;

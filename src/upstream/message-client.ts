@@ -6,7 +6,7 @@ import type { Readable } from 'node:stream';
 import type { Dispatcher, Pool } from 'undici';
 import type { JsonRpcMessage } from '../protocol/jsonrpc.js';
 import { cancellationOf, type Cancellation } from '../pipeline/cancellation.js';
-import type { UpstreamMessages, UpstreamReply } from '../pipeline/ports.js';
+import { UpstreamSessionGone, type UpstreamMessages, type UpstreamReply } from '../pipeline/ports.js';
 import { SseParser } from '../protocol/sse.js';
 import type { CredentialHeaders, UpstreamCredentials } from './credentials.js';
 import { dispatchRelay, type RelayResponse } from './dispatch-relay.js';
@@ -69,6 +69,8 @@ export class MessageClient implements UpstreamMessages {
     this.refused(res.statusCode, auth);
     if (res.statusCode !== 200 || !String(res.headers['content-type'] ?? '').startsWith('text/event-stream')) {
       await res.body.dump().catch(() => {});
+      // 2025-11-25/basic/transports.mdx §Session Management 4: a 404 for a named session means it has ended.
+      if (res.statusCode === 404 && headers['mcp-session-id'] !== undefined) throw new UpstreamSessionGone(this.upstream);
       return null;
     }
     return fromSse(res.body, this.upstream);

@@ -85,6 +85,57 @@ describe('modern subscriptions/listen → legacy upstream', () => {
   });
 });
 
+describe('modern subscriptions/listen → legacy upstream that forgets the session', () => {
+  test('the listen ends with its result (not silence), and a new listen gets a new session', async () => {
+    let getStream: ServerResponse | undefined;
+    const live = new Set<string>();
+    let sessions = 0;
+    const up = await startFakeUpstream((req, res, body) => {
+      const sid = String(req.headers['mcp-session-id']);
+      if (req.method === 'GET') {
+        if (!live.has(sid)) return void res.writeHead(404, { 'content-type': 'application/json' }).end('{"jsonrpc":"2.0","id":null,"error":{"code":-32001,"message":"Session not found"}}');
+        res.writeHead(200, { 'content-type': 'text/event-stream' });
+        res.write(': open\n\n');
+        getStream = res;
+        return;
+      }
+      if (req.method === 'DELETE') return void res.writeHead(200).end();
+      const msg = JSON.parse(body) as { id?: unknown; method?: string };
+      if (msg.method === 'initialize') {
+        const id = `s-gone-${++sessions}`;
+        live.add(id);
+        const text = JSON.stringify({ jsonrpc: '2.0', id: msg.id, result: { protocolVersion: '2025-11-25', capabilities: { tools: { listChanged: true } }, serverInfo: { name: 'forgets', version: '1' } } });
+        return void res.writeHead(200, { 'content-type': 'application/json', 'mcp-session-id': id }).end(text);
+      }
+      if (msg.id === undefined) return void res.writeHead(202).end();
+      jsonResult(res, body, {});
+    }, { handshake: false });
+    cleanups.push(() => up.close());
+    const gw = await startGateway({ upstreams: [{ name: 'up', url: up.url, era: 'legacy' }] });
+    cleanups.push(() => gw.close());
+    const listen = modernRequest(8, 'subscriptions/listen', { notifications: { toolsListChanged: true } });
+    const res = await request(gw.url, { method: 'POST', headers: listen.headers, body: listen.body });
+    const ack = await readEvents(res.body, (m) => m.length >= 1);
+    assert.equal(ack[0]?.method, 'notifications/subscriptions/acknowledged');
+    for (let i = 0; i < 100 && !getStream; i++) await sleep(20);
+    const before = sessions;
+    // The upstream forgets every session and drops the GET stream.
+    live.clear();
+    getStream!.end();
+    const rest = await readEvents(res.body, (m) => m.some((x) => x.id === 8), 6000);
+    const final = rest.find((m) => m.id === 8);
+    assert.equal(final?.result?.resultType, 'complete', JSON.stringify(rest));
+    assert.equal(final?.result?._meta?.['io.modelcontextprotocol/subscriptionId'], 8);
+    // Listening again opens a new upstream session.
+    const again = modernRequest(9, 'subscriptions/listen', { notifications: { toolsListChanged: true } });
+    const res2 = await request(gw.url, { method: 'POST', headers: again.headers, body: again.body });
+    const ack2 = await readEvents(res2.body, (m) => m.length >= 1);
+    assert.equal(ack2[0]?.method, 'notifications/subscriptions/acknowledged');
+    assert.ok(sessions > before, 'a new upstream session');
+    res2.body.destroy();
+  });
+});
+
 describe('legacy GET stream → modern upstream', () => {
   test('the GET stream is fed by subscriptions/listen; resources/subscribe reopens it with the new filter', async () => {
     const listens: Array<{ filter: Record<string, unknown>; res: ServerResponse }> = [];
