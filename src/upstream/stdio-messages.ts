@@ -23,7 +23,7 @@ import { GatewayError } from '../errors.js';
 import type { Logger } from '../log/logger.js';
 import type { JsonRpcId, JsonRpcMessage, JsonRpcRequest, JsonRpcResponse } from '../protocol/jsonrpc.js';
 import { signalOf, type Cancellation } from '../pipeline/cancellation.js';
-import type { UpstreamMessages, UpstreamReply } from '../pipeline/ports.js';
+import { UpstreamSessionGone, type UpstreamMessages, type UpstreamReply } from '../pipeline/ports.js';
 import { principalKey, type Principal } from '../pipeline/principal.js';
 import { canonicalJson } from '../protocol/canonical-json.js';
 import { answersAsModern } from './era-probe.js';
@@ -93,6 +93,8 @@ interface Managed {
   startedAt: number;
   /** Called when the process is gone (its session, if any, is forgotten). */
   gone?: () => void;
+  /** GET streams open on the child: they end when it does. */
+  exitWatchers?: Set<() => void>;
   /** Asked nothing but server/discover, never answered like a modern server: an uninitialized legacy child. */
   probeOnly: boolean;
   /** Taken from the session-less role for an `initialize`; it goes back there if that is refused. */
@@ -328,11 +330,22 @@ export class StdioMessages implements UpstreamMessages {
   }
 
   async openGet(headers: Record<string, string>, signal: AbortSignal): Promise<AsyncGenerator<JsonRpcMessage, void, void> | null> {
-    const managed = this.sessions.get(headers['mcp-session-id'] ?? '');
-    if (!managed) return null;
-    return queue(signal, (push) => {
+    const sessionId = headers['mcp-session-id'];
+    const managed = this.sessions.get(sessionId ?? '');
+    // A session this process does not hold (its child died, or it never was): gone, as an HTTP server's 404 says.
+    if (!managed) {
+      if (sessionId !== undefined) throw new UpstreamSessionGone(this.upstream);
+      return null;
+    }
+    return queue(signal, (push, _finish, fail) => {
       managed.router.listeners.add(push);
-      return () => managed.router.listeners.delete(push);
+      // The child's end is the session's: the stream ends with it, and the listens on it end too.
+      const ended = (): void => fail(new UpstreamSessionGone(this.upstream));
+      (managed.exitWatchers ??= new Set()).add(ended);
+      return () => {
+        managed.router.listeners.delete(push);
+        managed.exitWatchers?.delete(ended);
+      };
     });
   }
 
@@ -407,6 +420,7 @@ export class StdioMessages implements UpstreamMessages {
     proc.onExit = (reason) => {
       if (!proc.stoppedOnPurpose) this.noteCrash(reason);
       managed.gone?.();
+      for (const watcher of managed.exitWatchers ?? []) watcher();
     };
     try {
       await proc.start();
