@@ -1,5 +1,6 @@
 // Tool arguments checked against the tool's inputSchema before anything is forwarded (2026-07-28/server/
-// tools.mdx §Tool: JSON Schema 2020-12 by default, draft-07 when `$schema` says so). Validators are compiled
+// tools.mdx §Tool: JSON Schema 2020-12 by default, draft-07 when `$schema` says so; 2019-09 too, which
+// basic/index.mdx §Schema Dialect lets implementations add). Validators are compiled
 // once per distinct schema. A violation becomes a tool result with isError, so a model can correct itself
 // (tools.mdx §Error Handling: input validation failures are tool results, not protocol errors).
 
@@ -12,8 +13,10 @@ import type { Logger } from '../log/logger.js';
 const require = createRequire(import.meta.url);
 const Ajv2020 = require('ajv/dist/2020.js') as typeof import('ajv/dist/2020.js').default;
 const AjvDraft07 = require('ajv') as typeof import('ajv').default;
+const Ajv2019 = require('ajv/dist/2019.js') as typeof import('ajv/dist/2019.js').default;
 
 const DRAFT_07 = /draft-07/;
+const DRAFT_2019_09 = /draft\/2019-09\//;
 /** Distinct schemas kept compiled; a server that churns schemas cannot grow this without bound. */
 const MAX_COMPILED = 2_000;
 
@@ -25,6 +28,8 @@ export interface ArgumentProblem {
 export class ArgumentSchemas {
   private readonly modern = new Ajv2020({ strict: false, allErrors: true, validateFormats: false });
   private readonly draft07 = new AjvDraft07({ strict: false, allErrors: true, validateFormats: false });
+  /** Made on first use: few tools declare 2019-09. */
+  private draft2019?: InstanceType<typeof Ajv2019>;
   private readonly compiled = new Map<string, ValidateFunction | null>();
   /** Per schema object: the hot path finds its validator without serializing the schema again. */
   private readonly bySchemaObject = new WeakMap<object, ValidateFunction | null>();
@@ -53,6 +58,14 @@ export class ArgumentSchemas {
     return (validate.errors ?? []).map(toProblem);
   }
 
+  /** The validator for a schema's dialect: 2020-12 unless `$schema` names draft-07 or 2019-09. */
+  private engineFor(dialect: unknown): InstanceType<typeof Ajv2020> | InstanceType<typeof AjvDraft07> | InstanceType<typeof Ajv2019> {
+    if (typeof dialect !== 'string') return this.modern;
+    if (DRAFT_07.test(dialect)) return this.draft07;
+    if (DRAFT_2019_09.test(dialect)) return (this.draft2019 ??= new Ajv2019({ strict: false, allErrors: true, validateFormats: false }));
+    return this.modern;
+  }
+
   private validatorFor(tool: string, schema: Record<string, unknown>): ValidateFunction | null {
     const seen = this.bySchemaObject.get(schema);
     if (seen !== undefined) return seen;
@@ -65,8 +78,7 @@ export class ArgumentSchemas {
     }
     let validate: ValidateFunction | null;
     try {
-      const engine = typeof schema.$schema === 'string' && DRAFT_07.test(schema.$schema) ? this.draft07 : this.modern;
-      validate = engine.compile(schema);
+      validate = this.engineFor(schema.$schema).compile(schema);
     } catch (err) {
       // An external $ref or a broken schema: never fetched (basic/index.mdx §$ref Resolution); the upstream
       // validates for itself.

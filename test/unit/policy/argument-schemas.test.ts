@@ -23,6 +23,13 @@ test('draft-07 when $schema says so: items as a tuple', () => {
   assert.deepEqual(schemas.check('t', schema, { pair: ['x', 'y'] }), [{ path: '/pair/1', message: 'must be integer' }]);
 });
 
+test('2019-09 when $schema says so (basic/index.mdx §Schema Dialect: dialects beyond 2020-12 may be supported): its schemas are checked, not skipped', () => {
+  const schema = { $schema: 'https://json-schema.org/draft/2019-09/schema', type: 'object', properties: { n: { type: 'integer' } }, required: ['n'], dependentRequired: { n: ['unit'] } };
+  assert.equal(schemas.check('t2019', schema, { n: 1, unit: 'kg' }), undefined);
+  assert.deepEqual(schemas.check('t2019', schema, { n: 1 }), [{ path: '(arguments)', message: 'must have property unit when property n is present' }]);
+  assert.deepEqual(schemas.check('t2019', schema, {}), [{ path: '(arguments)', message: "must have required property 'n'" }]);
+});
+
 test('missing and extra properties are named; no arguments counts as {}', () => {
   const schema = { type: 'object', properties: { n: { type: 'integer' } }, required: ['n'], additionalProperties: false };
   assert.deepEqual(schemas.check('t', schema, undefined), [{ path: '(arguments)', message: "must have required property 'n'" }]);
