@@ -280,6 +280,19 @@ export function createEdge(listen: ListenConfig, handlers: EdgeHandlers, log: Lo
   async function batch(req: IncomingMessage, res: ServerResponse, record: CallRecord, received: ReceivedBatch, clientAddress: string, cancel: Cancellation): Promise<void> {
     const admitted = admitBatch(req.headers, received.batch.length);
     if (!admitted.ok) return refuse(res, record, 'admission', null, admitted.refusal);
+    // A per-address limit counts messages, not HTTP requests: the request took one token at the door, each
+    // further message of the batch takes one more, or the batch would carry 64 calls for the price of one.
+    if (opts.ipLimit !== undefined) {
+      for (let extra = 1; extra < received.batch.length; extra++) {
+        let limited: TransportRefusal | undefined;
+        try {
+          limited = await opts.ipLimit(clientAddress, received.principal);
+        } catch (err) {
+          return unavailableLimit(res, record, err);
+        }
+        if (limited !== undefined) return refuse(res, record, 'admission', null, limited);
+      }
+    }
     record.era = 'legacy';
     const session = sessionAdmitted(req, res, record, null, received.principal, 'legacy', 'POST');
     if (session === false) return;

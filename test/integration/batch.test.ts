@@ -195,3 +195,25 @@ describe('batches outside 2025-03-26', () => {
     assert.match(big.messages[0]?.error?.message, /at most 64 messages; this one has 65/);
   });
 });
+
+describe('batches and the per-address limit', () => {
+  test('each message of a batch takes a token of policy.rateLimits per: ip, not the HTTP request alone', async () => {
+    const limited = await startGateway({
+      upstreams: [{ name: 'everything', url: upstream.url }],
+      auth: { anonymous: false, apiKeys: [{ id: 'batcher', hash: hashKey(KEY) }] },
+      policy: { rateLimits: [{ id: 'per-address', per: 'ip', rate: 4, perSeconds: 3600, burst: 4 }] },
+    });
+    try {
+      const pings = (n: number, from: number) => JSON.stringify(Array.from({ length: n }, (_, i) => rpc(from + i, 'ping')));
+      // Three messages: three tokens of four.
+      const fits = await request(limited.url, { method: 'POST', headers: HEADERS, body: pings(3, 1) });
+      assert.equal(fits.statusCode, 200);
+      await fits.body.dump();
+      // Three more: one token left, so the batch is refused as a whole.
+      const over = await request(limited.url, { method: 'POST', headers: HEADERS, body: pings(3, 10) });
+      assert.equal(over.statusCode, 429, await over.body.text());
+    } finally {
+      await limited.close();
+    }
+  });
+});
