@@ -197,6 +197,13 @@ export class ModernClientBridge {
     const listener: Listener = { filter, subscriptionId, send: (m) => void sink.push(m) };
     // Subscribed first: the acknowledgment names only the resources the upstream accepted (subscriptions.mdx §Acknowledgment).
     await hub.add(listener);
+    if (!this.sessions.holds(session)) {
+      // The session was found gone while subscribing (its child had died, say): the listen ends at once,
+      // and the client's next one gets a new session.
+      void hub.remove(listener);
+      release();
+      return sink.finish({ jsonrpc: '2.0', id: request.id, result: { resultType: 'complete', _meta: { [META_SUBSCRIPTION_ID]: subscriptionId } } });
+    }
     sink.push({ jsonrpc: '2.0', method: 'notifications/subscriptions/acknowledged', params: { _meta: { [META_SUBSCRIPTION_ID]: subscriptionId }, notifications: listener.filter } });
     const keepalive = setInterval(() => sink.comment(), 15_000).unref();
     const end = (): void => sink.finish({ jsonrpc: '2.0', id: request.id, result: { resultType: 'complete', _meta: { [META_SUBSCRIPTION_ID]: subscriptionId } } });

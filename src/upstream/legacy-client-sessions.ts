@@ -113,6 +113,11 @@ export class LegacyClientSessions {
     };
   }
 
+  /** Whether `session` is still the pool's (not dropped since it was handed out). */
+  holds(session: LegacyClientSession): boolean {
+    return this.pool.get(session.key)?.session === session;
+  }
+
   /** Drops a session the upstream no longer knows (it answered 404), so the next get re-initializes. */
   discard(session: LegacyClientSession): void {
     if (this.pool.get(session.key)?.session !== session) return;

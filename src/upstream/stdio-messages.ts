@@ -334,7 +334,8 @@ export class StdioMessages implements UpstreamMessages {
     const managed = this.sessions.get(sessionId ?? '');
     // A session this process does not hold (its child died, or it never was): gone, as an HTTP server's 404 says.
     if (!managed) {
-      if (sessionId !== undefined) throw new UpstreamSessionGone(this.upstream);
+      // A lent (guest) session has no GET stream of its own here; anything else named is gone.
+      if (sessionId !== undefined && !this.guests.has(sessionId)) throw new UpstreamSessionGone(this.upstream);
       return null;
     }
     return queue(signal, (push, _finish, fail) => {

@@ -48,3 +48,22 @@ test('the child dies: the listen ends with its result, and a new listen works', 
   assert.equal(ack2[0]?.method, 'notifications/subscriptions/acknowledged');
   res2.body.destroy();
 });
+
+test('a listen opened after the child died (the session still pooled) ends at once instead of hanging', async () => {
+  // The caller's session is opened by a call, and its child then dies on the next one.
+  const warm = modernRequest(11, 'tools/call', { name: 'echo', arguments: {} });
+  assert.equal((await post(gw.url, warm.body, warm.headers)).status, 200);
+  const crash = modernRequest(12, 'tools/call', { name: 'crash', arguments: {} });
+  assert.notEqual((await post(gw.url, crash.body, crash.headers)).status, 200);
+  const listen = modernRequest(13, 'subscriptions/listen', { notifications: { toolsListChanged: true } });
+  const res = await request(gw.url, { method: 'POST', headers: listen.headers, body: listen.body });
+  // Ended before anything else was sent, the answer is plain JSON (its result alone); else an SSE stream.
+  const messages = String(res.headers['content-type']).startsWith('application/json') ? [(await res.body.json()) as Record<string, any>] : await readUntil(res.body, (m) => m.some((x) => x.id === 13), 5_000);
+  const final = messages.find((m) => m.id === 13);
+  assert.equal(final?.result?.resultType, 'complete', `ended, not left open: ${JSON.stringify(messages)}`);
+  const again = modernRequest(14, 'subscriptions/listen', { notifications: { toolsListChanged: true } });
+  const res2 = await request(gw.url, { method: 'POST', headers: again.headers, body: again.body });
+  const ack = await readUntil(res2.body, (m) => m.length >= 1, 5_000);
+  assert.equal(ack[0]?.method, 'notifications/subscriptions/acknowledged');
+  res2.body.destroy();
+});
