@@ -243,10 +243,9 @@ export function createGateway(config: GatehouseConfig, log: Logger, options: Gat
         return problems;
       }
       if (JSON.stringify(next.store) !== JSON.stringify(options.fileStore ?? running.store)) log.warn('config reload: store changes take effect only after a restart');
-      if (JSON.stringify(next.tracing) !== JSON.stringify(running.tracing)) log.warn('config reload: tracing changes take effect only after a restart');
-      if (JSON.stringify(next.audit) !== JSON.stringify(running.audit)) log.warn('config reload: audit changes take effect only after a restart');
-      if (JSON.stringify(next.metrics) !== JSON.stringify(running.metrics)) log.warn('config reload: metrics changes take effect only after a restart');
-      if (JSON.stringify(next.sessions) !== JSON.stringify(running.sessions)) log.warn('config reload: sessions changes take effect only after a restart');
+      for (const section of ['tracing', 'audit', 'metrics', 'sessions'] as const) {
+        if (JSON.stringify(next[section]) !== JSON.stringify(running[section])) log.warn(`config reload: ${section} changes take effect only after a restart`);
+      }
       if (JSON.stringify(next.policy.egressProxy) !== JSON.stringify(running.policy.egressProxy)) log.warn('config reload: policy.egressProxy changes take effect only after a restart');
       // The admin API's listener is static; its credentials follow the reload (a rotated token is the usual reason for one).
       const adminListen = (a: GatehouseConfig['admin']): string => JSON.stringify([a.enabled, a.host, a.port]);

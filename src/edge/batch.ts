@@ -20,6 +20,7 @@ import type { Outcome } from '../pipeline/outcome.js';
 import { admitPost } from '../protocol/front-door.js';
 import { classifyMessage, ErrorCode, errorResponse, idOf, type Classified } from '../protocol/jsonrpc.js';
 import { discardOutcome, SSE_HEADERS } from './answer.js';
+import { waitForDrain } from './backpressure.js';
 import type { CallRecord, EdgeCore, ReceivedBatch } from './edge-core.js';
 import { deliverOutcome, type Delivered, type MessageOut } from './sse-outcome.js';
 
@@ -169,17 +170,7 @@ function openStream(res: ServerResponse, cancel: Cancellation): MessageOut & { e
     },
     async send(json: string): Promise<boolean> {
       if (res.destroyed || res.writableEnded) return false;
-      if (!res.write(`event: message\ndata: ${json}\n\n`)) {
-        await new Promise<void>((resolve) => {
-          const done = (): void => {
-            res.off('drain', done);
-            res.off('close', done);
-            resolve();
-          };
-          res.on('drain', done);
-          res.on('close', done);
-        });
-      }
+      if (!res.write(`event: message\ndata: ${json}\n\n`)) await waitForDrain(res, cancel.signal);
       return !res.destroyed;
     },
     end() {

@@ -339,16 +339,16 @@ export class ModernClientBridge {
       }
       const key = `input-${msg.id}`;
       const nameField = NAME_FIELD[request.method];
+      const asked = msg.method === 'elicitation/create' && msg.params?.mode === 'url' ? modernUrlElicitation(msg.params) : (msg.params ?? {});
       const requestState = this.parked.park({
         ...call,
         method: request.method,
         name: nameField ? request.params?.[nameField] : undefined,
         pending: new Map([[key, msg.id]]),
-        asked: new Map([[key, { method: msg.method, params: msg.method === 'elicitation/create' && msg.params?.mode === 'url' ? modernUrlElicitation(msg.params) : (msg.params ?? {}) }]]),
+        asked: new Map([[key, { method: msg.method, params: asked }]]),
         expire: () => void this.abandon(call.session, call.upstreamId, msg.id!, call.upstreamRequest, msg.method!).finally(call.release),
       });
       // mrtr.mdx §InputRequiredResult: the client gathers the input and retries with inputResponses.
-      const asked = msg.method === 'elicitation/create' && msg.params?.mode === 'url' ? modernUrlElicitation(msg.params) : (msg.params ?? {});
       channel.finish({ jsonrpc: '2.0', id: request.id, result: { resultType: 'input_required', inputRequests: { [key]: { method: msg.method, params: asked } }, requestState } });
       return true;
     }
