@@ -68,7 +68,7 @@ export class HttpUpstream implements Upstream {
       bodyTimeout: config.timeouts.bodyMs,
     });
     this.passThrough = new PassThrough(this.pool, this.path, this.credentials, config.era, this.name, this.log, observeUpstream);
-    const messages = new MessageClient(this.pool, this.path, this.credentials, this.name, observeUpstream);
+    const messages = new MessageClient(this.pool, this.path, this.credentials, this.name, observeUpstream, config.timeouts.bodyMs);
     this.messages = messages;
     this.verdict = new EraVerdict(async () => {
       const profile = await probeUpstream(messages, config.era);

@@ -1,16 +1,18 @@
 // Gatehouse as an MCP client of an HTTP upstream, one message at a time: POSTs a JSON-RPC message and
 // yields what comes back, whether a single JSON body or an SSE stream of messages. Used where the gateway
-// must read and rewrite messages (era bridging, the era probe) instead of relaying bytes.
+// must read and rewrite messages (era bridging, the era probe) instead of relaying bytes. An SSE stream the
+// server closes before it is done is resumed with Last-Event-ID (resumable-sse.ts).
 
 import type { Readable } from 'node:stream';
 import type { Dispatcher, Pool } from 'undici';
-import type { JsonRpcMessage } from '../protocol/jsonrpc.js';
+import type { JsonRpcId, JsonRpcMessage } from '../protocol/jsonrpc.js';
+import { GatewayError } from '../errors.js';
 import { cancellationOf, type Cancellation } from '../pipeline/cancellation.js';
 import { UpstreamSessionGone, type UpstreamMessages, type UpstreamReply } from '../pipeline/ports.js';
-import { SseParser } from '../protocol/sse.js';
 import type { CredentialHeaders, UpstreamCredentials } from './credentials.js';
 import { dispatchRelay, type RelayResponse } from './dispatch-relay.js';
 import { toGatewayError } from './failures.js';
+import { readSseMessages, type StreamResumption } from './resumable-sse.js';
 
 const ERROR_BODY_LIMIT = 64 * 1024;
 
@@ -22,6 +24,8 @@ export class MessageClient implements UpstreamMessages {
     readonly upstream: string,
     /** Seconds until the upstream's response started (metrics). */
     private readonly observe: (seconds: number) => void = () => {},
+    /** Longest silence on a reply stream, across the reconnects that resume it (the upstream's body timeout). */
+    private readonly idleLimitMs = 300_000,
   ) {}
 
   /**
@@ -50,7 +54,7 @@ export class MessageClient implements UpstreamMessages {
     }
     this.observe((performance.now() - started) / 1000);
     this.refused(res.statusCode, auth);
-    return this.toReply(res);
+    return this.toReply(res, message, headers, cancellationOf(cancel));
   }
 
   /**
@@ -73,7 +77,47 @@ export class MessageClient implements UpstreamMessages {
       if (res.statusCode === 404 && headers['mcp-session-id'] !== undefined) throw new UpstreamSessionGone(this.upstream);
       return null;
     }
-    return fromSse(res.body, this.upstream);
+    // A GET stream the server closes after giving event ids is resumed from the last one (no idle limit:
+    // a listen may be quiet for hours; its reader's signal ends it).
+    return readSseMessages(res.body, this.upstream, { reopen: (lastEventId, s) => this.resume(headers, lastEventId, s, 0), cancel: cancellationOf(signal), idleLimitMs: Infinity });
+  }
+
+  /** How a POSTed request's SSE reply is taken up again if the server closes it before the response. */
+  private replyResumption(message: JsonRpcMessage, sent: Record<string, string>, cancel: Cancellation): StreamResumption | undefined {
+    const request = message as { id?: JsonRpcId; method?: string };
+    if (request.id === undefined || request.method === undefined) return undefined;
+    const headers: Record<string, string> = {};
+    if (sent['mcp-session-id'] !== undefined) headers['mcp-session-id'] = sent['mcp-session-id'];
+    if (sent['mcp-protocol-version'] !== undefined) headers['mcp-protocol-version'] = sent['mcp-protocol-version'];
+    return { reopen: (lastEventId, signal) => this.resume(headers, lastEventId, signal, undefined), awaiting: request.id, cancel, idleLimitMs: this.idleLimitMs };
+  }
+
+  /**
+   * The GET that continues a stream after `lastEventId` (2025-11-25/basic/transports.mdx §Resumability and
+   * Redelivery). `bodyTimeout`: undefined keeps the pool's.
+   */
+  private async resume(headers: Record<string, string>, lastEventId: string, signal: AbortSignal | undefined, bodyTimeout: number | undefined): Promise<Readable> {
+    let res: Dispatcher.ResponseData;
+    let auth: CredentialHeaders;
+    try {
+      auth = this.credentials.current() ?? (await this.credentials.headers());
+      res = await this.pool.request({
+        path: this.path,
+        method: 'GET',
+        headers: { accept: 'text/event-stream', ...headers, 'last-event-id': lastEventId, ...auth },
+        signal,
+        ...(bodyTimeout !== undefined ? { bodyTimeout } : {}),
+      });
+    } catch (err) {
+      throw toGatewayError(err, this.upstream);
+    }
+    this.refused(res.statusCode, auth);
+    if (res.statusCode !== 200 || !String(res.headers['content-type'] ?? '').startsWith('text/event-stream')) {
+      await res.body.dump().catch(() => {});
+      if (res.statusCode === 404 && headers['mcp-session-id'] !== undefined) throw new UpstreamSessionGone(this.upstream);
+      throw new GatewayError('GW_ERR_UPSTREAM_BAD_RESPONSE', `Upstream "${this.upstream}" refused to resume its stream (HTTP ${res.statusCode})`, this.upstream);
+    }
+    return res.body;
   }
 
   /** DELETE of a legacy session, best effort (2025-11-25/basic/transports.mdx §Session Management 5). */
@@ -93,14 +137,16 @@ export class MessageClient implements UpstreamMessages {
     if (status === 401) this.credentials.invalidate(auth);
   }
 
-  private async toReply(res: RelayResponse): Promise<UpstreamReply> {
+  private async toReply(res: RelayResponse, message: JsonRpcMessage, sent: Record<string, string>, cancel: Cancellation): Promise<UpstreamReply> {
     const contentType = String(res.headers['content-type'] ?? '');
     const headers = res.headers as UpstreamReply['headers'];
     if (res.statusCode >= 300) {
       const text = (await res.body.head(ERROR_BODY_LIMIT).catch(() => Buffer.alloc(0))).toString('utf8');
       return { status: res.statusCode, headers, messages: fromJsonText(text), errorText: text };
     }
-    if (contentType.startsWith('text/event-stream')) return { status: res.statusCode, headers, messages: fromSse(res.body.readable(), this.upstream) };
+    if (contentType.startsWith('text/event-stream')) {
+      return { status: res.statusCode, headers, messages: readSseMessages(res.body.readable(), this.upstream, this.replyResumption(message, sent, cancel)) };
+    }
     let text: string;
     try {
       text = (await res.body.collect()).toString('utf8');
@@ -120,27 +166,6 @@ async function* fromJsonText(text: string): AsyncGenerator<JsonRpcMessage, void,
     return;
   }
   if (parsed !== null && typeof parsed === 'object' && !Array.isArray(parsed)) yield parsed as JsonRpcMessage;
-}
-
-async function* fromSse(body: Readable, upstream: string): AsyncGenerator<JsonRpcMessage, void, void> {
-  const parser = new SseParser();
-  try {
-    for await (const chunk of body as AsyncIterable<Buffer>) {
-      for (const ev of parser.push(chunk)) {
-        if (ev.data === undefined || ev.data === '') continue;
-        try {
-          yield JSON.parse(ev.data) as JsonRpcMessage;
-        } catch {
-          // Not JSON-RPC: nothing a bridge can relay.
-        }
-      }
-    }
-  } catch (err) {
-    throw toGatewayError(err, upstream);
-  } finally {
-    // Stopping early (the consumer returned) must release the upstream connection.
-    if (!body.destroyed) body.destroy();
-  }
 }
 
 /** Trace context a message carries in `_meta` also goes up as W3C headers (see protocol/trace-context.ts). */

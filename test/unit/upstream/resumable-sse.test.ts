@@ -1,0 +1,134 @@
+// readSseMessages: the rules of taking a closed SSE stream up again, with scripted streams and a scripted
+// reopen (2025-11-25/basic/transports.mdx §Sending Messages 6, §Resumability and Redelivery; WHATWG HTML
+// §9.2.6 for `id` and `retry`). The real server is in test/integration/sse-resume.test.ts.
+
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { Readable } from 'node:stream';
+import { GatewayError } from '../../../src/errors.js';
+import { Cancellation } from '../../../src/pipeline/cancellation.js';
+import { UpstreamSessionGone } from '../../../src/pipeline/ports.js';
+import { readSseMessages, type StreamResumption } from '../../../src/upstream/resumable-sse.js';
+
+const msg = (m: object, id?: string): string => `${id !== undefined ? `id: ${id}\n` : ''}data: ${JSON.stringify(m)}\n\n`;
+const stream = (...events: string[]): Readable => Readable.from(events.map((e) => Buffer.from(e)));
+
+interface Reopen {
+  at: number;
+  lastEventId: string;
+}
+
+/** A resumption whose reopens answer, in turn, from `script` (a stream, or an error to throw). */
+function scripted(script: Array<Readable | Error>, opts: Partial<StreamResumption> = {}): { resumption: StreamResumption; reopens: Reopen[] } {
+  const reopens: Reopen[] = [];
+  const resumption: StreamResumption = {
+    awaiting: 1,
+    cancel: new Cancellation(),
+    idleLimitMs: 60_000,
+    ...opts,
+    reopen: async (lastEventId) => {
+      reopens.push({ at: performance.now(), lastEventId });
+      const next = script.shift();
+      if (next === undefined) throw new Error('reopened more often than scripted');
+      if (next instanceof Error) throw next;
+      return next;
+    },
+  };
+  return { resumption, reopens };
+}
+
+async function collect(gen: AsyncGenerator<unknown>): Promise<{ messages: unknown[]; error?: unknown }> {
+  const messages: unknown[] = [];
+  try {
+    for await (const m of gen) messages.push(m);
+  } catch (error) {
+    return { messages, error };
+  }
+  return { messages };
+}
+
+test('a reply stream closed before its response resumes after `retry` from the last event id, until the response', async () => {
+  const { resumption, reopens } = scripted([
+    stream(msg({ jsonrpc: '2.0', method: 'notifications/progress', params: { progress: 1 } }, 'e-2')),
+    stream(msg({ jsonrpc: '2.0', id: 1, result: { ok: true } }, 'e-3')),
+  ]);
+  const started = performance.now();
+  const { messages, error } = await collect(readSseMessages(stream('id: e-1\nretry: 80\ndata: \n\n'), 'up', resumption));
+  assert.equal(error, undefined);
+  assert.deepEqual(messages, [{ jsonrpc: '2.0', method: 'notifications/progress', params: { progress: 1 } }, { jsonrpc: '2.0', id: 1, result: { ok: true } }]);
+  assert.deepEqual(reopens.map((r) => r.lastEventId), ['e-1', 'e-2']);
+  assert.ok(reopens[0]!.at - started >= 75, `waited the server's retry (80 ms) before reconnecting: ${(reopens[0]!.at - started).toFixed(0)} ms`);
+});
+
+test('a stream that answered, or never carried an event id, is not resumed', async () => {
+  const answered = scripted([]);
+  const a = await collect(readSseMessages(stream(msg({ jsonrpc: '2.0', id: 1, result: {} }, 'e-1')), 'up', answered.resumption));
+  assert.equal(a.error, undefined);
+  assert.equal(answered.reopens.length, 0);
+
+  const anonymous = scripted([]);
+  const b = await collect(readSseMessages(stream(msg({ jsonrpc: '2.0', method: 'notifications/message', params: {} })), 'up', anonymous.resumption));
+  assert.equal(b.error, undefined, 'ends as before; the bridge reports the missing answer');
+  assert.equal(anonymous.reopens.length, 0);
+
+  // An empty id resets the last event id (WHATWG HTML §9.2.6): nothing to resume from.
+  const reset = scripted([]);
+  await collect(readSseMessages(stream('id: e-1\ndata: \n\n', 'id\ndata: \n\n'), 'up', reset.resumption));
+  assert.equal(reset.reopens.length, 0);
+});
+
+test('connections that bring nothing double the wait; a refusal ends at once; failed connects are tried three times', async () => {
+  // Two silent reconnects (open, then closed with not a byte), then the answer.
+  const silent = scripted([stream(), stream(), stream(msg({ jsonrpc: '2.0', id: 1, result: {} }))]);
+  const t0 = performance.now();
+  const s = await collect(readSseMessages(stream('id: e-1\nretry: 50\ndata: \n\n'), 'up', silent.resumption));
+  assert.equal(s.error, undefined);
+  const gaps = silent.reopens.map((r, i) => r.at - (i === 0 ? t0 : silent.reopens[i - 1]!.at));
+  assert.ok(gaps[0]! >= 45 && gaps[1]! >= 95 && gaps[2]! >= 195, `waits 50, 100, 200 ms: ${gaps.map((g) => g.toFixed(0)).join(', ')}`);
+
+  const refused = scripted([new GatewayError('GW_ERR_UPSTREAM_BAD_RESPONSE', 'refused to resume (HTTP 409)', 'up')]);
+  const r = await collect(readSseMessages(stream('id: e-1\nretry: 10\ndata: \n\n'), 'up', refused.resumption));
+  assert.equal((r.error as GatewayError).code, 'GW_ERR_UPSTREAM_BAD_RESPONSE');
+  assert.equal(refused.reopens.length, 1, 'a status is the server\'s answer: not retried');
+
+  const gone = scripted([new UpstreamSessionGone('up')]);
+  const g = await collect(readSseMessages(stream('id: e-1\nretry: 10\ndata: \n\n'), 'up', gone.resumption));
+  assert.ok(g.error instanceof UpstreamSessionGone);
+
+  const down = Object.assign(new Error('connect ECONNREFUSED'), { code: 'ECONNREFUSED' });
+  const unreachable = scripted([down, down, down, down]);
+  const u = await collect(readSseMessages(stream('id: e-1\nretry: 10\ndata: \n\n'), 'up', unreachable.resumption));
+  assert.equal((u.error as GatewayError).code, 'GW_ERR_UPSTREAM_UNREACHABLE');
+  assert.equal(unreachable.reopens.length, 3);
+});
+
+test('the idle limit counts across reconnects, and the reader leaving stops the wait at once', async () => {
+  const quiet = scripted([stream(), stream(), stream(), stream()], { idleLimitMs: 120 });
+  const q = await collect(readSseMessages(stream('id: e-1\nretry: 50\ndata: \n\n'), 'up', quiet.resumption));
+  assert.equal((q.error as GatewayError).code, 'GW_ERR_UPSTREAM_TIMEOUT');
+  assert.ok(quiet.reopens.length >= 1 && quiet.reopens.length <= 2, `gave up after the limit: ${quiet.reopens.length} reopens`);
+
+  const cancel = new Cancellation();
+  const leaving = scripted([], { cancel });
+  const t0 = performance.now();
+  setTimeout(() => cancel.cancel(), 30);
+  const l = await collect(readSseMessages(stream('id: e-1\nretry: 5000\ndata: \n\n'), 'up', leaving.resumption));
+  assert.equal(l.error, undefined);
+  assert.equal(leaving.reopens.length, 0);
+  assert.ok(performance.now() - t0 < 2000, 'did not wait out the 5 s retry');
+});
+
+test('a GET stream (no request awaited) is resumed each time it closes, until its reader stops', async () => {
+  const { resumption, reopens } = scripted(
+    [stream(msg({ jsonrpc: '2.0', method: 'notifications/tools/list_changed' }, 'g-2')), stream(msg({ jsonrpc: '2.0', method: 'notifications/prompts/list_changed' }, 'g-3'))],
+    { awaiting: undefined },
+  );
+  const gen = readSseMessages(stream('retry: 10\n', msg({ jsonrpc: '2.0', method: 'notifications/resources/list_changed' }, 'g-1')), 'up', resumption);
+  const seen: string[] = [];
+  for await (const m of gen) {
+    seen.push((m as { method: string }).method);
+    if (seen.length === 3) break;
+  }
+  assert.deepEqual(seen, ['notifications/resources/list_changed', 'notifications/tools/list_changed', 'notifications/prompts/list_changed']);
+  assert.deepEqual(reopens.map((r) => r.lastEventId), ['g-1', 'g-2']);
+});
