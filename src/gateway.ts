@@ -11,6 +11,8 @@ import { createEdge, type Edge } from './edge/server.js';
 import type { Logger } from './log/logger.js';
 import { collectSecrets } from './config/secrets.js';
 import { Authenticator } from './auth/authenticator.js';
+import { insufficientScope } from './auth/challenge.js';
+import { buildResourceMetadata } from './auth/resource-metadata.js';
 import type { Principal } from './pipeline/principal.js';
 import { SessionBinding } from './auth/session-binding.js';
 import { AuthFailureLimiter } from './auth/failure-limit.js';
@@ -417,6 +419,8 @@ function buildRuntime(config: GatehouseConfig, log: Logger, observeUpstream: (up
   const egress = new EgressPolicy(config.policy.egress, resolveHost);
   const uriPrefixes = new Map(members.map((m, i) => [m, config.upstreams[i]!.uriPrefixes] as const));
   const access = new AccessPolicy(config.policy.rules);
+  // The challenge of a step-up names the protected-resource metadata, as a 401 does.
+  const metadataUrl = buildResourceMetadata(config)?.url;
   const bridgeLegacyClients: LegacyBridgeFactory = (messages, profile, staleVerdict) => new LegacyClientBridge(messages, profile, config.sessions, staleVerdict, false, log);
   const catalog = new CatalogUpstream(members, uriPrefixes, config.tools.naming.prefix, bridgeLegacyClients, log, access);
   const perCaller = access.perCaller(config.auth.apiKeys.some((k) => k.tools !== undefined));
@@ -430,7 +434,12 @@ function buildRuntime(config: GatehouseConfig, log: Logger, observeUpstream: (up
   const pipeline = buildPipeline({
     state: compileStateStage(state),
     resolve: compileResolveStage({ catalog: routes, passThrough: (kind) => (upstream instanceof SingleUpstream && upstream.passesThrough && !access.governs(kind) ? upstream.name : undefined) }),
-    access: compileAccessStage({ policy: access, relist: (kind, capabilities) => routes.relist(kind, capabilities), unknownItemMessage }),
+    access: compileAccessStage({
+      policy: access,
+      relist: (kind, capabilities) => routes.relist(kind, capabilities),
+      unknownItemMessage,
+      insufficientScope: (scopes, message) => insufficientScope(scopes, message, metadataUrl),
+    }),
     pin: compilePinStage(config.tools.pinning, approvals.pins, policyLog),
     arguments: compileArgumentsStage({ schemas, refreshRoute: (route, capabilities) => routes.resolve(route.kind, route.publicName, capabilities, true) }),
     egress: compileEgressStage(egress),

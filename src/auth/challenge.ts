@@ -2,6 +2,8 @@
 // scopes would help, and where the protected-resource metadata lives. Values are quoted strings; nothing
 // from the request is ever echoed into them.
 
+import type { AuthRefusal } from '../errors.js';
+
 export interface ChallengeInput {
   error?: 'invalid_request' | 'invalid_token' | 'insufficient_scope';
   description?: string;
@@ -23,4 +25,13 @@ export function bearerChallenge(c: ChallengeInput): string {
 /** RFC 6750 restricts these values to printable ASCII without `"` and `\`. */
 function quoteSafe(s: string): string {
   return s.replace(/[^\x20-\x21\x23-\x5B\x5D-\x7E]/g, '');
+}
+
+/**
+ * 403 for one operation the token lacks scopes for (2025-11-25/basic/authorization.mdx §Runtime
+ * Insufficient Scope Errors): the challenge names every scope to ask for, so the client can step up.
+ */
+export function insufficientScope(scopes: readonly string[], message: string, resourceMetadataUrl: string | undefined): AuthRefusal {
+  const challenge = bearerChallenge({ error: 'insufficient_scope', scopes, description: message, ...(resourceMetadataUrl !== undefined ? { resourceMetadataUrl } : {}) });
+  return { kind: 'auth', code: 'insufficient_scope', status: 403, message, headers: { 'www-authenticate': challenge }, rejectedCredential: false };
 }

@@ -618,6 +618,10 @@ export interface PolicyRule {
    */
   scopes?: string[];
   /**
+   * For an allow rule with scopes: what a caller gets that matches every other selector but lacks some of the scopes. hide (the default): the rule does not match it, and the item is hidden unless a later rule allows it. challenge: the item stays listed, and using it answers HTTP 403 with WWW-Authenticate error="insufficient_scope" naming the caller's scopes and the rule's, so an OAuth client can ask for a token with more (step-up authorization).
+   */
+  onMissingScopes?: "hide" | "challenge";
+  /**
    * API key ids (auth.apiKeys[].id) the rule covers.
    */
   keys?: string[];

@@ -3,6 +3,7 @@
 // again), so neither the words nor the timing tell it exists.
 
 import type { CallContext, Route } from '../pipeline/context.js';
+import type { Refusal } from '../errors.js';
 import type { Outcome } from '../pipeline/outcome.js';
 import { refuseAt, type Stage } from '../pipeline/stage.js';
 import { ErrorCode, type JsonRpcRequest } from '../protocol/jsonrpc.js';
@@ -15,6 +16,8 @@ export interface AccessStageDeps {
   relist(kind: 'tools' | 'prompts', capabilities: Record<string, unknown>): Promise<void>;
   /** The unknown-item answer's words, shared with the resolve stage. */
   unknownItemMessage(kind: 'tools' | 'prompts', name: string): string;
+  /** The 403 that asks the caller to come back with these scopes (a rule's `onMissingScopes: challenge`). */
+  insufficientScope(scopes: readonly string[], message: string): Refusal;
 }
 
 /** The resource URI a call reads or completes, when it names one. */
@@ -36,15 +39,25 @@ export function compileAccessStage(deps: AccessStageDeps): Stage {
     run(ctx, next) {
       const route = ctx.route;
       if (route !== undefined) {
-        if (deps.policy.allows(ctx.principal, route.kind, route.ref)) return next(ctx);
+        const decision = deps.policy.decide(ctx.principal, route.kind, route.ref);
+        if (decision === true) return next(ctx);
+        if (decision !== false) return Promise.resolve(stepUp(ctx, decision.scopes, `${route.kind === 'tools' ? 'Tool' : 'Prompt'} ${describeValue(route.publicName)}`));
         return hidden(ctx, route);
       }
       const uri = resourceUri(ctx);
-      if (uri === undefined || deps.policy.allows(ctx.principal, 'resources', uri)) return next(ctx);
+      if (uri === undefined) return next(ctx);
+      const decision = deps.policy.decide(ctx.principal, 'resources', uri);
+      if (decision === true) return next(ctx);
+      if (decision !== false) return Promise.resolve(stepUp(ctx, decision.scopes, `Resource ${describeValue(uri)}`));
       // server/resources.mdx §Error Handling: a resource the caller may not see is one that is not found.
       return Promise.resolve(refuseAt('access', ctx, { kind: 'protocol', code: 'resource_not_found', rpcCode: ErrorCode.InvalidParams, message: `Resource not found: ${describeValue(uri)}` }));
     },
   };
+
+  /** An item the caller sees but may use only with more scopes: a 403 to step up with. */
+  function stepUp(ctx: CallContext, scopes: readonly string[], what: string): Outcome {
+    return refuseAt('access', ctx, deps.insufficientScope(scopes, `Insufficient scope: ${what} needs ${scopes.join(' ')}`));
+  }
 
   /** A hidden tool or prompt is an unknown one, after the list is read again (it may have just appeared). */
   async function hidden(ctx: CallContext, route: Route): Promise<Outcome> {

@@ -57,17 +57,35 @@ export class AccessPolicy {
     return true;
   }
 
-  /** May this caller see and use the item (a tool or prompt ref `upstream/name`, or a resource URI)? */
+  /**
+   * May this caller see the item (a tool or prompt ref `upstream/name`, or a resource URI)? An item the
+   * caller could use after a step-up (`decide` gives scopes) is listed.
+   */
   allows(principal: Principal, kind: ItemKind, ref: string): boolean {
+    return this.decide(principal, kind, ref) !== false;
+  }
+
+  /**
+   * May this caller use the item: true, false, or the scopes to ask for. The scopes come from the first
+   * `onMissingScopes: challenge` rule that names the item and would match the caller but for its scopes,
+   * when no rule before the deciding one lets the caller in: the caller's own scopes and the rule's, so a
+   * step-up keeps what was granted (2025-11-25/basic/authorization.mdx §Runtime Insufficient Scope Errors).
+   */
+  decide(principal: Principal, kind: ItemKind, ref: string): boolean | { scopes: string[] } {
     if (kind === 'tools' && principal.toolGlobs !== undefined && !principal.toolGlobs.some((g) => globToRegExp(g).test(ref))) return false;
     if (!this.governed[kind]) return true;
+    let stepUp: PolicyRuleConfig | undefined;
     for (const { rule, patterns } of this.rules) {
       const list = patterns[kind];
       if (list === undefined || !list.some((p) => p.test(ref))) continue;
-      if (!matchesCaller(rule, principal)) continue;
-      return rule.access === 'allow';
+      if (!matchesCaller(rule, principal)) {
+        if (stepUp === undefined && rule.onMissingScopes === 'challenge' && matchesCaller(rule, principal, true)) stepUp = rule;
+        continue;
+      }
+      if (rule.access === 'allow') return true;
+      break;
     }
-    return false;
+    return stepUp === undefined ? false : { scopes: [...new Set([...principal.scopes, ...(stepUp.scopes ?? [])])] };
   }
 }
 
@@ -75,11 +93,12 @@ function selectsCallers(rule: PolicyRuleConfig): boolean {
   return rule.subjects !== undefined || rule.tenants !== undefined || rule.groups !== undefined || rule.scopes !== undefined || rule.keys !== undefined;
 }
 
-function matchesCaller(rule: PolicyRuleConfig, p: Principal): boolean {
+/** `ignoringScopes`: whether the caller would match if it held the rule's scopes. */
+function matchesCaller(rule: PolicyRuleConfig, p: Principal, ignoringScopes = false): boolean {
   if (rule.subjects && !rule.subjects.includes(p.subject)) return false;
   if (rule.tenants && (p.tenant === undefined || !rule.tenants.includes(p.tenant))) return false;
   if (rule.groups && !rule.groups.some((g) => p.groups.includes(g))) return false;
-  if (rule.scopes && !rule.scopes.every((s) => p.scopes.includes(s))) return false;
+  if (!ignoringScopes && rule.scopes && !rule.scopes.every((s) => p.scopes.includes(s))) return false;
   if (rule.keys && (p.keyId === undefined || !rule.keys.includes(p.keyId))) return false;
   return true;
 }

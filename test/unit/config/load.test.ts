@@ -170,6 +170,16 @@ describe('validateConfigObject', () => {
   });
 });
 
+describe('policy rules', () => {
+  it('onMissingScopes: challenge needs an allow rule with scopes', () => {
+    const config = (rule: Record<string, unknown>) => ({ upstreams: [{ name: 'u', url: 'http://127.0.0.1:1/mcp' }], policy: { rules: [rule] } });
+    assert.throws(() => validateConfigObject(config({ access: 'allow', onMissingScopes: 'challenge', tools: ['*'] }), 'flags'), /policy\.rules\[0\]: missing required key "scopes"/);
+    assert.throws(() => validateConfigObject(config({ access: 'deny', scopes: ['w'], onMissingScopes: 'challenge', tools: ['*'] }), 'flags'), /policy\.rules\[0\]\.access: must be "allow"/);
+    assert.equal(validateConfigObject(config({ access: 'allow', scopes: ['w'], onMissingScopes: 'challenge', tools: ['*'] })).policy.rules[0]!.onMissingScopes, 'challenge');
+    assert.equal(validateConfigObject(config({ access: 'allow', scopes: ['w'], tools: ['*'] })).policy.rules[0]!.onMissingScopes, undefined, 'hide, with no default written in: the policy version of existing rules stays the same');
+  });
+});
+
 describe('loadConfigFile', () => {
   const dirs: string[] = [];
   after(async () => Promise.all(dirs.map((d) => rm(d, { recursive: true, force: true }))));

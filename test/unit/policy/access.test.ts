@@ -56,6 +56,26 @@ describe('AccessPolicy', () => {
     assert.equal(policy.allows(caller({ tenant: 'other' }), 'prompts', 'crm/p'), true, 'no rule names prompts: visible');
   });
 
+  it('onMissingScopes: challenge lists the item and asks for the caller\'s scopes and the rule\'s, unless a rule lets the caller in already', () => {
+    // 2025-11-25/basic/authorization.mdx §Runtime Insufficient Scope Errors: 403 naming the scopes to step up to.
+    const policy = new AccessPolicy([
+      { access: 'allow', groups: ['ops'], scopes: ['crm:write'], onMissingScopes: 'challenge', tools: ['crm/delete_*', 'crm/update_*'] },
+      { access: 'allow', subjects: ['root'], tools: ['crm/update_*'] },
+      { access: 'allow', scopes: ['crm:admin'], tools: ['crm/purge'] },
+      { access: 'deny', tools: ['crm/delete_all'] },
+      { access: 'allow', tools: ['crm/get_*'] },
+    ]);
+    const op = caller({ groups: ['ops'], scopes: ['mcp:tools'] });
+    assert.deepEqual(policy.decide(op, 'tools', 'crm/delete_user'), { scopes: ['mcp:tools', 'crm:write'] }, 'the granted scope is kept in the ask');
+    assert.equal(policy.allows(op, 'tools', 'crm/delete_user'), true, 'listed, so the client knows it exists');
+    assert.equal(policy.decide(caller({ groups: ['ops'], scopes: ['crm:write'] }), 'tools', 'crm/delete_user'), true);
+    assert.deepEqual(policy.decide(op, 'tools', 'crm/delete_all'), { scopes: ['mcp:tools', 'crm:write'] }, 'with the scope, the challenge rule comes before the deny');
+    assert.equal(policy.decide(caller({ groups: ['support'], scopes: ['mcp:tools'] }), 'tools', 'crm/delete_user'), false, 'another selector fails: hidden, no challenge');
+    assert.equal(policy.decide(caller({ subject: 'root', groups: ['ops'] }), 'tools', 'crm/update_user'), true, 'a later rule allows the caller as it is');
+    assert.equal(policy.decide(op, 'tools', 'crm/purge'), false, 'a rule without onMissingScopes hides (hide is the default)');
+    assert.equal(policy.decide(op, 'tools', 'crm/get_user'), true);
+  });
+
   it('subjects, prompts and resource URIs', () => {
     const policy = new AccessPolicy([
       { access: 'allow', subjects: ['key:ops'], prompts: ['*'], resources: ['*'] },
