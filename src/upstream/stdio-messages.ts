@@ -138,9 +138,11 @@ export class StdioMessages implements UpstreamMessages {
    * The shared child serves every caller at once, so each request goes to it under an id of Gatehouse's
    * (and its progress token likewise): ids must be unique among a sender's outstanding requests
    * (basic/index.mdx §Requests) and progress tokens across active requests (utilities/progress.mdx), and two
-   * callers may both send id 1. Keyed by caller and client id: their upstream id, for notifications/cancelled.
+   * callers may both send id 1. Keyed by caller and client id: the upstream ids in flight under it, for
+   * notifications/cancelled. Two clients of one caller (one API key) may each have the same id in flight;
+   * a cancellation naming it cannot tell which, and is dropped.
    */
-  private readonly sharedIds = new Map<string, string>();
+  private readonly sharedIds = new Map<string, string[]>();
   private sharedSequence = 0;
   /** Children that died on their own (or could not start) since the last successful call. */
   private crashes = 0;
@@ -217,7 +219,9 @@ export class StdioMessages implements UpstreamMessages {
     if (!('id' in message) || !('method' in message)) {
       // Notifications and the client's answers to server requests; a cancellation names the call by the id
       // the shared child knows it under.
-      managed.proc.send(shared && method === 'notifications/cancelled' ? this.cancellationForShared(message, principal) : message);
+      const forwarded = shared && method === 'notifications/cancelled' ? this.cancellationForShared(message, principal) : message;
+      if (forwarded !== undefined) managed.proc.send(forwarded);
+      else this.log.debug('a cancellation for the shared child names no single call of its caller; dropped', { upstream: this.upstream });
       return { status: 202, headers: {}, messages: empty() };
     }
     const isProbe = message.method === 'server/discover' && sessionId === undefined;
@@ -232,7 +236,9 @@ export class StdioMessages implements UpstreamMessages {
   private remapForShared(request: JsonRpcRequest, caller: string): { request: JsonRpcRequest; back(m: JsonRpcMessage): JsonRpcMessage; release(): void } {
     const upstreamId = `gh-shared-${++this.sharedSequence}`;
     const key = `${caller}\u0000${JSON.stringify(request.id)}`;
-    this.sharedIds.set(key, upstreamId);
+    const inFlight = this.sharedIds.get(key);
+    if (inFlight === undefined) this.sharedIds.set(key, [upstreamId]);
+    else inFlight.push(upstreamId);
     const meta = request.params?._meta as Record<string, unknown> | undefined;
     const clientToken = meta?.progressToken;
     const upstreamToken = clientToken === undefined ? undefined : `${upstreamId}-progress`;
@@ -251,16 +257,26 @@ export class StdioMessages implements UpstreamMessages {
         return m;
       },
       release: () => {
-        if (this.sharedIds.get(key) === upstreamId) this.sharedIds.delete(key);
+        const ids = this.sharedIds.get(key);
+        const at = ids?.indexOf(upstreamId) ?? -1;
+        if (at === -1) return;
+        ids!.splice(at, 1);
+        if (ids!.length === 0) this.sharedIds.delete(key);
       },
     };
   }
 
-  /** A client's notifications/cancelled for the shared child, naming the call by the id the child knows. */
-  private cancellationForShared(message: JsonRpcMessage, principal: Principal | undefined): JsonRpcMessage {
+  /**
+   * A client's notifications/cancelled for the shared child, naming the call by the id the child knows;
+   * undefined when it names no call of this caller's in flight, or more than one. It is then dropped
+   * (utilities/cancellation.mdx: a receiver MAY ignore it): passed as it is, it could name another caller's
+   * call by Gatehouse's own id, and a guess could stop the wrong client's call.
+   */
+  private cancellationForShared(message: JsonRpcMessage, principal: Principal | undefined): JsonRpcMessage | undefined {
     const params = (message as { params?: { requestId?: unknown } }).params;
-    const upstreamId = params?.requestId === undefined ? undefined : this.sharedIds.get(`${callerKey(principal)}\u0000${JSON.stringify(params.requestId)}`);
-    return upstreamId === undefined ? message : ({ ...message, params: { ...params, requestId: upstreamId } } as JsonRpcMessage);
+    const inFlight = params?.requestId === undefined ? undefined : this.sharedIds.get(`${callerKey(principal)}\u0000${JSON.stringify(params.requestId)}`);
+    if (inFlight?.length !== 1) return undefined;
+    return { ...message, params: { ...params, requestId: inFlight[0] } } as JsonRpcMessage;
   }
 
   /**

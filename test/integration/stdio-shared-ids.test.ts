@@ -48,3 +48,31 @@ test('two callers with the same request id and progress token, at once: each get
     assert.ok(progress.every((p) => p.params.progressToken === 'p' && p.params.total === steps), `${who}: under the token it sent`);
   }
 });
+
+/** A modern client's notifications/cancelled (stdio.mdx carries it; Gatehouse passes it on to the child). */
+async function cancelAs(key: string, requestId: unknown): Promise<number> {
+  const n = modernRequest(0, 'notifications/cancelled', { requestId, reason: 'test' });
+  const body = JSON.parse(n.body) as Record<string, unknown>;
+  delete body.id;
+  const res = await post(gw.url, JSON.stringify(body), { ...n.headers, authorization: `Bearer ${key}` });
+  return res.status;
+}
+
+test("a cancellation reaches only the sender's own call: naming Gatehouse's upstream ids, or an id two of its calls share, stops nothing", async () => {
+  // utilities/cancellation.mdx: a cancellation names a request of the same sender. Alice guesses the ids
+  // Gatehouse gives the child, and sends them while Bob's call runs; passed as they are, one would stop it.
+  const bob = callAs(BOB, 2);
+  await new Promise((r) => setTimeout(r, 100));
+  for (let n = 1; n <= 40; n++) assert.equal(await cancelAs(ALICE, `gh-shared-${n}`), 202);
+  const bobs = await bob;
+  assert.match(bobs.find((m) => m.id === 1)?.result?.content?.[0]?.text ?? '', /Steps: 2\./, `Bob's call ran to its end: ${JSON.stringify(bobs)}`);
+
+  // Two clients of one key, both with id 1 in flight: a cancellation of id 1 cannot tell which is meant.
+  const first = callAs(ALICE, 2);
+  const second = callAs(ALICE, 3);
+  await new Promise((r) => setTimeout(r, 100));
+  assert.equal(await cancelAs(ALICE, 1), 202);
+  const [a, b] = await Promise.all([first, second]);
+  assert.match(a.find((m) => m.id === 1)?.result?.content?.[0]?.text ?? '', /Steps: 2\./, JSON.stringify(a));
+  assert.match(b.find((m) => m.id === 1)?.result?.content?.[0]?.text ?? '', /Steps: 3\./, JSON.stringify(b));
+});
