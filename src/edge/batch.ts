@@ -10,6 +10,7 @@
 // Notifications and responses are handed on in order, each before anything after it in the batch, as they
 // would be if sent one POST at a time; requests run side by side.
 
+import { setMaxListeners } from 'node:events';
 import type { IncomingHttpHeaders, ServerResponse } from 'node:http';
 import { refusalCode, toWire, type Refusal } from '../errors.js';
 import type { Logger } from '../log/logger.js';
@@ -17,9 +18,9 @@ import { Cancellation } from '../pipeline/cancellation.js';
 import type { CallContext } from '../pipeline/context.js';
 import { publishRefused } from '../pipeline/events.js';
 import type { Outcome } from '../pipeline/outcome.js';
-import { admitPost } from '../protocol/front-door.js';
+import { admitPost, MAX_BATCH_MESSAGES } from '../protocol/front-door.js';
 import { classifyMessage, ErrorCode, errorResponse, idOf, type Classified } from '../protocol/jsonrpc.js';
-import { discardOutcome, SSE_HEADERS } from './answer.js';
+import { discardOutcome, KEEPALIVE_MS, SSE_HEADERS } from './answer.js';
 import { waitForDrain } from './backpressure.js';
 import type { CallRecord, EdgeCore, ReceivedBatch } from './edge-core.js';
 import { deliverOutcome, type Delivered, type MessageOut } from './sse-outcome.js';
@@ -31,6 +32,8 @@ export interface BatchRequest {
   session: { id: string; capabilities: Record<string, unknown> } | undefined;
   /** Cancelled when the client leaves before the answer is complete: every call of the batch follows it. */
   cancel: Cancellation;
+  /** A message was answered 404 for the session it names: the session is over, as for a request sent alone. */
+  sessionGone(): void;
 }
 
 export interface BatchDeps {
@@ -44,11 +47,20 @@ type Message = Extract<Classified, { ok: true }>;
 export async function answerBatch(core: EdgeCore, deps: BatchDeps, res: ServerResponse, received: ReceivedBatch, request: BatchRequest): Promise<void> {
   const elements = received.batch.map(classifyElement);
   const answersOnStream = elements.some((e) => e.ok && e.kind === 'request');
+  // Every call of the batch follows the client's signal, and a slow client's writes wait on it too: more
+  // listeners than Node's default ten, none of them a leak.
+  setMaxListeners(2 * MAX_BATCH_MESSAGES + 8, request.cancel.signal);
   const stream = answersOnStream ? openStream(res, request.cancel) : undefined;
   const calls: Array<Promise<void>> = [];
   /** Without a stream: the first message that was not accepted decides the status. */
   let refusedWith: { status: number; body: unknown } | undefined;
+  const noteSession = (delivered: MessageDelivered): MessageDelivered => {
+    if (delivered.status === 404 && request.session !== undefined) request.sessionGone();
+    return delivered;
+  };
   for (const element of elements) {
+    // A client that has left is not answered: what it sent after that point is not started.
+    if (request.cancel.aborted) break;
     if (!element.ok) {
       // JSON-RPC 2.0 §6: an element that is no message gets an error response of its own, with a null id.
       const body = errorResponse(null, element.code, element.message);
@@ -56,7 +68,7 @@ export async function answerBatch(core: EdgeCore, deps: BatchDeps, res: ServerRe
       else refusedWith ??= { status: 400, body };
       continue;
     }
-    const call = runMessage(core, deps, received, request, element, stream);
+    const call = runMessage(core, deps, received, request, element, stream).then(noteSession);
     if (element.kind === 'request') {
       calls.push(call.then(() => undefined));
       continue;
@@ -66,6 +78,7 @@ export async function answerBatch(core: EdgeCore, deps: BatchDeps, res: ServerRe
   }
   await Promise.all(calls);
   if (stream) return stream.end();
+  if (request.cancel.aborted) return;
   if (res.headersSent || res.destroyed) return;
   if (refusedWith === undefined) return void res.writeHead(202).end();
   const text = JSON.stringify(refusedWith.body);
@@ -160,10 +173,17 @@ function settle(outcome: Outcome, callId: string): MessageDelivered {
   }
 }
 
-/** The batch's SSE answer: each message one `data` event, written as it comes; waits while the client is slow. */
+/**
+ * The batch's SSE answer: each message one `data` event, written as it comes; waits while the client is
+ * slow. Comments keep it alive while the calls run, as on any other stream of Gatehouse's.
+ */
 function openStream(res: ServerResponse, cancel: Cancellation): MessageOut & { end(): void } {
   res.writeHead(200, SSE_HEADERS);
   res.flushHeaders();
+  const keepalive = setInterval(() => {
+    if (!res.destroyed && !res.writableEnded && !res.writableNeedDrain) res.write(': keep-alive\n\n');
+  }, KEEPALIVE_MS).unref();
+  res.once('close', () => clearInterval(keepalive));
   return {
     get signal() {
       return cancel.signal;
@@ -174,6 +194,7 @@ function openStream(res: ServerResponse, cancel: Cancellation): MessageOut & { e
       return !res.destroyed;
     },
     end() {
+      clearInterval(keepalive);
       if (!res.writableEnded) res.end();
     },
   };

@@ -34,6 +34,8 @@ export interface CallRecord {
   leaveSession?: () => void;
   /** A batch's HTTP request: each of its messages publishes its own `end`, the request none. */
   batch?: boolean;
+  /** A message of the batch was answered 404 for its session: the binding ends with the request. */
+  sessionGone?: boolean;
 }
 
 /** A request past the front door: its credential's verdict (a missing one only when a body follows) and address. */

@@ -298,7 +298,13 @@ export function createEdge(listen: ListenConfig, handlers: EdgeHandlers, log: Lo
     if (session === false) return;
     // From here each message publishes its own end; the HTTP request is only their carrier.
     record.batch = true;
-    await answerBatch(core, { checkMessage: (message) => opts.auth.checkMessage(message), log }, res, received, { headers: req.headers, clientAddress, session, cancel });
+    await answerBatch(core, { checkMessage: (message) => opts.auth.checkMessage(message), log }, res, received, {
+      headers: req.headers,
+      clientAddress,
+      session,
+      cancel,
+      sessionGone: () => void (record.sessionGone = true),
+    });
   }
 
   /**
@@ -526,7 +532,7 @@ export function createEdge(listen: ListenConfig, handlers: EdgeHandlers, log: Lo
     // Run by the request's one close listener (onRequest), after the call's own end.
     record.leaveSession = () => {
       leave();
-      if (res.statusCode === 404) opts.sessions.end(sessionId, 'unknown');
+      if (res.statusCode === 404 || record.sessionGone === true) opts.sessions.end(sessionId, 'unknown');
       else if (method === 'DELETE' && res.statusCode < 300) opts.sessions.end(sessionId, 'client_closed');
     };
     return { id: sessionId, capabilities: admission.capabilities };

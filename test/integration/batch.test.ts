@@ -18,6 +18,7 @@ import { request } from 'undici';
 import { hashKey } from '../../src/auth/key-hash.js';
 import { SqliteStore } from '../../src/store/sqlite-store.js';
 import { startEverythingHttp, type EverythingHttp } from '../fixtures/upstreams/everything-http.js';
+import { startFakeUpstream } from '../fixtures/upstreams/fake-upstream.js';
 import { startGateway, type TestGateway } from '../helpers/gateway.js';
 
 const KEY = 'gh_batch_0123456789abcdefghijklmnopqrstuv';
@@ -214,6 +215,101 @@ describe('batches and the per-address limit', () => {
       assert.equal(over.statusCode, 429, await over.body.text());
     } finally {
       await limited.close();
+    }
+  });
+});
+
+describe('a batch over its lifetime', () => {
+  test('sixty-four calls at once follow the client\'s one signal without a MaxListenersExceededWarning', async () => {
+    const warnings: string[] = [];
+    const onWarning = (w: Error): void => void warnings.push(w.name);
+    process.on('warning', onWarning);
+    try {
+      const sid = await openSession();
+      const batch = Array.from({ length: 64 }, (_, i) => rpc(100 + i, 'tools/call', { name: 'echo', arguments: { message: `m${i}` } }));
+      const { messages } = await postBatch(sid, JSON.stringify(batch));
+      assert.equal(byId(messages).size, 64);
+      await new Promise((r) => setImmediate(r));
+      assert.deepEqual(warnings.filter((w) => w === 'MaxListenersExceededWarning'), []);
+    } finally {
+      process.off('warning', onWarning);
+    }
+  });
+
+  test('a call that runs longer than the keep-alive interval gets comments on the batch stream meanwhile', async () => {
+    const sid = await openSession();
+    const started = Date.now();
+    const res = await request(gw.url, {
+      method: 'POST',
+      headers: { ...HEADERS, 'mcp-session-id': sid },
+      body: JSON.stringify([rpc(1, 'tools/call', { name: 'trigger-long-running-operation', arguments: { duration: 16, steps: 1 } }), rpc(2, 'ping')]),
+    });
+    const text = await res.body.text();
+    assert.ok(Date.now() - started >= 15_000);
+    const keepAlive = text.indexOf(': keep-alive');
+    assert.ok(keepAlive >= 0, `a keep-alive comment (every 15 s) on a stream a proxy would otherwise time out: ${text}`);
+    assert.ok(keepAlive < text.indexOf('"id":1'), 'before the long call\'s answer');
+    assert.match(text, /Long running operation completed/);
+  });
+
+  test("a 404 for the session on one message ends Gatehouse's binding of it, as for a request sent alone", async () => {
+    // 2025-03-26/basic/transports.mdx §Session Management 3–4: the server answers 404 for a session it ended.
+    const up = await startFakeUpstream((req, res, body) => {
+      if (req.method !== 'POST') return void res.writeHead(405).end();
+      const msg = JSON.parse(body) as { id?: unknown; method?: string };
+      if (msg.method === 'initialize') {
+        return void res.writeHead(200, { 'content-type': 'application/json', 'mcp-session-id': 'up-1' }).end(JSON.stringify({ jsonrpc: '2.0', id: msg.id, result: { protocolVersion: '2025-03-26', capabilities: { tools: {} }, serverInfo: { name: 'forgets', version: '1' } } }));
+      }
+      if (msg.method === 'notifications/initialized') return void res.writeHead(202).end();
+      res.writeHead(404, { 'content-type': 'application/json' }).end(JSON.stringify({ jsonrpc: '2.0', id: msg.id ?? null, error: { code: -32001, message: 'Session not found' } }));
+    });
+    const forgetting = await startGateway({ upstreams: [{ name: 'forgets', url: up.url, era: 'legacy' }], auth: { anonymous: false, apiKeys: [{ id: 'batcher', hash: hashKey(KEY) }] } });
+    try {
+      const init = await request(forgetting.url, { method: 'POST', headers: HEADERS, body: JSON.stringify(rpc(0, 'initialize', { protocolVersion: '2025-03-26', capabilities: {}, clientInfo: { name: 'b', version: '1' } })) });
+      const sid = init.headers['mcp-session-id'] as string;
+      await init.body.dump();
+      const batch = await request(forgetting.url, { method: 'POST', headers: { ...HEADERS, 'mcp-session-id': sid }, body: JSON.stringify([rpc(1, 'tools/list'), rpc(2, 'ping')]) });
+      assert.match(await batch.body.text(), /Session not found/);
+      const reached = up.requests.length;
+      const after = await request(forgetting.url, { method: 'POST', headers: { ...HEADERS, 'mcp-session-id': sid }, body: JSON.stringify(rpc(3, 'tools/list')) });
+      assert.equal(after.statusCode, 404);
+      const answer = (await after.body.json()) as { error: { data?: { details?: { reason?: string } } } };
+      assert.equal(answer.error.data?.details?.reason, 'unknown', 'refused by Gatehouse: the binding ended with the batch');
+      assert.equal(up.requests.length, reached, 'nothing more reached the upstream');
+    } finally {
+      await forgetting.close();
+      await up.close();
+    }
+  });
+
+  test('messages after the point where the client left are not started', async () => {
+    let calls = 0;
+    const up = await startFakeUpstream(async (req, res, body) => {
+      if (req.method !== 'POST') return void res.writeHead(405).end();
+      const msg = JSON.parse(body) as { id?: unknown; method?: string };
+      if (msg.method === 'initialize') {
+        return void res.writeHead(200, { 'content-type': 'application/json', 'mcp-session-id': 'up-1' }).end(JSON.stringify({ jsonrpc: '2.0', id: msg.id, result: { protocolVersion: '2025-03-26', capabilities: { tools: {} }, serverInfo: { name: 'slow-notes', version: '1' } } }));
+      }
+      // A notification the upstream takes its time to accept: the batch waits for it before going on.
+      if (msg.method === 'notifications/roots/list_changed') await new Promise((r) => setTimeout(r, 800));
+      if (msg.method === 'tools/call') calls++;
+      if (msg.id === undefined) return void res.writeHead(202).end();
+      res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ jsonrpc: '2.0', id: msg.id, result: { content: [] } }));
+    });
+    const slow = await startGateway({ upstreams: [{ name: 'slow', url: up.url, era: 'legacy' }], auth: { anonymous: false, apiKeys: [{ id: 'batcher', hash: hashKey(KEY) }] } });
+    try {
+      const init = await request(slow.url, { method: 'POST', headers: HEADERS, body: JSON.stringify(rpc(0, 'initialize', { protocolVersion: '2025-03-26', capabilities: {}, clientInfo: { name: 'b', version: '1' } })) });
+      const sid = init.headers['mcp-session-id'] as string;
+      await init.body.dump();
+      const body = JSON.stringify([rpc(1, 'ping'), { jsonrpc: '2.0', method: 'notifications/roots/list_changed' }, rpc(2, 'tools/call', { name: 'write', arguments: {} })]);
+      await assert.rejects(request(slow.url, { method: 'POST', headers: { ...HEADERS, 'mcp-session-id': sid }, body, signal: AbortSignal.timeout(300) }).then((r) => r.body.text()));
+      await new Promise((r) => setTimeout(r, 1_200));
+      assert.equal(calls, 0, 'the tools/call after the notification never reached the upstream');
+      const logged = slow.logs.filter((l) => l.method === 'tools/call');
+      assert.deepEqual(logged, [], 'nor was it started as a call (no log line, no audit record of a call that never ran)');
+    } finally {
+      await slow.close();
+      await up.close();
     }
   });
 });
