@@ -96,7 +96,8 @@ local used = tonumber(redis.call('GET', key) or '0')
 if used <= 0 then return 0 end
 local left = used - tonumber(ARGV[1])
 if left < 0 then left = 0 end
-redis.call('SET', key, tostring(left), 'PXAT', finish + 60000)
+redis.call('SET', key, tostring(left))
+redis.call('PEXPIREAT', key, finish + 60000)
 return 1`;
 
 /** The breaker state machine of breaker-math.ts, on Redis' clock. ARGV: op, ok, consecutiveFailures, errorRate (or -1), minCalls, windowMs, coolDownMs. */
