@@ -107,8 +107,12 @@ export interface GatewayOptions {
  * its log settings, which the running process follows on its own. A reload that leaves this unchanged keeps
  * the runtime.
  */
+/**
+ * What the runtime (upstreams, catalog, pipeline, auth) is built from: the config without the log settings
+ * and the admin API's credentials, which a reload applies in place.
+ */
 function runtimeShape(config: GatehouseConfig): string {
-  return JSON.stringify({ ...config, log: undefined });
+  return JSON.stringify({ ...config, log: undefined, admin: { ...config.admin, token: undefined, groups: undefined } });
 }
 
 export function createGateway(config: GatehouseConfig, log: Logger, options: GatewayOptions = {}): Gateway {
@@ -263,15 +267,15 @@ export function createGateway(config: GatehouseConfig, log: Logger, options: Gat
         policy: { ...next.policy, egressProxy: running.policy.egressProxy },
         admin: { ...running.admin, token: next.admin.token, groups: next.admin.groups },
       };
-      // A change to the log settings alone (an operator turning the request log on to look at traffic) keeps
-      // the upstream connections, sessions and catalog: rebuilding them would cost every upstream a new
-      // handshake and a fresh tools/list for nothing.
+      // A change to the log settings alone (an operator turning the request log on to look at traffic) or to
+      // the admin API's credentials (a rotated token) keeps the upstream connections, sessions and catalog:
+      // rebuilding them would cost every upstream a new handshake and a fresh tools/list for nothing.
       const logOnly = runtimeShape(next) === runtimeShape(running);
+      // New secret values are scrubbed from logs from now on (none are forgotten), a rotated admin token too.
+      log.addSecrets(collectSecrets(next));
       if (!logOnly) {
         const previous = runtime;
         runtime = buildRuntime(next, log, observeUpstream, state, resolveHost, breakerBoard, childEnv, { book: approvalBook, pins: pinBook, confirmations });
-        // New secret values are scrubbed from logs from now on (none are forgotten).
-        log.addSecrets(collectSecrets(next));
         // Keys, tokens and rules apply from the next request on.
         const previousAuth = edgeOptions.auth;
         edgeOptions.auth = new Authenticator(next, log, previousAuth);

@@ -83,6 +83,10 @@ test('a rotated admin token applies from the next request; the old one is refuse
   assert.ok(await until(async () => (await approvals(NEW)) === 200), gw.stderr());
   assert.equal(await approvals(OLD), 401, 'the rotated-away token is refused');
   assert.doesNotMatch(gw.stderr(), new RegExp(`${OLD}|${NEW}`));
+  // Only the admin API's credentials changed: the upstreams, catalog and auth are kept, not rebuilt.
+  const reloaded = gw.stderr().split('\n').filter((l) => l.includes('"msg":"config reloaded"'));
+  assert.equal(reloaded.length, 1, gw.stderr());
+  assert.match(reloaded[0]!, /"kept":"upstreams, catalog, auth"/);
 
   // The admin and metrics listeners stay where they started, and the log says a restart is needed.
   writeFileSync(file, config().replace('port: 0, token', 'port: 1, token').replace('metrics: { enabled: true, port: 0 }', 'metrics: { enabled: true, port: 1 }'));
