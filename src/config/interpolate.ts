@@ -3,7 +3,7 @@
 
 import { readFileSync } from 'node:fs';
 import { resolve } from 'node:path';
-import { isMap, isScalar, isSeq, type Document } from 'yaml';
+import { isMap, isScalar, isSeq, parseDocument, type Document, type Scalar } from 'yaml';
 
 export interface InterpolationContext {
   /** Where `${env:NAME}` looks names up. */
@@ -79,17 +79,35 @@ function expand(expr: string, ctx: InterpolationContext, problems: Problem[]): s
 }
 
 /**
- * The files `text` reads through `${file:PATH}`, resolved against `baseDir`, each once. A plain scan of the
- * text, comments included: watching a file the config does not use costs a read per poll and nothing else.
+ * The files the config `text` reads through `${file:PATH}`, resolved against `baseDir`, each once: found in
+ * the string values of the parsed document, as interpolation finds them, so a comment, a key, or a path
+ * written with YAML escapes names exactly what a load would read.
  */
 export function referencedFiles(text: string, baseDir: string): string[] {
-  const files = new Set<string>();
   if (!text.includes('${')) return [];
-  for (const [match, expr] of text.matchAll(TOKEN)) {
-    if (match === '$${' || expr === undefined || !expr.startsWith('file:') || expr.length === 5 || expr.includes('\n')) continue;
-    files.add(resolve(baseDir, expr.slice(5)));
-  }
+  const files = new Set<string>();
+  forEachStringValue(parseDocument(text, { prettyErrors: false }), (value) => {
+    if (!value.includes('${')) return;
+    for (const [match, expr] of value.matchAll(TOKEN)) {
+      if (match === '$${' || expr === undefined || !expr.startsWith('file:') || expr.length === 5) continue;
+      files.add(resolve(baseDir, expr.slice(5)));
+    }
+  });
   return [...files];
+}
+
+/** Calls `visit` for every string scalar that is a value (never a key); aliases are skipped (see below). */
+function forEachStringValue(doc: Document, visit: (value: string, node: Scalar, path: Array<string | number>) => void): void {
+  const walk = (node: unknown, path: Array<string | number>): void => {
+    if (isMap(node)) {
+      for (const pair of node.items) walk(pair.value, [...path, isScalar(pair.key) ? String(pair.key.value) : String(pair.key)]);
+    } else if (isSeq(node)) {
+      node.items.forEach((item, i) => walk(item, [...path, i]));
+    } else if (isScalar(node) && typeof node.value === 'string') {
+      visit(node.value, node, path);
+    }
+  };
+  walk(doc.contents, []);
 }
 
 /**
@@ -98,18 +116,11 @@ export function referencedFiles(text: string, baseDir: string): string[] {
  */
 export function interpolateDocument(doc: Document, ctx: InterpolationContext): InterpolationProblem[] {
   const problems: InterpolationProblem[] = [];
-  const walk = (node: unknown, path: Array<string | number>): void => {
-    if (isMap(node)) {
-      for (const pair of node.items) walk(pair.value, [...path, isScalar(pair.key) ? String(pair.key.value) : String(pair.key)]);
-    } else if (isSeq(node)) {
-      node.items.forEach((item, i) => walk(item, [...path, i]));
-    } else if (isScalar(node) && typeof node.value === 'string') {
-      const result = interpolateString(node.value, ctx);
-      node.value = result.value;
-      const offset = node.range?.[0] ?? 0;
-      for (const problem of result.problems) problems.push({ path, offset, ...problem });
-    }
-  };
-  walk(doc.contents, []);
+  forEachStringValue(doc, (value, node, path) => {
+    const result = interpolateString(value, ctx);
+    node.value = result.value;
+    const offset = node.range?.[0] ?? 0;
+    for (const problem of result.problems) problems.push({ path, offset, ...problem });
+  });
   return problems;
 }

@@ -28,6 +28,20 @@ describe('referencedFiles', () => {
     assert.deepEqual(referencedFiles(text, '/etc/gatehouse'), ['/etc/gatehouse/secrets/token', '/run/secrets/key']);
     assert.deepEqual(referencedFiles('upstreams: []', '/etc/gatehouse'), []);
   });
+
+  it('reads the parsed values as a load does: comments and keys name nothing, YAML escapes and folding are resolved', () => {
+    const text = [
+      '# headers: { Authorization: "${file:commented-out}" }',
+      'a: "${file:tok\\x65n}"', // a double-quoted escape: the load reads "token"
+      "b: '${file:single''quoted}'", // '' is one quote in a single-quoted scalar
+      'c: >-',
+      '  ${file:folded}',
+      '"${file:as-a-key}": value',
+      'd: &anchor "${file:anchored}"',
+      'e: *anchor',
+    ].join('\n');
+    assert.deepEqual(referencedFiles(text, '/etc/gatehouse'), ['/etc/gatehouse/token', "/etc/gatehouse/single'quoted", '/etc/gatehouse/folded', '/etc/gatehouse/anchored']);
+  });
 });
 
 describe('watchConfigFile', () => {
