@@ -19,7 +19,7 @@ import { ACCEPTED, type Outcome } from '../pipeline/outcome.js';
 import { pipeOutcome } from '../pipeline/outcome-stream.js';
 import { waitedOn } from '../pipeline/events.js';
 import { refuseAt, type Next, type Stage } from '../pipeline/stage.js';
-import type { JsonRpcId, JsonRpcRequest } from '../protocol/jsonrpc.js';
+import { ErrorCode, type JsonRpcId, type JsonRpcRequest } from '../protocol/jsonrpc.js';
 import { effectiveState, type Approval } from './approval.js';
 import { ApprovalBook, type ApprovalVerdict, type CallToApprove } from './book.js';
 import { approvalRuleFor, type CompiledApprovalRule } from './rules.js';
@@ -37,9 +37,24 @@ export function compileApprovalStage(rules: readonly CompiledApprovalRule[], boo
   const unavailable = (ctx: CallContext, err: unknown): Outcome =>
     refuseAt('approval', ctx, failure(new GatewayError('GW_ERR_STATE_UNAVAILABLE', 'The approval of this call cannot be checked now, so the call is not run; retry later', undefined, { cause: err })));
 
+  /**
+   * What the stages after an approved run began threw is theirs, not the approval book's: it is answered
+   * (and audited) as an internal error of the upstream stage, never as "approval could not be checked",
+   * which the stages before take for a call that did not run (a budget would give its spend back).
+   */
+  const failedAfterApproval = (ctx: CallContext, err: unknown): Outcome => {
+    log.error('a stage after an approved run failed', { callId: ctx.callId, err });
+    return refuseAt('upstream', ctx, { kind: 'transport', code: 'internal_error', status: 500, rpcCode: ErrorCode.InternalError, message: 'Internal gateway error' });
+  };
+
   /** Runs an approved call; a run that never reached the upstream is given back, an MRTR continuation remembered. */
   const runApproved = async (ctx: CallContext, approval: Approval, run: number | undefined, next: Next): Promise<Outcome> => {
-    const outcome = await next(ctx);
+    let outcome: Outcome;
+    try {
+      outcome = await next(ctx);
+    } catch (err) {
+      throw new AfterApproval(err);
+    }
     const laterRefusal = outcome.kind === 'refused' && outcome.stage !== undefined && outcome.stage !== 'upstream' && outcome.stage !== 'output';
     return interceptFinal(outcome, ctx, async ({ response, failure: failed }) => {
       try {
@@ -101,6 +116,7 @@ export function compileApprovalStage(rules: readonly CompiledApprovalRule[], boo
         }
         return refuseAt('approval', ctx, refusalOf(verdict));
       } catch (err) {
+        if (err instanceof AfterApproval) return failedAfterApproval(ctx, err.cause);
         return unavailable(ctx, err);
       }
     },
@@ -133,6 +149,7 @@ export function compileApprovalStage(rules: readonly CompiledApprovalRule[], boo
       const given = response === undefined ? { accepted: false, reason: 'the user gave no answer in time' } : response.error !== undefined ? { accepted: false, reason: `the client could not ask the user (${response.error.message})` } : readAnswer(response.result);
       await waitedOn(ctx, 'approval', 'store.decide', decideByUser(book, call, approval.id, given, policyVersion));
       const verdict = await waitedOn(ctx, 'approval', 'store.verdict', book.forCall(call));
+      if (verdict.kind !== 'run') await ctx.giveBack?.(); // declined or unanswered: the call will not run
       const outcome = verdict.kind === 'run' ? await runApproved(ctx, verdict.approval, verdict.run, next) : refuseAt('approval', ctx, refusalOf(verdict));
       await pipeOutcome(outcome, out, ctx);
     })().catch((err: unknown) => {
@@ -140,6 +157,13 @@ export function compileApprovalStage(rules: readonly CompiledApprovalRule[], boo
       void pipeOutcome(refused, out, ctx);
     });
     return { kind: 'stream', stream: out };
+  }
+}
+
+/** An exception from the stages after an approved run began (see failedAfterApproval). */
+class AfterApproval extends Error {
+  constructor(override readonly cause: unknown) {
+    super('a later stage failed');
   }
 }
 

@@ -89,4 +89,10 @@ export interface CallContext {
    * what such a call spent.
    */
   heldBack?: 'replay' | 'confirmation';
+  /**
+   * Set by the budget stage while a spend stands: gives it back, once. For a stage that learns only after
+   * its answer has begun (a stream) that the call will not run, as when the user declines a legacy
+   * client's confirmation.
+   */
+  giveBack?: () => Promise<void>;
 }

@@ -8,6 +8,8 @@
 // upstream (an open breaker, an approval still pending or refused, an idempotency refusal) or answers it
 // without a run (an idempotency replay, a confirmation asked of the user), the spend is given back before the answer leaves, so a client that
 // retries while its call waits for a reviewer does not spend its budget on the waiting.
+// A stage that answers with a stream and learns only later that the call will not run (a legacy client's
+// user declining the confirmation asked on that stream) gives it back through `ctx.giveBack`.
 
 import type { Budget } from '../config/schema.generated.js';
 import { failure, GatewayError, type ToolRefusal } from '../errors.js';
@@ -70,15 +72,20 @@ export function compileBudgetStage(budgets: readonly CompiledBudget[], spend: Sp
         return refuseAt('budget', ctx, failure(new GatewayError('GW_ERR_STATE_UNAVAILABLE', 'The budget of this call cannot be checked now, so the call is not run; retry later', undefined, { cause: err })));
       }
       if (!spent.allowed) return refuseAt('budget', ctx, exhausted(budget, route, spent, now()));
-      const outcome = await next(ctx);
-      if (didNotRun(outcome, ctx)) {
+      let given = false;
+      const giveBack = async (): Promise<void> => {
+        if (given) return;
+        given = true;
         try {
           await waitedOn(ctx, 'budget', 'store.refund', refund(key, budget.cost, budget.window, spent.resetsAt));
         } catch (err) {
           // The spend stays: the budget counts one call too many, never one too few.
           log.warn('a budget spend could not be given back', { callId: ctx.callId, rule: budget.id, err });
         }
-      }
+      };
+      ctx.giveBack = giveBack;
+      const outcome = await next(ctx);
+      if (didNotRun(outcome, ctx)) await giveBack();
       return outcome;
     },
   };

@@ -15,9 +15,9 @@ export interface Connected {
 
 export async function connectV1(
   url: string,
-  opts: { name: string; timeoutMs: number; elicitation?: (req: ElicitRequest) => Record<string, unknown> },
+  opts: { name: string; timeoutMs: number; elicitation?: (req: ElicitRequest) => Record<string, unknown>; headers?: Record<string, string> },
 ): Promise<Connected> {
-  const transport = new StreamableHTTPClientTransport(new URL(url));
+  const transport = new StreamableHTTPClientTransport(new URL(url), opts.headers ? { requestInit: { headers: opts.headers } } : undefined);
   const client = new Client({ name: opts.name, version: '1.0.0' }, { capabilities: opts.elicitation ? { elicitation: {} } : {} });
   if (opts.elicitation) {
     const answer = opts.elicitation;

@@ -15,11 +15,13 @@ import { SqliteStore } from '../../src/store/sqlite-store.js';
 import { startCountingUpstream, type CountingUpstream } from '../fixtures/upstreams/counting-writes.js';
 import { startGateway, type TestGateway } from '../helpers/gateway.js';
 import { modernRequest, post } from '../helpers/http.js';
+import { connectV1 } from '../helpers/v1-everything.js';
 
 const ALICE = 'gh_alice_0123456789abcdefghijklmnopqrstuv';
 const BOB = 'gh_bob_0123456789abcdefghijklmnopqrstuvwx';
 const CAROL = 'gh_carol_0123456789abcdefghijklmnopqrstu';
 const DAVE = 'gh_dave_0123456789abcdefghijklmnopqrstuvw';
+const ERIN = 'gh_erin_0123456789abcdefghijklmnopqrstuvw';
 const ADMIN = 'admin-token-0123456789abcdef';
 
 let up: CountingUpstream;
@@ -30,7 +32,7 @@ before(async () => {
   up = await startCountingUpstream('modern');
   gw = await startGateway({
     upstreams: [{ name: 'up', url: up.url, era: 'modern' }],
-    auth: { anonymous: false, apiKeys: [{ id: 'alice', hash: hashKey(ALICE), scopes: [] }, { id: 'bob', hash: hashKey(BOB), scopes: [] }, { id: 'carol', hash: hashKey(CAROL), scopes: [] }, { id: 'dave', hash: hashKey(DAVE), scopes: [] }] },
+    auth: { anonymous: false, apiKeys: [{ id: 'alice', hash: hashKey(ALICE), scopes: [] }, { id: 'bob', hash: hashKey(BOB), scopes: [] }, { id: 'carol', hash: hashKey(CAROL), scopes: [] }, { id: 'dave', hash: hashKey(DAVE), scopes: [] }, { id: 'erin', hash: hashKey(ERIN), scopes: [] }] },
     store: { kind: 'sqlite', path: storePath },
     admin: { enabled: true, port: 0, token: ADMIN },
     policy: {
@@ -135,6 +137,29 @@ test('a call the user confirms spends once: the question (an InputRequiredResult
   assert.equal((await call(DAVE, 'lookup', 'dave-a')).isError, undefined);
   assert.equal((await call(DAVE, 'lookup', 'dave-b')).isError, undefined);
   assert.equal(code(await call(DAVE, 'lookup', 'dave-c')), 'budget_exhausted');
+});
+
+test('a legacy client whose user declines the confirmation (asked on the call\'s own stream) spends nothing; one that accepts spends once', async () => {
+  let accept = false;
+  const { client } = await connectV1(gw.url, {
+    name: 'budget-refund-v1',
+    timeoutMs: 10_000,
+    headers: { authorization: `Bearer ${ERIN}` },
+    elicitation: () => (accept ? { action: 'accept', content: { confirm: true } } : { action: 'decline' }),
+  });
+  try {
+    const declined = (await client.callTool({ name: 'record', arguments: { item: 'confirm-declined' } })) as ToolResult;
+    assert.equal(code(declined), 'approval_rejected');
+    assert.equal(executed('confirm-declined'), 0);
+    const used = await usedBy('erin', 0);
+    assert.ok(used === 0 || used === undefined, `the declined call gave its spend back: ${used}`);
+    accept = true;
+    const ran = (await client.callTool({ name: 'record', arguments: { item: 'confirm-accepted' } })) as ToolResult;
+    assert.equal(ran.isError, undefined, JSON.stringify(ran));
+    assert.equal(await usedBy('erin', 1), 1);
+  } finally {
+    await client.close();
+  }
 });
 
 // Last: the open circuit holds every later call of this gateway back.
