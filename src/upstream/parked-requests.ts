@@ -16,6 +16,11 @@ export interface Parked {
 export class ParkedRequests<P extends Parked> {
   private readonly key = randomBytes(32);
   private readonly parked = new Map<string, { value: P; timer: NodeJS.Timeout }>();
+  /**
+   * When each value's wait ends, fixed when it is first parked: a value parked again (its retry lacked an
+   * answer, and the question is asked anew) keeps that deadline, so empty retries cannot hold it longer.
+   */
+  private readonly deadlines = new WeakMap<P, number>();
 
   constructor(private readonly ttlMs: number) {}
 
@@ -26,9 +31,11 @@ export class ParkedRequests<P extends Parked> {
   /** Stores `value` and returns the requestState string that redeems it. */
   park(value: P): string {
     const handle = randomBytes(18).toString('base64url');
+    let deadline = this.deadlines.get(value);
+    if (deadline === undefined) this.deadlines.set(value, (deadline = Date.now() + this.ttlMs));
     const timer = setTimeout(() => {
       if (this.parked.delete(handle)) value.expire();
-    }, this.ttlMs).unref();
+    }, Math.max(0, deadline - Date.now())).unref();
     this.parked.set(handle, { value, timer });
     return `${handle}.${this.sign(handle)}`;
   }

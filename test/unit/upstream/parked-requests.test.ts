@@ -25,6 +25,25 @@ describe('ParkedRequests', () => {
     parked.clear();
   });
 
+  it('a call parked again keeps its first deadline: empty retries cannot hold it past its wait', async () => {
+    const parked = new ParkedRequests<Call>(400);
+    let expired = 0;
+    const value: Call = { method: 'tools/call', name: 'ask', owner: 'alice', expire: () => void expired++ };
+    const started = Date.now();
+    let state = parked.park(value);
+    for (let i = 0; i < 3; i++) {
+      await new Promise((r) => setTimeout(r, 100));
+      const taken = parked.take(state, 'tools/call', 'ask');
+      assert.equal(taken, value);
+      state = parked.park(taken!); // the retry lacked its answer: asked again
+    }
+    for (let i = 0; i < 60 && expired === 0; i++) await new Promise((r) => setTimeout(r, 25));
+    assert.equal(expired, 1);
+    const lasted = Date.now() - started;
+    assert.ok(lasted < 600, `expired ${lasted} ms after the first park (wait 400 ms), not 400 ms after the last one (700 ms)`);
+    assert.equal(parked.take(state, 'tools/call', 'ask'), undefined);
+  });
+
   it('refuses a forged signature', () => {
     const parked = new ParkedRequests<Call>(60_000);
     const state = parked.park(call('alice'));
