@@ -67,7 +67,7 @@ export class HttpUpstream implements Upstream {
       headersTimeout: config.timeouts.headersMs,
       bodyTimeout: config.timeouts.bodyMs,
     });
-    this.passThrough = new PassThrough(this.pool, this.path, this.credentials, config.era, this.name, this.log, observeUpstream);
+    this.passThrough = new PassThrough(this.pool, this.path, this.credentials, config.era, this.name, this.log, observeUpstream, config.timeouts.bodyMs);
     const messages = new MessageClient(this.pool, this.path, this.credentials, this.name, observeUpstream, config.timeouts.bodyMs);
     this.messages = messages;
     this.verdict = new EraVerdict(async () => {

@@ -3,16 +3,14 @@
 // must read and rewrite messages (era bridging, the era probe) instead of relaying bytes. An SSE stream the
 // server closes before it is done is resumed with Last-Event-ID (resumable-sse.ts).
 
-import type { Readable } from 'node:stream';
 import type { Dispatcher, Pool } from 'undici';
 import type { JsonRpcId, JsonRpcMessage } from '../protocol/jsonrpc.js';
-import { GatewayError } from '../errors.js';
 import { cancellationOf, type Cancellation } from '../pipeline/cancellation.js';
 import { UpstreamSessionGone, type UpstreamMessages, type UpstreamReply } from '../pipeline/ports.js';
 import type { CredentialHeaders, UpstreamCredentials } from './credentials.js';
 import { dispatchRelay, type RelayResponse } from './dispatch-relay.js';
 import { toGatewayError } from './failures.js';
-import { readSseMessages, type StreamResumption } from './resumable-sse.js';
+import { readSseMessages, reopenStream, sessionHeaders, type StreamResumption } from './resumable-sse.js';
 
 const ERROR_BODY_LIMIT = 64 * 1024;
 
@@ -27,6 +25,11 @@ export class MessageClient implements UpstreamMessages {
     /** Longest silence on a reply stream, across the reconnects that resume it (the upstream's body timeout). */
     private readonly idleLimitMs = 300_000,
   ) {}
+
+  /** Where a resuming GET goes (resumable-sse.ts). */
+  private get target(): Parameters<typeof reopenStream>[0] {
+    return { pool: this.pool, path: this.path, credentials: this.credentials, upstream: this.upstream };
+  }
 
   /**
    * POSTs one message; throws a GatewayError when the upstream cannot be reached or times out, or when
@@ -79,45 +82,15 @@ export class MessageClient implements UpstreamMessages {
     }
     // A GET stream the server closes after giving event ids is resumed from the last one (no idle limit:
     // a listen may be quiet for hours; its reader's signal ends it).
-    return readSseMessages(res.body, this.upstream, { reopen: (lastEventId, s) => this.resume(headers, lastEventId, s, 0), cancel: cancellationOf(signal), idleLimitMs: Infinity });
+    return readSseMessages(res.body, this.upstream, { reopen: (lastEventId, s) => reopenStream(this.target, headers, lastEventId, s, 0), cancel: cancellationOf(signal), idleLimitMs: Infinity });
   }
 
   /** How a POSTed request's SSE reply is taken up again if the server closes it before the response. */
   private replyResumption(message: JsonRpcMessage, sent: Record<string, string>, cancel: Cancellation): StreamResumption | undefined {
     const request = message as { id?: JsonRpcId; method?: string };
     if (request.id === undefined || request.method === undefined) return undefined;
-    const headers: Record<string, string> = {};
-    if (sent['mcp-session-id'] !== undefined) headers['mcp-session-id'] = sent['mcp-session-id'];
-    if (sent['mcp-protocol-version'] !== undefined) headers['mcp-protocol-version'] = sent['mcp-protocol-version'];
-    return { reopen: (lastEventId, signal) => this.resume(headers, lastEventId, signal, undefined), awaiting: request.id, cancel, idleLimitMs: this.idleLimitMs };
-  }
-
-  /**
-   * The GET that continues a stream after `lastEventId` (2025-11-25/basic/transports.mdx §Resumability and
-   * Redelivery). `bodyTimeout`: undefined keeps the pool's.
-   */
-  private async resume(headers: Record<string, string>, lastEventId: string, signal: AbortSignal | undefined, bodyTimeout: number | undefined): Promise<Readable> {
-    let res: Dispatcher.ResponseData;
-    let auth: CredentialHeaders;
-    try {
-      auth = this.credentials.current() ?? (await this.credentials.headers());
-      res = await this.pool.request({
-        path: this.path,
-        method: 'GET',
-        headers: { accept: 'text/event-stream', ...headers, 'last-event-id': lastEventId, ...auth },
-        signal,
-        ...(bodyTimeout !== undefined ? { bodyTimeout } : {}),
-      });
-    } catch (err) {
-      throw toGatewayError(err, this.upstream);
-    }
-    this.refused(res.statusCode, auth);
-    if (res.statusCode !== 200 || !String(res.headers['content-type'] ?? '').startsWith('text/event-stream')) {
-      await res.body.dump().catch(() => {});
-      if (res.statusCode === 404 && headers['mcp-session-id'] !== undefined) throw new UpstreamSessionGone(this.upstream);
-      throw new GatewayError('GW_ERR_UPSTREAM_BAD_RESPONSE', `Upstream "${this.upstream}" refused to resume its stream (HTTP ${res.statusCode})`, this.upstream);
-    }
-    return res.body;
+    const headers = sessionHeaders(sent);
+    return { reopen: (lastEventId, signal) => reopenStream(this.target, headers, lastEventId, signal), awaiting: request.id, cancel, idleLimitMs: this.idleLimitMs };
   }
 
   /** DELETE of a legacy session, best effort (2025-11-25/basic/transports.mdx §Session Management 5). */

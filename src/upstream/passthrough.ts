@@ -1,19 +1,22 @@
 // The byte-for-byte pass-through, for a client and an upstream of the same era: the client's bytes go up
 // with an allowlist of headers plus the upstream's own credentials, and the upstream's answer comes back
 // unchanged, SSE event by event (the edge relays it). Transport failures become clear 502/503/504 answers.
+// A legacy answer stream the upstream closes before its response is resumed here, not by the client.
 
+import { Readable } from 'node:stream';
 import type { Pool } from 'undici';
 import type { Era } from '../config/types.js';
 import { failure, GatewayError } from '../errors.js';
 import { redactText, type Logger } from '../log/logger.js';
 import type { CallContext } from '../pipeline/context.js';
 import { refused, type AnswerHeaders, type Outcome } from '../pipeline/outcome.js';
-import { ErrorCode, idOf } from '../protocol/jsonrpc.js';
+import { ErrorCode, idOf, type JsonRpcId } from '../protocol/jsonrpc.js';
 import { upstreamBody } from '../protocol/trace-context.js';
 import type { CredentialHeaders, UpstreamCredentials } from './credentials.js';
 import { toGatewayError } from './failures.js';
-import type { RelayBody } from '../pipeline/relay-body.js';
+import { RelayBody } from '../pipeline/relay-body.js';
 import { dispatchRelay, type RelayResponse } from './dispatch-relay.js';
+import { readSseText, reopenStream, sessionHeaders } from './resumable-sse.js';
 
 /**
  * Client headers an upstream may see. Everything else, above all `authorization` and `cookie`, stays at
@@ -48,7 +51,14 @@ export class PassThrough {
     private readonly log: Logger,
     /** Seconds until the upstream's response started (metrics). */
     private readonly observe: (seconds: number) => void = () => {},
-  ) {}
+    /** Longest silence on a resumed reply stream, across its reconnects (the upstream's body timeout). */
+    private readonly idleLimitMs = 300_000,
+  ) {
+    this.target = { pool, path, credentials, upstream: name };
+  }
+
+  /** Where a resuming GET goes (resumable-sse.ts). */
+  private readonly target: Parameters<typeof reopenStream>[0];
 
   /** What a relayed body's failure is called (made once, not per call). */
   private readonly failureOf = (err: unknown): GatewayError => toGatewayError(err, this.name);
@@ -98,7 +108,25 @@ export class PassThrough {
       const code = statusCode === 503 ? 'GW_ERR_UPSTREAM_OVERLOADED' : statusCode === 504 ? 'GW_ERR_UPSTREAM_TIMEOUT' : 'GW_ERR_UPSTREAM_BAD_RESPONSE';
       return this.failed(ctx, new GatewayError(code, `Upstream "${this.name}" failed with HTTP ${statusCode}${said ? `: ${said}` : ''}`, this.name));
     }
-    return { kind: 'relay', status: statusCode, headers: responseHeaders(headers), body, requestId, upstream: this.name, failureOf: this.failureOf };
+    const relayed = requestId !== null && this.era === 'legacy' && String(headers['content-type'] ?? '').startsWith('text/event-stream') ? this.resumable(ctx, body, requestId) : body;
+    return { kind: 'relay', status: statusCode, headers: responseHeaders(headers), body: relayed, requestId, upstream: this.name, failureOf: this.failureOf };
+  }
+
+  /**
+   * A legacy request's SSE answer, taken up again by Gatehouse when the upstream closes it before the
+   * response (2025-11-25/basic/transports.mdx §Sending Messages 6: a GET with Last-Event-ID after its
+   * `retry`), so the client sees one stream and the call stays governed to its end: its answer is checked,
+   * audited and stored like any other, which a resumption by the client (a GET of its own) would escape.
+   */
+  private resumable(ctx: CallContext, body: RelayBody, requestId: JsonRpcId): RelayBody {
+    const headers = sessionHeaders(ctx.headers);
+    const text = readSseText(body.readable(), this.name, {
+      reopen: (lastEventId, signal) => reopenStream(this.target, headers, lastEventId, signal),
+      awaiting: requestId,
+      cancel: ctx.cancel,
+      idleLimitMs: this.idleLimitMs,
+    });
+    return RelayBody.fromReadable(Readable.from(text, { objectMode: false }));
   }
 
   private failed(ctx: CallContext, err: GatewayError): Outcome {

@@ -13,12 +13,14 @@
 // reconnects, so a server that closes every poll without sending anything cannot hold a call forever.
 
 import type { Readable } from 'node:stream';
+import type { Dispatcher, Pool } from 'undici';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { JsonRpcId, JsonRpcMessage } from '../protocol/jsonrpc.js';
-import { SseParser } from '../protocol/sse.js';
+import { SseParser, type SseEvent } from '../protocol/sse.js';
 import { GatewayError } from '../errors.js';
 import type { Cancellation } from '../pipeline/cancellation.js';
 import { UpstreamSessionGone } from '../pipeline/ports.js';
+import type { CredentialHeaders, UpstreamCredentials } from './credentials.js';
 import { toGatewayError } from './failures.js';
 
 /** The reconnection time before the server names one (WHATWG HTML §9.2: user-agent defined, "a few seconds"). */
@@ -41,11 +43,50 @@ export interface StreamResumption {
   idleLimitMs: number;
 }
 
+/** The stream's messages, parsed (the bridges and Gatehouse's own reads). */
 export async function* readSseMessages(body: Readable, upstream: string, resumption?: StreamResumption): AsyncGenerator<JsonRpcMessage, void, void> {
+  let answered = false;
+  for await (const ev of readSseEvents(body, upstream, resumption, () => answered)) {
+    if (ev.data === undefined || ev.data === '') continue;
+    let message: JsonRpcMessage;
+    try {
+      message = JSON.parse(ev.data) as JsonRpcMessage;
+    } catch {
+      continue; // Not JSON-RPC: nothing a bridge can relay.
+    }
+    if (resumption?.awaiting !== undefined && isResponseTo(message, resumption.awaiting)) answered = true;
+    yield message;
+  }
+}
+
+/**
+ * The stream's events as text, whole events only (an event cut short by a closed connection is dropped,
+ * and comes again on the resumed one), for a relay that passes them on as they are (the pass-through).
+ */
+export async function* readSseText(body: Readable, upstream: string, resumption: StreamResumption): AsyncGenerator<string, void, void> {
+  let answered = false;
+  const awaiting = resumption.awaiting;
+  for await (const ev of readSseEvents(body, upstream, resumption, () => answered)) {
+    // Cheap pre-check: notifications have no "id" and are most of a long stream.
+    if (!answered && awaiting !== undefined && ev.data !== undefined && ev.data.includes('"id"')) {
+      try {
+        answered = isResponseTo(JSON.parse(ev.data) as JsonRpcMessage, awaiting);
+      } catch {
+        // not JSON: not the answer
+      }
+    }
+    yield ev.raw;
+  }
+}
+
+/**
+ * Every complete event of the stream, across the connections that resume it; `answered` tells, when a
+ * connection ends, whether the stream is whole (the reader has seen the response it waited for).
+ */
+async function* readSseEvents(body: Readable, upstream: string, resumption: StreamResumption | undefined, answered: () => boolean): AsyncGenerator<SseEvent, void, void> {
   let current: Readable | undefined = body;
   let lastEventId = '';
   let retryMs = DEFAULT_RETRY_MS;
-  let answered = false;
   let failedReconnects = 0;
   /** Connections in a row that brought not a byte: each one doubles the wait before the next. */
   let silentConnections = 0;
@@ -64,15 +105,7 @@ export async function* readSseMessages(body: Readable, upstream: string, resumpt
               // An event's id, even an empty one, becomes the stream's last event id (WHATWG HTML §9.2.6).
               if (ev.id !== undefined) lastEventId = ev.id;
               if (ev.retry !== undefined) retryMs = ev.retry;
-              if (ev.data === undefined || ev.data === '') continue;
-              let message: JsonRpcMessage;
-              try {
-                message = JSON.parse(ev.data) as JsonRpcMessage;
-              } catch {
-                continue; // Not JSON-RPC: nothing a bridge can relay.
-              }
-              if (resumption?.awaiting !== undefined && isResponseTo(message, resumption.awaiting)) answered = true;
-              yield message;
+              yield ev;
             }
           }
         } catch (err) {
@@ -82,8 +115,9 @@ export async function* readSseMessages(body: Readable, upstream: string, resumpt
         current = undefined;
         silentConnections = heard ? 0 : silentConnections + 1;
       }
-      if (answered || resumption === undefined || lastEventId === '' || resumption.cancel.aborted) {
-        if (broken !== undefined && !answered && !resumption?.cancel.aborted) throw toGatewayError(broken, upstream);
+      const whole = answered();
+      if (whole || resumption === undefined || lastEventId === '' || resumption.cancel.aborted) {
+        if (broken !== undefined && !whole && !resumption?.cancel.aborted) throw toGatewayError(broken, upstream);
         return;
       }
       if (performance.now() - heardAt > resumption.idleLimitMs) {
@@ -114,6 +148,53 @@ export async function* readSseMessages(body: Readable, upstream: string, resumpt
     // Stopping early (the consumer returned) must release the upstream connection.
     if (current !== undefined && !current.destroyed) current.destroy();
   }
+}
+
+/**
+ * The GET that continues a stream after `lastEventId` (2025-11-25/basic/transports.mdx §Resumability and
+ * Redelivery), with the session's headers and the upstream's own credentials. Throws UpstreamSessionGone
+ * for a 404 on a named session, a GatewayError for any other refusal or a failed connection.
+ * `bodyTimeout`: undefined keeps the pool's.
+ */
+export async function reopenStream(
+  to: { pool: Pool; path: string; credentials: UpstreamCredentials; upstream: string },
+  headers: Record<string, string>,
+  lastEventId: string,
+  signal: AbortSignal | undefined,
+  bodyTimeout?: number,
+): Promise<Readable> {
+  let res: Dispatcher.ResponseData;
+  let auth: CredentialHeaders;
+  try {
+    auth = to.credentials.current() ?? (await to.credentials.headers());
+    res = await to.pool.request({
+      path: to.path,
+      method: 'GET',
+      headers: { accept: 'text/event-stream', ...headers, 'last-event-id': lastEventId, ...auth },
+      signal,
+      ...(bodyTimeout !== undefined ? { bodyTimeout } : {}),
+    });
+  } catch (err) {
+    throw toGatewayError(err, to.upstream);
+  }
+  // A 401 is about the gateway's token: drop it so the next request fetches another.
+  if (res.statusCode === 401) to.credentials.invalidate(auth);
+  if (res.statusCode !== 200 || !String(res.headers['content-type'] ?? '').startsWith('text/event-stream')) {
+    await res.body.dump().catch(() => {});
+    if (res.statusCode === 404 && headers['mcp-session-id'] !== undefined) throw new UpstreamSessionGone(to.upstream);
+    throw new GatewayError('GW_ERR_UPSTREAM_BAD_RESPONSE', `Upstream "${to.upstream}" refused to resume its stream (HTTP ${res.statusCode})`, to.upstream);
+  }
+  return res.body;
+}
+
+/** The session headers a resuming GET carries: the ones its stream's request had. */
+export function sessionHeaders(sent: Record<string, string | string[] | undefined>): Record<string, string> {
+  const headers: Record<string, string> = {};
+  const session = sent['mcp-session-id'];
+  const version = sent['mcp-protocol-version'];
+  if (typeof session === 'string') headers['mcp-session-id'] = session;
+  if (typeof version === 'string') headers['mcp-protocol-version'] = version;
+  return headers;
 }
 
 function isResponseTo(message: JsonRpcMessage, id: JsonRpcId): boolean {

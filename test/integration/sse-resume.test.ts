@@ -13,6 +13,12 @@ import { startPollingServer } from '../fixtures/upstreams/polling-server.js';
 import { startGateway } from '../helpers/gateway.js';
 import { modernRequest } from '../helpers/http.js';
 import { connectClient, textOf, type ProgressEvent } from '../helpers/matrix-clients.js';
+import { connectV1, textOf as v1TextOf } from '../helpers/v1-everything.js';
+import { SqliteStore } from '../../src/store/sqlite-store.js';
+import { mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { LEGACY_HEADERS, legacySession } from '../helpers/http.js';
 
 const cleanups: Array<() => Promise<unknown>> = [];
 after(async () => {
@@ -115,5 +121,47 @@ describe('modern client → legacy server that closes its streams (polling)', ()
     assert.equal(answer.error?.data?.code, 'GW_ERR_UPSTREAM_BAD_RESPONSE', JSON.stringify(answer));
     assert.match(answer.error!.message, /refused to resume its stream \(HTTP 405\)/);
     assert.ok(gets >= 1, 'the resume was tried');
+  });
+});
+
+describe('legacy client → legacy server that closes its streams (the pass-through)', () => {
+  test('Gatehouse resumes the answer stream itself: the client gets one stream with the answer, and the call is audited with it', async () => {
+    const up = await startPollingServer({ retryMs: 100 });
+    cleanups.push(() => up.close());
+    const storePath = join(mkdtempSync(join(tmpdir(), 'gatehouse-resume-')), 'gatehouse.db');
+    const gw = await startGateway({ upstreams: [{ name: 'poll', url: up.url, era: 'legacy' }], store: { kind: 'sqlite', path: storePath } });
+    cleanups.push(() => gw.close());
+
+    // Raw HTTP: the POST's own answer carries the response, though the upstream closed its connection twice.
+    const session = await legacySession(gw.url);
+    const headers = { ...LEGACY_HEADERS, 'mcp-session-id': session, 'mcp-protocol-version': '2025-11-25' };
+    await request(gw.url, { method: 'POST', headers, body: JSON.stringify({ jsonrpc: '2.0', method: 'notifications/initialized' }) }).then((r) => r.body.dump());
+    const res = await request(gw.url, { method: 'POST', headers, body: JSON.stringify({ jsonrpc: '2.0', id: 5, method: 'tools/call', params: { name: 'poll_twice', arguments: {}, _meta: { progressToken: 'p' } } }), signal: AbortSignal.timeout(10_000) });
+    assert.equal(res.headers['content-type'], 'text/event-stream');
+    const messages = await readMessages(res.body, (m) => m.some((x) => x.id === 5));
+    const answer = messages.find((m) => m.id === 5);
+    assert.equal(answer?.result?.content?.[0]?.text, 'answered after two closes', JSON.stringify(messages));
+    assert.deepEqual(messages.filter((m) => m.method === 'notifications/progress').map((m) => m.params.progress), [1, 2], 'the progress sent while no connection was open was replayed to Gatehouse, and relayed');
+    assert.equal(up.resumes.length, 2, 'Gatehouse resumed with Last-Event-ID twice');
+
+    // The v1 SDK client sees a plain answer too.
+    const { client } = await connectV1(gw.url, { name: 'v1-resume', timeoutMs: 10_000 });
+    cleanups.push(() => client.close());
+    assert.equal(v1TextOf(await client.callTool({ name: 'poll_twice', arguments: {} })), 'answered after two closes');
+    assert.equal(up.resumes.length, 4);
+
+    // Both calls are governed to their end: each has its audit record, with the answer's outcome.
+    const store = new SqliteStore(storePath);
+    try {
+      let records: Awaited<ReturnType<SqliteStore['readAudit']>> = [];
+      for (let i = 0; i < 50 && records.length < 2; i++) {
+        records = (await store.readAudit({ limit: 100 })).filter((r) => r.tool === 'poll_twice');
+        if (records.length < 2) await sleep(50);
+      }
+      assert.equal(records.length, 2, JSON.stringify(records));
+      assert.ok(records.every((r) => r.outcome === 'ok'), JSON.stringify(records.map((r) => r.outcome)));
+    } finally {
+      await store.close();
+    }
   });
 });
