@@ -1,43 +1,30 @@
-// Streams a 2025-11-25 server closes on purpose ("polling"), taken up again by Gatehouse where Gatehouse is
-// the client: the modern-client bridge and its listen hub (2025-11-25/basic/transports.mdx §Sending
-// Messages 6, §Listening for Messages 4, §Resumability and Redelivery; GATEWAY-REQUIREMENTS §5, SSE). The
-// upstream is the v1 SDK's server with an event store (test/fixtures/upstreams/polling-server.ts); the
-// clients are the v2 SDK pinned to 2026-07-28 and plain HTTP.
+// Streams a 2025-11-25 server closes on purpose ("polling"), taken up again by Gatehouse: where it is the
+// client (the modern-client bridge and its listen hub), and on the legacy pass-through, where it resumes
+// the answer itself so the call stays governed (2025-11-25/basic/transports.mdx §Sending Messages 6,
+// §Listening for Messages 4, §Resumability and Redelivery; GATEWAY-REQUIREMENTS §2). The upstream is the v1
+// SDK's server with an event store (test/fixtures/upstreams/polling-server.ts); the clients are the v2 SDK
+// pinned to 2026-07-28, the v1 SDK, and plain HTTP.
 
 import { after, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { request } from 'undici';
-import { SseParser } from '../../src/protocol/sse.js';
-import { startFakeUpstream, sleep } from '../fixtures/upstreams/fake-upstream.js';
-import { startPollingServer } from '../fixtures/upstreams/polling-server.js';
-import { startGateway } from '../helpers/gateway.js';
-import { modernRequest } from '../helpers/http.js';
-import { connectClient, textOf, type ProgressEvent } from '../helpers/matrix-clients.js';
-import { connectV1, textOf as v1TextOf } from '../helpers/v1-everything.js';
-import { SqliteStore } from '../../src/store/sqlite-store.js';
 import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { LEGACY_HEADERS, legacySession } from '../helpers/http.js';
+import { request } from 'undici';
+import { SqliteStore } from '../../src/store/sqlite-store.js';
+import { startFakeUpstream, sleep } from '../fixtures/upstreams/fake-upstream.js';
+import { startPollingServer } from '../fixtures/upstreams/polling-server.js';
+import { startGateway } from '../helpers/gateway.js';
+import { LEGACY_HEADERS, legacySession, modernRequest } from '../helpers/http.js';
+import { connectClient, textOf, type ProgressEvent } from '../helpers/matrix-clients.js';
+import { readSseUntil } from '../helpers/sse.js';
+import { connectV1, textOf as v1TextOf } from '../helpers/v1-everything.js';
 
 const cleanups: Array<() => Promise<unknown>> = [];
 after(async () => {
   for (const c of cleanups.reverse()) await c();
 });
 
-/** Reads SSE messages until `until` holds or `ms` pass. */
-async function readMessages(body: AsyncIterable<unknown>, until: (msgs: any[]) => boolean, ms = 8000): Promise<any[]> {
-  const parser = new SseParser();
-  const msgs: any[] = [];
-  const deadline = Date.now() + ms;
-  const it = body[Symbol.asyncIterator]();
-  while (Date.now() < deadline && !until(msgs)) {
-    const next = await Promise.race([it.next(), sleep(deadline - Date.now()).then(() => ({ done: true, value: undefined }))]);
-    if (next.done) break;
-    for (const ev of parser.push(next.value as Buffer)) if (ev.data) msgs.push(JSON.parse(ev.data));
-  }
-  return msgs;
-}
 
 describe('modern client → legacy server that closes its streams (polling)', () => {
   test('a tool call whose reply stream is closed twice is answered, with the progress sent while Gatehouse was away', async () => {
@@ -76,17 +63,17 @@ describe('modern client → legacy server that closes its streams (polling)', ()
     cleanups.push(async () => ac.abort());
     const res = await request(gw.url, { method: 'POST', headers: listen.headers, body: listen.body, signal: ac.signal });
     assert.equal(res.headers['content-type'], 'text/event-stream');
-    const acked = await readMessages(res.body, (m) => m.length >= 1);
+    const acked = await readSseUntil(res.body, (m) => m.length >= 1, 8_000);
     assert.equal(acked[0]?.method, 'notifications/subscriptions/acknowledged');
     // Wait for the upstream GET stream, then give it an event (and so an event id) before closing it.
     for (let i = 0; i < 100 && up.freshGets === 0; i++) await sleep(20);
     const changed = (msgs: any[]): number => msgs.filter((m) => m.method === 'notifications/tools/list_changed').length;
     await up.toolsChanged();
-    assert.equal(changed(await readMessages(res.body, (m) => changed(m) >= 1)), 1);
+    assert.equal(changed(await readSseUntil(res.body, (m) => changed(m) >= 1, 8_000)), 1);
 
     up.closeListenStreams();
     await up.toolsChanged(); // no connection open: stored for replay only
-    const replayed = await readMessages(res.body, (m) => changed(m) >= 1);
+    const replayed = await readSseUntil(res.body, (m) => changed(m) >= 1, 8_000);
     assert.equal(changed(replayed), 1, 'the change announced while the GET stream was closed reached the listener');
     assert.equal(up.resumes.length, 1, `the GET stream was resumed with Last-Event-ID: ${JSON.stringify(up.resumes)}`);
   });
@@ -138,7 +125,7 @@ describe('legacy client → legacy server that closes its streams (the pass-thro
     await request(gw.url, { method: 'POST', headers, body: JSON.stringify({ jsonrpc: '2.0', method: 'notifications/initialized' }) }).then((r) => r.body.dump());
     const res = await request(gw.url, { method: 'POST', headers, body: JSON.stringify({ jsonrpc: '2.0', id: 5, method: 'tools/call', params: { name: 'poll_twice', arguments: {}, _meta: { progressToken: 'p' } } }), signal: AbortSignal.timeout(10_000) });
     assert.equal(res.headers['content-type'], 'text/event-stream');
-    const messages = await readMessages(res.body, (m) => m.some((x) => x.id === 5));
+    const messages = await readSseUntil(res.body, (m) => m.some((x) => x.id === 5), 8_000);
     const answer = messages.find((m) => m.id === 5);
     assert.equal(answer?.result?.content?.[0]?.text, 'answered after two closes', JSON.stringify(messages));
     assert.deepEqual(messages.filter((m) => m.method === 'notifications/progress').map((m) => m.params.progress), [1, 2], 'the progress sent while no connection was open was replayed to Gatehouse, and relayed');

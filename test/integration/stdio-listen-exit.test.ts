@@ -7,27 +7,14 @@ import { after, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { fileURLToPath } from 'node:url';
 import { request } from 'undici';
-import { SseParser } from '../../src/protocol/sse.js';
 import { startGateway } from '../helpers/gateway.js';
 import { modernRequest, post } from '../helpers/http.js';
+import { readSseUntil as readUntil } from '../helpers/sse.js';
 
 const FAKE = fileURLToPath(new URL('../fixtures/upstreams/stdio-fake.mjs', import.meta.url));
 const gw = await startGateway({ upstreams: [{ name: 'fake', command: [process.execPath, FAKE] }] });
 after(() => gw.close());
 
-/** SSE messages from `body` until `done` says so, or `ms` pass. */
-async function readUntil(body: AsyncIterable<unknown>, done: (messages: Array<Record<string, any>>) => boolean, ms: number): Promise<Array<Record<string, any>>> {
-  const parser = new SseParser();
-  const messages: Array<Record<string, any>> = [];
-  const it = body[Symbol.asyncIterator]();
-  const deadline = Date.now() + ms;
-  while (Date.now() < deadline && !done(messages)) {
-    const next = await Promise.race([it.next(), new Promise<{ done: true; value: undefined }>((r) => setTimeout(() => r({ done: true, value: undefined }), Math.max(1, deadline - Date.now())))]);
-    if (next.done) break;
-    for (const ev of parser.push(next.value as Buffer)) if (ev.data) messages.push(JSON.parse(ev.data) as Record<string, any>);
-  }
-  return messages;
-}
 
 test('the child dies: the listen ends with its result, and a new listen works', async () => {
   const listen = modernRequest(5, 'subscriptions/listen', { notifications: { toolsListChanged: true } });

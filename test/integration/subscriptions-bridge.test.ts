@@ -6,29 +6,16 @@ import { after, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import type { ServerResponse } from 'node:http';
 import { request } from 'undici';
-import { SseParser } from '../../src/protocol/sse.js';
 import { jsonResult, sleep, startFakeUpstream } from '../fixtures/upstreams/fake-upstream.js';
 import { startGateway } from '../helpers/gateway.js';
 import { LEGACY_HEADERS, modernRequest, post, rpc } from '../helpers/http.js';
+import { readSseUntil as readEvents } from '../helpers/sse.js';
 
 const cleanups: Array<() => Promise<unknown>> = [];
 after(async () => {
   for (const c of cleanups.reverse()) await c();
 });
 
-/** Reads SSE messages from a streaming response until `until` is satisfied or the bound runs out. */
-async function readEvents(body: AsyncIterable<unknown>, until: (msgs: any[]) => boolean, ms = 5000): Promise<any[]> {
-  const parser = new SseParser();
-  const msgs: any[] = [];
-  const deadline = Date.now() + ms;
-  const it = body[Symbol.asyncIterator]();
-  while (Date.now() < deadline && !until(msgs)) {
-    const next = await Promise.race([it.next(), sleep(deadline - Date.now()).then(() => ({ done: true, value: undefined }))]);
-    if (next.done) break;
-    for (const ev of parser.push(next.value as Buffer)) if (ev.data) msgs.push(JSON.parse(ev.data));
-  }
-  return msgs;
-}
 
 describe('modern subscriptions/listen → legacy upstream', () => {
   test('ack with the honoured subset first, then matching notifications tagged with the subscription id', async () => {
