@@ -18,7 +18,10 @@ export function bearerChallenge(c: ChallengeInput): string {
   if (c.resourceMetadataUrl) parts.push(`resource_metadata="${c.resourceMetadataUrl}"`);
   if (c.error) parts.push(`error="${c.error}"`);
   if (c.description) parts.push(`error_description="${quoteSafe(c.description)}"`);
-  if (c.scopes && c.scopes.length > 0) parts.push(`scope="${quoteSafe(c.scopes.join(' '))}"`);
+  // offline_access asks for a refresh token, not for access to this resource: never asked for in a challenge
+  // (2026-07-28 authorization §Refresh Tokens), even when the caller's token carries it.
+  const scopes = c.scopes?.filter((scope) => scope !== 'offline_access');
+  if (scopes && scopes.length > 0) parts.push(`scope="${quoteSafe(scopes.join(' '))}"`);
   return `Bearer ${parts.join(', ')}`;
 }
 

@@ -31,7 +31,7 @@ export interface GatehouseConfiguration {
      */
     publicUrl?: string;
     /**
-     * Host header values accepted (DNS-rebinding guard). Empty means: derive them from listen.host and listen.publicUrl.
+     * Host header values accepted (DNS-rebinding guard; * for any), plus listen.publicUrl's host. Empty on a loopback listen.host means the loopback names; empty on any other interface means any Host, leaving the choice to the proxy in front: list the names clients use to have Gatehouse check them.
      */
     allowedHosts: string[];
     /**

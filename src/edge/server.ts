@@ -19,6 +19,7 @@ import { Cancellation, NEVER_CANCELLED } from '../pipeline/cancellation.js';
 import { channels, publishRefused, subscribe, type CallEndEvent, type CallOutcomeWord, type CallRefusedEvent, type StageWaitEvent } from '../pipeline/events.js';
 import type { Outcome } from '../pipeline/outcome.js';
 import type { Principal } from '../pipeline/principal.js';
+import { atCredentialExpiry } from './credential-expiry.js';
 import { modernCapabilitiesFrom } from '../protocol/era-shapes.js';
 import { admitBatch, admitPost, admitStreamRequest } from '../protocol/front-door.js';
 import { classifyBody, ErrorCode, idOf, type JsonRpcId, type JsonRpcMessage, type JsonRpcRequest } from '../protocol/jsonrpc.js';
@@ -108,6 +109,17 @@ export function createEdge(listen: ListenConfig, handlers: EdgeHandlers, log: Lo
     res.on('close', () => listenStreams.delete(res));
   };
 
+  /** A listening stream (legacy GET, subscriptions/listen) ends when its credential expires (credential-expiry.ts). */
+  const endAtExpiry = (res: ServerResponse, principal: Principal): void => {
+    const stop = atCredentialExpiry(principal, () => {
+      if (res.destroyed) return;
+      log.info('a listening stream ended: its credential expired', { subject: principal.subject });
+      if (res.headersSent) res.end();
+      else res.destroy();
+    });
+    res.once('close', stop);
+  };
+
   /** A refusal made at the edge (admission, auth): published, then written. */
   const refuse = (res: ServerResponse, record: CallRecord, stage: 'admission' | 'auth', id: JsonRpcId | null, refusal: Refusal): void => {
     record.refusal = refusalCode(refusal);
@@ -194,6 +206,9 @@ export function createEdge(listen: ListenConfig, handlers: EdgeHandlers, log: Lo
       return;
     }
     if (path === '/readyz' && req.method === 'GET') {
+      // It names the upstreams and the store: like the MCP endpoint, not for a page that rebound a name here.
+      const hostOk = guard(req.headers);
+      if (!hostOk.ok) return sendJson(res, 403, { error: 'forbidden', message: `Forbidden: ${hostOk.message}` }, {});
       void handlers.readiness().then(
         ({ upstreams, store }) => {
           const ready = Object.values(upstreams).every(Boolean) && store.up;
@@ -239,6 +254,7 @@ export function createEdge(listen: ListenConfig, handlers: EdgeHandlers, log: Lo
         record.era = admitted.era;
         const session = sessionAdmitted(req, res, record, null, principal, admitted.era, method);
         if (session === false) return;
+        if (method === 'GET') endAtExpiry(res, principal);
         const ctx: CallContext = {
           callId: record.callId, edge: token, receivedAt: record.started, httpMethod: method, headers: req.headers, clientAddress, era: admitted.era, version: admitted.version,
           cancel, acceptsSse: true, principal, clientCapabilities: session?.capabilities ?? {}, ...(session ? { sessionId: session.id } : {}),
@@ -259,7 +275,10 @@ export function createEdge(listen: ListenConfig, handlers: EdgeHandlers, log: Lo
       record.era = admitted.era;
       const session = sessionAdmitted(req, res, record, id, principal, admitted.era, 'POST');
       if (session === false) return;
-      if (kind === 'request' && rpcMethod === 'subscriptions/listen') markListenStream(res, slot);
+      if (kind === 'request' && rpcMethod === 'subscriptions/listen') {
+        markListenStream(res, slot);
+        endAtExpiry(res, principal);
+      }
       const traced = traceOf(req.headers, received);
       // The optional members are assigned, not spread in: this runs for every call.
       const ctx: Writable<CallContext> = {

@@ -17,6 +17,7 @@ import { CALL_ID_HEADER, discardOutcome } from './answer.js';
 import type { EdgeCore, Received } from './edge-core.js';
 import { deliverOutcome, type Delivered } from './sse-outcome.js';
 import { SseSession } from './sse-session.js';
+import { atCredentialExpiry } from './credential-expiry.js';
 import { Cancellation } from '../pipeline/cancellation.js';
 
 export interface SseEndpointOptions {
@@ -79,6 +80,12 @@ export function createSseEndpoint(core: EdgeCore, opts: SseEndpointOptions, log:
     live.set(session.id, session);
     session.signal.addEventListener('abort', () => ended(session), { once: true });
     session.start(`${prefix}${postPath}?session=${session.id}`, { [CALL_ID_HEADER]: record.callId });
+    // Every POST is authenticated again, but the stream itself would outlive an expired credential.
+    const stop = atCredentialExpiry(principal, () => {
+      log.info('an SSE session ended: its credential expired', { session: session.id.slice(0, 8), subject: principal.subject });
+      session.end();
+    });
+    session.signal.addEventListener('abort', stop, { once: true });
     log.debug('sse session opened', { session: session.id.slice(0, 8), subject: principal.subject });
   }
 

@@ -85,7 +85,9 @@ export class AccessPolicy {
       if (rule.access === 'allow') return true;
       break;
     }
-    return stepUp === undefined ? false : { scopes: [...new Set([...principal.scopes, ...(stepUp.scopes ?? [])])] };
+    if (stepUp === undefined) return false;
+    // offline_access is a refresh-token grant, not something this resource needs: never asked for.
+    return { scopes: [...new Set([...principal.scopes, ...(stepUp.scopes ?? [])])].filter((scope) => scope !== 'offline_access') };
   }
 }
 

@@ -266,3 +266,19 @@ describe('failed authentication is limited per client address', () => {
     assert.equal(await send(KEY, '198.51.100.9'), 200, 'the address it claimed was not blocked');
   });
 });
+
+describe('DNS rebinding and /readyz', () => {
+  // 2026-07-28/basic/transports/streamable-http.mdx §Security Warning: a page that rebound its own name to a
+  // loopback Gatehouse sends Host: evil.example. /readyz names the upstreams and the store, so it is guarded
+  // like the MCP endpoint; the kubelet's probes reach a non-loopback listener, where any Host passes.
+  test('on a loopback listener, /readyz answers a foreign Host with 403 and a loopback one as before', async () => {
+    const gw = await gateway({});
+    const foreign = await request(`${gw.origin}/readyz`, { headers: { host: 'evil.example' } });
+    assert.equal(foreign.statusCode, 403);
+    const body = await foreign.body.text();
+    assert.doesNotMatch(body, /"up"/, 'no upstream name in the refusal');
+    const local = await request(`${gw.origin}/readyz`);
+    assert.ok(local.statusCode === 200 || local.statusCode === 503);
+    assert.match(await local.body.text(), /"upstreams"/);
+  });
+});

@@ -81,6 +81,15 @@ describe('onMissingScopes: challenge', () => {
     assert.equal(upstreamCallsOf('add'), before + 1);
   });
 
+  test('offline_access, a refresh-token grant and not a resource requirement, is never asked for in the challenge', async () => {
+    // 2026-07-28 authorization §Refresh Tokens: SHOULD NOT advertise offline_access in challenges.
+    const res = await modern(await tokenWith('openid offline_access mcp:tools'), 5, 'tools/call', { name: 'add', arguments: { a: 1, b: 1 } });
+    assert.equal(res.status, 403);
+    const challenge = res.headers['www-authenticate'] as string;
+    assert.match(challenge, /scope="openid mcp:tools calc:write"/);
+    assert.doesNotMatch(challenge, /offline_access/);
+  });
+
   test('a tool no rule lets the caller in to stays hidden, answered as an unknown tool', async () => {
     const res = await modern(await tokenWith('mcp:tools calc:write'), 4, 'tools/call', { name: 'whoami-headers', arguments: {} });
     assert.equal(res.status, 200);
