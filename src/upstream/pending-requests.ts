@@ -26,17 +26,21 @@ export class PendingRequests {
     return this.pending.has(id);
   }
 
-  /** Registers `id` before it is sent; `cancel` tells the server when `signal` aborts first. */
-  wait(id: JsonRpcId, signal: AbortSignal | undefined, cancel: () => void): Promise<JsonRpcResponse> {
+  /**
+   * Registers `id` before it is sent; `cancel` tells the server to stop when `signal` aborts or the wait
+   * times out first (cancellation.mdx §Behavior Requirements: a request that timed out is cancelled).
+   */
+  wait(id: JsonRpcId, signal: AbortSignal | undefined, cancel: (reason: string) => void): Promise<JsonRpcResponse> {
     return new Promise((resolve, reject) => {
       const timer = setTimeout(() => {
         this.pending.delete(id);
+        cancel(`no answer within ${this.timeoutMs} ms`);
         reject(new GatewayError('GW_ERR_UPSTREAM_TIMEOUT', `Upstream "${this.upstream}" did not answer within ${this.timeoutMs} ms`, this.upstream));
       }, this.timeoutMs);
       this.pending.set(id, { resolve, reject, timer, sentAt: performance.now() });
       signal?.addEventListener('abort', () => {
         if (!this.pending.has(id)) return;
-        cancel();
+        cancel('client disconnected');
         this.fail(id, new Error('aborted'));
       }, { once: true });
     });
@@ -66,4 +70,13 @@ export class PendingRequests {
   failAll(err: () => Error): void {
     for (const id of [...this.pending.keys()]) this.fail(id, err());
   }
+}
+
+/**
+ * A response that settled no waiting request: the answer to one that timed out or was cancelled. It is
+ * dropped (cancellation.mdx §Timing Considerations: a sender SHOULD ignore it), never handed to whatever
+ * call happens to be in flight, which would then take another request's answer for its own.
+ */
+export function isLateAnswer(msg: JsonRpcMessage): boolean {
+  return 'id' in msg && !('method' in msg);
 }

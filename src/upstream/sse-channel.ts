@@ -12,7 +12,7 @@ import type { Logger } from '../log/logger.js';
 import type { JsonRpcMessage, JsonRpcRequest, JsonRpcResponse } from '../protocol/jsonrpc.js';
 import { SseParser } from '../protocol/sse.js';
 import type { UpstreamCredentials } from './credentials.js';
-import { PendingRequests } from './pending-requests.js';
+import { isLateAnswer, PendingRequests } from './pending-requests.js';
 
 export interface SseChannelOptions {
   upstream: string;
@@ -102,7 +102,9 @@ export class SseChannel {
   request(msg: JsonRpcRequest, signal?: AbortSignal): Promise<JsonRpcResponse> {
     if (!this.alive) return Promise.reject(this.goneError('is not connected'));
     if (this.pending.has(msg.id)) return Promise.reject(new Error(`duplicate request id ${String(msg.id)}`));
-    const answer = this.pending.wait(msg.id, signal, () => this.send({ jsonrpc: '2.0', method: 'notifications/cancelled', params: { requestId: msg.id, reason: 'client disconnected' } }));
+    // initialize is never cancelled (cancellation.mdx §Behavior Requirements).
+    const cancel = msg.method === 'initialize' ? () => {} : (reason: string) => this.send({ jsonrpc: '2.0', method: 'notifications/cancelled', params: { requestId: msg.id, reason } });
+    const answer = this.pending.wait(msg.id, signal, cancel);
     this.post(msg).catch((err: unknown) => this.pending.fail(msg.id, err as Error));
     return answer;
   }
@@ -180,7 +182,9 @@ export class SseChannel {
       return;
     }
     if (msg === null || typeof msg !== 'object') return;
-    if (!this.pending.settle(msg)) this.onMessage(msg);
+    if (this.pending.settle(msg)) return;
+    if (isLateAnswer(msg)) return this.log.debug('a late answer from the upstream, for a request no longer waiting; dropped', { id: (msg as { id?: unknown }).id });
+    this.onMessage(msg);
   }
 
   private markExited(reason: string): void {

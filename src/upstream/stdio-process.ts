@@ -6,7 +6,7 @@ import { spawn, type ChildProcessWithoutNullStreams } from 'node:child_process';
 import { GatewayError } from '../errors.js';
 import type { Logger } from '../log/logger.js';
 import type { JsonRpcMessage, JsonRpcRequest, JsonRpcResponse } from '../protocol/jsonrpc.js';
-import { PendingRequests } from './pending-requests.js';
+import { isLateAnswer, PendingRequests } from './pending-requests.js';
 
 export interface StdioProcessOptions {
   upstream: string;
@@ -85,7 +85,9 @@ export class StdioProcess {
   request(msg: JsonRpcRequest, signal?: AbortSignal): Promise<JsonRpcResponse> {
     if (!this.alive) return Promise.reject(this.exitedError('is not running'));
     if (this.pending.has(msg.id)) return Promise.reject(new Error(`duplicate request id ${String(msg.id)}`));
-    const answer = this.pending.wait(msg.id, signal, () => this.send({ jsonrpc: '2.0', method: 'notifications/cancelled', params: { requestId: msg.id, reason: 'client disconnected' } }));
+    // initialize is never cancelled (cancellation.mdx §Behavior Requirements).
+    const cancel = msg.method === 'initialize' ? () => {} : (reason: string) => this.send({ jsonrpc: '2.0', method: 'notifications/cancelled', params: { requestId: msg.id, reason } });
+    const answer = this.pending.wait(msg.id, signal, cancel);
     this.send(msg);
     return answer;
   }
@@ -145,7 +147,9 @@ export class StdioProcess {
       return;
     }
     if (msg === null || typeof msg !== 'object') return;
-    if (!this.pending.settle(msg)) this.onMessage(msg);
+    if (this.pending.settle(msg)) return;
+    if (isLateAnswer(msg)) return this.log.debug('a late answer from the upstream, for a request no longer waiting; dropped', { id: (msg as { id?: unknown }).id });
+    this.onMessage(msg);
   }
 
   private pipeStderr(child: ChildProcessWithoutNullStreams): void {

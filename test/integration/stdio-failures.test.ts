@@ -204,3 +204,30 @@ describe('processes: shared (the default)', () => {
     }
   });
 });
+
+describe('a late answer, after its caller gave up', () => {
+  // 2025-11-25/basic/utilities/cancellation.mdx §Timing Considerations: a sender SHOULD ignore a response that
+  // arrives after it gave up; §Behavior Requirements: a request that timed out is cancelled. A late answer must
+  // never be taken for another request's, and the server is told to stop what it no longer needs to do.
+  for (const processes of ['perSession', 'shared'] as const) {
+    test(`${processes}: the timed-out call's late answer is dropped, not given to the next call, and the server hears of the timeout`, async () => {
+      const slow = await startGateway({ upstreams: [{ name: 'fake', command: [process.execPath, FAKE], processes, timeouts: { requestMs: 500 } }] });
+      try {
+        const init = await post(slow.url, rpc(0, 'initialize', { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 't', version: '1' } }));
+        const headers = { ...LEGACY_HEADERS, 'mcp-session-id': String(init.headers['mcp-session-id']) };
+        const first = await post(slow.url, rpc(1, 'tools/call', { name: 'slow', arguments: { ms: 800 } }), headers);
+        assert.equal(first.json().error?.data?.code, 'GW_ERR_UPSTREAM_TIMEOUT', first.text);
+        // Sent at the timeout (500 ms), in flight when the first call's late answer comes (800 ms), answered at 950.
+        const second = await post(slow.url, rpc(2, 'tools/call', { name: 'slow', arguments: { ms: 450 } }), headers);
+        // JSON, or SSE if anything came before the answer: every message of the answer.
+        const messages = second.text.startsWith('{') ? [second.json()] : second.text.split('\n').filter((l) => l.startsWith('data: ')).map((l) => JSON.parse(l.slice(6)));
+        assert.doesNotMatch(second.text, /slow 800/, `the first call's late answer reached the second call: ${second.text}`);
+        assert.deepEqual(messages.map((m) => [m.id, m.result?.content?.[0]?.text]), [[2, 'slow 450']]);
+        for (let i = 0; i < 50 && !slow.logs.some((l) => l.msg === 'stdio upstream stderr' && String(l.line).startsWith('cancelled')); i++) await new Promise((r) => setTimeout(r, 20));
+        assert.ok(slow.logs.some((l) => l.msg === 'stdio upstream stderr' && String(l.line).startsWith('cancelled')), 'the server got notifications/cancelled for the timed-out request');
+      } finally {
+        await slow.close();
+      }
+    });
+  }
+});
