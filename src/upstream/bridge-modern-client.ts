@@ -286,6 +286,10 @@ export class ModernClientBridge {
       params._meta = { ...(isObject(params._meta) ? params._meta : {}), progressToken: progress.upstreamToken };
     }
     const upstreamRequest = new AbortController();
+    // Armed before the request goes: a legacy server answering with one JSON body runs the whole call
+    // inside the POST, and a client that leaves meanwhile must stop it (streamable-http.mdx: closing a
+    // modern request is its cancellation).
+    this.cancelOnDisconnect(signal, session, upstreamId, upstreamRequest);
     const reply = await this.client.post({ jsonrpc: '2.0', id: upstreamId, method: request.method, params }, this.sessions.headersFor(session), upstreamRequest.signal);
     if (reply.status === 404 && session.id !== undefined && !retried) {
       // The upstream ended our session: open a new one and send the request again, once.
@@ -302,7 +306,6 @@ export class ModernClientBridge {
       }
       throw new GatewayError('GW_ERR_UPSTREAM_BAD_RESPONSE', `Upstream "${this.client.upstream}" answered HTTP ${reply.status}`, this.client.upstream);
     }
-    this.cancelOnDisconnect(signal, session, upstreamId, upstreamRequest);
     return this.pump(request, channel, { session, owner, release, upstreamId, messages: reply.messages, progress, capabilities, logLevel, upstreamRequest });
   }
 
@@ -372,6 +375,8 @@ export class ModernClientBridge {
       const requestState = this.parked.park(call);
       return channel.finish({ jsonrpc: '2.0', id: request.id, result: { resultType: 'input_required', inputRequests: Object.fromEntries(missing), requestState } });
     }
+    // From here the retry's client is the one whose leaving cancels the call.
+    this.cancelOnDisconnect(signal, call.session, call.upstreamId, call.upstreamRequest);
     for (const [key, upstreamRequestId] of call.pending) {
       await this.answerUpstream(call.session, { jsonrpc: '2.0', id: upstreamRequestId, result: responses[key] as Obj });
     }
@@ -379,7 +384,6 @@ export class ModernClientBridge {
     // it has none (utilities/progress.mdx: only tokens of active requests; the first request is over).
     const retryToken = (request.params?._meta as { progressToken?: string | number } | undefined)?.progressToken;
     call.progress.clientToken = retryToken;
-    this.cancelOnDisconnect(signal, call.session, call.upstreamId, call.upstreamRequest);
     let parked = false;
     try {
       parked = await this.pump(request, channel, call);
@@ -438,12 +442,15 @@ export class ModernClientBridge {
 
   /** Closing a modern request's stream is its cancellation; legacy servers need notifications/cancelled. */
   private cancelOnDisconnect(signal: AbortSignal, session: LegacyClientSession, upstreamId: string, upstreamRequest: AbortController): void {
-    signal.addEventListener('abort', () => {
+    const cancel = (): void => {
       upstreamRequest.abort();
       void this.client
         .post({ jsonrpc: '2.0', method: 'notifications/cancelled', params: { requestId: upstreamId, reason: 'client closed the request' } }, this.sessions.headersFor(session))
         .then((r) => r.messages.return(), () => {});
-    }, { once: true });
+    };
+    // A signal that has already fired calls no listener added after it.
+    if (signal.aborted) cancel();
+    else signal.addEventListener('abort', cancel, { once: true });
   }
 
   private async abandon(session: LegacyClientSession, upstreamId: string, serverRequestId: JsonRpcId, upstreamRequest: AbortController, method: string): Promise<void> {

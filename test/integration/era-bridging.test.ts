@@ -156,6 +156,28 @@ describe('modern client → legacy upstream (§16.1)', () => {
     assert.equal(cancel?.params?.requestId, forwardedId);
   });
 
+  test('a client that leaves while a legacy server works on a plain JSON answer also cancels the call upstream', async () => {
+    // The whole run happens inside the POST (no stream yet): the cancellation must already be armed.
+    let closedEarly = false;
+    const up = await legacyUpstream((msg, res) => {
+      res.on('close', () => void (closedEarly = !res.writableFinished));
+      setTimeout(() => {
+        if (!res.destroyed) jsonResult(res, JSON.stringify(msg), { content: [{ type: 'text', text: 'done' }] });
+      }, 1_500);
+    });
+    const gw = await gatewayFor(up);
+    const call = modernRequest(1, 'tools/call', { name: 'slow-json', arguments: {} });
+    const ac = new AbortController();
+    const pending = request(gw.url, { method: 'POST', headers: call.headers, body: call.body, signal: ac.signal }).catch(() => undefined);
+    for (let i = 0; i < 50 && !bodies(up).some((m) => m.method === 'tools/call'); i++) await sleep(20);
+    const forwardedId = bodies(up).find((m) => m.method === 'tools/call')!.id;
+    ac.abort();
+    await pending;
+    for (let i = 0; i < 50 && !bodies(up).some((m) => m.method === 'notifications/cancelled'); i++) await sleep(20);
+    assert.equal(bodies(up).find((m) => m.method === 'notifications/cancelled')?.params?.requestId, forwardedId);
+    assert.equal(closedEarly, true, 'the upstream request was closed before its answer');
+  });
+
   test('MRTR: requestState is single-use, bound to its tool, and expires after sessions.inputTimeoutMs', async () => {
     let n = 0;
     const up = await legacyUpstream((msg, res) => {
