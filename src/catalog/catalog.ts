@@ -306,10 +306,13 @@ export class Catalog implements UpstreamMessages {
       }
       // A list read in part is answered, but not kept.
       if (!whole) return out;
-      // A list without ttlMs (legacy servers) is kept until the member says it changed, when a watcher hears it.
+      // A legacy server's list has no ttlMs: it is kept until the member says it changed, when a watcher hears
+      // it. A modern server's ttlMs is its own word: 0 (or less, or none) is stale at once and never kept
+      // (caching.mdx §Time-to-Live), whatever the watcher would hear.
       const kind = method.split('/')[0]!;
-      if (ttlMs > 0) this.listCache.set(cacheKey, { until: Date.now() + ttlMs, items: out });
-      else if ((await this.watch(member, face)).has(kind)) this.listCache.set(cacheKey, { until: Infinity, items: out });
+      if (face.bridged === true) {
+        if ((await this.watch(member, face)).has(kind)) this.listCache.set(cacheKey, { until: Infinity, items: out });
+      } else if (ttlMs > 0) this.listCache.set(cacheKey, { until: Date.now() + ttlMs, items: out });
     } catch (err) {
       if (strict) throw err;
       this.log.warn('an upstream could not be listed; the catalog shows the others', { upstream: member.name, method, err });

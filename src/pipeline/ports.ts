@@ -46,6 +46,11 @@ export interface ModernFace {
   instructions?: string;
   /** True when requests travel over HTTP, where the modern headers (Mcp-Method, Mcp-Name, …) apply. */
   http: boolean;
+  /**
+   * True for a legacy server seen through the modern-client bridge: its lists carry no `ttlMs` of its own
+   * (the bridge writes 0), so "0" means "not said", not "stale at once".
+   */
+  bridged?: boolean;
 }
 
 /** What the catalog needs of each member: its name, and the member as a modern server. */

@@ -27,5 +27,6 @@ export function modernFaceOf(profile: UpstreamProfile, own: UpstreamMessages, br
     serverInfo: profile.init.serverInfo,
     ...(typeof profile.init.instructions === 'string' ? { instructions: profile.init.instructions } : {}),
     http: false,
+    bridged: true,
   };
 }

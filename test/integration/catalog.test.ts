@@ -187,11 +187,19 @@ describe('catalog lists and output checks', () => {
 
 describe('catalog caching and change notifications', () => {
   /** A modern upstream with cacheable lists (ttlMs) and a listen stream the test can push into. */
-  async function listeningFixture(name: string) {
+  async function listeningFixture(name: string, ttlMs = 60_000, announcesChanges = false) {
     const listens: Array<import('node:http').ServerResponse> = [];
     let lists = 0;
     const up = await startFakeUpstream((_req, res, body) => {
       const msg = JSON.parse(body) as { id: unknown; method: string; params: { notifications?: Record<string, unknown> } };
+      if (msg.method === 'server/discover') {
+        const result = { supportedVersions: ['2026-07-28'], capabilities: { tools: { listChanged: true } }, resultType: 'complete', ttlMs: 0, cacheScope: 'public' };
+        return void res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ jsonrpc: '2.0', id: msg.id, result }));
+      }
+      if (msg.method === 'initialize') {
+        // Modern only: the legacy handshake is refused (not dual-era).
+        return void res.writeHead(400, { 'content-type': 'application/json' }).end(JSON.stringify({ jsonrpc: '2.0', id: msg.id, error: { code: -32022, message: 'Unsupported protocol version', data: { supported: ['2026-07-28'] } } }));
+      }
       if (msg.method === 'subscriptions/listen') {
         res.writeHead(200, { 'content-type': 'text/event-stream' });
         res.write(`data: ${JSON.stringify({ jsonrpc: '2.0', method: 'notifications/subscriptions/acknowledged', params: { _meta: { 'io.modelcontextprotocol/subscriptionId': msg.id }, notifications: { toolsListChanged: true } } })}\n\n`);
@@ -199,9 +207,9 @@ describe('catalog caching and change notifications', () => {
         return;
       }
       if (msg.method === 'tools/list') lists++;
-      const result = msg.method === 'tools/list' ? { tools: [{ name: `${name}-tool`, inputSchema: { type: 'object' } }], resultType: 'complete', ttlMs: 60_000, cacheScope: 'public' } : { content: [], resultType: 'complete' };
+      const result = msg.method === 'tools/list' ? { tools: [{ name: `${name}-tool`, inputSchema: { type: 'object' } }], resultType: 'complete', ttlMs, cacheScope: 'public' } : { content: [], resultType: 'complete' };
       res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ jsonrpc: '2.0', id: msg.id, result }));
-    }, { handshake: 'modern' });
+    }, { handshake: announcesChanges ? false : 'modern' });
     cleanups.push(() => up.close());
     return { up, listens, lists: () => lists };
   }
@@ -288,6 +296,20 @@ describe('catalog caching and change notifications', () => {
     const read = member.firstPages();
     await member.list();
     assert.ok(member.firstPages() > read, 'not served from a cache: read again');
+  });
+
+  test('a modern member that says ttlMs: 0 is read again for every list, though it announces its changes (caching.mdx §Time-to-Live)', async () => {
+    const zero = await listeningFixture('zero', 0, true);
+    const other = await listeningFixture('other');
+    const gw = await startGateway({ upstreams: [{ name: 'zero', url: zero.up.url }, { name: 'other', url: other.up.url }] });
+    cleanups.push(() => gw.close());
+    const list = async () => {
+      const req = modernRequest(1, 'tools/list');
+      return ((await post(gw.url, req.body, req.headers)).json().result.tools as Tool[]).map((t) => t.name);
+    };
+    for (let i = 0; i < 3; i++) assert.deepEqual((await list()).sort(), ['other_other-tool', 'zero_zero-tool']);
+    assert.ok(zero.lists() >= 3, `stale at once: read for each of the three lists (${zero.lists()} reads)`);
+    assert.equal(other.lists(), 1, 'a ttlMs of a minute is kept');
   });
 
   test('lists are cached for their ttlMs; a listen relays list changes under the client id and drops the cache', async () => {
