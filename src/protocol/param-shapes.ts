@@ -3,6 +3,7 @@
 // The shapes are those of the client messages in shared/spec/schema/{2025-11-25,2026-07-28}/schema.json;
 // fields Gatehouse only forwards are left for the upstream to judge.
 
+import { LOG_LEVELS } from './log-levels.js';
 import type { JsonRpcMessage, MessageKind } from './jsonrpc.js';
 import { META_CLIENT_CAPABILITIES, META_CLIENT_INFO, META_LOG_LEVEL, META_PROTOCOL_VERSION } from './methods.js';
 
@@ -25,7 +26,7 @@ const ID: Field = { shape: 'id' };
  */
 const LOG_LEVEL: Field = { shape: 'logLevel' };
 const REQUIRED_LOG_LEVEL: Field = { shape: 'logLevel', required: true };
-const LOG_LEVELS = new Set(['debug', 'info', 'notice', 'warning', 'error', 'critical', 'alert', 'emergency']);
+const LOG_LEVEL_NAMES = new Set<string>(LOG_LEVELS);
 
 /** MRTR retries (2026-07-28 mrtr.mdx) carry these on the calls that may ask for input. */
 const RETRY_FIELDS = { requestState: STRING, inputResponses: OBJECT };
@@ -120,7 +121,7 @@ function responseProblem(m: { result?: unknown; error?: unknown; id?: unknown })
   return undefined;
 }
 
-const SHAPE_WORDS: Record<Shape, string> = { string: 'a string', object: 'an object', id: 'a string or an integer', number: 'a number', logLevel: `one of ${[...LOG_LEVELS].join(', ')}` };
+const SHAPE_WORDS: Record<Shape, string> = { string: 'a string', object: 'an object', id: 'a string or an integer', number: 'a number', logLevel: `one of ${LOG_LEVELS.join(', ')}` };
 
 function hasShape(value: unknown, shape: Shape): boolean {
   switch (shape) {
@@ -133,7 +134,7 @@ function hasShape(value: unknown, shape: Shape): boolean {
     case 'id':
       return typeof value === 'string' || (typeof value === 'number' && Number.isInteger(value));
     case 'logLevel':
-      return typeof value === 'string' && LOG_LEVELS.has(value);
+      return typeof value === 'string' && LOG_LEVEL_NAMES.has(value);
   }
 }
 

@@ -3,6 +3,7 @@
 // and progress tokens made unique, turns results modern, and turns requests the upstream sends mid-call
 // (elicitation, sampling, roots) into an InputRequiredResult whose retry resumes the parked upstream call.
 
+import { atOrAbove } from '../protocol/log-levels.js';
 import { signalOf } from '../pipeline/cancellation.js';
 import type { CallContext } from '../pipeline/context.js';
 import { CallStream, type MessageSink } from '../pipeline/call-stream.js';
@@ -412,9 +413,10 @@ export class ModernClientBridge {
       channel.push({ jsonrpc: '2.0', method: msg.method, params: { ...msg.params, progressToken: call.progress.clientToken } });
       return;
     }
-    // logging.mdx §Per-request log level: without a logLevel the client gets no log messages.
+    // logging.mdx §Per-request log level: without a logLevel the client gets no log messages, and with one
+    // only those at or above it (the session's level is the latest request's, which may be lower).
     if (msg.method === 'notifications/message') {
-      if (call.logLevel !== undefined) channel.push(msg);
+      if (call.logLevel !== undefined && atOrAbove(msg.params?.level, call.logLevel)) channel.push(msg);
       return;
     }
     // List changes and resource updates belong to listen streams, wherever the upstream sent them.

@@ -136,6 +136,10 @@ describe('modern client → legacy upstream (§16.1)', () => {
     assert.match((await post(gw.url, loud.body, loud.headers)).text, /hello log/);
     const setLevel = bodies(up).find((m) => m.method === 'logging/setLevel');
     assert.deepEqual(setLevel?.params, { level: 'debug' });
+    // The session now logs at debug (the latest request's level); a request that asked for error gets only
+    // what is at or above error (logging.mdx §Per-request log level).
+    const strict = modernRequest(3, 'tools/call', { name: 't', arguments: {}, _meta: { 'io.modelcontextprotocol/logLevel': 'error' } });
+    assert.doesNotMatch((await post(gw.url, strict.body, strict.headers)).text, /hello log/, 'an info message is below error');
   });
 
   test('closing the client stream sends notifications/cancelled upstream for that call (legacy needs it explicitly)', async () => {
