@@ -8,6 +8,7 @@ import { randomUUID } from 'node:crypto';
 import { GatewayError } from '../errors.js';
 import type { Logger } from '../log/logger.js';
 import { addModernRequestMeta, isObject, legacyServerCapabilitiesFrom, modernCapabilitiesFrom, toLegacyResult } from '../protocol/era-shapes.js';
+import { describeValue } from '../protocol/describe.js';
 import { encodeHeaderValue } from '../protocol/header-value.js';
 import { ErrorCode, errorResponse, type JsonRpcId, type JsonRpcMessage, type JsonRpcRequest, type JsonRpcResponse } from '../protocol/jsonrpc.js';
 import { META_SERVER_INFO, META_SUBSCRIPTION_ID, NAME_FIELD } from '../protocol/methods.js';
@@ -132,6 +133,9 @@ export class LegacyClientBridge {
   private async forward(ctx: CallContext, session: BridgedSession, request: JsonRpcRequest, channel: CallStream, cancel: Cancellation): Promise<void> {
     const profile = this.profile();
     let extra: Obj = {};
+    // utilities/progress.mdx: progress MUST increase with each notification. Each input round is a new
+    // request upstream under the client's one token, and a stateless server may count from zero again.
+    let lastProgress = -Infinity;
     for (let round = 0; round < MAX_INPUT_ROUNDS; round++) {
       const upstreamId = `gh-${++this.counter}`;
       const params = addModernRequestMeta({ ...request.params, ...extra }, {
@@ -151,7 +155,15 @@ export class LegacyClientBridge {
         const m = msg as JsonRpcMessage & { method?: string; id?: JsonRpcId };
         if (m.method !== undefined) {
           // Progress and log messages related to this request go on its stream, as legacy servers do.
-          if (m.id === undefined) channel.push(m);
+          if (m.id !== undefined) continue;
+          if (m.method === 'notifications/progress') {
+            const progress = (m as { params?: { progress?: unknown } }).params?.progress;
+            if (typeof progress === 'number') {
+              if (progress <= lastProgress) continue;
+              lastProgress = progress;
+            }
+          }
+          channel.push(m);
           continue;
         }
         if (m.id === upstreamId) response = m as JsonRpcResponse;
@@ -160,6 +172,11 @@ export class LegacyClientBridge {
       if (!response) throw new GatewayError('GW_ERR_UPSTREAM_BAD_RESPONSE', `Upstream "${this.client.upstream}" answered HTTP ${status} without a JSON-RPC response`, this.client.upstream);
       if (response.error) return channel.finish(toLegacyError(request.id, response.error));
       const result = response.result ?? {};
+      if (result.resultType !== undefined && result.resultType !== 'complete' && result.resultType !== 'input_required') {
+        // basic/index.mdx §ResultType: a result type the client does not know is invalid (the bridge asks for
+        // no extension that adds one), never a success with its fields stripped.
+        throw new GatewayError('GW_ERR_UPSTREAM_BAD_RESPONSE', `Upstream "${this.client.upstream}" answered with a result type Gatehouse does not know: ${describeValue(result.resultType)}`, this.client.upstream);
+      }
       if (result.resultType !== 'input_required') return channel.finish({ jsonrpc: '2.0', id: request.id, result: toLegacyResult(request.method === 'tools/list' ? this.withValidHeaders(result) : result) });
       extra = await this.gatherInput(session, channel, result, cancel.signal);
     }

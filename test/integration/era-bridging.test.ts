@@ -548,6 +548,53 @@ describe('legacy client → modern upstream (§16.2)', () => {
     assert.deepEqual(retried?.params?.inputResponses, { login: { action: 'accept' } });
   });
 
+  test('progress under the client\'s one token never goes back across input rounds (utilities/progress.mdx: progress MUST increase)', async () => {
+    // Each round is a new request upstream; this stateless server counts from zero again on the retry.
+    const sse = (res: ServerResponse, messages: unknown[]): void => {
+      res.writeHead(200, { 'content-type': 'text/event-stream' });
+      res.end(messages.map((m) => `data: ${JSON.stringify(m)}\n\n`).join(''));
+    };
+    const up = await modernUpstream((msg, res) => {
+      if (msg.method === 'tools/list') return jsonResult(res, JSON.stringify(msg), { tools: [], resultType: 'complete' });
+      const token = msg.params?._meta?.progressToken;
+      const progress = (n: number) => ({ jsonrpc: '2.0', method: 'notifications/progress', params: { progressToken: token, progress: n } });
+      if (msg.params?.inputResponses === undefined) {
+        return sse(res, [progress(50), { jsonrpc: '2.0', id: msg.id, result: { resultType: 'input_required', inputRequests: { ok: { method: 'elicitation/create', params: { message: 'Go on?', requestedSchema: { type: 'object', properties: {} } } } } } }]);
+      }
+      sse(res, [progress(10), progress(60), { jsonrpc: '2.0', id: msg.id, result: { content: [{ type: 'text', text: 'finished' }], resultType: 'complete' } }]);
+    });
+    const gw = await gatewayFor(up);
+    const headers = await open(gw);
+    const call = await request(gw.url, { method: 'POST', headers, body: rpc(4, 'tools/call', { name: 'steps', arguments: {}, _meta: { progressToken: 'mine' } }) });
+    let text = '';
+    const reader = call.body[Symbol.asyncIterator]();
+    for (let i = 0; i < 50 && !text.includes('elicitation/create'); i++) text += String((await reader.next()).value ?? '');
+    const ask = JSON.parse(/data: (\{.*"elicitation\/create".*\})/.exec(text)![1]!) as { id: string };
+    assert.equal((await post(gw.url, JSON.stringify({ jsonrpc: '2.0', id: ask.id, result: { action: 'accept', content: {} } }), headers)).status, 202);
+    for (let i = 0; i < 50 && !text.includes('finished'); i++) {
+      const next = await reader.next();
+      if (next.done) break;
+      text += String(next.value);
+    }
+    const progress = text.split('\n').filter((l) => l.startsWith('data: ') && l.includes('notifications/progress')).map((l) => (JSON.parse(l.slice(6)) as { params: { progress: number; progressToken: string } }).params);
+    assert.deepEqual(progress, [{ progressToken: 'mine', progress: 50 }, { progressToken: 'mine', progress: 60 }], 'the retry\'s 10 is dropped, its 60 passes');
+    assert.match(text, /finished/);
+  });
+
+  test('a result type the bridge does not know is an error for the legacy client, never a stripped success (basic/index.mdx §ResultType)', async () => {
+    const up = await modernUpstream((msg, res) => {
+      if (msg.method === 'tools/list') return jsonResult(res, JSON.stringify(msg), { tools: [], resultType: 'complete' });
+      jsonResult(res, JSON.stringify(msg), { resultType: 'task', task: { id: 't-1' } });
+    });
+    const gw = await gatewayFor(up);
+    const headers = await open(gw);
+    const res = (await post(gw.url, rpc(3, 'tools/call', { name: 'later', arguments: {} }), headers)).json();
+    assert.equal(res.id, 3);
+    assert.equal(res.result, undefined);
+    assert.equal(res.error?.data?.code, 'GW_ERR_UPSTREAM_BAD_RESPONSE');
+    assert.match(res.error?.message, /result type Gatehouse does not know: "?task"?/);
+  });
+
   test('tools with an invalid x-mcp-header annotation are left out of the legacy client\'s list (server/tools.mdx §x-mcp-header: HTTP clients MUST drop them)', async () => {
     const tools = [
       { name: 'good', inputSchema: { type: 'object', properties: { region: { type: 'string', 'x-mcp-header': 'Region' } } } },
