@@ -82,6 +82,7 @@ export interface ProtocolRefusal {
 /** Refusal codes a model can act on (DESIGN.md §7), answered as a tool result with `isError: true`. */
 export type ToolRefusalCode =
   | 'invalid_arguments'
+  | 'schema_unsupported'
   | 'invalid_output'
   | 'egress_blocked'
   | 'rate_limited'

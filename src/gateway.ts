@@ -445,7 +445,7 @@ function buildRuntime(config: GatehouseConfig, log: Logger, observeUpstream: (up
       insufficientScope: (scopes, message) => insufficientScope(scopes, message, metadataUrl),
     }),
     pin: compilePinStage(config.tools.pinning, approvals.pins, policyLog),
-    arguments: compileArgumentsStage({ schemas, refreshRoute: (route, capabilities) => routes.resolve(route.kind, route.publicName, capabilities, true) }),
+    arguments: compileArgumentsStage({ schemas, uncheckable: config.tools.uncheckableSchemas, refreshRoute: (route, capabilities) => routes.resolve(route.kind, route.publicName, capabilities, true) }),
     egress: compileEgressStage(egress),
     rateLimit: compileRateLimitStage(limits.call, (key, bucket) => state.run((s) => s.takeTokens(key, bucket, 1))),
     budget: compileBudgetStage(

@@ -135,6 +135,10 @@ export interface GatehouseConfiguration {
       prefix: "auto" | "always" | "never";
     };
     /**
+     * What a call gets when its tool's inputSchema cannot be checked: a dialect other than 2020-12, 2019-09, draft-07 and draft-06, a $ref outside the schema (never fetched), or no valid schema. refuse answers it with a schema_unsupported tool error that says why (basic/index.mdx §Schema Dialect, §$ref Resolution: reject rather than treat as permissive); allow forwards its arguments unchecked, with a warning, for servers whose schemas are known to be sound.
+     */
+    uncheckableSchemas: "refuse" | "allow";
+    /**
      * What to do when a tool result does not match the tool's declared outputSchema: enforce turns it into an error, warn logs it and passes it on, off skips the check.
      */
     outputValidation: "enforce" | "warn" | "off";

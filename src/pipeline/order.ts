@@ -16,6 +16,7 @@
 //                                                                         ...... tool_changed (enforce)
 //   arguments   policy/arguments-stage.ts: Mcp-Param-* vs body ............... 400 -32020
 //                                          inputSchema .................... invalid_arguments (tool result)
+//                                          an inputSchema it cannot check ... schema_unsupported (tools.uncheckableSchemas)
 //   egress      policy/egress-stage.ts: URLs, hosts and addresses in the arguments vs policy.egress
 //                                                                         ...... egress_blocked (tool result)
 //   rateLimit   policy/rate-limit-stage.ts: policy.rateLimits per subject, key, tenant, upstream, tool

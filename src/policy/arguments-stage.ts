@@ -7,10 +7,12 @@ import type { Outcome } from '../pipeline/outcome.js';
 import { refuseAt, type Next, type Stage } from '../pipeline/stage.js';
 import { ErrorCode, type JsonRpcRequest } from '../protocol/jsonrpc.js';
 import { checkParamHeaders } from '../protocol/param-headers.js';
-import { invalidArguments, type ArgumentSchemas } from './argument-schemas.js';
+import { invalidArguments, isUncheckable, schemaUnsupported, type ArgumentSchemas } from './argument-schemas.js';
 
 export interface ArgumentsStageDeps {
   schemas: ArgumentSchemas;
+  /** tools.uncheckableSchemas: a call whose inputSchema cannot be checked is refused, or passed unchecked. */
+  uncheckable: 'refuse' | 'allow';
   /** The route again from a fresh list: a tool whose headers do not match may have just changed. */
   refreshRoute(route: Route, capabilities: Record<string, unknown>): Promise<Route | undefined>;
 }
@@ -49,6 +51,8 @@ export function compileArgumentsStage(deps: ArgumentsStageDeps): Stage {
   function checkArguments(ctx: CallContext, next: Next): Promise<Outcome> | Outcome {
     const route = ctx.route!;
     const problems = deps.schemas.check(route.publicName, route.inputSchema, (ctx.message as JsonRpcRequest).params!.arguments);
-    return problems === undefined ? next(ctx) : refuseAt('arguments', ctx, invalidArguments(route.publicName, problems));
+    if (problems === undefined) return next(ctx);
+    if (!isUncheckable(problems)) return refuseAt('arguments', ctx, invalidArguments(route.publicName, problems));
+    return deps.uncheckable === 'allow' ? next(ctx) : refuseAt('arguments', ctx, schemaUnsupported(route.publicName, problems));
   }
 }
