@@ -5,7 +5,7 @@
 // Relayed bytes pass unchanged unless `onFinal` returns another response.
 
 import { Transform, type Readable } from 'node:stream';
-import { toWire, type GatewayError, type Refusal } from '../errors.js';
+import { GatewayError, toWire, type Refusal } from '../errors.js';
 import type { JsonRpcId, JsonRpcMessage, JsonRpcResponse } from '../protocol/jsonrpc.js';
 import { formatSseMessage, SseParser } from '../protocol/sse.js';
 import { CallStream } from './call-stream.js';
@@ -52,7 +52,8 @@ export function interceptFinal(outcome: Outcome, ctx: CallContext, onFinal: OnFi
       if (!(outcome.headers['content-type'] ?? '').startsWith('text/event-stream')) return interceptRelayedJson(outcome, onFinal);
       // Events before the answer pass as they come; the answer may change length, so no declared length.
       const { 'content-length': _length, ...headers } = outcome.headers;
-      return { ...outcome, headers, body: RelayBody.fromReadable(interceptRelayedSse(outcome.body.readable(), outcome.requestId, onFinal, (refusal) => toWire(refusal, { era: ctx.era, id: outcome.requestId, callId: ctx.callId }).body)) };
+      const render = (refusal: Refusal): JsonRpcResponse => toWire(refusal, { era: ctx.era, id: outcome.requestId, callId: ctx.callId }).body;
+      return { ...outcome, headers, body: RelayBody.fromReadable(interceptRelayedSse(outcome.body.readable(), outcome.requestId, onFinal, render, outcome.failureOf, outcome.upstream)) };
     }
     case 'empty':
       return outcome;
@@ -166,25 +167,44 @@ export function withMetaInserted(text: string, response: JsonRpcResponse, meta: 
   return `${text.slice(0, at + 1)}${member}${Object.keys(result).length > 0 ? ',' : ''}${text.slice(at + 1)}`;
 }
 
-/** An SSE body event by event, the event that answers `requestId` held until `onFinal` is done with it. */
-function interceptRelayedSse(body: Readable, requestId: JsonRpcId | null, onFinal: OnFinal, render: (refusal: Refusal) => JsonRpcResponse): Readable {
+/**
+ * An SSE body event by event, the event that answers `requestId` held until `onFinal` is done with it. A
+ * stream that breaks, or ends, before that event is a failure `onFinal` hears of too (so the call is
+ * audited, and a breaker counts it); the failure then goes on as the stream's error, which the edge
+ * answers with an error event for the request.
+ */
+function interceptRelayedSse(body: Readable, requestId: JsonRpcId | null, onFinal: OnFinal, render: (refusal: Refusal) => JsonRpcResponse, failureOf: (err: unknown) => GatewayError, upstream: string): Readable {
   const parser = new SseParser();
+  let answered = false;
+  /** Tells `onFinal` of the failure, then hands it on. */
+  const failed = (error: GatewayError, hand: (err: Error) => void): void => {
+    const settled = (): void => hand(error);
+    onFinal({ response: render({ kind: 'failure', error }), failure: error }).then(settled, settled);
+  };
   const transform = new Transform({
     transform(chunk: Buffer, _enc, done) {
       void (async () => {
         for (const ev of parser.push(chunk)) {
-          const response = ev.data !== undefined && ev.data.includes('"id"') ? responseIn(ev.data, requestId) : undefined;
+          const response = !answered && ev.data !== undefined && ev.data.includes('"id"') ? responseIn(ev.data, requestId) : undefined;
           if (response === undefined) {
             this.push(ev.raw);
             continue;
           }
+          answered = true;
           const verdict = await onFinal({ response });
           this.push(verdict === undefined ? ev.raw : formatSseMessage('refusal' in verdict ? render(verdict.refusal) : responseOf(verdict, response)));
         }
       })().then(() => done(), done);
     },
+    flush(done) {
+      if (answered || requestId === null) return done();
+      failed(new GatewayError('GW_ERR_UPSTREAM_BAD_RESPONSE', `Upstream "${upstream}" ended the stream without answering the request`, upstream), done);
+    },
   });
-  body.on('error', (err) => transform.destroy(err));
+  body.on('error', (err) => {
+    if (answered) transform.destroy(err);
+    else failed(failureOf(err), (e) => transform.destroy(e));
+  });
   return body.pipe(transform);
 }
 

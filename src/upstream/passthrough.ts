@@ -108,7 +108,7 @@ export class PassThrough {
       const code = statusCode === 503 ? 'GW_ERR_UPSTREAM_OVERLOADED' : statusCode === 504 ? 'GW_ERR_UPSTREAM_TIMEOUT' : 'GW_ERR_UPSTREAM_BAD_RESPONSE';
       return this.failed(ctx, new GatewayError(code, `Upstream "${this.name}" failed with HTTP ${statusCode}${said ? `: ${said}` : ''}`, this.name));
     }
-    const relayed = requestId !== null && this.era === 'legacy' && String(headers['content-type'] ?? '').startsWith('text/event-stream') ? this.resumable(ctx, body, requestId) : body;
+    const relayed = requestId !== null && ctx.era === 'legacy' && String(headers['content-type'] ?? '').startsWith('text/event-stream') ? this.resumable(ctx, body, requestId) : body;
     return { kind: 'relay', status: statusCode, headers: responseHeaders(headers), body: relayed, requestId, upstream: this.name, failureOf: this.failureOf };
   }
 

@@ -39,7 +39,10 @@ export interface StreamResumption {
   awaiting?: JsonRpcId;
   /** Stops waiting and reconnecting (the reader's client left). */
   cancel: Cancellation;
-  /** Longest time without a byte from the upstream, across reconnects, before the stream is given up. */
+  /**
+   * Longest time without anything new from the upstream (a message, or an event id not seen before),
+   * across reconnects, before the stream is given up.
+   */
   idleLimitMs: number;
 }
 
@@ -88,8 +91,9 @@ async function* readSseEvents(body: Readable, upstream: string, resumption: Stre
   let lastEventId = '';
   let retryMs = DEFAULT_RETRY_MS;
   let failedReconnects = 0;
-  /** Connections in a row that brought not a byte: each one doubles the wait before the next. */
+  /** Connections in a row that brought nothing new: each one doubles the wait before the next. */
   let silentConnections = 0;
+  /** When the stream last brought something new: a message, or an event id not seen before. */
   let heardAt = performance.now();
   try {
     for (;;) {
@@ -99,9 +103,13 @@ async function* readSseEvents(body: Readable, upstream: string, resumption: Stre
         let heard = false;
         try {
           for await (const chunk of current as AsyncIterable<Buffer>) {
-            heard = true;
-            heardAt = performance.now();
             for (const ev of parser.push(chunk)) {
+              // Comments and a repeated priming event keep a connection open, but are no news: a server
+              // that only repeats itself is given up after the idle limit, however often it answers.
+              if ((ev.data !== undefined && ev.data !== '') || (ev.id !== undefined && ev.id !== lastEventId)) {
+                heard = true;
+                heardAt = performance.now();
+              }
               // An event's id, even an empty one, becomes the stream's last event id (WHATWG HTML §9.2.6).
               if (ev.id !== undefined) lastEventId = ev.id;
               if (ev.retry !== undefined) retryMs = ev.retry;

@@ -5,7 +5,11 @@
 
 import { after, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
+import { mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { request } from 'undici';
+import { SqliteStore } from '../../src/store/sqlite-store.js';
 import { startFakeUpstream, jsonResult, sleep, type FakeUpstream } from '../fixtures/upstreams/fake-upstream.js';
 import { startGateway, type TestGateway } from '../helpers/gateway.js';
 import { LEGACY_HEADERS, legacySession, post, rpc } from '../helpers/http.js';
@@ -112,6 +116,34 @@ describe('upstream failures become clear JSON-RPC errors', () => {
     assert.match(last.error.data.code, /^GW_ERR_UPSTREAM_/);
   });
 
+  test('a governed call whose SSE stream breaks, or ends, before its answer is audited as failed before the error leaves', async () => {
+    let calls = 0;
+    const up = await fake((_req, res, body) => {
+      if (!body.includes('"tools/call"')) return jsonResult(res, body, {});
+      res.writeHead(200, { 'content-type': 'text/event-stream' });
+      res.write('event: message\ndata: {"jsonrpc":"2.0","method":"notifications/progress","params":{"progressToken":1,"progress":1}}\n\n');
+      // The first call's stream breaks; the second one's ends cleanly, without an answer.
+      if (++calls === 1) setTimeout(() => res.destroy(), 50);
+      else res.end();
+    });
+    const storePath = join(mkdtempSync(join(tmpdir(), 'gatehouse-relay-audit-')), 'gatehouse.db');
+    const gw = await startGateway({ upstreams: [{ name: 'up', url: up.url, era: 'legacy' }], store: { kind: 'sqlite', path: storePath } });
+    cleanups.push(() => gw.close());
+    for (const id of [51, 52]) {
+      const res = await post(gw.url, rpc(id, 'tools/call', { name: 'x' }));
+      const last = JSON.parse(res.text.split('data: ').at(-1)!) as { id: number; error?: { data: { code: string } } };
+      assert.equal(last.id, id);
+      assert.match(last.error?.data.code ?? '', /^GW_ERR_UPSTREAM_/, res.text);
+    }
+    const store = new SqliteStore(storePath);
+    try {
+      const records = await store.readAudit({ limit: 10 });
+      assert.deepEqual(records.map((r) => [r.outcome, r.refusal]), [['failed', 'upstream_unreachable'], ['failed', 'upstream_bad_response']], JSON.stringify(records));
+    } finally {
+      await store.close();
+    }
+  });
+
   test('an SSE stream that goes silent past timeouts.bodyMs → an error event with GW_ERR_UPSTREAM_TIMEOUT', async () => {
     const up = await fake((_req, res) => {
       res.writeHead(200, { 'content-type': 'text/event-stream' });
@@ -124,16 +156,36 @@ describe('upstream failures become clear JSON-RPC errors', () => {
     assert.equal(last.error.data.code, 'GW_ERR_UPSTREAM_TIMEOUT');
   });
 
-  test('a stream with event ids that closes cleanly is left for the client to resume (no injected error)', async () => {
+  test('a stream with event ids that closes cleanly is resumed by Gatehouse: the answer comes on the same client stream', async () => {
     // 2025-11-25/basic/transports.mdx §Sending Messages 6: the server MAY close the connection after a
-    // priming event; the client resumes with GET + Last-Event-ID.
-    const up = await fake((_req, res) => {
+    // priming event; a GET with Last-Event-ID after its retry gets the rest (era unpinned: auto).
+    const up = await fake((req, res) => {
       res.writeHead(200, { 'content-type': 'text/event-stream' });
+      if (req.method === 'GET' && req.headers['last-event-id'] === '1') return void res.end('id: 2\nevent: message\ndata: {"jsonrpc":"2.0","id":1,"result":{"content":[]}}\n\n');
       res.end('id: 1\nretry: 100\ndata: \n\n');
     });
     const gw = await gatewayFor(up);
     const res = await post(gw.url, rpc(1, 'tools/call', { name: 'x' }));
-    assert.equal(res.text, 'id: 1\nretry: 100\ndata: \n\n');
+    assert.ok(res.text.startsWith('id: 1\nretry: 100\ndata: \n\n'), res.text);
+    const answer = JSON.parse(res.text.split('data: ').at(-1)!) as { id: number; result?: { content: unknown[] } };
+    assert.equal(answer.id, 1);
+    assert.deepEqual(answer.result?.content, []);
+  });
+
+  test('a server that only repeats its priming event on every resume is given up after timeouts.bodyMs: an error event, no endless polling', async () => {
+    let gets = 0;
+    const up = await fake((req, res, body) => {
+      if (req.method === 'POST' && !body.includes('"tools/call"')) return jsonResult(res, body, body.includes('"initialize"') ? { protocolVersion: '2025-11-25', capabilities: { tools: {} }, serverInfo: { name: 'f', version: '1' } } : {});
+      if (req.method === 'GET') gets++;
+      res.writeHead(200, { 'content-type': 'text/event-stream' });
+      res.end('id: 1\nretry: 20\ndata: \n\n');
+    });
+    const gw = await gatewayFor(up, { timeouts: { bodyMs: 1_000 } });
+    const res = await post(gw.url, rpc(2, 'tools/call', { name: 'x' }));
+    const last = JSON.parse(res.text.split('data: ').at(-1)!) as { id: number; error: { data: { code: string } } };
+    assert.equal(last.id, 2);
+    assert.equal(last.error.data.code, 'GW_ERR_UPSTREAM_TIMEOUT');
+    assert.ok(gets >= 2 && gets <= 8, `resumed with a doubling wait, not in a tight loop: ${gets} GETs`);
   });
 });
 
