@@ -52,10 +52,17 @@ export class Router {
   readonly calls: CallEntry[] = [];
   readonly listeners = new Set<(m: JsonRpcMessage) => void>();
 
-  constructor(private readonly refuse: (request: JsonRpcRequest, why: string) => void) {}
+  constructor(
+    private readonly refuse: (request: JsonRpcRequest, why: string) => void,
+    /** Answers a server request Gatehouse can answer itself, whoever's call it came with. */
+    private readonly answer: (request: JsonRpcRequest, result: Record<string, unknown>) => void = () => {},
+  ) {}
 
   route(msg: JsonRpcMessage): void {
     const m = msg as { id?: JsonRpcId; method?: string; params?: { progressToken?: unknown; _meta?: Record<string, unknown> } };
+    // basic/utilities/ping.mdx: the receiver MUST answer promptly. A ping names no call, and needs none: the
+    // one child serves every caller here, so Gatehouse answers it (never refuses it, never drops it).
+    if (m.method === 'ping' && m.id !== undefined) return this.answer(msg as JsonRpcRequest, {});
     if (m.method === 'notifications/progress') {
       const owner = this.calls.find((c) => c.progressToken !== undefined && c.progressToken === m.params?.progressToken);
       if (owner) return owner.push(msg);
@@ -428,10 +435,13 @@ export class StdioMessages implements UpstreamMessages {
   private async start(): Promise<Managed> {
     await this.backoff();
     const proc = this.channel();
-    const router = new Router((request, why) => {
-      this.log.warn('stdio upstream request refused: its call cannot be told', { method: request.method, why });
-      proc.send({ jsonrpc: '2.0', id: request.id, error: { code: -32603, message: `Gatehouse refused this request: ${why}` } });
-    });
+    const router = new Router(
+      (request, why) => {
+        this.log.warn('stdio upstream request refused: its call cannot be told', { method: request.method, why });
+        proc.send({ jsonrpc: '2.0', id: request.id, error: { code: -32603, message: `Gatehouse refused this request: ${why}` } });
+      },
+      (request, result) => proc.send({ jsonrpc: '2.0', id: request.id, result }),
+    );
     const managed: Managed = { proc, router, startedAt: 0, probeOnly: true, pristine: true, lastUsed: Date.now() };
     proc.onMessage = (m) => router.route(m);
     proc.onExit = (reason) => {

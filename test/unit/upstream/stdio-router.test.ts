@@ -35,3 +35,20 @@ test('with only a call open, a log message goes with that call', () => {
   router.route(log);
   assert.deepEqual(call.got, [log]);
 });
+
+test('a ping from the server is answered at once, however many calls are in flight, or none (basic/utilities/ping.mdx)', () => {
+  const refused: unknown[] = [];
+  const answered: Array<{ id: unknown; result: unknown }> = [];
+  const router = new Router((request) => refused.push(request.id), (request, result) => answered.push({ id: request.id, result }));
+  const ping = (id: string) => ({ jsonrpc: '2.0', id, method: 'ping' }) as JsonRpcMessage;
+  router.route(ping('p-0')); // nothing in flight: it would have been dropped
+  const a = entry('call-a', false);
+  const b = entry('call-b', false);
+  router.calls.push(a, b);
+  router.route(ping('p-2')); // two in flight: it would have been refused
+  router.calls.splice(1);
+  router.route(ping('p-1')); // one in flight: it would have gone to that call's client
+  assert.deepEqual(answered, [{ id: 'p-0', result: {} }, { id: 'p-2', result: {} }, { id: 'p-1', result: {} }]);
+  assert.deepEqual(refused, []);
+  assert.deepEqual([a.got, b.got], [[], []]);
+});
