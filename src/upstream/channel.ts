@@ -3,11 +3,15 @@
 // says once when it is gone. A stdio child process is one (stdio-process.ts); a session with an HTTP+SSE
 // server is another (sse-channel.ts).
 
-import type { JsonRpcMessage, JsonRpcRequest, JsonRpcResponse } from '../protocol/jsonrpc.js';
+import type { JsonRpcId, JsonRpcMessage, JsonRpcRequest, JsonRpcResponse } from '../protocol/jsonrpc.js';
 
 export interface MessageChannel {
   start(): Promise<void>;
-  request(msg: JsonRpcRequest, signal?: AbortSignal): Promise<JsonRpcResponse>;
+  /** `timed` false: the request waits as long as it takes (a listen, which is answered when it ends). */
+  request(msg: JsonRpcRequest, signal?: AbortSignal, timed?: boolean): Promise<JsonRpcResponse>;
+  /** Stops the clock of a request while it waits on its client's input; `resume` starts it afresh. */
+  hold(id: JsonRpcId): void;
+  resume(id: JsonRpcId): void;
   send(msg: JsonRpcMessage): void;
   stop(graceMs?: number): Promise<void>;
   onMessage: (msg: JsonRpcMessage) => void;

@@ -8,7 +8,9 @@ import type { JsonRpcId, JsonRpcMessage, JsonRpcResponse } from '../protocol/jso
 interface Pending {
   resolve(res: JsonRpcResponse): void;
   reject(err: Error): void;
-  timer: NodeJS.Timeout;
+  cancel(reason: string): void;
+  /** Undefined while the clock is stopped (held), or for a request that waits as long as it takes. */
+  timer: NodeJS.Timeout | undefined;
   sentAt: number;
 }
 
@@ -30,20 +32,45 @@ export class PendingRequests {
    * Registers `id` before it is sent; `cancel` tells the server to stop when `signal` aborts or the wait
    * times out first (cancellation.mdx §Behavior Requirements: a request that timed out is cancelled).
    */
-  wait(id: JsonRpcId, signal: AbortSignal | undefined, cancel: (reason: string) => void): Promise<JsonRpcResponse> {
+  wait(id: JsonRpcId, signal: AbortSignal | undefined, cancel: (reason: string) => void, timed = true): Promise<JsonRpcResponse> {
     return new Promise((resolve, reject) => {
-      const timer = setTimeout(() => {
-        this.pending.delete(id);
-        cancel(`no answer within ${this.timeoutMs} ms`);
-        reject(new GatewayError('GW_ERR_UPSTREAM_TIMEOUT', `Upstream "${this.upstream}" did not answer within ${this.timeoutMs} ms`, this.upstream));
-      }, this.timeoutMs);
-      this.pending.set(id, { resolve, reject, timer, sentAt: performance.now() });
-      signal?.addEventListener('abort', () => {
+      const p: Pending = { resolve, reject, cancel, timer: undefined, sentAt: performance.now() };
+      this.pending.set(id, p);
+      if (timed) p.timer = this.clock(id, p);
+      const aborted = (): void => {
         if (!this.pending.has(id)) return;
         cancel('client disconnected');
         this.fail(id, new Error('aborted'));
-      }, { once: true });
+      };
+      // A signal that has already fired calls no listener added after it.
+      if (signal?.aborted) aborted();
+      else signal?.addEventListener('abort', aborted, { once: true });
     });
+  }
+
+  /**
+   * Stops the clock of `id`: the server asked its client something (an elicitation, a sampling request),
+   * and the request now waits on that client, for as long as the asker allows, not on the server.
+   */
+  hold(id: JsonRpcId): void {
+    const p = this.pending.get(id);
+    if (p?.timer === undefined) return;
+    clearTimeout(p.timer);
+    p.timer = undefined;
+  }
+
+  /** Starts the clock of a held request afresh: the client answered, the server works again. */
+  resume(id: JsonRpcId): void {
+    const p = this.pending.get(id);
+    if (p !== undefined && p.timer === undefined) p.timer = this.clock(id, p);
+  }
+
+  private clock(id: JsonRpcId, p: Pending): NodeJS.Timeout {
+    return setTimeout(() => {
+      this.pending.delete(id);
+      p.cancel(`no answer within ${this.timeoutMs} ms`);
+      p.reject(new GatewayError('GW_ERR_UPSTREAM_TIMEOUT', `Upstream "${this.upstream}" did not answer within ${this.timeoutMs} ms`, this.upstream));
+    }, this.timeoutMs);
   }
 
   /** Hands a response to the request it answers; false when it answers none of them. */
@@ -51,7 +78,7 @@ export class PendingRequests {
     if (!('id' in msg) || msg.id === null || 'method' in msg) return false;
     const p = this.pending.get(msg.id as JsonRpcId);
     if (p === undefined) return false;
-    clearTimeout(p.timer);
+    if (p.timer !== undefined) clearTimeout(p.timer);
     this.pending.delete(msg.id as JsonRpcId);
     this.observe?.((performance.now() - p.sentAt) / 1000);
     p.resolve(msg as JsonRpcResponse);
@@ -61,7 +88,7 @@ export class PendingRequests {
   fail(id: JsonRpcId, err: Error): void {
     const p = this.pending.get(id);
     if (p === undefined) return;
-    clearTimeout(p.timer);
+    if (p.timer !== undefined) clearTimeout(p.timer);
     this.pending.delete(id);
     p.reject(err);
   }

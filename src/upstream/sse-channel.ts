@@ -9,7 +9,7 @@
 import { Pool, type Dispatcher } from 'undici';
 import { GatewayError } from '../errors.js';
 import type { Logger } from '../log/logger.js';
-import type { JsonRpcMessage, JsonRpcRequest, JsonRpcResponse } from '../protocol/jsonrpc.js';
+import type { JsonRpcId, JsonRpcMessage, JsonRpcRequest, JsonRpcResponse } from '../protocol/jsonrpc.js';
 import { SseParser } from '../protocol/sse.js';
 import type { UpstreamCredentials } from './credentials.js';
 import { isLateAnswer, PendingRequests } from './pending-requests.js';
@@ -99,14 +99,22 @@ export class SseChannel {
   }
 
   /** Sends a request and resolves with its answer from the stream; fails on timeout, abort or a dropped stream. */
-  request(msg: JsonRpcRequest, signal?: AbortSignal): Promise<JsonRpcResponse> {
+  request(msg: JsonRpcRequest, signal?: AbortSignal, timed = true): Promise<JsonRpcResponse> {
     if (!this.alive) return Promise.reject(this.goneError('is not connected'));
     if (this.pending.has(msg.id)) return Promise.reject(new Error(`duplicate request id ${String(msg.id)}`));
     // initialize is never cancelled (cancellation.mdx §Behavior Requirements).
     const cancel = msg.method === 'initialize' ? () => {} : (reason: string) => this.send({ jsonrpc: '2.0', method: 'notifications/cancelled', params: { requestId: msg.id, reason } });
-    const answer = this.pending.wait(msg.id, signal, cancel);
+    const answer = this.pending.wait(msg.id, signal, cancel, timed);
     this.post(msg).catch((err: unknown) => this.pending.fail(msg.id, err as Error));
     return answer;
+  }
+
+  hold(id: JsonRpcId): void {
+    this.pending.hold(id);
+  }
+
+  resume(id: JsonRpcId): void {
+    this.pending.resume(id);
   }
 
   /** Sends a notification or a response; a failure is logged (nothing waits for it). */

@@ -88,6 +88,15 @@ export class Router {
   }
 }
 
+/** A client answered the server's question `id`: the call it held waits on the server again, once none other holds it. */
+function answered(managed: Managed, id: JsonRpcId): void {
+  const call = managed.asked.get(id);
+  if (call === undefined) return;
+  managed.asked.delete(id);
+  for (const waiting of managed.asked.values()) if (waiting === call) return;
+  managed.proc.resume(call);
+}
+
 /** Notifications that only ever travel on a listen stream, never with a call. */
 function isListenNotification(method: string | undefined): boolean {
   return method === 'notifications/subscriptions/acknowledged' || (method !== undefined && /^notifications\/(tools|prompts|resources)\/(list_changed|updated)$/.test(method));
@@ -96,6 +105,8 @@ function isListenNotification(method: string | undefined): boolean {
 interface Managed {
   proc: MessageChannel;
   router: Router;
+  /** The server's questions to a client not answered yet: their id, and the call (its upstream id) they hold. */
+  asked: Map<JsonRpcId, JsonRpcId>;
   /** When the child was up (epoch ms); only a child started after the last crash proves recovery. */
   startedAt: number;
   /** Called when the process is gone (its session, if any, is forgotten). */
@@ -226,6 +237,7 @@ export class StdioMessages implements UpstreamMessages {
     if (!('id' in message) || !('method' in message)) {
       // Notifications and the client's answers to server requests; a cancellation names the call by the id
       // the shared child knows it under.
+      if (method === undefined && 'id' in message) answered(managed, message.id as JsonRpcId);
       const forwarded = shared && method === 'notifications/cancelled' ? this.cancellationForShared(message, principal) : message;
       if (forwarded !== undefined) managed.proc.send(forwarded);
       else this.log.debug('a cancellation for the shared child names no single call of its caller; dropped', { upstream: this.upstream });
@@ -442,7 +454,7 @@ export class StdioMessages implements UpstreamMessages {
       },
       (request, result) => proc.send({ jsonrpc: '2.0', id: request.id, result }),
     );
-    const managed: Managed = { proc, router, startedAt: 0, probeOnly: true, pristine: true, lastUsed: Date.now() };
+    const managed: Managed = { proc, router, asked: new Map(), startedAt: 0, probeOnly: true, pristine: true, lastUsed: Date.now() };
     proc.onMessage = (m) => router.route(m);
     proc.onExit = (reason) => {
       if (!proc.stoppedOnPurpose) this.noteCrash(reason);
@@ -511,14 +523,32 @@ export class StdioMessages implements UpstreamMessages {
       const remap = caller === undefined ? undefined : this.remapForShared(request, caller);
       const sent = remap?.request ?? request;
       const progressToken = (sent.params?._meta as { progressToken?: unknown } | undefined)?.progressToken;
-      const entry: CallEntry = { id: sent.id, listen: request.method === 'subscriptions/listen', own, progressToken, push: remap ? (m) => push(remap.back(m)) : push };
+      const relay = remap ? (m: JsonRpcMessage): void => push(remap.back(m)) : push;
+      const entry: CallEntry = {
+        id: sent.id,
+        listen: request.method === 'subscriptions/listen',
+        own,
+        progressToken,
+        push: (m) => {
+          // A question for the client (elicitation, sampling, roots): the call now waits on that client,
+          // whose answer may take as long as the asker allows (sessions.inputTimeoutMs), not on the server.
+          const asks = m as { id?: JsonRpcId; method?: string };
+          if (asks.id !== undefined && asks.method !== undefined) {
+            managed.asked.set(asks.id, sent.id);
+            managed.proc.hold(sent.id);
+          }
+          relay(m);
+        },
+      };
       managed.router.calls.push(entry);
       const release = (): void => {
         const i = managed.router.calls.indexOf(entry);
         if (i !== -1) managed.router.calls.splice(i, 1);
         remap?.release();
+        for (const [question, call] of managed.asked) if (call === sent.id) managed.asked.delete(question);
       };
-      managed.proc.request(sent, abort).then(
+      // A listen is answered only when it ends: no request timeout applies to it.
+      managed.proc.request(sent, abort, !entry.listen).then(
         (res: JsonRpcResponse) => {
           release();
           // Recovery is a working child started after the last crash, not an older sibling still answering.

@@ -5,7 +5,7 @@
 import { spawn, type ChildProcessWithoutNullStreams } from 'node:child_process';
 import { GatewayError } from '../errors.js';
 import type { Logger } from '../log/logger.js';
-import type { JsonRpcMessage, JsonRpcRequest, JsonRpcResponse } from '../protocol/jsonrpc.js';
+import type { JsonRpcId, JsonRpcMessage, JsonRpcRequest, JsonRpcResponse } from '../protocol/jsonrpc.js';
 import { isLateAnswer, PendingRequests } from './pending-requests.js';
 
 export interface StdioProcessOptions {
@@ -82,14 +82,22 @@ export class StdioProcess {
   }
 
   /** Sends a request and resolves with its response; fails on timeout, abort or process exit. */
-  request(msg: JsonRpcRequest, signal?: AbortSignal): Promise<JsonRpcResponse> {
+  request(msg: JsonRpcRequest, signal?: AbortSignal, timed = true): Promise<JsonRpcResponse> {
     if (!this.alive) return Promise.reject(this.exitedError('is not running'));
     if (this.pending.has(msg.id)) return Promise.reject(new Error(`duplicate request id ${String(msg.id)}`));
     // initialize is never cancelled (cancellation.mdx §Behavior Requirements).
     const cancel = msg.method === 'initialize' ? () => {} : (reason: string) => this.send({ jsonrpc: '2.0', method: 'notifications/cancelled', params: { requestId: msg.id, reason } });
-    const answer = this.pending.wait(msg.id, signal, cancel);
+    const answer = this.pending.wait(msg.id, signal, cancel, timed);
     this.send(msg);
     return answer;
+  }
+
+  hold(id: JsonRpcId): void {
+    this.pending.hold(id);
+  }
+
+  resume(id: JsonRpcId): void {
+    this.pending.resume(id);
   }
 
   /** Writes one message (notification, response, or a request whose answer is not awaited). */

@@ -82,6 +82,8 @@ export interface ConnectOptions {
   elicitAnswer?: ElicitAnswer;
   /** Bound for connect and for each request, in ms. */
   timeoutMs?: number;
+  /** How long the user takes to answer an elicitation (v2 clients), in ms. */
+  elicitDelayMs?: number;
   /** Where to record the HTTP exchanges; pass your own to keep them when connect fails. */
   wire?: WireRecord[];
 }
@@ -187,6 +189,7 @@ async function connectV2(kind: 'v2-pinned-client' | 'v2-auto-client', url: strin
   client.setRequestHandler('elicitation/create', async (req) => {
     const params = req.params as { message: string; requestedSchema?: unknown };
     elicitations.push({ message: params.message, requestedSchema: params.requestedSchema });
+    if (opts.elicitDelayMs > 0) await new Promise((r) => setTimeout(r, opts.elicitDelayMs));
     return opts.elicitAnswer;
   });
   try {
@@ -233,6 +236,7 @@ export function connectClient(kind: AnyClientKind, url: string, options: Connect
     elicitAnswer: options.elicitAnswer ?? { action: 'cancel' },
     timeoutMs: options.timeoutMs ?? 10_000,
     wire: options.wire ?? [],
+    elicitDelayMs: options.elicitDelayMs ?? 0,
   };
   if (kind === 'v1-sse-client') return connectV1(url, opts, true);
   return kind === 'v1-legacy-client' ? connectV1(url, opts) : connectV2(kind, url, opts);

@@ -1,0 +1,53 @@
+// What `timeouts.requestMs` of a stdio upstream does not cut short (2025-11-25/basic/lifecycle.mdx
+// §Timeouts: a request that gets no answer in time is cancelled; GATEWAY-REQUIREMENTS §9, §16.1): a
+// subscriptions/listen, which is answered only when it ends, and a call waiting on its client's input (an
+// elicitation the user takes a while to answer), which waits on the client, not on the server. Both with a
+// requestMs far below the waits. Real servers: the v2 SDK's modern stdio fixture and
+// server-everything over stdio; real clients: the v2 SDK pinned to 2026-07-28, and plain HTTP.
+
+import { after, test } from 'node:test';
+import assert from 'node:assert/strict';
+import { fileURLToPath } from 'node:url';
+import { request } from 'undici';
+import { startGateway } from '../helpers/gateway.js';
+import { modernRequest } from '../helpers/http.js';
+import { connectClient, textOf } from '../helpers/matrix-clients.js';
+import { readSseUntil } from '../helpers/sse.js';
+
+const MODERN_STDIO = fileURLToPath(new URL('../fixtures/upstreams/modern-stdio-server.mjs', import.meta.url));
+const EVERYTHING = fileURLToPath(new URL('../../node_modules/@modelcontextprotocol/server-everything/dist/index.js', import.meta.url));
+const REQUEST_MS = 600;
+
+const cleanups: Array<() => Promise<unknown>> = [];
+after(async () => {
+  for (const c of cleanups.reverse()) await c();
+});
+
+test('a modern listen on a modern stdio server stays open past timeouts.requestMs', async () => {
+  const gw = await startGateway({ upstreams: [{ name: 'm', command: [process.execPath, MODERN_STDIO], timeouts: { requestMs: REQUEST_MS } }] });
+  cleanups.push(() => gw.close());
+  const listen = modernRequest(1, 'subscriptions/listen', { notifications: { toolsListChanged: true } });
+  const ac = new AbortController();
+  const res = await request(gw.url, { method: 'POST', headers: listen.headers, body: listen.body, signal: ac.signal });
+  cleanups.push(async () => ac.abort());
+  assert.equal(res.statusCode, 200);
+  const ack = await readSseUntil(res.body, (m) => m.length >= 1, 5_000);
+  assert.equal(ack[0]?.method, 'notifications/subscriptions/acknowledged', JSON.stringify(ack));
+  // Three request timeouts later: nothing came, above all no error ending the listen.
+  const later = await readSseUntil(res.body, (m) => m.length >= 1, REQUEST_MS * 3);
+  assert.deepEqual(later, [], 'the listen is still open and quiet');
+  assert.ok(!gw.logs.some((l) => /did not answer within/.test(JSON.stringify(l))), 'no request timed out');
+});
+
+test('a call parked on an elicitation the user answers after timeouts.requestMs still completes (legacy stdio server, modern client)', async () => {
+  // server-everything takes about a second to start: its requests get a little more than that.
+  const requestMs = 1_500;
+  const gw = await startGateway({ upstreams: [{ name: 'everything', command: [process.execPath, EVERYTHING, 'stdio'], timeouts: { requestMs } }] });
+  cleanups.push(() => gw.close());
+  const client = await connectClient('v2-pinned-client', gw.url, { elicitAnswer: { action: 'accept', content: { name: 'Ada slow', check: true } }, elicitDelayMs: requestMs * 2.5, timeoutMs: 20_000 });
+  cleanups.push(() => client.close());
+  const result = await client.callTool('trigger-elicitation-request', {});
+  assert.notEqual(result.isError, true, textOf(result));
+  assert.match(textOf(result), /- Name: Ada slow/);
+  assert.equal(client.elicitations.length, 1);
+});
