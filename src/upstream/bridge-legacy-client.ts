@@ -137,6 +137,9 @@ export class LegacyClientBridge {
     // request upstream under the client's one token, and a stateless server may count from zero again.
     let lastProgress = -Infinity;
     for (let round = 0; round < MAX_INPUT_ROUNDS; round++) {
+      // The client's notifications/cancelled ends the loop too: no further round goes up (GATEWAY-REQUIREMENTS
+      // §16.2, cancellation: "abort any MRTR loop"). The answer's thrower below ends the exchange quietly.
+      if (cancel.aborted) throw new GatewayError('GW_ERR_UPSTREAM_BAD_RESPONSE', 'cancelled by the client', this.client.upstream);
       const upstreamId = `gh-${++this.counter}`;
       const params = addModernRequestMeta({ ...request.params, ...extra }, {
         version: profile.version,
@@ -258,6 +261,8 @@ export class LegacyClientBridge {
     const inputRequests = isObject(result.inputRequests) ? result.inputRequests : {};
     const inputResponses: Obj = {};
     for (const [key, req] of Object.entries(inputRequests)) {
+      // Cancelled while an earlier question was out: the rest are not asked.
+      if (signal.aborted) break;
       if (!isObject(req) || typeof req.method !== 'string') continue;
       const id = `gh-s-${++this.counter}`;
       const answer = session.awaitServerRequest(id, this.limits.inputTimeoutMs, signal);

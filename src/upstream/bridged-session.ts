@@ -63,7 +63,10 @@ export class BridgedSession implements HeldSession {
     return new Promise((resolve) => {
       const timer = setTimeout(() => this.settleServerRequest({ jsonrpc: '2.0', id, error: { code: ErrorCode.InternalError, message: 'the client did not answer in time' } }), timeoutMs);
       this.waiting.set(id, { resolve, timer });
-      signal.addEventListener('abort', () => this.settleServerRequest({ jsonrpc: '2.0', id, error: { code: ErrorCode.InternalError, message: 'cancelled' } }), { once: true });
+      const cancelled = (): void => this.settleServerRequest({ jsonrpc: '2.0', id, error: { code: ErrorCode.InternalError, message: 'cancelled' } });
+      // A signal that has already fired calls no listener added after it.
+      if (signal.aborted) cancelled();
+      else signal.addEventListener('abort', cancelled, { once: true });
     });
   }
 

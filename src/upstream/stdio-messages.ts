@@ -615,10 +615,13 @@ function queue(
       notify();
     },
   );
-  signal?.addEventListener('abort', () => {
+  const aborted = (): void => {
     done = true;
     notify();
-  }, { once: true });
+  };
+  // A signal that has already fired calls no listener added after it.
+  if (signal?.aborted) aborted();
+  else signal?.addEventListener('abort', aborted, { once: true });
   return (async function* () {
     try {
       for (;;) {

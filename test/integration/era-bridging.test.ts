@@ -581,6 +581,36 @@ describe('legacy client → modern upstream (§16.2)', () => {
     assert.match(text, /finished/);
   });
 
+  test('the client\'s notifications/cancelled during an input round ends the MRTR loop: no further question, no further round upstream', async () => {
+    // GATEWAY-REQUIREMENTS §16.2 Cancellation: "... and abort any MRTR loop" (utilities/cancellation.mdx).
+    let calls = 0;
+    const ask = (message: string) => ({ method: 'elicitation/create', params: { message, requestedSchema: { type: 'object', properties: {} } } });
+    const up = await modernUpstream((msg, res) => {
+      if (msg.method === 'tools/list') return jsonResult(res, JSON.stringify(msg), { tools: [], resultType: 'complete' });
+      calls++;
+      jsonResult(res, JSON.stringify(msg), { resultType: 'input_required', inputRequests: { first: ask('First question?'), second: ask('Second question?') } });
+    });
+    const gw = await startGateway({ upstreams: [{ name: 'up', url: up.url }], sessions: { inputTimeoutMs: 20_000 } });
+    cleanups.push(() => gw.close());
+    const headers = await open(gw);
+    const call = await request(gw.url, { method: 'POST', headers, body: rpc(8, 'tools/call', { name: 'asks', arguments: {} }) });
+    let text = '';
+    const reader = call.body[Symbol.asyncIterator]();
+    for (let i = 0; i < 50 && !text.includes('First question?'); i++) text += String((await reader.next()).value ?? '');
+    assert.equal((await post(gw.url, JSON.stringify({ jsonrpc: '2.0', method: 'notifications/cancelled', params: { requestId: 8 } }), headers)).status, 202);
+    const started = Date.now();
+    for (let i = 0; i < 50; i++) {
+      const next = await Promise.race([reader.next(), sleep(5_000).then(() => ({ done: true, value: undefined }))]);
+      if (next.done) break;
+      text += String(next.value);
+    }
+    assert.ok(Date.now() - started < 4_000, 'the exchange ended at once, not after the input wait');
+    assert.doesNotMatch(text, /Second question\?/, 'the second question was not asked');
+    assert.doesNotMatch(text, /"id":8/, 'a cancelled request gets no response');
+    await sleep(200);
+    assert.equal(calls, 1, 'no further round went upstream');
+  });
+
   test('a result type the bridge does not know is an error for the legacy client, never a stripped success (basic/index.mdx §ResultType)', async () => {
     const up = await modernUpstream((msg, res) => {
       if (msg.method === 'tools/list') return jsonResult(res, JSON.stringify(msg), { tools: [], resultType: 'complete' });
