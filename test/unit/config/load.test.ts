@@ -132,7 +132,7 @@ describe('parseConfigText', () => {
       ],
       sessions: { idleTimeoutMs: 1800000, max: 1000, inputTimeoutMs: 300000 },
       auth: { anonymous: false, apiKeys: [], requiredScopes: [], failureLimit: { attempts: 20, windowSeconds: 60 } },
-      tools: { naming: { prefix: 'auto' }, outputValidation: 'warn', pinning: 'warn' },
+      tools: { naming: { prefix: 'auto' }, outputValidation: 'warn', pinning: 'warn', uncheckableSchemas: 'refuse' },
       policy: { rules: [], egress: [], egressProxy: { enabled: false, host: '127.0.0.1', port: 3128 }, rateLimits: [], budgets: [], breakers: [], approvals: [] },
       store: { kind: 'sqlite', path: './data/gatehouse.db' },
       audit: { enabled: true, retainDays: 90 },
