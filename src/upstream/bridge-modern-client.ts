@@ -383,8 +383,12 @@ export class ModernClientBridge {
     }
     // From here the call answers the retry: its progress goes under the retry's own token, or nowhere when
     // it has none (utilities/progress.mdx: only tokens of active requests; the first request is over).
-    const retryToken = (request.params?._meta as { progressToken?: string | number } | undefined)?.progressToken;
+    const retryMeta = isObject(request.params?._meta) ? request.params._meta : {};
+    const retryToken = (retryMeta as { progressToken?: string | number }).progressToken;
     call.progress.clientToken = retryToken;
+    // mrtr.mdx §Server Requirements 6: what may be asked is what *this* request declares; a retry may declare
+    // less than the first request did.
+    call.capabilities = isObject(retryMeta[META_CLIENT_CAPABILITIES]) ? retryMeta[META_CLIENT_CAPABILITIES] : {};
     let parked = false;
     try {
       parked = await this.pump(request, channel, call);
@@ -427,8 +431,15 @@ export class ModernClientBridge {
     if (upstream.error?.code === URL_ELICITATION_REQUIRED) return urlElicitationsFor(request, upstream.error, capabilities);
     if (upstream.error) {
       // Modern servers MUST NOT emit -32002 (resource not found is -32602 now: server/resources.mdx §Error Handling).
-      const code = upstream.error.code === -32002 ? ErrorCode.InvalidParams : upstream.error.code;
-      return { jsonrpc: '2.0', id: request.id, error: { ...upstream.error, code } };
+      const code = upstream.error.code;
+      if (code === -32002) return { jsonrpc: '2.0', id: request.id, error: { ...upstream.error, code: ErrorCode.InvalidParams } };
+      // -32020…-32099 are the modern protocol's own (GATEWAY-REQUIREMENTS §16.1: never emit one it does not
+      // define): a legacy server's code there means something else, and is told as an internal error naming it.
+      if (code <= -32020 && code >= -32099) {
+        const data = isObject(upstream.error.data) ? upstream.error.data : upstream.error.data === undefined ? {} : { upstreamData: upstream.error.data };
+        return { jsonrpc: '2.0', id: request.id, error: { code: ErrorCode.InternalError, message: upstream.error.message, data: { ...data, upstreamCode: code } } };
+      }
+      return { jsonrpc: '2.0', id: request.id, error: upstream.error };
     }
     const serverInfo = session.init.serverInfo;
     const result = toModernResult(request.method, upstream.result ?? {}, serverInfo, { ttlMs: 0, cacheScope: 'private' });

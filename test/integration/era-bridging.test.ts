@@ -113,6 +113,15 @@ describe('modern client → legacy upstream (§16.1)', () => {
     assert.equal((await post(gw.url, read.body, read.headers)).status, 200);
   });
 
+  test('a legacy server\'s own code in -32020…-32099 reaches a modern client as -32603 naming it, never as a modern code (GATEWAY-REQUIREMENTS §16.1)', async () => {
+    const up = await legacyUpstream((msg, res) => res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ jsonrpc: '2.0', id: msg.id, error: { code: -32021, message: 'quota exceeded (legacy server code)' } })));
+    const gw = await gatewayFor(up);
+    const call = modernRequest(1, 'tools/call', { name: 't', arguments: {} });
+    const res = await post(gw.url, call.body, call.headers);
+    assert.equal(res.status, 200, 'not the 400 of a modern -32021');
+    assert.deepEqual(res.json().error, { code: -32603, message: 'quota exceeded (legacy server code)', data: { upstreamCode: -32021 } });
+  });
+
   test('-32002 (legacy resource not found) becomes -32602 for a modern client', async () => {
     const up = await legacyUpstream((msg, res) => res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ jsonrpc: '2.0', id: msg.id, error: { code: -32002, message: 'Resource not found' } })));
     const gw = await gatewayFor(up);
@@ -328,6 +337,45 @@ describe('modern client → legacy upstream (§16.1)', () => {
     assert.equal(res.result.content[0].text, 'done without sampling');
     const refusal = up.requests.map((r) => JSON.parse(r.body || '{}') as Msg & { error?: { code: number } }).find((m) => m.id === 'sample-1');
     assert.equal(refusal?.error?.code, -32601);
+  });
+});
+
+describe('modern client → legacy upstream: what a retry declares', () => {
+  test('a question asked after the retry is checked against the retry\'s capabilities, not the first request\'s (mrtr.mdx §Server Requirements 6)', async () => {
+    let stream: ServerResponse | undefined;
+    const answers = new Map<string, unknown>();
+    const elicit = (id: string) => `data: ${JSON.stringify({ jsonrpc: '2.0', id, method: 'elicitation/create', params: { message: `question ${id}`, requestedSchema: { type: 'object', properties: {} } } })}\n\n`;
+    let call: Msg | undefined;
+    const up = await legacyUpstream((msg, res) => {
+      if (msg.method !== 'tools/call') return void res.writeHead(202).end();
+      call = msg;
+      stream = res;
+      res.writeHead(200, { 'content-type': 'text/event-stream' });
+      res.write(elicit('e-1'));
+    });
+    // The client's answers come as POSTed responses: record them, and ask the second question after the first.
+    up.server.prependListener('request', (req) => {
+      if (req.method !== 'POST') return;
+      let body = '';
+      req.on('data', (c: Buffer) => (body += c.toString()));
+      req.on('end', () => {
+        const m = JSON.parse(body) as { id?: string; method?: string; result?: unknown };
+        if (m.method !== undefined || typeof m.id !== 'string' || !m.id.startsWith('e-')) return;
+        answers.set(m.id, m.result);
+        if (m.id === 'e-1') stream!.write(elicit('e-2'));
+        else stream!.end(`data: ${JSON.stringify({ jsonrpc: '2.0', id: call!.id, result: { content: [{ type: 'text', text: 'done' }] } })}\n\n`);
+      });
+    });
+    const gw = await gatewayFor(up);
+    const first = modernRequest(1, 'tools/call', { name: 'asks', arguments: {}, _meta: { 'io.modelcontextprotocol/clientCapabilities': { elicitation: { form: {} } } } });
+    const asked = (await post(gw.url, first.body, first.headers)).json().result;
+    assert.equal(asked.resultType, 'input_required');
+    const [key] = Object.keys(asked.inputRequests);
+    // The retry declares no elicitation at all.
+    const retry = modernRequest(2, 'tools/call', { name: 'asks', arguments: {}, inputResponses: { [key!]: { action: 'accept', content: {} } }, requestState: asked.requestState });
+    const done = (await post(gw.url, retry.body, retry.headers)).json();
+    assert.equal(done.result?.resultType, 'complete', `not asked again: ${JSON.stringify(done)}`);
+    assert.deepEqual(answers.get('e-2'), { action: 'cancel' }, 'the second question was refused upstream for the retry');
   });
 });
 
