@@ -100,3 +100,15 @@ export function legacyServerCapabilitiesFrom(modern: Obj): Obj {
   delete out.extensions;
   return out;
 }
+
+/**
+ * A modern upstream's discover result as Gatehouse advertises it: without `capabilities.extensions`, whose
+ * methods the front door does not route (2026-07-28/basic/versioning.mdx §Extension Negotiation: a client
+ * must not use an extension the server did not offer; offering one whose calls would answer 404 misleads it).
+ */
+export function withoutExtensions(discover: Obj): Obj {
+  if (!isObject(discover.capabilities) || discover.capabilities.extensions === undefined) return discover;
+  const capabilities = { ...discover.capabilities };
+  delete capabilities.extensions;
+  return { ...discover, capabilities };
+}

@@ -19,6 +19,7 @@ import { upstreamCredentials, type UpstreamCredentials } from './credentials.js'
 import { toGatewayError } from './failures.js';
 import { PassThrough } from './passthrough.js';
 import { modernFaceOf } from './modern-face.js';
+import { withoutExtensions } from '../protocol/era-shapes.js';
 
 const READINESS_PROBE_HEADERS = {
   'content-type': 'application/json',
@@ -167,7 +168,7 @@ export class HttpUpstream implements Upstream {
    */
   private answerDiscover(ctx: CallContext, profile: UpstreamProfile & { era: 'modern' }): Outcome {
     const id = (ctx.message as JsonRpcRequest).id;
-    const discover = profile.discover;
+    const discover = withoutExtensions(profile.discover);
     const result: Record<string, unknown> = { ...discover, supportedVersions: [...MODERN_VERSIONS], resultType: 'complete', ttlMs: 60_000, cacheScope: 'public' };
     return json({ jsonrpc: '2.0', id, result });
   }

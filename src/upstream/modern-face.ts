@@ -1,7 +1,7 @@
 // An upstream as a 2026-07-28 server for the catalog: its own messages when it is modern, the modern-client
 // bridge in front of it when it is legacy; capabilities and identity from its discover or initialize result.
 
-import { isObject } from '../protocol/era-shapes.js';
+import { isObject, withoutExtensions } from '../protocol/era-shapes.js';
 import { META_SERVER_INFO } from '../protocol/methods.js';
 import type { UpstreamProfile } from './era-probe.js';
 import type { ModernFace, UpstreamMessages } from '../pipeline/ports.js';
@@ -12,7 +12,8 @@ export function modernFaceOf(profile: UpstreamProfile, own: UpstreamMessages, br
     const meta = isObject(profile.discover._meta) ? profile.discover._meta : {};
     return {
       messages: own,
-      capabilities: isObject(profile.discover.capabilities) ? profile.discover.capabilities : {},
+      // Extensions are not routed, so not advertised (era-shapes.ts withoutExtensions).
+      capabilities: isObject(profile.discover.capabilities) ? (withoutExtensions(profile.discover).capabilities as Record<string, unknown>) : {},
       serverInfo: meta[META_SERVER_INFO],
       ...(typeof profile.discover.instructions === 'string' ? { instructions: profile.discover.instructions } : {}),
       http,

@@ -28,7 +28,7 @@ import { StdioSession } from './stdio-session.js';
 import type { ChannelFactory, MessageChannel } from './channel.js';
 import { resolveSession, SessionTable } from './session-table.js';
 import { modernFaceOf } from './modern-face.js';
-import { isObject } from '../protocol/era-shapes.js';
+import { isObject, withoutExtensions } from '../protocol/era-shapes.js';
 import { META_SERVER_INFO } from '../protocol/methods.js';
 import { upstreamMessage } from '../protocol/trace-context.js';
 
@@ -261,7 +261,7 @@ export class StdioUpstream implements Upstream {
         const reply = await this.messages.post(request, {}, ctx.cancel, ctx.principal);
         for await (const msg of reply.messages) {
           if ('method' in msg) channel.push(msg);
-          else return channel.finish(msg as JsonRpcResponse);
+          else return channel.finish(request.method === 'server/discover' ? discoverWithoutExtensions(msg as JsonRpcResponse) : (msg as JsonRpcResponse));
         }
         channel.fail(new GatewayError('GW_ERR_UPSTREAM_BAD_RESPONSE', `Upstream "${this.name}" did not answer`, this.name));
       } catch (err) {
@@ -353,4 +353,12 @@ function withoutChangeNotices(init: Record<string, unknown>): Record<string, unk
     capabilities[kind] = rest;
   }
   return { ...init, capabilities };
+}
+
+/** The child's own discover answer, its extensions left out (era-shapes.ts withoutExtensions). */
+function discoverWithoutExtensions(response: JsonRpcResponse): JsonRpcResponse {
+  const result = response.result;
+  if (result === undefined || result === null || typeof result !== 'object') return response;
+  const stripped = withoutExtensions(result as Record<string, unknown>);
+  return stripped === result ? response : { ...response, result: stripped };
 }

@@ -213,3 +213,28 @@ describe('modern pass-through: v2 client (2026-07-28) → Gatehouse → modern-o
     }
   });
 });
+
+describe('extensions', () => {
+  test('an upstream\'s extensions are not advertised: Gatehouse does not route their methods (versioning.mdx §Extension Negotiation)', async () => {
+    const { startFakeUpstream } = await import('../fixtures/upstreams/fake-upstream.js');
+    const { modernRequest, post } = await import('../helpers/http.js');
+    const discover = { supportedVersions: ['2026-07-28'], capabilities: { tools: {}, extensions: { 'io.modelcontextprotocol/tasks': {} } }, resultType: 'complete', ttlMs: 0, cacheScope: 'public' };
+    const up = await startFakeUpstream((_req, res, body) => {
+      const msg = JSON.parse(body) as { id?: unknown; method?: string };
+      if (msg.method === 'initialize') return void res.writeHead(400, { 'content-type': 'application/json' }).end(JSON.stringify({ jsonrpc: '2.0', id: msg.id, error: { code: -32022, message: 'Unsupported protocol version', data: { supported: ['2026-07-28'] } } }));
+      const result = msg.method === 'server/discover' ? discover : msg.method === 'tools/list' ? { tools: [], resultType: 'complete', ttlMs: 0, cacheScope: 'public' } : { resultType: 'complete' };
+      res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ jsonrpc: '2.0', id: msg.id, result }));
+    }, { handshake: false });
+    const gw = await startGateway({ upstreams: [{ name: 'ext', url: up.url }] });
+    try {
+      const req = modernRequest(1, 'server/discover');
+      const answer = (await post(gw.url, req.body, req.headers)).json() as { result: { capabilities: Record<string, unknown> } };
+      assert.deepEqual(answer.result.capabilities, { tools: {} });
+      const task = modernRequest(2, 'tasks/get', { taskId: 't-1' });
+      assert.equal((await post(gw.url, task.body, task.headers)).status, 404, 'and its methods are not routed, consistently');
+    } finally {
+      await gw.close();
+      await up.close();
+    }
+  });
+});
