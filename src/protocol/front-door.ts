@@ -89,7 +89,12 @@ export function admitPost(headers: IncomingHttpHeaders, kind: MessageKind, messa
     // streamable-http.mdx §Protocol Version Header: a request without the header MAY be treated as 2025-03-26.
     return { ok: true, era: 'legacy', version: DEFAULT_LEGACY_VERSION };
   }
-  if (isLegacyVersion(versionHeader)) return { ok: true, era: 'legacy', version: versionHeader };
+  if (isLegacyVersion(versionHeader)) {
+    // streamable-http.mdx §Protocol Version Header: the header and the body's version must agree. A legacy
+    // header over a modern body would be served as legacy and skip the modern header checks.
+    if (typeof bodyVersion === 'string' && isModernVersion(bodyVersion)) return mismatch('MCP-Protocol-Version', versionHeader, bodyVersion);
+    return { ok: true, era: 'legacy', version: versionHeader };
+  }
   if (!isModernVersion(versionHeader)) {
     return refuse(400, ErrorCode.UnsupportedProtocolVersion, 'unsupported_version', `Unsupported protocol version: ${versionHeader}`, {
       supported: SUPPORTED_VERSIONS,

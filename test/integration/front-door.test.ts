@@ -49,6 +49,12 @@ describe('modern requests (2026-07-28)', () => {
     assert.equal(json.id, 1);
   });
 
+  test('SH §Protocol Version Header: a legacy header over a modern body → 400 -32020, not served as legacy', async () => {
+    const { body, headers } = modernRequest(1, 'tools/list');
+    const json = await expectRefusal(gwModern, body, { ...headers, 'mcp-protocol-version': '2025-11-25' }, 400, -32020);
+    assert.equal(json.id, 1);
+  });
+
   test('SH §Server Validation: Mcp-Method missing or different from the body → 400 -32020', async () => {
     const missing = modernRequest(2, 'tools/list');
     delete missing.headers['mcp-method'];
