@@ -266,7 +266,13 @@ export class StdioMessages implements UpstreamMessages {
       request: { ...request, id: upstreamId, ...(params !== undefined ? { params } : {}) },
       back: (m) => {
         const msg = m as { id?: unknown; method?: string; params?: { progressToken?: unknown; _meta?: Record<string, unknown> } };
-        if (msg.method === undefined) return msg.id === upstreamId ? ({ ...m, id: request.id } as JsonRpcMessage) : m;
+        if (msg.method === undefined) {
+          if (msg.id !== upstreamId) return m;
+          // A listen's closing result names the listen too (subscriptions.mdx §Graceful Closure): by the client's id.
+          const result = (m as { result?: { _meta?: Record<string, unknown> } }).result;
+          if (result?._meta?.[SUBSCRIPTION_ID] === upstreamId) return { ...m, id: request.id, result: { ...result, _meta: { ...result._meta, [SUBSCRIPTION_ID]: request.id } } } as JsonRpcMessage;
+          return { ...m, id: request.id } as JsonRpcMessage;
+        }
         if (msg.method === 'notifications/progress' && upstreamToken !== undefined && msg.params?.progressToken === upstreamToken) {
           return { ...m, params: { ...msg.params, progressToken: clientToken } } as JsonRpcMessage;
         }
