@@ -10,7 +10,7 @@ import assert from 'node:assert/strict';
 import { fileURLToPath } from 'node:url';
 import { request } from 'undici';
 import { startGateway } from '../helpers/gateway.js';
-import { modernRequest } from '../helpers/http.js';
+import { modernRequest, post } from '../helpers/http.js';
 import { connectClient, textOf } from '../helpers/matrix-clients.js';
 import { readSseUntil } from '../helpers/sse.js';
 
@@ -26,6 +26,10 @@ after(async () => {
 test('a modern listen on a modern stdio server stays open past timeouts.requestMs', async () => {
   const gw = await startGateway({ upstreams: [{ name: 'm', command: [process.execPath, MODERN_STDIO], timeouts: { requestMs: REQUEST_MS } }] });
   cleanups.push(() => gw.close());
+  // The child takes a while to start on a busy machine, longer than this short requestMs: the first requests
+  // may time out until it is up. Once a list answers, it is.
+  const list = modernRequest(0, 'tools/list');
+  for (let i = 0; i < 20 && (await post(gw.url, list.body, list.headers)).status !== 200; i++) await new Promise((r) => setTimeout(r, 250));
   const listen = modernRequest(1, 'subscriptions/listen', { notifications: { toolsListChanged: true } });
   const ac = new AbortController();
   const res = await request(gw.url, { method: 'POST', headers: listen.headers, body: listen.body, signal: ac.signal });
@@ -40,10 +44,13 @@ test('a modern listen on a modern stdio server stays open past timeouts.requestM
 });
 
 test('a call parked on an elicitation the user answers after timeouts.requestMs still completes (legacy stdio server, modern client)', async () => {
-  // server-everything takes about a second to start: its requests get a little more than that.
+  // server-everything takes about a second to start: its requests get a little more than that, and the
+  // first list waits until it is up.
   const requestMs = 1_500;
   const gw = await startGateway({ upstreams: [{ name: 'everything', command: [process.execPath, EVERYTHING, 'stdio'], timeouts: { requestMs } }] });
   cleanups.push(() => gw.close());
+  const list = modernRequest(0, 'tools/list');
+  for (let i = 0; i < 20 && (await post(gw.url, list.body, list.headers)).status !== 200; i++) await new Promise((r) => setTimeout(r, 250));
   const client = await connectClient('v2-pinned-client', gw.url, { elicitAnswer: { action: 'accept', content: { name: 'Ada slow', check: true } }, elicitDelayMs: requestMs * 2.5, timeoutMs: 20_000 });
   cleanups.push(() => client.close());
   const result = await client.callTool('trigger-elicitation-request', {});
