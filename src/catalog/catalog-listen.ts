@@ -68,9 +68,14 @@ export function fanOutListen(
         }
       }),
     );
+    let stopped = false;
     // subscriptions.mdx §Acknowledgment: the first message carries the honoured subset.
     queue.push({ jsonrpc: '2.0', method: 'notifications/subscriptions/acknowledged', params: { _meta: { [META_SUBSCRIPTION_ID]: request.id }, notifications: honoured } });
-    await Promise.all(
+    // The first upstream whose listen ends (its result, or a break) ends the client's: the acknowledgment
+    // promised its notifications, and a listen that went on without them would promise falsely. The client
+    // listens again (subscriptions.mdx §Graceful Closure), and gets every upstream's again.
+    // (No upstream listening: Promise.race of nothing would never settle; the listen ends at once.)
+    if (streams.length > 0) await Promise.race(
       streams.map(async ({ member, messages }) => {
         try {
           for await (const m of messages) {
@@ -82,12 +87,13 @@ export function fanOutListen(
             const meta = { ...((msg.params?._meta as Obj | undefined) ?? {}), [META_SUBSCRIPTION_ID]: request.id };
             queue.push({ jsonrpc: '2.0', method: msg.method, params: { ...(msg.params ?? {}), _meta: meta } });
           }
-        } catch {
-          // One upstream's listen breaking does not end the others'.
+        } catch (err) {
+          if (!stopped) log.info('an upstream ended its listen; the client\'s listen ends so that it listens again', { upstream: member.name, err });
         }
       }),
     );
-    // Every upstream ended its listen: end the client's gracefully (subscriptions.mdx §Graceful Closure).
+    stopped = true;
+    upstreamStops.forEach((c) => c.abort());
     queue.finish({ jsonrpc: '2.0', id: request.id, result: { resultType: 'complete', _meta: { [META_SUBSCRIPTION_ID]: request.id } } });
   })();
   return { status: 200, headers: {}, messages: queue.messages() };

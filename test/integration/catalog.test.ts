@@ -12,6 +12,7 @@ import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { request } from 'undici';
 import { startFakeUpstream, type FakeUpstream } from '../fixtures/upstreams/fake-upstream.js';
+import { readSseUntil } from '../helpers/sse.js';
 import { startGateway, type TestGateway } from '../helpers/gateway.js';
 import { LEGACY_HEADERS, modernRequest, post, rpc } from '../helpers/http.js';
 
@@ -296,6 +297,27 @@ describe('catalog caching and change notifications', () => {
     const read = member.firstPages();
     await member.list();
     assert.ok(member.firstPages() > read, 'not served from a cache: read again');
+  });
+
+  test('when one upstream ends its listen, the client\'s listen ends with its result, so that it listens again (subscriptions.mdx §Graceful Closure)', async () => {
+    const one = await listeningFixture('one');
+    const two = await listeningFixture('two');
+    const gw = await startGateway({ upstreams: [{ name: 'one', url: one.up.url }, { name: 'two', url: two.up.url }] });
+    cleanups.push(() => gw.close());
+    const listen = modernRequest(9, 'subscriptions/listen', { notifications: { toolsListChanged: true } });
+    const ac = new AbortController();
+    cleanups.push(async () => ac.abort());
+    const res = await request(gw.url, { method: 'POST', headers: listen.headers, body: listen.body, signal: ac.signal });
+    const acked = await readSseUntil(res.body, (m) => m.length >= 1);
+    assert.equal(acked[0]?.method, 'notifications/subscriptions/acknowledged');
+    for (let i = 0; i < 50 && (one.listens.length === 0 || two.listens.length === 0); i++) await new Promise((r) => setTimeout(r, 20));
+    // Upstream one ends its listen, as a server does (its result, naming the listen).
+    const theirs = one.listens[0]!;
+    theirs.end(`data: ${JSON.stringify({ jsonrpc: '2.0', id: 'x', result: { resultType: 'complete' } })}\n\n`);
+    const rest = await readSseUntil(res.body, (m) => m.some((x) => x.id === 9), 5_000);
+    assert.deepEqual(rest.find((m) => m.id === 9)?.result, { resultType: 'complete', _meta: { 'io.modelcontextprotocol/subscriptionId': 9 } }, `the client's listen ended: ${JSON.stringify(rest)}`);
+    for (let i = 0; i < 50 && !two.listens[0]!.destroyed; i++) await new Promise((r) => setTimeout(r, 20));
+    assert.equal(two.listens[0]!.destroyed, true, 'the other upstream\'s listen was closed with it');
   });
 
   test('a modern member that says ttlMs: 0 is read again for every list, though it announces its changes (caching.mdx §Time-to-Live)', async () => {
