@@ -49,7 +49,8 @@ export class CatalogUpstream implements Upstream {
     }
     if (ctx.kind !== 'request') return ACCEPTED;
     const request = upstreamMessage(ctx)!;
-    const stream = new CallStream({ requestId: idOf(request), mode: 'call', acceptsSse: ctx.acceptsSse });
+    // A listen is a listening stream: SSE at once, with keep-alive comments while it is quiet.
+    const stream = new CallStream({ requestId: idOf(request), mode: ctx.method === 'subscriptions/listen' ? 'listen' : 'call', acceptsSse: ctx.acceptsSse });
     void (async () => {
       try {
         const reply = await this.catalog.post(request, {}, ctx.cancel, ctx.principal);

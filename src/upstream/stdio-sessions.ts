@@ -255,7 +255,8 @@ export class StdioUpstream implements Upstream {
       return ACCEPTED;
     }
     const request = upstreamMessage(ctx) as JsonRpcRequest;
-    const channel = new CallStream({ requestId: request.id, mode: 'call', acceptsSse: ctx.acceptsSse });
+    // A listen is a listening stream: SSE at once, with keep-alive comments while it is quiet.
+    const channel = new CallStream({ requestId: request.id, mode: request.method === 'subscriptions/listen' ? 'listen' : 'call', acceptsSse: ctx.acceptsSse });
     void (async () => {
       try {
         const reply = await this.messages.post(request, {}, ctx.cancel, ctx.principal);

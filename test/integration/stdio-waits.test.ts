@@ -32,6 +32,7 @@ test('a modern listen on a modern stdio server stays open past timeouts.requestM
   for (let i = 0; i < 20 && (await post(gw.url, list.body, list.headers)).status !== 200; i++) await new Promise((r) => setTimeout(r, 250));
   const listen = modernRequest(1, 'subscriptions/listen', { notifications: { toolsListChanged: true } });
   const ac = new AbortController();
+  const logsBefore = gw.logs.length;
   const res = await request(gw.url, { method: 'POST', headers: listen.headers, body: listen.body, signal: ac.signal });
   cleanups.push(async () => ac.abort());
   assert.equal(res.statusCode, 200);
@@ -40,7 +41,7 @@ test('a modern listen on a modern stdio server stays open past timeouts.requestM
   // Three request timeouts later: nothing came, above all no error ending the listen.
   const later = await readSseUntil(res.body, (m) => m.length >= 1, REQUEST_MS * 3);
   assert.deepEqual(later, [], 'the listen is still open and quiet');
-  assert.ok(!gw.logs.some((l) => /did not answer within/.test(JSON.stringify(l))), 'no request timed out');
+  assert.ok(!gw.logs.slice(logsBefore).some((l) => /did not answer within/.test(JSON.stringify(l))), 'no request timed out');
 });
 
 test('a call parked on an elicitation the user answers after timeouts.requestMs still completes (legacy stdio server, modern client)', async () => {
@@ -57,4 +58,31 @@ test('a call parked on an elicitation the user answers after timeouts.requestMs 
   assert.notEqual(result.isError, true, textOf(result));
   assert.match(textOf(result), /- Name: Ada slow/);
   assert.equal(client.elicitations.length, 1);
+});
+
+test('a quiet listen gets keep-alive comments, on a stdio server and through the catalog alike (streamable-http.mdx §Receiving Messages: keep-alives)', async () => {
+  const direct = await startGateway({ upstreams: [{ name: 'm', command: [process.execPath, MODERN_STDIO] }] });
+  cleanups.push(() => direct.close());
+  // `prefix: always` serves even one upstream through the catalog.
+  const catalog = await startGateway({ upstreams: [{ name: 'm', command: [process.execPath, MODERN_STDIO] }], tools: { naming: { prefix: 'always' } } });
+  cleanups.push(() => catalog.close());
+  const heard = async (url: string): Promise<string> => {
+    const listen = modernRequest(1, 'subscriptions/listen', { notifications: { toolsListChanged: true } });
+    const ac = new AbortController();
+    cleanups.push(async () => ac.abort());
+    const res = await request(url, { method: 'POST', headers: listen.headers, body: listen.body, signal: ac.signal });
+    let text = '';
+    const deadline = Date.now() + 20_000;
+    const it = res.body[Symbol.asyncIterator]();
+    while (Date.now() < deadline && !text.includes(': keep-alive')) {
+      const next = await Promise.race([it.next(), new Promise<{ done: true; value: undefined }>((r) => setTimeout(() => r({ done: true, value: undefined }), Math.max(1, deadline - Date.now())))]);
+      if (next.done) break;
+      text += String(next.value);
+    }
+    ac.abort();
+    return text;
+  };
+  const [one, two] = await Promise.all([heard(direct.url), heard(catalog.url)]);
+  assert.match(one, /: keep-alive/, `stdio listen: ${one}`);
+  assert.match(two, /: keep-alive/, `catalog listen: ${two}`);
 });
