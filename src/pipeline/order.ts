@@ -12,6 +12,7 @@
 //   resolve     catalog/resolve-stage.ts: tools/call, prompts/get → route (ref, schemas, annotations)
 //                                                                         ...... -32602 unknown tool or prompt
 //   access      policy/access-stage.ts: the key's tool list and policy.rules; hidden = unknown ... -32602
+//                                          a rule's scopes missing (onMissingScopes: challenge) ... 403
 //   pin         approvals/pin-stage.ts: the tool's definition vs the one pinned (tools.pinning)
 //                                                                         ...... tool_changed (enforce)
 //   arguments   policy/arguments-stage.ts: Mcp-Param-* vs body ............... 400 -32020
