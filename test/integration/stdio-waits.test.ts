@@ -32,7 +32,6 @@ test('a modern listen on a modern stdio server stays open past timeouts.requestM
   for (let i = 0; i < 20 && (await post(gw.url, list.body, list.headers)).status !== 200; i++) await new Promise((r) => setTimeout(r, 250));
   const listen = modernRequest(1, 'subscriptions/listen', { notifications: { toolsListChanged: true } });
   const ac = new AbortController();
-  const logsBefore = gw.logs.length;
   const res = await request(gw.url, { method: 'POST', headers: listen.headers, body: listen.body, signal: ac.signal });
   cleanups.push(async () => ac.abort());
   assert.equal(res.statusCode, 200);
@@ -40,8 +39,8 @@ test('a modern listen on a modern stdio server stays open past timeouts.requestM
   assert.equal(ack[0]?.method, 'notifications/subscriptions/acknowledged', JSON.stringify(ack));
   // Three request timeouts later: nothing came, above all no error ending the listen.
   const later = await readSseUntil(res.body, (m) => m.length >= 1, REQUEST_MS * 3);
+  // Timed like a call, it would have ended by now with GW_ERR_UPSTREAM_TIMEOUT (an error message here).
   assert.deepEqual(later, [], 'the listen is still open and quiet');
-  assert.ok(!gw.logs.slice(logsBefore).some((l) => /did not answer within/.test(JSON.stringify(l))), 'no request timed out');
 });
 
 test('a call parked on an elicitation the user answers after timeouts.requestMs still completes (legacy stdio server, modern client)', async () => {
