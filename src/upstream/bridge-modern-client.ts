@@ -20,7 +20,7 @@ import type { UpstreamProfile } from './era-probe.js';
 import { LegacyClientSessions, type LegacyClientSession, type PoolOptions } from './legacy-client-sessions.js';
 import type { UpstreamMessages } from '../pipeline/ports.js';
 import { ParkedRequests, type Parked } from './parked-requests.js';
-import { honouredFilter, ListenHub, type Listener, type SubscriptionFilter } from './listen-hub.js';
+import { honouredFilter, ListenHub, wants, type Listener, type SubscriptionFilter } from './listen-hub.js';
 
 type Obj = Record<string, unknown>;
 
@@ -195,7 +195,10 @@ export class ModernClientBridge {
     const filter = honouredFilter(requested, (session.init.capabilities ?? {}) as Parameters<typeof honouredFilter>[1]);
     const subscriptionId = request.id;
     const hub = this.hubFor(session);
-    const listener: Listener = { filter, subscriptionId, send: (m) => void sink.push(m) };
+    // subscriptions.mdx §Acknowledgment: nothing comes before the acknowledgment. What the shared GET stream
+    // delivers while this listen subscribes waits, and goes after it, if the final filter still wants it.
+    let early: JsonRpcMessage[] | undefined = [];
+    const listener: Listener = { filter, subscriptionId, send: (m) => void (early !== undefined ? early.push(m) : sink.push(m)) };
     // Subscribed first: the acknowledgment names only the resources the upstream accepted (subscriptions.mdx §Acknowledgment).
     await hub.add(listener);
     if (!this.sessions.holds(session)) {
@@ -206,6 +209,9 @@ export class ModernClientBridge {
       return sink.finish({ jsonrpc: '2.0', id: request.id, result: { resultType: 'complete', _meta: { [META_SUBSCRIPTION_ID]: subscriptionId } } });
     }
     sink.push({ jsonrpc: '2.0', method: 'notifications/subscriptions/acknowledged', params: { _meta: { [META_SUBSCRIPTION_ID]: subscriptionId }, notifications: listener.filter } });
+    const waiting = early;
+    early = undefined;
+    for (const m of waiting) if (wants(listener.filter, m)) sink.push(m);
     const keepalive = setInterval(() => sink.comment(), 15_000).unref();
     const end = (): void => sink.finish({ jsonrpc: '2.0', id: request.id, result: { resultType: 'complete', _meta: { [META_SUBSCRIPTION_ID]: subscriptionId } } });
     this.activeListens.add(end);

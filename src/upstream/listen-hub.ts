@@ -29,6 +29,14 @@ const LIST_CHANGED: Record<string, keyof SubscriptionFilter> = {
   'notifications/resources/list_changed': 'resourcesListChanged',
 };
 
+/** Whether a listen with this filter is to hear this upstream notification. */
+export function wants(filter: SubscriptionFilter, message: JsonRpcMessage): boolean {
+  const m = message as { method?: string; params?: Record<string, unknown> };
+  if (m.method === 'notifications/resources/updated') return typeof m.params?.uri === 'string' && (filter.resourceSubscriptions ?? []).includes(m.params.uri);
+  const kind = m.method === undefined ? undefined : LIST_CHANGED[m.method];
+  return kind !== undefined && filter[kind] === true;
+}
+
 /** The part of a requested filter the upstream can honour, from its legacy capabilities. */
 export function honouredFilter(requested: SubscriptionFilter, capabilities: Record<string, { listChanged?: boolean; subscribe?: boolean } | undefined>): SubscriptionFilter {
   const out: SubscriptionFilter = {};
@@ -99,8 +107,7 @@ export class ListenHub {
     const m = message as { method?: string; params?: Record<string, unknown> };
     if (m.method === undefined) return;
     for (const l of this.listeners) {
-      const wanted = m.method === 'notifications/resources/updated' ? typeof m.params?.uri === 'string' && (l.filter.resourceSubscriptions ?? []).includes(m.params.uri) : LIST_CHANGED[m.method] !== undefined && l.filter[LIST_CHANGED[m.method]!] === true;
-      if (!wanted) continue;
+      if (!wants(l.filter, message)) continue;
       // subscriptions.mdx §Receiving Notifications: every notification carries the subscription id.
       const meta = { ...((m.params?._meta as object | undefined) ?? {}), [META_SUBSCRIPTION_ID]: l.subscriptionId };
       l.send({ jsonrpc: '2.0', method: m.method, params: { ...(m.params ?? {}), _meta: meta } });

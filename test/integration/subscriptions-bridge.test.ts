@@ -18,6 +18,49 @@ after(async () => {
 
 
 describe('modern subscriptions/listen → legacy upstream', () => {
+  test('nothing comes before the acknowledgment: a change heard while the listen subscribes follows it (subscriptions.mdx §Acknowledgment)', async () => {
+    let getStream: ServerResponse | undefined;
+    let subscribing: (() => void) | undefined;
+    const up = await startFakeUpstream((req, res, body) => {
+      if (req.method === 'GET') {
+        res.writeHead(200, { 'content-type': 'text/event-stream' });
+        res.write(': open\n\n');
+        getStream = res;
+        return;
+      }
+      if (req.method === 'DELETE') return void res.writeHead(200).end();
+      const msg = JSON.parse(body) as { id?: unknown; method?: string };
+      if (msg.method === 'initialize') {
+        const text = JSON.stringify({ jsonrpc: '2.0', id: msg.id, result: { protocolVersion: '2025-11-25', capabilities: { tools: { listChanged: true }, resources: { subscribe: true } }, serverInfo: { name: 'slow-subscribe', version: '1' } } });
+        return void res.writeHead(200, { 'content-type': 'application/json', 'mcp-session-id': 's-1' }).end(text);
+      }
+      if (msg.id === undefined) return void res.writeHead(202).end();
+      // The subscribe is answered only when the test says so: meanwhile the GET stream carries a change.
+      if (msg.method === 'resources/subscribe') return void (subscribing = () => jsonResult(res, body, {}));
+      jsonResult(res, body, {});
+    }, { handshake: false });
+    cleanups.push(() => up.close());
+    const gw = await startGateway({ upstreams: [{ name: 'up', url: up.url, era: 'legacy' }] });
+    cleanups.push(() => gw.close());
+    const first = modernRequest(1, 'subscriptions/listen', { notifications: { toolsListChanged: true } });
+    const ac = new AbortController();
+    cleanups.push(async () => ac.abort());
+    const one = await request(gw.url, { method: 'POST', headers: first.headers, body: first.body, signal: ac.signal });
+    assert.equal((await readEvents(one.body, (m) => m.length >= 1))[0]?.method, 'notifications/subscriptions/acknowledged');
+    for (let i = 0; i < 100 && !getStream; i++) await sleep(20);
+    const second = modernRequest(2, 'subscriptions/listen', { notifications: { toolsListChanged: true, resourceSubscriptions: ['file:///a'] } });
+    // Not awaited: the answer's headers go with its first message, which waits for the subscribe.
+    const answered = request(gw.url, { method: 'POST', headers: second.headers, body: second.body, signal: ac.signal });
+    for (let i = 0; i < 100 && !subscribing; i++) await sleep(20);
+    getStream!.write(`data: ${JSON.stringify({ jsonrpc: '2.0', method: 'notifications/tools/list_changed' })}\n\n`);
+    await sleep(100);
+    subscribing!();
+    const two = await answered;
+    const messages = await readEvents(two.body, (m) => m.length >= 2);
+    assert.deepEqual(messages.map((m) => m.method), ['notifications/subscriptions/acknowledged', 'notifications/tools/list_changed']);
+    assert.deepEqual(messages[0]!.params.notifications, { toolsListChanged: true, resourceSubscriptions: ['file:///a'] });
+  });
+
   test('ack with the honoured subset first, then matching notifications tagged with the subscription id', async () => {
     let getStream: ServerResponse | undefined;
     const subscribed: string[] = [];
