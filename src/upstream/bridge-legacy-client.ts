@@ -28,6 +28,8 @@ type Obj = Record<string, unknown>;
 
 /** Input rounds one call may take before Gatehouse gives up (a server that never stops asking). */
 const MAX_INPUT_ROUNDS = 10;
+/** Pages of tools/list read to find a tool again after a -32020. */
+const MAX_RELIST_PAGES = 10;
 
 export class LegacyClientBridge {
   private readonly sessions: SessionTable<BridgedSession>;
@@ -136,6 +138,8 @@ export class LegacyClientBridge {
     // utilities/progress.mdx: progress MUST increase with each notification. Each input round is a new
     // request upstream under the client's one token, and a stateless server may count from zero again.
     let lastProgress = -Infinity;
+    /** Mcp-Param-* headers from a fresh list, once the upstream refused the route's with -32020. */
+    let freshParams: Record<string, string> | undefined;
     for (let round = 0; round < MAX_INPUT_ROUNDS; round++) {
       // The client's notifications/cancelled ends the loop too: no further round goes up (GATEWAY-REQUIREMENTS
       // §16.2, cancellation: "abort any MRTR loop"). The answer's thrower below ends the exchange quietly.
@@ -147,7 +151,7 @@ export class LegacyClientBridge {
         clientInfo: session.clientInfo,
         logLevel: session.logLevel,
       });
-      const headers = { ...modernHeaders(request, profile.version), ...this.paramHeaders(ctx, request) };
+      const headers = { ...modernHeaders(request, profile.version), ...(freshParams ?? this.paramHeaders(ctx, request)) };
       // Only the client's notifications/cancelled stops the upstream call (`cancel`). A legacy client's
       // disconnect is not a cancellation (2025-11-25/basic/transports.mdx §Sending Messages 6), while a
       // modern upstream reads a closed request as one: so the request runs on, and its answer is dropped.
@@ -173,6 +177,16 @@ export class LegacyClientBridge {
       }
       if (!response && status === 400) this.staleVerdict(); // a 400 without a modern error body: maybe no longer modern
       if (!response) throw new GatewayError('GW_ERR_UPSTREAM_BAD_RESPONSE', `Upstream "${this.client.upstream}" answered HTTP ${status} without a JSON-RPC response`, this.client.upstream);
+      if (response.error?.code === ErrorCode.HeaderMismatch && freshParams === undefined && this.http && request.method === 'tools/call') {
+        // streamable-http.mdx §Client Behavior: a -32020 can mean the tool's x-mcp-header annotations
+        // changed since it was listed; Gatehouse is the client here, so it lists again and sends the call
+        // once more with the headers the tool now asks for (GATEWAY-REQUIREMENTS §16.2). The round is not spent.
+        freshParams = await this.freshParamHeaders(request, profile.version, ctx);
+        if (freshParams !== undefined) {
+          round--;
+          continue;
+        }
+      }
       if (response.error) return channel.finish(toLegacyError(request.id, response.error));
       const result = response.result ?? {};
       if (result.resultType !== undefined && result.resultType !== 'complete' && result.resultType !== 'input_required') {
@@ -251,6 +265,35 @@ export class LegacyClientBridge {
   private paramHeaders(ctx: CallContext, request: JsonRpcRequest): Record<string, string> {
     if (!this.http || request.method !== 'tools/call' || ctx.route === undefined) return {};
     return paramHeadersFor(ctx.route.params, request.params?.arguments);
+  }
+
+  /**
+   * The Mcp-Param-* headers of the called tool as a fresh tools/list describes it (a few pages at most);
+   * undefined when the list cannot be read, does not show the tool, or its annotations are invalid.
+   */
+  private async freshParamHeaders(request: JsonRpcRequest, version: string, ctx: CallContext): Promise<Record<string, string> | undefined> {
+    const name = request.params?.name;
+    let cursor: string | undefined;
+    for (let page = 0; page < MAX_RELIST_PAGES; page++) {
+      const params = addModernRequestMeta(cursor !== undefined ? { cursor } : {}, { version, capabilities: {}, clientInfo: GATEHOUSE_CLIENT_INFO });
+      const id = `gh-relist-${++this.counter}`;
+      let result: Obj | undefined;
+      try {
+        const reply = await this.client.post({ jsonrpc: '2.0', id, method: 'tools/list', params }, { 'mcp-protocol-version': version, 'mcp-method': 'tools/list' }, undefined, ctx.principal);
+        for await (const m of reply.messages) if ('id' in m && m.id === id && 'result' in m) result = m.result as Obj;
+      } catch {
+        return undefined;
+      }
+      if (result === undefined) return undefined;
+      const tool = Array.isArray(result.tools) ? (result.tools as unknown[]).find((t) => isObject(t) && t.name === name) : undefined;
+      if (isObject(tool)) {
+        const annotations = readAnnotations(tool.inputSchema);
+        return annotations.ok ? paramHeadersFor(annotations.headers, request.params?.arguments) : undefined;
+      }
+      if (typeof result.nextCursor !== 'string') return undefined;
+      cursor = result.nextCursor;
+    }
+    return undefined;
   }
 
   /**
