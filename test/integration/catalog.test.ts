@@ -11,6 +11,7 @@ import assert from 'node:assert/strict';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { request } from 'undici';
+import { startChangingHeaderUpstream } from '../fixtures/upstreams/changing-header.js';
 import { startFakeUpstream, type FakeUpstream } from '../fixtures/upstreams/fake-upstream.js';
 import { readSseUntil } from '../helpers/sse.js';
 import { startGateway, type TestGateway } from '../helpers/gateway.js';
@@ -255,22 +256,7 @@ describe('catalog caching and change notifications', () => {
   });
 
   test('a call refused with -32020 after the tool\'s x-mcp-header changed is sent again once, with the headers of a fresh list (streamable-http.mdx §Client Behavior)', async () => {
-    let header = 'Region';
-    let lists = 0;
-    const calls: Array<string | undefined> = [];
-    const changing = await startFakeUpstream((req, res, body) => {
-      const msg = JSON.parse(body) as { id: unknown; method: string; params: { arguments?: { place?: string } } };
-      const reply = (status: number, payload: Record<string, unknown>): void => void res.writeHead(status, { 'content-type': 'application/json' }).end(JSON.stringify({ jsonrpc: '2.0', id: msg.id, ...payload }));
-      if (msg.method === 'tools/list') {
-        lists++;
-        return reply(200, { result: { tools: [{ name: 'geo', inputSchema: { type: 'object', properties: { place: { type: 'string', 'x-mcp-header': header } } } }], resultType: 'complete', ttlMs: 60_000, cacheScope: 'public' } });
-      }
-      if (msg.method !== 'tools/call') return reply(200, { result: { resultType: 'complete' } });
-      const sent = req.headers[`mcp-param-${header.toLowerCase()}`];
-      calls.push(typeof sent === 'string' ? sent : undefined);
-      if (sent !== msg.params.arguments?.place) return reply(400, { error: { code: -32020, message: `Header mismatch: Mcp-Param-${header} missing` } });
-      return reply(200, { result: { content: [{ type: 'text', text: `at ${String(sent)}` }], resultType: 'complete' } });
-    }, { handshake: 'modern' });
+    const { up: changing, setHeader, calls, lists } = await startChangingHeaderUpstream();
     const other = await listeningFixture('other3');
     cleanups.push(() => changing.close());
     const gw = await startGateway({ upstreams: [{ name: 'changing', url: changing.url }, { name: 'other', url: other.up.url }] });
@@ -282,12 +268,12 @@ describe('catalog caching and change notifications', () => {
     };
     { const first = await callGeo(); assert.equal(first.status, 200, `${first.text} calls=${JSON.stringify(calls)}`); }
     // The upstream now wants the value in another header; Gatehouse's list (kept 60 s) still names the old one.
-    header = 'Zone';
-    const listsBefore = lists;
+    setHeader('Zone');
+    const listsBefore = lists();
     const res = await callGeo();
     assert.equal(res.status, 200, res.text);
     assert.equal(res.json().result.content[0].text, 'at eu');
-    assert.equal(lists, listsBefore + 1, 'listed again once');
+    assert.equal(lists(), listsBefore + 1, 'listed again once');
     assert.deepEqual(calls, ['eu', undefined, 'eu'], 'refused once with the old header, then sent with the new one');
   });
 

@@ -5,6 +5,7 @@ import { after, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import type { ServerResponse } from 'node:http';
 import { request } from 'undici';
+import { startChangingHeaderUpstream } from '../fixtures/upstreams/changing-header.js';
 import { jsonResult, sleep, startFakeUpstream, type FakeUpstream } from '../fixtures/upstreams/fake-upstream.js';
 import { startGateway, type TestGateway } from '../helpers/gateway.js';
 import { LEGACY_HEADERS, modernRequest, post, rpc } from '../helpers/http.js';
@@ -660,25 +661,14 @@ describe('legacy client → modern upstream (§16.2)', () => {
   });
 
   test('a -32020 after the tool\'s x-mcp-header changed is handled by Gatehouse: a fresh list, then the call once more with the new header (GATEWAY-REQUIREMENTS §16.2)', async () => {
-    let header = 'Region';
-    const calls: Array<string | undefined> = [];
-    const up = await startFakeUpstream((req, res, body) => {
-      const msg = JSON.parse(body) as { id: unknown; method: string; params: { arguments?: { place?: string } } };
-      const reply = (status: number, payload: Record<string, unknown>): void => void res.writeHead(status, { 'content-type': 'application/json' }).end(JSON.stringify({ jsonrpc: '2.0', id: msg.id, ...payload }));
-      if (msg.method === 'tools/list') return reply(200, { result: { tools: [{ name: 'geo', inputSchema: { type: 'object', properties: { place: { type: 'string', 'x-mcp-header': header } } } }], resultType: 'complete', ttlMs: 60_000, cacheScope: 'public' } });
-      if (msg.method !== 'tools/call') return reply(200, { result: { resultType: 'complete' } });
-      const sent = req.headers[`mcp-param-${header.toLowerCase()}`];
-      calls.push(typeof sent === 'string' ? sent : undefined);
-      if (sent !== msg.params.arguments?.place) return reply(400, { error: { code: -32020, message: `Header mismatch: Mcp-Param-${header} missing` } });
-      return reply(200, { result: { content: [{ type: 'text', text: `at ${String(sent)}` }], resultType: 'complete' } });
-    }, { handshake: 'modern' });
+    const { up, setHeader, calls } = await startChangingHeaderUpstream();
     cleanups.push(() => up.close());
     const gw = await gatewayFor(up);
     const headers = await open(gw);
     const call = async (id: number) => (await post(gw.url, rpc(id, 'tools/call', { name: 'geo', arguments: { place: 'eu' } }), headers)).json();
     assert.equal((await call(1)).result?.content?.[0]?.text, 'at eu');
     // The upstream now wants the value in another header; Gatehouse's list (kept 60 s) still names the old one.
-    header = 'Zone';
+    setHeader('Zone');
     const answer = await call(2);
     assert.equal(answer.result?.content?.[0]?.text, 'at eu', JSON.stringify(answer));
     assert.deepEqual(calls, ['eu', undefined, 'eu'], 'refused once, then sent again with Mcp-Param-Zone');

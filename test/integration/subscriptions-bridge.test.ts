@@ -17,29 +17,40 @@ after(async () => {
 });
 
 
+/**
+ * A legacy server with a GET stream the test can write to, tools.listChanged and resources.subscribe; the
+ * requests after initialize go to `onCall` (notifications are accepted with 202 before it).
+ */
+async function subscribableUpstream(name: string, onCall: (msg: { id?: unknown; method?: string; params?: { uri?: string } }, res: ServerResponse, body: string) => void) {
+  let getStream: ServerResponse | undefined;
+  const up = await startFakeUpstream((req, res, body) => {
+    if (req.method === 'GET') {
+      res.writeHead(200, { 'content-type': 'text/event-stream' });
+      res.write(': open\n\n');
+      getStream = res;
+      return;
+    }
+    if (req.method === 'DELETE') return void res.writeHead(200).end();
+    const msg = JSON.parse(body) as { id?: unknown; method?: string; params?: { uri?: string } };
+    if (msg.method === 'initialize') {
+      const text = JSON.stringify({ jsonrpc: '2.0', id: msg.id, result: { protocolVersion: '2025-11-25', capabilities: { tools: { listChanged: true }, resources: { subscribe: true } }, serverInfo: { name, version: '1' } } });
+      return void res.writeHead(200, { 'content-type': 'application/json', 'mcp-session-id': 's-1' }).end(text);
+    }
+    onCall(msg, res, body);
+  }, { handshake: false });
+  cleanups.push(() => up.close());
+  return { up, getStream: () => getStream };
+}
+
 describe('modern subscriptions/listen → legacy upstream', () => {
   test('nothing comes before the acknowledgment: a change heard while the listen subscribes follows it (subscriptions.mdx §Acknowledgment)', async () => {
-    let getStream: ServerResponse | undefined;
     let subscribing: (() => void) | undefined;
-    const up = await startFakeUpstream((req, res, body) => {
-      if (req.method === 'GET') {
-        res.writeHead(200, { 'content-type': 'text/event-stream' });
-        res.write(': open\n\n');
-        getStream = res;
-        return;
-      }
-      if (req.method === 'DELETE') return void res.writeHead(200).end();
-      const msg = JSON.parse(body) as { id?: unknown; method?: string };
-      if (msg.method === 'initialize') {
-        const text = JSON.stringify({ jsonrpc: '2.0', id: msg.id, result: { protocolVersion: '2025-11-25', capabilities: { tools: { listChanged: true }, resources: { subscribe: true } }, serverInfo: { name: 'slow-subscribe', version: '1' } } });
-        return void res.writeHead(200, { 'content-type': 'application/json', 'mcp-session-id': 's-1' }).end(text);
-      }
+    const { up, getStream } = await subscribableUpstream('slow-subscribe', (msg, res, body) => {
       if (msg.id === undefined) return void res.writeHead(202).end();
       // The subscribe is answered only when the test says so: meanwhile the GET stream carries a change.
       if (msg.method === 'resources/subscribe') return void (subscribing = () => jsonResult(res, body, {}));
       jsonResult(res, body, {});
-    }, { handshake: false });
-    cleanups.push(() => up.close());
+    });
     const gw = await startGateway({ upstreams: [{ name: 'up', url: up.url, era: 'legacy' }] });
     cleanups.push(() => gw.close());
     const first = modernRequest(1, 'subscriptions/listen', { notifications: { toolsListChanged: true } });
@@ -47,12 +58,12 @@ describe('modern subscriptions/listen → legacy upstream', () => {
     cleanups.push(async () => ac.abort());
     const one = await request(gw.url, { method: 'POST', headers: first.headers, body: first.body, signal: ac.signal });
     assert.equal((await readEvents(one.body, (m) => m.length >= 1))[0]?.method, 'notifications/subscriptions/acknowledged');
-    for (let i = 0; i < 100 && !getStream; i++) await sleep(20);
+    for (let i = 0; i < 100 && !getStream(); i++) await sleep(20);
     const second = modernRequest(2, 'subscriptions/listen', { notifications: { toolsListChanged: true, resourceSubscriptions: ['file:///a'] } });
     // Not awaited: the answer's headers go with its first message, which waits for the subscribe.
     const answered = request(gw.url, { method: 'POST', headers: second.headers, body: second.body, signal: ac.signal });
     for (let i = 0; i < 100 && !subscribing; i++) await sleep(20);
-    getStream!.write(`data: ${JSON.stringify({ jsonrpc: '2.0', method: 'notifications/tools/list_changed' })}\n\n`);
+    getStream()!.write(`data: ${JSON.stringify({ jsonrpc: '2.0', method: 'notifications/tools/list_changed' })}\n\n`);
     await sleep(100);
     subscribing!();
     const two = await answered;
@@ -62,21 +73,8 @@ describe('modern subscriptions/listen → legacy upstream', () => {
   });
 
   test('ack with the honoured subset first, then matching notifications tagged with the subscription id', async () => {
-    let getStream: ServerResponse | undefined;
     const subscribed: string[] = [];
-    const up = await startFakeUpstream((req, res, body) => {
-      if (req.method === 'GET') {
-        res.writeHead(200, { 'content-type': 'text/event-stream' });
-        res.write(': open\n\n');
-        getStream = res;
-        return;
-      }
-      if (req.method === 'DELETE') return void res.writeHead(200).end();
-      const msg = JSON.parse(body) as { id?: unknown; method?: string; params?: { uri?: string } };
-      if (msg.method === 'initialize') {
-        const text = JSON.stringify({ jsonrpc: '2.0', id: msg.id, result: { protocolVersion: '2025-11-25', capabilities: { tools: { listChanged: true }, resources: { subscribe: true } }, serverInfo: { name: 'legacy-subs', version: '1' } } });
-        return void res.writeHead(200, { 'content-type': 'application/json', 'mcp-session-id': 's-1' }).end(text);
-      }
+    const { up, getStream: stream } = await subscribableUpstream('legacy-subs', (msg, res, body) => {
       if (msg.method === 'resources/subscribe') subscribed.push(msg.params!.uri!);
       if (msg.id === undefined) return void res.writeHead(202).end();
       // A resource the server will not let anyone subscribe to.
@@ -84,8 +82,7 @@ describe('modern subscriptions/listen → legacy upstream', () => {
         return void res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ jsonrpc: '2.0', id: msg.id, error: { code: -32002, message: 'Resource not found' } }));
       }
       jsonResult(res, body, {});
-    }, { handshake: false });
-    cleanups.push(() => up.close());
+    });
     const gw = await startGateway({ upstreams: [{ name: 'up', url: up.url, era: 'legacy' }] });
     cleanups.push(() => gw.close());
     const listen = modernRequest(7, 'subscriptions/listen', { notifications: { toolsListChanged: true, promptsListChanged: true, resourceSubscriptions: ['file:///a', 'file:///refused'] } });
@@ -98,12 +95,12 @@ describe('modern subscriptions/listen → legacy upstream', () => {
       method: 'notifications/subscriptions/acknowledged',
       params: { _meta: { 'io.modelcontextprotocol/subscriptionId': 7 }, notifications: { toolsListChanged: true, resourceSubscriptions: ['file:///a'] } },
     }, 'prompts are not honoured: the upstream has no prompts.listChanged; nor is the resource it refused to subscribe to');
-    for (let i = 0; i < 100 && (!getStream || subscribed.length === 0); i++) await sleep(20);
+    for (let i = 0; i < 100 && (!stream() || subscribed.length === 0); i++) await sleep(20);
     assert.deepEqual(subscribed, ['file:///a', 'file:///refused'], 'both were asked for, before the acknowledgment');
-    getStream!.write(`data: ${JSON.stringify({ jsonrpc: '2.0', method: 'notifications/prompts/list_changed' })}\n\n`);
-    getStream!.write(`data: ${JSON.stringify({ jsonrpc: '2.0', method: 'notifications/resources/updated', params: { uri: 'file:///other' } })}\n\n`);
-    getStream!.write(`data: ${JSON.stringify({ jsonrpc: '2.0', method: 'notifications/tools/list_changed' })}\n\n`);
-    getStream!.write(`data: ${JSON.stringify({ jsonrpc: '2.0', method: 'notifications/resources/updated', params: { uri: 'file:///a' } })}\n\n`);
+    stream()!.write(`data: ${JSON.stringify({ jsonrpc: '2.0', method: 'notifications/prompts/list_changed' })}\n\n`);
+    stream()!.write(`data: ${JSON.stringify({ jsonrpc: '2.0', method: 'notifications/resources/updated', params: { uri: 'file:///other' } })}\n\n`);
+    stream()!.write(`data: ${JSON.stringify({ jsonrpc: '2.0', method: 'notifications/tools/list_changed' })}\n\n`);
+    stream()!.write(`data: ${JSON.stringify({ jsonrpc: '2.0', method: 'notifications/resources/updated', params: { uri: 'file:///a' } })}\n\n`);
     const more = await readEvents(res.body, (m) => m.length >= 2);
     assert.deepEqual(more, [
       { jsonrpc: '2.0', method: 'notifications/tools/list_changed', params: { _meta: { 'io.modelcontextprotocol/subscriptionId': 7 } } },
