@@ -134,7 +134,9 @@ export class ModernClientBridge {
     // Modern clients over HTTP cancel by closing the stream; other notifications have no legacy target.
     if (ctx.kind !== 'request') return ACCEPTED;
     const request = upstreamMessage(ctx) as JsonRpcRequest;
-    const stream = new CallStream({ requestId: request.id, mode: 'call', acceptsSse: ctx.acceptsSse });
+    // A listen is a listening stream: its headers go at once (not with the acknowledgment, which waits for
+    // the upstream's resources/subscribe), and the edge keeps it alive with comments while it is quiet.
+    const stream = new CallStream({ requestId: request.id, mode: request.method === 'subscriptions/listen' ? 'listen' : 'call', acceptsSse: ctx.acceptsSse });
     void this.serve(request, stream, ctx.cancel.signal, principalKey(ctx.principal));
     return { kind: 'stream', stream };
   }
@@ -212,14 +214,13 @@ export class ModernClientBridge {
     const waiting = early;
     early = undefined;
     for (const m of waiting) if (wants(listener.filter, m)) sink.push(m);
-    const keepalive = setInterval(() => sink.comment(), 15_000).unref();
+    // Keep-alive comments: the edge writes them on every listening stream (this one included, in its mode).
     const end = (): void => sink.finish({ jsonrpc: '2.0', id: request.id, result: { resultType: 'complete', _meta: { [META_SUBSCRIPTION_ID]: subscriptionId } } });
     this.activeListens.add(end);
     let onSession = this.listensOn.get(session);
     if (!onSession) this.listensOn.set(session, (onSession = new Set()));
     onSession.add(end);
     sink.onClose(() => {
-      clearInterval(keepalive);
       this.activeListens.delete(end);
       onSession.delete(end);
       if (onSession.size === 0 && this.listensOn.get(session) === onSession) this.listensOn.delete(session);

@@ -13,6 +13,7 @@ import { startGateway } from '../helpers/gateway.js';
 import { modernRequest, post } from '../helpers/http.js';
 import { connectClient, textOf } from '../helpers/matrix-clients.js';
 import { readSseUntil } from '../helpers/sse.js';
+import { startPollingServer } from '../fixtures/upstreams/polling-server.js';
 
 const MODERN_STDIO = fileURLToPath(new URL('../fixtures/upstreams/modern-stdio-server.mjs', import.meta.url));
 const EVERYTHING = fileURLToPath(new URL('../../node_modules/@modelcontextprotocol/server-everything/dist/index.js', import.meta.url));
@@ -59,7 +60,7 @@ test('a call parked on an elicitation the user answers after timeouts.requestMs 
   assert.equal(client.elicitations.length, 1);
 });
 
-test('a quiet listen gets keep-alive comments, on a stdio server and through the catalog alike (streamable-http.mdx §Receiving Messages: keep-alives)', async () => {
+test('a quiet listen gets keep-alive comments: on a stdio server, through the catalog, and bridged to a legacy server (streamable-http.mdx §Receiving Messages: keep-alives)', async () => {
   const direct = await startGateway({ upstreams: [{ name: 'm', command: [process.execPath, MODERN_STDIO] }] });
   cleanups.push(() => direct.close());
   // `prefix: always` serves even one upstream through the catalog.
@@ -81,7 +82,13 @@ test('a quiet listen gets keep-alive comments, on a stdio server and through the
     ac.abort();
     return text;
   };
-  const [one, two] = await Promise.all([heard(direct.url), heard(catalog.url)]);
+  // And a modern client's listen bridged to a legacy HTTP server (the v1 SDK's).
+  const legacy = await startPollingServer();
+  cleanups.push(() => legacy.close());
+  const bridged = await startGateway({ upstreams: [{ name: 'l', url: legacy.url, era: 'legacy' }] });
+  cleanups.push(() => bridged.close());
+  const [one, two, three] = await Promise.all([heard(direct.url), heard(catalog.url), heard(bridged.url)]);
   assert.match(one, /: keep-alive/, `stdio listen: ${one}`);
   assert.match(two, /: keep-alive/, `catalog listen: ${two}`);
+  assert.match(three, /: keep-alive/, `bridged listen: ${three}`);
 });

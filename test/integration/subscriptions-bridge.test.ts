@@ -60,9 +60,11 @@ describe('modern subscriptions/listen → legacy upstream', () => {
     assert.equal((await readEvents(one.body, (m) => m.length >= 1))[0]?.method, 'notifications/subscriptions/acknowledged');
     for (let i = 0; i < 100 && !getStream(); i++) await sleep(20);
     const second = modernRequest(2, 'subscriptions/listen', { notifications: { toolsListChanged: true, resourceSubscriptions: ['file:///a'] } });
-    // Not awaited: the answer's headers go with its first message, which waits for the subscribe.
+    // The headers come at once, before the subscribe is answered: a listen is a stream from its start.
     const answered = request(gw.url, { method: 'POST', headers: second.headers, body: second.body, signal: ac.signal });
     for (let i = 0; i < 100 && !subscribing; i++) await sleep(20);
+    const early = await Promise.race([answered.then((r) => r.statusCode), sleep(2_000).then(() => 'no headers yet')]);
+    assert.equal(early, 200, 'the listen answered its headers before the upstream answered the subscribe');
     getStream()!.write(`data: ${JSON.stringify({ jsonrpc: '2.0', method: 'notifications/tools/list_changed' })}\n\n`);
     await sleep(100);
     subscribing!();
