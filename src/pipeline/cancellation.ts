@@ -78,6 +78,15 @@ export function cancellationOf(from: AbortSignal | Cancellation | undefined): Ca
   return from === undefined ? NEVER_CANCELLED : from instanceof Cancellation ? from : new Cancellation(from);
 }
 
+/**
+ * Calls `fn` once when `signal` aborts, or at once if it already has: a listener added to a signal that has
+ * already fired is never called.
+ */
+export function onAbort(signal: AbortSignal | undefined, fn: () => void): void {
+  if (signal?.aborted) fn();
+  else signal?.addEventListener('abort', fn, { once: true });
+}
+
 /** An AbortSignal for APIs that take either, made only if there is something to follow. */
 export function signalOf(from: AbortSignal | Cancellation | undefined): AbortSignal | undefined {
   return from instanceof Cancellation ? from.signal : from;

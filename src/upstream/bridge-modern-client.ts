@@ -4,7 +4,7 @@
 // (elicitation, sampling, roots) into an InputRequiredResult whose retry resumes the parked upstream call.
 
 import { atOrAbove } from '../protocol/log-levels.js';
-import { signalOf } from '../pipeline/cancellation.js';
+import { onAbort, signalOf } from '../pipeline/cancellation.js';
 import type { CallContext } from '../pipeline/context.js';
 import { CallStream, type MessageSink } from '../pipeline/call-stream.js';
 import { ACCEPTED, type Outcome } from '../pipeline/outcome.js';
@@ -468,9 +468,7 @@ export class ModernClientBridge {
         .post({ jsonrpc: '2.0', method: 'notifications/cancelled', params: { requestId: upstreamId, reason: 'client closed the request' } }, this.sessions.headersFor(session))
         .then((r) => r.messages.return(), () => {});
     };
-    // A signal that has already fired calls no listener added after it.
-    if (signal.aborted) cancel();
-    else signal.addEventListener('abort', cancel, { once: true });
+    onAbort(signal, cancel);
   }
 
   private async abandon(session: LegacyClientSession, upstreamId: string, serverRequestId: JsonRpcId, upstreamRequest: AbortController, method: string): Promise<void> {

@@ -2,7 +2,7 @@
 // at initialize, its log level, its requests in flight (for notifications/cancelled), the server-to-client
 // requests awaiting its answers, and its GET stream.
 
-import { Cancellation } from '../pipeline/cancellation.js';
+import { Cancellation, onAbort } from '../pipeline/cancellation.js';
 import type { Principal } from '../pipeline/principal.js';
 import { CallStream } from '../pipeline/call-stream.js';
 import type { Outcome } from '../pipeline/outcome.js';
@@ -64,9 +64,7 @@ export class BridgedSession implements HeldSession {
       const timer = setTimeout(() => this.settleServerRequest({ jsonrpc: '2.0', id, error: { code: ErrorCode.InternalError, message: 'the client did not answer in time' } }), timeoutMs);
       this.waiting.set(id, { resolve, timer });
       const cancelled = (): void => this.settleServerRequest({ jsonrpc: '2.0', id, error: { code: ErrorCode.InternalError, message: 'cancelled' } });
-      // A signal that has already fired calls no listener added after it.
-      if (signal.aborted) cancelled();
-      else signal.addEventListener('abort', cancelled, { once: true });
+      onAbort(signal, cancelled);
     });
   }
 

@@ -3,7 +3,8 @@
 // server to stop (2025-11-25/basic/utilities/cancellation.mdx); all fail together when the channel ends.
 
 import { GatewayError } from '../errors.js';
-import type { JsonRpcId, JsonRpcMessage, JsonRpcResponse } from '../protocol/jsonrpc.js';
+import { onAbort } from '../pipeline/cancellation.js';
+import type { JsonRpcId, JsonRpcMessage, JsonRpcRequest, JsonRpcResponse } from '../protocol/jsonrpc.js';
 
 interface Pending {
   resolve(res: JsonRpcResponse): void;
@@ -29,10 +30,14 @@ export class PendingRequests {
   }
 
   /**
-   * Registers `id` before it is sent; `cancel` tells the server to stop when `signal` aborts or the wait
-   * times out first (cancellation.mdx §Behavior Requirements: a request that timed out is cancelled).
+   * Registers `request` before it is sent; the server is told to stop (`send` of notifications/cancelled)
+   * when `signal` aborts or the wait times out first (cancellation.mdx §Behavior Requirements: a request
+   * that timed out is cancelled).
    */
-  wait(id: JsonRpcId, signal: AbortSignal | undefined, cancel: (reason: string) => void, timed = true): Promise<JsonRpcResponse> {
+  wait(request: JsonRpcRequest, signal: AbortSignal | undefined, send: (msg: JsonRpcMessage) => void, timed = true): Promise<JsonRpcResponse> {
+    const id = request.id;
+    // initialize is never cancelled (cancellation.mdx §Behavior Requirements).
+    const cancel = request.method === 'initialize' ? () => {} : (reason: string) => send({ jsonrpc: '2.0', method: 'notifications/cancelled', params: { requestId: id, reason } });
     return new Promise((resolve, reject) => {
       const p: Pending = { resolve, reject, cancel, timer: undefined, sentAt: performance.now() };
       this.pending.set(id, p);
@@ -42,9 +47,7 @@ export class PendingRequests {
         cancel('client disconnected');
         this.fail(id, new Error('aborted'));
       };
-      // A signal that has already fired calls no listener added after it.
-      if (signal?.aborted) aborted();
-      else signal?.addEventListener('abort', aborted, { once: true });
+      onAbort(signal, aborted);
     });
   }
 

@@ -102,9 +102,7 @@ export class SseChannel {
   request(msg: JsonRpcRequest, signal?: AbortSignal, timed = true): Promise<JsonRpcResponse> {
     if (!this.alive) return Promise.reject(this.goneError('is not connected'));
     if (this.pending.has(msg.id)) return Promise.reject(new Error(`duplicate request id ${String(msg.id)}`));
-    // initialize is never cancelled (cancellation.mdx §Behavior Requirements).
-    const cancel = msg.method === 'initialize' ? () => {} : (reason: string) => this.send({ jsonrpc: '2.0', method: 'notifications/cancelled', params: { requestId: msg.id, reason } });
-    const answer = this.pending.wait(msg.id, signal, cancel, timed);
+    const answer = this.pending.wait(msg, signal, (m) => this.send(m), timed);
     this.post(msg).catch((err: unknown) => this.pending.fail(msg.id, err as Error));
     return answer;
   }

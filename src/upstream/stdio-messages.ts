@@ -22,7 +22,7 @@ import type { StdioUpstreamConfig } from '../config/types.js';
 import { GatewayError } from '../errors.js';
 import type { Logger } from '../log/logger.js';
 import type { JsonRpcId, JsonRpcMessage, JsonRpcRequest, JsonRpcResponse } from '../protocol/jsonrpc.js';
-import { signalOf, type Cancellation } from '../pipeline/cancellation.js';
+import { onAbort, signalOf, type Cancellation } from '../pipeline/cancellation.js';
 import { UpstreamSessionGone, type UpstreamMessages, type UpstreamReply } from '../pipeline/ports.js';
 import { principalKey, type Principal } from '../pipeline/principal.js';
 import { canonicalJson } from '../protocol/canonical-json.js';
@@ -625,9 +625,7 @@ function queue(
     done = true;
     notify();
   };
-  // A signal that has already fired calls no listener added after it.
-  if (signal?.aborted) aborted();
-  else signal?.addEventListener('abort', aborted, { once: true });
+  onAbort(signal, aborted);
   return (async function* () {
     try {
       for (;;) {

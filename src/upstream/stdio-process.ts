@@ -85,9 +85,7 @@ export class StdioProcess {
   request(msg: JsonRpcRequest, signal?: AbortSignal, timed = true): Promise<JsonRpcResponse> {
     if (!this.alive) return Promise.reject(this.exitedError('is not running'));
     if (this.pending.has(msg.id)) return Promise.reject(new Error(`duplicate request id ${String(msg.id)}`));
-    // initialize is never cancelled (cancellation.mdx §Behavior Requirements).
-    const cancel = msg.method === 'initialize' ? () => {} : (reason: string) => this.send({ jsonrpc: '2.0', method: 'notifications/cancelled', params: { requestId: msg.id, reason } });
-    const answer = this.pending.wait(msg.id, signal, cancel, timed);
+    const answer = this.pending.wait(msg, signal, (m) => this.send(m), timed);
     this.send(msg);
     return answer;
   }
