@@ -47,6 +47,8 @@ import { effectiveState } from './approvals/approval.js';
 import { compileApprovalRules, policyVersion } from './approvals/rules.js';
 import { PinBook, pinView } from './approvals/pins.js';
 import { compilePinStage } from './approvals/pin-stage.js';
+import { RequestStateSeal } from './auth/request-state-seal.js';
+import { compileRequestStateStage } from './auth/request-state-stage.js';
 import { PendingConfirmations } from './approvals/user-confirmation.js';
 import { createAdminListener, type AdminListener } from './admin/server.js';
 import { ReviewerAuth, type VerifyToken } from './admin/reviewer-auth.js';
@@ -146,7 +148,9 @@ export function createGateway(config: GatehouseConfig, log: Logger, options: Gat
   const childEnv = new ChildEnv(egressProxy);
   // Kept across reloads: what this replica last saw of each circuit, for the gauge.
   const breakerBoard = new BreakerBoard();
-  let runtime = buildRuntime(config, log, observeUpstream, state, resolveHost, breakerBoard, childEnv, { book: approvalBook, pins: pinBook, confirmations });
+  // `sessions` is read once: a reload keeps the key, so the states clients hold stay good.
+  const requestStates = new RequestStateSeal(config.sessions.requestStateKey, config.sessions.requestStateTtlMs);
+  let runtime = buildRuntime(config, log, observeUpstream, state, resolveHost, breakerBoard, childEnv, { book: approvalBook, pins: pinBook, confirmations }, requestStates);
   let running = config;
   // Kept across reloads: a reload must not wipe the count of an address that is guessing keys.
   // Counted in the store (shared by replicas); in memory while the store cannot count.
@@ -275,7 +279,7 @@ export function createGateway(config: GatehouseConfig, log: Logger, options: Gat
       log.addSecrets(collectSecrets(next));
       if (!logOnly) {
         const previous = runtime;
-        runtime = buildRuntime(next, log, observeUpstream, state, resolveHost, breakerBoard, childEnv, { book: approvalBook, pins: pinBook, confirmations });
+        runtime = buildRuntime(next, log, observeUpstream, state, resolveHost, breakerBoard, childEnv, { book: approvalBook, pins: pinBook, confirmations }, requestStates);
         // Keys, tokens and rules apply from the next request on.
         const previousAuth = edgeOptions.auth;
         edgeOptions.auth = new Authenticator(next, log, previousAuth);
@@ -418,7 +422,7 @@ interface Runtime {
  * must be rewritten: `prefix: always`, lists that differ per caller, or names that are not safe or items
  * the access rules hide from everyone (found out by SingleUpstream on first use, and on each list). The pipeline is compiled here, once per configuration.
  */
-function buildRuntime(config: GatehouseConfig, log: Logger, observeUpstream: (upstream: string, seconds: number) => void, state: StoreGuard, resolveHost: ResolveHost, breakerBoard: BreakerBoard, childEnv: ChildEnv, approvals: { book: ApprovalBook; pins: PinBook; confirmations: PendingConfirmations }): Runtime {
+function buildRuntime(config: GatehouseConfig, log: Logger, observeUpstream: (upstream: string, seconds: number) => void, state: StoreGuard, resolveHost: ResolveHost, breakerBoard: BreakerBoard, childEnv: ChildEnv, approvals: { book: ApprovalBook; pins: PinBook; confirmations: PendingConfirmations }, requestStates: RequestStateSeal): Runtime {
   const members = config.upstreams.map((u) => createUpstream(isStdioUpstream(u) ? { ...u, env: childEnv.for(u.name, u.env) } : u, config.sessions, log, observeUpstream));
   const egress = new EgressPolicy(config.policy.egress, resolveHost);
   const uriPrefixes = new Map(members.map((m, i) => [m, config.upstreams[i]!.uriPrefixes] as const));
@@ -444,6 +448,7 @@ function buildRuntime(config: GatehouseConfig, log: Logger, observeUpstream: (up
       unknownItemMessage,
       insufficientScope: (scopes, message) => insufficientScope(scopes, message, metadataUrl),
     }),
+    requestState: compileRequestStateStage(requestStates),
     pin: compilePinStage(config.tools.pinning, approvals.pins, policyLog),
     arguments: compileArgumentsStage({ schemas, uncheckable: config.tools.uncheckableSchemas, refreshRoute: (route, capabilities) => routes.resolve(route.kind, route.publicName, capabilities, true) }),
     egress: compileEgressStage(egress),

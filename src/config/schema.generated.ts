@@ -74,7 +74,7 @@ export interface GatehouseConfiguration {
    */
   upstreams: [StdioUpstream | HttpUpstream, ...(StdioUpstream | HttpUpstream)[]];
   /**
-   * Legacy client sessions that Gatehouse itself holds (for stdio upstreams, and when it bridges protocol eras). Read once at start; a reload does not change it.
+   * Legacy client sessions that Gatehouse itself holds (for stdio upstreams, and when it bridges protocol eras), and the sealing of modern clients' requestState. Read once at start; a reload does not change it.
    */
   sessions: {
     /**
@@ -89,6 +89,14 @@ export interface GatehouseConfiguration {
      * How long a call that waits for client input (elicitation, sampling, roots) is held open while Gatehouse bridges eras; past this it is cancelled upstream and the client's late answer is refused.
      */
     inputTimeoutMs: number;
+    /**
+     * Secret (at least 32 characters) that seals every requestState a modern client gets from an upstream to that client, call and arguments (2026-07-28 mrtr.mdx: the upstream sees only Gatehouse, so Gatehouse binds the state to the caller). Replicas behind one address must share it, or a retry that reaches another replica is refused; use ${file:...} or ${env:...}. Unset: a random key of the process.
+     */
+    requestStateKey?: string;
+    /**
+     * How long a sealed requestState stays good for the client's retry; an older one is refused with -32602 (reason expired), and the client starts the call again.
+     */
+    requestStateTtlMs: number;
   };
   /**
    * Who may call the gateway: API keys, OAuth bearer tokens, or (on loopback only) anyone.

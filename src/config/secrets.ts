@@ -31,6 +31,7 @@ export function collectSecrets(config: GatehouseConfig): string[] {
   }
   add(config.auth.oauth?.introspection?.clientSecret);
   add(config.admin.token);
+  add(config.sessions.requestStateKey);
   if (config.store.kind === 'redis') add(urlPassword(config.store.url));
   return [...found];
 }

@@ -31,11 +31,22 @@ export type FinalVerdict = void | undefined | { response: JsonRpcResponse } | { 
 
 export type OnFinal = (answer: FinalAnswer) => Promise<FinalVerdict>;
 
+export interface InterceptOptions {
+  /**
+   * Only answers whose JSON text holds this string matter to `onFinal`: relayed bytes without it pass on
+   * unparsed, a refusal is not shown, and neither is a relayed stream's failure. Answers Gatehouse already
+   * holds as objects are all shown.
+   */
+  marker?: string;
+}
+
 /** The Outcome with its final answer passed through `onFinal` before it reaches the client. */
-export function interceptFinal(outcome: Outcome, ctx: CallContext, onFinal: OnFinal): Promise<Outcome> | Outcome {
+export function interceptFinal(outcome: Outcome, ctx: CallContext, onFinal: OnFinal, options: InterceptOptions = {}): Promise<Outcome> | Outcome {
   const id = ctx.kind === 'request' ? (ctx.message as { id: JsonRpcId }).id : null;
+  const marker = options.marker;
   switch (outcome.kind) {
     case 'refused': {
+      if (marker !== undefined) return outcome;
       const refusal = outcome.refusal;
       const answer: FinalAnswer = { response: toWire(refusal, { era: ctx.era, id, callId: ctx.callId }).body, refusal };
       return onFinal(answer).then((v) => (v === undefined ? outcome : replaced(outcome, v, answer)));
@@ -49,11 +60,18 @@ export function interceptFinal(outcome: Outcome, ctx: CallContext, onFinal: OnFi
     case 'stream':
       return { ...outcome, stream: interceptStream(outcome.stream, ctx, onFinal) };
     case 'relay': {
-      if (!(outcome.headers['content-type'] ?? '').startsWith('text/event-stream')) return interceptRelayedJson(outcome, onFinal);
+      if (!(outcome.headers['content-type'] ?? '').startsWith('text/event-stream')) {
+        if (marker !== undefined) {
+          // The usual answer is at hand whole and without the marker: it goes on as it is, not even read.
+          const whole = outcome.read?.body === outcome.body ? undefined : outcome.body.peekWhole();
+          if (whole !== undefined && whole.indexOf(marker) < 0) return outcome;
+        }
+        return interceptRelayedJson(outcome, onFinal, marker);
+      }
       // Events before the answer pass as they come; the answer may change length, so no declared length.
       const { 'content-length': _length, ...headers } = outcome.headers;
       const render = (refusal: Refusal): JsonRpcResponse => toWire(refusal, { era: ctx.era, id: outcome.requestId, callId: ctx.callId }).body;
-      return { ...outcome, headers, body: RelayBody.fromReadable(interceptRelayedSse(outcome.body.readable(), outcome.requestId, onFinal, render, outcome.failureOf, outcome.upstream)) };
+      return { ...outcome, headers, body: RelayBody.fromReadable(interceptRelayedSse(outcome.body.readable(), outcome.requestId, onFinal, render, outcome.failureOf, outcome.upstream, marker)) };
     }
     case 'empty':
       return outcome;
@@ -116,7 +134,7 @@ function interceptStream(source: CallStream, ctx: CallContext, onFinal: OnFinal)
  * for the result's `_meta` are inserted into the bytes where that is safe, so the answer is not written
  * again for a run id.
  */
-async function interceptRelayedJson(outcome: Extract<Outcome, { kind: 'relay' }>, onFinal: OnFinal): Promise<Outcome> {
+async function interceptRelayedJson(outcome: Extract<Outcome, { kind: 'relay' }>, onFinal: OnFinal, marker?: string): Promise<Outcome> {
   // Several stages may look at one answer (output check, idempotency, breaker, audit): read and parsed once.
   let read = outcome.read !== undefined && outcome.read.body === outcome.body ? outcome.read : undefined;
   if (read === undefined) {
@@ -126,6 +144,7 @@ async function interceptRelayedJson(outcome: Extract<Outcome, { kind: 'relay' }>
     } catch (err) {
       return { kind: 'refused', refusal: { kind: 'failure', error: outcome.failureOf(err) } };
     }
+    if (marker !== undefined && bytes.indexOf(marker) < 0) return { ...outcome, body: RelayBody.of(bytes) };
     const text = bytes.toString('utf8');
     read = { body: RelayBody.of(bytes), text, response: responseIn(text, outcome.requestId) };
   }
@@ -173,7 +192,7 @@ export function withMetaInserted(text: string, response: JsonRpcResponse, meta: 
  * audited, and a breaker counts it); the failure then goes on as the stream's error, which the edge
  * answers with an error event for the request.
  */
-function interceptRelayedSse(body: Readable, requestId: JsonRpcId | null, onFinal: OnFinal, render: (refusal: Refusal) => JsonRpcResponse, failureOf: (err: unknown) => GatewayError, upstream: string): Readable {
+function interceptRelayedSse(body: Readable, requestId: JsonRpcId | null, onFinal: OnFinal, render: (refusal: Refusal) => JsonRpcResponse, failureOf: (err: unknown) => GatewayError, upstream: string, marker?: string): Readable {
   const parser = new SseParser();
   let answered = false;
   /** Tells `onFinal` of the failure, then hands it on. */
@@ -185,7 +204,7 @@ function interceptRelayedSse(body: Readable, requestId: JsonRpcId | null, onFina
     transform(chunk: Buffer, _enc, done) {
       void (async () => {
         for (const ev of parser.push(chunk)) {
-          const response = !answered && ev.data !== undefined && ev.data.includes('"id"') ? responseIn(ev.data, requestId) : undefined;
+          const response = !answered && ev.data !== undefined && ev.data.includes('"id"') && (marker === undefined || ev.data.includes(marker)) ? responseIn(ev.data, requestId) : undefined;
           if (response === undefined) {
             this.push(ev.raw);
             continue;
@@ -197,12 +216,12 @@ function interceptRelayedSse(body: Readable, requestId: JsonRpcId | null, onFina
       })().then(() => done(), done);
     },
     flush(done) {
-      if (answered || requestId === null) return done();
+      if (answered || requestId === null || marker !== undefined) return done();
       failed(new GatewayError('GW_ERR_UPSTREAM_BAD_RESPONSE', `Upstream "${upstream}" ended the stream without answering the request`, upstream), done);
     },
   });
   body.on('error', (err) => {
-    if (answered) transform.destroy(err);
+    if (answered || marker !== undefined) transform.destroy(err);
     else failed(failureOf(err), (e) => transform.destroy(e));
   });
   return body.pipe(transform);

@@ -13,6 +13,9 @@
 //                                                                         ...... -32602 unknown tool or prompt
 //   access      policy/access-stage.ts: the key's tool list and policy.rules; hidden = unknown ... -32602
 //                                          a rule's scopes missing (onMissingScopes: challenge) ... 403
+//   requestState auth/request-state-stage.ts: modern tools/call, prompts/get, resources/read: a retry's
+//               requestState opened (this caller, call and arguments; not expired), every one answered
+//               sealed .................................................. -32602 request_state_invalid
 //   pin         approvals/pin-stage.ts: the tool's definition vs the one pinned (tools.pinning)
 //                                                                         ...... tool_changed (enforce)
 //   arguments   policy/arguments-stage.ts: Mcp-Param-* vs body ............... 400 -32020
@@ -46,7 +49,7 @@ import type { Outcome } from './outcome.js';
 import { compose, type Next, type Stage, type StageName } from './stage.js';
 
 /** The stages that run on a CallContext, in order. */
-export const CALL_STAGES = ['state', 'resolve', 'access', 'pin', 'arguments', 'egress', 'rateLimit', 'budget', 'breaker', 'approval', 'idempotency', 'output', 'upstream'] as const satisfies readonly StageName[];
+export const CALL_STAGES = ['state', 'resolve', 'access', 'requestState', 'pin', 'arguments', 'egress', 'rateLimit', 'budget', 'breaker', 'approval', 'idempotency', 'output', 'upstream'] as const satisfies readonly StageName[];
 
 export type CallStages = Record<(typeof CALL_STAGES)[number], Stage>;
 

@@ -78,6 +78,12 @@ export class RelayBody {
 
   // ---- the consumer's side ----
 
+  /** The whole body, when it came in one chunk and nobody has consumed it yet; the body stays unconsumed. */
+  peekWhole(): Buffer | undefined {
+    const held = this.held;
+    return this.state === 'ended' && this.sink === undefined && held !== undefined && held.length === 1 ? held[0] : undefined;
+  }
+
   /** Delivers the body to `sink`, what came already first. A body has one consumer. */
   consume(sink: BodySink): void {
     if (this.sink !== undefined) throw new Error('a relayed body has one consumer');

@@ -7,7 +7,7 @@ import { channels, publishRefused, type StagePassedEvent } from './events.js';
 import type { Outcome } from './outcome.js';
 
 /** Every stage, in the order the pipeline runs them (see order.ts, the one place that fixes it). */
-export type StageName = 'admission' | 'auth' | 'state' | 'resolve' | 'access' | 'pin' | 'arguments' | 'egress' | 'rateLimit' | 'budget' | 'breaker' | 'approval' | 'idempotency' | 'upstream' | 'output';
+export type StageName = 'admission' | 'auth' | 'state' | 'resolve' | 'access' | 'requestState' | 'pin' | 'arguments' | 'egress' | 'rateLimit' | 'budget' | 'breaker' | 'approval' | 'idempotency' | 'upstream' | 'output';
 
 export type Next = (ctx: CallContext) => Promise<Outcome>;
 

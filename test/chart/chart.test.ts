@@ -146,6 +146,7 @@ function fakeSecret(name: string): string {
   if (n.includes('jwks')) return 'https://auth.example.com/.well-known/jwks.json';
   if (n.includes('issuer')) return 'https://auth.example.com';
   if (n.includes('store_url') || n.includes('redis')) return 'rediss://:s3cr3t-redis@redis.example:6379';
+  if (n.includes('request-state') || n.includes('request_state')) return `fake-request-state-key-${'k'.repeat(32)}`;
   return `fake-secret-${n.replace(/[^a-z0-9]/g, '-')}`;
 }
 
@@ -680,6 +681,33 @@ describe('admin API', () => {
     assert.match(await failing('sidecar', ['admin.service.enabled=true']), /admin\.service\.enabled needs admin\.enabled/);
     assert.match(await failing('sidecar', ['admin.enabled=true', 'admin.token=0123456789abcdef', 'admin.port=8080']), /admin\.port 8080 clashes/);
     assert.match(await failing('sidecar', ['admin.tokn=x']), /additional properties 'tokn' not allowed/);
+  });
+});
+
+// ---- The requestState key ----------------------------------------------------------------------------------
+
+describe('requestState key (sessions.requestStateKey: every replica must seal with the same one)', () => {
+  test('by default the chart keeps a Secret with a random key, mounted and named by the config; Gatehouse loads it', async () => {
+    const { docs } = await render('standalone', ['replicaCount=3', 'extraConfig.sessions.idleTimeoutMs=60000']);
+    const secret = one(docs, 'Secret', 'gh-gatehouse-request-state');
+    const key = Buffer.from(secret['data']['request-state-key'] as string, 'base64').toString('utf8');
+    assert.match(key, /^[A-Za-z0-9]{48}$/);
+    const ref = `\${file:${SECRETS_DIR}/gh-gatehouse-request-state/request-state-key}`;
+    // The chart's key sits next to the operator's own sessions settings.
+    assert.deepEqual(configObject(docs)['sessions'], { idleTimeoutMs: 60000, requestStateKey: ref });
+    const mount = (container(docs, 'gatehouse')['volumeMounts'] as Manifest[]).find((m) => m['mountPath'] === `${SECRETS_DIR}/gh-gatehouse-request-state`);
+    assert.ok(mount, 'the Secret is mounted');
+    const { config, files } = loadRendered(docs, 'request-state');
+    assert.equal(config.sessions.requestStateKey, files[`${SECRETS_DIR}/gh-gatehouse-request-state/request-state-key`]);
+    assert.equal(config.sessions.idleTimeoutMs, 60000);
+  });
+
+  test("the operator's own Secret replaces the chart's", async () => {
+    const { docs } = await render('standalone', ['requestStateKey.secretKeyRef.name=my-state', 'requestStateKey.secretKeyRef.key=key']);
+    assert.equal(kinds(docs, 'Secret').length, 0);
+    assert.equal(configObject(docs)['sessions']['requestStateKey'], '${env:GATEHOUSE_REQUEST_STATE_KEY}');
+    const env = (container(docs, 'gatehouse')['env'] as Manifest[]).find((e) => e['name'] === 'GATEHOUSE_REQUEST_STATE_KEY');
+    assert.deepEqual(env?.['valueFrom'], { secretKeyRef: { name: 'my-state', key: 'key' } });
   });
 });
 

@@ -89,7 +89,7 @@ describe('modern pass-through: v2 client (2026-07-28) → Gatehouse → modern-o
     const { client } = await connect();
     try {
       const { tools } = await client.listTools();
-      assert.deepEqual(tools.map((t) => t.name).sort(), ['add', 'echo', 'whoami-headers']);
+      assert.deepEqual(tools.map((t) => t.name).sort(), ['add', 'ask-with-state', 'echo', 'whoami-headers']);
       const add = tools.find((t) => t.name === 'add')!;
       assert.ok(add.outputSchema, 'add declares an outputSchema');
       assert.ok(add.inputSchema.properties && 'a' in add.inputSchema.properties && 'b' in add.inputSchema.properties);

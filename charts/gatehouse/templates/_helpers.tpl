@@ -264,6 +264,8 @@ app.kubernetes.io/component: mcp-gateway
 {{- with $v.admin.groups }}{{ $_ := set $admin "groups" . }}{{ end }}
 {{- $_ := set $config "admin" $admin }}
 {{- end }}
+{{- $stateKey := $v.requestStateKey | default (dict "secretFile" (dict "name" (include "gatehouse.requestStateSecret" $ctx.root) "key" "request-state-key")) }}
+{{- $_ := set $config "sessions" (dict "requestStateKey" (include "gatehouse.secretValue" (dict "ctx" $ctx "value" $stateKey "env" "GATEHOUSE_REQUEST_STATE_KEY" "field" "requestStateKey"))) }}
 {{- if $v.egressProxy.enabled }}
 {{- $_ := set $config "policy" (dict "egressProxy" (dict "enabled" true "host" "127.0.0.1" "port" (int $v.egressProxy.port))) }}
 {{- end }}
@@ -307,6 +309,11 @@ app.kubernetes.io/component: mcp-gateway
 
 {{- define "gatehouse.secretVolumeName" -}}
 {{- printf "secret-%s" . | trunc 63 | trimSuffix "-" }}
+{{- end }}
+
+{{/* The Secret the chart keeps for sessions.requestStateKey when the values name none. */}}
+{{- define "gatehouse.requestStateSecret" -}}
+{{- printf "%s-request-state" (include "gatehouse.fullname" .) | trunc 63 | trimSuffix "-" }}
 {{- end }}
 
 {{/* The claim that holds /data when the SQLite store is persistent: the existing one, or the chart's. */}}

@@ -66,3 +66,31 @@ test('stages that look at one relayed answer in turn share one reading of it; th
   assert.equal(outer.kind, 'relay');
   assert.equal((await (outer as { body: RelayBody }).body.collect()).toString('utf8'), text);
 });
+
+test('with a marker, a relayed answer without it passes unread, the very outcome; one with it is shown', async () => {
+  const seen: unknown[] = [];
+  const onFinal = async ({ response }: { response: unknown }) => void seen.push(response);
+  const plain = relayed('{"jsonrpc":"2.0","id":1,"result":{"content":[]}}');
+  assert.equal(interceptFinal(plain, ctx, onFinal, { marker: 'input_required' }), plain, 'not even a promise: the body is untouched');
+  assert.equal((await (plain as { body: RelayBody }).body.collect()).toString('utf8'), '{"jsonrpc":"2.0","id":1,"result":{"content":[]}}');
+  const asking = relayed('{"jsonrpc":"2.0","id":1,"result":{"resultType":"input_required","requestState":"s"}}');
+  await interceptFinal(asking, ctx, onFinal, { marker: 'input_required' });
+  assert.deepEqual(seen, [{ jsonrpc: '2.0', id: 1, result: { resultType: 'input_required', requestState: 's' } }]);
+  // A refusal is Gatehouse's own answer: never shown under a marker.
+  const refusal: Outcome = { kind: 'refused', refusal: { kind: 'failure', error: new GatewayError('GW_ERR_UPSTREAM_UNREACHABLE', 'x') } };
+  assert.equal(interceptFinal(refusal, ctx, onFinal, { marker: 'input_required' }), refusal);
+  assert.equal(seen.length, 1);
+});
+
+test('with a marker, a body that comes in pieces is read whole before it is judged, and passes on unchanged', async () => {
+  const body = new RelayBody({ pause() {}, resume() {}, abort() {} });
+  const outcome: Outcome = { kind: 'relay', status: 200, headers: { 'content-type': 'application/json' }, body, requestId: 1, upstream: 'u', failureOf: () => new GatewayError('GW_ERR_UPSTREAM_UNREACHABLE', 'x') };
+  const seen: unknown[] = [];
+  const pending = interceptFinal(outcome, ctx, async ({ response }) => void seen.push(response), { marker: 'input_required' });
+  // The marker is split across the two chunks.
+  body.push(Buffer.from('{"jsonrpc":"2.0","id":1,"result":{"resultType":"input_req'));
+  body.push(Buffer.from('uired","requestState":"s"}}'));
+  body.end();
+  await pending;
+  assert.equal(seen.length, 1);
+});
