@@ -48,6 +48,8 @@ import { compileApprovalRules, policyVersion } from './approvals/rules.js';
 import { PinBook, pinView } from './approvals/pins.js';
 import { compilePinStage } from './approvals/pin-stage.js';
 import { RequestStateSeal } from './auth/request-state-seal.js';
+import { CallDeadlines } from './pipeline/call-deadline.js';
+import type { CallLimit } from './pipeline/upstream-stage.js';
 import { compileRequestStateStage } from './auth/request-state-stage.js';
 import { PendingConfirmations } from './approvals/user-confirmation.js';
 import { createAdminListener, type AdminListener } from './admin/server.js';
@@ -150,7 +152,9 @@ export function createGateway(config: GatehouseConfig, log: Logger, options: Gat
   const breakerBoard = new BreakerBoard();
   // `sessions` is read once: a reload keeps the key, so the states clients hold stay good.
   const requestStates = new RequestStateSeal(config.sessions.requestStateKey, config.sessions.requestStateTtlMs);
-  let runtime = buildRuntime(config, log, observeUpstream, state, resolveHost, breakerBoard, childEnv, { book: approvalBook, pins: pinBook, confirmations }, requestStates);
+  // One clock for every answer that must end by its upstream's timeouts.callMs, across reloads.
+  const kept = { requestStates, deadlines: new CallDeadlines() };
+  let runtime = buildRuntime(config, log, observeUpstream, state, resolveHost, breakerBoard, childEnv, { book: approvalBook, pins: pinBook, confirmations }, kept);
   let running = config;
   // Kept across reloads: a reload must not wipe the count of an address that is guessing keys.
   // Counted in the store (shared by replicas); in memory while the store cannot count.
@@ -279,7 +283,7 @@ export function createGateway(config: GatehouseConfig, log: Logger, options: Gat
       log.addSecrets(collectSecrets(next));
       if (!logOnly) {
         const previous = runtime;
-        runtime = buildRuntime(next, log, observeUpstream, state, resolveHost, breakerBoard, childEnv, { book: approvalBook, pins: pinBook, confirmations }, requestStates);
+        runtime = buildRuntime(next, log, observeUpstream, state, resolveHost, breakerBoard, childEnv, { book: approvalBook, pins: pinBook, confirmations }, kept);
         // Keys, tokens and rules apply from the next request on.
         const previousAuth = edgeOptions.auth;
         edgeOptions.auth = new Authenticator(next, log, previousAuth);
@@ -422,7 +426,7 @@ interface Runtime {
  * must be rewritten: `prefix: always`, lists that differ per caller, or names that are not safe or items
  * the access rules hide from everyone (found out by SingleUpstream on first use, and on each list). The pipeline is compiled here, once per configuration.
  */
-function buildRuntime(config: GatehouseConfig, log: Logger, observeUpstream: (upstream: string, seconds: number) => void, state: StoreGuard, resolveHost: ResolveHost, breakerBoard: BreakerBoard, childEnv: ChildEnv, approvals: { book: ApprovalBook; pins: PinBook; confirmations: PendingConfirmations }, requestStates: RequestStateSeal): Runtime {
+function buildRuntime(config: GatehouseConfig, log: Logger, observeUpstream: (upstream: string, seconds: number) => void, state: StoreGuard, resolveHost: ResolveHost, breakerBoard: BreakerBoard, childEnv: ChildEnv, approvals: { book: ApprovalBook; pins: PinBook; confirmations: PendingConfirmations }, kept: { requestStates: RequestStateSeal; deadlines: CallDeadlines }): Runtime {
   const members = config.upstreams.map((u) => createUpstream(isStdioUpstream(u) ? { ...u, env: childEnv.for(u.name, u.env) } : u, config.sessions, log, observeUpstream));
   const egress = new EgressPolicy(config.policy.egress, resolveHost);
   const uriPrefixes = new Map(members.map((m, i) => [m, config.upstreams[i]!.uriPrefixes] as const));
@@ -448,7 +452,7 @@ function buildRuntime(config: GatehouseConfig, log: Logger, observeUpstream: (up
       unknownItemMessage,
       insufficientScope: (scopes, message) => insufficientScope(scopes, message, metadataUrl),
     }),
-    requestState: compileRequestStateStage(requestStates),
+    requestState: compileRequestStateStage(kept.requestStates),
     pin: compilePinStage(config.tools.pinning, approvals.pins, policyLog),
     arguments: compileArgumentsStage({ schemas, uncheckable: config.tools.uncheckableSchemas, refreshRoute: (route, capabilities) => routes.resolve(route.kind, route.publicName, capabilities, true) }),
     egress: compileEgressStage(egress),
@@ -468,9 +472,27 @@ function buildRuntime(config: GatehouseConfig, log: Logger, observeUpstream: (up
     approval: compileApprovalStage(compileApprovalRules(config.policy.approvals), approvals.book, version, approvals.confirmations, policyLog),
     idempotency: compileIdempotencyStage(config.idempotency, idempotencyStore(state), idempotencyWaitMs(config)),
     output: compileOutputStage(config.tools.outputValidation, schemas, log),
-    upstream: compileUpstreamStage(upstream, log),
+    upstream: compileUpstreamStage(upstream, log, { limitOf: callLimits(config), deadlines: kept.deadlines }),
   });
   return { upstream, catalog, pipeline, egress, policyVersion: version, ipLimits: limits.ip, close: () => upstream.close() };
+}
+
+/**
+ * Which HTTP upstream's `timeouts.callMs` bounds an answer: the one that relayed it, else the one its route
+ * names, else (a resource of several upstreams, say) the longest of them; stdio upstreams bound their own.
+ */
+function callLimits(config: GatehouseConfig): CallLimit {
+  const limits = new Map<string, number>();
+  for (const u of config.upstreams) if (!isStdioUpstream(u)) limits.set(u.name, u.timeouts.callMs);
+  const only = config.upstreams.length === 1 ? config.upstreams[0]!.name : undefined;
+  let longest: { upstream: string; ms: number } | undefined;
+  for (const [upstream, ms] of limits) if (longest === undefined || ms > longest.ms) longest = { upstream, ms };
+  return (ctx, outcome) => {
+    const name = outcome.kind === 'relay' ? outcome.upstream : (ctx.route?.upstream ?? only);
+    if (name === undefined) return longest;
+    const ms = limits.get(name);
+    return ms === undefined ? undefined : { upstream: name, ms };
+  };
 }
 
 /** `/health`: the caller's resolved grant, for operators debugging access. Never the credential itself. */

@@ -5,6 +5,7 @@
 import type { Logger } from '../log/logger.js';
 import type { AccessPolicy } from '../policy/access.js';
 import { failure, GatewayError } from '../errors.js';
+import { Cancellation } from '../pipeline/cancellation.js';
 import { CallStream } from '../pipeline/call-stream.js';
 import type { CallContext } from '../pipeline/context.js';
 import { ACCEPTED, refused, type Outcome } from '../pipeline/outcome.js';
@@ -51,16 +52,22 @@ export class CatalogUpstream implements Upstream {
     const request = upstreamMessage(ctx)!;
     // A listen is a listening stream: SSE at once, with keep-alive comments while it is quiet.
     const stream = new CallStream({ requestId: idOf(request), mode: ctx.method === 'subscriptions/listen' ? 'listen' : 'call', acceptsSse: ctx.acceptsSse });
+    // Stopped when the client leaves, or when the call is cut at its deadline (timeouts.callMs).
+    const cut = new Cancellation();
+    stream.onCut(() => cut.cancel());
+    const stop = ctx.cancel.linkedWith(cut);
     void (async () => {
       try {
-        const reply = await this.catalog.post(request, {}, ctx.cancel, ctx.principal);
+        const reply = await this.catalog.post(request, {}, stop.cancel, ctx.principal);
         for await (const msg of reply.messages) {
           if ('method' in msg) stream.push(msg);
           else return stream.finish(msg as JsonRpcResponse);
         }
         stream.fail(new GatewayError('GW_ERR_UPSTREAM_BAD_RESPONSE', 'An upstream ended the call without answering'));
       } catch (err) {
-        if (!ctx.cancel.aborted) stream.fail(err instanceof GatewayError ? err : new GatewayError('GW_ERR_UPSTREAM_BAD_RESPONSE', String(err)));
+        if (!stop.cancel.aborted) stream.fail(err instanceof GatewayError ? err : new GatewayError('GW_ERR_UPSTREAM_BAD_RESPONSE', String(err)));
+      } finally {
+        stop.dispose();
       }
     })();
     return { kind: 'stream', stream };

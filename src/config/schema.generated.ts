@@ -443,6 +443,10 @@ export interface HttpUpstream {
      * Longest silence allowed between two chunks of a response body (SSE streams stay alive with comments).
      */
     bodyMs: number;
+    /**
+     * Longest a request's answer may take in all, from the request to its end, however much progress the upstream reports (2026-07-28 cancellation.mdx: a maximum timeout regardless of progress). Past it the upstream request is closed, which cancels it, and the client gets GW_ERR_UPSTREAM_TIMEOUT. Listens (subscriptions/listen, GET streams) are not bounded by it.
+     */
+    callMs: number;
   };
   /**
    * Connection pool to this upstream's origin.

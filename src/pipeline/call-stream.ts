@@ -37,6 +37,7 @@ export class CallStream implements MessageSink {
   private done = false;
   private wake?: () => void;
   private readonly closers: Array<() => void> = [];
+  private cutters: Array<() => void> | undefined;
 
   constructor(opts: CallStreamOptions) {
     this.mode = opts.mode;
@@ -61,6 +62,23 @@ export class CallStream implements MessageSink {
 
   fail(err: GatewayError): void {
     this.last({ failure: err });
+  }
+
+  /**
+   * Ends the call with `err` from outside its producer (its deadline passed), and tells the producer at once
+   * through `onCut`, so it stops the upstream call; the reader still gets `err` as the answer.
+   */
+  cut(err: GatewayError): void {
+    if (this.done) return;
+    this.last({ failure: err });
+    const cutters = this.cutters;
+    this.cutters = undefined;
+    if (cutters !== undefined) for (const fn of cutters) fn();
+  }
+
+  /** Calls `fn` once if the call is cut (never after it is done). */
+  onCut(fn: () => void): void {
+    if (!this.done) (this.cutters ??= []).push(fn);
   }
 
   /** Ends a listen stream without a final message. */

@@ -29,6 +29,8 @@ export class RelayBody {
   private held: Buffer[] | undefined;
   private state: 'open' | 'ended' | 'failed' | 'destroyed' = 'open';
   private failure: Error | undefined;
+  /** Told once when the body stops being open (a deadline watching it). */
+  private settledHook: (() => void) | undefined;
 
   constructor(private readonly source: BodySource) {}
 
@@ -66,6 +68,7 @@ export class RelayBody {
   end(): void {
     if (this.state !== 'open') return;
     this.state = 'ended';
+    this.settle();
     this.sink?.end();
   }
 
@@ -73,7 +76,32 @@ export class RelayBody {
     if (this.state !== 'open') return;
     this.state = 'failed';
     this.failure = err;
+    this.settle();
     this.sink?.error(err);
+  }
+
+  /** Whether the body is done one way or another (ended, failed, dropped). */
+  get settled(): boolean {
+    return this.state !== 'open';
+  }
+
+  /** Calls `fn` once when the body stops being open; at once if it already has. */
+  onSettled(fn: () => void): void {
+    if (this.state !== 'open') fn();
+    else this.settledHook = fn;
+  }
+
+  /** Ends the body with `err` and stops its source: its time is up. */
+  expire(err: Error): void {
+    if (this.state !== 'open') return;
+    this.fail(err);
+    this.source.abort(err);
+  }
+
+  private settle(): void {
+    const hook = this.settledHook;
+    this.settledHook = undefined;
+    hook?.();
   }
 
   // ---- the consumer's side ----
@@ -108,6 +136,7 @@ export class RelayBody {
   destroy(): void {
     if (this.state !== 'open') return;
     this.state = 'destroyed';
+    this.settle();
     this.held = undefined;
     this.source.abort(new Error('the relayed body was dropped'));
   }

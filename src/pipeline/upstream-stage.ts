@@ -4,11 +4,19 @@
 
 import { failure, GatewayError } from '../errors.js';
 import { channels, publishRefused, publishUpstreamAnswer, publishUpstreamStart } from './events.js';
+import { callTimedOut, type CallDeadlines } from './call-deadline.js';
+import type { CallContext } from './context.js';
 import type { Outcome } from './outcome.js';
 import type { CallHandler } from './ports.js';
 import type { Stage } from './stage.js';
 
-export function compileUpstreamStage(upstream: CallHandler & { readonly name: string }, log: { error(msg: string, fields?: Record<string, unknown>): void }): Stage {
+/**
+ * The longest the answer to `ctx` may take (an HTTP upstream's `timeouts.callMs`), given what came back;
+ * undefined: no limit here (stdio upstreams bound their calls themselves).
+ */
+export type CallLimit = (ctx: CallContext, outcome: Outcome) => { upstream: string; ms: number } | undefined;
+
+export function compileUpstreamStage(upstream: CallHandler & { readonly name: string }, log: { error(msg: string, fields?: Record<string, unknown>): void }, limits?: { limitOf: CallLimit; deadlines: CallDeadlines }): Stage {
   return {
     name: 'upstream',
     async run(ctx) {
@@ -26,6 +34,10 @@ export function compileUpstreamStage(upstream: CallHandler & { readonly name: st
       if (outcome.kind === 'refused' && outcome.stage === undefined) {
         outcome.stage = 'upstream';
         publishRefused(ctx, 'upstream', outcome.refusal);
+      } else if (limits !== undefined && (outcome.kind === 'relay' || outcome.kind === 'stream') && ctx.kind === 'request' && ctx.httpMethod === 'POST' && ctx.method !== 'subscriptions/listen') {
+        // A listen may stay open for as long as its client wants; a request's answer may not.
+        const limit = limits.limitOf(ctx, outcome);
+        if (limit !== undefined) return limits.deadlines.bound(outcome, started + limit.ms, () => callTimedOut(limit.upstream, limit.ms));
       }
       return outcome;
     },

@@ -117,6 +117,8 @@ export class LegacyClientBridge {
 
   private async answer(ctx: CallContext, session: BridgedSession, request: JsonRpcRequest, stream: CallStream): Promise<void> {
     const done = session.track(request.id);
+    // A call cut at its deadline (timeouts.callMs) stops upstream as a cancelled one does.
+    stream.onCut(() => done.cancel.cancel());
     try {
       await this.forward(ctx, session, request, stream, done.cancel);
     } catch (err) {

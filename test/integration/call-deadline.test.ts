@@ -1,0 +1,184 @@
+// The longest an HTTP upstream's answer may take, progress or not (upstreams[].timeouts.callMs):
+// shared/spec/docs/specification/2026-07-28/basic/patterns/cancellation.mdx §Timeouts and
+// 2025-11-25/basic/lifecycle.mdx §Timeouts: "implementations SHOULD always enforce a maximum timeout,
+// regardless of progress notifications". The fake upstream misbehaves on purpose: its answer is a stream of
+// progress notifications that never ends, which neither headersMs nor bodyMs (silence) would ever stop.
+// Past callMs the client gets GW_ERR_UPSTREAM_TIMEOUT for its request, and the upstream's response is
+// closed (Streamable HTTP: closing the stream cancels the request). Listens are not cut.
+
+import { after, describe, test } from 'node:test';
+import assert from 'node:assert/strict';
+import type { ServerResponse } from 'node:http';
+import { request } from 'undici';
+import { startFakeUpstream, jsonResult, type FakeUpstream } from '../fixtures/upstreams/fake-upstream.js';
+import { startGateway, type TestGateway } from '../helpers/gateway.js';
+import { LEGACY_HEADERS, legacySession, modernRequest, rpc } from '../helpers/http.js';
+import { readSseUntil } from '../helpers/sse.js';
+
+const CALL_MS = 800;
+const cleanup: Array<() => Promise<void>> = [];
+after(async () => {
+  for (const c of cleanup.reverse()) await c().catch(() => {});
+});
+
+interface Endless {
+  upstream: FakeUpstream;
+  /** Tool-call answers the upstream saw closed before it ended them (it never ends them). */
+  closedCalls: number;
+  /** GET streams closed. */
+  closedListens: number;
+}
+
+/** Streams progress every 100 ms for as long as the connection lasts. */
+function endlessStream(res: ServerResponse, id: unknown, progressToken: unknown, headers: Record<string, string>, onClose: () => void): void {
+  res.writeHead(200, { 'content-type': 'text/event-stream', ...headers });
+  let n = 0;
+  const timer = setInterval(() => res.write(`data: ${JSON.stringify({ jsonrpc: '2.0', method: 'notifications/progress', params: { progressToken, progress: ++n } })}\n\n`), 100);
+  res.on('close', () => {
+    clearInterval(timer);
+    onClose();
+  });
+  void id;
+}
+
+async function endlessUpstream(era: 'legacy' | 'modern'): Promise<Endless> {
+  const state = { closedCalls: 0, closedListens: 0 } as Endless;
+  const session: Record<string, string> = era === 'legacy' ? { 'mcp-session-id': 'endless-session' } : {};
+  state.upstream = await startFakeUpstream(
+    (req, res, body) => {
+      if (req.method === 'GET') {
+        res.writeHead(200, { 'content-type': 'text/event-stream' });
+        const timer = setInterval(() => res.write(': keep-alive\n\n'), 100);
+        res.on('close', () => {
+          clearInterval(timer);
+          state.closedListens++;
+        });
+        return;
+      }
+      if (req.method === 'DELETE') return void res.writeHead(200).end();
+      const msg = JSON.parse(body) as { id?: unknown; method: string; params?: { _meta?: { progressToken?: unknown } } };
+      if (msg.id === undefined) return void res.writeHead(202).end();
+      if (msg.method === 'initialize') return jsonResult(res, body, { protocolVersion: '2025-11-25', capabilities: { tools: {} }, serverInfo: { name: 'endless', version: '1' } }, session);
+      if (msg.method === 'tools/list') return jsonResult(res, body, { tools: [{ name: 'forever', inputSchema: { type: 'object' } }], ...(era === 'modern' ? { resultType: 'complete', ttlMs: 0, cacheScope: 'public' } : {}) }, session);
+      if (msg.method === 'tools/call') return endlessStream(res, msg.id, msg.params?._meta?.progressToken ?? 'p', session, () => state.closedCalls++);
+      return jsonResult(res, body, era === 'modern' ? { resultType: 'complete' } : {}, session);
+    },
+    { handshake: era === 'modern' ? 'modern' : true },
+  );
+  cleanup.push(() => state.upstream.close());
+  return state;
+}
+
+async function gatewayFor(up: Endless, era: 'legacy' | 'modern'): Promise<TestGateway> {
+  const gw = await startGateway({ upstreams: [{ name: 'endless', url: up.upstream.url, era, timeouts: { callMs: CALL_MS } }] });
+  cleanup.push(() => gw.close());
+  return gw;
+}
+
+/** Posts `body`, reads the SSE answer until the request's own answer; returns it, the progress seen and how long it took. */
+async function callUntilAnswered(url: string, body: string, headers: Record<string, string>, id: unknown) {
+  const started = Date.now();
+  const res = await request(url, { method: 'POST', headers, body });
+  assert.match(String(res.headers['content-type']), /^text\/event-stream/);
+  const messages = await readSseUntil(res.body, (ms) => ms.some((m) => m.id === id), 6_000);
+  const answer = messages.find((m) => m.id === id);
+  return { answer, progress: messages.filter((m) => m.method === 'notifications/progress').length, ms: Date.now() - started };
+}
+
+async function waitFor(what: string, check: () => boolean, ms = 3_000): Promise<void> {
+  const until = Date.now() + ms;
+  while (!check()) {
+    if (Date.now() > until) assert.fail(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 25));
+  }
+}
+
+function assertTimedOut(answer: Record<string, any> | undefined, ms: number): void {
+  assert.ok(answer, 'the request got an answer');
+  assert.equal(answer.error?.data?.code, 'GW_ERR_UPSTREAM_TIMEOUT', JSON.stringify(answer));
+  assert.match(answer.error.message, /within 800 ms \(timeouts\.callMs\)/);
+  assert.ok(ms >= CALL_MS - 50, `cut after ${ms} ms, before callMs`);
+}
+
+describe('timeouts.callMs: a maximum for every answer, however much progress it reports', () => {
+  test('legacy pass-through: the answer is cut with GW_ERR_UPSTREAM_TIMEOUT and the upstream stream closed', async () => {
+    const up = await endlessUpstream('legacy');
+    const gw = await gatewayFor(up, 'legacy');
+    const session = await legacySession(gw.url);
+    const { answer, progress, ms } = await callUntilAnswered(gw.url, rpc(1, 'tools/call', { name: 'forever', arguments: {}, _meta: { progressToken: 't1' } }), { ...LEGACY_HEADERS, 'mcp-session-id': session, 'mcp-protocol-version': '2025-11-25' }, 1);
+    assertTimedOut(answer, ms);
+    assert.ok(progress >= 3, `progress went on until the cut (${progress})`);
+    await waitFor('the upstream response closed', () => up.closedCalls === 1);
+  });
+
+  test('modern pass-through: the same', async () => {
+    const up = await endlessUpstream('modern');
+    const gw = await gatewayFor(up, 'modern');
+    const m = modernRequest(2, 'tools/call', { name: 'forever', arguments: {}, _meta: { progressToken: 't2' } });
+    const { answer, progress, ms } = await callUntilAnswered(gw.url, m.body, m.headers, 2);
+    assertTimedOut(answer, ms);
+    assert.ok(progress >= 3, `progress went on until the cut (${progress})`);
+    await waitFor('the upstream response closed', () => up.closedCalls === 1);
+  });
+
+  test('modern client → legacy upstream (bridged): the same', async () => {
+    const up = await endlessUpstream('legacy');
+    const gw = await gatewayFor(up, 'legacy');
+    const m = modernRequest(3, 'tools/call', { name: 'forever', arguments: {}, _meta: { progressToken: 't3' } });
+    const { answer, ms } = await callUntilAnswered(gw.url, m.body, m.headers, 3);
+    assertTimedOut(answer, ms);
+    await waitFor('the upstream response closed', () => up.closedCalls === 1);
+  });
+
+  test('legacy client → modern upstream (bridged): the same', async () => {
+    const up = await endlessUpstream('modern');
+    const gw = await gatewayFor(up, 'modern');
+    const session = await legacySession(gw.url);
+    const { answer, ms } = await callUntilAnswered(gw.url, rpc(4, 'tools/call', { name: 'forever', arguments: {}, _meta: { progressToken: 't4' } }), { ...LEGACY_HEADERS, 'mcp-session-id': session, 'mcp-protocol-version': '2025-11-25' }, 4);
+    assertTimedOut(answer, ms);
+    await waitFor('the upstream response closed', () => up.closedCalls === 1);
+  });
+
+  test('several upstreams (the catalog): the limit of the upstream the tool is routed to', async () => {
+    const up = await endlessUpstream('legacy');
+    const other = await endlessUpstream('modern');
+    const gw = await startGateway({
+      upstreams: [
+        { name: 'endless', url: up.upstream.url, era: 'legacy', timeouts: { callMs: CALL_MS } },
+        { name: 'other', url: other.upstream.url, era: 'modern' },
+      ],
+    });
+    cleanup.push(() => gw.close());
+    const list = modernRequest(5, 'tools/list');
+    const tools = ((await (await request(gw.url, { method: 'POST', headers: list.headers, body: list.body })).body.json()) as { result: { tools: Array<{ name: string; _meta?: Record<string, unknown> }> } }).result.tools;
+    const forever = tools.find((t) => JSON.stringify(t._meta ?? {}).includes('endless/forever'));
+    assert.ok(forever, JSON.stringify(tools));
+    const m = modernRequest(6, 'tools/call', { name: forever.name, arguments: {}, _meta: { progressToken: 't6' } });
+    const { answer, ms } = await callUntilAnswered(gw.url, m.body, m.headers, 6);
+    assertTimedOut(answer, ms);
+    await waitFor('the upstream response closed', () => up.closedCalls === 1);
+    assert.equal(other.closedCalls, 0);
+  });
+
+  test('a legacy GET stream (a listen) stays open past callMs', async () => {
+    const up = await endlessUpstream('legacy');
+    const gw = await gatewayFor(up, 'legacy');
+    const session = await legacySession(gw.url);
+    const controller = new AbortController();
+    const res = await request(gw.url, { method: 'GET', headers: { accept: 'text/event-stream', 'mcp-session-id': session, 'mcp-protocol-version': '2025-11-25' }, signal: controller.signal });
+    assert.equal(res.statusCode, 200);
+    const chunks: Buffer[] = [];
+    const reading = (async () => {
+      try {
+        for await (const c of res.body) chunks.push(c as Buffer);
+      } catch {
+        // aborted below
+      }
+    })();
+    await new Promise((r) => setTimeout(r, CALL_MS * 2));
+    assert.equal(up.closedListens, 0, 'the upstream GET stream was not closed');
+    assert.doesNotMatch(Buffer.concat(chunks).toString('utf8'), /GW_ERR_UPSTREAM_TIMEOUT/);
+    controller.abort();
+    await reading;
+  });
+});
