@@ -374,6 +374,13 @@ describe('gateway config', () => {
     });
   }
 
+  test("the upstream's timeouts reach the config, callMs (the maximum for any answer) included", async () => {
+    const { docs } = await render('standalone', ['upstream.timeouts.callMs=600000', 'upstream.timeouts.bodyMs=30000']);
+    const { config } = loadRendered(docs, 'timeouts');
+    const up = config.upstreams[0] as { timeouts: Record<string, number> };
+    assert.deepEqual(up.timeouts, { connectMs: 2000, headersMs: 60000, bodyMs: 30000, callMs: 600000 });
+  });
+
   test('metrics are off in the config when the values turn them off', async () => {
     const { docs } = await render('sidecar', ['metrics.enabled=false']);
     assert.deepEqual(configObject(docs)['metrics'], { enabled: false });
