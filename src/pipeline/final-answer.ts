@@ -211,7 +211,8 @@ function interceptRelayedSse(body: Readable, requestId: JsonRpcId | null, onFina
           }
           answered = true;
           const verdict = await onFinal({ response });
-          this.push(verdict === undefined ? ev.raw : formatSseMessage('refusal' in verdict ? render(verdict.refusal) : responseOf(verdict, response)));
+          // Written again with its event id, so a client that resumes after it names the event it last saw.
+          this.push(verdict === undefined ? ev.raw : formatSseMessage('refusal' in verdict ? render(verdict.refusal) : responseOf(verdict, response), ev.id));
         }
       })().then(() => done(), done);
     },

@@ -94,3 +94,14 @@ test('with a marker, a body that comes in pieces is read whole before it is judg
   await pending;
   assert.equal(seen.length, 1);
 });
+
+test('an SSE answer event written again (a run id added) keeps its event id, for a client that resumes after it', async () => {
+  const events = 'id: ev-1\ndata: {"jsonrpc":"2.0","method":"notifications/progress","params":{"progressToken":"t","progress":1}}\n\nid: ev-2\ndata: {"jsonrpc":"2.0","id":1,"result":{"content":[]}}\n\n';
+  const outcome: Outcome = { kind: 'relay', status: 200, headers: { 'content-type': 'text/event-stream' }, body: RelayBody.of(Buffer.from(events)), requestId: 1, upstream: 'u', failureOf: () => new GatewayError('GW_ERR_UPSTREAM_UNREACHABLE', 'x') };
+  const out = await interceptFinal(outcome, ctx, async () => ({ meta: META }));
+  const text = (await (out as { body: RelayBody }).body.collect()).toString('utf8');
+  assert.match(text, /^id: ev-1\ndata: .*progress/, 'what precedes the answer passes as it came');
+  const answer = text.slice(text.indexOf('\n\n') + 2);
+  assert.match(answer, /^id: ev-2\n/);
+  assert.deepEqual(JSON.parse(answer.slice(answer.indexOf('data: ') + 6)).result._meta, META);
+});
