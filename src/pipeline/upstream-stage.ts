@@ -34,7 +34,8 @@ export function compileUpstreamStage(upstream: CallHandler & { readonly name: st
       if (outcome.kind === 'refused' && outcome.stage === undefined) {
         outcome.stage = 'upstream';
         publishRefused(ctx, 'upstream', outcome.refusal);
-      } else if (limits !== undefined && (outcome.kind === 'relay' || outcome.kind === 'stream') && ctx.kind === 'request' && ctx.httpMethod === 'POST' && ctx.method !== 'subscriptions/listen') {
+      } else if (limits !== undefined && (outcome.kind === 'stream' || (outcome.kind === 'relay' && !outcome.body.settled)) && ctx.kind === 'request' && ctx.httpMethod === 'POST' && ctx.method !== 'subscriptions/listen') {
+        // (A relayed answer already complete, the usual JSON one, has nothing left to time.)
         // A listen may stay open for as long as its client wants; a request's answer may not.
         const limit = limits.limitOf(ctx, outcome);
         if (limit !== undefined) return limits.deadlines.bound(outcome, started + limit.ms, () => callTimedOut(limit.upstream, limit.ms));
