@@ -64,20 +64,43 @@ export const REDACTED = '[redacted]';
  * stderr, written in batches: a busy gateway logs a line per request, and a write per line would cost a
  * system call each. Lines wait at most FLUSH_MS, short enough that nobody notices (or until 64 KiB are
  * pending); those still pending are written when the process exits.
+ *
+ * A pipe's writes are asynchronous in Node: what its reader (the container runtime, a log shipper) has not
+ * taken yet is held in this process's memory, without limit. A reader slower than the gateway would grow
+ * it until the kernel kills the process, so past MAX_BACKLOG_BYTES waiting, batches are dropped and counted
+ * instead, and the first batch written after says how many lines were lost (the audit, not the log, is the
+ * record of calls).
  */
 
 const FLUSH_MS = 5;
 const FLUSH_BYTES = 64 * 1024;
+const MAX_BACKLOG_BYTES = 1024 * 1024;
 
-function batchedStderr(): LogWrite {
+/** Where batches go: stderr, or a test's stream. */
+export interface LogStream {
+  write(text: string): unknown;
+  /** Bytes written but not yet taken by the reader. */
+  readonly writableLength: number;
+}
+
+export function batchedWriter(stream: LogStream = process.stderr, maxBacklogBytes = MAX_BACKLOG_BYTES): LogWrite {
   let pending: string[] = [];
   let scheduled = false;
+  let dropped = 0;
   const flush = (): void => {
     scheduled = false;
     if (pending.length === 0) return;
-    const text = pending.length === 1 ? pending[0]! : pending.join('');
+    const lines = pending;
     pending = [];
-    process.stderr.write(text);
+    if (stream.writableLength > maxBacklogBytes) {
+      dropped += lines.length;
+      return;
+    }
+    if (dropped > 0) {
+      lines.unshift(`{"level":"warn","time":"${isoNow()}","msg":"log lines dropped: the log reader fell behind","dropped":${dropped}}\n`);
+      dropped = 0;
+    }
+    stream.write(lines.length === 1 ? lines[0]! : lines.join(''));
   };
   process.on('exit', flush);
   let size = 0;
@@ -104,7 +127,7 @@ function batchedStderr(): LogWrite {
 
 export function createLogger(
   level: LogLevel,
-  write: LogWrite = batchedStderr(),
+  write: LogWrite = batchedWriter(),
   base: Record<string, unknown> = {},
   opts: LoggerOptions = {},
 ): Logger {

@@ -6,7 +6,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { validateConfigObject } from '../../../src/config/load.js';
 import type { LogLevel } from '../../../src/config/types.js';
-import { createLogger, isoTime, knownNames, nameJson, redactText, REDACTED, type LoggerOptions } from '../../../src/log/logger.js';
+import { batchedWriter, createLogger, isoTime, knownNames, nameJson, redactText, REDACTED, type LoggerOptions } from '../../../src/log/logger.js';
 import { collectSecrets } from '../../../src/config/secrets.js';
 
 type Line = Record<string, unknown>;
@@ -278,4 +278,30 @@ test('nameJson is JSON.stringify, kept for names that recur, and its table stays
   }
   for (let i = 0; i < 1000; i++) assert.equal(nameJson(`upstream-${i}`), `"upstream-${i}"`);
   assert.ok(knownNames() <= 256, `at most 256 kept, ${knownNames()} are`);
+});
+
+test('a log reader that falls behind costs dropped lines, counted and reported, never unbounded memory', () => {
+  const written: string[] = [];
+  const stream = { writableLength: 0, write: (text: string) => void written.push(text) };
+  const write = batchedWriter(stream, 1_000);
+  write('{"msg":"one"}\n');
+  write.flush!();
+  assert.deepEqual(written, ['{"msg":"one"}\n']);
+  // The reader stops taking: what waits passes the limit, and the next batches are dropped.
+  stream.writableLength = 5_000;
+  write('{"msg":"two"}\n');
+  write('{"msg":"three"}\n');
+  write.flush!();
+  write('{"msg":"four"}\n');
+  write.flush!();
+  assert.equal(written.length, 1, 'nothing more is held for a reader that does not read');
+  // It catches up: the next batch says what was lost, then goes on.
+  stream.writableLength = 0;
+  write('{"msg":"five"}\n');
+  write.flush!();
+  assert.equal(written.length, 2);
+  const [notice, five] = written[1]!.trimEnd().split('\n').map((l) => JSON.parse(l) as Record<string, unknown>);
+  assert.equal(notice!.level, 'warn');
+  assert.equal(notice!.dropped, 3);
+  assert.equal(five!.msg, 'five');
 });
