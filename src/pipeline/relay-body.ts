@@ -42,9 +42,16 @@ export class RelayBody {
     return body;
   }
 
-  /** Any Readable as a body (a transformed relay, tests). */
-  static fromReadable(readable: Readable): RelayBody {
-    const body = new RelayBody({ pause: () => readable.pause(), resume: () => readable.resume(), abort: () => readable.destroy() });
+  /**
+   * Any Readable as a body (a transformed relay, tests). `onAbort` hears a stop first: destroying a
+   * Readable.from of a generator waits for the generator's next step, which a silent source never takes.
+   */
+  static fromReadable(readable: Readable, onAbort?: () => void): RelayBody {
+    const abort = (): void => {
+      onAbort?.();
+      readable.destroy();
+    };
+    const body = new RelayBody({ pause: () => readable.pause(), resume: () => readable.resume(), abort });
     // Paused until consumed; what it pushes before that is held.
     readable.on('data', (chunk: Buffer) => body.push(chunk));
     readable.once('end', () => body.end());

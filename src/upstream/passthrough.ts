@@ -9,6 +9,7 @@ import type { Era } from '../config/types.js';
 import { failure, GatewayError } from '../errors.js';
 import { redactText, type Logger } from '../log/logger.js';
 import type { CallContext } from '../pipeline/context.js';
+import { Cancellation } from '../pipeline/cancellation.js';
 import { refused, type AnswerHeaders, type Outcome } from '../pipeline/outcome.js';
 import { ErrorCode, idOf, type JsonRpcId } from '../protocol/jsonrpc.js';
 import { upstreamBody } from '../protocol/trace-context.js';
@@ -120,13 +121,18 @@ export class PassThrough {
    */
   private resumable(ctx: CallContext, body: RelayBody, requestId: JsonRpcId): RelayBody {
     const headers = sessionHeaders(ctx.headers);
+    // Stopped when the client leaves, or when the relay is dropped before its end (its deadline passed).
+    const dropped = new Cancellation();
+    const stop = ctx.cancel.linkedWith(dropped);
     const text = readSseText(body.readable(), this.name, {
       reopen: (lastEventId, signal) => reopenStream(this.target, headers, lastEventId, signal),
       awaiting: requestId,
-      cancel: ctx.cancel,
+      cancel: stop.cancel,
       idleLimitMs: this.idleLimitMs,
     });
-    return RelayBody.fromReadable(Readable.from(text, { objectMode: false }));
+    const relayed = Readable.from(text, { objectMode: false });
+    relayed.once('close', stop.dispose);
+    return RelayBody.fromReadable(relayed, () => dropped.cancel());
   }
 
   private failed(ctx: CallContext, err: GatewayError): Outcome {

@@ -95,6 +95,10 @@ async function* readSseEvents(body: Readable, upstream: string, resumption: Stre
   let silentConnections = 0;
   /** When the stream last brought something new: a message, or an event id not seen before. */
   let heardAt = performance.now();
+  // Stopped now, not when the upstream next sends something: a consumer that has gone (a client that left,
+  // an answer cut at its deadline) may be waiting on an upstream that has fallen silent.
+  const stopReading = (): void => void current?.destroy();
+  if (resumption !== undefined && !resumption.cancel.aborted) resumption.cancel.onCancel(stopReading);
   try {
     for (;;) {
       let broken: unknown;
@@ -153,6 +157,7 @@ async function* readSseEvents(body: Readable, upstream: string, resumption: Stre
       }
     }
   } finally {
+    resumption?.cancel.offCancel(stopReading);
     // Stopping early (the consumer returned) must release the upstream connection.
     if (current !== undefined && !current.destroyed) current.destroy();
   }

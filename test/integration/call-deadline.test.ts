@@ -111,6 +111,28 @@ describe('timeouts.callMs: a maximum for every answer, however much progress it 
     await waitFor('the upstream response closed', () => up.closedCalls === 1);
   });
 
+  test('legacy pass-through: an upstream that falls silent after the cut still has its request closed at once', async () => {
+    // One progress event, then nothing: bodyMs (5 minutes by default) would otherwise hold the upstream request.
+    const state = { closed: 0 };
+    const up = await startFakeUpstream((req, res, body) => {
+      if (req.method !== 'POST') return void res.writeHead(405).end();
+      const msg = JSON.parse(body) as { id?: unknown; method: string };
+      if (msg.id === undefined) return void res.writeHead(202).end();
+      if (msg.method === 'initialize') return jsonResult(res, body, { protocolVersion: '2025-11-25', capabilities: { tools: {} }, serverInfo: { name: 'silent', version: '1' } }, { 'mcp-session-id': 'silent-session' });
+      if (msg.method !== 'tools/call') return jsonResult(res, body, { tools: [] }, { 'mcp-session-id': 'silent-session' });
+      res.writeHead(200, { 'content-type': 'text/event-stream', 'mcp-session-id': 'silent-session' });
+      res.write(`data: ${JSON.stringify({ jsonrpc: '2.0', method: 'notifications/progress', params: { progressToken: 't', progress: 1 } })}\n\n`);
+      res.on('close', () => state.closed++);
+    });
+    cleanup.push(() => up.close());
+    const gw = await startGateway({ upstreams: [{ name: 'silent', url: up.url, era: 'legacy', timeouts: { callMs: CALL_MS } }] });
+    cleanup.push(() => gw.close());
+    const session = await legacySession(gw.url);
+    const { answer, ms } = await callUntilAnswered(gw.url, rpc(7, 'tools/call', { name: 'quiet', arguments: {}, _meta: { progressToken: 't' } }), { ...LEGACY_HEADERS, 'mcp-session-id': session, 'mcp-protocol-version': '2025-11-25' }, 7);
+    assertTimedOut(answer, ms);
+    await waitFor('the upstream response closed', () => state.closed === 1, 2_000);
+  });
+
   test('modern pass-through: the same', async () => {
     const up = await endlessUpstream('modern');
     const gw = await gatewayFor(up, 'modern');
