@@ -43,7 +43,8 @@ export function auditEntryOf(e: CallAnswerEvent, runId: string): AuditEntry {
     method: ctx.method ?? 'tools/call',
     argumentsSha256: sha256Hex(argsJson),
     arguments: plain ? args : redactValue(args),
-    outcome: answer.refusal !== undefined ? 'refused' : answer.failure !== undefined ? 'failed' : answer.response.error !== undefined ? 'error' : result?.isError === true ? 'tool_error' : 'ok',
+    // A call whose answer broke off because its client left is `aborted`, as in the metrics and the request log.
+    outcome: answer.refusal !== undefined ? 'refused' : answer.failure !== undefined ? (ctx.cancel.aborted ? 'aborted' : 'failed') : answer.response.error !== undefined ? 'error' : result?.isError === true ? 'tool_error' : 'ok',
     latencyMs: Math.round((performance.now() - ctx.receivedAt) * 1000) / 1000,
   };
   if (p.tenant !== undefined) entry.tenant = p.tenant;
@@ -60,7 +61,7 @@ export function auditEntryOf(e: CallAnswerEvent, runId: string): AuditEntry {
     if (answer.refusal.kind === 'tool' && answer.refusal.rule !== undefined) entry.rule = answer.refusal.rule;
   }
   if (answer.failure !== undefined) {
-    entry.refusal = refusalCode({ kind: 'failure', error: answer.failure });
+    entry.refusal = ctx.cancel.aborted ? 'client_closed' : refusalCode({ kind: 'failure', error: answer.failure });
     entry.stage = 'upstream';
   }
   const key = (params._meta as Record<string, unknown> | undefined)?.[IDEMPOTENCY_META];

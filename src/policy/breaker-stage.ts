@@ -92,7 +92,8 @@ export function compileBreakerStage(breakers: readonly CompiledBreaker[], store:
       const outcome = await next(ctx);
       const stage = outcome.kind === 'refused' ? outcome.stage : undefined;
       return interceptFinal(outcome, ctx, async (answer) => {
-        const ok = upstreamHealth(answer, stage);
+        // A client that left cut its own call short: that says nothing of the upstream's health.
+        const ok = ctx.cancel.aborted ? undefined : upstreamHealth(answer, stage);
         if (ok !== undefined) {
           // Recorded on the side: the answer does not wait for it, and a store hiccup is only logged.
           store.record(key, ok, breaker.settings).then(
