@@ -5,7 +5,6 @@
 import type { Logger } from '../log/logger.js';
 import type { AccessPolicy } from '../policy/access.js';
 import { failure, GatewayError } from '../errors.js';
-import { Cancellation } from '../pipeline/cancellation.js';
 import { CallStream } from '../pipeline/call-stream.js';
 import type { CallContext } from '../pipeline/context.js';
 import { ACCEPTED, refused, type Outcome } from '../pipeline/outcome.js';
@@ -53,9 +52,7 @@ export class CatalogUpstream implements Upstream {
     // A listen is a listening stream: SSE at once, with keep-alive comments while it is quiet.
     const stream = new CallStream({ requestId: idOf(request), mode: ctx.method === 'subscriptions/listen' ? 'listen' : 'call', acceptsSse: ctx.acceptsSse });
     // Stopped when the client leaves, or when the call is cut at its deadline (timeouts.callMs).
-    const cut = new Cancellation();
-    stream.onCut(() => cut.cancel());
-    const stop = ctx.cancel.linkedWith(cut);
+    const stop = stream.stopsOn(ctx.cancel);
     void (async () => {
       try {
         const reply = await this.catalog.post(request, {}, stop.cancel, ctx.principal);

@@ -3,6 +3,7 @@
 // place a producer learns that its reader went away.
 
 import { toWire, type GatewayError } from '../errors.js';
+import { Cancellation } from './cancellation.js';
 import type { JsonRpcId, JsonRpcMessage, JsonRpcResponse } from '../protocol/jsonrpc.js';
 
 /** Where the messages of one call go, as a producer sees it. */
@@ -79,6 +80,16 @@ export class CallStream implements MessageSink {
   /** Calls `fn` once if the call is cut (never after it is done). */
   onCut(fn: () => void): void {
     if (!this.done) (this.cutters ??= []).push(fn);
+  }
+
+  /**
+   * What a producer stops on: `cancel` (its client left) or this call being cut; `dispose` once the work
+   * is over.
+   */
+  stopsOn(cancel: Cancellation): { cancel: Cancellation; dispose(): void } {
+    const cut = new Cancellation();
+    this.onCut(() => cut.cancel());
+    return cancel.linkedWith(cut);
   }
 
   /** Ends a listen stream without a final message. */

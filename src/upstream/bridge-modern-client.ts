@@ -4,7 +4,7 @@
 // (elicitation, sampling, roots) into an InputRequiredResult whose retry resumes the parked upstream call.
 
 import { atOrAbove } from '../protocol/log-levels.js';
-import { Cancellation, onAbort, signalOf } from '../pipeline/cancellation.js';
+import { onAbort, signalOf } from '../pipeline/cancellation.js';
 import type { CallContext } from '../pipeline/context.js';
 import { CallStream, type MessageSink } from '../pipeline/call-stream.js';
 import { ACCEPTED, type Outcome } from '../pipeline/outcome.js';
@@ -138,9 +138,7 @@ export class ModernClientBridge {
     // the upstream's resources/subscribe), and the edge keeps it alive with comments while it is quiet.
     const stream = new CallStream({ requestId: request.id, mode: request.method === 'subscriptions/listen' ? 'listen' : 'call', acceptsSse: ctx.acceptsSse });
     // Stopped when the client leaves, or when the call is cut at its deadline (timeouts.callMs).
-    const cut = new Cancellation();
-    stream.onCut(() => cut.cancel());
-    const stop = ctx.cancel.linkedWith(cut);
+    const stop = stream.stopsOn(ctx.cancel);
     void this.serve(request, stream, stop.cancel.signal, principalKey(ctx.principal)).finally(stop.dispose);
     return { kind: 'stream', stream };
   }
