@@ -47,8 +47,13 @@ export interface LogToggleOptions {
   authorization?: string;
 }
 
-/** Left out after each switch: the reload's own work, and the calls that were in flight across it. */
-const SETTLE_MS = 150;
+/**
+ * Left out after each switch: the reload's own work, the calls that were in flight across it, and V8
+ * compiling again what the switch changed (a subscriber more or less on the end event deoptimises its
+ * publisher and the functions around it; with the line on, about ten functions are compiled again in the
+ * first few thousand calls, which a segment starting 150 ms after the switch counted against the line).
+ */
+const SETTLE_MS = 1_000;
 /** A reload the bench asked for is seen in the log within this, or the switch is checked by the line count. */
 const RELOAD_WAIT_MS = 3_000;
 

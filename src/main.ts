@@ -1,6 +1,8 @@
 #!/usr/bin/env node
 // Process entry: picks the command and exits with its status. Commands do the work.
 
+// First: V8's settings apply before any other module runs (v8-tuning.ts says why).
+import './v8-tuning.js';
 import { readFileSync } from 'node:fs';
 import { approvalsCommand } from './cli/approvals.js';
 import { auditCommand } from './cli/audit.js';

@@ -1,0 +1,100 @@
+// Issue 17: a request's objects die young. The served process runs with V8's allocation-site pretenuring
+// off (src/v8-tuning.ts): with it on, a warm-up was enough for V8 to allocate some per-request literals of
+// the legacy path in the old generation, where each kept its request's young objects alive through every
+// young collection, so a legacy call promoted kilobytes and the process ran a full collection every
+// second or so. This runs the built CLI under `--trace-gc-nvp`, sends legacy `tools/call`s through one
+// session, and adds up what the young collections promoted per call once the process is warm.
+
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { Pool } from 'undici';
+import { jsonResult, startFakeUpstream } from '../fixtures/upstreams/fake-upstream.js';
+import { MAIN, ROOT } from '../helpers/cli.js';
+import { LEGACY_HEADERS, legacySession } from '../helpers/http.js';
+
+const WARM_CALLS = 4_000;
+const MEASURED_CALLS = 4_000;
+const CONCURRENCY = 4;
+/** Bytes promoted per call: about 100 measured with pretenuring off, about 3,000 with it on. */
+const MAX_PROMOTED_PER_CALL = 1_000;
+
+/** The `promoted=` bytes of each young collection (`gc=s`) in `--trace-gc-nvp` output. */
+function promotedBytes(text: string): number[] {
+  const out: number[] = [];
+  for (const line of text.split('\n')) {
+    if (!line.includes(' gc=s ')) continue;
+    const m = / promoted=(\d+)/.exec(line);
+    if (m) out.push(Number(m[1]));
+  }
+  return out;
+}
+
+test('a legacy session’s calls promote little to the old generation once the process is warm', { timeout: 120_000 }, async () => {
+  const up = await startFakeUpstream((req, res, body) => {
+    // Only POSTs carry messages; the session's GET stream is refused, as a server without one does.
+    if (req.method !== 'POST') return void res.writeHead(405, { allow: 'POST' }).end();
+    const msg = JSON.parse(body) as { id?: unknown; method?: string };
+    if (msg.id === undefined) return void res.writeHead(202).end();
+    if (msg.method === 'initialize') return jsonResult(res, body, { protocolVersion: '2025-11-25', capabilities: { tools: {} }, serverInfo: { name: 'fake', version: '0' } }, { 'mcp-session-id': 'upstream-session' });
+    jsonResult(res, body, { content: [{ type: 'text', text: 'ok' }] });
+  });
+  const dir = mkdtempSync(join(tmpdir(), 'gatehouse-young-'));
+  const config = join(dir, 'gatehouse.yaml');
+  writeFileSync(config, JSON.stringify({ listen: { host: '127.0.0.1', port: 0 }, auth: { anonymous: true }, upstreams: [{ name: 'fake', url: up.url }], store: { kind: 'sqlite', path: join(dir, 'gatehouse.db') }, audit: { enabled: false } }));
+  const child = spawn(process.execPath, ['--trace-gc-nvp', MAIN, 'serve', '--config', config], { cwd: ROOT, stdio: ['ignore', 'pipe', 'pipe'] });
+  let stdout = '';
+  let stderr = '';
+  child.stdout.on('data', (d) => (stdout += String(d)));
+  child.stderr.on('data', (d) => (stderr += String(d)));
+  const exited = new Promise<void>((r) => child.on('exit', () => r()));
+  let pool: Pool | undefined;
+  try {
+    const url = await new Promise<string>((resolve, reject) => {
+      const timer = setTimeout(() => reject(new Error(`gatehouse did not start: ${stderr}`)), 20_000);
+      const check = (): void => {
+        const m = /"msg":"gatehouse listening","url":"([^"]+)"/.exec(stderr);
+        if (m) {
+          clearTimeout(timer);
+          resolve(m[1]!);
+        }
+      };
+      child.stderr.on('data', check);
+      child.on('exit', () => reject(new Error(`gatehouse exited: ${stderr}`)));
+    });
+    const session = await legacySession(url);
+    const target = new URL(url);
+    pool = new Pool(target.origin, { connections: CONCURRENCY });
+    const headers = { ...LEGACY_HEADERS, 'mcp-session-id': session, 'mcp-protocol-version': '2025-11-25' };
+    let next = 0;
+    const calls = async (count: number): Promise<void> => {
+      const end = next + count;
+      const worker = async (): Promise<void> => {
+        while (next < end) {
+          const id = next++;
+          const res = await pool!.request({ path: target.pathname, method: 'POST', headers, body: JSON.stringify({ jsonrpc: '2.0', id, method: 'tools/call', params: { name: 'echo', arguments: { text: 'hi' } } }) });
+          const text = await res.body.text();
+          assert.equal(res.statusCode, 200, text);
+        }
+      };
+      await Promise.all(Array.from({ length: CONCURRENCY }, worker));
+    };
+    await calls(WARM_CALLS);
+    const before = promotedBytes(stdout).length;
+    await calls(MEASURED_CALLS);
+    const promoted = promotedBytes(stdout).slice(before);
+    assert.ok(promoted.length >= 3, `too few young collections to judge (${promoted.length}); the trace: ${stdout.slice(-2000)}`);
+    const perCall = promoted.reduce((a, b) => a + b, 0) / MEASURED_CALLS;
+    assert.ok(perCall < MAX_PROMOTED_PER_CALL, `${Math.round(perCall)} bytes promoted per call over ${promoted.length} young collections (${promoted.join(', ')})`);
+  } finally {
+    await pool?.close();
+    child.kill('SIGTERM');
+    const timer = setTimeout(() => child.kill('SIGKILL'), 10_000);
+    await exited;
+    clearTimeout(timer);
+    await up.close();
+  }
+});
