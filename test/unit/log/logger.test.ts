@@ -282,7 +282,7 @@ test('nameJson is JSON.stringify, kept for names that recur, and its table stays
 
 test('a log reader that falls behind costs dropped lines, counted and reported, never unbounded memory', () => {
   const written: string[] = [];
-  const stream = { writableLength: 0, write: (text: string) => void written.push(text) };
+  const stream = { writableLength: 0, write: (chunk: Uint8Array | string) => void written.push(Buffer.from(chunk).toString('utf8')) };
   const write = batchedWriter(stream, 1_000);
   write('{"msg":"one"}\n');
   write.flush!();
@@ -299,9 +299,40 @@ test('a log reader that falls behind costs dropped lines, counted and reported, 
   stream.writableLength = 0;
   write('{"msg":"five"}\n');
   write.flush!();
-  assert.equal(written.length, 2);
-  const [notice, five] = written[1]!.trimEnd().split('\n').map((l) => JSON.parse(l) as Record<string, unknown>);
+  const after = written.slice(1).join('').trimEnd().split('\n');
+  assert.equal(after.length, 2, 'the notice, then the line');
+  const [notice, five] = after.map((l) => JSON.parse(l) as Record<string, unknown>);
   assert.equal(notice!.level, 'warn');
   assert.equal(notice!.dropped, 3);
   assert.equal(five!.msg, 'five');
+});
+
+test('batched lines reach the stream whole and in order: UTF-8 text, a line longer than a batch, a batch the stream still holds', () => {
+  // Like a Node stream: with nothing waiting, a chunk is taken at once (here, copied); with bytes waiting it
+  // is kept as it was given, and the writer must not reuse a buffer the stream still holds.
+  const held: Array<Uint8Array | string> = [];
+  const stream = { writableLength: 0, write: (chunk: Uint8Array | string) => void held.push(stream.writableLength === 0 && typeof chunk !== 'string' ? Buffer.from(chunk) : chunk) };
+  const write = batchedWriter(stream);
+  const text = (): string => held.map((c) => (typeof c === 'string' ? c : Buffer.from(c).toString('utf8'))).join('');
+  write('{"msg":"ünïcödé ✓ 😀"}\n');
+  stream.writableLength = 100;
+  write.flush!();
+  write('{"msg":"second"}\n');
+  write.flush!();
+  assert.equal(text(), '{"msg":"ünïcödé ✓ 😀"}\n{"msg":"second"}\n', 'the first batch is intact after the second');
+  // Longer than a batch can hold: written on its own, after the lines before it.
+  stream.writableLength = 0;
+  const long = `{"msg":"${'x'.repeat(70_000)}"}\n`;
+  write('{"msg":"before"}\n');
+  write(long);
+  write('{"msg":"after"}\n');
+  write.flush!();
+  assert.equal(text(), `{"msg":"ünïcödé ✓ 😀"}\n{"msg":"second"}\n{"msg":"before"}\n${long}{"msg":"after"}\n`);
+  // Many lines: batches fill and go out without a timer, nothing lost or torn.
+  held.length = 0;
+  const many = Array.from({ length: 2_000 }, (_, i) => `{"msg":"line ${i} ${'é'.repeat(i % 50)}"}\n`);
+  for (const line of many) write(line);
+  write.flush!();
+  assert.ok(held.length > 1, 'more than one batch');
+  assert.equal(text(), many.join(''));
 });
