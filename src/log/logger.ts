@@ -98,17 +98,18 @@ export function batchedWriter(stream: LogStream = process.stderr, maxBacklogByte
   let lines = 0;
   let scheduled = false;
   let dropped = 0;
-  /** Writes `count` lines, or drops and counts them when the reader is too far behind. */
-  const emit = (chunk: Uint8Array | string, count: number): void => {
+  /** Writes `count` lines, or drops and counts them when the reader is too far behind; true when written. */
+  const emit = (chunk: Uint8Array | string, count: number): boolean => {
     if (stream.writableLength > maxBacklogBytes) {
       dropped += count;
-      return;
+      return false;
     }
     if (dropped > 0) {
       stream.write(`{"level":"warn","time":"${isoNow()}","msg":"log lines dropped: the log reader fell behind","dropped":${dropped}}\n`);
       dropped = 0;
     }
     stream.write(chunk);
+    return true;
   };
   const flush = (): void => {
     scheduled = false;
@@ -117,17 +118,20 @@ export function batchedWriter(stream: LogStream = process.stderr, maxBacklogByte
     const chunk = batch.subarray(0, used);
     used = 0;
     lines = 0;
-    emit(chunk, count);
     // A stream that has not written the bytes yet holds on to them (stderr on a full pipe): the next batch
-    // gets a buffer of its own. A pipe with room takes them at once, and the buffer is used again.
-    if (stream.writableLength > 0) batch = Buffer.allocUnsafe(FLUSH_BYTES);
+    // gets a buffer of its own. A pipe with room takes them at once, and a dropped batch was never handed
+    // over: the buffer is used again.
+    if (emit(chunk, count) && stream.writableLength > 0) batch = Buffer.allocUnsafe(FLUSH_BYTES);
   };
   process.on('exit', flush);
   const write: LogWrite = (line) => {
     if (used + line.length * UTF8_MAX_PER_UNIT > FLUSH_BYTES) {
       flush();
       // A line longer than a batch could hold goes out alone, after what was pending.
-      if (line.length * UTF8_MAX_PER_UNIT > FLUSH_BYTES) return emit(line, 1);
+      if (line.length * UTF8_MAX_PER_UNIT > FLUSH_BYTES) {
+        emit(line, 1);
+        return;
+      }
     }
     used += batch.write(line, used, 'utf8');
     lines++;

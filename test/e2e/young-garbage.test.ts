@@ -7,13 +7,12 @@
 
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Pool } from 'undici';
 import { jsonResult, startFakeUpstream } from '../fixtures/upstreams/fake-upstream.js';
-import { MAIN, ROOT } from '../helpers/cli.js';
+import { serveCli, type ServingCli } from '../helpers/cli.js';
 import { LEGACY_HEADERS, legacySession } from '../helpers/http.js';
 
 const WARM_CALLS = 4_000;
@@ -45,28 +44,13 @@ test('a legacy session’s calls promote little to the old generation once the p
   const dir = mkdtempSync(join(tmpdir(), 'gatehouse-young-'));
   const config = join(dir, 'gatehouse.yaml');
   writeFileSync(config, JSON.stringify({ listen: { host: '127.0.0.1', port: 0 }, auth: { anonymous: true }, upstreams: [{ name: 'fake', url: up.url }], store: { kind: 'sqlite', path: join(dir, 'gatehouse.db') }, audit: { enabled: false } }));
-  const child = spawn(process.execPath, ['--trace-gc-nvp', MAIN, 'serve', '--config', config], { cwd: ROOT, stdio: ['ignore', 'pipe', 'pipe'] });
-  let stdout = '';
-  let stderr = '';
-  child.stdout.on('data', (d) => (stdout += String(d)));
-  child.stderr.on('data', (d) => (stderr += String(d)));
-  const exited = new Promise<void>((r) => child.on('exit', () => r()));
+  let gw: ServingCli | undefined;
   let pool: Pool | undefined;
   try {
-    const url = await new Promise<string>((resolve, reject) => {
-      const timer = setTimeout(() => reject(new Error(`gatehouse did not start: ${stderr}`)), 20_000);
-      const check = (): void => {
-        const m = /"msg":"gatehouse listening","url":"([^"]+)"/.exec(stderr);
-        if (m) {
-          clearTimeout(timer);
-          resolve(m[1]!);
-        }
-      };
-      child.stderr.on('data', check);
-      child.on('exit', () => reject(new Error(`gatehouse exited: ${stderr}`)));
-    });
-    const session = await legacySession(url);
-    const target = new URL(url);
+    gw = await serveCli(['--config', config], { nodeArgs: ['--trace-gc-nvp'], configStore: true });
+    const trace = gw.stdout;
+    const session = await legacySession(gw.url);
+    const target = new URL(gw.url);
     pool = new Pool(target.origin, { connections: CONCURRENCY });
     const headers = { ...LEGACY_HEADERS, 'mcp-session-id': session, 'mcp-protocol-version': '2025-11-25' };
     let next = 0;
@@ -83,18 +67,15 @@ test('a legacy session’s calls promote little to the old generation once the p
       await Promise.all(Array.from({ length: CONCURRENCY }, worker));
     };
     await calls(WARM_CALLS);
-    const before = promotedBytes(stdout).length;
+    const before = promotedBytes(trace()).length;
     await calls(MEASURED_CALLS);
-    const promoted = promotedBytes(stdout).slice(before);
-    assert.ok(promoted.length >= 3, `too few young collections to judge (${promoted.length}); the trace: ${stdout.slice(-2000)}`);
+    const promoted = promotedBytes(trace()).slice(before);
+    assert.ok(promoted.length >= 3, `too few young collections to judge (${promoted.length}); the trace: ${trace().slice(-2000)}`);
     const perCall = promoted.reduce((a, b) => a + b, 0) / MEASURED_CALLS;
     assert.ok(perCall < MAX_PROMOTED_PER_CALL, `${Math.round(perCall)} bytes promoted per call over ${promoted.length} young collections (${promoted.join(', ')})`);
   } finally {
     await pool?.close();
-    child.kill('SIGTERM');
-    const timer = setTimeout(() => child.kill('SIGKILL'), 10_000);
-    await exited;
-    clearTimeout(timer);
+    await gw?.stop();
     await up.close();
   }
 });

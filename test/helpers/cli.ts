@@ -45,11 +45,11 @@ export interface ServingCli {
   exited: Promise<number | null>;
 }
 
-/** Starts `gatehouse serve ...` and resolves once it logs its listening URL. */
-export function serveCli(args: string[], opts: { env?: NodeJS.ProcessEnv; timeoutMs?: number; configStore?: boolean } = {}): Promise<ServingCli> {
+/** Starts `gatehouse serve ...` (after `nodeArgs` for node itself) and resolves once it logs its listening URL. */
+export function serveCli(args: string[], opts: { env?: NodeJS.ProcessEnv; timeoutMs?: number; configStore?: boolean; nodeArgs?: string[] } = {}): Promise<ServingCli> {
   // Each gateway its own SQLite file, unless the test names one or (configStore) uses its config's store.
   const store = args.includes('--store') || opts.configStore ? [] : ['--store', join(mkdtempSync(join(tmpdir(), 'gatehouse-cli-')), 'gatehouse.db')];
-  const child = spawn(process.execPath, [MAIN, 'serve', ...args, ...store], { cwd: ROOT, env: opts.env ?? process.env, stdio: ['ignore', 'pipe', 'pipe'] });
+  const child = spawn(process.execPath, [...(opts.nodeArgs ?? []), MAIN, 'serve', ...args, ...store], { cwd: ROOT, env: opts.env ?? process.env, stdio: ['ignore', 'pipe', 'pipe'] });
   let stdout = '';
   let stderr = '';
   const exited = new Promise<number | null>((r) => child.on('exit', (code) => r(code)));
