@@ -5,7 +5,7 @@
 // fails the operations in flight and is started again by the next operation.
 
 import { constants, mkdirSync } from 'node:fs';
-import { access, stat } from 'node:fs/promises';
+import { access, open, stat } from 'node:fs/promises';
 import { dirname } from 'node:path';
 import { Worker } from 'node:worker_threads';
 import type { WorkerMessage, WorkerReply, WorkerRequest } from './sqlite-worker.js';
@@ -37,6 +37,20 @@ function newWorker(path: string): Worker {
   if (!FROM_SOURCES) return new Worker(WORKER_URL, { workerData: { path } });
   const tsx = JSON.stringify(import.meta.resolve('tsx/esm/api'));
   return new Worker(`import(${tsx}).then((m) => { m.register(); return import(${JSON.stringify(WORKER_URL.href)}); })`, { eval: true, workerData: { path } });
+}
+
+/** The first 16 bytes of every SQLite 3 database file (sqlite.org/fileformat.html §1.3.1). */
+const SQLITE_HEADER = Buffer.from('SQLite format 3\0', 'latin1');
+
+async function startsWithSqliteHeader(path: string): Promise<boolean> {
+  const file = await open(path, 'r');
+  try {
+    const head = Buffer.alloc(SQLITE_HEADER.length);
+    const { bytesRead } = await file.read(head, 0, head.length, 0);
+    return bytesRead === head.length && head.equals(SQLITE_HEADER);
+  } finally {
+    await file.close();
+  }
 }
 
 interface Pending {
@@ -186,7 +200,10 @@ export class SqliteStore implements Store {
     await this.call('ping');
   }
 
-  /** The directory can take the file and its WAL; the file, if there, is a file this process can read and write. */
+  /**
+   * The directory can take the file and its WAL; the file, if there, is a SQLite database (or empty) this
+   * process can read and write.
+   */
   private async openable(): Promise<void> {
     try {
       await access(dirname(this.path), constants.W_OK | constants.X_OK);
@@ -194,6 +211,8 @@ export class SqliteStore implements Store {
       if (file === undefined) return;
       if (!file.isFile()) throw new Error(`${this.path} is not a file`);
       await access(this.path, constants.R_OK | constants.W_OK);
+      // An empty file becomes a database; any other must already be one, or the writer fails on it later.
+      if (file.size > 0 && !(await startsWithSqliteHeader(this.path))) throw new Error(`${this.path} is not a SQLite database`);
     } catch (err) {
       throw new StoreUnavailableError(`SQLite store: ${(err as Error).message}`, { cause: err });
     }

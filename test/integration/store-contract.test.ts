@@ -6,7 +6,7 @@
 
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { existsSync, mkdirSync, mkdtempSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Redis } from 'ioredis';
@@ -493,6 +493,23 @@ describe('SQLite only', () => {
       await assert.rejects(blocked.addToWindow('w:lazy', 1, 60_000), { name: 'StoreUnavailableError' }, 'and the writer cannot open it either');
     } finally {
       await blocked.close();
+    }
+    // A file that is not a database (a mounted volume's leftover, a wrong path): refused by the probe, not first by a call.
+    const stranger = join(dir, 'notes.db');
+    writeFileSync(stranger, 'these are not the rows you are looking for\n');
+    const wrong = openStore({ kind: 'sqlite', path: stranger });
+    try {
+      await assert.rejects(wrong.ping(), (err: Error) => err.name === 'StoreUnavailableError' && /is not a SQLite database/.test(err.message));
+    } finally {
+      await wrong.close();
+    }
+    // An empty file, and a database made before, pass.
+    const empty = join(dir, 'empty.db');
+    writeFileSync(empty, '');
+    for (const file of [empty, path]) {
+      const ok = openStore({ kind: 'sqlite', path: file });
+      await ok.ping();
+      await ok.close();
     }
   });
   // This process holds the rows of windows, buckets, budgets and breakers and sends their changes to the
