@@ -25,6 +25,15 @@ export class SseParser {
     const events: SseEvent[] = [];
     for (;;) {
       const m = TERMINATOR.exec(this.pending);
+      // A comment line that starts an event (a keep-alive such as `:` or `: ping`) is passed on as soon as
+      // it is whole, not when a blank line next comes: a keep-alive held back keeps nothing alive. Ended by
+      // `\n` (or `\r\n`) only: after a lone `\r`, a `\n` may still be on its way.
+      const newline = this.pending.charCodeAt(0) === 0x3a /* : */ ? this.pending.indexOf('\n') : -1;
+      if (newline >= 0 && (m === null || m.index > newline)) {
+        events.push({ raw: this.pending.slice(0, newline + 1) });
+        this.pending = this.pending.slice(newline + 1);
+        continue;
+      }
       if (!m) break;
       const end = m.index + m[0].length;
       events.push(parseEvent(this.pending.slice(0, end), this.pending.slice(0, m.index)));

@@ -31,3 +31,24 @@ test('a UTF-8 character split between chunks is decoded whole', () => {
 test('formatSseMessage writes one JSON message on one data line', () => {
   assert.equal(formatSseMessage({ a: 'x\ny' }), 'event: message\ndata: {"a":"x\\ny"}\n\n');
 });
+
+test('a comment line that starts an event is its own event as soon as its line ends; inside an event it stays there', () => {
+  const p = new SseParser();
+  // Alone, without a blank line after it (a keep-alive): passed on when its newline comes, not at the next blank line.
+  assert.deepEqual(p.push(': keep'), []);
+  assert.deepEqual(p.push('-alive\n'), [{ raw: ': keep-alive\n' }]);
+  assert.deepEqual(p.push(':\r\n:\n'), [{ raw: ':\r\n' }, { raw: ':\n' }]);
+  // Followed by a blank line: one comment-only event, as before.
+  assert.deepEqual(p.push(': ping\n\n'), [{ raw: ': ping\n\n' }]);
+  // A lone CR may be the first half of a CRLF: the line waits for what follows it.
+  assert.deepEqual(p.push(': cr\r'), []);
+  assert.deepEqual(p.push('\n'), [{ raw: ': cr\r\n' }]);
+  // After an event's first field, a comment is part of that event.
+  assert.deepEqual(p.push('data: a\n: note\n'), []);
+  assert.deepEqual(p.push('data: b\n\n'), [{ raw: 'data: a\n: note\ndata: b\n\n', data: 'a\nb' }]);
+  // Every byte is passed on once, in order.
+  const q = new SseParser();
+  const input = ': a\n: b\n\nid: 1\ndata: x\n\n:\n';
+  assert.equal(q.push(input).map((e) => e.raw).join(''), input);
+  assert.equal(q.remainder, '');
+});
