@@ -49,6 +49,7 @@ import { PinBook, pinView } from './approvals/pins.js';
 import { compilePinStage } from './approvals/pin-stage.js';
 import { RequestStateSeal } from './auth/request-state-seal.js';
 import { CallDeadlines } from './pipeline/call-deadline.js';
+import { compileToolTimeouts, type ToolTimeout } from './upstream/tool-timeouts.js';
 import type { CallLimit } from './pipeline/upstream-stage.js';
 import { compileRequestStateStage } from './auth/request-state-stage.js';
 import { PendingConfirmations } from './approvals/user-confirmation.js';
@@ -480,10 +481,17 @@ function buildRuntime(config: GatehouseConfig, log: Logger, observeUpstream: (up
 /**
  * Which HTTP upstream's `timeouts.callMs` bounds an answer: the one that relayed it, else the one its route
  * names, else (a resource of several upstreams, say) the longest of them; stdio upstreams bound their own.
+ * A call to a tool of that upstream with a limit of its own (`timeouts.tools`) is bounded by that instead.
  */
 function callLimits(config: GatehouseConfig): CallLimit {
   const limits = new Map<string, number>();
-  for (const u of config.upstreams) if (!isStdioUpstream(u)) limits.set(u.name, u.timeouts.callMs);
+  const toolLimits = new Map<string, ToolTimeout>();
+  for (const u of config.upstreams) {
+    if (isStdioUpstream(u)) continue;
+    limits.set(u.name, u.timeouts.callMs);
+    const perTool = compileToolTimeouts(u.timeouts.tools);
+    if (perTool !== undefined) toolLimits.set(u.name, perTool);
+  }
   const only = config.upstreams.length === 1 ? config.upstreams[0]!.name : undefined;
   let longest: { upstream: string; ms: number } | undefined;
   for (const [upstream, ms] of limits) if (longest === undefined || ms > longest.ms) longest = { upstream, ms };
@@ -491,7 +499,10 @@ function callLimits(config: GatehouseConfig): CallLimit {
     const name = outcome.kind === 'relay' ? outcome.upstream : (ctx.route?.upstream ?? only);
     if (name === undefined) return longest;
     const ms = limits.get(name);
-    return ms === undefined ? undefined : { upstream: name, ms };
+    if (ms === undefined) return undefined;
+    const route = ctx.route;
+    const toolMs = route !== undefined && route.kind === 'tools' && route.upstream === name && ctx.method === 'tools/call' ? toolLimits.get(name)?.(route.original) : undefined;
+    return toolMs === undefined ? { upstream: name, ms } : { upstream: name, ms: toolMs, setting: 'timeouts.tools' };
   };
 }
 

@@ -374,6 +374,12 @@ export interface StdioUpstream {
      * Time allowed for one request to be answered.
      */
     requestMs: number;
+    /**
+     * requestMs for calls to some of this upstream's tools, in place of the one above: tool names as the server lists them (not as Gatehouse renames them), or globs (* any run of characters, ? one), each to its own limit. An exact name wins over a glob; among globs the first written that matches. For example { build: 3600000, "search_*": 30000 }.
+     */
+    tools: {
+      [k: string]: number;
+    };
   };
   /**
    * Most client sessions (each one a child process) this stdio upstream serves at once; past this the least recently used is ended.
@@ -447,6 +453,12 @@ export interface HttpUpstream {
      * Longest a request's answer may take in all, from the request to its end, however much progress the upstream reports (2026-07-28 cancellation.mdx: a maximum timeout regardless of progress). Past it the upstream request is closed, which cancels it, and the client gets GW_ERR_UPSTREAM_TIMEOUT. Listens (subscriptions/listen, GET streams) are not bounded by it.
      */
     callMs: number;
+    /**
+     * callMs for calls to some of this upstream's tools, in place of the one above: tool names as the upstream lists them (not as Gatehouse renames them), or globs (* any run of characters, ? one), each to its own limit (at least 100). An exact name wins over a glob; among globs the first written that matches. For example { build: 3600000, "search_*": 30000 }.
+     */
+    tools: {
+      [k: string]: number;
+    };
   };
   /**
    * Connection pool to this upstream's origin.

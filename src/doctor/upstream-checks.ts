@@ -100,7 +100,7 @@ interface Link {
 /** The same message clients the gateway builds, with time limits no longer than the check's. */
 function connect(config: UpstreamConfig, timeoutMs: number, log: Logger, sse: boolean): Link {
   if (isStdioUpstream(config)) {
-    const messages = new StdioMessages({ ...config, timeouts: { requestMs: Math.min(config.timeouts.requestMs, timeoutMs) } }, log);
+    const messages = new StdioMessages({ ...config, timeouts: { requestMs: Math.min(config.timeouts.requestMs, timeoutMs), tools: {} } }, log);
     return { messages, http: false, transport: 'stdio', where: config.command.join(' '), close: () => messages.close().catch(() => {}) };
   }
   if (sse) {

@@ -75,6 +75,6 @@ export class CallDeadlines {
 }
 
 /** The failure of an answer cut at its deadline. */
-export function callTimedOut(upstream: string, limitMs: number): GatewayError {
-  return new GatewayError('GW_ERR_UPSTREAM_TIMEOUT', `Upstream "${upstream}" did not finish its answer within ${limitMs} ms (timeouts.callMs); the call was cancelled`, upstream);
+export function callTimedOut(upstream: string, limitMs: number, setting = 'timeouts.callMs'): GatewayError {
+  return new GatewayError('GW_ERR_UPSTREAM_TIMEOUT', `Upstream "${upstream}" did not finish its answer within ${limitMs} ms (${setting}); the call was cancelled`, upstream);
 }

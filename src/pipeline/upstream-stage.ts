@@ -14,7 +14,7 @@ import type { Stage } from './stage.js';
  * The longest the answer to `ctx` may take (an HTTP upstream's `timeouts.callMs`), given what came back;
  * undefined: no limit here (stdio upstreams bound their calls themselves).
  */
-export type CallLimit = (ctx: CallContext, outcome: Outcome) => { upstream: string; ms: number } | undefined;
+export type CallLimit = (ctx: CallContext, outcome: Outcome) => { upstream: string; ms: number; setting?: string } | undefined;
 
 export function compileUpstreamStage(upstream: CallHandler & { readonly name: string }, log: { error(msg: string, fields?: Record<string, unknown>): void }, limits?: { limitOf: CallLimit; deadlines: CallDeadlines }): Stage {
   return {
@@ -38,7 +38,7 @@ export function compileUpstreamStage(upstream: CallHandler & { readonly name: st
         // (A relayed answer already complete, the usual JSON one, has nothing left to time.)
         // A listen may stay open for as long as its client wants; a request's answer may not.
         const limit = limits.limitOf(ctx, outcome);
-        if (limit !== undefined) return limits.deadlines.bound(outcome, started + limit.ms, () => callTimedOut(limit.upstream, limit.ms));
+        if (limit !== undefined) return limits.deadlines.bound(outcome, started + limit.ms, () => callTimedOut(limit.upstream, limit.ms, limit.setting));
       }
       return outcome;
     },

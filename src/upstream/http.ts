@@ -18,6 +18,7 @@ import { MessageClient } from './message-client.js';
 import { upstreamCredentials, type UpstreamCredentials } from './credentials.js';
 import { toGatewayError } from './failures.js';
 import { PassThrough } from './passthrough.js';
+import { compileToolTimeouts } from './tool-timeouts.js';
 import { modernFaceOf } from './modern-face.js';
 import { withoutExtensions } from '../protocol/era-shapes.js';
 
@@ -68,8 +69,9 @@ export class HttpUpstream implements Upstream {
       headersTimeout: config.timeouts.headersMs,
       bodyTimeout: config.timeouts.bodyMs,
     });
-    this.passThrough = new PassThrough(this.pool, this.path, this.credentials, config.era, this.name, this.log, observeUpstream, config.timeouts.bodyMs);
-    const messages = new MessageClient(this.pool, this.path, this.credentials, this.name, observeUpstream, config.timeouts.bodyMs);
+    const toolTimeout = compileToolTimeouts(config.timeouts.tools);
+    this.passThrough = new PassThrough(this.pool, this.path, this.credentials, config.era, this.name, this.log, observeUpstream, config.timeouts.bodyMs, toolTimeout);
+    const messages = new MessageClient(this.pool, this.path, this.credentials, this.name, observeUpstream, config.timeouts.bodyMs, toolTimeout);
     this.messages = messages;
     this.verdict = new EraVerdict(async () => {
       const profile = await probeUpstream(messages, config.era);

@@ -9,6 +9,7 @@ import { cancellationOf, type Cancellation } from '../pipeline/cancellation.js';
 import { UpstreamSessionGone, type UpstreamMessages, type UpstreamReply } from '../pipeline/ports.js';
 import type { CredentialHeaders, UpstreamCredentials } from './credentials.js';
 import { dispatchRelay, type RelayResponse } from './dispatch-relay.js';
+import { toolCalled, type ToolTimeout } from './tool-timeouts.js';
 import { toGatewayError } from './failures.js';
 import { readSseMessages, reopenStream, sessionHeaders, type StreamResumption } from './resumable-sse.js';
 
@@ -24,6 +25,8 @@ export class MessageClient implements UpstreamMessages {
     private readonly observe: (seconds: number) => void = () => {},
     /** Longest silence on a reply stream, across the reconnects that resume it (the upstream's body timeout). */
     private readonly idleLimitMs = 300_000,
+    /** The limits of calls to some tools (`timeouts.tools`), which also bound the wait for their answer's headers. */
+    private readonly toolTimeout?: ToolTimeout,
   ) {}
 
   /** Where a resuming GET goes (resumable-sse.ts). */
@@ -42,16 +45,16 @@ export class MessageClient implements UpstreamMessages {
     try {
       auth = this.credentials.current() ?? (await this.credentials.headers());
       // undici's dispatch rather than request(): no stream object per reply (see dispatch-relay.ts).
-      res = await dispatchRelay(
-        this.pool,
-        {
-          path: this.path,
-          method: 'POST',
-          headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream', ...traceHeaders(message), ...headers, ...auth },
-          body: JSON.stringify(message),
-        },
-        cancellationOf(cancel),
-      );
+      const options: Dispatcher.DispatchOptions = {
+        path: this.path,
+        method: 'POST',
+        headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream', ...traceHeaders(message), ...headers, ...auth },
+        body: JSON.stringify(message),
+      };
+      const tool = this.toolTimeout !== undefined ? toolCalled(message) : undefined;
+      const ms = tool !== undefined ? this.toolTimeout!(tool) : undefined;
+      if (ms !== undefined) options.headersTimeout = ms;
+      res = await dispatchRelay(this.pool, options, cancellationOf(cancel));
     } catch (err) {
       throw toGatewayError(err, this.upstream);
     }

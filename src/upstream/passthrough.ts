@@ -4,7 +4,7 @@
 // A legacy answer stream the upstream closes before its response is resumed here, not by the client.
 
 import { Readable } from 'node:stream';
-import type { Pool } from 'undici';
+import type { Dispatcher, Pool } from 'undici';
 import type { Era } from '../config/types.js';
 import { failure, GatewayError } from '../errors.js';
 import { redactText, type Logger } from '../log/logger.js';
@@ -17,6 +17,7 @@ import type { CredentialHeaders, UpstreamCredentials } from './credentials.js';
 import { toGatewayError } from './failures.js';
 import { RelayBody } from '../pipeline/relay-body.js';
 import { dispatchRelay, type RelayResponse } from './dispatch-relay.js';
+import type { ToolTimeout } from './tool-timeouts.js';
 import { readSseText, reopenStream, sessionHeaders } from './resumable-sse.js';
 
 /**
@@ -54,6 +55,8 @@ export class PassThrough {
     private readonly observe: (seconds: number) => void = () => {},
     /** Longest silence on a resumed reply stream, across its reconnects (the upstream's body timeout). */
     private readonly idleLimitMs = 300_000,
+    /** The limits of calls to some tools (`timeouts.tools`), which also bound the wait for their answer's headers. */
+    private readonly toolTimeout?: ToolTimeout,
   ) {
     this.target = { pool, path, credentials, upstream: name };
   }
@@ -78,17 +81,18 @@ export class PassThrough {
     try {
       // Static headers and a cached token are at hand: only a token fetch makes this call wait.
       credentials = this.credentials.current() ?? (await this.credentials.headers());
-      upstreamRes = await dispatchRelay(
-        this.pool,
-        {
-          path: this.path,
-          method: ctx.httpMethod,
-          headers: this.requestHeaders(ctx, credentials),
-          // The client's bytes, unless tracing's CLIENT span replaces the trace context in `_meta`.
-          body: upstreamBody(ctx) ?? null,
-        },
-        ctx.cancel,
-      );
+      const options: Dispatcher.DispatchOptions = {
+        path: this.path,
+        method: ctx.httpMethod,
+        headers: this.requestHeaders(ctx, credentials),
+        // The client's bytes, unless tracing's CLIENT span replaces the trace context in `_meta`.
+        body: upstreamBody(ctx) ?? null,
+      };
+      if (this.toolTimeout !== undefined && ctx.method === 'tools/call' && ctx.route?.kind === 'tools') {
+        const ms = this.toolTimeout(ctx.route.original);
+        if (ms !== undefined) options.headersTimeout = ms;
+      }
+      upstreamRes = await dispatchRelay(this.pool, options, ctx.cancel);
     } catch (err) {
       return this.failed(ctx, toGatewayError(err, this.name));
     }

@@ -5,6 +5,7 @@
 import { GatewayError } from '../errors.js';
 import { onAbort } from '../pipeline/cancellation.js';
 import type { JsonRpcId, JsonRpcMessage, JsonRpcRequest, JsonRpcResponse } from '../protocol/jsonrpc.js';
+import type { ToolTimeout } from './tool-timeouts.js';
 
 interface Pending {
   resolve(res: JsonRpcResponse): void;
@@ -13,6 +14,8 @@ interface Pending {
   /** Undefined while the clock is stopped (held), or for a request that waits as long as it takes. */
   timer: NodeJS.Timeout | undefined;
   sentAt: number;
+  /** This request's time limit: the upstream's, or its tool's (`timeouts.tools`). */
+  timeoutMs: number;
 }
 
 export class PendingRequests {
@@ -23,7 +26,15 @@ export class PendingRequests {
     private readonly timeoutMs: number,
     /** Seconds from a request sent to its answer (metrics). */
     private readonly observe?: (seconds: number) => void,
+    /** The limits of calls to some tools, in place of `timeoutMs`. */
+    private readonly toolTimeout?: ToolTimeout,
   ) {}
+
+  private timeoutOf(request: JsonRpcRequest): number {
+    if (this.toolTimeout === undefined || request.method !== 'tools/call') return this.timeoutMs;
+    const name = request.params?.name;
+    return (typeof name === 'string' ? this.toolTimeout(name) : undefined) ?? this.timeoutMs;
+  }
 
   has(id: JsonRpcId): boolean {
     return this.pending.has(id);
@@ -39,7 +50,7 @@ export class PendingRequests {
     // initialize is never cancelled (cancellation.mdx §Behavior Requirements).
     const cancel = request.method === 'initialize' ? () => {} : (reason: string) => send({ jsonrpc: '2.0', method: 'notifications/cancelled', params: { requestId: id, reason } });
     return new Promise((resolve, reject) => {
-      const p: Pending = { resolve, reject, cancel, timer: undefined, sentAt: performance.now() };
+      const p: Pending = { resolve, reject, cancel, timer: undefined, sentAt: performance.now(), timeoutMs: this.timeoutOf(request) };
       this.pending.set(id, p);
       if (timed) p.timer = this.clock(id, p);
       const aborted = (): void => {
@@ -71,9 +82,9 @@ export class PendingRequests {
   private clock(id: JsonRpcId, p: Pending): NodeJS.Timeout {
     return setTimeout(() => {
       this.pending.delete(id);
-      p.cancel(`no answer within ${this.timeoutMs} ms`);
-      p.reject(new GatewayError('GW_ERR_UPSTREAM_TIMEOUT', `Upstream "${this.upstream}" did not answer within ${this.timeoutMs} ms`, this.upstream));
-    }, this.timeoutMs);
+      p.cancel(`no answer within ${p.timeoutMs} ms`);
+      p.reject(new GatewayError('GW_ERR_UPSTREAM_TIMEOUT', `Upstream "${this.upstream}" did not answer within ${p.timeoutMs} ms`, this.upstream));
+    }, p.timeoutMs);
   }
 
   /** Hands a response to the request it answers; false when it answers none of them. */

@@ -13,6 +13,7 @@ import type { JsonRpcId, JsonRpcMessage, JsonRpcRequest, JsonRpcResponse } from 
 import { SseParser } from '../protocol/sse.js';
 import type { UpstreamCredentials } from './credentials.js';
 import { isLateAnswer, PendingRequests } from './pending-requests.js';
+import type { ToolTimeout } from './tool-timeouts.js';
 
 export interface SseChannelOptions {
   upstream: string;
@@ -22,6 +23,8 @@ export interface SseChannelOptions {
   /** How long the `endpoint` event may take to arrive after the GET. */
   connectTimeoutMs: number;
   requestTimeoutMs: number;
+  /** The limits of calls to some tools, in place of requestTimeoutMs (the upstream's `timeouts.tools`). */
+  toolTimeout?: ToolTimeout;
   /** The longest event accepted; a longer one ends the session (a flood, or a server gone wrong). */
   maxEventBytes?: number;
   observe?: (seconds: number) => void;
@@ -47,7 +50,7 @@ export class SseChannel {
     const url = new URL(opts.url);
     this.origin = url.origin;
     this.pool = new Pool(this.origin, { connections: 4, connect: { timeout: opts.connectTimeoutMs } });
-    this.pending = new PendingRequests(opts.upstream, opts.requestTimeoutMs, opts.observe);
+    this.pending = new PendingRequests(opts.upstream, opts.requestTimeoutMs, opts.observe, opts.toolTimeout);
   }
 
   get alive(): boolean {

@@ -8,6 +8,7 @@ import type { HttpUpstreamConfig, StdioUpstreamConfig } from '../config/types.js
 import type { Logger } from '../log/logger.js';
 import { upstreamCredentials } from './credentials.js';
 import { SseChannel } from './sse-channel.js';
+import { compileToolTimeouts } from './tool-timeouts.js';
 import { StdioUpstream } from './stdio-sessions.js';
 
 /** Sessions one SSE upstream serves at once, as for a stdio upstream's children. */
@@ -29,7 +30,7 @@ export function sseSessions(config: HttpUpstreamConfig, log: Logger, observe?: (
     command: [config.url],
     env: {},
     era: config.era,
-    timeouts: { requestMs: config.timeouts.headersMs },
+    timeouts: { requestMs: config.timeouts.headersMs, tools: config.timeouts.tools },
     maxSessions: MAX_SESSIONS,
     uriPrefixes: config.uriPrefixes,
     // One event stream per client session: server requests on it belong to that client alone.
@@ -37,6 +38,6 @@ export function sseSessions(config: HttpUpstreamConfig, log: Logger, observe?: (
     restart: { ...RESTART },
   };
   const channel = (): SseChannel =>
-    new SseChannel({ upstream: config.name, url: config.url, credentials, connectTimeoutMs: Math.max(config.timeouts.connectMs, 5_000), requestTimeoutMs: config.timeouts.headersMs, ...(observe ? { observe } : {}) }, log);
+    new SseChannel({ upstream: config.name, url: config.url, credentials, connectTimeoutMs: Math.max(config.timeouts.connectMs, 5_000), requestTimeoutMs: config.timeouts.headersMs, toolTimeout: compileToolTimeouts(config.timeouts.tools), ...(observe ? { observe } : {}) }, log);
   return { config: asSessions, channel, close: () => credentials.close() };
 }

@@ -29,6 +29,7 @@ import { canonicalJson } from '../protocol/canonical-json.js';
 import { answersAsModern } from './era-probe.js';
 import type { ChannelFactory, MessageChannel } from './channel.js';
 import { StdioProcess } from './stdio-process.js';
+import { compileToolTimeouts } from './tool-timeouts.js';
 
 /** A legacy server may never answer server/discover; the probe stops waiting after this. */
 const DISCOVER_PROBE_TIMEOUT_MS = 5_000;
@@ -642,5 +643,5 @@ function queue(
 
 /** A child process running the upstream's command: the default channel. */
 export function stdioChannel(config: StdioUpstreamConfig, log: Logger, observe?: (seconds: number) => void): MessageChannel {
-  return new StdioProcess({ upstream: config.name, command: config.command, env: config.env, cwd: config.cwd, requestTimeoutMs: config.timeouts.requestMs, ...(observe ? { observe } : {}) }, log);
+  return new StdioProcess({ upstream: config.name, command: config.command, env: config.env, cwd: config.cwd, requestTimeoutMs: config.timeouts.requestMs, toolTimeout: compileToolTimeouts(config.timeouts.tools), ...(observe ? { observe } : {}) }, log);
 }

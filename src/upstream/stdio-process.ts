@@ -7,6 +7,7 @@ import { GatewayError } from '../errors.js';
 import type { Logger } from '../log/logger.js';
 import type { JsonRpcId, JsonRpcMessage, JsonRpcRequest, JsonRpcResponse } from '../protocol/jsonrpc.js';
 import { isLateAnswer, PendingRequests } from './pending-requests.js';
+import type { ToolTimeout } from './tool-timeouts.js';
 
 export interface StdioProcessOptions {
   upstream: string;
@@ -14,6 +15,8 @@ export interface StdioProcessOptions {
   env: Record<string, string>;
   cwd?: string;
   requestTimeoutMs: number;
+  /** The limits of calls to some tools, in place of requestTimeoutMs (`timeouts.tools`). */
+  toolTimeout?: ToolTimeout;
   /** Longest stdout line accepted; longer ones are dropped and logged, not parsed. */
   maxLineBytes?: number;
   /** Seconds from a request written to its response read (metrics). */
@@ -39,7 +42,7 @@ export class StdioProcess {
   onExit: (reason: string) => void = () => {};
 
   constructor(private readonly opts: StdioProcessOptions, private readonly log: Logger) {
-    this.pending = new PendingRequests(opts.upstream, opts.requestTimeoutMs, opts.observe);
+    this.pending = new PendingRequests(opts.upstream, opts.requestTimeoutMs, opts.observe, opts.toolTimeout);
   }
 
   /** True once stop() was called: an exit now is expected, not a crash. */

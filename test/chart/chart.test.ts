@@ -374,11 +374,11 @@ describe('gateway config', () => {
     });
   }
 
-  test("the upstream's timeouts reach the config, callMs (the maximum for any answer) included", async () => {
-    const { docs } = await render('standalone', ['upstream.timeouts.callMs=600000', 'upstream.timeouts.bodyMs=30000']);
+  test("the upstream's timeouts reach the config, callMs (the maximum for any answer) and the limits per tool included", async () => {
+    const { docs } = await render('standalone', ['upstream.timeouts.callMs=600000', 'upstream.timeouts.bodyMs=30000', 'upstream.timeouts.tools.build=3600000']);
     const { config } = loadRendered(docs, 'timeouts');
-    const up = config.upstreams[0] as { timeouts: Record<string, number> };
-    assert.deepEqual(up.timeouts, { connectMs: 2000, headersMs: 60000, bodyMs: 30000, callMs: 600000 });
+    const up = config.upstreams[0] as unknown as { timeouts: Record<string, unknown> };
+    assert.deepEqual(up.timeouts, { connectMs: 2000, headersMs: 60000, bodyMs: 30000, callMs: 600000, tools: { build: 3600000 } });
   });
 
   test('metrics are off in the config when the values turn them off', async () => {
