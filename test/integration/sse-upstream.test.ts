@@ -149,3 +149,28 @@ describe('an SSE upstream in a catalog', () => {
     }
   });
 });
+
+// A tool's own limit (timeouts.tools; cancellation.mdx §Timeouts: timeouts configurable per request) holds
+// for an SSE upstream too, whose answers come on its event stream: the long-running tool is given 300 ms,
+// echo keeps the upstream's limit.
+describe('an SSE upstream with a limit of its own for one tool', () => {
+  let limited: TestGateway;
+  before(async () => {
+    limited = await startGateway({ upstreams: [{ name: 'everything', url: ev.url, transport: 'sse', timeouts: { tools: { 'trigger-long-*': 300 } } }] });
+  });
+  after(async () => {
+    await limited.close();
+  });
+
+  test('a call to that tool is cut at its limit; another tool answers', async () => {
+    const { client } = await connectV1(limited.url, { name: 'sse-tool-limit', timeoutMs: 20_000 });
+    try {
+      const started = Date.now();
+      await assert.rejects(client.callTool({ name: 'trigger-long-running-operation', arguments: { duration: 2, steps: 2 } }), (err: Error) => /did not answer within 300 ms/.test(err.message));
+      assert.ok(Date.now() - started < 1_900, `cut after ${Date.now() - started} ms, before the tool's 2 s`);
+      assert.equal(textOf(await client.callTool({ name: 'echo', arguments: { message: 'unlimited' } })), 'Echo: unlimited');
+    } finally {
+      await client.close();
+    }
+  });
+});
