@@ -179,6 +179,18 @@ redis.call('ZADD', KEYS[2], ARGV[4], ARGV[1])
 if redis.call('PTTL', KEYS[2]) < tonumber(ARGV[3]) then redis.call('PEXPIRE', KEYS[2], ARGV[3]) end
 return 1`;
 
+/**
+ * Appends chained records if the chain's head is still the one they were chained onto (ARGV[1], '' for no
+ * head yet): the new head and the records in one step, one round trip where WATCH, GET and MULTI took three.
+ * Otherwise nothing is written and the head found comes back, for the caller to chain onto and try again.
+ */
+const AUDIT_APPEND = `
+local head = redis.call('GET', KEYS[1])
+if (head or '') ~= ARGV[1] then return { 0, head or false } end
+redis.call('SET', KEYS[1], ARGV[2])
+for i = 3, #ARGV, 2 do redis.call('ZADD', KEYS[2], ARGV[i], ARGV[i + 1]) end
+return { 1 }`;
+
 const FIRST_CONNECTION_WAIT_MS = 3_000;
 
 /**
@@ -201,6 +213,7 @@ type Scripted = (Redis | Cluster) & {
   ghSpend(key: string, amount: number, limit: number, window: string): Promise<[number, string, string]>;
   ghRefund(key: string, amount: number, window: string, resetsAt: number): Promise<number>;
   ghBreaker(key: string, op: 'admit' | 'record', ok: string, limit: number, rate: number, minCalls: number, windowMs: number, coolDownMs: number): Promise<[string, number]>;
+  ghAuditAppend(head: string, log: string, expectedHead: string, newHead: string, ...records: Array<string | number>): Promise<[1] | [0, string | null]>;
 };
 
 /**
@@ -250,6 +263,12 @@ export class RedisStore implements Store {
   /** Audit entries waiting for the append under way to finish; they then go together (group commit). */
   private auditWaiting: Array<{ entry: AuditEntry; resolve(r: AuditAnchor): void; reject(e: Error): void }> = [];
   private auditBusy: Promise<void> | undefined;
+  /**
+   * The chain's head as this process last wrote or read it (`raw` as stored, '' when there is none yet):
+   * the next batch is chained onto it without reading it first, and the append script says when another
+   * replica has moved it on.
+   */
+  private auditHead: { raw: string; anchor: AuditAnchor | undefined } | undefined;
   /** The first connection, waited for (at most a few seconds) before the first command; later outages fail fast. */
   private readonly firstConnection: Promise<void>;
 
@@ -276,6 +295,7 @@ export class RedisStore implements Store {
     this.redis.defineCommand('ghSpend', { numberOfKeys: 1, lua: SPEND });
     this.redis.defineCommand('ghRefund', { numberOfKeys: 1, lua: REFUND });
     this.redis.defineCommand('ghBreaker', { numberOfKeys: 1, lua: BREAKER });
+    this.redis.defineCommand('ghAuditAppend', { numberOfKeys: 2, lua: AUDIT_APPEND });
   }
 
   private async run<T>(what: string, op: () => Promise<T>): Promise<T> {
@@ -415,9 +435,10 @@ export class RedisStore implements Store {
   }
 
   /**
-   * Records onto the chain shared by every replica: WATCH the head, write the records and the new head in
-   * one MULTI, and start again if another replica appended in between. This process appends one batch at
-   * a time (never racing itself on one connection); entries that arrive meanwhile form the next batch.
+   * Records onto the chain shared by every replica: chained onto the head this process knows, and written
+   * with the new head by one script only if that is still the head; if another replica appended in between,
+   * chained again onto the head it returns. This process appends one batch at a time (never racing itself);
+   * entries that arrive meanwhile form the next batch.
    */
   appendAudit(entry: AuditEntry): Promise<AuditAnchor> {
     return new Promise((resolve, reject) => {
@@ -441,20 +462,34 @@ export class RedisStore implements Store {
 
   private async appendBatch(entries: AuditEntry[]): Promise<ChainedRecord[]> {
     const canonical = entries.map((e) => entryJson(e));
+    let known = this.auditHead ?? (await this.readAuditHead());
     for (let attempt = 0; attempt < 50; attempt++) {
-      await this.redis.watch('{audit}:head');
-      const raw = await this.redis.get('{audit}:head');
-      let head = raw === null ? await this.auditAnchor() : (JSON.parse(raw) as AuditAnchor);
+      let head = known.anchor;
       const records = canonical.map((entryJson) => {
         const record = chainNext(entryJson, head);
         head = { seq: record.seq, hash: record.hash };
         return record;
       });
-      const multi = this.redis.multi().set('{audit}:head', JSON.stringify(head));
-      for (const r of records) multi.zadd('{audit}:log', r.seq, r.json);
-      if ((await multi.exec()) !== null) return records;
+      const raw = JSON.stringify(head);
+      const args: Array<string | number> = [];
+      for (const r of records) args.push(r.seq, r.json);
+      const reply = await this.redis.ghAuditAppend('{audit}:head', '{audit}:log', known.raw, raw, ...args);
+      if (reply[0] === 1) {
+        this.auditHead = { raw, anchor: head };
+        return records;
+      }
+      // Another replica appended: chain onto what it left (no head at all: read the anchor too).
+      const found = reply[1];
+      known = found === null ? await this.readAuditHead() : { raw: found, anchor: JSON.parse(found) as AuditAnchor };
     }
+    this.auditHead = undefined;
     throw new Error('the audit chain head kept changing; too many replicas appending at once');
+  }
+
+  /** The chain's head as stored, or (none yet, or every record pruned) the anchor it continues from. */
+  private async readAuditHead(): Promise<{ raw: string; anchor: AuditAnchor | undefined }> {
+    const raw = await this.redis.get('{audit}:head');
+    return raw === null ? { raw: '', anchor: await this.auditAnchor() } : { raw, anchor: JSON.parse(raw) as AuditAnchor };
   }
 
   readAudit(query: AuditQuery): Promise<AuditRecord[]> {

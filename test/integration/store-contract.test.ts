@@ -312,6 +312,32 @@ for (const { kind, open } of kinds) {
 }
 
 describe('Redis only', () => {
+  // Each replica chains onto the head it last wrote and appends with one script that refuses a head that
+  // has moved on (redis-store.ts): replicas that append in turn, or at once, each find the other's head
+  // stale and chain onto the one the script returns. One chain, no gap, no fork.
+  test('replicas appending in turn and at once keep one chain: a stale head is refused and chained onto again', async () => {
+    const stores = [0, 1, 2].map(() => openStore({ kind: 'redis', url: redis.url, keyPrefix: 'replicas:', commandTimeoutMs: 2_000 }));
+    try {
+      const seqs: number[] = [];
+      // In turn: every append but the first finds the head another replica left.
+      for (let i = 0; i < 9; i++) seqs.push((await stores[i % 3]!.appendAudit(entry(i))).seq);
+      assert.deepEqual(seqs, [1, 2, 3, 4, 5, 6, 7, 8, 9]);
+      // At once, from all three.
+      const together = await Promise.all(Array.from({ length: 60 }, (_, i) => stores[i % 3]!.appendAudit(entry(100 + i))));
+      assert.deepEqual([...together.map((a) => a.seq)].sort((x, y) => x - y), Array.from({ length: 60 }, (_, i) => 10 + i));
+      // A replica that starts now reads the head once, then chains on.
+      const late = openStore({ kind: 'redis', url: redis.url, keyPrefix: 'replicas:', commandTimeoutMs: 2_000 });
+      stores.push(late);
+      assert.equal((await late.appendAudit(entry(999))).seq, 70);
+      const records = await stores[0]!.readAudit({ limit: 1000 });
+      assert.equal(records.length, 70);
+      const verdict = verifyChain(records, undefined);
+      assert.equal(verdict.ok, true, JSON.stringify(verdict));
+    } finally {
+      await Promise.all(stores.map((s) => s.close()));
+    }
+  });
+
   test("windows and buckets run on Redis' clock: a replica whose clock is an hour off counts in the same window", async () => {
     const s = openStore({ kind: 'redis', url: redis.url, keyPrefix: 'clock:', commandTimeoutMs: 2_000 });
     const raw = new Redis(redis.url);
