@@ -179,6 +179,10 @@ export class LegacyClientBridge {
       }
       if (!response && status === 400) this.staleVerdict(); // a 400 without a modern error body: maybe no longer modern
       if (!response) throw new GatewayError('GW_ERR_UPSTREAM_BAD_RESPONSE', `Upstream "${this.client.upstream}" answered HTTP ${status} without a JSON-RPC response`, this.client.upstream);
+      // The upstream no longer speaks the version it was found to speak (redeployed as a legacy server, or
+      // as a newer one): this call fails with its error, and the next one probes again rather than waiting
+      // for the verdict's periodic check.
+      if (response.error?.code === ErrorCode.UnsupportedProtocolVersion) this.staleVerdict();
       if (response.error?.code === ErrorCode.HeaderMismatch && freshParams === undefined && this.http && request.method === 'tools/call') {
         // streamable-http.mdx §Client Behavior: a -32020 can mean the tool's x-mcp-header annotations
         // changed since it was listed; Gatehouse is the client here, so it lists again and sends the call

@@ -153,8 +153,13 @@ export class EraVerdict {
     return this.known ?? this.refresh();
   }
 
-  /** Forgets the verdict: the next request probes again (the upstream answered like another era). */
-  invalidate(): void {
+  /**
+   * Forgets the verdict: the next request probes again (the upstream answered like another era). A verdict
+   * younger than `minAgeMs` is kept: where a client's own request could be the reason, it cannot make every
+   * request probe the upstream again.
+   */
+  invalidate(minAgeMs = 0): void {
+    if (this.current !== undefined && Date.now() - this.current.at < minAgeMs) return;
     this.current = undefined;
   }
 

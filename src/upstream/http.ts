@@ -35,6 +35,9 @@ const READINESS_PROBE_BODY = JSON.stringify({
   params: { _meta: { 'io.modelcontextprotocol/protocolVersion': '2026-07-28', 'io.modelcontextprotocol/clientCapabilities': {} } },
 });
 
+/** The youngest verdict a refused initialize makes Gatehouse probe again (see afterInitialize). */
+const REPROBE_AFTER_REFUSED_INIT_MS = 1_000;
+
 export class HttpUpstream implements Upstream {
   readonly transport = 'http' as const;
   readonly name: string;
@@ -121,7 +124,20 @@ export class HttpUpstream implements Upstream {
     if (ctx.era === 'modern' && profile.era === 'legacy') return this.modernBridge.handle(ctx);
     if (ctx.era === 'legacy' && profile.era === 'modern' && !profile.alsoLegacy) return this.legacyBridge.handle(ctx);
     if (ctx.era === 'modern' && profile.era === 'modern' && ctx.method === 'server/discover' && ctx.kind === 'request') return Promise.resolve(this.answerDiscover(ctx, profile));
+    if (ctx.method === 'initialize' && this.era === 'auto') return this.passThrough.forward(ctx).then((outcome) => this.afterInitialize(outcome));
     return this.passThrough.forward(ctx);
+  }
+
+  /**
+   * A legacy client's initialize that the upstream refuses with 400 (a legacy server redeployed as a modern
+   * one refuses the handshake): the next request probes the upstream's era again, rather than waiting for
+   * the verdict's periodic check. A client's own bad initialize gets a 400 too, so a verdict less than a
+   * second old is kept: refused handshakes cannot make the upstream be probed more than once a second.
+   * Only initialize is looked at; every other answer is passed on unread.
+   */
+  private afterInitialize(outcome: Outcome): Outcome {
+    if (outcome.kind === 'relay' && outcome.status === 400) this.verdict.invalidate(REPROBE_AFTER_REFUSED_INIT_MS);
+    return outcome;
   }
 
   knownEra(): 'modern' | 'legacy' | undefined {

@@ -6,7 +6,7 @@ import { after, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { startFakeUpstream } from '../fixtures/upstreams/fake-upstream.js';
 import { startGateway } from '../helpers/gateway.js';
-import { modernRequest, post } from '../helpers/http.js';
+import { LEGACY_HEADERS, legacySession, modernRequest, post, rpc } from '../helpers/http.js';
 
 const cleanups: Array<() => Promise<unknown>> = [];
 after(async () => {
@@ -34,6 +34,11 @@ async function switchable() {
       return json(200, { jsonrpc: '2.0', id: msg.id, result: { protocolVersion: '2025-11-25', capabilities: { tools: {} }, serverInfo: { name: 'switch', version: '1' } } }, { 'mcp-session-id': `s-${Math.random()}` });
     }
     if (msg.id === undefined) return void res.writeHead(202).end();
+    // A legacy server refuses a modern request's version (2026-07-28 basic/versioning.mdx: -32022, HTTP 400).
+    const version = (msg as { params?: { _meta?: Record<string, unknown> } }).params?._meta?.['io.modelcontextprotocol/protocolVersion'];
+    if (state.era === 'legacy' && version === '2026-07-28' && req.headers['mcp-session-id'] === undefined) {
+      return json(400, { jsonrpc: '2.0', id: msg.id, error: { code: -32022, message: 'Unsupported protocol version', data: { supported: ['2025-11-25'], requested: '2026-07-28' } } });
+    }
     return json(200, { jsonrpc: '2.0', id: msg.id, result: { tools: [], era: state.era, ...(state.era !== 'legacy' ? { resultType: 'complete', ttlMs: 0, cacheScope: 'public' } : {}) } });
   }, { handshake: false });
   cleanups.push(() => up.close());
@@ -82,6 +87,47 @@ test('when the verdict stops holding (the upstream became modern), the next requ
   assert.equal(after.json().result.era, 'modern', 'probed again and now passed through');
   assert.equal(state.discovers, 2);
   assert.equal(gw.logs.filter((l) => l.msg === 'upstream era detected').length, 2);
+});
+
+test('when a modern upstream starts refusing its version (it became legacy), a bridged legacy client is refused once and the next session finds the new era', async () => {
+  const { up, state } = await switchable();
+  state.era = 'modern';
+  const gw = await startGateway({ upstreams: [{ name: 'up', url: up.url }] });
+  cleanups.push(() => gw.close());
+  const list = (session: string, id: number) => post(gw.url, rpc(id, 'tools/list'), { ...LEGACY_HEADERS, 'mcp-session-id': session, 'mcp-protocol-version': '2025-11-25' });
+  const bridged = await legacySession(gw.url);
+  assert.equal((await list(bridged, 1)).json().result.era, 'modern', 'a legacy client bridged to the modern upstream');
+  state.era = 'legacy';
+  const refused = await list(bridged, 2);
+  assert.equal(refused.json().error?.code, -32022, refused.text);
+  // Probed again at once, not when the verdict's 5 minutes are up: a new session is passed through.
+  const fresh = await legacySession(gw.url);
+  assert.equal((await list(fresh, 3)).json().result.era, 'legacy', 'probed again and now passed through');
+  assert.equal(state.discovers, 2);
+  assert.ok(gw.logs.some((l) => l.msg === 'upstream era detected' && l.era === 'legacy'));
+});
+
+test('when a legacy upstream starts refusing the handshake (it became modern), a legacy client\'s refused initialize makes the next request probe again, at most once a second', async () => {
+  const { up, state } = await switchable();
+  const gw = await startGateway({ upstreams: [{ name: 'up', url: up.url }] });
+  cleanups.push(() => gw.close());
+  const list = (session: string, id: number) => post(gw.url, rpc(id, 'tools/list'), { ...LEGACY_HEADERS, 'mcp-session-id': session, 'mcp-protocol-version': '2025-11-25' });
+  assert.equal((await list(await legacySession(gw.url), 1)).json().result.era, 'legacy', 'passed through');
+  state.era = 'modern';
+  const init = rpc('i', 'initialize', { protocolVersion: '2025-11-25', capabilities: {}, clientInfo: { name: 'test', version: '0' } });
+  // Refused handshakes less than a second after the probe do not probe again (a client's bad initialize is refused too).
+  for (let i = 0; i < 3; i++) {
+    const refused = await post(gw.url, init);
+    assert.equal(refused.status, 400);
+    assert.equal(refused.json().error?.code, -32022, "the upstream's refusal, passed on");
+  }
+  assert.equal(state.discovers, 1, 'a verdict less than a second old is kept');
+  await new Promise((r) => setTimeout(r, 1_100));
+  assert.equal((await post(gw.url, init)).status, 400);
+  // Probed again: the upstream is now modern, so the legacy client is bridged and its session is Gatehouse's.
+  const bridged = await legacySession(gw.url);
+  assert.equal((await list(bridged, 2)).json().result.era, 'modern');
+  assert.equal(state.discovers, 2);
 });
 
 test('a dual-era upstream (VER §Compatibility Matrix) serves both eras directly: no bridging for either', async () => {
