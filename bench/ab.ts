@@ -6,7 +6,7 @@
 //
 //   node --import tsx bench/ab.ts [--targets passthrough,governed,baseline:DIR,baseline-setup:governed:DIR]
 //        [--era legacy|modern] [--concurrency 16] [--rounds 8] [--seconds 2] [--instances 2] [--warmup 10]
-//        [--log on|off]
+//        [--log on|off] [--sse on]   (--sse on: the upstream answers tools/call with an SSE stream, as SDK servers do)
 //        [--out FILE.json]
 //
 // Each target runs as `--instances` processes (default 2), each measured every round: on this VM two
@@ -93,7 +93,7 @@ function scriptArgsOf(spec: string, upstreamUrl: string, state: string, logLevel
 }
 
 async function main(): Promise<void> {
-  const flags = parseFlags(process.argv.slice(2), ['targets', 'era', 'concurrency', 'rounds', 'seconds', 'instances', 'warmup', 'log', 'out']);
+  const flags = parseFlags(process.argv.slice(2), ['targets', 'era', 'concurrency', 'rounds', 'seconds', 'instances', 'warmup', 'log', 'out', 'sse']);
   const specs = (flags.targets ?? 'passthrough,governed').split(',');
   const era = (flags.era ?? 'legacy') as Era;
   const concurrency = Number(flags.concurrency ?? 16);
@@ -107,7 +107,7 @@ async function main(): Promise<void> {
   mkdirSync(state, { recursive: true });
   installSignalCleanup();
 
-  const upstream = await startChild('minimal-upstream', { args: ['--import', 'tsx', path.join(BENCH_DIR, 'minimal-upstream.ts')], cwd: ROOT, ready: (line) => announcedUrl(line) });
+  const upstream = await startChild('minimal-upstream', { args: ['--import', 'tsx', path.join(BENCH_DIR, 'minimal-upstream.ts'), ...(flags.sse === 'on' ? ['--sse', 'on'] : [])], cwd: ROOT, ready: (line) => announcedUrl(line) });
   const targets: Target[] = [];
   try {
     for (const spec of specs) targets.push({ label: spec, children: [], authorization: undefined, cpuPerCall: [], p99Ms: [], rps: [] });
@@ -156,7 +156,7 @@ async function main(): Promise<void> {
     const med = median(sorted);
     return { target: t.label, medianUs: Math.round(med * 10) / 10, minUs: Math.round(sorted[0]! * 10) / 10, maxUs: Math.round(sorted.at(-1)! * 10) / 10, ratioToFirst: Math.round((med / first) * 1000) / 1000, medianP99Ms: Math.round(median(t.p99Ms) * 1000) / 1000, medianRps: Math.round(median(t.rps)), rounds: t.cpuPerCall.map((x) => Math.round(x * 10) / 10) };
   });
-  process.stdout.write(`${era} c=${concurrency}, ${rounds} rounds of ${seconds} s on each of ${instances} processes per target, log ${logLevel === 'info' ? 'on' : 'off'}: CPU µs per call (median [min–max]), ratio of medians to ${targets[0]!.label}; median p99 and req/s\n`);
+  process.stdout.write(`${era} c=${concurrency}, ${rounds} rounds of ${seconds} s on each of ${instances} processes per target, log ${logLevel === 'info' ? 'on' : 'off'}${flags.sse === 'on' ? ', SSE answers' : ''}: CPU µs per call (median [min–max]), ratio of medians to ${targets[0]!.label}; median p99 and req/s\n`);
   for (const r of rows) process.stdout.write(`  ${r.target.padEnd(40)} ${r.medianUs.toFixed(1).padStart(7)} [${r.minUs.toFixed(1)}–${r.maxUs.toFixed(1)}]  ${r.ratioToFirst.toFixed(3)}×   p99 ${r.medianP99Ms.toFixed(2)} ms   ${r.medianRps} req/s\n`);
   if (flags.out !== undefined) writeFileSync(flags.out, `${JSON.stringify({ date: new Date().toISOString(), era, concurrency, rounds, seconds, instances, log: logLevel === 'info', targets: rows }, null, 2)}\n`);
 }

@@ -7,8 +7,10 @@
 //   modern (2026-07-28): stateless; `tools/call` must carry `mcp-method`/`mcp-name` headers matching the
 //                        body and `_meta.io.modelcontextprotocol/protocolVersion` matching the header.
 //
-// Usage: node --import tsx bench/minimal-upstream.ts [--port N] [--tools N]   (prints one "listening" JSON line)
+// Usage: node --import tsx bench/minimal-upstream.ts [--port N] [--tools N] [--sse on]   (prints one "listening" JSON line)
 //   --tools N: list N more tools (`tool_0` … `tool_<N-1>`, each answered like `echo`), for the catalog bench.
+//   --sse on: answer tools/call as a stream of one `message` event (as the MCP SDKs' servers do by default)
+//          instead of a JSON body.
 
 import { randomUUID } from 'node:crypto';
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
@@ -19,7 +21,8 @@ const PROTOCOL_VERSION_META = 'io.modelcontextprotocol/protocolVersion';
 /** Bounded so a misbehaving client cannot grow it without limit; the bench opens one session per cell. */
 const MAX_SESSIONS = 10_000;
 const sessions = new Set<string>();
-const flags = parseFlags(process.argv.slice(2), ['port', 'tools']);
+const flags = parseFlags(process.argv.slice(2), ['port', 'tools', 'sse']);
+const SSE_ANSWERS = flags.sse === 'on';
 const SCHEMA = { type: 'object', properties: { text: { type: 'string' } }, required: ['text'] };
 const EXTRA_TOOLS = new Set(Array.from({ length: Number(flags.tools ?? 0) }, (_, i) => `tool_${i}`));
 /** The tools/list payload, built once. */
@@ -35,6 +38,13 @@ interface RpcMessage {
 function send(res: ServerResponse, status: number, body: string, headers?: Record<string, string>): void {
   res.writeHead(status, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body), ...headers });
   res.end(body);
+}
+
+/** A tool's answer: a JSON body, or with --sse one event on a stream that then ends. */
+function answer(res: ServerResponse, body: string): void {
+  if (!SSE_ANSWERS) return send(res, 200, body);
+  res.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache' });
+  res.end(`event: message\ndata: ${body}\n\n`);
 }
 
 function rpcError(res: ServerResponse, status: number, id: unknown, code: number, message: string): void {
@@ -87,7 +97,7 @@ async function handle(req: IncomingMessage, res: ServerResponse): Promise<void> 
     if (msg.method === 'tools/call') {
       if (req.headers['mcp-name'] !== msg.params?.name) return rpcError(res, 400, msg.id, -32020, 'Header mismatch: Mcp-Name');
       if (!knownTool(msg.params?.name)) return send(res, 200, `{"jsonrpc":"2.0","id":${JSON.stringify(msg.id)},"result":{"resultType":"complete","isError":true,"content":[{"type":"text","text":"unknown tool"}]}}`);
-      return send(res, 200, toolResult(msg.id, msg.params?.arguments?.text, true));
+      return answer(res, toolResult(msg.id, msg.params?.arguments?.text, true));
     }
     if (msg.method === 'tools/list') {
       return send(res, 200, `{"jsonrpc":"2.0","id":${JSON.stringify(msg.id)},"result":{"resultType":"complete","ttlMs":60000,"tools":${TOOLS_JSON}}}`);
@@ -113,7 +123,7 @@ async function handle(req: IncomingMessage, res: ServerResponse): Promise<void> 
   if (!sessions.has(sessionHeader)) return rpcError(res, 404, msg.id, -32001, 'Session not found');
   if (msg.method === 'tools/call') {
     if (msg.params?.name !== TOOL_NAME) return send(res, 200, `{"jsonrpc":"2.0","id":${JSON.stringify(msg.id)},"result":{"isError":true,"content":[{"type":"text","text":"unknown tool"}]}}`);
-    return send(res, 200, toolResult(msg.id, msg.params.arguments?.text, false));
+    return answer(res, toolResult(msg.id, msg.params.arguments?.text, false));
   }
   if (msg.method === 'tools/list') {
     return send(res, 200, `{"jsonrpc":"2.0","id":${JSON.stringify(msg.id)},"result":{"tools":[{"name":"${TOOL_NAME}","inputSchema":{"type":"object","properties":{"text":{"type":"string"}},"required":["text"]}}]}}`);

@@ -5,7 +5,7 @@
 // as a flame graph in Chrome DevTools (Performance › Load profile) or https://www.speedscope.app.
 //
 //   node --import tsx bench/profile.ts [--era legacy|modern] [--setup passthrough|audited|governed]
-//        [--concurrency 16] [--seconds 5] [--warmup SECONDS] [--log on|off] [--out bench/profiles/NAME]
+//        [--concurrency 16] [--seconds 5] [--warmup SECONDS] [--log on|off] [--sse on] [--out bench/profiles/NAME]
 //   node --import tsx bench/profile.ts --summarise FILE.cpuprofile      (the summary of a profile taken before)
 //
 // Without --warmup the profile is `--cpu-prof`'s: the whole life of the process (1.5 s of warm-up included),
@@ -107,7 +107,7 @@ export function summarise(profile: CpuProfile, top = 30): string {
 }
 
 async function main(): Promise<void> {
-  const flags = parseFlags(process.argv.slice(2), ['era', 'setup', 'concurrency', 'seconds', 'warmup', 'log', 'out', 'summarise']);
+  const flags = parseFlags(process.argv.slice(2), ['era', 'setup', 'concurrency', 'seconds', 'warmup', 'log', 'out', 'summarise', 'sse']);
   if (flags.summarise !== undefined) {
     process.stdout.write(`${summarise(JSON.parse(readFileSync(flags.summarise, 'utf8')) as CpuProfile)}\n`);
     return;
@@ -126,7 +126,7 @@ async function main(): Promise<void> {
   installSignalCleanup();
 
   const upstream = await startChild('minimal-upstream', {
-    args: ['--import', 'tsx', path.join(BENCH_DIR, 'minimal-upstream.ts')],
+    args: ['--import', 'tsx', path.join(BENCH_DIR, 'minimal-upstream.ts'), ...(flags.sse === 'on' ? ['--sse', 'on'] : [])],
     cwd: ROOT,
     ready: (line) => announcedUrl(line),
   });

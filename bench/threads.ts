@@ -5,6 +5,7 @@
 //
 //   node --import tsx bench/threads.ts [--era legacy|modern] [--setup passthrough|audited|governed|policy]
 //        [--concurrency 16] [--seconds 10] [--warmup 8] [--log on|off] [--node "NODE FLAGS"]
+//        [--sse on]      (the minimal upstream answers tools/call with an SSE stream, as the SDKs' servers do)
 //        [--perf FILE]   (also `perf record -e cpu-clock -g` of the process over the measured phase; start
 //                         Gatehouse with --node "--perf-basic-prof" to name its JavaScript frames)
 //
@@ -38,14 +39,14 @@ function threadCpuNs(pid: number): Map<number, number> {
 }
 
 async function main(): Promise<void> {
-  const flags = parseFlags(process.argv.slice(2), ['era', 'setup', 'concurrency', 'seconds', 'warmup', 'log', 'node', 'perf']);
+  const flags = parseFlags(process.argv.slice(2), ['era', 'setup', 'concurrency', 'seconds', 'warmup', 'log', 'node', 'perf', 'sse']);
   const era = (flags.era ?? 'legacy') as Era;
   const setup = (flags.setup ?? 'governed') as Setup;
   if (!SETUPS.includes(setup)) throw new Error(`--setup must be one of ${SETUPS.join(', ')}`);
   const concurrency = Number(flags.concurrency ?? 16);
   const state = path.join(os.tmpdir(), `gatehouse-threads-${process.pid}`);
   installSignalCleanup();
-  const upstream = await startChild('minimal-upstream', { args: ['--import', 'tsx', path.join(BENCH_DIR, 'minimal-upstream.ts')], cwd: ROOT, ready: (line) => announcedUrl(line) });
+  const upstream = await startChild('minimal-upstream', { args: ['--import', 'tsx', path.join(BENCH_DIR, 'minimal-upstream.ts'), ...(flags.sse === 'on' ? ['--sse', 'on'] : [])], cwd: ROOT, ready: (line) => announcedUrl(line) });
   let gatehouse: Child | undefined;
   try {
     const nodeFlags = flags.node ? flags.node.split(' ').filter(Boolean) : [];

@@ -13,7 +13,7 @@ import type { Cancellation } from '../pipeline/cancellation.js';
 import type { BodySink, RelayBody } from '../pipeline/relay-body.js';
 import { NO_TOOL_ERROR, summaryOf, type AnswerSummary } from './answer-summary.js';
 import { waitForDrain } from './backpressure.js';
-import { relaySse } from './sse-relay.js';
+import { corkForThisTurn, relaySse, relayWholeSse } from './sse-relay.js';
 
 export const CALL_ID_HEADER = 'x-gatehouse-call-id';
 
@@ -185,8 +185,19 @@ async function relay(res: ServerResponse, outcome: Extract<Outcome, { kind: 'rel
     headers['x-accel-buffering'] = 'no';
     headers['cache-control'] ??= 'no-cache';
     res.writeHead(outcome.status, headers);
+    const relayContext = { ...ctx, requestId: outcome.requestId, upstream: outcome.upstream, failureOf: outcome.failureOf };
+    const whole = outcome.body.peekWhole();
+    if (whole !== undefined) {
+      const summary = relayWholeSse(whole, res, relayContext);
+      if (summary !== undefined) {
+        outcome.body.dump();
+        return summary;
+      }
+    }
+    // Sent at the end of this turn, with whatever events are already at hand.
+    corkForThisTurn(res);
     res.flushHeaders();
-    return relaySse(outcome.body.readable(), res, { ...ctx, requestId: outcome.requestId, upstream: outcome.upstream, failureOf: outcome.failureOf });
+    return relaySse(outcome.body.readable(), res, relayContext);
   }
   res.writeHead(outcome.status, headers);
   return copyBody(outcome.body, res, ctx);

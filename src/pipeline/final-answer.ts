@@ -60,17 +60,23 @@ export function interceptFinal(outcome: Outcome, ctx: CallContext, onFinal: OnFi
     case 'stream':
       return { ...outcome, stream: interceptStream(outcome.stream, ctx, onFinal) };
     case 'relay': {
+      if (marker !== undefined) {
+        // The usual answer (JSON, or a short stream) is at hand whole and without the marker: it goes on as
+        // it is, not even read.
+        const whole = outcome.read?.body === outcome.body ? undefined : outcome.body.peekWhole();
+        if (whole !== undefined && whole.indexOf(marker) < 0) return outcome;
+      }
       if (!(outcome.headers['content-type'] ?? '').startsWith('text/event-stream')) {
-        if (marker !== undefined) {
-          // The usual answer is at hand whole and without the marker: it goes on as it is, not even read.
-          const whole = outcome.read?.body === outcome.body ? undefined : outcome.body.peekWhole();
-          if (whole !== undefined && whole.indexOf(marker) < 0) return outcome;
-        }
         return interceptRelayedJson(outcome, onFinal, marker);
+      }
+      const render = (refusal: Refusal): JsonRpcResponse => toWire(refusal, { era: ctx.era, id: outcome.requestId, callId: ctx.callId }).body;
+      const whole = outcome.body.peekWhole();
+      if (whole !== undefined) {
+        const held = interceptWholeSse(outcome, whole, onFinal, render, marker);
+        if (held !== undefined) return held;
       }
       // Events before the answer pass as they come; the answer may change length, so no declared length.
       const { 'content-length': _length, ...headers } = outcome.headers;
-      const render = (refusal: Refusal): JsonRpcResponse => toWire(refusal, { era: ctx.era, id: outcome.requestId, callId: ctx.callId }).body;
       return { ...outcome, headers, body: RelayBody.fromReadable(interceptRelayedSse(outcome.body.readable(), outcome.requestId, onFinal, render, outcome.failureOf, outcome.upstream, marker)) };
     }
     case 'empty':
@@ -184,6 +190,39 @@ export function withMetaInserted(text: string, response: JsonRpcResponse, meta: 
   if (at < 0 || text[at] !== '{') return undefined;
   const member = `"_meta":${JSON.stringify(meta)}`;
   return `${text.slice(0, at + 1)}${member}${Object.keys(result).length > 0 ? ',' : ''}${text.slice(at + 1)}`;
+}
+
+/**
+ * A stream that had all come, and ended, before it was answered (a short answer's usual case), with the
+ * response to the request in it: `onFinal` sees that response, and the bytes go on as one body, the same or
+ * with that event written again, without the Transform and Readable of the streaming path (which doubled
+ * the CPU of such a call; bench/README.md §SSE answers). Undefined, for the streaming path to handle, when
+ * the stream does not end on a whole event or holds no response to the request.
+ */
+function interceptWholeSse(outcome: Extract<Outcome, { kind: 'relay' }>, whole: Buffer, onFinal: OnFinal, render: (refusal: Refusal) => JsonRpcResponse, marker: string | undefined): Promise<Outcome> | undefined {
+  const parser = new SseParser();
+  const events = parser.push(whole);
+  if (parser.remainder !== '') return undefined;
+  let answer: { at: number; response: JsonRpcResponse } | undefined;
+  for (let i = 0; i < events.length && answer === undefined; i++) {
+    const data = events[i]!.data;
+    if (data === undefined || !data.includes('"id"') || (marker !== undefined && !data.includes(marker))) continue;
+    const response = responseIn(data, outcome.requestId);
+    if (response !== undefined) answer = { at: i, response };
+  }
+  if (answer === undefined) return undefined;
+  const { at, response } = answer;
+  return onFinal({ response }).then((verdict) => {
+    if (verdict === undefined) return outcome;
+    const event = events[at]!;
+    // Written again with its event id, so a client that resumes after it names the event it last saw.
+    const replaced = formatSseMessage('refusal' in verdict ? render(verdict.refusal) : responseOf(verdict, response), event.id);
+    let text = '';
+    for (let i = 0; i < events.length; i++) text += i === at ? replaced : events[i]!.raw;
+    outcome.body.dump();
+    const { 'content-length': _length, ...headers } = outcome.headers;
+    return { ...outcome, headers, body: RelayBody.of(Buffer.from(text, 'utf8')) };
+  });
 }
 
 /**

@@ -18,7 +18,7 @@ import { toGatewayError } from './failures.js';
 import { RelayBody } from '../pipeline/relay-body.js';
 import { dispatchRelay, type RelayResponse } from './dispatch-relay.js';
 import type { ToolTimeout } from './tool-timeouts.js';
-import { readSseText, reopenStream, sessionHeaders } from './resumable-sse.js';
+import { answeredWhole, readSseText, reopenStream, sessionHeaders } from './resumable-sse.js';
 
 /**
  * Client headers an upstream may see. Everything else, above all `authorization` and `cookie`, stays at
@@ -113,7 +113,7 @@ export class PassThrough {
       const code = statusCode === 503 ? 'GW_ERR_UPSTREAM_OVERLOADED' : statusCode === 504 ? 'GW_ERR_UPSTREAM_TIMEOUT' : 'GW_ERR_UPSTREAM_BAD_RESPONSE';
       return this.failed(ctx, new GatewayError(code, `Upstream "${this.name}" failed with HTTP ${statusCode}${said ? `: ${said}` : ''}`, this.name));
     }
-    const relayed = requestId !== null && ctx.era === 'legacy' && String(headers['content-type'] ?? '').startsWith('text/event-stream') ? this.resumable(ctx, body, requestId) : body;
+    const relayed = requestId !== null && ctx.era === 'legacy' && String(headers['content-type'] ?? '').startsWith('text/event-stream') && !answeredWholeBody(body, requestId) ? this.resumable(ctx, body, requestId) : body;
     return { kind: 'relay', status: statusCode, headers: responseHeaders(headers), body: relayed, requestId, upstream: this.name, failureOf: this.failureOf };
   }
 
@@ -200,4 +200,10 @@ function responseHeaders(upstream: RelayResponse['headers']): AnswerHeaders {
     else if (Array.isArray(v) && v.length > 0) out[key] = v.join(', ');
   }
   return out;
+}
+
+/** A legacy SSE answer that came whole, its response in it: nothing to resume, so no resuming reader. */
+function answeredWholeBody(body: RelayBody, requestId: JsonRpcId): boolean {
+  const whole = body.peekWhole();
+  return whole !== undefined && answeredWhole(whole, requestId);
 }

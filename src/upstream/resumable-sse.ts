@@ -210,6 +210,23 @@ export function sessionHeaders(sent: Record<string, string | string[] | undefine
   return headers;
 }
 
+/**
+ * Whether a stream that had all come by the time it was answered holds the response to `requestId`: then
+ * there is nothing to resume, and it can go on as it is (the usual short answer).
+ */
+export function answeredWhole(bytes: Buffer, requestId: JsonRpcId): boolean {
+  for (const ev of new SseParser().push(bytes)) {
+    // Cheap pre-check: notifications have no "id".
+    if (ev.data === undefined || !ev.data.includes('"id"')) continue;
+    try {
+      if (isResponseTo(JSON.parse(ev.data) as JsonRpcMessage, requestId)) return true;
+    } catch {
+      // not JSON: not the answer
+    }
+  }
+  return false;
+}
+
 function isResponseTo(message: JsonRpcMessage, id: JsonRpcId): boolean {
   const m = message as { id?: unknown; method?: unknown; result?: unknown; error?: unknown };
   return m.id === id && m.method === undefined && (m.result !== undefined || m.error !== undefined);

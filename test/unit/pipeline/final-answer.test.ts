@@ -105,3 +105,48 @@ test('an SSE answer event written again (a run id added) keeps its event id, for
   assert.match(answer, /^id: ev-2\n/);
   assert.deepEqual(JSON.parse(answer.slice(answer.indexOf('data: ') + 6)).result._meta, META);
 });
+
+const SSE_EVENTS = 'id: ev-1\ndata: {"jsonrpc":"2.0","method":"notifications/progress","params":{"progressToken":"t","progress":1}}\n\nid: ev-2\ndata: {"jsonrpc":"2.0","id":1,"result":{"content":[]}}\n\n';
+const sseOutcome = (body: RelayBody): Outcome => ({ kind: 'relay', status: 200, headers: { 'content-type': 'text/event-stream', 'content-length': '999' }, body, requestId: 1, upstream: 'u', failureOf: () => new GatewayError('GW_ERR_UPSTREAM_UNREACHABLE', 'x') });
+
+test('an SSE answer that came whole is handled without streaming it: the same outcome when nothing changes, the answer event replaced when it does', async () => {
+  const seen: unknown[] = [];
+  const same = sseOutcome(RelayBody.of(Buffer.from(SSE_EVENTS)));
+  assert.equal(await interceptFinal(same, ctx, async ({ response }) => void seen.push(response)), same, 'nothing to change: the very outcome, its bytes unread by anyone else');
+  assert.deepEqual(seen, [{ jsonrpc: '2.0', id: 1, result: { content: [] } }]);
+  // A refusal in place of the answer (an output check, a record that could not be kept).
+  const refused = await interceptFinal(sseOutcome(RelayBody.of(Buffer.from(SSE_EVENTS))), ctx, async () => ({ refusal: { kind: 'failure', error: new GatewayError('GW_ERR_STATE_UNAVAILABLE', 'no record') } }));
+  assert.equal(refused.kind, 'relay');
+  const { headers, body } = refused as { headers: Record<string, string>; body: RelayBody };
+  assert.equal(headers['content-length'], undefined, 'a changed body declares no length');
+  const text = (await body.collect()).toString('utf8');
+  assert.ok(text.startsWith(SSE_EVENTS.slice(0, SSE_EVENTS.indexOf('\n\n') + 2)), 'the progress event as it came');
+  const answer = JSON.parse(text.slice(text.lastIndexOf('data: ') + 6)) as { id: number; error: { data: { code: string } } };
+  assert.equal(answer.id, 1);
+  assert.equal(answer.error.data.code, 'GW_ERR_STATE_UNAVAILABLE');
+  assert.match(text, /\nid: ev-2\n/, 'under the event id of the answer it replaced');
+});
+
+test('an SSE answer that comes in pieces, or whole without the response, is handled as a stream (the response is still seen, or the failure)', async () => {
+  // In pieces: the body is not whole when it is intercepted.
+  const body = new RelayBody({ pause() {}, resume() {}, abort() {} });
+  const out = await interceptFinal(sseOutcome(body), ctx, async () => ({ meta: META }));
+  const half = SSE_EVENTS.length / 2;
+  body.push(Buffer.from(SSE_EVENTS.slice(0, half)));
+  body.push(Buffer.from(SSE_EVENTS.slice(half)));
+  body.end();
+  const text = (await (out as { body: RelayBody }).body.collect()).toString('utf8');
+  assert.deepEqual(JSON.parse(text.slice(text.lastIndexOf('data: ') + 6)).result._meta, META);
+  // Whole, but without the response to the request: the streaming path reports the failure to onFinal.
+  const failures: unknown[] = [];
+  const noAnswer = await interceptFinal(sseOutcome(RelayBody.of(Buffer.from(SSE_EVENTS.slice(0, SSE_EVENTS.indexOf('\n\n') + 2)))), ctx, async (answer) => void failures.push(answer.failure?.code));
+  await assert.rejects((noAnswer as { body: RelayBody }).body.collect());
+  assert.deepEqual(failures, ['GW_ERR_UPSTREAM_BAD_RESPONSE']);
+});
+
+test('with a marker, an SSE answer that came whole without it passes unread, the very outcome', async () => {
+  const outcome = sseOutcome(RelayBody.of(Buffer.from(SSE_EVENTS)));
+  let shown = 0;
+  assert.equal(await interceptFinal(outcome, ctx, async () => void shown++, { marker: 'input_required' }), outcome);
+  assert.equal(shown, 0);
+});
