@@ -7,6 +7,7 @@
 //   node --import tsx bench/ab.ts [--targets passthrough,governed,baseline:DIR,baseline-setup:governed:DIR]
 //        [--era legacy|modern] [--concurrency 16] [--rounds 8] [--seconds 2] [--instances 2] [--warmup 10]
 //        [--log on|off] [--sse on]   (--sse on: the upstream answers tools/call with an SSE stream, as SDK servers do)
+//        [--upstream minimal|sdk-legacy]   (sdk-legacy: the v1 SDK's server, bench/sdk-upstream-legacy.ts; legacy era only)
 //        [--out FILE.json]
 //
 // Each target runs as `--instances` processes (default 2), each measured every round: on this VM two
@@ -93,7 +94,7 @@ function scriptArgsOf(spec: string, upstreamUrl: string, state: string, logLevel
 }
 
 async function main(): Promise<void> {
-  const flags = parseFlags(process.argv.slice(2), ['targets', 'era', 'concurrency', 'rounds', 'seconds', 'instances', 'warmup', 'log', 'out', 'sse']);
+  const flags = parseFlags(process.argv.slice(2), ['targets', 'era', 'concurrency', 'rounds', 'seconds', 'instances', 'warmup', 'log', 'out', 'sse', 'upstream']);
   const specs = (flags.targets ?? 'passthrough,governed').split(',');
   const era = (flags.era ?? 'legacy') as Era;
   const concurrency = Number(flags.concurrency ?? 16);
@@ -107,7 +108,8 @@ async function main(): Promise<void> {
   mkdirSync(state, { recursive: true });
   installSignalCleanup();
 
-  const upstream = await startChild('minimal-upstream', { args: ['--import', 'tsx', path.join(BENCH_DIR, 'minimal-upstream.ts'), ...(flags.sse === 'on' ? ['--sse', 'on'] : [])], cwd: ROOT, ready: (line) => announcedUrl(line) });
+  const upstreamScript = flags.upstream === 'sdk-legacy' ? 'sdk-upstream-legacy.ts' : 'minimal-upstream.ts';
+  const upstream = await startChild(upstreamScript, { args: ['--import', 'tsx', path.join(BENCH_DIR, upstreamScript), ...(flags.sse === 'on' ? ['--sse', 'on'] : [])], cwd: ROOT, ready: (line) => announcedUrl(line) });
   const targets: Target[] = [];
   try {
     for (const spec of specs) targets.push({ label: spec, children: [], authorization: undefined, cpuPerCall: [], p99Ms: [], rps: [] });

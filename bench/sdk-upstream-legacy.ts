@@ -2,7 +2,8 @@
 // StreamableHTTPServerTransport in stateful mode (one transport per session), JSON responses, one `echo`
 // tool. This is the usual sessionful wiring from the SDK's documentation, on plain node:http.
 //
-// Usage: node --import tsx bench/sdk-upstream-legacy.ts [--port N]   (prints one "listening" JSON line)
+// Usage: node --import tsx bench/sdk-upstream-legacy.ts [--port N] [--sse on]   (prints one "listening" JSON line)
+//   --sse on: answers as SSE streams (the SDK's default), not JSON bodies.
 
 import { randomUUID } from 'node:crypto';
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
@@ -56,7 +57,7 @@ async function handle(req: IncomingMessage, res: ServerResponse): Promise<void> 
   if (transports.size >= MAX_SESSIONS) return jsonError(res, 503, 'Too many sessions');
   const transport = new StreamableHTTPServerTransport({
     sessionIdGenerator: () => randomUUID(),
-    enableJsonResponse: true,
+    enableJsonResponse: flags.sse !== 'on',
     onsessioninitialized: (id) => {
       transports.set(id, transport);
     },
@@ -68,7 +69,7 @@ async function handle(req: IncomingMessage, res: ServerResponse): Promise<void> 
   await transport.handleRequest(req, res, body);
 }
 
-const flags = parseFlags(process.argv.slice(2), ['port']);
+const flags = parseFlags(process.argv.slice(2), ['port', 'sse']);
 const server = createServer({ keepAliveTimeout: 65_000 }, (req, res) => {
   handle(req, res).catch((err: unknown) => {
     process.stderr.write(`sdk-upstream-legacy: ${(err as Error).stack ?? String(err)}\n`);

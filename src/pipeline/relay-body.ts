@@ -31,6 +31,8 @@ export class RelayBody {
   private failure: Error | undefined;
   /** Told once when the body stops being open (a deadline watching it). */
   private settledHook: (() => void) | undefined;
+  /** Told once when the body stops being open (someone waiting a moment for it to end; see endsWithin). */
+  private settleWaiter: (() => void) | undefined;
 
   constructor(private readonly source: BodySource) {}
 
@@ -109,14 +111,41 @@ export class RelayBody {
     const hook = this.settledHook;
     this.settledHook = undefined;
     hook?.();
+    const waiter = this.settleWaiter;
+    this.settleWaiter = undefined;
+    waiter?.();
+  }
+
+  /**
+   * Resolves once the body has ended (or failed) or `ms` have passed, whichever comes first; the body is
+   * not consumed. For an answer that is usually short: waiting a moment for its end lets it be handled
+   * whole (see peekWhole) instead of as a stream.
+   */
+  endsWithin(ms: number): Promise<void> {
+    if (this.state !== 'open') return Promise.resolve();
+    return new Promise((resolve) => {
+      const timer = setTimeout(() => {
+        this.settleWaiter = undefined;
+        resolve();
+      }, ms);
+      this.settleWaiter = () => {
+        clearTimeout(timer);
+        resolve();
+      };
+    });
   }
 
   // ---- the consumer's side ----
 
-  /** The whole body, when it came in one chunk and nobody has consumed it yet; the body stays unconsumed. */
+  /**
+   * The whole body, when it has all come and nobody has consumed it yet; the body stays unconsumed. Chunks
+   * that came apart are joined once, and kept joined.
+   */
   peekWhole(): Buffer | undefined {
     const held = this.held;
-    return this.state === 'ended' && this.sink === undefined && held !== undefined && held.length === 1 ? held[0] : undefined;
+    if (this.state !== 'ended' || this.sink !== undefined || held === undefined || held.length === 0) return undefined;
+    if (held.length > 1) this.held = [Buffer.concat(held)];
+    return this.held![0];
   }
 
   /** Delivers the body to `sink`, what came already first. A body has one consumer. */

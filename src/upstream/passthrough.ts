@@ -20,6 +20,9 @@ import { dispatchRelay, type RelayResponse } from './dispatch-relay.js';
 import type { ToolTimeout } from './tool-timeouts.js';
 import { answeredWhole, readSseText, reopenStream, sessionHeaders } from './resumable-sse.js';
 
+/** How long a streamed answer is given to end before it is relayed as a stream (see forward). */
+const SSE_SETTLE_MS = 2;
+
 /**
  * Client headers an upstream may see. Everything else, above all `authorization` and `cookie`, stays at
  * the gateway: the upstream gets its own credentials from config (2026-07-28 security best practices,
@@ -113,7 +116,12 @@ export class PassThrough {
       const code = statusCode === 503 ? 'GW_ERR_UPSTREAM_OVERLOADED' : statusCode === 504 ? 'GW_ERR_UPSTREAM_TIMEOUT' : 'GW_ERR_UPSTREAM_BAD_RESPONSE';
       return this.failed(ctx, new GatewayError(code, `Upstream "${this.name}" failed with HTTP ${statusCode}${said ? `: ${said}` : ''}`, this.name));
     }
-    const relayed = requestId !== null && ctx.era === 'legacy' && String(headers['content-type'] ?? '').startsWith('text/event-stream') && !answeredWholeBody(body, requestId) ? this.resumable(ctx, body, requestId) : body;
+    const sse = requestId !== null && String(headers['content-type'] ?? '').startsWith('text/event-stream');
+    // Most answers sent as a stream are short (an SDK server's one event, then the end) but come in a few
+    // writes: waiting a moment for the end lets them be handled whole, without the stream machinery a long
+    // stream needs (bench/README.md §SSE answers). A long stream's first events wait that moment at most.
+    if (sse && !body.settled) await body.endsWithin(SSE_SETTLE_MS);
+    const relayed = sse && ctx.era === 'legacy' && !answeredWholeBody(body, requestId) ? this.resumable(ctx, body, requestId) : body;
     return { kind: 'relay', status: statusCode, headers: responseHeaders(headers), body: relayed, requestId, upstream: this.name, failureOf: this.failureOf };
   }
 

@@ -192,3 +192,38 @@ test('a body that came whole, in one chunk, goes to a sink that takes it whole i
   RelayBody.of(Buffer.from('x')).consume({ data: (c) => (plain.push(`data:${c}`), true), end: () => plain.push('end'), error: () => plain.push('error') });
   assert.deepEqual(plain, ['data:x', 'end']);
 });
+
+test('peekWhole(): a body that has all come, in one chunk or several (joined once), without consuming it; undefined while it is open', () => {
+  const body = new RelayBody({ pause() {}, resume() {}, abort() {} });
+  body.push(Buffer.from('event: message\n'));
+  assert.equal(body.peekWhole(), undefined, 'still open');
+  body.push(Buffer.from('data: {}\n\n'));
+  body.end();
+  const whole = body.peekWhole();
+  assert.equal(whole?.toString(), 'event: message\ndata: {}\n\n');
+  assert.equal(body.peekWhole(), whole, 'joined once, the same buffer after');
+  // Still unconsumed: its consumer gets it, whole.
+  let got: Buffer | undefined;
+  body.consume({ data: () => true, end() {}, error() {}, whole: (chunk) => void (got = chunk) });
+  assert.equal(got, whole);
+});
+
+test('endsWithin(): resolves at the end, or after the wait if the body is still open; the body stays unconsumed', async () => {
+  const ending = new RelayBody({ pause() {}, resume() {}, abort() {} });
+  const waited = ending.endsWithin(10_000);
+  ending.push(Buffer.from('a'));
+  ending.end();
+  const started = performance.now();
+  await waited;
+  assert.ok(performance.now() - started < 1_000, 'resolved by the end, not the wait');
+  assert.equal(ending.peekWhole()?.toString(), 'a');
+  const open = new RelayBody({ pause() {}, resume() {}, abort() {} });
+  const t0 = performance.now();
+  await open.endsWithin(30);
+  assert.ok(performance.now() - t0 >= 25, 'waited');
+  assert.equal(open.settled, false);
+  open.push(Buffer.from('later'));
+  open.end();
+  assert.equal((await open.collect()).toString(), 'later');
+  await RelayBody.of(Buffer.from('x')).endsWithin(10_000);
+});
