@@ -6,7 +6,7 @@ import type { ServerResponse } from 'node:http';
 import type { Readable } from 'node:stream';
 import { GatewayError, toWire, type WireContext } from '../errors.js';
 import type { JsonRpcId } from '../protocol/jsonrpc.js';
-import { SseParser, formatSseMessage } from '../protocol/sse.js';
+import { SseParser, formatSseMessage, type SseEvent } from '../protocol/sse.js';
 import { summaryOf, type AnswerSummary } from './answer-summary.js';
 import { waitForDrain } from './backpressure.js';
 import type { Cancellation } from '../pipeline/cancellation.js';
@@ -36,6 +36,46 @@ function uncork(res: ServerResponse): void {
 }
 
 /**
+ * What a relay learns from the events it passes on: whether the request's answer came (and what it was),
+ * and whether the stream carried event ids, so a client may resume it.
+ */
+class AnswerWatch {
+  answered: boolean;
+  resumable = false;
+  summary: AnswerSummary = { toolError: false };
+
+  constructor(private readonly ctx: RelayContext) {
+    // Only a POST that carried a request waits for a final response on its stream.
+    this.answered = ctx.requestId === null;
+  }
+
+  see(ev: SseEvent): void {
+    if (ev.id !== undefined && ev.id !== '') this.resumable = true;
+    if (this.answered || ev.data === undefined) return;
+    const response = responseTo(ev.data, this.ctx.requestId);
+    if (response === undefined) return;
+    this.answered = true;
+    this.summary = summaryOf(response);
+  }
+
+  /**
+   * The error event the client gets for its request when the stream ended without the answer (or broke:
+   * `failure`); undefined when nothing is missing. A 2025-11-25 server may close a stream that carried event
+   * ids and expect the client to resume it with GET + Last-Event-ID (2025-11-25/basic/transports.mdx
+   * §Sending Messages 6): that is not a failure.
+   */
+  missingAnswer(failure: GatewayError | undefined): string | undefined {
+    if (this.answered || (failure === undefined && this.resumable)) return undefined;
+    const ctx = this.ctx;
+    const err = failure ?? new GatewayError('GW_ERR_UPSTREAM_BAD_RESPONSE', `Upstream "${ctx.upstream}" ended the stream without answering the request`, ctx.upstream);
+    ctx.log?.warn('upstream stream ended without a response', { code: err.code, callId: ctx.callId });
+    const wire = toWire({ kind: 'failure', error: err }, { ...ctx, id: ctx.requestId }).body;
+    this.summary = summaryOf(wire);
+    return formatSseMessage(wire);
+  }
+}
+
+/**
  * A stream that had all come, and ended, by the time it was answered (a short answer's usual case: its
  * headers, one event and its end in one read): its bytes go on in one write, read once for the summary,
  * without the Readable and async iteration the streaming relay takes (which doubled the CPU of such a
@@ -46,74 +86,39 @@ export function relayWholeSse(bytes: Buffer, res: ServerResponse, ctx: RelayCont
   const parser = new SseParser();
   const events = parser.push(bytes);
   if (parser.remainder !== '') return undefined;
-  let answered = ctx.requestId === null;
-  let summary: AnswerSummary = { toolError: false };
-  let resumable = false;
-  for (const ev of events) {
-    if (ev.id !== undefined && ev.id !== '') resumable = true;
-    if (!answered && ev.data !== undefined) {
-      const response = responseTo(ev.data, ctx.requestId);
-      if (response !== undefined) {
-        answered = true;
-        summary = summaryOf(response);
-      }
-    }
-  }
-  if (!answered && !resumable) {
-    const err = new GatewayError('GW_ERR_UPSTREAM_BAD_RESPONSE', `Upstream "${ctx.upstream}" ended the stream without answering the request`, ctx.upstream);
-    ctx.log?.warn('upstream stream ended without a response', { code: err.code, callId: ctx.callId });
-    const wire = toWire({ kind: 'failure', error: err }, { ...ctx, id: ctx.requestId }).body;
-    res.end(Buffer.concat([bytes, Buffer.from(formatSseMessage(wire))]));
-    summary = summaryOf(wire);
-  } else {
-    // With the headers, in one write.
-    res.end(bytes);
-  }
-  ctx.onSummary?.(summary);
-  return summary;
+  const watch = new AnswerWatch(ctx);
+  for (const ev of events) watch.see(ev);
+  const missing = watch.missingAnswer(undefined);
+  // With the headers, in one write.
+  res.end(missing === undefined ? bytes : Buffer.concat([bytes, Buffer.from(missing)]));
+  ctx.onSummary?.(watch.summary);
+  return watch.summary;
 }
 
 /** Relays the stream; resolves with what the answer to the request was (a tool error, an error code). */
 export async function relaySse(body: Readable, res: ServerResponse, ctx: RelayContext): Promise<AnswerSummary> {
   const parser = new SseParser();
-  // Only a POST that carried a request waits for a final response on its stream.
-  let answered = ctx.requestId === null;
-  let summary: AnswerSummary = { toolError: false };
-  let resumable = false;
+  const watch = new AnswerWatch(ctx);
   let failure: GatewayError | undefined;
   try {
     for await (const chunk of body as AsyncIterable<Buffer>) {
       corkForThisTurn(res);
       for (const ev of parser.push(chunk)) {
-        if (ev.id !== undefined && ev.id !== '') resumable = true;
-        if (!answered && ev.data !== undefined) {
-          const response = responseTo(ev.data, ctx.requestId);
-          if (response !== undefined) {
-            answered = true;
-            summary = summaryOf(response);
-          }
-        }
+        watch.see(ev);
         if (!res.write(ev.raw)) await waitForDrain(res, ctx.cancel.signal);
-        if (ctx.cancel.aborted) return summary;
+        if (ctx.cancel.aborted) return watch.summary;
       }
     }
   } catch (err) {
-    if (ctx.cancel.aborted) return summary;
+    if (ctx.cancel.aborted) return watch.summary;
     failure = ctx.failureOf(err);
   }
-  if (ctx.cancel.aborted || res.destroyed) return summary;
-  // A 2025-11-25 server may close a stream that carried event ids and expect the client to resume it with
-  // GET + Last-Event-ID (2025-11-25/basic/transports.mdx §Sending Messages 6); that is not a failure.
-  if (!answered && (failure !== undefined || !resumable)) {
-    const err = failure ?? new GatewayError('GW_ERR_UPSTREAM_BAD_RESPONSE', `Upstream "${ctx.upstream}" ended the stream without answering the request`, ctx.upstream);
-    ctx.log?.warn('upstream stream ended without a response', { code: err.code, callId: ctx.callId });
-    const wire = toWire({ kind: 'failure', error: err }, { ...ctx, id: ctx.requestId }).body;
-    res.write(formatSseMessage(wire));
-    summary = summaryOf(wire);
-  }
-  ctx.onSummary?.(summary);
+  if (ctx.cancel.aborted || res.destroyed) return watch.summary;
+  const missing = watch.missingAnswer(failure);
+  if (missing !== undefined) res.write(missing);
+  ctx.onSummary?.(watch.summary);
   res.end();
-  return summary;
+  return watch.summary;
 }
 
 function responseTo(data: string, id: JsonRpcId | null): { result?: { isError?: unknown } } | undefined {
