@@ -83,7 +83,9 @@ test('a rotated admin token applies from the next request; the old one is refuse
   assert.ok(await until(async () => (await approvals(NEW)) === 200), gw.stderr());
   assert.equal(await approvals(OLD), 401, 'the rotated-away token is refused');
   assert.doesNotMatch(gw.stderr(), new RegExp(`${OLD}|${NEW}`));
-  // Only the admin API's credentials changed: the upstreams, catalog and auth are kept, not rebuilt.
+  // Only the admin API's credentials changed: the upstreams, catalog and auth are kept, not rebuilt. (The
+  // log's lines reach stderr in batches, a few milliseconds after the token they tell of is in use.)
+  assert.ok(await until(() => gw.stderr().includes('"msg":"config reloaded"')), gw.stderr());
   const reloaded = gw.stderr().split('\n').filter((l) => l.includes('"msg":"config reloaded"'));
   assert.equal(reloaded.length, 1, gw.stderr());
   assert.match(reloaded[0]!, /"kept":"upstreams, catalog, auth"/);
