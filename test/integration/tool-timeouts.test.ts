@@ -24,8 +24,12 @@ after(async () => {
   for (const c of cleanup.reverse()) await c().catch(() => {});
 });
 
-/** How long each `late_*` / `slow_json` call takes before its JSON answer. */
-const LATE_MS = 1_200;
+/**
+ * How long each `late_*` / `slow_json` call takes before its JSON answer: well past the shorter limits, as
+ * undici checks a headers timeout on a coarse clock (about half a second), so a 600 ms limit may fire
+ * after 1.1 s or more on a busy machine.
+ */
+const LATE_MS = 3_000;
 
 function endlessStream(res: ServerResponse, progressToken: unknown, headers: Record<string, string>): void {
   res.writeHead(200, { 'content-type': 'text/event-stream', ...headers });
@@ -106,11 +110,13 @@ describe('timeouts.tools: an HTTP upstream, pass-through', () => {
   });
 
   test('legacy: a tool limit shorter than headersMs bounds the wait for a JSON answer; one longer lets it come', async () => {
-    const gw = await gateway(await fakeUpstream('legacy'), 'legacy', { headersMs: 600, tools: { 'late_*': 400, slow_json: 5_000 } });
-    assertTimedOut(await legacyCall(gw, 3, 'late_json'), 400, LATE_MS);
-    assertAnswered(await legacyCall(gw, 4, 'slow_json'), 'slow_json done');
+    // headersMs at its default (60 s): only the tool's own limit can cut the answer before it comes.
+    const shorter = await gateway(await fakeUpstream('legacy'), 'legacy', { tools: { 'late_*': 400 } });
+    assertTimedOut(await legacyCall(shorter, 3, 'late_json'), 400, LATE_MS);
+    const longer = await gateway(await fakeUpstream('legacy'), 'legacy', { headersMs: 600, tools: { slow_json: 5_000 } });
+    assertAnswered(await legacyCall(longer, 4, 'slow_json'), 'slow_json done');
     // A tool without a limit of its own keeps the upstream's headersMs.
-    assertTimedOut(await legacyCall(gw, 5, 'other_json'), 600, LATE_MS);
+    assertTimedOut(await legacyCall(longer, 5, 'other_json'), 600, LATE_MS);
   });
 });
 
