@@ -25,14 +25,26 @@ function save(value) {
 
 if (mode === 'promises') {
   const counts = new Map();
+  // Where promises are made: one in PROMISE_SITE_EVERY, at random (a call makes its promises in a fixed
+  // order, so every n-th would favour some sites), is traced to the first frame of the code under test
+  // (dist/ or a dependency), so `alloc.ts` can say which functions make them. Sampled, as a stack costs.
+  const sites = new Map();
   createHook({
     init(_id, type) {
-      if (on) counts.set(type, (counts.get(type) ?? 0) + 1);
+      if (!on) return;
+      counts.set(type, (counts.get(type) ?? 0) + 1);
+      if (type === 'PROMISE' && Math.random() * PROMISE_SITE_EVERY < 1) {
+        const site = promiseSite();
+        sites.set(site, (sites.get(site) ?? 0) + PROMISE_SITE_EVERY);
+      }
     },
   }).enable();
   process.on('SIGUSR2', () => {
-    if (on) save(Object.fromEntries(counts));
-    else counts.clear();
+    if (on) save({ counts: Object.fromEntries(counts), promiseSites: Object.fromEntries(sites) });
+    else {
+      counts.clear();
+      sites.clear();
+    }
     on = !on;
   });
 } else {
@@ -46,4 +58,24 @@ if (mode === 'promises') {
     on = !on;
     step.catch((err) => process.stderr.write(`alloc-hook: ${err.message}\n`));
   });
+}
+
+const PROMISE_SITE_EVERY = 8;
+
+/** The first frame of the code under test on the current stack: `function file:line`. */
+function promiseSite() {
+  const limit = Error.stackTraceLimit;
+  Error.stackTraceLimit = 16;
+  const holder = {};
+  Error.captureStackTrace(holder, promiseSite);
+  Error.stackTraceLimit = limit;
+  for (const line of String(holder.stack).split('\n').slice(1)) {
+    const at = line.indexOf('/dist/') !== -1 ? line.indexOf('/dist/') + 6 : line.indexOf('node_modules/') !== -1 ? line.indexOf('node_modules/') + 13 : -1;
+    if (at === -1) continue;
+    const name = line.trim().replace(/^at (async )?/, '').split(' (')[0];
+    return `${name} ${line.slice(at).replace(/:\d+\)?$/, '')}`;
+  }
+  // Made inside Node itself: the innermost frame names where.
+  const first = String(holder.stack).split('\n')[1] ?? '';
+  return `(node) ${first.trim().replace(/^at (async )?/, '')}`;
 }

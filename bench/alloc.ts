@@ -48,6 +48,8 @@ export interface AllocResult {
   /** Calls answered while async_hooks counted, and what was created per call, by async_hooks type. */
   hookCalls: number;
   perCall: Record<string, number>;
+  /** Where the promises were made, per call (sampled: one promise in eight traced to its first frame in dist/ or a dependency). */
+  promiseSites: Array<{ site: string; perCall: number }>;
 }
 
 /** Where an allocation is charged: the nearest Gatehouse function on its stack, else the allocating function. */
@@ -149,18 +151,24 @@ async function main(): Promise<void> {
       for (const target of targets) {
         const heap = await measureOnce(target, era, 'heap', upstream.url, { concurrency, seconds, state, root });
         const hooks = await measureOnce(target, era, 'promises', upstream.url, { concurrency, seconds, state, root });
+        const counted = hooks.data as { counts: Record<string, number>; promiseSites: Record<string, number> };
         const perCall = Object.fromEntries(
-          Object.entries(hooks.data as Record<string, number>)
+          Object.entries(counted.counts)
             .map(([type, n]) => [type, Math.round((100 * n) / hooks.calls) / 100] as const)
             .filter(([, n]) => n >= 0.01),
         );
         const { bytesPerCall, topSites } = summariseHeap(heap.data as HeapProfile, heap.calls, top);
-        const result: AllocResult = { target, era, concurrency, heapCalls: heap.calls, bytesPerCall, topSites, hookCalls: hooks.calls, perCall };
+        const promiseSites = Object.entries(counted.promiseSites)
+          .map(([site, n]) => ({ site, perCall: Math.round((100 * n) / hooks.calls) / 100 }))
+          .filter((s) => s.perCall >= 0.05)
+          .sort((a, b) => b.perCall - a.perCall)
+          .slice(0, top);
+        const result: AllocResult = { target, era, concurrency, heapCalls: heap.calls, bytesPerCall, topSites, hookCalls: hooks.calls, perCall, promiseSites };
         results.push(result);
         process.stdout.write(
           `${era} ${target} c=${concurrency}: ${bytesPerCall} B per call (${heap.calls} calls sampled); per call ${Object.entries(perCall)
             .map(([k, v]) => `${k} ${v}`)
-            .join(', ')}\n${topSites.map((s) => `  ${String(s.bytesPerCall).padStart(6)} B  ${s.site}`).join('\n')}\n`,
+            .join(', ')}\n${topSites.map((s) => `  ${String(s.bytesPerCall).padStart(6)} B  ${s.site}`).join('\n')}\n  promises made by:\n${promiseSites.map((s) => `  ${String(s.perCall).padStart(6)}    ${s.site}`).join('\n')}\n`,
         );
       }
     }

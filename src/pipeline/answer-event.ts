@@ -29,7 +29,9 @@ export function publishAnswer(outcome: Outcome, ctx: CallContext): Promise<Outco
       addMeta: (key, value) => void (meta[key] = value),
     } satisfies CallAnswerEvent);
     try {
-      await Promise.all(work);
+      // Usually one piece of work (the audit append): awaited as it is, without Promise.all's promise and closures.
+      if (work.length === 1) await work[0];
+      else if (work.length > 1) await Promise.all(work);
     } catch (err) {
       return { refusal: failure(new GatewayError('GW_ERR_STATE_UNAVAILABLE', 'Gatehouse could not record this call, so its answer is withheld; retry later', undefined, { cause: err })) };
     }

@@ -283,8 +283,17 @@ export class SqliteStore implements Store {
    * row and sends it to the writer without waiting, all in one synchronous step after the read: concurrent
    * callers each see the row as the one before left it. A write that fails makes the row be read again.
    */
-  private async update<T, R>(held: string, read: string, key: string, change: (row: T | undefined) => { row?: T; result: R; write?: unknown[] }): Promise<R> {
-    if (!this.rows.has(held)) await this.load(held, read, key);
+  private update<T, R>(held: string, read: string, key: string, change: (row: T | undefined) => { row?: T; result: R; write?: unknown[] }): Promise<R> {
+    // A held row (every call after a key's first) is decided now: one resolved promise, no async frame.
+    if (!this.rows.has(held)) return this.load(held, read, key).then(() => this.decide(held, change));
+    try {
+      return Promise.resolve(this.decide(held, change));
+    } catch (err) {
+      return Promise.reject(err);
+    }
+  }
+
+  private decide<T, R>(held: string, change: (row: T | undefined) => { row?: T; result: R; write?: unknown[] }): R {
     const { row, result, write } = change(this.rows.get(held)?.row as T | undefined);
     if (row !== undefined && write !== undefined) {
       this.rows.set(held, { row });

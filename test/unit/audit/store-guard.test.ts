@@ -1,0 +1,56 @@
+// The store guard every governed call's store operations go through (rate limit, budget, audit): a failure
+// marks the store down and reaches the caller as StoreUnavailableError, so the stage refuses the call (fail
+// closed), and the first success marks it up again.
+
+import { after, test } from 'node:test';
+import assert from 'node:assert/strict';
+import { createLogger } from '../../../src/log/logger.js';
+import { StoreGuard } from '../../../src/store/guard.js';
+import { StoreUnavailableError, type Store } from '../../../src/store/store.js';
+
+const store = { kind: 'sqlite', ping: () => new Promise(() => {}), close: () => Promise.resolve() } as unknown as Store;
+const guards: StoreGuard[] = [];
+after(() => Promise.all(guards.map((g) => g.close())));
+
+function guard(lines: string[] = [], errors: { n: number } = { n: 0 }): StoreGuard {
+  const g = new StoreGuard(store, createLogger('info', (l) => lines.push(l)), () => errors.n++);
+  guards.push(g);
+  return g;
+}
+
+test('an operation that answers passes its value on', async () => {
+  assert.equal(await guard().run(() => Promise.resolve(42)), 42);
+});
+
+test('an operation that fails marks the store down and is refused as StoreUnavailableError; the next success marks it up', async () => {
+  const lines: string[] = [];
+  const errors = { n: 0 };
+  const g = guard(lines, errors);
+  await assert.rejects(
+    g.run(() => Promise.reject(new Error('disk I/O error'))),
+    (err: unknown) => err instanceof StoreUnavailableError && /disk I\/O error/.test(err.message),
+  );
+  assert.equal(g.available, false);
+  assert.equal(errors.n, 1);
+  assert.ok(lines.some((l) => l.includes('the store is unavailable')));
+  assert.equal(await g.run(() => Promise.resolve('back')), 'back');
+  assert.equal(g.available, true);
+  assert.ok(lines.some((l) => l.includes('the store is back')));
+});
+
+test('an operation that throws before it returns a promise is a rejected promise too, never an exception in the stage', async () => {
+  const g = guard();
+  let running: Promise<unknown> | undefined;
+  assert.doesNotThrow(() => {
+    running = g.run(() => {
+      throw new Error('store: closed');
+    });
+  });
+  await assert.rejects(running!, StoreUnavailableError);
+  assert.equal(g.available, false);
+});
+
+test('a StoreUnavailableError is passed on as it is, not wrapped again', async () => {
+  const own = new StoreUnavailableError('SQLite store: the writer stopped (exit code 1)');
+  await assert.rejects(guard().run(() => Promise.reject(own)), (err: unknown) => err === own);
+});
