@@ -187,8 +187,9 @@ async function relay(res: ServerResponse, outcome: Extract<Outcome, { kind: 'rel
     res.writeHead(outcome.status, headers);
     const relayContext = { ...ctx, requestId: outcome.requestId, upstream: outcome.upstream, failureOf: outcome.failureOf };
     const whole = outcome.body.peekWhole();
-    if (whole !== undefined) {
-      const summary = relayWholeSse(whole, res, relayContext);
+    const reading = outcome.body.peekWholeSse();
+    if (whole !== undefined && reading !== undefined) {
+      const summary = relayWholeSse(whole, reading, res, relayContext);
       if (summary !== undefined) {
         outcome.body.dump();
         return summary;

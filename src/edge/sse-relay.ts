@@ -3,6 +3,7 @@
 // client gets a JSON-RPC error for that request instead of a silent end.
 
 import type { ServerResponse } from 'node:http';
+import { answers, type SseResponse, type WholeSse } from '../protocol/whole-sse.js';
 import type { Readable } from 'node:stream';
 import { GatewayError, toWire, type WireContext } from '../errors.js';
 import type { JsonRpcId } from '../protocol/jsonrpc.js';
@@ -53,7 +54,19 @@ class AnswerWatch {
     if (ev.id !== undefined && ev.id !== '') this.resumable = true;
     if (this.answered || ev.data === undefined) return;
     const response = responseTo(ev.data, this.ctx.requestId);
-    if (response === undefined) return;
+    if (response !== undefined) this.answeredBy(response);
+  }
+
+  /** `see` for an event of a stream read whole: its JSON is parsed there, once for every step. */
+  seeRead(reading: WholeSse, at: number): void {
+    const ev = reading.events[at]!;
+    if (ev.id !== undefined && ev.id !== '') this.resumable = true;
+    if (this.answered || ev.data === undefined) return;
+    const message = reading.message(at);
+    if (answers(message, this.ctx.requestId, true)) this.answeredBy(message);
+  }
+
+  private answeredBy(response: SseResponse): void {
     this.answered = true;
     this.summary = summaryOf(response);
   }
@@ -82,12 +95,10 @@ class AnswerWatch {
  * call; bench/README.md §SSE answers). Undefined when its last event is cut short: the streaming relay
  * then drops it, as it always has.
  */
-export function relayWholeSse(bytes: Buffer, res: ServerResponse, ctx: RelayContext): AnswerSummary | undefined {
-  const parser = new SseParser();
-  const events = parser.push(bytes);
-  if (parser.remainder !== '') return undefined;
+export function relayWholeSse(bytes: Buffer, reading: WholeSse, res: ServerResponse, ctx: RelayContext): AnswerSummary | undefined {
+  if (!reading.complete) return undefined;
   const watch = new AnswerWatch(ctx);
-  for (const ev of events) watch.see(ev);
+  for (let i = 0; i < reading.events.length; i++) watch.seeRead(reading, i);
   const missing = watch.missingAnswer(undefined);
   // With the headers, in one write.
   res.end(missing === undefined ? bytes : Buffer.concat([bytes, Buffer.from(missing)]));
@@ -121,12 +132,12 @@ export async function relaySse(body: Readable, res: ServerResponse, ctx: RelayCo
   return watch.summary;
 }
 
-function responseTo(data: string, id: JsonRpcId | null): { result?: { isError?: unknown } } | undefined {
+function responseTo(data: string, id: JsonRpcId | null): SseResponse | undefined {
   // Cheap pre-check: notifications have no "id" and are most of a long stream.
   if (!data.includes('"id"')) return undefined;
   try {
-    const msg = JSON.parse(data) as { id?: unknown; result?: { isError?: unknown }; error?: unknown; method?: unknown };
-    return msg.id === id && msg.method === undefined && (msg.result !== undefined || msg.error !== undefined) ? msg : undefined;
+    const msg: unknown = JSON.parse(data);
+    return answers(msg, id, true) ? msg : undefined;
   } catch {
     return undefined;
   }

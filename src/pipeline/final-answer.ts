@@ -13,6 +13,7 @@ import type { CallContext } from './context.js';
 import type { AnswerHeaders, Outcome } from './outcome.js';
 import { topLevelMemberValue } from '../protocol/json-member.js';
 import { RelayBody } from './relay-body.js';
+import { answers, type WholeSse } from '../protocol/whole-sse.js';
 
 /** The final answer as the client would get it: the response, and the refusal it renders, if it is one. */
 export interface FinalAnswer {
@@ -70,9 +71,9 @@ export function interceptFinal(outcome: Outcome, ctx: CallContext, onFinal: OnFi
         return interceptRelayedJson(outcome, onFinal, marker);
       }
       const render = (refusal: Refusal): JsonRpcResponse => toWire(refusal, { era: ctx.era, id: outcome.requestId, callId: ctx.callId }).body;
-      const whole = outcome.body.peekWhole();
-      if (whole !== undefined) {
-        const held = interceptWholeSse(outcome, whole, onFinal, render, marker);
+      const reading = outcome.body.peekWholeSse();
+      if (reading !== undefined) {
+        const held = interceptWholeSse(outcome, reading, onFinal, render, marker);
         if (held !== undefined) return held;
       }
       // Events before the answer pass as they come; the answer may change length, so no declared length.
@@ -199,29 +200,30 @@ export function withMetaInserted(text: string, response: JsonRpcResponse, meta: 
  * the CPU of such a call; bench/README.md §SSE answers). Undefined, for the streaming path to handle, when
  * the stream does not end on a whole event or holds no response to the request.
  */
-function interceptWholeSse(outcome: Extract<Outcome, { kind: 'relay' }>, whole: Buffer, onFinal: OnFinal, render: (refusal: Refusal) => JsonRpcResponse, marker: string | undefined): Promise<Outcome> | undefined {
-  const parser = new SseParser();
-  const events = parser.push(whole);
-  if (parser.remainder !== '') return undefined;
+function interceptWholeSse(outcome: Extract<Outcome, { kind: 'relay' }>, reading: WholeSse, onFinal: OnFinal, render: (refusal: Refusal) => JsonRpcResponse, marker: string | undefined): Promise<Outcome> | undefined {
+  if (!reading.complete) return undefined;
+  const events = reading.events;
   let answer: { at: number; response: JsonRpcResponse } | undefined;
   for (let i = 0; i < events.length && answer === undefined; i++) {
     const data = events[i]!.data;
-    if (data === undefined || !data.includes('"id"') || (marker !== undefined && !data.includes(marker))) continue;
-    const response = responseIn(data, outcome.requestId);
-    if (response !== undefined) answer = { at: i, response };
+    if (data === undefined || (marker !== undefined && !data.includes(marker))) continue;
+    const m = reading.message(i);
+    if (answers(m, outcome.requestId, false)) answer = { at: i, response: m as JsonRpcResponse };
   }
   if (answer === undefined) return undefined;
   const { at, response } = answer;
   return onFinal({ response }).then((verdict) => {
     if (verdict === undefined) return outcome;
     const event = events[at]!;
+    const written = 'refusal' in verdict ? render(verdict.refusal) : responseOf(verdict, response);
     // Written again with its event id, so a client that resumes after it names the event it last saw.
-    const replaced = formatSseMessage('refusal' in verdict ? render(verdict.refusal) : responseOf(verdict, response), event.id);
+    const replaced = formatSseMessage(written, event.id);
     let text = '';
     for (let i = 0; i < events.length; i++) text += i === at ? replaced : events[i]!.raw;
     outcome.body.dump();
     const { 'content-length': _length, ...headers } = outcome.headers;
-    return { ...outcome, headers, body: RelayBody.of(Buffer.from(text, 'utf8')) };
+    // The edge reads these events too: it gets them split, the answer's JSON at hand.
+    return { ...outcome, headers, body: RelayBody.of(Buffer.from(text, 'utf8'), reading.replacing(at, replaced, written)) };
   });
 }
 
@@ -274,7 +276,5 @@ function responseIn(text: string, requestId: JsonRpcId | null): JsonRpcResponse 
   } catch {
     return undefined;
   }
-  if (message === null || typeof message !== 'object') return undefined;
-  const m = message as JsonRpcMessage;
-  return isResponse(m) && m.id === requestId ? m : undefined;
+  return answers(message, requestId, false) ? (message as JsonRpcResponse) : undefined;
 }

@@ -4,6 +4,7 @@
 // interception) ask for a Readable and get one. See upstream/dispatch-relay.ts for why.
 
 import { Readable } from 'node:stream';
+import { WholeSse } from '../protocol/whole-sse.js';
 
 /** Where a body's chunks go. `data` returning false pauses the source until `RelayBody.resume()`. */
 export interface BodySink {
@@ -33,14 +34,20 @@ export class RelayBody {
   private settledHook: (() => void) | undefined;
   /** Told once when the body stops being open (someone waiting a moment for it to end; see endsWithin). */
   private settleWaiter: (() => void) | undefined;
+  /** The whole body read as SSE events, once (see peekWholeSse). */
+  private sse: WholeSse | undefined;
 
   constructor(private readonly source: BodySource) {}
 
-  /** A body whose bytes are all at hand (an answer read whole and passed on unchanged). */
-  static of(bytes: Buffer): RelayBody {
+  /**
+   * A body whose bytes are all at hand (an answer read whole and passed on unchanged). `sse`: those bytes
+   * already read as SSE events, by whoever made them.
+   */
+  static of(bytes: Buffer, sse?: WholeSse): RelayBody {
     const body = new RelayBody(FIXED);
     body.push(bytes);
     body.end();
+    body.sse = sse;
     return body;
   }
 
@@ -146,6 +153,16 @@ export class RelayBody {
     if (this.state !== 'ended' || this.sink !== undefined || held === undefined || held.length === 0) return undefined;
     if (held.length > 1) this.held = [Buffer.concat(held)];
     return this.held![0];
+  }
+
+  /**
+   * peekWhole's bytes read as SSE events, split once and kept: the pass-through, the audit and the edge
+   * each look at a short answer's stream, and none of them splits it or parses its JSON again.
+   */
+  peekWholeSse(): WholeSse | undefined {
+    const whole = this.peekWhole();
+    if (whole === undefined) return undefined;
+    return (this.sse ??= WholeSse.read(whole));
   }
 
   /** Delivers the body to `sink`, what came already first. A body has one consumer. */

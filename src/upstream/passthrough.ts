@@ -212,6 +212,6 @@ function responseHeaders(upstream: RelayResponse['headers']): AnswerHeaders {
 
 /** A legacy SSE answer that came whole, its response in it: nothing to resume, so no resuming reader. */
 function answeredWholeBody(body: RelayBody, requestId: JsonRpcId): boolean {
-  const whole = body.peekWhole();
-  return whole !== undefined && answeredWhole(whole, requestId);
+  const reading = body.peekWholeSse();
+  return reading !== undefined && answeredWhole(reading, requestId);
 }

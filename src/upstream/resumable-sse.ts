@@ -13,6 +13,7 @@
 // reconnects, so a server that closes every poll without sending anything cannot hold a call forever.
 
 import type { Readable } from 'node:stream';
+import { answers, type WholeSse } from '../protocol/whole-sse.js';
 import type { Dispatcher, Pool } from 'undici';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { JsonRpcId, JsonRpcMessage } from '../protocol/jsonrpc.js';
@@ -57,7 +58,7 @@ export async function* readSseMessages(body: Readable, upstream: string, resumpt
     } catch {
       continue; // Not JSON-RPC: nothing a bridge can relay.
     }
-    if (resumption?.awaiting !== undefined && isResponseTo(message, resumption.awaiting)) answered = true;
+    if (resumption?.awaiting !== undefined && answers(message, resumption.awaiting, true)) answered = true;
     yield message;
   }
 }
@@ -73,7 +74,7 @@ export async function* readSseText(body: Readable, upstream: string, resumption:
     // Cheap pre-check: notifications have no "id" and are most of a long stream.
     if (!answered && awaiting !== undefined && ev.data !== undefined && ev.data.includes('"id"')) {
       try {
-        answered = isResponseTo(JSON.parse(ev.data) as JsonRpcMessage, awaiting);
+        answered = answers(JSON.parse(ev.data), awaiting, true);
       } catch {
         // not JSON: not the answer
       }
@@ -214,20 +215,7 @@ export function sessionHeaders(sent: Record<string, string | string[] | undefine
  * Whether a stream that had all come by the time it was answered holds the response to `requestId`: then
  * there is nothing to resume, and it can go on as it is (the usual short answer).
  */
-export function answeredWhole(bytes: Buffer, requestId: JsonRpcId): boolean {
-  for (const ev of new SseParser().push(bytes)) {
-    // Cheap pre-check: notifications have no "id".
-    if (ev.data === undefined || !ev.data.includes('"id"')) continue;
-    try {
-      if (isResponseTo(JSON.parse(ev.data) as JsonRpcMessage, requestId)) return true;
-    } catch {
-      // not JSON: not the answer
-    }
-  }
-  return false;
+export function answeredWhole(reading: WholeSse, requestId: JsonRpcId): boolean {
+  return reading.answerAt(requestId, true) !== -1;
 }
 
-function isResponseTo(message: JsonRpcMessage, id: JsonRpcId): boolean {
-  const m = message as { id?: unknown; method?: unknown; result?: unknown; error?: unknown };
-  return m.id === id && m.method === undefined && (m.result !== undefined || m.error !== undefined);
-}

@@ -10,6 +10,7 @@ import { request } from 'undici';
 import { GatewayError } from '../../../src/errors.js';
 import { Cancellation } from '../../../src/pipeline/cancellation.js';
 import { relayWholeSse, type RelayContext } from '../../../src/edge/sse-relay.js';
+import { WholeSse } from '../../../src/protocol/whole-sse.js';
 import type { AnswerSummary } from '../../../src/edge/answer-summary.js';
 
 let handler: (res: ServerResponse) => void = (res) => res.end();
@@ -34,7 +35,7 @@ async function relayed(text: string, ctx = context()): Promise<{ body: string; s
   let summary: AnswerSummary | undefined;
   handler = (res) => {
     res.writeHead(200, { 'content-type': 'text/event-stream' });
-    summary = relayWholeSse(Buffer.from(text), res, ctx);
+    summary = relayWholeSse(Buffer.from(text), WholeSse.read(text), res, ctx);
     if (summary === undefined) res.end(': not relayed\n\n');
   };
   const res = await request(url);

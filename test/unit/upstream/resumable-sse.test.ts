@@ -9,6 +9,7 @@ import { GatewayError } from '../../../src/errors.js';
 import { Cancellation } from '../../../src/pipeline/cancellation.js';
 import { UpstreamSessionGone } from '../../../src/pipeline/ports.js';
 import { answeredWhole, readSseMessages, type StreamResumption } from '../../../src/upstream/resumable-sse.js';
+import { WholeSse } from '../../../src/protocol/whole-sse.js';
 
 const msg = (m: object, id?: string): string => `${id !== undefined ? `id: ${id}\n` : ''}data: ${JSON.stringify(m)}\n\n`;
 const stream = (...events: string[]): Readable => Readable.from(events.map((e) => Buffer.from(e)));
@@ -136,10 +137,10 @@ test('a GET stream (no request awaited) is resumed each time it closes, until it
 test('a stream that came whole with the response in it needs no resuming; one without it (a priming event, a notification) does', () => {
   const progress = 'data: {"jsonrpc":"2.0","method":"notifications/progress","params":{"progressToken":"t","progress":1}}\n\n';
   const answer = 'event: message\ndata: {"jsonrpc":"2.0","id":4,"result":{"content":[]}}\n\n';
-  assert.equal(answeredWhole(Buffer.from(progress + answer), 4), true);
-  assert.equal(answeredWhole(Buffer.from(progress + answer), 5), false, 'the response to another request');
-  assert.equal(answeredWhole(Buffer.from('id: p1\ndata: \n\n'), 4), false, 'a priming event only');
-  assert.equal(answeredWhole(Buffer.from(progress), 4), false);
-  assert.equal(answeredWhole(Buffer.from('data: {"id":4, not json}\n\n'), 4), false);
-  assert.equal(answeredWhole(Buffer.from('data: {"jsonrpc":"2.0","id":4,"method":"elicitation/create","params":{}}\n\n'), 4), false, "a server's request under the same id is not a response");
+  assert.equal(answeredWhole(WholeSse.read(progress + answer), 4), true);
+  assert.equal(answeredWhole(WholeSse.read(progress + answer), 5), false, 'the response to another request');
+  assert.equal(answeredWhole(WholeSse.read('id: p1\ndata: \n\n'), 4), false, 'a priming event only');
+  assert.equal(answeredWhole(WholeSse.read(progress), 4), false);
+  assert.equal(answeredWhole(WholeSse.read('data: {"id":4, not json}\n\n'), 4), false);
+  assert.equal(answeredWhole(WholeSse.read('data: {"jsonrpc":"2.0","id":4,"method":"elicitation/create","params":{}}\n\n'), 4), false, "a server's request under the same id is not a response");
 });
