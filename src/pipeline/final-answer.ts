@@ -7,7 +7,7 @@
 import { Transform, type Readable } from 'node:stream';
 import { GatewayError, toWire, type Refusal } from '../errors.js';
 import type { JsonRpcId, JsonRpcMessage, JsonRpcResponse } from '../protocol/jsonrpc.js';
-import { formatSseMessage, SseParser } from '../protocol/sse.js';
+import { formatSseMessage, SseParser, type SseEvent } from '../protocol/sse.js';
 import { CallStream } from './call-stream.js';
 import type { CallContext } from './context.js';
 import type { AnswerHeaders, Outcome } from './outcome.js';
@@ -214,10 +214,7 @@ function interceptWholeSse(outcome: Extract<Outcome, { kind: 'relay' }>, reading
   const { at, response } = answer;
   return onFinal({ response }).then((verdict) => {
     if (verdict === undefined) return outcome;
-    const event = events[at]!;
-    const written = 'refusal' in verdict ? render(verdict.refusal) : responseOf(verdict, response);
-    // Written again with its event id, so a client that resumes after it names the event it last saw.
-    const replaced = formatSseMessage(written, event.id);
+    const { raw: replaced, message: written } = answerEvent(events[at]!, response, verdict, render);
     let text = '';
     for (let i = 0; i < events.length; i++) text += i === at ? replaced : events[i]!.raw;
     outcome.body.dump();
@@ -225,6 +222,40 @@ function interceptWholeSse(outcome: Extract<Outcome, { kind: 'relay' }>, reading
     // The edge reads these events too: it gets them split, the answer's JSON at hand.
     return { ...outcome, headers, body: RelayBody.of(Buffer.from(text, 'utf8'), reading.replacing(at, replaced, written)) };
   });
+}
+
+/**
+ * The answer event as the client gets it after `verdict`. Entries for the result's `_meta` (the run id) go
+ * into the upstream's own event, inserted into its one data line where that is safe (withMetaInserted):
+ * its id, its other fields and its JSON's spacing stay as they came. Otherwise (a refusal, a replaced
+ * response, data over several lines, a result that has a `_meta`) the event is written again, under its
+ * event id, so a client that resumes after it names the event it last saw.
+ */
+function answerEvent(ev: SseEvent, response: JsonRpcResponse, verdict: Exclude<FinalVerdict, void | undefined>, render: (refusal: Refusal) => JsonRpcResponse): { raw: string; message: JsonRpcResponse } {
+  const message = 'refusal' in verdict ? render(verdict.refusal) : responseOf(verdict, response);
+  const data = ev.data;
+  if ('meta' in verdict && data !== undefined && !data.includes('\n')) {
+    const inserted = withMetaInserted(data, response, verdict.meta);
+    const at = inserted === undefined ? -1 : dataValueAt(ev.raw, data);
+    if (at >= 0) return { raw: `${ev.raw.slice(0, at)}${inserted}${ev.raw.slice(at + data.length)}`, message };
+  }
+  return { raw: formatSseMessage(message, ev.id), message };
+}
+
+/** Where the value of an event's only `data:` line starts in its raw text, if that value is `data`; else -1. */
+function dataValueAt(raw: string, data: string): number {
+  for (let line = 0; line < raw.length; ) {
+    if (raw.startsWith('data:', line)) {
+      const value = raw[line + 5] === ' ' ? line + 6 : line + 5;
+      return raw.startsWith(data, value) ? value : -1;
+    }
+    const lf = raw.indexOf('\n', line);
+    const cr = raw.indexOf('\r', line);
+    const end = lf === -1 ? cr : cr === -1 ? lf : Math.min(lf, cr);
+    if (end === -1) return -1;
+    line = raw[end] === '\r' && raw[end + 1] === '\n' ? end + 2 : end + 1;
+  }
+  return -1;
 }
 
 /**
@@ -252,8 +283,7 @@ function interceptRelayedSse(body: Readable, requestId: JsonRpcId | null, onFina
           }
           answered = true;
           const verdict = await onFinal({ response });
-          // Written again with its event id, so a client that resumes after it names the event it last saw.
-          this.push(verdict === undefined ? ev.raw : formatSseMessage('refusal' in verdict ? render(verdict.refusal) : responseOf(verdict, response), ev.id));
+          this.push(verdict === undefined ? ev.raw : answerEvent(ev, response, verdict, render).raw);
         }
       })().then(() => done(), done);
     },

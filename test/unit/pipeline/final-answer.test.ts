@@ -150,3 +150,30 @@ test('with a marker, an SSE answer that came whole without it passes unread, the
   assert.equal(await interceptFinal(outcome, ctx, async () => void shown++, { marker: 'input_required' }), outcome);
   assert.equal(shown, 0);
 });
+
+test("an SSE answer gets the run id inserted into the upstream's own event, whole or streamed: its id, its fields and its spacing kept", async () => {
+  const answer = 'id: ev-2\r\nevent: message\r\nretry: 500\r\ndata:{"jsonrpc":"2.0",  "id":1, "result": {"content":[], "isError":false}}\r\n\r\n';
+  const expected = answer.replace('"result": {', `"result": {"_meta":${JSON.stringify(META)},`);
+  const progress = SSE_EVENTS.slice(0, SSE_EVENTS.indexOf('\n\n') + 2);
+  // Whole: the body goes on as one, with its reading for the edge.
+  const whole = (await interceptFinal(sseOutcome(RelayBody.of(Buffer.from(progress + answer))), ctx, async () => ({ meta: META }))) as { body: RelayBody };
+  assert.equal((await whole.body.collect()).toString('utf8'), progress + expected);
+  // Streamed: the same event.
+  const body = new RelayBody({ pause() {}, resume() {}, abort() {} });
+  const streamed = (await interceptFinal(sseOutcome(body), ctx, async () => ({ meta: META }))) as { body: RelayBody };
+  body.push(Buffer.from(progress + answer.slice(0, 30)));
+  body.push(Buffer.from(answer.slice(30)));
+  body.end();
+  assert.equal((await streamed.body.collect()).toString('utf8'), progress + expected);
+});
+
+test('an SSE answer whose data spans lines, or whose result has a _meta, is written again under its event id', async () => {
+  const twoLines = 'id: ev-9\ndata: {"jsonrpc":"2.0","id":1,\ndata: "result":{"content":[]}}\n\n';
+  const hasMeta = 'id: ev-9\ndata: {"jsonrpc":"2.0","id":1,"result":{"content":[],"_meta":{"x":1}}}\n\n';
+  for (const [event, meta] of [[twoLines, META], [hasMeta, { x: 1, ...META }]] as const) {
+    const out = (await interceptFinal(sseOutcome(RelayBody.of(Buffer.from(event))), ctx, async () => ({ meta: META }))) as { body: RelayBody };
+    const text = (await out.body.collect()).toString('utf8');
+    assert.ok(text.startsWith('id: ev-9\nevent: message\ndata: '), text);
+    assert.deepEqual(JSON.parse(text.slice(text.indexOf('data: ') + 6)).result._meta, meta);
+  }
+});
