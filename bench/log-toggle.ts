@@ -60,7 +60,7 @@ const RELOAD_WAIT_MS = 3_000;
 const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
 
 /** Rewrites `log.requests` in the file, sends SIGHUP and waits for the process to log the reload. */
-async function switchRequestLog(child: Child, file: string, on: boolean): Promise<void> {
+export async function switchRequestLog(child: Child, file: string, on: boolean): Promise<void> {
   const before = child.reloads;
   const config = JSON.parse(readFileSync(file, 'utf8')) as { log?: Record<string, unknown> };
   config.log = { ...config.log, requests: on };
