@@ -3,7 +3,7 @@
 // client gets a JSON-RPC error for that request instead of a silent end.
 
 import type { ServerResponse } from 'node:http';
-import { answers, type SseResponse, type WholeSse } from '../protocol/whole-sse.js';
+import { answerIn, answers, type SseResponse, type WholeSse } from '../protocol/whole-sse.js';
 import type { Readable } from 'node:stream';
 import { GatewayError, toWire, type WireContext } from '../errors.js';
 import type { JsonRpcId } from '../protocol/jsonrpc.js';
@@ -134,11 +134,5 @@ export async function relaySse(body: Readable, res: ServerResponse, ctx: RelayCo
 
 function responseTo(data: string, id: JsonRpcId | null): SseResponse | undefined {
   // Cheap pre-check: notifications have no "id" and are most of a long stream.
-  if (!data.includes('"id"')) return undefined;
-  try {
-    const msg: unknown = JSON.parse(data);
-    return answers(msg, id, true) ? msg : undefined;
-  } catch {
-    return undefined;
-  }
+  return data.includes('"id"') ? answerIn(data, id, true) : undefined;
 }

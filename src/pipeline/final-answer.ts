@@ -13,7 +13,7 @@ import type { CallContext } from './context.js';
 import type { AnswerHeaders, Outcome } from './outcome.js';
 import { topLevelMemberValue } from '../protocol/json-member.js';
 import { RelayBody } from './relay-body.js';
-import { answers, type WholeSse } from '../protocol/whole-sse.js';
+import { answerIn, answers, type WholeSse } from '../protocol/whole-sse.js';
 
 /** The final answer as the client would get it: the response, and the refusal it renders, if it is one. */
 export interface FinalAnswer {
@@ -153,7 +153,7 @@ async function interceptRelayedJson(outcome: Extract<Outcome, { kind: 'relay' }>
     }
     if (marker !== undefined && bytes.indexOf(marker) < 0) return { ...outcome, body: RelayBody.of(bytes) };
     const text = bytes.toString('utf8');
-    read = { body: RelayBody.of(bytes), text, response: responseIn(text, outcome.requestId) };
+    read = { body: RelayBody.of(bytes), text, response: answerIn(text, outcome.requestId, false) as JsonRpcResponse | undefined };
   }
   const { text, response } = read;
   const verdict = response === undefined ? undefined : await onFinal({ response });
@@ -276,7 +276,7 @@ function interceptRelayedSse(body: Readable, requestId: JsonRpcId | null, onFina
     transform(chunk: Buffer, _enc, done) {
       void (async () => {
         for (const ev of parser.push(chunk)) {
-          const response = !answered && ev.data !== undefined && ev.data.includes('"id"') && (marker === undefined || ev.data.includes(marker)) ? responseIn(ev.data, requestId) : undefined;
+          const response = !answered && ev.data !== undefined && ev.data.includes('"id"') && (marker === undefined || ev.data.includes(marker)) ? (answerIn(ev.data, requestId, false) as JsonRpcResponse | undefined) : undefined;
           if (response === undefined) {
             this.push(ev.raw);
             continue;
@@ -297,14 +297,4 @@ function interceptRelayedSse(body: Readable, requestId: JsonRpcId | null, onFina
     else failed(failureOf(err), (e) => transform.destroy(e));
   });
   return body.pipe(transform);
-}
-
-function responseIn(text: string, requestId: JsonRpcId | null): JsonRpcResponse | undefined {
-  let message: unknown;
-  try {
-    message = JSON.parse(text);
-  } catch {
-    return undefined;
-  }
-  return answers(message, requestId, false) ? (message as JsonRpcResponse) : undefined;
 }

@@ -90,3 +90,14 @@ export function answers(message: unknown, id: JsonRpcId | null, strict: boolean)
   if (m.id !== id || m.method !== undefined) return false;
   return !strict || m.result !== undefined || m.error !== undefined;
 }
+
+/** `text` parsed, if it is the response to request `id` (see `answers`); undefined otherwise, or when not JSON. */
+export function answerIn(text: string, id: JsonRpcId | null, strict: boolean): SseResponse | undefined {
+  let message: unknown;
+  try {
+    message = JSON.parse(text);
+  } catch {
+    return undefined;
+  }
+  return answers(message, id, strict) ? message : undefined;
+}

@@ -13,7 +13,7 @@
 // reconnects, so a server that closes every poll without sending anything cannot hold a call forever.
 
 import type { Readable } from 'node:stream';
-import { answers, type WholeSse } from '../protocol/whole-sse.js';
+import { answerIn, answers, type WholeSse } from '../protocol/whole-sse.js';
 import type { Dispatcher, Pool } from 'undici';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { JsonRpcId, JsonRpcMessage } from '../protocol/jsonrpc.js';
@@ -73,11 +73,7 @@ export async function* readSseText(body: Readable, upstream: string, resumption:
   for await (const ev of readSseEvents(body, upstream, resumption, () => answered)) {
     // Cheap pre-check: notifications have no "id" and are most of a long stream.
     if (!answered && awaiting !== undefined && ev.data !== undefined && ev.data.includes('"id"')) {
-      try {
-        answered = answers(JSON.parse(ev.data), awaiting, true);
-      } catch {
-        // not JSON: not the answer
-      }
+      answered = answerIn(ev.data, awaiting, true) !== undefined;
     }
     yield ev.raw;
   }
