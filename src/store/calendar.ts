@@ -5,7 +5,6 @@ import type { CalendarWindow } from './store.js';
 
 /** The window around `nowMs`: its start and end (epoch ms, end exclusive). */
 export function calendarWindow(nowMs: number, window: CalendarWindow): { start: number; end: number } {
-  const d = new Date(nowMs);
   switch (window) {
     case 'minute':
     case 'hour':
@@ -15,6 +14,7 @@ export function calendarWindow(nowMs: number, window: CalendarWindow): { start: 
       return { start, end: start + size };
     }
     case 'month': {
+      const d = new Date(nowMs);
       const start = Date.UTC(d.getUTCFullYear(), d.getUTCMonth(), 1);
       const end = Date.UTC(d.getUTCFullYear(), d.getUTCMonth() + 1, 1);
       return { start, end };

@@ -8,7 +8,7 @@ import { constants, mkdirSync } from 'node:fs';
 import { access, open, stat } from 'node:fs/promises';
 import { dirname } from 'node:path';
 import { Worker } from 'node:worker_threads';
-import type { WorkerMessage, WorkerReply, WorkerRequest } from './sqlite-worker.js';
+import { encodeRequests, forEachReply, type WorkerReplies, type WorkerRequest } from './sqlite-wire.js';
 import { LRUCache } from 'lru-cache';
 import { entryJson } from './audit-chain.js';
 import { nextBreaker, type BreakerDoc } from './breaker-math.js';
@@ -87,7 +87,7 @@ export class SqliteStore implements Store {
   private start(): Worker {
     this.started = true;
     const worker = newWorker(this.path);
-    worker.on('message', (replies: WorkerReply[]) => {
+    worker.on('message', (replies: WorkerReplies) => {
       // What gathered during the commit goes next, by the same rule as after an idle spell: at once, unless
       // appends announced as coming are still missing, for which it waits at most COMMIT_DELAY_MS. A commit
       // costs about the same for one record as for twenty (a round trip to the writer thread, an fsync), so
@@ -95,13 +95,13 @@ export class SqliteStore implements Store {
       // leaving with whatever gathered). A lone call announces nothing and is never held.
       this.sent = false;
       if (this.outbox.length > 0 || this.dirty.size > 0) this.scheduleSend();
-      for (const reply of replies) {
-        const p = this.pending.get(reply.id);
-        if (!p) continue;
-        this.pending.delete(reply.id);
-        if (reply.ok) p.resolve(reply.value);
-        else p.reject(new StoreUnavailableError(`SQLite store: ${reply.error}`));
-      }
+      forEachReply(replies, (id, ok, value) => {
+        const p = this.pending.get(id);
+        if (!p) return;
+        this.pending.delete(id);
+        if (ok) p.resolve(value);
+        else p.reject(new StoreUnavailableError(`SQLite store: ${value as string}`));
+      });
       if (this.pending.size === 0) worker.unref();
     });
     const died = (err: Error): void => {
@@ -168,7 +168,7 @@ export class SqliteStore implements Store {
       return;
     }
     this.sent = true;
-    (this.worker ?? this.start()).postMessage({ requests } satisfies WorkerMessage);
+    (this.worker ?? this.start()).postMessage(encodeRequests(requests));
   }
 
   /** The rows changed since the last message, as one write that goes first in the next (coalesced per row). */
@@ -284,19 +284,22 @@ export class SqliteStore implements Store {
    * callers each see the row as the one before left it. A write that fails makes the row be read again.
    */
   private update<T, R>(held: string, read: string, key: string, change: (row: T | undefined) => { row?: T; result: R; write?: unknown[] }): Promise<R> {
-    // A held row (every call after a key's first) is decided now: one resolved promise, no async frame.
-    if (!this.rows.has(held)) return this.load(held, read, key).then(() => this.decide(held, change));
+    // A held row (every call after a key's first) is decided now: one resolved promise, no async frame, and
+    // one look-up in the held rows (its holder is changed in place).
+    const holder = this.rows.get(held);
+    if (holder === undefined) return this.load(held, read, key).then(() => this.decide(held, this.rows.get(held), change));
     try {
-      return Promise.resolve(this.decide(held, change));
+      return Promise.resolve(this.decide(held, holder, change));
     } catch (err) {
       return Promise.reject(err);
     }
   }
 
-  private decide<T, R>(held: string, change: (row: T | undefined) => { row?: T; result: R; write?: unknown[] }): R {
-    const { row, result, write } = change(this.rows.get(held)?.row as T | undefined);
+  private decide<T, R>(held: string, holder: { row: unknown } | undefined, change: (row: T | undefined) => { row?: T; result: R; write?: unknown[] }): R {
+    const { row, result, write } = change(holder?.row as T | undefined);
     if (row !== undefined && write !== undefined) {
-      this.rows.set(held, { row });
+      if (holder !== undefined) holder.row = row;
+      else this.rows.set(held, { row });
       // Rides with the next message (the call's audit append, usually); a quiet store writes it soon anyway.
       this.dirty.set(held, write);
       this.dirtyTimer ??= setTimeout(() => {

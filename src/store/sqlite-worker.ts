@@ -7,20 +7,9 @@ import Database from 'better-sqlite3';
 import { chainNext } from './audit-chain.js';
 import type { BreakerDoc } from './breaker-math.js';
 import type { BucketRow, CounterRow } from './counter-math.js';
+import { forEachRequest, type WorkerMessage, type WorkerReplies } from './sqlite-wire.js';
 import type { AuditAnchor, AuditQuery, AuditRecord, BudgetCounter, IdempotencyClaim, IdempotencyRecord } from './store.js';
 
-export interface WorkerRequest {
-  id: number;
-  op: string;
-  args: unknown[];
-}
-
-/** What the main thread asked for while the writer was busy with the message before. */
-export interface WorkerMessage {
-  requests: WorkerRequest[];
-}
-
-export type WorkerReply = { id: number; ok: true; value: unknown } | { id: number; ok: false; error: string };
 
 const SCHEMA = `
 CREATE TABLE IF NOT EXISTS counters (key TEXT PRIMARY KEY, total REAL NOT NULL, resets_at INTEGER NOT NULL);
@@ -210,29 +199,32 @@ function toRecord(row: { state: string; digest: string; owner: string | null; le
   return row.state === 'done' ? { state: 'done', digest: row.digest, response: row.response ?? '' } : { state: 'in_flight', digest: row.digest, owner: row.owner ?? '', leaseUntil: row.lease_until ?? 0 };
 }
 
-let batch: WorkerRequest[] = [];
+/** The requests that arrived since the last commit (sqlite-wire.ts's flat form). */
+let batch: WorkerMessage = [];
 
-/** Runs every request that arrived since the last commit in one transaction: one fsync for all of them. */
-const batchTransaction = db.transaction((requests: WorkerRequest[]): WorkerReply[] => {
+/** Runs every request of a batch in one transaction: one fsync for all of them. */
+const batchTransaction = db.transaction((requests: WorkerMessage): WorkerReplies => {
   batchHead = undefined;
-  return requests.map((r) => {
-    const fn = ops[r.op];
-    if (fn === undefined) return { id: r.id, ok: false, error: `unknown store operation ${r.op}` };
+  const replies: WorkerReplies = [];
+  forEachRequest(requests, (id, op, args) => {
+    const fn = ops[op];
+    if (fn === undefined) return void replies.push(id, false, `unknown store operation ${op}`);
     try {
-      return { id: r.id, ok: true, value: (fn as (...a: unknown[]) => unknown)(...r.args) };
+      replies.push(id, true, (fn as (...a: unknown[]) => unknown)(...args));
     } catch (err) {
-      return { id: r.id, ok: false, error: (err as Error).message };
+      replies.push(id, false, (err as Error).message);
     }
   });
+  return replies;
 });
 // IMMEDIATE: the write lock is taken first, so what the batch reads (the chain head) is what it writes on.
-const commit = (requests: WorkerRequest[]): WorkerReply[] => batchTransaction.immediate(requests);
+const commit = (requests: WorkerMessage): WorkerReplies => batchTransaction.immediate(requests);
 
 function flush(): void {
   const requests = batch;
   batch = [];
   if (requests.length === 0) return;
-  let replies: WorkerReply[];
+  let replies: WorkerReplies;
   try {
     replies = commit(requests);
     committedHead = batchHead?.head ?? committedHead;
@@ -240,15 +232,18 @@ function flush(): void {
     batchHead = undefined;
     committedHead = undefined;
     // The commit itself failed (disk full, file gone, locked too long): nothing of the batch is durable.
-    replies = requests.map((r) => ({ id: r.id, ok: false, error: `commit failed: ${(err as Error).message}` }));
+    replies = [];
+    forEachRequest(requests, (id) => replies.push(id, false, `commit failed: ${(err as Error).message}`));
   }
   parentPort!.postMessage(replies);
 }
 
 // The main thread sends one message at a time (sqlite-store.ts): each is one batch, one commit, one reply.
 parentPort!.on('message', (message: WorkerMessage) => {
-  if (batch.length === 0) setImmediate(flush);
-  for (const r of message.requests) batch.push(r);
+  if (batch.length === 0) {
+    setImmediate(flush);
+    batch = message;
+  } else for (const value of message) batch.push(value);
 });
 
 // Expired counters, buckets, idempotency records and approvals go once a minute.

@@ -54,6 +54,21 @@ test('canonicalEntryJson equals canonicalJson for entries with members left out,
   }
 });
 
+test('canonicalEntryJson writes each string member as JSON.stringify does: quotes, backslashes, control characters, surrogates', () => {
+  // Strings without these are written between quotes without JSON.stringify (audit-chain.ts memberJson).
+  const texts = ['plain-id_1.2:3/4 @x', '', 'say "hi"', 'back\\slash', 'tab\there', 'nul\u0000', 'unit\u001f', 'del\u007f', 'é ü ß', 'line\u2028sep', 'pair \ud83d\ude00', 'lone \ud83d here', 'lone \ude00 here', 'end \ud83d'];
+  for (const text of texts) {
+    const entry: AuditEntry = { ...FULL, subject: text, tool: text, reason: text };
+    assert.equal(canonicalEntryJson(entry, undefined), canonicalJson(entry), JSON.stringify(text));
+    assert.equal((JSON.parse(canonicalEntryJson(entry, undefined)) as AuditEntry).subject, JSON.parse(JSON.stringify(text)) as string);
+  }
+  // Numbers: finite ones as String() writes them, the others as JSON does (null).
+  for (const latencyMs of [0, -0, 1.234, 1e21, 5e-7, -3, Number.NaN, Number.POSITIVE_INFINITY]) {
+    const entry: AuditEntry = { ...FULL, latencyMs };
+    assert.equal(canonicalEntryJson(entry, undefined), canonicalJson(entry), String(latencyMs));
+  }
+});
+
 test('the store appends the JSON the entry was made with, or canonicalJson of an entry made elsewhere', () => {
   const made: AuditEntry = { ...FULL };
   knowEntryJson(made, canonicalEntryJson(made, canonicalJson(made.arguments)));
