@@ -160,7 +160,7 @@ export function createGateway(config: GatehouseConfig, log: Logger, options: Gat
   // Kept across reloads: a reload must not wipe the count of an address that is guessing keys.
   // Counted in the store (shared by replicas); in memory while the store cannot count.
   const authFailures = new AuthFailureLimiter(config.auth.failureLimit, (key, windowMs) => state.run((s) => s.addToWindow(key, 1, windowMs)));
-  const takeToken: TakeToken = (key, bucket) => state.run((s) => s.takeTokens(key, bucket, 1));
+  const takeToken: TakeToken = (key, bucket) => state.runNow((s) => s.takeTokens(key, bucket, 1));
   const edgeOptions = {
     loopback: isLoopback(config.listen.host),
     auth: new Authenticator(config, log),
@@ -457,10 +457,10 @@ function buildRuntime(config: GatehouseConfig, log: Logger, observeUpstream: (up
     pin: compilePinStage(config.tools.pinning, approvals.pins, policyLog),
     arguments: compileArgumentsStage({ schemas, uncheckable: config.tools.uncheckableSchemas, refreshRoute: (route, capabilities) => routes.resolve(route.kind, route.publicName, capabilities, true) }),
     egress: compileEgressStage(egress),
-    rateLimit: compileRateLimitStage(limits.call, (key, bucket) => state.run((s) => s.takeTokens(key, bucket, 1))),
+    rateLimit: compileRateLimitStage(limits.call, (key, bucket) => state.runNow((s) => s.takeTokens(key, bucket, 1))),
     budget: compileBudgetStage(
       compileBudgets(config.policy.budgets),
-      (key, amount, limit, window) => state.run((s) => s.spendBudget(key, amount, limit, window)),
+      (key, amount, limit, window) => state.runNow((s) => s.spendBudget(key, amount, limit, window)),
       (key, amount, window, resetsAt) => state.run((s) => s.refundBudget(key, amount, window, resetsAt)),
       policyLog,
     ),

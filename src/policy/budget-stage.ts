@@ -16,10 +16,10 @@ import { failure, GatewayError, type ToolRefusal } from '../errors.js';
 import type { Logger } from '../log/logger.js';
 import type { CallContext, Route } from '../pipeline/context.js';
 import type { Outcome } from '../pipeline/outcome.js';
-import { waitedOn } from '../pipeline/events.js';
+import { waitedOn, waitedOnAnswer } from '../pipeline/events.js';
 import type { Principal } from '../pipeline/principal.js';
 import { refuseAt, type Stage } from '../pipeline/stage.js';
-import type { BudgetSpend, CalendarWindow } from '../store/store.js';
+import type { Answer, BudgetSpend, CalendarWindow } from '../store/store.js';
 import { compileSelector, firstMatch, type Selector } from './selector.js';
 
 export interface CompiledBudget {
@@ -31,7 +31,7 @@ export interface CompiledBudget {
   selector: Selector;
 }
 
-export type SpendBudget = (key: string, amount: number, limit: number, window: CalendarWindow) => Promise<BudgetSpend>;
+export type SpendBudget = (key: string, amount: number, limit: number, window: CalendarWindow) => Answer<BudgetSpend>;
 /** Gives back what a spend took, from the window that ends at `resetsAt`. */
 export type RefundBudget = (key: string, amount: number, window: CalendarWindow, resetsAt: number) => Promise<void>;
 
@@ -67,7 +67,9 @@ export function compileBudgetStage(budgets: readonly CompiledBudget[], spend: Sp
       const key = budgetKey(budget, ctx.principal, route);
       let spent: BudgetSpend;
       try {
-        spent = await waitedOn(ctx, 'budget', 'store.spend', spend(key, budget.cost, budget.limit, budget.window));
+        // Spent at once (the usual case): not awaited, as the rate limit's token.
+        const answer = waitedOnAnswer(ctx, 'budget', 'store.spend', spend(key, budget.cost, budget.limit, budget.window));
+        spent = answer instanceof Promise ? await answer : answer;
       } catch (err) {
         return refuseAt('budget', ctx, failure(new GatewayError('GW_ERR_STATE_UNAVAILABLE', 'The budget of this call cannot be checked now, so the call is not run; retry later', undefined, { cause: err })));
       }

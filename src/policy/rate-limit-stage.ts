@@ -3,7 +3,7 @@
 // result with `_meta["dev.gatehouse/retry_after"]`. A store that cannot answer fails the call closed.
 
 import { failure, GatewayError } from '../errors.js';
-import { waitedOn } from '../pipeline/events.js';
+import { waitedOnAnswer } from '../pipeline/events.js';
 import { refuseAt, type Stage } from '../pipeline/stage.js';
 import { bucketKey, rateLimited, type CompiledLimit, type TakeToken } from './rate-limits.js';
 import { firstMatch } from './selector.js';
@@ -18,7 +18,9 @@ export function compileRateLimitStage(limits: readonly CompiledLimit[], take: Ta
       if (limit === undefined) return next(ctx);
       let taken;
       try {
-        taken = await waitedOn(ctx, 'rateLimit', 'store.take', take(bucketKey(limit, ctx.principal, route, ctx.clientAddress), limit.bucket));
+        // A token the store takes at once (the usual case) is not awaited: no promise, no microtask turn.
+        const answer = waitedOnAnswer(ctx, 'rateLimit', 'store.take', take(bucketKey(limit, ctx.principal, route, ctx.clientAddress), limit.bucket));
+        taken = answer instanceof Promise ? await answer : answer;
       } catch (err) {
         return refuseAt('rateLimit', ctx, failure(new GatewayError('GW_ERR_STATE_UNAVAILABLE', 'The rate limit of this call cannot be checked now, so the call is not run; retry later', undefined, { cause: err })));
       }

@@ -9,7 +9,7 @@ import type { ToolRefusal, TransportRefusal } from '../errors.js';
 import type { Route } from '../pipeline/context.js';
 import type { Principal } from '../pipeline/principal.js';
 import { ErrorCode } from '../protocol/jsonrpc.js';
-import type { TokenTake } from '../store/store.js';
+import type { Answer, TokenTake } from '../store/store.js';
 import { compileSelector, firstMatch, type Selector } from './selector.js';
 
 export interface CompiledLimit {
@@ -21,7 +21,7 @@ export interface CompiledLimit {
 }
 
 /** Takes one token from a bucket through the store (fails closed when the store does). */
-export type TakeToken = (key: string, bucket: CompiledLimit['bucket']) => Promise<TokenTake>;
+export type TakeToken = (key: string, bucket: CompiledLimit['bucket']) => Answer<TokenTake>;
 
 export function compileLimits(entries: readonly RateLimit[]): { ip: CompiledLimit[]; call: CompiledLimit[] } {
   const all = entries.map((e): CompiledLimit => {

@@ -4,7 +4,7 @@
 // refused before they run (state-stage.ts) and /readyz says not ready.
 
 import type { Logger } from '../log/logger.js';
-import { StoreUnavailableError, type Store } from './store.js';
+import { StoreUnavailableError, type Answer, type Store } from './store.js';
 
 const PROBE_MS = 1_000;
 
@@ -37,6 +37,22 @@ export class StoreGuard {
       return Promise.reject(this.failed(err));
     }
     return work.then(this.succeeded as (value: T) => T, this.rethrow);
+  }
+
+  /**
+   * `run` for an operation that may answer at once (Store.takeTokens, spendBudget): an answer is returned as
+   * it is, and a synchronous throw is thrown, as StoreUnavailableError, instead of a rejected promise.
+   */
+  runNow<T>(op: (store: Store) => Answer<T>): Answer<T> {
+    let answer: Answer<T>;
+    try {
+      answer = op(this.store);
+    } catch (err) {
+      throw this.failed(err);
+    }
+    if (answer instanceof Promise) return answer.then(this.succeeded as (value: T) => T, this.rethrow);
+    if (!this.up) this.markUp();
+    return answer;
   }
 
   private readonly succeeded = <T>(value: T): T => {

@@ -14,7 +14,7 @@ import { entryJson } from './audit-chain.js';
 import { nextBreaker, type BreakerDoc } from './breaker-math.js';
 import { calendarWindow } from './calendar.js';
 import { budgetRefund, budgetSpend, bucketTake, windowAdd, type BucketRow, type CounterRow } from './counter-math.js';
-import { StoreUnavailableError, type BreakerAdmission, type BreakerSettings, type BreakerState, type BudgetCounter, type BudgetSpend, type CalendarWindow, type AuditAnchor, type AuditEntry, type AuditQuery, type AuditRecord, type IdempotencyClaim, type IdempotencyRecord, type Store, type TokenBucket, type TokenTake, type WindowCount } from './store.js';
+import { StoreUnavailableError, type Answer, type BreakerAdmission, type BreakerSettings, type BreakerState, type BudgetCounter, type BudgetSpend, type CalendarWindow, type AuditAnchor, type AuditEntry, type AuditQuery, type AuditRecord, type IdempotencyClaim, type IdempotencyRecord, type Store, type TokenBucket, type TokenTake, type WindowCount } from './store.js';
 
 // Run from the TypeScript sources (tests, through tsx) or from dist/: the worker is the sibling file, and
 // from the sources it registers tsx's loader first (workers do not inherit it on Node 20).
@@ -230,17 +230,17 @@ export class SqliteStore implements Store {
     });
   }
 
-  takeTokens(key: string, bucket: TokenBucket, cost: number): Promise<TokenTake> {
-    return this.update<BucketRow, TokenTake>(`b|${key}`, 'readBucket', key, (current) => {
+  takeTokens(key: string, bucket: TokenBucket, cost: number): Answer<TokenTake> {
+    return this.answer<BucketRow, TokenTake>(`b|${key}`, 'readBucket', key, (current) => {
       const { row, expiresAt, result } = bucketTake(current, bucket, cost, Date.now());
       return { row, result, write: ['putBucket', key, row.tokens, row.updatedAt, expiresAt] };
     });
   }
 
-  spendBudget(key: string, amount: number, limit: number, window: CalendarWindow): Promise<BudgetSpend> {
+  spendBudget(key: string, amount: number, limit: number, window: CalendarWindow): Answer<BudgetSpend> {
     const { start, end } = calendarWindow(Date.now(), window);
     const rowKey = `${key}|${start}`;
-    return this.update<CounterRow, BudgetSpend>(`c|${rowKey}`, 'readCounter', rowKey, (current) => {
+    return this.answer<CounterRow, BudgetSpend>(`c|${rowKey}`, 'readCounter', rowKey, (current) => {
       const { row, result } = budgetSpend(current, amount, limit, end);
       return row === undefined ? { result } : { row, result, write: ['putCounter', rowKey, row.total, row.resetsAt] };
     });
@@ -282,14 +282,19 @@ export class SqliteStore implements Store {
    * Reads the row this process holds under `held` (from the file the first time), decides, keeps the new
    * row and sends it to the writer without waiting, all in one synchronous step after the read: concurrent
    * callers each see the row as the one before left it. A write that fails makes the row be read again.
+   * A held row (every call after a key's first) is decided and answered at once, with one look-up in the
+   * held rows (its holder is changed in place); may throw.
    */
-  private update<T, R>(held: string, read: string, key: string, change: (row: T | undefined) => { row?: T; result: R; write?: unknown[] }): Promise<R> {
-    // A held row (every call after a key's first) is decided now: one resolved promise, no async frame, and
-    // one look-up in the held rows (its holder is changed in place).
+  private answer<T, R>(held: string, read: string, key: string, change: (row: T | undefined) => { row?: T; result: R; write?: unknown[] }): Answer<R> {
     const holder = this.rows.get(held);
     if (holder === undefined) return this.load(held, read, key).then(() => this.decide(held, this.rows.get(held), change));
+    return this.decide(held, holder, change);
+  }
+
+  /** `answer`, always as a promise (for the operations whose callers take one). */
+  private update<T, R>(held: string, read: string, key: string, change: (row: T | undefined) => { row?: T; result: R; write?: unknown[] }): Promise<R> {
     try {
-      return Promise.resolve(this.decide(held, holder, change));
+      return Promise.resolve(this.answer(held, read, key, change));
     } catch (err) {
       return Promise.reject(err);
     }

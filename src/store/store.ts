@@ -128,6 +128,13 @@ export interface AuditQuery {
   limit?: number;
 }
 
+/**
+ * An operation's answer, or a promise of it. Each call a rate limit and a budget check ask the store once;
+ * when the answer is known at once, an awaited promise would cost two promises and a turn of the microtask
+ * queue for nothing.
+ */
+export type Answer<T> = T | Promise<T>;
+
 export interface Store {
   readonly kind: 'sqlite' | 'redis';
   /** Resolves when the store answers and can write; rejects with the reason otherwise. */
@@ -135,13 +142,16 @@ export interface Store {
 
   /** Adds to the counter `key` in its fixed window of `windowMs` (aligned to the epoch, UTC). */
   addToWindow(key: string, amount: number, windowMs: number): Promise<WindowCount>;
-  /** Takes `cost` tokens from the bucket `key`, refilled by the store's own clock. */
-  takeTokens(key: string, bucket: TokenBucket, cost: number): Promise<TokenTake>;
+  /**
+   * Takes `cost` tokens from the bucket `key`, refilled by the store's own clock. Answered at once (not a
+   * promise) when the store decides it without waiting: the SQLite store, on a row it already holds.
+   */
+  takeTokens(key: string, bucket: TokenBucket, cost: number): Answer<TokenTake>;
   /**
    * Spends `amount` from the budget `key` in the current calendar window (UTC, on the store's clock), unless
-   * that would pass `limit`: then nothing is spent. Atomic across replicas.
+   * that would pass `limit`: then nothing is spent. Atomic across replicas. Answered at once as takeTokens is.
    */
-  spendBudget(key: string, amount: number, limit: number, window: CalendarWindow): Promise<BudgetSpend>;
+  spendBudget(key: string, amount: number, limit: number, window: CalendarWindow): Answer<BudgetSpend>;
   /**
    * Gives back `amount` that spendBudget spent in the window ending at `resetsAt` (its answer's), for a call
    * that did not run after all. Never below zero; nothing once that window has ended.

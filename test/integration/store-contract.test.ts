@@ -552,8 +552,19 @@ describe('SQLite only', () => {
     await s.close();
     assert.deepEqual((await reader.listBudgets('budget:held:')).map((c) => c.used), [5], 'flushed at close');
     const again = openStore({ kind: 'sqlite', path });
-    assert.equal((await again.takeTokens('rl:held', { rate: 1, perMs: 60_000, burst: 2 }, 1)).allowed, true, 'one token left after the restart');
-    assert.equal((await again.takeTokens('rl:held', { rate: 1, perMs: 60_000, burst: 2 }, 1)).allowed, false, 'the bucket survived the restart');
+    const first = again.takeTokens('rl:held', { rate: 1, perMs: 60_000, burst: 2 }, 1);
+    assert.ok(first instanceof Promise, 'a row not held yet is read from the file first');
+    assert.equal((await first).allowed, true, 'one token left after the restart');
+    // Held now: decided and answered at once, without a promise for the rate-limit stage to await.
+    const held = again.takeTokens('rl:held', { rate: 1, perMs: 60_000, burst: 2 }, 1);
+    assert.ok(!(held instanceof Promise), 'a held row is answered at once');
+    assert.equal(held.allowed, false, 'the bucket survived the restart');
+    const spendHeld = again.spendBudget('budget:held:a', 1, 10, 'day');
+    assert.ok(spendHeld instanceof Promise, 'the budget row is read from the file first');
+    assert.equal((await spendHeld).used, 6);
+    const spentAtOnce = again.spendBudget('budget:held:a', 1, 10, 'day');
+    assert.ok(!(spentAtOnce instanceof Promise), 'then answered at once');
+    assert.equal(spentAtOnce.used, 7);
     await again.close();
     await reader.close();
   });

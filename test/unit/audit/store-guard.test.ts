@@ -50,6 +50,39 @@ test('an operation that throws before it returns a promise is a rejected promise
   assert.equal(g.available, false);
 });
 
+// runNow: for the rate limit's take and the budget's spend, which the SQLite store answers at once on a row
+// it holds. The stages await only a promise; the failure rules are run's.
+test('runNow passes an answer given at once on as it is (no promise), and it marks a down store up', async () => {
+  const g = guard();
+  await assert.rejects(g.run(() => Promise.reject(new Error('disk I/O error'))), StoreUnavailableError);
+  assert.equal(g.available, false);
+  const answer = g.runNow(() => ({ allowed: true }));
+  assert.ok(!(answer instanceof Promise), 'not a promise');
+  assert.deepEqual(answer, { allowed: true });
+  assert.equal(g.available, true);
+});
+
+test('runNow waits on a promise as run does, and refuses its failure as StoreUnavailableError', async () => {
+  const g = guard();
+  const later = g.runNow(() => Promise.resolve(7));
+  assert.ok(later instanceof Promise);
+  assert.equal(await later, 7);
+  await assert.rejects(Promise.resolve(g.runNow(() => Promise.reject(new Error('gone')))), (err: unknown) => err instanceof StoreUnavailableError && /gone/.test(err.message));
+  assert.equal(g.available, false);
+});
+
+test('runNow throws an operation that throws at once, as StoreUnavailableError, and marks the store down', () => {
+  const g = guard();
+  assert.throws(
+    () =>
+      g.runNow(() => {
+        throw new Error('SQLite store: closed');
+      }),
+    StoreUnavailableError,
+  );
+  assert.equal(g.available, false);
+});
+
 test('a StoreUnavailableError is passed on as it is, not wrapped again', async () => {
   const own = new StoreUnavailableError('SQLite store: the writer stopped (exit code 1)');
   await assert.rejects(guard().run(() => Promise.reject(own)), (err: unknown) => err === own);
