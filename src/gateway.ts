@@ -466,7 +466,7 @@ function buildRuntime(config: GatehouseConfig, log: Logger, observeUpstream: (up
     ),
     breaker: compileBreakerStage(
       compileBreakers(config.policy.breakers),
-      { admit: (key, settings) => state.run((s) => s.breakerAdmit(key, settings)), record: (key, ok, settings) => state.run((s) => s.breakerRecord(key, ok, settings)) },
+      { admit: (key, settings) => state.runNow((s) => s.breakerAdmit(key, settings)), record: (key, ok, settings) => state.run((s) => s.breakerRecord(key, ok, settings)) },
       breakerBoard,
       policyLog,
     ),

@@ -9,11 +9,11 @@ import type { Breaker } from '../config/schema.generated.js';
 import { failure, GatewayError, type ToolRefusal } from '../errors.js';
 import type { Logger } from '../log/logger.js';
 import type { Route } from '../pipeline/context.js';
-import { waitedOn } from '../pipeline/events.js';
+import { waitedOnAnswer } from '../pipeline/events.js';
 import { interceptFinal, type FinalAnswer } from '../pipeline/final-answer.js';
 import { refuseAt, type Stage } from '../pipeline/stage.js';
 import { ErrorCode } from '../protocol/jsonrpc.js';
-import type { BreakerAdmission, BreakerSettings, BreakerState } from '../store/store.js';
+import type { Answer, BreakerAdmission, BreakerSettings, BreakerState } from '../store/store.js';
 import { compileSelector, firstMatch, type Selector } from './selector.js';
 
 export interface CompiledBreaker {
@@ -24,7 +24,8 @@ export interface CompiledBreaker {
 }
 
 export interface BreakerStore {
-  admit(key: string, settings: BreakerSettings): Promise<BreakerAdmission>;
+  /** A verdict at once when the store has it (a breaker row this replica holds), or a promise of it. */
+  admit(key: string, settings: BreakerSettings): Answer<BreakerAdmission>;
   record(key: string, ok: boolean, settings: BreakerSettings): Promise<BreakerState>;
 }
 
@@ -80,7 +81,9 @@ export function compileBreakerStage(breakers: readonly CompiledBreaker[], store:
       const key = `breaker:${breaker.id}:${target}`;
       let admission: BreakerAdmission;
       try {
-        admission = await waitedOn(ctx, 'breaker', 'store.admit', store.admit(key, breaker.settings));
+        // Admitted at once (the usual case): not awaited, as the rate limit's token.
+        const answer = waitedOnAnswer(ctx, 'breaker', 'store.admit', store.admit(key, breaker.settings));
+        admission = answer instanceof Promise ? await answer : answer;
       } catch (err) {
         return refuseAt('breaker', ctx, failure(new GatewayError('GW_ERR_STATE_UNAVAILABLE', 'The circuit state of this call cannot be read now, so the call is not run; retry later', undefined, { cause: err })));
       }

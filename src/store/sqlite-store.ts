@@ -261,8 +261,8 @@ export class SqliteStore implements Store {
     return this.call('listBudgets', prefix);
   }
 
-  breakerAdmit(key: string, settings: BreakerSettings): Promise<BreakerAdmission> {
-    return this.update<BreakerDoc, BreakerAdmission>(`k|${key}`, 'readBreaker', key, (current) => {
+  breakerAdmit(key: string, settings: BreakerSettings): Answer<BreakerAdmission> {
+    return this.answer<BreakerDoc, BreakerAdmission>(`k|${key}`, 'readBreaker', key, (current) => {
       const now = Date.now();
       const { admission, next } = nextBreaker.admit(current, now, settings);
       if (next === undefined || next === current) return { result: admission };

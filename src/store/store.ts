@@ -160,8 +160,11 @@ export interface Store {
   /** The budget counters of current windows whose key starts with `prefix`. */
   listBudgets(prefix: string): Promise<BudgetCounter[]>;
 
-  /** Whether a call may pass the breaker `key` now; after the cool-down exactly one caller gets the probe. */
-  breakerAdmit(key: string, settings: BreakerSettings): Promise<BreakerAdmission>;
+  /**
+   * Whether a call may pass the breaker `key` now; after the cool-down exactly one caller gets the probe.
+   * Answered at once as takeTokens is.
+   */
+  breakerAdmit(key: string, settings: BreakerSettings): Answer<BreakerAdmission>;
   /** Records a call's outcome; returns the breaker's state after it. */
   breakerRecord(key: string, ok: boolean, settings: BreakerSettings): Promise<BreakerState>;
 

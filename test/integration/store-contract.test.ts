@@ -565,6 +565,13 @@ describe('SQLite only', () => {
     const spentAtOnce = again.spendBudget('budget:held:a', 1, 10, 'day');
     assert.ok(!(spentAtOnce instanceof Promise), 'then answered at once');
     assert.equal(spentAtOnce.used, 7);
+    const breaker = { consecutiveFailures: 3, minCalls: 10, windowMs: 60_000, coolDownMs: 30_000 };
+    const firstAdmit = again.breakerAdmit('br:held', breaker);
+    assert.ok(firstAdmit instanceof Promise, 'the breaker row is read from the file first');
+    assert.equal((await firstAdmit).verdict, 'closed');
+    const admittedAtOnce = again.breakerAdmit('br:held', breaker);
+    assert.ok(!(admittedAtOnce instanceof Promise), 'then admitted at once');
+    assert.equal(admittedAtOnce.verdict, 'closed');
     await again.close();
     await reader.close();
   });
