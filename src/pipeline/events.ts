@@ -177,9 +177,9 @@ export function waitedOn<T>(call: { callId: string; edge: object }, stage: strin
 }
 
 /**
- * `waitedOn` for work that may be done already (Store.takeTokens, spendBudget): a promise is waited on as
- * there, an answer is returned as it is and published as a wait of no time, so a trace shows the step
- * either way.
+ * `waitedOn` for work that may be done already (Store.takeTokens, spendBudget, breakerAdmit): a promise
+ * is waited on as there, an answer is returned as it is and published as a wait of no time, so a trace
+ * shows the step either way.
  */
 export function waitedOnAnswer<T>(call: { callId: string; edge: object }, stage: string, wait: string, answer: T | Promise<T>): T | Promise<T> {
   if (answer instanceof Promise) return waitedOn(call, stage, wait, answer);

@@ -40,8 +40,9 @@ export class StoreGuard {
   }
 
   /**
-   * `run` for an operation that may answer at once (Store.takeTokens, spendBudget): an answer is returned as
-   * it is, and a synchronous throw is thrown, as StoreUnavailableError, instead of a rejected promise.
+   * `run` for an operation that may answer at once (Store.takeTokens, spendBudget, breakerAdmit): an
+   * answer is returned as it is, and a synchronous throw is thrown, as StoreUnavailableError, instead of a
+   * rejected promise.
    */
   runNow<T>(op: (store: Store) => Answer<T>): Answer<T> {
     let answer: Answer<T>;
