@@ -13,7 +13,7 @@ import type { CallContext } from './context.js';
 import type { AnswerHeaders, Outcome } from './outcome.js';
 import { topLevelMemberValue } from '../protocol/json-member.js';
 import { RelayBody } from './relay-body.js';
-import { answerIn, answers, type WholeSse } from '../protocol/whole-sse.js';
+import { answerIn, type WholeSse } from '../protocol/whole-sse.js';
 
 /** The final answer as the client would get it: the response, and the refusal it renders, if it is one. */
 export interface FinalAnswer {
@@ -203,15 +203,9 @@ export function withMetaInserted(text: string, response: JsonRpcResponse, meta: 
 function interceptWholeSse(outcome: Extract<Outcome, { kind: 'relay' }>, reading: WholeSse, onFinal: OnFinal, render: (refusal: Refusal) => JsonRpcResponse, marker: string | undefined): Promise<Outcome> | undefined {
   if (!reading.complete) return undefined;
   const events = reading.events;
-  let answer: { at: number; response: JsonRpcResponse } | undefined;
-  for (let i = 0; i < events.length && answer === undefined; i++) {
-    const data = events[i]!.data;
-    if (data === undefined || (marker !== undefined && !data.includes(marker))) continue;
-    const m = reading.message(i);
-    if (answers(m, outcome.requestId, false)) answer = { at: i, response: m as JsonRpcResponse };
-  }
-  if (answer === undefined) return undefined;
-  const { at, response } = answer;
+  const at = reading.answerAt(outcome.requestId, false, marker);
+  if (at < 0) return undefined;
+  const response = reading.message(at) as JsonRpcResponse;
   return onFinal({ response }).then((verdict) => {
     if (verdict === undefined) return outcome;
     const { raw: replaced, message: written } = answerEvent(events[at]!, response, verdict, render);

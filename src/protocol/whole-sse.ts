@@ -71,10 +71,14 @@ export class WholeSse {
   /**
    * The first event that answers request `id`: a message with that id and no method. `strict` also asks
    * for a result or an error (what the edge and the resuming reader count as an answer; the audit takes
-   * any response with the id, so a malformed one is still recorded). -1 when none does.
+   * any response with the id, so a malformed one is still recorded). `marker`: only events whose data
+   * holds it are parsed. -1 when none does.
    */
-  answerAt(id: JsonRpcId | null, strict: boolean): number {
-    for (let i = 0; i < this.events.length; i++) if (answers(this.message(i), id, strict)) return i;
+  answerAt(id: JsonRpcId | null, strict: boolean, marker?: string): number {
+    for (let i = 0; i < this.events.length; i++) {
+      if (marker !== undefined && this.events[i]!.data?.includes(marker) !== true) continue;
+      if (answers(this.message(i), id, strict)) return i;
+    }
     return -1;
   }
 }

@@ -51,9 +51,7 @@ export class StoreGuard {
     } catch (err) {
       throw this.failed(err);
     }
-    if (answer instanceof Promise) return answer.then(this.succeeded as (value: T) => T, this.rethrow);
-    if (!this.up) this.markUp();
-    return answer;
+    return answer instanceof Promise ? answer.then(this.succeeded as (value: T) => T, this.rethrow) : this.succeeded(answer);
   }
 
   private readonly succeeded = <T>(value: T): T => {
