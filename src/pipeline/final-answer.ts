@@ -10,7 +10,7 @@ import type { JsonRpcId, JsonRpcMessage, JsonRpcResponse } from '../protocol/jso
 import { formatSseMessage, SseParser, type SseEvent } from '../protocol/sse.js';
 import { CallStream } from './call-stream.js';
 import type { CallContext } from './context.js';
-import type { AnswerHeaders, Outcome } from './outcome.js';
+import type { AnswerHeaders, Outcome, RelayRead } from './outcome.js';
 import { topLevelMemberValue } from '../protocol/json-member.js';
 import { RelayBody } from './relay-body.js';
 import { answerIn, type WholeSse } from '../protocol/whole-sse.js';
@@ -68,9 +68,9 @@ export function interceptFinal(outcome: Outcome, ctx: CallContext, onFinal: OnFi
         if (whole !== undefined && whole.indexOf(marker) < 0) return outcome;
       }
       if (!(outcome.headers['content-type'] ?? '').startsWith('text/event-stream')) {
-        return interceptRelayedJson(outcome, onFinal, marker);
+        return interceptRelayedJson(outcome, ctx, onFinal, marker);
       }
-      const render = (refusal: Refusal): JsonRpcResponse => toWire(refusal, { era: ctx.era, id: outcome.requestId, callId: ctx.callId }).body;
+      const render = renderer(ctx, outcome.requestId);
       const reading = outcome.body.peekWholeSse();
       if (reading !== undefined) {
         const held = interceptWholeSse(outcome, reading, onFinal, render, marker);
@@ -83,6 +83,11 @@ export function interceptFinal(outcome: Outcome, ctx: CallContext, onFinal: OnFi
     case 'empty':
       return outcome;
   }
+}
+
+/** Writes a refusal as the response to request `id`, in the call's era. */
+function renderer(ctx: CallContext, id: JsonRpcId | null): (refusal: Refusal) => JsonRpcResponse {
+  return (refusal) => toWire(refusal, { era: ctx.era, id, callId: ctx.callId }).body;
 }
 
 function replaced(outcome: Outcome, verdict: Exclude<FinalVerdict, void | undefined>, answer: FinalAnswer): Outcome {
@@ -141,7 +146,7 @@ function interceptStream(source: CallStream, ctx: CallContext, onFinal: OnFinal)
  * for the result's `_meta` are inserted into the bytes where that is safe, so the answer is not written
  * again for a run id.
  */
-async function interceptRelayedJson(outcome: Extract<Outcome, { kind: 'relay' }>, onFinal: OnFinal, marker?: string): Promise<Outcome> {
+async function interceptRelayedJson(outcome: Extract<Outcome, { kind: 'relay' }>, ctx: CallContext, onFinal: OnFinal, marker?: string): Promise<Outcome> {
   // Several stages may look at one answer (output check, idempotency, breaker, audit): read and parsed once.
   let read = outcome.read !== undefined && outcome.read.body === outcome.body ? outcome.read : undefined;
   if (read === undefined) {
@@ -149,13 +154,15 @@ async function interceptRelayedJson(outcome: Extract<Outcome, { kind: 'relay' }>
     try {
       bytes = await outcome.body.collect();
     } catch (err) {
-      return { kind: 'refused', refusal: { kind: 'failure', error: outcome.failureOf(err) } };
+      const error = outcome.failureOf(err);
+      return marker === undefined ? failedAnswer(error, onFinal, renderer(ctx, outcome.requestId)) : { kind: 'refused', refusal: { kind: 'failure', error } };
     }
     if (marker !== undefined && bytes.indexOf(marker) < 0) return { ...outcome, body: RelayBody.of(bytes) };
     const text = bytes.toString('utf8');
     read = { body: RelayBody.of(bytes), text, response: answerIn(text, outcome.requestId, false) as JsonRpcResponse | undefined };
   }
   const { text, response } = read;
+  if (response === undefined && marker === undefined) return notAnAnswer(outcome, read, onFinal, renderer(ctx, outcome.requestId));
   const verdict = response === undefined ? undefined : await onFinal({ response });
   if (verdict === undefined) return { ...outcome, body: read.body, read };
   if ('refusal' in verdict) return { kind: 'refused', refusal: verdict.refusal };
@@ -167,6 +174,28 @@ async function interceptRelayedJson(outcome: Extract<Outcome, { kind: 'relay' }>
     }
   }
   return { kind: 'json', status: outcome.status, message: responseOf(verdict, response!) };
+}
+
+/** A failure of the upstream's answer, told to `onFinal` (recorded, counted) before it goes to the client. */
+async function failedAnswer(error: GatewayError, onFinal: OnFinal, render: (refusal: Refusal) => JsonRpcResponse): Promise<Outcome> {
+  const verdict = await onFinal({ response: render({ kind: 'failure', error }), failure: error });
+  return verdict !== undefined && 'refusal' in verdict ? { kind: 'refused', refusal: verdict.refusal } : { kind: 'refused', refusal: { kind: 'failure', error } };
+}
+
+/**
+ * A relayed JSON body that is not the response to the request: not JSON, cut short, a response to another
+ * id, not a response at all. The upstream failed this call, and `onFinal` is told so: an answer every
+ * subscriber must see (the audit, the breaker) is never passed on unseen. A 2xx body is replaced by the
+ * failure, with the request's id, so the client gets a structured error instead of bytes it cannot use.
+ * Another status goes on as it came once `onFinal` is done (a 404 for a session the upstream no longer
+ * knows must still reach a legacy client as a 404, whatever its body).
+ */
+async function notAnAnswer(outcome: Extract<Outcome, { kind: 'relay' }>, read: RelayRead, onFinal: OnFinal, render: (refusal: Refusal) => JsonRpcResponse): Promise<Outcome> {
+  const error = new GatewayError('GW_ERR_UPSTREAM_BAD_RESPONSE', `Upstream "${outcome.upstream}" answered with HTTP ${outcome.status} and a body that is not a JSON-RPC response to this request`, outcome.upstream);
+  if (outcome.status >= 200 && outcome.status < 300) return failedAnswer(error, onFinal, render);
+  const verdict = await onFinal({ response: render({ kind: 'failure', error }), failure: error });
+  if (verdict !== undefined && 'refusal' in verdict) return { kind: 'refused', refusal: verdict.refusal };
+  return { ...outcome, body: read.body, read };
 }
 
 /**

@@ -1,0 +1,133 @@
+// A governed call is recorded whatever its upstream answers. An answer to a request must be one JSON object,
+// or an SSE stream (2026-07-28/basic/transports/streamable-http.mdx §Sending Messages, item 6;
+// 2025-11-25/basic/transports.mdx §Sending Messages to the Server, item 5), and it must be the response to
+// that request. A relayed JSON body that is not (cut short, not JSON, another request's id, a 202 with no
+// body) used to go to the client as it came, unaudited and unseen by the breaker: the call is now a failure
+// of the upstream (GW_ERR_UPSTREAM_BAD_RESPONSE), recorded before the client hears of it. A 2xx body is
+// replaced by that failure, with the request's id; another status goes on as it came (a 404 must still
+// reach a legacy client as a 404).
+
+import { after, before, test } from 'node:test';
+import assert from 'node:assert/strict';
+import { mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { SqliteStore } from '../../src/store/sqlite-store.js';
+import type { AuditRecord } from '../../src/store/store.js';
+import { startFakeUpstream, type FakeUpstream } from '../fixtures/upstreams/fake-upstream.js';
+import { startGateway, type TestGateway } from '../helpers/gateway.js';
+import { modernRequest, post } from '../helpers/http.js';
+
+/** What the upstream answers each tool's call with. */
+const ANSWERS: Record<string, (id: unknown) => { status: number; headers: Record<string, string>; body: string }> = {
+  cut_short: (id) => ({ status: 200, headers: { 'content-type': 'application/json' }, body: `{"jsonrpc":"2.0","id":${JSON.stringify(id)},"result":{"content":[` }),
+  not_json: () => ({ status: 200, headers: { 'content-type': 'application/json' }, body: '<html>upstream proxy says hello</html>' }),
+  other_id: (id) => ({ status: 200, headers: { 'content-type': 'application/json' }, body: JSON.stringify({ jsonrpc: '2.0', id: `not-${String(id)}`, result: { content: [], resultType: 'complete' } }) }),
+  accepted: () => ({ status: 202, headers: {}, body: '' }),
+  not_found: () => ({ status: 404, headers: { 'content-type': 'text/plain' }, body: 'no such session' }),
+  fine: (id) => ({ status: 200, headers: { 'content-type': 'application/json' }, body: JSON.stringify({ jsonrpc: '2.0', id, result: { content: [{ type: 'text', text: 'ok' }], resultType: 'complete' } }) }),
+};
+
+let up: FakeUpstream;
+let gw: TestGateway;
+let storePath: string;
+/** The same upstream behind a circuit breaker that opens at one failure of a tool. */
+let gwBreaker: TestGateway;
+let breakerStorePath: string;
+
+before(async () => {
+  up = await startFakeUpstream(
+    (_req, res, body) => {
+      const msg = JSON.parse(body) as { id?: unknown; method: string; params?: { name?: string } };
+      if (msg.id === undefined) return void res.writeHead(202).end();
+      if (msg.method === 'tools/list') {
+        const tools = Object.keys(ANSWERS).map((name) => ({ name, inputSchema: { type: 'object' } }));
+        return void res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ jsonrpc: '2.0', id: msg.id, result: { tools, resultType: 'complete', ttlMs: 0, cacheScope: 'public' } }));
+      }
+      const answer = ANSWERS[msg.params?.name ?? '']?.(msg.id);
+      if (answer === undefined) return void res.writeHead(500).end();
+      res.writeHead(answer.status, answer.headers).end(answer.body);
+    },
+    { handshake: 'modern' },
+  );
+  storePath = join(mkdtempSync(join(tmpdir(), 'gatehouse-unreadable-')), 'gatehouse.db');
+  gw = await startGateway({ upstreams: [{ name: 'up', url: up.url, era: 'modern' }], store: { kind: 'sqlite', path: storePath } });
+  breakerStorePath = join(mkdtempSync(join(tmpdir(), 'gatehouse-unreadable-breaker-')), 'gatehouse.db');
+  gwBreaker = await startGateway({
+    upstreams: [{ name: 'up', url: up.url, era: 'modern' }],
+    store: { kind: 'sqlite', path: breakerStorePath },
+    policy: { breakers: [{ id: 'answers', per: 'tool', consecutiveFailures: 1, coolDownSeconds: 600 }] },
+  });
+});
+after(async () => {
+  await gw?.close();
+  await gwBreaker?.close();
+  await up?.close();
+});
+
+async function call(name: string, id: number, through: TestGateway = gw) {
+  const m = modernRequest(id, 'tools/call', { name, arguments: {} });
+  return post(through.url, m.body, m.headers);
+}
+
+async function recordOf(tool: string, path = storePath): Promise<AuditRecord[]> {
+  const store = new SqliteStore(path);
+  try {
+    return (await store.readAudit({ limit: 1_000 })).filter((r) => r.tool === tool);
+  } finally {
+    await store.close();
+  }
+}
+
+for (const [name, id] of [['cut_short', 11], ['not_json', 12], ['other_id', 13], ['accepted', 14]] as const) {
+  test(`a 2xx answer that is not the response (${name}) → GW_ERR_UPSTREAM_BAD_RESPONSE for the request's id, audited as failed`, async () => {
+    const res = await call(name, id);
+    assert.equal(res.status, 502, res.text);
+    const body = res.json();
+    assert.equal(body.id, id);
+    assert.equal(body.error.data.code, 'GW_ERR_UPSTREAM_BAD_RESPONSE');
+    assert.equal(body.error.data.upstream, 'up');
+
+    const records = await recordOf(name);
+    assert.equal(records.length, 1, 'the call has its record');
+    assert.equal(records[0]!.outcome, 'failed');
+    assert.equal(records[0]!.refusal, 'upstream_bad_response');
+    assert.equal(records[0]!.stage, 'upstream');
+    assert.equal(records[0]!.callId, body.error.data.callId);
+  });
+}
+
+test('the circuit breaker counts such an answer as the upstream failing: one in a row opens the circuit of that tool', async () => {
+  const first = await call('not_json', 41, gwBreaker);
+  assert.equal(first.json().error.data.code, 'GW_ERR_UPSTREAM_BAD_RESPONSE');
+  const second = await call('not_json', 42, gwBreaker);
+  const refused = second.json();
+  assert.equal(refused.result?.isError, true, second.text);
+  assert.match(JSON.stringify(refused.result.content), /circuit/i);
+  const sentUpstream = up.requests.filter((r) => r.body.includes('"not_json"')).length;
+  assert.equal((await recordOf('not_json', breakerStorePath)).map((r) => r.refusal).join(), 'upstream_bad_response,upstream_unavailable');
+  // The circuit held the second call back: the upstream saw the not_json calls of the other gateway and the first of this one only.
+  assert.equal(sentUpstream, 2);
+});
+
+test('a non-2xx answer that is not JSON-RPC goes on as it came (404 stays 404), and is audited as failed first', async () => {
+  const res = await call('not_found', 21);
+  assert.equal(res.status, 404);
+  assert.equal(res.text, 'no such session');
+  const records = await recordOf('not_found');
+  assert.equal(records.length, 1);
+  assert.equal(records[0]!.outcome, 'failed');
+  assert.equal(records[0]!.refusal, 'upstream_bad_response');
+});
+
+test('a well-formed answer is relayed and audited as ok, with its run id (the rule above does not touch it)', async () => {
+  const res = await call('fine', 31);
+  assert.equal(res.status, 200);
+  const body = res.json();
+  assert.equal(body.id, 31);
+  assert.deepEqual(body.result.content, [{ type: 'text', text: 'ok' }]);
+  const records = await recordOf('fine');
+  assert.equal(records.length, 1);
+  assert.equal(records[0]!.outcome, 'ok');
+  assert.equal(records[0]!.runId, body.result._meta['dev.gatehouse/run_id']);
+});
