@@ -1,7 +1,7 @@
 // CPU per call of each thread of one Gatehouse process under the bench's load (issue 17): the main thread,
 // the SQLite writer (a worker thread, in setups that use the store) and V8's and libuv's helpers. The
 // bench's cells give a process's CPU as a whole; this says which thread it went to, from
-// /proc/<pid>/task/<tid>/schedstat (on-CPU nanoseconds) read before and after the measured phase.
+// /proc/<pid>/task/<tid>/schedstat (on-CPU nanoseconds, and times run) read before and after the measured phase.
 //
 //   node --import tsx bench/threads.ts [--era legacy|modern] [--setup passthrough|audited|governed|policy]
 //        [--concurrency 16] [--seconds 10] [--warmup 8] [--log on|off] [--node "NODE FLAGS"]
@@ -25,12 +25,19 @@ import { authorizationFor, gatehouseArgs, SETUPS, type Setup } from './setups.js
 const BENCH_DIR = path.dirname(fileURLToPath(import.meta.url));
 const ROOT = path.resolve(BENCH_DIR, '..');
 
-/** On-CPU nanoseconds of each thread of `pid`, by thread id. */
-function threadCpuNs(pid: number): Map<number, number> {
-  const cpu = new Map<number, number>();
+/** A thread's on-CPU nanoseconds, and how many times it was put on a CPU (each wake from a sleep is one). */
+interface ThreadCpu {
+  ns: number;
+  runs: number;
+}
+
+/** schedstat of each thread of `pid`, by thread id. */
+function threadCpu(pid: number): Map<number, ThreadCpu> {
+  const cpu = new Map<number, ThreadCpu>();
   for (const tid of readdirSync(`/proc/${pid}/task`)) {
     try {
-      cpu.set(Number(tid), Number(readFileSync(`/proc/${pid}/task/${tid}/schedstat`, 'utf8').split(' ')[0]));
+      const [ns, , runs] = readFileSync(`/proc/${pid}/task/${tid}/schedstat`, 'utf8').split(' ');
+      cpu.set(Number(tid), { ns: Number(ns), runs: Number(runs) });
     } catch {
       // the thread ended between readdir and read
     }
@@ -54,8 +61,8 @@ async function main(): Promise<void> {
     const pid = gatehouse.pid;
     const authorization = authorizationFor(setup);
     await warmUpProcess(gatehouse.url, era, concurrency, { seconds: Number(flags.warmup ?? 8), maxRequests: 5_000_000 }, authorization);
-    let before = new Map<number, number>();
-    let after = new Map<number, number>();
+    let before = new Map<number, ThreadCpu>();
+    let after = new Map<number, ThreadCpu>();
     let perf: ChildProcess | undefined;
     const r = await runLoad({
       url: gatehouse.url,
@@ -66,20 +73,23 @@ async function main(): Promise<void> {
       measure: { seconds: Number(flags.seconds ?? 10), maxRequests: 2_000_000 },
       maxErrors: 50,
       onMeasureStart: () => {
-        before = threadCpuNs(pid);
+        before = threadCpu(pid);
         if (flags.perf) perf = spawn('perf', ['record', '-e', 'cpu-clock', '-F', '1999', '-g', '-p', String(pid), '-o', flags.perf], { stdio: 'ignore' });
       },
       onMeasureEnd: () => {
-        after = threadCpuNs(pid);
+        after = threadCpu(pid);
         perf?.kill('SIGINT');
       },
     });
     const perCall = (ns: number): string => `${(ns / 1000 / r.requests).toFixed(2)} µs`;
-    const rows = [...after].map(([tid, ns]) => ({ tid, ns: ns - (before.get(tid) ?? 0) })).filter((t) => t.ns > 0);
+    const rows = [...after].map(([tid, t]) => ({ tid, ns: t.ns - (before.get(tid)?.ns ?? 0), runs: t.runs - (before.get(tid)?.runs ?? 0) })).filter((t) => t.ns > 0);
     rows.sort((a, b) => (a.tid === pid ? -1 : b.tid === pid ? 1 : b.ns - a.ns));
     const total = rows.reduce((sum, t) => sum + t.ns, 0);
     process.stdout.write(`${setup} ${era} c=${concurrency}: ${r.requests} calls, ${r.errors} errors, ${r.rps.toFixed(0)} req/s; CPU per call ${perCall(total)}\n`);
-    for (const t of rows) process.stdout.write(`  ${t.tid === pid ? 'main thread' : `thread ${t.tid}`}`.padEnd(20) + `${perCall(t.ns)}\n`);
+    // Runs per call: how often the thread was woken (or preempted) per call. A thread that has work waiting
+    // when it finishes a turn runs on; one that sleeps between calls pays a wake-up (in a VM, an interrupt
+    // to another vCPU) each time.
+    for (const t of rows) process.stdout.write(`  ${t.tid === pid ? 'main thread' : `thread ${t.tid}`}`.padEnd(20) + `${perCall(t.ns).padStart(10)}  ${(t.runs / r.requests).toFixed(2)} runs per call\n`);
     if (perf !== undefined) await new Promise((done) => (perf!.exitCode !== null ? done(undefined) : perf!.once('exit', done)));
   } finally {
     if (gatehouse) await stopChild(gatehouse);
