@@ -14,9 +14,9 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { SqliteStore } from '../../src/store/sqlite-store.js';
 import type { AuditRecord } from '../../src/store/store.js';
-import { startFakeUpstream, type FakeUpstream } from '../fixtures/upstreams/fake-upstream.js';
+import { startFakeUpstream, type FakeHandler, type FakeUpstream } from '../fixtures/upstreams/fake-upstream.js';
 import { startGateway, type TestGateway } from '../helpers/gateway.js';
-import { modernRequest, post } from '../helpers/http.js';
+import { LEGACY_HEADERS, legacySession, modernRequest, post, rpc } from '../helpers/http.js';
 
 /** What the upstream answers each tool's call with. */
 const ANSWERS: Record<string, (id: unknown) => { status: number; headers: Record<string, string>; body: string }> = {
@@ -28,6 +28,10 @@ const ANSWERS: Record<string, (id: unknown) => { status: number; headers: Record
   fine: (id) => ({ status: 200, headers: { 'content-type': 'application/json' }, body: JSON.stringify({ jsonrpc: '2.0', id, result: { content: [{ type: 'text', text: 'ok' }], resultType: 'complete' } }) }),
 };
 
+/** A 2025-11-25 server (the fake's legacy handshake) with the same answers, for the legacy pass-through. */
+let legacyUp: FakeUpstream;
+let legacyGw: TestGateway;
+let legacyStorePath: string;
 let up: FakeUpstream;
 let gw: TestGateway;
 let storePath: string;
@@ -36,20 +40,27 @@ let gwBreaker: TestGateway;
 let breakerStorePath: string;
 
 before(async () => {
-  up = await startFakeUpstream(
-    (_req, res, body) => {
-      const msg = JSON.parse(body) as { id?: unknown; method: string; params?: { name?: string } };
-      if (msg.id === undefined) return void res.writeHead(202).end();
-      if (msg.method === 'tools/list') {
-        const tools = Object.keys(ANSWERS).map((name) => ({ name, inputSchema: { type: 'object' } }));
-        return void res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ jsonrpc: '2.0', id: msg.id, result: { tools, resultType: 'complete', ttlMs: 0, cacheScope: 'public' } }));
-      }
-      const answer = ANSWERS[msg.params?.name ?? '']?.(msg.id);
-      if (answer === undefined) return void res.writeHead(500).end();
-      res.writeHead(answer.status, answer.headers).end(answer.body);
-    },
-    { handshake: 'modern' },
-  );
+  const handler: FakeHandler = (req, res, body) => {
+    // The legacy session's GET stream and its DELETE at the end.
+    if (req.method !== 'POST') return void res.writeHead(req.method === 'DELETE' ? 200 : 405).end();
+    const msg = JSON.parse(body) as { id?: unknown; method: string; params?: { name?: string } };
+    if (msg.id === undefined) return void res.writeHead(202).end();
+    if (msg.method === 'initialize') {
+      const result = { protocolVersion: '2025-11-25', capabilities: { tools: {} }, serverInfo: { name: 'liar', version: '1' } };
+      return void res.writeHead(200, { 'content-type': 'application/json', 'mcp-session-id': 'liar-session' }).end(JSON.stringify({ jsonrpc: '2.0', id: msg.id, result }));
+    }
+    if (msg.method === 'tools/list') {
+      const tools = Object.keys(ANSWERS).map((name) => ({ name, inputSchema: { type: 'object' } }));
+      return void res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ jsonrpc: '2.0', id: msg.id, result: { tools, resultType: 'complete', ttlMs: 0, cacheScope: 'public' } }));
+    }
+    const answer = ANSWERS[msg.params?.name ?? '']?.(msg.id);
+    if (answer === undefined) return void res.writeHead(500).end();
+    res.writeHead(answer.status, answer.headers).end(answer.body);
+  };
+  up = await startFakeUpstream(handler, { handshake: 'modern' });
+  legacyUp = await startFakeUpstream(handler);
+  legacyStorePath = join(mkdtempSync(join(tmpdir(), 'gatehouse-unreadable-legacy-')), 'gatehouse.db');
+  legacyGw = await startGateway({ upstreams: [{ name: 'up', url: legacyUp.url, era: 'legacy' }], store: { kind: 'sqlite', path: legacyStorePath } });
   storePath = join(mkdtempSync(join(tmpdir(), 'gatehouse-unreadable-')), 'gatehouse.db');
   gw = await startGateway({ upstreams: [{ name: 'up', url: up.url, era: 'modern' }], store: { kind: 'sqlite', path: storePath } });
   breakerStorePath = join(mkdtempSync(join(tmpdir(), 'gatehouse-unreadable-breaker-')), 'gatehouse.db');
@@ -62,7 +73,9 @@ before(async () => {
 after(async () => {
   await gw?.close();
   await gwBreaker?.close();
+  await legacyGw?.close();
   await up?.close();
+  await legacyUp?.close();
 });
 
 async function call(name: string, id: number, through: TestGateway = gw) {
@@ -96,6 +109,17 @@ for (const [name, id] of [['cut_short', 11], ['not_json', 12], ['other_id', 13],
     assert.equal(records[0]!.callId, body.error.data.callId);
   });
 }
+
+test('the same in the legacy pass-through (a 2025-11-25 client and server, one session)', async () => {
+  const session = await legacySession(legacyGw.url);
+  const headers = { ...LEGACY_HEADERS, 'mcp-session-id': session, 'mcp-protocol-version': '2025-11-25' };
+  const res = await post(legacyGw.url, rpc(51, 'tools/call', { name: 'cut_short', arguments: {} }), headers);
+  assert.equal(res.status, 502, res.text);
+  assert.equal(res.json().id, 51);
+  assert.equal(res.json().error.data.code, 'GW_ERR_UPSTREAM_BAD_RESPONSE');
+  const records = await recordOf('cut_short', legacyStorePath);
+  assert.deepEqual(records.map((r) => [r.outcome, r.refusal]), [['failed', 'upstream_bad_response']]);
+});
 
 test('the circuit breaker counts such an answer as the upstream failing: one in a row opens the circuit of that tool', async () => {
   const first = await call('not_json', 41, gwBreaker);
