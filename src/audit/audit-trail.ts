@@ -20,6 +20,8 @@ import type { StoreGuard } from '../store/guard.js';
 import type { AuditEntry } from '../store/store.js';
 
 export const RUN_ID_META = 'dev.gatehouse/run_id';
+/** The codes of the upstream's failures (unreachable, timed out, a bad answer, exited, overloaded). */
+const UPSTREAM_FAILURE = 'GW_ERR_UPSTREAM_';
 const DAY_MS = 86_400_000;
 /** How often records past `audit.retainDays` are removed. */
 const PRUNE_EVERY_MS = 3_600_000;
@@ -31,6 +33,9 @@ export function auditEntryOf(e: CallAnswerEvent, runId: string): AuditEntry {
   const args = params.arguments ?? {};
   const p = ctx.principal;
   const result = answer.response.result;
+  // The upstream failed this call, whether the failure came in the answer's stream or as the refusal a
+  // stage made of it (a breaker or another stage that reads the answer turns one into the other).
+  const failed = answer.failure ?? (answer.refusal?.kind === 'failure' && answer.refusal.error.code.startsWith(UPSTREAM_FAILURE) ? answer.refusal.error : undefined);
   const argsJson = canonicalJson(args);
   // Arguments without anything to redact (the usual case) are recorded as they are, and their canonical
   // JSON, made once for the digest, serves the record too.
@@ -44,7 +49,7 @@ export function auditEntryOf(e: CallAnswerEvent, runId: string): AuditEntry {
     argumentsSha256: sha256Hex(argsJson),
     arguments: plain ? args : redactValue(args),
     // A call whose answer broke off because its client left is `aborted`, as in the metrics and the request log.
-    outcome: answer.refusal !== undefined ? 'refused' : answer.failure !== undefined ? (ctx.cancel.aborted ? 'aborted' : 'failed') : answer.response.error !== undefined ? 'error' : result?.isError === true ? 'tool_error' : 'ok',
+    outcome: failed !== undefined ? (ctx.cancel.aborted ? 'aborted' : 'failed') : answer.refusal !== undefined ? 'refused' : answer.response.error !== undefined ? 'error' : result?.isError === true ? 'tool_error' : 'ok',
     latencyMs: Math.round((performance.now() - ctx.receivedAt) * 1000) / 1000,
   };
   if (p.tenant !== undefined) entry.tenant = p.tenant;
@@ -55,14 +60,13 @@ export function auditEntryOf(e: CallAnswerEvent, runId: string): AuditEntry {
     entry.tool = ctx.route.publicName;
     entry.upstream = ctx.route.upstream;
   } else if (typeof params.name === 'string') entry.tool = params.name;
-  if (answer.refusal !== undefined) {
+  if (failed !== undefined) {
+    entry.refusal = ctx.cancel.aborted ? 'client_closed' : refusalCode({ kind: 'failure', error: failed });
+    entry.stage = 'upstream';
+  } else if (answer.refusal !== undefined) {
     entry.refusal = refusalCode(answer.refusal);
     if (e.stage !== undefined) entry.stage = e.stage;
     if (answer.refusal.kind === 'tool' && answer.refusal.rule !== undefined) entry.rule = answer.refusal.rule;
-  }
-  if (answer.failure !== undefined) {
-    entry.refusal = ctx.cancel.aborted ? 'client_closed' : refusalCode({ kind: 'failure', error: answer.failure });
-    entry.stage = 'upstream';
   }
   const key = (params._meta as Record<string, unknown> | undefined)?.[IDEMPOTENCY_META];
   if (typeof key === 'string') entry.idempotencyKey = key;

@@ -6,6 +6,9 @@
 // of the upstream (GW_ERR_UPSTREAM_BAD_RESPONSE), recorded before the client hears of it. A 2xx body is
 // replaced by that failure, with the request's id; another status goes on as it came (a 404 must still
 // reach a legacy client as a 404).
+//
+// Whichever way an upstream's failure reaches the audit (in the answer's stream, or as the refusal a stage
+// that read the answer made of it), its record says `failed` with stage `upstream` (README §Audit).
 
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
@@ -50,8 +53,14 @@ before(async () => {
       return void res.writeHead(200, { 'content-type': 'application/json', 'mcp-session-id': 'liar-session' }).end(JSON.stringify({ jsonrpc: '2.0', id: msg.id, result }));
     }
     if (msg.method === 'tools/list') {
-      const tools = Object.keys(ANSWERS).map((name) => ({ name, inputSchema: { type: 'object' } }));
+      const tools = [...Object.keys(ANSWERS), 'broken'].map((name) => ({ name, inputSchema: { type: 'object' } }));
       return void res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ jsonrpc: '2.0', id: msg.id, result: { tools, resultType: 'complete', ttlMs: 0, cacheScope: 'public' } }));
+    }
+    if (msg.params?.name === 'broken') {
+      // Headers, half a body, and the connection dropped.
+      res.writeHead(200, { 'content-type': 'application/json', 'content-length': '500' });
+      res.write(`{"jsonrpc":"2.0","id":${JSON.stringify(msg.id)},`);
+      return void setTimeout(() => res.destroy(), 20);
     }
     const answer = ANSWERS[msg.params?.name ?? '']?.(msg.id);
     if (answer === undefined) return void res.writeHead(500).end();
@@ -129,9 +138,20 @@ test('the circuit breaker counts such an answer as the upstream failing: one in 
   assert.equal(refused.result?.isError, true, second.text);
   assert.match(JSON.stringify(refused.result.content), /circuit/i);
   const sentUpstream = up.requests.filter((r) => r.body.includes('"not_json"')).length;
-  assert.equal((await recordOf('not_json', breakerStorePath)).map((r) => r.refusal).join(), 'upstream_bad_response,upstream_unavailable');
+  // Audited as the upstream failing, whichever stage read the answer first, then as refused by the circuit.
+  assert.deepEqual((await recordOf('not_json', breakerStorePath)).map((r) => [r.outcome, r.refusal, r.stage]), [
+    ['failed', 'upstream_bad_response', 'upstream'],
+    ['refused', 'upstream_unavailable', 'breaker'],
+  ]);
   // The circuit held the second call back: the upstream saw the not_json calls of the other gateway and the first of this one only.
   assert.equal(sentUpstream, 2);
+});
+
+test('an answer that breaks off mid-body is audited as the upstream failing (README §Audit: `failed`), not as refused', async () => {
+  const res = await call('broken', 61);
+  assert.equal(res.status, 502, res.text);
+  assert.equal(res.json().error.data.code, 'GW_ERR_UPSTREAM_UNREACHABLE');
+  assert.deepEqual((await recordOf('broken')).map((r) => [r.outcome, r.refusal, r.stage]), [['failed', 'upstream_unreachable', 'upstream']]);
 });
 
 test('a non-2xx answer that is not JSON-RPC goes on as it came (404 stays 404), and is audited as failed first', async () => {
