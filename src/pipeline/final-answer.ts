@@ -176,10 +176,15 @@ async function interceptRelayedJson(outcome: Extract<Outcome, { kind: 'relay' }>
   return { kind: 'json', status: outcome.status, message: responseOf(verdict, response!) };
 }
 
-/** A failure of the upstream's answer, told to `onFinal` (recorded, counted) before it goes to the client. */
-async function failedAnswer(error: GatewayError, onFinal: OnFinal, render: (refusal: Refusal) => JsonRpcResponse): Promise<Outcome> {
+/** Tells `onFinal` the upstream failed (it records, counts); the refusal it answers with instead, if any. */
+async function toldFailure(error: GatewayError, onFinal: OnFinal, render: (refusal: Refusal) => JsonRpcResponse): Promise<Refusal | undefined> {
   const verdict = await onFinal({ response: render({ kind: 'failure', error }), failure: error });
-  return verdict !== undefined && 'refusal' in verdict ? { kind: 'refused', refusal: verdict.refusal } : { kind: 'refused', refusal: { kind: 'failure', error } };
+  return verdict !== undefined && 'refusal' in verdict ? verdict.refusal : undefined;
+}
+
+/** A failure of the upstream's answer, told to `onFinal` before it goes to the client. */
+async function failedAnswer(error: GatewayError, onFinal: OnFinal, render: (refusal: Refusal) => JsonRpcResponse): Promise<Outcome> {
+  return { kind: 'refused', refusal: (await toldFailure(error, onFinal, render)) ?? { kind: 'failure', error } };
 }
 
 /**
@@ -193,9 +198,8 @@ async function failedAnswer(error: GatewayError, onFinal: OnFinal, render: (refu
 async function notAnAnswer(outcome: Extract<Outcome, { kind: 'relay' }>, read: RelayRead, onFinal: OnFinal, render: (refusal: Refusal) => JsonRpcResponse): Promise<Outcome> {
   const error = new GatewayError('GW_ERR_UPSTREAM_BAD_RESPONSE', `Upstream "${outcome.upstream}" answered with HTTP ${outcome.status} and a body that is not a JSON-RPC response to this request`, outcome.upstream);
   if (outcome.status >= 200 && outcome.status < 300) return failedAnswer(error, onFinal, render);
-  const verdict = await onFinal({ response: render({ kind: 'failure', error }), failure: error });
-  if (verdict !== undefined && 'refusal' in verdict) return { kind: 'refused', refusal: verdict.refusal };
-  return { ...outcome, body: read.body, read };
+  const refusal = await toldFailure(error, onFinal, render);
+  return refusal !== undefined ? { kind: 'refused', refusal } : { ...outcome, body: read.body, read };
 }
 
 /**

@@ -68,11 +68,11 @@ before(async () => {
   };
   up = await startFakeUpstream(handler, { handshake: 'modern' });
   legacyUp = await startFakeUpstream(handler);
-  legacyStorePath = join(mkdtempSync(join(tmpdir(), 'gatehouse-unreadable-legacy-')), 'gatehouse.db');
+  legacyStorePath = freshStorePath('legacy');
   legacyGw = await startGateway({ upstreams: [{ name: 'up', url: legacyUp.url, era: 'legacy' }], store: { kind: 'sqlite', path: legacyStorePath } });
-  storePath = join(mkdtempSync(join(tmpdir(), 'gatehouse-unreadable-')), 'gatehouse.db');
+  storePath = freshStorePath('modern');
   gw = await startGateway({ upstreams: [{ name: 'up', url: up.url, era: 'modern' }], store: { kind: 'sqlite', path: storePath } });
-  breakerStorePath = join(mkdtempSync(join(tmpdir(), 'gatehouse-unreadable-breaker-')), 'gatehouse.db');
+  breakerStorePath = freshStorePath('breaker');
   gwBreaker = await startGateway({
     upstreams: [{ name: 'up', url: up.url, era: 'modern' }],
     store: { kind: 'sqlite', path: breakerStorePath },
@@ -86,6 +86,11 @@ after(async () => {
   await up?.close();
   await legacyUp?.close();
 });
+
+/** A store file of its own for one gateway. */
+function freshStorePath(label: string): string {
+  return join(mkdtempSync(join(tmpdir(), `gatehouse-unreadable-${label}-`)), 'gatehouse.db');
+}
 
 async function call(name: string, id: number, through: TestGateway = gw) {
   const m = modernRequest(id, 'tools/call', { name, arguments: {} });
