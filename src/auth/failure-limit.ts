@@ -8,7 +8,7 @@
 // checked without a round trip; another replica learns of a block at the address's next failure there.
 // While the store cannot count, this replica counts in memory, so the limit still holds.
 
-import { LRUCache } from 'lru-cache';
+import { growingLru } from '../lru.js';
 import type { WindowCount } from '../store/store.js';
 
 /** Addresses tracked at most; the least recently failing are forgotten first. */
@@ -24,9 +24,9 @@ export type CountFailure = (key: string, windowMs: number) => Promise<WindowCoun
 
 export class AuthFailureLimiter {
   /** Blocked addresses and until when (epoch ms). */
-  private readonly blocked = new LRUCache<string, number>({ max: MAX_TRACKED });
+  private readonly blocked = growingLru<string, number>(MAX_TRACKED);
   /** Counts kept here while the store cannot count. */
-  private readonly local = new LRUCache<string, WindowCount>({ max: MAX_TRACKED });
+  private readonly local = growingLru<string, WindowCount>(MAX_TRACKED);
 
   constructor(
     private settings: FailureLimitSettings,

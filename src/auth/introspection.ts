@@ -5,7 +5,7 @@
 // the token so a heap dump does not hand out live credentials.
 
 import { createHash } from 'node:crypto';
-import { LRUCache } from 'lru-cache';
+import { growingLru } from '../lru.js';
 import type { Logger } from '../log/logger.js';
 import type { AuthFailure } from './auth-result.js';
 import { boundedAgent, isRecord, requestJson, type HttpLimits } from './jwks-cache.js';
@@ -42,7 +42,7 @@ export class Introspector {
   private readonly opts: IntrospectorOptions;
   private readonly log: Logger;
   private readonly agent = boundedAgent(LIMITS);
-  private readonly cache = new LRUCache<string, CacheEntry>({ max: MAX_ENTRIES });
+  private readonly cache = growingLru<string, CacheEntry>(MAX_ENTRIES);
   private readonly inFlight = new Map<string, Promise<IntrospectionResult>>();
   private readonly authorization: string;
   /** How many introspection requests were sent; for health and tests. */

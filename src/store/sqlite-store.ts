@@ -9,7 +9,7 @@ import { access, open, stat } from 'node:fs/promises';
 import { dirname } from 'node:path';
 import { Worker } from 'node:worker_threads';
 import { encodeRequests, forEachReply, type WorkerReplies, type WorkerRequest } from './sqlite-wire.js';
-import { LRUCache } from 'lru-cache';
+import { growingLru } from '../lru.js';
 import { entryJson } from './audit-chain.js';
 import { nextBreaker, type BreakerDoc } from './breaker-math.js';
 import { calendarWindow } from './calendar.js';
@@ -74,7 +74,7 @@ export class SqliteStore implements Store {
   private nextId = 0;
   private outbox: WorkerRequest[] = [];
   /** Rows of windows, buckets, budgets and breakers this process holds (and is the only writer of). */
-  private readonly rows = new LRUCache<string, { row: unknown }>({ max: 100_000 });
+  private readonly rows = growingLru<string, { row: unknown }>(100_000);
   private readonly loading = new Map<string, Promise<unknown>>();
   /** Row changes not yet sent to the writer, the latest per row. */
   private readonly dirty = new Map<string, unknown[]>();

@@ -10,7 +10,7 @@
 
 import { lookup } from 'node:dns/promises';
 import { isIP } from 'node:net';
-import { LRUCache } from 'lru-cache';
+import { growingLru } from '../../lru.js';
 import type { EgressRule, EgressTarget } from '../../config/schema.generated.js';
 import type { Principal } from '../../pipeline/principal.js';
 import type { Route } from '../../pipeline/context.js';
@@ -55,7 +55,7 @@ export interface EgressBlock {
 
 export class EgressPolicy {
   private readonly rules: CompiledRule[];
-  private readonly cache = new LRUCache<string, Promise<string[]>>({ max: 2_000, ttl: 30_000 });
+  private readonly cache = growingLru<string, Promise<string[]>>(2_000, { ttl: 30_000 });
 
   constructor(
     rules: readonly EgressRule[],
