@@ -117,6 +117,18 @@ export interface FailureRefusal {
 
 export type Refusal = TransportRefusal | AuthRefusal | ProtocolRefusal | ToolRefusal | FailureRefusal;
 
+/** The codes of the upstream's own failures (unreachable, timed out, a bad answer, exited, overloaded). */
+const UPSTREAM_FAILURE_PREFIX = 'GW_ERR_UPSTREAM_';
+
+/**
+ * The upstream's failure a refusal carries, when that is what it is: the call reached for the upstream and
+ * the upstream failed it, which the audit, the request log and the metrics tell apart from a stage's refusal
+ * (a limit, a rule, an open breaker) and from Gatehouse's own failures (shutting down, its store down).
+ */
+export function upstreamFailureOf(refusal: Refusal | undefined): GatewayError | undefined {
+  return refusal?.kind === 'failure' && refusal.error.code.startsWith(UPSTREAM_FAILURE_PREFIX) ? refusal.error : undefined;
+}
+
 /** The stable snake_case code of any refusal, for logs, metrics and events. */
 export function refusalCode(r: Refusal): string {
   return r.kind === 'failure' ? r.error.code.slice('GW_ERR_'.length).toLowerCase() : r.code;

@@ -6,7 +6,7 @@
 // secrets redacted; the store chains the records by hash.
 
 import { randomUUID } from 'node:crypto';
-import { refusalCode } from '../errors.js';
+import { refusalCode, upstreamFailureOf } from '../errors.js';
 import type { Logger } from '../log/logger.js';
 import { isoNow, mayHoldSecrets, redactValue } from '../log/logger.js';
 import { isGoverned } from '../pipeline/answer-event.js';
@@ -20,8 +20,6 @@ import type { StoreGuard } from '../store/guard.js';
 import type { AuditEntry } from '../store/store.js';
 
 export const RUN_ID_META = 'dev.gatehouse/run_id';
-/** The codes of the upstream's failures (unreachable, timed out, a bad answer, exited, overloaded). */
-const UPSTREAM_FAILURE = 'GW_ERR_UPSTREAM_';
 const DAY_MS = 86_400_000;
 /** How often records past `audit.retainDays` are removed. */
 const PRUNE_EVERY_MS = 3_600_000;
@@ -35,7 +33,7 @@ export function auditEntryOf(e: CallAnswerEvent, runId: string): AuditEntry {
   const result = answer.response.result;
   // The upstream failed this call, whether the failure came in the answer's stream or as the refusal a
   // stage made of it (a breaker or another stage that reads the answer turns one into the other).
-  const failed = answer.failure ?? (answer.refusal?.kind === 'failure' && answer.refusal.error.code.startsWith(UPSTREAM_FAILURE) ? answer.refusal.error : undefined);
+  const failed = answer.failure ?? upstreamFailureOf(answer.refusal);
   const argsJson = canonicalJson(args);
   // Arguments without anything to redact (the usual case) are recorded as they are, and their canonical
   // JSON, made once for the digest, serves the record too.

@@ -23,6 +23,8 @@ export interface CallRecord {
   subject?: string;
   refusal?: string;
   stage?: string;
+  /** The refusal carries the upstream's own failure (errors.ts upstreamFailureOf): an upstream error, not a stage's refusal. */
+  upstreamFailed?: boolean;
   /** The policy entry that refused, by id. */
   rule?: string;
   toolError?: boolean;

@@ -11,7 +11,7 @@ import type { AuthVerdict, Authenticator } from '../auth/authenticator.js';
 import type { AuthFailureLimiter } from '../auth/failure-limit.js';
 import type { SessionBinding } from '../auth/session-binding.js';
 import type { ListenConfig } from '../config/types.js';
-import { failure, GatewayError, refusalCode, type Refusal, type TransportRefusal } from '../errors.js';
+import { failure, GatewayError, refusalCode, upstreamFailureOf, type Refusal, type TransportRefusal } from '../errors.js';
 import type { Logger } from '../log/logger.js';
 import { compileClientAddress, limitKey } from '../net/client-address.js';
 import type { CallContext } from '../pipeline/context.js';
@@ -483,6 +483,7 @@ export function createEdge(listen: ListenConfig, handlers: EdgeHandlers, log: Lo
     if (outcome.kind === 'refused') {
       record.refusal = refusalCode(outcome.refusal);
       record.stage = outcome.stage ?? 'upstream';
+      if (upstreamFailureOf(outcome.refusal) !== undefined) record.upstreamFailed = true;
       if ((outcome.refusal.kind === 'tool' || outcome.refusal.kind === 'transport') && outcome.refusal.rule !== undefined) record.rule = outcome.refusal.rule;
     }
     if (ctx.era === 'legacy' && ctx.method === 'initialize') bindIssuedSession(ctx, outcome);
@@ -560,7 +561,9 @@ export function createEdge(listen: ListenConfig, handlers: EdgeHandlers, log: Lo
   /** The `end` event of one request, once its answer is complete or the client has gone. */
   function publishEnd(record: CallRecord, status: number, aborted: boolean): void {
     const ctx = record.ctx;
-    const outcome: CallOutcomeWord = aborted ? 'aborted' : record.refusal !== undefined ? 'refused' : status >= 500 ? 'upstream_error' : status >= 400 ? 'client_error' : record.toolError ? 'tool_error' : 'ok';
+    // An upstream that failed the call is an upstream error, whether it answered 5xx or Gatehouse found it
+    // unreachable, timed out or broken (a refusal with the failure's code and stage `upstream` in the line).
+    const outcome: CallOutcomeWord = aborted ? 'aborted' : record.upstreamFailed === true ? 'upstream_error' : record.refusal !== undefined ? 'refused' : status >= 500 ? 'upstream_error' : status >= 400 ? 'client_error' : record.toolError ? 'tool_error' : 'ok';
     const name = ctx?.kind === 'request' ? (ctx.message as JsonRpcRequest).params?.name : undefined;
     // Built by assignment, not spreads: one event per request, for every subscriber.
     const event: CallEndEvent = { callId: record.callId, edge: token, httpMethod: record.httpMethod, status, outcome, seconds: (performance.now() - record.started) / 1000, upstream: handlers.upstreamName() };

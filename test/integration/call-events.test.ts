@@ -113,3 +113,37 @@ test('relayed bytes (audit off, nothing holds the answer): a tool result with is
     await errors.close();
   }
 });
+
+test('an upstream that fails the call is an upstream_error, with its code and stage upstream; the breaker that then refuses is refused', async () => {
+  // A port nothing listens on any more: every call to it is GW_ERR_UPSTREAM_UNREACHABLE.
+  const gone = await startFakeUpstream((_req, res) => void res.writeHead(500).end(), { handshake: 'modern' });
+  const url = gone.url;
+  await gone.close();
+  const down = await startGateway({
+    upstreams: [{ name: 'down', url, era: 'modern' }],
+    metrics: { enabled: true, port: 0 },
+    policy: { breakers: [{ id: 'down-breaker', per: 'upstream', consecutiveFailures: 1, coolDownSeconds: 60 }] },
+  });
+  try {
+    const send = (id: number) => {
+      const req = modernRequest(id, 'tools/call', { name: 'anything', arguments: {} });
+      return post(down.url, req.body, req.headers);
+    };
+    const failed = await send(1);
+    assert.equal(failed.status, 502);
+    const opened = await send(2);
+    assert.equal(opened.json().result.structuredContent.error.code, 'upstream_unavailable');
+    await new Promise((r) => setTimeout(r, 20));
+    const lineOf = (res: { headers: Record<string, unknown> }) => down.logs.find((l) => l.msg === 'request' && l.callId === String(res.headers['x-gatehouse-call-id']));
+    const failedLine = lineOf(failed);
+    assert.deepEqual([failedLine?.outcome, failedLine?.refusal, failedLine?.stage], ['upstream_error', 'upstream_unreachable', 'upstream']);
+    const openedLine = lineOf(opened);
+    assert.deepEqual([openedLine?.outcome, openedLine?.refusal, openedLine?.stage], ['refused', 'upstream_unavailable', 'breaker']);
+    const metrics = await (await request(down.gateway.metricsUrl!)).body.text();
+    assert.match(metrics, /gatehouse_requests_total\{method="tools\/call",era="modern",upstream="down",outcome="upstream_error"\} 1/);
+    assert.match(metrics, /gatehouse_requests_total\{method="tools\/call",era="modern",upstream="down",outcome="refused"\} 1/);
+    assert.match(metrics, /gatehouse_tool_calls_total\{tool="[^"]*",outcome="upstream_error",error_code="upstream_unreachable"\} 1/);
+  } finally {
+    await down.close();
+  }
+});
