@@ -24,6 +24,9 @@ export interface BodySource {
 
 const FIXED: BodySource = { pause() {}, resume() {}, abort() {} };
 
+/** The error listener of a view not read yet: its reader, when it comes, learns the error from the view's state. */
+function ignoreUntilRead(): void {}
+
 export class RelayBody {
   private sink: BodySink | undefined;
   /** Chunks that came before anyone consumed the body (headers and the first chunk often share a read). */
@@ -237,6 +240,11 @@ export class RelayBody {
       },
     });
     this.consume({ data: (chunk) => view.push(chunk), end: () => view.push(null), error: (err) => view.destroy(err) });
+    // The view is often handed to a reader that starts later (an async generator runs at its first `next`),
+    // and a stream destroyed with an error while nobody listens throws it out of the process: a client that
+    // left before the relay began took the gateway down (found by the edge fuzzer). The error stays in the
+    // view's state (`errored`), and a reader that comes later still gets it.
+    view.on('error', ignoreUntilRead);
     return view;
   }
 }

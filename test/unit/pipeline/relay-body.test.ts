@@ -106,6 +106,31 @@ test('readable(): the body as a stream, with backpressure and destroy reaching t
   assert.ok(src2.log.includes('abort:the relayed body was dropped'), src2.log.join());
 });
 
+test('readable(): a body that fails before its reader begins does not throw out of the process; the reader gets the failure', async () => {
+  // The pass-through hands the view to an async generator that starts at its first `next`; a client that
+  // leaves before then aborts the upstream request, and the body fails with nobody reading yet. Before the
+  // fix this destroyed the view with an error no one listened to, and the process exited (the edge fuzzer).
+  const uncaught: unknown[] = [];
+  const record = (err: unknown): void => void uncaught.push(err);
+  process.on('uncaughtException', record);
+  try {
+    const body = new RelayBody(source());
+    const view = body.readable();
+    body.push(Buffer.from('event: message\n'));
+    body.fail(new Error('Request aborted'));
+    await new Promise((r) => setImmediate(r));
+    await new Promise((r) => setImmediate(r));
+    assert.deepEqual(uncaught, []);
+    assert.equal(view.errored?.message, 'Request aborted');
+    // A reader that comes later learns of it.
+    await assert.rejects(async () => {
+      for await (const _ of view) void _;
+    }, /Request aborted/);
+  } finally {
+    process.off('uncaughtException', record);
+  }
+});
+
 test('fromReadable(): any stream as a body; one that closes before its end is a failure', async () => {
   const ok = RelayBody.fromReadable(Readable.from([Buffer.from('a'), Buffer.from('b')]));
   assert.equal((await ok.collect()).toString(), 'ab');
