@@ -247,6 +247,9 @@ export function createEdge(listen: ListenConfig, handlers: EdgeHandlers, log: Lo
       const { authed, clientAddress } = caller;
       const method = req.method as 'GET' | 'POST' | 'DELETE';
       if (method !== 'POST') {
+        // A GET or DELETE has no body in MCP, and one nobody reads stops Node reading the socket: a listening
+        // stream would never see its client hang up. Whatever came is read and dropped.
+        req.resume();
         const principal = (authed as AuthVerdict & { ok: true }).principal;
         record.subject = principal.subject;
         const admitted = admitStreamRequest(req.headers, method);
