@@ -66,30 +66,31 @@ async function endLine(callId: string, ms: number): Promise<Record<string, unkno
   }
 }
 
+/**
+ * Opens a stream with a GET carrying `size` bytes, checks it stays open while its client is there, hangs up,
+ * and returns the request line logged for it (undefined when none came within 3 s).
+ */
+async function hangUpOn(session: string | undefined, size: number, path?: string): Promise<Record<string, unknown> | undefined> {
+  const { socket, head } = await getWithBody(session, Buffer.alloc(size, 'x'), path);
+  assert.match(head, /^HTTP\/1\.1 200/);
+  assert.match(head, /content-type: text\/event-stream/i);
+  const callId = /x-gatehouse-call-id: ([^\r\n]+)/i.exec(head)?.[1];
+  assert.ok(callId, head);
+  // Not ended while the client is there.
+  assert.equal(await endLine(callId, 300), undefined);
+  socket.destroy();
+  return endLine(callId, 3_000);
+}
+
 for (const size of [64, 75_532]) {
   test(`a listening GET with a ${size}-byte body ends when its client hangs up`, async () => {
-    const session = await openSession();
-    const { socket, head } = await getWithBody(session, Buffer.alloc(size, 'x'));
-    assert.match(head, /^HTTP\/1\.1 200/);
-    assert.match(head, /content-type: text\/event-stream/i);
-    const callId = /x-gatehouse-call-id: ([^\r\n]+)/i.exec(head)?.[1];
-    assert.ok(callId, head);
-    // Not ended while the client is there.
-    assert.equal(await endLine(callId, 300), undefined);
-    socket.destroy();
-    const line = await endLine(callId, 3_000);
+    const line = await hangUpOn(await openSession(), size);
     assert.ok(line, 'the stream ended within 3 s of its client hanging up');
     assert.equal(line.outcome, 'aborted');
   });
 }
 
 test('an HTTP+SSE (2024-11-05) connection opened with a 75532-byte body ends when its client hangs up', async () => {
-  const { socket, head } = await getWithBody(undefined, Buffer.alloc(75_532, 'x'), '/sse');
-  assert.match(head, /^HTTP\/1\.1 200/);
-  const callId = /x-gatehouse-call-id: ([^\r\n]+)/i.exec(head)?.[1];
-  assert.ok(callId, head);
-  assert.equal(await endLine(callId, 300), undefined);
-  socket.destroy();
-  const line = await endLine(callId, 3_000);
+  const line = await hangUpOn(undefined, 75_532, '/sse');
   assert.ok(line, 'the connection ended within 3 s of its client hanging up');
 });
