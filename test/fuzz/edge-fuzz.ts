@@ -5,7 +5,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { get as httpGet } from 'node:http';
 import { randomBytes } from 'node:crypto';
-import { appendFileSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { appendFileSync, copyFileSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -136,6 +136,8 @@ class GatewayProcess {
   recentLines: string[] = [];
   startKb = 0;
   metricsUrl = '';
+  /** Where the last heap snapshot that held an exchange was kept (the run's directory goes at its end). */
+  leakSnapshot: string | undefined;
   private partial = '';
   private waiters = new Map<string, () => void>();
 
@@ -175,6 +177,12 @@ class GatewayProcess {
         // Still being written after a pause: read it again later.
         size = -1;
         continue;
+      }
+      // A snapshot that holds an exchange is what finds its cause (the retainers of the ServerResponse, the
+      // request's own headers): kept outside the run's directory, and named in the violation.
+      if ((counted.ServerResponse ?? 0) > 0 || (counted.IncomingMessage ?? 0) > 0) {
+        this.leakSnapshot = join(tmpdir(), `gatehouse-fuzz-${this.target}-${Date.now()}.heapsnapshot`);
+        copyFileSync(join(this.snapshotDir, file), this.leakSnapshot);
       }
       rmSync(join(this.snapshotDir, file), { force: true });
       return counted;
@@ -847,7 +855,7 @@ export async function runEdgeFuzz(h: Harness, opts: FuzzOptions): Promise<FuzzRe
     if (live === undefined) continue;
     leftovers[t] = live;
     if ((live.ServerResponse ?? 0) > 0 || (live.IncomingMessage ?? 0) > 0) {
-      record({ violations: [{ signature: `exchanges-outlive-clients:${t}`, detail: `after every client hung up and ${STREAM_SETTLE_MS} ms more, the ${t} gateway still holds ${Object.entries(live).map(([k, n]) => `${n} ${k}`).join(', ')} (a heap snapshot, after a full collection)` }], request: '', response: '', plan: undefined as unknown as CasePlan }, 'end');
+      record({ violations: [{ signature: `exchanges-outlive-clients:${t}`, detail: `after every client hung up and ${STREAM_SETTLE_MS} ms more, the ${t} gateway still holds ${Object.entries(live).map(([k, n]) => `${n} ${k}`).join(', ')} (a heap snapshot, after a full collection, kept at ${h.gateways[t].leakSnapshot})` }], request: '', response: '', plan: undefined as unknown as CasePlan }, 'end');
     }
   }
   for (const r of rss) {
