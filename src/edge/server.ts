@@ -150,6 +150,9 @@ export function createEdge(listen: ListenConfig, handlers: EdgeHandlers, log: Lo
     }
     req.url = target;
     const path = pathOf(req.url);
+    // Only a POST's body is read (edge/body.ts). Any other request's body has no meaning here, and one nobody
+    // reads stops Node reading the socket: a listening GET would never see its client hang up. Dropped.
+    if (req.method !== 'POST') req.resume();
     if (draining) {
       res.setHeader('connection', 'close');
       void writeOutcome(res, { kind: 'refused', refusal: failure(new GatewayError('GW_ERR_SHUTTING_DOWN', 'Gatehouse is shutting down')) }, { era: 'legacy', id: null, callId: randomUUID(), cancel: NEVER_CANCELLED });
@@ -247,9 +250,6 @@ export function createEdge(listen: ListenConfig, handlers: EdgeHandlers, log: Lo
       const { authed, clientAddress } = caller;
       const method = req.method as 'GET' | 'POST' | 'DELETE';
       if (method !== 'POST') {
-        // A GET or DELETE has no body in MCP, and one nobody reads stops Node reading the socket: a listening
-        // stream would never see its client hang up. Whatever came is read and dropped.
-        req.resume();
         const principal = (authed as AuthVerdict & { ok: true }).principal;
         record.subject = principal.subject;
         const admitted = admitStreamRequest(req.headers, method);

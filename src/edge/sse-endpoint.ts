@@ -66,9 +66,6 @@ export function createSseEndpoint(core: EdgeCore, opts: SseEndpointOptions, log:
     res.once('close', () => call.done(res.statusCode, !res.writableFinished));
     const caller = await core.admitCaller(req, res, record, ['GET'], 'the SSE endpoint');
     if (caller === undefined || !caller.authed.ok) return;
-    // A body nobody reads stops Node reading the socket, and the connection would never see its client
-    // hang up (server.ts says the same of the MCP endpoint's GET): whatever came is read and dropped.
-    req.resume();
     const principal = caller.authed.principal;
     record.subject = principal.subject;
     const admitted = admitStreamRequest(req.headers, 'GET');
