@@ -294,10 +294,24 @@ function dataValueAt(raw: string, data: string): number {
 function interceptRelayedSse(body: Readable, requestId: JsonRpcId | null, onFinal: OnFinal, render: (refusal: Refusal) => JsonRpcResponse, failureOf: (err: unknown) => GatewayError, upstream: string, marker?: string): Readable {
   const parser = new SseParser();
   let answered = false;
-  /** Tells `onFinal` of the failure, then hands it on. */
-  const failed = (error: GatewayError, hand: (err: Error) => void): void => {
-    const settled = (): void => hand(error);
-    onFinal({ response: render({ kind: 'failure', error }), failure: error }).then(settled, settled);
+  /** The stream's end was decided by a failure (its error, or its end without the response): told once. */
+  let told = false;
+  /**
+   * Tells `onFinal` of the failure, then ends the stream as the other paths do: with the refusal it answers
+   * with (a record that could not be kept is GW_ERR_STATE_UNAVAILABLE, not the upstream's failure), as an
+   * error for a failure and as the request's answer event for another kind; else with the failure itself.
+   */
+  const failed = (error: GatewayError, end: (err?: Error) => void): void => {
+    told = true;
+    toldFailure(error, onFinal, render).then(
+      (refusal) => {
+        if (refusal === undefined) return end(error);
+        if (refusal.kind === 'failure') return end(refusal.error);
+        transform.push(formatSseMessage(render(refusal)));
+        end();
+      },
+      () => end(error),
+    );
   };
   const transform = new Transform({
     transform(chunk: Buffer, _enc, done) {
@@ -315,13 +329,13 @@ function interceptRelayedSse(body: Readable, requestId: JsonRpcId | null, onFina
       })().then(() => done(), done);
     },
     flush(done) {
-      if (answered || requestId === null || marker !== undefined) return done();
+      if (answered || told || requestId === null || marker !== undefined) return done();
       failed(new GatewayError('GW_ERR_UPSTREAM_BAD_RESPONSE', `Upstream "${upstream}" ended the stream without answering the request`, upstream), done);
     },
   });
   body.on('error', (err) => {
     if (answered || marker !== undefined) transform.destroy(err);
-    else failed(failureOf(err), (e) => transform.destroy(e));
+    else failed(failureOf(err), (e) => (e !== undefined ? transform.destroy(e) : transform.end()));
   });
   return body.pipe(transform);
 }

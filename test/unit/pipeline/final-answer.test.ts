@@ -177,3 +177,39 @@ test('an SSE answer whose data spans lines, or whose result has a _meta, is writ
     assert.deepEqual(JSON.parse(text.slice(text.indexOf('data: ') + 6)).result._meta, meta);
   }
 });
+
+test("a streamed SSE answer's failure that cannot be recorded reaches the client as the refusal onFinal gave, as the JSON path's does", async () => {
+  const progress = SSE_EVENTS.slice(0, SSE_EVENTS.indexOf('\n\n') + 2);
+  const unrecorded = async (): Promise<{ refusal: { kind: 'failure'; error: GatewayError } }> => ({ refusal: { kind: 'failure', error: new GatewayError('GW_ERR_STATE_UNAVAILABLE', 'no record') } });
+  // The stream ends without the response (told on its flush), and the stream breaks (told on its error).
+  for (const ending of ['ends', 'breaks'] as const) {
+    const body = new RelayBody({ pause() {}, resume() {}, abort() {} });
+    const out = (await interceptFinal(sseOutcome(body), ctx, unrecorded)) as { body: RelayBody };
+    body.push(Buffer.from(progress));
+    if (ending === 'ends') body.end();
+    else body.fail(new Error('socket hang up'));
+    await assert.rejects(out.body.collect(), (err: unknown) => {
+      assert.equal((err as GatewayError).code, 'GW_ERR_STATE_UNAVAILABLE', `stream ${ending}: the record's failure, not the upstream's`);
+      return true;
+    });
+  }
+  // A refusal of another kind goes as an answer event for the request, and the stream ends.
+  for (const ending of ['ends', 'breaks'] as const) {
+    const told: unknown[] = [];
+    const body = new RelayBody({ pause() {}, resume() {}, abort() {} });
+    const out = (await interceptFinal(sseOutcome(body), ctx, async (answer) => {
+      told.push(answer.failure?.code);
+      return { refusal: { kind: 'tool' as const, code: 'invalid_output' as const, message: 'not now' } };
+    })) as { body: RelayBody };
+    body.push(Buffer.from(progress));
+    if (ending === 'ends') body.end();
+    else body.fail(new Error('socket hang up'));
+    const text = (await out.body.collect()).toString('utf8');
+    assert.ok(text.startsWith(progress), ending);
+    const answer = JSON.parse(text.slice(text.lastIndexOf('data: ') + 6)) as { id: number; result: { isError: boolean; structuredContent: { error: { code: string } } } };
+    assert.equal(answer.id, 1);
+    assert.equal(answer.result.isError, true);
+    assert.equal(answer.result.structuredContent.error.code, 'invalid_output');
+    assert.deepEqual(told, [ending === 'ends' ? 'GW_ERR_UPSTREAM_BAD_RESPONSE' : 'GW_ERR_UPSTREAM_UNREACHABLE'], 'told once');
+  }
+});
