@@ -1,6 +1,8 @@
 // The union of several servers' capabilities (issue: server/discover and initialize advertise the union).
 // A feature flag is on when any member has it on; nested objects merge the same way.
 
+import { ownValue, setOwn } from '../protocol/own-keys.js';
+
 type Obj = Record<string, unknown>;
 
 export function mergeCapabilities(all: readonly Obj[]): Obj {
@@ -11,13 +13,15 @@ export function mergeCapabilities(all: readonly Obj[]): Obj {
 
 function mergeInto(target: Obj, source: Obj): void {
   for (const [key, value] of Object.entries(source)) {
-    const current = target[key];
+    // Own members only: a capability an upstream names `__proto__` is a member like any other, never a way
+    // into the prototype every object shares.
+    const current = ownValue(target, key);
     if (isObj(value)) {
       const merged: Obj = isObj(current) ? current : {};
       mergeInto(merged, value);
-      target[key] = merged;
+      setOwn(target, key, merged);
     } else if (value === true || current === undefined) {
-      target[key] = value;
+      setOwn(target, key, value);
     }
   }
 }

@@ -7,6 +7,7 @@ import type { Principal } from '../pipeline/principal.js';
 import type { Logger } from '../log/logger.js';
 import type { JsonRpcMessage, JsonRpcRequest } from '../protocol/jsonrpc.js';
 import { META_CLIENT_CAPABILITIES, META_PROTOCOL_VERSION, META_SUBSCRIPTION_ID } from '../protocol/methods.js';
+import { wireTable } from '../protocol/own-keys.js';
 import { MODERN_VERSIONS } from '../protocol/versions.js';
 import type { UpstreamReply } from '../pipeline/ports.js';
 import type { ModernMember } from '../pipeline/ports.js';
@@ -15,11 +16,11 @@ import { CallStream } from '../pipeline/call-stream.js';
 type Obj = Record<string, unknown>;
 type Filter = { toolsListChanged?: boolean; promptsListChanged?: boolean; resourcesListChanged?: boolean; resourceSubscriptions?: string[] };
 
-const LIST_CHANGED: Record<string, 'tools' | 'prompts' | 'resources'> = {
+const LIST_CHANGED: Readonly<Record<string, 'tools' | 'prompts' | 'resources'>> = wireTable({
   'notifications/tools/list_changed': 'tools',
   'notifications/prompts/list_changed': 'prompts',
   'notifications/resources/list_changed': 'resources',
-};
+});
 
 export function fanOutListen(
   request: JsonRpcRequest,

@@ -1,6 +1,8 @@
 // The client-to-server method tables per era, from shared/spec/schema/{2026-07-28,2025-11-25}/schema.json
 // (`ClientRequest`, `ClientNotification`).
 
+import { wireTable } from './own-keys.js';
+
 export const MODERN_CLIENT_REQUESTS: ReadonlySet<string> = new Set([
   'server/discover',
   'resources/list',
@@ -15,11 +17,11 @@ export const MODERN_CLIENT_REQUESTS: ReadonlySet<string> = new Set([
 ]);
 
 /** Requests whose `Mcp-Name` header mirrors a body field (streamable-http.mdx §Standard Request Headers). */
-export const NAME_FIELD: Readonly<Record<string, 'name' | 'uri'>> = {
+export const NAME_FIELD: Readonly<Record<string, 'name' | 'uri'>> = wireTable({
   'tools/call': 'name',
   'prompts/get': 'name',
   'resources/read': 'uri',
-};
+});
 
 export const META_PROTOCOL_VERSION = 'io.modelcontextprotocol/protocolVersion';
 export const META_CLIENT_CAPABILITIES = 'io.modelcontextprotocol/clientCapabilities';

@@ -4,6 +4,7 @@
 // fields Gatehouse only forwards are left for the upstream to judge.
 
 import { LOG_LEVELS } from './log-levels.js';
+import { wireTable } from './own-keys.js';
 import type { JsonRpcMessage, MessageKind } from './jsonrpc.js';
 import { META_CLIENT_CAPABILITIES, META_CLIENT_INFO, META_LOG_LEVEL, META_PROTOCOL_VERSION } from './methods.js';
 
@@ -33,7 +34,7 @@ const RETRY_FIELDS = { requestState: STRING, inputResponses: OBJECT };
 const PAGINATED = { cursor: STRING };
 
 /** Per method, the params fields whose type Gatehouse relies on. */
-const PARAMS: Readonly<Record<string, Readonly<Record<string, Field>>>> = {
+const PARAMS: Readonly<Record<string, Readonly<Record<string, Field>>>> = wireTable<Readonly<Record<string, Field>>>({
   initialize: { protocolVersion: STRING, capabilities: OBJECT, clientInfo: OBJECT },
   'tools/call': { name: REQUIRED_STRING, arguments: OBJECT, ...RETRY_FIELDS },
   'prompts/get': { name: REQUIRED_STRING, arguments: OBJECT, ...RETRY_FIELDS },
@@ -49,7 +50,7 @@ const PARAMS: Readonly<Record<string, Readonly<Record<string, Field>>>> = {
   'subscriptions/listen': { notifications: OBJECT },
   'notifications/cancelled': { requestId: ID, reason: STRING },
   'notifications/progress': { progressToken: { shape: 'id', required: true }, progress: { shape: 'number', required: true } },
-};
+});
 
 /** `_meta` keys Gatehouse reads (2026-07-28/basic/index.mdx §_meta, and progressToken in both eras). */
 const META: Readonly<Record<string, Field>> = {

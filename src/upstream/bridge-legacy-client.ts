@@ -23,6 +23,7 @@ import type { CallContext } from '../pipeline/context.js';
 import { CallStream } from '../pipeline/call-stream.js';
 import { ACCEPTED, json, type Outcome } from '../pipeline/outcome.js';
 import { paramHeadersFor, readAnnotations } from '../protocol/param-headers.js';
+import { setOwn } from '../protocol/own-keys.js';
 
 type Obj = Record<string, unknown>;
 
@@ -324,7 +325,7 @@ export class LegacyClientBridge {
       }
       const response = await answer;
       // A client error has no MRTR slot: leaving the key out lets the server ask again (GATEWAY-REQUIREMENTS §16.2).
-      if (response.result !== undefined) inputResponses[key] = response.result;
+      if (response.result !== undefined) setOwn(inputResponses, key, response.result);
     }
     return { inputResponses, ...(typeof result.requestState === 'string' ? { requestState: result.requestState } : {}) };
   }

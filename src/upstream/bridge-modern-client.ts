@@ -15,6 +15,7 @@ import { isObject, legacyCapabilitiesFrom, stripModernRequestMeta, toModernResul
 import { ErrorCode, errorResponse, type JsonRpcId, type JsonRpcMessage, type JsonRpcRequest, type JsonRpcResponse } from '../protocol/jsonrpc.js';
 import { META_CLIENT_CAPABILITIES, META_LOG_LEVEL, META_SUBSCRIPTION_ID, NAME_FIELD } from '../protocol/methods.js';
 import { MODERN_VERSIONS } from '../protocol/versions.js';
+import { wireTable } from '../protocol/own-keys.js';
 import { upstreamMessage } from '../protocol/trace-context.js';
 import type { UpstreamProfile } from './era-probe.js';
 import { LegacyClientSessions, type LegacyClientSession, type PoolOptions } from './legacy-client-sessions.js';
@@ -25,11 +26,11 @@ import { honouredFilter, ListenHub, wants, type Listener, type SubscriptionFilte
 type Obj = Record<string, unknown>;
 
 /** Server-to-client requests that MRTR can carry, and the client capability each needs (mrtr.mdx §Server Requirements 6). */
-const INPUT_REQUEST_CAPABILITY: Record<string, string> = {
+const INPUT_REQUEST_CAPABILITY: Readonly<Record<string, string>> = wireTable({
   'elicitation/create': 'elicitation',
   'sampling/createMessage': 'sampling',
   'roots/list': 'roots',
-};
+});
 
 /** 2025-11-25's URLElicitationRequiredError; 2026-07-28 servers MUST NOT emit it (basic/index.mdx §Error Codes). */
 const URL_ELICITATION_REQUIRED = -32042;

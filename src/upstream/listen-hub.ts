@@ -7,6 +7,7 @@ import { randomUUID } from 'node:crypto';
 import type { Logger } from '../log/logger.js';
 import { ErrorCode, errorResponse, type JsonRpcMessage, type JsonRpcRequest } from '../protocol/jsonrpc.js';
 import { META_SUBSCRIPTION_ID } from '../protocol/methods.js';
+import { wireTable } from '../protocol/own-keys.js';
 import { UpstreamSessionGone, type UpstreamMessages } from '../pipeline/ports.js';
 
 /** subscriptions.mdx §Notification Filter. */
@@ -23,11 +24,11 @@ export interface Listener {
   send(message: JsonRpcMessage): void;
 }
 
-const LIST_CHANGED: Record<string, keyof SubscriptionFilter> = {
+const LIST_CHANGED: Readonly<Record<string, keyof SubscriptionFilter>> = wireTable({
   'notifications/tools/list_changed': 'toolsListChanged',
   'notifications/prompts/list_changed': 'promptsListChanged',
   'notifications/resources/list_changed': 'resourcesListChanged',
-};
+});
 
 /** Whether a listen with this filter is to hear this upstream notification. */
 export function wants(filter: SubscriptionFilter, message: JsonRpcMessage): boolean {
