@@ -6,6 +6,7 @@
 // edge can fail closed with a retryable answer instead of telling a valid client its token is wrong.
 
 import { isLoopback } from '../net/loopback.js';
+import { wireTable } from '../protocol/own-keys.js';
 import type { CryptoKey, JWK } from 'jose';
 import { loadJose } from './jose.js';
 import { LRUCache } from 'lru-cache';
@@ -46,7 +47,7 @@ const JWKS_LIMITS: HttpLimits = { timeoutMs: 10_000, maxBytes: 1024 * 1024 };
 const MAX_KEYS = 256;
 
 /** Which JWK shape each JWS algorithm needs; anything else cannot verify that algorithm. */
-const KEY_SHAPES: Record<string, { kty: string; crv?: string }> = {
+const KEY_SHAPES: Readonly<Record<string, { kty: string; crv?: string }>> = wireTable({
   RS256: { kty: 'RSA' },
   RS384: { kty: 'RSA' },
   RS512: { kty: 'RSA' },
@@ -58,7 +59,7 @@ const KEY_SHAPES: Record<string, { kty: string; crv?: string }> = {
   ES512: { kty: 'EC', crv: 'P-521' },
   EdDSA: { kty: 'OKP', crv: 'Ed25519' },
   Ed25519: { kty: 'OKP', crv: 'Ed25519' },
-};
+});
 
 /** Whether an algorithm is one this gateway can verify with a published public key at all. */
 export function isAsymmetricAlg(alg: string): boolean {

@@ -44,8 +44,10 @@ export function isUncheckable(v: ArgumentProblem[] | Uncheckable | undefined): v
 }
 
 export class ArgumentSchemas {
-  private readonly modern = new Ajv2020({ strict: false, allErrors: true, validateFormats: false });
-  private readonly draft07 = new AjvDraft07({ strict: false, allErrors: true, validateFormats: false });
+  // ownProperties: an argument is what the client sent, never what every object inherits (a left-out
+  // `toString` must be missing, not found on the prototype).
+  private readonly modern = new Ajv2020({ strict: false, allErrors: true, validateFormats: false, ownProperties: true });
+  private readonly draft07 = new AjvDraft07({ strict: false, allErrors: true, validateFormats: false, ownProperties: true });
   /** Made on first use: few tools declare 2019-09. */
   private draft2019?: InstanceType<typeof Ajv2019>;
   private draft06Added = false;
@@ -85,7 +87,7 @@ export class ArgumentSchemas {
     if (dialect === undefined || (typeof dialect === 'string' && DRAFT_2020_12.test(dialect))) return this.modern;
     if (typeof dialect === 'string' && DRAFT_07.test(dialect)) return this.draft07;
     if (typeof dialect === 'string' && DRAFT_06.test(dialect)) return this.draft06();
-    if (typeof dialect === 'string' && DRAFT_2019_09.test(dialect)) return (this.draft2019 ??= new Ajv2019({ strict: false, allErrors: true, validateFormats: false }));
+    if (typeof dialect === 'string' && DRAFT_2019_09.test(dialect)) return (this.draft2019 ??= new Ajv2019({ strict: false, allErrors: true, validateFormats: false, ownProperties: true }));
     // basic/index.mdx §Schema Dialect: an unsupported dialect is an error saying so, never a guess.
     return { uncheckable: `its dialect ${describeValue(dialect)} is not one Gatehouse supports (${SUPPORTED_DIALECTS})` };
   }

@@ -4,6 +4,7 @@
 // producing the headers for a request Gatehouse sends itself.
 
 import type { IncomingHttpHeaders } from 'node:http';
+import { ownValue } from './own-keys.js';
 import { describeValue } from './describe.js';
 import { decodeHeaderValue, encodeHeaderValue } from './header-value.js';
 
@@ -60,7 +61,8 @@ function valueAt(args: unknown, path: string[]): unknown {
   let v = args;
   for (const key of path) {
     if (v === null || typeof v !== 'object' || Array.isArray(v)) return undefined;
-    v = (v as Record<string, unknown>)[key];
+    // Own members only: an argument left out must not be found as what every object inherits.
+    v = ownValue(v as Record<string, unknown>, key);
   }
   return v;
 }

@@ -6,6 +6,8 @@
 // userinfo (`http://good@evil` is evil). Where parsers disagree (a backslash or an `@` in the authority),
 // every reading is kept, so a destination is blocked if any of them is.
 
+import { ownValue, wireTable } from '../../protocol/own-keys.js';
+
 export interface Destination {
   /** Where in the arguments: `url`, `targets[2].href`. */
   path: string;
@@ -19,7 +21,7 @@ export interface Destination {
   port?: number;
 }
 
-const DEFAULT_PORTS: Record<string, number> = { http: 80, https: 443, ws: 80, wss: 443, ftp: 21, gopher: 70, ldap: 389, ldaps: 636, smtp: 25, redis: 6379, dict: 2628, sftp: 22, ssh: 22, telnet: 23, mysql: 3306, postgres: 5432, postgresql: 5432, mongodb: 27017 };
+const DEFAULT_PORTS: Readonly<Record<string, number>> = wireTable({ http: 80, https: 443, ws: 80, wss: 443, ftp: 21, gopher: 70, ldap: 389, ldaps: 636, smtp: 25, redis: 6379, dict: 2628, sftp: 22, ssh: 22, telnet: 23, mysql: 3306, postgres: 5432, postgresql: 5432, mongodb: 27017 });
 const URI_FORMATS = new Set(['uri', 'uri-reference', 'iri', 'iri-reference', 'url', 'hostname', 'idn-hostname', 'ipv4', 'ipv6', 'uri-template']);
 const DESTINATION_NAME = /(^|[_-])(url|uri|urls|uris|href|link|host|hostname|hosts|endpoint|address|addr|ip|domain|server|target|webhook|callback|origin|proxy|redirect)$/i;
 /** URLs inside free text: a scheme, `://`, and an authority. */
@@ -64,14 +66,21 @@ function isObject(v: unknown): v is Record<string, unknown> {
 }
 
 function schemaPart(sch: unknown, key: string): unknown {
-  return isObject(sch) ? sch[key] : undefined;
+  return isObject(sch) ? ownValue(sch, key) : undefined;
 }
 
+/**
+ * The schema of the argument named `key`. Its own entry in `properties` only: an argument named
+ * `constructor` must not find Object.prototype's (a function, no schema), and so escape
+ * `additionalProperties`' format.
+ */
 function propertySchema(sch: unknown, key: string): unknown {
   if (!isObject(sch)) return undefined;
-  const props = sch.properties;
-  if (isObject(props) && props[key] !== undefined) return props[key];
-  return isObject(sch.additionalProperties) ? sch.additionalProperties : undefined;
+  const props = ownValue(sch, 'properties');
+  const declared = isObject(props) ? ownValue(props, key) : undefined;
+  if (declared !== undefined) return declared;
+  const more = ownValue(sch, 'additionalProperties');
+  return isObject(more) ? more : undefined;
 }
 
 function isDestinationField(sch: unknown, key: string): boolean {

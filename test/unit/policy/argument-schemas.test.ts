@@ -36,6 +36,18 @@ test('missing and extra properties are named; no arguments counts as {}', () => 
   assert.deepEqual(schemas.check('t', schema, { n: 1, extra: true }), [{ path: '(arguments)', message: 'must NOT have additional properties "extra"' }]);
 });
 
+test('arguments named like inherited members (toString, constructor) are required and checked as any other, in every dialect', () => {
+  // Without own properties only, a left-out `toString` was found on the prototype and counted as given.
+  for (const $schema of [undefined, 'http://json-schema.org/draft-07/schema#', 'https://json-schema.org/draft/2019-09/schema']) {
+    const schema = { ...($schema ? { $schema } : {}), type: 'object', properties: { constructor: { type: 'string' }, toString: { type: 'string' } }, required: ['constructor', 'toString'] };
+    assert.deepEqual(schemas.check(`inh-${$schema}`, schema, {}), [
+      { path: '(arguments)', message: "must have required property 'constructor'" },
+      { path: '(arguments)', message: "must have required property 'toString'" },
+    ], String($schema));
+    assert.equal(schemas.check(`inh-${$schema}`, schema, JSON.parse('{"constructor":"a","toString":"b"}')), undefined, String($schema));
+  }
+});
+
 test('a schema Gatehouse cannot check says why, never "no problems" (basic/index.mdx §Schema Dialect, §$ref Resolution)', () => {
   // An external $ref is never fetched, and the schema is not treated as permissive.
   const remote = schemas.check('remote', { type: 'object', properties: { a: { $ref: 'https://example.com/schema.json' } } }, { a: 1 });

@@ -124,6 +124,19 @@ describe('where destinations are found', () => {
     assert.deepEqual(hosts('intranet', true), ['intranet']);
   });
 
+  test('an argument named like an inherited member (constructor, toString) is judged by the schema as any other', () => {
+    // Its name once found Object.prototype's member in the schema's `properties`, a function that is no
+    // schema: the argument escaped `additionalProperties`' format, and a bare host in it was not read.
+    const schema = { type: 'object', properties: { note: { type: 'string' } }, additionalProperties: { type: 'string', format: 'hostname' } };
+    const found = destinationsIn(JSON.parse('{"constructor":"metadata","toString":"redis","__proto__":"intranet","x":"vault"}'), schema);
+    assert.deepEqual(found.map((d) => [d.path, d.host]), [['constructor', 'metadata'], ['toString', 'redis'], ['__proto__', 'intranet'], ['x', 'vault']]);
+    // A scheme named like one has no default port (it once had Object itself as its port).
+    const [odd] = destinationsOfString('constructor://10.0.0.1/', false);
+    assert.equal(odd?.host, '10.0.0.1');
+    assert.equal(odd?.port, undefined);
+    assert.equal(destinationsOfString('ftp://10.0.0.1/', false)[0]?.port, 21);
+  });
+
   test('IPv6 forms that carry IPv4 are judged by it', () => {
     assert.equal(embeddedIpv4('::ffff:7f00:1'), '127.0.0.1');
     assert.equal(embeddedIpv4('64:ff9b::a9fe:a9fe'), '169.254.169.254');
