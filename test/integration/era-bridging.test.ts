@@ -597,6 +597,35 @@ describe('legacy client → modern upstream (§16.2)', () => {
     assert.deepEqual(retried?.params?.inputResponses, { login: { action: 'accept' } });
   });
 
+  test('an input request a modern server names \'__proto__\' is answered under that name (a member, not the answers\' prototype)', async () => {
+    let retried: Msg | undefined;
+    // Built from JSON text: an object literal would take the name as its prototype.
+    const inputRequests = JSON.parse('{"__proto__":{"method":"elicitation/create","params":{"message":"Go on?","requestedSchema":{"type":"object","properties":{}}}}}') as Record<string, unknown>;
+    const up = await modernUpstream((msg, res) => {
+      if (msg.method === 'tools/list') return jsonResult(res, JSON.stringify(msg), { tools: [], resultType: 'complete' });
+      if (msg.params?.inputResponses === undefined) return jsonResult(res, JSON.stringify(msg), { resultType: 'input_required', inputRequests });
+      retried = msg;
+      jsonResult(res, JSON.stringify(msg), { content: [{ type: 'text', text: 'went on' }], resultType: 'complete' });
+    });
+    const gw = await gatewayFor(up);
+    const headers = await open(gw);
+    const call = await request(gw.url, { method: 'POST', headers, body: rpc(5, 'tools/call', { name: 'odd', arguments: {} }) });
+    let text = '';
+    const reader = call.body[Symbol.asyncIterator]();
+    for (let i = 0; i < 50 && !text.includes('elicitation/create'); i++) text += String((await reader.next()).value ?? '');
+    const ask = JSON.parse(/data: (\{.*"elicitation\/create".*\})/.exec(text)![1]!) as { id: string };
+    assert.equal((await post(gw.url, JSON.stringify({ jsonrpc: '2.0', id: ask.id, result: { action: 'accept', content: {} } }), headers)).status, 202);
+    for (let i = 0; i < 50 && !text.includes('went on'); i++) {
+      const next = await reader.next();
+      if (next.done) break;
+      text += String(next.value);
+    }
+    assert.match(text, /went on/);
+    const answers = retried?.params?.inputResponses as Record<string, unknown>;
+    assert.ok(Object.hasOwn(answers, '__proto__'), JSON.stringify(answers));
+    assert.deepEqual(answers['__proto__'], { action: 'accept', content: {} });
+  });
+
   test('progress under the client\'s one token never goes back across input rounds (utilities/progress.mdx: progress MUST increase)', async () => {
     // Each round is a new request upstream; this stateless server counts from zero again on the retry.
     const sse = (res: ServerResponse, messages: unknown[]): void => {
