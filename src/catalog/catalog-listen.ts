@@ -5,7 +5,7 @@
 
 import type { Principal } from '../pipeline/principal.js';
 import type { Logger } from '../log/logger.js';
-import type { JsonRpcMessage, JsonRpcRequest } from '../protocol/jsonrpc.js';
+import { ErrorCode, errorResponse, type JsonRpcMessage, type JsonRpcRequest } from '../protocol/jsonrpc.js';
 import { META_CLIENT_CAPABILITIES, META_PROTOCOL_VERSION, META_SUBSCRIPTION_ID } from '../protocol/methods.js';
 import { wireTable } from '../protocol/own-keys.js';
 import { MODERN_VERSIONS } from '../protocol/versions.js';
@@ -96,7 +96,14 @@ export function fanOutListen(
     stopped = true;
     upstreamStops.forEach((c) => c.abort());
     queue.finish({ jsonrpc: '2.0', id: request.id, result: { resultType: 'complete', _meta: { [META_SUBSCRIPTION_ID]: request.id } } });
-  })();
+  })().catch((err: unknown) => {
+    // Nothing above should throw; if something does, this listen ends with an error of its own instead of
+    // the rejection ending the process (a non-array resourceSubscriptions once did, before the front door
+    // checked its type).
+    log.error('a listen across upstreams failed; it ends', { err });
+    upstreamStops.forEach((c) => c.abort());
+    queue.finish(errorResponse(request.id, ErrorCode.InternalError, 'Gatehouse could not keep this listen open; listen again'));
+  });
   return { status: 200, headers: {}, messages: queue.messages() };
 }
 

@@ -8,7 +8,7 @@ import { wireTable } from './own-keys.js';
 import type { JsonRpcMessage, MessageKind } from './jsonrpc.js';
 import { META_CLIENT_CAPABILITIES, META_CLIENT_INFO, META_LOG_LEVEL, META_PROTOCOL_VERSION } from './methods.js';
 
-type Shape = 'string' | 'object' | 'id' | 'number' | 'logLevel';
+type Shape = 'string' | 'object' | 'id' | 'number' | 'boolean' | 'strings' | 'logLevel';
 
 interface Field {
   shape: Shape;
@@ -20,6 +20,8 @@ const REQUIRED_STRING: Field = { shape: 'string', required: true };
 const OBJECT: Field = { shape: 'object' };
 const REQUIRED_OBJECT: Field = { shape: 'object', required: true };
 const ID: Field = { shape: 'id' };
+const BOOLEAN: Field = { shape: 'boolean' };
+const STRINGS: Field = { shape: 'strings' };
 /**
  * A LoggingLevel of the schema (RFC 5424 severities). A level nobody understands is refused here rather
  * than kept: Gatehouse hands a legacy client's level to a modern upstream in every request's _meta, where a
@@ -52,6 +54,17 @@ const PARAMS: Readonly<Record<string, Readonly<Record<string, Field>>>> = wireTa
   'notifications/progress': { progressToken: { shape: 'id', required: true }, progress: { shape: 'number', required: true } },
 });
 
+/**
+ * subscriptions/listen's `notifications` (2026-07-28 schema.json `SubscriptionFilter`): Gatehouse reads
+ * every field of it, to split the URIs among upstreams and to judge each notification it relays.
+ */
+const LISTEN_FILTER: Readonly<Record<string, Field>> = {
+  toolsListChanged: BOOLEAN,
+  promptsListChanged: BOOLEAN,
+  resourcesListChanged: BOOLEAN,
+  resourceSubscriptions: STRINGS,
+};
+
 /** `_meta` keys Gatehouse reads (2026-07-28/basic/index.mdx §_meta, and progressToken in both eras). */
 const META: Readonly<Record<string, Field>> = {
   [META_PROTOCOL_VERSION]: STRING,
@@ -80,6 +93,7 @@ export function paramShapeProblem(kind: MessageKind, message: JsonRpcMessage): s
   const problem = fieldsProblem(fields, params, 'params');
   if (problem) return problem;
   if (method === 'completion/complete') return completionRefProblem(params.ref as Record<string, unknown>);
+  if (method === 'subscriptions/listen' && params.notifications !== undefined) return fieldsProblem(LISTEN_FILTER, params.notifications as Record<string, unknown>, 'params.notifications');
   return undefined;
 }
 
@@ -122,7 +136,7 @@ function responseProblem(m: { result?: unknown; error?: unknown; id?: unknown })
   return undefined;
 }
 
-const SHAPE_WORDS: Record<Shape, string> = { string: 'a string', object: 'an object', id: 'a string or an integer', number: 'a number', logLevel: `one of ${LOG_LEVELS.join(', ')}` };
+const SHAPE_WORDS: Record<Shape, string> = { string: 'a string', object: 'an object', id: 'a string or an integer', number: 'a number', boolean: 'true or false', strings: 'an array of strings', logLevel: `one of ${LOG_LEVELS.join(', ')}` };
 
 function hasShape(value: unknown, shape: Shape): boolean {
   switch (shape) {
@@ -132,6 +146,10 @@ function hasShape(value: unknown, shape: Shape): boolean {
       return isObject(value);
     case 'number':
       return typeof value === 'number';
+    case 'boolean':
+      return typeof value === 'boolean';
+    case 'strings':
+      return Array.isArray(value) && value.every((item) => typeof item === 'string');
     case 'id':
       return typeof value === 'string' || (typeof value === 'number' && Number.isInteger(value));
     case 'logLevel':

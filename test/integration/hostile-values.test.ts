@@ -87,6 +87,20 @@ describe('legacy clients', () => {
     await expectRefused(gw, [a, b], rpc(4, 'tools/list', { cursor: HOSTILE }), headers, -32602, 4);
     await expectRefused(gw, [a, b], rpc(5, 'ping', { _meta: { progressToken: HOSTILE } }), headers, -32602, 5);
   });
+
+  test('a subscriptions/listen whose filter has a number for its URIs, through the catalog → 400 -32602; it took the process down (fuzz seed 978031999)', async () => {
+    const a = await upstream('legacy');
+    const b = await upstream('modern');
+    const gw = await gatewayFor([{ name: 'a', url: a.url, era: 'legacy' }, { name: 'b', url: b.url, era: 'modern' }]);
+    const headers = { ...LEGACY_HEADERS, 'mcp-protocol-version': '2025-11-25', 'mcp-session-id': await legacySession(gw.url) };
+    for (const [id, notifications] of [[1, { resourceSubscriptions: 0 }], [2, { resourceSubscriptions: false }], [3, { resourceSubscriptions: 'demo://a' }], [4, { toolsListChanged: HOSTILE }]] as const) {
+      const message = await expectRefused(gw, [a, b], rpc(id, 'subscriptions/listen', { notifications }), headers, -32602, id);
+      assert.match(message, /params\.notifications\.\w+ must be/);
+    }
+    // The same from a modern client.
+    const modern = modernRequest(5, 'subscriptions/listen', { notifications: { resourceSubscriptions: 0 } });
+    await expectRefused(gw, [a, b], modern.body, modern.headers, -32602, 5);
+  });
 });
 
 describe('modern clients (2026-07-28)', () => {

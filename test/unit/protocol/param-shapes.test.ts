@@ -36,6 +36,13 @@ const refused: Array<[string, [MessageKind, JsonRpcMessage], RegExp]> = [
   ['progressToken fraction', request('tools/list', { _meta: { progressToken: 1.5 } }), /progressToken must be a string or an integer/],
   ['cancelled requestId object', notification('notifications/cancelled', { requestId: HOSTILE }), /params\.requestId must be a string or an integer/],
   ['progress without progress', notification('notifications/progress', { progressToken: 't' }), /params\.progress is required/],
+  // subscriptions.mdx, schema SubscriptionFilter: every field is read (a `resourceSubscriptions: 0` crashed the catalog's listen, fuzz seed 978031999).
+  ['listen notifications array', request('subscriptions/listen', { notifications: [] }), /params\.notifications must be an object/],
+  ['listen resourceSubscriptions 0', request('subscriptions/listen', { notifications: { resourceSubscriptions: 0 } }), /params\.notifications\.resourceSubscriptions must be an array of strings/],
+  ['listen resourceSubscriptions string', request('subscriptions/listen', { notifications: { resourceSubscriptions: 'file:///a' } }), /resourceSubscriptions must be an array of strings/],
+  ['listen resourceSubscriptions with an object', request('subscriptions/listen', { notifications: { resourceSubscriptions: ['file:///a', HOSTILE] } }), /resourceSubscriptions must be an array of strings/],
+  ['listen toolsListChanged string', request('subscriptions/listen', { notifications: { toolsListChanged: 'yes' } }), /params\.notifications\.toolsListChanged must be true or false/],
+  ['listen resourcesListChanged 1', request('subscriptions/listen', { notifications: { resourcesListChanged: 1 } }), /resourcesListChanged must be true or false/],
   ['response result array', response({ id: 1, result: [] }), /"result" must be an object/],
   ['response id object', response({ id: HOSTILE, result: {} }), /"id" must be a string or an integer/],
   ['response error code string', response({ id: 1, error: { code: 'x', message: 'm' } }), /"error\.code" must be an integer/],
@@ -57,6 +64,8 @@ const accepted: Array<[string, [MessageKind, JsonRpcMessage]]> = [
   ['a modern request _meta', request('tools/list', { _meta: { 'io.modelcontextprotocol/protocolVersion': '2026-07-28', 'io.modelcontextprotocol/clientCapabilities': {}, progressToken: 'p' } })],
   ['an error response without id', response({ id: null, error: { code: -32600, message: 'm' } })],
   ['a completion of an unknown ref type', request('completion/complete', { ref: { type: 'ref/other' }, argument: { name: 'a', value: '' } })],
+  ['a listen for every kind', request('subscriptions/listen', { notifications: { toolsListChanged: true, promptsListChanged: false, resourcesListChanged: true, resourceSubscriptions: ['file:///a', 'fuzz://b'] } })],
+  ['a listen for nothing, and one with a field of a later revision', request('subscriptions/listen', { notifications: { resourceSubscriptions: [], somethingNew: 1 } })],
 ];
 
 for (const [name, [kind, message]] of accepted) {

@@ -1,0 +1,34 @@
+// A listen across upstreams (src/catalog/catalog-listen.ts) runs as a task of its own. Whatever throws in
+// it ends that listen with an error; it never becomes an unhandled rejection, which ends the process (a
+// `resourceSubscriptions: 0` did, fuzz seed 978031999, before the front door checked the filter's types).
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { fanOutListen } from '../../../src/catalog/catalog-listen.js';
+import { createLogger } from '../../../src/log/logger.js';
+import type { ModernMember } from '../../../src/pipeline/ports.js';
+import type { JsonRpcRequest } from '../../../src/protocol/jsonrpc.js';
+
+test('a listen whose filter breaks the task ends with an error response and a log line; the process goes on', async () => {
+  const lines: string[] = [];
+  const log = createLogger('info', (line) => lines.push(line));
+  const member = { name: 'm', modernFace: async () => { throw new Error('not reached'); } } as unknown as ModernMember;
+  const unhandled: unknown[] = [];
+  const onUnhandled = (reason: unknown): void => void unhandled.push(reason);
+  process.on('unhandledRejection', onUnhandled);
+  try {
+    // Past the front door's type check, as a caller inside Gatehouse could still hand it.
+    const request = { jsonrpc: '2.0', id: 7, method: 'subscriptions/listen', params: { notifications: { resourceSubscriptions: 0 } } } as unknown as JsonRpcRequest;
+    const reply = fanOutListen(request, [member], () => undefined, () => {}, undefined, log);
+    const messages = [];
+    for await (const m of reply.messages) messages.push(m);
+    assert.equal(messages.length, 1, JSON.stringify(messages));
+    const answer = messages[0] as { id: number; error?: { code: number; message: string } };
+    assert.equal(answer.id, 7);
+    assert.equal(answer.error?.code, -32603);
+    await new Promise((r) => setImmediate(r));
+    assert.deepEqual(unhandled, []);
+    assert.ok(lines.some((l) => l.includes('a listen across upstreams failed')), lines.join('\n'));
+  } finally {
+    process.off('unhandledRejection', onUnhandled);
+  }
+});
