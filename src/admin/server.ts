@@ -145,11 +145,13 @@ async function handle(req: IncomingMessage, res: ServerResponse, deps: AdminDeps
   const pin = /^\/pins\/(.+)\/accept$/.exec(path);
   if (pin !== null && method === 'POST') {
     if (deps.pins === undefined) return sendError(res, 404, 'pinning_off', 'Tool pinning is off (tools.pinning: off)');
+    const ref = decodedRef(pin[1]!);
+    if (ref === undefined) return sendError(res, 400, 'bad_request', 'The tool ref in the path is not valid percent-encoding');
     const body = (await readJson(req)) ?? {};
     const digest = typeof body.digest === 'string' ? body.digest : undefined;
-    const result = await deps.pins.accept(decodeURIComponent(pin[1]!), auth.reviewer.subject, digest);
+    const result = await deps.pins.accept(ref, auth.reviewer.subject, digest);
     if (!result.ok) return sendError(res, result.status, result.status === 404 ? 'not_found' : 'conflict', result.message);
-    deps.log.info('tool definition accepted', { ref: decodeURIComponent(pin[1]!), reviewer: auth.reviewer.subject });
+    deps.log.info('tool definition accepted', { ref, reviewer: auth.reviewer.subject });
     return sendJson(res, 200, { pin: result.pin });
   }
   const known = path === '/approvals' || approval !== null || path === '/pins' || pin !== null;
@@ -197,6 +199,15 @@ async function readText(req: IncomingMessage): Promise<string | undefined> {
     chunks.push(chunk);
   }
   return Buffer.concat(chunks).toString('utf8');
+}
+
+/** A path segment's percent-encoding undone; undefined when it is broken (decodeURIComponent throws). */
+function decodedRef(segment: string): string | undefined {
+  try {
+    return decodeURIComponent(segment);
+  } catch {
+    return undefined;
+  }
 }
 
 async function readJson(req: IncomingMessage): Promise<Record<string, unknown> | undefined> {

@@ -98,6 +98,9 @@ describe('tools.pinning: enforce', () => {
     assert.equal(up.received.filter((b) => b.includes('after-accept')).length, 1);
     assert.equal((await runCli(['pins', 'accept', 'up/lookup'], { env })).code, 1, 'nothing left to accept');
     assert.equal((await runCli(['pins', 'show', 'up/nothing'], { env })).code, 3);
+    // A ref whose percent-encoding is broken is the caller's mistake: 400, not the 503 of a store that is down.
+    const broken = await request(`${gw.gateway.adminUrl}/pins/up%2Flookup%E0%A4%A/accept`, { method: 'POST', headers: { authorization: `Bearer ${ADMIN}` } });
+    assert.equal(broken.statusCode, 400, await broken.body.text());
 
     const store = new SqliteStore(storePath);
     try {
