@@ -102,5 +102,9 @@ test('plain HTTP is forwarded or refused the same way; requests without credenti
   assert.equal(metadata.status, 403);
   const forged = await viaProxy(`http://127.0.0.1:${portOf(allowed)}/`, `Basic ${Buffer.from('fetcher:not-the-token').toString('base64')}`);
   assert.equal(forged.status, 407);
+  // A user name whose percent-encoding is broken is bad credentials too; it threw, an unhandled rejection
+  // that ended the gateway (the test process here).
+  const broken = await viaProxy(`http://127.0.0.1:${portOf(allowed)}/`, `Basic ${Buffer.from('fetch%E0%A4%A:token').toString('base64')}`);
+  assert.equal(broken.status, 407);
   assert.deepEqual(hits, { allowed: before.allowed + 1, denied: before.denied });
 });

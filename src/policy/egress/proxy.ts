@@ -35,8 +35,21 @@ export class EgressProxy {
     private readonly log: Logger,
     private readonly hooks: EgressProxyHooks = {},
   ) {
-    this.server = createServer((req, res) => void this.forward(req, res));
-    this.server.on('connect', (req: IncomingMessage, socket: Duplex, head: Buffer) => void this.tunnel(req, socket, head));
+    // Whatever throws while a request is judged ends that request, never the process (an unhandled rejection
+    // would): the proxy answers whoever reaches its port, an upstream's own code among them.
+    this.server = createServer((req, res) => {
+      this.forward(req, res).catch((err: unknown) => {
+        this.log.error('egress proxy request failed', { err });
+        if (!res.headersSent) res.writeHead(502, { 'content-type': 'text/plain' }).end('the egress proxy failed\n');
+        else res.destroy();
+      });
+    });
+    this.server.on('connect', (req: IncomingMessage, socket: Duplex, head: Buffer) => {
+      this.tunnel(req, socket, head).catch((err: unknown) => {
+        this.log.error('egress proxy tunnel failed', { err });
+        socket.destroy();
+      });
+    });
     this.server.on('clientError', (_err, socket) => socket.destroy());
   }
 
@@ -82,7 +95,12 @@ export class EgressProxy {
     const m = /^Basic\s+(\S+)$/i.exec(header);
     if (!m) return false;
     const [name, token] = Buffer.from(m[1]!, 'base64').toString('utf8').split(':', 2) as [string, string | undefined];
-    const upstream = decodeURIComponent(name);
+    let upstream: string;
+    try {
+      upstream = decodeURIComponent(name);
+    } catch {
+      return false; // broken percent-encoding: not a name Gatehouse gave out
+    }
     const expected = this.tokens.get(upstream);
     if (expected === undefined || token === undefined || token.length !== expected.length || !timingSafeEqual(Buffer.from(token), Buffer.from(expected))) return false;
     return upstream;
