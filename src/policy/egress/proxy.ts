@@ -50,7 +50,11 @@ export class EgressProxy {
         socket.destroy();
       });
     });
-    this.server.on('clientError', (_err, socket) => socket.destroy());
+    // A request Node cannot parse gets a plain 400 (as Node's own default would), not a silent hang-up.
+    this.server.on('clientError', (err: NodeJS.ErrnoException, socket: Duplex) => {
+      if (err.code === 'ECONNRESET' || !socket.writable) return void socket.destroy();
+      refuseRaw(socket, 400, 'malformed HTTP request');
+    });
   }
 
   async listen(host: string, port: number): Promise<string> {
