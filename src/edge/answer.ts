@@ -4,11 +4,11 @@
 // the pass-through.
 
 import type { ServerResponse } from 'node:http';
-import { toWire, type WireContext } from '../errors.js';
+import { GatewayError, toWire, type WireContext } from '../errors.js';
 import type { CallStream, StreamItem } from '../pipeline/call-stream.js';
 import type { AnswerHeaders, Outcome } from '../pipeline/outcome.js';
 import { ErrorCode } from '../protocol/jsonrpc.js';
-import { formatSseMessage } from '../protocol/sse.js';
+import { formatSseJson } from '../protocol/sse.js';
 import type { Cancellation } from '../pipeline/cancellation.js';
 import type { BodySink, RelayBody } from '../pipeline/relay-body.js';
 import { NO_TOOL_ERROR, summaryOf, type AnswerSummary } from './answer-summary.js';
@@ -39,9 +39,11 @@ export interface AnswerContext extends WireContext {
 export async function writeOutcome(res: ServerResponse, outcome: Outcome, ctx: AnswerContext): Promise<AnswerSummary> {
   switch (outcome.kind) {
     case 'json': {
+      const text = jsonOf(outcome.message);
+      if (text === undefined) return writeOutcome(res, { kind: 'refused', refusal: { kind: 'failure', error: tooDeep() } }, ctx);
       const summary = summaryOf(outcome.message);
       ctx.onSummary?.(summary);
-      sendJson(res, outcome.status, outcome.message, withCallId(outcome.headers, ctx.callId));
+      sendText(res, outcome.status, text, withCallId(outcome.headers, ctx.callId));
       return summary;
     }
     case 'empty':
@@ -71,13 +73,34 @@ export function discardOutcome(outcome: Outcome): void {
 }
 
 export function sendJson(res: ServerResponse, status: number, body: unknown, headers: AnswerHeaders): void {
+  sendText(res, status, JSON.stringify(body), headers);
+}
+
+function sendText(res: ServerResponse, status: number, text: string, headers: AnswerHeaders): void {
   if (res.headersSent) {
     res.destroy();
     return;
   }
-  const text = JSON.stringify(body);
   res.writeHead(status, { ...headers, 'content-type': 'application/json', 'content-length': Buffer.byteLength(text) });
   res.end(text);
+}
+
+/**
+ * The JSON text of a message Gatehouse writes again, or undefined for one nested too deeply to write. JSON
+ * sets no depth, a client's messages are held to `listen.maxJsonDepth`, an upstream's are not: an answer
+ * nested thousands of levels deep overflows JSON.stringify's stack, and is the upstream's failure.
+ */
+function jsonOf(message: unknown): string | undefined {
+  try {
+    return JSON.stringify(message);
+  } catch (err) {
+    if (err instanceof RangeError) return undefined;
+    throw err;
+  }
+}
+
+function tooDeep(): GatewayError {
+  return new GatewayError('GW_ERR_UPSTREAM_BAD_RESPONSE', 'The upstream answered with JSON nested too deeply to pass on');
 }
 
 function withCallId(headers: AnswerHeaders | undefined, callId: string, without?: string): AnswerHeaders {
@@ -111,18 +134,25 @@ async function writeStream(res: ServerResponse, stream: CallStream, headers: Ans
     keepalive = setInterval(() => writeSse(res, ': keep-alive\n\n'), KEEPALIVE_MS).unref();
   }
   try {
-    for await (const item of stream.read()) {
+    for await (const read of stream.read()) {
+      let item: StreamItem = read;
       if (res.destroyed) break;
       if ('comment' in item) {
         if (sse) writeSse(res, ': keep-alive\n\n');
         continue;
+      }
+      const text = 'message' in item ? jsonOf(item.message) : undefined;
+      if ('message' in item && text === undefined) {
+        // Too deep to write: the answer is the upstream's failure; a notification before it is left out.
+        if (!item.final) continue;
+        item = { failure: tooDeep() };
       }
       if ('message' in item && item.final) summary = summaryOf(item.message);
       if (!sse && isFinalAnswer(item)) {
         // Nothing preceded the answer: plain JSON, as a server answering directly would.
         if ('message' in item) {
           ctx.onSummary?.(summary);
-          sendJson(res, ctx.era === 'modern' ? modernErrorStatus(item.message) : 200, item.message, headers);
+          sendText(res, ctx.era === 'modern' ? modernErrorStatus(item.message) : 200, text!, headers);
         } else {
           const wire = toWire({ kind: 'failure', error: item.failure }, { ...ctx, id: stream.requestId });
           summary = summaryOf(wire.body);
@@ -134,7 +164,7 @@ async function writeStream(res: ServerResponse, stream: CallStream, headers: Ans
       openSse();
       const message = 'message' in item ? item.message : toWire({ kind: 'failure', error: item.failure }, { ...ctx, id: stream.requestId }).body;
       if (!('message' in item)) summary = summaryOf(message);
-      if (!writeSse(res, formatSseMessage(message))) break;
+      if (!writeSse(res, formatSseJson(text ?? JSON.stringify(message)))) break;
     }
     if (!sse) {
       // A stream that ended with nothing at all (a listen refused, a producer that gave up): an empty 200.

@@ -78,7 +78,16 @@ export class ArgumentSchemas {
     if (schema === null || typeof schema !== 'object') return undefined;
     const validate = this.validatorFor(tool, schema as Record<string, unknown>);
     if (typeof validate !== 'function') return validate;
-    if (validate(value)) return undefined;
+    let valid: boolean;
+    try {
+      valid = validate(value) as boolean;
+    } catch (err) {
+      // A recursive schema walks a value as deep as it goes: an upstream's answer nested thousands of levels
+      // deep overflows the stack (a client's arguments are bounded by listen.maxJsonDepth first). Such a
+      // value is not one the schema can vouch for.
+      return [{ path: '(value)', message: `could not be checked against its schema (${err instanceof RangeError ? 'nested too deeply' : (err as Error).message})` }];
+    }
+    if (valid) return undefined;
     return (validate.errors ?? []).map(toProblem);
   }
 

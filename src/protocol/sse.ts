@@ -80,5 +80,10 @@ function parseEvent(raw: string, body: string): SseEvent {
 
 /** Formats one JSON-RPC message as an SSE `message` event on a single data line. */
 export function formatSseMessage(message: unknown, id?: string): string {
-  return `${id !== undefined ? `id: ${id}\n` : ''}event: message\ndata: ${JSON.stringify(message)}\n\n`;
+  return formatSseJson(JSON.stringify(message), id);
+}
+
+/** formatSseMessage for a message already written as JSON text. */
+export function formatSseJson(json: string, id?: string): string {
+  return `${id !== undefined ? `id: ${id}\n` : ''}event: message\ndata: ${json}\n\n`;
 }

@@ -1,0 +1,73 @@
+// An upstream's answer nested thousands of levels deep (JSON allows it; a client's own messages are held to
+// listen.maxJsonDepth, an upstream's are not) must not take the gateway down, whichever way the answer
+// goes: relayed as bytes, or read and written again (the catalog, the bridges). A tool whose outputSchema is
+// recursive walked such an answer until the stack overflowed.
+
+import { after, before, describe, test } from 'node:test';
+import assert from 'node:assert/strict';
+import { startFakeUpstream, type FakeUpstream } from '../fixtures/upstreams/fake-upstream.js';
+import { startGateway, type TestGateway } from '../helpers/gateway.js';
+import { modernRequest, post } from '../helpers/http.js';
+
+const DEPTH = 20_000;
+/** `{"child":{"child":…{}…}}`, written as text: JSON.stringify itself would overflow on such an object. */
+const deepText = '{"child":'.repeat(DEPTH) + '{}' + '}'.repeat(DEPTH);
+const RECURSIVE = { $defs: { node: { type: 'object', properties: { child: { $ref: '#/$defs/node' } } } }, $ref: '#/$defs/node' };
+const TOOL = { name: 'deep', inputSchema: { type: 'object' }, outputSchema: RECURSIVE };
+
+const ups: FakeUpstream[] = [];
+const gateways: TestGateway[] = [];
+
+async function modernUpstream(): Promise<FakeUpstream> {
+  const up = await startFakeUpstream((_req, res, body) => {
+    const msg = JSON.parse(body) as { id?: unknown; method?: string };
+    if (msg.id === undefined) return void res.writeHead(202).end();
+    const id = JSON.stringify(msg.id);
+    const result = msg.method === 'tools/list' ? JSON.stringify({ tools: [TOOL], resultType: 'complete' }) : `{"content":[{"type":"text","text":"deep"}],"structuredContent":${deepText},"resultType":"complete"}`;
+    res.writeHead(200, { 'content-type': 'application/json' }).end(`{"jsonrpc":"2.0","id":${id},"result":${result}}`);
+  }, { handshake: 'modern' });
+  ups.push(up);
+  return up;
+}
+
+before(async () => {
+  await modernUpstream();
+  await modernUpstream();
+});
+after(async () => {
+  for (const gw of gateways) await gw.close();
+  for (const up of ups) await up.close();
+});
+
+describe('an upstream answer nested 20,000 levels deep, its tool declaring a recursive outputSchema', () => {
+  for (const mode of ['enforce', 'warn'] as const) {
+    for (const via of ['the pass-through', 'the catalog'] as const) {
+      test(`outputValidation ${mode}, through ${via}: a structured refusal or failure, and the gateway goes on`, { timeout: 60_000 }, async () => {
+        const upstreams = via === 'the catalog' ? ups.map((u, i) => ({ name: `u${i}`, url: u.url, era: 'modern' })) : [{ name: 'u0', url: ups[0]!.url, era: 'modern' }];
+        const gw = await startGateway({ upstreams, tools: { outputValidation: mode } });
+        gateways.push(gw);
+        const list = modernRequest(1, 'tools/list');
+        const listed = (await post(gw.url, list.body, list.headers)).json().result.tools as Array<{ name: string }>;
+        const name = listed.find((t) => t.name.endsWith('deep'))!.name;
+        const call = modernRequest(2, 'tools/call', { name, arguments: {} });
+        const res = await post(gw.url, call.body, call.headers);
+        if (mode === 'enforce') {
+          assert.equal(res.status, 200, res.text.slice(0, 300));
+          const result = res.json().result;
+          assert.equal(result.isError, true, res.text.slice(0, 300));
+          assert.equal(result.structuredContent.error.code, 'invalid_output');
+          assert.match(JSON.stringify(result.structuredContent.error), /nested too deeply/);
+        } else {
+          // Passed on, it cannot be written: JSON.stringify overflows. The upstream's failure, said as one.
+          assert.equal(res.status, 502, res.text.slice(0, 300));
+          assert.equal(res.json().error.data.code, 'GW_ERR_UPSTREAM_BAD_RESPONSE');
+          assert.equal(res.json().id, 2);
+          assert.ok(gw.logs.some((l) => l.msg === 'tool output does not match its outputSchema'));
+        }
+        assert.equal(gw.logs.filter((l) => l.level === 'error').length, 0, JSON.stringify(gw.logs.filter((l) => l.level === 'error')).slice(0, 500));
+        // Still serving.
+        assert.equal((await post(gw.url, list.body, list.headers)).status, 200);
+      });
+    }
+  }
+});
