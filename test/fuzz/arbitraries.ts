@@ -108,7 +108,7 @@ const UNKNOWN_TOOLS = ['nope', 'echo ', 'read.file', 'alpha/echo', 'ECHO', '', '
 
 /** Slow faults cost a gateway timeout each, so they are rare. */
 const FAULTS: Array<{ weight: number; arbitrary: fc.Arbitrary<string> }> = [
-  { weight: 10, arbitrary: fc.constantFrom('reset', 'garbage', 'http500', 'http404', 'http401', 'empty200', 'html', 'sse_cut', 'sse_ok', 'wrong_id', 'big', 'elicit', 'none') },
+  { weight: 10, arbitrary: fc.constantFrom('reset', 'garbage', 'http500', 'http404', 'http401', 'empty200', 'html', 'sse_cut', 'sse_ok', 'wrong_id', 'big', 'elicit', 'deep', 'none') },
   { weight: 1, arbitrary: fc.constant('slow') },
 ];
 

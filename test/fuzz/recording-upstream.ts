@@ -11,7 +11,7 @@ export const MARKER_PATTERN = /FZM[0-9a-z]+MZF/g;
 export type UpstreamEra = 'legacy' | 'modern';
 
 /** What `tools/call` of the `fault` tool can ask for, by `arguments.kind`. */
-export const FAULT_KINDS = ['reset', 'garbage', 'http500', 'http404', 'http401', 'empty200', 'html', 'sse_cut', 'sse_ok', 'wrong_id', 'slow', 'big', 'elicit'] as const;
+export const FAULT_KINDS = ['reset', 'garbage', 'http500', 'http404', 'http401', 'empty200', 'html', 'sse_cut', 'sse_ok', 'wrong_id', 'slow', 'big', 'elicit', 'deep'] as const;
 
 export interface UpstreamOptions {
   era: UpstreamEra;
@@ -277,6 +277,9 @@ export async function startRecordingUpstream(opts: UpstreamOptions): Promise<Rec
       }
       case 'big':
         return json(res, 200, { ...result, result: complete({ content: [{ type: 'text', text: 'x'.repeat(2_000_000) }] }) });
+      case 'deep':
+        // Valid JSON nested 20,000 levels deep (JSON sets no limit), as text: JSON.stringify would overflow.
+        return void res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify(result).replace('"result":{', `"result":{"structuredContent":${DEEP},`));
       case 'elicit': {
         if (modern) {
           return json(res, 200, { jsonrpc: '2.0', id, result: { resultType: 'input_required', inputRequests: { who: { method: 'elicitation/create', params: { message: 'Who?', requestedSchema: { type: 'object', properties: { name: { type: 'string' } } } } } }, requestState: 'fuzz-state' } });
@@ -301,4 +304,10 @@ function text(v: unknown): string {
   return typeof v === 'string' ? v : (JSON.stringify(v) ?? 'undefined');
 }
 
-const CAPABILITIES = { tools: { listChanged: false }, prompts: {}, resources: { subscribe: true }, logging: {}, completions: {} };
+/**
+ * With members named `__proto__` and `constructor`, from JSON text (an object literal would take the first
+ * as its prototype): a gateway that merges capabilities must keep them members (once, the catalog's union
+ * merged `__proto__` into Object.prototype, and the logger broke).
+ */
+const CAPABILITIES = JSON.parse('{"tools":{"listChanged":false},"prompts":{},"resources":{"subscribe":true},"logging":{},"completions":{},"__proto__":{"fuzzPolluted":true},"constructor":{"fuzz":true}}') as Record<string, unknown>;
+const DEEP = '{"child":'.repeat(20_000) + '{}' + '}'.repeat(20_000);
