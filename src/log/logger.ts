@@ -10,6 +10,7 @@
 
 import { createRequire } from 'node:module';
 import { pino, type DestinationStream, type Logger as PinoLogger } from 'pino';
+import { setOwn } from '../protocol/own-keys.js';
 /** Levels, least severe first. */
 export type LogLevel = 'debug' | 'info' | 'warn' | 'error';
 
@@ -372,7 +373,10 @@ function sanitize(value: unknown, ancestors: WeakSet<object>): unknown {
 function sanitizeObject(obj: Record<string, unknown>, ancestors: WeakSet<object>): Record<string, unknown> {
   ancestors.add(obj);
   const out: Record<string, unknown> = {};
-  for (const [key, v] of Object.entries(obj)) out[key] = v !== undefined && isSecretField(key) ? REDACTED : sanitize(v, ancestors);
+  // setOwn: a member named `__proto__` stays a member of the copy. Assigned, it became the copy's prototype
+  // and vanished from what the copy shows: an approval's preview hid it from the reviewer while the call
+  // sent it upstream, and the audit's redacted arguments lost it.
+  for (const [key, v] of Object.entries(obj)) setOwn(out, key, v !== undefined && isSecretField(key) ? REDACTED : sanitize(v, ancestors));
   ancestors.delete(obj);
   return out;
 }

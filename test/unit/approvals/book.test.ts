@@ -244,6 +244,16 @@ describe('ApprovalBook after a store failure', () => {
 });
 
 describe('ApprovalBook.decide', () => {
+  it("shows the reviewer every member of the arguments, one named __proto__ too (it was left out of the preview, yet went upstream)", async () => {
+    const args = JSON.parse(`{"item":"${fresh().item}","__proto__":{"target":"prod-db","token":"sk-live-0123456789abcdef"}}`) as Record<string, unknown>;
+    const a = await opened(callOf(args));
+    const shown = JSON.parse(JSON.stringify(a.preview)) as Record<string, unknown>;
+    assert.ok(Object.hasOwn(shown, '__proto__'), JSON.stringify(a.preview));
+    assert.equal((shown['__proto__'] as { target: string }).target, 'prod-db');
+    assert.notEqual((shown['__proto__'] as { token: string }).token, 'sk-live-0123456789abcdef', 'still redacted inside');
+    assert.equal(Object.getPrototypeOf(a.preview), Object.prototype);
+  });
+
   it('approves a pending approval, recording who, why and on which preview', async () => {
     const a = await opened(callOf({ ...fresh(), password: 'hunter2-hunter2' }));
     assert.notEqual((a.preview as { password: unknown }).password, 'hunter2-hunter2', 'secrets are redacted in the preview');

@@ -89,6 +89,13 @@ test('mayHoldSecrets: plain arguments say no, and redactValue leaves such argume
   }
 });
 
+test('redactValue keeps a member named __proto__ as a member of the copy (the audit record and the approval preview show it)', () => {
+  const args = JSON.parse('{"password":"hunter2-hunter2","__proto__":{"target":"prod","apiKey":"k-0123456789"},"list":[{"__proto__":1}]}') as Record<string, unknown>;
+  assert.equal(mayHoldSecrets(args), true);
+  assert.equal(canonicalJson(redactValue(args)), '{"__proto__":{"apiKey":"[redacted]","target":"prod"},"list":[{"__proto__":1}],"password":"[redacted]"}');
+  assert.equal(({} as Record<string, unknown>).target, undefined);
+});
+
 test('mayHoldSecrets: a credential-named field, credential-shaped text, an Error, a toJSON or a cycle say yes', () => {
   const cyclic: Record<string, unknown> = { a: 1 };
   cyclic.self = cyclic;
