@@ -284,8 +284,13 @@ function wrap(p: PinoLogger, sink: Sink, bound: string): Logger {
 const SECRET_FIELD = /^(?:key|.*(?:authorization|cookie|password|passwd|passphrase|secret|token|apikey|privatekey|secretkey|signingkey|bearer|credentials?))$/;
 /** Names that end like a credential without being one, and stay readable: ids, and MCP's progress token. */
 const SAFE_FIELDS = new Set(['keyId', 'tokenId', 'progressToken', 'rejectedCredential']);
-/** Credential shapes inside free text: bearer values, JWTs (three base64url parts), Gatehouse keys. */
-const SECRET_TEXT = /(Bearer\s+)[A-Za-z0-9\-._~+/]+=*|eyJ[A-Za-z0-9_-]*\.[A-Za-z0-9_-]+\.[A-Za-z0-9_-]*|gh_[A-Za-z0-9_-]{20,}/gi;
+/**
+ * Credential shapes inside free text: bearer values, JWTs (three base64url parts), Gatehouse keys. A JWT is
+ * looked for only where a run of base64url characters starts (the lookbehind): tried at every `eyJ` inside
+ * one run, the scan to the run's end made a string of repeated `eyJ` cost time by the square of its length
+ * (64 KB of it blocked the event loop for 0.7 s in an audited call's arguments; a megabyte, minutes).
+ */
+const SECRET_TEXT = /(Bearer\s+)[A-Za-z0-9\-._~+/]+=*|(?<![A-Za-z0-9_-])eyJ[A-Za-z0-9_-]*\.[A-Za-z0-9_-]+\.[A-Za-z0-9_-]*|gh_[A-Za-z0-9_-]{20,}/gi;
 
 /** The same shapes, as a quick yes/no before any copy is made (most strings hold no credential). */
 const SECRET_TEXT_PRESENT = new RegExp(SECRET_TEXT.source, 'i');

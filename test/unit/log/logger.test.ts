@@ -4,10 +4,14 @@
 
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
+import { execFile } from 'node:child_process';
+import { promisify } from 'node:util';
 import { validateConfigObject } from '../../../src/config/load.js';
 import type { LogLevel } from '../../../src/config/types.js';
-import { batchedWriter, createLogger, isoTime, knownNames, nameJson, redactText, REDACTED, type LoggerOptions } from '../../../src/log/logger.js';
+import { batchedWriter, createLogger, isoTime, knownNames, mayHoldSecrets, nameJson, redactText, REDACTED, type LoggerOptions } from '../../../src/log/logger.js';
 import { collectSecrets } from '../../../src/config/secrets.js';
+
+const execFileAsync = promisify(execFile);
 
 type Line = Record<string, unknown>;
 
@@ -335,4 +339,24 @@ test('batched lines reach the stream whole and in order: UTF-8 text, a line long
   write.flush!();
   assert.ok(held.length > 1, 'more than one batch');
   assert.equal(text(), many.join(''));
+});
+
+// A hang detector, not a timing assertion: the work runs in a child process, which is stopped after 30 s.
+// With the JWT shape tried at every `eyJ` of a run, a megabyte of them took minutes (64 KB: 0.7 s on this
+// VM), and a synchronous regex cannot be interrupted in-process; found once per run, about 10 ms.
+test('a megabyte of a credential shape\'s prefix is judged in one pass (audited arguments are scanned whole)', { timeout: 60_000 }, async () => {
+  const logger = new URL('../../../src/log/logger.ts', import.meta.url).href;
+  const code = `import(${JSON.stringify(logger)}).then(({ mayHoldSecrets, redactText }) => {
+    for (const prefix of ['eyJ', 'EYJ', 'eyJa.', 'gh_', 'Bearer ']) {
+      const text = prefix.repeat(Math.ceil(1000000 / prefix.length));
+      mayHoldSecrets({ argument: text });
+      redactText(text);
+    }
+    process.stdout.write('done');
+  })`;
+  const { stdout } = await execFileAsync(process.execPath, ['--import', 'tsx', '-e', code], { timeout: 30_000 });
+  assert.equal(stdout, 'done');
+  // Still found where a token starts: after a quote, an equals sign, a space, or at the start.
+  assert.equal(redactText('"eyJhbGci.eyJzdWIi.c2ln" x=eyJa.b.c eyJa.b.c'), `"${REDACTED}" x=${REDACTED} ${REDACTED}`);
+  assert.equal(mayHoldSecrets({ a: ['eyJa.b.c'] }), true);
 });
