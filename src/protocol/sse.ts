@@ -2,6 +2,7 @@
 // keeping each event's raw text so a relay can forward exactly what it received, event by event.
 
 import { StringDecoder } from 'node:string_decoder';
+import { GatewayError } from '../errors.js';
 
 export interface SseEvent {
   /** The event's text as received, terminator included. */
@@ -15,36 +16,79 @@ export interface SseEvent {
 
 const TERMINATOR = /\r\n\r\n|\n\n|\r\r/;
 
+/**
+ * The most an event may hold before it ends: an upstream that never ends one would otherwise grow the
+ * gateway's memory without bound. Far above any answer a client would take in one message.
+ */
+export const MAX_EVENT_CHARS = 16 * 1024 * 1024;
+
 export class SseParser {
   private readonly decoder = new StringDecoder('utf8');
-  private pending = '';
+  /** Text of an event not complete yet, in the pieces it came in: joined once, when it completes. */
+  private held: string[] = [];
+  private heldLength = 0;
+  /** The last three characters held, where a terminator split across two pieces begins. */
+  private heldTail = '';
+
+  constructor(private readonly maxEventChars = MAX_EVENT_CHARS) {}
 
   /** Feeds a chunk; returns the events it completed (possibly none). */
   push(chunk: Buffer | string): SseEvent[] {
-    this.pending += typeof chunk === 'string' ? chunk : this.decoder.write(chunk);
+    let text = typeof chunk === 'string' ? chunk : this.decoder.write(chunk);
+    if (this.heldLength > 0) {
+      // Only the new text (and the held tail) can complete what is held: searching all of it again for
+      // every piece cost time by the square of a large event's length.
+      const window = this.heldTail + text;
+      const completes = TERMINATOR.test(window) || (this.held[0]!.charCodeAt(0) === 0x3a && window.includes('\n'));
+      if (!completes) {
+        this.hold(text);
+        return [];
+      }
+      text = this.held.join('') + text;
+      this.held = [];
+      this.heldLength = 0;
+      this.heldTail = '';
+    }
     const events: SseEvent[] = [];
+    let pending = text;
     for (;;) {
-      const m = TERMINATOR.exec(this.pending);
+      const m = TERMINATOR.exec(pending);
       // A comment line that starts an event (a keep-alive such as `:` or `: ping`) is passed on as soon as
       // it is whole, not when a blank line next comes: a keep-alive held back keeps nothing alive. Ended by
       // `\n` (or `\r\n`) only: after a lone `\r`, a `\n` may still be on its way.
-      const newline = this.pending.charCodeAt(0) === 0x3a /* : */ ? this.pending.indexOf('\n') : -1;
+      const newline = pending.charCodeAt(0) === 0x3a /* : */ ? pending.indexOf('\n') : -1;
       if (newline >= 0 && (m === null || m.index > newline)) {
-        events.push({ raw: this.pending.slice(0, newline + 1) });
-        this.pending = this.pending.slice(newline + 1);
+        events.push({ raw: pending.slice(0, newline + 1) });
+        pending = pending.slice(newline + 1);
         continue;
       }
       if (!m) break;
       const end = m.index + m[0].length;
-      events.push(parseEvent(this.pending.slice(0, end), this.pending.slice(0, m.index)));
-      this.pending = this.pending.slice(end);
+      events.push(parseEvent(pending.slice(0, end), pending.slice(0, m.index)));
+      pending = pending.slice(end);
     }
+    if (pending !== '') this.hold(pending);
     return events;
   }
 
   /** Bytes received after the last complete event (an event cut short by the stream's end). */
   get remainder(): string {
-    return this.pending;
+    return this.held.join('');
+  }
+
+  /** How many characters the incomplete event holds. */
+  get remainderLength(): number {
+    return this.heldLength;
+  }
+
+  private hold(text: string): void {
+    if (text === '') return;
+    this.held.push(text);
+    this.heldLength += text.length;
+    this.heldTail = (this.heldTail + text).slice(-3);
+    if (this.heldLength > this.maxEventChars) {
+      throw new GatewayError('GW_ERR_UPSTREAM_BAD_RESPONSE', `An SSE event grew past ${this.maxEventChars} characters without ending`);
+    }
   }
 }
 

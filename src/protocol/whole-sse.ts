@@ -32,7 +32,8 @@ export class WholeSse {
   }
 
   static read(bytes: Buffer | string): WholeSse {
-    const parser = new SseParser();
+    // The body is all here already: no event of it can grow, so no bound applies.
+    const parser = new SseParser(Infinity);
     const events = parser.push(bytes);
     return new WholeSse(events, parser.remainder === '');
   }
@@ -42,7 +43,7 @@ export class WholeSse {
    * its run id): the edge reads the new body without splitting or parsing it again.
    */
   replacing(at: number, raw: string, message: unknown): WholeSse {
-    const [event] = new SseParser().push(raw);
+    const [event] = new SseParser(Infinity).push(raw);
     const events = this.events.slice();
     events[at] = event!;
     const next = new WholeSse(events, this.complete);

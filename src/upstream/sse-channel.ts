@@ -169,7 +169,7 @@ export class SseChannel {
           if (event.event !== undefined && event.event !== 'message') continue;
           this.onEventData(event.data);
         }
-        if (parser.remainder.length > max) {
+        if (parser.remainderLength > max) {
           reason = `it sent an event of more than ${max} bytes`;
           break;
         }
