@@ -2,7 +2,6 @@
 // keeping each event's raw text so a relay can forward exactly what it received, event by event.
 
 import { StringDecoder } from 'node:string_decoder';
-import { GatewayError } from '../errors.js';
 
 export interface SseEvent {
   /** The event's text as received, terminator included. */
@@ -21,6 +20,14 @@ const TERMINATOR = /\r\n\r\n|\n\n|\r\r/;
  * gateway's memory without bound. Far above any answer a client would take in one message.
  */
 export const MAX_EVENT_CHARS = 16 * 1024 * 1024;
+
+/** An event grew past its bound without ending: the peer that sent it failed (upstream/failures.ts says whose). */
+export class SseEventTooLarge extends Error {
+  constructor(readonly maxChars: number) {
+    super(`sent an SSE event that grew past ${maxChars} characters without ending`);
+    this.name = 'SseEventTooLarge';
+  }
+}
 
 export class SseParser {
   private readonly decoder = new StringDecoder('utf8');
@@ -87,7 +94,7 @@ export class SseParser {
     this.heldLength += text.length;
     this.heldTail = (this.heldTail + text).slice(-3);
     if (this.heldLength > this.maxEventChars) {
-      throw new GatewayError('GW_ERR_UPSTREAM_BAD_RESPONSE', `An SSE event grew past ${this.maxEventChars} characters without ending`);
+      throw new SseEventTooLarge(this.maxEventChars);
     }
   }
 }

@@ -3,7 +3,8 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
-import { SseParser, formatSseMessage } from '../../../src/protocol/sse.js';
+import { SseEventTooLarge, SseParser, formatSseMessage } from '../../../src/protocol/sse.js';
+import { toGatewayError } from '../../../src/upstream/failures.js';
 
 test('events split across chunks complete only when their blank line arrives', () => {
   const p = new SseParser();
@@ -73,7 +74,11 @@ test('an event that grows past the bound without ending is the upstream failing 
   parser.push('data: ');
   assert.throws(() => {
     for (let i = 0; i < 100; i++) parser.push('x'.repeat(100));
-  }, (err: unknown) => (err as { code?: string }).code === 'GW_ERR_UPSTREAM_BAD_RESPONSE');
+  }, SseEventTooLarge);
+  // Said as the upstream's failure where the stream is read.
+  const failure = toGatewayError(new SseEventTooLarge(1_000), 'up');
+  assert.equal(failure.code, 'GW_ERR_UPSTREAM_BAD_RESPONSE');
+  assert.match(failure.message, /^Upstream "up" sent an SSE event that grew past 1000 characters without ending$/);
   // Events under the bound pass, however many.
   const ok = new SseParser(1_000);
   for (let i = 0; i < 100; i++) assert.equal(ok.push(`data: ${'y'.repeat(500)}\n\n`).length, 1);
