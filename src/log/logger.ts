@@ -286,11 +286,13 @@ const SECRET_FIELD = /^(?:key|.*(?:authorization|cookie|password|passwd|passphra
 const SAFE_FIELDS = new Set(['keyId', 'tokenId', 'progressToken', 'rejectedCredential']);
 /**
  * Credential shapes inside free text: bearer values, JWTs (three base64url parts), Gatehouse keys. A JWT is
- * looked for only where a run of base64url characters starts (the lookbehind): tried at every `eyJ` inside
- * one run, the scan to the run's end made a string of repeated `eyJ` cost time by the square of its length
- * (64 KB of it blocked the event loop for 0.7 s in an audited call's arguments; a megabyte, minutes).
+ * judged once per run of base64url characters, from where the run starts (the lookbehind): the lookahead
+ * first asks whether the run goes on into two dots, then the run is taken from its start to its `eyJ` and
+ * on. Tried at every `eyJ` inside a run instead, the scan to the run's end made a string of repeated `eyJ`
+ * cost time by the square of its length (64 KB of it blocked the event loop for 0.7 s in an audited call's
+ * arguments; a megabyte, minutes). A JWT glued to a word (`xeyJ…`) is still found; the word goes with it.
  */
-const SECRET_TEXT = /(Bearer\s+)[A-Za-z0-9\-._~+/]+=*|(?<![A-Za-z0-9_-])eyJ[A-Za-z0-9_-]*\.[A-Za-z0-9_-]+\.[A-Za-z0-9_-]*|gh_[A-Za-z0-9_-]{20,}/gi;
+const SECRET_TEXT = /(Bearer\s+)[A-Za-z0-9\-._~+/]+=*|(?<![A-Za-z0-9_-])(?=[A-Za-z0-9_-]*\.[A-Za-z0-9_-]+\.)[A-Za-z0-9_-]*?eyJ[A-Za-z0-9_-]*\.[A-Za-z0-9_-]+\.[A-Za-z0-9_-]*|gh_[A-Za-z0-9_-]{20,}/gi;
 
 /** The same shapes, as a quick yes/no before any copy is made (most strings hold no credential). */
 const SECRET_TEXT_PRESENT = new RegExp(SECRET_TEXT.source, 'i');

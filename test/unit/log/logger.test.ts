@@ -356,7 +356,9 @@ test('a megabyte of a credential shape\'s prefix is judged in one pass (audited 
   })`;
   const { stdout } = await execFileAsync(process.execPath, ['--import', 'tsx', '-e', code], { timeout: 30_000 });
   assert.equal(stdout, 'done');
-  // Still found where a token starts: after a quote, an equals sign, a space, or at the start.
+  // Still found after a quote, an equals sign, a space, at the start, and glued to a word (the word goes too).
   assert.equal(redactText('"eyJhbGci.eyJzdWIi.c2ln" x=eyJa.b.c eyJa.b.c'), `"${REDACTED}" x=${REDACTED} ${REDACTED}`);
+  assert.equal(redactText('id_token_eyJhbGci.eyJzdWIi.c2ln end'), `${REDACTED} end`);
+  assert.equal(redactText('eyJa.b and plain.dotted.words'), 'eyJa.b and plain.dotted.words');
   assert.equal(mayHoldSecrets({ a: ['eyJa.b.c'] }), true);
 });
