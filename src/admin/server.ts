@@ -8,6 +8,7 @@
 //   GET  /  (the inbox page)       POST /login   POST /logout     GET /inbox.js   GET /inbox.css
 
 import { randomUUID } from 'node:crypto';
+import { percentDecoded } from '../protocol/percent-decode.js';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { Logger } from '../log/logger.js';
@@ -145,7 +146,7 @@ async function handle(req: IncomingMessage, res: ServerResponse, deps: AdminDeps
   const pin = /^\/pins\/(.+)\/accept$/.exec(path);
   if (pin !== null && method === 'POST') {
     if (deps.pins === undefined) return sendError(res, 404, 'pinning_off', 'Tool pinning is off (tools.pinning: off)');
-    const ref = decodedRef(pin[1]!);
+    const ref = percentDecoded(pin[1]!);
     if (ref === undefined) return sendError(res, 400, 'bad_request', 'The tool ref in the path is not valid percent-encoding');
     const body = (await readJson(req)) ?? {};
     const digest = typeof body.digest === 'string' ? body.digest : undefined;
@@ -199,15 +200,6 @@ async function readText(req: IncomingMessage): Promise<string | undefined> {
     chunks.push(chunk);
   }
   return Buffer.concat(chunks).toString('utf8');
-}
-
-/** A path segment's percent-encoding undone; undefined when it is broken (decodeURIComponent throws). */
-function decodedRef(segment: string): string | undefined {
-  try {
-    return decodeURIComponent(segment);
-  } catch {
-    return undefined;
-  }
 }
 
 async function readJson(req: IncomingMessage): Promise<Record<string, unknown> | undefined> {

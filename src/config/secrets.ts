@@ -4,6 +4,7 @@
 // client secret is one; the config can.
 
 import { isStdioUpstream, type GatehouseConfig } from './types.js';
+import { percentDecoded } from '../protocol/percent-decode.js';
 
 /** Env names that hold credentials by convention: a `_`-separated segment such as TOKEN, SECRET or KEY. */
 const SECRET_ENV_SEGMENT = /^(token|secret|secrets|password|passwd|pass|pwd|key|apikey|credential|credentials|auth|authorization|cookie|private|dsn)$/;
@@ -59,9 +60,6 @@ function urlPassword(value: string): string[] {
     return [];
   }
   if (password === '') return [];
-  try {
-    return [password, decodeURIComponent(password)];
-  } catch {
-    return [password];
-  }
+  const decoded = percentDecoded(password);
+  return decoded === undefined ? [password] : [password, decoded];
 }

@@ -9,6 +9,7 @@
 // at the proxy by the chart) belongs to the only upstream when there is one.
 
 import { randomBytes, timingSafeEqual } from 'node:crypto';
+import { percentDecoded } from '../../protocol/percent-decode.js';
 import { createServer, request as httpRequest, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import { connect, isIP, type AddressInfo, type Socket } from 'node:net';
 import type { Duplex } from 'node:stream';
@@ -99,12 +100,8 @@ export class EgressProxy {
     const m = /^Basic\s+(\S+)$/i.exec(header);
     if (!m) return false;
     const [name, token] = Buffer.from(m[1]!, 'base64').toString('utf8').split(':', 2) as [string, string | undefined];
-    let upstream: string;
-    try {
-      upstream = decodeURIComponent(name);
-    } catch {
-      return false; // broken percent-encoding: not a name Gatehouse gave out
-    }
+    const upstream = percentDecoded(name);
+    if (upstream === undefined) return false; // broken percent-encoding: not a name Gatehouse gave out
     const expected = this.tokens.get(upstream);
     if (expected === undefined || token === undefined || token.length !== expected.length || !timingSafeEqual(Buffer.from(token), Buffer.from(expected))) return false;
     return upstream;
