@@ -24,6 +24,22 @@ export interface BodySource {
 
 const FIXED: BodySource = { pause() {}, resume() {}, abort() {} };
 
+/**
+ * The most of a body read whole (`collect`): a governed call's JSON answer, a bridged or catalogued one.
+ * Without it an upstream answering with gigabytes grew the gateway's memory until it failed. The same
+ * figure bounds one SSE event (protocol/sse.ts `MAX_EVENT_CHARS`) and one stdio line, so an answer too big
+ * for one transport is too big for all of them.
+ */
+export const MAX_WHOLE_BODY_BYTES = 16 * 1024 * 1024;
+
+/** A body read whole grew past its bound: the peer that sent it failed (upstream/failures.ts says whose). */
+export class BodyTooLarge extends Error {
+  constructor(readonly maxBytes: number) {
+    super(`sent a response body larger than ${maxBytes} bytes`);
+    this.name = 'BodyTooLarge';
+  }
+}
+
 /** The error listener of a view not read yet: its reader, when it comes, learns the error from the view's state. */
 function ignoreUntilRead(): void {}
 
@@ -81,7 +97,8 @@ export class RelayBody {
   push(chunk: Buffer): void {
     if (this.state !== 'open') return;
     if (this.sink === undefined) (this.held ??= []).push(chunk);
-    else if (!this.sink.data(chunk)) this.source.pause();
+    // A sink may end the body from `data` (collect past its bound); a stopped source is not paused.
+    else if (!this.sink.data(chunk) && this.state === 'open') this.source.pause();
   }
 
   end(): void {
@@ -202,11 +219,33 @@ export class RelayBody {
     this.consume({ data: () => true, end() {}, error() {} });
   }
 
-  /** The whole body as one Buffer. */
-  collect(): Promise<Buffer> {
+  /**
+   * The whole body as one Buffer; rejects with BodyTooLarge, and stops the source, once it passes `maxBytes`.
+   */
+  collect(maxBytes = MAX_WHOLE_BODY_BYTES): Promise<Buffer> {
     return new Promise((resolve, reject) => {
       const chunks: Buffer[] = [];
-      this.consume({ data: (chunk) => chunks.push(chunk) > 0, end: () => resolve(chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks)), error: reject });
+      let size = 0;
+      let tooLarge = false;
+      this.consume({
+        data: (chunk) => {
+          size += chunk.length;
+          if (size <= maxBytes) return chunks.push(chunk) > 0;
+          if (!tooLarge) {
+            // A body that had all come already (held) ends anyway; one still coming is stopped.
+            tooLarge = true;
+            chunks.length = 0;
+            const err = new BodyTooLarge(maxBytes);
+            reject(err);
+            this.expire(err);
+          }
+          return false;
+        },
+        end: () => {
+          if (!tooLarge) resolve(chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks));
+        },
+        error: reject,
+      });
     });
   }
 

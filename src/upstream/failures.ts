@@ -3,10 +3,11 @@
 import { errors as undiciErrors } from 'undici';
 import { GatewayError } from '../errors.js';
 import { SseEventTooLarge } from '../protocol/sse.js';
+import { BodyTooLarge } from '../pipeline/relay-body.js';
 
 export function toGatewayError(err: unknown, upstream: string): GatewayError {
   if (err instanceof GatewayError) return err;
-  if (err instanceof SseEventTooLarge) return new GatewayError('GW_ERR_UPSTREAM_BAD_RESPONSE', `Upstream "${upstream}" ${err.message}`, upstream, { cause: err });
+  if (err instanceof SseEventTooLarge || err instanceof BodyTooLarge) return new GatewayError('GW_ERR_UPSTREAM_BAD_RESPONSE', `Upstream "${upstream}" ${err.message}`, upstream, { cause: err });
   const code = (err as { code?: string } | undefined)?.code;
   if (err instanceof undiciErrors.ConnectTimeoutError || err instanceof undiciErrors.HeadersTimeoutError || err instanceof undiciErrors.BodyTimeoutError) {
     return new GatewayError('GW_ERR_UPSTREAM_TIMEOUT', `Upstream "${upstream}" did not answer in time`, upstream, { cause: err });

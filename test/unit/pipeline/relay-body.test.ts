@@ -7,7 +7,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { Readable } from 'node:stream';
 import { Cancellation } from '../../../src/pipeline/cancellation.js';
-import { RelayBody, type BodySource } from '../../../src/pipeline/relay-body.js';
+import { BodyTooLarge, MAX_WHOLE_BODY_BYTES, RelayBody, type BodySource } from '../../../src/pipeline/relay-body.js';
 
 function source(): BodySource & { log: string[] } {
   const log: string[] = [];
@@ -74,6 +74,31 @@ test('collect() gives the whole body; of() is a body already complete', async ()
   body.end();
   assert.equal((await whole).toString(), 'abcd');
   assert.equal((await RelayBody.of(Buffer.from('fixed')).collect()).toString(), 'fixed');
+});
+
+test('collect() past its bound: BodyTooLarge, the source stopped and nothing held; a body already whole past it too', async () => {
+  const src = source();
+  const body = new RelayBody(src);
+  const whole = body.collect(5);
+  body.push(Buffer.from('abc'));
+  body.push(Buffer.from('de'));
+  body.push(Buffer.from('f'));
+  body.push(Buffer.from('never held'));
+  body.end();
+  await assert.rejects(whole, (err: unknown) => err instanceof BodyTooLarge && err.maxBytes === 5 && /larger than 5 bytes/.test(err.message));
+  assert.deepEqual(src.log, ['resume', 'abort:sent a response body larger than 5 bytes']);
+  assert.equal(body.settled, true);
+
+  // All of it came before anyone read it: nothing to stop, and still refused rather than given empty.
+  const held = new RelayBody(source());
+  held.push(Buffer.from('abcdef'));
+  held.end();
+  await assert.rejects(held.collect(5), BodyTooLarge);
+  // Exactly at the bound is whole; the default bound is MAX_WHOLE_BODY_BYTES.
+  assert.equal((await RelayBody.of(Buffer.from('abcde')).collect(5)).toString(), 'abcde');
+  const atDefault = Buffer.alloc(MAX_WHOLE_BODY_BYTES, 'a');
+  assert.equal((await RelayBody.of(atDefault).collect()).length, MAX_WHOLE_BODY_BYTES);
+  await assert.rejects(RelayBody.of(Buffer.alloc(MAX_WHOLE_BODY_BYTES + 1, 'a')).collect(), BodyTooLarge);
 });
 
 test('head(): at most the first bytes, and the rest is not read', async () => {
