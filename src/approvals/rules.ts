@@ -8,6 +8,7 @@ import type { Principal } from '../pipeline/principal.js';
 import type { Route } from '../pipeline/context.js';
 import { canonicalJson } from '../protocol/canonical-json.js';
 import { compileSelector, type Selector } from '../policy/selector.js';
+import { compileGlob } from '../policy/glob.js';
 
 export interface CompiledApprovalRule {
   id: string;
@@ -67,7 +68,7 @@ function valueAt(value: unknown, path: readonly string[]): unknown {
 
 function valueTest(expected: string | number | boolean): (actual: unknown) => boolean {
   if (typeof expected !== 'string') return (actual) => actual === expected;
-  const escaped = expected.replace(/[.+?^${}()|[\]\\]/g, '\\$&').replace(/\*/g, '[\\s\\S]*');
-  const pattern = new RegExp(`^${escaped}$`, 'i');
+  // `*` any run, `?` itself, case ignored (policy/glob.ts: no regular expression, so no backtracking).
+  const pattern = compileGlob(expected, { anyOne: false, ignoreCase: true });
   return (actual) => (typeof actual === 'string' || typeof actual === 'number' || typeof actual === 'boolean') && pattern.test(String(actual));
 }

@@ -8,12 +8,16 @@
 
 import type { PolicyRuleConfig } from '../config/types.js';
 import type { Principal } from '../pipeline/principal.js';
+import { compileGlob, type Glob } from './glob.js';
+
+/** A policy glob (`*`, `?`), as `map` calls it. */
+const toGlob = (glob: string): Glob => compileGlob(glob);
 
 export type ItemKind = 'tools' | 'prompts' | 'resources';
 
 interface CompiledRule {
   rule: PolicyRuleConfig;
-  patterns: Record<ItemKind, RegExp[] | undefined>;
+  patterns: Record<ItemKind, Glob[] | undefined>;
 }
 
 export class AccessPolicy {
@@ -23,7 +27,7 @@ export class AccessPolicy {
   constructor(rules: readonly PolicyRuleConfig[]) {
     this.rules = rules.map((rule) => ({
       rule,
-      patterns: { tools: rule.tools?.map(globToRegExp), prompts: rule.prompts?.map(globToRegExp), resources: rule.resources?.map(globToRegExp) },
+      patterns: { tools: rule.tools?.map(toGlob), prompts: rule.prompts?.map(toGlob), resources: rule.resources?.map(toGlob) },
     }));
     this.governed = {
       tools: rules.some((r) => r.tools !== undefined),
@@ -72,7 +76,7 @@ export class AccessPolicy {
    * step-up keeps what was granted (2025-11-25/basic/authorization.mdx §Runtime Insufficient Scope Errors).
    */
   decide(principal: Principal, kind: ItemKind, ref: string): boolean | { scopes: string[] } {
-    if (kind === 'tools' && principal.toolGlobs !== undefined && !principal.toolGlobs.some((g) => globToRegExp(g).test(ref))) return false;
+    if (kind === 'tools' && principal.toolGlobs !== undefined && !principal.toolGlobs.some((g) => compileGlob(g).test(ref))) return false;
     if (!this.governed[kind]) return true;
     let stepUp: PolicyRuleConfig | undefined;
     for (const { rule, patterns } of this.rules) {
@@ -105,15 +109,3 @@ function matchesCaller(rule: PolicyRuleConfig, p: Principal, ignoringScopes = fa
   return true;
 }
 
-const globCache = new Map<string, RegExp>();
-
-/** `*` matches any run of characters (slashes included), `?` one character; everything else is literal. */
-export function globToRegExp(glob: string): RegExp {
-  let re = globCache.get(glob);
-  if (!re) {
-    const body = glob.replace(/[.+^${}()|[\]\\]/g, '\\$&').replace(/\*/g, '.*').replace(/\?/g, '.');
-    re = new RegExp(`^${body}$`, 's');
-    if (globCache.size < 10_000) globCache.set(glob, re);
-  }
-  return re;
-}

@@ -17,7 +17,7 @@ import { canonicalJson } from '../protocol/canonical-json.js';
 import type { JsonRpcRequest, JsonRpcResponse } from '../protocol/jsonrpc.js';
 import { sha256Hex } from '../protocol/sha256.js';
 import type { IdempotencyClaim, IdempotencyRecord } from '../store/store.js';
-import { globToRegExp } from './access.js';
+import { compileGlob, type Glob } from './glob.js';
 
 /** Where a write's key travels (the FITsociety seed). */
 export const IDEMPOTENCY_META = 'idempotencyKey';
@@ -53,7 +53,7 @@ export interface IdempotencyStore {
 }
 
 /** Whether a tool is a write: annotated as one (readOnlyHint false, destructiveHint true), or listed. */
-export function isWrite(route: Route, settings: { tools: RegExp[]; exempt: RegExp[] }): boolean {
+export function isWrite(route: Route, settings: { tools: Glob[]; exempt: Glob[] }): boolean {
   if (settings.exempt.some((g) => g.test(route.ref))) return false;
   if (settings.tools.some((g) => g.test(route.ref))) return true;
   const a = route.annotations;
@@ -61,7 +61,7 @@ export function isWrite(route: Route, settings: { tools: RegExp[]; exempt: RegEx
 }
 
 export function compileIdempotencyStage(settings: IdempotencySettings, store: IdempotencyStore, maxWaitMs: number): Stage {
-  const globs = { tools: settings.tools.map(globToRegExp), exempt: settings.exempt.map(globToRegExp) };
+  const globs = { tools: settings.tools.map((g) => compileGlob(g)), exempt: settings.exempt.map((g) => compileGlob(g)) };
   const ttlMs = settings.ttlSeconds * 1000;
   /** This process: owners of the form `<instance>:<call>` are ours, and alive while in this set. */
   const instance = randomUUID();

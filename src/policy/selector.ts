@@ -4,7 +4,7 @@
 
 import type { Principal } from '../pipeline/principal.js';
 import type { Route } from '../pipeline/context.js';
-import { globToRegExp } from './access.js';
+import { compileGlob } from './glob.js';
 
 export interface SelectorConfig {
   subjects?: string[];
@@ -26,7 +26,7 @@ export interface Selector {
 }
 
 export function compileSelector(c: SelectorConfig): Selector {
-  const tools = c.tools?.map(globToRegExp);
+  const tools = c.tools?.map((g) => compileGlob(g));
   const annotations = c.annotations ? Object.entries(c.annotations) : undefined;
   const matchesCaller = (p: Principal): boolean => {
     if (c.subjects && !c.subjects.includes(p.subject)) return false;

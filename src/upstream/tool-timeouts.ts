@@ -7,7 +7,7 @@
 // for the answer's headers, longer or shorter than `headersMs`: a tool that answers with JSON only when it
 // is done may then take as long as its limit, and no longer. For a stdio upstream it replaces `requestMs`.
 
-import { globToRegExp } from '../policy/access.js';
+import { compileGlob, type Glob } from '../policy/glob.js';
 
 /** The limit for a call to `tool` (the upstream's own name), or undefined: the upstream's general one applies. */
 export type ToolTimeout = (tool: string) => number | undefined;
@@ -17,9 +17,9 @@ export function compileToolTimeouts(limits: Readonly<Record<string, number>> | u
   const entries = Object.entries(limits ?? {});
   if (entries.length === 0) return undefined;
   const exact = new Map<string, number>();
-  const globs: Array<{ pattern: RegExp; ms: number }> = [];
+  const globs: Array<{ pattern: Glob; ms: number }> = [];
   for (const [name, ms] of entries) {
-    if (/[*?]/.test(name)) globs.push({ pattern: globToRegExp(name), ms });
+    if (/[*?]/.test(name)) globs.push({ pattern: compileGlob(name), ms });
     else exact.set(name, ms);
   }
   return (tool) => exact.get(tool) ?? globs.find((g) => g.pattern.test(tool))?.ms;
