@@ -90,7 +90,7 @@ function sendText(res: ServerResponse, status: number, text: string, headers: An
  * sets no depth, a client's messages are held to `listen.maxJsonDepth`, an upstream's are not: an answer
  * nested thousands of levels deep overflows JSON.stringify's stack, and is the upstream's failure.
  */
-function jsonOf(message: unknown): string | undefined {
+export function jsonOf(message: unknown): string | undefined {
   try {
     return JSON.stringify(message);
   } catch (err) {
@@ -99,7 +99,7 @@ function jsonOf(message: unknown): string | undefined {
   }
 }
 
-function tooDeep(): GatewayError {
+export function tooDeep(): GatewayError {
   return new GatewayError('GW_ERR_UPSTREAM_BAD_RESPONSE', 'The upstream answered with JSON nested too deeply to pass on');
 }
 

@@ -11,7 +11,7 @@ import type { CallStream } from '../pipeline/call-stream.js';
 import type { Outcome } from '../pipeline/outcome.js';
 import type { JsonRpcId } from '../protocol/jsonrpc.js';
 import { SseParser } from '../protocol/sse.js';
-import { discardOutcome, MAX_BUFFERED_BYTES } from './answer.js';
+import { discardOutcome, jsonOf, MAX_BUFFERED_BYTES, tooDeep } from './answer.js';
 
 /** Where the messages go: one SSE session's stream. */
 export interface MessageOut {
@@ -69,6 +69,8 @@ class Answer {
   answered = false;
   toolError = false;
   errorCode: number | undefined;
+  /** The status of a failure that replaced the answer (one too deep to write), in place of the outcome's. */
+  private status: number | undefined;
   private gone = false;
 
   constructor(readonly out: MessageOut, private readonly ctx: DeliverContext) {}
@@ -76,7 +78,7 @@ class Answer {
   /** Writes a message (parsed or as text); false once the stream is gone. */
   async message(message: unknown, text?: string): Promise<boolean> {
     if (this.gone) return false;
-    const m = message as { id?: unknown; method?: unknown; result?: { isError?: unknown }; error?: { code?: unknown } };
+    let m = message as { id?: unknown; method?: unknown; result?: { isError?: unknown }; error?: { code?: unknown } };
     const isResponse = m.method === undefined && (m.result !== undefined || m.error !== undefined);
     if (isResponse && (this.ctx.id === null || m.id !== this.ctx.id)) {
       // A response that answers nothing the client asked (an error for a notification): the old transport
@@ -84,13 +86,24 @@ class Answer {
       this.ctx.log.debug('answer without a request to match dropped', { callId: this.ctx.callId, id: m.id ?? null });
       return true;
     }
+    text ??= jsonOf(message);
+    if (text === undefined) {
+      // Nested too deeply to write again (answer.ts jsonOf), as the Streamable HTTP edge says it: the
+      // response is the upstream's failure, anything before it is left out.
+      if (!isResponse) return true;
+      const w = toWire({ kind: 'failure', error: tooDeep() }, { era: 'legacy', id: this.ctx.id, callId: this.ctx.callId });
+      this.status = w.status;
+      m = w.body as typeof m;
+      message = w.body;
+      text = JSON.stringify(w.body);
+    }
     if (isResponse) {
       this.answered = true;
       this.toolError = m.result?.isError === true;
       if (typeof m.error?.code === 'number') this.errorCode = m.error.code;
       this.ctx.onResponse?.(message as Record<string, unknown>);
     }
-    if (!(await this.out.send(text ?? JSON.stringify(message)))) this.gone = true;
+    if (!(await this.out.send(text))) this.gone = true;
     return !this.gone;
   }
 
@@ -105,7 +118,7 @@ class Answer {
 
   result(status: number): Delivered {
     const aborted = this.gone || this.out.signal.aborted;
-    return { status, aborted, toolError: this.toolError, ...(this.errorCode !== undefined ? { errorCode: this.errorCode } : {}) };
+    return { status: this.status ?? status, aborted, toolError: this.toolError, ...(this.errorCode !== undefined ? { errorCode: this.errorCode } : {}) };
   }
 }
 
