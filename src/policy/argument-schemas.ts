@@ -9,6 +9,7 @@ import type { ErrorObject, ValidateFunction } from 'ajv';
 import type { ToolRefusal } from '../errors.js';
 import type { Logger } from '../log/logger.js';
 import { describeValue } from '../protocol/describe.js';
+import { schemaPattern } from './schema-patterns.js';
 
 // ajv ships CommonJS classes; createRequire keeps their constructors typed and avoids default-export games.
 const require = createRequire(import.meta.url);
@@ -22,6 +23,7 @@ const DRAFT_2019_09 = /^https?:\/\/json-schema\.org\/draft\/2019-09\/schema#?$/;
 const DRAFT_2020_12 = /^https?:\/\/json-schema\.org\/draft\/2020-12\/schema#?$/;
 /** The dialects Gatehouse checks (basic/index.mdx §Schema Dialect: SHOULD document them). */
 export const SUPPORTED_DIALECTS = '2020-12 (the default), 2019-09, draft-07, draft-06';
+const AJV_OPTIONS = { strict: false, allErrors: true, validateFormats: false, ownProperties: true, code: { regExp: schemaPattern } };
 /** Distinct schemas kept compiled; a server that churns schemas cannot grow this without bound. */
 const MAX_COMPILED = 2_000;
 
@@ -46,8 +48,9 @@ export function isUncheckable(v: ArgumentProblem[] | Uncheckable | undefined): v
 export class ArgumentSchemas {
   // ownProperties: an argument is what the client sent, never what every object inherits (a left-out
   // `toString` must be missing, not found on the prototype).
-  private readonly modern = new Ajv2020({ strict: false, allErrors: true, validateFormats: false, ownProperties: true });
-  private readonly draft07 = new AjvDraft07({ strict: false, allErrors: true, validateFormats: false, ownProperties: true });
+  // code.regExp: a schema's patterns are an upstream's, run on a client's text (policy/schema-patterns.ts).
+  private readonly modern = new Ajv2020(AJV_OPTIONS);
+  private readonly draft07 = new AjvDraft07(AJV_OPTIONS);
   /** Made on first use: few tools declare 2019-09. */
   private draft2019?: InstanceType<typeof Ajv2019>;
   private draft06Added = false;
@@ -96,7 +99,7 @@ export class ArgumentSchemas {
     if (dialect === undefined || (typeof dialect === 'string' && DRAFT_2020_12.test(dialect))) return this.modern;
     if (typeof dialect === 'string' && DRAFT_07.test(dialect)) return this.draft07;
     if (typeof dialect === 'string' && DRAFT_06.test(dialect)) return this.draft06();
-    if (typeof dialect === 'string' && DRAFT_2019_09.test(dialect)) return (this.draft2019 ??= new Ajv2019({ strict: false, allErrors: true, validateFormats: false, ownProperties: true }));
+    if (typeof dialect === 'string' && DRAFT_2019_09.test(dialect)) return (this.draft2019 ??= new Ajv2019(AJV_OPTIONS));
     // basic/index.mdx §Schema Dialect: an unsupported dialect is an error saying so, never a guess.
     return { uncheckable: `its dialect ${describeValue(dialect)} is not one Gatehouse supports (${SUPPORTED_DIALECTS})` };
   }
