@@ -5,15 +5,20 @@
 /** Names that look like credentials, compared lower-case with `-` and `_` removed. */
 const CREDENTIAL_NAMES = new Set(['accesstoken', 'apikey', 'authorization', 'bearer', 'token', 'idtoken', 'refreshtoken', 'xapikey', 'clientsecret']);
 
-/** The same few member names arrive on every request; each is judged once. */
+/**
+ * The same few member names arrive on every request; each is judged once. Until 3 December any name was
+ * kept, so 10,000 requests, unauthenticated ones too, could leave 10,000 names of a megabyte each here.
+ */
 const verdicts = new Map<string, boolean>();
+/** Longer names are judged each time (in time of their length, as the judgement itself takes). */
+const REMEMBERED_NAME_MAX = 64;
 
 function looksLikeCredential(name: string): boolean {
   let verdict = verdicts.get(name);
   if (verdict === undefined) {
     verdict = CREDENTIAL_NAMES.has(name.toLowerCase().replace(/[-_]/g, ''));
-    // Bounded: names are client-chosen.
-    if (verdicts.size < 10_000) verdicts.set(name, verdict);
+    // Bounded in count and in length: names are client-chosen, and a name may be most of a 1 MB body.
+    if (verdicts.size < 10_000 && name.length <= REMEMBERED_NAME_MAX) verdicts.set(name, verdict);
   }
   return verdict;
 }

@@ -304,12 +304,14 @@ export function redactText(s: string): string {
 
 /** Field names recur (a log line per request), so each is judged once. */
 const secretFieldVerdicts = new Map<string, boolean>();
+const REMEMBERED_FIELD_MAX = 64;
 
 function isSecretField(key: string): boolean {
   let verdict = secretFieldVerdicts.get(key);
   if (verdict === undefined) {
     verdict = !SAFE_FIELDS.has(key) && SECRET_FIELD.test(key.toLowerCase().replace(/[-_]/g, ''));
-    if (secretFieldVerdicts.size < 10_000) secretFieldVerdicts.set(key, verdict);
+    // Bounded in count and in length: argument names are a client's, and one may be most of a 1 MB body.
+    if (secretFieldVerdicts.size < 10_000 && key.length <= REMEMBERED_FIELD_MAX) secretFieldVerdicts.set(key, verdict);
   }
   return verdict;
 }
