@@ -5,13 +5,12 @@
 // no HTTP status per call to carry anything, so whatever answers a request reaches the client as a
 // JSON-RPC response for its id, and a request is never left without one.
 
-import type { Readable } from 'node:stream';
 import { GatewayError, toWire, type WireContext } from '../errors.js';
 import type { CallStream } from '../pipeline/call-stream.js';
 import type { Outcome } from '../pipeline/outcome.js';
 import type { JsonRpcId } from '../protocol/jsonrpc.js';
 import { SseParser } from '../protocol/sse.js';
-import { discardOutcome, jsonOf, MAX_BUFFERED_BYTES, tooDeep } from './answer.js';
+import { discardOutcome, jsonOf, tooDeep } from './answer.js';
 
 /** Where the messages go: one SSE session's stream. */
 export interface MessageOut {
@@ -152,7 +151,7 @@ async function relayed(answer: Answer, outcome: Extract<Outcome, { kind: 'relay'
   signal.addEventListener('abort', destroy, { once: true });
   try {
     if ((outcome.headers['content-type'] ?? '').startsWith('text/event-stream')) {
-      const parser = new SseParser();
+      const parser = new SseParser(outcome.body.maxMessageBytes);
       try {
         for await (const chunk of outcome.body.readable() as AsyncIterable<Buffer>) {
           for (const ev of parser.push(chunk)) {
@@ -171,7 +170,7 @@ async function relayed(answer: Answer, outcome: Extract<Outcome, { kind: 'relay'
     }
     let text: string;
     try {
-      text = await readBounded(outcome.body.readable(), MAX_BUFFERED_BYTES);
+      text = (await outcome.body.collect()).toString('utf8');
     } catch (err) {
       if (signal.aborted) return outcome.status;
       return (await answer.failIfUnanswered(err instanceof GatewayError ? err : outcome.failureOf(err), wire)) ?? outcome.status;
@@ -194,18 +193,4 @@ function parseJson(text: string): unknown {
   } catch {
     return undefined;
   }
-}
-
-async function readBounded(body: Readable, max: number): Promise<string> {
-  const chunks: Buffer[] = [];
-  let size = 0;
-  for await (const chunk of body as AsyncIterable<Buffer>) {
-    size += chunk.length;
-    if (size > max) {
-      body.destroy();
-      throw new GatewayError('GW_ERR_UPSTREAM_BAD_RESPONSE', `The upstream's answer exceeds ${max} bytes`);
-    }
-    chunks.push(chunk);
-  }
-  return Buffer.concat(chunks).toString('utf8');
 }

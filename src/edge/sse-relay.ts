@@ -20,6 +20,8 @@ export interface RelayContext extends WireContext {
   failureOf(err: unknown): GatewayError;
   log?: { warn(msg: string, fields?: Record<string, unknown>): void };
   onSummary?: (summary: AnswerSummary) => void;
+  /** The most one event may hold (the upstream's `maxMessageBytes`); the parser's own bound otherwise. */
+  maxEventChars?: number;
 }
 
 /**
@@ -108,7 +110,7 @@ export function relayWholeSse(bytes: Buffer, reading: WholeSse, res: ServerRespo
 
 /** Relays the stream; resolves with what the answer to the request was (a tool error, an error code). */
 export async function relaySse(body: Readable, res: ServerResponse, ctx: RelayContext): Promise<AnswerSummary> {
-  const parser = new SseParser();
+  const parser = new SseParser(ctx.maxEventChars);
   const watch = new AnswerWatch(ctx);
   let failure: GatewayError | undefined;
   try {

@@ -78,7 +78,9 @@ export function interceptFinal(outcome: Outcome, ctx: CallContext, onFinal: OnFi
       }
       // Events before the answer pass as they come; the answer may change length, so no declared length.
       const { 'content-length': _length, ...headers } = outcome.headers;
-      return { ...outcome, headers, body: RelayBody.fromReadable(interceptRelayedSse(outcome.body.readable(), outcome.requestId, onFinal, render, outcome.failureOf, outcome.upstream, marker)) };
+      const { maxMessageBytes } = outcome.body;
+      const intercepted = interceptRelayedSse(outcome.body.readable(), outcome.requestId, onFinal, render, outcome.failureOf, outcome.upstream, marker, maxMessageBytes);
+      return { ...outcome, headers, body: RelayBody.fromReadable(intercepted, undefined, maxMessageBytes) };
     }
     case 'empty':
       return outcome;
@@ -291,8 +293,8 @@ function dataValueAt(raw: string, data: string): number {
  * audited, and a breaker counts it); the failure then goes on as the stream's error, which the edge
  * answers with an error event for the request.
  */
-function interceptRelayedSse(body: Readable, requestId: JsonRpcId | null, onFinal: OnFinal, render: (refusal: Refusal) => JsonRpcResponse, failureOf: (err: unknown) => GatewayError, upstream: string, marker?: string): Readable {
-  const parser = new SseParser();
+function interceptRelayedSse(body: Readable, requestId: JsonRpcId | null, onFinal: OnFinal, render: (refusal: Refusal) => JsonRpcResponse, failureOf: (err: unknown) => GatewayError, upstream: string, marker: string | undefined, maxEventChars: number): Readable {
+  const parser = new SseParser(maxEventChars);
   let answered = false;
   /** The stream's end was decided by a failure (its error, or its end without the response): told once. */
   let told = false;

@@ -35,7 +35,7 @@ export async function pipeOutcome(outcome: Outcome, out: CallStream, ctx: CallCo
 async function pipeRelay(outcome: Extract<Outcome, { kind: 'relay' }>, out: CallStream): Promise<void> {
   out.onClose(() => outcome.body.destroy());
   const sse = (outcome.headers['content-type'] ?? '').startsWith('text/event-stream');
-  const parser = new SseParser();
+  const parser = new SseParser(outcome.body.maxMessageBytes);
   const chunks: Buffer[] = [];
   try {
     for await (const chunk of outcome.body.readable() as AsyncIterable<Buffer>) {

@@ -25,10 +25,10 @@ export interface BodySource {
 const FIXED: BodySource = { pause() {}, resume() {}, abort() {} };
 
 /**
- * The most of a body read whole (`collect`): a governed call's JSON answer, a bridged or catalogued one.
- * Without it an upstream answering with gigabytes grew the gateway's memory until it failed. The same
- * figure bounds one SSE event (protocol/sse.ts `MAX_EVENT_CHARS`) and one stdio line, so an answer too big
- * for one transport is too big for all of them.
+ * The most of a body read whole (`collect`) by default: a governed call's JSON answer, a bridged or
+ * catalogued one. Without a bound an upstream answering with gigabytes grew the gateway's memory until it
+ * failed. Each upstream's `maxMessageBytes` (this by default) bounds its bodies read whole, one SSE event
+ * and one stdio line alike, so an answer too big for one transport is too big for all of them.
  */
 export const MAX_WHOLE_BODY_BYTES = 16 * 1024 * 1024;
 
@@ -47,6 +47,7 @@ export class RelayBody {
   private sink: BodySink | undefined;
   /** Chunks that came before anyone consumed the body (headers and the first chunk often share a read). */
   private held: Buffer[] | undefined;
+  private heldBytes = 0;
   private state: 'open' | 'ended' | 'failed' | 'destroyed' = 'open';
   private failure: Error | undefined;
   /** Told once when the body stops being open (a deadline watching it). */
@@ -56,14 +57,21 @@ export class RelayBody {
   /** The whole body read as SSE events, once (see peekWholeSse). */
   private sse: WholeSse | undefined;
 
-  constructor(private readonly source: BodySource) {}
+  /**
+   * @param maxMessageBytes the most of this body held whole (`collect`), and of one of its SSE events: the
+   *   upstream's `maxMessageBytes`. Infinite for a body whose bytes are all held already (`of`).
+   */
+  constructor(
+    private readonly source: BodySource,
+    readonly maxMessageBytes: number = MAX_WHOLE_BODY_BYTES,
+  ) {}
 
   /**
    * A body whose bytes are all at hand (an answer read whole and passed on unchanged). `sse`: those bytes
    * already read as SSE events, by whoever made them.
    */
   static of(bytes: Buffer, sse?: WholeSse): RelayBody {
-    const body = new RelayBody(FIXED);
+    const body = new RelayBody(FIXED, Infinity);
     body.push(bytes);
     body.end();
     body.sse = sse;
@@ -74,12 +82,12 @@ export class RelayBody {
    * Any Readable as a body (a transformed relay, tests). `onAbort` hears a stop first: destroying a
    * Readable.from of a generator waits for the generator's next step, which a silent source never takes.
    */
-  static fromReadable(readable: Readable, onAbort?: () => void): RelayBody {
+  static fromReadable(readable: Readable, onAbort?: () => void, maxMessageBytes = MAX_WHOLE_BODY_BYTES): RelayBody {
     const abort = (): void => {
       onAbort?.();
       readable.destroy();
     };
-    const body = new RelayBody({ pause: () => readable.pause(), resume: () => readable.resume(), abort });
+    const body = new RelayBody({ pause: () => readable.pause(), resume: () => readable.resume(), abort }, maxMessageBytes);
     // Paused until consumed; what it pushes before that is held.
     readable.on('data', (chunk: Buffer) => body.push(chunk));
     readable.once('end', () => body.end());
@@ -96,7 +104,15 @@ export class RelayBody {
 
   push(chunk: Buffer): void {
     if (this.state !== 'open') return;
-    if (this.sink === undefined) (this.held ??= []).push(chunk);
+    if (this.sink === undefined) {
+      // Held until consumed, so held whole: bounded as a body read whole is.
+      this.heldBytes += chunk.length;
+      if (this.heldBytes > this.maxMessageBytes) {
+        this.held = undefined;
+        return this.expire(new BodyTooLarge(this.maxMessageBytes));
+      }
+      (this.held ??= []).push(chunk);
+    }
     // A sink may end the body from `data` (collect past its bound); a stopped source is not paused.
     else if (!this.sink.data(chunk) && this.state === 'open') this.source.pause();
   }
@@ -222,7 +238,7 @@ export class RelayBody {
   /**
    * The whole body as one Buffer; rejects with BodyTooLarge, and stops the source, once it passes `maxBytes`.
    */
-  collect(maxBytes = MAX_WHOLE_BODY_BYTES): Promise<Buffer> {
+  collect(maxBytes = this.maxMessageBytes): Promise<Buffer> {
     return new Promise((resolve, reject) => {
       const chunks: Buffer[] = [];
       let size = 0;

@@ -20,9 +20,9 @@ export interface RelayResponse {
  * One upstream request through undici's dispatch API: resolves at the response's headers, rejects if the
  * request fails before them, and stops the request when the call is cancelled.
  */
-export function dispatchRelay(dispatcher: Dispatcher, options: Dispatcher.DispatchOptions, cancel: Cancellation): Promise<RelayResponse> {
+export function dispatchRelay(dispatcher: Dispatcher, options: Dispatcher.DispatchOptions, cancel: Cancellation, maxMessageBytes?: number): Promise<RelayResponse> {
   return new Promise((resolve, reject) => {
-    dispatcher.dispatch(options, new RelayHandler(resolve, reject, cancel));
+    dispatcher.dispatch(options, new RelayHandler(resolve, reject, cancel, maxMessageBytes));
   });
 }
 
@@ -40,7 +40,12 @@ class RelayHandler implements Dispatcher.DispatchHandler {
   private cancel: Cancellation | undefined;
   private readonly onAbort: () => void;
 
-  constructor(resolve: (response: RelayResponse) => void, reject: (err: Error) => void, cancel: Cancellation) {
+  constructor(
+    resolve: (response: RelayResponse) => void,
+    reject: (err: Error) => void,
+    cancel: Cancellation,
+    private readonly maxMessageBytes?: number,
+  ) {
     this.resolve = resolve;
     this.reject = reject;
     this.cancel = cancel;
@@ -57,7 +62,7 @@ class RelayHandler implements Dispatcher.DispatchHandler {
   onResponseStart(controller: Dispatcher.DispatchController, statusCode: number, headers: Record<string, string | string[] | undefined>): void {
     // 1xx informational answers are not the response.
     if (statusCode < 200 || this.resolve === undefined) return;
-    this.body = new RelayBody(controller);
+    this.body = new RelayBody(controller, this.maxMessageBytes);
     this.resolve({ statusCode, headers, body: this.body });
     this.resolve = undefined;
     this.reject = undefined;

@@ -73,8 +73,8 @@ export class HttpUpstream implements Upstream {
       bodyTimeout: config.timeouts.bodyMs,
     });
     const toolTimeout = compileToolTimeouts(config.timeouts.tools);
-    this.passThrough = new PassThrough(this.pool, this.path, this.credentials, config.era, this.name, this.log, observeUpstream, config.timeouts.bodyMs, toolTimeout);
-    const messages = new MessageClient(this.pool, this.path, this.credentials, this.name, observeUpstream, config.timeouts.bodyMs, toolTimeout);
+    this.passThrough = new PassThrough(this.pool, this.path, this.credentials, config.era, this.name, this.log, observeUpstream, config.timeouts.bodyMs, toolTimeout, config.maxMessageBytes);
+    const messages = new MessageClient(this.pool, this.path, this.credentials, this.name, observeUpstream, config.timeouts.bodyMs, toolTimeout, config.maxMessageBytes);
     this.messages = messages;
     this.verdict = new EraVerdict(async () => {
       const profile = await probeUpstream(messages, config.era);

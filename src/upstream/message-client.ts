@@ -9,6 +9,7 @@ import { cancellationOf, type Cancellation } from '../pipeline/cancellation.js';
 import { UpstreamSessionGone, type UpstreamMessages, type UpstreamReply } from '../pipeline/ports.js';
 import type { CredentialHeaders, UpstreamCredentials } from './credentials.js';
 import { dispatchRelay, type RelayResponse } from './dispatch-relay.js';
+import { MAX_WHOLE_BODY_BYTES } from '../pipeline/relay-body.js';
 import { toolCalled, type ToolTimeout } from './tool-timeouts.js';
 import { toGatewayError } from './failures.js';
 import { readSseMessages, reopenStream, sessionHeaders, type StreamResumption } from './resumable-sse.js';
@@ -27,6 +28,8 @@ export class MessageClient implements UpstreamMessages {
     private readonly idleLimitMs = 300_000,
     /** The limits of calls to some tools (`timeouts.tools`), which also bound the wait for their answer's headers. */
     private readonly toolTimeout?: ToolTimeout,
+    /** The upstream's `maxMessageBytes`: the most of an answer read whole, or of one SSE event. */
+    private readonly maxMessageBytes = MAX_WHOLE_BODY_BYTES,
   ) {}
 
   /** Where a resuming GET goes (resumable-sse.ts). */
@@ -54,7 +57,7 @@ export class MessageClient implements UpstreamMessages {
       const tool = this.toolTimeout !== undefined ? toolCalled(message) : undefined;
       const ms = tool !== undefined ? this.toolTimeout!(tool) : undefined;
       if (ms !== undefined) options.headersTimeout = ms;
-      res = await dispatchRelay(this.pool, options, cancellationOf(cancel));
+      res = await dispatchRelay(this.pool, options, cancellationOf(cancel), this.maxMessageBytes);
     } catch (err) {
       throw toGatewayError(err, this.upstream);
     }
@@ -85,7 +88,7 @@ export class MessageClient implements UpstreamMessages {
     }
     // A GET stream the server closes after giving event ids is resumed from the last one (no idle limit:
     // a listen may be quiet for hours; its reader's signal ends it).
-    return readSseMessages(res.body, this.upstream, { reopen: (lastEventId, s) => reopenStream(this.target, headers, lastEventId, s, 0), cancel: cancellationOf(signal), idleLimitMs: Infinity });
+    return readSseMessages(res.body, this.upstream, { reopen: (lastEventId, s) => reopenStream(this.target, headers, lastEventId, s, 0), cancel: cancellationOf(signal), idleLimitMs: Infinity }, this.maxMessageBytes);
   }
 
   /** How a POSTed request's SSE reply is taken up again if the server closes it before the response. */
@@ -121,7 +124,7 @@ export class MessageClient implements UpstreamMessages {
       return { status: res.statusCode, headers, messages: fromJsonText(text), errorText: text };
     }
     if (contentType.startsWith('text/event-stream')) {
-      return { status: res.statusCode, headers, messages: readSseMessages(res.body.readable(), this.upstream, this.replyResumption(message, sent, cancel)) };
+      return { status: res.statusCode, headers, messages: readSseMessages(res.body.readable(), this.upstream, this.replyResumption(message, sent, cancel), this.maxMessageBytes) };
     }
     let text: string;
     try {

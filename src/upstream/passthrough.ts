@@ -15,7 +15,7 @@ import { ErrorCode, idOf, type JsonRpcId } from '../protocol/jsonrpc.js';
 import { upstreamBody } from '../protocol/trace-context.js';
 import type { CredentialHeaders, UpstreamCredentials } from './credentials.js';
 import { toGatewayError } from './failures.js';
-import { RelayBody } from '../pipeline/relay-body.js';
+import { MAX_WHOLE_BODY_BYTES, RelayBody } from '../pipeline/relay-body.js';
 import { dispatchRelay, type RelayResponse } from './dispatch-relay.js';
 import type { ToolTimeout } from './tool-timeouts.js';
 import { answeredWhole, readSseText, reopenStream, sessionHeaders } from './resumable-sse.js';
@@ -60,6 +60,8 @@ export class PassThrough {
     private readonly idleLimitMs = 300_000,
     /** The limits of calls to some tools (`timeouts.tools`), which also bound the wait for their answer's headers. */
     private readonly toolTimeout?: ToolTimeout,
+    /** The upstream's `maxMessageBytes`: the most of an answer held whole, or of one SSE event. */
+    private readonly maxMessageBytes = MAX_WHOLE_BODY_BYTES,
   ) {
     this.target = { pool, path, credentials, upstream: name };
   }
@@ -95,7 +97,7 @@ export class PassThrough {
         const ms = this.toolTimeout(ctx.route.original);
         if (ms !== undefined) options.headersTimeout = ms;
       }
-      upstreamRes = await dispatchRelay(this.pool, options, ctx.cancel);
+      upstreamRes = await dispatchRelay(this.pool, options, ctx.cancel, this.maxMessageBytes);
     } catch (err) {
       return this.failed(ctx, toGatewayError(err, this.name));
     }
@@ -141,10 +143,10 @@ export class PassThrough {
       awaiting: requestId,
       cancel: stop.cancel,
       idleLimitMs: this.idleLimitMs,
-    });
+    }, this.maxMessageBytes);
     const relayed = Readable.from(text, { objectMode: false });
     relayed.once('close', stop.dispose);
-    return RelayBody.fromReadable(relayed, () => dropped.cancel());
+    return RelayBody.fromReadable(relayed, () => dropped.cancel(), this.maxMessageBytes);
   }
 
   private failed(ctx: CallContext, err: GatewayError): Outcome {

@@ -17,7 +17,7 @@ import { answerIn, answers, type WholeSse } from '../protocol/whole-sse.js';
 import type { Dispatcher, Pool } from 'undici';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { JsonRpcId, JsonRpcMessage } from '../protocol/jsonrpc.js';
-import { SseParser, type SseEvent } from '../protocol/sse.js';
+import { MAX_EVENT_CHARS, SseParser, type SseEvent } from '../protocol/sse.js';
 import { GatewayError } from '../errors.js';
 import type { Cancellation } from '../pipeline/cancellation.js';
 import { UpstreamSessionGone } from '../pipeline/ports.js';
@@ -48,9 +48,9 @@ export interface StreamResumption {
 }
 
 /** The stream's messages, parsed (the bridges and Gatehouse's own reads). */
-export async function* readSseMessages(body: Readable, upstream: string, resumption?: StreamResumption): AsyncGenerator<JsonRpcMessage, void, void> {
+export async function* readSseMessages(body: Readable, upstream: string, resumption?: StreamResumption, maxEventChars = MAX_EVENT_CHARS): AsyncGenerator<JsonRpcMessage, void, void> {
   let answered = false;
-  for await (const ev of readSseEvents(body, upstream, resumption, () => answered)) {
+  for await (const ev of readSseEvents(body, upstream, resumption, () => answered, maxEventChars)) {
     if (ev.data === undefined || ev.data === '') continue;
     let message: JsonRpcMessage;
     try {
@@ -67,10 +67,10 @@ export async function* readSseMessages(body: Readable, upstream: string, resumpt
  * The stream's events as text, whole events only (an event cut short by a closed connection is dropped,
  * and comes again on the resumed one), for a relay that passes them on as they are (the pass-through).
  */
-export async function* readSseText(body: Readable, upstream: string, resumption: StreamResumption): AsyncGenerator<string, void, void> {
+export async function* readSseText(body: Readable, upstream: string, resumption: StreamResumption, maxEventChars = MAX_EVENT_CHARS): AsyncGenerator<string, void, void> {
   let answered = false;
   const awaiting = resumption.awaiting;
-  for await (const ev of readSseEvents(body, upstream, resumption, () => answered)) {
+  for await (const ev of readSseEvents(body, upstream, resumption, () => answered, maxEventChars)) {
     // Cheap pre-check: notifications have no "id" and are most of a long stream.
     if (!answered && awaiting !== undefined && ev.data !== undefined && ev.data.includes('"id"')) {
       answered = answerIn(ev.data, awaiting, true) !== undefined;
@@ -83,7 +83,7 @@ export async function* readSseText(body: Readable, upstream: string, resumption:
  * Every complete event of the stream, across the connections that resume it; `answered` tells, when a
  * connection ends, whether the stream is whole (the reader has seen the response it waited for).
  */
-async function* readSseEvents(body: Readable, upstream: string, resumption: StreamResumption | undefined, answered: () => boolean): AsyncGenerator<SseEvent, void, void> {
+async function* readSseEvents(body: Readable, upstream: string, resumption: StreamResumption | undefined, answered: () => boolean, maxEventChars: number): AsyncGenerator<SseEvent, void, void> {
   let current: Readable | undefined = body;
   let lastEventId = '';
   let retryMs = DEFAULT_RETRY_MS;
@@ -100,7 +100,7 @@ async function* readSseEvents(body: Readable, upstream: string, resumption: Stre
     for (;;) {
       let broken: unknown;
       if (current !== undefined) {
-        const parser = new SseParser();
+        const parser = new SseParser(maxEventChars);
         let heard = false;
         try {
           for await (const chunk of current as AsyncIterable<Buffer>) {

@@ -10,7 +10,7 @@ import { Pool, type Dispatcher } from 'undici';
 import { GatewayError } from '../errors.js';
 import type { Logger } from '../log/logger.js';
 import type { JsonRpcId, JsonRpcMessage, JsonRpcRequest, JsonRpcResponse } from '../protocol/jsonrpc.js';
-import { SseParser } from '../protocol/sse.js';
+import { SseEventTooLarge, SseParser } from '../protocol/sse.js';
 import type { UpstreamCredentials } from './credentials.js';
 import { isLateAnswer, PendingRequests } from './pending-requests.js';
 import type { ToolTimeout } from './tool-timeouts.js';
@@ -25,7 +25,7 @@ export interface SseChannelOptions {
   requestTimeoutMs: number;
   /** The limits of calls to some tools, in place of requestTimeoutMs (the upstream's `timeouts.tools`). */
   toolTimeout?: ToolTimeout;
-  /** The longest event accepted; a longer one ends the session (a flood, or a server gone wrong). */
+  /** The longest event accepted, in characters (the upstream's maxMessageBytes); a longer one ends the session (a flood, or a server gone wrong). */
   maxEventBytes?: number;
   observe?: (seconds: number) => void;
 }
@@ -147,8 +147,8 @@ export class SseChannel {
 
   /** Reads the stream until it ends: the endpoint first (reported through `announced`), then messages. */
   private async read(body: Dispatcher.ResponseData['body'], announced: (err?: Error) => void): Promise<void> {
-    const parser = new SseParser();
     const max = this.opts.maxEventBytes ?? DEFAULT_MAX_EVENT_BYTES;
+    const parser = new SseParser(max);
     let reason = 'the event stream ended';
     try {
       for await (const chunk of body as AsyncIterable<Buffer>) {
@@ -169,13 +169,10 @@ export class SseChannel {
           if (event.event !== undefined && event.event !== 'message') continue;
           this.onEventData(event.data);
         }
-        if (parser.remainderLength > max) {
-          reason = `it sent an event of more than ${max} bytes`;
-          break;
-        }
       }
     } catch (err) {
-      if (!this.stopping) reason = `the event stream broke: ${(err as Error).message}`;
+      // The parser ends an event that grows past the bound (the upstream's maxMessageBytes).
+      if (!this.stopping) reason = err instanceof SseEventTooLarge ? `it sent an event of more than ${max} characters` : `the event stream broke: ${(err as Error).message}`;
     }
     if (this.endpoint === undefined) announced(new GatewayError('GW_ERR_UPSTREAM_BAD_RESPONSE', `Upstream "${this.opts.upstream}" closed its event stream before naming an endpoint`, this.opts.upstream));
     this.stream.abort();

@@ -33,11 +33,12 @@ export function sseSessions(config: HttpUpstreamConfig, log: Logger, observe?: (
     timeouts: { requestMs: config.timeouts.headersMs, tools: config.timeouts.tools },
     maxSessions: MAX_SESSIONS,
     uriPrefixes: config.uriPrefixes,
+    maxMessageBytes: config.maxMessageBytes,
     // One event stream per client session: server requests on it belong to that client alone.
     processes: 'perSession',
     restart: { ...RESTART },
   };
   const channel = (): SseChannel =>
-    new SseChannel({ upstream: config.name, url: config.url, credentials, connectTimeoutMs: Math.max(config.timeouts.connectMs, 5_000), requestTimeoutMs: config.timeouts.headersMs, toolTimeout: compileToolTimeouts(config.timeouts.tools), ...(observe ? { observe } : {}) }, log);
+    new SseChannel({ upstream: config.name, url: config.url, credentials, connectTimeoutMs: Math.max(config.timeouts.connectMs, 5_000), requestTimeoutMs: config.timeouts.headersMs, toolTimeout: compileToolTimeouts(config.timeouts.tools), maxEventBytes: config.maxMessageBytes, ...(observe ? { observe } : {}) }, log);
   return { config: asSessions, channel, close: () => credentials.close() };
 }

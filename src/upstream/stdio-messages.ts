@@ -643,5 +643,5 @@ function queue(
 
 /** A child process running the upstream's command: the default channel. */
 export function stdioChannel(config: StdioUpstreamConfig, log: Logger, observe?: (seconds: number) => void): MessageChannel {
-  return new StdioProcess({ upstream: config.name, command: config.command, env: config.env, cwd: config.cwd, requestTimeoutMs: config.timeouts.requestMs, toolTimeout: compileToolTimeouts(config.timeouts.tools), ...(observe ? { observe } : {}) }, log);
+  return new StdioProcess({ upstream: config.name, command: config.command, env: config.env, cwd: config.cwd, requestTimeoutMs: config.timeouts.requestMs, toolTimeout: compileToolTimeouts(config.timeouts.tools), maxLineBytes: config.maxMessageBytes, ...(observe ? { observe } : {}) }, log);
 }

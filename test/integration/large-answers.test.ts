@@ -10,6 +10,7 @@ import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { MAX_WHOLE_BODY_BYTES } from '../../src/pipeline/relay-body.js';
+import { SseParser } from '../../src/protocol/sse.js';
 import { SqliteStore } from '../../src/store/sqlite-store.js';
 import { startFakeUpstream, type FakeUpstream } from '../fixtures/upstreams/fake-upstream.js';
 import { startGateway, type TestGateway } from '../helpers/gateway.js';
@@ -25,7 +26,7 @@ const PIECE = Buffer.alloc(64 * 1024, 'a');
 /** Just under the bound, with the answer's envelope. */
 const FITTING_TEXT = 'a'.repeat(MAX_WHOLE_BODY_BYTES - 1024);
 
-const TOOLS = ['big', 'endless', 'small', 'fits'].map((name) => ({ name, inputSchema: { type: 'object' } }));
+const TOOLS = ['big', 'endless', 'small', 'fits', 'sse'].map((name) => ({ name, inputSchema: { type: 'object' } }));
 
 /** What the upstream did with each `endless` answer: how much it wrote before the gateway stopped reading. */
 const endless: Array<{ written: number; cut: boolean }> = [];
@@ -41,6 +42,11 @@ async function upstream(): Promise<FakeUpstream> {
       return void res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ jsonrpc: '2.0', id: msg.id, result: { tools: TOOLS, resultType: 'complete' } }));
     }
     const name = msg.params?.name;
+    if (name === 'sse') {
+      // One SSE event of 2 MiB: past a lowered maxMessageBytes, within the default.
+      res.writeHead(200, { 'content-type': 'text/event-stream' });
+      return void res.end(`event: message\ndata: {"jsonrpc":"2.0","id":${id},"result":{"content":[{"type":"text","text":"${'s'.repeat(2 * MiB)}"}],"resultType":"complete"}}\n\n`);
+    }
     if (name === 'small' || name === 'big' || name === 'fits') {
       const text = name === 'big' ? BIG_TEXT : name === 'fits' ? FITTING_TEXT : 'small';
       return void res.writeHead(200, { 'content-type': 'application/json' }).end(`{"jsonrpc":"2.0","id":${id},"result":{"content":[{"type":"text","text":"${text}"}],"resultType":"complete"}}`);
@@ -82,7 +88,14 @@ function freshStorePath(): string {
 async function toolNames(gw: TestGateway): Promise<Record<string, string>> {
   const list = modernRequest(1, 'tools/list');
   const listed = (await post(gw.url, list.body, list.headers)).json().result.tools as Array<{ name: string }>;
-  return Object.fromEntries(['big', 'endless', 'small', 'fits'].map((n) => [n, listed.find((t) => t.name.endsWith(n))!.name]));
+  return Object.fromEntries(['big', 'endless', 'small', 'fits', 'sse'].map((n) => [n, listed.find((t) => t.name.endsWith(n))!.name]));
+}
+
+/** The response in an answer, JSON or the last message of an SSE stream. */
+function answerOf(res: { text: string; headers: Record<string, unknown> }): Record<string, any> {
+  if (!String(res.headers['content-type']).startsWith('text/event-stream')) return JSON.parse(res.text) as Record<string, any>;
+  const events = new SseParser(Infinity).push(Buffer.from(res.text)).filter((e) => e.data !== undefined);
+  return JSON.parse(events.at(-1)!.data!) as Record<string, any>;
 }
 
 async function call(gw: TestGateway, name: string, id: number) {
@@ -136,5 +149,32 @@ describe('an upstream answer past 16 MiB, where Gatehouse must hold it whole', (
     assert.equal(res.status, 200, res.text.slice(0, 300));
     assert.equal(res.json().result.content[0].text, FITTING_TEXT);
     assert.equal(typeof res.json().result._meta['dev.gatehouse/run_id'], 'string');
+  });
+
+  test('upstreams[].maxMessageBytes raised to 32 MiB: the 17 MiB answer is held, recorded and passed on, through the governed path and the catalog', { timeout: 120_000 }, async () => {
+    for (const upstreams of [[{ name: 'u0', url: ups[0]!.url, era: 'modern', maxMessageBytes: 32 * MiB }], ups.map((u, i) => ({ name: `u${i}`, url: u.url, era: 'modern', maxMessageBytes: 32 * MiB }))]) {
+      const gw = await startGateway({ upstreams });
+      gateways.push(gw);
+      const names = await toolNames(gw);
+      const res = await call(gw, names.big!, 6);
+      assert.equal(res.status, 200, res.text.slice(0, 300));
+      assert.equal(res.json().result.content[0].text.length, BIG_TEXT.length);
+    }
+  });
+
+  test('upstreams[].maxMessageBytes lowered to 1 MiB: a 2 MiB SSE event is the upstream\'s failure, through the governed path and the catalog', { timeout: 60_000 }, async () => {
+    for (const upstreams of [[{ name: 'u0', url: ups[0]!.url, era: 'modern', maxMessageBytes: MiB }], ups.map((u, i) => ({ name: `u${i}`, url: u.url, era: 'modern', maxMessageBytes: MiB }))]) {
+      const gw = await startGateway({ upstreams });
+      gateways.push(gw);
+      const names = await toolNames(gw);
+      const answer = answerOf(await call(gw, names.sse!, 7));
+      assert.equal(answer.error?.data?.code, 'GW_ERR_UPSTREAM_BAD_RESPONSE', JSON.stringify(answer).slice(0, 300));
+      assert.equal(answer.id, 7);
+    }
+    // Within the default bound the same event passes.
+    const gw = await startGateway({ upstreams: [{ name: 'u0', url: ups[0]!.url, era: 'modern' }] });
+    gateways.push(gw);
+    const answer = answerOf(await call(gw, 'sse', 8));
+    assert.equal(answer.result?.content?.[0]?.text?.length, 2 * MiB, JSON.stringify(answer).slice(0, 300));
   });
 });

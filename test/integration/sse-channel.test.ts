@@ -154,7 +154,7 @@ describe('servers that misbehave', () => {
       const ch = channel(fake.url, { maxEventBytes: 1024 * 1024 });
       const gone = new Promise<string>((r) => (ch.onExit = r));
       await ch.start();
-      assert.match(await gone, /more than 1048576 bytes/);
+      assert.match(await gone, /more than 1048576 characters/);
       assert.equal(ch.alive, false);
     } finally {
       await fake.close();

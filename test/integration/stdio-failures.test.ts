@@ -41,6 +41,28 @@ test('a child that floods stdout with one endless line is contained: the line is
   assert.ok(gw.logs.some((l) => l.msg === 'stdio upstream wrote an oversized line; dropped'));
 });
 
+test('upstreams[].maxMessageBytes sets the bound of a stdio line: raised past the 17 MiB line, it is read (and, not JSON, skipped); lowered, a 64 KiB bound drops a line of 1 MiB', { timeout: 60_000 }, async () => {
+  const raised = await startGateway({ upstreams: [{ name: 'fake', command: [process.execPath, FAKE], processes: 'perSession', maxMessageBytes: 32 * 1024 * 1024 }] });
+  try {
+    const init = await post(raised.url, rpc(0, 'initialize', { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 't', version: '1' } }));
+    const res = await post(raised.url, rpc(2, 'tools/call', { name: 'flood' }), { ...LEGACY_HEADERS, 'mcp-session-id': String(init.headers['mcp-session-id']) });
+    assert.match(res.json().result.content[0].text, /^pid \d+$/);
+    assert.ok(!raised.logs.some((l) => l.msg === 'stdio upstream wrote an oversized line; dropped'));
+    assert.ok(raised.logs.some((l) => l.msg === 'stdio upstream wrote a line that is not JSON; ignored'), 'the 17 MiB line was read whole');
+  } finally {
+    await raised.close();
+  }
+  const lowered = await startGateway({ upstreams: [{ name: 'fake', command: [process.execPath, FAKE], processes: 'perSession', maxMessageBytes: 65536 }] });
+  try {
+    const init = await post(lowered.url, rpc(0, 'initialize', { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 't', version: '1' } }));
+    const res = await post(lowered.url, rpc(2, 'tools/call', { name: 'flood' }), { ...LEGACY_HEADERS, 'mcp-session-id': String(init.headers['mcp-session-id']) });
+    assert.match(res.json().result.content[0].text, /^pid \d+$/);
+    assert.ok(lowered.logs.some((l) => l.msg === 'stdio upstream wrote an oversized line; dropped' && l.maxLineBytes === 65536));
+  } finally {
+    await lowered.close();
+  }
+});
+
 test('a crash mid-call fails that call with 503 GW_ERR_UPSTREAM_EXITED; the child is restarted and the next call on the same session works', async () => {
   // 2026-07-28/basic/transports/stdio.mdx §Unexpected Termination: restart, do not lose the session.
   const session = await openSession();

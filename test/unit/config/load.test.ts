@@ -127,8 +127,8 @@ describe('parseConfigText', () => {
     assert.deepEqual(parse(`upstreams:\n  - { name: a, url: "https://a.example/mcp" }\n  - { name: b, command: [node, s.js] }\n`), {
       listen: { host: '127.0.0.1', port: 8080, path: '/mcp', allowedHosts: [], allowedOrigins: [], maxBodyBytes: 1048576, maxJsonDepth: 64, requestTimeoutMs: 30000, headersTimeoutMs: 10000, keepAliveTimeoutMs: 65000, maxConnectionsPerIp: 256, trustedProxies: [] },
       upstreams: [
-        { name: 'a', url: 'https://a.example/mcp', transport: 'auto', era: 'auto', headers: {}, timeouts: { connectMs: 2000, headersMs: 60000, bodyMs: 300000, callMs: 1800000, tools: {} }, pool: { connections: 64, keepAliveTimeoutMs: 30000 }, uriPrefixes: [] },
-        { name: 'b', command: ['node', 's.js'], env: {}, era: 'auto', timeouts: { requestMs: 60000, tools: {} }, maxSessions: 32, processes: 'shared', restart: { attempts: 6, firstDelayMs: 250 }, uriPrefixes: [] },
+        { name: 'a', url: 'https://a.example/mcp', transport: 'auto', era: 'auto', headers: {}, timeouts: { connectMs: 2000, headersMs: 60000, bodyMs: 300000, callMs: 1800000, tools: {} }, pool: { connections: 64, keepAliveTimeoutMs: 30000 }, maxMessageBytes: 16777216, uriPrefixes: [] },
+        { name: 'b', command: ['node', 's.js'], env: {}, era: 'auto', timeouts: { requestMs: 60000, tools: {} }, maxSessions: 32, processes: 'shared', restart: { attempts: 6, firstDelayMs: 250 }, maxMessageBytes: 16777216, uriPrefixes: [] },
       ],
       sessions: { idleTimeoutMs: 1800000, max: 1000, inputTimeoutMs: 300000, requestStateTtlMs: 900000 },
       auth: { anonymous: false, apiKeys: [], requiredScopes: [], failureLimit: { attempts: 20, windowSeconds: 60 } },
@@ -148,6 +148,12 @@ describe('parseConfigText', () => {
   it('accepts port 0 and rejects ports out of range', () => {
     assert.equal(parse(`listen: { port: 0 }\n${UPSTREAM}`).listen.port, 0);
     assert.deepEqual(lines(issuesOf(`listen: { port: 65536 }\n${UPSTREAM}`)), ['gatehouse.yaml:1:17 listen.port: must be at most 65535']);
+  });
+
+  it('bounds upstreams[].maxMessageBytes between 64 KiB and 256 MiB', () => {
+    assert.equal(parse(`upstreams:\n  - { name: a, url: "https://a.example/mcp", maxMessageBytes: 67108864 }\n`).upstreams[0]!.maxMessageBytes, 67108864);
+    assert.deepEqual(lines(issuesOf(`upstreams:\n  - { name: a, command: [node], maxMessageBytes: 1000 }\n`)), ['gatehouse.yaml:2:50 upstreams[0].maxMessageBytes: must be at least 65536']);
+    assert.deepEqual(lines(issuesOf(`upstreams:\n  - { name: a, url: "https://a.example/mcp", maxMessageBytes: 1073741824 }\n`)), ['gatehouse.yaml:2:63 upstreams[0].maxMessageBytes: must be at most 268435456']);
   });
 
   it('quotes keys that would make the path ambiguous', () => {

@@ -94,11 +94,40 @@ test('collect() past its bound: BodyTooLarge, the source stopped and nothing hel
   held.push(Buffer.from('abcdef'));
   held.end();
   await assert.rejects(held.collect(5), BodyTooLarge);
-  // Exactly at the bound is whole; the default bound is MAX_WHOLE_BODY_BYTES.
+  // Exactly at the bound is whole.
   assert.equal((await RelayBody.of(Buffer.from('abcde')).collect(5)).toString(), 'abcde');
-  const atDefault = Buffer.alloc(MAX_WHOLE_BODY_BYTES, 'a');
-  assert.equal((await RelayBody.of(atDefault).collect()).length, MAX_WHOLE_BODY_BYTES);
-  await assert.rejects(RelayBody.of(Buffer.alloc(MAX_WHOLE_BODY_BYTES + 1, 'a')).collect(), BodyTooLarge);
+});
+
+test("the bound is the body's own (the upstream's maxMessageBytes), MAX_WHOLE_BODY_BYTES unless given; a body made of bytes already held has none", async () => {
+  const atDefault = new RelayBody(source());
+  assert.equal(atDefault.maxMessageBytes, MAX_WHOLE_BODY_BYTES);
+  const whole = atDefault.collect();
+  atDefault.push(Buffer.alloc(MAX_WHOLE_BODY_BYTES, 'a'));
+  atDefault.push(Buffer.from('b'));
+  await assert.rejects(whole, BodyTooLarge);
+
+  const raised = new RelayBody(source(), MAX_WHOLE_BODY_BYTES * 2);
+  const more = raised.collect();
+  raised.push(Buffer.alloc(MAX_WHOLE_BODY_BYTES + 1, 'a'));
+  raised.end();
+  assert.equal((await more).length, MAX_WHOLE_BODY_BYTES + 1);
+
+  assert.equal(RelayBody.of(Buffer.from('x')).maxMessageBytes, Infinity);
+  assert.equal((await RelayBody.of(Buffer.alloc(MAX_WHOLE_BODY_BYTES + 1, 'a')).collect()).length, MAX_WHOLE_BODY_BYTES + 1);
+});
+
+test('chunks held before anyone consumes the body are bounded too: past it the body fails and its source stops', async () => {
+  const src = source();
+  const body = new RelayBody(src, 5);
+  body.push(Buffer.from('abc'));
+  body.push(Buffer.from('def'));
+  body.push(Buffer.from('never held'));
+  assert.equal(body.settled, true);
+  assert.equal(body.peekWhole(), undefined);
+  assert.deepEqual(src.log, ['abort:sent a response body larger than 5 bytes']);
+  let failed: unknown;
+  body.consume({ data: () => assert.fail('nothing was kept'), end: () => assert.fail('no end'), error: (e) => (failed = e) });
+  assert.ok(failed instanceof BodyTooLarge);
 });
 
 test('head(): at most the first bytes, and the rest is not read', async () => {
