@@ -22,12 +22,19 @@ import { fanOutListen } from './catalog-listen.js';
 import { mergeCapabilities } from './capabilities.js';
 import { paramHeadersFor, readAnnotations, type ParamHeader } from '../protocol/param-headers.js';
 import { assignPublicNames, type PrefixMode } from './public-names.js';
+import { nestedDeeperThan } from '../protocol/value-depth.js';
 
 type Obj = Record<string, unknown>;
 
 /** `_meta` keys carrying each entry's original reference (DESIGN.md §5: our keys use `dev.gatehouse/`). */
 export const TOOL_REF_META = 'dev.gatehouse/tool_ref';
 export const PROMPT_REF_META = 'dev.gatehouse/prompt_ref';
+/**
+ * How deep a tool's or prompt's definition may nest. Real schemas stay within a few dozen levels; the
+ * bound only keeps the recursive walks over a definition (digest, schema compilation, writing it again)
+ * off a stack overflow.
+ */
+const MAX_DEFINITION_DEPTH = 256;
 /** Pages read from one upstream for one list; a server paginating forever is cut off. */
 const MAX_PAGES = 50;
 /** Longest a call waits for the list its unknown name caused (the list itself goes on). */
@@ -42,6 +49,11 @@ interface MergedList {
   inputs: readonly Obj[][];
   routes: Map<string, Route>;
   sorted: Array<{ ref: string; name: string; item: Obj }>;
+  /**
+   * Items the members listed that the catalog left out as too deep to handle. (A tool with an invalid
+   * x-mcp-header annotation is left out too, but not counted: every HTTP client must drop it itself.)
+   */
+  leftOut: number;
 }
 
 interface Route {
@@ -146,6 +158,8 @@ export class Catalog implements UpstreamMessages {
     const meta = { [META_PROTOCOL_VERSION]: MODERN_VERSIONS[0], [META_CLIENT_CAPABILITIES]: {} };
     for (const kind of ['tools', 'prompts'] as const) {
       const response = await this.namedList({ jsonrpc: '2.0', id: 'gh-names', method: `${kind}/list`, params: { _meta: meta } }, kind, undefined, true);
+      // An item the catalog left out would reach clients in the upstream's own list.
+      if ((this.lastMerged[kind]?.leftOut ?? 0) > 0) return false;
       for (const item of (response.result?.[kind] as Obj[] | undefined) ?? []) {
         const ref = (item._meta as Obj)[kind === 'tools' ? TOOL_REF_META : PROMPT_REF_META] as string;
         if (ref.slice(ref.indexOf('/') + 1) !== item.name || this.access.hidesFromEveryone(kind, ref)) return false;
@@ -229,10 +243,18 @@ export class Catalog implements UpstreamMessages {
     const last = this.lastMerged[kind];
     if (last && last.inputs.length === perMember.length && last.inputs.every((items, i) => items === perMember[i])) return last;
     const entries: Array<{ member: ModernMember; item: Obj; params: ParamHeader[] }> = [];
+    let leftOut = 0;
     perMember.forEach((items, i) => {
       const member = this.members[i]!;
       for (const item of items) {
         if (typeof item.name !== 'string') continue;
+        if (nestedDeeperThan(item, MAX_DEFINITION_DEPTH)) {
+          // Digesting, checking or writing it again would overflow the stack: one such item made the whole
+          // list fail (every member's tools unknown), or a single upstream's calls pass on unchecked.
+          this.log.warn(`${kind === 'tools' ? 'tool' : 'prompt'} left out of the catalog: its definition nests deeper than ${MAX_DEFINITION_DEPTH} levels`, { upstream: member.name, name: item.name.slice(0, 200) });
+          leftOut++;
+          continue;
+        }
         let params: ParamHeader[] = [];
         if (kind === 'tools') {
           const annotations = readAnnotations(item.inputSchema);
@@ -265,7 +287,7 @@ export class Catalog implements UpstreamMessages {
       sorted.push({ ref, name: publicName, item: { ...e.item, name: publicName, _meta: meta } });
     }
     sorted.sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
-    const result: MergedList = { inputs: perMember, routes, sorted };
+    const result: MergedList = { inputs: perMember, routes, sorted, leftOut };
     this.lastMerged[kind] = result;
     return result;
   }
