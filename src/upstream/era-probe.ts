@@ -9,6 +9,8 @@ import { ErrorCode, type JsonRpcResponse } from '../protocol/jsonrpc.js';
 import { META_CLIENT_CAPABILITIES, META_PROTOCOL_VERSION } from '../protocol/methods.js';
 import { isLegacyVersion, LATEST_LEGACY_VERSION, MODERN_VERSIONS } from '../protocol/versions.js';
 import type { UpstreamMessages, UpstreamProfile } from '../pipeline/ports.js';
+import { setOwn } from '../protocol/own-keys.js';
+import { nestedDeeperThan } from '../protocol/value-depth.js';
 
 export type { UpstreamProfile };
 
@@ -31,9 +33,39 @@ export interface ProbeOptions {
    * upstream passes those of the session the probe's child will serve next, so that child is reused.
    */
   initialize?: Record<string, unknown>;
+  /** Told of capabilities left out of the profile (see boundedProfile). */
+  log?: { warn(msg: string, fields?: Record<string, unknown>): void };
 }
 
 export async function probeUpstream(client: UpstreamMessages, pinned: Era, options: ProbeOptions = {}): Promise<UpstreamProfile> {
+  const profile = await probeProfile(client, pinned, options);
+  const dropped = boundedProfile(profile);
+  if (dropped.length > 0) options.log?.warn(`capabilities left out of the upstream's profile: nested deeper than ${MAX_CAPABILITY_DEPTH} levels`, { upstream: client.upstream, capabilities: dropped.map((n) => n.slice(0, 100)) });
+  return profile;
+}
+
+/**
+ * How deep one capability may nest. Real ones are a few levels; the catalog merges every member's
+ * capabilities by a recursive walk and writes them again, which a value nested thousands of levels deep
+ * would overflow: one such upstream made every client's `initialize` and `server/discover` fail.
+ */
+const MAX_CAPABILITY_DEPTH = 32;
+
+/** Removes from the profile's capabilities each one nested too deep to handle; their names. */
+function boundedProfile(profile: UpstreamProfile): string[] {
+  const result = profile.era === 'modern' ? profile.discover : profile.init;
+  const capabilities = result.capabilities;
+  if (capabilities === null || typeof capabilities !== 'object' || Array.isArray(capabilities)) return [];
+  const dropped = Object.keys(capabilities).filter((name) => nestedDeeperThan((capabilities as Record<string, unknown>)[name], MAX_CAPABILITY_DEPTH));
+  if (dropped.length === 0) return [];
+  const kept: Record<string, unknown> = {};
+  for (const [name, value] of Object.entries(capabilities)) if (!dropped.includes(name)) setOwn(kept, name, value);
+  if (profile.era === 'modern') profile.discover = { ...profile.discover, capabilities: kept };
+  else profile.init = { ...profile.init, capabilities: kept };
+  return dropped;
+}
+
+async function probeProfile(client: UpstreamMessages, pinned: Era, options: ProbeOptions): Promise<UpstreamProfile> {
   const params = options.initialize ?? gatehouseInitializeParams({});
   const legacyHandshake = (c: UpstreamMessages): Promise<UpstreamProfile> => handshake(c, params);
   if (pinned !== 'legacy') {

@@ -77,7 +77,7 @@ export class HttpUpstream implements Upstream {
     const messages = new MessageClient(this.pool, this.path, this.credentials, this.name, observeUpstream, config.timeouts.bodyMs, toolTimeout, config.maxMessageBytes);
     this.messages = messages;
     this.verdict = new EraVerdict(async () => {
-      const profile = await probeUpstream(messages, config.era);
+      const profile = await probeUpstream(messages, config.era, { log: this.log });
       this.log.info('upstream era detected', { era: profile.era, version: profile.version, ...(profile.era === 'modern' ? { alsoLegacy: profile.alsoLegacy } : {}) });
       return profile;
     });

@@ -190,6 +190,7 @@ export class StdioUpstream implements Upstream {
       // The params of the session the probe's child serves next: Gatehouse's own (shared, single) or the
       // waiting client's (perSession).
       initialize: initialize ?? gatehouseInitializeParams(mode === 'single' ? SINGLE_CAPABILITIES : {}),
+      log: this.log,
     });
   }
 

@@ -82,4 +82,42 @@ describe('a tool definition nested 20,000 levels deep', () => {
     assert.equal(bad.result?.structuredContent?.error?.code, 'invalid_arguments', JSON.stringify(bad).slice(0, 300));
     assert.equal((await post(gw.url, rpc(3, 'tools/call', { name: 'deep', arguments: {} }), headers)).json().error?.code, -32602);
   });
+
+});
+
+// The same class in an upstream's capabilities (its server/discover result): the catalog merges every
+// member's capabilities by a recursive walk and writes them again. One upstream whose `experimental`
+// capability nested 20,000 levels made every client's `initialize` and `server/discover` fail (502, quoting
+// the RangeError, in a multi-upstream gateway). A capability nested deeper than 32 levels is left out of
+// the upstream's profile, and logged; its other capabilities stand.
+describe('a capability nested 20,000 levels deep', () => {
+  let deepCaps: FakeUpstream;
+  before(async () => {
+    const experimental = '{"x":'.repeat(DEPTH) + '{}' + '}'.repeat(DEPTH);
+    deepCaps = await startFakeUpstream((_req, res, body) => {
+      const msg = JSON.parse(body) as { id?: unknown; method?: string };
+      if (msg.id === undefined) return void res.writeHead(202).end();
+      const id = JSON.stringify(msg.id);
+      let result = `{"tools":[${JSON.stringify(FINE)}],"resultType":"complete"}`;
+      if (msg.method === 'server/discover') result = `{"supportedVersions":["2026-07-28"],"capabilities":{"tools":{},"experimental":${experimental}},"serverInfo":{"name":"deep-caps","version":"1"},"resultType":"complete"}`;
+      if (msg.method === 'initialize') return void res.writeHead(400).end();
+      res.writeHead(200, { 'content-type': 'application/json' }).end(`{"jsonrpc":"2.0","id":${id},"result":${result}}`);
+    }, { handshake: false });
+    ups.push(deepCaps);
+  });
+
+  for (const [label, count] of [['one upstream', 1], ['two upstreams (the catalog)', 2]] as const) {
+    test(`${label}: server/discover and a legacy initialize answer, with the upstream's other capabilities`, { timeout: 60_000 }, async () => {
+      const upstreams = [{ name: 'deep', url: deepCaps.url, era: 'modern' }, ...(count === 2 ? [{ name: 'u0', url: ups[0]!.url, era: 'modern' }] : [])];
+      const gw = await startGateway({ upstreams });
+      gateways.push(gw);
+      const discover = await send(gw, 1, 'server/discover');
+      assert.equal(discover.status, 200, discover.text.slice(0, 300));
+      assert.deepEqual(Object.keys(discover.json().result.capabilities), ['tools']);
+      const init = await post(gw.url, rpc(0, 'initialize', { protocolVersion: '2025-11-25', capabilities: {}, clientInfo: { name: 't', version: '1' } }), LEGACY_HEADERS);
+      assert.equal(init.status, 200, init.text.slice(0, 300));
+      assert.ok(init.json().result.capabilities.tools);
+      assert.ok(gw.logs.some((l) => l.msg === "capabilities left out of the upstream's profile: nested deeper than 32 levels" && l.upstream === 'deep'));
+    });
+  }
 });
