@@ -360,7 +360,7 @@ export async function startHarness(): Promise<Harness> {
   const legacy = await startRecordingUpstream({ era: 'legacy', ...upOpts });
   const modern = await startRecordingUpstream({ era: 'modern', ...upOpts });
   const alpha = await startRecordingUpstream({ era: 'legacy', unsafeName: true, ...upOpts });
-  const beta = await startRecordingUpstream({ era: 'modern', ...upOpts });
+  const beta = await startRecordingUpstream({ era: 'modern', deepDefinitions: true, ...upOpts });
   const upstreams = [legacy, modern, alpha, beta];
   const dir = mkdtempSync(join(tmpdir(), 'gatehouse-fuzz-'));
   const scoped = ['mcp:tools'];
@@ -557,6 +557,39 @@ async function resolveSession(h: Harness, plan: CasePlan, violations: Violation[
       return sid ?? 'no-session-issued';
     }
   }
+}
+
+/** A tool each gateway lists when it works (the catalog names it by its upstream). */
+const EXPECTED_TOOL: Record<Target, string> = { legacy: 'echo', modern: 'echo', catalog: 'beta_echo' };
+/** The upstreams fail every so often on purpose (chaosEvery): the end check may retry. */
+const LIST_TRIES = 5;
+
+/**
+ * Whether the gateway still lists its upstreams' tools to a modern client: the liveness the per-case
+ * properties cannot see, since an outage answers with documented codes (a 502, "unknown tool"). Once,
+ * one upstream's tool nested 20,000 levels deep made every catalog list a 502.
+ */
+async function stillLists(h: Harness, gw: GatewayProcess, t: Target): Promise<boolean> {
+  const body = JSON.stringify({ jsonrpc: '2.0', id: 'fz-end', method: 'tools/list', params: { _meta: { 'io.modelcontextprotocol/protocolVersion': '2026-07-28', 'io.modelcontextprotocol/clientCapabilities': {} } } });
+  const lines = [
+    'POST /mcp HTTP/1.1',
+    `host: 127.0.0.1:${gw.port}`,
+    'accept: application/json, text/event-stream',
+    'content-type: application/json',
+    `authorization: Bearer ${h.keys.A}`,
+    'mcp-protocol-version: 2026-07-28',
+    'mcp-method: tools/list',
+    `content-length: ${Buffer.byteLength(body)}`,
+    'connection: close',
+    '',
+    body,
+  ];
+  for (let i = 0; i < LIST_TRIES; i++) {
+    const outcome = await rawRequest({ port: gw.port, bytes: Buffer.from(lines.join('\r\n')), headersDeadlineMs: HEADERS_DEADLINE_MS, streamReadMs: STREAM_READ_MS, bodyDeadlineMs: BODY_DEADLINE_MS });
+    if (outcome.kind === 'response' && outcome.response.status === 200 && outcome.response.body.includes(`"name":"${EXPECTED_TOOL[t]}"`)) return true;
+    await sleep(200);
+  }
+  return false;
 }
 
 /** A well-formed legacy initialize (or DELETE) as a real client sends it; its answer is checked too. */
@@ -838,6 +871,7 @@ export async function runEdgeFuzz(h: Harness, opts: FuzzOptions): Promise<FuzzRe
   for (const t of TARGETS) {
     const gw = h.gateways[t];
     if (!gw.alive()) record({ violations: [{ signature: `crash:${t}`, detail: 'gateway not running at the end' }], request: '', response: '', plan: undefined as unknown as CasePlan }, 'end');
+    else if (!(await stillLists(h, gw, t))) record({ violations: [{ signature: `stops-serving:${t}`, detail: `after the run, a modern client's tools/list did not list "${EXPECTED_TOOL[t]}" in ${LIST_TRIES} tries: every answer can be a documented one while nothing works` }], request: '', response: '', plan: undefined as unknown as CasePlan }, 'end');
   }
   const rss = await Promise.all(
     TARGETS.map(async (t) => {

@@ -17,6 +17,13 @@ export interface UpstreamOptions {
   era: UpstreamEra;
   /** Adds a tool whose name is not safe as a public name, which sends a lone upstream through the catalog. */
   unsafeName?: boolean;
+  /**
+   * Lists a tool whose inputSchema nests 20,000 levels, and announces a capability nested as deep (JSON
+   * text: JSON.stringify would overflow). Once, one such tool failed every catalog list and one such
+   * capability every initialize; the catalog now leaves them out. For a catalog's member only: a lone
+   * upstream listing one is served through the catalog, which would take the pass-through out of the fuzz.
+   */
+  deepDefinitions?: boolean;
   /** Strings that must never reach an upstream (the clients' API keys). */
   secrets: string[];
   /** How long a `slow` fault waits: longer than the gateway's upstream header timeout. */
@@ -197,6 +204,7 @@ export async function startRecordingUpstream(opts: UpstreamOptions): Promise<Rec
           // How the SDK's legacy servers answer a message before initialize.
           return json(res, 400, { jsonrpc: '2.0', id: null, error: { code: -32000, message: 'Bad Request: Server not initialized' } });
         }
+        if (opts.deepDefinitions) return withDeep(res, { jsonrpc: '2.0', id, result: complete({ supportedVersions: ['2026-07-28'], capabilities: CAPABILITIES, ttlMs: 5_000, cacheScope: 'public', _meta: { 'io.modelcontextprotocol/serverInfo': { name: 'fuzz-modern', version: '1' } } }) }, '"capabilities":{', `"capabilities":{"experimental":{"deep":${DEEP}},`);
         return ok({ supportedVersions: ['2026-07-28'], capabilities: CAPABILITIES, ttlMs: 5_000, cacheScope: 'public', _meta: { 'io.modelcontextprotocol/serverInfo': { name: 'fuzz-modern', version: '1' } } });
       case 'initialize': {
         if (modern) {
@@ -212,6 +220,7 @@ export async function startRecordingUpstream(opts: UpstreamOptions): Promise<Rec
       case 'resources/unsubscribe':
         return ok({});
       case 'tools/list':
+        if (opts.deepDefinitions) return withDeep(res, { jsonrpc: '2.0', id, result: complete({ tools, ...listMeta }) }, '"tools":[', `"tools":[{"name":"deep_schema","inputSchema":${DEEP_SCHEMA}},`);
         return ok({ tools, ...listMeta });
       case 'prompts/list':
         return ok({ prompts: [{ name: 'greet', description: 'Greets', arguments: [{ name: 'who', required: false }] }], ...listMeta });
@@ -311,3 +320,9 @@ function text(v: unknown): string {
  */
 const CAPABILITIES = JSON.parse('{"tools":{"listChanged":false},"prompts":{},"resources":{"subscribe":true},"logging":{},"completions":{},"__proto__":{"fuzzPolluted":true},"constructor":{"fuzz":true}}') as Record<string, unknown>;
 const DEEP = '{"child":'.repeat(20_000) + '{}' + '}'.repeat(20_000);
+const DEEP_SCHEMA = '{"type":"object","properties":{"a":'.repeat(20_000) + '{}' + '}}'.repeat(20_000);
+
+/** A JSON answer with text spliced in after `at` (its first occurrence): what JSON.stringify cannot write. */
+function withDeep(res: ServerResponse, message: Record<string, unknown>, at: string, replacement: string): void {
+  res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify(message).replace(at, replacement));
+}
