@@ -5,6 +5,7 @@
 
 import { Readable } from 'node:stream';
 import { WholeSse } from '../protocol/whole-sse.js';
+import { MAX_EVENT_CHARS } from '../protocol/sse.js';
 
 /** Where a body's chunks go. `data` returning false pauses the source until `RelayBody.resume()`. */
 export interface BodySink {
@@ -30,7 +31,7 @@ const FIXED: BodySource = { pause() {}, resume() {}, abort() {} };
  * failed. Each upstream's `maxMessageBytes` (this by default) bounds its bodies read whole, one SSE event
  * and one stdio line alike, so an answer too big for one transport is too big for all of them.
  */
-export const MAX_WHOLE_BODY_BYTES = 16 * 1024 * 1024;
+export const MAX_WHOLE_BODY_BYTES = MAX_EVENT_CHARS;
 
 /** A body read whole grew past its bound: the peer that sent it failed (upstream/failures.ts says whose). */
 export class BodyTooLarge extends Error {

@@ -10,7 +10,7 @@ import { Pool, type Dispatcher } from 'undici';
 import { GatewayError } from '../errors.js';
 import type { Logger } from '../log/logger.js';
 import type { JsonRpcId, JsonRpcMessage, JsonRpcRequest, JsonRpcResponse } from '../protocol/jsonrpc.js';
-import { SseEventTooLarge, SseParser } from '../protocol/sse.js';
+import { MAX_EVENT_CHARS, SseEventTooLarge, SseParser } from '../protocol/sse.js';
 import type { UpstreamCredentials } from './credentials.js';
 import { isLateAnswer, PendingRequests } from './pending-requests.js';
 import type { ToolTimeout } from './tool-timeouts.js';
@@ -29,8 +29,6 @@ export interface SseChannelOptions {
   maxEventBytes?: number;
   observe?: (seconds: number) => void;
 }
-
-const DEFAULT_MAX_EVENT_BYTES = 16 * 1024 * 1024;
 
 export class SseChannel {
   private readonly pool: Pool;
@@ -147,7 +145,7 @@ export class SseChannel {
 
   /** Reads the stream until it ends: the endpoint first (reported through `announced`), then messages. */
   private async read(body: Dispatcher.ResponseData['body'], announced: (err?: Error) => void): Promise<void> {
-    const max = this.opts.maxEventBytes ?? DEFAULT_MAX_EVENT_BYTES;
+    const max = this.opts.maxEventBytes ?? MAX_EVENT_CHARS;
     const parser = new SseParser(max);
     let reason = 'the event stream ended';
     try {

@@ -8,6 +8,7 @@ import type { Logger } from '../log/logger.js';
 import type { JsonRpcId, JsonRpcMessage, JsonRpcRequest, JsonRpcResponse } from '../protocol/jsonrpc.js';
 import { isLateAnswer, PendingRequests } from './pending-requests.js';
 import type { ToolTimeout } from './tool-timeouts.js';
+import { MAX_WHOLE_BODY_BYTES } from '../pipeline/relay-body.js';
 
 export interface StdioProcessOptions {
   upstream: string;
@@ -122,7 +123,7 @@ export class StdioProcess {
   }
 
   private onStdout(chunk: string): void {
-    const max = this.opts.maxLineBytes ?? 16 * 1024 * 1024;
+    const max = this.opts.maxLineBytes ?? MAX_WHOLE_BODY_BYTES;
     let start = 0;
     for (;;) {
       const nl = chunk.indexOf('\n', start);
