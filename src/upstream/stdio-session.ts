@@ -2,12 +2,12 @@
 // child sends on its own (progress, logging, elicitation and sampling requests, list changes) to the
 // stream that should carry it.
 
-import { failure, GatewayError } from '../errors.js';
+import { failure, GatewayError, type ProtocolRefusal } from '../errors.js';
 import type { Logger } from '../log/logger.js';
 import { CallStream } from '../pipeline/call-stream.js';
 import type { CallContext } from '../pipeline/context.js';
 import { ACCEPTED, refused, type Outcome } from '../pipeline/outcome.js';
-import { type JsonRpcId, type JsonRpcMessage, type JsonRpcRequest, type JsonRpcResponse } from '../protocol/jsonrpc.js';
+import { ErrorCode, type JsonRpcId, type JsonRpcMessage, type JsonRpcRequest, type JsonRpcResponse } from '../protocol/jsonrpc.js';
 import { upstreamMessage } from '../protocol/trace-context.js';
 import type { MessageChannel } from './channel.js';
 import type { EndReason, HeldSession } from './session-table.js';
@@ -16,6 +16,16 @@ interface InFlight {
   id: JsonRpcId;
   progressToken?: string | number;
   channel: CallStream;
+}
+
+/** A request whose id a request of the same session still running holds. */
+export function duplicateId(id: JsonRpcId): ProtocolRefusal {
+  return {
+    kind: 'protocol',
+    code: 'duplicate_request_id',
+    rpcCode: ErrorCode.InvalidRequest,
+    message: `Request id ${JSON.stringify(id)} is held by a request of this session that is still running; a session's request ids must differ`,
+  };
 }
 
 /** Messages kept for a GET stream that is not open yet; the oldest go first when it overflows. */
@@ -122,6 +132,10 @@ export class StdioSession implements HeldSession {
       return ACCEPTED;
     }
     const request = upstreamMessage(ctx) as JsonRpcRequest;
+    // The child's answers are matched to requests by id alone, so a second request with the id of one
+    // still running could not be told apart from it. The client broke the rule (2025-11-25/basic/index.mdx
+    // §Requests: an id is not used twice in a session), so it is told so, not blamed on the upstream.
+    if (this.inFlight.some((e) => e.id === request.id)) return refused(duplicateId(request.id));
     const channel = new CallStream({ requestId: request.id, mode: 'call', acceptsSse: ctx.acceptsSse });
     const entry: InFlight = { id: request.id, progressToken: progressTokenOf(request), channel };
     this.inFlight.push(entry);

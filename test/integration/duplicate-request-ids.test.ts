@@ -1,0 +1,117 @@
+// A legacy client that sends a request with the id of one of its requests still running breaks
+// 2025-11-25/basic/index.mdx §Requests ("The request ID MUST NOT have been previously used by the
+// requestor within the same session"). Where Gatehouse holds the session itself, one upstream session per
+// client session (a stdio child in `processes: perSession`, an HTTP+SSE server's event stream), the
+// upstream's answers are matched by id alone, so the second request cannot go on. It is refused as the
+// client's mistake: a JSON-RPC Invalid Request (-32600) naming the id, not a 502 blaming the upstream
+// (which it was until 3 December, with the text "Error: duplicate request id 7"). The first request is
+// answered as if nothing had happened. Where Gatehouse gives each request an id of its own upstream
+// (`processes: shared`), both are answered.
+
+import { after, before, describe, test } from 'node:test';
+import assert from 'node:assert/strict';
+import { startGateway, type TestGateway } from '../helpers/gateway.js';
+import { startEverythingSse, type EverythingHttp } from '../fixtures/upstreams/everything-http.js';
+
+const EVERYTHING = 'node_modules/@modelcontextprotocol/server-everything/dist/index.js';
+const VERSION = '2025-06-18';
+const HEADERS = { 'content-type': 'application/json', accept: 'application/json, text/event-stream', 'mcp-protocol-version': VERSION };
+
+/** An initialized legacy session at the gateway: its headers. */
+async function legacySession(gw: TestGateway): Promise<Record<string, string>> {
+  const init = await fetch(gw.url, { method: 'POST', headers: HEADERS, body: JSON.stringify({ jsonrpc: '2.0', id: 0, method: 'initialize', params: { protocolVersion: VERSION, capabilities: {}, clientInfo: { name: 'duplicate-ids', version: '1' } } }), signal: AbortSignal.timeout(15_000) });
+  assert.equal(init.status, 200, await init.clone().text());
+  await init.text();
+  const headers = { ...HEADERS, 'mcp-session-id': init.headers.get('mcp-session-id')! };
+  const initialized = await fetch(gw.url, { method: 'POST', headers, body: JSON.stringify({ jsonrpc: '2.0', method: 'notifications/initialized' }), signal: AbortSignal.timeout(5_000) });
+  assert.equal(initialized.status, 202);
+  return headers;
+}
+
+/** The JSON-RPC message of an answer, JSON or a stream of events (the last message on it). */
+async function answerOf(res: Response): Promise<{ status: number; message: Record<string, any> }> {
+  const text = await res.text();
+  if (!(res.headers.get('content-type') ?? '').startsWith('text/event-stream')) return { status: res.status, message: JSON.parse(text) };
+  const datas = text.split('\n').filter((l) => l.startsWith('data:')).map((l) => JSON.parse(l.slice(5)));
+  return { status: res.status, message: datas.at(-1) };
+}
+
+function call(gw: TestGateway, headers: Record<string, string>, id: number | string, name: string, args: Record<string, unknown>): Promise<{ status: number; message: Record<string, any> }> {
+  const body = JSON.stringify({ jsonrpc: '2.0', id, method: 'tools/call', params: { name, arguments: args } });
+  return fetch(gw.url, { method: 'POST', headers, body, signal: AbortSignal.timeout(20_000) }).then(answerOf);
+}
+
+/** A slow call with `id`, then, while it runs, a second request with the same id; both answers. */
+async function sameIdTwice(gw: TestGateway, id: number | string): Promise<{ first: { status: number; message: Record<string, any> }; second: { status: number; message: Record<string, any> } }> {
+  const headers = await legacySession(gw);
+  const first = call(gw, headers, id, 'trigger-long-running-operation', { duration: 1.5, steps: 3 });
+  // The first is on its way to the upstream before the second is sent.
+  await new Promise((r) => setTimeout(r, 300));
+  const second = await call(gw, headers, id, 'echo', { message: 'second' });
+  return { first: await first, second };
+}
+
+function assertRefusedAsDuplicate(second: { status: number; message: Record<string, any> }, id: number | string): void {
+  assert.equal(second.status, 200, JSON.stringify(second));
+  assert.equal(second.message.id, id);
+  assert.equal(second.message.error?.code, -32600, `a JSON-RPC Invalid Request, not an upstream failure: ${JSON.stringify(second.message)}`);
+  assert.match(second.message.error.message, new RegExp(`Request id ${JSON.stringify(id).replace(/[.*+?^${}()|[\]\\]/g, '\\$&')} is held by a request of this session that is still running`));
+}
+
+function assertFirstAnswered(first: { status: number; message: Record<string, any> }, id: number | string): void {
+  assert.equal(first.status, 200, JSON.stringify(first));
+  assert.equal(first.message.id, id);
+  assert.match(first.message.result?.content?.[0]?.text ?? '', /Long running operation completed/, JSON.stringify(first.message));
+}
+
+describe('a request id reused while its request runs (2025-11-25/basic/index.mdx §Requests)', () => {
+  const gateways: TestGateway[] = [];
+  let sse: EverythingHttp;
+  before(async () => {
+    sse = await startEverythingSse();
+  });
+  after(async () => {
+    await Promise.all(gateways.map((gw) => gw.close()));
+    await sse.close();
+  });
+
+  test('stdio, processes: perSession: the second is refused with -32600, the first answered', async () => {
+    const gw = await startGateway({ upstreams: [{ name: 'ev', command: [process.execPath, EVERYTHING, 'stdio'], processes: 'perSession' }] });
+    gateways.push(gw);
+    const { first, second } = await sameIdTwice(gw, 7);
+    assertRefusedAsDuplicate(second, 7);
+    assertFirstAnswered(first, 7);
+    // The id is free again once its request was answered.
+    const headers = await legacySession(gw);
+    const again = await call(gw, headers, 7, 'echo', { message: 'later' });
+    assert.equal(again.message.result?.content?.[0]?.text, 'Echo: later');
+  });
+
+  test('an HTTP+SSE upstream (one event stream per session): the same, with a string id', async () => {
+    const gw = await startGateway({ upstreams: [{ name: 'ev', url: sse.url }] });
+    gateways.push(gw);
+    const { first, second } = await sameIdTwice(gw, 'call-1');
+    assertRefusedAsDuplicate(second, 'call-1');
+    assertFirstAnswered(first, 'call-1');
+  });
+
+  test('the number 7 and the string "7" are different ids: both are answered', async () => {
+    const gw = await startGateway({ upstreams: [{ name: 'ev', command: [process.execPath, EVERYTHING, 'stdio'], processes: 'perSession' }] });
+    gateways.push(gw);
+    const headers = await legacySession(gw);
+    const first = call(gw, headers, 7, 'trigger-long-running-operation', { duration: 1, steps: 2 });
+    await new Promise((r) => setTimeout(r, 300));
+    const second = await call(gw, headers, '7', 'echo', { message: 'string id' });
+    assert.equal(second.message.id, '7');
+    assert.equal(second.message.result?.content?.[0]?.text, 'Echo: string id', JSON.stringify(second.message));
+    assertFirstAnswered(await first, 7);
+  });
+
+  test('stdio, processes: shared (each request gets an id of its own upstream): both are answered', async () => {
+    const gw = await startGateway({ upstreams: [{ name: 'ev', command: [process.execPath, EVERYTHING, 'stdio'], processes: 'shared' }] });
+    gateways.push(gw);
+    const { first, second } = await sameIdTwice(gw, 7);
+    assert.equal(second.message.result?.content?.[0]?.text, 'Echo: second', JSON.stringify(second.message));
+    assertFirstAnswered(first, 7);
+  });
+});
