@@ -134,6 +134,24 @@ export function refusalCode(r: Refusal): string {
   return r.kind === 'failure' ? r.error.code.slice('GW_ERR_'.length).toLowerCase() : r.code;
 }
 
+/** Where `asGatewayError` tells what it kept from the client (a Logger). */
+interface ErrorLog {
+  error(msg: string, fields?: Record<string, unknown>): void;
+}
+
+/**
+ * `err` as a failure for the client. A GatewayError is one already. Anything else is a fault no failure
+ * code names (a fault in Gatehouse, a library's surprise): its text can quote internals (a file path, an
+ * address, `Maximum call stack size exceeded`), so the client gets `code` with a message that says only
+ * that, and the error itself goes to the log, beside the call id the client was given.
+ */
+export function asGatewayError(err: unknown, code: GatewayErrorCode, log: ErrorLog, where: { upstream?: string; callId?: string }): GatewayError {
+  if (err instanceof GatewayError) return err;
+  log.error('an unexpected error ended a call; the client was told only that', { err, ...where });
+  const message = where.upstream !== undefined ? `Upstream "${where.upstream}" could not be served: an unexpected error in Gatehouse (its log has the details)` : 'An unexpected error in Gatehouse (its log has the details)';
+  return new GatewayError(code, message, where.upstream, { cause: err });
+}
+
 export function failure(error: GatewayError): FailureRefusal {
   return { kind: 'failure', error };
 }

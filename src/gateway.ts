@@ -446,7 +446,7 @@ function buildRuntime(config: GatehouseConfig, log: Logger, observeUpstream: (up
   const version = policyVersion(config.policy);
   const pipeline = buildPipeline({
     state: compileStateStage(state),
-    resolve: compileResolveStage({ catalog: routes, passThrough: (kind) => (upstream instanceof SingleUpstream && upstream.passesThrough && !access.governs(kind) ? upstream.name : undefined) }),
+    resolve: compileResolveStage({ catalog: routes, log, passThrough: (kind) => (upstream instanceof SingleUpstream && upstream.passesThrough && !access.governs(kind) ? upstream.name : undefined) }),
     access: compileAccessStage({
       policy: access,
       relist: (kind, capabilities) => routes.relist(kind, capabilities),

@@ -4,7 +4,7 @@
 
 import type { Logger } from '../log/logger.js';
 import type { AccessPolicy } from '../policy/access.js';
-import { failure, GatewayError } from '../errors.js';
+import { asGatewayError, failure, GatewayError } from '../errors.js';
 import { CallStream } from '../pipeline/call-stream.js';
 import type { CallContext } from '../pipeline/context.js';
 import { ACCEPTED, refused, type Outcome } from '../pipeline/outcome.js';
@@ -30,7 +30,7 @@ export class CatalogUpstream implements Upstream {
     uriPrefixes: ReadonlyMap<Upstream, readonly string[]>,
     prefix: PrefixMode,
     bridgeLegacyClients: LegacyBridgeFactory,
-    log: Logger,
+    private readonly log: Logger,
     access?: AccessPolicy,
   ) {
     this.catalog = new Catalog(members, uriPrefixes, prefix, log, access);
@@ -43,7 +43,7 @@ export class CatalogUpstream implements Upstream {
         // The legacy bridge answers initialize from the discover result, so it must exist first.
         this.discovered ??= { era: 'modern', version: MODERN_VERSIONS[0], discover: await this.catalog.discover(), alsoLegacy: false };
       } catch (err) {
-        return refused(failure(err instanceof GatewayError ? err : new GatewayError('GW_ERR_UPSTREAM_UNREACHABLE', String(err))));
+        return refused(failure(asGatewayError(err, 'GW_ERR_UPSTREAM_UNREACHABLE', this.log, { callId: ctx.callId })));
       }
       return this.legacyBridge.handle(ctx);
     }
@@ -62,7 +62,7 @@ export class CatalogUpstream implements Upstream {
         }
         stream.fail(new GatewayError('GW_ERR_UPSTREAM_BAD_RESPONSE', 'An upstream ended the call without answering'));
       } catch (err) {
-        if (!stop.cancel.aborted) stream.fail(err instanceof GatewayError ? err : new GatewayError('GW_ERR_UPSTREAM_BAD_RESPONSE', String(err)));
+        if (!stop.cancel.aborted) stream.fail(asGatewayError(err, 'GW_ERR_UPSTREAM_BAD_RESPONSE', this.log, { callId: ctx.callId }));
       } finally {
         stop.dispose();
       }

@@ -6,12 +6,13 @@
 // upstream answers it as it always has. Where rules govern it, Gatehouse answers every unlisted name itself,
 // so a hidden item and a missing one get the same words on every path.
 
-import { failure, GatewayError } from '../errors.js';
+import { asGatewayError, failure } from '../errors.js';
 import type { CallContext } from '../pipeline/context.js';
 import type { Outcome } from '../pipeline/outcome.js';
 import { refuseAt, type Next, type Stage } from '../pipeline/stage.js';
 import { ErrorCode, type JsonRpcRequest } from '../protocol/jsonrpc.js';
 import { unknownItemMessage, type Catalog } from './catalog.js';
+import type { Logger } from '../log/logger.js';
 
 /** The kind and public name a call names, for the calls that name a tool or prompt. */
 export function namedItem(ctx: CallContext): { kind: 'tools' | 'prompts'; name: string } | undefined {
@@ -36,9 +37,10 @@ export interface ResolveStageDeps {
   catalog: Catalog;
   /** The single upstream served by pass-through, when it is and no access rule governs `kind` (then unlisted names pass on unchecked). */
   passThrough(kind: 'tools' | 'prompts'): string | undefined;
+  log: Logger;
 }
 
-export function compileResolveStage({ catalog, passThrough }: ResolveStageDeps): Stage {
+export function compileResolveStage({ catalog, passThrough, log }: ResolveStageDeps): Stage {
   return {
     name: 'resolve',
     applies: (ctx) => ctx.method === 'tools/call' || ctx.method === 'prompts/get' || ctx.method === 'completion/complete',
@@ -59,8 +61,7 @@ export function compileResolveStage({ catalog, passThrough }: ResolveStageDeps):
     try {
       route = await catalog.resolve(item.kind, item.name, ctx.clientCapabilities);
     } catch (err) {
-      const error = err instanceof GatewayError ? err : new GatewayError('GW_ERR_UPSTREAM_UNREACHABLE', `The catalog could not be listed: ${(err as Error).message}`);
-      return refuseAt('resolve', ctx, failure(error));
+      return refuseAt('resolve', ctx, failure(asGatewayError(err, 'GW_ERR_UPSTREAM_UNREACHABLE', log, { callId: ctx.callId })));
     }
     if (route === undefined) {
       const upstream = passThrough(item.kind);

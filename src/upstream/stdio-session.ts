@@ -2,7 +2,7 @@
 // child sends on its own (progress, logging, elicitation and sampling requests, list changes) to the
 // stream that should carry it.
 
-import { failure, GatewayError, type ProtocolRefusal } from '../errors.js';
+import { asGatewayError, failure, GatewayError, type ProtocolRefusal } from '../errors.js';
 import type { Logger } from '../log/logger.js';
 import { CallStream } from '../pipeline/call-stream.js';
 import type { CallContext } from '../pipeline/context.js';
@@ -145,7 +145,7 @@ export class StdioSession implements HeldSession {
         // Messages 6), so no abort signal: the answer is dropped if nobody waits for it any more.
         channel.finish(await this.proc.request(request));
       } catch (err) {
-        channel.fail(err instanceof GatewayError ? err : new GatewayError('GW_ERR_UPSTREAM_BAD_RESPONSE', String(err)));
+        channel.fail(asGatewayError(err, 'GW_ERR_UPSTREAM_BAD_RESPONSE', this.log, { callId: ctx.callId }));
       } finally {
         this.inFlight.splice(this.inFlight.indexOf(entry), 1);
         this.touch();

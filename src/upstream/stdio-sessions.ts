@@ -11,7 +11,7 @@
 // `sessions.idleTimeoutMs`.
 
 import type { StdioUpstreamConfig } from '../config/types.js';
-import { failure, GatewayError } from '../errors.js';
+import { asGatewayError, failure, GatewayError } from '../errors.js';
 import type { Logger } from '../log/logger.js';
 import { CallStream } from '../pipeline/call-stream.js';
 import type { CallContext } from '../pipeline/context.js';
@@ -116,7 +116,7 @@ export class StdioUpstream implements Upstream {
       try {
         profile = this.verdict.known ?? (await this.verdictFor(ctx));
       } catch (err) {
-        return refused(failure(err instanceof GatewayError ? err : new GatewayError('GW_ERR_UPSTREAM_EXITED', String(err), this.name)));
+        return refused(failure(asGatewayError(err, 'GW_ERR_UPSTREAM_EXITED', this.log, { upstream: this.name, callId: ctx.callId })));
       }
       if (ctx.era === 'modern' && profile.era === 'legacy') return this.modernBridge.handle(ctx);
       // Shared and single processes: the legacy client is held by Gatehouse and bridged to the modern face of
@@ -251,7 +251,7 @@ export class StdioUpstream implements Upstream {
       try {
         await this.messages.post(ctx.message!, {}, ctx.cancel, ctx.principal);
       } catch (err) {
-        return refused(failure(err instanceof GatewayError ? err : new GatewayError('GW_ERR_UPSTREAM_EXITED', String(err), this.name)));
+        return refused(failure(asGatewayError(err, 'GW_ERR_UPSTREAM_EXITED', this.log, { upstream: this.name, callId: ctx.callId })));
       }
       return ACCEPTED;
     }
@@ -267,7 +267,7 @@ export class StdioUpstream implements Upstream {
         }
         channel.fail(new GatewayError('GW_ERR_UPSTREAM_BAD_RESPONSE', `Upstream "${this.name}" did not answer`, this.name));
       } catch (err) {
-        if (!ctx.cancel.aborted) channel.fail(err instanceof GatewayError ? err : new GatewayError('GW_ERR_UPSTREAM_EXITED', String(err), this.name));
+        if (!ctx.cancel.aborted) channel.fail(asGatewayError(err, 'GW_ERR_UPSTREAM_EXITED', this.log, { upstream: this.name, callId: ctx.callId }));
       }
     })();
     return { kind: 'stream', stream: channel };
@@ -290,13 +290,13 @@ export class StdioUpstream implements Upstream {
         this.lastStartOk = true;
       } catch (err) {
         this.lastStartOk = false;
-        return refused(failure(err instanceof GatewayError ? err : new GatewayError('GW_ERR_UPSTREAM_EXITED', String(err), this.name)));
+        return refused(failure(asGatewayError(err, 'GW_ERR_UPSTREAM_EXITED', this.log, { upstream: this.name, callId: ctx.callId })));
       }
       try {
         response = await proc.request(initRequest);
       } catch (err) {
         void proc.stop();
-        return refused(failure(err instanceof GatewayError ? err : new GatewayError('GW_ERR_UPSTREAM_EXITED', String(err), this.name)));
+        return refused(failure(asGatewayError(err, 'GW_ERR_UPSTREAM_EXITED', this.log, { upstream: this.name, callId: ctx.callId })));
       }
       if (response.error) {
         void proc.stop();
