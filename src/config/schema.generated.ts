@@ -386,7 +386,7 @@ export interface StdioUpstream {
    */
   maxSessions: number;
   /**
-   * The most of one message from this upstream that Gatehouse holds: an answer it reads whole (a governed call's JSON answer, read for its audit record and output check; an answer the catalog or a bridge writes again), one SSE event (counted in characters), one stdio line. Past it the call is the upstream's failure, GW_ERR_UPSTREAM_BAD_RESPONSE (a stdio line is dropped, and its call runs out its time), and the rest is not read. Raise it for a server whose answers are legitimately larger (big resources); answers Gatehouse only relays chunk by chunk are not bounded by it.
+   * The most of one message from this upstream that Gatehouse holds: an answer it reads whole (a governed call's JSON answer, read for its audit record and output check; an answer the catalog or a bridge writes again), one SSE event (counted in characters), one stdio line. Past it the call is the upstream's failure, GW_ERR_UPSTREAM_BAD_RESPONSE (a stdio line is dropped unread; the call it answers fails at once), and the rest is not read. Raise it for a server whose answers are legitimately larger (big resources); answers Gatehouse only relays chunk by chunk are not bounded by it.
    */
   maxMessageBytes: number;
   /**
@@ -478,7 +478,7 @@ export interface HttpUpstream {
     keepAliveTimeoutMs: number;
   };
   /**
-   * The most of one message from this upstream that Gatehouse holds: an answer it reads whole (a governed call's JSON answer, read for its audit record and output check; an answer the catalog or a bridge writes again), one SSE event (counted in characters), one stdio line. Past it the call is the upstream's failure, GW_ERR_UPSTREAM_BAD_RESPONSE (a stdio line is dropped, and its call runs out its time), and the rest is not read. Raise it for a server whose answers are legitimately larger (big resources); answers Gatehouse only relays chunk by chunk are not bounded by it.
+   * The most of one message from this upstream that Gatehouse holds: an answer it reads whole (a governed call's JSON answer, read for its audit record and output check; an answer the catalog or a bridge writes again), one SSE event (counted in characters), one stdio line. Past it the call is the upstream's failure, GW_ERR_UPSTREAM_BAD_RESPONSE (a stdio line is dropped unread; the call it answers fails at once), and the rest is not read. Raise it for a server whose answers are legitimately larger (big resources); answers Gatehouse only relays chunk by chunk are not bounded by it.
    */
   maxMessageBytes: number;
   /**

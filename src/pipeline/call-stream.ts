@@ -2,7 +2,7 @@
 // reads it (the edge writing HTTP, or the catalog reading a member) pulls them in order. It is the only
 // place a producer learns that its reader went away.
 
-import { toWire, type GatewayError } from '../errors.js';
+import type { GatewayError } from '../errors.js';
 import { Cancellation } from './cancellation.js';
 import type { JsonRpcId, JsonRpcMessage, JsonRpcResponse } from '../protocol/jsonrpc.js';
 
@@ -133,11 +133,16 @@ export class CallStream implements MessageSink {
     }
   }
 
-  /** The same items as JSON-RPC messages, a failure as the error answer it renders to: for readers that are not HTTP. */
+  /**
+   * The same items as JSON-RPC messages, for readers that are not HTTP (a bridge or the catalog reading this
+   * as an upstream's reply). A failure is thrown, as an HTTP upstream's reply throws one: rendered here as an
+   * error message it became the answer of a call that had failed, 200 instead of its status, with no call
+   * id the client could look up (`"callId": "internal"`), until 3 December.
+   */
   async *messages(): AsyncGenerator<JsonRpcMessage, void, void> {
     for await (const item of this.read()) {
       if ('message' in item) yield item.message;
-      else if ('failure' in item) yield toWire({ kind: 'failure', error: item.failure }, { era: 'modern', id: this.requestId, callId: 'internal' }).body;
+      else if ('failure' in item) throw item.failure;
     }
   }
 

@@ -5,7 +5,7 @@
 // legacy SSE stream, retrying upstream with the client's answers.
 
 import { randomUUID } from 'node:crypto';
-import { GatewayError } from '../errors.js';
+import { asGatewayError, GatewayError } from '../errors.js';
 import type { Logger } from '../log/logger.js';
 import { addModernRequestMeta, isObject, legacyServerCapabilitiesFrom, modernCapabilitiesFrom, toLegacyResult } from '../protocol/era-shapes.js';
 import { describeValue } from '../protocol/describe.js';
@@ -129,7 +129,7 @@ export class LegacyClientBridge {
         stream.end();
         return;
       }
-      stream.fail(err instanceof GatewayError ? err : new GatewayError('GW_ERR_UPSTREAM_BAD_RESPONSE', String((err as Error)?.message ?? err), this.client.upstream));
+      stream.fail(asGatewayError(err, 'GW_ERR_UPSTREAM_BAD_RESPONSE', this.log, { upstream: this.client.upstream, callId: ctx.callId }));
     } finally {
       done.release();
     }

@@ -6,6 +6,7 @@ import { spawn, type ChildProcessWithoutNullStreams } from 'node:child_process';
 import { GatewayError } from '../errors.js';
 import type { Logger } from '../log/logger.js';
 import type { JsonRpcId, JsonRpcMessage, JsonRpcRequest, JsonRpcResponse } from '../protocol/jsonrpc.js';
+import { AnsweredIdScanner } from '../protocol/answered-id.js';
 import { isLateAnswer, PendingRequests } from './pending-requests.js';
 import type { ToolTimeout } from './tool-timeouts.js';
 import { MAX_WHOLE_BODY_BYTES } from '../pipeline/relay-body.js';
@@ -32,7 +33,8 @@ export class StdioProcess {
   private child?: ChildProcessWithoutNullStreams;
   private readonly pending: PendingRequests;
   private stdoutBuf = '';
-  private dropping = false;
+  /** Reading past an oversized line: which request it answers. */
+  private dropping: AnsweredIdScanner | undefined;
   private exited = false;
   /** Set once stop() begins: the exit that follows is expected, not news. */
   private stopping = false;
@@ -128,22 +130,33 @@ export class StdioProcess {
     for (;;) {
       const nl = chunk.indexOf('\n', start);
       if (nl === -1) break;
-      const line = this.stdoutBuf + chunk.slice(start, nl);
-      this.stdoutBuf = '';
-      start = nl + 1;
-      if (this.dropping) {
-        this.dropping = false;
-        continue;
+      if (this.dropping !== undefined) {
+        this.dropping.feed(chunk.slice(start, nl));
+        this.endDropped(this.dropping, max);
+        this.dropping = undefined;
+      } else {
+        const line = this.stdoutBuf + chunk.slice(start, nl);
+        this.stdoutBuf = '';
+        this.onLine(line);
       }
-      this.onLine(line);
+      start = nl + 1;
     }
-    if (this.dropping) return;
+    if (this.dropping !== undefined) return this.dropping.feed(chunk.slice(start));
     this.stdoutBuf += chunk.slice(start);
     if (this.stdoutBuf.length > max) {
       this.log.warn('stdio upstream wrote an oversized line; dropped', { maxLineBytes: max });
+      // The rest of the line is read past, not kept: only which request it answers, if any.
+      this.dropping = new AnsweredIdScanner();
+      this.dropping.feed(this.stdoutBuf);
       this.stdoutBuf = '';
-      this.dropping = true;
     }
+  }
+
+  /** A dropped line that answered a request fails that request now, rather than at its time limit. */
+  private endDropped(scanner: AnsweredIdScanner, max: number): void {
+    const id = scanner.answered();
+    if (id === undefined) return;
+    this.pending.fail(id, new GatewayError('GW_ERR_UPSTREAM_BAD_RESPONSE', `Upstream "${this.opts.upstream}" answered with a message larger than its maxMessageBytes (${max})`, this.opts.upstream));
   }
 
   private onLine(line: string): void {

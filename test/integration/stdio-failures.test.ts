@@ -63,6 +63,40 @@ test('upstreams[].maxMessageBytes sets the bound of a stdio line: raised past th
   }
 });
 
+describe('an answer on a line past maxMessageBytes', () => {
+  // The line is dropped unread; the call it answers fails at once with GW_ERR_UPSTREAM_BAD_RESPONSE, as an
+  // HTTP upstream's answer past the bound does (large-answers.test.ts), instead of waiting for its time
+  // limit (the line is read past for its top-level id: src/protocol/answered-id.ts). The time limit is set
+  // far beyond the test's own, so that waiting for it shows as a failure. A request of the server's own
+  // with the same id is no answer: the call is answered by what comes after it.
+  const MIB = 1024 * 1024;
+  for (const processes of ['perSession', 'shared'] as const) {
+    test(`${processes}: the call fails with the upstream's failure, its id first or last; a large request of the server's is no answer`, { timeout: 60_000 }, async () => {
+      const small = await startGateway({ upstreams: [{ name: 'fake', command: [process.execPath, FAKE], processes, maxMessageBytes: MIB, timeouts: { requestMs: 120_000 } }] });
+      try {
+        const init = await post(small.url, rpc(0, 'initialize', { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 't', version: '1' } }));
+        const headers = { ...LEGACY_HEADERS, 'mcp-session-id': String(init.headers['mcp-session-id']) };
+        for (const idLast of [false, true]) {
+          const res = await post(small.url, rpc(idLast ? 'last' : 7, 'tools/call', { name: 'huge-answer', arguments: { mib: 2, idLast } }), headers, AbortSignal.timeout(20_000));
+          assert.equal(res.status, 502, res.text);
+          const error = res.json().error;
+          assert.equal(error?.data?.code, 'GW_ERR_UPSTREAM_BAD_RESPONSE', res.text);
+          assert.equal(error.message, `Upstream "fake" answered with a message larger than its maxMessageBytes (${MIB})`);
+        }
+        // Under the bound, the same tool answers whole.
+        const fits = await post(small.url, rpc(8, 'tools/call', { name: 'huge-answer', arguments: { mib: 0.5 } }), headers);
+        assert.equal(fits.json().result?.content?.[0]?.text?.length, MIB / 2, fits.text.slice(0, 200));
+        const request = await post(small.url, rpc(9, 'tools/call', { name: 'huge-request', arguments: { mib: 2 } }), headers);
+        const messages = request.text.startsWith('{') ? [request.json()] : request.text.split('\n').filter((l) => l.startsWith('data: ')).map((l) => JSON.parse(l.slice(6)));
+        assert.equal(messages.at(-1)?.result?.content?.[0]?.text, 'answered after the large request', request.text.slice(0, 300));
+        assert.ok(small.logs.filter((l) => l.msg === 'stdio upstream wrote an oversized line; dropped').length >= 3);
+      } finally {
+        await small.close();
+      }
+    });
+  }
+});
+
 test('a crash mid-call fails that call with 503 GW_ERR_UPSTREAM_EXITED; the child is restarted and the next call on the same session works', async () => {
   // 2026-07-28/basic/transports/stdio.mdx §Unexpected Termination: restart, do not lose the session.
   const session = await openSession();
@@ -239,6 +273,10 @@ describe('a late answer, after its caller gave up', () => {
         const headers = { ...LEGACY_HEADERS, 'mcp-session-id': String(init.headers['mcp-session-id']) };
         const first = await post(slow.url, rpc(1, 'tools/call', { name: 'slow', arguments: { ms: 800 } }), headers);
         assert.equal(first.json().error?.data?.code, 'GW_ERR_UPSTREAM_TIMEOUT', first.text);
+        // The failure's own status and the call id the client can look up, in both modes (shared mode's
+        // bridge answered 200 with "callId": "internal" until 3 December).
+        assert.equal(first.status, 504, first.text);
+        assert.equal(first.json().error.data.callId, first.headers['x-gatehouse-call-id'], first.text);
         // Sent at the timeout (500 ms), in flight when the first call's late answer comes (800 ms), answered at 950.
         const second = await post(slow.url, rpc(2, 'tools/call', { name: 'slow', arguments: { ms: 450 } }), headers);
         // JSON, or SSE if anything came before the answer: every message of the answer.
