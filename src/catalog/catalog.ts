@@ -39,8 +39,13 @@ const MAX_DEFINITION_DEPTH = 256;
 const MAX_PAGES = 50;
 /** Longest a call waits for the list its unknown name caused (the list itself goes on). */
 const RESOLVE_WAIT_MS = 5_000;
-/** Least time between two lists caused by names the routes do not know. */
+/** Least time between two lists caused by names (or resource URIs) the routes do not know, per kind and capability set. */
 const RELIST_FLOOR_MS = 1_000;
+/**
+ * Most such lists in one second over every kind and capability set: the capability set is the caller's to
+ * choose, and a new one each call would otherwise make every call with an unknown name list every upstream.
+ */
+const MAX_RELISTS_PER_SECOND = 10;
 /** Entries per page of a merged list. */
 export const PAGE_SIZE = 100;
 
@@ -66,12 +71,19 @@ export class Catalog implements UpstreamMessages {
   readonly upstream = 'catalog';
   private routes = { tools: new Map<string, Route>(), prompts: new Map<string, Route>() };
   private readonly lastMerged: { tools?: MergedList; prompts?: MergedList } = {};
-  private readonly resourceOwners = new Map<string, ModernMember>();
+  /**
+   * Per member, the URIs of the resources its last list read gave: where a resources/read goes. Replaced at
+   * each list, so a URI a member no longer lists is forgotten (one map of every URI ever listed grew for as
+   * long as an upstream's resources changed, until 3 December).
+   */
+  private readonly resourceUris = new Map<ModernMember, { items: readonly Obj[]; uris: ReadonlySet<string> }>();
   private counter = 0;
   /** When each kind was last listed again because of a name nobody listed (see relist). */
   private readonly relisted = new Map<string, number>();
   /** Lists under way, by kind and capability set: a call that arrives meanwhile waits for the same list. */
   private readonly relisting = new Map<string, Promise<void>>();
+  /** Lists caused by unknown names in the current second (MAX_RELISTS_PER_SECOND). */
+  private relistsThisSecond = { second: 0, count: 0 };
   /**
    * Member lists kept for the `ttlMs` their server gave (caching.mdx §Time-to-Live), per caller capability
    * set; dropped early when the member says its list changed.
@@ -106,31 +118,45 @@ export class Catalog implements UpstreamMessages {
     let route = fresh ? undefined : this.routes[kind].get(publicName);
     if (!route) {
       // A slow list delays the call at most this long; the name is then judged on the routes at hand.
-      let timer: NodeJS.Timeout | undefined;
-      const waited = new Promise<void>((r) => (timer = setTimeout(r, RESOLVE_WAIT_MS).unref()));
-      await Promise.race([this.relist(kind, capabilities).catch((err: unknown) => this.log.warn('the catalog could not be listed to resolve a name', { kind, err })), waited]);
-      clearTimeout(timer);
+      await this.waitBounded(this.relist(kind, capabilities));
       route = this.routes[kind].get(publicName);
     }
     return route?.call;
   }
 
+  /** Waits for a list caused by an unknown name at most RESOLVE_WAIT_MS; a failed one is logged. */
+  private async waitBounded(listing: Promise<void>): Promise<void> {
+    let timer: NodeJS.Timeout | undefined;
+    const waited = new Promise<void>((r) => (timer = setTimeout(r, RESOLVE_WAIT_MS).unref()));
+    await Promise.race([listing.catch((err: unknown) => this.log.warn('the catalog could not be listed to resolve a name', { err })), waited]);
+    clearTimeout(timer);
+  }
+
   /**
-   * Lists one kind again, as the gateway (the routes are rebuilt from it). Names nobody lists cannot make
-   * Gatehouse list an upstream more than once a second per kind and capability set. A call that arrives
+   * Lists one kind again, as the gateway (the routes are rebuilt from it; for resources, where reads go).
+   * Names and URIs nobody lists cannot make Gatehouse list an upstream more than once a second per kind and
+   * capability set, nor more than MAX_RELISTS_PER_SECOND times a second in all. A call that arrives
    * while such a list is under way waits for it: at start, the first calls must not run on routes that
    * do not know the tool yet (its annotations decide whether it is a write).
    */
-  async relist(kind: 'tools' | 'prompts', capabilities: Record<string, unknown>): Promise<void> {
+  async relist(kind: 'tools' | 'prompts' | 'resources', capabilities: Record<string, unknown>): Promise<void> {
     const key = `${kind}|${canonicalJson(capabilities)}`;
     const pending = this.relisting.get(key);
     if (pending) return pending;
     const now = Date.now();
     if (now - (this.relisted.get(key) ?? -Infinity) < RELIST_FLOOR_MS) return;
+    const second = Math.floor(now / 1000);
+    if (this.relistsThisSecond.second !== second) this.relistsThisSecond = { second, count: 0 };
+    if (++this.relistsThisSecond.count > MAX_RELISTS_PER_SECOND) {
+      // Over the cap: a list of the same kind under way (at start, the first) still decides the call.
+      for (const [other, listing] of this.relisting) if (other.startsWith(`${kind}|`)) return listing;
+      return;
+    }
     if (this.relisted.size >= 1_000) this.relisted.clear();
     this.relisted.set(key, now);
     const meta = { [META_PROTOCOL_VERSION]: MODERN_VERSIONS[0], [META_CLIENT_CAPABILITIES]: capabilities };
-    const listing = this.namedList({ jsonrpc: '2.0', id: `gh-resolve-${++this.counter}`, method: `${kind}/list`, params: { _meta: meta } }, kind, undefined).then(() => undefined);
+    const request: JsonRpcRequest = { jsonrpc: '2.0', id: `gh-resolve-${++this.counter}`, method: `${kind}/list`, params: { _meta: meta } };
+    const listing = (kind === 'resources' ? this.resourceList(request, undefined) : this.namedList(request, kind, undefined)).then(() => undefined);
     this.relisting.set(key, listing);
     try {
       await listing;
@@ -206,7 +232,7 @@ export class Catalog implements UpstreamMessages {
         return ref.type === 'ref/prompt' ? this.routeByName(request, 'prompts', ref.name, signal, 'ref', principal) : this.routeByUri(request, ref.uri, signal, principal);
       }
       case 'subscriptions/listen':
-        return fanOutListen(request, this.members, (uri) => this.resourceOwners.get(uri) ?? this.ownerByPrefix(uri), (member, kind) => this.dropCached(member, kind), signalOf(signal), this.log, (uri) => this.visible(principal, 'resources', uri), principal);
+        return fanOutListen(request, this.members, (uri) => this.listedOwner(uri) ?? this.ownerByPrefix(uri), (member, kind) => this.dropCached(member, kind), signalOf(signal), this.log, (uri) => this.visible(principal, 'resources', uri), principal);
       default:
         return single(errorResponse(request.id, ErrorCode.MethodNotFound, `${request.method} is not available when several upstreams are aggregated`));
     }
@@ -297,14 +323,28 @@ export class Catalog implements UpstreamMessages {
     const perMember = await Promise.all(this.members.map((m) => this.collect(m, request, request.method, key)));
     const merged: Obj[] = [];
     perMember.forEach((items, i) => {
+      if (key === 'resources') this.learnUris(this.members[i]!, items);
       for (const item of items) {
         const address = item.uri ?? item.uriTemplate;
-        if (typeof item.uri === 'string') this.resourceOwners.set(item.uri, this.members[i]!);
         if (typeof address === 'string' && !this.visible(principal, 'resources', address)) continue;
         merged.push(item);
       }
     });
     return page(request, key, merged);
+  }
+
+  /** A member's resources, as its last list read gave them (a list kept in the cache is not read again). */
+  private learnUris(member: ModernMember, items: readonly Obj[]): void {
+    if (this.resourceUris.get(member)?.items === items) return;
+    const uris = new Set<string>();
+    for (const item of items) if (typeof item.uri === 'string') uris.add(item.uri);
+    this.resourceUris.set(member, { items, uris });
+  }
+
+  /** The member that listed a URI; where two did, the later in the configured order (as before). */
+  private listedOwner(uri: string): ModernMember | undefined {
+    for (let i = this.members.length - 1; i >= 0; i--) if (this.resourceUris.get(this.members[i]!)?.uris.has(uri)) return this.members[i];
+    return undefined;
   }
 
   /** Every page of one list from one member; a member that fails is left out and logged, not fatal. */
@@ -462,10 +502,14 @@ export class Catalog implements UpstreamMessages {
   }
 
   private async routeByUri(request: JsonRpcRequest, uri: unknown, signal: AbortSignal | Cancellation | undefined, principal: Principal | undefined): Promise<UpstreamReply> {
-    let owner = typeof uri === 'string' ? (this.resourceOwners.get(uri) ?? this.ownerByPrefix(uri)) : undefined;
+    let owner = typeof uri === 'string' ? (this.listedOwner(uri) ?? this.ownerByPrefix(uri)) : undefined;
     if (!owner && typeof uri === 'string') {
-      await this.resourceList({ ...request, method: 'resources/list', params: { _meta: request.params?._meta } }, principal);
-      owner = this.resourceOwners.get(uri);
+      // A URI nobody listed makes the catalog list resources again, as an unknown name does: at most once a
+      // second per capability set, and the read waits for it at most RESOLVE_WAIT_MS. (Each such read listed
+      // every upstream, every page, until 3 December.)
+      const capabilities = (request.params?._meta as Obj | undefined)?.[META_CLIENT_CAPABILITIES];
+      await this.waitBounded(this.relist('resources', isObject(capabilities) ? capabilities : {}));
+      owner = this.listedOwner(uri);
     }
     if (owner && typeof uri === 'string' && !this.visible(principal, 'resources', uri)) owner = undefined;
     // server/resources.mdx §Error Handling: a resource nobody listed is -32602 in 2026-07-28.
