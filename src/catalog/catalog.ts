@@ -9,6 +9,8 @@ import type { Principal } from '../pipeline/principal.js';
 import type { Logger } from '../log/logger.js';
 import { AccessPolicy, type ItemKind } from '../policy/access.js';
 import { canonicalJson } from '../protocol/canonical-json.js';
+import { sha256Hex } from '../protocol/sha256.js';
+import { growingLru } from '../lru.js';
 import { isObject, toModernResult } from '../protocol/era-shapes.js';
 import { describeValue } from '../protocol/describe.js';
 import { encodeHeaderValue } from '../protocol/header-value.js';
@@ -46,6 +48,20 @@ const RELIST_FLOOR_MS = 1_000;
  * choose, and a new one each call would otherwise make every call with an unknown name list every upstream.
  */
 const MAX_RELISTS_PER_SECOND = 10;
+/**
+ * Member lists kept at once. They are kept per capability set, which the caller chooses: a new set with
+ * each list kept another list for as long as the process lived, until 3 December.
+ */
+const MAX_CACHED_LISTS = 1_000;
+/** A capability set longer than this as JSON is known by its SHA-256 in the catalog's keys. */
+const MAX_KEY_CHARS = 256;
+
+/** A capability set as a key of the catalog's lists: its canonical JSON, or that text's digest when long. */
+function capabilitiesKey(capabilities: unknown): string {
+  const text = canonicalJson(capabilities);
+  return text.length <= MAX_KEY_CHARS ? text : `sha256:${sha256Hex(text)}`;
+}
+
 /** Entries per page of a merged list. */
 export const PAGE_SIZE = 100;
 
@@ -88,7 +104,7 @@ export class Catalog implements UpstreamMessages {
    * Member lists kept for the `ttlMs` their server gave (caching.mdx §Time-to-Live), per caller capability
    * set; dropped early when the member says its list changed.
    */
-  private readonly listCache = new Map<string, { until: number; items: Obj[] }>();
+  private readonly listCache = growingLru<string, { until: number; items: Obj[] }>(MAX_CACHED_LISTS);
   /** Background listens that tell the catalog when a member's lists change, by member (see watch()). */
   private readonly watchers = new Map<ModernMember, { kinds: Set<string>; stop: AbortController }>();
 
@@ -99,6 +115,11 @@ export class Catalog implements UpstreamMessages {
     private readonly log: Logger,
     private readonly access: AccessPolicy = new AccessPolicy([]),
   ) {}
+
+  /** The keys of the member lists kept now (for tests). */
+  cachedListKeys(): string[] {
+    return [...this.listCache.keys()];
+  }
 
   knowsTool(name: string): boolean {
     return this.routes.tools.has(name);
@@ -140,7 +161,7 @@ export class Catalog implements UpstreamMessages {
    * do not know the tool yet (its annotations decide whether it is a write).
    */
   async relist(kind: 'tools' | 'prompts' | 'resources', capabilities: Record<string, unknown>): Promise<void> {
-    const key = `${kind}|${canonicalJson(capabilities)}`;
+    const key = `${kind}|${capabilitiesKey(capabilities)}`;
     const pending = this.relisting.get(key);
     if (pending) return pending;
     const now = Date.now();
@@ -350,7 +371,7 @@ export class Catalog implements UpstreamMessages {
   /** Every page of one list from one member; a member that fails is left out and logged, not fatal. */
   private async collect(member: ModernMember, request: JsonRpcRequest, method: string, key: string, strict = false): Promise<Obj[]> {
     const capabilities = (request.params?._meta as Obj | undefined)?.['io.modelcontextprotocol/clientCapabilities'];
-    const cacheKey = `${member.name}|${method}|${canonicalJson(capabilities ?? {})}`;
+    const cacheKey = `${member.name}|${method}|${capabilitiesKey(capabilities ?? {})}`;
     const cached = this.listCache.get(cacheKey);
     if (cached && cached.until > Date.now()) return cached.items;
     let out: Obj[] = [];
@@ -464,7 +485,7 @@ export class Catalog implements UpstreamMessages {
   }
 
   private dropCached(member: ModernMember, kind: 'tools' | 'prompts' | 'resources'): void {
-    for (const key of this.listCache.keys()) if (key.startsWith(`${member.name}|${kind}/`)) this.listCache.delete(key);
+    for (const key of [...this.listCache.keys()]) if (key.startsWith(`${member.name}|${kind}/`)) this.listCache.delete(key);
   }
 
   /**
