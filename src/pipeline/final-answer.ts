@@ -135,6 +135,11 @@ function interceptStream(source: CallStream, ctx: CallContext, onFinal: OnFinal)
           else out.finish(item.message as JsonRpcResponse);
         }
       }
+    } catch (err) {
+      // A check of the answer that throws (none should) fails this call, not the process: the promise here
+      // has nobody waiting on it, and an unhandled rejection ends Node.
+      process.emitWarning(`a check of a streamed answer failed; the call fails: ${(err as Error)?.stack ?? String(err)}`, 'GatehouseAnswerCheckError');
+      out.fail(new GatewayError('GW_ERR_UPSTREAM_BAD_RESPONSE', 'An unexpected error in Gatehouse (its log has the details)', undefined, { cause: err }));
     } finally {
       out.end();
     }

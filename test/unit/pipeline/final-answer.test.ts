@@ -213,3 +213,32 @@ test("a streamed SSE answer's failure that cannot be recorded reaches the client
     assert.deepEqual(told, [ending === 'ends' ? 'GW_ERR_UPSTREAM_BAD_RESPONSE' : 'GW_ERR_UPSTREAM_UNREACHABLE'], 'told once');
   }
 });
+
+test('a check of a streamed answer that throws fails that call with a generic failure; nothing is left unhandled', async () => {
+  const { CallStream } = await import('../../../src/pipeline/call-stream.js');
+  const source = new CallStream({ requestId: 1, mode: 'call', acceptsSse: true });
+  const unhandled: unknown[] = [];
+  const onUnhandled = (reason: unknown): void => void unhandled.push(reason);
+  const warnings: Error[] = [];
+  const onWarning = (w: Error): void => void warnings.push(w);
+  process.on('unhandledRejection', onUnhandled);
+  process.on('warning', onWarning);
+  try {
+    const outcome = await interceptFinal({ kind: 'stream', stream: source }, ctx, async () => {
+      throw new Error('internal: /srv/secret');
+    });
+    assert.equal(outcome.kind, 'stream');
+    source.finish({ jsonrpc: '2.0', id: 1, result: { content: [] } });
+    const items = [];
+    for await (const item of (outcome as { stream: InstanceType<typeof CallStream> }).stream.read()) items.push(item);
+    const last = items.at(-1) as { failure?: GatewayError };
+    assert.ok(last.failure instanceof GatewayError, JSON.stringify(items));
+    assert.doesNotMatch(last.failure.message, /secret/);
+    await new Promise((r) => setImmediate(r));
+    assert.deepEqual(unhandled, []);
+    assert.ok(warnings.some((w) => w.name === 'GatehouseAnswerCheckError' && /secret/.test(w.message)), 'the error is told to the operator');
+  } finally {
+    process.off('unhandledRejection', onUnhandled);
+    process.off('warning', onWarning);
+  }
+});
