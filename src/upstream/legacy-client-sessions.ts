@@ -46,6 +46,8 @@ export interface PoolOptions {
 
 interface Entry {
   promise: Promise<LegacyClientSession>;
+  /** Whose it is (LegacyClientSession.owner, known before the session is open). */
+  owner: string;
   /** What the session declared at initialize. */
   capabilities: Record<string, unknown>;
   session?: LegacyClientSession;
@@ -55,8 +57,10 @@ interface Entry {
   busy: number;
 }
 
-/** Distinct capability sets kept open at once; the oldest is ended past this. */
+/** Sessions kept open at once; past this, the least recently used with nothing on it is ended. */
 const MAX_POOLED = 64;
+/** Sessions one caller (or Gatehouse itself) keeps at once, one per capability set it declared. */
+const MAX_PER_OWNER = 8;
 
 /** How long shutdown waits for sessions to end cleanly upstream. */
 const CLOSE_WAIT_MS = 1_000;
@@ -158,7 +162,7 @@ export class LegacyClientSessions {
   private entry(key: string, capabilities: Record<string, unknown>, owner: string): Entry {
     const existing = this.pool.get(key);
     if (existing) return existing;
-    const entry: Entry = { promise: this.open(key, capabilities, owner), capabilities, lastUsed: Date.now(), busy: 0 };
+    const entry: Entry = { promise: this.open(key, capabilities, owner), owner, capabilities, lastUsed: Date.now(), busy: 0 };
     entry.promise.then(
       (s) => (entry.session = s),
       () => {
@@ -166,12 +170,41 @@ export class LegacyClientSessions {
       },
     );
     this.pool.set(key, entry);
-    if (this.pool.size > MAX_POOLED) {
-      const [oldestKey, oldest] = this.pool.entries().next().value!;
-      this.pool.delete(oldestKey);
-      void oldest.promise.then((s) => this.end(s), () => {});
-    }
+    this.makeRoom(owner, entry);
     return entry;
+  }
+
+  /**
+   * Keeps the pool within its bounds by ending idle sessions, least recently used first: a caller's own
+   * past MAX_PER_OWNER, anyone's past MAX_POOLED. A session with calls, parked calls or listens on it is
+   * never ended under them; the pool may hold more for a while instead. Capability sets are the caller's to
+   * choose: until 3 December one caller cycling through 65 of them ended the oldest session in the pool,
+   * whoever's it was and whatever ran on it.
+   */
+  private makeRoom(owner: string, keep: Entry): void {
+    const mine = (e: Entry): boolean => e.owner === owner;
+    while (this.count(mine) > MAX_PER_OWNER && this.endLeastUsed((e) => e !== keep && mine(e), 'the caller holds too many capability sets'));
+    while (this.pool.size > MAX_POOLED && this.endLeastUsed((e) => e !== keep, 'the pool is full'));
+  }
+
+  private count(which: (e: Entry) => boolean): number {
+    let n = 0;
+    for (const e of this.pool.values()) if (which(e)) n++;
+    return n;
+  }
+
+  /** Ends the least recently used open session with nothing on it among `which`; false when there is none. */
+  private endLeastUsed(which: (e: Entry) => boolean, why: string): boolean {
+    let victim: [string, Entry] | undefined;
+    for (const [key, e] of this.pool) {
+      if (e.session === undefined || e.busy > 0 || !which(e)) continue;
+      if (victim === undefined || e.lastUsed < victim[1].lastUsed) victim = [key, e];
+    }
+    if (victim === undefined) return false;
+    this.pool.delete(victim[0]);
+    this.log.info(`legacy upstream session ended: ${why}`, { owner: victim[1].owner === '' ? 'gatehouse' : 'caller' });
+    void this.end(victim[1].session!);
+    return true;
   }
 
   /**
@@ -193,6 +226,7 @@ export class LegacyClientSessions {
   private handOver(entry: Entry, from: string, to: string, owner: string): Entry {
     this.pool.delete(from);
     this.pool.set(to, entry);
+    entry.owner = owner;
     entry.lastUsed = Date.now();
     const adopt = (s: LegacyClientSession): void => {
       s.owner = owner;
@@ -203,6 +237,7 @@ export class LegacyClientSessions {
     entry.promise.catch(() => {
       if (this.pool.get(to) === entry) this.pool.delete(to);
     });
+    this.makeRoom(owner, entry);
     return entry;
   }
 
