@@ -6,7 +6,7 @@
 import type { Principal } from '../pipeline/principal.js';
 import type { Logger } from '../log/logger.js';
 import { ErrorCode, errorResponse, type JsonRpcMessage, type JsonRpcRequest } from '../protocol/jsonrpc.js';
-import { META_CLIENT_CAPABILITIES, META_PROTOCOL_VERSION, META_SUBSCRIPTION_ID } from '../protocol/methods.js';
+import { MAX_RESOURCE_SUBSCRIPTIONS, META_CLIENT_CAPABILITIES, META_PROTOCOL_VERSION, META_SUBSCRIPTION_ID } from '../protocol/methods.js';
 import { wireTable } from '../protocol/own-keys.js';
 import { MODERN_VERSIONS } from '../protocol/versions.js';
 import type { UpstreamReply } from '../pipeline/ports.js';
@@ -36,7 +36,7 @@ export function fanOutListen(
 ): UpstreamReply {
   const queue = new CallStream({ requestId: request.id, mode: 'call', acceptsSse: true });
   const asked = ((request.params?.notifications as Filter | undefined) ?? {}) as Filter;
-  const requested: Filter = asked.resourceSubscriptions ? { ...asked, resourceSubscriptions: asked.resourceSubscriptions.filter((u) => typeof u === 'string' && mayUse(u)) } : asked;
+  const requested: Filter = asked.resourceSubscriptions ? { ...asked, resourceSubscriptions: [...new Set(asked.resourceSubscriptions)].slice(0, MAX_RESOURCE_SUBSCRIPTIONS).filter((u) => typeof u === 'string' && mayUse(u)) } : asked;
   const upstreamStops: AbortController[] = [];
   queue.onClose(() => upstreamStops.forEach((c) => c.abort()));
   signal?.addEventListener('abort', () => upstreamStops.forEach((c) => c.abort()), { once: true });

@@ -29,3 +29,11 @@ export const META_CLIENT_INFO = 'io.modelcontextprotocol/clientInfo';
 export const META_LOG_LEVEL = 'io.modelcontextprotocol/logLevel';
 export const META_SERVER_INFO = 'io.modelcontextprotocol/serverInfo';
 export const META_SUBSCRIPTION_ID = 'io.modelcontextprotocol/subscriptionId';
+
+/**
+ * Resource subscriptions Gatehouse honours in one listen, or one legacy session, where it subscribes
+ * upstream itself (the bridges, the catalog): each is a resources/subscribe upstream, and a listen of one
+ * request could otherwise name a hundred thousand. The acknowledgment names those honoured
+ * (2026-07-28/basic/patterns/subscriptions.mdx §Acknowledgment).
+ */
+export const MAX_RESOURCE_SUBSCRIPTIONS = 256;

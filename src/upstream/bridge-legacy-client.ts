@@ -11,7 +11,7 @@ import { addModernRequestMeta, isObject, legacyServerCapabilitiesFrom, modernCap
 import { describeValue } from '../protocol/describe.js';
 import { encodeHeaderValue } from '../protocol/header-value.js';
 import { ErrorCode, errorResponse, type JsonRpcId, type JsonRpcMessage, type JsonRpcRequest, type JsonRpcResponse } from '../protocol/jsonrpc.js';
-import { META_SERVER_INFO, META_SUBSCRIPTION_ID, NAME_FIELD } from '../protocol/methods.js';
+import { MAX_RESOURCE_SUBSCRIPTIONS, META_SERVER_INFO, META_SUBSCRIPTION_ID, NAME_FIELD } from '../protocol/methods.js';
 import { negotiateLegacyVersion } from '../protocol/versions.js';
 import { upstreamMessage } from '../protocol/trace-context.js';
 import { GATEHOUSE_CLIENT_INFO, type UpstreamProfile } from './era-probe.js';
@@ -102,6 +102,11 @@ export class LegacyClientBridge {
       // 2026-07-28 replaced these RPCs with the listen filter: keep the set, and refilter the open listen.
       // The front door checked that `uri` is a string.
       const uri = request.params!.uri as string;
+      if (request.method === 'resources/subscribe' && !session.uris.has(uri) && session.uris.size >= MAX_RESOURCE_SUBSCRIPTIONS) {
+        // Each subscription is named in the upstream listen opened again for every change: unbounded, one
+        // session's subscribes cost the upstream a listen of every URI so far, each time.
+        return json(errorResponse(request.id, ErrorCode.InvalidParams, `This session holds ${MAX_RESOURCE_SUBSCRIPTIONS} resource subscriptions, the most Gatehouse keeps for one session; unsubscribe from one first`));
+      }
       if (request.method === 'resources/subscribe') session.uris.add(uri);
       else session.uris.delete(uri);
       if (session.listening) void this.listenUpstream(session);

@@ -6,7 +6,7 @@
 import { randomUUID } from 'node:crypto';
 import type { Logger } from '../log/logger.js';
 import { ErrorCode, errorResponse, type JsonRpcMessage, type JsonRpcRequest } from '../protocol/jsonrpc.js';
-import { META_SUBSCRIPTION_ID } from '../protocol/methods.js';
+import { MAX_RESOURCE_SUBSCRIPTIONS, META_SUBSCRIPTION_ID } from '../protocol/methods.js';
 import { wireTable } from '../protocol/own-keys.js';
 import { UpstreamSessionGone, type UpstreamMessages } from '../pipeline/ports.js';
 
@@ -44,7 +44,7 @@ export function honouredFilter(requested: SubscriptionFilter, capabilities: Reco
   if (requested.toolsListChanged && capabilities.tools?.listChanged) out.toolsListChanged = true;
   if (requested.promptsListChanged && capabilities.prompts?.listChanged) out.promptsListChanged = true;
   if (requested.resourcesListChanged && capabilities.resources?.listChanged) out.resourcesListChanged = true;
-  if (requested.resourceSubscriptions?.length && capabilities.resources?.subscribe) out.resourceSubscriptions = [...new Set(requested.resourceSubscriptions)];
+  if (requested.resourceSubscriptions?.length && capabilities.resources?.subscribe) out.resourceSubscriptions = [...new Set(requested.resourceSubscriptions)].slice(0, MAX_RESOURCE_SUBSCRIPTIONS);
   return out;
 }
 

@@ -261,3 +261,56 @@ describe('shutdown', () => {
     assert.ok(gw.logs.some((l) => l.msg === 'shutting down: draining in-flight requests' && l.inFlight === 0));
   });
 });
+
+describe('how many resource subscriptions Gatehouse makes for a client (256 per listen or session)', () => {
+  // Each honoured URI is a resources/subscribe upstream (legacy) or a name in a listen opened again on
+  // every change (modern): one request naming a hundred thousand cost the upstream as many requests, until
+  // 3 December. The acknowledgment names what is honoured (subscriptions.mdx §Acknowledgment).
+  test('modern listen → legacy upstream: 1,000 URIs, 256 subscribed and acknowledged', async () => {
+    const subscribed: string[] = [];
+    const { up } = await subscribableUpstream('legacy-many', (msg, res, body) => {
+      if (msg.method === 'resources/subscribe') subscribed.push(msg.params!.uri!);
+      if (msg.id === undefined) return void res.writeHead(202).end();
+      jsonResult(res, body, {});
+    });
+    const gw = await startGateway({ upstreams: [{ name: 'up', url: up.url, era: 'legacy' }] });
+    cleanups.push(() => gw.close());
+    const uris = Array.from({ length: 1_000 }, (_, i) => `file:///r/${i}`);
+    const listen = modernRequest(8, 'subscriptions/listen', { notifications: { resourceSubscriptions: uris } });
+    const ac = new AbortController();
+    const res = await request(gw.url, { method: 'POST', headers: listen.headers, body: listen.body, signal: ac.signal });
+    const first = await readEvents(res.body, (m) => m.length >= 1, 20_000);
+    assert.equal(first[0]?.method, 'notifications/subscriptions/acknowledged');
+    assert.deepEqual(first[0]?.params?.notifications?.resourceSubscriptions, uris.slice(0, 256));
+    assert.equal(subscribed.length, 256);
+    ac.abort();
+  });
+
+  test('legacy client → modern upstream: the 257th resources/subscribe of a session is refused, -32602; an unsubscribe makes room', async () => {
+    const listens: Array<Record<string, unknown>> = [];
+    const up = await startFakeUpstream((_req, res, body) => {
+      const msg = JSON.parse(body) as { id: string; method: string; params: { notifications: Record<string, unknown> } };
+      if (msg.method === 'server/discover') return jsonResult(res, body, { supportedVersions: ['2026-07-28'], capabilities: { resources: { subscribe: true } }, resultType: 'complete', ttlMs: 0, cacheScope: 'public' });
+      if (msg.method !== 'subscriptions/listen') return jsonResult(res, body, { tools: [] });
+      listens.push(msg.params.notifications);
+      res.writeHead(200, { 'content-type': 'text/event-stream' });
+      res.write(`data: ${JSON.stringify({ jsonrpc: '2.0', method: 'notifications/subscriptions/acknowledged', params: { _meta: { 'io.modelcontextprotocol/subscriptionId': msg.id }, notifications: msg.params.notifications } })}\n\n`);
+    }, { handshake: false });
+    cleanups.push(() => up.close());
+    const gw = await startGateway({ upstreams: [{ name: 'up', url: up.url, era: 'modern' }] });
+    cleanups.push(() => gw.close());
+    const init = await post(gw.url, rpc(0, 'initialize', { protocolVersion: '2025-11-25', capabilities: {}, clientInfo: { name: 'old', version: '1' } }));
+    const headers = { ...LEGACY_HEADERS, 'mcp-session-id': String(init.headers['mcp-session-id']), 'mcp-protocol-version': '2025-11-25' };
+    for (let i = 0; i < 256; i++) {
+      const sub = await post(gw.url, rpc(i + 1, 'resources/subscribe', { uri: `file:///r/${i}` }), headers);
+      assert.deepEqual(sub.json().result, {}, sub.text);
+    }
+    // Subscribing again to one it holds is no new subscription.
+    assert.deepEqual((await post(gw.url, rpc(300, 'resources/subscribe', { uri: 'file:///r/0' }), headers)).json().result, {});
+    const over = await post(gw.url, rpc(301, 'resources/subscribe', { uri: 'file:///r/256' }), headers);
+    assert.equal(over.json().error?.code, -32602, over.text);
+    assert.match(over.json().error.message, /holds 256 resource subscriptions/);
+    await post(gw.url, rpc(302, 'resources/unsubscribe', { uri: 'file:///r/0' }), headers);
+    assert.deepEqual((await post(gw.url, rpc(303, 'resources/subscribe', { uri: 'file:///r/256' }), headers)).json().result, {});
+  });
+});

@@ -32,3 +32,29 @@ test('a listen whose filter breaks the task ends with an error response and a lo
     process.off('unhandledRejection', onUnhandled);
   }
 });
+
+test('a listen across upstreams passes on at most 256 resource subscriptions (the first ones, once each)', async () => {
+  const filters: Array<{ resourceSubscriptions?: string[] }> = [];
+  const member = {
+    name: 'm',
+    modernFace: async () => ({
+      capabilities: { resources: { subscribe: true } },
+      http: false,
+      messages: {
+        upstream: 'm',
+        post: async (msg: JsonRpcRequest) => {
+          filters.push((msg.params as { notifications: { resourceSubscriptions?: string[] } }).notifications);
+          return { status: 200, headers: {}, messages: (async function* () { yield { jsonrpc: '2.0' as const, method: 'notifications/subscriptions/acknowledged', params: { notifications: (msg.params as { notifications: object }).notifications } }; })() };
+        },
+      },
+    }),
+  } as unknown as ModernMember;
+  const uris = ['file:///0', ...Array.from({ length: 1_000 }, (_, i) => `file:///${i}`)];
+  const request = { jsonrpc: '2.0', id: 9, method: 'subscriptions/listen', params: { notifications: { resourceSubscriptions: uris } } } as unknown as JsonRpcRequest;
+  const stop = new AbortController();
+  const reply = fanOutListen(request, [member], () => undefined, () => {}, stop.signal, createLogger('error', () => {}));
+  const first = await reply.messages.next();
+  assert.equal((first.value as { method?: string }).method, 'notifications/subscriptions/acknowledged');
+  assert.deepEqual(filters[0]?.resourceSubscriptions, Array.from({ length: 256 }, (_, i) => `file:///${i}`));
+  stop.abort();
+});
