@@ -141,6 +141,16 @@ describe('both eras', () => {
     assert.equal(up.requests.length, before);
   });
 
+  test('an object naming a member twice → 400 -32600, in either era: the upstream might run the other one (RFC 7493 §2.3)', async () => {
+    const legacy = await expectRefusal(gw, '{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"drop_table","name":"select","arguments":{}}}', LEGACY_HEADERS, 400, -32600);
+    assert.match(legacy.error.message, /names the same member twice/);
+    // The modern headers name the last, as JSON.parse reads it; a server reading the first would run drop_table.
+    const modern = modernRequest(2, 'tools/call', { name: 'select', arguments: {} });
+    const twice = modern.body.replace('"name":"select"', '"name":"drop_table","name":"select"');
+    assert.notEqual(twice, modern.body);
+    await expectRefusal(gwModern, twice, modern.headers, 400, -32600);
+  });
+
   test('deeply nested JSON → 400 -32700 without a crash', async () => {
     const deep = `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"x","arguments":${'{"a":'.repeat(5000)}1${'}'.repeat(5000)}}}`;
     const json = await expectRefusal(gw, deep, LEGACY_HEADERS, 400, -32700);

@@ -51,3 +51,30 @@ test('nesting deeper than the limit is refused by depth; a text too short to be 
   assert.equal(unclosed.code, ErrorCode.ParseError);
   assert.match(unclosed.message, /not valid JSON/);
 });
+
+test('an object naming the same member twice is refused, wherever it is: servers disagree on which one counts', () => {
+  // JSON.parse keeps the last; a server that keeps the first would run another tool, or other arguments,
+  // than the ones Gatehouse checked (RFC 8259 §4; I-JSON, RFC 7493 §2.3, forbids them).
+  const twice = [
+    '{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"delete_everything","name":"read_file","arguments":{}}}',
+    '{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"fetch","arguments":{"url":"http://169.254.169.254/","url":"https://example.com/"}}}',
+    '{"jsonrpc":"2.0","id":1,"id":2,"method":"ping"}',
+    '{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"a","arguments":{"list":[{"k":1,"k":2}]}}}',
+    '{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"a","arguments":{"\\u006b":1,"k":2}}}',
+    '{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"a","arguments":{"__proto__":1,"__proto__":2}}}',
+  ];
+  for (const body of twice) {
+    const r = c(body);
+    assert.ok(!r.ok, body);
+    assert.equal(r.code, ErrorCode.InvalidRequest, body);
+    assert.match(r.message, /names the same member twice/);
+  }
+  // The same names in different objects, colons and braces inside strings, an own __proto__ member: all fine.
+  const fine = [
+    '{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"a","arguments":{"name":"b","x":{"name":"c"}}}}',
+    '{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"a:b","arguments":{"t":"{\\"k\\":1,\\"k\\":2}","u":"x:y:z"}}}',
+    '{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"a","arguments":{"__proto__":{"polluted":true},"constructor":1}}}',
+    '{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"a","arguments":{"list":[{"k":1},{"k":2}],"empty":{},"none":[]}}}',
+  ];
+  for (const body of fine) assert.ok(c(body).ok, body);
+});
