@@ -446,7 +446,10 @@ function buildRuntime(config: GatehouseConfig, log: Logger, observeUpstream: (up
   const version = policyVersion(config.policy);
   const pipeline = buildPipeline({
     state: compileStateStage(state),
-    resolve: compileResolveStage({ catalog: routes, log, passThrough: (kind) => (upstream instanceof SingleUpstream && upstream.passesThrough && !access.governs(kind) ? upstream.name : undefined) }),
+    // A name the upstream does not list may pass on unchecked only where nothing needs its definition: not
+    // under access rules for its kind, and for tools not under `pinning: enforce` (a tool never listed was
+    // never pinned, and would run unreviewed while the upstream's list fails).
+    resolve: compileResolveStage({ catalog: routes, log, passThrough: (kind) => (upstream instanceof SingleUpstream && upstream.passesThrough && !access.governs(kind) && !(kind === 'tools' && config.tools.pinning === 'enforce') ? upstream.name : undefined) }),
     access: compileAccessStage({
       policy: access,
       relist: (kind, capabilities) => routes.relist(kind, capabilities),

@@ -134,3 +134,45 @@ describe('tools.pinning: warn', () => {
     }
   });
 });
+
+describe('a tool the upstream never listed, while its list fails (one upstream, served by pass-through)', () => {
+  // Such a tool was never pinned, so under `enforce` it must not run: until 3 December its calls passed on
+  // unchecked (the pass-through lets the upstream answer names it does not list), and a server could make
+  // its list fail to run tools nobody reviewed. Under `warn` the upstream still answers them, as documented.
+  async function failingList() {
+    const { startFakeUpstream, jsonResult } = await import('../fixtures/upstreams/fake-upstream.js');
+    return startFakeUpstream((_req, res, body) => {
+      const msg = JSON.parse(body) as { id?: unknown; method: string; params?: { name?: string } };
+      if (msg.method === 'tools/list') return void res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ jsonrpc: '2.0', id: msg.id, error: { code: -32603, message: 'list unavailable' } }));
+      if (msg.method === 'tools/call') return jsonResult(res, body, { content: [{ type: 'text', text: `ran ${msg.params?.name}` }] });
+      if (msg.id === undefined) return void res.writeHead(202).end();
+      jsonResult(res, body, {});
+    });
+  }
+  const legacyCall = (gw: TestGateway) => post(gw.url, JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/call', params: { name: 'never_reviewed', arguments: {} } }), { 'content-type': 'application/json', accept: 'application/json, text/event-stream' });
+
+  test('enforce: refused as unknown, and the upstream never sees the call', async () => {
+    const up = await failingList();
+    const gw = await startGateway({ upstreams: [{ name: 'up', url: up.url, era: 'legacy' }], tools: { pinning: 'enforce' }, admin: { enabled: true, port: 0, token: ADMIN } });
+    try {
+      const res = await legacyCall(gw);
+      assert.equal(res.json().error?.code, -32602, res.text);
+      assert.ok(!up.requests.some((r) => r.body.includes('"tools/call"')), 'the call did not reach the upstream');
+    } finally {
+      await gw.close();
+      await up.close();
+    }
+  });
+
+  test('warn: the upstream answers it, as it always has', async () => {
+    const up = await failingList();
+    const gw = await startGateway({ upstreams: [{ name: 'up', url: up.url, era: 'legacy' }], tools: { pinning: 'warn' } });
+    try {
+      const res = await legacyCall(gw);
+      assert.equal(res.json().result?.content?.[0]?.text, 'ran never_reviewed', res.text);
+    } finally {
+      await gw.close();
+      await up.close();
+    }
+  });
+});
