@@ -100,6 +100,8 @@ export class Catalog implements UpstreamMessages {
   private readonly relisting = new Map<string, Promise<void>>();
   /** Lists caused by unknown names in the current second (MAX_RELISTS_PER_SECOND). */
   private relistsThisSecond = { second: 0, count: 0 };
+  /** The member lists read whole (every page came), as collect returned them. */
+  private readonly wholeLists = new WeakSet<readonly Obj[]>();
   /**
    * Member lists kept for the `ttlMs` their server gave (caching.mdx §Time-to-Live), per caller capability
    * set; dropped early when the member says its list changed.
@@ -357,6 +359,8 @@ export class Catalog implements UpstreamMessages {
   /** A member's resources, as its last list read gave them (a list kept in the cache is not read again). */
   private learnUris(member: ModernMember, items: readonly Obj[]): void {
     if (this.resourceUris.get(member)?.items === items) return;
+    // A list that failed (nothing read) says nothing of what is gone: reads keep going where they went.
+    if (items.length === 0 && !this.wholeLists.has(items)) return;
     const uris = new Set<string>();
     for (const item of items) if (typeof item.uri === 'string') uris.add(item.uri);
     this.resourceUris.set(member, { items, uris });
@@ -389,6 +393,7 @@ export class Catalog implements UpstreamMessages {
       }
       // A list read in part is answered, but not kept.
       if (!whole) return out;
+      this.wholeLists.add(out);
       // A legacy server's list has no ttlMs: it is kept until the member says it changed, when a watcher hears
       // it. A modern server's ttlMs is its own word: 0 (or less, or none) is stale at once and never kept
       // (caching.mdx §Time-to-Live), whatever the watcher would hear.

@@ -14,13 +14,17 @@ import { startGateway, type TestGateway } from '../helpers/gateway.js';
 import { startFakeUpstream, type FakeUpstream } from '../fixtures/upstreams/fake-upstream.js';
 import { MODERN_META, modernRequest, post } from '../helpers/http.js';
 
-/** A modern upstream whose lists are never cached (ttlMs 0); each resources/list gives the URIs of `resources()`. */
-async function upstream(resources: () => string[]): Promise<FakeUpstream & { lists: (method: string) => number }> {
+/** A modern upstream whose lists are never cached (ttlMs 0); each resources/list gives the URIs of `resources()` (null: it fails). */
+async function upstream(resources: () => string[] | null): Promise<FakeUpstream & { lists: (method: string) => number }> {
   const fake = await startFakeUpstream((_req, res, body) => {
     const msg = JSON.parse(body) as { id: unknown; method: string; params?: { uri?: string } };
     res.setHeader('content-type', 'application/json');
     const answer = (result: Record<string, unknown>): void => void res.end(JSON.stringify({ jsonrpc: '2.0', id: msg.id, result: { resultType: 'complete', ...result } }));
-    if (msg.method === 'resources/list') return answer({ resources: resources().map((uri) => ({ uri, name: uri })), ttlMs: 0 });
+    if (msg.method === 'resources/list') {
+      const uris = resources();
+      if (uris === null) return void res.end(JSON.stringify({ jsonrpc: '2.0', id: msg.id, error: { code: -32603, message: 'list unavailable' } }));
+      return answer({ resources: uris.map((uri) => ({ uri, name: uri })), ttlMs: 0 });
+    }
     if (msg.method === 'resources/read') return answer({ contents: [{ uri: msg.params!.uri, text: `read ${msg.params!.uri}` }] });
     if (msg.method.endsWith('/list')) return answer({ [msg.method.split('/')[0]!.replace('resources/templates', 'resourceTemplates')]: [], ttlMs: 0 });
     answer({});
@@ -39,7 +43,7 @@ function callTool(gw: TestGateway, name: string, capabilities: Record<string, un
 }
 
 describe('lists caused by unknown names and URIs (catalog of two upstreams)', () => {
-  let current = ['file:///a/1'];
+  let current: string[] | null = ['file:///a/1'];
   let a: Awaited<ReturnType<typeof upstream>>;
   let b: Awaited<ReturnType<typeof upstream>>;
   let gw: TestGateway;
@@ -73,6 +77,17 @@ describe('lists caused by unknown names and URIs (catalog of two upstreams)', ()
     const gone = await read(gw, 'file:///a/2');
     assert.equal(gone.json().error?.code, -32602, JSON.stringify(gone.json()));
     assert.match(gone.json().error.message, /Resource not found/);
+  });
+
+  test('a list that fails forgets nothing: reads of the URIs the last good list gave still go to their upstream', async () => {
+    const good = current;
+    current = null;
+    const listed = modernRequest(3, 'resources/list', { _meta: MODERN_META });
+    const partial = await post(gw.url, listed.body, listed.headers);
+    assert.deepEqual(partial.json().result.resources.map((r: { uri: string }) => r.uri), ['file:///b/1'], 'the failing upstream is left out of the list');
+    const still = await read(gw, 'file:///a/3');
+    assert.equal(still.json().result?.contents?.[0]?.text, 'read file:///a/3', JSON.stringify(still.json()));
+    current = good;
   });
 
   test('50 reads of unknown URIs in a burst list each upstream at most twice, not 50 times', async () => {
