@@ -45,7 +45,7 @@ export type BodyPlan =
   | { kind: 'literal'; text: string }
   | { kind: 'huge'; delta: number }
   | { kind: 'bom' }
-  | { kind: 'dupkey'; key: string; value: unknown };
+  | { kind: 'dupkey'; key: string; value: unknown; first?: boolean };
 
 export type Framing = 'cl' | 'chunked' | 'none' | 'cl-short' | 'cl-long' | 'cl+te';
 
@@ -375,7 +375,9 @@ const bodyPlan: fc.Arbitrary<BodyPlan> = fc.oneof(
   { weight: 2, arbitrary: fc.constantFrom('null', '1', '"x"', 'true', '[]', '{}', '{"jsonrpc":"2.0"}', ' ', '{"jsonrpc":"2.0","method":"tools/list","id":1}garbage', '\u0000').map((text): BodyPlan => ({ kind: 'literal', text })) },
   { weight: 2, arbitrary: fc.integer({ min: -64, max: 64 }).map((delta): BodyPlan => ({ kind: 'huge', delta })) },
   { weight: 1, arbitrary: fc.constant<BodyPlan>({ kind: 'bom' }) },
-  { weight: 2, arbitrary: fc.record({ kind: fc.constant<'dupkey'>('dupkey'), key: fc.constantFrom('method', 'id', 'jsonrpc', 'params'), value: anyJson }) },
+  // `first`: the other value comes before the message's own, which JSON.parse (keeping the last) then reads:
+  // the shape that would have Gatehouse check one message while a parser keeping the first reads another.
+  { weight: 2, arbitrary: fc.record({ kind: fc.constant<'dupkey'>('dupkey'), key: fc.constantFrom('method', 'id', 'jsonrpc', 'params'), value: anyJson, first: fc.boolean() }) },
 );
 
 /** Slow framings (a body shorter than its Content-Length waits for the body timeout) are rare. */
@@ -657,6 +659,7 @@ function bodyBytes(plan: CasePlan, message: Record<string, unknown> | undefined,
     case 'bom':
       return Buffer.concat([Buffer.from([0xef, 0xbb, 0xbf]), Buffer.from(json)]);
     case 'dupkey':
+      if (b.first === true) return Buffer.from(`{${JSON.stringify(b.key)}:${fillBody(serialize(b.value))},${json.slice(1)}`);
       return Buffer.from(json.replace(/}$/, `,${JSON.stringify(b.key)}:${fillBody(serialize(b.value))}}`));
   }
 }

@@ -521,6 +521,11 @@ async function sendCopy(h: Harness, gw: GatewayProcess, plan: CasePlan, session:
         violations.push({ signature: `refused-but-forwarded:${base}`, detail: `the gateway answered ${res.status}, yet the upstream received the request (it answered ${seenUpstream})` });
       } else if (seenUpstream === undefined) refusedMarkers.set(marker, { status: res.status, caseNo, signatureBase: base });
     }
+    // A member named twice (the body plan appended one the message already had) never reaches the
+    // upstream: Gatehouse reads the last, an upstream parser may read the first (front door, 80ef830).
+    if (plan.body.kind === 'dupkey' && rendered.message !== undefined && Object.hasOwn(rendered.message, plan.body.key) && findMarker(h, marker) !== undefined) {
+      violations.push({ signature: `duplicate-member-forwarded:${plan.body.key}`, detail: `the body names "${plan.body.key}" twice at its top level, and the upstream received it (the gateway answered ${res.status})` });
+    }
   }
   return { violations, request: rendered.transcript, response };
 }
