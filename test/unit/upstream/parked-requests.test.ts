@@ -3,7 +3,7 @@
 // caller: another caller presenting it gets nothing, and it stays redeemable by its owner.
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { ParkedRequests } from '../../../src/upstream/parked-requests.js';
+import { MAX_PARKED, MAX_PARKED_PER_OWNER, ParkedRequests } from '../../../src/upstream/parked-requests.js';
 
 interface Call {
   method: string;
@@ -59,4 +59,30 @@ describe('ParkedRequests', () => {
     assert.equal(parked.take(state, 'tools/call', 'ask', (c) => c.owner === 'alice')?.owner, 'alice');
     parked.clear();
   });
+
+  it('bounds what one caller parks, giving up its oldest; others keep theirs', () => {
+    // Each parked call holds an upstream request open for the whole wait while its client holds nothing:
+    // until 3 December a caller could park any number.
+    const parked = new ParkedRequests<Call>(60_000);
+    const expired: string[] = [];
+    const tracked = (owner: string, label: string): Call => ({ ...call(owner), expire: () => void expired.push(label) });
+    const bobs = parked.park(tracked('bob', 'bob-0'));
+    const states = Array.from({ length: MAX_PARKED_PER_OWNER + 3 }, (_, i) => parked.park(tracked('mallory', `mallory-${i}`)));
+    assert.deepEqual(expired, ['mallory-0', 'mallory-1', 'mallory-2']);
+    assert.equal(parked.size, MAX_PARKED_PER_OWNER + 1);
+    assert.equal(parked.take(states[0]!, 'tools/call', 'ask', (c) => c.owner === 'mallory'), undefined, 'the one given up is refused as expired');
+    assert.equal(parked.take(states.at(-1)!, 'tools/call', 'ask', (c) => c.owner === 'mallory')?.owner, 'mallory');
+    assert.equal(parked.take(bobs, 'tools/call', 'ask', (c) => c.owner === 'bob')?.owner, 'bob');
+    parked.clear();
+  });
+
+  it(`bounds what everyone parks together at ${MAX_PARKED}, giving up the oldest`, () => {
+    const parked = new ParkedRequests<Call>(60_000);
+    let expired = 0;
+    for (let i = 0; i < MAX_PARKED + 10; i++) parked.park({ ...call(`caller-${i}`), expire: () => void expired++ });
+    assert.equal(parked.size, MAX_PARKED);
+    assert.equal(expired, 10);
+    parked.clear();
+  });
 });
+
