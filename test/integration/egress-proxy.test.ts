@@ -17,11 +17,16 @@ const FETCHER = fileURLToPath(new URL('../fixtures/upstreams/fetcher-stdio.mjs',
 let allowed: Server;
 let denied: Server;
 const hits = { allowed: 0, denied: 0 };
+/** The headers of the last request each target received. */
+const seen: Record<string, Record<string, unknown>> = {};
 let gw: TestGateway;
 
 async function target(name: 'allowed' | 'denied'): Promise<Server> {
-  const s = createServer((_req, res) => {
+  const s = createServer((req, res) => {
     hits[name]++;
+    seen[name] = req.headers;
+    // A header for the proxy's hop alone, named in Connection: the client must not get it.
+    if (req.url === '/hop') res.setHeader('connection', 'keep-alive, x-hop-answer').setHeader('x-hop-answer', 'for the proxy').setHeader('x-end-answer', 'for the client');
     res.end(`hello from the ${name} target`);
   });
   await new Promise<void>((r) => s.listen(0, '127.0.0.1', r));
@@ -78,13 +83,13 @@ test('the server fetches the allowed target through the proxy; the denied one is
 });
 
 /** One plain-HTTP proxy request (absolute form), with optional Proxy-Authorization. */
-function viaProxy(url: string, auth?: string): Promise<{ status: number; body: string }> {
+function viaProxy(url: string, auth?: string, extra: Record<string, string> = {}): Promise<{ status: number; body: string; headers?: Record<string, unknown> }> {
   const proxy = new URL(gw.gateway.egressProxyUrl!);
   return new Promise((resolve, reject) => {
-    const req = httpRequest({ host: proxy.hostname, port: Number(proxy.port), path: url, headers: auth ? { 'proxy-authorization': auth } : {} }, (res) => {
+    const req = httpRequest({ host: proxy.hostname, port: Number(proxy.port), path: url, headers: { ...extra, ...(auth ? { 'proxy-authorization': auth } : {}) } }, (res) => {
       let body = '';
       res.on('data', (d) => (body += String(d)));
-      res.on('end', () => resolve({ status: res.statusCode ?? 0, body }));
+      res.on('end', () => resolve(extra.connection === undefined ? { status: res.statusCode ?? 0, body } : { status: res.statusCode ?? 0, body, headers: res.headers }));
     });
     req.on('error', reject);
     req.end();
@@ -107,4 +112,13 @@ test('plain HTTP is forwarded or refused the same way; requests without credenti
   const broken = await viaProxy(`http://127.0.0.1:${portOf(allowed)}/`, `Basic ${Buffer.from('fetch%E0%A4%A:token').toString('base64')}`);
   assert.equal(broken.status, 407);
   assert.deepEqual(hits, { allowed: before.allowed + 1, denied: before.denied });
+});
+
+test('headers named in Connection stay on their hop, both ways (RFC 9110 §7.6.1); the rest are forwarded', async () => {
+  const res = await viaProxy(`http://127.0.0.1:${portOf(allowed)}/hop`, undefined, { connection: 'keep-alive, X-Hop-Request', 'x-hop-request': 'for the proxy', 'x-end-request': 'for the target' });
+  assert.equal(res.status, 200);
+  assert.equal(seen.allowed?.['x-hop-request'], undefined, 'the target did not get the client hop header');
+  assert.equal(seen.allowed?.['x-end-request'], 'for the target');
+  assert.equal(res.headers?.['x-hop-answer'], undefined, 'the client did not get the target hop header');
+  assert.equal(res.headers?.['x-end-answer'], 'for the client');
 });

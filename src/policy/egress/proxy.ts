@@ -163,11 +163,13 @@ export class EgressProxy {
     const verdict = await this.judge(upstream, 'http', url.hostname, port);
     if ('reason' in verdict) return void res.writeHead(403, { 'content-type': 'text/plain' }).end(`blocked by the gateway's egress policy: ${verdict.reason}\n`);
     const headers: Record<string, string | string[]> = {};
-    for (const [k, v] of Object.entries(req.headers)) if (v !== undefined && !HOP_BY_HOP.has(k)) headers[k] = v;
+    const hopOnly = connectionNamed(req.headers.connection);
+    for (const [k, v] of Object.entries(req.headers)) if (v !== undefined && !HOP_BY_HOP.has(k) && !hopOnly.has(k)) headers[k] = v;
     headers.host = url.host;
     const out = httpRequest({ host: verdict.address, port, method: req.method, path: `${url.pathname}${url.search}`, headers, family: isIP(verdict.address) }, (answer) => {
       const back: Record<string, string | string[]> = {};
-      for (const [k, v] of Object.entries(answer.headers)) if (v !== undefined && !HOP_BY_HOP.has(k)) back[k] = v;
+      const answerHopOnly = connectionNamed(answer.headers.connection);
+      for (const [k, v] of Object.entries(answer.headers)) if (v !== undefined && !HOP_BY_HOP.has(k) && !answerHopOnly.has(k)) back[k] = v;
       res.writeHead(answer.statusCode ?? 502, back);
       answer.pipe(res);
     });
@@ -178,6 +180,23 @@ export class EgressProxy {
     req.pipe(out);
   }
 }
+
+/**
+ * The headers a message's `Connection` header names: they are for this hop alone, and a proxy removes them
+ * before forwarding (RFC 9110 §7.6.1).
+ */
+function connectionNamed(connection: string | string[] | undefined): ReadonlySet<string> {
+  if (connection === undefined) return NONE;
+  const names = new Set<string>();
+  for (const value of Array.isArray(connection) ? connection : [connection]) {
+    for (const name of value.split(',')) {
+      const n = name.trim().toLowerCase();
+      if (n !== '') names.add(n);
+    }
+  }
+  return names;
+}
+const NONE: ReadonlySet<string> = new Set();
 
 function refuseRaw(socket: Duplex, status: number, message: string): void {
   const reason = status === 403 ? 'Forbidden' : status === 407 ? 'Proxy Authentication Required' : status === 502 ? 'Bad Gateway' : 'Bad Request';
