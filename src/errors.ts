@@ -134,6 +134,19 @@ export function refusalCode(r: Refusal): string {
   return r.kind === 'failure' ? r.error.code.slice('GW_ERR_'.length).toLowerCase() : r.code;
 }
 
+/**
+ * A request whose id a request of the same session still running holds, where Gatehouse holds the session
+ * (2025-11-25/basic/index.mdx §Requests: an id is not used twice in a session).
+ */
+export function duplicateId(id: JsonRpcId): ProtocolRefusal {
+  return {
+    kind: 'protocol',
+    code: 'duplicate_request_id',
+    rpcCode: ErrorCode.InvalidRequest,
+    message: `Request id ${JSON.stringify(id)} is held by a request of this session that is still running; a session's request ids must differ`,
+  };
+}
+
 /** Where `asGatewayError` tells what it kept from the client (a Logger). */
 interface ErrorLog {
   error(msg: string, fields?: Record<string, unknown>): void;

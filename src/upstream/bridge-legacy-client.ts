@@ -5,7 +5,7 @@
 // legacy SSE stream, retrying upstream with the client's answers.
 
 import { randomUUID } from 'node:crypto';
-import { asGatewayError, GatewayError } from '../errors.js';
+import { asGatewayError, duplicateId, GatewayError } from '../errors.js';
 import type { Logger } from '../log/logger.js';
 import { addModernRequestMeta, isObject, legacyServerCapabilitiesFrom, modernCapabilitiesFrom, toLegacyResult } from '../protocol/era-shapes.js';
 import { describeValue } from '../protocol/describe.js';
@@ -21,7 +21,7 @@ import { BridgedSession } from './bridged-session.js';
 import { resolveSession, SessionTable } from './session-table.js';
 import type { CallContext } from '../pipeline/context.js';
 import { CallStream } from '../pipeline/call-stream.js';
-import { ACCEPTED, json, type Outcome } from '../pipeline/outcome.js';
+import { ACCEPTED, json, refused, type Outcome } from '../pipeline/outcome.js';
 import { paramHeadersFor, readAnnotations } from '../protocol/param-headers.js';
 import { setOwn } from '../protocol/own-keys.js';
 
@@ -116,6 +116,9 @@ export class LegacyClientBridge {
       session.logLevel = request.params!.level as string;
       return json({ jsonrpc: '2.0', id: request.id, result: {} });
     }
+    // A cancellation names a request by its id alone: two in flight under one id could not be told apart
+    // (2025-11-25/basic/index.mdx §Requests: an id is not used twice in a session).
+    if (session.running(request.id)) return refused(duplicateId(request.id));
     const stream = new CallStream({ requestId: request.id, mode: 'call', acceptsSse: ctx.acceptsSse });
     void this.answer(ctx, session, request, stream);
     return { kind: 'stream', stream };

@@ -39,6 +39,11 @@ export class BridgedSession implements HeldSession {
     return this.inFlight.size === 0 && this.waiting.size === 0 && this.listen === undefined;
   }
 
+  /** Whether a client request with this id is in flight on the session. */
+  running(clientId: JsonRpcId): boolean {
+    return this.inFlight.has(clientId);
+  }
+
   /** Registers a client request in flight; it is cancelled by notifications/cancelled or the session's end. */
   track(clientId: JsonRpcId): { cancel: Cancellation; release(): void } {
     const cancel = new Cancellation();

@@ -2,12 +2,12 @@
 // child sends on its own (progress, logging, elicitation and sampling requests, list changes) to the
 // stream that should carry it.
 
-import { asGatewayError, failure, GatewayError, type ProtocolRefusal } from '../errors.js';
+import { asGatewayError, duplicateId, failure, GatewayError } from '../errors.js';
 import type { Logger } from '../log/logger.js';
 import { CallStream } from '../pipeline/call-stream.js';
 import type { CallContext } from '../pipeline/context.js';
 import { ACCEPTED, refused, type Outcome } from '../pipeline/outcome.js';
-import { ErrorCode, type JsonRpcId, type JsonRpcMessage, type JsonRpcRequest, type JsonRpcResponse } from '../protocol/jsonrpc.js';
+import { type JsonRpcId, type JsonRpcMessage, type JsonRpcRequest, type JsonRpcResponse } from '../protocol/jsonrpc.js';
 import { upstreamMessage } from '../protocol/trace-context.js';
 import type { MessageChannel } from './channel.js';
 import type { EndReason, HeldSession } from './session-table.js';
@@ -16,16 +16,6 @@ interface InFlight {
   id: JsonRpcId;
   progressToken?: string | number;
   channel: CallStream;
-}
-
-/** A request whose id a request of the same session still running holds. */
-export function duplicateId(id: JsonRpcId): ProtocolRefusal {
-  return {
-    kind: 'protocol',
-    code: 'duplicate_request_id',
-    rpcCode: ErrorCode.InvalidRequest,
-    message: `Request id ${JSON.stringify(id)} is held by a request of this session that is still running; a session's request ids must differ`,
-  };
 }
 
 /** Messages kept for a GET stream that is not open yet; the oldest go first when it overflows. */

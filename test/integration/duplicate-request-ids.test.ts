@@ -1,17 +1,19 @@
 // A legacy client that sends a request with the id of one of its requests still running breaks
 // 2025-11-25/basic/index.mdx §Requests ("The request ID MUST NOT have been previously used by the
-// requestor within the same session"). Where Gatehouse holds the session itself, one upstream session per
-// client session (a stdio child in `processes: perSession`, an HTTP+SSE server's event stream), the
-// upstream's answers are matched by id alone, so the second request cannot go on. It is refused as the
-// client's mistake: a JSON-RPC Invalid Request (-32600) naming the id, not a 502 blaming the upstream
-// (which it was until 3 December, with the text "Error: duplicate request id 7"). The first request is
-// answered as if nothing had happened. Where Gatehouse gives each request an id of its own upstream
-// (`processes: shared`), both are answered.
+// requestor within the same session"). Where Gatehouse holds the session itself (a stdio child in
+// `processes: perSession`, an HTTP+SSE server's event stream, or a session it bridges: to a modern upstream,
+// over shared stdio children), answers or cancellations are matched by id alone, so the second request
+// cannot go on. It is refused as the client's mistake: a JSON-RPC Invalid Request (-32600) naming the id,
+// not a 502 blaming the upstream (which it was until 3 December on the first two, "Error: duplicate request
+// id 7"; on the bridges both ran, and a cancellation reached only the second). The first request is
+// answered as if nothing had happened. (A legacy upstream served by pass-through holds its own sessions and
+// judges its own ids.)
 
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { startGateway, type TestGateway } from '../helpers/gateway.js';
 import { startEverythingSse, type EverythingHttp } from '../fixtures/upstreams/everything-http.js';
+import { jsonResult, startFakeUpstream } from '../fixtures/upstreams/fake-upstream.js';
 
 const EVERYTHING = 'node_modules/@modelcontextprotocol/server-everything/dist/index.js';
 const VERSION = '2025-06-18';
@@ -95,6 +97,26 @@ describe('a request id reused while its request runs (2025-11-25/basic/index.mdx
     assertFirstAnswered(first, 'call-1');
   });
 
+  test('a modern upstream (Gatehouse bridges the legacy session): the same; the upstream sees the first call only', async () => {
+    // A modern upstream whose long-running operation takes 1.5 s; echo answers at once.
+    const up = await startFakeUpstream((_req, res, body) => {
+      const msg = JSON.parse(body) as { method: string; params?: { name?: string; arguments?: { message?: string } } };
+      if (msg.method === 'tools/list') return jsonResult(res, body, { resultType: 'complete', tools: [{ name: 'trigger-long-running-operation', inputSchema: { type: 'object' } }, { name: 'echo', inputSchema: { type: 'object' } }], ttlMs: 0 });
+      if (msg.params?.name === 'echo') return jsonResult(res, body, { resultType: 'complete', content: [{ type: 'text', text: `Echo: ${msg.params.arguments?.message}` }] });
+      setTimeout(() => jsonResult(res, body, { resultType: 'complete', content: [{ type: 'text', text: 'Long running operation completed.' }] }), 1_500);
+    }, { handshake: 'modern' });
+    const gw = await startGateway({ upstreams: [{ name: 'ev', url: up.url, era: 'modern' }] });
+    gateways.push(gw);
+    try {
+      const { first, second } = await sameIdTwice(gw, 7);
+      assertRefusedAsDuplicate(second, 7);
+      assertFirstAnswered(first, 7);
+      assert.equal(up.requests.filter((r) => r.body.includes('"tools/call"')).length, 1);
+    } finally {
+      await up.close();
+    }
+  });
+
   test('the number 7 and the string "7" are different ids: both are answered', async () => {
     const gw = await startGateway({ upstreams: [{ name: 'ev', command: [process.execPath, EVERYTHING, 'stdio'], processes: 'perSession' }] });
     gateways.push(gw);
@@ -107,11 +129,11 @@ describe('a request id reused while its request runs (2025-11-25/basic/index.mdx
     assertFirstAnswered(await first, 7);
   });
 
-  test('stdio, processes: shared (each request gets an id of its own upstream): both are answered', async () => {
+  test('stdio, processes: shared (the legacy session is bridged over shared children): the same', async () => {
     const gw = await startGateway({ upstreams: [{ name: 'ev', command: [process.execPath, EVERYTHING, 'stdio'], processes: 'shared' }] });
     gateways.push(gw);
     const { first, second } = await sameIdTwice(gw, 7);
-    assert.equal(second.message.result?.content?.[0]?.text, 'Echo: second', JSON.stringify(second.message));
+    assertRefusedAsDuplicate(second, 7);
     assertFirstAnswered(first, 7);
   });
 });
