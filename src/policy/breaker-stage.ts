@@ -70,12 +70,16 @@ function upstreamHealth(answer: FinalAnswer, stage: string | undefined): boolean
 }
 
 export function compileBreakerStage(breakers: readonly CompiledBreaker[], store: BreakerStore, board: BreakerBoard, log: Logger): Stage {
+  // A name no list gave (one upstream served by pass-through answers such names itself) is the caller's
+  // choice: a breaker per tool would keep a circuit, a store row and a metrics series for each name a
+  // caller makes up. Such calls are judged by the per-upstream breakers alone.
+  const forUnlisted = breakers.filter((b) => b.per === 'upstream');
   return {
     name: 'breaker',
     applies: (ctx) => breakers.length > 0 && ctx.method === 'tools/call' && ctx.route !== undefined,
     async run(ctx, next) {
       const route = ctx.route!;
-      const breaker = firstMatch(breakers, ctx.principal, route);
+      const breaker = firstMatch(route.listed ? breakers : forUnlisted, ctx.principal, route);
       if (breaker === undefined) return next(ctx);
       const target = breaker.per === 'upstream' ? route.upstream : route.ref;
       const key = `breaker:${breaker.id}:${target}`;
