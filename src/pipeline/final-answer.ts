@@ -5,7 +5,7 @@
 // Relayed bytes pass unchanged unless `onFinal` returns another response.
 
 import { Transform, type Readable } from 'node:stream';
-import { GatewayError, toWire, type Refusal } from '../errors.js';
+import { asGatewayError, GatewayError, toWire, type Refusal } from '../errors.js';
 import type { JsonRpcId, JsonRpcMessage, JsonRpcResponse } from '../protocol/jsonrpc.js';
 import { formatSseMessage, SseParser, type SseEvent } from '../protocol/sse.js';
 import { CallStream } from './call-stream.js';
@@ -138,8 +138,9 @@ function interceptStream(source: CallStream, ctx: CallContext, onFinal: OnFinal)
     } catch (err) {
       // A check of the answer that throws (none should) fails this call, not the process: the promise here
       // has nobody waiting on it, and an unhandled rejection ends Node.
-      process.emitWarning(`a check of a streamed answer failed; the call fails: ${(err as Error)?.stack ?? String(err)}`, 'GatehouseAnswerCheckError');
-      out.fail(new GatewayError('GW_ERR_UPSTREAM_BAD_RESPONSE', 'An unexpected error in Gatehouse (its log has the details)', undefined, { cause: err }));
+      // No logger reaches here: the error is told as a process warning.
+      const warn = { error: (msg: string) => process.emitWarning(`${msg}: ${(err as Error)?.stack ?? String(err)}`, 'GatehouseAnswerCheckError') };
+      out.fail(asGatewayError(err, 'GW_ERR_UPSTREAM_BAD_RESPONSE', warn, { callId: ctx.callId }));
     } finally {
       out.end();
     }
