@@ -147,6 +147,11 @@ export function duplicateId(id: JsonRpcId): ProtocolRefusal {
   };
 }
 
+/** An upstream's answer nested too deeply to write again (protocol/json-text.ts): the upstream's failure. */
+export function tooDeep(upstream?: string): GatewayError {
+  return new GatewayError('GW_ERR_UPSTREAM_BAD_RESPONSE', 'The upstream answered with JSON nested too deeply to pass on', upstream);
+}
+
 /** Where `asGatewayError` tells what it kept from the client (a Logger). */
 interface ErrorLog {
   error(msg: string, fields?: Record<string, unknown>): void;

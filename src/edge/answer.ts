@@ -4,7 +4,8 @@
 // the pass-through.
 
 import type { ServerResponse } from 'node:http';
-import { GatewayError, toWire, type WireContext } from '../errors.js';
+import { toWire, tooDeep, type WireContext } from '../errors.js';
+import { jsonOf } from '../protocol/json-text.js';
 import type { CallStream, StreamItem } from '../pipeline/call-stream.js';
 import type { AnswerHeaders, Outcome } from '../pipeline/outcome.js';
 import { ErrorCode } from '../protocol/jsonrpc.js';
@@ -83,24 +84,6 @@ function sendText(res: ServerResponse, status: number, text: string, headers: An
   }
   res.writeHead(status, { ...headers, 'content-type': 'application/json', 'content-length': Buffer.byteLength(text) });
   res.end(text);
-}
-
-/**
- * The JSON text of a message Gatehouse writes again, or undefined for one nested too deeply to write. JSON
- * sets no depth, a client's messages are held to `listen.maxJsonDepth`, an upstream's are not: an answer
- * nested thousands of levels deep overflows JSON.stringify's stack, and is the upstream's failure.
- */
-export function jsonOf(message: unknown): string | undefined {
-  try {
-    return JSON.stringify(message);
-  } catch (err) {
-    if (err instanceof RangeError) return undefined;
-    throw err;
-  }
-}
-
-export function tooDeep(): GatewayError {
-  return new GatewayError('GW_ERR_UPSTREAM_BAD_RESPONSE', 'The upstream answered with JSON nested too deeply to pass on');
 }
 
 function withCallId(headers: AnswerHeaders | undefined, callId: string, without?: string): AnswerHeaders {

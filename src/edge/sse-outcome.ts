@@ -5,12 +5,13 @@
 // no HTTP status per call to carry anything, so whatever answers a request reaches the client as a
 // JSON-RPC response for its id, and a request is never left without one.
 
-import { GatewayError, toWire, type WireContext } from '../errors.js';
+import { GatewayError, toWire, tooDeep, type WireContext } from '../errors.js';
 import type { CallStream } from '../pipeline/call-stream.js';
 import type { Outcome } from '../pipeline/outcome.js';
 import type { JsonRpcId } from '../protocol/jsonrpc.js';
 import { SseParser } from '../protocol/sse.js';
-import { discardOutcome, jsonOf, tooDeep } from './answer.js';
+import { discardOutcome } from './answer.js';
+import { jsonOf } from '../protocol/json-text.js';
 
 /** Where the messages go: one SSE session's stream. */
 export interface MessageOut {
@@ -87,7 +88,7 @@ class Answer {
     }
     text ??= jsonOf(message);
     if (text === undefined) {
-      // Nested too deeply to write again (answer.ts jsonOf), as the Streamable HTTP edge says it: the
+      // Nested too deeply to write again (protocol/json-text.ts), as the Streamable HTTP edge says it: the
       // response is the upstream's failure, anything before it is left out.
       if (!isResponse) return true;
       const w = toWire({ kind: 'failure', error: tooDeep() }, { era: 'legacy', id: this.ctx.id, callId: this.ctx.callId });

@@ -5,9 +5,10 @@
 // Relayed bytes pass unchanged unless `onFinal` returns another response.
 
 import { Transform, type Readable } from 'node:stream';
-import { asGatewayError, GatewayError, toWire, type Refusal } from '../errors.js';
+import { asGatewayError, GatewayError, toWire, tooDeep, type Refusal } from '../errors.js';
 import type { JsonRpcId, JsonRpcMessage, JsonRpcResponse } from '../protocol/jsonrpc.js';
-import { formatSseMessage, SseParser, type SseEvent } from '../protocol/sse.js';
+import { formatSseJson, formatSseMessage, SseParser, type SseEvent } from '../protocol/sse.js';
+import { jsonOf, keepJsonText, writableJson } from '../protocol/json-text.js';
 import { CallStream } from './call-stream.js';
 import type { CallContext } from './context.js';
 import type { AnswerHeaders, Outcome, RelayRead } from './outcome.js';
@@ -55,8 +56,12 @@ export function interceptFinal(outcome: Outcome, ctx: CallContext, onFinal: OnFi
     case 'json': {
       const message = outcome.message;
       if (!isResponse(message)) return outcome;
+      // Decided before onFinal records it: an answer the edge cannot write is the upstream's failure, for
+      // every stage and for the client alike. The text is kept, so the edge does not make it again.
+      const text = writableJson(message);
+      if (text === undefined) return failedAnswer(tooDeep(ctx.route?.upstream), onFinal, renderer(ctx, id));
       const answer: FinalAnswer = { response: message };
-      return onFinal(answer).then((v) => (v === undefined ? outcome : replaced(outcome, v, answer)));
+      return onFinal(answer).then((v) => (v === undefined ? outcome : replaced(outcome, v, answer, text)));
     }
     case 'stream':
       return { ...outcome, stream: interceptStream(outcome.stream, ctx, onFinal) };
@@ -92,20 +97,26 @@ function renderer(ctx: CallContext, id: JsonRpcId | null): (refusal: Refusal) =>
   return (refusal) => toWire(refusal, { era: ctx.era, id, callId: ctx.callId }).body;
 }
 
-function replaced(outcome: Outcome, verdict: Exclude<FinalVerdict, void | undefined>, answer: FinalAnswer): Outcome {
+function replaced(outcome: Outcome, verdict: Exclude<FinalVerdict, void | undefined>, answer: FinalAnswer, text?: string): Outcome {
   if ('refusal' in verdict) return { kind: 'refused', refusal: verdict.refusal, ...(outcome.kind === 'refused' && outcome.stage !== undefined ? { stage: outcome.stage } : {}) };
-  const response = responseOf(verdict, answer.response);
+  const response = responseOf(verdict, answer.response, text);
   if (outcome.kind === 'json') return { ...outcome, message: response };
   return { kind: 'json', status: 200, message: response };
 }
 
-/** The response a `response` or `meta` verdict stands for. */
-function responseOf(verdict: { response: JsonRpcResponse } | { meta: Record<string, unknown> }, answered: JsonRpcResponse): JsonRpcResponse {
+/**
+ * The response a `response` or `meta` verdict stands for. Given the answer's JSON text (`text`), the new
+ * response's text is made from it, the entries inserted, and kept for the edge (protocol/json-text.ts).
+ */
+function responseOf(verdict: { response: JsonRpcResponse } | { meta: Record<string, unknown> }, answered: JsonRpcResponse, text?: string): JsonRpcResponse {
   if ('response' in verdict) return verdict.response;
   const result = answered.result;
   if (result === undefined) return answered;
   const existing = result._meta !== null && typeof result._meta === 'object' ? (result._meta as Record<string, unknown>) : {};
-  return { ...answered, result: { ...result, _meta: { ...existing, ...verdict.meta } } };
+  const response = { ...answered, result: { ...result, _meta: { ...existing, ...verdict.meta } } };
+  const inserted = text === undefined ? undefined : withMetaInserted(text, answered, verdict.meta);
+  if (inserted !== undefined) keepJsonText(response, inserted);
+  return response;
 }
 
 function isResponse(m: JsonRpcMessage): m is JsonRpcResponse {
@@ -122,17 +133,22 @@ function interceptStream(source: CallStream, ctx: CallContext, onFinal: OnFinal)
         if ('comment' in item) out.comment();
         else if ('message' in item && !item.final) out.push(item.message);
         else {
+          // An answer the edge could not write (nested too deeply) is the upstream's failure before
+          // onFinal records it, as in the JSON case above.
+          const message = 'message' in item ? (item.message as JsonRpcResponse) : undefined;
+          const text = message !== undefined ? writableJson(message) : undefined;
+          const failure = 'failure' in item ? item.failure : text === undefined ? tooDeep(ctx.route?.upstream) : undefined;
           const answer: FinalAnswer =
-            'failure' in item
-              ? { response: toWire({ kind: 'failure', error: item.failure }, { era: ctx.era, id: source.requestId, callId: ctx.callId }).body, failure: item.failure }
-              : { response: item.message as JsonRpcResponse };
+            failure !== undefined
+              ? { response: toWire({ kind: 'failure', error: failure }, { era: ctx.era, id: source.requestId, callId: ctx.callId }).body, failure }
+              : { response: message! };
           const verdict = await onFinal(answer);
           if (verdict !== undefined && 'refusal' in verdict) {
             if (verdict.refusal.kind === 'failure') out.fail(verdict.refusal.error);
             else out.finish(toWire(verdict.refusal, { era: ctx.era, id: source.requestId, callId: ctx.callId }).body);
-          } else if (verdict !== undefined) out.finish(responseOf(verdict, answer.response));
-          else if ('failure' in item) out.fail(item.failure);
-          else out.finish(item.message as JsonRpcResponse);
+          } else if (verdict !== undefined) out.finish(responseOf(verdict, answer.response, text));
+          else if (failure !== undefined) out.fail(failure);
+          else out.finish(message!);
         }
       }
     } catch (err) {
@@ -176,12 +192,22 @@ async function interceptRelayedJson(outcome: Extract<Outcome, { kind: 'relay' }>
   if ('refusal' in verdict) return { kind: 'refused', refusal: verdict.refusal };
   if ('meta' in verdict) {
     const spliced = withMetaInserted(text, response!, verdict.meta, outcome.headers);
-    if (spliced !== undefined) {
-      const body = Buffer.from(spliced, 'utf8');
-      return { ...outcome, headers: { ...outcome.headers, 'content-length': String(body.length) }, body: RelayBody.of(body) };
-    }
+    if (spliced !== undefined) return splicedRelay(outcome, spliced);
   }
-  return { kind: 'json', status: outcome.status, message: responseOf(verdict, response!) };
+  const message = responseOf(verdict, response!);
+  if ('meta' in verdict && writableJson(message) === undefined) {
+    // Too deep to write again (and so past what onFinal was told): the entries go into the upstream's
+    // bytes whatever their size, so the client gets the answer that was recorded.
+    const spliced = withMetaInserted(text, response!, verdict.meta, outcome.headers, Infinity);
+    return spliced !== undefined ? splicedRelay(outcome, spliced) : { kind: 'refused', refusal: { kind: 'failure', error: tooDeep(outcome.upstream) } };
+  }
+  return { kind: 'json', status: outcome.status, message };
+}
+
+/** The relayed answer with its bytes replaced by `text` (entries inserted into them). */
+function splicedRelay(outcome: Extract<Outcome, { kind: 'relay' }>, text: string): Outcome {
+  const body = Buffer.from(text, 'utf8');
+  return { ...outcome, headers: { ...outcome.headers, 'content-length': String(body.length) }, body: RelayBody.of(body) };
 }
 
 /** Tells `onFinal` the upstream failed (it records, counts); the refusal it answers with instead, if any. */
@@ -218,20 +244,30 @@ async function notAnAnswer(outcome: Extract<Outcome, { kind: 'relay' }>, read: R
 const INSERT_MAX_CHARS = 64 * 1024;
 
 /**
- * `text` with `meta` as the result's `_meta`, inserted as its first member; undefined where inserting is
- * not safe (the result has a `_meta` to merge with, is not an object, or cannot be found for certain; the
- * body is encoded) or not worth it (a large body), and the answer is then written again instead.
+ * `text` with `meta` as the result's `_meta`, inserted as its first member, or as the first entries of the
+ * result's own `_meta`; undefined where inserting is not safe (the result or its `_meta` is not an object,
+ * that `_meta` already names one of the entries, either cannot be found for certain, the body is encoded)
+ * or not worth it (a body past `maxChars`), and the answer is then written again instead.
  */
-export function withMetaInserted(text: string, response: JsonRpcResponse, meta: Record<string, unknown>, headers: AnswerHeaders = {}): string | undefined {
-  if (text.length > INSERT_MAX_CHARS) return undefined;
+export function withMetaInserted(text: string, response: JsonRpcResponse, meta: Record<string, unknown>, headers: AnswerHeaders = {}, maxChars = INSERT_MAX_CHARS): string | undefined {
+  if (text.length > maxChars) return undefined;
   const result = response.result as Record<string, unknown> | undefined;
-  if (result === null || typeof result !== 'object' || Array.isArray(result) || Object.hasOwn(result, '_meta')) return undefined;
+  if (result === null || typeof result !== 'object' || Array.isArray(result)) return undefined;
   const encoding = headers['content-encoding'];
   if (encoding !== undefined && encoding !== 'identity') return undefined;
   const at = topLevelMemberValue(text, 'result');
   if (at < 0 || text[at] !== '{') return undefined;
-  const member = `"_meta":${JSON.stringify(meta)}`;
-  return `${text.slice(0, at + 1)}${member}${Object.keys(result).length > 0 ? ',' : ''}${text.slice(at + 1)}`;
+  const entries = JSON.stringify(meta).slice(1, -1);
+  if (entries === '') return text;
+  if (!Object.hasOwn(result, '_meta')) return `${text.slice(0, at + 1)}"_meta":{${entries}}${Object.keys(result).length > 0 ? ',' : ''}${text.slice(at + 1)}`;
+  // Merged: the result's entries and these, none named twice (an entry of the upstream's own with one of
+  // these names would be read first by some parsers and last by others).
+  const own = result._meta as Record<string, unknown> | null;
+  if (own === null || typeof own !== 'object' || Array.isArray(own)) return undefined;
+  for (const key in meta) if (Object.hasOwn(own, key)) return undefined;
+  const metaAt = topLevelMemberValue(text, '_meta', at);
+  if (metaAt < 0 || text[metaAt] !== '{') return undefined;
+  return `${text.slice(0, metaAt + 1)}${entries}${Object.keys(own).length > 0 ? ',' : ''}${text.slice(metaAt + 1)}`;
 }
 
 /**
@@ -274,7 +310,13 @@ function answerEvent(ev: SseEvent, response: JsonRpcResponse, verdict: Exclude<F
     const at = inserted === undefined ? -1 : dataValueAt(ev.raw, data);
     if (at >= 0) return { raw: `${ev.raw.slice(0, at)}${inserted}${ev.raw.slice(at + data.length)}`, message };
   }
-  return { raw: formatSseMessage(message, ev.id), message };
+  const text = jsonOf(message);
+  if (text !== undefined) return { raw: formatSseJson(text, ev.id), message };
+  // Too deep to write again: the entries go into the upstream's own JSON whatever its size, on one data
+  // line (a line break between data lines can only be JSON's white space, so a space stands for it).
+  const inserted = 'meta' in verdict && data !== undefined ? withMetaInserted(data.replace(/\n/g, ' '), response, verdict.meta, {}, Infinity) : undefined;
+  if (inserted !== undefined) return { raw: formatSseJson(inserted, ev.id), message };
+  return { raw: formatSseMessage(render({ kind: 'failure', error: tooDeep() }), ev.id), message };
 }
 
 /** Where the value of an event's only `data:` line starts in its raw text, if that value is `data`; else -1. */

@@ -11,10 +11,12 @@ const DEEP = /["{}[\]]/g;
 /**
  * The offset of the first character of the value of top-level member `name` of the object in `text`, or -1
  * when the text is not an object, has no such member, has it more than once (JSON.parse keeps the last; a
- * caller must not guess), or writes any top-level key with an escape (which could spell `name`).
+ * caller must not guess), or writes any top-level key with an escape (which could spell `name`). With
+ * `start`, the object is the one that opens there (a member's value found before), and its members are the
+ * top level.
  */
-export function topLevelMemberValue(text: string, name: string): number {
-  let i = skipSpace(text, 0);
+export function topLevelMemberValue(text: string, name: string, start = 0): number {
+  let i = skipSpace(text, start);
   if (text[i] !== '{') return -1;
   let depth = 0;
   let expectKey = false;

@@ -40,8 +40,18 @@ test('an empty result object, and non-ASCII text before it, still give valid JSO
   assert.equal((outcome as { headers: Record<string, string> }).headers['content-length'], String(Buffer.byteLength(body)));
 });
 
-test('a result that has a _meta of its own is written again with the entries merged into it', async () => {
-  const { outcome, body } = await run('{"jsonrpc":"2.0","id":1,"result":{"_meta":{"a":1},"content":[]}}');
+test("a result that has a _meta of its own gets the entries inserted as that _meta's first", async () => {
+  const { outcome, body } = await run('{"jsonrpc":"2.0","id":1,"result":{"_meta": {"a":1} ,"content":[]}}');
+  assert.equal(outcome.kind, 'relay', 'still the upstream bytes');
+  assert.equal(body, '{"jsonrpc":"2.0","id":1,"result":{"_meta": {"dev.gatehouse/run_id":"run-1","a":1} ,"content":[]}}');
+  assert.deepEqual(JSON.parse(body).result._meta, { a: 1, ...META });
+  const empty = await run('{"jsonrpc":"2.0","id":1,"result":{"content":[],"_meta":{}}}');
+  assert.equal(empty.outcome.kind, 'relay');
+  assert.deepEqual(JSON.parse(empty.body).result._meta, META);
+});
+
+test('a result whose _meta already names an entry is written again, the entry merged over it', async () => {
+  const { outcome, body } = await run('{"jsonrpc":"2.0","id":1,"result":{"_meta":{"a":1,"dev.gatehouse/run_id":"forged"},"content":[]}}');
   assert.equal(outcome.kind, 'json');
   assert.deepEqual(JSON.parse(body).result._meta, { a: 1, ...META });
 });
@@ -54,6 +64,12 @@ test('inserting is declined where the result cannot be found for certain or is n
   assert.equal(withMetaInserted('{"result":{"a":1},"id":1}', response({ a: 1 }), META, { 'content-encoding': 'gzip' }), undefined, 'an encoded body');
   const big = JSON.stringify({ jsonrpc: '2.0', id: 1, result: { content: [{ type: 'text', text: 'x'.repeat(70_000) }] } });
   assert.equal(withMetaInserted(big, JSON.parse(big), META), undefined, 'a large body is written again, which costs less than walking it');
+  assert.deepEqual(JSON.parse(withMetaInserted(big, JSON.parse(big), META, {}, Infinity)!).result._meta, META, 'unless told to walk it (one too deep to write again)');
+  const meta = (value: unknown, text: string) => withMetaInserted(text, response({ _meta: value }), META);
+  assert.equal(meta([1], '{"result":{"_meta":[1]},"id":1}'), undefined, 'a _meta that is an array');
+  assert.equal(meta(null, '{"result":{"_meta":null},"id":1}'), undefined, 'a _meta that is null');
+  assert.equal(meta({ 'dev.gatehouse/run_id': 'x' }, '{"result":{"_meta":{"dev.gatehouse/run_id":"x"}},"id":1}'), undefined, 'a _meta naming an entry');
+  assert.equal(meta({ a: 1 }, '{"result":{"\\u005fmeta":{"a":1}},"id":1}'), undefined, 'a _meta key written with an escape');
 });
 
 test('stages that look at one relayed answer in turn share one reading of it; the bytes still reach the client', async () => {
@@ -167,13 +183,13 @@ test("an SSE answer gets the run id inserted into the upstream's own event, whol
   assert.equal((await streamed.body.collect()).toString('utf8'), progress + expected);
 });
 
-test('an SSE answer whose data spans lines, or whose result has a _meta, is written again under its event id', async () => {
+test('an SSE answer whose data spans lines is written again under its event id; one whose result has a _meta gets the entries inserted', async () => {
   const twoLines = 'id: ev-9\ndata: {"jsonrpc":"2.0","id":1,\ndata: "result":{"content":[]}}\n\n';
   const hasMeta = 'id: ev-9\ndata: {"jsonrpc":"2.0","id":1,"result":{"content":[],"_meta":{"x":1}}}\n\n';
   for (const [event, meta] of [[twoLines, META], [hasMeta, { x: 1, ...META }]] as const) {
     const out = (await interceptFinal(sseOutcome(RelayBody.of(Buffer.from(event))), ctx, async () => ({ meta: META }))) as { body: RelayBody };
     const text = (await out.body.collect()).toString('utf8');
-    assert.ok(text.startsWith('id: ev-9\nevent: message\ndata: '), text);
+    assert.ok(text.startsWith(event === twoLines ? 'id: ev-9\nevent: message\ndata: ' : 'id: ev-9\ndata: '), text);
     assert.deepEqual(JSON.parse(text.slice(text.indexOf('data: ') + 6)).result._meta, meta);
   }
 });
