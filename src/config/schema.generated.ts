@@ -785,7 +785,7 @@ export interface RateLimit {
     openWorldHint?: boolean;
   };
   /**
-   * What is counted apart: ip (every request, before its body is read: 429), or after authentication subject, key, tenant, upstream or tool (tools/call: rate_limited).
+   * What is counted apart: ip (every request, before its body is read: 429), or after authentication subject, key, tenant, upstream or tool (tools/call: rate_limited). Per tool, the names no list gave (one upstream served by pass-through answers them itself) share one bucket per upstream.
    */
   per: "ip" | "subject" | "key" | "tenant" | "upstream" | "tool";
   /**
@@ -843,7 +843,7 @@ export interface Budget {
     openWorldHint?: boolean;
   };
   /**
-   * Whose budget: subject, tenant, key or tool.
+   * Whose budget: subject, tenant, key or tool (names no list gave: one counter per upstream, unlisted:<upstream>).
    */
   per: "subject" | "tenant" | "key" | "tool";
   /**

@@ -21,6 +21,7 @@ import type { Principal } from '../pipeline/principal.js';
 import { refuseAt, type Stage } from '../pipeline/stage.js';
 import type { Answer, BudgetSpend, CalendarWindow } from '../store/store.js';
 import { compileSelector, firstMatch, type Selector } from './selector.js';
+import { toolTarget } from './rate-limits.js';
 
 export interface CompiledBudget {
   id: string;
@@ -52,7 +53,7 @@ export function compileBudgets(entries: readonly Budget[]): CompiledBudget[] {
 
 /** `budget:<id>:<per>:<who>`: whose counter a call spends from. */
 export function budgetKey(b: CompiledBudget, p: Principal, route: Route): string {
-  const who = b.per === 'subject' ? `${p.via}:${p.subject}` : b.per === 'tenant' ? (p.tenant ?? `-${p.via}:${p.subject}`) : b.per === 'key' ? (p.keyId ?? `-${p.via}:${p.subject}`) : route.ref;
+  const who = b.per === 'subject' ? `${p.via}:${p.subject}` : b.per === 'tenant' ? (p.tenant ?? `-${p.via}:${p.subject}`) : b.per === 'key' ? (p.keyId ?? `-${p.via}:${p.subject}`) : toolTarget(route);
   return `${BUDGET_PREFIX}${b.id}:${b.per}:${who}`;
 }
 

@@ -50,8 +50,20 @@ export function bucketKey(limit: CompiledLimit, p: Principal, route: Route | und
             ? (p.tenant ?? `-${p.via}:${p.subject}`)
             : limit.per === 'upstream'
               ? (route?.upstream ?? '-')
-              : (route?.ref ?? '-');
+              : toolTarget(route);
   return `rl:${limit.id}:${who}`;
+}
+
+/**
+ * Whose tool a call is counted against under a limit or budget `per: tool`: the tool's ref, or, for a name
+ * no list gave (one upstream served by pass-through answers such names itself), one count shared by all
+ * such names of that upstream. Kept per name, each name a caller made up would be a fresh bucket and a
+ * store row of its own: a limit evaded by renaming, and state without bound. (A ref always holds a `/`,
+ * an upstream's name never does, so the two cannot meet.)
+ */
+export function toolTarget(route: Route | undefined): string {
+  if (route === undefined) return '-';
+  return route.listed ? route.ref : `unlisted:${route.upstream}`;
 }
 
 /** At the door: the first per-ip limit that selects the caller, as a 429 when its bucket is empty. */
