@@ -152,7 +152,6 @@ export class StdioMessages implements UpstreamMessages {
   /** Children whose session ended after its `initialize` alone, kept for the next one with the same params. */
   private readonly spares = new Map<Managed, NodeJS.Timeout>();
   private readonly guests = new Map<string, Guest>();
-  private guestCalls = 0;
   /**
    * The shared child serves every caller at once, so each request goes to it under an id of Gatehouse's
    * (and its progress token likewise): ids must be unique among a sender's outstanding requests
@@ -362,9 +361,10 @@ export class StdioMessages implements UpstreamMessages {
       guest.send(message);
       return { status: 202, headers: {}, messages: empty() };
     }
-    // The child's own client picks its ids; Gatehouse's requests on it take ones of their own.
+    // The child's own client picks its ids; Gatehouse's requests on it take random ones of their own, which
+    // that client cannot send on purpose (a counter's it could, and collide with Gatehouse's list).
     const request = message as JsonRpcRequest;
-    const ask = guest.request({ ...request, id: `gatehouse-guest-${++this.guestCalls}` }, signal);
+    const ask = guest.request({ ...request, id: `gatehouse-guest-${randomUUID()}` }, signal);
     ask.catch(() => {}); // a failure reaches the reader, if there still is one
     return { status: 200, headers: {}, messages: (async function* () {
       yield { ...(await ask), id: request.id } as JsonRpcMessage;
