@@ -9,6 +9,7 @@ import { appendFileSync, copyFileSync, mkdirSync, mkdtempSync, readdirSync, read
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import Database from 'better-sqlite3';
 import fc from 'fast-check';
 import { hashKey } from '../../src/auth/key-hash.js';
 import { caseArb, KEY_NAMES, printable, render, retryPlan, TARGETS, type CasePlan, type KeyName, type Target } from './arbitraries.js';
@@ -111,6 +112,8 @@ export interface FuzzReport {
   coverage: Record<string, number>;
   /** Refusal reasons the gateways logged. */
   reasons: Record<string, number>;
+  /** tools/call answers held against their audit records: what the client got → what was recorded. */
+  audited: Record<string, number>;
   /** Error-level log messages (not violations by themselves). */
   errorLogs: Record<string, number>;
   rss: Array<{ gateway: Target; startKb: number; warmKb: number; endKb: number; growthKb: number; warmHeapKb: number; endHeapKb: number; series: number }>;
@@ -431,6 +434,18 @@ export async function startHarness(): Promise<Harness> {
 const CORPUS = JSON.parse(readFileSync(new URL('./corpus.json', import.meta.url), 'utf8')) as Array<{ why: string; plan: CasePlan }>;
 
 const refusedMarkers = new Map<string, { status: number; caseNo: number; signatureBase: string }>();
+
+/** How a client saw a `tools/call` end: what its audit record must say (README §Audit). */
+type SeenAnswer = 'success' | 'tool_error' | 'rpc_error' | 'failure';
+/** The record outcomes each view allows: a refusal is a tool error or a JSON-RPC error, by stage. */
+const AUDIT_FITS: Record<SeenAnswer, ReadonlySet<string>> = {
+  success: new Set(['ok']),
+  tool_error: new Set(['tool_error', 'refused']),
+  rpc_error: new Set(['error', 'refused']),
+  failure: new Set(['failed', 'aborted']),
+};
+/** `tools/call` answers clients got, by the call id Gatehouse gave them: held against the audit at the end. */
+const auditChecks: Array<{ plan: CasePlan; callId: string; seen: SeenAnswer; caseNo: number; request: string; response: string }> = [];
 let markerCounter = 0;
 
 async function runCase(h: Harness, plan: CasePlan, caseNo: number): Promise<CaseResult> {
@@ -520,6 +535,13 @@ async function sendCopy(h: Harness, gw: GatewayProcess, plan: CasePlan, session:
       if (seenUpstream !== undefined && seenUpstream !== res.status) {
         violations.push({ signature: `refused-but-forwarded:${base}`, detail: `the gateway answered ${res.status}, yet the upstream received the request (it answered ${seenUpstream})` });
       } else if (seenUpstream === undefined) refusedMarkers.set(marker, { status: res.status, caseNo, signatureBase: base });
+    }
+    // Every governed call is recorded before its answer leaves, as what the client got (README §Audit):
+    // checked against the store at the end of the run.
+    const message = rendered.message as { method?: unknown; id?: unknown } | undefined;
+    if (callId !== undefined && message !== undefined && !Array.isArray(message) && message.method === 'tools/call' && message.id !== undefined) {
+      const seen = seenAnswer(res, message.id);
+      if (seen !== undefined) auditChecks.push({ plan, callId, seen, caseNo, request: rendered.transcript, response });
     }
     // A member named twice (the body plan appended one the message already had) never reaches the
     // upstream: Gatehouse reads the last, an upstream parser may read the first (front door, 80ef830).
@@ -654,7 +676,7 @@ async function restart(h: Harness, target: Target): Promise<void> {
 // ---------------------------------------------------------------------------------------------------------
 // The answer's properties.
 
-const stats = { statuses: {} as Record<string, number>, codes: {} as Record<string, number>, messages: {} as Record<string, number>, coverage: {} as Record<string, number> };
+const stats = { statuses: {} as Record<string, number>, codes: {} as Record<string, number>, messages: {} as Record<string, number>, coverage: {} as Record<string, number>, audited: {} as Record<string, number> };
 
 interface RpcError {
   code: unknown;
@@ -691,6 +713,57 @@ function sseErrors(res: RawResponse): RpcError[] {
     }
   }
   return out;
+}
+
+/**
+ * How the client saw its `tools/call` end, from its final answer (the JSON body, or the stream's event
+ * answering `id`); undefined where no record is owed or the answer was not read whole: a 4xx of the front
+ * door, GW_ERR_STATE_UNAVAILABLE (the record could not be kept: the answer is withheld instead), a stream
+ * cut by the read deadline.
+ */
+function seenAnswer(res: RawResponse, id: unknown): SeenAnswer | undefined {
+  if (res.status >= 500) {
+    const err = jsonRpcError(res);
+    return isGwErr(err) && err!.data!.code !== 'GW_ERR_STATE_UNAVAILABLE' ? 'failure' : undefined;
+  }
+  if (res.status !== 200) return undefined;
+  const type = res.headers['content-type']?.[0] ?? '';
+  const candidates: unknown[] = [];
+  if (type.startsWith('text/event-stream')) {
+    for (const line of res.body.toString('utf8').split('\n')) {
+      if (!line.startsWith('data:')) continue;
+      try {
+        candidates.push(JSON.parse(line.slice(5)));
+      } catch {
+        /* cut by the read deadline */
+      }
+    }
+  } else candidates.push(jsonBody(res));
+  const answer = candidates.reverse().find((m) => m !== null && typeof m === 'object' && JSON.stringify((m as { id?: unknown }).id) === JSON.stringify(id) && ('result' in m || 'error' in m)) as { result?: { isError?: unknown }; error?: RpcError } | undefined;
+  if (answer === undefined) return undefined;
+  if (answer.error !== undefined) {
+    if (!isGwErr(answer.error)) return 'rpc_error';
+    return answer.error.data!.code === 'GW_ERR_STATE_UNAVAILABLE' ? undefined : 'failure';
+  }
+  return answer.result?.isError === true ? 'tool_error' : 'success';
+}
+
+/** The outcome of each audit record in a gateway's store file, by call id. */
+function auditOutcomes(file: string): Map<string, string[]> {
+  const db = new Database(file, { readonly: true, fileMustExist: true });
+  try {
+    const out = new Map<string, string[]>();
+    for (const row of db.prepare('SELECT record FROM audit').all() as Array<{ record: string }>) {
+      const r = JSON.parse(row.record) as { callId?: unknown; outcome?: unknown };
+      if (typeof r.callId !== 'string') continue;
+      const list = out.get(r.callId) ?? [];
+      list.push(String(r.outcome));
+      out.set(r.callId, list);
+    }
+    return out;
+  } finally {
+    db.close();
+  }
 }
 
 function isGwErr(e: RpcError | undefined): boolean {
@@ -873,6 +946,18 @@ export async function runEdgeFuzz(h: Harness, opts: FuzzOptions): Promise<FuzzRe
     const seen = findMarker(h, marker);
     if (seen !== undefined && seen !== r.status) record({ violations: [{ signature: `refused-but-forwarded-late:${r.signatureBase}`, detail: `case ${r.caseNo} was refused with ${r.status}, and its request reached the upstream afterwards` }], request: '', response: '', plan: undefined as unknown as CasePlan }, String(r.caseNo));
   }
+  const outcomes = new Map(TARGETS.map((t) => [t, auditOutcomes(join(h.dir, `${t}.db`))]));
+  for (const c of auditChecks.splice(0)) {
+    const target = c.plan.target;
+    const found = outcomes.get(target)!.get(c.callId);
+    const fits = found?.some((o) => AUDIT_FITS[c.seen].has(o)) ?? false;
+    count(stats.audited, `${c.seen} → ${found?.join('+') ?? 'none'}`);
+    if (!fits) {
+      const detail = found === undefined ? `the client got ${c.seen} (call ${c.callId}), and the audit has no record of the call` : `the client got ${c.seen} (call ${c.callId}), and the audit records ${found.join(', ')}`;
+      // Found at the end of the run, so not shrunk: the case's own plan is the example.
+      record({ violations: [{ signature: found === undefined ? `audit-missing:${target}:${c.seen}` : `audit-mismatch:${target}:${c.seen}:${found.join('+')}`, detail }], request: c.request, response: c.response, plan: c.plan }, String(c.caseNo));
+    }
+  }
   for (const t of TARGETS) {
     const gw = h.gateways[t];
     if (!gw.alive()) record({ violations: [{ signature: `crash:${t}`, detail: 'gateway not running at the end' }], request: '', response: '', plan: undefined as unknown as CasePlan }, 'end');
@@ -912,7 +997,7 @@ export async function runEdgeFuzz(h: Harness, opts: FuzzOptions): Promise<FuzzRe
     for (const t of TARGETS) for (const [k, n] of Object.entries(pick(h.gateways[t]))) out[k] = (out[k] ?? 0) + n;
     return out;
   };
-  const counted = { statuses: { ...stats.statuses }, codes: { ...stats.codes }, messages: { ...stats.messages }, coverage: { ...stats.coverage }, reasons: merge((g) => g.reasons), errorLogs: merge((g) => g.errorLogs) };
+  const counted = { statuses: { ...stats.statuses }, codes: { ...stats.codes }, messages: { ...stats.messages }, coverage: { ...stats.coverage }, audited: { ...stats.audited }, reasons: merge((g) => g.reasons), errorLogs: merge((g) => g.errorLogs) };
   const upstreamRequests = h.upstreams.reduce((n, u) => n + u.requests, 0);
   const exploreMs = Math.round(performance.now() - started);
 
@@ -922,7 +1007,8 @@ export async function runEdgeFuzz(h: Harness, opts: FuzzOptions): Promise<FuzzRe
   if (opts.path === undefined) {
     let shrunkCount = 0;
     for (const f of found.values()) {
-      if (!/^\d+$/.test(f.path) || shrunkCount >= opts.maxShrinks) continue;
+      // An audit property is checked at the end of a run, never by one case's replay: not shrunk.
+      if (!/^\d+$/.test(f.path) || f.signature.startsWith('audit-') || shrunkCount >= opts.maxShrinks) continue;
       shrunkCount++;
       const budget = Math.max(5_000, opts.shrinkTimeLimitMs / Math.max(1, Math.min(found.size, opts.maxShrinks)));
       for (const path of [f.path, ...f.otherPaths]) {
@@ -1017,6 +1103,7 @@ export function formatReport(r: FuzzReport): string {
   lines.push(`statuses: ${sorted(r.statuses)}`);
   lines.push(`JSON-RPC errors (status code [data.code]): ${sorted(r.codes)}`);
   lines.push(`refusal reasons logged: ${sorted(r.reasons)}`);
+  lines.push(`tools/call answers against their audit records (what the client got → recorded): ${sorted(r.audited)}`);
   lines.push('most frequent error messages:', ...Object.entries(r.messages).sort((a, b) => b[1] - a[1]).slice(0, 25).map(([k, n]) => `  ${n} × ${k}`));
   if (process.env.FUZZ_COVERAGE) lines.push('answers by gateway, client era, method and status:', ...Object.entries(r.coverage).sort().map(([k, n]) => `  ${k}: ${n}`));
   if (Object.keys(r.errorLogs).length > 0) lines.push(`error-level log lines: ${sorted(r.errorLogs)}`);
