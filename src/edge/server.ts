@@ -137,6 +137,16 @@ export function createEdge(listen: ListenConfig, handlers: EdgeHandlers, log: Lo
     if (counted === undefined) write();
     else void counted.then(write, write);
   };
+  /**
+   * A request answered before any endpoint takes it (a target naming another host, an expectation that
+   * cannot be met, a drain): refused as the endpoints' refusals are, so the call id its answer carries
+   * names a `request` line and a `request refused` line, as README §Logs promises.
+   */
+  const refuseAtDoor = (req: IncomingMessage, res: ServerResponse, refusal: Refusal): void => {
+    const record: CallRecord = { callId: randomUUID(), started: performance.now(), httpMethod: req.method ?? '' };
+    if (channels.end.hasSubscribers) res.on('close', () => publishEnd(record, res.statusCode, !res.writableFinished));
+    refuse(res, record, 'admission', null, refusal);
+  };
   /** A refusal with no request to answer (the connection cap, Node's parser): counted and published. */
   const refuseConnection = (code: string, status: number): void => {
     publishRefused({ callId: '', edge: token }, 'admission', { kind: 'transport', code, status, rpcCode: ErrorCode.InvalidRequest, message: code });
@@ -145,8 +155,7 @@ export function createEdge(listen: ListenConfig, handlers: EdgeHandlers, log: Lo
   const onRequest = (req: IncomingMessage, res: ServerResponse): void => {
     const target = originForm(req);
     if (target === undefined) {
-      refuseConnection('misdirected_request', 400);
-      return void writeOutcome(res, { kind: 'refused', refusal: { kind: 'transport', code: 'misdirected_request', status: 400, rpcCode: ErrorCode.InvalidRequest, message: 'The request target names another host than the Host header' } }, { era: 'legacy', id: null, callId: randomUUID(), cancel: NEVER_CANCELLED });
+      return refuseAtDoor(req, res, { kind: 'transport', code: 'misdirected_request', status: 400, rpcCode: ErrorCode.InvalidRequest, message: 'The request target names another host than the Host header' });
     }
     req.url = target;
     const path = pathOf(req.url);
@@ -155,8 +164,7 @@ export function createEdge(listen: ListenConfig, handlers: EdgeHandlers, log: Lo
     if (req.method !== 'POST') req.resume();
     if (draining) {
       res.setHeader('connection', 'close');
-      void writeOutcome(res, { kind: 'refused', refusal: failure(new GatewayError('GW_ERR_SHUTTING_DOWN', 'Gatehouse is shutting down')) }, { era: 'legacy', id: null, callId: randomUUID(), cancel: NEVER_CANCELLED });
-      return;
+      return refuseAtDoor(req, res, failure(new GatewayError('GW_ERR_SHUTTING_DOWN', 'Gatehouse is shutting down')));
     }
     if (path === listen.path) {
       let slot: InFlightSlot | undefined;
@@ -631,9 +639,8 @@ export function createEdge(listen: ListenConfig, handlers: EdgeHandlers, log: Lo
   });
   // RFC 9110 §10.1.1: an expectation other than 100-continue cannot be met; say so in the documented shape.
   server.on('checkExpectation', (req: IncomingMessage, res: ServerResponse) => {
-    refuseConnection('expectation_failed', 417);
     res.setHeader('connection', 'close');
-    void writeOutcome(res, { kind: 'refused', refusal: { kind: 'transport', code: 'expectation_failed', status: 417, rpcCode: ErrorCode.InvalidRequest, message: 'Only "Expect: 100-continue" is supported; send the request without this Expect header' } }, { era: 'legacy', id: null, callId: randomUUID(), cancel: NEVER_CANCELLED });
+    refuseAtDoor(req, res, { kind: 'transport', code: 'expectation_failed', status: 417, rpcCode: ErrorCode.InvalidRequest, message: 'Only "Expect: 100-continue" is supported; send the request without this Expect header' });
     req.resume();
   });
   server.on('clientError', (err: NodeJS.ErrnoException, socket) => {

@@ -13,6 +13,7 @@ import { jsonResult, startFakeUpstream } from '../fixtures/upstreams/fake-upstre
 import { startAuthServer } from '../helpers/auth-server.js';
 import { startGateway, type TestGateway } from '../helpers/gateway.js';
 import { LEGACY_HEADERS, rpc } from '../helpers/http.js';
+import { waitUntil } from '../helpers/stdio-children.js';
 
 const KEY = 'gh_limits_key_0123456789abcdefghijklmnopqrs';
 const up = await startFakeUpstream((_req, res, body) => jsonResult(res, body, {}, body.includes('"initialize"') ? { 'mcp-session-id': 'up-1' } : {}));
@@ -158,6 +159,18 @@ describe('odd but legal HTTP gets a documented answer (found by the edge fuzzer)
     return (await answer).text;
   };
   const bodyOf = (text: string) => JSON.parse(text.slice(text.indexOf('\r\n\r\n') + 4)) as { error: { code: number; message: string } };
+  /**
+   * The call id an answer carries names its `request` line, with the status the client got, and its
+   * `request refused` line (README §Logs). Answers made before any endpoint took the request carried a call
+   * id no line named (found by the fuzzer's log property).
+   */
+  const assertLogged = async (gw: TestGateway, text: string, status: number, reason: string): Promise<void> => {
+    const callId = /\r\nx-gatehouse-call-id: ([^\r]+)\r\n/i.exec(text)?.[1];
+    assert.ok(callId !== undefined, text.slice(0, 300));
+    await waitUntil(() => gw.logs.some((l) => l.msg === 'request' && l.callId === callId), 2_000);
+    assert.deepEqual(gw.logs.filter((l) => l.msg === 'request' && l.callId === callId).map((l) => [l.status, l.outcome, l.refusal]), [[status, 'refused', reason]]);
+    assert.ok(gw.logs.some((l) => l.msg === 'request refused' && l.callId === callId && l.reason === reason));
+  };
 
   test('CONNECT → 405 with a JSON-RPC error body and Allow, not a dropped socket', async () => {
     const gw = await gateway({});
@@ -178,6 +191,7 @@ describe('odd but legal HTTP gets a documented answer (found by the edge fuzzer)
     assert.equal(bodyOf(text).error.code, -32600);
     assert.match(bodyOf(text).error.message, /100-continue/);
     assert.equal(up.requests.length, before);
+    await assertLogged(gw, text, 417, 'expectation_failed');
   });
 
   test('the absolute form of the request target is served (RFC 9112 §3.2.2); one naming another host is refused', async () => {
@@ -188,6 +202,16 @@ describe('odd but legal HTTP gets a documented answer (found by the edge fuzzer)
     const other = await raw(gw, head('http://evil.example/mcp'), init);
     assert.match(other, /^HTTP\/1\.1 400 /);
     assert.match(bodyOf(other).error.message, /names another host than the Host header/);
+    await assertLogged(gw, other, 400, 'misdirected_request');
+  });
+
+  test('a request that arrives while Gatehouse drains → 503 GW_ERR_SHUTTING_DOWN, its call id in the log', async () => {
+    const gw = await gateway({});
+    gw.gateway.edge.startDraining();
+    const text = await raw(gw, `POST /mcp HTTP/1.1\r\nHost: ${new URL(gw.url).host}\r\ncontent-type: application/json\r\naccept: application/json, text/event-stream`, init);
+    assert.match(text, /^HTTP\/1\.1 503 /);
+    assert.equal((bodyOf(text).error as { data?: { code?: string } }).data?.code, 'GW_ERR_SHUTTING_DOWN');
+    await assertLogged(gw, text, 503, 'shutting_down');
   });
 });
 
