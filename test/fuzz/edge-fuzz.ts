@@ -114,6 +114,8 @@ export interface FuzzReport {
   reasons: Record<string, number>;
   /** tools/call answers held against their audit records: what the client got → what was recorded. */
   audited: Record<string, number>;
+  /** Answers held against their request log lines: none, several, its status or another. */
+  logged: Record<string, number>;
   /** Error-level log messages (not violations by themselves). */
   errorLogs: Record<string, number>;
   rss: Array<{ gateway: Target; startKb: number; warmKb: number; endKb: number; growthKb: number; warmHeapKb: number; endHeapKb: number; series: number }>;
@@ -136,6 +138,8 @@ class GatewayProcess {
   problems: Array<{ earlierCase: number; signature: string; line: string }> = [];
   reasons: Record<string, number> = {};
   errorLogs: Record<string, number> = {};
+  /** The `status` of each `request` line, by call id (README §Logs: one per answered request). */
+  requestLines = new Map<string, unknown[]>();
   recentLines: string[] = [];
   startKb = 0;
   metricsUrl = '';
@@ -253,6 +257,11 @@ class GatewayProcess {
     else if (msg === 'request refused by auth') count(this.reasons, `auth_${text(entry.reason)}`);
     if (entry.level === 'error' || entry.level === 'fatal' || entry.level === 50 || entry.level === 60) count(this.errorLogs, msg);
     if (typeof entry.callId === 'string') {
+      if (msg === 'request') {
+        const statuses = this.requestLines.get(entry.callId);
+        if (statuses === undefined) this.requestLines.set(entry.callId, [entry.status]);
+        else statuses.push(entry.status);
+      }
       const w = this.waiters.get(entry.callId);
       if (w) {
         this.waiters.delete(entry.callId);
@@ -444,6 +453,8 @@ const AUDIT_FITS: Record<SeenAnswer, ReadonlySet<string>> = {
   rpc_error: new Set(['error', 'refused']),
   failure: new Set(['failed', 'aborted']),
 };
+/** Every answer with a call id, and its HTTP status: held against the request log at the end. */
+const answeredCalls: Array<{ plan: CasePlan; callId: string; status: number; caseNo: number; request: string; response: string }> = [];
 /** `tools/call` answers clients got, by the call id Gatehouse gave them: held against the audit at the end. */
 const auditChecks: Array<{ plan: CasePlan; callId: string; seen: SeenAnswer; caseNo: number; request: string; response: string }> = [];
 let markerCounter = 0;
@@ -536,6 +547,9 @@ async function sendCopy(h: Harness, gw: GatewayProcess, plan: CasePlan, session:
         violations.push({ signature: `refused-but-forwarded:${base}`, detail: `the gateway answered ${res.status}, yet the upstream received the request (it answered ${seenUpstream})` });
       } else if (seenUpstream === undefined) refusedMarkers.set(marker, { status: res.status, caseNo, signatureBase: base });
     }
+    // One `request` line per answered request, with the status the client got (README §Logs): checked at
+    // the end of the run, when every batch of lines is in.
+    if (callId !== undefined) answeredCalls.push({ plan, callId, status: res.status, caseNo, request: rendered.transcript, response });
     // Every governed call is recorded before its answer leaves, as what the client got (README §Audit):
     // checked against the store at the end of the run.
     const message = rendered.message as { method?: unknown; id?: unknown } | undefined;
@@ -676,7 +690,7 @@ async function restart(h: Harness, target: Target): Promise<void> {
 // ---------------------------------------------------------------------------------------------------------
 // The answer's properties.
 
-const stats = { statuses: {} as Record<string, number>, codes: {} as Record<string, number>, messages: {} as Record<string, number>, coverage: {} as Record<string, number>, audited: {} as Record<string, number> };
+const stats = { statuses: {} as Record<string, number>, codes: {} as Record<string, number>, messages: {} as Record<string, number>, coverage: {} as Record<string, number>, audited: {} as Record<string, number>, logged: {} as Record<string, number> };
 
 interface RpcError {
   code: unknown;
@@ -946,6 +960,18 @@ export async function runEdgeFuzz(h: Harness, opts: FuzzOptions): Promise<FuzzRe
     const seen = findMarker(h, marker);
     if (seen !== undefined && seen !== r.status) record({ violations: [{ signature: `refused-but-forwarded-late:${r.signatureBase}`, detail: `case ${r.caseNo} was refused with ${r.status}, and its request reached the upstream afterwards` }], request: '', response: '', plan: undefined as unknown as CasePlan }, String(r.caseNo));
   }
+  for (const c of answeredCalls.splice(0)) {
+    const logged = h.gateways[c.plan.target].requestLines.get(c.callId);
+    count(stats.logged, logged === undefined ? 'none' : logged.length > 1 ? 'several' : logged[0] === c.status ? 'its status' : 'another status');
+    let signature: string | undefined;
+    if (logged === undefined) signature = `log-line-missing:${c.plan.target}:${c.status}`;
+    else if (logged.length > 1) signature = `log-line-repeated:${c.plan.target}:${c.status}`;
+    else if (logged[0] !== c.status) signature = `log-status-mismatch:${c.plan.target}:${c.status}:${text(logged[0])}`;
+    if (signature !== undefined) {
+      const detail = `the client got ${c.status} (call ${c.callId}); the request log has ${logged === undefined ? 'no line' : `${logged.length} line(s) with status ${logged.map(text).join(', ')}`}`;
+      record({ violations: [{ signature, detail }], request: c.request, response: c.response, plan: c.plan }, String(c.caseNo));
+    }
+  }
   const outcomes = new Map(TARGETS.map((t) => [t, auditOutcomes(join(h.dir, `${t}.db`))]));
   for (const c of auditChecks.splice(0)) {
     const target = c.plan.target;
@@ -997,7 +1023,7 @@ export async function runEdgeFuzz(h: Harness, opts: FuzzOptions): Promise<FuzzRe
     for (const t of TARGETS) for (const [k, n] of Object.entries(pick(h.gateways[t]))) out[k] = (out[k] ?? 0) + n;
     return out;
   };
-  const counted = { statuses: { ...stats.statuses }, codes: { ...stats.codes }, messages: { ...stats.messages }, coverage: { ...stats.coverage }, audited: { ...stats.audited }, reasons: merge((g) => g.reasons), errorLogs: merge((g) => g.errorLogs) };
+  const counted = { statuses: { ...stats.statuses }, codes: { ...stats.codes }, messages: { ...stats.messages }, coverage: { ...stats.coverage }, audited: { ...stats.audited }, logged: { ...stats.logged }, reasons: merge((g) => g.reasons), errorLogs: merge((g) => g.errorLogs) };
   const upstreamRequests = h.upstreams.reduce((n, u) => n + u.requests, 0);
   const exploreMs = Math.round(performance.now() - started);
 
@@ -1007,8 +1033,8 @@ export async function runEdgeFuzz(h: Harness, opts: FuzzOptions): Promise<FuzzRe
   if (opts.path === undefined) {
     let shrunkCount = 0;
     for (const f of found.values()) {
-      // An audit property is checked at the end of a run, never by one case's replay: not shrunk.
-      if (!/^\d+$/.test(f.path) || f.signature.startsWith('audit-') || shrunkCount >= opts.maxShrinks) continue;
+      // The audit and log properties are checked at the end of a run, never by one case's replay: not shrunk.
+      if (!/^\d+$/.test(f.path) || /^(audit|log-line|log-status)-/.test(f.signature) || shrunkCount >= opts.maxShrinks) continue;
       shrunkCount++;
       const budget = Math.max(5_000, opts.shrinkTimeLimitMs / Math.max(1, Math.min(found.size, opts.maxShrinks)));
       for (const path of [f.path, ...f.otherPaths]) {
@@ -1104,6 +1130,7 @@ export function formatReport(r: FuzzReport): string {
   lines.push(`JSON-RPC errors (status code [data.code]): ${sorted(r.codes)}`);
   lines.push(`refusal reasons logged: ${sorted(r.reasons)}`);
   lines.push(`tools/call answers against their audit records (what the client got → recorded): ${sorted(r.audited)}`);
+  lines.push(`answers against their request log lines: ${sorted(r.logged)}`);
   lines.push('most frequent error messages:', ...Object.entries(r.messages).sort((a, b) => b[1] - a[1]).slice(0, 25).map(([k, n]) => `  ${n} × ${k}`));
   if (process.env.FUZZ_COVERAGE) lines.push('answers by gateway, client era, method and status:', ...Object.entries(r.coverage).sort().map(([k, n]) => `  ${k}: ${n}`));
   if (Object.keys(r.errorLogs).length > 0) lines.push(`error-level log lines: ${sorted(r.errorLogs)}`);
