@@ -456,7 +456,7 @@ const AUDIT_FITS: Record<SeenAnswer, ReadonlySet<string>> = {
 /** Every answer with a call id, and its HTTP status: held against the request log at the end. */
 const answeredCalls: Array<{ plan: CasePlan; callId: string; status: number; caseNo: number; request: string; response: string }> = [];
 /** `tools/call` answers clients got, by the call id Gatehouse gave them: held against the audit at the end. */
-const auditChecks: Array<{ plan: CasePlan; callId: string; seen: SeenAnswer; caseNo: number; request: string; response: string }> = [];
+const auditChecks: Array<{ plan: CasePlan; callId: string; seen: SeenAnswer; runId: unknown; caseNo: number; request: string; response: string }> = [];
 let markerCounter = 0;
 
 async function runCase(h: Harness, plan: CasePlan, caseNo: number): Promise<CaseResult> {
@@ -555,7 +555,7 @@ async function sendCopy(h: Harness, gw: GatewayProcess, plan: CasePlan, session:
     const message = rendered.message as { method?: unknown; id?: unknown } | undefined;
     if (callId !== undefined && message !== undefined && !Array.isArray(message) && message.method === 'tools/call' && message.id !== undefined) {
       const seen = seenAnswer(res, message.id);
-      if (seen !== undefined) auditChecks.push({ plan, callId, seen, caseNo, request: rendered.transcript, response });
+      if (seen !== undefined) auditChecks.push({ plan, callId, seen: seen.seen, runId: seen.runId, caseNo, request: rendered.transcript, response });
     }
     // A member named twice (the body plan appended one the message already had) never reaches the
     // upstream: Gatehouse reads the last, an upstream parser may read the first (front door, 80ef830).
@@ -735,10 +735,10 @@ function sseErrors(res: RawResponse): RpcError[] {
  * door, GW_ERR_STATE_UNAVAILABLE (the record could not be kept: the answer is withheld instead), a stream
  * cut by the read deadline.
  */
-function seenAnswer(res: RawResponse, id: unknown): SeenAnswer | undefined {
+function seenAnswer(res: RawResponse, id: unknown): { seen: SeenAnswer; runId?: unknown } | undefined {
   if (res.status >= 500) {
     const err = jsonRpcError(res);
-    return isGwErr(err) && err!.data!.code !== 'GW_ERR_STATE_UNAVAILABLE' ? 'failure' : undefined;
+    return isGwErr(err) && err!.data!.code !== 'GW_ERR_STATE_UNAVAILABLE' ? { seen: 'failure' } : undefined;
   }
   if (res.status !== 200) return undefined;
   const type = res.headers['content-type']?.[0] ?? '';
@@ -753,25 +753,27 @@ function seenAnswer(res: RawResponse, id: unknown): SeenAnswer | undefined {
       }
     }
   } else candidates.push(jsonBody(res));
-  const answer = candidates.reverse().find((m) => m !== null && typeof m === 'object' && JSON.stringify((m as { id?: unknown }).id) === JSON.stringify(id) && ('result' in m || 'error' in m)) as { result?: { isError?: unknown }; error?: RpcError } | undefined;
+  const answer = candidates.reverse().find((m) => m !== null && typeof m === 'object' && JSON.stringify((m as { id?: unknown }).id) === JSON.stringify(id) && ('result' in m || 'error' in m)) as { result?: { isError?: unknown; _meta?: Record<string, unknown> }; error?: RpcError } | undefined;
   if (answer === undefined) return undefined;
   if (answer.error !== undefined) {
-    if (!isGwErr(answer.error)) return 'rpc_error';
-    return answer.error.data!.code === 'GW_ERR_STATE_UNAVAILABLE' ? undefined : 'failure';
+    if (!isGwErr(answer.error)) return { seen: 'rpc_error' };
+    return answer.error.data!.code === 'GW_ERR_STATE_UNAVAILABLE' ? undefined : { seen: 'failure' };
   }
-  return answer.result?.isError === true ? 'tool_error' : 'success';
+  // A result carries its record's run id (README §Audit).
+  return { seen: answer.result?.isError === true ? 'tool_error' : 'success', runId: answer.result?._meta?.[RUN_ID_META] };
 }
+const RUN_ID_META = 'dev.gatehouse/run_id';
 
 /** The outcome of each audit record in a gateway's store file, by call id. */
-function auditOutcomes(file: string): Map<string, string[]> {
+function auditOutcomes(file: string): Map<string, Array<{ outcome: string; runId: unknown }>> {
   const db = new Database(file, { readonly: true, fileMustExist: true });
   try {
-    const out = new Map<string, string[]>();
+    const out = new Map<string, Array<{ outcome: string; runId: unknown }>>();
     for (const row of db.prepare('SELECT record FROM audit').all() as Array<{ record: string }>) {
-      const r = JSON.parse(row.record) as { callId?: unknown; outcome?: unknown };
+      const r = JSON.parse(row.record) as { callId?: unknown; outcome?: unknown; runId?: unknown };
       if (typeof r.callId !== 'string') continue;
       const list = out.get(r.callId) ?? [];
-      list.push(String(r.outcome));
+      list.push({ outcome: String(r.outcome), runId: r.runId });
       out.set(r.callId, list);
     }
     return out;
@@ -972,17 +974,24 @@ export async function runEdgeFuzz(h: Harness, opts: FuzzOptions): Promise<FuzzRe
       record({ violations: [{ signature, detail }], request: c.request, response: c.response, plan: c.plan }, String(c.caseNo));
     }
   }
-  const outcomes = new Map(TARGETS.map((t) => [t, auditOutcomes(join(h.dir, `${t}.db`))]));
+  const records = new Map(TARGETS.map((t) => [t, auditOutcomes(join(h.dir, `${t}.db`))]));
   for (const c of auditChecks.splice(0)) {
     const target = c.plan.target;
-    const found = outcomes.get(target)!.get(c.callId);
-    const fits = found?.some((o) => AUDIT_FITS[c.seen].has(o)) ?? false;
-    count(stats.audited, `${c.seen} → ${found?.join('+') ?? 'none'}`);
-    if (!fits) {
-      const detail = found === undefined ? `the client got ${c.seen} (call ${c.callId}), and the audit has no record of the call` : `the client got ${c.seen} (call ${c.callId}), and the audit records ${found.join(', ')}`;
-      // Found at the end of the run, so not shrunk: the case's own plan is the example.
-      record({ violations: [{ signature: found === undefined ? `audit-missing:${target}:${c.seen}` : `audit-mismatch:${target}:${c.seen}:${found.join('+')}`, detail }], request: c.request, response: c.response, plan: c.plan }, String(c.caseNo));
+    const found = records.get(target)!.get(c.callId);
+    const fitting = found?.find((r) => AUDIT_FITS[c.seen].has(r.outcome));
+    const outcomes = found?.map((r) => r.outcome).join('+');
+    count(stats.audited, `${c.seen} → ${outcomes ?? 'none'}`);
+    let signature: string | undefined;
+    let detail = '';
+    if (fitting === undefined) {
+      signature = found === undefined ? `audit-missing:${target}:${c.seen}` : `audit-mismatch:${target}:${c.seen}:${outcomes}`;
+      detail = found === undefined ? `the client got ${c.seen} (call ${c.callId}), and the audit has no record of the call` : `the client got ${c.seen} (call ${c.callId}), and the audit records ${outcomes}`;
+    } else if ((c.seen === 'success' || c.seen === 'tool_error') && c.runId !== fitting.runId) {
+      signature = `audit-run-id:${target}:${c.seen}`;
+      detail = `the client's result carries run id ${JSON.stringify(c.runId)} (call ${c.callId}), its record ${JSON.stringify(fitting.runId)}`;
     }
+    // Found at the end of the run, so not shrunk: the case's own plan is the example.
+    if (signature !== undefined) record({ violations: [{ signature, detail }], request: c.request, response: c.response, plan: c.plan }, String(c.caseNo));
   }
   for (const t of TARGETS) {
     const gw = h.gateways[t];
