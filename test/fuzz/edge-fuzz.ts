@@ -547,12 +547,26 @@ async function sendCopy(h: Harness, gw: GatewayProcess, plan: CasePlan, session:
         violations.push({ signature: `refused-but-forwarded:${base}`, detail: `the gateway answered ${res.status}, yet the upstream received the request (it answered ${seenUpstream})` });
       } else if (seenUpstream === undefined) refusedMarkers.set(marker, { status: res.status, caseNo, signatureBase: base });
     }
+    const message = rendered.message as { method?: unknown; id?: unknown } | undefined;
+    // An answer answers its request (JSON-RPC 2.0 §5: the same id), never another: a response on this
+    // request's body or stream with another id is someone else's answer, unless the upstream itself
+    // answered this very request with a fault (a wrong id, garbage), which a pass-through relays.
+    if (message !== undefined && !Array.isArray(message) && typeof message.method === 'string' && (typeof message.id === 'string' || Number.isInteger(message.id))) {
+      const foreign = responsesIn(res).filter((r) => JSON.stringify(r.id) !== JSON.stringify(message.id));
+      const excused = h.upstreams.some((u) => u.faulted.has(marker));
+      for (const r of foreign) {
+        // A refusal made before the body was read (authentication, headers) cannot know the id: null.
+        if (r.id === null && res.status >= 400 && res.status < 500) continue;
+        if (excused) continue;
+        violations.push({ signature: `answer-id:${plan.target}:${res.status}:${r.id === null ? 'null' : typeof r.id}`, detail: `request id ${JSON.stringify(message.id)}, answered with id ${JSON.stringify(r.id)}: ${JSON.stringify(r).slice(0, 300)}` });
+        break;
+      }
+    }
     // One `request` line per answered request, with the status the client got (README §Logs): checked at
     // the end of the run, when every batch of lines is in.
     if (callId !== undefined) answeredCalls.push({ plan, callId, status: res.status, caseNo, request: rendered.transcript, response });
     // Every governed call is recorded before its answer leaves, as what the client got (README §Audit):
     // checked against the store at the end of the run.
-    const message = rendered.message as { method?: unknown; id?: unknown } | undefined;
     if (callId !== undefined && message !== undefined && !Array.isArray(message) && message.method === 'tools/call' && message.id !== undefined) {
       const seen = seenAnswer(res, message.id);
       if (seen !== undefined) auditChecks.push({ plan, callId, seen: seen.seen, runId: seen.runId, caseNo, request: rendered.transcript, response });
@@ -763,6 +777,26 @@ function seenAnswer(res: RawResponse, id: unknown): { seen: SeenAnswer; runId?: 
   return { seen: answer.result?.isError === true ? 'tool_error' : 'success', runId: answer.result?._meta?.[RUN_ID_META] };
 }
 const RUN_ID_META = 'dev.gatehouse/run_id';
+
+/** The JSON-RPC responses in an answer: its JSON body, or its stream's events (server requests and notifications left out). */
+function responsesIn(res: RawResponse): Array<{ id: unknown }> {
+  const type = res.headers['content-type']?.[0] ?? '';
+  const messages: unknown[] = [];
+  if (type.startsWith('text/event-stream')) {
+    for (const line of res.body.toString('utf8').split('\n')) {
+      if (!line.startsWith('data:')) continue;
+      try {
+        messages.push(JSON.parse(line.slice(5)));
+      } catch {
+        /* cut by the read deadline */
+      }
+    }
+  } else {
+    const body = jsonBody(res);
+    messages.push(...(Array.isArray(body) ? body : [body]));
+  }
+  return messages.filter((m): m is { id: unknown } => m !== null && typeof m === 'object' && !Array.isArray(m) && (m as { jsonrpc?: unknown }).jsonrpc === '2.0' && !('method' in m) && ('result' in m || 'error' in m));
+}
 
 /** The outcome of each audit record in a gateway's store file, by call id. */
 function auditOutcomes(file: string): Map<string, Array<{ outcome: string; runId: unknown }>> {

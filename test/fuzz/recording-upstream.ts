@@ -54,6 +54,8 @@ export interface RecordingUpstream {
   markers: Map<string, number>;
   /** Markers of requests this upstream answered with a JSON-RPC error of its own. */
   erred: Set<string>;
+  /** Markers of requests this upstream answered with a fault (chaos or the `fault` tool): a wrong id, garbage, a reset… */
+  faulted: Set<string>;
   /** Requests that carried a watched secret (should stay empty). */
   secretLeaks: Received[];
   requests: number;
@@ -86,6 +88,9 @@ export async function startRecordingUpstream(opts: UpstreamOptions): Promise<Rec
   const erred = new Set<string>();
   /** Answers written with a JSON-RPC error body. */
   const errorAnswers = new WeakSet<ServerResponse>();
+  const faulted = new Set<string>();
+  /** Answers that were a fault. */
+  const faultAnswers = new WeakSet<ServerResponse>();
   const secretLeaks: Received[] = [];
   const recent: Received[] = [];
   const open = new Set<ServerResponse>();
@@ -99,6 +104,7 @@ export async function startRecordingUpstream(opts: UpstreamOptions): Promise<Rec
     era: opts.era,
     markers,
     erred,
+    faulted,
     secretLeaks,
     requests: 0,
     recent,
@@ -130,6 +136,10 @@ export async function startRecordingUpstream(opts: UpstreamOptions): Promise<Rec
           markers.set(m, res.statusCode);
           if (errorAnswers.has(res)) erred.add(m);
         }
+      });
+      // A reset never finishes: the close says it too.
+      res.once('close', () => {
+        if (faultAnswers.has(res)) for (const m of seen) faulted.add(m);
       });
       try {
         answer(req, res, raw.toString('utf8'));
@@ -254,6 +264,7 @@ export async function startRecordingUpstream(opts: UpstreamOptions): Promise<Rec
   }
 
   function fault(res: ServerResponse, id: unknown, kind: string): void {
+    faultAnswers.add(res);
     const result = { jsonrpc: '2.0', id, result: complete({ content: [{ type: 'text', text: kind }] }) };
     switch (kind) {
       case 'reset':
