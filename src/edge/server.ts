@@ -240,12 +240,15 @@ export function createEdge(listen: ListenConfig, handlers: EdgeHandlers, log: Lo
 
   async function handleHealth(req: IncomingMessage, res: ServerResponse): Promise<void> {
     const record: CallRecord = { callId: randomUUID(), started: performance.now(), httpMethod: 'GET' };
+    // Answered like the MCP endpoint's requests, it gets their request line: a refusal's call id names one.
+    if (channels.end.hasSubscribers) res.on('close', () => publishEnd(record, res.statusCode, !res.writableFinished));
     if (!headersAdmitted(req, res, record)) return;
     const urlRefusal = opts.auth.checkUrl(req.url);
     if (urlRefusal && !urlRefusal.ok) return refuse(res, record, 'auth', null, urlRefusal.refusal);
     if (!attemptAllowed(req, res, record)) return;
     const verdict = await opts.auth.authenticate(req.headers);
     if (!verdict.ok) return refuse(res, record, 'auth', null, verdict.refusal);
+    record.subject = verdict.principal.subject;
     sendJson(res, 200, await handlers.grantContext(verdict.principal), { 'cache-control': 'no-store' });
   }
 

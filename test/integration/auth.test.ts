@@ -12,6 +12,7 @@ import { request } from 'undici';
 import { hashKey } from '../../src/auth/key-hash.js';
 import { startAuthServer, type AuthServer } from '../helpers/auth-server.js';
 import { startGateway, type TestGateway } from '../helpers/gateway.js';
+import { waitUntil } from '../helpers/stdio-children.js';
 import { LEGACY_HEADERS, modernRequest, post, rpc } from '../helpers/http.js';
 import { startFakeUpstream, type FakeUpstream } from '../fixtures/upstreams/fake-upstream.js';
 
@@ -317,6 +318,11 @@ describe('visibility: callers see and call only what they may use', () => {
     const anonymous = await request(`${gw.origin}/health`);
     assert.equal(anonymous.statusCode, 401);
     await anonymous.body.dump();
+    // Each gets its request line (README §Logs); the refusal's call id names it (found by the fuzzer).
+    const callId = anonymous.headers['x-gatehouse-call-id'] as string;
+    assert.ok(await waitUntil(() => gw.logs.some((l) => l.msg === 'request' && l.callId === callId), 2_000), 'the refusal has its request line');
+    assert.deepEqual(gw.logs.filter((l) => l.msg === 'request' && l.callId === callId).map((l) => [l.method, l.status, l.outcome]), [['GET', 401, 'refused']]);
+    assert.ok(gw.logs.some((l) => l.msg === 'request' && l.method === 'GET' && l.status === 200 && l.subject === 'key:reader'));
   });
 });
 
