@@ -369,10 +369,13 @@ export async function startHarness(): Promise<Harness> {
   const keys = Object.fromEntries(KEY_NAMES.map((k) => [k, `gh_fuzz_${k.toLowerCase()}_${randomBytes(18).toString('base64url')}`])) as Record<KeyName, string>;
   const secrets = Object.values(keys);
   const upOpts = { secrets, slowMs: 700, holdMs: 3_000, chaosEvery: 37 };
-  const legacy = await startRecordingUpstream({ era: 'legacy', ...upOpts });
-  const modern = await startRecordingUpstream({ era: 'modern', ...upOpts });
-  const alpha = await startRecordingUpstream({ era: 'legacy', unsafeName: true, ...upOpts });
-  const beta = await startRecordingUpstream({ era: 'modern', deepDefinitions: true, ...upOpts });
+  // Each upstream's own credential, which Gatehouse must send on every request it makes there (its own
+  // probes, lists, listens and session ends included), in place of the client's.
+  const credential = (name: string) => ({ header: 'x-upstream-key', value: `up-${name}-${randomBytes(9).toString('base64url')}` });
+  const legacy = await startRecordingUpstream({ era: 'legacy', credential: credential('legacy'), ...upOpts });
+  const modern = await startRecordingUpstream({ era: 'modern', credential: credential('modern'), ...upOpts });
+  const alpha = await startRecordingUpstream({ era: 'legacy', unsafeName: true, credential: credential('alpha'), ...upOpts });
+  const beta = await startRecordingUpstream({ era: 'modern', deepDefinitions: true, credential: credential('beta'), ...upOpts });
   const upstreams = [legacy, modern, alpha, beta];
   const dir = mkdtempSync(join(tmpdir(), 'gatehouse-fuzz-'));
   const scoped = ['mcp:tools'];
@@ -397,7 +400,7 @@ export async function startHarness(): Promise<Harness> {
     metrics: { enabled: true, host: '127.0.0.1', port: 0 },
     shutdown: { graceMs: 500 },
   };
-  const up = (name: string, u: RecordingUpstream) => ({ name, url: u.url, timeouts: UPSTREAM_TIMEOUTS });
+  const up = (name: string, u: RecordingUpstream) => ({ name, url: u.url, timeouts: UPSTREAM_TIMEOUTS, headers: { [u.credential!.header]: u.credential!.value } });
   // Each gateway keeps its state (audit, idempotency) in its own file in the run's directory, never in the
   // repository's ./data.
   const store = (t: Target) => ({ store: { kind: 'sqlite', path: join(dir, `${t}.db`) } });
@@ -466,6 +469,7 @@ async function runCase(h: Harness, plan: CasePlan, caseNo: number): Promise<Case
   const caseStarted = performance.now();
   const violations: Violation[] = [];
   const leaksBefore = h.upstreams.reduce((n, u) => n + u.secretLeaks.length, 0);
+  const bareBefore = h.upstreams.reduce((n, u) => n + u.uncredentialed.length, 0);
   const session = await resolveSession(h, plan, violations);
   const copies = await Promise.all(Array.from({ length: plan.parallel }, () => sendCopy(h, gw, plan, session, caseNo)));
   for (const c of copies) for (const v of c.violations) if (!violations.some((x) => x.signature === v.signature)) violations.push(v);
@@ -473,6 +477,10 @@ async function runCase(h: Harness, plan: CasePlan, caseNo: number): Promise<Case
   if (h.upstreams.reduce((n, u) => n + u.secretLeaks.length, 0) > leaksBefore) {
     const leak = h.upstreams.flatMap((u) => u.secretLeaks).at(-1)!;
     violations.push({ signature: 'credential-reached-upstream', detail: `an API key reached the upstream: ${leak.method} ${leak.url} ${JSON.stringify(leak.headers).slice(0, 300)}` });
+  }
+  if (h.upstreams.reduce((n, u) => n + u.uncredentialed.length, 0) > bareBefore) {
+    const bare = h.upstreams.flatMap((u) => u.uncredentialed).at(-1)!;
+    violations.push({ signature: `upstream-credential-missing:${bare.method}`, detail: `a request reached an upstream without its configured credential: ${bare.method} ${bare.url} ${JSON.stringify(bare.headers).slice(0, 300)} ${bare.body.slice(0, 200)}` });
   }
   if (plan.abortAfterMs !== null) await sleep(settleLogs ? 30 : 2);
   if (!gw.alive()) {
@@ -552,7 +560,7 @@ async function sendCopy(h: Harness, gw: GatewayProcess, plan: CasePlan, session:
     // request's body or stream with another id is someone else's answer, unless the upstream itself
     // answered this very request with a fault (a wrong id, garbage), which a pass-through relays.
     if (message !== undefined && !Array.isArray(message) && typeof message.method === 'string' && (typeof message.id === 'string' || Number.isInteger(message.id))) {
-      const foreign = responsesIn(res).filter((r) => JSON.stringify(r.id) !== JSON.stringify(message.id));
+      const foreign = responsesIn(res).filter((r) => JSON.stringify(r.id) !== JSON.stringify(idAsParsed(message.id)));
       const excused = h.upstreams.some((u) => u.faulted.has(marker));
       for (const r of foreign) {
         // A refusal made before the body was read (authentication, headers) cannot know the id: null.
@@ -568,7 +576,7 @@ async function sendCopy(h: Harness, gw: GatewayProcess, plan: CasePlan, session:
     // Every governed call is recorded before its answer leaves, as what the client got (README §Audit):
     // checked against the store at the end of the run.
     if (callId !== undefined && message !== undefined && !Array.isArray(message) && message.method === 'tools/call' && message.id !== undefined) {
-      const seen = seenAnswer(res, message.id);
+      const seen = seenAnswer(res, idAsParsed(message.id));
       if (seen !== undefined) auditChecks.push({ plan, callId, seen: seen.seen, runId: seen.runId, caseNo, request: rendered.transcript, response });
     }
     // A member named twice (the body plan appended one the message already had) never reaches the
@@ -777,6 +785,16 @@ function seenAnswer(res: RawResponse, id: unknown): { seen: SeenAnswer; runId?: 
   return { seen: answer.result?.isError === true ? 'tool_error' : 'success', runId: answer.result?._meta?.[RUN_ID_META] };
 }
 const RUN_ID_META = 'dev.gatehouse/run_id';
+
+/** A request id as a JSON parser reads it: the fuzzer writes some ids as raw JSON text (`1.0`, `1e0`), marked RAW. */
+function idAsParsed(id: unknown): unknown {
+  if (typeof id !== 'string' || !id.startsWith('\u0000RAW:')) return id;
+  try {
+    return JSON.parse(id.slice('\u0000RAW:'.length));
+  } catch {
+    return id;
+  }
+}
 
 /** The JSON-RPC responses in an answer: its JSON body, or its stream's events (server requests and notifications left out). */
 function responsesIn(res: RawResponse): Array<{ id: unknown }> {

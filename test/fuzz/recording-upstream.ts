@@ -26,6 +26,11 @@ export interface UpstreamOptions {
   deepDefinitions?: boolean;
   /** Strings that must never reach an upstream (the clients' API keys). */
   secrets: string[];
+  /**
+   * The credential Gatehouse is configured to send this upstream (`upstreams[].headers`): a request
+   * without it is recorded in `uncredentialed`.
+   */
+  credential?: { header: string; value: string };
   /** How long a `slow` fault waits: longer than the gateway's upstream header timeout. */
   slowMs: number;
   /** Longest an open stream (GET, subscriptions/listen, a parked elicitation) is held. */
@@ -58,6 +63,10 @@ export interface RecordingUpstream {
   faulted: Set<string>;
   /** Requests that carried a watched secret (should stay empty). */
   secretLeaks: Received[];
+  /** Requests without the upstream's own configured credential (should stay empty). */
+  uncredentialed: Received[];
+  /** The credential it expects, as given. */
+  credential?: { header: string; value: string };
   requests: number;
   /** The last requests, for diagnostics. */
   recent: Received[];
@@ -92,6 +101,7 @@ export async function startRecordingUpstream(opts: UpstreamOptions): Promise<Rec
   /** Answers that were a fault. */
   const faultAnswers = new WeakSet<ServerResponse>();
   const secretLeaks: Received[] = [];
+  const uncredentialed: Received[] = [];
   const recent: Received[] = [];
   const open = new Set<ServerResponse>();
   /** Legacy elicitations waiting for the client's answer, by the id this upstream gave the request. */
@@ -106,6 +116,8 @@ export async function startRecordingUpstream(opts: UpstreamOptions): Promise<Rec
     erred,
     faulted,
     secretLeaks,
+    uncredentialed,
+    ...(opts.credential !== undefined ? { credential: opts.credential } : {}),
     requests: 0,
     recent,
     close: async () => {
@@ -129,6 +141,7 @@ export async function startRecordingUpstream(opts: UpstreamOptions): Promise<Rec
       const seen = new Set<string>();
       for (const text of [body, ...req.rawHeaders]) for (const m of text.matchAll(MARKER_PATTERN)) seen.add(m[0]);
       if (opts.secrets.some((s) => body.includes(s) || req.rawHeaders.some((h) => h.includes(s)))) secretLeaks.push(rec);
+      if (opts.credential !== undefined && req.headers[opts.credential.header] !== opts.credential.value) uncredentialed.push(rec);
       // The status is known only once answered; until then a marker counts as answered 200.
       for (const m of seen) markers.set(m, 200);
       res.once('finish', () => {
