@@ -816,6 +816,21 @@ function responsesIn(res: RawResponse): Array<{ id: unknown }> {
   return messages.filter((m): m is { id: unknown } => m !== null && typeof m === 'object' && !Array.isArray(m) && (m as { jsonrpc?: unknown }).jsonrpc === '2.0' && !('method' in m) && ('result' in m || 'error' in m));
 }
 
+/** `gatehouse audit verify --store FILE` of the build under test: its exit code and what it printed. */
+function auditVerify(file: string): Promise<{ code: number | null; output: string }> {
+  return new Promise((resolve) => {
+    const child = spawn(process.execPath, [MAIN, 'audit', 'verify', '--store', file], { cwd: ROOT, stdio: ['ignore', 'pipe', 'pipe'] });
+    let output = '';
+    child.stdout!.on('data', (d: Buffer) => (output += d.toString('utf8')));
+    child.stderr!.on('data', (d: Buffer) => (output += d.toString('utf8')));
+    const timer = setTimeout(() => child.kill('SIGKILL'), 30_000);
+    child.on('close', (code) => {
+      clearTimeout(timer);
+      resolve({ code, output });
+    });
+  });
+}
+
 /** The outcome of each audit record in a gateway's store file, by call id. */
 function auditOutcomes(file: string): Map<string, Array<{ outcome: string; runId: unknown }>> {
   const db = new Database(file, { readonly: true, fileMustExist: true });
@@ -1025,6 +1040,12 @@ export async function runEdgeFuzz(h: Harness, opts: FuzzOptions): Promise<FuzzRe
       const detail = `the client got ${c.status} (call ${c.callId}); the request log has ${logged === undefined ? 'no line' : `${logged.length} line(s) with status ${logged.map(text).join(', ')}`}`;
       record({ violations: [{ signature, detail }], request: c.request, response: c.response, plan: c.plan }, String(c.caseNo));
     }
+  }
+  // The audit log is a hash chain (README §Audit): whatever the run did (crashes and restarts included),
+  // `gatehouse audit verify` walks it whole.
+  for (const t of TARGETS) {
+    const verdict = await auditVerify(join(h.dir, `${t}.db`));
+    if (verdict.code !== 0) record({ violations: [{ signature: `audit-chain:${t}`, detail: `gatehouse audit verify exited ${verdict.code}: ${verdict.output.slice(0, 600)}` }], request: '', response: '', plan: undefined as unknown as CasePlan }, 'end');
   }
   const records = new Map(TARGETS.map((t) => [t, auditOutcomes(join(h.dir, `${t}.db`))]));
   for (const c of auditChecks.splice(0)) {
