@@ -59,7 +59,10 @@ export function interceptFinal(outcome: Outcome, ctx: CallContext, onFinal: OnFi
       // Decided before onFinal records it: an answer the edge cannot write is the upstream's failure, for
       // every stage and for the client alike. The text is kept, so the edge does not make it again.
       const text = writableJson(message);
-      if (text === undefined) return failedAnswer(tooDeep(ctx.route?.upstream), onFinal, renderer(ctx, id));
+      if (text === undefined) {
+        const error = tooDeep(ctx.route?.upstream);
+        return marker === undefined ? failedAnswer(error, onFinal, renderer(ctx, id)) : { kind: 'refused', refusal: { kind: 'failure', error } };
+      }
       const answer: FinalAnswer = { response: message };
       return onFinal(answer).then((v) => (v === undefined ? outcome : replaced(outcome, v, answer, text)));
     }

@@ -5,6 +5,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { interceptFinal, withMetaInserted } from '../../../src/pipeline/final-answer.js';
 import type { CallContext } from '../../../src/pipeline/context.js';
+import type { JsonRpcResponse } from '../../../src/protocol/jsonrpc.js';
 import type { Outcome } from '../../../src/pipeline/outcome.js';
 import { RelayBody } from '../../../src/pipeline/relay-body.js';
 import { GatewayError } from '../../../src/errors.js';
@@ -257,4 +258,18 @@ test('a check of a streamed answer that throws fails that call with a generic fa
     process.off('unhandledRejection', onUnhandled);
     process.off('warning', onWarning);
   }
+});
+
+test('an answer held as an object too deep to write is the upstream failure before onFinal sees it; with a marker it is not shown', async () => {
+  const deep = JSON.parse(`{"jsonrpc":"2.0","id":1,"result":{"rows":${'['.repeat(50_000)}${']'.repeat(50_000)}}}`) as JsonRpcResponse;
+  const seen: Array<{ failure?: GatewayError }> = [];
+  const out = await interceptFinal({ kind: 'json', status: 200, message: deep }, ctx, async (answer) => void seen.push(answer));
+  assert.equal(seen.length, 1);
+  assert.equal(seen[0]!.failure?.code, 'GW_ERR_UPSTREAM_BAD_RESPONSE');
+  assert.match(seen[0]!.failure!.message, /nested too deeply/);
+  assert.equal(out.kind, 'refused');
+  const marked = await interceptFinal({ kind: 'json', status: 200, message: deep }, ctx, async (answer) => void seen.push(answer), { marker: 'input_required' });
+  assert.equal(seen.length, 1, 'not shown under a marker, as a relayed failure is not');
+  assert.equal(marked.kind, 'refused');
+  assert.equal((marked as { refusal: { kind: string; error: GatewayError } }).refusal.error.code, 'GW_ERR_UPSTREAM_BAD_RESPONSE');
 });
