@@ -570,6 +570,18 @@ async function sendCopy(h: Harness, gw: GatewayProcess, plan: CasePlan, session:
         break;
       }
     }
+    // A request answered 200 gets its response: a JSON body, or a stream that, once the server ends it,
+    // holds the response (or the error event Gatehouse writes for an upstream that ended without one).
+    if (plan.http === 'POST' && plan.body.kind === 'json' && message !== undefined && !Array.isArray(message) && typeof message.method === 'string' && message.id !== undefined && res.status === 200 && !res.truncated) {
+      const answered = responsesIn(res).some((r) => JSON.stringify(r.id) === JSON.stringify(idAsParsed(message.id)));
+      // Excused: a request the upstream itself answered with a fault (an empty 200, garbage), which the
+      // pass-through relays as it came for a method it does not govern (counted, for the report).
+      if (!answered && h.upstreams.some((u) => u.faulted.has(marker))) count(stats.coverage, `${plan.target} unanswered after an upstream fault (relayed)`);
+      else if (!answered) {
+        const sse = (res.headers['content-type']?.[0] ?? '').startsWith('text/event-stream');
+        violations.push({ signature: `unanswered:${plan.target}:${sse ? 'sse' : 'json'}`, detail: `request id ${JSON.stringify(message.id)} (${message.method}) answered 200 without its response: ${printable(res.body, 400)}` });
+      }
+    }
     // One `request` line per answered request, with the status the client got (README §Logs): checked at
     // the end of the run, when every batch of lines is in.
     if (callId !== undefined) answeredCalls.push({ plan, callId, status: res.status, caseNo, request: rendered.transcript, response });
