@@ -12,7 +12,7 @@ import { ErrorCode } from '../protocol/jsonrpc.js';
 import { formatSseJson } from '../protocol/sse.js';
 import type { Cancellation } from '../pipeline/cancellation.js';
 import type { BodySink, RelayBody } from '../pipeline/relay-body.js';
-import { NO_TOOL_ERROR, summaryOf, type AnswerSummary } from './answer-summary.js';
+import { failureSummary, NO_TOOL_ERROR, summaryOf, type AnswerSummary } from './answer-summary.js';
 import { waitForDrain } from './backpressure.js';
 import { corkForThisTurn, relaySse, relayWholeSse } from './sse-relay.js';
 
@@ -138,7 +138,7 @@ async function writeStream(res: ServerResponse, stream: CallStream, headers: Ans
           sendText(res, ctx.era === 'modern' ? modernErrorStatus(item.message) : 200, text!, headers);
         } else {
           const wire = toWire({ kind: 'failure', error: item.failure }, { ...ctx, id: stream.requestId });
-          summary = summaryOf(wire.body);
+          summary = failureSummary(wire.body, item.failure);
           ctx.onSummary?.(summary);
           sendJson(res, wire.status, wire.body, { ...headers, ...wire.headers });
         }
@@ -146,7 +146,7 @@ async function writeStream(res: ServerResponse, stream: CallStream, headers: Ans
       }
       openSse();
       const message = 'message' in item ? item.message : toWire({ kind: 'failure', error: item.failure }, { ...ctx, id: stream.requestId }).body;
-      if (!('message' in item)) summary = summaryOf(message);
+      if (!('message' in item)) summary = failureSummary(message, item.failure);
       if (!writeSse(res, formatSseJson(text ?? JSON.stringify(message)))) break;
     }
     if (!sse) {

@@ -8,7 +8,7 @@ import type { Readable } from 'node:stream';
 import { GatewayError, toWire, type WireContext } from '../errors.js';
 import type { JsonRpcId } from '../protocol/jsonrpc.js';
 import { SseParser, formatSseMessage, type SseEvent } from '../protocol/sse.js';
-import { summaryOf, type AnswerSummary } from './answer-summary.js';
+import { failureSummary, summaryOf, type AnswerSummary } from './answer-summary.js';
 import { waitForDrain } from './backpressure.js';
 import type { Cancellation } from '../pipeline/cancellation.js';
 
@@ -85,7 +85,7 @@ class AnswerWatch {
     const err = failure ?? new GatewayError('GW_ERR_UPSTREAM_BAD_RESPONSE', `Upstream "${ctx.upstream}" ended the stream without answering the request`, ctx.upstream);
     ctx.log?.warn('upstream stream ended without a response', { code: err.code, callId: ctx.callId });
     const wire = toWire({ kind: 'failure', error: err }, { ...ctx, id: ctx.requestId }).body;
-    this.summary = summaryOf(wire);
+    this.summary = failureSummary(wire, err);
     return formatSseMessage(wire);
   }
 }
