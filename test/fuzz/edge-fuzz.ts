@@ -116,6 +116,8 @@ export interface FuzzReport {
   audited: Record<string, number>;
   /** Answers held against their request log lines: none, several, its status or another. */
   logged: Record<string, number>;
+  /** Audit outcome / request line outcome, for each audited call. */
+  auditVsLog: Record<string, number>;
   /** Error-level log messages (not violations by themselves). */
   errorLogs: Record<string, number>;
   rss: Array<{ gateway: Target; startKb: number; warmKb: number; endKb: number; growthKb: number; warmHeapKb: number; endHeapKb: number; series: number }>;
@@ -140,6 +142,8 @@ class GatewayProcess {
   errorLogs: Record<string, number> = {};
   /** The `status` of each `request` line, by call id (README §Logs: one per answered request). */
   requestLines = new Map<string, unknown[]>();
+  /** The `outcome` of each `request` line, by call id. */
+  requestOutcomes = new Map<string, unknown>();
   recentLines: string[] = [];
   startKb = 0;
   metricsUrl = '';
@@ -259,6 +263,7 @@ class GatewayProcess {
     if (typeof entry.callId === 'string') {
       if (msg === 'request') {
         const statuses = this.requestLines.get(entry.callId);
+        this.requestOutcomes.set(entry.callId, entry.outcome);
         if (statuses === undefined) this.requestLines.set(entry.callId, [entry.status]);
         else statuses.push(entry.status);
       }
@@ -458,6 +463,18 @@ const AUDIT_FITS: Record<SeenAnswer, ReadonlySet<string>> = {
 };
 /** Every answer with a call id, and its HTTP status: held against the request log at the end. */
 const answeredCalls: Array<{ plan: CasePlan; callId: string; status: number; caseNo: number; request: string; response: string }> = [];
+/**
+ * The request line's outcomes (the metrics' words) that fit each audit outcome. A JSON-RPC error answered
+ * 200 is `ok` to the metrics (the request was answered), `error` to the audit (the call did not run).
+ */
+const LOG_FITS: Record<string, ReadonlySet<string>> = {
+  ok: new Set(['ok']),
+  tool_error: new Set(['tool_error']),
+  refused: new Set(['refused']),
+  error: new Set(['ok', 'client_error']),
+  failed: new Set(['upstream_error']),
+  aborted: new Set(['aborted']),
+};
 /** `tools/call` answers clients got, by the call id Gatehouse gave them: held against the audit at the end. */
 const auditChecks: Array<{ plan: CasePlan; callId: string; seen: SeenAnswer; runId: unknown; caseNo: number; request: string; response: string }> = [];
 let markerCounter = 0;
@@ -724,7 +741,7 @@ async function restart(h: Harness, target: Target): Promise<void> {
 // ---------------------------------------------------------------------------------------------------------
 // The answer's properties.
 
-const stats = { statuses: {} as Record<string, number>, codes: {} as Record<string, number>, messages: {} as Record<string, number>, coverage: {} as Record<string, number>, audited: {} as Record<string, number>, logged: {} as Record<string, number> };
+const stats = { statuses: {} as Record<string, number>, codes: {} as Record<string, number>, messages: {} as Record<string, number>, coverage: {} as Record<string, number>, audited: {} as Record<string, number>, logged: {} as Record<string, number>, auditVsLog: {} as Record<string, number> };
 
 interface RpcError {
   code: unknown;
@@ -1066,6 +1083,13 @@ export async function runEdgeFuzz(h: Harness, opts: FuzzOptions): Promise<FuzzRe
     const fitting = found?.find((r) => AUDIT_FITS[c.seen].has(r.outcome));
     const outcomes = found?.map((r) => r.outcome).join('+');
     count(stats.audited, `${c.seen} → ${outcomes ?? 'none'}`);
+    // The request line says the same in the metrics' words (README §Logs: an upstream failure is
+    // upstream_error, as the audit records it failed).
+    const logged = h.gateways[target].requestOutcomes.get(c.callId);
+    count(stats.auditVsLog, `${outcomes ?? 'none'} / ${String(logged)}`);
+    if (fitting !== undefined && logged !== undefined && !(LOG_FITS[fitting.outcome] ?? new Set()).has(String(logged))) {
+      record({ violations: [{ signature: `audit-log-mismatch:${target}:${fitting.outcome}:${String(logged)}`, detail: `call ${c.callId}: audited ${fitting.outcome}, its request line says ${String(logged)}` }], request: c.request, response: c.response, plan: c.plan }, String(c.caseNo));
+    }
     let signature: string | undefined;
     let detail = '';
     if (fitting === undefined) {
@@ -1117,7 +1141,7 @@ export async function runEdgeFuzz(h: Harness, opts: FuzzOptions): Promise<FuzzRe
     for (const t of TARGETS) for (const [k, n] of Object.entries(pick(h.gateways[t]))) out[k] = (out[k] ?? 0) + n;
     return out;
   };
-  const counted = { statuses: { ...stats.statuses }, codes: { ...stats.codes }, messages: { ...stats.messages }, coverage: { ...stats.coverage }, audited: { ...stats.audited }, logged: { ...stats.logged }, reasons: merge((g) => g.reasons), errorLogs: merge((g) => g.errorLogs) };
+  const counted = { statuses: { ...stats.statuses }, codes: { ...stats.codes }, messages: { ...stats.messages }, coverage: { ...stats.coverage }, audited: { ...stats.audited }, logged: { ...stats.logged }, auditVsLog: { ...stats.auditVsLog }, reasons: merge((g) => g.reasons), errorLogs: merge((g) => g.errorLogs) };
   const upstreamRequests = h.upstreams.reduce((n, u) => n + u.requests, 0);
   const exploreMs = Math.round(performance.now() - started);
 
@@ -1225,6 +1249,7 @@ export function formatReport(r: FuzzReport): string {
   lines.push(`refusal reasons logged: ${sorted(r.reasons)}`);
   lines.push(`tools/call answers against their audit records (what the client got → recorded): ${sorted(r.audited)}`);
   lines.push(`answers against their request log lines: ${sorted(r.logged)}`);
+  lines.push(`audited calls, audit outcome / request line outcome: ${sorted(r.auditVsLog)}`);
   lines.push('most frequent error messages:', ...Object.entries(r.messages).sort((a, b) => b[1] - a[1]).slice(0, 25).map(([k, n]) => `  ${n} × ${k}`));
   if (process.env.FUZZ_COVERAGE) lines.push('answers by gateway, client era, method and status:', ...Object.entries(r.coverage).sort().map(([k, n]) => `  ${k}: ${n}`));
   if (Object.keys(r.errorLogs).length > 0) lines.push(`error-level log lines: ${sorted(r.errorLogs)}`);
