@@ -11,6 +11,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import Database from 'better-sqlite3';
 import fc from 'fast-check';
+import { RUN_ID_META } from '../../src/audit/audit-trail.js';
 import { hashKey } from '../../src/auth/key-hash.js';
 import { caseArb, KEY_NAMES, printable, render, retryPlan, TARGETS, type CasePlan, type KeyName, type Target } from './arbitraries.js';
 import { rawAbort, rawRequest, type RawOutcome, type RawResponse } from './raw-http.js';
@@ -792,19 +793,7 @@ function seenAnswer(res: RawResponse, id: unknown): { seen: SeenAnswer; runId?: 
     return isGwErr(err) && err!.data!.code !== 'GW_ERR_STATE_UNAVAILABLE' ? { seen: 'failure' } : undefined;
   }
   if (res.status !== 200) return undefined;
-  const type = res.headers['content-type']?.[0] ?? '';
-  const candidates: unknown[] = [];
-  if (type.startsWith('text/event-stream')) {
-    for (const line of res.body.toString('utf8').split('\n')) {
-      if (!line.startsWith('data:')) continue;
-      try {
-        candidates.push(JSON.parse(line.slice(5)));
-      } catch {
-        /* cut by the read deadline */
-      }
-    }
-  } else candidates.push(jsonBody(res));
-  const answer = candidates.reverse().find((m) => m !== null && typeof m === 'object' && JSON.stringify((m as { id?: unknown }).id) === JSON.stringify(id) && ('result' in m || 'error' in m)) as { result?: { isError?: unknown; _meta?: Record<string, unknown> }; error?: RpcError } | undefined;
+  const answer = responsesIn(res).reverse().find((m) => JSON.stringify(m.id) === JSON.stringify(id)) as { result?: { isError?: unknown; _meta?: Record<string, unknown> }; error?: RpcError } | undefined;
   if (answer === undefined) return undefined;
   if (answer.error !== undefined) {
     if (!isGwErr(answer.error)) return { seen: 'rpc_error' };
@@ -813,7 +802,6 @@ function seenAnswer(res: RawResponse, id: unknown): { seen: SeenAnswer; runId?: 
   // A result carries its record's run id (README §Audit).
   return { seen: answer.result?.isError === true ? 'tool_error' : 'success', runId: answer.result?._meta?.[RUN_ID_META] };
 }
-const RUN_ID_META = 'dev.gatehouse/run_id';
 
 /** A request id as a JSON parser reads it: the fuzzer writes some ids as raw JSON text (`1.0`, `1e0`), marked RAW. */
 function idAsParsed(id: unknown): unknown {
