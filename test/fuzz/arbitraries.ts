@@ -4,8 +4,8 @@
 
 import fc from 'fast-check';
 
-export type Target = 'legacy' | 'modern' | 'catalog';
-export const TARGETS: readonly Target[] = ['legacy', 'modern', 'catalog'];
+export type Target = 'legacy' | 'modern' | 'catalog' | 'governed';
+export const TARGETS: readonly Target[] = ['legacy', 'modern', 'catalog', 'governed'];
 
 /** API keys the gateways know: scoped, a second caller, no scope, expired, disabled, restricted to echo*. */
 export const KEY_NAMES = ['A', 'B', 'NOSCOPE', 'EXPIRED', 'DISABLED', 'LIMITED'] as const;
@@ -103,7 +103,35 @@ const TOOL_NAMES: Record<Target, string[]> = {
   legacy: ['echo', 'add', 'fault', 'echo', 'add'],
   modern: ['echo', 'add', 'query', 'fault', 'query', 'echo'],
   catalog: ['alpha_echo', 'alpha_add', 'alpha_fault', 'alpha_read_file', 'beta_echo', 'beta_query', 'beta_fault', 'beta_add'],
+  governed: ['echo', 'add', 'fault', 'echo', 'add'],
 };
+
+/**
+ * URLs the governed gateway's egress rule blocks, each written the way a real HTTP client reads as a
+ * loopback, metadata or unlisted address (README §Policy: obfuscations are undone first). Plain ASCII
+ * without quotes or backslashes, so the upstream's JSON text holds each as written.
+ */
+export const EGRESS_DENIED = [
+  'http://127.0.0.1:9/x',
+  'http://169.254.169.254/latest/meta-data/',
+  'http://[::ffff:127.0.0.1]/',
+  'http://[::1]:80/',
+  'http://2130706433/',
+  'http://0x7f.0.0.1/',
+  'http://127.1/',
+  'http://0177.0.0.1/',
+  'http://192.0.2.10@127.0.0.1/',
+  'HTTP://LOCALHOST:3000/',
+  'http://192.0.2.11/',
+  'https://192.0.2.10.nip.io/',
+  'ftp://192.0.2.10/',
+] as const;
+/** The one destination its rule allows (TEST-NET-1, named by address), alone and inside text. */
+const EGRESS_ALLOWED = ['http://192.0.2.10/ok', 'fetch https://192.0.2.10:443/a please'];
+/** The governed gateway's write tool takes keys from a small pool, so replays and conflicts happen. */
+const IDEMPOTENCY_KEYS = 6;
+/** Stands for the case's credential name in an idempotency key: one caller's keys are never another's. */
+export const AUTH_TOKEN = '{AUTH}';
 const UNKNOWN_TOOLS = ['nope', 'echo ', 'read.file', 'alpha/echo', 'ECHO', '', 'é', 'a'.repeat(200), '__proto__', 'toString', 'constructor'];
 
 /** Slow faults cost a gateway timeout each, so they are rare. */
@@ -169,7 +197,15 @@ function toolCall(target: Target): fc.Arbitrary<Record<string, unknown>> {
     requestState: fc.constantFrom(STATE_TOKEN, 'forged-state', ''),
     inputResponses: fc.constantFrom<Record<string, unknown>>({ [INPUT_KEY_TOKEN]: { action: 'accept', content: { name: 'x' } } }, { [INPUT_KEY_TOKEN]: { action: 'decline' } }, { other: {} }, {}),
   });
-  const unknown = fc.record({ name: fc.constantFrom(...UNKNOWN_TOOLS), arguments: fc.constant({}) });
+  // A name no list gave, which one upstream on the pass-through answers itself: the policy holds for it too.
+  const unknown = fc.record({ name: fc.constantFrom(...UNKNOWN_TOOLS), arguments: fc.oneof(fc.constant({}), fc.record({ url: fc.constantFrom(...EGRESS_DENIED) })) });
+  if (target === 'governed') {
+    // Most writes carry a key from a small pool and arguments from a small set, so the same key meets the
+    // same request (a replay), another request (a conflict) and itself in flight (copies sent at once).
+    const key = fc.integer({ min: 1, max: IDEMPOTENCY_KEYS }).map((n) => ({ idempotencyKey: `fz-idem-${AUTH_TOKEN}-${n}` }));
+    const write = fc.record({ name: fc.constant('add'), arguments: fc.oneof({ weight: 3, arbitrary: fc.record({ a: fc.constantFrom(1, 2), b: fc.constant(1) }) }, { weight: 1, arbitrary: argumentsFor('add') }), _meta: key }, { requiredKeys: ['name', 'arguments'] });
+    return fc.oneof({ weight: 8, arbitrary: known }, { weight: 4, arbitrary: write }, { weight: 2, arbitrary: unknown }, { weight: 1, arbitrary: retry });
+  }
   return fc.oneof({ weight: 12, arbitrary: known }, { weight: 2, arbitrary: unknown }, { weight: 1, arbitrary: retry });
 }
 
@@ -177,7 +213,7 @@ function argumentsFor(publicName: string): fc.Arbitrary<Record<string, unknown>>
   const name = publicName.replace(/^(alpha|beta)_/, '');
   switch (name) {
     case 'echo':
-      return fc.record({ text: fc.oneof({ weight: 4, arbitrary: fc.string({ maxLength: 16 }) }, { weight: 1, arbitrary: anyJson }) });
+      return fc.record({ text: fc.oneof({ weight: 4, arbitrary: fc.string({ maxLength: 16 }) }, { weight: 1, arbitrary: anyJson }, { weight: 2, arbitrary: fc.constantFrom(...EGRESS_DENIED, ...EGRESS_ALLOWED).chain((u) => fc.constantFrom(u, `see ${u} and more`, [u])) }) });
     case 'add':
       return fc.record({ a: fc.oneof({ weight: 4, arbitrary: fc.integer() }, { weight: 1, arbitrary: anyJson }), b: fc.integer() });
     case 'query':
@@ -576,7 +612,7 @@ function buildMessage(plan: CasePlan): Record<string, unknown> | undefined {
       params ??= {};
       const meta: Record<string, unknown> = { [META_VERSION]: MODERN, [META_CAPS]: plan.declares ? { elicitation: { form: {} }, sampling: {}, roots: {} } : {} };
       if (s.id.toString().length % 2 === 0) meta[META_INFO] = { name: 'fuzz', version: '1' };
-      params._meta = meta;
+      params._meta = { ...(isObject(params._meta) ? params._meta : {}), ...meta };
     }
     if (params !== undefined) {
       params.fuzzMark = '{MARK}';
@@ -587,6 +623,10 @@ function buildMessage(plan: CasePlan): Record<string, unknown> | undefined {
   msg.fuzz = '{MARK}';
   for (const op of plan.fieldOps) applyFieldOp(msg, op);
   return msg;
+}
+
+function isObject(v: unknown): v is Record<string, unknown> {
+  return v !== null && typeof v === 'object' && !Array.isArray(v);
 }
 
 function clone<T>(v: T): T {
@@ -614,7 +654,7 @@ function serialize(v: unknown, space?: string): string {
 }
 
 function bodyBytes(plan: CasePlan, message: Record<string, unknown> | undefined, ctx: RenderContext): Buffer {
-  const fillBody = (s: string): string => s.replaceAll('{MARK}', ctx.marker).replaceAll(STATE_TOKEN, JSON.stringify(ctx.state).slice(1, -1)).replaceAll(INPUT_KEY_TOKEN, JSON.stringify(ctx.inputKey).slice(1, -1)).replace(/\{KEY_([A-Z]+)\}/g, (_, k: string) => ctx.keys[k as KeyName] ?? '');
+  const fillBody = (s: string): string => s.replaceAll('{MARK}', ctx.marker).replaceAll(AUTH_TOKEN, plan.auth).replaceAll(STATE_TOKEN, JSON.stringify(ctx.state).slice(1, -1)).replaceAll(INPUT_KEY_TOKEN, JSON.stringify(ctx.inputKey).slice(1, -1)).replace(/\{KEY_([A-Z]+)\}/g, (_, k: string) => ctx.keys[k as KeyName] ?? '');
   const json = fillBody(serialize(message));
   const mark = `"${ctx.marker}"`;
   const b = plan.body;

@@ -13,9 +13,9 @@ import Database from 'better-sqlite3';
 import fc from 'fast-check';
 import { RUN_ID_META } from '../../src/audit/audit-trail.js';
 import { hashKey } from '../../src/auth/key-hash.js';
-import { caseArb, KEY_NAMES, printable, render, retryPlan, TARGETS, type CasePlan, type KeyName, type Target } from './arbitraries.js';
+import { caseArb, EGRESS_DENIED, KEY_NAMES, printable, render, retryPlan, TARGETS, type CasePlan, type KeyName, type Target } from './arbitraries.js';
 import { rawAbort, rawRequest, type RawOutcome, type RawResponse } from './raw-http.js';
-import { startRecordingUpstream, type RecordingUpstream } from './recording-upstream.js';
+import { startRecordingUpstream, type ReceivedCall, type RecordingUpstream } from './recording-upstream.js';
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 const MAIN = process.env.FUZZ_GATEHOUSE_MAIN ?? join(ROOT, 'dist/main.js');
@@ -119,6 +119,8 @@ export interface FuzzReport {
   logged: Record<string, number>;
   /** Audit outcome / request line outcome, for each audited call. */
   auditVsLog: Record<string, number>;
+  /** What the governed upstream received: calls by tool, the busiest windows, keys seen more than once. */
+  governed: Record<string, number>;
   /** Error-level log messages (not violations by themselves). */
   errorLogs: Record<string, number>;
   rss: Array<{ gateway: Target; startKb: number; warmKb: number; endKb: number; growthKb: number; warmHeapKb: number; endHeapKb: number; series: number }>;
@@ -362,6 +364,8 @@ function countObjects(snap: HeapSnapshot, names: readonly string[]): Record<stri
 export interface Harness {
   gateways: Record<Target, GatewayProcess>;
   upstreams: RecordingUpstream[];
+  /** The governed gateway's upstream, whose received calls the policy properties are held against. */
+  governedUpstream: RecordingUpstream;
   keys: Record<KeyName, string>;
   pools: Record<Target, string[]>;
   /** The newest MRTR requestState each gateway handed out, for retries. */
@@ -370,6 +374,18 @@ export interface Harness {
   dir: string;
   stop(): Promise<void>;
 }
+
+/** Allows one address (TEST-NET-1, named as a literal, so nothing is resolved); EGRESS_DENIED is blocked. */
+const EGRESS_RULE = { id: 'fuzz-egress', allow: { hosts: ['192.0.2.10'], schemes: ['http', 'https'] } };
+/** The governed gateway's limits: small, so a run crosses each of them many times. */
+const ADD_RATE = { rate: 1, perSeconds: 2, burst: 2 };
+const ECHO_BUDGET_PER_MINUTE = 6;
+const GOVERNED_POLICY = {
+  egress: [EGRESS_RULE],
+  rateLimits: [{ id: 'fuzz-add-rate', per: 'tool', tools: ['solo/add'], ...ADD_RATE }],
+  budgets: [{ id: 'fuzz-echo-minute', per: 'tool', tools: ['solo/echo'], window: 'minute', limit: ECHO_BUDGET_PER_MINUTE }],
+  breakers: [{ id: 'fuzz-breaker', per: 'upstream', consecutiveFailures: 8, coolDownSeconds: 1 }],
+};
 
 export async function startHarness(): Promise<Harness> {
   const keys = Object.fromEntries(KEY_NAMES.map((k) => [k, `gh_fuzz_${k.toLowerCase()}_${randomBytes(18).toString('base64url')}`])) as Record<KeyName, string>;
@@ -382,7 +398,8 @@ export async function startHarness(): Promise<Harness> {
   const modern = await startRecordingUpstream({ era: 'modern', credential: credential('modern'), ...upOpts });
   const alpha = await startRecordingUpstream({ era: 'legacy', unsafeName: true, credential: credential('alpha'), ...upOpts });
   const beta = await startRecordingUpstream({ era: 'modern', deepDefinitions: true, credential: credential('beta'), ...upOpts });
-  const upstreams = [legacy, modern, alpha, beta];
+  const governed = await startRecordingUpstream({ era: 'legacy', credential: credential('governed'), ...upOpts });
+  const upstreams = [legacy, modern, alpha, beta, governed];
   const dir = mkdtempSync(join(tmpdir(), 'gatehouse-fuzz-'));
   const scoped = ['mcp:tools'];
   const apiKeys = [
@@ -405,6 +422,9 @@ export async function startHarness(): Promise<Harness> {
     // On, so the run also checks that client-chosen values never become label values (bounded series).
     metrics: { enabled: true, host: '127.0.0.1', port: 0 },
     shutdown: { graceMs: 500 },
+    // Every gateway checks URLs in arguments (the egress stage always runs); a rule that allows one address
+    // by name keeps it from resolving the names fuzzed strings hold, so the run stays on loopback.
+    policy: { egress: [EGRESS_RULE] },
   };
   const up = (name: string, u: RecordingUpstream) => ({ name, url: u.url, timeouts: UPSTREAM_TIMEOUTS, headers: { [u.credential!.header]: u.credential!.value } });
   // Each gateway keeps its state (audit, idempotency) in its own file in the run's directory, never in the
@@ -414,6 +434,7 @@ export async function startHarness(): Promise<Harness> {
     legacy: { ...base, ...store('legacy'), auth: { ...base.auth, apiKeys: unrestricted }, upstreams: [up('solo', legacy)] },
     modern: { ...base, ...store('modern'), auth: { ...base.auth, apiKeys: unrestricted }, upstreams: [up('solo', modern)] },
     catalog: { ...base, ...store('catalog'), upstreams: [up('alpha', alpha), up('beta', beta)] },
+    governed: { ...base, ...store('governed'), auth: { ...base.auth, apiKeys: unrestricted }, upstreams: [up('solo', governed)], policy: GOVERNED_POLICY, idempotency: { requireKeys: true, tools: ['solo/add'] } },
   };
   const gateways = {} as Record<Target, GatewayProcess>;
   for (const t of TARGETS) {
@@ -425,9 +446,10 @@ export async function startHarness(): Promise<Harness> {
   const h: Harness = {
     gateways,
     upstreams,
+    governedUpstream: governed,
     keys,
-    pools: { legacy: [], modern: [], catalog: [] },
-    states: { legacy: { state: '', inputKey: '' }, modern: { state: '', inputKey: '' }, catalog: { state: '', inputKey: '' } },
+    pools: { legacy: [], modern: [], catalog: [], governed: [] },
+    states: { legacy: { state: '', inputKey: '' }, modern: { state: '', inputKey: '' }, catalog: { state: '', inputKey: '' }, governed: { state: '', inputKey: '' } },
     restarts: 0,
     dir,
     async stop() {
@@ -653,7 +675,7 @@ async function resolveSession(h: Harness, plan: CasePlan, violations: Violation[
 }
 
 /** A tool each gateway lists when it works (the catalog names it by its upstream). */
-const EXPECTED_TOOL: Record<Target, string> = { legacy: 'echo', modern: 'echo', catalog: 'beta_echo' };
+const EXPECTED_TOOL: Record<Target, string> = { legacy: 'echo', modern: 'echo', catalog: 'beta_echo', governed: 'echo' };
 /** The upstreams fail every so often on purpose (chaosEvery): the end check may retry. */
 const LIST_TRIES = 5;
 
@@ -742,7 +764,7 @@ async function restart(h: Harness, target: Target): Promise<void> {
 // ---------------------------------------------------------------------------------------------------------
 // The answer's properties.
 
-const stats = { statuses: {} as Record<string, number>, codes: {} as Record<string, number>, messages: {} as Record<string, number>, coverage: {} as Record<string, number>, audited: {} as Record<string, number>, logged: {} as Record<string, number>, auditVsLog: {} as Record<string, number> };
+const stats = { statuses: {} as Record<string, number>, codes: {} as Record<string, number>, messages: {} as Record<string, number>, coverage: {} as Record<string, number>, audited: {} as Record<string, number>, logged: {} as Record<string, number>, auditVsLog: {} as Record<string, number>, governed: {} as Record<string, number> };
 
 interface RpcError {
   code: unknown;
@@ -1090,6 +1112,8 @@ export async function runEdgeFuzz(h: Harness, opts: FuzzOptions): Promise<FuzzRe
     // Found at the end of the run, so not shrunk: the case's own plan is the example.
     if (signature !== undefined) record({ violations: [{ signature, detail }], request: c.request, response: c.response, plan: c.plan }, String(c.caseNo));
   }
+  // The governed gateway's policy, held against what its upstream received (properties 15 to 18).
+  for (const v of governedViolations(h.governedUpstream.toolCalls, stats.governed)) record({ violations: [v], request: '', response: '', plan: undefined as unknown as CasePlan }, 'end');
   for (const t of TARGETS) {
     const gw = h.gateways[t];
     if (!gw.alive()) record({ violations: [{ signature: `crash:${t}`, detail: 'gateway not running at the end' }], request: '', response: '', plan: undefined as unknown as CasePlan }, 'end');
@@ -1129,7 +1153,7 @@ export async function runEdgeFuzz(h: Harness, opts: FuzzOptions): Promise<FuzzRe
     for (const t of TARGETS) for (const [k, n] of Object.entries(pick(h.gateways[t]))) out[k] = (out[k] ?? 0) + n;
     return out;
   };
-  const counted = { statuses: { ...stats.statuses }, codes: { ...stats.codes }, messages: { ...stats.messages }, coverage: { ...stats.coverage }, audited: { ...stats.audited }, logged: { ...stats.logged }, auditVsLog: { ...stats.auditVsLog }, reasons: merge((g) => g.reasons), errorLogs: merge((g) => g.errorLogs) };
+  const counted = { statuses: { ...stats.statuses }, codes: { ...stats.codes }, messages: { ...stats.messages }, coverage: { ...stats.coverage }, audited: { ...stats.audited }, logged: { ...stats.logged }, auditVsLog: { ...stats.auditVsLog }, governed: { ...stats.governed }, reasons: merge((g) => g.reasons), errorLogs: merge((g) => g.errorLogs) };
   const upstreamRequests = h.upstreams.reduce((n, u) => n + u.requests, 0);
   const exploreMs = Math.round(performance.now() - started);
 
@@ -1210,6 +1234,71 @@ export function optionsFromEnv(defaults: { runs: number; seed: number; timeLimit
  * is V8 settling its heap: a fixed amount, whatever the run's length. 64 MB is a few times what the caps can
  * hold in the worst case here and well under what a per-request leak reaches over thousands of cases.
  */
+/**
+ * How far apart a call's admission at the gateway and its arrival at the upstream may be: the limits are
+ * judged when a stage takes a token or spends, the upstream's clock reads the arrival.
+ */
+const ARRIVAL_SLACK_MS = 250;
+
+/**
+ * The governed gateway's promises, read off what its upstream received (README §Policy, §Audit and
+ * idempotent writes). A call the upstream answered 4xx did not run (an unknown session, a refused
+ * credential): a gateway may send it again under the same admission, so only the others count.
+ */
+function governedViolations(calls: readonly ReceivedCall[], seen: Record<string, number>): Violation[] {
+  const out: Violation[] = [];
+  const ran = calls.filter((c) => c.status === undefined || c.status < 400 || c.status >= 500);
+  for (const c of calls) count(seen, `tools/call ${typeof c.name === 'string' && ['echo', 'add', 'fault'].includes(c.name) ? c.name : 'unlisted'}${c.status !== undefined && c.status >= 400 && c.status < 500 ? ` (answered ${c.status})` : ''}`);
+
+  // 15. Egress: no call naming a blocked destination reaches the upstream, whatever its tool (an unlisted
+  // name the upstream answers itself included) or its client's era.
+  for (const c of calls) {
+    const found = EGRESS_DENIED.find((u) => stringsIn(c.arguments).some((s) => s.includes(u)));
+    if (found !== undefined) out.push({ signature: `egress-forwarded:${found}`, detail: `the upstream received tools/call ${JSON.stringify(c.name)} with arguments naming ${found}, which rule fuzz-egress blocks: ${JSON.stringify(c.arguments).slice(0, 300)}` });
+  }
+
+  // 16. Rate limit: a token bucket admits at most burst + rate × t in any t (README §Policy: rate limits
+  // count every try, so what runs is fewer still).
+  const adds = ran.filter((c) => c.name === 'add').map((c) => c.at).sort((a, b) => a - b);
+  for (const windowMs of [1_000, 10_000]) {
+    const bound = Math.floor(ADD_RATE.burst + (ADD_RATE.rate * (windowMs + ARRIVAL_SLACK_MS)) / (ADD_RATE.perSeconds * 1000));
+    let most = 0;
+    for (let i = 0, j = 0; i < adds.length; i++) {
+      while (adds[i]! - adds[j]! > windowMs) j++;
+      most = Math.max(most, i - j + 1);
+    }
+    count(seen, `add calls in the busiest ${windowMs / 1000} s: ${most} (bound ${bound})`);
+    if (most > bound) out.push({ signature: `rate-limit-exceeded:${windowMs}ms`, detail: `the upstream ran ${most} calls of "add" within ${windowMs} ms; rule fuzz-add-rate (${JSON.stringify(ADD_RATE)}) admits at most ${bound}` });
+  }
+
+  // 17. Budget: at most `limit` calls of "echo" run in a UTC minute (a call spent in the minute before may
+  // arrive in the first moments of the next, so those are left out of its count).
+  const perMinute = new Map<number, number>();
+  for (const c of ran) {
+    if (c.name !== 'echo' || c.at % 60_000 < ARRIVAL_SLACK_MS) continue;
+    const minute = Math.floor(c.at / 60_000);
+    perMinute.set(minute, (perMinute.get(minute) ?? 0) + 1);
+  }
+  const busiest = Math.max(0, ...perMinute.values());
+  count(seen, `echo calls in the busiest minute: ${busiest} (limit ${ECHO_BUDGET_PER_MINUTE})`);
+  if (busiest > ECHO_BUDGET_PER_MINUTE) out.push({ signature: 'budget-exceeded', detail: `the upstream ran ${busiest} calls of "echo" in one UTC minute; budget fuzz-echo-minute allows ${ECHO_BUDGET_PER_MINUTE}` });
+
+  // 18. Idempotency: a key runs its write at most once (README: a replay, a conflict, a wait for the first,
+  // or outcome_unknown; never a second run). Each key names its caller, so one key is one caller's.
+  const byKey = new Map<string, number>();
+  for (const c of ran) if (c.name === 'add' && typeof c.idempotencyKey === 'string') byKey.set(c.idempotencyKey, (byKey.get(c.idempotencyKey) ?? 0) + 1);
+  count(seen, `idempotency keys run once: ${[...byKey.values()].filter((n) => n === 1).length}`);
+  for (const [key, n] of byKey) if (n > 1) out.push({ signature: 'idempotent-write-ran-twice', detail: `the upstream ran "add" ${n} times under the idempotency key ${key}` });
+  return out;
+}
+
+/** Every string in a JSON value, however deep. */
+function stringsIn(v: unknown, out: string[] = [], depth = 0): string[] {
+  if (typeof v === 'string') out.push(v);
+  else if (v !== null && typeof v === 'object' && depth < 64) for (const x of Object.values(v)) stringsIn(x, out, depth + 1);
+  return out;
+}
+
 export const RSS_GROWTH_BOUND_KB = 64 * 1024;
 
 /**
@@ -1238,6 +1327,7 @@ export function formatReport(r: FuzzReport): string {
   lines.push(`tools/call answers against their audit records (what the client got → recorded): ${sorted(r.audited)}`);
   lines.push(`answers against their request log lines: ${sorted(r.logged)}`);
   lines.push(`audited calls, audit outcome / request line outcome: ${sorted(r.auditVsLog)}`);
+  lines.push(`the governed upstream received: ${sorted(r.governed)}`);
   lines.push('most frequent error messages:', ...Object.entries(r.messages).sort((a, b) => b[1] - a[1]).slice(0, 25).map(([k, n]) => `  ${n} × ${k}`));
   if (process.env.FUZZ_COVERAGE) lines.push('answers by gateway, client era, method and status:', ...Object.entries(r.coverage).sort().map(([k, n]) => `  ${k}: ${n}`));
   if (Object.keys(r.errorLogs).length > 0) lines.push(`error-level log lines: ${sorted(r.errorLogs)}`);

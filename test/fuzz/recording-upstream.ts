@@ -52,6 +52,21 @@ export interface Received {
   body: string;
 }
 
+/** A `tools/call` as it reached this upstream: what the governed properties are held against. */
+export interface ReceivedCall {
+  /** Date.now() when its body was in. */
+  at: number;
+  name: unknown;
+  arguments: unknown;
+  /** `params._meta.idempotencyKey`, as sent. */
+  idempotencyKey: unknown;
+  /**
+   * The HTTP status it was answered with, once answered whole (a reset or a cut stream leaves it unset):
+   * a 4xx says the call did not run (an unknown session, no credential), so a gateway may send it again.
+   */
+  status?: number;
+}
+
 export interface RecordingUpstream {
   url: string;
   era: UpstreamEra;
@@ -68,6 +83,8 @@ export interface RecordingUpstream {
   /** The credential it expects, as given. */
   credential?: { header: string; value: string };
   requests: number;
+  /** Every `tools/call` request that reached it (a fault answered or not: it may have acted). */
+  toolCalls: ReceivedCall[];
   /** The last requests, for diagnostics. */
   recent: Received[];
   close(): Promise<void>;
@@ -119,6 +136,7 @@ export async function startRecordingUpstream(opts: UpstreamOptions): Promise<Rec
     uncredentialed,
     ...(opts.credential !== undefined ? { credential: opts.credential } : {}),
     requests: 0,
+    toolCalls: [],
     recent,
     close: async () => {
       for (const res of open) res.destroy();
@@ -210,6 +228,12 @@ export async function startRecordingUpstream(opts: UpstreamOptions): Promise<Rec
       return void res.writeHead(202).end();
     }
     if (id === undefined) return void res.writeHead(202).end();
+    if (method === 'tools/call') {
+      const meta = params._meta !== null && typeof params._meta === 'object' ? (params._meta as Record<string, unknown>) : {};
+      const call: ReceivedCall = { at: Date.now(), name: params.name, arguments: params.arguments, idempotencyKey: meta.idempotencyKey };
+      up.toolCalls.push(call);
+      res.once('finish', () => (call.status = res.statusCode));
+    }
     if (opts.chaosEvery > 0 && ++posts % opts.chaosEvery === 0) return fault(res, id, CHAOS[(posts / opts.chaosEvery) % CHAOS.length]!);
     const ok = (result: Record<string, unknown>, headers: Record<string, string> = {}): void => {
       // Every fifth answer comes as an event stream, so the gateway's SSE relay is fuzzed too.
