@@ -108,6 +108,22 @@ describe('egress rules on arguments', () => {
     }
   });
 
+  test('what a WHATWG parser reads as a host is judged: no slashes after http:, a second URL after a first, a scheme after a word character', async () => {
+    // fetch("http:127.0.0.1:9/x") connects to 127.0.0.1:9; these once reached the upstream unread.
+    for (const item of ['http:127.0.0.1:9/x', 'https:\\\\169.254.169.254/latest', 'https://api.partner.example/docs\nhttp://10.0.0.1/', 'see_http://127.0.0.1/']) {
+      const { result } = await call(DAVE, 'record', { item });
+      assert.equal(result.structuredContent?.error?.code, 'egress_blocked', item);
+      assert.equal(reached(item), 0, item);
+    }
+  });
+
+  test('arguments with more strings than the check reads are refused, not passed unread', async () => {
+    const item = 'http://127.0.0.1/';
+    const { result } = await call(DAVE, 'record', { item: 'x', more: [...Array.from({ length: 100_000 }, () => 'x'), item] });
+    assert.equal(result.structuredContent?.error?.code, 'egress_blocked');
+    assert.match(result.content[0]!.text, /too many to check/);
+  });
+
   test('rules select by key and by tool: an allow by CIDR, an allow by host and scheme', async () => {
     assert.equal((await call(CAROL, 'record', { item: 'http://lab.internal/run' })).result.isError, undefined, "carol's rule allows the lab network");
     const outside = await call(CAROL, 'record', { item: 'http://10.0.0.1/' });

@@ -23,21 +23,52 @@ export interface Destination {
 
 const DEFAULT_PORTS: Readonly<Record<string, number>> = wireTable({ http: 80, https: 443, ws: 80, wss: 443, ftp: 21, gopher: 70, ldap: 389, ldaps: 636, smtp: 25, redis: 6379, dict: 2628, sftp: 22, ssh: 22, telnet: 23, mysql: 3306, postgres: 5432, postgresql: 5432, mongodb: 27017 });
 const URI_FORMATS = new Set(['uri', 'uri-reference', 'iri', 'iri-reference', 'url', 'hostname', 'idn-hostname', 'ipv4', 'ipv6', 'uri-template']);
-const DESTINATION_NAME = /(^|[_-])(url|uri|urls|uris|href|link|host|hostname|hosts|endpoint|address|addr|ip|domain|server|target|webhook|callback|origin|proxy|redirect)$/i;
-/** URLs inside free text: a scheme, `://`, and an authority. */
-const URL_IN_TEXT = /\b[a-z][a-z0-9+.-]{1,20}:\/\/[^\s"'<>`{}|^]+/gi;
+const DESTINATION_WORDS = 'url|uri|urls|uris|href|link|host|hostname|hosts|endpoint|address|addr|ip|domain|server|target|webhook|callback|origin|proxy|redirect';
+const DESTINATION_NAME = new RegExp(`(^|[_-])(${DESTINATION_WORDS})$`, 'i');
+/** The same words ending a camelCase name (`baseUrl`, `targetHost`, `serverIP`): a capital after a lower-case letter or digit. */
+const DESTINATION_CAMEL = new RegExp(`[a-z0-9](${DESTINATION_WORDS.split('|').flatMap((w) => [w[0]!.toUpperCase() + w.slice(1), w.toUpperCase()]).join('|')})$`);
+/**
+ * The schemes the WHATWG URL standard calls special (file aside): after their colon it skips any run of
+ * slashes and backslashes, so `http:127.0.0.1`, `http:/127.0.0.1` and `http:\\127.0.0.1` all name a host,
+ * and fetch (undici) connects there.
+ */
+const SPECIAL_SCHEMES = new Set(['http', 'https', 'ws', 'wss', 'ftp']);
+/**
+ * URLs inside free text: a scheme, `://` and an authority; or a special scheme, a colon, any slashes and
+ * an authority. The scheme may follow any character that cannot be part of one (`see_http://…`).
+ */
+const URL_IN_TEXT = /(?<![a-z0-9+.-])(?:[a-z][a-z0-9+.-]{1,20}:\/\/|(?:https?|wss?|ftp):[\\/]*(?=[^\s"'<>`{}|^\\/]))[^\s"'<>`{}|^]+/gi;
+/** The start of a URL with an authority: its scheme, the slashes (or backslashes) after it, the authority. */
+const URL_START = /^([a-z][a-z0-9+.-]*):([\\/]*)([^/?#]*)/i;
 /** What any host-naming string holds (destinationsOfString's shortcut for the rest). */
 const MAY_NAME_A_HOST = /[.:]|\/\/|localhost/i;
 const NONE: readonly Found[] = Object.freeze([]);
-const MAX_STRINGS = 2_000;
-const MAX_DEPTH = 32;
+/** Bounds on the walk; arguments past them are refused, not passed (see DestinationsFound). */
+export const MAX_STRINGS = 100_000;
+/** listen.maxJsonDepth's own maximum: nothing the front door accepts is too deep to read. */
+export const MAX_DEPTH = 1_000;
+
+/**
+ * The destinations an argument list names, and whether it was read whole: arguments nested deeper than
+ * MAX_DEPTH or holding more than MAX_STRINGS strings are not, and a check must refuse them rather than
+ * pass what it did not read.
+ */
+export interface DestinationsFound {
+  found: Destination[];
+  unread: boolean;
+}
 
 /** Every destination in `args`, read with the help of `schema` (a JSON Schema, possibly absent). */
-export function destinationsIn(args: unknown, schema: unknown): Destination[] {
+export function destinationsIn(args: unknown, schema: unknown): DestinationsFound {
   const out: Destination[] = [];
   let strings = 0;
+  let unread = false;
   const walk = (value: unknown, sch: unknown, path: string, key: string, depth: number): void => {
-    if (depth > MAX_DEPTH || strings > MAX_STRINGS) return;
+    if (unread) return;
+    if (depth > MAX_DEPTH || strings >= MAX_STRINGS) {
+      unread = true;
+      return;
+    }
     if (typeof value === 'string') {
       strings++;
       const strict = isDestinationField(sch, key);
@@ -58,7 +89,7 @@ export function destinationsIn(args: unknown, schema: unknown): Destination[] {
     }
   };
   walk(args, schema, '', '', 0);
-  return out;
+  return { found: out, unread };
 }
 
 function isObject(v: unknown): v is Record<string, unknown> {
@@ -85,7 +116,7 @@ function propertySchema(sch: unknown, key: string): unknown {
 
 function isDestinationField(sch: unknown, key: string): boolean {
   if (isObject(sch) && typeof sch.format === 'string' && URI_FORMATS.has(sch.format)) return true;
-  return DESTINATION_NAME.test(key);
+  return DESTINATION_NAME.test(key) || DESTINATION_CAMEL.test(key);
 }
 
 type Found = Omit<Destination, 'path'>;
@@ -109,7 +140,8 @@ export function destinationsOfString(text: string, strict: boolean): readonly Fo
     const bare = parseBareHost(trimmed, value);
     if (bare) found.push(bare);
   }
-  if (whole.length === 0 && text.includes('://')) {
+  // Always, even when the string starts with a URL: a second one may follow it.
+  if (text.includes(':')) {
     // exec on the one /g pattern rather than matchAll, which clones the pattern for every string.
     URL_IN_TEXT.lastIndex = 0;
     for (let m = URL_IN_TEXT.exec(text); m !== null; m = URL_IN_TEXT.exec(text)) found.push(...parseUrl(m[0], value));
@@ -128,10 +160,14 @@ function looksLikeHost(s: string): boolean {
 
 /** A URL with an authority (`scheme://host`), in every reading parsers may give it. */
 function parseUrl(s: string, value: string): Found[] {
-  const m = /^([a-z][a-z0-9+.-]*):\/\/([^/?#]*)/i.exec(s);
+  const m = URL_START.exec(s);
   if (!m) return [];
   const scheme = m[1]!.toLowerCase();
-  const authority = m[2]!;
+  // Other schemes have an authority only after exactly `//`.
+  if (!SPECIAL_SCHEMES.has(scheme) && m[2] !== '//') return [];
+  // A special scheme's authority ends at a backslash too (read below as other parsers read it).
+  const authority = m[3]!;
+  if (authority === '') return [];
   const readings: Found[] = [];
   // The WHATWG reading, through http: so that every scheme's host is normalised the same way. (The port
   // is read from the text: through http:, an explicit :80 would vanish as that scheme's default.)
@@ -171,10 +207,13 @@ function hostPort(url: string): { host: string; port: string } | undefined {
   return { host: host.toLowerCase(), port: u.port };
 }
 
-/** The port written in an authority (`user@host:8080`, `[::1]:81`), or ''. */
+/**
+ * The port written in an authority (`user@host:8080`, `[::1]:81`), or ''. As the WHATWG parser reads it:
+ * tabs and newlines dropped, leading zeros allowed (`:000080` is 80).
+ */
 function explicitPort(authority: string): string {
-  const hostPart = authority.slice(authority.lastIndexOf('@') + 1);
-  const m = /:(\d{1,5})$/.exec(hostPart);
+  const hostPart = authority.slice(authority.lastIndexOf('@') + 1).replace(/[\t\n\r]/g, '');
+  const m = /:(\d+)$/.exec(hostPart);
   return m && !/^[^[]*:.*:/.test(hostPart) ? String(Number(m[1])) : hostPart.startsWith('[') && m ? String(Number(m[1])) : '';
 }
 

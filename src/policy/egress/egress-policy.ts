@@ -93,8 +93,8 @@ export class EgressPolicy {
     const block = (b: EgressBlock) => ({ block: b });
     const ruleId = rule?.id ?? 'default';
     const literal = canonicalIp(d.host);
-    if (rule?.deny && (await this.matches(rule.deny, d, literal))) return block({ rule: ruleId, reason: `rule "${ruleId}" denies it` });
-    if (rule?.allow && !(await this.matches(rule.allow, d, literal))) return block({ rule: ruleId, reason: `rule "${ruleId}" does not allow it` });
+    if (rule?.deny && (await this.matches(rule.deny, d, literal, 'deny'))) return block({ rule: ruleId, reason: `rule "${ruleId}" denies it` });
+    if (rule?.allow && !(await this.matches(rule.allow, d, literal, 'allow'))) return block({ rule: ruleId, reason: `rule "${ruleId}" does not allow it` });
     if (literal === undefined && METADATA_HOSTS.has(d.host)) {
       if (!rule?.allow?.hosts?.some((h) => h(d.host))) return block({ rule: ruleId, reason: `"${d.host}" is a cloud metadata name`, addressClass: 'metadata' });
     }
@@ -119,11 +119,26 @@ export class EgressPolicy {
     return { addresses };
   }
 
-  private async matches(t: CompiledTarget, d: Omit<Destination, 'path' | 'value'>, literal: string | undefined): Promise<boolean> {
+  /**
+   * Whether a target names the destination. A `deny` that names an address by IP also names every host
+   * name that resolves to it (`localhost` for `127.0.0.1`): what it blocks is the address, however reached.
+   * An `allow` stays literal: a name is let through by its own name or by `cidrs`.
+   */
+  private async matches(t: CompiledTarget, d: Omit<Destination, 'path' | 'value'>, literal: string | undefined, side: 'allow' | 'deny'): Promise<boolean> {
     if (t.schemes && d.scheme !== undefined && !t.schemes.has(d.scheme)) return false;
     if (t.ports && d.port !== undefined && !t.ports.has(d.port)) return false;
     if (t.hosts === undefined && t.cidrs === undefined) return true;
     if (t.hosts?.some((h) => h(literal ?? d.host))) return true;
+    if (side === 'deny' && literal === undefined && t.literalAddresses.size > 0) {
+      let addresses: string[];
+      try {
+        addresses = await this.addressesOf(d.host);
+      } catch {
+        // Not resolvable: decide() blocks it anyway.
+        return true;
+      }
+      if (addresses.some((a) => t.literalAddresses.has(canonicalIp(a) ?? a))) return true;
+    }
     if (t.cidrs) {
       let addresses: string[];
       try {

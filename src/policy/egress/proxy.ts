@@ -111,7 +111,9 @@ export class EgressProxy {
   private async judge(upstream: string | undefined, scheme: string | undefined, host: string, port: number): Promise<{ address: string } | { reason: string }> {
     const policy = this.policy();
     const rule = policy.ruleForUpstream(upstream);
-    let bare = host.startsWith('[') && host.endsWith(']') ? host.slice(1, -1) : host;
+    // As the argument check and the forwarding reads a host: through the WHATWG parser, so that a CONNECT
+    // to 2130706433, 127.1 or 0x7f000001 is judged as 127.0.0.1 (and a deny naming it applies).
+    let bare = whatwgHost(host);
     while (bare.endsWith('.')) bare = bare.slice(0, -1);
     const decided = await policy.decide({ ...(scheme ? { scheme } : {}), host: bare.toLowerCase(), port }, rule);
     const who = upstream ?? 'unknown';
@@ -202,4 +204,15 @@ function refuseRaw(socket: Duplex, status: number, message: string): void {
   const reason = status === 403 ? 'Forbidden' : status === 407 ? 'Proxy Authentication Required' : status === 502 ? 'Bad Gateway' : 'Bad Request';
   const body = `${message}\n`;
   socket.end(`HTTP/1.1 ${status} ${reason}\r\ncontent-type: text/plain\r\ncontent-length: ${Buffer.byteLength(body)}\r\nconnection: close\r\n${status === 407 ? 'proxy-authenticate: Basic realm="gatehouse egress"\r\n' : ''}\r\n${body}`);
+}
+
+/** A host as the WHATWG URL parser reads it (IPv4 in any form to dotted decimal, IDN to punycode), without brackets; as given when it does not parse. */
+function whatwgHost(host: string): string {
+  let read = host;
+  try {
+    read = new URL(`http://${host}/`).hostname;
+  } catch {
+    // Judged as given: decide() blocks what it cannot resolve.
+  }
+  return read.startsWith('[') && read.endsWith(']') ? read.slice(1, -1) : read;
 }

@@ -53,6 +53,8 @@ describe('rules', () => {
     { id: 'lab-net', tools: ['lab/*'], allow: { cidrs: ['10.20.0.0/16'] } },
     { id: 'no-evil', tools: ['web/*'], deny: { hosts: ['evil.example'] } },
     { id: 'ops-local', keys: ['ops'], allow: { hosts: ['127.0.0.1'], ports: [9090] } },
+    { id: 'plain-web', tools: ['plain/*'], allow: { hosts: ['127.0.0.1'], ports: [80] } },
+    { id: 'loop-but-not-one', tools: ['loop/*'], allow: { cidrs: ['127.0.0.0/8'] }, deny: { hosts: ['127.0.0.1'] } },
   ];
   const policy = new EgressPolicy(rules, resolver);
   const check = async (text: string, ref: string, who: Principal = ALICE) => {
@@ -81,6 +83,22 @@ describe('rules', () => {
     assert.match((await check('http://127.0.0.1/', 'web/fetch'))!.reason, /127\.0\.0\.1 is a loopback address/);
   });
 
+  test('a deny naming an address by IP blocks it however it is reached: by a name resolving to it, in any IPv4 form', async () => {
+    for (const url of ['http://127.0.0.1/', 'http://2130706433/', 'http://127.1/', 'http://localhost/', 'http://localtest.me/']) {
+      assert.match((await check(url, 'loop/probe'))?.reason ?? 'passed', /rule "loop-but-not-one" denies it/, url);
+    }
+    assert.equal(await check('http://127.0.0.2/', 'loop/probe'), undefined, 'the rest of the allowed range passes');
+  });
+
+  test('a port list is not escaped by leading zeros or a tab in the port', async () => {
+    // Read as no port at all, these were judged on the scheme's default, 80, which the rule allows.
+    assert.equal(await check('http://127.0.0.1/', 'plain/fetch'), undefined);
+    assert.equal(await check('http://127.0.0.1:000080/', 'plain/fetch'), undefined);
+    for (const url of ['http://127.0.0.1:0000006379/', 'http://127.0.0.1:63\t79/', 'http:127.0.0.1:6379/']) {
+      assert.match((await check(url, 'plain/fetch'))?.reason ?? 'passed', /does not allow/, url);
+    }
+  });
+
   test('a loopback address passes only when an allow names it by address; selectors pick the rule', async () => {
     const ops: Principal = { ...ALICE, subject: 'key:ops', keyId: 'ops' };
     assert.equal(await check('http://127.0.0.1:9090/metrics', 'any/tool', ops), undefined);
@@ -98,7 +116,7 @@ describe('rules', () => {
 describe('where destinations are found', () => {
   test('schema-declared and destination-named fields are read as hosts even when bare; other strings only when plainly addresses', () => {
     const schema = { type: 'object', properties: { server: { type: 'string' }, target: { type: 'string', format: 'hostname' }, note: { type: 'string' }, nested: { type: 'array', items: { type: 'object', properties: { href: { type: 'string', format: 'uri' } } } } } };
-    const found = destinationsIn({ server: 'intranet', target: '127.1', note: 'version 1.2 see http://10.0.0.1/x', nested: [{ href: '//169.254.169.254/' }], other: { 'http://192.168.1.1/': true } }, schema);
+    const { found } = destinationsIn({ server: 'intranet', target: '127.1', note: 'version 1.2 see http://10.0.0.1/x', nested: [{ href: '//169.254.169.254/' }], other: { 'http://192.168.1.1/': true } }, schema);
     assert.deepEqual(
       found.map((d) => [d.path, d.host]),
       [
@@ -124,11 +142,69 @@ describe('where destinations are found', () => {
     assert.deepEqual(hosts('intranet', true), ['intranet']);
   });
 
+  test('a special scheme names a host after any slashes, none included, as the WHATWG parser (and fetch) reads it', () => {
+    // `new URL("http:127.0.0.1:9/")` has host 127.0.0.1, and undici connects there.
+    const hosts = (text: string, strict = false) => destinationsOfString(text, strict).map((d) => `${d.scheme ?? ''}|${d.host}|${d.port ?? ''}`);
+    for (const strict of [true, false]) {
+      assert.deepEqual(hosts('http:127.0.0.1:9/', strict), ['http|127.0.0.1|9'], `strict ${strict}`);
+      assert.deepEqual(hosts('http:169.254.169.254/latest/meta-data/', strict), ['http|169.254.169.254|80']);
+      assert.deepEqual(hosts('HTTP:0x7f.1:6379', strict), ['http|127.0.0.1|6379']);
+      assert.deepEqual(hosts('https:/127.0.0.1/', strict), ['https|127.0.0.1|443']);
+      assert.deepEqual(hosts('http:\\\\127.0.0.1/', strict), ['http|127.0.0.1|80']);
+      assert.deepEqual(hosts('ws:///127.0.0.1:81/', strict), ['ws|127.0.0.1|81']);
+    }
+    assert.deepEqual(hosts('fetch http:127.0.0.1:9/x now'), ['http|127.0.0.1|9']);
+    // Other schemes have an authority only after `//`, as before.
+    assert.deepEqual(hosts('mailto:someone@example.com'), []);
+    assert.deepEqual(hosts('urn:isbn:0451450523'), []);
+    assert.deepEqual(hosts('it is 12:30 now'), []);
+    assert.deepEqual(hosts('use https: always'), []);
+  });
+
+  test('every URL in a string is read, also when the string starts with one; a scheme after a word character too', () => {
+    const hosts = (text: string) => destinationsOfString(text, false).map((d) => d.host);
+    assert.deepEqual(hosts('https://api.example.com/docs\nhttp://127.0.0.1:9/'), ['api.example.com', '127.0.0.1']);
+    assert.deepEqual(hosts('https://a.example.com/ http://10.0.0.1/'), ['a.example.com', '10.0.0.1']);
+    assert.deepEqual(hosts('see_http://127.0.0.1/'), ['127.0.0.1']);
+  });
+
+  test('a port is read as WHATWG reads it: leading zeros and tabs do not hide it', () => {
+    const ports = (text: string) => destinationsOfString(text, false).map((d) => d.port);
+    assert.deepEqual(ports('http://127.0.0.1:000041234/'), [41234]);
+    // The text scan stops at the tab and reads port 4 as well: both readings are judged.
+    assert.ok(ports('http://127.0.0.1:4\t1234/').includes(41234));
+    assert.deepEqual(ports('http://127.0.0.1:00080/'), [80]);
+  });
+
+  test('camelCase names are destination fields too (baseUrl, targetHost, serverIP)', () => {
+    const paths = (args: Record<string, string>) => destinationsIn(args, undefined).found.map((d) => [d.path, d.host]);
+    assert.deepEqual(paths({ targetHost: '2130706433' }), [['targetHost', '127.0.0.1']]);
+    assert.deepEqual(paths({ dbHost: 'metadata' }), [['dbHost', 'metadata']]);
+    assert.deepEqual(paths({ baseUrl: '127.1' }), [['baseUrl', '127.0.0.1']]);
+    assert.deepEqual(paths({ baseURL: '127.1', serverIP: '10.1.2.3', callbackUrl: 'intranet' }), [['baseURL', '127.0.0.1'], ['serverIP', '10.1.2.3'], ['callbackUrl', 'intranet']]);
+    // Words that merely end in the same letters are not.
+    assert.deepEqual(paths({ ghost: 'intranet', curl: 'intranet', slip: 'intranet' }), []);
+  });
+
+  test('arguments too deep or too many to read are reported unread, never passed as read', () => {
+    let deep: unknown = 'http://127.0.0.1/';
+    for (let i = 0; i < 1_001; i++) deep = [deep];
+    assert.equal(destinationsIn({ data: deep }, undefined).unread, true);
+    const many = [...Array.from({ length: 100_000 }, () => 'x'), 'http://127.0.0.1/'];
+    assert.equal(destinationsIn({ data: many }, undefined).unread, true);
+    // 33 levels, once past the walk's bound, are read now.
+    let fine: unknown = 'http://127.0.0.1/';
+    for (let i = 0; i < 33; i++) fine = [fine];
+    const read = destinationsIn({ data: fine }, undefined);
+    assert.equal(read.unread, false);
+    assert.deepEqual(read.found.map((d) => d.host), ['127.0.0.1']);
+  });
+
   test('an argument named like an inherited member (constructor, toString) is judged by the schema as any other', () => {
     // Its name once found Object.prototype's member in the schema's `properties`, a function that is no
     // schema: the argument escaped `additionalProperties`' format, and a bare host in it was not read.
     const schema = { type: 'object', properties: { note: { type: 'string' } }, additionalProperties: { type: 'string', format: 'hostname' } };
-    const found = destinationsIn(JSON.parse('{"constructor":"metadata","toString":"redis","__proto__":"intranet","x":"vault"}'), schema);
+    const { found } = destinationsIn(JSON.parse('{"constructor":"metadata","toString":"redis","__proto__":"intranet","x":"vault"}'), schema);
     assert.deepEqual(found.map((d) => [d.path, d.host]), [['constructor', 'metadata'], ['toString', 'redis'], ['__proto__', 'intranet'], ['x', 'vault']]);
     // A scheme named like one has no default port (it once had Object itself as its port).
     const [odd] = destinationsOfString('constructor://10.0.0.1/', false);

@@ -1,0 +1,62 @@
+// The egress proxy judges a CONNECT's host as the argument check and its own plain-HTTP forwarding do:
+// through the WHATWG parser, so `2130706433`, `127.1` and `0x7f000001` are 127.0.0.1, and a deny naming
+// that address by IP applies to them and to a name resolving to it. Until 3 December a CONNECT's target
+// was judged as written: the deny matched `127.0.0.1` only, and the other spellings were tunnelled.
+
+import { after, before, test } from 'node:test';
+import assert from 'node:assert/strict';
+import { connect, createServer, type AddressInfo, type Server } from 'node:net';
+import { createLogger } from '../../../src/log/logger.js';
+import { EgressPolicy } from '../../../src/policy/egress/egress-policy.js';
+import { EgressProxy } from '../../../src/policy/egress/proxy.js';
+
+const resolver = async (host: string) => {
+  if (host === 'localhost') return ['127.0.0.1'];
+  // glibc's getaddrinfo reads numeric forms itself; the stand-in does too, for the spellings judged as given.
+  if (host === '2130706433' || host === '127.1' || host === '0x7f000001') return ['127.0.0.1'];
+  throw Object.assign(new Error(`getaddrinfo ENOTFOUND ${host}`), { code: 'ENOTFOUND' });
+};
+const policy = new EgressPolicy([{ id: 'loop-but-not-one', allow: { cidrs: ['127.0.0.0/8'] }, deny: { hosts: ['127.0.0.1'] } }], resolver);
+let proxy: EgressProxy;
+let proxyPort: number;
+let target: Server;
+let targetPort: number;
+
+before(async () => {
+  target = createServer((s) => s.end('hello'));
+  await new Promise<void>((r) => target.listen(0, '127.0.0.2', r));
+  targetPort = (target.address() as AddressInfo).port;
+  proxy = new EgressProxy(() => policy, () => 'up', createLogger('warn', () => {}));
+  proxyPort = Number(new URL(await proxy.listen('127.0.0.1', 0)).port);
+});
+after(async () => {
+  await proxy.close();
+  target.close();
+});
+
+/** The status line a CONNECT gets. */
+function connectStatus(authority: string): Promise<string> {
+  return new Promise((resolve, reject) => {
+    const s = connect(proxyPort, '127.0.0.1', () => s.write(`CONNECT ${authority} HTTP/1.1\r\nhost: ${authority}\r\n\r\n`));
+    let got = '';
+    s.on('data', (d) => {
+      got += String(d);
+      if (got.includes('\r\n')) {
+        resolve(got.slice(0, got.indexOf('\r\n')));
+        s.destroy();
+      }
+    });
+    s.on('error', reject);
+    s.setTimeout(5_000, () => reject(new Error('no answer')));
+  });
+}
+
+test('a CONNECT to the denied address is refused however its host is spelled', async () => {
+  for (const host of ['127.0.0.1', '2130706433', '127.1', '0x7f000001', 'localhost']) {
+    assert.match(await connectStatus(`${host}:${targetPort}`), /^HTTP\/1\.1 403 /, host);
+  }
+});
+
+test('the rest of the allowed range is tunnelled', async () => {
+  assert.match(await connectStatus(`127.0.0.2:${targetPort}`), /^HTTP\/1\.1 200 /);
+});
