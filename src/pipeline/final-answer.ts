@@ -131,11 +131,13 @@ function interceptStream(source: CallStream, ctx: CallContext, onFinal: OnFinal)
   const out = new CallStream({ requestId: source.requestId, mode: source.mode, acceptsSse: true });
   out.onClose(() => source.cancel());
   void (async () => {
+    let answered = false;
     try {
       for await (const item of source.read()) {
         if ('comment' in item) out.comment();
         else if ('message' in item && !item.final) out.push(item.message);
         else {
+          answered = true;
           // An answer the edge could not write (nested too deeply) is the upstream's failure before
           // onFinal records it, as in the JSON case above.
           const message = 'message' in item ? (item.message as JsonRpcResponse) : undefined;
@@ -153,6 +155,14 @@ function interceptStream(source: CallStream, ctx: CallContext, onFinal: OnFinal)
           else if (failure !== undefined) out.fail(failure);
           else out.finish(message!);
         }
+      }
+      // Ended without an answer: its reader left (the client hung up, so the edge cancelled it), or the
+      // producer ended it empty (a legacy client's notifications/cancelled, answered with nothing). The call
+      // still ends here, and onFinal hears of it: the audit records it (aborted, when its client left) and
+      // the stages holding something for it (an idempotency key's lease) let go. Nothing is written.
+      if (!answered) {
+        const ended = new GatewayError('GW_ERR_UPSTREAM_BAD_RESPONSE', 'The call ended without an answer', ctx.route?.upstream);
+        await onFinal({ response: toWire({ kind: 'failure', error: ended }, { era: ctx.era, id: source.requestId, callId: ctx.callId }).body, failure: ended });
       }
     } catch (err) {
       // A check of the answer that throws (none should) fails this call, not the process: the promise here

@@ -133,7 +133,9 @@ export class LegacyClientBridge {
     } catch (err) {
       if (done.cancel.aborted) {
         // Cancelled by the client: no response is sent for it (2025-11-25 utilities/cancellation.mdx §Behavior
-        // Requirements), but the HTTP exchange itself must end, with nothing in it.
+        // Requirements), but the HTTP exchange itself must end, with nothing in it. The call is the client's
+        // to drop: ended as if it had left (audited aborted, client_closed).
+        ctx.cancel.cancel();
         stream.end();
         return;
       }
