@@ -843,7 +843,7 @@ export interface Budget {
     openWorldHint?: boolean;
   };
   /**
-   * Whose budget: subject, tenant, key or tool (names no list gave: one counter per upstream, unlisted:<upstream>).
+   * Whose budget: subject, tenant, key or tool (names no list gave: one counter per upstream, unlisted:<upstream>, unless the entry's tools name it written out).
    */
   per: "subject" | "tenant" | "key" | "tool";
   /**

@@ -53,7 +53,7 @@ export function compileBudgets(entries: readonly Budget[]): CompiledBudget[] {
 
 /** `budget:<id>:<per>:<who>`: whose counter a call spends from. */
 export function budgetKey(b: CompiledBudget, p: Principal, route: Route): string {
-  const who = b.per === 'subject' ? `${p.via}:${p.subject}` : b.per === 'tenant' ? (p.tenant ?? `-${p.via}:${p.subject}`) : b.per === 'key' ? (p.keyId ?? `-${p.via}:${p.subject}`) : toolTarget(route);
+  const who = b.per === 'subject' ? `${p.via}:${p.subject}` : b.per === 'tenant' ? (p.tenant ?? `-${p.via}:${p.subject}`) : b.per === 'key' ? (p.keyId ?? `-${p.via}:${p.subject}`) : toolTarget(route, b.selector);
   return `${BUDGET_PREFIX}${b.id}:${b.per}:${who}`;
 }
 

@@ -50,7 +50,7 @@ export function bucketKey(limit: CompiledLimit, p: Principal, route: Route | und
             ? (p.tenant ?? `-${p.via}:${p.subject}`)
             : limit.per === 'upstream'
               ? (route?.upstream ?? '-')
-              : toolTarget(route);
+              : toolTarget(route, limit.selector);
   return `rl:${limit.id}:${who}`;
 }
 
@@ -59,11 +59,14 @@ export function bucketKey(limit: CompiledLimit, p: Principal, route: Route | und
  * no list gave (one upstream served by pass-through answers such names itself), one count shared by all
  * such names of that upstream. Kept per name, each name a caller made up would be a fresh bucket and a
  * store row of its own: a limit evaded by renaming, and state without bound. (A ref always holds a `/`,
- * an upstream's name never does, so the two cannot meet.)
+ * an upstream's name never does, so the two cannot meet.) An unlisted name the entry itself names, written
+ * out, keeps its ref: a tool called before the catalog has a list (or while its list fails) is the same tool
+ * it will be once listed, and counting it apart let it run twice its limit; the names an entry writes out
+ * are the config's, so they bound the rows.
  */
-export function toolTarget(route: Route | undefined): string {
+export function toolTarget(route: Route | undefined, selector: Selector): string {
   if (route === undefined) return '-';
-  return route.listed ? route.ref : `unlisted:${route.upstream}`;
+  return route.listed || selector.namesExactly(route.ref) ? route.ref : `unlisted:${route.upstream}`;
 }
 
 /** At the door: the first per-ip limit that selects the caller, as a 429 when its bucket is empty. */

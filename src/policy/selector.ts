@@ -23,11 +23,14 @@ export interface Selector {
   matches(p: Principal, route: Route | undefined): boolean;
   /** Whether it names tools or annotations (so it needs a route). */
   readonly namesTools: boolean;
+  /** Whether one of its tool patterns is this very ref, written out without `*` or `?`. */
+  namesExactly(ref: string): boolean;
 }
 
 export function compileSelector(c: SelectorConfig): Selector {
   const tools = c.tools?.map((g) => compileGlob(g));
   const annotations = c.annotations ? Object.entries(c.annotations) : undefined;
+  const exact = new Set(c.tools?.filter((g) => !/[*?]/.test(g)));
   const matchesCaller = (p: Principal): boolean => {
     if (c.subjects && !c.subjects.includes(p.subject)) return false;
     if (c.tenants && (p.tenant === undefined || !c.tenants.includes(p.tenant))) return false;
@@ -38,6 +41,7 @@ export function compileSelector(c: SelectorConfig): Selector {
   };
   return {
     namesTools: tools !== undefined || annotations !== undefined,
+    namesExactly: (ref) => exact.has(ref),
     matchesCaller,
     matches(p, route) {
       if (!matchesCaller(p)) return false;
