@@ -125,10 +125,15 @@ export const EGRESS_DENIED = [
   'http://192.0.2.11/',
   'https://192.0.2.10.nip.io/',
   'ftp://192.0.2.10/',
+  'http:127.0.0.1:9/y',
+  'https:/169.254.169.254/z',
 ] as const;
 /** The one destination its rule allows (TEST-NET-1, named by address), alone and inside text. */
 const EGRESS_ALLOWED = ['http://192.0.2.10/ok', 'fetch https://192.0.2.10:443/a please'];
-/** The governed gateway's write tool takes keys from a small pool, so replays and conflicts happen. */
+/**
+ * The governed gateway's write tool takes keys from a small pool, so replays and conflicts happen, or a
+ * fresh one, so writes keep running (a key once run replays for a day).
+ */
 const IDEMPOTENCY_KEYS = 6;
 /** Stands for the case's credential name in an idempotency key: one caller's keys are never another's. */
 export const AUTH_TOKEN = '{AUTH}';
@@ -202,7 +207,7 @@ function toolCall(target: Target): fc.Arbitrary<Record<string, unknown>> {
   if (target === 'governed') {
     // Most writes carry a key from a small pool and arguments from a small set, so the same key meets the
     // same request (a replay), another request (a conflict) and itself in flight (copies sent at once).
-    const key = fc.integer({ min: 1, max: IDEMPOTENCY_KEYS }).map((n) => ({ idempotencyKey: `fz-idem-${AUTH_TOKEN}-${n}` }));
+    const key = fc.oneof(fc.integer({ min: 1, max: IDEMPOTENCY_KEYS }), fc.integer({ min: 1_000, max: 2 ** 31 })).map((n) => ({ idempotencyKey: `fz-idem-${AUTH_TOKEN}-${n}` }));
     const write = fc.record({ name: fc.constant('add'), arguments: fc.oneof({ weight: 3, arbitrary: fc.record({ a: fc.constantFrom(1, 2), b: fc.constant(1) }) }, { weight: 1, arbitrary: argumentsFor('add') }), _meta: key }, { requiredKeys: ['name', 'arguments'] });
     return fc.oneof({ weight: 8, arbitrary: known }, { weight: 4, arbitrary: write }, { weight: 2, arbitrary: unknown }, { weight: 1, arbitrary: retry });
   }

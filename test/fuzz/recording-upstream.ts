@@ -60,6 +60,8 @@ export interface ReceivedCall {
   arguments: unknown;
   /** `params._meta.idempotencyKey`, as sent. */
   idempotencyKey: unknown;
+  /** The fuzz markers it carried: which case sent it. */
+  markers: string[];
   /**
    * The HTTP status it was answered with, once answered whole (a reset or a cut stream leaves it unset):
    * a 4xx says the call did not run (an unknown session, no credential), so a gateway may send it again.
@@ -230,7 +232,7 @@ export async function startRecordingUpstream(opts: UpstreamOptions): Promise<Rec
     if (id === undefined) return void res.writeHead(202).end();
     if (method === 'tools/call') {
       const meta = params._meta !== null && typeof params._meta === 'object' ? (params._meta as Record<string, unknown>) : {};
-      const call: ReceivedCall = { at: Date.now(), name: params.name, arguments: params.arguments, idempotencyKey: meta.idempotencyKey };
+      const call: ReceivedCall = { at: Date.now(), name: params.name, arguments: params.arguments, idempotencyKey: meta.idempotencyKey, markers: [...body.matchAll(MARKER_PATTERN)].map((m) => m[0]) };
       up.toolCalls.push(call);
       res.once('finish', () => (call.status = res.statusCode));
     }
