@@ -35,7 +35,7 @@ import { compileUpstreamStage } from './pipeline/upstream-stage.js';
 import { LegacyClientBridge } from './upstream/bridge-legacy-client.js';
 import { auditCalls } from './audit/audit-trail.js';
 import { traceCalls } from './tracing/tracing.js';
-import { compileIdempotencyStage, type IdempotencyStore } from './policy/idempotency-stage.js';
+import { compileIdempotencyStage, type IdempotencyStore, type RunLimit } from './policy/idempotency-stage.js';
 import { StoreGuard } from './store/guard.js';
 import { openStore } from './store/open-store.js';
 import { compileStateStage } from './store/state-stage.js';
@@ -474,7 +474,7 @@ function buildRuntime(config: GatehouseConfig, log: Logger, observeUpstream: (up
       policyLog,
     ),
     approval: compileApprovalStage(compileApprovalRules(config.policy.approvals), approvals.book, version, approvals.confirmations, policyLog),
-    idempotency: compileIdempotencyStage(config.idempotency, idempotencyStore(state), idempotencyWaitMs(config)),
+    idempotency: compileIdempotencyStage(config.idempotency, idempotencyStore(state), runLimits(config)),
     output: compileOutputStage(config.tools.outputValidation, schemas, log),
     upstream: compileUpstreamStage(upstream, log, { limitOf: callLimits(config), deadlines: kept.deadlines }),
   });
@@ -555,10 +555,20 @@ function approvalStore(state: StoreGuard): ApprovalStore {
   };
 }
 
-/** How long a duplicate write waits for the first call with its key: as long as that call may take. */
-function idempotencyWaitMs(config: GatehouseConfig): number {
-  const longest = Math.max(...config.upstreams.map((u) => (isStdioUpstream(u) ? u.timeouts.requestMs : u.timeouts.headersMs)));
-  return Math.min(longest, 300_000);
+/**
+ * How long a call on a route may run, so a duplicate write waits for the first with its key that long: the
+ * tool's own limit (`timeouts.tools`), else its upstream's `callMs` (HTTP) or `requestMs` (stdio).
+ */
+function runLimits(config: GatehouseConfig): RunLimit {
+  const limits = new Map(
+    config.upstreams.map((u) => {
+      const general = isStdioUpstream(u) ? u.timeouts.requestMs : u.timeouts.callMs;
+      const perTool = compileToolTimeouts(u.timeouts.tools);
+      return [u.name, (tool: string) => perTool?.(tool) ?? general] as const;
+    }),
+  );
+  const longest = Math.max(...config.upstreams.map((u) => (isStdioUpstream(u) ? u.timeouts.requestMs : u.timeouts.callMs)));
+  return (route) => limits.get(route.upstream)?.(route.original) ?? longest;
 }
 
 function createUpstream(config: UpstreamConfig, sessions: GatehouseConfig['sessions'], log: Logger, observe: (upstream: string, seconds: number) => void): Upstream {

@@ -29,8 +29,14 @@ const KEY_SHAPE = /^[A-Za-z0-9][A-Za-z0-9._:-]{7,254}$/;
  * soon), longer for Redis (a replica's renewal crosses the network).
  */
 const LEASE_MS = { sqlite: 5_000, redis: 15_000 } as const;
-/** How often a duplicate looks again at a key another replica is running. */
+/** How often a duplicate looks again at a key another call is running: soon at first, then once a second. */
 const POLL_MS = 100;
+const POLL_SLOW_MS = 1_000;
+const POLL_FAST_FOR_MS = 5_000;
+/** A duplicate waits for the first call's limit and this much more: the first's answer is stored after it. */
+const STORE_MARGIN_MS = 5_000;
+/** How many times a duplicate tries to take a key the first call gave back (it never ran) before giving up. */
+const MAX_RECLAIMS = 3;
 
 export interface IdempotencySettings {
   /** False: a write without a key runs unprotected instead of being refused. */
@@ -60,7 +66,13 @@ export function isWrite(route: Route, settings: { tools: Glob[]; exempt: Glob[] 
   return a !== undefined && (a.readOnlyHint === false || a.destructiveHint === true);
 }
 
-export function compileIdempotencyStage(settings: IdempotencySettings, store: IdempotencyStore, maxWaitMs: number): Stage {
+/**
+ * The longest a call on `route` may run (its upstream's `timeouts.callMs` or stdio `requestMs`, or the
+ * tool's own limit): a duplicate waits for the first call that long.
+ */
+export type RunLimit = (route: Route) => number;
+
+export function compileIdempotencyStage(settings: IdempotencySettings, store: IdempotencyStore, runLimit: RunLimit): Stage {
   const globs = { tools: settings.tools.map((g) => compileGlob(g)), exempt: settings.exempt.map((g) => compileGlob(g)) };
   const ttlMs = settings.ttlSeconds * 1000;
   /** This process: owners of the form `<instance>:<call>` are ours, and alive while in this set. */
@@ -83,18 +95,26 @@ export function compileIdempotencyStage(settings: IdempotencySettings, store: Id
     return { kind: 'json', status: 200, message };
   };
 
-  /** Waits for another call under the same key to finish: its answer, or unknown if it never does. */
-  const awaitOther = async (ctx: CallContext, key: string, digest: string): Promise<Outcome> => {
-    const deadline = Date.now() + maxWaitMs;
+  const unknown = (ctx: CallContext): Outcome => refuse(ctx, 'outcome_unknown', 'A call with this idempotency key was started and did not finish; it is not run again, because it may have taken effect. Check its effect, then use a new key');
+
+  /**
+   * Waits for another call under the same key to finish, for as long as that call may run (README: the
+   * duplicate "waits for it and gets its answer"): its answer; `free` when it gave the key back (it never
+   * ran: the connection was refused, or it stopped to ask the client for input), so this call may take it;
+   * or unknown when it ended without an answer, or ran past its limit.
+   */
+  const awaitOther = async (ctx: CallContext, key: string, digest: string): Promise<Outcome | 'free'> => {
+    const started = Date.now();
+    const deadline = started + runLimit(ctx.route!) + STORE_MARGIN_MS;
     while (Date.now() < deadline && !ctx.cancel.aborted) {
-      await new Promise((r) => setTimeout(r, POLL_MS));
+      await new Promise((r) => setTimeout(r, Date.now() - started < POLL_FAST_FOR_MS ? POLL_MS : POLL_SLOW_MS));
       const record = await waitedOn(ctx, 'idempotency', 'store.read', store.read(key));
-      if (record === undefined) break;
+      if (record === undefined) return 'free';
       if (record.digest !== digest) return refuse(ctx, 'idempotency_key_conflict', 'This idempotency key was used for a different request; use a new key for a new request');
       if (record.state === 'done') return replay(ctx, record.response);
       if (!ownerAlive(record.owner, record.leaseUntil)) break;
     }
-    return refuse(ctx, 'outcome_unknown', 'A call with this idempotency key was started and did not finish; it is not run again, because it may have taken effect. Check its effect, then use a new key');
+    return unknown(ctx);
   };
 
   return {
@@ -112,19 +132,26 @@ export function compileIdempotencyStage(settings: IdempotencySettings, store: Id
       const key = sha256Hex(`${principalKey(ctx.principal)}\u0000${route.ref}\u0000${given}`);
       const digest = sha256Hex(canonicalJson({ ref: route.ref, arguments: params.arguments ?? {} }));
       const owner = `${instance}:${ctx.callId}`;
-      running.add(owner);
-      try {
-        const claim = await waitedOn(ctx, 'idempotency', 'store.claim', store.claim(key, digest, owner, leaseMs, ttlMs));
-        if (claim.outcome === 'existing') {
+      for (let attempt = 0; ; attempt++) {
+        running.add(owner);
+        let waited: Outcome | 'free';
+        try {
+          const claim = await waitedOn(ctx, 'idempotency', 'store.claim', store.claim(key, digest, owner, leaseMs, ttlMs));
+          if (claim.outcome !== 'existing') break;
           running.delete(owner);
           const record = claim.record;
           if (record.digest !== digest) return refuse(ctx, 'idempotency_key_conflict', 'This idempotency key was used for a different request; use a new key for a new request');
           if (record.state === 'done') return replay(ctx, record.response);
-          return ownerAlive(record.owner, record.leaseUntil) ? await awaitOther(ctx, key, digest) : refuse(ctx, 'outcome_unknown', 'A call with this idempotency key was started and did not finish; it is not run again, because it may have taken effect. Check its effect, then use a new key');
+          if (!ownerAlive(record.owner, record.leaseUntil)) return unknown(ctx);
+          waited = await awaitOther(ctx, key, digest);
+        } catch (err) {
+          running.delete(owner);
+          return refuseAt('idempotency', ctx, stateUnavailable(err));
         }
-      } catch (err) {
-        running.delete(owner);
-        return refuseAt('idempotency', ctx, stateUnavailable(err));
+        if (waited !== 'free') return waited;
+        // The first call gave the key back without running: this one may take it (a few times, against a
+        // key handed back and taken by others in turn).
+        if (attempt + 1 >= MAX_RECLAIMS) return unknown(ctx);
       }
       const renewal = setInterval(() => void store.renew(key, owner, leaseMs).catch(() => {}), leaseMs / 3);
       renewal.unref();

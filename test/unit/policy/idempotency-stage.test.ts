@@ -24,7 +24,7 @@ function memoryStore(): IdempotencyStore {
 }
 
 test('a write call on a session leaves no abort listener on the session when it ends', async () => {
-  const stage = compileIdempotencyStage({ requireKeys: true, ttlSeconds: 60, tools: [], exempt: [] }, memoryStore(), 1000);
+  const stage = compileIdempotencyStage({ requireKeys: true, ttlSeconds: 60, tools: [], exempt: [] }, memoryStore(), () => 1000);
   const session = new AbortController();
   for (let i = 0; i < 3; i++) {
     const ctx = {
