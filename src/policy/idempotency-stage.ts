@@ -53,7 +53,8 @@ export interface IdempotencyStore {
   kind: 'sqlite' | 'redis';
   claim(key: string, digest: string, owner: string, leaseMs: number, ttlMs: number): Promise<IdempotencyClaim>;
   renew(key: string, owner: string, leaseMs: number): Promise<void>;
-  complete(key: string, owner: string, response: string, ttlMs: number): Promise<void>;
+  /** False when the key is no longer this owner's running call (the answer was not stored). */
+  complete(key: string, owner: string, response: string, ttlMs: number): Promise<boolean>;
   release(key: string, owner: string): Promise<void>;
   read(key: string): Promise<IdempotencyRecord | undefined>;
 }
@@ -187,7 +188,9 @@ export function compileIdempotencyStage(settings: IdempotencySettings, store: Id
             return undefined;
           }
           // The FITsociety seed: the completed response is persisted before it is returned.
-          await waitedOn(ctx, 'idempotency', 'store.complete', store.complete(key, owner, JSON.stringify(response), ttlMs));
+          const stored = await waitedOn(ctx, 'idempotency', 'store.complete', store.complete(key, owner, JSON.stringify(response), ttlMs));
+          // Not stored (the record is gone): the README promises the answer is kept before it is returned.
+          if (!stored) return { refusal: failure(new GatewayError('GW_ERR_STATE_UNAVAILABLE', 'The idempotency record of this call was lost while it ran, so its answer could not be kept and is withheld; check its effect before calling again with a new key')) };
           return undefined;
         } catch (err) {
           return { refusal: stateUnavailable(err) };

@@ -162,7 +162,11 @@ if not existing then return 0 end
 local record = cjson.decode(existing)
 if record.state ~= 'in_flight' or record.owner ~= ARGV[1] then return 0 end
 record.leaseUntil = tonumber(ARGV[2])
-redis.call('SET', KEYS[1], cjson.encode(record), 'KEEPTTL')
+-- Lives at least as long as its lease (ARGV[3] ms from now), as the SQLite store's record.
+local ttl = redis.call('PTTL', KEYS[1])
+local lease = tonumber(ARGV[3])
+if ttl < lease then ttl = lease end
+redis.call('SET', KEYS[1], cjson.encode(record), 'PX', ttl)
 return 1`;
 
 const RELEASE = `
@@ -208,7 +212,7 @@ type Scripted = (Redis | Cluster) & {
   ghClaim(key: string, record: string, ttlMs: number): Promise<string | null>;
   ghComplete(key: string, owner: string, response: string, ttlMs: number): Promise<number>;
   ghRelease(key: string, owner: string): Promise<number>;
-  ghRenew(key: string, owner: string, leaseUntil: number): Promise<number>;
+  ghRenew(key: string, owner: string, leaseUntil: number, leaseMs: number): Promise<number>;
   ghPutApproval(key: string, index: string, id: string, doc: string, ttlMs: number, at: number): Promise<number>;
   ghSpend(key: string, amount: number, limit: number, window: string): Promise<[number, string, string]>;
   ghRefund(key: string, amount: number, window: string, resetsAt: number): Promise<number>;
@@ -388,15 +392,13 @@ export class RedisStore implements Store {
     });
   }
 
-  completeIdempotency(key: string, owner: string, response: string, ttlMs: number): Promise<void> {
-    return this.run('idempotency', async () => {
-      await this.redis.ghComplete(`i:${key}`, owner, response, ttlMs);
-    });
+  completeIdempotency(key: string, owner: string, response: string, ttlMs: number): Promise<boolean> {
+    return this.run('idempotency', async () => (await this.redis.ghComplete(`i:${key}`, owner, response, ttlMs)) === 1);
   }
 
   renewIdempotency(key: string, owner: string, leaseMs: number): Promise<void> {
     return this.run('idempotency', async () => {
-      await this.redis.ghRenew(`i:${key}`, owner, Date.now() + leaseMs);
+      await this.redis.ghRenew(`i:${key}`, owner, Date.now() + leaseMs, leaseMs);
     });
   }
 

@@ -354,7 +354,7 @@ export class SqliteStore implements Store {
     return this.call('renewIdempotency', key, owner, leaseMs);
   }
 
-  completeIdempotency(key: string, owner: string, response: string, ttlMs: number): Promise<void> {
+  completeIdempotency(key: string, owner: string, response: string, ttlMs: number): Promise<boolean> {
     return this.call('completeIdempotency', key, owner, response, ttlMs);
   }
 

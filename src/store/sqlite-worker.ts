@@ -47,7 +47,9 @@ const stmt = {
   idemPut: db.prepare('INSERT INTO idempotency (key, state, digest, owner, lease_until, response, expires_at) VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT(key) DO UPDATE SET state = excluded.state, digest = excluded.digest, owner = excluded.owner, lease_until = excluded.lease_until, response = excluded.response, expires_at = excluded.expires_at'),
   idemComplete: db.prepare("UPDATE idempotency SET state = 'done', response = ?, owner = NULL, lease_until = NULL, expires_at = ? WHERE key = ? AND state = 'in_flight' AND owner = ?"),
   idemRelease: db.prepare("DELETE FROM idempotency WHERE key = ? AND state = 'in_flight' AND owner = ?"),
-  idemRenew: db.prepare("UPDATE idempotency SET lease_until = ? WHERE key = ? AND state = 'in_flight' AND owner = ?"),
+  // A running call's record lives at least as long as its lease: a call longer than ttlSeconds must not lose
+  // its key to a retry, which would run it again.
+  idemRenew: db.prepare("UPDATE idempotency SET lease_until = ?, expires_at = MAX(expires_at, ?) WHERE key = ? AND state = 'in_flight' AND owner = ?"),
   approvalPut: db.prepare('INSERT INTO approvals (id, doc, expires_at) VALUES (?, ?, ?) ON CONFLICT(id) DO UPDATE SET doc = excluded.doc, expires_at = excluded.expires_at'),
   approvalGet: db.prepare<[string, number], { doc: string }>('SELECT doc FROM approvals WHERE id = ? AND expires_at > ?'),
   approvalList: db.prepare<[number], { doc: string }>('SELECT doc FROM approvals WHERE expires_at > ? ORDER BY rowid'),
@@ -139,11 +141,13 @@ const ops: Record<string, (...args: never[]) => unknown> = {
   },
 
   renewIdempotency(key: string, owner: string, leaseMs: number): void {
-    stmt.idemRenew.run(Date.now() + leaseMs, key, owner);
+    const until = Date.now() + leaseMs;
+    stmt.idemRenew.run(until, until, key, owner);
   },
 
-  completeIdempotency(key: string, owner: string, response: string, ttlMs: number): void {
-    stmt.idemComplete.run(response, Date.now() + ttlMs, key, owner);
+  completeIdempotency(key: string, owner: string, response: string, ttlMs: number): boolean {
+    // No row: the key is not this call's any more, so its answer is not stored; the caller must not say it is.
+    return stmt.idemComplete.run(response, Date.now() + ttlMs, key, owner).changes > 0;
   },
 
   releaseIdempotency(key: string, owner: string): void {

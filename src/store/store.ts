@@ -176,7 +176,8 @@ export interface Store {
   /** Extends the lease of a claimed key whose call is still running. */
   renewIdempotency(key: string, owner: string, leaseMs: number): Promise<void>;
   /** Stores the answer of a claimed key; the record then lives `ttlMs`. */
-  completeIdempotency(key: string, owner: string, response: string, ttlMs: number): Promise<void>;
+  /** False when the key is no longer this owner's running call: the answer was not stored. */
+  completeIdempotency(key: string, owner: string, response: string, ttlMs: number): Promise<boolean>;
   /** Frees a claimed key whose call never reached the upstream, so a retry may run it. */
   releaseIdempotency(key: string, owner: string): Promise<void>;
   readIdempotency(key: string): Promise<IdempotencyRecord | undefined>;

@@ -211,16 +211,31 @@ for (const { kind, open } of kinds) {
       const renewed = await s.readIdempotency('k');
       assert.ok(renewed?.state === 'in_flight' && renewed.leaseUntil > lease + 3_000, 'the lease was extended');
       await s.renewIdempotency('k', 'someone-else', 60_000);
-      await s.completeIdempotency('k', 'someone-else', '{"forged":true}', 60_000);
+      assert.equal(await s.completeIdempotency('k', 'someone-else', '{"forged":true}', 60_000), false, 'not stored, and says so');
       await s.releaseIdempotency('k', 'someone-else');
       const still = await s.readIdempotency('k');
       assert.ok(still?.state === 'in_flight' && still.owner === 'me' && still.leaseUntil < Date.now() + 6_000, 'another owner changed nothing');
-      await s.completeIdempotency('k', 'me', '{"answer":1}', 60_000);
+      assert.equal(await s.completeIdempotency('k', 'me', '{"answer":1}', 60_000), true);
       assert.deepEqual(await s.readIdempotency('k'), { state: 'done', digest: 'd1', response: '{"answer":1}' });
       const again = await s.claimIdempotency('k', 'd1', 'late', 1_000, 60_000);
       assert.deepEqual(again, { outcome: 'existing', record: { state: 'done', digest: 'd1', response: '{"answer":1}' } });
       await s.releaseIdempotency('k', 'me');
       assert.equal((await s.readIdempotency('k'))?.state, 'done', 'a finished record is never released');
+    });
+
+    test('a running call keeps its key past the TTL while its lease is renewed; its answer is then stored', async () => {
+      // A call longer than idempotency.ttlSeconds: its record once expired under it, a retry took the key and
+      // ran the write a second time, and the first call's answer was silently not stored (3 December).
+      const s = fresh();
+      await s.claimIdempotency('long', 'd', 'me', 300, 300);
+      for (let i = 0; i < 4; i++) {
+        await sleep(150);
+        await s.renewIdempotency('long', 'me', 300);
+      }
+      assert.equal((await s.readIdempotency('long'))?.state, 'in_flight', 'alive past its TTL');
+      assert.equal((await s.claimIdempotency('long', 'd', 'retry', 300, 300)).outcome, 'existing', 'a retry does not take it');
+      assert.equal(await s.completeIdempotency('long', 'me', '{"late":1}', 60_000), true);
+      assert.equal((await s.readIdempotency('long'))?.state, 'done');
     });
 
     test('a released key is free again; a key expires after its TTL', async () => {

@@ -17,7 +17,7 @@ function memoryStore(): IdempotencyStore {
     kind: 'sqlite',
     claim: async () => ({ outcome: 'claimed' }),
     renew: async () => {},
-    complete: async (key, _owner, response) => void done.set(key, response),
+    complete: async (key, _owner, response) => (done.set(key, response), true),
     release: async () => {},
     read: async () => undefined,
   };
@@ -42,4 +42,24 @@ test('a write call on a session leaves no abort listener on the session when it 
     assert.equal(outcome.kind, 'json');
   }
   assert.equal(getEventListeners(session.signal, 'abort').length, 0);
+});
+
+test('an answer whose record was lost while it ran is withheld (503), not returned as if kept', async () => {
+  // The README promises the answer is stored before it is returned; a store that finds the key no longer
+  // this call's (its record expired, or another took it) says so, and the answer must not leave unkept.
+  const lost: IdempotencyStore = { ...memoryStore(), complete: async () => false };
+  const stage = compileIdempotencyStage({ requireKeys: true, ttlSeconds: 60, tools: [], exempt: [] }, lost, () => 1000);
+  const ctx = {
+    callId: 'call-lost',
+    method: 'tools/call',
+    kind: 'request',
+    message: { jsonrpc: '2.0', id: 1, method: 'tools/call', params: { name: 'write', arguments: {}, _meta: { idempotencyKey: 'key-lost-0001' } } },
+    principal: { subject: 'alice', scopes: [], groups: [], via: 'api_key' },
+    route: { kind: 'tools', ref: 'crm/write', publicName: 'write', original: 'write', upstream: 'crm', listed: true, params: [], annotations: { readOnlyHint: false } },
+    cancel: new Cancellation(),
+    era: 'legacy',
+  } as unknown as CallContext;
+  const outcome = await stage.run(ctx, async () => json({ jsonrpc: '2.0', id: 1, result: { content: [] } }));
+  assert.equal(outcome.kind, 'refused');
+  assert.equal(outcome.kind === 'refused' && outcome.refusal.kind === 'failure' && outcome.refusal.error.code, 'GW_ERR_STATE_UNAVAILABLE');
 });
