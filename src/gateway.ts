@@ -551,6 +551,7 @@ function approvalStore(state: StoreGuard): ApprovalStore {
     list: () => state.run((s) => s.listApprovals()),
     claim: (key, digest, owner, leaseMs, ttlMs) => state.run((s) => s.claimIdempotency(key, digest, owner, leaseMs, ttlMs)),
     release: (key, owner) => state.run((s) => s.releaseIdempotency(key, owner)),
+    complete: (key, owner, response, ttlMs) => state.run((s) => s.completeIdempotency(key, owner, response, ttlMs)),
     audit: (entry) => state.run((s) => s.appendAudit(entry)),
   };
 }

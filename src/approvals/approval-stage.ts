@@ -19,6 +19,7 @@ import { ACCEPTED, type Outcome } from '../pipeline/outcome.js';
 import { pipeOutcome } from '../pipeline/outcome-stream.js';
 import { waitedOn } from '../pipeline/events.js';
 import { refuseAt, type Next, type Stage } from '../pipeline/stage.js';
+import { didNotRun } from '../policy/budget-stage.js';
 import { ErrorCode, type JsonRpcId, type JsonRpcRequest } from '../protocol/jsonrpc.js';
 import { effectiveState, type Approval } from './approval.js';
 import { ApprovalBook, type ApprovalVerdict, type CallToApprove } from './book.js';
@@ -59,6 +60,7 @@ export function compileApprovalStage(rules: readonly CompiledApprovalRule[], boo
     return interceptFinal(outcome, ctx, async ({ response, failure: failed }) => {
       try {
         if (run !== undefined && (laterRefusal || (failed !== undefined && neverSent(failed)))) await waitedOn(ctx, 'approval', 'store.release_run', book.releaseRun(approval, run, ctx.callId));
+        else if (run !== undefined) await waitedOn(ctx, 'approval', 'store.ran_run', book.ranRun(approval, run, ctx.callId));
         if (response.result?.resultType === 'input_required') await waitedOn(ctx, 'approval', 'store.continue', book.continueWith(approval, CONTINUATION_MS));
       } catch (err) {
         log.warn('an approved run could not be given back or continued; the caller may need a new approval', { approval: approval.id, err });
@@ -145,15 +147,21 @@ export function compileApprovalStage(rules: readonly CompiledApprovalRule[], boo
       } finally {
         clearInterval(keepalive);
       }
-      if (out.closed) return;
+      // The client left while asked: the call will not run, and its budget spend goes back.
+      if (out.closed) return void (await ctx.giveBack?.());
       const given = response === undefined ? { accepted: false, reason: 'the user gave no answer in time' } : response.error !== undefined ? { accepted: false, reason: `the client could not ask the user (${response.error.message})` } : readAnswer(response.result);
       await waitedOn(ctx, 'approval', 'store.decide', decideByUser(book, call, approval.id, given, policyVersion));
       const verdict = await waitedOn(ctx, 'approval', 'store.verdict', book.forCall(call));
       if (verdict.kind !== 'run') await ctx.giveBack?.(); // declined or unanswered: the call will not run
       const outcome = verdict.kind === 'run' ? await runApproved(ctx, verdict.approval, verdict.run, next) : refuseAt('approval', ctx, refusalOf(verdict));
+      // The budget stage had its answer (this stream) long ago: an accepted run a later stage held back
+      // (an idempotency refusal or replay, an open breaker) gives its spend back here.
+      if (verdict.kind === 'run' && didNotRun(outcome, ctx)) await ctx.giveBack?.();
       await pipeOutcome(outcome, out, ctx);
-    })().catch((err: unknown) => {
-      const refused = unavailable(ctx, err);
+    })().catch(async (err: unknown) => {
+      // The store failed before a run began: the call did not run. (A failure after it began keeps the spend.)
+      if (!(err instanceof AfterApproval)) await ctx.giveBack?.();
+      const refused = err instanceof AfterApproval ? failedAfterApproval(ctx, err.cause) : unavailable(ctx, err);
       void pipeOutcome(refused, out, ctx);
     });
     return { kind: 'stream', stream: out };
@@ -209,6 +217,16 @@ function refusalOf(verdict: Exclude<ApprovalVerdict, { kind: 'run' }>): ToolRefu
       code: 'approval_pending',
       message: `"${a.tool}" needs approval by a reviewer before it runs (rule "${a.rule}"); nothing was run. Approval ${a.id} is pending until ${deadline}. Call again later with exactly the same arguments: once approved, that call runs. Different arguments need a new approval.`,
       details: { ...details, expiresAt: deadline },
+      meta,
+      rule: a.rule,
+    };
+  }
+  if (verdict.kind === 'busy') {
+    return {
+      kind: 'tool',
+      code: 'approval_pending',
+      message: `"${a.tool}" is approved (approval ${a.id}), and its approved run is under way in another call right now; nothing was run. Call again with exactly the same arguments once that call has ended: if it did not run, this one will.`,
+      details: { ...details, running: true },
       meta,
       rule: a.rule,
     };

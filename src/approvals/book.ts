@@ -32,6 +32,8 @@ export interface ApprovalStore {
   claim(key: string, digest: string, owner: string, leaseMs: number, ttlMs: number): Promise<IdempotencyClaim>;
   /** Frees a claim this owner holds. */
   release(key: string, owner: string): Promise<void>;
+  /** Marks a claim this owner holds as done (its run reached the upstream); false when it is not the owner's. */
+  complete(key: string, owner: string, response: string, ttlMs: number): Promise<boolean>;
   audit(entry: AuditEntry): Promise<unknown>;
 }
 
@@ -49,6 +51,11 @@ export type ApprovalVerdict =
   | { kind: 'pending'; approval: Approval; opened: boolean }
   /** Approved: this call is run number `run` of `approval.reuse`. */
   | { kind: 'run'; approval: Approval; run: number }
+  /**
+   * Approved, and every run is taken, at least one by a call still under way: this call is not run, and
+   * the approval is not used up, since that run may yet be given back (a later stage refusing it).
+   */
+  | { kind: 'busy'; approval: Approval }
   | { kind: 'rejected'; approval: Approval }
   | { kind: 'expired'; approval: Approval };
 
@@ -85,13 +92,14 @@ export class ApprovalBook {
       const state = effectiveState(found, this.now());
       if (state === 'pending') return { kind: 'pending', approval: found, opened: false };
       if (state === 'approved') {
+        let underWay = false;
         for (let run = 1; run <= found.reuse; run++) {
           const claim = await this.store.claim(`approval-run:${id}:${run}`, argumentsSha256, call.callId, CLAIM_LEASE_MS, this.ttl(found));
-          if (claim.outcome === 'claimed') {
-            await this.store.audit(this.auditEntry(found, 'executed', call.callId, { run }));
-            return { kind: 'run', approval: found, run };
-          }
+          if (claim.outcome === 'claimed') return { kind: 'run', approval: found, run };
+          // Taken by a call still in its lease that has not reached the upstream yet (ranRun completes the claim).
+          if (claim.record.state === 'in_flight' && claim.record.leaseUntil > this.now()) underWay = true;
         }
+        if (underWay) return { kind: 'busy', approval: found };
         await this.save({ ...found, state: 'used' });
         continue;
       }
@@ -123,6 +131,15 @@ export class ApprovalBook {
     if (typeof doc?.approvalId !== 'string' || typeof doc.token !== 'string') return undefined;
     const claim = await this.store.claim(`continuation-used:${doc.token}`, binding, callId, CLAIM_LEASE_MS, CLAIM_LEASE_MS * 15);
     return claim.outcome === 'claimed' ? doc.approvalId : undefined;
+  }
+
+  /**
+   * A run that reached the upstream: recorded `executed` (only now, so a run given back leaves no such
+   * record), and its claim completed, so it counts as used.
+   */
+  async ranRun(approval: Approval, run: number, callId: string): Promise<void> {
+    await this.store.complete(`approval-run:${approval.id}:${run}`, callId, '{}', this.ttl(approval));
+    await this.store.audit(this.auditEntry(approval, 'executed', callId, { run }));
   }
 
   /**

@@ -40,7 +40,7 @@ export type RefundBudget = (key: string, amount: number, window: CalendarWindow,
 const HELD_BACK_BY = new Set(['breaker', 'approval', 'idempotency']);
 
 /** Whether the call ended without the tool running for it. */
-function didNotRun(outcome: Outcome, ctx: CallContext): boolean {
+export function didNotRun(outcome: Outcome, ctx: CallContext): boolean {
   return ctx.heldBack !== undefined || (outcome.kind === 'refused' && outcome.stage !== undefined && HELD_BACK_BY.has(outcome.stage));
 }
 

@@ -35,6 +35,7 @@ function approvalStore(s: SqliteStore, failing: { now: boolean }): ApprovalStore
     list: () => guard(() => s.listApprovals()),
     claim: (key, digest, owner, leaseMs, ttlMs) => guard(() => s.claimIdempotency(key, digest, owner, leaseMs, ttlMs)),
     release: (key, owner) => guard(() => s.releaseIdempotency(key, owner)),
+    complete: (key, owner, response, ttlMs) => guard(() => s.completeIdempotency(key, owner, response, ttlMs)),
     audit: (entry) => guard(() => s.appendAudit(entry)),
   };
 }

@@ -34,6 +34,7 @@ function approvalStore(s: SqliteStore): ApprovalStore {
     list: () => s.listApprovals(),
     claim: (key, digest, owner, leaseMs, ttlMs) => s.claimIdempotency(key, digest, owner, leaseMs, ttlMs),
     release: (key, owner) => s.releaseIdempotency(key, owner),
+    complete: (key, owner, response, ttlMs) => s.completeIdempotency(key, owner, response, ttlMs),
     audit: (entry) => s.appendAudit(entry),
   };
 }
@@ -118,10 +119,15 @@ describe('ApprovalBook.forCall', () => {
     const c = callOf(fresh());
     const a = await opened(c);
     assert.equal((await book.decide(a.id, decision())).ok, true);
-    const ran = await book.forCall(again(c));
+    const first = again(c);
+    const ran = await book.forCall(first);
     assert.equal(ran.kind, 'run');
     assert.equal((ran as { run: number }).run, 1);
     assert.equal(ran.approval.id, a.id);
+    // Under way: an identical call meanwhile is not run, and the approval is not used up.
+    assert.equal((await book.forCall(again(c))).kind, 'busy');
+    assert.equal((await book.get(a.id))?.state, 'approved');
+    await book.ranRun(ran.approval, 1, first.callId);
     const next = pending(await book.forCall(again(c)));
     assert.notEqual(next.id, a.id);
     assert.equal(next.generation, 1);
@@ -138,26 +144,51 @@ describe('ApprovalBook.forCall', () => {
     assert.equal((await book.decide(a.id, decision())).ok, true);
     const runs = [];
     for (let i = 0; i < 3; i++) {
-      const v = await book.forCall(again(c));
+      const call = again(c);
+      const v = await book.forCall(call);
       assert.equal(v.kind, 'run');
       runs.push((v as { run: number }).run);
+      await book.ranRun(v.approval, (v as { run: number }).run, call.callId);
     }
     assert.deepEqual(runs, [1, 2, 3]);
     assert.notEqual(pending(await book.forCall(again(c))).id, a.id);
     assert.deepEqual(await auditOf(a.id), ['proposed', 'approved', 'executed', 'executed', 'executed']);
   });
 
-  it('concurrent identical calls on an approved call: exactly `reuse` run, the rest wait on one new approval', async () => {
+  it('concurrent identical calls on an approved call: exactly `reuse` run, the rest are told the runs are under way', async () => {
     const c = callOf(fresh(), { rule: rule({ reuse: 2 }) });
     const a = await opened(c);
     assert.equal((await book.decide(a.id, decision())).ok, true);
-    const verdicts = await Promise.all(Array.from({ length: 8 }, () => book.forCall(again(c))));
+    const calls = Array.from({ length: 8 }, () => again(c));
+    const verdicts = await Promise.all(calls.map((call) => book.forCall(call)));
     const ran = verdicts.filter((v) => v.kind === 'run');
     assert.equal(ran.length, 2, verdicts.map((v) => v.kind).join(' '));
     assert.deepEqual(ran.map((v) => (v as { run: number }).run).sort(), [1, 2]);
+    // Not a new approval: the runs under way may yet be given back.
     const waiting = verdicts.filter((v) => v.kind !== 'run');
-    assert.equal(new Set(waiting.map((v) => pending(v).id)).size, 1);
-    assert.notEqual(waiting[0]!.approval.id, a.id);
+    assert.deepEqual([...new Set(waiting.map((v) => `${v.kind} ${v.approval.id}`))], [`busy ${a.id}`]);
+    for (const [i, v] of verdicts.entries()) if (v.kind === 'run') await book.ranRun(v.approval, v.run, calls[i]!.callId);
+    assert.notEqual(pending(await book.forCall(again(c))).id, a.id, 'both ran: the next call asks anew');
+  });
+
+  it('a run given back while an identical call waited is run by the next identical call, and only one executed record is kept', async () => {
+    // Until 3 December the waiting call marked the approval used and opened a new one: the run given back
+    // then landed on a used approval, and the reviewer's approval ran nothing. And `executed` was recorded
+    // when a run was claimed, so a run given back left one too.
+    const c = callOf(fresh());
+    const a = await opened(c);
+    assert.equal((await book.decide(a.id, decision())).ok, true);
+    const first = again(c);
+    const ran = await book.forCall(first);
+    assert.equal(ran.kind, 'run');
+    assert.equal((await book.forCall(again(c))).kind, 'busy');
+    await book.releaseRun(ran.approval, 1, first.callId);
+    const second = again(c);
+    const again2 = await book.forCall(second);
+    assert.equal(again2.kind, 'run');
+    assert.equal(again2.approval.id, a.id);
+    await book.ranRun(again2.approval, 1, second.callId);
+    assert.deepEqual(await auditOf(a.id), ['proposed', 'approved', 'executed']);
   });
 
   it('after a rejection the first identical call is told so, the next opens a new generation', async () => {
