@@ -45,6 +45,9 @@ export interface SseEndpoint {
 
 /** How long the DELETE that ends a dropped connection's session may take. */
 const END_TIMEOUT_MS = 10_000;
+/** The listen stream is opened again this long after it ended, doubling while it keeps ending sooner than the most. */
+const RELISTEN_MIN_MS = 1_000;
+const RELISTEN_MAX_MS = 30_000;
 
 export function createSseEndpoint(core: EdgeCore, opts: SseEndpointOptions, log: Logger): SseEndpoint {
   const ssePath = opts.ssePath;
@@ -222,6 +225,7 @@ export function createSseEndpoint(core: EdgeCore, opts: SseEndpointOptions, log:
   function listen(session: SseSession): void {
     if (session.listening || session.internalId === undefined || session.closed) return;
     session.listening = true;
+    const opened = Date.now();
     // A listen stream carries no work: a drain does not wait for it.
     const call = core.startCall('GET', false);
     const { record } = call;
@@ -235,12 +239,25 @@ export function createSseEndpoint(core: EdgeCore, opts: SseEndpointOptions, log:
         (d) => {
           log.debug('sse session listen stream ended', { session: session.id.slice(0, 8), status: d.status });
           call.done(d.status, d.aborted);
+          // A server may end its GET stream at any time (2025-11-25 transports.mdx §Listening for Messages);
+          // a Streamable HTTP client would open it again, and for this connection Gatehouse is that client.
+          // Not after a 4xx (the server offers no stream: 405), and backing off while it keeps ending soon.
+          if (!session.closed && (d.status === 200 || d.status >= 500)) relisten(session, Date.now() - opened);
         },
         (err: unknown) => {
           log.warn('sse session listen stream failed', { err, session: session.id.slice(0, 8) });
           call.done(500, true);
         },
       );
+  }
+
+  /** Opens the listen stream again after RELISTEN_MIN_MS, doubling up to RELISTEN_MAX_MS while streams end within it. */
+  function relisten(session: SseSession, lastedMs: number): void {
+    session.relistenMs = lastedMs >= RELISTEN_MAX_MS ? RELISTEN_MIN_MS : Math.min(RELISTEN_MAX_MS, Math.max(RELISTEN_MIN_MS, session.relistenMs * 2));
+    setTimeout(() => {
+      session.listening = false;
+      listen(session);
+    }, session.relistenMs).unref();
   }
 
   /** A dropped or ended connection ends its session upstream, as a DELETE from a Streamable HTTP client would. */

@@ -21,8 +21,10 @@ export class SseSession implements MessageOut {
   capabilities: Record<string, unknown> = {};
   /** Set while an initialize is under way: later messages wait for the session it creates. */
   initializing?: Promise<void>;
-  /** The internal listen stream (server notifications) has been opened. */
+  /** The internal listen stream (server notifications) is open, or about to be opened again. */
   listening = false;
+  /** How long to wait before opening the listen stream again after it ended (backs off while it keeps ending). */
+  relistenMs = 0;
   /** Messages whose answers are still being written. */
   inFlight = 0;
   lastUsed = Date.now();
