@@ -1,7 +1,8 @@
 // What the edge learns from an answer it wrote or relayed: whether the tool failed and, for a JSON-RPC
 // error, its code. The end event carries both (metrics and the log count tool errors; spans record the code).
 
-import type { GatewayError } from '../errors.js';
+import { refusalCode, upstreamFailureOf, type GatewayError, type Refusal } from '../errors.js';
+import type { CallRecord } from './edge-core.js';
 
 export interface AnswerSummary {
   /** The final answer was a tool result with `isError: true` (the tool failed; not a refusal). */
@@ -19,6 +20,21 @@ export interface AnswerSummary {
 /** The summary of a failure the edge wrote as the answer. */
 export function failureSummary(wire: unknown, failure: GatewayError): AnswerSummary {
   return { ...summaryOf(wire), failure };
+}
+
+/**
+ * A failure written once the answer had begun (a 200 stream the upstream broke off) ends the call as that
+ * failure, as a refusal made before the answer began would: the request line and the metrics say
+ * upstream_error, with the failure's code and stage `upstream`, as the audit says failed. Both edges (the
+ * Streamable HTTP one and the 2024-11-05 SSE endpoint) record it so.
+ */
+export function recordWrittenFailure(record: CallRecord, failure: GatewayError): void {
+  if (record.refusal !== undefined) return;
+  const refusal: Refusal = { kind: 'failure', error: failure };
+  if (upstreamFailureOf(refusal) === undefined) return;
+  record.refusal = refusalCode(refusal);
+  record.stage = 'upstream';
+  record.upstreamFailed = true;
 }
 
 export const NO_TOOL_ERROR: AnswerSummary = Object.freeze({ toolError: false });

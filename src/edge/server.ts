@@ -27,6 +27,7 @@ import { META_CLIENT_CAPABILITIES } from '../protocol/methods.js';
 import { putTraceInMeta, traceSources, type TraceContext } from '../protocol/trace-context.js';
 import { accepts } from '../protocol/front-door.js';
 import { discardOutcome, writeOutcome, sendJson } from './answer.js';
+import { recordWrittenFailure } from './answer-summary.js';
 import { bodyInBuffer, readBody, type BodyResult } from './body.js';
 import { limitConnectionsPerAddress } from './connection-limit.js';
 import { repeatedSingletonHeader } from './duplicate-headers.js';
@@ -475,17 +476,7 @@ export function createEdge(listen: ListenConfig, handlers: EdgeHandlers, log: Lo
       onSummary: (summary) => {
         if (summary.toolError) record.toolError = true;
         if (summary.errorCode !== undefined) record.rpcCode = summary.errorCode;
-        // A failure written once the answer had begun (a 200 stream the upstream broke off) ends the call as
-        // that failure, as callEnded records a refusal made before: the request line and the metrics say
-        // upstream_error, as the audit says failed.
-        if (summary.failure !== undefined && record.refusal === undefined) {
-          const refusal: Refusal = { kind: 'failure', error: summary.failure };
-          if (upstreamFailureOf(refusal) !== undefined) {
-            record.refusal = refusalCode(refusal);
-            record.stage = 'upstream';
-            record.upstreamFailed = true;
-          }
-        }
+        if (summary.failure !== undefined) recordWrittenFailure(record, summary.failure);
       },
     });
   }

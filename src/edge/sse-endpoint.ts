@@ -16,6 +16,7 @@ import { ErrorCode } from '../protocol/jsonrpc.js';
 import { CALL_ID_HEADER, discardOutcome } from './answer.js';
 import type { EdgeCore, Received } from './edge-core.js';
 import { deliverOutcome, type Delivered } from './sse-outcome.js';
+import { recordWrittenFailure } from './answer-summary.js';
 import { SseSession } from './sse-session.js';
 import { atCredentialExpiry } from './credential-expiry.js';
 import { Cancellation } from '../pipeline/cancellation.js';
@@ -172,6 +173,7 @@ export function createSseEndpoint(core: EdgeCore, opts: SseEndpointOptions, log:
       });
       if (delivered.toolError) record.toolError = true;
       if (delivered.errorCode !== undefined) record.rpcCode = delivered.errorCode;
+      if (delivered.failure !== undefined) recordWrittenFailure(record, delivered.failure);
       afterAnswer(session, received, delivered);
     } catch (err) {
       log.error('unhandled error on the SSE endpoint', { err, callId: record.callId });

@@ -37,6 +37,8 @@ export interface Delivered {
   toolError: boolean;
   /** A JSON-RPC error answered the request (its code), or undefined. */
   errorCode?: number;
+  /** The failure written as the answer once the answer had begun (answer-summary.ts recordWrittenFailure). */
+  failure?: GatewayError;
 }
 
 export async function deliverOutcome(out: MessageOut, outcome: Outcome, ctx: DeliverContext): Promise<Delivered> {
@@ -71,6 +73,8 @@ class Answer {
   errorCode: number | undefined;
   /** The status of a failure that replaced the answer (one too deep to write), in place of the outcome's. */
   private status: number | undefined;
+  /** The failure written as the answer, when one was. */
+  failure: GatewayError | undefined;
   private gone = false;
 
   constructor(readonly out: MessageOut, private readonly ctx: DeliverContext) {}
@@ -91,7 +95,8 @@ class Answer {
       // Nested too deeply to write again (protocol/json-text.ts), as the Streamable HTTP edge says it: the
       // response is the upstream's failure, anything before it is left out.
       if (!isResponse) return true;
-      const w = toWire({ kind: 'failure', error: tooDeep() }, { era: 'legacy', id: this.ctx.id, callId: this.ctx.callId });
+      this.failure = tooDeep();
+      const w = toWire({ kind: 'failure', error: this.failure }, { era: 'legacy', id: this.ctx.id, callId: this.ctx.callId });
       this.status = w.status;
       m = w.body as typeof m;
       message = w.body;
@@ -111,6 +116,7 @@ class Answer {
   async failIfUnanswered(err: GatewayError, wire: WireContext): Promise<number | undefined> {
     if (this.answered || this.ctx.id === null || this.gone || this.out.signal.aborted) return undefined;
     this.ctx.log.warn('upstream answer ended without a response', { code: err.code, callId: this.ctx.callId });
+    this.failure = err;
     const w = toWire({ kind: 'failure', error: err }, wire);
     await this.message(w.body);
     return w.status;
@@ -118,7 +124,7 @@ class Answer {
 
   result(status: number): Delivered {
     const aborted = this.gone || this.out.signal.aborted;
-    return { status: this.status ?? status, aborted, toolError: this.toolError, ...(this.errorCode !== undefined ? { errorCode: this.errorCode } : {}) };
+    return { status: this.status ?? status, aborted, toolError: this.toolError, ...(this.errorCode !== undefined ? { errorCode: this.errorCode } : {}), ...(this.failure !== undefined ? { failure: this.failure } : {}) };
   }
 }
 
@@ -132,6 +138,7 @@ async function streamed(answer: Answer, stream: CallStream, wire: WireContext): 
       // The session keeps its own stream alive; a producer's keep-alive has nothing to add.
       if ('comment' in item) continue;
       if ('failure' in item) {
+        answer.failure = item.failure;
         const w = toWire({ kind: 'failure', error: item.failure }, { ...wire, id: stream.requestId });
         status = w.status;
         if (!(await answer.message(w.body))) break;

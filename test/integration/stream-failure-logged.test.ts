@@ -63,3 +63,22 @@ test('the request line and the metrics say upstream_error, as the audit says fai
   assert.match(metrics, /gatehouse_requests_total\{[^}]*method="tools\/call"[^}]*outcome="upstream_error"[^}]*\} 1/);
   assert.doesNotMatch(metrics, /gatehouse_requests_total\{[^}]*method="tools\/call"[^}]*outcome="ok"[^}]*\}/);
 });
+
+test('a client of the 2024-11-05 SSE transport: the same call is logged upstream_error with its code and stage', async () => {
+  // The SSE endpoint writes the failure on the client's stream; its request line said upstream_error by
+  // the failure's status but carried no refusal code or stage (README §Logs), until 3 December.
+  const { Client } = await import('@modelcontextprotocol/sdk/client/index.js');
+  const { SSEClientTransport } = await import('@modelcontextprotocol/sdk/client/sse.js');
+  const sseGw = await startGateway({ listen: { ssePath: '/sse' }, upstreams: [{ name: 'up', url: up.url, era: 'modern' }] });
+  const client = new Client({ name: 'sse-failure', version: '1' }, { capabilities: {} });
+  try {
+    await client.connect(new SSEClientTransport(new URL('/sse', sseGw.origin)), { timeout: 10_000 });
+    await assert.rejects(client.callTool({ name: 'breaks', arguments: {} }), /GW_ERR_UPSTREAM|upstream/i);
+    assert.ok(await waitUntil(() => sseGw.logs.some((l) => l.msg === 'request' && l.method === 'tools/call'), 2_000));
+    const line = sseGw.logs.find((l) => l.msg === 'request' && l.method === 'tools/call')!;
+    assert.deepEqual([line.outcome, line.refusal, line.stage], ['upstream_error', 'upstream_unreachable', 'upstream']);
+  } finally {
+    await client.close().catch(() => {});
+    await sseGw.close();
+  }
+});
