@@ -135,7 +135,9 @@ export function destinationsOfString(text: string, strict: boolean): readonly Fo
   const trimmed = text.trim();
   const whole = parseUrl(trimmed, value);
   if (whole.length > 0) found.push(...whole);
-  else if (trimmed.startsWith('//')) found.push(...parseUrl(`http:${trimmed}`, value).map(({ scheme: _s, ...d }) => d));
+  // Scheme-relative: the scheme is the base's, http or https, so both are judged (a rule allowing only https
+  // must not pass what an http base would fetch).
+  else if (trimmed.startsWith('//')) found.push(...parseUrl(`http:${trimmed}`, value), ...parseUrl(`https:${trimmed}`, value));
   else if (strict || looksLikeHost(trimmed)) {
     const bare = parseBareHost(trimmed, value);
     if (bare) found.push(bare);

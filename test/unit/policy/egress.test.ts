@@ -53,6 +53,7 @@ describe('rules', () => {
     { id: 'lab-net', tools: ['lab/*'], allow: { cidrs: ['10.20.0.0/16'] } },
     { id: 'no-evil', tools: ['web/*'], deny: { hosts: ['evil.example'] } },
     { id: 'ops-local', keys: ['ops'], allow: { hosts: ['127.0.0.1'], ports: [9090] } },
+    { id: 'https-only', tools: ['sec/*'], allow: { hosts: ['*.example.com'], schemes: ['https'] } },
     { id: 'plain-web', tools: ['plain/*'], allow: { hosts: ['127.0.0.1'], ports: [80] } },
     { id: 'loop-but-not-one', tools: ['loop/*'], allow: { cidrs: ['127.0.0.0/8'] }, deny: { hosts: ['127.0.0.1'] } },
   ];
@@ -69,6 +70,10 @@ describe('rules', () => {
     assert.match((await check('https://api.example.com:8443/x', 'crm/create'))!.reason, /does not allow/, 'port');
     assert.match((await check('https://cdn.example.net/x', 'crm/create'))!.reason, /does not allow/, 'host');
     assert.equal((await check('https://example.com/', 'crm/create'))?.rule, 'crm-api', '*.example.com needs a label before it');
+    // Scheme-relative: an http base would fetch it over http, which the rule does not allow (it once passed,
+    // its scheme dropped and so never checked).
+    assert.match((await check('//api.example.com/x', 'sec/fetch'))?.reason ?? 'passed', /rule "https-only" does not allow it/, 'scheme-relative');
+    assert.equal(await check('https://api.example.com/x', 'sec/fetch'), undefined);
   });
 
   test('an allow by CIDR covers private addresses and names resolving into it; special ranges outside stay blocked', async () => {
@@ -124,6 +129,7 @@ describe('where destinations are found', () => {
         ['target', '127.0.0.1'],
         ['note', '10.0.0.1'],
         ['nested[0].href', '169.254.169.254'],
+        ['nested[0].href', '169.254.169.254'],
         ['other.http://192.168.1.1/', '192.168.1.1'],
       ],
     );
@@ -135,7 +141,7 @@ describe('where destinations are found', () => {
     const hosts = (text: string, strict = false) => destinationsOfString(text, strict).map((d) => d.host);
     assert.deepEqual(hosts('localhost'), ['localhost']);
     assert.deepEqual(hosts('LOCALHOST:8080'), ['localhost']);
-    assert.deepEqual(hosts('//localhost/admin'), ['localhost']);
+    assert.deepEqual(hosts('//localhost/admin'), ['localhost', 'localhost'], 'read as http and as https');
     assert.deepEqual(hosts('[::1]'), ['::1']);
     assert.deepEqual(hosts('see https://a.example.com/x and ftp://10.0.0.1/y'), ['a.example.com', '10.0.0.1']);
     // A field declared or named as a destination is read even as a bare word.
@@ -166,6 +172,11 @@ describe('where destinations are found', () => {
     assert.deepEqual(hosts('https://api.example.com/docs\nhttp://127.0.0.1:9/'), ['api.example.com', '127.0.0.1']);
     assert.deepEqual(hosts('https://a.example.com/ http://10.0.0.1/'), ['a.example.com', '10.0.0.1']);
     assert.deepEqual(hosts('see_http://127.0.0.1/'), ['127.0.0.1']);
+  });
+
+  test('a scheme-relative URL is read with either scheme a base may give it', () => {
+    const readings = destinationsOfString('//api.example.com/x', false).map((d) => `${d.scheme}|${d.host}|${d.port}`);
+    assert.deepEqual(readings, ['http|api.example.com|80', 'https|api.example.com|443']);
   });
 
   test('a port is read as WHATWG reads it: leading zeros and tabs do not hide it', () => {
