@@ -115,8 +115,22 @@ function propertySchema(sch: unknown, key: string): unknown {
 }
 
 function isDestinationField(sch: unknown, key: string): boolean {
-  if (isObject(sch) && typeof sch.format === 'string' && URI_FORMATS.has(sch.format)) return true;
+  if (declaresDestination(sch)) return true;
+  // A format inside a union is the field's too: pydantic writes Optional[HttpUrl] as
+  // `anyOf: [{type: string, format: uri}, {type: null}]`.
+  if (isObject(sch)) {
+    for (const union of ['anyOf', 'oneOf', 'allOf']) {
+      const options = ownValue(sch, union);
+      if (Array.isArray(options) && options.some(declaresDestination)) return true;
+    }
+  }
   return DESTINATION_NAME.test(key) || DESTINATION_CAMEL.test(key);
+}
+
+function declaresDestination(sch: unknown): boolean {
+  if (!isObject(sch)) return false;
+  const format = ownValue(sch, 'format');
+  return typeof format === 'string' && URI_FORMATS.has(format);
 }
 
 type Found = Omit<Destination, 'path'>;

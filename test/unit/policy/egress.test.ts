@@ -174,6 +174,12 @@ describe('where destinations are found', () => {
     assert.deepEqual(hosts('see_http://127.0.0.1/'), ['127.0.0.1']);
   });
 
+  test('a format inside anyOf, oneOf or allOf makes the field a destination (pydantic Optional[HttpUrl])', () => {
+    const schema = { type: 'object', properties: { site: { anyOf: [{ type: 'string', format: 'uri' }, { type: 'null' }] }, peer: { oneOf: [{ type: 'string', format: 'hostname' }] }, note: { anyOf: [{ type: 'string' }, { type: 'null' }] } } };
+    const found = destinationsIn({ site: 'intranet', peer: 'db1', note: 'intranet' }, schema).found.map((d) => [d.path, d.host]);
+    assert.deepEqual(found, [['site', 'intranet'], ['peer', 'db1']]);
+  });
+
   test('a scheme-relative URL is read with either scheme a base may give it', () => {
     const readings = destinationsOfString('//api.example.com/x', false).map((d) => `${d.scheme}|${d.host}|${d.port}`);
     assert.deepEqual(readings, ['http|api.example.com|80', 'https|api.example.com|443']);
