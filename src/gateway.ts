@@ -120,6 +120,9 @@ function runtimeShape(config: GatehouseConfig): string {
   return JSON.stringify({ ...config, log: undefined, admin: { ...config.admin, token: undefined, groups: undefined } });
 }
 
+/** How often approvals past their deadline are looked for, to record their expiry. */
+const APPROVAL_SWEEP_MS = 60_000;
+
 export function createGateway(config: GatehouseConfig, log: Logger, options: GatewayOptions = {}): Gateway {
   const problems = unsupportedFeatures(config);
   if (problems.length > 0) throw new Error(`This configuration cannot be served:\n  ${problems.join('\n  ')}`);
@@ -141,6 +144,11 @@ export function createGateway(config: GatehouseConfig, log: Logger, options: Gat
   const confirmations = new PendingConfirmations();
   const pinBook = new PinBook(approvalStore(state), log.child({ component: 'pinning' }), { changed: () => metrics?.pinnedToolChanged() });
   const approvalBook = new ApprovalBook(approvalStore(state), { decided: (d) => metrics?.approvalDecided(d) });
+  // An approval whose deadline passes unused is recorded expired even if its caller never calls again.
+  const expirySweep = setInterval(() => {
+    if (running.policy.approvals.length === 0) return;
+    approvalBook.recordExpiries().catch((err: unknown) => log.debug('approval expiries not recorded this time', { err }));
+  }, APPROVAL_SWEEP_MS).unref();
   const observeUpstream = (name: string, seconds: number): void => metrics?.upstreamResponse(name, seconds);
   const resolveHost = options.resolveHost ?? systemResolver;
   // The egress proxy is started once (like the listener) and reads the running rules; stdio children get
@@ -365,6 +373,7 @@ export function createGateway(config: GatehouseConfig, log: Logger, options: Gat
         edge.server.closeAllConnections();
         await serverClosed;
         watcher?.stop();
+        clearInterval(expirySweep);
         await metricsListener?.close();
         await adminListener?.close();
         await egressProxy?.close();

@@ -105,16 +105,40 @@ export class ApprovalBook {
       }
       if ((state === 'rejected' || state === 'expired') && found.told !== true) {
         const told: Approval = { ...found, state, told: true };
-        if (state === 'expired' && found.state !== 'expired') {
-          await this.store.audit(this.auditEntry(told, 'expired', call.callId));
-          this.events.decided?.('expired');
-        }
+        if (state === 'expired' && found.state !== 'expired') await this.recordExpiry(told, call.callId);
         await this.save(told);
         return { kind: state, approval: told };
       }
       // Used up, or refused and already said so: the next link of the chain.
     }
     return this.open(call, binding, generation, argumentsSha256);
+  }
+
+  /**
+   * Records the expiry of every approval whose deadline passed while it waited (pending, or approved and
+   * unused), whether or not its caller calls again: the `expired` audit record and the decision counted.
+   * Run now and then by the gateway; replicas sharing the store record each expiry once.
+   */
+  async recordExpiries(): Promise<number> {
+    const now = this.now();
+    let recorded = 0;
+    for (const a of await this.list()) {
+      if ((a.state !== 'pending' && a.state !== 'approved') || now < a.expiresAt) continue;
+      if (await this.recordExpiry(a, `expiry:${a.id}`)) {
+        await this.save({ ...a, state: 'expired' });
+        recorded++;
+      }
+    }
+    return recorded;
+  }
+
+  /** The `expired` record of an approval, once across replicas and callers (a claim decides who writes it). */
+  private async recordExpiry(a: Approval, callId: string): Promise<boolean> {
+    const claim = await this.store.claim(`approval-expired:${a.id}`, a.binding, callId, CLAIM_LEASE_MS, this.ttl(a));
+    if (claim.outcome !== 'claimed') return false;
+    await this.store.audit(this.auditEntry({ ...a, state: 'expired' }, 'expired', callId));
+    this.events.decided?.('expired');
+    return true;
   }
 
   /**

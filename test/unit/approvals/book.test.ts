@@ -227,6 +227,30 @@ describe('ApprovalBook.forCall', () => {
       assert.deepEqual(await auditOf(a.id), approve ? ['proposed', 'approved', 'expired'] : ['proposed', 'expired']);
     }
   });
+
+  it('an approval past its deadline is recorded expired by the sweep even if its caller never calls again, once; the caller is still told', async () => {
+    // Until 3 December the `expired` record and the decision's count came only when the caller called
+    // again: an approval nobody retried never got one.
+    for (const approve of [false, true]) {
+      decided = [];
+      const c = callOf(fresh());
+      const a = await opened(c);
+      if (approve) assert.equal((await book.decide(a.id, decision())).ok, true);
+      clock = a.expiresAt;
+      // (Other tests' approvals in this store expire too: counted here, but each once.)
+      assert.ok((await book.recordExpiries()) >= 1);
+      assert.equal((await book.get(a.id))?.state, 'expired');
+      const counted = decided.length;
+      assert.equal(await book.recordExpiries(), 0, 'each expiry is recorded once');
+      assert.equal(decided.length, counted);
+      assert.equal(decided.filter((d) => d === 'approved').length, approve ? 1 : 0);
+      assert.deepEqual(await auditOf(a.id), approve ? ['proposed', 'approved', 'expired'] : ['proposed', 'expired']);
+      // The caller calling again is told, without a second record.
+      const told = await book.forCall(again(c));
+      assert.equal(told.kind, 'expired');
+      assert.deepEqual(await auditOf(a.id), approve ? ['proposed', 'approved', 'expired'] : ['proposed', 'expired']);
+    }
+  });
 });
 
 describe('ApprovalBook after a store failure', () => {
