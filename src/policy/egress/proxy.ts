@@ -79,6 +79,9 @@ export class EgressProxy {
     if (token === undefined) {
       token = randomBytes(18).toString('base64url');
       this.tokens.set(upstream, token);
+      // A credential like any other: a child that prints its proxy URL (on stderr, which is logged) must not
+      // put it in the log, where a reader could pose as that upstream to the proxy.
+      this.log.addSecrets([token]);
     }
     const u = new URL(this.url);
     u.username = encodeURIComponent(upstream);
