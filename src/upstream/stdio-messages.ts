@@ -558,8 +558,10 @@ export class StdioMessages implements UpstreamMessages {
       managed.proc.request(sent, abort, !entry.listen).then(
         (res: JsonRpcResponse) => {
           release();
-          // Recovery is a working child started after the last crash, not an older sibling still answering.
-          if (res.error === undefined && managed.startedAt >= this.lastCrashAt) this.crashes = 0;
+          // Recovery is a working child started after the last crash, not an older sibling still answering,
+          // and one that answered more than its handshake: a child that initializes and dies on every call
+          // must not reset the backoff each time.
+          if (res.error === undefined && managed.startedAt >= this.lastCrashAt && request.method !== 'initialize' && request.method !== 'server/discover') this.crashes = 0;
           if (request.method === 'server/discover' && answersAsModern(res)) {
             managed.probeOnly = false;
             managed.modern = true;

@@ -32,6 +32,9 @@ export interface Respawner {
   onGiveUp(): void;
 }
 
+/** A child up this long after a restart has recovered: its next crash starts the backoff afresh. */
+const STABLE_MS = 30_000;
+
 export class StdioSession implements HeldSession {
   lastUsed = Date.now();
   private readonly inFlight: InFlight[] = [];
@@ -40,12 +43,19 @@ export class StdioSession implements HeldSession {
   /** Set while a crashed child is being replaced; requests wait for it. */
   private restarting?: Promise<boolean>;
   private closed = false;
+  /**
+   * Crashes since the child last stayed up STABLE_MS: a replacement that answers the replayed initialize
+   * and dies soon after is no recovery, so the backoff goes on growing and `restart.attempts` still ends it.
+   */
+  private crashStreak = 0;
+  private adoptedAt = Date.now();
 
   constructor(readonly id: string, private proc: MessageChannel, private readonly respawner: Respawner, private readonly log: Logger) {
     this.adopt(proc);
   }
 
   private adopt(proc: MessageChannel): void {
+    this.adoptedAt = Date.now();
     this.proc = proc;
     proc.onMessage = (msg) => this.route(msg);
     proc.onExit = (reason) => this.crashed(reason);
@@ -60,13 +70,21 @@ export class StdioSession implements HeldSession {
     const err = new GatewayError('GW_ERR_UPSTREAM_EXITED', `Upstream process ${reason}; it is being restarted`);
     for (const f of this.inFlight.splice(0)) f.channel.fail(err);
     this.respawner.onRestart(false);
+    if (Date.now() - this.adoptedAt >= STABLE_MS) this.crashStreak = 0;
     this.restarting = (async () => {
       const { attempts, firstDelayMs } = this.respawner.policy;
-      for (let attempt = 0; attempt < attempts && !this.closed; attempt++) {
+      for (let attempt = this.crashStreak; attempt < attempts && !this.closed; attempt++) {
+        this.crashStreak = attempt + 1;
         await new Promise((r) => setTimeout(r, firstDelayMs * 2 ** attempt).unref());
         if (this.closed) return false;
         try {
-          this.adopt(await this.respawner.respawn());
+          const next = await this.respawner.respawn();
+          // Closed while it started (the gateway shut down, a reload retired the upstream): not adopted, stopped.
+          if (this.closed) {
+            void next.stop();
+            return false;
+          }
+          this.adopt(next);
           this.respawner.onRestart(true);
           return true;
         } catch (e) {

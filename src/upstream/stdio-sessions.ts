@@ -311,7 +311,14 @@ export class StdioUpstream implements Upstream {
       respawn: async () => {
         const next = this.newProcess();
         await next.start();
-        const replay = await next.request(initRequest);
+        let replay;
+        try {
+          replay = await next.request(initRequest);
+        } catch (err) {
+          // Timed out or died answering: this child is not adopted, so it is stopped here, or it runs on.
+          void next.stop();
+          throw err;
+        }
         if (replay.error) {
           void next.stop();
           throw new GatewayError('GW_ERR_UPSTREAM_EXITED', `Upstream "${this.name}" refused the replayed initialize`, this.name);
