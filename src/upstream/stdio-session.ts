@@ -48,9 +48,21 @@ export class StdioSession implements HeldSession {
    * and dies soon after is no recovery, so the backoff goes on growing and `restart.attempts` still ends it.
    */
   private crashStreak = 0;
+  /**
+   * The child's questions to the client (elicitation, sampling, roots) by their id, with the call that waits
+   * on each: that call's clock stops until the client answers (a person may take longer than requestMs).
+   */
+  private readonly asked = new Map<JsonRpcId, { call: JsonRpcId; timer: NodeJS.Timeout }>();
   private adoptedAt = Date.now();
 
-  constructor(readonly id: string, private proc: MessageChannel, private readonly respawner: Respawner, private readonly log: Logger) {
+  constructor(
+    readonly id: string,
+    private proc: MessageChannel,
+    private readonly respawner: Respawner,
+    private readonly log: Logger,
+    /** The longest a call's clock stays stopped for its client's answer (sessions.inputTimeoutMs); then it runs again. */
+    private readonly inputTimeoutMs = 300_000,
+  ) {
     this.adopt(proc);
   }
 
@@ -135,8 +147,12 @@ export class StdioSession implements HeldSession {
   async handlePost(ctx: CallContext): Promise<Outcome> {
     if (!(await this.alive())) return refused(failure(new GatewayError('GW_ERR_UPSTREAM_EXITED', 'The upstream process is down and could not be restarted')));
     if (ctx.kind !== 'request') {
-      // Notifications and the client's answers to server requests: hand over, then 202 with no body.
+      // Notifications and the client's answers to server requests: hand over, then 202 with no body. An
+      // answer starts the clock of the call that waited on it again.
+      const answered = ctx.kind === 'response' ? (ctx.message as { id?: JsonRpcId }).id : undefined;
+      const waiting = answered !== undefined ? this.asked.get(answered) : undefined;
       this.proc.send(ctx.message!);
+      if (waiting !== undefined) this.answered(answered!, waiting);
       return ACCEPTED;
     }
     const request = upstreamMessage(ctx) as JsonRpcRequest;
@@ -155,7 +171,13 @@ export class StdioSession implements HeldSession {
       } catch (err) {
         channel.fail(asGatewayError(err, 'GW_ERR_UPSTREAM_BAD_RESPONSE', this.log, { callId: ctx.callId }));
       } finally {
-        this.inFlight.splice(this.inFlight.indexOf(entry), 1);
+        const at = this.inFlight.indexOf(entry);
+        if (at !== -1) this.inFlight.splice(at, 1);
+        for (const [question, waiting] of this.asked) {
+          if (waiting.call !== request.id) continue;
+          clearTimeout(waiting.timer);
+          this.asked.delete(question);
+        }
         this.touch();
       }
     })();
@@ -195,11 +217,33 @@ export class StdioSession implements HeldSession {
       if (owner && owner.channel.push(msg)) return;
     }
     for (let i = this.inFlight.length - 1; i >= 0; i--) {
-      if (this.inFlight[i]!.channel.push(msg)) return;
+      const call = this.inFlight[i]!;
+      if (call.channel.push(msg)) {
+        // A question for the client: the call now waits on the client, not on the child.
+        const question = msg as { id?: JsonRpcId; method?: string };
+        if (question.id !== undefined && question.method !== undefined) {
+          const asked = question.id;
+          // Not for ever: a client that never answers gives the call its clock back after inputTimeoutMs.
+          const timer = setTimeout(() => {
+            const waiting = this.asked.get(asked);
+            if (waiting !== undefined) this.answered(asked, waiting);
+          }, this.inputTimeoutMs).unref();
+          this.asked.set(asked, { call: call.id, timer });
+          this.proc.hold(call.id);
+        }
+        return;
+      }
     }
     if (this.listen?.push(msg)) return;
     if (this.backlog.length >= BACKLOG_LIMIT) this.backlog.shift();
     this.backlog.push(msg);
+  }
+
+  /** The client answered a question of the child's (or gave up on it): the call's clock runs again. */
+  private answered(question: JsonRpcId, waiting: { call: JsonRpcId; timer: NodeJS.Timeout }): void {
+    clearTimeout(waiting.timer);
+    this.asked.delete(question);
+    this.proc.resume(waiting.call);
   }
 
   private closeListenStream(): void {

@@ -68,6 +68,8 @@ export class StdioUpstream implements Upstream {
   private readonly hosts = new Map<string, Host>();
   /** A perSession legacy client's initialize params while its initialize waits for the era probe (see verdictFor). */
   private probeInitialize?: Record<string, unknown>;
+  /** sessions.inputTimeoutMs: how long a perSession call's clock waits for its client's answer. */
+  private readonly inputTimeoutMs: number;
 
   constructor(
     private readonly config: StdioUpstreamConfig,
@@ -79,6 +81,7 @@ export class StdioUpstream implements Upstream {
     other?: { transport: 'sse'; channel: ChannelFactory },
   ) {
     this.name = config.name;
+    this.inputTimeoutMs = limits.inputTimeoutMs;
     this.log = log.child({ upstream: config.name });
     this.transport = other?.transport ?? 'stdio';
     this.channel = other?.channel ?? (() => stdioChannel(config, this.log, observe));
@@ -332,7 +335,7 @@ export class StdioUpstream implements Upstream {
         this.sessions.forget(id, 'unknown');
         this.releaseHost(id);
       },
-    }, this.log.child({ session: id.slice(0, 8) }));
+    }, this.log.child({ session: id.slice(0, 8) }), this.inputTimeoutMs);
     this.sessions.add(id, session);
     const result = response.result ?? {};
     const declared = isObject(initRequest.params?.capabilities) ? initRequest.params.capabilities : {};
