@@ -383,16 +383,24 @@ export class Catalog implements UpstreamMessages {
     try {
       const face = await member.modernFace();
       let whole = false;
+      let notOffered = false;
       // 2026-07-28 caching.mdx §Interaction with Pagination: a later page that fails (a cursor gone stale)
       // discards the pages before it, and the list is read again from its start, once.
       for (let attempt = 0; attempt < 2 && !whole; attempt++) {
         const read = await this.pages(face, request, method, key);
         ({ items: out, ttlMs, whole } = read);
+        notOffered = read.pages === 0 && read.errorCode === ErrorCode.MethodNotFound;
         // The first page itself failed: the member is not answering lists, and a second try would not either.
         if (!whole && read.pages === 0) break;
       }
-      // A list read in part is answered, but not kept.
-      if (!whole) return out;
+      // A list read in part is answered, but not kept. Asked strictly (the names check of a single upstream,
+      // which decides whether its lists pass straight through), a part is no answer: judged on it, a hidden
+      // or unsafe name on the missing pages would pass.
+      if (!whole) {
+        // (A member without the method at all has nothing to show: that is an answer.)
+        if (strict && !notOffered) throw new Error(`upstream "${member.name}" did not answer ${method} whole`);
+        return out;
+      }
       this.wholeLists.add(out);
       // A legacy server's list has no ttlMs: it is kept until the member says it changed, when a watcher hears
       // it. A modern server's ttlMs is its own word: 0 (or less, or none) is stale at once and never kept
@@ -412,7 +420,7 @@ export class Catalog implements UpstreamMessages {
    * One reading of a list, page by page. `whole`: every page came (its last had no nextCursor); `ttlMs`: the
    * shortest any page gave, since the list is as fresh as its stalest page; `pages`: how many answered.
    */
-  private async pages(face: ModernFace, request: JsonRpcRequest, method: string, key: string): Promise<{ items: Obj[]; ttlMs: number; whole: boolean; pages: number }> {
+  private async pages(face: ModernFace, request: JsonRpcRequest, method: string, key: string): Promise<{ items: Obj[]; ttlMs: number; whole: boolean; pages: number; errorCode?: number }> {
     const items: Obj[] = [];
     let ttlMs: number | undefined;
     let cursor: string | undefined;
@@ -420,7 +428,7 @@ export class Catalog implements UpstreamMessages {
       const params: Obj = { _meta: request.params?._meta ?? {}, ...(cursor !== undefined ? { cursor } : {}) };
       const response = await this.ask(face, { jsonrpc: '2.0', id: `gh-cat-${++this.counter}`, method, params });
       const result = response?.result;
-      if (!result) return { items, ttlMs: 0, whole: false, pages: page };
+      if (!result) return { items, ttlMs: 0, whole: false, pages: page, ...(typeof response?.error?.code === 'number' ? { errorCode: response.error.code } : {}) };
       ttlMs = Math.min(ttlMs ?? Infinity, typeof result.ttlMs === 'number' ? result.ttlMs : 0);
       items.push(...((result[key] as Obj[] | undefined) ?? []));
       if (typeof result.nextCursor !== 'string') return { items, ttlMs, whole: true, pages: page + 1 };

@@ -19,7 +19,7 @@ import type { CatalogUpstream } from './catalog-upstream.js';
 
 type Mode = 'undecided' | 'direct' | 'catalog';
 
-/** After a failed check of the names, pass through without checking again for this long. */
+/** After a failed check of the names, do not check again for this long (see decide). */
 const RECHECK_AFTER_FAILURE_MS = 30_000;
 
 export class SingleUpstream implements Upstream {
@@ -68,11 +68,12 @@ export class SingleUpstream implements Upstream {
   }
 
   /**
-   * Lists the upstream as the gateway; an upstream that cannot be listed now is left on pass-through, and
-   * not listed again for a while, so a failing check does not cost every request.
+   * Lists the upstream as the gateway; an upstream that cannot be listed now is not listed again for a while,
+   * so a failing check does not cost every request. Meanwhile its lists pass through, unless access rules
+   * hide items from everyone: then they go through the catalog, since unchecked they could show one.
    */
   private decide(again: boolean): Promise<Mode> {
-    if (Date.now() - this.checkFailedAt < RECHECK_AFTER_FAILURE_MS) return Promise.resolve(this.mode === 'catalog' ? 'catalog' : 'direct');
+    if (Date.now() - this.checkFailedAt < RECHECK_AFTER_FAILURE_MS) return Promise.resolve(this.unchecked());
     this.deciding ??= this.catalog.namesUnchanged().then(
       (unchanged) => {
         const next: Mode = unchanged ? 'direct' : 'catalog';
@@ -82,13 +83,18 @@ export class SingleUpstream implements Upstream {
         return next;
       },
       (err: unknown) => {
-        this.log.warn('could not list the upstream to check its names; passing through for now', { upstream: this.name, err });
+        this.log.warn('could not list the upstream to check its names; for now its lists are served unchecked (through the catalog, when access rules hide items)', { upstream: this.name, err });
         this.checkFailedAt = Date.now();
         this.deciding = undefined;
-        return 'direct' as const;
+        return this.unchecked();
       },
     );
     return this.deciding;
+  }
+
+  /** The path while the names cannot be checked: as decided before, else the safe one when rules hide things. */
+  private unchecked(): Mode {
+    return this.mode === 'catalog' || (this.mode === 'undecided' && this.decideAtInitialize) ? 'catalog' : 'direct';
   }
 
   knownEra(): 'modern' | 'legacy' | undefined {
