@@ -22,22 +22,35 @@ export function windowAdd(row: CounterRow | undefined, amount: number, windowMs:
 
 /** Takes `cost` tokens if there are enough; the bucket refills at rate/perMs up to burst, and starts full. */
 export function bucketTake(row: BucketRow | undefined, bucket: TokenBucket, cost: number, now: number): { row: BucketRow; expiresAt: number; result: TokenTake } {
-  const refill = row ? ((now - row.updatedAt) * bucket.rate) / bucket.perMs : bucket.burst;
+  // A clock that steps back refills nothing, and the bucket keeps its later time: a negative refill once
+  // drained a full bucket below zero, locking callers out for as long as the step.
+  const at = row ? Math.max(row.updatedAt, now) : now;
+  const refill = row ? ((at - row.updatedAt) * bucket.rate) / bucket.perMs : bucket.burst;
   const tokens = Math.min(bucket.burst, (row?.tokens ?? 0) + refill);
-  const expiresAt = now + Math.ceil((bucket.burst * bucket.perMs) / bucket.rate);
-  if (tokens >= cost) return { row: { tokens: tokens - cost, updatedAt: now }, expiresAt, result: { allowed: true, remaining: tokens - cost, retryAfterMs: 0 } };
-  return { row: { tokens, updatedAt: now }, expiresAt, result: { allowed: false, remaining: tokens, retryAfterMs: Math.ceil(((cost - tokens) * bucket.perMs) / bucket.rate) } };
+  const expiresAt = at + Math.ceil((bucket.burst * bucket.perMs) / bucket.rate);
+  if (tokens >= cost) return { row: { tokens: tokens - cost, updatedAt: at }, expiresAt, result: { allowed: true, remaining: tokens - cost, retryAfterMs: 0 } };
+  return { row: { tokens, updatedAt: at }, expiresAt, result: { allowed: false, remaining: tokens, retryAfterMs: Math.ceil(((cost - tokens) * bucket.perMs) / bucket.rate) } };
 }
 
 /** Spends from a window's counter unless that passes the limit (then the row is unchanged). */
 /** A budget counter with `amount` given back, or undefined when there is nothing to change (another window, or none spent). */
 export function budgetRefund(row: CounterRow | undefined, amount: number, end: number): CounterRow | undefined {
   if (row === undefined || row.resetsAt !== end || row.total <= 0) return undefined;
-  return { total: Math.max(0, row.total - amount), resetsAt: end };
+  return { total: Math.max(0, budgetSum(row.total, -amount)), resetsAt: end };
 }
 
 export function budgetSpend(row: CounterRow | undefined, amount: number, limit: number, end: number): { row?: CounterRow; result: BudgetSpend } {
   const used = row !== undefined && row.resetsAt === end ? row.total : 0;
-  if (used + amount > limit) return { result: { allowed: false, used, resetsAt: end } };
-  return { row: { total: used + amount, resetsAt: end }, result: { allowed: true, used: used + amount, resetsAt: end } };
+  const after = budgetSum(used, amount);
+  if (after > limit) return { result: { allowed: false, used, resetsAt: end } };
+  return { row: { total: after, resetsAt: end }, result: { allowed: true, used: after, resetsAt: end } };
+}
+
+/**
+ * A budget counter's new total, rounded to 1e-9 so fractional costs add up as written: 100 calls of 0.01
+ * fit a limit of 1 (as binary floats they summed to 1.0000000000000007 and the hundredth was refused, where
+ * Redis, whose INCRBYFLOAT rounds, admitted it). The Lua scripts round the same way.
+ */
+export function budgetSum(used: number, amount: number): number {
+  return Math.round((used + amount) * 1e9) / 1e9;
 }

@@ -28,7 +28,12 @@ local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 local rate, per, burst, cost = tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[4])
 local state = redis.call('HMGET', KEYS[1], 'tokens', 'at')
 local tokens = burst
-if state[1] then tokens = math.min(burst, tonumber(state[1]) + (now - tonumber(state[2])) * rate / per) end
+-- A clock stepped back (a failover to a replica behind) refills nothing; the bucket keeps its later time.
+if state[1] then
+  local last = tonumber(state[2])
+  if now < last then now = last end
+  tokens = math.min(burst, tonumber(state[1]) + (now - last) * rate / per)
+end
 local allowed = 0
 local retry = 0
 if tokens >= cost then tokens = tokens - cost allowed = 1 else retry = math.ceil((cost - tokens) * per / rate) end
@@ -79,10 +84,12 @@ local start, finish = window_of(now, ARGV[3])
 local key = KEYS[1] .. '|' .. string.format('%d', start)
 local used = tonumber(redis.call('GET', key) or '0')
 local amount, limit = tonumber(ARGV[1]), tonumber(ARGV[2])
-if used + amount > limit then return { 0, tostring(used), string.format('%d', finish) } end
-local total = redis.call('INCRBYFLOAT', key, ARGV[1])
+-- Rounded to 1e-9, as counter-math.ts budgetSum: fractional costs add up as written.
+local after = math.floor((used + amount) * 1e9 + 0.5) / 1e9
+if after > limit then return { 0, tostring(used), string.format('%d', finish) } end
+redis.call('SET', key, string.format('%.9f', after))
 redis.call('PEXPIREAT', key, finish + 60000)
-return { 1, tostring(total), string.format('%d', finish) }`;
+return { 1, tostring(after), string.format('%d', finish) }`;
 
 /** Gives back ARGV[1] spent in the window that ends at ARGV[3] (ms), never below zero; nothing once it has ended. */
 const REFUND = `${WINDOW_OF}
@@ -94,9 +101,9 @@ if ends ~= finish or now >= finish then return 0 end
 local key = KEYS[1] .. '|' .. string.format('%d', start)
 local used = tonumber(redis.call('GET', key) or '0')
 if used <= 0 then return 0 end
-local left = used - tonumber(ARGV[1])
+local left = math.floor((used - tonumber(ARGV[1])) * 1e9 + 0.5) / 1e9
 if left < 0 then left = 0 end
-redis.call('SET', key, tostring(left))
+redis.call('SET', key, string.format('%.9f', left))
 redis.call('PEXPIREAT', key, finish + 60000)
 return 1`;
 
@@ -366,6 +373,8 @@ export class RedisStore implements Store {
           const bare = k.slice('{g:'.length, k.indexOf('}|'));
           return { key: bare, used: Number(v), resetsAt: Number(expires) - 60_000 };
         })
+        // A window's key outlives it by a minute: an ended window is no current counter (as in SQLite).
+        .filter((c) => c.resetsAt > Date.now())
         .sort((a, b) => a.key.localeCompare(b.key));
     });
   }

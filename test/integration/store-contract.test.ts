@@ -122,6 +122,18 @@ for (const { kind, open } of kinds) {
       assert.equal(listed[0]!.resetsAt, first.resetsAt);
     });
 
+    test('fractional costs add up as written: 100 spends of 0.01 fit a limit of 1, the 101st does not; the same on both stores', async () => {
+      // As binary floats 100 × 0.01 came to 1.0000000000000007 in SQLite (99 admitted) while Redis, whose
+      // INCRBYFLOAT rounds, admitted 100: replicas and stores disagreed on the same budget (3 December).
+      const s = fresh();
+      let admitted = 0;
+      for (let i = 0; i < 101; i++) if ((await s.spendBudget('budget:cents:alice', 0.01, 1, 'day')).allowed) admitted++;
+      assert.equal(admitted, 100);
+      const seven = await Promise.all(Array.from({ length: 10 }, () => s.spendBudget('budget:sevenths:alice', 0.07, 0.7, 'day')));
+      assert.equal(seven.filter((x) => x.allowed).length, 10);
+      assert.deepEqual((await s.listBudgets('budget:cents:')).map((c) => c.used), [1]);
+    });
+
     test('a refund gives back what a spend took, in the window that spend fell in, never below zero; an ended window is left alone', async () => {
       const s = fresh();
       // Month windows: a test this short does not cross into the next one, bar a few seconds a month.
