@@ -6,7 +6,10 @@
 // The counts live in the store (fixed windows on the store's clock), so replicas on one Redis count an
 // address's failures together. Which addresses are blocked is remembered here as well, so a request is
 // checked without a round trip; another replica learns of a block at the address's next failure there.
-// While the store cannot count, this replica counts in memory, so the limit still holds.
+// This replica also counts in memory, at once, as each failure is made: guesses sent together (pipelined on
+// one connection, or on many at once) are each checked before the store has counted the ones before them,
+// and until 3 December all of them were answered. The in-memory count also holds the limit while the store
+// cannot count.
 
 import { growingLru } from '../lru.js';
 import type { WindowCount } from '../store/store.js';
@@ -40,6 +43,11 @@ export class AuthFailureLimiter {
     this.settings = settings;
   }
 
+  /** Whether any address is blocked now (or was, until its next look): when not, nobody need be looked up. */
+  get anyBlocked(): boolean {
+    return this.settings.attempts !== 0 && this.blocked.size > 0;
+  }
+
   /** Seconds the address must wait before trying again, or 0 when it may try now. */
   retryAfter(address: string): number {
     // Every request with a credential asks; almost always nobody is blocked, and the LRU's get would still
@@ -55,18 +63,24 @@ export class AuthFailureLimiter {
     return Math.max(1, Math.ceil(wait / 1000));
   }
 
-  /** Counts one failed attempt from the address; resolves once it is counted (the refusal waits for it). */
+  /**
+   * Counts one failed attempt from the address: here at once (the next request from it already meets the
+   * limit), then in the store, shared by replicas; resolves once both are counted (the refusal waits).
+   */
   async fail(address: string): Promise<void> {
     if (this.settings.attempts === 0) return;
     const windowMs = this.settings.windowSeconds * 1000;
+    const here = this.countHere(address, windowMs);
+    if (here.total >= this.settings.attempts) this.blocked.set(address, here.resetsAt);
+    if (this.count === undefined) return;
     let counted: WindowCount;
     try {
-      if (this.count === undefined) throw new Error('no store');
       counted = await this.count(`authfail:${address}`, windowMs);
     } catch {
-      counted = this.countHere(address, windowMs);
+      // The count here stands in.
+      return;
     }
-    if (counted.total >= this.settings.attempts) this.blocked.set(address, counted.resetsAt);
+    if (counted.total >= this.settings.attempts) this.blocked.set(address, Math.max(counted.resetsAt, this.blocked.get(address) ?? 0));
   }
 
   private countHere(address: string, windowMs: number): WindowCount {

@@ -248,6 +248,8 @@ export function createEdge(listen: ListenConfig, handlers: EdgeHandlers, log: Lo
     if (urlRefusal && !urlRefusal.ok) return refuse(res, record, 'auth', null, urlRefusal.refusal);
     if (!attemptAllowed(req, res, record)) return;
     const verdict = await opts.auth.authenticate(req.headers);
+    // As the MCP endpoint (afterAuth): answered as the address stands now, past its limit even for a good one.
+    if (!attemptAllowed(req, res, record)) return;
     if (!verdict.ok) return refuse(res, record, 'auth', null, verdict.refusal);
     record.subject = verdict.principal.subject;
     sendJson(res, 200, await handlers.grantContext(verdict.principal), { 'cache-control': 'no-store' });
@@ -364,6 +366,9 @@ export function createEdge(listen: ListenConfig, handlers: EdgeHandlers, log: Lo
   }
 
   function afterAuth(req: IncomingMessage, res: ServerResponse, record: CallRecord, authed: AuthVerdict): Caller | undefined | Promise<Caller | undefined> {
+    // A credential checked while other guesses from the address were being checked (a token's verification
+    // waits on its key set) is answered as the address stands now: past its limit, 429 even for a good one.
+    if (!attemptAllowed(req, res, record)) return undefined;
     if (!authed.ok && !(authed.refusal.code === 'missing_credentials' && req.method === 'POST')) return void refuse(res, record, 'auth', null, authed.refusal);
     const clientAddress = clientAddressOf(req.socket.remoteAddress, req.headers['x-forwarded-for']);
     // Per-address rate limits (policy.rateLimits, per: ip): after the credential, before the body is read.
@@ -541,7 +546,8 @@ export function createEdge(listen: ListenConfig, handlers: EdgeHandlers, log: Lo
   /** An address past its failed-authentication limit is refused before any credential is looked at. */
   function attemptAllowed(req: IncomingMessage, res: ServerResponse, record: CallRecord): boolean {
     const limiter = opts.authFailures;
-    if (limiter === undefined) return true;
+    // Almost always nobody is blocked: no address is worked out.
+    if (limiter === undefined || !limiter.anyBlocked) return true;
     const wait = limiter.retryAfter(clientAddressOf(req.socket.remoteAddress, req.headers['x-forwarded-for']));
     if (wait === 0) return true;
     refuse(res, record, 'auth', null, { kind: 'transport', code: 'auth_failure_limit', status: 429, rpcCode: ErrorCode.InvalidRequest, message: `Too many failed authentication attempts from this address; retry in ${wait} s`, data: { retryAfter: wait }, headers: { 'retry-after': String(wait) } });
