@@ -15,6 +15,12 @@ export interface ArgumentsStageDeps {
   uncheckable: 'refuse' | 'allow';
   /** The route again from a fresh list: a tool whose headers do not match may have just changed. */
   refreshRoute(route: Route, capabilities: Record<string, unknown>): Promise<Route | undefined>;
+  /**
+   * tools.pinning: under `enforce` a fresh route whose definition changed is not taken here, since the pin
+   * stage (before this one) judged the old definition: the client is told to list again, and its retry
+   * meets the pin stage with the new one.
+   */
+  pinning: 'off' | 'warn' | 'enforce';
 }
 
 export function compileArgumentsStage(deps: ArgumentsStageDeps): Stage {
@@ -36,7 +42,11 @@ export function compileArgumentsStage(deps: ArgumentsStageDeps): Stage {
     let problem = checkParamHeaders(route.params, args, ctx.headers);
     if (problem !== undefined) {
       const fresh = await deps.refreshRoute(route, ctx.clientCapabilities).catch(() => undefined);
-      if (fresh !== undefined) {
+      // Only the same tool: the stages before judged this ref (access) and this definition (pinning). A name
+      // that now belongs to another tool, or under `enforce` a definition that changed, is the header
+      // mismatch it was, and the client's next try, after a list, is judged afresh.
+      const same = fresh !== undefined && fresh.ref === route.ref && (deps.pinning !== 'enforce' || fresh.definitionSha256 === route.definitionSha256);
+      if (same) {
         route = ctx.route = fresh;
         problem = checkParamHeaders(route.params, args, ctx.headers);
       }
