@@ -263,7 +263,10 @@ export class JwksCache {
     if (this.attemptedAt !== undefined && now - this.attemptedAt < this.opts.minRefreshSeconds * 1000) {
       if (required && this.lastError) throw this.lastError;
       if (required && this.fetchedAt === undefined) throw new KeySetUnavailableError('signing keys are unavailable');
-      return;
+      // The interval paces fetches for unknown key ids. A set past jwksMaxAgeSeconds whose last fetch
+      // worked is fetched again whatever the interval: its keys are no longer trusted (a max age below the
+      // interval once kept a withdrawn key trusted until the interval ran out).
+      if (!required) return;
     }
     this.attemptedAt = now;
     this.inFlight = this.fetchKeys().finally(() => {
