@@ -73,7 +73,10 @@ export class ReviewerAuth {
     if (this.tokenDigest !== undefined && timingSafeEqual(digest(value), this.tokenDigest)) return { ok: true, via: 'bearer', reviewer: { subject: 'admin-token', groups: [], admin: true } };
     if (this.groups.length > 0 && this.verify !== undefined) {
       const verdict = await this.verify({ ...headers, authorization: `Bearer ${value}` });
-      if (verdict.ok) {
+      // Only an OAuth access token can name an admin group. Any other credential the MCP endpoint takes (an
+      // API key) is as invalid here as a guess, and answered the same: a distinct answer told a guesser on
+      // the admin port, where no failure limit applies, that it had found a working MCP credential.
+      if (verdict.ok && (verdict.principal.via === 'jwt' || verdict.principal.via === 'introspection')) {
         const p = verdict.principal;
         if (!this.groups.some((g) => p.groups.includes(g))) return { ok: false, status: 403, message: 'This access token is valid, but its subject is in none of the admin groups' };
         return { ok: true, via: 'bearer', reviewer: { subject: p.subject, groups: p.groups, admin: false } };

@@ -62,6 +62,12 @@ test('an access token of an admin group lists approvals; only a reviewer the rul
   assert.equal((await admin('GET', '/approvals', 'eyJhbGciOiJub25lIn0.eyJzdWIiOiJldmUifQ.')).status, 401);
   const foreignAudience = await admin('GET', '/approvals', await as.sign({ sub: 'carol', aud: 'https://elsewhere.example/mcp', groups: ['sre'] }));
   assert.equal(foreignAudience.status, 401);
+  // An API key the MCP endpoint takes is as invalid here as a guess, answered the same (it once got 403
+  // "valid, but in none of the admin groups": an oracle for MCP credentials on a port with no failure limit).
+  const apiKey = await admin('GET', '/approvals', ALICE);
+  const guess = await admin('GET', '/approvals', 'gh_not_a_key_0123456789abcdefghijklmnop');
+  assert.deepEqual([apiKey.status, apiKey.json], [guess.status, guess.json]);
+  assert.equal(apiKey.status, 401);
 
   const decided = await admin('POST', `/approvals/${id}/approve`, await tokenFor('carol', ['sre']));
   assert.equal(decided.status, 200, JSON.stringify(decided.json));
