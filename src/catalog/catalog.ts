@@ -107,6 +107,8 @@ export class Catalog implements UpstreamMessages {
    * set; dropped early when the member says its list changed.
    */
   private readonly listCache = growingLru<string, { until: number; items: Obj[] }>(MAX_CACHED_LISTS);
+  /** Per member and kind (`<member>|tools`): how many times its lists were dropped as changed (bounded by members × 3). */
+  private readonly generations = new Map<string, number>();
   /** Background listens that tell the catalog when a member's lists change, by member (see watch()). */
   private readonly watchers = new Map<ModernMember, { kinds: Set<string>; stop: AbortController }>();
 
@@ -377,6 +379,9 @@ export class Catalog implements UpstreamMessages {
     const capabilities = (request.params?._meta as Obj | undefined)?.['io.modelcontextprotocol/clientCapabilities'];
     const cacheKey = `${member.name}|${method}|${capabilitiesKey(capabilities ?? {})}`;
     const cached = this.listCache.get(cacheKey);
+    // A change announced while this list is read (dropCached) makes what it reads stale before it arrives:
+    // it is answered, not kept.
+    const generation = this.generationOf(member.name, method);
     if (cached && cached.until > Date.now()) return cached.items;
     let out: Obj[] = [];
     let ttlMs = 0;
@@ -407,8 +412,8 @@ export class Catalog implements UpstreamMessages {
       // (caching.mdx §Time-to-Live), whatever the watcher would hear.
       const kind = method.split('/')[0]!;
       if (face.bridged === true) {
-        if ((await this.watch(member, face)).has(kind)) this.listCache.set(cacheKey, { until: Infinity, items: out });
-      } else if (ttlMs > 0) this.listCache.set(cacheKey, { until: Date.now() + ttlMs, items: out });
+        if ((await this.watch(member, face)).has(kind) && this.generationOf(member.name, method) === generation) this.listCache.set(cacheKey, { until: Infinity, items: out });
+      } else if (ttlMs > 0 && this.generationOf(member.name, method) === generation) this.listCache.set(cacheKey, { until: Date.now() + ttlMs, items: out });
     } catch (err) {
       if (strict) throw err;
       this.log.warn('an upstream could not be listed; the catalog shows the others', { upstream: member.name, method, err });
@@ -497,7 +502,14 @@ export class Catalog implements UpstreamMessages {
     this.watchers.clear();
   }
 
+  /** How many times a member's lists of one kind were dropped as changed: a read that spans a drop is stale. */
+  private generationOf(member: string, method: string): number {
+    return this.generations.get(`${member}|${method.split('/')[0]}`) ?? 0;
+  }
+
   private dropCached(member: ModernMember, kind: 'tools' | 'prompts' | 'resources'): void {
+    const g = `${member.name}|${kind}`;
+    this.generations.set(g, (this.generations.get(g) ?? 0) + 1);
     for (const key of [...this.listCache.keys()]) if (key.startsWith(`${member.name}|${kind}/`)) this.listCache.delete(key);
   }
 
