@@ -39,6 +39,10 @@ export class SseChannel {
   private started = false;
   private exited = false;
   private stopping = false;
+  /** POSTs not yet answered, settled either way (see post()). */
+  private readonly untaken = new Set<Promise<void>>();
+  /** The last notification's POST, settled either way: later messages go after it. */
+  private lastNotification: Promise<void> = Promise.resolve();
   /** Called for every message that is not a response to a pending request. */
   onMessage: (msg: JsonRpcMessage) => void = () => {};
   /** Called once when the session is gone, whatever the reason. */
@@ -131,7 +135,25 @@ export class SseChannel {
     await this.pool.close().catch(() => {});
   }
 
-  private async post(msg: JsonRpcMessage): Promise<void> {
+  /**
+   * Each message is its own POST, and the pool sends them on several connections at once, so the server
+   * takes in whichever it has read whole first. Requests and responses may pass each other (JSON-RPC orders
+   * nothing between them), but a notification is about what came before it (a cancellation about its
+   * request, `notifications/initialized` about the initialize) and before what comes after it: it is posted
+   * once every earlier message was taken (answered), and every later message waits until it was.
+   */
+  private post(msg: JsonRpcMessage): Promise<void> {
+    const notification = !('id' in msg);
+    const before = notification && this.untaken.size > 0 ? Promise.all(this.untaken) : this.lastNotification;
+    const sent = before.then(() => this.postNow(msg));
+    const taken = sent.then(noop, noop);
+    this.untaken.add(taken);
+    void taken.then(() => this.untaken.delete(taken));
+    if (notification) this.lastNotification = taken;
+    return sent;
+  }
+
+  private async postNow(msg: JsonRpcMessage): Promise<void> {
     const endpoint = this.endpoint!;
     const headers = { ...(await this.opts.credentials.headers()), 'content-type': 'application/json' };
     const res = await this.pool.request({ method: 'POST', path: endpoint.pathname + endpoint.search, headers, body: JSON.stringify(msg), headersTimeout: this.opts.requestTimeoutMs }).catch((err: unknown) => {
@@ -204,3 +226,5 @@ export class SseChannel {
     return new GatewayError('GW_ERR_UPSTREAM_BAD_RESPONSE', `Upstream "${this.opts.upstream}" ${what}`, this.opts.upstream);
   }
 }
+
+function noop(): void {}

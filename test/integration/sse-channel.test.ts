@@ -187,6 +187,47 @@ describe('servers that misbehave', () => {
     }
   });
 
+  // Over HTTP+SSE each message is its own POST, and a pool sends them on several connections at once: the
+  // server takes in whichever it has read whole first. A cancellation (2025-11-25 basic/utilities/cancellation)
+  // that overtook its request found nothing to cancel, and the request then ran; a request that overtook
+  // `notifications/initialized` (basic/lifecycle.mdx §Initialization) reached a server not yet initialized.
+  test('a notification is posted only once the messages before it were taken; a message after a notification waits for it', async () => {
+    const taken: string[] = [];
+    const server = createServer((req, res) => {
+      if (req.method === 'GET') return void res.writeHead(200, { 'content-type': 'text/event-stream' }).write(`event: endpoint\ndata: /message\n\n`);
+      let body = '';
+      req.on('data', (c: Buffer) => (body += String(c)));
+      req.on('end', () => {
+        const msg = JSON.parse(body) as { method: string; params?: { slow?: boolean } };
+        // A server slow to take in one message (a large body, a busy handler): the one after it is quick.
+        const take = (): void => {
+          taken.push(msg.method);
+          res.writeHead(202).end();
+        };
+        if (msg.params?.slow === true) setTimeout(take, 150);
+        else take();
+      });
+    });
+    await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+    try {
+      const ch = channel(`http://127.0.0.1:${(server.address() as AddressInfo).port}/sse`);
+      await ch.start();
+      ch.send({ jsonrpc: '2.0', method: 'notifications/initialized', params: { slow: true } });
+      const listed = ch.request({ jsonrpc: '2.0', id: 'l', method: 'tools/list', params: {} }).catch(() => undefined);
+      const call = ch.request({ jsonrpc: '2.0', id: 'c', method: 'tools/call', params: { slow: true, name: 'x' } as never }).catch(() => undefined);
+      ch.send({ jsonrpc: '2.0', method: 'notifications/cancelled', params: { requestId: 'c' } });
+      for (let i = 0; i < 100 && taken.length < 4; i++) await new Promise((r) => setTimeout(r, 20));
+      assert.equal(taken[0], 'notifications/initialized');
+      assert.deepEqual([...taken.slice(1, 3)].sort(), ['tools/call', 'tools/list']);
+      assert.equal(taken[3], 'notifications/cancelled');
+      await ch.stop();
+      await Promise.all([listed, call]);
+    } finally {
+      server.closeAllConnections();
+      server.close();
+    }
+  });
+
   test('credentials go on the GET and on every POST', async () => {
     const seen: string[] = [];
     const server = createServer((req, res) => {
