@@ -117,6 +117,16 @@ describe('egress rules on arguments', () => {
     }
   });
 
+  test('an IPv6 address without brackets, or with a zone id, is judged as the address', async () => {
+    // Python's clients (and curl) connect to `::1`, `fe80::1%eth0` and `http://[fe80::1%25eth0]/`; the WHATWG
+    // parser refuses all three, and until the seventh session of 3 December they reached the upstream unread.
+    for (const item of ['::1', '::ffff:127.0.0.1', 'fe80::1%eth0', 'http://[fe80::1%25eth0]/x', 'see http://[::1%lo]:99/']) {
+      const { result } = await call(DAVE, 'record', { item });
+      assert.equal(result.structuredContent?.error?.code, 'egress_blocked', item);
+      assert.equal(reached(item), 0, item);
+    }
+  });
+
   test('arguments with more strings than the check reads are refused, not passed unread', async () => {
     const item = 'http://127.0.0.1/';
     const { result } = await call(DAVE, 'record', { item: 'x', more: [...Array.from({ length: 100_000 }, () => 'x'), item] });

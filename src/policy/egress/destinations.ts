@@ -40,6 +40,14 @@ const SPECIAL_SCHEMES = new Set(['http', 'https', 'ws', 'wss', 'ftp']);
 const URL_IN_TEXT = /(?<![a-z0-9+.-])(?:[a-z][a-z0-9+.-]{1,20}:\/\/|(?:https?|wss?|ftp):[\\/]*(?=[^\s"'<>`{}|^\\/]))[^\s"'<>`{}|^]+/gi;
 /** The start of a URL with an authority: its scheme, the slashes (or backslashes) after it, the authority. */
 const URL_START = /^([a-z][a-z0-9+.-]*):([\\/]*)([^/?#]*)/i;
+/**
+ * An IPv6 literal's zone id (`[fe80::1%25eth0]`, `[fe80::1%eth0]`). The WHATWG parser refuses it, so fetch
+ * does not go there, but other clients (Python's, curl) connect to the address on that interface: it is
+ * judged as the address.
+ */
+const ZONE_ID = /(\[[0-9a-f:.]+)%[^\]]*\]/i;
+/** An IPv6 address without brackets, at least two colons, with an optional zone id (dropped). */
+const UNBRACKETED_IPV6 = /^((?=[0-9a-f.]*:[0-9a-f.]*:)[0-9a-f:.]+)(?:%[a-z0-9_.~-]+)?$/i;
 /** What any host-naming string holds (destinationsOfString's shortcut for the rest). */
 const MAY_NAME_A_HOST = /[.:]|\/\/|localhost/i;
 const NONE: readonly Found[] = Object.freeze([]);
@@ -168,9 +176,9 @@ export function destinationsOfString(text: string, strict: boolean): readonly Fo
 /** A dotted quad, an IPv6 literal, or a dotted name with an alphabetic top label (with an optional port). */
 function looksLikeHost(s: string): boolean {
   if (s.length > 253 || /\s/.test(s)) return false;
-  if (/^\[[0-9a-f:.%]+\](:\d+)?$/i.test(s)) return true;
+  if (/^\[[0-9a-f:.]+(%[a-z0-9_.~-]+)?\](:\d+)?$/i.test(s)) return true;
   if (/^(\d{1,3}\.){3}\d{1,3}(:\d+)?$/.test(s)) return true;
-  if (/^[0-9a-f:]+$/i.test(s) && s.includes('::')) return true;
+  if (UNBRACKETED_IPV6.test(s)) return true;
   return /^(?=.{1,253}$)([a-z0-9-]{1,63}\.)+[a-z][a-z0-9-]{1,62}\.?(:\d{1,5})?$/i.test(s) || /^localhost\.?(:\d+)?$/i.test(s);
 }
 
@@ -203,6 +211,13 @@ function parseUrl(s: string, value: string): Found[] {
 }
 
 function parseBareHost(s: string, value: string): Found | undefined {
+  // An IPv6 address written without brackets (`::1`, `fe80::1%eth0`) is a host with no port: in a URL it
+  // would need brackets, without which the WHATWG parser refuses it, and a client connecting to it does not.
+  const ipv6 = UNBRACKETED_IPV6.exec(s);
+  if (ipv6) {
+    const hp = hostPort(`http://[${ipv6[1]}]`);
+    return hp ? { value, host: hp.host } : undefined;
+  }
   const hp = hostPort(`http://${s.replace(/\/.*$/, '')}`);
   if (!hp) return undefined;
   const port = explicitPort(s.replace(/\/.*$/, ''));
@@ -212,7 +227,7 @@ function parseBareHost(s: string, value: string): Found | undefined {
 function hostPort(url: string): { host: string; port: string } | undefined {
   let u: URL;
   try {
-    u = new URL(url);
+    u = new URL(url.replace(ZONE_ID, '$1]'));
   } catch {
     return undefined;
   }

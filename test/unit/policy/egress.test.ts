@@ -143,6 +143,14 @@ describe('where destinations are found', () => {
     assert.deepEqual(hosts('LOCALHOST:8080'), ['localhost']);
     assert.deepEqual(hosts('//localhost/admin'), ['localhost', 'localhost'], 'read as http and as https');
     assert.deepEqual(hosts('[::1]'), ['::1']);
+    // IPv6 without brackets, and zone ids, which the WHATWG parser refuses and other clients connect to.
+    assert.deepEqual(hosts('::1'), ['::1']);
+    assert.deepEqual(hosts('fe80::1%eth0'), ['fe80::1']);
+    assert.deepEqual(hosts('2001:db8:0:0:0:0:0:1'), ['2001:db8::1']);
+    assert.deepEqual(hosts('::ffff:127.0.0.1', true), ['::ffff:7f00:1']);
+    assert.deepEqual(hosts('http://[fe80::1%25eth0]:8080/x'), ['fe80::1']);
+    assert.deepEqual(hosts('[fe80::1%25eth0]'), ['fe80::1']);
+    for (const text of ['12:30:45', 'a:b:c', 'deadbeef:cafe']) assert.deepEqual(hosts(text), [], text);
     assert.deepEqual(hosts('see https://a.example.com/x and ftp://10.0.0.1/y'), ['a.example.com', '10.0.0.1']);
     // A field declared or named as a destination is read even as a bare word.
     assert.deepEqual(hosts('intranet', true), ['intranet']);
