@@ -105,7 +105,9 @@ export class ApprovalBook {
       }
       if ((state === 'rejected' || state === 'expired') && found.told !== true) {
         const told: Approval = { ...found, state, told: true };
-        if (state === 'expired' && found.state !== 'expired') await this.recordExpiry(told, call.callId);
+        // While a reviewer's decision is being saved, this one is not saved over it: the caller is told, and
+        // the next call (or the sweep) records the expiry of what the reviewer decided.
+        if (state === 'expired' && found.state !== 'expired' && (await this.recordExpiry(found, call.callId)) === 'deciding') return { kind: state, approval: told };
         await this.save(told);
         return { kind: state, approval: told };
       }
@@ -124,7 +126,7 @@ export class ApprovalBook {
     let recorded = 0;
     for (const a of await this.list()) {
       if ((a.state !== 'pending' && a.state !== 'approved') || now < a.expiresAt) continue;
-      if (await this.recordExpiry(a, `expiry:${a.id}`)) {
+      if ((await this.recordExpiry(a, `expiry:${a.id}`)) === 'recorded') {
         await this.save({ ...a, state: 'expired' });
         recorded++;
       }
@@ -132,13 +134,23 @@ export class ApprovalBook {
     return recorded;
   }
 
-  /** The `expired` record of an approval, once across replicas and callers (a claim decides who writes it). */
-  private async recordExpiry(a: Approval, callId: string): Promise<boolean> {
+  /**
+   * The `expired` record of an approval (as stored), once across replicas and callers (a claim decides who
+   * writes it): `elsewhere` when another caller or replica writes it, `deciding` when a reviewer is deciding.
+   */
+  private async recordExpiry(a: Approval, callId: string): Promise<'recorded' | 'elsewhere' | 'deciding'> {
+    // A pending approval's expiry takes the decision's slot, as a reviewer's decision does: a decision made as
+    // the deadline passed and the expiry are not both recorded (nor the one saved over the other). A slot held
+    // past its lease with the approval still pending belongs to a decider that failed before saving.
+    if (a.state === 'pending') {
+      const slot = await this.store.claim(`approval-decision:${a.id}`, a.previewSha256, callId, CLAIM_LEASE_MS, this.ttl(a));
+      if (slot.outcome !== 'claimed' && (slot.record.state !== 'in_flight' || slot.record.leaseUntil > this.now())) return 'deciding';
+    }
     const claim = await this.store.claim(`approval-expired:${a.id}`, a.binding, callId, CLAIM_LEASE_MS, this.ttl(a));
-    if (claim.outcome !== 'claimed') return false;
+    if (claim.outcome !== 'claimed') return 'elsewhere';
     await this.store.audit(this.auditEntry({ ...a, state: 'expired' }, 'expired', callId));
     this.events.decided?.('expired');
-    return true;
+    return 'recorded';
   }
 
   /**
@@ -204,13 +216,21 @@ export class ApprovalBook {
       state: decision.approve ? 'approved' : 'rejected',
       decision: { by: decision.by, at: now, ...(decision.reason !== undefined ? { reason: decision.reason } : {}), previewSha256: found.previewSha256 },
     };
+    // Saved first, then recorded: the audit says what took effect, never a decision that did not (a save
+    // that failed once left an `approved` record on an approval still pending, which the next reviewer could reject).
     try {
-      // The record of the decision is durable before the decision takes effect.
-      await this.store.audit(this.auditEntry(decided, decision.approve ? 'approved' : 'rejected', decision.requestId, { reviewer: decision.by, ...(decision.reason !== undefined ? { reason: decision.reason } : {}) }));
       await this.save(decided);
     } catch (err) {
       // Not decided after all: let the next attempt decide instead of finding it "already decided".
       await this.store.release(`approval-decision:${id}`, decision.requestId).catch(() => {});
+      throw err;
+    }
+    try {
+      await this.store.audit(this.auditEntry(decided, decision.approve ? 'approved' : 'rejected', decision.requestId, { reviewer: decision.by, ...(decision.reason !== undefined ? { reason: decision.reason } : {}) }));
+    } catch (err) {
+      // A decision without its record does not stand (fail closed): pending again, and the next attempt can
+      // decide. If the store cannot take even that, the claim stays held: the approval keeps the decision.
+      await this.save(found).then(() => this.store.release(`approval-decision:${id}`, decision.requestId)).catch(() => {});
       throw err;
     }
     this.events.decided?.(decision.approve ? 'approved' : 'rejected');

@@ -298,6 +298,88 @@ describe('ApprovalBook after a store failure', () => {
   });
 });
 
+describe('ApprovalBook.decide: the audit says what took effect', () => {
+  // Until 3 December the decision was recorded before it was saved: a save that failed left an `approved`
+  // record on an approval still pending, which the next reviewer could then reject (two contradicting records).
+  /** A book whose store fails saving the decided approval `failSaves` times (the approval still pending). */
+  function failingSaves() {
+    const inner = approvalStore(store);
+    const state = { failSaves: 0 };
+    const flaky: ApprovalStore = {
+      ...inner,
+      put: (id, doc, ttlMs) => {
+        if (state.failSaves > 0 && (JSON.parse(doc) as Approval).state !== 'pending') {
+          state.failSaves--;
+          return Promise.reject(new Error('store unavailable'));
+        }
+        return inner.put(id, doc, ttlMs);
+      },
+    };
+    return { state, book: new ApprovalBook(flaky, { decided: (d) => decided.push(d) }, () => clock) };
+  }
+
+  it('a decision whose save fails is not recorded, not counted, and the next reviewer decides', async () => {
+    const { state, book: flakyBook } = failingSaves();
+    const a = await opened(callOf(fresh()));
+    state.failSaves = 1;
+    await assert.rejects(flakyBook.decide(a.id, decision()), /store unavailable/);
+    assert.equal((await flakyBook.get(a.id))?.state, 'pending');
+    assert.deepEqual(await auditOf(a.id), ['proposed'], 'no record of a decision that did not take effect');
+    assert.deepEqual(decided, []);
+    const r = await flakyBook.decide(a.id, decision({ approve: false, by: 'reviewer-2' }));
+    assert.equal(r.ok, true);
+    assert.equal((await flakyBook.get(a.id))?.decision?.by, 'reviewer-2');
+    assert.deepEqual(await auditOf(a.id), ['proposed', 'rejected']);
+    assert.deepEqual(decided, ['rejected']);
+  });
+
+  it('two concurrent decisions, the first failing to save: the other is told it is being decided, and nothing is recorded', async () => {
+    const { state, book: flakyBook } = failingSaves();
+    const a = await opened(callOf(fresh()));
+    state.failSaves = 1;
+    const [first, second] = await Promise.allSettled([flakyBook.decide(a.id, decision({ by: 'reviewer-1' })), flakyBook.decide(a.id, decision({ approve: false, by: 'reviewer-2' }))]);
+    assert.equal(first.status, 'rejected');
+    assert.equal(second.status, 'fulfilled');
+    assert.deepEqual(second.status === 'fulfilled' && !second.value.ok && second.value.problem, 'not_pending');
+    assert.equal((await flakyBook.get(a.id))?.state, 'pending');
+    assert.deepEqual(await auditOf(a.id), ['proposed']);
+    // Both then retry: one wins, and its decision is the one recorded and saved.
+    const retries = await Promise.all([flakyBook.decide(a.id, decision({ by: 'reviewer-1' })), flakyBook.decide(a.id, decision({ approve: false, by: 'reviewer-2' }))]);
+    const won = retries.filter((r) => r.ok);
+    assert.equal(won.length, 1);
+    const stored = await flakyBook.get(a.id);
+    assert.equal(stored?.state, won[0]!.approval.state);
+    assert.deepEqual(await auditOf(a.id), ['proposed', stored!.state]);
+  });
+
+  it('a decision saved as the deadline passes and the expiry sweep meanwhile: recorded in that order, and the approval ends expired', async () => {
+    // Without the decision's slot the sweep recorded `expired` and saved it, and the decision then saved
+    // `approved` over it: an approval shown approved (for ever: its expiry was recorded) past its deadline.
+    const inner = approvalStore(store);
+    const sweeper = new ApprovalBook(inner, { decided: (d) => decided.push(d) }, () => clock);
+    let a: Approval | undefined;
+    const racing = new ApprovalBook({
+      ...inner,
+      put: async (id, doc, ttlMs) => {
+        if (id === a?.id && (JSON.parse(doc) as Approval).state === 'approved') {
+          clock = a.expiresAt;
+          await sweeper.recordExpiries();
+        }
+        return inner.put(id, doc, ttlMs);
+      },
+    }, { decided: (d) => decided.push(d) }, () => clock);
+    // The deadline near the store's own clock, which times the claims' leases: a reviewer mid-decision holds one.
+    clock = Date.now() - 600_000 + 5_000;
+    a = await opened(callOf(fresh()));
+    clock = a.expiresAt - 1;
+    assert.equal((await racing.decide(a.id, decision())).ok, true);
+    await sweeper.recordExpiries();
+    assert.equal((await book.get(a.id))?.state, 'expired');
+    assert.deepEqual(await auditOf(a.id), ['proposed', 'approved', 'expired']);
+    assert.equal(decided.filter((d) => d === 'approved').length, 1);
+  });
+});
+
 describe('ApprovalBook.decide', () => {
   it("shows the reviewer every member of the arguments, one named __proto__ too (it was left out of the preview, yet went upstream)", async () => {
     const args = JSON.parse(`{"item":"${fresh().item}","__proto__":{"target":"prod-db","token":"sk-live-0123456789abcdef"}}`) as Record<string, unknown>;
