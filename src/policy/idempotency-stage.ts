@@ -14,6 +14,8 @@ import type { Outcome } from '../pipeline/outcome.js';
 import { principalKey } from '../pipeline/principal.js';
 import { refuseAt, type Stage } from '../pipeline/stage.js';
 import { canonicalJson } from '../protocol/canonical-json.js';
+import { toLegacyResult, toModernResult } from '../protocol/era-shapes.js';
+import type { ClientEra } from '../protocol/versions.js';
 import type { JsonRpcRequest, JsonRpcResponse } from '../protocol/jsonrpc.js';
 import { sha256Hex } from '../protocol/sha256.js';
 import type { IdempotencyClaim, IdempotencyRecord } from '../store/store.js';
@@ -86,11 +88,15 @@ export function compileIdempotencyStage(settings: IdempotencySettings, store: Id
   /** A call of this process is alive while it runs here; another's while its lease is renewed. */
   const ownerAlive = (owner: string, leaseUntil: number): boolean => (owner.startsWith(`${instance}:`) ? running.has(owner) : leaseUntil > Date.now());
 
-  /** The stored answer, given to this request (its own id, marked as a replay). */
+  /**
+   * The stored answer, given to this request (its own id, marked as a replay) in the shape of its client's
+   * era: the key may have been first used by a client of the other one (a legacy answer has no `resultType`,
+   * which a 2026-07-28 client refuses; a modern one carries fields a legacy client does not know).
+   */
   const replay = (ctx: CallContext, stored: string): Outcome => {
     const response = JSON.parse(stored) as JsonRpcResponse;
     const id = (ctx.message as JsonRpcRequest).id;
-    const result = response.result;
+    const result = response.result ? resultForEra(response.result, ctx.era) : undefined;
     ctx.heldBack = 'replay';
     const message: JsonRpcResponse = result ? { ...response, id, result: { ...result, _meta: { ...(result._meta as object | undefined), 'dev.gatehouse/replayed': true } } } : { ...response, id };
     return { kind: 'json', status: 200, message };
@@ -200,6 +206,11 @@ export function compileIdempotencyStage(settings: IdempotencySettings, store: Id
       });
     },
   };
+}
+
+/** A stored tools/call result as a client of `era` must get it (only complete results are stored). */
+function resultForEra(result: Record<string, unknown>, era: ClientEra): Record<string, unknown> {
+  return era === 'modern' ? toModernResult('tools/call', result, undefined, { ttlMs: 0, cacheScope: 'private' }) : toLegacyResult(result);
 }
 
 /** Failures where the upstream cannot have seen the request: the connection was never made. */
