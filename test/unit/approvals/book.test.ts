@@ -74,6 +74,16 @@ async function opened(c: CallToApprove): Promise<Approval> {
   assert.equal((v as { opened: boolean }).opened, true);
   return v.approval;
 }
+/** Opens the approval of `c`, approves it, and has an identical call claim its first run. */
+async function approveAndRun(c: CallToApprove): Promise<{ a: Approval; first: CallToApprove; ran: Extract<ApprovalVerdict, { kind: 'run' }> }> {
+  const a = await opened(c);
+  assert.equal((await book.decide(a.id, decision())).ok, true);
+  const first = again(c);
+  const ran = await book.forCall(first);
+  assert.equal(ran.kind, 'run');
+  assert.equal(ran.approval.id, a.id);
+  return { a, first, ran };
+}
 async function auditOf(id: string): Promise<string[]> {
   const records = (await store.readAudit({ limit: 100_000 })).filter((r) => r.approvalId === id);
   return records.map((r) => r.outcome);
@@ -117,13 +127,8 @@ describe('ApprovalBook.forCall', () => {
 
   it('an approved call runs once; the next identical call opens the next generation', async () => {
     const c = callOf(fresh());
-    const a = await opened(c);
-    assert.equal((await book.decide(a.id, decision())).ok, true);
-    const first = again(c);
-    const ran = await book.forCall(first);
-    assert.equal(ran.kind, 'run');
-    assert.equal((ran as { run: number }).run, 1);
-    assert.equal(ran.approval.id, a.id);
+    const { a, first, ran } = await approveAndRun(c);
+    assert.equal(ran.run, 1);
     // Under way: an identical call meanwhile is not run, and the approval is not used up.
     assert.equal((await book.forCall(again(c))).kind, 'busy');
     assert.equal((await book.get(a.id))?.state, 'approved');
@@ -176,11 +181,7 @@ describe('ApprovalBook.forCall', () => {
     // then landed on a used approval, and the reviewer's approval ran nothing. And `executed` was recorded
     // when a run was claimed, so a run given back left one too.
     const c = callOf(fresh());
-    const a = await opened(c);
-    assert.equal((await book.decide(a.id, decision())).ok, true);
-    const first = again(c);
-    const ran = await book.forCall(first);
-    assert.equal(ran.kind, 'run');
+    const { a, first, ran } = await approveAndRun(c);
     assert.equal((await book.forCall(again(c))).kind, 'busy');
     await book.releaseRun(ran.approval, 1, first.callId);
     const second = again(c);
