@@ -9,6 +9,7 @@ import type { GatehouseConfig } from '../config/types.js';
 import type { AuthRefusal } from '../errors.js';
 import type { Logger } from '../log/logger.js';
 import { ApiKeys } from './api-keys.js';
+import { hasKeyShape } from './key-hash.js';
 import { AsMetadataMirror } from './as-metadata-mirror.js';
 import { bearerChallenge } from './challenge.js';
 import { credentialInMessage, credentialInQuery } from './credential-locations.js';
@@ -88,7 +89,7 @@ export class Authenticator {
     const token = m[1]!;
     const byKey = this.keys.verify(token);
     if (byKey) return this.conclude(byKey);
-    if (!this.tokens) return this.refuse(401, 'unknown_key', 'The credential is not valid', 'invalid_token');
+    if (!this.tokens || hasKeyShape(token)) return this.refuse(401, 'unknown_key', 'The credential is not valid', 'invalid_token');
     return this.tokens.verify(token).then(
       (r) => this.conclude(r),
       (err: unknown) => {

@@ -7,6 +7,15 @@ import { sha256Hex } from '../protocol/sha256.js';
 
 export const KEY_PREFIX = 'gh_';
 
+/**
+ * Whether a presented credential has the API key shape. One that is no configured key is a mistyped or
+ * revoked key, still a secret: it is refused as such, never handed to the issuer (introspection is a third
+ * party) nor tried as a token. Access tokens do not start so: a JWT starts `eyJ`.
+ */
+export function hasKeyShape(credential: string): boolean {
+  return credential.startsWith(KEY_PREFIX);
+}
+
 export function hashKey(key: string): string {
   return 'sha256:' + sha256Hex(key);
 }

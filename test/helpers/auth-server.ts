@@ -1,6 +1,7 @@
 // A small OAuth authorization server for tests, served for real on 127.0.0.1: RFC 8414 metadata, a JWKS
 // endpoint (keys made with jose, rotatable), and a client-credentials token endpoint that mints JWT
-// access tokens for the `resource` asked for (RFC 8707). Counts every request per path.
+// access tokens for the `resource` asked for (RFC 8707), and an RFC 7662 introspection endpoint at
+// /introspect for opaque tokens. Counts every request per path.
 
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -23,6 +24,8 @@ export interface AuthServer {
   clients: Map<string, string>;
   /** Scopes granted to tokens from the token endpoint. */
   grantScope: string;
+  /** Opaque token → what POST /introspect answers for it; any other token is `{ active: false }`. */
+  introspection: Map<string, Record<string, unknown>>;
   newKey(kid: string, alg?: 'RS256' | 'ES256'): Promise<TestKey>;
   /** A signed access token; defaults: iss = issuer, 5 minutes of life, signed by the first published key. */
   sign(claims: JWTPayload, opts?: { key?: TestKey; alg?: string; kid?: string }): Promise<string>;
@@ -41,6 +44,7 @@ export async function startAuthServer(): Promise<AuthServer> {
     hits,
     clients: new Map(),
     grantScope: 'mcp:tools',
+    introspection: new Map(),
     async newKey(kid, alg = 'RS256') {
       const { privateKey, publicKey } = await generateKeyPair(alg, { extractable: true });
       const publicJwk = { ...(await exportJWK(publicKey)), kid, alg, use: 'sig' };
@@ -82,6 +86,10 @@ export async function startAuthServer(): Promise<AuthServer> {
           response_types_supported: ['code'],
           code_challenge_methods_supported: ['S256'],
         });
+      }
+      if (path === '/introspect' && req.method === 'POST') {
+        const token = new URLSearchParams(Buffer.concat(chunks).toString('utf8')).get('token') ?? '';
+        return json(200, as.introspection.get(token) ?? { active: false });
       }
       if (path === '/token' && req.method === 'POST') {
         const form = new URLSearchParams(Buffer.concat(chunks).toString('utf8'));

@@ -1,12 +1,13 @@
 // The edge's auth stage without a network: how the Authorization header, the query string and the body
 // are judged (2026-07-28/basic/authorization/index.mdx §Token Requirements, §Error Handling).
-import { describe, it } from 'node:test';
+import { after, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { Authenticator, type AuthVerdict } from '../../../src/auth/authenticator.js';
 import { credentialInMessage } from '../../../src/auth/credential-locations.js';
 import { hashKey } from '../../../src/auth/key-hash.js';
 import { validateConfigObject } from '../../../src/config/load.js';
 import { createLogger } from '../../../src/log/logger.js';
+import { startAuthServer } from '../../helpers/auth-server.js';
 
 const KEY = 'gh_unit_test_key_0123456789abcdefghijklmnop';
 const log = createLogger('error', () => {});
@@ -46,6 +47,38 @@ describe('Authenticator', () => {
     const v = a.checkUrl('/mcp?x=1&Access-Token=abc');
     assert.ok(v && !v.ok && v.refusal.status === 400 && /Access-Token/.test(v.refusal.message));
     assert.equal(a.checkUrl('/mcp?cursor=abc'), undefined);
+  });
+});
+
+describe('a value shaped like an API key is never sent to the issuer', async () => {
+  // A mistyped or revoked API key is still a secret: introspection would hand it to the authorization
+  // server, a third party. The issuer here is real and counts what reaches it.
+  const as = await startAuthServer();
+  after(() => as.close());
+  const audience = 'https://gw.test/mcp';
+  const a = authWith({
+    apiKeys: [{ id: 'k', hash: hashKey(KEY), scopes: [] }],
+    oauth: { issuer: as.issuer, jwksUri: as.jwksUri, audience, introspection: { url: `${as.issuer}/introspect`, clientId: 'gw', clientSecret: 'gw-secret' } },
+  });
+  after(() => a.close());
+  const exp = Math.floor(Date.now() / 1000) + 300;
+  as.introspection.set('opaque-live-token', { active: true, sub: 'alice', aud: audience, iss: as.issuer, exp });
+
+  it('an unknown gh_ value is refused as an invalid API key without an introspection request', async () => {
+    for (const wrong of ['gh_wrong_key_0123456789abcdefghijklmn', `${KEY}x`, 'gh_a.b.c']) {
+      const v = await a.authenticate({ authorization: `Bearer ${wrong}` });
+      assert.ok(!v.ok && v.refusal.status === 401 && v.refusal.code === 'unknown_key', `${wrong}: ${JSON.stringify(v)}`);
+    }
+    assert.equal(as.hits.get('/introspect') ?? 0, 0, 'no API-key-shaped value reached the introspection endpoint');
+    assert.equal(as.hits.get('/jwks') ?? 0, 0, 'nor was it tried as a JWT');
+  });
+
+  it('the known key and opaque tokens still work, the latter through introspection', async () => {
+    const key = sync(a.authenticate({ authorization: `Bearer ${KEY}` }));
+    assert.ok(key.ok && key.principal.keyId === 'k');
+    const opaque = await a.authenticate({ authorization: 'Bearer opaque-live-token' });
+    assert.ok(opaque.ok && opaque.principal.subject === 'alice' && opaque.principal.via === 'introspection', JSON.stringify(opaque));
+    assert.equal(as.hits.get('/introspect'), 1);
   });
 });
 
