@@ -19,7 +19,7 @@ export function unsupportedFeatures(config: GatehouseConfig): string[] {
     problems.push(`auth.anonymous: anonymous access is allowed only on a loopback listener, not on "${config.listen.host}"`);
   }
   auth.apiKeys.forEach((k, i) => {
-    if (k.expires !== undefined && expiryOf(k.expires) === -Infinity) problems.push(`auth.apiKeys[${i}].expires: "${k.expires}" is not a valid date`);
+    if (k.expires !== undefined && expiryOf(k.expires) === -Infinity) problems.push(`auth.apiKeys[${i}].expires: "${k.expires}" (key "${k.id}") is not a real date or time; write YYYY-MM-DD or an RFC 3339 timestamp that exists`);
   });
   const ids = auth.apiKeys.map((k) => k.id);
   for (const id of new Set(ids.filter((id, i) => ids.indexOf(id) !== i))) problems.push(`auth.apiKeys: the id "${id}" is used twice`);
