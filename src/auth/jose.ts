@@ -2,7 +2,7 @@
 // (issue 17: lazy-load what the configured features do not use). It is an ES module, so it is imported
 // asynchronously; the token verifier starts the import when it is built, so the first token rarely waits.
 
-type Jose = typeof import('jose');
+export type Jose = typeof import('jose');
 
 let loading: Promise<Jose> | undefined;
 

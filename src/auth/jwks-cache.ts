@@ -208,7 +208,8 @@ export class JwksCache {
   private readonly opts: JwksCacheOptions;
   private readonly log: Logger;
   private readonly agent = boundedAgent(JWKS_LIMITS);
-  private readonly keys = new LRUCache<string, SigningKey>({ max: MAX_KEYS });
+  /** Published keys by kid: usually one each, but a set may name two keys alike (each is tried). */
+  private readonly keys = new LRUCache<string, SigningKey[]>({ max: MAX_KEYS });
   /** Keys published without a kid; only a token without a kid can use them. */
   private unnamed: SigningKey[] = [];
   private jwksUri: string | undefined;
@@ -228,10 +229,12 @@ export class JwksCache {
   }
 
   /**
-   * The key that may verify a token with this header. Throws UnknownKeyError when no published key fits
-   * (after a refetch, if the interval allows one) and KeySetUnavailableError when the set cannot be had.
+   * The keys that may verify a token with this header, at least one: more only when the set publishes the
+   * kid more than once, and then the token's signature says which (if any) signed it. Throws
+   * UnknownKeyError when no published key fits (after a refetch, if the interval allows one) and
+   * KeySetUnavailableError when the set cannot be had.
    */
-  async getKey(kid: string | undefined, alg: string): Promise<CryptoKey> {
+  async getKeys(kid: string | undefined, alg: string): Promise<[CryptoKey, ...CryptoKey[]]> {
     if (this.fetchedAt === undefined || performance.now() - this.fetchedAt >= this.opts.maxAgeSeconds * 1000) {
       await this.refresh(true);
     }
@@ -247,10 +250,14 @@ export class JwksCache {
     void this.agent.close().catch(() => undefined);
   }
 
-  private lookup(kid: string | undefined, alg: string): CryptoKey | undefined {
-    if (kid !== undefined) return this.keys.get(kid)?.byAlg.get(alg);
-    const fitting = [...this.keys.values(), ...this.unnamed].map((k) => k.byAlg.get(alg)).filter((k): k is CryptoKey => k !== undefined);
-    return fitting.length === 1 ? fitting[0] : undefined;
+  private lookup(kid: string | undefined, alg: string): [CryptoKey, ...CryptoKey[]] | undefined {
+    const fitting = (keys: readonly SigningKey[]): CryptoKey[] => keys.map((k) => k.byAlg.get(alg)).filter((k): k is CryptoKey => k !== undefined);
+    if (kid !== undefined) {
+      const named = fitting(this.keys.get(kid) ?? []);
+      return named.length > 0 ? (named as [CryptoKey, ...CryptoKey[]]) : undefined;
+    }
+    const all = fitting([...[...this.keys.values()].flat(), ...this.unnamed]);
+    return all.length === 1 ? [all[0]!] : undefined;
   }
 
   /**
@@ -310,19 +317,26 @@ export class JwksCache {
   }
 
   private async replaceKeys(published: unknown[]): Promise<void> {
-    const named = new Map<string, SigningKey>();
+    const named = new Map<string, SigningKey[]>();
     const unnamed: SigningKey[] = [];
+    let count = 0;
     for (const jwk of published.slice(0, MAX_KEYS * 2)) {
       const key = await this.importKey(jwk);
       if (!key) continue;
+      count++;
       const kid = (jwk as JWK).kid;
-      if (typeof kid === 'string' && kid !== '') named.set(kid, key);
+      // A kid published twice keeps both keys: keeping one (the later) refused every token the other signed,
+      // and a token is verified by each key with its kid in turn, so neither is trusted for the other's tokens.
+      if (typeof kid === 'string' && kid !== '') named.set(kid, [...(named.get(kid) ?? []), key]);
       else unnamed.push(key);
     }
     this.keys.clear();
-    for (const [kid, key] of named) this.keys.set(kid, key);
+    for (const [kid, keys] of named) {
+      if (keys.length > 1) this.log.warn('the signing key set publishes a kid more than once; each key with it is tried', { kid, keys: keys.length });
+      this.keys.set(kid, keys);
+    }
     this.unnamed = unnamed;
-    this.log.debug('signing key set loaded', { keys: named.size + unnamed.length });
+    this.log.debug('signing key set loaded', { keys: count });
   }
 
   /** Imports a published key for every accepted algorithm it fits; undefined when it fits none. */

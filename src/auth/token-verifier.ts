@@ -5,8 +5,8 @@
 // choice is never left to the token: symmetric and unsigned algorithms are refused before any key is
 // looked up, which closes the "HS256 signed with the public key" and "alg: none" confusions.
 
-import type { errors as JoseErrors, JWTPayload } from 'jose';
-import { loadJose } from './jose.js';
+import type { CryptoKey, errors as JoseErrors, JWTPayload, JWTVerifyGetKey } from 'jose';
+import { loadJose, type Jose } from './jose.js';
 import type { OAuthConfig } from '../config/types.js';
 import type { Logger } from '../log/logger.js';
 import { Introspector } from './introspection.js';
@@ -97,17 +97,11 @@ export class TokenVerifier {
     if (typeof header.alg !== 'string' || !this.algorithms.includes(header.alg)) return refuse('alg_not_allowed', 'token signing algorithm is not accepted');
     if (header.kid !== undefined && typeof header.kid !== 'string') return refuse('malformed', 'token is malformed');
     let payload: JWTPayload;
-    const { jwtVerify, errors } = await loadJose();
+    const jose = await loadJose();
     try {
-      ({ payload } = await jwtVerify(token, (h) => this.keys.getKey(typeof h.kid === 'string' ? h.kid : undefined, h.alg ?? ''), {
-        issuer: this.config.issuer,
-        audience: this.config.audience,
-        algorithms: this.algorithms,
-        clockTolerance: this.config.clockSkewSeconds,
-        requiredClaims: ['exp', 'sub'],
-      }));
+      payload = await this.verifiedPayload(token, jose);
     } catch (err) {
-      return this.refusalFor(err, errors);
+      return this.refusalFor(err, jose.errors);
     }
     // jose checks iat only against a maximum age; a token claiming to be issued later than now is forged
     // or comes from a badly skewed issuer, either way not to be trusted.
@@ -115,6 +109,40 @@ export class TokenVerifier {
       return refuse('not_yet_valid', 'token is issued in the future');
     }
     return this.toPrincipal(payload, 'jwt');
+  }
+
+  /**
+   * The payload once the signature and claims hold. The first key with the token's kid is tried by jose;
+   * when the set publishes that kid more than once, a signature it refuses is tried on each other key with
+   * it. Only the signature differs between them: a claim refused under one key would be under any.
+   */
+  private async verifiedPayload(token: string, { jwtVerify, errors }: Jose): Promise<JWTPayload> {
+    const options = {
+      issuer: this.config.issuer,
+      audience: this.config.audience,
+      algorithms: this.algorithms,
+      clockTolerance: this.config.clockSkewSeconds,
+      requiredClaims: ['exp', 'sub'],
+    };
+    let others: CryptoKey[] = [];
+    try {
+      const firstKey: JWTVerifyGetKey = async (h) => {
+        const [first, ...rest] = await this.keys.getKeys(typeof h.kid === 'string' ? h.kid : undefined, h.alg ?? '');
+        others = rest;
+        return first;
+      };
+      return (await jwtVerify(token, firstKey, options)).payload;
+    } catch (err) {
+      if (!(err instanceof errors.JWSSignatureVerificationFailed)) throw err;
+      for (const key of others) {
+        try {
+          return (await jwtVerify(token, key, options)).payload;
+        } catch (again) {
+          if (!(again instanceof errors.JWSSignatureVerificationFailed)) throw again;
+        }
+      }
+      throw err;
+    }
   }
 
   private refusalFor(err: unknown, errors: typeof JoseErrors): AuthResult {

@@ -103,7 +103,7 @@ async function verifiable(cache: JwksCache, kid: string | undefined, accepted: r
   const found: string[] = [];
   for (const alg of accepted) {
     try {
-      await cache.getKey(kid, alg);
+      await cache.getKeys(kid, alg);
       found.push(alg);
     } catch (err) {
       if (!(err instanceof UnknownKeyError)) throw err;

@@ -17,12 +17,12 @@ test('a key withdrawn from the set is not trusted past jwksMaxAgeSeconds, even w
   performance.now = () => realNow() + offset;
   const cache = new JwksCache({ issuer: as.issuer, jwksUri: as.jwksUri, algorithms: ['RS256'], maxAgeSeconds: 10, minRefreshSeconds: 60 }, createLogger('error', () => {}));
   try {
-    await cache.getKey('key-1', 'RS256');
+    await cache.getKeys('key-1', 'RS256');
     // key-1 withdrawn (leaked, say); 30 s later, three times the max age, still inside the 60 s interval.
     as.published.splice(0, as.published.length, await as.newKey('key-2'));
     offset = 30_000;
-    await assert.rejects(cache.getKey('key-1', 'RS256'), 'the withdrawn key is refused');
-    assert.ok(await cache.getKey('key-2', 'RS256'), 'the set was fetched again');
+    await assert.rejects(cache.getKeys('key-1', 'RS256'), 'the withdrawn key is refused');
+    assert.ok(await cache.getKeys('key-2', 'RS256'), 'the set was fetched again');
   } finally {
     performance.now = realNow;
     cache.close();

@@ -323,6 +323,26 @@ test('jwksUri discovered from the issuer metadata (RFC 8414 path insertion)', as
   principal(await ov.verify(await sign(k, { iss: oks.base })));
 });
 
+test('two published keys with one kid: a token signed by either verifies, one signed by neither does not', async () => {
+  // Issuers do publish a kid twice (a key re-issued under its old name during rotation, an RSA and an EC key
+  // sharing a name). Keeping only the later key refused every token signed by the earlier one.
+  const dks = await startKeyServer();
+  const first = await makeSigner('RS256', 'shared');
+  const second = await makeSigner('RS256', 'shared');
+  const ecShared = await makeSigner('ES256', 'shared');
+  const stranger = await makeSigner('RS256', 'shared');
+  dks.keys.push(first.publicJwk, second.publicJwk, ecShared.publicJwk);
+  const dv = verifier(config(dks));
+  assert.equal(principal(await dv.verify(await sign(first, { sub: 'by-first' }))).subject, 'by-first');
+  assert.equal(principal(await dv.verify(await sign(second, { sub: 'by-second' }))).subject, 'by-second');
+  assert.equal(principal(await dv.verify(await sign(ecShared, { sub: 'by-ec' }))).subject, 'by-ec');
+  refusal(await dv.verify(await sign(stranger, { sub: 'forged' })), 'bad_signature');
+  // A claim failure is the token's, whichever key verified it.
+  refusal(await dv.verify(await sign(first, { aud: 'https://other.test' })), 'wrong_audience');
+  assert.equal(jwksFetches(dks), 1, 'a signature that fits no key with the kid is not an unknown kid: no refetch');
+  assert.ok(logLines.some((l) => l.includes('"shared"') && /kid/.test(l) && /more than once/.test(l)), 'the duplicate kid is logged');
+});
+
 test('no log line carries token text', () => {
   assert.ok(logLines.length > 0);
   for (const token of issuedTokens) {
