@@ -63,7 +63,7 @@ export interface GatehouseConfiguration {
      */
     maxConnectionsPerIp: number;
     /**
-     * Addresses or CIDR ranges of proxies in front of Gatehouse. For a connection from one of them, the client address used by per-address limits is the last X-Forwarded-For entry that is not itself a trusted proxy. Empty: the connection's own address is the client's, and X-Forwarded-For is ignored.
+     * Addresses or CIDR ranges of proxies in front of Gatehouse. For a connection from one of them, the client address used by per-address limits is the last X-Forwarded-For entry that is not itself a trusted proxy (an entry may carry a port: 203.0.113.5:4711, [2001:db8::1]:443; an entry that is no address stops the walk at the proxy that wrote it). Empty: the connection's own address is the client's, and X-Forwarded-For is ignored.
      */
     trustedProxies: string[];
   };

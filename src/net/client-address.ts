@@ -37,8 +37,9 @@ export function compileClientAddress(trustedProxies: readonly string[]): ClientA
     // Hops are appended left to right; walk back from the nearest until one is not a trusted proxy.
     const hops = (Array.isArray(forwardedFor) ? forwardedFor.join(',') : forwardedFor).split(',');
     for (let i = hops.length - 1; i >= 0; i--) {
-      const hop = unmapped(hops[i]!.trim());
-      if (isIP(hop) === 0) break; // a malformed hop: stop at the last address we could vouch for
+      const hop = hopAddress(hops[i]!);
+      // Unreadable: stop at the last address vouched for. Nothing farther is believed (a client writes those).
+      if (hop === undefined) break;
       client = hop;
       if (!isTrusted(hop)) break;
     }
@@ -51,6 +52,26 @@ export function limitKey(address: string): string {
   const plain = unmapped(address);
   if (isIP(plain) !== 6) return plain;
   return `${expandIpv6(plain).slice(0, 4).join(':')}::/64`;
+}
+
+/** `a.b.c.d:port`, and IPv6 in brackets with or without `:port`. */
+const WITH_PORT = /^(?:(\d{1,3}(?:\.\d{1,3}){3})|\[([^\]]+)\])(?::(\d{1,5}))?$/;
+
+/**
+ * The address of one X-Forwarded-For hop, or undefined when it is none. Some proxies write the client's
+ * port too (`203.0.113.5:4711`, `[2001:db8::1]:443`): read as no address, such a hop stopped the walk at the
+ * proxy, and every client behind it was counted as that one proxy. A bare IPv6 address is taken whole (its
+ * last group is never read as a port: `2001:db8::1:443` is an address).
+ */
+function hopAddress(hop: string): string | undefined {
+  const text = hop.trim();
+  if (isIP(text) !== 0) return unmapped(text);
+  const m = WITH_PORT.exec(text);
+  if (m === null) return undefined;
+  const [, v4, v6, port] = m;
+  if (port !== undefined && Number(port) > 65_535) return undefined;
+  if (v4 !== undefined) return port !== undefined && isIP(v4) === 4 ? v4 : undefined;
+  return isIP(v6!) === 6 ? unmapped(v6!) : undefined;
 }
 
 function unmapped(address: string): string {

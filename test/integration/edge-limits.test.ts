@@ -289,6 +289,23 @@ describe('failed authentication is limited per client address', () => {
     assert.equal(await send(KEY, '198.51.100.9', '127.0.0.3'), 429);
     assert.equal(await send(KEY, '198.51.100.9'), 200, 'the address it claimed was not blocked');
   });
+
+  test('behind a trusted proxy a hop written with a port is that client, not the proxy', async () => {
+    // Proxies that write the client's port too (203.0.113.5:4711, [2001:db8::1]:443) once made every client
+    // behind them count as the proxy: one client's guesses blocked them all.
+    const gw = await gateway({ listen: { trustedProxies: ['127.0.0.1/32'] }, auth: { apiKeys: [{ id: 'k', hash: hashKey(KEY), scopes: [] }], failureLimit: { attempts: 1, windowSeconds: 86_400 } } });
+    const send = async (key: string, forwardedFor: string) => {
+      const res = await request(gw.url, { method: 'POST', headers: { ...LEGACY_HEADERS, authorization: `Bearer ${key}`, 'x-forwarded-for': forwardedFor }, body: rpc(1, 'ping') });
+      await res.body.dump();
+      return res.statusCode;
+    };
+    assert.equal(await send('gh_bad', '203.0.113.5:4711'), 401);
+    assert.equal(await send(KEY, '203.0.113.5:5000'), 429, 'the same client from another port is blocked');
+    assert.equal(await send(KEY, '198.51.100.9:4711'), 200, 'another client behind the proxy is not');
+    assert.equal(await send('gh_bad', '[2001:db8::1]:443'), 401);
+    assert.equal(await send(KEY, '2001:db8::2'), 429, 'the IPv6 client is counted by its /64');
+    assert.equal(await send(KEY, '[2001:db8:1::1]:443'), 200, 'another /64 is not');
+  });
 });
 
 describe('DNS rebinding and /readyz', () => {

@@ -32,6 +32,25 @@ test('from a trusted proxy, the nearest hop that is not trusted is the client', 
   assert.equal(of('::ffff:10.1.2.3', '2001:db8::1'), '2001:db8:0:0::/64');
 });
 
+test('a hop written with a port is read as its address: a.b.c.d:port and [IPv6]:port', () => {
+  const of = compileClientAddress(['10.0.0.0/8', 'fd00::/8']);
+  assert.equal(of('10.1.2.3', '203.0.113.5:4711'), '203.0.113.5');
+  assert.equal(of('10.1.2.3', '[2001:db8::1]:443'), '2001:db8:0:0::/64');
+  assert.equal(of('10.1.2.3', '[2001:db8::1]'), '2001:db8:0:0::/64', 'brackets without a port');
+  assert.equal(of('10.1.2.3', ' 203.0.113.5:4711 , 10.9.9.9:80'), '203.0.113.5', 'a trusted proxy written with a port is still passed over');
+  assert.equal(of('10.1.2.3', '203.0.113.5:4711, [fd00::7]:8080'), '203.0.113.5');
+  assert.equal(of('10.1.2.3', '[::ffff:203.0.113.5]:1'), '203.0.113.5');
+  assert.equal(of('10.1.2.3', '198.51.100.1, 203.0.113.5:4711'), '203.0.113.5', 'the walk still stops at the first untrusted hop');
+});
+
+test('a hop that is not an address, with or without a port, stops the walk: nothing past it is believed', () => {
+  const of = compileClientAddress(['10.0.0.0/8']);
+  for (const bad of ['203.0.113.5:', '203.0.113.5:99999', '203.0.113.5:http', '2001:db8::1:443x', '[2001:db8::1]443', '[203.0.113.5]:80', '[2001:db8::1]:443:1', 'host.example:80', '[]:80', 'unknown', '']) {
+    assert.equal(of('10.1.2.3', `198.51.100.1, ${bad}`), '10.1.2.3', `"${bad}"`);
+    assert.equal(of('10.1.2.3', `198.51.100.1, ${bad}, 10.9.9.9`), '10.9.9.9', `"${bad}" behind a trusted hop`);
+  }
+});
+
 test('config entries that are not addresses or CIDR ranges are reported', () => {
   assert.deepEqual(trustedProxyProblems(['10.0.0.0/8', '::1', 'fd00::/8']), []);
   assert.deepEqual(trustedProxyProblems(['10.0.0.0/33', 'proxy.local', '1.2.3.4/8/1']), [
