@@ -1,6 +1,7 @@
 // The composition root: builds a running gateway from a validated config. It is the only module that
 // knows every part; everything else receives what it needs.
 
+import type { IncomingMessage } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { basename, dirname, resolve } from 'node:path';
 import { ConfigError, formatIssue, parseConfigText } from './config/load.js';
@@ -53,8 +54,9 @@ import { compileToolTimeouts, type ToolTimeout } from './upstream/tool-timeouts.
 import type { CallLimit } from './pipeline/upstream-stage.js';
 import { compileRequestStateStage } from './auth/request-state-stage.js';
 import { PendingConfirmations } from './approvals/user-confirmation.js';
-import { createAdminListener, type AdminListener } from './admin/server.js';
+import { createAdminListener, type AdminAttempts, type AdminListener } from './admin/server.js';
 import { ReviewerAuth, type VerifyToken } from './admin/reviewer-auth.js';
+import { compileClientAddress } from './net/client-address.js';
 import { HttpUpstream } from './upstream/http.js';
 import { EgressPolicy, systemResolver, type ResolveHost } from './policy/egress/egress-policy.js';
 import { EgressProxy } from './policy/egress/proxy.js';
@@ -324,13 +326,22 @@ export function createGateway(config: GatehouseConfig, log: Logger, options: Gat
       if (config.admin.enabled) {
         const verify: VerifyToken = async (headers) => {
           const verdict = await edgeOptions.auth.authenticate(headers);
-          return verdict.ok ? verdict : { ok: false };
+          return verdict.ok ? verdict : { ok: false, unavailable: verdict.refusal.status === 503 };
+        };
+        // The MCP endpoint's failed-auth count, per client address found the same way: guesses on either
+        // port add up, so the admin port is no second budget.
+        const addressOf = compileClientAddress(config.listen.trustedProxies);
+        const adminAddress = (req: IncomingMessage): string => addressOf(req.socket.remoteAddress, req.headers['x-forwarded-for']);
+        const attempts: AdminAttempts = {
+          retryAfter: (req) => (authFailures.anyBlocked ? authFailures.retryAfter(adminAddress(req)) : 0),
+          fail: (req) => authFailures.fail(adminAddress(req)),
         };
         adminListener = createAdminListener({
           book: approvalBook,
           policyVersion: () => runtime.policyVersion,
           pins: config.tools.pinning === 'off' ? undefined : { list: async () => (await pinBook.list()).map(pinView), accept: (ref, by, digest) => pinBook.accept(ref, by, digest) },
           auth: (reviewerAuth = new ReviewerAuth(running.admin.token, running.admin.groups, verify)),
+          attempts,
           log: log.child({ component: 'admin' }),
         });
         const admin = adminListener;

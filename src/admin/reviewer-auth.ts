@@ -17,9 +17,10 @@ export interface Reviewer {
 
 export type AdminAuth =
   | { ok: true; reviewer: Reviewer; via: 'bearer' | 'session'; csrf?: string }
-  | { ok: false; status: 401 | 403; message: string };
+  | { ok: false; status: 401 | 403 | 503; message: string };
 
-export type VerifyToken = (headers: IncomingHttpHeaders) => Promise<{ ok: true; principal: Principal } | { ok: false }>;
+/** `unavailable`: the token could not be judged now (the issuer's keys or introspection are down), not refused. */
+export type VerifyToken = (headers: IncomingHttpHeaders) => Promise<{ ok: true; principal: Principal } | { ok: false; unavailable?: boolean }>;
 
 export const SESSION_COOKIE = 'gatehouse_admin';
 const SESSION_MS = 8 * 3_600_000;
@@ -73,6 +74,8 @@ export class ReviewerAuth {
     if (this.tokenDigest !== undefined && timingSafeEqual(digest(value), this.tokenDigest)) return { ok: true, via: 'bearer', reviewer: { subject: 'admin-token', groups: [], admin: true } };
     if (this.groups.length > 0 && this.verify !== undefined) {
       const verdict = await this.verify({ ...headers, authorization: `Bearer ${value}` });
+      // Not a refusal: answered as the MCP endpoint does, so a reviewer's retries in an outage are no guesses.
+      if (!verdict.ok && verdict.unavailable === true) return { ok: false, status: 503, message: 'Access tokens cannot be verified now; retry shortly' };
       // Only an OAuth access token can name an admin group. Any other credential the MCP endpoint takes (an
       // API key) is as invalid here as a guess, and answered the same: a distinct answer told a guesser on
       // the admin port, where no failure limit applies, that it had found a working MCP credential.

@@ -1,6 +1,7 @@
 // The admin API on its own listener (DESIGN.md §5, §7), never on the MCP port: reviewers list, show,
 // approve and reject approvals, and accept changed tool definitions; the inbox page serves the same to a
-// browser. JSON in and out; every error is `{ error: { code, message } }` with a fitting status.
+// browser. JSON in and out; every error is `{ error: { code, message } }` with a fitting status. Refused
+// credentials count toward auth.failureLimit with the MCP endpoint's, per client address (429 past it).
 //
 //   GET  /approvals[?state=pending|approved|rejected|expired|used|all]   GET /approvals/{id}
 //   POST /approvals/{id}/approve   POST /approvals/{id}/reject   body { reason?, previewSha256? }
@@ -25,12 +26,22 @@ export interface PinDesk {
   accept(ref: string, by: string, digest: string | undefined): Promise<{ ok: true; pin: unknown } | { ok: false; status: 404 | 409; message: string }>;
 }
 
+/** The failed-authentication limit (auth.failureLimit), per client address, counted with the MCP endpoint's. */
+export interface AdminAttempts {
+  /** Seconds the request's address must wait before it may try again; 0 when it may try now. */
+  retryAfter(req: IncomingMessage): number;
+  /** Counts a refused credential from the request's address; resolves once it is counted. */
+  fail(req: IncomingMessage): Promise<void>;
+}
+
 export interface AdminDeps {
   book: ApprovalBook;
   /** The running policy's version: approvals made under another one are invalid. */
   policyVersion(): string;
   pins?: PinDesk | undefined;
   auth: ReviewerAuth;
+  /** Guessing the admin token or an admin group's token is limited as on the MCP endpoint; absent: no limit. */
+  attempts?: AdminAttempts | undefined;
   log: Logger;
 }
 
@@ -89,8 +100,6 @@ async function handle(req: IncomingMessage, res: ServerResponse, deps: AdminDeps
   if (path === '/healthz' && method === 'GET') return sendJson(res, 200, { ok: true });
   if (path === '/inbox.js' && method === 'GET') return sendAsset(res, 'text/javascript; charset=utf-8', INBOX_JS);
   if (path === '/inbox.css' && method === 'GET') return sendAsset(res, 'text/css; charset=utf-8', INBOX_CSS);
-  if (path === '/') return page(req, res, deps, method);
-  if (path === '/login' && method === 'POST') return login(req, res, deps);
   if (path === '/logout' && method === 'POST') {
     // The cookie is SameSite=Strict, so another site's form cannot end the session; browsers that say where
     // a request comes from are held to that too.
@@ -98,9 +107,24 @@ async function handle(req: IncomingMessage, res: ServerResponse, deps: AdminDeps
     if (site === undefined || site === 'same-origin') deps.auth.closeSession(req.headers);
     return redirect(res, '/', `${SESSION_COOKIE}=; Path=/; HttpOnly; SameSite=Strict; Max-Age=0`);
   }
+  // An address past its failed-authentication limit is refused before any credential is looked at, as on
+  // the MCP endpoint: the admin port once let anyone guess the admin token without limit.
+  const wait = deps.attempts?.retryAfter(req) ?? 0;
+  if (wait > 0) {
+    const message = `Too many failed authentication attempts from this address; retry in ${wait} s`;
+    const headers = { 'retry-after': String(wait) };
+    if (path === '/' || path === '/login') return sendHtml(res, 429, loginPage(message), headers);
+    return sendError(res, 429, 'auth_failure_limit', message, headers);
+  }
+  if (path === '/') return page(req, res, deps, method);
+  if (path === '/login' && method === 'POST') return login(req, res, deps);
 
   const auth = deps.auth.session(req.headers) ?? (await deps.auth.bearer(req.headers));
-  if (!auth.ok) return sendError(res, auth.status, 'unauthorized', auth.message, auth.status === 401 ? { 'www-authenticate': 'Bearer realm="gatehouse-admin"' } : {});
+  if (!auth.ok) {
+    // A credential presented and refused is a guess; a request with none is not.
+    if (auth.status === 401 && req.headers.authorization) await deps.attempts?.fail(req);
+    return sendError(res, auth.status, 'unauthorized', auth.message, auth.status === 401 ? { 'www-authenticate': 'Bearer realm="gatehouse-admin"' } : {});
+  }
   const changes = method === 'POST';
   if (changes && !ReviewerAuth.csrfHolds(auth, req.headers)) return sendError(res, 403, 'csrf', 'A browser session must send its X-CSRF-Token with every change, from the inbox page itself');
 
@@ -186,7 +210,10 @@ async function login(req: IncomingMessage, res: ServerResponse, deps: AdminDeps)
   const credential = text === undefined ? undefined : new URLSearchParams(text).get('credential')?.trim();
   let auth: AdminAuth = { ok: false, status: 401, message: 'Paste the admin token, or an access token of an admin group' };
   if (credential) auth = await deps.auth.credential(credential, req.headers);
-  if (!auth.ok) return sendHtml(res, auth.status, loginPage(auth.message));
+  if (!auth.ok) {
+    if (credential && auth.status === 401) await deps.attempts?.fail(req);
+    return sendHtml(res, auth.status, loginPage(auth.message));
+  }
   const id = deps.auth.openSession(auth.reviewer satisfies Reviewer);
   return redirect(res, '/', `${SESSION_COOKIE}=${id}; Path=/; HttpOnly; SameSite=Strict; Max-Age=${ReviewerAuth.sessionSeconds}`);
 }
@@ -224,8 +251,8 @@ function sendError(res: ServerResponse, status: number, code: string, message: s
   sendJson(res, status, { error: { code, message } }, headers);
 }
 
-function sendHtml(res: ServerResponse, status: number, html: string): void {
-  res.writeHead(status, { 'content-type': 'text/html; charset=utf-8', ...SECURITY_HEADERS }).end(html);
+function sendHtml(res: ServerResponse, status: number, html: string, headers: Record<string, string> = {}): void {
+  res.writeHead(status, { 'content-type': 'text/html; charset=utf-8', ...SECURITY_HEADERS, ...headers }).end(html);
 }
 
 function sendAsset(res: ServerResponse, type: string, text: string): void {

@@ -40,3 +40,13 @@ describe('ReviewerAuth.configure', () => {
     assert.equal((await auth.credential(OLD)).ok, false);
   });
 });
+
+describe('ReviewerAuth.credential', () => {
+  it('a token that cannot be judged now (issuer down) is 503, not a refusal a failure limit would count', async () => {
+    const auth = new ReviewerAuth(OLD, ['reviewers'], async () => ({ ok: false, unavailable: true }));
+    const down = await auth.credential('eyJ.an.access-token');
+    assert.ok(!down.ok && down.status === 503, JSON.stringify(down));
+    const refusing = new ReviewerAuth(OLD, ['reviewers'], async () => ({ ok: false }));
+    assert.deepEqual(await refusing.credential('eyJ.an.access-token'), { ok: false, status: 401, message: 'The admin credential is not valid' });
+  });
+});
