@@ -16,7 +16,14 @@ export interface Reviewer {
 }
 
 export type AdminAuth =
-  | { ok: true; reviewer: Reviewer; via: 'bearer' | 'session'; csrf?: string }
+  | {
+      ok: true;
+      reviewer: Reviewer;
+      via: 'bearer' | 'session';
+      csrf?: string;
+      /** Epoch ms when the credential ends (an access token's exp); a session opened with it ends then too. */
+      expiresAt?: number;
+    }
   | { ok: false; status: 401 | 403 | 503; message: string };
 
 /** `unavailable`: the token could not be judged now (the issuer's keys or introspection are down), not refused. */
@@ -82,7 +89,7 @@ export class ReviewerAuth {
       if (verdict.ok && (verdict.principal.via === 'jwt' || verdict.principal.via === 'introspection')) {
         const p = verdict.principal;
         if (!this.groups.some((g) => p.groups.includes(g))) return { ok: false, status: 403, message: 'This access token is valid, but its subject is in none of the admin groups' };
-        return { ok: true, via: 'bearer', reviewer: { subject: p.subject, groups: p.groups, admin: false } };
+        return { ok: true, via: 'bearer', reviewer: { subject: p.subject, groups: p.groups, admin: false }, ...(p.expiresAt !== undefined ? { expiresAt: p.expiresAt } : {}) };
       }
     }
     return { ok: false, status: 401, message: 'The admin credential is not valid' };
@@ -100,16 +107,23 @@ export class ReviewerAuth {
     return { ok: true, via: 'session', reviewer: s.reviewer, csrf: s.csrf };
   }
 
-  /** Opens a browser session; returns its cookie value. */
-  openSession(reviewer: Reviewer): string {
+  /**
+   * Opens a browser session; returns its cookie value and how many seconds it lives: SESSION_MS, or less when
+   * the credential it was opened with ends sooner (`credentialExpiresAt`). A session made from an access token
+   * once lived its 8 hours after the token expired, and so outlived a revocation or a removal from a group.
+   */
+  openSession(reviewer: Reviewer, credentialExpiresAt = Infinity): { id: string; seconds: number } {
     if (this.sessions.size >= MAX_SESSIONS) {
       const now = Date.now();
       for (const [id, s] of this.sessions) if (s.expiresAt <= now) this.sessions.delete(id);
       if (this.sessions.size >= MAX_SESSIONS) this.sessions.delete(this.sessions.keys().next().value!);
     }
     const id = randomBytes(32).toString('base64url');
-    this.sessions.set(id, { reviewer, csrf: randomBytes(32).toString('base64url'), expiresAt: Date.now() + SESSION_MS });
-    return id;
+    const now = Date.now();
+    const expiresAt = Math.min(now + SESSION_MS, credentialExpiresAt);
+    this.sessions.set(id, { reviewer, csrf: randomBytes(32).toString('base64url'), expiresAt });
+    // The cookie goes no later than the session (rounded down, so never past it); 0 tells the browser to drop it.
+    return { id, seconds: Math.max(0, Math.floor((expiresAt - now) / 1000)) };
   }
 
   closeSession(headers: IncomingHttpHeaders): void {
@@ -128,8 +142,6 @@ export class ReviewerAuth {
     const a = digest(sent);
     return timingSafeEqual(a, digest(auth.csrf));
   }
-
-  static readonly sessionSeconds = SESSION_MS / 1000;
 }
 
 function digest(text: string): Buffer {

@@ -214,8 +214,8 @@ async function login(req: IncomingMessage, res: ServerResponse, deps: AdminDeps)
     if (credential && auth.status === 401) await deps.attempts?.fail(req);
     return sendHtml(res, auth.status, loginPage(auth.message));
   }
-  const id = deps.auth.openSession(auth.reviewer satisfies Reviewer);
-  return redirect(res, '/', `${SESSION_COOKIE}=${id}; Path=/; HttpOnly; SameSite=Strict; Max-Age=${ReviewerAuth.sessionSeconds}`);
+  const session = deps.auth.openSession(auth.reviewer satisfies Reviewer, auth.expiresAt);
+  return redirect(res, '/', `${SESSION_COOKIE}=${session.id}; Path=/; HttpOnly; SameSite=Strict; Max-Age=${session.seconds}`);
 }
 
 async function readText(req: IncomingMessage): Promise<string | undefined> {

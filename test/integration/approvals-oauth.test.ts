@@ -76,3 +76,23 @@ test('an access token of an admin group lists approvals; only a reviewer the rul
   assert.equal(again.json().result.isError, undefined);
   assert.equal(up.executions.filter((e) => e.item === 'oauth-1').length, 1);
 });
+
+test('an inbox session opened with an access token ends when the token does, not 8 hours later', async () => {
+  const exp = Math.floor(Date.now() / 1000) + 2;
+  const token = await as.sign({ sub: 'dana', aud: publicUrl, groups: ['sre'], exp });
+  const res = await request(`${gw.gateway.adminUrl}/login`, { method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded' }, body: new URLSearchParams({ credential: token }).toString() });
+  await res.body.dump();
+  assert.equal(res.statusCode, 303);
+  const setCookie = String(res.headers['set-cookie']);
+  const maxAge = Number(/Max-Age=(\d+)/.exec(setCookie)?.[1]);
+  assert.ok(maxAge >= 1 && maxAge <= 2, `the cookie lives as long as the token: ${setCookie}`);
+  const cookie = setCookie.split(';')[0]!;
+  const list = async () => {
+    const r = await request(`${gw.gateway.adminUrl}/approvals`, { headers: { cookie } });
+    await r.body.dump();
+    return r.statusCode;
+  };
+  assert.equal(await list(), 200, 'the session works while the token would');
+  await new Promise((r) => setTimeout(r, Math.max(0, exp * 1000 - Date.now()) + 50));
+  assert.equal(await list(), 401, 'the session ended with the token');
+});

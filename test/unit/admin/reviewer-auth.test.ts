@@ -16,7 +16,7 @@ describe('ReviewerAuth.configure', () => {
   it('swaps the token: the new one is accepted, the old one refused, and open sessions end', async () => {
     const auth = new ReviewerAuth(OLD, [], undefined);
     assert.equal((await auth.credential(OLD)).ok, true);
-    const id = auth.openSession({ subject: 'admin-token', groups: [], admin: true });
+    const { id } = auth.openSession({ subject: 'admin-token', groups: [], admin: true });
     assert.equal(auth.session(sessionHeaders(id))?.ok, true);
 
     auth.configure(NEW, []);
@@ -27,7 +27,7 @@ describe('ReviewerAuth.configure', () => {
 
   it('keeps sessions when neither the token nor the groups changed; a change of groups ends them', () => {
     const auth = new ReviewerAuth(OLD, ['reviewers'], undefined);
-    const id = auth.openSession({ subject: 'alice', groups: ['reviewers'], admin: false });
+    const { id } = auth.openSession({ subject: 'alice', groups: ['reviewers'], admin: false });
     auth.configure(OLD, ['reviewers']);
     assert.equal(auth.session(sessionHeaders(id))?.ok, true, 'a reload of something else leaves reviewers signed in');
     auth.configure(OLD, ['auditors']);
