@@ -116,7 +116,7 @@ export interface GatehouseConfiguration {
      */
     requiredScopes: string[];
     /**
-     * Failed authentication attempts (an unknown key, a bad or expired token, a malformed Authorization header) allowed per client address in a window, on the MCP endpoint and the admin API together (a refused admin token or login counts). Past the limit, every request from that address gets 429 with Retry-After until the window ends, on both, before any key is hashed or token verified. Counted in this replica's memory.
+     * Failed authentication attempts (an unknown key, a bad or expired token, a malformed Authorization header) allowed per client address in a window, on the MCP endpoint and the admin API together (a refused admin token or login counts). Past the limit, every request from that address gets 429 with Retry-After until the window ends, on both, before any key is hashed or token verified. Counted in the store (replicas sharing a Redis count together) and in each replica's memory at once.
      */
     failureLimit: {
       /**
