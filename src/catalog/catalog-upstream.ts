@@ -17,6 +17,9 @@ import { upstreamMessage } from '../protocol/trace-context.js';
 import { Catalog } from './catalog.js';
 import type { PrefixMode } from './public-names.js';
 
+/** Least time between two rebuilds of a discover result that lacks a member (see rebuildPartial). */
+const PARTIAL_REBUILD_MS = 1_000;
+
 export class CatalogUpstream implements Upstream {
   readonly name = 'catalog';
   readonly transport = 'http' as const;
@@ -24,6 +27,11 @@ export class CatalogUpstream implements Upstream {
   readonly catalog: Catalog;
   private readonly legacyBridge: CallHandler;
   private discovered?: UpstreamProfile & { era: 'modern' };
+  /**
+   * While the discover result lacks a member (it was down), when it was last built, and whether a rebuild
+   * is under way: legacy calls go on with the result at hand, and it is built again behind them.
+   */
+  private partial?: { at: number; rebuilding: boolean };
 
   constructor(
     private readonly members: readonly Upstream[],
@@ -41,7 +49,8 @@ export class CatalogUpstream implements Upstream {
     if (ctx.era === 'legacy') {
       try {
         // The legacy bridge answers initialize from the discover result, so it must exist first.
-        this.discovered ??= { era: 'modern', version: MODERN_VERSIONS[0], discover: await this.catalog.discover(), alsoLegacy: false };
+        if (!this.discovered) this.keep(await this.catalog.discoverMembers());
+        else this.rebuildPartial();
       } catch (err) {
         return refused(failure(asGatewayError(err, 'GW_ERR_UPSTREAM_UNREACHABLE', this.log, { callId: ctx.callId })));
       }
@@ -68,6 +77,30 @@ export class CatalogUpstream implements Upstream {
       }
     })();
     return { kind: 'stream', stream };
+  }
+
+  private keep(built: { result: Record<string, unknown>; missing: string[] }): void {
+    this.discovered = { era: 'modern', version: MODERN_VERSIONS[0], discover: built.result, alsoLegacy: false };
+    this.partial = built.missing.length > 0 ? { at: Date.now(), rebuilding: false } : undefined;
+  }
+
+  /**
+   * A discover result that lacks a member is built again, at most every PARTIAL_REBUILD_MS and in the
+   * background: a member that is slow to fail must not hold every legacy call up.
+   */
+  private rebuildPartial(): void {
+    const partial = this.partial;
+    if (!partial || partial.rebuilding || Date.now() - partial.at < PARTIAL_REBUILD_MS) return;
+    partial.rebuilding = true;
+    void this.catalog.discoverMembers().then(
+      (built) => {
+        if (this.partial === partial) this.keep(built);
+      },
+      () => {
+        // Every member down now: the result at hand (from when some answered) stays, and is tried again.
+        if (this.partial === partial) this.partial = { at: Date.now(), rebuilding: false };
+      },
+    );
   }
 
   /** See Catalog.namesUnchanged: whether one member could be served by pass-through as it is. */

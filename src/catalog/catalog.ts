@@ -219,13 +219,36 @@ export class Catalog implements UpstreamMessages {
     return true;
   }
 
-  /** The merged discover result (2026-07-28/server/discover.mdx), built from every member's face. */
+  /** The merged discover result (2026-07-28/server/discover.mdx); see discoverMembers. */
   async discover(): Promise<Obj> {
-    const faces = await Promise.all(this.members.map((m) => m.modernFace()));
-    const result: Obj = { supportedVersions: [...MODERN_VERSIONS], capabilities: mergeCapabilities(faces.map((f) => f.capabilities)) };
-    const instructions = faces.map((f, i) => (f.instructions ? `${this.members[i]!.name}: ${f.instructions}` : undefined)).filter(Boolean);
+    return (await this.discoverMembers()).result;
+  }
+
+  /**
+   * The merged discover result, built from the members that answer, and the names of those that did not.
+   * A member that is down is left out and logged, as lists leave it out, and is asked again next time (its
+   * era probe failing is not remembered): one member down made every legacy initialize and every
+   * server/discover fail, until 3 December. Only when no member answers is it a failure.
+   */
+  async discoverMembers(): Promise<{ result: Obj; missing: string[] }> {
+    const settled = await Promise.allSettled(this.members.map((m) => m.modernFace()));
+    const faces: Array<{ member: ModernMember; face: ModernFace }> = [];
+    const missing: string[] = [];
+    let failure: unknown;
+    settled.forEach((s, i) => {
+      const member = this.members[i]!;
+      if (s.status === 'fulfilled') return void faces.push({ member, face: s.value });
+      failure ??= s.reason;
+      missing.push(member.name);
+      this.log.warn('an upstream could not be reached; the catalog answers initialize and server/discover from the others', { upstream: member.name, err: s.reason });
+    });
+    if (faces.length === 0 && missing.length > 0) throw failure;
+    const result: Obj = { supportedVersions: [...MODERN_VERSIONS], capabilities: mergeCapabilities(faces.map((f) => f.face.capabilities)) };
+    const instructions = faces.map(({ member, face }) => (face.instructions ? `${member.name}: ${face.instructions}` : undefined)).filter(Boolean);
     if (instructions.length > 0) result.instructions = instructions.join('\n\n');
-    return toModernResult('server/discover', result, { name: 'gatehouse', version: '0.1.0' }, { ttlMs: 60_000, cacheScope: 'public' });
+    // An answer that lacks a member is stale at once (caching.mdx §Time-to-Live): the member may be back soon.
+    const ttlMs = missing.length > 0 ? 0 : 60_000;
+    return { result: toModernResult('server/discover', result, { name: 'gatehouse', version: '0.1.0' }, { ttlMs, cacheScope: 'public' }), missing };
   }
 
   /**
