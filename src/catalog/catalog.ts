@@ -93,6 +93,11 @@ export class Catalog implements UpstreamMessages {
    * long as an upstream's resources changed, until 3 December).
    */
   private readonly resourceUris = new Map<ModernMember, { items: readonly Obj[]; uris: ReadonlySet<string> }>();
+  /**
+   * Per member, the URI templates of its last resources/templates/list read, the same way: where a
+   * completion/complete on a template goes (never learnt, so refused -32602, until 3 December).
+   */
+  private readonly templateUris = new Map<ModernMember, { items: readonly Obj[]; uris: ReadonlySet<string> }>();
   private counter = 0;
   /** When each kind was last listed again because of a name nobody listed (see relist). */
   private readonly relisted = new Map<string, number>();
@@ -164,7 +169,7 @@ export class Catalog implements UpstreamMessages {
    * while such a list is under way waits for it: at start, the first calls must not run on routes that
    * do not know the tool yet (its annotations decide whether it is a write).
    */
-  async relist(kind: 'tools' | 'prompts' | 'resources', capabilities: Record<string, unknown>): Promise<void> {
+  async relist(kind: 'tools' | 'prompts' | 'resources' | 'resources/templates', capabilities: Record<string, unknown>): Promise<void> {
     const key = `${kind}|${capabilitiesKey(capabilities)}`;
     const pending = this.relisting.get(key);
     if (pending) return pending;
@@ -181,7 +186,7 @@ export class Catalog implements UpstreamMessages {
     this.relisted.set(key, now);
     const meta = { [META_PROTOCOL_VERSION]: MODERN_VERSIONS[0], [META_CLIENT_CAPABILITIES]: capabilities };
     const request: JsonRpcRequest = { jsonrpc: '2.0', id: `gh-resolve-${++this.counter}`, method: `${kind}/list`, params: { _meta: meta } };
-    const listing = (kind === 'resources' ? this.resourceList(request, undefined) : this.namedList(request, kind, undefined)).then(() => undefined);
+    const listing = (kind === 'tools' || kind === 'prompts' ? this.namedList(request, kind, undefined) : this.resourceList(request, undefined)).then(() => undefined);
     this.relisting.set(key, listing);
     try {
       await listing;
@@ -277,7 +282,7 @@ export class Catalog implements UpstreamMessages {
         return this.routeByUri(request, params.uri, signal, principal);
       case 'completion/complete': {
         const ref = (params.ref ?? {}) as { type?: string; name?: unknown; uri?: unknown };
-        return ref.type === 'ref/prompt' ? this.routeByName(request, 'prompts', ref.name, signal, 'ref', principal) : this.routeByUri(request, ref.uri, signal, principal);
+        return ref.type === 'ref/prompt' ? this.routeByName(request, 'prompts', ref.name, signal, 'ref', principal) : this.routeByUri(request, ref.uri, signal, principal, true);
       }
       case 'subscriptions/listen':
         return fanOutListen(request, this.members, (uri) => this.listedOwner(uri) ?? this.ownerByPrefix(uri), (member, kind) => this.dropCached(member, kind), signalOf(signal), this.log, (uri) => this.visible(principal, 'resources', uri), principal);
@@ -371,7 +376,7 @@ export class Catalog implements UpstreamMessages {
     const perMember = await Promise.all(this.members.map((m) => this.collect(m, request, request.method, key)));
     const merged: Obj[] = [];
     perMember.forEach((items, i) => {
-      if (key === 'resources') this.learnUris(this.members[i]!, items);
+      this.learnUris(this.members[i]!, items, key === 'resources' ? this.resourceUris : this.templateUris);
       for (const item of items) {
         const address = item.uri ?? item.uriTemplate;
         if (typeof address === 'string' && !this.visible(principal, 'resources', address)) continue;
@@ -382,18 +387,21 @@ export class Catalog implements UpstreamMessages {
   }
 
   /** A member's resources, as its last list read gave them (a list kept in the cache is not read again). */
-  private learnUris(member: ModernMember, items: readonly Obj[]): void {
-    if (this.resourceUris.get(member)?.items === items) return;
+  private learnUris(member: ModernMember, items: readonly Obj[], learnt: Map<ModernMember, { items: readonly Obj[]; uris: ReadonlySet<string> }>): void {
+    if (learnt.get(member)?.items === items) return;
     // A list that failed (nothing read) says nothing of what is gone: reads keep going where they went.
     if (items.length === 0 && !this.wholeLists.has(items)) return;
     const uris = new Set<string>();
-    for (const item of items) if (typeof item.uri === 'string') uris.add(item.uri);
-    this.resourceUris.set(member, { items, uris });
+    for (const item of items) {
+      const address = learnt === this.templateUris ? item.uriTemplate : item.uri;
+      if (typeof address === 'string') uris.add(address);
+    }
+    learnt.set(member, { items, uris });
   }
 
   /** The member that listed a URI; where two did, the later in the configured order (as before). */
-  private listedOwner(uri: string): ModernMember | undefined {
-    for (let i = this.members.length - 1; i >= 0; i--) if (this.resourceUris.get(this.members[i]!)?.uris.has(uri)) return this.members[i];
+  private listedOwner(uri: string, learnt = this.resourceUris): ModernMember | undefined {
+    for (let i = this.members.length - 1; i >= 0; i--) if (learnt.get(this.members[i]!)?.uris.has(uri)) return this.members[i];
     return undefined;
   }
 
@@ -570,15 +578,23 @@ export class Catalog implements UpstreamMessages {
     return this.routeByName(request, kind, publicName, signal, field, principal, true);
   }
 
-  private async routeByUri(request: JsonRpcRequest, uri: unknown, signal: AbortSignal | Cancellation | undefined, principal: Principal | undefined): Promise<UpstreamReply> {
-    let owner = typeof uri === 'string' ? (this.listedOwner(uri) ?? this.ownerByPrefix(uri)) : undefined;
+  /**
+   * Forwards a request about a resource to the member that listed its URI. `orTemplate`: the URI may be a
+   * listed resource template's too (completion/complete's `ref/resource`, completion.mdx §Data Types: "a
+   * URI or URI template"), which comes first.
+   */
+  private async routeByUri(request: JsonRpcRequest, uri: unknown, signal: AbortSignal | Cancellation | undefined, principal: Principal | undefined, orTemplate = false): Promise<UpstreamReply> {
+    const listed = (u: string): ModernMember | undefined => (orTemplate ? this.listedOwner(u, this.templateUris) : undefined) ?? this.listedOwner(u);
+    let owner = typeof uri === 'string' ? (listed(uri) ?? this.ownerByPrefix(uri)) : undefined;
     if (!owner && typeof uri === 'string') {
       // A URI nobody listed makes the catalog list resources again, as an unknown name does: at most once a
       // second per capability set, and the read waits for it at most RESOLVE_WAIT_MS. (Each such read listed
       // every upstream, every page, until 3 December.)
       const capabilities = (request.params?._meta as Obj | undefined)?.[META_CLIENT_CAPABILITIES];
-      await this.waitBounded(this.relist('resources', isObject(capabilities) ? capabilities : {}));
-      owner = this.listedOwner(uri);
+      // A URI template has braces (RFC 6570), a URI never does: it is looked for where it can be.
+      const kind = orTemplate && uri.includes('{') ? 'resources/templates' : 'resources';
+      await this.waitBounded(this.relist(kind, isObject(capabilities) ? capabilities : {}));
+      owner = listed(uri);
     }
     if (owner && typeof uri === 'string' && !this.visible(principal, 'resources', uri)) owner = undefined;
     // server/resources.mdx §Error Handling: a resource nobody listed is -32602 in 2026-07-28.
