@@ -104,8 +104,8 @@ export class CatalogUpstream implements Upstream {
   }
 
   /** See Catalog.namesUnchanged: whether one member could be served by pass-through as it is. */
-  namesUnchanged(): Promise<boolean> {
-    return this.catalog.namesUnchanged();
+  namesUnchanged(capabilities: Record<string, unknown> = {}): Promise<boolean> {
+    return this.catalog.namesUnchanged(capabilities);
   }
 
   /** How many tools the caller may see (for /health). */

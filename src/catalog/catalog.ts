@@ -57,7 +57,7 @@ const MAX_CACHED_LISTS = 1_000;
 const MAX_KEY_CHARS = 256;
 
 /** A capability set as a key of the catalog's lists: its canonical JSON, or that text's digest when long. */
-function capabilitiesKey(capabilities: unknown): string {
+export function capabilitiesKey(capabilities: unknown): string {
   const text = canonicalJson(capabilities);
   return text.length <= MAX_KEY_CHARS ? text : `sha256:${sha256Hex(text)}`;
 }
@@ -208,10 +208,12 @@ export class Catalog implements UpstreamMessages {
   /**
    * True when every tool and prompt's public name is its original name and none is hidden by the access
    * rules (which then hide the same items from everyone: AccessPolicy.perCaller), so a single upstream can
-   * be served by byte pass-through without misleading anyone. Lists are read as the gateway itself.
+   * be served by byte pass-through without misleading anyone. Lists are read as the gateway itself, with the
+   * capabilities of the client the answer is for: a legacy server may offer some tools only to clients that
+   * declared a capability, and a check made without them let such a tool's unsafe or hidden name through.
    */
-  async namesUnchanged(): Promise<boolean> {
-    const meta = { [META_PROTOCOL_VERSION]: MODERN_VERSIONS[0], [META_CLIENT_CAPABILITIES]: {} };
+  async namesUnchanged(capabilities: Record<string, unknown> = {}): Promise<boolean> {
+    const meta = { [META_PROTOCOL_VERSION]: MODERN_VERSIONS[0], [META_CLIENT_CAPABILITIES]: capabilities };
     for (const kind of ['tools', 'prompts'] as const) {
       const response = await this.namedList({ jsonrpc: '2.0', id: 'gh-names', method: `${kind}/list`, params: { _meta: meta } }, kind, undefined, true);
       // An item the catalog left out would reach clients in the upstream's own list.

@@ -3,7 +3,8 @@
 // upstream count), `prefix: always`, access rules that make lists differ per caller, or rules that hide
 // some of the upstream's items from everyone (AccessPolicy.perCaller). Names are only known once the
 // upstream has been listed. A client listing tools or prompts waits for that check, so it never sees an
-// unsafe or hidden name, and the check is made again on each such list. Under access rules the first
+// unsafe or hidden name, and the check is made again on each such list, with that client's capabilities (a
+// legacy server may offer a tool only to clients that declared one). Under access rules the first
 // legacy `initialize` waits for it too, so that its session opens on the path that will serve it (a session
 // opened on the pass-through is not known to the catalog). A call by name is passed
 // through (the pipeline's resolve stage lists the upstream when it meets a name it does not know). Once the
@@ -14,7 +15,7 @@ import type { CallContext } from '../pipeline/context.js';
 import type { Outcome } from '../pipeline/outcome.js';
 import type { ModernFace, Upstream } from '../pipeline/ports.js';
 import type { Principal } from '../pipeline/principal.js';
-import type { Catalog } from './catalog.js';
+import { capabilitiesKey, type Catalog } from './catalog.js';
 import type { CatalogUpstream } from './catalog-upstream.js';
 
 type Mode = 'undecided' | 'direct' | 'catalog';
@@ -26,7 +27,11 @@ export class SingleUpstream implements Upstream {
   readonly name: string;
   readonly transport: 'http' | 'stdio' | 'sse';
   private mode: Mode;
-  private deciding: Promise<Mode> | undefined;
+  /**
+   * Checks under way, by the capability set they list with: a caller waits for a check made with its own
+   * capabilities, never another's (entries leave when settled, so there are no more than calls in flight).
+   */
+  private readonly deciding = new Map<string, Promise<Mode>>();
   private checkFailedAt = -Infinity;
 
   constructor(
@@ -63,7 +68,7 @@ export class SingleUpstream implements Upstream {
   }
 
   private async decideThenHandle(ctx: CallContext): Promise<Outcome> {
-    const mode = await this.decide(this.mode === 'direct');
+    const mode = await this.decide(this.mode === 'direct', ctx.clientCapabilities);
     return mode === 'catalog' ? this.catalog.handle(ctx) : this.member.handle(ctx);
   }
 
@@ -72,24 +77,30 @@ export class SingleUpstream implements Upstream {
    * so a failing check does not cost every request. Meanwhile its lists pass through, unless access rules
    * hide items from everyone: then they go through the catalog, since unchecked they could show one.
    */
-  private decide(again: boolean): Promise<Mode> {
+  private decide(again: boolean, capabilities: Record<string, unknown>): Promise<Mode> {
     if (Date.now() - this.checkFailedAt < RECHECK_AFTER_FAILURE_MS) return Promise.resolve(this.unchecked());
-    this.deciding ??= this.catalog.namesUnchanged().then(
+    const key = capabilitiesKey(capabilities);
+    const pending = this.deciding.get(key);
+    if (pending) return pending;
+    const deciding = this.catalog.namesUnchanged(capabilities).then(
       (unchanged) => {
-        const next: Mode = unchanged ? 'direct' : 'catalog';
-        if (next === 'catalog') this.log.info(again ? 'upstream now lists names that need rewriting; serving it through the catalog from now on' : 'upstream tool names need rewriting; serving it through the catalog', { upstream: this.name });
+        // The catalog once chosen stays chosen (the header comment): a check with other capabilities that
+        // saw nothing to rewrite does not undo it.
+        const next: Mode = unchanged && this.mode !== 'catalog' ? 'direct' : 'catalog';
+        if (next === 'catalog' && this.mode !== 'catalog') this.log.info(again ? 'upstream now lists names that need rewriting; serving it through the catalog from now on' : 'upstream tool names need rewriting; serving it through the catalog', { upstream: this.name });
         this.mode = next;
-        this.deciding = undefined;
+        this.deciding.delete(key);
         return next;
       },
       (err: unknown) => {
         this.log.warn('could not list the upstream to check its names; for now its lists are served unchecked (through the catalog, when access rules hide items)', { upstream: this.name, err });
         this.checkFailedAt = Date.now();
-        this.deciding = undefined;
+        this.deciding.delete(key);
         return this.unchecked();
       },
     );
-    return this.deciding;
+    this.deciding.set(key, deciding);
+    return deciding;
   }
 
   /** The path while the names cannot be checked: as decided before, else the safe one when rules hide things. */
