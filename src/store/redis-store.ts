@@ -107,6 +107,23 @@ redis.call('SET', key, string.format('%.9f', left))
 redis.call('PEXPIREAT', key, finish + 60000)
 return 1`;
 
+/**
+ * A budget counter and the end of its window, or nil once that window has ended (on Redis' clock). The
+ * key expires a minute after its window ends (SPEND, REFUND) and windows end on the minute, so the end is
+ * TIME + PTTL less that minute, rounded to the minute for the millisecond between the two reads. PTTL, not
+ * PEXPIRETIME: that came with Redis 7.0, and 6.0 is supported.
+ */
+const READ_BUDGET = `
+local used = redis.call('GET', KEYS[1])
+if not used then return false end
+local ttl = redis.call('PTTL', KEYS[1])
+if ttl < 0 then return false end
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+local ends = math.floor((now + ttl) / 60000 + 0.5) * 60000 - 60000
+if ends <= now then return false end
+return { used, string.format('%d', ends) }`;
+
 /** The breaker state machine of breaker-math.ts, on Redis' clock. ARGV: op, ok, consecutiveFailures, errorRate (or -1), minCalls, windowMs, coolDownMs. */
 const BREAKER = `
 local t = redis.call('TIME')
@@ -223,6 +240,7 @@ type Scripted = (Redis | Cluster) & {
   ghPutApproval(key: string, index: string, id: string, doc: string, ttlMs: number, at: number): Promise<number>;
   ghSpend(key: string, amount: number, limit: number, window: string): Promise<[number, string, string]>;
   ghRefund(key: string, amount: number, window: string, resetsAt: number): Promise<number>;
+  ghReadBudget(key: string): Promise<[string, string] | null>;
   ghBreaker(key: string, op: 'admit' | 'record', ok: string, limit: number, rate: number, minCalls: number, windowMs: number, coolDownMs: number): Promise<[string, number]>;
   ghAuditAppend(head: string, log: string, expectedHead: string, newHead: string, ...records: Array<string | number>): Promise<[1] | [0, string | null]>;
 };
@@ -305,6 +323,7 @@ export class RedisStore implements Store {
     this.redis.defineCommand('ghPutApproval', { numberOfKeys: 2, lua: PUT_APPROVAL });
     this.redis.defineCommand('ghSpend', { numberOfKeys: 1, lua: SPEND });
     this.redis.defineCommand('ghRefund', { numberOfKeys: 1, lua: REFUND });
+    this.redis.defineCommand('ghReadBudget', { numberOfKeys: 1, lua: READ_BUDGET });
     this.redis.defineCommand('ghBreaker', { numberOfKeys: 1, lua: BREAKER });
     this.redis.defineCommand('ghAuditAppend', { numberOfKeys: 2, lua: AUDIT_APPEND });
   }
@@ -366,15 +385,11 @@ export class RedisStore implements Store {
       }
       const list = [...keys];
       if (list.length === 0) return [];
-      const values = await Promise.all(list.map(async (k) => [k, await this.redis.get(k), await this.redis.pexpiretime(k)] as const));
+      // A window's key outlives it by a minute: an ended window is no current counter (as in SQLite).
+      const values = await Promise.all(list.map(async (k) => [k, await this.redis.ghReadBudget(k)] as const));
       return values
-        .filter(([, v]) => v !== null)
-        .map(([k, v, expires]) => {
-          const bare = k.slice('{g:'.length, k.indexOf('}|'));
-          return { key: bare, used: Number(v), resetsAt: Number(expires) - 60_000 };
-        })
-        // A window's key outlives it by a minute: an ended window is no current counter (as in SQLite).
-        .filter((c) => c.resetsAt > Date.now())
+        .filter((v): v is readonly [string, [string, string]] => v[1] !== null)
+        .map(([k, [used, ends]]) => ({ key: k.slice('{g:'.length, k.indexOf('}|')), used: Number(used), resetsAt: Number(ends) }))
         .sort((a, b) => a.key.localeCompare(b.key));
     });
   }

@@ -23,9 +23,10 @@ export interface TestRedis {
 
 /**
  * `mode`: a plain server; `cluster`, a one-node Redis Cluster holding every slot; `sentinel`, a Sentinel
- * (redis-server --sentinel) watching the primary on `primaryPort` under the name `primary`.
+ * (redis-server --sentinel) watching the primary on `primaryPort` under the name `primary`. `config`: more
+ * lines for redis.conf (`rename-command X ""` makes a server that lacks a command, as an older one does).
  */
-export async function startRedis(opts: { mode?: 'plain' | 'cluster' | 'sentinel'; primaryPort?: number; password?: string; tls?: { cert: string; key: string } } = {}): Promise<TestRedis> {
+export async function startRedis(opts: { mode?: 'plain' | 'cluster' | 'sentinel'; primaryPort?: number; password?: string; tls?: { cert: string; key: string }; config?: string[] } = {}): Promise<TestRedis> {
   const port = await freePort();
   const dir = mkdtempSync(join(tmpdir(), 'gatehouse-redis-'));
   const conf = join(dir, 'redis.conf');
@@ -35,6 +36,7 @@ export async function startRedis(opts: { mode?: 'plain' | 'cluster' | 'sentinel'
       ? [`port ${port}`, 'bind 127.0.0.1', `dir ${dir}`, 'daemonize no', 'logfile ""', `sentinel monitor primary 127.0.0.1 ${opts.primaryPort} 1`, 'sentinel down-after-milliseconds primary 5000']
       : [`port ${port}`, 'bind 127.0.0.1', `dir ${dir}`, 'save ""', 'appendonly yes', 'appendfsync always', 'daemonize no', 'logfile ""', 'loglevel warning', ...(mode === 'cluster' ? ['cluster-enabled yes', 'cluster-announce-ip 127.0.0.1', `cluster-config-file ${join(dir, 'nodes.conf')}`] : [])];
   if (opts.password !== undefined) lines.push(`requirepass "${opts.password}"`);
+  lines.push(...(opts.config ?? []));
   if (opts.tls) {
     // TLS only: the plain port is closed.
     writeFileSync(join(dir, 'tls.crt'), opts.tls.cert);
