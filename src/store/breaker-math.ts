@@ -16,6 +16,25 @@ export interface BreakerDoc {
   until: number;
 }
 
+/**
+ * How long a breaker's state is kept after its last change: past that it is forgotten (closed, nothing
+ * counted) on both stores, as a Redis key's TTL (the Lua's PX) and a SQLite row's expires_at.
+ */
+export function breakerLifetimeMs(s: BreakerSettings): number {
+  return s.windowMs + s.coolDownMs + 60_000;
+}
+
+/** A breaker's state as a store keeps it: gone (as if closed and never used) from `expiresAt` on. */
+export interface KeptBreaker {
+  doc: BreakerDoc;
+  expiresAt: number;
+}
+
+/** The state still kept at `now`, if any. */
+export function liveBreaker(kept: KeptBreaker | undefined, now: number): BreakerDoc | undefined {
+  return kept !== undefined && now < kept.expiresAt ? kept.doc : undefined;
+}
+
 const CLOSED = (now: number): BreakerDoc => ({ state: 'closed', consecutive: 0, windowStart: now, calls: 0, failures: 0, until: 0 });
 
 export const nextBreaker = {

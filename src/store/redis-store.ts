@@ -133,6 +133,7 @@ local limit, rate, min_calls = tonumber(ARGV[3]), tonumber(ARGV[4]), tonumber(AR
 local window, cool = tonumber(ARGV[6]), tonumber(ARGV[7])
 local raw = redis.call('GET', KEYS[1])
 local d = raw and cjson.decode(raw) or { state = 'closed', consecutive = 0, windowStart = now, calls = 0, failures = 0, ['until'] = 0 }
+-- Kept as long as breaker-math.ts's breakerLifetimeMs (the SQLite store's expiry).
 local function save() redis.call('SET', KEYS[1], cjson.encode(d), 'PX', window + cool + 60000) end
 if op == 'admit' then
   if d.state == 'closed' then return { 'closed', 0 } end

@@ -11,7 +11,7 @@ import { Worker } from 'node:worker_threads';
 import { encodeRequests, forEachReply, type WorkerReplies, type WorkerRequest } from './sqlite-wire.js';
 import { growingLru } from '../lru.js';
 import { entryJson } from './audit-chain.js';
-import { nextBreaker, type BreakerDoc } from './breaker-math.js';
+import { breakerLifetimeMs, liveBreaker, nextBreaker, type KeptBreaker } from './breaker-math.js';
 import { calendarWindow } from './calendar.js';
 import { budgetRefund, budgetSpend, bucketTake, windowAdd, type BucketRow, type CounterRow } from './counter-math.js';
 import { StoreUnavailableError, type Answer, type BreakerAdmission, type BreakerSettings, type BreakerState, type BudgetCounter, type BudgetSpend, type CalendarWindow, type AuditAnchor, type AuditEntry, type AuditQuery, type AuditRecord, type IdempotencyClaim, type IdempotencyRecord, type Store, type TokenBucket, type TokenTake, type WindowCount } from './store.js';
@@ -278,20 +278,25 @@ export class SqliteStore implements Store {
     return this.call('listBudgets', prefix);
   }
 
+  // A held breaker row carries its expiry: past it the breaker is forgotten, as Redis forgets an expired key
+  // (once the held row lived on, and failures an hour apart added up here but not on Redis).
   breakerAdmit(key: string, settings: BreakerSettings): Answer<BreakerAdmission> {
-    return this.answer<BreakerDoc, BreakerAdmission>(`k|${key}`, 'readBreaker', key, (current) => {
+    return this.answer<KeptBreaker, BreakerAdmission>(`k|${key}`, 'readBreaker', key, (kept) => {
       const now = Date.now();
+      const current = liveBreaker(kept, now);
       const { admission, next } = nextBreaker.admit(current, now, settings);
       if (next === undefined || next === current) return { result: admission };
-      return { row: next, result: admission, write: ['putBreaker', key, next, now + settings.windowMs + settings.coolDownMs + 60_000] };
+      const expiresAt = now + breakerLifetimeMs(settings);
+      return { row: { doc: next, expiresAt }, result: admission, write: ['putBreaker', key, next, expiresAt] };
     });
   }
 
   breakerRecord(key: string, ok: boolean, settings: BreakerSettings): Promise<BreakerState> {
-    return this.update<BreakerDoc, BreakerState>(`k|${key}`, 'readBreaker', key, (current) => {
+    return this.update<KeptBreaker, BreakerState>(`k|${key}`, 'readBreaker', key, (kept) => {
       const now = Date.now();
-      const next = nextBreaker.record(current, ok, now, settings);
-      return { row: next, result: next.state, write: ['putBreaker', key, next, now + settings.windowMs + settings.coolDownMs + 60_000] };
+      const next = nextBreaker.record(liveBreaker(kept, now), ok, now, settings);
+      const expiresAt = now + breakerLifetimeMs(settings);
+      return { row: { doc: next, expiresAt }, result: next.state, write: ['putBreaker', key, next, expiresAt] };
     });
   }
 

@@ -5,7 +5,7 @@
 import { parentPort, workerData } from 'node:worker_threads';
 import Database from 'better-sqlite3';
 import { chainNext } from './audit-chain.js';
-import type { BreakerDoc } from './breaker-math.js';
+import type { BreakerDoc, KeptBreaker } from './breaker-math.js';
 import type { BucketRow, CounterRow } from './counter-math.js';
 import { forEachRequest, type WorkerMessage, type WorkerReplies } from './sqlite-wire.js';
 import type { AuditAnchor, AuditQuery, AuditRecord, BudgetCounter, IdempotencyClaim, IdempotencyRecord } from './store.js';
@@ -41,7 +41,7 @@ const stmt = {
   bucketGet: db.prepare<[string], { tokens: number; updated_at: number }>('SELECT tokens, updated_at FROM buckets WHERE key = ?'),
   bucketPut: db.prepare('INSERT INTO buckets (key, tokens, updated_at, expires_at) VALUES (?, ?, ?, ?) ON CONFLICT(key) DO UPDATE SET tokens = excluded.tokens, updated_at = excluded.updated_at, expires_at = excluded.expires_at'),
   counterList: db.prepare<[string, number], { key: string; total: number; resets_at: number }>("SELECT key, total, resets_at FROM counters WHERE key >= ? AND resets_at > ? ORDER BY key"),
-  breakerGet: db.prepare<[string, number], { doc: string }>('SELECT doc FROM breakers WHERE key = ? AND expires_at > ?'),
+  breakerGet: db.prepare<[string, number], { doc: string; expires_at: number }>('SELECT doc, expires_at FROM breakers WHERE key = ? AND expires_at > ?'),
   breakerPut: db.prepare('INSERT INTO breakers (key, doc, expires_at) VALUES (?, ?, ?) ON CONFLICT(key) DO UPDATE SET doc = excluded.doc, expires_at = excluded.expires_at'),
   idemGet: db.prepare<[string, number], { state: string; digest: string; owner: string | null; lease_until: number | null; response: string | null }>('SELECT state, digest, owner, lease_until, response FROM idempotency WHERE key = ? AND expires_at > ?'),
   idemPut: db.prepare('INSERT INTO idempotency (key, state, digest, owner, lease_until, response, expires_at) VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT(key) DO UPDATE SET state = excluded.state, digest = excluded.digest, owner = excluded.owner, lease_until = excluded.lease_until, response = excluded.response, expires_at = excluded.expires_at'),
@@ -118,8 +118,10 @@ const ops: Record<string, (...args: never[]) => unknown> = {
   putBucket(key: string, tokens: number, updatedAt: number, expiresAt: number): void {
     stmt.bucketPut.run(key, tokens, updatedAt, expiresAt);
   },
-  readBreaker(key: string): BreakerDoc | undefined {
-    return readBreaker(key, Date.now());
+  /** With its expiry: the main thread holds the row and forgets it then (sqlite-store.ts). */
+  readBreaker(key: string): KeptBreaker | undefined {
+    const row = stmt.breakerGet.get(key, Date.now());
+    return row ? { doc: JSON.parse(row.doc) as BreakerDoc, expiresAt: row.expires_at } : undefined;
   },
   putBreaker(key: string, doc: BreakerDoc, expiresAt: number): void {
     stmt.breakerPut.run(key, JSON.stringify(doc), expiresAt);
@@ -197,11 +199,6 @@ const ops: Record<string, (...args: never[]) => unknown> = {
     return stmt.auditDelete.run(removed.seq).changes;
   },
 };
-
-function readBreaker(key: string, now: number): BreakerDoc | undefined {
-  const row = stmt.breakerGet.get(key, now);
-  return row ? (JSON.parse(row.doc) as BreakerDoc) : undefined;
-}
 
 function toRecord(row: { state: string; digest: string; owner: string | null; lease_until: number | null; response: string | null }): IdempotencyRecord {
   return row.state === 'done' ? { state: 'done', digest: row.digest, response: row.response ?? '' } : { state: 'in_flight', digest: row.digest, owner: row.owner ?? '', leaseUntil: row.lease_until ?? 0 };

@@ -32,13 +32,42 @@ after(async () => {
 });
 
 let prefixes = 0;
-const kinds: Array<{ kind: 'sqlite' | 'redis'; open(): Store }> = [
-  { kind: 'sqlite', open: () => openStore({ kind: 'sqlite', path: join(mkdtempSync(join(tmpdir(), 'gatehouse-contract-')), 'state.db') }) },
-  // Each test its own prefix: one server, no test sees another's keys.
-  { kind: 'redis', open: () => openStore({ kind: 'redis', url: redis.url, keyPrefix: `contract${++prefixes}:`, commandTimeoutMs: 2_000 }) },
+/** Time passes for the breaker row `key` (kept `keptMs` more by its store): returns what puts the clock back. */
+type Lapse = (key: string, keptMs: number) => Promise<() => void>;
+const kinds: Array<{ kind: 'sqlite' | 'redis'; open(): Store; lapse: Lapse }> = [
+  {
+    kind: 'sqlite',
+    open: () => openStore({ kind: 'sqlite', path: join(mkdtempSync(join(tmpdir(), 'gatehouse-contract-')), 'state.db') }),
+    // The SQLite store decides on the rows it holds by this process' clock: move it on (from where it is).
+    lapse: async (_key, keptMs) => {
+      const before = Date.now;
+      Date.now = () => before() + keptMs + 1_000;
+      return () => (Date.now = before);
+    },
+  },
+  {
+    kind: 'redis',
+    // Each test its own prefix: one server, no test sees another's keys.
+    open: () => openStore({ kind: 'redis', url: redis.url, keyPrefix: `contract${++prefixes}:`, commandTimeoutMs: 2_000 }),
+    // Redis' clock cannot be moved: the key's TTL, once checked to be what is kept, is run out instead.
+    lapse: async (key, keptMs) => {
+      const raw = new Redis(redis.url);
+      try {
+        const [found] = await raw.keys(`contract*:k:${key}`);
+        assert.ok(found !== undefined, `the breaker key of ${key} is in Redis`);
+        const ttl = await raw.pttl(found);
+        assert.ok(ttl > keptMs - 5_000 && ttl <= keptMs, `${found} lives ${ttl} ms, what the store keeps (${keptMs} ms)`);
+        await raw.pexpire(found, 1);
+        await sleep(10);
+      } finally {
+        raw.disconnect();
+      }
+      return () => {};
+    },
+  },
 ];
 
-for (const { kind, open } of kinds) {
+for (const { kind, open, lapse } of kinds) {
   describe(`store contract: ${kind}`, () => {
     const opened: Store[] = [];
     const fresh = (): Store => {
@@ -196,6 +225,26 @@ for (const { kind, open } of kinds) {
       const states = [];
       for (const ok of [true, false, true, false]) states.push(await s.breakerRecord('br:c', ok, rate));
       assert.deepEqual(states, ['closed', 'closed', 'closed', 'open'], 'half the calls failed once minCalls were in');
+    });
+
+    // Redis lets a breaker's key expire (window + cool-down + a minute after its last change); the SQLite
+    // store once kept the row it held for ever, so two failures an hour apart opened its breaker.
+    test("a breaker's row lapses as long after its last change on both stores: failures further apart do not add up, and a lapsed open breaker is closed", async () => {
+      const s = fresh();
+      const cfg = { consecutiveFailures: 2, minCalls: 10, windowMs: 1_000, coolDownMs: 1_000 };
+      const kept = cfg.windowMs + cfg.coolDownMs + 60_000;
+      assert.equal(await s.breakerRecord('br:lapse', false, cfg), 'closed');
+      const restore: Array<() => void> = [];
+      try {
+        restore.push(await lapse('br:lapse', kept));
+        assert.equal(await s.breakerRecord('br:lapse', false, cfg), 'closed', 'the first failure lapsed with its row');
+        assert.equal(await s.breakerRecord('br:lapse', false, cfg), 'open', 'two failures in a row still open it');
+        assert.equal((await s.breakerAdmit('br:lapse', cfg)).verdict, 'open');
+        restore.push(await lapse('br:lapse', kept));
+        assert.deepEqual(await s.breakerAdmit('br:lapse', cfg), { verdict: 'closed' }, 'a lapsed open breaker is no breaker: closed, no probe');
+      } finally {
+        for (const r of restore.reverse()) r();
+      }
     });
 
     test('of many concurrent claims of one key exactly one wins; the others see it in flight', async () => {
