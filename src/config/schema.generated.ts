@@ -855,7 +855,7 @@ export interface Budget {
    */
   limit: number;
   /**
-   * Units one call of the selected tools costs.
+   * Units one call of the selected tools costs; at most limit (a call that costs more could never run, and the config is refused).
    */
   cost: number;
 }

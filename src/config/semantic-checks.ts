@@ -51,7 +51,7 @@ export function unsupportedFeatures(config: GatehouseConfig): string[] {
   return problems;
 }
 
-/** What the schema cannot judge in the policy lists: CIDRs, ids used twice, per-ip limits that name tools. */
+/** What the schema cannot judge in the policy lists: CIDRs, ids used twice, per-ip limits that name tools, budgets no call fits. */
 function policyProblems(policy: GatehouseConfig['policy']): string[] {
   const problems: string[] = [];
   const lists = { egress: policy.egress, rateLimits: policy.rateLimits, budgets: policy.budgets, breakers: policy.breakers, approvals: policy.approvals } as const;
@@ -67,6 +67,11 @@ function policyProblems(policy: GatehouseConfig['policy']): string[] {
       });
     }
     if (rule.allow === undefined && rule.deny === undefined) problems.push(`policy.egress[${i}]: gives neither allow nor deny, so it changes nothing`);
+  });
+  policy.budgets.forEach((b, i) => {
+    // No window would ever have room for one call: every call it selects would be refused, budget_exhausted.
+    const cost = b.cost ?? 1;
+    if (cost > b.limit) problems.push(`policy.budgets[${i}] ("${b.id}"): a call costs ${cost}, more than the limit ${b.limit}, so no call could ever run; raise limit or lower cost`);
   });
   policy.rateLimits.forEach((limit, i) => {
     if (limit.per === 'ip' && (limit.tools !== undefined || limit.annotations !== undefined)) problems.push(`policy.rateLimits[${i}]: a per: ip limit is applied before the body is read, so it cannot select tools or annotations`);
