@@ -438,6 +438,29 @@ describe('Redis only', () => {
     }
   });
 
+  // counter-math.ts's bucketTake is tested for this in test/unit/store/counter-math.test.ts; the Lua mirrors
+  // it. Redis' clock cannot be stepped back here, so the bucket is left as a Redis whose clock ran 60 s
+  // ahead wrote it (a failover to a replica behind it): its time is 60 s in this Redis' future.
+  test("a token bucket written by a clock 60 s ahead of Redis' (a failover to a replica behind) refills nothing and is never drained below zero", async () => {
+    const s = openStore({ kind: 'redis', url: redis.url, keyPrefix: 'step:', commandTimeoutMs: 2_000 });
+    const raw = new Redis(redis.url);
+    try {
+      const bucket = { rate: 10, perMs: 1_000, burst: 20 };
+      assert.equal((await s.takeTokens('b', bucket, 1)).remaining, 19);
+      const ahead = Number(await raw.hget('step:b:b', 'at')) + 60_000;
+      await raw.hset('step:b:b', 'at', String(ahead));
+      const stepped = await s.takeTokens('b', bucket, 1);
+      assert.deepEqual(stepped, { allowed: true, remaining: 18, retryAfterMs: 0 }, 'once a step back drained the bucket to -581 and refused every call for a minute');
+      assert.equal(Number(await raw.hget('step:b:b', 'at')), ahead, 'the later time is kept');
+      assert.deepEqual(await s.takeTokens('b', bucket, 1), { allowed: true, remaining: 17, retryAfterMs: 0 }, 'nothing is refilled until Redis catches up with it');
+      const ttl = await raw.pttl('step:b:b');
+      assert.ok(ttl > 0 && ttl <= 3_000, `the bucket still expires once it would be full (${ttl} ms)`);
+    } finally {
+      raw.disconnect();
+      await s.close();
+    }
+  });
+
   test("Redis' calendar windows (Lua civil-date arithmetic) agree with the SQLite store's, across month and year ends and leap days", async () => {
     const raw = new Redis(redis.url);
     try {
