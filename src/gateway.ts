@@ -489,7 +489,7 @@ function buildRuntime(config: GatehouseConfig, log: Logger, observeUpstream: (up
     ),
     breaker: compileBreakerStage(
       compileBreakers(config.policy.breakers),
-      { admit: (key, settings) => state.runNow((s) => s.breakerAdmit(key, settings)), record: (key, ok, settings) => state.run((s) => s.breakerRecord(key, ok, settings)) },
+      { admit: (key, settings) => state.runNow((s) => s.breakerAdmit(key, settings)), record: (key, ok, settings, probe) => state.run((s) => s.breakerRecord(key, ok, settings, probe)) },
       breakerBoard,
       policyLog,
     ),

@@ -26,7 +26,8 @@ export interface CompiledBreaker {
 export interface BreakerStore {
   /** A verdict at once when the store has it (a breaker row this replica holds), or a promise of it. */
   admit(key: string, settings: BreakerSettings): Answer<BreakerAdmission>;
-  record(key: string, ok: boolean, settings: BreakerSettings): Promise<BreakerState>;
+  /** `probe`: the number the call was admitted with as the probe, if it was (Store.breakerRecord). */
+  record(key: string, ok: boolean, settings: BreakerSettings, probe?: number): Promise<BreakerState>;
 }
 
 /** What this replica last saw of each breaker, for the gauge. */
@@ -103,7 +104,8 @@ export function compileBreakerStage(breakers: readonly CompiledBreaker[], store:
         const ok = ctx.cancel.aborted ? undefined : upstreamHealth(answer, stage);
         if (ok !== undefined) {
           // Recorded on the side: the answer does not wait for it, and a store hiccup is only logged.
-          store.record(key, ok, breaker.settings).then(
+          // A probe's outcome goes with its number: only that one decides a half-open circuit.
+          store.record(key, ok, breaker.settings, admission.verdict === 'probe' ? admission.probe : undefined).then(
             (state) => board.set(breaker.id, target, state),
             (err: unknown) => log.warn('a circuit breaker outcome could not be recorded', { breaker: breaker.id, target, err }),
           );

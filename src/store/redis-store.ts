@@ -124,13 +124,17 @@ local ends = math.floor((now + ttl) / 60000 + 0.5) * 60000 - 60000
 if ends <= now then return false end
 return { used, string.format('%d', ends) }`;
 
-/** The breaker state machine of breaker-math.ts, on Redis' clock. ARGV: op, ok, consecutiveFailures, errorRate (or -1), minCalls, windowMs, coolDownMs. */
+/**
+ * The breaker state machine of breaker-math.ts, on Redis' clock. ARGV: op, ok, consecutiveFailures,
+ * errorRate (or -1), minCalls, windowMs, coolDownMs, and the probe's number ('' for a call that was none).
+ */
 const BREAKER = `
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 local op, ok = ARGV[1], ARGV[2] == '1'
 local limit, rate, min_calls = tonumber(ARGV[3]), tonumber(ARGV[4]), tonumber(ARGV[5])
 local window, cool = tonumber(ARGV[6]), tonumber(ARGV[7])
+local probe = tonumber(ARGV[8])
 local raw = redis.call('GET', KEYS[1])
 local d = raw and cjson.decode(raw) or { state = 'closed', consecutive = 0, windowStart = now, calls = 0, failures = 0, ['until'] = 0 }
 -- Kept as long as breaker-math.ts's breakerLifetimeMs (the SQLite store's expiry).
@@ -138,18 +142,24 @@ local function save() redis.call('SET', KEYS[1], cjson.encode(d), 'PX', window +
 if op == 'admit' then
   if d.state == 'closed' then return { 'closed', 0 } end
   if now < d['until'] then return { 'open', d['until'] - now } end
+  -- Numbered one past the last probe and at least the time: never a number an earlier probe had.
+  local n = math.max((d.probe or 0) + 1, now)
   d.state = 'half_open'
   d['until'] = now + cool
+  d.probe = n
   save()
-  return { 'probe', 0 }
+  return { 'probe', 0, string.format('%d', n) }
 end
 if d.state == 'half_open' then
-  if ok then
-    d = { state = 'closed', consecutive = 0, windowStart = now, calls = 0, failures = 0, ['until'] = 0 }
-  else
-    d.state = 'open'
-    d.consecutive = d.consecutive + 1
-    d['until'] = now + cool
+  -- Only the current probe decides; a late answer of another call changes nothing.
+  if probe ~= nil and probe == d.probe then
+    if ok then
+      d = { state = 'closed', consecutive = 0, windowStart = now, calls = 0, failures = 0, ['until'] = 0, probe = d.probe }
+    else
+      d.state = 'open'
+      d.consecutive = d.consecutive + 1
+      d['until'] = now + cool
+    end
   end
 elseif d.state == 'closed' then
   if now - d.windowStart >= window then d.windowStart = now d.calls = 0 d.failures = 0 end
@@ -242,7 +252,7 @@ type Scripted = (Redis | Cluster) & {
   ghSpend(key: string, amount: number, limit: number, window: string): Promise<[number, string, string]>;
   ghRefund(key: string, amount: number, window: string, resetsAt: number): Promise<number>;
   ghReadBudget(key: string): Promise<[string, string] | null>;
-  ghBreaker(key: string, op: 'admit' | 'record', ok: string, limit: number, rate: number, minCalls: number, windowMs: number, coolDownMs: number): Promise<[string, number]>;
+  ghBreaker(key: string, op: 'admit' | 'record', ok: string, limit: number, rate: number, minCalls: number, windowMs: number, coolDownMs: number, probe: number | ''): Promise<[string, number, string?]>;
   ghAuditAppend(head: string, log: string, expectedHead: string, newHead: string, ...records: Array<string | number>): Promise<[1] | [0, string | null]>;
 };
 
@@ -397,14 +407,15 @@ export class RedisStore implements Store {
 
   breakerAdmit(key: string, s: BreakerSettings): Promise<BreakerAdmission> {
     return this.run('breaker', async () => {
-      const [verdict, retry] = await this.redis.ghBreaker(`k:${key}`, 'admit', '0', s.consecutiveFailures, s.errorRate ?? -1, s.minCalls, s.windowMs, s.coolDownMs);
-      return verdict === 'open' ? { verdict: 'open', retryAfterMs: Number(retry) } : { verdict: verdict as 'closed' | 'probe' };
+      const [verdict, retry, probe] = await this.redis.ghBreaker(`k:${key}`, 'admit', '0', s.consecutiveFailures, s.errorRate ?? -1, s.minCalls, s.windowMs, s.coolDownMs, '');
+      if (verdict === 'open') return { verdict: 'open', retryAfterMs: Number(retry) };
+      return verdict === 'probe' ? { verdict: 'probe', probe: Number(probe) } : { verdict: 'closed' };
     });
   }
 
-  breakerRecord(key: string, ok: boolean, s: BreakerSettings): Promise<BreakerState> {
+  breakerRecord(key: string, ok: boolean, s: BreakerSettings, probe?: number): Promise<BreakerState> {
     return this.run('breaker', async () => {
-      const [state] = await this.redis.ghBreaker(`k:${key}`, 'record', ok ? '1' : '0', s.consecutiveFailures, s.errorRate ?? -1, s.minCalls, s.windowMs, s.coolDownMs);
+      const [state] = await this.redis.ghBreaker(`k:${key}`, 'record', ok ? '1' : '0', s.consecutiveFailures, s.errorRate ?? -1, s.minCalls, s.windowMs, s.coolDownMs, probe ?? '');
       return state as BreakerState;
     });
   }

@@ -291,10 +291,10 @@ export class SqliteStore implements Store {
     });
   }
 
-  breakerRecord(key: string, ok: boolean, settings: BreakerSettings): Promise<BreakerState> {
+  breakerRecord(key: string, ok: boolean, settings: BreakerSettings, probe?: number): Promise<BreakerState> {
     return this.update<KeptBreaker, BreakerState>(`k|${key}`, 'readBreaker', key, (kept) => {
       const now = Date.now();
-      const next = nextBreaker.record(liveBreaker(kept, now), ok, now, settings);
+      const next = nextBreaker.record(liveBreaker(kept, now), ok, now, settings, probe);
       const expiresAt = now + breakerLifetimeMs(settings);
       return { row: { doc: next, expiresAt }, result: next.state, write: ['putBreaker', key, next, expiresAt] };
     });

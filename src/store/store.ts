@@ -57,8 +57,11 @@ export interface BreakerSettings {
 /** A breaker's answer to "may this call go?". */
 export type BreakerAdmission =
   | { verdict: 'closed' }
-  /** Cool-down over: this call is the one probe; its outcome closes or reopens the circuit. */
-  | { verdict: 'probe' }
+  /**
+   * Cool-down over: this call is the one probe; its outcome, recorded with `probe`, closes or reopens the
+   * circuit (no other outcome does while it is out).
+   */
+  | { verdict: 'probe'; probe: number }
   | { verdict: 'open'; retryAfterMs: number };
 
 export type BreakerState = 'closed' | 'open' | 'half_open';
@@ -165,8 +168,11 @@ export interface Store {
    * Answered at once as takeTokens is.
    */
   breakerAdmit(key: string, settings: BreakerSettings): Answer<BreakerAdmission>;
-  /** Records a call's outcome; returns the breaker's state after it. */
-  breakerRecord(key: string, ok: boolean, settings: BreakerSettings): Promise<BreakerState>;
+  /**
+   * Records a call's outcome; returns the breaker's state after it. `probe`: the number breakerAdmit gave
+   * the call, if it was a probe; while half-open, only the current probe's outcome counts.
+   */
+  breakerRecord(key: string, ok: boolean, settings: BreakerSettings, probe?: number): Promise<BreakerState>;
 
   /**
    * Claims an idempotency key for `digest` (the canonical request), or tells what holds it. Atomic: of two

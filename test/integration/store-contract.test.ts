@@ -206,9 +206,10 @@ for (const { kind, open, lapse } of kinds) {
       assert.ok(open.verdict === 'open' && open.retryAfterMs > 0 && open.retryAfterMs <= 300, JSON.stringify(open));
       await sleep(350);
       const admits = await Promise.all(Array.from({ length: 10 }, () => s.breakerAdmit('br:a', cfg)));
-      assert.equal(admits.filter((a) => a.verdict === 'probe').length, 1, 'one probe');
+      const probes = admits.flatMap((a) => (a.verdict === 'probe' ? [a.probe] : []));
+      assert.equal(probes.length, 1, 'one probe');
       assert.equal(admits.filter((a) => a.verdict === 'open').length, 9, 'the others are still refused');
-      assert.equal(await s.breakerRecord('br:a', true, cfg), 'closed');
+      assert.equal(await s.breakerRecord('br:a', true, cfg, probes[0]), 'closed');
       assert.deepEqual(await s.breakerAdmit('br:a', cfg), { verdict: 'closed' });
     });
 
@@ -218,13 +219,39 @@ for (const { kind, open, lapse } of kinds) {
       await s.breakerRecord('br:b', false, cfg);
       assert.equal(await s.breakerRecord('br:b', false, cfg), 'open');
       await sleep(250);
-      assert.deepEqual(await s.breakerAdmit('br:b', cfg), { verdict: 'probe' });
-      assert.equal(await s.breakerRecord('br:b', false, cfg), 'open');
+      const probe = await s.breakerAdmit('br:b', cfg);
+      assert.equal(probe.verdict, 'probe');
+      assert.equal(await s.breakerRecord('br:b', false, cfg, probe.verdict === 'probe' ? probe.probe : undefined), 'open');
       assert.equal((await s.breakerAdmit('br:b', cfg)).verdict, 'open');
       const rate = { consecutiveFailures: 100, errorRate: 0.5, minCalls: 4, windowMs: 60_000, coolDownMs: 1_000 };
       const states = [];
       for (const ok of [true, false, true, false]) states.push(await s.breakerRecord('br:c', ok, rate));
       assert.deepEqual(states, ['closed', 'closed', 'closed', 'open'], 'half the calls failed once minCalls were in');
+    });
+
+    // A call admitted while the circuit was closed may answer long after it opened, while a probe is out:
+    // once that late answer was taken as the probe's and closed (or reopened) the circuit.
+    test('half-open, only the probe decides: late answers of calls admitted before, and of a probe whose time ran out, change nothing', async () => {
+      const s = fresh();
+      const cfg = { consecutiveFailures: 2, minCalls: 10, windowMs: 60_000, coolDownMs: 200 };
+      assert.deepEqual(await s.breakerAdmit('br:late', cfg), { verdict: 'closed' }, 'a slow call goes through while closed');
+      await s.breakerRecord('br:late', false, cfg);
+      assert.equal(await s.breakerRecord('br:late', false, cfg), 'open');
+      await sleep(250);
+      const first = await s.breakerAdmit('br:late', cfg);
+      assert.equal(first.verdict, 'probe');
+      assert.equal(await s.breakerRecord('br:late', true, cfg), 'half_open', "the slow call's late success is not the probe's");
+      assert.equal((await s.breakerAdmit('br:late', cfg)).verdict, 'open', 'still waiting for the probe');
+      assert.equal(await s.breakerRecord('br:late', false, cfg, first.verdict === 'probe' ? first.probe : undefined), 'open', "the probe's failure reopens it");
+      await sleep(250);
+      const silent = await s.breakerAdmit('br:late', cfg);
+      await sleep(250);
+      const second = await s.breakerAdmit('br:late', cfg);
+      assert.ok(silent.verdict === 'probe' && second.verdict === 'probe' && silent.probe !== second.probe, 'a probe whose time ran out is replaced by another');
+      assert.equal(await s.breakerRecord('br:late', false, cfg), 'half_open', 'a late failure of a call admitted before does not reopen it');
+      assert.equal(await s.breakerRecord('br:late', true, cfg, silent.probe), 'half_open', 'nor does the replaced probe decide');
+      assert.equal(await s.breakerRecord('br:late', true, cfg, second.probe), 'closed', "the current probe's success closes it");
+      assert.deepEqual(await s.breakerAdmit('br:late', cfg), { verdict: 'closed' });
     });
 
     // Redis lets a breaker's key expire (window + cool-down + a minute after its last change); the SQLite
