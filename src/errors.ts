@@ -91,6 +91,7 @@ export type ToolRefusalCode =
   | 'approval_pending'
   | 'approval_rejected'
   | 'approval_expired'
+  | 'approval_limit_reached'
   | 'idempotency_key_required'
   | 'idempotency_key_conflict'
   | 'outcome_unknown'

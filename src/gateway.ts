@@ -493,7 +493,7 @@ function buildRuntime(config: GatehouseConfig, log: Logger, observeUpstream: (up
       breakerBoard,
       policyLog,
     ),
-    approval: compileApprovalStage(compileApprovalRules(config.policy.approvals), approvals.book, version, approvals.confirmations, policyLog),
+    approval: compileApprovalStage(compileApprovalRules(config.policy.approvals), approvals.book, version, { maxPending: config.approvals.maxPendingPerCaller }, approvals.confirmations, policyLog),
     idempotency: compileIdempotencyStage(config.idempotency, idempotencyStore(state), runLimits(config)),
     output: compileOutputStage(config.tools.outputValidation, schemas, log),
     upstream: compileUpstreamStage(upstream, log, { limitOf: callLimits(config), deadlines: kept.deadlines }),

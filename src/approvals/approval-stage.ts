@@ -3,7 +3,9 @@
 // Nothing is forwarded until the approval bound to exactly this call (caller, upstream, tool, arguments,
 // policy version) is approved; until then the caller gets `approval_pending` with the approval id, and
 // calling again with the same arguments finds the same approval. A rejection answers `approval_rejected`
-// with the reason, a deadline passed `approval_expired`. A store that cannot answer fails the call closed.
+// with the reason, a deadline passed `approval_expired`. A call that needs a new approval while its caller
+// already has `approvals.maxPendingPerCaller` waiting is answered `approval_limit_reached`, and nothing is
+// opened. A store that cannot answer fails the call closed.
 //
 // `by: user` rules ask the person at the client first, through elicitation (user-confirmation.ts), when the
 // client can be asked; otherwise a reviewer decides. An approved run that the upstream interrupts to ask the
@@ -22,7 +24,7 @@ import { refuseAt, type Next, type Stage } from '../pipeline/stage.js';
 import { didNotRun } from '../policy/budget-stage.js';
 import { ErrorCode, type JsonRpcId, type JsonRpcRequest } from '../protocol/jsonrpc.js';
 import { effectiveState, type Approval } from './approval.js';
-import { ApprovalBook, type ApprovalVerdict, type CallToApprove } from './book.js';
+import { ApprovalBook, type ApprovalVerdict, type CallToApprove, type OpenLimits } from './book.js';
 import { approvalRuleFor, type CompiledApprovalRule } from './rules.js';
 import { CONFIRM_KEY, CONFIRM_STATE_PREFIX, confirmationChannel, confirmationRequest, PendingConfirmations, readAnswer, type UserAnswer } from './user-confirmation.js';
 
@@ -34,7 +36,7 @@ const MAX_USER_WAIT_MS = 10 * 60_000;
 /** A comment on the held stream this often keeps idle proxies from closing it. */
 const KEEPALIVE_MS = 15_000;
 
-export function compileApprovalStage(rules: readonly CompiledApprovalRule[], book: ApprovalBook, policyVersion: string, confirmations: PendingConfirmations, log: Logger): Stage {
+export function compileApprovalStage(rules: readonly CompiledApprovalRule[], book: ApprovalBook, policyVersion: string, limits: OpenLimits, confirmations: PendingConfirmations, log: Logger): Stage {
   const unavailable = (ctx: CallContext, err: unknown): Outcome =>
     refuseAt('approval', ctx, failure(new GatewayError('GW_ERR_STATE_UNAVAILABLE', 'The approval of this call cannot be checked now, so the call is not run; retry later', undefined, { cause: err })));
 
@@ -102,7 +104,8 @@ export function compileApprovalStage(rules: readonly CompiledApprovalRule[], boo
           forward = withoutRetryFields(ctx);
           await waitedOn(ctx, 'approval', 'store.decide', decideByUser(book, call, requestState!.slice(CONFIRM_STATE_PREFIX.length), readAnswer(inputResponse(params)), policyVersion));
         }
-        const verdict = await waitedOn(ctx, 'approval', 'store.verdict', book.forCall(call));
+        const verdict = await waitedOn(ctx, 'approval', 'store.verdict', book.forCall(call, limits));
+        if (verdict.kind === 'limited') return refuseAt('approval', ctx, refusalOf(verdict, call));
         ctx.approvalId = verdict.approval.id;
         forward.approvalId = verdict.approval.id;
         if (verdict.kind === 'run') {
@@ -116,7 +119,7 @@ export function compileApprovalStage(rules: readonly CompiledApprovalRule[], boo
           if (channel === 'modern') return askModern(ctx, verdict.approval);
           if (channel === 'legacy') return askLegacy(ctx, verdict.approval, call, next);
         }
-        return refuseAt('approval', ctx, refusalOf(verdict));
+        return refuseAt('approval', ctx, refusalOf(verdict, call));
       } catch (err) {
         if (err instanceof AfterApproval) return failedAfterApproval(ctx, err.cause);
         return unavailable(ctx, err);
@@ -151,9 +154,9 @@ export function compileApprovalStage(rules: readonly CompiledApprovalRule[], boo
       if (out.closed) return void (await ctx.giveBack?.());
       const given = response === undefined ? { accepted: false, reason: 'the user gave no answer in time' } : response.error !== undefined ? { accepted: false, reason: `the client could not ask the user (${response.error.message})` } : readAnswer(response.result);
       await waitedOn(ctx, 'approval', 'store.decide', decideByUser(book, call, approval.id, given, policyVersion));
-      const verdict = await waitedOn(ctx, 'approval', 'store.verdict', book.forCall(call));
+      const verdict = await waitedOn(ctx, 'approval', 'store.verdict', book.forCall(call, limits));
       if (verdict.kind !== 'run') await ctx.giveBack?.(); // declined or unanswered: the call will not run
-      const outcome = verdict.kind === 'run' ? await runApproved(ctx, verdict.approval, verdict.run, next) : refuseAt('approval', ctx, refusalOf(verdict));
+      const outcome = verdict.kind === 'run' ? await runApproved(ctx, verdict.approval, verdict.run, next) : refuseAt('approval', ctx, refusalOf(verdict, call));
       // The budget stage had its answer (this stream) long ago: an accepted run a later stage held back
       // (an idempotency refusal or replay, an open breaker) gives its spend back here.
       if (verdict.kind === 'run' && didNotRun(outcome, ctx)) await ctx.giveBack?.();
@@ -206,7 +209,18 @@ function neverSent(err: GatewayError): boolean {
   return err.code === 'GW_ERR_UPSTREAM_UNREACHABLE' && (code === 'ECONNREFUSED' || code === 'ENOTFOUND' || code === 'EHOSTUNREACH');
 }
 
-function refusalOf(verdict: Exclude<ApprovalVerdict, { kind: 'run' }>): ToolRefusal {
+function refusalOf(verdict: Exclude<ApprovalVerdict, { kind: 'run' }>, call: CallToApprove): ToolRefusal {
+  if (verdict.kind === 'limited') {
+    const { limit, pending } = verdict;
+    return {
+      kind: 'tool',
+      code: 'approval_limit_reached',
+      message: `"${call.route.publicName}" needs approval before it runs (rule "${call.rule.id}"), and this caller already has ${pending} approval${pending === 1 ? '' : 's'} pending, the most allowed at once (approvals.maxPendingPerCaller: ${limit}); nothing was run and no approval was asked for. Pending approvals must be decided by a reviewer, or expire at their deadline, before another can be asked for. Calling again with exactly the arguments of a pending approval still finds it.`,
+      details: { rule: call.rule.id, limit, pending },
+      meta: { 'dev.gatehouse/tool_ref': call.route.ref },
+      rule: call.rule.id,
+    };
+  }
   const a = verdict.approval;
   const meta = { 'dev.gatehouse/tool_ref': a.toolRef, [APPROVAL_ID_META]: a.id };
   const details = { approvalId: a.id, rule: a.rule };

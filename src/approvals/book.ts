@@ -6,6 +6,10 @@
 //
 // Ids are derived from the binding and a generation, so two replicas opening the approval for the same
 // call at once open the same one; a claim in the store decides which of them records it.
+//
+// One caller may have at most `maxPending` approvals waiting for a decision (approvals.maxPendingPerCaller):
+// each one sits in the store and in the reviewers' inbox until its deadline, so without a bound one caller
+// could fill both. The count is read from the store, so it covers every replica.
 
 import { createHash, randomUUID } from 'node:crypto';
 import { redactValue } from '../log/logger.js';
@@ -57,7 +61,14 @@ export type ApprovalVerdict =
    */
   | { kind: 'busy'; approval: Approval }
   | { kind: 'rejected'; approval: Approval }
-  | { kind: 'expired'; approval: Approval };
+  | { kind: 'expired'; approval: Approval }
+  /** A new approval was needed, and the caller already has `limit` (or more) waiting: none was opened. */
+  | { kind: 'limited'; limit: number; pending: number };
+
+/** How many approvals one caller may have waiting at once; undefined sets no bound. */
+export interface OpenLimits {
+  maxPending?: number;
+}
 
 export type DecisionProblem = 'not_found' | 'not_pending' | 'invalidated' | 'forbidden' | 'preview_mismatch' | 'expired';
 
@@ -73,6 +84,9 @@ export class ApprovalBook {
     private readonly now: () => number = Date.now,
   ) {}
 
+  /** Per caller, the opening under way on this replica: a caller's openings here are counted one at a time. */
+  private readonly opening = new Map<string, Promise<unknown>>();
+
   /** The binding of a call: the same caller, upstream, tool, arguments and policy version give the same one. */
   static bindingOf(call: Omit<CallToApprove, 'callId' | 'rule'>): { binding: string; argumentsSha256: string } {
     const argumentsSha256 = sha256(canonicalJson(call.args));
@@ -80,15 +94,18 @@ export class ApprovalBook {
     return { binding, argumentsSha256 };
   }
 
-  /** What the approval of this exact call says now; opens one when there is none to wait for. */
-  async forCall(call: CallToApprove): Promise<ApprovalVerdict> {
+  /**
+   * What the approval of this exact call says now; opens one when there is none to wait for and the caller
+   * is within `limits.maxPending`. A call that finds its pending approval never counts as one more.
+   */
+  async forCall(call: CallToApprove, limits: OpenLimits = {}): Promise<ApprovalVerdict> {
     const { binding, argumentsSha256 } = ApprovalBook.bindingOf(call);
     const pointer = parse(await this.store.get(pointerId(binding))) as { generation?: number } | undefined;
     let generation = typeof pointer?.generation === 'number' ? pointer.generation : 0;
     for (let link = 0; link < MAX_LINKS; link++, generation++) {
       const id = approvalId(binding, generation);
       const found = parse(await this.store.get(id));
-      if (!isApproval(found)) return this.open(call, binding, generation, argumentsSha256);
+      if (!isApproval(found)) return this.openWithin(limits, call, binding, generation, argumentsSha256);
       const state = effectiveState(found, this.now());
       if (state === 'pending') return { kind: 'pending', approval: found, opened: false };
       if (state === 'approved') {
@@ -113,7 +130,60 @@ export class ApprovalBook {
       }
       // Used up, or refused and already said so: the next link of the chain.
     }
-    return this.open(call, binding, generation, argumentsSha256);
+    return this.openWithin(limits, call, binding, generation, argumentsSha256);
+  }
+
+  /**
+   * Opens the approval of this call unless its caller already has `maxPending` waiting for a decision.
+   * Exact on one replica: a caller's openings here are counted and opened one after another. Across
+   * replicas it is not: replicas counting at the same instant each see room for one more, so a caller
+   * firing at every replica at once can go over by at most the number of replicas less one, each of those
+   * an approval that waits for its deadline like any other. (An exact bound would need a counter kept in
+   * step with every decision and expiry; the store's list is what decides, and cannot drift.)
+   */
+  private async openWithin(limits: OpenLimits, call: CallToApprove, binding: string, generation: number, argumentsSha256: string): Promise<ApprovalVerdict> {
+    const max = limits.maxPending;
+    if (max === undefined) return this.open(call, binding, generation, argumentsSha256);
+    return this.oneAtATime(principalKey(call.principal), async () => {
+      const pending = await this.pendingOf(call, binding);
+      // The call's own approval, just opened by an identical call (here or on another replica), is not one more.
+      if (pending !== 'own' && pending >= max) return { kind: 'limited', limit: max, pending };
+      return this.open(call, binding, generation, argumentsSha256);
+    });
+  }
+
+  /**
+   * How many approvals the caller has waiting for a decision under this policy version, or `own` when one
+   * of them binds this very call. Those a policy change left undecidable (another version) do not count:
+   * no reviewer can decide them, so counting them would lock the caller out until their deadlines.
+   * It lists the store, but only when a call needs a new approval, never on a caller's repeats.
+   */
+  private async pendingOf(call: CallToApprove, binding: string): Promise<number | 'own'> {
+    const caller = principalKey(call.principal);
+    const now = this.now();
+    let count = 0;
+    for (const a of await this.list()) {
+      if (effectiveState(a, now) !== 'pending' || a.policyVersion !== call.policyVersion || principalKey(a.caller) !== caller) continue;
+      if (a.binding === binding) return 'own';
+      count++;
+    }
+    return count;
+  }
+
+  /** Runs `work` after the caller's previous opening on this replica has ended (however it ended). */
+  private async oneAtATime<T>(key: string, work: () => Promise<T>): Promise<T> {
+    const previous = this.opening.get(key) ?? Promise.resolve();
+    const turn = previous.then(work);
+    const done = turn.then(
+      () => undefined,
+      () => undefined,
+    );
+    this.opening.set(key, done);
+    try {
+      return await turn;
+    } finally {
+      if (this.opening.get(key) === done) this.opening.delete(key);
+    }
   }
 
   /**

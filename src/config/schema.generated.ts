@@ -237,6 +237,15 @@ export interface GatehouseConfiguration {
     exempt: string[];
   };
   /**
+   * How approvals are held, whatever rule asked for them (the rules themselves are policy.approvals). A reload applies it from the next call on.
+   */
+  approvals: {
+    /**
+     * The most approvals one caller (an API key, or a token's subject within its tenant) may have waiting for a decision at once, counted in the store across replicas. A call that would open one more is not run and is answered approval_limit_reached until a pending approval is decided or expires; calling again with the arguments of a pending approval still finds that approval. Approvals a policy change left undecidable do not count. Replicas opening approvals for one caller at the same instant can each let one through, so a caller may go over by at most the number of replicas less one.
+     */
+    maxPendingPerCaller: number;
+  };
+  /**
    * Prometheus metrics endpoint, on its own listener so it is never exposed with the MCP endpoint by accident. Read once at start; a reload does not change it.
    */
   metrics: {

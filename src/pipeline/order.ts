@@ -29,6 +29,7 @@
 //   breaker     policy/breaker-stage.ts: policy.breakers per upstream or tool . upstream_unavailable
 //   approval    approvals/approval-stage.ts: policy.approvals; the call runs once approved, bound to its
 //               caller, tool, arguments and policy version ....... approval_pending, _rejected, _expired
+//               a new one past approvals.maxPendingPerCaller for its caller ... approval_limit_reached
 //   idempotency policy/idempotency-stage.ts: write tools need params._meta.idempotencyKey
 //                                             ........ idempotency_key_required, _conflict, outcome_unknown
 //                                          a key seen before: its stored answer, replayed

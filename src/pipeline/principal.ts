@@ -23,7 +23,10 @@ export interface Principal {
 
 export const ANONYMOUS: Principal = Object.freeze({ subject: 'anonymous', scopes: [], groups: [], via: 'anonymous' as const });
 
-/** A stable key for "the same caller", for anything the gateway keeps per caller (sessions, bindings). */
-export function principalKey(p: Principal): string {
+/**
+ * A stable key for "the same caller", for anything the gateway keeps per caller (sessions, bindings); it
+ * reads only what an approval keeps of its caller, so a stored caller gives the same key.
+ */
+export function principalKey(p: { readonly via: string; readonly tenant?: string | undefined; readonly subject: string }): string {
   return `${p.via}\u0000${p.tenant ?? ''}\u0000${p.subject}`;
 }

@@ -62,7 +62,7 @@ test('an exception after an approved run began keeps the budget spend; a store f
   const failing = { now: false };
   const book = new ApprovalBook(approvalStore(store, failing), { decided: () => {} });
   const log = createLogger('error', () => {});
-  const approval = compileApprovalStage(compileApprovalRules([{ id: 'writes', tools: ['crm/write'], by: 'reviewer', reviewers: { subjects: [], groups: [] }, deadlineSeconds: 600, reuse: 1 }]), book, VERSION, new PendingConfirmations(), log);
+  const approval = compileApprovalStage(compileApprovalRules([{ id: 'writes', tools: ['crm/write'], by: 'reviewer', reviewers: { subjects: [], groups: [] }, deadlineSeconds: 600, reuse: 1 }]), book, VERSION, { maxPending: 20 }, new PendingConfirmations(), log);
   const refunds: string[] = [];
   const budget = compileBudgetStage(
     compileBudgets([{ id: 'b', per: 'subject', tools: ['*'], window: 'month', limit: 100, cost: 1 }]),

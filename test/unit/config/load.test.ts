@@ -137,6 +137,7 @@ describe('parseConfigText', () => {
       store: { kind: 'sqlite', path: './data/gatehouse.db' },
       audit: { enabled: true, retainDays: 90 },
       idempotency: { requireKeys: true, ttlSeconds: 86400, tools: [], exempt: [] },
+      approvals: { maxPendingPerCaller: 20 },
       metrics: { enabled: false, host: '127.0.0.1', port: 9464, path: '/metrics' },
       tracing: { enabled: false, sampleRatio: 1 },
       admin: { enabled: false, host: '127.0.0.1', port: 9465, groups: [] },
@@ -148,6 +149,17 @@ describe('parseConfigText', () => {
   it('accepts port 0 and rejects ports out of range', () => {
     assert.equal(parse(`listen: { port: 0 }\n${UPSTREAM}`).listen.port, 0);
     assert.deepEqual(lines(issuesOf(`listen: { port: 65536 }\n${UPSTREAM}`)), ['gatehouse.yaml:1:17 listen.port: must be at most 65535']);
+  });
+
+  it('bounds approvals.maxPendingPerCaller between 1 and 1000, 20 by default', () => {
+    assert.equal(parse(UPSTREAM).approvals.maxPendingPerCaller, 20);
+    assert.equal(parse(`${UPSTREAM}approvals: { maxPendingPerCaller: 1 }\n`).approvals.maxPendingPerCaller, 1);
+    assert.equal(parse(`${UPSTREAM}approvals: { maxPendingPerCaller: 1000 }\n`).approvals.maxPendingPerCaller, 1000);
+    assert.deepEqual(lines(issuesOf(`${UPSTREAM}approvals: { maxPendingPerCaller: 0 }\n`)), ['gatehouse.yaml:4:35 approvals.maxPendingPerCaller: must be at least 1']);
+    assert.deepEqual(lines(issuesOf(`${UPSTREAM}approvals: { maxPendingPerCaller: 1001 }\n`)), ['gatehouse.yaml:4:35 approvals.maxPendingPerCaller: must be at most 1000']);
+    assert.equal(lines(issuesOf(`${UPSTREAM}approvals: { maxPendingPerCaller: 2.5 }\n`)).length, 1, 'a whole number');
+    assert.equal(lines(issuesOf(`${UPSTREAM}approvals: { maxPendingPerCaller: "20" }\n`)).length, 1, 'a number, not a string');
+    assert.deepEqual(lines(issuesOf(`${UPSTREAM}approvals: { maxPending: 5 }\n`)), ['gatehouse.yaml:4:14 approvals.maxPending: unknown key']);
   });
 
   it('bounds upstreams[].maxMessageBytes between 64 KiB and 256 MiB', () => {
