@@ -228,6 +228,17 @@ export function createGateway(config: GatehouseConfig, log: Logger, options: Gat
   // Spans hear the same events; the OpenTelemetry packages load only when tracing is on.
   const tracing = config.tracing.enabled ? traceCalls(edge.token, config.tracing, log.child({ component: 'tracing' }), options.env ?? process.env) : undefined;
 
+  /** The runtime and authenticator of a reload's config; nothing half-built is left running when either throws. */
+  function buildNext(next: GatehouseConfig, previousAuth: Authenticator): { runtime: Runtime; auth: Authenticator } {
+    const nextRuntime = buildRuntime(next, log, observeUpstream, state, resolveHost, breakerBoard, childEnv, { book: approvalBook, pins: pinBook, confirmations }, kept);
+    try {
+      return { runtime: nextRuntime, auth: new Authenticator(next, log, previousAuth) };
+    } catch (err) {
+      nextRuntime.close().catch(() => {});
+      throw err;
+    }
+  }
+
   let closing: Promise<void> | undefined;
   async function reloadFromText(file: string, text: string): Promise<void> {
     let next: GatehouseConfig;
@@ -240,7 +251,12 @@ export function createGateway(config: GatehouseConfig, log: Logger, options: Gat
       log.error('config reload refused; the running config stays', { problems: issues });
       return;
     }
-    await gateway.reload(next);
+    // The watcher does not wait for this: whatever goes wrong is logged here, never left to take the process down.
+    await gateway.reload(next).catch((err: unknown) => {
+      reloads.refused++;
+      metrics?.reload('refused');
+      log.error('config reload refused; the running config stays', { problems: [String((err as Error).message)] });
+    });
   }
   const gateway: Gateway = {
     edge,
@@ -293,11 +309,23 @@ export function createGateway(config: GatehouseConfig, log: Logger, options: Gat
       // New secret values are scrubbed from logs from now on (none are forgotten), a rotated admin token too.
       log.addSecrets(collectSecrets(next));
       if (!logOnly) {
+        // Everything new is built before anything is swapped: a config the build refuses (a URL the schema's
+        // pattern let through but no parser takes, say) leaves the running one whole, and the process up.
+        let built: { runtime: Runtime; auth: Authenticator };
+        try {
+          built = buildNext(next, edgeOptions.auth);
+        } catch (err) {
+          reloads.refused++;
+          metrics?.reload('refused');
+          const problem = `the new config could not be built: ${(err as Error).message}`;
+          log.error('config reload refused; the running config stays', { problems: [problem] });
+          return [problem];
+        }
         const previous = runtime;
-        runtime = buildRuntime(next, log, observeUpstream, state, resolveHost, breakerBoard, childEnv, { book: approvalBook, pins: pinBook, confirmations }, kept);
+        runtime = built.runtime;
         // Keys, tokens and rules apply from the next request on.
         const previousAuth = edgeOptions.auth;
-        edgeOptions.auth = new Authenticator(next, log, previousAuth);
+        edgeOptions.auth = built.auth;
         authFailures.configure(next.auth.failureLimit);
         previousAuth.close();
         // Calls already on the old upstream keep their references; give them the grace period, then close it.

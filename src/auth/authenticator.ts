@@ -39,13 +39,14 @@ export class Authenticator {
     this.keys = new ApiKeys(config.auth.apiKeys);
     this.oauthSettings = JSON.stringify(config.auth.oauth ?? null);
     const reusable = previous !== undefined && previous.oauthSettings === this.oauthSettings ? previous.tokens : undefined;
-    if (reusable && previous) previous.tokens = undefined; // handed over: the old one must not close it
     this.tokens = reusable ?? (config.auth.oauth ? new TokenVerifier(config.auth.oauth, log.child({ component: 'auth' })) : undefined);
     this.anonymous = config.auth.anonymous;
     this.anonymousOnly = config.auth.anonymous && config.auth.apiKeys.length === 0 && config.auth.oauth === undefined;
     this.requiredScopes = config.auth.requiredScopes;
     this.metadata = buildResourceMetadata(config);
     this.asMetadata = config.auth.oauth ? new AsMetadataMirror(config.auth.oauth.issuer, log) : undefined;
+    // Handed over last, once nothing above can throw: a reload refused here leaves the running one its verifier.
+    if (reusable && previous) previous.tokens = undefined; // the old one must not close it
   }
 
   /** True when a request without credentials is still served (loopback demo mode). */

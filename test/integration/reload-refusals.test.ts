@@ -1,0 +1,61 @@
+// A reload that cannot be built must leave the running config serving (DESIGN.md §3: an invalid new version
+// is refused, logged and counted, and the old one stays), whether it came from reload() or from the watched
+// file, and never take the gateway down.
+
+import { after, test } from 'node:test';
+import assert from 'node:assert/strict';
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { validateConfigObject } from '../../src/config/load.js';
+import { jsonResult, startFakeUpstream } from '../fixtures/upstreams/fake-upstream.js';
+import { startGateway } from '../helpers/gateway.js';
+import { post, rpc } from '../helpers/http.js';
+import { waitUntil } from '../helpers/stdio-children.js';
+
+const cleanups: Array<() => Promise<unknown>> = [];
+after(async () => {
+  for (const c of cleanups.reverse()) await c();
+});
+
+// Matches the schema's URL pattern, but no URL parser takes port 99999: building its upstream throws.
+const UNBUILDABLE = 'http://127.0.0.1:99999/mcp';
+
+test('a reload whose upstream cannot be built is refused, and the running upstream stays', async () => {
+  const a = await startFakeUpstream((_req, res, body) => jsonResult(res, body, { who: 'A' }));
+  cleanups.push(() => a.close());
+  const base = { upstreams: [{ name: 'up', url: a.url, era: 'legacy' }], shutdown: { graceMs: 100 } };
+  const gw = await startGateway(base);
+  cleanups.push(() => gw.close());
+  const who = async () => (await post(gw.url, rpc(1, 'tools/list'))).json().result?.who as string | undefined;
+  assert.equal(await who(), 'A');
+
+  const next = validateConfigObject({ ...base, upstreams: [{ name: 'up', url: UNBUILDABLE, era: 'legacy' }], listen: { host: '127.0.0.1', port: 0 }, auth: { anonymous: true }, idempotency: { requireKeys: false } }, 'test');
+  const problems = await gw.gateway.reload(next);
+  assert.ok(problems.length > 0, 'the reload is refused with its problem');
+  assert.deepEqual(gw.gateway.reloads, { applied: 0, refused: 1 });
+  assert.ok(gw.logs.some((l) => l.msg === 'config reload refused; the running config stays'), JSON.stringify(gw.logs));
+  assert.equal(await who(), 'A', 'the running upstream still answers');
+});
+
+test('the watched file turning unbuildable is refused and logged; the gateway keeps serving', async () => {
+  const a = await startFakeUpstream((_req, res, body) => jsonResult(res, body, { who: 'A' }));
+  cleanups.push(() => a.close());
+  const dir = mkdtempSync(join(tmpdir(), 'gatehouse-reload-refusal-'));
+  const file = join(dir, 'gatehouse.yaml');
+  const text = (url: string) => `upstreams: [{ name: up, url: "${url}", era: legacy }]\nauth: { anonymous: true }\nidempotency: { requireKeys: false }\nstore: { kind: sqlite, path: ${JSON.stringify(join(dir, 'g.db'))} }\n`;
+  writeFileSync(file, text(a.url));
+  const gw = await startGateway({ upstreams: [{ name: 'up', url: a.url, era: 'legacy' }], store: { kind: 'sqlite', path: join(dir, 'g.db') } }, { configFile: file });
+  cleanups.push(() => gw.close());
+  const who = async () => (await post(gw.url, rpc(1, 'tools/list'))).json().result?.who as string | undefined;
+  assert.equal(await who(), 'A');
+  // The watcher takes its first look when listening starts; let it settle so the write below is a change.
+  assert.equal(await gw.gateway.checkConfigFile(), 'unchanged');
+
+  writeFileSync(file, text(UNBUILDABLE));
+  assert.equal(await gw.gateway.checkConfigFile(), 'changed');
+  assert.ok(await waitUntil(() => gw.gateway.reloads.refused === 1, 5000), JSON.stringify(gw.logs));
+  const refusal = gw.logs.find((l) => l.msg === 'config reload refused; the running config stays');
+  assert.ok(refusal, JSON.stringify(gw.logs));
+  assert.equal(await who(), 'A', 'still serving the last good config');
+});
