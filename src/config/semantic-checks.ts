@@ -48,6 +48,33 @@ export function unsupportedFeatures(config: GatehouseConfig): string[] {
     problems.push('store.tls: applies to TLS connections only; write the URL as rediss://');
   }
   problems.push(...adminProblems(config));
+  problems.push(...urlProblems(config));
+  return problems;
+}
+
+/**
+ * The schema's URL patterns check the scheme and the shape; a port past 65535 or an unclosed IPv6 bracket
+ * passes them, and the first `new URL` of it, when the gateway builds its upstream or key cache, throws.
+ */
+function urlProblems(config: GatehouseConfig): string[] {
+  const urls: Array<[string, string | undefined]> = [['listen.publicUrl', config.listen.publicUrl]];
+  config.upstreams.forEach((u, i) => {
+    if ('url' in u) urls.push([`upstreams[${i}].url`, u.url], [`upstreams[${i}].clientCredentials.tokenUrl`, u.clientCredentials?.tokenUrl]);
+  });
+  const oauth = config.auth.oauth;
+  if (oauth) {
+    urls.push(['auth.oauth.issuer', oauth.issuer], ['auth.oauth.jwksUri', oauth.jwksUri], ['auth.oauth.introspection.url', oauth.introspection?.url]);
+    (oauth.authorizationServers ?? []).forEach((a, i) => urls.push([`auth.oauth.authorizationServers[${i}]`, a]));
+  }
+  if (config.tracing.enabled) urls.push(['tracing.endpoint', config.tracing.endpoint]);
+  if (config.store.kind === 'redis') urls.push(['store.url', config.store.url]);
+  const problems: string[] = [];
+  for (const [key, url] of urls) {
+    // A value still reading `${...}` is a secret absent here (check-config --env-optional): nothing to judge.
+    if (url === undefined || url.includes('${') || URL.canParse(url)) continue;
+    // The value is not repeated: it may hold an interpolated credential (userinfo, a query token).
+    problems.push(`${key}: not a URL that can be used (a port above 65535, a bracket left open, a character a URL cannot hold?)`);
+  }
   return problems;
 }
 
