@@ -34,12 +34,15 @@ export async function runChecks(file: string, opts: DoctorOptions): Promise<Find
     : problems.map((p) => finding('config', 'fail', p, 'this build refuses to serve the file until it is fixed'));
   const limits = { timeoutMs: opts.timeoutMs, waitMs: opts.waitMs };
   const none = async (): Promise<Finding[]> => [];
+  // A check that breaks on a setup nobody foresaw is a failed row of its area, not a stack trace that hides the rest.
+  const guarded = (area: Area, run: () => Promise<Finding[]>): Promise<Finding[]> =>
+    (async () => run())().catch((err: unknown) => [finding(area, 'fail', `the check could not run: ${messageOf(err)}`, 'the setup is broken in a way doctor does not know; the other rows still stand')]);
   const oauth = config.auth.oauth;
   const [upstreams, auth, store, ports] = await Promise.all([
-    opts.skip.has('upstreams') ? none() : checkUpstreams(config, limits, opts.log),
-    opts.skip.has('auth') || oauth === undefined ? none() : checkAuthorizationServer(oauth, limits, opts.log),
-    opts.skip.has('store') ? none() : checkStore(config.store, limits).then((f) => [f]),
-    opts.skip.has('ports') ? none() : checkPorts(config),
+    opts.skip.has('upstreams') ? none() : guarded('upstreams', () => checkUpstreams(config, limits, opts.log)),
+    opts.skip.has('auth') || oauth === undefined ? none() : guarded('auth', () => checkAuthorizationServer(oauth, limits, opts.log)),
+    opts.skip.has('store') ? none() : guarded('store', () => checkStore(config.store, limits).then((f) => [f])),
+    opts.skip.has('ports') ? none() : guarded('ports', () => checkPorts(config)),
   ]);
   return [...head, ...upstreams, ...auth, ...store, ...ports];
 }

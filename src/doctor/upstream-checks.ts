@@ -41,7 +41,15 @@ const MAX_PAGES = 50;
 const RETRY_MS = 500;
 
 export async function inspectUpstream(config: UpstreamConfig, inputTimeoutMs: number, limits: CheckLimits, log: Logger): Promise<UpstreamInspection> {
-  let link = connect(config, limits.timeoutMs, log, !isStdioUpstream(config) && config.transport === 'sse');
+  const sse = !isStdioUpstream(config) && config.transport === 'sse';
+  let link: Link;
+  try {
+    link = connect(config, limits.timeoutMs, log, sse);
+  } catch (err) {
+    // A URL no parser takes (the config check fails it too): a finding for this upstream, not a crash of the whole run.
+    const where = isStdioUpstream(config) ? config.command.join(' ') : printableUrl(config.url);
+    return { config, where, transport: isStdioUpstream(config) ? 'stdio' : sse ? 'sse' : 'streamableHttp', failure: { stage: 'reach', message: `cannot connect: ${messageOf(err)}` } };
+  }
   const seen: UpstreamInspection = { config, where: link.where, transport: link.transport };
   const bridges: ModernClientBridge[] = [];
   const work = async (): Promise<void> => {

@@ -1,0 +1,23 @@
+// `gatehouse doctor` on a broken setup reports it, row by row, and exits 1; it never crashes with a stack
+// trace in place of its report (DESIGN.md §4: exit 1 when a check fails).
+
+import assert from 'node:assert/strict';
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { it } from 'node:test';
+import { doctorCommand } from '../../../src/cli/doctor.js';
+
+it('an upstream URL no parser takes is a failed row of that upstream, and the store is still checked', async () => {
+  const dir = mkdtempSync(join(tmpdir(), 'gatehouse-doctor-broken-'));
+  const file = join(dir, 'gatehouse.yaml');
+  writeFileSync(file, `upstreams:\n  - { name: up, url: "http://127.0.0.1:99999/mcp" }\nauth: { anonymous: true }\nstore: { kind: sqlite, path: ${JSON.stringify(join(dir, 'g.db'))} }\n`);
+  const out: string[] = [];
+  const err: string[] = [];
+  const code = await doctorCommand(['--config', file, '--json', '--skip', 'ports', '--timeout-ms', '2000'], { out: (t) => out.push(t), err: (t) => err.push(t), readStdin: async () => '', env: {} });
+  assert.equal(code, 1, err.join(''));
+  const report = JSON.parse(out.join('')) as { checks: Array<{ check: string; verdict: string; detail: string }> };
+  const row = (check: string) => report.checks.find((c) => c.check === check);
+  assert.equal(row('upstream up')?.verdict, 'fail', JSON.stringify(report.checks));
+  assert.equal(row('store')?.verdict, 'ok', JSON.stringify(report.checks));
+});
