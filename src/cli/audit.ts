@@ -5,6 +5,7 @@
 import { existsSync } from 'node:fs';
 import { parseArgs } from 'node:util';
 import { ConfigError, loadConfigFile } from '../config/load.js';
+import { parseDateTime } from '../config/expiry.js';
 import type { StoreConfig } from '../config/types.js';
 import { ChainVerifier } from '../store/audit-chain.js';
 import { openStore } from '../store/open-store.js';
@@ -126,14 +127,17 @@ interface Filter {
 }
 
 function recordFilter(flags: { since?: string; until?: string; tool?: string; subject?: string }): Filter {
-  const time = (name: string, v: string | undefined): number | undefined => {
+  // Read as the config reads dates (expiry.ts): Date.parse would roll 2026-02-30 over to 2 March and read a
+  // time without an offset in this machine's zone.
+  const time = (name: string, v: string | undefined, end: boolean): number | undefined => {
     if (v === undefined) return undefined;
-    const t = Date.parse(v);
-    if (Number.isNaN(t)) throw new Error(`--${name} "${v}" is not a date or time`);
-    return t;
+    const t = parseDateTime(v);
+    if (t === undefined) throw new Error(`--${name} "${v}" is not a date or time (write YYYY-MM-DD, or an RFC 3339 time such as 2026-11-01T09:30:00Z; without an offset it is UTC)`);
+    // "At or before 2026-11-30" takes in the whole of that day.
+    return end && t.dateOnly ? t.ms + 86_400_000 - 1 : t.ms;
   };
-  const since = time('since', flags.since);
-  const until = time('until', flags.until);
+  const since = time('since', flags.since, false);
+  const until = time('until', flags.until, true);
   return { ...(since !== undefined ? { since } : {}), ...(until !== undefined ? { until } : {}), ...(flags.tool !== undefined ? { tool: flags.tool } : {}), ...(flags.subject !== undefined ? { subject: flags.subject } : {}) };
 }
 

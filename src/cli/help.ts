@@ -86,8 +86,9 @@ Options:
       --store FILE      a SQLite store file instead of the config's store
       --head HASH       verify: also require the record with this hash, a head printed by an earlier
                         verify and kept elsewhere (finds a log rewritten or cut short since)
-      --since TIME      export/tail: records at or after TIME (ISO 8601 date or time)
-      --until TIME      export/tail: records at or before TIME
+      --since TIME      export/tail: records at or after TIME (YYYY-MM-DD, or an RFC 3339 time; UTC
+                        unless it gives an offset)
+      --until TIME      export/tail: records at or before TIME (a date alone: through that whole day)
       --tool NAME       export/tail: records of this tool (public name or ref upstream/name)
       --subject S       export/tail: records of this caller (e.g. key:ci-bot)
       --interval-ms N   tail: how often to look for new records (default 500)
