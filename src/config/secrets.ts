@@ -30,6 +30,12 @@ export function collectSecrets(config: GatehouseConfig): string[] {
     add(urlPassword(u.url));
     add(u.clientCredentials?.clientSecret);
   }
+  // The trace backend's API key goes in tracing.headers (the schema says so), or in the endpoint's userinfo.
+  for (const value of Object.values(config.tracing.headers ?? {})) {
+    add(value);
+    add(schemeCredentials(value));
+  }
+  if (config.tracing.endpoint !== undefined) add(urlPassword(config.tracing.endpoint));
   add(config.auth.oauth?.introspection?.clientSecret);
   add(config.admin.token);
   add(config.sessions.requestStateKey);

@@ -259,7 +259,7 @@ export function traceCalls(edge: object, settings: TracingSettings, log: Logger,
       open.clear();
     };
     shutdown = () => provider.shutdown();
-    log.info('tracing on', { endpoint: url, sampleRatio: settings.sampleRatio });
+    log.info('tracing on', { endpoint: printableEndpoint(url), sampleRatio: settings.sampleRatio });
   }
 
   return {
@@ -320,4 +320,14 @@ function startAttributes(ctx: CallContext): Api.Attributes {
     'network.protocol.name': 'http',
     'http.request.method': ctx.httpMethod,
   };
+}
+
+/** The endpoint fit for a log line: its userinfo and query may carry the backend's credentials. */
+function printableEndpoint(url: string): string {
+  try {
+    const u = new URL(url);
+    return `${u.origin}${u.pathname}`;
+  } catch {
+    return '(invalid URL)';
+  }
 }
