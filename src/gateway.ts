@@ -275,7 +275,13 @@ export function createGateway(config: GatehouseConfig, log: Logger, options: Gat
       const baseline = options.fileListen ?? running.listen;
       if (JSON.stringify(next.listen) !== JSON.stringify(baseline)) log.warn('config reload: listen changes take effect only after a restart');
       next = { ...next, listen: running.listen };
-      const problems = [...unsupportedFeatures(next)];
+      const adminListen = (a: GatehouseConfig['admin']): string => JSON.stringify([a.enabled, a.host, a.port]);
+      // Judged as it will run, with what is read only at start kept: a file that turns the admin API on and
+      // asks for reviewers in one edit would otherwise get reviewers and no admin API to decide with.
+      const problems = [...unsupportedFeatures({ ...next, store: running.store, admin: { ...running.admin, token: next.admin.token, groups: next.admin.groups } })];
+      if (problems.length > 0 && adminListen(next.admin) !== adminListen(running.admin)) {
+        problems.push('admin.enabled, admin.host and admin.port are read at start: the running admin API is the one judged; restart to apply the new ones');
+      }
       if (closing) problems.push('shutting down');
       if (problems.length > 0) {
         reloads.refused++;
@@ -289,7 +295,6 @@ export function createGateway(config: GatehouseConfig, log: Logger, options: Gat
       }
       if (JSON.stringify(next.policy.egressProxy) !== JSON.stringify(running.policy.egressProxy)) log.warn('config reload: policy.egressProxy changes take effect only after a restart');
       // The admin API's listener is static; its credentials follow the reload (a rotated token is the usual reason for one).
-      const adminListen = (a: GatehouseConfig['admin']): string => JSON.stringify([a.enabled, a.host, a.port]);
       if (adminListen(next.admin) !== adminListen(running.admin)) log.warn('config reload: admin.enabled, admin.host and admin.port take effect only after a restart');
       // Those keep the running values, as does the listener.
       next = {

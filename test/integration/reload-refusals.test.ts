@@ -59,3 +59,29 @@ test('the watched file turning unbuildable is refused and logged; the gateway ke
   assert.ok(refusal, JSON.stringify(gw.logs));
   assert.equal(await who(), 'A', 'still serving the last good config');
 });
+
+const ADMIN = 'admin-token-0123456789abcdef';
+
+test('a reload that needs the admin API the running gateway does not have (admin.enabled needs a restart) is refused', async () => {
+  const a = await startFakeUpstream((_req, res, body) => jsonResult(res, body, { who: 'A' }));
+  cleanups.push(() => a.close());
+  const base = { upstreams: [{ name: 'up', url: a.url, era: 'legacy' }], shutdown: { graceMs: 100 } };
+  const gw = await startGateway(base);
+  cleanups.push(() => gw.close());
+  assert.equal(gw.gateway.adminUrl, undefined);
+  // The file now turns the admin API on (read only at start) and asks for reviewers: nobody could decide.
+  const next = validateConfigObject({
+    ...base,
+    listen: { host: '127.0.0.1', port: 0 },
+    auth: { anonymous: true },
+    idempotency: { requireKeys: false },
+    admin: { enabled: true, port: 0, token: ADMIN },
+    tools: { pinning: 'enforce' },
+    policy: { approvals: [{ id: 'review', tools: ['*'], by: 'reviewer' }] },
+  }, 'test');
+  const problems = await gw.gateway.reload(next);
+  assert.ok(problems.some((p) => /policy\.approvals/.test(p)), problems.join('\n'));
+  assert.ok(problems.some((p) => /tools\.pinning/.test(p)), problems.join('\n'));
+  assert.ok(problems.some((p) => /restart/.test(p)), problems.join('\n'));
+  assert.deepEqual(gw.gateway.reloads, { applied: 0, refused: 1 });
+});
