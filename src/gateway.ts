@@ -369,10 +369,14 @@ export function createGateway(config: GatehouseConfig, log: Logger, options: Gat
           retryAfter: (req) => (authFailures.anyBlocked ? authFailures.retryAfter(adminAddress(req)) : 0),
           fail: (req) => authFailures.fail(adminAddress(req)),
         };
+        const pinDesk = { list: async () => (await pinBook.list()).map(pinView), accept: (ref: string, by: string, digest: string | undefined) => pinBook.accept(ref, by, digest) };
         adminListener = createAdminListener({
           book: approvalBook,
           policyVersion: () => runtime.policyVersion,
-          pins: config.tools.pinning === 'off' ? undefined : { list: async () => (await pinBook.list()).map(pinView), accept: (ref, by, digest) => pinBook.accept(ref, by, digest) },
+          // Follows tools.pinning across reloads: pinning turned on must be reviewable, turned off must not be.
+          get pins() {
+            return running.tools.pinning === 'off' ? undefined : pinDesk;
+          },
           auth: (reviewerAuth = new ReviewerAuth(running.admin.token, running.admin.groups, verify)),
           attempts,
           log: log.child({ component: 'admin' }),

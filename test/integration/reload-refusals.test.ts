@@ -85,3 +85,18 @@ test('a reload that needs the admin API the running gateway does not have (admin
   assert.ok(problems.some((p) => /restart/.test(p)), problems.join('\n'));
   assert.deepEqual(gw.gateway.reloads, { applied: 0, refused: 1 });
 });
+
+test('tools.pinning turned on by a reload is served by the running admin API: the pins can be listed and accepted', async () => {
+  const a = await startFakeUpstream((_req, res, body) => jsonResult(res, body, { who: 'A' }));
+  cleanups.push(() => a.close());
+  const base = { upstreams: [{ name: 'up', url: a.url, era: 'legacy' }], shutdown: { graceMs: 100 }, admin: { enabled: true, port: 0, token: ADMIN } };
+  const gw = await startGateway({ ...base, tools: { pinning: 'off' } });
+  cleanups.push(() => gw.close());
+  const pins = async () => (await fetch(`${gw.gateway.adminUrl}/pins`, { headers: { authorization: `Bearer ${ADMIN}` } })).status;
+  assert.equal(await pins(), 404, 'pinning off: no pins');
+  const next = (pinning: string) => validateConfigObject({ ...base, listen: { host: '127.0.0.1', port: 0 }, auth: { anonymous: true }, idempotency: { requireKeys: false }, tools: { pinning } }, 'test');
+  assert.deepEqual(await gw.gateway.reload(next('enforce')), []);
+  assert.equal(await pins(), 200, 'pinning enforce after the reload: reviewers can see and accept changed tools');
+  assert.deepEqual(await gw.gateway.reload(next('off')), []);
+  assert.equal(await pins(), 404, 'and off again');
+});
