@@ -39,7 +39,10 @@ export function collectSecrets(config: GatehouseConfig): string[] {
   add(config.auth.oauth?.introspection?.clientSecret);
   add(config.admin.token);
   add(config.sessions.requestStateKey);
-  if (config.store.kind === 'redis') add(urlPassword(config.store.url));
+  if (config.store.kind === 'redis') {
+    add(urlPassword(config.store.url));
+    add(config.store.sentinel?.password);
+  }
   return [...found];
 }
 

@@ -258,6 +258,20 @@ test('collectSecrets takes the password of a Redis store URL', () => {
   assert.deepEqual(collectSecrets(config), ['redis-password-value']);
 });
 
+test('collectSecrets takes the password of Redis Sentinel, and the logger scrubs it', () => {
+  const config = validateConfigObject({
+    listen: { host: '127.0.0.1', port: 0 },
+    auth: { anonymous: true },
+    upstreams: [{ name: 'app', url: 'http://127.0.0.1:3001/mcp' }],
+    store: { kind: 'redis', url: 'redis://:redis-password-value@cache:6379/0', sentinel: { name: 'primary', nodes: ['s1:26379'], password: 'sentinel-password-value' } },
+  });
+  const secrets = collectSecrets(config);
+  assert.ok(secrets.includes('sentinel-password-value'), JSON.stringify(secrets));
+  const { log, raw } = capture('debug', {}, { secrets });
+  log.error('store unavailable', { detail: 'AUTH sentinel-password-value refused by s1:26379' });
+  assert.ok(!raw.join('').includes('sentinel-password-value'), raw.join(''));
+});
+
 test('isoTime writes what Date#toISOString writes: across seconds, days, leap years, backwards, and outside years 0-9999', () => {
   const same = (ms: number): void => assert.equal(isoTime(ms), new Date(ms).toISOString(), `at ${ms}`);
   // Every millisecond across a second's and a day's and a year's turn, forwards then backwards.
