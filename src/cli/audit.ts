@@ -142,6 +142,12 @@ function recordFilter(flags: { since?: string; until?: string; tool?: string; su
 }
 
 function matches(r: AuditRecord, f: Filter): boolean {
+  // The store filters export by time through its index; tail reads every new record, so its window is applied here.
+  // (A record's time is the gateway's own ISO 8601 text, which Date.parse reads exactly.)
+  if (f.since !== undefined || f.until !== undefined) {
+    const t = Date.parse(r.time);
+    if ((f.since !== undefined && !(t >= f.since)) || (f.until !== undefined && !(t <= f.until))) return false;
+  }
   return (f.tool === undefined || r.tool === f.tool || r.toolRef === f.tool) && (f.subject === undefined || r.subject === f.subject);
 }
 

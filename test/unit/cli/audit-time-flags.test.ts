@@ -8,6 +8,7 @@ import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { before, describe, it } from 'node:test';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { auditCommand } from '../../../src/cli/audit.js';
 import { SqliteStore } from '../../../src/store/sqlite-store.js';
 
@@ -56,5 +57,24 @@ describe('audit export --since/--until', () => {
     const r = await exported('--since', '2026-03-01T12:00', '--until', '2026-03-01T12:00:00');
     assert.equal(r.code, 0, r.err);
     assert.deepEqual(r.times, [TIMES[1]]);
+  });
+});
+
+describe('audit tail --since/--until', () => {
+  it('prints only the new records inside the window', async () => {
+    const out: string[] = [];
+    const err: string[] = [];
+    const stop = new AbortController();
+    // The window ended before the tail began: nothing written from now on is in it.
+    const running = auditCommand(['tail', '--store', path, '--interval-ms', '50', '--until', '2026-03-03'], { out: (t) => out.push(t), err: (t) => err.push(t), readStdin: async () => '', env: {} }, stop.signal);
+    await sleep(200);
+    const store = new SqliteStore(path);
+    await store.appendAudit({ time: new Date().toISOString(), callId: 'late', runId: 'late', subject: 'alice', toolRef: 'crm/search', tool: 'search', upstream: 'crm', method: 'tools/call', outcome: 'ok', latencyMs: 1 });
+    await store.close();
+    await sleep(300);
+    stop.abort();
+    assert.equal(await running, 0, err.join(''));
+    assert.match(err.join(''), /following the audit log/);
+    assert.deepEqual(out, [], 'a record after --until is not printed');
   });
 });
