@@ -413,10 +413,12 @@ export function createGateway(config: GatehouseConfig, log: Logger, options: Gat
     },
     close(closeOptions = {}) {
       closing ??= (async () => {
-        if (!closeOptions.quiet) log.info('shutting down: draining in-flight requests', { inFlight: edge.inFlight, graceMs: config.shutdown.graceMs });
+        // The running config's grace: shutdown.graceMs follows a reload, as it does for a retired runtime.
+        const graceMs = running.shutdown.graceMs;
+        if (!closeOptions.quiet) log.info('shutting down: draining in-flight requests', { inFlight: edge.inFlight, graceMs });
         edge.startDraining();
         const serverClosed = new Promise<void>((r) => edge.server.close(() => r()));
-        const drained = await edge.drained(config.shutdown.graceMs);
+        const drained = await edge.drained(graceMs);
         if (!drained) log.warn('grace period over; closing the requests still in flight', { inFlight: edge.inFlight });
         edge.server.closeAllConnections();
         await serverClosed;

@@ -100,3 +100,32 @@ test('tools.pinning turned on by a reload is served by the running admin API: th
   assert.deepEqual(await gw.gateway.reload(next('off')), []);
   assert.equal(await pins(), 404, 'and off again');
 });
+
+test('shutdown.graceMs changed by a reload is the drain the gateway gives at close', async () => {
+  // Answers tools/list at once and holds every tools/call: the call is in flight when the gateway closes.
+  const held: Array<() => void> = [];
+  const a = await startFakeUpstream((_req, res, body) => {
+    if (!body.includes('tools/call')) return jsonResult(res, body, { tools: [] });
+    held.push(() => res.destroy());
+  });
+  cleanups.push(async () => {
+    for (const release of held) release();
+    await a.close();
+  });
+  const base = { upstreams: [{ name: 'up', url: a.url, era: 'legacy' }] };
+  const gw = await startGateway({ ...base, shutdown: { graceMs: 8_000 } });
+  let closed = false;
+  cleanups.push(() => (closed ? Promise.resolve() : gw.close()));
+  const next = validateConfigObject({ ...base, listen: { host: '127.0.0.1', port: 0 }, auth: { anonymous: true }, idempotency: { requireKeys: false }, shutdown: { graceMs: 300 } }, 'test');
+  assert.deepEqual(await gw.gateway.reload(next), []);
+  const inFlight = post(gw.url, rpc(2, 'tools/call', { name: 'slow', arguments: {} })).catch(() => undefined);
+  assert.ok(await waitUntil(() => held.length === 1, 5000), 'the call reached the upstream');
+  const started = Date.now();
+  await gw.gateway.close();
+  closed = true;
+  const took = Date.now() - started;
+  await inFlight;
+  assert.ok(took < 4000, `closed after ${took} ms: the reloaded grace (300 ms), not the first one (8 s)`);
+  const drain = gw.logs.find((l) => l.msg === 'shutting down: draining in-flight requests');
+  assert.equal(drain?.graceMs, 300, JSON.stringify(drain));
+});
