@@ -107,7 +107,10 @@ async function verify(store: Store, io: CommandIO, head: string | undefined): Pr
   const verdict = verifier.verdict();
   const from = anchor ? ` (from the anchor after record ${anchor.seq})` : '';
   if (verdict.ok && !headSeen) {
-    io.err(`audit chain does not hold the head ${head}: ${verdict.records} records link up${from}, but records were rewritten or removed since that head was taken\n`);
+    // Retention removes records from the start, keeping only the last one's hash: a head among them cannot be
+    // told from a forged one, so this still fails, but it should not read as tampering alone.
+    const pruned = anchor ? `; or retention (audit.retainDays) removed its record: records up to ${anchor.seq} were removed, so check against a head taken since` : '';
+    io.err(`audit chain does not hold the head ${head}: ${verdict.records} records link up${from}, but records were rewritten or removed since that head was taken${pruned}\n`);
     return 1;
   }
   if (verdict.ok) {
