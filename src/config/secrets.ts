@@ -46,7 +46,8 @@ export function collectSecrets(config: GatehouseConfig): string[] {
   return [...found];
 }
 
-function looksLikeSecretEnv(name: string): boolean {
+/** A name (an env variable, a command-line option) whose value is a credential by convention: API_KEY, --access-token. */
+export function looksLikeSecretEnv(name: string): boolean {
   return name
     .toLowerCase()
     .split(/[_-]+/)

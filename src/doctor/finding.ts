@@ -1,6 +1,9 @@
 // What `gatehouse doctor` reports: one finding per thing checked, each with a verdict, what was found and,
 // when something is to be done, a hint. The checks live beside this file; printing is the CLI's.
 
+import { looksLikeSecretEnv } from '../config/secrets.js';
+import { redactText, REDACTED } from '../log/logger.js';
+
 export type Verdict = 'ok' | 'warn' | 'fail';
 
 export interface Finding {
@@ -51,4 +54,38 @@ export function printableUrl(url: string): string {
   } catch {
     return '(invalid URL)';
   }
+}
+
+/**
+ * A stdio command line fit to print: servers often take their credentials as arguments (`--api-key
+ * ${env:KEY}`, a database URL with its password), and doctor's output ends up in CI and `helm test` logs.
+ * The value of an option named like a credential, a URL's password and credential-shaped text are hidden.
+ */
+export function printableCommand(command: readonly string[]): string {
+  const out: string[] = [];
+  let hideNext = false;
+  for (const arg of command) {
+    if (hideNext && !arg.startsWith('-')) {
+      out.push(REDACTED);
+      hideNext = false;
+      continue;
+    }
+    hideNext = false;
+    const option = /^(--?[A-Za-z][\w.-]*)(=.*)?$/s.exec(arg);
+    if (option !== null && looksLikeSecretEnv(option[1]!.replace(/^-+/, ''))) {
+      if (option[2] !== undefined) out.push(`${option[1]}=${REDACTED}`);
+      else {
+        out.push(arg);
+        hideNext = true;
+      }
+      continue;
+    }
+    out.push(redactText(withoutUrlPassword(arg)));
+  }
+  return out.join(' ');
+}
+
+/** `postgres://app:pw@db/app` → `postgres://app:[redacted]@db/app`, anywhere in an argument. */
+function withoutUrlPassword(arg: string): string {
+  return arg.replace(/([a-z][a-z0-9+.-]*:\/\/[^\s:/?#@]*):[^\s/?#@]*@/gi, `$1:${REDACTED}@`);
 }

@@ -18,7 +18,7 @@ import { sseSessions } from '../upstream/sse-upstream.js';
 import { MessageClient } from '../upstream/message-client.js';
 import { modernFaceOf } from '../upstream/modern-face.js';
 import { StdioMessages } from '../upstream/stdio-messages.js';
-import { messageOf, printableUrl, withDeadline, type CheckLimits } from './finding.js';
+import { messageOf, printableCommand, printableUrl, withDeadline, type CheckLimits } from './finding.js';
 
 type Tool = Record<string, unknown>;
 
@@ -47,7 +47,7 @@ export async function inspectUpstream(config: UpstreamConfig, inputTimeoutMs: nu
     link = connect(config, limits.timeoutMs, log, sse);
   } catch (err) {
     // A URL no parser takes (the config check fails it too): a finding for this upstream, not a crash of the whole run.
-    const where = isStdioUpstream(config) ? config.command.join(' ') : printableUrl(config.url);
+    const where = isStdioUpstream(config) ? printableCommand(config.command) : printableUrl(config.url);
     return { config, where, transport: isStdioUpstream(config) ? 'stdio' : sse ? 'sse' : 'streamableHttp', failure: { stage: 'reach', message: `cannot connect: ${messageOf(err)}` } };
   }
   const seen: UpstreamInspection = { config, where: link.where, transport: link.transport };
@@ -109,7 +109,7 @@ interface Link {
 function connect(config: UpstreamConfig, timeoutMs: number, log: Logger, sse: boolean): Link {
   if (isStdioUpstream(config)) {
     const messages = new StdioMessages({ ...config, timeouts: { requestMs: Math.min(config.timeouts.requestMs, timeoutMs), tools: {} } }, log);
-    return { messages, http: false, transport: 'stdio', where: config.command.join(' '), close: () => messages.close().catch(() => {}) };
+    return { messages, http: false, transport: 'stdio', where: printableCommand(config.command), close: () => messages.close().catch(() => {}) };
   }
   if (sse) {
     const sessions = sseSessions({ ...config, timeouts: { ...config.timeouts, connectMs: Math.min(config.timeouts.connectMs, timeoutMs), headersMs: Math.min(config.timeouts.headersMs, timeoutMs) } }, log);

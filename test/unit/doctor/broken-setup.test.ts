@@ -21,3 +21,18 @@ it('an upstream URL no parser takes is a failed row of that upstream, and the st
   assert.equal(row('upstream up')?.verdict, 'fail', JSON.stringify(report.checks));
   assert.equal(row('store')?.verdict, 'ok', JSON.stringify(report.checks));
 });
+
+it('a stdio command line is printed without the credentials servers take as arguments', async () => {
+  const dir = mkdtempSync(join(tmpdir(), 'gatehouse-doctor-args-'));
+  const file = join(dir, 'gatehouse.yaml');
+  const program = join(dir, 'no-such-server');
+  const command = [program, 'serve.mjs', '--api-key', 'sk-live-secret-one', '--access-token=secret-two', 'postgres://app:db-secret-three@db:5432/app', '--verbose'];
+  writeFileSync(file, `upstreams:\n  - name: local\n    command: ${JSON.stringify(command)}\nauth: { anonymous: true }\n`);
+  const out: string[] = [];
+  const code = await doctorCommand(['--config', file, '--json', '--skip', 'ports', '--skip', 'store', '--timeout-ms', '2000'], { out: (t) => out.push(t), err: () => {}, readStdin: async () => '', env: {} });
+  assert.equal(code, 1);
+  const text = out.join('');
+  for (const secret of ['sk-live-secret-one', 'secret-two', 'db-secret-three']) assert.ok(!text.includes(secret), `${secret} printed: ${text}`);
+  // What is not a credential is still there to recognise the command by.
+  for (const kept of ['no-such-server', 'serve.mjs', '--api-key', '--access-token=', 'postgres://app:', '@db:5432/app', '--verbose']) assert.ok(text.includes(kept), `${kept} missing: ${text}`);
+});
