@@ -25,7 +25,7 @@ Options:
   -c, --config FILE     config file (default $GATEHOUSE_CONFIG, then ./gatehouse.yaml)
       --json            one JSON object: {config, verdict, counts, skipped, checks: [...]}
       --skip AREA       leave out upstreams, auth, store or ports (repeatable)
-      --timeout-ms N    longest each check may take (default 10000)
+      --timeout-ms N    longest each check may take (default 10000; at most 86400000, a day)
       --wait-ms N       keep trying upstreams that refuse connections this long, for servers still
                         starting (default 0)
   -h, --help            show this help
@@ -60,7 +60,7 @@ export async function doctorCommand(args: string[], io: CommandIO): Promise<numb
   const skip = flags.skip ?? [];
   const unknown = skip.filter((s) => !(AREAS as readonly string[]).includes(s));
   if (timeoutMs === undefined || timeoutMs === 0 || waitMs === undefined || unknown.length > 0) {
-    const what = unknown.length > 0 ? `--skip takes ${AREAS.join(', ')}, not ${unknown.join(', ')}` : '--timeout-ms and --wait-ms take a whole number of milliseconds';
+    const what = unknown.length > 0 ? `--skip takes ${AREAS.join(', ')}, not ${unknown.join(', ')}` : `--timeout-ms and --wait-ms take a whole number of milliseconds, at most ${MAX_MS} (a day)`;
     io.err(`${what}\n\n${DOCTOR_HELP}`);
     return 2;
   }
@@ -77,10 +77,16 @@ export async function doctorCommand(args: string[], io: CommandIO): Promise<numb
   return counts.fail > 0 ? 1 : 0;
 }
 
-/** A non-negative integer flag; undefined when it is not one. */
+/**
+ * The longest wait a flag may ask for. Timers hold at most 2^31-1 ms (about 24.8 days) and fire at once past
+ * it, which failed every check of a healthy deployment; an upstream's check waits 2 × timeout + wait.
+ */
+const MAX_MS = 86_400_000;
+
+/** A non-negative integer flag up to MAX_MS; undefined when it is not one. */
 function count(value: string | undefined, fallback: number): number | undefined {
   if (value === undefined) return fallback;
-  return /^\d+$/.test(value) ? Number(value) : undefined;
+  return /^\d+$/.test(value) && Number(value) <= MAX_MS ? Number(value) : undefined;
 }
 
 function table(file: string, checks: Finding[], counts: Record<Verdict, number>, skipped: readonly string[]): string {

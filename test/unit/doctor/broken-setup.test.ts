@@ -36,3 +36,20 @@ it('a stdio command line is printed without the credentials servers take as argu
   // What is not a credential is still there to recognise the command by.
   for (const kept of ['no-such-server', 'serve.mjs', '--api-key', '--access-token=', 'postgres://app:', '@db:5432/app', '--verbose']) assert.ok(text.includes(kept), `${kept} missing: ${text}`);
 });
+
+it('a --timeout-ms past what a timer can hold is a usage error, not a failed check of a healthy store', async () => {
+  const dir = mkdtempSync(join(tmpdir(), 'gatehouse-doctor-timeout-'));
+  const file = join(dir, 'gatehouse.yaml');
+  writeFileSync(file, `upstreams:\n  - { name: up, url: "http://127.0.0.1:1/mcp" }\nauth: { anonymous: true }\nstore: { kind: sqlite, path: ${JSON.stringify(join(dir, 'g.db'))} }\n`);
+  const run = async (ms: string) => {
+    const out: string[] = [];
+    const err: string[] = [];
+    const code = await doctorCommand(['--config', file, '--json', '--skip', 'ports', '--skip', 'upstreams', '--timeout-ms', ms], { out: (t) => out.push(t), err: (t) => err.push(t), readStdin: async () => '', env: {} });
+    return { code, out: out.join(''), err: err.join('') };
+  };
+  const huge = await run('9999999999');
+  assert.equal(huge.code, 2, huge.out);
+  assert.match(huge.err, /--timeout-ms and --wait-ms take a whole number of milliseconds, at most 86400000/);
+  const day = await run('86400000');
+  assert.equal(day.code, 0, day.out + day.err);
+});
