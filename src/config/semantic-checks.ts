@@ -7,6 +7,7 @@ import { trustedProxyProblems } from '../net/client-address.js';
 import { expiryOf } from './expiry.js';
 import { cidrProblem } from '../net/addresses.js';
 import type { GatehouseConfig } from './types.js';
+import { formatPath } from './load.js';
 
 /** Problems that make a config unusable by this build, reported before anything starts. */
 export function unsupportedFeatures(config: GatehouseConfig): string[] {
@@ -49,6 +50,35 @@ export function unsupportedFeatures(config: GatehouseConfig): string[] {
   }
   problems.push(...adminProblems(config));
   problems.push(...urlProblems(config));
+  problems.push(...timerProblems(config));
+  return problems;
+}
+
+/** The longest a Node timer waits: past it, setTimeout fires after 1 ms. */
+const MAX_TIMER_MS = 2 ** 31 - 1;
+
+/**
+ * The `...Ms` settings, and the per-tool limits of `timeouts.tools`, are waited for with timers (some on some
+ * transports only); one longer than a timer holds would end at once (a shutdown.graceMs of 9999999999 cut
+ * every call in flight at stop, an idle or input timeout would end sessions and questions at once).
+ */
+function timerProblems(config: GatehouseConfig): string[] {
+  const problems: string[] = [];
+  const visit = (value: unknown, path: Array<string | number>): void => {
+    if (typeof value === 'number') {
+      const key = path.at(-1);
+      const perTool = path.at(-2) === 'tools' && path.at(-3) === 'timeouts';
+      // requestStateTtlMs only dates the states it seals: no timer waits for it.
+      if ((perTool || (typeof key === 'string' && key.endsWith('Ms') && key !== 'requestStateTtlMs')) && value > MAX_TIMER_MS) {
+        problems.push(`${formatPath(path)}: at most ${MAX_TIMER_MS} ms (about 24.8 days), the longest wait a timer holds; a longer one would end at once`);
+      }
+    } else if (Array.isArray(value)) {
+      value.forEach((v, i) => visit(v, [...path, i]));
+    } else if (typeof value === 'object' && value !== null) {
+      for (const [key, v] of Object.entries(value)) visit(v, [...path, key]);
+    }
+  };
+  visit(config, []);
   return problems;
 }
 
