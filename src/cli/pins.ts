@@ -56,8 +56,17 @@ export async function pinsCommand(args: string[], io: CommandIO): Promise<number
       const shown = await call('GET', '/pins');
       if (shown.status !== 200) return failed(io, shown);
       const pin = (shown.json.pins as PinView[]).find((p) => p.ref === ref);
-      // Accept exactly the definition shown, so a second change in between is not accepted unseen.
-      const r = await call('POST', `/pins/${encodeURIComponent(ref!)}/accept`, pin?.changed ? { digest: pin.changed.sha256 } : {});
+      if (pin === undefined) {
+        io.err(`error: no tool "${ref}" is pinned\n`);
+        return 3;
+      }
+      // Accept exactly the definition shown, so a change in between is not accepted unseen: with no change
+      // shown there is nothing to accept (an accept without a digest takes whatever the upstream serves by then).
+      if (pin.changed === undefined) {
+        io.err(`error: "${ref}" has not changed since it was pinned; there is nothing to accept\n`);
+        return 1;
+      }
+      const r = await call('POST', `/pins/${encodeURIComponent(ref!)}/accept`, { digest: pin.changed.sha256 });
       if (r.status !== 200) return failed(io, r);
       io.out(flags.json ? `${JSON.stringify(r.json.pin)}\n` : `${ref} accepted: its current definition is now the pin\n`);
       return 0;
