@@ -100,6 +100,8 @@ export interface Gateway {
 export interface GatewayOptions {
   /** The file the config came from: watched, and reloaded when its content changes. */
   configFile?: string;
+  /** The text of `configFile` the config was read from: a change made to the file while starting is applied. */
+  configText?: string;
   /** The listener as the file named it (before command-line overrides); reloads compare with this. */
   fileListen?: ListenConfig;
   /** The store as the file named it (before `--store`); reloads compare with this. */
@@ -404,7 +406,7 @@ export function createGateway(config: GatehouseConfig, log: Logger, options: Gat
               const reads = changed.filter((f) => f !== configFile);
               if (reads.length > 0) log.info('config reload: a file the config reads changed', { files: reads });
               void reloadFromText(configFile, text);
-            });
+            }, undefined, options.configText);
           }
           const host = config.listen.host.includes(':') ? `[${config.listen.host}]` : config.listen.host;
           resolve(`http://${host}:${port}${config.listen.path}`);

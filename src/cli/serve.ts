@@ -2,7 +2,7 @@
 // connect, and shuts down cleanly on SIGTERM/SIGINT; SIGHUP reads the config file again at once.
 
 import { parseArgs } from 'node:util';
-import { ConfigError, loadConfigFile, validateConfigObject } from '../config/load.js';
+import { ConfigError, loadConfigFileWithText, validateConfigObject } from '../config/load.js';
 import type { GatehouseConfig, ListenConfig, LogLevel } from '../config/types.js';
 import { createGateway, ListenError } from '../gateway.js';
 import { createLogger, resolveLogFormat } from '../log/logger.js';
@@ -40,11 +40,12 @@ export async function serveCommand(args: string[], io: CommandIO): Promise<numbe
   let config: GatehouseConfig;
   let fileListen: ListenConfig | undefined;
   let fileStore: GatehouseConfig['store'] | undefined;
+  let fileText: string | undefined;
   // Only a config from a file is watched for reloads; flags cannot change while running.
   const fromFlags = flags.upstream !== undefined || flags.stdio !== undefined;
   const configFile = fromFlags ? undefined : (flags.config ?? io.env.GATEHOUSE_CONFIG ?? 'gatehouse.yaml');
   try {
-    ({ config, fileListen, fileStore } = await buildConfig(flags, io));
+    ({ config, fileListen, fileStore, fileText } = await buildConfig(flags, io));
   } catch (err) {
     io.err((err instanceof ConfigError ? err.message : `error: ${(err as Error).message}`) + '\n');
     return 1;
@@ -53,7 +54,7 @@ export async function serveCommand(args: string[], io: CommandIO): Promise<numbe
   const log = createLogger(config.log.level, undefined, {}, { secrets: collectSecrets(config), format: resolveLogFormat(config.log.format) });
   let gateway;
   try {
-    gateway = createGateway(config, log, { configFile, fileListen, fileStore, env: io.env });
+    gateway = createGateway(config, log, { configFile, ...(fileText !== undefined ? { configText: fileText } : {}), fileListen, fileStore, env: io.env });
   } catch (err) {
     io.err(`${(err as Error).message}\n`);
     return 1;
@@ -114,7 +115,7 @@ function listenHint(err: unknown, env: NodeJS.ProcessEnv): string {
 }
 
 /** The config to run, and for a file the listener it named (flags may override it; reloads compare with it). */
-async function buildConfig(flags: ServeFlags, io: CommandIO): Promise<{ config: GatehouseConfig; fileListen?: ListenConfig; fileStore?: GatehouseConfig['store'] }> {
+async function buildConfig(flags: ServeFlags, io: CommandIO): Promise<{ config: GatehouseConfig; fileListen?: ListenConfig; fileStore?: GatehouseConfig['store']; fileText?: string }> {
   if (flags.upstream !== undefined && flags.stdio !== undefined) throw new Error('use either --upstream or --stdio, not both');
   if (flags.config !== undefined && (flags.upstream !== undefined || flags.stdio !== undefined)) {
     throw new Error('use either --config or --upstream/--stdio, not both');
@@ -139,11 +140,11 @@ async function buildConfig(flags: ServeFlags, io: CommandIO): Promise<{ config: 
     return { config };
   }
   const file = flags.config ?? io.env.GATEHOUSE_CONFIG ?? 'gatehouse.yaml';
-  const config = await loadConfigFile(file, io.env);
-  if (Object.keys(listenOverrides).length === 0 && !logOverride && !storeOverride) return { config, fileListen: config.listen, fileStore: config.store };
+  const { config, text: fileText } = await loadConfigFileWithText(file, io.env);
+  if (Object.keys(listenOverrides).length === 0 && !logOverride && !storeOverride) return { config, fileListen: config.listen, fileStore: config.store, fileText };
   // Flags override the file; the result is validated again so a bad flag is reported like a bad key.
   const merged = validateConfigObject({ ...config, listen: { ...config.listen, ...listenOverrides }, log: { ...config.log, ...logOverride }, store: storeOverride ?? config.store }, 'command line');
-  return { config: merged, fileListen: config.listen, fileStore: config.store };
+  return { config: merged, fileListen: config.listen, fileStore: config.store, fileText };
 }
 
 function connectBanner(url: string): string {

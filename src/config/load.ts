@@ -83,13 +83,18 @@ type Locator = (segments: readonly PathSegment[], onKey: boolean) => Position;
 
 /** Reads `file` and parses it; `${file:...}` paths resolve against the file's directory. Issues name the file as given. */
 export async function loadConfigFile(file: string, env?: NodeJS.ProcessEnv, options: LoadOptions = {}): Promise<GatehouseConfig> {
+  return (await loadConfigFileWithText(file, env, options)).config;
+}
+
+/** As loadConfigFile, with the text the config was read from (what a watcher of the file compares with). */
+export async function loadConfigFileWithText(file: string, env?: NodeJS.ProcessEnv, options: LoadOptions = {}): Promise<{ config: GatehouseConfig; text: string }> {
   let text: string;
   try {
     text = await readFile(file, 'utf8');
   } catch (err) {
     throw new ConfigError([{ file, line: 0, column: 0, path: '(root)', message: unreadable(err as NodeJS.ErrnoException) }]);
   }
-  return parseConfigText(text, { fileName: file, baseDir: dirname(resolve(file)), ...(env !== undefined ? { env } : {}), ...options });
+  return { config: parseConfigText(text, { fileName: file, baseDir: dirname(resolve(file)), ...(env !== undefined ? { env } : {}), ...options }), text };
 }
 
 function unreadable(err: NodeJS.ErrnoException): string {

@@ -23,8 +23,9 @@ export interface ConfigWatcher {
  * Calls `onChange` with the config's text whenever it or a file it reads changes; `changed` names what
  * changed (the config file, or the files it reads). Unreadable moments of the config file are skipped; a
  * file it reads that cannot be read counts as content of its own, so its return is a change too.
+ * `loadedText`: the text the running config was read from; a first look that finds another is a change.
  */
-export function watchConfigFile(file: string, onChange: (text: string, changed: string[]) => void, intervalMs = 1000): ConfigWatcher {
+export function watchConfigFile(file: string, onChange: (text: string, changed: string[]) => void, intervalMs = 1000, loadedText?: string): ConfigWatcher {
   const baseDir = dirname(resolve(file));
   /** The digest of each file at the last look: the config file's own, then each file it reads. */
   let last: Map<string, string> | undefined;
@@ -39,7 +40,9 @@ export function watchConfigFile(file: string, onChange: (text: string, changed: 
     }
     const digests = new Map([[file, digest(text)]]);
     for (const read of referencedFiles(text, baseDir)) digests.set(read, await digestOfFile(read));
-    const previous = last;
+    // The first look is measured against the text the running config was read from, when known: a file
+    // changed while the gateway was starting (before this look) is a change, not the baseline.
+    const previous = last ?? (loadedText === undefined ? undefined : new Map([...digests, [file, digest(loadedText)]]));
     last = digests;
     if (previous === undefined) return 'unchanged';
     const changed = [...digests].filter(([name, d]) => previous.get(name) !== d).map(([name]) => name);

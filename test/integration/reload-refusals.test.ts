@@ -129,3 +129,21 @@ test('shutdown.graceMs changed by a reload is the drain the gateway gives at clo
   const drain = gw.logs.find((l) => l.msg === 'shutting down: draining in-flight requests');
   assert.equal(drain?.graceMs, 300, JSON.stringify(drain));
 });
+
+test('a change made to the file while the gateway was starting is applied at the watcher\'s first look', async () => {
+  const a = await startFakeUpstream((_req, res, body) => jsonResult(res, body, { who: 'A' }));
+  const b = await startFakeUpstream((_req, res, body) => jsonResult(res, body, { who: 'B' }));
+  cleanups.push(() => a.close(), () => b.close());
+  const dir = mkdtempSync(join(tmpdir(), 'gatehouse-reload-start-'));
+  const file = join(dir, 'gatehouse.yaml');
+  const text = (url: string) => `upstreams: [{ name: up, url: "${url}", era: legacy }]\nauth: { anonymous: true }\nidempotency: { requireKeys: false }\nstore: { kind: sqlite, path: ${JSON.stringify(join(dir, 'g.db'))} }\n`;
+  // The gateway was built from A's text; by the time it listens (and starts watching) the file says B.
+  writeFileSync(file, text(b.url));
+  const gw = await startGateway({ upstreams: [{ name: 'up', url: a.url, era: 'legacy' }], store: { kind: 'sqlite', path: join(dir, 'g.db') } }, { configFile: file, configText: text(a.url) });
+  cleanups.push(() => gw.close());
+  const who = async () => (await post(gw.url, rpc(1, 'tools/list'))).json().result?.who as string | undefined;
+  await gw.gateway.checkConfigFile();
+  assert.ok(await waitUntil(() => gw.gateway.reloads.applied === 1, 5000), JSON.stringify(gw.logs));
+  assert.equal(await who(), 'B', 'the file as it is now is the running config');
+  assert.equal(await gw.gateway.checkConfigFile(), 'unchanged');
+});
