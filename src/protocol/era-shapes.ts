@@ -60,6 +60,32 @@ export function toModernResult(method: string, result: Obj, serverInfo: unknown,
   return out;
 }
 
+/**
+ * A legacy tools/list result as a modern client may see it, and the names of the tools left out. A tool whose
+ * `execution.taskSupport` is "required" MUST be invoked as a task, and its server answers any plain call
+ * -32601 (2025-11-25/basic/utilities/tasks.mdx §Tool-Level Negotiation); core tasks are not bridged (they are
+ * not the 2026 tasks extension), so Gatehouse could only ever call it in breach of that rule: it is left out.
+ * `execution` itself only steers the legacy task machinery and is no 2026-07-28 Tool field: dropped.
+ */
+export function withoutTaskOnlyTools(result: Obj): { result: Obj; taskOnly: string[] } {
+  if (!Array.isArray(result.tools) || !result.tools.some((tool) => isObject(tool) && 'execution' in tool)) return { result, taskOnly: [] };
+  const tools: unknown[] = [];
+  const taskOnly: string[] = [];
+  for (const tool of result.tools as unknown[]) {
+    if (!isObject(tool) || !('execution' in tool)) {
+      tools.push(tool);
+      continue;
+    }
+    const { execution, ...rest } = tool;
+    if (isObject(execution) && execution.taskSupport === 'required') {
+      if (typeof tool.name === 'string') taskOnly.push(tool.name);
+      continue;
+    }
+    tools.push(rest);
+  }
+  return { result: { ...result, tools }, taskOnly };
+}
+
 /** A modern result made legacy: the fields legacy clients do not know are dropped. */
 export function toLegacyResult(result: Obj): Obj {
   const out: Obj = { ...result };

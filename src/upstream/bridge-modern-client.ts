@@ -11,7 +11,8 @@ import { ACCEPTED, type Outcome } from '../pipeline/outcome.js';
 import { principalKey } from '../pipeline/principal.js';
 import { GatewayError } from '../errors.js';
 import type { Logger } from '../log/logger.js';
-import { isObject, legacyCapabilitiesFrom, stripModernRequestMeta, toModernResult } from '../protocol/era-shapes.js';
+import { isObject, legacyCapabilitiesFrom, stripModernRequestMeta, toModernResult, withoutTaskOnlyTools } from '../protocol/era-shapes.js';
+import { describeValue } from '../protocol/describe.js';
 import { ErrorCode, errorResponse, type JsonRpcId, type JsonRpcMessage, type JsonRpcRequest, type JsonRpcResponse } from '../protocol/jsonrpc.js';
 import { META_CLIENT_CAPABILITIES, META_LOG_LEVEL, META_SUBSCRIPTION_ID, NAME_FIELD } from '../protocol/methods.js';
 import { MODERN_VERSIONS } from '../protocol/versions.js';
@@ -57,6 +58,9 @@ function urlElicitationsFor(request: JsonRpcRequest, error: NonNullable<JsonRpcR
   }
   return errorResponse(request.id, ErrorCode.MissingClientCapability, `The server needs the client to visit a URL first (URL elicitation), which this client did not declare: ${error.message}`, { requiredCapabilities: { elicitation: { url: {} } } });
 }
+
+/** Names of task-only tools remembered (callableTools): a list cannot make the bridge keep more. */
+const MAX_TASK_ONLY_TOOLS = 1024;
 
 /** The requests that may be answered with an InputRequiredResult (2026-07-28 mrtr.mdx §Supported Requests). */
 const MRTR_METHODS = new Set(['tools/call', 'prompts/get', 'resources/read']);
@@ -113,6 +117,8 @@ export class ModernClientBridge {
   /** The listens open on each session, ended when the session ends. */
   private readonly listensOn = new Map<LegacyClientSession, Set<() => void>>();
   private counter = 0;
+  /** Tools the upstream lists as callable only as a task (see callableTools), by name. */
+  private readonly taskOnlyTools = new Set<string>();
 
   /**
    * `inputTimeoutMs` bounds how long a parked call waits for the client's retry; `staleVerdict` is called when
@@ -172,6 +178,10 @@ export class ModernClientBridge {
       if (request.method === 'server/discover') return sink.finish(this.discover(request.id));
       if (request.method === 'subscriptions/listen') return await this.listen(request, sink, owner);
       const params = request.params ?? {};
+      if (request.method === 'tools/call' && this.taskOnlyTools.has(params.name as string)) {
+        // Not offered (callableTools): to the client it is no tool at all (server/tools.mdx §Error Handling).
+        return sink.finish(errorResponse(request.id, ErrorCode.InvalidParams, `Unknown tool: ${describeValue(params.name)}`));
+      }
       if (typeof params.requestState === 'string') return await this.resume(signal, request, sink, owner);
       await this.forward(signal, request, sink, owner);
     } catch (err) {
@@ -452,8 +462,21 @@ export class ModernClientBridge {
       return { jsonrpc: '2.0', id: request.id, error: upstream.error };
     }
     const serverInfo = session.init.serverInfo;
-    const result = toModernResult(request.method, upstream.result ?? {}, serverInfo, { ttlMs: 0, cacheScope: 'private' });
+    let legacy = upstream.result ?? {};
+    if (request.method === 'tools/list') legacy = this.callableTools(legacy);
+    const result = toModernResult(request.method, legacy, serverInfo, { ttlMs: 0, cacheScope: 'private' });
     return { jsonrpc: '2.0', id: request.id, result };
+  }
+
+  /**
+   * A legacy tools/list page without the tools only a 2025-11-25 task may call (era-shapes.ts
+   * withoutTaskOnlyTools), whose names are kept so a call naming one is refused here rather than sent.
+   */
+  private callableTools(result: Obj): Obj {
+    const { result: callable, taskOnly } = withoutTaskOnlyTools(result);
+    if (Array.isArray(callable.tools)) for (const tool of callable.tools) if (isObject(tool) && typeof tool.name === 'string') this.taskOnlyTools.delete(tool.name);
+    for (const name of taskOnly) if (this.taskOnlyTools.size < MAX_TASK_ONLY_TOOLS) this.taskOnlyTools.add(name);
+    return callable;
   }
 
   private async answerUpstream(session: LegacyClientSession, response: JsonRpcResponse): Promise<void> {
