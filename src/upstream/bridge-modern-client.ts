@@ -22,6 +22,7 @@ import type { UpstreamProfile } from './era-probe.js';
 import { LegacyClientSessions, type LegacyClientSession, type PoolOptions } from './legacy-client-sessions.js';
 import type { UpstreamMessages } from '../pipeline/ports.js';
 import { ParkedRequests, type Parked } from './parked-requests.js';
+import { CallInbox } from './call-inbox.js';
 import { honouredFilter, ListenHub, wants, type Listener, type SubscriptionFilter } from './listen-hub.js';
 
 type Obj = Record<string, unknown>;
@@ -61,6 +62,17 @@ function urlElicitationsFor(request: JsonRpcRequest, error: NonNullable<JsonRpcR
 
 /** Names of task-only tools remembered (callableTools): a list cannot make the bridge keep more. */
 const MAX_TASK_ONLY_TOOLS = 1024;
+
+/**
+ * Sessions whose GET stream calls may hold open at once (holdGetStream): a quarter of an upstream's default
+ * pool of 64 connections, so held streams can never take the connections the calls themselves need.
+ */
+const MAX_HELD_GET_STREAMS = 16;
+
+/** Whether a request declares anything a server may ask its client for (INPUT_REQUEST_CAPABILITY). */
+function mayBeAsked(capabilities: Obj): boolean {
+  return Object.values(INPUT_REQUEST_CAPABILITY).some((capability) => isObject(capabilities[capability]));
+}
 
 /** The requests that may be answered with an InputRequiredResult (2026-07-28 mrtr.mdx §Supported Requests). */
 const MRTR_METHODS = new Set(['tools/call', 'prompts/get', 'resources/read']);
@@ -116,6 +128,10 @@ export class ModernClientBridge {
   private readonly activeListens = new Set<() => void>();
   /** The listens open on each session, ended when the session ends. */
   private readonly listensOn = new Map<LegacyClientSession, Set<() => void>>();
+  /** The calls in flight on each session (see callsOn). */
+  private readonly working = new Map<LegacyClientSession, Set<CallInbox>>();
+  /** Sessions whose GET stream calls hold open, with how many calls hold it (see holdGetStream). */
+  private readonly heldOn = new Map<LegacyClientSession, number>();
   private counter = 0;
   /** Tools the upstream lists as callable only as a task (see callableTools), by name. */
   private readonly taskOnlyTools = new Set<string>();
@@ -248,12 +264,13 @@ export class ModernClientBridge {
     this.listensOn.delete(session);
     for (const end of ends ?? []) end();
     this.hubs.delete(session);
+    this.working.delete(session);
   }
 
   private hubFor(session: LegacyClientSession): ListenHub {
     let hub = this.hubs.get(session);
     if (!hub) {
-      hub = new ListenHub(this.client, () => this.sessions.headersFor(session), this.log, () => this.sessions.discard(session));
+      hub = new ListenHub(this.client, () => this.sessions.headersFor(session), this.log, () => this.sessions.discard(session), (request) => this.routeServerRequest(session, request));
       this.hubs.set(session, hub);
     }
     return hub;
@@ -311,23 +328,99 @@ export class ModernClientBridge {
     // inside the POST, and a client that leaves meanwhile must stop it (streamable-http.mdx: closing a
     // modern request is its cancellation).
     this.cancelOnDisconnect(signal, session, upstreamId, upstreamRequest);
-    const reply = await this.client.post({ jsonrpc: '2.0', id: upstreamId, method: request.method, params }, this.sessions.headersFor(session), upstreamRequest.signal);
-    if (reply.status === 404 && session.id !== undefined && !retried) {
-      // The upstream ended our session: open a new one and send the request again, once.
-      this.sessions.discard(session);
-      release();
-      await this.forward(signal, request, channel, owner, true);
-      return false;
-    }
-    if (reply.status >= 400) {
-      const upstreamError = await firstError(reply.messages);
-      if (upstreamError) {
-        channel.finish(this.toClientResponse(request, upstreamError, session, capabilities));
+    // A server request that names no call (a v1 server's server.listRoots(), say) goes on the session's GET
+    // stream, and nowhere if none is open: the GET is held open while a call that may be asked something is
+    // in flight, and such a request is this call's while it is the one call on the session (routeServerRequest).
+    const unhold = MRTR_METHODS.has(request.method) && mayBeAsked(capabilities) ? await this.holdGetStream(session) : undefined;
+    const inbox = new CallInbox();
+    const onSession = this.callsOn(session);
+    onSession.add(inbox);
+    let over = false;
+    const finished = (): void => {
+      if (over) return;
+      over = true;
+      onSession.delete(inbox);
+      if (onSession.size === 0 && this.working.get(session) === onSession) this.working.delete(session);
+      unhold?.();
+    };
+    let parked = false;
+    try {
+      const replied = this.client.post({ jsonrpc: '2.0', id: upstreamId, method: request.method, params }, this.sessions.headersFor(session), upstreamRequest.signal);
+      // A server that answers with one JSON body once the call is done may ask its question (on the GET
+      // stream) before any answer comes: then the call is read at once, the answer's messages following.
+      const first = await Promise.race([replied.then((reply) => ({ reply })), inbox.handedIn.then(() => undefined)]);
+      const reply = first?.reply;
+      if (reply !== undefined && reply.status === 404 && session.id !== undefined && !retried) {
+        // The upstream ended our session: open a new one and send the request again, once.
+        this.sessions.discard(session);
+        release();
+        await this.forward(signal, request, channel, owner, true);
         return false;
       }
-      throw new GatewayError('GW_ERR_UPSTREAM_BAD_RESPONSE', `Upstream "${this.client.upstream}" answered HTTP ${reply.status}`, this.client.upstream);
+      if (reply !== undefined && reply.status >= 400) {
+        const upstreamError = await firstError(reply.messages);
+        if (upstreamError) {
+          channel.finish(this.toClientResponse(request, upstreamError, session, capabilities));
+          return false;
+        }
+        throw new GatewayError('GW_ERR_UPSTREAM_BAD_RESPONSE', `Upstream "${this.client.upstream}" answered HTTP ${reply.status}`, this.client.upstream);
+      }
+      inbox.follow(replied.then((r) => r.messages));
+      const callRelease = (): void => {
+        finished();
+        release();
+      };
+      parked = await this.pump(request, channel, { session, owner, release: callRelease, upstreamId, messages: inbox.messages(), progress, capabilities, logLevel, upstreamRequest });
+      return parked;
+    } finally {
+      if (!parked) finished();
     }
-    return this.pump(request, channel, { session, owner, release, upstreamId, messages: reply.messages, progress, capabilities, logLevel, upstreamRequest });
+  }
+
+  /**
+   * Holds the session's GET stream for a call (ListenHub.hold). Each held stream keeps one of the upstream's
+   * pooled connections for as long as the calls on it last, and the calls' own requests need connections
+   * too: past MAX_HELD_GET_STREAMS sessions at once, a call goes up without one, as before.
+   */
+  private async holdGetStream(session: LegacyClientSession): Promise<(() => void) | undefined> {
+    const holding = this.heldOn.get(session) ?? 0;
+    if (holding === 0 && this.heldOn.size >= MAX_HELD_GET_STREAMS) return undefined;
+    this.heldOn.set(session, holding + 1);
+    let unhold: (() => void) | undefined;
+    try {
+      unhold = await this.hubFor(session).hold();
+    } finally {
+      if (unhold === undefined) this.letGo(session);
+    }
+    return () => {
+      unhold();
+      this.letGo(session);
+    };
+  }
+
+  private letGo(session: LegacyClientSession): void {
+    const holding = (this.heldOn.get(session) ?? 1) - 1;
+    if (holding > 0) this.heldOn.set(session, holding);
+    else this.heldOn.delete(session);
+  }
+
+  /** The calls in flight on a session, each by the inbox its upstream messages come through. */
+  private callsOn(session: LegacyClientSession): Set<CallInbox> {
+    let calls = this.working.get(session);
+    if (!calls) this.working.set(session, (calls = new Set()));
+    return calls;
+  }
+
+  /**
+   * A server request from the session's GET stream, which names no call: it goes to the call in flight when
+   * there is exactly one (whose pump then relays or refuses it as it would one of its own stream); with
+   * none or several it is refused (ListenHub), never guessed, as on a stdio child (stdio-messages.ts).
+   */
+  private routeServerRequest(session: LegacyClientSession, request: JsonRpcRequest): boolean {
+    const calls = this.working.get(session);
+    if (calls === undefined || calls.size !== 1) return false;
+    for (const inbox of calls) return inbox.put(request);
+    return false;
   }
 
   /**

@@ -48,10 +48,17 @@ export function honouredFilter(requested: SubscriptionFilter, capabilities: Reco
   return out;
 }
 
+/** How long a call waits for the GET stream it holds to be answered before it goes up anyway (ListenHub.hold). */
+const HOLD_WAIT_MS = 1_000;
+
 export class ListenHub {
   private readonly listeners = new Set<Listener>();
   private readonly uriRefs = new Map<string, number>();
   private stream?: AbortController;
+  /** Calls in flight that keep the GET stream open without a listener (see hold). */
+  private holds = 0;
+  /** Settles once the GET stream's answer has come (open, refused or failed). */
+  private ready: Promise<void> = Promise.resolve();
 
   constructor(
     private readonly client: UpstreamMessages,
@@ -59,7 +66,38 @@ export class ListenHub {
     private readonly log: Logger,
     /** The upstream no longer knows the session: its listens cannot go on there, and end. */
     private readonly sessionGone: () => void = () => {},
+    /** Offered each server request of the GET stream first (not a ping); true when it took it. */
+    private readonly serverRequest: (request: JsonRpcRequest) => boolean = () => false,
   ) {}
+
+  /**
+   * Keeps the GET stream open while a call that may be asked something is in flight, with or without a
+   * listener: a legacy server puts a request that names no call of its own there, and only there
+   * (2025-11-25/basic/transports.mdx §Listening for Messages). Resolves once the stream has been answered,
+   * so that the call goes up after it; the function returned lets go of it.
+   */
+  async hold(): Promise<() => void> {
+    this.holds++;
+    if (!this.stream) this.openStream();
+    // Not longer than HOLD_WAIT_MS: a server that sends a GET's headers only with its first event would
+    // otherwise hold each call for the whole headers timeout. The stream goes on opening meanwhile.
+    let timer: NodeJS.Timeout | undefined;
+    await Promise.race([this.ready, new Promise<void>((resolve) => (timer = setTimeout(resolve, HOLD_WAIT_MS)))]);
+    clearTimeout(timer);
+    let held = true;
+    return () => {
+      if (!held) return;
+      held = false;
+      this.holds--;
+      this.closeIfUnused();
+    };
+  }
+
+  private closeIfUnused(): void {
+    if (this.listeners.size > 0 || this.holds > 0) return;
+    this.stream?.abort();
+    this.stream = undefined;
+  }
 
   /**
    * Adds a listener; resource URIs the upstream refuses to subscribe to are taken out of its filter, so the
@@ -97,10 +135,7 @@ export class ListenHub {
         await this.call('resources/unsubscribe', { uri }).catch(() => {});
       }
     }
-    if (this.listeners.size === 0) {
-      this.stream?.abort();
-      this.stream = undefined;
-    }
+    this.closeIfUnused();
   }
 
   /** Delivers an upstream notification to every listener that asked for it (also used for POST-stream ones). */
@@ -122,16 +157,20 @@ export class ListenHub {
   private openStream(): void {
     const controller = new AbortController();
     this.stream = controller;
+    let answered!: () => void;
+    this.ready = new Promise<void>((resolve) => (answered = resolve));
     void (async () => {
       try {
-        const messages = await this.client.openGet(this.headers(), controller.signal);
+        const messages = await this.client.openGet(this.headers(), controller.signal).finally(answered);
         if (!messages) {
           this.log.info('upstream offers no GET stream; list changes arrive only with call responses');
           return;
         }
         for await (const msg of messages) {
-          if ('method' in msg && 'id' in msg && msg.id !== undefined) this.answerServerRequest(msg as JsonRpcRequest);
-          else this.dispatch(msg);
+          if ('method' in msg && 'id' in msg && msg.id !== undefined) {
+            const request = msg as JsonRpcRequest;
+            if (request.method === 'ping' || !this.serverRequest(request)) this.answerServerRequest(request);
+          } else this.dispatch(msg);
         }
       } catch (err) {
         if (err instanceof UpstreamSessionGone) {
@@ -146,19 +185,19 @@ export class ListenHub {
       }
       if (this.stream !== controller) return;
       this.stream = undefined;
-      // The upstream ended its stream while listeners remain: reopen it after a pause, not in a tight loop.
-      if (!controller.signal.aborted && this.listeners.size > 0) {
+      // The upstream ended its stream while listeners (or calls) remain: reopen it after a pause, not in a tight loop.
+      if (!controller.signal.aborted && (this.listeners.size > 0 || this.holds > 0)) {
         setTimeout(() => {
-          if (!this.stream && this.listeners.size > 0) this.openStream();
+          if (!this.stream && (this.listeners.size > 0 || this.holds > 0)) this.openStream();
         }, 1_000).unref();
       }
     })();
   }
 
   /**
-   * A request the upstream sends on its GET stream, outside any call. A ping MUST be answered promptly
-   * (basic/utilities/ping.mdx); nothing else can be put to a modern client without a call to carry it, so
-   * the rest are refused rather than left waiting forever.
+   * A request the upstream sends on its GET stream that no call took (serverRequest). A ping MUST be answered
+   * promptly (basic/utilities/ping.mdx); nothing else can be put to a modern client without a call to carry
+   * it, so the rest are refused rather than left waiting forever.
    */
   private answerServerRequest(request: JsonRpcRequest): void {
     const response = request.method === 'ping' ? { jsonrpc: '2.0' as const, id: request.id, result: {} } : errorResponse(request.id, ErrorCode.MethodNotFound, `${request.method} cannot be answered outside a call`);

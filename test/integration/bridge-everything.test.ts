@@ -24,8 +24,8 @@ after(async () => {
   await everything?.close();
 });
 
-async function modernClient(): Promise<V2Client> {
-  const client = new V2Client({ name: 'bridge-everything', version: '1.0.0' }, { capabilities: {}, versionNegotiation: { mode: { pin: '2026-07-28' } } });
+async function modernClient(capabilities: Record<string, unknown> = {}): Promise<V2Client> {
+  const client = new V2Client({ name: 'bridge-everything', version: '1.0.0' }, { capabilities, versionNegotiation: { mode: { pin: '2026-07-28' } } });
   await client.connect(new V2Transport(new URL(gw.url)), { timeout: 10_000 });
   return client;
 }
@@ -54,5 +54,30 @@ describe('modern client → legacy server: tools that need 2025-11-25 tasks', ()
     const body = res.json();
     // M server/tools.mdx §Error Handling: an unknown tool is a JSON-RPC error, -32602.
     assert.equal(body.error?.code, -32602, JSON.stringify(body));
+  });
+});
+
+describe('modern client → legacy server: a server request that names no call', () => {
+  // server-everything asks for roots with server.listRoots(), which names no request: a v1 server sends it on
+  // the session's GET stream (L basic/transports.mdx §Listening for Messages), the only place it can go.
+  // Gatehouse declared roots for the session (the modern request did) and the tool waits for the answer: with
+  // no GET stream open, the question went nowhere and the call hung until the client gave up. One call in
+  // flight on the session is the call the question is for (as on stdio): it reaches the modern client as the
+  // call's InputRequiredResult (M basic/patterns/mrtr.mdx), and its answer goes back upstream.
+  test('get-roots-list: roots/list sent on the GET stream during the call reaches the client and the tool returns its roots', { timeout: 30_000 }, async () => {
+    const client = await modernClient({ roots: {} });
+    const asked: unknown[] = [];
+    client.setRequestHandler('roots/list', async (req) => {
+      asked.push(req.params);
+      return { roots: [{ uri: 'file:///tmp/bridge-root', name: 'bridge-root' }] } as never;
+    });
+    try {
+      const result = (await client.callTool({ name: 'get-roots-list', arguments: {} }, { timeout: 10_000 })) as { content: Array<{ type: string; text?: string }> };
+      const text = result.content.map((c) => c.text ?? '').join('\n');
+      assert.ok(asked.length >= 1, 'the client was asked for its roots');
+      assert.match(text, /file:\/\/\/tmp\/bridge-root/, text);
+    } finally {
+      await client.close();
+    }
   });
 });

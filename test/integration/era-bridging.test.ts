@@ -29,6 +29,8 @@ async function legacyUpstream(onCall: (msg: Msg, res: ServerResponse) => void): 
   let n = 0;
   const up = await startFakeUpstream((req, res, body) => {
     if (req.method === 'DELETE') return void res.writeHead(200).end();
+    // No GET stream here (2025-11-25/basic/transports.mdx §Listening for Messages: SSE or 405).
+    if (req.method === 'GET') return void res.writeHead(405, { allow: 'POST, DELETE' }).end();
     const msg = JSON.parse(body) as Msg;
     if (msg.method === 'initialize') {
       const id = `legacy-session-${++n}`;
@@ -228,6 +230,7 @@ describe('modern client → legacy upstream (§16.1)', () => {
     const answers: unknown[] = [];
     const up = await startFakeUpstream((req, res, body) => {
       if (req.method === 'DELETE') return void res.writeHead(200).end();
+      if (req.method === 'GET') return void res.writeHead(405, { allow: 'POST, DELETE' }).end();
       const msg = JSON.parse(body) as Msg & { result?: unknown };
       if (msg.method === 'initialize') {
         return void res.writeHead(200, { 'content-type': 'application/json', 'mcp-session-id': 'asks-again' }).end(JSON.stringify({ jsonrpc: '2.0', id: msg.id, result: { protocolVersion: '2025-11-25', capabilities: { tools: {} }, serverInfo: { name: 'asks', version: '1' } } }));
@@ -274,6 +277,7 @@ describe('modern client → legacy upstream (§16.1)', () => {
     let call: Msg | undefined;
     const up = await startFakeUpstream((req, res, body) => {
       if (req.method === 'DELETE') return void res.writeHead(200).end();
+      if (req.method === 'GET') return void res.writeHead(405, { allow: 'POST, DELETE' }).end();
       const msg = JSON.parse(body) as Msg & { result?: unknown };
       if (msg.method === 'initialize') {
         return void res.writeHead(200, { 'content-type': 'application/json', 'mcp-session-id': 'progress-after' }).end(JSON.stringify({ jsonrpc: '2.0', id: msg.id, result: { protocolVersion: '2025-11-25', capabilities: { tools: {} }, serverInfo: { name: 'p', version: '1' } } }));
@@ -462,6 +466,69 @@ describe('modern client → 2025-11-25 upstream: URL elicitation', () => {
     assert.equal(result.resultType, 'input_required');
     const [request] = Object.values(result.inputRequests) as Array<{ params: Record<string, unknown> }>;
     assert.deepEqual(request!.params, { mode: 'url', url: 'https://auth.example.com/x', message: 'Sign in' });
+  });
+});
+
+describe('modern client → legacy upstream: a server request on the GET stream, which names no call', () => {
+  /** A legacy server with a GET stream whose tools/call answers are held open until the test ends them. */
+  async function withGetStream() {
+    const state = { get: undefined as ServerResponse | undefined, calls: [] as Array<{ msg: Msg; res: ServerResponse }>, answers: [] as Array<Msg & { result?: unknown; error?: { code: number } }> };
+    const up = await startFakeUpstream((req, res, body) => {
+      if (req.method === 'DELETE') return void res.writeHead(200).end();
+      if (req.method === 'GET') {
+        state.get = res;
+        res.writeHead(200, { 'content-type': 'text/event-stream' });
+        return void res.write(': open\n\n');
+      }
+      const msg = JSON.parse(body) as Msg & { result?: unknown; error?: { code: number } };
+      if (msg.method === 'server/discover') return void res.writeHead(400, { 'content-type': 'application/json' }).end('{"jsonrpc":"2.0","id":null,"error":{"code":-32000,"message":"Bad Request: Server not initialized"}}');
+      if (msg.method === 'initialize') {
+        return void res.writeHead(200, { 'content-type': 'application/json', 'mcp-session-id': `get-${msg.id}` }).end(JSON.stringify({ jsonrpc: '2.0', id: msg.id, result: { protocolVersion: '2025-11-25', capabilities: { tools: {} }, serverInfo: { name: 'get', version: '1' } } }));
+      }
+      if (msg.method === undefined) state.answers.push(msg);
+      if (msg.method === undefined || msg.id === undefined) return void res.writeHead(202).end();
+      if (msg.method === 'tools/list') return jsonResult(res, JSON.stringify(msg), { tools: [] });
+      res.writeHead(200, { 'content-type': 'text/event-stream' });
+      res.write(': working\n\n');
+      state.calls.push({ msg, res });
+    }, { handshake: false });
+    cleanups.push(() => up.close());
+    return { up, state };
+  }
+  const ROOTS = { 'io.modelcontextprotocol/clientCapabilities': { roots: {} } };
+
+  test('with two calls in flight on the session it is refused upstream, never handed to either (GATEWAY-REQUIREMENTS §16.1 "Impossible / lossy")', async () => {
+    const { up, state } = await withGetStream();
+    const gw = await gatewayFor(up);
+    const a = modernRequest(1, 'tools/call', { name: 'a', arguments: {}, _meta: ROOTS });
+    const b = modernRequest(2, 'tools/call', { name: 'b', arguments: {}, _meta: ROOTS });
+    const answered = Promise.all([post(gw.url, a.body, a.headers), post(gw.url, b.body, b.headers)]);
+    for (let i = 0; i < 100 && (state.calls.length < 2 || state.get === undefined); i++) await sleep(20);
+    assert.equal(state.calls.length, 2);
+    state.get!.write(`data: ${JSON.stringify({ jsonrpc: '2.0', id: 'roots-1', method: 'roots/list' })}\n\n`);
+    for (let i = 0; i < 100 && !state.answers.some((m) => m.id === 'roots-1'); i++) await sleep(20);
+    assert.equal(state.answers.find((m) => m.id === 'roots-1')?.error?.code, -32601, 'refused: no call can be told to be the one it is for');
+    for (const c of state.calls) c.res.end(`data: ${JSON.stringify({ jsonrpc: '2.0', id: c.msg.id, result: { content: [] } })}\n\n`);
+    for (const res of await answered) assert.equal(res.json().result?.resultType, 'complete', 'neither call was asked');
+  });
+
+  test('with one call in flight it becomes that call\'s InputRequiredResult, and the answer goes back upstream (M basic/patterns/mrtr.mdx)', async () => {
+    const { up, state } = await withGetStream();
+    const gw = await gatewayFor(up);
+    const call = modernRequest(1, 'tools/call', { name: 'a', arguments: {}, _meta: ROOTS });
+    const first = post(gw.url, call.body, call.headers);
+    for (let i = 0; i < 100 && (state.calls.length < 1 || state.get === undefined); i++) await sleep(20);
+    state.get!.write(`data: ${JSON.stringify({ jsonrpc: '2.0', id: 'roots-2', method: 'roots/list' })}\n\n`);
+    const asked = (await first).json().result;
+    assert.equal(asked?.resultType, 'input_required', JSON.stringify(asked));
+    const [key] = Object.keys(asked.inputRequests);
+    assert.equal(asked.inputRequests[key!].method, 'roots/list');
+    const retry = modernRequest(2, 'tools/call', { name: 'a', arguments: {}, _meta: ROOTS, inputResponses: { [key!]: { roots: [{ uri: 'file:///r' }] } }, requestState: asked.requestState });
+    const done = post(gw.url, retry.body, retry.headers);
+    for (let i = 0; i < 100 && !state.answers.some((m) => m.id === 'roots-2'); i++) await sleep(20);
+    assert.deepEqual(state.answers.find((m) => m.id === 'roots-2')?.result, { roots: [{ uri: 'file:///r' }] });
+    state.calls[0]!.res.end(`data: ${JSON.stringify({ jsonrpc: '2.0', id: state.calls[0]!.msg.id, result: { content: [{ type: 'text', text: 'had roots' }] } })}\n\n`);
+    assert.equal((await done).json().result?.content?.[0]?.text, 'had roots');
   });
 });
 

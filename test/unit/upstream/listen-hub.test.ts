@@ -92,3 +92,71 @@ test('a resource the upstream refuses to subscribe to is taken out of the listen
     { method: 'resources/unsubscribe', uri: 'file:///open' },
   ]);
 });
+
+test('hold keeps a GET stream open without a listener; its server requests are offered to the calls first, pings never', async () => {
+  const posted: Array<Record<string, unknown>> = [];
+  let gets = 0;
+  let release!: () => void;
+  const open = new Promise<void>((resolve) => (release = resolve));
+  async function* stream(): AsyncGenerator<JsonRpcMessage, void, void> {
+    yield { jsonrpc: '2.0', id: 'srv-1', method: 'ping' } as JsonRpcMessage;
+    yield { jsonrpc: '2.0', id: 'srv-2', method: 'roots/list' } as JsonRpcMessage;
+    yield { jsonrpc: '2.0', id: 'srv-3', method: 'sampling/createMessage' } as JsonRpcMessage;
+    await open;
+  }
+  const client: UpstreamMessages = {
+    upstream: 'up',
+    async post(message) {
+      posted.push(message as unknown as Record<string, unknown>);
+      return { status: 202, headers: {}, messages: none() };
+    },
+    openGet: async (_headers, signal) => {
+      gets++;
+      signal.addEventListener('abort', () => release(), { once: true });
+      return stream();
+    },
+    deleteSession: async () => {},
+  };
+  const offered: string[] = [];
+  // The calls take roots/list (one call in flight), not the sampling request (refused by the hub).
+  const hub = new ListenHub(client, () => ({}), createLogger('error', () => {}), () => {}, (request) => {
+    offered.push(request.method);
+    return request.method === 'roots/list';
+  });
+  const letGo = await hub.hold();
+  assert.equal(gets, 1, 'the GET stream is open before hold resolves, with no listener');
+  for (let i = 0; i < 50 && posted.length < 2; i++) await new Promise((resolve) => setTimeout(resolve, 10));
+  assert.deepEqual(offered, ['roots/list', 'sampling/createMessage'], 'a ping is not offered to the calls');
+  assert.deepEqual(posted.map((p) => p.id), ['srv-1', 'srv-3'], 'the ping is answered, the request no call took is refused, the one taken is left to its call');
+  assert.deepEqual(posted[0]!.result, {});
+  assert.equal((posted[1]!.error as { code: number }).code, -32601);
+  letGo();
+  await open;
+  assert.equal(hub.size, 0);
+});
+
+test('hold waits for the GET stream at most a second: a server that sends its headers only with its first event does not hold up the call', async () => {
+  let aborted = false;
+  const client: UpstreamMessages = {
+    upstream: 'up',
+    async post() {
+      return { status: 202, headers: {}, messages: none() };
+    },
+    // Headers that never come (until the hub lets go).
+    openGet: (_headers, signal) =>
+      new Promise((resolve) => {
+        signal.addEventListener('abort', () => {
+          aborted = true;
+          resolve(null);
+        }, { once: true });
+      }),
+    deleteSession: async () => {},
+  };
+  const hub = new ListenHub(client, () => ({}), createLogger('error', () => {}));
+  const started = performance.now();
+  const letGo = await hub.hold();
+  const waited = performance.now() - started;
+  assert.ok(waited >= 900 && waited < 3_000, `waited ${Math.round(waited)} ms`);
+  letGo();
+  assert.equal(aborted, true, 'letting go ends the GET that is still opening');
+});
