@@ -326,8 +326,9 @@ export class ModernClientBridge {
     const upstreamRequest = new AbortController();
     // Armed before the request goes: a legacy server answering with one JSON body runs the whole call
     // inside the POST, and a client that leaves meanwhile must stop it (streamable-http.mdx: closing a
-    // modern request is its cancellation).
-    this.cancelOnDisconnect(signal, session, upstreamId, upstreamRequest);
+    // modern request is its cancellation). Until it goes there is nothing upstream to cancel.
+    let issued = false;
+    this.cancelOnDisconnect(signal, session, upstreamId, upstreamRequest, () => issued);
     // A server request that names no call (a v1 server's server.listRoots(), say) goes on the session's GET
     // stream, and nowhere if none is open: the GET is held open while a call that may be asked something is
     // in flight, and such a request is this call's while it is the one call on the session (routeServerRequest).
@@ -345,13 +346,18 @@ export class ModernClientBridge {
     };
     let parked = false;
     try {
+      // The client left while its session was being opened or readied: the call is not sent at all.
+      if (signal.aborted) throw new GatewayError('GW_ERR_UPSTREAM_BAD_RESPONSE', 'the client left before the request went upstream', this.client.upstream);
+      issued = true;
       const replied = this.client.post({ jsonrpc: '2.0', id: upstreamId, method: request.method, params }, this.sessions.headersFor(session), upstreamRequest.signal);
       // A server that answers with one JSON body once the call is done may ask its question (on the GET
       // stream) before any answer comes: then the call is read at once, the answer's messages following.
       const first = await Promise.race([replied.then((reply) => ({ reply })), inbox.handedIn.then(() => undefined)]);
       const reply = first?.reply;
       if (reply !== undefined && reply.status === 404 && session.id !== undefined && !retried) {
-        // The upstream ended our session: open a new one and send the request again, once.
+        // The upstream ended our session: open a new one and send the request again, once. The request the
+        // 404 answered is over: a cancellation names the one sent again.
+        issued = false;
         this.sessions.discard(session);
         release();
         await this.forward(signal, request, channel, owner, true);
@@ -579,10 +585,15 @@ export class ModernClientBridge {
     }
   }
 
-  /** Closing a modern request's stream is its cancellation; legacy servers need notifications/cancelled. */
-  private cancelOnDisconnect(signal: AbortSignal, session: LegacyClientSession, upstreamId: string, upstreamRequest: AbortController): void {
+  /**
+   * Closing a modern request's stream is its cancellation; legacy servers need notifications/cancelled, which
+   * may only name a request that was sent (2025-11-25/basic/utilities/cancellation.mdx §Behavior Requirements
+   * 1): `issued` says whether it was.
+   */
+  private cancelOnDisconnect(signal: AbortSignal, session: LegacyClientSession, upstreamId: string, upstreamRequest: AbortController, issued: () => boolean = () => true): void {
     const cancel = (): void => {
       upstreamRequest.abort();
+      if (!issued()) return;
       void this.client
         .post({ jsonrpc: '2.0', method: 'notifications/cancelled', params: { requestId: upstreamId, reason: 'client closed the request' } }, this.sessions.headersFor(session))
         .then((r) => r.messages.return(), () => {});

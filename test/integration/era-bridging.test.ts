@@ -24,7 +24,7 @@ async function gatewayFor(up: FakeUpstream, extra: Record<string, unknown> = {})
 type Msg = { id?: string | number; method?: string; params?: Record<string, any> };
 
 /** A scripted legacy server: sessions it can forget, and per-method behaviour. */
-async function legacyUpstream(onCall: (msg: Msg, res: ServerResponse) => void): Promise<FakeUpstream & { live: Set<string> }> {
+async function legacyUpstream(onCall: (msg: Msg, res: ServerResponse) => void, opts: { sessionInitDelayMs?: number } = {}): Promise<FakeUpstream & { live: Set<string> }> {
   const live = new Set<string>();
   let n = 0;
   const up = await startFakeUpstream((req, res, body) => {
@@ -36,7 +36,10 @@ async function legacyUpstream(onCall: (msg: Msg, res: ServerResponse) => void): 
       const id = `legacy-session-${++n}`;
       live.add(id);
       const text = JSON.stringify({ jsonrpc: '2.0', id: msg.id, result: { protocolVersion: '2025-11-25', capabilities: { tools: {}, logging: {} }, serverInfo: { name: 'scripted-legacy', version: '1' } } });
-      return void res.writeHead(200, { 'content-type': 'application/json', 'mcp-session-id': id }).end(text);
+      // The era probe's own handshake is never slowed, only the sessions opened for clients.
+      const delay = msg.id === 'gatehouse-probe' ? 0 : (opts.sessionInitDelayMs ?? 0);
+      const answer = (): void => void res.writeHead(200, { 'content-type': 'application/json', 'mcp-session-id': id }).end(text);
+      return void (delay > 0 ? setTimeout(answer, delay) : answer());
     }
     const session = String(req.headers['mcp-session-id']);
     if (msg.method === 'server/discover') return void res.writeHead(400, { 'content-type': 'application/json' }).end('{"jsonrpc":"2.0","id":null,"error":{"code":-32000,"message":"Bad Request: Server not initialized"}}');
@@ -192,6 +195,22 @@ describe('modern client → legacy upstream (§16.1)', () => {
     for (let i = 0; i < 50 && !bodies(up).some((m) => m.method === 'notifications/cancelled'); i++) await sleep(20);
     assert.equal(bodies(up).find((m) => m.method === 'notifications/cancelled')?.params?.requestId, forwardedId);
     assert.equal(closedEarly, true, 'the upstream request was closed before its answer');
+  });
+
+  test('a client that leaves before its call went upstream gets no notifications/cancelled sent for it: the request was never issued (L basic/utilities/cancellation.mdx §Behavior Requirements 1)', async () => {
+    const up = await legacyUpstream((msg, res) => jsonResult(res, JSON.stringify(msg), { content: [] }), { sessionInitDelayMs: 600 });
+    const gw = await gatewayFor(up);
+    const call = modernRequest(1, 'tools/call', { name: 't', arguments: {} });
+    const ac = new AbortController();
+    const pending = request(gw.url, { method: 'POST', headers: call.headers, body: call.body, signal: ac.signal }).catch(() => undefined);
+    // Gone while Gatehouse still opens the legacy session the call needs.
+    for (let i = 0; i < 50 && !bodies(up).some((m) => m.method === 'initialize'); i++) await sleep(20);
+    ac.abort();
+    await pending;
+    await sleep(1_200);
+    const sent = bodies(up).map((m) => m.method);
+    assert.equal(sent.includes('tools/call'), false, `the call never went up: ${sent.join(', ')}`);
+    assert.equal(sent.includes('notifications/cancelled'), false, `a cancellation may only name a request that was sent: ${sent.join(', ')}`);
   });
 
   test('MRTR: requestState is single-use, bound to its tool, and expires after sessions.inputTimeoutMs', async () => {
