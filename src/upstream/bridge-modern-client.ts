@@ -371,7 +371,10 @@ export class ModernClientBridge {
         }
         throw new GatewayError('GW_ERR_UPSTREAM_BAD_RESPONSE', `Upstream "${this.client.upstream}" answered HTTP ${reply.status}`, this.client.upstream);
       }
-      inbox.follow(replied.then((r) => r.messages));
+      inbox.follow(
+        replied.then((r) => r.messages),
+        (ping) => void this.answerUpstream(session, { jsonrpc: '2.0', id: ping.id, result: {} }).catch((err: unknown) => this.log.warn('an answer to the upstream could not be sent', { method: 'ping', err })),
+      );
       const callRelease = (): void => {
         finished();
         release();

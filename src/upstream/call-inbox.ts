@@ -2,7 +2,7 @@
 // server requests Gatehouse hands it from the session's GET stream (a request that names no call goes
 // there, and belongs to the call in flight: bridge-modern-client.ts), in the order they arrive.
 
-import type { JsonRpcMessage } from '../protocol/jsonrpc.js';
+import type { JsonRpcMessage, JsonRpcRequest } from '../protocol/jsonrpc.js';
 
 export class CallInbox {
   private readonly items: JsonRpcMessage[] = [];
@@ -23,12 +23,20 @@ export class CallInbox {
     return true;
   }
 
-  /** Reads the answer stream into the inbox (its end or failure ends the inbox), once it has come. */
-  follow(source: Promise<AsyncGenerator<JsonRpcMessage, void, void>>): void {
+  /**
+   * Reads the answer stream into the inbox (its end or failure ends the inbox), once it has come. A ping is
+   * handed to `ping` as it arrives, not queued: it MUST be answered promptly (basic/utilities/ping.mdx), and
+   * the call may be parked, its messages unread until its client retries.
+   */
+  follow(source: Promise<AsyncGenerator<JsonRpcMessage, void, void>>, ping: (request: JsonRpcRequest) => void): void {
     void (async () => {
       try {
         for await (const message of await source) {
           if (this.ended) return;
+          if ('method' in message && message.method === 'ping' && 'id' in message && message.id !== undefined) {
+            ping(message as JsonRpcRequest);
+            continue;
+          }
           this.items.push(message);
           this.notify();
         }

@@ -531,6 +531,20 @@ describe('modern client → legacy upstream: a server request on the GET stream,
     for (const res of await answered) assert.equal(res.json().result?.resultType, 'complete', 'neither call was asked');
   });
 
+  test('a ping the server sends on a call\'s stream while the call waits for its client\'s retry is answered at once (L basic/utilities/ping.mdx: MUST respond promptly)', async () => {
+    const { up, state } = await withGetStream();
+    const gw = await gatewayFor(up);
+    const call = modernRequest(1, 'tools/call', { name: 'a', arguments: {}, _meta: ROOTS });
+    const first = post(gw.url, call.body, call.headers);
+    for (let i = 0; i < 100 && state.calls.length < 1; i++) await sleep(20);
+    state.calls[0]!.res.write(`data: ${JSON.stringify({ jsonrpc: '2.0', id: 'roots-3', method: 'roots/list' })}\n\n`);
+    assert.equal((await first).json().result?.resultType, 'input_required');
+    // Parked: the client has its question and has not retried. The server checks the connection meanwhile.
+    state.calls[0]!.res.write(`data: ${JSON.stringify({ jsonrpc: '2.0', id: 'ping-1', method: 'ping' })}\n\n`);
+    for (let i = 0; i < 50 && !state.answers.some((m) => m.id === 'ping-1'); i++) await sleep(20);
+    assert.deepEqual(state.answers.find((m) => m.id === 'ping-1')?.result, {}, 'the ping is answered while the call is parked');
+  });
+
   test('with one call in flight it becomes that call\'s InputRequiredResult, and the answer goes back upstream (M basic/patterns/mrtr.mdx)', async () => {
     const { up, state } = await withGetStream();
     const gw = await gatewayFor(up);
