@@ -43,7 +43,9 @@ before(async () => {
     config,
     JSON.stringify({
       listen: { host: '127.0.0.1', port: 0 },
-      auth: { anonymous: true },
+      // The failed-auth limit off: the generated guesses would otherwise have every later request answered 429
+      // (its own test: test/integration/admin-auth-limit.test.ts), and the property would read only that.
+      auth: { anonymous: true, failureLimit: { attempts: 0 } },
       upstreams: [{ name: 'fetcher', command: ['node', FETCHER], env: { TARGET_ALLOWED: `http://127.0.0.1:${targetPort}/` } }],
       store: { kind: 'sqlite', path: join(dir, 'gatehouse.db') },
       tools: { pinning: 'enforce' },
