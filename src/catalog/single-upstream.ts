@@ -68,7 +68,11 @@ export class SingleUpstream implements Upstream {
   }
 
   private async decideThenHandle(ctx: CallContext): Promise<Outcome> {
-    const mode = await this.decide(this.mode === 'direct', ctx.clientCapabilities);
+    // With the client's capabilities only where access rules hide items (what a capability-gated tool could
+    // leak): a check with another capability set needs a legacy session (in stdio, a child) of its own, a
+    // cost the names alone do not justify. Without such rules a tool offered only to clients declaring a
+    // capability keeps the name its upstream gives it on the pass-through.
+    const mode = await this.decide(this.mode === 'direct', this.decideAtInitialize ? ctx.clientCapabilities : {});
     return mode === 'catalog' ? this.catalog.handle(ctx) : this.member.handle(ctx);
   }
 
