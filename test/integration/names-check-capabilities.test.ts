@@ -41,15 +41,7 @@ test('a tool the rules hide from everyone, offered only to clients declaring eli
   assert.equal((await post(gw.url, call.body, call.headers)).json().error?.code, -32602, 'and it cannot be called');
 
   // A legacy client (v1 SDK) that declared elicitation at initialize: its session's lists are checked with it.
-  const client = new Client({ name: 'eliciting-legacy', version: '1.0.0' }, { capabilities: { elicitation: {} } });
-  await client.connect(new StreamableHTTPClientTransport(new URL(gw.url)));
-  try {
-    const { tools } = await client.listTools();
-    assert.ok(tools.some((t) => t.name === 'echo'));
-    assert.ok(!tools.some((t) => t.name === 'trigger-elicitation-request'), `a hidden tool was listed: ${tools.map((t) => t.name).join()}`);
-  } finally {
-    await client.close();
-  }
+  await elicitingLegacyClientSeesNoHiddenTool(gw);
 });
 
 test('the same for a legacy client that is the first to list: its own capabilities decide, not the gateway\'s', async () => {
@@ -58,6 +50,11 @@ test('the same for a legacy client that is the first to list: its own capabiliti
     policy: { rules: [{ access: 'deny', tools: ['everything/trigger-elicitation-request'] }, { access: 'allow', tools: ['everything/*'] }] },
   });
   cleanups.push(() => gw.close());
+  await elicitingLegacyClientSeesNoHiddenTool(gw);
+});
+
+/** A legacy client (v1 SDK) that declared elicitation at initialize lists tools: the hidden one is not among them. */
+async function elicitingLegacyClientSeesNoHiddenTool(gw: { url: string }): Promise<void> {
   const client = new Client({ name: 'eliciting-legacy', version: '1.0.0' }, { capabilities: { elicitation: {} } });
   await client.connect(new StreamableHTTPClientTransport(new URL(gw.url)));
   try {
@@ -67,4 +64,4 @@ test('the same for a legacy client that is the first to list: its own capabiliti
   } finally {
     await client.close();
   }
-});
+}
