@@ -91,11 +91,13 @@ async function* allRecords(store: Store, afterSeq = 0, filter?: { since?: number
  * `head`: a head hash printed by an earlier verify and kept elsewhere. A chain rewritten from some record
  * on, or cut short at its end, still links up; only a record known from outside shows it.
  */
-async function verify(store: Store, io: CommandIO, head: string | undefined): Promise<number> {
-  if (head !== undefined && !/^[0-9a-f]{64}$/.test(head)) {
-    io.err(`--head "${head}" is not a SHA-256 hash (64 hex digits, as verify prints it)\n`);
+async function verify(store: Store, io: CommandIO, given: string | undefined): Promise<number> {
+  if (given !== undefined && !/^[0-9a-f]{64}$/i.test(given)) {
+    io.err(`--head "${given}" is not a SHA-256 hash (64 hex digits, as verify prints it)\n`);
     return 2;
   }
+  // Records carry lower-case hex; a head kept by a tool that prints upper case names the same hash.
+  const head = given?.toLowerCase();
   const anchor = await store.auditAnchor();
   const verifier = new ChainVerifier(anchor);
   let headSeen = head === undefined || anchor?.hash === head;

@@ -47,3 +47,13 @@ it('a head whose record retention removed is not found, and the refusal names re
   assert.match(r.err, /retention/, r.err);
   assert.match(r.err, /records up to 3/, r.err);
 });
+
+it('a head written in upper-case hex (as some tools print SHA-256) is the same hash, not a usage error', async () => {
+  const r = await verify('--head', heads[4]!.toUpperCase());
+  assert.equal(r.code, 0, r.err);
+  assert.match(r.out, /audit chain ok: 3 records/);
+  // Still a hash: other text is refused as before.
+  const bad = await verify('--head', `${heads[4]!.slice(0, 63)}G`);
+  assert.equal(bad.code, 2, bad.out);
+  assert.match(bad.err, /is not a SHA-256 hash/);
+});
