@@ -1,19 +1,29 @@
 // `gatehouse hash-key`: prints the hash to store in auth.apiKeys.
 
+import { parseArgs } from 'node:util';
 import { generateKey, hashKey } from '../auth/key-hash.js';
 import { HASH_KEY_HELP } from './help.js';
 import type { CommandIO } from './io.js';
 
 export async function hashKeyCommand(args: string[], io: CommandIO): Promise<number> {
-  if (args.includes('--help') || args.includes('-h')) {
+  // Parsed strictly: an unknown option taken as the key would print a hash an operator might paste into
+  // auth.apiKeys for a key nobody holds. A key that starts with "-" goes after "--".
+  let parsed;
+  try {
+    parsed = parseArgs({ args, options: { help: { type: 'boolean', short: 'h' } }, strict: true, allowPositionals: true });
+  } catch (err) {
+    io.err(`${(err as Error).message}\n\n${HASH_KEY_HELP}`);
+    return 2;
+  }
+  if (parsed.values.help) {
     io.out(HASH_KEY_HELP);
     return 0;
   }
-  if (args.length > 1) {
+  if (parsed.positionals.length > 1) {
     io.err('hash-key takes at most one argument (the key, or "-" to read it from stdin)\n');
     return 2;
   }
-  const arg = args[0];
+  const arg = parsed.positionals[0];
   if (arg === undefined) {
     const key = generateKey();
     io.out(`key:  ${key}\nhash: ${hashKey(key)}\n`);

@@ -55,6 +55,12 @@ export const HASH_KEY_HELP = `Usage: gatehouse hash-key [KEY | -]
 Prints the hash of an API key, for the "hash" field of auth.apiKeys. With "-" the key is read from
 standard input (keeps it out of shell history). With no argument a new random key is generated and
 both the key and its hash are printed: give the key to the client, put only the hash in the config.
+A key that starts with "-" goes after "--": gatehouse hash-key -- -KEY.
+
+Options:
+  -h, --help            show this help
+
+Exit status: 0 printed, 1 the key is too short, 2 usage (an unknown option, more than one key).
 `;
 
 export const BUDGETS_HELP = `Usage: gatehouse budgets show [options]
