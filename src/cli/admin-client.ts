@@ -1,7 +1,7 @@
 // The CLI's client of a running gateway's admin API: where it is (the config's admin listener, or --url),
 // the token it takes, and one call with a bounded wait. Used by `approvals` and `pins`.
 
-import { loadConfigFile } from '../config/load.js';
+import { loadConfigFor } from './cli-config.js';
 import type { CommandIO } from './io.js';
 
 export interface AdminTarget {
@@ -29,11 +29,13 @@ export function adminCaller(target: AdminTarget): AdminCall {
   };
 }
 
-export async function adminTarget(flags: { config?: string | undefined; url?: string | undefined; token?: string | undefined }, io: CommandIO): Promise<{ url: string; token: string }> {
+export async function adminTarget(flags: { config?: string | undefined; url?: string | undefined; token?: string | undefined }, io: CommandIO, command: string): Promise<{ url: string; token: string }> {
   let url = flags.url ?? io.env.GATEHOUSE_ADMIN_URL;
   let token = flags.token ?? io.env.GATEHOUSE_ADMIN_TOKEN;
   if (url === undefined || token === undefined) {
-    const config = await loadConfigFile(flags.config ?? io.env.GATEHOUSE_CONFIG ?? 'gatehouse.yaml', io.env);
+    // Only what is not given otherwise must be readable; the upstreams' secrets never are needed here.
+    const needs = ['admin.enabled', ...(url === undefined ? ['admin.host', 'admin.port'] : []), ...(token === undefined ? ['admin.token'] : [])];
+    const config = await loadConfigFor(flags.config ?? io.env.GATEHOUSE_CONFIG ?? 'gatehouse.yaml', io.env, needs, command);
     if (!config.admin.enabled) throw new Error('the config does not enable the admin API (admin.enabled), so there is nothing to ask');
     const host = config.admin.host === '0.0.0.0' ? '127.0.0.1' : config.admin.host === '::' ? '::1' : config.admin.host;
     url ??= `http://${host.includes(':') ? `[${host}]` : host}:${config.admin.port}`;

@@ -54,7 +54,7 @@ export async function approvalsCommand(args: string[], io: CommandIO): Promise<n
   }
   let target: { url: string; token: string };
   try {
-    target = await adminTarget(flags, io);
+    target = await adminTarget(flags, io, 'gatehouse approvals');
   } catch (err) {
     io.err((err instanceof ConfigError ? err.message : `error: ${(err as Error).message}`) + '\n');
     return 1;

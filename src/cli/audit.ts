@@ -4,12 +4,13 @@
 
 import { existsSync } from 'node:fs';
 import { parseArgs } from 'node:util';
-import { ConfigError, loadConfigFile } from '../config/load.js';
+import { ConfigError } from '../config/load.js';
 import { parseDateTime } from '../config/expiry.js';
 import type { StoreConfig } from '../config/types.js';
 import { ChainVerifier } from '../store/audit-chain.js';
 import { openStore } from '../store/open-store.js';
 import type { AuditRecord, Store } from '../store/store.js';
+import { loadConfigFor } from './cli-config.js';
 import { AUDIT_HELP } from './help.js';
 import type { CommandIO } from './io.js';
 
@@ -72,7 +73,7 @@ export async function auditCommand(args: string[], io: CommandIO, signal?: Abort
 
 async function storeConfig(flags: { config?: string; store?: string }, io: CommandIO): Promise<StoreConfig> {
   if (flags.store !== undefined) return { kind: 'sqlite', path: flags.store };
-  const config = await loadConfigFile(flags.config ?? io.env.GATEHOUSE_CONFIG ?? 'gatehouse.yaml', io.env);
+  const config = await loadConfigFor(flags.config ?? io.env.GATEHOUSE_CONFIG ?? 'gatehouse.yaml', io.env, ['store'], 'gatehouse audit');
   return config.store;
 }
 

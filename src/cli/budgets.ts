@@ -5,11 +5,12 @@
 import { existsSync } from 'node:fs';
 import { parseArgs } from 'node:util';
 import type { Budget } from '../config/schema.generated.js';
-import { ConfigError, loadConfigFile } from '../config/load.js';
+import { ConfigError } from '../config/load.js';
 import type { StoreConfig } from '../config/types.js';
 import { BUDGET_PREFIX } from '../policy/budget-stage.js';
 import { openStore } from '../store/open-store.js';
 import type { BudgetCounter } from '../store/store.js';
+import { loadConfigFor } from './cli-config.js';
 import { BUDGETS_HELP } from './help.js';
 import type { CommandIO } from './io.js';
 
@@ -54,7 +55,7 @@ export async function budgetsCommand(args: string[], io: CommandIO): Promise<num
     let config: StoreConfig;
     if (flags.store !== undefined) config = { kind: 'sqlite', path: flags.store };
     else {
-      const loaded = await loadConfigFile(flags.config ?? io.env.GATEHOUSE_CONFIG ?? 'gatehouse.yaml', io.env);
+      const loaded = await loadConfigFor(flags.config ?? io.env.GATEHOUSE_CONFIG ?? 'gatehouse.yaml', io.env, ['store'], 'gatehouse budgets');
       config = loaded.store;
       budgets = loaded.policy.budgets;
     }

@@ -70,7 +70,8 @@ names (store.kind sqlite or redis), or from a SQLite file: budget, per, whose, u
 when the window ends.
 
 Options:
-  -c, --config FILE     config file (default $GATEHOUSE_CONFIG, then ./gatehouse.yaml); gives limits
+  -c, --config FILE     config file (default $GATEHOUSE_CONFIG, then ./gatehouse.yaml); gives limits.
+                        Only the store's secrets must be present here, not the upstreams'
       --store FILE      a SQLite store file instead of the config's store
       --subject S       only the counters of this caller (e.g. key:ci-bot, or a token's sub)
       --json            one JSON object per line instead of a table
@@ -80,6 +81,7 @@ Options:
 export const AUDIT_HELP = `Usage: gatehouse audit verify|export|tail [options]
 
 Reads the audit log from the store the config names (store.kind sqlite or redis), or from a SQLite file.
+Only the store's secrets must be present where it runs, not the upstreams'.
 
 Commands:
   verify    walk the hash chain from its start (or its retention anchor); exit 0 when every record is
@@ -104,7 +106,8 @@ Options:
 export const APPROVALS_HELP = `Usage: gatehouse approvals list|show ID|approve ID|reject ID [options]
 
 Talks to the admin API of a running gateway (admin.enabled), found through the config's admin.host,
-admin.port and admin.token, or through --url and --token.
+admin.port and admin.token, or through --url and --token. Of the config's secrets only admin.token
+must be present here (and not even it with --token).
 
 Commands:
   list          the approvals waiting for a decision (--state for others)

@@ -46,7 +46,7 @@ export async function pinsCommand(args: string[], io: CommandIO): Promise<number
   }
   let call;
   try {
-    call = adminCaller(await adminTarget(flags, io));
+    call = adminCaller(await adminTarget(flags, io, 'gatehouse pins'));
   } catch (err) {
     io.err((err instanceof ConfigError ? err.message : `error: ${(err as Error).message}`) + '\n');
     return 1;
