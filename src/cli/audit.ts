@@ -13,6 +13,7 @@ import type { AuditRecord, Store } from '../store/store.js';
 import { loadConfigFor } from './cli-config.js';
 import { AUDIT_HELP } from './help.js';
 import type { CommandIO } from './io.js';
+import { storeFlag } from './store-flag.js';
 
 const OPTIONS = {
   config: { type: 'string', short: 'c' },
@@ -72,7 +73,7 @@ export async function auditCommand(args: string[], io: CommandIO, signal?: Abort
 }
 
 async function storeConfig(flags: { config?: string; store?: string }, io: CommandIO): Promise<StoreConfig> {
-  if (flags.store !== undefined) return { kind: 'sqlite', path: flags.store };
+  if (flags.store !== undefined) return storeFlag(flags.store);
   const config = await loadConfigFor(flags.config ?? io.env.GATEHOUSE_CONFIG ?? 'gatehouse.yaml', io.env, ['store'], 'gatehouse audit');
   return config.store;
 }

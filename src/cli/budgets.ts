@@ -13,6 +13,7 @@ import type { BudgetCounter } from '../store/store.js';
 import { loadConfigFor } from './cli-config.js';
 import { BUDGETS_HELP } from './help.js';
 import type { CommandIO } from './io.js';
+import { storeFlag } from './store-flag.js';
 
 const OPTIONS = {
   config: { type: 'string', short: 'c' },
@@ -53,7 +54,7 @@ export async function budgetsCommand(args: string[], io: CommandIO): Promise<num
   let budgets: Budget[] = [];
   try {
     let config: StoreConfig;
-    if (flags.store !== undefined) config = { kind: 'sqlite', path: flags.store };
+    if (flags.store !== undefined) config = storeFlag(flags.store);
     else {
       const loaded = await loadConfigFor(flags.config ?? io.env.GATEHOUSE_CONFIG ?? 'gatehouse.yaml', io.env, ['store'], 'gatehouse budgets');
       config = loaded.store;

@@ -34,7 +34,8 @@ Options:
       --port N          port to listen on (default 8080; 0 picks a free one)
       --path PATH       path of the MCP endpoint (default /mcp)
       --log-level L     debug | info | warn | error
-      --store FILE      the SQLite file for state and the audit log (default ./data/gatehouse.db)
+      --store FILE      the SQLite file for state and the audit log (default ./data/gatehouse.db);
+                        a Redis store is named in the config (store.kind: redis), not here
   -h, --help            show this help
 `;
 
@@ -72,7 +73,7 @@ when the window ends.
 Options:
   -c, --config FILE     config file (default $GATEHOUSE_CONFIG, then ./gatehouse.yaml); gives limits.
                         Only the store's secrets must be present here, not the upstreams'
-      --store FILE      a SQLite store file instead of the config's store
+      --store FILE      a SQLite store file instead of the config's store (a Redis store: --config)
       --subject S       only the counters of this caller (e.g. key:ci-bot, or a token's sub)
       --json            one JSON object per line instead of a table
   -h, --help            show this help
@@ -91,7 +92,7 @@ Commands:
 
 Options:
   -c, --config FILE     config file (default $GATEHOUSE_CONFIG, then ./gatehouse.yaml)
-      --store FILE      a SQLite store file instead of the config's store
+      --store FILE      a SQLite store file instead of the config's store (a Redis store: --config)
       --head HASH       verify: also require the record with this hash, a head printed by an earlier
                         verify and kept elsewhere (finds a log rewritten or cut short since)
       --since TIME      export/tail: records at or after TIME (YYYY-MM-DD, or an RFC 3339 time; UTC

@@ -10,6 +10,7 @@ import { collectSecrets } from '../config/secrets.js';
 import { SERVE_HELP } from './help.js';
 import type { CommandIO } from './io.js';
 import { splitCommand } from './split-command.js';
+import { storeFlag } from './store-flag.js';
 
 const OPTIONS = {
   config: { type: 'string', short: 'c' },
@@ -128,7 +129,7 @@ async function buildConfig(flags: ServeFlags, io: CommandIO): Promise<{ config: 
   }
   if (flags.path !== undefined) listenOverrides.path = flags.path;
   const logOverride = flags['log-level'] !== undefined ? { level: flags['log-level'] as LogLevel } : undefined;
-  const storeOverride = flags.store !== undefined ? { kind: 'sqlite', path: flags.store } : undefined;
+  const storeOverride = flags.store !== undefined ? storeFlag(flags.store) : undefined;
 
   if (flags.upstream !== undefined || flags.stdio !== undefined) {
     const upstream = flags.upstream !== undefined ? { name: 'upstream', url: flags.upstream } : { name: 'upstream', command: splitCommand(flags.stdio!) };

@@ -1,0 +1,17 @@
+// `--store FILE` (serve, audit, budgets): a SQLite file standing in for the config's store. A Redis store
+// is named by the config alone (DESIGN §CLI: --config finds the store), since a URL cannot say its
+// keyPrefix, sentinel, cluster or TLS settings, and a reader with the wrong keyPrefix would find an empty
+// log and call it intact.
+
+import type { StoreConfig } from '../config/types.js';
+
+/** The SQLite store a `--store` value names; a URL (redis://…, or any scheme://) is refused, not taken as a file name. */
+export function storeFlag(value: string): StoreConfig {
+  const scheme = /^([a-z][a-z0-9+.-]*):\/\//i.exec(value)?.[1];
+  // Taken as a path, redis://host:6379 became ./redis:/host:6379, a new SQLite file: serve ran on it
+  // unshared, and audit reported no store. Only the scheme is echoed: the URL may hold a password.
+  if (scheme !== undefined) {
+    throw new Error(`--store takes the path of a SQLite file, not a URL (${scheme}://…); for a Redis store give --config FILE with store.kind: redis (only the store's secrets need be set)`);
+  }
+  return { kind: 'sqlite', path: value };
+}
