@@ -10,6 +10,7 @@ import { watchConfigFile, type ConfigCheck, type ConfigWatcher } from './config/
 import { isStdioUpstream, type GatehouseConfig, type ListenConfig, type UpstreamConfig } from './config/types.js';
 import { createEdge, type Edge } from './edge/server.js';
 import type { Logger } from './log/logger.js';
+import type { InterpolatedValue } from './config/interpolate.js';
 import { collectSecrets } from './config/secrets.js';
 import { Authenticator } from './auth/authenticator.js';
 import { insufficientScope } from './auth/challenge.js';
@@ -78,9 +79,10 @@ export interface Gateway {
   /**
    * Applies a new config: a new upstream is built and swapped in atomically, the old one closed once its
    * in-flight calls had `shutdown.graceMs` to finish. `listen` is static (read at start); changing it is
-   * refused. Returns the problems when the new config is refused and the running one stays.
+   * refused. Returns the problems when the new config is refused and the running one stays. `interpolated`:
+   * the values its file read through `${env:...}`/`${file:...}` (LoadOptions.interpolated), for the log scrubber.
    */
-  reload(next: GatehouseConfig): Promise<string[]>;
+  reload(next: GatehouseConfig, interpolated?: readonly InterpolatedValue[]): Promise<string[]>;
   /**
    * Reads the watched config file now (SIGHUP) instead of at the next poll, applying it when its content
    * changed. `none` when no file is watched (a config from flags, or not listening yet).
@@ -244,8 +246,9 @@ export function createGateway(config: GatehouseConfig, log: Logger, options: Gat
   let closing: Promise<void> | undefined;
   async function reloadFromText(file: string, text: string): Promise<void> {
     let next: GatehouseConfig;
+    const interpolated: InterpolatedValue[] = [];
     try {
-      next = parseConfigText(text, { fileName: basename(file), baseDir: dirname(resolve(file)), env: options.env ?? process.env });
+      next = parseConfigText(text, { fileName: basename(file), baseDir: dirname(resolve(file)), env: options.env ?? process.env, interpolated });
     } catch (err) {
       reloads.refused++;
       metrics?.reload('refused');
@@ -254,7 +257,7 @@ export function createGateway(config: GatehouseConfig, log: Logger, options: Gat
       return;
     }
     // The watcher does not wait for this: whatever goes wrong is logged here, never left to take the process down.
-    await gateway.reload(next).catch((err: unknown) => {
+    await gateway.reload(next, interpolated).catch((err: unknown) => {
       reloads.refused++;
       metrics?.reload('refused');
       log.error('config reload refused; the running config stays', { problems: [String((err as Error).message)] });
@@ -272,7 +275,7 @@ export function createGateway(config: GatehouseConfig, log: Logger, options: Gat
     get adminUrl() {
       return adminUrl;
     },
-    async reload(next) {
+    async reload(next, interpolated = []) {
       // The listener is static: a reload keeps the running one (with any command-line overrides).
       const baseline = options.fileListen ?? running.listen;
       if (JSON.stringify(next.listen) !== JSON.stringify(baseline)) log.warn('config reload: listen changes take effect only after a restart');
@@ -314,7 +317,7 @@ export function createGateway(config: GatehouseConfig, log: Logger, options: Gat
       // rebuilding them would cost every upstream a new handshake and a fresh tools/list for nothing.
       const logOnly = runtimeShape(next) === runtimeShape(running);
       // New secret values are scrubbed from logs from now on (none are forgotten), a rotated admin token too.
-      log.addSecrets(collectSecrets(next));
+      log.addSecrets(collectSecrets(next, interpolated));
       if (!logOnly) {
         // Everything new is built before anything is swapped: a config the build refuses (a URL the schema's
         // pattern let through but no parser takes, say) leaves the running one whole, and the process up.

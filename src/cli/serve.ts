@@ -6,6 +6,7 @@ import { ConfigError, loadConfigFileWithText, validateConfigObject } from '../co
 import type { GatehouseConfig, ListenConfig, LogLevel } from '../config/types.js';
 import { createGateway, ListenError } from '../gateway.js';
 import { createLogger, resolveLogFormat } from '../log/logger.js';
+import type { InterpolatedValue } from '../config/interpolate.js';
 import { collectSecrets } from '../config/secrets.js';
 import { SERVE_HELP } from './help.js';
 import type { CommandIO } from './io.js';
@@ -42,17 +43,18 @@ export async function serveCommand(args: string[], io: CommandIO): Promise<numbe
   let fileListen: ListenConfig | undefined;
   let fileStore: GatehouseConfig['store'] | undefined;
   let fileText: string | undefined;
+  let interpolated: InterpolatedValue[] = [];
   // Only a config from a file is watched for reloads; flags cannot change while running.
   const fromFlags = flags.upstream !== undefined || flags.stdio !== undefined;
   const configFile = fromFlags ? undefined : (flags.config ?? io.env.GATEHOUSE_CONFIG ?? 'gatehouse.yaml');
   try {
-    ({ config, fileListen, fileStore, fileText } = await buildConfig(flags, io));
+    ({ config, fileListen, fileStore, fileText, interpolated = [] } = await buildConfig(flags, io));
   } catch (err) {
     io.err((err instanceof ConfigError ? err.message : `error: ${(err as Error).message}`) + '\n');
     return 1;
   }
   // Configured secret values (upstream credentials, client secrets) are scrubbed from every log line.
-  const log = createLogger(config.log.level, undefined, {}, { secrets: collectSecrets(config), format: resolveLogFormat(config.log.format) });
+  const log = createLogger(config.log.level, undefined, {}, { secrets: collectSecrets(config, interpolated), format: resolveLogFormat(config.log.format) });
   let gateway;
   try {
     gateway = createGateway(config, log, { configFile, ...(fileText !== undefined ? { configText: fileText } : {}), fileListen, fileStore, env: io.env });
@@ -116,7 +118,7 @@ function listenHint(err: unknown, env: NodeJS.ProcessEnv): string {
 }
 
 /** The config to run, and for a file the listener it named (flags may override it; reloads compare with it). */
-async function buildConfig(flags: ServeFlags, io: CommandIO): Promise<{ config: GatehouseConfig; fileListen?: ListenConfig; fileStore?: GatehouseConfig['store']; fileText?: string }> {
+async function buildConfig(flags: ServeFlags, io: CommandIO): Promise<{ config: GatehouseConfig; fileListen?: ListenConfig; fileStore?: GatehouseConfig['store']; fileText?: string; interpolated?: InterpolatedValue[] }> {
   if (flags.upstream !== undefined && flags.stdio !== undefined) throw new Error('use either --upstream or --stdio, not both');
   if (flags.config !== undefined && (flags.upstream !== undefined || flags.stdio !== undefined)) {
     throw new Error('use either --config or --upstream/--stdio, not both');
@@ -141,11 +143,12 @@ async function buildConfig(flags: ServeFlags, io: CommandIO): Promise<{ config: 
     return { config };
   }
   const file = flags.config ?? io.env.GATEHOUSE_CONFIG ?? 'gatehouse.yaml';
-  const { config, text: fileText } = await loadConfigFileWithText(file, io.env);
-  if (Object.keys(listenOverrides).length === 0 && !logOverride && !storeOverride) return { config, fileListen: config.listen, fileStore: config.store, fileText };
+  const interpolated: InterpolatedValue[] = [];
+  const { config, text: fileText } = await loadConfigFileWithText(file, io.env, { interpolated });
+  if (Object.keys(listenOverrides).length === 0 && !logOverride && !storeOverride) return { config, fileListen: config.listen, fileStore: config.store, fileText, interpolated };
   // Flags override the file; the result is validated again so a bad flag is reported like a bad key.
   const merged = validateConfigObject({ ...config, listen: { ...config.listen, ...listenOverrides }, log: { ...config.log, ...logOverride }, store: storeOverride ?? config.store }, 'command line');
-  return { config: merged, fileListen: config.listen, fileStore: config.store, fileText };
+  return { config: merged, fileListen: config.listen, fileStore: config.store, fileText, interpolated };
 }
 
 function connectBanner(url: string): string {

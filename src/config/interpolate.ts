@@ -36,8 +36,19 @@ const TOKEN = /\$\$\{|\$\{([^}]*)\}|\$\{/g;
 const ENV_NAME = /^[A-Za-z_][A-Za-z0-9_]*$/;
 const USAGE = 'use ${env:NAME} or ${file:PATH}';
 
+/** A value read through one `${env:...}` or `${file:...}`, and the key path of the scalar it went into. */
+export interface InterpolatedValue {
+  path: Array<string | number>;
+  value: string;
+}
+
 /** Expands every `${env:...}`/`${file:...}` in `text`; `$${` yields a literal `${`. Substituted values are not re-scanned. */
 export function interpolateString(text: string, ctx: InterpolationContext): InterpolatedString {
+  return substitute(text, ctx, []);
+}
+
+/** As interpolateString; each value read is also pushed to `read`. */
+function substitute(text: string, ctx: InterpolationContext, read: string[]): InterpolatedString {
   const problems: Problem[] = [];
   if (!text.includes('${')) return { value: text, problems };
   const value = text.replace(TOKEN, (match: string, expr: string | undefined) => {
@@ -46,7 +57,9 @@ export function interpolateString(text: string, ctx: InterpolationContext): Inte
       problems.push({ message: 'unterminated "${"; write $${ for a literal "${"', missing: false });
       return match;
     }
-    return expand(expr, ctx, problems) ?? match;
+    const expanded = expand(expr, ctx, problems);
+    if (expanded !== undefined) read.push(expanded);
+    return expanded ?? match;
   });
   return { value, problems };
 }
@@ -112,12 +125,15 @@ function forEachStringValue(doc: Document, visit: (value: string, node: Scalar, 
 
 /**
  * Interpolates every string scalar that is a value (never a key) in `doc`, in place, and returns the problems.
+ * Each value read is pushed to `read` with its path (the log scrubber takes some of them: see secrets.ts).
  * Aliases are skipped: they share the anchored node, which is interpolated where it is defined.
  */
-export function interpolateDocument(doc: Document, ctx: InterpolationContext): InterpolationProblem[] {
+export function interpolateDocument(doc: Document, ctx: InterpolationContext, read?: InterpolatedValue[]): InterpolationProblem[] {
   const problems: InterpolationProblem[] = [];
   forEachStringValue(doc, (value, node, path) => {
-    const result = interpolateString(value, ctx);
+    const values: string[] = [];
+    const result = substitute(value, ctx, values);
+    for (const v of values) read?.push({ path, value: v });
     node.value = result.value;
     const offset = node.range?.[0] ?? 0;
     for (const problem of result.problems) problems.push({ path, offset, ...problem });

@@ -7,7 +7,7 @@ import { readFile } from 'node:fs/promises';
 import { dirname, resolve } from 'node:path';
 import { Ajv, type ErrorObject, type ValidateFunction } from 'ajv';
 import { isAlias, isMap, isScalar, isSeq, LineCounter, parseDocument, type Document } from 'yaml';
-import { interpolateDocument } from './interpolate.js';
+import { interpolateDocument, type InterpolatedValue } from './interpolate.js';
 import type { GatehouseConfig } from './types.js';
 
 /** One problem in a config, located in its source (line and column are 1-based; 0 for configs built in code). */
@@ -41,6 +41,8 @@ export interface LoadOptions {
   optionalSecrets?: boolean;
   /** Receives the warnings (absent secrets under `optionalSecrets`). */
   warnings?: ConfigIssue[];
+  /** Receives every value read through `${env:...}` or `${file:...}`, with its key path (for collectSecrets). */
+  interpolated?: InterpolatedValue[];
 }
 
 /** `upstreams[0].url`; keys that would read ambiguously are quoted: `headers["a.b"]`. */
@@ -134,7 +136,7 @@ export function parseConfigText(text: string, opts: { fileName: string; baseDir:
     }));
     throw new ConfigError(syntax.filter((issue, i) => syntax.findIndex((other) => other.line === issue.line) === i));
   }
-  const interpolation = interpolateDocument(doc, { env: opts.env ?? process.env, baseDir: opts.baseDir });
+  const interpolation = interpolateDocument(doc, { env: opts.env ?? process.env, baseDir: opts.baseDir }, opts.interpolated);
   const issues: ConfigIssue[] = [];
   // Absent secrets, when they may be (a file checked where its secrets do not live, as in CI), are warned
   // about; their values keep the `${...}` text, and schema findings about them are skipped as below.

@@ -356,13 +356,13 @@ export interface StdioUpstream {
    */
   name: string;
   /**
-   * The program and its arguments, e.g. [npx, -y, some-server]. No shell is involved; relative paths resolve against the gateway's working directory.
+   * The program and its arguments, e.g. [npx, -y, some-server]. No shell is involved; relative paths resolve against the gateway's working directory. The value of an option named like a credential (--api-key V, --token=V) and a URL's password are scrubbed from logs; other arguments are not, and a process list shows them all: pass credentials in env.
    *
    * @minItems 1
    */
   command: [string, ...string[]];
   /**
-   * Environment variables set for the child process.
+   * Environment variables set for the child process; the place for its credentials. Values read through ${env:...} or ${file:...}, and those under names like a credential (..._TOKEN, ..._KEY, ..._SECRET), are scrubbed from every log line, the child's stderr included.
    */
   env: {
     [k: string]: string;

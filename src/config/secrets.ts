@@ -4,12 +4,17 @@
 // client secret is one; the config can.
 
 import { isStdioUpstream, type GatehouseConfig } from './types.js';
+import type { InterpolatedValue } from './interpolate.js';
 import { percentDecoded } from '../protocol/percent-decode.js';
 
 /** Env names that hold credentials by convention: a `_`-separated segment such as TOKEN, SECRET or KEY. */
 const SECRET_ENV_SEGMENT = /^(token|secret|secrets|password|passwd|pass|pwd|key|apikey|credential|credentials|auth|authorization|cookie|private|dsn)$/;
 
-export function collectSecrets(config: GatehouseConfig): string[] {
+/**
+ * `interpolated`: the values the config read through `${env:...}`/`${file:...}` (LoadOptions.interpolated);
+ * those that went into a stdio upstream's env are secrets whatever their names.
+ */
+export function collectSecrets(config: GatehouseConfig, interpolated: readonly InterpolatedValue[] = []): string[] {
   const found = new Set<string>();
   const add = (v: string | string[] | undefined): void => {
     for (const one of Array.isArray(v) ? v : [v]) if (one !== undefined && one !== '') found.add(one);
@@ -20,6 +25,7 @@ export function collectSecrets(config: GatehouseConfig): string[] {
         if (looksLikeSecretEnv(name)) add(value);
         add(urlPassword(value));
       }
+      add(commandSecrets(u.command));
       continue;
     }
     // Static upstream headers are where operators put credentials, under any name; all are kept out of logs.
@@ -29,6 +35,14 @@ export function collectSecrets(config: GatehouseConfig): string[] {
     }
     add(urlPassword(u.url));
     add(u.clientCredentials?.clientSecret);
+  }
+  // A stdio server takes its credentials from its env under any name (SERVICE_CRED, GITHUB_PAT), and its
+  // stderr is logged: a value the config reads from outside the file into that env is one. (A literal value
+  // under an ordinary name, NODE_ENV: production, is not: scrubbing it would blank ordinary words in logs.)
+  for (const { path, value } of interpolated) {
+    const [top, index, key] = path;
+    const u = top === 'upstreams' && typeof index === 'number' && key === 'env' && path.length === 4 ? config.upstreams[index] : undefined;
+    if (u !== undefined && isStdioUpstream(u)) add(value);
   }
   // The trace backend's API key goes in tracing.headers (the schema says so), or in the endpoint's userinfo.
   for (const value of Object.values(config.tracing.headers ?? {})) {
@@ -54,6 +68,26 @@ export function looksLikeSecretEnv(name: string): boolean {
     .some((segment) => SECRET_ENV_SEGMENT.test(segment));
 }
 
+/**
+ * The credentials on a stdio command line, by the rule doctor prints it with (printableCommand): the value of
+ * an option named like one (`--api-key V`, `--token=V`) and a URL's password anywhere in an argument. Other
+ * arguments, read through `${env:...}` or not, are paths, hosts and flags far more often than credentials
+ * (which a process list shows to every local user: they belong in env).
+ */
+function commandSecrets(command: readonly string[]): string[] {
+  const found: string[] = [];
+  command.forEach((arg, i) => {
+    if (i === 0) return;
+    const option = /^(--?[A-Za-z][\w.-]*)(?:=(.*))?$/s.exec(arg);
+    if (option !== null && looksLikeSecretEnv(option[1]!.replace(/^-+/, ''))) {
+      const value = option[2] ?? command[i + 1];
+      if (value !== undefined && (option[2] !== undefined || !value.startsWith('-'))) found.push(value);
+    }
+    for (const m of arg.matchAll(/[a-z][a-z0-9+.-]*:\/\/[^\s:/?#@]*:([^\s/?#@]+)@/gi)) found.push(...withDecoded(m[1]!));
+  });
+  return found;
+}
+
 /** `Bearer abc` → `abc`: the credential may be logged on its own, without its scheme. */
 function schemeCredentials(headerValue: string): string | undefined {
   const m = /^[A-Za-z][A-Za-z0-9!#$%&'*+.^_`|~-]*\s+(\S.*)$/.exec(headerValue.trim());
@@ -70,6 +104,11 @@ function urlPassword(value: string): string[] {
     return [];
   }
   if (password === '') return [];
+  return withDecoded(password);
+}
+
+/** A password as written in a URL and percent-decoded, since either may be logged. */
+function withDecoded(password: string): string[] {
   const decoded = percentDecoded(password);
   return decoded === undefined ? [password] : [password, decoded];
 }
