@@ -279,8 +279,7 @@ export class ApprovalBook {
     if (found.policyVersion !== decision.policyVersion) return { ok: false, problem: 'invalidated', approval: found };
     if (!decision.mayDecide(found)) return { ok: false, problem: 'forbidden', approval: found };
     if (decision.previewSha256 !== undefined && decision.previewSha256 !== found.previewSha256) return { ok: false, problem: 'preview_mismatch', approval: found };
-    const claim = await this.store.claim(`approval-decision:${id}`, found.previewSha256, decision.requestId, CLAIM_LEASE_MS, this.ttl(found));
-    if (claim.outcome !== 'claimed') return { ok: false, problem: 'not_pending', approval: (await this.get(id)) ?? found };
+    if (!(await this.claimDecision(found, decision.requestId))) return { ok: false, problem: 'not_pending', approval: (await this.get(id)) ?? found };
     const decided: Approval = {
       ...found,
       state: decision.approve ? 'approved' : 'rejected',
@@ -305,6 +304,24 @@ export class ApprovalBook {
     }
     this.events.decided?.(decision.approve ? 'approved' : 'rejected');
     return { ok: true, approval: decided };
+  }
+
+  /**
+   * Takes the slot that lets one decision through. A slot held past its lease with the approval still
+   * pending belongs to a decider that failed and could not give it back (the store failing that too): it is
+   * free again, or the approval could not be decided until its deadline. Of concurrent takers one wins: each
+   * frees only the failed decider's hold, then claims as any decider does.
+   */
+  private async claimDecision(a: Approval, owner: string): Promise<boolean> {
+    const key = `approval-decision:${a.id}`;
+    for (let attempt = 0; attempt < 2; attempt++) {
+      const claim = await this.store.claim(key, a.previewSha256, owner, CLAIM_LEASE_MS, this.ttl(a));
+      if (claim.outcome === 'claimed') return true;
+      const held = claim.record;
+      if (held.state !== 'in_flight' || held.leaseUntil > this.now() || attempt > 0) return false;
+      await this.store.release(key, held.owner);
+    }
+    return false;
   }
 
   private async open(call: CallToApprove, binding: string, generation: number, argumentsSha256: string, skipped = 0): Promise<ApprovalVerdict> {

@@ -297,6 +297,35 @@ describe('ApprovalBook after a store failure', () => {
     assert.equal((await flakyBook.get(a.id))?.state, 'pending');
     assert.equal((await flakyBook.decide(a.id, decision())).ok, true);
   });
+
+  it('a decision slot its failed decider could not give back holds the approval only for its lease, then the next reviewer decides', async () => {
+    // The save of the decision and then the release of its slot fail: until 4 December every later
+    // decision was answered not_pending (409) until the approval's deadline.
+    const inner = approvalStore(store);
+    let failing = false;
+    const flakyBook = new ApprovalBook({
+      ...inner,
+      put: (id, doc, ttlMs) => (failing && (JSON.parse(doc) as Approval).state !== 'pending' ? Promise.reject(new Error('store unavailable')) : inner.put(id, doc, ttlMs)),
+      release: (key, owner) => (failing ? Promise.reject(new Error('store unavailable')) : inner.release(key, owner)),
+    }, { decided: (d) => decided.push(d) }, () => clock);
+    const a = pending(await flakyBook.forCall(callOf(fresh())));
+    failing = true;
+    await assert.rejects(flakyBook.decide(a.id, decision()), /store unavailable/);
+    failing = false;
+    // Within the lease the failed decider might still be saving: the slot is held.
+    const meanwhile = await flakyBook.decide(a.id, decision({ by: 'reviewer-2' }));
+    assert.equal(!meanwhile.ok && meanwhile.problem, 'not_pending');
+    assert.equal((await flakyBook.get(a.id))?.state, 'pending');
+    clock += 61_000;
+    const r = await flakyBook.decide(a.id, decision({ approve: false, by: 'reviewer-2' }));
+    assert.equal(r.ok, true, JSON.stringify(r));
+    assert.equal((await flakyBook.get(a.id))?.decision?.by, 'reviewer-2');
+    assert.deepEqual(await auditOf(a.id), ['proposed', 'rejected']);
+    assert.deepEqual(decided, ['rejected']);
+    // Taken over once, the slot is held by that decision: no one decides it again.
+    const again2 = await flakyBook.decide(a.id, decision({ by: 'reviewer-3' }));
+    assert.equal(!again2.ok && again2.problem, 'not_pending');
+  });
 });
 
 describe('ApprovalBook.decide: the audit says what took effect', () => {
