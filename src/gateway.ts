@@ -614,6 +614,7 @@ function approvalStore(state: StoreGuard): ApprovalStore {
     get: (id) => state.run((s) => s.getApproval(id)),
     list: () => state.run((s) => s.listApprovals()),
     claim: (key, digest, owner, leaseMs, ttlMs) => state.run((s) => s.claimIdempotency(key, digest, owner, leaseMs, ttlMs)),
+    read: (key) => state.run((s) => s.readIdempotency(key)),
     release: (key, owner) => state.run((s) => s.releaseIdempotency(key, owner)),
     complete: (key, owner, response, ttlMs) => state.run((s) => s.completeIdempotency(key, owner, response, ttlMs)),
     audit: (entry) => state.run((s) => s.appendAudit(entry)),

@@ -48,6 +48,11 @@ export interface Approval {
   decision?: ApprovalDecision;
   /** The caller has been answered the rejection or expiry; the next identical call asks anew. */
   told?: boolean;
+  /**
+   * The decision is saved but not yet known to be audited, so it is not in effect (ApprovalBook reads the
+   * approval as pending, or as decided once the decision's slot says its audit record was written).
+   */
+  unaudited?: true;
 }
 
 /** The state as of `now`: a pending or approved approval past its deadline has expired. */

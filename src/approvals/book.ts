@@ -17,7 +17,7 @@ import type { Principal } from '../pipeline/principal.js';
 import { principalKey } from '../pipeline/principal.js';
 import type { Route } from '../pipeline/context.js';
 import { canonicalJson } from '../protocol/canonical-json.js';
-import type { AuditEntry, IdempotencyClaim } from '../store/store.js';
+import type { AuditEntry, IdempotencyClaim, IdempotencyRecord } from '../store/store.js';
 import { effectiveState, isApproval, type Approval, type ApprovalState } from './approval.js';
 import type { CompiledApprovalRule } from './rules.js';
 
@@ -34,6 +34,8 @@ export interface ApprovalStore {
   get(id: string): Promise<string | undefined>;
   list(): Promise<string[]>;
   claim(key: string, digest: string, owner: string, leaseMs: number, ttlMs: number): Promise<IdempotencyClaim>;
+  /** What holds a claim, if anything. */
+  read(key: string): Promise<IdempotencyRecord | undefined>;
   /** Frees a claim this owner holds. */
   release(key: string, owner: string): Promise<void>;
   /** Marks a claim this owner holds as done (its run reached the upstream); false when it is not the owner's. */
@@ -104,8 +106,8 @@ export class ApprovalBook {
     let generation = typeof pointer?.generation === 'number' ? pointer.generation : 0;
     for (let link = 0; link < MAX_LINKS; link++, generation++) {
       const id = approvalId(binding, generation);
-      const found = parse(await this.store.get(id));
-      if (!isApproval(found)) return this.openWithin(limits, call, binding, generation, argumentsSha256);
+      const found = await this.get(id);
+      if (found === undefined) return this.openWithin(limits, call, binding, generation, argumentsSha256);
       const state = effectiveState(found, this.now());
       if (state === 'pending') return { kind: 'pending', approval: found, opened: false };
       if (state === 'approved') {
@@ -211,9 +213,9 @@ export class ApprovalBook {
   private async recordExpiry(a: Approval, callId: string): Promise<'recorded' | 'elsewhere' | 'deciding'> {
     // A pending approval's expiry takes the decision's slot, as a reviewer's decision does: a decision made as
     // the deadline passed and the expiry are not both recorded (nor the one saved over the other). A slot held
-    // past its lease with the approval still pending belongs to a decider that failed before saving.
+    // past its lease with the approval still pending belongs to a decider that failed before its decision took effect.
     if (a.state === 'pending') {
-      const slot = await this.store.claim(`approval-decision:${a.id}`, a.previewSha256, callId, CLAIM_LEASE_MS, this.ttl(a));
+      const slot = await this.store.claim(decisionSlot(a.id), a.previewSha256, callId, CLAIM_LEASE_MS, this.ttl(a));
       if (slot.outcome !== 'claimed' && (slot.record.state !== 'in_flight' || slot.record.leaseUntil > this.now())) return 'deciding';
     }
     const claim = await this.store.claim(`approval-expired:${a.id}`, a.binding, callId, CLAIM_LEASE_MS, this.ttl(a));
@@ -256,13 +258,33 @@ export class ApprovalBook {
     await this.store.release(`approval-run:${approval.id}:${run}`, callId);
   }
 
+  /** The approval as it is in effect (see inEffect). */
   async get(id: string): Promise<Approval | undefined> {
     const doc = parse(await this.store.get(id));
-    return isApproval(doc) ? doc : undefined;
+    return isApproval(doc) ? this.inEffect(doc) : undefined;
   }
 
   async list(): Promise<Approval[]> {
-    return (await this.store.list()).map(parse).filter(isApproval);
+    return Promise.all((await this.store.list()).map(parse).filter(isApproval).map((a) => this.inEffect(a)));
+  }
+
+  /**
+   * An approval as it is in effect. A decision saved but not known to be audited is not: the approval is
+   * pending. Its decider marks the decision's slot done only once the audit record is written; from then on
+   * the decision stands, and is saved so here if its decider could not.
+   */
+  private async inEffect(a: Approval): Promise<Approval> {
+    if (a.unaudited !== true) return a;
+    const decided: Approval = { ...a };
+    delete decided.unaudited;
+    if ((await this.store.read(decisionSlot(a.id)))?.state === 'done') {
+      // A save that fails now is tried again by the next reader; the decision stands either way.
+      await this.save(decided).catch(() => {});
+      return decided;
+    }
+    const pending: Approval = { ...decided, state: 'pending' };
+    delete pending.decision;
+    return pending;
   }
 
   /**
@@ -285,23 +307,39 @@ export class ApprovalBook {
       state: decision.approve ? 'approved' : 'rejected',
       decision: { by: decision.by, at: now, ...(decision.reason !== undefined ? { reason: decision.reason } : {}), previewSha256: found.previewSha256 },
     };
-    // Saved first, then recorded: the audit says what took effect, never a decision that did not (a save
-    // that failed once left an `approved` record on an approval still pending, which the next reviewer could reject).
+    // Every decision is audited before it takes effect (fail closed), and the audit never records one that
+    // cannot take effect: saved first marked unaudited (not in effect: a save that fails leaves nothing to
+    // take back), then recorded, then saved in effect. (Recorded first, a save that failed left an `approved`
+    // record on an approval still pending, which the next reviewer could reject; saved in effect first, a
+    // record that failed, and then the save putting it back, left a decision in effect that no record shows.)
+    const slot = decisionSlot(id);
     try {
-      await this.save(decided);
+      await this.save({ ...decided, unaudited: true });
     } catch (err) {
       // Not decided after all: let the next attempt decide instead of finding it "already decided".
-      await this.store.release(`approval-decision:${id}`, decision.requestId).catch(() => {});
+      await this.store.release(slot, decision.requestId).catch(() => {});
       throw err;
     }
     try {
       await this.store.audit(this.auditEntry(decided, decision.approve ? 'approved' : 'rejected', decision.requestId, { reviewer: decision.by, ...(decision.reason !== undefined ? { reason: decision.reason } : {}) }));
     } catch (err) {
-      // A decision without its record does not stand (fail closed): pending again, and the next attempt can
-      // decide. If the store cannot take even that, the claim stays held: the approval keeps the decision.
-      await this.save(found).then(() => this.store.release(`approval-decision:${id}`, decision.requestId)).catch(() => {});
+      // No record, no decision: pending again, and the next attempt can decide. If the store cannot take even
+      // that, the decision saved stays unaudited, so not in effect, and its slot frees after its lease.
+      await this.save(found).then(() => this.store.release(slot, decision.requestId)).catch(() => {});
       throw err;
     }
+    // Recorded: the decision stands. Saved in effect, then its slot marked done, which lets readers apply it
+    // should that save have failed (marked after the save, and not before, so that an expiry recorded once
+    // the decision is in effect is never saved over by it). Were both to fail, it is not in effect and the
+    // slot frees after its lease: a later decision would then be a second record, the one case left.
+    let saved = true;
+    let failure: unknown;
+    await this.save(decided).catch((err: unknown) => {
+      saved = false;
+      failure = err;
+    });
+    const marked = await this.store.complete(slot, decision.requestId, 'audited', this.ttl(found)).catch(() => false);
+    if (!saved && !marked) throw failure;
     this.events.decided?.(decision.approve ? 'approved' : 'rejected');
     return { ok: true, approval: decided };
   }
@@ -313,7 +351,7 @@ export class ApprovalBook {
    * frees only the failed decider's hold, then claims as any decider does.
    */
   private async claimDecision(a: Approval, owner: string): Promise<boolean> {
-    const key = `approval-decision:${a.id}`;
+    const key = decisionSlot(a.id);
     for (let attempt = 0; attempt < 2; attempt++) {
       const claim = await this.store.claim(key, a.previewSha256, owner, CLAIM_LEASE_MS, this.ttl(a));
       if (claim.outcome === 'claimed') return true;
@@ -400,6 +438,11 @@ export class ApprovalBook {
 
 function approvalId(binding: string, generation: number): string {
   return `ap_${sha256(`${binding}:${generation}`).slice(0, 24)}`;
+}
+
+/** The claim that lets one decision (or a pending approval's expiry) through; done once the decision is audited. */
+function decisionSlot(id: string): string {
+  return `approval-decision:${id}`;
 }
 
 function continuationId(binding: string): string {

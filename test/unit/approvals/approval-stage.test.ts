@@ -34,6 +34,7 @@ function approvalStore(s: SqliteStore, failing: { now: boolean }): ApprovalStore
     get: (id) => guard(() => s.getApproval(id)),
     list: () => guard(() => s.listApprovals()),
     claim: (key, digest, owner, leaseMs, ttlMs) => guard(() => s.claimIdempotency(key, digest, owner, leaseMs, ttlMs)),
+    read: (key) => guard(() => s.readIdempotency(key)),
     release: (key, owner) => guard(() => s.releaseIdempotency(key, owner)),
     complete: (key, owner, response, ttlMs) => guard(() => s.completeIdempotency(key, owner, response, ttlMs)),
     audit: (entry) => guard(() => s.appendAudit(entry)),

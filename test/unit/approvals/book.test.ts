@@ -33,6 +33,7 @@ function approvalStore(s: SqliteStore): ApprovalStore {
     get: (id) => s.getApproval(id),
     list: () => s.listApprovals(),
     claim: (key, digest, owner, leaseMs, ttlMs) => s.claimIdempotency(key, digest, owner, leaseMs, ttlMs),
+    read: (key) => s.readIdempotency(key),
     release: (key, owner) => s.releaseIdempotency(key, owner),
     complete: (key, owner, response, ttlMs) => s.completeIdempotency(key, owner, response, ttlMs),
     audit: (entry) => s.appendAudit(entry),
