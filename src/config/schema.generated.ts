@@ -463,6 +463,10 @@ export interface HttpUpstream {
      */
     bodyMs: number;
     /**
+     * For transport sse (or auto, once it found an HTTP+SSE server): when the event stream has carried no message for this long, Gatehouse pings the upstream over it, and when the stream then carries nothing for as long again, it is taken for dead (a stalled server, or a network that drops packets without a reset) and closed: the calls waiting on it fail at once with a retryable error naming the unanswered ping, and a new stream is opened for the session. A dead stream is so noticed within two to three times this. 0: no pings (a dead stream is then noticed only by each call's own limit).
+     */
+    pingMs: number;
+    /**
      * Longest a request's answer may take in all, from the request to its end, however much progress the upstream reports (2026-07-28 cancellation.mdx: a maximum timeout regardless of progress). Past it the upstream request is closed, which cancels it, and the client gets GW_ERR_UPSTREAM_TIMEOUT. Listens (subscriptions/listen, GET streams) are not bounded by it.
      */
     callMs: number;

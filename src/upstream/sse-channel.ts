@@ -27,6 +27,11 @@ export interface SseChannelOptions {
   toolTimeout?: ToolTimeout;
   /** The longest event accepted, in characters (the upstream's maxMessageBytes); a longer one ends the session (a flood, or a server gone wrong). */
   maxEventBytes?: number;
+  /**
+   * After this long without a message on the stream, the upstream is pinged over it; when the stream then
+   * carries nothing for as long again, it is dead (see watch()). 0 or undefined: no pings.
+   */
+  pingIntervalMs?: number;
   observe?: (seconds: number) => void;
 }
 
@@ -43,6 +48,10 @@ export class SseChannel {
   private readonly untaken = new Set<Promise<void>>();
   /** The last notification's POST, settled either way: later messages go after it. */
   private lastNotification: Promise<void> = Promise.resolve();
+  /** When the stream last carried a message (performance.now()). */
+  private lastHeard = 0;
+  private watchdog: NodeJS.Timeout | undefined;
+  private pings = 0;
   /** Called for every message that is not a response to a pending request. */
   onMessage: (msg: JsonRpcMessage) => void = () => {};
   /** Called once when the session is gone, whatever the reason. */
@@ -101,6 +110,43 @@ export class SseChannel {
       this.markExited((err as Error).message);
       throw err;
     }
+    this.watch();
+  }
+
+  /**
+   * Notices a stream that went silent for good: the server stalled, or the network drops packets without a
+   * reset, so the connection looks open and no byte ever comes (the stream has no body timeout: a healthy
+   * legacy server may say nothing between calls). Each interval without a message, the upstream is pinged
+   * (basic/utilities/ping.mdx: implementations SHOULD ping to detect connection health, and treat a timeout
+   * as a connection failure); its answer, or any message, within the next interval shows it alive. Else the
+   * stream is closed: the calls on it fail at once, where they would each have waited for their own limit,
+   * and the next call opens a new session.
+   */
+  private watch(): void {
+    const every = this.opts.pingIntervalMs ?? 0;
+    if (every <= 0) return;
+    this.lastHeard = performance.now();
+    let sentAt: number | undefined;
+    this.watchdog = setInterval(() => {
+      if (!this.alive) return clearInterval(this.watchdog);
+      if (sentAt !== undefined) {
+        if (this.lastHeard > sentAt) sentAt = undefined;
+        else return this.endDead(every);
+      }
+      if (performance.now() - this.lastHeard < every) return;
+      sentAt = performance.now();
+      // Answered or not, the answer itself is not awaited: any message on the stream shows it alive.
+      this.request({ jsonrpc: '2.0', id: `gatehouse-ping-${++this.pings}`, method: 'ping' }, undefined, false).catch(noop);
+    }, every);
+    this.watchdog.unref();
+  }
+
+  private endDead(every: number): void {
+    this.stream.abort();
+    this.markExited(
+      `stopped answering (no answer to a ping within ${every} ms, timeouts.pingMs)`,
+      () => new GatewayError('GW_ERR_UPSTREAM_TIMEOUT', `Upstream "${this.opts.upstream}" stopped answering on its event stream (a ping had no answer within ${every} ms, timeouts.pingMs); the stream was closed, and the next call opens a new one`, this.opts.upstream),
+    );
   }
 
   /** Sends a request and resolves with its answer from the stream; fails on timeout, abort or a dropped stream. */
@@ -128,6 +174,7 @@ export class SseChannel {
 
   /** Ends the session: the stream is closed, calls in flight fail. */
   async stop(): Promise<void> {
+    clearInterval(this.watchdog);
     if (this.exited) return;
     this.stopping = true;
     this.stream.abort();
@@ -208,17 +255,19 @@ export class SseChannel {
       return;
     }
     if (msg === null || typeof msg !== 'object') return;
+    this.lastHeard = performance.now();
     if (this.pending.settle(msg)) return;
     if (isLateAnswer(msg)) return this.log.debug('a late answer from the upstream, for a request no longer waiting; dropped', { id: (msg as { id?: unknown }).id });
     this.onMessage(msg);
   }
 
-  private markExited(reason: string): void {
+  private markExited(reason: string, error?: () => Error): void {
     if (this.exited) return;
     this.exited = true;
+    clearInterval(this.watchdog);
     if (this.started && !this.stopping) this.log.warn('SSE upstream session ended', { upstream: this.opts.upstream, reason });
     // A dropped stream fails the calls in flight clearly; the next call opens a new session.
-    this.pending.failAll(() => new GatewayError('GW_ERR_UPSTREAM_BAD_RESPONSE', `Upstream "${this.opts.upstream}" ended its event stream before answering (${reason})`, this.opts.upstream));
+    this.pending.failAll(error ?? (() => new GatewayError('GW_ERR_UPSTREAM_BAD_RESPONSE', `Upstream "${this.opts.upstream}" ended its event stream before answering (${reason})`, this.opts.upstream)));
     this.onExit(reason);
   }
 

@@ -44,6 +44,6 @@ export function sseSessions(config: HttpUpstreamConfig, log: Logger, observe?: (
   const perTool = compileToolTimeouts(config.timeouts.tools);
   const callLimit = (tool: string): number => perTool?.(tool) ?? config.timeouts.callMs;
   const channel = (): SseChannel =>
-    new SseChannel({ upstream: config.name, url: config.url, credentials, connectTimeoutMs: Math.max(config.timeouts.connectMs, 5_000), requestTimeoutMs: config.timeouts.headersMs, toolTimeout: callLimit, maxEventBytes: config.maxMessageBytes, ...(observe ? { observe } : {}) }, log);
+    new SseChannel({ upstream: config.name, url: config.url, credentials, connectTimeoutMs: Math.max(config.timeouts.connectMs, 5_000), requestTimeoutMs: config.timeouts.headersMs, toolTimeout: callLimit, maxEventBytes: config.maxMessageBytes, pingIntervalMs: config.timeouts.pingMs, ...(observe ? { observe } : {}) }, log);
   return { config: asSessions, channel, close: () => credentials.close() };
 }

@@ -378,7 +378,7 @@ describe('gateway config', () => {
     const { docs } = await render('standalone', ['upstream.timeouts.callMs=600000', 'upstream.timeouts.bodyMs=30000', 'upstream.timeouts.tools.build=3600000']);
     const { config } = loadRendered(docs, 'timeouts');
     const up = config.upstreams[0] as unknown as { timeouts: Record<string, unknown> };
-    assert.deepEqual(up.timeouts, { connectMs: 2000, headersMs: 60000, bodyMs: 30000, callMs: 600000, tools: { build: 3600000 } });
+    assert.deepEqual(up.timeouts, { connectMs: 2000, headersMs: 60000, bodyMs: 30000, pingMs: 30000, callMs: 600000, tools: { build: 3600000 } });
   });
 
   test('metrics are off in the config when the values turn them off', async () => {

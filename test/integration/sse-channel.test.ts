@@ -14,8 +14,8 @@ import { startEverythingSse, type EverythingHttp } from '../fixtures/upstreams/e
 const logs: Array<Record<string, unknown>> = [];
 const log = createLogger('debug', (line) => void logs.push(JSON.parse(line) as Record<string, unknown>));
 const credentials = (headers: Record<string, string> = {}): UpstreamCredentials => ({ current: () => headers, headers: async () => headers, invalidate() {}, close() {} });
-const channel = (url: string, opts: Partial<{ connectTimeoutMs: number; requestTimeoutMs: number; maxEventBytes: number; headers: Record<string, string> }> = {}) =>
-  new SseChannel({ upstream: 'sse', url, credentials: credentials(opts.headers), connectTimeoutMs: opts.connectTimeoutMs ?? 3_000, requestTimeoutMs: opts.requestTimeoutMs ?? 5_000, ...(opts.maxEventBytes ? { maxEventBytes: opts.maxEventBytes } : {}) }, log);
+const channel = (url: string, opts: Partial<{ connectTimeoutMs: number; requestTimeoutMs: number; maxEventBytes: number; headers: Record<string, string>; pingIntervalMs: number }> = {}) =>
+  new SseChannel({ upstream: 'sse', url, credentials: credentials(opts.headers), connectTimeoutMs: opts.connectTimeoutMs ?? 3_000, requestTimeoutMs: opts.requestTimeoutMs ?? 5_000, ...(opts.maxEventBytes ? { maxEventBytes: opts.maxEventBytes } : {}), ...(opts.pingIntervalMs !== undefined ? { pingIntervalMs: opts.pingIntervalMs } : {}) }, log);
 const INIT = { jsonrpc: '2.0' as const, id: 1, method: 'initialize', params: { protocolVersion: '2024-11-05', capabilities: {}, clientInfo: { name: 't', version: '1' } } };
 
 describe('against server-everything over HTTP+SSE', () => {
@@ -134,6 +134,70 @@ describe('servers that misbehave', () => {
       await assert.rejects(ch.request(INIT), (err: Error & { code?: string }) => err.code === 'GW_ERR_UPSTREAM_BAD_RESPONSE' && /ended its event stream before answering/.test(err.message));
       assert.equal(ch.alive, false);
       assert.ok(ended);
+    } finally {
+      await fake.close();
+    }
+  });
+
+  // A stalled server, or a network that drops packets without a reset: the connection looks open and no byte
+  // comes. Until 4 December nothing noticed (the stream has no body timeout), and every call on the stream
+  // waited for its own limit (callMs: 30 minutes by default), session after session.
+  test('a stream gone silent is noticed by a ping it leaves unanswered: the call on it fails at once with GW_ERR_UPSTREAM_TIMEOUT, the stream is closed', async () => {
+    let closed = false;
+    const fake = await fakeSse((res, origin) => {
+      res.on('close', () => (closed = true));
+      res.writeHead(200, { 'content-type': 'text/event-stream' }).write(`event: endpoint\ndata: ${origin}/message\n\n`);
+    });
+    try {
+      const ch = channel(fake.url, { pingIntervalMs: 200, requestTimeoutMs: 30_000 });
+      const gone = new Promise<string>((r) => (ch.onExit = r));
+      await ch.start();
+      const started = Date.now();
+      const call = ch.request({ jsonrpc: '2.0', id: 'c1', method: 'tools/call', params: { name: 'slow', arguments: {} } });
+      const outcome = await Promise.race([call.then(() => 'answered', (err: Error & { code?: string }) => err), new Promise<string>((r) => setTimeout(() => r('still waiting after 5 s'), 5_000).unref())]);
+      assert.ok(outcome instanceof Error, String(outcome));
+      assert.equal((outcome as Error & { code?: string }).code, 'GW_ERR_UPSTREAM_TIMEOUT');
+      assert.match(outcome.message, /stopped answering on its event stream \(a ping had no answer within 200 ms/);
+      assert.ok(Date.now() - started < 2_000, `noticed after ${Date.now() - started} ms`);
+      assert.match(await gone, /stopped answering \(no answer to a ping within 200 ms/);
+      assert.equal(ch.alive, false);
+      assert.ok(fake.posts.some((p) => (JSON.parse(p) as { method?: string }).method === 'ping'), fake.posts.join(' '));
+      for (let i = 0; i < 50 && !closed; i++) await new Promise((r) => setTimeout(r, 20));
+      assert.ok(closed, 'the dead stream was closed');
+      await ch.stop();
+    } finally {
+      await fake.close();
+    }
+  });
+
+  test('a server that says nothing between calls but answers its pings keeps its stream; with no ping interval none is sent', async () => {
+    let stream: ServerResponse | undefined;
+    const fake = await fakeSse(
+      (res, origin) => {
+        stream = res;
+        res.writeHead(200, { 'content-type': 'text/event-stream' }).write(`event: endpoint\ndata: ${origin}/message\n\n`);
+      },
+      (body, res) => {
+        res.writeHead(202).end();
+        const msg = JSON.parse(body) as { id?: unknown; method?: string };
+        if (msg.method === 'ping') stream?.write(`event: message\ndata: ${JSON.stringify({ jsonrpc: '2.0', id: msg.id, result: {} })}\n\n`);
+      },
+    );
+    try {
+      const ch = channel(fake.url, { pingIntervalMs: 150 });
+      await ch.start();
+      await new Promise((r) => setTimeout(r, 1_200));
+      assert.equal(ch.alive, true);
+      const pings = fake.posts.filter((p) => (JSON.parse(p) as { method?: string }).method === 'ping').length;
+      assert.ok(pings >= 2, `${pings} pings`);
+      await ch.stop();
+      fake.posts.length = 0;
+      const quiet = channel(fake.url, { pingIntervalMs: 0 });
+      await quiet.start();
+      await new Promise((r) => setTimeout(r, 400));
+      assert.equal(quiet.alive, true);
+      assert.deepEqual(fake.posts, []);
+      await quiet.stop();
     } finally {
       await fake.close();
     }
