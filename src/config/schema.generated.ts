@@ -455,7 +455,7 @@ export interface HttpUpstream {
      */
     connectMs: number;
     /**
-     * Time allowed until the upstream's response headers arrive. The HTTP client checks this wait on a clock that ticks about every half second, so it may end up to half a second either side of the value; keep it well above what a healthy upstream needs.
+     * Time allowed until the upstream's response headers arrive (for transport sse, also the opening of each event stream: the GET's headers, then its endpoint event). The HTTP client checks this wait on a clock that ticks about every half second, so it may end up to half a second either side of the value; keep it well above what a healthy upstream needs.
      */
     headersMs: number;
     /**

@@ -81,7 +81,7 @@ export class DetectedTransport implements Upstream {
     if (Date.now() < this.notSseUntil) return Promise.resolve(false);
     this.detecting ??= (async () => {
       const credentials = upstreamCredentials(this.config, this.log);
-      const probe = new SseChannel({ upstream: this.name, url: this.config.url, credentials, connectTimeoutMs: Math.max(this.config.timeouts.connectMs, 5_000), requestTimeoutMs: this.config.timeouts.headersMs, maxEventBytes: this.config.maxMessageBytes }, this.log);
+      const probe = new SseChannel({ upstream: this.name, url: this.config.url, credentials, connectTimeoutMs: this.config.timeouts.connectMs, openTimeoutMs: this.config.timeouts.headersMs, requestTimeoutMs: this.config.timeouts.headersMs, maxEventBytes: this.config.maxMessageBytes }, this.log);
       try {
         await probe.start();
       } catch (err) {

@@ -20,8 +20,13 @@ export interface SseChannelOptions {
   /** The SSE URL (the GET). */
   url: string;
   credentials: UpstreamCredentials;
-  /** How long the `endpoint` event may take to arrive after the GET. */
+  /** How long opening the TCP/TLS connection may take (the upstream's connectMs). */
   connectTimeoutMs: number;
+  /**
+   * How long the stream's opening may take once connected: the GET's headers, then its `endpoint` event
+   * (the upstream's headersMs: the stream's first answer, more than a connection).
+   */
+  openTimeoutMs: number;
   requestTimeoutMs: number;
   /** The limits of calls to some tools, in place of requestTimeoutMs (the upstream's `timeouts.tools`). */
   toolTimeout?: ToolTimeout;
@@ -83,7 +88,7 @@ export class SseChannel {
     const headers = { ...(await this.opts.credentials.headers()), accept: 'text/event-stream' };
     let response: Dispatcher.ResponseData;
     try {
-      response = await this.pool.request({ method: 'GET', path: url.pathname + url.search, headers, signal: this.stream.signal, headersTimeout: this.opts.connectTimeoutMs, bodyTimeout: 0 });
+      response = await this.pool.request({ method: 'GET', path: url.pathname + url.search, headers, signal: this.stream.signal, headersTimeout: this.opts.openTimeoutMs, bodyTimeout: 0 });
     } catch (err) {
       this.markExited('the stream could not be opened');
       throw new GatewayError('GW_ERR_UPSTREAM_UNREACHABLE', `Upstream "${this.opts.upstream}" could not be reached for its event stream: ${(err as Error).message}`, this.opts.upstream, { cause: err });
@@ -96,7 +101,7 @@ export class SseChannel {
     }
     this.started = true;
     const announced = new Promise<void>((resolve, reject) => {
-      const timer = setTimeout(() => reject(new GatewayError('GW_ERR_UPSTREAM_TIMEOUT', `Upstream "${this.opts.upstream}" sent no endpoint event within ${this.opts.connectTimeoutMs} ms`, this.opts.upstream)), this.opts.connectTimeoutMs);
+      const timer = setTimeout(() => reject(new GatewayError('GW_ERR_UPSTREAM_TIMEOUT', `Upstream "${this.opts.upstream}" sent no endpoint event within ${this.opts.openTimeoutMs} ms`, this.opts.upstream)), this.opts.openTimeoutMs);
       void this.read(response.body, (err) => {
         clearTimeout(timer);
         if (err) reject(err);

@@ -38,12 +38,14 @@ export function sseSessions(config: HttpUpstreamConfig, log: Logger, observe?: (
     processes: 'perSession',
     restart: { ...RESTART },
   };
+  // connectMs bounds the TCP/TLS connection alone; the stream's opening (the GET's headers, then its
+  // endpoint event) is its first answer, and waits headersMs.
   // A request's answer comes on the stream, so there are no headers to wait for: requests wait headersMs
   // (the POST's own headers too), and a tool call as long as its answer may take over HTTP, the tool's own
   // limit or callMs, however long that is (a call of minutes answers after its progress, not before).
   const perTool = compileToolTimeouts(config.timeouts.tools);
   const callLimit = (tool: string): number => perTool?.(tool) ?? config.timeouts.callMs;
   const channel = (): SseChannel =>
-    new SseChannel({ upstream: config.name, url: config.url, credentials, connectTimeoutMs: Math.max(config.timeouts.connectMs, 5_000), requestTimeoutMs: config.timeouts.headersMs, toolTimeout: callLimit, maxEventBytes: config.maxMessageBytes, pingIntervalMs: config.timeouts.pingMs, ...(observe ? { observe } : {}) }, log);
+    new SseChannel({ upstream: config.name, url: config.url, credentials, connectTimeoutMs: config.timeouts.connectMs, openTimeoutMs: config.timeouts.headersMs, requestTimeoutMs: config.timeouts.headersMs, toolTimeout: callLimit, maxEventBytes: config.maxMessageBytes, pingIntervalMs: config.timeouts.pingMs, ...(observe ? { observe } : {}) }, log);
   return { config: asSessions, channel, close: () => credentials.close() };
 }

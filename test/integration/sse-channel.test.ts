@@ -14,8 +14,8 @@ import { startEverythingSse, type EverythingHttp } from '../fixtures/upstreams/e
 const logs: Array<Record<string, unknown>> = [];
 const log = createLogger('debug', (line) => void logs.push(JSON.parse(line) as Record<string, unknown>));
 const credentials = (headers: Record<string, string> = {}): UpstreamCredentials => ({ current: () => headers, headers: async () => headers, invalidate() {}, close() {} });
-const channel = (url: string, opts: Partial<{ connectTimeoutMs: number; requestTimeoutMs: number; maxEventBytes: number; headers: Record<string, string>; pingIntervalMs: number }> = {}) =>
-  new SseChannel({ upstream: 'sse', url, credentials: credentials(opts.headers), connectTimeoutMs: opts.connectTimeoutMs ?? 3_000, requestTimeoutMs: opts.requestTimeoutMs ?? 5_000, ...(opts.maxEventBytes ? { maxEventBytes: opts.maxEventBytes } : {}), ...(opts.pingIntervalMs !== undefined ? { pingIntervalMs: opts.pingIntervalMs } : {}) }, log);
+const channel = (url: string, opts: Partial<{ openTimeoutMs: number; requestTimeoutMs: number; maxEventBytes: number; headers: Record<string, string>; pingIntervalMs: number }> = {}) =>
+  new SseChannel({ upstream: 'sse', url, credentials: credentials(opts.headers), connectTimeoutMs: 3_000, openTimeoutMs: opts.openTimeoutMs ?? 3_000, requestTimeoutMs: opts.requestTimeoutMs ?? 5_000, ...(opts.maxEventBytes ? { maxEventBytes: opts.maxEventBytes } : {}), ...(opts.pingIntervalMs !== undefined ? { pingIntervalMs: opts.pingIntervalMs } : {}) }, log);
 const INIT = { jsonrpc: '2.0' as const, id: 1, method: 'initialize', params: { protocolVersion: '2024-11-05', capabilities: {}, clientInfo: { name: 't', version: '1' } } };
 
 describe('against server-everything over HTTP+SSE', () => {
@@ -94,11 +94,11 @@ describe('servers that misbehave', () => {
     }
   });
 
-  test('a stream that never names its endpoint fails the start within the connect timeout', async () => {
+  test('a stream that never names its endpoint fails the start within its opening time', async () => {
     const fake = await fakeSse((res) => res.writeHead(200, { 'content-type': 'text/event-stream' }).write(': still here\n\n'));
     try {
       const started = Date.now();
-      await assert.rejects(channel(fake.url, { connectTimeoutMs: 300 }).start(), /sent no endpoint event within 300 ms/);
+      await assert.rejects(channel(fake.url, { openTimeoutMs: 300 }).start(), /sent no endpoint event within 300 ms/);
       assert.ok(Date.now() - started < 3_000);
     } finally {
       await fake.close();

@@ -6,8 +6,12 @@
 
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
 import { createServer, type ServerResponse } from 'node:http';
-import type { AddressInfo } from 'node:net';
+import { connect, type AddressInfo, type Socket } from 'node:net';
+import type { HttpUpstreamConfig } from '../../src/config/types.js';
+import { createLogger } from '../../src/log/logger.js';
+import { sseSessions } from '../../src/upstream/sse-upstream.js';
 import { startEverythingSse } from '../fixtures/upstreams/everything-http.js';
 import { startGateway } from '../helpers/gateway.js';
 import { connectV1, textOf } from '../helpers/v1-everything.js';
@@ -105,5 +109,86 @@ test('a silent SSE stream is noticed by its unanswered ping (timeouts.pingMs): t
     await client.close().catch(() => {});
     await gw.close();
     await up.close();
+  }
+});
+
+const sseConfig = (timeouts: Partial<HttpUpstreamConfig['timeouts']>, url: string): HttpUpstreamConfig => ({
+  name: 'st',
+  url,
+  transport: 'sse',
+  era: 'legacy',
+  headers: {},
+  timeouts: { connectMs: 2_000, headersMs: 60_000, bodyMs: 300_000, pingMs: 30_000, callMs: 1_800_000, tools: {}, ...timeouts },
+  pool: { connections: 4, keepAliveTimeoutMs: 30_000 },
+  maxMessageBytes: 16 * 1024 * 1024,
+  uriPrefixes: [],
+});
+
+/**
+ * A port where connecting hangs: a listener (another process, stopped with SIGSTOP, so it accepts nothing)
+ * whose backlog is full, so the kernel drops further SYNs, as a black-holed host does.
+ */
+async function hangingPort(): Promise<{ port: number; stop(): void }> {
+  const child = spawn(process.execPath, ['-e', "const s = require('node:net').createServer(); s.listen({ port: 0, host: '127.0.0.1', backlog: 1 }, () => { console.log(s.address().port); process.kill(process.pid, 'SIGSTOP'); });"], { stdio: ['ignore', 'pipe', 'inherit'] });
+  const port = await new Promise<number>((resolve, reject) => {
+    child.stdout.once('data', (d: Buffer) => resolve(Number(String(d).trim())));
+    child.once('exit', () => reject(new Error('the listener exited')));
+  });
+  const fillers: Socket[] = [];
+  for (let i = 0; i < 8; i++) {
+    const s = connect(port, '127.0.0.1');
+    s.on('error', () => {});
+    fillers.push(s);
+    const connected = await new Promise<boolean>((r) => {
+      const t = setTimeout(() => r(false), 300);
+      s.once('connect', () => (clearTimeout(t), r(true)));
+    });
+    if (!connected) break;
+  }
+  return {
+    port,
+    stop: () => {
+      for (const s of fillers) s.destroy();
+      child.kill('SIGKILL');
+    },
+  };
+}
+
+// Until 4 December an SSE upstream's connectMs was raised to 5 s when lower, silently: it bounded the TCP
+// connection, the GET's headers and the `endpoint` event alike, and 2 s (the default) was too short for the
+// latter two. The connection now takes connectMs, as documented; the stream's opening takes headersMs.
+test("an SSE upstream's connectMs bounds the TCP connection as set, below 5 s too", async () => {
+  const hang = await hangingPort();
+  try {
+    const ch = sseSessions(sseConfig({ connectMs: 300, headersMs: 10_000 }, `http://127.0.0.1:${hang.port}/sse`), createLogger('error', () => {})).channel();
+    const started = Date.now();
+    await assert.rejects(ch.start(), (err: Error & { code?: string }) => err.code === 'GW_ERR_UPSTREAM_UNREACHABLE' && /could not be reached for its event stream/.test(err.message));
+    assert.ok(Date.now() - started < 2_500, `gave up after ${Date.now() - started} ms`);
+  } finally {
+    hang.stop();
+  }
+});
+
+test("an SSE stream's opening (the GET's headers, then its endpoint event) is bounded by headersMs, not by connectMs", async () => {
+  let endpointAfterMs: number | undefined;
+  const server = createServer((_req, res) => {
+    res.writeHead(200, { 'content-type': 'text/event-stream' }).write(': open\n\n');
+    if (endpointAfterMs !== undefined) setTimeout(() => res.write('event: endpoint\ndata: /message\n\n'), endpointAfterMs);
+  });
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+  const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}/sse`;
+  const log = createLogger('error', () => {});
+  try {
+    const started = Date.now();
+    await assert.rejects(sseSessions(sseConfig({ connectMs: 100, headersMs: 1_000 }, url), log).channel().start(), /sent no endpoint event within 1000 ms/);
+    assert.ok(Date.now() - started < 3_000, `gave up after ${Date.now() - started} ms`);
+    endpointAfterMs = 500;
+    const ch = sseSessions(sseConfig({ connectMs: 100, headersMs: 5_000 }, url), log).channel();
+    await ch.start();
+    assert.equal(ch.alive, true);
+    await ch.stop();
+  } finally {
+    server.closeAllConnections();
+    server.close();
   }
 });
