@@ -12,6 +12,15 @@ export const LATEST_LEGACY_VERSION = LEGACY_VERSIONS[0];
  */
 export const DEFAULT_LEGACY_VERSION = '2025-03-26';
 
+/**
+ * The MCP-Protocol-Version header for a request on a legacy session of `version`, when that revision has it:
+ * it came with 2025-06-18 (2025-11-25/basic/transports.mdx §Protocol Version Header), so 2025-03-26 and
+ * 2024-11-05 servers never see it.
+ */
+export function protocolVersionHeader(version: string): Record<string, string> {
+  return version === '2025-03-26' || version === '2024-11-05' ? {} : { 'mcp-protocol-version': version };
+}
+
 export type ClientEra = 'modern' | 'legacy';
 
 export function isModernVersion(v: string | undefined): boolean {

@@ -10,7 +10,7 @@
 import { GatewayError } from '../errors.js';
 import type { Logger } from '../log/logger.js';
 import type { JsonRpcResponse } from '../protocol/jsonrpc.js';
-import { isLegacyVersion } from '../protocol/versions.js';
+import { isLegacyVersion, protocolVersionHeader } from '../protocol/versions.js';
 import { gatehouseInitializeParams } from './era-probe.js';
 import type { UpstreamMessages } from '../pipeline/ports.js';
 import { canonicalJson } from '../protocol/canonical-json.js';
@@ -130,11 +130,7 @@ export class LegacyClientSessions {
   }
 
   headersFor(session: LegacyClientSession): Record<string, string> {
-    const h: Record<string, string> = {};
-    if (session.id !== undefined) h['mcp-session-id'] = session.id;
-    // MCP-Protocol-Version exists from 2025-06-18 on (2025-11-25/basic/transports.mdx §Protocol Version Header).
-    if (session.version !== '2025-03-26' && session.version !== '2024-11-05') h['mcp-protocol-version'] = session.version;
-    return h;
+    return { ...(session.id !== undefined ? { 'mcp-session-id': session.id } : {}), ...protocolVersionHeader(session.version) };
   }
 
   async closeAll(): Promise<void> {

@@ -12,6 +12,7 @@ import { dispatchRelay, type RelayResponse } from './dispatch-relay.js';
 import { MAX_WHOLE_BODY_BYTES } from '../pipeline/relay-body.js';
 import { toolCalled, type ToolTimeout } from './tool-timeouts.js';
 import { toGatewayError } from './failures.js';
+import { protocolVersionHeader } from '../protocol/versions.js';
 import { readSseMessages, reopenStream, sessionHeaders, type StreamResumption } from './resumable-sse.js';
 
 const ERROR_BODY_LIMIT = 64 * 1024;
@@ -99,11 +100,14 @@ export class MessageClient implements UpstreamMessages {
     return { reopen: (lastEventId, signal) => reopenStream(this.target, headers, lastEventId, signal), awaiting: request.id, cancel, idleLimitMs: this.idleLimitMs };
   }
 
-  /** DELETE of a legacy session, best effort (2025-11-25/basic/transports.mdx §Session Management 5). */
+  /**
+   * DELETE of a legacy session, best effort (2025-11-25/basic/transports.mdx §Session Management 5), with the
+   * version header only where the session's revision has one, as on its other requests.
+   */
   async deleteSession(sessionId: string, version: string): Promise<void> {
     try {
       const auth = this.credentials.current() ?? (await this.credentials.headers());
-      const res = await this.pool.request({ path: this.path, method: 'DELETE', headers: { 'mcp-session-id': sessionId, 'mcp-protocol-version': version, ...auth } });
+      const res = await this.pool.request({ path: this.path, method: 'DELETE', headers: { 'mcp-session-id': sessionId, ...protocolVersionHeader(version), ...auth } });
       this.refused(res.statusCode, auth);
       await res.body.dump();
     } catch {
