@@ -16,6 +16,12 @@ export const MODERN_CLIENT_REQUESTS: ReadonlySet<string> = new Set([
   'completion/complete',
 ]);
 
+/**
+ * The 2026-07-28 requests no legacy revision has (2025-11-25 `ClientRequest` lacks them): a legacy client
+ * sending one asks for a method its era does not know.
+ */
+export const MODERN_ONLY_REQUESTS: ReadonlySet<string> = new Set(['server/discover', 'subscriptions/listen']);
+
 /** Requests whose `Mcp-Name` header mirrors a body field (streamable-http.mdx §Standard Request Headers). */
 export const NAME_FIELD: Readonly<Record<string, 'name' | 'uri'>> = wireTable({
   'tools/call': 'name',

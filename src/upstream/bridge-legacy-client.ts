@@ -11,7 +11,7 @@ import { addModernRequestMeta, isObject, legacyServerCapabilitiesFrom, modernCap
 import { describeValue } from '../protocol/describe.js';
 import { encodeHeaderValue } from '../protocol/header-value.js';
 import { ErrorCode, errorResponse, type JsonRpcId, type JsonRpcMessage, type JsonRpcRequest, type JsonRpcResponse } from '../protocol/jsonrpc.js';
-import { MAX_RESOURCE_SUBSCRIPTIONS, META_SERVER_INFO, META_SUBSCRIPTION_ID, NAME_FIELD } from '../protocol/methods.js';
+import { MAX_RESOURCE_SUBSCRIPTIONS, META_SERVER_INFO, MODERN_ONLY_REQUESTS, META_SUBSCRIPTION_ID, NAME_FIELD } from '../protocol/methods.js';
 import { negotiateLegacyVersion } from '../protocol/versions.js';
 import { upstreamMessage } from '../protocol/trace-context.js';
 import { GATEHOUSE_CLIENT_INFO, type UpstreamProfile } from './era-probe.js';
@@ -98,6 +98,11 @@ export class LegacyClientBridge {
   private request(ctx: CallContext, session: BridgedSession, request: JsonRpcRequest): Outcome {
     // Requests with no modern counterpart are answered by the session itself (GATEWAY-REQUIREMENTS §16.2).
     if (request.method === 'ping') return json({ jsonrpc: '2.0', id: request.id, result: {} });
+    if (MODERN_ONLY_REQUESTS.has(request.method)) {
+      // Not a method of the client's era: the modern server behind would serve it (a listen stream, its own
+      // discover), so Gatehouse answers as a server of that era does (JSON-RPC 2.0 §5.1).
+      return json(errorResponse(request.id, ErrorCode.MethodNotFound, `Method not found: ${request.method}`));
+    }
     if (request.method === 'resources/subscribe' || request.method === 'resources/unsubscribe') {
       // 2026-07-28 replaced these RPCs with the listen filter: keep the set, and refilter the open listen.
       // The front door checked that `uri` is a string.

@@ -615,6 +615,22 @@ describe('legacy client → modern upstream (§16.2)', () => {
     assert.equal(body.params?._meta['io.modelcontextprotocol/logLevel'], 'warning', 'logging/setLevel is kept per session');
   });
 
+  test('server/discover and subscriptions/listen, which no legacy revision has, are -32601 for a legacy client and never go upstream', async () => {
+    // A 2025-11-25 client's requests are the 2025-11-25 ClientRequest set (schema.json); a server of that era
+    // answers a method it does not have with -32601 Method not found (JSON-RPC 2.0 §5.1; 2025-11-25
+    // basic/index.mdx §Responses). The modern-only pair must not become modern requests upstream.
+    const up = await modernUpstream((msg, res) => jsonResult(res, JSON.stringify(msg), { tools: [], resultType: 'complete' }));
+    const gw = await gatewayFor(up);
+    const headers = await open(gw);
+    const listen = await request(gw.url, { method: 'POST', headers, body: rpc(1, 'subscriptions/listen', { notifications: { toolsListChanged: true } }), bodyTimeout: 3_000, headersTimeout: 3_000 });
+    const listenText = await listen.body.text();
+    assert.deepEqual(JSON.parse(/\{.*\}/.exec(listenText)![0]).error?.code, -32601, listenText);
+    const discover = await post(gw.url, rpc(2, 'server/discover'), headers);
+    assert.equal(discover.json().error?.code, -32601, discover.text);
+    assert.equal(discover.json().id, 2);
+    assert.equal(up.requests.filter((r) => /subscriptions\/listen|server\/discover/.test(r.body)).length, 0, 'nothing went upstream');
+  });
+
   test('ping is answered by Gatehouse; -32021 becomes a legacy -32602', async () => {
     const up = await modernUpstream((msg, res) => res.writeHead(400, { 'content-type': 'application/json' }).end(JSON.stringify({ jsonrpc: '2.0', id: msg.id, error: { code: -32021, message: 'needs sampling', data: { requiredCapabilities: { sampling: {} } } } })));
     const gw = await gatewayFor(up);
