@@ -23,9 +23,21 @@ import type { CallContext } from '../pipeline/context.js';
 import { CallStream } from '../pipeline/call-stream.js';
 import { ACCEPTED, json, refused, type Outcome } from '../pipeline/outcome.js';
 import { paramHeadersFor, readAnnotations } from '../protocol/param-headers.js';
-import { setOwn } from '../protocol/own-keys.js';
+import { setOwn, wireTable } from '../protocol/own-keys.js';
 
 type Obj = Record<string, unknown>;
+
+type UpstreamCapabilities = Record<string, { listChanged?: boolean; subscribe?: boolean } | undefined>;
+
+/**
+ * The requests the bridge answers itself that exist only where the server declared a capability
+ * (2025-11-25 server/resources.mdx §Capabilities: `subscribe`; server/utilities/logging.mdx §Capabilities).
+ */
+const UPSTREAM_CAPABILITY_NEEDED: Readonly<Record<string, (capabilities: UpstreamCapabilities) => boolean>> = wireTable({
+  'resources/subscribe': (c) => c.resources?.subscribe === true,
+  'resources/unsubscribe': (c) => c.resources?.subscribe === true,
+  'logging/setLevel': (c) => isObject(c.logging),
+});
 
 /** Input rounds one call may take before Gatehouse gives up (a server that never stops asking). */
 const MAX_INPUT_ROUNDS = 10;
@@ -102,6 +114,13 @@ export class LegacyClientBridge {
       // Not a method of the client's era: the modern server behind would serve it (a listen stream, its own
       // discover), so Gatehouse answers as a server of that era does (JSON-RPC 2.0 §5.1).
       return json(errorResponse(request.id, ErrorCode.MethodNotFound, `Method not found: ${request.method}`));
+    }
+    const lacking = UPSTREAM_CAPABILITY_NEEDED[request.method];
+    if (lacking !== undefined && !lacking(this.upstreamCapabilities())) {
+      // The upstream did not declare what this request needs: to the client it is a method the server does
+      // not have (-32601, as for any undeclared capability: 2025-11-25 server/utilities/completion.mdx §Error
+      // Handling), never an empty success that says it subscribed, or set a level that nothing will honour.
+      return json(errorResponse(request.id, ErrorCode.MethodNotFound, `Method not found: ${request.method} (the server did not declare the capability)`));
     }
     if (request.method === 'resources/subscribe' || request.method === 'resources/unsubscribe') {
       // 2026-07-28 replaced these RPCs with the listen filter: keep the set, and refilter the open listen.
@@ -241,9 +260,15 @@ export class LegacyClientBridge {
    * "Subscriptions ⇄ GET stream"). Filters are fixed per listen, so a change opens a new listen first and
    * then closes the old one.
    */
+  /** The upstream's capabilities, from its discover result. */
+  private upstreamCapabilities(): UpstreamCapabilities {
+    const discover = this.profile().discover;
+    return (isObject(discover.capabilities) ? discover.capabilities : {}) as UpstreamCapabilities;
+  }
+
   private async listenUpstream(session: BridgedSession, reopened = false): Promise<void> {
     const profile = this.profile();
-    const caps = (isObject(profile.discover.capabilities) ? profile.discover.capabilities : {}) as Record<string, { listChanged?: boolean; subscribe?: boolean } | undefined>;
+    const caps = this.upstreamCapabilities();
     const notifications: Obj = {};
     if (caps.tools?.listChanged) notifications.toolsListChanged = true;
     if (caps.prompts?.listChanged) notifications.promptsListChanged = true;

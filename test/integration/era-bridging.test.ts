@@ -566,8 +566,8 @@ describe('modern client → legacy upstream: a server request on the GET stream,
 });
 
 describe('legacy client → modern upstream (§16.2)', () => {
-  async function modernUpstream(onCall: (msg: Msg, res: ServerResponse) => void): Promise<FakeUpstream> {
-    const up = await startFakeUpstream((_req, res, body) => onCall(JSON.parse(body) as Msg, res), { handshake: 'modern' });
+  async function modernUpstream(onCall: (msg: Msg, res: ServerResponse) => void, capabilities?: Record<string, unknown>): Promise<FakeUpstream> {
+    const up = await startFakeUpstream((_req, res, body) => onCall(JSON.parse(body) as Msg, res), { handshake: 'modern', ...(capabilities ? { capabilities } : {}) });
     cleanups.push(() => up.close());
     return up;
   }
@@ -593,10 +593,11 @@ describe('legacy client → modern upstream (§16.2)', () => {
   });
 
   test('forwarded requests carry the modern _meta and headers; results lose the modern-only fields', async () => {
-    const up = await modernUpstream((msg, res) => jsonResult(res, JSON.stringify(msg), { content: [{ type: 'text', text: 'hi' }], resultType: 'complete', _meta: { 'io.modelcontextprotocol/serverInfo': { name: 'x' } } }));
+    // The upstream declares logging, so the session takes a level (logging.mdx §Capabilities).
+    const up = await modernUpstream((msg, res) => jsonResult(res, JSON.stringify(msg), { content: [{ type: 'text', text: 'hi' }], resultType: 'complete', _meta: { 'io.modelcontextprotocol/serverInfo': { name: 'x' } } }), { tools: {}, logging: {} });
     const gw = await gatewayFor(up);
     const headers = await open(gw);
-    assert.equal((await post(gw.url, rpc(5, 'logging/setLevel', { level: 'warning' }), headers)).json().result !== undefined, true);
+    assert.deepEqual((await post(gw.url, rpc(5, 'logging/setLevel', { level: 'warning' }), headers)).json().result, {});
     const res = await post(gw.url, rpc(6, 'tools/call', { name: 'météo', arguments: {} }), headers);
     // The modern-only fields are gone; the run id of the audit record is Gatehouse's own.
     const { _meta: meta, ...rest } = res.json().result as { _meta: Record<string, unknown> };
@@ -629,6 +630,25 @@ describe('legacy client → modern upstream (§16.2)', () => {
     assert.equal(discover.json().error?.code, -32601, discover.text);
     assert.equal(discover.json().id, 2);
     assert.equal(up.requests.filter((r) => /subscriptions\/listen|server\/discover/.test(r.body)).length, 0, 'nothing went upstream');
+  });
+
+  test('resources/subscribe, resources/unsubscribe and logging/setLevel on an upstream that declared neither resources.subscribe nor logging are -32601, not {}', async () => {
+    // 2025-11-25 server/resources.mdx §Subscriptions and server/utilities/logging.mdx §Capabilities: these
+    // requests exist only where the server declared the capability; without it they are a method the server
+    // does not have, -32601 (the spec's answer for an undeclared capability: completion.mdx, roots.mdx
+    // §Error Handling). An empty result would tell the client it is subscribed, or will get logs, when not.
+    const up = await modernUpstream((msg, res) => jsonResult(res, JSON.stringify(msg), { tools: [], resultType: 'complete' }), { tools: {}, resources: {} });
+    const gw = await gatewayFor(up);
+    const headers = await open(gw);
+    for (const [id, method, params] of [[1, 'resources/subscribe', { uri: 'file:///x' }], [2, 'resources/unsubscribe', { uri: 'file:///x' }], [3, 'logging/setLevel', { level: 'debug' }]] as const) {
+      const res = await post(gw.url, rpc(id, method, params), headers);
+      assert.equal(res.json().error?.code, -32601, `${method}: ${res.text}`);
+      assert.equal(res.json().id, id);
+    }
+    // No level was kept: a later call carries none upstream.
+    await post(gw.url, rpc(4, 'tools/list'), headers);
+    const listed = [...up.requests].reverse().find((r) => r.body.includes('"tools/list"'))!;
+    assert.equal((JSON.parse(listed.body) as Msg).params?._meta['io.modelcontextprotocol/logLevel'], undefined);
   });
 
   test('ping is answered by Gatehouse; -32021 becomes a legacy -32602', async () => {
