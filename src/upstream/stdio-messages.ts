@@ -21,7 +21,7 @@ import { randomUUID } from 'node:crypto';
 import type { StdioUpstreamConfig } from '../config/types.js';
 import { GatewayError } from '../errors.js';
 import type { Logger } from '../log/logger.js';
-import type { JsonRpcId, JsonRpcMessage, JsonRpcRequest, JsonRpcResponse } from '../protocol/jsonrpc.js';
+import { ErrorCode, type JsonRpcId, type JsonRpcMessage, type JsonRpcRequest, type JsonRpcResponse } from '../protocol/jsonrpc.js';
 import { onAbort, signalOf, type Cancellation } from '../pipeline/cancellation.js';
 import { UpstreamSessionGone, type UpstreamMessages, type UpstreamReply } from '../pipeline/ports.js';
 import { principalKey, type Principal } from '../pipeline/principal.js';
@@ -540,6 +540,15 @@ export class StdioMessages implements UpstreamMessages {
           // A question for the client (elicitation, sampling, roots): the call now waits on that client,
           // whose answer may take as long as the asker allows (sessions.inputTimeoutMs), not on the server.
           const asks = m as { id?: JsonRpcId; method?: string };
+          if (asks.id !== undefined && asks.method !== undefined && remap !== undefined) {
+            // Session-less traffic is 2026-07-28's, which has no server-to-client requests: "The server MUST
+            // NOT write JSON-RPC requests to stdout" (2026-07-28/basic/transports/stdio.mdx §Receiving
+            // Messages). Passed on, it would reach a modern client that cannot answer it (streamable-http.mdx
+            // §Receiving Messages), and the call would wait on it; the child is told its client has no such method.
+            this.log.warn('stdio upstream request refused: a 2026-07-28 server sends no requests', { method: asks.method });
+            managed.proc.send({ jsonrpc: '2.0', id: asks.id, error: { code: ErrorCode.MethodNotFound, message: `Method not found: ${asks.method} (a 2026-07-28 client takes no server requests)` } });
+            return;
+          }
           if (asks.id !== undefined && asks.method !== undefined) {
             managed.asked.set(asks.id, sent.id);
             managed.proc.hold(sent.id);
