@@ -236,7 +236,12 @@ export class LegacyClientBridge {
         throw new GatewayError('GW_ERR_UPSTREAM_BAD_RESPONSE', `Upstream "${this.client.upstream}" answered with a result type Gatehouse does not know: ${describeValue(result.resultType)}`, this.client.upstream);
       }
       if (result.resultType !== 'input_required') return channel.finish({ jsonrpc: '2.0', id: request.id, result: toLegacyResult(request.method === 'tools/list' ? this.withValidHeaders(result) : result) });
-      extra = await this.gatherInput(session, channel, result, cancel.signal);
+      const gathered = await this.gatherInput(session, channel, result, cancel.signal);
+      if ('refused' in gathered) {
+        const { method, error } = gathered.refused;
+        return channel.finish(errorResponse(request.id, ErrorCode.InternalError, `The client gave no answer to the server's ${method} (${error.message}), which this request needs`, { clientError: error }));
+      }
+      extra = gathered.extra;
     }
     channel.finish(errorResponse(request.id, ErrorCode.InternalError, `Upstream "${this.client.upstream}" asked for input more than ${MAX_INPUT_ROUNDS} times`));
   }
@@ -347,7 +352,7 @@ export class LegacyClientBridge {
    * mrtr.mdx, seen from a legacy client: each input request becomes a server-to-client request on this POST's
    * SSE stream (2025-11-25/basic/transports.mdx §Sending Messages 6); the answers go back as inputResponses.
    */
-  private async gatherInput(session: BridgedSession, channel: CallStream, result: Obj, signal: AbortSignal): Promise<Obj> {
+  private async gatherInput(session: BridgedSession, channel: CallStream, result: Obj, signal: AbortSignal): Promise<{ extra: Obj } | { refused: { method: string; error: NonNullable<JsonRpcResponse['error']> } }> {
     const inputRequests = isObject(result.inputRequests) ? result.inputRequests : {};
     const inputResponses: Obj = {};
     for (const [key, req] of Object.entries(inputRequests)) {
@@ -364,10 +369,16 @@ export class LegacyClientBridge {
         throw new GatewayError('GW_ERR_UPSTREAM_BAD_RESPONSE', 'The upstream needs client input, but this request cannot carry server requests (send Accept: text/event-stream)', this.client.upstream);
       }
       const response = await answer;
-      // A client error has no MRTR slot: leaving the key out lets the server ask again (GATEWAY-REQUIREMENTS §16.2).
-      if (response.result !== undefined) setOwn(inputResponses, key, response.result);
+      if (signal.aborted) break;
+      // A client error (or no answer in time) has no MRTR slot (GATEWAY-REQUIREMENTS §16.2 "Impossible /
+      // lossy"). Left out, the server would ask the same again (mrtr.mdx §Error Handling), and be refused alike
+      // round after round: the refusal ends the call instead.
+      if (response.error !== undefined || response.result === undefined) {
+        return { refused: { method: req.method, error: response.error ?? { code: ErrorCode.InternalError, message: 'no result' } } };
+      }
+      setOwn(inputResponses, key, response.result);
     }
-    return { inputResponses, ...(typeof result.requestState === 'string' ? { requestState: result.requestState } : {}) };
+    return { extra: { inputResponses, ...(typeof result.requestState === 'string' ? { requestState: result.requestState } : {}) } };
   }
 }
 

@@ -825,6 +825,38 @@ describe('legacy client → modern upstream (§16.2)', () => {
     assert.equal(calls, 1, 'no further round went upstream');
   });
 
+  test('a client that answers the server\'s question with an error ends the call with an error: it is not asked again, round after round', async () => {
+    // An error has no inputResponses slot (GATEWAY-REQUIREMENTS §16.2 "Impossible / lossy"), and a modern
+    // server SHOULD ask again for what is missing (mrtr.mdx §Error Handling): left out, the same question came
+    // back up to 10 times, each refused alike. The client's refusal is its answer: the call ends there.
+    let calls = 0;
+    const up = await modernUpstream((msg, res) => {
+      if (msg.method === 'tools/list') return jsonResult(res, JSON.stringify(msg), { tools: [], resultType: 'complete' });
+      calls++;
+      jsonResult(res, JSON.stringify(msg), { resultType: 'input_required', inputRequests: { who: { method: 'elicitation/create', params: { message: 'Who are you?', requestedSchema: { type: 'object', properties: {} } } } } });
+    });
+    const gw = await startGateway({ upstreams: [{ name: 'up', url: up.url }], sessions: { inputTimeoutMs: 3_000 } });
+    cleanups.push(() => gw.close());
+    const headers = await open(gw);
+    const call = await request(gw.url, { method: 'POST', headers, body: rpc(12, 'tools/call', { name: 'asks', arguments: {} }) });
+    let text = '';
+    const reader = call.body[Symbol.asyncIterator]();
+    for (let i = 0; i < 50 && !text.includes('Who are you?'); i++) text += String((await reader.next()).value ?? '');
+    const ask = JSON.parse(/data: (\{.*"elicitation\/create".*\})/.exec(text)![1]!) as { id: string };
+    const refusal = { jsonrpc: '2.0', id: ask.id, error: { code: -32603, message: 'the user interface failed' } };
+    assert.equal((await post(gw.url, JSON.stringify(refusal), headers)).status, 202);
+    for (let i = 0; i < 50 && !/"id":12/.test(text); i++) {
+      const next = await Promise.race([reader.next(), sleep(5_000).then(() => ({ done: true, value: undefined }))]);
+      if (next.done) break;
+      text += String(next.value);
+    }
+    assert.equal(text.match(/"method":"elicitation\/create"/g)?.length, 1, `asked once only: ${text}`);
+    const answer = JSON.parse(/data: (\{.*"id":12.*\})/.exec(text)![1]!) as { error?: { code: number; message: string } };
+    assert.equal(answer.error?.code, -32603, text);
+    assert.match(answer.error!.message, /elicitation\/create/);
+    assert.equal(calls, 1, 'no further round went upstream');
+  });
+
   test('a -32020 after the tool\'s x-mcp-header changed is handled by Gatehouse: a fresh list, then the call once more with the new header (GATEWAY-REQUIREMENTS §16.2)', async () => {
     const { up, setHeader, calls } = await startChangingHeaderUpstream();
     cleanups.push(() => up.close());
