@@ -23,6 +23,7 @@ import { LegacyClientSessions, type LegacyClientSession, type PoolOptions } from
 import type { UpstreamMessages } from '../pipeline/ports.js';
 import { ParkedRequests, type Parked } from './parked-requests.js';
 import { CallInbox } from './call-inbox.js';
+import { answeringPings, pong } from './answering-pings.js';
 import { honouredFilter, ListenHub, wants, type Listener, type SubscriptionFilter } from './listen-hub.js';
 
 type Obj = Record<string, unknown>;
@@ -527,8 +528,9 @@ export class ModernClientBridge {
     const capabilities = session.init.capabilities;
     if (session.logLevel === level || !isObject(capabilities) || !isObject(capabilities.logging)) return;
     session.logLevel = level;
-    const reply = await this.client.post({ jsonrpc: '2.0', id: `gh-${++this.counter}`, method: 'logging/setLevel', params: { level } }, this.sessions.headersFor(session));
-    for await (const _ of reply.messages) {
+    const headers = this.sessions.headersFor(session);
+    const reply = await this.client.post({ jsonrpc: '2.0', id: `gh-${++this.counter}`, method: 'logging/setLevel', params: { level } }, headers);
+    for await (const _ of answeringPings(reply.messages, (ping) => pong(this.client, headers, ping, this.log))) {
       // the empty result
     }
   }

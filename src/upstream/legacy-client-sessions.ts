@@ -14,6 +14,7 @@ import { isLegacyVersion, protocolVersionHeader } from '../protocol/versions.js'
 import { gatehouseInitializeParams } from './era-probe.js';
 import type { UpstreamMessages } from '../pipeline/ports.js';
 import { canonicalJson } from '../protocol/canonical-json.js';
+import { answeringPings, pong } from './answering-pings.js';
 
 export interface LegacyClientSession {
   /** The upstream's Mcp-Session-Id, when it issued one. */
@@ -240,14 +241,16 @@ export class LegacyClientSessions {
   private async open(key: string, capabilities: Record<string, unknown>, owner: string): Promise<LegacyClientSession> {
     const reply = await this.client.post({ jsonrpc: '2.0', id: 'gatehouse-init', method: 'initialize', params: gatehouseInitializeParams(capabilities) }, {});
     let response: JsonRpcResponse | undefined;
-    for await (const m of reply.messages) {
+    const id = reply.headers['mcp-session-id'];
+    // Its pings are answered on the session the answer's headers named; the version is not agreed yet.
+    const pongHeaders: Record<string, string> = typeof id === 'string' ? { 'mcp-session-id': id } : {};
+    for await (const m of answeringPings(reply.messages, (ping) => pong(this.client, pongHeaders, ping, this.log))) {
       if ('id' in m && m.id === 'gatehouse-init') response = m as JsonRpcResponse;
     }
     const version = response?.result?.protocolVersion;
     if (!response?.result || typeof version !== 'string' || !isLegacyVersion(version)) {
       throw new GatewayError('GW_ERR_UPSTREAM_BAD_RESPONSE', `Upstream "${this.client.upstream}" refused initialize (HTTP ${reply.status})`, this.client.upstream);
     }
-    const id = reply.headers['mcp-session-id'];
     const session: LegacyClientSession = { id: typeof id === 'string' ? id : undefined, version, init: response.result, key, owner };
     // 2025-11-25/basic/lifecycle.mdx §Initialization: the client MUST send notifications/initialized.
     const ack = await this.client.post({ jsonrpc: '2.0', method: 'notifications/initialized' }, this.headersFor(session));

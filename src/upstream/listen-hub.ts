@@ -9,6 +9,7 @@ import { ErrorCode, errorResponse, type JsonRpcMessage, type JsonRpcRequest } fr
 import { MAX_RESOURCE_SUBSCRIPTIONS, META_SUBSCRIPTION_ID } from '../protocol/methods.js';
 import { wireTable } from '../protocol/own-keys.js';
 import { UpstreamSessionGone, type UpstreamMessages } from '../pipeline/ports.js';
+import { answeringPings } from './answering-pings.js';
 
 /** subscriptions.mdx §Notification Filter. */
 export interface SubscriptionFilter {
@@ -214,7 +215,7 @@ export class ListenHub {
     // Ids are never reused within a session (2025-11-25/basic/index.mdx §Requests); two listeners may subscribe in the same millisecond.
     const reply = await this.client.post({ jsonrpc: '2.0', id: `gh-${method}-${randomUUID()}`, method, params }, this.headers());
     let ok = reply.status < 400;
-    for await (const m of reply.messages) if ('error' in m && m.error !== undefined) ok = false;
+    for await (const m of answeringPings(reply.messages, (ping) => this.answerServerRequest(ping))) if ('error' in m && m.error !== undefined) ok = false;
     return ok;
   }
 }
