@@ -17,6 +17,7 @@ import { ErrorCode, errorResponse, type JsonRpcId, type JsonRpcMessage, type Jso
 import { META_CLIENT_CAPABILITIES, META_LOG_LEVEL, META_SUBSCRIPTION_ID, NAME_FIELD } from '../protocol/methods.js';
 import { MODERN_VERSIONS } from '../protocol/versions.js';
 import { wireTable } from '../protocol/own-keys.js';
+import { canonicalJson } from '../protocol/canonical-json.js';
 import { upstreamMessage } from '../protocol/trace-context.js';
 import type { UpstreamProfile } from './era-probe.js';
 import { LegacyClientSessions, type LegacyClientSession, type PoolOptions } from './legacy-client-sessions.js';
@@ -69,6 +70,16 @@ const MAX_TASK_ONLY_TOOLS = 1024;
  * pool of 64 connections, so held streams can never take the connections the calls themselves need.
  */
 const MAX_HELD_GET_STREAMS = 16;
+
+/**
+ * Capability sets one caller may listen with at once (admitListen). Each is a session of its own, and its GET
+ * stream keeps one of the upstream's pooled connections (or, over stdio, a child) for as long as the listens
+ * last; listens on one set share it. The pool's own per-caller bound (8 sessions) gives way to sessions with
+ * listens on them, so this is what bounds a caller's streams.
+ */
+const MAX_LISTENED_SETS_PER_CALLER = 4;
+/** Capability sets listened with at once by all callers: half an upstream's default pool of 64 connections. */
+const MAX_LISTENED_SETS = 32;
 
 /** Whether a request declares anything a server may ask its client for (INPUT_REQUEST_CAPABILITY). */
 function mayBeAsked(capabilities: Obj): boolean {
@@ -134,6 +145,9 @@ export class ModernClientBridge {
   /** Sessions whose GET stream calls hold open, with how many calls hold it (see holdGetStream). */
   private readonly heldOn = new Map<LegacyClientSession, number>();
   private counter = 0;
+  /** Each caller's listens (not Gatehouse's own), by the canonical capability set they declared (see admitListen). */
+  private readonly listening = new Map<string, Map<string, number>>();
+  private listenedSets = 0;
   /** Tools the upstream lists as callable only as a task (see callableTools), by name. */
   private readonly taskOnlyTools = new Set<string>();
 
@@ -219,10 +233,24 @@ export class ModernClientBridge {
    */
   private async listen(request: JsonRpcRequest, sink: MessageSink, owner: string): Promise<void> {
     const meta = isObject(request.params?._meta) ? request.params._meta : {};
-    const capabilities = isObject(meta[META_CLIENT_CAPABILITIES]) ? meta[META_CLIENT_CAPABILITIES] : {};
-    const session = await this.sessions.get(legacyCapabilitiesFrom(capabilities), owner);
+    const capabilities = legacyCapabilitiesFrom(isObject(meta[META_CLIENT_CAPABILITIES]) ? meta[META_CLIENT_CAPABILITIES] : {});
+    const admitted = this.admitListen(owner, canonicalJson(capabilities));
+    if (typeof admitted === 'string') {
+      return sink.finish(errorResponse(request.id, ErrorCode.InvalidRequest, admitted, { details: { reason: 'listen_cap' } }));
+    }
+    let session: LegacyClientSession;
+    try {
+      session = await this.sessions.get(capabilities, owner);
+    } catch (err) {
+      admitted();
+      throw err;
+    }
     // A caller's listen keeps its session open; Gatehouse's own (the catalog's watcher) does not.
-    const release = owner === '' ? () => {} : this.sessions.use(session, owner);
+    const used = owner === '' ? () => {} : this.sessions.use(session, owner);
+    const release = (): void => {
+      used();
+      admitted();
+    };
     const requested = (isObject(request.params?.notifications) ? request.params.notifications : {}) as SubscriptionFilter;
     const filter = honouredFilter(requested, (session.init.capabilities ?? {}) as Parameters<typeof honouredFilter>[1]);
     const subscriptionId = request.id;
@@ -257,6 +285,37 @@ export class ModernClientBridge {
       release();
       void hub.remove(listener);
     });
+  }
+
+  /**
+   * Counts a caller's listen under the capability set it declared, or says why it is refused: a set the
+   * caller does not listen with yet is one more session with a GET stream, and those are bounded per caller
+   * (MAX_LISTENED_SETS_PER_CALLER) and in all (MAX_LISTENED_SETS). Gatehouse's own listens are not counted.
+   * The function returned ends the count, once.
+   */
+  private admitListen(owner: string, capabilities: string): (() => void) | string {
+    if (owner === '') return () => {};
+    let sets = this.listening.get(owner);
+    const open = sets?.get(capabilities) ?? 0;
+    if (open === 0) {
+      if ((sets?.size ?? 0) >= MAX_LISTENED_SETS_PER_CALLER) {
+        return `This caller already listens with ${MAX_LISTENED_SETS_PER_CALLER} capability sets, the most Gatehouse holds for one caller on this upstream; listen with the capabilities of an open listen, or end one first`;
+      }
+      if (this.listenedSets >= MAX_LISTENED_SETS) return `Gatehouse holds ${MAX_LISTENED_SETS} listening sessions on this upstream, its most; try again later`;
+      this.listenedSets++;
+    }
+    if (!sets) this.listening.set(owner, (sets = new Map()));
+    sets.set(capabilities, open + 1);
+    let counted = true;
+    return () => {
+      if (!counted) return;
+      counted = false;
+      const left = (sets.get(capabilities) ?? 1) - 1;
+      if (left > 0) return void sets.set(capabilities, left);
+      sets.delete(capabilities);
+      this.listenedSets--;
+      if (sets.size === 0 && this.listening.get(owner) === sets) this.listening.delete(owner);
+    };
   }
 
   /** A session ended (idle, or gone upstream): the listens on it end as a server ends them (subscriptions.mdx §Graceful Closure). */

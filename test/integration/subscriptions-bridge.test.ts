@@ -114,6 +114,51 @@ describe('modern subscriptions/listen → legacy upstream', () => {
   });
 });
 
+describe('modern subscriptions/listen → legacy upstream: how many sessions a caller listens on', () => {
+  test('a caller listens with at most 4 capability sets at once: the 5th is refused (listen_cap), more listens on an open set are not, and an ended one makes room', async () => {
+    // Each capability set is a legacy session of its own (GATEWAY-REQUIREMENTS §16.1 "Session management"),
+    // and each session's GET stream (2025-11-25/basic/transports.mdx §Listening for Messages) holds a pooled
+    // connection for as long as its listens last. Unbounded, one caller's listens could take the whole pool.
+    const { up } = await subscribableUpstream('listened', (msg, res, body) => {
+      if (msg.id === undefined) return void res.writeHead(202).end();
+      jsonResult(res, body, msg.method === 'tools/list' ? { tools: [] } : {});
+    });
+    const gw = await startGateway({ upstreams: [{ name: 'up', url: up.url, era: 'legacy' }] });
+    cleanups.push(() => gw.close());
+    const streams: AbortController[] = [];
+    cleanups.push(async () => streams.forEach((ac) => ac.abort()));
+    /** Opens a listen declaring `experimental.set<n>`, and returns its first message. */
+    const listen = async (id: number, set: number) => {
+      const req = modernRequest(id, 'subscriptions/listen', { notifications: { toolsListChanged: true }, _meta: { 'io.modelcontextprotocol/clientCapabilities': { experimental: { [`set${set}`]: {} } } } });
+      const ac = new AbortController();
+      streams.push(ac);
+      const res = await request(gw.url, { method: 'POST', headers: req.headers, body: req.body, signal: ac.signal });
+      return { ac, first: (await readEvents(res.body, (m) => m.length >= 1))[0] };
+    };
+    for (let set = 1; set <= 4; set++) assert.equal((await listen(set, set)).first?.method, 'notifications/subscriptions/acknowledged', `set ${set}`);
+    const fifth = await listen(5, 5);
+    assert.equal(fifth.first?.id, 5);
+    assert.equal(fifth.first?.error?.code, -32600);
+    assert.deepEqual(fifth.first?.error?.data, { details: { reason: 'listen_cap' } });
+    assert.match(fifth.first?.error?.message, /4 capability sets/);
+    // Another listen on a set already listened with shares its session's stream: admitted.
+    const again = await listen(6, 2);
+    assert.equal(again.first?.method, 'notifications/subscriptions/acknowledged');
+    const gets = (): number => up.requests.filter((r) => r.method === 'GET').length;
+    assert.equal(gets(), 4, 'one GET stream per listened set');
+    // Ending every listen of set 1 makes room for set 5.
+    streams[0]!.abort();
+    let admitted: Awaited<ReturnType<typeof listen>> | undefined;
+    for (let i = 0; i < 50; i++) {
+      admitted = await listen(100 + i, 5);
+      if (admitted.first?.method === 'notifications/subscriptions/acknowledged') break;
+      admitted.ac.abort();
+      await sleep(50);
+    }
+    assert.equal(admitted?.first?.method, 'notifications/subscriptions/acknowledged');
+  });
+});
+
 describe('modern subscriptions/listen → legacy upstream that forgets the session', () => {
   test('the listen ends with its result (not silence), and a new listen gets a new session', async () => {
     let getStream: ServerResponse | undefined;
