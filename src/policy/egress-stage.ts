@@ -10,7 +10,7 @@ import type { CallContext } from '../pipeline/context.js';
 import type { Outcome } from '../pipeline/outcome.js';
 import { refuseAt, type Next, type Stage } from '../pipeline/stage.js';
 import type { JsonRpcRequest } from '../protocol/jsonrpc.js';
-import { destinationsIn, MAX_DEPTH, MAX_STRINGS, type Destination } from './egress/destinations.js';
+import { destinationsIn, MAX_DEPTH, MAX_JSON_TEXT_CHARS, MAX_JSON_TEXT_LEVELS, MAX_STRINGS, type Destination } from './egress/destinations.js';
 import type { EgressPolicy } from './egress/egress-policy.js';
 
 /** At most this many distinct destinations are checked per call; more is refused, not skipped. */
@@ -28,7 +28,7 @@ export function compileEgressStage(policy: EgressPolicy): Stage {
       // What was not read cannot be passed: a URL 33 levels down reaches the server just the same.
       if (unread) {
         const rule = policy.ruleFor(ctx.principal, ctx.route);
-        return Promise.resolve(refuseAt('egress', ctx, refusal(ctx.route!.ref, rule?.id ?? 'default', `The arguments nest deeper than ${MAX_DEPTH} levels or hold more than ${MAX_STRINGS} strings, too many to check for destinations; send them flatter or split the call`, {})));
+        return Promise.resolve(refuseAt('egress', ctx, refusal(ctx.route!.ref, rule?.id ?? 'default', `The arguments nest deeper than ${MAX_DEPTH} levels, hold more than ${MAX_STRINGS} strings, or hold JSON text inside strings more than ${MAX_JSON_TEXT_LEVELS} levels deep or over ${MAX_JSON_TEXT_CHARS} characters in all, too many to check for destinations; send them flatter or split the call`, {})));
       }
       return found.length === 0 ? next(ctx) : checked(ctx, next, found);
     },

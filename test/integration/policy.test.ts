@@ -127,6 +127,16 @@ describe('egress rules on arguments', () => {
     }
   });
 
+  test('JSON text inside a string argument is read: a host field in it is judged as the host', async () => {
+    // A server that decodes the payload connects to the host in it; it once reached the upstream unread.
+    for (const item of ['{"host":"169.254.169.254"}', JSON.stringify(JSON.stringify({ endpoint: '10.0.0.1' }))]) {
+      const { result } = await call(DAVE, 'record', { item });
+      assert.equal(result.structuredContent?.error?.code, 'egress_blocked', item);
+      assert.match(result.content[0]!.text, /The argument "item\(JSON\)/, item);
+      assert.equal(reached(item), 0, item);
+    }
+  });
+
   test('arguments with more strings than the check reads are refused, not passed unread', async () => {
     const item = 'http://127.0.0.1/';
     const { result } = await call(DAVE, 'record', { item: 'x', more: [...Array.from({ length: 100_000 }, () => 'x'), item] });

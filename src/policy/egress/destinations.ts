@@ -55,11 +55,20 @@ const NONE: readonly Found[] = Object.freeze([]);
 export const MAX_STRINGS = 100_000;
 /** listen.maxJsonDepth's own maximum: nothing the front door accepts is too deep to read. */
 export const MAX_DEPTH = 1_000;
+/**
+ * JSON text inside a string (`{"payload": "{\"host\":\"10.0.0.1\"}"}`) is parsed and read too: a server
+ * that decodes it connects to the host in it. At most this many levels of JSON text inside JSON text, and
+ * this many characters of it parsed in all per call; past either the arguments are unread (refused), since
+ * what was not parsed was not judged. Each level is no longer than the string holding it, so the parsing
+ * costs at most MAX_JSON_TEXT_CHARS whatever the body limit.
+ */
+export const MAX_JSON_TEXT_LEVELS = 8;
+export const MAX_JSON_TEXT_CHARS = 4 * 1024 * 1024;
 
 /**
  * The destinations an argument list names, and whether it was read whole: arguments nested deeper than
- * MAX_DEPTH or holding more than MAX_STRINGS strings are not, and a check must refuse them rather than
- * pass what it did not read.
+ * MAX_DEPTH, holding more than MAX_STRINGS strings or more JSON text than MAX_JSON_TEXT_LEVELS and
+ * MAX_JSON_TEXT_CHARS allow are not, and a check must refuse them rather than pass what it did not read.
  */
 export interface DestinationsFound {
   found: Destination[];
@@ -70,8 +79,9 @@ export interface DestinationsFound {
 export function destinationsIn(args: unknown, schema: unknown): DestinationsFound {
   const out: Destination[] = [];
   let strings = 0;
+  let jsonChars = 0;
   let unread = false;
-  const walk = (value: unknown, sch: unknown, path: string, key: string, depth: number): void => {
+  const walk = (value: unknown, sch: unknown, path: string, key: string, depth: number, level: number): void => {
     if (unread) return;
     if (depth > MAX_DEPTH || strings >= MAX_STRINGS) {
       unread = true;
@@ -81,23 +91,52 @@ export function destinationsIn(args: unknown, schema: unknown): DestinationsFoun
       strings++;
       const strict = isDestinationField(sch, key);
       for (const d of destinationsOfString(value, strict)) out.push({ ...d, path });
+      if (!mayBeJsonText(value)) return;
+      if (level >= MAX_JSON_TEXT_LEVELS || jsonChars + value.length > MAX_JSON_TEXT_CHARS) {
+        unread = true;
+        return;
+      }
+      jsonChars += value.length;
+      let inner: unknown;
+      try {
+        inner = JSON.parse(value);
+      } catch {
+        return; // Not JSON after all: read as text above.
+      }
+      // The schema describes the string, not what it encodes; the key stays, so a JSON-encoded string in a
+      // field named host is still read as a host.
+      walk(inner, undefined, `${path}(JSON)`, key, depth + 1, level + 1);
       return;
     }
     if (Array.isArray(value)) {
       const items = schemaPart(sch, 'items');
-      value.forEach((v, i) => walk(v, items, `${path}[${i}]`, key, depth + 1));
+      value.forEach((v, i) => walk(v, items, `${path}[${i}]`, key, depth + 1, level));
       return;
     }
     if (value !== null && typeof value === 'object') {
       for (const [k, v] of Object.entries(value)) {
         // Keys are scanned too: a URL used as a map key reaches the server just the same.
         if (k.includes('://')) for (const d of destinationsOfString(k, false)) out.push({ ...d, path: path === '' ? k : `${path}.${k}` });
-        walk(v, propertySchema(sch, k), path === '' ? k : `${path}.${k}`, k, depth + 1);
+        walk(v, propertySchema(sch, k), path === '' ? k : `${path}.${k}`, k, depth + 1, level);
       }
     }
   };
-  walk(args, schema, '', '', 0);
+  walk(args, schema, '', '', 0, 0);
   return { found: out, unread };
+}
+
+/**
+ * Whether a string may be JSON text worth parsing: an object, an array or a string, whitespace around it
+ * allowed. (Bare numbers and words are JSON too, but hold no host the text scan does not read already.)
+ * Most strings fail on their first character.
+ */
+function mayBeJsonText(s: string): boolean {
+  const first = s.charCodeAt(0);
+  if (first !== 0x7b && first !== 0x5b && first !== 0x22 && first !== 0x20 && first !== 0x09 && first !== 0x0a && first !== 0x0d) return false;
+  const t = s.trim();
+  const open = t.charCodeAt(0);
+  const close = t.charCodeAt(t.length - 1);
+  return t.length >= 2 && ((open === 0x7b && close === 0x7d) || (open === 0x5b && close === 0x5d) || (open === 0x22 && close === 0x22));
 }
 
 function isObject(v: unknown): v is Record<string, unknown> {

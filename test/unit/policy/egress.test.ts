@@ -8,7 +8,7 @@ import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import type { EgressRule } from '../../../src/config/schema.generated.js';
 import { classify, embeddedIpv4 } from '../../../src/net/addresses.js';
-import { destinationsIn, destinationsOfString } from '../../../src/policy/egress/destinations.js';
+import { destinationsIn, destinationsOfString, MAX_JSON_TEXT_CHARS, MAX_JSON_TEXT_LEVELS } from '../../../src/policy/egress/destinations.js';
 import { EgressPolicy } from '../../../src/policy/egress/egress-policy.js';
 import type { Principal } from '../../../src/pipeline/principal.js';
 import type { Route } from '../../../src/pipeline/context.js';
@@ -223,6 +223,34 @@ describe('where destinations are found', () => {
     const read = destinationsIn({ data: fine }, undefined);
     assert.equal(read.unread, false);
     assert.deepEqual(read.found.map((d) => d.host), ['127.0.0.1']);
+  });
+
+  test('JSON text inside a string is parsed and read: host fields, bare addresses, URLs, however often encoded', () => {
+    // A server that decodes such a payload connects to the host in it; the text scan alone read only URLs.
+    const found = (args: unknown) => destinationsIn(args, undefined).found.map((d) => [d.path, d.host]);
+    assert.deepEqual(found({ payload: '{"host":"169.254.169.254"}' }), [['payload(JSON).host', '169.254.169.254']]);
+    assert.deepEqual(found({ payload: ' {"a": {"endpoint": "metadata"}, "port": 6379} ' }), [['payload(JSON).a.endpoint', 'metadata']]);
+    assert.deepEqual(found({ payload: '["10.0.0.1", "words"]' }), [['payload(JSON)[0]', '10.0.0.1']]);
+    assert.deepEqual(found({ payload: JSON.stringify(JSON.stringify({ host: '127.1' })) }), [['payload(JSON)(JSON).host', '127.0.0.1']]);
+    // Escapes the text scan cannot see through are decoded by the parse.
+    assert.deepEqual(found({ payload: '{"target":"\\u0031\\u0030.0.0.1"}' }), [['payload(JSON).target', '10.0.0.1']]);
+    // A JSON-encoded string in a destination field is still read as a host.
+    assert.deepEqual(found({ host: '"intranet"' }).at(-1), ['host(JSON)', 'intranet']);
+    // Text that only looks like JSON is read as text, as before.
+    assert.deepEqual(found({ note: '[see http://10.0.0.1/ here]', other: '{not json}' }), [['note', '10.0.0.1']]);
+    assert.equal(destinationsIn({ note: '{not json}' }, undefined).unread, false);
+  });
+
+  test('JSON text past its bounds (levels inside one another, characters parsed per call) is reported unread', () => {
+    let text = JSON.stringify({ host: '10.0.0.1' });
+    for (let i = 1; i < MAX_JSON_TEXT_LEVELS; i++) text = JSON.stringify(text);
+    const within = destinationsIn({ payload: text }, undefined);
+    assert.equal(within.unread, false);
+    assert.deepEqual(within.found.map((d) => d.host), ['10.0.0.1']);
+    assert.equal(destinationsIn({ payload: JSON.stringify(text) }, undefined).unread, true, 'one level more');
+    const big = JSON.stringify({ filler: 'x'.repeat(MAX_JSON_TEXT_CHARS / 2) });
+    assert.equal(destinationsIn({ a: big }, undefined).unread, false);
+    assert.equal(destinationsIn({ a: big, b: big, c: '{"host":"10.0.0.1"}' }, undefined).unread, true, 'over the characters parsed per call');
   });
 
   test('an argument named like an inherited member (constructor, toString) is judged by the schema as any other', () => {
