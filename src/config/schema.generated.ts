@@ -744,7 +744,7 @@ export interface EgressTarget {
    */
   hosts?: string[];
   /**
-   * URL schemes (https, http, ...).
+   * URL schemes (https, http, ...). A file: URL in an argument that names no host (file:///path) reaches the server's own files and is judged by this alone: refused where allow.schemes is given without file, or deny.schemes lists file (with no hosts or cidrs); passed where no schemes are given, as by default. One naming a host (file://server/share) is judged by that host as well.
    */
   schemes?: string[];
   /**

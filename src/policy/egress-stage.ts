@@ -45,13 +45,15 @@ export function compileEgressStage(policy: EgressPolicy): Stage {
       if (seen.size > MAX_DESTINATIONS) return refuseAt('egress', ctx, refusal(route.ref, rule?.id ?? 'default', `The arguments name more than ${MAX_DESTINATIONS} destinations; split the call`, {}));
       const checked = policy.check(d, rule);
       // A name is resolved (or found in the resolver cache) before it is judged: a wait worth a span.
-      const block = await (channels.wait.hasSubscribers && canonicalIp(d.host) === undefined ? waitedOn(ctx, 'egress', 'dns.resolve', checked) : checked);
+      const block = await (channels.wait.hasSubscribers && d.host !== '' && canonicalIp(d.host) === undefined ? waitedOn(ctx, 'egress', 'dns.resolve', checked) : checked);
       if (block === undefined) continue;
       const where = d.path === '' ? 'The arguments' : `The argument "${d.path}"`;
+      // A file: URL with no host reaches the server's own files (egress/destinations.ts).
+      const reaches = d.host === '' ? "the server's own files" : `${d.host}${d.port !== undefined ? `:${d.port}` : ''}`;
       return refuseAt(
         'egress',
         ctx,
-        refusal(route.ref, block.rule, `${where} names ${JSON.stringify(d.value)}, which reaches ${d.host}${d.port !== undefined ? `:${d.port}` : ''}: blocked, because ${block.reason}`, {
+        refusal(route.ref, block.rule, `${where} names ${JSON.stringify(d.value)}, which reaches ${reaches}: blocked, because ${block.reason}`, {
           argument: d.path,
           value: d.value,
           host: d.host,

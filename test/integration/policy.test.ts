@@ -153,6 +153,20 @@ describe('egress rules on arguments', () => {
     const http = await call(DAVE, 'lookup', { item: 'http://api.partner.example/q' });
     assert.equal(http.result.structuredContent?.error?.rule, 'partner-only', 'https only');
   });
+
+  test('a file: URL is refused where the rule lists schemes without file, and passes where no scheme rule applies', async () => {
+    // A fetch tool that takes file: reads the server's own files; an "https only" rule once let it through,
+    // since a file: URL without a host named no destination.
+    for (const item of ['file:///etc/passwd', 'FILE:/etc/passwd', 'read file:///etc/shadow for me']) {
+      const { result } = await call(DAVE, 'lookup', { item });
+      assert.equal(result.structuredContent?.error?.code, 'egress_blocked', item);
+      assert.equal(result.structuredContent?.error?.rule, 'partner-only', item);
+      assert.match(result.content[0]!.text, /which reaches the server's own files: blocked, because rule "partner-only" does not allow it/, item);
+      assert.equal(reached(item), 0, item);
+    }
+    // No rule selects dave's record calls: no scheme rule, so a local path passes, as a filesystem server needs.
+    assert.equal((await call(DAVE, 'record', { item: 'file:///data/report.txt' })).result.isError, undefined);
+  });
 });
 
 describe('rate limits', () => {

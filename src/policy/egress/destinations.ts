@@ -15,7 +15,11 @@ export interface Destination {
   value: string;
   /** Lower-case scheme without `:`, when the value is a URL. */
   scheme?: string;
-  /** The host: a name (ASCII, no trailing dot) or an IP address (IPv6 without brackets). */
+  /**
+   * The host: a name (ASCII, no trailing dot) or an IP address (IPv6 without brackets); '' for a `file:`
+   * URL that names no host (`file:///etc/passwd`), which reaches the server's own files and is judged by
+   * its scheme alone.
+   */
   host: string;
   /** The port, given or the scheme's default; undefined for a bare host without one. */
   port?: number;
@@ -38,6 +42,11 @@ const SPECIAL_SCHEMES = new Set(['http', 'https', 'ws', 'wss', 'ftp']);
  * an authority. The scheme may follow any character that cannot be part of one (`see_http://…`).
  */
 const URL_IN_TEXT = /(?<![a-z0-9+.-])(?:[a-z][a-z0-9+.-]{1,20}:\/\/|(?:https?|wss?|ftp):[\\/]*(?=[^\s"'<>`{}|^\\/]))[^\s"'<>`{}|^]+/gi;
+/**
+ * `file:` URLs inside free text: the scheme and a slash or backslash (`file:/p`, `file:///p`, `file:\\srv\share`,
+ * which the WHATWG parser reads alike). As a whole string, `file:` with anything after it.
+ */
+const FILE_URL_IN_TEXT = /(?<![a-z0-9+.-])file:[\\/][^\s"'<>`{}|^]*/gi;
 /** The start of a URL with an authority: its scheme, the slashes (or backslashes) after it, the authority. */
 const URL_START = /^([a-z][a-z0-9+.-]*):([\\/]*)([^/?#]*)/i;
 /**
@@ -208,6 +217,11 @@ export function destinationsOfString(text: string, strict: boolean): readonly Fo
     // exec on the one /g pattern rather than matchAll, which clones the pattern for every string.
     URL_IN_TEXT.lastIndex = 0;
     for (let m = URL_IN_TEXT.exec(text); m !== null; m = URL_IN_TEXT.exec(text)) found.push(...parseUrl(m[0], value));
+    if (/^file:/i.test(trimmed)) found.push(fileUrl(trimmed, value));
+    if (/file:/i.test(text)) {
+      FILE_URL_IN_TEXT.lastIndex = 0;
+      for (let m = FILE_URL_IN_TEXT.exec(text); m !== null; m = FILE_URL_IN_TEXT.exec(text)) found.push(fileUrl(m[0], value));
+    }
   }
   return dedupe(found);
 }
@@ -247,6 +261,24 @@ function parseUrl(s: string, value: string): Found[] {
     }
   }
   return readings;
+}
+
+/**
+ * A `file:` URL as the WHATWG parser reads it: with no host (`file:///p`, `file:/p`, and `file://localhost/p`,
+ * which it empties) a local file, judged by its scheme alone; with one (`file://srv/share`, `file:\\srv\share`,
+ * a UNC path that Windows opens over SMB) that host. What does not parse is taken as local: its scheme is
+ * judged all the same.
+ */
+function fileUrl(s: string, value: string): Found {
+  let host = '';
+  try {
+    host = new URL(s.replace(ZONE_ID, '$1]')).hostname;
+  } catch {
+    // Judged by the scheme as a local file.
+  }
+  if (host.startsWith('[') && host.endsWith(']')) host = host.slice(1, -1);
+  while (host.endsWith('.')) host = host.slice(0, -1);
+  return { value, scheme: 'file', host: host.toLowerCase() };
 }
 
 function parseBareHost(s: string, value: string): Found | undefined {

@@ -81,6 +81,7 @@ export class EgressPolicy {
 
   /** Undefined when the destination may be reached; otherwise why not. */
   async check(d: Omit<Destination, 'path' | 'value'>, rule: CompiledRule | undefined): Promise<EgressBlock | undefined> {
+    if (d.scheme === 'file' && d.host === '') return localFileBlock(rule);
     const decided = await this.decide(d, rule);
     return 'block' in decided ? decided.block : undefined;
   }
@@ -161,6 +162,21 @@ export class EgressPolicy {
     }
     return found;
   }
+}
+
+/**
+ * The verdict on a `file:` URL naming no host: the server's own files, no network destination, so no
+ * address to classify and nothing to resolve. Its one dimension is its scheme: refused where the rule's
+ * allow lists schemes without `file` (an operator's "https only" covers it) or its deny lists `file` with no
+ * host or address (which it could not match); passed otherwise, by default too, so that a rule about hosts
+ * does not stop a filesystem server's paths.
+ */
+function localFileBlock(rule: CompiledRule | undefined): EgressBlock | undefined {
+  if (rule === undefined) return undefined;
+  const names = (t: CompiledTarget | undefined) => t !== undefined && t.schemes?.has('file') === true && t.hosts === undefined && t.cidrs === undefined;
+  if (names(rule.deny)) return { rule: rule.id, reason: `rule "${rule.id}" denies it` };
+  if (rule.allow?.schemes && !rule.allow.schemes.has('file')) return { rule: rule.id, reason: `rule "${rule.id}" does not allow it (its schemes do not include file)` };
+  return undefined;
 }
 
 /** Matches only selectors that name no caller. */

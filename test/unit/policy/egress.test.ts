@@ -56,6 +56,9 @@ describe('rules', () => {
     { id: 'https-only', tools: ['sec/*'], allow: { hosts: ['*.example.com'], schemes: ['https'] } },
     { id: 'plain-web', tools: ['plain/*'], allow: { hosts: ['127.0.0.1'], ports: [80] } },
     { id: 'loop-but-not-one', tools: ['loop/*'], allow: { cidrs: ['127.0.0.0/8'] }, deny: { hosts: ['127.0.0.1'] } },
+    { id: 'no-files', tools: ['nofile/*'], deny: { schemes: ['file'] } },
+    { id: 'web-and-files', tools: ['wf/*'], allow: { hosts: ['*.example.com'], schemes: ['https', 'file'] } },
+    { id: 'files-of-one-host', tools: ['fh/*'], deny: { hosts: ['files.example.com'], schemes: ['file'] } },
   ];
   const policy = new EgressPolicy(rules, resolver);
   const check = async (text: string, ref: string, who: Principal = ALICE) => {
@@ -110,6 +113,30 @@ describe('rules', () => {
     assert.match((await check('http://127.0.0.1:9091/metrics', 'any/tool', ops))!.reason, /does not allow/);
     assert.match((await check('http://localhost:9090/', 'any/tool', ops))!.reason, /does not allow/, 'the name is not the literal the rule allows');
     assert.equal((await check('http://127.0.0.1:9090/metrics', 'any/tool'))?.rule, 'default', 'another caller: no rule, the defaults');
+  });
+
+  test('a file: URL naming no host is judged by its scheme: refused where allow.schemes omits file or deny.schemes names it', async () => {
+    // It once named no destination at all, so an "https only" rule let a fetch tool read the server's files.
+    // Read as free text: a field named like a destination adds a bare-host reading of its own.
+    const check = async (text: string, ref: string) => {
+      const rule = policy.ruleFor(ALICE, route(ref));
+      const out = await Promise.all(destinationsOfString(text, false).map((d) => policy.check(d, rule)));
+      return out.find((v) => v !== undefined);
+    };
+    for (const text of ['file:///etc/passwd', 'FILE:///etc/passwd', 'file:/etc/passwd', 'file:etc/passwd', 'see file:///etc/shadow now', 'file:////etc/passwd']) {
+      assert.match((await check(text, 'crm/create'))?.reason ?? 'passed', /rule "crm-api" does not allow it \(its schemes do not include file\)/, text);
+      assert.match((await check(text, 'nofile/read'))?.reason ?? 'passed', /rule "no-files" denies it/, text);
+    }
+    // file://localhost is a local file to the WHATWG parser; read as the host localhost too, as before.
+    assert.equal((await check('file://localhost/etc/passwd', 'crm/create'))?.rule, 'crm-api');
+    assert.equal((await check('file://localhost/etc/passwd', 'nofile/read'))?.rule, 'no-files');
+    // No scheme rule: a local path passes, by default and under rules about hosts only (a filesystem server's paths).
+    for (const ref of ['lab/probe', 'web/fetch', 'any/tool', 'wf/read', 'fh/read']) assert.equal(await check('file:///data/report.txt', ref), undefined, ref);
+    // One naming a host is judged by the host as well: a UNC path reaches the network.
+    assert.equal((await check('file:\\\\10.0.0.1\\share', 'any/tool'))?.address, '10.0.0.1');
+    assert.equal((await check('file://10.0.0.1/share', 'wf/read'))?.rule, 'web-and-files');
+    // Words that merely end in file: are not file: URLs.
+    assert.deepEqual(destinationsOfString('profile:/x and file: later', false), []);
   });
 
   test('no rule selecting the call: public passes, special blocked, with rule "default"', async () => {
