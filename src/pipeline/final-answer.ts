@@ -15,6 +15,7 @@ import type { AnswerHeaders, Outcome, RelayRead } from './outcome.js';
 import { topLevelMemberValue } from '../protocol/json-member.js';
 import { RelayBody } from './relay-body.js';
 import { answerIn, type WholeSse } from '../protocol/whole-sse.js';
+import { namesAMemberTwice } from '../protocol/duplicate-members.js';
 
 /** The final answer as the client would get it: the response, and the refusal it renders, if it is one. */
 export interface FinalAnswer {
@@ -196,7 +197,10 @@ async function interceptRelayedJson(outcome: Extract<Outcome, { kind: 'relay' }>
     }
     if (marker !== undefined && bytes.indexOf(marker) < 0) return { ...outcome, body: RelayBody.of(bytes) };
     const text = bytes.toString('utf8');
-    read = { body: RelayBody.of(bytes), text, response: answerIn(text, outcome.requestId, false) as JsonRpcResponse | undefined };
+    const response = answerIn(text, outcome.requestId, false) as JsonRpcResponse | undefined;
+    // An answer that names a member twice is no answer: the client may read the other one (see twice()).
+    const twice = response !== undefined && namesAMemberTwice(text, response);
+    read = { body: RelayBody.of(bytes), text, response: twice ? undefined : response, ...(twice ? { twice } : {}) };
   }
   const { text, response } = read;
   if (response === undefined && marker === undefined) return notAnAnswer(outcome, read, onFinal, renderer(ctx, outcome.requestId));
@@ -243,10 +247,19 @@ async function failedAnswer(error: GatewayError, onFinal: OnFinal, render: (refu
  * knows must still reach a legacy client as a 404, whatever its body).
  */
 async function notAnAnswer(outcome: Extract<Outcome, { kind: 'relay' }>, read: RelayRead, onFinal: OnFinal, render: (refusal: Refusal) => JsonRpcResponse): Promise<Outcome> {
-  const error = new GatewayError('GW_ERR_UPSTREAM_BAD_RESPONSE', `Upstream "${outcome.upstream}" answered with HTTP ${outcome.status} and a body that is not a JSON-RPC response to this request`, outcome.upstream);
+  const error = read.twice === true ? twice(outcome.upstream) : new GatewayError('GW_ERR_UPSTREAM_BAD_RESPONSE', `Upstream "${outcome.upstream}" answered with HTTP ${outcome.status} and a body that is not a JSON-RPC response to this request`, outcome.upstream);
   if (outcome.status >= 200 && outcome.status < 300) return failedAnswer(error, onFinal, render);
   const refusal = await toldFailure(error, onFinal, render);
   return refusal !== undefined ? { kind: 'refused', refusal } : { ...outcome, body: read.body, read };
+}
+
+/**
+ * An answer whose JSON names a member twice in one object (`"isError":true,"isError":false`): every check here
+ * reads the last (JSON.parse), some clients the first, so the record could say `ok` of what the client took
+ * for an error. The upstream failed the call; its bytes do not go on.
+ */
+function twice(upstream: string): GatewayError {
+  return new GatewayError('GW_ERR_UPSTREAM_BAD_RESPONSE', `Upstream "${upstream}" answered with a response that names a member twice in one object, which clients may read otherwise than Gatehouse does`, upstream);
 }
 
 /**
@@ -295,6 +308,12 @@ function interceptWholeSse(outcome: Extract<Outcome, { kind: 'relay' }>, reading
   const events = reading.events;
   const at = reading.answerAt(outcome.requestId, false, marker);
   if (at < 0) return undefined;
+  if (reading.namesAMemberTwice(at)) {
+    // Not the business of a stage that looks for its marker: the others refuse it (as the JSON case above).
+    if (marker !== undefined) return Promise.resolve(outcome);
+    outcome.body.dump();
+    return failedAnswer(twice(outcome.upstream), onFinal, render);
+  }
   const response = reading.message(at) as JsonRpcResponse;
   return onFinal({ response }).then((verdict) => {
     if (verdict === undefined) return outcome;
@@ -357,6 +376,8 @@ function dataValueAt(raw: string, data: string): number {
 function interceptRelayedSse(body: Readable, requestId: JsonRpcId | null, onFinal: OnFinal, render: (refusal: Refusal) => JsonRpcResponse, failureOf: (err: unknown) => GatewayError, upstream: string, marker: string | undefined, maxEventChars: number): Readable {
   const parser = new SseParser(maxEventChars);
   let answered = false;
+  /** The answer came naming a member twice: held back, and the stream's end is this failure. */
+  let broken: GatewayError | undefined;
   /** The stream's end was decided by a failure (its error, or its end without the response): told once. */
   let told = false;
   /**
@@ -385,6 +406,15 @@ function interceptRelayedSse(body: Readable, requestId: JsonRpcId | null, onFina
             this.push(ev.raw);
             continue;
           }
+          if (namesAMemberTwice(ev.data!, response)) {
+            // A stage looking for its marker passes it on for the others to refuse (see interceptWholeSse).
+            if (marker !== undefined) {
+              this.push(ev.raw);
+              continue;
+            }
+            broken ??= twice(upstream);
+            continue;
+          }
           answered = true;
           const verdict = await onFinal({ response });
           this.push(verdict === undefined ? ev.raw : answerEvent(ev, response, verdict, render).raw);
@@ -393,12 +423,12 @@ function interceptRelayedSse(body: Readable, requestId: JsonRpcId | null, onFina
     },
     flush(done) {
       if (answered || told || requestId === null || marker !== undefined) return done();
-      failed(new GatewayError('GW_ERR_UPSTREAM_BAD_RESPONSE', `Upstream "${upstream}" ended the stream without answering the request`, upstream), done);
+      failed(broken ?? new GatewayError('GW_ERR_UPSTREAM_BAD_RESPONSE', `Upstream "${upstream}" ended the stream without answering the request`, upstream), done);
     },
   });
   body.on('error', (err) => {
     if (answered || marker !== undefined) transform.destroy(err);
-    else failed(failureOf(err), (e) => (e !== undefined ? transform.destroy(e) : transform.end()));
+    else failed(broken ?? failureOf(err), (e) => (e !== undefined ? transform.destroy(e) : transform.end()));
   });
   return body.pipe(transform);
 }

@@ -35,6 +35,8 @@ export interface RelayRead {
   body: RelayBody;
   text: string;
   response: JsonRpcResponse | undefined;
+  /** The body was the response, but named a member twice, so it stands as none (`response` undefined). */
+  twice?: boolean;
 }
 
 /** A refusal not yet tagged with its stage (adapters; the upstream stage tags and publishes it). */

@@ -5,6 +5,7 @@
 // parse their JSON again; this reading is kept with the body (RelayBody.peekWholeSse), so the events are
 // split once and each event's JSON is parsed at most once, whoever asks first.
 
+import { namesAMemberTwice } from './duplicate-members.js';
 import type { JsonRpcId } from './jsonrpc.js';
 import { SseParser, type SseEvent } from './sse.js';
 
@@ -21,6 +22,8 @@ export interface SseResponse {
 
 export class WholeSse {
   private readonly parsed: unknown[];
+  /** Per event, once asked (a governed call's answer only): whether its JSON names a member twice. */
+  private readonly twice: Array<boolean | undefined>;
 
   private constructor(
     /** The events, in order. */
@@ -29,6 +32,7 @@ export class WholeSse {
     readonly complete: boolean,
   ) {
     this.parsed = new Array<unknown>(events.length).fill(UNREAD);
+    this.twice = new Array<boolean | undefined>(events.length);
   }
 
   static read(bytes: Buffer | string): WholeSse {
@@ -48,7 +52,22 @@ export class WholeSse {
     events[at] = event!;
     const next = new WholeSse(events, this.complete);
     for (let i = 0; i < events.length; i++) next.parsed[i] = i === at ? message : this.parsed[i];
+    for (let i = 0; i < events.length; i++) next.twice[i] = i === at ? false : this.twice[i];
     return next;
+  }
+
+  /**
+   * Whether the event's JSON names a member twice (protocol/duplicate-members.ts), asked once per event:
+   * every stage that looks at a governed call's answer asks. False for an event that is not JSON.
+   */
+  namesAMemberTwice(at: number): boolean {
+    let twice = this.twice[at];
+    if (twice === undefined) {
+      const data = this.events[at]!.data;
+      twice = data !== undefined && namesAMemberTwice(data, this.message(at));
+      this.twice[at] = twice;
+    }
+    return twice;
   }
 
   /** The event's data as JSON, parsed the first time it is asked for; undefined without data or when not JSON. */

@@ -28,6 +28,11 @@ const ANSWERS: Record<string, (id: unknown) => { status: number; headers: Record
   other_id: (id) => ({ status: 200, headers: { 'content-type': 'application/json' }, body: JSON.stringify({ jsonrpc: '2.0', id: `not-${String(id)}`, result: { content: [], resultType: 'complete' } }) }),
   accepted: () => ({ status: 202, headers: {}, body: '' }),
   not_found: () => ({ status: 404, headers: { 'content-type': 'text/plain' }, body: 'no such session' }),
+  // A member named twice: JSON.parse (and so the audit) keeps the last, many clients' parsers the first.
+  dup_is_error: (id) => ({ status: 200, headers: { 'content-type': 'application/json' }, body: `{"jsonrpc":"2.0","id":${JSON.stringify(id)},"result":{"content":[{"type":"text","text":"failed"}],"isError":true,"isError":false}}` }),
+  dup_result: (id) => ({ status: 200, headers: { 'content-type': 'application/json' }, body: `{"jsonrpc":"2.0","id":${JSON.stringify(id)},"result":{"content":[{"type":"text","text":"first"}],"isError":true},"result":{"content":[{"type":"text","text":"second"}]}}` }),
+  dup_deep: (id) => ({ status: 200, headers: { 'content-type': 'application/json' }, body: `{"jsonrpc":"2.0","id":${JSON.stringify(id)},"result":{"content":[],"structuredContent":{"rows":[{"approved":false,"approved":true}]}}}` }),
+  dup_sse: (id) => ({ status: 200, headers: { 'content-type': 'text/event-stream' }, body: `event: message\ndata: {"jsonrpc":"2.0","id":${JSON.stringify(id)},"result":{"content":[],"isError":true,"isError":false}}\n\n` }),
   fine: (id) => ({ status: 200, headers: { 'content-type': 'application/json' }, body: JSON.stringify({ jsonrpc: '2.0', id, result: { content: [{ type: 'text', text: 'ok' }], resultType: 'complete' } }) }),
 };
 
@@ -53,8 +58,14 @@ before(async () => {
       return void res.writeHead(200, { 'content-type': 'application/json', 'mcp-session-id': 'liar-session' }).end(JSON.stringify({ jsonrpc: '2.0', id: msg.id, result }));
     }
     if (msg.method === 'tools/list') {
-      const tools = [...Object.keys(ANSWERS), 'broken'].map((name) => ({ name, inputSchema: { type: 'object' } }));
+      const tools = [...Object.keys(ANSWERS), 'broken', 'dup_sse_later'].map((name) => ({ name, inputSchema: { type: 'object' } }));
       return void res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ jsonrpc: '2.0', id: msg.id, result: { tools, resultType: 'complete', ttlMs: 0, cacheScope: 'public' } }));
+    }
+    if (msg.params?.name === 'dup_sse_later') {
+      // A progress event, then (once the relay streams) the answer naming isError twice.
+      res.writeHead(200, { 'content-type': 'text/event-stream' });
+      res.write(`event: message\ndata: {"jsonrpc":"2.0","method":"notifications/message","params":{"level":"info","data":"working"}}\n\n`);
+      return void setTimeout(() => res.end(`event: message\ndata: {"jsonrpc":"2.0","id":${JSON.stringify(msg.id)},"result":{"content":[],"isError":true,"isError":false}}\n\n`), 200);
     }
     if (msg.params?.name === 'broken') {
       // Headers, half a body, and the connection dropped.
@@ -123,6 +134,35 @@ for (const [name, id] of [['cut_short', 11], ['not_json', 12], ['other_id', 13],
     assert.equal(records[0]!.callId, body.error.data.callId);
   });
 }
+
+// The audit read the last of a member named twice (isError false: `ok`), while a client reading the first
+// saw a tool error: the record and the answer disagreed. Such an answer is the upstream's failure now.
+for (const [name, id] of [['dup_is_error', 71], ['dup_result', 72], ['dup_deep', 73], ['dup_sse', 74]] as const) {
+  test(`an answer naming a member twice (${name}) → GW_ERR_UPSTREAM_BAD_RESPONSE for the request's id, audited as failed`, async () => {
+    const res = await call(name, id);
+    assert.equal(res.status, 502, res.text);
+    const body = res.json();
+    assert.equal(body.id, id);
+    assert.equal(body.error.data.code, 'GW_ERR_UPSTREAM_BAD_RESPONSE');
+    assert.match(body.error.message, /names a member twice/);
+    assert.deepEqual((await recordOf(name)).map((r) => [r.outcome, r.refusal, r.stage]), [['failed', 'upstream_bad_response', 'upstream']]);
+  });
+}
+
+test('an answer naming a member twice after the stream has begun is held back: the stream ends with the failure as its answer', async () => {
+  const res = await call('dup_sse_later', 75);
+  assert.equal(res.status, 200);
+  const messages = res.text
+    .split('\n')
+    .filter((line) => line.startsWith('data:'))
+    .map((line) => JSON.parse(line.slice(5)) as { id?: number; method?: string; result?: unknown; error?: { data?: { code?: string } } });
+  assert.equal(messages[0]?.method, 'notifications/message', 'what came before the answer went on');
+  const answer = messages.find((m) => m.id === 75);
+  assert.equal(answer?.result, undefined, res.text);
+  assert.equal(answer?.error?.data?.code, 'GW_ERR_UPSTREAM_BAD_RESPONSE', res.text);
+  assert.doesNotMatch(res.text, /"isError":true/);
+  assert.deepEqual((await recordOf('dup_sse_later')).map((r) => [r.outcome, r.refusal, r.stage]), [['failed', 'upstream_bad_response', 'upstream']]);
+});
 
 test('the same in the legacy pass-through (a 2025-11-25 client and server, one session)', async () => {
   const session = await legacySession(legacyGw.url);
