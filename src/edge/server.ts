@@ -438,7 +438,9 @@ export function createEdge(listen: ListenConfig, handlers: EdgeHandlers, log: Lo
     const parsed = classifyBody(read.body, listen.maxJsonDepth);
     if (!authed.ok) {
       const misplaced = parsed.ok ? opts.auth.checkMessage(parsed.message) : undefined;
-      return void refuse(res, record, 'auth', null, misplaced && !misplaced.ok ? misplaced.refusal : authed.refusal);
+      // The body is read, so its id is known: an error response carries it (2026-07-28/basic/index.mdx
+      // §Error Responses); null only where it could not be read.
+      return void refuse(res, record, 'auth', parsed.ok ? idOf(parsed.message) : null, misplaced && !misplaced.ok ? misplaced.refusal : authed.refusal);
     }
     const principal = authed.principal;
     record.subject = principal.subject;

@@ -209,6 +209,29 @@ describe('attack matrix: every bad credential is refused at the edge and nothing
   });
 });
 
+describe('the id of a refused request', () => {
+  // An error response MUST carry the request's id unless it could not be read (2026-07-28/basic/index.mdx
+  // §Error Responses; JSON-RPC 2.0 §5). A POST without credentials has its body read (so that it can say
+  // where a misplaced credential belongs): its 401 and 400 once said id null all the same.
+  test('a refusal made once the body is read echoes its id; one made before it says null', async () => {
+    const missing = await post(gw.url, initialize(7));
+    assert.equal(missing.status, 401, missing.text);
+    assert.equal(missing.json().id, 7);
+    const misplaced = await post(gw.url, rpc('eight', 'tools/list', { api_key: KEYS.ops }), LEGACY_HEADERS);
+    assert.equal(misplaced.status, 400, misplaced.text);
+    assert.equal(misplaced.json().id, 'eight');
+    // A notification has no id to echo; a body that is not JSON has none to read.
+    const notification = await post(gw.url, JSON.stringify({ jsonrpc: '2.0', method: 'notifications/initialized' }));
+    assert.equal(notification.status, 401);
+    assert.equal(notification.json().id, null);
+    assert.equal((await post(gw.url, '{"jsonrpc":"2.0","id":9,')).json().id, null);
+    // A credential refused before the body is read: the body is never read, so its id is not known.
+    const refused = await post(gw.url, initialize(10), bearer('gh_not_a_key_we_know_0123456789abcdef'));
+    assert.equal(refused.status, 401);
+    assert.equal(refused.json().id, null);
+  });
+});
+
 describe('accepted credentials', () => {
   test('an API key and a JWT both get through; the upstream sees only its own credential', async () => {
     const jwt = await as.sign({ sub: 'alice', aud: PUBLIC_URL, scope: 'mcp:tools', tenant: 'acme', groups: ['ops'] });
