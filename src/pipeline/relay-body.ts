@@ -193,6 +193,16 @@ export class RelayBody {
   }
 
   /**
+   * The chunks of a body that has all come, nobody having consumed it yet, as they came (not joined, unlike
+   * peekWhole: a look at its ends costs no copy); none for a body that ended empty. Undefined while it is
+   * still coming, or once consumed.
+   */
+  peekChunks(): readonly Buffer[] | undefined {
+    if (this.state !== 'ended' || this.sink !== undefined) return undefined;
+    return this.held ?? [];
+  }
+
+  /**
    * peekWhole's bytes read as SSE events, split once and kept: the pass-through, the audit and the edge
    * each look at a short answer's stream, and none of them splits it or parses its JSON again.
    */

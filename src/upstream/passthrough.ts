@@ -118,7 +118,15 @@ export class PassThrough {
       const code = statusCode === 503 ? 'GW_ERR_UPSTREAM_OVERLOADED' : statusCode === 504 ? 'GW_ERR_UPSTREAM_TIMEOUT' : 'GW_ERR_UPSTREAM_BAD_RESPONSE';
       return this.failed(ctx, new GatewayError(code, `Upstream "${this.name}" failed with HTTP ${statusCode}${said ? `: ${said}` : ''}`, this.name));
     }
-    const sse = requestId !== null && String(headers['content-type'] ?? '').startsWith('text/event-stream');
+    const contentType = String(headers['content-type'] ?? '');
+    if (requestId !== null && statusCode < 300) {
+      const broken = notAnAnswer(contentType, body);
+      if (broken !== undefined) {
+        body.dump();
+        return this.failed(ctx, new GatewayError('GW_ERR_UPSTREAM_BAD_RESPONSE', `Upstream "${this.name}" answered a request with HTTP ${statusCode} and ${broken}`, this.name));
+      }
+    }
+    const sse = requestId !== null && contentType.startsWith('text/event-stream');
     // Most answers sent as a stream are short (an SDK server's one event, then the end) but come in a few
     // writes: waiting a moment for the end lets them be handled whole, without the stream machinery a long
     // stream needs (bench/README.md §SSE answers). A long stream's first events wait that moment at most.
@@ -210,6 +218,58 @@ function responseHeaders(upstream: RelayResponse['headers']): AnswerHeaders {
     else if (Array.isArray(v) && v.length > 0) out[key] = v.join(', ');
   }
   return out;
+}
+
+/**
+ * Why a 2xx answer to a request cannot be its response, seen without parsing it (the pass-through does not
+ * parse what it relays; a governed call's answer is read whole and checked in full, pipeline/final-answer.ts):
+ * a request is answered with one JSON object or an SSE stream (2025-11-25/basic/transports.mdx §Sending
+ * Messages 5; 2026-07-28 streamable-http.mdx §Sending Messages 6), so another media type, none (a 202 with
+ * no body) or a whole JSON body that does not open and close as an object (an HTML page, an answer cut
+ * short) is not one. A JSON body still coming is relayed as it comes: judging it would mean holding it.
+ * Undefined when it may be the answer (a wrong id or a body that is JSON of another shape still passes).
+ */
+function notAnAnswer(contentType: string, body: RelayBody): string | undefined {
+  if (contentType.startsWith('application/json')) return objectText(body);
+  if (contentType.startsWith('text/event-stream')) return undefined;
+  const type = contentType.toLowerCase().trimStart();
+  if (type.startsWith('application/json')) return objectText(body);
+  if (type.startsWith('text/event-stream')) return undefined;
+  return contentType === '' ? 'no content type (neither a JSON body nor an SSE stream)' : `content type "${contentType.slice(0, 100)}" (neither JSON nor an SSE stream)`;
+}
+
+/** JSON white space (RFC 8259 §2). */
+function isJsonSpace(byte: number): boolean {
+  return byte === 0x20 || byte === 0x0a || byte === 0x0d || byte === 0x09;
+}
+
+/**
+ * Why a whole JSON body is not one object, judged by its first and last characters other than white space
+ * (looked for across chunks, which are not joined for it); undefined if it may be one, or is still coming.
+ */
+function objectText(body: RelayBody): string | undefined {
+  const chunks = body.peekChunks();
+  if (chunks === undefined) return undefined;
+  let first: number | undefined;
+  let last: number | undefined;
+  for (let c = 0; c < chunks.length && first === undefined; c++) {
+    const chunk = chunks[c]!;
+    for (let i = 0; i < chunk.length; i++) {
+      if (isJsonSpace(chunk[i]!)) continue;
+      first = chunk[i];
+      break;
+    }
+  }
+  for (let c = chunks.length - 1; c >= 0 && last === undefined; c--) {
+    const chunk = chunks[c]!;
+    for (let i = chunk.length - 1; i >= 0; i--) {
+      if (isJsonSpace(chunk[i]!)) continue;
+      last = chunk[i];
+      break;
+    }
+  }
+  if (first === undefined) return 'an empty JSON body';
+  return first === 0x7b && last === 0x7d ? undefined : 'a body that is not one JSON object';
 }
 
 /** A legacy SSE answer that came whole, its response in it: nothing to resume, so no resuming reader. */

@@ -614,8 +614,9 @@ async function sendCopy(h: Harness, gw: GatewayProcess, plan: CasePlan, session:
     // holds the response (or the error event Gatehouse writes for an upstream that ended without one).
     if (plan.http === 'POST' && plan.body.kind === 'json' && message !== undefined && !Array.isArray(message) && typeof message.method === 'string' && message.id !== undefined && res.status === 200 && !res.truncated) {
       const answered = responsesIn(res).some((r) => JSON.stringify(r.id) === JSON.stringify(idAsParsed(message.id)));
-      // Excused: a request the upstream itself answered with a fault (an empty 200, garbage), which the
-      // pass-through relays as it came for a method it does not govern (counted, for the report).
+      // Excused: a request the upstream itself answered with a fault only a parse shows (a wrong id), which
+      // the pass-through relays as it came for a method it does not govern (counted, for the report); an
+      // empty 200, HTML or garbage is a 502 now (upstream/passthrough.ts notAnAnswer).
       if (!answered && h.upstreams.some((u) => u.faulted.has(marker))) count(stats.coverage, `${plan.target} unanswered after an upstream fault (relayed)`);
       else if (!answered) {
         const sse = (res.headers['content-type']?.[0] ?? '').startsWith('text/event-stream');

@@ -224,6 +224,38 @@ describe('what reaches the upstream', () => {
     assert.equal(seen.headers.traceparent, '00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01');
   });
 
+  test('a 2xx answer to a request that cannot be one (not JSON or SSE, no body, not one JSON object) → 502 for its id, not relayed', async () => {
+    // A request's answer MUST be application/json (one JSON object) or text/event-stream (2025-11-25
+    // transports.mdx §Sending Messages 5). Seen without a parse: the content type, and a whole body's first
+    // and last characters. These once went to the client as they came, counted as answered.
+    const answers: Record<string, { status: number; headers: Record<string, string>; body: string }> = {
+      'prompts/list': { status: 200, headers: { 'content-type': 'text/html' }, body: '<html>sign in to the proxy</html>' },
+      'resources/list': { status: 200, headers: { 'content-type': 'application/json' }, body: '<html>sign in to the proxy</html>' },
+      'tools/list': { status: 200, headers: { 'content-type': 'application/json' }, body: '{"jsonrpc":"2.0","id":3,"result":{"tools":[' },
+      'ping': { status: 202, headers: {}, body: '' },
+      'resources/templates/list': { status: 200, headers: { 'content-type': 'application/json' }, body: '' },
+      'completion/complete': { status: 200, headers: { 'content-type': 'Application/JSON; charset=utf-8' }, body: '\r\n {"jsonrpc":"2.0","id":6,"result":{"completion":{"values":[]}}}\n' },
+    };
+    const up = await fake((_req, res, body) => {
+      const answer = answers[(JSON.parse(body) as { method: string }).method];
+      if (answer === undefined) return void res.writeHead(202).end();
+      res.writeHead(answer.status, answer.headers).end(answer.body);
+    });
+    const gw = await gatewayFor(up);
+    let id = 0;
+    for (const method of ['prompts/list', 'resources/list', 'tools/list', 'ping', 'resources/templates/list']) {
+      const res = await post(gw.url, rpc(++id, method));
+      assert.equal(res.status, 502, `${method}: ${res.text}`);
+      assert.equal(res.json().id, id, method);
+      assert.equal(res.json().error.data.code, 'GW_ERR_UPSTREAM_BAD_RESPONSE', method);
+      assert.match(res.json().error.message, /answered a request with HTTP 20[02] and/, method);
+    }
+    // A JSON object, white space around it and its media type in capitals, goes on as it came.
+    const fine = await post(gw.url, rpc(6, 'completion/complete', { ref: { type: 'ref/prompt', name: 'p' }, argument: { name: 'a', value: 'b' } }));
+    assert.equal(fine.status, 200);
+    assert.equal(fine.text, answers['completion/complete']!.body);
+  });
+
   test('upstream status and JSON-RPC errors pass through unchanged (e.g. 404 for an unknown session)', async () => {
     const up = await fake((_req, res) => {
       const text = '{"jsonrpc":"2.0","id":null,"error":{"code":-32001,"message":"Session not found"}}';
