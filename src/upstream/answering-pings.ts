@@ -2,7 +2,7 @@
 // Messages 6), before `initialized` too (basic/lifecycle.mdx §Initialization), and the receiver MUST answer
 // promptly (basic/utilities/ping.mdx §Behavior Requirements). A server that waits for the pong before its
 // answer would otherwise hold the request until a timeout. A call's own stream is read through CallInbox,
-// the GET stream by ListenHub; this is for the other answers the bridges read.
+// the GET stream by ListenHub; this is for the other answers the bridges and the era probe read.
 
 import type { Logger } from '../log/logger.js';
 import type { JsonRpcMessage, JsonRpcRequest } from '../protocol/jsonrpc.js';
@@ -17,7 +17,7 @@ export async function* answeringPings(messages: AsyncGenerator<JsonRpcMessage, v
 }
 
 /** Answers a ping on the session `headers` name, without waiting; a failure is only logged. */
-export function pong(client: UpstreamMessages, headers: Record<string, string>, ping: JsonRpcRequest, log: Logger): void {
+export function pong(client: UpstreamMessages, headers: Record<string, string>, ping: JsonRpcRequest, log: Pick<Logger, 'warn'>): void {
   void (async () => {
     const reply = await client.post({ jsonrpc: '2.0', id: ping.id, result: {} }, headers);
     for await (const _ of reply.messages) {

@@ -5,12 +5,13 @@
 
 import type { Era } from '../config/types.js';
 import { GatewayError } from '../errors.js';
-import { ErrorCode, type JsonRpcResponse } from '../protocol/jsonrpc.js';
+import { ErrorCode, type JsonRpcMessage, type JsonRpcRequest, type JsonRpcResponse } from '../protocol/jsonrpc.js';
 import { META_CLIENT_CAPABILITIES, META_PROTOCOL_VERSION } from '../protocol/methods.js';
 import { isLegacyVersion, LATEST_LEGACY_VERSION, MODERN_VERSIONS } from '../protocol/versions.js';
 import type { UpstreamMessages, UpstreamProfile } from '../pipeline/ports.js';
 import { setOwn } from '../protocol/own-keys.js';
 import { nestedDeeperThan } from '../protocol/value-depth.js';
+import { answeringPings, pong } from './answering-pings.js';
 
 export type { UpstreamProfile };
 
@@ -33,9 +34,12 @@ export interface ProbeOptions {
    * upstream passes those of the session the probe's child will serve next, so that child is reused.
    */
   initialize?: Record<string, unknown>;
-  /** Told of capabilities left out of the profile (see boundedProfile). */
-  log?: { warn(msg: string, fields?: Record<string, unknown>): void };
+  /** Told of capabilities left out of the profile (see boundedProfile), and of a pong that could not be sent. */
+  log?: Warner;
 }
+
+type Warner = { warn(msg: string, fields?: Record<string, unknown>): void };
+const SILENT: Warner = { warn: () => {} };
 
 export async function probeUpstream(client: UpstreamMessages, pinned: Era, options: ProbeOptions = {}): Promise<UpstreamProfile> {
   const profile = await probeProfile(client, pinned, options);
@@ -67,9 +71,10 @@ function boundedProfile(profile: UpstreamProfile): string[] {
 
 async function probeProfile(client: UpstreamMessages, pinned: Era, options: ProbeOptions): Promise<UpstreamProfile> {
   const params = options.initialize ?? gatehouseInitializeParams({});
-  const legacyHandshake = (c: UpstreamMessages): Promise<UpstreamProfile> => handshake(c, params);
+  const log = options.log ?? SILENT;
+  const legacyHandshake = (c: UpstreamMessages): Promise<UpstreamProfile> => handshake(c, params, log);
   if (pinned !== 'legacy') {
-    const modern = await tryDiscover(client);
+    const modern = await tryDiscover(client, log);
     if (modern.kind === 'modern') {
       // Unpinned, a modern server may serve legacy clients too; then they pass through unbridged.
       if (pinned === 'auto' && modern.profile.era === 'modern' && options.askLegacy !== false) modern.profile.alsoLegacy = await legacyHandshake(client).then(() => true, () => false);
@@ -87,7 +92,7 @@ async function probeProfile(client: UpstreamMessages, pinned: Era, options: Prob
     return await legacyHandshake(client);
   } catch (err) {
     // Pinned legacy: a modern-only server refuses the handshake; say so rather than "answered neither".
-    const modern = await tryDiscover(client).catch(() => undefined);
+    const modern = await tryDiscover(client, log).catch(() => undefined);
     if (modern?.kind === 'modern') {
       throw new GatewayError('GW_ERR_UPSTREAM_BAD_RESPONSE', `Upstream "${client.upstream}" is pinned to era: legacy, but it answered like a modern (2026-07-28) server: it refused initialize and answered server/discover. Set era: auto (or modern) for it; gatehouse doctor shows which era a server speaks`, client.upstream);
     }
@@ -105,13 +110,14 @@ export function answersAsModern(response: JsonRpcResponse): boolean {
 
 type DiscoverOutcome = { kind: 'modern'; profile: UpstreamProfile } | { kind: 'legacy' | 'no_common_version'; detail: string };
 
-async function tryDiscover(client: UpstreamMessages): Promise<DiscoverOutcome> {
+async function tryDiscover(client: UpstreamMessages, log: Warner): Promise<DiscoverOutcome> {
   const version = MODERN_VERSIONS[0];
   const reply = await client.post(
     { jsonrpc: '2.0', id: 'gatehouse-discover', method: 'server/discover', params: { _meta: { [META_PROTOCOL_VERSION]: version, [META_CLIENT_CAPABILITIES]: {} } } },
     { 'mcp-protocol-version': version, 'mcp-method': 'server/discover' },
   );
-  const response = await firstResponse(reply.messages);
+  // A legacy server may ping on this answer too; it is not in a session, so neither is the pong.
+  const response = await firstResponse(reply.messages, (ping) => pong(client, {}, ping, log));
   const result = response?.result;
   if (reply.status === 200 && result && Array.isArray(result.supportedVersions)) {
     if (!(result.supportedVersions as unknown[]).includes(version)) {
@@ -133,25 +139,30 @@ async function tryDiscover(client: UpstreamMessages): Promise<DiscoverOutcome> {
  * A throwaway legacy session: learn the upstream's InitializeResult, then end the session (a stdio upstream
  * keeps the child, which saw only this `initialize`, for the next session opened with the same params).
  */
-async function handshake(client: UpstreamMessages, params: Record<string, unknown>): Promise<UpstreamProfile> {
+async function handshake(client: UpstreamMessages, params: Record<string, unknown>, log: Warner): Promise<UpstreamProfile> {
   const reply = await client.post({ jsonrpc: '2.0', id: 'gatehouse-probe', method: 'initialize', params }, {});
-  const response = await firstResponse(reply.messages);
+  const sessionId = reply.headers['mcp-session-id'];
+  // A server may ping before it answers initialize (2025-11-25/basic/lifecycle.mdx §Initialization), and
+  // waits for the pong (basic/utilities/ping.mdx: the receiver MUST respond promptly); unanswered, the probe
+  // would wait out its timeout and judge the server by that. The pong goes to the session the answer's
+  // headers named; the version is not agreed yet.
+  const pongHeaders: Record<string, string> = typeof sessionId === 'string' ? { 'mcp-session-id': sessionId } : {};
+  const response = await firstResponse(reply.messages, (ping) => pong(client, pongHeaders, ping, log));
   const result = response?.result;
   const version = result?.protocolVersion;
   if (!result || typeof version !== 'string' || !isLegacyVersion(version)) {
     throw new NoHandshakeError(client.upstream, reply.status);
   }
-  const sessionId = reply.headers['mcp-session-id'];
   if (typeof sessionId === 'string') await client.deleteSession(sessionId, version);
   return { era: 'legacy', version, init: result };
 }
 
-async function firstResponse(messages: AsyncGenerator<unknown, void, void>): Promise<JsonRpcResponse | undefined> {
-  for await (const m of messages) {
+/** The first response among `messages`; a ping on the way is handed to `answer`. */
+async function firstResponse(messages: AsyncGenerator<JsonRpcMessage, void, void>, answer: (ping: JsonRpcRequest) => void): Promise<JsonRpcResponse | undefined> {
+  for await (const m of answeringPings(messages, answer)) {
     const msg = m as JsonRpcResponse & { method?: unknown };
     if (msg.method === undefined && ('result' in msg || 'error' in msg)) {
-      await messages.return();
-      return msg;
+      return msg; // leaving the loop ends the stream
     }
   }
   return undefined;
