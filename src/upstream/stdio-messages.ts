@@ -6,8 +6,8 @@
 //
 // The legacy sessions here belong to the bridges, which multiplex many clients onto each one. Two rules
 // follow. A stdio server's request to its client carries no link to the call it belongs to, so it is
-// delivered only when exactly one call is in flight; otherwise it is refused, never guessed, since the
-// wrong guess would show one caller's elicitation to another. And a child that dies on its own is
+// delivered only when exactly one call is in flight (or, with none, on the session's GET stream); otherwise
+// it is refused, never guessed, since the wrong guess would show one caller's elicitation to another. And a child that dies on its own is
 // replaced on the next call, after an exponential backoff (`restart`), with readiness false meanwhile.
 //
 // Children are not started for nothing (issue 15). The probe's `initialize` goes to the child that answered
@@ -57,6 +57,8 @@ export class Router {
     private readonly refuse: (request: JsonRpcRequest, why: string) => void,
     /** Answers a server request Gatehouse can answer itself, whoever's call it came with. */
     private readonly answer: (request: JsonRpcRequest, result: Record<string, unknown>) => void = () => {},
+    /** Answers a server request that came when no call and no GET stream could take it. */
+    private readonly unanswerable: (request: JsonRpcRequest) => void = () => {},
   ) {}
 
   route(msg: JsonRpcMessage): void {
@@ -78,6 +80,10 @@ export class Router {
     if (m.id !== undefined && m.method !== undefined) {
       if (working.length === 1) return working[0]!.push(msg);
       if (working.length > 1) return this.refuse(msg as JsonRpcRequest, 'several calls are in flight on this server process and a stdio request does not say which one it belongs to');
+      // No call, and no GET stream whose reader answers it (listen-hub.ts): dropped, the child would wait
+      // for its response for ever. No client can be asked, so it is answered as a client without the
+      // method answers (2025-11-25/client/roots.mdx §Error Handling: -32601).
+      if (this.listeners.size === 0) return this.unanswerable(msg as JsonRpcRequest);
     } else if (m.method !== 'notifications/progress' && this.calls.length === 1 && (!this.calls[0]!.listen || isListenNotification(m.method))) {
       // The one open call takes what cannot be placed; a listen only what belongs on a listen stream
       // (subscriptions.mdx: a log message is not a subscription's notification).
@@ -460,6 +466,10 @@ export class StdioMessages implements UpstreamMessages {
         proc.send({ jsonrpc: '2.0', id: request.id, error: { code: -32603, message: `Gatehouse refused this request: ${why}` } });
       },
       (request, result) => proc.send({ jsonrpc: '2.0', id: request.id, result }),
+      (request) => {
+        this.log.warn('stdio upstream request refused: no call is in flight and no stream is open to carry it', { method: request.method });
+        proc.send({ jsonrpc: '2.0', id: request.id, error: { code: ErrorCode.MethodNotFound, message: `Method not found: ${request.method} (no call is in flight to carry it to a client)` } });
+      },
     );
     const managed: Managed = { proc, router, asked: new Map(), startedAt: 0, probeOnly: true, pristine: true, lastUsed: Date.now() };
     proc.onMessage = (m) => router.route(m);

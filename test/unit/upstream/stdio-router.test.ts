@@ -52,3 +52,20 @@ test('a ping from the server is answered at once, however many calls are in flig
   assert.deepEqual(refused, []);
   assert.deepEqual([a.got, b.got], [[], []]);
 });
+
+test('a server request with no call to carry it and no GET stream open is answered, not dropped; with a stream open it goes there', () => {
+  // Every request gets a response (2025-11-25/basic/index.mdx §Responses); stdio-idle-requests.test.ts has the wire.
+  const unanswerable: unknown[] = [];
+  const router = new Router(() => {}, () => {}, (request) => unanswerable.push(request.id));
+  const roots = (id: string) => ({ jsonrpc: '2.0', id, method: 'roots/list' }) as JsonRpcMessage;
+  router.route(roots('r-0')); // nothing in flight
+  const listen = entry('listen-1', true);
+  router.calls.push(listen);
+  router.route(roots('r-1')); // only a listen: it never owns a server request
+  const elsewhere: JsonRpcMessage[] = [];
+  router.listeners.add((m) => elsewhere.push(m));
+  router.route(roots('r-2')); // a GET stream's reader answers it (listen-hub.ts)
+  assert.deepEqual(unanswerable, ['r-0', 'r-1']);
+  assert.deepEqual(elsewhere, [roots('r-2')]);
+  assert.deepEqual(listen.got, []);
+});
