@@ -350,8 +350,19 @@ export class StdioUpstream implements Upstream {
     return json(response, { 'mcp-session-id': id });
   }
 
+  /**
+   * A new child for a client session. Until the session adopts it (StdioSession), after its `initialize` is
+   * answered, nothing else reads what it sends: a ping before that answer (2025-11-25/basic/lifecycle.mdx
+   * §Initialization allows it, and basic/utilities/ping.mdx says to answer promptly) is answered here, or a
+   * server that waits for the pong would time its initialize out, and a crashed session's replacement
+   * would never come back.
+   */
   private newProcess(): MessageChannel {
-    return this.channel();
+    const proc = this.channel();
+    proc.onMessage = (msg) => {
+      if ('method' in msg && msg.method === 'ping' && 'id' in msg && msg.id !== undefined) proc.send({ jsonrpc: '2.0', id: msg.id, result: {} });
+    };
+    return proc;
   }
 }
 
