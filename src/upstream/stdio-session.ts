@@ -209,7 +209,10 @@ export class StdioSession implements HeldSession {
     await this.proc.stop();
   }
 
-  /** Progress goes to the request whose token it carries; anything else to the newest request still open, else the GET stream. */
+  /**
+   * Progress goes to the request whose token it carries; anything else to the newest request still open,
+   * else the GET stream, else kept for it; a ping nothing can carry is answered here.
+   */
   private route(msg: JsonRpcMessage): void {
     if ('method' in msg && msg.method === 'notifications/progress') {
       const token = (msg.params as { progressToken?: string | number } | undefined)?.progressToken;
@@ -235,6 +238,12 @@ export class StdioSession implements HeldSession {
       }
     }
     if (this.listen?.push(msg)) return;
+    if ('method' in msg && msg.method === 'ping' && 'id' in msg && msg.id !== undefined) {
+      // No stream of the client's is open to carry it, and kept for one the client may never open it would
+      // be answered late or never; the receiver MUST respond promptly (basic/utilities/ping.mdx).
+      this.proc.send({ jsonrpc: '2.0', id: msg.id, result: {} });
+      return;
+    }
     if (this.backlog.length >= BACKLOG_LIMIT) this.backlog.shift();
     this.backlog.push(msg);
   }
