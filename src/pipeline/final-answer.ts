@@ -6,12 +6,12 @@
 
 import { Transform, type Readable } from 'node:stream';
 import { asGatewayError, GatewayError, toWire, tooDeep, type Refusal } from '../errors.js';
-import type { JsonRpcId, JsonRpcMessage, JsonRpcResponse } from '../protocol/jsonrpc.js';
+import { carriesOneOutcome, type JsonRpcId, type JsonRpcMessage, type JsonRpcResponse } from '../protocol/jsonrpc.js';
 import { formatSseJson, formatSseMessage, SseParser, type SseEvent } from '../protocol/sse.js';
 import { jsonOf, keepJsonText, writableJson } from '../protocol/json-text.js';
 import { CallStream } from './call-stream.js';
 import type { CallContext } from './context.js';
-import type { AnswerHeaders, Outcome, RelayRead } from './outcome.js';
+import type { AnswerHeaders, Misread, Outcome, RelayRead } from './outcome.js';
 import { topLevelMemberValue } from '../protocol/json-member.js';
 import { RelayBody } from './relay-body.js';
 import { answerIn, type WholeSse } from '../protocol/whole-sse.js';
@@ -59,9 +59,10 @@ export function interceptFinal(outcome: Outcome, ctx: CallContext, onFinal: OnFi
       if (!isResponse(message)) return outcome;
       // Decided before onFinal records it: an answer the edge cannot write is the upstream's failure, for
       // every stage and for the client alike. The text is kept, so the edge does not make it again.
+      // So is one without exactly one of result and error, which the client may read otherwise than the audit.
       const text = writableJson(message);
-      if (text === undefined) {
-        const error = tooDeep(ctx.route?.upstream);
+      if (text === undefined || !carriesOneOutcome(message)) {
+        const error = text === undefined ? tooDeep(ctx.route?.upstream) : misreadError('notOneOutcome', ctx.route?.upstream ?? 'upstream');
         return marker === undefined ? failedAnswer(error, onFinal, renderer(ctx, id)) : { kind: 'refused', refusal: { kind: 'failure', error } };
       }
       const answer: FinalAnswer = { response: message };
@@ -143,7 +144,8 @@ function interceptStream(source: CallStream, ctx: CallContext, onFinal: OnFinal)
           // onFinal records it, as in the JSON case above.
           const message = 'message' in item ? (item.message as JsonRpcResponse) : undefined;
           const text = message !== undefined ? writableJson(message) : undefined;
-          const failure = 'failure' in item ? item.failure : text === undefined ? tooDeep(ctx.route?.upstream) : undefined;
+          const failure =
+            'failure' in item ? item.failure : text === undefined ? tooDeep(ctx.route?.upstream) : !carriesOneOutcome(message!) ? misreadError('notOneOutcome', ctx.route?.upstream ?? 'upstream') : undefined;
           const answer: FinalAnswer =
             failure !== undefined
               ? { response: toWire({ kind: 'failure', error: failure }, { era: ctx.era, id: source.requestId, callId: ctx.callId }).body, failure }
@@ -198,9 +200,9 @@ async function interceptRelayedJson(outcome: Extract<Outcome, { kind: 'relay' }>
     if (marker !== undefined && bytes.indexOf(marker) < 0) return { ...outcome, body: RelayBody.of(bytes) };
     const text = bytes.toString('utf8');
     const response = answerIn(text, outcome.requestId, false) as JsonRpcResponse | undefined;
-    // An answer that names a member twice is no answer: the client may read the other one (see twice()).
-    const twice = response !== undefined && namesAMemberTwice(text, response);
-    read = { body: RelayBody.of(bytes), text, response: twice ? undefined : response, ...(twice ? { twice } : {}) };
+    // An answer the client may read otherwise than the checks here is no answer (see misread()).
+    const wrong = response === undefined ? undefined : misread(text, response);
+    read = { body: RelayBody.of(bytes), text, response: wrong === undefined ? response : undefined, ...(wrong !== undefined ? { misread: wrong } : {}) };
   }
   const { text, response } = read;
   if (response === undefined && marker === undefined) return notAnAnswer(outcome, read, onFinal, renderer(ctx, outcome.requestId));
@@ -247,19 +249,28 @@ async function failedAnswer(error: GatewayError, onFinal: OnFinal, render: (refu
  * knows must still reach a legacy client as a 404, whatever its body).
  */
 async function notAnAnswer(outcome: Extract<Outcome, { kind: 'relay' }>, read: RelayRead, onFinal: OnFinal, render: (refusal: Refusal) => JsonRpcResponse): Promise<Outcome> {
-  const error = read.twice === true ? twice(outcome.upstream) : new GatewayError('GW_ERR_UPSTREAM_BAD_RESPONSE', `Upstream "${outcome.upstream}" answered with HTTP ${outcome.status} and a body that is not a JSON-RPC response to this request`, outcome.upstream);
+  const error = read.misread !== undefined ? misreadError(read.misread, outcome.upstream) : new GatewayError('GW_ERR_UPSTREAM_BAD_RESPONSE', `Upstream "${outcome.upstream}" answered with HTTP ${outcome.status} and a body that is not a JSON-RPC response to this request`, outcome.upstream);
   if (outcome.status >= 200 && outcome.status < 300) return failedAnswer(error, onFinal, render);
   const refusal = await toldFailure(error, onFinal, render);
   return refusal !== undefined ? { kind: 'refused', refusal } : { ...outcome, body: read.body, read };
 }
 
 /**
- * An answer whose JSON names a member twice in one object (`"isError":true,"isError":false`): every check here
- * reads the last (JSON.parse), some clients the first, so the record could say `ok` of what the client took
- * for an error. The upstream failed the call; its bytes do not go on.
+ * Why the response to the request, `text` parsed as `response`, cannot stand as its answer; undefined when
+ * it can. Its JSON names a member twice in one object (`"isError":true,"isError":false`): every check here
+ * reads the last (JSON.parse), some clients the first. Or it carries both `result` and `error`, or neither
+ * (JSON-RPC 2.0 §5: exactly one): the audit reads the error, a client may read the result, or take an answer
+ * with neither for done. Either way the record could say `ok` of what the client took for an error, or the
+ * reverse: the upstream failed the call, and its bytes do not go on. The cheap look first.
  */
-function twice(upstream: string): GatewayError {
-  return new GatewayError('GW_ERR_UPSTREAM_BAD_RESPONSE', `Upstream "${upstream}" answered with a response that names a member twice in one object, which clients may read otherwise than Gatehouse does`, upstream);
+function misread(text: string, response: JsonRpcResponse): Misread | undefined {
+  if (!carriesOneOutcome(response)) return 'notOneOutcome';
+  return namesAMemberTwice(text, response) ? 'twice' : undefined;
+}
+
+function misreadError(why: Misread, upstream: string): GatewayError {
+  const what = why === 'twice' ? 'names a member twice in one object' : 'does not carry exactly one of result and error (JSON-RPC 2.0 §5)';
+  return new GatewayError('GW_ERR_UPSTREAM_BAD_RESPONSE', `Upstream "${upstream}" answered with a response that ${what}, which clients may read otherwise than Gatehouse does`, upstream);
 }
 
 /**
@@ -308,13 +319,14 @@ function interceptWholeSse(outcome: Extract<Outcome, { kind: 'relay' }>, reading
   const events = reading.events;
   const at = reading.answerAt(outcome.requestId, false, marker);
   if (at < 0) return undefined;
-  if (reading.namesAMemberTwice(at)) {
+  const response = reading.message(at) as JsonRpcResponse;
+  const wrong = !carriesOneOutcome(response) ? 'notOneOutcome' : reading.namesAMemberTwice(at) ? 'twice' : undefined;
+  if (wrong !== undefined) {
     // Not the business of a stage that looks for its marker: the others refuse it (as the JSON case above).
     if (marker !== undefined) return Promise.resolve(outcome);
     outcome.body.dump();
-    return failedAnswer(twice(outcome.upstream), onFinal, render);
+    return failedAnswer(misreadError(wrong, outcome.upstream), onFinal, render);
   }
-  const response = reading.message(at) as JsonRpcResponse;
   return onFinal({ response }).then((verdict) => {
     if (verdict === undefined) return outcome;
     const { raw: replaced, message: written } = answerEvent(events[at]!, response, verdict, render);
@@ -376,7 +388,7 @@ function dataValueAt(raw: string, data: string): number {
 function interceptRelayedSse(body: Readable, requestId: JsonRpcId | null, onFinal: OnFinal, render: (refusal: Refusal) => JsonRpcResponse, failureOf: (err: unknown) => GatewayError, upstream: string, marker: string | undefined, maxEventChars: number): Readable {
   const parser = new SseParser(maxEventChars);
   let answered = false;
-  /** The answer came naming a member twice: held back, and the stream's end is this failure. */
+  /** The answer came misread (see misread()): held back, and the stream's end is this failure. */
   let broken: GatewayError | undefined;
   /** The stream's end was decided by a failure (its error, or its end without the response): told once. */
   let told = false;
@@ -406,13 +418,14 @@ function interceptRelayedSse(body: Readable, requestId: JsonRpcId | null, onFina
             this.push(ev.raw);
             continue;
           }
-          if (namesAMemberTwice(ev.data!, response)) {
+          const wrong = misread(ev.data!, response);
+          if (wrong !== undefined) {
             // A stage looking for its marker passes it on for the others to refuse (see interceptWholeSse).
             if (marker !== undefined) {
               this.push(ev.raw);
               continue;
             }
-            broken ??= twice(upstream);
+            broken ??= misreadError(wrong, upstream);
             continue;
           }
           answered = true;

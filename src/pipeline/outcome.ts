@@ -35,9 +35,15 @@ export interface RelayRead {
   body: RelayBody;
   text: string;
   response: JsonRpcResponse | undefined;
-  /** The body was the response, but named a member twice, so it stands as none (`response` undefined). */
-  twice?: boolean;
+  /**
+   * The body was the response, but stands as none (`response` undefined): it named a member twice, or did
+   * not carry exactly one of `result` and `error` (final-answer.ts `misread`).
+   */
+  misread?: Misread;
 }
+
+/** Why a response to the request cannot stand as its answer: a member named twice, or not one outcome. */
+export type Misread = 'twice' | 'notOneOutcome';
 
 /** A refusal not yet tagged with its stage (adapters; the upstream stage tags and publishes it). */
 export function refused(refusal: Refusal): Outcome {

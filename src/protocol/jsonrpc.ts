@@ -145,6 +145,18 @@ export function classifyMessage(parsed: unknown): Classified {
   return { ok: false, code: ErrorCode.InvalidRequest, message: 'Invalid request: not a JSON-RPC request, notification or response' };
 }
 
+/**
+ * Whether a response carries exactly one outcome: a `result`, or an `error` object and no result (JSON-RPC
+ * 2.0 §5). One with both (`"error":null` beside a result, as JSON-RPC 1.0 wrote it), or neither, is read one
+ * way by the audit and another by some client, so a governed call's answer must pass this
+ * (pipeline/final-answer.ts). A constant-time look at what was already parsed.
+ */
+export function carriesOneOutcome(m: { result?: unknown; error?: unknown }): boolean {
+  const { result, error } = m;
+  if (error === undefined) return result !== undefined;
+  return result === undefined && error !== null && typeof error === 'object' && !Array.isArray(error);
+}
+
 function isValidId(id: unknown): id is JsonRpcId {
   return typeof id === 'string' || (typeof id === 'number' && Number.isInteger(id));
 }

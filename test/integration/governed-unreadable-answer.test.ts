@@ -33,6 +33,13 @@ const ANSWERS: Record<string, (id: unknown) => { status: number; headers: Record
   dup_result: (id) => ({ status: 200, headers: { 'content-type': 'application/json' }, body: `{"jsonrpc":"2.0","id":${JSON.stringify(id)},"result":{"content":[{"type":"text","text":"first"}],"isError":true},"result":{"content":[{"type":"text","text":"second"}]}}` }),
   dup_deep: (id) => ({ status: 200, headers: { 'content-type': 'application/json' }, body: `{"jsonrpc":"2.0","id":${JSON.stringify(id)},"result":{"content":[],"structuredContent":{"rows":[{"approved":false,"approved":true}]}}}` }),
   dup_sse: (id) => ({ status: 200, headers: { 'content-type': 'text/event-stream' }, body: `event: message\ndata: {"jsonrpc":"2.0","id":${JSON.stringify(id)},"result":{"content":[],"isError":true,"isError":false}}\n\n` }),
+  // Both result and error, or neither: no JSON-RPC response (JSON-RPC 2.0 §5: exactly one). The audit read
+  // `error` first and a client may read `result` first (or find nothing and take the call for done).
+  both: (id) => ({ status: 200, headers: { 'content-type': 'application/json' }, body: `{"jsonrpc":"2.0","id":${JSON.stringify(id)},"result":{"content":[{"type":"text","text":"done"}],"isError":false},"error":{"code":-32603,"message":"failed"}}` }),
+  error_null: (id) => ({ status: 200, headers: { 'content-type': 'application/json' }, body: `{"jsonrpc":"2.0","id":${JSON.stringify(id)},"result":{"content":[{"type":"text","text":"done"}]},"error":null}` }),
+  neither: (id) => ({ status: 200, headers: { 'content-type': 'application/json' }, body: `{"jsonrpc":"2.0","id":${JSON.stringify(id)}}` }),
+  both_sse: (id) => ({ status: 200, headers: { 'content-type': 'text/event-stream' }, body: `event: message\ndata: {"jsonrpc":"2.0","id":${JSON.stringify(id)},"result":{"content":[]},"error":{"code":-32603,"message":"failed"}}\n\n` }),
+  neither_sse: (id) => ({ status: 200, headers: { 'content-type': 'text/event-stream' }, body: `event: message\ndata: {"jsonrpc":"2.0","id":${JSON.stringify(id)}}\n\n` }),
   fine: (id) => ({ status: 200, headers: { 'content-type': 'application/json' }, body: JSON.stringify({ jsonrpc: '2.0', id, result: { content: [{ type: 'text', text: 'ok' }], resultType: 'complete' } }) }),
 };
 
@@ -58,8 +65,13 @@ before(async () => {
       return void res.writeHead(200, { 'content-type': 'application/json', 'mcp-session-id': 'liar-session' }).end(JSON.stringify({ jsonrpc: '2.0', id: msg.id, result }));
     }
     if (msg.method === 'tools/list') {
-      const tools = [...Object.keys(ANSWERS), 'broken', 'dup_sse_later'].map((name) => ({ name, inputSchema: { type: 'object' } }));
+      const tools = [...Object.keys(ANSWERS), 'broken', 'dup_sse_later', 'both_sse_later'].map((name) => ({ name, inputSchema: { type: 'object' } }));
       return void res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ jsonrpc: '2.0', id: msg.id, result: { tools, resultType: 'complete', ttlMs: 0, cacheScope: 'public' } }));
+    }
+    if (msg.params?.name === 'both_sse_later') {
+      res.writeHead(200, { 'content-type': 'text/event-stream' });
+      res.write(`event: message\ndata: {"jsonrpc":"2.0","method":"notifications/message","params":{"level":"info","data":"working"}}\n\n`);
+      return void setTimeout(() => res.end(`event: message\ndata: {"jsonrpc":"2.0","id":${JSON.stringify(msg.id)},"result":{"content":[],"isError":false},"error":{"code":-32603,"message":"failed"}}\n\n`), 200);
     }
     if (msg.params?.name === 'dup_sse_later') {
       // A progress event, then (once the relay streams) the answer naming isError twice.
@@ -162,6 +174,36 @@ test('an answer naming a member twice after the stream has begun is held back: t
   assert.equal(answer?.error?.data?.code, 'GW_ERR_UPSTREAM_BAD_RESPONSE', res.text);
   assert.doesNotMatch(res.text, /"isError":true/);
   assert.deepEqual((await recordOf('dup_sse_later')).map((r) => [r.outcome, r.refusal, r.stage]), [['failed', 'upstream_bad_response', 'upstream']]);
+});
+
+// An answer with both `result` and `error`, or neither, is no JSON-RPC response (JSON-RPC 2.0 §5): the audit
+// said `error` of one a client reading `result` took for done, and `ok` of one with neither.
+for (const [name, id] of [['both', 81], ['error_null', 82], ['neither', 83], ['both_sse', 84], ['neither_sse', 85]] as const) {
+  test(`an answer with both result and error, or neither (${name}) → GW_ERR_UPSTREAM_BAD_RESPONSE for the request's id, audited as failed`, async () => {
+    const res = await call(name, id);
+    assert.equal(res.status, 502, res.text);
+    const body = res.json();
+    assert.equal(body.id, id);
+    assert.equal(body.result, undefined);
+    assert.equal(body.error.data.code, 'GW_ERR_UPSTREAM_BAD_RESPONSE');
+    assert.match(body.error.message, /exactly one of result and error/);
+    assert.deepEqual((await recordOf(name)).map((r) => [r.outcome, r.refusal, r.stage]), [['failed', 'upstream_bad_response', 'upstream']]);
+  });
+}
+
+test('an answer with both result and error after the stream has begun is held back: the stream ends with the failure as its answer', async () => {
+  const res = await call('both_sse_later', 86);
+  assert.equal(res.status, 200);
+  const messages = res.text
+    .split('\n')
+    .filter((line) => line.startsWith('data:'))
+    .map((line) => JSON.parse(line.slice(5)) as { id?: number; method?: string; result?: unknown; error?: { data?: { code?: string } } });
+  assert.equal(messages[0]?.method, 'notifications/message', 'what came before the answer went on');
+  const answers = messages.filter((m) => m.id === 86);
+  assert.equal(answers.length, 1, res.text);
+  assert.equal(answers[0]?.result, undefined, res.text);
+  assert.equal(answers[0]?.error?.data?.code, 'GW_ERR_UPSTREAM_BAD_RESPONSE', res.text);
+  assert.deepEqual((await recordOf('both_sse_later')).map((r) => [r.outcome, r.refusal, r.stage]), [['failed', 'upstream_bad_response', 'upstream']]);
 });
 
 test('the same in the legacy pass-through (a 2025-11-25 client and server, one session)', async () => {

@@ -273,3 +273,36 @@ test('an answer held as an object too deep to write is the upstream failure befo
   assert.equal(marked.kind, 'refused');
   assert.equal((marked as { refusal: { kind: string; error: GatewayError } }).refusal.error.code, 'GW_ERR_UPSTREAM_BAD_RESPONSE');
 });
+
+test('an answer held as an object (an adapter\'s JSON or stream) with both result and error, or neither, is the upstream failure before onFinal sees it', async () => {
+  const { CallStream } = await import('../../../src/pipeline/call-stream.js');
+  const wrong = [
+    { jsonrpc: '2.0', id: 1, result: { content: [] }, error: { code: -32603, message: 'failed' } },
+    { jsonrpc: '2.0', id: 1, result: { content: [] }, error: null },
+    { jsonrpc: '2.0', id: 1 },
+    { jsonrpc: '2.0', id: 1, error: 'failed' },
+  ] as unknown as JsonRpcResponse[];
+  for (const message of wrong) {
+    const seen: Array<{ failure?: GatewayError }> = [];
+    const out = await interceptFinal({ kind: 'json', status: 200, message }, ctx, async (answer) => void seen.push(answer));
+    assert.equal(out.kind, 'refused', JSON.stringify(message));
+    assert.equal(seen[0]?.failure?.code, 'GW_ERR_UPSTREAM_BAD_RESPONSE', JSON.stringify(message));
+    assert.match(seen[0]!.failure!.message, /exactly one of result and error/);
+
+    const source = new CallStream({ requestId: 1, mode: 'call', acceptsSse: true });
+    const streamed: Array<{ failure?: GatewayError }> = [];
+    const outcome = await interceptFinal({ kind: 'stream', stream: source }, ctx, async (answer) => void streamed.push(answer));
+    source.finish(message);
+    const items = [];
+    for await (const item of (outcome as { stream: InstanceType<typeof CallStream> }).stream.read()) items.push(item);
+    assert.equal(streamed[0]?.failure?.code, 'GW_ERR_UPSTREAM_BAD_RESPONSE', JSON.stringify(message));
+    assert.ok((items.at(-1) as { failure?: GatewayError }).failure instanceof GatewayError, JSON.stringify(items));
+  }
+  // A well-formed answer of either kind is shown as it is.
+  for (const message of [{ jsonrpc: '2.0', id: 1, result: {} }, { jsonrpc: '2.0', id: 1, error: { code: -32602, message: 'bad' } }] as JsonRpcResponse[]) {
+    const seen: Array<{ failure?: GatewayError }> = [];
+    const out = await interceptFinal({ kind: 'json', status: 200, message }, ctx, async (answer) => void seen.push(answer));
+    assert.equal(out.kind, 'json');
+    assert.equal(seen[0]?.failure, undefined);
+  }
+});
