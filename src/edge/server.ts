@@ -192,7 +192,7 @@ export function createEdge(listen: ListenConfig, handlers: EdgeHandlers, log: Lo
       return;
     }
     if (sse !== undefined && (path === sse.ssePath || path === sse.postPath)) {
-      (path === sse.ssePath ? sse.open(req, res) : sse.post(req, res)).catch((err: unknown) => internalError(res, err, undefined));
+      (path === sse.ssePath ? sse.open(req, res) : sse.post(req, res)).catch((err: unknown) => internalError(res, err, undefined, null));
       return;
     }
     if (path === '/healthz' && req.method === 'GET') return sendJson(res, 200, { status: 'ok' }, {});
@@ -233,10 +233,15 @@ export function createEdge(listen: ListenConfig, handlers: EdgeHandlers, log: Lo
     sendJson(res, 404, { error: 'not_found', message: `Nothing here; the MCP endpoint is ${listen.path}` }, {});
   };
 
-  function internalError(res: ServerResponse, err: unknown, callId: string | undefined): void {
+  /**
+   * The last resort: an error nothing turned into a refusal. Answered with the request's `id` once its body
+   * was read (null before, or when it could not be read), as every error response (JSON-RPC 2.0 §5;
+   * 2026-07-28/basic/index.mdx §Error Responses).
+   */
+  function internalError(res: ServerResponse, err: unknown, callId: string | undefined, id: JsonRpcId | null): void {
     log.error('unhandled error on the MCP endpoint', { err, callId });
     if (res.headersSent) return void res.destroy();
-    void writeOutcome(res, { kind: 'refused', refusal: { kind: 'transport', code: 'internal_error', status: 500, rpcCode: ErrorCode.InternalError, message: 'Internal gateway error' } }, { era: 'legacy', id: null, callId: callId ?? randomUUID(), cancel: NEVER_CANCELLED });
+    void writeOutcome(res, { kind: 'refused', refusal: { kind: 'transport', code: 'internal_error', status: 500, rpcCode: ErrorCode.InternalError, message: 'Internal gateway error' } }, { era: 'legacy', id, callId: callId ?? randomUUID(), cancel: NEVER_CANCELLED });
   }
 
   async function handleHealth(req: IncomingMessage, res: ServerResponse): Promise<void> {
@@ -257,6 +262,8 @@ export function createEdge(listen: ListenConfig, handlers: EdgeHandlers, log: Lo
 
   async function handleMcp(req: IncomingMessage, res: ServerResponse, slot: InFlightSlot | undefined, record: CallRecord, cancel: Cancellation): Promise<void> {
     // Its own failures end here, not in a .catch on every call's promise.
+    /** The message's id once the body is read, for the answer to a failure below. */
+    let known: JsonRpcId | null = null;
     try {
       let caller = admitCaller(req, res, record, MCP_METHODS, 'the MCP endpoint');
       if (caller instanceof Promise) caller = await caller;
@@ -287,6 +294,7 @@ export function createEdge(listen: ListenConfig, handlers: EdgeHandlers, log: Lo
       if (received === undefined) return;
       if ('batch' in received) return await batch(req, res, record, received, clientAddress, cancel);
       const { principal, message, id, kind, method: rpcMethod } = received;
+      known = id;
       const admitted = admitPost(req.headers, kind, message);
       if (!admitted.ok) return refuse(res, record, 'admission', id, admitted.refusal);
       record.era = admitted.era;
@@ -308,7 +316,7 @@ export function createEdge(listen: ListenConfig, handlers: EdgeHandlers, log: Lo
       if (traced.trace) ctx.trace = traced.trace;
       return await answer(res, record, ctx);
     } catch (err) {
-      internalError(res, err, record.callId);
+      internalError(res, err, record.callId, known);
     }
   }
 
