@@ -4,7 +4,9 @@
 // scanned for URLs and for whole-string addresses. Hosts come out normalised by the WHATWG URL parser, which
 // undoes the usual disguises: decimal, octal, hex and short IPv4, percent-encoding, IDN (to punycode), case,
 // userinfo (`http://good@evil` is evil). Where parsers disagree (a backslash or an `@` in the authority),
-// every reading is kept, so a destination is blocked if any of them is.
+// every reading is kept, so a destination is blocked if any of them is. A number is read only under a
+// name that can only mean a host or an IP address (host, ip…): an integer there is the IPv4 address its
+// digits write in a URL.
 
 import { ownValue, wireTable } from '../../protocol/own-keys.js';
 
@@ -31,6 +33,16 @@ const DESTINATION_WORDS = 'url|uri|urls|uris|href|link|host|hostname|hosts|endpo
 const DESTINATION_NAME = new RegExp(`(^|[_-])(${DESTINATION_WORDS})$`, 'i');
 /** The same words ending a camelCase name (`baseUrl`, `targetHost`, `serverIP`): a capital after a lower-case letter or digit. */
 const DESTINATION_CAMEL = new RegExp(`[a-z0-9](${DESTINATION_WORDS.split('|').flatMap((w) => [w[0]!.toUpperCase() + w.slice(1), w.toUpperCase()]).join('|')})$`);
+/**
+ * The names under which a number is read as a host: those that can only mean a host or an IP address. An
+ * integer there up to 2^32 - 1 is the IPv4 address a URL made of it reaches (`http://${host}/` with host
+ * 2130706433 is http://127.0.0.1/, as WHATWG reads the digits in a string). Not the other destination words:
+ * a number under `target`, `address` or `origin` is far more often a goal, a register or a coordinate.
+ */
+const HOST_WORDS = 'host|hostname|hosts|ip';
+const HOST_NAME = new RegExp(`(^|[_-])(${HOST_WORDS})$`, 'i');
+const HOST_CAMEL = new RegExp(`[a-z0-9](${HOST_WORDS.split('|').flatMap((w) => [w[0]!.toUpperCase() + w.slice(1), w.toUpperCase()]).join('|')})$`);
+const MAX_IPV4 = 0xffff_ffff;
 /**
  * The schemes the WHATWG URL standard calls special (file aside): after their colon it skips any run of
  * slashes and backslashes, so `http:127.0.0.1`, `http:/127.0.0.1` and `http:\\127.0.0.1` all name a host,
@@ -90,6 +102,9 @@ export function destinationsIn(args: unknown, schema: unknown): DestinationsFoun
   let strings = 0;
   let jsonChars = 0;
   let unread = false;
+  // Whether the last key asked about names a host: an array of numbers asks for one key again and again.
+  let hostKey: string | undefined;
+  let namesHost = false;
   const walk = (value: unknown, sch: unknown, path: string, key: string, depth: number, level: number): void => {
     if (unread) return;
     if (depth > MAX_DEPTH || strings >= MAX_STRINGS) {
@@ -115,6 +130,16 @@ export function destinationsIn(args: unknown, schema: unknown): DestinationsFoun
       // The schema describes the string, not what it encodes; the key stays, so a JSON-encoded string in a
       // field named host is still read as a host.
       walk(inner, undefined, `${path}(JSON)`, key, depth + 1, level + 1);
+      return;
+    }
+    if (typeof value === 'number') {
+      // The cheap test first: most numbers are no integer in range, or sit under no host-named key.
+      if (!Number.isInteger(value) || value < 0 || value > MAX_IPV4) return;
+      if (key !== hostKey) {
+        hostKey = key;
+        namesHost = HOST_NAME.test(key) || HOST_CAMEL.test(key);
+      }
+      if (namesHost) out.push({ value: String(value), host: ipv4Of(value), path });
       return;
     }
     if (Array.isArray(value)) {
@@ -190,6 +215,11 @@ function declaresDestination(sch: unknown): boolean {
 }
 
 type Found = Omit<Destination, 'path'>;
+
+/** The dotted quad of an integer in 0..2^32 - 1. */
+function ipv4Of(n: number): string {
+  return `${Math.floor(n / 0x100_0000)}.${Math.floor(n / 0x1_0000) % 256}.${Math.floor(n / 0x100) % 256}.${n % 256}`;
+}
 
 /**
  * The destinations in one string. `strict`: the string is declared (or named) as a destination, so a bare

@@ -300,4 +300,27 @@ describe('where destinations are found', () => {
     assert.equal(classify('::ffff:a00:1'), 'private');
     assert.equal(classify('2606:4700::6810:84e5'), 'public');
   });
+  test('a number in a field named for a host or an IP address is judged as the IPv4 address it writes (2130706433 is 127.0.0.1)', async () => {
+    // A server that formats it into a URL (`http://${host}/`) reaches the address WHATWG reads in the
+    // digits, as for the same digits in a string.
+    const found = (args: unknown) => destinationsIn(args, undefined).found.map((d) => [d.path, d.host, d.value]);
+    assert.deepEqual(found({ host: 2130706433 }), [['host', '127.0.0.1', '2130706433']]);
+    assert.deepEqual(found({ ip: 3232235521 }), [['ip', '192.168.0.1', '3232235521']]);
+    assert.deepEqual(found({ targetHost: 0, server_ip: 167772161, hosts: [2852039166] }), [['targetHost', '0.0.0.0', '0'], ['server_ip', '10.0.0.1', '167772161'], ['hosts[0]', '169.254.169.254', '2852039166']]);
+    // Inside JSON text in a string too, by the key it has there.
+    assert.deepEqual(found({ payload: '{"host": 2130706433}' }), [['payload(JSON).host', '127.0.0.1', '2130706433']]);
+    assert.deepEqual(found({ payload: '[{"ip": 2852039166}]' }), [['payload(JSON)[0].ip', '169.254.169.254', '2852039166']]);
+    // The default policy blocks them as it blocks the same digits written as a string.
+    const policy = new EgressPolicy([], resolver);
+    const rule = policy.ruleFor(ALICE, route('web/fetch'));
+    for (const args of [{ host: 2130706433 }, { ip: 3232235521 }, { payload: '{"host":2130706433}' }]) {
+      const [d] = destinationsIn(args, undefined).found;
+      assert.ok(d !== undefined && (await policy.check(d, rule)) !== undefined, JSON.stringify(args));
+    }
+    // Not numbers elsewhere, nor ones no IPv4 address writes: a count, a port, a register address, a
+    // fraction, a negative number, one past 2^32 - 1.
+    assert.deepEqual(found({ count: 2130706433, port: 6379, target: 3, address: 40001, origin: 0, host: 1.5, ip: -1, hostIp: 4294967296 }), []);
+    assert.deepEqual(found({ ip: 4294967295 }), [['ip', '255.255.255.255', '4294967295']]);
+  });
+
 });
