@@ -492,57 +492,65 @@ interface Runtime {
  * the access rules hide from everyone (found out by SingleUpstream on first use, and on each list). The pipeline is compiled here, once per configuration.
  */
 function buildRuntime(config: GatehouseConfig, log: Logger, observeUpstream: (upstream: string, seconds: number) => void, state: StoreGuard, resolveHost: ResolveHost, breakerBoard: BreakerBoard, childEnv: ChildEnv, approvals: { book: ApprovalBook; pins: PinBook; confirmations: PendingConfirmations }, kept: { requestStates: RequestStateSeal; deadlines: CallDeadlines }): Runtime {
-  const members = config.upstreams.map((u) => createUpstream(isStdioUpstream(u) ? { ...u, env: childEnv.for(u.name, u.env) } : u, config.sessions, log, observeUpstream));
-  const egress = new EgressPolicy(config.policy.egress, resolveHost);
-  const uriPrefixes = new Map(members.map((m, i) => [m, config.upstreams[i]!.uriPrefixes] as const));
-  const access = new AccessPolicy(config.policy.rules);
-  // The challenge of a step-up names the protected-resource metadata, as a 401 does.
-  const metadataUrl = buildResourceMetadata(config)?.url;
-  const bridgeLegacyClients: LegacyBridgeFactory = (messages, profile, staleVerdict) => new LegacyClientBridge(messages, profile, config.sessions, staleVerdict, false, log);
-  const catalog = new CatalogUpstream(members, uriPrefixes, config.tools.naming.prefix, bridgeLegacyClients, log, access);
-  const perCaller = access.perCaller(config.auth.apiKeys.some((k) => k.tools !== undefined));
-  const upstream: Upstream = members.length > 1 ? catalog : new SingleUpstream(members[0]!, catalog, config.tools.naming.prefix === 'always' || perCaller, log, access.governs('tools') || access.governs('prompts'));
-  const schemas = new ArgumentSchemas(log);
-  const routes = catalog.catalog;
-  // Policy state lives in the store, keyed by entry id: a reload keeps every counter, bucket and circuit.
-  const limits = compileLimits(config.policy.rateLimits);
-  const policyLog = log.child({ component: 'policy' });
-  const version = policyVersion(config.policy);
-  const pipeline = buildPipeline({
-    state: compileStateStage(state),
-    // A name the upstream does not list may pass on unchecked only where nothing needs its definition: not
-    // under access rules for its kind, and for tools not under `pinning: enforce` (a tool never listed was
-    // never pinned, and would run unreviewed while the upstream's list fails).
-    resolve: compileResolveStage({ catalog: routes, log, passThrough: (kind) => (upstream instanceof SingleUpstream && upstream.passesThrough && !access.governs(kind) && !(kind === 'tools' && config.tools.pinning === 'enforce') ? upstream.name : undefined) }),
-    access: compileAccessStage({
-      policy: access,
-      relist: (kind, capabilities) => routes.relist(kind, capabilities),
-      unknownItemMessage,
-      insufficientScope: (scopes, message) => insufficientScope(scopes, message, metadataUrl),
-    }),
-    requestState: compileRequestStateStage(kept.requestStates),
-    pin: compilePinStage(config.tools.pinning, approvals.pins, policyLog),
-    arguments: compileArgumentsStage({ schemas, uncheckable: config.tools.uncheckableSchemas, pinning: config.tools.pinning, refreshRoute: (route, capabilities) => routes.resolve(route.kind, route.publicName, capabilities, true) }),
-    egress: compileEgressStage(egress),
-    rateLimit: compileRateLimitStage(limits.call, (key, bucket) => state.runNow((s) => s.takeTokens(key, bucket, 1))),
-    budget: compileBudgetStage(
-      compileBudgets(config.policy.budgets),
-      (key, amount, limit, window) => state.runNow((s) => s.spendBudget(key, amount, limit, window)),
-      (key, amount, window, resetsAt) => state.run((s) => s.refundBudget(key, amount, window, resetsAt)),
-      policyLog,
-    ),
-    breaker: compileBreakerStage(
-      compileBreakers(config.policy.breakers),
-      { admit: (key, settings) => state.runNow((s) => s.breakerAdmit(key, settings)), record: (key, ok, settings, probe) => state.run((s) => s.breakerRecord(key, ok, settings, probe)) },
-      breakerBoard,
-      policyLog,
-    ),
-    approval: compileApprovalStage(compileApprovalRules(config.policy.approvals), approvals.book, version, { maxPending: config.approvals.maxPendingPerCaller }, approvals.confirmations, policyLog),
-    idempotency: compileIdempotencyStage(config.idempotency, idempotencyStore(state), runLimits(config)),
-    output: compileOutputStage(config.tools.outputValidation, schemas, log),
-    upstream: compileUpstreamStage(upstream, log, { limitOf: callLimits(config), deadlines: kept.deadlines }),
-  });
-  return { upstream, catalog, pipeline, egress, policyVersion: version, ipLimits: limits.ip, close: () => upstream.close() };
+  // Building an upstream starts its sweepers (intervals) at once: one built before another throws, or before
+  // anything after them does, is closed again, or each refused reload would leave its timers running.
+  const members: Upstream[] = [];
+  try {
+    for (const u of config.upstreams) members.push(createUpstream(isStdioUpstream(u) ? { ...u, env: childEnv.for(u.name, u.env) } : u, config.sessions, log, observeUpstream));
+    const egress = new EgressPolicy(config.policy.egress, resolveHost);
+    const uriPrefixes = new Map(members.map((m, i) => [m, config.upstreams[i]!.uriPrefixes] as const));
+    const access = new AccessPolicy(config.policy.rules);
+    // The challenge of a step-up names the protected-resource metadata, as a 401 does.
+    const metadataUrl = buildResourceMetadata(config)?.url;
+    const bridgeLegacyClients: LegacyBridgeFactory = (messages, profile, staleVerdict) => new LegacyClientBridge(messages, profile, config.sessions, staleVerdict, false, log);
+    const catalog = new CatalogUpstream(members, uriPrefixes, config.tools.naming.prefix, bridgeLegacyClients, log, access);
+    const perCaller = access.perCaller(config.auth.apiKeys.some((k) => k.tools !== undefined));
+    const upstream: Upstream = members.length > 1 ? catalog : new SingleUpstream(members[0]!, catalog, config.tools.naming.prefix === 'always' || perCaller, log, access.governs('tools') || access.governs('prompts'));
+    const schemas = new ArgumentSchemas(log);
+    const routes = catalog.catalog;
+    // Policy state lives in the store, keyed by entry id: a reload keeps every counter, bucket and circuit.
+    const limits = compileLimits(config.policy.rateLimits);
+    const policyLog = log.child({ component: 'policy' });
+    const version = policyVersion(config.policy);
+    const pipeline = buildPipeline({
+      state: compileStateStage(state),
+      // A name the upstream does not list may pass on unchecked only where nothing needs its definition: not
+      // under access rules for its kind, and for tools not under `pinning: enforce` (a tool never listed was
+      // never pinned, and would run unreviewed while the upstream's list fails).
+      resolve: compileResolveStage({ catalog: routes, log, passThrough: (kind) => (upstream instanceof SingleUpstream && upstream.passesThrough && !access.governs(kind) && !(kind === 'tools' && config.tools.pinning === 'enforce') ? upstream.name : undefined) }),
+      access: compileAccessStage({
+        policy: access,
+        relist: (kind, capabilities) => routes.relist(kind, capabilities),
+        unknownItemMessage,
+        insufficientScope: (scopes, message) => insufficientScope(scopes, message, metadataUrl),
+      }),
+      requestState: compileRequestStateStage(kept.requestStates),
+      pin: compilePinStage(config.tools.pinning, approvals.pins, policyLog),
+      arguments: compileArgumentsStage({ schemas, uncheckable: config.tools.uncheckableSchemas, pinning: config.tools.pinning, refreshRoute: (route, capabilities) => routes.resolve(route.kind, route.publicName, capabilities, true) }),
+      egress: compileEgressStage(egress),
+      rateLimit: compileRateLimitStage(limits.call, (key, bucket) => state.runNow((s) => s.takeTokens(key, bucket, 1))),
+      budget: compileBudgetStage(
+        compileBudgets(config.policy.budgets),
+        (key, amount, limit, window) => state.runNow((s) => s.spendBudget(key, amount, limit, window)),
+        (key, amount, window, resetsAt) => state.run((s) => s.refundBudget(key, amount, window, resetsAt)),
+        policyLog,
+      ),
+      breaker: compileBreakerStage(
+        compileBreakers(config.policy.breakers),
+        { admit: (key, settings) => state.runNow((s) => s.breakerAdmit(key, settings)), record: (key, ok, settings, probe) => state.run((s) => s.breakerRecord(key, ok, settings, probe)) },
+        breakerBoard,
+        policyLog,
+      ),
+      approval: compileApprovalStage(compileApprovalRules(config.policy.approvals), approvals.book, version, { maxPending: config.approvals.maxPendingPerCaller }, approvals.confirmations, policyLog),
+      idempotency: compileIdempotencyStage(config.idempotency, idempotencyStore(state), runLimits(config)),
+      output: compileOutputStage(config.tools.outputValidation, schemas, log),
+      upstream: compileUpstreamStage(upstream, log, { limitOf: callLimits(config), deadlines: kept.deadlines }),
+    });
+    return { upstream, catalog, pipeline, egress, policyVersion: version, ipLimits: limits.ip, close: () => upstream.close() };
+  } catch (err) {
+    for (const m of members) m.close().catch(() => {});
+    throw err;
+  }
 }
 
 /**

@@ -60,6 +60,60 @@ test('the watched file turning unbuildable is refused and logged; the gateway ke
   assert.equal(await who(), 'A', 'still serving the last good config');
 });
 
+// Building an upstream starts its sweepers at once (session tables, pooled sessions: intervals, unref'd, so
+// they hold no process open but run, and hold the upstream, for ever). A reload whose third upstream cannot
+// be built threw past the first two, built already, and nothing stopped their timers: each refused reload
+// left more. The reload checks what the schema cannot (URLs a parser refuses, CIDRs), so what still throws is
+// a config object reload() is handed without the schema's defaults (as an embedder may): here a
+// clientCredentials without its `scopes`.
+test('a reload whose later upstream cannot be built stops what the earlier ones started', async () => {
+  const a = await startFakeUpstream((_req, res, body) => jsonResult(res, body, { who: 'A' }));
+  cleanups.push(() => a.close());
+  const base = { upstreams: [{ name: 'up', url: a.url, era: 'legacy' }], shutdown: { graceMs: 100 } };
+  const gw = await startGateway(base);
+  cleanups.push(() => gw.close());
+  const next = validateConfigObject(
+    {
+      ...base,
+      upstreams: [
+        { name: 'up', url: a.url, era: 'legacy' },
+        { name: 'other', url: a.url, era: 'modern' },
+        { name: 'bad', url: a.url, era: 'legacy', clientCredentials: { tokenUrl: `${a.url}/token`, clientId: 'id', clientSecret: 'secret' } },
+      ],
+      listen: { host: '127.0.0.1', port: 0 },
+      auth: { anonymous: true },
+      idempotency: { requireKeys: false },
+    },
+    'test',
+  );
+  delete (next.upstreams[2] as { clientCredentials?: { scopes?: string[] } }).clientCredentials!.scopes;
+  // The intervals started while the reload builds, and those cleared: every one started must be stopped.
+  const started = new Set<unknown>();
+  const cleared = new Set<unknown>();
+  const { setInterval: realSet, clearInterval: realClear } = globalThis;
+  globalThis.setInterval = ((...args: Parameters<typeof realSet>) => {
+    const t = realSet(...args);
+    started.add(t);
+    return t;
+  }) as typeof realSet;
+  globalThis.clearInterval = ((t: Parameters<typeof realClear>[0]) => {
+    cleared.add(t);
+    realClear(t);
+  }) as typeof realClear;
+  let problems: string[];
+  try {
+    problems = await gw.gateway.reload(next);
+  } finally {
+    globalThis.setInterval = realSet;
+    globalThis.clearInterval = realClear;
+  }
+  assert.ok(problems.some((p) => /could not be built/.test(p)), problems.join('\n'));
+  assert.ok(started.size >= 2, `the upstreams built before the bad one started their sweepers (${started.size})`);
+  const left = () => [...started].filter((t) => !cleared.has(t)).length;
+  assert.ok(await waitUntil(() => left() === 0, 2000), `${left()} of ${started.size} intervals left running`);
+  assert.deepEqual(gw.gateway.reloads, { applied: 0, refused: 1 });
+});
+
 const ADMIN = 'admin-token-0123456789abcdef';
 
 test('a reload that needs the admin API the running gateway does not have (admin.enabled needs a restart) is refused', async () => {
