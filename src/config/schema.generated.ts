@@ -486,7 +486,7 @@ export interface HttpUpstream {
      */
     connections: number;
     /**
-     * How long an idle connection is kept open, in milliseconds.
+     * How long an idle connection is kept open, in milliseconds (at least 1: the HTTP client refuses 0).
      */
     keepAliveTimeoutMs: number;
   };

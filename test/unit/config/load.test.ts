@@ -36,6 +36,14 @@ describe('parseConfigText', () => {
     assert.deepEqual(issues, [{ file: 'gatehouse.yaml', line: 3, column: 3, path: 'listen.prot', message: 'unknown key; did you mean port?' }]);
   });
 
+  it('refuses an upstream pool keepAliveTimeoutMs of 0, which undici refuses on every request ("invalid keepAliveTimeout")', () => {
+    const text = ['upstreams:', '  - name: crm', '    url: http://127.0.0.1:3001/mcp', '    pool: { keepAliveTimeoutMs: 0 }'].join('\n');
+    const issues = issuesOf(text);
+    assert.equal(issues.length, 1);
+    assert.equal(issues[0]!.path, 'upstreams[0].pool.keepAliveTimeoutMs');
+    assert.equal(issues[0]!.message, 'must be at least 1');
+  });
+
   it('reports several errors at once, in source order', () => {
     const text = [
       'listen: { port: "8080", path: mcp }', // 1
