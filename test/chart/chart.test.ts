@@ -17,6 +17,7 @@ import { helmBinary, runs } from '../helpers/helm.js';
 import { parseConfigText } from '../../src/config/load.js';
 import { unsupportedFeatures } from '../../src/config/semantic-checks.js';
 import type { GatehouseConfig } from '../../src/config/types.js';
+import { compileHostOriginGuard, type GuardVerdict } from '../../src/edge/origin-guard.js';
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 const CHART = join(ROOT, 'charts/gatehouse');
@@ -351,14 +352,43 @@ describe('pod', () => {
       const { docs } = await render(name);
       const gh = container(docs, 'gatehouse');
       assert.deepEqual(gh['livenessProbe']['httpGet'], { path: '/healthz', port: 'mcp' });
-      assert.deepEqual(gh['readinessProbe']['httpGet'], { path: '/readyz', port: 'mcp' });
+      assert.equal(gh['readinessProbe']['httpGet']['path'], '/readyz');
+      assert.equal(gh['readinessProbe']['httpGet']['port'], 'mcp');
       const mcpPort = (gh['ports'] as Manifest[]).find((p) => p['name'] === 'mcp');
       assert.equal(mcpPort?.['containerPort'], configObject(docs)['listen']['port']);
       assert.ok(gh['resources']['requests']['cpu']);
       assert.ok(gh['resources']['limits']['memory']);
     });
+
+    test(`${name}: the readiness probe's Host passes Gatehouse's Host check (/readyz answers 403 to any other)`, async () => {
+      const { docs } = await render(name);
+      assert.equal(probeVerdict(docs).ok, true, JSON.stringify(probeVerdict(docs)));
+    });
   }
+
+  test('with allowedHosts (in listen or in extraConfig) the readiness probe names an allowed host, not the pod IP', async () => {
+    for (const set of [['listen.allowedHosts[0]=mcp.example.com'], ['extraConfig.listen.allowedHosts[0]=Mcp.Example.com']]) {
+      const { docs } = await render('sidecar', set);
+      assert.deepEqual(probeVerdict(docs), { ok: true }, set.join());
+      assert.deepEqual(container(docs, 'gatehouse')['readinessProbe']['httpGet']['httpHeaders'], [{ name: 'Host', value: set[0]!.split('=')[1] }]);
+    }
+    // '*' lets any Host in: the kubelet's own is left.
+    const any = await render('sidecar', ['listen.allowedHosts[0]=*']);
+    assert.equal(container(any.docs, 'gatehouse')['readinessProbe']['httpGet']['httpHeaders'], undefined);
+  });
 });
+
+/**
+ * What Gatehouse's Host/Origin guard says to the kubelet's readiness probe: the kubelet sends the probe's
+ * Host header if it names one, else the pod IP and port.
+ */
+function probeVerdict(docs: Manifest[]): GuardVerdict {
+  const { config } = loadRendered(docs, 'probe-host');
+  const httpGet = container(docs, 'gatehouse')['readinessProbe']['httpGet'] as Manifest;
+  const named = ((httpGet['httpHeaders'] ?? []) as Manifest[]).find((h) => String(h['name']).toLowerCase() === 'host');
+  const host = named === undefined ? `10.244.1.7:${config.listen.port}` : String(named['value']);
+  return compileHostOriginGuard(config.listen, false)({ host });
+}
 
 // ---- The gateway config ------------------------------------------------------------------------------------
 

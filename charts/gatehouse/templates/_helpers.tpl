@@ -316,6 +316,14 @@ app.kubernetes.io/component: mcp-gateway
 {{- printf "%s-request-state" (include "gatehouse.fullname" .) | trunc 63 | trimSuffix "-" }}
 {{- end }}
 
+{{/* The Host header of the readiness probe. /readyz checks Host like the MCP endpoint (DNS-rebinding guard),
+     and the kubelet sends the pod's IP, which an allowedHosts list (from listen or extraConfig) does not name:
+     the probe then names the first allowed host instead. Empty: any Host passes, the kubelet's default does. */}}
+{{- define "gatehouse.probeHost" -}}
+{{- $hosts := (include "gatehouse.configContext" . | fromJson).config.listen.allowedHosts | default list }}
+{{- if and $hosts (not (has "*" $hosts)) }}{{ first $hosts }}{{ end }}
+{{- end }}
+
 {{/* The claim that holds /data when the SQLite store is persistent: the existing one, or the chart's. */}}
 {{- define "gatehouse.dataClaim" -}}
 {{- .Values.store.persistence.existingClaim | default (printf "%s-data" (include "gatehouse.fullname" .)) }}
