@@ -850,6 +850,33 @@ describe('Grafana dashboard', () => {
   });
 });
 
+// ---- Names Kubernetes accepts ------------------------------------------------------------------------------
+
+describe('names', () => {
+  // The longest fullname the chart makes (it truncates to 63): every name derived from it must still fit.
+  const LONG = `gatehouse-${'x'.repeat(47)}-east1`;
+  const DNS_1035_LABEL = /^[a-z]([-a-z0-9]*[a-z0-9])?$/;
+  /** Names the API server would refuse, as "<kind>/<name>: why". */
+  function badNames(docs: Manifest[]): string[] {
+    const bad: string[] = [];
+    for (const d of docs) {
+      const name = String(d['metadata']['name']);
+      // A Service's name is a DNS-1035 label (RFC 1035: a letter first, 63 at most); other objects' a subdomain.
+      if (d['kind'] === 'Service' && !(name.length <= 63 && DNS_1035_LABEL.test(name))) bad.push(`Service/${name}: not a DNS-1035 label of 63 characters at most`);
+      if (name.length > 253) bad.push(`${d['kind']}/${name}: longer than 253`);
+    }
+    return bad;
+  }
+
+  test('a 63-character fullnameOverride still gives names Kubernetes accepts, with every optional object on', async () => {
+    assert.equal(LONG.length, 63);
+    const { docs } = await render('everything', [`fullnameOverride=${LONG}`]);
+    assert.deepEqual(badNames(docs), []);
+    const admin = kinds(docs, 'Service').find((s) => String(s['metadata']['name']).endsWith('-admin'));
+    assert.ok(admin, 'the admin Service is rendered');
+  });
+});
+
 // ---- values.schema.json and friendly failures ----------------------------------------------------------------
 
 describe('values', () => {

@@ -17,6 +17,12 @@
 {{- end }}
 {{- end }}
 
+{{/* The admin API's Service. A Service's name is a DNS-1035 label of 63 characters at most: the suffix is kept and
+     the fullname shortened to fit. */}}
+{{- define "gatehouse.adminServiceName" -}}
+{{- printf "%s-admin" (include "gatehouse.fullname" . | trunc 57 | trimSuffix "-") }}
+{{- end }}
+
 {{- define "gatehouse.chart" -}}
 {{- printf "%s-%s" .Chart.Name .Chart.Version | replace "+" "_" | trunc 63 | trimSuffix "-" }}
 {{- end }}
