@@ -856,6 +856,7 @@ describe('names', () => {
   // The longest fullname the chart makes (it truncates to 63): every name derived from it must still fit.
   const LONG = `gatehouse-${'x'.repeat(47)}-east1`;
   const DNS_1035_LABEL = /^[a-z]([-a-z0-9]*[a-z0-9])?$/;
+  const DNS_LABEL = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/;
   /** Names the API server would refuse, as "<kind>/<name>: why". */
   function badNames(docs: Manifest[]): string[] {
     const bad: string[] = [];
@@ -864,6 +865,11 @@ describe('names', () => {
       // A Service's name is a DNS-1035 label (RFC 1035: a letter first, 63 at most); other objects' a subdomain.
       if (d['kind'] === 'Service' && !(name.length <= 63 && DNS_1035_LABEL.test(name))) bad.push(`Service/${name}: not a DNS-1035 label of 63 characters at most`);
       if (name.length > 253) bad.push(`${d['kind']}/${name}: longer than 253`);
+      // A pod's volumes: DNS-1123 labels, 63 at most, unique within the pod.
+      const spec = (d['kind'] === 'Pod' ? d['spec'] : d['spec']?.['template']?.['spec']) as Manifest | undefined;
+      const volumes = ((spec?.['volumes'] ?? []) as Manifest[]).map((v) => String(v['name']));
+      for (const v of volumes) if (!(v.length <= 63 && DNS_LABEL.test(v))) bad.push(`${d['kind']}/${name} volume ${v}: not a DNS-1123 label of 63 characters at most`);
+      if (new Set(volumes).size !== volumes.length) bad.push(`${d['kind']}/${name}: two volumes share a name (${volumes.join(', ')})`);
     }
     return bad;
   }
@@ -874,6 +880,25 @@ describe('names', () => {
     assert.deepEqual(badNames(docs), []);
     const admin = kinds(docs, 'Service').find((s) => String(s['metadata']['name']).endsWith('-admin'));
     assert.ok(admin, 'the admin Service is rendered');
+  });
+
+  test('Secrets named with dots, or long ones that share a beginning, each get a volume of their own with a valid name', async () => {
+    const long = `gatehouse-secrets-${'y'.repeat(44)}`;
+    const { docs } = await render('everything', [
+      'admin.token.secretFile.name=admin.example.com', 'admin.token.secretFile.key=token',
+      `upstream.headers.Authorization.secretFile.name=${long}-a`, 'upstream.headers.Authorization.secretFile.key=bearer',
+      `store.tlsCa.secretFile.name=${long}-b`, 'store.tlsCa.secretFile.key=ca.crt',
+    ]);
+    assert.deepEqual(badNames(docs), []);
+    // Each Secret still mounted where the config reads it, from a volume of that Secret.
+    const spec = podSpec(docs);
+    const volumes = new Map((spec['volumes'] as Manifest[]).map((v) => [v['name'], v]));
+    for (const secret of ['admin.example.com', `${long}-a`, `${long}-b`]) {
+      const mount = (container(docs, 'gatehouse')['volumeMounts'] as Manifest[]).find((m) => m['mountPath'] === `${SECRETS_DIR}/${secret}`);
+      assert.ok(mount, `${secret} is mounted`);
+      assert.equal(volumes.get(mount['name'])?.['secret']?.['secretName'], secret);
+    }
+    assert.match(configText(docs), /\$\{file:\/etc\/gatehouse-secrets\/admin\.example\.com\/token\}/);
   });
 });
 

@@ -313,8 +313,16 @@ app.kubernetes.io/component: mcp-gateway
 {{- (include "gatehouse.configContext" . | fromJson).files | keys | sortAlpha | toJson }}
 {{- end }}
 
+{{/* A volume's name is a DNS-1123 label (no dots, 63 at most, unique in the pod) while a Secret's may have dots
+     and 253 characters: such a name gets a cleaned, shortened form and a hash of the whole, so two Secrets that
+     differ only past the cut, or by a dot, still get volumes of their own. */}}
 {{- define "gatehouse.secretVolumeName" -}}
-{{- printf "secret-%s" . | trunc 63 | trimSuffix "-" }}
+{{- $plain := printf "secret-%s" . }}
+{{- if and (le (len $plain) 63) (regexMatch "^[a-z0-9]([-a-z0-9]*[a-z0-9])?$" $plain) }}
+{{- $plain }}
+{{- else }}
+{{- printf "secret-%s-%s" (regexReplaceAll "[^a-z0-9-]" (lower .) "-" | trunc 45 | trimSuffix "-") (sha256sum . | trunc 8) }}
+{{- end }}
 {{- end }}
 
 {{/* The Secret the chart keeps for sessions.requestStateKey when the values name none. */}}
