@@ -937,6 +937,17 @@ describe('values', () => {
     assert.match(await failing('sidecar', ['egressProxy.enabled=true', 'egressProxy.port=3001']), /egressProxy\.port 3001 clashes/);
   });
 
+  test('a Secret key or name Kubernetes would refuse in a secretKeyRef is refused here, with what to set', async () => {
+    // An API key's id may hold ':', a Secret's key may not: the key's default (its id) cannot be used then.
+    assert.match(await failing('sidecar', ['auth.apiKeys[0].id=team:ci']), /auth\.apiKeys\[0\] \(team:ci\).*secretKey/);
+    const named = await render('sidecar', ['auth.apiKeys[0].id=team:ci', 'auth.apiKeys[0].secretKey=team-ci']);
+    const env = (container(named.docs, 'gatehouse')['env'] as Manifest[]).find((e) => e['name'] === 'GATEHOUSE_API_KEY_TEAM_CI_HASH');
+    assert.deepEqual(env?.['valueFrom'], { secretKeyRef: { name: 'gatehouse-api-keys', key: 'team-ci' } });
+    assert.match(await failing('sidecar', ['upstream.headers.Authorization.secretKeyRef.name=tok', 'upstream.headers.Authorization.secretKeyRef.key=a:b']), /upstream\/headers\/Authorization/);
+    assert.match(await failing('sidecar', ['upstream.headers.Authorization.secretFile.name=Tokens_A', 'upstream.headers.Authorization.secretFile.key=t']), /upstream\/headers\/Authorization/);
+    assert.match(await failing('sidecar', ['auth.apiKeysSecret=API_KEYS']), /apiKeysSecret/);
+  });
+
   test('the values files in ci/ only use keys that values.yaml documents', () => {
     const defaults = parse(readFileSync(join(CHART, 'values.yaml'), 'utf8')) as Manifest;
     for (const name of VALUES_NAMES) {

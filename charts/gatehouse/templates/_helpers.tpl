@@ -225,6 +225,9 @@ app.kubernetes.io/component: mcp-gateway
 {{- if not $v.auth.apiKeysSecret }}
 {{- fail (printf "%s (%s) has no hash: give it one ({ secretKeyRef: { name, key } }) or set auth.apiKeysSecret" $field $key.id) }}
 {{- end }}
+{{- if and (not $key.secretKey) (not (regexMatch "^[-._a-zA-Z0-9]+$" $key.id)) }}
+{{- fail (printf "%s (%s): a Secret's keys are letters, digits, '-', '_' and '.', so the id cannot name its key in auth.apiKeysSecret: set secretKey" $field $key.id) }}
+{{- end }}
 {{- $hash = dict "secretKeyRef" (dict "name" $v.auth.apiKeysSecret "key" ($key.secretKey | default $key.id)) }}
 {{- end }}
 {{- $_ := set $k "hash" (include "gatehouse.secretValue" (dict "ctx" $ctx "value" $hash "env" (printf "GATEHOUSE_API_KEY_%s_HASH" (include "gatehouse.envName" $key.id)) "field" (printf "%s.hash" $field))) }}
