@@ -762,6 +762,16 @@ describe('optional objects', () => {
     assert.equal(kinds((await render('sidecar', ['podDisruptionBudget.enabled=false'])).docs, 'PodDisruptionBudget').length, 0);
   });
 
+  test('no PodDisruptionBudget that would let no pod go: one replica with minAvailable would block every node drain', async () => {
+    for (const [values, set] of [['sidecar', ['replicaCount=1']], ['persistent', ['podDisruptionBudget.enabled=true']]] as const) {
+      assert.equal(kinds((await render(values, [...set])).docs, 'PodDisruptionBudget').length, 0, set.join());
+    }
+    // An explicit maxUnavailable is the operator's budget, kept; so is any budget over several replicas or an HPA.
+    const explicit = one((await render('sidecar', ['replicaCount=1', 'podDisruptionBudget.maxUnavailable=1'])).docs, 'PodDisruptionBudget');
+    assert.equal(explicit['spec']['maxUnavailable'], 1);
+    assert.equal(kinds((await render('sidecar', ['replicaCount=1', 'autoscaling.enabled=true'])).docs, 'PodDisruptionBudget').length, 1);
+  });
+
   test('an HPA (autoscaling/v2) only when enabled, and then the Deployment leaves replicas to it', async () => {
     for (const name of ['sidecar', 'standalone'] as const) assert.equal(kinds((await render(name)).docs, 'HorizontalPodAutoscaler').length, 0);
     const { docs } = await render('everything');
