@@ -947,6 +947,15 @@ describe('values', () => {
     assert.match(await failing('sidecar', ['egressProxy.enabled=true', 'egressProxy.port=3001']), /egressProxy\.port 3001 clashes/);
   });
 
+  test("terminationGracePeriodSeconds leaves Gatehouse its drain (shutdown.graceMs) and the stop after it, or the render fails", async () => {
+    // The kubelet kills the container at terminationGracePeriodSeconds: a drain still running is cut, the store unclosed.
+    assert.match(await failing('sidecar', ['terminationGracePeriodSeconds=10']), /terminationGracePeriodSeconds 10 .*shutdown\.graceMs 10000/);
+    assert.match(await failing('sidecar', ['extraConfig.shutdown.graceMs=60000']), /terminationGracePeriodSeconds 30 .*shutdown\.graceMs 60000.*at least 65/);
+    const { docs } = await render('sidecar', ['extraConfig.shutdown.graceMs=60000', 'terminationGracePeriodSeconds=65']);
+    assert.equal(podSpec(docs)['terminationGracePeriodSeconds'], 65);
+    assert.equal(loadRendered(docs, 'grace').config.shutdown.graceMs, 60000);
+  });
+
   test('a Secret key or name Kubernetes would refuse in a secretKeyRef is refused here, with what to set', async () => {
     // An API key's id may hold ':', a Secret's key may not: the key's default (its id) cannot be used then.
     assert.match(await failing('sidecar', ['auth.apiKeys[0].id=team:ci']), /auth\.apiKeys\[0\] \(team:ci\).*secretKey/);

@@ -120,6 +120,13 @@ app.kubernetes.io/component: mcp-gateway
 {{- if and $v.store.sentinel $v.store.cluster }}
 {{- fail "store.sentinel and store.cluster exclude each other: name one way to reach Redis" }}
 {{- end }}
+{{- /* The kubelet kills the container terminationGracePeriodSeconds after SIGTERM. Gatehouse drains for up to
+       shutdown.graceMs, then stops its stdio upstreams (up to 4 s: stdin closed, then SIGTERM, 2 s each) and closes
+       the store: a kill before that cuts calls the drain would have finished and leaves the store unclosed. */}}
+{{- $graceMs := int (dig "shutdown" "graceMs" 10000 $v.extraConfig) }}
+{{- if lt (mul (int $v.terminationGracePeriodSeconds) 1000) (add $graceMs 5000) }}
+{{- fail (printf "terminationGracePeriodSeconds %d is too short for Gatehouse's shutdown.graceMs %d (extraConfig.shutdown.graceMs; the drain after SIGTERM) and the 5 s its stop takes after it: set terminationGracePeriodSeconds to at least %d, or lower shutdown.graceMs" (int $v.terminationGracePeriodSeconds) $graceMs (div (add $graceMs 5999) 1000)) }}
+{{- end }}
 {{- if and (eq $v.store.kind "sqlite") $v.store.persistence.enabled (or $v.autoscaling.enabled (gt (int $v.replicaCount) 1)) }}
 {{- fail "store.persistence (SQLite on a ReadWriteOnce claim) serves one pod: set replicaCount: 1 and autoscaling.enabled: false, or use store.kind: redis for more replicas" }}
 {{- end }}
