@@ -220,6 +220,10 @@ app.kubernetes.io/component: mcp-gateway
 {{- $_ := set $up "clientCredentials" (include "gatehouse.secretMap" (dict "ctx" $ctx "value" . "env" "GATEHOUSE_UPSTREAM_CC" "field" "upstream.clientCredentials") | fromJson) }}
 {{- end }}
 {{- with $v.upstream.timeouts }}{{ $_ := set $up "timeouts" . }}{{ end }}
+{{- with $v.upstream.transport }}{{ $_ := set $up "transport" . }}{{ end }}
+{{- with $v.upstream.pool }}{{ $_ := set $up "pool" . }}{{ end }}
+{{- with $v.upstream.maxMessageBytes }}{{ $_ := set $up "maxMessageBytes" (int .) }}{{ end }}
+{{- with $v.upstream.uriPrefixes }}{{ $_ := set $up "uriPrefixes" . }}{{ end }}
 
 {{- $auth := dict }}
 {{- if $v.auth.apiKeys }}
