@@ -958,6 +958,11 @@ describe('values', () => {
     assert.match(await failing('sidecar', ['store.keyPrefix=a{b}']), /keyPrefix/);
     assert.match(await failing('standalone', ['egressProxy.enabled=true']), /egressProxy is for sidecar mode/);
     assert.match(await failing('sidecar', ['egressProxy.enabled=true', 'egressProxy.port=3001']), /egressProxy\.port 3001 clashes/);
+    // Gatehouse binds both listeners on 0.0.0.0: one port for both fails at start, every restart.
+    assert.match(await failing('standalone', ['metrics.port=8080']), /metrics\.port 8080 clashes with listen\.port/);
+    assert.match(await failing('standalone', ['listen.port=9464']), /metrics\.port 9464 clashes with listen\.port/);
+    // A Service with one port twice is refused by the API server.
+    assert.match(await failing('standalone', ['service.port=9464']), /service\.port 9464 .*service\.metricsPort/);
   });
 
   test("terminationGracePeriodSeconds leaves Gatehouse its drain (shutdown.graceMs) and the stop after it, or the render fails", async () => {

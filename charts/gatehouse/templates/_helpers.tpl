@@ -81,6 +81,12 @@ app.kubernetes.io/component: mcp-gateway
 {{- if and $v.auth.oauth (not $v.listen.publicUrl) }}
 {{- fail "auth.oauth needs listen.publicUrl: it is the OAuth resource and the expected token audience" }}
 {{- end }}
+{{- if and $v.metrics.enabled (eq (int $v.metrics.port) (int $v.listen.port)) }}
+{{- fail (printf "metrics.port %d clashes with listen.port %d: Gatehouse binds both on 0.0.0.0 and would not start" (int $v.metrics.port) (int $v.listen.port)) }}
+{{- end }}
+{{- if and $v.metrics.enabled (eq (int $v.service.port) (int $v.service.metricsPort)) }}
+{{- fail (printf "service.port %d is also service.metricsPort: a Service names each port once" (int $v.service.port)) }}
+{{- end }}
 {{- if and $v.metrics.serviceMonitor.enabled (not $v.metrics.enabled) }}
 {{- fail "metrics.serviceMonitor.enabled needs metrics.enabled" }}
 {{- end }}
