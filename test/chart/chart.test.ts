@@ -955,6 +955,16 @@ describe('values', () => {
     assert.match(await failing('everything', ['store.persistence.enabled=true']), /store\.persistence is for the sqlite store/);
     assert.match(await failing('everything', ['store.cluster.nodes[0]=redis-0:6379']), /store\.sentinel and store\.cluster exclude each other/);
     assert.match(await failing('sidecar', ['store.kind=redis']), /store\.kind: redis needs store\.url/);
+    // The root filesystem is read-only: the SQLite file (and its -wal and -shm) can only be written under /data,
+    // the only place a claim keeps it; a relative path resolves against the working directory, /data.
+    for (const path of ['/var/lib/gatehouse/gatehouse.db', '/tmp/gatehouse.db', '/data/../etc/gatehouse.db', '../gatehouse.db', '/data']) {
+      assert.match(await failing('sidecar', [`store.path=${path}`]), /store\.path .* under \/data/, path);
+    }
+    for (const path of ['/data/state/gatehouse.db', 'gatehouse.db']) assert.ok(configObject((await render('sidecar', [`store.path=${path}`])).docs)['store']['path'] === path);
+    // A volume of the operator's own, mounted writable, is a place too.
+    const own = ['store.path=/state/gatehouse.db', 'extraVolumeMounts[0].name=state', 'extraVolumeMounts[0].mountPath=/state', 'extraVolumes[0].name=state', 'extraVolumes[0].emptyDir.medium=Memory'];
+    assert.equal(configObject((await render('sidecar', own)).docs)['store']['path'], '/state/gatehouse.db');
+    assert.match(await failing('sidecar', [...own, 'extraVolumeMounts[0].readOnly=true']), /store\.path/);
     assert.match(await failing('sidecar', ['store.keyPrefix=a{b}']), /keyPrefix/);
     assert.match(await failing('standalone', ['egressProxy.enabled=true']), /egressProxy is for sidecar mode/);
     assert.match(await failing('sidecar', ['egressProxy.enabled=true', 'egressProxy.port=3001']), /egressProxy\.port 3001 clashes/);

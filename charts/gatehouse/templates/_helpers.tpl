@@ -120,6 +120,16 @@ app.kubernetes.io/component: mcp-gateway
 {{- if and (eq $v.store.kind "redis") (not $v.store.url) }}
 {{- fail "store.kind: redis needs store.url (secret-capable: { secretKeyRef: { name, key } })" }}
 {{- end }}
+{{- if eq $v.store.kind "sqlite" }}
+{{- /* The root filesystem is read-only and the working directory is /data, the one writable volume (and the
+       claim, with persistence): the file, its -wal and -shm must be there. */}}
+{{- $file := ternary (clean $v.store.path) (clean (printf "/data/%s" $v.store.path)) (isAbs $v.store.path) }}
+{{- $writable := hasPrefix "/data/" $file }}
+{{- range $v.extraVolumeMounts }}{{ if and (not .readOnly) (hasPrefix (printf "%s/" (clean .mountPath)) $file) }}{{ $writable = true }}{{ end }}{{ end }}
+{{- if not $writable }}
+{{- fail (printf "store.path %s is not a file under /data (or a writable extraVolumeMounts path): the root filesystem is read-only and /data is the store's volume (use e.g. /data/gatehouse.db)" $v.store.path) }}
+{{- end }}
+{{- end }}
 {{- if and (eq $v.store.kind "redis") $v.store.persistence.enabled }}
 {{- fail "store.persistence is for the sqlite store; with store.kind: redis the state lives in Redis" }}
 {{- end }}
