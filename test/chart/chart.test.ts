@@ -67,6 +67,13 @@ function run(cmd: string, args: string[]): Promise<Run> {
   });
 }
 
+/** `helm template` that must fail; its stderr. */
+async function failing(values: ValuesName, set: string[]): Promise<string> {
+  const r = await run(helm(), ['template', 'gh', CHART, ...KUBE_VERSION, '-f', VALUES[values], ...set.flatMap((s) => ['--set', s])]);
+  assert.notEqual(r.code, 0, `helm template ${set.join(' ')} should fail`);
+  return r.stderr;
+}
+
 // ---- Rendering ---------------------------------------------------------------------------------------------
 
 // Manifests are navigated freely; the assertions check the shapes.
@@ -720,11 +727,6 @@ describe('admin API', () => {
   });
 
   test('settings nobody could use, or that clash, fail with a message that says what to set', async () => {
-    const failing = async (values: ValuesName, set: string[]): Promise<string> => {
-      const r = await run(helm(), ['template', 'gh', CHART, ...KUBE_VERSION, '-f', VALUES[values], ...set.flatMap((s) => ['--set', s])]);
-      assert.notEqual(r.code, 0, `helm template ${set.join(' ')} should fail`);
-      return r.stderr;
-    };
     assert.match(await failing('sidecar', ['admin.enabled=true']), /admin\.enabled needs admin\.token .* or admin\.groups/);
     assert.match(await failing('sidecar', ['admin.enabled=true', 'admin.groups[0]=sre']), /admin\.groups needs auth\.oauth/);
     assert.match(await failing('sidecar', ['admin.enabled=true', 'admin.token=0123456789abcdef', 'admin.service.enabled=true']), /networkPolicy\.admin\.from/);
@@ -783,6 +785,14 @@ describe('optional objects', () => {
     const explicit = one((await render('sidecar', ['replicaCount=1', 'podDisruptionBudget.maxUnavailable=1'])).docs, 'PodDisruptionBudget');
     assert.equal(explicit['spec']['maxUnavailable'], 1);
     assert.equal(kinds((await render('sidecar', ['replicaCount=1', 'autoscaling.enabled=true'])).docs, 'PodDisruptionBudget').length, 1);
+  });
+
+  test("an HPA on utilization needs every container's request for it, or it can never compute one and never scales", async () => {
+    // Utilization is usage over the pod's requests, all containers together: one container without is <unknown>.
+    assert.match(await failing('sidecar', ['autoscaling.enabled=true', 'server.resources.requests=null']), /autoscaling\.targetCPUUtilizationPercentage needs server\.resources\.requests\.cpu/);
+    assert.match(await failing('sidecar', ['autoscaling.enabled=true', 'server.resources.requests.memory=null', 'autoscaling.targetMemoryUtilizationPercentage=80']), /targetMemoryUtilizationPercentage needs server\.resources\.requests\.memory/);
+    assert.match(await failing('standalone', ['autoscaling.enabled=true', 'resources.requests=null']), /needs resources\.requests\.cpu/);
+    assert.equal(kinds((await render('sidecar', ['autoscaling.enabled=true'])).docs, 'HorizontalPodAutoscaler').length, 1);
   });
 
   test('an HPA (autoscaling/v2) only when enabled, and then the Deployment leaves replicas to it', async () => {
@@ -928,11 +938,6 @@ describe('names', () => {
 // ---- values.schema.json and friendly failures ----------------------------------------------------------------
 
 describe('values', () => {
-  const failing = async (values: ValuesName, set: string[]): Promise<string> => {
-    const r = await run(helm(), ['template', 'gh', CHART, ...KUBE_VERSION, '-f', VALUES[values], ...set.flatMap((s) => ['--set', s])]);
-    assert.notEqual(r.code, 0, `helm template ${set.join(' ')} should fail`);
-    return r.stderr;
-  };
 
   test('values.schema.json rejects a typo at the top level and in the chart\'s own sections', async () => {
     assert.match(await failing('sidecar', ['replicas=3']), /additional properties 'replicas' not allowed/);

@@ -130,6 +130,21 @@ app.kubernetes.io/component: mcp-gateway
 {{- fail (printf "store.path %s is not a file under /data (or a writable extraVolumeMounts path): the root filesystem is read-only and /data is the store's volume (use e.g. /data/gatehouse.db)" $v.store.path) }}
 {{- end }}
 {{- end }}
+{{- if $v.autoscaling.enabled }}
+{{- /* Utilization is the pod's usage over the requests of all its containers: a container without a request
+       leaves the HPA with <unknown> (FailedGetResourceMetric), and it never scales. */}}
+{{- range $metric := list (list "cpu" "targetCPUUtilizationPercentage") (list "memory" "targetMemoryUtilizationPercentage") }}
+{{- $resource := index $metric 0 }}
+{{- if index $v.autoscaling (index $metric 1) }}
+{{- $missing := list }}
+{{- if not (get (($v.resources | default dict).requests | default dict) $resource) }}{{ $missing = append $missing (printf "resources.requests.%s" $resource) }}{{ end }}
+{{- if and (eq $v.mode "sidecar") (not (get (($v.server.resources | default dict).requests | default dict) $resource)) }}{{ $missing = append $missing (printf "server.resources.requests.%s" $resource) }}{{ end }}
+{{- if $missing }}
+{{- fail (printf "autoscaling.%s needs %s: utilization is measured against the requests of every container in the pod, and the HPA cannot compute it otherwise" (index $metric 1) (join " and " $missing)) }}
+{{- end }}
+{{- end }}
+{{- end }}
+{{- end }}
 {{- if and (eq $v.store.kind "redis") $v.store.persistence.enabled }}
 {{- fail "store.persistence is for the sqlite store; with store.kind: redis the state lives in Redis" }}
 {{- end }}
