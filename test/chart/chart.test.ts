@@ -795,6 +795,11 @@ describe('optional objects', () => {
     assert.equal(kinds((await render('sidecar', ['autoscaling.enabled=true'])).docs, 'HorizontalPodAutoscaler').length, 1);
   });
 
+  test('an HPA whose minReplicas is above maxReplicas (the API server refuses it) fails the render', async () => {
+    assert.match(await failing('everything', ['autoscaling.minReplicas=12']), /autoscaling\.minReplicas 12 is above autoscaling\.maxReplicas 10/);
+    assert.equal(one((await render('everything', ['autoscaling.minReplicas=10'])).docs, 'HorizontalPodAutoscaler')['spec']['minReplicas'], 10);
+  });
+
   test('an HPA (autoscaling/v2) only when enabled, and then the Deployment leaves replicas to it', async () => {
     for (const name of ['sidecar', 'standalone'] as const) assert.equal(kinds((await render(name)).docs, 'HorizontalPodAutoscaler').length, 0);
     const { docs } = await render('everything');

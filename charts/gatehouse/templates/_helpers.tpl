@@ -131,6 +131,9 @@ app.kubernetes.io/component: mcp-gateway
 {{- end }}
 {{- end }}
 {{- if $v.autoscaling.enabled }}
+{{- if gt (int $v.autoscaling.minReplicas) (int $v.autoscaling.maxReplicas) }}
+{{- fail (printf "autoscaling.minReplicas %d is above autoscaling.maxReplicas %d" (int $v.autoscaling.minReplicas) (int $v.autoscaling.maxReplicas)) }}
+{{- end }}
 {{- /* Utilization is the pod's usage over the requests of all its containers: a container without a request
        leaves the HPA with <unknown> (FailedGetResourceMetric), and it never scales. */}}
 {{- range $metric := list (list "cpu" "targetCPUUtilizationPercentage") (list "memory" "targetMemoryUtilizationPercentage") }}
