@@ -994,6 +994,19 @@ describe('values', () => {
     assert.equal(loadRendered(docs, 'grace').config.shutdown.graceMs, 60000);
   });
 
+  test('extraConfig naming a setting the chart renders from its own values fails, instead of being dropped', async () => {
+    // The chart's keys win the merge: these were silently ignored (an upstream gone, a level not applied).
+    assert.match(await failing('standalone', ['extraConfig.upstreams[0].name=wiki', 'extraConfig.upstreams[0].url=http://wiki/mcp']), /extraConfig\.upstreams .*extraUpstreams/);
+    assert.match(await failing('standalone', ['extraConfig.log.level=debug', 'log.level=info']), /extraConfig\.log\.level .*log\.level/);
+    assert.match(await failing('standalone', ['extraConfig.listen.port=9000']), /extraConfig\.listen\.port/);
+    // mergo keeps a false or 0 from extraConfig over the chart's: refused as well.
+    assert.match(await failing('sidecar', ['metrics.enabled=false', 'extraConfig.metrics.enabled=true']), /extraConfig\.metrics\.enabled/);
+    // Keys the chart leaves alone still merge in, beside the chart's own in the same section; the same value is no conflict.
+    const { docs } = await render('standalone', ['extraConfig.listen.maxBodyBytes=1048576', 'extraConfig.log.format=json', 'extraConfig.log.level=debug']);
+    assert.equal(configObject(docs)['listen']['maxBodyBytes'], 1048576);
+    assert.deepEqual(configObject(docs)['log'], { level: 'debug', format: 'json' });
+  });
+
   test('a Secret key or name Kubernetes would refuse in a secretKeyRef is refused here, with what to set', async () => {
     // An API key's id may hold ':', a Secret's key may not: the key's default (its id) cannot be used then.
     assert.match(await failing('sidecar', ['auth.apiKeys[0].id=team:ci']), /auth\.apiKeys\[0\] \(team:ci\).*secretKey/);

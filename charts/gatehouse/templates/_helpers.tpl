@@ -332,7 +332,28 @@ app.kubernetes.io/component: mcp-gateway
 {{- with $v.tracing.resourceAttributes }}{{ $_ := set $tracing "resourceAttributes" . }}{{ end }}
 {{- $_ := set $config "tracing" $tracing }}
 {{- end }}
+{{- include "gatehouse.extraConflicts" (dict "extra" $v.extraConfig "chart" $config "path" "extraConfig") }}
 {{- toJson (mustMergeOverwrite (deepCopy $v.extraConfig) $config) }}
+{{- end }}
+
+{{/* extraConfig merges under the config the chart renders, whose keys win: a key of extraConfig the chart also
+     sets, to another value, would be dropped without a word (or, for a false or 0 of the chart's, win after all:
+     the merge keeps a non-empty value over an empty one). Maps present in both are compared key by key. */}}
+{{- define "gatehouse.extraConflicts" -}}
+{{- $path := .path }}
+{{- $chart := .chart }}
+{{- range $k, $extra := .extra }}
+{{- if hasKey $chart $k }}
+{{- $own := get $chart $k }}
+{{- if and (kindIs "map" $extra) (kindIs "map" $own) }}
+{{- include "gatehouse.extraConflicts" (dict "extra" $extra "chart" $own "path" (printf "%s.%s" $path $k)) }}
+{{- else if ne (toJson $extra) (toJson $own) }}
+{{- $key := printf "%s.%s" $path $k | trimPrefix "extraConfig." }}
+{{- $values := dict "upstreams" "upstream.* (the chart's upstream) or extraUpstreams (more upstreams)" "sessions.requestStateKey" "requestStateKey" "listen.host" "nothing: the chart binds 0.0.0.0 in the pod" "metrics.host" "nothing: the chart binds 0.0.0.0 in the pod" "admin.host" "nothing: the chart binds 0.0.0.0 in the pod" "policy.egressProxy" "egressProxy.*" }}
+{{- fail (printf "extraConfig.%s is rendered by the chart from its values and would be ignored: set %s instead" $key (get $values $key | default $key)) }}
+{{- end }}
+{{- end }}
+{{- end }}
 {{- end }}
 
 {{/* A fresh accumulator: env entries, Secret names mounted as files, env names in use. */}}
