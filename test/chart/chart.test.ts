@@ -584,6 +584,31 @@ describe('secrets', () => {
     });
   }
 
+  test('a secret written in clear in a field that is always a secret is refused: it would land in the ConfigMap', async () => {
+    // The view ClusterRole reads ConfigMaps, not Secrets: a token there is readable by every viewer of the namespace.
+    const admin = ['admin.enabled=true'];
+    for (const [values, set, field] of [
+      ['sidecar', [...admin, 'admin.token=0123456789abcdef0123'], 'admin.token'],
+      ['sidecar', ['requestStateKey=0123456789abcdef0123456789abcdef0123'], 'requestStateKey'],
+      ['sidecar', ['upstream.clientCredentials.tokenUrl=https://auth.example.com/token', 'upstream.clientCredentials.clientId=gh', 'upstream.clientCredentials.clientSecret=s3cr3t'], 'upstream.clientCredentials.clientSecret'],
+      ['standalone', ['auth.oauth.introspection.url=https://auth.example.com/introspect', 'auth.oauth.introspection.clientSecret=s3cr3t'], 'auth.oauth.introspection.clientSecret'],
+      ['sidecar', ['upstream.headers.Authorization=Bearer s3cr3t'], 'upstream.headers.Authorization'],
+      ['sidecar', ['upstream.headers.X-Api-Key=s3cr3t'], 'upstream.headers.X-Api-Key'],
+      ['standalone', ['tracing.enabled=true', 'tracing.headers.authorization=Basic czNjcjN0'], 'tracing.headers.authorization'],
+      ['sidecar', ['store.kind=redis', 'store.url=redis://:s3cr3t@redis:6379/0'], 'store.url'],
+    ] as const) {
+      const err = await failing(values, [...set]);
+      assert.ok(err.includes(`${field} holds a secret in clear`), `${field}: ${err}`);
+      assert.match(err, /secretKeyRef.*secretFile/);
+    }
+    // What is no secret stays a plain string: a header such as X-Team, a Redis URL without a password, a reference.
+    const { docs } = await render('sidecar', ['upstream.headers.X-Team=platform', 'store.kind=redis', 'store.url=redis://redis:6379/0', 'upstream.headers.Authorization=Bearer ${env:MY_TOKEN}']);
+    const config = configObject(docs);
+    assert.equal(config['upstreams'][0]['headers']['X-Team'], 'platform');
+    assert.equal(config['upstreams'][0]['headers']['Authorization'], 'Bearer ${env:MY_TOKEN}');
+    assert.equal(config['store']['url'], 'redis://redis:6379/0');
+  });
+
   test('API keys read their hash from auth.apiKeysSecret under their id, or under secretKey', async () => {
     const { docs } = await render('sidecar');
     const env = container(docs, 'gatehouse')['env'] as Manifest[];
@@ -729,9 +754,9 @@ describe('admin API', () => {
   test('settings nobody could use, or that clash, fail with a message that says what to set', async () => {
     assert.match(await failing('sidecar', ['admin.enabled=true']), /admin\.enabled needs admin\.token .* or admin\.groups/);
     assert.match(await failing('sidecar', ['admin.enabled=true', 'admin.groups[0]=sre']), /admin\.groups needs auth\.oauth/);
-    assert.match(await failing('sidecar', ['admin.enabled=true', 'admin.token=0123456789abcdef', 'admin.service.enabled=true']), /networkPolicy\.admin\.from/);
+    assert.match(await failing('sidecar', ['admin.enabled=true', 'admin.token.secretFile.name=gh-admin', 'admin.token.secretFile.key=token', 'admin.service.enabled=true']), /networkPolicy\.admin\.from/);
     assert.match(await failing('sidecar', ['admin.service.enabled=true']), /admin\.service\.enabled needs admin\.enabled/);
-    assert.match(await failing('sidecar', ['admin.enabled=true', 'admin.token=0123456789abcdef', 'admin.port=8080']), /admin\.port 8080 clashes/);
+    assert.match(await failing('sidecar', ['admin.enabled=true', 'admin.token.secretFile.name=gh-admin', 'admin.token.secretFile.key=token', 'admin.port=8080']), /admin\.port 8080 clashes/);
     assert.match(await failing('sidecar', ['admin.tokn=x']), /additional properties 'tokn' not allowed/);
   });
 });
@@ -1076,7 +1101,7 @@ describe('NOTES.txt', () => {
     assert.match(everything, /Admin API .*port "admin" \(9470\) of the pod, and of the Service gatehouse-all-admin for the peers in networkPolicy\.admin\.from/);
     assert.match(everything, /port-forward svc\/gatehouse-all-admin 9465:9471/);
     assert.match(everything, /or an access token of the groups sre/);
-    const podOnly = await notes('sidecar', ['admin.enabled=true', 'admin.token=0123456789abcdef']);
+    const podOnly = await notes('sidecar', ['admin.enabled=true', 'admin.token.secretFile.name=gh-admin', 'admin.token.secretFile.key=token']);
     assert.match(podOnly, /port "admin" \(9465\) of the pod, in no Service/);
     assert.match(podOnly, /port-forward deploy\/gh-gatehouse 9465:9465/);
     assert.doesNotMatch(await notes('sidecar'), /Admin API/);

@@ -202,7 +202,22 @@ app.kubernetes.io/component: mcp-gateway
 {{- fail (printf "%s: expected a string, { secretKeyRef: { name, key } } or { secretFile: { name, key } }" .field) }}
 {{- end }}
 {{- else }}
+{{- if include "gatehouse.clearSecret" (dict "field" .field "value" $v) }}
+{{- fail (printf "%s holds a secret in clear, which would land in the ConfigMap (readable by whoever may view the namespace, unlike a Secret): give it as { secretKeyRef: { name, key } } or { secretFile: { name, key } } of an existing Secret" .field) }}
+{{- end }}
 {{- $v }}
+{{- end }}
+{{- end }}
+
+{{/* Non-empty when a plain string given for .field is a secret written out: a field that is always a secret (a
+     token, a client secret, the requestState key, a credential header) or a URL with a password. A string that is
+     only a ${env:...} or ${file:...} reference, with at most a scheme word before it ("Bearer "), writes none. */}}
+{{- define "gatehouse.clearSecret" -}}
+{{- if kindIs "string" .value }}
+{{- $always := list "admin.token" "requestStateKey" "upstream.clientCredentials.clientSecret" "auth.oauth.introspection.clientSecret" }}
+{{- $header := regexMatch "^(upstream|tracing)\\.headers\\.(?i:(proxy-)?authorization|cookie|.*(api[-_]?key|token|secret|password).*)$" .field }}
+{{- $reference := regexMatch "^([A-Za-z]+ )?\\$\\{(env|file):[^}]+\\}$" .value }}
+{{- if and (not $reference) (or (has .field $always) $header (regexMatch "^[A-Za-z][A-Za-z0-9+.-]*://[^/@]*:[^/@]+@" .value)) }}true{{ end }}
 {{- end }}
 {{- end }}
 
