@@ -429,6 +429,8 @@ describe('gateway config', () => {
     assert.deepEqual(up['uriPrefixes'], ['search://']);
     // Unset, they are left out and Gatehouse's defaults apply.
     assert.deepEqual(Object.keys(configObject((await render('sidecar')).docs)['upstreams'][0]).sort(), ['era', 'name', 'url']);
+    // Gatehouse refuses 0 (undici takes no 0 keep-alive), so the chart's schema does too, before anything is installed.
+    assert.match(await failing('standalone', ['upstream.pool.keepAliveTimeoutMs=0']), /keepAliveTimeoutMs/);
   });
 
   test('metrics are off in the config when the values turn them off', async () => {
