@@ -49,6 +49,7 @@ export function unsupportedFeatures(config: GatehouseConfig): string[] {
     problems.push('store.tls: applies to TLS connections only; write the URL as rediss://');
   }
   problems.push(...adminProblems(config));
+  problems.push(...listenerClashes(config));
   problems.push(...urlProblems(config));
   problems.push(...timerProblems(config));
   return problems;
@@ -136,6 +137,26 @@ function policyProblems(policy: GatehouseConfig['policy']): string[] {
   return problems;
 }
 
+/** Hosts that bind every address of their family, so they overlap any other host on the same port. */
+const WILDCARD_HOSTS = new Set(['0.0.0.0', '::', '[::]', '']);
+
+/**
+ * Gatehouse's own listeners (the MCP endpoint, metrics, the admin API) each need a port of their own where
+ * their hosts overlap (the same host, or a wildcard): two on one port passed every check and then failed
+ * every start with "port in use". Port 0 picks a free port, so it never clashes.
+ */
+function listenerClashes(config: GatehouseConfig): string[] {
+  const listeners: Array<{ key: string; what: string; host: string; port: number }> = [{ key: 'listen', what: 'the MCP endpoint', host: config.listen.host, port: config.listen.port }];
+  if (config.metrics.enabled) listeners.push({ key: 'metrics', what: 'metrics', host: config.metrics.host, port: config.metrics.port });
+  if (config.admin.enabled) listeners.push({ key: 'admin', what: 'the admin API', host: config.admin.host, port: config.admin.port });
+  const problems: string[] = [];
+  listeners.forEach((later, i) => {
+    const earlier = listeners.slice(0, i).find((l) => l.port !== 0 && l.port === later.port && (l.host === later.host || WILDCARD_HOSTS.has(l.host) || WILDCARD_HOSTS.has(later.host)));
+    if (earlier !== undefined) problems.push(`${later.key}.port: ${later.what} has its own listener, and ${earlier.key}.port (${earlier.what}) already takes port ${later.port} on an overlapping host; choose another port`);
+  });
+  return problems;
+}
+
 /** The admin API needs a way to tell reviewers apart from everyone else, and approvals need the admin API. */
 function adminProblems(config: GatehouseConfig): string[] {
   const problems: string[] = [];
@@ -143,7 +164,6 @@ function adminProblems(config: GatehouseConfig): string[] {
   if (admin.enabled) {
     if (admin.token === undefined && admin.groups.length === 0) problems.push('admin.enabled: the admin API needs admin.token, or admin.groups with auth.oauth, to know who may use it');
     if (admin.groups.length > 0 && config.auth.oauth === undefined) problems.push('admin.groups: groups come from OAuth access tokens; configure auth.oauth, or use admin.token');
-    if (admin.port !== 0 && admin.port === config.listen.port && admin.host === config.listen.host) problems.push('admin.port: the admin API has its own listener; choose a port other than listen.port');
   }
   const reviewed = config.policy.approvals.some((a) => a.by === 'reviewer' || a.by === 'user');
   if (reviewed && !admin.enabled) problems.push('policy.approvals: reviewers decide through the admin API (and user confirmations fall back to them); set admin.enabled: true with admin.token or admin.groups');
