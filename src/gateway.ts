@@ -72,6 +72,14 @@ export interface Gateway {
   /** Starts listening; resolves with the MCP endpoint URL once the port is bound. */
   listen(): Promise<string>;
   /**
+   * The first step of a shutdown: `/readyz` answers 503 while every request is still served, for the running
+   * config's `shutdown.delayMs`, so load balancers (a Service's endpoints) stop sending new connections before
+   * `close` refuses them. Resolves when the delay is over, or cut short by `skipDelay` or `close`.
+   */
+  withdraw(): Promise<void>;
+  /** Cuts a running `withdraw` delay short (a second stop signal); false when none is running. */
+  skipDelay(): boolean;
+  /**
    * Stops accepting, drains in-flight requests for up to `shutdown.graceMs`, then stops upstreams. `quiet`:
    * no drain and stop lines (a gateway that never started serving has nothing to report).
    */
@@ -244,6 +252,9 @@ export function createGateway(config: GatehouseConfig, log: Logger, options: Gat
   }
 
   let closing: Promise<void> | undefined;
+  let withdrawing: Promise<void> | undefined;
+  /** Ends the running withdraw delay; undefined when none runs. */
+  let endDelay: (() => void) | undefined;
   async function reloadFromText(file: string, text: string): Promise<void> {
     let next: GatehouseConfig;
     const interpolated: InterpolatedValue[] = [];
@@ -352,6 +363,26 @@ export function createGateway(config: GatehouseConfig, log: Logger, options: Gat
       log.info('config reloaded', { upstreams: next.upstreams.map((u) => u.name), ...(logOnly ? { kept: 'upstreams, catalog, auth' } : {}) });
       return [];
     },
+    withdraw() {
+      withdrawing ??= new Promise<void>((resolve) => {
+        edge.withdraw();
+        const delayMs = running.shutdown.delayMs;
+        if (delayMs === 0 || closing) return resolve();
+        log.info('shutting down: /readyz answers 503 and requests are still served until shutdown.delayMs is over, so load balancers stop sending new ones', { delayMs });
+        const timer = setTimeout(() => endDelay?.(), delayMs);
+        endDelay = () => {
+          endDelay = undefined;
+          clearTimeout(timer);
+          resolve();
+        };
+      });
+      return withdrawing;
+    },
+    skipDelay() {
+      if (endDelay === undefined) return false;
+      endDelay();
+      return true;
+    },
     async checkConfigFile() {
       return watcher === undefined ? 'none' : watcher.checkNow();
     },
@@ -418,6 +449,8 @@ export function createGateway(config: GatehouseConfig, log: Logger, options: Gat
     },
     close(closeOptions = {}) {
       closing ??= (async () => {
+        // A close while the withdraw delay runs ends it: the drain starts now.
+        endDelay?.();
         // The running config's grace: shutdown.graceMs follows a reload, as it does for a retired runtime.
         const graceMs = running.shutdown.graceMs;
         if (!closeOptions.quiet) log.info('shutting down: draining in-flight requests', { inFlight: edge.inFlight, graceMs });

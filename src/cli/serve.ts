@@ -1,11 +1,12 @@
 // `gatehouse serve`: builds the config (from a file or from flags), starts the gateway, prints how to
-// connect, and shuts down cleanly on SIGTERM/SIGINT; SIGHUP reads the config file again at once.
+// connect, and shuts down cleanly on SIGTERM/SIGINT (shutdown.delayMs with /readyz failing, then the
+// drain); SIGHUP reads the config file again at once.
 
 import { parseArgs } from 'node:util';
 import { ConfigError, loadConfigFileWithText, validateConfigObject } from '../config/load.js';
 import type { GatehouseConfig, ListenConfig, LogLevel } from '../config/types.js';
-import { createGateway, ListenError } from '../gateway.js';
-import { createLogger, resolveLogFormat } from '../log/logger.js';
+import { createGateway, ListenError, type Gateway } from '../gateway.js';
+import { createLogger, resolveLogFormat, type Logger } from '../log/logger.js';
 import type { InterpolatedValue } from '../config/interpolate.js';
 import { collectSecrets } from '../config/secrets.js';
 import { SERVE_HELP } from './help.js';
@@ -64,9 +65,11 @@ export async function serveCommand(args: string[], io: CommandIO): Promise<numbe
   }
   // Signal handlers go in before listening, so a SIGTERM that races start-up still drains and exits 0.
   const stopped = new Promise<number>((resolve) => {
-    const stop = (signal: string): void => {
+    let stopping: Promise<void> | undefined;
+    const stop = (signal: NodeJS.Signals): void => {
       log.info('signal received', { signal });
-      void gateway.close().then(() => resolve(0));
+      stopping ??= stopGateway(gateway, log);
+      void stopping.then(() => resolve(0));
     };
     process.once('SIGTERM', () => stop('SIGTERM'));
     process.once('SIGINT', () => stop('SIGINT'));
@@ -97,6 +100,26 @@ export async function serveCommand(args: string[], io: CommandIO): Promise<numbe
   log.info('gatehouse listening', { url, upstreams: config.upstreams.map((u) => u.name) });
   io.out(connectBanner(url));
   return stopped;
+}
+
+/**
+ * shutdown.delayMs with /readyz failing (gateway.withdraw), then the drain (gateway.close). While the delay
+ * runs, a second SIGTERM or SIGINT (Ctrl-C pressed twice) cuts it short instead of ending the process; past
+ * it, a repeated signal does what it did before (the default action of a signal already handled once).
+ */
+async function stopGateway(gateway: Gateway, log: Logger): Promise<void> {
+  const skip = (signal: NodeJS.Signals): void => {
+    if (gateway.skipDelay()) log.info('signal received again: skipping the rest of shutdown.delayMs', { signal });
+  };
+  process.on('SIGTERM', skip);
+  process.on('SIGINT', skip);
+  try {
+    await gateway.withdraw();
+  } finally {
+    process.off('SIGTERM', skip);
+    process.off('SIGINT', skip);
+  }
+  await gateway.close();
 }
 
 /** What to do about a port that cannot be bound, in the words of the command the user ran. */

@@ -342,7 +342,11 @@ export interface GatehouseConfiguration {
    */
   shutdown: {
     /**
-     * How long in-flight calls may finish after a stop signal before they are cut, in milliseconds.
+     * How long Gatehouse keeps serving after a stop signal, with `/readyz` answering 503, before it stops accepting connections, in milliseconds: time for a load balancer (Kubernetes: the Service's endpoints) to stop sending it new ones. 0 stops accepting at once (a process outside a load balancer); a second SIGTERM or SIGINT cuts the delay short.
+     */
+    delayMs: number;
+    /**
+     * How long in-flight calls may finish after a stop signal before they are cut, in milliseconds (after `delayMs`).
      */
     graceMs: number;
   };

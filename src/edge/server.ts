@@ -72,6 +72,11 @@ export interface Edge {
   readonly refusals: ReadonlyMap<string, number>;
   /** Requests that are being answered right now (listen streams excluded: they carry no work). */
   readonly inFlight: number;
+  /**
+   * The first step of a shutdown (shutdown.delayMs): `/readyz` answers 503 so load balancers take this instance
+   * out, while every request is still served; `/healthz` stays 200 (the process is alive, not to be restarted).
+   */
+  withdraw(): void;
   /** Stops accepting work: new requests on kept-alive connections get 503 and `Connection: close`. */
   startDraining(): void;
   /** Resolves when no request is in flight, or after `ms`, whichever is first; true when drained. */
@@ -92,6 +97,7 @@ export function createEdge(listen: ListenConfig, handlers: EdgeHandlers, log: Lo
   });
   let inFlight = 0;
   let draining = false;
+  let withdrawn = false;
   const idleWaiters: Array<() => void> = [];
   const listenStreams = new Set<ServerResponse>();
   /** One per counted request; a flag, not a Set of responses, to keep response objects' shapes untouched. */
@@ -221,6 +227,7 @@ export function createEdge(listen: ListenConfig, handlers: EdgeHandlers, log: Lo
       // It names the upstreams and the store: like the MCP endpoint, not for a page that rebound a name here.
       const hostOk = guard(req.headers);
       if (!hostOk.ok) return sendJson(res, 403, { error: 'forbidden', message: `Forbidden: ${hostOk.message}` }, {});
+      if (withdrawn) return sendJson(res, 503, { status: 'not_ready', reason: 'shutting_down', message: 'Gatehouse is shutting down: it still serves requests until shutdown.delayMs is over, then stops accepting connections' }, {});
       void handlers.readiness().then(
         ({ upstreams, store }) => {
           const ready = Object.values(upstreams).every(Boolean) && store.up;
@@ -683,7 +690,11 @@ export function createEdge(listen: ListenConfig, handlers: EdgeHandlers, log: Lo
     get inFlight() {
       return inFlight;
     },
+    withdraw() {
+      withdrawn = true;
+    },
     startDraining() {
+      withdrawn = true;
       draining = true;
       // Listening streams carry no work in progress: end them now so clients reconnect elsewhere.
       for (const res of listenStreams) res.end();

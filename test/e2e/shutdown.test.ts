@@ -1,5 +1,6 @@
-// SIGTERM: stop accepting, let in-flight requests finish within shutdown.graceMs, then exit 0.
-// Runs the built dist/main.js against a slow fake upstream.
+// SIGTERM: fail /readyz while still serving for shutdown.delayMs (so a load balancer takes the instance out
+// before it refuses connections), then stop accepting, let in-flight requests finish within
+// shutdown.graceMs, and exit 0. Runs the built dist/main.js against fake upstreams.
 
 import { after, test } from 'node:test';
 import assert from 'node:assert/strict';
@@ -8,7 +9,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Client } from 'undici';
 import { jsonResult, sleep, startFakeUpstream } from '../fixtures/upstreams/fake-upstream.js';
-import { serveCli } from '../helpers/cli.js';
+import { serveCli, until } from '../helpers/cli.js';
 import { post, rpc } from '../helpers/http.js';
 
 const cleanups: Array<() => Promise<unknown>> = [];
@@ -58,4 +59,66 @@ test('past shutdown.graceMs the remaining requests are cut and the process still
   assert.equal(exit, 0);
   assert.equal(await inFlight, 'cut');
   assert.match(gw.stderr(), /grace period over/);
+});
+
+/** One request on a connection of its own (none kept from before): what a client new to the instance sees. */
+async function fresh(url: string, path: string, method: 'GET' | 'POST', body?: string): Promise<{ status: number; text: string }> {
+  const client = new Client(new URL(url).origin);
+  try {
+    const res = await client.request({ path, method, ...(body !== undefined ? { body, headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream' } } : {}) });
+    return { status: res.statusCode, text: await res.body.text() };
+  } finally {
+    await client.close();
+  }
+}
+
+function configFile(upstreamUrl: string, shutdown: string): string {
+  const dir = mkdtempSync(join(tmpdir(), 'gatehouse-shutdown-'));
+  const file = join(dir, 'gatehouse.yaml');
+  writeFileSync(file, `listen: { port: 0 }\nupstreams: [{ name: up, url: "${upstreamUrl}" }]\nauth: { anonymous: true }\nidempotency: { requireKeys: false }\nshutdown: ${shutdown}\n`);
+  return file;
+}
+
+test('shutdown.delayMs: after SIGTERM /readyz answers 503 while new connections are still served; then the listener closes and the process exits 0', async () => {
+  const up = await startFakeUpstream((_req, res, body) => jsonResult(res, body, { content: [{ type: 'text', text: 'served' }] }));
+  cleanups.push(() => up.close());
+  const gw = await serveCli(['--config', configFile(up.url, '{ delayMs: 2500, graceMs: 1000 }')]);
+  cleanups.push(() => gw.stop());
+  const path = new URL(gw.url).pathname;
+  assert.equal((await fresh(gw.url, '/readyz', 'GET')).status, 200);
+  const signalled = Date.now();
+  gw.child.kill('SIGTERM');
+  // Told at once: the signal is handled as soon as the process reads it.
+  assert.ok(await until(() => /shutdown\.delayMs/.test(gw.stderr()), 2000), gw.stderr());
+  const readyz = await fresh(gw.url, '/readyz', 'GET');
+  assert.equal(readyz.status, 503, readyz.text);
+  assert.equal(JSON.parse(readyz.text).reason, 'shutting_down');
+  assert.equal((await fresh(gw.url, '/healthz', 'GET')).status, 200, 'alive: not to be restarted');
+  const call = await fresh(gw.url, path, 'POST', rpc(1, 'tools/call', { name: 'anything' }));
+  assert.equal(call.status, 200, call.text);
+  assert.equal(JSON.parse(call.text).result.content[0].text, 'served');
+  assert.ok(Date.now() - signalled < 2500, 'the checks above ran within the delay');
+  // Past the delay the listener closes: a new connection is refused, and the process exits.
+  const refused = await until(() => fresh(gw.url, '/healthz', 'GET').then(() => false, (err: Error & { code?: string }) => err.code === 'ECONNREFUSED'), 6000);
+  assert.ok(refused, 'the listener closed after the delay');
+  assert.ok(Date.now() - signalled >= 2400, `closed only after shutdown.delayMs (${Date.now() - signalled} ms)`);
+  const exit = await Promise.race([gw.exited, sleep(6000).then(() => 'still running')]);
+  assert.equal(exit, 0);
+  assert.match(gw.stderr(), /"msg":"shutting down: draining in-flight requests"/);
+});
+
+test('a second SIGTERM or SIGINT during shutdown.delayMs skips the rest of it: the process drains and exits 0 at once', async () => {
+  const up = await startFakeUpstream((_req, res, body) => jsonResult(res, body, { content: [] }));
+  cleanups.push(() => up.close());
+  for (const second of ['SIGTERM', 'SIGINT'] as const) {
+    const gw = await serveCli(['--config', configFile(up.url, '{ delayMs: 60000 }')]);
+    cleanups.push(() => gw.stop());
+    gw.child.kill('SIGTERM');
+    assert.ok(await until(() => /shutdown\.delayMs/.test(gw.stderr()), 2000), gw.stderr());
+    assert.equal((await fresh(gw.url, '/readyz', 'GET')).status, 503);
+    gw.child.kill(second);
+    const exit = await Promise.race([gw.exited, sleep(8000).then(() => 'still running')]);
+    assert.equal(exit, 0, `${second}: ${gw.stderr()}`);
+    assert.match(gw.stderr(), new RegExp(`"msg":"signal received again: skipping the rest of shutdown.delayMs","signal":"${second}"`));
+  }
 });

@@ -150,7 +150,7 @@ describe('parseConfigText', () => {
       tracing: { enabled: false, sampleRatio: 1 },
       admin: { enabled: false, host: '127.0.0.1', port: 9465, groups: [] },
       log: { level: 'info', format: 'auto', requests: true },
-      shutdown: { graceMs: 10000 },
+      shutdown: { delayMs: 0, graceMs: 10000 },
     });
   });
 
