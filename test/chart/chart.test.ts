@@ -1012,13 +1012,29 @@ describe('values', () => {
     assert.match(await failing('standalone', ['service.port=9464']), /service\.port 9464 .*service\.metricsPort/);
   });
 
-  test("terminationGracePeriodSeconds leaves Gatehouse its drain (shutdown.graceMs) and the stop after it, or the render fails", async () => {
+  test("terminationGracePeriodSeconds leaves Gatehouse its delay, its drain (shutdown.graceMs) and the stop after it, or the render fails", async () => {
     // The kubelet kills the container at terminationGracePeriodSeconds: a drain still running is cut, the store unclosed.
     assert.match(await failing('sidecar', ['terminationGracePeriodSeconds=10']), /terminationGracePeriodSeconds 10 .*shutdown\.graceMs 10000/);
-    assert.match(await failing('sidecar', ['extraConfig.shutdown.graceMs=60000']), /terminationGracePeriodSeconds 30 .*shutdown\.graceMs 60000.*at least 65/);
-    const { docs } = await render('sidecar', ['extraConfig.shutdown.graceMs=60000', 'terminationGracePeriodSeconds=65']);
-    assert.equal(podSpec(docs)['terminationGracePeriodSeconds'], 65);
+    assert.match(await failing('sidecar', ['extraConfig.shutdown.graceMs=60000']), /terminationGracePeriodSeconds 30 .*shutdown\.delayMs 5000.*shutdown\.graceMs 60000.*at least 70/);
+    const { docs } = await render('sidecar', ['extraConfig.shutdown.graceMs=60000', 'terminationGracePeriodSeconds=70']);
+    assert.equal(podSpec(docs)['terminationGracePeriodSeconds'], 70);
     assert.equal(loadRendered(docs, 'grace').config.shutdown.graceMs, 60000);
+    // The delay counts: 5 s of it, 10 s of drain and 5 s of stop need 20 s.
+    assert.match(await failing('sidecar', ['terminationGracePeriodSeconds=19']), /terminationGracePeriodSeconds 19 .*shutdown\.delayMs 5000.*shutdown\.graceMs 10000.*at least 20/);
+    assert.match(await failing('sidecar', ['shutdown.delayMs=30000']), /terminationGracePeriodSeconds 30 .*shutdown\.delayMs 30000.*at least 45/);
+    assert.equal(podSpec((await render('sidecar', ['terminationGracePeriodSeconds=20'])).docs)['terminationGracePeriodSeconds'], 20);
+  });
+
+  test('shutdown.delayMs (5000 by default) is rendered into the config: pods leave the Service before they refuse connections', async () => {
+    // Without it Gatehouse stops accepting at SIGTERM while the endpoints still send it new connections.
+    const byDefault = loadRendered((await render('standalone')).docs, 'delay').config;
+    assert.equal(byDefault.shutdown.delayMs, 5000);
+    assert.equal(byDefault.shutdown.graceMs, 10000);
+    // 0 turns it off; extraConfig's graceMs merges beside the chart's delay.
+    const off = loadRendered((await render('sidecar', ['shutdown.delayMs=0', 'extraConfig.shutdown.graceMs=20000'])).docs, 'no-delay').config;
+    assert.deepEqual(off.shutdown, { delayMs: 0, graceMs: 20000 });
+    assert.match(await failing('sidecar', ['extraConfig.shutdown.delayMs=1000']), /extraConfig\.shutdown\.delayMs .*set shutdown\.delayMs/);
+    assert.match(await failing('sidecar', ['shutdown.delayMs=-1']), /delayMs/);
   });
 
   test('extraConfig naming a setting the chart renders from its own values fails, instead of being dropped', async () => {

@@ -154,12 +154,15 @@ app.kubernetes.io/component: mcp-gateway
 {{- if and $v.store.sentinel $v.store.cluster }}
 {{- fail "store.sentinel and store.cluster exclude each other: name one way to reach Redis" }}
 {{- end }}
-{{- /* The kubelet kills the container terminationGracePeriodSeconds after SIGTERM. Gatehouse drains for up to
-       shutdown.graceMs, then stops its stdio upstreams (up to 4 s: stdin closed, then SIGTERM, 2 s each) and closes
-       the store: a kill before that cuts calls the drain would have finished and leaves the store unclosed. */}}
+{{- /* The kubelet kills the container terminationGracePeriodSeconds after SIGTERM. Gatehouse serves on for
+       shutdown.delayMs (/readyz failing), drains for up to shutdown.graceMs, then stops its stdio upstreams (up to
+       4 s: stdin closed, then SIGTERM, 2 s each) and closes the store: a kill before that cuts calls the drain would
+       have finished and leaves the store unclosed. */}}
+{{- $delayMs := int $v.shutdown.delayMs }}
 {{- $graceMs := int (dig "shutdown" "graceMs" 10000 $v.extraConfig) }}
-{{- if lt (mul (int $v.terminationGracePeriodSeconds) 1000) (add $graceMs 5000) }}
-{{- fail (printf "terminationGracePeriodSeconds %d is too short for Gatehouse's shutdown.graceMs %d (extraConfig.shutdown.graceMs; the drain after SIGTERM) and the 5 s its stop takes after it: set terminationGracePeriodSeconds to at least %d, or lower shutdown.graceMs" (int $v.terminationGracePeriodSeconds) $graceMs (div (add $graceMs 5999) 1000)) }}
+{{- $needMs := add $delayMs $graceMs 5000 }}
+{{- if lt (mul (int $v.terminationGracePeriodSeconds) 1000) $needMs }}
+{{- fail (printf "terminationGracePeriodSeconds %d is too short for Gatehouse's shutdown.delayMs %d (serving on with /readyz failing after SIGTERM), shutdown.graceMs %d (extraConfig.shutdown.graceMs; the drain after it) and the 5 s its stop takes after them: set terminationGracePeriodSeconds to at least %d, or lower shutdown.delayMs or shutdown.graceMs" (int $v.terminationGracePeriodSeconds) $delayMs $graceMs (div (add $needMs 999) 1000)) }}
 {{- end }}
 {{- if and (eq $v.store.kind "sqlite") $v.store.persistence.enabled (or $v.autoscaling.enabled (gt (int $v.replicaCount) 1)) }}
 {{- fail "store.persistence (SQLite on a ReadWriteOnce claim) serves one pod: set replicaCount: 1 and autoscaling.enabled: false, or use store.kind: redis for more replicas" }}
@@ -324,7 +327,7 @@ app.kubernetes.io/component: mcp-gateway
 {{- $metrics = dict "enabled" true "host" "0.0.0.0" "port" (int $v.metrics.port) "path" $v.metrics.path }}
 {{- end }}
 
-{{- $config := dict "listen" $listen "upstreams" (concat (list $up) $v.extraUpstreams) "auth" $auth "store" $store "metrics" $metrics "log" (dict "level" $v.log.level) }}
+{{- $config := dict "listen" $listen "upstreams" (concat (list $up) $v.extraUpstreams) "auth" $auth "store" $store "metrics" $metrics "log" (dict "level" $v.log.level) "shutdown" (dict "delayMs" (int $v.shutdown.delayMs)) }}
 {{- if $v.admin.enabled }}
 {{- $admin := dict "enabled" true "host" "0.0.0.0" "port" (int $v.admin.port) }}
 {{- with $v.admin.token }}
