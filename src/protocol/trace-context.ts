@@ -16,13 +16,21 @@ export interface TraceContext {
 
 /** version-traceid-parentid-flags; all-zero ids are invalid (W3C Trace Context §3.2.2). */
 const TRACEPARENT = /^[0-9a-f]{2}-([0-9a-f]{32})-([0-9a-f]{16})-[0-9a-f]{2}$/;
+/**
+ * A tracestate is printable ASCII (keys, values, `,` `=` and optional whitespace, §3.3.1) of at most 512
+ * characters (§3.3.1.5): anything else is dropped, never sent on as a header (a line break would fail the
+ * upstream request, a long one draws a 431, and either would be counted as the upstream's failure).
+ */
+const TRACESTATE = /^[\t\x20-\x7e]{0,512}$/;
 
-function parse(traceparent: unknown, tracestate: unknown): TraceContext | undefined {
+/** A valid trace context from a traceparent and tracestate (headers or `_meta`), else undefined. */
+export function readTraceContext(traceparent: unknown, tracestate: unknown): TraceContext | undefined {
   if (typeof traceparent !== 'string') return undefined;
-  const m = TRACEPARENT.exec(traceparent.trim());
-  if (!m || m[1] === '0'.repeat(32) || m[2] === '0'.repeat(16) || traceparent.startsWith('ff')) return undefined;
-  const state = typeof tracestate === 'string' && tracestate.length <= 512 ? tracestate : undefined;
-  return { traceparent: traceparent.trim(), ...(state !== undefined ? { tracestate: state } : {}), traceId: m[1]! };
+  const given = traceparent.trim();
+  const m = TRACEPARENT.exec(given);
+  if (!m || m[1] === '0'.repeat(32) || m[2] === '0'.repeat(16) || given.startsWith('ff')) return undefined;
+  const state = typeof tracestate === 'string' && TRACESTATE.test(tracestate) ? tracestate : undefined;
+  return { traceparent: given, ...(state !== undefined ? { tracestate: state } : {}), traceId: m[1]! };
 }
 
 export interface TraceSources {
@@ -37,8 +45,8 @@ export function traceSources(headers: IncomingHttpHeaders, message: unknown): Tr
   const params = (message as { params?: unknown } | undefined)?.params;
   const meta = typeof params === 'object' && params !== null ? (params as { _meta?: unknown })._meta : undefined;
   const metaObj = typeof meta === 'object' && meta !== null ? (meta as Record<string, unknown>) : undefined;
-  const fromMeta = parse(metaObj?.traceparent, metaObj?.tracestate);
-  const fromHeaders = parse(headers.traceparent, headers.tracestate);
+  const fromMeta = readTraceContext(metaObj?.traceparent, metaObj?.tracestate);
+  const fromHeaders = readTraceContext(headers.traceparent, headers.tracestate);
   return { context: fromMeta ?? fromHeaders, missingFromMeta: fromMeta === undefined, missingFromHeaders: fromHeaders === undefined };
 }
 

@@ -13,6 +13,7 @@ import { MAX_WHOLE_BODY_BYTES } from '../pipeline/relay-body.js';
 import { toolCalled, type ToolTimeout } from './tool-timeouts.js';
 import { toGatewayError } from './failures.js';
 import { protocolVersionHeader } from '../protocol/versions.js';
+import { readTraceContext } from '../protocol/trace-context.js';
 import { readSseMessages, reopenStream, sessionHeaders, type StreamResumption } from './resumable-sse.js';
 
 const ERROR_BODY_LIMIT = 64 * 1024;
@@ -151,9 +152,14 @@ async function* fromJsonText(text: string): AsyncGenerator<JsonRpcMessage, void,
   if (parsed !== null && typeof parsed === 'object' && !Array.isArray(parsed)) yield parsed as JsonRpcMessage;
 }
 
-/** Trace context a message carries in `_meta` also goes up as W3C headers (see protocol/trace-context.ts). */
+/**
+ * Trace context a message carries in `_meta` also goes up as W3C headers (see protocol/trace-context.ts),
+ * when it is valid: `_meta` is the client's, and what it holds is no header value until checked.
+ */
 function traceHeaders(message: JsonRpcMessage): Record<string, string> {
   const meta = (message as { params?: { _meta?: Record<string, unknown> } }).params?._meta;
-  if (meta === undefined || typeof meta.traceparent !== 'string') return {};
-  return typeof meta.tracestate === 'string' ? { traceparent: meta.traceparent, tracestate: meta.tracestate } : { traceparent: meta.traceparent };
+  if (meta === undefined || meta === null || typeof meta.traceparent !== 'string') return {};
+  const trace = readTraceContext(meta.traceparent, meta.tracestate);
+  if (trace === undefined) return {};
+  return trace.tracestate !== undefined ? { traceparent: trace.traceparent, tracestate: trace.tracestate } : { traceparent: trace.traceparent };
 }

@@ -103,3 +103,37 @@ test('a client-chosen tool name is cut in the log line, so one request cannot fl
   assert.ok(line, 'the request was logged');
   assert.ok((line.tool as string).length <= 201, `tool field of ${(line.tool as string).length} characters`);
 });
+
+// Found by a reading hunt: a bridged call sent the client's `_meta` trace context upstream as headers as it
+// came, so a tracestate with a line break (or 100 KB of it) failed the call as the upstream's failure
+// (GW_ERR_UPSTREAM_UNREACHABLE "invalid tracestate header", or the upstream's 431), which the upstream's
+// circuit breaker counted: one client opened it for every caller. A traceparent version `ff` behind a space
+// passed as well.
+test("bridged: a client's malformed trace context in _meta is not sent as headers, fails nothing, and opens no breaker", async () => {
+  const up = await upstreamOf(true);
+  const gw = await startGateway({ upstreams: [{ name: 'traced', url: up.url }], policy: { breakers: [{ id: 'up', per: 'upstream', consecutiveFailures: 2, coolDownSeconds: 600 }] } });
+  cleanups.push(() => gw.close());
+  const bad: Array<Record<string, unknown>> = [
+    { traceparent: TRACEPARENT, tracestate: 'a=1\r\nx-injected: 1' },
+    { traceparent: TRACEPARENT, tracestate: `a=${'x'.repeat(100_000)}` },
+    { traceparent: `${TRACEPARENT}\nx-injected: 1` },
+    { traceparent: ` ff-${TRACEPARENT.slice(3)}` },
+  ];
+  for (const [i, meta] of bad.entries()) {
+    const req = modernRequest(20 + i, 'tools/call', { name: 'echo', arguments: {}, _meta: meta });
+    const res = await post(gw.url, req.body, req.headers);
+    assert.equal(res.status, 200, `${i}: ${res.text}`);
+    assert.equal(res.json().result?.content?.[0]?.text, 'ok', `${i}: ${res.text}`);
+    const seen = callSeen(up);
+    if (meta.tracestate !== undefined) {
+      assert.equal(seen.headers.traceparent, TRACEPARENT, `${i}: the valid traceparent still goes up`);
+      assert.equal(seen.headers.tracestate, undefined, `${i}: the malformed tracestate is not a header`);
+    } else {
+      assert.equal(seen.headers.traceparent, undefined, `${i}: the malformed traceparent is not a header`);
+    }
+  }
+  // A well-formed context still goes up as headers.
+  const good = modernRequest(30, 'tools/call', { name: 'echo', arguments: {}, _meta: { traceparent: TRACEPARENT, tracestate: TRACESTATE } });
+  assert.equal((await post(gw.url, good.body, good.headers)).status, 200);
+  assert.equal(callSeen(up).headers.tracestate, TRACESTATE);
+});
