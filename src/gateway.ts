@@ -9,6 +9,7 @@ import { unsupportedFeatures } from './config/semantic-checks.js';
 import { watchConfigFile, type ConfigCheck, type ConfigWatcher } from './config/watch.js';
 import { isStdioUpstream, type GatehouseConfig, type ListenConfig, type UpstreamConfig } from './config/types.js';
 import { createEdge, type Edge } from './edge/server.js';
+import { compileHostOriginGuard } from './edge/origin-guard.js';
 import type { Logger } from './log/logger.js';
 import type { InterpolatedValue } from './config/interpolate.js';
 import { collectSecrets } from './config/secrets.js';
@@ -422,7 +423,7 @@ export function createGateway(config: GatehouseConfig, log: Logger, options: Gat
         log.info('admin API listening', { url: adminUrl });
       }
       if (metrics) {
-        metricsListener = createMetricsListener(metrics, config.metrics.path, log);
+        metricsListener = createMetricsListener(metrics, config.metrics.path, log, compileHostOriginGuard({ allowedHosts: [], allowedOrigins: [] }, isLoopback(config.metrics.host)));
         const listener = metricsListener;
         metricsUrl = await bound('metrics', 'metrics.port', config.metrics.host, config.metrics.port, () => listener.listen(config.metrics.host, config.metrics.port));
         log.info('metrics listening', { url: metricsUrl });

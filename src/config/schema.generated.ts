@@ -254,7 +254,7 @@ export interface GatehouseConfiguration {
      */
     enabled: boolean;
     /**
-     * Interface to bind the metrics listener to.
+     * Interface to bind the metrics listener to. On a loopback interface only requests naming a loopback Host (localhost, 127.0.0.1, [::1]) are served, others get 403, so a web page that rebinds its name to this machine cannot read the series; on another interface any Host is served.
      */
     host: string;
     /**

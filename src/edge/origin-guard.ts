@@ -17,7 +17,7 @@ export type HostOriginGuard = (headers: IncomingHttpHeaders) => GuardVerdict;
  * An Origin, when sent, must be listed in `allowedOrigins`, or name an allowed host, or equal the request's
  * own origin.
  */
-export function compileHostOriginGuard(listen: ListenConfig, loopback: boolean): HostOriginGuard {
+export function compileHostOriginGuard(listen: Pick<ListenConfig, 'allowedHosts' | 'allowedOrigins' | 'publicUrl'>, loopback: boolean): HostOriginGuard {
   const publicHost = listen.publicUrl !== undefined ? new URL(listen.publicUrl).hostname.toLowerCase() : undefined;
   const hosts = new Set(listen.allowedHosts.map((h) => h.toLowerCase()));
   if (hosts.size === 0 && loopback) for (const h of LOOPBACK_NAMES) hosts.add(h);

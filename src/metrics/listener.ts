@@ -1,7 +1,7 @@
 // The metrics endpoint on its own listener (DESIGN.md §5: never on the public port), so the MCP port can
 // face clients while Prometheus scrapes from inside the cluster.
 
-import { createServer, type Server } from 'node:http';
+import { createServer, type IncomingHttpHeaders, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { Logger } from '../log/logger.js';
 import type { GatewayMetrics } from './metrics.js';
@@ -12,8 +12,20 @@ export interface MetricsListener {
   close(): Promise<void>;
 }
 
-export function createMetricsListener(metrics: GatewayMetrics, path: string, log: Logger): MetricsListener {
+/**
+ * Whether a request's Host (and Origin) may be served (edge/origin-guard.ts): on a loopback interface,
+ * loopback names only, so a web page that rebound its name to 127.0.0.1 cannot read the series (they name
+ * the upstreams, tools and policy entries).
+ */
+export type MetricsHostGuard = (headers: IncomingHttpHeaders) => { ok: true } | { ok: false; message: string };
+
+export function createMetricsListener(metrics: GatewayMetrics, path: string, log: Logger, hostGuard: MetricsHostGuard): MetricsListener {
   const server: Server = createServer((req, res) => {
+    const host = hostGuard(req.headers);
+    if (!host.ok) {
+      res.writeHead(403, { 'content-type': 'text/plain' }).end(`Forbidden: ${host.message}\n`);
+      return;
+    }
     const q = req.url?.indexOf('?') ?? -1;
     const p = q === -1 ? req.url : req.url!.slice(0, q);
     if (p !== path || (req.method !== 'GET' && req.method !== 'HEAD')) {
