@@ -19,7 +19,8 @@
 //
 // Bounded cost: the BatchSpanProcessor holds at most `MAX_QUEUE` finished spans and drops the rest, the
 // exporter sends at most a few requests at a time with a timeout, and nothing a call waits for touches the
-// network; a collector that is down costs at most the queue.
+// network; a collector that is down costs at most the queue. A span holds at most NAME_MAX characters of
+// name and ATTRIBUTE_MAX per string attribute, whatever the client sent.
 
 import { createHash } from 'node:crypto';
 import type * as Api from '@opentelemetry/api';
@@ -46,6 +47,13 @@ const MAX_QUEUE = 2048;
 const MAX_BATCH = 512;
 const EXPORT_TIMEOUT_MS = 5000;
 const SCHEDULED_DELAY_MS = 1000;
+/**
+ * The longest span name and string attribute kept (as the request log's fields, log/request-log.ts): the
+ * tool name and the JSON-RPC id are the client's, and a megabyte of either would be held by every span in
+ * the queue and make a batch the collector refuses.
+ */
+const NAME_MAX = 200;
+const ATTRIBUTE_MAX = 256;
 
 /** The traces URL: the config, else the standard OTLP environment variables, else the OTLP/HTTP default. */
 export function tracesEndpoint(settings: Pick<TracingSettings, 'endpoint'>, env: NodeJS.ProcessEnv): string {
@@ -87,6 +95,7 @@ export function traceCalls(edge: object, settings: TracingSettings, log: Logger,
     const provider = new base.BasicTracerProvider({
       resource: resources.resourceFromAttributes({ 'service.name': env.OTEL_SERVICE_NAME?.trim() || 'gatehouse', ...settings.resourceAttributes }),
       sampler: new base.ParentBasedSampler({ root: new base.TraceIdRatioBasedSampler(settings.sampleRatio) }),
+      spanLimits: { attributeValueLengthLimit: ATTRIBUTE_MAX },
       spanProcessors: [new base.BatchSpanProcessor(exporter, { maxQueueSize: MAX_QUEUE, maxExportBatchSize: MAX_BATCH, scheduledDelayMillis: SCHEDULED_DELAY_MS, exportTimeoutMillis: EXPORT_TIMEOUT_MS })],
     });
     // Not registered globally: this gateway's spans only, so two gateways in one process never mix.
@@ -298,7 +307,8 @@ function errorTypeOf(entry: { rpcCode?: number }, e: CallEndEvent): string {
 }
 
 function spanName(method: string, target: string | undefined): string {
-  return target !== undefined ? `${method} ${target}` : method;
+  const name = target !== undefined ? `${method} ${target}` : method;
+  return name.length <= NAME_MAX ? name : `${name.slice(0, NAME_MAX)}…`;
 }
 
 /** The low-cardinality target of the span name: the tool or prompt name the client used. */
