@@ -28,8 +28,12 @@ export function createMetricsListener(metrics: GatewayMetrics, path: string, log
     }
     const q = req.url?.indexOf('?') ?? -1;
     const p = q === -1 ? req.url : req.url!.slice(0, q);
-    if (p !== path || (req.method !== 'GET' && req.method !== 'HEAD')) {
+    if (p !== path) {
       res.writeHead(404, { 'content-type': 'text/plain' }).end(`Metrics are at ${path}\n`);
+      return;
+    }
+    if (req.method !== 'GET' && req.method !== 'HEAD') {
+      res.writeHead(405, { allow: 'GET, HEAD', 'content-type': 'text/plain' }).end('Metrics are read with GET\n');
       return;
     }
     metrics.registry.metrics().then(

@@ -44,3 +44,19 @@ test('a loopback metrics listener serves loopback Host names, and refuses anothe
     assert.doesNotMatch(res.text, /gatehouse_/, `${host}: no series in the refusal`);
   }
 });
+
+test('the metrics path answers another method 405 with Allow: GET, HEAD; HEAD gets the headers only; other paths 404', async () => {
+  // Found by a reading hunt: a POST to /metrics was answered 404 "Metrics are at /metrics".
+  for (const method of ['POST', 'PUT', 'DELETE'] as const) {
+    const res = await request(gw.gateway.metricsUrl!, { method, body: method === 'DELETE' ? null : 'x' });
+    assert.equal(res.statusCode, 405, method);
+    assert.equal(res.headers.allow, 'GET, HEAD', method);
+    await res.body.dump();
+  }
+  const head = await request(gw.gateway.metricsUrl!, { method: 'HEAD' });
+  assert.equal(head.statusCode, 200);
+  assert.equal(await head.body.text(), '');
+  const other = await request(new URL('/elsewhere', gw.gateway.metricsUrl!).href);
+  assert.equal(other.statusCode, 404);
+  await other.body.dump();
+});
