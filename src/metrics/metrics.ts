@@ -172,6 +172,21 @@ export class GatewayMetrics {
     this.pinnedToolChanges.inc();
   }
 
+  /**
+   * The counters of span exports that failed (tracing.enabled: registered only then, so a gateway that does
+   * not trace shows no series for it). Returns what the tracer calls with the spans of each failed export.
+   */
+  traceExports(): (spans: number) => void {
+    const { Counter } = loadPromClient();
+    const registers = [this.registry];
+    const failures = new Counter({ name: 'gatehouse_trace_export_failures_total', help: 'Span exports to the OTLP endpoint that failed (refused, unreachable or timed out); their spans are dropped.', registers });
+    const dropped = new Counter({ name: 'gatehouse_trace_spans_dropped_total', help: 'Spans lost in failed exports to the OTLP endpoint.', registers });
+    return (spans) => {
+      failures.inc();
+      dropped.inc(spans);
+    };
+  }
+
   reload(result: 'applied' | 'refused'): void {
     this.reloads.inc({ result });
   }

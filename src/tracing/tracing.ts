@@ -19,11 +19,13 @@
 //
 // Bounded cost: the BatchSpanProcessor holds at most `MAX_QUEUE` finished spans and drops the rest, the
 // exporter sends at most a few requests at a time with a timeout, and nothing a call waits for touches the
-// network; a collector that is down costs at most the queue. A span holds at most NAME_MAX characters of
+// network; a collector that is down costs at most the queue. A failed export is counted (metrics) and logged,
+// at most once a minute, so an operator learns that spans are being lost. A span holds at most NAME_MAX characters of
 // name and ATTRIBUTE_MAX per string attribute, whatever the client sent.
 
 import { createHash } from 'node:crypto';
 import type * as Api from '@opentelemetry/api';
+import type { SpanExporter } from '@opentelemetry/sdk-trace-base';
 import type { Logger } from '../log/logger.js';
 import { channels, subscribe, type CallEndEvent, type CallRefusedEvent, type CallStartEvent, type StagePassedEvent, type StageWaitEvent, type UpstreamAnswerEvent, type UpstreamStartEvent } from '../pipeline/events.js';
 import type { CallContext } from '../pipeline/context.js';
@@ -47,6 +49,8 @@ const MAX_QUEUE = 2048;
 const MAX_BATCH = 512;
 const EXPORT_TIMEOUT_MS = 5000;
 const SCHEDULED_DELAY_MS = 1000;
+/** At most one warning per this interval about failed exports: a collector that is down fails every batch. */
+const EXPORT_WARN_INTERVAL_MS = 60_000;
 /**
  * The longest span name and string attribute kept (as the request log's fields, log/request-log.ts): the
  * tool name and the JSON-RPC id are the client's, and a megabyte of either would be held by every span in
@@ -76,7 +80,7 @@ interface Open {
 }
 
 /** Starts tracing the calls answered on `edge`; the packages load in the background (`ready`). */
-export function traceCalls(edge: object, settings: TracingSettings, log: Logger, env: NodeJS.ProcessEnv = process.env): CallTracing {
+export function traceCalls(edge: object, settings: TracingSettings, log: Logger, env: NodeJS.ProcessEnv = process.env, exportFailed?: (spans: number) => void): CallTracing {
   let stopped = false;
   let stopListening: (() => void) | undefined;
   let shutdown: (() => Promise<void>) | undefined;
@@ -91,7 +95,8 @@ export function traceCalls(edge: object, settings: TracingSettings, log: Logger,
     ]);
     if (stopped) return;
     const url = tracesEndpoint(settings, env);
-    const exporter = new otlp.OTLPTraceExporter({ url, timeoutMillis: EXPORT_TIMEOUT_MS, concurrencyLimit: 4, ...(settings.headers !== undefined ? { headers: settings.headers } : {}) });
+    const otlpExporter = new otlp.OTLPTraceExporter({ url, timeoutMillis: EXPORT_TIMEOUT_MS, concurrencyLimit: 4, ...(settings.headers !== undefined ? { headers: settings.headers } : {}) });
+    const exporter = watchedExporter(otlpExporter, exportFailureReporter(url, log, exportFailed));
     const provider = new base.BasicTracerProvider({
       resource: resources.resourceFromAttributes({ 'service.name': env.OTEL_SERVICE_NAME?.trim() || 'gatehouse', ...settings.resourceAttributes }),
       sampler: new base.ParentBasedSampler({ root: new base.TraceIdRatioBasedSampler(settings.sampleRatio) }),
@@ -286,6 +291,51 @@ export function traceCalls(edge: object, settings: TracingSettings, log: Logger,
       await Promise.race([shutdown().catch((err: unknown) => log.warn('tracing: the last spans could not be exported', { err })), timeout]);
       clearTimeout(timer);
     },
+  };
+}
+
+/**
+ * The exporter, with its failures reported: the BatchSpanProcessor hands a failed export's error to
+ * OpenTelemetry's global error handler, which writes to the diag logger, a no-op unless one is set, so a
+ * collector that is down, refuses or times out would lose every span without a word.
+ */
+function watchedExporter(inner: SpanExporter, failed: (spans: number, err: Error | undefined) => void): SpanExporter {
+  return {
+    export(spans, done) {
+      inner.export(spans, (result) => {
+        // ExportResultCode.SUCCESS is 0 (@opentelemetry/core, not a dependency of its own).
+        if (result.code !== 0) failed(spans.length, result.error);
+        done(result);
+      });
+    },
+    shutdown: () => inner.shutdown(),
+    forceFlush: () => inner.forceFlush?.() ?? Promise.resolve(),
+  };
+}
+
+/**
+ * Counts each failed export (`exportFailed`: the metrics, when on) and warns at most once per
+ * EXPORT_WARN_INTERVAL_MS, with what failed since the last warning. The endpoint is named by origin and
+ * path only (its userinfo and query may hold the backend's credentials), and the headers never.
+ */
+function exportFailureReporter(url: string, log: Logger, exportFailed: ((spans: number) => void) | undefined): (spans: number, err: Error | undefined) => void {
+  const endpoint = printableEndpoint(url);
+  let warnedAt: number | undefined;
+  let failures = 0;
+  let spansLost = 0;
+  return (spans, err) => {
+    exportFailed?.(spans);
+    failures++;
+    spansLost += spans;
+    const now = performance.now();
+    if (warnedAt !== undefined && now - warnedAt < EXPORT_WARN_INTERVAL_MS) return;
+    warnedAt = now;
+    // The error's message only (a status text or a network error): an OTLP error also holds the response body.
+    const reason = err === undefined ? 'unknown' : err.message.split(url).join(endpoint);
+    const status = (err as { code?: unknown } | undefined)?.code;
+    log.warn('tracing: spans could not be exported and were dropped', { endpoint, failedExports: failures, droppedSpans: spansLost, reason, ...(typeof status === 'number' ? { status } : {}) });
+    failures = 0;
+    spansLost = 0;
   };
 }
 
