@@ -22,11 +22,15 @@
 // network; a collector that is down costs at most the queue. A failed export is counted (metrics) and logged,
 // at most once a minute, so an operator learns that spans are being lost. A span holds at most NAME_MAX characters of
 // name and ATTRIBUTE_MAX per string attribute, whatever the client sent.
+//
+// The strings a client chose (method, tool and prompt names, the JSON-RPC id, the subject) are scrubbed of
+// credential-shaped text as the request log's are (log/redactText): a span is sent to a backend that more
+// people read than the gateway's log.
 
 import { createHash } from 'node:crypto';
 import type * as Api from '@opentelemetry/api';
 import type { SpanExporter } from '@opentelemetry/sdk-trace-base';
-import type { Logger } from '../log/logger.js';
+import { redactText, type Logger } from '../log/logger.js';
 import { channels, subscribe, type CallEndEvent, type CallRefusedEvent, type CallStartEvent, type StagePassedEvent, type StageWaitEvent, type UpstreamAnswerEvent, type UpstreamStartEvent } from '../pipeline/events.js';
 import type { CallContext } from '../pipeline/context.js';
 
@@ -58,6 +62,11 @@ const EXPORT_WARN_INTERVAL_MS = 60_000;
  */
 const NAME_MAX = 200;
 const ATTRIBUTE_MAX = 256;
+/**
+ * How far past the cut a string is scrubbed: a credential that straddles the cut is then found whole,
+ * not left as a prefix too short for its shape (a `gh_` key under 20 characters).
+ */
+const SCRUB_SLACK = 512;
 
 /** The traces URL: the config, else the standard OTLP environment variables, else the OTLP/HTTP default. */
 export function tracesEndpoint(settings: Pick<TracingSettings, 'endpoint'>, env: NodeJS.ProcessEnv): string {
@@ -155,14 +164,15 @@ export function traceCalls(edge: object, settings: TracingSettings, log: Logger,
       const entry = open.get(e.callId);
       if (!entry || !entry.span.isRecording() || entry.client) return;
       const ctx = e.ctx;
-      const target = ctx.route?.original ?? targetOf(ctx);
+      const rawTarget = ctx.route?.original ?? targetOf(ctx);
+      const target = rawTarget !== undefined ? clientText(rawTarget) : undefined;
       const client = tracer.startSpan(
         spanName(ctx.method ?? ctx.httpMethod, target),
         {
           kind: api.SpanKind.CLIENT,
           startTime: hr(performance.now()),
           attributes: {
-            ...(ctx.method !== undefined ? { 'mcp.method.name': ctx.method } : {}),
+            ...(ctx.method !== undefined ? { 'mcp.method.name': clientText(ctx.method) } : {}),
             ...(ctx.method === 'tools/call' && target !== undefined ? { 'gen_ai.tool.name': target, 'gen_ai.operation.name': 'execute_tool' } : {}),
             ...(ctx.method === 'prompts/get' && target !== undefined ? { 'gen_ai.prompt.name': target } : {}),
             'gatehouse.upstream': e.upstream,
@@ -204,7 +214,7 @@ export function traceCalls(edge: object, settings: TracingSettings, log: Logger,
         // Refused before the call could be described (front door, auth): a span of its own, with no parent
         // (the client's trace context is read after auth).
         const name = spanName(e.method ?? e.httpMethod, e.tool ?? e.prompt);
-        const span = tracer.startSpan(name, { kind: api.SpanKind.SERVER, startTime: hr(performance.now() - e.seconds * 1000), attributes: e.method !== undefined ? { 'mcp.method.name': e.method } : {} }, api.ROOT_CONTEXT);
+        const span = tracer.startSpan(name, { kind: api.SpanKind.SERVER, startTime: hr(performance.now() - e.seconds * 1000), attributes: e.method !== undefined ? { 'mcp.method.name': clientText(e.method) } : {} }, api.ROOT_CONTEXT);
         if (e.refusal !== undefined) span.addEvent('gatehouse.refusal', { 'gatehouse.stage': e.stage ?? 'edge', 'gatehouse.refusal_code': e.refusal });
         entry = { span };
       }
@@ -223,11 +233,11 @@ export function traceCalls(edge: object, settings: TracingSettings, log: Logger,
         'gatehouse.outcome': e.outcome,
         'http.response.status_code': e.status,
         ...(e.era !== undefined ? { 'gatehouse.era': e.era } : {}),
-        ...(subject !== undefined ? { 'enduser.id': subject } : {}),
-        ...(tenant !== undefined ? { 'gatehouse.tenant': tenant } : {}),
-        ...(route !== undefined ? { 'gatehouse.tool_ref': route.ref, 'gatehouse.upstream': route.upstream } : e.upstream !== undefined ? { 'gatehouse.upstream': e.upstream } : {}),
-        ...(e.tool !== undefined ? { 'gen_ai.tool.name': e.tool, 'gen_ai.operation.name': 'execute_tool' } : {}),
-        ...(e.prompt !== undefined ? { 'gen_ai.prompt.name': e.prompt } : {}),
+        ...(subject !== undefined ? { 'enduser.id': clientText(subject) } : {}),
+        ...(tenant !== undefined ? { 'gatehouse.tenant': clientText(tenant) } : {}),
+        ...(route !== undefined ? { 'gatehouse.tool_ref': clientText(route.ref), 'gatehouse.upstream': route.upstream } : e.upstream !== undefined ? { 'gatehouse.upstream': e.upstream } : {}),
+        ...(e.tool !== undefined ? { 'gen_ai.tool.name': clientText(e.tool), 'gen_ai.operation.name': 'execute_tool' } : {}),
+        ...(e.prompt !== undefined ? { 'gen_ai.prompt.name': clientText(e.prompt) } : {}),
         ...(e.refusal !== undefined ? { 'gatehouse.refusal_code': e.refusal, 'gatehouse.refusal_stage': e.stage ?? 'edge', ...(e.rule !== undefined ? { 'gatehouse.rule': e.rule } : {}) } : {}),
         ...(entry.rpcCode !== undefined ? { 'rpc.response.status_code': String(entry.rpcCode), 'rpc.jsonrpc.error_code': entry.rpcCode } : {}),
         ...(e.ctx?.approvalId !== undefined ? { 'gatehouse.approval_id': e.ctx.approvalId } : {}),
@@ -357,9 +367,33 @@ function errorTypeOf(entry: { rpcCode?: number }, e: CallEndEvent): string {
 }
 
 function spanName(method: string, target: string | undefined): string {
-  const name = target !== undefined ? `${method} ${target}` : method;
-  return name.length <= NAME_MAX ? name : `${name.slice(0, NAME_MAX)}…`;
+  return clientText(target !== undefined ? `${method} ${target}` : method, NAME_MAX);
 }
+
+/**
+ * A client-chosen string fit for a span: scrubbed of credential-shaped text (as the request log's) and cut
+ * at `max` characters. Typed strings may still be anything a hostile body held, so a value that is not a
+ * string is written as its JSON text.
+ */
+function clientText(value: unknown, max: number = ATTRIBUTE_MAX): string {
+  const s = typeof value === 'string' ? value : (JSON.stringify(value) ?? String(value));
+  if (s.length <= max && cleanTexts.has(s)) return s;
+  const scrubbed = redactText(s.length <= max + SCRUB_SLACK ? s : s.slice(0, max + SCRUB_SLACK));
+  const text = scrubbed.length <= max ? scrubbed : `${scrubbed.slice(0, max)}…`;
+  // Kept only when nothing was cut or scrubbed, so the set never holds a credential a client sent.
+  if (text === s) {
+    if (cleanTexts.size >= CLEAN_TEXTS_MAX) cleanTexts.clear();
+    cleanTexts.add(s);
+  }
+  return text;
+}
+
+/**
+ * Client strings seen before with nothing to scrub: the same methods and tool names recur on every span.
+ * Bounded: a client that sends ever new names empties it, and pays what every span paid without it.
+ */
+const cleanTexts = new Set<string>();
+const CLEAN_TEXTS_MAX = 1024;
 
 /** The low-cardinality target of the span name: the tool or prompt name the client used. */
 function targetOf(ctx: CallContext): string | undefined {
@@ -371,11 +405,11 @@ function targetOf(ctx: CallContext): string | undefined {
 function startAttributes(ctx: CallContext): Api.Attributes {
   const id = ctx.kind === 'request' ? (ctx.message as { id?: unknown } | undefined)?.id : undefined;
   return {
-    ...(ctx.method !== undefined ? { 'mcp.method.name': ctx.method } : {}),
+    ...(ctx.method !== undefined ? { 'mcp.method.name': clientText(ctx.method) } : {}),
     'mcp.protocol.version': ctx.version,
     // A digest, not the id: a legacy session id is what a client presents to be served in that session.
     ...(ctx.sessionId !== undefined ? { 'mcp.session.id': createHash('sha256').update(ctx.sessionId).digest('hex').slice(0, 32) } : {}),
-    ...(typeof id === 'string' || typeof id === 'number' ? { 'jsonrpc.request.id': String(id) } : {}),
+    ...(typeof id === 'string' || typeof id === 'number' ? { 'jsonrpc.request.id': clientText(String(id)) } : {}),
     'network.transport': 'tcp',
     'network.protocol.name': 'http',
     'http.request.method': ctx.httpMethod,
