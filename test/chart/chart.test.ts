@@ -611,6 +611,29 @@ describe('secrets', () => {
     assert.equal(config['store']['url'], 'redis://redis:6379/0');
   });
 
+  test('extraUpstreams get the same refusal: a credential written in clear there would land in the ConfigMap', async () => {
+    // extraUpstreams entries are copied into the config as written; they take no secretKeyRef, only references.
+    const stdio = ['extraUpstreams[0].name=files', 'extraUpstreams[0].command={npx,-y,some-server}'];
+    const http = ['extraUpstreams[0].name=wiki', 'extraUpstreams[0].url=http://wiki.docs.svc/mcp'];
+    for (const [set, field] of [
+      [[...http, 'extraUpstreams[0].headers.Authorization=Bearer s3cr3t'], 'extraUpstreams[0].headers.Authorization'],
+      [[...http, 'extraUpstreams[0].headers.X-Api-Key=s3cr3t'], 'extraUpstreams[0].headers.X-Api-Key'],
+      [['extraUpstreams[0].name=wiki', 'extraUpstreams[0].url=https://gh:s3cr3t@wiki.docs.svc/mcp'], 'extraUpstreams[0].url'],
+      [[...http, 'extraUpstreams[0].clientCredentials.tokenUrl=https://auth.example.com/token', 'extraUpstreams[0].clientCredentials.clientId=gh', 'extraUpstreams[0].clientCredentials.clientSecret=s3cr3t'], 'extraUpstreams[0].clientCredentials.clientSecret'],
+      [[...stdio, 'extraUpstreams[0].env.GITHUB_TOKEN=ghp_s3cr3t'], 'extraUpstreams[0].env.GITHUB_TOKEN'],
+      [[...http, ...stdio.map((s) => s.replace('[0]', '[1]')).slice(0, 1), 'extraUpstreams[1].command={npx,-y,some-server,--db,postgres://app:s3cr3t@db/app}'], 'extraUpstreams[1].command[4]'],
+    ] as const) {
+      const err = await failing('sidecar', [...set]);
+      assert.ok(err.includes(`${field} holds a secret in clear`), `${field}: ${err}`);
+      assert.match(err, /\$\{env:NAME\}.*extraEnv/);
+    }
+    // References and values that are no secret pass, as for the chart's own upstream.
+    const { docs } = await render('sidecar', [...http, 'extraUpstreams[0].headers.Authorization=Bearer ${env:WIKI_TOKEN}', 'extraUpstreams[0].headers.X-Team=platform', 'extraUpstreams[1].name=files', 'extraUpstreams[1].command={npx,-y,some-server}', 'extraUpstreams[1].env.GITHUB_TOKEN=${file:/etc/gh/token}', 'extraUpstreams[1].env.LOG_LEVEL=debug']);
+    const upstreams = configObject(docs)['upstreams'] as Manifest[];
+    assert.deepEqual(upstreams[1]?.['headers'], { Authorization: 'Bearer ${env:WIKI_TOKEN}', 'X-Team': 'platform' });
+    assert.deepEqual(upstreams[2]?.['env'], { GITHUB_TOKEN: '${file:/etc/gh/token}', LOG_LEVEL: 'debug' });
+  });
+
   test('API keys read their hash from auth.apiKeysSecret under their id, or under secretKey', async () => {
     const { docs } = await render('sidecar');
     const env = container(docs, 'gatehouse')['env'] as Manifest[];

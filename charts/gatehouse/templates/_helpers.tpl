@@ -218,9 +218,30 @@ app.kubernetes.io/component: mcp-gateway
 {{- define "gatehouse.clearSecret" -}}
 {{- if kindIs "string" .value }}
 {{- $always := list "admin.token" "requestStateKey" "upstream.clientCredentials.clientSecret" "auth.oauth.introspection.clientSecret" }}
-{{- $header := regexMatch "^(upstream|tracing)\\.headers\\.(?i:(proxy-)?authorization|cookie|.*(api[-_]?key|token|secret|password).*)$" .field }}
+{{- $header := regexMatch "^(upstream|tracing|extraUpstreams\\[[0-9]+\\])\\.headers\\.(?i:(proxy-)?authorization|cookie|.*(api[-_]?key|token|secret|password).*)$" .field }}
+{{- $childEnv := regexMatch "^extraUpstreams\\[[0-9]+\\]\\.env\\.(?i:.*(api[-_]?key|token|secret|password).*)$" .field }}
+{{- $extraSecret := regexMatch "^extraUpstreams\\[[0-9]+\\]\\.clientCredentials\\.clientSecret$" .field }}
 {{- $reference := regexMatch "^([A-Za-z]+ )?\\$\\{(env|file):[^}]+\\}$" .value }}
-{{- if and (not $reference) (or (has .field $always) $header (regexMatch "^[A-Za-z][A-Za-z0-9+.-]*://[^/@]*:[^/@]+@" .value)) }}true{{ end }}
+{{- if and (not $reference) (or (has .field $always) $header $childEnv $extraSecret (regexMatch "^[A-Za-z][A-Za-z0-9+.-]*://[^/@]*:[^/@]+@" .value)) }}true{{ end }}
+{{- end }}
+{{- end }}
+
+{{/* extraUpstreams entries are written into the config as given, so each string in them (headers, env, client
+     credentials, url, command) gets the check of gatehouse.clearSecret: a credential header or env var, a client
+     secret, or a URL with a password, written in clear, fails the render. They take no secretKeyRef: the way in is
+     a ${env:NAME} reference, NAME set from a Secret in extraEnv. */}}
+{{- define "gatehouse.extraUpstreamSecrets" -}}
+{{- $field := .field }}
+{{- if kindIs "map" .value }}
+{{- range $k, $val := .value }}
+{{- include "gatehouse.extraUpstreamSecrets" (dict "value" $val "field" (printf "%s.%s" $field $k)) }}
+{{- end }}
+{{- else if kindIs "slice" .value }}
+{{- range $i, $val := .value }}
+{{- include "gatehouse.extraUpstreamSecrets" (dict "value" $val "field" (printf "%s[%d]" $field $i)) }}
+{{- end }}
+{{- else if include "gatehouse.clearSecret" (dict "field" .field "value" .value) }}
+{{- fail (printf "%s holds a secret in clear, which would land in the ConfigMap (readable by whoever may view the namespace, unlike a Secret): write a reference such as \"Bearer ${env:NAME}\" and set NAME from a Secret in extraEnv (valueFrom.secretKeyRef), or ${file:PATH} of a Secret mounted with extraVolumes" .field) }}
 {{- end }}
 {{- end }}
 
@@ -327,6 +348,7 @@ app.kubernetes.io/component: mcp-gateway
 {{- $metrics = dict "enabled" true "host" "0.0.0.0" "port" (int $v.metrics.port) "path" $v.metrics.path }}
 {{- end }}
 
+{{- range $i, $extra := $v.extraUpstreams }}{{ include "gatehouse.extraUpstreamSecrets" (dict "value" $extra "field" (printf "extraUpstreams[%d]" $i)) }}{{ end }}
 {{- $config := dict "listen" $listen "upstreams" (concat (list $up) $v.extraUpstreams) "auth" $auth "store" $store "metrics" $metrics "log" (dict "level" $v.log.level) "shutdown" (dict "delayMs" (int $v.shutdown.delayMs)) }}
 {{- if $v.admin.enabled }}
 {{- $admin := dict "enabled" true "host" "0.0.0.0" "port" (int $v.admin.port) }}
