@@ -1035,6 +1035,31 @@ describe('values', () => {
     assert.match(await failing('standalone', ['service.port=9464']), /service\.port 9464 .*service\.metricsPort/);
   });
 
+  test('a Gatehouse port below 1024 fails the render: a non-root user without capabilities cannot bind it', async () => {
+    // The chart's securityContext (runAsUser 1000, capabilities drop ALL) leaves such a port unbindable wherever the
+    // runtime keeps ip_unprivileged_port_start at 1024 (CRI-O, containerd 1): the pod would crash-loop there.
+    const admin = ['admin.enabled=true', 'admin.token=${env:ADMIN_TOKEN}'];
+    for (const [set, field, service] of [
+      [['listen.port=80', 'service.port=80'], 'listen.port 80', 'service.port'],
+      [['metrics.port=443'], 'metrics.port 443', 'service.metricsPort'],
+      [[...admin, 'admin.port=900'], 'admin.port 900', 'admin.service.port'],
+      [['egressProxy.enabled=true', 'egressProxy.port=1000'], 'egressProxy.port 1000', undefined],
+    ] as const) {
+      const err = await failing('sidecar', [...set]);
+      assert.ok(err.includes(`${field} is below 1024`), `${field}: ${err}`);
+      assert.match(err, /1024 or more/);
+      if (service !== undefined) assert.ok(err.includes(`Service's port (${service}) may stay`), err);
+      assert.match(err, /net\.ipv4\.ip_unprivileged_port_start/);
+    }
+    // The Service's own port is separate and may be 80; a lowered bound (a safe sysctl) lets the pod bind 80.
+    const { docs } = await render('sidecar', ['service.port=80']);
+    assert.deepEqual((one(docs, 'Service')['spec']['ports'] as Manifest[])[0], { name: 'mcp', port: 80, targetPort: 'mcp', protocol: 'TCP' });
+    const sysctl = ['podSecurityContext.sysctls[0].name=net.ipv4.ip_unprivileged_port_start', 'podSecurityContext.sysctls[0].value=80'];
+    const lowered = await render('sidecar', ['listen.port=80', ...sysctl]);
+    assert.equal(configObject(lowered.docs)['listen']['port'], 80);
+    assert.match(await failing('sidecar', ['listen.port=79', ...sysctl]), /listen\.port 79 is below 80/);
+  });
+
   test("terminationGracePeriodSeconds leaves Gatehouse its delay, its drain (shutdown.graceMs) and the stop after it, or the render fails", async () => {
     // The kubelet kills the container at terminationGracePeriodSeconds: a drain still running is cut, the store unclosed.
     assert.match(await failing('sidecar', ['terminationGracePeriodSeconds=10']), /terminationGracePeriodSeconds 10 .*shutdown\.graceMs 10000/);

@@ -111,6 +111,22 @@ app.kubernetes.io/component: mcp-gateway
 {{- fail (printf "admin.port %d clashes with another port of the pod" (int $v.admin.port)) }}
 {{- end }}
 {{- end }}
+{{- /* Gatehouse runs as a non-root user with every capability dropped (securityContext), so it cannot bind a
+     port below net.ipv4.ip_unprivileged_port_start (1024 unless the runtime lowers it: containerd 2 does, CRI-O
+     and containerd 1 do not): the pod would crash-loop on one runtime and not another. Such a port needs the
+     sysctl set in podSecurityContext.sysctls (a safe sysctl, allowed by default), which works on every runtime. */}}
+{{- $unprivilegedStart := 1024 }}
+{{- range $v.podSecurityContext.sysctls | default list }}{{ if eq .name "net.ipv4.ip_unprivileged_port_start" }}{{ $unprivilegedStart = int .value }}{{ end }}{{ end }}
+{{- $ports := list (list "listen.port" $v.listen.port "service.port") }}
+{{- if $v.metrics.enabled }}{{ $ports = append $ports (list "metrics.port" $v.metrics.port "service.metricsPort") }}{{ end }}
+{{- if $v.admin.enabled }}{{ $ports = append $ports (list "admin.port" $v.admin.port "admin.service.port") }}{{ end }}
+{{- if $v.egressProxy.enabled }}{{ $ports = append $ports (list "egressProxy.port" $v.egressProxy.port "") }}{{ end }}
+{{- range $ports }}
+{{- if lt (int (index . 1)) $unprivilegedStart }}
+{{- $service := ternary (printf "; the Service's port (%s) may stay %d, it maps to the container port" (index . 2) (int (index . 1))) "" (ne (index . 2) "") }}
+{{- fail (printf "%s %d is below %d: Gatehouse runs as a non-root user without capabilities and could not bind it (the pod would crash-loop). Use a port of 1024 or more (8080, say)%s; or lower the bound with podSecurityContext.sysctls: [{ name: net.ipv4.ip_unprivileged_port_start, value: \"%d\" }]" (index . 0) (int (index . 1)) $unprivilegedStart $service (int (index . 1))) }}
+{{- end }}
+{{- end }}
 {{- if and $v.admin.service.enabled (not $v.admin.enabled) }}
 {{- fail "admin.service.enabled needs admin.enabled" }}
 {{- end }}
