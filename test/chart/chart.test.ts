@@ -1035,6 +1035,33 @@ describe('values', () => {
     assert.match(await failing('standalone', ['service.port=9464']), /service\.port 9464 .*service\.metricsPort/);
   });
 
+  test('a stdio extraUpstream gets a writable HOME: npx and npm write their cache there, and the root filesystem is read-only', async () => {
+    // The image's user (uid 1000, node) has HOME /home/node on the read-only root filesystem; a stdio child inherits it.
+    const stdio = ['extraUpstreams[0].name=files', 'extraUpstreams[0].command={npx,-y,some-server}'];
+    const { docs } = await render('sidecar', stdio);
+    const doctor = one(docs, 'Pod');
+    for (const [what, spec, c] of [
+      ['Deployment', podSpec(docs), container(docs, 'gatehouse')],
+      ['helm test pod', doctor['spec'], (doctor['spec']['containers'] as Manifest[])[0]],
+    ] as const) {
+      assert.equal(c?.['securityContext']['readOnlyRootFilesystem'], true, what);
+      const home = (c?.['env'] as Manifest[]).filter((e) => e['name'] === 'HOME');
+      assert.equal(home.length, 1, `${what}: one HOME`);
+      const path = home[0]?.['value'] as string;
+      const mount = (c?.['volumeMounts'] as Manifest[]).find((m) => m['mountPath'] === path);
+      assert.ok(mount, `${what}: HOME ${path} is a mounted volume`);
+      assert.notEqual(mount['readOnly'], true, what);
+      const volume = (spec['volumes'] as Manifest[]).find((v) => v['name'] === mount['name']);
+      assert.deepEqual(volume?.['emptyDir'], { sizeLimit: '512Mi' }, what);
+    }
+    // No stdio upstream (everything has an HTTP one): no HOME volume. HOME set in extraEnv is left alone.
+    const http = container((await render('everything')).docs, 'gatehouse');
+    assert.equal((http['env'] as Manifest[]).some((e) => e['name'] === 'HOME'), false);
+    assert.equal((http['volumeMounts'] as Manifest[]).some((m) => m['name'] === 'home'), false);
+    const own = container((await render('sidecar', [...stdio, 'extraEnv[0].name=HOME', 'extraEnv[0].value=/data'])).docs, 'gatehouse');
+    assert.deepEqual((own['env'] as Manifest[]).filter((e) => e['name'] === 'HOME'), [{ name: 'HOME', value: '/data' }]);
+  });
+
   test('a Gatehouse port below 1024 fails the render: a non-root user without capabilities cannot bind it', async () => {
     // The chart's securityContext (runAsUser 1000, capabilities drop ALL) leaves such a port unbindable wherever the
     // runtime keeps ip_unprivileged_port_start at 1024 (CRI-O, containerd 1): the pod would crash-loop there.

@@ -463,6 +463,21 @@ app.kubernetes.io/component: mcp-gateway
 {{- if and $hosts (not (has "*" $hosts)) }}{{ first $hosts }}{{ end }}
 {{- end }}
 
+{{/* The writable HOME of the Gatehouse container when an extraUpstream is a stdio one (has command), else empty.
+     Stdio upstreams inherit HOME, which the image's user has at /home/node on the read-only root filesystem: npx
+     and npm write their cache there (~/.npm) and the child fails at start. */}}
+{{- define "gatehouse.stdioHome" -}}
+{{- range .Values.extraUpstreams }}{{ if hasKey . "command" }}/home/gatehouse{{ break }}{{ end }}{{ end }}
+{{- end }}
+
+{{/* The HOME env entry for gatehouse.stdioHome, left out when extraEnv sets HOME itself. */}}
+{{- define "gatehouse.homeEnv" -}}
+{{- $own := false }}
+{{- range .Values.extraEnv }}{{ if eq .name "HOME" }}{{ $own = true }}{{ end }}{{ end }}
+{{- with include "gatehouse.stdioHome" . }}{{ if not $own }}- name: HOME
+  value: {{ . | quote }}{{ end }}{{ end }}
+{{- end }}
+
 {{/* The claim that holds /data when the SQLite store is persistent: the existing one, or the chart's. */}}
 {{- define "gatehouse.dataClaim" -}}
 {{- .Values.store.persistence.existingClaim | default (printf "%s-data" (include "gatehouse.fullname" .)) }}
