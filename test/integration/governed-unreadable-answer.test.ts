@@ -147,6 +147,19 @@ for (const [name, id] of [['cut_short', 11], ['not_json', 12], ['other_id', 13],
   });
 }
 
+/** The JSON-RPC messages of an SSE answer's data lines. */
+function streamMessages(text: string) {
+  return text
+    .split('\n')
+    .filter((line) => line.startsWith('data:'))
+    .map((line) => JSON.parse(line.slice(5)) as { id?: number; method?: string; result?: unknown; error?: { data?: { code?: string } } });
+}
+
+/** The call's one audit record says the upstream failed it with a bad response. */
+async function assertAuditedBadResponse(tool: string): Promise<void> {
+  assert.deepEqual((await recordOf(tool)).map((r) => [r.outcome, r.refusal, r.stage]), [['failed', 'upstream_bad_response', 'upstream']]);
+}
+
 // The audit read the last of a member named twice (isError false: `ok`), while a client reading the first
 // saw a tool error: the record and the answer disagreed. Such an answer is the upstream's failure now.
 for (const [name, id] of [['dup_is_error', 71], ['dup_result', 72], ['dup_deep', 73], ['dup_sse', 74]] as const) {
@@ -157,23 +170,20 @@ for (const [name, id] of [['dup_is_error', 71], ['dup_result', 72], ['dup_deep',
     assert.equal(body.id, id);
     assert.equal(body.error.data.code, 'GW_ERR_UPSTREAM_BAD_RESPONSE');
     assert.match(body.error.message, /names a member twice/);
-    assert.deepEqual((await recordOf(name)).map((r) => [r.outcome, r.refusal, r.stage]), [['failed', 'upstream_bad_response', 'upstream']]);
+    await assertAuditedBadResponse(name);
   });
 }
 
 test('an answer naming a member twice after the stream has begun is held back: the stream ends with the failure as its answer', async () => {
   const res = await call('dup_sse_later', 75);
   assert.equal(res.status, 200);
-  const messages = res.text
-    .split('\n')
-    .filter((line) => line.startsWith('data:'))
-    .map((line) => JSON.parse(line.slice(5)) as { id?: number; method?: string; result?: unknown; error?: { data?: { code?: string } } });
+  const messages = streamMessages(res.text);
   assert.equal(messages[0]?.method, 'notifications/message', 'what came before the answer went on');
   const answer = messages.find((m) => m.id === 75);
   assert.equal(answer?.result, undefined, res.text);
   assert.equal(answer?.error?.data?.code, 'GW_ERR_UPSTREAM_BAD_RESPONSE', res.text);
   assert.doesNotMatch(res.text, /"isError":true/);
-  assert.deepEqual((await recordOf('dup_sse_later')).map((r) => [r.outcome, r.refusal, r.stage]), [['failed', 'upstream_bad_response', 'upstream']]);
+  await assertAuditedBadResponse('dup_sse_later');
 });
 
 // An answer with both `result` and `error`, or neither, is no JSON-RPC response (JSON-RPC 2.0 §5): the audit
@@ -187,23 +197,20 @@ for (const [name, id] of [['both', 81], ['error_null', 82], ['neither', 83], ['b
     assert.equal(body.result, undefined);
     assert.equal(body.error.data.code, 'GW_ERR_UPSTREAM_BAD_RESPONSE');
     assert.match(body.error.message, /exactly one of result and error/);
-    assert.deepEqual((await recordOf(name)).map((r) => [r.outcome, r.refusal, r.stage]), [['failed', 'upstream_bad_response', 'upstream']]);
+    await assertAuditedBadResponse(name);
   });
 }
 
 test('an answer with both result and error after the stream has begun is held back: the stream ends with the failure as its answer', async () => {
   const res = await call('both_sse_later', 86);
   assert.equal(res.status, 200);
-  const messages = res.text
-    .split('\n')
-    .filter((line) => line.startsWith('data:'))
-    .map((line) => JSON.parse(line.slice(5)) as { id?: number; method?: string; result?: unknown; error?: { data?: { code?: string } } });
+  const messages = streamMessages(res.text);
   assert.equal(messages[0]?.method, 'notifications/message', 'what came before the answer went on');
   const answers = messages.filter((m) => m.id === 86);
   assert.equal(answers.length, 1, res.text);
   assert.equal(answers[0]?.result, undefined, res.text);
   assert.equal(answers[0]?.error?.data?.code, 'GW_ERR_UPSTREAM_BAD_RESPONSE', res.text);
-  assert.deepEqual((await recordOf('both_sse_later')).map((r) => [r.outcome, r.refusal, r.stage]), [['failed', 'upstream_bad_response', 'upstream']]);
+  await assertAuditedBadResponse('both_sse_later');
 });
 
 test('the same in the legacy pass-through (a 2025-11-25 client and server, one session)', async () => {

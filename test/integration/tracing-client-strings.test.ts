@@ -25,6 +25,14 @@ after(async () => {
   await receiver?.close();
 });
 
+/** The spans of one call's trace, once both its server and its client span have been exported. */
+function callSpans(traceId: string) {
+  return waitFor('the call span', () => {
+    const mine = receiver.spans.filter((s) => s.traceId === traceId);
+    return mine.some((s) => s.kind === SPAN_KIND.SERVER) && mine.some((s) => s.kind === SPAN_KIND.CLIENT) ? mine : undefined;
+  });
+}
+
 /** The longest string a span may carry from a client, with room for the method and an ellipsis. */
 const BOUND = 300;
 
@@ -37,10 +45,7 @@ test("an 8 KB tool name and a 100 KB request id are cut in the span's name and a
   assert.notEqual(body, req.body);
   const res = await post(gw.url, body, { ...req.headers, traceparent: `00-${traceId}-${hex(8)}-01` });
   assert.equal(res.status, 200, res.text.slice(0, 300));
-  const spans = await waitFor('the call span', () => {
-    const mine = receiver.spans.filter((s) => s.traceId === traceId);
-    return mine.some((s) => s.kind === SPAN_KIND.SERVER) && mine.some((s) => s.kind === SPAN_KIND.CLIENT) ? mine : undefined;
-  });
+  const spans = await callSpans(traceId);
   for (const span of spans) {
     assert.ok(span.name.length <= BOUND, `span name of ${span.name.length} characters`);
     if (span.kind !== SPAN_KIND.INTERNAL) assert.ok(span.name.startsWith('tools/call txxx'), span.name.slice(0, 40));
@@ -63,10 +68,7 @@ test('a bearer token in the tool name and a gh_ key in the request id do not rea
   assert.notEqual(body, req.body);
   const res = await post(gw.url, body, { ...req.headers, traceparent: `00-${traceId}-${hex(8)}-01` });
   assert.equal(res.status, 200, res.text.slice(0, 300));
-  const spans = await waitFor('the call span', () => {
-    const mine = receiver.spans.filter((s) => s.traceId === traceId);
-    return mine.some((s) => s.kind === SPAN_KIND.SERVER) && mine.some((s) => s.kind === SPAN_KIND.CLIENT) ? mine : undefined;
-  });
+  const spans = await callSpans(traceId);
   const text = JSON.stringify(spans);
   assert.ok(!text.includes(bearer), `the bearer token is in a span: ${text.slice(Math.max(0, text.indexOf(bearer) - 300), text.indexOf(bearer) + 50)}`);
   assert.ok(!text.includes('TracingKeySecret'), 'the gh_ key is in a span');
