@@ -23,7 +23,7 @@ export interface GatehouseConfiguration {
      */
     path: string;
     /**
-     * Path of an endpoint for clients that speak only the deprecated HTTP+SSE transport of 2024-11-05 (absent: off). A GET there opens an event stream whose first event, endpoint, names the URL (ssePath + /messages?session=ID) to POST messages to; every answer comes back on the stream. The same Host/Origin checks, authentication (in headers only), access rules and policy apply as on listen.path, and a session belongs to the caller that opened it. Sessions count against sessions.max and end after sessions.idleTimeoutMs without a message.
+     * Path of an endpoint for clients that speak only the deprecated HTTP+SSE transport of 2024-11-05 (absent: off). A GET there opens an event stream whose first event, endpoint, names the URL (ssePath + /messages?session=ID) to POST messages to; every answer comes back on the stream. The same Host/Origin checks, authentication (in headers only), access rules and policy apply as on listen.path, and a session belongs to the caller that opened it. Sessions count against sessions.max, one caller's against sessions.maxSsePerCaller, and end after sessions.idleTimeoutMs without a message.
      */
     ssePath?: string;
     /**
@@ -85,6 +85,10 @@ export interface GatehouseConfiguration {
      * Most sessions held at once; past this the least recently used one is ended (reason session_cap).
      */
     max: number;
+    /**
+     * Most connections one caller may hold at once on the HTTP+SSE endpoint (listen.ssePath; at most sessions.max, which bounds them all). Past it the caller's own least recently used connection with nothing in flight ends to make room; if all of them are busy the caller is refused with 503 session_cap, and other callers are not affected.
+     */
+    maxSsePerCaller: number;
     /**
      * How long a call that waits for client input (elicitation, sampling, roots) is held open while Gatehouse bridges eras; past this it is cancelled upstream and the client's late answer is refused.
      */

@@ -61,7 +61,7 @@ export interface EdgeOptions {
   auth: Authenticator;
   sessions: SessionBinding;
   /** Bounds of the sessions of the 2024-11-05 SSE endpoint (`sessions` in the config); defaults when absent. */
-  sessionLimits?: { max: number; idleTimeoutMs: number };
+  sessionLimits?: { max: number; maxSsePerCaller: number; idleTimeoutMs: number };
 }
 
 export interface Edge {
@@ -720,7 +720,7 @@ export function createEdge(listen: ListenConfig, handlers: EdgeHandlers, log: Lo
 
 const MCP_METHODS = ['GET', 'POST', 'DELETE'] as const;
 /** The config's `sessions` defaults, for an edge built without them (tests of the edge alone). */
-const DEFAULT_SESSION_LIMITS = { max: 1000, idleTimeoutMs: 1_800_000 };
+const DEFAULT_SESSION_LIMITS = { max: 1000, maxSsePerCaller: 16, idleTimeoutMs: 1_800_000 };
 
 /** A context while the edge builds it. */
 type Writable<T> = { -readonly [K in keyof T]: T[K] };

@@ -26,8 +26,9 @@ export interface SseEndpointOptions {
   /** listen.path and listen.publicUrl: a path prefix a proxy adds in front of Gatehouse is kept in the endpoint URL. */
   mcpPath: string;
   publicUrl?: string;
-  /** `sessions` of the config: most connections at once, and how long one may go without a message. */
+  /** `sessions` of the config: most connections at once, most of one caller's, and how long one may go without a message. */
   max: number;
+  maxSsePerCaller: number;
   idleTimeoutMs: number;
 }
 
@@ -76,6 +77,13 @@ export function createSseEndpoint(core: EdgeCore, opts: SseEndpointOptions, log:
     if (!admitted.ok) return core.refuse(res, record, 'admission', null, admitted.refusal);
     record.era = 'legacy';
     const owner = principalKey(principal);
+    // One caller's connections are bounded below the whole table's, so one caller cannot fill it and
+    // lock everyone else out; past either bound only the caller's own idle connections make room.
+    const perCaller = Math.min(opts.maxSsePerCaller, opts.max);
+    if (countOf(owner) >= perCaller && !evictIdle(owner)) {
+      res.setHeader('connection', 'close');
+      return core.refuse(res, record, 'admission', null, { kind: 'transport', code: 'session_cap', status: 503, rpcCode: ErrorCode.InvalidRequest, message: `This caller holds ${perCaller} SSE sessions (sessions.maxSsePerCaller), all busy; close one or retry later`, headers: { 'retry-after': '5' } });
+    }
     if (live.size >= opts.max && !evictIdle(owner)) {
       res.setHeader('connection', 'close');
       return core.refuse(res, record, 'admission', null, { kind: 'transport', code: 'session_cap', status: 503, rpcCode: ErrorCode.InvalidRequest, message: `Gatehouse holds ${opts.max} SSE sessions, all busy; retry later`, headers: { 'retry-after': '5' } });
@@ -93,7 +101,14 @@ export function createSseEndpoint(core: EdgeCore, opts: SseEndpointOptions, log:
     log.debug('sse session opened', { session: session.id.slice(0, 8), subject: principal.subject });
   }
 
-  /** Past the cap, the caller's own least recently used connection with nothing in flight makes room. */
+  /** The caller's open connections. */
+  function countOf(owner: string): number {
+    let n = 0;
+    for (const s of live.values()) if (s.owner === owner) n++;
+    return n;
+  }
+
+  /** Past a cap, the caller's own least recently used connection with nothing in flight makes room. */
   function evictIdle(owner: string): boolean {
     let oldest: SseSession | undefined;
     for (const s of live.values()) if (s.owner === owner && s.inFlight === 0 && (oldest === undefined || s.lastUsed < oldest.lastUsed)) oldest = s;

@@ -138,7 +138,7 @@ describe('parseConfigText', () => {
         { name: 'a', url: 'https://a.example/mcp', transport: 'auto', era: 'auto', headers: {}, timeouts: { connectMs: 2000, headersMs: 60000, bodyMs: 300000, pingMs: 30000, callMs: 1800000, tools: {} }, pool: { connections: 64, keepAliveTimeoutMs: 30000 }, maxMessageBytes: 16777216, uriPrefixes: [] },
         { name: 'b', command: ['node', 's.js'], env: {}, era: 'auto', timeouts: { requestMs: 60000, tools: {} }, maxSessions: 32, processes: 'shared', restart: { attempts: 6, firstDelayMs: 250 }, maxMessageBytes: 16777216, uriPrefixes: [] },
       ],
-      sessions: { idleTimeoutMs: 1800000, max: 1000, inputTimeoutMs: 300000, requestStateTtlMs: 900000 },
+      sessions: { idleTimeoutMs: 1800000, max: 1000, maxSsePerCaller: 16, inputTimeoutMs: 300000, requestStateTtlMs: 900000 },
       auth: { anonymous: false, apiKeys: [], requiredScopes: [], failureLimit: { attempts: 20, windowSeconds: 60 } },
       tools: { naming: { prefix: 'auto' }, outputValidation: 'warn', pinning: 'warn', uncheckableSchemas: 'refuse' },
       policy: { rules: [], egress: [], egressProxy: { enabled: false, host: '127.0.0.1', port: 3128 }, rateLimits: [], budgets: [], breakers: [], approvals: [] },
