@@ -290,6 +290,59 @@ describe('sidecar mode', () => {
   });
 });
 
+describe('sidecar mode, server.nativeSidecar', () => {
+  // Probes and an egress proxy set so that every part of the server container is compared across layouts.
+  const SET = ['server.startupProbe.tcpSocket.port=3001', 'server.readinessProbe.tcpSocket.port=3001', 'server.livenessProbe.tcpSocket.port=3001', 'egressProxy.enabled=true', 'server.volumeMounts[0].name=extra', 'server.volumeMounts[0].mountPath=/cache', 'extraVolumes[0].name=extra', 'extraVolumes[0].emptyDir.sizeLimit=1Mi'];
+
+  test('off (the default): the server is an ordinary container beside Gatehouse and there are no init containers', async () => {
+    const { docs } = await render('sidecar', SET);
+    assert.equal(podSpec(docs)['initContainers'], undefined);
+    assert.deepEqual((podSpec(docs)['containers'] as Manifest[]).map((c) => c['name']), ['gatehouse', 'mcp-server']);
+    assert.equal(container(docs, 'mcp-server')['restartPolicy'], undefined);
+  });
+
+  test('on: the server is an init container with restartPolicy Always (started before Gatehouse, stopped after it), the same server as before', async () => {
+    const off = await render('sidecar', SET);
+    const on = await render('sidecar', [...SET, 'server.nativeSidecar=true']);
+    const spec = podSpec(on.docs);
+    assert.deepEqual((spec['containers'] as Manifest[]).map((c) => c['name']), ['gatehouse']);
+    assert.equal(spec['initContainers'].length, 1);
+    const native = spec['initContainers'][0] as Manifest;
+    assert.equal(native['restartPolicy'], 'Always');
+    const { restartPolicy: _, ...rest } = native;
+    // Image, args, env (with the egress proxy's), ports, probes, securityContext, resources and mounts unchanged.
+    assert.deepEqual(rest, container(off.docs, 'mcp-server'));
+    assert.deepEqual(native['startupProbe'], { tcpSocket: { port: 3001 } });
+    // Gatehouse still reaches it on the pod's loopback at the same port, with the same config and volumes.
+    assert.deepEqual(configObject(on.docs)['upstreams'], [{ name: 'crm', url: 'http://127.0.0.1:3001/mcp', era: 'auto' }]);
+    assert.deepEqual(native['ports'], [{ name: 'mcp-server', containerPort: 3001, protocol: 'TCP' }]);
+    assert.equal(configText(on.docs), configText(off.docs));
+    assert.deepEqual(spec['volumes'], podSpec(off.docs)['volumes']);
+    assert.deepEqual(container(on.docs, 'gatehouse'), container(off.docs, 'gatehouse'));
+  });
+
+  test('on: the Deployment passes the Kubernetes schemas of 1.29 and 1.37 (strict)', async () => {
+    const kv = findKubernetesValidate();
+    for (const version of ['1.29.0', NEWEST]) {
+      const { docs } = await render('sidecar', [...SET, 'server.nativeSidecar=true'], CHART, version);
+      const file = join(work, `native-sidecar-${version}.yaml`);
+      writeFileSync(file, JSON.stringify(deployment(docs)));
+      const r = await run(kv[0] as string, [...kv.slice(1), '--strict', '-k', version, file]);
+      assert.equal(r.code, 0, `kubernetes-validate failed:\n${r.stdout}${r.stderr}`);
+      assert.match(r.stdout, /passed for resource deployment\/gh-gatehouse/);
+    }
+  });
+
+  test('on, before Kubernetes 1.29: the render fails (an older API server drops restartPolicy and the pod would never start)', async () => {
+    const r = await run(helm(), ['template', 'gh', CHART, '--kube-version', '1.28.0', '-f', VALUES.sidecar, '--set', 'server.nativeSidecar=true']);
+    assert.notEqual(r.code, 0);
+    assert.match(r.stderr, /server\.nativeSidecar needs Kubernetes 1\.29 or later/);
+    // Standalone runs no server: the value is ignored there.
+    const standalone = await render('standalone', ['server.nativeSidecar=true'], CHART, '1.28.0');
+    assert.equal(podSpec(standalone.docs)['initContainers'], undefined);
+  });
+});
+
 describe('standalone mode', () => {
   test('Gatehouse alone, in front of the existing Service URL', async () => {
     const { docs } = await render('standalone');

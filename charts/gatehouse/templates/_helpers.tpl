@@ -66,6 +66,9 @@ app.kubernetes.io/component: mcp-gateway
 {{- define "gatehouse.validate" -}}
 {{- $v := .Values }}
 {{- if eq $v.mode "sidecar" }}
+{{- if and $v.server.nativeSidecar (not (semverCompare ">=1.29-0" .Capabilities.KubeVersion.Version)) }}
+{{- fail (printf "server.nativeSidecar needs Kubernetes 1.29 or later (this is %s): an older API server drops an init container's restartPolicy, and the server would then run as an init container that never exits, so the pod would never start" .Capabilities.KubeVersion.Version) }}
+{{- end }}
 {{- if not $v.server.image.repository }}
 {{- fail "mode: sidecar needs server.image.repository (the MCP server container to put Gatehouse in front of); use mode: standalone for an existing server" }}
 {{- end }}
@@ -486,4 +489,77 @@ app.kubernetes.io/component: mcp-gateway
 {{/* True (non-empty) when /data is a PersistentVolumeClaim. */}}
 {{- define "gatehouse.persistentData" -}}
 {{- if and (eq .Values.store.kind "sqlite") .Values.store.persistence.enabled }}true{{ end }}
+{{- end }}
+
+{{/*
+The MCP server's container (mode: sidecar), for containers or, with server.nativeSidecar, initContainers.
+Takes the root context.
+*/}}
+{{- define "gatehouse.serverContainer" -}}
+{{- $s := .Values.server -}}
+- name: {{ $s.name }}
+  image: {{ ternary (printf "%s:%s" $s.image.repository $s.image.tag) $s.image.repository (ne $s.image.tag "") | quote }}
+  imagePullPolicy: {{ $s.image.pullPolicy }}
+  {{- if $s.nativeSidecar }}
+  # A native sidecar: started before Gatehouse and stopped after it, so the calls Gatehouse drains still reach it.
+  restartPolicy: Always
+  {{- end }}
+  {{- with $s.command }}
+  command:
+    {{- toYaml . | nindent 4 }}
+  {{- end }}
+  {{- with $s.args }}
+  args:
+    {{- toYaml . | nindent 4 }}
+  {{- end }}
+  ports:
+    - name: mcp-server
+      containerPort: {{ $s.port }}
+      protocol: TCP
+  {{- if or $s.env $.Values.egressProxy.enabled }}
+  env:
+    {{- if $.Values.egressProxy.enabled }}
+    # The server's own outbound connections go through Gatehouse's egress proxy (policy.egress).
+    {{- $proxy := printf "http://127.0.0.1:%d" (int $.Values.egressProxy.port) }}
+    - { name: HTTP_PROXY, value: {{ $proxy | quote }} }
+    - { name: HTTPS_PROXY, value: {{ $proxy | quote }} }
+    - { name: http_proxy, value: {{ $proxy | quote }} }
+    - { name: https_proxy, value: {{ $proxy | quote }} }
+    - { name: NO_PROXY, value: "" }
+    - { name: no_proxy, value: "" }
+    {{- end }}
+    {{- with $s.env }}
+    {{- toYaml . | nindent 4 }}
+    {{- end }}
+  {{- end }}
+  {{- with $s.envFrom }}
+  envFrom:
+    {{- toYaml . | nindent 4 }}
+  {{- end }}
+  {{- with $s.startupProbe }}
+  startupProbe:
+    {{- toYaml . | nindent 4 }}
+  {{- end }}
+  {{- with $s.livenessProbe }}
+  livenessProbe:
+    {{- toYaml . | nindent 4 }}
+  {{- end }}
+  {{- with $s.readinessProbe }}
+  readinessProbe:
+    {{- toYaml . | nindent 4 }}
+  {{- end }}
+  {{- with $s.resources }}
+  resources:
+    {{- toYaml . | nindent 4 }}
+  {{- end }}
+  {{- with $s.securityContext }}
+  securityContext:
+    {{- toYaml . | nindent 4 }}
+  {{- end }}
+  volumeMounts:
+    - name: server-tmp
+      mountPath: /tmp
+    {{- with $s.volumeMounts }}
+    {{- toYaml . | nindent 4 }}
+    {{- end }}
 {{- end }}
