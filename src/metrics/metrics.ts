@@ -176,14 +176,17 @@ export class GatewayMetrics {
    * The counters of span exports that failed (tracing.enabled: registered only then, so a gateway that does
    * not trace shows no series for it). Returns what the tracer calls with the spans of each failed export.
    */
-  traceExports(): (spans: number) => void {
+  traceExports(): (spans: number, reason: 'export_failed' | 'queue_full') => void {
     const { Counter } = loadPromClient();
     const registers = [this.registry];
     const failures = new Counter({ name: 'gatehouse_trace_export_failures_total', help: 'Span exports to the OTLP endpoint that failed (refused, unreachable or timed out); their spans are dropped.', registers });
-    const dropped = new Counter({ name: 'gatehouse_trace_spans_dropped_total', help: 'Spans lost in failed exports to the OTLP endpoint.', registers });
-    return (spans) => {
-      failures.inc();
-      dropped.inc(spans);
+    const dropped = new Counter({ name: 'gatehouse_trace_spans_dropped_total', help: 'Spans lost: in failed exports to the OTLP endpoint (reason="export_failed"), or dropped because the export queue was full (reason="queue_full").', labelNames: ['reason'] as const, registers });
+    // Both series from the start, at 0, so an alert can be written on either.
+    dropped.inc({ reason: 'export_failed' }, 0);
+    dropped.inc({ reason: 'queue_full' }, 0);
+    return (spans, reason) => {
+      if (reason === 'export_failed') failures.inc();
+      dropped.inc({ reason }, spans);
     };
   }
 

@@ -19,8 +19,8 @@
 //
 // Bounded cost: the BatchSpanProcessor holds at most `MAX_QUEUE` finished spans and drops the rest, the
 // exporter sends at most a few requests at a time with a timeout, and nothing a call waits for touches the
-// network; a collector that is down costs at most the queue. A failed export is counted (metrics) and logged,
-// at most once a minute, so an operator learns that spans are being lost. A span holds at most NAME_MAX characters of
+// network; a collector that is down costs at most the queue. A failed export, and a span dropped because the
+// queue is full, are counted (metrics) and logged, at most once a minute each, so an operator learns that spans are being lost. A span holds at most NAME_MAX characters of
 // name and ATTRIBUTE_MAX per string attribute, whatever the client sent.
 //
 // The strings a client chose (method, tool and prompt names, the JSON-RPC id, the subject) are scrubbed of
@@ -33,6 +33,7 @@ import type { SpanExporter } from '@opentelemetry/sdk-trace-base';
 import { redactText, type Logger } from '../log/logger.js';
 import { channels, subscribe, type CallEndEvent, type CallRefusedEvent, type CallStartEvent, type StagePassedEvent, type StageWaitEvent, type UpstreamAnswerEvent, type UpstreamStartEvent } from '../pipeline/events.js';
 import type { CallContext } from '../pipeline/context.js';
+import { watchQueue } from './queue-watch.js';
 
 export interface TracingSettings {
   enabled: boolean;
@@ -41,6 +42,9 @@ export interface TracingSettings {
   headers?: Record<string, string>;
   resourceAttributes?: Record<string, string>;
 }
+
+/** What the metrics count of spans lost: in an export that failed, or dropped before one for want of room. */
+export type SpansLost = (spans: number, reason: 'export_failed' | 'queue_full') => void;
 
 export interface CallTracing {
   /** Resolves once the OpenTelemetry packages are loaded and spans are recorded (never rejects). */
@@ -89,7 +93,7 @@ interface Open {
 }
 
 /** Starts tracing the calls answered on `edge`; the packages load in the background (`ready`). */
-export function traceCalls(edge: object, settings: TracingSettings, log: Logger, env: NodeJS.ProcessEnv = process.env, exportFailed?: (spans: number) => void): CallTracing {
+export function traceCalls(edge: object, settings: TracingSettings, log: Logger, env: NodeJS.ProcessEnv = process.env, spansLost?: SpansLost): CallTracing {
   let stopped = false;
   let stopListening: (() => void) | undefined;
   let shutdown: (() => Promise<void>) | undefined;
@@ -105,12 +109,13 @@ export function traceCalls(edge: object, settings: TracingSettings, log: Logger,
     if (stopped) return;
     const url = tracesEndpoint(settings, env);
     const otlpExporter = new otlp.OTLPTraceExporter({ url, timeoutMillis: EXPORT_TIMEOUT_MS, concurrencyLimit: 4, ...(settings.headers !== undefined ? { headers: settings.headers } : {}) });
-    const exporter = watchedExporter(otlpExporter, exportFailureReporter(url, log, exportFailed));
+    const queue = watchQueue(MAX_QUEUE, queueFullReporter(log, spansLost));
+    const exporter = queue.exporter(watchedExporter(otlpExporter, exportFailureReporter(url, log, spansLost)));
     const provider = new base.BasicTracerProvider({
       resource: resources.resourceFromAttributes({ 'service.name': env.OTEL_SERVICE_NAME?.trim() || 'gatehouse', ...settings.resourceAttributes }),
       sampler: new base.ParentBasedSampler({ root: new base.TraceIdRatioBasedSampler(settings.sampleRatio) }),
       spanLimits: { attributeValueLengthLimit: ATTRIBUTE_MAX },
-      spanProcessors: [new base.BatchSpanProcessor(exporter, { maxQueueSize: MAX_QUEUE, maxExportBatchSize: MAX_BATCH, scheduledDelayMillis: SCHEDULED_DELAY_MS, exportTimeoutMillis: EXPORT_TIMEOUT_MS })],
+      spanProcessors: [queue.processor, new base.BatchSpanProcessor(exporter, { maxQueueSize: MAX_QUEUE, maxExportBatchSize: MAX_BATCH, scheduledDelayMillis: SCHEDULED_DELAY_MS, exportTimeoutMillis: EXPORT_TIMEOUT_MS })],
     });
     // Not registered globally: this gateway's spans only, so two gateways in one process never mix.
     const tracer = provider.getTracer('gatehouse');
@@ -324,17 +329,17 @@ function watchedExporter(inner: SpanExporter, failed: (spans: number, err: Error
 }
 
 /**
- * Counts each failed export (`exportFailed`: the metrics, when on) and warns at most once per
+ * Counts each failed export (`count`: the metrics, when on) and warns at most once per
  * EXPORT_WARN_INTERVAL_MS, with what failed since the last warning. The endpoint is named by origin and
  * path only (its userinfo and query may hold the backend's credentials), and the headers never.
  */
-function exportFailureReporter(url: string, log: Logger, exportFailed: ((spans: number) => void) | undefined): (spans: number, err: Error | undefined) => void {
+function exportFailureReporter(url: string, log: Logger, count: SpansLost | undefined): (spans: number, err: Error | undefined) => void {
   const endpoint = printableEndpoint(url);
   let warnedAt: number | undefined;
   let failures = 0;
   let spansLost = 0;
   return (spans, err) => {
-    exportFailed?.(spans);
+    count?.(spans, 'export_failed');
     failures++;
     spansLost += spans;
     const now = performance.now();
@@ -346,6 +351,24 @@ function exportFailureReporter(url: string, log: Logger, exportFailed: ((spans: 
     log.warn('tracing: spans could not be exported and were dropped', { endpoint, failedExports: failures, droppedSpans: spansLost, reason, ...(typeof status === 'number' ? { status } : {}) });
     failures = 0;
     spansLost = 0;
+  };
+}
+
+/**
+ * Counts each span dropped because the export queue is full (a collector slower than the calls) and warns
+ * at most once per EXPORT_WARN_INTERVAL_MS with how many were dropped since the last warning.
+ */
+function queueFullReporter(log: Logger, spansLost: SpansLost | undefined): (spans: number) => void {
+  let warnedAt: number | undefined;
+  let dropped = 0;
+  return (spans) => {
+    spansLost?.(spans, 'queue_full');
+    dropped += spans;
+    const now = performance.now();
+    if (warnedAt !== undefined && now - warnedAt < EXPORT_WARN_INTERVAL_MS) return;
+    warnedAt = now;
+    log.warn('tracing: spans were dropped because the export queue is full (the collector is slower than the calls)', { droppedSpans: dropped, queueSize: MAX_QUEUE });
+    dropped = 0;
   };
 }
 
