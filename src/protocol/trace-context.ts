@@ -14,8 +14,16 @@ export interface TraceContext {
   traceId: string;
 }
 
-/** version-traceid-parentid-flags; all-zero ids are invalid (W3C Trace Context §3.2.2). */
-const TRACEPARENT = /^[0-9a-f]{2}-([0-9a-f]{32})-([0-9a-f]{16})-[0-9a-f]{2}$/;
+/**
+ * version-traceid-parentid-flags; all-zero ids are invalid (W3C Trace Context §3.2.2). Version `00` is exactly
+ * these four fields. A later version may add fields after the flags (§3.2.4 Versioning, §4.3 "if a higher
+ * version is detected, the implementation SHOULD try to parse it"): its first 55 characters are read as
+ * version 00's, and what follows must begin with a dash. The rest is kept as sent, printable ASCII without
+ * spaces only, since it goes on to the upstream as a header value; `ff` is no version at all.
+ */
+const TRACEPARENT = /^([0-9a-f]{2})-([0-9a-f]{32})-([0-9a-f]{16})-[0-9a-f]{2}(-[\x21-\x7e]*)?$/;
+/** Past this a later version's traceparent is not read (a header, sent on to the upstream). */
+const TRACEPARENT_MAX = 512;
 /**
  * A tracestate is printable ASCII (keys, values, `,` `=` and optional whitespace, §3.3.1) of at most 512
  * characters (§3.3.1.5): anything else is dropped, never sent on as a header (a line break would fail the
@@ -27,10 +35,11 @@ const TRACESTATE = /^[\t\x20-\x7e]{0,512}$/;
 export function readTraceContext(traceparent: unknown, tracestate: unknown): TraceContext | undefined {
   if (typeof traceparent !== 'string') return undefined;
   const given = traceparent.trim();
+  if (given.length > TRACEPARENT_MAX) return undefined;
   const m = TRACEPARENT.exec(given);
-  if (!m || m[1] === '0'.repeat(32) || m[2] === '0'.repeat(16) || given.startsWith('ff')) return undefined;
+  if (!m || m[1] === 'ff' || (m[1] === '00' && m[4] !== undefined) || m[2] === '0'.repeat(32) || m[3] === '0'.repeat(16)) return undefined;
   const state = typeof tracestate === 'string' && TRACESTATE.test(tracestate) ? tracestate : undefined;
-  return { traceparent: given, ...(state !== undefined ? { tracestate: state } : {}), traceId: m[1]! };
+  return { traceparent: given, ...(state !== undefined ? { tracestate: state } : {}), traceId: m[2]! };
 }
 
 export interface TraceSources {

@@ -93,6 +93,17 @@ test('a malformed traceparent is not copied into _meta', async () => {
   assert.equal(callSeen(up).meta.traceparent, undefined);
 });
 
+test('a traceparent of a later version (W3C Trace Context §4.3: SHOULD be parsed) is carried into _meta, and its trace id logged', async () => {
+  const up = await upstreamOf('modern');
+  const gw = await gatewayFor(up);
+  const later = '01-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01-future-field';
+  const req = modernRequest(11, 'tools/call', { name: 'echo', arguments: {} });
+  assert.equal((await post(gw.url, req.body, { ...req.headers, traceparent: later })).status, 200);
+  assert.equal(callSeen(up).meta.traceparent, later);
+  const line = gw.logs.find((l) => l.msg === 'request' && l.method === 'tools/call');
+  assert.equal(line?.traceId, '0af7651916cd43dd8448eb211c80319c');
+});
+
 test('a client-chosen tool name is cut in the log line, so one request cannot flood the log', async () => {
   const up = await upstreamOf('modern');
   const gw = await gatewayFor(up);
