@@ -335,16 +335,14 @@ function watchedExporter(inner: SpanExporter, failed: (spans: number, err: Error
  */
 function exportFailureReporter(url: string, log: Logger, count: SpansLost | undefined): (spans: number, err: Error | undefined) => void {
   const endpoint = printableEndpoint(url);
-  let warnedAt: number | undefined;
+  const warningDue = warnGate();
   let failures = 0;
   let spansLost = 0;
   return (spans, err) => {
     count?.(spans, 'export_failed');
     failures++;
     spansLost += spans;
-    const now = performance.now();
-    if (warnedAt !== undefined && now - warnedAt < EXPORT_WARN_INTERVAL_MS) return;
-    warnedAt = now;
+    if (!warningDue()) return;
     // The error's message only (a status text or a network error): an OTLP error also holds the response body.
     const reason = err === undefined ? 'unknown' : err.message.split(url).join(endpoint);
     const status = (err as { code?: unknown } | undefined)?.code;
@@ -354,19 +352,28 @@ function exportFailureReporter(url: string, log: Logger, count: SpansLost | unde
   };
 }
 
+/** True at most once per EXPORT_WARN_INTERVAL_MS: a collector that is down or slow fails every batch. */
+function warnGate(): () => boolean {
+  let warnedAt: number | undefined;
+  return () => {
+    const now = performance.now();
+    if (warnedAt !== undefined && now - warnedAt < EXPORT_WARN_INTERVAL_MS) return false;
+    warnedAt = now;
+    return true;
+  };
+}
+
 /**
  * Counts each span dropped because the export queue is full (a collector slower than the calls) and warns
  * at most once per EXPORT_WARN_INTERVAL_MS with how many were dropped since the last warning.
  */
 function queueFullReporter(log: Logger, spansLost: SpansLost | undefined): (spans: number) => void {
-  let warnedAt: number | undefined;
+  const warningDue = warnGate();
   let dropped = 0;
   return (spans) => {
     spansLost?.(spans, 'queue_full');
     dropped += spans;
-    const now = performance.now();
-    if (warnedAt !== undefined && now - warnedAt < EXPORT_WARN_INTERVAL_MS) return;
-    warnedAt = now;
+    if (!warningDue()) return;
     log.warn('tracing: spans were dropped because the export queue is full (the collector is slower than the calls)', { droppedSpans: dropped, queueSize: MAX_QUEUE });
     dropped = 0;
   };
