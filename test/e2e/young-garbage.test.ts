@@ -4,6 +4,16 @@
 // young collection, so a legacy call promoted kilobytes and the process ran a full collection every
 // second or so. This runs the built CLI under `--trace-gc-nvp`, sends legacy `tools/call`s through one
 // session, and adds up what the young collections promoted per call once the process is warm.
+//
+// "Warm" is not a number of calls. While the request path still runs in V8's unoptimized tiers, a legacy
+// call promotes about 3 KB (measured: the same process under `--no-opt` promotes 2.8-3.8 KB per call for as
+// long as it runs, the bare hop about 90 bytes); once TurboFan has compiled the hot functions, the next full
+// collection ends it and calls promote about 100 bytes. The optimizing compiler works on background
+// threads, so on a machine whose cores are busy with other processes (a CI run's other tests) that can
+// take more than the warm-up's 4,000 calls: 4 of 44 runs beside three busy loops on this 2-core machine
+// still promoted 700-800 bytes per call in the window after it, and one CI run 1,085. So the calls after the
+// warm-up are judged in windows, and the test passes at the first window under the limit; with pretenuring
+// on, the state this guards against, every window promotes 3,000-4,000 bytes per call, however long it runs.
 
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
@@ -16,7 +26,10 @@ import { serveCli, type ServingCli } from '../helpers/cli.js';
 import { LEGACY_HEADERS, legacySession } from '../helpers/http.js';
 
 const WARM_CALLS = 4_000;
-const MEASURED_CALLS = 4_000;
+/** Calls per judged window: enough for several young collections (about one per 500 calls here). */
+const WINDOW_CALLS = 3_000;
+/** Windows at most: a process still unoptimized after 4,000 + 15,000 calls fails. */
+const MAX_WINDOWS = 5;
 const CONCURRENCY = 4;
 /** Bytes promoted per call: about 100 measured with pretenuring off, about 3,000 with it on. */
 const MAX_PROMOTED_PER_CALL = 1_000;
@@ -67,12 +80,18 @@ test('a legacy session’s calls promote little to the old generation once the p
       await Promise.all(Array.from({ length: CONCURRENCY }, worker));
     };
     await calls(WARM_CALLS);
-    const before = promotedBytes(trace()).length;
-    await calls(MEASURED_CALLS);
-    const promoted = promotedBytes(trace()).slice(before);
-    assert.ok(promoted.length >= 3, `too few young collections to judge (${promoted.length}); the trace: ${trace().slice(-2000)}`);
-    const perCall = promoted.reduce((a, b) => a + b, 0) / MEASURED_CALLS;
-    assert.ok(perCall < MAX_PROMOTED_PER_CALL, `${Math.round(perCall)} bytes promoted per call over ${promoted.length} young collections (${promoted.join(', ')})`);
+    const windows: string[] = [];
+    let settled = false;
+    for (let w = 0; w < MAX_WINDOWS && !settled; w++) {
+      const before = promotedBytes(trace()).length;
+      await calls(WINDOW_CALLS);
+      const promoted = promotedBytes(trace()).slice(before);
+      const perCall = promoted.reduce((a, b) => a + b, 0) / WINDOW_CALLS;
+      windows.push(`${Math.round(perCall)} B/call over ${promoted.length} young collections (${promoted.join(', ')})`);
+      // A window with too few collections says little either way: the next one is judged instead.
+      settled = promoted.length >= 3 && perCall < MAX_PROMOTED_PER_CALL;
+    }
+    assert.ok(settled, `no window of ${WINDOW_CALLS} calls promoted under ${MAX_PROMOTED_PER_CALL} bytes per call:\n${windows.join('\n')}\nthe trace's end: ${trace().slice(-1500)}`);
   } finally {
     await pool?.close();
     await gw?.stop();
