@@ -32,12 +32,25 @@ export interface CallRecord {
   rpcCode?: number;
   /** Waits the edge made before the call existed (the per-address rate limit), published once it does. */
   waits?: Array<{ stage: string; wait: string; seconds: number; endedAt: number }>;
-  /** Ends the request's use of its legacy session, once the request is over. */
-  leaveSession?: () => void;
+  /** The legacy session the request uses, left once the request is over (server.ts leaveSession). */
+  session?: SessionUse;
   /** A batch's HTTP request: each of its messages publishes its own `end`, the request none. */
   batch?: boolean;
   /** A message of the batch was answered 404 for its session: the binding ends with the request. */
   sessionGone?: boolean;
+}
+
+/**
+ * A request's use of a legacy session: plain data, not a closure over the request. A closure kept on the
+ * record whose scope held the record and the response made V8 keep later requests' young objects reachable
+ * from the old generation while the edge's code ran unoptimized (bench/README.md §Pretenuring): about 3 KB
+ * promoted per legacy call until TurboFan had compiled it, for good under `--no-opt`.
+ */
+export interface SessionUse {
+  id: string;
+  method: 'POST' | 'GET' | 'DELETE';
+  /** Marks the request done on the session's binding (SessionBindings.enter). */
+  leave: () => void;
 }
 
 /** A request past the front door: its credential's verdict (a missing one only when a body follows) and address. */

@@ -32,7 +32,7 @@ import { bodyInBuffer, readBody, type BodyResult } from './body.js';
 import { limitConnectionsPerAddress } from './connection-limit.js';
 import { repeatedSingletonHeader } from './duplicate-headers.js';
 import { compileHostOriginGuard } from './origin-guard.js';
-import type { CallRecord, Caller, EdgeCall, EdgeCore, Received, ReceivedBatch } from './edge-core.js';
+import type { CallRecord, Caller, EdgeCall, EdgeCore, Received, ReceivedBatch, SessionUse } from './edge-core.js';
 import { answerBatch } from './batch.js';
 import { createSseEndpoint, type SseEndpoint } from './sse-endpoint.js';
 
@@ -192,7 +192,7 @@ export function createEdge(listen: ListenConfig, handlers: EdgeHandlers, log: Lo
         const unfinished = !res.writableFinished;
         if (ends && record.batch !== true) publishEnd(record, res.statusCode, unfinished);
         if (unfinished) cancel.cancel();
-        record.leaveSession?.();
+        if (record.session !== undefined) leaveSession(record.session, res.statusCode, record.sessionGone === true);
       });
       void handleMcp(req, res, slot, record, cancel);
       return;
@@ -587,14 +587,16 @@ export function createEdge(listen: ListenConfig, handlers: EdgeHandlers, log: Lo
       refuse(res, record, 'admission', id, { kind: 'transport', code: 'session_unknown', status: 404, rpcCode: ErrorCode.SessionNotFound, message: 'Session not found; initialize a new session', data: { details: { reason: admission.reason } } });
       return false;
     }
-    const leave = opts.sessions.enter(sessionId);
-    // Run by the request's one close listener (onRequest), after the call's own end.
-    record.leaveSession = () => {
-      leave();
-      if (res.statusCode === 404 || record.sessionGone === true) opts.sessions.end(sessionId, 'unknown');
-      else if (method === 'DELETE' && res.statusCode < 300) opts.sessions.end(sessionId, 'client_closed');
-    };
+    // Left by the request's one close listener (onRequest), after the call's own end.
+    record.session = { id: sessionId, method, leave: opts.sessions.enter(sessionId) };
     return { id: sessionId, capabilities: admission.capabilities };
+  }
+
+  /** The end of a request's use of its session: a 404 (its own, or a batch message's) or a DELETE that succeeded ends the binding. */
+  function leaveSession(session: SessionUse, status: number, gone: boolean): void {
+    session.leave();
+    if (status === 404 || gone) opts.sessions.end(session.id, 'unknown');
+    else if (session.method === 'DELETE' && status < 300) opts.sessions.end(session.id, 'client_closed');
   }
 
   /** The `end` event of one request, once its answer is complete or the client has gone. */
