@@ -14,6 +14,7 @@ import { entryJson } from './audit-chain.js';
 import { breakerLifetimeMs, liveBreaker, nextBreaker, type KeptBreaker } from './breaker-math.js';
 import { calendarWindow } from './calendar.js';
 import { budgetRefund, budgetSpend, bucketTake, windowAdd, type BucketRow, type CounterRow } from './counter-math.js';
+import { EntryTable } from '../entry-table.js';
 import { StoreUnavailableError, type Answer, type BreakerAdmission, type BreakerSettings, type BreakerState, type BudgetCounter, type BudgetSpend, type CalendarWindow, type AuditAnchor, type AuditEntry, type AuditQuery, type AuditRecord, type IdempotencyClaim, type IdempotencyRecord, type Store, type TokenBucket, type TokenTake, type WindowCount } from './store.js';
 
 // Run from the TypeScript sources (tests, through tsx) or from dist/: the worker is the sibling file, and
@@ -70,14 +71,18 @@ function anchorOf(value: unknown): AuditAnchor {
 export class SqliteStore implements Store {
   readonly kind = 'sqlite' as const;
   private worker: Worker | undefined;
-  private readonly pending = new Map<number, Pending>();
+  /** Requests awaiting the writer's reply, by id (entry-table.ts says why not a Map). */
+  private readonly pending = new EntryTable<Pending>();
   private nextId = 0;
   private outbox: WorkerRequest[] = [];
   /** Rows of windows, buckets, budgets and breakers this process holds (and is the only writer of). */
   private readonly rows = growingLru<string, { row: unknown }>(100_000);
   private readonly loading = new Map<string, Promise<unknown>>();
-  /** Row changes not yet sent to the writer, the latest per row. */
-  private readonly dirty = new Map<string, unknown[]>();
+  /**
+   * Row changes not yet sent to the writer, the latest per row. A new Map per message, not `clear()`: a
+   * cleared Map keeps its old table linked to the new one (entry-table.ts says what that costs).
+   */
+  private dirty = new Map<string, unknown[]>();
   private dirtyTimer: NodeJS.Timeout | undefined;
   /** A message is with the writer and not answered yet. */
   private sent = false;
@@ -108,9 +113,8 @@ export class SqliteStore implements Store {
       this.sent = false;
       if (this.outbox.length > 0 || this.dirty.size > 0) this.scheduleSend();
       forEachReply(replies, (id, ok, value) => {
-        const p = this.pending.get(id);
+        const p = this.pending.take(id);
         if (!p) return;
-        this.pending.delete(id);
         if (ok) p.resolve(p.decode === undefined ? value : p.decode(value));
         else p.reject(new StoreUnavailableError(`SQLite store: ${value as string}`));
       });
@@ -120,8 +124,7 @@ export class SqliteStore implements Store {
       if (this.worker === worker) this.worker = undefined;
       this.sent = false;
       if (this.outbox.length > 0 && !this.closed) this.scheduleSend();
-      for (const [id, p] of this.pending) {
-        this.pending.delete(id);
+      for (const p of this.pending.takeAll()) {
         p.reject(new StoreUnavailableError(`SQLite store: the writer stopped (${err.message})`, { cause: err }));
       }
     };
@@ -194,7 +197,7 @@ export class SqliteStore implements Store {
     this.dirtyTimer = undefined;
     if (this.dirty.size === 0) return undefined;
     const writes = [...this.dirty];
-    this.dirty.clear();
+    this.dirty = new Map();
     const id = ++this.nextId;
     // A write that fails makes those rows be read from the file again next time.
     this.pending.set(id, { resolve: () => {}, reject: () => writes.forEach(([held]) => this.rows.delete(held)), decode: undefined });
@@ -202,9 +205,8 @@ export class SqliteStore implements Store {
   }
 
   private fail(id: number, err: Error): void {
-    const p = this.pending.get(id);
+    const p = this.pending.take(id);
     if (!p) return;
-    this.pending.delete(id);
     p.reject(err);
   }
 
