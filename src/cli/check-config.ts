@@ -1,6 +1,6 @@
 // `gatehouse check-config [--env-optional] FILE`: validates a config and lists every problem. With
-// --env-optional, secrets that are absent here (unset ${env:...}, missing ${file:...}) are warnings: a file
-// can be checked where its secrets do not live, as in CI.
+// --env-optional, secrets that are absent here (unset ${env:...}, missing ${file:...}, or one this user may
+// not read) are warnings: a file can be checked where its secrets do not live, as in CI.
 
 import { parseArgs } from 'node:util';
 import { ConfigError, formatIssue, loadConfigFile, type ConfigIssue } from '../config/load.js';

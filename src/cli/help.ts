@@ -46,8 +46,9 @@ Prints every problem as FILE:LINE:COLUMN KEY.PATH: MESSAGE and exits 1; prints "
 when valid. An unknown key gets the nearest known one as a suggestion.
 
 Options:
-      --env-optional    secrets absent here (an unset \${env:NAME}, a missing \${file:PATH}) are
-                        warnings, not errors: check a file where its secrets do not live (CI)
+      --env-optional    secrets absent here (an unset \${env:NAME}, a missing \${file:PATH} or one
+                        this user may not read) are warnings, not errors: check a file where its
+                        secrets do not live (CI)
   -h, --help            show this help
 `;
 

@@ -12,7 +12,11 @@ export interface InterpolationContext {
   baseDir: string;
 }
 
-/** A problem with one `${...}`; `missing` when only the secret is absent (an unset variable, no such file). */
+/**
+ * A problem with one `${...}`; `missing` when only the secret is out of reach here (an unset variable, no
+ * such file, a file this user may not read): a command that needs no secret (`audit`, `budgets`,
+ * `check-config --env-optional`) warns and goes on, where the gateway's own user would read it.
+ */
 export interface Problem {
   message: string;
   missing: boolean;
@@ -35,6 +39,8 @@ export interface InterpolationProblem extends Problem {
 const TOKEN = /\$\$\{|\$\{([^}]*)\}|\$\{/g;
 const ENV_NAME = /^[A-Za-z_][A-Za-z0-9_]*$/;
 const USAGE = 'use ${env:NAME} or ${file:PATH}';
+/** Read errors of a secret file that is fine where the gateway runs: absent here, or not this user's to read. A directory or a path through a file stays an error. */
+const OUT_OF_REACH = new Set(['ENOENT', 'EACCES', 'EPERM']);
 
 /** A value read through one `${env:...}` or `${file:...}`, and the key path of the scalar it went into. */
 export interface InterpolatedValue {
@@ -83,7 +89,7 @@ function expand(expr: string, ctx: InterpolationContext, problems: Problem[]): s
       return readFileSync(resolve(ctx.baseDir, arg), 'utf8').replace(/\r?\n$/, '');
     } catch (err) {
       const code = (err as NodeJS.ErrnoException).code ?? 'unreadable';
-      problems.push({ message: code === 'ENOENT' ? `no such file: "${arg}"` : `cannot read file "${arg}": ${code}`, missing: code === 'ENOENT' });
+      problems.push({ message: code === 'ENOENT' ? `no such file: "${arg}"` : `cannot read file "${arg}": ${code}`, missing: OUT_OF_REACH.has(code) });
       return undefined;
     }
   }
