@@ -2,6 +2,11 @@
 // and silently drops the rest, and joins repeated MCP headers with ", "; a proxy in front may have picked
 // another copy than Node did. Two values of one of these is ambiguous, so the request is refused outright
 // (RFC 9110 §5.3: a field that is not a list must not be repeated).
+//
+// `traceparent` is not among them: W3C Trace Context treats two of them as an invalid one, which restarts
+// the trace and fails nothing (its test suite's `test_traceparent_duplicated` expects a new trace id). Node
+// joins the two with ", ", which no traceparent matches, so the edge reads no trace context from them
+// (protocol/trace-context.ts) and the pass-through sends neither on.
 
 const SINGLETONS: ReadonlySet<string> = new Set([
   'authorization',
@@ -14,7 +19,6 @@ const SINGLETONS: ReadonlySet<string> = new Set([
   'mcp-method',
   'mcp-name',
   'last-event-id',
-  'traceparent',
 ]);
 
 /** The names above by length: most headers are ruled out by their length alone, the rest without a lower-cased copy. */

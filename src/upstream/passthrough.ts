@@ -12,7 +12,7 @@ import type { CallContext } from '../pipeline/context.js';
 import { Cancellation } from '../pipeline/cancellation.js';
 import { refused, type AnswerHeaders, type Outcome } from '../pipeline/outcome.js';
 import { ErrorCode, idOf, type JsonRpcId } from '../protocol/jsonrpc.js';
-import { upstreamBody } from '../protocol/trace-context.js';
+import { readTraceContext, upstreamBody } from '../protocol/trace-context.js';
 import type { CredentialHeaders, UpstreamCredentials } from './credentials.js';
 import { toGatewayError } from './failures.js';
 import { MAX_WHOLE_BODY_BYTES, RelayBody } from '../pipeline/relay-body.js';
@@ -26,7 +26,7 @@ const SSE_SETTLE_MS = 2;
 /**
  * Client headers an upstream may see. Everything else, above all `authorization` and `cookie`, stays at
  * the gateway: the upstream gets its own credentials from config (2026-07-28 security best practices,
- * "Token Passthrough").
+ * "Token Passthrough"). `traceparent` and `tracestate` go on only as valid trace context (requestHeaders).
  */
 const FORWARDED_REQUEST_HEADERS = new Set([
   'accept',
@@ -36,8 +36,6 @@ const FORWARDED_REQUEST_HEADERS = new Set([
   'mcp-method',
   'mcp-name',
   'last-event-id',
-  'traceparent',
-  'tracestate',
 ]);
 
 /**
@@ -175,15 +173,14 @@ export class PassThrough {
         if (typeof v === 'string') out[key] = v;
       }
     }
-    // Trace context that came only in `_meta` goes up as headers too; a CLIENT span's (tracing) replaces the client's.
-    const upstreamTrace = ctx.upstreamTrace;
-    if (upstreamTrace !== undefined) {
-      out.traceparent = upstreamTrace.traceparent;
-      if (upstreamTrace.tracestate !== undefined) out.tracestate = upstreamTrace.tracestate;
-      else delete out.tracestate;
-    } else if (ctx.trace && out.traceparent === undefined) {
-      out.traceparent = ctx.trace.traceparent;
-      if (ctx.trace.tracestate !== undefined) out.tracestate = ctx.trace.tracestate;
+    // The client's trace headers go on only as valid trace context: a malformed or repeated traceparent (two
+    // joined by Node) is no context at all, and then its tracestate is not read either (W3C Trace Context
+    // §4.3). Trace context that came only in `_meta` goes up as headers too; a CLIENT span's (tracing)
+    // replaces the client's.
+    const trace = ctx.upstreamTrace ?? (client.traceparent !== undefined ? readTraceContext(client.traceparent, client.tracestate) : undefined) ?? ctx.trace;
+    if (trace !== undefined) {
+      out.traceparent = trace.traceparent;
+      if (trace.tracestate !== undefined) out.tracestate = trace.tracestate;
     }
     // Configured headers win: they are the upstream's own credentials and fixed metadata.
     return Object.assign(out, credentials);

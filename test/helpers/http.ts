@@ -8,7 +8,8 @@ export function rpc(id: number | string, method: string, params: Record<string, 
   return JSON.stringify({ jsonrpc: '2.0', id, method, params });
 }
 
-export async function post(url: string, body: string, headers: Record<string, string> = LEGACY_HEADERS, signal?: AbortSignal) {
+/** `headers`: a list value is sent as that many fields of the one name. */
+export async function post(url: string, body: string, headers: Record<string, string | string[]> = LEGACY_HEADERS, signal?: AbortSignal) {
   const res = await request(url, { method: 'POST', headers, body, signal });
   const text = await res.body.text();
   // `any`: tests index freely into whatever JSON came back and assert on it.

@@ -93,6 +93,46 @@ test('a malformed traceparent is not copied into _meta', async () => {
   assert.equal(callSeen(up).meta.traceparent, undefined);
 });
 
+// Found in the tenth session's review, fixed in the eleventh: two traceparent fields were refused with 400
+// as a repeated singleton header, and a malformed one went upstream as sent. W3C Trace Context treats both
+// as no context: the trace restarts (its test suite's test_traceparent_duplicated expects a new trace id),
+// the tracestate beside it is not read (§4.3: "MUST NOT attempt to parse tracestate"), and the call runs.
+const OTHER = '00-12345678901234567890123456789011-1234567890123456-01';
+for (const era of ['legacy', 'modern'] as const) {
+  test(`${era} pass-through: two traceparent fields are no trace context (W3C test_traceparent_duplicated); the call runs and neither goes upstream`, async () => {
+    const up = await upstreamOf(era === 'legacy' ? true : 'modern');
+    const gw = await gatewayFor(up);
+    const req = era === 'legacy' ? { body: rpc(12, 'tools/call', { name: 'echo', arguments: {} }), headers: { ...LEGACY_HEADERS, 'mcp-session-id': await legacySession(gw.url), 'mcp-protocol-version': '2025-11-25' } } : modernRequest(12, 'tools/call', { name: 'echo', arguments: {} });
+    const res = await post(gw.url, req.body, { ...req.headers, traceparent: [OTHER, TRACEPARENT], tracestate: TRACESTATE });
+    assert.equal(res.status, 200, res.text);
+    assert.equal(res.json().result?.content?.[0]?.text, 'ok', res.text);
+    const seen = callSeen(up);
+    assert.equal(seen.headers.traceparent, undefined, 'neither traceparent goes up as a header');
+    assert.equal(seen.headers.tracestate, undefined, 'nor the tracestate that came with them');
+    assert.equal(seen.meta.traceparent, undefined, 'nor into _meta');
+    const line = gw.logs.find((l) => l.msg === 'request' && l.method === 'tools/call');
+    assert.ok(line, 'the call was logged');
+    assert.equal(line.traceId, undefined, 'under no trace id of the client');
+  });
+}
+
+test('a malformed traceparent header does not go upstream, nor its tracestate; a valid _meta context goes up in its place', async () => {
+  const up = await upstreamOf('modern');
+  const gw = await gatewayFor(up);
+  const malformed = '00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-1';
+  let req = modernRequest(13, 'tools/call', { name: 'echo', arguments: {} });
+  assert.equal((await post(gw.url, req.body, { ...req.headers, traceparent: malformed, tracestate: TRACESTATE })).status, 200);
+  let seen = callSeen(up);
+  assert.equal(seen.headers.traceparent, undefined);
+  assert.equal(seen.headers.tracestate, undefined);
+  req = modernRequest(14, 'tools/call', { name: 'echo', arguments: {}, _meta: { traceparent: OTHER } });
+  assert.equal((await post(gw.url, req.body, { ...req.headers, traceparent: malformed, tracestate: TRACESTATE })).status, 200);
+  seen = callSeen(up);
+  assert.equal(seen.headers.traceparent, OTHER);
+  assert.equal(seen.headers.tracestate, undefined, "the malformed header's tracestate is not the _meta context's");
+  assert.equal(seen.meta.traceparent, OTHER);
+});
+
 test('a traceparent of a later version (W3C Trace Context §4.3: SHOULD be parsed) is carried into _meta, and its trace id logged', async () => {
   const up = await upstreamOf('modern');
   const gw = await gatewayFor(up);

@@ -127,6 +127,25 @@ describe('tracing on: spans reach an OTLP/HTTP receiver', () => {
     const span = await waitFor('a root span', () => receiver.spans.slice(before).find((s) => s.name === 'tools/call lookup' && s.kind === SPAN_KIND.SERVER));
     assert.ok(!span.parentSpanId, 'no parent');
   });
+
+  // W3C Trace Context's test suite, test_traceparent_duplicated: two traceparent fields are no context, and
+  // the receiver starts a new trace (until the eleventh session, Gatehouse refused the request with 400).
+  test('two traceparent fields: the call runs as a root span of a new trace, and the upstream gets that trace', async () => {
+    const first = `00-${hex(16)}-${hex(8)}-01`;
+    const second = `00-${hex(16)}-${hex(8)}-01`;
+    const ids = [first, second].map((t) => t.split('-')[1]);
+    const before = receiver.spans.length;
+    const req = modernRequest(++n, 'tools/call', { name: 'lookup', arguments: { item: 'twice-traced' } });
+    const res = await post(gw.url, req.body, { ...req.headers, authorization: `Bearer ${ALICE}`, traceparent: [first, second] });
+    assert.equal(res.status, 200, res.text);
+    assert.notEqual(res.json().result.isError, true, res.text);
+    const span = await waitFor('the call span', () => receiver.spans.slice(before).find((s) => s.name === 'tools/call lookup' && s.kind === SPAN_KIND.SERVER));
+    assert.ok(!ids.includes(span.traceId), 'a new trace id');
+    assert.ok(!span.parentSpanId, 'no parent');
+    const upstream = await waitFor('the CLIENT span', () => receiver.spans.find((s) => s.parentSpanId === span.spanId && s.kind === SPAN_KIND.CLIENT));
+    assert.ok(up.received.some((b) => b.includes(`00-${span.traceId}-${upstream.spanId}-01`)), 'the upstream got the new trace');
+    assert.ok(!up.received.some((b) => ids.some((id) => b.includes(id!))), "and neither of the client's");
+  });
 });
 
 describe('a governed call: its waits on the store and the network are child spans', () => {

@@ -9,7 +9,10 @@ describe('repeatedSingletonHeader', () => {
   test('finds a singleton repeated in any mix of case, and names it lower-cased', () => {
     assert.equal(repeatedSingletonHeader(['Origin', 'a', 'Accept', 'x', 'ORIGIN', 'b']), 'origin');
     assert.equal(repeatedSingletonHeader(['mcp-session-id', 'a', 'Content-Length', '1', 'Mcp-Session-Id', 'b']), 'mcp-session-id');
-    assert.equal(repeatedSingletonHeader(['TraceParent', 'a', 'traceparent', 'b']), 'traceparent');
+  });
+
+  test('lets traceparent repeat: W3C Trace Context restarts the trace instead (test_traceparent_duplicated)', () => {
+    assert.equal(repeatedSingletonHeader(['TraceParent', 'a', 'traceparent', 'b']), undefined);
   });
 
   test('lets list headers and names of a singleton\'s length repeat', () => {
