@@ -8,8 +8,15 @@
 // Whatever adapter answers (the byte pass-through, the catalog, the era bridges, an approval's question),
 // the client only ever holds sealed state. A relayed answer is parsed only when its bytes say
 // `input_required`: on the pass-through the usual answer passes untouched.
+//
+// A legacy request (2025-11-25 and before) carrying a `requestState` is refused the same way: those revisions
+// have none, and Gatehouse gives a legacy client none (its legacy→modern bridge runs the input rounds itself),
+// so it cannot be one Gatehouse sealed. The seal wraps the upstream's string in the clear: until 4 December a
+// legacy client that had seen another caller's sealed state sent the string inside it in its own params, the
+// bridge passed it on, and the upstream, which sees only Gatehouse, ran the other caller's continuation.
 
 import { createHash } from 'node:crypto';
+import type { Refusal } from '../errors.js';
 import type { CallContext } from '../pipeline/context.js';
 import { interceptFinal, type FinalVerdict } from '../pipeline/final-answer.js';
 import { principalKey } from '../pipeline/principal.js';
@@ -30,10 +37,12 @@ const REASONS = {
 export function compileRequestStateStage(seal: RequestStateSeal): Stage {
   return {
     name: 'requestState',
-    applies: (ctx) => ctx.era === 'modern' && ctx.kind === 'request' && CONTINUABLE.has(ctx.method!),
+    // A legacy call enters only when it carries a requestState, to be refused: the usual one passes by.
+    applies: (ctx) => ctx.kind === 'request' && CONTINUABLE.has(ctx.method!) && (ctx.era === 'modern' || (ctx.message as JsonRpcRequest).params?.requestState !== undefined),
     // Not async: the usual call (no state to open) costs one `then`, no frame of its own.
     run(ctx, next) {
       const request = ctx.message as JsonRpcRequest;
+      if (ctx.era !== 'modern') return Promise.resolve(refuseAt('requestState', ctx, invalidState(LEGACY_STATE, 'not_sealed')));
       // Worked out only for a retry or an answer that asks for input: most calls are neither.
       let bound: StateBinding | undefined;
       const binding = (): StateBinding => (bound ??= bindingOf(ctx, request));
@@ -41,17 +50,7 @@ export function compileRequestStateStage(seal: RequestStateSeal): Stage {
       // The front door has checked its type (protocol/param-shapes.ts).
       if (typeof given === 'string') {
         const opened = seal.open(given, binding());
-        if (!opened.ok) {
-          return Promise.resolve(
-            refuseAt('requestState', ctx, {
-              kind: 'protocol',
-              code: 'request_state_invalid',
-              rpcCode: ErrorCode.InvalidParams,
-              message: `${REASONS[opened.reason]}; send the request again without requestState and inputResponses`,
-              data: { reason: opened.reason },
-            }),
-          );
-        }
+        if (!opened.ok) return Promise.resolve(refuseAt('requestState', ctx, invalidState(REASONS[opened.reason], opened.reason)));
         replaceMessage(ctx, { ...request, params: { ...request.params, requestState: opened.state } });
       }
       const sealAnswer = ({ response }: { response: JsonRpcResponse }): Promise<FinalVerdict> => {
@@ -61,6 +60,20 @@ export function compileRequestStateStage(seal: RequestStateSeal): Stage {
       };
       return next(ctx).then((outcome) => interceptFinal(outcome, ctx, sealAnswer, MARKED));
     },
+  };
+}
+
+/** What a legacy client is told: its revision has no requestState, and Gatehouse never gave it one. */
+const LEGACY_STATE = 'requestState is not part of this protocol revision, and Gatehouse issued none to this client';
+
+/** mrtr.mdx §Server Requirements 4: state that fails verification is rejected (-32602), never passed on. */
+function invalidState(why: string, reason: 'not_sealed' | 'invalid' | 'expired'): Refusal {
+  return {
+    kind: 'protocol',
+    code: 'request_state_invalid',
+    rpcCode: ErrorCode.InvalidParams,
+    message: `${why}; send the request again without requestState and inputResponses`,
+    data: { reason },
   };
 }
 

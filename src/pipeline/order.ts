@@ -15,7 +15,7 @@
 //                                          a rule's scopes missing (onMissingScopes: challenge) ... 403
 //   requestState auth/request-state-stage.ts: modern tools/call, prompts/get, resources/read: a retry's
 //               requestState opened (this caller, call and arguments; not expired), every one answered
-//               sealed .................................................. -32602 request_state_invalid
+//               sealed; any legacy one refused ........................ -32602 request_state_invalid
 //   pin         approvals/pin-stage.ts: the tool's definition vs the one pinned (tools.pinning)
 //                                                                         ...... tool_changed (enforce)
 //   arguments   policy/arguments-stage.ts: Mcp-Param-* vs body ............... 400 -32020
