@@ -395,7 +395,8 @@ export function createGateway(config: GatehouseConfig, log: Logger, options: Gat
       }
       if (config.admin.enabled) {
         const verify: VerifyToken = async (headers) => {
-          const verdict = await edgeOptions.auth.authenticate(headers);
+          // The credential alone: auth.requiredScopes are the MCP endpoint's; reviewers are judged by group.
+          const verdict = await edgeOptions.auth.verifyCredential(headers);
           return verdict.ok ? verdict : { ok: false, unavailable: verdict.refusal.status === 503 };
         };
         // The MCP endpoint's failed-auth count, per client address found the same way: guesses on either

@@ -73,12 +73,28 @@ export class Authenticator {
    * without credentials, so the common case costs no extra tick; OAuth tokens are verified asynchronously.
    */
   authenticate(headers: IncomingHttpHeaders): AuthVerdict | Promise<AuthVerdict> {
+    return this.check(headers, true);
+  }
+
+  /**
+   * The credential's own verdict, without `auth.requiredScopes`: those are the MCP endpoint's ("every caller
+   * needs [them] to use the MCP endpoint at all"), not the admin API's, whose reviewers are judged by group.
+   * Until 4 December the admin API asked `authenticate`, so a reviewer's valid token without the endpoint's
+   * scopes was answered 401 "not valid" there and counted as a failed attempt, locking the reviewer's address
+   * out of both ports.
+   */
+  verifyCredential(headers: IncomingHttpHeaders): AuthVerdict | Promise<AuthVerdict> {
+    return this.check(headers, false);
+  }
+
+  /** `endpoint`: the MCP endpoint's requiredScopes apply. */
+  private check(headers: IncomingHttpHeaders, endpoint: boolean): AuthVerdict | Promise<AuthVerdict> {
     // Anonymous-only (loopback demo): nothing could verify a credential, so none is looked at; it is
     // still never forwarded.
-    if (this.anonymousOnly) return this.withScopes(ANONYMOUS);
+    if (this.anonymousOnly) return this.grant(ANONYMOUS, endpoint);
     const header = headers.authorization;
     if (header === undefined || header === '') {
-      if (this.anonymous) return this.withScopes(ANONYMOUS);
+      if (this.anonymous) return this.grant(ANONYMOUS, endpoint);
       return this.refuse(401, 'missing_credentials', 'Authentication required: send "Authorization: Bearer <token>"');
     }
     const m = BEARER.exec(header);
@@ -89,10 +105,10 @@ export class Authenticator {
     }
     const token = m[1]!;
     const byKey = this.keys.verify(token);
-    if (byKey) return this.conclude(byKey);
+    if (byKey) return this.conclude(byKey, endpoint);
     if (!this.tokens || hasKeyShape(token)) return this.refuse(401, 'unknown_key', 'The credential is not valid', 'invalid_token');
     return this.tokens.verify(token).then(
-      (r) => this.conclude(r),
+      (r) => this.conclude(r, endpoint),
       (err: unknown) => {
         this.log.error('token verification failed unexpectedly; refusing', { err });
         return this.refuse(503, 'auth_unavailable', 'Authentication is temporarily unavailable');
@@ -105,8 +121,8 @@ export class Authenticator {
     this.asMetadata?.close();
   }
 
-  private conclude(result: AuthResult): AuthVerdict {
-    if (result.ok) return this.withScopes(result.principal);
+  private conclude(result: AuthResult, endpoint: boolean): AuthVerdict {
+    if (result.ok) return this.grant(result.principal, endpoint);
     const f = result.failure;
     switch (f.kind) {
       case 'missing':
@@ -121,10 +137,13 @@ export class Authenticator {
     }
   }
 
-  /** 2026-07-28 authorization §Runtime Insufficient Scope Errors: 403 naming every scope needed. */
-  private withScopes(principal: Principal): AuthVerdict {
+  /**
+   * 2026-07-28 authorization §Runtime Insufficient Scope Errors: on the MCP endpoint, 403 naming every scope
+   * needed.
+   */
+  private grant(principal: Principal, endpoint: boolean): AuthVerdict {
     // Most configs require none: no array is made per call for them.
-    if (this.requiredScopes.length === 0) return { ok: true, principal };
+    if (!endpoint || this.requiredScopes.length === 0) return { ok: true, principal };
     const missing = this.requiredScopes.filter((s) => !principal.scopes.includes(s));
     if (missing.length === 0) return { ok: true, principal };
     const refusal = this.refuse(403, 'insufficient_scope', `Insufficient scope: this endpoint needs ${this.requiredScopes.join(' ')}`, 'insufficient_scope');
