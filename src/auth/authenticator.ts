@@ -9,7 +9,7 @@ import type { GatehouseConfig } from '../config/types.js';
 import type { AuthRefusal } from '../errors.js';
 import type { Logger } from '../log/logger.js';
 import { ApiKeys } from './api-keys.js';
-import { hasKeyShape } from './key-hash.js';
+import { B64TOKEN, hasKeyShape } from './key-hash.js';
 import { AsMetadataMirror } from './as-metadata-mirror.js';
 import { bearerChallenge } from './challenge.js';
 import { credentialInMessage, credentialInQuery } from './credential-locations.js';
@@ -20,8 +20,8 @@ import { TokenVerifier } from './token-verifier.js';
 
 export type AuthVerdict = { ok: true; principal: Principal } | { ok: false; refusal: AuthRefusal };
 
-/** RFC 6750 §2.1: `Bearer` then one token68. */
-const BEARER = /^Bearer +([A-Za-z0-9\-._~+/]+=*) *$/i;
+/** RFC 6750 §2.1: `Bearer` then one b64token. */
+const BEARER = new RegExp(`^Bearer +(${B64TOKEN}) *$`, 'i');
 
 export class Authenticator {
   readonly metadata: ResourceMetadata | undefined;

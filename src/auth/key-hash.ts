@@ -8,6 +8,19 @@ import { sha256Hex } from '../protocol/sha256.js';
 export const KEY_PREFIX = 'gh_';
 
 /**
+ * RFC 6750 §2.1 b64token: all that `Authorization: Bearer <credential>`, the one place a credential is taken
+ * from, can carry. The edge reads the header with it, and `hash-key` refuses a key outside it: such a key
+ * could never be presented (the header is malformed, 400, a failed attempt of the client's address).
+ */
+export const B64TOKEN = '[A-Za-z0-9\\-._~+/]+=*';
+const SENDABLE = new RegExp(`^${B64TOKEN}$`);
+
+/** Whether a key can be sent as `Authorization: Bearer <key>`. */
+export function sendableAsBearer(key: string): boolean {
+  return SENDABLE.test(key);
+}
+
+/**
  * Whether a presented credential has the API key shape. One that is no configured key is a mistyped or
  * revoked key, still a secret: it is refused as such, never handed to the issuer (introspection is a third
  * party) nor tried as a token. Access tokens do not start so: a JWT starts `eyJ`.

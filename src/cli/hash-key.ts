@@ -1,7 +1,7 @@
 // `gatehouse hash-key`: prints the hash to store in auth.apiKeys.
 
 import { parseArgs } from 'node:util';
-import { generateKey, hashKey } from '../auth/key-hash.js';
+import { generateKey, hashKey, sendableAsBearer } from '../auth/key-hash.js';
 import { HASH_KEY_HELP } from './help.js';
 import type { CommandIO } from './io.js';
 
@@ -32,6 +32,11 @@ export async function hashKeyCommand(args: string[], io: CommandIO): Promise<num
   const key = arg === '-' ? (await io.readStdin()).replace(/\r?\n$/, '') : arg;
   if (key.length < 16) {
     io.err('refusing to hash a key shorter than 16 characters: use a long random key (run hash-key with no argument)\n');
+    return 1;
+  }
+  // Its hash would name a key no client can present: the edge takes credentials from the header only.
+  if (!sendableAsBearer(key)) {
+    io.err('refusing to hash a key that "Authorization: Bearer <key>" cannot carry (RFC 6750 b64token): use letters, digits and - . _ ~ + / only, with = only at the end, and no spaces (run hash-key with no argument for a new key)\n');
     return 1;
   }
   io.out(hashKey(key) + '\n');

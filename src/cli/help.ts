@@ -62,7 +62,11 @@ A key that starts with "-" goes after "--": gatehouse hash-key -- -KEY.
 Options:
   -h, --help            show this help
 
-Exit status: 0 printed, 1 the key is too short, 2 usage (an unknown option, more than one key).
+A key is sent as "Authorization: Bearer <key>", so it may hold letters, digits and - . _ ~ + / only,
+with = only at its end; one with other characters (a space, !, #) is refused.
+
+Exit status: 0 printed, 1 the key is too short or cannot be sent as a Bearer credential, 2 usage (an
+unknown option, more than one key).
 `;
 
 export const BUDGETS_HELP = `Usage: gatehouse budgets show [options]
