@@ -128,7 +128,7 @@ export interface GatehouseConfiguration {
        */
       attempts: number;
       /**
-       * Length of the window, in seconds, counted from the address's first failure.
+       * Length of the window, in seconds. Windows are fixed, aligned to the epoch on the store's clock (not counted from an address's first failure), so up to twice attempts failures can fall within a few seconds across a window's end, and a block lasts until the current window ends.
        */
       windowSeconds: number;
     };
