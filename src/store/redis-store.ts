@@ -231,6 +231,8 @@ for i = 3, #ARGV, 2 do redis.call('ZADD', KEYS[2], ARGV[i], ARGV[i + 1]) end
 return { 1 }`;
 
 const FIRST_CONNECTION_WAIT_MS = 3_000;
+/** How many audit records a read filtered by time takes from Redis at a time, at least. */
+const AUDIT_READ_PAGE = 500;
 
 /**
  * ioredis, loaded when a Redis store is opened: a gateway on SQLite (the default) never pays for it
@@ -530,15 +532,32 @@ export class RedisStore implements Store {
     return raw === null ? { raw: '', anchor: await this.auditAnchor() } : { raw, anchor: JSON.parse(raw) as AuditAnchor };
   }
 
+  /**
+   * The records after `afterSeq` in the time window, at most `limit` of them, as the SQLite store's query
+   * gives them: the limit counts records in the window. The log is kept by seq alone, so with a time filter
+   * it is read on, a page at a time, until `limit` records matched or it ends (once `limit` records were
+   * read and then filtered, and a window after them read as empty: `audit export --since` printed nothing).
+   */
   readAudit(query: AuditQuery): Promise<AuditRecord[]> {
     return this.run('audit', async () => {
-      const raw = await this.redis.zrangebyscore('{audit}:log', `(${query.afterSeq ?? 0}`, '+inf', 'LIMIT', 0, query.limit ?? 1000);
+      const limit = query.limit ?? 1000;
       const since = query.since ?? 0;
       const until = query.until ?? Number.MAX_SAFE_INTEGER;
-      return raw.map((r) => JSON.parse(r) as AuditRecord).filter((r) => {
-        const t = Date.parse(r.time);
-        return t >= since && t <= until;
-      });
+      const filtered = query.since !== undefined || query.until !== undefined;
+      const page = filtered ? Math.max(limit, AUDIT_READ_PAGE) : limit;
+      const found: AuditRecord[] = [];
+      let after = query.afterSeq ?? 0;
+      while (found.length < limit) {
+        const raw = await this.redis.zrangebyscore('{audit}:log', `(${after}`, '+inf', 'LIMIT', 0, page);
+        for (const text of raw) {
+          const r = JSON.parse(text) as AuditRecord;
+          after = r.seq;
+          const t = Date.parse(r.time);
+          if (t >= since && t <= until && found.push(r) === limit) break;
+        }
+        if (raw.length < page) break;
+      }
+      return found;
     });
   }
 
