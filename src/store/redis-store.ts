@@ -230,6 +230,18 @@ redis.call('SET', KEYS[1], ARGV[2])
 for i = 3, #ARGV, 2 do redis.call('ZADD', KEYS[2], ARGV[i], ARGV[i + 1]) end
 return { 1 }`;
 
+/**
+ * Retention's write: the anchor becomes record ARGV[1] (ARGV[2], its seq and hash) and the records up to it
+ * go, unless the anchor is already there or later. Prunes of several replicas (each with its own cut) read
+ * the log first and write after: one with an earlier cut that wrote last set the anchor back to an earlier
+ * record while the records after it were gone, and the chain no longer verified from it.
+ */
+const AUDIT_PRUNE = `
+local current = redis.call('GET', KEYS[1])
+if current and tonumber(cjson.decode(current).seq) >= tonumber(ARGV[1]) then return 0 end
+redis.call('SET', KEYS[1], ARGV[2])
+return redis.call('ZREMRANGEBYSCORE', KEYS[2], '-inf', ARGV[1])`;
+
 const FIRST_CONNECTION_WAIT_MS = 3_000;
 /** How many audit records a read filtered by time takes from Redis at a time, at least. */
 const AUDIT_READ_PAGE = 500;
@@ -256,6 +268,7 @@ type Scripted = (Redis | Cluster) & {
   ghReadBudget(key: string): Promise<[string, string] | null>;
   ghBreaker(key: string, op: 'admit' | 'record', ok: string, limit: number, rate: number, minCalls: number, windowMs: number, coolDownMs: number, probe: number | ''): Promise<[string, number, string?]>;
   ghAuditAppend(head: string, log: string, expectedHead: string, newHead: string, ...records: Array<string | number>): Promise<[1] | [0, string | null]>;
+  ghAuditPrune(anchor: string, log: string, seq: number, anchorJson: string): Promise<number>;
 };
 
 /**
@@ -339,6 +352,7 @@ export class RedisStore implements Store {
     this.redis.defineCommand('ghReadBudget', { numberOfKeys: 1, lua: READ_BUDGET });
     this.redis.defineCommand('ghBreaker', { numberOfKeys: 1, lua: BREAKER });
     this.redis.defineCommand('ghAuditAppend', { numberOfKeys: 2, lua: AUDIT_APPEND });
+    this.redis.defineCommand('ghAuditPrune', { numberOfKeys: 2, lua: AUDIT_PRUNE });
   }
 
   private async run<T>(what: string, op: () => Promise<T>): Promise<T> {
@@ -578,12 +592,7 @@ export class RedisStore implements Store {
         if (old.length < page.length || page.length < 500) break;
       }
       if (!last) return 0;
-      const [, removed] = (await this.redis
-        .multi()
-        .set('{audit}:anchor', JSON.stringify({ seq: last.seq, hash: last.hash } satisfies AuditAnchor))
-        .zremrangebyscore('{audit}:log', '-inf', last.seq)
-        .exec())!;
-      return Number(removed?.[1] ?? 0);
+      return this.redis.ghAuditPrune('{audit}:anchor', '{audit}:log', last.seq, JSON.stringify({ seq: last.seq, hash: last.hash } satisfies AuditAnchor));
     });
   }
 

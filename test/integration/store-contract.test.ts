@@ -593,6 +593,8 @@ describe('Redis only', () => {
       const records = await Promise.all(Array.from({ length: 20 }, (_, i) => s.appendAudit(entry(i))));
       assert.equal(records.length, 20);
       assert.equal(verifyChain(await s.readAudit({}), undefined).ok, true);
+      assert.equal(await s.pruneAudit(Date.now() + 1_000), 20, 'retention runs its script on the audit keys of one slot');
+      assert.equal((await s.auditAnchor())?.seq, 20);
     } finally {
       await s.close();
       await cluster.stop();
