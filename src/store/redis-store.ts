@@ -281,7 +281,11 @@ function connect(config: Pick<RedisStoreConfig, 'url' | 'keyPrefix' | 'commandTi
     keyPrefix: config.keyPrefix,
     // Fail fast while Redis is unreachable or silent: governed calls are refused, not queued or held.
     enableOfflineQueue: false,
-    maxRetriesPerRequest: 1,
+    // A command under way when the connection breaks may have run (its reply lost): it fails, and is never
+    // sent again on the next connection, where it ran twice (a window or budget counted one call twice, an
+    // audit batch was appended twice). 0: fail it at once, not after a reconnection attempt.
+    maxRetriesPerRequest: 0,
+    autoResendUnfulfilledCommands: false,
     commandTimeout: config.commandTimeoutMs,
     connectTimeout: Math.max(config.commandTimeoutMs, 1_000),
     retryStrategy: (attempt) => Math.min(2_000, 100 * attempt),
@@ -304,6 +308,12 @@ function connect(config: Pick<RedisStoreConfig, 'url' | 'keyPrefix' | 'commandTi
     return new (loadIoredis().Redis)({ ...common, db, sentinels: nodes(config.sentinel.nodes), name: config.sentinel.name, ...(config.sentinel.password !== undefined ? { sentinelPassword: config.sentinel.password } : {}), ...(url.protocol === 'rediss:' ? { enableTLSForSentinelMode: true } : {}) });
   }
   return new (loadIoredis().Redis)({ ...common, db, host: url.hostname.replace(/^\[|\]$/g, ''), port: Number(url.port || 6379) });
+}
+
+/** What went wrong, in words for the log: ioredis names a broken connection after the option that failed it. */
+function describe(err: Error): string {
+  if (err.name === 'MaxRetriesPerRequestError') return 'the connection broke while the command ran; it may have taken effect, and is not sent again';
+  return err.message;
 }
 
 /** A literal for a SCAN MATCH pattern. */
@@ -360,7 +370,7 @@ export class RedisStore implements Store {
     try {
       return await op();
     } catch (err) {
-      throw new StoreUnavailableError(`Redis store (${what}): ${(err as Error).message}`, { cause: err });
+      throw new StoreUnavailableError(`Redis store (${what}): ${describe(err as Error)}`, { cause: err });
     }
   }
 
