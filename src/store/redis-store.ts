@@ -243,6 +243,8 @@ redis.call('SET', KEYS[1], ARGV[2])
 return redis.call('ZREMRANGEBYSCORE', KEYS[2], '-inf', ARGV[1])`;
 
 const FIRST_CONNECTION_WAIT_MS = 3_000;
+/** How long the key a ping writes is kept. */
+const PING_KEY_MS = 60_000;
 /** How many audit records a read filtered by time takes from Redis at a time, at least. */
 const AUDIT_READ_PAGE = 500;
 
@@ -374,8 +376,14 @@ export class RedisStore implements Store {
     }
   }
 
+  /**
+   * One round trip that writes (a scratch key with a TTL), as Store.ping promises. A Redis that answers but
+   * takes no writes (full under noeviction, a read-only replica after a failover, a failed snapshot's
+   * MISCONF) cannot keep a call's state: a PING it answered kept /readyz ready and had the guard mark the
+   * store up a second after each failure, so a call then ran upstream and its audit record failed.
+   */
   async ping(): Promise<void> {
-    await this.run('ping', () => this.redis.ping());
+    await this.run('ping', () => this.redis.set('ping', '1', 'PX', PING_KEY_MS));
   }
 
   addToWindow(key: string, amount: number, windowMs: number): Promise<WindowCount> {

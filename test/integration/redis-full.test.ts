@@ -1,0 +1,95 @@
+// A Redis that answers but refuses writes: full (maxmemory reached under the default noeviction policy:
+// "OOM command not allowed"; a read-only replica after a failover, and a failed snapshot's MISCONF, look
+// the same). Store.ping promises the store "answers and can write" (store.ts); the Redis store's ping was a
+// PING, which such a Redis answers. So /readyz said ready, and the store guard's probe marked the store up a
+// second after every failure: the next governed call passed the state stage, ran upstream, and then its
+// audit record could not be written, a write that took effect unaudited, once a second. The ping now
+// writes (a scratch key with a TTL): while Redis refuses writes the store stays down, governed calls are
+// refused before they run (503 GW_ERR_STATE_UNAVAILABLE), and service resumes on its own once it takes
+// writes again.
+
+import { after, before, test } from 'node:test';
+import assert from 'node:assert/strict';
+import { Redis } from 'ioredis';
+import { request } from 'undici';
+import { openStore } from '../../src/store/open-store.js';
+import { startCountingUpstream, type CountingUpstream } from '../fixtures/upstreams/counting-writes.js';
+import { startGateway, type TestGateway } from '../helpers/gateway.js';
+import { modernRequest, post } from '../helpers/http.js';
+import { startRedis, type TestRedis } from '../helpers/redis.js';
+
+let up: CountingUpstream;
+let redis: TestRedis;
+let raw: Redis;
+before(async () => {
+  up = await startCountingUpstream('modern');
+  redis = await startRedis();
+  raw = new Redis(redis.url);
+});
+after(async () => {
+  raw.disconnect();
+  await up.close();
+  await redis.stop();
+});
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+let n = 0;
+async function call(gw: TestGateway, item: string) {
+  const req = modernRequest(++n, 'tools/call', { name: 'record', arguments: { item } });
+  return post(gw.url, req.body, req.headers);
+}
+async function readyz(gw: TestGateway) {
+  const res = await request(`${gw.origin}/readyz`);
+  return { status: res.statusCode, body: (await res.body.json()) as { status: string; store?: { kind: string; up: boolean } } };
+}
+
+test("a full Redis fails the store's ping, which answers again once Redis takes writes", async () => {
+  const s = openStore({ kind: 'redis', url: redis.url, keyPrefix: 'full-ping:', commandTimeoutMs: 2_000 });
+  try {
+    await s.ping();
+    await raw.config('SET', 'maxmemory', '1');
+    await assert.rejects(s.ping(), (err: Error) => err.name === 'StoreUnavailableError' && /OOM/.test(err.message));
+    await raw.config('SET', 'maxmemory', '0');
+    await s.ping();
+  } finally {
+    await raw.config('SET', 'maxmemory', '0');
+    await s.close();
+  }
+});
+
+test('with Redis full, /readyz says not ready and governed calls are refused before they run, not run unaudited; back on its own', { timeout: 60_000 }, async () => {
+  const gw = await startGateway({ upstreams: [{ name: 'up', url: up.url, era: 'modern' }], store: { kind: 'redis', url: redis.url, keyPrefix: 'full:', commandTimeoutMs: 1_000 } });
+  try {
+    assert.equal((await call(gw, 'before')).status, 200);
+    assert.equal((await readyz(gw)).status, 200);
+    await raw.config('SET', 'maxmemory', '1');
+    // The first call after Redis filled up cannot know it: it runs, and is refused when its record cannot be kept.
+    const first = await call(gw, 'first-when-full');
+    assert.equal(first.status, 503, first.text);
+    // Longer than the guard's probe (every second).
+    await sleep(2_500);
+    const ready = await readyz(gw);
+    assert.equal(ready.status, 503, JSON.stringify(ready.body));
+    assert.deepEqual(ready.body.store, { kind: 'redis', up: false });
+    const executed = up.executions.length;
+    for (let i = 0; i < 3; i++) {
+      const refused = await call(gw, `while-full-${i}`);
+      assert.equal(refused.status, 503, refused.text);
+      assert.equal(refused.json().error.data.code, 'GW_ERR_STATE_UNAVAILABLE', refused.text);
+      await sleep(600);
+    }
+    assert.equal(up.executions.length, executed, 'no call ran upstream while its record could not be written');
+    await raw.config('SET', 'maxmemory', '0');
+    let back;
+    for (let i = 0; i < 50; i++) {
+      back = await call(gw, 'after');
+      if (back.status === 200) break;
+      await sleep(100);
+    }
+    assert.equal(back?.status, 200, back?.text);
+    assert.equal((await readyz(gw)).status, 200);
+  } finally {
+    await raw.config('SET', 'maxmemory', '0');
+    await gw.close();
+  }
+});
