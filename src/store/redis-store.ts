@@ -422,7 +422,8 @@ export class RedisStore implements Store {
       for (const node of nodes) {
         let cursor = '0';
         for (let rounds = 0; rounds < 10_000; rounds++) {
-          const [next, found] = await node.scan(cursor, 'MATCH', `${keyPrefix}{g:${escapeGlob(prefix)}*`, 'COUNT', 500);
+          // Both literal: a keyPrefix may hold glob characters too (the config refuses only braces).
+          const [next, found] = await node.scan(cursor, 'MATCH', `${escapeGlob(keyPrefix)}{g:${escapeGlob(prefix)}*`, 'COUNT', 500);
           for (const k of found) keys.add(k.slice(keyPrefix.length));
           cursor = next;
           if (cursor === '0') break;
@@ -434,7 +435,8 @@ export class RedisStore implements Store {
       const values = await Promise.all(list.map(async (k) => [k, await this.redis.ghReadBudget(k)] as const));
       return values
         .filter((v): v is readonly [string, [string, string]] => v[1] !== null)
-        .map(([k, [used, ends]]) => ({ key: k.slice('{g:'.length, k.indexOf('}|')), used: Number(used), resetsAt: Number(ends) }))
+        // `{g:<key>}|<window start>` (spendBudget): the key ends at the last "}|", as it may hold one itself.
+        .map(([k, [used, ends]]) => ({ key: k.slice('{g:'.length, k.lastIndexOf('}|')), used: Number(used), resetsAt: Number(ends) }))
         .sort((a, b) => a.key.localeCompare(b.key));
     });
   }
