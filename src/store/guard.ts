@@ -1,7 +1,11 @@
 // Whether the store can be counted on now. Every operation goes through the guard: a failure marks the
-// store down (logged once, counted) and starts a probe that pings it every second; the first answer marks
-// it up again, so service resumes on its own, without a restart. While it is down, governed calls are
-// refused before they run (state-stage.ts) and /readyz says not ready.
+// store down (logged once, counted) and starts a probe that pings it every second; the first ping that
+// answers marks it up again, so service resumes on its own, without a restart. While it is down, governed
+// calls are refused before they run (state-stage.ts) and /readyz says not ready. Another operation that
+// answers meanwhile only has the probe ping at once: an answer says the store answers, not that it keeps
+// what a call needs written (a full Redis answers reads; the SQLite store decides a rate limit on rows it
+// holds). Any answer once marked it up: a metrics scrape or the approvals' sweep on a full Redis then let
+// the next call run upstream with its audit record unwritable.
 
 import type { Logger } from '../log/logger.js';
 import { StoreUnavailableError, type Answer, type Store } from './store.js';
@@ -11,6 +15,8 @@ const PROBE_MS = 1_000;
 export class StoreGuard {
   private up = true;
   private probe: NodeJS.Timeout | undefined;
+  /** A probe's ping is under way: one at a time. */
+  private probing = false;
   private closed = false;
 
   constructor(
@@ -55,7 +61,7 @@ export class StoreGuard {
   }
 
   private readonly succeeded = <T>(value: T): T => {
-    if (!this.up) this.markUp();
+    if (!this.up) this.probeNow();
     return value;
   };
 
@@ -72,11 +78,13 @@ export class StoreGuard {
   /** For readiness: one real round trip now. */
   async check(): Promise<boolean> {
     try {
-      await this.run((s) => s.ping());
-      return true;
-    } catch {
+      await this.store.ping();
+    } catch (err) {
+      this.failed(err);
       return false;
     }
+    this.markUp();
+    return true;
   }
 
   async close(): Promise<void> {
@@ -91,10 +99,30 @@ export class StoreGuard {
     this.up = false;
     this.log.error('the store is unavailable: governed calls are refused until it is back', { store: this.store.kind, err: err.message });
     if (this.closed) return;
-    this.probe = setInterval(() => {
-      this.store.ping().then(() => this.markUp(), () => {});
-    }, PROBE_MS);
+    this.probe = setInterval(() => this.probeNow(), PROBE_MS);
     this.probe.unref();
+  }
+
+  /** Pings the store now (unless a ping is under way); its answer marks the store up. */
+  private probeNow(): void {
+    if (this.probing || this.closed) return;
+    this.probing = true;
+    let ping: Promise<void>;
+    try {
+      ping = this.store.ping();
+    } catch {
+      this.probing = false;
+      return;
+    }
+    ping.then(
+      () => {
+        this.probing = false;
+        this.markUp();
+      },
+      () => {
+        this.probing = false;
+      },
+    );
   }
 
   private markUp(): void {

@@ -93,3 +93,42 @@ test('with Redis full, /readyz says not ready and governed calls are refused bef
     await gw.close();
   }
 });
+
+// The guard marked the store up on any operation that answered, and a full Redis answers reads: a metrics
+// scrape (it counts pending approvals), the approval expiry sweep or an inbox view listed approvals, and
+// the next governed call ran upstream with its record unwritable. An answer now only has the guard ask
+// for a ping (a write) at once; the store is up when that answers.
+test('with Redis full, a read that answers (a metrics scrape listing approvals) does not mark the store up', { timeout: 60_000 }, async () => {
+  const gw = await startGateway({
+    upstreams: [{ name: 'up', url: up.url, era: 'modern' }],
+    store: { kind: 'redis', url: redis.url, keyPrefix: 'full-read:', commandTimeoutMs: 1_000 },
+    metrics: { enabled: true, port: 0 },
+    admin: { enabled: true, port: 0, token: 'admin-token-0123456789abcdef' },
+    policy: { approvals: [{ id: 'lookups', tools: ['up/lookup'] }] },
+  });
+  try {
+    assert.equal((await call(gw, 'before')).status, 200);
+    await raw.config('SET', 'maxmemory', '1');
+    assert.equal((await call(gw, 'first-when-full')).status, 503);
+    const executed = up.executions.length;
+    for (let i = 0; i < 3; i++) {
+      const metrics = await (await request(gw.gateway.metricsUrl!)).body.text();
+      assert.match(metrics, /^gatehouse_store_up 0$/m, 'the scrape itself says the store is down');
+      const refused = await call(gw, `after-scrape-${i}`);
+      assert.equal(refused.status, 503, refused.text);
+      assert.equal(refused.json().error.data.code, 'GW_ERR_STATE_UNAVAILABLE', refused.text);
+    }
+    assert.equal(up.executions.length, executed, 'no call ran upstream while its record could not be written');
+    await raw.config('SET', 'maxmemory', '0');
+    let back;
+    for (let i = 0; i < 50; i++) {
+      back = await call(gw, 'after');
+      if (back.status === 200) break;
+      await sleep(100);
+    }
+    assert.equal(back?.status, 200, back?.text);
+  } finally {
+    await raw.config('SET', 'maxmemory', '0');
+    await gw.close();
+  }
+});

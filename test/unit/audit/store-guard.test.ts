@@ -1,6 +1,7 @@
 // The store guard every governed call's store operations go through (rate limit, budget, audit): a failure
 // marks the store down and reaches the caller as StoreUnavailableError, so the stage refuses the call (fail
-// closed), and the first success marks it up again.
+// closed); the first ping that answers marks it up again, and another operation that answers meanwhile has
+// the guard ping at once (an answer to a read is no proof the store takes writes).
 
 import { after, test } from 'node:test';
 import assert from 'node:assert/strict';
@@ -12,20 +13,46 @@ const store = { kind: 'sqlite', ping: () => new Promise(() => {}), close: () => 
 const guards: StoreGuard[] = [];
 after(() => Promise.all(guards.map((g) => g.close())));
 
-function guard(lines: string[] = [], errors: { n: number } = { n: 0 }): StoreGuard {
-  const g = new StoreGuard(store, createLogger('info', (l) => lines.push(l)), () => errors.n++);
+function guard(lines: string[] = [], errors: { n: number } = { n: 0 }, on: Store = store): StoreGuard {
+  const g = new StoreGuard(on, createLogger('info', (l) => lines.push(l)), () => errors.n++);
   guards.push(g);
   return g;
+}
+
+/** A store whose pings the test answers: `answer(ok)` settles the pings asked for so far. */
+function pingable(): { store: Store; pings: () => number; answer(ok: boolean): Promise<void> } {
+  let waiting: Array<{ resolve(): void; reject(e: Error): void }> = [];
+  let pings = 0;
+  const s = {
+    kind: 'redis',
+    ping: () =>
+      new Promise<void>((resolve, reject) => {
+        pings++;
+        waiting.push({ resolve, reject });
+      }),
+    close: () => Promise.resolve(),
+  } as unknown as Store;
+  return {
+    store: s,
+    pings: () => pings,
+    answer: async (ok) => {
+      const now = waiting;
+      waiting = [];
+      for (const w of now) (ok ? w.resolve() : w.reject(new Error('OOM command not allowed')));
+      await new Promise((r) => setImmediate(r));
+    },
+  };
 }
 
 test('an operation that answers passes its value on', async () => {
   assert.equal(await guard().run(() => Promise.resolve(42)), 42);
 });
 
-test('an operation that fails marks the store down and is refused as StoreUnavailableError; the next success marks it up', async () => {
+test('an operation that fails marks the store down and is refused as StoreUnavailableError; the next success has it pinged, and the ping marks it up', async () => {
   const lines: string[] = [];
   const errors = { n: 0 };
-  const g = guard(lines, errors);
+  const p = pingable();
+  const g = guard(lines, errors, p.store);
   await assert.rejects(
     g.run(() => Promise.reject(new Error('disk I/O error'))),
     (err: unknown) => err instanceof StoreUnavailableError && /disk I\/O error/.test(err.message),
@@ -34,8 +61,26 @@ test('an operation that fails marks the store down and is refused as StoreUnavai
   assert.equal(errors.n, 1);
   assert.ok(lines.some((l) => l.includes('the store is unavailable')));
   assert.equal(await g.run(() => Promise.resolve('back')), 'back');
+  assert.equal(g.available, false, 'an answer alone does not mark it up');
+  assert.equal(p.pings(), 1, 'it has the store pinged at once');
+  assert.equal(await g.run(() => Promise.resolve('again')), 'again');
+  assert.equal(p.pings(), 1, 'one ping at a time');
+  await p.answer(true);
   assert.equal(g.available, true);
   assert.ok(lines.some((l) => l.includes('the store is back')));
+});
+
+test('a store that answers reads but fails its ping (a full Redis) stays down', async () => {
+  const p = pingable();
+  const g = guard([], { n: 0 }, p.store);
+  await assert.rejects(g.run(() => Promise.reject(new Error('OOM command not allowed'))), StoreUnavailableError);
+  assert.deepEqual(await g.run(() => Promise.resolve(['ap_1'])), ['ap_1'], 'a read answers');
+  await p.answer(false);
+  assert.equal(g.available, false);
+  const ready = g.check();
+  await p.answer(false);
+  assert.equal(await ready, false, 'readiness pings too');
+  assert.equal(g.available, false);
 });
 
 test('an operation that throws before it returns a promise is a rejected promise too, never an exception in the stage', async () => {
@@ -52,13 +97,16 @@ test('an operation that throws before it returns a promise is a rejected promise
 
 // runNow: for the rate limit's take and the budget's spend, which the SQLite store answers at once on a row
 // it holds. The stages await only a promise; the failure rules are run's.
-test('runNow passes an answer given at once on as it is (no promise), and it marks a down store up', async () => {
-  const g = guard();
+test('runNow passes an answer given at once on as it is (no promise), and it has a down store pinged', async () => {
+  const p = pingable();
+  const g = guard([], { n: 0 }, p.store);
   await assert.rejects(g.run(() => Promise.reject(new Error('disk I/O error'))), StoreUnavailableError);
   assert.equal(g.available, false);
   const answer = g.runNow(() => ({ allowed: true }));
   assert.ok(!(answer instanceof Promise), 'not a promise');
   assert.deepEqual(answer, { allowed: true });
+  assert.equal(p.pings(), 1);
+  await p.answer(true);
   assert.equal(g.available, true);
 });
 
