@@ -1,12 +1,14 @@
 // The store a deployment needs writable. SQLite: an existing file is opened the way the gateway opens it,
 // and its directory must take the journal files; a missing file is not created, only its directory judged.
-// Redis: PING, then one write of a scratch key that expires at once, through the store's own code.
+// Redis: PING, then one write of a scratch key that expires at once, through the store's own code; and
+// a warning when Redis would evict Gatehouse's keys to free memory, which no operation would show.
 
 import { constants } from 'node:fs';
 import { access, stat } from 'node:fs/promises';
 import { dirname, resolve } from 'node:path';
 import type { StoreConfig } from '../config/types.js';
 import { openStore } from '../store/open-store.js';
+import { RedisStore } from '../store/redis-store.js';
 import { finding, messageOf, withDeadline, type CheckLimits, type Finding } from './finding.js';
 
 export async function checkStore(config: StoreConfig, limits: CheckLimits): Promise<Finding> {
@@ -48,15 +50,25 @@ async function checkSqlite(path: string): Promise<Finding> {
 async function checkRedis(config: StoreConfig & { kind: 'redis' }): Promise<Finding> {
   const where = config.cluster ? `Redis Cluster (${config.cluster.nodes.join(', ')})` : config.sentinel ? `Redis through Sentinel "${config.sentinel.name}"` : `Redis at ${redisAddress(config.url)}`;
   const data = { kind: 'redis', where, keyPrefix: config.keyPrefix };
-  const store = openStore(config);
+  const store = new RedisStore(config);
+  let evicting: Awaited<ReturnType<RedisStore['evictingServers']>>;
   try {
     await store.ping();
     // A counter in a one-second window: one real write with an expiry, gone a second later.
     await store.addToWindow(`doctor:${process.pid}:${Date.now()}`, 1, 1000);
+    evicting = await store.evictingServers();
   } catch (err) {
     return finding('store', 'fail', `${where}: ${messageOf(err)}`, 'check store.url (host, port, password, database) and that this user may write keys under store.keyPrefix', data);
   } finally {
     await store.close().catch(() => {});
+  }
+  const evicts = evicting[0];
+  if (evicts !== undefined) {
+    // Every key but the audit log has a TTL: idempotency records, budget counters, breakers, approvals.
+    return finding('store', 'warn',
+      `${where}: ${evicts.server} has maxmemory ${evicts.maxmemory} bytes with maxmemory-policy ${evicts.policy}: when memory runs short Redis drops Gatehouse's keys without an error (a stored write's answer, so a retry runs it again; a budget's counter, so spending starts again)`,
+      'set maxmemory-policy noeviction on the Redis Gatehouse uses (a full Redis then refuses writes, and Gatehouse refuses calls instead of losing their state), or give it no maxmemory',
+      { ...data, evicting });
   }
   return finding('store', 'ok', `${where}: PING answered, a scratch key was written (with a TTL) under "${config.keyPrefix}"`, undefined, data);
 }

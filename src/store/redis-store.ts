@@ -616,6 +616,26 @@ export class RedisStore implements Store {
     });
   }
 
+  /**
+   * The primaries that may drop Gatehouse's keys to free memory: a maxmemory with a policy other than
+   * noeviction (volatile-* evicts keys with a TTL, which every key but the audit log has; allkeys-* any).
+   * Nothing fails when a key is evicted, so only the settings tell (for `gatehouse doctor`).
+   */
+  evictingServers(): Promise<Array<{ server: string; maxmemory: number; policy: string }>> {
+    return this.run('info', async () => {
+      const nodes = this.redis instanceof loadIoredis().Cluster ? this.redis.nodes('master') : [this.redis];
+      const found: Array<{ server: string; maxmemory: number; policy: string }> = [];
+      for (const node of nodes) {
+        const info = await node.info('memory');
+        const field = (name: string) => new RegExp(`^${name}:(.*)$`, 'm').exec(info)?.[1]?.trim();
+        const maxmemory = Number(field('maxmemory') ?? 0);
+        const policy = field('maxmemory_policy') ?? 'noeviction';
+        if (maxmemory > 0 && policy !== 'noeviction') found.push({ server: `${node.options.host}:${node.options.port}`, maxmemory, policy });
+      }
+      return found;
+    });
+  }
+
   async close(): Promise<void> {
     await this.auditBusy;
     this.redis.disconnect();
