@@ -39,6 +39,9 @@ const POLL_FAST_FOR_MS = 5_000;
 const STORE_MARGIN_MS = 5_000;
 /** How many times a duplicate tries to take a key the first call gave back (it never ran) before giving up. */
 const MAX_RECLAIMS = 3;
+/** A claim that failed is given back in case it was taken: first after this long, then twice as long each time. */
+const GIVE_BACK_FIRST_MS = 250;
+const GIVE_BACK_TRIES = 6;
 
 export interface IdempotencySettings {
   /** False: a write without a key runs unprotected instead of being refused. */
@@ -105,6 +108,28 @@ export function compileIdempotencyStage(settings: IdempotencySettings, store: Id
   const unknown = (ctx: CallContext): Outcome => refuse(ctx, 'outcome_unknown', 'A call with this idempotency key was started and did not finish; it is not run again, because it may have taken effect. Check its effect, then use a new key');
 
   /**
+   * A claim that failed may still have been taken: Redis ran it and the connection broke before its answer
+   * came (redis-store.ts never sends it again). The call is refused before it runs, so the key is released
+   * (which frees only this owner's in-flight claim), retried until the store answers. Until then the owner
+   * counts as running here, so a retry waits for the key instead of calling a call that never ran
+   * `outcome_unknown` (another replica waits out the claim's lease the same way).
+   */
+  const giveBack = (key: string, owner: string): void => {
+    running.add(owner);
+    let tries = 0;
+    const attempt = (): void => {
+      store.release(key, owner).then(
+        () => running.delete(owner),
+        () => {
+          if (++tries >= GIVE_BACK_TRIES) return void running.delete(owner);
+          setTimeout(attempt, GIVE_BACK_FIRST_MS * 2 ** (tries - 1)).unref();
+        },
+      );
+    };
+    setTimeout(attempt, 0).unref();
+  };
+
+  /**
    * Waits for another call under the same key to finish, for as long as that call may run (README: the
    * duplicate "waits for it and gets its answer"): its answer; `free` when it gave the key back (it never
    * ran: the connection was refused, or it stopped to ask the client for input), so this call may take it;
@@ -142,8 +167,14 @@ export function compileIdempotencyStage(settings: IdempotencySettings, store: Id
       for (let attempt = 0; ; attempt++) {
         running.add(owner);
         let waited: Outcome | 'free';
+        let claim: IdempotencyClaim;
         try {
-          const claim = await waitedOn(ctx, 'idempotency', 'store.claim', store.claim(key, digest, owner, leaseMs, ttlMs));
+          claim = await waitedOn(ctx, 'idempotency', 'store.claim', store.claim(key, digest, owner, leaseMs, ttlMs));
+        } catch (err) {
+          giveBack(key, owner);
+          return refuseAt('idempotency', ctx, stateUnavailable(err));
+        }
+        try {
           if (claim.outcome !== 'existing') break;
           running.delete(owner);
           const record = claim.record;

@@ -11,55 +11,21 @@
 
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { createConnection, createServer, type Server, type Socket } from 'node:net';
-import type { AddressInfo } from 'node:net';
 import { Redis } from 'ioredis';
 import { openStore } from '../../src/store/open-store.js';
 import type { AuditEntry, Store } from '../../src/store/store.js';
 import { startRedis, type TestRedis } from '../helpers/redis.js';
+import { startRedisRelay, type RedisRelay } from '../helpers/redis-relay.js';
 
 let redis: TestRedis;
-let relay: Server;
-let relayPort: number;
-/** The relay drops the connection that sent a command holding this text, once Redis answered it. */
-let dropAfter: string | undefined;
-let dropped = 0;
-const sockets = new Set<Socket>();
+let relay: RedisRelay;
 
 before(async () => {
   redis = await startRedis();
-  relay = createServer((client) => {
-    const server = createConnection({ host: '127.0.0.1', port: redis.port });
-    sockets.add(client).add(server);
-    let watching = false;
-    const close = () => {
-      client.destroy();
-      server.destroy();
-    };
-    client.on('data', (d) => {
-      if (dropAfter !== undefined && d.includes(dropAfter)) watching = true;
-      server.write(d);
-    });
-    server.on('data', (d) => {
-      if (watching) {
-        // Redis has run it and answered: the answer is lost with the connection.
-        watching = false;
-        dropAfter = undefined;
-        dropped++;
-        close();
-        return;
-      }
-      client.write(d);
-    });
-    client.on('error', close).on('close', close);
-    server.on('error', close).on('close', close);
-  });
-  await new Promise<void>((r) => relay.listen(0, '127.0.0.1', () => r()));
-  relayPort = (relay.address() as AddressInfo).port;
+  relay = await startRedisRelay(redis.port);
 });
 after(async () => {
-  for (const s of sockets) s.destroy();
-  await new Promise<void>((r) => relay.close(() => r()));
+  await relay.close();
   await redis.stop();
 });
 
@@ -71,20 +37,20 @@ function entry(n: number): AuditEntry {
 
 /** Runs `op` with the reply to the command holding `marker` lost; the op's answer, or its error. */
 async function withLostReply<T>(marker: string, op: () => Promise<T>): Promise<{ value?: T; error?: Error }> {
-  const before = dropped;
-  dropAfter = marker;
+  const before = relay.dropped;
+  relay.dropAfter(marker);
   try {
     return { value: await op() };
   } catch (err) {
     return { error: err as Error };
   } finally {
-    assert.equal(dropped, before + 1, 'the relay dropped the connection after the answer');
+    assert.equal(relay.dropped, before + 1, 'the relay dropped the connection after the answer');
   }
 }
 
 let prefixes = 0;
 function fresh(): Store {
-  return openStore({ kind: 'redis', url: `redis://127.0.0.1:${relayPort}`, keyPrefix: `lost-reply${++prefixes}:`, commandTimeoutMs: 2_000 });
+  return openStore({ kind: 'redis', url: relay.url, keyPrefix: `lost-reply${++prefixes}:`, commandTimeoutMs: 2_000 });
 }
 
 test('a fixed window whose reply was lost counts the call once, and the caller is told it failed', async () => {
