@@ -243,6 +243,8 @@ redis.call('SET', KEYS[1], ARGV[2])
 return redis.call('ZREMRANGEBYSCORE', KEYS[2], '-inf', ARGV[1])`;
 
 const FIRST_CONNECTION_WAIT_MS = 3_000;
+/** How many audit records retention reads, and removes, in one step. */
+const AUDIT_PRUNE_PAGE = 500;
 /** How long the key a ping writes is kept. */
 const PING_KEY_MS = 60_000;
 /** How many audit records a read filtered by time takes from Redis at a time, at least. */
@@ -602,17 +604,26 @@ export class RedisStore implements Store {
     });
   }
 
+  /**
+   * Removes the records older than `beforeMs` from the start of the log, a page at a time: each page's old
+   * records go in one short script that moves the anchor onto the last of them, so the chain verifies after
+   * every step. Redis runs one command at a time: removing them all at once held every replica's commands
+   * for as long as it took (about 100 ms per 200,000 records, seconds for an hour of a busy gateway, past
+   * the command timeout). It stops at the first page holding a record to keep, or at the log's end.
+   */
   pruneAudit(beforeMs: number): Promise<number> {
     return this.run('audit', async () => {
-      let last: AuditRecord | undefined;
-      for (let offset = 0; ; offset += 500) {
-        const page = (await this.redis.zrange('{audit}:log', offset, offset + 499)).map((r) => JSON.parse(r) as AuditRecord);
+      let removed = 0;
+      let after = '-inf';
+      for (;;) {
+        const page = (await this.redis.zrangebyscore('{audit}:log', after, '+inf', 'LIMIT', 0, AUDIT_PRUNE_PAGE)).map((r) => JSON.parse(r) as AuditRecord);
         const old = page.filter((r) => Date.parse(r.time) < beforeMs);
-        if (old.length > 0) last = old.at(-1);
-        if (old.length < page.length || page.length < 500) break;
+        const last = old.at(-1);
+        if (last === undefined) return removed;
+        removed += await this.redis.ghAuditPrune('{audit}:anchor', '{audit}:log', last.seq, JSON.stringify({ seq: last.seq, hash: last.hash } satisfies AuditAnchor));
+        if (old.length < page.length || page.length < AUDIT_PRUNE_PAGE) return removed;
+        after = `(${last.seq}`;
       }
-      if (!last) return 0;
-      return this.redis.ghAuditPrune('{audit}:anchor', '{audit}:log', last.seq, JSON.stringify({ seq: last.seq, hash: last.hash } satisfies AuditAnchor));
     });
   }
 

@@ -1,0 +1,60 @@
+// Audit retention on Redis runs at every replica's start and then hourly (audit-trail.ts), and removed
+// everything past retention with one command: ZREMRANGEBYSCORE over all of it, in one script (before, one
+// MULTI). Redis runs one command at a time, so every replica's every operation waited for it: 200,000
+// records held Redis for about 100 ms here, an hour of a gateway at 1,000 calls a second (3.6 million) for
+// about 2 s, past store.commandTimeoutMs (2 s by default), so governed calls everywhere were refused (503)
+// while it ran; a first prune of a long backlog (retainDays lowered) held it for longer still. It now
+// removes in steps of one page, each leaving an anchor the chain verifies from.
+
+import { after, before, test } from 'node:test';
+import assert from 'node:assert/strict';
+import { Redis } from 'ioredis';
+import { verifyChain } from '../../src/store/audit-chain.js';
+import { openStore } from '../../src/store/open-store.js';
+import type { AuditEntry } from '../../src/store/store.js';
+import { startRedis, type TestRedis } from '../helpers/redis.js';
+
+let redis: TestRedis;
+before(async () => {
+  // The records need not reach the disk for this test: appending them fast is what matters.
+  redis = await startRedis({ config: ['appendfsync no'] });
+});
+after(async () => {
+  await redis.stop();
+});
+
+const RECORDS = 200_000;
+/** Far above what removing one page costs (well under a millisecond), far below removing them all at once. */
+const SLOWEST_US = 25_000;
+
+function entry(n: number, time: number): AuditEntry {
+  return { time: new Date(time).toISOString(), callId: `call-${n}`, runId: `run-${n}`, subject: 'key:ci', method: 'tools/call', tool: 'echo', toolRef: 'up/echo', outcome: 'ok', latencyMs: 1 };
+}
+
+test('retention over 200,000 records never holds Redis for long, and leaves a chain that verifies', { timeout: 120_000 }, async () => {
+  const s = openStore({ kind: 'redis', url: redis.url, keyPrefix: 'prune-steps:', commandTimeoutMs: 10_000 });
+  const raw = new Redis(redis.url);
+  try {
+    const old = Date.now() - 40 * 86_400_000;
+    for (let i = 0; i < RECORDS; i += 2_000) await Promise.all(Array.from({ length: 2_000 }, (_, j) => s.appendAudit(entry(i + j, old + i + j))));
+    for (let i = 0; i < 3; i++) await s.appendAudit(entry(RECORDS + i, Date.now()));
+    await raw.config('SET', 'slowlog-log-slower-than', String(SLOWEST_US));
+    await raw.slowlog('RESET');
+    assert.equal(await s.pruneAudit(Date.now() - 86_400_000), RECORDS);
+    const slow = (await raw.slowlog('GET', 10)) as Array<[number, number, number, string[]]>;
+    assert.deepEqual(
+      slow.map(([, , us, args]) => `${args[0]} ${us} µs`),
+      [],
+      'no command of the prune held Redis for 25 ms or more',
+    );
+    const anchor = await s.auditAnchor();
+    assert.equal(anchor?.seq, RECORDS);
+    const left = await s.readAudit({});
+    assert.deepEqual(left.map((r) => r.seq), [RECORDS + 1, RECORDS + 2, RECORDS + 3]);
+    assert.equal(verifyChain(left, anchor).ok, true);
+  } finally {
+    await raw.config('SET', 'slowlog-log-slower-than', '10000');
+    raw.disconnect();
+    await s.close();
+  }
+});
