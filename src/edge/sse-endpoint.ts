@@ -139,6 +139,11 @@ export function createSseEndpoint(core: EdgeCore, opts: SseEndpointOptions, log:
     // 2024-11-05 has no batches (2025-03-26 added them, for Streamable HTTP).
     if ('batch' in received) return core.refuse(res, record, 'admission', null, { kind: 'transport', code: 'batch', status: 400, rpcCode: ErrorCode.InvalidRequest, message: 'Invalid request: batches are not supported on the HTTP+SSE transport; send one JSON-RPC message per POST' });
     const { principal, id } = received;
+    // What the stream carries for this message answers its request, if it was one. A client's response
+    // (its answer to the server's elicitation) or notification asks nothing: JSON-RPC 2.0 §5 answers
+    // requests only, and the id of a response is the server's, which the client's own requests may use too
+    // (ids are per sender), so an error written under it would reach the client as the answer to its call.
+    const answers = received.kind === 'request' ? id : null;
     record.era = 'legacy';
     const session = live.get(sessionIdOf(req.url));
     if (session === undefined || session.closed || session.owner !== principalKey(principal)) return core.refuse(res, record, 'admission', id, unknownSession());
@@ -183,7 +188,7 @@ export function createSseEndpoint(core: EdgeCore, opts: SseEndpointOptions, log:
       const outcome = await core.runCall(record, ctx);
       if (received.method === 'initialize') adoptSession(session, outcome, received);
       delivered = await deliverOutcome(session, outcome, {
-        id, callId: record.callId, log,
+        id: answers, callId: record.callId, log,
         ...(received.method === 'initialize' ? { onResponse: (r: Record<string, unknown>) => negotiated(session, r) } : {}),
       });
       if (delivered.toolError) record.toolError = true;
@@ -193,7 +198,7 @@ export function createSseEndpoint(core: EdgeCore, opts: SseEndpointOptions, log:
     } catch (err) {
       log.error('unhandled error on the SSE endpoint', { err, callId: record.callId });
       const internal = { kind: 'transport' as const, code: 'internal_error', status: 500, rpcCode: ErrorCode.InternalError, message: 'Internal gateway error' };
-      delivered = await deliverOutcome(session, { kind: 'refused', refusal: internal }, { id, callId: record.callId, log }).catch(() => delivered);
+      delivered = await deliverOutcome(session, { kind: 'refused', refusal: internal }, { id: answers, callId: record.callId, log }).catch(() => delivered);
     } finally {
       noticeHandled?.();
       if (initialized !== undefined) {
