@@ -166,6 +166,12 @@ async function relayed(answer: Answer, outcome: Extract<Outcome, { kind: 'relay'
             if (ev.data === undefined || ev.data === '' || (ev.event !== undefined && ev.event !== 'message')) continue;
             const parsed = parseJson(ev.data);
             if (parsed === undefined) continue;
+            // A 2025-03-26 server's batch (what its GET stream relays as it came): 2024-11-05 has none, so
+            // each of its messages is an event of its own (protocol/sse-batch.ts).
+            if (Array.isArray(parsed)) {
+              for (const message of parsed) if (isMessage(message) && !(await answer.message(message))) return outcome.status;
+              continue;
+            }
             if (!(await answer.message(parsed, ev.data.includes('\n') ? undefined : ev.data))) return outcome.status;
           }
         }
@@ -184,7 +190,7 @@ async function relayed(answer: Answer, outcome: Extract<Outcome, { kind: 'relay'
       return (await answer.failIfUnanswered(err instanceof GatewayError ? err : outcome.failureOf(err), wire)) ?? outcome.status;
     }
     const parsed = text.trim() === '' ? undefined : parseJson(text);
-    for (const message of Array.isArray(parsed) ? parsed : parsed === undefined ? [] : [parsed]) {
+    for (const message of Array.isArray(parsed) ? parsed.filter(isMessage) : parsed === undefined ? [] : [parsed]) {
       if (!(await answer.message(message))) return outcome.status;
     }
     await answer.failIfUnanswered(new GatewayError('GW_ERR_UPSTREAM_BAD_RESPONSE', `Upstream "${outcome.upstream}" answered HTTP ${outcome.status} without a JSON-RPC response`, outcome.upstream), wire);
@@ -201,4 +207,9 @@ function parseJson(text: string): unknown {
   } catch {
     return undefined;
   }
+}
+
+/** An element of a batch that can be a JSON-RPC message (an object); anything else is left out. */
+function isMessage(v: unknown): v is object {
+  return v !== null && typeof v === 'object' && !Array.isArray(v);
 }

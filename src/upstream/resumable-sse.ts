@@ -18,6 +18,7 @@ import type { Dispatcher, Pool } from 'undici';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { JsonRpcId, JsonRpcMessage } from '../protocol/jsonrpc.js';
 import { MAX_EVENT_CHARS, SseParser, type SseEvent } from '../protocol/sse.js';
+import { batchIn, unbatchedRaw } from '../protocol/sse-batch.js';
 import { GatewayError } from '../errors.js';
 import type { Cancellation } from '../pipeline/cancellation.js';
 import { UpstreamSessionGone } from '../pipeline/ports.js';
@@ -52,14 +53,21 @@ export async function* readSseMessages(body: Readable, upstream: string, resumpt
   let answered = false;
   for await (const ev of readSseEvents(body, upstream, resumption, () => answered, maxEventChars)) {
     if (ev.data === undefined || ev.data === '') continue;
-    let message: JsonRpcMessage;
-    try {
-      message = JSON.parse(ev.data) as JsonRpcMessage;
-    } catch {
-      continue; // Not JSON-RPC: nothing a bridge can relay.
+    // A 2025-03-26 server's batch: its messages one by one (protocol/sse-batch.ts).
+    const batch = batchIn(ev);
+    let messages: JsonRpcMessage[];
+    if (batch !== undefined) messages = batch as JsonRpcMessage[];
+    else {
+      try {
+        messages = [JSON.parse(ev.data) as JsonRpcMessage];
+      } catch {
+        continue; // Not JSON-RPC: nothing a bridge can relay.
+      }
     }
-    if (resumption?.awaiting !== undefined && answers(message, resumption.awaiting, true)) answered = true;
-    yield message;
+    for (const message of messages) {
+      if (resumption?.awaiting !== undefined && answers(message, resumption.awaiting, true)) answered = true;
+      yield message;
+    }
   }
 }
 
@@ -71,6 +79,14 @@ export async function* readSseText(body: Readable, upstream: string, resumption:
   let answered = false;
   const awaiting = resumption.awaiting;
   for await (const ev of readSseEvents(body, upstream, resumption, () => answered, maxEventChars)) {
+    // A 2025-03-26 server's batch goes on as one event per message, which every later step reads
+    // (protocol/sse-batch.ts): the audit and the checks see its answer, and the client gets nothing twice.
+    const batch = batchIn(ev);
+    if (batch !== undefined) {
+      if (!answered && awaiting !== undefined) answered = batch.some((m) => answers(m, awaiting, true));
+      yield unbatchedRaw(ev);
+      continue;
+    }
     // Cheap pre-check: notifications have no "id" and are most of a long stream.
     if (!answered && awaiting !== undefined && ev.data !== undefined && ev.data.includes('"id"')) {
       answered = answerIn(ev.data, awaiting, true) !== undefined;
