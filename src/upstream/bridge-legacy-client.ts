@@ -43,6 +43,9 @@ const UPSTREAM_CAPABILITY_NEEDED: Readonly<Record<string, (capabilities: Upstrea
 const MAX_INPUT_ROUNDS = 10;
 /** Pages of tools/list read to find a tool again after a -32020. */
 const MAX_RELIST_PAGES = 10;
+/** The pause before an upstream listen that ended is opened again; doubled while listens keep failing. */
+const LISTEN_RETRY_MIN_MS = 1_000;
+const LISTEN_RETRY_MAX_MS = 30_000;
 
 export class LegacyClientBridge {
   private readonly sessions: SessionTable<BridgedSession>;
@@ -284,13 +287,20 @@ export class LegacyClientBridge {
     session.upstreamListen = controller;
     const id = `gh-listen-${++this.counter}`;
     const params = addModernRequestMeta({ notifications }, { version: profile.version, capabilities: modernCapabilitiesFrom(session.capabilities), clientInfo: session.clientInfo });
+    /** The upstream took the listen: what it ends with later is a stream that ran, not a refusal. */
+    let acknowledged = false;
     try {
       const reply = await this.client.post({ jsonrpc: '2.0', id, method: 'subscriptions/listen', params }, { 'mcp-protocol-version': profile.version, 'mcp-method': 'subscriptions/listen' }, controller.signal, session.principal);
       previous?.abort();
       for await (const msg of reply.messages) {
-        const m = msg as { method?: string; params?: Obj };
-        if (m.method === undefined) break; // the listen's result: the upstream ended it gracefully
+        const m = msg as { method?: string; params?: Obj; error?: { code?: unknown } };
+        if (m.method === undefined) {
+          // The listen's result: the upstream ended it gracefully; or its error: the upstream refused it.
+          if (m.error !== undefined && !controller.signal.aborted) this.log.warn('upstream refused the listen', { upstream: this.client.upstream, code: m.error.code });
+          break;
+        }
         if (m.method === 'notifications/subscriptions/acknowledged') {
+          acknowledged = true;
           // Reopened after the upstream ended the last one: whatever changed in between was not heard, so the
           // client is told to refetch each list the new listen covers (GATEWAY-REQUIREMENTS §16.2).
           if (reopened) for (const method of catchUp(m.params?.notifications)) session.notify({ jsonrpc: '2.0', method, params: {} });
@@ -302,11 +312,16 @@ export class LegacyClientBridge {
       if (!controller.signal.aborted) this.log.warn('upstream listen failed', { err });
     }
     // Ended by the upstream while the client still listens: reopen after a pause, and let the client refetch.
+    // A listen that never got going (refused with an error, failed, ended before its acknowledgment) doubles
+    // the pause, up to LISTEN_RETRY_MAX_MS: asked again every second, an upstream past its limit of listens
+    // (the v2 SDK's maxSubscriptions) would refuse every second for as long as the client stays.
     if (session.upstreamListen === controller && !controller.signal.aborted && session.listening) {
       session.upstreamListen = undefined;
+      const pause = acknowledged ? LISTEN_RETRY_MIN_MS : (session.listenRetryMs ?? LISTEN_RETRY_MIN_MS);
+      session.listenRetryMs = acknowledged ? undefined : Math.min(LISTEN_RETRY_MAX_MS, pause * 2);
       setTimeout(() => {
         if (session.listening && !session.upstreamListen) void this.listenUpstream(session, true);
-      }, 1_000).unref();
+      }, pause).unref();
     }
   }
 

@@ -22,6 +22,8 @@ export class BridgedSession implements HeldSession {
   readonly uris = new Set<string>();
   /** The upstream subscriptions/listen that feeds the GET stream, while one is open. */
   upstreamListen?: AbortController;
+  /** How long to wait before opening it again after one that never got going (the bridge doubles it). */
+  listenRetryMs?: number;
   private readonly inFlight = new Map<JsonRpcId, Cancellation>();
   private readonly waiting = new Map<JsonRpcId, Waiting>();
   private listen?: CallStream;
