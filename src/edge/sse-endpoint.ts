@@ -254,17 +254,27 @@ export function createSseEndpoint(core: EdgeCore, opts: SseEndpointOptions, log:
     record.era = 'legacy';
     record.subject = session.principal.subject;
     const ctx = internalContext(session, record, 'GET', session.signal);
+    // A stream that gave event ids is resumed from the last one (2025-11-25 transports.mdx §Resumability and
+    // Redelivery): what the server said while it was closed is kept for that stream only, and a new GET
+    // would never hear it.
+    const resuming = session.lastEventId;
+    if (resuming !== undefined) ctx.headers['last-event-id'] = resuming;
+    const onEventId = (id: string): void => void (session.lastEventId = id === '' ? undefined : id);
     void core
       .runCall(record, ctx)
-      .then((outcome) => deliverOutcome(session, outcome, { id: null, callId: record.callId, log }))
+      .then((outcome) => deliverOutcome(session, outcome, { id: null, callId: record.callId, log, onEventId }))
       .then(
         (d) => {
           log.debug('sse session listen stream ended', { session: session.id.slice(0, 8), status: d.status });
           call.done(d.status, d.aborted);
+          // A resume the server would not take (it no longer has the stream or its events): the next GET
+          // opens the stream anew, as a Streamable HTTP client would.
+          const refusedResume = resuming !== undefined && d.status !== 200;
+          if (refusedResume) session.lastEventId = undefined;
           // A server may end its GET stream at any time (2025-11-25 transports.mdx §Listening for Messages);
           // a Streamable HTTP client would open it again, and for this connection Gatehouse is that client.
           // Not after a 4xx (the server offers no stream: 405), and backing off while it keeps ending soon.
-          if (!session.closed && (d.status === 200 || d.status >= 500)) relisten(session, Date.now() - opened);
+          if (!session.closed && (d.status === 200 || d.status >= 500 || refusedResume)) relisten(session, Date.now() - opened);
         },
         (err: unknown) => {
           log.warn('sse session listen stream failed', { err, session: session.id.slice(0, 8) });

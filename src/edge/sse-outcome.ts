@@ -26,6 +26,8 @@ export interface DeliverContext {
   callId: string;
   /** Sees the response to `id` before it is written (initialize: the negotiated version). */
   onResponse?(response: Record<string, unknown>): void;
+  /** Sees the id of each event of an upstream's stream relayed (a listen stream's, to resume it after a close). */
+  onEventId?(id: string): void;
   log: { debug(msg: string, fields?: Record<string, unknown>): void; warn(msg: string, fields?: Record<string, unknown>): void };
 }
 
@@ -62,7 +64,7 @@ export async function deliverOutcome(out: MessageOut, outcome: Outcome, ctx: Del
     case 'stream':
       return answer.result(await streamed(answer, outcome.stream, wire));
     case 'relay':
-      return answer.result(await relayed(answer, outcome, wire));
+      return answer.result(await relayed(answer, outcome, wire, ctx.onEventId));
   }
 }
 
@@ -153,7 +155,7 @@ async function streamed(answer: Answer, stream: CallStream, wire: WireContext): 
 }
 
 /** The upstream's own answer: SSE event by event, or one JSON body (bounded) reframed as one event. */
-async function relayed(answer: Answer, outcome: Extract<Outcome, { kind: 'relay' }>, wire: WireContext): Promise<number> {
+async function relayed(answer: Answer, outcome: Extract<Outcome, { kind: 'relay' }>, wire: WireContext, onEventId?: (id: string) => void): Promise<number> {
   const signal = answer.out.signal;
   const destroy = (): void => void outcome.body.destroy();
   signal.addEventListener('abort', destroy, { once: true });
@@ -163,6 +165,9 @@ async function relayed(answer: Answer, outcome: Extract<Outcome, { kind: 'relay'
       try {
         for await (const chunk of outcome.body.readable() as AsyncIterable<Buffer>) {
           for (const ev of parser.push(chunk)) {
+            // An event's id, even an empty one (a priming event's data is empty), is the stream's last event id
+            // (WHATWG HTML §9.2.6).
+            if (ev.id !== undefined) onEventId?.(ev.id);
             if (ev.data === undefined || ev.data === '' || (ev.event !== undefined && ev.event !== 'message')) continue;
             const parsed = parseJson(ev.data);
             if (parsed === undefined) continue;

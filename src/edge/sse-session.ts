@@ -25,6 +25,8 @@ export class SseSession implements MessageOut {
   listening = false;
   /** How long to wait before opening the listen stream again after it ended (backs off while it keeps ending). */
   relistenMs = 0;
+  /** The last event id the upstream's listen stream gave, to resume it with when it is opened again. */
+  lastEventId?: string;
   /** Messages whose answers are still being written. */
   inFlight = 0;
   lastUsed = Date.now();
