@@ -71,6 +71,9 @@ export function createSseEndpoint(core: EdgeCore, opts: SseEndpointOptions, log:
     res.once('close', () => call.done(res.statusCode, !res.writableFinished));
     const caller = await core.admitCaller(req, res, record, ['GET'], 'the SSE endpoint');
     if (caller === undefined || !caller.authed.ok) return;
+    // The client left while it was being admitted (a token's keys being fetched): the response's `close` has
+    // passed, so a session made now would never learn it, and would hold its slot until the idle timeout.
+    if (res.destroyed) return;
     const principal = caller.authed.principal;
     record.subject = principal.subject;
     const admitted = admitStreamRequest(req.headers, 'GET');
