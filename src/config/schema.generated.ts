@@ -490,7 +490,7 @@ export interface HttpUpstream {
    */
   pool: {
     /**
-     * Most connections open at once.
+     * Most connections open at once for calls. Listening streams (a legacy client's GET stream, a subscriptions/listen), which last as long as their client stays, each get a connection of their own apart from these (up to sessions.max of them), so they never leave a call waiting for one.
      */
     connections: number;
     /**

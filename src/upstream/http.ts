@@ -43,6 +43,8 @@ export class HttpUpstream implements Upstream {
   readonly name: string;
   private readonly era: HttpUpstreamConfig['era'];
   private readonly pool: Pool;
+  /** The connections of listening streams, apart from the calls' (see the constructor). */
+  private readonly streamPool: Pool;
   private readonly path: string;
   /** The upstream's own credentials (configured headers, or a client-credentials token), on every request. */
   private readonly credentials: UpstreamCredentials;
@@ -65,16 +67,21 @@ export class HttpUpstream implements Upstream {
     const url = new URL(config.url);
     this.path = url.pathname + url.search;
     this.credentials = upstreamCredentials(config, this.log);
-    this.pool = new Pool(url.origin, {
-      connections: config.pool.connections,
+    const options = {
       keepAliveTimeout: config.pool.keepAliveTimeoutMs,
       connect: { timeout: config.timeouts.connectMs },
       headersTimeout: config.timeouts.headersMs,
       bodyTimeout: config.timeouts.bodyMs,
-    });
+    };
+    this.pool = new Pool(url.origin, { ...options, connections: config.pool.connections });
+    // Listening streams (a legacy client's GET stream, a subscriptions/listen) last as long as their client
+    // stays, each on a connection of its own: from the calls' pool, `pool.connections` of them would leave
+    // no connection for any call to this upstream, whoever made it. They get a pool of their own, as large as
+    // the sessions Gatehouse holds (sessions.max): past that a stream waits, never a call.
+    this.streamPool = new Pool(url.origin, { ...options, connections: Math.max(config.pool.connections, sessions.max) });
     const toolTimeout = compileToolTimeouts(config.timeouts.tools);
-    this.passThrough = new PassThrough(this.pool, this.path, this.credentials, config.era, this.name, this.log, observeUpstream, config.timeouts.bodyMs, toolTimeout, config.maxMessageBytes);
-    const messages = new MessageClient(this.pool, this.path, this.credentials, this.name, observeUpstream, config.timeouts.bodyMs, toolTimeout, config.maxMessageBytes);
+    this.passThrough = new PassThrough(this.pool, this.path, this.credentials, config.era, this.name, this.log, observeUpstream, config.timeouts.bodyMs, toolTimeout, config.maxMessageBytes, this.streamPool);
+    const messages = new MessageClient(this.pool, this.path, this.credentials, this.name, observeUpstream, config.timeouts.bodyMs, toolTimeout, config.maxMessageBytes, this.streamPool);
     this.messages = messages;
     this.verdict = new EraVerdict(async () => {
       const profile = await probeUpstream(messages, config.era, { log: this.log });
@@ -175,9 +182,11 @@ export class HttpUpstream implements Upstream {
     await Promise.all([this.modernBridge.close(), this.legacyBridge.close()]);
     this.credentials.close();
     // The edge has drained: what is still open upstream has no client left (parked or orphaned streams).
-    const closed = this.pool.close().then(() => true, () => false);
-    const timely = await Promise.race([closed, new Promise<boolean>((r) => setTimeout(() => r(false), 1000).unref())]);
-    if (!timely) await this.pool.destroy().catch(() => {});
+    await Promise.all([this.pool, this.streamPool].map(async (pool) => {
+      const closed = pool.close().then(() => true, () => false);
+      const timely = await Promise.race([closed, new Promise<boolean>((r) => setTimeout(() => r(false), 1000).unref())]);
+      if (!timely) await pool.destroy().catch(() => {});
+    }));
   }
 
   /**

@@ -32,6 +32,8 @@ export class MessageClient implements UpstreamMessages {
     private readonly toolTimeout?: ToolTimeout,
     /** The upstream's `maxMessageBytes`: the most of an answer read whole, or of one SSE event. */
     private readonly maxMessageBytes = MAX_WHOLE_BODY_BYTES,
+    /** Where a subscriptions/listen gets its connection, apart from the calls' (it lasts as long as its listener). */
+    private readonly streams: Pool = pool,
   ) {}
 
   /** Where a resuming GET goes (resumable-sse.ts). */
@@ -59,7 +61,8 @@ export class MessageClient implements UpstreamMessages {
       const tool = this.toolTimeout !== undefined ? toolCalled(message) : undefined;
       const ms = tool !== undefined ? this.toolTimeout!(tool) : undefined;
       if (ms !== undefined) options.headersTimeout = ms;
-      res = await dispatchRelay(this.pool, options, cancellationOf(cancel), this.maxMessageBytes);
+      const pool = (message as { method?: unknown }).method === 'subscriptions/listen' ? this.streams : this.pool;
+      res = await dispatchRelay(pool, options, cancellationOf(cancel), this.maxMessageBytes);
     } catch (err) {
       throw toGatewayError(err, this.upstream);
     }

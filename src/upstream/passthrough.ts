@@ -60,6 +60,8 @@ export class PassThrough {
     private readonly toolTimeout?: ToolTimeout,
     /** The upstream's `maxMessageBytes`: the most of an answer held whole, or of one SSE event. */
     private readonly maxMessageBytes = MAX_WHOLE_BODY_BYTES,
+    /** Where listening streams (a GET, a subscriptions/listen) get their connections, apart from the calls'. */
+    private readonly streams: Pool = pool,
   ) {
     this.target = { pool, path, credentials, upstream: name };
   }
@@ -95,7 +97,9 @@ export class PassThrough {
         const ms = this.toolTimeout(ctx.route.original);
         if (ms !== undefined) options.headersTimeout = ms;
       }
-      upstreamRes = await dispatchRelay(this.pool, options, ctx.cancel, this.maxMessageBytes);
+      // A listening stream holds its connection for as long as its client stays.
+      const pool = ctx.httpMethod === 'GET' || ctx.method === 'subscriptions/listen' ? this.streams : this.pool;
+      upstreamRes = await dispatchRelay(pool, options, ctx.cancel, this.maxMessageBytes);
     } catch (err) {
       return this.failed(ctx, toGatewayError(err, this.name));
     }
