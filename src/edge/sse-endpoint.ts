@@ -257,27 +257,30 @@ export function createSseEndpoint(core: EdgeCore, opts: SseEndpointOptions, log:
     record.era = 'legacy';
     record.subject = session.principal.subject;
     const ctx = internalContext(session, record, 'GET', session.signal);
-    // A stream that gave event ids is resumed from the last one (2025-11-25 transports.mdx §Resumability and
-    // Redelivery): what the server said while it was closed is kept for that stream only, and a new GET
-    // would never hear it.
-    const resuming = session.lastEventId;
+    // A stream that gave event ids is resumed from the last one (listen-cursor.ts): what the server said
+    // while it was closed is kept for that stream only, and a new GET would never hear it.
+    const cursor = session.cursor;
+    const resuming = cursor.lastEventId;
     if (resuming !== undefined) ctx.headers['last-event-id'] = resuming;
-    const onEventId = (id: string): void => void (session.lastEventId = id === '' ? undefined : id);
     void core
       .runCall(record, ctx)
-      .then((outcome) => deliverOutcome(session, outcome, { id: null, callId: record.callId, log, onEventId }))
+      .then((outcome) => deliverOutcome(session, outcome, { id: null, callId: record.callId, log, onEvent: (ev) => cursor.see(ev) }))
       .then(
         (d) => {
           log.debug('sse session listen stream ended', { session: session.id.slice(0, 8), status: d.status });
           call.done(d.status, d.aborted);
+          if (session.closed) return;
           // A resume the server would not take (it no longer has the stream or its events): the next GET
           // opens the stream anew, as a Streamable HTTP client would.
           const refusedResume = resuming !== undefined && d.status !== 200;
-          if (refusedResume) session.lastEventId = undefined;
+          if (refusedResume) cursor.forget();
+          // A server that closed a resumable stream is "polling": it is come back to after its `retry`.
+          const resumeAfter = d.status === 200 ? cursor.resumeAfter() : undefined;
+          if (resumeAfter !== undefined) return relistenAfter(session, resumeAfter);
           // A server may end its GET stream at any time (2025-11-25 transports.mdx §Listening for Messages);
           // a Streamable HTTP client would open it again, and for this connection Gatehouse is that client.
           // Not after a 4xx (the server offers no stream: 405), and backing off while it keeps ending soon.
-          if (!session.closed && (d.status === 200 || d.status >= 500 || refusedResume)) relisten(session, Date.now() - opened);
+          if (d.status === 200 || d.status >= 500 || refusedResume) relisten(session, Date.now() - opened);
         },
         (err: unknown) => {
           log.warn('sse session listen stream failed', { err, session: session.id.slice(0, 8) });
@@ -289,10 +292,14 @@ export function createSseEndpoint(core: EdgeCore, opts: SseEndpointOptions, log:
   /** Opens the listen stream again after RELISTEN_MIN_MS, doubling up to RELISTEN_MAX_MS while streams end within it. */
   function relisten(session: SseSession, lastedMs: number): void {
     session.relistenMs = lastedMs >= RELISTEN_MAX_MS ? RELISTEN_MIN_MS : Math.min(RELISTEN_MAX_MS, Math.max(RELISTEN_MIN_MS, session.relistenMs * 2));
+    relistenAfter(session, session.relistenMs);
+  }
+
+  function relistenAfter(session: SseSession, ms: number): void {
     setTimeout(() => {
       session.listening = false;
       listen(session);
-    }, session.relistenMs).unref();
+    }, ms).unref();
   }
 
   /** A dropped or ended connection ends its session upstream, as a DELETE from a Streamable HTTP client would. */

@@ -9,7 +9,7 @@ import { GatewayError, toWire, tooDeep, type WireContext } from '../errors.js';
 import type { CallStream } from '../pipeline/call-stream.js';
 import type { Outcome } from '../pipeline/outcome.js';
 import type { JsonRpcId } from '../protocol/jsonrpc.js';
-import { SseParser } from '../protocol/sse.js';
+import { SseParser, type SseEvent } from '../protocol/sse.js';
 import { discardOutcome } from './answer.js';
 import { jsonOf } from '../protocol/json-text.js';
 
@@ -26,8 +26,8 @@ export interface DeliverContext {
   callId: string;
   /** Sees the response to `id` before it is written (initialize: the negotiated version). */
   onResponse?(response: Record<string, unknown>): void;
-  /** Sees the id of each event of an upstream's stream relayed (a listen stream's, to resume it after a close). */
-  onEventId?(id: string): void;
+  /** Sees each event of an upstream's stream relayed (a listen stream's, to resume it after a close). */
+  onEvent?(ev: SseEvent): void;
   log: { debug(msg: string, fields?: Record<string, unknown>): void; warn(msg: string, fields?: Record<string, unknown>): void };
 }
 
@@ -64,7 +64,7 @@ export async function deliverOutcome(out: MessageOut, outcome: Outcome, ctx: Del
     case 'stream':
       return answer.result(await streamed(answer, outcome.stream, wire));
     case 'relay':
-      return answer.result(await relayed(answer, outcome, wire, ctx.onEventId));
+      return answer.result(await relayed(answer, outcome, wire, ctx.onEvent));
   }
 }
 
@@ -155,7 +155,7 @@ async function streamed(answer: Answer, stream: CallStream, wire: WireContext): 
 }
 
 /** The upstream's own answer: SSE event by event, or one JSON body (bounded) reframed as one event. */
-async function relayed(answer: Answer, outcome: Extract<Outcome, { kind: 'relay' }>, wire: WireContext, onEventId?: (id: string) => void): Promise<number> {
+async function relayed(answer: Answer, outcome: Extract<Outcome, { kind: 'relay' }>, wire: WireContext, onEvent?: (ev: SseEvent) => void): Promise<number> {
   const signal = answer.out.signal;
   const destroy = (): void => void outcome.body.destroy();
   signal.addEventListener('abort', destroy, { once: true });
@@ -165,9 +165,7 @@ async function relayed(answer: Answer, outcome: Extract<Outcome, { kind: 'relay'
       try {
         for await (const chunk of outcome.body.readable() as AsyncIterable<Buffer>) {
           for (const ev of parser.push(chunk)) {
-            // An event's id, even an empty one (a priming event's data is empty), is the stream's last event id
-            // (WHATWG HTML §9.2.6).
-            if (ev.id !== undefined) onEventId?.(ev.id);
+            onEvent?.(ev);
             if (ev.data === undefined || ev.data === '' || (ev.event !== undefined && ev.event !== 'message')) continue;
             const parsed = parseJson(ev.data);
             if (parsed === undefined) continue;

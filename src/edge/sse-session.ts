@@ -8,6 +8,7 @@ import type { Principal } from '../pipeline/principal.js';
 import { KEEPALIVE_MS, MAX_BUFFERED_BYTES, SSE_HEADERS } from './answer.js';
 import { waitForDrain } from './backpressure.js';
 import type { MessageOut } from './sse-outcome.js';
+import { ListenCursor } from './listen-cursor.js';
 
 export class SseSession implements MessageOut {
   /** Names the session in its POST URL. Not a credential: every POST is authenticated and must come from `owner`. */
@@ -25,8 +26,8 @@ export class SseSession implements MessageOut {
   listening = false;
   /** How long to wait before opening the listen stream again after it ended (backs off while it keeps ending). */
   relistenMs = 0;
-  /** The last event id the upstream's listen stream gave, to resume it with when it is opened again. */
-  lastEventId?: string;
+  /** Where the upstream's listen stream stands, to resume it when it is opened again. */
+  readonly cursor = new ListenCursor();
   /** Messages whose answers are still being written. */
   inFlight = 0;
   lastUsed = Date.now();

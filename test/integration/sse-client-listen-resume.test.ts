@@ -75,3 +75,38 @@ test('a resume the server refuses (it forgot the stream) is followed by a fresh 
     await up.close();
   }
 });
+
+test('a server that keeps closing its GET stream (polling) is come back to each time as soon as the first, not after a wait that doubles to 30 s', async () => {
+  // 2025-11-25/basic/transports.mdx §Sending Messages 6, and §Listening for Messages 4 for a GET stream: a
+  // server MAY close the connection of a stream that gave event ids, at any time, "to avoid holding a
+  // long-lived connection", and the client SHOULD then poll, after the server's `retry` ("MUST respect"),
+  // here the client's own 1 s, as the SDK's GET stream names none. Each poll brings what was said meanwhile:
+  // nothing calls for a longer wait, and one that doubled held each message back 1, 2, 4, then 8 s.
+  const up = await startPollingServer({ retryMs: 100 });
+  const gw = await startGateway({ listen: { ssePath: '/sse' }, upstreams: [{ name: 'poll', url: up.url, era: 'legacy' }] });
+  const client = new Client({ name: 'sse-poll-retry', version: '1' }, { capabilities: {} });
+  let changes = 0;
+  client.fallbackNotificationHandler = async (n) => void (n.method === 'notifications/tools/list_changed' && changes++);
+  try {
+    await client.connect(new SSEClientTransport(new URL('/sse', gw.origin)), { timeout: 10_000 });
+    assert.ok(await waitUntil(() => up.freshGets === 1, 5_000), 'the listen stream opened');
+    // Its first event gives the stream an id to resume from (the SDK primes only POST streams).
+    await up.toolsChanged();
+    assert.ok(await waitUntil(() => changes === 1, 5_000), 'heard while the stream was open');
+    // The server polls: it closes the stream's connection, says something, and the client comes back.
+    const took: number[] = [];
+    for (let round = 2; round <= 5; round++) {
+      up.closeListenStreams();
+      await up.toolsChanged();
+      const started = Date.now();
+      assert.ok(await waitUntil(() => changes === round, 20_000), `round ${round}: nothing heard (${changes}; resumes ${up.resumes.join(' ')}; fresh ${up.freshGets})`);
+      took.push(Date.now() - started);
+    }
+    assert.ok(took.every((ms) => ms < 1_800), `heard after ${took.join(', ')} ms`);
+    assert.equal(up.freshGets, 1, 'every poll resumed the stream');
+  } finally {
+    await client.close().catch(() => {});
+    await gw.close();
+    await up.close();
+  }
+});
