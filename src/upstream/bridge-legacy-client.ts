@@ -290,8 +290,11 @@ export class LegacyClientBridge {
     /** The upstream took the listen: what it ends with later is a stream that ran, not a refusal. */
     let acknowledged = false;
     try {
-      const reply = await this.client.post({ jsonrpc: '2.0', id, method: 'subscriptions/listen', params }, { 'mcp-protocol-version': profile.version, 'mcp-method': 'subscriptions/listen' }, controller.signal, session.principal);
-      previous?.abort();
+      // The listen it replaces ends once this one is answered, or failed: left open after a failure, nothing
+      // would ever end it (the session knows only its newest listen), and its client would hear twice.
+      const reply = await this.client
+        .post({ jsonrpc: '2.0', id, method: 'subscriptions/listen', params }, { 'mcp-protocol-version': profile.version, 'mcp-method': 'subscriptions/listen' }, controller.signal, session.principal)
+        .finally(() => previous?.abort());
       for await (const msg of reply.messages) {
         const m = msg as { method?: string; params?: Obj; error?: { code?: unknown } };
         if (m.method === undefined) {
