@@ -35,7 +35,7 @@ test('a listen the modern upstream refuses is asked again after a pause that dou
     const again = listens() - refusedAt;
     assert.ok(again >= 1 && again <= 4, `the refused listen was asked again ${again} times in 8 s`);
     // The first client's listen was never disturbed: still one.
-    assert.equal(textOfFirstStillListening(up.requests), 1);
+    assert.equal(listensOf(up.requests, 'first'), 1);
   } finally {
     for (const c of clients) await c.close();
     await gw.close();
@@ -43,10 +43,10 @@ test('a listen the modern upstream refuses is asked again after a pause that dou
   }
 });
 
-/** Listens asked on behalf of the first client (its clientInfo), which was never refused. */
-function textOfFirstStillListening(requests: Array<{ body: unknown }>): number {
+/** Listens asked on behalf of the client named `client` (its clientInfo). */
+function listensOf(requests: Array<{ body: unknown }>, client: string): number {
   return requests.filter((r) => {
     const b = r.body as { method?: string; params?: { _meta?: Record<string, { name?: string }> } } | undefined;
-    return b?.method === 'subscriptions/listen' && b.params?._meta?.['io.modelcontextprotocol/clientInfo']?.name === 'first';
+    return b?.method === 'subscriptions/listen' && b.params?._meta?.['io.modelcontextprotocol/clientInfo']?.name === client;
   }).length;
 }

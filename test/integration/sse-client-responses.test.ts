@@ -60,8 +60,8 @@ test("an SSE client's answer to a server request gets nothing back on the stream
     assert.equal(serverRequest?.id, longCall?.id, 'precondition: the elicitation and the long call share an id');
     assert.match(await long, /Long running operation completed/);
     // Every response on the stream answers a request the client sent, and the client saw no stray answer.
-    const asked_ = new Set(sent.filter((m) => 'method' in m && 'id' in m).map((m) => (m as { id: unknown }).id));
-    const stray = received.filter((m) => !('method' in m) && !asked_.has((m as { id: unknown }).id));
+    const requestIds = new Set(sent.filter((m) => 'method' in m && 'id' in m).map((m) => (m as { id: unknown }).id));
+    const stray = received.filter((m) => !('method' in m) && !requestIds.has((m as { id: unknown }).id));
     assert.deepEqual(stray, []);
     assert.deepEqual(errors, []);
   } finally {
