@@ -8,6 +8,7 @@ import { randomUUID } from 'node:crypto';
 import { asGatewayError, duplicateId, GatewayError } from '../errors.js';
 import type { Logger } from '../log/logger.js';
 import { addModernRequestMeta, isObject, legacyServerCapabilitiesFrom, modernCapabilitiesFrom, toLegacyResult } from '../protocol/era-shapes.js';
+import { coreTaskRefusal } from '../protocol/core-tasks.js';
 import { describeValue } from '../protocol/describe.js';
 import { encodeHeaderValue } from '../protocol/header-value.js';
 import { ErrorCode, errorResponse, type JsonRpcId, type JsonRpcMessage, type JsonRpcRequest, type JsonRpcResponse } from '../protocol/jsonrpc.js';
@@ -113,6 +114,10 @@ export class LegacyClientBridge {
   private request(ctx: CallContext, session: BridgedSession, request: JsonRpcRequest): Outcome {
     // Requests with no modern counterpart are answered by the session itself (GATEWAY-REQUIREMENTS §16.2).
     if (request.method === 'ping') return json({ jsonrpc: '2.0', id: request.id, result: {} });
+    // 2025-11-25 core tasks have no modern counterpart, and the upstream could not tell whose a task is
+    // (protocol/core-tasks.ts): refused, never sent up.
+    const taskRefusal = coreTaskRefusal(request);
+    if (taskRefusal !== undefined) return json(taskRefusal);
     if (MODERN_ONLY_REQUESTS.has(request.method)) {
       // Not a method of the client's era: the modern server behind would serve it (a listen stream, its own
       // discover), so Gatehouse answers as a server of that era does (JSON-RPC 2.0 §5.1).

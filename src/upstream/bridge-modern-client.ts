@@ -13,6 +13,7 @@ import { GatewayError } from '../errors.js';
 import type { Logger } from '../log/logger.js';
 import { isObject, legacyCapabilitiesFrom, stripModernRequestMeta, toModernResult, withoutTaskOnlyTools } from '../protocol/era-shapes.js';
 import { describeValue } from '../protocol/describe.js';
+import { coreTaskRefusal } from '../protocol/core-tasks.js';
 import { ErrorCode, errorResponse, type JsonRpcId, type JsonRpcMessage, type JsonRpcRequest, type JsonRpcResponse } from '../protocol/jsonrpc.js';
 import { META_CLIENT_CAPABILITIES, META_LOG_LEVEL, META_SUBSCRIPTION_ID, NAME_FIELD } from '../protocol/methods.js';
 import { MODERN_VERSIONS } from '../protocol/versions.js';
@@ -209,6 +210,10 @@ export class ModernClientBridge {
       if (request.method === 'server/discover') return sink.finish(this.discover(request.id));
       if (request.method === 'subscriptions/listen') return await this.listen(request, sink, owner);
       const params = request.params ?? {};
+      // A legacy task made on a pooled session (one child for every caller, in `single`) would be readable by
+      // whoever names it, and its result would escape the call's governance (protocol/core-tasks.ts).
+      const taskRefusal = coreTaskRefusal(request);
+      if (taskRefusal !== undefined) return sink.finish(taskRefusal);
       if (request.method === 'tools/call' && this.taskOnlyTools.has(params.name as string)) {
         // Not offered (callableTools): to the client it is no tool at all (server/tools.mdx §Error Handling).
         return sink.finish(errorResponse(request.id, ErrorCode.InvalidParams, `Unknown tool: ${describeValue(params.name)}`));

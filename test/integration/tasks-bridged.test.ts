@@ -1,0 +1,149 @@
+// 2025-11-25 core tasks (basic/utilities/tasks.mdx) where Gatehouse holds the client's session itself: stdio
+// upstreams in `processes: shared` and `single` (a legacy client bridged onto the server's modern face) and
+// modern clients of a legacy server. Gatehouse declares no `tasks` capability there (GATEWAY-REQUIREMENTS
+// §16.1/§16.2: core tasks are not bridged), and cannot bind a task to its caller: the server sees Gatehouse
+// as its one client, and in `single` every caller's calls share one child and its task store
+// (tasks.mdx §Security Considerations, Task Isolation and Access Control). A task's result would also reach
+// its caller through `tasks/result`, a method no stage governs: not audited, not output-checked.
+// So a task-augmented request (`params.task`) and the tasks/* methods are refused there with -32601
+// (tasks.mdx §Tool-Level Negotiation: a server answers a task-augmented call it does not support -32601),
+// and never reach the child; the same tool called plainly still works.
+// `processes: perSession` is left as it was: each legacy session has its own child, initialized by the client
+// itself, so the child's tasks capability, and its tasks, are that session's alone.
+// The upstream is the v1 SDK's own task support (test/fixtures/upstreams/task-stdio.mjs), with one tool,
+// `report`, that may be called as a task or not.
+
+import { after, describe, test } from 'node:test';
+import assert from 'node:assert/strict';
+import { fileURLToPath } from 'node:url';
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import { CallToolResultSchema, CreateTaskResultSchema, GetTaskResultSchema, ListTasksResultSchema, CancelTaskResultSchema } from '@modelcontextprotocol/sdk/types.js';
+import { hashKey } from '../../src/auth/key-hash.js';
+import { startGateway, type TestGateway } from '../helpers/gateway.js';
+import { modernRequest, post } from '../helpers/http.js';
+import { isAlive, stdioChildPids, waitUntil } from '../helpers/stdio-children.js';
+
+const TASK_STDIO = fileURLToPath(new URL('../fixtures/upstreams/task-stdio.mjs', import.meta.url));
+const ALICE = 'gh_alice_tasks_0123456789abcdefghijklmn';
+const BOB = 'gh_bob_tasks_0123456789abcdefghijklmnopq';
+const TIMEOUT_MS = 15_000;
+const METHOD_NOT_FOUND = -32601;
+
+const gateways: TestGateway[] = [];
+
+after(async () => {
+  await Promise.all(gateways.map((gw) => gw.close()));
+  const pids = gateways.flatMap((gw) => stdioChildPids(gw));
+  await waitUntil(() => pids.every((pid) => !isAlive(pid)), 10_000);
+  for (const pid of pids.filter(isAlive)) {
+    try {
+      process.kill(pid, 'SIGKILL');
+    } catch {
+      // gone in the meantime
+    }
+  }
+});
+
+async function gateway(processes: 'shared' | 'single' | 'perSession'): Promise<TestGateway> {
+  const gw = await startGateway({
+    auth: { anonymous: false, apiKeys: [{ id: 'alice', hash: hashKey(ALICE), scopes: [] }, { id: 'bob', hash: hashKey(BOB), scopes: [] }] },
+    upstreams: [{ name: 'tasks', command: [process.execPath, TASK_STDIO], processes }],
+  });
+  gateways.push(gw);
+  return gw;
+}
+
+async function connect(gw: TestGateway, key: string): Promise<Client> {
+  const client = new Client({ name: 'tasks-test', version: '1.0.0' }, { capabilities: {} });
+  await client.connect(new StreamableHTTPClientTransport(new URL(gw.url), { requestInit: { headers: { authorization: `Bearer ${key}` } } }), { timeout: TIMEOUT_MS });
+  return client;
+}
+
+/** A request's result, or its JSON-RPC error code and message. */
+async function attempt(run: () => Promise<unknown>): Promise<{ result: unknown } | { code: number; message: string }> {
+  try {
+    return { result: await run() };
+  } catch (err) {
+    const e = err as { code?: unknown; message?: string };
+    return { code: typeof e.code === 'number' ? e.code : NaN, message: String(e.message) };
+  }
+}
+
+const taskCall = (secret: string) => ({ method: 'tools/call' as const, params: { name: 'report', arguments: { secret }, task: { ttl: 60_000 } } });
+
+describe('core tasks where Gatehouse holds the session (stdio shared and single)', () => {
+  test('processes: single: one caller never lists, reads or cancels another caller’s task; every tasks/* and a task-augmented call is -32601', async () => {
+    const gw = await gateway('single');
+    const [alice, bob] = await Promise.all([connect(gw, ALICE), connect(gw, BOB)]);
+    try {
+      assert.equal(alice.getServerCapabilities()?.tasks, undefined, 'no tasks capability is advertised');
+      const created = await attempt(() => alice.request(taskCall('alice-secret'), CreateTaskResultSchema, { timeout: TIMEOUT_MS }));
+      // The id Bob tries: Alice's, if a task was made, else one of the same shape.
+      const taskId = 'result' in created ? (created.result as { task: { taskId: string } }).task.taskId : '0123456789abcdef0123456789abcdef';
+      // Let a task that was made finish, so its result is there to be read.
+      await new Promise((r) => setTimeout(r, 300));
+      const seen = {
+        list: await attempt(() => bob.request({ method: 'tasks/list', params: {} }, ListTasksResultSchema, { timeout: TIMEOUT_MS })),
+        get: await attempt(() => bob.request({ method: 'tasks/get', params: { taskId } }, GetTaskResultSchema, { timeout: TIMEOUT_MS })),
+        result: await attempt(() => bob.request({ method: 'tasks/result', params: { taskId } }, CallToolResultSchema, { timeout: TIMEOUT_MS })),
+        cancel: await attempt(() => bob.request({ method: 'tasks/cancel', params: { taskId } }, CancelTaskResultSchema, { timeout: TIMEOUT_MS })),
+      };
+      assert.doesNotMatch(JSON.stringify(seen), /alice-secret/, `Bob got Alice's task result: ${JSON.stringify(seen.result)}`);
+      assert.doesNotMatch(JSON.stringify(seen.list), new RegExp(taskId), `Bob listed Alice's task: ${JSON.stringify(seen.list)}`);
+      for (const [method, answer] of Object.entries(seen)) {
+        assert.ok('code' in answer && answer.code === METHOD_NOT_FOUND, `tasks/${method} for Bob: ${JSON.stringify(answer)}`);
+      }
+      assert.ok('code' in created && created.code === METHOD_NOT_FOUND, `a task-augmented call is refused: ${JSON.stringify(created)}`);
+      // The same tool called plainly is served, for both.
+      const plain = await alice.callTool({ name: 'report', arguments: { secret: 'plain' } }, undefined, { timeout: TIMEOUT_MS });
+      assert.match(JSON.stringify(plain.content), /report for plain/);
+      const own = await attempt(() => alice.request({ method: 'tasks/list', params: {} }, ListTasksResultSchema, { timeout: TIMEOUT_MS }));
+      assert.ok('code' in own && own.code === METHOD_NOT_FOUND, `tasks/list for Alice: ${JSON.stringify(own)}`);
+    } finally {
+      await Promise.all([alice.close(), bob.close()]);
+    }
+  });
+
+  test('processes: shared: a task-augmented call is -32601 too (its result would come back through tasks/result, unaudited and unchecked)', async () => {
+    const gw = await gateway('shared');
+    const alice = await connect(gw, ALICE);
+    try {
+      assert.equal(alice.getServerCapabilities()?.tasks, undefined);
+      const created = await attempt(() => alice.request(taskCall('alice-secret'), CreateTaskResultSchema, { timeout: TIMEOUT_MS }));
+      assert.ok('code' in created && created.code === METHOD_NOT_FOUND, `a task-augmented call is refused: ${JSON.stringify(created)}`);
+      const result = await attempt(() => alice.request({ method: 'tasks/result', params: { taskId: '0123456789abcdef0123456789abcdef' } }, CallToolResultSchema, { timeout: TIMEOUT_MS }));
+      assert.ok('code' in result && result.code === METHOD_NOT_FOUND, `tasks/result: ${JSON.stringify(result)}`);
+    } finally {
+      await alice.close();
+    }
+  });
+
+  test('a modern client’s tools/call with params.task (a field 2026-07-28 does not have) is -32601, never a task made upstream that it cannot reach', async () => {
+    const gw = await gateway('single');
+    const { body, headers } = modernRequest(1, 'tools/call', { name: 'report', arguments: { secret: 'modern-secret' }, task: { ttl: 60_000 } });
+    const res = await post(gw.url, body, { ...headers, authorization: `Bearer ${ALICE}` });
+    const text = res.text;
+    assert.doesNotMatch(text, /"taskId"/, `a task was made upstream: ${text}`);
+    assert.match(text, /"code":-32601/, text);
+    // The same call without params.task is served.
+    const plain = modernRequest(2, 'tools/call', { name: 'report', arguments: { secret: 'modern-plain' } });
+    const served = await post(gw.url, plain.body, { ...plain.headers, authorization: `Bearer ${ALICE}` });
+    assert.match(served.text, /report for modern-plain/, served.text);
+  });
+
+  test('processes: perSession is untouched: tasks work on the caller’s own child, and another caller’s child has none of them', async () => {
+    const gw = await gateway('perSession');
+    const [alice, bob] = await Promise.all([connect(gw, ALICE), connect(gw, BOB)]);
+    try {
+      assert.ok(alice.getServerCapabilities()?.tasks, 'the child’s own tasks capability reaches its client');
+      const created = await alice.request(taskCall('alice-secret'), CreateTaskResultSchema, { timeout: TIMEOUT_MS });
+      const result = await alice.request({ method: 'tasks/result', params: { taskId: created.task.taskId } }, CallToolResultSchema, { timeout: TIMEOUT_MS });
+      assert.match(JSON.stringify(result.content), /report for alice-secret/);
+      const listed = await bob.request({ method: 'tasks/list', params: {} }, ListTasksResultSchema, { timeout: TIMEOUT_MS });
+      assert.deepEqual(listed.tasks, [], 'Bob’s child never saw Alice’s task');
+    } finally {
+      await Promise.all([alice.close(), bob.close()]);
+    }
+  });
+});
