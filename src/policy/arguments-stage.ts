@@ -1,6 +1,11 @@
 // The arguments stage, for tools/call: the client's `Mcp-Param-*` headers against the body (a transport
 // refusal, 400 / -32020), then the arguments against the tool's inputSchema (a tool result the model can
 // act on, `invalid_arguments`). Both before anything reaches the upstream, on every path.
+// Under tools.outputValidation `enforce`, a call to a tool with an outputSchema made as a 2025-11-25 task
+// (`params.task`) is refused here too: its result would come through tasks/result, which no stage reads, so
+// the output check could not follow it (output-stage.ts). Here, not in the output stage, so that nothing is
+// spent (rate limits, budgets), asked (approvals) or kept (an idempotency key's answer) for a call that
+// never runs.
 
 import type { CallContext, Route } from '../pipeline/context.js';
 import type { Outcome } from '../pipeline/outcome.js';
@@ -21,6 +26,8 @@ export interface ArgumentsStageDeps {
    * meets the pin stage with the new one.
    */
   pinning: 'off' | 'warn' | 'enforce';
+  /** tools.outputValidation: under `enforce` a tool with an outputSchema is not called as a task. */
+  outputValidation: 'off' | 'warn' | 'enforce';
 }
 
 export function compileArgumentsStage(deps: ArgumentsStageDeps): Stage {
@@ -29,6 +36,17 @@ export function compileArgumentsStage(deps: ArgumentsStageDeps): Stage {
     applies: (ctx) => ctx.method === 'tools/call' && ctx.route !== undefined,
     // Not async: a call without Mcp-Param-* headers to check is handed on without a promise of its own.
     run(ctx, next) {
+      if (deps.outputValidation === 'enforce' && ctx.route!.outputSchema !== undefined && Object.hasOwn((ctx.message as JsonRpcRequest).params!, 'task')) {
+        // tasks.mdx §Tool-Level Negotiation: a task the server does not support for this tool is -32601.
+        return Promise.resolve(
+          refuseAt('arguments', ctx, {
+            kind: 'protocol',
+            code: 'task_output_unchecked',
+            rpcCode: ErrorCode.MethodNotFound,
+            message: `Tool "${ctx.route!.publicName}" is not called as a task here: it declares an outputSchema, which Gatehouse checks (tools.outputValidation: enforce), and a task's result comes through tasks/result, which it cannot check. Call it without params.task.`,
+          }),
+        );
+      }
       // streamable-http.mdx §Server Behavior for Custom Headers: Gatehouse processes the body, so it MUST
       // check the Mcp-Param-* headers the tool's x-mcp-header annotations imply (2026-07-28 requests only).
       if (ctx.era === 'modern' && ctx.route!.params.length > 0) return withParamHeaders(ctx, next);

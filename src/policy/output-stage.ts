@@ -3,11 +3,17 @@
 // `tools.outputValidation`: `warn` logs, `enforce` replaces the result with an `invalid_output` refusal.
 // The answer is caught on its way out whatever its shape (pipeline/final-answer.ts); relayed bytes stay as
 // they are unless a result must be replaced.
+// A call made as a 2025-11-25 task (`params.task`, where tasks pass: the legacy pass-through, perSession
+// children) is answered with a CreateTaskResult, and the tool's result comes later through tasks/result,
+// which no stage reads (basic/utilities/tasks.mdx §Retrieving Task Results): that result cannot be checked.
+// Under `enforce` the arguments stage refused such a call before anything was spent or sent
+// (arguments-stage.ts); under `warn` it runs, its CreateTaskResult is not judged, and the log says so.
 
 import type { Logger } from '../log/logger.js';
 import { publishRefused } from '../pipeline/events.js';
 import { interceptFinal } from '../pipeline/final-answer.js';
 import type { Stage } from '../pipeline/stage.js';
+import type { JsonRpcRequest } from '../protocol/jsonrpc.js';
 import { invalidOutput, type ArgumentSchemas } from './argument-schemas.js';
 
 export type OutputValidation = 'enforce' | 'warn' | 'off';
@@ -18,6 +24,11 @@ export function compileOutputStage(mode: OutputValidation, schemas: ArgumentSche
     applies: (ctx) => mode !== 'off' && ctx.method === 'tools/call' && ctx.route?.outputSchema !== undefined,
     async run(ctx, next) {
       const route = ctx.route!;
+      const params = (ctx.message as JsonRpcRequest).params;
+      if (params !== undefined && Object.hasOwn(params, 'task')) {
+        log.warn('the output of a tool called as a task is not checked', { tool: route.publicName, upstream: route.upstream, callId: ctx.callId });
+        return next(ctx);
+      }
       return interceptFinal(await next(ctx), ctx, async ({ response, refusal }) => {
         const result = response.result;
         if (refusal !== undefined || !result || result.isError === true || result.resultType === 'input_required') return undefined;

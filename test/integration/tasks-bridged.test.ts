@@ -10,8 +10,8 @@
 // and never reach the child; the same tool called plainly still works.
 // `processes: perSession` is left as it was: each legacy session has its own child, initialized by the client
 // itself, so the child's tasks capability, and its tasks, are that session's alone.
-// The upstream is the v1 SDK's own task support (test/fixtures/upstreams/task-stdio.mjs), with one tool,
-// `report`, that may be called as a task or not.
+// The upstream is the v1 SDK's own task support (test/fixtures/upstreams/task-stdio.mjs); its tool
+// `report` may be called as a task or not.
 
 import { after, describe, test } from 'node:test';
 import assert from 'node:assert/strict';

@@ -1,0 +1,123 @@
+// Output checks (tools.outputValidation) and 2025-11-25 core tasks, where tasks pass through Gatehouse: the
+// legacy pass-through to an HTTP server and a `perSession` stdio child, each session the client's own.
+// A task-augmented tools/call is answered with a CreateTaskResult, and the tool's result comes later through
+// tasks/result (basic/utilities/tasks.mdx §Creating Tasks, §Retrieving Task Results), a method no stage
+// reads. So the output stage cannot check what the tool returns, and must not judge the CreateTaskResult
+// as if it were the tool's result (it has no structuredContent, and is no CallToolResult):
+// - under `enforce` a tool that declares an outputSchema is not called as a task: -32601 (tasks.mdx
+//   §Tool-Level Negotiation, a task the server does not support for that tool), before anything goes up,
+//   and before an idempotency key is spent on it;
+// - under `warn` the task is made, no "structuredContent is missing" drift is logged for it, and the log
+//   says its output goes unchecked.
+// Tools without an outputSchema are called as tasks as before. The upstream is the v1 SDK's own task
+// support (test/fixtures/upstreams/task-tools.ts): `measure` declares {value: number} and answers
+// {value: "high"}; `report` declares no outputSchema.
+
+import { after, describe, test } from 'node:test';
+import assert from 'node:assert/strict';
+import { fileURLToPath } from 'node:url';
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import { CallToolResultSchema, CreateTaskResultSchema, ListTasksResultSchema } from '@modelcontextprotocol/sdk/types.js';
+import { startGateway, type TestGateway } from '../helpers/gateway.js';
+import { isAlive, stdioChildPids, waitUntil } from '../helpers/stdio-children.js';
+import { startTaskHttpServer, type TaskHttpServer } from '../fixtures/upstreams/task-tools.js';
+
+const TASK_STDIO = fileURLToPath(new URL('../fixtures/upstreams/task-stdio.mjs', import.meta.url));
+const TIMEOUT_MS = 15_000;
+const METHOD_NOT_FOUND = -32601;
+
+const gateways: TestGateway[] = [];
+const servers: TaskHttpServer[] = [];
+
+after(async () => {
+  await Promise.all(gateways.map((gw) => gw.close()));
+  await Promise.all(servers.map((s) => s.close()));
+  const pids = gateways.flatMap((gw) => stdioChildPids(gw));
+  await waitUntil(() => pids.every((pid) => !isAlive(pid)), 10_000);
+  for (const pid of pids.filter(isAlive)) {
+    try {
+      process.kill(pid, 'SIGKILL');
+    } catch {
+      // gone in the meantime
+    }
+  }
+});
+
+const PATHS = {
+  'the HTTP pass-through': async () => {
+    const up = await startTaskHttpServer();
+    servers.push(up);
+    return { name: 'tasks', url: up.url };
+  },
+  'a perSession stdio child': async () => ({ name: 'tasks', command: [process.execPath, TASK_STDIO], processes: 'perSession' }),
+} as const;
+
+async function setUp(path: keyof typeof PATHS, outputValidation: 'enforce' | 'warn'): Promise<{ gw: TestGateway; client: Client }> {
+  // `measure` counts as a write tool, so a key given with it is kept (idempotency.tools; keys optional).
+  const gw = await startGateway({ tools: { outputValidation }, idempotency: { requireKeys: false, tools: ['tasks/measure'] }, upstreams: [await PATHS[path]()] });
+  gateways.push(gw);
+  const client = new Client({ name: 'tasks-output', version: '1.0.0' }, { capabilities: {} });
+  await client.connect(new StreamableHTTPClientTransport(new URL(gw.url)), { timeout: TIMEOUT_MS });
+  const tools = (await client.listTools(undefined, { timeout: TIMEOUT_MS })).tools;
+  assert.ok(tools.find((t) => t.name === 'measure')?.outputSchema, 'measure declares an outputSchema');
+  assert.ok(client.getServerCapabilities()?.tasks, 'the upstream’s tasks capability reaches the client here');
+  return { gw, client };
+}
+
+const asTask = (name: string, args: Record<string, unknown> = {}) => ({ method: 'tools/call' as const, params: { name, arguments: args, task: { ttl: 60_000 } } });
+
+/** A request's result, or its JSON-RPC error code and message. */
+async function attempt(run: () => Promise<unknown>): Promise<{ result: unknown } | { code: number; message: string }> {
+  try {
+    return { result: await run() };
+  } catch (err) {
+    const e = err as { code?: unknown; message?: string };
+    return { code: typeof e.code === 'number' ? e.code : NaN, message: String(e.message) };
+  }
+}
+
+for (const path of Object.keys(PATHS) as Array<keyof typeof PATHS>) {
+  describe(`core tasks and output checks, through ${path}`, () => {
+    test('outputValidation enforce: a tool with an outputSchema is not called as a task (-32601), and no task is made upstream', async () => {
+      const { client } = await setUp(path, 'enforce');
+      try {
+        const created = await attempt(() => client.request(asTask('measure'), CreateTaskResultSchema, { timeout: TIMEOUT_MS }));
+        // Let a task that was made finish, so what the client could fetch of it is there.
+        await new Promise((r) => setTimeout(r, 300));
+        const tasks = (await client.request({ method: 'tasks/list', params: {} }, ListTasksResultSchema, { timeout: TIMEOUT_MS })).tasks;
+        const unchecked = await Promise.all(tasks.map((t) => client.request({ method: 'tasks/result', params: { taskId: t.taskId } }, CallToolResultSchema, { timeout: TIMEOUT_MS })));
+        assert.deepEqual(unchecked.map((r) => r.structuredContent), [], `the tool ran as a task, and its unchecked output was fetched with tasks/result: ${JSON.stringify(unchecked)}`);
+        assert.ok('code' in created && created.code === METHOD_NOT_FOUND, `refused -32601: ${JSON.stringify(created)}`);
+        assert.match((created as { message: string }).message, /outputSchema/);
+        // Refused before the idempotency stage: the key is not spent on the refusal, and the same call made
+        // plainly with it runs (its output then checked: invalid_output), never the -32601 replayed.
+        const key = { idempotencyKey: `task-key-${path.length}-0001` };
+        const keyed = await attempt(() => client.request({ method: 'tools/call', params: { name: 'measure', arguments: {}, task: { ttl: 60_000 }, _meta: key } }, CreateTaskResultSchema, { timeout: TIMEOUT_MS }));
+        assert.ok('code' in keyed && keyed.code === METHOD_NOT_FOUND, JSON.stringify(keyed));
+        // (client.request, not callTool: the SDK client would judge the refusal's structuredContent itself.)
+        const plain = await attempt(() => client.request({ method: 'tools/call', params: { name: 'measure', arguments: {}, _meta: key } }, CallToolResultSchema, { timeout: TIMEOUT_MS }));
+        assert.match(JSON.stringify(plain), /invalid_output/, `the plain call with the same key ran and was checked: ${JSON.stringify(plain)}`);
+        // A tool without an outputSchema is still called as a task, and its result fetched.
+        const report = await client.request(asTask('report', { secret: 's1' }), CreateTaskResultSchema, { timeout: TIMEOUT_MS });
+        const result = await client.request({ method: 'tasks/result', params: { taskId: report.task.taskId } }, CallToolResultSchema, { timeout: TIMEOUT_MS });
+        assert.match(JSON.stringify(result.content), /report for s1/);
+      } finally {
+        await client.close();
+      }
+    });
+
+    test('outputValidation warn: the task is made; its CreateTaskResult is not reported as missing structuredContent, and the log says the output goes unchecked', async () => {
+      const { gw, client } = await setUp(path, 'warn');
+      try {
+        const created = await client.request(asTask('measure'), CreateTaskResultSchema, { timeout: TIMEOUT_MS });
+        assert.equal(typeof created.task.taskId, 'string');
+        const drift = gw.logs.filter((l) => l.msg === 'tool output does not match its outputSchema');
+        assert.deepEqual(drift, [], 'a CreateTaskResult is not the tool’s output');
+        assert.ok(gw.logs.some((l) => l.msg === 'the output of a tool called as a task is not checked' && l.tool === 'measure'), 'the unchecked output is logged');
+      } finally {
+        await client.close();
+      }
+    });
+  });
+}
