@@ -10,7 +10,8 @@ import type { CallContext } from '../pipeline/context.js';
 import { ACCEPTED, refused, type Outcome } from '../pipeline/outcome.js';
 import type { CallHandler, LegacyBridgeFactory, ModernFace, Upstream, UpstreamProfile } from '../pipeline/ports.js';
 import type { Principal } from '../pipeline/principal.js';
-import { idOf, type JsonRpcResponse } from '../protocol/jsonrpc.js';
+import { idOf, type JsonRpcRequest, type JsonRpcResponse } from '../protocol/jsonrpc.js';
+import { coreTaskRefusal } from '../protocol/core-tasks.js';
 import { META_CLIENT_CAPABILITIES, META_PROTOCOL_VERSION } from '../protocol/methods.js';
 import { MODERN_VERSIONS } from '../protocol/versions.js';
 import { upstreamMessage } from '../protocol/trace-context.js';
@@ -58,6 +59,9 @@ export class CatalogUpstream implements Upstream {
     }
     if (ctx.kind !== 'request') return ACCEPTED;
     const request = upstreamMessage(ctx)!;
+    // A 2025-11-25 task is carried by no member's face (protocol/core-tasks.ts): Gatehouse's own answer.
+    const taskRefusal = coreTaskRefusal(request as JsonRpcRequest);
+    if (taskRefusal !== undefined) return refused(taskRefusal);
     // A listen is a listening stream: SSE at once, with keep-alive comments while it is quiet.
     const stream = new CallStream({ requestId: idOf(request), mode: ctx.method === 'subscriptions/listen' ? 'listen' : 'call', acceptsSse: ctx.acceptsSse });
     // Stopped when the client leaves, or when the call is cut at its deadline (timeouts.callMs).

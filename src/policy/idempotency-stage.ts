@@ -217,6 +217,12 @@ export function compileIdempotencyStage(settings: IdempotencySettings, store: Id
             if (neverSent(error)) await waitedOn(ctx, 'idempotency', 'store.release', store.release(key, owner));
             return undefined;
           }
+          // Refused by Gatehouse itself after this stage (an adapter's protocol refusal: a request id in flight
+          // already, a 2025-11-25 task on a bridge): nothing went upstream, so a retry may run.
+          if (outcome.kind === 'refused' && outcome.refusal.kind === 'protocol') {
+            await waitedOn(ctx, 'idempotency', 'store.release', store.release(key, owner));
+            return undefined;
+          }
           // A run that stopped to ask the client for input (2026-07-28 mrtr.mdx) has not finished: its answer
           // is not the call's, and must not be replayed (results of MRTR retries are not cached). The key is
           // given back, so the retry that carries the answers runs, and its answer is the one kept.

@@ -12,15 +12,32 @@ import { ErrorCode, errorResponse, type JsonRpcRequest, type JsonRpcResponse } f
 const TASK_METHODS: ReadonlySet<string> = new Set(['tasks/get', 'tasks/result', 'tasks/list', 'tasks/cancel']);
 
 /**
- * The refusal for a task method, or for a task-augmented request (`params.task`), else undefined. -32601, as
- * a server answers a task it does not support (tasks.mdx §Tool-Level Negotiation) and a method it lacks.
+ * errors.ts's ProtocolRefusal, restated (protocol/ imports nothing outside itself): an answer of Gatehouse's
+ * own, so the idempotency stage knows the call never went up.
  */
-export function coreTaskRefusal(request: JsonRpcRequest): JsonRpcResponse | undefined {
+export interface CoreTaskRefusal {
+  kind: 'protocol';
+  code: 'task_unsupported';
+  rpcCode: number;
+  message: string;
+}
+
+/**
+ * Why a task method, or a task-augmented request (`params.task`), is refused, else undefined. -32601, as a
+ * server answers a task it does not support (tasks.mdx §Tool-Level Negotiation) and a method it lacks.
+ */
+export function coreTaskRefusal(request: JsonRpcRequest): CoreTaskRefusal | undefined {
   if (TASK_METHODS.has(request.method)) {
-    return errorResponse(request.id, ErrorCode.MethodNotFound, `Method not found: ${request.method} (this server declares no tasks capability)`);
+    return { kind: 'protocol', code: 'task_unsupported', rpcCode: ErrorCode.MethodNotFound, message: `Method not found: ${request.method} (this server declares no tasks capability)` };
   }
   if (request.params !== undefined && Object.hasOwn(request.params, 'task')) {
-    return errorResponse(request.id, ErrorCode.MethodNotFound, `Task-augmented ${request.method} is not supported: this server declares no tasks capability; send the request without params.task`);
+    return { kind: 'protocol', code: 'task_unsupported', rpcCode: ErrorCode.MethodNotFound, message: `Task-augmented ${request.method} is not supported: this server declares no tasks capability; send the request without params.task` };
   }
   return undefined;
+}
+
+/** The same refusal as the JSON-RPC response that answers `request`. */
+export function coreTaskResponse(request: JsonRpcRequest): JsonRpcResponse | undefined {
+  const refusal = coreTaskRefusal(request);
+  return refusal === undefined ? undefined : errorResponse(request.id, refusal.rpcCode, refusal.message);
 }

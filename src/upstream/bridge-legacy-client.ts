@@ -117,7 +117,7 @@ export class LegacyClientBridge {
     // 2025-11-25 core tasks have no modern counterpart, and the upstream could not tell whose a task is
     // (protocol/core-tasks.ts): refused, never sent up.
     const taskRefusal = coreTaskRefusal(request);
-    if (taskRefusal !== undefined) return json(taskRefusal);
+    if (taskRefusal !== undefined) return refused(taskRefusal);
     if (MODERN_ONLY_REQUESTS.has(request.method)) {
       // Not a method of the client's era: the modern server behind would serve it (a listen stream, its own
       // discover), so Gatehouse answers as a server of that era does (JSON-RPC 2.0 §5.1).

@@ -7,13 +7,13 @@ import { atOrAbove } from '../protocol/log-levels.js';
 import { onAbort, signalOf } from '../pipeline/cancellation.js';
 import type { CallContext } from '../pipeline/context.js';
 import { CallStream, type MessageSink } from '../pipeline/call-stream.js';
-import { ACCEPTED, type Outcome } from '../pipeline/outcome.js';
+import { ACCEPTED, refused, type Outcome } from '../pipeline/outcome.js';
 import { principalKey } from '../pipeline/principal.js';
 import { GatewayError } from '../errors.js';
 import type { Logger } from '../log/logger.js';
 import { isObject, legacyCapabilitiesFrom, stripModernRequestMeta, toModernResult, withoutTaskOnlyTools } from '../protocol/era-shapes.js';
 import { describeValue } from '../protocol/describe.js';
-import { coreTaskRefusal } from '../protocol/core-tasks.js';
+import { coreTaskRefusal, coreTaskResponse } from '../protocol/core-tasks.js';
 import { ErrorCode, errorResponse, type JsonRpcId, type JsonRpcMessage, type JsonRpcRequest, type JsonRpcResponse } from '../protocol/jsonrpc.js';
 import { META_CLIENT_CAPABILITIES, META_LOG_LEVEL, META_SUBSCRIPTION_ID, NAME_FIELD } from '../protocol/methods.js';
 import { MODERN_VERSIONS } from '../protocol/versions.js';
@@ -173,6 +173,9 @@ export class ModernClientBridge {
     // Modern clients over HTTP cancel by closing the stream; other notifications have no legacy target.
     if (ctx.kind !== 'request') return ACCEPTED;
     const request = upstreamMessage(ctx) as JsonRpcRequest;
+    // Refused as Gatehouse's own answer (see serve), so a stage before knows nothing went up.
+    const taskRefusal = coreTaskRefusal(request);
+    if (taskRefusal !== undefined) return refused(taskRefusal);
     // A listen is a listening stream: its headers go at once (not with the acknowledgment, which waits for
     // the upstream's resources/subscribe), and the edge keeps it alive with comments while it is quiet.
     const stream = new CallStream({ requestId: request.id, mode: request.method === 'subscriptions/listen' ? 'listen' : 'call', acceptsSse: ctx.acceptsSse });
@@ -212,7 +215,7 @@ export class ModernClientBridge {
       const params = request.params ?? {};
       // A legacy task made on a pooled session (one child for every caller, in `single`) would be readable by
       // whoever names it, and its result would escape the call's governance (protocol/core-tasks.ts).
-      const taskRefusal = coreTaskRefusal(request);
+      const taskRefusal = coreTaskResponse(request);
       if (taskRefusal !== undefined) return sink.finish(taskRefusal);
       if (request.method === 'tools/call' && this.taskOnlyTools.has(params.name as string)) {
         // Not offered (callableTools): to the client it is no tool at all (server/tools.mdx §Error Handling).

@@ -45,10 +45,11 @@ after(async () => {
   }
 });
 
-async function gateway(processes: 'shared' | 'single' | 'perSession'): Promise<TestGateway> {
+async function gateway(processes: 'shared' | 'single' | 'perSession', extra: Record<string, unknown> = {}): Promise<TestGateway> {
   const gw = await startGateway({
     auth: { anonymous: false, apiKeys: [{ id: 'alice', hash: hashKey(ALICE), scopes: [] }, { id: 'bob', hash: hashKey(BOB), scopes: [] }] },
     upstreams: [{ name: 'tasks', command: [process.execPath, TASK_STDIO], processes }],
+    ...extra,
   });
   gateways.push(gw);
   return gw;
@@ -145,5 +146,59 @@ describe('core tasks where Gatehouse holds the session (stdio shared and single)
     } finally {
       await Promise.all([alice.close(), bob.close()]);
     }
+  });
+
+  describe('the refusal spends no idempotency key: the same call made plainly with the key runs', () => {
+    // `report` counts as a write tool (idempotency.tools; keys optional), so a key given with it is kept. The
+    // refused task never went up, as a request that never left (idempotency-stage.ts), so the key is free.
+    const writes = { idempotency: { requireKeys: false, tools: ['tasks/report', 'one/report'] } };
+
+    test('a legacy client (stdio shared)', async () => {
+      const gw = await gateway('shared', writes);
+      const alice = await connect(gw, ALICE);
+      try {
+        const _meta = { idempotencyKey: 'legacy-task-key-0001' };
+        const created = await attempt(() => alice.request({ method: 'tools/call', params: { ...taskCall('k1').params, _meta } }, CreateTaskResultSchema, { timeout: TIMEOUT_MS }));
+        assert.ok('code' in created && created.code === METHOD_NOT_FOUND, JSON.stringify(created));
+        const plain = await attempt(() => alice.request({ method: 'tools/call', params: { name: 'report', arguments: { secret: 'k1' }, _meta } }, CallToolResultSchema, { timeout: TIMEOUT_MS }));
+        assert.match(JSON.stringify(plain), /report for k1/, `the plain call ran: ${JSON.stringify(plain)}`);
+      } finally {
+        await alice.close();
+      }
+    });
+
+    const modernCall = async (gw: TestGateway, id: number, name: string, params: Record<string, unknown>) => {
+      const { body, headers } = modernRequest(id, 'tools/call', { name, ...params });
+      return (await post(gw.url, body, { ...headers, authorization: `Bearer ${ALICE}` })).text;
+    };
+
+    test('a modern client (the modern-client bridge)', async () => {
+      const gw = await gateway('shared', writes);
+      const _meta = { idempotencyKey: 'modern-task-key-0001' };
+      const refusedText = await modernCall(gw, 1, 'report', { arguments: { secret: 'k2' }, task: { ttl: 60_000 }, _meta });
+      assert.match(refusedText, /"code":-32601/, refusedText);
+      const plain = await modernCall(gw, 2, 'report', { arguments: { secret: 'k2' }, _meta });
+      assert.match(plain, /report for k2/, plain);
+    });
+
+    test('a modern client of a catalog (two stdio upstreams)', async () => {
+      const gw = await startGateway({
+        auth: { anonymous: false, apiKeys: [{ id: 'alice', hash: hashKey(ALICE), scopes: [] }] },
+        upstreams: [
+          { name: 'one', command: [process.execPath, TASK_STDIO] },
+          { name: 'two', command: [process.execPath, TASK_STDIO] },
+        ],
+        ...writes,
+      });
+      gateways.push(gw);
+      const _meta = { idempotencyKey: 'catalog-task-key-0001' };
+      const list = modernRequest(1, 'tools/list');
+      assert.match((await post(gw.url, list.body, { ...list.headers, authorization: `Bearer ${ALICE}` })).text, /one_report/);
+      const refusedText = await modernCall(gw, 2, 'one_report', { arguments: { secret: 'k3' }, task: { ttl: 60_000 }, _meta });
+      assert.match(refusedText, /"code":-32601/, refusedText);
+      assert.doesNotMatch(refusedText, /"taskId"/);
+      const plain = await modernCall(gw, 3, 'one_report', { arguments: { secret: 'k3' }, _meta });
+      assert.match(plain, /report for k3/, plain);
+    });
   });
 });
