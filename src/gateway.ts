@@ -113,6 +113,11 @@ export interface GatewayOptions {
   configFile?: string;
   /** The text of `configFile` the config was read from: a change made to the file while starting is applied. */
   configText?: string;
+  /**
+   * What each file the config read through `${file:...}` held when it was loaded (loadConfigFileWithText's
+   * `files`): a secret rotated while starting is applied too.
+   */
+  configFiles?: ReadonlyMap<string, string>;
   /** The listener as the file named it (before command-line overrides); reloads compare with this. */
   fileListen?: ListenConfig;
   /** The store as the file named it (before `--store`); reloads compare with this. */
@@ -442,7 +447,7 @@ export function createGateway(config: GatehouseConfig, log: Logger, options: Gat
               const reads = changed.filter((f) => f !== configFile);
               if (reads.length > 0) log.info('config reload: a file the config reads changed', { files: reads });
               void reloadFromText(configFile, text);
-            }, undefined, options.configText);
+            }, undefined, options.configText, options.configFiles);
           }
           const host = config.listen.host.includes(':') ? `[${config.listen.host}]` : config.listen.host;
           resolve(`http://${host}:${port}${config.listen.path}`);

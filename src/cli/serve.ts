@@ -44,12 +44,13 @@ export async function serveCommand(args: string[], io: CommandIO): Promise<numbe
   let fileListen: ListenConfig | undefined;
   let fileStore: GatehouseConfig['store'] | undefined;
   let fileText: string | undefined;
+  let fileReads: ReadonlyMap<string, string> | undefined;
   let interpolated: InterpolatedValue[] = [];
   // Only a config from a file is watched for reloads; flags cannot change while running.
   const fromFlags = flags.upstream !== undefined || flags.stdio !== undefined;
   const configFile = fromFlags ? undefined : (flags.config ?? io.env.GATEHOUSE_CONFIG ?? 'gatehouse.yaml');
   try {
-    ({ config, fileListen, fileStore, fileText, interpolated = [] } = await buildConfig(flags, io));
+    ({ config, fileListen, fileStore, fileText, fileReads, interpolated = [] } = await buildConfig(flags, io));
   } catch (err) {
     io.err((err instanceof ConfigError ? err.message : `error: ${(err as Error).message}`) + '\n');
     return 1;
@@ -58,7 +59,7 @@ export async function serveCommand(args: string[], io: CommandIO): Promise<numbe
   const log = createLogger(config.log.level, undefined, {}, { secrets: collectSecrets(config, interpolated), format: resolveLogFormat(config.log.format) });
   let gateway;
   try {
-    gateway = createGateway(config, log, { configFile, ...(fileText !== undefined ? { configText: fileText } : {}), fileListen, fileStore, env: io.env });
+    gateway = createGateway(config, log, { configFile, ...(fileText !== undefined ? { configText: fileText } : {}), ...(fileReads !== undefined ? { configFiles: fileReads } : {}), fileListen, fileStore, env: io.env });
   } catch (err) {
     io.err(`${(err as Error).message}\n`);
     return 1;
@@ -141,7 +142,7 @@ function listenHint(err: unknown, env: NodeJS.ProcessEnv): string {
 }
 
 /** The config to run, and for a file the listener it named (flags may override it; reloads compare with it). */
-async function buildConfig(flags: ServeFlags, io: CommandIO): Promise<{ config: GatehouseConfig; fileListen?: ListenConfig; fileStore?: GatehouseConfig['store']; fileText?: string; interpolated?: InterpolatedValue[] }> {
+async function buildConfig(flags: ServeFlags, io: CommandIO): Promise<{ config: GatehouseConfig; fileListen?: ListenConfig; fileStore?: GatehouseConfig['store']; fileText?: string; fileReads?: ReadonlyMap<string, string>; interpolated?: InterpolatedValue[] }> {
   if (flags.upstream !== undefined && flags.stdio !== undefined) throw new Error('use either --upstream or --stdio, not both');
   if (flags.config !== undefined && (flags.upstream !== undefined || flags.stdio !== undefined)) {
     throw new Error('use either --config or --upstream/--stdio, not both');
@@ -167,11 +168,11 @@ async function buildConfig(flags: ServeFlags, io: CommandIO): Promise<{ config: 
   }
   const file = flags.config ?? io.env.GATEHOUSE_CONFIG ?? 'gatehouse.yaml';
   const interpolated: InterpolatedValue[] = [];
-  const { config, text: fileText } = await loadConfigFileWithText(file, io.env, { interpolated });
-  if (Object.keys(listenOverrides).length === 0 && !logOverride && !storeOverride) return { config, fileListen: config.listen, fileStore: config.store, fileText, interpolated };
+  const { config, text: fileText, files: fileReads } = await loadConfigFileWithText(file, io.env, { interpolated });
+  if (Object.keys(listenOverrides).length === 0 && !logOverride && !storeOverride) return { config, fileListen: config.listen, fileStore: config.store, fileText, fileReads, interpolated };
   // Flags override the file; the result is validated again so a bad flag is reported like a bad key.
   const merged = validateConfigObject({ ...config, listen: { ...config.listen, ...listenOverrides }, log: { ...config.log, ...logOverride }, store: storeOverride ?? config.store }, 'command line');
-  return { config: merged, fileListen: config.listen, fileStore: config.store, fileText, interpolated };
+  return { config: merged, fileListen: config.listen, fileStore: config.store, fileText, fileReads, interpolated };
 }
 
 function connectBanner(url: string): string {

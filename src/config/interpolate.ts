@@ -3,6 +3,7 @@
 
 import { readFileSync } from 'node:fs';
 import { resolve } from 'node:path';
+import { contentDigest, unreadableDigest } from './file-digest.js';
 import { isMap, isScalar, isSeq, parseDocument, type Document, type Scalar } from 'yaml';
 
 export interface InterpolationContext {
@@ -10,6 +11,11 @@ export interface InterpolationContext {
   env: NodeJS.ProcessEnv;
   /** Directory that relative `${file:PATH}` paths resolve against (the config file's directory). */
   baseDir: string;
+  /**
+   * Receives what each `${file:PATH}` read held (its resolved path, then file-digest.ts's digest or the
+   * reason it could not be read): the watcher measures its first look against it.
+   */
+  filesRead?: Map<string, string>;
 }
 
 /**
@@ -84,10 +90,14 @@ function expand(expr: string, ctx: InterpolationContext, problems: Problem[]): s
     return value;
   }
   if (kind === 'file' && arg !== '') {
+    const path = resolve(ctx.baseDir, arg);
     try {
+      const content = readFileSync(path);
+      ctx.filesRead?.set(path, contentDigest(content));
       // Secret files usually end with the newline an editor or `echo` added; it is never part of the secret.
-      return readFileSync(resolve(ctx.baseDir, arg), 'utf8').replace(/\r?\n$/, '');
+      return content.toString('utf8').replace(/\r?\n$/, '');
     } catch (err) {
+      ctx.filesRead?.set(path, unreadableDigest(err));
       const code = (err as NodeJS.ErrnoException).code ?? 'unreadable';
       problems.push({ message: code === 'ENOENT' ? `no such file: "${arg}"` : `cannot read file "${arg}": ${code}`, missing: OUT_OF_REACH.has(code) });
       return undefined;

@@ -43,6 +43,8 @@ export interface LoadOptions {
   warnings?: ConfigIssue[];
   /** Receives every value read through `${env:...}` or `${file:...}`, with its key path (for collectSecrets). */
   interpolated?: InterpolatedValue[];
+  /** Receives what each file read through `${file:...}` held (InterpolationContext.filesRead). */
+  filesRead?: Map<string, string>;
 }
 
 /** `upstreams[0].url`; keys that would read ambiguously are quoted: `headers["a.b"]`. */
@@ -88,15 +90,19 @@ export async function loadConfigFile(file: string, env?: NodeJS.ProcessEnv, opti
   return (await loadConfigFileWithText(file, env, options)).config;
 }
 
-/** As loadConfigFile, with the text the config was read from (what a watcher of the file compares with). */
-export async function loadConfigFileWithText(file: string, env?: NodeJS.ProcessEnv, options: LoadOptions = {}): Promise<{ config: GatehouseConfig; text: string }> {
+/**
+ * As loadConfigFile, with what the config was read from (what a watcher of the file compares its first look
+ * with): the file's text, and what each file it read through `${file:...}` held (LoadOptions.filesRead).
+ */
+export async function loadConfigFileWithText(file: string, env?: NodeJS.ProcessEnv, options: LoadOptions = {}): Promise<{ config: GatehouseConfig; text: string; files: ReadonlyMap<string, string> }> {
   let text: string;
   try {
     text = await readFile(file, 'utf8');
   } catch (err) {
     throw new ConfigError([{ file, line: 0, column: 0, path: '(root)', message: unreadable(err as NodeJS.ErrnoException) }]);
   }
-  return { config: parseConfigText(text, { fileName: file, baseDir: dirname(resolve(file)), ...(env !== undefined ? { env } : {}), ...options }), text };
+  const files = options.filesRead ?? new Map<string, string>();
+  return { config: parseConfigText(text, { fileName: file, baseDir: dirname(resolve(file)), ...(env !== undefined ? { env } : {}), ...options, filesRead: files }), text, files };
 }
 
 function unreadable(err: NodeJS.ErrnoException): string {
@@ -136,7 +142,7 @@ export function parseConfigText(text: string, opts: { fileName: string; baseDir:
     }));
     throw new ConfigError(syntax.filter((issue, i) => syntax.findIndex((other) => other.line === issue.line) === i));
   }
-  const interpolation = interpolateDocument(doc, { env: opts.env ?? process.env, baseDir: opts.baseDir }, opts.interpolated);
+  const interpolation = interpolateDocument(doc, { env: opts.env ?? process.env, baseDir: opts.baseDir, ...(opts.filesRead !== undefined ? { filesRead: opts.filesRead } : {}) }, opts.interpolated);
   const issues: ConfigIssue[] = [];
   // Absent secrets, when they may be (a file checked where its secrets do not live, as in CI), are warned
   // about; their values keep the `${...}` text, and schema findings about them are skipped as below.

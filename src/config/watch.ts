@@ -5,9 +5,9 @@
 // The files the config reads through `${file:PATH}` are watched with it: a secret is rotated by replacing
 // its file (a Kubernetes Secret volume swaps it the same way), and the config text then stays the same.
 
-import { createHash } from 'node:crypto';
 import { readFile } from 'node:fs/promises';
 import { dirname, resolve } from 'node:path';
+import { contentDigest as digest, unreadableDigest } from './file-digest.js';
 import { referencedFiles } from './interpolate.js';
 
 /** What one look at the file found. */
@@ -24,8 +24,10 @@ export interface ConfigWatcher {
  * changed (the config file, or the files it reads). Unreadable moments of the config file are skipped; a
  * file it reads that cannot be read counts as content of its own, so its return is a change too.
  * `loadedText`: the text the running config was read from; a first look that finds another is a change.
+ * `loadedFiles`: what each file it read held then (LoadOptions.filesRead); one that holds something else at
+ * the first look (a secret rotated while the gateway was starting) is a change too.
  */
-export function watchConfigFile(file: string, onChange: (text: string, changed: string[]) => void, intervalMs = 1000, loadedText?: string): ConfigWatcher {
+export function watchConfigFile(file: string, onChange: (text: string, changed: string[]) => void, intervalMs = 1000, loadedText?: string, loadedFiles?: ReadonlyMap<string, string>): ConfigWatcher {
   const baseDir = dirname(resolve(file));
   /** The digest of each file at the last look: the config file's own, then each file it reads. */
   let last: Map<string, string> | undefined;
@@ -40,9 +42,10 @@ export function watchConfigFile(file: string, onChange: (text: string, changed: 
     }
     const digests = new Map([[file, digest(text)]]);
     for (const read of referencedFiles(text, baseDir)) digests.set(read, await digestOfFile(read));
-    // The first look is measured against the text the running config was read from, when known: a file
-    // changed while the gateway was starting (before this look) is a change, not the baseline.
-    const previous = last ?? (loadedText === undefined ? undefined : new Map([...digests, [file, digest(loadedText)]]));
+    // The first look is measured against what the running config was read from, when known: the config's
+    // text, and the files it read as the load found them. A file changed while the gateway was starting
+    // (before this look) is a change, not the baseline.
+    const previous = last ?? (loadedText === undefined ? undefined : new Map([...digests, ...(loadedFiles ?? []), [file, digest(loadedText)]]));
     last = digests;
     if (previous === undefined) return 'unchanged';
     const changed = [...digests].filter(([name, d]) => previous.get(name) !== d).map(([name]) => name);
@@ -64,15 +67,11 @@ export function watchConfigFile(file: string, onChange: (text: string, changed: 
   };
 }
 
-function digest(content: string | Buffer): string {
-  return createHash('sha256').update(content).digest('hex');
-}
-
 /** The content's digest, or the reason it cannot be read (a missing secret file is a state like any other). */
 async function digestOfFile(path: string): Promise<string> {
   try {
     return digest(await readFile(path));
   } catch (err) {
-    return `unreadable: ${(err as NodeJS.ErrnoException).code ?? 'error'}`;
+    return unreadableDigest(err);
   }
 }
