@@ -51,7 +51,35 @@ export function unsupportedFeatures(config: GatehouseConfig): string[] {
   problems.push(...adminProblems(config));
   problems.push(...listenerClashes(config));
   problems.push(...urlProblems(config));
+  problems.push(...headerProblems(config));
   problems.push(...timerProblems(config));
+  return problems;
+}
+
+/**
+ * What an HTTP field value may hold (RFC 9110 §5.5: visible characters, spaces and tabs, and obs-text, which
+ * Node and undici take as Latin-1): the same test both apply before they send a request.
+ */
+const UNSENDABLE_IN_HEADER = /[^\t\x20-\x7e\x80-\xff]/;
+
+/**
+ * Headers sent as configured (an upstream's credentials, the trace backend's key) are strings to the schema;
+ * one with a line break or a character a header cannot carry, often a secret read through `${file:...}`
+ * with an extra newline, passed every check and then failed every request it went on (each tools/call a 502,
+ * a reload trading a working config for it).
+ */
+function headerProblems(config: GatehouseConfig): string[] {
+  const headers: Array<[Array<string | number>, Record<string, string> | undefined]> = [[['tracing', 'headers'], config.tracing.headers]];
+  config.upstreams.forEach((u, i) => {
+    if ('url' in u) headers.push([['upstreams', i, 'headers'], u.headers]);
+  });
+  const problems: string[] = [];
+  for (const [path, values] of headers) {
+    for (const [name, value] of Object.entries(values ?? {})) {
+      // The value is not repeated: it is usually a credential.
+      if (UNSENDABLE_IN_HEADER.test(value)) problems.push(`${formatPath([...path, name])}: holds a line break, a control character or a character outside Latin-1, which a header cannot carry (a secret file read with \${file:...} may end with a blank line; only one final newline is dropped)`);
+    }
+  }
   return problems;
 }
 
