@@ -447,7 +447,7 @@ export function createGateway(config: GatehouseConfig, log: Logger, options: Gat
               const reads = changed.filter((f) => f !== configFile);
               if (reads.length > 0) log.info('config reload: a file the config reads changed', { files: reads });
               void reloadFromText(configFile, text);
-            }, undefined, options.configText, options.configFiles);
+            }, { ...(options.configText !== undefined ? { loadedText: options.configText } : {}), ...(options.configFiles !== undefined ? { loadedFiles: options.configFiles } : {}) });
           }
           const host = config.listen.host.includes(':') ? `[${config.listen.host}]` : config.listen.host;
           resolve(`http://${host}:${port}${config.listen.path}`);

@@ -64,7 +64,7 @@ describe('watchConfigFile', () => {
     await writeFile(config, 'upstreams: [{ name: up, url: "http://127.0.0.1:1/mcp", headers: { authorization: "Bearer ${file:token}" } }]\n');
     const seen = changes();
     // A long interval: the looks below are the test's own (checkNow), as SIGHUP asks for them.
-    const watcher = watchConfigFile(config, seen.onChange, 60_000);
+    const watcher = watchConfigFile(config, seen.onChange, { intervalMs: 60_000 });
     try {
       assert.equal(await watcher.checkNow(), 'unchanged');
       // Rotated the way a Secret volume does it: a new file renamed over the old.
@@ -99,7 +99,7 @@ describe('watchConfigFile', () => {
     await writeFile(secret, 'one-secret-value');
     await writeFile(config, 'admin: { token: "${file:dropped-token}" }\n');
     const seen = changes();
-    const watcher = watchConfigFile(config, seen.onChange, 60_000);
+    const watcher = watchConfigFile(config, seen.onChange, { intervalMs: 60_000 });
     try {
       assert.equal(await watcher.checkNow(), 'unchanged');
       await writeFile(config, 'admin: { enabled: false }\n');
