@@ -363,6 +363,8 @@ export function createGateway(config: GatehouseConfig, log: Logger, options: Gat
       }
       if (next.log.requests !== running.log.requests) followRequestLog(next.log.requests);
       reviewerAuth?.configure(next.admin.token, next.admin.groups);
+      // Start-up says so too: a reload that serves callers without credentials must not pass as a plain reload.
+      if (next.auth.anonymous && !running.auth.anonymous) log.warn('authentication is off: anonymous access on a loopback listener', { host: next.listen.host });
       running = next;
       reloads.applied++;
       metrics?.reload('applied');
