@@ -39,6 +39,7 @@ export function unsupportedFeatures(config: GatehouseConfig): string[] {
     if (rule.tools === undefined && rule.prompts === undefined && rule.resources === undefined) problems.push(`policy.rules[${i}]: names no tools, prompts or resources, so it can never apply`);
   }
   problems.push(...trustedProxyProblems(config.listen.trustedProxies));
+  problems.push(...allowListProblems(config.listen));
   const { ssePath, path } = config.listen;
   if (ssePath !== undefined && (ssePath === path || `${ssePath.replace(/\/+$/, '')}/messages` === path || ssePath.includes('?') || ssePath.includes('#'))) {
     problems.push(`listen.ssePath: "${ssePath}" must be a plain path other than listen.path ("${path}"), and its messages endpoint (ssePath + /messages) too`);
@@ -80,6 +81,33 @@ function headerProblems(config: GatehouseConfig): string[] {
       if (UNSENDABLE_IN_HEADER.test(value)) problems.push(`${formatPath([...path, name])}: holds a line break, a control character or a character outside Latin-1, which a header cannot carry (a secret file read with \${file:...} may end with a blank line; only one final newline is dropped)`);
     }
   }
+  return problems;
+}
+
+/** scheme://host[:port], as a browser sends Origin (a trailing slash is forgiven: the guard drops it). */
+const ORIGIN = /^[a-z][a-z0-9+.-]*:\/\/[^/?#\s]+\/?$/i;
+
+/**
+ * Entries the DNS-rebinding guard (edge/origin-guard.ts) can never match: it compares the name of a Host
+ * header without its port (an IPv6 address in brackets, as Host carries it), and an Origin as browsers
+ * send it. Listed, such an entry also ends the loopback names' default: "localhost:8080" checked clean,
+ * then every request, /readyz too, was answered 403 'Host "localhost:8080" is not allowed'.
+ */
+function allowListProblems(listen: GatehouseConfig['listen']): string[] {
+  const problems: string[] = [];
+  listen.allowedHosts.forEach((host, i) => {
+    const key = `listen.allowedHosts[${i}]`;
+    // A value still reading `${...}` is a secret absent here (check-config --env-optional): nothing to judge.
+    if (host === '*' || host.includes('${')) return;
+    if (host.includes('/')) problems.push(`${key}: "${host}" is a URL; list the host name alone (mcp.example.com), without scheme or path`);
+    else if (/^(\[[^\]]*\]|[^:[\]]+):\d*$/.test(host)) problems.push(`${key}: "${host}" names a port, which the Host check does not compare; list "${host.slice(0, host.lastIndexOf(':'))}"`);
+    else if (host.includes(':') && !host.startsWith('[')) problems.push(`${key}: "${host}" is an IPv6 address without brackets; a Host header carries it as "[${host}]"`);
+  });
+  listen.allowedOrigins.forEach((origin, i) => {
+    // "null" is what sandboxed frames and file: pages send.
+    if (origin === '*' || origin.toLowerCase() === 'null' || ORIGIN.test(origin) || origin.includes('${')) return;
+    problems.push(`listen.allowedOrigins[${i}]: "${origin}" is not an origin as browsers send it; write scheme://host[:port] (https://app.example.com), without a path`);
+  });
   return problems;
 }
 
