@@ -197,7 +197,7 @@ function policyProblems(policy: GatehouseConfig['policy']): string[] {
 const WILDCARD_HOSTS = new Set(['0.0.0.0', '::', '[::]', '']);
 
 /**
- * Gatehouse's own listeners (the MCP endpoint, metrics, the admin API) each need a port of their own where
+ * Gatehouse's own listeners (the MCP endpoint, metrics, the admin API, the egress proxy) each need a port of their own where
  * their hosts overlap (the same host, or a wildcard): two on one port passed every check and then failed
  * every start with "port in use". Port 0 picks a free port, so it never clashes.
  */
@@ -205,6 +205,8 @@ function listenerClashes(config: GatehouseConfig): string[] {
   const listeners: Array<{ key: string; what: string; host: string; port: number }> = [{ key: 'listen', what: 'the MCP endpoint', host: config.listen.host, port: config.listen.port }];
   if (config.metrics.enabled) listeners.push({ key: 'metrics', what: 'metrics', host: config.metrics.host, port: config.metrics.port });
   if (config.admin.enabled) listeners.push({ key: 'admin', what: 'the admin API', host: config.admin.host, port: config.admin.port });
+  const proxy = config.policy.egressProxy;
+  if (proxy.enabled) listeners.push({ key: 'policy.egressProxy', what: 'the egress proxy', host: proxy.host, port: proxy.port });
   const problems: string[] = [];
   listeners.forEach((later, i) => {
     const earlier = listeners.slice(0, i).find((l) => l.port !== 0 && l.port === later.port && (l.host === later.host || WILDCARD_HOSTS.has(l.host) || WILDCARD_HOSTS.has(later.host)));

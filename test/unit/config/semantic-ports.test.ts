@@ -33,3 +33,25 @@ describe('listeners sharing a port', () => {
     assert.deepEqual(clashes(unsupportedFeatures(config({ listen: { host: '127.0.0.1', port: 8080 }, metrics: { enabled: true, host: '10.0.0.5', port: 8080 } }))), []);
   });
 });
+
+// The egress proxy (policy.egressProxy) is a listener of Gatehouse's own as well: on the MCP, metrics or admin
+// port it passed check-config (only doctor's port row, which binds every listener, saw it) and `serve`
+// failed at every start with "port in use", blaming listen.port. Until 4 December the checks left it out.
+describe('the egress proxy sharing a port', () => {
+  const proxyClashes = (problems: string[]) => problems.filter((p) => /\.port: /.test(p) && p.includes('egressProxy'));
+
+  it('on the MCP port, or the metrics port under a wildcard, is refused naming both keys', () => {
+    const onMcp = proxyClashes(unsupportedFeatures(config({ listen: { host: '127.0.0.1', port: 8080 }, policy: { egressProxy: { enabled: true, host: '127.0.0.1', port: 8080 } } })));
+    assert.equal(onMcp.length, 1, onMcp.join('\n'));
+    assert.match(onMcp[0]!, /^policy\.egressProxy\.port: .*listen\.port/);
+    const onMetrics = proxyClashes(unsupportedFeatures(config({ listen: { port: 8080 }, metrics: { enabled: true, host: '0.0.0.0', port: 3128 }, policy: { egressProxy: { enabled: true, port: 3128 } } })));
+    assert.equal(onMetrics.length, 1, onMetrics.join('\n'));
+    assert.match(onMetrics[0]!, /metrics\.port/);
+  });
+
+  it('turned off, on port 0 or on a port of its own, it passes', () => {
+    assert.deepEqual(proxyClashes(unsupportedFeatures(config({ listen: { port: 3128 }, policy: { egressProxy: { enabled: false, port: 3128 } } }))), []);
+    assert.deepEqual(proxyClashes(unsupportedFeatures(config({ listen: { port: 0 }, policy: { egressProxy: { enabled: true, port: 0 } } }))), []);
+    assert.deepEqual(proxyClashes(unsupportedFeatures(config({ listen: { port: 8080 }, policy: { egressProxy: { enabled: true, port: 3128 } } }))), []);
+  });
+});
