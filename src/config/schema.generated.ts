@@ -399,7 +399,7 @@ export interface StdioUpstream {
     };
   };
   /**
-   * Most client sessions (each one a child process) this stdio upstream serves at once; past this the least recently used is ended.
+   * Most client sessions (each one a child process) this stdio upstream serves at once, counting those whose child is still starting; past this the least recently used is ended, and while sessions still starting fill it, a new initialize is refused with 503 session_cap and Retry-After.
    */
   maxSessions: number;
   /**

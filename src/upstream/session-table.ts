@@ -26,6 +26,11 @@ export class SessionTable<S extends HeldSession> {
   private readonly live = new Map<string, S>();
   private readonly ended = new Map<string, EndReason>();
   private readonly sweeper: NodeJS.Timeout;
+  /**
+   * Places held by sessions being opened (a stdio child started, its `initialize` not answered yet): not
+   * live, but each already costs what a session costs, so they count against the cap (see reserve).
+   */
+  private opening = 0;
 
   constructor(private readonly limits: { max: number; idleTimeoutMs: number }, private readonly onEnd: (id: string, reason: EndReason) => void = () => {}) {
     this.sweeper = setInterval(() => this.sweep(), Math.min(60_000, Math.max(1_000, limits.idleTimeoutMs / 4))).unref();
@@ -42,7 +47,7 @@ export class SessionTable<S extends HeldSession> {
 
   /** Makes room for one more session, ending the least recently used one when at the cap. */
   makeRoom(): void {
-    while (this.live.size >= this.limits.max) {
+    while (this.live.size + this.opening >= this.limits.max) {
       let oldestId: string | undefined;
       let oldest = Infinity;
       for (const [id, s] of this.live) {
@@ -54,6 +59,23 @@ export class SessionTable<S extends HeldSession> {
       if (oldestId === undefined) return;
       this.end(oldestId, 'session_cap');
     }
+  }
+
+  /**
+   * Holds a place for a session that takes a while to open, ending the least recently used live ones to
+   * make room; undefined when sessions still opening fill the cap alone. Without it, every one of a burst
+   * of `initialize`s found the table below the cap while the others waited on their children, and each
+   * started one. The place is given back by the function returned, after `add` or instead of it.
+   */
+  reserve(): (() => void) | undefined {
+    this.makeRoom();
+    if (this.live.size + this.opening >= this.limits.max) return undefined;
+    this.opening++;
+    let held = true;
+    return () => {
+      if (held) this.opening--;
+      held = false;
+    };
   }
 
   add(id: string, session: S): void {

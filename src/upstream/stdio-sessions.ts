@@ -277,7 +277,20 @@ export class StdioUpstream implements Upstream {
   }
 
   private async initialize(ctx: CallContext): Promise<Outcome> {
-    this.sessions.makeRoom();
+    // The session's place is held while its child starts and answers, so that a burst of initializes
+    // starts no more children than maxSessions.
+    const release = this.sessions.reserve();
+    if (release === undefined) {
+      return refused({ kind: 'transport', code: 'session_cap', status: 503, rpcCode: ErrorCode.InvalidRequest, message: `Upstream "${this.name}" is starting as many sessions as it may hold (maxSessions); retry later`, headers: { 'retry-after': '5' } });
+    }
+    try {
+      return await this.open(ctx);
+    } finally {
+      release();
+    }
+  }
+
+  private async open(ctx: CallContext): Promise<Outcome> {
     const initRequest = ctx.message as JsonRpcRequest;
     // The era probe's child, when it was initialized exactly as this client asks and saw nothing since.
     const spare = this.messages.takeSpare(initRequest.params ?? {});
