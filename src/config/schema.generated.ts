@@ -403,7 +403,7 @@ export interface StdioUpstream {
    */
   maxSessions: number;
   /**
-   * The most of one message from this upstream that Gatehouse holds: an answer it reads whole (a governed call's JSON answer, read for its audit record and output check; an answer the catalog or a bridge writes again), one SSE event (counted in characters), one stdio line. Past it the call is the upstream's failure, GW_ERR_UPSTREAM_BAD_RESPONSE (a stdio line is dropped unread; the call it answers fails at once), and the rest is not read. Raise it for a server whose answers are legitimately larger (big resources); answers Gatehouse only relays chunk by chunk are not bounded by it.
+   * The most of one message from this upstream that Gatehouse holds: an answer it reads whole (a governed call's JSON answer, read for its audit record and output check; an answer the catalog or a bridge writes again), one SSE event (counted in characters), one stdio line. Past it the call is the upstream's failure, GW_ERR_UPSTREAM_BAD_RESPONSE (a stdio line is dropped unread; the call it answers fails at once), and the rest is not read. Raise it for a server whose answers are legitimately larger (big resources); answers Gatehouse only relays chunk by chunk are not bounded by it. It also bounds what waits for a stdio child that is not reading its stdin: past it, requests to that child are refused with GW_ERR_UPSTREAM_OVERLOADED (503) until it reads again.
    */
   maxMessageBytes: number;
   /**

@@ -39,6 +39,8 @@ export class StdioProcess {
   /** Set once stop() begins: the exit that follows is expected, not news. */
   private stopping = false;
   private exitWaiters: Array<() => void> = [];
+  /** Set while the child's stdin backlog is past its bound (see backlogged), so that is logged once. */
+  private starved = false;
   /** Called for every message that is not a response to a pending request. */
   onMessage: (msg: JsonRpcMessage) => void = () => {};
   /** Called once when the process is gone, whatever the reason. */
@@ -90,6 +92,9 @@ export class StdioProcess {
   /** Sends a request and resolves with its response; fails on timeout, abort or process exit. */
   request(msg: JsonRpcRequest, signal?: AbortSignal, timed = true): Promise<JsonRpcResponse> {
     if (!this.alive) return Promise.reject(this.exitedError('is not running'));
+    if (this.backlogged('request refused')) {
+      return Promise.reject(new GatewayError('GW_ERR_UPSTREAM_OVERLOADED', `Upstream "${this.opts.upstream}" is not reading its input; try again later`, this.opts.upstream));
+    }
     if (this.pending.has(msg.id)) return Promise.reject(new Error(`duplicate request id ${String(msg.id)}`));
     const answer = this.pending.wait(msg, signal, (m) => this.send(m), timed);
     this.send(msg);
@@ -106,8 +111,26 @@ export class StdioProcess {
 
   /** Writes one message (notification, response, or a request whose answer is not awaited). */
   send(msg: JsonRpcMessage): void {
-    if (!this.alive) return;
+    if (!this.alive || this.backlogged('message dropped')) return;
     this.child!.stdin.write(JSON.stringify(msg) + '\n');
+  }
+
+  /**
+   * True when what was written to the child and not yet read by it (Node buffers it for as long as the
+   * pipe is full) has reached the upstream's maxMessageBytes: a child that reads nothing more (stuck, or
+   * blocked) is written nothing more, or each request would grow the gateway's memory until requestMs
+   * failed it. Logged once until the child reads again.
+   */
+  private backlogged(what: string): boolean {
+    const stdin = this.child!.stdin;
+    const max = this.opts.maxLineBytes ?? MAX_WHOLE_BODY_BYTES;
+    if (stdin.writableLength < max) return false;
+    if (!this.starved) {
+      this.starved = true;
+      this.log.warn('stdio upstream is not reading its input; nothing more is written to it until it does', { pid: this.child!.pid, first: what, waitingBytes: stdin.writableLength, maxMessageBytes: max });
+      stdin.once('drain', () => (this.starved = false));
+    }
+    return true;
   }
 
   /** Closes stdin, then SIGTERM, then SIGKILL (2026-07-28 stdio §Shutdown); resolves when it is gone. */
