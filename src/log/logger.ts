@@ -23,6 +23,12 @@ export interface Logger {
   enabled(level: LogLevel): boolean;
   /** Scrubs these literal values from every later line of this logger, its parent and its children. */
   addSecrets(values: Iterable<string>): void;
+  /**
+   * `text` with credential-shaped pieces and the configured secret values replaced, as every line is
+   * scrubbed: for a text that is cut short before it is logged, which must be scrubbed before the cut (a
+   * secret the cut runs through is no longer whole, and its first part would pass).
+   */
+  scrub(text: string): string;
   /** Writes out the lines held back for batching (before the process says something on its own). */
   flush(): void;
   /**
@@ -268,6 +274,7 @@ function wrap(p: PinoLogger, sink: Sink, bound: string): Logger {
     },
     enabled: (lvl) => p.isLevelEnabled(lvl),
     addSecrets: (values) => sink.secrets.add(values),
+    scrub: (text) => sink.secrets.scrubText(redactText(text)),
     flush: () => sink.flush(),
     infoMembers(msg, members) {
       // The same shape as pino's lines: level, time, bound fields, msg, then the fields.
@@ -413,6 +420,12 @@ class LiteralSecrets {
     const escaped = [...this.values].map((v) => JSON.stringify(v).slice(1, -1)).sort((a, b) => b.length - a.length);
     this.pattern = new RegExp(`(?<=(?:^|[^\\\\])(?:\\\\\\\\)*)(?:${escaped.map(escapeRegExp).join('|')})`, 'g');
     this.present = new RegExp(escaped.map(escapeRegExp).join('|'));
+  }
+
+  /** A plain text (not a JSON line) with the secret values in it replaced. */
+  scrubText(text: string): string {
+    if (this.present === undefined || !this.present.test(JSON.stringify(text))) return text;
+    return JSON.parse(this.scrub(JSON.stringify(text))) as string;
   }
 
   scrub(line: string): string {

@@ -28,6 +28,13 @@ export interface StdioProcessOptions {
 /** Only these variables of the gateway's own environment reach a child; secrets are passed explicitly. */
 const INHERITED_ENV = ['PATH', 'HOME', 'USER', 'LOGNAME', 'SHELL', 'TERM', 'LANG', 'TMPDIR', 'NODE_OPTIONS'];
 const STDERR_LINE_LIMIT = 4096;
+/** How much of a non-JSON stdout line is logged. */
+const STDOUT_EXCERPT = 200;
+/**
+ * What is kept of a line past its excerpt, to be scrubbed with it before the cut: a secret up to this long
+ * that the cut runs through is still whole when it is looked for (an RSA private key's PEM is ~3 KB).
+ */
+const SCRUB_MARGIN = 16 * 1024;
 
 export class StdioProcess {
   private child?: ChildProcessWithoutNullStreams;
@@ -189,7 +196,7 @@ export class StdioProcess {
     try {
       msg = JSON.parse(text) as JsonRpcMessage;
     } catch {
-      this.log.warn('stdio upstream wrote a line that is not JSON; ignored', { line: text.slice(0, 200) });
+      this.log.warn('stdio upstream wrote a line that is not JSON; ignored', { line: excerpt(this.log, text, STDOUT_EXCERPT) });
       return;
     }
     if (msg === null || typeof msg !== 'object') return;
@@ -203,8 +210,9 @@ export class StdioProcess {
     let partial = '';
     child.stderr.on('data', (chunk: string) => {
       const lines = (partial + chunk).split('\n');
-      partial = (lines.pop() ?? '').slice(0, STDERR_LINE_LIMIT);
-      for (const l of lines) if (l.trim() !== '') this.log.info('stdio upstream stderr', { pid: child.pid, line: l.slice(0, STDERR_LINE_LIMIT) });
+      // A line still coming is kept up to its excerpt and the margin scrubbed with it, never more.
+      partial = (lines.pop() ?? '').slice(0, STDERR_LINE_LIMIT + SCRUB_MARGIN);
+      for (const l of lines) if (l.trim() !== '') this.log.info('stdio upstream stderr', { pid: child.pid, line: excerpt(this.log, l, STDERR_LINE_LIMIT) });
     });
   }
 
@@ -223,6 +231,15 @@ export class StdioProcess {
   private exitedError(reason: string): GatewayError {
     return new GatewayError('GW_ERR_UPSTREAM_EXITED', `Upstream "${this.opts.upstream}" process ${reason}`, this.opts.upstream);
   }
+}
+
+/**
+ * At most `max` characters of what a child wrote, for the log: scrubbed before it is cut, since the log's
+ * own scrubbing of the finished line would no longer recognise a secret the cut ran through.
+ */
+function excerpt(log: Logger, text: string, max: number): string {
+  if (text.length <= max) return text;
+  return log.scrub(text.slice(0, max + SCRUB_MARGIN)).slice(0, max);
 }
 
 function within(p: Promise<void>, ms: number): Promise<boolean> {
