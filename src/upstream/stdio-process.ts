@@ -3,6 +3,7 @@
 // It does not know about HTTP or sessions; the session host above it does.
 
 import { spawn, type ChildProcessWithoutNullStreams } from 'node:child_process';
+import { readdirSync, readFileSync } from 'node:fs';
 import { GatewayError } from '../errors.js';
 import type { Logger } from '../log/logger.js';
 import type { JsonRpcId, JsonRpcMessage, JsonRpcRequest, JsonRpcResponse } from '../protocol/jsonrpc.js';
@@ -28,6 +29,8 @@ export interface StdioProcessOptions {
 /** Only these variables of the gateway's own environment reach a child; secrets are passed explicitly. */
 const INHERITED_ENV = ['PATH', 'HOME', 'USER', 'LOGNAME', 'SHELL', 'TERM', 'LANG', 'TMPDIR', 'NODE_OPTIONS'];
 const STDERR_LINE_LIMIT = 4096;
+/** How long what a child left of its process group has, after SIGTERM, before SIGKILL. */
+const GROUP_GRACE_MS = 2000;
 /** How much of a non-JSON stdout line is logged. */
 const STDOUT_EXCERPT = 200;
 /**
@@ -46,6 +49,8 @@ export class StdioProcess {
   /** Set once stop() begins: the exit that follows is expected, not news. */
   private stopping = false;
   private exitWaiters: Array<() => void> = [];
+  /** Settles once what the child left of its process group is gone too (see endGroup). */
+  private groupEnded: Promise<void> = Promise.resolve();
   /** Set while the child's stdin backlog is past its bound (see backlogged), so that is logged once. */
   private starved = false;
   /** Called for every message that is not a response to a pending request. */
@@ -77,7 +82,9 @@ export class StdioProcess {
     const env: Record<string, string> = {};
     for (const k of INHERITED_ENV) if (process.env[k] !== undefined) env[k] = process.env[k]!;
     Object.assign(env, this.opts.env);
-    const child = spawn(cmd, args, { cwd: this.opts.cwd, env, stdio: ['pipe', 'pipe', 'pipe'] });
+    // A process group of its own (detached: setsid), whose id is the child's PID: what the child starts
+    // (a browser it drives, the server behind an `npx` or a shell) is in it, and is ended with it (endGroup).
+    const child = spawn(cmd, args, { cwd: this.opts.cwd, env, stdio: ['pipe', 'pipe', 'pipe'], detached: true });
     this.child = child;
     child.stdout.setEncoding('utf8');
     child.stdout.on('data', (chunk: string) => this.onStdout(chunk));
@@ -140,18 +147,41 @@ export class StdioProcess {
     return true;
   }
 
-  /** Closes stdin, then SIGTERM, then SIGKILL (2026-07-28 stdio §Shutdown); resolves when it is gone. */
+  /**
+   * Closes stdin, then SIGTERM, then SIGKILL (2026-07-28 stdio §Shutdown); resolves when it is gone, and
+   * what it left of its process group with it.
+   */
   async stop(graceMs = 2000): Promise<void> {
     const child = this.child;
-    if (!child || this.exited) return;
+    if (!child) return;
+    if (this.exited) return this.groupEnded;
     const gone = new Promise<void>((r) => this.exitWaiters.push(r));
     this.stopping = true;
     child.stdin.end();
-    if (await within(gone, graceMs)) return;
-    child.kill('SIGTERM');
-    if (await within(gone, graceMs)) return;
-    child.kill('SIGKILL');
-    await gone;
+    if (!(await within(gone, graceMs))) {
+      child.kill('SIGTERM');
+      if (!(await within(gone, graceMs))) {
+        child.kill('SIGKILL');
+        await gone;
+      }
+    }
+    await this.groupEnded;
+  }
+
+  /**
+   * The child is gone: what is left of its process group (helpers it started and did not stop, which would
+   * otherwise run on, one set per session, as long as the host does) gets SIGTERM, then SIGKILL after the
+   * grace. The group's id stays taken while any member lives, so the signal reaches no stranger.
+   */
+  private async endGroup(pgid: number): Promise<void> {
+    if (!signalGroup(pgid, 'SIGTERM')) return;
+    const deadline = Date.now() + GROUP_GRACE_MS;
+    while (Date.now() < deadline) {
+      // Not unref: during a shutdown this wait may be all that keeps the process alive until the group is gone.
+      await new Promise((r) => setTimeout(r, 50));
+      if (!groupLives(pgid)) return;
+    }
+    if (groupLives(pgid) && signalGroup(pgid, 'SIGKILL')) this.log.warn('stdio upstream left processes that ignored SIGTERM; killed', { pgid });
   }
 
   private onStdout(chunk: string): void {
@@ -219,6 +249,8 @@ export class StdioProcess {
   private markExited(reason: string): void {
     if (this.exited) return;
     this.exited = true;
+    const pgid = this.child?.pid;
+    if (pgid !== undefined) this.groupEnded = this.endGroup(pgid);
     if (this.child !== undefined) {
       if (this.stopping) this.log.info('stdio upstream stopped', { pid: this.child.pid, reason });
       else this.log.warn('stdio upstream exited', { pid: this.child.pid, reason });
@@ -240,6 +272,43 @@ export class StdioProcess {
 function excerpt(log: Logger, text: string, max: number): string {
   if (text.length <= max) return text;
   return log.scrub(text.slice(0, max + SCRUB_MARGIN)).slice(0, max);
+}
+
+/** Signals a process group; false when it has no member left (or is not ours to signal). */
+function signalGroup(pgid: number, signal: NodeJS.Signals | 0): boolean {
+  try {
+    process.kill(-pgid, signal);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/**
+ * Whether a process group has a member that still runs. A member that ended is a zombie until whoever
+ * adopted it reaps it (an init may take a second; node as PID 1 never does), and a signal to the group
+ * still "reaches" it: where /proc can be read, zombies do not count.
+ */
+function groupLives(pgid: number): boolean {
+  if (!signalGroup(pgid, 0)) return false;
+  let entries: string[];
+  try {
+    entries = readdirSync('/proc');
+  } catch {
+    return true;
+  }
+  for (const entry of entries) {
+    if (entry.charCodeAt(0) < 48 || entry.charCodeAt(0) > 57) continue;
+    try {
+      // pid (comm) state ppid pgrp …; comm may hold spaces and parentheses, so read after the last ')'.
+      const stat = readFileSync(`/proc/${entry}/stat`, 'utf8');
+      const [state, , pgrp] = stat.slice(stat.lastIndexOf(')') + 2).split(' ', 3);
+      if (Number(pgrp) === pgid && state !== 'Z' && state !== 'X') return true;
+    } catch {
+      // gone meanwhile
+    }
+  }
+  return false;
 }
 
 function within(p: Promise<void>, ms: number): Promise<boolean> {
