@@ -244,6 +244,11 @@ export class StdioProcess {
       partial = (lines.pop() ?? '').slice(0, STDERR_LINE_LIMIT + SCRUB_MARGIN);
       for (const l of lines) if (l.trim() !== '') this.log.info('stdio upstream stderr', { pid: child.pid, line: excerpt(this.log, l, STDERR_LINE_LIMIT) });
     });
+    // The last line of a child that exits may have no line break after it, and often says why it exited.
+    child.stderr.on('end', () => {
+      if (partial.trim() !== '') this.log.info('stdio upstream stderr', { pid: child.pid, line: excerpt(this.log, partial, STDERR_LINE_LIMIT) });
+      partial = '';
+    });
   }
 
   private markExited(reason: string): void {

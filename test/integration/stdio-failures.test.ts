@@ -116,6 +116,16 @@ test('a crash mid-call fails that call with 503 GW_ERR_UPSTREAM_EXITED; the chil
   assert.equal(ready.status, 200, 'ready again once the restart worked');
 });
 
+test('the last stderr line of a child that exits is logged even without a line break after it (its last words often say why)', async () => {
+  const session = await openSession();
+  const res = await post(gw.url, rpc(11, 'tools/call', { name: 'crash-unterminated' }), { ...LEGACY_HEADERS, 'mcp-session-id': session });
+  assert.equal(res.status, 503, res.text);
+  assert.match(res.json().error.message, /exited with code 4/);
+  const logged = (): boolean => gw.logs.some((l) => l.msg === 'stdio upstream stderr' && l.line === 'fatal: the last words, unterminated');
+  for (let i = 0; i < 50 && !logged(); i++) await new Promise((r) => setTimeout(r, 20));
+  assert.ok(logged(), 'the unterminated last stderr line is in the log');
+});
+
 test('a command that cannot be started is a clear 503 on initialize and /readyz says not ready', async () => {
   const broken = await startGateway({ upstreams: [{ name: 'ghost', command: ['/nonexistent/mcp-server'] }] });
   try {
