@@ -70,6 +70,12 @@ export class StdioUpstream implements Upstream {
   private probeInitialize?: Record<string, unknown>;
   /** sessions.inputTimeoutMs: how long a perSession call's clock waits for its client's answer. */
   private readonly inputTimeoutMs: number;
+  /**
+   * perSession children started for a client's initialize and not yet a session's: in no table, so close()
+   * stops them from here, or one that answered after the close would run on in a closed table.
+   */
+  private readonly starting = new Set<MessageChannel>();
+  private closed = false;
 
   constructor(
     private readonly config: StdioUpstreamConfig,
@@ -243,7 +249,8 @@ export class StdioUpstream implements Upstream {
   }
 
   async close(): Promise<void> {
-    await Promise.all([this.sessions.closeAll(), this.modernBridge.close(), this.legacyBridge.close(), this.sharedBridge.close()]);
+    this.closed = true;
+    await Promise.all([...[...this.starting].map((proc) => proc.stop()), this.sessions.closeAll(), this.modernBridge.close(), this.legacyBridge.close(), this.sharedBridge.close()]);
     await this.messages.close();
   }
 
@@ -301,23 +308,34 @@ export class StdioUpstream implements Upstream {
       response = { ...spare.response, id: initRequest.id };
     } else {
       proc = this.newProcess();
+      this.starting.add(proc);
       try {
-        await proc.start();
-        this.lastStartOk = true;
-      } catch (err) {
-        this.lastStartOk = false;
-        return refused(failure(asGatewayError(err, 'GW_ERR_UPSTREAM_EXITED', this.log, { upstream: this.name, callId: ctx.callId })));
-      }
-      try {
-        response = await proc.request(initRequest);
-      } catch (err) {
-        void proc.stop();
-        return refused(failure(asGatewayError(err, 'GW_ERR_UPSTREAM_EXITED', this.log, { upstream: this.name, callId: ctx.callId })));
+        try {
+          await proc.start();
+          this.lastStartOk = true;
+        } catch (err) {
+          this.lastStartOk = false;
+          return refused(failure(asGatewayError(err, 'GW_ERR_UPSTREAM_EXITED', this.log, { upstream: this.name, callId: ctx.callId })));
+        }
+        try {
+          response = await proc.request(initRequest);
+        } catch (err) {
+          void proc.stop();
+          if (this.closed) return refused(failure(closedError(this.name)));
+          return refused(failure(asGatewayError(err, 'GW_ERR_UPSTREAM_EXITED', this.log, { upstream: this.name, callId: ctx.callId })));
+        }
+      } finally {
+        this.starting.delete(proc);
       }
       if (response.error) {
         void proc.stop();
         return json(response);
       }
+    }
+    // Closed while the child started (the gateway shut down, a reload retired this upstream): not a session.
+    if (this.closed) {
+      void proc.stop();
+      return refused(failure(closedError(this.name)));
     }
     const id = this.sessions.newId();
     const session = new StdioSession(id, proc, {
@@ -377,6 +395,11 @@ export class StdioUpstream implements Upstream {
     };
     return proc;
   }
+}
+
+/** The answer to an initialize whose child started as its upstream closed. */
+function closedError(upstream: string): GatewayError {
+  return new GatewayError('GW_ERR_SHUTTING_DOWN', `Upstream "${upstream}" closed while its process started`, upstream);
 }
 
 /** An InitializeResult without the list-change and subscription capabilities (see StdioUpstream.borrow). */
