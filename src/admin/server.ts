@@ -51,6 +51,8 @@ export interface AdminListener {
 }
 
 const MAX_BODY = 16 * 1024;
+/** A SHA-256 as Gatehouse writes it (previews, pinned definitions). */
+const SHA256_HEX = /^[0-9a-f]{64}$/;
 const STATES = new Set(['pending', 'approved', 'rejected', 'expired', 'used', 'all']);
 const PROBLEM_STATUS: Record<DecisionProblem, number> = { not_found: 404, not_pending: 409, invalidated: 409, forbidden: 403, preview_mismatch: 409, expired: 409 };
 const PROBLEM_MESSAGE: Record<DecisionProblem, string> = {
@@ -148,7 +150,7 @@ async function handle(req: IncomingMessage, res: ServerResponse, deps: AdminDeps
     const reason = body.reason;
     const previewSha256 = body.previewSha256;
     if (reason !== undefined && (typeof reason !== 'string' || reason.length > 1000)) return sendError(res, 400, 'bad_request', 'reason must be a string of at most 1000 characters');
-    if (previewSha256 !== undefined && (typeof previewSha256 !== 'string' || !/^[0-9a-f]{64}$/.test(previewSha256))) return sendError(res, 400, 'bad_request', 'previewSha256 must be 64 hex digits');
+    if (previewSha256 !== undefined && (typeof previewSha256 !== 'string' || !SHA256_HEX.test(previewSha256))) return sendError(res, 400, 'bad_request', 'previewSha256 must be 64 hex digits');
     const approve = approval[2] === 'approve';
     const result = await deps.book.decide(approval[1]!, {
       approve,
@@ -172,8 +174,12 @@ async function handle(req: IncomingMessage, res: ServerResponse, deps: AdminDeps
     if (deps.pins === undefined) return sendError(res, 404, 'pinning_off', 'Tool pinning is off (tools.pinning: off)');
     const ref = percentDecoded(pin[1]!);
     if (ref === undefined) return sendError(res, 400, 'bad_request', 'The tool ref in the path is not valid percent-encoding');
-    const body = (await readJson(req)) ?? {};
-    const digest = typeof body.digest === 'string' ? body.digest : undefined;
+    // A body it cannot read is refused, never taken for "no digest": that accepted whatever the upstream
+    // served by then, so a change made after the reviewer looked (`curl -d` sends its JSON as a form) went in unseen.
+    const body = await readJson(req);
+    if (body === undefined) return sendError(res, 400, 'bad_request', 'The body must be a JSON object: { "digest": "…" } (the sha256 of the definition reviewed, from GET /pins), or empty to accept the definition served now');
+    const digest = body.digest;
+    if (digest !== undefined && (typeof digest !== 'string' || !SHA256_HEX.test(digest))) return sendError(res, 400, 'bad_request', 'digest must be 64 lowercase hex digits: the changed.sha256 that GET /pins shows');
     const result = await deps.pins.accept(ref, auth.reviewer.subject, digest);
     if (!result.ok) return sendError(res, result.status, result.status === 404 ? 'not_found' : 'conflict', result.message);
     deps.log.info('tool definition accepted', { ref, reviewer: auth.reviewer.subject });
