@@ -58,10 +58,12 @@ export function compileApprovalStage(rules: readonly CompiledApprovalRule[], boo
     } catch (err) {
       throw new AfterApproval(err);
     }
-    const laterRefusal = outcome.kind === 'refused' && outcome.stage !== undefined && outcome.stage !== 'upstream' && outcome.stage !== 'output';
+    // Held back after this stage: refused by a later one, or answered with an idempotency key's stored
+    // result (a replay), which runs nothing upstream and so neither uses the run nor records it `executed`.
+    const heldBackLater = (outcome.kind === 'refused' && outcome.stage !== undefined && outcome.stage !== 'upstream' && outcome.stage !== 'output') || ctx.heldBack === 'replay';
     return interceptFinal(outcome, ctx, async ({ response, failure: failed }) => {
       try {
-        if (run !== undefined && (laterRefusal || (failed !== undefined && neverSent(failed)))) await waitedOn(ctx, 'approval', 'store.release_run', book.releaseRun(approval, run, ctx.callId));
+        if (run !== undefined && (heldBackLater || (failed !== undefined && neverSent(failed)))) await waitedOn(ctx, 'approval', 'store.release_run', book.releaseRun(approval, run, ctx.callId));
         else if (run !== undefined) await waitedOn(ctx, 'approval', 'store.ran_run', book.ranRun(approval, run, ctx.callId));
         if (response.result?.resultType === 'input_required') await waitedOn(ctx, 'approval', 'store.continue', book.continueWith(approval, CONTINUATION_MS));
       } catch (err) {
