@@ -530,7 +530,7 @@ interface Runtime {
 
 /**
  * Several upstreams go through the catalog. One upstream keeps the byte pass-through unless something
- * must be rewritten: `prefix: always`, lists that differ per caller, or names that are not safe or items
+ * must be rewritten or judged: `prefix: always`, `tools.pinning: enforce`, lists that differ per caller, or names that are not safe or items
  * the access rules hide from everyone (found out by SingleUpstream on first use, and on each list). The pipeline is compiled here, once per configuration.
  */
 function buildRuntime(config: GatehouseConfig, log: Logger, observeUpstream: (upstream: string, seconds: number) => void, state: StoreGuard, resolveHost: ResolveHost, breakerBoard: BreakerBoard, childEnv: ChildEnv, approvals: { book: ApprovalBook; pins: PinBook; confirmations: PendingConfirmations }, kept: { requestStates: RequestStateSeal; deadlines: CallDeadlines }): Runtime {
@@ -547,7 +547,11 @@ function buildRuntime(config: GatehouseConfig, log: Logger, observeUpstream: (up
     const bridgeLegacyClients: LegacyBridgeFactory = (messages, profile, staleVerdict) => new LegacyClientBridge(messages, profile, config.sessions, staleVerdict, false, log);
     const catalog = new CatalogUpstream(members, uriPrefixes, config.tools.naming.prefix, bridgeLegacyClients, log, access);
     const perCaller = access.perCaller(config.auth.apiKeys.some((k) => k.tools !== undefined));
-    const upstream: Upstream = members.length > 1 ? catalog : new SingleUpstream(members[0]!, catalog, config.tools.naming.prefix === 'always' || perCaller, log, access.governs('tools') || access.governs('prompts'));
+    // Under `pinning: enforce` one upstream is served through the catalog too: on the pass-through a client's
+    // tools/list went up and came back as it was, so the client's model could read a definition the pin
+    // stage never judged (changed since Gatehouse's own read, or shown to clients only) and its calls ran.
+    const forceCatalog = config.tools.naming.prefix === 'always' || perCaller || config.tools.pinning === 'enforce';
+    const upstream: Upstream = members.length > 1 ? catalog : new SingleUpstream(members[0]!, catalog, forceCatalog, log, access.governs('tools') || access.governs('prompts'));
     const schemas = new ArgumentSchemas(log);
     const routes = catalog.catalog;
     // Policy state lives in the store, keyed by entry id: a reload keeps every counter, bucket and circuit.

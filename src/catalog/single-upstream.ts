@@ -1,7 +1,8 @@
 // One upstream is served by byte pass-through when nothing about it needs rewriting, and through the
 // catalog when something does: unsafe or over-long tool names (issue 4: names are safe whatever the
-// upstream count), `prefix: always`, access rules that make lists differ per caller, or rules that hide
-// some of the upstream's items from everyone (AccessPolicy.perCaller). Names are only known once the
+// upstream count), `prefix: always`, access rules that make lists differ per caller, rules that hide
+// some of the upstream's items from everyone (AccessPolicy.perCaller), or `tools.pinning: enforce` (a list
+// passed through would show clients definitions the pins never judged). Names are only known once the
 // upstream has been listed. A client listing tools or prompts waits for that check, so it never sees an
 // unsafe or hidden name, and the check is made again on each such list, with that client's capabilities (a
 // legacy server may offer a tool only to clients that declared one). Under access rules the first
