@@ -25,6 +25,7 @@ import { didNotRun } from '../policy/budget-stage.js';
 import { ErrorCode, type JsonRpcId, type JsonRpcRequest } from '../protocol/jsonrpc.js';
 import { effectiveState, type Approval } from './approval.js';
 import { ApprovalBook, type ApprovalVerdict, type CallToApprove, type OpenLimits } from './book.js';
+import { hasInexactNumber } from './inexact-numbers.js';
 import { approvalRuleFor, type CompiledApprovalRule } from './rules.js';
 import { CONFIRM_KEY, CONFIRM_STATE_PREFIX, confirmationChannel, confirmationRequest, PendingConfirmations, readAnswer, type UserAnswer } from './user-confirmation.js';
 
@@ -86,6 +87,9 @@ export function compileApprovalStage(rules: readonly CompiledApprovalRule[], boo
       const args = argumentsOf(ctx);
       const rule = approvalRuleFor(rules, ctx.principal, route, args);
       if (rule === undefined) return next(ctx);
+      // The approval binds, and the reviewer sees, the arguments as read here: a number read otherwise than
+      // the upstream may read it would have another number approved than the one that runs.
+      if (ctx.body !== undefined && hasInexactNumber(ctx.body.toString('utf8'), args)) return refuseAt('approval', ctx, inexactRefusal(route.publicName, route.ref, rule.id));
       const call: CallToApprove = { callId: ctx.callId, principal: ctx.principal, route, args, rule, policyVersion };
       const params = (ctx.message as JsonRpcRequest).params!;
       const requestState = typeof params.requestState === 'string' ? params.requestState : undefined;
@@ -209,6 +213,18 @@ function argumentsOf(ctx: CallContext): Record<string, unknown> {
 function neverSent(err: GatewayError): boolean {
   const code = (err.cause as { code?: unknown } | undefined)?.code;
   return err.code === 'GW_ERR_UPSTREAM_UNREACHABLE' && (code === 'ECONNREFUSED' || code === 'ENOTFOUND' || code === 'EHOSTUNREACH');
+}
+
+/** A call whose arguments hold a number Gatehouse cannot read exactly (inexact-numbers.ts): nothing is opened. */
+function inexactRefusal(tool: string, ref: string, rule: string): ToolRefusal {
+  return {
+    kind: 'tool',
+    code: 'invalid_arguments',
+    message: `"${tool}" needs approval before it runs (rule "${rule}"), and its arguments hold a number Gatehouse cannot read exactly (an integer beyond ±9007199254740991, or a number past the range of a double): a reviewer would be shown, and would approve, another number than the one sent. Nothing was run and no approval was asked for. Send such a number as a string.`,
+    details: { rule },
+    meta: { 'dev.gatehouse/tool_ref': ref },
+    rule,
+  };
 }
 
 function refusalOf(verdict: Exclude<ApprovalVerdict, { kind: 'run' }>, call: CallToApprove): ToolRefusal {

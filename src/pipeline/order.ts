@@ -32,6 +32,7 @@
 //   approval    approvals/approval-stage.ts: policy.approvals; the call runs once approved, bound to its
 //               caller, tool, arguments and policy version ....... approval_pending, _rejected, _expired
 //               a new one past approvals.maxPendingPerCaller for its caller ... approval_limit_reached
+//               an argument number it cannot read exactly (beyond ±2^53, past a double) ... invalid_arguments
 //   idempotency policy/idempotency-stage.ts: write tools need params._meta.idempotencyKey
 //                                             ........ idempotency_key_required, _conflict, outcome_unknown
 //                                          a key seen before: its stored answer, replayed
