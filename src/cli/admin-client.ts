@@ -3,6 +3,7 @@
 
 import { loadConfigFor } from './cli-config.js';
 import type { CommandIO } from './io.js';
+import { printable } from './printable.js';
 
 export interface AdminTarget {
   url: string;
@@ -47,7 +48,7 @@ export async function adminTarget(flags: { config?: string | undefined; url?: st
 
 export function failed(io: CommandIO, r: { status: number; json: Record<string, unknown> }): number {
   const error = r.json.error as { code?: string; message?: string } | undefined;
-  io.err(`error: ${error?.message ?? `the admin API answered HTTP ${r.status}`}${error?.code ? ` (${error.code})` : ''}\n`);
+  io.err(printable(`error: ${error?.message ?? `the admin API answered HTTP ${r.status}`}${error?.code ? ` (${error.code})` : ''}`) + '\n');
   return r.status === 404 ? 3 : 1;
 }
 

@@ -7,6 +7,7 @@ import { ConfigError } from '../config/load.js';
 import { adminCaller, adminTarget, failed } from './admin-client.js';
 import { APPROVALS_HELP } from './help.js';
 import type { CommandIO } from './io.js';
+import { printable, printableJson } from './printable.js';
 
 const OPTIONS = {
   config: { type: 'string', short: 'c' },
@@ -66,7 +67,7 @@ export async function approvalsCommand(args: string[], io: CommandIO): Promise<n
       const r = await call('GET', `/approvals?state=${encodeURIComponent(state)}`);
       if (r.status !== 200) return failed(io, r);
       const list = r.json.approvals as ApprovalView[];
-      if (flags.json) for (const a of list) io.out(`${JSON.stringify(a)}\n`);
+      if (flags.json) for (const a of list) io.out(`${printableJson(a)}\n`);
       else io.out(table(list, state));
       return 0;
     }
@@ -74,13 +75,13 @@ export async function approvalsCommand(args: string[], io: CommandIO): Promise<n
       const r = await call('GET', `/approvals/${encodeURIComponent(id!)}`);
       if (r.status !== 200) return failed(io, r);
       const a = r.json.approval as ApprovalView;
-      io.out(flags.json ? `${JSON.stringify(a)}\n` : detail(a));
+      io.out(flags.json ? `${printableJson(a)}\n` : detail(a));
       return 0;
     }
     const r = await call('POST', `/approvals/${encodeURIComponent(id!)}/${command}`, flags.reason !== undefined ? { reason: flags.reason } : {});
     if (r.status !== 200) return failed(io, r);
     const a = r.json.approval as ApprovalView;
-    io.out(flags.json ? `${JSON.stringify(a)}\n` : `${a.id} ${a.state}${a.decision?.reason ? `: ${a.decision.reason}` : ''}\n`);
+    io.out(flags.json ? `${printableJson(a)}\n` : printable(`${a.id} ${a.state}${a.decision?.reason ? `: ${a.decision.reason}` : ''}`) + '\n');
     return 0;
   } catch (err) {
     io.err(`error: ${(err as Error).message}\n`);
@@ -90,7 +91,8 @@ export async function approvalsCommand(args: string[], io: CommandIO): Promise<n
 
 function table(list: ApprovalView[], state: string): string {
   if (list.length === 0) return state === 'all' ? 'no approvals\n' : `no ${state} approvals\n`;
-  const rows = [['ID', 'STATE', 'TOOL', 'CALLER', 'AGE', 'RULE'], ...list.map((a) => [a.id, a.invalidated && a.state === 'pending' ? 'invalidated' : a.state, a.toolRef, a.caller.subject, age(a.ageSeconds), a.rule])];
+  // Cells are made printable before they are measured: what is padded is what the terminal shows.
+  const rows = [['ID', 'STATE', 'TOOL', 'CALLER', 'AGE', 'RULE'], ...list.map((a) => [a.id, a.invalidated && a.state === 'pending' ? 'invalidated' : a.state, a.toolRef, a.caller.subject, age(a.ageSeconds), a.rule].map(printable))];
   const widths = rows[0]!.map((_, i) => Math.max(...rows.map((r) => r[i]!.length)));
   return rows.map((r) => r.map((cell, i) => (i === r.length - 1 ? cell : cell.padEnd(widths[i]!))).join('  ')).join('\n') + '\n';
 }
@@ -106,9 +108,9 @@ function detail(a: ApprovalView): string {
     `deadline:   ${new Date(a.expiresAt).toISOString()}`,
     ...(a.decision ? [`decided:    ${a.decision.by} at ${new Date(a.decision.at).toISOString()}${a.decision.reason ? `: ${a.decision.reason}` : ''}`] : []),
     `arguments (redacted, sha256 ${a.previewSha256}):`,
-    ...JSON.stringify(a.preview, null, 2).split('\n').map((l) => `  ${l}`),
   ];
-  return `${lines.join('\n')}\n`;
+  // Every field but the preview is one line, so line breaks in them are escaped with the rest; the preview's own are kept.
+  return [...lines.map(printable), ...printableJson(a.preview, 2).split('\n').map((l) => `  ${l}`)].join('\n') + '\n';
 }
 
 function age(seconds: number): string {

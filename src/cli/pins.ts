@@ -7,6 +7,7 @@ import { ConfigError } from '../config/load.js';
 import { adminCaller, adminTarget, failed } from './admin-client.js';
 import { PINS_HELP } from './help.js';
 import type { CommandIO } from './io.js';
+import { printable, printableJson } from './printable.js';
 
 const OPTIONS = {
   config: { type: 'string', short: 'c' },
@@ -57,18 +58,18 @@ export async function pinsCommand(args: string[], io: CommandIO): Promise<number
       if (shown.status !== 200) return failed(io, shown);
       const pin = (shown.json.pins as PinView[]).find((p) => p.ref === ref);
       if (pin === undefined) {
-        io.err(`error: no tool "${ref}" is pinned\n`);
+        io.err(`error: no tool "${printable(ref!)}" is pinned\n`);
         return 3;
       }
       // Accept exactly the definition shown, so a change in between is not accepted unseen: with no change
       // shown there is nothing to accept (an accept without a digest takes whatever the upstream serves by then).
       if (pin.changed === undefined) {
-        io.err(`error: "${ref}" has not changed since it was pinned; there is nothing to accept\n`);
+        io.err(`error: "${printable(ref!)}" has not changed since it was pinned; there is nothing to accept\n`);
         return 1;
       }
       const r = await call('POST', `/pins/${encodeURIComponent(ref!)}/accept`, { digest: pin.changed.sha256 });
       if (r.status !== 200) return failed(io, r);
-      io.out(flags.json ? `${JSON.stringify(r.json.pin)}\n` : `${ref} accepted: its current definition is now the pin\n`);
+      io.out(flags.json ? `${printableJson(r.json.pin)}\n` : `${printable(ref!)} accepted: its current definition is now the pin\n`);
       return 0;
     }
     const r = await call('GET', '/pins');
@@ -76,30 +77,31 @@ export async function pinsCommand(args: string[], io: CommandIO): Promise<number
     const pins = r.json.pins as PinView[];
     if (command === 'list') {
       const shown = pins.filter((p) => flags.all || p.state === 'changed').sort((a, b) => (a.ref < b.ref ? -1 : 1));
-      if (flags.json) for (const p of shown) io.out(`${JSON.stringify(p)}\n`);
+      if (flags.json) for (const p of shown) io.out(`${printableJson(p)}\n`);
       else if (shown.length === 0) io.out(flags.all ? 'no tool is pinned yet\n' : 'no pinned tool has changed\n');
-      else io.out(shown.map((p) => `${p.ref.padEnd(40)}  ${p.state.padEnd(7)}  ${p.pinned.sha256.slice(0, 16)}${p.changed ? ` → ${p.changed.sha256.slice(0, 16)}` : ''}`).join('\n') + '\n');
+      else io.out(shown.map((p) => printable(`${printable(p.ref).padEnd(40)}  ${p.state.padEnd(7)}  ${p.pinned.sha256.slice(0, 16)}${p.changed ? ` → ${p.changed.sha256.slice(0, 16)}` : ''}`)).join('\n') + '\n');
       return 0;
     }
     const pin = pins.find((p) => p.ref === ref);
     if (pin === undefined) {
-      io.err(`error: no tool "${ref}" is pinned\n`);
+      io.err(`error: no tool "${printable(ref!)}" is pinned\n`);
       return 3;
     }
     if (flags.json) {
-      io.out(`${JSON.stringify(pin)}\n`);
+      io.out(`${printableJson(pin)}\n`);
       return 0;
     }
+    // Refs, reviewers and the diff's paths are the upstream's and the reviewers' words: each line is made printable.
     const lines = [`${pin.ref}: ${pin.state}`, `pinned:  ${pin.pinned.sha256} (${new Date(pin.pinned.at).toISOString()}${pin.pinned.acceptedBy ? `, accepted by ${pin.pinned.acceptedBy}` : ''})`];
     if (pin.changed) {
       lines.push(`now:     ${pin.changed.sha256} (first seen ${new Date(pin.changed.at).toISOString()})`, 'changes:');
       for (const c of pin.changes) {
         lines.push(`  ${c.path}`);
-        if (c.before !== undefined) lines.push(`    - ${JSON.stringify(c.before)}`);
-        if (c.after !== undefined) lines.push(`    + ${JSON.stringify(c.after)}`);
+        if (c.before !== undefined) lines.push(`    - ${printableJson(c.before)}`);
+        if (c.after !== undefined) lines.push(`    + ${printableJson(c.after)}`);
       }
     }
-    io.out(`${lines.join('\n')}\n`);
+    io.out(`${lines.map(printable).join('\n')}\n`);
     return 0;
   } catch (err) {
     io.err(`error: ${(err as Error).message}\n`);
