@@ -671,6 +671,7 @@ function approvalStore(state: StoreGuard): ApprovalStore {
     read: (key) => state.run((s) => s.readIdempotency(key)),
     release: (key, owner) => state.run((s) => s.releaseIdempotency(key, owner)),
     complete: (key, owner, response, ttlMs) => state.run((s) => s.completeIdempotency(key, owner, response, ttlMs)),
+    renew: (key, owner, leaseMs) => state.run((s) => s.renewIdempotency(key, owner, leaseMs)),
     audit: (entry) => state.run((s) => s.appendAudit(entry)),
   };
 }

@@ -53,16 +53,20 @@ export function compileApprovalStage(rules: readonly CompiledApprovalRule[], boo
 
   /** Runs an approved call; a run that never reached the upstream is given back, an MRTR continuation remembered. */
   const runApproved = async (ctx: CallContext, approval: Approval, run: number | undefined, next: Next): Promise<Outcome> => {
+    // The run stays under way (its claim renewed) until its final answer, for identical calls meanwhile.
+    const release = run === undefined ? () => {} : book.holdRun(approval, run, ctx.callId);
     let outcome: Outcome;
     try {
       outcome = await next(ctx);
     } catch (err) {
+      release();
       throw new AfterApproval(err);
     }
     // Held back after this stage: refused by a later one, or answered with an idempotency key's stored
     // result (a replay), which runs nothing upstream and so neither uses the run nor records it `executed`.
     const heldBackLater = (outcome.kind === 'refused' && outcome.stage !== undefined && outcome.stage !== 'upstream' && outcome.stage !== 'output') || ctx.heldBack === 'replay';
     return interceptFinal(outcome, ctx, async ({ response, failure: failed }) => {
+      release();
       try {
         if (run !== undefined && (heldBackLater || (failed !== undefined && neverSent(failed)))) await waitedOn(ctx, 'approval', 'store.release_run', book.releaseRun(approval, run, ctx.callId));
         else if (run !== undefined) await waitedOn(ctx, 'approval', 'store.ran_run', book.ranRun(approval, run, ctx.callId));

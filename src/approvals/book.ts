@@ -23,8 +23,15 @@ import type { CompiledApprovalRule } from './rules.js';
 
 /** How long a decided approval stays readable after its deadline (for reviewers and the CLI). */
 const RETAIN_MS = 7 * 86_400_000;
-/** The store's atomic claim stands in for a lock; nothing is ever renewed, so the lease is the whole life. */
+/** The store's atomic claim stands in for a lock: a decision's or an opening's is never renewed, so the lease is its whole life. */
 const CLAIM_LEASE_MS = 60_000;
+/**
+ * An approved run's claim is renewed while its call runs (holdRun), so a run longer than its lease still
+ * counts as under way; a replica that dies stops renewing, and its run is taken for ended after this long.
+ */
+const RUN_LEASE_MS = 60_000;
+/** No run is held longer than this (a call whose end was never seen must not hold its claim for ever). */
+const MAX_RUN_HOLD_MS = 24 * 3_600_000;
 /** A caller's identical calls follow one chain of approvals at most this far per call (each link used up). */
 const MAX_LINKS = 4;
 
@@ -40,6 +47,8 @@ export interface ApprovalStore {
   release(key: string, owner: string): Promise<void>;
   /** Marks a claim this owner holds as done (its run reached the upstream); false when it is not the owner's. */
   complete(key: string, owner: string, response: string, ttlMs: number): Promise<boolean>;
+  /** Extends the lease of a claim this owner holds (an approved run still under way). */
+  renew?(key: string, owner: string, leaseMs: number): Promise<void>;
   audit(entry: AuditEntry): Promise<unknown>;
 }
 
@@ -113,7 +122,7 @@ export class ApprovalBook {
       if (state === 'approved') {
         let underWay = false;
         for (let run = 1; run <= found.reuse; run++) {
-          const claim = await this.store.claim(`approval-run:${id}:${run}`, argumentsSha256, call.callId, CLAIM_LEASE_MS, this.ttl(found));
+          const claim = await this.store.claim(runKey(id, run), argumentsSha256, call.callId, RUN_LEASE_MS, this.ttl(found));
           if (claim.outcome === 'claimed') return { kind: 'run', approval: found, run };
           // Taken by a call still in its lease that has not reached the upstream yet (ranRun completes the claim).
           if (claim.record.state === 'in_flight' && claim.record.leaseUntil > this.now()) underWay = true;
@@ -242,11 +251,31 @@ export class ApprovalBook {
   }
 
   /**
+   * Keeps a claimed run under way while its call runs, however long that is: its lease is renewed a few
+   * times a lease. Without it a run longer than the lease was taken for ended by an identical call, which
+   * then marked the approval used and opened a new one, though the run could still be given back. Returns
+   * the function that stops the renewals, to call once the run has ended.
+   */
+  holdRun(approval: Approval, run: number, callId: string): () => void {
+    const renew = this.store.renew?.bind(this.store);
+    if (renew === undefined) return () => {};
+    const key = runKey(approval.id, run);
+    const timer = setInterval(() => void renew(key, callId, RUN_LEASE_MS).catch(() => {}), RUN_LEASE_MS / 3);
+    timer.unref();
+    const limit = setTimeout(() => clearInterval(timer), MAX_RUN_HOLD_MS);
+    limit.unref();
+    return () => {
+      clearInterval(timer);
+      clearTimeout(limit);
+    };
+  }
+
+  /**
    * A run that reached the upstream: recorded `executed` (only now, so a run given back leaves no such
    * record), and its claim completed, so it counts as used.
    */
   async ranRun(approval: Approval, run: number, callId: string): Promise<void> {
-    await this.store.complete(`approval-run:${approval.id}:${run}`, callId, '{}', this.ttl(approval));
+    await this.store.complete(runKey(approval.id, run), callId, '{}', this.ttl(approval));
     await this.store.audit(this.auditEntry(approval, 'executed', callId, { run }));
   }
 
@@ -255,7 +284,7 @@ export class ApprovalBook {
    * never made), so the approved call can still run.
    */
   async releaseRun(approval: Approval, run: number, callId: string): Promise<void> {
-    await this.store.release(`approval-run:${approval.id}:${run}`, callId);
+    await this.store.release(runKey(approval.id, run), callId);
   }
 
   /** The approval as it is in effect (see inEffect). */
@@ -438,6 +467,11 @@ export class ApprovalBook {
 
 function approvalId(binding: string, generation: number): string {
   return `ap_${sha256(`${binding}:${generation}`).slice(0, 24)}`;
+}
+
+/** The claim of one of an approved call's `reuse` runs. */
+function runKey(id: string, run: number): string {
+  return `approval-run:${id}:${run}`;
 }
 
 /** The claim that lets one decision (or a pending approval's expiry) through; done once the decision is audited. */
