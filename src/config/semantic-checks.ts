@@ -168,9 +168,11 @@ function urlProblems(config: GatehouseConfig): string[] {
 /** What the schema cannot judge in the policy lists: CIDRs, ids used twice, per-ip limits that name tools, budgets no call fits. */
 function policyProblems(policy: GatehouseConfig['policy']): string[] {
   const problems: string[] = [];
-  const lists = { egress: policy.egress, rateLimits: policy.rateLimits, budgets: policy.budgets, breakers: policy.breakers, approvals: policy.approvals } as const;
+  // policy.rules' ids are optional, but one that is given names the rule in refusals and audit records as
+  // the other lists' do: two rules of one id made a record that cannot tell which rule refused.
+  const lists = { rules: policy.rules, egress: policy.egress, rateLimits: policy.rateLimits, budgets: policy.budgets, breakers: policy.breakers, approvals: policy.approvals } as const;
   for (const [name, entries] of Object.entries(lists)) {
-    const ids = entries.map((e) => e.id);
+    const ids = entries.flatMap((e: { id?: string }) => (e.id !== undefined ? [e.id] : []));
     for (const id of new Set(ids.filter((id, i) => ids.indexOf(id) !== i))) problems.push(`policy.${name}: the id "${id}" is used twice; refusals name entries by id`);
   }
   policy.egress.forEach((rule, i) => {
