@@ -90,11 +90,12 @@ export class Authenticator {
   /** `endpoint`: the MCP endpoint's requiredScopes apply. */
   private check(headers: IncomingHttpHeaders, endpoint: boolean): AuthVerdict | Promise<AuthVerdict> {
     // Anonymous-only (loopback demo): nothing could verify a credential, so none is looked at; it is
-    // still never forwarded.
+    // still never forwarded. Short of requiredScopes it stays 403: no credential could help, so a 401 would
+    // send the client after one in vain.
     if (this.anonymousOnly) return this.grant(ANONYMOUS, endpoint);
     const header = headers.authorization;
     if (header === undefined || header === '') {
-      if (this.anonymous) return this.grant(ANONYMOUS, endpoint);
+      if (this.anonymous) return this.grantAnonymous(endpoint);
       return this.refuse(401, 'missing_credentials', 'Authentication required: send "Authorization: Bearer <token>"');
     }
     const m = BEARER.exec(header);
@@ -148,6 +149,19 @@ export class Authenticator {
     if (missing.length === 0) return { ok: true, principal };
     const refusal = this.refuse(403, 'insufficient_scope', `Insufficient scope: this endpoint needs ${this.requiredScopes.join(' ')}`, 'insufficient_scope');
     return refusal;
+  }
+
+  /**
+   * A request without any credential, with anonymous access on next to keys or tokens. When the anonymous
+   * identity lacks the endpoint's requiredScopes, the request lacks authentication, not scope: 401 with the
+   * challenge (RFC 6750 §3.1, no error code; 2026-07-28 authorization §Error Handling), so the client learns
+   * to authenticate. Until 4 December this was 403 insufficient_scope, which a client reads as "the token you
+   * sent lacks scopes" and which named no token to fix.
+   */
+  private grantAnonymous(endpoint: boolean): AuthVerdict {
+    const verdict = this.grant(ANONYMOUS, endpoint);
+    if (verdict.ok) return verdict;
+    return this.refuse(401, 'missing_credentials', 'Authentication required: anonymous callers lack the scopes this endpoint needs; send "Authorization: Bearer <token>"');
   }
 
   private refuse(status: AuthRefusal['status'], code: string, message: string, error?: 'invalid_request' | 'invalid_token' | 'insufficient_scope'): AuthVerdict {

@@ -116,7 +116,7 @@ export interface GatehouseConfiguration {
     apiKeys: ApiKey[];
     oauth?: Oauth;
     /**
-     * Scopes every caller needs to use the MCP endpoint at all (API keys and tokens alike); a caller without them gets 403 insufficient_scope.
+     * Scopes every caller needs to use the MCP endpoint at all (API keys and tokens alike); a caller without them gets 403 insufficient_scope. With `anonymous` on next to keys or OAuth, a request without any credential gets 401 and the challenge (authenticate), as anonymous callers hold no scopes.
      */
     requiredScopes: string[];
     /**

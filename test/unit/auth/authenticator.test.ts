@@ -34,6 +34,28 @@ describe('Authenticator', () => {
     assert.ok(good.ok && good.principal.subject === 'key:k' && good.principal.keyId === 'k', 'the scheme is case-insensitive');
   });
 
+  it('anonymous next to keys with requiredScopes: no header is 401 (authenticate), not 403; a key short of scopes is 403', () => {
+    // RFC 6750 §3.1; 2026-07-28 authorization §Error Handling. The anonymous identity holds no scopes.
+    const a = authWith({ anonymous: true, requiredScopes: ['mcp:tools'], apiKeys: [{ id: 'k', hash: hashKey(KEY), scopes: [] }] });
+    const none = sync(a.authenticate({}));
+    assert.ok(!none.ok);
+    assert.equal(none.refusal.status, 401);
+    assert.equal(none.refusal.code, 'missing_credentials');
+    assert.equal(none.refusal.rejectedCredential, false, 'no credential was sent: not a failed attempt');
+    assert.equal(none.refusal.headers['www-authenticate'], 'Bearer realm="gatehouse", scope="mcp:tools"');
+    const bare = sync(a.authenticate({ authorization: `Bearer ${KEY}` }));
+    assert.ok(!bare.ok && bare.refusal.status === 403 && bare.refusal.code === 'insufficient_scope');
+    // The admin API's own check ignores the endpoint's scopes: anonymous stays what it was there.
+    const admin = sync(a.verifyCredential({}));
+    assert.ok(admin.ok && admin.principal.via === 'anonymous');
+  });
+
+  it('anonymous-only with requiredScopes: nothing could verify a credential, so no 401 sends the client to get one', () => {
+    const a = authWith({ anonymous: true, requiredScopes: ['mcp:tools'] });
+    const none = sync(a.authenticate({}));
+    assert.ok(!none.ok && none.refusal.status === 403 && none.refusal.code === 'insufficient_scope');
+  });
+
   it('without OAuth there is no metadata to point at, but the challenge is still a Bearer challenge', () => {
     const a = authWith({ apiKeys: [{ id: 'k', hash: hashKey(KEY) }] });
     assert.equal(a.metadata, undefined);
