@@ -179,7 +179,10 @@ export class TokenVerifier {
         groups,
         via,
         ...(typeof claims.jti === 'string' ? { tokenId: claims.jti } : {}),
-        ...(typeof claims.exp === 'number' ? { expiresAt: claims.exp * 1000 } : {}),
+        // When this gateway stops accepting the token: exp plus the skew it is accepted within (jwtVerify's
+        // clockTolerance, the introspection check). A stream opened inside the skew ends then; timed on exp
+        // alone it ended at once and the client reconnected with the same token until the skew ran out.
+        ...(typeof claims.exp === 'number' ? { expiresAt: (claims.exp + this.config.clockSkewSeconds) * 1000 } : {}),
       },
     };
   }

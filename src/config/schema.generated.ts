@@ -599,7 +599,7 @@ export interface Oauth {
    */
   scopesSupported?: string[];
   /**
-   * Tolerance for exp and nbf checks, in seconds.
+   * Tolerance for exp and nbf checks, in seconds. A token is accepted until exp plus this tolerance, and a listening stream it opened is served until then.
    */
   clockSkewSeconds: number;
   /**

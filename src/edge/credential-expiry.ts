@@ -1,6 +1,8 @@
 // A stream is one request: authenticated once, when it opens (2026-07-28 authorization §Token Handling), and
-// then able to carry notifications for hours. Served no longer than its credential is valid, it ends when
-// the token or key expires, and the client reconnects with a fresh one, as after any closed stream.
+// then able to carry notifications for hours. Served no longer than its credential is accepted, it ends when
+// the token or key expires (a token's exp plus the clock skew, Principal.expiresAt: ended at exp alone, a
+// stream opened inside the skew ended at once and its client reconnected in a loop), and the client
+// reconnects with a fresh one, as after any closed stream.
 
 import type { Principal } from '../pipeline/principal.js';
 

@@ -17,7 +17,7 @@ export interface Principal {
   readonly tokenId?: string;
   /** Tool ref globs the credential itself is limited to (API key `tools`); undefined means no limit. */
   readonly toolGlobs?: readonly string[];
-  /** When the credential stops being valid (epoch ms), if known. */
+  /** When the credential stops being accepted here (epoch ms), if known: a token's exp plus the configured clock skew. */
   readonly expiresAt?: number;
 }
 

@@ -27,7 +27,9 @@ before(async () => {
   gw = await startGateway({
     listen: { port, publicUrl },
     upstreams: [{ name: 'up', url: up.url, era: 'modern' }],
-    auth: { apiKeys: [{ id: 'alice', hash: hashKey(ALICE), scopes: [] }], oauth: { issuer: as.issuer, audience: publicUrl, groupsClaim: 'groups' } },
+    // No clock skew: an inbox session lasts until its token stops being accepted, exp + clockSkewSeconds, and
+    // the test below waits that out.
+    auth: { apiKeys: [{ id: 'alice', hash: hashKey(ALICE), scopes: [] }], oauth: { issuer: as.issuer, audience: publicUrl, groupsClaim: 'groups', clockSkewSeconds: 0 } },
     admin: { enabled: true, port: 0, groups: ['sre', 'approvers'] },
     policy: { approvals: [{ id: 'sre-only', tools: ['up/record'], reviewers: { groups: ['sre'] } }] },
   });

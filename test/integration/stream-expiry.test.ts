@@ -23,7 +23,8 @@ before(async () => {
   gw = await startGateway({
     listen: { publicUrl: PUBLIC_URL, ssePath: '/sse', allowedHosts: ['127.0.0.1', 'mcp.example.test'] },
     upstreams: [{ name: 'poll', url: up.url, era: 'legacy' }],
-    auth: { failureLimit: { attempts: 0 }, oauth: { issuer: as.issuer, jwksUri: as.jwksUri, audience: PUBLIC_URL } },
+    // No clock skew: a stream ends when its token stops being accepted, exp + skew (stream-expiry-skew.test.ts).
+    auth: { failureLimit: { attempts: 0 }, oauth: { issuer: as.issuer, jwksUri: as.jwksUri, audience: PUBLIC_URL, clockSkewSeconds: 0 } },
   });
 });
 after(async () => {
