@@ -52,6 +52,19 @@ export function honouredFilter(requested: SubscriptionFilter, capabilities: Reco
 /** How long a call waits for the GET stream it holds to be answered before it goes up anyway (ListenHub.hold). */
 const HOLD_WAIT_MS = 1_000;
 
+/**
+ * When a GET stream the upstream ended is opened again. The pause doubles, up to `maxMs`, while streams keep
+ * ending (or failing) before they lived `livedMs`: reopened every second, a server or proxy that ends each GET
+ * at once was asked every second for as long as anyone listened (as a refused listen was, bridge-legacy-client.ts).
+ */
+export interface ReopenTimings {
+  firstMs: number;
+  maxMs: number;
+  livedMs: number;
+}
+
+const REOPEN: ReopenTimings = { firstMs: 1_000, maxMs: 30_000, livedMs: 10_000 };
+
 export class ListenHub {
   private readonly listeners = new Set<Listener>();
   private readonly uriRefs = new Map<string, number>();
@@ -60,6 +73,10 @@ export class ListenHub {
   private holds = 0;
   /** Settles once the GET stream's answer has come (open, refused or failed). */
   private ready: Promise<void> = Promise.resolve();
+  /** The pause before the next reopen of a stream that did not live (ReopenTimings). */
+  private reopenMs: number;
+  /** Set while a reopen waits out its pause: nothing opens the stream before it. */
+  private reopening?: NodeJS.Timeout;
 
   constructor(
     private readonly client: UpstreamMessages,
@@ -69,7 +86,10 @@ export class ListenHub {
     private readonly sessionGone: () => void = () => {},
     /** Offered each server request of the GET stream first (not a ping); true when it took it. */
     private readonly serverRequest: (request: JsonRpcRequest) => boolean = () => false,
-  ) {}
+    private readonly reopen: ReopenTimings = REOPEN,
+  ) {
+    this.reopenMs = reopen.firstMs;
+  }
 
   /**
    * Keeps the GET stream open while a call that may be asked something is in flight, with or without a
@@ -79,7 +99,8 @@ export class ListenHub {
    */
   async hold(): Promise<() => void> {
     this.holds++;
-    if (!this.stream) this.openStream();
+    // While a reopen waits out its pause, the call goes up without the stream, as when it failed.
+    if (!this.stream && !this.reopening) this.openStream();
     // Not longer than HOLD_WAIT_MS: a server that sends a GET's headers only with its first event would
     // otherwise hold each call for the whole headers timeout. The stream goes on opening meanwhile.
     let timer: NodeJS.Timeout | undefined;
@@ -116,7 +137,8 @@ export class ListenHub {
       }
     }
     if (refused.size > 0) listener.filter = { ...listener.filter, resourceSubscriptions: listener.filter.resourceSubscriptions!.filter((u) => !refused.has(u)) };
-    if (!this.stream) this.openStream();
+    // While a reopen waits out its pause, the new listener is served by the stream it opens.
+    if (!this.stream && !this.reopening) this.openStream();
   }
 
   /** One reference to `uri` fewer; the last one gone, nothing more is said upstream (a refused subscription). */
@@ -160,9 +182,12 @@ export class ListenHub {
     this.stream = controller;
     let answered!: () => void;
     this.ready = new Promise<void>((resolve) => (answered = resolve));
+    /** When the upstream answered the GET with a stream. */
+    let openedAt: number | undefined;
     void (async () => {
       try {
         const messages = await this.client.openGet(this.headers(), controller.signal).finally(answered);
+        if (messages) openedAt = performance.now();
         if (!messages) {
           this.log.info('upstream offers no GET stream; list changes arrive only with call responses');
           return;
@@ -186,11 +211,16 @@ export class ListenHub {
       }
       if (this.stream !== controller) return;
       this.stream = undefined;
-      // The upstream ended its stream while listeners (or calls) remain: reopen it after a pause, not in a tight loop.
+      // The upstream ended its stream while listeners (or calls) remain: reopen it after a pause, not in a tight
+      // loop. A stream that lived starts the pauses afresh; one that ended at once, or failed, doubles them.
       if (!controller.signal.aborted && (this.listeners.size > 0 || this.holds > 0)) {
-        setTimeout(() => {
+        const lived = openedAt !== undefined && performance.now() - openedAt >= this.reopen.livedMs;
+        const pause = lived ? this.reopen.firstMs : this.reopenMs;
+        this.reopenMs = lived ? this.reopen.firstMs : Math.min(this.reopen.maxMs, pause * 2);
+        this.reopening = setTimeout(() => {
+          this.reopening = undefined;
           if (!this.stream && (this.listeners.size > 0 || this.holds > 0)) this.openStream();
-        }, 1_000).unref();
+        }, pause).unref();
       }
     })();
   }

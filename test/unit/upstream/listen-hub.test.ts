@@ -1,6 +1,7 @@
 // Unit tests for ListenHub's own requests upstream (src/upstream/listen-hub.ts): resources/subscribe and
 // unsubscribe on the legacy session, one per URI however many listeners want it, each with an id of its
-// own (2025-11-25/basic/index.mdx §Requests: an id is never reused within a session).
+// own (2025-11-25/basic/index.mdx §Requests: an id is never reused within a session); and when it opens the
+// GET stream again after the upstream ended it (pauses that double while it keeps ending at once).
 
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
@@ -159,4 +160,77 @@ test('hold waits for the GET stream at most a second: a server that sends its he
   assert.ok(waited >= 900 && waited < 3_000, `waited ${Math.round(waited)} ms`);
   letGo();
   assert.equal(aborted, true, 'letting go ends the GET that is still opening');
+});
+
+test('a GET stream the upstream keeps ending at once is reopened after pauses that double up to the cap; one that lived starts them afresh', async () => {
+  // Short timings so the whole pattern fits in a few seconds; the defaults are 1 s, 30 s and 10 s.
+  const timings = { firstMs: 100, maxMs: 800, livedMs: 300 };
+  const opened: number[] = [];
+  const ended: number[] = [];
+  // The third stream lives past livedMs; every other one ends as soon as it is answered.
+  async function* stream(lives: number): AsyncGenerator<JsonRpcMessage, void, void> {
+    if (lives > 0) await new Promise((resolve) => setTimeout(resolve, lives));
+    ended.push(performance.now());
+  }
+  const client: UpstreamMessages = {
+    upstream: 'up',
+    async post() {
+      return { status: 202, headers: {}, messages: none() };
+    },
+    openGet: async () => {
+      opened.push(performance.now());
+      return stream(opened.length === 3 ? 400 : 0);
+    },
+    deleteSession: async () => {},
+  };
+  const hub = new ListenHub(client, () => ({}), createLogger('error', () => {}), () => {}, () => false, timings);
+  const listener = { filter: { toolsListChanged: true }, subscriptionId: 1, send: () => {} };
+  await hub.add(listener);
+  for (let i = 0; i < 800 && opened.length < 10; i++) await new Promise((resolve) => setTimeout(resolve, 10));
+  await hub.remove(listener);
+  assert.ok(opened.length >= 10, `opened ${opened.length} times`);
+  // pauses[i]: from the end of stream i+1 to the opening of stream i+2.
+  const pauses = opened.slice(1, 10).map((t, i) => t - ended[i]!);
+  const near = (ms: number, want: number): boolean => ms >= want - 5 && ms < want * 1.5 + 40;
+  const shown = pauses.map(Math.round).join(', ');
+  assert.ok(near(pauses[0]!, 100) && near(pauses[1]!, 200), `doubling while streams end at once: ${shown}`);
+  // The pause after it is the first one, and so is the next: the doubling starts over from there.
+  assert.ok(near(pauses[2]!, 100) && near(pauses[3]!, 100), `the stream that lived starts the pauses afresh: ${shown}`);
+  assert.ok(near(pauses[4]!, 200) && near(pauses[5]!, 400) && near(pauses[6]!, 800), `doubling again: ${shown}`);
+  assert.ok(near(pauses[7]!, 800) && near(pauses[8]!, 800), `never past the cap: ${shown}`);
+  // Nothing reopens once the last listener is gone.
+  const count = opened.length;
+  await new Promise((resolve) => setTimeout(resolve, 1_000));
+  assert.equal(opened.length, count);
+});
+
+test('while a reopen waits out its pause, a new listener or call does not open the GET stream early', async () => {
+  const timings = { firstMs: 100, maxMs: 5_000, livedMs: 10_000 };
+  const opened: number[] = [];
+  async function* endsAtOnce(): AsyncGenerator<JsonRpcMessage, void, void> {}
+  const client: UpstreamMessages = {
+    upstream: 'up',
+    async post() {
+      return { status: 202, headers: {}, messages: none() };
+    },
+    openGet: async () => {
+      opened.push(performance.now());
+      return endsAtOnce();
+    },
+    deleteSession: async () => {},
+  };
+  const hub = new ListenHub(client, () => ({}), createLogger('error', () => {}), () => {}, () => false, timings);
+  const first = { filter: { toolsListChanged: true }, subscriptionId: 1, send: () => {} };
+  await hub.add(first);
+  // Let it end a few times: after 100, 200 and 400 ms, the pause is now 800 ms.
+  for (let i = 0; i < 200 && opened.length < 4; i++) await new Promise((resolve) => setTimeout(resolve, 10));
+  const count = opened.length;
+  await new Promise((resolve) => setTimeout(resolve, 20));
+  const second = { filter: { toolsListChanged: true }, subscriptionId: 2, send: () => {} };
+  await hub.add(second);
+  const letGo = await hub.hold();
+  assert.equal(opened.length, count, 'neither the listener nor the call opened it inside the pause');
+  letGo();
+  await hub.remove(first);
+  await hub.remove(second);
 });
