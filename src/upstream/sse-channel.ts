@@ -57,6 +57,8 @@ export class SseChannel {
   private lastHeard = 0;
   private watchdog: NodeJS.Timeout | undefined;
   private pings = 0;
+  /** The pool's closing, once begun (closePool). */
+  private poolClosed: Promise<void> | undefined;
   /** Called for every message that is not a response to a pending request. */
   onMessage: (msg: JsonRpcMessage) => void = () => {};
   /** Called once when the session is gone, whatever the reason. */
@@ -180,11 +182,22 @@ export class SseChannel {
   /** Ends the session: the stream is closed, calls in flight fail. */
   async stop(): Promise<void> {
     clearInterval(this.watchdog);
-    if (this.exited) return;
-    this.stopping = true;
-    this.stream.abort();
-    this.markExited('stopped');
-    await this.pool.close().catch(() => {});
+    if (!this.exited) {
+      this.stopping = true;
+      this.stream.abort();
+      this.markExited('stopped');
+    }
+    await this.closePool();
+  }
+
+  /**
+   * Closes the session's pool, once, whichever way the session ended: a session is never opened again, so
+   * its pool would only hold idle connections to the upstream (as long as the server's Keep-Alive allows).
+   * Until 4 December only stop() closed it, and stop() did nothing once the session had ended on its own.
+   * Graceful: a POST still under way finishes (or meets its timeout); one queued after this fails at once.
+   */
+  private closePool(): Promise<void> {
+    return (this.poolClosed ??= this.pool.close().catch(() => {}));
   }
 
   /**
@@ -273,6 +286,7 @@ export class SseChannel {
     if (this.started && !this.stopping) this.log.warn('SSE upstream session ended', { upstream: this.opts.upstream, reason });
     // A dropped stream fails the calls in flight clearly; the next call opens a new session.
     this.pending.failAll(error ?? (() => new GatewayError('GW_ERR_UPSTREAM_BAD_RESPONSE', `Upstream "${this.opts.upstream}" ended its event stream before answering (${reason})`, this.opts.upstream)));
+    void this.closePool();
     this.onExit(reason);
   }
 
