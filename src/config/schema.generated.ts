@@ -82,7 +82,7 @@ export interface GatehouseConfiguration {
      */
     idleTimeoutMs: number;
     /**
-     * Most sessions held at once; past this the least recently used one is ended (reason session_cap).
+     * Most sessions held at once; past this the least recently used one with no call in flight is ended (reason session_cap), and when every one has a call in flight a new one is refused with 503 session_cap.
      */
     max: number;
     /**
@@ -399,7 +399,7 @@ export interface StdioUpstream {
     };
   };
   /**
-   * Most client sessions (each one a child process) this stdio upstream serves at once, counting those whose child is still starting; past this the least recently used is ended, and while sessions still starting fill it, a new initialize is refused with 503 session_cap and Retry-After.
+   * Most client sessions (each one a child process) this stdio upstream serves at once, counting those whose child is still starting; past this a new session ends the least recently used one with nothing in flight (else one whose only activity is a listening stream). A session with a call in flight is never ended for another: while sessions still starting or with a call in flight fill it, a new initialize is refused with 503 session_cap and Retry-After.
    */
   maxSessions: number;
   /**
@@ -444,6 +444,10 @@ export interface HttpUpstream {
    * How the server is reached over HTTP: streamableHttp (a POST per message, the transport of 2025-03-26 and later); sse, the HTTP+SSE transport of 2024-11-05, where url is the event stream (GET) whose first event names the URL to POST messages to (Gatehouse holds one stream per upstream session and posts only to an endpoint on the stream's own origin); or auto: Streamable HTTP, and when neither era's handshake works and the POST of initialize failed with 400, 404 or 405, a GET that expects the endpoint event, as the spec's backwards compatibility says.
    */
   transport: "auto" | "streamableHttp" | "sse";
+  /**
+   * For transport sse (or auto, once it found an HTTP+SSE server): most upstream sessions (each one event stream held open on the server) this upstream serves at once, counting those still opening, and at most sessions.max. Past it a new session ends the least recently used one with nothing in flight (else one whose only activity is a listening stream); a session with a call in flight is never ended for another, and when every session has one, the new initialize is refused with 503 session_cap and Retry-After.
+   */
+  maxSessions: number;
   /**
    * The protocol era the server speaks, both over Streamable HTTP: modern is the stateless 2026-07-28 revision (server/discover, no sessions); legacy is the session-based revisions (initialize and Mcp-Session-Id: 2025-11-25, 2025-06-18, 2025-03-26). auto detects it, and follows a server that changes; pin it only when detection cannot work, since a wrong pin fails every call (gatehouse doctor says which the server speaks).
    */

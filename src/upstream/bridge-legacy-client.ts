@@ -19,7 +19,7 @@ import { GATEHOUSE_CLIENT_INFO, type UpstreamProfile } from './era-probe.js';
 import type { Cancellation } from '../pipeline/cancellation.js';
 import type { UpstreamMessages } from '../pipeline/ports.js';
 import { BridgedSession } from './bridged-session.js';
-import { resolveSession, SessionTable } from './session-table.js';
+import { resolveSession, sessionCapRefusal, SessionTable } from './session-table.js';
 import type { CallContext } from '../pipeline/context.js';
 import { CallStream } from '../pipeline/call-stream.js';
 import { ACCEPTED, json, refused, type Outcome } from '../pipeline/outcome.js';
@@ -103,7 +103,8 @@ export class LegacyClientBridge {
       serverInfo: serverMeta[META_SERVER_INFO] ?? GATEHOUSE_CLIENT_INFO,
     };
     if (typeof discover.instructions === 'string') result.instructions = discover.instructions;
-    this.sessions.makeRoom();
+    // A session with a call in flight is never ended to make room: with one on every session, no new one.
+    if (!this.sessions.makeRoom()) return refused(sessionCapRefusal(`Upstream "${this.client.upstream}" holds as many sessions as it may (sessions.max), each with a call in flight; retry later`));
     const id = this.sessions.newId();
     const capabilities = isObject(params.capabilities) ? params.capabilities : {};
     this.sessions.add(id, new BridgedSession(id, version, capabilities, params.clientInfo, ctx.principal));

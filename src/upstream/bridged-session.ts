@@ -41,6 +41,10 @@ export class BridgedSession implements HeldSession {
     return this.inFlight.size === 0 && this.waiting.size === 0 && this.listen === undefined;
   }
 
+  hasCallInFlight(): boolean {
+    return this.inFlight.size > 0 || this.waiting.size > 0;
+  }
+
   /** Whether a client request with this id is in flight on the session. */
   running(clientId: JsonRpcId): boolean {
     return this.inFlight.has(clientId);

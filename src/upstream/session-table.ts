@@ -14,6 +14,8 @@ export interface HeldSession {
   lastUsed: number;
   /** True when nothing is in flight and no stream is open, so idling may end it. */
   isIdle(): boolean;
+  /** True while a call runs on it (or waits for its client's answer): ending the session would fail it. */
+  hasCallInFlight(): boolean;
   close(reason: EndReason): Promise<void>;
 }
 
@@ -45,31 +47,42 @@ export class SessionTable<S extends HeldSession> {
     return randomUUID();
   }
 
-  /** Makes room for one more session, ending the least recently used one when at the cap. */
-  makeRoom(): void {
+  /**
+   * Makes room for one more session when at the cap, by ending the least recently used idle session, else
+   * the least recently used one with only a listening stream open (its client learns from the 404 to start
+   * anew); never one with a call in flight. Until 4 December it ended the least recently used whatever ran
+   * on it, and another caller's call failed because someone initialized. False when there is no room.
+   */
+  makeRoom(): boolean {
     while (this.live.size + this.opening >= this.limits.max) {
-      let oldestId: string | undefined;
-      let oldest = Infinity;
-      for (const [id, s] of this.live) {
-        if (s.lastUsed < oldest) {
-          oldest = s.lastUsed;
-          oldestId = id;
-        }
-      }
-      if (oldestId === undefined) return;
-      this.end(oldestId, 'session_cap');
+      const victim = this.leastUsed((s) => s.isIdle()) ?? this.leastUsed((s) => !s.hasCallInFlight());
+      if (victim === undefined) return false;
+      this.end(victim, 'session_cap');
     }
+    return true;
+  }
+
+  private leastUsed(which: (s: S) => boolean): string | undefined {
+    let oldestId: string | undefined;
+    let oldest = Infinity;
+    for (const [id, s] of this.live) {
+      if (s.lastUsed < oldest && which(s)) {
+        oldest = s.lastUsed;
+        oldestId = id;
+      }
+    }
+    return oldestId;
   }
 
   /**
    * Holds a place for a session that takes a while to open, ending the least recently used live ones to
-   * make room; undefined when sessions still opening fill the cap alone. Without it, every one of a burst
+   * make room (makeRoom); undefined when there is none: sessions still opening fill the cap, or the rest
+   * each have a call in flight. Without it, every one of a burst
    * of `initialize`s found the table below the cap while the others waited on their children, and each
    * started one. The place is given back by the function returned, after `add` or instead of it.
    */
   reserve(): (() => void) | undefined {
-    this.makeRoom();
-    if (this.live.size + this.opening >= this.limits.max) return undefined;
+    if (!this.makeRoom()) return undefined;
     this.opening++;
     let held = true;
     return () => {
@@ -143,6 +156,15 @@ export function resolveSession<S extends HeldSession>(table: SessionTable<S>, ct
     return { outcome: { kind: 'empty', status: 200 } };
   }
   return { session: found.session };
+}
+
+/**
+ * 503 session_cap with Retry-After (-32600, data.details.reason session_cap): no room for a new session (makeRoom), because every session held has a
+ * call in flight (or sessions still opening fill the cap). `message` names the cap and what fills it.
+ */
+export function sessionCapRefusal(message: string): TransportRefusal {
+  // data.details.reason as on the 404 of an ended session and the listen_cap refusal: a client can tell it apart.
+  return { kind: 'transport', code: 'session_cap', status: 503, rpcCode: ErrorCode.InvalidRequest, message, data: { details: { reason: 'session_cap' } }, headers: { 'retry-after': '5' } };
 }
 
 /** 404 / -32001 with the reason in data.details.reason (DESIGN.md §2). */

@@ -11,8 +11,6 @@ import { SseChannel } from './sse-channel.js';
 import { compileToolTimeouts } from './tool-timeouts.js';
 import { StdioUpstream } from './stdio-sessions.js';
 
-/** Sessions one SSE upstream serves at once, as for a stdio upstream's children. */
-const MAX_SESSIONS = 32;
 /** A stream that drops is opened again at once, then after a growing pause, like a crashed child. */
 const RESTART = { attempts: 6, firstDelayMs: 250 } as const;
 
@@ -31,7 +29,8 @@ export function sseSessions(config: HttpUpstreamConfig, log: Logger, observe?: (
     env: {},
     era: config.era,
     timeouts: { requestMs: config.timeouts.headersMs, tools: config.timeouts.tools },
-    maxSessions: MAX_SESSIONS,
+    // Each session is an event stream held open on the server (the upstream's maxSessions, 32 by default).
+    maxSessions: config.maxSessions,
     uriPrefixes: config.uriPrefixes,
     maxMessageBytes: config.maxMessageBytes,
     // One event stream per client session: server requests on it belong to that client alone.

@@ -144,6 +144,10 @@ export class StdioSession implements HeldSession {
     return this.inFlight.length === 0 && this.listen === undefined;
   }
 
+  hasCallInFlight(): boolean {
+    return this.inFlight.length > 0;
+  }
+
   async handlePost(ctx: CallContext): Promise<Outcome> {
     if (!(await this.alive())) return refused(failure(new GatewayError('GW_ERR_UPSTREAM_EXITED', 'The upstream process is down and could not be restarted')));
     if (ctx.kind !== 'request') {

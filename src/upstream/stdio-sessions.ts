@@ -26,7 +26,7 @@ import { covers, type LegacyClientSession, type PoolOptions } from './legacy-cli
 import { StdioMessages, stdioChannel } from './stdio-messages.js';
 import { StdioSession } from './stdio-session.js';
 import type { ChannelFactory, MessageChannel } from './channel.js';
-import { resolveSession, SessionTable } from './session-table.js';
+import { resolveSession, sessionCapRefusal, SessionTable } from './session-table.js';
 import { modernFaceOf } from './modern-face.js';
 import { isObject, withoutExtensions } from '../protocol/era-shapes.js';
 import { META_SERVER_INFO } from '../protocol/methods.js';
@@ -288,7 +288,7 @@ export class StdioUpstream implements Upstream {
     // starts no more children than maxSessions.
     const release = this.sessions.reserve();
     if (release === undefined) {
-      return refused({ kind: 'transport', code: 'session_cap', status: 503, rpcCode: ErrorCode.InvalidRequest, message: `Upstream "${this.name}" is starting as many sessions as it may hold (maxSessions); retry later`, headers: { 'retry-after': '5' } });
+      return refused(sessionCapRefusal(`Upstream "${this.name}" holds as many sessions as it may (maxSessions), each starting or with a call in flight; retry later`));
     }
     try {
       return await this.open(ctx);

@@ -116,6 +116,7 @@ const sseConfig = (timeouts: Partial<HttpUpstreamConfig['timeouts']>, url: strin
   name: 'st',
   url,
   transport: 'sse',
+  maxSessions: 32,
   era: 'legacy',
   headers: {},
   timeouts: { connectMs: 2_000, headersMs: 60_000, bodyMs: 300_000, pingMs: 30_000, callMs: 1_800_000, tools: {}, ...timeouts },

@@ -135,7 +135,7 @@ describe('parseConfigText', () => {
     assert.deepEqual(parse(`upstreams:\n  - { name: a, url: "https://a.example/mcp" }\n  - { name: b, command: [node, s.js] }\n`), {
       listen: { host: '127.0.0.1', port: 8080, path: '/mcp', allowedHosts: [], allowedOrigins: [], maxBodyBytes: 1048576, maxJsonDepth: 64, requestTimeoutMs: 30000, headersTimeoutMs: 10000, keepAliveTimeoutMs: 65000, maxConnectionsPerIp: 256, trustedProxies: [] },
       upstreams: [
-        { name: 'a', url: 'https://a.example/mcp', transport: 'auto', era: 'auto', headers: {}, timeouts: { connectMs: 2000, headersMs: 60000, bodyMs: 300000, pingMs: 30000, callMs: 1800000, tools: {} }, pool: { connections: 64, keepAliveTimeoutMs: 30000 }, maxMessageBytes: 16777216, uriPrefixes: [] },
+        { name: 'a', url: 'https://a.example/mcp', transport: 'auto', maxSessions: 32, era: 'auto', headers: {}, timeouts: { connectMs: 2000, headersMs: 60000, bodyMs: 300000, pingMs: 30000, callMs: 1800000, tools: {} }, pool: { connections: 64, keepAliveTimeoutMs: 30000 }, maxMessageBytes: 16777216, uriPrefixes: [] },
         { name: 'b', command: ['node', 's.js'], env: {}, era: 'auto', timeouts: { requestMs: 60000, tools: {} }, maxSessions: 32, processes: 'shared', restart: { attempts: 6, firstDelayMs: 250 }, maxMessageBytes: 16777216, uriPrefixes: [] },
       ],
       sessions: { idleTimeoutMs: 1800000, max: 1000, maxSsePerCaller: 16, inputTimeoutMs: 300000, requestStateTtlMs: 900000 },
