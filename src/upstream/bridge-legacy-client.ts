@@ -47,6 +47,8 @@ const MAX_RELIST_PAGES = 10;
 /** The pause before an upstream listen that ended is opened again; doubled while listens keep failing. */
 const LISTEN_RETRY_MIN_MS = 1_000;
 const LISTEN_RETRY_MAX_MS = 30_000;
+/** A listen acknowledged this long before it ended ran: the next one starts the pauses afresh. */
+const LISTEN_LIVED_MS = 10_000;
 
 export class LegacyClientBridge {
   private readonly sessions: SessionTable<BridgedSession>;
@@ -293,8 +295,8 @@ export class LegacyClientBridge {
     session.upstreamListen = controller;
     const id = `gh-listen-${++this.counter}`;
     const params = addModernRequestMeta({ notifications }, { version: profile.version, capabilities: modernCapabilitiesFrom(session.capabilities), clientInfo: session.clientInfo });
-    /** The upstream took the listen: what it ends with later is a stream that ran, not a refusal. */
-    let acknowledged = false;
+    /** When the upstream took the listen (performance.now()). */
+    let acknowledgedAt: number | undefined;
     try {
       // The listen it replaces ends once this one is answered, or failed: left open after a failure, nothing
       // would ever end it (the session knows only its newest listen), and its client would hear twice.
@@ -309,7 +311,7 @@ export class LegacyClientBridge {
           break;
         }
         if (m.method === 'notifications/subscriptions/acknowledged') {
-          acknowledged = true;
+          acknowledgedAt = performance.now();
           // Reopened after the upstream ended the last one: whatever changed in between was not heard, so the
           // client is told to refetch each list the new listen covers (GATEWAY-REQUIREMENTS §16.2).
           if (reopened) for (const method of catchUp(m.params?.notifications)) session.notify({ jsonrpc: '2.0', method, params: {} });
@@ -321,13 +323,16 @@ export class LegacyClientBridge {
       if (!controller.signal.aborted) this.log.warn('upstream listen failed', { err });
     }
     // Ended by the upstream while the client still listens: reopen after a pause, and let the client refetch.
-    // A listen that never got going (refused with an error, failed, ended before its acknowledgment) doubles
-    // the pause, up to LISTEN_RETRY_MAX_MS: asked again every second, an upstream past its limit of listens
-    // (the v2 SDK's maxSubscriptions) would refuse every second for as long as the client stays.
+    // A listen that never got going (refused with an error, failed, ended before its acknowledgment or within
+    // LISTEN_LIVED_MS of it) doubles the pause, up to LISTEN_RETRY_MAX_MS: asked again every second, an
+    // upstream past its limit of listens (the v2 SDK's maxSubscriptions) would refuse every second for as long
+    // as the client stays, and one that acknowledges and ends at once (until 4 December taken for a listen
+    // that ran) had its listen reopened, and the client told to refetch every list, every second.
     if (session.upstreamListen === controller && !controller.signal.aborted && session.listening) {
       session.upstreamListen = undefined;
-      const pause = acknowledged ? LISTEN_RETRY_MIN_MS : (session.listenRetryMs ?? LISTEN_RETRY_MIN_MS);
-      session.listenRetryMs = acknowledged ? undefined : Math.min(LISTEN_RETRY_MAX_MS, pause * 2);
+      const lived = acknowledgedAt !== undefined && performance.now() - acknowledgedAt >= LISTEN_LIVED_MS;
+      const pause = lived ? LISTEN_RETRY_MIN_MS : (session.listenRetryMs ?? LISTEN_RETRY_MIN_MS);
+      session.listenRetryMs = lived ? undefined : Math.min(LISTEN_RETRY_MAX_MS, pause * 2);
       setTimeout(() => {
         if (session.listening && !session.upstreamListen) void this.listenUpstream(session, true);
       }, pause).unref();
