@@ -471,14 +471,15 @@ describe('gateway config', () => {
     assert.deepEqual(up.timeouts, { connectMs: 2000, headersMs: 60000, bodyMs: 30000, pingMs: 30000, callMs: 600000, tools: { build: 3600000 } });
   });
 
-  test("the upstream's transport (an HTTP+SSE server), pool, message size and URI prefixes reach the config", async () => {
-    const { docs } = await render('standalone', ['upstream.transport=sse', 'upstream.timeouts.pingMs=15000', 'upstream.pool.connections=8', 'upstream.pool.keepAliveTimeoutMs=5000', 'upstream.maxMessageBytes=1048576', 'upstream.uriPrefixes[0]=search://']);
+  test("the upstream's transport (an HTTP+SSE server), pool, message size, session cap and URI prefixes reach the config", async () => {
+    const { docs } = await render('standalone', ['upstream.transport=sse', 'upstream.timeouts.pingMs=15000', 'upstream.pool.connections=8', 'upstream.pool.keepAliveTimeoutMs=5000', 'upstream.maxMessageBytes=1048576', 'upstream.maxSessions=8', 'upstream.uriPrefixes[0]=search://']);
     const { config } = loadRendered(docs, 'upstream-extra');
     const up = config.upstreams[0] as unknown as Manifest;
     assert.equal(up['transport'], 'sse');
     assert.equal(up['timeouts']['pingMs'], 15000);
     assert.deepEqual(up['pool'], { connections: 8, keepAliveTimeoutMs: 5000 });
     assert.equal(up['maxMessageBytes'], 1048576);
+    assert.equal(up['maxSessions'], 8);
     assert.deepEqual(up['uriPrefixes'], ['search://']);
     // Unset, they are left out and Gatehouse's defaults apply.
     assert.deepEqual(Object.keys(configObject((await render('sidecar')).docs)['upstreams'][0]).sort(), ['era', 'name', 'url']);

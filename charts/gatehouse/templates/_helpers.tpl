@@ -315,6 +315,7 @@ app.kubernetes.io/component: mcp-gateway
 {{- with $v.upstream.transport }}{{ $_ := set $up "transport" . }}{{ end }}
 {{- with $v.upstream.pool }}{{ $_ := set $up "pool" . }}{{ end }}
 {{- with $v.upstream.maxMessageBytes }}{{ $_ := set $up "maxMessageBytes" (int .) }}{{ end }}
+{{- with $v.upstream.maxSessions }}{{ $_ := set $up "maxSessions" (int .) }}{{ end }}
 {{- with $v.upstream.uriPrefixes }}{{ $_ := set $up "uriPrefixes" . }}{{ end }}
 
 {{- $auth := dict }}
