@@ -92,6 +92,8 @@ function lineOf(c: BudgetCounter, budgets: Budget[]): Line {
 /** The subject a line counts for: a subject budget's `<via>:<subject>`, or a key budget's `key:<id>`. */
 function subjectOf(l: Line): string | undefined {
   if (l.per === 'subject') return l.who.slice(l.who.indexOf(':') + 1);
+  // A key's id that starts with "-" is written with one more (caller-names.ts); a single "-" is a keyless caller.
+  if (l.per === 'key' && l.who.startsWith('--')) return `key:${l.who.slice(1)}`;
   if (l.per === 'key' && !l.who.startsWith('-')) return `key:${l.who}`;
   return undefined;
 }

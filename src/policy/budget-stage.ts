@@ -22,6 +22,7 @@ import { refuseAt, type Stage } from '../pipeline/stage.js';
 import type { Answer, BudgetSpend, CalendarWindow } from '../store/store.js';
 import { compileSelector, firstMatch, type Selector } from './selector.js';
 import { toolTarget } from './rate-limits.js';
+import { keyName, tenantName } from './caller-names.js';
 
 export interface CompiledBudget {
   id: string;
@@ -51,9 +52,9 @@ export function compileBudgets(entries: readonly Budget[]): CompiledBudget[] {
   return entries.map((b) => ({ id: b.id, per: b.per, window: b.window, limit: b.limit, cost: b.cost ?? 1, selector: compileSelector(b) }));
 }
 
-/** `budget:<id>:<per>:<who>`: whose counter a call spends from. */
+/** `budget:<id>:<per>:<who>`: whose counter a call spends from (caller-names.ts: tenants and keys apart from fallbacks). */
 export function budgetKey(b: CompiledBudget, p: Principal, route: Route): string {
-  const who = b.per === 'subject' ? `${p.via}:${p.subject}` : b.per === 'tenant' ? (p.tenant ?? `-${p.via}:${p.subject}`) : b.per === 'key' ? (p.keyId ?? `-${p.via}:${p.subject}`) : toolTarget(route, b.selector);
+  const who = b.per === 'subject' ? `${p.via}:${p.subject}` : b.per === 'tenant' ? tenantName(p) : b.per === 'key' ? keyName(p) : toolTarget(route, b.selector);
   return `${BUDGET_PREFIX}${b.id}:${b.per}:${who}`;
 }
 

@@ -11,6 +11,7 @@ import type { Principal } from '../pipeline/principal.js';
 import { ErrorCode } from '../protocol/jsonrpc.js';
 import type { Answer, TokenTake } from '../store/store.js';
 import { compileSelector, firstMatch, type Selector } from './selector.js';
+import { tenantName } from './caller-names.js';
 
 export interface CompiledLimit {
   id: string;
@@ -47,7 +48,7 @@ export function bucketKey(limit: CompiledLimit, p: Principal, route: Route | und
         : limit.per === 'key'
           ? (p.keyId !== undefined ? `key:${p.keyId}` : `${p.via}:${p.subject}`)
           : limit.per === 'tenant'
-            ? (p.tenant ?? `-${p.via}:${p.subject}`)
+            ? tenantName(p)
             : limit.per === 'upstream'
               ? (route?.upstream ?? '-')
               : toolTarget(route, limit.selector);
