@@ -293,6 +293,10 @@ function connect(config: Pick<RedisStoreConfig, 'url' | 'keyPrefix' | 'commandTi
     commandTimeout: config.commandTimeoutMs,
     connectTimeout: Math.max(config.commandTimeoutMs, 1_000),
     retryStrategy: (attempt) => Math.min(2_000, 100 * attempt),
+    // A primary that a failover made a replica answers every write with READONLY on a connection that never
+    // breaks, so it was kept for good; a new connection reaches the primary the URL's name (or the
+    // sentinels) now give. 1: reconnect without sending the command again (it failed; its call fails closed).
+    reconnectOnError: (err) => (err.message.startsWith('READONLY') ? 1 : false),
     ...(url.username ? { username: decodeURIComponent(url.username) } : {}),
     ...(url.password ? { password: decodeURIComponent(url.password) } : {}),
     ...(url.protocol === 'rediss:' ? { tls: config.tls?.ca !== undefined ? { ca: config.tls.ca } : {} } : {}),

@@ -1,7 +1,8 @@
 // A TCP relay between a store and a real redis-server that can lose one reply on purpose: armed with a
 // text, it drops the connection that sent a command holding it once Redis has answered that command (Redis
 // ran it; the store never learns the answer), as a failover, a proxy or a TCP reset does. Otherwise it
-// passes bytes through both ways.
+// passes bytes through both ways. Retargeted, it sends new connections to another server and leaves the
+// open ones where they are, as a DNS name or a Service does after a failover.
 
 import { createConnection, createServer, type AddressInfo, type Server, type Socket } from 'node:net';
 
@@ -9,6 +10,8 @@ export interface RedisRelay {
   url: string;
   /** Drops the next connection that sends `text`, after Redis's answer to it. */
   dropAfter(text: string): void;
+  /** New connections go to the server on `port` from now on; open ones stay. */
+  retarget(port: number): void;
   /** How many connections were dropped so far. */
   readonly dropped: number;
   close(): Promise<void>;
@@ -17,9 +20,10 @@ export interface RedisRelay {
 export async function startRedisRelay(redisPort: number): Promise<RedisRelay> {
   let armed: string | undefined;
   let dropped = 0;
+  let target = redisPort;
   const sockets = new Set<Socket>();
   const relay: Server = createServer((client) => {
-    const server = createConnection({ host: '127.0.0.1', port: redisPort });
+    const server = createConnection({ host: '127.0.0.1', port: target });
     sockets.add(client).add(server);
     let watching = false;
     const close = () => {
@@ -53,6 +57,7 @@ export async function startRedisRelay(redisPort: number): Promise<RedisRelay> {
   return {
     url: `redis://127.0.0.1:${port}`,
     dropAfter: (text) => void (armed = text),
+    retarget: (port) => void (target = port),
     get dropped() {
       return dropped;
     },
