@@ -159,7 +159,8 @@ export function createGateway(config: GatehouseConfig, log: Logger, options: Gat
       })
     : undefined;
   // The store is opened once and kept across reloads (like the listener); a changed `store` needs a restart.
-  const state = new StoreGuard(openStore(config.store), log.child({ component: 'store' }), () => metrics?.storeError());
+  const storeLog = log.child({ component: 'store' });
+  const state = new StoreGuard(openStore(config.store, storeLog), storeLog, () => metrics?.storeError());
   // Approvals and tool pins live in the store, shared by replicas and kept across reloads.
   const confirmations = new PendingConfirmations();
   const pinBook = new PinBook(approvalStore(state), log.child({ component: 'pinning' }), { changed: () => metrics?.pinnedToolChanged() });

@@ -1018,7 +1018,7 @@ export interface ApprovalRule {
   reuse: number;
 }
 /**
- * State in Redis, shared by all replicas: one server (url), a Sentinel-watched primary (sentinel) or a Cluster (cluster). Run it with maxmemory-policy noeviction (or no maxmemory): every key but the audit log has a TTL, and an evicting policy drops them under memory pressure without an error (a stored write's answer, so a retry runs it again; a budget's counter). With noeviction a full Redis refuses writes and Gatehouse refuses calls instead. gatehouse doctor warns about an evicting policy.
+ * State in Redis, shared by all replicas: one server (url), a Sentinel-watched primary (sentinel) or a Cluster (cluster). Run it with maxmemory-policy noeviction (or no maxmemory): every key but the audit log has a TTL, and an evicting policy drops them under memory pressure without an error (a stored write's answer, so a retry runs it again; a budget's counter). With noeviction a full Redis refuses writes and Gatehouse refuses calls instead. gatehouse doctor warns about an evicting policy. Run it with persistence (appendonly yes): a Redis that restarts without its data loses audit records, and the chain then starts again from what is left (logged as an error); gatehouse doctor warns about a primary with aof_enabled:0.
  */
 export interface RedisStore {
   /**

@@ -1,7 +1,8 @@
 // The store a deployment needs writable. SQLite: an existing file is opened the way the gateway opens it,
 // and its directory must take the journal files; a missing file is not created, only its directory judged.
 // Redis: PING, then one write of a scratch key that expires at once, through the store's own code; and
-// a warning when Redis would evict Gatehouse's keys to free memory, which no operation would show.
+// a warning when Redis would evict Gatehouse's keys to free memory, or keeps no append-only file (a restart
+// loses the audit records since the last snapshot), which no operation would show.
 
 import { constants } from 'node:fs';
 import { access, stat } from 'node:fs/promises';
@@ -52,24 +53,32 @@ async function checkRedis(config: StoreConfig & { kind: 'redis' }): Promise<Find
   const data = { kind: 'redis', where, keyPrefix: config.keyPrefix };
   const store = new RedisStore(config);
   let evicting: Awaited<ReturnType<RedisStore['evictingServers']>>;
+  let withoutAof: string[];
   try {
     await store.ping();
     // A counter in a one-second window: one real write with an expiry, gone a second later.
     await store.addToWindow(`doctor:${process.pid}:${Date.now()}`, 1, 1000);
     evicting = await store.evictingServers();
+    withoutAof = await store.serversWithoutAof();
   } catch (err) {
     return finding('store', 'fail', `${where}: ${messageOf(err)}`, 'check store.url (host, port, password, database) and that this user may write keys under store.keyPrefix', data);
   } finally {
     await store.close().catch(() => {});
   }
+  // One finding for the store: each risk found is a sentence of it, with its own remedy.
+  const details: string[] = [];
+  const hints: string[] = [];
   const evicts = evicting[0];
   if (evicts !== undefined) {
     // Every key but the audit log has a TTL: idempotency records, budget counters, breakers, approvals.
-    return finding('store', 'warn',
-      `${where}: ${evicts.server} has maxmemory ${evicts.maxmemory} bytes with maxmemory-policy ${evicts.policy}: when memory runs short Redis drops Gatehouse's keys without an error (a stored write's answer, so a retry runs it again; a budget's counter, so spending starts again)`,
-      'set maxmemory-policy noeviction on the Redis Gatehouse uses (a full Redis then refuses writes, and Gatehouse refuses calls instead of losing their state), or give it no maxmemory',
-      { ...data, evicting });
+    details.push(`${evicts.server} has maxmemory ${evicts.maxmemory} bytes with maxmemory-policy ${evicts.policy}: when memory runs short Redis drops Gatehouse's keys without an error (a stored write's answer, so a retry runs it again; a budget's counter, so spending starts again)`);
+    hints.push('set maxmemory-policy noeviction on the Redis Gatehouse uses (a full Redis then refuses writes, and Gatehouse refuses calls instead of losing their state), or give it no maxmemory');
   }
+  if (withoutAof.length > 0) {
+    details.push(`${withoutAof.join(', ')} ${withoutAof.length === 1 ? 'has' : 'have'} persistence off (aof_enabled:0): a restart loses what was written since the last snapshot, if any (audit records, whose chain then starts again from what is left; stored answers; budget counters)`);
+    hints.push('set appendonly yes (appendfsync everysec or always) on the Redis Gatehouse uses');
+  }
+  if (details.length > 0) return finding('store', 'warn', `${where}: ${details.join('; and ')}`, hints.join('; and '), { ...data, evicting, withoutAof });
   return finding('store', 'ok', `${where}: PING answered, a scratch key was written (with a TTL) under "${config.keyPrefix}"`, undefined, data);
 }
 

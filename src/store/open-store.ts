@@ -2,11 +2,13 @@
 
 import { resolve } from 'node:path';
 import type { StoreConfig } from '../config/types.js';
+import type { Logger } from '../log/logger.js';
 import { RedisStore } from './redis-store.js';
 import { SqliteStore } from './sqlite-store.js';
 import type { Store } from './store.js';
 
-export function openStore(config: StoreConfig): Store {
-  if (config.kind === 'redis') return new RedisStore(config);
+/** `log`: where the store tells what no operation's failure shows (the Redis store: audit records lost). */
+export function openStore(config: StoreConfig, log?: Logger): Store {
+  if (config.kind === 'redis') return new RedisStore(config, log);
   return new SqliteStore(resolve(config.path));
 }

@@ -7,6 +7,7 @@
 import { createRequire } from 'node:module';
 import type { Cluster, Redis, RedisOptions } from 'ioredis';
 import type { RedisStore as RedisStoreConfig } from '../config/schema.generated.js';
+import type { Logger } from '../log/logger.js';
 import { chainNext, entryJson, type ChainedRecord } from './audit-chain.js';
 import { StoreUnavailableError, type BreakerAdmission, type BreakerSettings, type BreakerState, type BudgetCounter, type BudgetSpend, type CalendarWindow, type AuditAnchor, type AuditEntry, type AuditQuery, type AuditRecord, type IdempotencyClaim, type IdempotencyRecord, type Store, type TokenBucket, type TokenTake, type WindowCount } from './store.js';
 
@@ -345,7 +346,11 @@ export class RedisStore implements Store {
   /** The first connection, waited for (at most a few seconds) before the first command; later outages fail fast. */
   private readonly firstConnection: Promise<void>;
 
-  constructor(config: Pick<RedisStoreConfig, 'url' | 'keyPrefix' | 'commandTimeoutMs' | 'sentinel' | 'cluster' | 'tls'>) {
+  /** `log`: where a loss of audit records Redis suffered is told (the gateway's); the CLI's reads need none. */
+  constructor(
+    config: Pick<RedisStoreConfig, 'url' | 'keyPrefix' | 'commandTimeoutMs' | 'sentinel' | 'cluster' | 'tls'>,
+    private readonly log?: Logger,
+  ) {
     this.redis = connect(config) as Scripted;
     this.keyPrefix = config.keyPrefix;
     // Connection errors surface on the commands that fail; the client reconnects on its own.
@@ -560,10 +565,31 @@ export class RedisStore implements Store {
       }
       // Another replica appended: chain onto what it left (no head at all: read the anchor too).
       const found = reply[1];
+      const knew = known;
       known = found === null ? await this.readAuditHead() : { raw: found, anchor: JSON.parse(found) as AuditAnchor };
+      if (knew.raw !== '') this.noticeLoss(knew.anchor!, found === null ? undefined : known.anchor!, known.anchor);
     }
     this.auditHead = undefined;
     throw new Error('the audit chain head kept changing; too many replicas appending at once');
+  }
+
+  /**
+   * Told when the head this process chained onto is not the store's any more. Another replica's appends move
+   * the head on; nothing of Gatehouse's removes it or moves it back (retention moves the anchor only). So a
+   * head that is gone, or replaced by an earlier one, means Redis lost data (a restart without AOF, a
+   * failover to a replica that was behind, a flush): the records after what was left are gone, and the chain
+   * goes on from there without a break `audit verify` could see. Said once per loss, as an error.
+   */
+  private noticeLoss(knew: AuditAnchor, found: AuditAnchor | undefined, continuesFrom: AuditAnchor | undefined): void {
+    if (found !== undefined && found.seq >= knew.seq) return;
+    const from = continuesFrom?.seq ?? 0;
+    this.log?.error('the audit chain lost records: Redis no longer holds the chain head this replica knew (Redis lost data: a restart without AOF, a failover to a replica that was behind, or a flush); the chain goes on from what is left, and `gatehouse audit verify` cannot see the loss', {
+      store: 'redis',
+      knownSeq: knew.seq,
+      foundSeq: found?.seq ?? null,
+      continuesAfter: from,
+      lostRecords: `${from + 1}–${knew.seq}`,
+    });
   }
 
   /** The chain's head as stored, or (none yet, or every record pruned) the anchor it continues from. */
@@ -646,6 +672,23 @@ export class RedisStore implements Store {
         const maxmemory = Number(field('maxmemory') ?? 0);
         const policy = field('maxmemory_policy') ?? 'noeviction';
         if (maxmemory > 0 && policy !== 'noeviction') found.push({ server: `${node.options.host}:${node.options.port}`, maxmemory, policy });
+      }
+      return found;
+    });
+  }
+
+  /**
+   * The primaries that keep no append-only file (`aof_enabled:0`): a restart loses what was written since
+   * the last snapshot, if any (the audit records among it, with nothing to show it but the error the
+   * gateway then logs), and a replica behind it is all a failover has. For `gatehouse doctor`.
+   */
+  serversWithoutAof(): Promise<string[]> {
+    return this.run('info', async () => {
+      const nodes = this.redis instanceof loadIoredis().Cluster ? this.redis.nodes('master') : [this.redis];
+      const found: string[] = [];
+      for (const node of nodes) {
+        const info = await node.info('persistence');
+        if (/^aof_enabled:0\s*$/m.test(info)) found.push(`${node.options.host}:${node.options.port}`);
       }
       return found;
     });
