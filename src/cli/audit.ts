@@ -58,7 +58,7 @@ export async function auditCommand(args: string[], io: CommandIO, signal?: Abort
     return 1;
   }
   try {
-    if (action === 'verify') return await verify(store, io, flags.head);
+    if (action === 'verify') return await verifyAudit(store, io, flags.head);
     const filter = recordFilter(flags);
     if (action === 'export') return await exportRecords(store, io, filter);
     const interval = Number(flags['interval-ms'] ?? 500);
@@ -93,18 +93,36 @@ async function* allRecords(store: Store, afterSeq = 0, filter?: { since?: number
  * `head`: a head hash printed by an earlier verify and kept elsewhere. A chain rewritten from some record
  * on, or cut short at its end, still links up; only a record known from outside shows it.
  */
-async function verify(store: Store, io: CommandIO, given: string | undefined): Promise<number> {
+export async function verifyAudit(store: Store, io: CommandIO, given: string | undefined): Promise<number> {
   if (given !== undefined && !/^[0-9a-f]{64}$/i.test(given)) {
     io.err(`--head "${given}" is not a SHA-256 hash (64 hex digits, as verify prints it)\n`);
     return 2;
   }
   // Records carry lower-case hex; a head kept by a tool that prints upper case names the same hash.
   const head = given?.toLowerCase();
-  const anchor = await store.auditAnchor();
-  const verifier = new ChainVerifier(anchor);
+  let anchor = await store.auditAnchor();
+  let verifier = new ChainVerifier(anchor);
   let headSeen = head === undefined || anchor?.hash === head;
+  /** Retention moved the anchor while this verify read: records up to it are no longer judged. */
+  let reanchored = false;
   // Unfiltered: a record with an edited time must still be read to be found.
   for await (const r of allRecords(store)) {
+    if (reanchored && r.seq <= (anchor?.seq ?? 0)) continue;
+    if (verifier.add(r)) {
+      if (r.hash === head) headSeen = true;
+      continue;
+    }
+    // Records missing before this one: retention (every replica prunes on a timer) may have removed them
+    // between two of verify's reads, moving the anchor past them. Then the chain is judged from the new
+    // anchor on, as a verify started after the prune would; a gap the anchor does not explain is a break.
+    if (r.seq <= verifier.nextSeq) break;
+    const now = await store.auditAnchor();
+    if (now === undefined || now.seq < r.seq - 1 || now.seq <= (anchor?.seq ?? 0)) break;
+    anchor = now;
+    reanchored = true;
+    verifier = new ChainVerifier(anchor);
+    if (anchor.hash === head) headSeen = true;
+    if (r.seq <= anchor.seq) continue;
     if (!verifier.add(r)) break;
     if (r.hash === head) headSeen = true;
   }

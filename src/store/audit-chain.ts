@@ -113,6 +113,11 @@ export class ChainVerifier {
     this.prev = anchor?.hash ?? GENESIS;
   }
 
+  /** The number the next record must have. */
+  get nextSeq(): number {
+    return this.expectedSeq;
+  }
+
   /** False once a record breaks the chain; the verdict then names it. */
   add(r: AuditRecord): boolean {
     if (this.broken) return false;
