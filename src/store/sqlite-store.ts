@@ -211,8 +211,9 @@ export class SqliteStore implements Store {
   }
 
   /**
-   * A round trip to the writer; until the store is first used, a check of what the writer will need
-   * instead, so that readiness probes (every few seconds) do not start a writer nothing else needs.
+   * A write by the writer (sqlite-worker.ts: one row of its own table), committed as every other; until the
+   * store is first used, a check of what the writer will need instead, so that readiness probes (every few
+   * seconds) do not start a writer nothing else needs.
    */
   async ping(): Promise<void> {
     if (!this.started && !this.closed) return this.openable();
