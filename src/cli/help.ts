@@ -37,6 +37,9 @@ Options:
       --store FILE      the SQLite file for state and the audit log (default ./data/gatehouse.db);
                         a Redis store is named in the config (store.kind: redis), not here
   -h, --help            show this help
+
+Exit status: 0 stopped by SIGTERM or SIGINT, 1 the config cannot be served or the port cannot be bound,
+2 usage (an unknown option, a missing or unusable value, such as --port abc or --log-level loud).
 `;
 
 export const CHECK_CONFIG_HELP = `Usage: gatehouse check-config [--env-optional] FILE

@@ -11,6 +11,7 @@ import type { InterpolatedValue } from '../config/interpolate.js';
 import { collectSecrets } from '../config/secrets.js';
 import { SERVE_HELP } from './help.js';
 import type { CommandIO } from './io.js';
+import { checkFlags, UsageError } from './serve-usage.js';
 import { splitCommand } from './split-command.js';
 import { storeFlag } from './store-flag.js';
 
@@ -52,6 +53,11 @@ export async function serveCommand(args: string[], io: CommandIO): Promise<numbe
   try {
     ({ config, fileListen, fileStore, fileText, fileReads, interpolated = [] } = await buildConfig(flags, io));
   } catch (err) {
+    // A flag's value is a usage error (exit 2, with the usage), as in every other command; the file's, not.
+    if (err instanceof UsageError) {
+      io.err(`${err.message}\n\n${SERVE_HELP}`);
+      return 2;
+    }
     io.err((err instanceof ConfigError ? err.message : `error: ${(err as Error).message}`) + '\n');
     return 1;
   }
@@ -143,27 +149,27 @@ function listenHint(err: unknown, env: NodeJS.ProcessEnv): string {
 
 /** The config to run, and for a file the listener it named (flags may override it; reloads compare with it). */
 async function buildConfig(flags: ServeFlags, io: CommandIO): Promise<{ config: GatehouseConfig; fileListen?: ListenConfig; fileStore?: GatehouseConfig['store']; fileText?: string; fileReads?: ReadonlyMap<string, string>; interpolated?: InterpolatedValue[] }> {
-  if (flags.upstream !== undefined && flags.stdio !== undefined) throw new Error('use either --upstream or --stdio, not both');
+  if (flags.upstream !== undefined && flags.stdio !== undefined) throw new UsageError('use either --upstream or --stdio, not both');
   if (flags.config !== undefined && (flags.upstream !== undefined || flags.stdio !== undefined)) {
-    throw new Error('use either --config or --upstream/--stdio, not both');
+    throw new UsageError('use either --config or --upstream/--stdio, not both');
   }
   const listenOverrides: Record<string, unknown> = {};
   if (flags.host !== undefined) listenOverrides.host = flags.host;
   if (flags.port !== undefined) {
-    if (!/^\d+$/.test(flags.port)) throw new Error(`--port must be a number, got "${flags.port}"`);
+    if (!/^\d+$/.test(flags.port)) throw new UsageError(`--port must be a number, got "${flags.port}"`);
     listenOverrides.port = Number(flags.port);
   }
   if (flags.path !== undefined) listenOverrides.path = flags.path;
   const logOverride = flags['log-level'] !== undefined ? { level: flags['log-level'] as LogLevel } : undefined;
-  const storeOverride = flags.store !== undefined ? storeFlag(flags.store) : undefined;
+  const storeOverride = flags.store !== undefined ? asUsage(() => storeFlag(flags.store!)) : undefined;
 
   if (flags.upstream !== undefined || flags.stdio !== undefined) {
-    const upstream = flags.upstream !== undefined ? { name: 'upstream', url: flags.upstream } : { name: 'upstream', command: splitCommand(flags.stdio!) };
-    const config = validateConfigObject(
+    const upstream = flags.upstream !== undefined ? { name: 'upstream', url: flags.upstream } : { name: 'upstream', command: asUsage(() => splitCommand(flags.stdio!), '--stdio: ') };
+    const config = checkFlags(() => validateConfigObject(
       // Trying a server out: anonymous on loopback, and writes run without idempotency keys (clients rarely send one).
       { listen: listenOverrides, upstreams: [upstream], auth: { anonymous: true }, idempotency: { requireKeys: false }, ...(logOverride ? { log: logOverride } : {}), ...(storeOverride ? { store: storeOverride } : {}) },
       'command line',
-    );
+    ));
     return { config };
   }
   const file = flags.config ?? io.env.GATEHOUSE_CONFIG ?? 'gatehouse.yaml';
@@ -171,8 +177,17 @@ async function buildConfig(flags: ServeFlags, io: CommandIO): Promise<{ config: 
   const { config, text: fileText, files: fileReads } = await loadConfigFileWithText(file, io.env, { interpolated });
   if (Object.keys(listenOverrides).length === 0 && !logOverride && !storeOverride) return { config, fileListen: config.listen, fileStore: config.store, fileText, fileReads, interpolated };
   // Flags override the file; the result is validated again so a bad flag is reported like a bad key.
-  const merged = validateConfigObject({ ...config, listen: { ...config.listen, ...listenOverrides }, log: { ...config.log, ...logOverride }, store: storeOverride ?? config.store }, 'command line');
+  const merged = checkFlags(() => validateConfigObject({ ...config, listen: { ...config.listen, ...listenOverrides }, log: { ...config.log, ...logOverride }, store: storeOverride ?? config.store }, 'command line'));
   return { config: merged, fileListen: config.listen, fileStore: config.store, fileText, fileReads, interpolated };
+}
+
+/** What `read` makes of a flag's value; its refusal is a usage error (`prefix` names the flag when the message does not). */
+function asUsage<T>(read: () => T, prefix = ''): T {
+  try {
+    return read();
+  } catch (err) {
+    throw new UsageError(`${prefix}${(err as Error).message}`);
+  }
 }
 
 function connectBanner(url: string): string {

@@ -46,7 +46,8 @@ describe('--store with a URL', () => {
 
   it('serve refuses it instead of creating a SQLite file named after the URL', async () => {
     const r = await runCli(['serve', '--upstream', 'http://127.0.0.1:9/mcp', '--port', '0', '--store', `redis://127.0.0.1:${redis.port}`], { timeoutMs: 8000 });
-    assert.equal(r.code, 1, r.stderr);
+    // A flag's value serve cannot use is a usage error (exit 2), as its other flags' are.
+    assert.equal(r.code, 2, r.stderr);
     assert.match(r.stderr, /--store takes the path of a SQLite file, not a URL/);
     assert.equal(existsSync(join(ROOT, 'redis:')), false);
   });
