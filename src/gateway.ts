@@ -6,6 +6,7 @@ import type { AddressInfo } from 'node:net';
 import { basename, dirname, resolve } from 'node:path';
 import { ConfigError, formatIssue, parseConfigText } from './config/load.js';
 import { unsupportedFeatures } from './config/semantic-checks.js';
+import { changedListenKeys, listenRestartProblem } from './config/listen-changes.js';
 import { watchConfigFile, type ConfigCheck, type ConfigWatcher } from './config/watch.js';
 import { isStdioUpstream, type GatehouseConfig, type ListenConfig, type UpstreamConfig } from './config/types.js';
 import { createEdge, type Edge } from './edge/server.js';
@@ -296,7 +297,8 @@ export function createGateway(config: GatehouseConfig, log: Logger, options: Gat
     async reload(next, interpolated = []) {
       // The listener is static: a reload keeps the running one (with any command-line overrides).
       const baseline = options.fileListen ?? running.listen;
-      if (JSON.stringify(next.listen) !== JSON.stringify(baseline)) log.warn('config reload: listen changes take effect only after a restart');
+      const listenChange = listenRestartProblem(baseline, next.listen);
+      if (listenChange !== undefined) log.warn('config reload: listen changes take effect only after a restart', { keys: changedListenKeys(baseline, next.listen).map((k) => `listen.${k}`) });
       next = { ...next, listen: running.listen };
       const adminListen = (a: GatehouseConfig['admin']): string => JSON.stringify([a.enabled, a.host, a.port]);
       // Judged as it will run, with what is read only at start kept: a file that turns the admin API on and
@@ -305,6 +307,8 @@ export function createGateway(config: GatehouseConfig, log: Logger, options: Gat
       if (problems.length > 0 && adminListen(next.admin) !== adminListen(running.admin)) {
         problems.push('admin.enabled, admin.host and admin.port are read at start: the running admin API is the one judged; restart to apply the new ones');
       }
+      // Judged with the running listen, a problem quotes its values against a file that says otherwise: say why.
+      if (problems.length > 0 && listenChange !== undefined) problems.push(listenChange);
       if (closing) problems.push('shutting down');
       if (problems.length > 0) {
         reloads.refused++;
