@@ -6,16 +6,29 @@
 //
 // A per-process cache remembers definitions found equal to their pin, so an unchanged tool costs a map
 // lookup per call; a changed one reads the store each call, so an acceptance on any replica applies at once.
+//
+// A pin is written (first pinned, a change recorded, a change accepted) only under its lock in the store,
+// after reading it again there: a writer that read it earlier, on any replica, cannot save its copy over
+// another's write (a check doing so once undid an acceptance the audit had recorded).
 
 import { randomUUID } from 'node:crypto';
 import type { Logger } from '../log/logger.js';
 import type { Route } from '../pipeline/context.js';
-import type { AuditEntry } from '../store/store.js';
+import type { AuditEntry, IdempotencyRecord } from '../store/store.js';
+import { BUSY, StoreLock, type LockStore } from './store-lock.js';
 
 /** Pins never expire on their own (ten years); the store needs a lifetime. */
 const PIN_TTL_MS = 10 * 365 * 86_400_000;
 const PIN_PREFIX = 'pin:';
+const LOCK_PREFIX = 'pin-lock:';
+const ACCEPTED_PREFIX = 'pin-accepted:';
 const MAX_CACHED = 10_000;
+/**
+ * A pin's writer holds its lock for a few store operations; one that dies holding it frees it after the
+ * lease. A writer waits for another replica's lock up to tries × waitMs (about a second), then gives up:
+ * a check then saves nothing and judges by what it read, an acceptance answers 409 (try again).
+ */
+const LOCK_TIMES = { leaseMs: 10_000, tries: 40, waitMs: 25 };
 
 export interface PinnedDefinition {
   sha256: string;
@@ -29,12 +42,21 @@ export interface Pin {
   pinned: PinnedDefinition & { acceptedBy?: string };
   /** The definition the upstream serves now, when it differs from the pin. */
   changed?: PinnedDefinition;
+  /**
+   * `pinned` is an acceptance saved but not yet known to be audited, so not in effect: the pin reads as
+   * `previous` with `pinned` as its change until the claim `slot` is done (marked once the record is written).
+   */
+  unaudited?: { slot: string; previous: Pin['pinned'] };
 }
 
-export interface PinStore {
+export interface PinStore extends LockStore {
   put(id: string, doc: string, ttlMs: number): Promise<void>;
   get(id: string): Promise<string | undefined>;
   list(): Promise<string[]>;
+  /** What holds a claim, if anything (an acceptance's slot). */
+  read(key: string): Promise<IdempotencyRecord | undefined>;
+  /** Marks a claim this owner holds as done; false when it is not the owner's. */
+  complete(key: string, owner: string, response: string, ttlMs: number): Promise<boolean>;
   audit(entry: AuditEntry): Promise<unknown>;
 }
 
@@ -56,7 +78,11 @@ export class PinBook {
     private readonly store: PinStore,
     private readonly log: Logger,
     private readonly events: { changed?(ref: string): void } = {},
-  ) {}
+  ) {
+    this.lock = new StoreLock(store, LOCK_TIMES);
+  }
+
+  private readonly lock: StoreLock;
 
   /** The usual case, answered without the store: this process already found this definition equal to its pin. */
   isConfirmed(route: Route): boolean {
@@ -66,65 +92,112 @@ export class PinBook {
   /** Whether the route's definition is the pinned one; pins it when the tool was never seen. */
   async check(route: Route): Promise<PinVerdict> {
     const digest = route.definitionSha256;
-    if (digest === undefined || route.definition === undefined) return { ok: true };
+    const definition = route.definition;
+    if (digest === undefined || definition === undefined) return { ok: true };
     if (this.confirmed.get(route.ref) === digest) return { ok: true };
-    const pin = await this.get(route.ref);
-    const now = Date.now();
-    if (pin === undefined) {
-      await this.save({ kind: 'pin', ref: route.ref, pinned: { sha256: digest, definition: route.definition, at: now } });
+    let pin = await this.get(route.ref);
+    if (needsWrite(pin, digest)) {
+      // Read again under the lock: what was read above may be stale by now (an acceptance on another replica).
+      const written = await this.lock.run(LOCK_PREFIX + route.ref, async () => {
+        const current = await this.get(route.ref);
+        if (!needsWrite(current, digest)) return current;
+        const at = Date.now();
+        const next: Pin = current === undefined ? { kind: 'pin', ref: route.ref, pinned: { sha256: digest, definition, at } } : { kind: 'pin', ref: route.ref, pinned: current.pinned, changed: { sha256: digest, definition, at } };
+        await this.save(next);
+        return next;
+      });
+      if (written !== BUSY) pin = written;
+      // Another writer held the pin all along: nothing is saved, and the call is judged by what was read. A
+      // tool never pinned has nothing to be judged by: the check fails (an enforce call is refused, retry later).
+      else if (pin === undefined) throw new Error(`the pin of ${route.ref} is being written elsewhere; try again`);
+    }
+    if (pin === undefined || pin.pinned.sha256 === digest) {
       this.confirm(route.ref, digest);
       return { ok: true };
-    }
-    if (pin.pinned.sha256 === digest) {
-      this.confirm(route.ref, digest);
-      return { ok: true };
-    }
-    if (pin.changed?.sha256 !== digest) {
-      pin.changed = { sha256: digest, definition: route.definition, at: now };
-      await this.save(pin);
     }
     const key = `${route.ref}\u0000${digest}`;
     if (!this.reported.has(key)) {
       if (this.reported.size >= MAX_CACHED) this.reported.clear();
       this.reported.add(key);
-      this.log.warn('a pinned tool changed its definition', { ref: route.ref, pinned: pin.pinned.sha256.slice(0, 16), now: digest.slice(0, 16), changes: diffDefinitions(pin.pinned.definition, route.definition).map((c) => c.path) });
+      this.log.warn('a pinned tool changed its definition', { ref: route.ref, pinned: pin.pinned.sha256.slice(0, 16), now: digest.slice(0, 16), changes: diffDefinitions(pin.pinned.definition, definition).map((c) => c.path) });
       this.events.changed?.(route.ref);
     }
     return { ok: false, pin };
   }
 
+  /** The pin of `ref` as in effect (an acceptance not yet audited is still a change). */
   async get(ref: string): Promise<Pin | undefined> {
     const doc = parse(await this.store.get(PIN_PREFIX + ref));
-    return isPin(doc) ? doc : undefined;
+    return isPin(doc) ? this.inEffect(doc) : undefined;
   }
 
   async list(): Promise<Pin[]> {
-    return (await this.store.list()).map(parse).filter(isPin);
+    return Promise.all((await this.store.list()).map(parse).filter(isPin).map((p) => this.inEffect(p)));
   }
 
-  /** A reviewer accepts the changed definition (the one with `sha256`, when given): it becomes the pin. */
+  /**
+   * A reviewer accepts the changed definition (the one with `sha256`, when given): it becomes the pin. Under
+   * the pin's lock, the acceptance is saved first, not yet in effect; then audited; then put in effect (its
+   * slot marked done, and saved as the plain pin). A save that fails leaves no record; a record that fails
+   * leaves no acceptance in effect; so the audit never says "accepted" of a pin that was not kept.
+   */
   async accept(ref: string, by: string, sha256: string | undefined): Promise<{ ok: true; pin: Pin } | { ok: false; status: 404 | 409; message: string }> {
+    const result = await this.lock.run(LOCK_PREFIX + ref, () => this.acceptLocked(ref, by, sha256));
+    if (result === BUSY) return { ok: false, status: 409, message: `"${ref}" is being updated (its change recorded, or accepted elsewhere); look again and retry` };
+    return result;
+  }
+
+  private async acceptLocked(ref: string, by: string, sha256: string | undefined): Promise<{ ok: true; pin: Pin } | { ok: false; status: 404 | 409; message: string }> {
     const pin = await this.get(ref);
     if (pin === undefined) return { ok: false, status: 404, message: `No tool "${ref}" is pinned` };
     if (pin.changed === undefined) return { ok: false, status: 409, message: `"${ref}" has not changed since it was pinned; there is nothing to accept` };
     if (sha256 !== undefined && sha256 !== pin.changed.sha256) return { ok: false, status: 409, message: `"${ref}" changed again since you looked (now ${pin.changed.sha256.slice(0, 16)}…); review the new change` };
     const accepted: Pin = { kind: 'pin', ref, pinned: { ...pin.changed, acceptedBy: by } };
-    await this.store.audit({
-      time: new Date().toISOString(),
-      callId: randomUUID(),
-      runId: randomUUID(),
-      subject: by,
-      toolRef: ref,
-      upstream: ref.slice(0, ref.indexOf('/')),
-      method: 'pin',
-      outcome: 'accepted',
-      latencyMs: 0,
-      reviewer: by,
-      reason: `definition ${pin.pinned.sha256} replaced by ${pin.changed.sha256}`,
+    const owner = randomUUID();
+    const slot = ACCEPTED_PREFIX + owner;
+    if ((await this.store.claim(slot, accepted.pinned.sha256, owner, LOCK_TIMES.leaseMs, PIN_TTL_MS)).outcome !== 'claimed') throw new Error(`the acceptance of ${ref} could not be begun`);
+    await this.save({ ...accepted, unaudited: { slot, previous: pin.pinned } });
+    try {
+      await this.store.audit({
+        time: new Date().toISOString(),
+        callId: randomUUID(),
+        runId: randomUUID(),
+        subject: by,
+        toolRef: ref,
+        upstream: ref.slice(0, ref.indexOf('/')),
+        method: 'pin',
+        outcome: 'accepted',
+        latencyMs: 0,
+        reviewer: by,
+        reason: `definition ${pin.pinned.sha256} replaced by ${pin.changed.sha256}`,
+      });
+    } catch (err) {
+      // Not in effect without its record (the slot is never marked); the pin is put back as it was besides.
+      await this.save(pin).catch(() => {});
+      await this.store.release(slot, owner).catch(() => {});
+      throw err;
+    }
+    // Recorded: the acceptance stands once either of these is done (readers apply a saved acceptance whose
+    // slot is marked). Both failing leaves it not in effect after all, with its record: the one case left.
+    const marked = await this.store.complete(slot, owner, 'audited', PIN_TTL_MS).catch(() => false);
+    let saved = true;
+    let failure: unknown;
+    await this.save(accepted).catch((err: unknown) => {
+      saved = false;
+      failure = err;
     });
-    await this.save(accepted);
+    if (!marked && !saved) throw failure;
     this.confirm(ref, accepted.pinned.sha256);
     return { ok: true, pin: accepted };
+  }
+
+  /** A pin as in effect: an acceptance saved but not known to be audited reads as the change it accepts. */
+  private async inEffect(pin: Pin): Promise<Pin> {
+    if (pin.unaudited === undefined) return pin;
+    const { slot, previous } = pin.unaudited;
+    if ((await this.store.read(slot))?.state === 'done') return { kind: 'pin', ref: pin.ref, pinned: pin.pinned };
+    const { acceptedBy: _, ...change } = pin.pinned;
+    return { kind: 'pin', ref: pin.ref, pinned: previous, changed: change };
   }
 
   private save(pin: Pin): Promise<void> {
@@ -135,6 +208,11 @@ export class PinBook {
     if (this.confirmed.size >= MAX_CACHED) this.confirmed.clear();
     this.confirmed.set(ref, digest);
   }
+}
+
+/** Whether a check finding `pin` must write: to pin a tool never seen, or to record a change not recorded yet. */
+function needsWrite(pin: Pin | undefined, digest: string): boolean {
+  return pin === undefined || (pin.pinned.sha256 !== digest && pin.changed?.sha256 !== digest);
 }
 
 /** How a pin looks through the admin API: its state, and what changed, path by path. */
