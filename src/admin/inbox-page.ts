@@ -4,7 +4,7 @@
 // Below the pending calls, the tools whose definition changed since it was pinned (tools.pinning), each with
 // its diff path by path and a button that accepts the definition shown (by its digest) as the new pin.
 
-import type { Approval } from '../approvals/approval.js';
+import type { ApprovalView } from '../approvals/approval.js';
 import type { PinChange, PinnedDefinition, pinView } from '../approvals/pins.js';
 import type { Reviewer } from './reviewer-auth.js';
 
@@ -18,7 +18,7 @@ export const SECURITY_HEADERS: Record<string, string> = {
   'cross-origin-resource-policy': 'same-origin',
 };
 
-type PendingView = Approval & { ageSeconds: number };
+type PendingView = ApprovalView;
 
 /** A pin as GET /pins shows it (pinView), whose tool serves another definition than the pinned one. */
 export type ChangedPinView = ReturnType<typeof pinView> & { state: 'changed'; changed: PinnedDefinition };

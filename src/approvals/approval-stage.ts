@@ -103,7 +103,7 @@ export function compileApprovalStage(rules: readonly CompiledApprovalRule[], boo
         if (!ours && (requestState !== undefined || params.inputResponses !== undefined)) {
           // A retry with answers to the upstream's own question: the interrupted approved run goes on, once;
           // anything else needs approval.
-          const continued = await waitedOn(ctx, 'approval', 'store.continues', book.continues(ApprovalBook.bindingOf(call).binding, ctx.callId));
+          const continued = await waitedOn(ctx, 'approval', 'store.continues', book.continues((await book.bindingOf(call)).binding, ctx.callId));
           const approval = continued === undefined ? undefined : await waitedOn(ctx, 'approval', 'store.get', book.get(continued));
           if (approval !== undefined) {
             ctx.approvalId = approval.id;
@@ -191,7 +191,7 @@ class AfterApproval extends Error {
 /** Records the user's answer on the approval it was asked for, if that approval binds this very call and waits. */
 async function decideByUser(book: ApprovalBook, call: CallToApprove, approvalId: string, answer: UserAnswer, policyVersion: string): Promise<void> {
   const approval = await book.get(approvalId);
-  if (approval === undefined || approval.binding !== ApprovalBook.bindingOf(call).binding || approval.by !== 'user' || effectiveState(approval, Date.now()) !== 'pending') return;
+  if (approval === undefined || approval.binding !== (await book.bindingOf(call)).binding || approval.by !== 'user' || effectiveState(approval, Date.now()) !== 'pending') return;
   await book.decide(approvalId, { approve: answer.accepted, by: 'user', ...(answer.reason !== undefined ? { reason: answer.reason } : {}), policyVersion, requestId: call.callId, mayDecide: () => true });
 }
 

@@ -36,7 +36,17 @@ export interface Approval {
   toolRef: string;
   /** The name the client called. */
   tool: string;
+  /**
+   * SHA-256 of the canonical arguments, redacted values included: for the audit records only, never shown
+   * to reviewers (with the preview in hand, a low-entropy redacted value falls to trying candidates).
+   */
   argumentsSha256: string;
+  /**
+   * HMAC-SHA256 of the canonical arguments under this gateway's key (ArgumentsKey): what reviewers are shown
+   * to tell calls apart (equal exactly when the arguments are, redacted values included), and what the
+   * binding is made from. Absent from approvals opened before it was introduced.
+   */
+  argumentsDigest?: string;
   /** The arguments with secrets redacted: what reviewers see. */
   preview: unknown;
   previewSha256: string;
@@ -60,9 +70,18 @@ export function effectiveState(a: Approval, now: number): ApprovalState {
   return (a.state === 'pending' || a.state === 'approved') && now >= a.expiresAt ? 'expired' : a.state;
 }
 
-/** What the admin API shows: the approval, its state now, and whether the policy it was made under still holds. */
-export function approvalView(a: Approval, now: number, policyVersion: string): Approval & { invalidated: boolean; ageSeconds: number } {
-  return { ...a, state: effectiveState(a, now), invalidated: a.policyVersion !== policyVersion, ageSeconds: Math.max(0, Math.round((now - a.createdAt) / 1000)) };
+/** An approval as reviewers see it (admin API, CLI, inbox page). */
+export type ApprovalView = Omit<Approval, 'binding' | 'argumentsSha256'> & { invalidated: boolean; ageSeconds: number };
+
+/**
+ * What the admin API shows: the approval, its state now, and whether the policy it was made under still
+ * holds. Not the plain SHA-256 of the arguments, nor the binding made from arguments: with the redacted
+ * preview, the caller and the policy version in the view, either let a reviewer try candidates for a
+ * redacted value. (The id is made from the keyed binding, and gives nothing away.)
+ */
+export function approvalView(a: Approval, now: number, policyVersion: string): ApprovalView {
+  const { binding: _binding, argumentsSha256: _sha256, ...shown } = a;
+  return { ...shown, state: effectiveState(a, now), invalidated: a.policyVersion !== policyVersion, ageSeconds: Math.max(0, Math.round((now - a.createdAt) / 1000)) };
 }
 
 export function isApproval(doc: unknown): doc is Approval {

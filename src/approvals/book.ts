@@ -19,6 +19,7 @@ import type { Route } from '../pipeline/context.js';
 import { canonicalJson } from '../protocol/canonical-json.js';
 import type { AuditEntry, IdempotencyClaim, IdempotencyRecord } from '../store/store.js';
 import { effectiveState, isApproval, type Approval, type ApprovalState } from './approval.js';
+import { ArgumentsKey } from './arguments-key.js';
 import type { CompiledApprovalRule } from './rules.js';
 
 /** How long a decided approval stays readable after its deadline (for reviewers and the CLI). */
@@ -88,21 +89,37 @@ export interface DecisionEvents {
   decided?(decision: 'approved' | 'rejected' | 'expired'): void;
 }
 
+/** A call's binding and the digests of its arguments (see ApprovalBook.bindingOf). */
+export interface CallDigests {
+  binding: string;
+  argumentsSha256: string;
+  argumentsDigest: string;
+}
+
 export class ApprovalBook {
   constructor(
     private readonly store: ApprovalStore,
     private readonly events: DecisionEvents = {},
     private readonly now: () => number = Date.now,
-  ) {}
+  ) {
+    this.argumentsKey = new ArgumentsKey(store);
+  }
+
+  private readonly argumentsKey: ArgumentsKey;
 
   /** Per caller, the opening under way on this replica: a caller's openings here are counted one at a time. */
   private readonly opening = new Map<string, Promise<unknown>>();
 
-  /** The binding of a call: the same caller, upstream, tool, arguments and policy version give the same one. */
-  static bindingOf(call: Omit<CallToApprove, 'callId' | 'rule'>): { binding: string; argumentsSha256: string } {
-    const argumentsSha256 = sha256(canonicalJson(call.args));
-    const binding = sha256(canonicalJson({ caller: principalKey(call.principal), upstream: call.route.upstream, ref: call.route.ref, arguments: argumentsSha256, policy: call.policyVersion }));
-    return { binding, argumentsSha256 };
+  /**
+   * The binding of a call: the same caller, upstream, tool, arguments and policy version give the same one.
+   * It is made from the keyed digest of the arguments (ArgumentsKey), since approval ids derive from it and
+   * reviewers see them; the plain SHA-256 is kept for the audit records, which reviewers do not see.
+   */
+  async bindingOf(call: Omit<CallToApprove, 'callId' | 'rule'>): Promise<CallDigests> {
+    const canonical = canonicalJson(call.args);
+    const argumentsDigest = await this.argumentsKey.digest(canonical);
+    const binding = sha256(canonicalJson({ caller: principalKey(call.principal), upstream: call.route.upstream, ref: call.route.ref, arguments: argumentsDigest, policy: call.policyVersion }));
+    return { binding, argumentsSha256: sha256(canonical), argumentsDigest };
   }
 
   /**
@@ -110,13 +127,14 @@ export class ApprovalBook {
    * is within `limits.maxPending`. A call that finds its pending approval never counts as one more.
    */
   async forCall(call: CallToApprove, limits: OpenLimits = {}): Promise<ApprovalVerdict> {
-    const { binding, argumentsSha256 } = ApprovalBook.bindingOf(call);
+    const digests = await this.bindingOf(call);
+    const { binding, argumentsSha256 } = digests;
     const pointer = parse(await this.store.get(pointerId(binding))) as { generation?: number } | undefined;
     let generation = typeof pointer?.generation === 'number' ? pointer.generation : 0;
     for (let link = 0; link < MAX_LINKS; link++, generation++) {
       const id = approvalId(binding, generation);
       const found = await this.get(id);
-      if (found === undefined) return this.openWithin(limits, call, binding, generation, argumentsSha256);
+      if (found === undefined) return this.openWithin(limits, call, generation, digests);
       const state = effectiveState(found, this.now());
       if (state === 'pending') return { kind: 'pending', approval: found, opened: false };
       if (state === 'approved') {
@@ -141,7 +159,7 @@ export class ApprovalBook {
       }
       // Used up, or refused and already said so: the next link of the chain.
     }
-    return this.openWithin(limits, call, binding, generation, argumentsSha256);
+    return this.openWithin(limits, call, generation, digests);
   }
 
   /**
@@ -152,14 +170,15 @@ export class ApprovalBook {
    * an approval that waits for its deadline like any other. (An exact bound would need a counter kept in
    * step with every decision and expiry; the store's list is what decides, and cannot drift.)
    */
-  private async openWithin(limits: OpenLimits, call: CallToApprove, binding: string, generation: number, argumentsSha256: string): Promise<ApprovalVerdict> {
+  private async openWithin(limits: OpenLimits, call: CallToApprove, generation: number, digests: CallDigests): Promise<ApprovalVerdict> {
     const max = limits.maxPending;
-    if (max === undefined) return this.open(call, binding, generation, argumentsSha256);
+    const { binding } = digests;
+    if (max === undefined) return this.open(call, generation, digests);
     return this.oneAtATime(principalKey(call.principal), async () => {
       const pending = await this.pendingOf(call, binding);
       // The call's own approval, just opened by an identical call (here or on another replica), is not one more.
       if (pending !== 'own' && pending >= max) return { kind: 'limited', limit: max, pending };
-      return this.open(call, binding, generation, argumentsSha256);
+      return this.open(call, generation, digests);
     });
   }
 
@@ -391,7 +410,8 @@ export class ApprovalBook {
     return false;
   }
 
-  private async open(call: CallToApprove, binding: string, generation: number, argumentsSha256: string, skipped = 0): Promise<ApprovalVerdict> {
+  private async open(call: CallToApprove, generation: number, digests: CallDigests, skipped = 0): Promise<ApprovalVerdict> {
+    const { binding, argumentsSha256, argumentsDigest } = digests;
     const now = this.now();
     const preview = redactValue(call.args);
     const p = call.principal;
@@ -408,6 +428,7 @@ export class ApprovalBook {
       toolRef: call.route.ref,
       tool: call.route.publicName,
       argumentsSha256,
+      argumentsDigest,
       preview,
       previewSha256: sha256(canonicalJson(preview)),
       policyVersion: call.policyVersion,
@@ -423,7 +444,7 @@ export class ApprovalBook {
       // Claimed and, past the claim's lease, still not saved: its opener failed between the two and never
       // will. The claim outlives the deadline by days, so the next generation stands in for this one.
       const held = claim.record;
-      if (held.state === 'in_flight' && held.leaseUntil <= now && skipped < MAX_LINKS) return this.open(call, binding, generation + 1, argumentsSha256, skipped + 1);
+      if (held.state === 'in_flight' && held.leaseUntil <= now && skipped < MAX_LINKS) return this.open(call, generation + 1, digests, skipped + 1);
       return { kind: 'pending', approval, opened: false };
     }
     await this.store.audit(this.auditEntry(approval, 'proposed', call.callId));
