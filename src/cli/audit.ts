@@ -47,9 +47,21 @@ export async function auditCommand(args: string[], io: CommandIO, signal?: Abort
     io.err(`unknown audit command "${positionals.join(' ')}"\n\n${AUDIT_HELP}`);
     return 2;
   }
+  // Every flag is judged before the store is opened: a value it cannot use is usage (exit 2), whatever the store.
+  let filter: Filter;
+  let interval: number;
+  let storeOverride: StoreConfig | undefined;
+  try {
+    filter = recordFilter(flags);
+    interval = intervalOf(flags['interval-ms']);
+    if (flags.store !== undefined) storeOverride = storeFlag(flags.store);
+  } catch (err) {
+    io.err(`${(err as Error).message}\n\n${AUDIT_HELP}`);
+    return 2;
+  }
   let store: Store;
   try {
-    const config = await storeConfig(flags, io);
+    const config = storeOverride ?? (await storeConfig(flags, io));
     // Reading must not create: a mistyped path would otherwise verify as an empty, intact log.
     if (config.kind === 'sqlite' && !existsSync(config.path)) throw new Error(`no store at ${config.path}`);
     store = openStore(config);
@@ -59,10 +71,7 @@ export async function auditCommand(args: string[], io: CommandIO, signal?: Abort
   }
   try {
     if (action === 'verify') return await verifyAudit(store, io, flags.head);
-    const filter = recordFilter(flags);
     if (action === 'export') return await exportRecords(store, io, filter);
-    const interval = Number(flags['interval-ms'] ?? 500);
-    if (!Number.isInteger(interval) || interval < 50 || interval > 60_000) throw new Error(`--interval-ms "${flags['interval-ms']}" must be a whole number of milliseconds from 50 to 60000`);
     return await tail(store, io, filter, interval, signal);
   } catch (err) {
     io.err(`error: ${(err as Error).message}\n`);
@@ -72,8 +81,14 @@ export async function auditCommand(args: string[], io: CommandIO, signal?: Abort
   }
 }
 
-async function storeConfig(flags: { config?: string; store?: string }, io: CommandIO): Promise<StoreConfig> {
-  if (flags.store !== undefined) return storeFlag(flags.store);
+/** tail's --interval-ms (default 500); throws when it is not a whole number from 50 to 60000. */
+function intervalOf(value: string | undefined): number {
+  const interval = Number(value ?? 500);
+  if (!Number.isInteger(interval) || interval < 50 || interval > 60_000) throw new Error(`--interval-ms "${value}" must be a whole number of milliseconds from 50 to 60000`);
+  return interval;
+}
+
+async function storeConfig(flags: { config?: string }, io: CommandIO): Promise<StoreConfig> {
   const config = await loadConfigFor(flags.config ?? io.env.GATEHOUSE_CONFIG ?? 'gatehouse.yaml', io.env, ['store'], 'gatehouse audit');
   return config.store;
 }

@@ -50,11 +50,19 @@ export async function budgetsCommand(args: string[], io: CommandIO): Promise<num
     io.err(`${positionals.length === 0 ? 'say what to do: gatehouse budgets show' : `unknown budgets command "${positionals.join(' ')}"`}\n\n${BUDGETS_HELP}`);
     return 2;
   }
+  // A --store that names no SQLite file is usage (exit 2), as a bad value of any other command's flag is.
+  let storeOverride: StoreConfig | undefined;
+  try {
+    if (flags.store !== undefined) storeOverride = storeFlag(flags.store);
+  } catch (err) {
+    io.err(`${(err as Error).message}\n\n${BUDGETS_HELP}`);
+    return 2;
+  }
   let store;
   let budgets: Budget[] = [];
   try {
     let config: StoreConfig;
-    if (flags.store !== undefined) config = storeFlag(flags.store);
+    if (storeOverride !== undefined) config = storeOverride;
     else {
       const loaded = await loadConfigFor(flags.config ?? io.env.GATEHOUSE_CONFIG ?? 'gatehouse.yaml', io.env, ['store'], 'gatehouse budgets');
       config = loaded.store;

@@ -85,6 +85,9 @@ Options:
       --subject S       only the counters of this caller (e.g. key:ci-bot, or a token's sub)
       --json            one JSON object per line instead of a table
   -h, --help            show this help
+
+Exit status: 0 printed, 1 the config or the store cannot be read, 2 usage (an unknown option, a --store
+that is a URL).
 `;
 
 export const AUDIT_HELP = `Usage: gatehouse audit verify|export|tail [options]
@@ -110,6 +113,10 @@ Options:
       --subject S       export/tail: records of this caller (e.g. key:ci-bot)
       --interval-ms N   tail: how often to look for new records (default 500)
   -h, --help            show this help
+
+Exit status: 0 done (verify: the chain is intact), 1 verify found the chain broken, or the config or the
+store cannot be read, 2 usage (an unknown option, a value that cannot be used: --since, --until,
+--interval-ms, --head, a --store that is a URL).
 `;
 
 export const APPROVALS_HELP = `Usage: gatehouse approvals list|show ID|approve ID|reject ID [options]

@@ -191,7 +191,8 @@ describe('gatehouse audit export', () => {
 
   test('an unreadable time is refused', async () => {
     const out = await runCli(['audit', 'export', '--store', pristine, '--since', 'last tuesday']);
-    assert.equal(out.code, 1);
+    // A value the command cannot use is usage (exit 2), as --head's is.
+    assert.equal(out.code, 2);
     assert.match(out.stderr, /--since "last tuesday" is not a date or time/);
   });
 });
@@ -231,7 +232,8 @@ describe('gatehouse audit tail', () => {
 
   test('a bad interval is refused', async () => {
     const out = await runCli(['audit', 'tail', '--store', pristine, '--interval-ms', 'soon']);
-    assert.equal(out.code, 1);
+    // A value the command cannot use is usage (exit 2), as --head's is.
+    assert.equal(out.code, 2);
     assert.match(out.stderr, /--interval-ms "soon" must be a whole number/);
   });
 });

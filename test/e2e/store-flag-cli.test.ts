@@ -38,7 +38,8 @@ describe('--store with a URL', () => {
   it('audit and budgets refuse it, name --config, and do not echo the URL', async () => {
     for (const run of [(x: CommandIO) => auditCommand(['verify', '--store', url()], x), (x: CommandIO) => budgetsCommand(['show', '--store', url()], x)]) {
       const x = io();
-      assert.equal(await run(x), 1, x.outText());
+      // A flag's value the command cannot use is a usage error (exit 2), as in serve and every other command.
+      assert.equal(await run(x), 2, x.outText());
       assert.match(x.errText(), /--store takes the path of a SQLite file, not a URL \(redis:\/\/…\); for a Redis store give --config FILE/);
       assert.doesNotMatch(x.errText(), new RegExp(PASSWORD));
     }

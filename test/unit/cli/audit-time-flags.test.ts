@@ -39,12 +39,13 @@ describe('audit export --since/--until', () => {
   it('refuses a day that does not exist instead of reading it as one in the next month', async () => {
     for (const flag of ['--since', '--until']) {
       const r = await exported(flag, '2026-02-30');
-      assert.equal(r.code, 1, `${flag}: ${JSON.stringify(r.times)}`);
+      // Usage (exit 2), as a bad --head is: the value cannot be used, whatever the store holds.
+      assert.equal(r.code, 2, `${flag}: ${JSON.stringify(r.times)}`);
       assert.match(r.err, new RegExp(`${flag} "2026-02-30" is not a date or time`));
       assert.deepEqual(r.times, []);
     }
     const hour = await exported('--since', '2026-03-01T24:00');
-    assert.equal(hour.code, 1, JSON.stringify(hour.times));
+    assert.equal(hour.code, 2, JSON.stringify(hour.times));
   });
 
   it('--until with a date alone takes in that whole day', async () => {
