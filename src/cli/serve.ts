@@ -7,6 +7,7 @@ import { ConfigError, loadConfigFileWithText, validateConfigObject } from '../co
 import type { GatehouseConfig, ListenConfig, LogLevel } from '../config/types.js';
 import { createGateway, ListenError, type Gateway } from '../gateway.js';
 import { createLogger, resolveLogFormat, type Logger } from '../log/logger.js';
+import { isLoopback } from '../net/loopback.js';
 import type { InterpolatedValue } from '../config/interpolate.js';
 import { collectSecrets } from '../config/secrets.js';
 import { SERVE_HELP } from './help.js';
@@ -170,6 +171,10 @@ async function buildConfig(flags: ServeFlags, io: CommandIO): Promise<{ config: 
       { listen: listenOverrides, upstreams: [upstream], auth: { anonymous: true }, idempotency: { requireKeys: false }, ...(logOverride ? { log: logOverride } : {}), ...(storeOverride ? { store: storeOverride } : {}) },
       'command line',
     ));
+    // Said of the flag: the user wrote --host, never the auth.anonymous the refusal at start would name.
+    if (!isLoopback(config.listen.host)) {
+      throw new UsageError(`--host: a server tried out with --upstream or --stdio is served without authentication, so only on a loopback address (127.0.0.1, ::1, localhost), not on "${config.listen.host}"; to serve it on another, write a config file with auth.apiKeys or auth.oauth`);
+    }
     return { config };
   }
   const file = flags.config ?? io.env.GATEHOUSE_CONFIG ?? 'gatehouse.yaml';

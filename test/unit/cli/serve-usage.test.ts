@@ -45,6 +45,9 @@ describe('gatehouse serve usage errors', () => {
     { args: ['--upstream', UP, '--host', ''], first: /^--host: must not be empty$/ },
     { args: ['--upstream', 'ftp://127.0.0.1/mcp'], first: /^--upstream: must be an http:\/\/ or https:\/\/ URL$/ },
     { args: ['--stdio', ''], first: /^--stdio: must not be empty$/ },
+    // Trying a server out runs it without authentication: a non-loopback --host is the flag's problem, not
+    // an "auth.anonymous" key the user never wrote.
+    { args: ['--upstream', UP, '--host', '0.0.0.0'], first: /^--host: a server tried out with --upstream or --stdio is served without authentication, so only on a loopback address .*not on "0\.0\.0\.0"; to serve it on another, write a config file with auth\.apiKeys or auth\.oauth$/ },
     // A flag overriding a config file's key is the flag's problem, not the file's.
     { args: ['--config', good, '--port', '70000'], first: /^--port: must be at most 65535$/ },
     { args: ['--config', good, '--log-level', 'loud'], first: /^--log-level: must be one of: debug, info, warn, error$/ },
