@@ -108,8 +108,11 @@ for (const { kind, open } of kinds) {
       assert.equal(v.kind, 'pending', 'the approved call does not run on a decision no record shows');
       assert.deepEqual(await decisionsOf(a.id), []);
       assert.deepEqual(decided, []);
-      // Its decider may still be at work within the slot's lease; past it, the approval is decided anew.
-      clock.now += 61_000;
+      // Its decider may still be at work within the slot's lease; past it, the approval is decided anew. The
+      // lease was set by the store's real clock when the slot was claimed, after this clock was read: two
+      // minutes (not the lease's 60 s and a second) leave room for a slow machine between the two, and stay
+      // well within the approval's 600 s deadline.
+      clock.now += 120_000;
       const r = await book.decide(a.id, decision('reviewer-2', false));
       assert.equal(r.ok, true, JSON.stringify(r));
       assert.equal((await book.get(a.id))?.state, 'rejected');
