@@ -132,6 +132,11 @@ export class CatalogUpstream implements Upstream {
     return 'modern';
   }
 
+  /** A 2025-11-25 task is carried by no member's face, on either era's path (see handle). */
+  async refusesCoreTasks(): Promise<boolean> {
+    return true;
+  }
+
   /** The aggregated upstreams (metrics report each one). */
   get upstreams(): readonly Upstream[] {
     return this.members;

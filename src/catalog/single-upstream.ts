@@ -113,6 +113,10 @@ export class SingleUpstream implements Upstream {
     return this.mode === 'catalog' || (this.mode === 'undecided' && this.decideAtInitialize) ? 'catalog' : 'direct';
   }
 
+  refusesCoreTasks(ctx: CallContext): Promise<boolean> {
+    return this.mode === 'catalog' ? this.catalog.refusesCoreTasks() : this.member.refusesCoreTasks(ctx);
+  }
+
   knownEra(): 'modern' | 'legacy' | undefined {
     return this.member.knownEra();
   }

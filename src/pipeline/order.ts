@@ -21,6 +21,8 @@
 //   arguments   policy/arguments-stage.ts: Mcp-Param-* vs body ............... 400 -32020
 //                                          inputSchema .................... invalid_arguments (tool result)
 //                                          an inputSchema it cannot check ... schema_unsupported (tools.uncheckableSchemas)
+//                                          a call as a task (params.task) on a path that carries no
+//                                          core tasks (era bridges, stdio shared/single, catalog) ... -32601
 //                                          a tool with an outputSchema called as a task (params.task),
 //                                          whose result the output stage could not check .. -32601 (outputValidation: enforce)
 //   egress      policy/egress-stage.ts: URLs, hosts and addresses in the arguments vs policy.egress

@@ -78,6 +78,14 @@ export interface Upstream extends CallHandler, ModernMember {
   ready(): Promise<boolean>;
   /** The era detected so far, without probing (metrics). */
   knownEra(): 'modern' | 'legacy' | undefined;
+  /**
+   * Whether the path that serves this call answers a 2025-11-25 task itself with -32601 and never sends it
+   * up (protocol/core-tasks.ts): every era bridge, stdio `shared`/`single`, the catalog. The arguments stage
+   * asks it for a tools/call with `params.task`, so that a call certain to be refused is refused before a
+   * rate limit, a budget or an approval is spent on it. False while it cannot be known (the era probe
+   * fails): the adapter then answers the call as it would have.
+   */
+  refusesCoreTasks(ctx: CallContext): Promise<boolean>;
 }
 
 /**

@@ -1,17 +1,22 @@
 // The arguments stage, for tools/call: the client's `Mcp-Param-*` headers against the body (a transport
 // refusal, 400 / -32020), then the arguments against the tool's inputSchema (a tool result the model can
 // act on, `invalid_arguments`). Both before anything reaches the upstream, on every path.
-// Under tools.outputValidation `enforce`, a call to a tool with an outputSchema made as a 2025-11-25 task
-// (`params.task`) is refused here too: its result would come through tasks/result, which no stage reads, so
-// the output check could not follow it (output-stage.ts). Here, not in the output stage, so that nothing is
-// spent (rate limits, budgets), asked (approvals) or kept (an idempotency key's answer) for a call that
-// never runs.
+// A call made as a 2025-11-25 task (`params.task`) is refused here too, -32601, where it can never run:
+// - on a path that carries no core tasks (the era bridges, stdio `shared`/`single`, the catalog:
+//   protocol/core-tasks.ts), which the upstream adapter would refuse anyway (it still does, for the
+//   requests that reach it);
+// - under tools.outputValidation `enforce`, to a tool with an outputSchema: its result would come through
+//   tasks/result, which no stage reads, so the output check could not follow it (output-stage.ts).
+// Here, not where the upstream or the output stage would refuse it, so that nothing is spent (rate limits,
+// budgets), asked (approvals) or kept (an idempotency key's answer) for a call that never runs; and after
+// the access stage, so a tool hidden from the caller stays an unknown tool to them.
 
 import type { CallContext, Route } from '../pipeline/context.js';
 import type { Outcome } from '../pipeline/outcome.js';
 import { refuseAt, type Next, type Stage } from '../pipeline/stage.js';
 import { ErrorCode, type JsonRpcRequest } from '../protocol/jsonrpc.js';
 import { checkParamHeaders } from '../protocol/param-headers.js';
+import { coreTaskRefusal } from '../protocol/core-tasks.js';
 import { invalidArguments, isUncheckable, schemaUnsupported, type ArgumentSchemas } from './argument-schemas.js';
 
 export interface ArgumentsStageDeps {
@@ -28,31 +33,46 @@ export interface ArgumentsStageDeps {
   pinning: 'off' | 'warn' | 'enforce';
   /** tools.outputValidation: under `enforce` a tool with an outputSchema is not called as a task. */
   outputValidation: 'off' | 'warn' | 'enforce';
+  /** Whether the path serving this call refuses core tasks (Upstream.refusesCoreTasks). */
+  refusesCoreTasks(ctx: CallContext): Promise<boolean>;
 }
 
 export function compileArgumentsStage(deps: ArgumentsStageDeps): Stage {
   return {
     name: 'arguments',
     applies: (ctx) => ctx.method === 'tools/call' && ctx.route !== undefined,
-    // Not async: a call without Mcp-Param-* headers to check is handed on without a promise of its own.
+    // Not async: a call without Mcp-Param-* headers to check (nor params.task) is handed on without a
+    // promise of its own.
     run(ctx, next) {
-      if (deps.outputValidation === 'enforce' && ctx.route!.outputSchema !== undefined && Object.hasOwn((ctx.message as JsonRpcRequest).params!, 'task')) {
-        // tasks.mdx §Tool-Level Negotiation: a task the server does not support for this tool is -32601.
-        return Promise.resolve(
-          refuseAt('arguments', ctx, {
-            kind: 'protocol',
-            code: 'task_output_unchecked',
-            rpcCode: ErrorCode.MethodNotFound,
-            message: `Tool "${ctx.route!.publicName}" is not called as a task here: it declares an outputSchema, which Gatehouse checks (tools.outputValidation: enforce), and a task's result comes through tasks/result, which it cannot check. Call it without params.task.`,
-          }),
-        );
-      }
-      // streamable-http.mdx §Server Behavior for Custom Headers: Gatehouse processes the body, so it MUST
-      // check the Mcp-Param-* headers the tool's x-mcp-header annotations imply (2026-07-28 requests only).
-      if (ctx.era === 'modern' && ctx.route!.params.length > 0) return withParamHeaders(ctx, next);
-      return Promise.resolve(checkArguments(ctx, next));
+      if (Object.hasOwn((ctx.message as JsonRpcRequest).params!, 'task')) return asTask(ctx, next);
+      return checked(ctx, next);
     },
   };
+
+  /** A task-augmented call: refused first where its path carries no tasks at all. */
+  async function asTask(ctx: CallContext, next: Next): Promise<Outcome> {
+    if (await deps.refusesCoreTasks(ctx)) return refuseAt('arguments', ctx, coreTaskRefusal(ctx.message as JsonRpcRequest)!);
+    return checked(ctx, next);
+  }
+
+  /** The checks every call meets (a task's output under `enforce`, the headers, the arguments). */
+  function checked(ctx: CallContext, next: Next): Promise<Outcome> {
+    if (deps.outputValidation === 'enforce' && ctx.route!.outputSchema !== undefined && Object.hasOwn((ctx.message as JsonRpcRequest).params!, 'task')) {
+      // tasks.mdx §Tool-Level Negotiation: a task the server does not support for this tool is -32601.
+      return Promise.resolve(
+        refuseAt('arguments', ctx, {
+          kind: 'protocol',
+          code: 'task_output_unchecked',
+          rpcCode: ErrorCode.MethodNotFound,
+          message: `Tool "${ctx.route!.publicName}" is not called as a task here: it declares an outputSchema, which Gatehouse checks (tools.outputValidation: enforce), and a task's result comes through tasks/result, which it cannot check. Call it without params.task.`,
+        }),
+      );
+    }
+    // streamable-http.mdx §Server Behavior for Custom Headers: Gatehouse processes the body, so it MUST
+    // check the Mcp-Param-* headers the tool's x-mcp-header annotations imply (2026-07-28 requests only).
+    if (ctx.era === 'modern' && ctx.route!.params.length > 0) return withParamHeaders(ctx, next);
+    return Promise.resolve(checkArguments(ctx, next));
+  }
 
   async function withParamHeaders(ctx: CallContext, next: Next): Promise<Outcome> {
     let route = ctx.route!;

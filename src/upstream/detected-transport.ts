@@ -68,6 +68,10 @@ export class DetectedTransport implements Upstream {
     return (this.sse ?? this.http).ready();
   }
 
+  refusesCoreTasks(ctx: CallContext): Promise<boolean> {
+    return (this.sse ?? this.http).refusesCoreTasks(ctx);
+  }
+
   knownEra(): 'modern' | 'legacy' | undefined {
     return (this.sse ?? this.http).knownEra();
   }

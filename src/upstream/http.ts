@@ -128,11 +128,28 @@ export class HttpUpstream implements Upstream {
 
   /** Bridged across eras, answered here (server/discover) or passed through, by the client's era and the upstream's. */
   private routed(ctx: CallContext, profile: UpstreamProfile): Promise<Outcome> {
-    if (ctx.era === 'modern' && profile.era === 'legacy') return this.modernBridge.handle(ctx);
-    if (ctx.era === 'legacy' && profile.era === 'modern' && !profile.alsoLegacy) return this.legacyBridge.handle(ctx);
+    const bridge = this.bridgeFor(ctx, profile);
+    if (bridge !== undefined) return bridge.handle(ctx);
     if (ctx.era === 'modern' && profile.era === 'modern' && ctx.method === 'server/discover' && ctx.kind === 'request') return Promise.resolve(this.answerDiscover(ctx, profile));
     if (ctx.method === 'initialize' && this.era === 'auto') return this.passThrough.forward(ctx).then((outcome) => this.afterInitialize(outcome));
     return this.passThrough.forward(ctx);
+  }
+
+  /** The era bridge that serves this call, if one does (else the pass-through, or Gatehouse's own discover). */
+  private bridgeFor(ctx: CallContext, profile: UpstreamProfile): CallHandler | undefined {
+    if (ctx.era === 'modern' && profile.era === 'legacy') return this.modernBridge;
+    if (ctx.era === 'legacy' && profile.era === 'modern' && !profile.alsoLegacy) return this.legacyBridge;
+    return undefined;
+  }
+
+  /** Every era bridge refuses core tasks; the pass-through carries them (see Upstream.refusesCoreTasks). */
+  async refusesCoreTasks(ctx: CallContext): Promise<boolean> {
+    if (this.pinnedPassThrough(ctx)) return false;
+    try {
+      return this.bridgeFor(ctx, this.verdict.known ?? (await this.verdict.get())) !== undefined;
+    } catch {
+      return false;
+    }
   }
 
   /**

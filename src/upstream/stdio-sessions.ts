@@ -119,19 +119,15 @@ export class StdioUpstream implements Upstream {
     // In perSession mode, unless the server is pinned legacy and so is the client, the era verdict decides:
     // legacy clients of a legacy or dual-era server get their own process per session, below. Every other
     // pair, and every pair in the shared and single modes, is bridged.
-    const bridged = this.config.processes !== 'perSession';
-    if (bridged || !(ctx.era === 'legacy' && this.config.era === 'legacy')) {
+    if (this.needsVerdict(ctx)) {
       let profile: UpstreamProfile;
       try {
         profile = this.verdict.known ?? (await this.verdictFor(ctx));
       } catch (err) {
         return refused(failure(asGatewayError(err, 'GW_ERR_UPSTREAM_EXITED', this.log, { upstream: this.name, callId: ctx.callId })));
       }
-      if (ctx.era === 'modern' && profile.era === 'legacy') return this.modernBridge.handle(ctx);
-      // Shared and single processes: the legacy client is held by Gatehouse and bridged to the modern face of
-      // the legacy server, whose sessions (children) carry many clients with remapped ids.
-      if (bridged && ctx.era === 'legacy' && profile.era === 'legacy') return this.sharedBridge.handle(ctx);
-      if (ctx.era === 'legacy' && profile.era === 'modern' && (bridged || !profile.alsoLegacy)) return this.legacyBridge.handle(ctx);
+      const bridge = this.bridgeFor(ctx, profile);
+      if (bridge !== undefined) return bridge.handle(ctx);
       if (ctx.era === 'modern') return this.forwardModern(ctx);
     }
     if (ctx.httpMethod === 'POST' && ctx.kind === 'request' && ctx.method === 'initialize') {
@@ -144,6 +140,32 @@ export class StdioUpstream implements Upstream {
     if ('outcome' in found) return found.outcome;
     if (ctx.httpMethod === 'GET') return found.session.openListenStream();
     return found.session.handlePost(ctx);
+  }
+
+  /** Every pair but a legacy client of a server pinned legacy in perSession mode waits for the era verdict. */
+  private needsVerdict(ctx: CallContext): boolean {
+    return this.config.processes !== 'perSession' || !(ctx.era === 'legacy' && this.config.era === 'legacy');
+  }
+
+  /** The era bridge that serves this call, if one does (else a modern child's stateless request, or a perSession child). */
+  private bridgeFor(ctx: CallContext, profile: UpstreamProfile): ModernClientBridge | LegacyClientBridge | undefined {
+    const bridged = this.config.processes !== 'perSession';
+    if (ctx.era === 'modern' && profile.era === 'legacy') return this.modernBridge;
+    // Shared and single processes: the legacy client is held by Gatehouse and bridged to the modern face of
+    // the legacy server, whose sessions (children) carry many clients with remapped ids.
+    if (bridged && ctx.era === 'legacy' && profile.era === 'legacy') return this.sharedBridge;
+    if (ctx.era === 'legacy' && profile.era === 'modern' && (bridged || !profile.alsoLegacy)) return this.legacyBridge;
+    return undefined;
+  }
+
+  /** Every era bridge refuses core tasks; a perSession child carries them (see Upstream.refusesCoreTasks). */
+  async refusesCoreTasks(ctx: CallContext): Promise<boolean> {
+    if (!this.needsVerdict(ctx)) return false;
+    try {
+      return this.bridgeFor(ctx, this.verdict.known ?? (await this.verdictFor(ctx))) !== undefined;
+    } catch {
+      return false;
+    }
   }
 
   knownEra(): 'modern' | 'legacy' | undefined {
