@@ -101,10 +101,30 @@ export function toLegacyResult(result: Obj): Obj {
   return out;
 }
 
-/** Modern client capabilities declared to a legacy server at `initialize` (extensions have no legacy form). */
+/**
+ * The client capabilities the modern-client bridge carries: the server requests it turns into an
+ * InputRequiredResult for its client (2026-07-28 mrtr.mdx; bridge-modern-client.ts INPUT_REQUEST_CAPABILITY).
+ */
+const BRIDGED_CLIENT_CAPABILITIES = ['sampling', 'elicitation', 'roots'] as const;
+
+/**
+ * Modern client capabilities declared to a legacy server at `initialize`: only those the bridge carries. A
+ * capability tells the server what it may ask of its client (2025-11-25 basic/lifecycle.mdx §Capability
+ * Negotiation), so none is declared that the bridge would then fail: not `tasks` (task-augmented requests
+ * and tasks/*, which the bridge refuses: core-tasks.ts), not `experimental` (requests it refuses as unknown),
+ * not `roots.listChanged` (a notification a modern client never sends), not `extensions` (no legacy form),
+ * nor any key of a client's own.
+ */
 export function legacyCapabilitiesFrom(modern: Obj): Obj {
-  const out: Obj = { ...modern };
-  delete out.extensions;
+  const out: Obj = {};
+  for (const name of BRIDGED_CLIENT_CAPABILITIES) {
+    const declared = Object.hasOwn(modern, name) ? modern[name] : undefined;
+    if (isObject(declared)) out[name] = declared;
+  }
+  if (isObject(out.roots)) {
+    const { listChanged: _listChanged, ...roots } = out.roots;
+    out.roots = roots;
+  }
   return out;
 }
 

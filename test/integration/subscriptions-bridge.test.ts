@@ -127,9 +127,12 @@ describe('modern subscriptions/listen → legacy upstream: how many sessions a c
     cleanups.push(() => gw.close());
     const streams: AbortController[] = [];
     cleanups.push(async () => streams.forEach((ac) => ac.abort()));
-    /** Opens a listen declaring `experimental.set<n>`, and returns its first message. */
+    // Five capability sets the bridge declares upstream as they are (it declares only what it carries:
+    // sampling, elicitation, roots; bridge-capabilities.test.ts).
+    const SETS: Array<Record<string, unknown>> = [{}, { sampling: {} }, { elicitation: {} }, { roots: {} }, { sampling: {}, elicitation: {} }];
+    /** Opens a listen declaring capability set `set` (1–5), and returns its first message. */
     const listen = async (id: number, set: number) => {
-      const req = modernRequest(id, 'subscriptions/listen', { notifications: { toolsListChanged: true }, _meta: { 'io.modelcontextprotocol/clientCapabilities': { experimental: { [`set${set}`]: {} } } } });
+      const req = modernRequest(id, 'subscriptions/listen', { notifications: { toolsListChanged: true }, _meta: { 'io.modelcontextprotocol/clientCapabilities': SETS[set - 1] } });
       const ac = new AbortController();
       streams.push(ac);
       const res = await request(gw.url, { method: 'POST', headers: req.headers, body: req.body, signal: ac.signal });
