@@ -577,7 +577,7 @@ function buildRuntime(config: GatehouseConfig, log: Logger, observeUpstream: (up
       }),
       requestState: compileRequestStateStage(kept.requestStates),
       pin: compilePinStage(config.tools.pinning, approvals.pins, policyLog),
-      arguments: compileArgumentsStage({ schemas, uncheckable: config.tools.uncheckableSchemas, pinning: config.tools.pinning, outputValidation: config.tools.outputValidation, refusesCoreTasks: (ctx) => upstream.refusesCoreTasks(ctx), refreshRoute: (route, capabilities) => routes.resolve(route.kind, route.publicName, capabilities, true) }),
+      arguments: compileArgumentsStage({ schemas, uncheckable: config.tools.uncheckableSchemas, pinning: config.tools.pinning, outputValidation: config.tools.outputValidation, refusesCoreTasks: (ctx) => upstream.refusesCoreTasks(ctx), auditing: config.audit.enabled, refreshRoute: (route, capabilities) => routes.resolve(route.kind, route.publicName, capabilities, true) }),
       egress: compileEgressStage(egress),
       rateLimit: compileRateLimitStage(limits.call, (key, bucket) => state.runNow((s) => s.takeTokens(key, bucket, 1))),
       budget: compileBudgetStage(

@@ -25,6 +25,8 @@
 //                                          core tasks (era bridges, stdio shared/single, catalog) ... -32601
 //                                          a tool with an outputSchema called as a task (params.task),
 //                                          whose result the output stage could not check .. -32601 (outputValidation: enforce)
+//                                          any call as a task, whose result tasks/result would
+//                                          bring unrecorded ............... -32601 task_unaudited (audit.enabled)
 //   egress      policy/egress-stage.ts: URLs, hosts and addresses in the arguments vs policy.egress
 //                                                                         ...... egress_blocked (tool result)
 //   rateLimit   policy/rate-limit-stage.ts: policy.rateLimits per subject, key, tenant, upstream, tool

@@ -6,7 +6,12 @@
 //   protocol/core-tasks.ts), which the upstream adapter would refuse anyway (it still does, for the
 //   requests that reach it);
 // - under tools.outputValidation `enforce`, to a tool with an outputSchema: its result would come through
-//   tasks/result, which no stage reads, so the output check could not follow it (output-stage.ts).
+//   tasks/result, which no stage reads, so the output check could not follow it (output-stage.ts);
+// - under the audit (audit.enabled): the record of a tools/call is written with its answer, which for a task
+//   is the CreateTaskResult; the tool's result comes later through tasks/result, a method that is no tool
+//   call and is not recorded. A governed gateway promises a record of every result it lets through, so the
+//   task is refused rather than let through unrecorded (with the audit off, tasks pass where the path
+//   carries them).
 // Here, not where the upstream or the output stage would refuse it, so that nothing is spent (rate limits,
 // budgets), asked (approvals) or kept (an idempotency key's answer) for a call that never runs; and after
 // the access stage, so a tool hidden from the caller stays an unknown tool to them.
@@ -35,6 +40,8 @@ export interface ArgumentsStageDeps {
   outputValidation: 'off' | 'warn' | 'enforce';
   /** Whether the path serving this call refuses core tasks (Upstream.refusesCoreTasks). */
   refusesCoreTasks(ctx: CallContext): Promise<boolean>;
+  /** audit.enabled: every tool call's result is recorded, so no call is made as a task (see the header). */
+  auditing: boolean;
 }
 
 export function compileArgumentsStage(deps: ArgumentsStageDeps): Stage {
@@ -49,9 +56,18 @@ export function compileArgumentsStage(deps: ArgumentsStageDeps): Stage {
     },
   };
 
-  /** A task-augmented call: refused first where its path carries no tasks at all. */
+  /** A task-augmented call: refused first where its path carries no tasks at all, then under the audit. */
   async function asTask(ctx: CallContext, next: Next): Promise<Outcome> {
     if (await deps.refusesCoreTasks(ctx)) return refuseAt('arguments', ctx, coreTaskRefusal(ctx.message as JsonRpcRequest)!);
+    if (deps.auditing) {
+      // tasks.mdx §Tool-Level Negotiation: a task the server does not support for this tool is -32601.
+      return refuseAt('arguments', ctx, {
+        kind: 'protocol',
+        code: 'task_unaudited',
+        rpcCode: ErrorCode.MethodNotFound,
+        message: `Tool "${ctx.route!.publicName}" is not called as a task here: Gatehouse records every tool call's result in its audit (audit.enabled), and a task's result comes through tasks/result, which is not recorded. Call it without params.task.`,
+      });
+    }
     return checked(ctx, next);
   }
 

@@ -134,7 +134,8 @@ describe('core tasks where Gatehouse holds the session (stdio shared and single)
   });
 
   test('processes: perSession is untouched: tasks work on the caller’s own child, and another caller’s child has none of them', async () => {
-    const gw = await gateway('perSession');
+    // With the audit off: under it no call is made as a task on any path (tasks-audit.test.ts).
+    const gw = await gateway('perSession', { audit: { enabled: false } });
     const [alice, bob] = await Promise.all([connect(gw, ALICE), connect(gw, BOB)]);
     try {
       assert.ok(alice.getServerCapabilities()?.tasks, 'the child’s own tasks capability reaches its client');

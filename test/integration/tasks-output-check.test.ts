@@ -55,7 +55,9 @@ const PATHS = {
 
 async function setUp(path: keyof typeof PATHS, outputValidation: 'enforce' | 'warn'): Promise<{ gw: TestGateway; client: Client }> {
   // `measure` counts as a write tool, so a key given with it is kept (idempotency.tools; keys optional).
-  const gw = await startGateway({ tools: { outputValidation }, idempotency: { requireKeys: false, tools: ['tasks/measure'] }, upstreams: [await PATHS[path]()] });
+  // The audit is off: under it no call is made as a task at all (tasks-audit.test.ts), and these are the
+  // output checks' own refusals.
+  const gw = await startGateway({ audit: { enabled: false }, tools: { outputValidation }, idempotency: { requireKeys: false, tools: ['tasks/measure'] }, upstreams: [await PATHS[path]()] });
   gateways.push(gw);
   const client = new Client({ name: 'tasks-output', version: '1.0.0' }, { capabilities: {} });
   await client.connect(new StreamableHTTPClientTransport(new URL(gw.url)), { timeout: TIMEOUT_MS });
