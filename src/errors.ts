@@ -17,12 +17,25 @@ export type GatewayErrorCode =
   | 'GW_ERR_UPSTREAM_EXITED'
   | 'GW_ERR_UPSTREAM_OVERLOADED'
   | 'GW_ERR_SHUTTING_DOWN'
+  /**
+   * Gatehouse holds as many upstream sessions for this caller (or in all) as it may, every one with a call
+   * on it: a new one is refused rather than opened past the bound (a stdio session is a child process).
+   * Gatehouse's own limit, not the upstream's failure: no breaker or upstream-error count sees it.
+   */
+  | 'GW_ERR_SESSION_LIMIT'
   /** The store (SQLite or Redis) cannot be reached: governed calls are refused rather than run ungoverned. */
   | 'GW_ERR_STATE_UNAVAILABLE';
 
 interface ErrorShape {
   status: number;
   retryable: boolean;
+  /** The `Retry-After` of a 503, in seconds (1 unless given). */
+  retryAfterS?: number;
+  /**
+   * Gatehouse's refusal before anything reached the upstream, wherever it is written (as the answer, or in
+   * an answer's stream): recorded as refused (request line, metrics, audit), never as a failure.
+   */
+  refusal?: true;
 }
 
 /** HTTP status per failure: 502 the upstream failed, 503 it is unavailable for now, 504 it was too slow. */
@@ -33,6 +46,8 @@ const SHAPES: Record<GatewayErrorCode, ErrorShape> = {
   GW_ERR_UPSTREAM_EXITED: { status: 503, retryable: true },
   GW_ERR_UPSTREAM_OVERLOADED: { status: 503, retryable: true },
   GW_ERR_SHUTTING_DOWN: { status: 503, retryable: true },
+  // A session frees up when a call on it ends: not at once, as with a restarting child.
+  GW_ERR_SESSION_LIMIT: { status: 503, retryable: true, retryAfterS: 5, refusal: true },
   GW_ERR_STATE_UNAVAILABLE: { status: 503, retryable: true },
 };
 
@@ -40,6 +55,10 @@ const SHAPES: Record<GatewayErrorCode, ErrorShape> = {
 export class GatewayError extends Error {
   readonly status: number;
   readonly retryable: boolean;
+  /** The `Retry-After` its 503 answer carries, in seconds. */
+  readonly retryAfterS: number;
+  /** Gatehouse refused the call before anything reached the upstream (ErrorShape.refusal). */
+  readonly refusedBeforeUpstream: boolean;
   constructor(
     readonly code: GatewayErrorCode,
     message: string,
@@ -51,6 +70,8 @@ export class GatewayError extends Error {
     const shape = SHAPES[code];
     this.status = shape.status;
     this.retryable = shape.retryable;
+    this.retryAfterS = shape.retryAfterS ?? 1;
+    this.refusedBeforeUpstream = shape.refusal === true;
   }
 }
 
@@ -204,7 +225,7 @@ export function toWire(r: Refusal, ctx: WireContext): WireAnswer {
       const err = r.error;
       return {
         status: err.status,
-        headers: err.status === 503 ? { 'retry-after': '1' } : {},
+        headers: err.status === 503 ? { 'retry-after': String(err.retryAfterS) } : {},
         body: errorResponse(ctx.id, ErrorCode.InternalError, err.message, {
           code: err.code,
           retryable: err.retryable,

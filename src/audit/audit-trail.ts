@@ -6,7 +6,7 @@
 // secrets redacted; the store chains the records by hash.
 
 import { randomUUID } from 'node:crypto';
-import { refusalCode, upstreamFailureOf } from '../errors.js';
+import { refusalCode, upstreamFailureOf, type Refusal } from '../errors.js';
 import type { Logger } from '../log/logger.js';
 import { isoNow, mayHoldSecrets, redactValue } from '../log/logger.js';
 import { isGoverned } from '../pipeline/answer-event.js';
@@ -32,8 +32,11 @@ export function auditEntryOf(e: CallAnswerEvent, runId: string): AuditEntry {
   const p = ctx.principal;
   const result = answer.response.result;
   // The upstream failed this call, whether the failure came in the answer's stream or as the refusal a
-  // stage made of it (a breaker or another stage that reads the answer turns one into the other).
-  const failed = answer.failure ?? upstreamFailureOf(answer.refusal);
+  // stage made of it (a breaker or another stage that reads the answer turns one into the other). A refusal
+  // of Gatehouse's own in the stream (no room for another upstream session) refused it: nothing ran.
+  const own: Refusal | undefined = answer.failure?.refusedBeforeUpstream === true && !ctx.cancel.aborted ? { kind: 'failure', error: answer.failure } : undefined;
+  const failed = own !== undefined ? undefined : (answer.failure ?? upstreamFailureOf(answer.refusal));
+  const refusal = answer.refusal ?? own;
   const argsJson = canonicalJson(args);
   // Arguments without anything to redact (the usual case) are recorded as they are, and their canonical
   // JSON, made once for the digest, serves the record too.
@@ -47,7 +50,7 @@ export function auditEntryOf(e: CallAnswerEvent, runId: string): AuditEntry {
     argumentsSha256: sha256Hex(argsJson),
     arguments: plain ? args : redactValue(args),
     // A call whose answer broke off because its client left is `aborted`, as in the metrics and the request log.
-    outcome: failed !== undefined ? (ctx.cancel.aborted ? 'aborted' : 'failed') : answer.refusal !== undefined ? 'refused' : answer.response.error !== undefined ? 'error' : result?.isError === true ? 'tool_error' : 'ok',
+    outcome: failed !== undefined ? (ctx.cancel.aborted ? 'aborted' : 'failed') : refusal !== undefined ? 'refused' : answer.response.error !== undefined ? 'error' : result?.isError === true ? 'tool_error' : 'ok',
     latencyMs: Math.round((performance.now() - ctx.receivedAt) * 1000) / 1000,
   };
   if (p.tenant !== undefined) entry.tenant = p.tenant;
@@ -61,10 +64,11 @@ export function auditEntryOf(e: CallAnswerEvent, runId: string): AuditEntry {
   if (failed !== undefined) {
     entry.refusal = ctx.cancel.aborted ? 'client_closed' : refusalCode({ kind: 'failure', error: failed });
     entry.stage = 'upstream';
-  } else if (answer.refusal !== undefined) {
-    entry.refusal = refusalCode(answer.refusal);
-    if (e.stage !== undefined) entry.stage = e.stage;
-    if (answer.refusal.kind === 'tool' && answer.refusal.rule !== undefined) entry.rule = answer.refusal.rule;
+  } else if (refusal !== undefined) {
+    entry.refusal = refusalCode(refusal);
+    const stage = refusal === own ? 'upstream' : e.stage;
+    if (stage !== undefined) entry.stage = stage;
+    if (refusal.kind === 'tool' && refusal.rule !== undefined) entry.rule = refusal.rule;
   }
   const key = (params._meta as Record<string, unknown> | undefined)?.[IDEMPOTENCY_META];
   if (typeof key === 'string') entry.idempotencyKey = key;

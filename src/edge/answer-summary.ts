@@ -25,16 +25,19 @@ export function failureSummary(wire: unknown, failure: GatewayError): AnswerSumm
 /**
  * A failure written once the answer had begun (a 200 stream the upstream broke off) ends the call as that
  * failure, as a refusal made before the answer began would: the request line and the metrics say
- * upstream_error, with the failure's code and stage `upstream`, as the audit says failed. Both edges (the
- * Streamable HTTP one and the 2024-11-05 SSE endpoint) record it so.
+ * upstream_error, with the failure's code and stage `upstream`, as the audit says failed. A refusal of
+ * Gatehouse's own written so (no room for another upstream session: errors.ts refusedBeforeUpstream) says
+ * refused with its code, no upstream error. Both edges (the Streamable HTTP one and the 2024-11-05 SSE
+ * endpoint) record it so.
  */
 export function recordWrittenFailure(record: CallRecord, failure: GatewayError): void {
   if (record.refusal !== undefined) return;
   const refusal: Refusal = { kind: 'failure', error: failure };
-  if (upstreamFailureOf(refusal) === undefined) return;
+  const upstreams = upstreamFailureOf(refusal) !== undefined;
+  if (!upstreams && !failure.refusedBeforeUpstream) return;
   record.refusal = refusalCode(refusal);
   record.stage = 'upstream';
-  record.upstreamFailed = true;
+  if (upstreams) record.upstreamFailed = true;
 }
 
 export const NO_TOOL_ERROR: AnswerSummary = Object.freeze({ toolError: false });

@@ -363,7 +363,8 @@ export class ModernClientBridge {
     try {
       session = await this.sessions.get(legacyCapabilitiesFrom(capabilities), owner);
     } catch (err) {
-      this.staleVerdict();
+      // A pool with no room says nothing of the upstream's era; probing it again would start a child.
+      if (!(err instanceof GatewayError && err.code === 'GW_ERR_SESSION_LIMIT')) this.staleVerdict();
       throw err;
     }
     const release = this.sessions.use(session, owner);

@@ -1,6 +1,8 @@
 // The legacy sessions Gatehouse opens on a legacy upstream on behalf of modern clients. Legacy capabilities
 // are fixed per session while modern ones travel per request, so sessions are pooled by the capability set
 // declared (GATEWAY-REQUIREMENTS §16.1 "Session management"). A session the upstream ended is replaced.
+// The pool is bounded per caller and in all; past a bound an idle session is ended, and with none idle the
+// new session is refused (GW_ERR_SESSION_LIMIT), never opened past it.
 //
 // Over stdio every session is a child process, so a stdio upstream asks for more (`PoolOptions`): sessions
 // nobody used for `idleTimeoutMs` are ended; Gatehouse's own reads (lists, owner '') use a session that is
@@ -94,10 +96,15 @@ export class LegacyClientSessions {
         if (lent) return Promise.resolve(lent);
       } else {
         const ours = this.pool.get(`\u0000${caps}`);
-        if (ours) return this.handOver(ours, `\u0000${caps}`, key, owner).promise;
+        if (ours) {
+          // Gatehouse's session becomes one more of the caller's: the pool holds as many as before.
+          const full = this.makeRoom(owner, false);
+          return full ? Promise.reject(full) : this.handOver(ours, `\u0000${caps}`, key, owner).promise;
+        }
       }
     }
-    return this.entry(key, capabilities, owner).promise;
+    const full = this.makeRoom(owner, true);
+    return full ? Promise.reject(full) : this.entry(key, capabilities, owner).promise;
   }
 
   /**
@@ -167,21 +174,34 @@ export class LegacyClientSessions {
       },
     );
     this.pool.set(key, entry);
-    this.makeRoom(owner, entry);
     return entry;
   }
 
   /**
-   * Keeps the pool within its bounds by ending idle sessions, least recently used first: a caller's own
-   * past MAX_PER_OWNER, anyone's past MAX_POOLED. A session with calls, parked calls or listens on it is
-   * never ended under them; the pool may hold more for a while instead. Capability sets are the caller's to
-   * choose: until 3 December one caller cycling through 65 of them ended the oldest session in the pool,
-   * whoever's it was and whatever ran on it.
+   * Makes room for one more session of `owner` (`added`: one more in the pool too) by ending idle sessions,
+   * least recently used first: the caller's own at MAX_PER_OWNER, anyone's at MAX_POOLED. A session with
+   * calls, parked calls or listens on it, or still opening, is never ended; when nothing can be, the answer
+   * is the refusal to give (GW_ERR_SESSION_LIMIT) and no session is opened. Capability sets are the
+   * caller's to choose: until 3 December one caller cycling through 65 of them ended the oldest session in
+   * the pool, whoever's it was and whatever ran on it; until 4 December, with none idle, each new set opened
+   * a session past the bound anyway (over stdio, a child process each, kept until idle).
    */
-  private makeRoom(owner: string, keep: Entry): void {
+  private makeRoom(owner: string, added: boolean): GatewayError | undefined {
     const mine = (e: Entry): boolean => e.owner === owner;
-    while (this.count(mine) > MAX_PER_OWNER && this.endLeastUsed((e) => e !== keep && mine(e), 'the caller holds too many capability sets'));
-    while (this.pool.size > MAX_POOLED && this.endLeastUsed((e) => e !== keep, 'the pool is full'));
+    while (this.count(mine) >= MAX_PER_OWNER) {
+      if (!this.endLeastUsed(mine, 'the caller holds too many capability sets')) {
+        return this.full(`${owner === '' ? 'Gatehouse holds' : 'This caller holds'} ${MAX_PER_OWNER} sessions (one per capability set declared), all in use; retry when a call ends, or declare fewer capability sets`);
+      }
+    }
+    while (added && this.pool.size >= MAX_POOLED) {
+      if (!this.endLeastUsed(() => true, 'the pool is full')) return this.full(`Gatehouse holds ${MAX_POOLED} sessions, all in use; retry later`);
+    }
+    return undefined;
+  }
+
+  private full(why: string): GatewayError {
+    this.log.warn('legacy upstream session refused: no room', { why });
+    return new GatewayError('GW_ERR_SESSION_LIMIT', `Upstream "${this.client.upstream}": ${why}`, this.client.upstream);
   }
 
   private count(which: (e: Entry) => boolean): number {
@@ -234,7 +254,6 @@ export class LegacyClientSessions {
     entry.promise.catch(() => {
       if (this.pool.get(to) === entry) this.pool.delete(to);
     });
-    this.makeRoom(owner, entry);
     return entry;
   }
 

@@ -84,7 +84,12 @@ const FAILURES: Array<[GatewayErrorCode, number]> = [
   ['GW_ERR_UPSTREAM_EXITED', 503],
   ['GW_ERR_UPSTREAM_OVERLOADED', 503],
   ['GW_ERR_SHUTTING_DOWN', 503],
+  ['GW_ERR_STATE_UNAVAILABLE', 503],
+  ['GW_ERR_SESSION_LIMIT', 503],
 ];
+
+/** Retry-After of a 503 failure: a second, unless a session must first end (GW_ERR_SESSION_LIMIT). */
+const RETRY_AFTER: Partial<Record<GatewayErrorCode, string>> = { GW_ERR_SESSION_LIMIT: '5' };
 
 for (const era of ERAS) {
   for (const row of rows) {
@@ -119,7 +124,7 @@ for (const era of ERAS) {
       const error = new GatewayError(code, `it failed: ${code}`, 'crm');
       const wire = toWire({ kind: 'failure', error }, { ...ctx, era });
       assert.equal(wire.status, status);
-      assert.deepEqual(wire.headers, status === 503 ? { 'retry-after': '1' } : {});
+      assert.deepEqual(wire.headers, status === 503 ? { 'retry-after': RETRY_AFTER[code] ?? '1' } : {});
       assert.deepEqual(wire.body, { jsonrpc: '2.0', id: 7, error: { code: -32603, message: `it failed: ${code}`, data: { code, retryable: error.retryable, upstream: 'crm', callId: 'call-1' } } });
       assert.equal(refusalCode({ kind: 'failure', error }), code.slice('GW_ERR_'.length).toLowerCase());
     });

@@ -3,12 +3,14 @@
 // the pool is bounded; what it must never do to stay bounded is end a session with calls on it, or end
 // another caller's session because one caller declared many sets. Until 3 December the 65th set ended the
 // oldest session in the pool, whoever's it was and whatever ran on it. Now: at most 8 per caller, 64 in
-// all, the least recently used idle session ended first, and none with anything on it.
+// all, the least recently used idle session ended first, and none with anything on it; with none idle, the
+// new session is refused (GW_ERR_SESSION_LIMIT), where until 4 December it was opened past the bound.
 
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { LegacyClientSessions, type LegacyClientSession } from '../../../src/upstream/legacy-client-sessions.js';
 import { createLogger } from '../../../src/log/logger.js';
+import type { GatewayError } from '../../../src/errors.js';
 import type { UpstreamMessages } from '../../../src/pipeline/ports.js';
 import type { JsonRpcMessage, JsonRpcRequest } from '../../../src/protocol/jsonrpc.js';
 
@@ -49,7 +51,7 @@ test("one caller declaring 70 capability sets ends only its own idle sessions, n
   release();
 });
 
-test('past 64 sessions in all, the least recently used idle one is ended; one in use is kept, the pool then holding more', async () => {
+test('past 64 sessions in all, the least recently used idle one is ended; with every one in use, a new one is refused GW_ERR_SESSION_LIMIT and none opened', async () => {
   const u = upstream();
   const ended: LegacyClientSession[] = [];
   const pool = new LegacyClientSessions(u, createLogger('warn', () => {}), { onEnd: (s) => void ended.push(s) });
@@ -62,14 +64,57 @@ test('past 64 sessions in all, the least recently used idle one is ended; one in
   await pool.get(caps(0), 'owner64');
   assert.deepEqual(ended.map((s) => s.id), [others[0]!.id], 'the least recently used, not the first opened');
   assert.ok(pool.holds(first));
-  // Every session busy: the next one is opened and none is ended under its calls.
+  // Every session busy: the next one is refused, and none is ended under its calls. Until 4 December it
+  // was opened past the bound (over stdio, one more child process each).
   const releases = [first, ...others.slice(1)].map((s) => pool.use(s, s.owner));
   const newest = await pool.get(caps(0), 'owner64');
   releases.push(pool.use(newest, 'owner64'));
-  await pool.get(caps(0), 'owner65');
+  const opened = u.opened;
+  await assert.rejects(pool.get(caps(0), 'owner65'), (err: GatewayError) => err.code === 'GW_ERR_SESSION_LIMIT' && err.status === 503 && /64 sessions, all in use/.test(err.message));
+  assert.equal(u.opened, opened, 'no session was opened for the refused caller');
   assert.equal(ended.length, 1, 'nothing in use was ended');
+  // The callers that hold a session are still served by it.
+  assert.equal(await pool.get(caps(0), 'owner3'), others[2]);
   for (const r of releases) r();
-  // Once idle again, the next arrival brings the pool back within its bound.
+  // Once idle again, the next arrival ends the least recently used one and is served.
   await pool.get(caps(0), 'owner66');
-  assert.equal(ended.length, 3);
+  assert.equal(ended.length, 2);
+  assert.equal(u.opened, opened + 1);
+});
+
+test('one caller whose 8 sessions are all in use is refused a 9th capability set; other callers are served, and so is it once one is idle', async () => {
+  const u = upstream();
+  const ended: LegacyClientSession[] = [];
+  const pool = new LegacyClientSessions(u, createLogger('warn', () => {}), { onEnd: (s) => void ended.push(s) });
+  // Opened together, as concurrent first calls are: a session still opening cannot be ended either.
+  const mine = await Promise.all(Array.from({ length: 8 }, (_, i) => pool.get(caps(i), 'mallory')));
+  const releases = mine.map((s) => pool.use(s, 'mallory'));
+  await assert.rejects(pool.get(caps(8), 'mallory'), (err: GatewayError) => err.code === 'GW_ERR_SESSION_LIMIT' && err.retryAfterS === 5 && /This caller holds 8 sessions/.test(err.message));
+  const opening = Array.from({ length: 8 }, (_, i) => pool.get(caps(100 + i), 'eve'));
+  await assert.rejects(pool.get(caps(108), 'eve'), (err: GatewayError) => err.code === 'GW_ERR_SESSION_LIMIT', 'sessions still opening count, and are not ended');
+  await Promise.all(opening);
+  assert.equal(u.opened, 16);
+  assert.ok((await pool.get(caps(8), 'alice')).id, 'another caller is served');
+  assert.equal(ended.length, 0);
+  releases[3]!();
+  const ninth = await pool.get(caps(8), 'mallory');
+  assert.equal(ninth.owner, 'mallory');
+  assert.deepEqual(ended.map((s) => s.id), [mine[3]!.id], 'its idle session was ended to make room');
+  for (const r of releases) r();
+});
+
+test("a session Gatehouse opened is not handed to a caller whose 8 sessions are all in use", async () => {
+  const u = upstream();
+  const pool = new LegacyClientSessions(u, createLogger('warn', () => {}), { shareOwnReads: true });
+  const ours = await pool.get(caps(8), '');
+  const mine = await Promise.all(Array.from({ length: 8 }, (_, i) => pool.get(caps(i), 'mallory')));
+  const releases = mine.map((s) => pool.use(s, 'mallory'));
+  await assert.rejects(pool.get(caps(8), 'mallory'), (err: GatewayError) => err.code === 'GW_ERR_SESSION_LIMIT');
+  assert.equal(ours.owner, '', "Gatehouse's session stays Gatehouse's");
+  assert.ok(pool.holds(ours));
+  releases[0]!();
+  const taken = await pool.get(caps(8), 'mallory');
+  assert.equal(taken, ours, 'handed over once the caller has room');
+  assert.equal(taken.owner, 'mallory');
+  for (const r of releases) r();
 });
