@@ -4,6 +4,7 @@
 
 import { spawn, type ChildProcessWithoutNullStreams } from 'node:child_process';
 import { readdirSync, readFileSync } from 'node:fs';
+import { StringDecoder } from 'node:string_decoder';
 import { GatewayError } from '../errors.js';
 import type { Logger } from '../log/logger.js';
 import type { JsonRpcId, JsonRpcMessage, JsonRpcRequest, JsonRpcResponse } from '../protocol/jsonrpc.js';
@@ -29,6 +30,8 @@ export interface StdioProcessOptions {
 /** Only these variables of the gateway's own environment reach a child; secrets are passed explicitly. */
 const INHERITED_ENV = ['PATH', 'HOME', 'USER', 'LOGNAME', 'SHELL', 'TERM', 'LANG', 'TMPDIR', 'NODE_OPTIONS'];
 const STDERR_LINE_LIMIT = 4096;
+/** The line break of newline-delimited JSON (stdio.mdx §Message Format), as the byte it is in UTF-8. */
+const NEWLINE = 0x0a;
 /** How long what a child left of its process group has, after SIGTERM, before SIGKILL. */
 const GROUP_GRACE_MS = 2000;
 /** How much of a non-JSON stdout line is logged. */
@@ -42,9 +45,14 @@ const SCRUB_MARGIN = 16 * 1024;
 export class StdioProcess {
   private child?: ChildProcessWithoutNullStreams;
   private readonly pending: PendingRequests;
-  private stdoutBuf = '';
-  /** Reading past an oversized line: which request it answers. */
-  private dropping: AnsweredIdScanner | undefined;
+  /**
+   * The stdout line still coming, as the bytes read of it (decoded once, whole, when its line break comes:
+   * a character split between two reads is then whole), and how many bytes that is.
+   */
+  private stdoutParts: Buffer[] = [];
+  private stdoutBytes = 0;
+  /** Reading past an oversized line: which request it answers, and its text decoded for that. */
+  private dropping: { scanner: AnsweredIdScanner; decoder: StringDecoder } | undefined;
   private exited = false;
   /** Set once stop() begins: the exit that follows is expected, not news. */
   private stopping = false;
@@ -86,8 +94,8 @@ export class StdioProcess {
     // (a browser it drives, the server behind an `npx` or a shell) is in it, and is ended with it (endGroup).
     const child = spawn(cmd, args, { cwd: this.opts.cwd, env, stdio: ['pipe', 'pipe', 'pipe'], detached: true });
     this.child = child;
-    child.stdout.setEncoding('utf8');
-    child.stdout.on('data', (chunk: string) => this.onStdout(chunk));
+    // Read as bytes: maxMessageBytes bounds a line's bytes, not the UTF-16 units of its text.
+    child.stdout.on('data', (chunk: Buffer) => this.onStdout(chunk));
     this.pipeStderr(child);
     child.stdin.on('error', () => {}); // EPIPE after exit is reported through 'exit'
     return new Promise((resolve, reject) => {
@@ -184,32 +192,48 @@ export class StdioProcess {
     if (groupLives(pgid) && signalGroup(pgid, 'SIGKILL')) this.log.warn('stdio upstream left processes that ignored SIGTERM; killed', { pgid });
   }
 
-  private onStdout(chunk: string): void {
+  /**
+   * Splits stdout into lines at the byte 0x0A, which UTF-8 never uses inside a character. A line is
+   * bounded by maxLineBytes in bytes (the upstream's maxMessageBytes): until 4 December the decoded text's
+   * length was counted, and a line of 3-byte characters was held up to 3 times the bytes configured.
+   */
+  private onStdout(chunk: Buffer): void {
     const max = this.opts.maxLineBytes ?? MAX_WHOLE_BODY_BYTES;
     let start = 0;
     for (;;) {
-      const nl = chunk.indexOf('\n', start);
+      const nl = chunk.indexOf(NEWLINE, start);
       if (nl === -1) break;
-      if (this.dropping !== undefined) {
-        this.dropping.feed(chunk.slice(start, nl));
-        this.endDropped(this.dropping, max);
-        this.dropping = undefined;
-      } else {
-        const line = this.stdoutBuf + chunk.slice(start, nl);
-        this.stdoutBuf = '';
-        this.onLine(line);
-      }
+      const piece = chunk.subarray(start, nl);
       start = nl + 1;
+      if (this.dropping === undefined && this.stdoutBytes + piece.length > max) this.startDropping(max);
+      if (this.dropping !== undefined) {
+        const { scanner, decoder } = this.dropping;
+        scanner.feed(decoder.write(piece) + decoder.end());
+        this.dropping = undefined;
+        this.endDropped(scanner, max);
+        continue;
+      }
+      const line = this.stdoutParts.length === 0 ? piece.toString('utf8') : Buffer.concat([...this.stdoutParts, piece]).toString('utf8');
+      this.stdoutParts = [];
+      this.stdoutBytes = 0;
+      this.onLine(line);
     }
-    if (this.dropping !== undefined) return this.dropping.feed(chunk.slice(start));
-    this.stdoutBuf += chunk.slice(start);
-    if (this.stdoutBuf.length > max) {
-      this.log.warn('stdio upstream wrote an oversized line; dropped', { maxLineBytes: max });
-      // The rest of the line is read past, not kept: only which request it answers, if any.
-      this.dropping = new AnsweredIdScanner();
-      this.dropping.feed(this.stdoutBuf);
-      this.stdoutBuf = '';
-    }
+    const rest = chunk.subarray(start);
+    if (rest.length === 0) return;
+    if (this.dropping !== undefined) return this.dropping.scanner.feed(this.dropping.decoder.write(rest));
+    this.stdoutParts.push(rest);
+    this.stdoutBytes += rest.length;
+    if (this.stdoutBytes > max) this.startDropping(max);
+  }
+
+  /** The line read so far is past its bound: the rest is read past, not kept; only which request it answers, if any. */
+  private startDropping(max: number): void {
+    this.log.warn('stdio upstream wrote an oversized line; dropped', { maxLineBytes: max });
+    const dropping = { scanner: new AnsweredIdScanner(), decoder: new StringDecoder('utf8') };
+    for (const part of this.stdoutParts) dropping.scanner.feed(dropping.decoder.write(part));
+    this.stdoutParts = [];
+    this.stdoutBytes = 0;
+    this.dropping = dropping;
   }
 
   /** A dropped line that answered a request fails that request now, rather than at its time limit. */
