@@ -266,11 +266,11 @@ export class StdioProcess {
       const lines = (partial + chunk).split('\n');
       // A line still coming is kept up to its excerpt and the margin scrubbed with it, never more.
       partial = (lines.pop() ?? '').slice(0, STDERR_LINE_LIMIT + SCRUB_MARGIN);
-      for (const l of lines) if (l.trim() !== '') this.log.info('stdio upstream stderr', { pid: child.pid, line: excerpt(this.log, l, STDERR_LINE_LIMIT) });
+      for (const l of lines) if (l.trim() !== '') this.log.info('stdio upstream stderr', { pid: child.pid, line: excerpt(this.log, withoutCr(l), STDERR_LINE_LIMIT) });
     });
     // The last line of a child that exits may have no line break after it, and often says why it exited.
     child.stderr.on('end', () => {
-      if (partial.trim() !== '') this.log.info('stdio upstream stderr', { pid: child.pid, line: excerpt(this.log, partial, STDERR_LINE_LIMIT) });
+      if (partial.trim() !== '') this.log.info('stdio upstream stderr', { pid: child.pid, line: excerpt(this.log, withoutCr(partial), STDERR_LINE_LIMIT) });
       partial = '';
     });
   }
@@ -301,6 +301,15 @@ export class StdioProcess {
 function excerpt(log: Logger, text: string, max: number): string {
   if (text.length <= max) return text;
   return log.scrub(text.slice(0, max + SCRUB_MARGIN)).slice(0, max);
+}
+
+/**
+ * A stderr line without the carriage return of a CRLF line break (Windows programs, a Python script writing
+ * \r\n): it is part of the line break, not of the line, and logged it ended every such line in a stray
+ * `\r` that a search for the line's text did not match. Other text is kept.
+ */
+function withoutCr(line: string): string {
+  return line.endsWith('\r') ? line.slice(0, -1) : line;
 }
 
 /** Signals a process group; false when it has no member left (or is not ours to signal). */
