@@ -53,6 +53,7 @@ export function unsupportedFeatures(config: GatehouseConfig): string[] {
   problems.push(...listenerClashes(config));
   problems.push(...urlProblems(config));
   problems.push(...headerProblems(config));
+  problems.push(...stdioProblems(config));
   problems.push(...timerProblems(config));
   return problems;
 }
@@ -81,6 +82,31 @@ function headerProblems(config: GatehouseConfig): string[] {
       if (UNSENDABLE_IN_HEADER.test(value)) problems.push(`${formatPath([...path, name])}: holds a line break, a control character or a character outside Latin-1, which a header cannot carry (a secret file read with \${file:...} may end with a blank line; only one final newline is dropped)`);
     }
   }
+  return problems;
+}
+
+const NUL_PROBLEM = 'holds a NUL character, which a command, an argument, an environment variable or a directory cannot (the process could not be started; a secret file read with ${file:...} may hold one)';
+
+/**
+ * A stdio upstream's command, arguments, environment and working directory reach the operating system as C
+ * strings, which a NUL ends: Node refuses to spawn with one (ERR_INVALID_ARG_VALUE). The schema takes any
+ * string, and a secret read through `${file:...}` or `${env:...}` may bring one in: until 4 December such a
+ * config checked clean, started and was applied by a reload, and the upstream failed at its first child.
+ */
+function stdioProblems(config: GatehouseConfig): string[] {
+  const problems: string[] = [];
+  config.upstreams.forEach((u, i) => {
+    if (!('command' in u)) return;
+    // The value is not repeated: an argument or a variable may be a credential.
+    u.command.forEach((part, j) => {
+      if (part.includes('\0')) problems.push(`${formatPath(['upstreams', i, 'command', j])}: ${NUL_PROBLEM}`);
+    });
+    // Names are the schema's (letters, digits and _); values are anything a secret brings in.
+    for (const [name, value] of Object.entries(u.env)) {
+      if (value.includes('\0')) problems.push(`${formatPath(['upstreams', i, 'env', name])}: ${NUL_PROBLEM}`);
+    }
+    if (u.cwd?.includes('\0')) problems.push(`${formatPath(['upstreams', i, 'cwd'])}: ${NUL_PROBLEM}`);
+  });
   return problems;
 }
 

@@ -92,7 +92,16 @@ export class StdioProcess {
     Object.assign(env, this.opts.env);
     // A process group of its own (detached: setsid), whose id is the child's PID: what the child starts
     // (a browser it drives, the server behind an `npx` or a shell) is in it, and is ended with it (endGroup).
-    const child = spawn(cmd, args, { cwd: this.opts.cwd, env, stdio: ['pipe', 'pipe', 'pipe'], detached: true });
+    let child: ChildProcessWithoutNullStreams;
+    try {
+      child = spawn(cmd, args, { cwd: this.opts.cwd, env, stdio: ['pipe', 'pipe', 'pipe'], detached: true });
+    } catch (err) {
+      // Node throws for what it cannot pass to a process (a NUL in an argument or a variable, which the config
+      // checks refuse), quoting the value, which may be a credential: neither the log nor the client gets it.
+      const code = (err as { code?: unknown }).code;
+      this.markExited(`could not be started: its command, arguments, environment or working directory cannot be passed to a process (${typeof code === 'string' ? code : 'error'})`);
+      return Promise.reject(new GatewayError('GW_ERR_UPSTREAM_EXITED', `Upstream "${this.opts.upstream}" could not be started: its command, arguments, environment or working directory cannot be passed to a process`, this.opts.upstream));
+    }
     this.child = child;
     // Read as bytes: maxMessageBytes bounds a line's bytes, not the UTF-16 units of its text.
     child.stdout.on('data', (chunk: Buffer) => this.onStdout(chunk));
