@@ -143,12 +143,15 @@ export class StdioProcess {
   /** Writes one message (notification, response, or a request whose answer is not awaited). */
   send(msg: JsonRpcMessage): void {
     if (!this.alive || this.backlogged('message dropped')) return;
-    this.child!.stdin.write(JSON.stringify(msg) + '\n');
+    // As bytes, encoded once here rather than by the pipe: a pipe counts a string's UTF-16 units in its
+    // backlog (writableLength), and backlogged() bounds bytes.
+    this.child!.stdin.write(Buffer.from(JSON.stringify(msg) + '\n', 'utf8'));
   }
 
   /**
    * True when what was written to the child and not yet read by it (Node buffers it for as long as the
-   * pipe is full) has reached the upstream's maxMessageBytes: a child that reads nothing more (stuck, or
+   * pipe is full) has reached the upstream's maxMessageBytes, in bytes (send writes Buffers: until
+   * 4 December strings were written, counted in UTF-16 units, and 3-byte characters queued 3 times the bound): a child that reads nothing more (stuck, or
    * blocked) is written nothing more, or each request would grow the gateway's memory until requestMs
    * failed it. Logged once until the child reads again.
    */
