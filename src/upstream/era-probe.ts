@@ -147,14 +147,33 @@ async function handshake(client: UpstreamMessages, params: Record<string, unknow
   // would wait out its timeout and judge the server by that. The pong goes to the session the answer's
   // headers named; the version is not agreed yet.
   const pongHeaders: Record<string, string> = typeof sessionId === 'string' ? { 'mcp-session-id': sessionId } : {};
-  const response = await firstResponse(reply.messages, (ping) => pong(client, pongHeaders, ping, log));
+  let response: JsonRpcResponse | undefined;
+  try {
+    response = await firstResponse(reply.messages, (ping) => pong(client, pongHeaders, ping, log));
+  } catch (err) {
+    endFailedSession(client, sessionId, params);
+    throw err;
+  }
   const result = response?.result;
   const version = result?.protocolVersion;
   if (!result || typeof version !== 'string' || !isLegacyVersion(version)) {
+    endFailedSession(client, sessionId, params);
     throw new NoHandshakeError(client.upstream, reply.status);
   }
   if (typeof sessionId === 'string') await client.deleteSession(sessionId, version);
   return { era: 'legacy', version, init: result };
+}
+
+/**
+ * Ends a session whose `initialize` failed (refused, answered unreadably, or not in time) on the upstream
+ * that named it in the answer's headers: over stdio it is a child process, which otherwise ran on, one per
+ * failed attempt, until Gatehouse stopped (2025-11-25/basic/transports.mdx §Session Management: a client
+ * that no longer needs a session SHOULD end it). Not awaited: the failure is the caller's answer now.
+ */
+export function endFailedSession(client: UpstreamMessages, sessionId: unknown, params: Record<string, unknown>): void {
+  if (typeof sessionId !== 'string') return;
+  const asked = params.protocolVersion;
+  void client.deleteSession(sessionId, typeof asked === 'string' ? asked : LATEST_LEGACY_VERSION).catch(() => {});
 }
 
 /** The first response among `messages`; a ping on the way is handed to `answer`. */

@@ -13,7 +13,7 @@ import { GatewayError } from '../errors.js';
 import type { Logger } from '../log/logger.js';
 import type { JsonRpcResponse } from '../protocol/jsonrpc.js';
 import { isLegacyVersion, protocolVersionHeader } from '../protocol/versions.js';
-import { gatehouseInitializeParams } from './era-probe.js';
+import { endFailedSession, gatehouseInitializeParams } from './era-probe.js';
 import type { UpstreamMessages } from '../pipeline/ports.js';
 import { canonicalJson } from '../protocol/canonical-json.js';
 import { answeringPings, pong } from './answering-pings.js';
@@ -258,16 +258,23 @@ export class LegacyClientSessions {
   }
 
   private async open(key: string, capabilities: Record<string, unknown>, owner: string): Promise<LegacyClientSession> {
-    const reply = await this.client.post({ jsonrpc: '2.0', id: 'gatehouse-init', method: 'initialize', params: gatehouseInitializeParams(capabilities) }, {});
+    const params = gatehouseInitializeParams(capabilities);
+    const reply = await this.client.post({ jsonrpc: '2.0', id: 'gatehouse-init', method: 'initialize', params }, {});
     let response: JsonRpcResponse | undefined;
     const id = reply.headers['mcp-session-id'];
     // Its pings are answered on the session the answer's headers named; the version is not agreed yet.
     const pongHeaders: Record<string, string> = typeof id === 'string' ? { 'mcp-session-id': id } : {};
-    for await (const m of answeringPings(reply.messages, (ping) => pong(this.client, pongHeaders, ping, this.log))) {
-      if ('id' in m && m.id === 'gatehouse-init') response = m as JsonRpcResponse;
+    try {
+      for await (const m of answeringPings(reply.messages, (ping) => pong(this.client, pongHeaders, ping, this.log))) {
+        if ('id' in m && m.id === 'gatehouse-init') response = m as JsonRpcResponse;
+      }
+    } catch (err) {
+      endFailedSession(this.client, id, params);
+      throw err;
     }
     const version = response?.result?.protocolVersion;
     if (!response?.result || typeof version !== 'string' || !isLegacyVersion(version)) {
+      endFailedSession(this.client, id, params);
       throw new GatewayError('GW_ERR_UPSTREAM_BAD_RESPONSE', `Upstream "${this.client.upstream}" refused initialize (HTTP ${reply.status})`, this.client.upstream);
     }
     const session: LegacyClientSession = { id: typeof id === 'string' ? id : undefined, version, init: response.result, key, owner };

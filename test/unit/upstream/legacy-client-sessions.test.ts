@@ -10,7 +10,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { LegacyClientSessions, type LegacyClientSession } from '../../../src/upstream/legacy-client-sessions.js';
 import { createLogger } from '../../../src/log/logger.js';
-import type { GatewayError } from '../../../src/errors.js';
+import { GatewayError } from '../../../src/errors.js';
 import type { UpstreamMessages } from '../../../src/pipeline/ports.js';
 import type { JsonRpcMessage, JsonRpcRequest } from '../../../src/protocol/jsonrpc.js';
 
@@ -117,4 +117,37 @@ test("a session Gatehouse opened is not handed to a caller whose 8 sessions are 
   assert.equal(taken, ours, 'handed over once the caller has room');
   assert.equal(taken.owner, 'mallory');
   for (const r of releases) r();
+});
+
+test('a session whose initialize fails (refused, or not answered in time) is ended upstream, not left open', async () => {
+  // The upstream names the session in the answer's headers, then refuses the handshake or never finishes
+  // it: the session was left open upstream (over stdio, a child that did not answer in time ran on, one per
+  // failed attempt, until Gatehouse stopped: until 4 December). 2025-11-25/basic/transports.mdx §Session
+  // Management: a client that no longer needs a session SHOULD end it with DELETE.
+  for (const failing of ['refused', 'timeout'] as const) {
+    const deleted: string[] = [];
+    let opened = 0;
+    const u: UpstreamMessages = {
+      upstream: 'legacy',
+      post: async (msg: JsonRpcMessage) => {
+        const request = msg as JsonRpcRequest;
+        const id = `s${++opened}`;
+        return {
+          status: 200,
+          headers: { 'mcp-session-id': id },
+          messages: (async function* () {
+            if (failing === 'timeout') throw new GatewayError('GW_ERR_UPSTREAM_TIMEOUT', 'did not answer in time', 'legacy');
+            yield { jsonrpc: '2.0' as const, id: request.id, error: { code: -32602, message: 'unsupported capabilities' } };
+          })(),
+        };
+      },
+      openGet: async () => null,
+      deleteSession: async (id: string) => void deleted.push(id),
+    };
+    const pool = new LegacyClientSessions(u, createLogger('error', () => {}));
+    await assert.rejects(pool.get(caps(0), 'alice'));
+    await assert.rejects(pool.get(caps(0), 'alice'));
+    await new Promise((r) => setImmediate(r));
+    assert.deepEqual(deleted, ['s1', 's2'], `${failing}: each failed session was ended`);
+  }
 });
