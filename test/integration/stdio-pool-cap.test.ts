@@ -41,7 +41,9 @@ after(async () => {
 
 let n = 0;
 function call(key: string, set: number, name = 'slow', args: Record<string, unknown> = { ms: RUN_MS }) {
-  const req = modernRequest(++n, 'tools/call', { name, arguments: args, _meta: { 'io.modelcontextprotocol/clientCapabilities': { experimental: { [`set${set}`]: {} } } } });
+  // Sets that differ inside a capability the bridge declares (sampling): `experimental` is not declared
+  // upstream at all (bridge-capabilities.test.ts), so sets differing only there share one session.
+  const req = modernRequest(++n, 'tools/call', { name, arguments: args, _meta: { 'io.modelcontextprotocol/clientCapabilities': { sampling: { [`set${set}`]: {} } } } });
   return post(gateways[0]!.url, req.body, { ...req.headers, authorization: `Bearer ${key}` }, AbortSignal.timeout(20_000));
 }
 
