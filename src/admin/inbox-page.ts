@@ -1,11 +1,13 @@
 // The reviewers' inbox: server-rendered HTML, one small script and one stylesheet, no build step. The
 // Content-Security-Policy allows nothing but this origin's own script, style and fetches: no inline script,
 // no framing, no form posts elsewhere. Every value shown is HTML-escaped; arguments are the redacted preview.
+// A reviewer's own call is shown without an Approve button (four eyes; the API refuses it too).
 // Below the pending calls, the tools whose definition changed since it was pinned (tools.pinning), each with
 // its diff path by path and a button that accepts the definition shown (by its digest) as the new pin.
 
 import type { ApprovalView } from '../approvals/approval.js';
 import type { PinChange, PinnedDefinition, pinView } from '../approvals/pins.js';
+import { isOwnCall } from '../approvals/reviewer-rights.js';
 import type { Reviewer } from './reviewer-auth.js';
 
 export const SECURITY_HEADERS: Record<string, string> = {
@@ -24,19 +26,7 @@ type PendingView = ApprovalView;
 export type ChangedPinView = ReturnType<typeof pinView> & { state: 'changed'; changed: PinnedDefinition };
 
 export function inboxPage(view: { reviewer: Reviewer; csrf: string; approvals: PendingView[]; changedPins: ChangedPinView[] }): string {
-  const rows = view.approvals.map((a) => `
-      <tr data-approval="${esc(a.id)}" data-preview="${esc(a.previewSha256)}">
-        <td><span class="mono">${esc(a.caller.subject)}</span>${a.caller.tenant ? `<br><small>tenant ${esc(a.caller.tenant)}</small>` : ''}</td>
-        <td><span class="mono">${esc(a.toolRef)}</span><br><small>rule ${esc(a.rule)}</small></td>
-        <td><pre class="args">${esc(JSON.stringify(a.preview, null, 2))}</pre><small class="mono">sha256 ${esc(a.previewSha256.slice(0, 16))}…</small></td>
-        <td title="${esc(new Date(a.createdAt).toISOString())}">${esc(age(a.ageSeconds))}<br><small>deadline ${esc(new Date(a.expiresAt).toISOString().replace('.000', ''))}</small></td>
-        <td class="actions">
-          <input type="text" name="reason" maxlength="1000" placeholder="Reason (optional)" aria-label="Reason for ${esc(a.id)}">
-          <button type="button" class="approve">Approve</button>
-          <button type="button" class="reject">Reject</button>
-          <output class="status"></output>
-        </td>
-      </tr>`).join('');
+  const rows = view.approvals.map((a) => row(a, isOwnCall(a, view.reviewer))).join('');
   const pins = view.changedPins.length === 0 ? '' : `
     <h2>Changed tools</h2>
     <p>These tools serve another definition than the one pinned, so their calls are refused with <code>tool_changed</code> (or only logged, with <code>tools.pinning: warn</code>) until the change is accepted. Accepting makes the definition shown here the new pin.</p>
@@ -68,6 +58,27 @@ export function inboxPage(view: { reviewer: Reviewer; csrf: string; approvals: P
 </body>
 </html>
 `;
+}
+
+/**
+ * One pending call. On the reviewer's own call there is no Approve button, and a note says why: someone else
+ * must approve it (the API refuses it anyway, self_approval). Reject stays, to withdraw the call.
+ */
+function row(a: PendingView, own: boolean): string {
+  const approve = own ? '<small class="own">Your own call: another reviewer must approve it. You may reject it to withdraw it.</small>' : '<button type="button" class="approve">Approve</button>';
+  return `
+      <tr data-approval="${esc(a.id)}" data-preview="${esc(a.previewSha256)}"${own ? ' data-own="true"' : ''}>
+        <td><span class="mono">${esc(a.caller.subject)}</span>${a.caller.tenant ? `<br><small>tenant ${esc(a.caller.tenant)}</small>` : ''}</td>
+        <td><span class="mono">${esc(a.toolRef)}</span><br><small>rule ${esc(a.rule)}</small></td>
+        <td><pre class="args">${esc(JSON.stringify(a.preview, null, 2))}</pre><small class="mono">sha256 ${esc(a.previewSha256.slice(0, 16))}…</small></td>
+        <td title="${esc(new Date(a.createdAt).toISOString())}">${esc(age(a.ageSeconds))}<br><small>deadline ${esc(new Date(a.expiresAt).toISOString().replace('.000', ''))}</small></td>
+        <td class="actions">
+          <input type="text" name="reason" maxlength="1000" placeholder="Reason (optional)" aria-label="Reason for ${esc(a.id)}">
+          ${approve}
+          <button type="button" class="reject">Reject</button>
+          <output class="status"></output>
+        </td>
+      </tr>`;
 }
 
 function pinSection(p: ChangedPinView): string {
@@ -162,7 +173,9 @@ export const INBOX_JS = `'use strict';
     });
   }
   document.querySelectorAll('tr[data-approval]').forEach(function (row) {
-    row.querySelector('.approve').addEventListener('click', function () { decide(row, 'approve'); });
+    // One's own call has no Approve button (four eyes): only Reject, to withdraw it.
+    var approve = row.querySelector('.approve');
+    if (approve) approve.addEventListener('click', function () { decide(row, 'approve'); });
     row.querySelector('.reject').addEventListener('click', function () { decide(row, 'reject'); });
   });
   // Accepting a changed tool sends the digest of the definition shown: if the tool changed again since the
@@ -219,6 +232,7 @@ button.approve { background: #2b8a3e; color: #fff; border: 0; border-radius: 4px
 button.reject { background: #c92a2a; color: #fff; border: 0; border-radius: 4px; }
 tr.approved { background: #ebfbee; }
 tr.rejected { background: #fff5f5; }
+small.own { display: block; margin-bottom: 0.4rem; max-width: 14rem; }
 output.status { display: block; margin-top: 0.3rem; font-size: 0.85rem; }
 section.pin { background: #fff; border: 1px solid #e3e6ea; border-radius: 6px; padding: 0.8rem 1rem; margin-bottom: 1rem; }
 section.pin h3 { margin: 0 0 0.3rem; font-size: 1rem; }

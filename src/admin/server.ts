@@ -1,6 +1,8 @@
 // The admin API on its own listener (DESIGN.md §5, §7), never on the MCP port: reviewers list, show,
 // approve and reject approvals, and accept changed tool definitions; the inbox page serves the same to a
-// browser. JSON in and out; every error is `{ error: { code, message } }` with a fitting status. Refused
+// browser. JSON in and out; every error is `{ error: { code, message } }` with a fitting status. A reviewer
+// may decide only a rule they review, and never approve their own call (403 forbidden, 403 self_approval;
+// approvals/reviewer-rights.ts); the admin token may decide anything. Refused
 // credentials count toward auth.failureLimit with the MCP endpoint's, per client address (429 past it).
 //
 //   GET  /approvals[?state=pending|approved|rejected|expired|used|all]   GET /approvals/{id}
@@ -15,7 +17,7 @@ import type { AddressInfo } from 'node:net';
 import type { Logger } from '../log/logger.js';
 import { approvalView, type Approval } from '../approvals/approval.js';
 import type { ApprovalBook, DecisionProblem } from '../approvals/book.js';
-import { mayReview } from '../approvals/rules.js';
+import { decisionRefusal } from '../approvals/reviewer-rights.js';
 import { INBOX_CSS, INBOX_JS, inboxPage, loginPage, SECURITY_HEADERS, type ChangedPinView } from './inbox-page.js';
 import { ReviewerAuth, SESSION_COOKIE, type AdminAuth, type Reviewer } from './reviewer-auth.js';
 
@@ -54,12 +56,13 @@ const MAX_BODY = 16 * 1024;
 /** A SHA-256 as Gatehouse writes it (previews, pinned definitions). */
 const SHA256_HEX = /^[0-9a-f]{64}$/;
 const STATES = new Set(['pending', 'approved', 'rejected', 'expired', 'used', 'all']);
-const PROBLEM_STATUS: Record<DecisionProblem, number> = { not_found: 404, not_pending: 409, invalidated: 409, forbidden: 403, preview_mismatch: 409, expired: 409 };
+const PROBLEM_STATUS: Record<DecisionProblem, number> = { not_found: 404, not_pending: 409, invalidated: 409, forbidden: 403, self_approval: 403, preview_mismatch: 409, expired: 409 };
 const PROBLEM_MESSAGE: Record<DecisionProblem, string> = {
   not_found: 'No approval has this id',
   not_pending: 'This approval is already decided',
   invalidated: 'The policy changed after this approval was requested; it can no longer be decided, and the caller will be asked anew',
   forbidden: 'You are not among the reviewers of this approval\'s rule',
+  self_approval: 'You requested this call, so you cannot approve it: another reviewer must (or the admin token). You may reject it to withdraw it',
   preview_mismatch: 'The arguments you reviewed are not the ones this approval binds; reload and review again',
   expired: 'This approval passed its deadline before a decision',
 };
@@ -159,9 +162,12 @@ async function handle(req: IncomingMessage, res: ServerResponse, deps: AdminDeps
       ...(typeof previewSha256 === 'string' ? { previewSha256 } : {}),
       policyVersion: deps.policyVersion(),
       requestId: randomUUID(),
-      mayDecide: (a: Approval) => auth.reviewer.admin || mayReview(a, auth.reviewer),
+      mayDecide: (a: Approval) => decisionRefusal(a, auth.reviewer, approve) ?? true,
     });
-    if (!result.ok) return sendError(res, PROBLEM_STATUS[result.problem], result.problem, PROBLEM_MESSAGE[result.problem]);
+    if (!result.ok) {
+      if (result.problem === 'forbidden' || result.problem === 'self_approval') deps.log.warn('approval decision refused', { approval: approval[1], decision: approve ? 'approve' : 'reject', refusal: result.problem, reviewer: auth.reviewer.subject });
+      return sendError(res, PROBLEM_STATUS[result.problem], result.problem, PROBLEM_MESSAGE[result.problem]);
+    }
     deps.log.info('approval decided', { approval: result.approval.id, decision: approve ? 'approved' : 'rejected', reviewer: auth.reviewer.subject, tool: result.approval.toolRef });
     return sendJson(res, 200, { approval: approvalView(result.approval, Date.now(), deps.policyVersion()) });
   }

@@ -2,7 +2,8 @@
 // approval bound to exactly it; reviewers decide through the admin API; an approved call claims one of its
 // `reuse` runs atomically, so concurrent identical retries run it once. Every step is an audit record
 // carrying the approval id: proposed, approved, rejected, expired, executed (and the call's own record,
-// which says what it returned).
+// which says what it returned); a decision refused for who asked (not a reviewer of the rule, or approving
+// one's own call) is recorded `refused`.
 //
 // Ids are derived from the binding and a generation, so two replicas opening the approval for the same
 // call at once open the same one; a claim in the store decides which of them records it.
@@ -20,6 +21,7 @@ import { canonicalJson } from '../protocol/canonical-json.js';
 import type { AuditEntry, IdempotencyClaim, IdempotencyRecord } from '../store/store.js';
 import { effectiveState, isApproval, type Approval, type ApprovalState } from './approval.js';
 import { ArgumentsKey } from './arguments-key.js';
+import type { DecisionRefusal } from './reviewer-rights.js';
 import type { CompiledApprovalRule } from './rules.js';
 
 /** How long a decided approval stays readable after its deadline (for reviewers and the CLI). */
@@ -82,7 +84,7 @@ export interface OpenLimits {
   maxPending?: number;
 }
 
-export type DecisionProblem = 'not_found' | 'not_pending' | 'invalidated' | 'forbidden' | 'preview_mismatch' | 'expired';
+export type DecisionProblem = 'not_found' | 'not_pending' | 'invalidated' | DecisionRefusal | 'preview_mismatch' | 'expired';
 
 export interface DecisionEvents {
   /** A decision was recorded (approved or rejected by a reviewer or the user, or an expiry noticed). */
@@ -338,8 +340,14 @@ export class ApprovalBook {
   /**
    * Records a reviewer's (or the user's) decision on a pending approval. The first decision wins: a claim in
    * the store lets exactly one through, whichever replica it reaches.
+   *
+   * `mayDecide` says whether who asked may make this decision: true, or why not (false is `forbidden`). A
+   * decision refused for who asked is itself an audit record (outcome `refused`, the refusal, the reviewer
+   * and their reason), so an attempt to approve one's own call, or a rule one does not review, is on the
+   * record; it is written before the refusal is answered (fail closed: a store that cannot take it answers
+   * an error, and nothing is decided either way).
    */
-  async decide(id: string, decision: { approve: boolean; by: string; reason?: string; previewSha256?: string; policyVersion: string; requestId: string; mayDecide(a: Approval): boolean }): Promise<{ ok: true; approval: Approval } | { ok: false; problem: DecisionProblem; approval?: Approval }> {
+  async decide(id: string, decision: { approve: boolean; by: string; reason?: string; previewSha256?: string; policyVersion: string; requestId: string; mayDecide(a: Approval): boolean | DecisionRefusal }): Promise<{ ok: true; approval: Approval } | { ok: false; problem: DecisionProblem; approval?: Approval }> {
     const found = await this.get(id);
     if (found === undefined) return { ok: false, problem: 'not_found' };
     const now = this.now();
@@ -347,7 +355,12 @@ export class ApprovalBook {
     if (state === 'expired') return { ok: false, problem: 'expired', approval: found };
     if (state !== 'pending') return { ok: false, problem: 'not_pending', approval: found };
     if (found.policyVersion !== decision.policyVersion) return { ok: false, problem: 'invalidated', approval: found };
-    if (!decision.mayDecide(found)) return { ok: false, problem: 'forbidden', approval: found };
+    const may = decision.mayDecide(found);
+    if (may !== true) {
+      const refusal: DecisionRefusal = may === false ? 'forbidden' : may;
+      await this.store.audit(this.auditEntry(found, 'refused', decision.requestId, { reviewer: decision.by, refusal, ...(decision.reason !== undefined ? { reason: decision.reason } : {}) }));
+      return { ok: false, problem: refusal, approval: found };
+    }
     if (decision.previewSha256 !== undefined && decision.previewSha256 !== found.previewSha256) return { ok: false, problem: 'preview_mismatch', approval: found };
     if (!(await this.claimDecision(found, decision.requestId))) return { ok: false, problem: 'not_pending', approval: (await this.get(id)) ?? found };
     const decided: Approval = {
@@ -461,7 +474,7 @@ export class ApprovalBook {
     return Math.max(1_000, a.expiresAt - this.now() + RETAIN_MS);
   }
 
-  private auditEntry(a: Approval, outcome: 'proposed' | 'approved' | 'rejected' | 'expired' | 'executed', callId: string, extra: { run?: number; reviewer?: string; reason?: string } = {}): AuditEntry {
+  private auditEntry(a: Approval, outcome: 'proposed' | 'approved' | 'rejected' | 'refused' | 'expired' | 'executed', callId: string, extra: { run?: number; reviewer?: string; reason?: string; refusal?: DecisionRefusal } = {}): AuditEntry {
     return {
       time: new Date(this.now()).toISOString(),
       callId,
@@ -479,6 +492,7 @@ export class ApprovalBook {
       latencyMs: 0,
       approvalId: a.id,
       rule: a.rule,
+      ...(extra.refusal !== undefined ? { refusal: extra.refusal } : {}),
       ...(extra.reviewer !== undefined ? { reviewer: extra.reviewer } : {}),
       ...(extra.reason !== undefined ? { reason: extra.reason } : {}),
       ...(extra.run !== undefined ? { run: extra.run } : {}),

@@ -128,13 +128,15 @@ must be present here (and not even it with --token).
 Commands:
   list          the approvals waiting for a decision (--state for others)
   show ID       one approval: caller, tool, the redacted arguments and their hash, deadline, decision
-  approve ID    let the call run (the caller's identical retry runs it)
+  approve ID    let the call run (the caller's identical retry runs it); never one's own call
+                (refused, self_approval: another reviewer or the admin token must approve it)
   reject ID     refuse it; the caller's identical retry is answered approval_rejected with the reason
 
 Options:
   -c, --config FILE     config file (default $GATEHOUSE_CONFIG, then ./gatehouse.yaml)
       --url URL         the admin API (default from the config; or $GATEHOUSE_ADMIN_URL)
-      --token TOKEN     the admin token (default admin.token; or $GATEHOUSE_ADMIN_TOKEN)
+      --token TOKEN     the admin token, or an access token of an admin group (default admin.token;
+                        or $GATEHOUSE_ADMIN_TOKEN)
       --state S         list: pending (default), approved, rejected, expired, used or all
       --reason R        approve, reject: the reason recorded and shown to the caller
       --json            one JSON object per line
@@ -157,7 +159,8 @@ Commands:
 Options:
   -c, --config FILE     config file (default $GATEHOUSE_CONFIG, then ./gatehouse.yaml)
       --url URL         the admin API (default from the config; or $GATEHOUSE_ADMIN_URL)
-      --token TOKEN     the admin token (default admin.token; or $GATEHOUSE_ADMIN_TOKEN)
+      --token TOKEN     the admin token, or an access token of an admin group (default admin.token;
+                        or $GATEHOUSE_ADMIN_TOKEN)
       --all             list: every pinned tool, changed or not
       --json            one JSON object per line
   -h, --help            show this help

@@ -1002,7 +1002,7 @@ export interface ApprovalRule {
    */
   by: "reviewer" | "user";
   /**
-   * Who may decide, by subject or group (any one suffices). Without it, anyone the admin API admits may decide. The admin token may always decide.
+   * Who may decide, by subject or group (any one suffices). Without it, anyone the admin API admits may decide. No reviewer may approve a call made under their own subject (403 self_approval; they may reject it, which withdraws it). The admin token, the break-glass operator with no subject, may always decide.
    */
   reviewers: {
     subjects: string[];

@@ -1,0 +1,133 @@
+// The reviewers' inbox for reviewers who sign in with an OAuth access token (DESIGN.md §7, the admin
+// contract), in Debian's chromium driven by playwright-core, talking only to 127.0.0.1; the tokens come from
+// a real authorization server on loopback. Four eyes: a reviewer whose own call waits for approval sees it
+// marked as theirs, with no Approve button (they may still reject it, which withdraws it), and the API
+// refuses the approval should the page be got round; another reviewer approves it on the page.
+
+import { after, before, describe, test } from 'node:test';
+import assert from 'node:assert/strict';
+import { type Locator, type Page } from 'playwright-core';
+import { chromiumInstalled, MISSING, openBrowser, WAIT_MS, type TestBrowser } from '../helpers/browser.js';
+import { freePort, startAuthServer, type AuthServer } from '../helpers/auth-server.js';
+import { startCountingUpstream, type CountingUpstream } from '../fixtures/upstreams/counting-writes.js';
+import { startGateway, type TestGateway } from '../helpers/gateway.js';
+import { modernRequest, post } from '../helpers/http.js';
+
+let as: AuthServer;
+let up: CountingUpstream;
+let gw: TestGateway;
+let publicUrl: string;
+let admin: string;
+let browser: TestBrowser | undefined;
+let page: Page;
+
+after(async () => {
+  try {
+    await browser?.close();
+  } finally {
+    await gw?.close();
+    await up?.close();
+    await as?.close();
+  }
+});
+
+const tokenFor = (sub: string, groups: string[]) => as.sign({ sub, aud: publicUrl, groups });
+
+interface ToolResult {
+  isError?: boolean;
+  structuredContent?: { error?: { code: string } };
+  _meta?: Record<string, string>;
+}
+let n = 0;
+async function call(bearer: string, item: string): Promise<ToolResult> {
+  const req = modernRequest(++n, 'tools/call', { name: 'record', arguments: { item } });
+  const res = await post(gw.url, req.body, { ...req.headers, authorization: `Bearer ${bearer}` });
+  assert.equal(res.status, 200, res.text);
+  return res.json().result as ToolResult;
+}
+const approvalIdOf = (r: ToolResult) => r._meta?.['dev.gatehouse/approval_id'] as string;
+const executed = (item: string) => up.executions.filter((e) => e.item === item).length;
+
+/** Signs in on the page with this credential (after signing out whoever was signed in). */
+async function signIn(credential: string): Promise<void> {
+  await page.goto(`${admin}/`);
+  if ((await page.locator('form#logout').count()) > 0) {
+    await Promise.all([page.waitForURL(`${admin}/`, { waitUntil: 'domcontentloaded' }), page.click('form#logout button[type="submit"]')]);
+  }
+  await page.fill('input[name="credential"]', credential);
+  await Promise.all([page.waitForResponse((r) => r.url() === `${admin}/` && r.request().method() === 'GET'), page.click('form[action="/login"] button[type="submit"]')]);
+  await page.locator('form#logout').waitFor({ state: 'visible' });
+}
+
+/** The row's status once the page's fetch has answered (no longer empty or "Sending…"). */
+async function statusAfterDecision(row: Locator): Promise<string> {
+  const status = row.locator('output.status');
+  const handle = await status.elementHandle();
+  await page.waitForFunction((el) => el !== null && el.textContent !== '' && el.textContent !== 'Sending…', handle, { timeout: WAIT_MS });
+  return (await status.textContent()) ?? '';
+}
+
+// The project forbids skipped tests: without the browser this file fails, and says why.
+test('Debian\'s chromium is installed', () => {
+  assert.ok(chromiumInstalled(), MISSING);
+});
+
+describe('the inbox page for OAuth reviewers, in headless Chromium', () => {
+  before(async () => {
+    as = await startAuthServer();
+    await as.newKey('k1');
+    up = await startCountingUpstream('modern');
+    const port = await freePort();
+    publicUrl = `http://127.0.0.1:${port}/mcp`;
+    gw = await startGateway({
+      listen: { port, publicUrl },
+      upstreams: [{ name: 'up', url: up.url, era: 'modern' }],
+      auth: { oauth: { issuer: as.issuer, audience: publicUrl, groupsClaim: 'groups' } },
+      admin: { enabled: true, port: 0, groups: ['sre', 'approvers'] },
+      policy: { approvals: [{ id: 'sre-only', tools: ['up/record'], arguments: { item: 'sre-*' }, reviewers: { groups: ['sre'] } }, { id: 'anyone', tools: ['up/record'] }] },
+    });
+    admin = gw.gateway.adminUrl!;
+    browser = await openBrowser(admin);
+    page = browser.page;
+  });
+
+  test('a reviewer\'s own call is marked theirs, with no Approve button; the API refuses it from the page; another reviewer approves it', { timeout: 60_000 }, async () => {
+    const carol = await tokenFor('carol', ['sre']);
+    const id = approvalIdOf(await call(carol, 'sre-own'));
+    assert.match(id, /^ap_[0-9a-f]{24}$/);
+
+    await signIn(carol);
+    const row = page.locator(`tr[data-approval="${id}"]`);
+    await row.waitFor({ state: 'visible' });
+    assert.equal(await row.getAttribute('data-own'), 'true');
+    assert.equal(await row.locator('button.approve').count(), 0, 'no Approve button on one\'s own call');
+    assert.match((await row.locator('.own').textContent()) ?? '', /your own call/i);
+    assert.equal(await row.locator('button.reject').count(), 1, 'withdrawing it stays possible');
+
+    // Got round (the request the button would send, from the page with its CSRF token): refused all the same.
+    const forced = await page.evaluate(async (path) => {
+      const csrf = document.querySelector('meta[name="csrf-token"]')!.getAttribute('content')!;
+      const r = await fetch(path, { method: 'POST', credentials: 'same-origin', headers: { 'content-type': 'application/json', 'x-csrf-token': csrf }, body: '{}' });
+      return { status: r.status, body: (await r.json()) as { error?: { code?: string } } };
+    }, `/approvals/${id}/approve`);
+    assert.equal(forced.status, 403, JSON.stringify(forced));
+    assert.equal(forced.body.error?.code, 'self_approval');
+    assert.equal((await call(carol, 'sre-own')).structuredContent?.error?.code, 'approval_pending');
+
+    await signIn(await tokenFor('dave', ['sre']));
+    const theirs = page.locator(`tr[data-approval="${id}"]`);
+    await theirs.waitFor({ state: 'visible' });
+    assert.equal(await theirs.getAttribute('data-own'), null);
+    await theirs.locator('button.approve').click();
+    assert.equal(await statusAfterDecision(theirs), 'Approved');
+    assert.equal((await call(carol, 'sre-own')).isError, undefined);
+    assert.equal(executed('sre-own'), 1);
+  });
+
+  test('the page\'s script ran under its CSP with no error and asked nothing elsewhere', () => {
+    assert.deepEqual(browser!.pageErrors, []);
+    assert.deepEqual(browser!.cspViolations, []);
+    assert.deepEqual(browser!.dialogs, []);
+    assert.deepEqual(browser!.elsewhere, []);
+  });
+});
