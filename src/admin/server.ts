@@ -1,8 +1,8 @@
 // The admin API on its own listener (DESIGN.md §5, §7), never on the MCP port: reviewers list, show,
 // approve and reject approvals, and accept changed tool definitions; the inbox page serves the same to a
 // browser. JSON in and out; every error is `{ error: { code, message } }` with a fitting status. A reviewer
-// may decide only a rule they review, and never approve their own call (403 forbidden, 403 self_approval;
-// approvals/reviewer-rights.ts); the admin token may decide anything. Refused
+// is shown and may decide only the approvals of rules they review, and never approve their own call (403
+// forbidden, 403 self_approval; approvals/reviewer-rights.ts); the admin token sees and decides all. Refused
 // credentials count toward auth.failureLimit with the MCP endpoint's, per client address (429 past it).
 //
 //   GET  /approvals[?state=pending|approved|rejected|expired|used|all]   GET /approvals/{id}
@@ -17,7 +17,7 @@ import type { AddressInfo } from 'node:net';
 import type { Logger } from '../log/logger.js';
 import { approvalView, type Approval } from '../approvals/approval.js';
 import type { ApprovalBook, DecisionProblem } from '../approvals/book.js';
-import { decisionRefusal } from '../approvals/reviewer-rights.js';
+import { decisionRefusal, mayView } from '../approvals/reviewer-rights.js';
 import { INBOX_CSS, INBOX_JS, inboxPage, loginPage, SECURITY_HEADERS, type ChangedPinView } from './inbox-page.js';
 import { ReviewerAuth, SESSION_COOKIE, type AdminAuth, type Reviewer } from './reviewer-auth.js';
 
@@ -138,13 +138,18 @@ async function handle(req: IncomingMessage, res: ServerResponse, deps: AdminDeps
     const state = url.searchParams.get('state') ?? 'all';
     if (!STATES.has(state)) return sendError(res, 400, 'bad_request', `state must be one of ${[...STATES].join(', ')}`);
     const now = Date.now();
-    const views = (await deps.book.list()).map((a) => approvalView(a, now, deps.policyVersion())).filter((a) => state === 'all' || a.state === state);
+    const views = (await deps.book.list())
+      .filter((a) => mayView(a, auth.reviewer))
+      .map((a) => approvalView(a, now, deps.policyVersion()))
+      .filter((a) => state === 'all' || a.state === state);
     views.sort((a, b) => a.createdAt - b.createdAt);
     return sendJson(res, 200, { approvals: views });
   }
   if (approval !== null && approval[2] === undefined && method === 'GET') {
     const found = await deps.book.get(approval[1]!);
     if (found === undefined) return sendError(res, 404, 'not_found', PROBLEM_MESSAGE.not_found);
+    // As deciding it would be: 403, and nothing of the call (the id was known already).
+    if (!mayView(found, auth.reviewer)) return sendError(res, 403, 'forbidden', PROBLEM_MESSAGE.forbidden);
     return sendJson(res, 200, { approval: approvalView(found, Date.now(), deps.policyVersion()) });
   }
   if (approval !== null && approval[2] !== undefined && method === 'POST') {
@@ -200,7 +205,10 @@ async function page(req: IncomingMessage, res: ServerResponse, deps: AdminDeps, 
   const auth = deps.auth.session(req.headers);
   if (auth === undefined || !auth.ok) return sendHtml(res, 200, loginPage());
   const now = Date.now();
-  const pending = (await deps.book.list()).map((a) => approvalView(a, now, deps.policyVersion())).filter((a) => a.state === 'pending' && !a.invalidated);
+  const pending = (await deps.book.list())
+    .filter((a) => mayView(a, auth.reviewer))
+    .map((a) => approvalView(a, now, deps.policyVersion()))
+    .filter((a) => a.state === 'pending' && !a.invalidated);
   pending.sort((a, b) => a.createdAt - b.createdAt);
   // The pins as GET /pins shows them (pinView: state and the path-by-path changes); the page shows the changed ones.
   const pins = deps.pins ? (await deps.pins.list()).filter(isChangedPin) : [];

@@ -1,7 +1,9 @@
 // What one reviewer may do with one approval. A rule's `reviewers` (subjects or groups) limit who may
 // decide it; and whoever decides, an approval is a second pair of eyes, so no one approves the call they
 // made themselves (separation of duties). The admin token has no subject of its own: it is the break-glass
-// operator, and may always decide.
+// operator, and may always decide. A reviewer is shown only the approvals they may decide: a preview is
+// the call's arguments, redacted of credentials but not of what the call is about (the refund, the mail,
+// the customer), which is for the reviewers the rule names, not for every member of an admin group.
 
 import type { Approval } from './approval.js';
 import { mayReview } from './rules.js';
@@ -34,4 +36,13 @@ export function decisionRefusal(a: Pick<Approval, 'reviewers' | 'caller'>, revie
 /** Whether the approval holds back a call this reviewer made (never true of the admin token). */
 export function isOwnCall(a: Pick<Approval, 'caller'>, reviewer: ReviewerIdentity): boolean {
   return !reviewer.admin && a.caller.subject === reviewer.subject;
+}
+
+/**
+ * Whether this reviewer is shown this approval (listed, shown, on the inbox page): the admin token sees
+ * every one; a reviewer those of rules naming them (by subject or group) or naming no one, that is, the
+ * approvals they may decide one way or the other (their own call included, which they may reject).
+ */
+export function mayView(a: Pick<Approval, 'reviewers'>, reviewer: ReviewerIdentity): boolean {
+  return reviewer.admin || mayReview(a, reviewer);
 }

@@ -320,7 +320,7 @@ export interface GatehouseConfiguration {
      */
     token?: string;
     /**
-     * OAuth groups (from the access token, verified as on the MCP endpoint) whose members may use the admin API, as an alternative to the token.
+     * OAuth groups (from the access token, verified as on the MCP endpoint) whose members may use the admin API, as an alternative to the token. A member is shown and may decide only the approvals of rules whose reviewers name them, or name no one.
      */
     groups: string[];
   };
@@ -1002,7 +1002,7 @@ export interface ApprovalRule {
    */
   by: "reviewer" | "user";
   /**
-   * Who may decide, by subject or group (any one suffices). Without it, anyone the admin API admits may decide. No reviewer may approve a call made under their own subject (403 self_approval; they may reject it, which withdraws it). The admin token, the break-glass operator with no subject, may always decide.
+   * Who may decide, by subject or group (any one suffices), and who is shown its approvals (listed, shown, on the inbox page; 403 for others). Without it, anyone the admin API admits may decide. No reviewer may approve a call made under their own subject (403 self_approval; they may reject it, which withdraws it). The admin token, the break-glass operator with no subject, is shown every approval and may always decide.
    */
   reviewers: {
     subjects: string[];

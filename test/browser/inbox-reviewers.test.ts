@@ -2,7 +2,8 @@
 // contract), in Debian's chromium driven by playwright-core, talking only to 127.0.0.1; the tokens come from
 // a real authorization server on loopback. Four eyes: a reviewer whose own call waits for approval sees it
 // marked as theirs, with no Approve button (they may still reject it, which withdraws it), and the API
-// refuses the approval should the page be got round; another reviewer approves it on the page.
+// refuses the approval should the page be got round; another reviewer approves it on the page. And a
+// reviewer is shown only the calls they may decide: those of rules naming them, or naming no one.
 
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
@@ -122,6 +123,21 @@ describe('the inbox page for OAuth reviewers, in headless Chromium', () => {
     assert.equal(await statusAfterDecision(theirs), 'Approved');
     assert.equal((await call(carol, 'sre-own')).isError, undefined);
     assert.equal(executed('sre-own'), 1);
+  });
+
+  test('a reviewer is shown only the calls of rules they review (or that name no one), their arguments nowhere on the page', { timeout: 60_000 }, async () => {
+    const erin = await tokenFor('erin', []);
+    const held = approvalIdOf(await call(erin, 'sre-payroll-export'));
+    const open = approvalIdOf(await call(erin, 'open-note'));
+
+    await signIn(await tokenFor('bob', ['approvers']));
+    await page.locator(`tr[data-approval="${open}"]`).waitFor({ state: 'visible' });
+    assert.equal(await page.locator(`tr[data-approval="${held}"]`).count(), 0, 'a call of a rule bob does not review is not listed');
+    assert.ok(!(await page.content()).includes('sre-payroll-export'), 'nor are its arguments anywhere on the page');
+
+    await signIn(await tokenFor('dave', ['sre']));
+    await page.locator(`tr[data-approval="${held}"]`).waitFor({ state: 'visible' });
+    await page.locator(`tr[data-approval="${open}"]`).waitFor({ state: 'visible' });
   });
 
   test('the page\'s script ran under its CSP with no error and asked nothing elsewhere', () => {

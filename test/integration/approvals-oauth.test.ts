@@ -46,7 +46,7 @@ async function admin(method: 'GET' | 'POST', path: string, token: string) {
 }
 const tokenFor = (sub: string, groups: string[]) => as.sign({ sub, aud: publicUrl, groups });
 
-test('an access token of an admin group lists approvals; only a reviewer the rule names may decide, and the decision names them', async () => {
+test('an access token of an admin group lists approvals; only a reviewer the rule names is shown them and may decide, and the decision names them', async () => {
   const req = modernRequest(1, 'tools/call', { name: 'record', arguments: { item: 'oauth-1' } });
   const first = (await post(gw.url, req.body, { ...req.headers, authorization: `Bearer ${ALICE}` })).json().result as { _meta: Record<string, string> };
   const id = first._meta['dev.gatehouse/approval_id']!;
@@ -54,7 +54,10 @@ test('an access token of an admin group lists approvals; only a reviewer the rul
   const approver = await tokenFor('bob', ['approvers']);
   const listed = await admin('GET', '/approvals?state=pending', approver);
   assert.equal(listed.status, 200);
-  assert.ok(listed.json.approvals.some((a: { id: string }) => a.id === id));
+  // Not among the rule's reviewers: not shown the approval (approvals-visibility.test.ts), and not let decide it.
+  assert.ok(!listed.json.approvals.some((a: { id: string }) => a.id === id));
+  const sre = await admin('GET', '/approvals?state=pending', await tokenFor('carol', ['sre']));
+  assert.ok(sre.json.approvals.some((a: { id: string }) => a.id === id));
   const refused = await admin('POST', `/approvals/${id}/approve`, approver);
   assert.equal(refused.status, 403);
   assert.equal(refused.json.error.code, 'forbidden');
