@@ -30,6 +30,8 @@ export type AdminAuth =
 export type VerifyToken = (headers: IncomingHttpHeaders) => Promise<{ ok: true; principal: Principal } | { ok: false; unavailable?: boolean }>;
 
 export const SESSION_COOKIE = 'gatehouse_admin';
+/** What a decision's `by` says of the admin token and of a caller's own elicitation answer; no reviewer is known by them. */
+const RESERVED_SUBJECTS = new Set(['admin-token', 'user']);
 const SESSION_MS = 8 * 3_600_000;
 const MAX_SESSIONS = 1_000;
 
@@ -89,6 +91,9 @@ export class ReviewerAuth {
       if (verdict.ok && (verdict.principal.via === 'jwt' || verdict.principal.via === 'introspection')) {
         const p = verdict.principal;
         if (!this.groups.some((g) => p.groups.includes(g))) return { ok: false, status: 403, message: 'This access token is valid, but its subject is in none of the admin groups' };
+        // Decisions and accepted pins name who made them; these names say "the admin token" and "the caller's
+        // own answer to an elicitation", so a reviewer whose subject is spelled so would pass for either.
+        if (RESERVED_SUBJECTS.has(p.subject)) return { ok: false, status: 403, message: `This access token's subject "${p.subject}" is reserved: decisions name the admin token "admin-token" and an elicitation answer "user", so a reviewer cannot be known by it` };
         return { ok: true, via: 'bearer', reviewer: { subject: p.subject, groups: p.groups, admin: false }, ...(p.expiresAt !== undefined ? { expiresAt: p.expiresAt } : {}) };
       }
     }

@@ -320,7 +320,7 @@ export interface GatehouseConfiguration {
      */
     token?: string;
     /**
-     * OAuth groups (from the access token, verified as on the MCP endpoint) whose members may use the admin API, as an alternative to the token. A member is shown and may decide only the approvals of rules whose reviewers name them, or name no one.
+     * OAuth groups (from the access token, verified as on the MCP endpoint) whose members may use the admin API, as an alternative to the token. A member is shown and may decide only the approvals of rules whose reviewers name them, or name no one. A token whose subject is admin-token or user is refused (403): decisions name the admin token and an elicitation answer so.
      */
     groups: string[];
   };
