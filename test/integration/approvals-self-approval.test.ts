@@ -49,6 +49,7 @@ before(async () => {
         { id: 'sre-only', tools: ['up/record'], arguments: { item: 'sre-*' }, reviewers: { groups: ['sre'] } },
         { id: 'named', tools: ['up/record'], arguments: { item: 'named-*' }, reviewers: { subjects: ['carol', 'dave'] } },
         { id: 'anyone', tools: ['up/record'] },
+        { id: 'confirm', tools: ['up/record_fails'], by: 'user' },
       ],
     },
   });
@@ -68,8 +69,8 @@ interface ToolResult {
 }
 let n = 0;
 /** A tools/call on the MCP endpoint with this bearer (an OAuth access token or an API key). */
-async function call(bearer: string, item: string): Promise<ToolResult> {
-  const req = modernRequest(++n, 'tools/call', { name: 'record', arguments: { item } });
+async function call(bearer: string, item: string, name = 'record'): Promise<ToolResult> {
+  const req = modernRequest(++n, 'tools/call', { name, arguments: { item } });
   const res = await post(gw.url, req.body, { ...req.headers, authorization: `Bearer ${bearer}` });
   assert.equal(res.status, 200, res.text);
   return res.json().result as ToolResult;
@@ -137,6 +138,19 @@ test('being named in the rule\'s reviewers, or the rule naming no one, does not 
   // Another reviewer the rule admits may: dave is named, bob is in an admin group and the rule names no one.
   assert.equal((await decide(named, 'approve', await tokenFor('dave', ['approvers']))).status, 200);
   assert.equal((await decide(openRule, 'approve', await tokenFor('bob', ['approvers']))).status, 200);
+});
+
+test('a by: user rule fallen back to reviewers (the client cannot elicit) is no exception: the caller cannot approve it in the admin API', async () => {
+  // The admin API takes the same access tokens as the MCP endpoint: an agent holding its user's token
+  // and reaching the admin port would otherwise approve its own call, which is what the fallback to a
+  // reviewer is there to prevent. The user's own confirmation is the elicitation, in their client.
+  const carol = await tokenFor('carol', ['sre']);
+  const pending = await call(carol, 'confirm-1', 'record_fails');
+  assert.equal(pending.structuredContent?.error?.code, 'approval_pending', JSON.stringify(pending));
+  const own = await decide(approvalIdOf(pending), 'approve', carol);
+  assert.equal(own.status, 403, JSON.stringify(own.json));
+  assert.equal(own.json.error.code, 'self_approval');
+  assert.equal(up.executions.filter((e) => e.item === 'confirm-1').length, 0);
 });
 
 test('a caller may reject (withdraw) their own call: the decision names them and the call is answered approval_rejected', async () => {
