@@ -250,3 +250,14 @@ function toolRefusalResult(r: ToolRefusal, era: ClientEra): Record<string, unkno
   if (r.meta !== undefined) result._meta = r.meta;
   return era === 'modern' ? toModernResult('tools/call', result, undefined, { ttlMs: 0, cacheScope: 'private' }) : result;
 }
+
+/**
+ * 503 session_cap with Retry-After (-32600, data.details.reason session_cap): no room for a new legacy
+ * session, because each session that counts against the cap has a call in flight (or sessions still opening
+ * fill it). Used by the session tables' cap (upstream/session-table.ts) and the edge's per-caller bindings
+ * (auth/session-binding.ts). `message` names the cap and what fills it.
+ */
+export function sessionCapRefusal(message: string): TransportRefusal {
+  // data.details.reason as on the 404 of an ended session and the listen_cap refusal: a client can tell it apart.
+  return { kind: 'transport', code: 'session_cap', status: 503, rpcCode: ErrorCode.InvalidRequest, message, data: { details: { reason: 'session_cap' } }, headers: { 'retry-after': '5' } };
+}

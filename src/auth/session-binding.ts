@@ -23,9 +23,14 @@ interface Binding {
   /** The answer to every admitted request of the owner: made once, not per request. */
   admitted: SessionAdmission & { ok: true };
   lastUsed: number;
-  /** Requests and streams open on the session now; a busy session never idles out. */
-  inFlight: number;
+  /** Requests open on the session now (a call, its client's answer to it, a DELETE): the cap never ends it then. */
+  calls: number;
+  /** Streams open on it (a GET stream, an HTTP+SSE connection): it never idles out, but the cap may end it. */
+  streams: number;
 }
+
+/** What a request holds open on a session (enter): a call, or a stream that only listens. */
+export type SessionUseKind = 'call' | 'stream';
 
 const UNKNOWN: SessionAdmission = Object.freeze({ ok: false, reason: 'unknown' });
 
@@ -37,10 +42,13 @@ export class SessionBinding {
   private readonly perOwner = new Map<string, number>();
   private readonly ended = new Map<string, { owner: string; reason: BindingEnd }>();
   private readonly sweeper: NodeJS.Timeout;
-  /** Live bindings at most: past it, the least recently used one ends. */
+  /** Live bindings at most: a new one ends the least recently used one no call runs on (reserve), or is refused. */
   private readonly max: number;
-  /** Live bindings one caller may hold: past it, that caller's own least recently used one ends. */
+  /** Live bindings one caller may hold: a new one ends that caller's own least recently used one no call runs on, or is refused. */
   private readonly maxPerOwner: number;
+  /** Places held by initializes under way (reserve), per owner and in all: they count against the caps. */
+  private readonly opening = new Map<string, number>();
+  private openingTotal = 0;
 
   constructor(private readonly limits: { max: number; idleTimeoutMs: number }, private readonly onEnd: (id: string, reason: BindingEnd) => void = () => {}) {
     this.max = Math.max(limits.max * 4, 1024);
@@ -62,10 +70,43 @@ export class SessionBinding {
     const previous = this.live.get(id);
     if (previous) this.release(id, previous);
     this.ended.delete(id);
-    this.live.set(id, { owner, via: principal.via, tenant: principal.tenant ?? '', subject: principal.subject, capabilities, admitted: { ok: true, capabilities }, lastUsed: Date.now(), inFlight: 0 });
+    this.live.set(id, { owner, via: principal.via, tenant: principal.tenant ?? '', subject: principal.subject, capabilities, admitted: { ok: true, capabilities }, lastUsed: Date.now(), calls: 0, streams: 0 });
     this.perOwner.set(owner, (this.perOwner.get(owner) ?? 0) + 1);
-    if ((this.perOwner.get(owner) ?? 0) > this.maxPerOwner) this.evictOldest(id, owner);
-    if (this.live.size > this.max) this.evictOldest(id, undefined);
+    // The initialize that issued it reserved its place (reserve) and made room then; these only act for an
+    // id bound without one. The session exists upstream by now and its answer is on its way: when nothing
+    // may end, it is bound past the cap rather than handed out unbound (its client could never use it).
+    while ((this.perOwner.get(owner) ?? 0) > this.maxPerOwner && this.endLeastUsed(id, owner));
+    while (this.live.size > this.max && this.endLeastUsed(id, undefined));
+  }
+
+  /**
+   * Holds a place for a session an `initialize` is about to create, making room as the session tables' cap
+   * does (session-table.ts makeRoom): the caller's own least recently used idle binding ends, else its
+   * least recently used one with only a stream open; never one with a call in flight, whose client would
+   * get 404 for the rest of its work (its answer to an elicitation, its next call) while the call ran on.
+   * The same for the bound on all callers. Undefined when there is no room: the initialize is refused (503
+   * session_cap, sessionCapRefusal) before the upstream creates a session nobody could be given. The place
+   * is given back by the function returned, once the answer is bound (or was not issued).
+   */
+  reserve(principal: Principal): (() => void) | undefined {
+    const owner = principalKey(principal);
+    while ((this.perOwner.get(owner) ?? 0) + (this.opening.get(owner) ?? 0) >= this.maxPerOwner) {
+      if (!this.endLeastUsed(undefined, owner)) return undefined;
+    }
+    while (this.live.size + this.openingTotal >= this.max) {
+      if (!this.endLeastUsed(undefined, undefined)) return undefined;
+    }
+    this.opening.set(owner, (this.opening.get(owner) ?? 0) + 1);
+    this.openingTotal++;
+    let held = true;
+    return () => {
+      if (!held) return;
+      held = false;
+      this.openingTotal--;
+      const left = (this.opening.get(owner) ?? 1) - 1;
+      if (left <= 0) this.opening.delete(owner);
+      else this.opening.set(owner, left);
+    };
   }
 
   /**
@@ -84,16 +125,18 @@ export class SessionBinding {
     return tomb !== undefined && tomb.owner === principalKey(principal) ? { ok: false, reason: tomb.reason } : UNKNOWN;
   }
 
-  /** Marks a request or stream open on the session; the returned function marks it done. */
-  enter(id: string): () => void {
+  /** Marks a call or a stream open on the session; the returned function marks it done. */
+  enter(id: string, kind: SessionUseKind): () => void {
     const binding = this.live.get(id);
     if (!binding) return noop;
-    binding.inFlight++;
+    if (kind === 'call') binding.calls++;
+    else binding.streams++;
     let done = false;
     return () => {
       if (done) return;
       done = true;
-      binding.inFlight--;
+      if (kind === 'call') binding.calls--;
+      else binding.streams--;
       binding.lastUsed = Date.now();
     };
   }
@@ -111,7 +154,7 @@ export class SessionBinding {
   /** Ends the bindings idle past the timeout, with nothing in flight. */
   sweep(now = Date.now()): void {
     const cutoff = now - this.limits.idleTimeoutMs;
-    for (const [id, b] of this.live) if (b.inFlight === 0 && b.lastUsed < cutoff) this.end(id, 'idle_timeout');
+    for (const [id, b] of this.live) if (b.calls === 0 && b.streams === 0 && b.lastUsed < cutoff) this.end(id, 'idle_timeout');
   }
 
   close(): void {
@@ -126,19 +169,28 @@ export class SessionBinding {
   }
 
   /**
-   * Ends the least recently used binding (of one owner, or of anyone) other than the one just made, like
-   * the session tables' own cap. A session whose only activity is an old open stream counts as unused.
+   * Ends the least recently used binding of one owner (or of anyone) other than `keep` to make room: an idle
+   * one, else one with only streams open (its client learns from the 404 to start anew), never one with a
+   * call in flight. Until 4 December it ended the least recently used whatever ran on it, and a caller's
+   * long call lost its session to the caller's own next initialize. False when none may end.
    */
-  private evictOldest(keep: string, owner: string | undefined): void {
+  private endLeastUsed(keep: string | undefined, owner: string | undefined): boolean {
+    const victim = this.leastUsed(keep, owner, (b) => b.calls === 0 && b.streams === 0) ?? this.leastUsed(keep, owner, (b) => b.calls === 0);
+    if (victim === undefined) return false;
+    this.end(victim, 'session_cap');
+    return true;
+  }
+
+  private leastUsed(keep: string | undefined, owner: string | undefined, which: (b: Binding) => boolean): string | undefined {
     let oldestId: string | undefined;
     let oldest = Infinity;
     for (const [id, b] of this.live) {
-      if (id !== keep && (owner === undefined || b.owner === owner) && b.lastUsed < oldest) {
+      if (id !== keep && (owner === undefined || b.owner === owner) && b.lastUsed < oldest && which(b)) {
         oldest = b.lastUsed;
         oldestId = id;
       }
     }
-    if (oldestId !== undefined) this.end(oldestId, 'session_cap');
+    return oldestId;
   }
 }
 

@@ -82,7 +82,7 @@ export interface GatehouseConfiguration {
      */
     idleTimeoutMs: number;
     /**
-     * Most sessions held at once; past this the least recently used one with no call in flight is ended (reason session_cap), and when every one has a call in flight a new one is refused with 503 session_cap.
+     * Most sessions held at once; past this the least recently used one with no call in flight is ended (reason session_cap), and when every one has a call in flight a new one is refused with 503 session_cap. It also bounds the legacy sessions one caller holds through Gatehouse, whoever issued them (with max(4 × sessions.max, 1024) for all callers together), by the same rule: a new initialize ends the caller's least recently used idle session, else one with only a listening stream open, never one with a call in flight; when each has one, the initialize is refused with 503 session_cap and Retry-After before it reaches the upstream.
      */
     max: number;
     /**

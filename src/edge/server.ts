@@ -11,7 +11,7 @@ import type { AuthVerdict, Authenticator } from '../auth/authenticator.js';
 import type { AuthFailureLimiter } from '../auth/failure-limit.js';
 import type { SessionBinding } from '../auth/session-binding.js';
 import type { ListenConfig } from '../config/types.js';
-import { failure, GatewayError, refusalCode, upstreamFailureOf, type Refusal, type TransportRefusal } from '../errors.js';
+import { failure, GatewayError, refusalCode, sessionCapRefusal, upstreamFailureOf, type Refusal, type TransportRefusal } from '../errors.js';
 import type { Logger } from '../log/logger.js';
 import { compileClientAddress, limitKey } from '../net/client-address.js';
 import type { CallContext } from '../pipeline/context.js';
@@ -487,7 +487,7 @@ export function createEdge(listen: ListenConfig, handlers: EdgeHandlers, log: Lo
   async function answer(res: ServerResponse, record: CallRecord, ctx: CallContext): Promise<void> {
     // runCall's steps, with the pipeline awaited here: one async frame fewer on every call.
     callStarts(record, ctx);
-    const outcome = callEnded(record, ctx, await handlers.call(ctx));
+    const outcome = isLegacyInitialize(ctx) ? await initializeSession(record, ctx) : callEnded(record, ctx, await handlers.call(ctx));
     if (ctx.cancel.aborted) {
       // The client is gone; whatever was produced for it is dropped.
       discardOutcome(outcome);
@@ -506,7 +506,27 @@ export function createEdge(listen: ListenConfig, handlers: EdgeHandlers, log: Lo
   /** The pipeline after auth; a legacy session issued by the answer is bound to the caller before it returns. */
   async function runCall(record: CallRecord, ctx: CallContext): Promise<Outcome> {
     callStarts(record, ctx);
+    if (isLegacyInitialize(ctx)) return initializeSession(record, ctx);
     return callEnded(record, ctx, await handlers.call(ctx));
+  }
+
+  /**
+   * A legacy initialize holds a place among its caller's session bindings while it runs (SessionBinding.reserve):
+   * without room, one that no call is running on, it is refused 503 session_cap before the upstream creates a session.
+   */
+  async function initializeSession(record: CallRecord, ctx: CallContext): Promise<Outcome> {
+    const place = opts.sessions.reserve(ctx.principal);
+    if (place === undefined) {
+      const refusal = sessionCapRefusal('This caller holds as many sessions as it may (sessions.max), each with a call in flight; retry later, or end a session (DELETE) first');
+      publishRefused({ callId: record.callId, edge: token }, 'admission', refusal);
+      log.info('request refused', { callId: record.callId, reason: refusal.code, status: refusal.status });
+      return callEnded(record, ctx, { kind: 'refused', refusal, stage: 'admission' });
+    }
+    try {
+      return callEnded(record, ctx, await handlers.call(ctx));
+    } finally {
+      place();
+    }
   }
 
   function callStarts(record: CallRecord, ctx: CallContext): void {
@@ -524,7 +544,7 @@ export function createEdge(listen: ListenConfig, handlers: EdgeHandlers, log: Lo
       if (upstreamFailureOf(outcome.refusal) !== undefined) record.upstreamFailed = true;
       if ((outcome.refusal.kind === 'tool' || outcome.refusal.kind === 'transport') && outcome.refusal.rule !== undefined) record.rule = outcome.refusal.rule;
     }
-    if (ctx.era === 'legacy' && ctx.method === 'initialize') bindIssuedSession(ctx, outcome);
+    if (isLegacyInitialize(ctx)) bindIssuedSession(ctx, outcome);
     return outcome;
   }
 
@@ -588,7 +608,7 @@ export function createEdge(listen: ListenConfig, handlers: EdgeHandlers, log: Lo
       return false;
     }
     // Left by the request's one close listener (onRequest), after the call's own end.
-    record.session = { id: sessionId, method, leave: opts.sessions.enter(sessionId) };
+    record.session = { id: sessionId, method, leave: opts.sessions.enter(sessionId, method === 'GET' ? 'stream' : 'call') };
     return { id: sessionId, capabilities: admission.capabilities };
   }
 
@@ -726,6 +746,10 @@ const DEFAULT_SESSION_LIMITS = { max: 1000, maxSsePerCaller: 16, idleTimeoutMs: 
 
 /** A context while the edge builds it. */
 type Writable<T> = { -readonly [K in keyof T]: T[K] };
+
+function isLegacyInitialize(ctx: CallContext): boolean {
+  return ctx.era === 'legacy' && ctx.method === 'initialize';
+}
 
 function isRecord(v: unknown): v is Record<string, unknown> {
   return v !== null && typeof v === 'object' && !Array.isArray(v);

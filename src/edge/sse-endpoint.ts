@@ -176,6 +176,8 @@ export function createSseEndpoint(core: EdgeCore, opts: SseEndpointOptions, log:
     // 2024-11-05 §HTTP with SSE: the POST only delivers the message; every answer comes on the stream.
     accepted = true;
     const leave = session.enter();
+    // The call is in flight on the session's binding too: the per-caller cap never ends it under the call.
+    const leaveBinding = session.internalId !== undefined ? core.sessions.enter(session.internalId, 'call') : undefined;
     res.writeHead(202, { [CALL_ID_HEADER]: record.callId }).end();
     let initialized: (() => void) | undefined;
     if (received.method === 'initialize') session.initializing = new Promise<void>((r) => (initialized = r));
@@ -209,6 +211,7 @@ export function createSseEndpoint(core: EdgeCore, opts: SseEndpointOptions, log:
         initialized();
       }
       leave();
+      leaveBinding?.();
       call.done(delivered.status, delivered.aborted);
       if (draining && session.inFlight === 0) session.end();
     }
@@ -224,7 +227,7 @@ export function createSseEndpoint(core: EdgeCore, opts: SseEndpointOptions, log:
     // A connection dropped while initialize was under way: the session it created ends at once.
     if (session.closed) return endUpstream(session);
     // The binding stays busy while the connection is open: it ends with the connection, not by idling.
-    session.signal.addEventListener('abort', core.sessions.enter(issued), { once: true });
+    session.signal.addEventListener('abort', core.sessions.enter(issued, 'stream'), { once: true });
   }
 
   function negotiated(session: SseSession, response: Record<string, unknown>): void {

@@ -158,14 +158,8 @@ export function resolveSession<S extends HeldSession>(table: SessionTable<S>, ct
   return { session: found.session };
 }
 
-/**
- * 503 session_cap with Retry-After (-32600, data.details.reason session_cap): no room for a new session (makeRoom), because every session held has a
- * call in flight (or sessions still opening fill the cap). `message` names the cap and what fills it.
- */
-export function sessionCapRefusal(message: string): TransportRefusal {
-  // data.details.reason as on the 404 of an ended session and the listen_cap refusal: a client can tell it apart.
-  return { kind: 'transport', code: 'session_cap', status: 503, rpcCode: ErrorCode.InvalidRequest, message, data: { details: { reason: 'session_cap' } }, headers: { 'retry-after': '5' } };
-}
+/** The refusal when makeRoom finds no room; shared with the edge's session bindings. */
+export { sessionCapRefusal } from '../errors.js';
 
 /** 404 / -32001 with the reason in data.details.reason (DESIGN.md §2). */
 export function sessionNotFound(reason: EndReason): TransportRefusal {

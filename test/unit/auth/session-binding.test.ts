@@ -49,7 +49,7 @@ test('idle bindings end after the timeout unless a request or stream is open on 
   const b = binding({ max: 10, idleTimeoutMs: 1_000 });
   b.bind('idle', alice);
   b.bind('busy', alice);
-  const leave = b.enter('busy');
+  const leave = b.enter('busy', 'call');
   b.sweep(Date.now() + 5_000);
   assert.deepEqual(b.admit('idle', alice), { ok: false, reason: 'idle_timeout' });
   assert.equal(b.admit('busy', alice).ok, true);
@@ -85,5 +85,33 @@ test('the owner is the whole caller: the same subject from another tenant or ano
   b.bind('s-2', token('u2'));
   assert.equal(b.admit('s-2', token('u2')).ok, true);
   assert.equal(b.admit('s-2', token('u2', '')).ok, true, 'no tenant and an empty one are the same caller, as principalKey has it');
+  b.close();
+});
+
+test("making room for a caller's next session ends an idle one, else one only listening, never one with a call in flight", async () => {
+  const b = binding({ max: 2, idleTimeoutMs: 60_000 });
+  const tick = () => new Promise((r) => setTimeout(r, 2));
+  b.bind('bob-1', bob);
+  b.bind('a-call', alice);
+  b.enter('a-call', 'call');
+  await tick();
+  b.bind('a-stream', alice);
+  b.enter('a-stream', 'stream');
+  // Nothing of alice's is idle: the one only listening ends, the older busy one stays.
+  const place = b.reserve(alice);
+  assert.ok(place, 'room was made');
+  assert.deepEqual(b.admit('a-stream', alice), { ok: false, reason: 'session_cap' });
+  assert.equal(b.admit('a-call', alice).ok, true);
+  // The place counts until the session it was held for is bound: a second initialize finds no room.
+  assert.equal(b.reserve(alice), undefined);
+  b.bind('a-new', alice);
+  place();
+  b.enter('a-new', 'call');
+  // Every binding of alice's has a call in flight: refused, nothing ends; bob is untouched throughout.
+  assert.equal(b.reserve(alice), undefined);
+  assert.equal(b.admit('a-call', alice).ok, true);
+  assert.equal(b.admit('a-new', alice).ok, true);
+  assert.equal(b.admit('bob-1', bob).ok, true);
+  assert.ok(b.reserve(bob), "another caller's own room is its own");
   b.close();
 });
