@@ -9,7 +9,7 @@ import type { GatehouseConfig } from '../config/types.js';
 import type { AuthRefusal } from '../errors.js';
 import type { Logger } from '../log/logger.js';
 import { ApiKeys } from './api-keys.js';
-import { B64TOKEN, hasKeyShape } from './key-hash.js';
+import { B64TOKEN, KeyShape } from './key-hash.js';
 import { AsMetadataMirror } from './as-metadata-mirror.js';
 import { bearerChallenge } from './challenge.js';
 import { credentialInMessage, credentialInQuery } from './credential-locations.js';
@@ -28,6 +28,8 @@ export class Authenticator {
   /** The issuer's own metadata, served at this origin for 2025-03-26 clients (OAuth only). */
   readonly asMetadata: AsMetadataMirror | undefined;
   private readonly keys: ApiKeys;
+  /** What our keys start with (gh_, auth.apiKeyPrefixes): a value so shaped is never taken for a token. */
+  private readonly keyShape: KeyShape;
   private tokens: TokenVerifier | undefined;
   private readonly oauthSettings: string;
   private readonly anonymous: boolean;
@@ -37,6 +39,7 @@ export class Authenticator {
   /** `previous`: the authenticator being replaced by a reload; its token verifier (and key cache) is kept when the OAuth settings did not change. */
   constructor(config: GatehouseConfig, private readonly log: Logger, previous?: Authenticator) {
     this.keys = new ApiKeys(config.auth.apiKeys);
+    this.keyShape = new KeyShape(config.auth.apiKeyPrefixes);
     this.oauthSettings = JSON.stringify(config.auth.oauth ?? null);
     const reusable = previous !== undefined && previous.oauthSettings === this.oauthSettings ? previous.tokens : undefined;
     this.tokens = reusable ?? (config.auth.oauth ? new TokenVerifier(config.auth.oauth, log.child({ component: 'auth' })) : undefined);
@@ -107,7 +110,7 @@ export class Authenticator {
     const token = m[1]!;
     const byKey = this.keys.verify(token);
     if (byKey) return this.conclude(byKey, endpoint);
-    if (!this.tokens || hasKeyShape(token)) return this.refuse(401, 'unknown_key', 'The credential is not valid', 'invalid_token');
+    if (!this.tokens || this.keyShape.matches(token)) return this.refuse(401, 'unknown_key', 'The credential is not valid', 'invalid_token');
     return this.tokens.verify(token).then(
       (r) => this.conclude(r, endpoint),
       (err: unknown) => {

@@ -21,12 +21,24 @@ export function sendableAsBearer(key: string): boolean {
 }
 
 /**
- * Whether a presented credential has the API key shape. One that is no configured key is a mistyped or
- * revoked key, still a secret: it is refused as such, never handed to the issuer (introspection is a third
- * party) nor tried as a token. Access tokens do not start so: a JWT starts `eyJ`.
+ * Whether a presented credential has the shape of one of our API keys: it starts with gh_ (every key
+ * `hash-key` makes) or with a prefix the config declares for keys of a custom shape (auth.apiKeyPrefixes).
+ * One that is no configured key is a mistyped or revoked key, still a secret: it is refused as such, never
+ * handed to the issuer (introspection is a third party) nor tried as a token. Config holds only hashes, so
+ * without a declared prefix a custom key cannot be told from an opaque token. Access tokens do not start
+ * so: a JWT starts `eyJ` (semantic-checks.ts refuses a prefix that every JWT has).
  */
-export function hasKeyShape(credential: string): boolean {
-  return credential.startsWith(KEY_PREFIX);
+export class KeyShape {
+  private readonly prefixes: readonly string[];
+
+  constructor(declared: readonly string[] = []) {
+    this.prefixes = [KEY_PREFIX, ...declared.filter((p) => p !== KEY_PREFIX)];
+  }
+
+  matches(credential: string): boolean {
+    for (const p of this.prefixes) if (credential.startsWith(p)) return true;
+    return false;
+  }
 }
 
 export function hashKey(key: string): string {

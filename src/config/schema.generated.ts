@@ -111,9 +111,13 @@ export interface GatehouseConfiguration {
      */
     anonymous: boolean;
     /**
-     * Static API keys, stored as hashes (see gatehouse hash-key). Clients send the key as a bearer token.
+     * Static API keys, stored as hashes (see gatehouse hash-key). Clients send the key as a bearer token. A presented credential that is no configured key is refused 401 invalid_token when it has the shape of one of our keys: it starts with gh_ (as every key gatehouse hash-key generates does) or with one of apiKeyPrefixes. Otherwise, with oauth on, it is taken for an access token: tried as a JWT, and with oauth.introspection set, sent to the introspection endpoint (RFC 7662), so a mistyped key of another shape reaches the authorization server. As only hashes are stored, Gatehouse cannot tell a key of a custom shape from a token by itself: declare such keys' prefix in apiKeyPrefixes.
      */
     apiKeys: ApiKey[];
+    /**
+     * What API keys of a custom shape (keys not made by gatehouse hash-key, e.g. acme_live_) start with, besides gh_. A credential starting with one of these that is no configured key (mistyped, revoked, deleted) is refused 401 invalid_token as a wrong key, and is never sent to oauth.introspection nor tried as a JWT: it is a secret meant for Gatehouse, not for the authorization server. Access tokens that start so are refused too, so choose a prefix the issuer's tokens never have; one that every JWT starts with (e, ey, eyJ...) is refused.
+     */
+    apiKeyPrefixes: string[];
     oauth?: Oauth;
     /**
      * Scopes every caller needs to use the MCP endpoint at all (API keys and tokens alike); a caller without them gets 403 insufficient_scope. With `anonymous` on next to keys or OAuth, a request without any credential gets 401 and the challenge (authenticate), as anonymous callers hold no scopes.
@@ -607,7 +611,7 @@ export interface Oauth {
    */
   clockSkewSeconds: number;
   /**
-   * Token introspection (RFC 7662) for opaque tokens.
+   * Token introspection (RFC 7662) for opaque tokens: a bearer credential that is no configured API key, has no API key shape (gh_ or auth.apiKeyPrefixes) and is no JWT is sent to this endpoint, so a mistyped API key of a custom shape whose prefix is not declared in auth.apiKeyPrefixes reaches it.
    */
   introspection?: {
     /**

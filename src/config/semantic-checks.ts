@@ -22,6 +22,10 @@ export function unsupportedFeatures(config: GatehouseConfig): string[] {
   auth.apiKeys.forEach((k, i) => {
     if (k.expires !== undefined && expiryOf(k.expires) === -Infinity) problems.push(`auth.apiKeys[${i}].expires: "${k.expires}" (key "${k.id}") is not a real date or time; write YYYY-MM-DD or an RFC 3339 timestamp that exists`);
   });
+  auth.apiKeyPrefixes.forEach((prefix, i) => {
+    // Every JWT starts with eyJ (base64url of `{"`): such a prefix would refuse every access token as a wrong key.
+    if (/^e(y(J.*)?)?$/.test(prefix)) problems.push(`auth.apiKeyPrefixes[${i}]: "${prefix}" is how JWTs (access tokens) start; every token would be refused as a wrong API key. Choose a prefix the issuer's tokens never have`);
+  });
   const ids = auth.apiKeys.map((k) => k.id);
   for (const id of new Set(ids.filter((id, i) => ids.indexOf(id) !== i))) problems.push(`auth.apiKeys: the id "${id}" is used twice`);
   if (auth.oauth) {

@@ -6,6 +6,7 @@ import { Authenticator, type AuthVerdict } from '../../../src/auth/authenticator
 import { credentialInMessage } from '../../../src/auth/credential-locations.js';
 import { hashKey } from '../../../src/auth/key-hash.js';
 import { validateConfigObject } from '../../../src/config/load.js';
+import { unsupportedFeatures } from '../../../src/config/semantic-checks.js';
 import { createLogger } from '../../../src/log/logger.js';
 import { startAuthServer } from '../../helpers/auth-server.js';
 
@@ -101,6 +102,54 @@ describe('a value shaped like an API key is never sent to the issuer', async () 
     const opaque = await a.authenticate({ authorization: 'Bearer opaque-live-token' });
     assert.ok(opaque.ok && opaque.principal.subject === 'alice' && opaque.principal.via === 'introspection', JSON.stringify(opaque));
     assert.equal(as.hits.get('/introspect'), 1);
+  });
+});
+
+describe('an API key of a custom shape (hash-key accepts any long key) is kept from the issuer by its declared prefix', async () => {
+  // Config holds only keys' hashes, so Gatehouse cannot tell a mistyped custom key from an opaque token by
+  // itself: auth.apiKeyPrefixes declares what our keys start with. A value so shaped that is no configured key
+  // is refused 401 invalid_token (unknown_key) as a wrong gh_ key is, never sent to introspection (RFC 7662
+  // §4: the introspection endpoint is told the token) nor tried as a JWT.
+  const CUSTOM = 'acme_live_0123456789abcdefghijklmnopqrstuv';
+  const as = await startAuthServer();
+  after(() => as.close());
+  const audience = 'https://gw.test/mcp';
+  const oauth = { issuer: as.issuer, jwksUri: as.jwksUri, audience, introspection: { url: `${as.issuer}/introspect`, clientId: 'gw', clientSecret: 'gw-secret' } };
+  const exp = Math.floor(Date.now() / 1000) + 300;
+  as.introspection.set('opaque-live-token', { active: true, sub: 'alice', aud: audience, iss: as.issuer, exp });
+  const introspected = () => as.hits.get('/introspect') ?? 0;
+
+  it('a mistyped key with a declared prefix gets 401 unknown_key, and nothing reaches the issuer', async () => {
+    const a = authWith({ apiKeys: [{ id: 'acme', hash: hashKey(CUSTOM) }], apiKeyPrefixes: ['acme_live_', 'acme_test_'], oauth });
+    after(() => a.close());
+    const before = introspected();
+    for (const wrong of [`${CUSTOM.slice(0, -1)}w`, 'acme_test_0123456789abcdefghijklmnopqrstuv', 'gh_wrong_key_0123456789abcdefghijklmn']) {
+      const v = await a.authenticate({ authorization: `Bearer ${wrong}` });
+      assert.ok(!v.ok && v.refusal.status === 401 && v.refusal.code === 'unknown_key', `${wrong}: ${JSON.stringify(v)}`);
+      assert.match(v.refusal.headers['www-authenticate']!, /error="invalid_token"/);
+    }
+    assert.equal(introspected(), before, 'no value shaped like one of our keys reached the introspection endpoint');
+    const key = sync(a.authenticate({ authorization: `Bearer ${CUSTOM}` }));
+    assert.ok(key.ok && key.principal.keyId === 'acme');
+    const opaque = await a.authenticate({ authorization: 'Bearer opaque-live-token' });
+    assert.ok(opaque.ok && opaque.principal.via === 'introspection', 'other opaque tokens are still introspected');
+    assert.equal(introspected(), before + 1);
+  });
+
+  it('without the prefix declared, a mistyped custom key cannot be told from an opaque token: it is introspected (as documented)', async () => {
+    const a = authWith({ apiKeys: [{ id: 'acme', hash: hashKey(CUSTOM) }], oauth });
+    after(() => a.close());
+    const before = introspected();
+    const v = await a.authenticate({ authorization: `Bearer ${CUSTOM.slice(0, -1)}w` });
+    assert.ok(!v.ok && v.refusal.status === 401, JSON.stringify(v));
+    assert.equal(introspected(), before + 1);
+  });
+
+  it('a prefix that every JWT (eyJ…) would match is refused at load', () => {
+    for (const prefix of ['e', 'ey', 'eyJ', 'eyJhb']) {
+      const config = validateConfigObject({ upstreams: [{ name: 'u', url: 'http://127.0.0.1:1/mcp' }], listen: { publicUrl: audience }, auth: { apiKeys: [{ id: 'acme', hash: hashKey(CUSTOM) }], apiKeyPrefixes: [prefix], oauth } }, 'test');
+      assert.ok(unsupportedFeatures(config).some((p) => p.startsWith('auth.apiKeyPrefixes[0]') && p.includes('JWT')), prefix);
+    }
   });
 });
 
