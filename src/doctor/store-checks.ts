@@ -2,7 +2,8 @@
 // and its directory must take the journal files; a missing file is not created, only its directory judged.
 // Redis: PING, then one write of a scratch key that expires at once, through the store's own code; and
 // a warning when Redis would evict Gatehouse's keys to free memory, or keeps no append-only file (a restart
-// loses the audit records since the last snapshot), which no operation would show.
+// loses the audit records since the last snapshot), which no operation would show; when INFO, which both
+// need, is refused (an ACL without +info) or unknown, a warning that they were not checked instead of a failure.
 
 import { constants } from 'node:fs';
 import { access, stat } from 'node:fs/promises';
@@ -54,12 +55,22 @@ async function checkRedis(config: StoreConfig & { kind: 'redis' }): Promise<Find
   const store = new RedisStore(config);
   let evicting: Awaited<ReturnType<RedisStore['evictingServers']>>;
   let withoutAof: string[];
+  /** Why INFO, which the warnings below need, could not be read; the store works without it. */
+  let noInfo: string | undefined;
   try {
     await store.ping();
     // A counter in a one-second window: one real write with an expiry, gone a second later.
     await store.addToWindow(`doctor:${process.pid}:${Date.now()}`, 1, 1000);
-    evicting = await store.evictingServers();
-    withoutAof = await store.serversWithoutAof();
+    try {
+      evicting = await store.evictingServers();
+      withoutAof = await store.serversWithoutAof();
+    } catch (err) {
+      // An ACL without +info (NOPERM) or a server without the command: the store is fine, the check is blind.
+      if (!/NOPERM|unknown command/i.test(messageOf(err))) throw err;
+      noInfo = messageOf(err);
+      evicting = [];
+      withoutAof = [];
+    }
   } catch (err) {
     return finding('store', 'fail', `${where}: ${messageOf(err)}`, 'check store.url (host, port, password, database) and that this user may write keys under store.keyPrefix', data);
   } finally {
@@ -77,6 +88,10 @@ async function checkRedis(config: StoreConfig & { kind: 'redis' }): Promise<Find
   if (withoutAof.length > 0) {
     details.push(`${withoutAof.join(', ')} ${withoutAof.length === 1 ? 'has' : 'have'} persistence off (aof_enabled:0): a restart loses what was written since the last snapshot, if any (audit records, whose chain then starts again from what is left; stored answers; budget counters)`);
     hints.push('set appendonly yes (appendfsync everysec or always) on the Redis Gatehouse uses');
+  }
+  if (noInfo !== undefined) {
+    details.push(`PING answered and a scratch key was written, but Gatehouse could not read INFO (${noInfo}), so whether Redis would evict Gatehouse's keys (maxmemory-policy) or keeps an append-only file (appendonly) was not checked`);
+    hints.push('grant this Redis user +info (ACL SETUSER <user> +info) and run doctor again, or check on the server that maxmemory-policy is noeviction (or maxmemory 0) and appendonly is yes');
   }
   if (details.length > 0) return finding('store', 'warn', `${where}: ${details.join('; and ')}`, hints.join('; and '), { ...data, evicting, withoutAof });
   return finding('store', 'ok', `${where}: PING answered, a scratch key was written (with a TTL) under "${config.keyPrefix}"`, undefined, data);

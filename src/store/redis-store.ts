@@ -298,6 +298,14 @@ function connect(config: Pick<RedisStoreConfig, 'url' | 'keyPrefix' | 'commandTi
     // breaks, so it was kept for good; a new connection reaches the primary the URL's name (or the
     // sentinels) now give. 1: reconnect without sending the command again (it failed; its call fails closed).
     reconnectOnError: (err) => (err.message.startsWith('READONLY') ? 1 : false),
+    // No ready check (ioredis sends INFO on every connection for it): a user whose ACL denies INFO had a
+    // console.warn outside the log at each connection, and a server without INFO (renamed away, as some
+    // managed services do) failed the check, so the connection was dropped and opened again for good and the
+    // store never worked. For one server (and a Cluster's nodes, whose cluster state ioredis checks with
+    // CLUSTER INFO) its only use is waiting while Redis loads its data, which the guard's write ping
+    // (guard.ts) covers: Redis answers LOADING, so the store is down, calls are refused and /readyz says not
+    // ready until it is loaded. Kept with Sentinel, below.
+    enableReadyCheck: false,
     ...(url.username ? { username: decodeURIComponent(url.username) } : {}),
     ...(url.password ? { password: decodeURIComponent(url.password) } : {}),
     ...(url.protocol === 'rediss:' ? { tls: config.tls?.ca !== undefined ? { ca: config.tls.ca } : {} } : {}),
@@ -314,7 +322,8 @@ function connect(config: Pick<RedisStoreConfig, 'url' | 'keyPrefix' | 'commandTi
     return new (loadIoredis().Cluster)(nodes(config.cluster.nodes), { keyPrefix, enableOfflineQueue: false, redisOptions: node, clusterRetryStrategy: (attempt) => Math.min(2_000, 100 * attempt) });
   }
   if (config.sentinel) {
-    return new (loadIoredis().Redis)({ ...common, db, sentinels: nodes(config.sentinel.nodes), name: config.sentinel.name, ...(config.sentinel.password !== undefined ? { sentinelPassword: config.sentinel.password } : {}), ...(url.protocol === 'rediss:' ? { enableTLSForSentinelMode: true } : {}) });
+    // The ready check also makes sure the server the sentinels named is the primary (ioredis skips it when INFO is refused).
+    return new (loadIoredis().Redis)({ ...common, enableReadyCheck: true, db, sentinels: nodes(config.sentinel.nodes), name: config.sentinel.name, ...(config.sentinel.password !== undefined ? { sentinelPassword: config.sentinel.password } : {}), ...(url.protocol === 'rediss:' ? { enableTLSForSentinelMode: true } : {}) });
   }
   return new (loadIoredis().Redis)({ ...common, db, host: url.hostname.replace(/^\[|\]$/g, ''), port: Number(url.port || 6379) });
 }

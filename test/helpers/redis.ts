@@ -107,7 +107,8 @@ export async function waitForPort(port: number, timeoutMs: number, failed: () =>
 /** A one-node cluster: the node takes every slot, then the test waits (bounded) for `cluster_state:ok`. */
 async function claimAllSlots(port: number): Promise<void> {
   const { Redis } = await import('ioredis');
-  const node = new Redis({ host: '127.0.0.1', port, lazyConnect: true });
+  // No ready check: it sends INFO, which a test's server may lack (rename-command).
+  const node = new Redis({ host: '127.0.0.1', port, lazyConnect: true, enableReadyCheck: false });
   try {
     await node.connect();
     await node.call('CLUSTER', 'ADDSLOTSRANGE', '0', '16383');
