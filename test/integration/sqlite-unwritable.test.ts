@@ -6,8 +6,9 @@
 // second. The ping now writes one row of a table of its own. Here the disk is "full" through the process's
 // file size limit (RLIMIT_FSIZE, set with prlimit on this test's own process, as root may): every write that
 // grows the database's write-ahead log fails with SQLITE_FULL, as on a full disk. And a file this user may
-// only read, as a user other than root (root may write any file): SQLite opens it read-only, answers
-// `SELECT 1`, and refuses every write with SQLITE_READONLY.
+// only read, by a process that may not override file permissions (root may write any file, so as root the
+// process runs without CAP_DAC_OVERRIDE): SQLite opens it read-only, answers `SELECT 1`, and refuses every
+// write with SQLITE_READONLY.
 
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
@@ -95,10 +96,12 @@ test('a SQLite file its user may only read fails the ping once the store is in u
   await made.ping();
   await made.close();
   chmodSync(path, 0o444);
-  chmodSync(dir, 0o777);
-  // Root may write any file: run as nobody (uid 65534) then; any other user cannot write it already.
-  const asUser = process.getuid?.() === 0 ? { uid: 65534, gid: 65534 } : {};
-  const run = spawnSync(process.execPath, ['--import', 'tsx', new URL('../fixtures/sqlite-readonly-ping.ts', import.meta.url).pathname, path], { ...asUser, encoding: 'utf8', timeout: 30_000 });
+  // Root may write any file: as root the child runs without the capabilities that override file permissions
+  // (util-linux's setpriv), still as root, so it can read the checkout wherever it is (another user, such as
+  // nobody, could not read one under a private temporary directory). Any other user cannot write it already.
+  const node = [process.execPath, '--import', 'tsx', new URL('../fixtures/sqlite-readonly-ping.ts', import.meta.url).pathname, path];
+  const [command, ...args] = process.getuid?.() === 0 ? ['setpriv', '--bounding-set=-dac_override,-dac_read_search', ...node] : node;
+  const run = spawnSync(command!, args, { encoding: 'utf8', timeout: 30_000 });
   assert.equal(run.status, 0, run.stderr);
   const result = JSON.parse(run.stdout) as { append: string; ping: string };
   assert.match(result.append, /^failed: .*readonly/, 'the file takes no writes');
