@@ -12,6 +12,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { startGateway } from '../helpers/gateway.js';
 import { LEGACY_HEADERS, post, rpc } from '../helpers/http.js';
+import { request } from 'undici';
 
 const FAKE = fileURLToPath(new URL('../fixtures/upstreams/stdio-fake.mjs', import.meta.url));
 const gw = await startGateway({ upstreams: [{ name: 'fake', command: [process.execPath, FAKE], processes: 'perSession' }] });
@@ -159,12 +160,24 @@ test('server-everything killed mid-call (SIGKILL): the call fails cleanly and th
     // The first call of a tool makes Gatehouse list the server to learn where it goes; listing first means
     // the call below is in the child when it is killed.
     assert.equal((await post(everything.url, rpc(0, 'tools/list'), headers)).status, 200);
-    const slow = post(everything.url, rpc(1, 'tools/call', { name: 'trigger-long-running-operation', arguments: { duration: 5, steps: 5 } }), headers);
-    await new Promise((r) => setTimeout(r, 300));
-    process.kill(pid, 'SIGKILL');
-    const failed = await slow;
-    assert.equal(failed.status, 503);
-    assert.equal(failed.json().error.data.code, 'GW_ERR_UPSTREAM_EXITED');
+    // With a progress token the server reports each step, so the first progress event proves the call is in
+    // the child when it is killed (a fixed wait let a slow machine kill it before the call was sent, and the
+    // call then ran on the restarted child). The answer has begun, so the failure is its stream's last event.
+    const slow = await request(everything.url, { method: 'POST', headers, body: rpc(1, 'tools/call', { name: 'trigger-long-running-operation', arguments: { duration: 5, steps: 5 }, _meta: { progressToken: 'p1' } }) });
+    assert.equal(slow.statusCode, 200);
+    let text = '';
+    let killed = false;
+    for await (const chunk of slow.body) {
+      text += String(chunk);
+      if (!killed && text.includes('notifications/progress')) {
+        killed = true;
+        process.kill(pid, 'SIGKILL');
+      }
+    }
+    assert.ok(killed, `the call reported progress before it ended: ${text}`);
+    const last = JSON.parse(text.trim().split('data: ').at(-1)!) as { id: number; error?: { data?: { code?: string } } };
+    assert.equal(last.id, 1);
+    assert.equal(last.error?.data?.code, 'GW_ERR_UPSTREAM_EXITED', text);
     const next = await post(everything.url, rpc(2, 'tools/call', { name: 'echo', arguments: { message: 'after the restart' } }), headers);
     assert.equal(next.status, 200, next.text);
     assert.match(next.text, /after the restart/);
