@@ -45,6 +45,7 @@ import { openStore } from './store/open-store.js';
 import { compileStateStage } from './store/state-stage.js';
 import { createSseUpstream } from './upstream/sse-upstream.js';
 import { DetectedTransport } from './upstream/detected-transport.js';
+import { withoutToolTaskOffers } from './upstream/task-offers.js';
 import { compileApprovalStage } from './approvals/approval-stage.js';
 import { ApprovalBook, type ApprovalStore } from './approvals/book.js';
 import { effectiveState } from './approvals/approval.js';
@@ -595,7 +596,8 @@ function buildRuntime(config: GatehouseConfig, log: Logger, observeUpstream: (up
       approval: compileApprovalStage(compileApprovalRules(config.policy.approvals), approvals.book, version, { maxPending: config.approvals.maxPendingPerCaller }, approvals.confirmations, policyLog),
       idempotency: compileIdempotencyStage(config.idempotency, idempotencyStore(state), runLimits(config)),
       output: compileOutputStage(config.tools.outputValidation, schemas, log),
-      upstream: compileUpstreamStage(upstream, log, { limitOf: callLimits(config), deadlines: kept.deadlines }),
+      // Under the audit no tool is called as a task (arguments stage): no legacy client is told it could be.
+      upstream: compileUpstreamStage(config.audit.enabled ? withoutToolTaskOffers(upstream) : upstream, log, { limitOf: callLimits(config), deadlines: kept.deadlines }),
     });
     return { upstream, catalog, pipeline, egress, policyVersion: version, ipLimits: limits.ip, close: () => upstream.close() };
   } catch (err) {

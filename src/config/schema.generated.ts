@@ -215,7 +215,7 @@ export interface GatehouseConfiguration {
    */
   audit: {
     /**
-     * Whether tools/call is audited. On by default, and the seeds ask for it: every call recorded before its answer leaves. On, no tool is called as a 2025-11-25 task (a tools/call with params.task is refused -32601 task_unaudited): a task's result comes through tasks/result, which is no tool call and is not recorded. Off, calls are answered without a record and Gatehouse warns at start; for a pure pass-through where another system keeps the record.
+     * Whether tools/call is audited. On by default, and the seeds ask for it: every call recorded before its answer leaves. On, no tool is called as a 2025-11-25 task (a tools/call with params.task is refused -32601 task_unaudited): a task's result comes through tasks/result, which is no tool call and is not recorded; nor is a legacy client offered one (initialize shows no tasks.requests.tools, tools/list no tool whose taskSupport is required). Off, calls are answered without a record and Gatehouse warns at start; for a pure pass-through where another system keeps the record.
      */
     enabled: boolean;
     /**

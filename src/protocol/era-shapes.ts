@@ -86,6 +86,25 @@ export function withoutTaskOnlyTools(result: Obj): { result: Obj; taskOnly: stri
   return { result: { ...result, tools }, taskOnly };
 }
 
+/**
+ * A 2025-11-25 initialize result as a client may see it where no tool is called as a task: the server's
+ * `tasks.requests.tools` left out, and `tasks` itself once it offers no task-augmented request at all (its
+ * `list` and `cancel` would be of tasks that cannot exist). Without `tasks.requests.tools.call` a client MUST
+ * NOT augment a tools/call with a task (basic/utilities/tasks.mdx §Tool-Level Negotiation, rule 1).
+ * Undefined when the server offered no tasks, so the answer can go on as it came.
+ */
+export function withoutToolCallTasks(result: Obj): Obj | undefined {
+  const capabilities = result.capabilities;
+  if (!isObject(capabilities) || !Object.hasOwn(capabilities, 'tasks')) return undefined;
+  const { tasks, ...others } = capabilities;
+  let kept: Obj | undefined;
+  if (isObject(tasks) && isObject(tasks.requests)) {
+    const { tools: _tools, ...requests } = tasks.requests;
+    if (Object.keys(requests).length > 0) kept = { ...tasks, requests };
+  }
+  return { ...result, capabilities: kept === undefined ? others : { ...others, tasks: kept } };
+}
+
 /** A modern result made legacy: the fields legacy clients do not know are dropped. */
 export function toLegacyResult(result: Obj): Obj {
   const out: Obj = { ...result };
