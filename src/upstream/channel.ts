@@ -12,6 +12,11 @@ export interface MessageChannel {
   /** Stops the clock of a request while it waits on its client's input; `resume` starts it afresh. */
   hold(id: JsonRpcId): void;
   resume(id: JsonRpcId): void;
+  /**
+   * Stops waiting for the answer to request `id`, sending nothing: its client cancelled it and the server was
+   * told so. Its `request` promise rejects with RequestAbandoned; an answer that still comes is dropped.
+   */
+  abandon(id: JsonRpcId): void;
   send(msg: JsonRpcMessage): void;
   stop(graceMs?: number): Promise<void>;
   onMessage: (msg: JsonRpcMessage) => void;

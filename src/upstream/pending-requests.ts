@@ -107,9 +107,24 @@ export class PendingRequests {
     p.reject(err);
   }
 
+  /**
+   * Stops waiting for `id`'s answer without telling the server (its client already did): the request fails
+   * with RequestAbandoned, and an answer that comes later settles nothing (isLateAnswer).
+   */
+  abandon(id: JsonRpcId): void {
+    this.fail(id, new RequestAbandoned());
+  }
+
   /** The channel is gone: every request still waiting fails with `err`. */
   failAll(err: () => Error): void {
     for (const id of [...this.pending.keys()]) this.fail(id, err());
+  }
+}
+
+/** Why a request's wait ended when its client cancelled it (MessageChannel.abandon): no answer is awaited. */
+export class RequestAbandoned extends Error {
+  constructor() {
+    super('cancelled by the client');
   }
 }
 

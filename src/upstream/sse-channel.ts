@@ -173,6 +173,10 @@ export class SseChannel {
     this.pending.resume(id);
   }
 
+  abandon(id: JsonRpcId): void {
+    this.pending.abandon(id);
+  }
+
   /** Sends a notification or a response; a failure is logged (nothing waits for it). */
   send(msg: JsonRpcMessage): void {
     if (!this.alive) return;

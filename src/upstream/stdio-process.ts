@@ -140,6 +140,10 @@ export class StdioProcess {
     this.pending.resume(id);
   }
 
+  abandon(id: JsonRpcId): void {
+    this.pending.abandon(id);
+  }
+
   /** Writes one message (notification, response, or a request whose answer is not awaited). */
   send(msg: JsonRpcMessage): void {
     if (!this.alive || this.backlogged('message dropped')) return;

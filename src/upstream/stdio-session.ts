@@ -10,12 +10,15 @@ import { ACCEPTED, refused, type Outcome } from '../pipeline/outcome.js';
 import { type JsonRpcId, type JsonRpcMessage, type JsonRpcRequest, type JsonRpcResponse } from '../protocol/jsonrpc.js';
 import { upstreamMessage } from '../protocol/trace-context.js';
 import type { MessageChannel } from './channel.js';
+import { RequestAbandoned } from './pending-requests.js';
 import type { EndReason, HeldSession } from './session-table.js';
 
 interface InFlight {
   id: JsonRpcId;
   progressToken?: string | number;
   channel: CallStream;
+  /** Its client sent notifications/cancelled for it (see cancelled()). */
+  cancelled?: boolean;
 }
 
 /** Messages kept for a GET stream that is not open yet; the oldest go first when it overflows. */
@@ -31,6 +34,9 @@ export interface Respawner {
   /** Called when every attempt failed: the session is over. */
   onGiveUp(): void;
 }
+
+/** Cancellations remembered for requests not here yet (see cancelled()); the oldest are forgotten first. */
+const EARLY_CANCELS = 64;
 
 /** A child up this long after a restart has recovered: its next crash starts the backoff afresh. */
 const STABLE_MS = 30_000;
@@ -54,6 +60,8 @@ export class StdioSession implements HeldSession {
    */
   private readonly asked = new Map<JsonRpcId, { call: JsonRpcId; timer: NodeJS.Timeout }>();
   private adoptedAt = Date.now();
+  /** Ids the client cancelled before their request got here (see cancelled()). */
+  private readonly cancelledEarly = new Set<JsonRpcId>();
 
   constructor(
     readonly id: string,
@@ -157,6 +165,7 @@ export class StdioSession implements HeldSession {
       const waiting = answered !== undefined ? this.asked.get(answered) : undefined;
       this.proc.send(ctx.message!);
       if (waiting !== undefined) this.answered(answered!, waiting);
+      if (ctx.method === 'notifications/cancelled') this.cancelled(ctx.message as { params?: { requestId?: unknown } });
       return ACCEPTED;
     }
     const request = upstreamMessage(ctx) as JsonRpcRequest;
@@ -165,6 +174,15 @@ export class StdioSession implements HeldSession {
     // §Requests: an id is not used twice in a session), so it is told so, not blamed on the upstream.
     if (this.inFlight.some((e) => e.id === request.id)) return refused(duplicateId(request.id));
     const channel = new CallStream({ requestId: request.id, mode: 'call', acceptsSse: ctx.acceptsSse });
+    if (this.cancelledEarly.delete(request.id)) {
+      // Its cancellation overtook it (see cancelled()): it is not sent, and ends as a cancelled call does,
+      // once its stream is handed on (the edge drops the outcome of a call cancelled before it came back).
+      setImmediate(() => {
+        ctx.cancel.cancel();
+        channel.end();
+      });
+      return { kind: 'stream', stream: channel };
+    }
     const entry: InFlight = { id: request.id, progressToken: progressTokenOf(request), channel };
     this.inFlight.push(entry);
     void (async () => {
@@ -173,6 +191,14 @@ export class StdioSession implements HeldSession {
         // Messages 6), so no abort signal: the answer is dropped if nobody waits for it any more.
         channel.finish(await this.proc.request(request));
       } catch (err) {
+        if (entry.cancelled === true && err instanceof RequestAbandoned) {
+          // Cancelled by its client: no response is sent for it (2025-11-25 utilities/cancellation.mdx
+          // §Behavior Requirements), but the HTTP exchange ends, with nothing in it, and the call is the
+          // client's to drop (audited aborted, client_closed), as on the legacy-client bridge.
+          ctx.cancel.cancel();
+          channel.end();
+          return;
+        }
         channel.fail(asGatewayError(err, 'GW_ERR_UPSTREAM_BAD_RESPONSE', this.log, { callId: ctx.callId }));
       } finally {
         const at = this.inFlight.indexOf(entry);
@@ -250,6 +276,31 @@ export class StdioSession implements HeldSession {
     }
     if (this.backlog.length >= BACKLOG_LIMIT) this.backlog.shift();
     this.backlog.push(msg);
+  }
+
+  /**
+   * The client cancelled one of its calls (its notifications/cancelled went on to the server). A server need
+   * not answer a cancelled request, and the v1 SDK's never does (cancellation.mdx §Behavior Requirements), so
+   * waiting for the answer would keep the call in flight until its time limit (timeouts.requestMs, or callMs
+   * over HTTP+SSE): its POST open, its session busy, never ended to make room at the cap (hasCallInFlight).
+   * The wait ends now; an answer that still comes is dropped by the channel as a late one.
+   * The client's request and its cancellation are two POSTs, and the request may still be in Gatehouse's
+   * stages (the catalog listing a name it met first, the store) when the cancellation gets here: then the
+   * server, told of a request it never got, would run it when it came. Such an id is remembered (the last
+   * EARLY_CANCELS of them; ids are never reused in a session, basic/index.mdx §Requests), and the request
+   * that comes with it is not sent.
+   */
+  private cancelled(message: { params?: { requestId?: unknown } }): void {
+    const target = message.params?.requestId;
+    const call = this.inFlight.find((f) => f.id === target);
+    if (call === undefined) {
+      if (typeof target !== 'string' && typeof target !== 'number') return;
+      this.cancelledEarly.add(target);
+      if (this.cancelledEarly.size > EARLY_CANCELS) this.cancelledEarly.delete(this.cancelledEarly.values().next().value!);
+      return;
+    }
+    call.cancelled = true;
+    this.proc.abandon(call.id);
   }
 
   /** The client answered a question of the child's (or gave up on it): the call's clock runs again. */

@@ -21,6 +21,7 @@ function endingListens(): MessageChannel {
     request: async (msg: JsonRpcRequest): Promise<JsonRpcResponse> => ({ jsonrpc: '2.0', id: msg.id, result: { resultType: 'complete', _meta: { [SUBSCRIPTION_ID]: msg.id } } }),
     hold: () => {},
     resume: () => {},
+    abandon: () => {},
     send: () => {},
     stop: async () => {},
     onMessage: () => {},
