@@ -26,8 +26,15 @@ export type TokenFailureReason =
   | 'not_yet_valid'
   | 'wrong_issuer'
   | 'wrong_audience'
+  | 'wrong_type'
   | 'missing_claim'
   | 'inactive';
+
+/**
+ * The JWT access token type (RFC 9068 §2.1), required in `typ` under oauth.requireAccessTokenType: an ID token
+ * (typ JWT) of the same issuer, audience and subject is not a grant to call this resource.
+ */
+const ACCESS_TOKEN_TYPE = 'at+jwt';
 
 /** Far beyond any real access token; longer input is refused before it is parsed. */
 const MAX_TOKEN_LENGTH = 16 * 1024;
@@ -123,6 +130,9 @@ export class TokenVerifier {
       algorithms: this.algorithms,
       clockTolerance: this.config.clockSkewSeconds,
       requiredClaims: ['exp', 'sub'],
+      // RFC 9068 §4: the resource server MUST check typ is at+jwt; jose compares it as a media type
+      // (case-insensitively, with or without `application/`). Opt-in: many issuers still send typ JWT.
+      ...(this.config.requireAccessTokenType ? { typ: ACCESS_TOKEN_TYPE } : {}),
     };
     let others: CryptoKey[] = [];
     try {
@@ -157,6 +167,7 @@ export class TokenVerifier {
         if (err.claim === 'iss') return refuse('wrong_issuer', 'token was issued by another issuer');
         if (err.claim === 'aud') return refuse('wrong_audience', 'token was not issued for this resource');
         if (err.claim === 'nbf') return refuse('not_yet_valid', 'token is not valid yet');
+        if (err.claim === 'typ') return refuse('wrong_type', 'token is not an access token: its typ header must be at+jwt (RFC 9068)');
       }
       return refuse('malformed', `token has an invalid "${err.claim}" claim`);
     }

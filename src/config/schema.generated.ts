@@ -611,6 +611,10 @@ export interface Oauth {
    */
   clockSkewSeconds: number;
   /**
+   * Refuse a JWT whose typ header does not say it is an access token: at+jwt or application/at+jwt, in any case (RFC 9068 §2.1, §4). Such a token is refused 401 invalid_token. This keeps an OpenID Connect ID token (typ JWT) of the same issuer, with the same audience and a sub, from being taken as an access token. Off by default, since many authorization servers still mint access tokens with typ JWT; turn on when yours sets at+jwt. Opaque tokens checked by introspection have no typ and are not affected.
+   */
+  requireAccessTokenType: boolean;
+  /**
    * Token introspection (RFC 7662) for opaque tokens: a bearer credential that is no configured API key, has no API key shape (gh_ or auth.apiKeyPrefixes) and is no JWT is sent to this endpoint, so a mistyped API key of a custom shape whose prefix is not declared in auth.apiKeyPrefixes reaches it.
    */
   introspection?: {

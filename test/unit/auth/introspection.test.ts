@@ -75,6 +75,7 @@ function verifier(url: string, over: Partial<OAuthConfig> = {}, cacheMaxSeconds 
       clockSkewSeconds: 0,
       jwksMaxAgeSeconds: 600,
       jwksMinRefreshSeconds: 30,
+      requireAccessTokenType: false,
       introspection: { url, clientId: CLIENT_ID, clientSecret: CLIENT_SECRET, cacheMaxSeconds, acceptMissingAudience: false },
       ...over,
     },

@@ -88,6 +88,7 @@ function config(ks: KeyServer, over: Partial<OAuthConfig> = {}): OAuthConfig {
     clockSkewSeconds: 30,
     jwksMaxAgeSeconds: 600,
     jwksMinRefreshSeconds: 60,
+    requireAccessTokenType: false,
     ...over,
   };
 }
