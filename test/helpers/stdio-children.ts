@@ -1,7 +1,9 @@
 // Tracking the stdio children a test gateway spawns, so a test can check they end with their session or
 // gateway and stop, by PID, any it left behind.
 
+import assert from 'node:assert/strict';
 import { readdirSync, readFileSync } from 'node:fs';
+import { after } from 'node:test';
 import type { TestGateway } from './gateway.js';
 
 /** PIDs of every stdio child a gateway reported starting (its "stdio upstream started" log line). */
@@ -27,6 +29,30 @@ export async function waitUntil(cond: () => boolean, timeoutMs: number): Promise
     await new Promise((r) => setTimeout(r, 50));
   }
   return cond();
+}
+
+/**
+ * A list for the gateways a test file starts. After the file's tests they are closed, and every stdio child
+ * they logged starting must then exit within `waitMs`: any still running is killed by PID and fails the file,
+ * since a gateway that leaves a child behind on close is a leak users would see as stray processes.
+ */
+export function gatewaysCheckedForLeakedChildren(waitMs = 10_000): TestGateway[] {
+  const gateways: TestGateway[] = [];
+  after(async () => {
+    await Promise.all(gateways.map((gw) => gw.close()));
+    const pids = gateways.flatMap((gw) => stdioChildPids(gw));
+    await waitUntil(() => pids.every((pid) => !isAlive(pid)), waitMs);
+    const leaked = pids.filter(isAlive);
+    for (const pid of leaked) {
+      try {
+        process.kill(pid, 'SIGKILL');
+      } catch {
+        // gone in the meantime
+      }
+    }
+    assert.deepEqual(leaked, [], `stdio children left running after the gateway closed (killed now): ${leaked.join(', ')}`);
+  });
+  return gateways;
 }
 
 /**

@@ -5,12 +5,12 @@
 // client until `timeouts.requestMs` (2026-07-28/basic/transports/stdio.mdx: one stdin, written by the client).
 // Once the child reads again, what was queued is answered and new calls are served.
 
-import { after, test } from 'node:test';
+import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { fileURLToPath } from 'node:url';
-import { startGateway, type TestGateway } from '../helpers/gateway.js';
+import { startGateway } from '../helpers/gateway.js';
 import { LEGACY_HEADERS, post, rpc } from '../helpers/http.js';
-import { isAlive, stdioChildPids, waitUntil } from '../helpers/stdio-children.js';
+import { gatewaysCheckedForLeakedChildren, waitUntil } from '../helpers/stdio-children.js';
 
 const FAKE = fileURLToPath(new URL('../fixtures/upstreams/stdio-fake.mjs', import.meta.url));
 const BOUND = 1024 * 1024;
@@ -21,15 +21,7 @@ const DEAF_MS = 4_000;
 /** Far longer than the test waits for a refusal: a call that is queued, not refused, is still waiting. */
 const REQUEST_MS = 60_000;
 
-const gateways: TestGateway[] = [];
-after(async () => {
-  await Promise.all(gateways.map((gw) => gw.close()));
-  const pids = gateways.flatMap((gw) => stdioChildPids(gw));
-  await waitUntil(() => pids.every((pid) => !isAlive(pid)), 10_000);
-  const leaked = pids.filter(isAlive);
-  for (const pid of leaked) process.kill(pid, 'SIGKILL');
-  assert.deepEqual(leaked, [], 'stdio children left running after the gateway closed (killed now)');
-});
+const gateways = gatewaysCheckedForLeakedChildren();
 
 interface Answer {
   status: number;

@@ -5,25 +5,17 @@
 // initialize fails is now ended (2025-11-25/basic/transports.mdx §Session Management: a client that no longer
 // needs a session SHOULD end it), its child stopped (2026-07-28/basic/transports/stdio.mdx §Shutdown).
 
-import { after, test } from 'node:test';
+import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { fileURLToPath } from 'node:url';
-import { startGateway, type TestGateway } from '../helpers/gateway.js';
+import { startGateway } from '../helpers/gateway.js';
 import { modernRequest, post } from '../helpers/http.js';
-import { isAlive, liveStdioChildren, stdioChildPids, waitUntil } from '../helpers/stdio-children.js';
+import { gatewaysCheckedForLeakedChildren, liveStdioChildren, stdioChildPids, waitUntil } from '../helpers/stdio-children.js';
 
 const FAKE = fileURLToPath(new URL('../fixtures/upstreams/stdio-fake.mjs', import.meta.url));
 const CALLS = 4;
 
-const gateways: TestGateway[] = [];
-after(async () => {
-  await Promise.all(gateways.map((gw) => gw.close()));
-  const pids = gateways.flatMap((gw) => stdioChildPids(gw));
-  await waitUntil(() => pids.every((pid) => !isAlive(pid)), 10_000);
-  const leaked = pids.filter(isAlive);
-  for (const pid of leaked) process.kill(pid, 'SIGKILL');
-  assert.deepEqual(leaked, [], 'stdio children left running after the gateway closed (killed now)');
-});
+const gateways = gatewaysCheckedForLeakedChildren();
 
 test(`a server that answers initialize after requestMs: ${CALLS} calls time out, and the children started for them are stopped`, { timeout: 60_000 }, async () => {
   // The session-less child (the one the era probe asks server/discover on) is kept until it idles out,

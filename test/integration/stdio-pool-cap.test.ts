@@ -8,7 +8,7 @@
 // GW_ERR_SESSION_LIMIT with Retry-After; the refusal is Gatehouse's, not the upstream's failure, so it opens
 // no circuit breaker, and the request line and the audit say `refused`.
 
-import { after, test } from 'node:test';
+import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -16,9 +16,9 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { SqliteStore } from '../../src/store/sqlite-store.js';
 import { hashKey } from '../../src/auth/key-hash.js';
-import { startGateway, type TestGateway } from '../helpers/gateway.js';
+import { startGateway } from '../helpers/gateway.js';
 import { modernRequest, post } from '../helpers/http.js';
-import { isAlive, liveStdioChildren, stdioChildPids, waitUntil } from '../helpers/stdio-children.js';
+import { gatewaysCheckedForLeakedChildren, liveStdioChildren, stdioChildPids, waitUntil } from '../helpers/stdio-children.js';
 
 const FAKE = fileURLToPath(new URL('../fixtures/upstreams/stdio-fake.mjs', import.meta.url));
 const ALICE = 'gh_alice_poolcap_0123456789abcdefghijklm';
@@ -29,15 +29,7 @@ const BURST = 30;
 /** Each call runs this long, so the burst's sessions are all busy at once. */
 const RUN_MS = 2_000;
 
-const gateways: TestGateway[] = [];
-after(async () => {
-  await Promise.all(gateways.map((gw) => gw.close()));
-  const pids = gateways.flatMap((gw) => stdioChildPids(gw));
-  await waitUntil(() => pids.every((pid) => !isAlive(pid)), 10_000);
-  const leaked = pids.filter(isAlive);
-  for (const pid of leaked) process.kill(pid, 'SIGKILL');
-  assert.deepEqual(leaked, [], 'stdio children left running after the gateway closed (killed now)');
-});
+const gateways = gatewaysCheckedForLeakedChildren();
 
 let n = 0;
 function call(key: string, set: number, name = 'slow', args: Record<string, unknown> = { ms: RUN_MS }) {

@@ -9,7 +9,7 @@
 // elicitation reaches the caller that declared it, and a server request that cannot be tied to one call is
 // refused as in shared mode (2026-07-28/basic/transports/stdio.mdx: one channel, many requests).
 
-import { after, describe, test } from 'node:test';
+import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -20,7 +20,7 @@ import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/
 import { ElicitRequestSchema } from '@modelcontextprotocol/sdk/types.js';
 import { hashKey } from '../../src/auth/key-hash.js';
 import { startGateway, type TestGateway } from '../helpers/gateway.js';
-import { isAlive, liveStdioChildren, stdioChildPids, waitUntil } from '../helpers/stdio-children.js';
+import { gatewaysCheckedForLeakedChildren, liveStdioChildren, stdioChildPids, waitUntil } from '../helpers/stdio-children.js';
 
 const MEMORY = 'node_modules/@modelcontextprotocol/server-memory/dist/index.js';
 const EVERYTHING = 'node_modules/@modelcontextprotocol/server-everything/dist/index.js';
@@ -31,23 +31,8 @@ const IDLE_MS = 1_000;
 const STOP_WAIT_MS = 10_000;
 const REQUEST_TIMEOUT_MS = 15_000;
 
-const gateways: TestGateway[] = [];
-
-after(async () => {
-  await Promise.all(gateways.map((gw) => gw.close()));
-  // Anything a gateway left behind is stopped here, by PID, and reported.
-  const pids = gateways.flatMap((gw) => stdioChildPids(gw));
-  await waitUntil(() => pids.every((pid) => !isAlive(pid)), STOP_WAIT_MS);
-  const leaked = pids.filter(isAlive);
-  for (const pid of leaked) {
-    try {
-      process.kill(pid, 'SIGKILL');
-    } catch {
-      // gone in the meantime
-    }
-  }
-  assert.deepEqual(leaked, [], `stdio children still running after their gateway closed (killed now): ${leaked.join(', ')}`);
-});
+// Anything a gateway left behind is stopped after the tests, by PID, and reported.
+const gateways = gatewaysCheckedForLeakedChildren(STOP_WAIT_MS);
 
 async function gateway(config: Record<string, unknown>): Promise<TestGateway> {
   const gw = await startGateway({ sessions: { idleTimeoutMs: IDLE_MS }, ...config });

@@ -4,26 +4,18 @@
 // `initialize` answer (2025-11-25/basic/lifecycle.mdx §Initialization) before the session exists, and those
 // waiting starts count against the cap too, or a burst of initializes starts a child each.
 
-import { after, test } from 'node:test';
+import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { fileURLToPath } from 'node:url';
-import { startGateway, type TestGateway } from '../helpers/gateway.js';
+import { startGateway } from '../helpers/gateway.js';
 import { LEGACY_HEADERS, post, rpc } from '../helpers/http.js';
-import { isAlive, liveStdioChildren, stdioChildPids, waitUntil } from '../helpers/stdio-children.js';
+import { gatewaysCheckedForLeakedChildren, liveStdioChildren, stdioChildPids, waitUntil } from '../helpers/stdio-children.js';
 
 const FAKE = fileURLToPath(new URL('../fixtures/upstreams/stdio-fake.mjs', import.meta.url));
 const MAX_SESSIONS = 2;
 const BURST = 6;
 
-const gateways: TestGateway[] = [];
-after(async () => {
-  await Promise.all(gateways.map((gw) => gw.close()));
-  const pids = gateways.flatMap((gw) => stdioChildPids(gw));
-  await waitUntil(() => pids.every((pid) => !isAlive(pid)), 10_000);
-  const leaked = pids.filter(isAlive);
-  for (const pid of leaked) process.kill(pid, 'SIGKILL');
-  assert.deepEqual(leaked, [], 'stdio children left running after the gateway closed (killed now)');
-});
+const gateways = gatewaysCheckedForLeakedChildren();
 
 const initialize = (i: number): string => rpc(`init-${i}`, 'initialize', { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: `burst-${i}`, version: '1' } });
 
