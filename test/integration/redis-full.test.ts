@@ -14,8 +14,8 @@ import { Redis } from 'ioredis';
 import { request } from 'undici';
 import { openStore } from '../../src/store/open-store.js';
 import { startCountingUpstream, type CountingUpstream } from '../fixtures/upstreams/counting-writes.js';
-import { startGateway, type TestGateway } from '../helpers/gateway.js';
-import { modernRequest, post } from '../helpers/http.js';
+import { startGateway } from '../helpers/gateway.js';
+import { assertRefusedWhileStoreTakesNoWrites, readyz, recordCall, untilServed } from '../helpers/store-outage.js';
 import { startRedis, type TestRedis } from '../helpers/redis.js';
 
 let up: CountingUpstream;
@@ -31,17 +31,6 @@ after(async () => {
   await up.close();
   await redis.stop();
 });
-
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
-let n = 0;
-async function call(gw: TestGateway, item: string) {
-  const req = modernRequest(++n, 'tools/call', { name: 'record', arguments: { item } });
-  return post(gw.url, req.body, req.headers);
-}
-async function readyz(gw: TestGateway) {
-  const res = await request(`${gw.origin}/readyz`);
-  return { status: res.statusCode, body: (await res.body.json()) as { status: string; store?: { kind: string; up: boolean } } };
-}
 
 test("a full Redis fails the store's ping, which answers again once Redis takes writes", async () => {
   const s = openStore({ kind: 'redis', url: redis.url, keyPrefix: 'full-ping:', commandTimeoutMs: 2_000 });
@@ -60,33 +49,13 @@ test("a full Redis fails the store's ping, which answers again once Redis takes 
 test('with Redis full, /readyz says not ready and governed calls are refused before they run, not run unaudited; back on its own', { timeout: 60_000 }, async () => {
   const gw = await startGateway({ upstreams: [{ name: 'up', url: up.url, era: 'modern' }], store: { kind: 'redis', url: redis.url, keyPrefix: 'full:', commandTimeoutMs: 1_000 } });
   try {
-    assert.equal((await call(gw, 'before')).status, 200);
+    assert.equal((await recordCall(gw, 'before')).status, 200);
     assert.equal((await readyz(gw)).status, 200);
     await raw.config('SET', 'maxmemory', '1');
-    // The first call after Redis filled up cannot know it: it runs, and is refused when its record cannot be kept.
-    const first = await call(gw, 'first-when-full');
-    assert.equal(first.status, 503, first.text);
-    // Longer than the guard's probe (every second).
-    await sleep(2_500);
-    const ready = await readyz(gw);
-    assert.equal(ready.status, 503, JSON.stringify(ready.body));
-    assert.deepEqual(ready.body.store, { kind: 'redis', up: false });
-    const executed = up.executions.length;
-    for (let i = 0; i < 3; i++) {
-      const refused = await call(gw, `while-full-${i}`);
-      assert.equal(refused.status, 503, refused.text);
-      assert.equal(refused.json().error.data.code, 'GW_ERR_STATE_UNAVAILABLE', refused.text);
-      await sleep(600);
-    }
-    assert.equal(up.executions.length, executed, 'no call ran upstream while its record could not be written');
+    await assertRefusedWhileStoreTakesNoWrites(gw, up, 'redis');
     await raw.config('SET', 'maxmemory', '0');
-    let back;
-    for (let i = 0; i < 50; i++) {
-      back = await call(gw, 'after');
-      if (back.status === 200) break;
-      await sleep(100);
-    }
-    assert.equal(back?.status, 200, back?.text);
+    const back = await untilServed(() => recordCall(gw, 'after'));
+    assert.equal(back.status, 200, back.text);
     assert.equal((await readyz(gw)).status, 200);
   } finally {
     await raw.config('SET', 'maxmemory', '0');
@@ -107,26 +76,21 @@ test('with Redis full, a read that answers (a metrics scrape listing approvals) 
     policy: { approvals: [{ id: 'lookups', tools: ['up/lookup'] }] },
   });
   try {
-    assert.equal((await call(gw, 'before')).status, 200);
+    assert.equal((await recordCall(gw, 'before')).status, 200);
     await raw.config('SET', 'maxmemory', '1');
-    assert.equal((await call(gw, 'first-when-full')).status, 503);
+    assert.equal((await recordCall(gw, 'first-when-full')).status, 503);
     const executed = up.executions.length;
     for (let i = 0; i < 3; i++) {
       const metrics = await (await request(gw.gateway.metricsUrl!)).body.text();
       assert.match(metrics, /^gatehouse_store_up 0$/m, 'the scrape itself says the store is down');
-      const refused = await call(gw, `after-scrape-${i}`);
+      const refused = await recordCall(gw, `after-scrape-${i}`);
       assert.equal(refused.status, 503, refused.text);
       assert.equal(refused.json().error.data.code, 'GW_ERR_STATE_UNAVAILABLE', refused.text);
     }
     assert.equal(up.executions.length, executed, 'no call ran upstream while its record could not be written');
     await raw.config('SET', 'maxmemory', '0');
-    let back;
-    for (let i = 0; i < 50; i++) {
-      back = await call(gw, 'after');
-      if (back.status === 200) break;
-      await sleep(100);
-    }
-    assert.equal(back?.status, 200, back?.text);
+    const back = await untilServed(() => recordCall(gw, 'after'));
+    assert.equal(back.status, 200, back.text);
   } finally {
     await raw.config('SET', 'maxmemory', '0');
     await gw.close();

@@ -17,6 +17,7 @@ import { serveCli, type ServingCli } from '../helpers/cli.js';
 import { startGateway, type TestGateway } from '../helpers/gateway.js';
 import { modernRequest, post } from '../helpers/http.js';
 import { startRedis, type TestRedis } from '../helpers/redis.js';
+import { readyz, untilServed } from '../helpers/store-outage.js';
 
 let up: CountingUpstream;
 let redis: TestRedis;
@@ -30,16 +31,10 @@ after(async () => {
 });
 
 let n = 0;
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 async function call(url: string, name: string, item: string, key?: string, more: Record<string, unknown> = {}) {
   const req = modernRequest(++n, 'tools/call', { name, arguments: { item, ...more }, ...(key ? { _meta: { idempotencyKey: key } } : {}) });
   return post(url, req.body, req.headers);
-}
-
-async function readyz(gw: TestGateway) {
-  const res = await request(`${gw.origin}/readyz`);
-  return { status: res.statusCode, body: (await res.body.json()) as { status: string; store?: { kind: string; up: boolean } } };
 }
 
 describe('Redis stopped mid-run', () => {
@@ -75,14 +70,9 @@ describe('Redis stopped mid-run', () => {
 
     await redis.start();
     // Service resumes on its own: bounded wait for the probe to see Redis again.
-    let back;
-    for (let i = 0; i < 100; i++) {
-      back = await call(gw.url, 'record', 'after-outage', 'stopped-key-2000');
-      if (back.status === 200) break;
-      await sleep(100);
-    }
-    assert.equal(back?.status, 200, back?.text);
-    assert.match(back!.json().result.content[0].text, /^recorded after-outage/);
+    const back = await untilServed(() => call(gw.url, 'record', 'after-outage', 'stopped-key-2000'), 100);
+    assert.equal(back.status, 200, back.text);
+    assert.match(back.json().result.content[0].text, /^recorded after-outage/);
     assert.equal((await readyz(gw)).status, 200);
     assert.match(await (await request(gw.gateway.metricsUrl!)).body.text(), /^gatehouse_store_up 1$/m);
     // What was stored before the outage is still there (Redis keeps its append-only file).

@@ -16,13 +16,11 @@ import { execFileSync, spawnSync } from 'node:child_process';
 import { chmodSync, mkdtempSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { request } from 'undici';
 import { startCountingUpstream, type CountingUpstream } from '../fixtures/upstreams/counting-writes.js';
-import { startGateway, type TestGateway } from '../helpers/gateway.js';
-import { modernRequest, post } from '../helpers/http.js';
+import { startGateway } from '../helpers/gateway.js';
+import { assertRefusedWhileStoreTakesNoWrites, readyz, recordCall, untilServed } from '../helpers/store-outage.js';
 import { openStore } from '../../src/store/open-store.js';
 
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 let up: CountingUpstream;
 let dir: string;
 before(async () => {
@@ -40,47 +38,18 @@ function setFileSizeLimit(bytes: number | 'unlimited'): void {
   execFileSync('prlimit', ['--pid', String(process.pid), `--fsize=${bytes}:`]);
 }
 
-let n = 0;
-async function call(gw: TestGateway, item: string) {
-  const req = modernRequest(++n, 'tools/call', { name: 'record', arguments: { item } });
-  return post(gw.url, req.body, req.headers);
-}
-async function readyz(gw: TestGateway) {
-  const res = await request(`${gw.origin}/readyz`);
-  return { status: res.statusCode, body: (await res.body.json()) as { status: string; store?: { kind: string; up: boolean } } };
-}
-
 test('with the SQLite file unable to grow, /readyz says not ready and governed calls are refused before they run; back on its own', { timeout: 60_000 }, async () => {
   const path = join(dir, 'state.db');
   const gw = await startGateway({ upstreams: [{ name: 'up', url: up.url, era: 'modern' }], store: { kind: 'sqlite', path } });
   try {
-    assert.equal((await call(gw, 'before')).status, 200);
+    assert.equal((await recordCall(gw, 'before')).status, 200);
     assert.equal((await readyz(gw)).status, 200);
     // The disk is full: nothing grows past what is written now.
     setFileSizeLimit(Math.max(statSync(`${path}-wal`).size, 1));
-    const first = await call(gw, 'first-when-full');
-    assert.equal(first.status, 503, first.text);
-    // Longer than the guard's probe (every second).
-    await sleep(2_500);
-    const ready = await readyz(gw);
-    assert.equal(ready.status, 503, JSON.stringify(ready.body));
-    assert.deepEqual(ready.body.store, { kind: 'sqlite', up: false });
-    const executed = up.executions.length;
-    for (let i = 0; i < 3; i++) {
-      const refused = await call(gw, `while-full-${i}`);
-      assert.equal(refused.status, 503, refused.text);
-      assert.equal(refused.json().error.data.code, 'GW_ERR_STATE_UNAVAILABLE', refused.text);
-      await sleep(600);
-    }
-    assert.equal(up.executions.length, executed, 'no call ran upstream while its record could not be written');
+    await assertRefusedWhileStoreTakesNoWrites(gw, up, 'sqlite');
     setFileSizeLimit('unlimited');
-    let back;
-    for (let i = 0; i < 50; i++) {
-      back = await call(gw, 'after');
-      if (back.status === 200) break;
-      await sleep(100);
-    }
-    assert.equal(back?.status, 200, back?.text);
+    const back = await untilServed(() => recordCall(gw, 'after'));
+    assert.equal(back.status, 200, back.text);
     assert.equal((await readyz(gw)).status, 200);
   } finally {
     setFileSizeLimit('unlimited');
