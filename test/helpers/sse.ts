@@ -18,3 +18,16 @@ export async function readSseUntil(body: AsyncIterable<unknown>, done: (messages
   }
   return messages;
 }
+
+/** How long `body` took to end, reading it (bounded by `ms`); undefined when it was still open then. */
+export async function msUntilBodyEnds(body: AsyncIterable<unknown>, ms: number): Promise<number | undefined> {
+  const started = Date.now();
+  const it = body[Symbol.asyncIterator]();
+  for (;;) {
+    const left = started + ms - Date.now();
+    if (left <= 0) return undefined;
+    const next = await Promise.race([it.next().catch(() => ({ done: true as const, value: undefined })), new Promise<'open'>((r) => setTimeout(() => r('open'), left))]);
+    if (next === 'open') return undefined;
+    if (next.done) return Date.now() - started;
+  }
+}
