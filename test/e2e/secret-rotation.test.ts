@@ -5,24 +5,19 @@
 
 import { after, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { mkdtempSync, renameSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { request } from 'undici';
 import { jsonResult, startFakeUpstream } from '../fixtures/upstreams/fake-upstream.js';
 import { serveCli, until } from '../helpers/cli.js';
 import { post, rpc } from '../helpers/http.js';
+import { replaceLikeSecretVolume } from '../helpers/secret-volume.js';
 
 const cleanups: Array<() => Promise<unknown>> = [];
 after(async () => {
   for (const c of cleanups.reverse()) await c();
 });
-
-/** Replaces `file` the way a Secret volume does: a new file renamed over the old one. */
-function rotate(file: string, value: string): void {
-  writeFileSync(`${file}.next`, `${value}\n`);
-  renameSync(`${file}.next`, file);
-}
 
 test('an upstream credential read from a file is rotated by replacing the file: the next calls carry the new one', async () => {
   const up = await startFakeUpstream((_req, res, body) => jsonResult(res, body, { tools: [] }));
@@ -30,7 +25,7 @@ test('an upstream credential read from a file is rotated by replacing the file: 
   const dir = mkdtempSync(join(tmpdir(), 'gatehouse-rotate-'));
   const file = join(dir, 'gatehouse.yaml');
   const secret = join(dir, 'upstream-token');
-  rotate(secret, 'first-upstream-credential');
+  replaceLikeSecretVolume(secret, 'first-upstream-credential\n');
   writeFileSync(file, `upstreams: [{ name: up, url: "${up.url}", era: legacy, headers: { authorization: "Bearer \${file:upstream-token}" } }]\nauth: { anonymous: true }\nshutdown: { graceMs: 200 }\nlog: { format: json }\n`);
   const gw = await serveCli(['--config', file, '--port', '0']);
   cleanups.push(() => gw.stop());
@@ -39,7 +34,7 @@ test('an upstream credential read from a file is rotated by replacing the file: 
   assert.equal((await post(gw.url, rpc(1, 'tools/list'))).status, 200);
   assert.equal(lastCredential(), 'Bearer first-upstream-credential');
 
-  rotate(secret, 'second-upstream-credential');
+  replaceLikeSecretVolume(secret, 'second-upstream-credential\n');
   assert.ok(
     await until(async () => {
       assert.equal((await post(gw.url, rpc(2, 'tools/list'))).status, 200);
@@ -64,7 +59,7 @@ test('a rotated admin token applies from the next request; the old one is refuse
   const token = join(dir, 'admin-token');
   const OLD = 'admin-token-before-rotation';
   const NEW = 'admin-token-after-rotation';
-  rotate(token, OLD);
+  replaceLikeSecretVolume(token, `${OLD}\n`);
   const config = (extra = '') => `upstreams: [{ name: up, url: "${up.url}", era: legacy }]\nauth: { anonymous: true }\nadmin: { enabled: true, port: 0, token: "\${file:admin-token}" }\nmetrics: { enabled: true, port: 0 }\nshutdown: { graceMs: 200 }\nlog: { format: json }\n${extra}`;
   writeFileSync(file, config());
   const gw = await serveCli(['--config', file, '--port', '0']);
@@ -79,7 +74,7 @@ test('a rotated admin token applies from the next request; the old one is refuse
   assert.equal(await approvals(OLD), 200);
   assert.equal(await approvals(NEW), 401);
 
-  rotate(token, NEW);
+  replaceLikeSecretVolume(token, `${NEW}\n`);
   assert.ok(await until(async () => (await approvals(NEW)) === 200), gw.stderr());
   assert.equal(await approvals(OLD), 401, 'the rotated-away token is refused');
   assert.doesNotMatch(gw.stderr(), new RegExp(`${OLD}|${NEW}`));

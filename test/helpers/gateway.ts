@@ -3,7 +3,7 @@
 import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { validateConfigObject } from '../../src/config/load.js';
+import { loadConfigFileWithText, validateConfigObject } from '../../src/config/load.js';
 import { createGateway, type Gateway, type GatewayOptions } from '../../src/gateway.js';
 import { createLogger } from '../../src/log/logger.js';
 
@@ -26,12 +26,31 @@ export async function startGateway(config: Record<string, unknown>, options: Gat
   const idempotency = config.idempotency ?? { requireKeys: false };
   const raw = { auth: { anonymous: true }, ...config, store, idempotency, listen: { host: '127.0.0.1', port: 0, ...(config.listen as object | undefined) } };
   const validated = validateConfigObject(raw, 'test');
+  const { logs, log } = capturedLog();
+  const gateway = createGateway(validated, log, options);
+  const url = await gateway.listen();
+  return { url, origin: new URL(url).origin, gateway, logs, close: () => gateway.close() };
+}
+
+/**
+ * Starts a gateway from a config file as `serve` does: the file loaded (with the files it reads through
+ * `${file:...}`), then the gateway built with them to watch, so `checkConfigFile()` reloads it. Pass
+ * `loaded` to build from a load done earlier (a test that changes a file between the load and the start).
+ */
+export async function startGatewayFromConfigFile(file: string, loaded?: Awaited<ReturnType<typeof loadConfigFileWithText>>): Promise<TestGateway> {
+  const { config, text, files } = loaded ?? (await loadConfigFileWithText(file));
+  const { logs, log } = capturedLog();
+  const gateway = createGateway(config, log, { configFile: file, configText: text, configFiles: files });
+  const url = await gateway.listen();
+  return { url, origin: new URL(url).origin, gateway, logs, close: () => gateway.close() };
+}
+
+/** A logger whose lines are kept parsed in `logs`, and echoed to stderr when GATEHOUSE_TEST_LOG is set. */
+function capturedLog() {
   const logs: Array<Record<string, unknown>> = [];
   const log = createLogger(process.env.GATEHOUSE_TEST_LOG === 'debug' ? 'debug' : 'info', (line) => {
     logs.push(JSON.parse(line) as Record<string, unknown>);
     if (process.env.GATEHOUSE_TEST_LOG) process.stderr.write(line);
   });
-  const gateway = createGateway(validated, log, options);
-  const url = await gateway.listen();
-  return { url, origin: new URL(url).origin, gateway, logs, close: () => gateway.close() };
+  return { logs, log };
 }

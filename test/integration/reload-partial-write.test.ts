@@ -10,11 +10,9 @@ import assert from 'node:assert/strict';
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { loadConfigFileWithText } from '../../src/config/load.js';
-import { createGateway } from '../../src/gateway.js';
-import { createLogger } from '../../src/log/logger.js';
 import { sleep } from '../fixtures/upstreams/fake-upstream.js';
 import { startModernServer } from '../fixtures/upstreams/modern-server.js';
+import { startGatewayFromConfigFile } from '../helpers/gateway.js';
 import { modernRequest, post } from '../helpers/http.js';
 
 const cleanups: Array<() => Promise<unknown>> = [];
@@ -32,12 +30,8 @@ test('a file caught between two writes is not applied as it stands: only the who
     `store: { kind: sqlite, path: ${JSON.stringify(join(dir, 'g.db'))} }\nshutdown: { graceMs: ${graceMs} }\n` +
     `policy:\n  rules:\n    - { id: no-adds, tools: [up/add], access: deny }\n    - { id: the-rest, tools: ["*"], access: allow }\n`;
   writeFileSync(file, text(100));
-  const loaded = await loadConfigFileWithText(file);
-  const logs: Array<Record<string, unknown>> = [];
-  const log = createLogger('info', (line) => logs.push(JSON.parse(line) as Record<string, unknown>));
-  const gateway = createGateway(loaded.config, log, { configFile: file, configText: loaded.text, configFiles: loaded.files });
+  const { gateway, url, logs } = await startGatewayFromConfigFile(file);
   cleanups.push(() => gateway.close());
-  const url = await gateway.listen();
   const toolNames = async (): Promise<string[]> => {
     // A stateless (2026-07-28) request: no session to lose when a reload builds the upstream anew.
     const request = modernRequest(1, 'tools/list');

@@ -7,14 +7,14 @@
 
 import { after, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { mkdtempSync, renameSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { loadConfigFileWithText } from '../../src/config/load.js';
-import { createGateway } from '../../src/gateway.js';
-import { createLogger } from '../../src/log/logger.js';
 import { jsonResult, startFakeUpstream } from '../fixtures/upstreams/fake-upstream.js';
+import { startGatewayFromConfigFile } from '../helpers/gateway.js';
 import { post, rpc } from '../helpers/http.js';
+import { replaceLikeSecretVolume } from '../helpers/secret-volume.js';
 import { waitUntil } from '../helpers/stdio-children.js';
 
 const cleanups: Array<() => Promise<unknown>> = [];
@@ -22,19 +22,13 @@ after(async () => {
   for (const c of cleanups.reverse()) await c();
 });
 
-/** Replaces `file` the way a Secret volume does: a new file renamed over the old one. */
-function rotate(file: string, value: string): void {
-  writeFileSync(`${file}.next`, `${value}\n`);
-  renameSync(`${file}.next`, file);
-}
-
 test('a secret file replaced after the config was loaded and before the watcher\'s first look is applied at that look', async () => {
   const up = await startFakeUpstream((_req, res, body) => jsonResult(res, body, { tools: [] }));
   cleanups.push(() => up.close());
   const dir = mkdtempSync(join(tmpdir(), 'gatehouse-secret-at-start-'));
   const file = join(dir, 'gatehouse.yaml');
   const secret = join(dir, 'upstream-token');
-  rotate(secret, 'credential-read-at-load');
+  replaceLikeSecretVolume(secret, 'credential-read-at-load\n');
   writeFileSync(
     file,
     `upstreams: [{ name: up, url: "${up.url}", era: legacy, headers: { authorization: "Bearer \${file:upstream-token}" } }]\n` +
@@ -42,12 +36,9 @@ test('a secret file replaced after the config was loaded and before the watcher\
   );
   // As `serve` does: the config is loaded, then the gateway is built and listens, then the watcher starts.
   const loaded = await loadConfigFileWithText(file);
-  rotate(secret, 'credential-rotated-while-starting');
-  const logs: Array<Record<string, unknown>> = [];
-  const log = createLogger('info', (line) => logs.push(JSON.parse(line) as Record<string, unknown>));
-  const gateway = createGateway(loaded.config, log, { configFile: file, configText: loaded.text, ...(loaded.files !== undefined ? { configFiles: loaded.files } : {}) });
+  replaceLikeSecretVolume(secret, 'credential-rotated-while-starting\n');
+  const { gateway, url, logs } = await startGatewayFromConfigFile(file, loaded);
   cleanups.push(() => gateway.close());
-  const url = await gateway.listen();
   const lastCredential = (): string | undefined => up.requests.at(-1)?.headers.authorization;
 
   assert.equal((await post(url, rpc(1, 'tools/list'))).status, 200);
@@ -74,11 +65,8 @@ test('the files the load read, unchanged at the first look, are no change', asyn
     `listen: { port: 0 }\nupstreams: [{ name: up, url: "${up.url}", era: legacy }]\nsessions: { requestStateKey: "\${file:state-key}" }\n` +
       `auth: { anonymous: true }\nidempotency: { requireKeys: false }\nstore: { kind: sqlite, path: ${JSON.stringify(join(dir, 'g.db'))} }\n`,
   );
-  const loaded = await loadConfigFileWithText(file);
-  const log = createLogger('error', () => {});
-  const gateway = createGateway(loaded.config, log, { configFile: file, configText: loaded.text, configFiles: loaded.files });
+  const { gateway } = await startGatewayFromConfigFile(file);
   cleanups.push(() => gateway.close());
-  await gateway.listen();
   assert.equal(await gateway.checkConfigFile(), 'unchanged');
   assert.equal(gateway.reloads.applied + gateway.reloads.refused, 0);
 });

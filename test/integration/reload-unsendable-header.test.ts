@@ -7,26 +7,19 @@
 
 import { after, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { mkdtempSync, renameSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { checkConfigCommand } from '../../src/cli/check-config.js';
-import { loadConfigFileWithText } from '../../src/config/load.js';
-import { createGateway } from '../../src/gateway.js';
-import { createLogger } from '../../src/log/logger.js';
 import { jsonResult, startFakeUpstream } from '../fixtures/upstreams/fake-upstream.js';
+import { startGatewayFromConfigFile } from '../helpers/gateway.js';
 import { post, rpc } from '../helpers/http.js';
+import { replaceLikeSecretVolume } from '../helpers/secret-volume.js';
 
 const cleanups: Array<() => Promise<unknown>> = [];
 after(async () => {
   for (const c of cleanups.reverse()) await c();
 });
-
-/** Replaces `file` the way a Secret volume does: a new file renamed over the old one. */
-function rotate(file: string, content: string): void {
-  writeFileSync(`${file}.next`, content);
-  renameSync(`${file}.next`, file);
-}
 
 function configText(upstreamUrl: string, dir: string): string {
   return (
@@ -41,20 +34,16 @@ test('a rotated secret that would put a line break in an upstream header is refu
   const dir = mkdtempSync(join(tmpdir(), 'gatehouse-unsendable-'));
   const file = join(dir, 'gatehouse.yaml');
   const secret = join(dir, 'upstream-token');
-  rotate(secret, 'working-credential\n');
+  replaceLikeSecretVolume(secret, 'working-credential\n');
   writeFileSync(file, configText(up.url, dir));
-  const loaded = await loadConfigFileWithText(file);
-  const logs: Array<Record<string, unknown>> = [];
-  const log = createLogger('info', (line) => logs.push(JSON.parse(line) as Record<string, unknown>));
-  const gateway = createGateway(loaded.config, log, { configFile: file, configText: loaded.text, configFiles: loaded.files });
+  const { gateway, url, logs } = await startGatewayFromConfigFile(file);
   cleanups.push(() => gateway.close());
-  const url = await gateway.listen();
   const lastCredential = (): string | undefined => up.requests.at(-1)?.headers.authorization;
   assert.equal((await post(url, rpc(1, 'tools/list'))).status, 200);
   assert.equal(lastCredential(), 'Bearer working-credential');
 
   // Written with an extra blank line: the load strips one newline, the other stays in the value.
-  rotate(secret, 'broken-credential\n\n');
+  replaceLikeSecretVolume(secret, 'broken-credential\n\n');
   assert.equal(await gateway.checkConfigFile(), 'changed');
   assert.deepEqual(gateway.reloads, { applied: 0, refused: 1 });
   const response = await post(url, rpc(2, 'tools/list'));

@@ -10,18 +10,20 @@
 
 import { after, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { mkdtempSync, renameSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { checkConfigCommand } from '../../src/cli/check-config.js';
-import { loadConfigFileWithText, validateConfigObject } from '../../src/config/load.js';
+import { validateConfigObject } from '../../src/config/load.js';
 import { unsupportedFeatures } from '../../src/config/semantic-checks.js';
 import { createGateway } from '../../src/gateway.js';
 import { createLogger } from '../../src/log/logger.js';
 import { GatewayError } from '../../src/errors.js';
 import { StdioProcess } from '../../src/upstream/stdio-process.js';
+import { startGatewayFromConfigFile } from '../helpers/gateway.js';
 import { post, rpc, LEGACY_HEADERS } from '../helpers/http.js';
+import { replaceLikeSecretVolume } from '../helpers/secret-volume.js';
 import { isAlive, stdioChildPids, waitUntil } from '../helpers/stdio-children.js';
 
 const FAKE = fileURLToPath(new URL('../fixtures/upstreams/stdio-fake.mjs', import.meta.url));
@@ -29,12 +31,6 @@ const cleanups: Array<() => Promise<unknown>> = [];
 after(async () => {
   for (const c of cleanups.reverse()) await c();
 });
-
-/** Replaces `file` the way a Secret volume does: a new file renamed over the old one. */
-function rotate(file: string, content: string): void {
-  writeFileSync(`${file}.next`, content);
-  renameSync(`${file}.next`, file);
-}
 
 const stdio = (upstream: Record<string, unknown>) => validateConfigObject({ upstreams: [{ name: 'up', command: [process.execPath, FAKE], ...upstream }], auth: { anonymous: true }, listen: { host: '127.0.0.1' } });
 
@@ -70,24 +66,20 @@ test('a start with such a config is refused; a reload to one is refused and the 
   const dir = mkdtempSync(join(tmpdir(), 'gatehouse-nul-'));
   const file = join(dir, 'gatehouse.yaml');
   const secret = join(dir, 'api-key');
-  rotate(secret, 'working-credential\n');
+  replaceLikeSecretVolume(secret, 'working-credential\n');
   writeFileSync(
     file,
     `listen: { port: 0 }\nupstreams: [{ name: up, command: [${JSON.stringify(process.execPath)}, ${JSON.stringify(FAKE)}], env: { API_KEY: "\${file:api-key}" }, era: legacy, processes: perSession }]\n` +
       `auth: { anonymous: true }\nidempotency: { requireKeys: false }\nstore: { kind: sqlite, path: ${JSON.stringify(join(dir, 'g.db'))} }\nshutdown: { graceMs: 100 }\n`,
   );
-  const loaded = await loadConfigFileWithText(file);
-  const logs: Array<Record<string, unknown>> = [];
-  const log = createLogger('info', (line) => logs.push(JSON.parse(line) as Record<string, unknown>));
-  const gateway = createGateway(loaded.config, log, { configFile: file, configText: loaded.text, configFiles: loaded.files });
-  const gw = { logs };
+  const gw = await startGatewayFromConfigFile(file);
+  const { gateway, url, logs } = gw;
   cleanups.push(async () => {
     await gateway.close();
-    const pids = stdioChildPids(gw as never);
+    const pids = stdioChildPids(gw);
     await waitUntil(() => pids.every((pid) => !isAlive(pid)), 10_000);
     for (const pid of pids.filter(isAlive)) process.kill(pid, 'SIGKILL');
   });
-  const url = await gateway.listen();
   const call = async (id: number) => {
     const init = await post(url, rpc(`init-${id}`, 'initialize', { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 't', version: '1' } }));
     assert.equal(init.status, 200, init.text);
@@ -95,7 +87,7 @@ test('a start with such a config is refused; a reload to one is refused and the 
   };
   assert.match((await call(1)).json().result.content[0].text, /^pid \d+$/);
 
-  rotate(secret, 'broken\u0000credential\n');
+  replaceLikeSecretVolume(secret, 'broken\u0000credential\n');
   assert.equal(await gateway.checkConfigFile(), 'changed');
   assert.deepEqual(gateway.reloads, { applied: 0, refused: 1 });
   const refused = logs.find((l) => l.msg === 'config reload refused; the running config stays');
