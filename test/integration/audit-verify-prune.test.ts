@@ -60,33 +60,39 @@ function captured(): CommandIO & { outText: string; errText: string } {
   return io;
 }
 
-/** Runs the race on a fresh log: `open` gives a handle on the store (called twice: verify's and the gateway's). */
+/**
+ * On a fresh, filled log, two handles on the store (`open` is called twice): the gateway's, which prunes,
+ * and verify's; `run` gets both, and both are closed after it, whatever happens.
+ */
+async function withFilledLog(open: () => Store, reset: () => Promise<void>, run: (gateway: Store, cli: Store) => Promise<void>): Promise<void> {
+  await reset();
+  const gateway = open();
+  const cli = open();
+  try {
+    await fill(gateway);
+    await run(gateway, cli);
+  } finally {
+    await gateway.close();
+    await cli.close();
+  }
+}
+
+/** Runs the race on a fresh log: `open` gives a handle on the store, `reset` empties it. */
 function races(open: () => Store, reset: () => Promise<void>): void {
   for (const at of ['first page', 'anchor'] as const) {
-    test(`a prune between verify's reads (after the ${at}) is not reported as missing records`, { timeout: 60_000 }, async () => {
-      await reset();
-      const gateway = open();
-      const cli = open();
-      try {
-        await fill(gateway);
+    test(`a prune between verify's reads (after the ${at}) is not reported as missing records`, { timeout: 60_000 }, () =>
+      withFilledLog(open, reset, async (gateway, cli) => {
         const io = captured();
         const code = await verifyAudit(pruningDuring(cli, at, () => gateway.pruneAudit(Date.now() - DAY)), io, undefined);
         assert.equal(io.errText, '');
         assert.equal(code, 0);
         assert.equal(io.outText, `audit chain ok: ${NEW} records (from the anchor after record ${OLD}), last ${OLD + NEW}, head ${(await cli.readAudit({ afterSeq: OLD + NEW - 1 }))[0]!.hash}\n`);
-      } finally {
-        await gateway.close();
-        await cli.close();
-      }
-    });
+      }),
+    );
   }
 
-  test('records missing that no prune explains are still a break', { timeout: 60_000 }, async () => {
-    await reset();
-    const gateway = open();
-    const cli = open();
-    try {
-      await fill(gateway);
+  test('records missing that no prune explains are still a break', { timeout: 60_000 }, () =>
+    withFilledLog(open, reset, async (gateway, cli) => {
       const io = captured();
       // The prune moves the anchor to record 1,500, but records 2,001 to 2,100 are gone as well.
       const code = await verifyAudit(pruningDuring(cli, 'first page', async () => {
@@ -95,11 +101,8 @@ function races(open: () => Store, reset: () => Promise<void>): void {
       }), io, undefined);
       assert.equal(code, 1);
       assert.match(io.errText, /^audit chain broken at record 2101: records 2001–2100 are missing; 500 records before it verify \(from the anchor after record 1500\)\n$/);
-    } finally {
-      await gateway.close();
-      await cli.close();
-    }
-  });
+    }),
+  );
 }
 
 let removeRecords: (from: number, to: number) => Promise<void>;
