@@ -12,6 +12,20 @@ import { ListenHub } from '../../../src/upstream/listen-hub.js';
 
 async function* none(): AsyncGenerator<JsonRpcMessage, void, void> {}
 
+const quiet = createLogger('error', () => {});
+
+/** An upstream session that takes every POST with 202 and nothing more; the GET stream is the test's. */
+function upstreamWithGet(openGet: UpstreamMessages['openGet']): UpstreamMessages {
+  return {
+    upstream: 'up',
+    async post() {
+      return { status: 202, headers: {}, messages: none() };
+    },
+    openGet,
+    deleteSession: async () => {},
+  };
+}
+
 test('subscribes once per URI, with a new id for every request, even within one millisecond', async () => {
   const posted: Array<{ id: unknown; method: string; uri: unknown }> = [];
   const client: UpstreamMessages = {
@@ -25,7 +39,7 @@ test('subscribes once per URI, with a new id for every request, even within one 
     openGet: async () => null,
     deleteSession: async () => {},
   };
-  const hub = new ListenHub(client, () => ({}), createLogger('error', () => {}));
+  const hub = new ListenHub(client, () => ({}), quiet);
   const listeners = Array.from({ length: 5 }, (_, i) => ({ filter: { resourceSubscriptions: [`file:///${i}`, 'file:///shared'] }, subscriptionId: i, send: () => {} }));
   // Back to back: well within a millisecond of each other on this machine.
   for (const l of listeners) await hub.add(l);
@@ -56,7 +70,7 @@ test('a request the upstream sends on its GET stream is answered: ping with an e
     openGet: async () => stream(),
     deleteSession: async () => {},
   };
-  const hub = new ListenHub(client, () => ({}), createLogger('error', () => {}));
+  const hub = new ListenHub(client, () => ({}), quiet);
   const listener = { filter: { toolsListChanged: true }, subscriptionId: 1, send: () => {} };
   await hub.add(listener);
   await Promise.race([both, new Promise((_, reject) => setTimeout(() => reject(new Error(`answers so far: ${JSON.stringify(posted)}`)), 2_000))]);
@@ -82,7 +96,7 @@ test('a resource the upstream refuses to subscribe to is taken out of the listen
     openGet: async () => null,
     deleteSession: async () => {},
   };
-  const hub = new ListenHub(client, () => ({}), createLogger('error', () => {}));
+  const hub = new ListenHub(client, () => ({}), quiet);
   const listener = { filter: { resourceSubscriptions: ['file:///open', 'file:///secret'] }, subscriptionId: 1, send: () => {} };
   await hub.add(listener);
   assert.deepEqual(listener.filter.resourceSubscriptions, ['file:///open'], 'the acknowledgment will name only what the upstream accepted');
@@ -120,7 +134,7 @@ test('hold keeps a GET stream open without a listener; its server requests are o
   };
   const offered: string[] = [];
   // The calls take roots/list (one call in flight), not the sampling request (refused by the hub).
-  const hub = new ListenHub(client, () => ({}), createLogger('error', () => {}), () => {}, (request) => {
+  const hub = new ListenHub(client, () => ({}), quiet, () => {}, (request) => {
     offered.push(request.method);
     return request.method === 'roots/list';
   });
@@ -138,22 +152,16 @@ test('hold keeps a GET stream open without a listener; its server requests are o
 
 test('hold waits for the GET stream at most a second: a server that sends its headers only with its first event does not hold up the call', async () => {
   let aborted = false;
-  const client: UpstreamMessages = {
-    upstream: 'up',
-    async post() {
-      return { status: 202, headers: {}, messages: none() };
-    },
-    // Headers that never come (until the hub lets go).
-    openGet: (_headers, signal) =>
-      new Promise((resolve) => {
-        signal.addEventListener('abort', () => {
-          aborted = true;
-          resolve(null);
-        }, { once: true });
-      }),
-    deleteSession: async () => {},
-  };
-  const hub = new ListenHub(client, () => ({}), createLogger('error', () => {}));
+  // Headers that never come (until the hub lets go).
+  const client = upstreamWithGet((_headers, signal) =>
+    new Promise((resolve) => {
+      signal.addEventListener('abort', () => {
+        aborted = true;
+        resolve(null);
+      }, { once: true });
+    }),
+  );
+  const hub = new ListenHub(client, () => ({}), quiet);
   const started = performance.now();
   const letGo = await hub.hold();
   const waited = performance.now() - started;
@@ -172,18 +180,11 @@ test('a GET stream the upstream keeps ending at once is reopened after pauses th
     if (lives > 0) await new Promise((resolve) => setTimeout(resolve, lives));
     ended.push(performance.now());
   }
-  const client: UpstreamMessages = {
-    upstream: 'up',
-    async post() {
-      return { status: 202, headers: {}, messages: none() };
-    },
-    openGet: async () => {
-      opened.push(performance.now());
-      return stream(opened.length === 3 ? 400 : 0);
-    },
-    deleteSession: async () => {},
-  };
-  const hub = new ListenHub(client, () => ({}), createLogger('error', () => {}), () => {}, () => false, timings);
+  const client = upstreamWithGet(async () => {
+    opened.push(performance.now());
+    return stream(opened.length === 3 ? 400 : 0);
+  });
+  const hub = new ListenHub(client, () => ({}), quiet, () => {}, () => false, timings);
   const listener = { filter: { toolsListChanged: true }, subscriptionId: 1, send: () => {} };
   await hub.add(listener);
   for (let i = 0; i < 800 && opened.length < 10; i++) await new Promise((resolve) => setTimeout(resolve, 10));
@@ -208,18 +209,11 @@ test('while a reopen waits out its pause, a new listener or call does not open t
   const timings = { firstMs: 100, maxMs: 5_000, livedMs: 10_000 };
   const opened: number[] = [];
   async function* endsAtOnce(): AsyncGenerator<JsonRpcMessage, void, void> {}
-  const client: UpstreamMessages = {
-    upstream: 'up',
-    async post() {
-      return { status: 202, headers: {}, messages: none() };
-    },
-    openGet: async () => {
-      opened.push(performance.now());
-      return endsAtOnce();
-    },
-    deleteSession: async () => {},
-  };
-  const hub = new ListenHub(client, () => ({}), createLogger('error', () => {}), () => {}, () => false, timings);
+  const client = upstreamWithGet(async () => {
+    opened.push(performance.now());
+    return endsAtOnce();
+  });
+  const hub = new ListenHub(client, () => ({}), quiet, () => {}, () => false, timings);
   const first = { filter: { toolsListChanged: true }, subscriptionId: 1, send: () => {} };
   await hub.add(first);
   // Let it end a few times: after 100, 200 and 400 ms, the pause is now 800 ms.
