@@ -9,15 +9,14 @@ import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { type Locator, type Page } from 'playwright-core';
 import { chromiumInstalled, MISSING, openBrowser, WAIT_MS, type TestBrowser } from '../helpers/browser.js';
-import { freePort, startAuthServer, type AuthServer } from '../helpers/auth-server.js';
-import { startCountingUpstream, type CountingUpstream } from '../fixtures/upstreams/counting-writes.js';
-import { startGateway, type TestGateway } from '../helpers/gateway.js';
+import type { CountingUpstream } from '../fixtures/upstreams/counting-writes.js';
+import type { TestGateway } from '../helpers/gateway.js';
+import { startReviewerGateway, type ReviewerGateway } from '../helpers/reviewer-gateway.js';
 import { modernRequest, post } from '../helpers/http.js';
 
-let as: AuthServer;
+let reviewers: ReviewerGateway | undefined;
 let up: CountingUpstream;
 let gw: TestGateway;
-let publicUrl: string;
 let admin: string;
 let browser: TestBrowser | undefined;
 let page: Page;
@@ -26,13 +25,11 @@ after(async () => {
   try {
     await browser?.close();
   } finally {
-    await gw?.close();
-    await up?.close();
-    await as?.close();
+    await reviewers?.close();
   }
 });
 
-const tokenFor = (sub: string, groups: string[]) => as.sign({ sub, aud: publicUrl, groups });
+const tokenFor = (sub: string, groups: string[]) => reviewers!.tokenFor(sub, groups);
 
 interface ToolResult {
   isError?: boolean;
@@ -75,18 +72,11 @@ test('Debian\'s chromium is installed', () => {
 
 describe('the inbox page for OAuth reviewers, in headless Chromium', () => {
   before(async () => {
-    as = await startAuthServer();
-    await as.newKey('k1');
-    up = await startCountingUpstream('modern');
-    const port = await freePort();
-    publicUrl = `http://127.0.0.1:${port}/mcp`;
-    gw = await startGateway({
-      listen: { port, publicUrl },
-      upstreams: [{ name: 'up', url: up.url, era: 'modern' }],
-      auth: { oauth: { issuer: as.issuer, audience: publicUrl, groupsClaim: 'groups' } },
+    reviewers = await startReviewerGateway({
       admin: { enabled: true, port: 0, groups: ['sre', 'approvers'] },
       policy: { approvals: [{ id: 'sre-only', tools: ['up/record'], arguments: { item: 'sre-*' }, reviewers: { groups: ['sre'] } }, { id: 'anyone', tools: ['up/record'] }] },
     });
+    ({ up, gw } = reviewers);
     admin = gw.gateway.adminUrl!;
     browser = await openBrowser(admin);
     page = browser.page;

@@ -12,37 +12,27 @@ import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { request } from 'undici';
 import { hashKey } from '../../src/auth/key-hash.js';
-import { freePort, startAuthServer, type AuthServer } from '../helpers/auth-server.js';
-import { startCountingUpstream, type CountingUpstream } from '../fixtures/upstreams/counting-writes.js';
-import { startGateway, type TestGateway } from '../helpers/gateway.js';
+import type { AuthServer } from '../helpers/auth-server.js';
+import type { TestGateway } from '../helpers/gateway.js';
+import { startReviewerGateway, type ReviewerGateway } from '../helpers/reviewer-gateway.js';
 import { modernRequest, post } from '../helpers/http.js';
 
 const ALICE = 'gh_alice_0123456789abcdefghijklmnopqrstuv';
 const ADMIN = 'admin-token-0123456789abcdef';
+let reviewers: ReviewerGateway;
 let as: AuthServer;
-let up: CountingUpstream;
 let gw: TestGateway;
 let publicUrl: string;
 
 before(async () => {
-  as = await startAuthServer();
-  await as.newKey('k1');
-  up = await startCountingUpstream('modern');
-  const port = await freePort();
-  publicUrl = `http://127.0.0.1:${port}/mcp`;
-  gw = await startGateway({
-    listen: { port, publicUrl },
-    upstreams: [{ name: 'up', url: up.url, era: 'modern' }],
-    auth: { apiKeys: [{ id: 'alice', hash: hashKey(ALICE), scopes: [] }], oauth: { issuer: as.issuer, audience: publicUrl, groupsClaim: 'groups' } },
+  reviewers = await startReviewerGateway({
+    apiKeys: [{ id: 'alice', hash: hashKey(ALICE), scopes: [] }],
     admin: { enabled: true, port: 0, token: ADMIN, groups: ['sre'] },
     policy: { approvals: [{ id: 'anyone', tools: ['up/record'] }] },
   });
+  ({ as, gw, publicUrl } = reviewers);
 });
-after(async () => {
-  await gw.close();
-  await up.close();
-  await as.close();
-});
+after(() => reviewers?.close());
 
 let n = 0;
 async function held(item: string): Promise<string> {

@@ -7,44 +7,37 @@ import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { request } from 'undici';
 import { hashKey } from '../../src/auth/key-hash.js';
-import { freePort, startAuthServer, type AuthServer } from '../helpers/auth-server.js';
-import { startCountingUpstream, type CountingUpstream } from '../fixtures/upstreams/counting-writes.js';
-import { startGateway, type TestGateway } from '../helpers/gateway.js';
+import type { AuthServer } from '../helpers/auth-server.js';
+import type { CountingUpstream } from '../fixtures/upstreams/counting-writes.js';
+import type { TestGateway } from '../helpers/gateway.js';
+import { startReviewerGateway, type ReviewerGateway } from '../helpers/reviewer-gateway.js';
 import { modernRequest, post } from '../helpers/http.js';
 
 const ALICE = 'gh_alice_0123456789abcdefghijklmnopqrstuv';
+let reviewers: ReviewerGateway;
 let as: AuthServer;
 let up: CountingUpstream;
 let gw: TestGateway;
 let publicUrl: string;
 
 before(async () => {
-  as = await startAuthServer();
-  await as.newKey('k1');
-  up = await startCountingUpstream('modern');
-  const port = await freePort();
-  publicUrl = `http://127.0.0.1:${port}/mcp`;
-  gw = await startGateway({
-    listen: { port, publicUrl },
-    upstreams: [{ name: 'up', url: up.url, era: 'modern' }],
+  reviewers = await startReviewerGateway({
+    apiKeys: [{ id: 'alice', hash: hashKey(ALICE), scopes: [] }],
     // No clock skew: an inbox session lasts until its token stops being accepted, exp + clockSkewSeconds, and
     // the test below waits that out.
-    auth: { apiKeys: [{ id: 'alice', hash: hashKey(ALICE), scopes: [] }], oauth: { issuer: as.issuer, audience: publicUrl, groupsClaim: 'groups', clockSkewSeconds: 0 } },
+    oauth: { clockSkewSeconds: 0 },
     admin: { enabled: true, port: 0, groups: ['sre', 'approvers'] },
     policy: { approvals: [{ id: 'sre-only', tools: ['up/record'], reviewers: { groups: ['sre'] } }] },
   });
+  ({ as, up, gw, publicUrl } = reviewers);
 });
-after(async () => {
-  await gw.close();
-  await up.close();
-  await as.close();
-});
+after(() => reviewers?.close());
 
 async function admin(method: 'GET' | 'POST', path: string, token: string) {
   const res = await request(`${gw.gateway.adminUrl}${path}`, { method, headers: { authorization: `Bearer ${token}`, ...(method === 'POST' ? { 'content-type': 'application/json' } : {}) }, ...(method === 'POST' ? { body: '{}' } : {}) });
   return { status: res.statusCode, json: (await res.body.json()) as Record<string, any> };
 }
-const tokenFor = (sub: string, groups: string[]) => as.sign({ sub, aud: publicUrl, groups });
+const tokenFor = (sub: string, groups: string[]) => reviewers.tokenFor(sub, groups);
 
 test('an access token of an admin group lists approvals; only a reviewer the rule names is shown them and may decide, and the decision names them', async () => {
   const req = modernRequest(1, 'tools/call', { name: 'record', arguments: { item: 'oauth-1' } });

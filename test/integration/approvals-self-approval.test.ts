@@ -17,32 +17,24 @@ import { request } from 'undici';
 import { hashKey } from '../../src/auth/key-hash.js';
 import { verifyChain } from '../../src/store/audit-chain.js';
 import { SqliteStore } from '../../src/store/sqlite-store.js';
-import { freePort, startAuthServer, type AuthServer } from '../helpers/auth-server.js';
 import { runCli } from '../helpers/cli.js';
-import { startCountingUpstream, type CountingUpstream } from '../fixtures/upstreams/counting-writes.js';
-import { startGateway, type TestGateway } from '../helpers/gateway.js';
+import type { CountingUpstream } from '../fixtures/upstreams/counting-writes.js';
+import type { TestGateway } from '../helpers/gateway.js';
+import { startReviewerGateway, type ReviewerGateway } from '../helpers/reviewer-gateway.js';
 import { modernRequest, post } from '../helpers/http.js';
 
 const ALICE = 'gh_alice_0123456789abcdefghijklmnopqrstuv';
 const ADMIN = 'admin-token-0123456789abcdef';
-let as: AuthServer;
+let reviewers: ReviewerGateway;
 let up: CountingUpstream;
 let gw: TestGateway;
-let publicUrl: string;
 let storePath: string;
 
 before(async () => {
-  as = await startAuthServer();
-  await as.newKey('k1');
-  up = await startCountingUpstream('modern');
-  const port = await freePort();
-  publicUrl = `http://127.0.0.1:${port}/mcp`;
   storePath = join(mkdtempSync(join(tmpdir(), 'gatehouse-self-approval-')), 'gatehouse.db');
-  gw = await startGateway({
-    listen: { port, publicUrl },
-    upstreams: [{ name: 'up', url: up.url, era: 'modern' }],
+  reviewers = await startReviewerGateway({
     store: { kind: 'sqlite', path: storePath },
-    auth: { apiKeys: [{ id: 'alice', hash: hashKey(ALICE), scopes: [] }], oauth: { issuer: as.issuer, audience: publicUrl, groupsClaim: 'groups' } },
+    apiKeys: [{ id: 'alice', hash: hashKey(ALICE), scopes: [] }],
     admin: { enabled: true, port: 0, token: ADMIN, groups: ['sre', 'approvers'] },
     policy: {
       approvals: [
@@ -53,14 +45,11 @@ before(async () => {
       ],
     },
   });
+  ({ up, gw } = reviewers);
 });
-after(async () => {
-  await gw.close();
-  await up.close();
-  await as.close();
-});
+after(() => reviewers?.close());
 
-const tokenFor = (sub: string, groups: string[]) => as.sign({ sub, aud: publicUrl, groups });
+const tokenFor = (sub: string, groups: string[]) => reviewers.tokenFor(sub, groups);
 
 interface ToolResult {
   isError?: boolean;

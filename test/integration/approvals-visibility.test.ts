@@ -11,32 +11,22 @@ import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { request } from 'undici';
 import { hashKey } from '../../src/auth/key-hash.js';
-import { freePort, startAuthServer, type AuthServer } from '../helpers/auth-server.js';
 import { runCli } from '../helpers/cli.js';
-import { startCountingUpstream, type CountingUpstream } from '../fixtures/upstreams/counting-writes.js';
-import { startGateway, type TestGateway } from '../helpers/gateway.js';
+import type { TestGateway } from '../helpers/gateway.js';
+import { startReviewerGateway, type ReviewerGateway } from '../helpers/reviewer-gateway.js';
 import { modernRequest, post } from '../helpers/http.js';
 
 const ALICE = 'gh_alice_0123456789abcdefghijklmnopqrstuv';
 const ADMIN = 'admin-token-0123456789abcdef';
-let as: AuthServer;
-let up: CountingUpstream;
+let reviewers: ReviewerGateway;
 let gw: TestGateway;
-let publicUrl: string;
 /** The approval of each rule, by rule id, opened by alice's calls. */
 const ids: Record<'sre-only' | 'named' | 'anyone', string> = { 'sre-only': '', named: '', anyone: '' };
 const ITEMS = { 'sre-only': 'sre-refund-4711-EUR', named: 'named-mail-to-ceo', anyone: 'anyone-note' } as const;
 
 before(async () => {
-  as = await startAuthServer();
-  await as.newKey('k1');
-  up = await startCountingUpstream('modern');
-  const port = await freePort();
-  publicUrl = `http://127.0.0.1:${port}/mcp`;
-  gw = await startGateway({
-    listen: { port, publicUrl },
-    upstreams: [{ name: 'up', url: up.url, era: 'modern' }],
-    auth: { apiKeys: [{ id: 'alice', hash: hashKey(ALICE), scopes: [] }], oauth: { issuer: as.issuer, audience: publicUrl, groupsClaim: 'groups' } },
+  reviewers = await startReviewerGateway({
+    apiKeys: [{ id: 'alice', hash: hashKey(ALICE), scopes: [] }],
     admin: { enabled: true, port: 0, token: ADMIN, groups: ['sre', 'approvers'] },
     policy: {
       approvals: [
@@ -46,6 +36,7 @@ before(async () => {
       ],
     },
   });
+  gw = reviewers.gw;
   let n = 0;
   for (const rule of Object.keys(ids) as Array<keyof typeof ids>) {
     const req = modernRequest(++n, 'tools/call', { name: 'record', arguments: { item: ITEMS[rule] } });
@@ -55,13 +46,9 @@ before(async () => {
     ids[rule] = result._meta!['dev.gatehouse/approval_id']!;
   }
 });
-after(async () => {
-  await gw.close();
-  await up.close();
-  await as.close();
-});
+after(() => reviewers?.close());
 
-const tokenFor = (sub: string, groups: string[]) => as.sign({ sub, aud: publicUrl, groups });
+const tokenFor = (sub: string, groups: string[]) => reviewers.tokenFor(sub, groups);
 
 async function admin(method: 'GET' | 'POST', path: string, bearer: string) {
   const res = await request(`${gw.gateway.adminUrl}${path}`, { method, headers: { authorization: `Bearer ${bearer}`, ...(method === 'POST' ? { 'content-type': 'application/json' } : {}) }, ...(method === 'POST' ? { body: '{}' } : {}) });
