@@ -8,22 +8,17 @@
 
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { Client } from '@modelcontextprotocol/sdk/client/index.js';
-import { SSEClientTransport } from '@modelcontextprotocol/sdk/client/sse.js';
 import { startPollingServer } from '../fixtures/upstreams/polling-server.js';
 import { startFakeUpstream } from '../fixtures/upstreams/fake-upstream.js';
-import { startGateway } from '../helpers/gateway.js';
+import { connectSseClientThroughGateway, type SseClientThroughGateway } from '../helpers/sse-client.js';
 import { waitUntil } from '../helpers/stdio-children.js';
 
 test('a list change sent while the upstream had closed the GET stream reaches the SSE client: the stream is resumed with Last-Event-ID', async () => {
   const up = await startPollingServer({ retryMs: 100 });
-  const gw = await startGateway({ listen: { ssePath: '/sse' }, upstreams: [{ name: 'poll', url: up.url, era: 'legacy' }] });
-  const client = new Client({ name: 'sse-resume-listen', version: '1' }, { capabilities: {} });
-  const seen: string[] = [];
-  client.fallbackNotificationHandler = async (n) => void seen.push(n.method);
-  const changes = () => seen.filter((m) => m === 'notifications/tools/list_changed').length;
+  let sse: SseClientThroughGateway | undefined;
   try {
-    await client.connect(new SSEClientTransport(new URL('/sse', gw.origin)), { timeout: 10_000 });
+    sse = await connectSseClientThroughGateway({ name: 'poll', url: up.url }, 'sse-resume-listen');
+    const changes = sse.listChanges;
     assert.ok(await waitUntil(() => up.freshGets === 1, 5_000), 'the listen stream opened');
     await up.toolsChanged();
     assert.ok(await waitUntil(() => changes() === 1, 5_000), 'heard while the stream was open');
@@ -34,8 +29,7 @@ test('a list change sent while the upstream had closed the GET stream reaches th
     assert.ok(await waitUntil(() => changes() === 2, 3_000), `the change made while the stream was closed never arrived (${changes()} heard; resumes: ${up.resumes.length}, fresh GETs: ${up.freshGets})`);
     assert.equal(up.freshGets, 1, 'the stream was resumed, not opened anew');
   } finally {
-    await client.close().catch(() => {});
-    await gw.close();
+    await sse?.close();
     await up.close();
   }
 });
@@ -61,17 +55,14 @@ test('a resume the server refuses (it forgot the stream) is followed by a fresh 
     const result = msg.method === 'initialize' ? { protocolVersion: msg.params?.protocolVersion ?? '2025-11-25', capabilities: { tools: { listChanged: true } }, serverInfo: { name: 'forgetful', version: '1' } } : {};
     res.writeHead(200, { 'content-type': 'application/json', ...session }).end(JSON.stringify({ jsonrpc: '2.0', id: msg.id, result }));
   });
-  const gw = await startGateway({ listen: { ssePath: '/sse' }, upstreams: [{ name: 'f', url: up.url, era: 'legacy' }] });
-  const client = new Client({ name: 'sse-refused-resume', version: '1' }, { capabilities: {} });
-  let changes = 0;
-  client.fallbackNotificationHandler = async (n) => void (n.method === 'notifications/tools/list_changed' && changes++);
+  let sse: SseClientThroughGateway | undefined;
   try {
-    await client.connect(new SSEClientTransport(new URL('/sse', gw.origin)), { timeout: 10_000 });
-    assert.ok(await waitUntil(() => changes === 2, 8_000), `heard ${changes} changes; GETs: ${gets.join(', ')}`);
+    sse = await connectSseClientThroughGateway({ name: 'f', url: up.url }, 'sse-refused-resume');
+    const changes = sse.listChanges;
+    assert.ok(await waitUntil(() => changes() === 2, 8_000), `heard ${changes()} changes; GETs: ${gets.join(', ')}`);
     assert.deepEqual(gets.slice(0, 3), ['fresh', 'resume e1', 'fresh']);
   } finally {
-    await client.close().catch(() => {});
-    await gw.close();
+    await sse?.close();
     await up.close();
   }
 });
@@ -83,30 +74,27 @@ test('a server that keeps closing its GET stream (polling) is come back to each 
   // here the client's own 1 s, as the SDK's GET stream names none. Each poll brings what was said meanwhile:
   // nothing calls for a longer wait, and one that doubled held each message back 1, 2, 4, then 8 s.
   const up = await startPollingServer({ retryMs: 100 });
-  const gw = await startGateway({ listen: { ssePath: '/sse' }, upstreams: [{ name: 'poll', url: up.url, era: 'legacy' }] });
-  const client = new Client({ name: 'sse-poll-retry', version: '1' }, { capabilities: {} });
-  let changes = 0;
-  client.fallbackNotificationHandler = async (n) => void (n.method === 'notifications/tools/list_changed' && changes++);
+  let sse: SseClientThroughGateway | undefined;
   try {
-    await client.connect(new SSEClientTransport(new URL('/sse', gw.origin)), { timeout: 10_000 });
+    sse = await connectSseClientThroughGateway({ name: 'poll', url: up.url }, 'sse-poll-retry');
+    const changes = sse.listChanges;
     assert.ok(await waitUntil(() => up.freshGets === 1, 5_000), 'the listen stream opened');
     // Its first event gives the stream an id to resume from (the SDK primes only POST streams).
     await up.toolsChanged();
-    assert.ok(await waitUntil(() => changes === 1, 5_000), 'heard while the stream was open');
+    assert.ok(await waitUntil(() => changes() === 1, 5_000), 'heard while the stream was open');
     // The server polls: it closes the stream's connection, says something, and the client comes back.
     const took: number[] = [];
     for (let round = 2; round <= 5; round++) {
       up.closeListenStreams();
       await up.toolsChanged();
       const started = Date.now();
-      assert.ok(await waitUntil(() => changes === round, 20_000), `round ${round}: nothing heard (${changes}; resumes ${up.resumes.join(' ')}; fresh ${up.freshGets})`);
+      assert.ok(await waitUntil(() => changes() === round, 20_000), `round ${round}: nothing heard (${changes()}; resumes ${up.resumes.join(' ')}; fresh ${up.freshGets})`);
       took.push(Date.now() - started);
     }
     assert.ok(took.every((ms) => ms < 1_800), `heard after ${took.join(', ')} ms`);
     assert.equal(up.freshGets, 1, 'every poll resumed the stream');
   } finally {
-    await client.close().catch(() => {});
-    await gw.close();
+    await sse?.close();
     await up.close();
   }
 });

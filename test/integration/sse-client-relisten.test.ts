@@ -6,21 +6,16 @@
 
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { Client } from '@modelcontextprotocol/sdk/client/index.js';
-import { SSEClientTransport } from '@modelcontextprotocol/sdk/client/sse.js';
 import { startPollingServer } from '../fixtures/upstreams/polling-server.js';
-import { startGateway } from '../helpers/gateway.js';
+import { connectSseClientThroughGateway, type SseClientThroughGateway } from '../helpers/sse-client.js';
 import { waitUntil } from '../helpers/stdio-children.js';
 
 test('after the upstream closes its GET stream, the SSE client still hears list changes', async () => {
   const up = await startPollingServer({ retryMs: 100 });
-  const gw = await startGateway({ listen: { ssePath: '/sse' }, upstreams: [{ name: 'poll', url: up.url, era: 'legacy' }] });
-  const client = new Client({ name: 'sse-relisten', version: '1' }, { capabilities: {} });
-  const seen: string[] = [];
-  client.fallbackNotificationHandler = async (n) => void seen.push(n.method);
-  const changes = () => seen.filter((m) => m === 'notifications/tools/list_changed').length;
+  let sse: SseClientThroughGateway | undefined;
   try {
-    await client.connect(new SSEClientTransport(new URL('/sse', gw.origin)), { timeout: 10_000 });
+    sse = await connectSseClientThroughGateway({ name: 'poll', url: up.url }, 'sse-relisten');
+    const changes = sse.listChanges;
     assert.ok(await waitUntil(() => up.freshGets === 1, 5_000), 'the listen stream opened');
     await up.toolsChanged();
     assert.ok(await waitUntil(() => changes() === 1, 5_000), 'heard before the close');
@@ -30,8 +25,7 @@ test('after the upstream closes its GET stream, the SSE client still hears list 
     await up.toolsChanged();
     assert.ok(await waitUntil(() => changes() === 2, 5_000), `heard after the close (${changes()})`);
   } finally {
-    await client.close().catch(() => {});
-    await gw.close();
+    await sse?.close();
     await up.close();
   }
 });
