@@ -12,7 +12,7 @@ import { chromiumInstalled, MISSING, openBrowser, WAIT_MS, type TestBrowser } fr
 import type { CountingUpstream } from '../fixtures/upstreams/counting-writes.js';
 import type { TestGateway } from '../helpers/gateway.js';
 import { startReviewerGateway, type ReviewerGateway } from '../helpers/reviewer-gateway.js';
-import { modernRequest, post } from '../helpers/http.js';
+import { approvalIdOf, callTool } from '../helpers/tool-call.js';
 
 let reviewers: ReviewerGateway | undefined;
 let up: CountingUpstream;
@@ -31,19 +31,7 @@ after(async () => {
 
 const tokenFor = (sub: string, groups: string[]) => reviewers!.tokenFor(sub, groups);
 
-interface ToolResult {
-  isError?: boolean;
-  structuredContent?: { error?: { code: string } };
-  _meta?: Record<string, string>;
-}
-let n = 0;
-async function call(bearer: string, item: string): Promise<ToolResult> {
-  const req = modernRequest(++n, 'tools/call', { name: 'record', arguments: { item } });
-  const res = await post(gw.url, req.body, { ...req.headers, authorization: `Bearer ${bearer}` });
-  assert.equal(res.status, 200, res.text);
-  return res.json().result as ToolResult;
-}
-const approvalIdOf = (r: ToolResult) => r._meta?.['dev.gatehouse/approval_id'] as string;
+const call = (bearer: string, item: string) => callTool(gw.url, bearer, 'record', { item });
 const executed = (item: string) => up.executions.filter((e) => e.item === item).length;
 
 /** Signs in on the page with this credential (after signing out whoever was signed in). */

@@ -13,7 +13,7 @@ import { hashKey } from '../../src/auth/key-hash.js';
 import { startCountingUpstream, type CountingUpstream } from '../fixtures/upstreams/counting-writes.js';
 import { assertSecurityHeaders, chromiumInstalled, MISSING, openBrowser, WAIT_MS, type TestBrowser } from '../helpers/browser.js';
 import { startGateway, type TestGateway } from '../helpers/gateway.js';
-import { modernRequest, post } from '../helpers/http.js';
+import { approvalIdOf, callTool } from '../helpers/tool-call.js';
 
 const ALICE = 'gh_alice_0123456789abcdefghijklmnopqrstuv';
 const ADMIN = 'admin-token-0123456789abcdef';
@@ -41,21 +41,8 @@ after(async () => {
   }
 });
 
-interface ToolResult {
-  isError?: boolean;
-  content: Array<{ text: string }>;
-  structuredContent?: { error?: { code: string; message: string; reason?: string } };
-  _meta?: Record<string, unknown>;
-}
-let n = 0;
 /** The agent: a plain modern tools/call with its API key. */
-async function call(name: string, args: Record<string, unknown>): Promise<ToolResult> {
-  const req = modernRequest(++n, 'tools/call', { name, arguments: args });
-  const res = await post(gw.url, req.body, { ...req.headers, authorization: `Bearer ${ALICE}` });
-  assert.equal(res.status, 200, res.text);
-  return res.json().result as ToolResult;
-}
-const approvalIdOf = (r: ToolResult) => r._meta?.['dev.gatehouse/approval_id'] as string;
+const call = (name: string, args: Record<string, unknown>) => callTool(gw.url, ALICE, name, args);
 const executed = (item: string) => up.executions.filter((e) => e.item === item).length;
 const arrived = (item: string) => up.received.filter((b) => b.includes(JSON.stringify(item))).length;
 

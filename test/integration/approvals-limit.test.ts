@@ -14,7 +14,7 @@ import { hashKey } from '../../src/auth/key-hash.js';
 import { validateConfigObject } from '../../src/config/load.js';
 import { startCountingUpstream, type CountingUpstream } from '../fixtures/upstreams/counting-writes.js';
 import { startGateway, type TestGateway } from '../helpers/gateway.js';
-import { modernRequest, post } from '../helpers/http.js';
+import { approvalIdOf, callTool, codeOf, type ToolResult } from '../helpers/tool-call.js';
 import { startRedis, type TestRedis } from '../helpers/redis.js';
 
 const ALICE = 'gh_alice_0123456789abcdefghijklmnopqrstuv';
@@ -40,21 +40,7 @@ after(async () => {
   await up?.close();
 });
 
-interface ToolResult {
-  isError?: boolean;
-  content: Array<{ text: string }>;
-  structuredContent?: { error?: { code: string; message: string; approvalId?: string; limit?: number; pending?: number; rule?: string } };
-  _meta?: Record<string, unknown>;
-}
-let n = 0;
-async function call(gw: TestGateway, token: string, item: string): Promise<ToolResult> {
-  const req = modernRequest(++n, 'tools/call', { name: 'record', arguments: { item } });
-  const res = await post(gw.url, req.body, { ...req.headers, authorization: `Bearer ${token}` });
-  assert.equal(res.status, 200, res.text);
-  return res.json().result as ToolResult;
-}
-const codeOf = (r: ToolResult) => r.structuredContent?.error?.code ?? (r.isError ? 'error' : 'ran');
-const approvalIdOf = (r: ToolResult) => r._meta?.['dev.gatehouse/approval_id'] as string;
+const call = (gw: TestGateway, token: string, item: string) => callTool(gw.url, token, 'record', { item });
 const arrived = (item: string) => up.received.filter((b) => b.includes(JSON.stringify(item))).length;
 
 async function adminApi(gw: TestGateway, method: 'GET' | 'POST', path: string, body?: unknown) {

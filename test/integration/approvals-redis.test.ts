@@ -10,7 +10,7 @@ import { request } from 'undici';
 import { hashKey } from '../../src/auth/key-hash.js';
 import { startCountingUpstream, type CountingUpstream } from '../fixtures/upstreams/counting-writes.js';
 import { startGateway, type TestGateway } from '../helpers/gateway.js';
-import { modernRequest, post } from '../helpers/http.js';
+import { approvalIdOf, callTool, codeOf } from '../helpers/tool-call.js';
 import { startRedis, type TestRedis } from '../helpers/redis.js';
 
 const ALICE = 'gh_alice_0123456789abcdefghijklmnopqrstuv';
@@ -44,21 +44,7 @@ after(async () => {
   await redis?.stop();
 });
 
-interface ToolResult {
-  isError?: boolean;
-  content: Array<{ text: string }>;
-  structuredContent?: { error?: { code: string; message: string; approvalId?: string; reason?: string } };
-  _meta?: Record<string, unknown>;
-}
-let n = 0;
-async function call(gw: TestGateway, name: string, args: Record<string, unknown>): Promise<ToolResult> {
-  const req = modernRequest(++n, 'tools/call', { name, arguments: args });
-  const res = await post(gw.url, req.body, { ...req.headers, authorization: `Bearer ${ALICE}` });
-  assert.equal(res.status, 200, res.text);
-  return res.json().result as ToolResult;
-}
-const codeOf = (r: ToolResult) => r.structuredContent?.error?.code ?? (r.isError ? 'error' : 'ran');
-const approvalIdOf = (r: ToolResult) => r._meta?.['dev.gatehouse/approval_id'] as string;
+const call = (gw: TestGateway, name: string, args: Record<string, unknown>) => callTool(gw.url, ALICE, name, args);
 const executed = (item: string) => up.executions.filter((e) => e.item === item).length;
 const arrived = (item: string) => up.received.filter((body) => body.includes(JSON.stringify(item))).length;
 

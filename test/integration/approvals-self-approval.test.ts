@@ -21,7 +21,7 @@ import { runCli } from '../helpers/cli.js';
 import type { CountingUpstream } from '../fixtures/upstreams/counting-writes.js';
 import type { TestGateway } from '../helpers/gateway.js';
 import { startReviewerGateway, type ReviewerGateway } from '../helpers/reviewer-gateway.js';
-import { modernRequest, post } from '../helpers/http.js';
+import { approvalIdOf, callTool } from '../helpers/tool-call.js';
 
 const ALICE = 'gh_alice_0123456789abcdefghijklmnopqrstuv';
 const ADMIN = 'admin-token-0123456789abcdef';
@@ -51,20 +51,8 @@ after(() => reviewers?.close());
 
 const tokenFor = (sub: string, groups: string[]) => reviewers.tokenFor(sub, groups);
 
-interface ToolResult {
-  isError?: boolean;
-  structuredContent?: { error?: { code: string; reason?: string } };
-  _meta?: Record<string, string>;
-}
-let n = 0;
 /** A tools/call on the MCP endpoint with this bearer (an OAuth access token or an API key). */
-async function call(bearer: string, item: string, name = 'record'): Promise<ToolResult> {
-  const req = modernRequest(++n, 'tools/call', { name, arguments: { item } });
-  const res = await post(gw.url, req.body, { ...req.headers, authorization: `Bearer ${bearer}` });
-  assert.equal(res.status, 200, res.text);
-  return res.json().result as ToolResult;
-}
-const approvalIdOf = (r: ToolResult) => r._meta?.['dev.gatehouse/approval_id'] as string;
+const call = (bearer: string, item: string, name = 'record') => callTool(gw.url, bearer, name, { item });
 const executed = (item: string) => up.executions.filter((e) => e.item === item).length;
 
 async function decide(id: string, verdict: 'approve' | 'reject', bearer: string, body: Record<string, unknown> = {}) {

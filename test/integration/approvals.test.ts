@@ -21,6 +21,7 @@ import { startCountingUpstream, type CountingUpstream } from '../fixtures/upstre
 import { runCli } from '../helpers/cli.js';
 import { startGateway, type TestGateway } from '../helpers/gateway.js';
 import { modernRequest, post } from '../helpers/http.js';
+import { approvalIdOf, callTool, type ToolResult } from '../helpers/tool-call.js';
 
 const ALICE = 'gh_alice_0123456789abcdefghijklmnopqrstuv';
 const BOB = 'gh_bob_0123456789abcdefghijklmnopqrstuvwx';
@@ -56,20 +57,7 @@ after(async () => {
   await up.close();
 });
 
-interface ToolResult {
-  isError?: boolean;
-  content: Array<{ text: string }>;
-  structuredContent?: { error?: { code: string; message: string; approvalId?: string; reason?: string } };
-  _meta?: Record<string, unknown>;
-}
-let n = 0;
-async function call(token: string, name: string, args: Record<string, unknown>): Promise<ToolResult> {
-  const req = modernRequest(++n, 'tools/call', { name, arguments: args });
-  const res = await post(gw.url, req.body, { ...req.headers, authorization: `Bearer ${token}` });
-  assert.equal(res.status, 200, res.text);
-  return res.json().result as ToolResult;
-}
-const approvalIdOf = (r: ToolResult) => r._meta?.['dev.gatehouse/approval_id'] as string;
+const call = (token: string, name: string, args: Record<string, unknown>) => callTool(gw.url, token, name, args);
 const executed = (item: string) => up.executions.filter((e) => e.item === item).length;
 const arrived = (item: string) => up.received.filter((b) => b.includes(JSON.stringify(item))).length;
 
