@@ -14,6 +14,7 @@ import type { Approval } from '../../src/approvals/approval.js';
 import { compileApprovalRules } from '../../src/approvals/rules.js';
 import { openStore } from '../../src/store/open-store.js';
 import type { Store } from '../../src/store/store.js';
+import { approvalStoreOver } from '../helpers/approval-store.js';
 import { startRedis, type TestRedis } from '../helpers/redis.js';
 
 let redis: TestRedis;
@@ -44,17 +45,13 @@ interface Faults {
 function failingStore(s: Store, faults: Faults): ApprovalStore {
   const down = () => Promise.reject(new Error('store unavailable'));
   return {
+    ...approvalStoreOver(s),
     put: (id, doc, ttlMs) => {
       const a = JSON.parse(doc) as Approval;
       if (faults.savePending && a.state === 'pending') return down();
       if (faults.saveDecided && a.state !== 'pending' && a.unaudited !== true) return down();
       return s.putApproval(id, doc, ttlMs);
     },
-    get: (id) => s.getApproval(id),
-    list: () => s.listApprovals(),
-    claim: (key, digest, owner, leaseMs, ttlMs) => s.claimIdempotency(key, digest, owner, leaseMs, ttlMs),
-    read: (key) => s.readIdempotency(key),
-    release: (key, owner) => s.releaseIdempotency(key, owner),
     complete: (key, owner, response, ttlMs) => (faults.complete ? down() : s.completeIdempotency(key, owner, response, ttlMs)),
     audit: (entry) => (faults.audit ? down() : s.appendAudit(entry)),
   };

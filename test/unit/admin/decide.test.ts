@@ -14,6 +14,7 @@ import type { Approval } from '../../../src/approvals/approval.js';
 import { compileApprovalRules } from '../../../src/approvals/rules.js';
 import { createLogger } from '../../../src/log/logger.js';
 import { SqliteStore } from '../../../src/store/sqlite-store.js';
+import { approvalStoreOver } from '../../helpers/approval-store.js';
 
 const TOKEN = 'admin-token-for-decide-tests';
 const POLICY = 'policy-1';
@@ -29,6 +30,7 @@ before(async () => {
   store = new SqliteStore(join(mkdtempSync(join(tmpdir(), 'gatehouse-admin-decide-')), 'gatehouse.db'));
   const s = store;
   const approvals: ApprovalStore = {
+    ...approvalStoreOver(s),
     put: (id, doc, ttlMs) => {
       if (failSaves > 0 && (JSON.parse(doc) as Approval).state !== 'pending') {
         failSaves--;
@@ -36,13 +38,6 @@ before(async () => {
       }
       return s.putApproval(id, doc, ttlMs);
     },
-    get: (id) => s.getApproval(id),
-    list: () => s.listApprovals(),
-    claim: (key, digest, owner, leaseMs, ttlMs) => s.claimIdempotency(key, digest, owner, leaseMs, ttlMs),
-    read: (key) => s.readIdempotency(key),
-    release: (key, owner) => s.releaseIdempotency(key, owner),
-    complete: (key, owner, response, ttlMs) => s.completeIdempotency(key, owner, response, ttlMs),
-    audit: (entry) => s.appendAudit(entry),
   };
   book = new ApprovalBook(approvals);
   admin = createAdminListener({ book, policyVersion: () => POLICY, auth: new ReviewerAuth(TOKEN, [], undefined), log: createLogger('error', () => {}) });

@@ -16,6 +16,7 @@ import { ApprovalBook, type ApprovalStore, type ApprovalVerdict, type CallToAppr
 import type { Approval } from '../../../src/approvals/approval.js';
 import { compileApprovalRules } from '../../../src/approvals/rules.js';
 import { SqliteStore } from '../../../src/store/sqlite-store.js';
+import { approvalStoreOver } from '../../helpers/approval-store.js';
 
 const V1 = 'policy-version-1';
 const V2 = 'policy-version-2';
@@ -26,27 +27,13 @@ before(() => {
 });
 after(() => store.close());
 
-/** As approvalStore() in src/gateway.ts makes it, without the guard. */
-function approvalStore(s: SqliteStore): ApprovalStore {
-  return {
-    put: (id, doc, ttlMs) => s.putApproval(id, doc, ttlMs),
-    get: (id) => s.getApproval(id),
-    list: () => s.listApprovals(),
-    claim: (key, digest, owner, leaseMs, ttlMs) => s.claimIdempotency(key, digest, owner, leaseMs, ttlMs),
-    read: (key) => s.readIdempotency(key),
-    release: (key, owner) => s.releaseIdempotency(key, owner),
-    complete: (key, owner, response, ttlMs) => s.completeIdempotency(key, owner, response, ttlMs),
-    audit: (entry) => s.appendAudit(entry),
-  };
-}
-
 let clock: number;
 let decided: string[];
 let book: ApprovalBook;
 beforeEach(() => {
   clock = Date.now();
   decided = [];
-  book = new ApprovalBook(approvalStore(store), { decided: (d) => decided.push(d) }, () => clock);
+  book = new ApprovalBook(approvalStoreOver(store), { decided: (d) => decided.push(d) }, () => clock);
 });
 
 const rule = (r: Partial<ApprovalRule> = {}) => compileApprovalRules([{ id: 'r', by: 'reviewer', reviewers: { subjects: [], groups: [] }, deadlineSeconds: 600, reuse: 1, ...r }])[0]!;
@@ -259,7 +246,7 @@ describe('ApprovalBook after a store failure', () => {
   it('an approval claimed but never saved (the opener failed between the two) holds the call only for the claim\'s lease', async () => {
     // Fails the next audit append: the opener has claimed the approval's id and then cannot record it.
     let failAudit = false;
-    const inner = approvalStore(store);
+    const inner = approvalStoreOver(store);
     const flaky: ApprovalStore = {
       ...inner,
       audit: (entry) => {
@@ -290,7 +277,7 @@ describe('ApprovalBook after a store failure', () => {
 
   it('a decision whose audit record cannot be written is not taken, and the next attempt can decide', async () => {
     let failAudit = false;
-    const inner = approvalStore(store);
+    const inner = approvalStoreOver(store);
     const flakyBook = new ApprovalBook({ ...inner, audit: (entry) => (failAudit ? ((failAudit = false), Promise.reject(new Error('store unavailable'))) : inner.audit(entry)) }, {}, () => clock);
     const a = pending(await flakyBook.forCall(callOf(fresh())));
     failAudit = true;
@@ -302,7 +289,7 @@ describe('ApprovalBook after a store failure', () => {
   it('a decision slot its failed decider could not give back holds the approval only for its lease, then the next reviewer decides', async () => {
     // The save of the decision and then the release of its slot fail: until 4 December every later
     // decision was answered not_pending (409) until the approval's deadline.
-    const inner = approvalStore(store);
+    const inner = approvalStoreOver(store);
     let failing = false;
     const flakyBook = new ApprovalBook({
       ...inner,
@@ -334,7 +321,7 @@ describe('ApprovalBook.decide: the audit says what took effect', () => {
   // record on an approval still pending, which the next reviewer could then reject (two contradicting records).
   /** A book whose store fails saving the decided approval `failSaves` times (the approval still pending). */
   function failingSaves() {
-    const inner = approvalStore(store);
+    const inner = approvalStoreOver(store);
     const state = { failSaves: 0 };
     const flaky: ApprovalStore = {
       ...inner,
@@ -386,7 +373,7 @@ describe('ApprovalBook.decide: the audit says what took effect', () => {
   it('a decision saved as the deadline passes and the expiry sweep meanwhile: recorded in that order, and the approval ends expired', async () => {
     // Without the decision's slot the sweep recorded `expired` and saved it, and the decision then saved
     // `approved` over it: an approval shown approved (for ever: its expiry was recorded) past its deadline.
-    const inner = approvalStore(store);
+    const inner = approvalStoreOver(store);
     const sweeper = new ApprovalBook(inner, { decided: (d) => decided.push(d) }, () => clock);
     let a: Approval | undefined;
     const racing = new ApprovalBook({
