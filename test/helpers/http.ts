@@ -38,3 +38,19 @@ export async function legacySession(url: string, headers: Record<string, string>
   if (typeof id !== 'string') throw new Error(`initialize issued no session: HTTP ${init.status} ${init.text}`);
   return id;
 }
+
+/**
+ * A request to the admin API, as an operator's script or the inbox page makes it: `bearer` (the admin token
+ * or a reviewer's access token) when given, `body` sent as JSON when given. Every admin answer is JSON, so
+ * it is parsed at once: `json` is the parsed body (a property, unlike post()'s), `text` the raw one.
+ */
+export async function adminRequest(adminUrl: string, method: 'GET' | 'POST', path: string, opts: { bearer?: string | undefined; body?: unknown } = {}) {
+  const res = await request(`${adminUrl}${path}`, {
+    method,
+    headers: { ...(opts.bearer ? { authorization: `Bearer ${opts.bearer}` } : {}), ...(opts.body !== undefined ? { 'content-type': 'application/json' } : {}) },
+    ...(opts.body !== undefined ? { body: JSON.stringify(opts.body) } : {}),
+  });
+  const text = await res.body.text();
+  // `any`: tests index freely into whatever JSON came back and assert on it.
+  return { status: res.statusCode, headers: res.headers, text, json: JSON.parse(text) as Record<string, any> };
+}

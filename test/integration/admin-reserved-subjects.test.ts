@@ -15,7 +15,7 @@ import { hashKey } from '../../src/auth/key-hash.js';
 import type { AuthServer } from '../helpers/auth-server.js';
 import type { TestGateway } from '../helpers/gateway.js';
 import { startReviewerGateway, type ReviewerGateway } from '../helpers/reviewer-gateway.js';
-import { modernRequest, post } from '../helpers/http.js';
+import { adminRequest, modernRequest, post } from '../helpers/http.js';
 
 const ALICE = 'gh_alice_0123456789abcdefghijklmnopqrstuv';
 const ADMIN = 'admin-token-0123456789abcdef';
@@ -43,10 +43,8 @@ async function held(item: string): Promise<string> {
   return result._meta!['dev.gatehouse/approval_id']!;
 }
 
-async function admin(method: 'GET' | 'POST', path: string, bearer: string) {
-  const res = await request(`${gw.gateway.adminUrl}${path}`, { method, headers: { authorization: `Bearer ${bearer}`, ...(method === 'POST' ? { 'content-type': 'application/json' } : {}) }, ...(method === 'POST' ? { body: '{}' } : {}) });
-  return { status: res.statusCode, json: (await res.body.json()) as Record<string, any> };
-}
+/** The admin API with a bearer; a POST (a decision) carries an empty JSON body. */
+const admin = (method: 'GET' | 'POST', path: string, bearer: string) => adminRequest(gw.gateway.adminUrl!, method, path, { bearer, body: method === 'POST' ? {} : undefined });
 
 for (const reserved of ['admin-token', 'user']) {
   test(`an access token of an admin group whose subject is "${reserved}" is refused by the admin API and the inbox login, and decides nothing`, async () => {

@@ -9,11 +9,11 @@ import assert from 'node:assert/strict';
 import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { request } from 'undici';
 import { hashKey } from '../../src/auth/key-hash.js';
 import { validateConfigObject } from '../../src/config/load.js';
 import { startCountingUpstream, type CountingUpstream } from '../fixtures/upstreams/counting-writes.js';
 import { startGateway, type TestGateway } from '../helpers/gateway.js';
+import { adminRequest } from '../helpers/http.js';
 import { approvalIdOf, callTool, codeOf, type ToolResult } from '../helpers/tool-call.js';
 import { startRedis, type TestRedis } from '../helpers/redis.js';
 
@@ -43,14 +43,7 @@ after(async () => {
 const call = (gw: TestGateway, token: string, item: string) => callTool(gw.url, token, 'record', { item });
 const arrived = (item: string) => up.received.filter((b) => b.includes(JSON.stringify(item))).length;
 
-async function adminApi(gw: TestGateway, method: 'GET' | 'POST', path: string, body?: unknown) {
-  const res = await request(`${gw.gateway.adminUrl!}${path}`, {
-    method,
-    headers: { authorization: `Bearer ${ADMIN}`, ...(body !== undefined ? { 'content-type': 'application/json' } : {}) },
-    ...(body !== undefined ? { body: JSON.stringify(body) } : {}),
-  });
-  return { status: res.statusCode, json: (await res.body.json()) as Record<string, any> };
-}
+const adminApi = (gw: TestGateway, method: 'GET' | 'POST', path: string, body?: unknown) => adminRequest(gw.gateway.adminUrl!, method, path, { bearer: ADMIN, body });
 const decide = (gw: TestGateway, id: string, verdict: 'approve' | 'reject') => adminApi(gw, 'POST', `/approvals/${id}/${verdict}`, {});
 async function pendingOf(gw: TestGateway, subject: string): Promise<Array<Record<string, any>>> {
   const listed = await adminApi(gw, 'GET', '/approvals?state=pending');

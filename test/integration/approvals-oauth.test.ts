@@ -11,7 +11,7 @@ import type { AuthServer } from '../helpers/auth-server.js';
 import type { CountingUpstream } from '../fixtures/upstreams/counting-writes.js';
 import type { TestGateway } from '../helpers/gateway.js';
 import { startReviewerGateway, type ReviewerGateway } from '../helpers/reviewer-gateway.js';
-import { modernRequest, post } from '../helpers/http.js';
+import { adminRequest, modernRequest, post } from '../helpers/http.js';
 
 const ALICE = 'gh_alice_0123456789abcdefghijklmnopqrstuv';
 let reviewers: ReviewerGateway;
@@ -33,10 +33,8 @@ before(async () => {
 });
 after(() => reviewers?.close());
 
-async function admin(method: 'GET' | 'POST', path: string, token: string) {
-  const res = await request(`${gw.gateway.adminUrl}${path}`, { method, headers: { authorization: `Bearer ${token}`, ...(method === 'POST' ? { 'content-type': 'application/json' } : {}) }, ...(method === 'POST' ? { body: '{}' } : {}) });
-  return { status: res.statusCode, json: (await res.body.json()) as Record<string, any> };
-}
+/** The admin API with a bearer; a POST (a decision) carries an empty JSON body. */
+const admin = (method: 'GET' | 'POST', path: string, bearer: string) => adminRequest(gw.gateway.adminUrl!, method, path, { bearer, body: method === 'POST' ? {} : undefined });
 const tokenFor = (sub: string, groups: string[]) => reviewers.tokenFor(sub, groups);
 
 test('an access token of an admin group lists approvals; only a reviewer the rule names is shown them and may decide, and the decision names them', async () => {

@@ -6,10 +6,10 @@
 
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { request } from 'undici';
 import { hashKey } from '../../src/auth/key-hash.js';
 import { startCountingUpstream, type CountingUpstream } from '../fixtures/upstreams/counting-writes.js';
 import { startGateway, type TestGateway } from '../helpers/gateway.js';
+import { adminRequest } from '../helpers/http.js';
 import { approvalIdOf, callTool, codeOf } from '../helpers/tool-call.js';
 import { startRedis, type TestRedis } from '../helpers/redis.js';
 
@@ -48,14 +48,7 @@ const call = (gw: TestGateway, name: string, args: Record<string, unknown>) => c
 const executed = (item: string) => up.executions.filter((e) => e.item === item).length;
 const arrived = (item: string) => up.received.filter((body) => body.includes(JSON.stringify(item))).length;
 
-async function adminApi(gw: TestGateway, method: 'GET' | 'POST', path: string, body?: unknown) {
-  const res = await request(`${gw.gateway.adminUrl!}${path}`, {
-    method,
-    headers: { authorization: `Bearer ${ADMIN}`, ...(body !== undefined ? { 'content-type': 'application/json' } : {}) },
-    ...(body !== undefined ? { body: JSON.stringify(body) } : {}),
-  });
-  return { status: res.statusCode, json: (await res.body.json()) as Record<string, any> };
-}
+const adminApi = (gw: TestGateway, method: 'GET' | 'POST', path: string, body?: unknown) => adminRequest(gw.gateway.adminUrl!, method, path, { bearer: ADMIN, body });
 const decide = (gw: TestGateway, id: string, verdict: 'approve' | 'reject', reason?: string) => adminApi(gw, 'POST', `/approvals/${id}/${verdict}`, reason ? { reason } : {});
 
 describe('two replicas on one Redis', () => {

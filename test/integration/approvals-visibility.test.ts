@@ -9,12 +9,11 @@
 
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { request } from 'undici';
 import { hashKey } from '../../src/auth/key-hash.js';
 import { runCli } from '../helpers/cli.js';
 import type { TestGateway } from '../helpers/gateway.js';
 import { startReviewerGateway, type ReviewerGateway } from '../helpers/reviewer-gateway.js';
-import { modernRequest, post } from '../helpers/http.js';
+import { adminRequest, modernRequest, post } from '../helpers/http.js';
 
 const ALICE = 'gh_alice_0123456789abcdefghijklmnopqrstuv';
 const ADMIN = 'admin-token-0123456789abcdef';
@@ -50,11 +49,8 @@ after(() => reviewers?.close());
 
 const tokenFor = (sub: string, groups: string[]) => reviewers.tokenFor(sub, groups);
 
-async function admin(method: 'GET' | 'POST', path: string, bearer: string) {
-  const res = await request(`${gw.gateway.adminUrl}${path}`, { method, headers: { authorization: `Bearer ${bearer}`, ...(method === 'POST' ? { 'content-type': 'application/json' } : {}) }, ...(method === 'POST' ? { body: '{}' } : {}) });
-  const text = await res.body.text();
-  return { status: res.statusCode, text, json: JSON.parse(text) as Record<string, any> };
-}
+/** The admin API with a bearer; a POST (a decision) carries an empty JSON body. */
+const admin = (method: 'GET' | 'POST', path: string, bearer: string) => adminRequest(gw.gateway.adminUrl!, method, path, { bearer, body: method === 'POST' ? {} : undefined });
 /** The rules of the approvals listed to this bearer, sorted. */
 async function listedRules(bearer: string, state = 'all'): Promise<string[]> {
   const r = await admin('GET', `/approvals?state=${state}`, bearer);

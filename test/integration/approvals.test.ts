@@ -20,7 +20,7 @@ import { SqliteStore } from '../../src/store/sqlite-store.js';
 import { startCountingUpstream, type CountingUpstream } from '../fixtures/upstreams/counting-writes.js';
 import { runCli } from '../helpers/cli.js';
 import { startGateway, type TestGateway } from '../helpers/gateway.js';
-import { modernRequest, post } from '../helpers/http.js';
+import { adminRequest, modernRequest, post } from '../helpers/http.js';
 import { approvalIdOf, callTool, type ToolResult } from '../helpers/tool-call.js';
 
 const ALICE = 'gh_alice_0123456789abcdefghijklmnopqrstuv';
@@ -61,10 +61,8 @@ const call = (token: string, name: string, args: Record<string, unknown>) => cal
 const executed = (item: string) => up.executions.filter((e) => e.item === item).length;
 const arrived = (item: string) => up.received.filter((b) => b.includes(JSON.stringify(item))).length;
 
-async function adminApi(method: 'GET' | 'POST', path: string, body?: unknown, token = ADMIN) {
-  const res = await request(`${admin}${path}`, { method, headers: { ...(token ? { authorization: `Bearer ${token}` } : {}), ...(body !== undefined ? { 'content-type': 'application/json' } : {}) }, ...(body !== undefined ? { body: JSON.stringify(body) } : {}) });
-  return { status: res.statusCode, headers: res.headers, json: (await res.body.json()) as Record<string, any> };
-}
+/** The admin API with the admin token, or `token` (an empty one sends no Authorization). */
+const adminApi = (method: 'GET' | 'POST', path: string, body?: unknown, token = ADMIN) => adminRequest(admin, method, path, { bearer: token, body });
 const approve = (id: string, reason?: string) => adminApi('POST', `/approvals/${id}/approve`, reason ? { reason } : {});
 
 describe('the agent\'s side', () => {
