@@ -198,13 +198,19 @@ describe('ApprovalBook.forCall', () => {
     assert.deepEqual(await auditOf(a.id), ['proposed', 'rejected']);
   });
 
+  /** An approval opened for a fresh call (approved first when `approve`), with the clock at its deadline. */
+  async function atDeadline(approve: boolean) {
+    const c = callOf(fresh());
+    const a = await opened(c);
+    if (approve) assert.equal((await book.decide(a.id, decision())).ok, true);
+    clock = a.expiresAt;
+    return { c, a };
+  }
+
   it('past the deadline, pending or approved, the first identical call is told it expired (recorded once), the next asks anew', async () => {
     for (const approve of [false, true]) {
       decided = [];
-      const c = callOf(fresh());
-      const a = await opened(c);
-      if (approve) assert.equal((await book.decide(a.id, decision())).ok, true);
-      clock = a.expiresAt;
+      const { c, a } = await atDeadline(approve);
       const told = await book.forCall(again(c));
       assert.equal(told.kind, 'expired');
       assert.equal(told.approval.id, a.id);
@@ -222,10 +228,7 @@ describe('ApprovalBook.forCall', () => {
     // again: an approval nobody retried never got one.
     for (const approve of [false, true]) {
       decided = [];
-      const c = callOf(fresh());
-      const a = await opened(c);
-      if (approve) assert.equal((await book.decide(a.id, decision())).ok, true);
-      clock = a.expiresAt;
+      const { c, a } = await atDeadline(approve);
       // (Other tests' approvals in this store expire too: counted here, but each once.)
       assert.ok((await book.recordExpiries()) >= 1);
       assert.equal((await book.get(a.id))?.state, 'expired');
