@@ -20,19 +20,29 @@ export interface JwtStreamGateway {
 
 export async function startJwtStreamGateway(opts: { clockSkewSeconds: number }): Promise<JwtStreamGateway> {
   const as: AuthServer = await startAuthServer();
-  const up: PollingServer = await startPollingServer();
-  const gw = await startGateway({
-    listen: { publicUrl: PUBLIC_URL, ssePath: '/sse', allowedHosts: ['127.0.0.1', 'mcp.example.test'] },
-    upstreams: [{ name: 'poll', url: up.url, era: 'legacy' }],
-    // No failure limit: the tests send expired tokens on purpose, and a lockout (429) would hide the 401 they check.
-    auth: { failureLimit: { attempts: 0 }, oauth: { issuer: as.issuer, jwksUri: as.jwksUri, audience: PUBLIC_URL, clockSkewSeconds: opts.clockSkewSeconds } },
-  });
+  let up: PollingServer | undefined;
+  let gw: TestGateway;
+  try {
+    up = await startPollingServer();
+    gw = await startGateway({
+      listen: { publicUrl: PUBLIC_URL, ssePath: '/sse', allowedHosts: ['127.0.0.1', 'mcp.example.test'] },
+      upstreams: [{ name: 'poll', url: up.url, era: 'legacy' }],
+      // No failure limit: the tests send expired tokens on purpose, and a lockout (429) would hide the 401 they check.
+      auth: { failureLimit: { attempts: 0 }, oauth: { issuer: as.issuer, jwksUri: as.jwksUri, audience: PUBLIC_URL, clockSkewSeconds: opts.clockSkewSeconds } },
+    });
+  } catch (err) {
+    // What did start is stopped, or the test process would not end.
+    await up?.close();
+    await as.close();
+    throw err;
+  }
+  const upstream = up;
   return {
     gw,
     tokenExpiringIn: (seconds) => as.sign({ sub: 'alice', aud: PUBLIC_URL, scope: 'mcp:tools', exp: Math.floor(Date.now() / 1000) + seconds }),
     close: async () => {
       await gw.close();
-      await up.close();
+      await upstream.close();
       await as.close();
     },
   };

@@ -30,28 +30,40 @@ export interface ReviewerGateway {
 
 export async function startReviewerGateway(config: ReviewerGatewayConfig): Promise<ReviewerGateway> {
   const as = await startAuthServer();
-  await as.newKey('k1');
-  const up = await startCountingUpstream('modern');
-  const port = await freePort();
-  const publicUrl = `http://127.0.0.1:${port}/mcp`;
-  const oauth = { issuer: as.issuer, audience: publicUrl, groupsClaim: 'groups', ...config.oauth };
-  const gw = await startGateway({
-    listen: { port, publicUrl },
-    upstreams: [{ name: 'up', url: up.url, era: 'modern' }],
-    ...(config.store ? { store: config.store } : {}),
-    auth: { ...(config.apiKeys ? { apiKeys: config.apiKeys } : {}), oauth },
-    admin: config.admin,
-    policy: config.policy,
-  });
+  let up: CountingUpstream | undefined;
+  let gw: TestGateway;
+  let publicUrl: string;
+  try {
+    await as.newKey('k1');
+    up = await startCountingUpstream('modern');
+    const port = await freePort();
+    publicUrl = `http://127.0.0.1:${port}/mcp`;
+    const oauth = { issuer: as.issuer, audience: publicUrl, groupsClaim: 'groups', ...config.oauth };
+    gw = await startGateway({
+      listen: { port, publicUrl },
+      upstreams: [{ name: 'up', url: up.url, era: 'modern' }],
+      ...(config.store ? { store: config.store } : {}),
+      auth: { ...(config.apiKeys ? { apiKeys: config.apiKeys } : {}), oauth },
+      admin: config.admin,
+      policy: config.policy,
+    });
+  } catch (err) {
+    // What did start is stopped, or the test process would not end.
+    await up?.close();
+    await as.close();
+    throw err;
+  }
+  const upstream = up;
+  const audience = publicUrl;
   return {
     as,
-    up,
+    up: upstream,
     gw,
-    publicUrl,
-    tokenFor: (sub, groups) => as.sign({ sub, aud: publicUrl, groups }),
+    publicUrl: audience,
+    tokenFor: (sub, groups) => as.sign({ sub, aud: audience, groups }),
     close: async () => {
       await gw.close();
-      await up.close();
+      await upstream.close();
       await as.close();
     },
   };
