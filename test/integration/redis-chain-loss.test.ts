@@ -89,10 +89,14 @@ describe('a failover to a replica that was behind', () => {
     const raw = new Redis(replica.url);
     const gw = await startGateway({ upstreams: [{ name: 'up', url: up.url, era: 'modern' }], store: { kind: 'redis', url: relay.url, keyPrefix: 'behind:', commandTimeoutMs: 1_000 } });
     try {
+      // Redis 7 waits 5 s (repl-diskless-sync-delay) before the first full sync, for more replicas to join: none will.
+      const admin = new Redis(primary.url);
+      await admin.call('CONFIG', 'SET', 'repl-diskless-sync-delay', '0');
+      admin.disconnect();
       await raw.call('REPLICAOF', '127.0.0.1', String(primary.port));
       for (let i = 0; i < 2; i++) assert.equal((await call(gw, `both-${i}`)).status, 200);
-      // Bounded wait until the replica holds the head of record 2.
-      for (let i = 0; i < 100 && (await raw.get('behind:{audit}:head'))?.includes('"seq":2') !== true; i++) await sleep(50);
+      // Bounded wait until the replica holds the head of record 2 (the sync forks and copies: slow when loaded).
+      for (let i = 0; i < 400 && (await raw.get('behind:{audit}:head'))?.includes('"seq":2') !== true; i++) await sleep(50);
       assert.match((await raw.get('behind:{audit}:head')) ?? '', /"seq":2/);
       // The replica falls behind (its link cut), and the primary takes two more records.
       await raw.call('REPLICAOF', 'NO', 'ONE');
