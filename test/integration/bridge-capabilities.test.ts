@@ -15,7 +15,7 @@
 // and whose `client_capabilities` tool answers what its client declared; over HTTP and over stdio (`shared`,
 // where legacy clients are bridged onto the modern face of the child's sessions too).
 
-import { after, describe, test } from 'node:test';
+import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { fileURLToPath } from 'node:url';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
@@ -23,27 +23,13 @@ import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/
 import { startTaskHttpServer, type TaskHttpServer } from '../fixtures/upstreams/task-tools.js';
 import { startGateway, type TestGateway } from '../helpers/gateway.js';
 import { modernRequest, post } from '../helpers/http.js';
-import { isAlive, stdioChildPids, waitUntil } from '../helpers/stdio-children.js';
+import { gatewaysCheckedForLeakedChildren } from '../helpers/stdio-children.js';
 
 const TASK_STDIO = fileURLToPath(new URL('../fixtures/upstreams/task-stdio.mjs', import.meta.url));
 const TIMEOUT_MS = 15_000;
 
-const gateways: TestGateway[] = [];
 const servers: TaskHttpServer[] = [];
-
-after(async () => {
-  await Promise.all(gateways.map((gw) => gw.close()));
-  await Promise.all(servers.map((s) => s.close()));
-  const pids = gateways.flatMap((gw) => stdioChildPids(gw));
-  await waitUntil(() => pids.every((pid) => !isAlive(pid)), 10_000);
-  for (const pid of pids.filter(isAlive)) {
-    try {
-      process.kill(pid, 'SIGKILL');
-    } catch {
-      // gone in the meantime
-    }
-  }
-});
+const gateways = gatewaysCheckedForLeakedChildren(10_000, { alsoClose: servers });
 
 /** Everything a client may declare, of which the bridge carries sampling, elicitation and roots (without listChanged). */
 const DECLARED = {

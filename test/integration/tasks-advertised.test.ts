@@ -10,35 +10,21 @@
 // lists them. With the audit off both reach the client as the server wrote them.
 // The upstream is the v1 SDK's own task support (test/fixtures/upstreams/task-tools.ts), the client the v1 SDK's.
 
-import { after, describe, test } from 'node:test';
+import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { fileURLToPath } from 'node:url';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { CallToolResultSchema, CreateTaskResultSchema } from '@modelcontextprotocol/sdk/types.js';
 import { startTaskHttpServer, type TaskHttpServer } from '../fixtures/upstreams/task-tools.js';
-import { startGateway, type TestGateway } from '../helpers/gateway.js';
-import { isAlive, stdioChildPids, waitUntil } from '../helpers/stdio-children.js';
+import { startGateway } from '../helpers/gateway.js';
+import { gatewaysCheckedForLeakedChildren } from '../helpers/stdio-children.js';
 
 const TASK_STDIO = fileURLToPath(new URL('../fixtures/upstreams/task-stdio.mjs', import.meta.url));
 const TIMEOUT_MS = 15_000;
 
-const gateways: TestGateway[] = [];
 const servers: TaskHttpServer[] = [];
-
-after(async () => {
-  await Promise.all(gateways.map((gw) => gw.close()));
-  await Promise.all(servers.map((s) => s.close()));
-  const pids = gateways.flatMap((gw) => stdioChildPids(gw));
-  await waitUntil(() => pids.every((pid) => !isAlive(pid)), 10_000);
-  for (const pid of pids.filter(isAlive)) {
-    try {
-      process.kill(pid, 'SIGKILL');
-    } catch {
-      // gone in the meantime
-    }
-  }
-});
+const gateways = gatewaysCheckedForLeakedChildren(10_000, { alsoClose: servers });
 
 async function httpServer(json = false): Promise<string> {
   const up = await startTaskHttpServer({ taskOnly: true, json });

@@ -13,7 +13,7 @@
 // The upstream is the v1 SDK's own task support (test/fixtures/upstreams/task-stdio.mjs); its tool
 // `report` may be called as a task or not.
 
-import { after, describe, test } from 'node:test';
+import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { fileURLToPath } from 'node:url';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
@@ -22,7 +22,7 @@ import { CallToolResultSchema, CreateTaskResultSchema, GetTaskResultSchema, List
 import { hashKey } from '../../src/auth/key-hash.js';
 import { startGateway, type TestGateway } from '../helpers/gateway.js';
 import { modernRequest, post } from '../helpers/http.js';
-import { isAlive, stdioChildPids, waitUntil } from '../helpers/stdio-children.js';
+import { gatewaysCheckedForLeakedChildren } from '../helpers/stdio-children.js';
 
 const TASK_STDIO = fileURLToPath(new URL('../fixtures/upstreams/task-stdio.mjs', import.meta.url));
 const ALICE = 'gh_alice_tasks_0123456789abcdefghijklmn';
@@ -30,20 +30,7 @@ const BOB = 'gh_bob_tasks_0123456789abcdefghijklmnopq';
 const TIMEOUT_MS = 15_000;
 const METHOD_NOT_FOUND = -32601;
 
-const gateways: TestGateway[] = [];
-
-after(async () => {
-  await Promise.all(gateways.map((gw) => gw.close()));
-  const pids = gateways.flatMap((gw) => stdioChildPids(gw));
-  await waitUntil(() => pids.every((pid) => !isAlive(pid)), 10_000);
-  for (const pid of pids.filter(isAlive)) {
-    try {
-      process.kill(pid, 'SIGKILL');
-    } catch {
-      // gone in the meantime
-    }
-  }
-});
+const gateways = gatewaysCheckedForLeakedChildren();
 
 async function gateway(processes: 'shared' | 'single' | 'perSession', extra: Record<string, unknown> = {}): Promise<TestGateway> {
   const gw = await startGateway({

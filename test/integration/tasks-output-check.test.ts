@@ -13,36 +13,22 @@
 // support (test/fixtures/upstreams/task-tools.ts): `measure` declares {value: number} and answers
 // {value: "high"}; `report` declares no outputSchema.
 
-import { after, describe, test } from 'node:test';
+import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { fileURLToPath } from 'node:url';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { CallToolResultSchema, CreateTaskResultSchema, ListTasksResultSchema } from '@modelcontextprotocol/sdk/types.js';
 import { startGateway, type TestGateway } from '../helpers/gateway.js';
-import { isAlive, stdioChildPids, waitUntil } from '../helpers/stdio-children.js';
+import { gatewaysCheckedForLeakedChildren } from '../helpers/stdio-children.js';
 import { startTaskHttpServer, type TaskHttpServer } from '../fixtures/upstreams/task-tools.js';
 
 const TASK_STDIO = fileURLToPath(new URL('../fixtures/upstreams/task-stdio.mjs', import.meta.url));
 const TIMEOUT_MS = 15_000;
 const METHOD_NOT_FOUND = -32601;
 
-const gateways: TestGateway[] = [];
 const servers: TaskHttpServer[] = [];
-
-after(async () => {
-  await Promise.all(gateways.map((gw) => gw.close()));
-  await Promise.all(servers.map((s) => s.close()));
-  const pids = gateways.flatMap((gw) => stdioChildPids(gw));
-  await waitUntil(() => pids.every((pid) => !isAlive(pid)), 10_000);
-  for (const pid of pids.filter(isAlive)) {
-    try {
-      process.kill(pid, 'SIGKILL');
-    } catch {
-      // gone in the meantime
-    }
-  }
-});
+const gateways = gatewaysCheckedForLeakedChildren(10_000, { alsoClose: servers });
 
 const PATHS = {
   'the HTTP pass-through': async () => {

@@ -9,7 +9,7 @@
 // Real upstreams: the v1 SDK's own task server over stdio (test/fixtures/upstreams/task-stdio.mjs), and the
 // counting upstream (v1 legacy, v2 modern) over HTTP, which records every tools/call it receives.
 
-import { after, describe, test } from 'node:test';
+import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { fileURLToPath } from 'node:url';
 import { mkdtempSync } from 'node:fs';
@@ -21,7 +21,7 @@ import { SqliteStore } from '../../src/store/sqlite-store.js';
 import { startCountingUpstream, type CountingUpstream } from '../fixtures/upstreams/counting-writes.js';
 import { startGateway, type TestGateway } from '../helpers/gateway.js';
 import { LEGACY_HEADERS, legacySession, modernRequest, post, rpc } from '../helpers/http.js';
-import { isAlive, stdioChildPids, waitUntil } from '../helpers/stdio-children.js';
+import { gatewaysCheckedForLeakedChildren } from '../helpers/stdio-children.js';
 
 const TASK_STDIO = fileURLToPath(new URL('../fixtures/upstreams/task-stdio.mjs', import.meta.url));
 const ALICE = 'gh_alice_early_0123456789abcdefghijklmn';
@@ -29,22 +29,8 @@ const AUTH = { authorization: `Bearer ${ALICE}` };
 const ADMIN = 'admin-token-early-0123456789abcdef';
 const METHOD_NOT_FOUND = -32601;
 
-const gateways: TestGateway[] = [];
 const upstreams: CountingUpstream[] = [];
-
-after(async () => {
-  await Promise.all(gateways.map((gw) => gw.close()));
-  await Promise.all(upstreams.map((u) => u.close()));
-  const pids = gateways.flatMap((gw) => stdioChildPids(gw));
-  await waitUntil(() => pids.every((pid) => !isAlive(pid)), 10_000);
-  for (const pid of pids.filter(isAlive)) {
-    try {
-      process.kill(pid, 'SIGKILL');
-    } catch {
-      // gone in the meantime
-    }
-  }
-});
+const gateways = gatewaysCheckedForLeakedChildren(10_000, { alsoClose: upstreams });
 
 async function counting(era: 'modern' | 'legacy'): Promise<CountingUpstream> {
   const up = await startCountingUpstream(era);
