@@ -27,3 +27,16 @@ export const approvalIdOf = (r: ToolResult): string => r._meta?.['dev.gatehouse/
 
 /** What became of a call: its policy outcome's code, `error` for a tool error, else `ran`. */
 export const codeOf = (r: ToolResult): string => r.structuredContent?.error?.code ?? (r.isError ? 'error' : 'ran');
+
+/**
+ * What became of an SDK client's request: its result, or its JSON-RPC error code and message (NaN where the
+ * error carries no numeric code), so a test can assert a refusal and a success alike without try/catch.
+ */
+export async function attempt(run: () => Promise<unknown>): Promise<{ result: unknown } | { code: number; message: string }> {
+  try {
+    return { result: await run() };
+  } catch (err) {
+    const e = err as { code?: unknown; message?: string };
+    return { code: typeof e.code === 'number' ? e.code : NaN, message: String(e.message) };
+  }
+}

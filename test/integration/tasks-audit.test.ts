@@ -22,6 +22,7 @@ import { SqliteStore } from '../../src/store/sqlite-store.js';
 import { startTaskHttpServer, type TaskHttpServer } from '../fixtures/upstreams/task-tools.js';
 import { startGateway } from '../helpers/gateway.js';
 import { gatewaysCheckedForLeakedChildren } from '../helpers/stdio-children.js';
+import { attempt } from '../helpers/tool-call.js';
 
 const TASK_STDIO = fileURLToPath(new URL('../fixtures/upstreams/task-stdio.mjs', import.meta.url));
 const TIMEOUT_MS = 15_000;
@@ -50,16 +51,6 @@ async function setUp(path: keyof typeof PATHS, audit: boolean): Promise<{ client
   if (audit) assert.equal(client.getServerCapabilities()?.tasks, undefined, 'no tasks capability is advertised under the audit');
   else assert.ok(client.getServerCapabilities()?.tasks, 'the upstream’s tasks capability reaches the client on this path');
   return { client, storePath };
-}
-
-/** A request's result, or its JSON-RPC error code and message. */
-async function attempt(run: () => Promise<unknown>): Promise<{ result: unknown } | { code: number; message: string }> {
-  try {
-    return { result: await run() };
-  } catch (err) {
-    const e = err as { code?: unknown; message?: string };
-    return { code: typeof e.code === 'number' ? e.code : NaN, message: String(e.message) };
-  }
 }
 
 const asTask = (secret: string) => ({ method: 'tools/call' as const, params: { name: 'report', arguments: { secret }, task: { ttl: 60_000 } } });

@@ -23,6 +23,7 @@ import { hashKey } from '../../src/auth/key-hash.js';
 import { startGateway, type TestGateway } from '../helpers/gateway.js';
 import { modernRequest, post } from '../helpers/http.js';
 import { gatewaysCheckedForLeakedChildren } from '../helpers/stdio-children.js';
+import { attempt } from '../helpers/tool-call.js';
 
 const TASK_STDIO = fileURLToPath(new URL('../fixtures/upstreams/task-stdio.mjs', import.meta.url));
 const ALICE = 'gh_alice_tasks_0123456789abcdefghijklmn';
@@ -46,16 +47,6 @@ async function connect(gw: TestGateway, key: string): Promise<Client> {
   const client = new Client({ name: 'tasks-test', version: '1.0.0' }, { capabilities: {} });
   await client.connect(new StreamableHTTPClientTransport(new URL(gw.url), { requestInit: { headers: { authorization: `Bearer ${key}` } } }), { timeout: TIMEOUT_MS });
   return client;
-}
-
-/** A request's result, or its JSON-RPC error code and message. */
-async function attempt(run: () => Promise<unknown>): Promise<{ result: unknown } | { code: number; message: string }> {
-  try {
-    return { result: await run() };
-  } catch (err) {
-    const e = err as { code?: unknown; message?: string };
-    return { code: typeof e.code === 'number' ? e.code : NaN, message: String(e.message) };
-  }
 }
 
 const taskCall = (secret: string) => ({ method: 'tools/call' as const, params: { name: 'report', arguments: { secret }, task: { ttl: 60_000 } } });

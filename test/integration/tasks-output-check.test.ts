@@ -21,6 +21,7 @@ import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/
 import { CallToolResultSchema, CreateTaskResultSchema, ListTasksResultSchema } from '@modelcontextprotocol/sdk/types.js';
 import { startGateway, type TestGateway } from '../helpers/gateway.js';
 import { gatewaysCheckedForLeakedChildren } from '../helpers/stdio-children.js';
+import { attempt } from '../helpers/tool-call.js';
 import { startTaskHttpServer, type TaskHttpServer } from '../fixtures/upstreams/task-tools.js';
 
 const TASK_STDIO = fileURLToPath(new URL('../fixtures/upstreams/task-stdio.mjs', import.meta.url));
@@ -54,16 +55,6 @@ async function setUp(path: keyof typeof PATHS, outputValidation: 'enforce' | 'wa
 }
 
 const asTask = (name: string, args: Record<string, unknown> = {}) => ({ method: 'tools/call' as const, params: { name, arguments: args, task: { ttl: 60_000 } } });
-
-/** A request's result, or its JSON-RPC error code and message. */
-async function attempt(run: () => Promise<unknown>): Promise<{ result: unknown } | { code: number; message: string }> {
-  try {
-    return { result: await run() };
-  } catch (err) {
-    const e = err as { code?: unknown; message?: string };
-    return { code: typeof e.code === 'number' ? e.code : NaN, message: String(e.message) };
-  }
-}
 
 for (const path of Object.keys(PATHS) as Array<keyof typeof PATHS>) {
   describe(`core tasks and output checks, through ${path}`, () => {
