@@ -14,7 +14,7 @@ import { hashKey } from '../../src/auth/key-hash.js';
 import { freePort, startAuthServer, type AuthServer } from '../helpers/auth-server.js';
 import { startGateway, type TestGateway } from '../helpers/gateway.js';
 import { LEGACY_HEADERS, post, rpc } from '../helpers/http.js';
-import { startFakeUpstream, type FakeUpstream } from '../fixtures/upstreams/fake-upstream.js';
+import { jsonEchoServer, startFakeUpstream, type FakeUpstream } from '../fixtures/upstreams/fake-upstream.js';
 
 const KEY = 'gh_anon_scoped_key_0123456789abcdefghijklm';
 const BARE_KEY = 'gh_anon_bare_key_0123456789abcdefghijklmno';
@@ -26,19 +26,7 @@ let metadataUrl: string;
 before(async () => {
   as = await startAuthServer();
   as.clients.set('sdk-client', 'sdk-secret');
-  upstream = await startFakeUpstream((req, res, body) => {
-    if (req.method === 'DELETE') return void res.writeHead(200).end();
-    if (req.method !== 'POST') return void res.writeHead(405).end();
-    const msg = JSON.parse(body) as { id?: unknown; method: string; params?: { protocolVersion?: string } };
-    if (msg.id === undefined) return void res.writeHead(202).end();
-    const result =
-      msg.method === 'initialize'
-        ? { protocolVersion: msg.params?.protocolVersion ?? '2025-11-25', capabilities: { tools: {} }, serverInfo: { name: 'recorder', version: '1' } }
-        : msg.method === 'tools/list'
-          ? { tools: [{ name: 'echo', inputSchema: { type: 'object' } }] }
-          : {};
-    res.writeHead(200, { 'content-type': 'application/json', ...(msg.method === 'initialize' ? { 'mcp-session-id': `s-${Math.random()}` } : {}) }).end(JSON.stringify({ jsonrpc: '2.0', id: msg.id, result }));
-  });
+  upstream = await startFakeUpstream(jsonEchoServer);
   // The public URL is the real one: the v2 client checks that the metadata names the server it called.
   const port = await freePort();
   const publicUrl = `http://127.0.0.1:${port}/mcp`;

@@ -11,7 +11,7 @@ import { StreamableHTTPClientTransport as V1Transport } from '@modelcontextproto
 import { hashKey } from '../../src/auth/key-hash.js';
 import { freePort, startAuthServer, type AuthServer } from '../helpers/auth-server.js';
 import { startGateway, type TestGateway } from '../helpers/gateway.js';
-import { startFakeUpstream, type FakeUpstream } from '../fixtures/upstreams/fake-upstream.js';
+import { jsonEchoServer, startFakeUpstream, type FakeUpstream } from '../fixtures/upstreams/fake-upstream.js';
 
 const API_KEY = 'gh_sdk_client_key_0123456789abcdefghijklmn';
 let as: AuthServer;
@@ -21,21 +21,7 @@ let gw: TestGateway;
 before(async () => {
   as = await startAuthServer();
   as.clients.set('sdk-client', 'sdk-secret');
-  upstream = await startFakeUpstream((req, res, body) => {
-    if (req.method === 'DELETE') return void res.writeHead(200).end();
-    if (req.method !== 'POST') return void res.writeHead(405).end();
-    const msg = JSON.parse(body) as { id?: unknown; method: string; params?: { name?: string; protocolVersion?: string } };
-    if (msg.id === undefined) return void res.writeHead(202).end();
-    const result =
-      msg.method === 'initialize'
-        ? { protocolVersion: msg.params?.protocolVersion ?? '2025-11-25', capabilities: { tools: {} }, serverInfo: { name: 'recorder', version: '1' } }
-        : msg.method === 'tools/list'
-          ? { tools: [{ name: 'echo', inputSchema: { type: 'object' } }] }
-          : msg.method === 'tools/call'
-            ? { content: [{ type: 'text', text: 'echoed' }] }
-            : {};
-    res.writeHead(200, { 'content-type': 'application/json', ...(msg.method === 'initialize' ? { 'mcp-session-id': `s-${Math.random()}` } : {}) }).end(JSON.stringify({ jsonrpc: '2.0', id: msg.id, result }));
-  });
+  upstream = await startFakeUpstream(jsonEchoServer);
   // The public URL is the real one here: the v2 client checks that the metadata names the server it called.
   const port = await freePort();
   const publicUrl = `http://127.0.0.1:${port}/mcp`;
