@@ -15,13 +15,12 @@
 //                    close stdin, then SIGTERM, then SIGKILL) and L basic/transports.mdx §stdio.
 //   Modern elicit:   M basic/patterns/mrtr.mdx (InputRequiredResult + retry with `inputResponses`).
 
-import { after, before, test } from 'node:test';
-import assert from 'node:assert/strict';
+import { before, test } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import { startGateway, type TestGateway } from '../helpers/gateway.js';
 import { createCellRunner, OPERATIONS, type MatrixUpstream } from '../helpers/matrix-cells.js';
 import { CLIENT_KINDS } from '../helpers/matrix-clients.js';
-import { isAlive, stdioChildPids, waitUntil } from '../helpers/stdio-children.js';
+import { gatewaysCheckedForLeakedChildren } from '../helpers/stdio-children.js';
 
 /** Bound on each client connect and each request (covers spawning the child on first use). */
 const REQUEST_TIMEOUT_MS = 15_000;
@@ -36,30 +35,17 @@ const MODERN_STDIO = fileURLToPath(new URL('../fixtures/upstreams/modern-stdio-s
 
 // ---- gateways and their children ---------------------------------------------------------------------
 
+// M basic/transports/stdio.mdx §Shutdown: the gateway (the client of its children) ends them on close.
+// Anything still running after a bounded wait is stopped, by PID, and reported as a leak.
+const gateways = gatewaysCheckedForLeakedChildren(CHILD_EXIT_WAIT_MS);
 let gwLegacy: TestGateway | undefined;
 let gwModern: TestGateway | undefined;
 
 before(async () => {
   gwLegacy = await startGateway({ upstreams: [{ name: 'everything', command: [process.execPath, EVERYTHING, 'stdio'] }] });
+  gateways.push(gwLegacy);
   gwModern = await startGateway({ upstreams: [{ name: 'modern', command: [process.execPath, MODERN_STDIO] }] });
-});
-
-after(async () => {
-  const pids = [...stdioChildPids(gwLegacy), ...stdioChildPids(gwModern)];
-  await gwLegacy?.close();
-  await gwModern?.close();
-  // M basic/transports/stdio.mdx §Shutdown: the gateway (the client of its children) ends them on close.
-  // Anything still running after a bounded wait is stopped here, by PID, and reported as a leak.
-  await waitUntil(() => pids.every((pid) => !isAlive(pid)), CHILD_EXIT_WAIT_MS);
-  const leaked = pids.filter(isAlive);
-  for (const pid of leaked) {
-    try {
-      process.kill(pid, 'SIGKILL');
-    } catch {
-      // gone in the meantime
-    }
-  }
-  assert.deepEqual(leaked, [], `stdio children still running ${CHILD_EXIT_WAIT_MS} ms after their gateway closed (killed now): ${leaked.join(', ')}`);
+  gateways.push(gwModern);
 });
 
 function must<T>(value: T | undefined, what: string): T {
