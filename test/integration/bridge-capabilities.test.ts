@@ -17,15 +17,13 @@
 
 import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { fileURLToPath } from 'node:url';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
-import { startTaskHttpServer, type TaskHttpServer } from '../fixtures/upstreams/task-tools.js';
+import { TASK_STDIO, type TaskHttpServer, taskHttpUpstream } from '../fixtures/upstreams/task-tools.js';
 import { startGateway, type TestGateway } from '../helpers/gateway.js';
 import { modernRequest, post } from '../helpers/http.js';
 import { gatewaysCheckedForLeakedChildren } from '../helpers/stdio-children.js';
 
-const TASK_STDIO = fileURLToPath(new URL('../fixtures/upstreams/task-stdio.mjs', import.meta.url));
 const TIMEOUT_MS = 15_000;
 
 const servers: TaskHttpServer[] = [];
@@ -42,11 +40,7 @@ const DECLARED = {
 const CARRIED = { sampling: { tools: {} }, elicitation: { form: {}, url: {} }, roots: {} };
 
 const UPSTREAMS = {
-  'a legacy HTTP server': async () => {
-    const up = await startTaskHttpServer();
-    servers.push(up);
-    return { name: 'tasks', url: up.url };
-  },
+  'a legacy HTTP server': () => taskHttpUpstream(servers),
   'a legacy stdio server in processes: shared': async () => ({ name: 'tasks', command: [process.execPath, TASK_STDIO], processes: 'shared' }),
 } as const;
 

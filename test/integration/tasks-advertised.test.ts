@@ -12,15 +12,13 @@
 
 import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { fileURLToPath } from 'node:url';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { CallToolResultSchema, CreateTaskResultSchema } from '@modelcontextprotocol/sdk/types.js';
-import { startTaskHttpServer, type TaskHttpServer } from '../fixtures/upstreams/task-tools.js';
+import { TASK_STDIO, startTaskHttpServer, type TaskHttpServer } from '../fixtures/upstreams/task-tools.js';
 import { startGateway } from '../helpers/gateway.js';
 import { gatewaysCheckedForLeakedChildren } from '../helpers/stdio-children.js';
 
-const TASK_STDIO = fileURLToPath(new URL('../fixtures/upstreams/task-stdio.mjs', import.meta.url));
 const TIMEOUT_MS = 15_000;
 
 const servers: TaskHttpServer[] = [];

@@ -15,17 +15,16 @@
 
 import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { fileURLToPath } from 'node:url';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { CallToolResultSchema, CreateTaskResultSchema, GetTaskResultSchema, ListTasksResultSchema, CancelTaskResultSchema } from '@modelcontextprotocol/sdk/types.js';
 import { hashKey } from '../../src/auth/key-hash.js';
+import { TASK_STDIO } from '../fixtures/upstreams/task-tools.js';
 import { startGateway, type TestGateway } from '../helpers/gateway.js';
 import { modernRequest, post } from '../helpers/http.js';
 import { gatewaysCheckedForLeakedChildren } from '../helpers/stdio-children.js';
 import { attempt } from '../helpers/tool-call.js';
 
-const TASK_STDIO = fileURLToPath(new URL('../fixtures/upstreams/task-stdio.mjs', import.meta.url));
 const ALICE = 'gh_alice_tasks_0123456789abcdefghijklmn';
 const BOB = 'gh_bob_tasks_0123456789abcdefghijklmnopq';
 const TIMEOUT_MS = 15_000;

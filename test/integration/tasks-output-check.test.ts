@@ -15,16 +15,14 @@
 
 import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { fileURLToPath } from 'node:url';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { CallToolResultSchema, CreateTaskResultSchema, ListTasksResultSchema } from '@modelcontextprotocol/sdk/types.js';
 import { startGateway, type TestGateway } from '../helpers/gateway.js';
 import { gatewaysCheckedForLeakedChildren } from '../helpers/stdio-children.js';
 import { attempt } from '../helpers/tool-call.js';
-import { startTaskHttpServer, type TaskHttpServer } from '../fixtures/upstreams/task-tools.js';
+import { TASK_STDIO, type TaskHttpServer, taskHttpUpstream } from '../fixtures/upstreams/task-tools.js';
 
-const TASK_STDIO = fileURLToPath(new URL('../fixtures/upstreams/task-stdio.mjs', import.meta.url));
 const TIMEOUT_MS = 15_000;
 const METHOD_NOT_FOUND = -32601;
 
@@ -32,11 +30,7 @@ const servers: TaskHttpServer[] = [];
 const gateways = gatewaysCheckedForLeakedChildren(10_000, { alsoClose: servers });
 
 const PATHS = {
-  'the HTTP pass-through': async () => {
-    const up = await startTaskHttpServer();
-    servers.push(up);
-    return { name: 'tasks', url: up.url };
-  },
+  'the HTTP pass-through': () => taskHttpUpstream(servers),
   'a perSession stdio child': async () => ({ name: 'tasks', command: [process.execPath, TASK_STDIO], processes: 'perSession' }),
 } as const;
 

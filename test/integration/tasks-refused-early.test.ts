@@ -11,7 +11,6 @@
 
 import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { fileURLToPath } from 'node:url';
 import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -19,11 +18,11 @@ import { request } from 'undici';
 import { hashKey } from '../../src/auth/key-hash.js';
 import { SqliteStore } from '../../src/store/sqlite-store.js';
 import { startCountingUpstream, type CountingUpstream } from '../fixtures/upstreams/counting-writes.js';
+import { TASK_STDIO } from '../fixtures/upstreams/task-tools.js';
 import { startGateway, type TestGateway } from '../helpers/gateway.js';
 import { LEGACY_HEADERS, legacySession, modernRequest, post, rpc } from '../helpers/http.js';
 import { gatewaysCheckedForLeakedChildren } from '../helpers/stdio-children.js';
 
-const TASK_STDIO = fileURLToPath(new URL('../fixtures/upstreams/task-stdio.mjs', import.meta.url));
 const ALICE = 'gh_alice_early_0123456789abcdefghijklmn';
 const AUTH = { authorization: `Bearer ${ALICE}` };
 const ADMIN = 'admin-token-early-0123456789abcdef';
