@@ -40,6 +40,19 @@ export async function legacySession(url: string, headers: Record<string, string>
 }
 
 /**
+ * A legacy client's handshake (initialize, then notifications/initialized), for tests that also look at a
+ * refused initialize: `headers` (the session's, for later requests) is undefined when no session was issued.
+ */
+export async function openLegacySession(url: string, clientName: string, version = '2025-11-25') {
+  const init = await post(url, rpc(`init-${clientName}`, 'initialize', { protocolVersion: version, capabilities: {}, clientInfo: { name: clientName, version: '1' } }));
+  const id = init.headers['mcp-session-id'];
+  if (init.status !== 200 || typeof id !== 'string') return { init, headers: undefined };
+  const headers = { ...LEGACY_HEADERS, 'mcp-session-id': id, 'mcp-protocol-version': version };
+  await post(url, JSON.stringify({ jsonrpc: '2.0', method: 'notifications/initialized' }), headers);
+  return { init, headers };
+}
+
+/**
  * A request to the admin API, as an operator's script or the inbox page makes it: `bearer` (the admin token
  * or a reviewer's access token) when given, `body` sent as JSON when given. Every admin answer is JSON, so
  * it is parsed at once: `json` is the parsed body (a property, unlike post()'s), `text` the raw one.

@@ -20,7 +20,7 @@ import { join } from 'node:path';
 import { SqliteStore } from '../../src/store/sqlite-store.js';
 import { startEverythingSse, type EverythingHttp } from '../fixtures/upstreams/everything-http.js';
 import { startGateway, type TestGateway } from '../helpers/gateway.js';
-import { LEGACY_HEADERS, post, rpc } from '../helpers/http.js';
+import { LEGACY_HEADERS, openLegacySession, post, rpc } from '../helpers/http.js';
 
 const FAKE = fileURLToPath(new URL('../fixtures/upstreams/stdio-fake.mjs', import.meta.url));
 
@@ -37,14 +37,7 @@ after(async () => {
   await ev?.close();
 });
 
-async function initialize(name: string) {
-  const init = await post(gw.url, rpc(`init-${name}`, 'initialize', { protocolVersion: '2024-11-05', capabilities: {}, clientInfo: { name, version: '1' } }));
-  const id = init.headers['mcp-session-id'];
-  if (init.status !== 200 || typeof id !== 'string') return { init, headers: undefined };
-  const headers = { ...LEGACY_HEADERS, 'mcp-session-id': id, 'mcp-protocol-version': '2024-11-05' };
-  await post(gw.url, JSON.stringify({ jsonrpc: '2.0', method: 'notifications/initialized' }), headers);
-  return { init, headers };
-}
+const initialize = (name: string) => openLegacySession(gw.url, name, '2024-11-05');
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 

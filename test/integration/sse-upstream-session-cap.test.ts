@@ -11,7 +11,7 @@ import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { startEverythingSse, type EverythingHttp } from '../fixtures/upstreams/everything-http.js';
 import { startGateway, type TestGateway } from '../helpers/gateway.js';
-import { LEGACY_HEADERS, post, rpc } from '../helpers/http.js';
+import { openLegacySession, post, rpc } from '../helpers/http.js';
 
 let ev: EverythingHttp;
 let gw: TestGateway;
@@ -25,14 +25,7 @@ after(async () => {
   await ev?.close();
 });
 
-async function initialize(name: string) {
-  const init = await post(gw.url, rpc(`init-${name}`, 'initialize', { protocolVersion: '2024-11-05', capabilities: {}, clientInfo: { name, version: '1' } }));
-  const id = init.headers['mcp-session-id'];
-  if (init.status !== 200 || typeof id !== 'string') return { init, headers: undefined };
-  const headers = { ...LEGACY_HEADERS, 'mcp-session-id': id, 'mcp-protocol-version': '2024-11-05' };
-  await post(gw.url, JSON.stringify({ jsonrpc: '2.0', method: 'notifications/initialized' }), headers);
-  return { init, headers };
-}
+const initialize = (name: string) => openLegacySession(gw.url, name, '2024-11-05');
 
 const longCall = (headers: Record<string, string>, seconds: number) => post(gw.url, rpc('long', 'tools/call', { name: 'trigger-long-running-operation', arguments: { duration: seconds, steps: 1 } }), headers);
 const echo = (headers: Record<string, string>) => post(gw.url, rpc('echo', 'tools/call', { name: 'echo', arguments: { message: 'hi' } }), headers);
