@@ -569,9 +569,6 @@ export class ModernClientBridge {
     }
     // From here the retry's client is the one whose leaving cancels the call.
     this.cancelOnDisconnect(signal, call.session, call.upstreamId, call.upstreamRequest);
-    for (const [key, upstreamRequestId] of call.pending) {
-      await this.answerUpstream(call.session, { jsonrpc: '2.0', id: upstreamRequestId, result: responses[key] as Obj });
-    }
     // From here the call answers the retry: its progress goes under the retry's own token, or nowhere when
     // it has none (utilities/progress.mdx: only tokens of active requests; the first request is over).
     const retryMeta = isObject(request.params?._meta) ? request.params._meta : {};
@@ -580,8 +577,17 @@ export class ModernClientBridge {
     // mrtr.mdx §Server Requirements 6: what may be asked is what *this* request declares; a retry may declare
     // less than the first request did.
     call.capabilities = isObject(retryMeta[META_CLIENT_CAPABILITIES]) ? retryMeta[META_CLIENT_CAPABILITIES] : {};
+    // logging.mdx §Per-request log level: so are the log messages it gets, by its own logLevel; a retry
+    // naming none gets none, whatever the first request asked for.
+    const logLevel = typeof retryMeta[META_LOG_LEVEL] === 'string' ? retryMeta[META_LOG_LEVEL] : undefined;
+    call.logLevel = logLevel;
     let parked = false;
     try {
+      // The session's level is set before the answers go up: what the server logs after them is at it.
+      if (logLevel !== undefined) await this.applyLogLevel(call.session, logLevel);
+      for (const [key, upstreamRequestId] of call.pending) {
+        await this.answerUpstream(call.session, { jsonrpc: '2.0', id: upstreamRequestId, result: responses[key] as Obj });
+      }
       parked = await this.pump(request, channel, call);
     } finally {
       if (!parked) call.release();
