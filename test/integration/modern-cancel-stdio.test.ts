@@ -1,0 +1,67 @@
+// A modern client cancels by closing its request's stream; the upstream must hear of it in its own terms.
+// Spec: 2026-07-28/basic/transports/streamable-http.mdx §Cancellation (closing the SSE response stream MUST
+// be treated as cancellation); 2026-07-28/basic/transports/stdio.mdx §Cancellation (on stdio the client MUST
+// send notifications/cancelled); 2025-11-25/basic/transports.mdx §Sending Messages 6 (a legacy server does
+// not read a disconnect as a cancellation: GATEWAY-REQUIREMENTS §16.1 "Cancellation").
+// Upstreams: real SDK servers (v2 modern-only and v1 legacy, over stdio; v1 legacy over HTTP) whose tool
+// runs until its request is cancelled.
+
+import { after, test } from 'node:test';
+import assert from 'node:assert/strict';
+import { fileURLToPath } from 'node:url';
+import { startV1HttpServer } from '../fixtures/upstreams/v1-http-server.js';
+import { sleep } from '../fixtures/upstreams/fake-upstream.js';
+import { startGateway, type TestGateway } from '../helpers/gateway.js';
+import { modernRequest, post } from '../helpers/http.js';
+
+const FIXTURE = fileURLToPath(new URL('../fixtures/upstreams/cancel-aware-stdio.mjs', import.meta.url));
+const cleanups: Array<() => Promise<unknown>> = [];
+after(async () => {
+  for (const c of cleanups.reverse()) await c();
+});
+
+/** Waits (bounded) for `seen` to hold. */
+async function until(seen: () => boolean, what: string): Promise<void> {
+  for (let i = 0; i < 100 && !seen(); i++) await sleep(50);
+  assert.ok(seen(), what);
+}
+
+const stderr = (gw: TestGateway, prefix: string): boolean => gw.logs.some((l) => l.msg === 'stdio upstream stderr' && String(l.line).startsWith(prefix));
+
+/** Calls `wait` as a modern client, closes the request once the upstream runs it, and returns. */
+async function callThenLeave(gw: TestGateway, started: () => boolean): Promise<void> {
+  const { body, headers } = modernRequest(1, 'tools/call', { name: 'wait', arguments: {} });
+  const leave = new AbortController();
+  const call = post(gw.url, body, headers, leave.signal).catch((err: Error) => err);
+  await until(started, 'the upstream started the call');
+  leave.abort();
+  assert.ok((await call) instanceof Error, 'the call was still running when the client left');
+}
+
+for (const era of ['modern', 'legacy'] as const) {
+  test(`stdio.mdx §Cancellation: a modern client that closes its stream → the ${era} stdio server gets notifications/cancelled`, async () => {
+    const gw = await startGateway({ upstreams: [{ name: 'waiter', command: [process.execPath, FIXTURE, era], era }] });
+    cleanups.push(() => gw.close());
+    await callThenLeave(gw, () => stderr(gw, 'started'));
+    await until(() => stderr(gw, 'cancelled'), 'the server heard the cancellation');
+  });
+}
+
+test('streamable-http.mdx §Cancellation: a modern client that closes its stream → a legacy HTTP server gets notifications/cancelled', async () => {
+  const cancelled: unknown[] = [];
+  let started = false;
+  const up = await startV1HttpServer((server) => {
+    server.registerTool('wait', { description: 'Waits until cancelled' }, async (extra) => {
+      started = true;
+      await new Promise<void>((resolve) => extra.signal.addEventListener('abort', () => resolve(), { once: true }));
+      cancelled.push(extra.requestId);
+      return { content: [] };
+    });
+  });
+  cleanups.push(() => up.close());
+  const gw = await startGateway({ upstreams: [{ name: 'waiter', url: up.url, era: 'legacy' }] });
+  cleanups.push(() => gw.close());
+  await callThenLeave(gw, () => started);
+  await until(() => cancelled.length === 1, 'the server heard the cancellation');
+  assert.ok(up.messages.some((m) => m.method === 'notifications/cancelled'), 'as notifications/cancelled');
+});
