@@ -27,4 +27,11 @@ describe('repeatedSingletonHeader', () => {
     assert.equal(repeatedSingletonHeader(['Content-Length', '1', 'Mcp-Session-Id', 's']), undefined);
     assert.equal(repeatedSingletonHeader(['Authorization', 'a', 'Last-Event-ID', 'e', 'last-event-id', 'f']), 'last-event-id');
   });
+
+  test('finds an Mcp-Param header repeated in any case (streamable-http.mdx §Value Encoding: one value each); different ones may each come once', () => {
+    assert.equal(repeatedSingletonHeader(['Mcp-Param-Region', 'a', 'Accept', 'x', 'MCP-PARAM-REGION', 'b']), 'mcp-param-region');
+    assert.equal(repeatedSingletonHeader(['Mcp-Param-Region', 'a', 'Mcp-Param-Tenant', 't', 'Mcp-Param-Regions', 'b']), undefined);
+    // The prefix alone names no parameter, and is no Mcp-Param header.
+    assert.equal(repeatedSingletonHeader(['mcp-param-', 'a', 'mcp-param-', 'b']), undefined);
+  });
 });
