@@ -13,6 +13,7 @@ import type { Principal } from '../pipeline/principal.js';
 import { idOf, type JsonRpcRequest, type JsonRpcResponse } from '../protocol/jsonrpc.js';
 import { coreTaskRefusal } from '../protocol/core-tasks.js';
 import { META_CLIENT_CAPABILITIES, META_PROTOCOL_VERSION } from '../protocol/methods.js';
+import { mcpParamHeaders } from '../protocol/param-headers.js';
 import { MODERN_VERSIONS } from '../protocol/versions.js';
 import { upstreamMessage } from '../protocol/trace-context.js';
 import { Catalog } from './catalog.js';
@@ -68,7 +69,7 @@ export class CatalogUpstream implements Upstream {
     const stop = stream.stopsOn(ctx.cancel);
     void (async () => {
       try {
-        const reply = await this.catalog.post(request, {}, stop.cancel, ctx.principal);
+        const reply = await this.catalog.post(request, mcpParamHeaders(ctx.headers), stop.cancel, ctx.principal);
         for await (const msg of reply.messages) {
           if ('method' in msg) stream.push(msg);
           else return stream.finish(msg as JsonRpcResponse);

@@ -22,7 +22,7 @@ import type { ModernFace, ModernMember, UpstreamMessages, UpstreamReply } from '
 
 import { fanOutListen } from './catalog-listen.js';
 import { mergeCapabilities } from './capabilities.js';
-import { paramHeadersFor, readAnnotations, type ParamHeader } from '../protocol/param-headers.js';
+import { mcpParamHeaders, paramHeadersFor, readAnnotations, type ParamHeader } from '../protocol/param-headers.js';
 import { assignPublicNames, type PrefixMode } from './public-names.js';
 import { nestedDeeperThan } from '../protocol/value-depth.js';
 
@@ -262,10 +262,13 @@ export class Catalog implements UpstreamMessages {
    * One request as the given caller: lists show only what the principal may use, and calls to anything
    * else are answered exactly like calls to something that does not exist.
    */
-  async post(message: JsonRpcMessage, _headers: Record<string, string>, signal?: AbortSignal | Cancellation, principal?: Principal): Promise<UpstreamReply> {
+  async post(message: JsonRpcMessage, headers: Record<string, string>, signal?: AbortSignal | Cancellation, principal?: Principal): Promise<UpstreamReply> {
     if (!('id' in message) || !('method' in message)) return { status: 202, headers: {}, messages: none() };
     const request = message as JsonRpcRequest;
     const params = request.params ?? {};
+    // streamable-http.mdx §Server Behavior for Custom Headers: the asker's Mcp-Param headers go on with the
+    // request; those of the tool's own x-mcp-header annotations are made again from the body (routeByName).
+    const passed = mcpParamHeaders(headers);
     switch (request.method) {
       case 'server/discover':
         return single({ jsonrpc: '2.0', id: request.id, result: await this.discover() });
@@ -277,14 +280,14 @@ export class Catalog implements UpstreamMessages {
       case 'resources/templates/list':
         return single(await this.resourceList(request, principal));
       case 'tools/call':
-        return this.routeByName(request, 'tools', params.name, signal, 'name', principal);
+        return this.routeByName(request, 'tools', params.name, signal, 'name', principal, passed);
       case 'prompts/get':
-        return this.routeByName(request, 'prompts', params.name, signal, 'name', principal);
+        return this.routeByName(request, 'prompts', params.name, signal, 'name', principal, passed);
       case 'resources/read':
-        return this.routeByUri(request, params.uri, signal, principal);
+        return this.routeByUri(request, params.uri, signal, principal, passed);
       case 'completion/complete': {
         const ref = (params.ref ?? {}) as { type?: string; name?: unknown; uri?: unknown };
-        return ref.type === 'ref/prompt' ? this.routeByName(request, 'prompts', ref.name, signal, 'ref', principal) : this.routeByUri(request, ref.uri, signal, principal, true);
+        return ref.type === 'ref/prompt' ? this.routeByName(request, 'prompts', ref.name, signal, 'ref', principal, passed) : this.routeByUri(request, ref.uri, signal, principal, passed, true);
       }
       case 'subscriptions/listen':
         return fanOutListen(request, this.members, (uri) => this.listedOwner(uri) ?? this.ownerByPrefix(uri), (member, kind) => this.dropCached(member, kind), signalOf(signal), this.log, (uri) => this.visible(principal, 'resources', uri), principal);
@@ -549,9 +552,10 @@ export class Catalog implements UpstreamMessages {
   /**
    * Forwards a call by public name to the upstream that owns it, under its original name. The pipeline has
    * resolved the name and checked access and arguments before this runs; a name no longer known (the list
-   * changed in between) gets the unknown-item answer (tools.mdx §Error Handling: -32602).
+   * changed in between) gets the unknown-item answer (tools.mdx §Error Handling: -32602). `passed`: the
+   * asker's Mcp-Param headers, forwarded as they came.
    */
-  private async routeByName(request: JsonRpcRequest, kind: 'tools' | 'prompts', publicName: unknown, signal: AbortSignal | Cancellation | undefined, field: 'name' | 'ref', principal: Principal | undefined, relisted = false): Promise<UpstreamReply> {
+  private async routeByName(request: JsonRpcRequest, kind: 'tools' | 'prompts', publicName: unknown, signal: AbortSignal | Cancellation | undefined, field: 'name' | 'ref', principal: Principal | undefined, passed: Record<string, string>, relisted = false): Promise<UpstreamReply> {
     let route = typeof publicName === 'string' ? this.routes[kind].get(publicName) : undefined;
     // A hidden name takes the same path as an unknown one (a fresh list, then -32602), so neither the
     // answer nor its timing tells that it exists.
@@ -567,7 +571,7 @@ export class Catalog implements UpstreamMessages {
     if (field === 'ref') params.ref = { ...(params.ref as Obj), name: original };
     else params.name = original;
     const face = await route.upstream.modernFace();
-    const headers = face.http ? { ...modernHeaders(request.method, original), ...(kind === 'tools' ? paramHeadersFor(route.call.params, params.arguments) : {}) } : {};
+    const headers = face.http ? { ...passed, ...modernHeaders(request.method, original), ...(kind === 'tools' ? paramHeadersFor(route.call.params, params.arguments) : {}) } : {};
     const reply = await face.messages.post({ ...request, params }, headers, signal, principal);
     if (kind !== 'tools' || !face.http || reply.status !== 400 || relisted) return reply;
     // streamable-http.mdx §Client Behavior: -32020 can mean the tool's x-mcp-header annotations changed
@@ -577,7 +581,7 @@ export class Catalog implements UpstreamMessages {
     if (!messages.some((m) => 'error' in m && m.error?.code === ErrorCode.HeaderMismatch)) return { ...reply, messages: replay(messages) };
     this.log.info('an upstream refused the headers of a listed tool; its list is read again', { upstream: route.upstream.name, tool: original });
     this.dropCached(route.upstream, 'tools');
-    return this.routeByName(request, kind, publicName, signal, field, principal, true);
+    return this.routeByName(request, kind, publicName, signal, field, principal, passed, true);
   }
 
   /**
@@ -585,7 +589,7 @@ export class Catalog implements UpstreamMessages {
    * listed resource template's too (completion/complete's `ref/resource`, completion.mdx §Data Types: "a
    * URI or URI template"), which comes first.
    */
-  private async routeByUri(request: JsonRpcRequest, uri: unknown, signal: AbortSignal | Cancellation | undefined, principal: Principal | undefined, orTemplate = false): Promise<UpstreamReply> {
+  private async routeByUri(request: JsonRpcRequest, uri: unknown, signal: AbortSignal | Cancellation | undefined, principal: Principal | undefined, passed: Record<string, string>, orTemplate = false): Promise<UpstreamReply> {
     const listed = (u: string): ModernMember | undefined => (orTemplate ? this.listedOwner(u, this.templateUris) : undefined) ?? this.listedOwner(u);
     let owner = typeof uri === 'string' ? (listed(uri) ?? this.ownerByPrefix(uri)) : undefined;
     if (!owner && typeof uri === 'string') {
@@ -602,7 +606,7 @@ export class Catalog implements UpstreamMessages {
     // server/resources.mdx §Error Handling: a resource nobody listed is -32602 in 2026-07-28.
     if (!owner) return single(errorResponse(request.id, ErrorCode.InvalidParams, `Resource not found: ${describeValue(uri)}`));
     const face = await owner.modernFace();
-    const headers = face.http ? modernHeaders(request.method, request.method === 'resources/read' && typeof uri === 'string' ? uri : undefined) : {};
+    const headers = face.http ? { ...passed, ...modernHeaders(request.method, request.method === 'resources/read' && typeof uri === 'string' ? uri : undefined) } : {};
     return face.messages.post(request, headers, signal, principal);
   }
 

@@ -88,6 +88,23 @@ export function checkParamHeaders(params: readonly ParamHeader[], args: unknown,
   return undefined;
 }
 
+/** Every Mcp-Param header's name starts so (streamable-http.mdx §Custom Headers from Tool Parameters). */
+const PARAM_PREFIX = 'mcp-param-';
+
+/**
+ * The Mcp-Param headers among a request's, as they came (names lower-cased). An intermediary that does not
+ * recognize one MUST forward it (streamable-http.mdx §Server Behavior for Custom Headers), so Gatehouse
+ * passes them on wherever it sends the request itself; a repeated one never gets here (edge/duplicate-headers.ts).
+ */
+export function mcpParamHeaders(headers: IncomingHttpHeaders | Readonly<Record<string, string>>): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (const key in headers) {
+    const value = headers[key];
+    if (typeof value === 'string' && key.length > PARAM_PREFIX.length && key.toLowerCase().startsWith(PARAM_PREFIX)) out[key.toLowerCase()] = value;
+  }
+  return out;
+}
+
 /** The headers a conforming client would send for these arguments (streamable-http.mdx §Client Behavior). */
 export function paramHeadersFor(params: readonly ParamHeader[], args: unknown): Record<string, string> {
   const out: Record<string, string> = {};
