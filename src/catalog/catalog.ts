@@ -255,7 +255,7 @@ export class Catalog implements UpstreamMessages {
     if (instructions.length > 0) result.instructions = instructions.join('\n\n');
     // An answer that lacks a member is stale at once (caching.mdx §Time-to-Live): the member may be back soon.
     const ttlMs = missing.length > 0 ? 0 : 60_000;
-    return { result: toModernResult('server/discover', result, { name: 'gatehouse', version: '0.1.0' }, { ttlMs, cacheScope: 'public' }), missing };
+    return { result: toModernResult('server/discover', result, GATEHOUSE_SERVER_INFO, { ttlMs, cacheScope: 'public' }), missing };
   }
 
   /**
@@ -637,8 +637,14 @@ function page(request: JsonRpcRequest, key: string, all: Obj[]): JsonRpcResponse
   }
   const result: Obj = { [key]: all.slice(offset, offset + PAGE_SIZE) };
   if (offset + PAGE_SIZE < all.length) result.nextCursor = Buffer.from(`o:${offset + PAGE_SIZE}`).toString('base64url');
-  return { jsonrpc: '2.0', id: request.id, result: toModernResult(request.method, result, undefined, { ttlMs: 0, cacheScope: 'private' }) };
+  return { jsonrpc: '2.0', id: request.id, result: toModernResult(request.method, result, GATEHOUSE_SERVER_INFO, { ttlMs: 0, cacheScope: 'private' }) };
 }
+
+/**
+ * Who answers a catalog's own results (its discover and merged lists): Gatehouse, in every one of them
+ * (2026-07-28/basic/index.mdx §_meta, per-response fields: serverInfo in every result's _meta).
+ */
+const GATEHOUSE_SERVER_INFO = { name: 'gatehouse', version: '0.1.0' };
 
 function modernHeaders(method: string, name?: string): Record<string, string> {
   return { 'mcp-protocol-version': MODERN_VERSIONS[0], 'mcp-method': method, ...(name !== undefined ? { 'mcp-name': encodeHeaderValue(name) } : {}) };
