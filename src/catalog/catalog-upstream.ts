@@ -70,9 +70,16 @@ export class CatalogUpstream implements Upstream {
     void (async () => {
       try {
         const reply = await this.catalog.post(request, mcpParamHeaders(ctx.headers), stop.cancel, ctx.principal);
+        const requestId = idOf(request);
         for await (const msg of reply.messages) {
-          if ('method' in msg) stream.push(msg);
-          else return stream.finish(msg as JsonRpcResponse);
+          // streamable-http.mdx §Receiving Messages: a modern client's stream carries notifications about its
+          // request, then the response to it. A member's server request (a legacy habit) has no place there,
+          // and a response naming another id answers nothing this client asked: both are left out.
+          if ('method' in msg) {
+            if (!('id' in msg)) stream.push(msg);
+            else this.log.warn('an upstream sent a request on a modern call\'s stream; it is dropped', { method: msg.method, callId: ctx.callId });
+          } else if ((msg as JsonRpcResponse).id === requestId) return stream.finish(msg as JsonRpcResponse);
+          else this.log.warn('an upstream answered another request id on a call\'s stream; it is dropped', { callId: ctx.callId });
         }
         stream.fail(new GatewayError('GW_ERR_UPSTREAM_BAD_RESPONSE', 'An upstream ended the call without answering'));
       } catch (err) {
