@@ -29,8 +29,8 @@ async function until(seen: () => boolean, what: string): Promise<void> {
 const stderr = (gw: TestGateway, prefix: string): boolean => gw.logs.some((l) => l.msg === 'stdio upstream stderr' && String(l.line).startsWith(prefix));
 
 /** Calls `wait` as a modern client, closes the request once the upstream runs it, and returns. */
-async function callThenLeave(gw: TestGateway, started: () => boolean): Promise<void> {
-  const { body, headers } = modernRequest(1, 'tools/call', { name: 'wait', arguments: {} });
+async function callThenLeave(gw: TestGateway, started: () => boolean, tool = 'wait'): Promise<void> {
+  const { body, headers } = modernRequest(1, 'tools/call', { name: tool, arguments: {} });
   const leave = new AbortController();
   const call = post(gw.url, body, headers, leave.signal).catch((err: Error) => err);
   await until(started, 'the upstream started the call');
@@ -64,4 +64,14 @@ test('streamable-http.mdx §Cancellation: a modern client that closes its stream
   await callThenLeave(gw, () => started);
   await until(() => cancelled.length === 1, 'the server heard the cancellation');
   assert.ok(up.messages.some((m) => m.method === 'notifications/cancelled'), 'as notifications/cancelled');
+});
+
+test('stdio.mdx §Cancellation, through the catalog: a modern client that closes its stream → the member (modern, then legacy) gets notifications/cancelled', async () => {
+  const gw = await startGateway({ upstreams: [{ name: 'modern', command: [process.execPath, FIXTURE, 'modern'], era: 'modern' }, { name: 'legacy', command: [process.execPath, FIXTURE, 'legacy'], era: 'legacy' }] });
+  cleanups.push(() => gw.close());
+  const lines = (prefix: string): number => gw.logs.filter((l) => l.msg === 'stdio upstream stderr' && String(l.line).startsWith(prefix)).length;
+  for (const [n, member] of [[1, 'modern'], [2, 'legacy']] as const) {
+    await callThenLeave(gw, () => lines('started') === n, `${member}_wait`);
+    await until(() => lines('cancelled') === n, `the ${member} member heard the cancellation`);
+  }
 });
