@@ -3,12 +3,16 @@
 // be treated as cancellation); 2026-07-28/basic/transports/stdio.mdx §Cancellation (on stdio the client MUST
 // send notifications/cancelled); 2025-11-25/basic/transports.mdx §Sending Messages 6 (a legacy server does
 // not read a disconnect as a cancellation: GATEWAY-REQUIREMENTS §16.1 "Cancellation").
-// Upstreams: real SDK servers (v2 modern-only and v1 legacy, over stdio; v1 legacy over HTTP) whose tool
-// runs until its request is cancelled.
+// Upstreams: real SDK servers (v2 modern-only and v1 legacy, over stdio; v1 legacy and v2 modern-only over
+// HTTP) whose tool runs until its request is cancelled.
 
 import { after, test } from 'node:test';
 import assert from 'node:assert/strict';
+import type { IncomingMessage, ServerResponse } from 'node:http';
 import { fileURLToPath } from 'node:url';
+import { createMcpHandler, McpServer } from '@modelcontextprotocol/server';
+import { z } from 'zod';
+import { listenLoopback, writeFetchResponse } from '../fixtures/upstreams/node-adapter.js';
 import { startV1HttpServer } from '../fixtures/upstreams/v1-http-server.js';
 import { sleep } from '../fixtures/upstreams/fake-upstream.js';
 import { startGateway, type TestGateway } from '../helpers/gateway.js';
@@ -73,5 +77,48 @@ test('stdio.mdx §Cancellation, through the catalog: a modern client that closes
   for (const [n, member] of [[1, 'modern'], [2, 'legacy']] as const) {
     await callThenLeave(gw, () => lines('started') === n, `${member}_wait`);
     await until(() => lines('cancelled') === n, `the ${member} member heard the cancellation`);
+  }
+});
+
+test('streamable-http.mdx §Cancellation: a modern client that closes its stream → the modern HTTP server\'s request is closed too (pass-through and catalog)', async () => {
+  let started = 0;
+  let aborted = 0;
+  const handler = createMcpHandler(() => {
+    const server = new McpServer({ name: 'waiter', version: '1.0.0' });
+    server.registerTool('wait', { description: 'Waits until cancelled', inputSchema: z.object({}) }, async (_args, ctx) => {
+      started++;
+      await new Promise<void>((resolve) => ctx.mcpReq.signal.addEventListener('abort', () => resolve(), { once: true }));
+      aborted++;
+      return { content: [] };
+    });
+    return server;
+  }, { legacy: 'reject' });
+  const { server, port } = await listenLoopback(async (req: IncomingMessage, res: ServerResponse) => {
+    const chunks: Buffer[] = [];
+    for await (const c of req) chunks.push(c as Buffer);
+    const text = Buffer.concat(chunks).toString('utf8');
+    // The request's signal is the HTTP request's life: a closed connection aborts the handler.
+    const gone = new AbortController();
+    res.on('close', () => {
+      if (!res.writableFinished) gone.abort();
+    });
+    const headers = new Headers();
+    for (const [k, v] of Object.entries(req.headers)) if (typeof v === 'string') headers.set(k, v);
+    const request = new Request(`http://127.0.0.1${req.url ?? '/'}`, { method: req.method ?? 'POST', headers, ...(text !== '' ? { body: text } : {}), signal: gone.signal });
+    await writeFetchResponse(res, await handler.fetch(request, text !== '' ? { parsedBody: JSON.parse(text) as unknown } : undefined));
+  });
+  cleanups.push(async () => {
+    await handler.close().catch(() => {});
+    server.closeAllConnections();
+    await new Promise<void>((r) => server.close(() => r()));
+  });
+  const url = `http://127.0.0.1:${port}/mcp`;
+  const alone = await startGateway({ upstreams: [{ name: 'waiter', url, era: 'modern' }] });
+  cleanups.push(() => alone.close());
+  const catalog = await startGateway({ upstreams: [{ name: 'waiter', url, era: 'modern' }, { name: 'other', url, era: 'modern' }] });
+  cleanups.push(() => catalog.close());
+  for (const [n, gw, tool] of [[1, alone, 'wait'], [2, catalog, 'waiter_wait']] as const) {
+    await callThenLeave(gw, () => started === n, tool);
+    await until(() => aborted === n, 'the server saw its request end');
   }
 });
