@@ -29,7 +29,6 @@ const SSE_SETTLE_MS = 2;
  * "Token Passthrough"). `traceparent` and `tracestate` go on only as valid trace context (requestHeaders).
  */
 const FORWARDED_REQUEST_HEADERS = new Set([
-  'accept',
   'content-type',
   'mcp-session-id',
   'mcp-protocol-version',
@@ -37,6 +36,9 @@ const FORWARDED_REQUEST_HEADERS = new Set([
   'mcp-name',
   'last-event-id',
 ]);
+
+/** What every POST Gatehouse relays accepts: both answer types, listed (see requestHeaders). */
+const POST_ACCEPT = 'application/json, text/event-stream';
 
 /**
  * Upstream response headers a client may see; hop-by-hop and upstream auth challenges stay behind.
@@ -177,6 +179,12 @@ export class PassThrough {
         if (typeof v === 'string') out[key] = v;
       }
     }
+    // The front door took an Accept that admits both answer types, wildcards included (`*/*`); toward the
+    // upstream Gatehouse is the client, which MUST list both types (streamable-http.mdx and 2025-11-25
+    // transports.mdx §Sending Messages 2), and the SDK servers refuse a wildcard with 406. A GET's stream
+    // takes only SSE (§Listening for Messages).
+    const accept = ctx.httpMethod === 'POST' ? POST_ACCEPT : ctx.httpMethod === 'GET' ? 'text/event-stream' : client.accept;
+    if (typeof accept === 'string') out.accept = accept;
     // The client's trace headers go on only as valid trace context: a malformed or repeated traceparent (two
     // joined by Node) is no context at all, and then its tracestate is not read either (W3C Trace Context
     // §4.3). Trace context that came only in `_meta` goes up as headers too; a CLIENT span's (tracing)
