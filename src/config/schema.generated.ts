@@ -479,7 +479,7 @@ export interface HttpUpstream {
      */
     bodyMs: number;
     /**
-     * For transport sse (or auto, once it found an HTTP+SSE server): when the event stream has carried no message for this long, Gatehouse pings the upstream over it, and when the stream then carries nothing for as long again, it is taken for dead (a stalled server, or a network that drops packets without a reset) and closed: the calls waiting on it fail at once with a retryable error naming the unanswered ping, and a new stream is opened for the session. A dead stream is so noticed within two to three times this. 0: no pings (a dead stream is then noticed only by each call's own limit).
+     * For transport sse (or auto, once it found an HTTP+SSE server): when the event stream has carried no message for this long, Gatehouse pings the upstream over it, and when the stream then carries nothing for as long again, it is taken for dead (a stalled server, or a network that drops packets without a reset) and closed: the calls waiting on it fail at once with a retryable error naming the unanswered ping, and a new stream is opened for the session. A dead stream is so noticed within two to three times this. A server may answer one message at a time, so a ping sent while an earlier request is still unanswered may wait behind it: the stream is then taken for dead only once it has carried nothing for timeouts.bodyMs (or, sooner, once no earlier request waits and the ping is still unanswered). 0: no pings (a dead stream is then noticed only by each call's own limit).
      */
     pingMs: number;
     /**

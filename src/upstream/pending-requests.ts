@@ -87,6 +87,12 @@ export class PendingRequests {
     }, p.timeoutMs);
   }
 
+  /** Whether a request sent before `time` (performance.now()), other than those `skip` names, still waits for its answer. */
+  waitingSince(time: number, skip: (id: JsonRpcId) => boolean): boolean {
+    for (const [id, p] of this.pending) if (p.sentAt < time && !skip(id)) return true;
+    return false;
+  }
+
   /** Hands a response to the request it answers; false when it answers none of them. */
   settle(msg: JsonRpcMessage): boolean {
     if (!('id' in msg) || msg.id === null || 'method' in msg) return false;

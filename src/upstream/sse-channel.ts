@@ -37,6 +37,12 @@ export interface SseChannelOptions {
    * carries nothing for as long again, it is dead (see watch()). 0 or undefined: no pings.
    */
   pingIntervalMs?: number;
+  /**
+   * How long the stream may stay silent, its ping unanswered, while a request sent before the ping still
+   * waits for its answer (the upstream's bodyMs): a server may answer one message at a time, and then the
+   * ping's turn comes after the call's. Undefined: as long as those requests' own limits allow.
+   */
+  busySilenceMs?: number;
   observe?: (seconds: number) => void;
 }
 
@@ -128,6 +134,14 @@ export class SseChannel {
    * as a connection failure); its answer, or any message, within the next interval shows it alive. Else the
    * stream is closed: the calls on it fail at once, where they would each have waited for their own limit,
    * and the next call opens a new session.
+   *
+   * A ping sent while an earlier request still waits for its answer is not held against the server at once:
+   * nothing makes a server answer out of order, and one that takes its messages one at a time (a message
+   * loop that awaits each handler, a synchronous tool that blocks its event loop) answers the ping only after
+   * the call. Until 4 December such a server's stream was closed during any call longer than two to three
+   * intervals that reported no progress, and the call failed however long its limit allowed. The stream may
+   * then stay silent for busySilenceMs (the upstream's bodyMs, the silence a Streamable HTTP answer may keep);
+   * once no earlier request waits (answered, or failed at its own limit), the ping's usual wait applies.
    */
   private watch(): void {
     const every = this.opts.pingIntervalMs ?? 0;
@@ -138,21 +152,26 @@ export class SseChannel {
       if (!this.alive) return clearInterval(this.watchdog);
       if (sentAt !== undefined) {
         if (this.lastHeard > sentAt) sentAt = undefined;
-        else return this.endDead(every);
+        else if (!this.pending.waitingSince(sentAt, isPingId)) return this.endDead(`no answer to a ping within ${every} ms, timeouts.pingMs`, `a ping had no answer within ${every} ms, timeouts.pingMs`);
+        else {
+          const busy = this.opts.busySilenceMs;
+          if (busy !== undefined && performance.now() - this.lastHeard >= busy) return this.endDead(`nothing on the stream for ${busy} ms with a request in flight, timeouts.bodyMs, and a ping unanswered`, `nothing came on it for ${busy} ms while a request was in flight, timeouts.bodyMs, and a ping had no answer`);
+          return;
+        }
       }
       if (performance.now() - this.lastHeard < every) return;
       sentAt = performance.now();
       // Answered or not, the answer itself is not awaited: any message on the stream shows it alive.
-      this.request({ jsonrpc: '2.0', id: `gatehouse-ping-${++this.pings}`, method: 'ping' }, undefined, false).catch(noop);
+      this.request({ jsonrpc: '2.0', id: `${PING_PREFIX}${++this.pings}`, method: 'ping' }, undefined, false).catch(noop);
     }, every);
     this.watchdog.unref();
   }
 
-  private endDead(every: number): void {
+  private endDead(reason: string, detail: string): void {
     this.stream.abort();
     this.markExited(
-      `stopped answering (no answer to a ping within ${every} ms, timeouts.pingMs)`,
-      () => new GatewayError('GW_ERR_UPSTREAM_TIMEOUT', `Upstream "${this.opts.upstream}" stopped answering on its event stream (a ping had no answer within ${every} ms, timeouts.pingMs); the stream was closed, and the next call opens a new one`, this.opts.upstream),
+      `stopped answering (${reason})`,
+      () => new GatewayError('GW_ERR_UPSTREAM_TIMEOUT', `Upstream "${this.opts.upstream}" stopped answering on its event stream (${detail}); the stream was closed, and the next call opens a new one`, this.opts.upstream),
     );
   }
 
@@ -300,3 +319,7 @@ export class SseChannel {
 }
 
 function noop(): void {}
+
+/** The ids of the watchdog's own pings, which do not make the server busy (watch()). */
+const PING_PREFIX = 'gatehouse-ping-';
+const isPingId = (id: JsonRpcId): boolean => typeof id === 'string' && id.startsWith(PING_PREFIX);

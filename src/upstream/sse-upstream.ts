@@ -45,6 +45,6 @@ export function sseSessions(config: HttpUpstreamConfig, log: Logger, observe?: (
   const perTool = compileToolTimeouts(config.timeouts.tools);
   const callLimit = (tool: string): number => perTool?.(tool) ?? config.timeouts.callMs;
   const channel = (): SseChannel =>
-    new SseChannel({ upstream: config.name, url: config.url, credentials, connectTimeoutMs: config.timeouts.connectMs, openTimeoutMs: config.timeouts.headersMs, requestTimeoutMs: config.timeouts.headersMs, toolTimeout: callLimit, maxEventBytes: config.maxMessageBytes, pingIntervalMs: config.timeouts.pingMs, ...(observe ? { observe } : {}) }, log);
+    new SseChannel({ upstream: config.name, url: config.url, credentials, connectTimeoutMs: config.timeouts.connectMs, openTimeoutMs: config.timeouts.headersMs, requestTimeoutMs: config.timeouts.headersMs, toolTimeout: callLimit, maxEventBytes: config.maxMessageBytes, pingIntervalMs: config.timeouts.pingMs, busySilenceMs: config.timeouts.bodyMs, ...(observe ? { observe } : {}) }, log);
   return { config: asSessions, channel, close: () => credentials.close() };
 }

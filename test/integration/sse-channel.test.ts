@@ -14,8 +14,8 @@ import { startEverythingSse, type EverythingHttp } from '../fixtures/upstreams/e
 const logs: Array<Record<string, unknown>> = [];
 const log = createLogger('debug', (line) => void logs.push(JSON.parse(line) as Record<string, unknown>));
 const credentials = (headers: Record<string, string> = {}): UpstreamCredentials => ({ current: () => headers, headers: async () => headers, invalidate() {}, close() {} });
-const channel = (url: string, opts: Partial<{ openTimeoutMs: number; requestTimeoutMs: number; maxEventBytes: number; headers: Record<string, string>; pingIntervalMs: number }> = {}) =>
-  new SseChannel({ upstream: 'sse', url, credentials: credentials(opts.headers), connectTimeoutMs: 3_000, openTimeoutMs: opts.openTimeoutMs ?? 3_000, requestTimeoutMs: opts.requestTimeoutMs ?? 5_000, ...(opts.maxEventBytes ? { maxEventBytes: opts.maxEventBytes } : {}), ...(opts.pingIntervalMs !== undefined ? { pingIntervalMs: opts.pingIntervalMs } : {}) }, log);
+const channel = (url: string, opts: Partial<{ openTimeoutMs: number; requestTimeoutMs: number; maxEventBytes: number; headers: Record<string, string>; pingIntervalMs: number; busySilenceMs: number }> = {}) =>
+  new SseChannel({ upstream: 'sse', url, credentials: credentials(opts.headers), connectTimeoutMs: 3_000, openTimeoutMs: opts.openTimeoutMs ?? 3_000, requestTimeoutMs: opts.requestTimeoutMs ?? 5_000, ...(opts.maxEventBytes ? { maxEventBytes: opts.maxEventBytes } : {}), ...(opts.pingIntervalMs !== undefined ? { pingIntervalMs: opts.pingIntervalMs } : {}), ...(opts.busySilenceMs !== undefined ? { busySilenceMs: opts.busySilenceMs } : {}) }, log);
 const INIT = { jsonrpc: '2.0' as const, id: 1, method: 'initialize', params: { protocolVersion: '2024-11-05', capabilities: {}, clientInfo: { name: 't', version: '1' } } };
 
 describe('against server-everything over HTTP+SSE', () => {
@@ -141,15 +141,17 @@ describe('servers that misbehave', () => {
 
   // A stalled server, or a network that drops packets without a reset: the connection looks open and no byte
   // comes. Until 4 December nothing noticed (the stream has no body timeout), and every call on the stream
-  // waited for its own limit (callMs: 30 minutes by default), session after session.
-  test('a stream gone silent is noticed by a ping it leaves unanswered: the call on it fails at once with GW_ERR_UPSTREAM_TIMEOUT, the stream is closed', async () => {
+  // waited for its own limit (callMs: 30 minutes by default), session after session. With a call in flight
+  // the ping may wait behind it (a server that answers one message at a time), so the stream is given the
+  // upstream's bodyMs of silence (busySilenceMs) before it is taken for dead; with none, the ping's interval.
+  test('a stream gone silent under a call is noticed once it was silent for busySilenceMs, its ping unanswered: the call fails with GW_ERR_UPSTREAM_TIMEOUT, the stream is closed', async () => {
     let closed = false;
     const fake = await fakeSse((res, origin) => {
       res.on('close', () => (closed = true));
       res.writeHead(200, { 'content-type': 'text/event-stream' }).write(`event: endpoint\ndata: ${origin}/message\n\n`);
     });
     try {
-      const ch = channel(fake.url, { pingIntervalMs: 200, requestTimeoutMs: 30_000 });
+      const ch = channel(fake.url, { pingIntervalMs: 200, busySilenceMs: 1_000, requestTimeoutMs: 30_000 });
       const gone = new Promise<string>((r) => (ch.onExit = r));
       await ch.start();
       const started = Date.now();
@@ -157,13 +159,32 @@ describe('servers that misbehave', () => {
       const outcome = await Promise.race([call.then(() => 'answered', (err: Error & { code?: string }) => err), new Promise<string>((r) => setTimeout(() => r('still waiting after 5 s'), 5_000).unref())]);
       assert.ok(outcome instanceof Error, String(outcome));
       assert.equal((outcome as Error & { code?: string }).code, 'GW_ERR_UPSTREAM_TIMEOUT');
-      assert.match(outcome.message, /stopped answering on its event stream \(a ping had no answer within 200 ms/);
-      assert.ok(Date.now() - started < 2_000, `noticed after ${Date.now() - started} ms`);
-      assert.match(await gone, /stopped answering \(no answer to a ping within 200 ms/);
+      assert.match(outcome.message, /stopped answering on its event stream \(nothing came on it for 1000 ms while a request was in flight, timeouts.bodyMs, and a ping had no answer\)/);
+      const took = Date.now() - started;
+      assert.ok(took >= 900 && took < 3_000, `noticed after ${took} ms`);
+      assert.match(await gone, /stopped answering \(nothing on the stream for 1000 ms with a request in flight/);
       assert.equal(ch.alive, false);
       assert.ok(fake.posts.some((p) => (JSON.parse(p) as { method?: string }).method === 'ping'), fake.posts.join(' '));
       for (let i = 0; i < 50 && !closed; i++) await new Promise((r) => setTimeout(r, 20));
       assert.ok(closed, 'the dead stream was closed');
+      await ch.stop();
+    } finally {
+      await fake.close();
+    }
+  });
+
+  test('an idle stream gone silent is noticed by its ping alone, within two to three intervals, busySilenceMs notwithstanding', async () => {
+    const fake = await fakeSse((res, origin) => {
+      res.writeHead(200, { 'content-type': 'text/event-stream' }).write(`event: endpoint\ndata: ${origin}/message\n\n`);
+    });
+    try {
+      const ch = channel(fake.url, { pingIntervalMs: 200, busySilenceMs: 60_000 });
+      const gone = new Promise<string>((r) => (ch.onExit = r));
+      const started = Date.now();
+      await ch.start();
+      const reason = await Promise.race([gone, new Promise<string>((r) => setTimeout(() => r('still open after 5 s'), 5_000).unref())]);
+      assert.match(reason, /stopped answering \(no answer to a ping within 200 ms, timeouts.pingMs\)/);
+      assert.ok(Date.now() - started < 2_000, `noticed after ${Date.now() - started} ms`);
       await ch.stop();
     } finally {
       await fake.close();

@@ -86,10 +86,12 @@ async function stallingSseServer(): Promise<{ url: string; streams: () => number
 }
 
 // Until 4 December a stream gone silent was never noticed (it has no body timeout): the call on it waited
-// for callMs (30 minutes by default), and so did every later call of that session.
-test('a silent SSE stream is noticed by its unanswered ping (timeouts.pingMs): the call fails at once with a retryable error naming it, and the next call goes on a new stream', async () => {
+// for callMs (30 minutes by default), and so did every later call of that session. With the call in flight the
+// ping may wait behind it (sse-upstream-serial.test.ts), so the stream is taken for dead once it was silent
+// for bodyMs, its ping unanswered.
+test('a silent SSE stream is noticed by its unanswered ping (timeouts.pingMs) once silent for bodyMs under a call: the call fails with a retryable error naming it, and the next call goes on a new stream', async () => {
   const up = await stallingSseServer();
-  const gw = await startGateway({ upstreams: [{ name: 'st', url: up.url, transport: 'sse', era: 'legacy', timeouts: { pingMs: 300 } }] });
+  const gw = await startGateway({ upstreams: [{ name: 'st', url: up.url, transport: 'sse', era: 'legacy', timeouts: { pingMs: 300, bodyMs: 1_000 } }] });
   const { client } = await connectV1(gw.url, { name: 'sse-ping', timeoutMs: 20_000 });
   try {
     assert.match(textOf(await client.callTool({ name: 'echo', arguments: {} }, undefined, { timeout: 20_000 })), /^echo from stream/);
@@ -98,13 +100,13 @@ test('a silent SSE stream is noticed by its unanswered ping (timeouts.pingMs): t
       (r) => `result: ${JSON.stringify(r)}`,
       (err: Error) => `error: ${err.message}`,
     );
-    assert.match(stalled, /stopped answering \(no answer to a ping within 300 ms, timeouts.pingMs\)/);
+    assert.match(stalled, /stopped answering \(nothing on the stream for 1000 ms with a request in flight, timeouts.bodyMs, and a ping unanswered\)/);
     assert.match(stalled, /"code":"GW_ERR_UPSTREAM_EXITED","retryable":true/);
     assert.ok(Date.now() - started < 5_000, `noticed after ${Date.now() - started} ms`);
     const before = up.streams();
     assert.match(textOf(await client.callTool({ name: 'echo', arguments: {} }, undefined, { timeout: 20_000 })), /^echo from stream/);
     assert.ok(up.streams() > before, 'a new stream was opened');
-    assert.ok(gw.logs.some((l) => l['msg'] === 'SSE upstream session ended' && /no answer to a ping/.test(String(l['reason']))), 'the end is logged with its reason');
+    assert.ok(gw.logs.some((l) => l['msg'] === 'SSE upstream session ended' && /a ping unanswered/.test(String(l['reason']))), 'the end is logged with its reason');
   } finally {
     await client.close().catch(() => {});
     await gw.close();
