@@ -13,7 +13,13 @@ export interface SseEvent {
   retry?: number;
 }
 
-const TERMINATOR = /\r\n\r\n|\n\n|\r\r/;
+/**
+ * A blank line: a line terminator (CRLF, LF or CR) right after another (WHATWG HTML §9.2.5). The terminators
+ * may differ (`\n\r\n`, `\r\n\r`, `\r\r\n`); a CR followed by LF is one terminator, CRLF, never a line
+ * end and a blank line. A blank line that ends in a CR whose LF has not come yet ends the event all the same;
+ * that LF then starts the next event's text, where a parser takes it for a blank line before any field.
+ */
+const TERMINATOR = /(?:\r\n|\n|\r(?!\n))(?:\r\n|\n|\r)/;
 
 /**
  * The most an event may hold before it ends: an upstream that never ends one would otherwise grow the

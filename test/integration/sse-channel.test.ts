@@ -94,6 +94,39 @@ describe('servers that misbehave', () => {
     }
   });
 
+  // WHATWG HTML §9.2.5: a line ends with CRLF, LF or CR, and a blank line ends the event, whichever its
+  // terminator. Until 4 December a stream whose blank line ended otherwise than its lines was never read:
+  // its endpoint never seen, the start failed after headersMs with "sent no endpoint event".
+  test('a stream whose lines end in LF and whose blank lines end in CRLF or CR is read: its endpoint, then answers cut at odd places', async () => {
+    let stream: ServerResponse | undefined;
+    const fake = await fakeSse(
+      (res, origin) => {
+        stream = res;
+        res.writeHead(200, { 'content-type': 'text/event-stream' }).write(`event: endpoint\ndata: ${origin}/message\n\r\n`);
+      },
+      (body, res) => {
+        res.writeHead(202).end();
+        const msg = JSON.parse(body) as { id: number };
+        const event = `event: message\ndata: ${JSON.stringify({ jsonrpc: '2.0', id: msg.id, result: { n: msg.id } })}\n`;
+        // The first answer's blank line is a CRLF cut between its CR and its LF; the second's a lone CR.
+        if (msg.id === 1) {
+          stream?.write(`${event}\r`);
+          setTimeout(() => stream?.write('\n'), 50);
+        } else stream?.write(`${event}\r`);
+      },
+    );
+    try {
+      const ch = channel(fake.url, { openTimeoutMs: 1_500 });
+      await ch.start();
+      assert.deepEqual((await ch.request({ jsonrpc: '2.0', id: 1, method: 'tools/list' })).result, { n: 1 });
+      assert.deepEqual((await ch.request({ jsonrpc: '2.0', id: 2, method: 'tools/list' })).result, { n: 2 });
+      assert.equal(ch.alive, true);
+      await ch.stop();
+    } finally {
+      await fake.close();
+    }
+  });
+
   test('a stream that never names its endpoint fails the start within its opening time', async () => {
     const fake = await fakeSse((res) => res.writeHead(200, { 'content-type': 'text/event-stream' }).write(': still here\n\n'));
     try {

@@ -24,6 +24,29 @@ test('multi-line data is joined with newlines; comments and unknown fields are i
   assert.equal(evs[1]!.id, 'x');
 });
 
+// WHATWG HTML §9.2.5 (Parsing an event stream): a line ends with CRLF, LF or CR, each on its own, and a blank
+// line (one line terminator right after another) dispatches the event, so a stream may end its lines with LF
+// and its blank line with CRLF or CR, or the reverse. Until 4 December only `\r\n\r\n`, `\n\n` and `\r\r`
+// ended an event: an upstream whose blank line differed from its line endings (`\n\r\n`, `\n\r`, `\r\n\r`)
+// had every event held, its `endpoint` never seen and its answers never delivered, until the event bound
+// ended the stream.
+test('a blank line ends an event whatever line terminators it and the line before it use, at whatever point the stream is cut', () => {
+  const endings: Array<[string, string]> = [['\n', '\n'], ['\r\n', '\r\n'], ['\r', '\r'], ['\n', '\r\n'], ['\n', '\r'], ['\r\n', '\r'], ['\r\n', '\n'], ['\r', '\r\n']];
+  for (const [line, blank] of endings) {
+    const event = (n: number) => `event: message${line}data: {"n":${n}}${line}${blank}`;
+    const text = event(1) + `: keep-alive${line}${blank}` + event(2);
+    for (let cut = 0; cut <= text.length; cut++) {
+      const p = new SseParser();
+      const evs = [...p.push(text.slice(0, cut)), ...p.push(text.slice(cut))];
+      const label = `${JSON.stringify(line)} then ${JSON.stringify(blank)}, cut at ${cut}`;
+      assert.deepEqual(evs.filter((e) => e.data !== undefined).map((e) => [e.event, e.data]), [['message', '{"n":1}'], ['message', '{"n":2}']], label);
+      assert.equal(evs.map((e) => e.raw).join('') + p.remainder, text, `${label}: the raw text is kept as it came`);
+    }
+  }
+  // CR then LF is one terminator (CRLF), never a line and a blank line; a lone CR between two lines is one terminator.
+  assert.deepEqual(new SseParser().push('data: a\rdata: b\r\ndata: c\n\n').map((e) => e.data), ['a\nb\nc']);
+});
+
 test('a UTF-8 character split between chunks is decoded whole', () => {
   const bytes = Buffer.from('data: ü\n\n');
   const p = new SseParser();
@@ -58,12 +81,16 @@ test('a comment line that starts an event is its own event as soon as its line e
 
 test('a terminator or a comment line split across pieces is found, whatever the pieces; what is held is the remainder', () => {
   const text = ': ping\nid: 1\r\ndata: {"a":1}\r\n\r\nevent: message\ndata: two\r\rdata: three\n\ndata: cut';
+  // Where a piece ends between the CR and the LF of a blank line's CRLF, the event ends at the CR and the LF
+  // begins the next one's text: the fields are the same, and so are the bytes, in order.
+  const fields = (evs: ReturnType<SseParser['push']>) => evs.map(({ raw: _raw, ...rest }) => rest);
   const whole = new SseParser().push(text);
   for (const size of [1, 2, 3, 5, 7]) {
     const parser = new SseParser();
     const events = [];
     for (let i = 0; i < text.length; i += size) events.push(...parser.push(text.slice(i, i + size)));
-    assert.deepEqual(events, whole, `pieces of ${size}`);
+    assert.deepEqual(fields(events), fields(whole), `pieces of ${size}`);
+    assert.equal(events.map((e) => e.raw).join('') + parser.remainder, text, `pieces of ${size}`);
     assert.equal(parser.remainder, 'data: cut');
     assert.equal(parser.remainderLength, 'data: cut'.length);
   }
