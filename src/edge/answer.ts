@@ -114,14 +114,14 @@ async function writeStream(res: ServerResponse, stream: CallStream, headers: Ans
   };
   if (stream.mode === 'listen') {
     openSse();
-    keepalive = setInterval(() => writeSse(res, ': keep-alive\n\n'), KEEPALIVE_MS).unref();
+    keepalive = setInterval(() => keepAlive(res), KEEPALIVE_MS).unref();
   }
   try {
     for await (const read of stream.read()) {
       let item: StreamItem = read;
       if (res.destroyed) break;
       if ('comment' in item) {
-        if (sse) writeSse(res, ': keep-alive\n\n');
+        if (sse) keepAlive(res);
         continue;
       }
       const text = 'message' in item ? jsonOf(item.message) : undefined;
@@ -178,14 +178,26 @@ function isFinalAnswer(item: StreamItem): boolean {
   return 'failure' in item || ('message' in item && item.final);
 }
 
-/** One SSE write; a client that has fallen too far behind is cut off (false). */
+/** A keep-alive comment, unless bytes are still on their way to the client, which keep the stream alive themselves. */
+function keepAlive(res: ServerResponse): void {
+  if (!res.writableNeedDrain) writeSse(res, ': keep-alive\n\n');
+}
+
+/**
+ * One SSE write; a client that has fallen too far behind is cut off (false). Judged by what is queued
+ * before the write, not after it: one message may be larger than the bound (an upstream's events may hold
+ * up to its maxMessageBytes, 16 MiB by default), and until 4 December such an answer, written after any
+ * progress notification, cut off the client it was for at once, however fast it read. Nothing waits for a
+ * drain here (the producer's messages would pile up in the call's stream instead), so what a slow client
+ * can make Gatehouse hold is the bound plus one message, as on the HTTP+SSE endpoint (sse-session.ts).
+ */
 function writeSse(res: ServerResponse, text: string): boolean {
   if (res.destroyed || res.writableEnded) return false;
-  res.write(text);
   if (res.writableLength > MAX_BUFFERED_BYTES) {
     res.destroy();
     return false;
   }
+  res.write(text);
   return true;
 }
 
