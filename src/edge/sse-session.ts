@@ -60,7 +60,11 @@ export class SseSession implements MessageOut {
   start(endpoint: string, headers: Record<string, string>, keepaliveMs = KEEPALIVE_MS): void {
     this.res.writeHead(200, { ...headers, ...SSE_HEADERS });
     this.res.write(`event: endpoint\ndata: ${endpoint}\n\n`);
-    this.keepalive = setInterval(() => this.write(': keep-alive\n\n'), keepaliveMs).unref();
+    // Left out while bytes are still on their way (they keep the stream alive themselves): measured then, a
+    // message larger than the backlog bound, read at the client's pace, cut the client off in its middle.
+    this.keepalive = setInterval(() => {
+      if (!this.res.writableNeedDrain) this.write(': keep-alive\n\n');
+    }, keepaliveMs).unref();
     this.signal.addEventListener('abort', () => clearInterval(this.keepalive), { once: true });
   }
 

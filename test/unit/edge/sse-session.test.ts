@@ -80,6 +80,40 @@ test('a client that stops reading is cut off once its backlog passes the limit; 
   }
 });
 
+// A message may be larger than the backlog bound (an upstream's may hold up to its maxMessageBytes, 16 MiB
+// by default). Until 4 December the keep-alive timer measured the backlog while such a message was still
+// draining to a client that read it at its own pace, found it past the bound, and cut the client off in the
+// middle of the message: a keep-alive is now left out while bytes are on their way, which keep the stream
+// alive themselves.
+test('a message larger than the backlog bound, read slowly, reaches the client whole through keep-alive ticks', { timeout: 30_000 }, async () => {
+  let session: SseSession | undefined;
+  const srv = await serve((req, res) => {
+    session = new SseSession('owner', ANONYMOUS, '127.0.0.1', req.headers, res);
+    session.start('/sse/messages?session=abc', {}, 50);
+  });
+  const { port } = new URL(srv.url);
+  const socket = connect(Number(port), '127.0.0.1');
+  socket.write(`GET /sse HTTP/1.1\r\nhost: 127.0.0.1:${port}\r\naccept: text/event-stream\r\n\r\n`);
+  let received = 0;
+  socket.on('data', (c: Buffer) => (received += c.length));
+  try {
+    while (session === undefined) await new Promise((r) => setTimeout(r, 10));
+    const big = JSON.stringify({ jsonrpc: '2.0', id: 1, result: { text: 'x'.repeat(16 * 1024 * 1024) } });
+    socket.pause();
+    const sent = session.send(big);
+    // Several keep-alive ticks pass while the client takes nothing; then it reads on.
+    await new Promise((r) => setTimeout(r, 400));
+    socket.resume();
+    assert.equal(await sent, true, 'the send was cut short');
+    for (let i = 0; i < 200 && received < big.length; i++) await new Promise((r) => setTimeout(r, 20));
+    assert.ok(received > big.length, `${received} bytes received of a ${big.length}-character message`);
+    assert.equal(session.closed, false);
+  } finally {
+    socket.destroy();
+    await srv.close();
+  }
+});
+
 test("a message carries the session's own id and version, never the client's", () => {
   const res = { once() {} } as unknown as ServerResponse;
   const session = new SseSession('owner', ANONYMOUS, '127.0.0.1', {}, res);
