@@ -93,7 +93,8 @@ export class SseChannel {
   /** Opens the stream and waits for its `endpoint` event; rejects with a clear error otherwise. */
   async start(): Promise<void> {
     const url = new URL(this.opts.url);
-    const headers = { ...(await this.opts.credentials.headers()), accept: 'text/event-stream' };
+    const auth = await this.opts.credentials.headers();
+    const headers = { ...auth, accept: 'text/event-stream' };
     let response: Dispatcher.ResponseData;
     try {
       response = await this.pool.request({ method: 'GET', path: url.pathname + url.search, headers, signal: this.stream.signal, headersTimeout: this.opts.openTimeoutMs, bodyTimeout: 0 });
@@ -104,6 +105,8 @@ export class SseChannel {
     const type = String(response.headers['content-type'] ?? '');
     if (response.statusCode !== 200 || !type.startsWith('text/event-stream')) {
       await response.body.dump().catch(() => {});
+      // A refused token is dropped, so that the next stream (the session's restart) goes with a new one.
+      if (response.statusCode === 401) this.opts.credentials.invalidate(auth);
       this.markExited(`the GET answered HTTP ${response.statusCode}`);
       throw new GatewayError('GW_ERR_UPSTREAM_BAD_RESPONSE', `Upstream "${this.opts.upstream}" answered the SSE GET with HTTP ${response.statusCode} (${type || 'no content type'}), not an event stream`, this.opts.upstream);
     }
@@ -243,11 +246,15 @@ export class SseChannel {
 
   private async postNow(msg: JsonRpcMessage): Promise<void> {
     const endpoint = this.endpoint!;
-    const headers = { ...(await this.opts.credentials.headers()), 'content-type': 'application/json' };
+    const auth = await this.opts.credentials.headers();
+    const headers = { ...auth, 'content-type': 'application/json' };
     const res = await this.pool.request({ method: 'POST', path: endpoint.pathname + endpoint.search, headers, body: JSON.stringify(msg), headersTimeout: this.opts.requestTimeoutMs }).catch((err: unknown) => {
       throw new GatewayError('GW_ERR_UPSTREAM_UNREACHABLE', `Upstream "${this.opts.upstream}" could not be reached at its message endpoint: ${(err as Error).message}`, this.opts.upstream, { cause: err });
     });
     await res.body.dump().catch(() => {});
+    // As on every path to an HTTP upstream: a refused token (revoked early, say) is dropped, and the next
+    // message fetches a new one. Until 4 December the channel sent it again until its own expiry.
+    if (res.statusCode === 401) this.opts.credentials.invalidate(auth);
     if (res.statusCode < 200 || res.statusCode >= 300) {
       throw new GatewayError('GW_ERR_UPSTREAM_BAD_RESPONSE', `Upstream "${this.opts.upstream}" refused a message with HTTP ${res.statusCode}`, this.opts.upstream);
     }
