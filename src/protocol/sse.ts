@@ -108,6 +108,7 @@ export class SseParser {
 function parseEvent(raw: string, body: string): SseEvent {
   const ev: SseEvent = { raw };
   let data: string[] | undefined;
+  let type: string | undefined;
   for (const line of body.split(/\r\n|\n|\r/)) {
     if (line === '' || line.startsWith(':')) continue;
     const colon = line.indexOf(':');
@@ -119,7 +120,7 @@ function parseEvent(raw: string, body: string): SseEvent {
         (data ??= []).push(value);
         break;
       case 'event':
-        ev.event = value;
+        type = value;
         break;
       case 'id':
         if (!value.includes('\0')) ev.id = value;
@@ -131,6 +132,8 @@ function parseEvent(raw: string, body: string): SseEvent {
         break; // unknown fields are ignored, as the standard says
     }
   }
+  // An empty type is no type: the event is a `message` (WHATWG HTML §9.2.5, dispatch), as every reader takes undefined.
+  if (type !== undefined && type !== '') ev.event = type;
   if (data) ev.data = data.join('\n');
   return ev;
 }

@@ -127,6 +127,31 @@ describe('servers that misbehave', () => {
     }
   });
 
+  // WHATWG HTML §9.2.5: an empty `event:` field leaves the event's type `message`. Until 4 December such an
+  // answer was skipped, and its call waited for its limit.
+  test('an answer whose event field is empty is a message event: the call gets it', async () => {
+    let stream: ServerResponse | undefined;
+    const fake = await fakeSse(
+      (res, origin) => {
+        stream = res;
+        res.writeHead(200, { 'content-type': 'text/event-stream' }).write(`event: endpoint\ndata: ${origin}/message\n\n`);
+      },
+      (body, res) => {
+        res.writeHead(202).end();
+        const msg = JSON.parse(body) as { id: number };
+        stream?.write(`event:\ndata: ${JSON.stringify({ jsonrpc: '2.0', id: msg.id, result: { ok: true } })}\n\n`);
+      },
+    );
+    try {
+      const ch = channel(fake.url, { requestTimeoutMs: 2_000 });
+      await ch.start();
+      assert.deepEqual((await ch.request({ jsonrpc: '2.0', id: 1, method: 'tools/list' })).result, { ok: true });
+      await ch.stop();
+    } finally {
+      await fake.close();
+    }
+  });
+
   test('a stream that never names its endpoint fails the start within its opening time', async () => {
     const fake = await fakeSse((res) => res.writeHead(200, { 'content-type': 'text/event-stream' }).write(': still here\n\n'));
     try {

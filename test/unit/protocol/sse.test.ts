@@ -47,6 +47,15 @@ test('a blank line ends an event whatever line terminators it and the line befor
   assert.deepEqual(new SseParser().push('data: a\rdata: b\r\ndata: c\n\n').map((e) => e.data), ['a\nb\nc']);
 });
 
+// WHATWG HTML §9.2.5 (dispatch): "If the event type buffer has a value other than the empty string, change
+// the type of the newly created event to equal the value": an empty `event:` field leaves the default type,
+// `message`. Until 4 December it was read as a type of its own, named "", and every reader (the HTTP+SSE
+// upstream's answers, the HTTP+SSE endpoint's relay, the batch split) skipped such an event as not a message.
+test('an empty event field, or one emptied by a later line, is the default type: message', () => {
+  const evs = new SseParser().push('event:\ndata: {"a":1}\n\nevent: other\nevent:\ndata: {"a":2}\n\nevent: other\ndata: {"a":3}\n\n');
+  assert.deepEqual(evs.map((e) => e.event), [undefined, undefined, 'other']);
+});
+
 test('a UTF-8 character split between chunks is decoded whole', () => {
   const bytes = Buffer.from('data: ü\n\n');
   const p = new SseParser();
