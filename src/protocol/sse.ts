@@ -42,12 +42,21 @@ export class SseParser {
   private heldLength = 0;
   /** The last three characters held, where a terminator split across two pieces begins. */
   private heldTail = '';
+  /** Whether any text has come yet (see push: a leading byte order mark). */
+  private begun = false;
 
   constructor(private readonly maxEventChars = MAX_EVENT_CHARS) {}
 
   /** Feeds a chunk; returns the events it completed (possibly none). */
   push(chunk: Buffer | string): SseEvent[] {
     let text = typeof chunk === 'string' ? chunk : this.decoder.write(chunk);
+    if (!this.begun) {
+      // UTF-8 decode strips one leading byte order mark (WHATWG HTML §9.2.5); left on, it would be part of
+      // the first field's name, and that field (an HTTP+SSE server's `event: endpoint`) would be lost.
+      if (text === '') return [];
+      this.begun = true;
+      if (text.charCodeAt(0) === 0xfeff) text = text.slice(1);
+    }
     if (this.heldLength > 0) {
       // Only the new text (and the held tail) can complete what is held: searching all of it again for
       // every piece cost time by the square of a large event's length.

@@ -152,6 +152,24 @@ describe('servers that misbehave', () => {
     }
   });
 
+  // WHATWG HTML §9.2.5: one leading byte order mark is stripped by the stream's UTF-8 decode. Until 4 December
+  // it stayed on the first field's name, and the start failed "sent no endpoint event".
+  test('a stream that opens with a byte order mark names its endpoint all the same', async () => {
+    const fake = await fakeSse((res, origin) => {
+      res.writeHead(200, { 'content-type': 'text/event-stream' });
+      res.write(Buffer.from([0xef, 0xbb, 0xbf]));
+      res.write(`event: endpoint\ndata: ${origin}/message\n\n`);
+    });
+    try {
+      const ch = channel(fake.url, { openTimeoutMs: 1_500 });
+      await ch.start();
+      assert.equal(ch.alive, true);
+      await ch.stop();
+    } finally {
+      await fake.close();
+    }
+  });
+
   test('a stream that never names its endpoint fails the start within its opening time', async () => {
     const fake = await fakeSse((res) => res.writeHead(200, { 'content-type': 'text/event-stream' }).write(': still here\n\n'));
     try {

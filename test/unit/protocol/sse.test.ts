@@ -56,6 +56,18 @@ test('an empty event field, or one emptied by a later line, is the default type:
   assert.deepEqual(evs.map((e) => e.event), [undefined, undefined, 'other']);
 });
 
+// WHATWG HTML §9.2.5: the stream is decoded with "UTF-8 decode", which strips one leading byte order mark
+// (as a .NET StreamWriter writes one, say). Until 4 December the BOM stayed on the first field's name, so
+// the first event lost that field: an HTTP+SSE upstream's `endpoint` event was never recognized.
+test('one leading byte order mark is stripped, even cut between chunks; a later one is data', () => {
+  const bytes = Buffer.concat([Buffer.from([0xef, 0xbb, 0xbf]), Buffer.from('event: endpoint\ndata: /m\n\ndata: \ufeffx\n\n')]);
+  for (let cut = 0; cut <= 4; cut++) {
+    const p = new SseParser();
+    const evs = [...p.push(bytes.subarray(0, cut)), ...p.push(bytes.subarray(cut))];
+    assert.deepEqual(evs.map((e) => [e.event, e.data]), [['endpoint', '/m'], [undefined, '\ufeffx']], `cut at ${cut}`);
+  }
+});
+
 test('a UTF-8 character split between chunks is decoded whole', () => {
   const bytes = Buffer.from('data: ü\n\n');
   const p = new SseParser();
