@@ -111,11 +111,12 @@ async function writeStream(res: ServerResponse, stream: CallStream, headers: Ans
     sse = true;
     res.writeHead(200, { ...headers, ...SSE_HEADERS });
     res.flushHeaders();
-  };
-  if (stream.mode === 'listen') {
-    openSse();
+    // Comments keep any SSE stream alive through proxies that time out a silent response: a listen stream
+    // between its notifications, and a call's between its progress and its answer (until 4 December only
+    // the former had them, so a tool quiet for a minute after its first progress was cut by such a proxy).
     keepalive = setInterval(() => keepAlive(res), KEEPALIVE_MS).unref();
-  }
+  };
+  if (stream.mode === 'listen') openSse();
   try {
     for await (const read of stream.read()) {
       let item: StreamItem = read;
