@@ -17,7 +17,7 @@ export interface SseEvent {
  * A blank line: a line terminator (CRLF, LF or CR) right after another (WHATWG HTML §9.2.5). The terminators
  * may differ (`\n\r\n`, `\r\n\r`, `\r\r\n`); a CR followed by LF is one terminator, CRLF, never a line
  * end and a blank line. A blank line that ends in a CR whose LF has not come yet ends the event all the same;
- * that LF then starts the next event's text, where a parser takes it for a blank line before any field.
+ * that LF, when it comes, is passed on as bytes of their own (push).
  */
 const TERMINATOR = /(?:\r\n|\n|\r(?!\n))(?:\r\n|\n|\r)/;
 
@@ -44,6 +44,8 @@ export class SseParser {
   private heldTail = '';
   /** Whether any text has come yet (see push: a leading byte order mark). */
   private begun = false;
+  /** The last event ended on a CR at the very end of the text so far, whose LF may come next (see push). */
+  private endedOnCr = false;
 
   constructor(private readonly maxEventChars = MAX_EVENT_CHARS) {}
 
@@ -57,6 +59,17 @@ export class SseParser {
       this.begun = true;
       if (text.charCodeAt(0) === 0xfeff) text = text.slice(1);
     }
+    const events: SseEvent[] = [];
+    if (this.endedOnCr && text !== '') {
+      this.endedOnCr = false;
+      // The LF of the CRLF whose CR ended the last event: it belongs to no event, and goes on at once as
+      // bytes of its own. Held as the start of the next event, it was lost when the stream then ended, and a
+      // client that waits after a CR for a possible LF (eventsource-parser) never dispatched that event.
+      if (text.charCodeAt(0) === 0x0a) {
+        events.push({ raw: '\n' });
+        text = text.slice(1);
+      }
+    }
     if (this.heldLength > 0) {
       // Only the new text (and the held tail) can complete what is held: searching all of it again for
       // every piece cost time by the square of a large event's length.
@@ -64,14 +77,13 @@ export class SseParser {
       const completes = TERMINATOR.test(window) || (this.held[0]!.charCodeAt(0) === 0x3a && window.includes('\n'));
       if (!completes) {
         this.hold(text);
-        return [];
+        return events;
       }
       text = this.held.join('') + text;
       this.held = [];
       this.heldLength = 0;
       this.heldTail = '';
     }
-    const events: SseEvent[] = [];
     let pending = text;
     for (;;) {
       const m = TERMINATOR.exec(pending);
@@ -90,6 +102,7 @@ export class SseParser {
       pending = pending.slice(end);
     }
     if (pending !== '') this.hold(pending);
+    else if (events.length > 0 && text !== '' && text.charCodeAt(text.length - 1) === 0x0d) this.endedOnCr = true;
     return events;
   }
 

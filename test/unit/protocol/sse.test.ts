@@ -103,8 +103,9 @@ test('a comment line that starts an event is its own event as soon as its line e
 test('a terminator or a comment line split across pieces is found, whatever the pieces; what is held is the remainder', () => {
   const text = ': ping\nid: 1\r\ndata: {"a":1}\r\n\r\nevent: message\ndata: two\r\rdata: three\n\ndata: cut';
   // Where a piece ends between the CR and the LF of a blank line's CRLF, the event ends at the CR and the LF
-  // begins the next one's text: the fields are the same, and so are the bytes, in order.
-  const fields = (evs: ReturnType<SseParser['push']>) => evs.map(({ raw: _raw, ...rest }) => rest);
+  // goes on as bytes of their own (an event of no field, raw '\n'): the fields are the same, and so are the
+  // bytes, in order.
+  const fields = (evs: ReturnType<SseParser['push']>) => evs.filter((e) => e.raw !== '\n').map(({ raw: _raw, ...rest }) => rest);
   const whole = new SseParser().push(text);
   for (const size of [1, 2, 3, 5, 7]) {
     const parser = new SseParser();
