@@ -475,7 +475,7 @@ export interface HttpUpstream {
      */
     headersMs: number;
     /**
-     * Longest silence allowed between two chunks of a response body (SSE streams stay alive with comments).
+     * Longest silence allowed between two chunks of a response body (SSE streams stay alive with comments). For transport sse, also how long the event stream may carry nothing while a request is in flight and a ping (timeouts.pingMs) is unanswered, before it is taken for dead: a server that answers one message at a time answers the ping only after the call.
      */
     bodyMs: number;
     /**

@@ -61,6 +61,8 @@ export class SseChannel {
   private lastNotification: Promise<void> = Promise.resolve();
   /** When the stream last carried a message (performance.now()). */
   private lastHeard = 0;
+  /** When the stream last carried any bytes, a comment included (performance.now()). */
+  private lastBytes = 0;
   private watchdog: NodeJS.Timeout | undefined;
   private pings = 0;
   /** The pool's closing, once begun (closePool). */
@@ -143,8 +145,9 @@ export class SseChannel {
    * loop that awaits each handler, a synchronous tool that blocks its event loop) answers the ping only after
    * the call. Until 4 December such a server's stream was closed during any call longer than two to three
    * intervals that reported no progress, and the call failed however long its limit allowed. The stream may
-   * then stay silent for busySilenceMs (the upstream's bodyMs, the silence a Streamable HTTP answer may keep);
-   * once no earlier request waits (answered, or failed at its own limit), the ping's usual wait applies.
+   * then stay silent for busySilenceMs (the upstream's bodyMs, the silence a Streamable HTTP answer may keep,
+   * where a comment is no silence); once no earlier request waits (answered, or failed at its own limit), the
+   * ping's usual wait applies.
    */
   private watch(): void {
     const every = this.opts.pingIntervalMs ?? 0;
@@ -158,7 +161,8 @@ export class SseChannel {
         else if (!this.pending.waitingSince(sentAt, isPingId)) return this.endDead(`no answer to a ping within ${every} ms, timeouts.pingMs`, `a ping had no answer within ${every} ms, timeouts.pingMs`);
         else {
           const busy = this.opts.busySilenceMs;
-          if (busy !== undefined && performance.now() - this.lastHeard >= busy) return this.endDead(`nothing on the stream for ${busy} ms with a request in flight, timeouts.bodyMs, and a ping unanswered`, `nothing came on it for ${busy} ms while a request was in flight, timeouts.bodyMs, and a ping had no answer`);
+          // Silence here is bodyMs's: no chunk at all, so a server's keep-alive comments keep a busy stream.
+          if (busy !== undefined && performance.now() - Math.max(this.lastHeard, this.lastBytes) >= busy) return this.endDead(`nothing on the stream for ${busy} ms with a request in flight, timeouts.bodyMs, and a ping unanswered`, `nothing came on it for ${busy} ms while a request was in flight, timeouts.bodyMs, and a ping had no answer`);
           return;
         }
       }
@@ -267,6 +271,7 @@ export class SseChannel {
     let reason = 'the event stream ended';
     try {
       for await (const chunk of body as AsyncIterable<Buffer>) {
+        this.lastBytes = performance.now();
         for (const event of parser.push(chunk)) {
           if (event.data === undefined) continue;
           if (this.endpoint === undefined) {

@@ -46,7 +46,11 @@ function serialize(transport: SSEServerTransport, pings: number[]): void {
   };
 }
 
-async function serialSdkServer(): Promise<{ url: string; pings: number[]; close(): Promise<void> }> {
+/**
+ * `comments`: the stream also carries an SSE comment every 100 ms, as servers built on sse-starlette (the
+ * Python SDK's) write `: ping` every 15 s, so that proxies keep the stream open.
+ */
+async function serialSdkServer(comments = false): Promise<{ url: string; pings: number[]; close(): Promise<void> }> {
   const transports = new Map<string, SSEServerTransport>();
   const pings: number[] = [];
   const server: Server = createServer((req, res) => {
@@ -59,6 +63,10 @@ async function serialSdkServer(): Promise<{ url: string; pings: number[]; close(
       });
       const transport = new SSEServerTransport('/message', res);
       transports.set(transport.sessionId, transport);
+      if (comments) {
+        const timer = setInterval(() => res.write(': ping\n\n'), 100);
+        res.on('close', () => clearInterval(timer));
+      }
       void mcp.connect(transport).then(() => serialize(transport, pings));
       return;
     }
@@ -89,6 +97,27 @@ test('a server that answers one message at a time keeps its stream through a cal
     );
     assert.equal(result, 'slow done');
     assert.ok(up.pings.length >= 1, 'the stream was pinged during the call');
+    assert.ok(!gw.logs.some((l) => l['msg'] === 'SSE upstream session ended'), 'the stream was kept');
+  } finally {
+    await client.close().catch(() => {});
+    await gw.close();
+    await up.close();
+  }
+});
+
+// timeouts.bodyMs is the "longest silence allowed between two chunks of a response body (SSE streams stay
+// alive with comments)": a serial server's stream that carries comments while its call runs is not silent.
+// Until 4 December only a message counted, and such a stream was closed after bodyMs of comments.
+test('a serial server that keeps its stream alive with comments is not taken for dead during a call longer than bodyMs', async () => {
+  const up = await serialSdkServer(true);
+  const gw = await startGateway({ upstreams: [{ name: 'serial', url: up.url, transport: 'sse', era: 'legacy', timeouts: { pingMs: 200, bodyMs: 500 } }] });
+  const { client } = await connectV1(gw.url, { name: 'sse-serial-comments', timeoutMs: 20_000 });
+  try {
+    const result = await client.callTool({ name: 'slow', arguments: {} }, undefined, { timeout: 20_000 }).then(
+      (r) => textOf(r),
+      (err: Error) => `error: ${err.message}`,
+    );
+    assert.equal(result, 'slow done');
     assert.ok(!gw.logs.some((l) => l['msg'] === 'SSE upstream session ended'), 'the stream was kept');
   } finally {
     await client.close().catch(() => {});
