@@ -32,6 +32,8 @@ export class SseSession implements MessageOut {
   inFlight = 0;
   lastUsed = Date.now();
   private keepalive?: NodeJS.Timeout;
+  /** The largest message written since the socket last drained: the backlog bound counts on top of it (write()). */
+  private largestQueued = 0;
 
   constructor(
     readonly owner: string,
@@ -58,6 +60,7 @@ export class SseSession implements MessageOut {
    * endpoint event containing a URI for the client to use for sending messages."
    */
   start(endpoint: string, headers: Record<string, string>, keepaliveMs = KEEPALIVE_MS): void {
+    this.res.on('drain', () => (this.largestQueued = 0));
     this.res.writeHead(200, { ...headers, ...SSE_HEADERS });
     this.res.write(`event: endpoint\ndata: ${endpoint}\n\n`);
     // Left out while bytes are still on their way (they keep the stream alive themselves): measured then, a
@@ -112,12 +115,16 @@ export class SseSession implements MessageOut {
   private write(text: string): boolean {
     const res = this.res;
     if (res.destroyed || res.writableEnded) return false;
-    // A client this far behind would make Gatehouse hold its answers in memory: it is cut off instead.
-    if (res.writableLength > MAX_BUFFERED_BYTES) {
+    // A client this far behind would make Gatehouse hold its answers in memory: it is cut off instead. On
+    // top of the largest message still queued: one message may be larger than the bound, and a client
+    // taking it at its own pace has not stopped reading (until 4 December a second message written while
+    // such a one drained, another call's notification say, cut the client off).
+    if (res.writableLength > MAX_BUFFERED_BYTES + this.largestQueued) {
       res.destroy();
       return false;
     }
     res.write(text);
+    if (text.length > this.largestQueued) this.largestQueued = text.length;
     return true;
   }
 }

@@ -114,6 +114,42 @@ test('a message larger than the backlog bound, read slowly, reaches the client w
   }
 });
 
+// The backlog bound is for a client that stopped reading, not for one still taking a large message: until
+// 4 December a second message written while a message larger than the bound was draining (a notification of
+// another call, a log message on the session's listen stream) found the backlog past it and cut off a client
+// that was reading at its own pace. The bound now counts on top of the largest message still queued.
+test('a small message written while one larger than the bound drains waits its turn; the client gets both', { timeout: 30_000 }, async () => {
+  let session: SseSession | undefined;
+  const srv = await serve((req, res) => {
+    session = new SseSession('owner', ANONYMOUS, '127.0.0.1', req.headers, res);
+    session.start('/sse/messages?session=abc', {});
+  });
+  const { port } = new URL(srv.url);
+  const socket = connect(Number(port), '127.0.0.1');
+  socket.write(`GET /sse HTTP/1.1\r\nhost: 127.0.0.1:${port}\r\naccept: text/event-stream\r\n\r\n`);
+  let text = '';
+  socket.setEncoding('utf8');
+  socket.on('data', (c: string) => (text += c));
+  try {
+    while (session === undefined) await new Promise((r) => setTimeout(r, 10));
+    const big = JSON.stringify({ jsonrpc: '2.0', id: 1, result: { text: 'x'.repeat(12 * 1024 * 1024) } });
+    const small = JSON.stringify({ jsonrpc: '2.0', method: 'notifications/message', params: { level: 'info', data: 'meanwhile' } });
+    socket.pause();
+    const sentBig = session.send(big);
+    await new Promise((r) => setTimeout(r, 100));
+    const sentSmall = session.send(small);
+    await new Promise((r) => setTimeout(r, 100));
+    assert.equal(session.closed, false, 'the client was cut off');
+    socket.resume();
+    assert.deepEqual(await Promise.all([sentBig, sentSmall]), [true, true]);
+    for (let i = 0; i < 200 && !text.includes('meanwhile'); i++) await new Promise((r) => setTimeout(r, 20));
+    assert.ok(text.includes('"id":1') && text.includes('meanwhile'), `${text.length} characters received`);
+  } finally {
+    socket.destroy();
+    await srv.close();
+  }
+});
+
 test("a message carries the session's own id and version, never the client's", () => {
   const res = { once() {} } as unknown as ServerResponse;
   const session = new SseSession('owner', ANONYMOUS, '127.0.0.1', {}, res);
