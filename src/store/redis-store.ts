@@ -328,10 +328,32 @@ function connect(config: Pick<RedisStoreConfig, 'url' | 'keyPrefix' | 'commandTi
   return new (loadIoredis().Redis)({ ...common, db, host: url.hostname.replace(/^\[|\]$/g, ''), port: Number(url.port || 6379) });
 }
 
-/** What went wrong, in words for the log: ioredis names a broken connection after the option that failed it. */
-function describe(err: Error): string {
+/**
+ * What went wrong, in words for the log: ioredis names a broken connection, and a command refused while
+ * there is none, after the option that failed it. `connectionError`: what the last connection attempt met.
+ */
+function describe(err: Error, connectionError: string | undefined): string {
   if (err.name === 'MaxRetriesPerRequestError') return 'the connection broke while the command ran; it may have taken effect, and is not sent again';
+  // No offline queue: a command while the client is not connected fails at once with this text.
+  if (/isn't (writeable|ready) and enableOfflineQueue options is false/.test(err.message)) {
+    return connectionError === undefined ? 'not connected to Redis (connecting)' : `not connected to Redis: ${connectionError}`;
+  }
   return err.message;
+}
+
+/** The URL's password, decoded, if it has one. */
+function passwordOf(url: string): string | undefined {
+  try {
+    const p = new URL(url).password;
+    return p === '' ? undefined : decodeURIComponent(p);
+  } catch {
+    return undefined;
+  }
+}
+
+/** `text` with `secret` replaced: no Redis error quotes a password, but what is logged must never hold one. */
+function withoutSecret(text: string, secret: string | undefined): string {
+  return secret === undefined ? text : text.split(secret).join('[REDACTED]');
 }
 
 /** A literal for a SCAN MATCH pattern. */
@@ -354,6 +376,12 @@ export class RedisStore implements Store {
   private auditHead: { raw: string; anchor: AuditAnchor | undefined } | undefined;
   /** The first connection, waited for (at most a few seconds) before the first command; later outages fail fast. */
   private readonly firstConnection: Promise<void>;
+  /**
+   * Why the last connection attempt failed (a refused password, an untrusted certificate, a refused
+   * connection), until a command is answered: a command made while there is no connection fails with
+   * ioredis' words for that alone, and this says why there is none.
+   */
+  private connectionError: string | undefined;
 
   /** `log`: where a loss of audit records Redis suffered is told (the gateway's); the CLI's reads need none. */
   constructor(
@@ -362,8 +390,14 @@ export class RedisStore implements Store {
   ) {
     this.redis = connect(config) as Scripted;
     this.keyPrefix = config.keyPrefix;
-    // Connection errors surface on the commands that fail; the client reconnects on its own.
-    this.redis.on('error', () => {});
+    // Connection errors surface on the commands that fail (kept, for describe); the client reconnects on
+    // its own. A Cluster tells each node's error apart ('node error'); its own 'error' says less.
+    const password = passwordOf(config.url);
+    const keep = (err: Error) => void (this.connectionError = withoutSecret(err.message, password));
+    this.redis.on('error', (err: Error) => {
+      if (this.connectionError === undefined || !(this.redis instanceof loadIoredis().Cluster)) keep(err);
+    });
+    this.redis.on('node error', keep);
     this.firstConnection = new Promise<void>((resolve) => {
       const timer = setTimeout(resolve, FIRST_CONNECTION_WAIT_MS);
       timer.unref();
@@ -389,11 +423,14 @@ export class RedisStore implements Store {
 
   private async run<T>(what: string, op: () => Promise<T>): Promise<T> {
     await this.firstConnection;
+    let value: T;
     try {
-      return await op();
+      value = await op();
     } catch (err) {
-      throw new StoreUnavailableError(`Redis store (${what}): ${describe(err as Error)}`, { cause: err });
+      throw new StoreUnavailableError(`Redis store (${what}): ${describe(err as Error, this.connectionError)}`, { cause: err });
     }
+    this.connectionError = undefined;
+    return value;
   }
 
   /**
