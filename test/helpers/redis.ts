@@ -50,6 +50,9 @@ export async function startRedis(opts: { mode?: 'plain' | 'cluster' | 'sentinel'
   let stderr = '';
 
   const start = async (): Promise<void> => {
+    // A second server on the port fails to bind while the wait below sees the first one's port open, and
+    // stop() then knows only the failed one: the running server would be left behind.
+    if (child && child.exitCode === null && child.signalCode === null) throw new Error(`redis-server on port ${port} is already running`);
     const c = spawn('redis-server', [conf, ...args], { stdio: ['ignore', 'ignore', 'pipe'] });
     child = c;
     c.stderr!.on('data', (d) => (stderr += String(d)));
