@@ -12,6 +12,7 @@ import type { StoreConfig } from '../config/types.js';
 import { openStore } from '../store/open-store.js';
 import { RedisStore } from '../store/redis-store.js';
 import { finding, messageOf, withDeadline, type CheckLimits, type Finding } from './finding.js';
+import { redisHint } from './redis-hint.js';
 
 export async function checkStore(config: StoreConfig, limits: CheckLimits): Promise<Finding> {
   try {
@@ -72,7 +73,8 @@ async function checkRedis(config: StoreConfig & { kind: 'redis' }): Promise<Find
       withoutAof = [];
     }
   } catch (err) {
-    return finding('store', 'fail', `${where}: ${messageOf(err)}`, 'check store.url (host, port, password, database) and that this user may write keys under store.keyPrefix', data);
+    // The remedy follows the cause: a full Redis, a replica or an untrusted certificate is no store.url typo.
+    return finding('store', 'fail', `${where}: ${messageOf(err)}`, redisHint(messageOf(err)), data);
   } finally {
     await store.close().catch(() => {});
   }

@@ -1,0 +1,22 @@
+// What to do about a Redis store that failed doctor's check, from the cause Redis or the connection gave
+// (the store's error names it: redis-store.ts describe). One hint for every failure sent an operator whose
+// Redis was full, a replica or loading, or whose certificate was not trusted, to look at store.url.
+
+const HINTS: Array<[RegExp, string]> = [
+  [/WRONGPASS|invalid username-password/, 'the password (or user name) in store.url is not one Redis accepts: check it against the Redis user (ACL) or requirepass; percent-encode characters such as @ : / in it'],
+  [/NOAUTH/, 'Redis requires a password: put it in store.url (redis://:PASSWORD@host:port, or redis://USER:PASSWORD@host:port)'],
+  [/NOPERM/, 'the Redis user lacks a permission Gatehouse needs (the error names the command or key): allow it, on keys under store.keyPrefix, in the user\'s ACL'],
+  [/\bOOM\b/, 'Redis is full (maxmemory reached with maxmemory-policy noeviction), so it refuses writes and the gateway refuses governed calls: give it more memory (maxmemory) or free some'],
+  [/READONLY/, 'store.url leads to a read-only replica: point it at the primary (or use store.sentinel, which follows failovers)'],
+  [/LOADING/, 'Redis is loading its dataset after a restart and refuses commands until it is done: run doctor again once it is loaded (the gateway refuses governed calls until then)'],
+  [/MISCONF/, 'Redis could not save its snapshot and refuses writes (MISCONF): fix the disk or the dir setting of the Redis server'],
+  [/certificate|CERT_|self[- ]signed/i, "the Redis server's certificate is not trusted for this address: set store.tls.ca to the CA that signed it, and use a host name the certificate holds in store.url"],
+  [/ECONNREFUSED|ENOTFOUND|EAI_AGAIN|EHOSTUNREACH/, 'is Redis up and reachable from here? check store.url (its host and port)'],
+  [/ETIMEDOUT|ECONNRESET|socket disconnected|secure TLS connection/, 'the connection did not get through: check store.url (its host and port), and that its scheme matches the port (rediss:// for a TLS port, redis:// for a plain one)'],
+];
+
+const DEFAULT = 'check store.url (host, port, password, database) and that this user may write keys under store.keyPrefix';
+
+export function redisHint(message: string): string {
+  return HINTS.find(([cause]) => cause.test(message))?.[1] ?? DEFAULT;
+}
