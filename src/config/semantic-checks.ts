@@ -6,6 +6,7 @@ import { isLoopback } from '../net/loopback.js';
 import { trustedProxyProblems } from '../net/client-address.js';
 import { expiryOf } from './expiry.js';
 import { cidrProblem } from '../net/addresses.js';
+import { percentDecoded } from '../protocol/percent-decode.js';
 import type { GatehouseConfig } from './types.js';
 import { formatPath } from './load.js';
 
@@ -53,6 +54,7 @@ export function unsupportedFeatures(config: GatehouseConfig): string[] {
   if (config.store.kind === 'redis' && config.store.tls !== undefined && !config.store.url.startsWith('rediss://') && !config.store.url.startsWith('${')) {
     problems.push('store.tls: applies to TLS connections only; write the URL as rediss://');
   }
+  if (config.store.kind === 'redis') problems.push(...redisCredentialProblems(config.store.url));
   problems.push(...adminProblems(config));
   problems.push(...listenerClashes(config));
   problems.push(...urlProblems(config));
@@ -193,6 +195,20 @@ function urlProblems(config: GatehouseConfig): string[] {
     problems.push(`${key}: not a URL that can be used (a port above 65535, a bracket left open, a character a URL cannot hold?)`);
   }
   return problems;
+}
+
+/**
+ * The Redis store percent-decodes store.url's user name and password, as URLs require: one holding a % that
+ * begins no %XX (a password such as "50%off" written as it is) threw "URI malformed" when the gateway was
+ * built, after check-config had said ok. Said by key; the value is a credential and is not repeated.
+ */
+function redisCredentialProblems(url: string): string[] {
+  if (url.includes('${') || !URL.canParse(url)) return [];
+  const u = new URL(url);
+  const parts = [['user name', u.username], ['password', u.password]] as const;
+  return parts
+    .filter(([, text]) => percentDecoded(text) === undefined)
+    .map(([part]) => `store.url: its ${part} holds a % that begins no percent-encoding (%XX): write a % in it as %25, and @ : / # ? as %40 %3A %2F %23 %3F`);
 }
 
 /** What the schema cannot judge in the policy lists: CIDRs, ids used twice, per-ip limits that name tools, budgets no call fits. */
