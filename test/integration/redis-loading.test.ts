@@ -14,6 +14,7 @@
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { Redis } from 'ioredis';
+import { checkStore } from '../../src/doctor/store-checks.js';
 import { startCountingUpstream, type CountingUpstream } from '../fixtures/upstreams/counting-writes.js';
 import { startGateway } from '../helpers/gateway.js';
 import { readyz, recordCall, untilServed } from '../helpers/store-outage.js';
@@ -91,6 +92,11 @@ test('while Redis loads its dataset after a restart, /readyz says not ready and 
     }
     assert.equal(up.executions.length, executed, 'no call ran upstream while Redis was loading');
     assert.equal((await readyz(gw)).status, 503, 'still not ready');
+    // gatehouse doctor, meanwhile: the store fails, and the hint says to wait for the load, not to fix store.url.
+    const doctor = await checkStore({ kind: 'redis', url: redis.url, keyPrefix: prefix, commandTimeoutMs: 1_000 }, { timeoutMs: 5_000, waitMs: 0 });
+    assert.equal(doctor.verdict, 'fail', JSON.stringify(doctor));
+    assert.match(doctor.detail, /LOADING/, JSON.stringify(doctor));
+    assert.match(doctor.hint ?? '', /loading its dataset.*run doctor again once it is loaded/, JSON.stringify(doctor));
     assert.equal(await loading(raw), true, 'every check above was made while Redis was still loading');
     const down = gw.logs.find((l) => l.msg === 'the store is unavailable: governed calls are refused until it is back');
     assert.match(String(down?.err), /LOADING/, `the log says why: ${JSON.stringify(down)}`);
