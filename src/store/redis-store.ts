@@ -440,7 +440,10 @@ export class RedisStore implements Store {
    * store up a second after each failure, so a call then ran upstream and its audit record failed.
    */
   async ping(): Promise<void> {
-    await this.run('ping', () => this.redis.set('ping', '1', 'PX', PING_KEY_MS));
+    // In the audit chain's hash slot: the write every governed call needs after it has run. In a Cluster,
+    // `ping` hashed to another shard, so a full shard holding the chain (its log, the one key without a TTL,
+    // fills its shard first) left the store up: once a second a call ran upstream and lost its record.
+    await this.run('ping', () => this.redis.set('ping:{audit}', '1', 'PX', PING_KEY_MS));
   }
 
   addToWindow(key: string, amount: number, windowMs: number): Promise<WindowCount> {

@@ -518,7 +518,7 @@ describe('Redis only', () => {
       await s.ping();
       const keys = await raw.keys('*');
       const ours = keys.filter((k) => k.startsWith('ttl-check:'));
-      assert.ok(ours.includes('ttl-check:ping'), 'a ping writes');
+      assert.ok(ours.includes('ttl-check:ping:{audit}'), 'a ping writes, in the audit chain\'s slot');
       assert.ok(ours.length >= 8, `keys written: ${ours.join(', ')}`);
       for (const k of ours) {
         const ttl = await raw.pttl(k);
