@@ -243,6 +243,13 @@ if current and tonumber(cjson.decode(current).seq) >= tonumber(ARGV[1]) then ret
 redis.call('SET', KEYS[1], ARGV[2])
 return redis.call('ZREMRANGEBYSCORE', KEYS[2], '-inf', ARGV[1])`;
 
+/**
+ * The ping: a write by a script, as every write that keeps a call's state is (the audit append among them).
+ * A plain SET passed for a user whose ACL denies scripts (-@scripting), whose every call then lost its record.
+ */
+const PING = `redis.call('SET', KEYS[1], '1', 'PX', ARGV[1])
+return 1`;
+
 const FIRST_CONNECTION_WAIT_MS = 3_000;
 /** How many audit records retention reads, and removes, in one step. */
 const AUDIT_PRUNE_PAGE = 500;
@@ -261,6 +268,7 @@ function loadIoredis(): typeof import('ioredis') {
 }
 
 type Scripted = (Redis | Cluster) & {
+  ghPing(key: string, ttlMs: number): Promise<number>;
   ghWindow(key: string, amount: number, windowMs: number): Promise<[string, string]>;
   ghBucket(key: string, rate: number, per: number, burst: number, cost: number): Promise<[number, string, number]>;
   ghClaim(key: string, record: string, ttlMs: number): Promise<string | null>;
@@ -406,6 +414,7 @@ export class RedisStore implements Store {
         resolve();
       });
     });
+    this.redis.defineCommand('ghPing', { numberOfKeys: 1, lua: PING });
     this.redis.defineCommand('ghWindow', { numberOfKeys: 1, lua: WINDOW });
     this.redis.defineCommand('ghBucket', { numberOfKeys: 1, lua: BUCKET });
     this.redis.defineCommand('ghClaim', { numberOfKeys: 1, lua: CLAIM });
@@ -434,16 +443,17 @@ export class RedisStore implements Store {
   }
 
   /**
-   * One round trip that writes (a scratch key with a TTL), as Store.ping promises. A Redis that answers but
-   * takes no writes (full under noeviction, a read-only replica after a failover, a failed snapshot's
-   * MISCONF) cannot keep a call's state: a PING it answered kept /readyz ready and had the guard mark the
-   * store up a second after each failure, so a call then ran upstream and its audit record failed.
+   * One round trip that writes (a scratch key with a TTL) through a script, as Store.ping promises. A Redis
+   * that answers but takes no writes (full under noeviction, a read-only replica after a failover, a failed
+   * snapshot's MISCONF, a user who may not run scripts) cannot keep a call's state: a PING it answered kept
+   * /readyz ready and had the guard mark the store up a second after each failure, so a call then ran
+   * upstream and its audit record failed.
    */
   async ping(): Promise<void> {
     // In the audit chain's hash slot: the write every governed call needs after it has run. In a Cluster,
     // `ping` hashed to another shard, so a full shard holding the chain (its log, the one key without a TTL,
     // fills its shard first) left the store up: once a second a call ran upstream and lost its record.
-    await this.run('ping', () => this.redis.set('ping:{audit}', '1', 'PX', PING_KEY_MS));
+    await this.run('ping', () => this.redis.ghPing('ping:{audit}', PING_KEY_MS));
   }
 
   addToWindow(key: string, amount: number, windowMs: number): Promise<WindowCount> {
