@@ -36,7 +36,6 @@ export async function startRedis(opts: { mode?: 'plain' | 'cluster' | 'sentinel'
       ? [`port ${port}`, 'bind 127.0.0.1', `dir ${dir}`, 'daemonize no', 'logfile ""', `sentinel monitor primary 127.0.0.1 ${opts.primaryPort} 1`, 'sentinel down-after-milliseconds primary 5000']
       : [`port ${port}`, 'bind 127.0.0.1', `dir ${dir}`, 'save ""', 'appendonly yes', 'appendfsync always', 'daemonize no', 'logfile ""', 'loglevel warning', ...(mode === 'cluster' ? ['cluster-enabled yes', 'cluster-announce-ip 127.0.0.1', `cluster-config-file ${join(dir, 'nodes.conf')}`] : [])];
   if (opts.password !== undefined) lines.push(`requirepass "${opts.password}"`);
-  lines.push(...(opts.config ?? []));
   if (opts.tls) {
     // TLS only: the plain port is closed.
     writeFileSync(join(dir, 'tls.crt'), opts.tls.cert);
@@ -44,6 +43,8 @@ export async function startRedis(opts: { mode?: 'plain' | 'cluster' | 'sentinel'
     lines[0] = 'port 0';
     lines.push(`tls-port ${port}`, `tls-cert-file ${join(dir, 'tls.crt')}`, `tls-key-file ${join(dir, 'tls.key')}`, 'tls-auth-clients no');
   }
+  // Last, so a test's lines win (tls-auth-clients yes).
+  lines.push(...(opts.config ?? []));
   writeFileSync(conf, lines.join('\n') + '\n');
   const args = mode === 'sentinel' ? ['--sentinel'] : [];
   let child: ChildProcess | undefined;

@@ -6,6 +6,9 @@
 
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
+import { writeFileSync, mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { Redis } from 'ioredis';
 import { checkStore } from '../../src/doctor/store-checks.js';
 import type { Finding } from '../../src/doctor/finding.js';
@@ -74,4 +77,22 @@ test('a certificate the store does not trust: store.tls.ca', async () => {
 
 test('nothing listens there: is Redis up, and the host and port', async () => {
   assertFails(await check('redis://127.0.0.1:1'), /ECONNREFUSED/, /Redis up.*host and port/);
+});
+
+// Redis' own default with TLS is tls-auth-clients yes: it asks every client for a certificate, which the
+// store has none of to give. The certificate hint (store.tls.ca) was wrong for it: the server's certificate
+// was trusted; the server refused the client.
+test('a Redis that asks for a client certificate: not store.tls.ca, but tls-auth-clients on the server', { timeout: 30_000 }, async () => {
+  const certs = testCertificates();
+  const caFile = join(mkdtempSync(join(tmpdir(), 'gatehouse-client-ca-')), 'ca.crt');
+  writeFileSync(caFile, certs.ca);
+  const mtls = await startRedis({ tls: certs, config: ['tls-auth-clients yes', `tls-ca-cert-file ${caFile}`] });
+  try {
+    const found = await checkStore({ kind: 'redis', url: mtls.url, keyPrefix: 'doctor-hints:', commandTimeoutMs: 1_000, tls: { ca: certs.ca } }, limits);
+    // The server's alert, or the reset that follows it, whichever the store read last.
+    assertFails(found, /certificate required|ECONNRESET|EPIPE/, /client certificate.*tls-auth-clients/);
+    assert.doesNotMatch(found.hint ?? '', /store\.tls\.ca/);
+  } finally {
+    await mtls.stop();
+  }
 });
