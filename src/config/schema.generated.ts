@@ -1042,7 +1042,7 @@ export interface RedisStore {
    */
   keyPrefix: string;
   /**
-   * A command Redis has not answered in this time fails, and the call that needed it is refused (503): a partitioned Redis never holds calls open.
+   * A command Redis has not answered in this time fails, and the call that needed it is refused (503): a partitioned Redis never holds calls open. A connection that answers nothing for this long after a command is closed and a new one made, so one a NAT or load balancer forgot without a reset is not kept.
    */
   commandTimeoutMs: number;
   /**

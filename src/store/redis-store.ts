@@ -300,6 +300,10 @@ function connect(config: Pick<RedisStoreConfig, 'url' | 'keyPrefix' | 'commandTi
     maxRetriesPerRequest: 0,
     autoResendUnfulfilledCommands: false,
     commandTimeout: config.commandTimeoutMs,
+    // A connection that answers nothing for as long after a command is closed, and a new one made. A timed
+    // out command closed nothing: a connection a NAT or load balancer forgot without a reset failed every
+    // command (the store down, every call refused) until the kernel gave up on it, some 15 minutes later.
+    socketTimeout: config.commandTimeoutMs,
     connectTimeout: Math.max(config.commandTimeoutMs, 1_000),
     retryStrategy: (attempt) => Math.min(2_000, 100 * attempt),
     // A primary that a failover made a replica answers every write with READONLY on a connection that never
@@ -347,6 +351,19 @@ function describe(err: Error, connectionError: string | undefined): string {
     return connectionError === undefined ? 'not connected to Redis (connecting)' : `not connected to Redis: ${connectionError}`;
   }
   return err.message;
+}
+
+/**
+ * ioredis (5.11) leaves the socketTimeout timer of a connection that closed with a command under way
+ * running: it fired on the next connection, healthy, and closed it a commandTimeoutMs after every break
+ * (the command then under way failed too). The timer is private; cleared when its connection closes.
+ */
+function clearSocketTimerOnClose(client: Redis): void {
+  client.on('close', () => {
+    const internal = client as unknown as { socketTimeoutTimer?: NodeJS.Timeout };
+    clearTimeout(internal.socketTimeoutTimer);
+    internal.socketTimeoutTimer = undefined;
+  });
 }
 
 /** The URL's password, decoded, if it has one. */
@@ -406,6 +423,8 @@ export class RedisStore implements Store {
       if (this.connectionError === undefined || !(this.redis instanceof loadIoredis().Cluster)) keep(err);
     });
     this.redis.on('node error', keep);
+    if (this.redis instanceof loadIoredis().Cluster) this.redis.on('+node', clearSocketTimerOnClose);
+    else clearSocketTimerOnClose(this.redis);
     this.firstConnection = new Promise<void>((resolve) => {
       const timer = setTimeout(resolve, FIRST_CONNECTION_WAIT_MS);
       timer.unref();

@@ -12,6 +12,11 @@ export interface RedisRelay {
   dropAfter(text: string): void;
   /** New connections go to the server on `port` from now on; open ones stay. */
   retarget(port: number): void;
+  /**
+   * The connections open now pass nothing more either way and are never closed (a NAT or load balancer
+   * that forgot them, silently); new ones work.
+   */
+  silence(): void;
   /** How many connections were dropped so far. */
   readonly dropped: number;
   close(): Promise<void>;
@@ -22,17 +27,23 @@ export async function startRedisRelay(redisPort: number): Promise<RedisRelay> {
   let dropped = 0;
   let target = redisPort;
   const sockets = new Set<Socket>();
+  /** Each open connection's switch: once off, its bytes go nowhere. */
+  const open = new Set<{ silent: boolean }>();
   const relay: Server = createServer((client) => {
     const server = createConnection({ host: '127.0.0.1', port: target });
     sockets.add(client).add(server);
+    const state = { silent: false };
+    open.add(state);
     let watching = false;
     const close = () => {
       client.destroy();
       server.destroy();
       sockets.delete(client);
       sockets.delete(server);
+      open.delete(state);
     };
     client.on('data', (d) => {
+      if (state.silent) return;
       if (armed !== undefined && d.includes(armed)) {
         watching = true;
         armed = undefined;
@@ -40,6 +51,7 @@ export async function startRedisRelay(redisPort: number): Promise<RedisRelay> {
       server.write(d);
     });
     server.on('data', (d) => {
+      if (state.silent) return;
       if (watching) {
         // Redis has run it and answered: the answer is lost with the connection.
         watching = false;
@@ -58,6 +70,10 @@ export async function startRedisRelay(redisPort: number): Promise<RedisRelay> {
     url: `redis://127.0.0.1:${port}`,
     dropAfter: (text) => void (armed = text),
     retarget: (port) => void (target = port),
+    silence: () => {
+      for (const state of open) state.silent = true;
+      open.clear();
+    },
     get dropped() {
       return dropped;
     },
