@@ -33,42 +33,57 @@ function open(path: string): Database.Database {
   return db;
 }
 
-const db = open((workerData as { path: string }).path);
+/**
+ * What is done before the first request (opening the file, preparing the statements), with its error made a
+ * plain Error. An error this thread does not catch reaches the main thread cloned, and better-sqlite3's
+ * SqliteError is not a built-in error class, so only its own members crossed ({ code }): a path that is a
+ * text file, a directory or another program's database was reported as "the writer stopped (undefined)".
+ */
+function plainErrors<T>(make: () => T): T {
+  try {
+    return make();
+  } catch (err) {
+    const e = err as { message?: unknown; code?: unknown };
+    throw new Error(`${typeof e.message === 'string' ? e.message : String(err)}${typeof e.code === 'string' ? ` (${e.code})` : ''}`);
+  }
+}
 
-const stmt = {
-  counterGet: db.prepare<[string], { total: number; resets_at: number }>('SELECT total, resets_at FROM counters WHERE key = ?'),
-  counterPut: db.prepare('INSERT INTO counters (key, total, resets_at) VALUES (?, ?, ?) ON CONFLICT(key) DO UPDATE SET total = excluded.total, resets_at = excluded.resets_at'),
-  bucketGet: db.prepare<[string], { tokens: number; updated_at: number }>('SELECT tokens, updated_at FROM buckets WHERE key = ?'),
-  bucketPut: db.prepare('INSERT INTO buckets (key, tokens, updated_at, expires_at) VALUES (?, ?, ?, ?) ON CONFLICT(key) DO UPDATE SET tokens = excluded.tokens, updated_at = excluded.updated_at, expires_at = excluded.expires_at'),
-  counterList: db.prepare<[string, number], { key: string; total: number; resets_at: number }>("SELECT key, total, resets_at FROM counters WHERE key >= ? AND resets_at > ? ORDER BY key"),
-  breakerGet: db.prepare<[string, number], { doc: string; expires_at: number }>('SELECT doc, expires_at FROM breakers WHERE key = ? AND expires_at > ?'),
-  breakerPut: db.prepare('INSERT INTO breakers (key, doc, expires_at) VALUES (?, ?, ?) ON CONFLICT(key) DO UPDATE SET doc = excluded.doc, expires_at = excluded.expires_at'),
-  idemGet: db.prepare<[string, number], { state: string; digest: string; owner: string | null; lease_until: number | null; response: string | null }>('SELECT state, digest, owner, lease_until, response FROM idempotency WHERE key = ? AND expires_at > ?'),
-  idemPut: db.prepare('INSERT INTO idempotency (key, state, digest, owner, lease_until, response, expires_at) VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT(key) DO UPDATE SET state = excluded.state, digest = excluded.digest, owner = excluded.owner, lease_until = excluded.lease_until, response = excluded.response, expires_at = excluded.expires_at'),
-  idemComplete: db.prepare("UPDATE idempotency SET state = 'done', response = ?, owner = NULL, lease_until = NULL, expires_at = ? WHERE key = ? AND state = 'in_flight' AND owner = ?"),
-  idemRelease: db.prepare("DELETE FROM idempotency WHERE key = ? AND state = 'in_flight' AND owner = ?"),
-  // A running call's record lives at least as long as its lease: a call longer than ttlSeconds must not lose
-  // its key to a retry, which would run it again.
-  idemRenew: db.prepare("UPDATE idempotency SET lease_until = ?, expires_at = MAX(expires_at, ?) WHERE key = ? AND state = 'in_flight' AND owner = ?"),
-  approvalPut: db.prepare('INSERT INTO approvals (id, doc, expires_at) VALUES (?, ?, ?) ON CONFLICT(id) DO UPDATE SET doc = excluded.doc, expires_at = excluded.expires_at'),
-  approvalGet: db.prepare<[string, number], { doc: string }>('SELECT doc FROM approvals WHERE id = ? AND expires_at > ?'),
-  approvalList: db.prepare<[number], { doc: string }>('SELECT doc FROM approvals WHERE expires_at > ? ORDER BY rowid'),
-  auditLast: db.prepare<[], { record: string }>('SELECT record FROM audit ORDER BY seq DESC LIMIT 1'),
-  auditLastSeq: db.prepare<[], { seq: number }>('SELECT seq FROM audit ORDER BY seq DESC LIMIT 1'),
-  auditInsert: db.prepare('INSERT INTO audit (seq, time_ms, record) VALUES (?, ?, ?)'),
-  auditAfter: db.prepare<[number, number, number, number], { record: string }>('SELECT record FROM audit WHERE seq > ? AND time_ms >= ? AND time_ms <= ? ORDER BY seq LIMIT ?'),
-  auditPruneUntil: db.prepare<[number], { seq: number; record: string }>('SELECT seq, record FROM audit WHERE time_ms < ? ORDER BY seq DESC LIMIT 1'),
-  auditDelete: db.prepare('DELETE FROM audit WHERE seq <= ?'),
-  metaGet: db.prepare<[string], { v: string }>('SELECT v FROM meta WHERE k = ?'),
-  metaPut: db.prepare('INSERT INTO meta (k, v) VALUES (?, ?) ON CONFLICT(k) DO UPDATE SET v = excluded.v'),
-  sweep: [
-    db.prepare('DELETE FROM counters WHERE resets_at < ?'),
-    db.prepare('DELETE FROM buckets WHERE expires_at < ?'),
-    db.prepare('DELETE FROM idempotency WHERE expires_at < ?'),
-    db.prepare('DELETE FROM approvals WHERE expires_at < ?'),
-    db.prepare('DELETE FROM breakers WHERE expires_at < ?'),
-  ],
-};
+const db = plainErrors(() => open((workerData as { path: string }).path));
+
+const stmt = plainErrors(() => ({
+    counterGet: db.prepare<[string], { total: number; resets_at: number }>('SELECT total, resets_at FROM counters WHERE key = ?'),
+    counterPut: db.prepare('INSERT INTO counters (key, total, resets_at) VALUES (?, ?, ?) ON CONFLICT(key) DO UPDATE SET total = excluded.total, resets_at = excluded.resets_at'),
+    bucketGet: db.prepare<[string], { tokens: number; updated_at: number }>('SELECT tokens, updated_at FROM buckets WHERE key = ?'),
+    bucketPut: db.prepare('INSERT INTO buckets (key, tokens, updated_at, expires_at) VALUES (?, ?, ?, ?) ON CONFLICT(key) DO UPDATE SET tokens = excluded.tokens, updated_at = excluded.updated_at, expires_at = excluded.expires_at'),
+    counterList: db.prepare<[string, number], { key: string; total: number; resets_at: number }>("SELECT key, total, resets_at FROM counters WHERE key >= ? AND resets_at > ? ORDER BY key"),
+    breakerGet: db.prepare<[string, number], { doc: string; expires_at: number }>('SELECT doc, expires_at FROM breakers WHERE key = ? AND expires_at > ?'),
+    breakerPut: db.prepare('INSERT INTO breakers (key, doc, expires_at) VALUES (?, ?, ?) ON CONFLICT(key) DO UPDATE SET doc = excluded.doc, expires_at = excluded.expires_at'),
+    idemGet: db.prepare<[string, number], { state: string; digest: string; owner: string | null; lease_until: number | null; response: string | null }>('SELECT state, digest, owner, lease_until, response FROM idempotency WHERE key = ? AND expires_at > ?'),
+    idemPut: db.prepare('INSERT INTO idempotency (key, state, digest, owner, lease_until, response, expires_at) VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT(key) DO UPDATE SET state = excluded.state, digest = excluded.digest, owner = excluded.owner, lease_until = excluded.lease_until, response = excluded.response, expires_at = excluded.expires_at'),
+    idemComplete: db.prepare("UPDATE idempotency SET state = 'done', response = ?, owner = NULL, lease_until = NULL, expires_at = ? WHERE key = ? AND state = 'in_flight' AND owner = ?"),
+    idemRelease: db.prepare("DELETE FROM idempotency WHERE key = ? AND state = 'in_flight' AND owner = ?"),
+    // A running call's record lives at least as long as its lease: a call longer than ttlSeconds must not lose
+    // its key to a retry, which would run it again.
+    idemRenew: db.prepare("UPDATE idempotency SET lease_until = ?, expires_at = MAX(expires_at, ?) WHERE key = ? AND state = 'in_flight' AND owner = ?"),
+    approvalPut: db.prepare('INSERT INTO approvals (id, doc, expires_at) VALUES (?, ?, ?) ON CONFLICT(id) DO UPDATE SET doc = excluded.doc, expires_at = excluded.expires_at'),
+    approvalGet: db.prepare<[string, number], { doc: string }>('SELECT doc FROM approvals WHERE id = ? AND expires_at > ?'),
+    approvalList: db.prepare<[number], { doc: string }>('SELECT doc FROM approvals WHERE expires_at > ? ORDER BY rowid'),
+    auditLast: db.prepare<[], { record: string }>('SELECT record FROM audit ORDER BY seq DESC LIMIT 1'),
+    auditLastSeq: db.prepare<[], { seq: number }>('SELECT seq FROM audit ORDER BY seq DESC LIMIT 1'),
+    auditInsert: db.prepare('INSERT INTO audit (seq, time_ms, record) VALUES (?, ?, ?)'),
+    auditAfter: db.prepare<[number, number, number, number], { record: string }>('SELECT record FROM audit WHERE seq > ? AND time_ms >= ? AND time_ms <= ? ORDER BY seq LIMIT ?'),
+    auditPruneUntil: db.prepare<[number], { seq: number; record: string }>('SELECT seq, record FROM audit WHERE time_ms < ? ORDER BY seq DESC LIMIT 1'),
+    auditDelete: db.prepare('DELETE FROM audit WHERE seq <= ?'),
+    metaGet: db.prepare<[string], { v: string }>('SELECT v FROM meta WHERE k = ?'),
+    metaPut: db.prepare('INSERT INTO meta (k, v) VALUES (?, ?) ON CONFLICT(k) DO UPDATE SET v = excluded.v'),
+    sweep: [
+      db.prepare('DELETE FROM counters WHERE resets_at < ?'),
+      db.prepare('DELETE FROM buckets WHERE expires_at < ?'),
+      db.prepare('DELETE FROM idempotency WHERE expires_at < ?'),
+      db.prepare('DELETE FROM approvals WHERE expires_at < ?'),
+      db.prepare('DELETE FROM breakers WHERE expires_at < ?'),
+    ],
+}));
 
 /**
  * The last record of the chain, or the anchor when retention has removed every record. Checked once per
