@@ -13,6 +13,7 @@ import type { AuditRecord, Store } from '../store/store.js';
 import { loadConfigFor } from './cli-config.js';
 import { AUDIT_HELP } from './help.js';
 import type { CommandIO } from './io.js';
+import { printableJson } from './printable.js';
 import { storeFlag } from './store-flag.js';
 
 const OPTIONS = {
@@ -191,9 +192,18 @@ function matches(r: AuditRecord, f: Filter): boolean {
   return (f.tool === undefined || r.tool === f.tool || r.toolRef === f.tool) && (f.subject === undefined || r.subject === f.subject);
 }
 
+/**
+ * A record as a JSON line for a terminal: its arguments, tool name and subject are a caller's text, and
+ * JSON.stringify leaves DEL, C1 controls, line separators and bidirectional overrides raw, which a terminal
+ * acts on (a name ending in U+202E shows the rest of the line reversed). Escaped, the line is the same JSON.
+ */
+function recordLine(r: AuditRecord): string {
+  return printableJson(r);
+}
+
 async function exportRecords(store: Store, io: CommandIO, f: Filter): Promise<number> {
   const range = { ...(f.since !== undefined ? { since: f.since } : {}), ...(f.until !== undefined ? { until: f.until } : {}) };
-  for await (const r of allRecords(store, 0, range)) if (matches(r, f)) io.out(`${JSON.stringify(r)}\n`);
+  for await (const r of allRecords(store, 0, range)) if (matches(r, f)) io.out(`${recordLine(r)}\n`);
   return 0;
 }
 
@@ -206,7 +216,7 @@ async function tail(store: Store, io: CommandIO, f: Filter, intervalMs: number, 
   while (!stop.aborted) {
     for await (const r of allRecords(store, last)) {
       last = r.seq;
-      if (matches(r, f)) io.out(`${JSON.stringify(r)}\n`);
+      if (matches(r, f)) io.out(`${recordLine(r)}\n`);
     }
     await new Promise((r) => setTimeout(r, intervalMs));
   }
