@@ -95,6 +95,27 @@ export function chainNext(entryJson: string, head: AuditAnchor | undefined): Cha
   return { seq, hash, json: `{"seq":${seq},"prev":"${prev}","hash":"${hash}"${rest}` };
 }
 
+/**
+ * A stored record read back. Its text is whatever the file or the Redis key holds: someone who can write the
+ * store can put there what is no record (not JSON, `null`, an object without its place in the chain), and the
+ * error then names the record by where it is stored (`at`, its seq there) and quotes none of the text, which
+ * could hold a terminal's escape sequences or an argument. JSON.parse's own error quoted it, and `null`
+ * failed later with "Cannot read properties of null".
+ */
+export function storedAuditRecord(text: string, at: string): AuditRecord {
+  let value: unknown;
+  try {
+    value = JSON.parse(text);
+  } catch {
+    value = undefined;
+  }
+  const r = value as Partial<AuditRecord> | null | undefined;
+  if (typeof r !== 'object' || r === null || Array.isArray(r) || !Number.isSafeInteger(r.seq) || typeof r.prev !== 'string' || typeof r.hash !== 'string') {
+    throw new Error(`audit record ${at} cannot be read: it is not an audit record (JSON with seq, prev and hash); its stored text was changed, so the chain cannot be checked past it`);
+  }
+  return r as AuditRecord;
+}
+
 export type ChainVerdict = { ok: true; records: number; lastSeq: number; lastHash: string } | { ok: false; seq: number; reason: string; records: number };
 
 /**

@@ -8,7 +8,7 @@ import { createRequire } from 'node:module';
 import type { Cluster, Redis, RedisOptions } from 'ioredis';
 import type { RedisStore as RedisStoreConfig } from '../config/schema.generated.js';
 import type { Logger } from '../log/logger.js';
-import { chainNext, entryJson, type ChainedRecord } from './audit-chain.js';
+import { chainNext, entryJson, storedAuditRecord, type ChainedRecord } from './audit-chain.js';
 import { StoreUnavailableError, type BreakerAdmission, type BreakerSettings, type BreakerState, type BudgetCounter, type BudgetSpend, type CalendarWindow, type AuditAnchor, type AuditEntry, type AuditQuery, type AuditRecord, type IdempotencyClaim, type IdempotencyRecord, type Store, type TokenBucket, type TokenTake, type WindowCount } from './store.js';
 
 /** Fixed window: INCRBYFLOAT on the window's own key, which expires with the window. */
@@ -692,14 +692,16 @@ export class RedisStore implements Store {
       const found: AuditRecord[] = [];
       let after = query.afterSeq ?? 0;
       while (found.length < limit) {
-        const raw = await this.redis.zrangebyscore('{audit}:log', `(${after}`, '+inf', 'LIMIT', 0, page);
-        for (const text of raw) {
-          const r = JSON.parse(text) as AuditRecord;
-          after = r.seq;
+        // With their scores: the next page starts after the last record's place in the log, and a record that
+        // cannot be read is named by it.
+        const raw = await this.redis.zrangebyscore('{audit}:log', `(${after}`, '+inf', 'WITHSCORES', 'LIMIT', 0, page);
+        for (let i = 0; i < raw.length; i += 2) {
+          const r = storedAuditRecord(raw[i]!, raw[i + 1]!);
+          after = Number(raw[i + 1]);
           const t = Date.parse(r.time);
           if (t >= since && t <= until && found.push(r) === limit) break;
         }
-        if (raw.length < page) break;
+        if (raw.length < 2 * page) break;
       }
       return found;
     });

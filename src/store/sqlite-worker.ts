@@ -4,7 +4,7 @@
 
 import { parentPort, workerData } from 'node:worker_threads';
 import Database from 'better-sqlite3';
-import { chainNext } from './audit-chain.js';
+import { chainNext, storedAuditRecord } from './audit-chain.js';
 import type { BreakerDoc, KeptBreaker } from './breaker-math.js';
 import type { BucketRow, CounterRow } from './counter-math.js';
 import { forEachRequest, type WorkerMessage, type WorkerReplies } from './sqlite-wire.js';
@@ -71,7 +71,7 @@ const stmt = plainErrors(() => ({
     auditLast: db.prepare<[], { record: string }>('SELECT record FROM audit ORDER BY seq DESC LIMIT 1'),
     auditLastSeq: db.prepare<[], { seq: number }>('SELECT seq FROM audit ORDER BY seq DESC LIMIT 1'),
     auditInsert: db.prepare('INSERT INTO audit (seq, time_ms, record) VALUES (?, ?, ?)'),
-    auditAfter: db.prepare<[number, number, number, number], { record: string }>('SELECT record FROM audit WHERE seq > ? AND time_ms >= ? AND time_ms <= ? ORDER BY seq LIMIT ?'),
+    auditAfter: db.prepare<[number, number, number, number], { seq: number; record: string }>('SELECT seq, record FROM audit WHERE seq > ? AND time_ms >= ? AND time_ms <= ? ORDER BY seq LIMIT ?'),
     auditPruneUntil: db.prepare<[number], { seq: number; record: string }>('SELECT seq, record FROM audit WHERE time_ms < ? ORDER BY seq DESC LIMIT 1'),
     auditDelete: db.prepare('DELETE FROM audit WHERE seq <= ?'),
     metaGet: db.prepare<[string], { v: string }>('SELECT v FROM meta WHERE k = ?'),
@@ -225,7 +225,7 @@ const ops: Record<string, (...args: never[]) => unknown> = {
 
   readAudit(query: AuditQuery): AuditRecord[] {
     const rows = stmt.auditAfter.all(query.afterSeq ?? 0, query.since ?? 0, query.until ?? Number.MAX_SAFE_INTEGER, query.limit ?? 1000);
-    return rows.map((r) => JSON.parse(r.record) as AuditRecord);
+    return rows.map((r) => storedAuditRecord(r.record, String(r.seq)));
   },
 
   auditAnchor: () => anchor(),
