@@ -94,14 +94,23 @@ async function storeConfig(flags: { config?: string }, io: CommandIO): Promise<S
   return config.store;
 }
 
-/** Every record from the anchor on, page by page. */
+/**
+ * Every record from the anchor on, page by page, each page after the seq of the last record read. That seq
+ * is the record's text, which whoever can write the store can edit: a record claiming an earlier seq sent
+ * the next read back over records already given (export printed them again; at seq 0, for ever). Seqs must
+ * rise; a record that does not is given (verify judges it first, and names it as it breaks the chain),
+ * and reading on after it throws.
+ */
 async function* allRecords(store: Store, afterSeq = 0, filter?: { since?: number; until?: number }): AsyncGenerator<AuditRecord> {
-  let after = afterSeq;
+  let last = afterSeq;
   for (;;) {
-    const page = await store.readAudit({ afterSeq: after, limit: PAGE, ...filter });
-    for (const r of page) yield r;
+    const page = await store.readAudit({ afterSeq: last, limit: PAGE, ...filter });
+    for (const r of page) {
+      yield r;
+      if (r.seq <= last) throw new Error(`the audit record after record ${last} claims seq ${r.seq}, not a later one: the log's records are out of order, and reading stops here (gatehouse audit verify names the first record that breaks the chain)`);
+      last = r.seq;
+    }
     if (page.length < PAGE) return;
-    after = page.at(-1)!.seq;
   }
 }
 
