@@ -65,7 +65,8 @@ export async function auditCommand(args: string[], io: CommandIO, signal?: Abort
     const config = storeOverride ?? (await storeConfig(flags, io));
     // Reading must not create: a mistyped path would otherwise verify as an empty, intact log.
     if (config.kind === 'sqlite' && !existsSync(config.path)) throw new Error(`no store at ${config.path}`);
-    store = openStore(config);
+    // Reading must not make a store of a file that is none (an empty file, another program's database) either.
+    store = openStore(config, undefined, { existing: true });
   } catch (err) {
     io.err((err instanceof ConfigError ? err.message : `error: ${(err as Error).message}`) + '\n');
     return 1;

@@ -69,7 +69,8 @@ export async function budgetsCommand(args: string[], io: CommandIO): Promise<num
       budgets = loaded.policy.budgets;
     }
     if (config.kind === 'sqlite' && !existsSync(config.path)) throw new Error(`no store at ${config.path}`);
-    store = openStore(config);
+    // Reading must not make a store of a file that is none (an empty file, another program's database) either.
+    store = openStore(config, undefined, { existing: true });
   } catch (err) {
     io.err((err instanceof ConfigError ? err.message : `error: ${(err as Error).message}`) + '\n');
     return 1;

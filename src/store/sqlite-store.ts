@@ -8,7 +8,7 @@ import { constants, mkdirSync } from 'node:fs';
 import { access, open, stat } from 'node:fs/promises';
 import { dirname } from 'node:path';
 import { Worker } from 'node:worker_threads';
-import { encodeRequests, forEachReply, type WorkerReplies, type WorkerRequest } from './sqlite-wire.js';
+import { encodeRequests, forEachReply, type SqliteWorkerData, type WorkerReplies, type WorkerRequest } from './sqlite-wire.js';
 import { growingLru } from '../lru.js';
 import { entryJson } from './audit-chain.js';
 import { breakerLifetimeMs, liveBreaker, nextBreaker, type KeptBreaker } from './breaker-math.js';
@@ -34,10 +34,19 @@ const DIRTY_FLUSH_MS = 50;
 const FROM_SOURCES = import.meta.url.endsWith('.ts');
 const WORKER_URL = new URL(FROM_SOURCES ? './sqlite-worker.ts' : './sqlite-worker.js', import.meta.url);
 
-function newWorker(path: string): Worker {
-  if (!FROM_SOURCES) return new Worker(WORKER_URL, { workerData: { path } });
+function newWorker(workerData: SqliteWorkerData): Worker {
+  if (!FROM_SOURCES) return new Worker(WORKER_URL, { workerData });
   const tsx = JSON.stringify(import.meta.resolve('tsx/esm/api'));
-  return new Worker(`import(${tsx}).then((m) => { m.register(); return import(${JSON.stringify(WORKER_URL.href)}); })`, { eval: true, workerData: { path } });
+  return new Worker(`import(${tsx}).then((m) => { m.register(); return import(${JSON.stringify(WORKER_URL.href)}); })`, { eval: true, workerData });
+}
+
+export interface SqliteStoreOptions {
+  /**
+   * The file must already hold a Gatehouse store (the CLI's readers: `audit`, `budgets`): one that does not
+   * (an empty file, another program's database) is refused when the writer starts, and left as it is,
+   * instead of being made a store (WAL, every table) and read as an empty one.
+   */
+  existing?: boolean;
 }
 
 /** The first 16 bytes of every SQLite 3 database file (sqlite.org/fileformat.html §1.3.1). */
@@ -97,13 +106,16 @@ export class SqliteStore implements Store {
   private lastTime = '';
   private lastTimeMs = 0;
 
-  constructor(private readonly path: string) {
+  constructor(
+    private readonly path: string,
+    private readonly options: SqliteStoreOptions = {},
+  ) {
     mkdirSync(dirname(path), { recursive: true });
   }
 
   private start(): Worker {
     this.started = true;
-    const worker = newWorker(this.path);
+    const worker = newWorker({ path: this.path, existing: this.options.existing === true });
     worker.on('message', (replies: WorkerReplies) => {
       // What gathered during the commit goes next, by the same rule as after an idle spell: at once, unless
       // appends announced as coming are still missing, for which it waits at most COMMIT_DELAY_MS. A commit

@@ -4,6 +4,12 @@
 // group of 14 audit appends that cost about a third of the round trip's CPU (a loop of round trips in
 // isolation: 160–195 µs with one object per request, 135–145 µs flat).
 
+/** What the writer thread is started with: the file, and whether it must already be a Gatehouse store (SqliteStoreOptions). */
+export interface SqliteWorkerData {
+  path: string;
+  existing: boolean;
+}
+
 /** One operation for the writer: its id (answered with the same), its name and its arguments. */
 export interface WorkerRequest {
   id: number;

@@ -7,7 +7,7 @@ import Database from 'better-sqlite3';
 import { chainNext, storedAuditRecord } from './audit-chain.js';
 import type { BreakerDoc, KeptBreaker } from './breaker-math.js';
 import type { BucketRow, CounterRow } from './counter-math.js';
-import { forEachRequest, type WorkerMessage, type WorkerReplies } from './sqlite-wire.js';
+import { forEachRequest, type SqliteWorkerData, type WorkerMessage, type WorkerReplies } from './sqlite-wire.js';
 import type { AuditAnchor, AuditQuery, AuditRecord, BudgetCounter, IdempotencyClaim, IdempotencyRecord } from './store.js';
 
 
@@ -22,8 +22,13 @@ CREATE INDEX IF NOT EXISTS audit_time ON audit (time_ms);
 CREATE TABLE IF NOT EXISTS meta (k TEXT PRIMARY KEY, v TEXT NOT NULL);
 `;
 
-function open(path: string): Database.Database {
+function open({ path, existing }: SqliteWorkerData): Database.Database {
   const db = new Database(path);
+  // Asked before anything is written (WAL, the schema): a reader's file that is no store is left as it is.
+  if (existing && db.prepare("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'audit'").get() === undefined) {
+    db.close();
+    throw new Error(`${path} is not a Gatehouse store (it has no audit table); it was not read, nor changed`);
+  }
   // WAL: readers (gatehouse audit tail, another replica's) never block the writer, nor it them.
   db.pragma('journal_mode = WAL');
   // FULL: a commit is on disk (the WAL fsynced) before the operations in it are answered.
@@ -48,7 +53,7 @@ function plainErrors<T>(make: () => T): T {
   }
 }
 
-const db = plainErrors(() => open((workerData as { path: string }).path));
+const db = plainErrors(() => open(workerData as SqliteWorkerData));
 
 const stmt = plainErrors(() => ({
     counterGet: db.prepare<[string], { total: number; resets_at: number }>('SELECT total, resets_at FROM counters WHERE key = ?'),
