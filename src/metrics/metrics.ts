@@ -105,25 +105,33 @@ export class GatewayMetrics {
       },
     });
     this.storeErrors = new Counter({ name: 'gatehouse_store_errors_total', help: 'Store operations that failed (each one fails its call closed).', registers });
-    // Both gauges come from one probe per scrape, run by `up`; `info` is registered after it so that the
-    // registry serializes it once `up` has filled it in.
-    const info = new Gauge({ name: 'gatehouse_upstream_info', help: 'Detected protocol era of each upstream (value always 1).', labelNames: ['upstream', 'era'], registers: [] });
+    // Both gauges come from one probe per scrape. prom-client asks every metric for its values at once, so
+    // each gauge collects for itself, awaiting the probe whichever was asked first started: `info` filled in
+    // by `up`'s collect gave its values before that probe answered (the scrape before's era, none at first).
+    let probing: ReturnType<MetricsSources['upstreams']> | undefined;
+    const probe = (): ReturnType<MetricsSources['upstreams']> => (probing ??= sources.upstreams().finally(() => (probing = undefined)));
     new Gauge({
       name: 'gatehouse_upstream_up',
       help: 'Whether the upstream answers (1) or not (0).',
       labelNames: ['upstream'],
       registers,
       async collect() {
-        const states = await sources.upstreams();
+        const states = await probe();
         this.reset();
-        info.reset();
-        for (const s of states) {
-          this.set({ upstream: s.name }, s.up ? 1 : 0);
-          info.set({ upstream: s.name, era: s.era ?? 'unknown' }, 1);
-        }
+        for (const s of states) this.set({ upstream: s.name }, s.up ? 1 : 0);
       },
     });
-    this.registry.registerMetric(info);
+    new Gauge({
+      name: 'gatehouse_upstream_info',
+      help: 'Detected protocol era of each upstream (value always 1).',
+      labelNames: ['upstream', 'era'],
+      registers,
+      async collect() {
+        const states = await probe();
+        this.reset();
+        for (const s of states) this.set({ upstream: s.name, era: s.era ?? 'unknown' }, 1);
+      },
+    });
   }
 
   /**
