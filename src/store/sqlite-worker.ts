@@ -7,6 +7,7 @@ import Database from 'better-sqlite3';
 import { chainNext, storedAuditRecord } from './audit-chain.js';
 import type { BreakerDoc, KeptBreaker } from './breaker-math.js';
 import type { BucketRow, CounterRow } from './counter-math.js';
+import { AUDIT_AFTER_SQL } from './sqlite-audit-reads.js';
 import { forEachRequest, type SqliteWorkerData, type WorkerMessage, type WorkerReplies } from './sqlite-wire.js';
 import type { AuditAnchor, AuditQuery, AuditRecord, BudgetCounter, IdempotencyClaim, IdempotencyRecord } from './store.js';
 
@@ -76,7 +77,7 @@ const stmt = plainErrors(() => ({
     auditLast: db.prepare<[], { record: string }>('SELECT record FROM audit ORDER BY seq DESC LIMIT 1'),
     auditLastSeq: db.prepare<[], { seq: number }>('SELECT seq FROM audit ORDER BY seq DESC LIMIT 1'),
     auditInsert: db.prepare('INSERT INTO audit (seq, time_ms, record) VALUES (?, ?, ?)'),
-    auditAfter: db.prepare<[number, number, number, number], { seq: number; record: string }>('SELECT seq, record FROM audit WHERE seq > ? AND time_ms >= ? AND time_ms <= ? ORDER BY seq LIMIT ?'),
+    auditAfter: db.prepare<[number, number, number, number], { seq: number; record: string }>(AUDIT_AFTER_SQL),
     auditPruneUntil: db.prepare<[number], { seq: number; record: string }>('SELECT seq, record FROM audit WHERE time_ms < ? ORDER BY seq DESC LIMIT 1'),
     auditDelete: db.prepare('DELETE FROM audit WHERE seq <= ?'),
     metaGet: db.prepare<[string], { v: string }>('SELECT v FROM meta WHERE k = ?'),
