@@ -29,6 +29,11 @@ const OPTIONS = {
 } as const;
 
 const PAGE = 1000;
+/**
+ * The most stored text a page holds (at least one record): a record holds a call's arguments, up to
+ * listen.maxBodyBytes (1 MiB by default), and 1,000 such records held at once took verify to 4 GB of RSS.
+ */
+const PAGE_BYTES = 8 * 1024 * 1024;
 
 export async function auditCommand(args: string[], io: CommandIO, signal?: AbortSignal): Promise<number> {
   let parsed;
@@ -105,13 +110,14 @@ async function storeConfig(flags: { config?: string }, io: CommandIO): Promise<S
 async function* allRecords(store: Store, afterSeq = 0, filter?: { since?: number; until?: number }): AsyncGenerator<AuditRecord> {
   let last = afterSeq;
   for (;;) {
-    const page = await store.readAudit({ afterSeq: last, limit: PAGE, ...filter });
+    const page = await store.readAudit({ afterSeq: last, limit: PAGE, maxBytes: PAGE_BYTES, ...filter });
     for (const r of page) {
       yield r;
       if (r.seq <= last) throw new Error(`the audit record after record ${last} claims seq ${r.seq}, not a later one: the log's records are out of order, and reading stops here (gatehouse audit verify names the first record that breaks the chain)`);
       last = r.seq;
     }
-    if (page.length < PAGE) return;
+    // A page cut short by PAGE_BYTES is not the end; only an empty one is.
+    if (page.length === 0) return;
   }
 }
 
@@ -213,7 +219,11 @@ function recordLine(r: AuditRecord): string {
 
 async function exportRecords(store: Store, io: CommandIO, f: Filter): Promise<number> {
   const range = { ...(f.since !== undefined ? { since: f.since } : {}), ...(f.until !== undefined ? { until: f.until } : {}) };
-  for await (const r of allRecords(store, 0, range)) if (matches(r, f)) io.out(`${recordLine(r)}\n`);
+  for await (const r of allRecords(store, 0, range)) {
+    if (!matches(r, f)) continue;
+    io.out(`${recordLine(r)}\n`);
+    await io.outReady?.();
+  }
   return 0;
 }
 
@@ -226,7 +236,9 @@ async function tail(store: Store, io: CommandIO, f: Filter, intervalMs: number, 
   while (!stop.aborted) {
     for await (const r of allRecords(store, last)) {
       last = r.seq;
-      if (matches(r, f)) io.out(`${recordLine(r)}\n`);
+      if (!matches(r, f)) continue;
+      io.out(`${recordLine(r)}\n`);
+      await io.outReady?.();
     }
     await new Promise((r) => setTimeout(r, intervalMs));
   }

@@ -257,6 +257,8 @@ const AUDIT_PRUNE_PAGE = 500;
 const PING_KEY_MS = 60_000;
 /** How many audit records a read filtered by time takes from Redis at a time, at least. */
 const AUDIT_READ_PAGE = 500;
+/** How many a read bounded in bytes (AuditQuery.maxBytes) fetches at a time, at most. */
+const AUDIT_READ_BOUNDED_PAGE = 64;
 
 /**
  * ioredis, loaded when a Redis store is opened: a gateway on SQLite (the default) never pays for it
@@ -688,10 +690,12 @@ export class RedisStore implements Store {
       const since = query.since ?? 0;
       const until = query.until ?? Number.MAX_SAFE_INTEGER;
       const filtered = query.since !== undefined || query.until !== undefined;
-      const page = filtered ? Math.max(limit, AUDIT_READ_PAGE) : limit;
+      // Bounded in bytes, fewer records are fetched at a time: each fetch is held whole while it is read.
+      const page = query.maxBytes !== undefined ? Math.min(limit, AUDIT_READ_BOUNDED_PAGE) : filtered ? Math.max(limit, AUDIT_READ_PAGE) : limit;
       const found: AuditRecord[] = [];
+      let bytes = 0;
       let after = query.afterSeq ?? 0;
-      while (found.length < limit) {
+      while (found.length < limit && (query.maxBytes === undefined || bytes < query.maxBytes)) {
         // With their scores: the next page starts after the last record's place in the log, and a record that
         // cannot be read is named by it.
         const raw = await this.redis.zrangebyscore('{audit}:log', `(${after}`, '+inf', 'WITHSCORES', 'LIMIT', 0, page);
@@ -699,7 +703,9 @@ export class RedisStore implements Store {
           const r = storedAuditRecord(raw[i]!, raw[i + 1]!);
           after = Number(raw[i + 1]);
           const t = Date.parse(r.time);
-          if (t >= since && t <= until && found.push(r) === limit) break;
+          if (!(t >= since && t <= until)) continue;
+          bytes += raw[i]!.length;
+          if (found.push(r) === limit || (query.maxBytes !== undefined && bytes >= query.maxBytes)) break;
         }
         if (raw.length < 2 * page) break;
       }

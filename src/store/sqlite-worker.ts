@@ -230,8 +230,15 @@ const ops: Record<string, (...args: never[]) => unknown> = {
   },
 
   readAudit(query: AuditQuery): AuditRecord[] {
-    const rows = stmt.auditAfter.all(query.afterSeq ?? 0, query.since ?? 0, query.until ?? Number.MAX_SAFE_INTEGER, query.limit ?? 1000);
-    return rows.map((r) => storedAuditRecord(r.record, String(r.seq)));
+    const records: AuditRecord[] = [];
+    let bytes = 0;
+    // Row by row, so a page that reaches query.maxBytes reads no further.
+    for (const r of stmt.auditAfter.iterate(query.afterSeq ?? 0, query.since ?? 0, query.until ?? Number.MAX_SAFE_INTEGER, query.limit ?? 1000)) {
+      records.push(storedAuditRecord(r.record, String(r.seq)));
+      bytes += r.record.length;
+      if (query.maxBytes !== undefined && bytes >= query.maxBytes) break;
+    }
+    return records;
   },
 
   auditAnchor: () => anchor(),

@@ -129,6 +129,13 @@ export interface AuditQuery {
   since?: number;
   until?: number;
   limit?: number;
+  /**
+   * Stop once the records given hold this many characters of stored text (at least one record is given):
+   * a reader walking the whole log holds a page at a time, and records are as large as a call's arguments
+   * (up to listen.maxBodyBytes each), so a page counted in records alone is not bounded in memory. A page
+   * cut short by it is no sign of the log's end; an empty page is.
+   */
+  maxBytes?: number;
 }
 
 /**
