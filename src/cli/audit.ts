@@ -7,7 +7,7 @@ import { parseArgs } from 'node:util';
 import { ConfigError } from '../config/load.js';
 import { parseDateTime } from '../config/expiry.js';
 import type { StoreConfig } from '../config/types.js';
-import { ChainVerifier } from '../store/audit-chain.js';
+import { ChainVerifier, GENESIS } from '../store/audit-chain.js';
 import { openStore } from '../store/open-store.js';
 import type { AuditRecord, Store } from '../store/store.js';
 import { loadConfigFor } from './cli-config.js';
@@ -134,7 +134,8 @@ export async function verifyAudit(store: Store, io: CommandIO, given: string | u
   const head = given?.toLowerCase();
   let anchor = await store.auditAnchor();
   let verifier = new ChainVerifier(anchor);
-  let headSeen = head === undefined || anchor?.hash === head;
+  // 64 zeros is the head an empty log printed: every chain that has not been pruned starts from it.
+  let headSeen = head === undefined || anchor?.hash === head || (anchor === undefined && head === GENESIS);
   /** Retention moved the anchor while this verify read: records up to it are no longer judged. */
   let reanchored = false;
   // Unfiltered: a record with an edited time must still be read to be found.
