@@ -116,6 +116,25 @@ export function storedAuditRecord(text: string, at: string): AuditRecord {
   return r as AuditRecord;
 }
 
+/**
+ * The stored anchor read back (the seq and hash of the last record retention removed), held to its shape as
+ * a record is (storedAuditRecord): text that is not one fails the read, its text not quoted. `null` was
+ * read as no anchor at all, and a seq of "x" judged the chain "from the anchor after record x".
+ */
+export function storedAuditAnchor(text: string): AuditAnchor {
+  let value: unknown;
+  try {
+    value = JSON.parse(text);
+  } catch {
+    value = undefined;
+  }
+  const a = value as Partial<AuditAnchor> | null | undefined;
+  if (typeof a !== 'object' || a === null || Array.isArray(a) || !Number.isSafeInteger(a.seq) || a.seq! < 0 || typeof a.hash !== 'string' || !/^[0-9a-f]{64}$/.test(a.hash)) {
+    throw new Error('the audit anchor cannot be read: it is not an anchor (JSON with the seq and SHA-256 hash of the last record retention removed); its stored text was changed, so the chain cannot be checked');
+  }
+  return { seq: a.seq!, hash: a.hash };
+}
+
 export type ChainVerdict = { ok: true; records: number; lastSeq: number; lastHash: string } | { ok: false; seq: number; reason: string; records: number };
 
 /**

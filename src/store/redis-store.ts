@@ -8,7 +8,7 @@ import { createRequire } from 'node:module';
 import type { Cluster, Redis, RedisOptions } from 'ioredis';
 import type { RedisStore as RedisStoreConfig } from '../config/schema.generated.js';
 import type { Logger } from '../log/logger.js';
-import { chainNext, entryJson, storedAuditRecord, type ChainedRecord } from './audit-chain.js';
+import { chainNext, entryJson, storedAuditAnchor, storedAuditRecord, type ChainedRecord } from './audit-chain.js';
 import { StoreUnavailableError, type BreakerAdmission, type BreakerSettings, type BreakerState, type BudgetCounter, type BudgetSpend, type CalendarWindow, type AuditAnchor, type AuditEntry, type AuditQuery, type AuditRecord, type IdempotencyClaim, type IdempotencyRecord, type Store, type TokenBucket, type TokenTake, type WindowCount } from './store.js';
 
 /** Fixed window: INCRBYFLOAT on the window's own key, which expires with the window. */
@@ -716,7 +716,7 @@ export class RedisStore implements Store {
   auditAnchor(): Promise<AuditAnchor | undefined> {
     return this.run('audit', async () => {
       const raw = await this.redis.get('{audit}:anchor');
-      return raw === null ? undefined : (JSON.parse(raw) as AuditAnchor);
+      return raw === null ? undefined : storedAuditAnchor(raw);
     });
   }
 

@@ -4,7 +4,7 @@
 
 import { parentPort, workerData } from 'node:worker_threads';
 import Database from 'better-sqlite3';
-import { chainNext, storedAuditRecord } from './audit-chain.js';
+import { chainNext, storedAuditAnchor, storedAuditRecord } from './audit-chain.js';
 import type { BreakerDoc, KeptBreaker } from './breaker-math.js';
 import type { BucketRow, CounterRow } from './counter-math.js';
 import { AUDIT_AFTER_SQL } from './sqlite-audit-reads.js';
@@ -113,7 +113,7 @@ function loadHead(): AuditAnchor | undefined {
 
 function anchor(): AuditAnchor | undefined {
   const row = stmt.metaGet.get('audit_anchor');
-  return row ? (JSON.parse(row.v) as AuditAnchor) : undefined;
+  return row ? storedAuditAnchor(row.v) : undefined;
 }
 
 /**
