@@ -713,6 +713,16 @@ export class RedisStore implements Store {
     });
   }
 
+  auditLastSeq(): Promise<number> {
+    return this.run('audit', async () => {
+      // By score, the record's place in the log.
+      const last = await this.redis.zrevrangebyscore('{audit}:log', '+inf', '-inf', 'WITHSCORES', 'LIMIT', 0, 1);
+      if (last.length === 2) return Number(last[1]);
+      const anchor = await this.redis.get('{audit}:anchor');
+      return anchor === null ? 0 : storedAuditAnchor(anchor).seq;
+    });
+  }
+
   auditAnchor(): Promise<AuditAnchor | undefined> {
     return this.run('audit', async () => {
       const raw = await this.redis.get('{audit}:anchor');

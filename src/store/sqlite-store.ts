@@ -427,6 +427,10 @@ export class SqliteStore implements Store {
     return this.call('auditAnchor');
   }
 
+  auditLastSeq(): Promise<number> {
+    return this.call('auditLastSeq');
+  }
+
   pruneAudit(beforeMs: number): Promise<number> {
     return this.call('pruneAudit', beforeMs);
   }

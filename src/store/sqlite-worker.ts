@@ -243,6 +243,8 @@ const ops: Record<string, (...args: never[]) => unknown> = {
 
   auditAnchor: () => anchor(),
 
+  auditLastSeq: (): number => stmt.auditLastSeq.get()?.seq ?? anchor()?.seq ?? 0,
+
   pruneAudit(beforeMs: number): number {
     batchHead = undefined;
     committedHead = undefined;

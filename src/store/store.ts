@@ -209,6 +209,11 @@ export interface Store {
   readAudit(query: AuditQuery): Promise<AuditRecord[]>;
   /** The anchor the chain starts from after retention, if any record was ever pruned. */
   auditAnchor(): Promise<AuditAnchor | undefined>;
+  /**
+   * Where the log ends now: the place of its last record (as the store keeps it), else the anchor's seq,
+   * else 0. One read, for `audit tail`, which follows from there.
+   */
+  auditLastSeq(): Promise<number>;
   /** Removes records older than `beforeMs` (epoch), keeping the chain verifiable from a new anchor. */
   pruneAudit(beforeMs: number): Promise<number>;
 

@@ -1,0 +1,54 @@
+// Store.auditLastSeq, on both stores (what `gatehouse audit tail` follows from): 0 for an empty log, the
+// last record's place after appends, the anchor's seq once retention has removed every record.
+
+import { after, before, describe, test } from 'node:test';
+import assert from 'node:assert/strict';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { Redis } from 'ioredis';
+import { openStore } from '../../src/store/open-store.js';
+import type { Store } from '../../src/store/store.js';
+import { startRedis, type TestRedis } from '../helpers/redis.js';
+
+function contract(open: () => Store, reset: () => Promise<void>): void {
+  test('0 when empty, the last record after appends, the anchor once every record is pruned', async () => {
+    await reset();
+    const store = open();
+    try {
+      assert.equal(await store.auditLastSeq(), 0);
+      const old = Date.now() - 10 * 86_400_000;
+      for (let i = 1; i <= 7; i++) await store.appendAudit({ time: new Date(old + i).toISOString(), callId: `c${i}`, runId: `r${i}`, subject: 'alice', method: 'tools/call', tool: 'lookup', outcome: 'ok', latencyMs: 1 });
+      assert.equal(await store.auditLastSeq(), 7);
+      assert.equal(await store.pruneAudit(Date.now()), 7);
+      assert.equal((await store.readAudit({})).length, 0);
+      assert.equal(await store.auditLastSeq(), 7);
+    } finally {
+      await store.close();
+    }
+  });
+}
+
+describe('SQLite', () => {
+  let dir: string;
+  let n = 0;
+  before(() => {
+    dir = mkdtempSync(join(tmpdir(), 'gatehouse-last-seq-'));
+  });
+  after(() => rmSync(dir, { recursive: true, force: true }));
+  contract(() => openStore({ kind: 'sqlite', path: join(dir, `state-${n}.db`) }), async () => void n++);
+});
+
+describe('Redis', () => {
+  let redis: TestRedis;
+  let raw: Redis;
+  before(async () => {
+    redis = await startRedis();
+    raw = new Redis(redis.url);
+  });
+  after(async () => {
+    raw.disconnect();
+    await redis.stop();
+  });
+  contract(() => openStore({ kind: 'redis', url: redis.url, keyPrefix: 'last:', commandTimeoutMs: 5_000 }), async () => void (await raw.flushall()));
+});
