@@ -45,7 +45,7 @@ import { openStore } from './store/open-store.js';
 import { compileStateStage } from './store/state-stage.js';
 import { createSseUpstream } from './upstream/sse-upstream.js';
 import { DetectedTransport } from './upstream/detected-transport.js';
-import { withoutToolTaskOffers } from './upstream/task-offers.js';
+import { taskOffersTakenOut, withoutToolTaskOffers } from './upstream/task-offers.js';
 import { compileApprovalStage } from './approvals/approval-stage.js';
 import { ApprovalBook, type ApprovalStore } from './approvals/book.js';
 import { effectiveState } from './approvals/approval.js';
@@ -564,6 +564,7 @@ function buildRuntime(config: GatehouseConfig, log: Logger, observeUpstream: (up
     const limits = compileLimits(config.policy.rateLimits);
     const policyLog = log.child({ component: 'policy' });
     const version = policyVersion(config.policy);
+    const offers = taskOffersTakenOut(config.audit.enabled, config.tools.outputValidation);
     const pipeline = buildPipeline({
       state: compileStateStage(state),
       // A name the upstream does not list may pass on unchecked only where nothing needs its definition: not
@@ -596,8 +597,9 @@ function buildRuntime(config: GatehouseConfig, log: Logger, observeUpstream: (up
       approval: compileApprovalStage(compileApprovalRules(config.policy.approvals), approvals.book, version, { maxPending: config.approvals.maxPendingPerCaller }, approvals.confirmations, policyLog),
       idempotency: compileIdempotencyStage(config.idempotency, idempotencyStore(state), runLimits(config)),
       output: compileOutputStage(config.tools.outputValidation, schemas, log),
-      // Under the audit no tool is called as a task (arguments stage): no legacy client is told it could be.
-      upstream: compileUpstreamStage(config.audit.enabled ? withoutToolTaskOffers(upstream) : upstream, log, { limitOf: callLimits(config), deadlines: kept.deadlines }),
+      // Under the audit no tool is called as a task, and under `enforce` no task-only tool (arguments stage):
+      // no legacy client is told it could be.
+      upstream: compileUpstreamStage(offers === undefined ? upstream : withoutToolTaskOffers(upstream, offers), log, { limitOf: callLimits(config), deadlines: kept.deadlines }),
     });
     return { upstream, catalog, pipeline, egress, policyVersion: version, ipLimits: limits.ip, close: () => upstream.close() };
   } catch (err) {

@@ -23,7 +23,8 @@
 //                                          an inputSchema it cannot check ... schema_unsupported (tools.uncheckableSchemas)
 //                                          a call as a task (params.task) on a path that carries no
 //                                          core tasks (era bridges, stdio shared/single, catalog) ... -32601
-//                                          a tool with an outputSchema called as a task (params.task),
+//                                          a tool with an outputSchema, or one no list of Gatehouse's
+//                                          shows (a task-only tool), called as a task (params.task),
 //                                          whose result the output stage could not check .. -32601 (outputValidation: enforce)
 //                                          any call as a task, whose result tasks/result would
 //                                          bring unrecorded ............... -32601 task_unaudited (audit.enabled)

@@ -6,7 +6,12 @@
 //   protocol/core-tasks.ts), which the upstream adapter would refuse anyway (it still does, for the
 //   requests that reach it);
 // - under tools.outputValidation `enforce`, to a tool with an outputSchema: its result would come through
-//   tasks/result, which no stage reads, so the output check could not follow it (output-stage.ts);
+//   tasks/result, which no stage reads, so the output check could not follow it (output-stage.ts). So too
+//   to a tool Gatehouse has no definition of (a route not `listed`, passed through by name), since it cannot
+//   tell that the tool declares no outputSchema. Every tool a legacy server offers only as a task is such a
+//   tool: Gatehouse reads the upstream's list through the modern-client bridge, which leaves them out
+//   (era-shapes.ts withoutTaskOnlyTools), and until 4 December one with an outputSchema ran as a task
+//   under `enforce`, its result fetched unchecked;
 // - under the audit (audit.enabled): the record of a tools/call is written with its answer, which for a task
 //   is the CreateTaskResult; the tool's result comes later through tasks/result, a method that is no tool
 //   call and is not recorded. A governed gateway promises a record of every result it lets through, so the
@@ -73,20 +78,22 @@ export function compileArgumentsStage(deps: ArgumentsStageDeps): Stage {
 
   /** The checks every call meets (a task's output under `enforce`, the headers, the arguments). */
   function checked(ctx: CallContext, next: Next): Promise<Outcome> {
-    if (deps.outputValidation === 'enforce' && ctx.route!.outputSchema !== undefined && Object.hasOwn((ctx.message as JsonRpcRequest).params!, 'task')) {
+    const route = ctx.route!;
+    if (deps.outputValidation === 'enforce' && (route.outputSchema !== undefined || !route.listed) && Object.hasOwn((ctx.message as JsonRpcRequest).params!, 'task')) {
+      const why = route.listed ? 'it declares an outputSchema, which Gatehouse checks' : 'Gatehouse has no definition of it, so cannot tell that it declares no outputSchema, which Gatehouse would check';
       // tasks.mdx §Tool-Level Negotiation: a task the server does not support for this tool is -32601.
       return Promise.resolve(
         refuseAt('arguments', ctx, {
           kind: 'protocol',
           code: 'task_output_unchecked',
           rpcCode: ErrorCode.MethodNotFound,
-          message: `Tool "${ctx.route!.publicName}" is not called as a task here: it declares an outputSchema, which Gatehouse checks (tools.outputValidation: enforce), and a task's result comes through tasks/result, which it cannot check. Call it without params.task.`,
+          message: `Tool "${route.publicName}" is not called as a task here: ${why} (tools.outputValidation: enforce), and a task's result comes through tasks/result, which it cannot check. Call it without params.task.`,
         }),
       );
     }
     // streamable-http.mdx §Server Behavior for Custom Headers: Gatehouse processes the body, so it MUST
     // check the Mcp-Param-* headers the tool's x-mcp-header annotations imply (2026-07-28 requests only).
-    if (ctx.era === 'modern' && ctx.route!.params.length > 0) return withParamHeaders(ctx, next);
+    if (ctx.era === 'modern' && route.params.length > 0) return withParamHeaders(ctx, next);
     return Promise.resolve(checkArguments(ctx, next));
   }
 

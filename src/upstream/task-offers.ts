@@ -1,32 +1,56 @@
-// What a legacy client is told of 2025-11-25 core tasks while the audit refuses every task-augmented
-// tools/call (-32601 task_unaudited, policy/arguments-stage.ts). Where the client has the upstream session to
-// itself (the legacy pass-through, a `perSession` child) the server's initialize result and tools/list reach
-// it as the server wrote them: `tasks.requests.tools.call`, and tools whose `execution.taskSupport` is
-// "required". A client that believed them would make task calls that are then refused, and could never call
-// a task-only tool at all: as a task Gatehouse refuses it, plainly the server must (basic/utilities/tasks.mdx
-// §Tool-Level Negotiation). So those two answers say what will be served: no tool-call tasks in the
-// capabilities, no task-only tool in the list (as the modern-client bridge lists them, era-shapes.ts
-// withoutTaskOnlyTools). Only these two: initialize comes once per session and a list seldom, while
-// tools/call, the hot path, keeps its bytes untouched. Answers with nothing to take out go on as they came.
-// The paths that hold the session themselves (the bridges, the catalog) already offer no tasks: the same
-// look there finds nothing to change.
+// What a legacy client is told of 2025-11-25 core tasks where Gatehouse refuses some task-augmented tools/call
+// that would otherwise pass. Where the client has the upstream session to itself (the legacy pass-through, a
+// `perSession` child) the server's initialize result and tools/list reach it as the server wrote them:
+// `tasks.requests.tools.call`, and tools whose `execution.taskSupport` is "required". Two refusals make those
+// untrue (policy/arguments-stage.ts):
+// - under the audit every task-augmented tools/call is refused (-32601 task_unaudited). A client that believed
+//   the answers would make task calls that are then refused, and could never call a task-only tool at all: as
+//   a task Gatehouse refuses it, plainly the server must (basic/utilities/tasks.mdx §Tool-Level Negotiation).
+//   So both answers say what will be served: no tool-call tasks in the capabilities, no task-only tool in the
+//   list (as the modern-client bridge lists them, era-shapes.ts withoutTaskOnlyTools, which also drops
+//   `execution`, no 2026-07-28 field; here the other tools keep theirs);
+// - under `tools.outputValidation: enforce` a task call to a tool that declares an outputSchema, or that
+//   Gatehouse has no definition of, is refused (-32601 task_output_unchecked). Every task-only tool is one of
+//   those (Gatehouse's own lists of a legacy upstream come through the modern-client bridge, which leaves
+//   them out), so none can run, and tools/list leaves them out. Tools callable either way still run as
+//   tasks when they declare no outputSchema, so the capabilities stay as the server declared them.
+// Only these two answers: initialize comes once per session and a list seldom, while tools/call, the hot
+// path, keeps its bytes untouched. Answers with nothing to take out go on as they came. The paths that hold
+// the session themselves (the bridges, the catalog) already offer no tasks: the same look there finds
+// nothing to change.
 
 import { interceptFinal, type FinalVerdict } from '../pipeline/final-answer.js';
 import type { CallContext } from '../pipeline/context.js';
 import type { Outcome } from '../pipeline/outcome.js';
 import type { CallHandler } from '../pipeline/ports.js';
 import type { JsonRpcResponse } from '../protocol/jsonrpc.js';
-import { withoutTaskOnlyTools, withoutToolCallTasks } from '../protocol/era-shapes.js';
+import { isObject, withoutToolCallTasks } from '../protocol/era-shapes.js';
 
 type Handler = CallHandler & { readonly name: string };
 
-/** `upstream` with the tool-call tasks it would advertise to legacy clients taken out of its answers. */
-export function withoutToolTaskOffers(upstream: Handler): Handler {
+/** Which of a legacy client's answers lose their tool-call task offers (see the header). */
+export interface TaskOffers {
+  /** The initialize answer loses `tasks.requests.tools` (under the audit). */
+  capability: boolean;
+  /** tools/list loses the tools callable only as tasks (under the audit, or output validation `enforce`). */
+  taskOnlyTools: boolean;
+}
+
+/** Which offers a configuration takes out: undefined when none, and the upstream is used as it is. */
+export function taskOffersTakenOut(auditing: boolean, outputValidation: 'enforce' | 'warn' | 'off'): TaskOffers | undefined {
+  if (auditing) return { capability: true, taskOnlyTools: true };
+  if (outputValidation === 'enforce') return { capability: false, taskOnlyTools: true };
+  return undefined;
+}
+
+/** `upstream` with the tool-call tasks it would advertise to legacy clients taken out of its answers, as `out` says. */
+export function withoutToolTaskOffers(upstream: Handler, out: TaskOffers): Handler {
   return {
     name: upstream.name,
     handle(ctx) {
       // Core tasks are of the legacy era: a modern client is told of no such thing.
-      if (ctx.era !== 'legacy' || ctx.kind !== 'request' || (ctx.method !== 'initialize' && ctx.method !== 'tools/list')) return upstream.handle(ctx);
+      if (ctx.era !== 'legacy' || ctx.kind !== 'request') return upstream.handle(ctx);
+      if (ctx.method === 'initialize' ? !out.capability : ctx.method !== 'tools/list' || !out.taskOnlyTools) return upstream.handle(ctx);
       return upstream.handle(ctx).then((outcome) => offered(outcome, ctx));
     },
     close: () => upstream.close(),
@@ -50,8 +74,12 @@ async function offered(outcome: Outcome, ctx: CallContext): Promise<Outcome> {
   return out;
 }
 
-/** The list without the tools callable only as tasks; undefined when it has none. */
+/**
+ * The list without the tools callable only as tasks; undefined when it has none. The others keep their
+ * `execution`: under `enforce` a tool callable either way and without an outputSchema still runs as a task.
+ */
 function taskOnlyLeftOut(result: Record<string, unknown>): Record<string, unknown> | undefined {
-  const { result: callable, taskOnly } = withoutTaskOnlyTools(result);
-  return taskOnly.length > 0 ? callable : undefined;
+  if (!Array.isArray(result.tools)) return undefined;
+  const tools = (result.tools as unknown[]).filter((tool) => !(isObject(tool) && isObject(tool.execution) && tool.execution.taskSupport === 'required'));
+  return tools.length < result.tools.length ? { ...result, tools } : undefined;
 }
