@@ -564,7 +564,7 @@ function buildRuntime(config: GatehouseConfig, log: Logger, observeUpstream: (up
     const limits = compileLimits(config.policy.rateLimits);
     const policyLog = log.child({ component: 'policy' });
     const version = policyVersion(config.policy);
-    const offers = taskOffersTakenOut(config.audit.enabled, config.tools.outputValidation);
+    const offers = taskOffersTakenOut({ auditing: config.audit.enabled, outputValidation: config.tools.outputValidation, accessGovernsTools: access.governs('tools') });
     const pipeline = buildPipeline({
       state: compileStateStage(state),
       // A name the upstream does not list may pass on unchecked only where nothing needs its definition: not
@@ -597,8 +597,8 @@ function buildRuntime(config: GatehouseConfig, log: Logger, observeUpstream: (up
       approval: compileApprovalStage(compileApprovalRules(config.policy.approvals), approvals.book, version, { maxPending: config.approvals.maxPendingPerCaller }, approvals.confirmations, policyLog),
       idempotency: compileIdempotencyStage(config.idempotency, idempotencyStore(state), runLimits(config)),
       output: compileOutputStage(config.tools.outputValidation, schemas, log),
-      // Under the audit no tool is called as a task, and under `enforce` no task-only tool (arguments stage):
-      // no legacy client is told it could be.
+      // Under the audit no tool is called as a task, under `enforce` (arguments stage) and access rules on
+      // tools (resolve stage) no task-only tool: no legacy client is told it could be.
       upstream: compileUpstreamStage(offers === undefined ? upstream : withoutToolTaskOffers(upstream, offers), log, { limitOf: callLimits(config), deadlines: kept.deadlines }),
     });
     return { upstream, catalog, pipeline, egress, policyVersion: version, ipLimits: limits.ip, close: () => upstream.close() };

@@ -13,7 +13,12 @@
 //   Gatehouse has no definition of, is refused (-32601 task_output_unchecked). Every task-only tool is one of
 //   those (Gatehouse's own lists of a legacy upstream come through the modern-client bridge, which leaves
 //   them out), so none can run, and tools/list leaves them out. Tools callable either way still run as
-//   tasks when they declare no outputSchema, so the capabilities stay as the server declared them.
+//   tasks when they declare no outputSchema, so the capabilities stay as the server declared them;
+// - where access rules govern tools (policy.rules naming tools) only a name Gatehouse's own lists show may be
+//   called (catalog/resolve-stage.ts), and none shows a task-only tool: a call to one is -32602, an unknown
+//   tool. The check made before a list passes through (catalog/single-upstream.ts, does a rule hide an item
+//   from everyone?) never saw them either, so a rule that hid one did not hide it from the passed-through
+//   list. tools/list leaves them out there too, which hides them whatever the rules say.
 // Only these two answers: initialize comes once per session and a list seldom, while tools/call, the hot
 // path, keeps its bytes untouched. Answers with nothing to take out go on as they came. The paths that hold
 // the session themselves (the bridges, the catalog) already offer no tasks: the same look there finds
@@ -32,14 +37,24 @@ type Handler = CallHandler & { readonly name: string };
 export interface TaskOffers {
   /** The initialize answer loses `tasks.requests.tools` (under the audit). */
   capability: boolean;
-  /** tools/list loses the tools callable only as tasks (under the audit, or output validation `enforce`). */
+  /** tools/list loses the tools callable only as tasks (under the audit, output validation `enforce`, or access rules on tools). */
   taskOnlyTools: boolean;
 }
 
+/** What of a configuration takes task offers out (see the header). */
+export interface TaskOfferLimits {
+  /** audit.enabled */
+  auditing: boolean;
+  /** tools.outputValidation */
+  outputValidation: 'enforce' | 'warn' | 'off';
+  /** Whether access rules name tools (AccessPolicy.governs('tools')). */
+  accessGovernsTools: boolean;
+}
+
 /** Which offers a configuration takes out: undefined when none, and the upstream is used as it is. */
-export function taskOffersTakenOut(auditing: boolean, outputValidation: 'enforce' | 'warn' | 'off'): TaskOffers | undefined {
-  if (auditing) return { capability: true, taskOnlyTools: true };
-  if (outputValidation === 'enforce') return { capability: false, taskOnlyTools: true };
+export function taskOffersTakenOut(limits: TaskOfferLimits): TaskOffers | undefined {
+  if (limits.auditing) return { capability: true, taskOnlyTools: true };
+  if (limits.outputValidation === 'enforce' || limits.accessGovernsTools) return { capability: false, taskOnlyTools: true };
   return undefined;
 }
 
