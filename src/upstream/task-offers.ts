@@ -12,8 +12,10 @@
 // - under `tools.outputValidation: enforce` a task call to a tool that declares an outputSchema, or that
 //   Gatehouse has no definition of, is refused (-32601 task_output_unchecked). Every task-only tool is one of
 //   those (Gatehouse's own lists of a legacy upstream come through the modern-client bridge, which leaves
-//   them out), so none can run, and tools/list leaves them out. Tools callable either way still run as
-//   tasks when they declare no outputSchema, so the capabilities stay as the server declared them;
+//   them out), so none can run, and tools/list leaves them out. A tool callable either way ("optional")
+//   that declares an outputSchema is listed "forbidden": "optional" tells a client it MAY make the task call
+//   that is then refused, and only a "forbidden" tool is answered -32601 (§Tool-Level Negotiation, rule
+//   2.1). Those without an outputSchema still run as tasks, so the capabilities stay as the server declared;
 // - where access rules govern tools (policy.rules naming tools) only a name Gatehouse's own lists show may be
 //   called (catalog/resolve-stage.ts), and none shows a task-only tool: a call to one is -32602, an unknown
 //   tool. The check made before a list passes through (catalog/single-upstream.ts, does a rule hide an item
@@ -39,6 +41,8 @@ export interface TaskOffers {
   capability: boolean;
   /** tools/list loses the tools callable only as tasks (under the audit, output validation `enforce`, or access rules on tools). */
   taskOnlyTools: boolean;
+  /** tools/list shows a tool with an outputSchema as `taskSupport: "forbidden"` (output validation `enforce`). */
+  checkedOutputNotTasks: boolean;
 }
 
 /** What of a configuration takes task offers out (see the header). */
@@ -53,8 +57,9 @@ export interface TaskOfferLimits {
 
 /** Which offers a configuration takes out: undefined when none, and the upstream is used as it is. */
 export function taskOffersTakenOut(limits: TaskOfferLimits): TaskOffers | undefined {
-  if (limits.auditing) return { capability: true, taskOnlyTools: true };
-  if (limits.outputValidation === 'enforce' || limits.accessGovernsTools) return { capability: false, taskOnlyTools: true };
+  const checkedOutputNotTasks = limits.outputValidation === 'enforce';
+  if (limits.auditing) return { capability: true, taskOnlyTools: true, checkedOutputNotTasks };
+  if (checkedOutputNotTasks || limits.accessGovernsTools) return { capability: false, taskOnlyTools: true, checkedOutputNotTasks };
   return undefined;
 }
 
@@ -66,18 +71,18 @@ export function withoutToolTaskOffers(upstream: Handler, out: TaskOffers): Handl
       // Core tasks are of the legacy era: a modern client is told of no such thing.
       if (ctx.era !== 'legacy' || ctx.kind !== 'request') return upstream.handle(ctx);
       if (ctx.method === 'initialize' ? !out.capability : ctx.method !== 'tools/list' || !out.taskOnlyTools) return upstream.handle(ctx);
-      return upstream.handle(ctx).then((outcome) => offered(outcome, ctx));
+      return upstream.handle(ctx).then((outcome) => offered(outcome, ctx, out));
     },
     close: () => upstream.close(),
   };
 }
 
-async function offered(outcome: Outcome, ctx: CallContext): Promise<Outcome> {
+async function offered(outcome: Outcome, ctx: CallContext, offers: TaskOffers): Promise<Outcome> {
   const method = ctx.method;
   const out = await interceptFinal(outcome, ctx, async ({ response }): Promise<FinalVerdict> => {
     const result = response.result;
     if (result === undefined) return undefined;
-    const changed = method === 'initialize' ? withoutToolCallTasks(result) : taskOnlyLeftOut(result);
+    const changed = method === 'initialize' ? withoutToolCallTasks(result) : toolsAsServed(result, offers);
     return changed === undefined ? undefined : { response: { ...response, result: changed } as JsonRpcResponse };
   });
   // A relayed JSON answer written again comes back as JSON without the upstream's headers: its
@@ -90,11 +95,26 @@ async function offered(outcome: Outcome, ctx: CallContext): Promise<Outcome> {
 }
 
 /**
- * The list without the tools callable only as tasks; undefined when it has none. The others keep their
- * `execution`: under `enforce` a tool callable either way and without an outputSchema still runs as a task.
+ * The list without the tools callable only as tasks, and (`checkedOutputNotTasks`) with those that declare an
+ * outputSchema marked "forbidden"; undefined when nothing changed. The others keep their `execution`: under
+ * `enforce` a tool callable either way and without an outputSchema still runs as a task.
  */
-function taskOnlyLeftOut(result: Record<string, unknown>): Record<string, unknown> | undefined {
+function toolsAsServed(result: Record<string, unknown>, offers: TaskOffers): Record<string, unknown> | undefined {
   if (!Array.isArray(result.tools)) return undefined;
-  const tools = (result.tools as unknown[]).filter((tool) => !(isObject(tool) && isObject(tool.execution) && tool.execution.taskSupport === 'required'));
-  return tools.length < result.tools.length ? { ...result, tools } : undefined;
+  let changed = false;
+  const tools: unknown[] = [];
+  for (const tool of result.tools as unknown[]) {
+    const support = isObject(tool) && isObject(tool.execution) ? tool.execution.taskSupport : undefined;
+    if (support === 'required' && offers.taskOnlyTools) {
+      changed = true;
+      continue;
+    }
+    if (support === 'optional' && offers.checkedOutputNotTasks && isObject(tool) && tool.outputSchema !== undefined) {
+      changed = true;
+      tools.push({ ...tool, execution: { ...(tool.execution as Record<string, unknown>), taskSupport: 'forbidden' } });
+      continue;
+    }
+    tools.push(tool);
+  }
+  return changed ? { ...result, tools } : undefined;
 }

@@ -80,9 +80,29 @@ for (const path of Object.keys(PATHS) as Array<keyof typeof PATHS>) {
       }
     });
 
+    test('outputValidation enforce: tools/list says a tool with an outputSchema is not called as a task; the others are listed as the server wrote them', async () => {
+      // tasks.mdx §Tool-Level Negotiation: "optional" tells a client it MAY invoke the tool as a task, and only
+      // a "forbidden" one (or one without execution.taskSupport) is refused -32601. Until 4 December `measure`
+      // was listed "optional" here while every task call to it was refused task_output_unchecked.
+      const { client } = await setUp(path, 'enforce');
+      try {
+        const tools = (await client.listTools(undefined, { timeout: TIMEOUT_MS })).tools;
+        const measure = tools.find((t) => t.name === 'measure');
+        assert.equal(measure?.execution?.taskSupport, 'forbidden', JSON.stringify(measure));
+        assert.ok(measure?.outputSchema, 'the rest of its definition is kept');
+        assert.equal(tools.find((t) => t.name === 'report')?.execution?.taskSupport, 'optional', 'a tool without an outputSchema is still offered as a task');
+        const refused = await attempt(() => client.request(asTask('measure'), CreateTaskResultSchema, { timeout: TIMEOUT_MS }));
+        assert.ok('code' in refused && refused.code === METHOD_NOT_FOUND, JSON.stringify(refused));
+      } finally {
+        await client.close();
+      }
+    });
+
     test('outputValidation warn: the task is made; its CreateTaskResult is not reported as missing structuredContent, and the log says the output goes unchecked', async () => {
       const { gw, client } = await setUp(path, 'warn');
       try {
+        const listed = (await client.listTools(undefined, { timeout: TIMEOUT_MS })).tools.find((t) => t.name === 'measure');
+        assert.equal(listed?.execution?.taskSupport, 'optional', 'under warn it is offered as the server wrote it');
         const created = await client.request(asTask('measure'), CreateTaskResultSchema, { timeout: TIMEOUT_MS });
         assert.equal(typeof created.task.taskId, 'string');
         const drift = gw.logs.filter((l) => l.msg === 'tool output does not match its outputSchema');
