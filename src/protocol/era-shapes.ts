@@ -105,6 +105,26 @@ export function withoutToolCallTasks(result: Obj): Obj | undefined {
   return { ...result, capabilities: kept === undefined ? others : { ...others, tasks: kept } };
 }
 
+/**
+ * A modern tools/list result as a 2025-11-25 client may read it: a tool whose outputSchema is not rooted at
+ * `type: "object"` loses it. In 2026-07-28 an outputSchema "can be any valid JSON Schema 2020-12" (an array of
+ * tags, a string), while in 2025-11-25 it is "restricted to type: "object" at the root level" (both revisions'
+ * schema.json, Tool.outputSchema), and a client that parses lists by the older schema (the v1 SDK's does)
+ * refuses the whole list for one such tool. The tool itself stays listed and callable. Unchanged (the same
+ * object) when no tool needs it.
+ */
+export function withLegacyOutputSchemas(result: Obj): Obj {
+  if (!Array.isArray(result.tools)) return result;
+  const unfit = (tool: unknown): tool is Obj => isObject(tool) && tool.outputSchema !== undefined && !(isObject(tool.outputSchema) && tool.outputSchema.type === 'object');
+  if (!result.tools.some(unfit)) return result;
+  const tools = (result.tools as unknown[]).map((tool) => {
+    if (!unfit(tool)) return tool;
+    const { outputSchema: _outputSchema, ...rest } = tool;
+    return rest;
+  });
+  return { ...result, tools };
+}
+
 /** A modern result made legacy: the fields legacy clients do not know are dropped. */
 export function toLegacyResult(result: Obj): Obj {
   const out: Obj = { ...result };

@@ -7,7 +7,7 @@
 import { randomUUID } from 'node:crypto';
 import { asGatewayError, duplicateId, GatewayError } from '../errors.js';
 import type { Logger } from '../log/logger.js';
-import { addModernRequestMeta, isObject, legacyServerCapabilitiesFrom, modernCapabilitiesFrom, toLegacyResult } from '../protocol/era-shapes.js';
+import { addModernRequestMeta, isObject, legacyServerCapabilitiesFrom, modernCapabilitiesFrom, toLegacyResult, withLegacyOutputSchemas } from '../protocol/era-shapes.js';
 import { coreTaskRefusal } from '../protocol/core-tasks.js';
 import { describeValue } from '../protocol/describe.js';
 import { encodeHeaderValue } from '../protocol/header-value.js';
@@ -246,7 +246,7 @@ export class LegacyClientBridge {
         // no extension that adds one), never a success with its fields stripped.
         throw new GatewayError('GW_ERR_UPSTREAM_BAD_RESPONSE', `Upstream "${this.client.upstream}" answered with a result type Gatehouse does not know: ${describeValue(result.resultType)}`, this.client.upstream);
       }
-      if (result.resultType !== 'input_required') return channel.finish({ jsonrpc: '2.0', id: request.id, result: toLegacyResult(request.method === 'tools/list' ? this.withValidHeaders(result) : result) });
+      if (result.resultType !== 'input_required') return channel.finish({ jsonrpc: '2.0', id: request.id, result: toLegacyResult(request.method === 'tools/list' ? withLegacyOutputSchemas(this.withValidHeaders(result)) : result) });
       const gathered = await this.gatherInput(session, channel, result, cancel.signal);
       if ('refused' in gathered) {
         const { method, error } = gathered.refused;
