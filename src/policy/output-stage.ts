@@ -14,6 +14,7 @@ import { publishRefused } from '../pipeline/events.js';
 import { interceptFinal } from '../pipeline/final-answer.js';
 import type { Stage } from '../pipeline/stage.js';
 import type { JsonRpcRequest } from '../protocol/jsonrpc.js';
+import { structuredOutputOf } from '../protocol/era-shapes.js';
 import { invalidOutput, type ArgumentSchemas } from './argument-schemas.js';
 
 export type OutputValidation = 'enforce' | 'warn' | 'off';
@@ -32,7 +33,9 @@ export function compileOutputStage(mode: OutputValidation, schemas: ArgumentSche
       return interceptFinal(await next(ctx), ctx, async ({ response, refusal }) => {
         const result = response.result;
         if (refusal !== undefined || !result || result.isError === true || result.resultType === 'input_required') return undefined;
-        const problems = schemas.checkOutput(route.publicName, route.outputSchema, result.structuredContent);
+        // For a 2025-11-25 client a structured output that is no object travels in `_meta` (era-shapes.ts).
+        const structured = structuredOutputOf(result, ctx.era === 'legacy', route.outputSchema);
+        const problems = schemas.checkOutput(route.publicName, route.outputSchema, structured);
         if (!problems) return undefined;
         log.warn('tool output does not match its outputSchema', { tool: route.publicName, upstream: route.upstream, problems, enforced: mode === 'enforce', callId: ctx.callId });
         if (mode !== 'enforce') return undefined;

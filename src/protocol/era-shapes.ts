@@ -125,6 +125,39 @@ export function withLegacyOutputSchemas(result: Obj): Obj {
   return { ...result, tools };
 }
 
+/**
+ * Where a 2025-11-25 client finds a tool's structured output that is no JSON object (DESIGN.md §5: Gatehouse's
+ * `_meta` keys use `dev.gatehouse/`).
+ */
+export const META_STRUCTURED_CONTENT = 'dev.gatehouse/structured_content';
+
+/**
+ * A modern tools/call result as a 2025-11-25 client may read it. Its `structuredContent` "can be any JSON
+ * value" in 2026-07-28, but is a JSON object in 2025-11-25 (both revisions' schema.json,
+ * CallToolResult.structuredContent), and a client that parses by the older schema (the v1 SDK's) refuses the
+ * result. A value that is no object (a list, a string, null) goes to `_meta` under META_STRUCTURED_CONTENT,
+ * kept for a client that wants it and for the output check (policy/output-stage.ts); the content blocks stay,
+ * and where there are none, the value as JSON text is one (tools.mdx §Structured Content: the serialized JSON
+ * in a TextContent block, for backwards compatibility). Unchanged (the same object) otherwise.
+ */
+export function withLegacyStructuredContent(result: Obj): Obj {
+  if (!Object.hasOwn(result, 'structuredContent') || isObject(result.structuredContent)) return result;
+  const { structuredContent, ...rest } = result;
+  const out: Obj = { ...rest, _meta: { ...(isObject(rest._meta) ? rest._meta : {}), [META_STRUCTURED_CONTENT]: structuredContent } };
+  if (!Array.isArray(out.content) || out.content.length === 0) out.content = [{ type: 'text', text: JSON.stringify(structuredContent) ?? 'null' }];
+  return out;
+}
+
+/**
+ * The structured output of a tools/call result, where it is: `structuredContent`, or for a 2025-11-25 client
+ * (`legacy`) of a tool whose outputSchema is not rooted at an object, the value withLegacyStructuredContent
+ * moved to `_meta`. Only there: a legacy server cannot put a value past a check of an object schema that way.
+ */
+export function structuredOutputOf(result: Obj, legacy: boolean, outputSchema: unknown): unknown {
+  if (Object.hasOwn(result, 'structuredContent') || !legacy || (isObject(outputSchema) && outputSchema.type === 'object')) return result.structuredContent;
+  return isObject(result._meta) && Object.hasOwn(result._meta, META_STRUCTURED_CONTENT) ? result._meta[META_STRUCTURED_CONTENT] : undefined;
+}
+
 /** A modern result made legacy: the fields legacy clients do not know are dropped. */
 export function toLegacyResult(result: Obj): Obj {
   const out: Obj = { ...result };

@@ -7,7 +7,7 @@
 import { randomUUID } from 'node:crypto';
 import { asGatewayError, duplicateId, GatewayError } from '../errors.js';
 import type { Logger } from '../log/logger.js';
-import { addModernRequestMeta, isObject, legacyServerCapabilitiesFrom, modernCapabilitiesFrom, toLegacyResult, withLegacyOutputSchemas } from '../protocol/era-shapes.js';
+import { addModernRequestMeta, isObject, legacyServerCapabilitiesFrom, modernCapabilitiesFrom, toLegacyResult, withLegacyOutputSchemas, withLegacyStructuredContent } from '../protocol/era-shapes.js';
 import { coreTaskRefusal } from '../protocol/core-tasks.js';
 import { describeValue } from '../protocol/describe.js';
 import { encodeHeaderValue } from '../protocol/header-value.js';
@@ -246,7 +246,7 @@ export class LegacyClientBridge {
         // no extension that adds one), never a success with its fields stripped.
         throw new GatewayError('GW_ERR_UPSTREAM_BAD_RESPONSE', `Upstream "${this.client.upstream}" answered with a result type Gatehouse does not know: ${describeValue(result.resultType)}`, this.client.upstream);
       }
-      if (result.resultType !== 'input_required') return channel.finish({ jsonrpc: '2.0', id: request.id, result: toLegacyResult(request.method === 'tools/list' ? withLegacyOutputSchemas(this.withValidHeaders(result)) : result) });
+      if (result.resultType !== 'input_required') return channel.finish({ jsonrpc: '2.0', id: request.id, result: toLegacyResult(this.legacyShaped(request.method, result)) });
       const gathered = await this.gatherInput(session, channel, result, cancel.signal);
       if ('refused' in gathered) {
         const { method, error } = gathered.refused;
@@ -255,6 +255,13 @@ export class LegacyClientBridge {
       extra = gathered.extra;
     }
     channel.finish(errorResponse(request.id, ErrorCode.InternalError, `Upstream "${this.client.upstream}" asked for input more than ${MAX_INPUT_ROUNDS} times`));
+  }
+
+  /** What of a modern result a 2025-11-25 client cannot read, made readable (era-shapes.ts). */
+  private legacyShaped(method: string, result: Obj): Obj {
+    if (method === 'tools/list') return withLegacyOutputSchemas(this.withValidHeaders(result));
+    if (method === 'tools/call') return withLegacyStructuredContent(result);
+    return result;
   }
 
   /**
