@@ -7,12 +7,14 @@
 // children) is answered with a CreateTaskResult, and the tool's result comes later through tasks/result,
 // which no stage reads (basic/utilities/tasks.mdx §Retrieving Task Results): that result cannot be checked.
 // Under `enforce` the arguments stage refused such a call before anything was spent or sent
-// (arguments-stage.ts); under `warn` it runs, its CreateTaskResult is not judged, and the log says so.
+// (arguments-stage.ts); under `warn` it runs, its CreateTaskResult is not judged, and the log says so, also
+// for a tool Gatehouse has no definition of (a task-only tool on the pass-through), which may have one.
 
 import type { Logger } from '../log/logger.js';
 import { publishRefused } from '../pipeline/events.js';
 import { interceptFinal } from '../pipeline/final-answer.js';
 import type { Stage } from '../pipeline/stage.js';
+import type { CallContext } from '../pipeline/context.js';
 import type { JsonRpcRequest } from '../protocol/jsonrpc.js';
 import { structuredOutputOf } from '../protocol/era-shapes.js';
 import { invalidOutput, type ArgumentSchemas } from './argument-schemas.js';
@@ -22,11 +24,13 @@ export type OutputValidation = 'enforce' | 'warn' | 'off';
 export function compileOutputStage(mode: OutputValidation, schemas: ArgumentSchemas, log: Logger): Stage {
   return {
     name: 'output',
-    applies: (ctx) => mode !== 'off' && ctx.method === 'tools/call' && ctx.route?.outputSchema !== undefined,
+    // Also a task call to a tool Gatehouse has no definition of (a task-only tool on the pass-through, whose
+    // routes come from lists that leave those out): it may have an outputSchema, and under `warn` (enforce
+    // refused it in the arguments stage) the log must say its output goes unchecked.
+    applies: (ctx) => mode !== 'off' && ctx.method === 'tools/call' && ctx.route !== undefined && (ctx.route.outputSchema !== undefined || (!ctx.route.listed && isTask(ctx))),
     async run(ctx, next) {
       const route = ctx.route!;
-      const params = (ctx.message as JsonRpcRequest).params;
-      if (params !== undefined && Object.hasOwn(params, 'task')) {
+      if (isTask(ctx)) {
         log.warn('the output of a tool called as a task is not checked', { tool: route.publicName, upstream: route.upstream, callId: ctx.callId });
         return next(ctx);
       }
@@ -45,4 +49,10 @@ export function compileOutputStage(mode: OutputValidation, schemas: ArgumentSche
       });
     },
   };
+}
+
+/** A call made as a 2025-11-25 task (`params.task`). */
+function isTask(ctx: CallContext): boolean {
+  const params = (ctx.message as JsonRpcRequest).params;
+  return params !== undefined && Object.hasOwn(params, 'task');
 }
