@@ -1,12 +1,12 @@
 // What a legacy client is told of 2025-11-25 core tasks where Gatehouse refuses some task-augmented tools/call
 // that would otherwise pass. Where the client has the upstream session to itself (the legacy pass-through, a
 // `perSession` child) the server's initialize result and tools/list reach it as the server wrote them:
-// `tasks.requests.tools.call`, and tools whose `execution.taskSupport` is "required". Two refusals make those
-// untrue (policy/arguments-stage.ts):
-// - under the audit every task-augmented tools/call is refused (-32601 task_unaudited). A client that believed
-//   the answers would make task calls that are then refused, and could never call a task-only tool at all: as
-//   a task Gatehouse refuses it, plainly the server must (basic/utilities/tasks.mdx §Tool-Level Negotiation).
-//   So both answers say what will be served: no tool-call tasks in the capabilities, no task-only tool in the
+// `tasks.requests.tools.call`, and tools whose `execution.taskSupport` is "required". Three refusals make
+// those untrue:
+// - under the audit every task-augmented tools/call is refused (-32601 task_unaudited, arguments stage). A
+//   client that believed the answers would make task calls that are then refused, and could never call a
+//   task-only tool at all: as a task Gatehouse refuses it, plainly the server must (basic/utilities/tasks.mdx
+//   §Tool-Level Negotiation). So both answers say what will be served: no tool-call tasks in the capabilities, no task-only tool in the
 //   list (as the modern-client bridge lists them, era-shapes.ts withoutTaskOnlyTools, which also drops
 //   `execution`, no 2026-07-28 field; here the other tools keep theirs);
 // - under `tools.outputValidation: enforce` a task call to a tool that declares an outputSchema, or that
