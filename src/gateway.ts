@@ -598,8 +598,9 @@ function buildRuntime(config: GatehouseConfig, log: Logger, observeUpstream: (up
       idempotency: compileIdempotencyStage(config.idempotency, idempotencyStore(state), runLimits(config)),
       output: compileOutputStage(config.tools.outputValidation, schemas, log),
       // Under the audit no tool is called as a task, under `enforce` (arguments stage) and access rules on
-      // tools (resolve stage) no task-only tool: no legacy client is told it could be.
-      upstream: compileUpstreamStage(offers === undefined ? upstream : withoutToolTaskOffers(upstream, offers), log, { limitOf: callLimits(config), deadlines: kept.deadlines }),
+      // tools (resolve stage) no task-only tool: no legacy client is told it could be. Nor is one shown a
+      // task-only tool under a name Gatehouse would not give (task-offers.ts).
+      upstream: compileUpstreamStage(withoutToolTaskOffers(upstream, offers), log, { limitOf: callLimits(config), deadlines: kept.deadlines }),
     });
     return { upstream, catalog, pipeline, egress, policyVersion: version, ipLimits: limits.ip, close: () => upstream.close() };
   } catch (err) {

@@ -21,6 +21,9 @@
 //   tool. The check made before a list passes through (catalog/single-upstream.ts, does a rule hide an item
 //   from everyone?) never saw them either, so a rule that hid one did not hide it from the passed-through
 //   list. tools/list leaves them out there too, which hides them whatever the rules say.
+// And whatever the configuration, a task-only tool whose name is not one Gatehouse gives clients
+// (`[A-Za-z0-9_-]`, at most 64 characters: catalog/public-names.ts) is left out: the same check never saw its
+// name, which a list passed through cannot rewrite, and the catalog, which would, carries no core tasks.
 // Only these two answers: initialize comes once per session and a list seldom, while tools/call, the hot
 // path, keeps its bytes untouched. Answers with nothing to take out go on as they came. The paths that hold
 // the session themselves (the bridges, the catalog) already offer no tasks: the same look there finds
@@ -55,22 +58,23 @@ export interface TaskOfferLimits {
   accessGovernsTools: boolean;
 }
 
-/** Which offers a configuration takes out: undefined when none, and the upstream is used as it is. */
-export function taskOffersTakenOut(limits: TaskOfferLimits): TaskOffers | undefined {
+/** Which offers a configuration takes out (a task-only tool with an unsafe name always is). */
+export function taskOffersTakenOut(limits: TaskOfferLimits): TaskOffers {
   const checkedOutputNotTasks = limits.outputValidation === 'enforce';
-  if (limits.auditing) return { capability: true, taskOnlyTools: true, checkedOutputNotTasks };
-  if (checkedOutputNotTasks || limits.accessGovernsTools) return { capability: false, taskOnlyTools: true, checkedOutputNotTasks };
-  return undefined;
+  return { capability: limits.auditing, taskOnlyTools: limits.auditing || checkedOutputNotTasks || limits.accessGovernsTools, checkedOutputNotTasks };
 }
 
-/** `upstream` with the tool-call tasks it would advertise to legacy clients taken out of its answers, as `out` says. */
+/** A name Gatehouse gives clients unchanged (catalog/public-names.ts, which upstream/ does not import). */
+const SAFE_NAME = /^[A-Za-z0-9_-]{1,64}$/;
+
+/** `upstream` with the tool-call tasks it would advertise to legacy clients taken out of its answers, as `out` says (legacy tools/list is always read). */
 export function withoutToolTaskOffers(upstream: Handler, out: TaskOffers): Handler {
   return {
     name: upstream.name,
     handle(ctx) {
       // Core tasks are of the legacy era: a modern client is told of no such thing.
       if (ctx.era !== 'legacy' || ctx.kind !== 'request') return upstream.handle(ctx);
-      if (ctx.method === 'initialize' ? !out.capability : ctx.method !== 'tools/list' || !out.taskOnlyTools) return upstream.handle(ctx);
+      if (ctx.method === 'initialize' ? !out.capability : ctx.method !== 'tools/list') return upstream.handle(ctx);
       return upstream.handle(ctx).then((outcome) => offered(outcome, ctx, out));
     },
     close: () => upstream.close(),
@@ -95,7 +99,8 @@ async function offered(outcome: Outcome, ctx: CallContext, offers: TaskOffers): 
 }
 
 /**
- * The list without the tools callable only as tasks, and (`checkedOutputNotTasks`) with those that declare an
+ * The list without the tools callable only as tasks (`taskOnlyTools`, else those with an unsafe name), and
+ * (`checkedOutputNotTasks`) with those that declare an
  * outputSchema marked "forbidden"; undefined when nothing changed. The others keep their `execution`: under
  * `enforce` a tool callable either way and without an outputSchema still runs as a task.
  */
@@ -105,7 +110,8 @@ function toolsAsServed(result: Record<string, unknown>, offers: TaskOffers): Rec
   const tools: unknown[] = [];
   for (const tool of result.tools as unknown[]) {
     const support = isObject(tool) && isObject(tool.execution) ? tool.execution.taskSupport : undefined;
-    if (support === 'required' && offers.taskOnlyTools) {
+    const name = isObject(tool) ? tool.name : undefined;
+    if (support === 'required' && (offers.taskOnlyTools || !(typeof name === 'string' && SAFE_NAME.test(name)))) {
       changed = true;
       continue;
     }
