@@ -82,6 +82,8 @@ interface IssueDraft {
   keyword?: string;
   /** The key named by a required/additionalProperties error. */
   key?: string;
+  /** The JSON type a type error wanted. */
+  expected?: string;
 }
 type Locator = (segments: readonly PathSegment[], onKey: boolean) => Position;
 
@@ -142,7 +144,9 @@ export function parseConfigText(text: string, opts: { fileName: string; baseDir:
     }));
     throw new ConfigError(syntax.filter((issue, i) => syntax.findIndex((other) => other.line === issue.line) === i));
   }
-  const interpolation = interpolateDocument(doc, { env: opts.env ?? process.env, baseDir: opts.baseDir, ...(opts.filesRead !== undefined ? { filesRead: opts.filesRead } : {}) }, opts.interpolated);
+  const read: InterpolatedValue[] = [];
+  const interpolation = interpolateDocument(doc, { env: opts.env ?? process.env, baseDir: opts.baseDir, ...(opts.filesRead !== undefined ? { filesRead: opts.filesRead } : {}) }, read);
+  opts.interpolated?.push(...read);
   const issues: ConfigIssue[] = [];
   // Absent secrets, when they may be (a file checked where its secrets do not live, as in CI), are warned
   // about; their values keep the `${...}` text, and schema findings about them are skipped as below.
@@ -163,7 +167,7 @@ export function parseConfigText(text: string, opts: { fileName: string; baseDir:
   }
   // A value whose interpolation failed still holds its `${...}` text; schema errors about it would be noise.
   const skip = new Set([...issues.map((i) => i.path), ...absent]);
-  return check(raw, file, yamlLocator(doc, at), skip, issues);
+  return check(raw, file, yamlLocator(doc, at), skip, issues, new Set(read.map((v) => formatPath(v.path))));
 }
 
 /** Validates a config built in code (e.g. from CLI flags), applying defaults to a copy; issues are at 0:0. */
@@ -171,8 +175,17 @@ export function validateConfigObject(raw: unknown, displayName = '(config)'): Ga
   return check(structuredClone(raw), displayName, () => ({ line: 0, column: 0 }), new Set(), []);
 }
 
-function check(raw: unknown, file: string, locate: Locator, skip: Set<string>, issues: ConfigIssue[]): GatehouseConfig {
-  const toIssue = (d: IssueDraft): ConfigIssue => ({ file, ...locate(d.segments, d.onKey), path: formatPath(d.segments), message: d.message });
+/**
+ * `interpolated`: the key paths whose value came (in part) through `${env:...}` or `${file:...}`. Such a value
+ * is a string, so where the schema wants a number or a switch (`port: ${env:PORT}`), the type error says why.
+ */
+function check(raw: unknown, file: string, locate: Locator, skip: Set<string>, issues: ConfigIssue[], interpolated: ReadonlySet<string> = new Set()): GatehouseConfig {
+  const toIssue = (d: IssueDraft): ConfigIssue => {
+    const path = formatPath(d.segments);
+    const what = d.keyword === 'type' && interpolated.has(path) ? LITERAL[d.expected ?? ''] : undefined;
+    const message = what === undefined ? d.message : `${d.message}: a value read through \${env:...} or \${file:...} is always a string; write ${what} itself here`;
+    return { file, ...locate(d.segments, d.onKey), path, message };
+  };
   if (raw === null || raw === undefined) {
     issues.push(toIssue({ segments: [], onKey: false, message: 'the configuration is empty; at least "upstreams" is required' }));
     throw new ConfigError(issues);
@@ -254,6 +267,8 @@ const VALUE_KEYWORDS = ['type', 'oneOf', 'enum', 'const', 'pattern', 'minimum', 
 const EXPECTED: Record<string, string> = {
   string: 'a string', integer: 'an integer', number: 'a number', boolean: 'true or false', object: 'a mapping (key: value)', array: 'a list',
 };
+// What to write in place of an interpolated string, by the type the schema wanted (a string never fails so).
+const LITERAL: Record<string, string> = { integer: 'the integer', number: 'the number', boolean: 'true or false' };
 const GOT: Record<string, string> = {
   string: 'a string', number: 'a number', boolean: 'a boolean', object: 'a mapping', array: 'a list', null: 'an empty value',
 };
@@ -304,7 +319,7 @@ function describe(e: ErrorObject, data: unknown): IssueDraft {
       return { ...at(`missing required key "${key}"`), key };
     }
     case 'type':
-      return at(`expected ${EXPECTED[String(p['type'])] ?? String(p['type'])}, got ${GOT[jsonType(value)] ?? jsonType(value)}`);
+      return { ...at(`expected ${EXPECTED[String(p['type'])] ?? String(p['type'])}, got ${GOT[jsonType(value)] ?? jsonType(value)}`), expected: String(p['type']) };
     case 'enum':
       return at(`must be one of: ${(p['allowedValues'] as unknown[]).join(', ')}`);
     case 'const':
