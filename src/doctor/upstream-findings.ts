@@ -88,6 +88,7 @@ function reachAndEra(s: UpstreamInspection, index: number): Finding[] {
 }
 
 function unreachableHint(stdio: boolean, at: string, code: string | undefined, message: string): string {
+  if (stdio && /working directory \(cwd\)/.test(message)) return `check ${at}.cwd: the directory the command runs in (a relative one is taken from where Gatehouse runs)`;
   if (stdio) return `check that ${at}.command runs on its own and speaks MCP on stdin/stdout (its logs on stderr)`;
   if (/access token/.test(message)) return `check ${at}.clientCredentials (tokenUrl, clientId, clientSecret) and that the token endpoint is reachable from here`;
   if (code === 'GW_ERR_UPSTREAM_TIMEOUT' || code === 'deadline') return `the server accepted no request in time; check it, or ${at}.timeouts`;

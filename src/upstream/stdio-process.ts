@@ -3,7 +3,7 @@
 // It does not know about HTTP or sessions; the session host above it does.
 
 import { spawn, type ChildProcessWithoutNullStreams } from 'node:child_process';
-import { readdirSync, readFileSync } from 'node:fs';
+import { readdirSync, readFileSync, statSync } from 'node:fs';
 import { StringDecoder } from 'node:string_decoder';
 import { GatewayError } from '../errors.js';
 import type { Logger } from '../log/logger.js';
@@ -99,6 +99,8 @@ export class StdioProcess {
       // Node throws for what it cannot pass to a process (a NUL in an argument or a variable, which the config
       // checks refuse), quoting the value, which may be a credential: neither the log nor the client gets it.
       const code = (err as { code?: unknown }).code;
+      const cwd = cwdProblem(this.opts.cwd);
+      if (cwd !== undefined) return this.notStarted(cwd);
       this.markExited(`could not be started: its command, arguments, environment or working directory cannot be passed to a process (${typeof code === 'string' ? code : 'error'})`);
       return Promise.reject(new GatewayError('GW_ERR_UPSTREAM_EXITED', `Upstream "${this.opts.upstream}" could not be started: its command, arguments, environment or working directory cannot be passed to a process`, this.opts.upstream));
     }
@@ -113,11 +115,19 @@ export class StdioProcess {
         resolve();
       });
       child.once('error', (err) => {
+        const cwd = cwdProblem(this.opts.cwd);
+        if (cwd !== undefined) return void this.notStarted(cwd, err).catch(reject);
         this.markExited(`could not start "${cmd}": ${err.message}`);
         reject(new GatewayError('GW_ERR_UPSTREAM_EXITED', `Upstream "${this.opts.upstream}" could not be started: ${err.message}`, this.opts.upstream, { cause: err }));
       });
       child.once('exit', (code, signal) => this.markExited(signal ? `killed by ${signal}` : `exited with code ${code}`));
     });
+  }
+
+  /** Marks the child as never started, and rejects with `reason` (in the log and to the caller alike). */
+  private notStarted(reason: string, cause?: unknown): Promise<never> {
+    this.markExited(`could not be started: ${reason}`);
+    return Promise.reject(new GatewayError('GW_ERR_UPSTREAM_EXITED', `Upstream "${this.opts.upstream}" could not be started: ${reason}`, this.opts.upstream, cause === undefined ? undefined : { cause }));
   }
 
   /** Sends a request and resolves with its response; fails on timeout, abort or process exit. */
@@ -373,4 +383,21 @@ function within(p: Promise<void>, ms: number): Promise<boolean> {
       resolve(true);
     });
   });
+}
+
+/**
+ * Why a child could not start in `cwd`, when that is the reason: Node reports a working directory that does
+ * not exist as ENOENT of the command (`spawn node ENOENT`, as if node were missing) and one that is a file as
+ * a bare ENOTDIR. Asked only after a spawn failed. The path is not repeated: it may have been interpolated.
+ */
+function cwdProblem(cwd: string | undefined): string | undefined {
+  if (cwd === undefined) return undefined;
+  try {
+    return statSync(cwd).isDirectory() ? undefined : 'its working directory (cwd) is not a directory';
+  } catch (err) {
+    const code = (err as NodeJS.ErrnoException).code;
+    if (code === 'ENOENT') return 'its working directory (cwd) does not exist';
+    if (code === 'ENOTDIR') return 'its working directory (cwd) is not a directory';
+    return undefined;
+  }
 }
