@@ -1,7 +1,7 @@
 // `gatehouse hash-key`: prints the hash to store in auth.apiKeys.
 
 import { parseArgs } from 'node:util';
-import { generateKey, hashKey, sendableAsBearer } from '../auth/key-hash.js';
+import { generateKey, hashKey, KEY_PREFIX, sendableAsBearer } from '../auth/key-hash.js';
 import { HASH_KEY_HELP } from './help.js';
 import type { CommandIO } from './io.js';
 
@@ -40,5 +40,16 @@ export async function hashKeyCommand(args: string[], io: CommandIO): Promise<num
     return 1;
   }
   io.out(hashKey(key) + '\n');
+  // Only gh_ keys, and those of auth.apiKeyPrefixes, are known as keys when they match none: with OAuth on,
+  // any other mistyped or revoked key is taken for a token and sent to introspection. The config holds only
+  // hashes, so the prefix must be declared; said on stderr, where a stdout piped into a config is untouched.
+  // The key is not echoed, nor a guess at its prefix (part of a secret).
+  if (!key.startsWith(KEY_PREFIX)) io.err(KEY_PREFIX_NOTE);
   return 0;
 }
+
+const KEY_PREFIX_NOTE = `note: this key does not start with ${KEY_PREFIX}, the prefix Gatehouse knows its own keys by. With auth.oauth on,
+list the prefix your keys start with (e.g. acme_live_) in auth.apiKeyPrefixes: otherwise a mistyped or
+revoked key of this shape is taken for an access token (and with oauth.introspection, sent to the
+authorization server).
+`;

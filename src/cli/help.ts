@@ -66,7 +66,9 @@ Options:
   -h, --help            show this help
 
 A key is sent as "Authorization: Bearer <key>", so it may hold letters, digits and - . _ ~ + / only,
-with = only at its end; one with other characters (a space, !, #) is refused.
+with = only at its end; one with other characters (a space, !, #) is refused. A key that does not
+start with gh_ is hashed with a note on stderr: declare its prefix in auth.apiKeyPrefixes (stdout is
+the hash alone).
 
 Exit status: 0 printed, 1 the key is too short or cannot be sent as a Bearer credential, 2 usage (an
 unknown option, more than one key).

@@ -167,6 +167,26 @@ describe('hash-key', () => {
     assert.equal(hashKey(m[1]!), m[2]);
   });
 
+  // README §Authentication: a credential that is no configured key goes to introspection unless it starts with
+  // gh_ or one of auth.apiKeyPrefixes. A key of another shape hashed without a word, so an operator with OAuth
+  // on learnt of apiKeyPrefixes only from the README. The note goes to stderr: stdout, piped into a config,
+  // stays exactly the hash.
+  test('a key not starting with gh_ is hashed, with a note on stderr naming auth.apiKeyPrefixes', async () => {
+    const key = 'acme_live_' + 'q'.repeat(32);
+    const r = await runCli(['hash-key', key]);
+    assert.equal(r.code, 0);
+    assert.equal(r.stdout, `${hashKey(key)}\n`);
+    assert.match(r.stderr, /^note: this key does not start with gh_.*auth\.apiKeyPrefixes/s);
+    assert.doesNotMatch(r.stderr, /acme_live_q/, 'the key is not echoed');
+    const piped = await runCli(['hash-key', '-'], { input: key + '\n' });
+    assert.equal(piped.stdout, `${hashKey(key)}\n`);
+    assert.match(piped.stderr, /auth\.apiKeyPrefixes/);
+    const own = await runCli(['hash-key', 'gh_' + 'k'.repeat(40)]);
+    assert.equal(own.stderr, '', 'a key of the built-in shape needs no note');
+    const generated = await runCli(['hash-key']);
+    assert.equal(generated.stderr, '');
+  });
+
   test('refuses a short key', async () => {
     const r = await runCli(['hash-key', 'short']);
     assert.equal(r.code, 1);
