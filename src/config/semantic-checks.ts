@@ -9,6 +9,7 @@ import { cidrProblem } from '../net/addresses.js';
 import { percentDecoded } from '../protocol/percent-decode.js';
 import type { GatehouseConfig } from './types.js';
 import { formatPath } from './load.js';
+import { toolRefProblems } from './tool-refs.js';
 
 /** Problems that make a config unusable by this build, reported before anything starts. */
 export function unsupportedFeatures(config: GatehouseConfig): string[] {
@@ -50,6 +51,7 @@ export function unsupportedFeatures(config: GatehouseConfig): string[] {
     problems.push(`listen.ssePath: "${ssePath}" must be a plain path other than listen.path ("${path}"), and its messages endpoint (ssePath + /messages) too`);
   }
   problems.push(...policyProblems(config.policy));
+  problems.push(...toolRefProblems(config));
   // A URL still reading `${...}` is a secret absent here (check-config --env-optional): nothing to judge.
   if (config.store.kind === 'redis' && config.store.tls !== undefined && !config.store.url.startsWith('rediss://') && !config.store.url.startsWith('${')) {
     problems.push('store.tls: applies to TLS connections only; write the URL as rediss://');

@@ -35,3 +35,43 @@ describe('a number or a switch read through ${env:...}', () => {
     assert.match(q.stderr, /listen\.port: expected an integer, got a string\n/);
   });
 });
+
+describe('a tool ref naming an upstream that is not configured', () => {
+  // Tool refs are upstream/name (README §Who sees what). A rule whose upstream part names no upstream (a typo,
+  // an upstream renamed or removed) can never match: a deny rule then denies nothing, an approval rule lets
+  // its calls run unapproved, a limit limits nothing; and check-config said "ok". It is refused now, naming
+  // the entry and the upstreams there are; globs over upstream names (`*/delete_*`, `*`) still pass.
+  it('is refused with exit 1, naming the ref, the key and the configured upstreams', async () => {
+    const file = write('unknown-upstream.yaml', [
+      UPSTREAM,
+      'policy:',
+      '  rules:',
+      '    - { id: no-deletes, access: deny, tools: ["CRM/delete_*"] }',
+      '    - { id: everyone, access: allow, tools: ["*"], prompts: ["*/summary"] }',
+      '  approvals:',
+      '    - { id: refunds, tools: ["app/refund", "billing/refund"] }',
+      '  rateLimits:',
+      '    - { id: search, per: key, tools: ["search"], rate: 1 }',
+      'idempotency:',
+      '  exempt: ["apps/log_view"]',
+      'admin: { enabled: true, token: "0123456789abcdef" }',
+      '',
+    ].join('\n'));
+    const r = await runCli(['check-config', file]);
+    assert.equal(r.code, 1, r.stdout);
+    assert.match(r.stderr, /policy\.rules\[0\]\.tools\[0\]: "CRM\/delete_\*" names the upstream "CRM", which is not configured \(upstreams: app\); tool refs are upstream\/name/);
+    assert.match(r.stderr, /policy\.approvals\[0\]\.tools\[1\]: "billing\/refund" names the upstream "billing"/);
+    assert.match(r.stderr, /policy\.rateLimits\[0\]\.tools\[0\]: "search" names no upstream; tool refs are upstream\/name \(app\/search\)/);
+    assert.match(r.stderr, /idempotency\.exempt\[0\]: "apps\/log_view" names the upstream "apps"/);
+    assert.doesNotMatch(r.stderr, /policy\.rules\[1\]|approvals\[0\]\.tools\[0\]/, 'globs and refs of a configured upstream pass');
+  });
+
+  it('covers the keys\' tool lists, and every shipped example names only its own upstreams', async () => {
+    const file = write('key-tools.yaml', `upstreams:\n  - name: crm\n    url: http://127.0.0.1:3001/mcp\nauth:\n  apiKeys:\n    - { id: bot, hash: "sha256:${'0'.repeat(64)}", tools: ["crm/search", "cmr/get_contact"] }\n`);
+    const r = await runCli(['check-config', file]);
+    assert.equal(r.code, 1, r.stdout);
+    assert.match(r.stderr, /auth\.apiKeys\[0\]\.tools\[1\]: "cmr\/get_contact" names the upstream "cmr", which is not configured \(upstreams: crm\)/);
+    const example = await runCli(['check-config', '--env-optional', 'config/gatehouse.example.yaml'], { env: { PATH: process.env.PATH } });
+    assert.equal(example.code, 0, example.stderr);
+  });
+});
