@@ -131,7 +131,9 @@ const YAML_MESSAGES: Record<string, string> = {
 export function parseConfigText(text: string, opts: { fileName: string; baseDir: string; env?: NodeJS.ProcessEnv } & LoadOptions): GatehouseConfig {
   const file = opts.fileName;
   const lineCounter = new LineCounter();
-  const doc = parseDocument(text, { lineCounter, prettyErrors: false });
+  // Merge keys (`<<: *defaults`) go with the aliases YAML 1.2 already reads: without them `<<` was taken for a
+  // key of its own, refused as unknown, and the settings it was to bring in were missing.
+  const doc = parseDocument(text, { lineCounter, prettyErrors: false, merge: true });
   const at = (offset: number): Position => {
     const pos = lineCounter.linePos(offset);
     return { line: pos.line, column: pos.col };

@@ -75,3 +75,31 @@ describe('a tool ref naming an upstream that is not configured', () => {
     assert.equal(example.code, 0, example.stderr);
   });
 });
+
+describe('YAML anchors, aliases and merge keys', () => {
+  // Aliases (`headers: *common`) were read, but the merge key that goes with them (`<<: *defaults`, the usual
+  // way to share settings between upstreams) was taken for a key named "<<": check-config said `["<<"]:
+  // unknown key` and that the upstream needed a url or a command, which it had, through the merge.
+  it('takes `<<: *anchor` as the merge it is, and checks what it merged', async () => {
+    const file = write('merge.yaml', [
+      'upstreams:',
+      '  - &crm',
+      '    name: crm',
+      '    url: http://127.0.0.1:3001/mcp',
+      '    timeouts: &slow { connectMs: 500, callMs: 60000 }',
+      '  - <<: *crm',
+      '    name: crm-eu',
+      '    timeouts: { <<: *slow, connectMs: 900 }',
+      'auth: { anonymous: true }',
+      '',
+    ].join('\n'));
+    const r = await runCli(['check-config', file]);
+    assert.equal(r.code, 0, r.stderr);
+    assert.equal(r.stdout, `${file}: ok\n`);
+    // What a merge brings in is checked like anything written out: here, a second upstream named crm.
+    const same = write('merge-same-name.yaml', 'upstreams:\n  - &crm\n    name: crm\n    url: http://127.0.0.1:3001/mcp\n  - <<: *crm\n    url: http://127.0.0.1:3002/mcp\nauth: { anonymous: true }\n');
+    const dup = await runCli(['check-config', same]);
+    assert.equal(dup.code, 1);
+    assert.match(dup.stderr, /upstreams\[1\]\.name: duplicate upstream name; upstreams\[0\] already uses it/);
+  });
+});
