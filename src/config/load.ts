@@ -164,12 +164,31 @@ export function parseConfigText(text: string, opts: { fileName: string; baseDir:
   try {
     raw = doc.toJS({ maxAliasCount: 100 });
   } catch (err) {
-    issues.push({ file, line: 1, column: 1, path: '(root)', message: (err as Error).message });
+    // yaml throws for an alias without an anchor before it, naming neither line nor key: find it here.
+    const unresolved = unresolvedAliases(doc);
+    for (const a of unresolved) issues.push({ file, ...at(a.offset), path: formatPath(a.path), message: `the alias *${a.name} names no anchor defined before it; write &${a.name} on the value to share, above its first alias` });
+    if (unresolved.length === 0) issues.push({ file, line: 1, column: 1, path: '(root)', message: (err as Error).message });
     throw new ConfigError(issues);
   }
   // A value whose interpolation failed still holds its `${...}` text; schema errors about it would be noise.
   const skip = new Set([...issues.map((i) => i.path), ...absent]);
   return check(raw, file, yamlLocator(doc, at), skip, issues, new Set(read.map((v) => formatPath(v.path))));
+}
+
+/** The aliases in `doc` that no anchor before them defines, with their key paths and offsets. */
+function unresolvedAliases(doc: Document): Array<{ path: PathSegment[]; offset: number; name: string }> {
+  const found: Array<{ path: PathSegment[]; offset: number; name: string }> = [];
+  const walk = (node: unknown, path: PathSegment[]): void => {
+    if (isAlias(node)) {
+      if (node.resolve(doc) === undefined) found.push({ path, offset: startOf(node) ?? 0, name: node.source });
+    } else if (isMap(node)) {
+      for (const pair of node.items) walk(pair.value, [...path, isScalar(pair.key) ? String(pair.key.value) : String(pair.key)]);
+    } else if (isSeq(node)) {
+      node.items.forEach((item, i) => walk(item, [...path, i]));
+    }
+  };
+  walk(doc.contents, []);
+  return found;
 }
 
 /** Validates a config built in code (e.g. from CLI flags), applying defaults to a copy; issues are at 0:0. */

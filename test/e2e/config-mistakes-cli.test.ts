@@ -103,3 +103,16 @@ describe('YAML anchors, aliases and merge keys', () => {
     assert.match(dup.stderr, /upstreams\[1\]\.name: duplicate upstream name; upstreams\[0\] already uses it/);
   });
 });
+
+describe('an alias whose anchor is not defined before it', () => {
+  // yaml throws on such an alias when the tree is read, and the message went out located at the start of
+  // the file, `(root)`: `c.yaml:1:1 (root): Unresolved alias (the anchor must be set before the alias):
+  // hdrs`. A misspelt anchor, or one written after its alias, is now named where the alias is.
+  it('is located at the alias, with its key path', async () => {
+    const file = write('alias.yaml', 'upstreams:\n  - name: a\n    url: http://127.0.0.1:3001/mcp\n    headers: *hdrs\n  - name: b\n    url: http://127.0.0.1:3002/mcp\n    headers: &hdrs { X-Team: core }\nauth: { anonymous: true }\n');
+    const r = await runCli(['check-config', file]);
+    assert.equal(r.code, 1);
+    assert.match(r.stderr, /alias\.yaml:4:14 upstreams\[0\]\.headers: the alias \*hdrs names no anchor defined before it; write &hdrs on the value to share, above its first alias\n/);
+    assert.doesNotMatch(r.stderr, /:1:1 \(root\)/);
+  });
+});
