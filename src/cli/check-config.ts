@@ -3,7 +3,8 @@
 // not read) are warnings: a file can be checked where its secrets do not live, as in CI.
 
 import { parseArgs } from 'node:util';
-import { ConfigError, formatIssue, loadConfigFile, type ConfigIssue } from '../config/load.js';
+import { ConfigError, formatIssue, loadConfigFileWithText, type ConfigIssue } from '../config/load.js';
+import { locateProblems } from '../config/locate-problems.js';
 import { unsupportedFeatures } from '../config/semantic-checks.js';
 import { CHECK_CONFIG_HELP } from './help.js';
 import type { CommandIO } from './io.js';
@@ -29,11 +30,12 @@ export async function checkConfigCommand(args: string[], io: CommandIO): Promise
   }
   const warnings: ConfigIssue[] = [];
   try {
-    const config = await loadConfigFile(file, io.env, { optionalSecrets: parsed.values['env-optional'] === true, warnings });
+    const { config, text } = await loadConfigFileWithText(file, io.env, { optionalSecrets: parsed.values['env-optional'] === true, warnings });
     for (const w of warnings) io.err(`warning: ${formatIssue(w)}\n`);
+    // Problems that relate keys, located like the schema's: FILE:LINE:COL key.path: message.
     const problems = unsupportedFeatures(config);
     if (problems.length > 0) {
-      io.err(`${file}: valid, but this build cannot serve it:\n  ${problems.join('\n  ')}\n`);
+      io.err(`${locateProblems(file, text, problems).join('\n')}\n`);
       return 1;
     }
     io.out(`${file}: ok${warnings.length > 0 ? ` (${warnings.length} secret${warnings.length === 1 ? '' : 's'} not present here)` : ''}\n`);

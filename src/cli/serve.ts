@@ -4,6 +4,8 @@
 
 import { parseArgs } from 'node:util';
 import { ConfigError, loadConfigFileWithText, validateConfigObject } from '../config/load.js';
+import { locateProblems } from '../config/locate-problems.js';
+import { unsupportedFeatures } from '../config/semantic-checks.js';
 import type { GatehouseConfig, ListenConfig, LogLevel } from '../config/types.js';
 import { createGateway, ListenError, type Gateway } from '../gateway.js';
 import { createLogger, resolveLogFormat, type Logger } from '../log/logger.js';
@@ -64,6 +66,12 @@ export async function serveCommand(args: string[], io: CommandIO): Promise<numbe
   }
   // Configured secret values (upstream credentials, client secrets) are scrubbed from every log line.
   const log = createLogger(config.log.level, undefined, {}, { secrets: collectSecrets(config, interpolated), format: resolveLogFormat(config.log.format) });
+  // A file's problems are located in it, as check-config does; createGateway below refuses the same ones.
+  const problems = fileText !== undefined && configFile !== undefined ? unsupportedFeatures(config) : [];
+  if (problems.length > 0) {
+    io.err(`${locateProblems(configFile!, fileText!, problems).join('\n')}\n`);
+    return 1;
+  }
   let gateway;
   try {
     gateway = createGateway(config, log, { configFile, ...(fileText !== undefined ? { configText: fileText } : {}), ...(fileReads !== undefined ? { configFiles: fileReads } : {}), fileListen, fileStore, env: io.env });

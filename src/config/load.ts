@@ -71,8 +71,8 @@ function validator(): ValidateFunction {
   return compiled;
 }
 
-type PathSegment = string | number;
-type Position = { line: number; column: number };
+export type PathSegment = string | number;
+export type Position = { line: number; column: number };
 /** An issue before it is located: where (as a key path) and what. */
 interface IssueDraft {
   segments: PathSegment[];
@@ -85,7 +85,7 @@ interface IssueDraft {
   /** The JSON type a type error wanted. */
   expected?: string;
 }
-type Locator = (segments: readonly PathSegment[], onKey: boolean) => Position;
+export type Locator = (segments: readonly PathSegment[], onKey: boolean) => Position;
 
 /** Reads `file` and parses it; `${file:...}` paths resolve against the file's directory. Issues name the file as given. */
 export async function loadConfigFile(file: string, env?: NodeJS.ProcessEnv, options: LoadOptions = {}): Promise<GatehouseConfig> {
@@ -249,7 +249,7 @@ function isRecord(v: unknown): v is Record<string, unknown> {
 }
 
 /** Maps a key path back to the YAML node it came from: the key itself when `onKey`, else the value. */
-function yamlLocator(doc: Document, at: (offset: number) => Position): Locator {
+export function yamlLocator(doc: Document, at: (offset: number) => Position): Locator {
   return (segments, onKey) => {
     let node: unknown = doc.contents;
     let offset = startOf(node) ?? 0;

@@ -1,7 +1,8 @@
 // Runs every check of `gatehouse doctor` against one config file: the config first (nothing else can be
 // checked without it), then upstreams, authorization server, store and ports side by side.
 
-import { ConfigError, loadConfigFile } from '../config/load.js';
+import { ConfigError, loadConfigFileWithText } from '../config/load.js';
+import { locateProblems } from '../config/locate-problems.js';
 import { unsupportedFeatures } from '../config/semantic-checks.js';
 import type { Logger } from '../log/logger.js';
 import { checkAuthorizationServer } from './auth-checks.js';
@@ -21,8 +22,9 @@ export interface DoctorOptions extends CheckLimits {
 
 export async function runChecks(file: string, opts: DoctorOptions): Promise<Finding[]> {
   let config;
+  let text: string;
   try {
-    config = await loadConfigFile(file, opts.env);
+    ({ config, text } = await loadConfigFileWithText(file, opts.env));
   } catch (err) {
     const lines = err instanceof ConfigError ? err.message.split('\n') : [`${file}: ${messageOf(err)}`];
     const hint = `fix the file (gatehouse check-config ${file} prints the same); nothing else is checked until it loads`;
@@ -31,7 +33,7 @@ export async function runChecks(file: string, opts: DoctorOptions): Promise<Find
   const problems = unsupportedFeatures(config);
   const head = problems.length === 0
     ? [finding('config', 'ok', `${file} loads and passes the semantic checks`)]
-    : problems.map((p) => finding('config', 'fail', p, 'this build refuses to serve the file until it is fixed'));
+    : locateProblems(file, text, problems).map((p) => finding('config', 'fail', p, 'this build refuses to serve the file until it is fixed'));
   const limits = { timeoutMs: opts.timeoutMs, waitMs: opts.waitMs };
   const none = async (): Promise<Finding[]> => [];
   // A check that breaks on a setup nobody foresaw is a failed row of its area, not a stack trace that hides the rest.

@@ -116,3 +116,46 @@ describe('an alias whose anchor is not defined before it', () => {
     assert.doesNotMatch(r.stderr, /:1:1 \(root\)/);
   });
 });
+
+describe('problems found beyond the schema are located like the schema\'s', () => {
+  // README §CLI: check-config "prints every problem as FILE:LINE:COL key.path: message". The checks that relate
+  // keys (anonymous access off loopback, a ref naming no upstream, two listeners on one port) printed
+  // "FILE: valid, but this build cannot serve it:" and then bare "key.path: message" lines, and serve printed
+  // them without even the file; in a long file the operator had to find the key by hand.
+  const text = [
+    'listen:',
+    '  host: 0.0.0.0',
+    '  port: 0',
+    UPSTREAM.trimEnd(),
+    'policy:',
+    '  rules:',
+    '    - { id: everyone, access: allow, tools: ["ap/*"] }',
+    '',
+  ].join('\n');
+
+  it('check-config prints FILE:LINE:COL key.path: message for each, and exits 1', async () => {
+    const file = write('semantic.yaml', text);
+    const r = await runCli(['check-config', file]);
+    assert.equal(r.code, 1);
+    const lines = r.stderr.trimEnd().split('\n');
+    assert.deepEqual(lines.map((l) => l.slice(0, l.indexOf(': '))), [`${file}:7:20 auth.anonymous`, `${file}:10:46 policy.rules[0].tools[0]`]);
+    assert.match(lines[0]!, /: anonymous access is allowed only on a loopback listener, not on "0\.0\.0\.0"$/);
+  });
+
+  it('serve says the same, and starts nothing', async () => {
+    const file = write('semantic-serve.yaml', text);
+    const r = await runCli(['serve', '--config', file]);
+    assert.equal(r.code, 1);
+    assert.match(r.stderr, new RegExp(`^${file.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}:7:20 auth\\.anonymous: anonymous access`, 'm'));
+    assert.match(r.stderr, /:10:46 policy\.rules\[0\]\.tools\[0\]: "ap\/\*" names the upstream "ap"/);
+    assert.doesNotMatch(r.stderr, /listening/);
+  });
+
+  it('doctor\'s config rows carry the same locations', async () => {
+    const file = write('semantic-doctor.yaml', text);
+    const r = await runCli(['doctor', '--config', file, '--json', '--skip', 'upstreams', '--skip', 'store', '--skip', 'ports']);
+    assert.equal(r.code, 1);
+    const rows = (JSON.parse(r.stdout) as { checks: Array<{ check: string; verdict: string; detail: string }> }).checks.filter((c) => c.check === 'config');
+    assert.deepEqual(rows.map((c) => [c.verdict, c.detail.slice(0, c.detail.indexOf(': '))]), [['fail', `${file}:7:20 auth.anonymous`], ['fail', `${file}:10:46 policy.rules[0].tools[0]`]]);
+  });
+});
