@@ -2,7 +2,7 @@
 // Owns the syntax and its secret-safe messages; turning problems into located issues is load.ts's job.
 
 import { readFileSync } from 'node:fs';
-import { resolve } from 'node:path';
+import { isAbsolute, resolve } from 'node:path';
 import { contentDigest, unreadableDigest } from './file-digest.js';
 import { isMap, isScalar, isSeq, parseDocument, type Document, type Scalar } from 'yaml';
 
@@ -99,7 +99,9 @@ function expand(expr: string, ctx: InterpolationContext, problems: Problem[]): s
     } catch (err) {
       ctx.filesRead?.set(path, unreadableDigest(err));
       const code = (err as NodeJS.ErrnoException).code ?? 'unreadable';
-      problems.push({ message: code === 'ENOENT' ? `no such file: "${arg}"` : `cannot read file "${arg}": ${code}`, missing: OUT_OF_REACH.has(code) });
+      // A relative path starts at the config file's directory, not where the command runs: say where it looked.
+      const where = isAbsolute(arg) ? '' : ` (looked for at ${path}: a relative path starts at the config file's directory)`;
+      problems.push({ message: code === 'ENOENT' ? `no such file: "${arg}"${where}` : `cannot read file "${arg}": ${code}`, missing: OUT_OF_REACH.has(code) });
       return undefined;
     }
   }

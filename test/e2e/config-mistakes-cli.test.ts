@@ -159,3 +159,18 @@ describe('problems found beyond the schema are located like the schema\'s', () =
     assert.deepEqual(rows.map((c) => [c.verdict, c.detail.slice(0, c.detail.indexOf(': '))]), [['fail', `${file}:7:20 auth.anonymous`], ['fail', `${file}:10:46 policy.rules[0].tools[0]`]]);
   });
 });
+
+describe('a relative ${file:...} path that is not there', () => {
+  // docs/configuration.md: ${file:PATH} is relative to the config file. Run from elsewhere
+  // (`serve --config /etc/gatehouse/gatehouse.yaml` in a home directory), `${file:secrets/token}` said
+  // `no such file: "secrets/token"` while ./secrets/token was right there; where it was looked for now shows.
+  it('says where it was looked for, and that relative paths start at the config file', async () => {
+    const file = write('rel-secret.yaml', `upstreams:\n  - name: app\n    url: http://127.0.0.1:3001/mcp\n    headers: { Authorization: "\${file:secrets/token}" }\nauth: { anonymous: true }\n`);
+    const r = await runCli(['check-config', file]);
+    assert.equal(r.code, 1);
+    assert.ok(r.stderr.includes(`upstreams[0].headers.Authorization: no such file: "secrets/token" (looked for at ${join(dir, 'secrets/token')}: a relative path starts at the config file's directory)`), r.stderr);
+    const absolute = write('abs-secret.yaml', `upstreams:\n  - name: app\n    url: http://127.0.0.1:3001/mcp\n    headers: { Authorization: "\${file:${join(dir, 'nope')}}" }\nauth: { anonymous: true }\n`);
+    const a = await runCli(['check-config', absolute]);
+    assert.match(a.stderr, /no such file: "[^"]*nope"\n/, 'an absolute path needs no word on where it was looked for');
+  });
+});

@@ -3,7 +3,7 @@
 import assert from 'node:assert/strict';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { join, resolve } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { interpolateString, type InterpolationContext } from '../../../src/config/interpolate.js';
 import { ConfigError, parseConfigText } from '../../../src/config/load.js';
@@ -37,7 +37,7 @@ describe('interpolateString', () => {
   it('names a missing variable or unreadable file', () => {
     // An absent secret is `missing` (check-config --env-optional turns it into a warning); the rest are errors.
     assert.deepEqual(interpolateString('${env:MISSING_ONE}', ctx).problems, [{ message: 'environment variable "MISSING_ONE" is not set', missing: true }]);
-    assert.deepEqual(interpolateString('${file:./nope.txt}', ctx).problems, [{ message: 'no such file: "./nope.txt"', missing: true }]);
+    assert.deepEqual(interpolateString('${file:./nope.txt}', ctx).problems, [{ message: `no such file: "./nope.txt" (looked for at ${resolve(ctx.baseDir, './nope.txt')}: a relative path starts at the config file's directory)`, missing: true }]);
     assert.deepEqual(interpolateString('${file:.}', ctx).problems, [{ message: 'cannot read file ".": EISDIR', missing: false }]);
   });
 
@@ -94,7 +94,7 @@ describe('interpolation in a config file', () => {
     const err = errorOf('upstreams:\n  - name: crm\n    url: "${env:CRM_URL}"\n    headers: { A: "${file:./secret-missing.txt}", B: "${nope}" }\n');
     assert.deepEqual(err.message.split('\n'), [
       'gatehouse.yaml:3:10 upstreams[0].url: environment variable "CRM_URL" is not set',
-      'gatehouse.yaml:4:19 upstreams[0].headers.A: no such file: "./secret-missing.txt"',
+      `gatehouse.yaml:4:19 upstreams[0].headers.A: no such file: "./secret-missing.txt" (looked for at ${join(dir, 'secret-missing.txt')}: a relative path starts at the config file's directory)`,
       'gatehouse.yaml:4:54 upstreams[0].headers.B: unknown interpolation "${nope}"; use ${env:NAME} or ${file:PATH}',
     ]);
   });
