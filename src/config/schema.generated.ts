@@ -368,7 +368,7 @@ export interface StdioUpstream {
    */
   name: string;
   /**
-   * The program and its arguments, e.g. [npx, -y, some-server]. No shell is involved; relative paths resolve against the gateway's working directory. The value of an option named like a credential (--api-key V, --token=V) and a URL's password are scrubbed from logs; other arguments are not, and a process list shows them all: pass credentials in env.
+   * The program and its arguments, e.g. [npx, -y, some-server]. No shell is involved. A program given as a relative path (./server.sh) is found from cwd when it is set, else from the gateway's working directory; relative paths among the arguments are the program's to read, from the same directory. The value of an option named like a credential (--api-key V, --token=V) and a URL's password are scrubbed from logs; other arguments are not, and a process list shows them all: pass credentials in env.
    *
    * @minItems 1
    */
@@ -380,7 +380,7 @@ export interface StdioUpstream {
     [k: string]: string;
   };
   /**
-   * Working directory of the child process; defaults to the gateway's own.
+   * Working directory of the child process; defaults to the gateway's own. A relative one resolves against the gateway's working directory. Not checked until the child starts: gatehouse doctor says whether it exists.
    */
   cwd?: string;
   /**
