@@ -185,6 +185,14 @@ async function buildConfig(flags: ServeFlags, io: CommandIO): Promise<{ config: 
     }
     return { config };
   }
+  // The flags' own values are judged before the file is read: a missing file must not hide a usage error
+  // (`serve --log-level loud` where no gatehouse.yaml is yet), only for it to appear once the file exists.
+  if (Object.keys(listenOverrides).length > 0 || logOverride || storeOverride) {
+    checkFlags(() => validateConfigObject(
+      { listen: listenOverrides, upstreams: [{ name: 'flags', url: 'http://127.0.0.1:1/mcp' }], auth: { anonymous: true }, ...(logOverride ? { log: logOverride } : {}), ...(storeOverride ? { store: storeOverride } : {}) },
+      'command line',
+    ));
+  }
   const file = flags.config ?? io.env.GATEHOUSE_CONFIG ?? 'gatehouse.yaml';
   const interpolated: InterpolatedValue[] = [];
   const { config, text: fileText, files: fileReads } = await loadConfigFileWithText(file, io.env, { interpolated });

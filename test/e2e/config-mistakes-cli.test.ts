@@ -174,3 +174,18 @@ describe('a relative ${file:...} path that is not there', () => {
     assert.match(a.stderr, /no such file: "[^"]*nope"\n/, 'an absolute path needs no word on where it was looked for');
   });
 });
+
+describe('a serve flag value that cannot be used, where no config file is', () => {
+  // README §CLI: `serve --log-level loud` is a usage error (exit 2, naming the flag). Run where there was no
+  // ./gatehouse.yaml yet (the first try), it said `gatehouse.yaml: no such file` and exited 1; once the file
+  // was written, the same command turned out to have a second mistake. Flags are judged before the file now.
+  for (const [flag, value, said] of [['--log-level', 'loud', /^--log-level: must be one of: debug, info, warn, error$/m], ['--port', '70000', /^--port: must be at most 65535$/m], ['--path', 'mcp', /^--path: must start with "\/"$/m]] as const) {
+    it(`${flag} ${value} is a usage error before the file is looked for`, async () => {
+      const r = await runCli(['serve', flag, value], { env: { PATH: process.env.PATH } });
+      assert.equal(r.code, 2, r.stderr);
+      assert.match(r.stderr, said);
+      assert.match(r.stderr, /Usage: gatehouse serve/);
+      assert.doesNotMatch(r.stderr, /no such file/);
+    });
+  }
+});
