@@ -3,6 +3,7 @@
 // GATEHOUSE_ADMIN_URL and GATEHOUSE_ADMIN_TOKEN, stand in for it.
 
 import { parseArgs } from 'node:util';
+import type { ApprovalState } from '../approvals/approval.js';
 import { ConfigError } from '../config/load.js';
 import { adminCaller, adminTarget, failed } from './admin-client.js';
 import { APPROVALS_HELP } from './help.js';
@@ -18,6 +19,20 @@ const OPTIONS = {
   json: { type: 'boolean' },
   help: { type: 'boolean', short: 'h' },
 } as const;
+
+/** What `list --state` may ask for: the admin API's own (GET /approvals?state=). */
+const STATES = ['pending', 'approved', 'rejected', 'expired', 'used', 'all'] as const satisfies ReadonlyArray<ApprovalState | 'all'>;
+
+/**
+ * A flag the command cannot use, said before any call: a mistyped state went to the API and came back a
+ * refusal (or, the gateway down, "cannot be reached"), and a reason given to list or show was dropped.
+ */
+function flagProblem(command: string, flags: { state?: string; reason?: string }): string | undefined {
+  if (flags.state !== undefined && command !== 'list') return '--state applies to list only';
+  if (flags.state !== undefined && !(STATES as readonly string[]).includes(flags.state)) return `--state: "${flags.state}" is not a state; use ${STATES.slice(0, -1).join(', ')} or ${STATES.at(-1)}`;
+  if (flags.reason !== undefined && command !== 'approve' && command !== 'reject') return '--reason applies to approve and reject only';
+  return undefined;
+}
 
 interface ApprovalView {
   id: string;
@@ -51,6 +66,11 @@ export async function approvalsCommand(args: string[], io: CommandIO): Promise<n
   const needsId = command === 'show' || command === 'approve' || command === 'reject';
   if (command === undefined || !(command === 'list' || needsId) || (needsId && id === undefined) || (!needsId && id !== undefined) || extra.length > 0) {
     io.err(`${command === undefined ? 'say what to do: list, show ID, approve ID or reject ID' : `cannot run "approvals ${positionals.join(' ')}"`}\n\n${APPROVALS_HELP}`);
+    return 2;
+  }
+  const misused = flagProblem(command, flags);
+  if (misused !== undefined) {
+    io.err(`${misused}\n\n${APPROVALS_HELP}`);
     return 2;
   }
   let target: { url: string; token: string };
