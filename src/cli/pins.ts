@@ -45,6 +45,11 @@ export async function pinsCommand(args: string[], io: CommandIO): Promise<number
     io.err(`${command === undefined ? 'say what to do: list, show REF or accept REF' : `cannot run "pins ${positionals.join(' ')}"`}\n\n${PINS_HELP}`);
     return 2;
   }
+  // Dropped in silence before: `accept REF --all` accepted the one ref to an operator who meant them all.
+  if (flags.all && command !== 'list') {
+    io.err(`--all applies to list only (accept takes one REF at a time, after looking at it with show)\n\n${PINS_HELP}`);
+    return 2;
+  }
   let call;
   try {
     call = adminCaller(await adminTarget(flags, io, 'gatehouse pins'));
