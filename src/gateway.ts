@@ -6,6 +6,7 @@ import type { AddressInfo } from 'node:net';
 import { basename, dirname, resolve } from 'node:path';
 import { ConfigError, formatIssue, parseConfigText } from './config/load.js';
 import { unsupportedFeatures } from './config/semantic-checks.js';
+import { locateProblems } from './config/locate-problems.js';
 import { changedListenKeys, listenRestartProblem } from './config/listen-changes.js';
 import { watchConfigFile, type ConfigCheck, type ConfigWatcher } from './config/watch.js';
 import { isStdioUpstream, type GatehouseConfig, type ListenConfig, type UpstreamConfig } from './config/types.js';
@@ -92,8 +93,9 @@ export interface Gateway {
    * in-flight calls had `shutdown.graceMs` to finish. `listen` is static (read at start); changing it is
    * refused. Returns the problems when the new config is refused and the running one stays. `interpolated`:
    * the values its file read through `${env:...}`/`${file:...}` (LoadOptions.interpolated), for the log scrubber.
+   * `source`: the file's name and text, to locate the problems in (`FILE:LINE:COL key.path: message`).
    */
-  reload(next: GatehouseConfig, interpolated?: readonly InterpolatedValue[]): Promise<string[]>;
+  reload(next: GatehouseConfig, interpolated?: readonly InterpolatedValue[], source?: { file: string; text: string }): Promise<string[]>;
   /**
    * Reads the watched config file now (SIGHUP) instead of at the next poll, applying it when its content
    * changed. `none` when no file is watched (a config from flags, or not listening yet).
@@ -277,7 +279,7 @@ export function createGateway(config: GatehouseConfig, log: Logger, options: Gat
       return;
     }
     // The watcher does not wait for this: whatever goes wrong is logged here, never left to take the process down.
-    await gateway.reload(next, interpolated).catch((err: unknown) => {
+    await gateway.reload(next, interpolated, { file: basename(file), text }).catch((err: unknown) => {
       reloads.refused++;
       metrics?.reload('refused');
       log.error('config reload refused; the running config stays', { problems: [String((err as Error).message)] });
@@ -295,7 +297,7 @@ export function createGateway(config: GatehouseConfig, log: Logger, options: Gat
     get adminUrl() {
       return adminUrl;
     },
-    async reload(next, interpolated = []) {
+    async reload(next, interpolated = [], source) {
       // The listener is static: a reload keeps the running one (with any command-line overrides).
       const baseline = options.fileListen ?? running.listen;
       const listenChange = listenRestartProblem(baseline, next.listen);
@@ -304,7 +306,9 @@ export function createGateway(config: GatehouseConfig, log: Logger, options: Gat
       const adminListen = (a: GatehouseConfig['admin']): string => JSON.stringify([a.enabled, a.host, a.port]);
       // Judged as it will run, with what is read only at start kept: a file that turns the admin API on and
       // asks for reviewers in one edit would otherwise get reviewers and no admin API to decide with.
-      const problems = [...unsupportedFeatures({ ...next, store: running.store, admin: { ...running.admin, token: next.admin.token, groups: next.admin.groups } })];
+      const semantic = unsupportedFeatures({ ...next, store: running.store, admin: { ...running.admin, token: next.admin.token, groups: next.admin.groups } });
+      // Located in the file like the schema's findings of a reload, when the text is at hand.
+      const problems = source === undefined ? semantic : locateProblems(source.file, source.text, semantic);
       if (problems.length > 0 && adminListen(next.admin) !== adminListen(running.admin)) {
         problems.push('admin.enabled, admin.host and admin.port are read at start: the running admin API is the one judged; restart to apply the new ones');
       }
