@@ -14,7 +14,7 @@ import { loadConfigFor } from './cli-config.js';
 import { AUDIT_HELP } from './help.js';
 import type { CommandIO } from './io.js';
 import { printableJson } from './printable.js';
-import { storeFlag } from './store-flag.js';
+import { noStoreAt, storeFlag } from './store-flag.js';
 
 const OPTIONS = {
   config: { type: 'string', short: 'c' },
@@ -69,7 +69,7 @@ export async function auditCommand(args: string[], io: CommandIO, signal?: Abort
   try {
     const config = storeOverride ?? (await storeConfig(flags, io));
     // Reading must not create: a mistyped path would otherwise verify as an empty, intact log.
-    if (config.kind === 'sqlite' && !existsSync(config.path)) throw new Error(`no store at ${config.path}`);
+    if (config.kind === 'sqlite' && !existsSync(config.path)) throw new Error(noStoreAt(config.path));
     // Reading must not make a store of a file that is none (an empty file, another program's database) either.
     store = openStore(config, undefined, { existing: true });
   } catch (err) {

@@ -13,7 +13,7 @@ import type { BudgetCounter } from '../store/store.js';
 import { loadConfigFor } from './cli-config.js';
 import { BUDGETS_HELP } from './help.js';
 import type { CommandIO } from './io.js';
-import { storeFlag } from './store-flag.js';
+import { noStoreAt, storeFlag } from './store-flag.js';
 
 const OPTIONS = {
   config: { type: 'string', short: 'c' },
@@ -68,7 +68,7 @@ export async function budgetsCommand(args: string[], io: CommandIO): Promise<num
       config = loaded.store;
       budgets = loaded.policy.budgets;
     }
-    if (config.kind === 'sqlite' && !existsSync(config.path)) throw new Error(`no store at ${config.path}`);
+    if (config.kind === 'sqlite' && !existsSync(config.path)) throw new Error(noStoreAt(config.path));
     // Reading must not make a store of a file that is none (an empty file, another program's database) either.
     store = openStore(config, undefined, { existing: true });
   } catch (err) {

@@ -3,6 +3,7 @@
 // keyPrefix, sentinel, cluster or TLS settings, and a reader with the wrong keyPrefix would find an empty
 // log and call it intact.
 
+import { isAbsolute, resolve } from 'node:path';
 import type { StoreConfig } from '../config/types.js';
 
 /** The SQLite store a `--store` value names; a URL (redis://…, or any scheme://) is refused, not taken as a file name. */
@@ -14,4 +15,14 @@ export function storeFlag(value: string): StoreConfig {
     throw new Error(`--store takes the path of a SQLite file, not a URL (${scheme}://…); for a Redis store give --config FILE with store.kind: redis (only the store's secrets need be set)`);
   }
   return { kind: 'sqlite', path: value };
+}
+
+/**
+ * What a reader says when the SQLite file is not there. A relative path is taken from the directory the
+ * command runs in (as the gateway takes it from where it runs), not from the config file's as ${file:...}
+ * is: "no store at ./data/gatehouse.db" read from a home directory looked like a gateway that never wrote one.
+ */
+export function noStoreAt(path: string): string {
+  if (isAbsolute(path)) return `no store at ${path}`;
+  return `no store at ${path} (looked for at ${resolve(path)}: a relative store path is taken from the directory the command runs in; run it where the gateway runs, or give the file's absolute path)`;
 }
