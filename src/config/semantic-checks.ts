@@ -44,6 +44,7 @@ export function unsupportedFeatures(config: GatehouseConfig): string[] {
   for (const [i, rule] of config.policy.rules.entries()) {
     if (rule.tools === undefined && rule.prompts === undefined && rule.resources === undefined) problems.push(`policy.rules[${i}]: names no tools, prompts or resources, so it can never apply`);
   }
+  problems.push(...hiddenKinds(config.policy.rules));
   problems.push(...trustedProxyProblems(config.listen.trustedProxies));
   problems.push(...allowListProblems(config.listen));
   const { ssePath, path } = config.listen;
@@ -63,6 +64,24 @@ export function unsupportedFeatures(config: GatehouseConfig): string[] {
   problems.push(...headerProblems(config));
   problems.push(...stdioProblems(config));
   problems.push(...timerProblems(config));
+  return problems;
+}
+
+const KIND_WORD = { tools: 'tool', prompts: 'prompt', resources: 'resource' } as const;
+
+/**
+ * Once rules name a kind, what they do not allow of it is hidden (policy/access.ts). Rules that deny some
+ * tools and allow none, a first policy meant as "everything but deletes", hid every tool from every caller
+ * and checked clean. A deny of "*" itself says that is meant.
+ */
+function hiddenKinds(rules: GatehouseConfig['policy']['rules']): string[] {
+  const problems: string[] = [];
+  for (const kind of ['tools', 'prompts', 'resources'] as const) {
+    const naming = rules.filter((r) => r[kind] !== undefined);
+    if (naming.length === 0 || naming.some((r) => r.access === 'allow' || (r.access === 'deny' && r[kind]!.includes('*')))) continue;
+    const word = KIND_WORD[kind];
+    problems.push(`policy.rules: no rule allows any ${word}, so every ${word} is hidden from every caller (once rules name ${kind}, what they do not allow is hidden); add { access: allow, ${kind}: ["*"] } after the deny rules to let the rest through`);
+  }
   return problems;
 }
 

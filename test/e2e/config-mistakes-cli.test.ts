@@ -189,3 +189,20 @@ describe('a serve flag value that cannot be used, where no config file is', () =
     });
   }
 });
+
+describe('access rules that deny some tools and allow none', () => {
+  // README §Who sees what: once rules name a kind, anything of that kind they do not allow is hidden. A first
+  // policy of one deny rule (`{ access: deny, tools: ["app/delete_*"] }`, meant as "everything but deletes")
+  // therefore hid every tool from every caller (tools/list empty, /health visibleTools: 0), and check-config
+  // said "ok". It is refused now, saying what to add; an explicit deny of "*" is taken as meant.
+  it('is refused with the rule to add', async () => {
+    const file = write('deny-only.yaml', `${UPSTREAM}policy:\n  rules:\n    - { id: no-deletes, access: deny, tools: ["app/delete_*"] }\n`);
+    const r = await runCli(['check-config', file]);
+    assert.equal(r.code, 1, r.stdout);
+    assert.match(r.stderr, /:7:5 policy\.rules: no rule allows any tool, so every tool is hidden from every caller \(once rules name tools, what they do not allow is hidden\); add \{ access: allow, tools: \["\*"\] \} after the deny rules to let the rest through\n/);
+    const withAllow = write('deny-then-allow.yaml', `${UPSTREAM}policy:\n  rules:\n    - { id: no-deletes, access: deny, tools: ["app/delete_*"] }\n    - { id: admins, groups: [admins], access: allow, tools: ["*"] }\n`);
+    assert.equal((await runCli(['check-config', withAllow])).code, 0);
+    const denyAll = write('deny-all.yaml', `${UPSTREAM}policy:\n  rules:\n    - { id: nothing, access: deny, tools: ["*"] }\n`);
+    assert.equal((await runCli(['check-config', denyAll])).code, 0, 'a deny of "*" says what it means');
+  });
+});
