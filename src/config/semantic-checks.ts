@@ -11,6 +11,14 @@ import type { GatehouseConfig } from './types.js';
 import { formatPath } from './load.js';
 import { toolRefProblems } from './tool-refs.js';
 
+/**
+ * A value still reading `${...}`: a secret absent here (check-config --env-optional keeps its text and warns).
+ * Nothing to judge; judged where the secret is set.
+ */
+function absentSecret(value: string): boolean {
+  return value.includes('${');
+}
+
 /** Problems that make a config unusable by this build, reported before anything starts. */
 export function unsupportedFeatures(config: GatehouseConfig): string[] {
   const problems: string[] = [];
@@ -22,7 +30,7 @@ export function unsupportedFeatures(config: GatehouseConfig): string[] {
     problems.push(`auth.anonymous: anonymous access is allowed only on a loopback listener, not on "${config.listen.host}"`);
   }
   auth.apiKeys.forEach((k, i) => {
-    if (k.expires !== undefined && expiryOf(k.expires) === -Infinity) problems.push(`auth.apiKeys[${i}].expires: "${k.expires}" (key "${k.id}") is not a real date or time; write YYYY-MM-DD or an RFC 3339 timestamp that exists`);
+    if (k.expires !== undefined && !absentSecret(k.expires) && expiryOf(k.expires) === -Infinity) problems.push(`auth.apiKeys[${i}].expires: "${k.expires}" (key "${k.id}") is not a real date or time; write YYYY-MM-DD or an RFC 3339 timestamp that exists`);
   });
   auth.apiKeyPrefixes.forEach((prefix, i) => {
     // Every JWT starts with eyJ (base64url of `{"`): such a prefix would refuse every access token as a wrong key.
@@ -36,7 +44,7 @@ export function unsupportedFeatures(config: GatehouseConfig): string[] {
     // and the aud check is exact: so the two must be the same string.
     const publicUrl = config.listen.publicUrl;
     if (publicUrl === undefined) problems.push('auth.oauth: listen.publicUrl is required (it is the OAuth resource and the expected token audience)');
-    else if (auth.oauth.audience !== publicUrl) {
+    else if (auth.oauth.audience !== publicUrl && !absentSecret(auth.oauth.audience) && !absentSecret(publicUrl)) {
       const hint = canonicalResource(auth.oauth.audience) === canonicalResource(publicUrl) ? ' (they differ only in case or a trailing slash; write them the same way)' : '';
       problems.push(`auth.oauth.audience: must equal listen.publicUrl ("${publicUrl}"), the resource tokens are minted for${hint}`);
     }
@@ -45,7 +53,8 @@ export function unsupportedFeatures(config: GatehouseConfig): string[] {
     if (rule.tools === undefined && rule.prompts === undefined && rule.resources === undefined) problems.push(`policy.rules[${i}]: names no tools, prompts or resources, so it can never apply`);
   }
   problems.push(...hiddenKinds(config.policy.rules));
-  problems.push(...trustedProxyProblems(config.listen.trustedProxies));
+  // An entry that is a secret absent here is left out, by index, so the others keep theirs.
+  problems.push(...trustedProxyProblems(config.listen.trustedProxies.map((e) => (absentSecret(e) ? '127.0.0.1' : e))));
   problems.push(...allowListProblems(config.listen));
   const { ssePath, path } = config.listen;
   if (ssePath !== undefined && (ssePath === path || `${ssePath.replace(/\/+$/, '')}/messages` === path || ssePath.includes('?') || ssePath.includes('#'))) {
@@ -245,7 +254,7 @@ function policyProblems(policy: GatehouseConfig['policy']): string[] {
   policy.egress.forEach((rule, i) => {
     for (const side of ['allow', 'deny'] as const) {
       (rule[side]?.cidrs ?? []).forEach((c, j) => {
-        const problem = cidrProblem(c);
+        const problem = absentSecret(c) ? undefined : cidrProblem(c);
         if (problem) problems.push(`policy.egress[${i}].${side}.cidrs[${j}]: ${problem}`);
       });
     }

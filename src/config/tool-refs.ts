@@ -31,8 +31,9 @@ export function toolRefProblems(config: GatehouseConfig): string[] {
     refs?.forEach((ref, j) => {
       const slash = ref.indexOf('/');
       const upstream = slash < 0 ? ref : ref.slice(0, slash);
-      // A glob may match any upstream's refs (`*`, `*/delete_*`, `*search`): nothing to judge.
-      if (/[*?]/.test(upstream)) return;
+      // A glob may match any upstream's refs (`*`, `*/delete_*`, `*search`): nothing to judge; nor a secret
+      // absent here (check-config --env-optional keeps its `${...}` text).
+      if (/[*?]/.test(upstream) || ref.includes('${')) return;
       const at = formatPath([...path, j]);
       if (slash < 0) problems.push(`${at}: "${ref}" names no upstream; tool refs are upstream/name (${example}/${ref})`);
       else if (!names.has(upstream)) problems.push(`${at}: "${ref}" names the upstream "${upstream}", which is not configured (upstreams: ${known}); tool refs are upstream/name`);

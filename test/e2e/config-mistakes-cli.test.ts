@@ -206,3 +206,37 @@ describe('access rules that deny some tools and allow none', () => {
     assert.equal((await runCli(['check-config', denyAll])).code, 0, 'a deny of "*" says what it means');
   });
 });
+
+describe('check-config --env-optional judges no secret that is absent here', () => {
+  // README §CLI and the CI use of check-config: with --env-optional an absent secret is a warning, its value
+  // kept as the `${...}` text. The checks that relate keys compared that text as if it were the value: an
+  // OAuth audience and public URL read from two variables "must be equal", and an expiry read from one "is
+  // not a real date", a proxy or egress range read from one "is not an address", so a file that serves where
+  // its secrets live failed CI. Such values are not judged.
+  it('exits 0 with the warnings only', async () => {
+    const file = write('absent-secrets.yaml', [
+      'listen: { publicUrl: "${env:GH_TEST_PUBLIC_URL}", trustedProxies: ["10.0.0.1", "${env:GH_TEST_PROXY}"] }',
+      'upstreams:',
+      '  - name: app',
+      '    url: http://127.0.0.1:3001/mcp',
+      'auth:',
+      '  oauth: { issuer: "https://as.example", audience: "${env:GH_TEST_AUDIENCE}" }',
+      '  apiKeys:',
+      '    - { id: k, hash: "${env:GH_TEST_KEY_HASH}", expires: "${env:GH_TEST_KEY_EXPIRES}", tools: ["${env:GH_TEST_UPSTREAM}/search"] }',
+      'policy:',
+      '  egress: [{ id: lab, allow: { cidrs: ["${env:GH_TEST_LAB_CIDR}"] } }]',
+      '',
+    ].join('\n'));
+    const r = await runCli(['check-config', '--env-optional', file], { env: { PATH: process.env.PATH } });
+    assert.equal(r.code, 0, r.stderr);
+    assert.match(r.stdout, /: ok \(7 secrets not present here\)\n$/);
+    for (const line of r.stderr.trimEnd().split('\n')) assert.match(line, /^warning: .*environment variable "GH_TEST_\w+" is not set$/);
+    // Where the secrets are set, the same checks judge them.
+    const set = await runCli(['check-config', file], { env: { PATH: process.env.PATH, GH_TEST_PUBLIC_URL: 'https://mcp.example/mcp', GH_TEST_AUDIENCE: 'https://other.example/mcp', GH_TEST_KEY_HASH: `sha256:${'0'.repeat(64)}`, GH_TEST_KEY_EXPIRES: '2027-02-30', GH_TEST_UPSTREAM: 'app', GH_TEST_PROXY: 'proxy.example', GH_TEST_LAB_CIDR: '10.20.0.0/33' } });
+    assert.equal(set.code, 1);
+    assert.match(set.stderr, /auth\.oauth\.audience: must equal listen\.publicUrl/);
+    assert.match(set.stderr, /auth\.apiKeys\[0\]\.expires: "2027-02-30" \(key "k"\) is not a real date/);
+    assert.match(set.stderr, /listen\.trustedProxies\[1\]: "proxy\.example" is not an IP address or CIDR range/);
+    assert.match(set.stderr, /policy\.egress\[0\]\.allow\.cidrs\[0\]: "10\.20\.0\.0\/33"/);
+  });
+});
