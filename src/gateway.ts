@@ -7,6 +7,7 @@ import { basename, dirname, resolve } from 'node:path';
 import { ConfigError, formatIssue, parseConfigText } from './config/load.js';
 import { unsupportedFeatures } from './config/semantic-checks.js';
 import { locateProblems } from './config/locate-problems.js';
+import { expiredKeys } from './config/config-warnings.js';
 import { changedListenKeys, listenRestartProblem } from './config/listen-changes.js';
 import { watchConfigFile, type ConfigCheck, type ConfigWatcher } from './config/watch.js';
 import { isStdioUpstream, type GatehouseConfig, type ListenConfig, type UpstreamConfig } from './config/types.js';
@@ -215,6 +216,7 @@ export function createGateway(config: GatehouseConfig, log: Logger, options: Gat
   const retired = new Set<Runtime>();
   let watcher: ConfigWatcher | undefined;
   if (config.auth.anonymous) log.warn('authentication is off: anonymous access on a loopback listener', { host: config.listen.host });
+  warnExpiredKeys(config, log);
 
   const edge = createEdge(
     config.listen,
@@ -375,6 +377,7 @@ export function createGateway(config: GatehouseConfig, log: Logger, options: Gat
       reviewerAuth?.configure(next.admin.token, next.admin.groups);
       // Start-up says so too: a reload that serves callers without credentials must not pass as a plain reload.
       if (next.auth.anonymous && !running.auth.anonymous) log.warn('authentication is off: anonymous access on a loopback listener', { host: next.listen.host });
+      warnExpiredKeys(next, log);
       running = next;
       reloads.applied++;
       metrics?.reload('applied');
@@ -742,4 +745,9 @@ class ChildEnv {
 async function upstreamStates(upstream: Upstream): Promise<Array<{ name: string; up: boolean; era?: string | undefined }>> {
   const members = upstream instanceof CatalogUpstream ? upstream.upstreams : [upstream];
   return Promise.all(members.map(async (m) => ({ name: m.name, up: await m.ready().catch(() => false), era: m.knownEra() })));
+}
+
+/** A key already past its expires when the config is applied is refused to every request: say so once. */
+function warnExpiredKeys(config: GatehouseConfig, log: Logger): void {
+  for (const k of expiredKeys(config)) log.warn('an API key has expired; every request with it is refused 401', { keyId: k.id, expires: k.expires });
 }

@@ -6,6 +6,7 @@ import { parseArgs } from 'node:util';
 import { ConfigError, formatIssue, loadConfigFileWithText, type ConfigIssue } from '../config/load.js';
 import { locateProblems } from '../config/locate-problems.js';
 import { unsupportedFeatures } from '../config/semantic-checks.js';
+import { configWarnings } from '../config/config-warnings.js';
 import { CHECK_CONFIG_HELP } from './help.js';
 import type { CommandIO } from './io.js';
 
@@ -38,6 +39,7 @@ export async function checkConfigCommand(args: string[], io: CommandIO): Promise
       io.err(`${locateProblems(file, text, problems).join('\n')}\n`);
       return 1;
     }
+    for (const w of locateProblems(file, text, configWarnings(config))) io.err(`warning: ${w}\n`);
     io.out(`${file}: ok${warnings.length > 0 ? ` (${warnings.length} secret${warnings.length === 1 ? '' : 's'} not present here)` : ''}\n`);
     return 0;
   } catch (err) {
