@@ -62,6 +62,10 @@ export async function serveCommand(args: string[], io: CommandIO): Promise<numbe
       return 2;
     }
     io.err((err instanceof ConfigError ? err.message : `error: ${(err as Error).message}`) + '\n');
+    // No file where none was named: serve also runs without one.
+    if (err instanceof ConfigError && flags.config === undefined && io.env.GATEHOUSE_CONFIG === undefined && err.issues.some((i) => i.line === 0 && i.message.startsWith('no such file'))) {
+      io.err('or run one server without a file: gatehouse serve --upstream URL, or --stdio "COMMAND ARGS"\n');
+    }
     return 1;
   }
   // Configured secret values (upstream credentials, client secrets) are scrubbed from every log line.

@@ -5,6 +5,7 @@
 import { readFileSync } from 'node:fs';
 import { readFile } from 'node:fs/promises';
 import { dirname, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { Ajv, type ErrorObject, type ValidateFunction } from 'ajv';
 import { isAlias, isMap, isScalar, isSeq, LineCounter, parseDocument, type Document } from 'yaml';
 import { interpolateDocument, type InterpolatedValue } from './interpolate.js';
@@ -64,6 +65,9 @@ export function formatPath(segments: readonly PathSegment[]): string {
 const SCHEMA_URL = new URL('../../config/gatehouse.schema.json', import.meta.url);
 const SCHEMA = JSON.parse(readFileSync(SCHEMA_URL, 'utf8')) as Record<string, unknown>;
 let compiled: ValidateFunction | undefined;
+// Named by where it is: "config/gatehouse.example.yaml" existed only from the root of a clone, never for an
+// installed package or from another directory.
+const EXAMPLE = fileURLToPath(new URL('../../config/gatehouse.example.yaml', import.meta.url));
 
 function validator(): ValidateFunction {
   // strictRequired is off because the url/command discriminator names keys defined in the branch schemas.
@@ -110,7 +114,7 @@ export async function loadConfigFileWithText(file: string, env?: NodeJS.ProcessE
 function unreadable(err: NodeJS.ErrnoException): string {
   switch (err.code) {
     case 'ENOENT':
-      return 'no such file (give the path of a YAML config file; config/gatehouse.example.yaml is a start)';
+      return `no such file (give the path of a YAML config file; ${EXAMPLE} is a start)`;
     case 'EISDIR':
       return 'this is a directory, not a config file';
     case 'EACCES':

@@ -1,6 +1,7 @@
 // Unit tests for src/config/load.ts: located issues, human messages, one message per mistake, defaults.
 
 import assert from 'node:assert/strict';
+import { fileURLToPath } from 'node:url';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -222,7 +223,7 @@ describe('loadConfigFile', () => {
     await writeFile(join(dir, 'bad.yaml'), 'upstreams: 5\n');
     // Issues name the file as given, so a terminal or editor can open it.
     await assert.rejects(loadConfigFile(join(dir, 'bad.yaml'), {}), { message: `${join(dir, 'bad.yaml')}:1:12 upstreams: expected a list, got a number` });
-    await assert.rejects(loadConfigFile(join(dir, 'missing.yaml')), { message: `${join(dir, 'missing.yaml')}: no such file (give the path of a YAML config file; config/gatehouse.example.yaml is a start)` });
+    await assert.rejects(loadConfigFile(join(dir, 'missing.yaml')), { message: `${join(dir, 'missing.yaml')}: no such file (give the path of a YAML config file; ${fileURLToPath(new URL('../../../config/gatehouse.example.yaml', import.meta.url))} is a start)` });
     await assert.rejects(loadConfigFile(dir), { message: `${dir}: this is a directory, not a config file` });
   });
 });
