@@ -88,6 +88,8 @@ interface IssueDraft {
   key?: string;
   /** The JSON type a type error wanted. */
   expected?: string;
+  /** What to do about it, when YAML's reading of a scalar is the likely cause. */
+  hint?: string;
 }
 export type Locator = (segments: readonly PathSegment[], onKey: boolean) => Position;
 
@@ -208,7 +210,8 @@ function check(raw: unknown, file: string, locate: Locator, skip: Set<string>, i
   const toIssue = (d: IssueDraft): ConfigIssue => {
     const path = formatPath(d.segments);
     const what = d.keyword === 'type' && interpolated.has(path) ? LITERAL[d.expected ?? ''] : undefined;
-    const message = what === undefined ? d.message : `${d.message}: a value read through \${env:...} or \${file:...} is always a string; write ${what} itself here`;
+    const hint = what === undefined ? d.hint : `a value read through \${env:...} or \${file:...} is always a string; write ${what} itself here`;
+    const message = hint === undefined ? d.message : `${d.message}: ${hint}`;
     return { file, ...locate(d.segments, d.onKey), path, message };
   };
   if (raw === null || raw === undefined) {
@@ -343,8 +346,11 @@ function describe(e: ErrorObject, data: unknown): IssueDraft {
       const key = String(p['missingProperty']);
       return { ...at(`missing required key "${key}"`), key };
     }
-    case 'type':
-      return { ...at(`expected ${EXPECTED[String(p['type'])] ?? String(p['type'])}, got ${GOT[jsonType(value)] ?? jsonType(value)}`), expected: String(p['type']) };
+    case 'type': {
+      const expected = String(p['type']);
+      const hint = scalarHint(expected, value);
+      return { ...at(`expected ${EXPECTED[expected] ?? expected}, got ${GOT[jsonType(value)] ?? jsonType(value)}`), expected, ...(hint !== undefined ? { hint } : {}) };
+    }
     case 'enum':
       return at(`must be one of: ${(p['allowedValues'] as unknown[]).join(', ')}`);
     case 'const':
@@ -367,6 +373,16 @@ function describe(e: ErrorObject, data: unknown): IssueDraft {
     default:
       return at(e.message ?? 'is not valid');
   }
+}
+
+/**
+ * YAML reads an unquoted 2024 or an all-digit token as a number, and (1.2) yes/no/on/off as strings: the fix,
+ * when that is the likely cause. The value is not repeated: it may be a token.
+ */
+function scalarHint(expected: string, value: unknown): string | undefined {
+  if (expected === 'string' && (typeof value === 'number' || typeof value === 'boolean')) return 'YAML reads it as one; put the value in quotes';
+  if (expected === 'boolean' && typeof value === 'string' && /^(yes|no|on|off|y|n)$/i.test(value)) return 'write true or false (YAML 1.2 reads yes, no, on and off as strings)';
+  return undefined;
 }
 
 /** Drops the echoes of one mistake, so each mistake is reported once. */

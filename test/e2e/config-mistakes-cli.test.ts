@@ -240,3 +240,19 @@ describe('check-config --env-optional judges no secret that is absent here', () 
     assert.match(set.stderr, /policy\.egress\[0\]\.allow\.cidrs\[0\]: "10\.20\.0\.0\/33"/);
   });
 });
+
+describe('a YAML scalar that is not of the type written', () => {
+  // YAML reads an unquoted 2024 or 12345678901234567890 as a number, and (since YAML 1.2) yes/no/on/off as
+  // strings. `name: 2024` or an all-digit admin.token said "expected a string, got a number", and
+  // `anonymous: yes` "expected true or false, got a string", without the fix; the fix is now said, without
+  // repeating the value (it may be a token).
+  it('says to quote a number meant as a string, and to write true or false', async () => {
+    const file = write('scalars.yaml', 'upstreams:\n  - name: 2024\n    url: http://127.0.0.1:3001/mcp\nauth: { anonymous: yes }\nadmin: { enabled: true, token: 12345678901234567890 }\n');
+    const r = await runCli(['check-config', file]);
+    assert.equal(r.code, 1);
+    assert.match(r.stderr, /:2:11 upstreams\[0\]\.name: expected a string, got a number: YAML reads it as one; put the value in quotes\n/);
+    assert.match(r.stderr, /:5:32 admin\.token: expected a string, got a number: YAML reads it as one; put the value in quotes\n/);
+    assert.match(r.stderr, /:4:20 auth\.anonymous: expected true or false, got a string: write true or false \(YAML 1\.2 reads yes, no, on and off as strings\)\n/);
+    assert.doesNotMatch(r.stderr, /12345678901234567890/);
+  });
+});

@@ -79,7 +79,7 @@ describe('parseConfigText', () => {
   it('names the expected and the actual type, never the value', () => {
     const issues = issuesOf(`${UPSTREAM}auth: { anonymous: "yes" }\nmetrics:\n`);
     assert.deepEqual(lines(issues), [
-      'gatehouse.yaml:4:20 auth.anonymous: expected true or false, got a string',
+      'gatehouse.yaml:4:20 auth.anonymous: expected true or false, got a string: write true or false (YAML 1.2 reads yes, no, on and off as strings)',
       'gatehouse.yaml:5:1 metrics: expected a mapping (key: value), got an empty value',
     ]);
   });
