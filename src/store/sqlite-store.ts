@@ -137,7 +137,7 @@ export class SqliteStore implements Store {
       this.sent = false;
       if (this.outbox.length > 0 && !this.closed) this.scheduleSend();
       for (const p of this.pending.takeAll()) {
-        p.reject(new StoreUnavailableError(`SQLite store: the writer stopped (${err.message})`, { cause: err }));
+        p.reject(new StoreUnavailableError(`SQLite store: the writer stopped (${writerFailure(err)})`, { cause: err }));
       }
     };
     worker.on('error', died);
@@ -445,4 +445,25 @@ export class SqliteStore implements Store {
     this.worker = undefined;
     await worker?.terminate();
   }
+}
+
+// What the writer's SQLite codes mean to an operator. An error thrown in the writer thread crosses to this one
+// as its own properties only: a SqliteError arrives as `{ code }`, without a message, which read "(undefined)".
+const SQLITE_CODES: Record<string, string> = {
+  SQLITE_NOTADB: 'the file is not a SQLite database',
+  SQLITE_CANTOPEN: 'the file cannot be opened: a directory, or a path this user may not use',
+  SQLITE_CORRUPT: 'the database is damaged',
+  SQLITE_READONLY: 'the file is read-only to this user',
+  SQLITE_FULL: 'the disk is full',
+  SQLITE_IOERR: 'the disk could not be read or written',
+};
+
+/** The reason a writer stopped, in words: its message, or what its SQLite code means. */
+function writerFailure(err: unknown): string {
+  const { message, code } = (typeof err === 'object' && err !== null ? err : {}) as { message?: unknown; code?: unknown };
+  // An extended code (SQLITE_IOERR_WRITE) means what its primary one does.
+  const known = typeof code === 'string' ? SQLITE_CODES[code.split('_').slice(0, 2).join('_')] : undefined;
+  if (typeof message === 'string' && message !== '') return known !== undefined ? `${known}: ${message}` : message;
+  if (typeof code === 'string') return known !== undefined ? `${known}: ${code}` : code;
+  return String(err);
 }
