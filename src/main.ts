@@ -20,8 +20,16 @@ function version(): string {
   return pkg.version;
 }
 
+const COMMANDS = new Set(['serve', 'check-config', 'hash-key', 'doctor', 'audit', 'budgets', 'approvals', 'pins']);
+
 async function main(argv: string[]): Promise<number> {
   const [command, ...rest] = argv;
+  // `gatehouse help serve`, the git and npm habit, is `gatehouse serve --help`.
+  if (command === 'help' && rest[0] !== undefined) {
+    if (COMMANDS.has(rest[0])) return main([rest[0], '--help']);
+    processIO.err(`unknown command "${rest[0]}"\n\n${MAIN_HELP}`);
+    return 2;
+  }
   switch (command) {
     case 'serve':
       return serveCommand(rest, processIO);
