@@ -10,6 +10,7 @@ import { percentDecoded } from '../protocol/percent-decode.js';
 import type { GatehouseConfig } from './types.js';
 import { formatPath } from './load.js';
 import { toolRefProblems } from './tool-refs.js';
+import { listenerHostProblem, listenerHostProblems } from './listener-hosts.js';
 
 /**
  * A value still reading `${...}`: a secret absent here (check-config --env-optional keeps its text and warns).
@@ -26,7 +27,10 @@ export function unsupportedFeatures(config: GatehouseConfig): string[] {
   if (!auth.anonymous && auth.apiKeys.length === 0 && auth.oauth === undefined) {
     problems.push('auth: no way to authenticate callers; configure auth.apiKeys or auth.oauth (or, on a loopback listener only, auth.anonymous: true)');
   }
-  if (auth.anonymous && !isLoopback(config.listen.host)) {
+  const hosts = listenerHostProblems(config);
+  problems.push(...hosts);
+  // A malformed listen.host is the mistake to name, not the anonymous access it makes look non-loopback.
+  if (auth.anonymous && !isLoopback(config.listen.host) && listenerHostProblem('listen.host', config.listen.host) === undefined) {
     problems.push(`auth.anonymous: anonymous access is allowed only on a loopback listener, not on "${config.listen.host}"`);
   }
   auth.apiKeys.forEach((k, i) => {

@@ -256,3 +256,26 @@ describe('a YAML scalar that is not of the type written', () => {
     assert.doesNotMatch(r.stderr, /12345678901234567890/);
   });
 });
+
+describe('a listener host written with a port or as a URL', () => {
+  // listen.host, metrics.host, admin.host and policy.egressProxy.host name an interface; the port has a key
+  // of its own. `host: "127.0.0.1:8080"` or `host: http://0.0.0.0` checked "ok" with API keys (with
+  // anonymous access, check-config blamed auth.anonymous instead), and serve then failed with "getaddrinfo
+  // ENOTFOUND 127.0.0.1:8080". Each is refused at its key, saying what to write.
+  it('is refused at the host key, with what to write', async () => {
+    const keys = `auth:\n  apiKeys: [{ id: k, hash: "sha256:${'0'.repeat(64)}" }]\n`;
+    const file = write('hosts.yaml', `listen: { host: "127.0.0.1:8080" }\nupstreams:\n  - name: app\n    url: http://127.0.0.1:3001/mcp\n${keys}metrics: { enabled: true, host: "http://0.0.0.0" }\nadmin: { enabled: true, token: "0123456789abcdef", host: "[::1]" }\n`);
+    const r = await runCli(['check-config', file]);
+    assert.equal(r.code, 1, r.stdout);
+    assert.match(r.stderr, /:1:17 listen\.host: "127\.0\.0\.1:8080" names a port; write the address alone \(127\.0\.0\.1\) and the port in listen\.port\n/);
+    assert.match(r.stderr, /:7:33 metrics\.host: "http:\/\/0\.0\.0\.0" is a URL; write the interface address alone \(127\.0\.0\.1, 0\.0\.0\.0, ::1\)\n/);
+    assert.match(r.stderr, /:8:58 admin\.host: "\[::1\]" is in brackets; write an IPv6 address without them \(::1\)\n/);
+    const anonymous = write('host-anonymous.yaml', `listen: { host: "127.0.0.1:8080" }\n${UPSTREAM}`);
+    const a = await runCli(['check-config', anonymous]);
+    assert.equal(a.code, 1);
+    assert.match(a.stderr, /listen\.host: "127\.0\.0\.1:8080" names a port/);
+    assert.doesNotMatch(a.stderr, /auth\.anonymous/, 'the host is the mistake, not anonymous access');
+    const v6 = write('host-v6.yaml', `listen: { host: "::1" }\n${UPSTREAM}`);
+    assert.equal((await runCli(['check-config', v6])).code, 0);
+  });
+});
