@@ -458,12 +458,13 @@ const SQLITE_CODES: Record<string, string> = {
   SQLITE_IOERR: 'the disk could not be read or written',
 };
 
-/** The reason a writer stopped, in words: its message, or what its SQLite code means. */
+/** The reason a writer stopped, in words: what its SQLite code means, SQLite's own message, and the code. */
 function writerFailure(err: unknown): string {
   const { message, code } = (typeof err === 'object' && err !== null ? err : {}) as { message?: unknown; code?: unknown };
   // An extended code (SQLITE_IOERR_WRITE) means what its primary one does.
   const known = typeof code === 'string' ? SQLITE_CODES[code.split('_').slice(0, 2).join('_')] : undefined;
-  if (typeof message === 'string' && message !== '') return known !== undefined ? `${known}: ${message}` : message;
-  if (typeof code === 'string') return known !== undefined ? `${known}: ${code}` : code;
-  return String(err);
+  const said = typeof message === 'string' && message !== '' ? message : undefined;
+  if (typeof code !== 'string') return said ?? String(err);
+  const detail = said !== undefined ? `${said} (${code})` : code;
+  return known !== undefined ? `${known}: ${detail}` : detail;
 }

@@ -50,7 +50,8 @@ function plainErrors<T>(make: () => T): T {
     return make();
   } catch (err) {
     const e = err as { message?: unknown; code?: unknown };
-    throw new Error(`${typeof e.message === 'string' ? e.message : String(err)}${typeof e.code === 'string' ? ` (${e.code})` : ''}`);
+    // The code goes along as a member of its own: the main thread says what it means (sqlite-store.ts writerFailure).
+    throw Object.assign(new Error(typeof e.message === 'string' ? e.message : String(err)), typeof e.code === 'string' ? { code: e.code } : {});
   }
 }
 

@@ -19,14 +19,14 @@ describe('a store path that is not a SQLite database', () => {
     it(`${args.join(' ')} says the file is not a SQLite database`, async () => {
       const r = await runCli([...args, '--store', notDb]);
       assert.equal(r.code, 1);
-      assert.equal(r.stderr, 'error: SQLite store: the writer stopped (the file is not a SQLite database: SQLITE_NOTADB)\n');
+      assert.equal(r.stderr, 'error: SQLite store: the writer stopped (the file is not a SQLite database: file is not a database (SQLITE_NOTADB))\n');
     });
   }
 
   it('a directory says it cannot be opened', async () => {
     const r = await runCli(['audit', 'verify', '--store', dir]);
     assert.equal(r.code, 1);
-    assert.match(r.stderr, /^error: SQLite store: the writer stopped \(the file cannot be opened: a directory, or a path this user may not use: SQLITE_CANTOPEN\)\n$/);
+    assert.match(r.stderr, /^error: SQLite store: the writer stopped \(the file cannot be opened: a directory, or a path this user may not use: unable to open database file \(SQLITE_CANTOPEN\)\)\n$/);
     assert.doesNotMatch(r.stderr, /undefined/);
   });
 });
