@@ -188,8 +188,9 @@ test('server-everything killed mid-call (SIGKILL): the call fails cleanly and th
 
 test('a child that never comes back: after restart.attempts the session ends (404) and /readyz says not ready', async () => {
   const marker = join(mkdtempSync(join(tmpdir(), 'gatehouse-broken-')), 'broken');
-  // The backoff is long enough for the second call to arrive while the restarts are still being tried.
-  const broken = await startGateway({ upstreams: [{ name: 'fragile', command: [process.execPath, FAKE], env: { BROKEN_IF_EXISTS: marker }, era: 'legacy', restart: { attempts: 2, firstDelayMs: 250 }, processes: 'perSession' }] });
+  // The backoff is long enough for the second call to arrive while the restarts are still being tried: 1.5 s
+  // and then 3 s. With 250 ms (0.75 s in all) a loaded CI machine once sent it after the last attempt (404).
+  const broken = await startGateway({ upstreams: [{ name: 'fragile', command: [process.execPath, FAKE], env: { BROKEN_IF_EXISTS: marker }, era: 'legacy', restart: { attempts: 2, firstDelayMs: 1500 }, processes: 'perSession' }] });
   try {
     const init = await post(broken.url, rpc(0, 'initialize', { protocolVersion: '2025-11-25', capabilities: {}, clientInfo: { name: 't', version: '1' } }));
     const headers = { ...LEGACY_HEADERS, 'mcp-session-id': String(init.headers['mcp-session-id']) };
