@@ -4,6 +4,7 @@
 // 401 challenge.
 
 import type { GatehouseConfig } from '../config/types.js';
+import { proxyPathPrefix } from '../net/path-prefix.js';
 
 export const WELL_KNOWN_PREFIX = '/.well-known/oauth-protected-resource';
 
@@ -32,6 +33,22 @@ export function buildResourceMetadata(config: GatehouseConfig): ResourceMetadata
     resource_name: 'Gatehouse MCP gateway',
   };
   // Behind a proxy the public path and the listener's path may differ; both forms are served.
-  const paths = new Set([WELL_KNOWN_PREFIX + resourcePath, WELL_KNOWN_PREFIX + config.listen.path, WELL_KNOWN_PREFIX]);
-  return { body: JSON.stringify(doc), url: `${resource.origin}${WELL_KNOWN_PREFIX}${resourcePath}`, paths };
+  const listenPath = config.listen.path === '/' ? '' : config.listen.path.replace(/\/$/, '');
+  const paths = new Set([WELL_KNOWN_PREFIX + resourcePath, WELL_KNOWN_PREFIX + config.listen.path, WELL_KNOWN_PREFIX + listenPath, WELL_KNOWN_PREFIX]);
+  return { body: JSON.stringify(doc), url: metadataUrl(resource, resourcePath, config.listen.path, listenPath), paths };
+}
+
+/**
+ * The URL named in every challenge's `resource_metadata`, which clients follow before any well-known guess
+ * (2025-11-25 authorization §Protected Resource Metadata Discovery Requirements). Without a proxy prefix it
+ * is the RFC 9728 §3.1 well-known URI of the resource. Behind a prefix-stripping proxy (`/gw/mcp` public,
+ * `/mcp` here) it is the document under the prefix (`/gw/.well-known/oauth-protected-resource/mcp`, which
+ * the proxy forwards as a path served above): until 4 December it was the well-known URI at the origin's
+ * root, which such a proxy routes elsewhere, so a client following it got the proxy's 404, took the MCP
+ * host for its authorization server and sent its client credentials there.
+ */
+function metadataUrl(resource: URL, resourcePath: string, mcpPath: string, listenPath: string): string {
+  const prefix = proxyPathPrefix(mcpPath, resource.href);
+  if (prefix === '') return `${resource.origin}${WELL_KNOWN_PREFIX}${resourcePath}`;
+  return `${resource.origin}${prefix}${WELL_KNOWN_PREFIX}${listenPath}`;
 }

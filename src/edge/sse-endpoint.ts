@@ -20,6 +20,7 @@ import { recordWrittenFailure } from './answer-summary.js';
 import { SseSession } from './sse-session.js';
 import { atCredentialExpiry } from './credential-expiry.js';
 import { Cancellation } from '../pipeline/cancellation.js';
+import { proxyPathPrefix } from '../net/path-prefix.js';
 
 export interface SseEndpointOptions {
   ssePath: string;
@@ -54,7 +55,7 @@ const RELISTEN_MAX_MS = 30_000;
 export function createSseEndpoint(core: EdgeCore, opts: SseEndpointOptions, log: Logger): SseEndpoint {
   const ssePath = opts.ssePath;
   const postPath = `${ssePath.replace(/\/+$/, '')}/messages`;
-  const prefix = pathPrefix(opts.mcpPath, opts.publicUrl);
+  const prefix = proxyPathPrefix(opts.mcpPath, opts.publicUrl);
   const live = new Map<string, SseSession>();
   let draining = false;
   const sweeper = setInterval(sweep, Math.min(60_000, Math.max(1_000, opts.idleTimeoutMs / 4))).unref();
@@ -371,16 +372,4 @@ function unknownSession() {
 function sessionIdOf(url: string | undefined): string {
   const q = url?.indexOf('?') ?? -1;
   return q === -1 ? '' : (new URLSearchParams(url!.slice(q + 1)).get('session') ?? '');
-}
-
-/** `/gw` when listen.publicUrl is `https://host/gw/mcp` and listen.path `/mcp`: a proxy's prefix, kept in the endpoint URL. */
-function pathPrefix(mcpPath: string, publicUrl: string | undefined): string {
-  if (publicUrl === undefined) return '';
-  let path: string;
-  try {
-    path = new URL(publicUrl).pathname;
-  } catch {
-    return '';
-  }
-  return path.endsWith(mcpPath) ? path.slice(0, path.length - mcpPath.length).replace(/\/+$/, '') : '';
 }
