@@ -1,6 +1,8 @@
 // `WWW-Authenticate` values (RFC 6750 §3, 2026-07-28 authorization §Error Handling): which error, which
-// scopes would help, and where the protected-resource metadata lives. Values are quoted strings; nothing
-// from the request is ever echoed into them.
+// scopes would help, and where the protected-resource metadata lives. Values are quoted strings. Only the
+// free-text error_description may name what the request asked for (a resource URI, chosen by the client or
+// by an upstream's resource link), so it comes last: clients that take a parameter as the first `name=` in
+// the header (the v1 SDK's extractWWWAuthenticateParams) read every other one before any text of it.
 
 import type { AuthRefusal } from '../errors.js';
 
@@ -17,11 +19,13 @@ export function bearerChallenge(c: ChallengeInput): string {
   parts.push('realm="gatehouse"');
   if (c.resourceMetadataUrl) parts.push(`resource_metadata="${c.resourceMetadataUrl}"`);
   if (c.error) parts.push(`error="${c.error}"`);
-  if (c.description) parts.push(`error_description="${quoteSafe(c.description)}"`);
   // offline_access asks for a refresh token, not for access to this resource: never asked for in a challenge
   // (2026-07-28 authorization §Refresh Tokens), even when the caller's token carries it.
   const scopes = c.scopes?.filter((scope) => scope !== 'offline_access');
   if (scopes && scopes.length > 0) parts.push(`scope="${quoteSafe(scopes.join(' '))}"`);
+  // Last (see above): until 4 December it came before scope, and a URI holding `scope=admin` made the v1 SDK
+  // client ask the authorization server for admin instead of the scopes named here.
+  if (c.description) parts.push(`error_description="${quoteSafe(c.description)}"`);
   return `Bearer ${parts.join(', ')}`;
 }
 
