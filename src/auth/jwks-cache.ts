@@ -141,6 +141,16 @@ function redact(url: string): string {
   }
 }
 
+/** A URL as configured, so a trailing slash shows; redacted when it carries userinfo, a query or a fragment. */
+function asWritten(url: string): string {
+  try {
+    const u = new URL(url);
+    return u.username || u.password || u.search || u.hash ? redact(url) : url;
+  } catch {
+    return 'invalid URL';
+  }
+}
+
 function describe(err: unknown): string {
   return err instanceof Error ? err.message || err.name : 'request failed';
 }
@@ -168,24 +178,32 @@ export function acceptableJwksUri(jwksUri: string, issuer: string): boolean {
 
 /**
  * The issuer's own metadata document, from the first well-known location that has it. A document naming
- * another issuer is skipped (RFC 8414 §3.3, mix-up defence); none at all is an EndpointError.
+ * another issuer is skipped (RFC 8414 §3.3, mix-up defence); none at all is an EndpointError saying what
+ * each location answered. That error is all the warning about a failed key-set fetch shows, so it must tell
+ * an unreachable issuer from a mistyped one or one written with a trailing slash its metadata lacks: until
+ * 4 December it said only "issuer metadata not found", the reasons logged at debug level.
  */
 export async function fetchIssuerMetadata(agent: Agent, issuer: string, log: Logger): Promise<{ url: string; doc: Record<string, unknown> }> {
+  const reasons: string[] = [];
   for (const url of metadataUrls(issuer)) {
     let doc: unknown;
     try {
       doc = await requestJson(agent, url, { method: 'GET' }, JWKS_LIMITS);
     } catch (err) {
       log.debug('issuer metadata not found here', { url, error: err });
+      reasons.push(describe(err));
       continue;
     }
     if (!isRecord(doc) || doc.issuer !== issuer) {
-      log.warn('issuer metadata names another issuer; ignored', { url });
+      // The named issuer is the server's own public value, cut: it is shown to tell a near miss from a mix-up.
+      const named = isRecord(doc) && typeof doc.issuer === 'string' ? doc.issuer.slice(0, 200) : undefined;
+      log.warn('issuer metadata names another issuer; ignored', { url, configured: issuer, named: named ?? null });
+      reasons.push(`${redact(url)}: ${named === undefined ? 'names no issuer' : `names the issuer ${named}, not ${asWritten(issuer)}`}`);
       continue;
     }
     return { url, doc };
   }
-  throw new EndpointError('issuer metadata not found');
+  throw new EndpointError(`issuer metadata not found for ${asWritten(issuer)} (${reasons.join('; ')})`);
 }
 
 /**
