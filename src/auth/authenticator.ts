@@ -20,6 +20,21 @@ import { TokenVerifier } from './token-verifier.js';
 
 export type AuthVerdict = { ok: true; principal: Principal } | { ok: false; refusal: AuthRefusal };
 
+/**
+ * Which endpoint a credential was presented to, so that a challenge names that endpoint's metadata: the MCP
+ * endpoint's, or the 2024-11-05 SSE endpoint's (its own resource, resource-metadata.ts).
+ */
+export type ChallengedEndpoint = 'mcp' | 'sse';
+
+/** How one credential is judged: whether the MCP endpoint's requiredScopes apply, and whose challenge to send. */
+interface Judging {
+  readonly scoped: boolean;
+  readonly at: ChallengedEndpoint;
+}
+/** Made once: every call is judged one of these ways. */
+const JUDGING: Readonly<Record<ChallengedEndpoint, Judging>> = { mcp: { scoped: true, at: 'mcp' }, sse: { scoped: true, at: 'sse' } };
+const UNSCOPED: Judging = { scoped: false, at: 'mcp' };
+
 /** RFC 6750 §2.1: `Bearer` then one b64token. */
 const BEARER = new RegExp(`^Bearer +(${B64TOKEN}) *$`, 'i');
 
@@ -40,13 +55,15 @@ export class Authenticator {
   constructor(config: GatehouseConfig, private readonly log: Logger, previous?: Authenticator) {
     this.keys = new ApiKeys(config.auth.apiKeys);
     this.keyShape = new KeyShape(config.auth.apiKeyPrefixes);
-    this.oauthSettings = JSON.stringify(config.auth.oauth ?? null);
+    this.metadata = buildResourceMetadata(config);
+    // Tokens may be minted for either endpoint's resource; a change of either is a new verifier.
+    const audiences = this.metadata?.audiences ?? [];
+    this.oauthSettings = JSON.stringify([config.auth.oauth ?? null, audiences]);
     const reusable = previous !== undefined && previous.oauthSettings === this.oauthSettings ? previous.tokens : undefined;
-    this.tokens = reusable ?? (config.auth.oauth ? new TokenVerifier(config.auth.oauth, log.child({ component: 'auth' })) : undefined);
+    this.tokens = reusable ?? (config.auth.oauth ? new TokenVerifier(config.auth.oauth, log.child({ component: 'auth' }), audiences) : undefined);
     this.anonymous = config.auth.anonymous;
     this.anonymousOnly = config.auth.anonymous && config.auth.apiKeys.length === 0 && config.auth.oauth === undefined;
     this.requiredScopes = config.auth.requiredScopes;
-    this.metadata = buildResourceMetadata(config);
     this.asMetadata = config.auth.oauth ? new AsMetadataMirror(config.auth.oauth.issuer, log) : undefined;
     // Handed over last, once nothing above can throw: a reload refused here leaves the running one its verifier.
     if (reusable && previous) previous.tokens = undefined; // the old one must not close it
@@ -58,25 +75,25 @@ export class Authenticator {
   }
 
   /** Credentials in the query string are refused before anything else is looked at. */
-  checkUrl(url: string | undefined): AuthVerdict | undefined {
+  checkUrl(url: string | undefined, at: ChallengedEndpoint = 'mcp'): AuthVerdict | undefined {
     const name = credentialInQuery(url);
     if (name === undefined) return undefined;
-    return this.refuse(400, 'credential_in_query', `Credentials are not accepted in the query string (found "${name}"); send them in the Authorization header as "Bearer <token>"`, 'invalid_request');
+    return this.refuse(at, 400, 'credential_in_query', `Credentials are not accepted in the query string (found "${name}"); send them in the Authorization header as "Bearer <token>"`, 'invalid_request');
   }
 
   /** A credential in the JSON-RPC body or `_meta` is refused: it would otherwise travel on to an upstream. */
-  checkMessage(message: unknown): AuthVerdict | undefined {
+  checkMessage(message: unknown, at: ChallengedEndpoint = 'mcp'): AuthVerdict | undefined {
     const where = credentialInMessage(message);
     if (where === undefined) return undefined;
-    return this.refuse(400, 'credential_in_body', `Credentials are not accepted in the request body (found "${where}"); send them in the Authorization header as "Bearer <token>"`, 'invalid_request');
+    return this.refuse(at, 400, 'credential_in_body', `Credentials are not accepted in the request body (found "${where}"); send them in the Authorization header as "Bearer <token>"`, 'invalid_request');
   }
 
   /**
    * The Principal for the request's Authorization header. Synchronous for API keys and for requests
    * without credentials, so the common case costs no extra tick; OAuth tokens are verified asynchronously.
    */
-  authenticate(headers: IncomingHttpHeaders): AuthVerdict | Promise<AuthVerdict> {
-    return this.check(headers, true);
+  authenticate(headers: IncomingHttpHeaders, at: ChallengedEndpoint = 'mcp'): AuthVerdict | Promise<AuthVerdict> {
+    return this.check(headers, JUDGING[at]);
   }
 
   /**
@@ -87,35 +104,34 @@ export class Authenticator {
    * out of both ports.
    */
   verifyCredential(headers: IncomingHttpHeaders): AuthVerdict | Promise<AuthVerdict> {
-    return this.check(headers, false);
+    return this.check(headers, UNSCOPED);
   }
 
-  /** `endpoint`: the MCP endpoint's requiredScopes apply. */
-  private check(headers: IncomingHttpHeaders, endpoint: boolean): AuthVerdict | Promise<AuthVerdict> {
+  private check(headers: IncomingHttpHeaders, j: Judging): AuthVerdict | Promise<AuthVerdict> {
     // Anonymous-only (loopback demo): nothing could verify a credential, so none is looked at; it is
     // still never forwarded. Short of requiredScopes it stays 403: no credential could help, so a 401 would
     // send the client after one in vain.
-    if (this.anonymousOnly) return this.grant(ANONYMOUS, endpoint);
+    if (this.anonymousOnly) return this.grant(ANONYMOUS, j);
     const header = headers.authorization;
     if (header === undefined || header === '') {
-      if (this.anonymous) return this.grantAnonymous(endpoint);
-      return this.refuse(401, 'missing_credentials', 'Authentication required: send "Authorization: Bearer <token>"');
+      if (this.anonymous) return this.grantAnonymous(j);
+      return this.refuse(j.at, 401, 'missing_credentials', 'Authentication required: send "Authorization: Bearer <token>"');
     }
     const m = BEARER.exec(header);
     if (!m) {
       // Another scheme is simply not ours: challenge for Bearer. A broken Bearer header is a bad request.
-      if (!/^bearer(\s|$)/i.test(header)) return this.refuse(401, 'unsupported_scheme', 'Only Bearer credentials are accepted: send "Authorization: Bearer <token>"');
-      return this.refuse(400, 'malformed_authorization', 'Malformed Authorization header: expected "Bearer <token>"', 'invalid_request');
+      if (!/^bearer(\s|$)/i.test(header)) return this.refuse(j.at, 401, 'unsupported_scheme', 'Only Bearer credentials are accepted: send "Authorization: Bearer <token>"');
+      return this.refuse(j.at, 400, 'malformed_authorization', 'Malformed Authorization header: expected "Bearer <token>"', 'invalid_request');
     }
     const token = m[1]!;
     const byKey = this.keys.verify(token);
-    if (byKey) return this.conclude(byKey, endpoint);
-    if (!this.tokens || this.keyShape.matches(token)) return this.refuse(401, 'unknown_key', 'The credential is not valid', 'invalid_token');
+    if (byKey) return this.conclude(byKey, j);
+    if (!this.tokens || this.keyShape.matches(token)) return this.refuse(j.at, 401, 'unknown_key', 'The credential is not valid', 'invalid_token');
     return this.tokens.verify(token).then(
-      (r) => this.conclude(r, endpoint),
+      (r) => this.conclude(r, j),
       (err: unknown) => {
         this.log.error('token verification failed unexpectedly; refusing', { err });
-        return this.refuse(503, 'auth_unavailable', 'Authentication is temporarily unavailable');
+        return this.refuse(j.at, 503, 'auth_unavailable', 'Authentication is temporarily unavailable');
       },
     );
   }
@@ -125,19 +141,19 @@ export class Authenticator {
     this.asMetadata?.close();
   }
 
-  private conclude(result: AuthResult, endpoint: boolean): AuthVerdict {
-    if (result.ok) return this.grant(result.principal, endpoint);
+  private conclude(result: AuthResult, j: Judging): AuthVerdict {
+    if (result.ok) return this.grant(result.principal, j);
     const f = result.failure;
     switch (f.kind) {
       case 'missing':
-        return this.refuse(401, 'missing_credentials', 'Authentication required');
+        return this.refuse(j.at, 401, 'missing_credentials', 'Authentication required');
       case 'invalid_request':
-        return this.refuse(400, 'invalid_request', f.message, 'invalid_request');
+        return this.refuse(j.at, 400, 'invalid_request', f.message, 'invalid_request');
       case 'invalid_token':
-        return this.refuse(401, f.reason, f.message, 'invalid_token');
+        return this.refuse(j.at, 401, f.reason, f.message, 'invalid_token');
       case 'unavailable':
         this.log.error('cannot verify tokens now; refusing requests until it recovers', { reason: f.message });
-        return this.refuse(503, 'auth_unavailable', 'Authentication is temporarily unavailable; retry later');
+        return this.refuse(j.at, 503, 'auth_unavailable', 'Authentication is temporarily unavailable; retry later');
     }
   }
 
@@ -145,12 +161,12 @@ export class Authenticator {
    * 2026-07-28 authorization §Runtime Insufficient Scope Errors: on the MCP endpoint, 403 naming every scope
    * needed.
    */
-  private grant(principal: Principal, endpoint: boolean): AuthVerdict {
+  private grant(principal: Principal, j: Judging): AuthVerdict {
     // Most configs require none: no array is made per call for them.
-    if (!endpoint || this.requiredScopes.length === 0) return { ok: true, principal };
+    if (!j.scoped || this.requiredScopes.length === 0) return { ok: true, principal };
     const missing = this.requiredScopes.filter((s) => !principal.scopes.includes(s));
     if (missing.length === 0) return { ok: true, principal };
-    const refusal = this.refuse(403, 'insufficient_scope', `Insufficient scope: this endpoint needs ${this.requiredScopes.join(' ')}`, 'insufficient_scope');
+    const refusal = this.refuse(j.at, 403, 'insufficient_scope', `Insufficient scope: this endpoint needs ${this.requiredScopes.join(' ')}`, 'insufficient_scope');
     return refusal;
   }
 
@@ -161,18 +177,19 @@ export class Authenticator {
    * to authenticate. Until 4 December this was 403 insufficient_scope, which a client reads as "the token you
    * sent lacks scopes" and which named no token to fix.
    */
-  private grantAnonymous(endpoint: boolean): AuthVerdict {
-    const verdict = this.grant(ANONYMOUS, endpoint);
+  private grantAnonymous(j: Judging): AuthVerdict {
+    const verdict = this.grant(ANONYMOUS, j);
     if (verdict.ok) return verdict;
-    return this.refuse(401, 'missing_credentials', 'Authentication required: anonymous callers lack the scopes this endpoint needs; send "Authorization: Bearer <token>"');
+    return this.refuse(j.at, 401, 'missing_credentials', 'Authentication required: anonymous callers lack the scopes this endpoint needs; send "Authorization: Bearer <token>"');
   }
 
-  private refuse(status: AuthRefusal['status'], code: string, message: string, error?: 'invalid_request' | 'invalid_token' | 'insufficient_scope'): AuthVerdict {
+  private refuse(at: ChallengedEndpoint, status: AuthRefusal['status'], code: string, message: string, error?: 'invalid_request' | 'invalid_token' | 'insufficient_scope'): AuthVerdict {
+    const metadataUrl = at === 'sse' && this.metadata?.sse !== undefined ? this.metadata.sse.url : this.metadata?.url;
     const headers: Record<string, string> = {};
     if (status === 401 || status === 403 || (status === 400 && error !== undefined)) {
       headers['www-authenticate'] = bearerChallenge({
         ...(error ? { error } : {}),
-        ...(this.metadata ? { resourceMetadataUrl: this.metadata.url } : {}),
+        ...(metadataUrl !== undefined ? { resourceMetadataUrl: metadataUrl } : {}),
         // The scopes that would help: the ones this endpoint requires (2026-07-28 §Scope Selection Strategy).
         ...(this.requiredScopes.length > 0 ? { scopes: this.requiredScopes } : {}),
       });

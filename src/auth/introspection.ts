@@ -17,8 +17,8 @@ export interface IntrospectorOptions {
   cacheMaxSeconds: number;
   /** When the answer names an issuer it must be this one. */
   issuer: string;
-  /** The answer's audiences must include this gateway (RFC 8707). */
-  audience: string;
+  /** The answer's audiences must include one of this gateway's resources (RFC 8707). */
+  audiences: readonly string[];
   /** An answer without aud is accepted (for authorization servers that never return one). */
   acceptMissingAudience?: boolean;
   clockSkewSeconds: number;
@@ -104,7 +104,7 @@ export class Introspector {
     if (answer.iss !== undefined && answer.iss !== this.opts.issuer) return refuse('wrong_issuer', 'token was issued by another issuer');
     // 2026-07-28 authorization §Token Handling: a token not issued for this server is refused, and one whose
     // answer names no audience cannot be shown to be for it (RFC 7662 makes aud optional).
-    if (answer.aud === undefined ? this.opts.acceptMissingAudience !== true : !audiences(answer.aud).includes(this.opts.audience)) {
+    if (answer.aud === undefined ? this.opts.acceptMissingAudience !== true : !audiences(answer.aud).some((a) => this.opts.audiences.includes(a))) {
       return refuse('wrong_audience', answer.aud === undefined ? 'token introspection names no audience, so the token cannot be shown to be for this resource' : 'token was not issued for this resource');
     }
     const skewMs = this.opts.clockSkewSeconds * 1000;

@@ -46,9 +46,16 @@ export class TokenVerifier {
   private readonly algorithms: string[];
   private readonly keys: JwksCache;
   private readonly introspector: Introspector | undefined;
+  /** The resources a token may be minted for: `audience`, and the other endpoints' public URLs. */
+  private readonly audiences: readonly string[];
 
-  constructor(config: OAuthConfig, log: Logger) {
+  /**
+   * `otherAudiences`: the public URLs of this gateway's other endpoints (the SSE endpoint's), each its own
+   * protected resource with its own metadata, so tokens are minted for them too (RFC 8707).
+   */
+  constructor(config: OAuthConfig, log: Logger, otherAudiences: readonly string[] = []) {
     this.config = config;
+    this.audiences = [...new Set([config.audience, ...otherAudiences])];
     this.log = log.child({ component: 'token-verifier' });
     const wanted = config.algorithms ?? DEFAULT_ALGORITHMS;
     this.algorithms = wanted.filter(isAsymmetricAlg);
@@ -68,7 +75,7 @@ export class TokenVerifier {
       this.log,
     );
     this.introspector = config.introspection
-      ? new Introspector({ ...config.introspection, issuer: config.issuer, audience: config.audience, clockSkewSeconds: config.clockSkewSeconds }, this.log)
+      ? new Introspector({ ...config.introspection, issuer: config.issuer, audiences: this.audiences, clockSkewSeconds: config.clockSkewSeconds }, this.log)
       : undefined;
   }
 
@@ -126,7 +133,7 @@ export class TokenVerifier {
   private async verifiedPayload(token: string, { jwtVerify, errors }: Jose): Promise<JWTPayload> {
     const options = {
       issuer: this.config.issuer,
-      audience: this.config.audience,
+      audience: this.audiences as string[],
       algorithms: this.algorithms,
       clockTolerance: this.config.clockSkewSeconds,
       requiredClaims: ['exp', 'sub'],

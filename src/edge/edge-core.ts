@@ -3,7 +3,7 @@
 // pipeline. Types only; server.ts implements them, so every front shares one set of checks.
 
 import type { IncomingHttpHeaders, IncomingMessage, ServerResponse } from 'node:http';
-import type { AuthVerdict } from '../auth/authenticator.js';
+import type { AuthVerdict, ChallengedEndpoint } from '../auth/authenticator.js';
 import type { SessionBinding } from '../auth/session-binding.js';
 import type { Refusal } from '../errors.js';
 import type { CallContext } from '../pipeline/context.js';
@@ -57,6 +57,8 @@ export interface SessionUse {
 export interface Caller {
   authed: AuthVerdict;
   clientAddress: string;
+  /** The endpoint it called, whose metadata a challenge names. */
+  at: ChallengedEndpoint;
 }
 
 /** One JSON-RPC message, read and parsed once, from an authenticated caller. */
@@ -95,7 +97,7 @@ export interface EdgeCore {
    * the failed-auth limit, the credential, the per-address limit. Undefined when refused (already answered).
    * A promise only when something had to be waited for.
    */
-  admitCaller(req: IncomingMessage, res: ServerResponse, record: CallRecord, allow: readonly string[], where: string): Caller | undefined | Promise<Caller | undefined>;
+  admitCaller(req: IncomingMessage, res: ServerResponse, record: CallRecord, allow: readonly string[], where: string, at?: ChallengedEndpoint): Caller | undefined | Promise<Caller | undefined>;
   /** Reads, checks and parses the body; a missing credential is refused here. Undefined when refused. A promise only while the body is still arriving. */
   readMessage(req: IncomingMessage, res: ServerResponse, record: CallRecord, caller: Caller): Received | ReceivedBatch | undefined | Promise<Received | ReceivedBatch | undefined>;
   /** Trace context from the headers, added to the message's `_meta` (and the bytes re-encoded) when missing there. */

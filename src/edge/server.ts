@@ -7,7 +7,7 @@ import { randomUUID } from 'node:crypto';
 import { isUtf8 } from 'node:buffer';
 import { createServer, type IncomingHttpHeaders, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import { AS_METADATA_PATH } from '../auth/as-metadata-mirror.js';
-import type { AuthVerdict, Authenticator } from '../auth/authenticator.js';
+import type { AuthVerdict, Authenticator, ChallengedEndpoint } from '../auth/authenticator.js';
 import type { AuthFailureLimiter } from '../auth/failure-limit.js';
 import type { SessionBinding } from '../auth/session-binding.js';
 import type { ListenConfig } from '../config/types.js';
@@ -202,10 +202,11 @@ export function createEdge(listen: ListenConfig, handlers: EdgeHandlers, log: Lo
       return;
     }
     if (path === '/healthz' && req.method === 'GET') return sendJson(res, 200, { status: 'ok' }, {});
-    if (opts.auth.metadata?.paths.has(path) && req.method === 'GET') {
+    const metadata = req.method === 'GET' ? opts.auth.metadata?.documentAt(path) : undefined;
+    if (metadata !== undefined) {
       // RFC 9728 §3.2; public and cacheable, since it names no caller.
-      res.writeHead(200, { 'content-type': 'application/json', 'cache-control': 'public, max-age=300', 'access-control-allow-origin': '*', 'content-length': Buffer.byteLength(opts.auth.metadata.body) });
-      res.end(opts.auth.metadata.body);
+      res.writeHead(200, { 'content-type': 'application/json', 'cache-control': 'public, max-age=300', 'access-control-allow-origin': '*', 'content-length': Buffer.byteLength(metadata) });
+      res.end(metadata);
       return;
     }
     if (path === AS_METADATA_PATH && req.method === 'GET' && opts.auth.asMetadata) {
@@ -365,22 +366,22 @@ export function createEdge(listen: ListenConfig, handlers: EdgeHandlers, log: Lo
    * Answers at once, not as a promise, when nothing had to wait (a key or no auth, no per-address limit):
    * this runs for every call.
    */
-  function admitCaller(req: IncomingMessage, res: ServerResponse, record: CallRecord, allow: readonly string[], where: string): Caller | undefined | Promise<Caller | undefined> {
+  function admitCaller(req: IncomingMessage, res: ServerResponse, record: CallRecord, allow: readonly string[], where: string, at: ChallengedEndpoint = 'mcp'): Caller | undefined | Promise<Caller | undefined> {
     if (!headersAdmitted(req, res, record)) return undefined;
     const method = req.method ?? '';
     if (!allow.includes(method)) {
       refuse(res, record, 'admission', null, { kind: 'transport', code: 'method_not_allowed', status: 405, rpcCode: ErrorCode.InvalidRequest, message: `Method ${method} is not allowed on ${where}`, headers: { allow: allow.join(', ') } });
       return undefined;
     }
-    const urlRefusal = opts.auth.checkUrl(req.url);
+    const urlRefusal = opts.auth.checkUrl(req.url, at);
     if (urlRefusal && !urlRefusal.ok) return void refuse(res, record, 'auth', null, urlRefusal.refusal);
     if (!attemptAllowed(req, res, record)) return undefined;
-    const authed = opts.auth.authenticate(req.headers);
-    if (authed instanceof Promise) return authed.then((verdict) => afterAuth(req, res, record, verdict));
-    return afterAuth(req, res, record, authed);
+    const authed = opts.auth.authenticate(req.headers, at);
+    if (authed instanceof Promise) return authed.then((verdict) => afterAuth(req, res, record, verdict, at));
+    return afterAuth(req, res, record, authed, at);
   }
 
-  function afterAuth(req: IncomingMessage, res: ServerResponse, record: CallRecord, authed: AuthVerdict): Caller | undefined | Promise<Caller | undefined> {
+  function afterAuth(req: IncomingMessage, res: ServerResponse, record: CallRecord, authed: AuthVerdict, at: ChallengedEndpoint): Caller | undefined | Promise<Caller | undefined> {
     // A credential checked while other guesses from the address were being checked (a token's verification
     // waits on its key set) is answered as the address stands now: past its limit, 429 even for a good one.
     if (!attemptAllowed(req, res, record)) return undefined;
@@ -396,9 +397,9 @@ export function createEdge(listen: ListenConfig, handlers: EdgeHandlers, log: Lo
       } catch (err) {
         return unavailableLimit(res, record, err);
       }
-      if (taking !== undefined) return limitedByAddress(res, record, authed, clientAddress, taking, started);
+      if (taking !== undefined) return limitedByAddress(res, record, authed, clientAddress, at, taking, started);
     }
-    return { authed, clientAddress };
+    return { authed, clientAddress, at };
   }
 
   function unavailableLimit(res: ServerResponse, record: CallRecord, err: unknown): undefined {
@@ -406,7 +407,7 @@ export function createEdge(listen: ListenConfig, handlers: EdgeHandlers, log: Lo
     return void refuse(res, record, 'admission', null, failure(new GatewayError('GW_ERR_STATE_UNAVAILABLE', 'The rate limit of this address cannot be checked now; retry later', undefined, { cause: err })));
   }
 
-  async function limitedByAddress(res: ServerResponse, record: CallRecord, authed: AuthVerdict & { ok: true }, clientAddress: string, taking: Promise<TransportRefusal | undefined>, started: number | undefined): Promise<Caller | undefined> {
+  async function limitedByAddress(res: ServerResponse, record: CallRecord, authed: AuthVerdict & { ok: true }, clientAddress: string, at: ChallengedEndpoint, taking: Promise<TransportRefusal | undefined>, started: number | undefined): Promise<Caller | undefined> {
     let limited;
     try {
       limited = await taking;
@@ -422,7 +423,7 @@ export function createEdge(listen: ListenConfig, handlers: EdgeHandlers, log: Lo
       res.setHeader('connection', 'close');
       return void refuse(res, record, 'admission', null, limited);
     }
-    return { authed, clientAddress };
+    return { authed, clientAddress, at };
   }
 
   /**
@@ -452,7 +453,7 @@ export function createEdge(listen: ListenConfig, handlers: EdgeHandlers, log: Lo
     if (!isUtf8(read.body)) return void refuse(res, record, 'admission', null, { kind: 'transport', code: 'invalid_utf8', status: 400, rpcCode: ErrorCode.ParseError, message: 'Parse error: the body is not valid UTF-8' });
     const parsed = classifyBody(read.body, listen.maxJsonDepth);
     if (!authed.ok) {
-      const misplaced = parsed.ok ? opts.auth.checkMessage(parsed.message) : undefined;
+      const misplaced = parsed.ok ? opts.auth.checkMessage(parsed.message, caller.at) : undefined;
       // The body is read, so its id is known: an error response carries it (2026-07-28/basic/index.mdx
       // §Error Responses); null only where it could not be read.
       return void refuse(res, record, 'auth', parsed.ok ? idOf(parsed.message) : null, misplaced && !misplaced.ok ? misplaced.refusal : authed.refusal);
@@ -467,7 +468,7 @@ export function createEdge(listen: ListenConfig, handlers: EdgeHandlers, log: Lo
     const rpcMethod = (message as { method?: string }).method;
     // Only a string is a method; anything else is refused by the front door, and its end event says POST.
     if (typeof rpcMethod === 'string') record.method = rpcMethod;
-    const misplaced = opts.auth.checkMessage(message);
+    const misplaced = opts.auth.checkMessage(message, caller.at);
     if (misplaced && !misplaced.ok) return void refuse(res, record, 'auth', id, misplaced.refusal);
     const received: Received = { principal, message, kind: parsed.kind, id, body: read.body, declared: initializeCapabilities(message) };
     if (rpcMethod !== undefined) received.method = rpcMethod;

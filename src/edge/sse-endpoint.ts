@@ -70,7 +70,7 @@ export function createSseEndpoint(core: EdgeCore, opts: SseEndpointOptions, log:
     const call = core.startCall('GET', false);
     const { record } = call;
     res.once('close', () => call.done(res.statusCode, !res.writableFinished));
-    const caller = await core.admitCaller(req, res, record, ['GET'], 'the SSE endpoint');
+    const caller = await core.admitCaller(req, res, record, ['GET'], 'the SSE endpoint', 'sse');
     if (caller === undefined || !caller.authed.ok) return;
     // The client left while it was being admitted (a token's keys being fetched): the response's `close` has
     // passed, so a session made now would never learn it, and would hold its slot until the idle timeout.
@@ -136,7 +136,7 @@ export function createSseEndpoint(core: EdgeCore, opts: SseEndpointOptions, log:
     res.once('close', () => {
       if (!accepted) call.done(res.statusCode, !res.writableFinished);
     });
-    const caller = await core.admitCaller(req, res, record, ['POST'], 'the SSE message endpoint');
+    const caller = await core.admitCaller(req, res, record, ['POST'], 'the SSE message endpoint', 'sse');
     if (caller === undefined) return;
     const received = await core.readMessage(req, res, record, caller);
     if (received === undefined) return;

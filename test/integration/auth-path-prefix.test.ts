@@ -13,6 +13,7 @@ import { createServer, request as httpRequest, type Server } from 'node:http';
 import { Client as V1Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport as V1Transport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { ClientCredentialsProvider as V1ClientCredentials } from '@modelcontextprotocol/sdk/client/auth-extensions.js';
+import { SSEClientTransport as V1SseTransport } from '@modelcontextprotocol/sdk/client/sse.js';
 import { Client as V2Client, ClientCredentialsProvider as V2ClientCredentials, StreamableHTTPClientTransport as V2Transport } from '@modelcontextprotocol/client';
 import { freePort, startAuthServer, type AuthServer } from '../helpers/auth-server.js';
 import { startGateway, type TestGateway } from '../helpers/gateway.js';
@@ -33,7 +34,7 @@ before(async () => {
   const proxyPort = await freePort();
   publicUrl = `http://127.0.0.1:${proxyPort}/gw/mcp`;
   gw = await startGateway({
-    listen: { path: '/mcp', publicUrl },
+    listen: { path: '/mcp', publicUrl, ssePath: '/sse' },
     upstreams: [{ name: 'up', url: upstream.url }],
     auth: { requiredScopes: ['mcp:tools'], oauth: { issuer: as.issuer, audience: publicUrl, scopesSupported: ['mcp:tools'] } },
   });
@@ -103,5 +104,17 @@ test('v2 SDK client: the same through the proxy', async () => {
   const provider = new V2ClientCredentials({ clientId: 'prefix-client', clientSecret: 'prefix-secret', scope: 'mcp:tools', expectedIssuer: as.issuer });
   const client = new V2Client({ name: 'v2-prefix', version: '1' });
   await client.connect(new V2Transport(new URL(publicUrl), { authProvider: provider }));
+  await listAndClose(client);
+});
+
+test('v1 SDK SSE client (2024-11-05 endpoint) through the proxy: its own metadata under the prefix, its token accepted', async () => {
+  const sseUrl = publicUrl.replace(/\/mcp$/, '/sse');
+  const res = await fetch(sseUrl, { headers: { accept: 'text/event-stream' } });
+  await res.body?.cancel();
+  assert.equal(res.status, 401);
+  assert.match(res.headers.get('www-authenticate') ?? '', new RegExp(`resource_metadata="${new URL(publicUrl).origin}/gw/.well-known/oauth-protected-resource/sse"`));
+  const provider = new V1ClientCredentials({ clientId: 'prefix-client', clientSecret: 'prefix-secret', scope: 'mcp:tools', expectedIssuer: as.issuer });
+  const client = new V1Client({ name: 'v1-sse-prefix', version: '1' });
+  await client.connect(new V1SseTransport(new URL(sseUrl), { authProvider: provider }));
   await listAndClose(client);
 });
