@@ -152,7 +152,7 @@ export class Authenticator {
       case 'invalid_token':
         return this.refuse(j.at, 401, f.reason, f.message, 'invalid_token');
       case 'unavailable':
-        this.log.error('cannot verify tokens now; refusing requests until it recovers', { reason: f.message });
+        // Logged by the token verifier when the outage starts and ends, not here for each request refused.
         return this.refuse(j.at, 503, 'auth_unavailable', 'Authentication is temporarily unavailable; retry later');
     }
   }

@@ -12,7 +12,7 @@ import type { Logger } from '../log/logger.js';
 import { Introspector } from './introspection.js';
 import { isAsymmetricAlg, isRecord, JwksCache, KeySetUnavailableError, UnknownKeyError } from './jwks-cache.js';
 import type { CredentialKind } from '../pipeline/principal.js';
-import { scopesFromClaims, type AuthResult } from './auth-result.js';
+import { scopesFromClaims, type AuthFailure, type AuthResult } from './auth-result.js';
 
 export const DEFAULT_ALGORITHMS: readonly string[] = ['RS256', 'PS256', 'ES256', 'EdDSA'];
 
@@ -46,6 +46,12 @@ export class TokenVerifier {
   private readonly algorithms: string[];
   private readonly keys: JwksCache;
   private readonly introspector: Introspector | undefined;
+  /**
+   * Which way of judging tokens is out now (the key set, the introspection endpoint): an outage is logged
+   * when it starts and when it ends. Until 4 December an error line was written for every request refused
+   * meanwhile, hundreds a second under load, and nothing said when tokens were accepted again.
+   */
+  private readonly down = { jwt: false, introspection: false };
   /** The resources a token may be minted for: `audience`, and the other endpoints' public URLs. */
   private readonly audiences: readonly string[];
 
@@ -101,10 +107,21 @@ export class TokenVerifier {
   private async judge(token: string): Promise<AuthResult> {
     if (token.length === 0 || token.length > MAX_TOKEN_LENGTH) return refuse('malformed', 'token is malformed');
     const header = jwsHeader(token);
-    if (header) return this.verifyJwt(token, header);
+    if (header) return this.noteHealth('jwt', await this.verifyJwt(token, header));
     if (!this.introspector) return refuse('malformed', 'token is not a signed JWT');
-    const answer = await this.introspector.introspect(token);
+    const answer = this.noteHealth('introspection', await this.introspector.introspect(token));
     return answer.ok ? this.toPrincipal(answer.claims, 'introspection') : answer;
+  }
+
+  /** Logs an outage of one way of judging tokens when it starts and when it ends; any other verdict means it works. */
+  private noteHealth<R extends { ok: boolean; failure?: AuthFailure }>(via: 'jwt' | 'introspection', result: R): R {
+    const down = !result.ok && result.failure?.kind === 'unavailable';
+    if (down === this.down[via]) return result;
+    this.down[via] = down;
+    const what = via === 'jwt' ? 'the signing key set' : 'the introspection endpoint';
+    if (down) this.log.error('cannot verify tokens now; refusing requests until it recovers', { via, reason: `${what} is unavailable` });
+    else this.log.info('tokens can be verified again', { via });
+    return result;
   }
 
   private async verifyJwt(token: string, header: Record<string, unknown>): Promise<AuthResult> {
