@@ -18,7 +18,7 @@ export class KeySetUnavailableError extends Error {
   override readonly name = 'KeySetUnavailableError';
 }
 
-/** No published key fits the token's kid (or, without a kid, no single key fits its alg). */
+/** No published key fits the token's kid (or, without a kid, no key fits its alg). */
 export class UnknownKeyError extends Error {
   override readonly name = 'UnknownKeyError';
 }
@@ -247,8 +247,9 @@ export class JwksCache {
   }
 
   /**
-   * The keys that may verify a token with this header, at least one: more only when the set publishes the
-   * kid more than once, and then the token's signature says which (if any) signed it. Throws
+   * The keys that may verify a token with this header, at least one: more when the set publishes the kid
+   * more than once, or the token names no kid and several keys fit its alg (a rotation's old and new key);
+   * then the token's signature says which (if any) signed it. Throws
    * UnknownKeyError when no published key fits (after a refetch, if the interval allows one) and
    * KeySetUnavailableError when the set cannot be had.
    */
@@ -261,7 +262,7 @@ export class JwksCache {
     await this.refresh(false);
     const again = this.lookup(kid, alg);
     if (again) return again;
-    throw new UnknownKeyError(kid === undefined ? 'no single published key fits the token' : 'no published key has the token kid');
+    throw new UnknownKeyError(kid === undefined ? 'no published key fits the token' : 'no published key has the token kid');
   }
 
   close(): void {
@@ -274,8 +275,11 @@ export class JwksCache {
       const named = fitting(this.keys.get(kid) ?? []);
       return named.length > 0 ? (named as [CryptoKey, ...CryptoKey[]]) : undefined;
     }
+    // Without a kid every key fitting the alg is a candidate, as jose's own key-set resolver has it. Until
+    // 4 December only a lone fitting key was used: through every rotation overlap of an issuer that sends no
+    // kid, each of its tokens was refused as signed by an unknown key.
     const all = fitting([...[...this.keys.values()].flat(), ...this.unnamed]);
-    return all.length === 1 ? [all[0]!] : undefined;
+    return all.length > 0 ? (all as [CryptoKey, ...CryptoKey[]]) : undefined;
   }
 
   /**

@@ -144,8 +144,9 @@ export class TokenVerifier {
 
   /**
    * The payload once the signature and claims hold. The first key with the token's kid is tried by jose;
-   * when the set publishes that kid more than once, a signature it refuses is tried on each other key with
-   * it. Only the signature differs between them: a claim refused under one key would be under any.
+   * when the set publishes that kid more than once (or the token has none and several keys fit), a signature
+   * it refuses is tried on each other such key. Only the signature differs between them: a claim refused
+   * under one key would be under any.
    */
   private async verifiedPayload(token: string, { jwtVerify, errors }: Jose): Promise<JWTPayload> {
     const options = {
