@@ -100,8 +100,10 @@ export function compileBreakerStage(breakers: readonly CompiledBreaker[], store:
       const outcome = await next(ctx);
       const stage = outcome.kind === 'refused' ? outcome.stage : undefined;
       return interceptFinal(outcome, ctx, async (answer) => {
-        // A client that left cut its own call short: that says nothing of the upstream's health.
-        const ok = ctx.cancel.aborted ? undefined : upstreamHealth(answer, stage);
+        // A client that left cut its own call short: that says nothing of the upstream's health. Nor does an
+        // answer Gatehouse gave without asking the upstream (an idempotency replay, a question to the user):
+        // counted as a success, replays reset the failures of an upstream that failed every call it was sent.
+        const ok = ctx.cancel.aborted || ctx.heldBack !== undefined ? undefined : upstreamHealth(answer, stage);
         if (ok !== undefined) {
           // Recorded on the side: the answer does not wait for it, and a store hiccup is only logged.
           // A probe's outcome goes with its number: only that one decides a half-open circuit.
