@@ -597,7 +597,7 @@ function buildRuntime(config: GatehouseConfig, log: Logger, observeUpstream: (up
       ),
       breaker: compileBreakerStage(
         compileBreakers(config.policy.breakers),
-        { admit: (key, settings) => state.runNow((s) => s.breakerAdmit(key, settings)), record: (key, ok, settings, probe) => state.run((s) => s.breakerRecord(key, ok, settings, probe)) },
+        { admit: (key, settings) => state.runNow((s) => s.breakerAdmit(key, settings)), record: (key, ok, settings, probe) => state.run((s) => s.breakerRecord(key, ok, settings, probe)), release: (key, settings, probe) => state.run((s) => s.breakerRelease(key, settings, probe)) },
         breakerBoard,
         policyLog,
       ),

@@ -1,7 +1,8 @@
 // The circuit-breaker stage, for tools/call: the first entry of policy.breakers that selects the call
 // guards its upstream or its tool. While the circuit is open, calls are refused at once with
 // `upstream_unavailable` (a tool result with `_meta["dev.gatehouse/retry_after"]`); after the cool-down one
-// call probes. The outcome of each call that reached the upstream is recorded in the store, shared by
+// call probes (a probe whose call never reached the upstream gives its turn to the next call). The outcome
+// of each call that reached the upstream is recorded in the store, shared by
 // replicas: a failure is the upstream's (unreachable, timed out, a bad answer, a JSON-RPC internal error),
 // never a tool result with isError, which is the tool's answer.
 
@@ -28,6 +29,8 @@ export interface BreakerStore {
   admit(key: string, settings: BreakerSettings): Answer<BreakerAdmission>;
   /** `probe`: the number the call was admitted with as the probe, if it was (Store.breakerRecord). */
   record(key: string, ok: boolean, settings: BreakerSettings, probe?: number): Promise<BreakerState>;
+  /** Gives back a probe whose call never asked the upstream, so the next call probes (Store.breakerRelease). */
+  release(key: string, settings: BreakerSettings, probe: number): Promise<void>;
 }
 
 /** What this replica last saw of each breaker, for the gauge. */
@@ -97,17 +100,33 @@ export function compileBreakerStage(breakers: readonly CompiledBreaker[], store:
         return refuseAt('breaker', ctx, unavailable(breaker, route, target, admission.retryAfterMs));
       }
       board.set(breaker.id, target, admission.verdict === 'probe' ? 'half_open' : 'closed');
-      const outcome = await next(ctx);
+      const probe = admission.verdict === 'probe' ? admission.probe : undefined;
+      // A probe whose call says nothing of the upstream (held back by a later stage: an approval pending, an
+      // idempotency refusal or replay; or cut short) decides nothing: its turn is given back, so the next
+      // call probes. Kept, it held every other call refused for one more whole cool-down, though the upstream
+      // had not been asked. Given back on the side, as outcomes are recorded.
+      const giveBack = (): void => {
+        if (probe === undefined) return;
+        store.release(key, breaker.settings, probe).catch((err: unknown) => log.warn('a circuit breaker probe could not be given back', { breaker: breaker.id, target, err }));
+      };
+      let outcome;
+      try {
+        outcome = await next(ctx);
+      } catch (err) {
+        giveBack();
+        throw err;
+      }
       const stage = outcome.kind === 'refused' ? outcome.stage : undefined;
       return interceptFinal(outcome, ctx, async (answer) => {
         // A client that left cut its own call short: that says nothing of the upstream's health. Nor does an
         // answer Gatehouse gave without asking the upstream (an idempotency replay, a question to the user):
         // counted as a success, replays reset the failures of an upstream that failed every call it was sent.
         const ok = ctx.cancel.aborted || ctx.heldBack !== undefined ? undefined : upstreamHealth(answer, stage);
-        if (ok !== undefined) {
+        if (ok === undefined) giveBack();
+        else {
           // Recorded on the side: the answer does not wait for it, and a store hiccup is only logged.
           // A probe's outcome goes with its number: only that one decides a half-open circuit.
-          store.record(key, ok, breaker.settings, admission.verdict === 'probe' ? admission.probe : undefined).then(
+          store.record(key, ok, breaker.settings, probe).then(
             (state) => board.set(breaker.id, target, state),
             (err: unknown) => log.warn('a circuit breaker outcome could not be recorded', { breaker: breaker.id, target, err }),
           );

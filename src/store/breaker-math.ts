@@ -5,6 +5,7 @@
 // probe that never reports (its process died) is given another after a cool-down. Each probe is numbered,
 // and only the current probe's outcome (recorded with its number) decides: a late answer of a call admitted
 // before the circuit opened, or of a probe whose time ran out, once closed or reopened it in the probe's stead.
+// A probe whose call never reached the upstream (held back by a later stage) is given back: the next call probes.
 
 import type { BreakerAdmission, BreakerSettings, BreakerState } from './store.js';
 
@@ -56,6 +57,16 @@ export const nextBreaker = {
     // The cool-down (or a silent probe's time) is over: this caller probes.
     const probe = nextProbe(doc, now);
     return { admission: { verdict: 'probe', probe }, next: { ...doc, state: 'half_open', until: now + s.coolDownMs, probe } };
+  },
+
+  /**
+   * The probe `probe` gave back without an outcome (its call never reached the upstream): still half-open,
+   * its time is up now, so the next call probes instead of waiting out a whole cool-down more. Undefined when
+   * there is nothing to change (not half-open, or another probe is current).
+   */
+  release(doc: BreakerDoc | undefined, now: number, probe: number): BreakerDoc | undefined {
+    if (doc === undefined || doc.state !== 'half_open' || doc.probe !== probe) return undefined;
+    return { ...doc, until: Math.min(doc.until, now) };
   },
 
   /** `probe`: the number the call was admitted with as a probe, if it was. */

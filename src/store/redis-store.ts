@@ -151,6 +151,14 @@ if op == 'admit' then
   save()
   return { 'probe', 0, string.format('%d', n) }
 end
+if op == 'release' then
+  -- A probe given back without an outcome (breaker-math.ts release): its time is up now; the next call probes.
+  if d.state == 'half_open' and probe ~= nil and probe == d.probe and now < d['until'] then
+    d['until'] = now
+    save()
+  end
+  return { d.state, 0 }
+end
 if d.state == 'half_open' then
   -- Only the current probe decides; a late answer of another call changes nothing.
   if probe ~= nil and probe == d.probe then
@@ -281,7 +289,7 @@ type Scripted = (Redis | Cluster) & {
   ghSpend(key: string, amount: number, limit: number, window: string): Promise<[number, string, string]>;
   ghRefund(key: string, amount: number, window: string, resetsAt: number): Promise<number>;
   ghReadBudget(key: string): Promise<[string, string] | null>;
-  ghBreaker(key: string, op: 'admit' | 'record', ok: string, limit: number, rate: number, minCalls: number, windowMs: number, coolDownMs: number, probe: number | ''): Promise<[string, number, string?]>;
+  ghBreaker(key: string, op: 'admit' | 'record' | 'release', ok: string, limit: number, rate: number, minCalls: number, windowMs: number, coolDownMs: number, probe: number | ''): Promise<[string, number, string?]>;
   ghAuditAppend(head: string, log: string, expectedHead: string, newHead: string, ...records: Array<string | number>): Promise<[1] | [0, string | null]>;
   ghAuditPrune(anchor: string, log: string, seq: number, anchorJson: string): Promise<number>;
 };
@@ -544,6 +552,12 @@ export class RedisStore implements Store {
     return this.run('breaker', async () => {
       const [state] = await this.redis.ghBreaker(`k:${key}`, 'record', ok ? '1' : '0', s.consecutiveFailures, s.errorRate ?? -1, s.minCalls, s.windowMs, s.coolDownMs, probe ?? '');
       return state as BreakerState;
+    });
+  }
+
+  breakerRelease(key: string, s: BreakerSettings, probe: number): Promise<void> {
+    return this.run('breaker', async () => {
+      await this.redis.ghBreaker(`k:${key}`, 'release', '0', s.consecutiveFailures, s.errorRate ?? -1, s.minCalls, s.windowMs, s.coolDownMs, probe);
     });
   }
 

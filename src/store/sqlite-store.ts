@@ -315,6 +315,16 @@ export class SqliteStore implements Store {
     });
   }
 
+  breakerRelease(key: string, settings: BreakerSettings, probe: number): Promise<void> {
+    return this.update<KeptBreaker, void>(`k|${key}`, 'readBreaker', key, (kept) => {
+      const now = Date.now();
+      const next = nextBreaker.release(liveBreaker(kept, now), now, probe);
+      if (next === undefined) return { result: undefined };
+      const expiresAt = now + breakerLifetimeMs(settings);
+      return { row: { doc: next, expiresAt }, result: undefined, write: ['putBreaker', key, next, expiresAt] };
+    });
+  }
+
   /**
    * Reads the row this process holds under `held` (from the file the first time), decides, keeps the new
    * row and sends it to the writer without waiting, all in one synchronous step after the read: concurrent

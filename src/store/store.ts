@@ -180,6 +180,11 @@ export interface Store {
    * the call, if it was a probe; while half-open, only the current probe's outcome counts.
    */
   breakerRecord(key: string, ok: boolean, settings: BreakerSettings, probe?: number): Promise<BreakerState>;
+  /**
+   * Gives back the probe `probe` that never asked the upstream (a later stage held its call back): the
+   * circuit stays half-open and the next call probes at once. Nothing when another probe is current.
+   */
+  breakerRelease(key: string, settings: BreakerSettings, probe: number): Promise<void>;
 
   /**
    * Claims an idempotency key for `digest` (the canonical request), or tells what holds it. Atomic: of two

@@ -254,6 +254,26 @@ for (const { kind, open, lapse } of kinds) {
       assert.deepEqual(await s.breakerAdmit('br:late', cfg), { verdict: 'closed' });
     });
 
+    // A probe that a later stage held back (an approval pending, an idempotency refusal or replay) never
+    // asked the upstream: it decides nothing, and once kept the circuit shut a whole cool-down more.
+    test('a probe given back without an outcome lets the next call probe at once; a stale probe number gives back nothing', async () => {
+      const s = fresh();
+      const cfg = { consecutiveFailures: 1, minCalls: 10, windowMs: 60_000, coolDownMs: 1_000 };
+      assert.equal(await s.breakerRecord('br:give', false, cfg), 'open');
+      await sleep(1_050);
+      const held = await s.breakerAdmit('br:give', cfg);
+      assert.equal(held.verdict, 'probe');
+      assert.equal((await s.breakerAdmit('br:give', cfg)).verdict, 'open', 'one probe at a time');
+      await s.breakerRelease('br:give', cfg, held.verdict === 'probe' ? held.probe : -1);
+      const next = await s.breakerAdmit('br:give', cfg);
+      assert.ok(next.verdict === 'probe' && held.verdict === 'probe' && next.probe !== held.probe, `the next call is the probe, numbered anew: ${JSON.stringify(next)}`);
+      await s.breakerRelease('br:give', cfg, held.probe);
+      assert.equal((await s.breakerAdmit('br:give', cfg)).verdict, 'open', 'the earlier probe gives back nothing: the current one is out');
+      assert.equal(await s.breakerRecord('br:give', true, cfg, next.probe), 'closed', "the current probe's success closes it");
+      await s.breakerRelease('br:give', cfg, next.probe);
+      assert.deepEqual(await s.breakerAdmit('br:give', cfg), { verdict: 'closed' }, 'a closed circuit stays closed');
+    });
+
     // Redis lets a breaker's key expire (window + cool-down + a minute after its last change); the SQLite
     // store once kept the row it held for ever, so two failures an hour apart opened its breaker.
     test("a breaker's row lapses as long after its last change on both stores: failures further apart do not add up, and a lapsed open breaker is closed", async () => {
