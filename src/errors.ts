@@ -151,6 +151,15 @@ export function upstreamFailureOf(refusal: Refusal | undefined): GatewayError | 
   return refusal?.kind === 'failure' && refusal.error.code.startsWith(UPSTREAM_FAILURE_PREFIX) ? refusal.error : undefined;
 }
 
+/**
+ * Failures where the upstream cannot have seen the request: the connection was never made. Such a call did
+ * not run: its idempotency key, its approved run and its budget spend are given back.
+ */
+export function neverSent(err: GatewayError): boolean {
+  const code = (err.cause as { code?: unknown } | undefined)?.code;
+  return err.code === 'GW_ERR_UPSTREAM_UNREACHABLE' && (code === 'ECONNREFUSED' || code === 'ENOTFOUND' || code === 'EHOSTUNREACH');
+}
+
 /** The stable snake_case code of any refusal, for logs, metrics and events. */
 export function refusalCode(r: Refusal): string {
   return r.kind === 'failure' ? r.error.code.slice('GW_ERR_'.length).toLowerCase() : r.code;

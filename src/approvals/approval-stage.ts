@@ -12,7 +12,7 @@
 // client for input (MRTR) goes on when the client retries the same call with its answers, once, without
 // asking for approval again.
 
-import { failure, GatewayError, type ToolRefusal } from '../errors.js';
+import { failure, GatewayError, neverSent, type ToolRefusal } from '../errors.js';
 import type { Logger } from '../log/logger.js';
 import { CallStream } from '../pipeline/call-stream.js';
 import type { CallContext } from '../pipeline/context.js';
@@ -211,12 +211,6 @@ function withoutRetryFields(ctx: CallContext): CallContext {
 function argumentsOf(ctx: CallContext): Record<string, unknown> {
   const args = (ctx.message as JsonRpcRequest).params?.arguments;
   return typeof args === 'object' && args !== null && !Array.isArray(args) ? (args as Record<string, unknown>) : {};
-}
-
-/** Failures where the upstream cannot have seen the request: the connection was never made. */
-function neverSent(err: GatewayError): boolean {
-  const code = (err.cause as { code?: unknown } | undefined)?.code;
-  return err.code === 'GW_ERR_UPSTREAM_UNREACHABLE' && (code === 'ECONNREFUSED' || code === 'ENOTFOUND' || code === 'EHOSTUNREACH');
 }
 
 /** A call whose arguments hold a number Gatehouse cannot read exactly (inexact-numbers.ts): nothing is opened. */

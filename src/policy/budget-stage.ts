@@ -6,13 +6,14 @@
 //
 // A budget counts the calls that run. When a later stage holds the call back before it reaches the
 // upstream (an open breaker, an approval still pending or refused, an idempotency refusal) or answers it
-// without a run (an idempotency replay, a confirmation asked of the user), the spend is given back before the answer leaves, so a client that
-// retries while its call waits for a reviewer does not spend its budget on the waiting.
+// without a run (an idempotency replay, a confirmation asked of the user), or the upstream refused the
+// connection (the request never left), the spend is given back before the answer leaves, so a client that
+// retries while its call waits for a reviewer, or while its upstream is down, does not spend its budget on that.
 // A stage that answers with a stream and learns only later that the call will not run (a legacy client's
 // user declining the confirmation asked on that stream) gives it back through `ctx.giveBack`.
 
 import type { Budget } from '../config/schema.generated.js';
-import { failure, GatewayError, type ToolRefusal } from '../errors.js';
+import { failure, GatewayError, neverSent, type ToolRefusal } from '../errors.js';
 import type { Logger } from '../log/logger.js';
 import type { CallContext, Route } from '../pipeline/context.js';
 import type { Outcome } from '../pipeline/outcome.js';
@@ -40,9 +41,16 @@ export type RefundBudget = (key: string, amount: number, window: CalendarWindow,
 /** The stages after this one that answer a call without running it. */
 const HELD_BACK_BY = new Set(['breaker', 'approval', 'idempotency']);
 
-/** Whether the call ended without the tool running for it. */
+/**
+ * Whether the call ended without the tool running for it: held back by a later stage, or failed before it
+ * reached the upstream (the connection was refused: while an upstream was down, each try once spent the
+ * budget of calls that never ran, and the caller was refused budget_exhausted once it was back).
+ */
 export function didNotRun(outcome: Outcome, ctx: CallContext): boolean {
-  return ctx.heldBack !== undefined || (outcome.kind === 'refused' && outcome.stage !== undefined && HELD_BACK_BY.has(outcome.stage));
+  if (ctx.heldBack !== undefined) return true;
+  if (outcome.kind !== 'refused') return false;
+  if (outcome.stage !== undefined && HELD_BACK_BY.has(outcome.stage)) return true;
+  return outcome.refusal.kind === 'failure' && neverSent(outcome.refusal.error);
 }
 
 /** The prefix of every budget counter in the store (`gatehouse budgets show` lists them). */

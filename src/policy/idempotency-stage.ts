@@ -6,7 +6,7 @@
 // process died, the answer could not be stored) is never run again blindly: it is `outcome_unknown`.
 
 import { randomUUID } from 'node:crypto';
-import { failure, GatewayError, type ToolRefusal } from '../errors.js';
+import { failure, GatewayError, neverSent, type ToolRefusal } from '../errors.js';
 import { interceptFinal } from '../pipeline/final-answer.js';
 import type { CallContext, Route } from '../pipeline/context.js';
 import { waitedOn } from '../pipeline/events.js';
@@ -248,12 +248,6 @@ export function compileIdempotencyStage(settings: IdempotencySettings, store: Id
 /** A stored tools/call result as a client of `era` must get it (only complete results are stored). */
 function resultForEra(result: Record<string, unknown>, era: ClientEra): Record<string, unknown> {
   return era === 'modern' ? toModernResult('tools/call', result, undefined, { ttlMs: 0, cacheScope: 'private' }) : toLegacyResult(result);
-}
-
-/** Failures where the upstream cannot have seen the request: the connection was never made. */
-function neverSent(err: GatewayError): boolean {
-  const code = (err.cause as { code?: unknown } | undefined)?.code;
-  return err.code === 'GW_ERR_UPSTREAM_UNREACHABLE' && (code === 'ECONNREFUSED' || code === 'ENOTFOUND' || code === 'EHOSTUNREACH');
 }
 
 function stateUnavailable(err: unknown): ReturnType<typeof failure> {
