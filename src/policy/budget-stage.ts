@@ -7,7 +7,7 @@
 // A budget counts the calls that run. When a later stage holds the call back before it reaches the
 // upstream (an open breaker, an approval still pending or refused, an idempotency refusal) or answers it
 // without a run (an idempotency replay, a confirmation asked of the user), or the upstream refused the
-// connection (the request never left), the spend is given back before the answer leaves, so a client that
+// connection or the adapter refused the request itself (it never left), the spend is given back before the answer leaves, so a client that
 // retries while its call waits for a reviewer, or while its upstream is down, does not spend its budget on that.
 // A stage that answers with a stream and learns only later that the call will not run (a legacy client's
 // user declining the confirmation asked on that stream) gives it back through `ctx.giveBack`.
@@ -44,12 +44,14 @@ const HELD_BACK_BY = new Set(['breaker', 'approval', 'idempotency']);
 /**
  * Whether the call ended without the tool running for it: held back by a later stage, or failed before it
  * reached the upstream (the connection was refused: while an upstream was down, each try once spent the
- * budget of calls that never ran, and the caller was refused budget_exhausted once it was back).
+ * budget of calls that never ran, and the caller was refused budget_exhausted once it was back), or refused
+ * by the adapter itself before anything went up (a protocol refusal: a request id held by a running call).
  */
 export function didNotRun(outcome: Outcome, ctx: CallContext): boolean {
   if (ctx.heldBack !== undefined) return true;
   if (outcome.kind !== 'refused') return false;
   if (outcome.stage !== undefined && HELD_BACK_BY.has(outcome.stage)) return true;
+  if (outcome.stage === 'upstream' && outcome.refusal.kind === 'protocol') return true;
   return outcome.refusal.kind === 'failure' && neverSent(outcome.refusal.error);
 }
 
