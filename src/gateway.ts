@@ -379,6 +379,7 @@ export function createGateway(config: GatehouseConfig, log: Logger, options: Gat
       if (next.auth.anonymous && !running.auth.anonymous) log.warn('authentication is off: anonymous access on a loopback listener', { host: next.listen.host });
       warnExpiredKeys(next, log);
       running = next;
+      breakerBoard.keepOnly(next.policy.breakers.map((b) => b.id));
       reloads.applied++;
       metrics?.reload('applied');
       log.info('config reloaded', { upstreams: next.upstreams.map((u) => u.name), ...(logOnly ? { kept: 'upstreams, catalog, auth' } : {}) });

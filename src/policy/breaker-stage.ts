@@ -36,8 +36,21 @@ export interface BreakerStore {
 /** What this replica last saw of each breaker, for the gauge. */
 export class BreakerBoard {
   private readonly states = new Map<string, { breaker: string; target: string; state: BreakerState }>();
+  /** The ids of the breakers the running config has; undefined: any (before the first `keepOnly`). */
+  private ids: ReadonlySet<string> | undefined;
+
+  /**
+   * The running config's breakers, after a reload: the others are forgotten, and a late outcome of a call
+   * they judged does not bring them back. Kept, a breaker removed (or renamed) while open was reported open
+   * for as long as the process ran.
+   */
+  keepOnly(ids: Iterable<string>): void {
+    this.ids = new Set(ids);
+    for (const [key, entry] of this.states) if (!this.ids.has(entry.breaker)) this.states.delete(key);
+  }
 
   set(breaker: string, target: string, state: BreakerState): void {
+    if (this.ids !== undefined && !this.ids.has(breaker)) return;
     // Bounded by the config: one entry per breaker and upstream or tool ref the catalog routes to.
     if (this.states.size < 10_000 || this.states.has(`${breaker}\u0000${target}`)) this.states.set(`${breaker}\u0000${target}`, { breaker, target, state });
   }
