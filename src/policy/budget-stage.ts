@@ -68,7 +68,7 @@ export function budgetKey(b: CompiledBudget, p: Principal, route: Route): string
   return `${BUDGET_PREFIX}${b.id}:${b.per}:${who}`;
 }
 
-export function compileBudgetStage(budgets: readonly CompiledBudget[], spend: SpendBudget, refund: RefundBudget, log: Logger, now: () => number = Date.now): Stage {
+export function compileBudgetStage(budgets: readonly CompiledBudget[], spend: SpendBudget, refund: RefundBudget, log: Logger): Stage {
   return {
     name: 'budget',
     applies: (ctx) => budgets.length > 0 && ctx.method === 'tools/call' && ctx.route !== undefined,
@@ -85,7 +85,7 @@ export function compileBudgetStage(budgets: readonly CompiledBudget[], spend: Sp
       } catch (err) {
         return refuseAt('budget', ctx, failure(new GatewayError('GW_ERR_STATE_UNAVAILABLE', 'The budget of this call cannot be checked now, so the call is not run; retry later', undefined, { cause: err })));
       }
-      if (!spent.allowed) return refuseAt('budget', ctx, exhausted(budget, route, spent, now()));
+      if (!spent.allowed) return refuseAt('budget', ctx, exhausted(budget, route, spent));
       let given = false;
       const giveBack = async (): Promise<void> => {
         if (given) return;
@@ -105,8 +105,9 @@ export function compileBudgetStage(budgets: readonly CompiledBudget[], spend: Sp
   };
 }
 
-function exhausted(b: CompiledBudget, route: Route, spent: BudgetSpend, now: number): ToolRefusal {
-  const retryAfter = Math.max(1, Math.ceil((spent.resetsAt - now) / 1000));
+/** The refusal; the wait is the store's (on Redis, Redis' clock, as the window's end is). */
+function exhausted(b: CompiledBudget, route: Route, spent: BudgetSpend): ToolRefusal {
+  const retryAfter = Math.max(1, Math.ceil(spent.resetsInMs / 1000));
   const resetsAt = new Date(spent.resetsAt).toISOString();
   const unit = b.cost === 1 ? 'calls' : 'units';
   return {

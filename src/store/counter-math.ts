@@ -39,7 +39,7 @@ export function budgetRefund(row: CounterRow | undefined, amount: number, end: n
   return { total: Math.max(0, budgetSum(row.total, -amount)), resetsAt: end };
 }
 
-export function budgetSpend(row: CounterRow | undefined, amount: number, limit: number, end: number): { row?: CounterRow; result: BudgetSpend } {
+export function budgetSpend(row: CounterRow | undefined, amount: number, limit: number, end: number): { row?: CounterRow; result: Omit<BudgetSpend, 'resetsInMs'> } {
   const used = row !== undefined && row.resetsAt === end ? row.total : 0;
   const after = budgetSum(used, amount);
   if (after > limit) return { result: { allowed: false, used, resetsAt: end } };

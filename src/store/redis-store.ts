@@ -77,7 +77,7 @@ local function window_of(now_ms, kind)
   return days_from_civil(y, m, 1) * 86400000, days_from_civil(ny, nm, 1) * 86400000
 end`;
 
-/** Spends from a budget in the current window unless that passes the limit. Returns { allowed, used, resetsAt }. */
+/** Spends from a budget in the current window unless that passes the limit. Returns { allowed, used, resetsAt, resetsInMs }. */
 const SPEND = `${WINDOW_OF}
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
@@ -87,10 +87,11 @@ local used = tonumber(redis.call('GET', key) or '0')
 local amount, limit = tonumber(ARGV[1]), tonumber(ARGV[2])
 -- Rounded to 1e-9, as counter-math.ts budgetSum: fractional costs add up as written.
 local after = math.floor((used + amount) * 1e9 + 0.5) / 1e9
-if after > limit then return { 0, tostring(used), string.format('%d', finish) } end
+-- The wait until the window ends, on this clock (a replica's own may be off).
+if after > limit then return { 0, tostring(used), string.format('%d', finish), string.format('%d', finish - now) } end
 redis.call('SET', key, string.format('%.9f', after))
 redis.call('PEXPIREAT', key, finish + 60000)
-return { 1, tostring(after), string.format('%d', finish) }`;
+return { 1, tostring(after), string.format('%d', finish), string.format('%d', finish - now) }`;
 
 /** Gives back ARGV[1] spent in the window that ends at ARGV[3] (ms), never below zero; nothing once it has ended. */
 const REFUND = `${WINDOW_OF}
@@ -286,7 +287,7 @@ type Scripted = (Redis | Cluster) & {
   ghRelease(key: string, owner: string): Promise<number>;
   ghRenew(key: string, owner: string, leaseUntil: number, leaseMs: number): Promise<number>;
   ghPutApproval(key: string, index: string, id: string, doc: string, ttlMs: number, at: number): Promise<number>;
-  ghSpend(key: string, amount: number, limit: number, window: string): Promise<[number, string, string]>;
+  ghSpend(key: string, amount: number, limit: number, window: string): Promise<[number, string, string, string]>;
   ghRefund(key: string, amount: number, window: string, resetsAt: number): Promise<number>;
   ghReadBudget(key: string): Promise<[string, string] | null>;
   ghBreaker(key: string, op: 'admit' | 'record' | 'release', ok: string, limit: number, rate: number, minCalls: number, windowMs: number, coolDownMs: number, probe: number | ''): Promise<[string, number, string?]>;
@@ -502,8 +503,8 @@ export class RedisStore implements Store {
   spendBudget(key: string, amount: number, limit: number, window: CalendarWindow): Promise<BudgetSpend> {
     return this.run('budget', async () => {
       // One hash tag per budget, so the window keys of one budget share a Cluster slot.
-      const [allowed, used, resets] = await this.redis.ghSpend(`{g:${key}}`, amount, limit, window);
-      return { allowed: allowed === 1, used: Number(used), resetsAt: Number(resets) };
+      const [allowed, used, resets, resetsIn] = await this.redis.ghSpend(`{g:${key}}`, amount, limit, window);
+      return { allowed: allowed === 1, used: Number(used), resetsAt: Number(resets), resetsInMs: Number(resetsIn) };
     });
   }
 

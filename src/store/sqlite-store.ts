@@ -270,10 +270,12 @@ export class SqliteStore implements Store {
   }
 
   spendBudget(key: string, amount: number, limit: number, window: CalendarWindow): Answer<BudgetSpend> {
-    const { start, end } = calendarWindow(Date.now(), window);
+    const now = Date.now();
+    const { start, end } = calendarWindow(now, window);
     const rowKey = `${key}|${start}`;
     return this.answer<CounterRow, BudgetSpend>(`c|${rowKey}`, 'readCounter', rowKey, (current) => {
-      const { row, result } = budgetSpend(current, amount, limit, end);
+      const { row, result: spent } = budgetSpend(current, amount, limit, end);
+      const result = { ...spent, resetsInMs: end - now };
       return row === undefined ? { result } : { row, result, write: ['putCounter', rowKey, row.total, row.resetsAt] };
     });
   }

@@ -36,6 +36,11 @@ export interface BudgetSpend {
   used: number;
   /** When the window ends (epoch ms). */
   resetsAt: number;
+  /**
+   * How long until then, on the store's clock (Redis': a replica whose own clock is off would tell a
+   * refused caller to wait too long, or to retry into another refusal).
+   */
+  resetsInMs: number;
 }
 
 /** A budget counter as `gatehouse budgets show` reads it. */

@@ -67,7 +67,7 @@ test('an exception after an approved run began keeps the budget spend; a store f
   const refunds: string[] = [];
   const budget = compileBudgetStage(
     compileBudgets([{ id: 'b', per: 'subject', tools: ['*'], window: 'month', limit: 100, cost: 1 }]),
-    async () => ({ allowed: true, used: 1, resetsAt: Date.now() + 60_000 }),
+    async () => ({ allowed: true, used: 1, resetsAt: Date.now() + 60_000, resetsInMs: 60_000 }),
     async (key) => void refunds.push(key),
     log,
   );
