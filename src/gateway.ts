@@ -194,7 +194,7 @@ export function createGateway(config: GatehouseConfig, log: Logger, options: Gat
   // Kept across reloads: a reload must not wipe the count of an address that is guessing keys.
   // Counted in the store (shared by replicas); in memory while the store cannot count.
   const authFailures = new AuthFailureLimiter(config.auth.failureLimit, (key, windowMs) => state.run((s) => s.addToWindow(key, 1, windowMs)));
-  const takeToken: TakeToken = (key, bucket) => state.runNow((s) => s.takeTokens(key, bucket, 1));
+  const takeToken: TakeToken = (key, bucket, cost = 1) => state.runNow((s) => s.takeTokens(key, bucket, cost));
   const edgeOptions = {
     loopback: isLoopback(config.listen.host),
     auth: new Authenticator(config, log),
@@ -202,7 +202,7 @@ export function createGateway(config: GatehouseConfig, log: Logger, options: Gat
     sessionLimits: config.sessions,
     authFailures,
     // Read through `runtime`, so a reload's new per-address limits apply from the next request on.
-    ipLimit: (address: string, principal: Principal) => (runtime.ipLimits.length === 0 ? undefined : checkIpLimit(runtime.ipLimits, principal, address, takeToken)),
+    ipLimit: (address: string, principal: Principal, batch?: number) => (runtime.ipLimits.length === 0 ? undefined : checkIpLimit(runtime.ipLimits, principal, address, takeToken, batch)),
   };
   let adminListener: AdminListener | undefined;
   /** Who may use the admin API; a reload hands it the new token and groups. */

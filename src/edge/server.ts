@@ -56,7 +56,8 @@ export interface EdgeOptions {
    * the store cannot answer. Returns undefined instead of a promise when no such limit is configured, so the
    * usual call has nothing to wait for.
    */
-  ipLimit?: (address: string, principal: Principal) => Promise<TransportRefusal | undefined> | undefined;
+  /** `batch`: the further messages of a batch, whose tokens are taken together (rate-limits.ts checkIpLimit). */
+  ipLimit?: (address: string, principal: Principal, batch?: number) => Promise<TransportRefusal | undefined> | undefined;
   /** Read on every request, so a config reload can swap it. */
   auth: Authenticator;
   sessions: SessionBinding;
@@ -332,18 +333,17 @@ export function createEdge(listen: ListenConfig, handlers: EdgeHandlers, log: Lo
   async function batch(req: IncomingMessage, res: ServerResponse, record: CallRecord, received: ReceivedBatch, clientAddress: string, cancel: Cancellation): Promise<void> {
     const admitted = admitBatch(req.headers, received.batch.length);
     if (!admitted.ok) return refuse(res, record, 'admission', null, admitted.refusal);
-    // A per-address limit counts messages, not HTTP requests: the request took one token at the door, each
-    // further message of the batch takes one more, or the batch would carry 64 calls for the price of one.
-    if (opts.ipLimit !== undefined) {
-      for (let extra = 1; extra < received.batch.length; extra++) {
-        let limited: TransportRefusal | undefined;
-        try {
-          limited = await opts.ipLimit(clientAddress, received.principal);
-        } catch (err) {
-          return unavailableLimit(res, record, err);
-        }
-        if (limited !== undefined) return refuse(res, record, 'admission', null, limited);
+    // A per-address limit counts messages, not HTTP requests: the request took one token at the door, the
+    // further messages of the batch take one more each, together (all or none), or the batch would carry 64
+    // calls for the price of one.
+    if (opts.ipLimit !== undefined && received.batch.length > 1) {
+      let limited: TransportRefusal | undefined;
+      try {
+        limited = await opts.ipLimit(clientAddress, received.principal, received.batch.length - 1);
+      } catch (err) {
+        return unavailableLimit(res, record, err);
       }
+      if (limited !== undefined) return refuse(res, record, 'admission', null, limited);
     }
     record.era = 'legacy';
     const session = sessionAdmitted(req, res, record, null, received.principal, 'legacy', 'POST');

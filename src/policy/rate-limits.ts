@@ -21,8 +21,8 @@ export interface CompiledLimit {
   describe: string;
 }
 
-/** Takes one token from a bucket through the store (fails closed when the store does). */
-export type TakeToken = (key: string, bucket: CompiledLimit['bucket']) => Answer<TokenTake>;
+/** Takes `cost` tokens (1 when not given) from a bucket through the store, all or none (fails closed when the store does). */
+export type TakeToken = (key: string, bucket: CompiledLimit['bucket'], cost?: number) => Answer<TokenTake>;
 
 export function compileLimits(entries: readonly RateLimit[]): { ip: CompiledLimit[]; call: CompiledLimit[] } {
   const all = entries.map((e): CompiledLimit => {
@@ -70,19 +70,33 @@ export function toolTarget(route: Route | undefined, selector: Selector): string
   return route.listed || selector.namesExactly(route.ref) ? route.ref : `unlisted:${route.upstream}`;
 }
 
-/** At the door: the first per-ip limit that selects the caller, as a 429 when its bucket is empty. */
-export async function checkIpLimit(limits: readonly CompiledLimit[], p: Principal, address: string, take: TakeToken): Promise<TransportRefusal | undefined> {
+/**
+ * At the door: the first per-ip limit that selects the caller, as a 429 when its bucket is empty. `batch`:
+ * the further messages of a 2025-03-26 batch whose request took its token at the door already; they take
+ * theirs at once or not at all. Taken one by one, a refused batch drained the bucket and was told to retry
+ * when one token was back, into the same refusal, for good.
+ */
+export async function checkIpLimit(limits: readonly CompiledLimit[], p: Principal, address: string, take: TakeToken, batch = 0): Promise<TransportRefusal | undefined> {
   const limit = firstMatch(limits, p, undefined);
   if (limit === undefined) return undefined;
-  const taken = await take(bucketKey(limit, p, undefined, address), limit.bucket);
+  const { rate, perMs, burst } = limit.bucket;
+  // A batch the bucket can never hold whole: refused as it is, taking nothing.
+  if (batch > 0 && batch + 1 > burst) return addressLimited(limit, Math.ceil(((batch + 1) * perMs) / rate), `a batch of ${batch + 1} messages takes ${batch + 1} tokens, more than its burst of ${burst}: send at most ${burst} at a time`);
+  const taken = await take(bucketKey(limit, p, undefined, address), limit.bucket, batch > 0 ? batch : 1);
   if (taken.allowed) return undefined;
-  const seconds = Math.max(1, Math.ceil(taken.retryAfterMs / 1000));
+  // A retried batch takes its door token again: the wait is for that one too.
+  if (batch > 0) return addressLimited(limit, taken.retryAfterMs + perMs / rate, `a batch of ${batch + 1} messages takes ${batch + 1} tokens`);
+  return addressLimited(limit, taken.retryAfterMs);
+}
+
+function addressLimited(limit: CompiledLimit, retryAfterMs: number, batch?: string): TransportRefusal {
+  const seconds = Math.max(1, Math.ceil(retryAfterMs / 1000));
   return {
     kind: 'transport',
     code: 'rate_limited',
     status: 429,
     rpcCode: ErrorCode.InvalidRequest,
-    message: `Rate limit "${limit.id}" reached for this address (${limit.describe}); retry in ${seconds} s`,
+    message: `Rate limit "${limit.id}" reached for this address (${limit.describe})${batch !== undefined ? `; ${batch}` : ''}; retry in ${seconds} s`,
     headers: { 'retry-after': String(seconds) },
     data: { code: 'rate_limited', rule: limit.id, retryAfter: seconds },
     rule: limit.id,

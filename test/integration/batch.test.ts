@@ -217,6 +217,38 @@ describe('batches and the per-address limit', () => {
       await limited.close();
     }
   });
+
+  // A refused batch took its tokens one by one until one was missing, and its Retry-After was the wait for
+  // one token: the bucket was drained by every refusal, so a client that retried the batch when told to was
+  // refused again, for good. Now the batch's further messages take their tokens at once or not at all, and
+  // Retry-After is the wait for the whole batch (the retry's door token too).
+  test('a batch refused by the per-address limit takes no tokens past the door, and Retry-After is when the batch fits', async () => {
+    const limited = await startGateway({
+      upstreams: [{ name: 'everything', url: upstream.url }],
+      auth: { anonymous: false, apiKeys: [{ id: 'batcher', hash: hashKey(KEY) }] },
+      // One token every 900 s: nothing refills while the test runs.
+      policy: { rateLimits: [{ id: 'per-address', per: 'ip', rate: 4, perSeconds: 3600, burst: 4 }] },
+    });
+    try {
+      const pings = (n: number, from: number) => JSON.stringify(Array.from({ length: n }, (_, i) => rpc(from + i, 'ping')));
+      const fits = await request(limited.url, { method: 'POST', headers: HEADERS, body: pings(2, 1) });
+      assert.equal(fits.statusCode, 200);
+      await fits.body.dump();
+      // Two tokens left; three messages: the door takes one, the other two do not fit.
+      const over = await request(limited.url, { method: 'POST', headers: HEADERS, body: pings(3, 10) });
+      assert.equal(over.statusCode, 429, await over.body.text());
+      const retryAfter = Number(over.headers['retry-after']);
+      assert.ok(retryAfter > 1_790 && retryAfter <= 1_800, `one token left, three needed: two more, 900 s each; Retry-After ${retryAfter}`);
+      // The token the refused batch left lets the next request through the door; a batch of five can never
+      // fit a burst of four, and is told so (taking nothing past the door).
+      const tooBig = await request(limited.url, { method: 'POST', headers: HEADERS, body: pings(5, 30) });
+      assert.equal(tooBig.statusCode, 429);
+      const message = ((await tooBig.body.json()) as { error: { message: string } }).error.message;
+      assert.match(message, /a batch of 5 messages takes 5 tokens, more than its burst of 4/, `past the door, refused as too large for the bucket: ${message}`);
+    } finally {
+      await limited.close();
+    }
+  });
 });
 
 describe('a batch over its lifetime', () => {
