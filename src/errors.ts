@@ -152,10 +152,14 @@ export function upstreamFailureOf(refusal: Refusal | undefined): GatewayError | 
 }
 
 /**
- * Failures where the upstream cannot have seen the request: the connection was never made. Such a call did
- * not run: its idempotency key, its approved run and its budget spend are given back.
+ * Failures where the upstream cannot have seen the request: the connection was never made, or Gatehouse
+ * had no session to send it on (its own session limit, which opens none). Such a call did not run: its
+ * idempotency key, its approved run and its budget spend are given back. (Kept, a write refused for the
+ * session limit held its key as a call that may have run: its retry, told to come back in 5 s, was
+ * `outcome_unknown` for the key's whole lifetime.)
  */
 export function neverSent(err: GatewayError): boolean {
+  if (err.code === 'GW_ERR_SESSION_LIMIT') return true;
   const code = (err.cause as { code?: unknown } | undefined)?.code;
   return err.code === 'GW_ERR_UPSTREAM_UNREACHABLE' && (code === 'ECONNREFUSED' || code === 'ENOTFOUND' || code === 'EHOSTUNREACH');
 }
