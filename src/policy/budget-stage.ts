@@ -20,6 +20,7 @@ import type { Outcome } from '../pipeline/outcome.js';
 import { waitedOn, waitedOnAnswer } from '../pipeline/events.js';
 import type { Principal } from '../pipeline/principal.js';
 import { refuseAt, type Stage } from '../pipeline/stage.js';
+import { interceptFinal } from '../pipeline/final-answer.js';
 import type { Answer, BudgetSpend, CalendarWindow } from '../store/store.js';
 import { compileSelector, firstMatch, type Selector } from './selector.js';
 import { toolTarget } from './rate-limits.js';
@@ -100,6 +101,14 @@ export function compileBudgetStage(budgets: readonly CompiledBudget[], spend: Sp
       ctx.giveBack = giveBack;
       const outcome = await next(ctx);
       if (didNotRun(outcome, ctx)) await giveBack();
+      else if (outcome.kind === 'stream') {
+        // An adapter that answers with a stream reports on it a call it could not send (a bridge out of
+        // sessions for the caller): given back when that answer ends the stream.
+        return interceptFinal(outcome, ctx, async ({ failure: failed }) => {
+          if (failed !== undefined && neverSent(failed)) await giveBack();
+          return undefined;
+        });
+      }
       return outcome;
     },
   };

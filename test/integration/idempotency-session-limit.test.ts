@@ -6,6 +6,8 @@
 // Retry-After". Until 4 December that refusal kept the key taken, as a call that may have run: the retry,
 // with the same key as it must be, was answered outcome_unknown ("it may have taken effect") for the key's
 // whole lifetime (24 h), though nothing had been sent, and the write could not be made under its key.
+// Likewise the budget it spent (README, Policy: "A budget counts the calls that run") was kept: refused
+// calls used up a budget the caller then lacked for the retries.
 
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
@@ -21,12 +23,13 @@ const ALICE = 'gh_alice_idemcap_0123456789abcdefghijklm';
 const BURST = 10;
 const RUN_MS = 3_000;
 
+/** Each test its gateway; calls go to the last one started. */
 const gateways = gatewaysCheckedForLeakedChildren();
 
 let n = 0;
-function call(set: number, key: string, ms: number) {
-  const req = modernRequest(++n, 'tools/call', { name: 'slow', arguments: { ms }, _meta: { idempotencyKey: key, 'io.modelcontextprotocol/clientCapabilities': { sampling: { [`set${set}`]: {} } } } });
-  return post(gateways[0]!.url, req.body, { ...req.headers, authorization: `Bearer ${ALICE}` }, AbortSignal.timeout(20_000));
+function call(set: number, key: string | undefined, ms: number) {
+  const req = modernRequest(++n, 'tools/call', { name: 'slow', arguments: { ms }, _meta: { ...(key !== undefined ? { idempotencyKey: key } : {}), 'io.modelcontextprotocol/clientCapabilities': { sampling: { [`set${set}`]: {} } } } });
+  return post(gateways.at(-1)!.url, req.body, { ...req.headers, authorization: `Bearer ${ALICE}` }, AbortSignal.timeout(20_000));
 }
 
 /** The last JSON-RPC message of an answer, JSON or SSE. */
@@ -56,4 +59,22 @@ test('a write refused 503 GW_ERR_SESSION_LIMIT stores nothing: its retry with th
     assert.equal(message.result?.content?.[0]?.text, `slow ${RUN_MS}`, `the retry ran: ${retry.text}`);
     assert.equal(message.result?._meta?.['dev.gatehouse/replayed'], undefined, 'not a replay of the refusal');
   }
+});
+
+test('a call refused 503 GW_ERR_SESSION_LIMIT spends no budget: the retries fit the budget the served calls left', { timeout: 60_000 }, async () => {
+  const gw = await startGateway({
+    auth: { anonymous: false, apiKeys: [{ id: 'alice', hash: hashKey(ALICE), scopes: [] }] },
+    upstreams: [{ name: 'fake', command: [process.execPath, FAKE], era: 'legacy', processes: 'shared' }],
+    policy: { budgets: [{ id: 'slow-calls', per: 'subject', tools: ['fake/slow'], window: 'month', limit: BURST }] },
+  });
+  gateways.push(gw);
+  const answers = await Promise.all(Array.from({ length: BURST }, (_, i) => call(i, undefined, RUN_MS)));
+  const refused = answers.flatMap((a, i) => (a.status === 503 ? [i] : []));
+  assert.ok(refused.length > 0, answers.map((a) => `${a.status} ${a.text.slice(0, 160)}`).join('\n'));
+  for (const i of refused) {
+    const retry = await call(i, undefined, 1);
+    assert.equal(lastMessage(retry.text).result?.content?.[0]?.text, 'slow 1', `the retry ran within the budget: ${retry.text}`);
+  }
+  const over = lastMessage((await call(0, undefined, 1)).text);
+  assert.equal((over.result as { structuredContent?: { error?: { code?: string } } } | undefined)?.structuredContent?.error?.code, 'budget_exhausted', 'the calls that ran spent it all');
 });
