@@ -25,7 +25,7 @@ import { didNotRun } from '../policy/budget-stage.js';
 import { ErrorCode, type JsonRpcId, type JsonRpcRequest } from '../protocol/jsonrpc.js';
 import { effectiveState, type Approval } from './approval.js';
 import { ApprovalBook, type ApprovalVerdict, type CallToApprove, type OpenLimits } from './book.js';
-import { hasInexactNumber } from './inexact-numbers.js';
+import { hasInexactNumber } from '../protocol/inexact-numbers.js';
 import { approvalRuleFor, type CompiledApprovalRule } from './rules.js';
 import { CONFIRM_KEY, CONFIRM_STATE_PREFIX, confirmationChannel, confirmationRequest, PendingConfirmations, readAnswer, type UserAnswer } from './user-confirmation.js';
 

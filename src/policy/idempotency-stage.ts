@@ -20,6 +20,7 @@ import type { JsonRpcRequest, JsonRpcResponse } from '../protocol/jsonrpc.js';
 import { sha256Hex } from '../protocol/sha256.js';
 import type { IdempotencyClaim, IdempotencyRecord } from '../store/store.js';
 import { compileGlob, type Glob } from './glob.js';
+import { inexactLiteralsIn } from '../protocol/inexact-numbers.js';
 
 /** Where a write's key travels (the FITsociety seed). */
 export const IDEMPOTENCY_META = 'idempotencyKey';
@@ -162,7 +163,11 @@ export function compileIdempotencyStage(settings: IdempotencySettings, store: Id
       }
       // Keys are the caller's own: one caller's key never replays another caller's answer.
       const key = sha256Hex(`${principalKey(ctx.principal)}\u0000${route.ref}\u0000${given}`);
-      const digest = sha256Hex(canonicalJson({ ref: route.ref, arguments: params.arguments ?? {} }));
+      // Arguments compared as read, and a number JSON.parse cannot read exactly as the client wrote it: two
+      // accounts that read as one double (2^53 + 1 and 2^53) are two requests, as the upstream (given the
+      // client's bytes) may see them. Without such a number the digest is what it always was.
+      const inexact = ctx.body !== undefined ? inexactLiteralsIn(ctx.body.toString('utf8'), params.arguments) : [];
+      const digest = sha256Hex(canonicalJson({ ref: route.ref, arguments: params.arguments ?? {}, ...(inexact.length > 0 ? { inexact } : {}) }));
       const owner = `${instance}:${ctx.callId}`;
       for (let attempt = 0; ; attempt++) {
         running.add(owner);

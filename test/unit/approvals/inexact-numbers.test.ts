@@ -4,7 +4,7 @@
 
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { hasInexactNumber } from '../../../src/approvals/inexact-numbers.js';
+import { hasInexactNumber } from '../../../src/protocol/inexact-numbers.js';
 
 function judged(text: string): boolean {
   const parsed = JSON.parse(text) as { params?: { arguments?: unknown } };

@@ -3,7 +3,8 @@
 // Infinity, while the upstream gets the client's bytes and may read them exactly (Python's json, Go's
 // json.Number, Java's BigInteger). An approval binds the digest of the arguments as read and shows the
 // reviewer a preview of them: with such a number, the reviewer would see, and approve, another number than
-// the one that runs, and an approval of one (an account id) would run a call on its neighbour. RFC 7493
+// the one that runs, and an approval of one (an account id) would run a call on its neighbour. Likewise an
+// idempotency key's request, compared as read, would be the neighbour's, and replay its answer. RFC 7493
 // (I-JSON) §2.2 says such numbers should not be sent; RFC 8259 §6 that parsers disagree on them.
 //
 // Only the client's text tells: the parsed value has lost the difference. Decimals are left alone: servers
@@ -20,7 +21,7 @@ const NUMBER = /-?\d+(?:\.\d+)?(?:[eE][+-]?\d+)?/g;
  * double range. Costs one scan of the text; the arguments are walked only when the text has such a literal.
  */
 export function hasInexactNumber(text: string, args: unknown): boolean {
-  const inexact = inexactLiterals(text);
+  const inexact = new Set(inexactLiterals(text).values());
   if (inexact.size === 0) return false;
   // A literal elsewhere in the message (a big request id) is no concern of the arguments'.
   const stack: unknown[] = [args];
@@ -35,16 +36,34 @@ export function hasInexactNumber(text: string, args: unknown): boolean {
   return false;
 }
 
-/** The values JSON.parse gives the literals of `text` that it does not read exactly. */
-function inexactLiterals(text: string): Set<number> {
+/**
+ * The literals of `text`, as written and sorted, that JSON.parse read as a value `args` holds but not
+ * exactly; none (the usual case) when the arguments read as they were written. What tells apart two requests
+ * whose arguments parse alike (the idempotency stage: 9007199254740993 and 9007199254740992 are one double).
+ */
+export function inexactLiteralsIn(text: string, args: unknown): string[] {
+  const inexact = inexactLiterals(text);
+  if (inexact.size === 0) return [];
+  const held = new Set<number>();
+  const stack: unknown[] = [args];
+  while (stack.length > 0) {
+    const v = stack.pop();
+    if (typeof v === 'number') held.add(v);
+    else if (typeof v === 'object' && v !== null) for (const item of Array.isArray(v) ? v : Object.values(v)) stack.push(item);
+  }
+  return [...inexact].filter(([, value]) => held.has(value)).map(([literal]) => literal).sort();
+}
+
+/** The literals of `text` that JSON.parse does not read exactly, each with the value it gives. */
+function inexactLiterals(text: string): Map<string, number> {
   const outside = text.indexOf('"') < 0 ? text : text.replace(STRING, '""');
-  const found = new Set<number>();
+  const found = new Map<string, number>();
   for (const [literal] of outside.matchAll(NUMBER)) {
     // 15 digits or fewer, no exponent: below 10^15 < 2^53, always exact (the usual case, decided at once).
     if (literal.length <= 15 && !/[eE]/.test(literal)) continue;
     const value = Number(literal);
-    if (!Number.isFinite(value)) found.add(value);
-    else if (!/[.eE]/.test(literal) && !Number.isSafeInteger(value) && BigInt(literal) !== BigInt(value)) found.add(value);
+    if (!Number.isFinite(value)) found.set(literal, value);
+    else if (!/[.eE]/.test(literal) && !Number.isSafeInteger(value) && BigInt(literal) !== BigInt(value)) found.set(literal, value);
   }
   return found;
 }
