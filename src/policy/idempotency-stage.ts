@@ -102,7 +102,7 @@ export function compileIdempotencyStage(settings: IdempotencySettings, store: Id
     const id = (ctx.message as JsonRpcRequest).id;
     const result = response.result ? resultForEra(response.result, ctx.era) : undefined;
     ctx.heldBack = 'replay';
-    const message: JsonRpcResponse = result ? { ...response, id, result: { ...result, _meta: { ...(result._meta as object | undefined), 'dev.gatehouse/replayed': true } } } : { ...response, id };
+    const message: JsonRpcResponse = result ? { ...response, id, result: { ...result, _meta: { ...(result._meta as object | undefined), 'dev.gatehouse/replayed': true } } } : { ...response, id, ...(response.error ? { error: markedError(response.error) } : {}) };
     return { kind: 'json', status: 200, message };
   };
 
@@ -248,6 +248,17 @@ export function compileIdempotencyStage(settings: IdempotencySettings, store: Id
       });
     },
   };
+}
+
+/**
+ * A stored JSON-RPC error, replayed: it has no `_meta`, so the mark goes in its `data` (an object, or none
+ * yet). Unmarked, a client retrying after an internal error took the same error for the upstream failing
+ * anew, when nothing had run. Data of another type is the upstream's to shape: left as it is.
+ */
+function markedError(error: NonNullable<JsonRpcResponse['error']>): NonNullable<JsonRpcResponse['error']> {
+  const data: unknown = error.data;
+  if (data !== undefined && (typeof data !== 'object' || data === null || Array.isArray(data))) return error;
+  return { ...error, data: { ...(data as Record<string, unknown> | undefined), 'dev.gatehouse/replayed': true } };
 }
 
 /** A stored tools/call result as a client of `era` must get it (only complete results are stored). */
