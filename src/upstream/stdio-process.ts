@@ -34,6 +34,11 @@ const STDERR_LINE_LIMIT = 4096;
 const NEWLINE = 0x0a;
 /** How long what a child left of its process group has, after SIGTERM, before SIGKILL. */
 const GROUP_GRACE_MS = 2000;
+/**
+ * How long a child whose stdout ended has to exit before it is taken for one that closed its output and
+ * runs on: an exiting child's stdout ends a moment before its exit is seen.
+ */
+const STDOUT_CLOSED_GRACE_MS = 1000;
 /** How much of a non-JSON stdout line is logged. */
 const STDOUT_EXCERPT = 200;
 /**
@@ -107,6 +112,7 @@ export class StdioProcess {
     this.child = child;
     // Read as bytes: maxMessageBytes bounds a line's bytes, not the UTF-16 units of its text.
     child.stdout.on('data', (chunk: Buffer) => this.onStdout(chunk));
+    child.stdout.once('end', () => this.onStdoutEnd());
     this.pipeStderr(child);
     child.stdin.on('error', () => {}); // EPIPE after exit is reported through 'exit'
     return new Promise((resolve, reject) => {
@@ -250,6 +256,21 @@ export class StdioProcess {
     this.stdoutParts.push(rest);
     this.stdoutBytes += rest.length;
     if (this.stdoutBytes > max) this.startDropping(max);
+  }
+
+  /**
+   * stdout is the only way a stdio server speaks (2025-11-25/basic/transports.mdx §stdio): a child that closed
+   * it and runs on can answer nothing again, and until 4 December every call on it waited its whole time
+   * limit and the child ran on, unused, until its session ended. It is now treated as gone: the calls in
+   * flight fail at once, saying why, and its process group is ended (endGroup), the child with it, as after
+   * a crash. A child that is exiting (its stdout ends first) is given a moment to be seen exiting.
+   */
+  private onStdoutEnd(): void {
+    if (this.exited || this.stopping) return;
+    setTimeout(() => {
+      if (this.exited || this.stopping) return;
+      this.markExited('closed its output (stdout) but kept running; stopped');
+    }, STDOUT_CLOSED_GRACE_MS);
   }
 
   /** The line read so far is past its bound: the rest is read past, not kept; only which request it answers, if any. */
