@@ -30,6 +30,10 @@ export interface StdioProcessOptions {
 /** Only these variables of the gateway's own environment reach a child; secrets are passed explicitly. */
 const INHERITED_ENV = ['PATH', 'HOME', 'USER', 'LOGNAME', 'SHELL', 'TERM', 'LANG', 'TMPDIR', 'NODE_OPTIONS'];
 const STDERR_LINE_LIMIT = 4096;
+/** How many of a child's last stderr lines the warning of its exit carries (they usually say why). */
+const LAST_STDERR_LINES = 5;
+/** How long the warning of an exit waits for the rest of stderr: the exit may be seen before its last lines are read. */
+const STDERR_TAIL_WAIT_MS = 250;
 /** The line break of newline-delimited JSON (stdio.mdx §Message Format), as the byte it is in UTF-8. */
 const NEWLINE = 0x0a;
 /** How long what a child left of its process group has, after SIGTERM, before SIGKILL. */
@@ -64,6 +68,10 @@ export class StdioProcess {
   private exitWaiters: Array<() => void> = [];
   /** Settles once what the child left of its process group is gone too (see endGroup). */
   private groupEnded: Promise<void> = Promise.resolve();
+  /** The child's last stderr lines, as logged, for the warning of its exit. */
+  private readonly lastStderr: string[] = [];
+  /** Settles once the child's stderr has ended (all of it read), or at once if it never ran. */
+  private stderrEnded: Promise<void> = Promise.resolve();
   /** Set while the child's stdin backlog is past its bound (see backlogged), so that is logged once. */
   private starved = false;
   /** Called for every message that is not a response to a pending request. */
@@ -309,15 +317,22 @@ export class StdioProcess {
   private pipeStderr(child: ChildProcessWithoutNullStreams): void {
     child.stderr.setEncoding('utf8');
     let partial = '';
+    const logLine = (l: string): void => {
+      const line = excerpt(this.log, withoutCr(l), STDERR_LINE_LIMIT);
+      this.log.info('stdio upstream stderr', { pid: child.pid, line });
+      this.lastStderr.push(line);
+      if (this.lastStderr.length > LAST_STDERR_LINES) this.lastStderr.shift();
+    };
+    this.stderrEnded = new Promise((resolve) => child.stderr.once('close', () => resolve()));
     child.stderr.on('data', (chunk: string) => {
       const lines = (partial + chunk).split('\n');
       // A line still coming is kept up to its excerpt and the margin scrubbed with it, never more.
       partial = (lines.pop() ?? '').slice(0, STDERR_LINE_LIMIT + SCRUB_MARGIN);
-      for (const l of lines) if (l.trim() !== '') this.log.info('stdio upstream stderr', { pid: child.pid, line: excerpt(this.log, withoutCr(l), STDERR_LINE_LIMIT) });
+      for (const l of lines) if (l.trim() !== '') logLine(l);
     });
     // The last line of a child that exits may have no line break after it, and often says why it exited.
     child.stderr.on('end', () => {
-      if (partial.trim() !== '') this.log.info('stdio upstream stderr', { pid: child.pid, line: excerpt(this.log, withoutCr(partial), STDERR_LINE_LIMIT) });
+      if (partial.trim() !== '') logLine(partial);
       partial = '';
     });
   }
@@ -328,8 +343,12 @@ export class StdioProcess {
     const pgid = this.child?.pid;
     if (pgid !== undefined) this.groupEnded = this.endGroup(pgid);
     if (this.child !== undefined) {
-      if (this.stopping) this.log.info('stdio upstream stopped', { pid: this.child.pid, reason });
-      else this.log.warn('stdio upstream exited', { pid: this.child.pid, reason });
+      const pid = this.child.pid;
+      if (this.stopping) this.log.info('stdio upstream stopped', { pid, reason });
+      // Why a child exited on its own is usually in its last stderr lines, logged at info one by one: the
+      // warning carries them, or an operator who reads warnings only learned the exit code alone. The exit
+      // may be seen before those lines are read, so it waits (briefly) for the end of stderr.
+      else void within(this.stderrEnded, STDERR_TAIL_WAIT_MS).then(() => this.log.warn('stdio upstream exited', { pid, reason, lastStderr: [...this.lastStderr] }));
     }
     this.pending.failAll(() => this.exitedError(reason));
     for (const w of this.exitWaiters.splice(0)) w();

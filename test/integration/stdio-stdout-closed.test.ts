@@ -39,7 +39,8 @@ describe('a child that closes stdout and keeps running', () => {
       assert.equal(error.data.code, 'GW_ERR_UPSTREAM_EXITED');
       assert.match(error.message, /closed its output/);
       assert.ok(await waitUntil(() => !isAlive(pid), 10_000), `child ${pid}, its stdout closed, was left running`);
-      assert.ok(gw.logs.some((l) => l.msg === 'stdio upstream exited' && /closed its output/.test(String(l.reason))), 'the operator is told why');
+      // The warning waits (briefly) for the end of the child's stderr, to carry its last lines.
+      assert.ok(await waitUntil(() => gw.logs.some((l) => l.msg === 'stdio upstream exited' && /closed its output/.test(String(l.reason))), 2_000), 'the operator is told why');
 
       const next = await post(gw.url, rpc(3, 'tools/call', { name: 'echo' }), headers);
       assert.equal(next.status, 200, next.text);
