@@ -7,7 +7,7 @@ import { readdirSync, readFileSync, statSync } from 'node:fs';
 import { StringDecoder } from 'node:string_decoder';
 import { GatewayError } from '../errors.js';
 import type { Logger } from '../log/logger.js';
-import type { JsonRpcId, JsonRpcMessage, JsonRpcRequest, JsonRpcResponse } from '../protocol/jsonrpc.js';
+import { classifyMessage, type JsonRpcId, type JsonRpcMessage, type JsonRpcRequest, type JsonRpcResponse } from '../protocol/jsonrpc.js';
 import { AnsweredIdScanner } from '../protocol/answered-id.js';
 import { isLateAnswer, PendingRequests } from './pending-requests.js';
 import type { ToolTimeout } from './tool-timeouts.js';
@@ -301,14 +301,31 @@ export class StdioProcess {
   private onLine(line: string): void {
     const text = line.trim();
     if (text === '') return;
-    let msg: JsonRpcMessage;
+    let parsed: unknown;
     try {
-      msg = JSON.parse(text) as JsonRpcMessage;
+      parsed = JSON.parse(text);
     } catch {
       this.log.warn('stdio upstream wrote a line that is not JSON; ignored', { line: excerpt(this.log, text, STDOUT_EXCERPT) });
       return;
     }
-    if (msg === null || typeof msg !== 'object') return;
+    // A 2025-03-26 batch (that revision's stdio allows them): its messages one by one, as every reader
+    // downstream takes them (as protocol/sse-batch.ts splits one on an HTTP stream).
+    const members = Array.isArray(parsed) ? parsed : [parsed];
+    for (const member of members) {
+      // JSON that is no JSON-RPC message (a structured logger writing to stdout: pino, structlog, a JSON
+      // banner) is the server's own log, not MCP (transports.mdx §stdio: nothing but valid MCP messages on
+      // stdout). Until 4 December it was routed as a message, and a perSession client was sent it, whatever
+      // it held; now it is logged for the operator and skipped, as a line that is not JSON is.
+      const classified = member !== null && typeof member === 'object' && !Array.isArray(member) ? classifyMessage(member) : undefined;
+      if (classified?.ok !== true) {
+        this.log.warn('stdio upstream wrote a line that is not a JSON-RPC message; ignored', { line: excerpt(this.log, members.length === 1 ? text : JSON.stringify(member) ?? String(member), STDOUT_EXCERPT) });
+        continue;
+      }
+      this.onJsonRpc(classified.message);
+    }
+  }
+
+  private onJsonRpc(msg: JsonRpcMessage): void {
     if (this.pending.settle(msg)) return;
     if (isLateAnswer(msg)) return this.log.debug('a late answer from the upstream, for a request no longer waiting; dropped', { id: (msg as { id?: unknown }).id });
     this.onMessage(msg);
