@@ -159,6 +159,12 @@ export class StdioMessages implements UpstreamMessages {
   private readonly spares = new Map<Managed, NodeJS.Timeout>();
   private readonly guests = new Map<string, Guest>();
   /**
+   * Every child started and not yet gone, whatever holds it now: close() waits for each. A session's end
+   * stops its child without being waited for by close() otherwise (the bridges give their sessions 1 s to
+   * end), and until 4 December a child that ignored SIGTERM outlived the close by its SIGKILL's 3 s.
+   */
+  private readonly live = new Set<MessageChannel>();
+  /**
    * The shared child serves every caller at once, so each request goes to it under an id of Gatehouse's
    * (and its progress token likewise): ids must be unique among a sender's outstanding requests
    * (basic/index.mdx §Requests) and progress tokens across active requests (utilities/progress.mdx), and two
@@ -449,7 +455,7 @@ export class StdioMessages implements UpstreamMessages {
     this.guests.clear();
     const shared = this.shared;
     this.shared = undefined;
-    await Promise.all([...all.map((m) => m.proc.stop()), shared?.then((m) => m.proc.stop(), () => {})]);
+    await Promise.all([...all.map((m) => m.proc.stop()), shared?.then((m) => m.proc.stop(), () => {}), ...[...this.live].map((proc) => proc.stop())]);
   }
 
   /** False after a child died on its own, until a call succeeds again (for /readyz). */
@@ -473,7 +479,9 @@ export class StdioMessages implements UpstreamMessages {
     );
     const managed: Managed = { proc, router, asked: new Map(), startedAt: 0, probeOnly: true, pristine: true, lastUsed: Date.now() };
     proc.onMessage = (m) => router.route(m);
+    this.live.add(proc);
     proc.onExit = (reason) => {
+      this.live.delete(proc);
       if (!proc.stoppedOnPurpose) this.noteCrash(reason);
       managed.gone?.();
       for (const watcher of managed.exitWatchers ?? []) watcher();
@@ -481,6 +489,7 @@ export class StdioMessages implements UpstreamMessages {
     try {
       await proc.start();
     } catch (err) {
+      this.live.delete(proc);
       this.noteCrash(String((err as Error)?.message ?? err));
       throw err;
     }

@@ -63,6 +63,8 @@ export class StdioProcess {
   /** Reading past an oversized line: which request it answers, and its text decoded for that. */
   private dropping: { scanner: AnsweredIdScanner; decoder: StringDecoder } | undefined;
   private exited = false;
+  /** The stop under way, once stop() was called. */
+  private stopped: Promise<void> | undefined;
   /** Set once stop() begins: the exit that follows is expected, not news. */
   private stopping = false;
   private exitWaiters: Array<() => void> = [];
@@ -199,7 +201,14 @@ export class StdioProcess {
    * Closes stdin, then SIGTERM, then SIGKILL (2026-07-28 stdio §Shutdown); resolves when it is gone, and
    * what it left of its process group with it.
    */
-  async stop(graceMs = 2000): Promise<void> {
+  stop(graceMs = 2000): Promise<void> {
+    // Once: a second caller (a session's end, then the host's close) waits on the same stop, not a second
+    // round of signals. Nothing to stop before the child is spawned, and nothing remembered.
+    if (!this.child) return Promise.resolve();
+    return (this.stopped ??= this.stopOnce(graceMs));
+  }
+
+  private async stopOnce(graceMs: number): Promise<void> {
     const child = this.child;
     if (!child) return;
     if (this.exited) return this.groupEnded;
