@@ -480,8 +480,10 @@ export class StdioMessages implements UpstreamMessages {
     const managed: Managed = { proc, router, asked: new Map(), startedAt: 0, probeOnly: true, pristine: true, lastUsed: Date.now() };
     proc.onMessage = (m) => router.route(m);
     this.live.add(proc);
+    let exitNoted = false;
     proc.onExit = (reason) => {
       this.live.delete(proc);
+      exitNoted = true;
       if (!proc.stoppedOnPurpose) this.noteCrash(reason);
       managed.gone?.();
       for (const watcher of managed.exitWatchers ?? []) watcher();
@@ -490,7 +492,9 @@ export class StdioMessages implements UpstreamMessages {
       await proc.start();
     } catch (err) {
       this.live.delete(proc);
-      this.noteCrash(String((err as Error)?.message ?? err));
+      // One try, one crash: a child that could not be spawned has usually said so through onExit already
+      // (until 4 December it was counted twice, and restart.attempts gave up after half its tries).
+      if (!exitNoted) this.noteCrash(String((err as Error)?.message ?? err));
       throw err;
     }
     managed.startedAt = Date.now();
