@@ -25,6 +25,7 @@ import { EraVerdict, gatehouseInitializeParams, probeUpstream } from './era-prob
 import { covers, type LegacyClientSession, type PoolOptions } from './legacy-client-sessions.js';
 import { StdioMessages, stdioChannel } from './stdio-messages.js';
 import { StdioSession } from './stdio-session.js';
+import { StartBackoff } from './start-backoff.js';
 import type { ChannelFactory, MessageChannel } from './channel.js';
 import { resolveSession, sessionCapRefusal, SessionTable } from './session-table.js';
 import { modernFaceOf } from './modern-face.js';
@@ -75,6 +76,8 @@ export class StdioUpstream implements Upstream {
    * stops them from here, or one that answered after the close would run on in a closed table.
    */
   private readonly starting = new Set<MessageChannel>();
+  /** The backoff of new perSession children after failed ones (start-backoff.ts). */
+  private readonly starts: StartBackoff;
   private closed = false;
 
   constructor(
@@ -89,6 +92,7 @@ export class StdioUpstream implements Upstream {
     this.name = config.name;
     this.inputTimeoutMs = limits.inputTimeoutMs;
     this.log = log.child({ upstream: config.name });
+    this.starts = new StartBackoff(config.name, config.restart, this.log);
     this.transport = other?.transport ?? 'stdio';
     this.channel = other?.channel ?? (() => stdioChannel(config, this.log, observe));
     this.messages = new StdioMessages(config, this.log, observe, { idleTimeoutMs: limits.idleTimeoutMs, channel: this.channel });
@@ -329,6 +333,14 @@ export class StdioUpstream implements Upstream {
       proc = spare.proc;
       response = { ...spare.response, id: initRequest.id };
     } else {
+      // After children that failed at start, the next waits its turn (or is refused at once), as the shared
+      // child's do: until 4 December every initialize started one at once, however many had just died.
+      try {
+        await this.starts.wait();
+      } catch (err) {
+        return refused(failure(asGatewayError(err, 'GW_ERR_UPSTREAM_EXITED', this.log, { upstream: this.name, callId: ctx.callId })));
+      }
+      if (this.closed) return refused(failure(closedError(this.name)));
       proc = this.newProcess();
       this.starting.add(proc);
       try {
@@ -337,13 +349,16 @@ export class StdioUpstream implements Upstream {
           this.lastStartOk = true;
         } catch (err) {
           this.lastStartOk = false;
+          this.starts.failed(String((err as Error)?.message ?? err));
           return refused(failure(asGatewayError(err, 'GW_ERR_UPSTREAM_EXITED', this.log, { upstream: this.name, callId: ctx.callId })));
         }
         try {
           response = await proc.request(initRequest);
+          this.starts.succeeded();
         } catch (err) {
           void proc.stop();
           if (this.closed) return refused(failure(closedError(this.name)));
+          this.starts.failed(String((err as Error)?.message ?? err));
           return refused(failure(asGatewayError(err, 'GW_ERR_UPSTREAM_EXITED', this.log, { upstream: this.name, callId: ctx.callId })));
         }
       } finally {

@@ -15,7 +15,7 @@ const gateways = gatewaysCheckedForLeakedChildren();
 const ATTEMPTS = 3;
 
 for (const [what, command] of [['a command that is not installed', ['/nonexistent/mcp-server']], ['a command that exits at once', ['sh', '-c', 'exit 3']]] as const) {
-  for (const processes of ['shared', 'single'] as const) {
+  for (const processes of ['perSession', 'shared', 'single'] as const) {
     test(`${processes}: ${what} is tried ${ATTEMPTS + 1} times (restart.attempts: ${ATTEMPTS}) before calls fail at once`, { timeout: 30_000 }, async () => {
       const gw = await startGateway({ upstreams: [{ name: 'gone', command: [...command], processes, era: 'legacy', restart: { attempts: ATTEMPTS, firstDelayMs: 50 } }] });
       gateways.push(gw);
@@ -30,7 +30,7 @@ for (const [what, command] of [['a command that is not installed', ['/nonexisten
       }
       assert.ok(refusal !== undefined, 'calls are refused at once in the end');
       // One try is one spawn: a child started (that then exits), or a spawn that failed.
-      const tries = gw.logs.filter((l) => l.msg === 'stdio upstream started' || (l.msg === 'stdio upstream child is gone; the next call starts a new one after a backoff' && /^could not start /.test(String(l.reason)))).length;
+      const tries = gw.logs.filter((l) => l.msg === 'stdio upstream started' || (l.msg === 'stdio upstream child is gone; the next call starts a new one after a backoff' && /could not (be )?start/.test(String(l.reason)))).length;
       assert.equal(tries, ATTEMPTS + 1, `${tries} tries before: ${refusal}`);
       const counted = gw.logs.filter((l) => l.msg === 'stdio upstream child is gone; the next call starts a new one after a backoff').map((l) => l.crashes);
       assert.deepEqual(counted, [1, 2, 3, 4], 'each failed try is one crash in the log');
