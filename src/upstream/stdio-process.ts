@@ -102,6 +102,14 @@ export class StdioProcess {
   start(): Promise<void> {
     const [cmd, ...args] = this.opts.command;
     if (cmd === undefined) return Promise.reject(new Error('empty command'));
+    // A working directory that is missing (or a file) fails the spawn with an error that names the command
+    // (`spawn /usr/bin/node ENOENT`), which is there: said as what it is, without the host's path.
+    const cwdProblem = this.opts.cwd === undefined ? undefined : directoryProblem(this.opts.cwd);
+    if (cwdProblem !== undefined) {
+      const why = `could not be started: its working directory (cwd) ${cwdProblem}`;
+      this.markExited(why);
+      return Promise.reject(new GatewayError('GW_ERR_UPSTREAM_EXITED', `Upstream "${this.opts.upstream}" ${why}`, this.opts.upstream));
+    }
     const env: Record<string, string> = {};
     for (const k of INHERITED_ENV) if (process.env[k] !== undefined) env[k] = process.env[k]!;
     Object.assign(env, this.opts.env);
@@ -402,6 +410,19 @@ function excerpt(log: Logger, text: string, max: number): string {
  */
 function withoutCr(line: string): string {
   return line.endsWith('\r') ? line.slice(0, -1) : line;
+}
+
+/** Why `path` cannot be a working directory ("does not exist", "is not a directory"), or undefined when it can. */
+function directoryProblem(path: string): string | undefined {
+  try {
+    return statSync(path).isDirectory() ? undefined : 'is not a directory';
+  } catch (err) {
+    const code = (err as NodeJS.ErrnoException).code;
+    if (code === 'ENOENT') return 'does not exist';
+    if (code === 'ENOTDIR') return 'is not a directory';
+    // Anything else (EACCES on a parent, a NUL the config checks refuse): the spawn says what it says.
+    return undefined;
+  }
 }
 
 /** Signals a process group; false when it has no member left (or is not ours to signal). */
