@@ -31,7 +31,7 @@ import { honouredFilter, ListenHub, wants, type Listener, type SubscriptionFilte
 type Obj = Record<string, unknown>;
 
 /** Server-to-client requests that MRTR can carry, and the client capability each needs (mrtr.mdx §Server Requirements 6). */
-const INPUT_REQUEST_CAPABILITY: Readonly<Record<string, string>> = wireTable({
+export const INPUT_REQUEST_CAPABILITY: Readonly<Record<string, string>> = wireTable({
   'elicitation/create': 'elicitation',
   'sampling/createMessage': 'sampling',
   'roots/list': 'roots',

@@ -7,7 +7,8 @@ import type { Logger } from '../log/logger.js';
 import { CallStream } from '../pipeline/call-stream.js';
 import type { CallContext } from '../pipeline/context.js';
 import { ACCEPTED, refused, type Outcome } from '../pipeline/outcome.js';
-import { type JsonRpcId, type JsonRpcMessage, type JsonRpcRequest, type JsonRpcResponse } from '../protocol/jsonrpc.js';
+import { ErrorCode, errorResponse, type JsonRpcId, type JsonRpcMessage, type JsonRpcRequest, type JsonRpcResponse } from '../protocol/jsonrpc.js';
+import { declaresInput, INPUT_REQUEST_CAPABILITY } from './bridge-modern-client.js';
 import { upstreamMessage } from '../protocol/trace-context.js';
 import type { MessageChannel } from './channel.js';
 import { RequestAbandoned } from './pending-requests.js';
@@ -70,6 +71,8 @@ export class StdioSession implements HeldSession {
     private readonly log: Logger,
     /** The longest a call's clock stays stopped for its client's answer (sessions.inputTimeoutMs); then it runs again. */
     private readonly inputTimeoutMs = 300_000,
+    /** The capabilities the client declared at initialize: what the child may ask it for. */
+    private readonly declared: Record<string, unknown> = {},
   ) {
     this.adopt(proc);
   }
@@ -244,6 +247,7 @@ export class StdioSession implements HeldSession {
    * else the GET stream, else kept for it; a ping nothing can carry is answered here.
    */
   private route(msg: JsonRpcMessage): void {
+    if (this.refusedForClient(msg)) return;
     if ('method' in msg && msg.method === 'notifications/progress') {
       const token = (msg.params as { progressToken?: string | number } | undefined)?.progressToken;
       const owner = this.inFlight.find((f) => f.progressToken === token);
@@ -276,6 +280,21 @@ export class StdioSession implements HeldSession {
     }
     if (this.backlog.length >= BACKLOG_LIMIT) this.backlog.shift();
     this.backlog.push(msg);
+  }
+
+  /**
+   * A question for the client that it did not declare it can answer (2025-11-25/client/elicitation.mdx
+   * §Capabilities, sampling.mdx, roots.mdx: clients that support it MUST declare it, so a server may ask only
+   * for what was declared) is answered here, as the bridges of `shared` and `single` answer it: an
+   * elicitation is cancelled, anything else is -32601. Until 4 December it went to the client, and the call
+   * waited, its clock stopped, on an answer a client without the capability need not give.
+   */
+  private refusedForClient(msg: JsonRpcMessage): boolean {
+    if (!('method' in msg) || !('id' in msg) || msg.id === undefined || !(msg.method in INPUT_REQUEST_CAPABILITY)) return false;
+    if (declaresInput(this.declared, msg.method, msg.params)) return false;
+    this.log.warn('stdio upstream asked its client for what the client did not declare; answered by Gatehouse', { method: msg.method });
+    this.proc.send(msg.method === 'elicitation/create' ? { jsonrpc: '2.0', id: msg.id, result: { action: 'cancel' } } : errorResponse(msg.id, ErrorCode.MethodNotFound, `The client did not declare support for ${msg.method}`));
+    return true;
   }
 
   /**

@@ -403,7 +403,7 @@ export class StdioUpstream implements Upstream {
         this.sessions.forget(id, 'unknown');
         this.releaseHost(id);
       },
-    }, this.log.child({ session: id.slice(0, 8) }), this.inputTimeoutMs);
+    }, this.log.child({ session: id.slice(0, 8) }), this.inputTimeoutMs, isObject(initRequest.params?.capabilities) ? initRequest.params.capabilities : {});
     this.sessions.add(id, session);
     const result = response.result ?? {};
     const declared = isObject(initRequest.params?.capabilities) ? initRequest.params.capabilities : {};
