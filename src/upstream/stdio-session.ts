@@ -2,6 +2,7 @@
 // child sends on its own (progress, logging, elicitation and sampling requests, list changes) to the
 // stream that should carry it.
 
+import { randomUUID } from 'node:crypto';
 import { asGatewayError, duplicateId, failure, GatewayError } from '../errors.js';
 import type { Logger } from '../log/logger.js';
 import { CallStream } from '../pipeline/call-stream.js';
@@ -63,6 +64,12 @@ export class StdioSession implements HeldSession {
   private adoptedAt = Date.now();
   /** Ids the client cancelled before their request got here (see cancelled()). */
   private readonly cancelledEarly = new Set<JsonRpcId>();
+  /**
+   * What the client set on its session and a replacement child would not have (see replayState): the params
+   * of its last accepted `logging/setLevel`, and its subscriptions held, by URI.
+   */
+  private logLevel: Record<string, unknown> | undefined;
+  private readonly subscriptions = new Map<string, Record<string, unknown>>();
 
   constructor(
     readonly id: string,
@@ -102,11 +109,15 @@ export class StdioSession implements HeldSession {
         if (this.closed) return false;
         try {
           const next = await this.respawner.respawn();
+          // Replayed before it is adopted: a child that dies meanwhile is a failed try, not a second crash
+          // of the session while this one is handled.
+          if (!this.closed) await this.replayState(next);
           // Closed while it started (the gateway shut down, a reload retired the upstream): not adopted, stopped.
           if (this.closed) {
             void next.stop();
             return false;
           }
+          if (!next.alive) throw new GatewayError('GW_ERR_UPSTREAM_EXITED', 'The restarted upstream process exited while its session state was replayed');
           this.adopt(next);
           this.respawner.onRestart(true);
           return true;
@@ -120,6 +131,38 @@ export class StdioSession implements HeldSession {
       this.closeListenStream();
       return false;
     })().finally(() => (this.restarting = undefined));
+  }
+
+  /** Notes what an accepted request set on the session (a logging level, a subscription), for replayState. */
+  private remember(request: JsonRpcRequest): void {
+    const params = request.params ?? {};
+    if (request.method === 'logging/setLevel') this.logLevel = params;
+    const uri = params.uri;
+    if (typeof uri !== 'string') return;
+    if (request.method === 'resources/subscribe') this.subscriptions.set(uri, params);
+    else if (request.method === 'resources/unsubscribe') this.subscriptions.delete(uri);
+  }
+
+  /**
+   * A replacement child knows the client's initialize (replayed by the respawner) and nothing it set since.
+   * The client is not told of the restart and goes on believing its logging level (2025-11-25/server/
+   * utilities/logging.mdx §Setting Log Level) and subscriptions (server/resources.mdx §Subscriptions) hold:
+   * until 4 December the new child logged at its default level and sent no updates, silently. They are
+   * replayed, under ids of Gatehouse's, before the session serves again; a refusal or failure is logged.
+   */
+  private async replayState(proc: MessageChannel): Promise<void> {
+    const requests: Array<{ method: string; params: Record<string, unknown> }> = [
+      ...(this.logLevel === undefined ? [] : [{ method: 'logging/setLevel', params: this.logLevel }]),
+      ...[...this.subscriptions.values()].map((params) => ({ method: 'resources/subscribe', params })),
+    ];
+    for (const { method, params } of requests) {
+      try {
+        const answer = await proc.request({ jsonrpc: '2.0', id: `gatehouse-replay-${randomUUID()}`, method, params });
+        if (answer.error !== undefined) this.log.warn('the restarted stdio child refused session state replayed to it', { method, error: answer.error.message });
+      } catch (err) {
+        this.log.warn('session state could not be replayed to the restarted stdio child', { method, err });
+      }
+    }
   }
 
   /** Waits out a restart in progress; false when the child did not come back. */
@@ -192,7 +235,9 @@ export class StdioSession implements HeldSession {
       try {
         // Legacy clients' disconnects are not cancellations (2025-11-25/basic/transports.mdx §Sending
         // Messages 6), so no abort signal: the answer is dropped if nobody waits for it any more.
-        channel.finish(await this.proc.request(request));
+        const answer = await this.proc.request(request);
+        if (answer.error === undefined) this.remember(request);
+        channel.finish(answer);
       } catch (err) {
         if (entry.cancelled === true && err instanceof RequestAbandoned) {
           // Cancelled by its client: no response is sent for it (2025-11-25 utilities/cancellation.mdx
