@@ -374,7 +374,7 @@ export interface StdioUpstream {
    */
   command: [string, ...string[]];
   /**
-   * Environment variables set for the child process; the place for its credentials. Of Gatehouse's own environment only PATH, HOME, USER, LOGNAME, SHELL, TERM, LANG, TMPDIR and NODE_OPTIONS reach the child (its secrets, such as GATEHOUSE_ADMIN_TOKEN, do not); anything else the child needs (PYTHONPATH, SSL_CERT_FILE) is set here, e.g. { PYTHONPATH: "${env:PYTHONPATH}" }. Values read through ${env:...} or ${file:...}, and those under names like a credential (..._TOKEN, ..._KEY, ..._SECRET), are scrubbed from every log line, the child's stderr included.
+   * Environment variables set for the child process; the place for its credentials. Of Gatehouse's own environment only PATH, HOME, USER, LOGNAME, SHELL, TERM, LANG, TMPDIR and NODE_OPTIONS (without its inspector flags, --inspect and the like, which are for debugging Gatehouse) reach the child (its secrets, such as GATEHOUSE_ADMIN_TOKEN, do not); anything else the child needs (PYTHONPATH, SSL_CERT_FILE) is set here, e.g. { PYTHONPATH: "${env:PYTHONPATH}" }. Values read through ${env:...} or ${file:...}, and those under names like a credential (..._TOKEN, ..._KEY, ..._SECRET), are scrubbed from every log line, the child's stderr included.
    */
   env: {
     [k: string]: string;

@@ -112,6 +112,9 @@ export class StdioProcess {
     }
     const env: Record<string, string> = {};
     for (const k of INHERITED_ENV) if (process.env[k] !== undefined) env[k] = process.env[k]!;
+    const nodeOptions = withoutInspector(env.NODE_OPTIONS);
+    if (nodeOptions === undefined) delete env.NODE_OPTIONS;
+    else env.NODE_OPTIONS = nodeOptions;
     Object.assign(env, this.opts.env);
     // A process group of its own (detached: setsid), whose id is the child's PID: what the child starts
     // (a browser it drives, the server behind an `npx` or a shell) is in it, and is ended with it (endGroup).
@@ -410,6 +413,30 @@ function excerpt(log: Logger, text: string, max: number): string {
  */
 function withoutCr(line: string): string {
   return line.endsWith('\r') ? line.slice(0, -1) : line;
+}
+
+/**
+ * Gatehouse's NODE_OPTIONS as a child inherits it: without the inspector's flags (--inspect, --inspect-brk,
+ * --inspect-wait, --inspect-port, --debug-port), which are for debugging Gatehouse. Inherited, --inspect-brk
+ * had every Node child wait for a debugger before running a line (each initialize timed out), and
+ * --inspect on a fixed port had each child fight Gatehouse for it. Undefined when nothing is left. Tokens
+ * are split as Node splits them: at spaces, a double-quoted one kept whole.
+ */
+export function withoutInspector(value: string | undefined): string | undefined {
+  if (value === undefined) return undefined;
+  const tokens = value.match(/(?:[^\s"]+|"(?:[^"\\]|\\.)*")+/g) ?? [];
+  const kept: string[] = [];
+  for (let i = 0; i < tokens.length; i++) {
+    const token = tokens[i]!;
+    const flag = /^--(inspect(-brk|-wait|-port)?|debug-port)(=|$)/.exec(token);
+    if (flag === null) {
+      kept.push(token);
+      continue;
+    }
+    // The port flags may take their value as the next token.
+    if ((flag[2] === '-port' || flag[1] === 'debug-port') && flag[3] === '' && tokens[i + 1] !== undefined && !tokens[i + 1]!.startsWith('-')) i++;
+  }
+  return kept.length === 0 ? undefined : kept.join(' ');
 }
 
 /** Why `path` cannot be a working directory ("does not exist", "is not a directory"), or undefined when it can. */
