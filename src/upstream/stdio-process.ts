@@ -105,11 +105,7 @@ export class StdioProcess {
     // A working directory that is missing (or a file) fails the spawn with an error that names the command
     // (`spawn /usr/bin/node ENOENT`), which is there: said as what it is, without the host's path.
     const cwdProblem = this.opts.cwd === undefined ? undefined : directoryProblem(this.opts.cwd);
-    if (cwdProblem !== undefined) {
-      const why = `could not be started: its working directory (cwd) ${cwdProblem}`;
-      this.markExited(why);
-      return Promise.reject(new GatewayError('GW_ERR_UPSTREAM_EXITED', `Upstream "${this.opts.upstream}" ${why}`, this.opts.upstream));
-    }
+    if (cwdProblem !== undefined) return this.notStarted(`its working directory (cwd) ${cwdProblem}`);
     const env: Record<string, string> = {};
     for (const k of INHERITED_ENV) if (process.env[k] !== undefined) env[k] = process.env[k]!;
     const nodeOptions = withoutInspector(env.NODE_OPTIONS);
@@ -125,8 +121,6 @@ export class StdioProcess {
       // Node throws for what it cannot pass to a process (a NUL in an argument or a variable, which the config
       // checks refuse), quoting the value, which may be a credential: neither the log nor the client gets it.
       const code = (err as { code?: unknown }).code;
-      const cwd = cwdProblem(this.opts.cwd);
-      if (cwd !== undefined) return this.notStarted(cwd);
       this.markExited(`could not be started: its command, arguments, environment or working directory cannot be passed to a process (${typeof code === 'string' ? code : 'error'})`);
       return Promise.reject(new GatewayError('GW_ERR_UPSTREAM_EXITED', `Upstream "${this.opts.upstream}" could not be started: its command, arguments, environment or working directory cannot be passed to a process`, this.opts.upstream));
     }
@@ -142,8 +136,6 @@ export class StdioProcess {
         resolve();
       });
       child.once('error', (err) => {
-        const cwd = cwdProblem(this.opts.cwd);
-        if (cwd !== undefined) return void this.notStarted(cwd, err).catch(reject);
         this.markExited(`could not start "${cmd}": ${err.message}`);
         reject(new GatewayError('GW_ERR_UPSTREAM_EXITED', `Upstream "${this.opts.upstream}" could not be started: ${err.message}`, this.opts.upstream, { cause: err }));
       });
@@ -499,19 +491,3 @@ function within(p: Promise<void>, ms: number): Promise<boolean> {
   });
 }
 
-/**
- * Why a child could not start in `cwd`, when that is the reason: Node reports a working directory that does
- * not exist as ENOENT of the command (`spawn node ENOENT`, as if node were missing) and one that is a file as
- * a bare ENOTDIR. Asked only after a spawn failed. The path is not repeated: it may have been interpolated.
- */
-function cwdProblem(cwd: string | undefined): string | undefined {
-  if (cwd === undefined) return undefined;
-  try {
-    return statSync(cwd).isDirectory() ? undefined : 'its working directory (cwd) is not a directory';
-  } catch (err) {
-    const code = (err as NodeJS.ErrnoException).code;
-    if (code === 'ENOENT') return 'its working directory (cwd) does not exist';
-    if (code === 'ENOTDIR') return 'its working directory (cwd) is not a directory';
-    return undefined;
-  }
-}
