@@ -123,12 +123,17 @@ export interface ToolRefusal {
   kind: 'tool';
   code: ToolRefusalCode;
   message: string;
-  /** More of `structuredContent.error` (e.g. `errors` for invalid arguments). */
+  /** More of the `{ code, message }` error (e.g. `errors` for invalid arguments), wherever it goes (`toolRefusalResult`). */
   details?: Record<string, unknown>;
   /** `_meta` entries under the `dev.gatehouse/` prefix (run_id, tool_ref, retry_after, quota, approval_id). */
   meta?: Record<string, unknown>;
   /** The policy entry (egress rule, rate limit, budget, breaker) that refused, by id; `default` for the built-in defaults. */
   rule?: string;
+  /**
+   * The called tool declares an outputSchema (set by `refusalOfTool`): the result then carries no
+   * `structuredContent`, which that schema would have to allow, and `{ code, message }` goes in `_meta`.
+   */
+  outputSchema?: true;
 }
 
 /** Something failed on the way (the upstream, or Gatehouse shutting down). */
@@ -250,18 +255,38 @@ export function toWire(r: Refusal, ctx: WireContext): WireAnswer {
   }
 }
 
+/** Where a refusal of a call to a tool with an outputSchema carries its `{ code, message }` (and details). */
+export const ERROR_META = 'dev.gatehouse/error';
+
 /**
  * DESIGN.md §2: `structuredContent.error = { code, message }` plus details, the reason as text for models
- * that read only `content`, and our `_meta` keys; modern clients also get `resultType`.
+ * that read only `content`, and our `_meta` keys; modern clients also get `resultType`. For a tool that
+ * declares an outputSchema the error goes in `_meta` under ERROR_META and there is no `structuredContent`:
+ * server/tools.mdx §Output Schema says a server MUST give such a tool structured results that conform to
+ * it, and the v1 SDK's Client.callTool checks `structuredContent` against it even with `isError` set (it
+ * threw -32602, so the model never read the refusal). The spec wins over DESIGN.md here.
  */
 function toolRefusalResult(r: ToolRefusal, era: ClientEra): Record<string, unknown> {
-  const result: Record<string, unknown> = {
-    content: [{ type: 'text', text: r.message }],
-    isError: true,
-    structuredContent: { error: { code: r.code, message: r.message, ...r.details } },
-  };
-  if (r.meta !== undefined) result._meta = r.meta;
+  const error = { code: r.code, message: r.message, ...r.details };
+  const result: Record<string, unknown> = { content: [{ type: 'text', text: r.message }], isError: true };
+  if (r.outputSchema === true) result._meta = { ...r.meta, [ERROR_META]: error };
+  else {
+    result.structuredContent = { error };
+    if (r.meta !== undefined) result._meta = r.meta;
+  }
   return era === 'modern' ? toModernResult('tools/call', result, undefined, { ttlMs: 0, cacheScope: 'private' }) : result;
+}
+
+/**
+ * `refusal` as the caller of `tool` (the call's route) must get it: a tool refusal of a call to a tool that
+ * declares an outputSchema is marked so (ToolRefusal.outputSchema), any other refusal is as it was. Applied
+ * wherever a refusal of a resolved call is rendered (pipeline/final-answer.ts, outcome-stream.ts) or leaves
+ * the pipeline for the edges (edge/server.ts callEnded), so every era, adapter and transport shapes it alike.
+ * A tool Gatehouse has no definition of (an unlisted name on the pass-through) is not known to declare one.
+ */
+export function refusalOfTool(refusal: Refusal, tool: { outputSchema?: unknown } | undefined): Refusal {
+  if (refusal.kind !== 'tool' || tool?.outputSchema === undefined || refusal.outputSchema === true) return refusal;
+  return { ...refusal, outputSchema: true };
 }
 
 /**

@@ -11,7 +11,7 @@ import type { AuthVerdict, Authenticator, ChallengedEndpoint } from '../auth/aut
 import type { AuthFailureLimiter } from '../auth/failure-limit.js';
 import type { SessionBinding } from '../auth/session-binding.js';
 import type { ListenConfig } from '../config/types.js';
-import { failure, GatewayError, refusalCode, sessionCapRefusal, upstreamFailureOf, type Refusal, type TransportRefusal } from '../errors.js';
+import { failure, GatewayError, refusalCode, refusalOfTool, sessionCapRefusal, upstreamFailureOf, type Refusal, type TransportRefusal } from '../errors.js';
 import type { Logger } from '../log/logger.js';
 import { compileClientAddress, limitKey } from '../net/client-address.js';
 import type { CallContext } from '../pipeline/context.js';
@@ -538,7 +538,10 @@ export function createEdge(listen: ListenConfig, handlers: EdgeHandlers, log: Lo
   }
 
   /** What the edge keeps of the pipeline's outcome (the refusal, for the end event) and the legacy session it issued. */
-  function callEnded(record: CallRecord, ctx: CallContext, outcome: Outcome): Outcome {
+  function callEnded(record: CallRecord, ctx: CallContext, ended: Outcome): Outcome {
+    // A tool refusal is shaped for the called tool here, once, for every edge that writes it (errors.ts refusalOfTool).
+    const shaped = ended.kind === 'refused' ? refusalOfTool(ended.refusal, ctx.route) : undefined;
+    const outcome: Outcome = ended.kind === 'refused' && shaped !== ended.refusal ? { ...ended, refusal: shaped! } : ended;
     if (outcome.kind === 'refused') {
       record.refusal = refusalCode(outcome.refusal);
       record.stage = outcome.stage ?? 'upstream';

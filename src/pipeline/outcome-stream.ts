@@ -2,7 +2,7 @@
 // before the call goes on (a confirmation asked on the legacy client's stream), whatever the stages after
 // it answer (a refusal, one JSON message, a stream, or an upstream's relayed bytes) continues that stream.
 
-import { GatewayError, toWire } from '../errors.js';
+import { GatewayError, refusalOfTool, toWire } from '../errors.js';
 import type { JsonRpcMessage, JsonRpcResponse } from '../protocol/jsonrpc.js';
 import { SseParser } from '../protocol/sse.js';
 import type { CallStream } from './call-stream.js';
@@ -12,7 +12,7 @@ import type { Outcome } from './outcome.js';
 export async function pipeOutcome(outcome: Outcome, out: CallStream, ctx: CallContext): Promise<void> {
   switch (outcome.kind) {
     case 'refused':
-      return out.finish(toWire(outcome.refusal, { era: ctx.era, id: out.requestId, callId: ctx.callId }).body);
+      return out.finish(toWire(refusalOfTool(outcome.refusal, ctx.route), { era: ctx.era, id: out.requestId, callId: ctx.callId }).body);
     case 'json':
       if (isResponse(outcome.message)) return out.finish(outcome.message);
       return out.fail(new GatewayError('GW_ERR_UPSTREAM_BAD_RESPONSE', 'The call was answered without a response'));

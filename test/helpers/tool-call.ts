@@ -25,8 +25,11 @@ export async function callTool(url: string, bearer: string | undefined, name: st
 /** The approval a held call waits for (its `dev.gatehouse/approval_id`). */
 export const approvalIdOf = (r: ToolResult): string => r._meta?.['dev.gatehouse/approval_id'] as string;
 
-/** What became of a call: its policy outcome's code, `error` for a tool error, else `ran`. */
-export const codeOf = (r: ToolResult): string => r.structuredContent?.error?.code ?? (r.isError ? 'error' : 'ran');
+/**
+ * What became of a call: its policy outcome's code, `error` for a tool error, else `ran`. The code is in
+ * `structuredContent.error`, or in `_meta["dev.gatehouse/error"]` for a tool that declares an outputSchema.
+ */
+export const codeOf = (r: ToolResult): string => r.structuredContent?.error?.code ?? (r._meta?.['dev.gatehouse/error'] as { code?: string } | undefined)?.code ?? (r.isError ? 'error' : 'ran');
 
 /**
  * What became of an SDK client's request: its result, or its JSON-RPC error code and message (NaN where the

@@ -181,7 +181,10 @@ describe('catalog lists and output checks', () => {
       if (mode === 'warn') assert.deepEqual(result.structuredContent, { n: 'not a number' });
       else {
         assert.equal(result.isError, true);
-        assert.equal(result.structuredContent.error.code, 'invalid_output');
+        // tools.mdx §Output Schema: a tool with an outputSchema gets no structuredContent its schema does not
+        // allow; the refusal's code is in _meta (refusal-output-schema.test.ts).
+        assert.equal(result.structuredContent, undefined);
+        assert.equal(result._meta['dev.gatehouse/error'].code, 'invalid_output');
       }
     }
   });

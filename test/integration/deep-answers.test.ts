@@ -65,8 +65,10 @@ describe('an upstream answer nested 20,000 levels deep, its tool declaring a rec
           assert.equal(res.status, 200, res.text.slice(0, 300));
           const result = res.json().result;
           assert.equal(result.isError, true, res.text.slice(0, 300));
-          assert.equal(result.structuredContent.error.code, 'invalid_output');
-          assert.match(JSON.stringify(result.structuredContent.error), /nested too deeply/);
+          // The tool declares an outputSchema: the refusal is in _meta, not in structuredContent (tools.mdx §Output Schema).
+          assert.equal(result.structuredContent, undefined);
+          assert.equal(result._meta['dev.gatehouse/error'].code, 'invalid_output');
+          assert.match(JSON.stringify(result._meta['dev.gatehouse/error']), /nested too deeply/);
         } else {
           // Relayed, it goes on as the upstream's bytes, the run id inserted into them, whatever their size.
           assert.equal(res.status, 200, res.text.slice(0, 300));

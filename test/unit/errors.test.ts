@@ -3,7 +3,7 @@
 
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { GatewayError, refusalCode, toWire, type GatewayErrorCode, type Refusal, type ToolRefusalCode } from '../../src/errors.js';
+import { ERROR_META, GatewayError, refusalCode, refusalOfTool, toWire, type GatewayErrorCode, type Refusal, type ToolRefusalCode } from '../../src/errors.js';
 
 const ctx = { id: 7, callId: 'call-1' } as const;
 const ERAS = ['legacy', 'modern'] as const;
@@ -119,6 +119,20 @@ for (const era of ERAS) {
     });
   }
 
+  for (const code of TOOL_CODES) {
+    // server/tools.mdx §Output Schema: "Servers MUST provide structured results that conform to this schema";
+    // `{ error }` conforms to no tool's schema, and the v1 SDK's client checks it even with isError set.
+    test(`${era}: tool refusal ${code} of a tool with an outputSchema → no structuredContent, the error in _meta["${ERROR_META}"]`, () => {
+      const refusal = refusalOfTool({ kind: 'tool', code, message: `refused: ${code}`, details: { errors: [] }, meta: { 'dev.gatehouse/run_id': 'r-1' } }, { outputSchema: { type: 'object' } });
+      const result = toWire(refusal, { ...ctx, era }).body.result!;
+      assert.equal(result.isError, true);
+      assert.equal(Object.hasOwn(result, 'structuredContent'), false);
+      assert.deepEqual(result.content, [{ type: 'text', text: `refused: ${code}` }]);
+      assert.deepEqual(result._meta, { 'dev.gatehouse/run_id': 'r-1', [ERROR_META]: { code, message: `refused: ${code}`, errors: [] } });
+      assert.equal(result.resultType, era === 'modern' ? 'complete' : undefined);
+    });
+  }
+
   for (const [code, status] of FAILURES) {
     test(`${era}: failure ${code} → HTTP ${status}, -32603 with the code, retryable and the call id`, () => {
       const error = new GatewayError(code, `it failed: ${code}`, 'crm');
@@ -134,4 +148,16 @@ for (const era of ERAS) {
 test('a refusal of a notification or of an unread body carries a null id', () => {
   const wire = toWire({ kind: 'transport', code: 'parse_error', status: 400, rpcCode: -32700, message: 'Parse error' }, { era: 'legacy', id: null, callId: 'c' });
   assert.deepEqual(wire.body, { jsonrpc: '2.0', id: null, error: { code: -32700, message: 'Parse error' } });
+});
+
+test('refusalOfTool marks only a tool refusal of a tool known to declare an outputSchema', () => {
+  const tool: Refusal = { kind: 'tool', code: 'rate_limited', message: 'later' };
+  const protocol: Refusal = { kind: 'protocol', code: 'unknown_tool', rpcCode: -32602, message: 'no such tool' };
+  assert.equal(refusalOfTool(tool, undefined), tool, 'no route: as it was');
+  assert.equal(refusalOfTool(tool, {}), tool, 'no outputSchema: as it was');
+  assert.equal(refusalOfTool(protocol, { outputSchema: {} }), protocol, 'not a tool result: as it was');
+  const marked = refusalOfTool(tool, { outputSchema: {} });
+  assert.deepEqual(marked, { ...tool, outputSchema: true });
+  assert.equal(refusalOfTool(marked, { outputSchema: {} }), marked, 'marked once');
+  assert.equal((tool as { outputSchema?: unknown }).outputSchema, undefined, 'the refusal given is not changed');
 });
