@@ -134,6 +134,11 @@ export interface ToolRefusal {
    * `structuredContent`, which that schema would have to allow, and `{ code, message }` goes in `_meta`.
    */
   outputSchema?: true;
+  /**
+   * The call was a 2025-11-25 task-augmented tools/call (`params.task`; set by `refusalOfTool`): its caller
+   * reads a CreateTaskResult or an error, never a CallToolResult, so the refusal is a JSON-RPC error.
+   */
+  task?: true;
 }
 
 /** Something failed on the way (the upstream, or Gatehouse shutting down). */
@@ -238,6 +243,7 @@ export function toWire(r: Refusal, ctx: WireContext): WireAnswer {
     case 'protocol':
       return { status: 200, headers: {}, body: errorResponse(ctx.id, r.rpcCode, r.message, r.data) };
     case 'tool':
+      if (r.task === true) return { status: 200, headers: {}, body: errorResponse(ctx.id, ErrorCode.InternalError, r.message, { code: r.code, message: r.message, ...r.details, ...r.meta }) };
       return { status: 200, headers: {}, body: { jsonrpc: '2.0', id: ctx.id, result: toolRefusalResult(r, ctx.era) } };
     case 'failure': {
       const err = r.error;
@@ -277,16 +283,34 @@ function toolRefusalResult(r: ToolRefusal, era: ClientEra): Record<string, unkno
   return era === 'modern' ? toModernResult('tools/call', result, undefined, { ttlMs: 0, cacheScope: 'private' }) : result;
 }
 
+/** What `refusalOfTool` needs of a call: its route (the tool's definition) and its request. */
+export interface RefusedCall {
+  route?: { outputSchema?: unknown };
+  message?: unknown;
+}
+
 /**
- * `refusal` as the caller of `tool` (the call's route) must get it: a tool refusal of a call to a tool that
- * declares an outputSchema is marked so (ToolRefusal.outputSchema), any other refusal is as it was. Applied
- * wherever a refusal of a resolved call is rendered (pipeline/final-answer.ts, outcome-stream.ts) or leaves
- * the pipeline for the edges (edge/server.ts callEnded), so every era, adapter and transport shapes it alike.
- * A tool Gatehouse has no definition of (an unlisted name on the pass-through) is not known to declare one.
+ * `refusal` as the caller must get it. A tool refusal of a call to a tool that declares an outputSchema is
+ * marked so (ToolRefusal.outputSchema); of a task-augmented call (`params.task`), marked `task`: tasks.mdx
+ * §Behavior Requirements, a receiver that accepts one MUST answer with a CreateTaskResult, so one that does
+ * not answers with a JSON-RPC error (-32603, §Error Handling), whose `data` carries what the result would
+ * have. Any other refusal is as it was. Applied wherever a refusal of a resolved call is rendered
+ * (pipeline/final-answer.ts, outcome-stream.ts) or leaves the pipeline for the edges (edge/server.ts
+ * callEnded), so every era, adapter and transport shapes it alike. A tool Gatehouse has no definition of
+ * (an unlisted name on the pass-through) is not known to declare an outputSchema.
  */
-export function refusalOfTool(refusal: Refusal, tool: { outputSchema?: unknown } | undefined): Refusal {
-  if (refusal.kind !== 'tool' || tool?.outputSchema === undefined || refusal.outputSchema === true) return refusal;
-  return { ...refusal, outputSchema: true };
+export function refusalOfTool(refusal: Refusal, call: RefusedCall): Refusal {
+  if (refusal.kind !== 'tool') return refusal;
+  const schema = call.route?.outputSchema !== undefined && refusal.outputSchema !== true;
+  const task = refusal.task !== true && isTaskCall(call.message);
+  if (!schema && !task) return refusal;
+  return { ...refusal, ...(schema ? { outputSchema: true as const } : {}), ...(task ? { task: true as const } : {}) };
+}
+
+/** A 2025-11-25 task-augmented request: `params.task` present. */
+function isTaskCall(message: unknown): boolean {
+  const params = (message as { params?: unknown } | undefined)?.params;
+  return typeof params === 'object' && params !== null && Object.hasOwn(params, 'task');
 }
 
 /**

@@ -540,7 +540,7 @@ export function createEdge(listen: ListenConfig, handlers: EdgeHandlers, log: Lo
   /** What the edge keeps of the pipeline's outcome (the refusal, for the end event) and the legacy session it issued. */
   function callEnded(record: CallRecord, ctx: CallContext, ended: Outcome): Outcome {
     // A tool refusal is shaped for the called tool here, once, for every edge that writes it (errors.ts refusalOfTool).
-    const shaped = ended.kind === 'refused' ? refusalOfTool(ended.refusal, ctx.route) : undefined;
+    const shaped = ended.kind === 'refused' ? refusalOfTool(ended.refusal, ctx) : undefined;
     const outcome: Outcome = ended.kind === 'refused' && shaped !== ended.refusal ? { ...ended, refusal: shaped! } : ended;
     if (outcome.kind === 'refused') {
       record.refusal = refusalCode(outcome.refusal);

@@ -51,7 +51,7 @@ export function interceptFinal(outcome: Outcome, ctx: CallContext, onFinal: OnFi
     case 'refused': {
       if (marker !== undefined) return outcome;
       const refusal = outcome.refusal;
-      const answer: FinalAnswer = { response: toWire(refusalOfTool(refusal, ctx.route), { era: ctx.era, id, callId: ctx.callId }).body, refusal };
+      const answer: FinalAnswer = { response: toWire(refusalOfTool(refusal, ctx), { era: ctx.era, id, callId: ctx.callId }).body, refusal };
       return onFinal(answer).then((v) => (v === undefined ? outcome : replaced(outcome, v, answer)));
     }
     case 'json': {
@@ -99,7 +99,7 @@ export function interceptFinal(outcome: Outcome, ctx: CallContext, onFinal: OnFi
 
 /** Writes a refusal as the response to request `id`, in the call's era. */
 function renderer(ctx: CallContext, id: JsonRpcId | null): (refusal: Refusal) => JsonRpcResponse {
-  return (refusal) => toWire(refusalOfTool(refusal, ctx.route), { era: ctx.era, id, callId: ctx.callId }).body;
+  return (refusal) => toWire(refusalOfTool(refusal, ctx), { era: ctx.era, id, callId: ctx.callId }).body;
 }
 
 function replaced(outcome: Outcome, verdict: Exclude<FinalVerdict, void | undefined>, answer: FinalAnswer, text?: string): Outcome {
@@ -153,7 +153,7 @@ function interceptStream(source: CallStream, ctx: CallContext, onFinal: OnFinal)
           const verdict = await onFinal(answer);
           if (verdict !== undefined && 'refusal' in verdict) {
             if (verdict.refusal.kind === 'failure') out.fail(verdict.refusal.error);
-            else out.finish(toWire(refusalOfTool(verdict.refusal, ctx.route), { era: ctx.era, id: source.requestId, callId: ctx.callId }).body);
+            else out.finish(toWire(refusalOfTool(verdict.refusal, ctx), { era: ctx.era, id: source.requestId, callId: ctx.callId }).body);
           } else if (verdict !== undefined) out.finish(responseOf(verdict, answer.response, text));
           else if (failure !== undefined) out.fail(failure);
           else out.finish(message!);

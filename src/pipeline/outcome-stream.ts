@@ -12,7 +12,7 @@ import type { Outcome } from './outcome.js';
 export async function pipeOutcome(outcome: Outcome, out: CallStream, ctx: CallContext): Promise<void> {
   switch (outcome.kind) {
     case 'refused':
-      return out.finish(toWire(refusalOfTool(outcome.refusal, ctx.route), { era: ctx.era, id: out.requestId, callId: ctx.callId }).body);
+      return out.finish(toWire(refusalOfTool(outcome.refusal, ctx), { era: ctx.era, id: out.requestId, callId: ctx.callId }).body);
     case 'json':
       if (isResponse(outcome.message)) return out.finish(outcome.message);
       return out.fail(new GatewayError('GW_ERR_UPSTREAM_BAD_RESPONSE', 'The call was answered without a response'));

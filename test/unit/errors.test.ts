@@ -123,7 +123,7 @@ for (const era of ERAS) {
     // server/tools.mdx §Output Schema: "Servers MUST provide structured results that conform to this schema";
     // `{ error }` conforms to no tool's schema, and the v1 SDK's client checks it even with isError set.
     test(`${era}: tool refusal ${code} of a tool with an outputSchema → no structuredContent, the error in _meta["${ERROR_META}"]`, () => {
-      const refusal = refusalOfTool({ kind: 'tool', code, message: `refused: ${code}`, details: { errors: [] }, meta: { 'dev.gatehouse/run_id': 'r-1' } }, { outputSchema: { type: 'object' } });
+      const refusal = refusalOfTool({ kind: 'tool', code, message: `refused: ${code}`, details: { errors: [] }, meta: { 'dev.gatehouse/run_id': 'r-1' } }, { route: { outputSchema: { type: 'object' } } });
       const result = toWire(refusal, { ...ctx, era }).body.result!;
       assert.equal(result.isError, true);
       assert.equal(Object.hasOwn(result, 'structuredContent'), false);
@@ -150,14 +150,28 @@ test('a refusal of a notification or of an unread body carries a null id', () =>
   assert.deepEqual(wire.body, { jsonrpc: '2.0', id: null, error: { code: -32700, message: 'Parse error' } });
 });
 
-test('refusalOfTool marks only a tool refusal of a tool known to declare an outputSchema', () => {
+test('refusalOfTool marks only a tool refusal of a tool known to declare an outputSchema, or of a task call', () => {
   const tool: Refusal = { kind: 'tool', code: 'rate_limited', message: 'later' };
   const protocol: Refusal = { kind: 'protocol', code: 'unknown_tool', rpcCode: -32602, message: 'no such tool' };
-  assert.equal(refusalOfTool(tool, undefined), tool, 'no route: as it was');
-  assert.equal(refusalOfTool(tool, {}), tool, 'no outputSchema: as it was');
-  assert.equal(refusalOfTool(protocol, { outputSchema: {} }), protocol, 'not a tool result: as it was');
-  const marked = refusalOfTool(tool, { outputSchema: {} });
+  const plain = { params: { name: 't', arguments: {} } };
+  const asTask = { params: { name: 't', arguments: {}, task: { ttl: 1000 } } };
+  assert.equal(refusalOfTool(tool, {}), tool, 'no route: as it was');
+  assert.equal(refusalOfTool(tool, { route: {}, message: plain }), tool, 'no outputSchema, no task: as it was');
+  assert.equal(refusalOfTool(protocol, { route: { outputSchema: {} }, message: asTask }), protocol, 'not a tool result: as it was');
+  const marked = refusalOfTool(tool, { route: { outputSchema: {} }, message: plain });
   assert.deepEqual(marked, { ...tool, outputSchema: true });
-  assert.equal(refusalOfTool(marked, { outputSchema: {} }), marked, 'marked once');
+  assert.equal(refusalOfTool(marked, { route: { outputSchema: {} } }), marked, 'marked once');
+  assert.deepEqual(refusalOfTool(tool, { route: {}, message: asTask }), { ...tool, task: true });
   assert.equal((tool as { outputSchema?: unknown }).outputSchema, undefined, 'the refusal given is not changed');
 });
+
+for (const era of ERAS) {
+  // tasks.mdx §Behavior Requirements: a receiver that accepts a task-augmented request MUST answer with a
+  // CreateTaskResult; Gatehouse, refusing it, answers with a JSON-RPC error (§Error Handling: -32603).
+  test(`${era}: a tool refusal of a task-augmented call → HTTP 200, -32603 whose data carries the code, details and _meta entries`, () => {
+    const refusal = refusalOfTool({ kind: 'tool', code: 'rate_limited', message: 'later', details: { rule: 'once' }, meta: { 'dev.gatehouse/retry_after': 3 } }, { route: { outputSchema: {} }, message: { params: { task: {} } } });
+    const wire = toWire(refusal, { ...ctx, era });
+    assert.equal(wire.status, 200);
+    assert.deepEqual(wire.body, { jsonrpc: '2.0', id: 7, error: { code: -32603, message: 'later', data: { code: 'rate_limited', message: 'later', rule: 'once', 'dev.gatehouse/retry_after': 3 } } });
+  });
+}
