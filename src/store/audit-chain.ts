@@ -95,6 +95,15 @@ export function chainNext(entryJson: string, head: AuditAnchor | undefined): Cha
   return { seq, hash, json: `{"seq":${seq},"prev":"${prev}","hash":"${hash}"${rest}` };
 }
 
+/** The value of JSON text, or undefined for text that is no JSON (its parse error would quote it). */
+function jsonOrUndefined(text: string): unknown {
+  try {
+    return JSON.parse(text) as unknown;
+  } catch {
+    return undefined;
+  }
+}
+
 /**
  * A stored record read back. Its text is whatever the file or the Redis key holds: someone who can write the
  * store can put there what is no record (not JSON, `null`, an object without its place in the chain), and the
@@ -103,13 +112,7 @@ export function chainNext(entryJson: string, head: AuditAnchor | undefined): Cha
  * failed later with "Cannot read properties of null".
  */
 export function storedAuditRecord(text: string, at: string): AuditRecord {
-  let value: unknown;
-  try {
-    value = JSON.parse(text);
-  } catch {
-    value = undefined;
-  }
-  const r = value as Partial<AuditRecord> | null | undefined;
+  const r = jsonOrUndefined(text) as Partial<AuditRecord> | null | undefined;
   if (typeof r !== 'object' || r === null || Array.isArray(r) || !Number.isSafeInteger(r.seq) || typeof r.prev !== 'string' || typeof r.hash !== 'string') {
     throw new Error(`audit record ${at} cannot be read: it is not an audit record (JSON with seq, prev and hash); its stored text was changed, so the chain cannot be checked past it`);
   }
@@ -122,13 +125,7 @@ export function storedAuditRecord(text: string, at: string): AuditRecord {
  * read as no anchor at all, and a seq of "x" judged the chain "from the anchor after record x".
  */
 export function storedAuditAnchor(text: string): AuditAnchor {
-  let value: unknown;
-  try {
-    value = JSON.parse(text);
-  } catch {
-    value = undefined;
-  }
-  const a = value as Partial<AuditAnchor> | null | undefined;
+  const a = jsonOrUndefined(text) as Partial<AuditAnchor> | null | undefined;
   if (typeof a !== 'object' || a === null || Array.isArray(a) || !Number.isSafeInteger(a.seq) || a.seq! < 0 || typeof a.hash !== 'string' || !/^[0-9a-f]{64}$/.test(a.hash)) {
     throw new Error('the audit anchor cannot be read: it is not an anchor (JSON with the seq and SHA-256 hash of the last record retention removed); its stored text was changed, so the chain cannot be checked');
   }
