@@ -260,7 +260,7 @@ describe('sidecar mode', () => {
     assert.deepEqual(server['args'], ['--transport', 'http', '--host', '127.0.0.1', '--port', '3001']);
     assert.deepEqual(server['env'], [{ name: 'CRM_BASE_URL', value: 'https://crm.internal.example.com' }]);
     assert.deepEqual(server['ports'], [{ name: 'mcp-server', containerPort: 3001, protocol: 'TCP' }]);
-    assert.equal(container(docs, 'gatehouse')['image'], 'gatehouse:0.1.0');
+    assert.equal(container(docs, 'gatehouse')['image'], 'registry.example.com/platform/gatehouse:0.1.0');
   });
 
   test('the upstream is the server on 127.0.0.1 in the same pod', async () => {
@@ -1087,6 +1087,19 @@ describe('values', () => {
     assert.match(await failing('standalone', ['listen.port=9464']), /metrics\.port 9464 clashes with listen\.port/);
     // A Service with one port twice is refused by the API server.
     assert.match(await failing('standalone', ['service.port=9464']), /service\.port 9464 .*service\.metricsPort/);
+  });
+
+  test('the Gatehouse image has no default: none is published, so a bare name would pull whatever a registry serves under it', async () => {
+    // `gatehouse` alone is a short name: containerd reads it as docker.io/library/gatehouse, which is no Gatehouse
+    // image (ImagePullBackOff after a "successful" install), and a runtime with unqualified-search-registries
+    // (CRI-O, Podman) takes the first registry that answers for it, anybody's image.
+    const defaults = parse(readFileSync(join(CHART, 'values.yaml'), 'utf8')) as Manifest;
+    assert.equal(defaults['image']['repository'], '');
+    for (const values of VALUES_NAMES) {
+      assert.match(await failing(values, ['image.repository=']), /image\.repository is required: .*Dockerfile.*registry/, values);
+    }
+    // Named, it is used as given, with the chart's appVersion as the tag unless image.tag says otherwise.
+    assert.equal(container((await render('sidecar', ['image.repository=registry.example.com/platform/gatehouse'])).docs, 'gatehouse')['image'], 'registry.example.com/platform/gatehouse:0.1.0');
   });
 
   test('a stdio extraUpstream gets a writable HOME: npx and npm write their cache there, and the root filesystem is read-only', async () => {

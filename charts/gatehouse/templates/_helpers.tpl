@@ -65,6 +65,9 @@ app.kubernetes.io/component: mcp-gateway
 
 {{- define "gatehouse.validate" -}}
 {{- $v := .Values }}
+{{- if not $v.image.repository }}
+{{- fail "image.repository is required: no Gatehouse image is published for the chart to pull. Build one from the repository's Dockerfile, push it to a registry your cluster pulls from and name it in full (--set image.repository=registry.example.com/platform/gatehouse); image.tag defaults to the chart's appVersion" }}
+{{- end }}
 {{- if eq $v.mode "sidecar" }}
 {{- if and $v.server.nativeSidecar (not (semverCompare ">=1.29-0" .Capabilities.KubeVersion.Version)) }}
 {{- fail (printf "server.nativeSidecar needs Kubernetes 1.29 or later (this is %s): an older API server drops an init container's restartPolicy, and the server would then run as an init container that never exits, so the pod would never start" .Capabilities.KubeVersion.Version) }}
