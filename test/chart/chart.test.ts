@@ -506,7 +506,7 @@ describe('gateway config', () => {
     assert.ok(config.store.kind === 'redis');
     assert.equal(config.store.url, env['GATEHOUSE_STORE_URL']);
     assert.equal(config.store.keyPrefix, 'files-gw:');
-    assert.deepEqual(config.store.sentinel, { name: 'gatehouse', nodes: ['redis-sentinel-0.redis-sentinel:26379', 'redis-sentinel-1.redis-sentinel:26379'] });
+    assert.deepEqual(config.store.sentinel, { name: 'gatehouse', nodes: ['redis-sentinel-0.redis-sentinel:26379', 'redis-sentinel-1.redis-sentinel:26379'], password: env['GATEHOUSE_STORE_SENTINEL_PASSWORD'] });
     assert.equal(config.store.tls?.ca, files[`${SECRETS_DIR}/gatehouse-redis-tls/ca.crt`]);
     assert.deepEqual(unsupportedFeatures(config), []);
     assert.deepEqual(config.upstreams.map((u) => u.name), ['files', 'wiki']);
@@ -586,6 +586,30 @@ describe('gateway config', () => {
     const env = (container(docs, 'gatehouse')['env'] as Manifest[]).find((e) => e['name'] === 'GATEHOUSE_STORE_URL');
     assert.deepEqual(env, { name: 'GATEHOUSE_STORE_URL', valueFrom: { secretKeyRef: { name: 'gatehouse-redis', key: 'url' } } });
     assert.equal(kinds(docs, 'PersistentVolumeClaim').length, 0);
+  });
+
+  test("Redis through Sentinel: the sentinels' own password (store.sentinel.password) comes from a Secret, never in clear", async () => {
+    // Sentinels that require a password (Bitnami's redis chart with Sentinel does by default) answer NOAUTH without it,
+    // and the store never finds its primary.
+    // ci/everything-values.yaml gives it with secretKeyRef; the same with secretFile.
+    const redis = ['store.kind=redis', 'store.url.secretKeyRef.name=gatehouse-redis', 'store.url.secretKeyRef.key=url', 'store.sentinel.name=gatehouse', 'store.sentinel.nodes[0]=redis-sentinel-0.redis-sentinel:26379'];
+    for (const [ref, expected, values, set] of [
+      ['secretKeyRef', '${env:GATEHOUSE_STORE_SENTINEL_PASSWORD}', 'everything', []],
+      ['secretFile', `\${file:${SECRETS_DIR}/gatehouse-redis/sentinel-password}`, 'sidecar', [...redis, 'store.sentinel.password.secretFile.name=gatehouse-redis', 'store.sentinel.password.secretFile.key=sentinel-password']],
+    ] as const) {
+      const { docs } = await render(values, [...set]);
+      const sentinel = configObject(docs)['store']['sentinel'];
+      assert.equal(sentinel['password'], expected, ref);
+      assert.equal(sentinel['name'], 'gatehouse');
+      const env = (container(docs, 'gatehouse')['env'] as Manifest[]).find((e) => e['name'] === 'GATEHOUSE_STORE_SENTINEL_PASSWORD');
+      if (ref === 'secretKeyRef') assert.deepEqual(env, { name: 'GATEHOUSE_STORE_SENTINEL_PASSWORD', valueFrom: { secretKeyRef: { name: 'gatehouse-redis', key: 'sentinel-password' } } });
+      else assert.ok((podSpec(docs)['volumes'] as Manifest[]).some((v) => v['secret']?.['secretName'] === 'gatehouse-redis'));
+      assert.doesNotMatch(configText(docs), /sentinel-password"?\s*$/m);
+    }
+    const err = await failing('everything', ['store.sentinel.password=s3cr3t']);
+    assert.ok(err.includes('store.sentinel.password holds a secret in clear'), err);
+    // Without one, the config names none.
+    assert.equal('password' in configObject((await render('sidecar', redis)).docs)['store']['sentinel'], false);
   });
 });
 

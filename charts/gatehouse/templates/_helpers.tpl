@@ -239,7 +239,7 @@ app.kubernetes.io/component: mcp-gateway
      only a ${env:...} or ${file:...} reference, with at most a scheme word before it ("Bearer "), writes none. */}}
 {{- define "gatehouse.clearSecret" -}}
 {{- if kindIs "string" .value }}
-{{- $always := list "admin.token" "requestStateKey" "upstream.clientCredentials.clientSecret" "auth.oauth.introspection.clientSecret" }}
+{{- $always := list "admin.token" "requestStateKey" "upstream.clientCredentials.clientSecret" "auth.oauth.introspection.clientSecret" "store.sentinel.password" }}
 {{- $header := regexMatch "^(upstream|tracing|extraUpstreams\\[[0-9]+\\])\\.headers\\.(?i:(proxy-)?authorization|cookie|.*(api[-_]?key|token|secret|password).*)$" .field }}
 {{- $childEnv := regexMatch "^extraUpstreams\\[[0-9]+\\]\\.env\\.(?i:.*(api[-_]?key|token|secret|password).*)$" .field }}
 {{- $extraSecret := regexMatch "^extraUpstreams\\[[0-9]+\\]\\.clientCredentials\\.clientSecret$" .field }}
@@ -357,7 +357,13 @@ app.kubernetes.io/component: mcp-gateway
 {{- if eq $v.store.kind "redis" }}
 {{- $_ := set $store "url" (include "gatehouse.secretValue" (dict "ctx" $ctx "value" $v.store.url "env" "GATEHOUSE_STORE_URL" "field" "store.url")) }}
 {{- $_ := set $store "keyPrefix" $v.store.keyPrefix }}
-{{- with $v.store.sentinel }}{{ $_ := set $store "sentinel" . }}{{ end }}
+{{- with $v.store.sentinel }}
+{{- $sentinel := omit . "password" }}
+{{- with .password }}
+{{- $_ := set $sentinel "password" (include "gatehouse.secretValue" (dict "ctx" $ctx "value" . "env" "GATEHOUSE_STORE_SENTINEL_PASSWORD" "field" "store.sentinel.password")) }}
+{{- end }}
+{{- $_ := set $store "sentinel" $sentinel }}
+{{- end }}
 {{- with $v.store.cluster }}{{ $_ := set $store "cluster" . }}{{ end }}
 {{- with $v.store.tlsCa }}
 {{- $_ := set $store "tls" (dict "ca" (include "gatehouse.secretValue" (dict "ctx" $ctx "value" . "env" "GATEHOUSE_STORE_TLS_CA" "field" "store.tlsCa"))) }}
