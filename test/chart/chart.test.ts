@@ -471,6 +471,27 @@ describe('gateway config', () => {
     assert.deepEqual(up.timeouts, { connectMs: 2000, headersMs: 60000, bodyMs: 30000, pingMs: 30000, callMs: 600000, tools: { build: 3600000 } });
   });
 
+  test("auth.oauth takes every setting of the config's oauth, the token checks RFC 9068 and introspection's audience among them", async () => {
+    // auth.oauth is copied into the config (strings through the Secret references), so the chart's schema must not
+    // refuse what the config takes: a key it lacks could not be set, requireAccessTokenType (which keeps an ID
+    // token from passing as an access token) among them.
+    const config = JSON.parse(readFileSync(join(ROOT, 'config/gatehouse.schema.json'), 'utf8')) as Manifest;
+    const chart = JSON.parse(readFileSync(join(CHART, 'values.schema.json'), 'utf8')) as Manifest;
+    const oauth = config['definitions']['oauth'];
+    const chartOauth = chart['properties']['auth']['properties']['oauth'];
+    assert.deepEqual(Object.keys(chartOauth['properties']).sort(), Object.keys(oauth['properties']).sort());
+    assert.deepEqual(Object.keys(chartOauth['properties']['introspection']['properties']).sort(), Object.keys(oauth['properties']['introspection']['properties']).sort());
+    // And they land in the config as given.
+    const introspection = ['auth.oauth.introspection.url=https://auth.example.com/introspect', 'auth.oauth.introspection.clientId=gatehouse', 'auth.oauth.introspection.clientSecret.secretKeyRef.name=gatehouse-oauth', 'auth.oauth.introspection.clientSecret.secretKeyRef.key=introspection-secret'];
+    const { docs } = await render('standalone', ['auth.oauth.requireAccessTokenType=true', ...introspection, 'auth.oauth.introspection.acceptMissingAudience=true']);
+    const { config: loaded } = loadRendered(docs, 'oauth-checks');
+    assert.equal(loaded.auth.oauth?.requireAccessTokenType, true);
+    assert.equal(loaded.auth.oauth?.introspection?.acceptMissingAudience, true);
+    // What the config requires of introspection, the chart does too: without it the render passed and every start failed.
+    assert.deepEqual(chartOauth['properties']['introspection']['required'], oauth['properties']['introspection']['required']);
+    assert.match(await failing('standalone', ['auth.oauth.introspection.url=https://auth.example.com/introspect']), /introspection.*clientId/);
+  });
+
   test("the upstream's transport (an HTTP+SSE server), pool, message size, session cap and URI prefixes reach the config", async () => {
     const { docs } = await render('standalone', ['upstream.transport=sse', 'upstream.timeouts.pingMs=15000', 'upstream.pool.connections=8', 'upstream.pool.keepAliveTimeoutMs=5000', 'upstream.maxMessageBytes=1048576', 'upstream.maxSessions=8', 'upstream.uriPrefixes[0]=search://']);
     const { config } = loadRendered(docs, 'upstream-extra');
@@ -671,7 +692,7 @@ describe('secrets', () => {
       ['sidecar', [...admin, 'admin.token=0123456789abcdef0123'], 'admin.token'],
       ['sidecar', ['requestStateKey=0123456789abcdef0123456789abcdef0123'], 'requestStateKey'],
       ['sidecar', ['upstream.clientCredentials.tokenUrl=https://auth.example.com/token', 'upstream.clientCredentials.clientId=gh', 'upstream.clientCredentials.clientSecret=s3cr3t'], 'upstream.clientCredentials.clientSecret'],
-      ['standalone', ['auth.oauth.introspection.url=https://auth.example.com/introspect', 'auth.oauth.introspection.clientSecret=s3cr3t'], 'auth.oauth.introspection.clientSecret'],
+      ['standalone', ['auth.oauth.introspection.url=https://auth.example.com/introspect', 'auth.oauth.introspection.clientId=gatehouse', 'auth.oauth.introspection.clientSecret=s3cr3t'], 'auth.oauth.introspection.clientSecret'],
       ['sidecar', ['upstream.headers.Authorization=Bearer s3cr3t'], 'upstream.headers.Authorization'],
       ['sidecar', ['upstream.headers.X-Api-Key=s3cr3t'], 'upstream.headers.X-Api-Key'],
       ['standalone', ['tracing.enabled=true', 'tracing.headers.authorization=Basic czNjcjN0'], 'tracing.headers.authorization'],
