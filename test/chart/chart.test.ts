@@ -263,6 +263,18 @@ describe('sidecar mode', () => {
     assert.equal(container(docs, 'gatehouse')['image'], 'registry.example.com/platform/gatehouse:0.1.0');
   });
 
+  test("server.name cannot be a name the chart gives a container of the same pod: the API server refuses the pod", async () => {
+    // Container names are unique across a pod's containers and init containers: `gatehouse` in the Deployment,
+    // `doctor` in the helm test pod, where the server runs too.
+    for (const name of ['gatehouse', 'doctor']) {
+      for (const native of ['false', 'true']) {
+        assert.match(await failing('sidecar', [`server.name=${name}`, `server.nativeSidecar=${native}`]), new RegExp(`server\\.name "${name}" is the name of the chart's own container`), `${name} nativeSidecar=${native}`);
+      }
+    }
+    const { docs } = await render('sidecar', ['server.name=crm']);
+    assert.deepEqual((podSpec(docs)['containers'] as Manifest[]).map((c) => c['name']), ['gatehouse', 'crm']);
+  });
+
   test('the upstream is the server on 127.0.0.1 in the same pod', async () => {
     const { docs } = await render('sidecar');
     const config = configObject(docs);

@@ -72,6 +72,11 @@ app.kubernetes.io/component: mcp-gateway
 {{- if and $v.server.nativeSidecar (not (semverCompare ">=1.29-0" .Capabilities.KubeVersion.Version)) }}
 {{- fail (printf "server.nativeSidecar needs Kubernetes 1.29 or later (this is %s): an older API server drops an init container's restartPolicy, and the server would then run as an init container that never exits, so the pod would never start" .Capabilities.KubeVersion.Version) }}
 {{- end }}
+{{- /* Container names are unique across a pod's containers and init containers: the Deployment's has `gatehouse`,
+       the helm test pod's `doctor`, and the server runs in both. */}}
+{{- if has $v.server.name (list "gatehouse" "doctor") }}
+{{- fail (printf "server.name %q is the name of the chart's own container (gatehouse in the Deployment, doctor in the helm test pod), and the API server refuses a pod with two containers of one name: choose another (mcp-server, say)" $v.server.name) }}
+{{- end }}
 {{- if not $v.server.image.repository }}
 {{- fail "mode: sidecar needs server.image.repository (the MCP server container to put Gatehouse in front of); use mode: standalone for an existing server" }}
 {{- end }}
