@@ -7,7 +7,7 @@
 
 import { after, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { execFile } from 'node:child_process';
+import { execFile, execFileSync } from 'node:child_process';
 import { cpSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -1234,6 +1234,27 @@ describe('values', () => {
     assert.deepEqual(off.shutdown, { delayMs: 0, graceMs: 20000 });
     assert.match(await failing('sidecar', ['extraConfig.shutdown.delayMs=1000']), /extraConfig\.shutdown\.delayMs .*set shutdown\.delayMs/);
     assert.match(await failing('sidecar', ['shutdown.delayMs=-1']), /delayMs/);
+  });
+
+  test('extraConfig with a key Gatehouse does not know fails the render, instead of every start of the pods', async () => {
+    // Gatehouse refuses a config with an unknown key (check-config: "unknown key; did you mean ..."): written into
+    // the ConfigMap, it crash-looped the new pods and hung the rollout. Typos at the top, deeper, and in list items.
+    for (const [set, path, known] of [
+      ['extraConfig.polcy.rules[0].access=allow', 'extraConfig.polcy', /policy/],
+      ['extraConfig.tools.nameing.prefix=always', 'extraConfig.tools.nameing', /naming/],
+      ['extraConfig.policy.rules[0].acess=allow', 'extraConfig.policy.rules[0].acess', /access/],
+      ['extraConfig.store.commandTimeoutMS=500', 'extraConfig.store.commandTimeoutMS', /commandTimeoutMs/],
+    ] as const) {
+      const err = await failing('sidecar', [set]);
+      assert.ok(err.includes(`${path} is not a Gatehouse config key`), `${set}: ${err}`);
+      assert.match(err, known, set);
+    }
+    // Free-form maps below a known key are not checked (a tool's time limit, a header), and known keys pass.
+    const { docs } = await render('sidecar', ['extraConfig.policy.rules[0].access=allow', 'extraConfig.policy.rules[0].tools[0]=crm/*', 'extraConfig.sessions.idleTimeoutMs=60000', 'extraConfig.store.commandTimeoutMs=500']);
+    assert.equal(configObject(docs)['sessions']['idleTimeoutMs'], 60000);
+    // The key tree the chart checks against is the one the config's schema gives now.
+    const generated = execFileSync(process.execPath, [join(ROOT, 'scripts/gen-chart-config-keys.mjs'), '--stdout'], { encoding: 'utf8' });
+    assert.equal(readFileSync(join(CHART, 'files/config-keys.json'), 'utf8'), generated, 'charts/gatehouse/files/config-keys.json is stale: run node scripts/gen-chart-config-keys.mjs');
   });
 
   test('extraConfig naming a setting the chart renders from its own values fails, instead of being dropped', async () => {

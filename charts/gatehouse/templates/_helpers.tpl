@@ -406,8 +406,32 @@ app.kubernetes.io/component: mcp-gateway
 {{- with $v.tracing.resourceAttributes }}{{ $_ := set $tracing "resourceAttributes" . }}{{ end }}
 {{- $_ := set $config "tracing" $tracing }}
 {{- end }}
+{{- include "gatehouse.knownKeys" (dict "value" $v.extraConfig "node" ($ctx.root.Files.Get "files/config-keys.json" | fromJson) "path" "extraConfig") }}
 {{- include "gatehouse.extraConflicts" (dict "extra" $v.extraConfig "chart" $config "path" "extraConfig") }}
 {{- toJson (mustMergeOverwrite (deepCopy $v.extraConfig) $config) }}
+{{- end }}
+
+{{/* extraConfig is copied into the config file, so a key Gatehouse does not know (a typo: polcy, tools.nameing)
+     would render, install and then fail Gatehouse at every start: the pods crash-loop and the rollout hangs. Each
+     key is looked up in files/config-keys.json, the tree of the config's key names (scripts/gen-chart-config-keys.mjs
+     writes it from config/gatehouse.schema.json); `true` there is a free-form map or a value, not checked below. */}}
+{{- define "gatehouse.knownKeys" -}}
+{{- $node := .node }}
+{{- $path := .path }}
+{{- if kindIs "map" $node }}
+{{- if kindIs "map" .value }}
+{{- range $k, $val := .value }}
+{{- if not (hasKey $node $k) }}
+{{- fail (printf "%s.%s is not a Gatehouse config key, and Gatehouse would refuse the config at every start: the keys here are %s (docs/configuration.md)" $path $k (keys $node | sortAlpha | join ", ")) }}
+{{- end }}
+{{- include "gatehouse.knownKeys" (dict "value" $val "node" (get $node $k) "path" (printf "%s.%s" $path $k)) }}
+{{- end }}
+{{- else if kindIs "slice" .value }}
+{{- range $i, $item := .value }}
+{{- include "gatehouse.knownKeys" (dict "value" $item "node" $node "path" (printf "%s[%d]" $path $i)) }}
+{{- end }}
+{{- end }}
+{{- end }}
 {{- end }}
 
 {{/* extraConfig merges under the config the chart renders, whose keys win: a key of extraConfig the chart also
