@@ -1257,6 +1257,18 @@ describe('values', () => {
     assert.equal(readFileSync(join(CHART, 'files/config-keys.json'), 'utf8'), generated, 'charts/gatehouse/files/config-keys.json is stale: run node scripts/gen-chart-config-keys.mjs');
   });
 
+  test('an extraUpstreams entry with a key Gatehouse does not know fails the render, instead of every start of the pods', async () => {
+    // extraUpstreams entries are copied into the config's upstreams as written, like extraConfig.
+    for (const [set, path, known] of [
+      [['extraUpstreams[0].name=wiki', 'extraUpstreams[0].url=http://wiki/mcp', 'extraUpstreams[0].header.X-Team=docs'], 'extraUpstreams[0].header', /headers/],
+      [['extraUpstreams[0].name=files', 'extraUpstreams[0].command={npx,-y,some-server}', 'extraUpstreams[0].restart.attempt=3'], 'extraUpstreams[0].restart.attempt', /attempts/],
+    ] as const) {
+      const err = await failing('sidecar', [...set]);
+      assert.ok(err.includes(`${path} is not a Gatehouse config key`), `${set.join(' ')}: ${err}`);
+      assert.match(err, known);
+    }
+  });
+
   test('extraConfig naming a setting the chart renders from its own values fails, instead of being dropped', async () => {
     // The chart's keys win the merge: these were silently ignored (an upstream gone, a level not applied).
     assert.match(await failing('standalone', ['extraConfig.upstreams[0].name=wiki', 'extraConfig.upstreams[0].url=http://wiki/mcp']), /extraConfig\.upstreams .*extraUpstreams/);

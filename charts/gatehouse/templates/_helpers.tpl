@@ -406,12 +406,14 @@ app.kubernetes.io/component: mcp-gateway
 {{- with $v.tracing.resourceAttributes }}{{ $_ := set $tracing "resourceAttributes" . }}{{ end }}
 {{- $_ := set $config "tracing" $tracing }}
 {{- end }}
-{{- include "gatehouse.knownKeys" (dict "value" $v.extraConfig "node" ($ctx.root.Files.Get "files/config-keys.json" | fromJson) "path" "extraConfig") }}
+{{- $keys := $ctx.root.Files.Get "files/config-keys.json" | fromJson }}
+{{- include "gatehouse.knownKeys" (dict "value" $v.extraConfig "node" $keys "path" "extraConfig") }}
+{{- include "gatehouse.knownKeys" (dict "value" $v.extraUpstreams "node" $keys.upstreams "path" "extraUpstreams") }}
 {{- include "gatehouse.extraConflicts" (dict "extra" $v.extraConfig "chart" $config "path" "extraConfig") }}
 {{- toJson (mustMergeOverwrite (deepCopy $v.extraConfig) $config) }}
 {{- end }}
 
-{{/* extraConfig is copied into the config file, so a key Gatehouse does not know (a typo: polcy, tools.nameing)
+{{/* extraConfig (and each extraUpstreams entry) is copied into the config file, so a key Gatehouse does not know (a typo: polcy, tools.nameing)
      would render, install and then fail Gatehouse at every start: the pods crash-loop and the rollout hangs. Each
      key is looked up in files/config-keys.json, the tree of the config's key names (scripts/gen-chart-config-keys.mjs
      writes it from config/gatehouse.schema.json); `true` there is a free-form map or a value, not checked below. */}}
