@@ -956,6 +956,17 @@ describe('optional objects', () => {
     assert.equal(kinds((await render('sidecar', ['autoscaling.enabled=true'])).docs, 'HorizontalPodAutoscaler').length, 1);
   });
 
+  test('an HPA with neither utilization target fails the render: the API server would scale it on CPU at 80% without a word', async () => {
+    // autoscaling/v2 defaults an HPA without metrics to 80% average CPU utilization: the target the values turned off
+    // would be back, unchecked against the containers' requests (with none on the server, <unknown>, never scaling).
+    for (const values of ['sidecar', 'standalone'] as const) {
+      assert.match(await failing(values, ['autoscaling.enabled=true', 'autoscaling.targetCPUUtilizationPercentage=null']), /autoscaling\.enabled needs autoscaling\.targetCPUUtilizationPercentage or autoscaling\.targetMemoryUtilizationPercentage/, values);
+    }
+    // Memory alone is a metric: the HPA has it and nothing else.
+    const { docs } = await render('standalone', ['autoscaling.enabled=true', 'autoscaling.targetCPUUtilizationPercentage=null', 'autoscaling.targetMemoryUtilizationPercentage=70', 'resources.requests.memory=128Mi']);
+    assert.deepEqual(one(docs, 'HorizontalPodAutoscaler')['spec']['metrics'], [{ type: 'Resource', resource: { name: 'memory', target: { type: 'Utilization', averageUtilization: 70 } } }]);
+  });
+
   test('an HPA whose minReplicas is above maxReplicas (the API server refuses it) fails the render', async () => {
     assert.match(await failing('everything', ['autoscaling.minReplicas=12']), /autoscaling\.minReplicas 12 is above autoscaling\.maxReplicas 10/);
     assert.equal(one((await render('everything', ['autoscaling.minReplicas=10'])).docs, 'HorizontalPodAutoscaler')['spec']['minReplicas'], 10);

@@ -158,6 +158,11 @@ app.kubernetes.io/component: mcp-gateway
 {{- end }}
 {{- end }}
 {{- if $v.autoscaling.enabled }}
+{{- /* An autoscaling/v2 HPA without metrics is defaulted by the API server to 80% average CPU utilization: a
+       target the values turned off would come back, and unchecked against the requests below. */}}
+{{- if not (or $v.autoscaling.targetCPUUtilizationPercentage $v.autoscaling.targetMemoryUtilizationPercentage) }}
+{{- fail "autoscaling.enabled needs autoscaling.targetCPUUtilizationPercentage or autoscaling.targetMemoryUtilizationPercentage: an HPA with neither is scaled on CPU at 80% by the API server's default, not on nothing" }}
+{{- end }}
 {{- if gt (int $v.autoscaling.minReplicas) (int $v.autoscaling.maxReplicas) }}
 {{- fail (printf "autoscaling.minReplicas %d is above autoscaling.maxReplicas %d" (int $v.autoscaling.minReplicas) (int $v.autoscaling.maxReplicas)) }}
 {{- end }}
