@@ -1170,6 +1170,25 @@ describe('values', () => {
     assert.equal(container((await render('sidecar', ['image.repository=registry.example.com/platform/gatehouse'])).docs, 'gatehouse')['image'], 'registry.example.com/platform/gatehouse:0.1.0');
   });
 
+  test("extraVolumes and mounts that take a volume name or a path the chart uses fail the render: the API server refuses the pod", async () => {
+    // Volume names are unique in a pod and mount paths in a container; the chart's are config, data, tmp, home,
+    // server-tmp and secret-<name>, mounted at /etc/gatehouse, /data, /tmp, /home/gatehouse and /etc/gatehouse-secrets/<name>.
+    const vol = (name: string) => [`extraVolumes[0].name=${name}`, 'extraVolumes[0].emptyDir.medium=Memory'];
+    const mount = (path: string, key = 'extraVolumeMounts') => [...vol('scratch'), `${key}[0].name=scratch`, `${key}[0].mountPath=${path}`];
+    for (const name of ['config', 'data', 'tmp', 'server-tmp']) {
+      assert.match(await failing('sidecar', vol(name)), new RegExp(`extraVolumes\\[0\\]\\.name "${name}" is a volume of the chart's own`), name);
+    }
+    assert.match(await failing('everything', vol('secret-gatehouse-admin')), /extraVolumes\[0\]\.name "secret-gatehouse-admin" is a volume of the chart's own/);
+    for (const path of ['/tmp', '/data', '/etc/gatehouse', '/tmp/']) {
+      assert.match(await failing('sidecar', mount(path)), /extraVolumeMounts\[0\]\.mountPath .* is a mount of the chart's own/, path);
+    }
+    assert.match(await failing('everything', mount('/etc/gatehouse-secrets/gatehouse-admin')), /is a mount of the chart's own/);
+    assert.match(await failing('sidecar', mount('/tmp', 'server.volumeMounts')), /server\.volumeMounts\[0\]\.mountPath .* is a mount of the chart's own/);
+    // Other names and paths pass, below the chart's paths too (a store directory of its own under /data).
+    const { docs } = await render('sidecar', mount('/data/scratch'));
+    assert.ok((container(docs, 'gatehouse')['volumeMounts'] as Manifest[]).some((m) => m['mountPath'] === '/data/scratch'));
+  });
+
   test('a stdio extraUpstream gets a writable HOME: npx and npm write their cache there, and the root filesystem is read-only', async () => {
     // The image's user (uid 1000, node) has HOME /home/node on the read-only root filesystem; a stdio child inherits it.
     const stdio = ['extraUpstreams[0].name=files', 'extraUpstreams[0].command={npx,-y,some-server}'];

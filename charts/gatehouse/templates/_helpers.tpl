@@ -180,6 +180,28 @@ app.kubernetes.io/component: mcp-gateway
 {{- end }}
 {{- end }}
 {{- end }}
+{{- /* Volume names are unique in a pod, mount paths in a container: an extra one that takes the chart's would have
+       the API server refuse the Deployment (Duplicate value; must be unique) after the other objects were made. */}}
+{{- $secretFiles := include "gatehouse.secretFileNames" . | fromJsonArray }}
+{{- $volumes := list "config" "data" "tmp" "server-tmp" }}
+{{- $mounts := list (include "gatehouse.configDir" .) "/data" "/tmp" }}
+{{- with include "gatehouse.stdioHome" . }}{{ $volumes = append $volumes "home" }}{{ $mounts = append $mounts . }}{{ end }}
+{{- range $secretFiles }}
+{{- $volumes = append $volumes (include "gatehouse.secretVolumeName" .) }}
+{{- $mounts = append $mounts (printf "%s/%s" (include "gatehouse.secretsDir" $) .) }}
+{{- end }}
+{{- range $i, $vol := $v.extraVolumes }}
+{{- if has $vol.name $volumes }}
+{{- fail (printf "extraVolumes[%d].name %q is a volume of the chart's own (%s), and a pod names each volume once: choose another name" $i $vol.name (join ", " $volumes)) }}
+{{- end }}
+{{- end }}
+{{- range $list := list (list "extraVolumeMounts" $v.extraVolumeMounts $mounts "dataVolume, tmpVolume, homeVolume and the Secret references size or fill them") (list "server.volumeMounts" (ternary $v.server.volumeMounts list (eq $v.mode "sidecar")) (list "/tmp") "tmpVolume.sizeLimit sizes it") }}
+{{- range $i, $m := index $list 1 }}
+{{- if has (clean $m.mountPath) (index $list 2) }}
+{{- fail (printf "%s[%d].mountPath %s is a mount of the chart's own (%s; %s), and a container mounts each path once: mount below it or elsewhere" (index $list 0) $i $m.mountPath (join ", " (index $list 2)) (index $list 3)) }}
+{{- end }}
+{{- end }}
+{{- end }}
 {{- if and (eq $v.store.kind "redis") $v.store.persistence.enabled }}
 {{- fail "store.persistence is for the sqlite store; with store.kind: redis the state lives in Redis" }}
 {{- end }}
