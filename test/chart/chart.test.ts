@@ -1189,6 +1189,23 @@ describe('values', () => {
     assert.ok((container(docs, 'gatehouse')['volumeMounts'] as Manifest[]).some((m) => m['mountPath'] === '/data/scratch'));
   });
 
+  test("podLabels and podAnnotations merge with the chart's own: one key each, a selector label or the config checksum refused", async () => {
+    // A key given twice in one mapping is invalid YAML (strict parsers, kubectl apply of `helm template` output, refuse
+    // it); helm keeps the last: a selector label then no longer matched the selector (the API server refuses the
+    // Deployment) and checksum/config lost its hash (config changes stopped rolling the pods).
+    assert.match(await failing('sidecar', ['podLabels.app\\.kubernetes\\.io/name=crm']), /podLabels\.app\.kubernetes\.io\/name .*selector/);
+    assert.match(await failing('sidecar', ['podLabels.app\\.kubernetes\\.io/instance=crm']), /podLabels\.app\.kubernetes\.io\/instance .*selector/);
+    assert.match(await failing('sidecar', ['podAnnotations.checksum/config=pinned']), /podAnnotations\.checksum\/config .*rollOnConfigChange/);
+    // Other chart labels and annotations are the operator's to change; render() checks the YAML has no duplicate key.
+    const { docs } = await render('sidecar', ['podLabels.app\\.kubernetes\\.io/component=crm-gateway', 'podLabels.team=crm', 'podAnnotations.kubectl\\.kubernetes\\.io/default-container=mcp-server']);
+    const meta = deployment(docs)['spec']['template']['metadata'];
+    assert.equal(meta['labels']['app.kubernetes.io/component'], 'crm-gateway');
+    assert.equal(meta['labels']['team'], 'crm');
+    assert.equal(meta['labels']['app.kubernetes.io/name'], 'gatehouse');
+    assert.equal(meta['annotations']['kubectl.kubernetes.io/default-container'], 'mcp-server');
+    assert.match(meta['annotations']['checksum/config'], /^[0-9a-f]{64}$/);
+  });
+
   test('a stdio extraUpstream gets a writable HOME: npx and npm write their cache there, and the root filesystem is read-only', async () => {
     // The image's user (uid 1000, node) has HOME /home/node on the read-only root filesystem; a stdio child inherits it.
     const stdio = ['extraUpstreams[0].name=files', 'extraUpstreams[0].command={npx,-y,some-server}'];

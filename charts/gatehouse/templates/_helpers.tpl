@@ -202,6 +202,14 @@ app.kubernetes.io/component: mcp-gateway
 {{- end }}
 {{- end }}
 {{- end }}
+{{- range $k, $_ := include "gatehouse.selectorLabels" . | fromYaml }}
+{{- if hasKey ($v.podLabels | default dict) $k }}
+{{- fail (printf "podLabels.%s is a label of the Deployment's selector: another value would leave the pods unselected (the API server refuses the Deployment); use a label of your own" $k) }}
+{{- end }}
+{{- end }}
+{{- if hasKey ($v.podAnnotations | default dict) "checksum/config" }}
+{{- fail "podAnnotations.checksum/config is the chart's hash of the config, which rolls the pods when it changes: to keep pods from rolling on a config change set rollOnConfigChange: false instead" }}
+{{- end }}
 {{- if and (eq $v.store.kind "redis") $v.store.persistence.enabled }}
 {{- fail "store.persistence is for the sqlite store; with store.kind: redis the state lives in Redis" }}
 {{- end }}
