@@ -946,6 +946,13 @@ describe('optional objects', () => {
     const explicit = one((await render('sidecar', ['replicaCount=1', 'podDisruptionBudget.maxUnavailable=1'])).docs, 'PodDisruptionBudget');
     assert.equal(explicit['spec']['maxUnavailable'], 1);
     assert.equal(kinds((await render('sidecar', ['replicaCount=1', 'autoscaling.enabled=true'])).docs, 'PodDisruptionBudget').length, 1);
+    // The same for any minAvailable at or above the pods there may be: an HPA resting at minReplicas 1 (where it
+    // sits while idle, so every drain of its node waited forever), or minAvailable equal to replicaCount.
+    for (const set of [['autoscaling.enabled=true', 'autoscaling.minReplicas=1'], ['replicaCount=2', 'podDisruptionBudget.minAvailable=2'], ['autoscaling.enabled=true', 'autoscaling.minReplicas=3', 'podDisruptionBudget.minAvailable=3']]) {
+      assert.equal(kinds((await render('sidecar', set)).docs, 'PodDisruptionBudget').length, 0, set.join());
+    }
+    assert.equal(one((await render('sidecar', ['replicaCount=3', 'podDisruptionBudget.minAvailable=2'])).docs, 'PodDisruptionBudget')['spec']['minAvailable'], 2);
+    assert.equal(one((await render('sidecar', ['autoscaling.enabled=true', 'autoscaling.minReplicas=1', 'podDisruptionBudget.maxUnavailable=1'])).docs, 'PodDisruptionBudget')['spec']['maxUnavailable'], 1);
   });
 
   test("an HPA on utilization needs every container's request for it, or it can never compute one and never scales", async () => {
