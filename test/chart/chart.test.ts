@@ -1213,6 +1213,15 @@ describe('values', () => {
     assert.match(meta['annotations']['checksum/config'], /^[0-9a-f]{64}$/);
   });
 
+  test("listen.path cannot be a path of Gatehouse's own endpoints, where the chart's probes go", async () => {
+    // The MCP endpoint is matched first: the kubelet's GET /healthz, with no credentials, would get 401 from it, so
+    // the liveness probe failed and the pod restarted forever (/readyz: never ready).
+    for (const path of ['/healthz', '/readyz', '/health']) {
+      assert.match(await failing('sidecar', [`listen.path=${path}`]), new RegExp(`listen\\.path ${path} is Gatehouse's own`), path);
+    }
+    assert.equal(configObject((await render('sidecar', ['listen.path=/healthz/mcp'])).docs)['listen']['path'], '/healthz/mcp');
+  });
+
   test('a stdio extraUpstream gets a writable HOME: npx and npm write their cache there, and the root filesystem is read-only', async () => {
     // The image's user (uid 1000, node) has HOME /home/node on the read-only root filesystem; a stdio child inherits it.
     const stdio = ['extraUpstreams[0].name=files', 'extraUpstreams[0].command={npx,-y,some-server}'];

@@ -86,6 +86,11 @@ app.kubernetes.io/component: mcp-gateway
 {{- else if not $v.upstream.url }}
 {{- fail "mode: standalone needs upstream.url, the MCP endpoint of an existing server (e.g. http://my-mcp.my-ns.svc.cluster.local:3000/mcp)" }}
 {{- end }}
+{{- /* Gatehouse matches the MCP endpoint before its own paths: there, the kubelet's probes (no credentials) would get
+       401, and the pod would restart forever (liveness) or never be ready. */}}
+{{- if has $v.listen.path (list "/healthz" "/readyz" "/health") }}
+{{- fail (printf "listen.path %s is Gatehouse's own endpoint (/healthz, /readyz and /health; the chart's liveness and readiness probes go there): the MCP endpoint would take its requests and answer the probes 401, and the pods would restart forever. Use another path (/mcp)" $v.listen.path) }}
+{{- end }}
 {{- if and (not $v.auth.apiKeys) (not $v.auth.oauth) }}
 {{- fail "Gatehouse listens on 0.0.0.0 in the pod and refuses to serve without authentication: set auth.apiKeys (with auth.apiKeysSecret) or auth.oauth" }}
 {{- end }}
