@@ -1177,6 +1177,16 @@ describe('values', () => {
     assert.equal(container((await render('sidecar', ['image.repository=registry.example.com/platform/gatehouse'])).docs, 'gatehouse')['image'], 'registry.example.com/platform/gatehouse:0.1.0');
   });
 
+  test('the Gatehouse image can be pinned by digest (image.digest), in the Deployment and the helm test pod alike', async () => {
+    // A tag can be moved to other contents; a digest names exactly the image that was built and reviewed. Before,
+    // image.tag always got the appVersion in its place when empty, so "repo@sha256:..." could not be rendered.
+    const digest = `sha256:${'0123456789abcdef'.repeat(4)}`;
+    const { docs } = await render('sidecar', [`image.digest=${digest}`]);
+    assert.equal(container(docs, 'gatehouse')['image'], `registry.example.com/platform/gatehouse@${digest}`);
+    assert.equal((one(docs, 'Pod')['spec']['containers'] as Manifest[])[0]?.['image'], `registry.example.com/platform/gatehouse@${digest}`);
+    assert.match(await failing('sidecar', ['image.digest=latest']), /image\/digest/);
+  });
+
   test("extraVolumes and mounts that take a volume name or a path the chart uses fail the render: the API server refuses the pod", async () => {
     // Volume names are unique in a pod and mount paths in a container; the chart's are config, data, tmp, home,
     // server-tmp and secret-<name>, mounted at /etc/gatehouse, /data, /tmp, /home/gatehouse and /etc/gatehouse-secrets/<name>.

@@ -48,8 +48,13 @@ app.kubernetes.io/component: mcp-gateway
 {{- end }}
 {{- end }}
 
+{{/* repository@digest when image.digest pins one (a tag may be moved to other contents), else repository:tag. */}}
 {{- define "gatehouse.image" -}}
+{{- if .Values.image.digest }}
+{{- printf "%s@%s" .Values.image.repository .Values.image.digest }}
+{{- else }}
 {{- printf "%s:%s" .Values.image.repository (.Values.image.tag | default .Chart.AppVersion) }}
+{{- end }}
 {{- end }}
 
 {{/* ---- Fixed paths in the pod ------------------------------------------------------------------------- */}}
