@@ -1004,6 +1004,17 @@ describe('optional objects', () => {
     assert.ok((svc['spec']['ports'] as Manifest[]).some((p) => p['name'] === 'metrics' && p['targetPort'] === 'metrics' && p['port'] === 9090));
   });
 
+  test("a ServiceMonitor whose scrapeTimeout is longer than its interval fails the render: Prometheus refuses such a scrape", async () => {
+    // interval: 5s with the default scrapeTimeout 10s rendered; Prometheus (and the operator, which drops such a
+    // ServiceMonitor) refuses a timeout above the interval, and Gatehouse went unscraped without a word here.
+    for (const set of [['metrics.serviceMonitor.interval=5s'], ['metrics.serviceMonitor.interval=1m', 'metrics.serviceMonitor.scrapeTimeout=2m'], ['metrics.serviceMonitor.interval=500ms', 'metrics.serviceMonitor.scrapeTimeout=1s']]) {
+      assert.match(await failing('everything', set), /metrics\.serviceMonitor\.scrapeTimeout .* is longer than metrics\.serviceMonitor\.interval/, set.join());
+    }
+    for (const set of [['metrics.serviceMonitor.interval=10s'], ['metrics.serviceMonitor.interval=1m', 'metrics.serviceMonitor.scrapeTimeout=59s'], ['metrics.serviceMonitor.interval=1h', 'metrics.serviceMonitor.scrapeTimeout=2m']]) {
+      assert.equal(kinds((await render('everything', set)).docs, 'ServiceMonitor').length, 1, set.join());
+    }
+  });
+
   test('the Grafana dashboard ConfigMap only when enabled, labelled grafana_dashboard: "1"', async () => {
     for (const name of ['sidecar', 'standalone'] as const) {
       assert.equal(kinds((await render(name)).docs, 'ConfigMap').filter((c) => c['metadata']['labels']['grafana_dashboard']).length, 0);

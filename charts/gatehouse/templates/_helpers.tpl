@@ -111,6 +111,17 @@ app.kubernetes.io/component: mcp-gateway
 {{- if and $v.metrics.serviceMonitor.enabled (not $v.metrics.enabled) }}
 {{- fail "metrics.serviceMonitor.enabled needs metrics.enabled" }}
 {{- end }}
+{{- if $v.metrics.serviceMonitor.enabled }}
+{{- /* Prometheus refuses a scrape whose timeout is longer than its interval (the operator drops the ServiceMonitor):
+       Gatehouse would go unscraped. The schema allows one number and one unit each. */}}
+{{- $unitMs := dict "ms" 1 "s" 1000 "m" 60000 "h" 3600000 }}
+{{- $sm := $v.metrics.serviceMonitor }}
+{{- $intervalMs := mul (regexFind "^[0-9]+" $sm.interval | int64) (get $unitMs (regexFind "[a-z]+$" $sm.interval)) }}
+{{- $timeoutMs := mul (regexFind "^[0-9]+" $sm.scrapeTimeout | int64) (get $unitMs (regexFind "[a-z]+$" $sm.scrapeTimeout)) }}
+{{- if gt $timeoutMs $intervalMs }}
+{{- fail (printf "metrics.serviceMonitor.scrapeTimeout %s is longer than metrics.serviceMonitor.interval %s: Prometheus refuses such a scrape (the operator drops the ServiceMonitor) and Gatehouse would go unscraped; lower scrapeTimeout or raise interval" $sm.scrapeTimeout $sm.interval) }}
+{{- end }}
+{{- end }}
 {{- if and $v.egressProxy.enabled (ne $v.mode "sidecar") }}
 {{- fail "egressProxy is for sidecar mode: it proxies the connections of the MCP server container in the same pod" }}
 {{- end }}
