@@ -10,46 +10,22 @@
 
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { createServer, type Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
-import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
-import { SSEServerTransport } from '@modelcontextprotocol/sdk/server/sse.js';
 import { KEEPALIVE_MS } from '../../src/edge/answer.js';
 import { startGateway } from '../helpers/gateway.js';
+import { startV1SseServer } from '../helpers/v1-sse-server.js';
 import { openLegacySession, rpc } from '../helpers/http.js';
 
 const QUIET_MS = KEEPALIVE_MS + 1_500;
 
-async function sdkSseServer(): Promise<{ url: string; close(): Promise<void> }> {
-  const transports = new Map<string, SSEServerTransport>();
-  const server: Server = createServer((req, res) => {
-    const url = new URL(req.url ?? '/', 'http://x');
-    if (req.method === 'GET' && url.pathname === '/sse') {
-      const mcp = new McpServer({ name: 'quiet', version: '1.0.0' });
-      mcp.tool('quiet', 'reports progress once, then works in silence', async (extra) => {
-        const token = extra._meta?.progressToken;
-        if (token !== undefined) await extra.sendNotification({ method: 'notifications/progress', params: { progressToken: token, progress: 0, total: 1 } });
-        await new Promise((r) => setTimeout(r, QUIET_MS));
-        return { content: [{ type: 'text', text: 'done' }] };
-      });
-      const transport = new SSEServerTransport('/message', res);
-      transports.set(transport.sessionId, transport);
-      void mcp.connect(transport);
-      return;
-    }
-    const transport = transports.get(url.searchParams.get('sessionId') ?? '');
-    if (req.method === 'POST' && transport) return void transport.handlePostMessage(req, res);
-    res.writeHead(404).end();
+function sdkSseServer(): Promise<{ url: string; close(): Promise<void> }> {
+  return startV1SseServer('quiet', (mcp) => {
+    mcp.tool('quiet', 'reports progress once, then works in silence', async (extra) => {
+      const token = extra._meta?.progressToken;
+      if (token !== undefined) await extra.sendNotification({ method: 'notifications/progress', params: { progressToken: token, progress: 0, total: 1 } });
+      await new Promise((r) => setTimeout(r, QUIET_MS));
+      return { content: [{ type: 'text', text: 'done' }] };
+    });
   });
-  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
-  return {
-    url: `http://127.0.0.1:${(server.address() as AddressInfo).port}/sse`,
-    close: () =>
-      new Promise<void>((r) => {
-        server.closeAllConnections();
-        server.close(() => r());
-      }),
-  };
 }
 
 test('a call answer stream that goes quiet after its progress gets keep-alive comments until the answer', { timeout: 60_000 }, async () => {

@@ -11,45 +11,21 @@
 
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { createServer, type Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
-import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
-import { SSEServerTransport } from '@modelcontextprotocol/sdk/server/sse.js';
 import { MAX_BUFFERED_BYTES } from '../../src/edge/answer.js';
 import { startGateway } from '../helpers/gateway.js';
+import { startV1SseServer } from '../helpers/v1-sse-server.js';
 import { connectV1, textOf } from '../helpers/v1-everything.js';
 
 const BIG = MAX_BUFFERED_BYTES + 2 * 1024 * 1024;
 
-async function sdkSseServer(): Promise<{ url: string; close(): Promise<void> }> {
-  const transports = new Map<string, SSEServerTransport>();
-  const server: Server = createServer((req, res) => {
-    const url = new URL(req.url ?? '/', 'http://x');
-    if (req.method === 'GET' && url.pathname === '/sse') {
-      const mcp = new McpServer({ name: 'big', version: '1.0.0' });
-      mcp.tool('big', 'reports progress, then answers with 10 MiB of text', async (extra) => {
-        const token = extra._meta?.progressToken;
-        if (token !== undefined) await extra.sendNotification({ method: 'notifications/progress', params: { progressToken: token, progress: 1, total: 2 } });
-        return { content: [{ type: 'text', text: 'b'.repeat(BIG) }] };
-      });
-      const transport = new SSEServerTransport('/message', res);
-      transports.set(transport.sessionId, transport);
-      void mcp.connect(transport);
-      return;
-    }
-    const transport = transports.get(url.searchParams.get('sessionId') ?? '');
-    if (req.method === 'POST' && transport) return void transport.handlePostMessage(req, res);
-    res.writeHead(404).end();
+function sdkSseServer(): Promise<{ url: string; close(): Promise<void> }> {
+  return startV1SseServer('big', (mcp) => {
+    mcp.tool('big', 'reports progress, then answers with 10 MiB of text', async (extra) => {
+      const token = extra._meta?.progressToken;
+      if (token !== undefined) await extra.sendNotification({ method: 'notifications/progress', params: { progressToken: token, progress: 1, total: 2 } });
+      return { content: [{ type: 'text', text: 'b'.repeat(BIG) }] };
+    });
   });
-  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
-  return {
-    url: `http://127.0.0.1:${(server.address() as AddressInfo).port}/sse`,
-    close: () =>
-      new Promise<void>((r) => {
-        server.closeAllConnections();
-        server.close(() => r());
-      }),
-  };
 }
 
 test('an answer past the edge buffer bound, after a progress notification, reaches the client whole', { timeout: 60_000 }, async () => {
