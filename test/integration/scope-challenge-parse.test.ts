@@ -8,40 +8,27 @@
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { extractWWWAuthenticateParams } from '@modelcontextprotocol/sdk/client/auth.js';
-import { startAuthServer, type AuthServer } from '../helpers/auth-server.js';
-import { startGateway, type TestGateway } from '../helpers/gateway.js';
+import type { AuthServer } from '../helpers/auth-server.js';
+import type { TestGateway } from '../helpers/gateway.js';
 import { modernRequest } from '../helpers/http.js';
-import { startModernServer, type ModernServer } from '../fixtures/upstreams/modern-server.js';
+import { startScopeChallengeGateway, type ScopeChallengeGateway } from '../helpers/scope-challenge-gateway.js';
 
 const PUBLIC_URL = 'https://mcp.example.test/mcp';
 
 let as: AuthServer;
-let upstream: ModernServer;
 let gw: TestGateway;
+let setup: ScopeChallengeGateway | undefined;
 
 before(async () => {
-  as = await startAuthServer();
-  upstream = await startModernServer();
-  gw = await startGateway({
-    listen: { publicUrl: PUBLIC_URL },
-    upstreams: [{ name: 'm', url: upstream.url, era: 'modern' }],
-    auth: {
-      failureLimit: { attempts: 0 },
-      oauth: { issuer: as.issuer, jwksUri: as.jwksUri, audience: PUBLIC_URL, scopesSupported: ['mcp:tools', 'reports:read'] },
-    },
-    policy: {
-      rules: [
-        { id: 'reports', scopes: ['reports:read'], onMissingScopes: 'challenge', access: 'allow', resources: ['file:///reports/*'] },
-        { id: 'tools', access: 'allow', tools: ['m/*'] },
-      ],
-    },
-  });
+  setup = await startScopeChallengeGateway(PUBLIC_URL, ['mcp:tools', 'reports:read'], [
+    { id: 'reports', scopes: ['reports:read'], onMissingScopes: 'challenge', access: 'allow', resources: ['file:///reports/*'] },
+    { id: 'tools', access: 'allow', tools: ['m/*'] },
+  ]);
+  ({ as, gw } = setup);
 });
 
 after(async () => {
-  await gw?.close();
-  await upstream?.close();
-  await as?.close();
+  await setup?.close();
 });
 
 test('a resource URI holding "scope=" does not change the scopes the v1 SDK client reads from the 403', async () => {

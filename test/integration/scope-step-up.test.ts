@@ -7,10 +7,11 @@
 
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { startAuthServer, type AuthServer } from '../helpers/auth-server.js';
-import { startGateway, type TestGateway } from '../helpers/gateway.js';
+import type { AuthServer } from '../helpers/auth-server.js';
+import type { TestGateway } from '../helpers/gateway.js';
 import { LEGACY_HEADERS, modernRequest, post, rpc } from '../helpers/http.js';
-import { startModernServer, type ModernServer } from '../fixtures/upstreams/modern-server.js';
+import { startScopeChallengeGateway, type ScopeChallengeGateway } from '../helpers/scope-challenge-gateway.js';
+import type { ModernServer } from '../fixtures/upstreams/modern-server.js';
 
 const PUBLIC_URL = 'https://mcp.example.test/mcp';
 const METADATA_URL = 'https://mcp.example.test/.well-known/oauth-protected-resource/mcp';
@@ -18,30 +19,18 @@ const METADATA_URL = 'https://mcp.example.test/.well-known/oauth-protected-resou
 let as: AuthServer;
 let upstream: ModernServer;
 let gw: TestGateway;
+let setup: ScopeChallengeGateway | undefined;
 
 before(async () => {
-  as = await startAuthServer();
-  upstream = await startModernServer();
-  gw = await startGateway({
-    listen: { publicUrl: PUBLIC_URL },
-    upstreams: [{ name: 'm', url: upstream.url, era: 'modern' }],
-    auth: {
-      failureLimit: { attempts: 0 },
-      oauth: { issuer: as.issuer, jwksUri: as.jwksUri, audience: PUBLIC_URL, scopesSupported: ['mcp:tools', 'calc:write'] },
-    },
-    policy: {
-      rules: [
-        { id: 'calculators', scopes: ['calc:write'], onMissingScopes: 'challenge', access: 'allow', tools: ['m/add'] },
-        { id: 'echoers', access: 'allow', tools: ['m/echo'] },
-      ],
-    },
-  });
+  setup = await startScopeChallengeGateway(PUBLIC_URL, ['mcp:tools', 'calc:write'], [
+    { id: 'calculators', scopes: ['calc:write'], onMissingScopes: 'challenge', access: 'allow', tools: ['m/add'] },
+    { id: 'echoers', access: 'allow', tools: ['m/echo'] },
+  ]);
+  ({ as, upstream, gw } = setup);
 });
 
 after(async () => {
-  await gw?.close();
-  await upstream?.close();
-  await as?.close();
+  await setup?.close();
 });
 
 const tokenWith = (scope: string): Promise<string> => as.sign({ sub: 'alice', aud: PUBLIC_URL, scope });
