@@ -1,15 +1,10 @@
 // Store.auditLastSeq, on both stores (what `gatehouse audit tail` follows from): 0 for an empty log, the
 // last record's place after appends, the anchor's seq once retention has removed every record.
 
-import { after, before, describe, test } from 'node:test';
+import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { Redis } from 'ioredis';
-import { openStore } from '../../src/store/open-store.js';
 import type { Store } from '../../src/store/store.js';
-import { startRedis, type TestRedis } from '../helpers/redis.js';
+import { onBothStores } from '../helpers/both-stores.js';
 
 function contract(open: () => Store, reset: () => Promise<void>): void {
   test('0 when empty, the last record after appends, the anchor once every record is pruned', async () => {
@@ -29,26 +24,4 @@ function contract(open: () => Store, reset: () => Promise<void>): void {
   });
 }
 
-describe('SQLite', () => {
-  let dir: string;
-  let n = 0;
-  before(() => {
-    dir = mkdtempSync(join(tmpdir(), 'gatehouse-last-seq-'));
-  });
-  after(() => rmSync(dir, { recursive: true, force: true }));
-  contract(() => openStore({ kind: 'sqlite', path: join(dir, `state-${n}.db`) }), async () => void n++);
-});
-
-describe('Redis', () => {
-  let redis: TestRedis;
-  let raw: Redis;
-  before(async () => {
-    redis = await startRedis();
-    raw = new Redis(redis.url);
-  });
-  after(async () => {
-    raw.disconnect();
-    await redis.stop();
-  });
-  contract(() => openStore({ kind: 'redis', url: redis.url, keyPrefix: 'last:', commandTimeoutMs: 5_000 }), async () => void (await raw.flushall()));
-});
+onBothStores({ tmpPrefix: 'gatehouse-last-seq-', keyPrefix: 'last:' }, contract);

@@ -3,15 +3,10 @@
 // records (each holds a call's arguments, up to listen.maxBodyBytes). A walk that reads on until an empty
 // page still gets every record once, in order, with a time window or without.
 
-import { after, before, describe, test } from 'node:test';
+import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { Redis } from 'ioredis';
-import { openStore } from '../../src/store/open-store.js';
 import type { AuditQuery, AuditRecord, Store } from '../../src/store/store.js';
-import { startRedis, type TestRedis } from '../helpers/redis.js';
+import { onBothStores } from '../helpers/both-stores.js';
 
 const RECORDS = 40;
 const BLOB = 'x'.repeat(100 * 1024);
@@ -57,26 +52,4 @@ function contract(open: () => Store, reset: () => Promise<void>): void {
   });
 }
 
-describe('SQLite', () => {
-  let dir: string;
-  let n = 0;
-  before(() => {
-    dir = mkdtempSync(join(tmpdir(), 'gatehouse-page-bytes-'));
-  });
-  after(() => rmSync(dir, { recursive: true, force: true }));
-  contract(() => openStore({ kind: 'sqlite', path: join(dir, `state-${n}.db`) }), async () => void n++);
-});
-
-describe('Redis', () => {
-  let redis: TestRedis;
-  let raw: Redis;
-  before(async () => {
-    redis = await startRedis();
-    raw = new Redis(redis.url);
-  });
-  after(async () => {
-    raw.disconnect();
-    await redis.stop();
-  });
-  contract(() => openStore({ kind: 'redis', url: redis.url, keyPrefix: 'bytes:', commandTimeoutMs: 5_000 }), async () => void (await raw.flushall()));
-});
+onBothStores({ tmpPrefix: 'gatehouse-page-bytes-', keyPrefix: 'bytes:' }, contract);
