@@ -5,10 +5,9 @@ import { after, before, describe } from 'node:test';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { Redis } from 'ioredis';
 import { openStore } from '../../src/store/open-store.js';
 import type { Store } from '../../src/store/store.js';
-import { startRedis, type TestRedis } from './redis.js';
+import { redisForSuite } from './redis.js';
 
 /**
  * `contract` declares tests that call `reset` before `open`. `tmpPrefix` names the SQLite temp dir
@@ -26,16 +25,7 @@ export function onBothStores(names: { tmpPrefix: string; keyPrefix: string }, co
   });
 
   describe('Redis', () => {
-    let redis: TestRedis;
-    let raw: Redis;
-    before(async () => {
-      redis = await startRedis();
-      raw = new Redis(redis.url);
-    });
-    after(async () => {
-      raw.disconnect();
-      await redis.stop();
-    });
-    contract(() => openStore({ kind: 'redis', url: redis.url, keyPrefix: names.keyPrefix, commandTimeoutMs: 5_000 }), async () => void (await raw.flushall()));
+    const r = redisForSuite();
+    contract(() => openStore({ kind: 'redis', url: r.redis.url, keyPrefix: names.keyPrefix, commandTimeoutMs: 5_000 }), async () => void (await r.raw.flushall()));
   });
 }

@@ -6,6 +6,8 @@ import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { createConnection } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { after, before } from 'node:test';
+import { Redis } from 'ioredis';
 import { freePort } from './auth-server.js';
 
 export interface TestRedis {
@@ -136,4 +138,29 @@ export function testCertificates(): { ca: string; cert: string; key: string } {
   run(['x509', '-req', '-in', 'server.csr', '-CA', 'ca.crt', '-CAkey', 'ca.key', '-CAcreateserial', '-days', '2', '-extfile', 'san.ext', '-out', 'server.crt']);
   const read = (f: string) => readFileSync(join(dir, f), 'utf8');
   return { ca: read('ca.crt'), cert: read('server.crt'), key: read('server.key') };
+}
+
+/**
+ * A Redis for the enclosing suite: started before its tests with a raw ioredis client (to flush it, or to
+ * edit keys behind a store's back), both ended after them. Call it inside describe(); read the fields in tests.
+ */
+export function redisForSuite(): { readonly redis: TestRedis; readonly raw: Redis } {
+  let redis: TestRedis;
+  let raw: Redis;
+  before(async () => {
+    redis = await startRedis();
+    raw = new Redis(redis.url);
+  });
+  after(async () => {
+    raw.disconnect();
+    await redis.stop();
+  });
+  return {
+    get redis() {
+      return redis;
+    },
+    get raw() {
+      return raw;
+    },
+  };
 }

@@ -12,25 +12,10 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
-import { Redis } from 'ioredis';
 import { auditCommand, verifyAudit } from '../../src/cli/audit.js';
-import type { CommandIO } from '../../src/cli/io.js';
 import { openStore } from '../../src/store/open-store.js';
-import type { AuditEntry, Store } from '../../src/store/store.js';
-import { startRedis, type TestRedis } from '../helpers/redis.js';
-
-function entry(i: number): AuditEntry {
-  return { time: new Date().toISOString(), callId: `c${i}`, runId: `r${i}`, subject: 'alice', method: 'tools/call', tool: 'lookup', outcome: 'ok', latencyMs: 1 };
-}
-
-async function fill(store: Store): Promise<void> {
-  for (let i = 1; i <= 5; i++) await store.appendAudit(entry(i));
-}
-
-function captured(): CommandIO & { outText: string; errText: string } {
-  const io = { outText: '', errText: '', out: (t: string) => void (io.outText += t), err: (t: string) => void (io.errText += t), readStdin: async () => '', env: {} };
-  return io;
-}
+import { captured, fillAudit } from '../helpers/audit-cli.js';
+import { redisForSuite } from '../helpers/redis.js';
 
 /** What record 3 is overwritten with, and a word of it that must not be echoed. */
 const DAMAGE = [
@@ -58,7 +43,7 @@ describe('SQLite', () => {
     test(`a record overwritten with ${d.name}: verify and export name it and exit 1`, async () => {
       const path = join(dir, `state-${i}.db`);
       const store = openStore({ kind: 'sqlite', path });
-      await fill(store);
+      await fillAudit(store);
       await store.close();
       const db = new Database(path);
       db.prepare('UPDATE audit SET record = ? WHERE seq = 3').run(d.text);
@@ -74,25 +59,16 @@ describe('SQLite', () => {
 });
 
 describe('Redis', () => {
-  let redis: TestRedis;
-  let raw: Redis;
-  before(async () => {
-    redis = await startRedis();
-    raw = new Redis(redis.url);
-  });
-  after(async () => {
-    raw.disconnect();
-    await redis.stop();
-  });
+  const r = redisForSuite();
 
   for (const d of DAMAGE) {
     test(`a record overwritten with ${d.name}: verify's walk ends naming it`, async () => {
-      await raw.flushall();
-      const store = openStore({ kind: 'redis', url: redis.url, keyPrefix: 'damage:', commandTimeoutMs: 5_000 });
+      await r.raw.flushall();
+      const store = openStore({ kind: 'redis', url: r.redis.url, keyPrefix: 'damage:', commandTimeoutMs: 5_000 });
       try {
-        await fill(store);
-        await raw.zremrangebyscore('damage:{audit}:log', 3, 3);
-        await raw.zadd('damage:{audit}:log', 3, d.text);
+        await fillAudit(store);
+        await r.raw.zremrangebyscore('damage:{audit}:log', 3, 3);
+        await r.raw.zadd('damage:{audit}:log', 3, d.text);
         // The command prints the error the walk ends with (`error: …`, exit 1), as for SQLite above.
         const io = captured();
         await assert.rejects(verifyAudit(store, io, undefined), (err: Error) => {

@@ -12,12 +12,11 @@ import assert from 'node:assert/strict';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { Redis } from 'ioredis';
 import { verifyAudit } from '../../src/cli/audit.js';
-import type { CommandIO } from '../../src/cli/io.js';
 import { openStore } from '../../src/store/open-store.js';
 import type { AuditEntry, Store } from '../../src/store/store.js';
-import { startRedis, type TestRedis } from '../helpers/redis.js';
+import { captured } from '../helpers/audit-cli.js';
+import { redisForSuite } from '../helpers/redis.js';
 
 const DAY = 86_400_000;
 const OLD = 1_500;
@@ -53,11 +52,6 @@ function pruningDuring(store: Store, at: 'anchor' | 'first page', prune: () => P
       return typeof value === 'function' ? (value as (...a: unknown[]) => unknown).bind(target) : value;
     },
   });
-}
-
-function captured(): CommandIO & { outText: string; errText: string } {
-  const io = { outText: '', errText: '', out: (t: string) => void (io.outText += t), err: (t: string) => void (io.errText += t), readStdin: async () => '', env: {} };
-  return io;
 }
 
 /**
@@ -130,22 +124,13 @@ describe('SQLite', () => {
 });
 
 describe('Redis', () => {
-  let redis: TestRedis;
-  let raw: Redis;
-  before(async () => {
-    redis = await startRedis();
-    raw = new Redis(redis.url);
-  });
-  after(async () => {
-    raw.disconnect();
-    await redis.stop();
-  });
+  const r = redisForSuite();
   races(
-    () => openStore({ kind: 'redis', url: redis.url, keyPrefix: 'verify:', commandTimeoutMs: 5_000 }),
+    () => openStore({ kind: 'redis', url: r.redis.url, keyPrefix: 'verify:', commandTimeoutMs: 5_000 }),
     async () => {
-      await raw.flushall();
+      await r.raw.flushall();
       removeRecords = async (from, to) => {
-        await raw.zremrangebyscore('verify:{audit}:log', from, to);
+        await r.raw.zremrangebyscore('verify:{audit}:log', from, to);
       };
     },
   );
