@@ -5,32 +5,22 @@
 //   - no key executed twice upstream; a retry of an answered call gets that very answer again;
 //   - a call that was running when the process died is `outcome_unknown` on retry, never run again.
 
-import { after, before, describe, test } from 'node:test';
+import { after, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Agent, request } from 'undici';
-import { startCountingUpstream, type CountingUpstream } from '../fixtures/upstreams/counting-writes.js';
 import { runCli, serveCli, type ServingCli } from '../helpers/cli.js';
 import { modernRequest } from '../helpers/http.js';
-import { startRedis, type TestRedis } from '../helpers/redis.js';
+import { countingUpstreamAndRedis } from '../helpers/upstream-and-redis.js';
 
 const CALLS = 150;
 const CONCURRENCY = 8;
 /** Kill once this many calls have been answered. */
 const KILL_AFTER = 50;
 
-let up: CountingUpstream;
-let redis: TestRedis;
-before(async () => {
-  up = await startCountingUpstream('modern');
-  redis = await startRedis();
-});
-after(async () => {
-  await up.close();
-  await redis.stop();
-});
+const fixture = countingUpstreamAndRedis();
 
 interface Answer {
   callId: string;
@@ -60,7 +50,7 @@ async function write(url: string, key: string, item: string, ms = 0): Promise<An
 function configFile(store: Record<string, unknown>): string {
   const dir = mkdtempSync(join(tmpdir(), 'gatehouse-durability-'));
   const file = join(dir, 'gatehouse.yaml');
-  const config = { listen: { host: '127.0.0.1', port: 0 }, auth: { anonymous: true }, upstreams: [{ name: 'up', url: up.url, era: 'modern' }], store, idempotency: { requireKeys: true } };
+  const config = { listen: { host: '127.0.0.1', port: 0 }, auth: { anonymous: true }, upstreams: [{ name: 'up', url: fixture.up.url, era: 'modern' }], store, idempotency: { requireKeys: true } };
   writeFileSync(file, JSON.stringify(config, null, 2));
   return file;
 }
@@ -77,7 +67,7 @@ async function auditRecords(file: string): Promise<Array<{ callId: string; outco
 
 const stores: Array<{ kind: string; store: () => Record<string, unknown> }> = [
   { kind: 'sqlite', store: () => ({ kind: 'sqlite', path: join(mkdtempSync(join(tmpdir(), 'gatehouse-kill-')), 'state.db') }) },
-  { kind: 'redis', store: () => ({ kind: 'redis', url: redis.url, keyPrefix: `kill-${Date.now()}:` }) },
+  { kind: 'redis', store: () => ({ kind: 'redis', url: fixture.redis.url, keyPrefix: `kill-${Date.now()}:` }) },
 ];
 
 for (const { kind, store } of stores) {
@@ -111,8 +101,8 @@ for (const { kind, store } of stores) {
       assert.equal(await slow, undefined, 'the slow call lost its connection');
       assert.ok(firstAnswers.size >= KILL_AFTER && firstAnswers.size < CALLS, `${firstAnswers.size} calls answered before the kill`);
       // The slow call finishes upstream regardless (it was sent): wait for it, bounded.
-      for (let i = 0; i < 100 && up.timesExecuted(slowKey) === 0; i++) await new Promise((r) => setTimeout(r, 100));
-      assert.equal(up.timesExecuted(slowKey), 1);
+      for (let i = 0; i < 100 && fixture.up.timesExecuted(slowKey) === 0; i++) await new Promise((r) => setTimeout(r, 100));
+      assert.equal(fixture.up.timesExecuted(slowKey), 1);
 
       gw = await serveCli(['--config', file], { configStore: true });
       try {
@@ -130,9 +120,9 @@ for (const { kind, store } of stores) {
         const slowRetry = await write(gw.url, slowKey, `${run}-slow`, 4_000);
 
         // No key ran twice; every key ran at most once, and those that were answered exactly once.
-        for (const key of [...keys, slowKey]) assert.ok(up.timesExecuted(key) <= 1, `${key} executed ${up.timesExecuted(key)} times`);
+        for (const key of [...keys, slowKey]) assert.ok(fixture.up.timesExecuted(key) <= 1, `${key} executed ${fixture.up.timesExecuted(key)} times`);
         for (const [key, first] of firstAnswers) {
-          assert.equal(up.timesExecuted(key), 1);
+          assert.equal(fixture.up.timesExecuted(key), 1);
           const again = retries.get(key)!;
           assert.equal(again.replayed, true, `${key}: the retry is a replay`);
           assert.equal(again.text, first.text, `${key}: the retry got the first answer`);
@@ -143,10 +133,10 @@ for (const { kind, store } of stores) {
           if (again.code === 'outcome_unknown') continue;
           assert.equal(again.code, undefined, `${key}: ${JSON.stringify(again)}`);
           assert.match(again.text, /^recorded /);
-          assert.equal(up.timesExecuted(key), 1);
+          assert.equal(fixture.up.timesExecuted(key), 1);
         }
         assert.equal(slowRetry?.code, 'outcome_unknown', `the call running at the kill is not run again: ${JSON.stringify(slowRetry)}`);
-        assert.equal(up.timesExecuted(slowKey), 1);
+        assert.equal(fixture.up.timesExecuted(slowKey), 1);
 
         const records = await auditRecords(file);
         const audited = new Set(records.map((r) => r.callId));

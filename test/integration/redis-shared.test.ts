@@ -12,23 +12,13 @@ import { join } from 'node:path';
 import { request } from 'undici';
 import { verifyChain } from '../../src/store/audit-chain.js';
 import { openStore } from '../../src/store/open-store.js';
-import { startCountingUpstream, type CountingUpstream } from '../fixtures/upstreams/counting-writes.js';
 import { serveCli, type ServingCli } from '../helpers/cli.js';
 import { startGateway, type TestGateway } from '../helpers/gateway.js';
 import { modernRequest, post } from '../helpers/http.js';
-import { startRedis, type TestRedis } from '../helpers/redis.js';
+import { countingUpstreamAndRedis } from '../helpers/upstream-and-redis.js';
 import { readyz, untilServed } from '../helpers/store-outage.js';
 
-let up: CountingUpstream;
-let redis: TestRedis;
-before(async () => {
-  up = await startCountingUpstream('modern');
-  redis = await startRedis();
-});
-after(async () => {
-  await up.close();
-  await redis.stop();
-});
+const fixture = countingUpstreamAndRedis();
 
 let n = 0;
 
@@ -40,7 +30,7 @@ async function call(url: string, name: string, item: string, key?: string, more:
 describe('Redis stopped mid-run', () => {
   let gw: TestGateway;
   before(async () => {
-    gw = await startGateway({ upstreams: [{ name: 'up', url: up.url, era: 'modern' }], store: { kind: 'redis', url: redis.url, keyPrefix: 'stopped:', commandTimeoutMs: 500 }, idempotency: { requireKeys: true }, metrics: { enabled: true, port: 0 } });
+    gw = await startGateway({ upstreams: [{ name: 'up', url: fixture.up.url, era: 'modern' }], store: { kind: 'redis', url: fixture.redis.url, keyPrefix: 'stopped:', commandTimeoutMs: 500 }, idempotency: { requireKeys: true }, metrics: { enabled: true, port: 0 } });
   });
   after(() => gw.close());
 
@@ -50,8 +40,8 @@ describe('Redis stopped mid-run', () => {
     assert.match(ok.json().result.content[0].text, /^recorded before-outage/);
     assert.equal((await readyz(gw)).status, 200);
 
-    await redis.stop();
-    const executedBefore = up.executions.length;
+    await fixture.redis.stop();
+    const executedBefore = fixture.up.executions.length;
     const refusals = [];
     for (let i = 0; i < 5; i++) refusals.push(await call(gw.url, i % 2 ? 'lookup' : 'record', `during-outage-${i}`, `stopped-key-1${i}00`));
     for (const r of refusals) {
@@ -59,7 +49,7 @@ describe('Redis stopped mid-run', () => {
       assert.equal(r.json().error.data.code, 'GW_ERR_STATE_UNAVAILABLE', r.text);
       assert.equal(r.headers['retry-after'], '1');
     }
-    assert.equal(up.executions.length, executedBefore, 'nothing ran upstream while the store was down');
+    assert.equal(fixture.up.executions.length, executedBefore, 'nothing ran upstream while the store was down');
     const notReady = await readyz(gw);
     assert.equal(notReady.status, 503);
     assert.deepEqual(notReady.body.store, { kind: 'redis', up: false });
@@ -68,7 +58,7 @@ describe('Redis stopped mid-run', () => {
     const errors = Number(/^gatehouse_store_errors_total (\d+)$/m.exec(metrics)?.[1]);
     assert.ok(errors >= 1, `store errors counted: ${errors}`);
 
-    await redis.start();
+    await fixture.redis.start();
     // Service resumes on its own: bounded wait for the probe to see Redis again.
     const back = await untilServed(() => call(gw.url, 'record', 'after-outage', 'stopped-key-2000'), 100);
     assert.equal(back.status, 200, back.text);
@@ -78,7 +68,7 @@ describe('Redis stopped mid-run', () => {
     // What was stored before the outage is still there (Redis keeps its append-only file).
     const replay = await call(gw.url, 'record', 'before-outage', 'stopped-key-0001');
     assert.equal(replay.json().result._meta['dev.gatehouse/replayed'], true);
-    assert.equal(up.timesExecuted('stopped-key-0001'), 1);
+    assert.equal(fixture.up.timesExecuted('stopped-key-0001'), 1);
   });
 });
 
@@ -89,7 +79,7 @@ describe('two Gatehouse processes on one Redis', () => {
   before(async () => {
     const dir = mkdtempSync(join(tmpdir(), 'gatehouse-replicas-'));
     const file = join(dir, 'gatehouse.yaml');
-    writeFileSync(file, JSON.stringify({ listen: { host: '127.0.0.1', port: 0 }, auth: { anonymous: true }, upstreams: [{ name: 'up', url: up.url, era: 'modern' }], store: { kind: 'redis', url: redis.url, keyPrefix: 'replicas:' }, idempotency: { requireKeys: true }, policy: { rateLimits: [{ id: 'shared-lookups', per: 'subject', tools: ['up/lookup'], rate: 5, perSeconds: 600, burst: 5 }], budgets: [{ id: 'shared-budget', per: 'tool', tools: ['up/record_fails'], window: 'month', limit: 3 }], breakers: [{ id: 'shared-breaker', per: 'tool', tools: ['up/record_slowly'], consecutiveFailures: 2, coolDownSeconds: 30 }] } }));
+    writeFileSync(file, JSON.stringify({ listen: { host: '127.0.0.1', port: 0 }, auth: { anonymous: true }, upstreams: [{ name: 'up', url: fixture.up.url, era: 'modern' }], store: { kind: 'redis', url: fixture.redis.url, keyPrefix: 'replicas:' }, idempotency: { requireKeys: true }, policy: { rateLimits: [{ id: 'shared-lookups', per: 'subject', tools: ['up/lookup'], rate: 5, perSeconds: 600, burst: 5 }], budgets: [{ id: 'shared-budget', per: 'tool', tools: ['up/record_fails'], window: 'month', limit: 3 }], breakers: [{ id: 'shared-breaker', per: 'tool', tools: ['up/record_slowly'], consecutiveFailures: 2, coolDownSeconds: 30 }] } }));
     [a, b] = await Promise.all([serveCli(['--config', file], { configStore: true }), serveCli(['--config', file], { configStore: true })]);
     assert.notEqual(a.child.pid, b.child.pid);
   });
@@ -103,7 +93,7 @@ describe('two Gatehouse processes on one Redis', () => {
     const second = await call(b.url, 'record', 'replica-item', 'replica-key-0001');
     assert.equal(second.json().result.content[0].text, first.json().result.content[0].text);
     assert.equal(second.json().result._meta['dev.gatehouse/replayed'], true);
-    assert.equal(up.timesExecuted('replica-key-0001'), 1);
+    assert.equal(fixture.up.timesExecuted('replica-key-0001'), 1);
     const conflict = await call(b.url, 'record', 'another-item', 'replica-key-0001');
     assert.equal(conflict.json().result.structuredContent.error.code, 'idempotency_key_conflict');
   });
@@ -114,7 +104,7 @@ describe('two Gatehouse processes on one Redis', () => {
       return post(url, r.body, r.headers);
     };
     const answers = await Promise.all(Array.from({ length: 10 }, (_, i) => req(i % 2 ? a.url : b.url)));
-    assert.equal(up.timesExecuted('replica-key-0002'), 1);
+    assert.equal(fixture.up.timesExecuted('replica-key-0002'), 1);
     assert.equal(new Set(answers.map((r) => r.json().result.content[0].text)).size, 1, answers.map((r) => r.text).join('\n'));
   });
 
@@ -133,20 +123,20 @@ describe('two Gatehouse processes on one Redis', () => {
   });
 
   test('a circuit opened by failures seen on one process is open on the other', async () => {
-    up.failing = true;
+    fixture.up.failing = true;
     try {
       for (let i = 0; i < 2; i++) assert.equal((await call(a.url, 'record_slowly', `tripping-${i}`, `trip-key-${String(i).padStart(4, '0')}`, { ms: 1 })).status, 502);
       const elsewhere = await call(b.url, 'record_slowly', 'elsewhere', 'trip-key-0009', { ms: 1 });
       assert.equal(elsewhere.json().result.structuredContent.error.code, 'upstream_unavailable', elsewhere.text);
-      assert.equal(up.received.filter((body) => body.includes('"elsewhere"')).length, 0);
+      assert.equal(fixture.up.received.filter((body) => body.includes('"elsewhere"')).length, 0);
     } finally {
-      up.failing = false;
+      fixture.up.failing = false;
     }
   });
 
   test('both write one audit chain, which verifies', async () => {
     await Promise.all(Array.from({ length: 20 }, (_, i) => call(i % 2 ? a.url : b.url, 'lookup', `chain-${i}`)));
-    const reader = openStore({ kind: 'redis', url: redis.url, keyPrefix: 'replicas:', commandTimeoutMs: 2_000 });
+    const reader = openStore({ kind: 'redis', url: fixture.redis.url, keyPrefix: 'replicas:', commandTimeoutMs: 2_000 });
     try {
       const records = await reader.readAudit({ limit: 10_000 });
       assert.ok(records.length >= 20 + 10 + 3, `${records.length} records`);
