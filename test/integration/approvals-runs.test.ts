@@ -7,8 +7,9 @@ import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { Client as V2Client, StreamableHTTPClientTransport as V2Transport } from '@modelcontextprotocol/client';
 import { request } from 'undici';
-import { startCountingUpstream, type CountingUpstream } from '../fixtures/upstreams/counting-writes.js';
+import type { CountingUpstream } from '../fixtures/upstreams/counting-writes.js';
 import { startModernMatrixServer, type ModernMatrixServer } from '../fixtures/upstreams/modern-matrix-server.js';
+import { startGatewayOverCountingUpstream } from '../helpers/counting-gateway.js';
 import { startGateway, type TestGateway } from '../helpers/gateway.js';
 import { modernRequest, post } from '../helpers/http.js';
 
@@ -25,13 +26,11 @@ describe('a run refused after approval is given back', () => {
   let up: CountingUpstream;
   let gw: TestGateway;
   before(async () => {
-    up = await startCountingUpstream('modern');
-    gw = await startGateway({
-      upstreams: [{ name: 'up', url: up.url, era: 'modern' }],
+    ({ up, gw } = await startGatewayOverCountingUpstream({
       admin: { enabled: true, port: 0, token: ADMIN },
       policy: { approvals: [{ id: 'writes', annotations: { destructiveHint: true } }] },
       idempotency: { requireKeys: true },
-    });
+    }));
   });
   after(async () => {
     await gw.close();

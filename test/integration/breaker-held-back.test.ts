@@ -14,7 +14,8 @@ import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { request } from 'undici';
 import { hashKey } from '../../src/auth/key-hash.js';
-import { startCountingUpstream, type CountingUpstream } from '../fixtures/upstreams/counting-writes.js';
+import type { CountingUpstream } from '../fixtures/upstreams/counting-writes.js';
+import { startGatewayOverCountingUpstream } from '../helpers/counting-gateway.js';
 import { startGateway, type TestGateway } from '../helpers/gateway.js';
 import { modernRequest, post } from '../helpers/http.js';
 
@@ -23,15 +24,13 @@ const ALICE = 'gh_alice_0123456789abcdefghijklmnopqrstuv';
 let up: CountingUpstream;
 let gw: TestGateway;
 before(async () => {
-  up = await startCountingUpstream('modern');
-  gw = await startGateway({
-    upstreams: [{ name: 'up', url: up.url, era: 'modern' }],
+  ({ up, gw } = await startGatewayOverCountingUpstream({
     auth: { anonymous: false, apiKeys: [{ id: 'alice', hash: hashKey(ALICE), scopes: [] }] },
     metrics: { enabled: true, port: 0 },
     idempotency: { requireKeys: true },
     // A long cool-down: nothing here waits for it, so no step depends on how fast the machine is.
     policy: { breakers: [{ id: 'health', per: 'upstream', consecutiveFailures: 2, coolDownSeconds: 600 }] },
-  });
+  }));
 });
 after(async () => {
   await gw.close();

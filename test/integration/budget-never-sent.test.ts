@@ -11,6 +11,7 @@ import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { hashKey } from '../../src/auth/key-hash.js';
 import { startCountingUpstream, type CountingUpstream } from '../fixtures/upstreams/counting-writes.js';
+import { startGatewayOverCountingUpstream } from '../helpers/counting-gateway.js';
 import { startGateway, type TestGateway } from '../helpers/gateway.js';
 import { legacySession, LEGACY_HEADERS, modernRequest, post, rpc } from '../helpers/http.js';
 
@@ -19,12 +20,10 @@ const ALICE = 'gh_alice_0123456789abcdefghijklmnopqrstuv';
 let up: CountingUpstream | undefined;
 let gw: TestGateway;
 before(async () => {
-  up = await startCountingUpstream('modern');
-  gw = await startGateway({
-    upstreams: [{ name: 'up', url: up.url, era: 'modern' }],
+  ({ up, gw } = await startGatewayOverCountingUpstream({
     auth: { anonymous: false, apiKeys: [{ id: 'alice', hash: hashKey(ALICE), scopes: [] }] },
     policy: { budgets: [{ id: 'records', per: 'subject', tools: ['up/record'], window: 'month', limit: 2 }] },
-  });
+  }));
 });
 after(async () => {
   await gw.close();
