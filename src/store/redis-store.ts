@@ -266,6 +266,8 @@ const AUDIT_PRUNE_PAGE = 500;
 const PING_KEY_MS = 60_000;
 /** How many audit records a read filtered by time takes from Redis at a time, at least. */
 const AUDIT_READ_PAGE = 500;
+/** Approval documents read (and index entries pruned) per MGET (ZREM) when listing them. */
+const LIST_SLICE = 1_000;
 /** How many a read bounded in bytes (AuditQuery.maxBytes) fetches at a time, at most. */
 const AUDIT_READ_BOUNDED_PAGE = 64;
 
@@ -606,11 +608,18 @@ export class RedisStore implements Store {
   listApprovals(): Promise<string[]> {
     return this.run('approvals', async () => {
       const ids = await this.redis.zrange('{approvals}:index', 0, -1);
-      if (ids.length === 0) return [];
-      const docs = await this.redis.mget(...ids.map((id) => `{approvals}:${id}`));
-      const gone = ids.filter((_, i) => docs[i] === null);
-      if (gone.length > 0) await this.redis.zrem('{approvals}:index', ...gone);
-      return docs.filter((d): d is string => d !== null);
+      const found: string[] = [];
+      // In slices: the index holds approvals, their binding pointers, continuations and pins, each kept for
+      // days (pins for years), and one MGET of them all spread its keys into one call, which overflows the
+      // stack past about 125,000 (every list then failed, and only a list prunes the index).
+      for (let start = 0; start < ids.length; start += LIST_SLICE) {
+        const slice = ids.slice(start, start + LIST_SLICE);
+        const docs = await this.redis.mget(slice.map((id) => `{approvals}:${id}`));
+        const gone = slice.filter((_, i) => docs[i] === null);
+        if (gone.length > 0) await this.redis.zrem('{approvals}:index', gone);
+        for (const d of docs) if (d !== null) found.push(d);
+      }
+      return found;
     });
   }
 
