@@ -99,7 +99,9 @@ export function createAdminListener(deps: AdminDeps): AdminListener {
 }
 
 async function handle(req: IncomingMessage, res: ServerResponse, deps: AdminDeps): Promise<void> {
-  const url = new URL(req.url ?? '/', 'http://admin.invalid');
+  const url = requestUrl(req.url);
+  // Not a URL (`//[`): the client's mistake, not the store's; it once fell to the catch-all 503 "unavailable".
+  if (url === undefined) return sendError(res, 400, 'bad_request', 'The request target is not a valid URL path');
   const path = url.pathname;
   const method = req.method ?? 'GET';
   if (path === '/healthz' && method === 'GET') return sendJson(res, 200, { ok: true });
@@ -198,6 +200,15 @@ async function handle(req: IncomingMessage, res: ServerResponse, deps: AdminDeps
   }
   const known = path === '/approvals' || approval !== null || path === '/pins' || pin !== null;
   return sendError(res, known ? 405 : 404, known ? 'method_not_allowed' : 'not_found', known ? `${method} is not allowed on ${path}` : `Nothing at ${path}; see GET /approvals`);
+}
+
+/** The request target read as a URL against a placeholder origin; undefined when it is none. */
+function requestUrl(target: string | undefined): URL | undefined {
+  try {
+    return new URL(target ?? '/', 'http://admin.invalid');
+  } catch {
+    return undefined;
+  }
 }
 
 async function page(req: IncomingMessage, res: ServerResponse, deps: AdminDeps, method: string): Promise<void> {
