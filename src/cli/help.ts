@@ -148,7 +148,7 @@ Options:
 Exit status: 0 done, 1 failed (refused, unreachable), 2 usage, 3 no such approval.
 `;
 
-export const PINS_HELP = `Usage: gatehouse pins list|show REF|accept REF [options]
+export const PINS_HELP = `Usage: gatehouse pins list|show REF|accept REF --digest SHA [options]
 
 Tool-contract pinning (tools.pinning): the first definition of each tool is pinned; a tool whose
 definition changes is refused with tool_changed (enforce) or logged (warn) until its change is accepted.
@@ -157,7 +157,9 @@ Talks to the admin API of a running gateway, like gatehouse approvals.
 Commands:
   list          the pinned tools whose definition changed (--all: every pinned tool)
   show REF      one pin (REF is upstream/tool): the pinned and current digests and what changed
-  accept REF    make the definition shown by "show" the pin; the tool's calls run again
+  accept REF --digest SHA
+                make the definition "show" printed (its "now:" digest) the pin; the tool's calls
+                run again. Refused if the tool changed again since: show it again first
 
 Options:
   -c, --config FILE     config file (default $GATEHOUSE_CONFIG, then ./gatehouse.yaml)
@@ -165,6 +167,7 @@ Options:
       --token TOKEN     the admin token, or an access token of an admin group (default admin.token;
                         or $GATEHOUSE_ADMIN_TOKEN)
       --all             list: every pinned tool, changed or not
+      --digest SHA      accept: the digest of the definition reviewed, as "show" printed it
       --json            one JSON object per line
   -h, --help            show this help
 

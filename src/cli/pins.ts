@@ -1,6 +1,9 @@
-// `gatehouse pins list|show REF|accept REF`: the pinned tool definitions of a running gateway
-// (tools.pinning), through its admin API. `show` prints what changed, path by path; `accept` makes the
-// definition the upstream serves now the pin, so calls to the tool run again under `enforce`.
+// `gatehouse pins list|show REF|accept REF --digest SHA`: the pinned tool definitions of a running gateway
+// (tools.pinning), through its admin API. `show` prints what changed, path by path, and the digest of the
+// definition it showed; `accept` makes exactly that definition the pin (the API refuses it if the tool has
+// changed again since), so calls to the tool run again under `enforce`. An accept names the digest the
+// reviewer was shown: one that listed the pins again and took what changed by then accepted, unseen, a
+// rewrite made between the show and the accept.
 
 import { parseArgs } from 'node:util';
 import { ConfigError } from '../config/load.js';
@@ -14,9 +17,13 @@ const OPTIONS = {
   url: { type: 'string' },
   token: { type: 'string' },
   all: { type: 'boolean' },
+  digest: { type: 'string' },
   json: { type: 'boolean' },
   help: { type: 'boolean', short: 'h' },
 } as const;
+
+/** A definition's digest as `show` prints it (the API's changed.sha256). */
+const SHA256_HEX = /^[0-9a-f]{64}$/;
 
 interface PinView {
   ref: string;
@@ -50,6 +57,15 @@ export async function pinsCommand(args: string[], io: CommandIO): Promise<number
     io.err(`--all applies to list only (accept takes one REF at a time, after looking at it with show)\n\n${PINS_HELP}`);
     return 2;
   }
+  if (flags.digest !== undefined && command !== 'accept') {
+    io.err(`--digest applies to accept only\n\n${PINS_HELP}`);
+    return 2;
+  }
+  const digest = flags.digest?.toLowerCase();
+  if (command === 'accept' && (digest === undefined || !SHA256_HEX.test(digest))) {
+    io.err(`${digest === undefined ? 'accept needs --digest' : '--digest must be 64 hex digits'}: the "now:" digest that "gatehouse pins show ${printable(ref!)}" printed, so that only the definition you reviewed is accepted, never one the upstream served since\n\n${PINS_HELP}`);
+    return 2;
+  }
   let call;
   try {
     call = adminCaller(await adminTarget(flags, io, 'gatehouse pins'));
@@ -66,13 +82,17 @@ export async function pinsCommand(args: string[], io: CommandIO): Promise<number
         io.err(`error: no tool "${printable(ref!)}" is pinned\n`);
         return 3;
       }
-      // Accept exactly the definition shown, so a change in between is not accepted unseen: with no change
-      // shown there is nothing to accept (an accept without a digest takes whatever the upstream serves by then).
+      // Accept exactly the definition the reviewer was shown (by show): with no change there is nothing to
+      // accept, and a change since is for them to review first. The API checks the digest again, under the pin's lock.
       if (pin.changed === undefined) {
         io.err(`error: "${printable(ref!)}" has not changed since it was pinned; there is nothing to accept\n`);
         return 1;
       }
-      const r = await call('POST', `/pins/${encodeURIComponent(ref!)}/accept`, { digest: pin.changed.sha256 });
+      if (pin.changed.sha256 !== digest) {
+        io.err(`error: "${printable(ref!)}" changed again since that digest was shown (now ${pin.changed.sha256}); nothing was accepted: review it with "gatehouse pins show ${printable(ref!)}"\n`);
+        return 1;
+      }
+      const r = await call('POST', `/pins/${encodeURIComponent(ref!)}/accept`, { digest });
       if (r.status !== 200) return failed(io, r);
       io.out(flags.json ? `${printableJson(r.json.pin)}\n` : `${printable(ref!)} accepted: its current definition is now the pin\n`);
       return 0;
@@ -105,6 +125,8 @@ export async function pinsCommand(args: string[], io: CommandIO): Promise<number
         if (c.before !== undefined) lines.push(`    - ${printableJson(c.before)}`);
         if (c.after !== undefined) lines.push(`    + ${printableJson(c.after)}`);
       }
+      // The accept that takes this definition and no later one.
+      lines.push(`accept:  gatehouse pins accept ${pin.ref} --digest ${pin.changed.sha256}`);
     }
     io.out(`${lines.map(printable).join('\n')}\n`);
     return 0;

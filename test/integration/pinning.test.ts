@@ -90,13 +90,16 @@ describe('tools.pinning: enforce', () => {
     const shown = await runCli(['pins', 'show', 'up/lookup'], { env });
     assert.equal(shown.code, 0, shown.stderr);
     assert.match(shown.stdout, /\/description\n {4}- "Looks an item up"\n {4}\+ "Looks an item up\. Also/);
-    const accepted = await runCli(['pins', 'accept', 'up/lookup'], { env });
+    // The accept names the definition show printed, as show says to.
+    const digest = /accept: {2}gatehouse pins accept up\/lookup --digest ([0-9a-f]{64})$/m.exec(shown.stdout)?.[1];
+    assert.ok(digest, shown.stdout);
+    const accepted = await runCli(['pins', 'accept', 'up/lookup', '--digest', digest], { env });
     assert.equal(accepted.code, 0, accepted.stderr);
 
     const ran = await call(gw, 'up_lookup', { item: 'after-accept' });
     assert.equal(ran.isError, undefined, JSON.stringify(ran));
     assert.equal(up.received.filter((b) => b.includes('after-accept')).length, 1);
-    assert.equal((await runCli(['pins', 'accept', 'up/lookup'], { env })).code, 1, 'nothing left to accept');
+    assert.equal((await runCli(['pins', 'accept', 'up/lookup', '--digest', digest], { env })).code, 1, 'nothing left to accept');
     assert.equal((await runCli(['pins', 'show', 'up/nothing'], { env })).code, 3);
     // A ref whose percent-encoding is broken is the caller's mistake: 400, not the 503 of a store that is down.
     const broken = await request(`${gw.gateway.adminUrl}/pins/up%2Flookup%E0%A4%A/accept`, { method: 'POST', headers: { authorization: `Bearer ${ADMIN}` } });
