@@ -53,6 +53,8 @@ export interface AdminListener {
 }
 
 const MAX_BODY = 16 * 1024;
+const TOO_LARGE = Symbol('body too large');
+const BODY_TOO_LARGE = `The body is larger than the admin API takes (${MAX_BODY / 1024} KiB); a reason may be at most 1000 characters`;
 /** A SHA-256 as Gatehouse writes it (previews, pinned definitions). */
 const SHA256_HEX = /^[0-9a-f]{64}$/;
 const STATES = new Set(['pending', 'approved', 'rejected', 'expired', 'used', 'all']);
@@ -156,6 +158,7 @@ async function handle(req: IncomingMessage, res: ServerResponse, deps: AdminDeps
   }
   if (approval !== null && approval[2] !== undefined && method === 'POST') {
     const body = await readJson(req);
+    if (body === TOO_LARGE) return sendError(res, 413, 'body_too_large', BODY_TOO_LARGE);
     if (body === undefined) return sendError(res, 400, 'bad_request', 'The body must be a JSON object: { "reason": "…", "previewSha256": "…" }, both optional');
     const reason = body.reason;
     const previewSha256 = body.previewSha256;
@@ -190,6 +193,7 @@ async function handle(req: IncomingMessage, res: ServerResponse, deps: AdminDeps
     // A body it cannot read is refused, never taken for "no digest": that accepted whatever the upstream
     // served by then, so a change made after the reviewer looked (`curl -d` sends its JSON as a form) went in unseen.
     const body = await readJson(req);
+    if (body === TOO_LARGE) return sendError(res, 413, 'body_too_large', BODY_TOO_LARGE);
     if (body === undefined) return sendError(res, 400, 'bad_request', 'The body must be a JSON object: { "digest": "…" } (the sha256 of the definition reviewed, from GET /pins), or empty to accept the definition served now');
     const digest = body.digest;
     if (digest !== undefined && (typeof digest !== 'string' || !SHA256_HEX.test(digest))) return sendError(res, 400, 'bad_request', 'digest must be 64 lowercase hex digits: the changed.sha256 that GET /pins shows');
@@ -260,9 +264,13 @@ async function readText(req: IncomingMessage): Promise<string | undefined> {
   return Buffer.concat(chunks).toString('utf8');
 }
 
-async function readJson(req: IncomingMessage): Promise<Record<string, unknown> | undefined> {
+/**
+ * The JSON object a change sends; undefined when it is none, TOO_LARGE past MAX_BODY (said as such: it was
+ * answered as JSON that is not an object, and a script's author looked for the mistake in its JSON).
+ */
+async function readJson(req: IncomingMessage): Promise<Record<string, unknown> | undefined | typeof TOO_LARGE> {
   const text = await readText(req);
-  if (text === undefined) return undefined;
+  if (text === undefined) return TOO_LARGE;
   if (text.trim() === '') return {};
   const type = req.headers['content-type'] ?? '';
   if (!/^application\/json\b/i.test(type)) return undefined;
