@@ -176,6 +176,14 @@ async function handle(req: IncomingMessage, res: ServerResponse, deps: AdminDeps
     });
     if (!result.ok) {
       if (result.problem === 'forbidden' || result.problem === 'self_approval') deps.log.warn('approval decision refused', { approval: approval[1], decision: approve ? 'approve' : 'reject', refusal: result.problem, reviewer: auth.reviewer.subject });
+      // Decided already: say how, to whoever may see the approval, so a decision sent twice (a retry after a
+      // lost answer, a double click) tells its sender whether theirs stands or another reviewer's does.
+      const decided = result.problem === 'not_pending' && result.approval !== undefined && mayView(result.approval, auth.reviewer) ? approvalView(result.approval, Date.now(), deps.policyVersion()) : undefined;
+      if (decided !== undefined && decided.state !== 'pending') {
+        const by = decided.decision !== undefined ? ` by ${decided.decision.by}` : '';
+        const how = decided.state === 'used' ? `approved${by}, and its approved runs are used` : `${decided.state}${by}`;
+        return sendJson(res, 409, { error: { code: 'not_pending', message: `This approval is already ${how}`, state: decided.state } });
+      }
       return sendError(res, PROBLEM_STATUS[result.problem], result.problem, PROBLEM_MESSAGE[result.problem]);
     }
     deps.log.info('approval decided', { approval: result.approval.id, decision: approve ? 'approved' : 'rejected', reviewer: auth.reviewer.subject, tool: result.approval.toolRef });
