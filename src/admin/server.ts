@@ -111,9 +111,11 @@ async function handle(req: IncomingMessage, res: ServerResponse, deps: AdminDeps
   if (path === '/inbox.css' && method === 'GET') return sendAsset(res, 'text/css; charset=utf-8', INBOX_CSS);
   if (path === '/logout' && method === 'POST') {
     // The cookie is SameSite=Strict, so another site's form cannot end the session; browsers that say where
-    // a request comes from are held to that too.
+    // a request comes from are held to that too. Nor may it clear the cookie: a browser applies a cookie set
+    // in the answer to a top-level navigation from another site, so any page could sign a reviewer out.
     const site = req.headers['sec-fetch-site'];
-    if (site === undefined || site === 'same-origin') deps.auth.closeSession(req.headers);
+    if (site !== undefined && site !== 'same-origin') return sendError(res, 403, 'csrf', 'Sign out from the inbox page itself');
+    deps.auth.closeSession(req.headers);
     return redirect(res, '/', `${SESSION_COOKIE}=; Path=/; HttpOnly; SameSite=Strict; Max-Age=0`);
   }
   // An address past its failed-authentication limit is refused before any credential is looked at, as on
