@@ -73,9 +73,19 @@ export function embeddedIpv4(address: string): string | undefined {
   return undefined;
 }
 
-/** The canonical text of an IP address (IPv6 compressed, lower case); undefined for non-addresses. */
+/**
+ * The canonical text of an IP address (IPv6 compressed, lower case); undefined for non-addresses. An IPv6
+ * zone id (`fe80::1%eth0`, `::1%25lo`) is dropped: it names an interface, not another host, and kept it
+ * would make the address a string no IP in a rule equals (the WHATWG parser refuses it, so the egress proxy
+ * judges such a CONNECT host as given, and a resolver answers it back with the zone).
+ */
 export function canonicalIp(address: string): string | undefined {
-  const bare = address.startsWith('[') && address.endsWith(']') ? address.slice(1, -1) : address;
+  let bare = address.startsWith('[') && address.endsWith(']') ? address.slice(1, -1) : address;
+  const zone = bare.indexOf('%');
+  if (zone !== -1) {
+    if (isIP(bare) !== 6) return undefined;
+    bare = bare.slice(0, zone);
+  }
   const family = isIP(bare);
   if (family === 4) return bare;
   if (family === 6) {

@@ -15,7 +15,7 @@ import type { EgressRule, EgressTarget } from '../../config/schema.generated.js'
 import type { Principal } from '../../pipeline/principal.js';
 import type { Route } from '../../pipeline/context.js';
 import { compileSelector, firstMatch, type Selector } from '../selector.js';
-import { canonicalIp, classify, compileCidrs, METADATA_HOSTS, type AddressClass } from '../../net/addresses.js';
+import { canonicalIp, classify, compileCidrs, embeddedIpv4, METADATA_HOSTS, type AddressClass } from '../../net/addresses.js';
 import type { Destination } from './destinations.js';
 
 /** Resolves a host name to its addresses (A and AAAA); injectable for tests. */
@@ -130,15 +130,19 @@ export class EgressPolicy {
     if (t.ports && d.port !== undefined && !t.ports.has(d.port)) return false;
     if (t.hosts === undefined && t.cidrs === undefined) return true;
     if (t.hosts?.some((h) => h(literal ?? d.host))) return true;
-    if (side === 'deny' && literal === undefined && t.literalAddresses.size > 0) {
-      let addresses: string[];
-      try {
-        addresses = await this.addressesOf(d.host);
-      } catch {
-        // Not resolvable: decide() blocks it anyway.
-        return true;
+    if (side === 'deny' && t.literalAddresses.size > 0) {
+      if (literal !== undefined) {
+        if (carriesNamed(t.literalAddresses, literal)) return true;
+      } else {
+        let addresses: string[];
+        try {
+          addresses = await this.addressesOf(d.host);
+        } catch {
+          // Not resolvable: decide() blocks it anyway.
+          return true;
+        }
+        if (addresses.some((a) => t.literalAddresses.has(canonicalIp(a) ?? a) || carriesNamed(t.literalAddresses, canonicalIp(a) ?? a))) return true;
       }
-      if (addresses.some((a) => t.literalAddresses.has(canonicalIp(a) ?? a))) return true;
     }
     if (t.cidrs) {
       let addresses: string[];
@@ -177,6 +181,17 @@ function localFileBlock(rule: CompiledRule | undefined): EgressBlock | undefined
   if (names(rule.deny)) return { rule: rule.id, reason: `rule "${rule.id}" denies it` };
   if (rule.allow?.schemes && !rule.allow.schemes.has('file')) return { rule: rule.id, reason: `rule "${rule.id}" does not allow it (its schemes do not include file)` };
   return undefined;
+}
+
+/**
+ * Whether an IPv6 address carries an IPv4 address a deny names (`::ffff:127.0.0.1`, NAT64, 6to4): a
+ * dual-stack socket reaches the IPv4-mapped form at that very address, and a deny by cidrs looks through
+ * these forms already (compileCidrs); a deny by IP in `hosts` does the same. Only IPv6 text is looked at.
+ */
+function carriesNamed(named: ReadonlySet<string>, address: string): boolean {
+  if (!address.includes(':')) return false;
+  const inner = embeddedIpv4(address);
+  return inner !== undefined && named.has(inner);
 }
 
 /** Matches only selectors that name no caller. */

@@ -5,7 +5,7 @@
 
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { connect, createServer, type AddressInfo, type Server } from 'node:net';
+import { connect, createServer, isIP, type AddressInfo, type Server } from 'node:net';
 import { createLogger } from '../../../src/log/logger.js';
 import { EgressPolicy } from '../../../src/policy/egress/egress-policy.js';
 import { EgressProxy } from '../../../src/policy/egress/proxy.js';
@@ -14,6 +14,8 @@ const resolver = async (host: string) => {
   if (host === 'localhost') return ['127.0.0.1'];
   // glibc's getaddrinfo reads numeric forms itself; the stand-in does too, for the spellings judged as given.
   if (host === '2130706433' || host === '127.1' || host === '0x7f000001') return ['127.0.0.1'];
+  // And an IPv6 literal with a zone id, which the WHATWG parser refuses, it answers as given (zone kept).
+  if (isIP(host) === 6) return [host];
   throw Object.assign(new Error(`getaddrinfo ENOTFOUND ${host}`), { code: 'ENOTFOUND' });
 };
 const policy = new EgressPolicy([{ id: 'loop-but-not-one', allow: { cidrs: ['127.0.0.0/8'] }, deny: { hosts: ['127.0.0.1'] } }], resolver);
@@ -53,6 +55,15 @@ function connectStatus(authority: string): Promise<string> {
 
 test('a CONNECT to the denied address is refused however its host is spelled', async () => {
   for (const host of ['127.0.0.1', '2130706433', '127.1', '0x7f000001', 'localhost']) {
+    assert.match(await connectStatus(`${host}:${targetPort}`), /^HTTP\/1\.1 403 /, host);
+  }
+});
+
+test('a CONNECT to the denied address written as IPv6 carrying it, or with a zone id, is refused', async () => {
+  // Until 4 December these were tunnelled: the deny named 127.0.0.1, and [::ffff:127.0.0.1] (which a
+  // dual-stack socket reaches at 127.0.0.1) and a zone id (which the WHATWG parser refuses, so the host was
+  // judged as given, an address no IP in a rule equals) were other strings.
+  for (const host of ['[::ffff:127.0.0.1]', '[::ffff:7f00:1]', '[::ffff:127.0.0.1%25lo]', '[::ffff:127.0.0.1%lo]']) {
     assert.match(await connectStatus(`${host}:${targetPort}`), /^HTTP\/1\.1 403 /, host);
   }
 });

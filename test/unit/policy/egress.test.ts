@@ -98,6 +98,20 @@ describe('rules', () => {
     assert.equal(await check('http://127.0.0.2/', 'loop/probe'), undefined, 'the rest of the allowed range passes');
   });
 
+  test('a deny naming an IPv4 address by IP blocks it written as IPv6 that carries it, or with a zone id', async () => {
+    // A dual-stack socket connects to [::ffff:127.0.0.1] at 127.0.0.1; a zone id names an interface, not
+    // another host. Until 4 December these passed a deny naming 127.0.0.1 (a deny by cidrs caught them).
+    for (const url of ['http://[::ffff:127.0.0.1]/', 'http://[::ffff:7f00:1]/', 'http://[::127.0.0.1]/', 'http://[64:ff9b::127.0.0.1]/']) {
+      assert.match((await check(url, 'loop/probe'))?.reason ?? 'passed', /rule "loop-but-not-one" denies it/, url);
+    }
+    const rule = policy.ruleFor(ALICE, route('loop/probe'));
+    for (const host of ['::ffff:127.0.0.1%lo', '::ffff:127.0.0.1%25eth0']) {
+      const decided = await policy.decide({ host, port: 80 }, rule);
+      assert.match('block' in decided ? decided.block.reason : 'passed', /rule "loop-but-not-one" denies it/, host);
+    }
+    assert.equal(await check('http://[::ffff:127.0.0.2]/', 'loop/probe'), undefined, 'the rest of the allowed range passes');
+  });
+
   test('a port list is not escaped by leading zeros or a tab in the port', async () => {
     // Read as no port at all, these were judged on the scheme's default, 80, which the rule allows.
     assert.equal(await check('http://127.0.0.1/', 'plain/fetch'), undefined);
