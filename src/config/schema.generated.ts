@@ -764,7 +764,7 @@ export interface EgressTarget {
    */
   hosts?: string[];
   /**
-   * URL schemes (https, http, ...). A file: URL in an argument that names no host (file:///path) reaches the server's own files and is judged by this alone: refused where allow.schemes is given without file, or deny.schemes lists file (with no hosts or cidrs); passed where no schemes are given, as by default. One naming a host (file://server/share) is judged by that host as well.
+   * URL schemes (https, http, ...). A URL in an argument that names no host is judged by this alone: a file: URL (file:///path, the server's own files) anywhere, and data:, javascript:, blob: and the like (which a browser tool runs) in a destination field (format uri, or named url, href...): refused where allow.schemes is given without its scheme, or deny.schemes lists it (with no hosts or cidrs); passed where no schemes are given, as by default. One naming a host (file://server/share) is judged by that host as well.
    */
   schemes?: string[];
   /**

@@ -48,8 +48,9 @@ export function compileEgressStage(policy: EgressPolicy): Stage {
       const block = await (channels.wait.hasSubscribers && d.host !== '' && canonicalIp(d.host) === undefined ? waitedOn(ctx, 'egress', 'dns.resolve', checked) : checked);
       if (block === undefined) continue;
       const where = d.path === '' ? 'The arguments' : `The argument "${d.path}"`;
-      // A file: URL with no host reaches the server's own files (egress/destinations.ts).
-      const reaches = d.host === '' ? "the server's own files" : `${d.host}${d.port !== undefined ? `:${d.port}` : ''}`;
+      // A URL with no host (egress/destinations.ts): a file: URL reaches the server's own files; data:,
+      // javascript: and the like no host at all.
+      const reaches = d.host === '' ? (d.scheme === 'file' ? "the server's own files" : `no host (a ${d.scheme ?? ''}: URL, judged by its scheme)`) : `${d.host}${d.port !== undefined ? `:${d.port}` : ''}`;
       return refuseAt(
         'egress',
         ctx,

@@ -18,9 +18,10 @@ export interface Destination {
   /** Lower-case scheme without `:`, when the value is a URL. */
   scheme?: string;
   /**
-   * The host: a name (ASCII, no trailing dot) or an IP address (IPv6 without brackets); '' for a `file:`
-   * URL that names no host (`file:///etc/passwd`), which reaches the server's own files and is judged by
-   * its scheme alone.
+   * The host: a name (ASCII, no trailing dot) or an IP address (IPv6 without brackets); '' for a URL that
+   * names no host, judged by its scheme alone: a `file:` URL (`file:///etc/passwd`), which reaches the
+   * server's own files, or, in a destination field, one such as `data:` or `javascript:`, which a browser
+   * tool runs (see hostlessUrl).
    */
   host: string;
   /** The port, given or the scheme's default; undefined for a bare host without one. */
@@ -69,6 +70,11 @@ const URL_START = /^([a-z][a-z0-9+.-]*):([\\/]*)([^/?#]*)/i;
 const ZONE_ID = /(\[[0-9a-f:.]+)%[^\]]*\]/i;
 /** An IPv6 address without brackets, at least two colons, with an optional zone id (dropped). */
 const UNBRACKETED_IPV6 = /^((?=[0-9a-f.]*:[0-9a-f.]*:)[0-9a-f:.]+)(?:%[a-z0-9_.~-]+)?$/i;
+/**
+ * A scheme and its colon, then neither a digit (a port) nor a colon (IPv6). Tried only where parseUrl read no
+ * authority, so `javascript://%0aalert(1)` (a comment, then script) is one too.
+ */
+const HOSTLESS_URL = /^([a-z][a-z0-9+.-]*):(?![0-9:])/i;
 /** What any host-naming string holds (destinationsOfString's shortcut for the rest). */
 const MAY_NAME_A_HOST = /[.:]|\/\/|localhost/i;
 const NONE: readonly Found[] = Object.freeze([]);
@@ -241,6 +247,10 @@ export function destinationsOfString(text: string, strict: boolean): readonly Fo
   else if (strict || looksLikeHost(trimmed)) {
     const bare = parseBareHost(trimmed, value);
     if (bare) found.push(bare);
+    if (strict) {
+      const hostless = hostlessUrl(trimmed, value);
+      if (hostless) found.push(hostless);
+    }
   }
   // Always, even when the string starts with a URL: a second one may follow it.
   if (text.includes(':')) {
@@ -254,6 +264,22 @@ export function destinationsOfString(text: string, strict: boolean): readonly Fo
     }
   }
   return dedupe(found);
+}
+
+/**
+ * A URL with a scheme and no authority (`data:…`, `javascript:…`, `blob:…`, `mailto:…`) in a destination
+ * field: a browser tool opening it runs or shows what it holds, fetches included (which base64 or string
+ * building hides from the URL scan), so an allow listing schemes must be able to refuse it. Judged by its
+ * scheme alone, like a local file: URL. Not a host and port (`localhost:6379`, `api.example.com:443`: a
+ * digit after the colon) nor an IPv6 address without brackets (`fe80::1`): those are read as hosts. A
+ * reading added beside the bare-host one, never instead of it; only when parseUrl found no host.
+ */
+function hostlessUrl(s: string, value: string): Found | undefined {
+  const m = HOSTLESS_URL.exec(s);
+  if (!m) return undefined;
+  const scheme = m[1]!.toLowerCase();
+  if (SPECIAL_SCHEMES.has(scheme) || scheme === 'file' || UNBRACKETED_IPV6.test(s)) return undefined;
+  return { value, scheme, host: '' };
 }
 
 /** A dotted quad, an IPv6 literal, or a dotted name with an alphabetic top label (with an optional port). */

@@ -81,7 +81,7 @@ export class EgressPolicy {
 
   /** Undefined when the destination may be reached; otherwise why not. */
   async check(d: Omit<Destination, 'path' | 'value'>, rule: CompiledRule | undefined): Promise<EgressBlock | undefined> {
-    if (d.scheme === 'file' && d.host === '') return localFileBlock(rule);
+    if (d.host === '' && d.scheme !== undefined) return hostlessBlock(rule, d.scheme);
     const decided = await this.decide(d, rule);
     return 'block' in decided ? decided.block : undefined;
   }
@@ -169,17 +169,18 @@ export class EgressPolicy {
 }
 
 /**
- * The verdict on a `file:` URL naming no host: the server's own files, no network destination, so no
- * address to classify and nothing to resolve. Its one dimension is its scheme: refused where the rule's
- * allow lists schemes without `file` (an operator's "https only" covers it) or its deny lists `file` with no
- * host or address (which it could not match); passed otherwise, by default too, so that a rule about hosts
- * does not stop a filesystem server's paths.
+ * The verdict on a URL naming no host: a `file:` URL (the server's own files) or, in a destination field,
+ * `data:`, `javascript:` and the like (destinations.ts hostlessUrl). No network destination, so no address
+ * to classify and nothing to resolve. Its one dimension is its scheme: refused where the rule's allow lists
+ * schemes without it (an operator's "https only" covers it) or its deny lists it with no host or address
+ * (which it could not match); passed otherwise, by default too, so that a rule about hosts does not stop a
+ * filesystem server's paths.
  */
-function localFileBlock(rule: CompiledRule | undefined): EgressBlock | undefined {
+function hostlessBlock(rule: CompiledRule | undefined, scheme: string): EgressBlock | undefined {
   if (rule === undefined) return undefined;
-  const names = (t: CompiledTarget | undefined) => t !== undefined && t.schemes?.has('file') === true && t.hosts === undefined && t.cidrs === undefined;
+  const names = (t: CompiledTarget | undefined) => t !== undefined && t.schemes?.has(scheme) === true && t.hosts === undefined && t.cidrs === undefined;
   if (names(rule.deny)) return { rule: rule.id, reason: `rule "${rule.id}" denies it` };
-  if (rule.allow?.schemes && !rule.allow.schemes.has('file')) return { rule: rule.id, reason: `rule "${rule.id}" does not allow it (its schemes do not include file)` };
+  if (rule.allow?.schemes && !rule.allow.schemes.has(scheme)) return { rule: rule.id, reason: `rule "${rule.id}" does not allow it (its schemes do not include ${scheme})` };
   return undefined;
 }
 

@@ -59,6 +59,7 @@ describe('rules', () => {
     { id: 'no-files', tools: ['nofile/*'], deny: { schemes: ['file'] } },
     { id: 'web-and-files', tools: ['wf/*'], allow: { hosts: ['*.example.com'], schemes: ['https', 'file'] } },
     { id: 'files-of-one-host', tools: ['fh/*'], deny: { hosts: ['files.example.com'], schemes: ['file'] } },
+    { id: 'no-script', tools: ['ns/*'], deny: { schemes: ['javascript', 'data'] } },
   ];
   const policy = new EgressPolicy(rules, resolver);
   const check = async (text: string, ref: string, who: Principal = ALICE) => {
@@ -151,6 +152,24 @@ describe('rules', () => {
     assert.equal((await check('file://10.0.0.1/share', 'wf/read'))?.rule, 'web-and-files');
     // Words that merely end in file: are not file: URLs.
     assert.deepEqual(destinationsOfString('profile:/x and file: later', false), []);
+  });
+
+  test('a URL naming no host in a destination field (data:, javascript:) is judged by its scheme, as a local file: URL is', async () => {
+    // A browser tool navigating to either runs what it holds, fetches included (base64 hides their URLs from
+    // the text scan). Until 4 December neither was a destination at all: an allow of https alone passed them.
+    for (const text of ["javascript:fetch('//169.254.169.254/latest/meta-data/')", 'JaVaScRiPt:alert(1)', '  javascript:void(0)', 'javascript://%0aalert(1)', 'data:text/html;base64,PHNjcmlwdD5mZXRjaCgnaHR0cDovLzEwLjAuMC4xLycpPC9zY3JpcHQ+', 'blob:https://api.example.com/0b5c']) {
+      assert.match((await check(text, 'crm/create'))?.reason ?? 'passed', /rule "crm-api" does not allow it/, text);
+    }
+    assert.match((await check('javascript:alert(1)', 'ns/open'))?.reason ?? 'passed', /rule "no-script" denies it/);
+    assert.match((await check('data:,hi', 'ns/open'))?.reason ?? 'passed', /rule "no-script" denies it/);
+    // Where no scheme rule applies they pass, as by default; a host:port is still a host, not a scheme.
+    assert.equal(await check('data:text/plain,hi', 'any/tool'), undefined);
+    assert.equal(await check('https://api.example.com/', 'ns/open'), undefined);
+    assert.equal(await check('api.example.com:443', 'crm/create'), undefined);
+    assert.match((await check('localhost:6379', 'crm/create'))?.reason ?? 'passed', /does not allow/);
+    // Outside destination fields a word before a colon is prose, not a URL.
+    assert.deepEqual(destinationsOfString('data:text/plain,hi', false), []);
+    assert.deepEqual(destinationsOfString('note: javascript:alert(1)', false), []);
   });
 
   test('no rule selecting the call: public passes, special blocked, with rule "default"', async () => {
