@@ -127,7 +127,12 @@ export class EgressPolicy {
    */
   private async matches(t: CompiledTarget, d: Omit<Destination, 'path' | 'value'>, literal: string | undefined, side: 'allow' | 'deny'): Promise<boolean> {
     if (t.schemes && d.scheme !== undefined && !t.schemes.has(d.scheme)) return false;
-    if (t.ports && d.port !== undefined && !t.ports.has(d.port)) return false;
+    if (t.ports) {
+      // A URL naming no port, of a scheme whose default Gatehouse does not know (memcached://, rtsp://),
+      // reaches a port no allow can be said to name: refused by a port list rather than passed. A bare host
+      // (no scheme) leaves the port to the tool, as before; a deny names only the ports it lists.
+      if (d.port === undefined ? side === 'allow' && d.scheme !== undefined : !t.ports.has(d.port)) return false;
+    }
     if (t.hosts === undefined && t.cidrs === undefined) return true;
     if (t.hosts?.some((h) => h(literal ?? d.host))) return true;
     if (side === 'deny' && t.literalAddresses.size > 0) {

@@ -60,6 +60,7 @@ describe('rules', () => {
     { id: 'web-and-files', tools: ['wf/*'], allow: { hosts: ['*.example.com'], schemes: ['https', 'file'] } },
     { id: 'files-of-one-host', tools: ['fh/*'], deny: { hosts: ['files.example.com'], schemes: ['file'] } },
     { id: 'no-script', tools: ['ns/*'], deny: { schemes: ['javascript', 'data'] } },
+    { id: 'tls-port', tools: ['tls/*'], allow: { hosts: ['*.example.com'], ports: [443] } },
   ];
   const policy = new EgressPolicy(rules, resolver);
   const check = async (text: string, ref: string, who: Principal = ALICE) => {
@@ -120,6 +121,17 @@ describe('rules', () => {
     for (const url of ['http://127.0.0.1:0000006379/', 'http://127.0.0.1:63\t79/', 'http:127.0.0.1:6379/']) {
       assert.match((await check(url, 'plain/fetch'))?.reason ?? 'passed', /does not allow/, url);
     }
+  });
+
+  test('an allow listing ports refuses a URL whose scheme has no port Gatehouse knows and which names none', async () => {
+    // memcached://host/ reaches port 11211, rtsp://host/ 554: not 443. Until 4 December a URL of a scheme
+    // without a default port in the table was judged as having no port, and the port list did not apply.
+    for (const url of ['memcached://api.example.com/', 'rtsp://api.example.com/stream', 'amqp://api.example.com/']) {
+      assert.match((await check(url, 'tls/fetch'))?.reason ?? 'passed', /rule "tls-port" does not allow it/, url);
+    }
+    assert.equal(await check('https://api.example.com/', 'tls/fetch'), undefined);
+    assert.equal(await check('amqp://api.example.com:443/', 'tls/fetch'), undefined, 'a port it names is judged');
+    assert.equal(await check('api.example.com', 'tls/fetch'), undefined, 'a bare host names no scheme: the port is the tool\'s');
   });
 
   test('a loopback address passes only when an allow names it by address; selectors pick the rule', async () => {
