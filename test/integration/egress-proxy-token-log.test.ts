@@ -20,6 +20,13 @@ test("a child's stderr naming its proxy credentials is logged with the token red
     const line = JSON.stringify(gw.logs.find((l) => JSON.stringify(l).includes('ECONNREFUSED via')));
     assert.doesNotMatch(line, /crm:[A-Za-z0-9_-]{20,}@/, line);
     assert.match(line, /crm:.*redacted.*@127\.0\.0\.1/, line);
+    // The same credentials as its client sends them, base64 in a Proxy-Authorization header (curl -v prints
+    // it): until 4 December that line went to the log as written, and decoding it gave the token.
+    assert.ok(await waitUntil(() => gw.logs.some((l) => JSON.stringify(l).includes('Proxy-Authorization')), 5_000), 'the header line was logged');
+    const header = JSON.stringify(gw.logs.find((l) => JSON.stringify(l).includes('Proxy-Authorization')));
+    const basic = /Basic ([A-Za-z0-9+/=]{8,})/.exec(header)?.[1];
+    assert.ok(basic === undefined || !Buffer.from(basic, 'base64').toString('utf8').startsWith('crm:'), header);
+    assert.match(header, /Basic .*redacted/, header);
   } finally {
     await gw.close();
   }

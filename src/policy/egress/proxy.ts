@@ -80,8 +80,11 @@ export class EgressProxy {
       token = randomBytes(18).toString('base64url');
       this.tokens.set(upstream, token);
       // A credential like any other: a child that prints its proxy URL (on stderr, which is logged) must not
-      // put it in the log, where a reader could pose as that upstream to the proxy.
-      this.log.addSecrets([token]);
+      // put it in the log, where a reader could pose as that upstream to the proxy. Nor the header its client
+      // makes of it (`curl -v` prints `Proxy-Authorization: Basic …`): base64 of user:password, the user
+      // decoded from the URL as clients do, or left encoded as some send it.
+      const basic = (user: string) => Buffer.from(`${user}:${token}`).toString('base64');
+      this.log.addSecrets([token, basic(upstream), basic(encodeURIComponent(upstream))]);
     }
     const u = new URL(this.url);
     u.username = encodeURIComponent(upstream);
