@@ -768,7 +768,7 @@ export interface EgressTarget {
    */
   schemes?: string[];
   /**
-   * Ports (the scheme's default when a URL gives none). Under allow, a URL naming no port whose scheme has no default Gatehouse knows (memcached://host, rtsp://host) is not allowed; a bare host with no scheme leaves the port to the tool.
+   * Ports (the scheme's default when a URL gives none). Under allow, a URL naming no port whose scheme has no default Gatehouse knows (memcached://host, rtsp://host) is not allowed; a bare host with no scheme is judged on the port argument beside it ({"host": "db.example.com", "port": 22}), and with none leaves the port to the tool.
    */
   ports?: number[];
   /**

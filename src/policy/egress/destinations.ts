@@ -6,7 +6,7 @@
 // userinfo (`http://good@evil` is evil). Where parsers disagree (a backslash or an `@` in the authority),
 // every reading is kept, so a destination is blocked if any of them is. A number is read only under a
 // name that can only mean a host or an IP address (host, ip…): an integer there is the IPv4 address its
-// digits write in a URL.
+// digits write in a URL. A bare host is judged on the `port` argument beside it, when there is one.
 
 import { ownValue, wireTable } from '../../protocol/own-keys.js';
 
@@ -111,7 +111,8 @@ export function destinationsIn(args: unknown, schema: unknown): DestinationsFoun
   // Whether the last key asked about names a host: an array of numbers asks for one key again and again.
   let hostKey: string | undefined;
   let namesHost = false;
-  const walk = (value: unknown, sch: unknown, path: string, key: string, depth: number, level: number): void => {
+  // `port`: the sibling `port` argument of the object holding the value (siblingPort), for a bare host.
+  const walk = (value: unknown, sch: unknown, path: string, key: string, depth: number, level: number, port?: number): void => {
     if (unread) return;
     if (depth > MAX_DEPTH || strings >= MAX_STRINGS) {
       unread = true;
@@ -120,7 +121,7 @@ export function destinationsIn(args: unknown, schema: unknown): DestinationsFoun
     if (typeof value === 'string') {
       strings++;
       const strict = isDestinationField(sch, key);
-      for (const d of destinationsOfString(value, strict)) out.push({ ...d, path });
+      for (const d of destinationsOfString(value, strict)) out.push(port !== undefined && d.port === undefined && d.scheme === undefined ? { ...d, port, path } : { ...d, path });
       if (!mayBeJsonText(value)) return;
       if (level >= MAX_JSON_TEXT_LEVELS || jsonChars + value.length > MAX_JSON_TEXT_CHARS) {
         unread = true;
@@ -145,24 +146,36 @@ export function destinationsIn(args: unknown, schema: unknown): DestinationsFoun
         hostKey = key;
         namesHost = HOST_NAME.test(key) || HOST_CAMEL.test(key);
       }
-      if (namesHost) out.push({ value: String(value), host: ipv4Of(value), path });
+      if (namesHost) out.push({ value: String(value), host: ipv4Of(value), path, ...(port !== undefined ? { port } : {}) });
       return;
     }
     if (Array.isArray(value)) {
       const items = schemaPart(sch, 'items');
-      value.forEach((v, i) => walk(v, items, `${path}[${i}]`, key, depth + 1, level));
+      value.forEach((v, i) => walk(v, items, `${path}[${i}]`, key, depth + 1, level, port));
       return;
     }
     if (value !== null && typeof value === 'object') {
+      const sibling = siblingPort(value as Record<string, unknown>);
       for (const [k, v] of Object.entries(value)) {
         // Keys are scanned too: a URL used as a map key reaches the server just the same.
         if (k.includes('://')) for (const d of destinationsOfString(k, false)) out.push({ ...d, path: path === '' ? k : `${path}.${k}` });
-        walk(v, propertySchema(sch, k), path === '' ? k : `${path}.${k}`, k, depth + 1, level);
+        walk(v, propertySchema(sch, k), path === '' ? k : `${path}.${k}`, k, depth + 1, level, sibling);
       }
     }
   };
   walk(args, schema, '', '', 0, 0);
   return { found: out, unread };
+}
+
+/**
+ * An object's own `port` member, a number or digits from 0 to 65535: the port a bare host beside it
+ * (`{"host": "db.example.com", "port": 22}`, as database, SSH and Redis tools take them) is reached on, so
+ * an allow's port list applies to it. A host that names a port or a scheme keeps its own.
+ */
+function siblingPort(o: Record<string, unknown>): number | undefined {
+  const p = ownValue(o, 'port');
+  const n = typeof p === 'number' ? p : typeof p === 'string' && /^\d{1,5}$/.test(p) ? Number(p) : undefined;
+  return n !== undefined && Number.isInteger(n) && n >= 0 && n <= 65_535 ? n : undefined;
 }
 
 /**

@@ -134,6 +134,19 @@ describe('rules', () => {
     assert.equal(await check('api.example.com', 'tls/fetch'), undefined, 'a bare host names no scheme: the port is the tool\'s');
   });
 
+  test('a bare host with its port in a sibling argument (host, port) is judged on that port', async () => {
+    // Database, SSH and Redis tools take the two apart. Until 4 December the port argument was not read:
+    // {"host": "api.example.com", "port": 22} passed an allow of port 443 alone.
+    const rule = policy.ruleFor(ALICE, route('tls/connect'));
+    const judged = async (args: unknown) => (await Promise.all(destinationsIn(args, undefined).found.map((d) => policy.check(d, rule)))).find((v) => v !== undefined);
+    for (const args of [{ host: 'api.example.com', port: 22 }, { host: 'api.example.com', port: '22' }, { hostname: 'api.example.com', port: 6379 }, { servers: [{ host: 'api.example.com', port: 25 }] }, { hosts: ['api.example.com'], port: 22 }]) {
+      assert.match((await judged(args))?.reason ?? 'passed', /rule "tls-port" does not allow it/, JSON.stringify(args));
+    }
+    assert.equal(await judged({ host: 'api.example.com', port: 443 }), undefined);
+    assert.equal(await judged({ host: 'api.example.com' }), undefined, 'no port given: the tool\'s');
+    assert.equal(await judged({ host: 'api.example.com:443', port: 22 }), undefined, 'a port in the host is the one judged');
+  });
+
   test('a loopback address passes only when an allow names it by address; selectors pick the rule', async () => {
     const ops: Principal = { ...ALICE, subject: 'key:ops', keyId: 'ops' };
     assert.equal(await check('http://127.0.0.1:9090/metrics', 'any/tool', ops), undefined);
