@@ -140,9 +140,12 @@ export class EgressProxy {
     if (upstream === false) return void refuseRaw(client, 407, 'proxy credentials not recognised');
     const target = /^(\[[^\]]+\]|[^:]+):(\d{1,5})$/.exec(req.url ?? '');
     if (!target) return void refuseRaw(client, 400, 'CONNECT needs host:port');
-    const verdict = await this.judge(upstream, undefined, target[1]!, Number(target[2]));
+    const port = Number(target[2]);
+    // Refused before it is judged and counted: past 65535 connect() would throw, and port 0 is no destination.
+    if (port < 1 || port > 65_535) return void refuseRaw(client, 400, 'CONNECT needs a port from 1 to 65535');
+    const verdict = await this.judge(upstream, undefined, target[1]!, port);
     if ('reason' in verdict) return void refuseRaw(client, 403, `blocked by the gateway's egress policy: ${verdict.reason}`);
-    const server: Socket = connect({ host: verdict.address, port: Number(target[2]), family: isIP(verdict.address) });
+    const server: Socket = connect({ host: verdict.address, port, family: isIP(verdict.address) });
     server.on('error', () => {
       if (client.writable) refuseRaw(client, 502, 'the destination could not be reached');
       server.destroy();

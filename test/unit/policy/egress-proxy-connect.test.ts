@@ -49,6 +49,7 @@ function connectStatus(authority: string): Promise<string> {
       }
     });
     s.on('error', reject);
+    s.on('close', () => resolve(got === '' ? 'closed without an answer' : got));
     s.setTimeout(5_000, () => reject(new Error('no answer')));
   });
 }
@@ -65,6 +66,14 @@ test('a CONNECT to the denied address written as IPv6 carrying it, or with a zon
   // judged as given, an address no IP in a rule equals) were other strings.
   for (const host of ['[::ffff:127.0.0.1]', '[::ffff:7f00:1]', '[::ffff:127.0.0.1%25lo]', '[::ffff:127.0.0.1%lo]']) {
     assert.match(await connectStatus(`${host}:${targetPort}`), /^HTTP\/1\.1 403 /, host);
+  }
+});
+
+test('a CONNECT to a port outside 1-65535 is answered 400, not dropped', async () => {
+  // Until 4 December such a port passed the policy (counted as allowed), then made connect() throw: the
+  // client's connection was closed with no status, and each such request logged an error.
+  for (const port of ['99999', '65536', '0']) {
+    assert.match(await connectStatus(`127.0.0.2:${port}`), /^HTTP\/1\.1 400 /, port);
   }
 });
 
