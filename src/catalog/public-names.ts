@@ -37,8 +37,8 @@ function withDigest(base: string, ref: Ref, length = DIGEST_LENGTH): string {
 /**
  * Public names for a set of refs.
  * - A ref keeps its base name when no other ref shares it and it fits in 64 characters.
- * - Where several refs share a base name, the one whose base name is its own original name (already safe,
- *   unprefixed) keeps it. Adding a tool that merely sanitizes to an existing name never renames the
+ * - Where several refs share a base name, the one whose original name was already safe (its base name is
+ *   that name, with the prefix when there is one) keeps it. Adding a tool that merely sanitizes to an existing name never renames the
  *   existing one.
  * - Every other ref in the group, and every name over 64 characters, gets `_` + 8 hex of SHA-256(ref),
  *   truncating before it.
@@ -56,7 +56,9 @@ export function assignPublicNames(refs: readonly Ref[], mode: PrefixMode, upstre
   const out = new Map<string, string>();
   for (const [base, group] of groups) {
     const fits = base.length <= MAX_NAME_LENGTH;
-    const owners = group.filter((r) => !prefixed && r.name === base);
+    // The owner is the ref whose name needed no replacing: with the prefix too (several upstreams, the
+    // default), or a name that sanitizes to a listed one renamed both and broke the one clients had cached.
+    const owners = group.filter((r) => base === (prefixed ? `${r.upstream}_${r.name}` : r.name));
     const keeper = fits && (group.length === 1 ? group[0] : owners.length === 1 ? owners[0] : undefined);
     for (const ref of group) {
       const name = ref === keeper ? base : withDigest(base, ref);

@@ -57,3 +57,25 @@ test('independent of list order; adding a tool renames nothing it does not colli
   for (const n of all) assert.match(n, SAFE);
   assert.equal(new Set(all).size, all.length);
 });
+
+// Several upstreams (prefix auto, the default): a client that cached `crm_get_user` must still reach it
+// after the upstream adds `get.user`, whose name sanitizes to the same prefixed name. Until 4 December,
+// in prefixed mode no ref counted as the owner of the name, so both were given digests and the cached
+// name answered -32602 (2026-07-28/server/tools.mdx §Tool Names: names unique per server; the catalog
+// promises that adding a tool renames nothing that was already safe).
+test('prefixed: adding a tool that sanitizes to an existing prefixed name never renames the existing one', () => {
+  const before = names([{ upstream: 'crm', name: 'get_user' }, { upstream: 'mail', name: 'send' }], 2);
+  assert.equal(before.get('crm/get_user'), 'crm_get_user');
+  const after = names([{ upstream: 'crm', name: 'get_user' }, { upstream: 'crm', name: 'get.user' }, { upstream: 'mail', name: 'send' }], 2);
+  assert.equal(after.get('crm/get_user'), 'crm_get_user', 'the already-safe tool keeps its name');
+  assert.equal(after.get('crm/get.user'), `crm_get_user_${digestOf({ upstream: 'crm', name: 'get.user' })}`);
+  // The same with prefix: always and one upstream.
+  const always = assignPublicNames([{ upstream: 'u', name: 'a_b' }, { upstream: 'u', name: 'a.b' }], 'always', 1);
+  assert.equal(always.get('u/a_b'), 'u_a_b');
+  assert.match(always.get('u/a.b')!, /^u_a_b_[0-9a-f]{8}$/);
+  // A 64-character prefixed name that fits keeps it beside a colliding unsafe one.
+  const sixtyFour = 'x'.repeat(60);
+  const fit = names([{ upstream: 'crm', name: sixtyFour }, { upstream: 'crm', name: `${'x'.repeat(59)}.` }], 2);
+  assert.equal(fit.get(`crm/${sixtyFour}`)!.length, 64);
+  assert.equal(fit.get(`crm/${sixtyFour}`), `crm_${sixtyFour}`);
+});
