@@ -22,6 +22,11 @@ const LIST_CHANGED: Readonly<Record<string, 'tools' | 'prompts' | 'resources'>> 
   'notifications/resources/list_changed': 'resources',
 });
 
+/** First and longest wait before a member that was down when the listen opened is tried again. */
+const LATE_RETRY_FIRST_MS = 1_000;
+const LATE_RETRY_MAX_MS = 30_000;
+const LATE_KINDS = [['toolsListChanged', 'tools'], ['promptsListChanged', 'prompts'], ['resourcesListChanged', 'resources']] as const;
+
 export function fanOutListen(
   request: JsonRpcRequest,
   members: readonly ModernMember[],
@@ -38,46 +43,97 @@ export function fanOutListen(
   const asked = ((request.params?.notifications as Filter | undefined) ?? {}) as Filter;
   const requested: Filter = asked.resourceSubscriptions ? { ...asked, resourceSubscriptions: [...new Set(asked.resourceSubscriptions)].slice(0, MAX_RESOURCE_SUBSCRIPTIONS).filter((u) => typeof u === 'string' && mayUse(u)) } : asked;
   const upstreamStops: AbortController[] = [];
-  queue.onClose(() => upstreamStops.forEach((c) => c.abort()));
-  signal?.addEventListener('abort', () => upstreamStops.forEach((c) => c.abort()), { once: true });
+  /** What the acknowledgment promised: the union of what the members that took the listen honour. */
+  const honoured: Filter = {};
+  /** Set when the client's listen ends: members still down are no longer tried. */
+  let stopped = false;
+  const stopAll = (): void => {
+    stopped = true;
+    upstreamStops.forEach((c) => c.abort());
+  };
+  queue.onClose(stopAll);
+  signal?.addEventListener('abort', stopAll, { once: true });
+  type Opened = { member: ModernMember; messages: AsyncGenerator<JsonRpcMessage, void, void>; honours: Filter };
+  /** A member's listen with its part of the filter: its stream, undefined when it answered without one; throws when it could not be reached. */
+  const filterFor = (member: ModernMember): Filter => {
+    // Resource subscriptions go to the upstream that listed the URI; unknown URIs to every upstream.
+    const uris = (requested.resourceSubscriptions ?? []).filter((u) => {
+      const owner = ownerOf(u);
+      return owner === undefined || owner === member;
+    });
+    return { ...requested, ...(requested.resourceSubscriptions ? { resourceSubscriptions: uris } : {}) };
+  };
+  const open = async (member: ModernMember, filter: Filter): Promise<Opened | undefined> => {
+    const face = await member.modernFace();
+    const stop = new AbortController();
+    upstreamStops.push(stop);
+    if (stopped) stop.abort();
+    const params = { ...request.params, notifications: filter, _meta: { [META_PROTOCOL_VERSION]: MODERN_VERSIONS[0], [META_CLIENT_CAPABILITIES]: {}, ...((request.params?._meta as Obj | undefined) ?? {}) } };
+    const headers: Record<string, string> = face.http ? { 'mcp-protocol-version': MODERN_VERSIONS[0], 'mcp-method': 'subscriptions/listen' } : {};
+    try {
+      const reply = await face.messages.post({ jsonrpc: '2.0', id: `${String(request.id)}:${member.name}`, method: 'subscriptions/listen', params }, headers, stop.signal, principal);
+      const first = await reply.messages.next();
+      const ack = first.done ? undefined : (first.value as { method?: string; params?: { notifications?: Filter } });
+      if (ack?.method !== 'notifications/subscriptions/acknowledged') return undefined;
+      return { member, messages: reply.messages, honours: ack.params?.notifications ?? {} };
+    } catch (err) {
+      // A try that failed leaves nothing to stop: a listen held for days must not keep one per try.
+      upstreamStops.splice(upstreamStops.indexOf(stop), 1);
+      throw err;
+    }
+  };
+
+  /** Tries a member that was down again, backing off, until it listens or the client's listen ends. */
+  const retryLate = async (member: ModernMember, relay: (opened: Opened) => Promise<void>): Promise<void> => {
+    for (let delay = LATE_RETRY_FIRST_MS; !stopped; delay = Math.min(delay * 2, LATE_RETRY_MAX_MS)) {
+      await new Promise((r) => setTimeout(r, delay).unref());
+      if (stopped) return;
+      let opened: Opened | undefined;
+      try {
+        opened = await open(member, filterFor(member));
+      } catch {
+        continue; // still down
+      }
+      if (!opened || stopped) return;
+      // Its items join the lists whether or not it announces its own changes: each list the client asked
+      // about and was promised (the acknowledgment) or the member now promises is told of once.
+      for (const [flag, kind] of LATE_KINDS) {
+        if (!requested[flag] || !(honoured[flag] || opened.honours[flag])) continue;
+        onListChanged(member, kind);
+        queue.push({ jsonrpc: '2.0', method: `notifications/${kind}/list_changed`, params: { _meta: { [META_SUBSCRIPTION_ID]: request.id } } });
+      }
+      return relay(opened);
+    }
+  };
 
   void (async () => {
-    const honoured: Filter = {};
-    const streams: Array<{ member: ModernMember; messages: AsyncGenerator<JsonRpcMessage, void, void> }> = [];
+    const streams: Opened[] = [];
+    const down: ModernMember[] = [];
     await Promise.all(
       members.map(async (member) => {
-        // Resource subscriptions go to the upstream that listed the URI; unknown URIs to every upstream.
-        const uris = (requested.resourceSubscriptions ?? []).filter((u) => {
-          const owner = ownerOf(u);
-          return owner === undefined || owner === member;
-        });
-        const filter: Filter = { ...requested, ...(requested.resourceSubscriptions ? { resourceSubscriptions: uris } : {}) };
+        // A filter that cannot be split (not past the front door's checks) fails the whole listen, below.
+        const filter = filterFor(member);
         try {
-          const face = await member.modernFace();
-          const stop = new AbortController();
-          upstreamStops.push(stop);
-          const params = { ...request.params, notifications: filter, _meta: { [META_PROTOCOL_VERSION]: MODERN_VERSIONS[0], [META_CLIENT_CAPABILITIES]: {}, ...((request.params?._meta as Obj | undefined) ?? {}) } };
-          const headers: Record<string, string> = face.http ? { 'mcp-protocol-version': MODERN_VERSIONS[0], 'mcp-method': 'subscriptions/listen' } : {};
-          const reply = await face.messages.post({ jsonrpc: '2.0', id: `${String(request.id)}:${member.name}`, method: 'subscriptions/listen', params }, headers, stop.signal, principal);
-          const first = await reply.messages.next();
-          const ack = first.done ? undefined : (first.value as { method?: string; params?: { notifications?: Filter } });
-          if (ack?.method !== 'notifications/subscriptions/acknowledged') return;
-          mergeFilter(honoured, ack.params?.notifications ?? {});
-          streams.push({ member, messages: reply.messages });
+          const opened = await open(member, filter);
+          if (!opened) return;
+          mergeFilter(honoured, opened.honours);
+          streams.push(opened);
         } catch (err) {
-          log.warn('an upstream could not open its listen; its changes will not be relayed', { upstream: member.name, err });
+          down.push(member);
+          log.warn('an upstream could not open its listen; it is tried again while the client listens', { upstream: member.name, err });
         }
       }),
     );
-    let stopped = false;
     // subscriptions.mdx §Acknowledgment: the first message carries the honoured subset.
     queue.push({ jsonrpc: '2.0', method: 'notifications/subscriptions/acknowledged', params: { _meta: { [META_SUBSCRIPTION_ID]: request.id }, notifications: honoured } });
     // The first upstream whose listen ends (its result, or a break) ends the client's: the acknowledgment
     // promised its notifications, and a listen that went on without them would promise falsely. The client
     // listens again (subscriptions.mdx §Graceful Closure), and gets every upstream's again.
-    // (No upstream listening: Promise.race of nothing would never settle; the listen ends at once.)
-    if (streams.length > 0) await Promise.race(
-      streams.map(async ({ member, messages }) => {
+    // (No upstream listening: there is nothing to wait for; the listen ends at once.)
+    if (streams.length > 0) {
+      let ended!: () => void;
+      const anyEnded = new Promise<void>((r) => (ended = r));
+      const relay = async ({ member, messages }: Opened): Promise<void> => {
         try {
           for await (const m of messages) {
             const msg = m as { method?: string; params?: Obj };
@@ -90,18 +146,26 @@ export function fanOutListen(
           }
         } catch (err) {
           if (!stopped) log.info('an upstream ended its listen; the client\'s listen ends so that it listens again', { upstream: member.name, err });
+        } finally {
+          ended();
         }
-      }),
-    );
-    stopped = true;
-    upstreamStops.forEach((c) => c.abort());
+      };
+      streams.forEach((s) => void relay(s));
+      // A member down now is tried again while the client listens: when it comes up, its items join the
+      // lists (a change the client is told of, tools.mdx §List Changed Notification), and its own changes
+      // are relayed from then on. Until 4 December it was tried once, and a member that came up later was
+      // never heard.
+      for (const member of down) void retryLate(member, relay);
+      await anyEnded;
+    }
+    stopAll();
     queue.finish({ jsonrpc: '2.0', id: request.id, result: { resultType: 'complete', _meta: { [META_SUBSCRIPTION_ID]: request.id } } });
   })().catch((err: unknown) => {
     // Nothing above should throw; if something does, this listen ends with an error of its own instead of
     // the rejection ending the process (a non-array resourceSubscriptions once did, before the front door
     // checked its type).
     log.error('a listen across upstreams failed; it ends', { err });
-    upstreamStops.forEach((c) => c.abort());
+    stopAll();
     queue.finish(errorResponse(request.id, ErrorCode.InternalError, 'Gatehouse could not keep this listen open; listen again'));
   });
   return { status: 200, headers: {}, messages: queue.messages() };
