@@ -74,6 +74,7 @@ export function unsupportedFeatures(config: GatehouseConfig): string[] {
   problems.push(...adminProblems(config));
   problems.push(...listenerClashes(config));
   problems.push(...urlProblems(config));
+  problems.push(...uriPrefixProblems(config));
   problems.push(...headerProblems(config));
   problems.push(...stdioProblems(config));
   problems.push(...timerProblems(config));
@@ -122,6 +123,24 @@ function headerProblems(config: GatehouseConfig): string[] {
       if (UNSENDABLE_IN_HEADER.test(value)) problems.push(`${formatPath([...path, name])}: holds a line break, a control character or a character outside Latin-1, which a header cannot carry (a secret file read with \${file:...} may end with a blank line; only one final newline is dropped)`);
     }
   }
+  return problems;
+}
+
+/**
+ * A resources/read of a URI no list showed goes to the upstream whose uriPrefixes match it, the longest
+ * first. The same prefix on two upstreams left the choice to the order of the file: reads went, silently,
+ * to the first, and the other's claim was never used. It is refused, as a choice the operator must make.
+ */
+function uriPrefixProblems(config: GatehouseConfig): string[] {
+  const problems: string[] = [];
+  const claimed = new Map<string, string>();
+  config.upstreams.forEach((u, i) => {
+    (u.uriPrefixes ?? []).forEach((prefix, j) => {
+      const owner = claimed.get(prefix);
+      if (owner !== undefined && owner !== u.name) problems.push(`${formatPath(['upstreams', i, 'uriPrefixes', j])}: "${prefix}" is a prefix of upstream "${owner}" too; a resource URI it matches could go to either. Give each prefix to one upstream (a longer prefix may carve part of another's out)`);
+      else claimed.set(prefix, u.name);
+    });
+  });
   return problems;
 }
 
