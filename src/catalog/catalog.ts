@@ -330,6 +330,10 @@ export class Catalog implements UpstreamMessages {
     let leftOut = 0;
     perMember.forEach((items, i) => {
       const member = this.members[i]!;
+      // caching.mdx §Interaction with Pagination: a list that shifts between pages may repeat an item. One
+      // ref is one tool: taken twice, it lost its name to the digest and was listed twice under one name.
+      // The later copy, from the fresher page, stands.
+      const seen = new Map<string, number>();
       for (const item of items) {
         if (typeof item.name !== 'string') continue;
         if (nestedDeeperThan(item, MAX_DEFINITION_DEPTH)) {
@@ -348,7 +352,9 @@ export class Catalog implements UpstreamMessages {
           }
           params = annotations.headers;
         }
-        entries.push({ member, item, params });
+        const earlier = seen.get(item.name);
+        if (earlier !== undefined) entries[earlier] = { member, item, params };
+        else seen.set(item.name, entries.push({ member, item, params }) - 1);
       }
     });
     const names = assignPublicNames(entries.map((e) => ({ upstream: e.member.name, name: e.item.name as string })), this.prefix, this.members.length);
