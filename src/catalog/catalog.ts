@@ -87,6 +87,8 @@ export class Catalog implements UpstreamMessages {
   readonly upstream = 'catalog';
   private routes = { tools: new Map<string, Route>(), prompts: new Map<string, Route>() };
   private readonly lastMerged: { tools?: MergedList; prompts?: MergedList } = {};
+  /** Per member and kind, the names of its last list read whole: what names it while its list fails (merged). */
+  private readonly lastRefs = { tools: new Map<ModernMember, readonly string[]>(), prompts: new Map<ModernMember, readonly string[]>() };
   /**
    * Per member, the URIs of the resources its last list read gave: where a resources/read goes. Replaced at
    * each list, so a URI a member no longer lists is forgotten (one map of every URI ever listed grew for as
@@ -357,7 +359,18 @@ export class Catalog implements UpstreamMessages {
         else seen.set(item.name, entries.push({ member, item, params }) - 1);
       }
     });
-    const names = assignPublicNames(entries.map((e) => ({ upstream: e.member.name, name: e.item.name as string })), this.prefix, this.members.length);
+    // A member whose list failed (down, or cut short) is named as it was last listed whole: its refs leaving
+    // the set renamed the others' tools while it was away, and again when it came back.
+    const absent: Array<{ upstream: string; name: string }> = [];
+    perMember.forEach((items, i) => {
+      const member = this.members[i]!;
+      if (this.wholeLists.has(items)) this.lastRefs[kind].set(member, entries.filter((e) => e.member === member).map((e) => e.item.name as string));
+      else {
+        const present = new Set(entries.filter((e) => e.member === member).map((e) => e.item.name as string));
+        for (const name of this.lastRefs[kind].get(member) ?? []) if (!present.has(name)) absent.push({ upstream: member.name, name });
+      }
+    });
+    const names = assignPublicNames([...entries.map((e) => ({ upstream: e.member.name, name: e.item.name as string })), ...absent], this.prefix, this.members.length);
     const routes = new Map<string, Route>();
     const sorted: MergedList['sorted'] = [];
     for (const e of entries) {
