@@ -72,6 +72,8 @@ import { compileRateLimitStage } from './policy/rate-limit-stage.js';
 import { compileBudgets, compileBudgetStage } from './policy/budget-stage.js';
 import { BreakerBoard, compileBreakers, compileBreakerStage } from './policy/breaker-stage.js';
 import { StdioUpstream } from './upstream/stdio-sessions.js';
+import { UpstreamLeases } from './upstream/upstream-leases.js';
+import { canonicalJson } from './protocol/canonical-json.js';
 
 export interface Gateway {
   /** Starts listening; resolves with the MCP endpoint URL once the port is bound. */
@@ -91,7 +93,8 @@ export interface Gateway {
   close(options?: { quiet?: boolean }): Promise<void>;
   /**
    * Applies a new config: a new upstream is built and swapped in atomically, the old one closed once its
-   * in-flight calls had `shutdown.graceMs` to finish. `listen` is static (read at start); changing it is
+   * in-flight calls had `shutdown.graceMs` to finish. A stdio upstream whose entry is unchanged is not
+   * rebuilt: both configurations share it, children and sessions (UpstreamLeases). `listen` is static (read at start); changing it is
    * refused. Returns the problems when the new config is refused and the running one stays. `interpolated`:
    * the values its file read through `${env:...}`/`${file:...}` (LoadOptions.interpolated), for the log scrubber.
    * `source`: the file's name and text, to locate the problems in (`FILE:LINE:COL key.path: message`).
@@ -188,7 +191,8 @@ export function createGateway(config: GatehouseConfig, log: Logger, options: Gat
   // `sessions` is read once: a reload keeps the key, so the states clients hold stay good.
   const requestStates = new RequestStateSeal(config.sessions.requestStateKey, config.sessions.requestStateTtlMs);
   // One clock for every answer that must end by its upstream's timeouts.callMs, across reloads.
-  const kept = { requestStates, deadlines: new CallDeadlines() };
+  // Kept across reloads too: stdio upstreams a reload leaves unchanged, with their children (UpstreamLeases).
+  const kept = { requestStates, deadlines: new CallDeadlines(), leases: new UpstreamLeases() };
   let runtime = buildRuntime(config, log, observeUpstream, state, resolveHost, breakerBoard, childEnv, { book: approvalBook, pins: pinBook, confirmations }, kept);
   let running = config;
   // Kept across reloads: a reload must not wipe the count of an address that is guessing keys.
@@ -382,7 +386,7 @@ export function createGateway(config: GatehouseConfig, log: Logger, options: Gat
       breakerBoard.keepOnly(next.policy.breakers.map((b) => b.id));
       reloads.applied++;
       metrics?.reload('applied');
-      log.info('config reloaded', { upstreams: next.upstreams.map((u) => u.name), ...(logOnly ? { kept: 'upstreams, catalog, auth' } : {}) });
+      log.info('config reloaded', { upstreams: next.upstreams.map((u) => u.name), ...(logOnly ? { kept: 'upstreams, catalog, auth' } : runtime.keptUpstreams.length > 0 ? { keptUpstreams: runtime.keptUpstreams } : {}) });
       return [];
     },
     withdraw() {
@@ -539,6 +543,8 @@ interface Runtime {
   policyVersion: string;
   /** policy.rateLimits with per: ip, applied at the door. */
   ipLimits: ReturnType<typeof compileLimits>['ip'];
+  /** The upstreams this runtime took over, running, from the one before (stdio upstreams a reload left unchanged). */
+  keptUpstreams: readonly string[];
   close(): Promise<void>;
 }
 
@@ -547,19 +553,32 @@ interface Runtime {
  * must be rewritten or judged: `prefix: always`, `tools.pinning: enforce`, lists that differ per caller, or names that are not safe or items
  * the access rules hide from everyone (found out by SingleUpstream on first use, and on each list). The pipeline is compiled here, once per configuration.
  */
-function buildRuntime(config: GatehouseConfig, log: Logger, observeUpstream: (upstream: string, seconds: number) => void, state: StoreGuard, resolveHost: ResolveHost, breakerBoard: BreakerBoard, childEnv: ChildEnv, approvals: { book: ApprovalBook; pins: PinBook; confirmations: PendingConfirmations }, kept: { requestStates: RequestStateSeal; deadlines: CallDeadlines }): Runtime {
+function buildRuntime(config: GatehouseConfig, log: Logger, observeUpstream: (upstream: string, seconds: number) => void, state: StoreGuard, resolveHost: ResolveHost, breakerBoard: BreakerBoard, childEnv: ChildEnv, approvals: { book: ApprovalBook; pins: PinBook; confirmations: PendingConfirmations }, kept: { requestStates: RequestStateSeal; deadlines: CallDeadlines; leases: UpstreamLeases }): Runtime {
   // Building an upstream starts its sweepers (intervals) at once: one built before another throws, or before
-  // anything after them does, is closed again, or each refused reload would leave its timers running.
+  // anything after them does, is closed again (or released), or each refused reload would leave its timers running.
   const members: Upstream[] = [];
+  const keptUpstreams: string[] = [];
+  const release = (member: Upstream): Promise<void> => kept.leases.release(member);
   try {
-    for (const u of config.upstreams) members.push(createUpstream(isStdioUpstream(u) ? { ...u, env: childEnv.for(u.name, u.env) } : u, config.sessions, log, observeUpstream));
+    for (const u of config.upstreams) {
+      if (!isStdioUpstream(u)) {
+        members.push(createUpstream(u, config.sessions, log, observeUpstream));
+        continue;
+      }
+      // A stdio upstream's children hold its clients' sessions, what the server keeps for them, and the calls
+      // in flight: a reload that leaves its config as it was keeps it running, rather than stopping every
+      // child after shutdown.graceMs. The key is all it is built from (`sessions` is kept by reloads anyway).
+      const lease = kept.leases.acquire(canonicalJson({ upstream: u, sessions: config.sessions }), () => createUpstream({ ...u, env: childEnv.for(u.name, u.env) }, config.sessions, log, observeUpstream));
+      members.push(lease.upstream);
+      if (lease.reused) keptUpstreams.push(u.name);
+    }
     const egress = new EgressPolicy(config.policy.egress, resolveHost);
     const uriPrefixes = new Map(members.map((m, i) => [m, config.upstreams[i]!.uriPrefixes] as const));
     const access = new AccessPolicy(config.policy.rules);
     // The challenge of a step-up names the protected-resource metadata, as a 401 does.
     const metadataUrl = buildResourceMetadata(config)?.url;
     const bridgeLegacyClients: LegacyBridgeFactory = (messages, profile, staleVerdict) => new LegacyClientBridge(messages, profile, config.sessions, staleVerdict, false, log);
-    const catalog = new CatalogUpstream(members, uriPrefixes, config.tools.naming.prefix, bridgeLegacyClients, log, access);
+    const catalog = new CatalogUpstream(members, uriPrefixes, config.tools.naming.prefix, bridgeLegacyClients, log, access, release);
     const perCaller = access.perCaller(config.auth.apiKeys.some((k) => k.tools !== undefined));
     // Under `pinning: enforce` one upstream is served through the catalog too: on the pass-through a client's
     // tools/list went up and came back as it was, so the client's model could read a definition the pin
@@ -610,9 +629,9 @@ function buildRuntime(config: GatehouseConfig, log: Logger, observeUpstream: (up
       // task-only tool under a name Gatehouse would not give (task-offers.ts).
       upstream: compileUpstreamStage(withoutToolTaskOffers(upstream, offers), log, { limitOf: callLimits(config), deadlines: kept.deadlines }),
     });
-    return { upstream, catalog, pipeline, egress, policyVersion: version, ipLimits: limits.ip, close: () => upstream.close() };
+    return { upstream, catalog, pipeline, egress, policyVersion: version, ipLimits: limits.ip, keptUpstreams, close: () => upstream.close() };
   } catch (err) {
-    for (const m of members) m.close().catch(() => {});
+    for (const m of members) release(m).catch(() => {});
     throw err;
   }
 }

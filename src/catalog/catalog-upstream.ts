@@ -42,6 +42,11 @@ export class CatalogUpstream implements Upstream {
     bridgeLegacyClients: LegacyBridgeFactory,
     private readonly log: Logger,
     access?: AccessPolicy,
+    /**
+     * How a member is let go of when the catalog closes: closed, unless it outlives this configuration (a
+     * stdio upstream a reload keeps, gateway.ts), when it is released instead.
+     */
+    private readonly closeMember: (member: Upstream) => Promise<void> = (member) => member.close(),
   ) {
     this.catalog = new Catalog(members, uriPrefixes, prefix, log, access);
     this.legacyBridge = bridgeLegacyClients(this.catalog, () => this.discovered!, () => (this.discovered = undefined));
@@ -167,7 +172,7 @@ export class CatalogUpstream implements Upstream {
   async close(): Promise<void> {
     this.catalog.close();
     await this.legacyBridge.close();
-    await Promise.all(this.members.map((m) => m.close()));
+    await Promise.all(this.members.map((m) => this.closeMember(m)));
   }
 
   async modernFace(): Promise<ModernFace> {

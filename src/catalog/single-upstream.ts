@@ -138,7 +138,7 @@ export class SingleUpstream implements Upstream {
   }
 
   async close(): Promise<void> {
-    // The catalog owns the member and closes it too.
+    // The catalog owns the member and closes (or releases) it too.
     await this.catalog.close();
   }
 }

@@ -1,0 +1,46 @@
+// Upstreams that outlive a config reload: each is held by every runtime (config generation) built with the
+// same config for it, and closed when the last of them lets go. It does not decide which upstreams may be
+// kept (gateway.ts does) nor how one is built.
+
+import type { Upstream } from '../pipeline/ports.js';
+
+interface Lease {
+  key: string;
+  upstream: Upstream;
+  holders: number;
+}
+
+export class UpstreamLeases {
+  /** By key: what an upstream was built from (its name and config), so only an identical one is shared. */
+  private readonly byKey = new Map<string, Lease>();
+  private readonly byUpstream = new Map<Upstream, Lease>();
+
+  /**
+   * The upstream built from `key`, held once more: the one already running when there is one, else a new
+   * one from `create`. `reused` says which.
+   */
+  acquire(key: string, create: () => Upstream): { upstream: Upstream; reused: boolean } {
+    const running = this.byKey.get(key);
+    if (running !== undefined) {
+      running.holders++;
+      return { upstream: running.upstream, reused: true };
+    }
+    const lease: Lease = { key, upstream: create(), holders: 1 };
+    this.byKey.set(key, lease);
+    this.byUpstream.set(lease.upstream, lease);
+    return { upstream: lease.upstream, reused: false };
+  }
+
+  /**
+   * Lets go of one hold on `upstream`: closed once nothing holds it. An upstream that was never acquired
+   * here is closed at once (its runtime owned it alone).
+   */
+  async release(upstream: Upstream): Promise<void> {
+    const lease = this.byUpstream.get(upstream);
+    if (lease === undefined) return upstream.close();
+    if (--lease.holders > 0) return;
+    this.byUpstream.delete(upstream);
+    if (this.byKey.get(lease.key) === lease) this.byKey.delete(lease.key);
+    await upstream.close();
+  }
+}
