@@ -1499,6 +1499,24 @@ describe('helm test (gatehouse doctor)', () => {
     assert.ok(mounts(sidecar).get('/tmp'), 'the server has a writable /tmp');
   });
 
+  // A mesh that injects its proxy by a pod annotation or label (or is kept out by one: Istio's
+  // sidecar.istio.io/inject, Linkerd's linkerd.io/inject) must see the test pod as it sees the Deployment's
+  // pods: without them the test pod got a proxy the real pods do not have (and, as a proxy does not exit, never
+  // completed), or none where the mesh's policy requires one, so the doctor could not reach the upstream.
+  test("the test pod carries podAnnotations and podLabels, under the chart's own hook keys and labels", async () => {
+    const { docs } = await render('sidecar', ['podAnnotations.linkerd\\.io/inject=disabled', 'podAnnotations.helm\\.sh/hook=post-install', 'podLabels.team=platform', 'podLabels.app\\.kubernetes\\.io/component=server']);
+    const pod = doctorPod(docs);
+    assert.equal(pod['metadata']['annotations']['linkerd.io/inject'], 'disabled');
+    assert.equal(pod['metadata']['annotations']['helm.sh/hook'], 'test', 'the hook annotation stays the chart\'s');
+    assert.equal(pod['metadata']['labels']['team'], 'platform');
+    assert.equal(pod['metadata']['labels']['app.kubernetes.io/component'], 'doctor', 'the component label stays the chart\'s');
+    const template = deployment(docs)['spec']['template']['metadata'];
+    assert.equal(template['annotations']['linkerd.io/inject'], 'disabled');
+    // Still never selected by the Service.
+    const selector = mcpService(docs)['spec']['selector'] as Record<string, string>;
+    assert.ok(!Object.entries(selector).every(([k, v]) => pod['metadata']['labels'][k] === v), 'the Service selects the test pod');
+  });
+
   test('sidecar mode before Kubernetes 1.29 (no native sidecars): the doctor skips the upstreams', async () => {
     const { docs } = await render('sidecar', [], CHART, '1.28.0');
     const pod = doctorPod(docs);
