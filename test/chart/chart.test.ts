@@ -1517,6 +1517,19 @@ describe('helm test (gatehouse doctor)', () => {
     assert.ok(!Object.entries(selector).every(([k, v]) => pod['metadata']['labels'][k] === v), 'the Service selects the test pod');
   });
 
+  // The server's /tmp (server-tmp) was sized by tmpVolume.sizeLimit, Gatehouse's own /tmp: a server that needs
+  // more scratch space could get it only by giving Gatehouse as much.
+  test("server.tmpVolume.sizeLimit sizes the server's /tmp, in the Deployment and the test pod, apart from Gatehouse's", async () => {
+    const sizeOf = (spec: Manifest, name: string): unknown => volumes(spec).get(name)?.['emptyDir']?.['sizeLimit'];
+    const { docs } = await render('sidecar', ['server.tmpVolume.sizeLimit=2Gi', 'tmpVolume.sizeLimit=32Mi']);
+    for (const [where, spec] of [['Deployment', podSpec(docs)], ['test pod', doctorPod(docs)['spec']]] as const) {
+      assert.equal(sizeOf(spec, 'server-tmp'), '2Gi', where);
+      assert.equal(sizeOf(spec, 'tmp'), '32Mi', where);
+    }
+    const defaults = await render('sidecar');
+    assert.equal(sizeOf(podSpec(defaults.docs), 'server-tmp'), '64Mi', 'the default is the size it had');
+  });
+
   test('sidecar mode before Kubernetes 1.29 (no native sidecars): the doctor skips the upstreams', async () => {
     const { docs } = await render('sidecar', [], CHART, '1.28.0');
     const pod = doctorPod(docs);

@@ -216,7 +216,7 @@ app.kubernetes.io/component: mcp-gateway
 {{- fail (printf "extraVolumes[%d].name %q is a volume of the chart's own (%s), and a pod names each volume once: choose another name" $i $vol.name (join ", " $volumes)) }}
 {{- end }}
 {{- end }}
-{{- range $list := list (list "extraVolumeMounts" $v.extraVolumeMounts $mounts "dataVolume, tmpVolume, homeVolume and the Secret references size or fill them") (list "server.volumeMounts" (ternary $v.server.volumeMounts list (eq $v.mode "sidecar")) (list "/tmp") "tmpVolume.sizeLimit sizes it") }}
+{{- range $list := list (list "extraVolumeMounts" $v.extraVolumeMounts $mounts "dataVolume, tmpVolume, homeVolume and the Secret references size or fill them") (list "server.volumeMounts" (ternary $v.server.volumeMounts list (eq $v.mode "sidecar")) (list "/tmp") "server.tmpVolume.sizeLimit sizes it") }}
 {{- range $i, $m := index $list 1 }}
 {{- if has (clean $m.mountPath) (index $list 2) }}
 {{- fail (printf "%s[%d].mountPath %s is a mount of the chart's own (%s; %s), and a container mounts each path once: mount below it or elsewhere" (index $list 0) $i $m.mountPath (join ", " (index $list 2)) (index $list 3)) }}
