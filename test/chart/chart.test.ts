@@ -1441,6 +1441,17 @@ describe('NOTES.txt', () => {
     assert.doesNotMatch(await notes('sidecar'), /Admin API/);
   });
 
+  // The image deployed is image.tag (or image.digest) when set; the chart's appVersion is only its default,
+  // and printing it named a version the pods may not run.
+  test('names the Gatehouse image the pods run: image.tag or image.digest when set, the appVersion otherwise', async () => {
+    assert.match(await notes('sidecar'), /^Gatehouse \(registry\.example\.com\/platform\/gatehouse:0\.1\.0\) is installed as "gh"/m);
+    const tagged = await notes('sidecar', ['image.tag=2.3.4']);
+    assert.match(tagged, /^Gatehouse \(registry\.example\.com\/platform\/gatehouse:2\.3\.4\) is installed as "gh"/m);
+    assert.doesNotMatch(tagged, /0\.1\.0/);
+    const digest = `sha256:${'c'.repeat(64)}`;
+    assert.match(await notes('sidecar', [`image.digest=${digest}`]), new RegExp(`^Gatehouse \\(registry\\.example\\.com/platform/gatehouse@${digest}\\) is installed`, 'm'));
+  });
+
   test('for OAuth, names the protected resource metadata instead of an API key', async () => {
     const text = await notes('standalone');
     assert.match(text, /access token from your authorization server/);
