@@ -764,7 +764,7 @@ export interface EgressTarget {
    */
   hosts?: string[];
   /**
-   * URL schemes (https, http, ...). A URL in an argument that names no host is judged by this alone: a file: URL (file:///path, the server's own files) anywhere, and data:, javascript:, blob: and the like (which a browser tool runs) in a destination field (format uri, or named url, href...): refused where allow.schemes is given without its scheme, or deny.schemes lists it (with no hosts or cidrs); passed where no schemes are given, as by default. One naming a host (file://server/share) is judged by that host as well.
+   * URL schemes (https, http, ...). A URL in an argument that names no host is judged by this alone: a file: URL (file:///path, the server's own files) anywhere, and data:, javascript:, blob: and the like (which a browser tool runs) in a destination field (format uri, or named url, href...): refused where allow.schemes is given without its scheme, or deny.schemes lists it (with no hosts or cidrs); passed where no schemes are given, as by default. Under allow.schemes only schemes a client acts on without a host are judged so (file, javascript, vbscript, data, blob, filesystem, about, view-source, jar, mailto, tel, sms, sip, news, intent...): a label such as note:hello or urn:isbn:... in a url field passes, unless deny.schemes names its word. One naming a host (file://server/share) is judged by that host as well.
    */
   schemes?: string[];
   /**

@@ -285,7 +285,9 @@ export function destinationsOfString(text: string, strict: boolean): readonly Fo
  * building hides from the URL scan), so an allow listing schemes must be able to refuse it. Judged by its
  * scheme alone, like a local file: URL. Not a host and port (`localhost:6379`, `api.example.com:443`: a
  * digit after the colon) nor an IPv6 address without brackets (`fe80::1`): those are read as hosts. A
- * reading added beside the bare-host one, never instead of it; only when parseUrl found no host.
+ * reading added beside the bare-host one, never instead of it; only when parseUrl found no host. Any word
+ * before a colon is read so (`note:hello` too, which a deny naming `note` refuses); an allow of schemes
+ * judges only the schemes a client acts on (egress-policy.ts HOSTLESS_SCHEMES).
  */
 function hostlessUrl(s: string, value: string): Found | undefined {
   const m = HOSTLESS_URL.exec(s);

@@ -177,17 +177,27 @@ export class EgressPolicy {
  * The verdict on a URL naming no host: a `file:` URL (the server's own files) or, in a destination field,
  * `data:`, `javascript:` and the like (destinations.ts hostlessUrl). No network destination, so no address
  * to classify and nothing to resolve. Its one dimension is its scheme: refused where the rule's allow lists
- * schemes without it (an operator's "https only" covers it) or its deny lists it with no host or address
- * (which it could not match); passed otherwise, by default too, so that a rule about hosts does not stop a
- * filesystem server's paths.
+ * schemes without it (an operator's "https only" covers it) and it is one of HOSTLESS_SCHEMES, or its deny
+ * lists it with no host or address (which it could not match); passed otherwise, by default too, so that a
+ * rule about hosts does not stop a filesystem server's paths.
  */
 function hostlessBlock(rule: CompiledRule | undefined, scheme: string): EgressBlock | undefined {
   if (rule === undefined) return undefined;
   const names = (t: CompiledTarget | undefined) => t !== undefined && t.schemes?.has(scheme) === true && t.hosts === undefined && t.cidrs === undefined;
   if (names(rule.deny)) return { rule: rule.id, reason: `rule "${rule.id}" denies it` };
-  if (rule.allow?.schemes && !rule.allow.schemes.has(scheme)) return { rule: rule.id, reason: `rule "${rule.id}" does not allow it (its schemes do not include ${scheme})` };
+  // Only a scheme a client acts on: `note:hello` or `urn:isbn:…` in a field named url is a label, which no
+  // allow of schemes is about (until 5 December an https-only allow refused it). A deny naming it still does.
+  if (rule.allow?.schemes && !rule.allow.schemes.has(scheme) && HOSTLESS_SCHEMES.has(scheme)) return { rule: rule.id, reason: `rule "${rule.id}" does not allow it (its schemes do not include ${scheme})` };
   return undefined;
 }
+
+/**
+ * The schemes whose URLs reach or run something with no host in them: file: (the server's own files), what
+ * a browser runs or loads from memory (javascript:, vbscript:, data:, blob:, filesystem:, about:,
+ * view-source:, jar:), and what hands the value to another program that sends it somewhere (mailto:, tel:,
+ * sms:, sip:, news:, Android's intent:). Any other `word:` before text is not judged as a URL under an allow.
+ */
+const HOSTLESS_SCHEMES: ReadonlySet<string> = new Set(['file', 'javascript', 'vbscript', 'livescript', 'data', 'blob', 'filesystem', 'about', 'view-source', 'jar', 'mailto', 'tel', 'sms', 'callto', 'sip', 'sips', 'news', 'intent']);
 
 /**
  * Whether an IPv6 address carries an IPv4 address a deny names (`::ffff:127.0.0.1`, NAT64, 6to4): a
