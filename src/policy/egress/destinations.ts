@@ -390,6 +390,11 @@ function explicitPort(authority: string): string {
   return m && !/^[^[]*:.*:/.test(hostPart) ? String(Number(m[1])) : hostPart.startsWith('[') && m ? String(Number(m[1])) : '';
 }
 
+/** The port a URL of `scheme` reaches when it names none (http 80, https 443, ssh 22…), if Gatehouse knows it. */
+export function defaultPortOf(scheme: string): number | undefined {
+  return DEFAULT_PORTS[scheme];
+}
+
 function portOf(port: string, scheme: string): { port?: number } {
   if (port !== '') return { port: Number(port) };
   const d = DEFAULT_PORTS[scheme];

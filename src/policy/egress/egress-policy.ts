@@ -16,7 +16,7 @@ import type { Principal } from '../../pipeline/principal.js';
 import type { Route } from '../../pipeline/context.js';
 import { compileSelector, firstMatch, type Selector } from '../selector.js';
 import { canonicalIp, classify, compileCidrs, embeddedIpv4, METADATA_HOSTS, type AddressClass } from '../../net/addresses.js';
-import type { Destination } from './destinations.js';
+import { defaultPortOf, type Destination } from './destinations.js';
 
 /** Resolves a host name to its addresses (A and AAAA); injectable for tests. */
 export type ResolveHost = (host: string) => Promise<string[]>;
@@ -84,6 +84,21 @@ export class EgressPolicy {
     if (d.host === '' && d.scheme !== undefined) return hostlessBlock(rule, d.scheme);
     const decided = await this.decide(d, rule);
     return 'block' in decided ? decided.block : undefined;
+  }
+
+  /**
+   * Why the rule refuses a CONNECT tunnel to `port` by its schemes, if it does (the egress proxy). A tunnel
+   * carries bytes the proxy cannot read, so it has no scheme to judge; under an allow listing schemes it is
+   * taken as one of them only on that scheme's default port (443 for https and wss, 80 for http, 22 for
+   * ssh), or on a port the allow lists itself (https on 8443). Any other port would carry what the rule
+   * does not allow (ssh, redis, smtp) unseen. The rest (hosts, ports, addresses, a deny) is decide()'s, with
+   * no scheme.
+   */
+  tunnelBlock(rule: CompiledRule | undefined, port: number): EgressBlock | undefined {
+    const schemes = rule?.allow?.schemes;
+    if (rule === undefined || schemes === undefined || rule.allow?.ports?.has(port) === true) return undefined;
+    for (const scheme of schemes) if (defaultPortOf(scheme) === port) return undefined;
+    return { rule: rule.id, reason: `rule "${rule.id}" does not allow it (a tunnel to port ${port} is none of its schemes' ports: ${[...schemes].join(', ')})` };
   }
 
   /**

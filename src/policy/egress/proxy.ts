@@ -121,7 +121,9 @@ export class EgressProxy {
     // to 2130706433, 127.1 or 0x7f000001 is judged as 127.0.0.1 (and a deny naming it applies).
     let bare = whatwgHost(host);
     while (bare.endsWith('.')) bare = bare.slice(0, -1);
-    const decided = await policy.decide({ ...(scheme ? { scheme } : {}), host: bare.toLowerCase(), port }, rule);
+    // A CONNECT (no scheme) is judged by its port against the allow's schemes first (tunnelBlock).
+    const tunnelBlocked = scheme === undefined ? policy.tunnelBlock(rule, port) : undefined;
+    const decided = tunnelBlocked !== undefined ? { block: tunnelBlocked } : await policy.decide({ ...(scheme ? { scheme } : {}), host: bare.toLowerCase(), port }, rule);
     const who = upstream ?? 'unknown';
     if ('block' in decided) {
       this.log.warn('egress proxy refused a connection', { upstream: who, host: bare, port, rule: decided.block.rule, reason: decided.block.reason });
