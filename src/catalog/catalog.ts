@@ -25,6 +25,7 @@ import { mergeCapabilities } from './capabilities.js';
 import { mcpParamHeaders, paramHeadersFor, readAnnotations, type ParamHeader } from '../protocol/param-headers.js';
 import { assignPublicNames, type PrefixMode } from './public-names.js';
 import { nestedDeeperThan } from '../protocol/value-depth.js';
+import { notFoundInOurWords, resourceNotFound } from '../protocol/resource-not-found.js';
 
 type Obj = Record<string, unknown>;
 
@@ -623,10 +624,14 @@ export class Catalog implements UpstreamMessages {
     }
     if (owner && typeof uri === 'string' && !this.visible(principal, 'resources', uri)) owner = undefined;
     // server/resources.mdx §Error Handling: a resource nobody listed is -32602 in 2026-07-28.
-    if (!owner) return single(errorResponse(request.id, ErrorCode.InvalidParams, `Resource not found: ${describeValue(uri)}`));
+    if (!owner) return single(resourceNotFound(request.id, uri));
     const face = await owner.modernFace();
     const headers = face.http ? { ...passed, ...modernHeaders(request.method, request.method === 'resources/read' && typeof uri === 'string' ? uri : undefined) } : {};
-    return face.messages.post(request, headers, signal, principal);
+    const reply = await face.messages.post(request, headers, signal, principal);
+    // Where rules hide resources, a missing one must read as a hidden one does (the access stage's answer):
+    // the member's own not-found words (a uriPrefixes owner's) would tell the two apart. Reads only.
+    if (request.method !== 'resources/read' || !this.access.governs('resources')) return reply;
+    return { ...reply, messages: notFoundInOurWords(reply.messages, request.id, uri) };
   }
 
   private async ask(face: ModernFace, request: JsonRpcRequest): Promise<JsonRpcResponse | undefined> {

@@ -8,6 +8,7 @@ import type { Outcome } from '../pipeline/outcome.js';
 import { refuseAt, type Stage } from '../pipeline/stage.js';
 import { ErrorCode, type JsonRpcRequest } from '../protocol/jsonrpc.js';
 import { describeValue } from '../protocol/describe.js';
+import { resourceNotFoundMessage } from '../protocol/resource-not-found.js';
 import type { AccessPolicy } from './access.js';
 
 export interface AccessStageDeps {
@@ -50,7 +51,7 @@ export function compileAccessStage(deps: AccessStageDeps): Stage {
       if (decision === true) return next(ctx);
       if (decision !== false) return Promise.resolve(stepUp(ctx, decision.scopes, `Resource ${describeValue(uri)}`));
       // server/resources.mdx §Error Handling: a resource the caller may not see is one that is not found.
-      return Promise.resolve(refuseAt('access', ctx, { kind: 'protocol', code: 'resource_not_found', rpcCode: ErrorCode.InvalidParams, message: `Resource not found: ${describeValue(uri)}` }));
+      return Promise.resolve(refuseAt('access', ctx, { kind: 'protocol', code: 'resource_not_found', rpcCode: ErrorCode.InvalidParams, message: resourceNotFoundMessage(uri) }));
     },
   };
 
