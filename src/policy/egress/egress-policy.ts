@@ -33,6 +33,11 @@ interface CompiledTarget {
   hosts?: Array<(host: string) => boolean>;
   cidrs?: (address: string) => boolean;
   schemes?: Set<string>;
+  /**
+   * Whether `schemes` lists one that reaches a host over the network (http, ssh…), not only HOSTLESS_SCHEMES
+   * (file, javascript…): only then can it describe a destination that has no scheme (see matches).
+   */
+  networkSchemes: boolean;
   ports?: Set<number>;
   /** Addresses it names explicitly (IP literals in hosts), which special ranges yield to. */
   literalAddresses: Set<string>;
@@ -141,7 +146,13 @@ export class EgressPolicy {
    * An `allow` stays literal: a name is let through by its own name or by `cidrs`.
    */
   private async matches(t: CompiledTarget, d: Omit<Destination, 'path' | 'value'>, literal: string | undefined, side: 'allow' | 'deny'): Promise<boolean> {
-    if (t.schemes && d.scheme !== undefined && !t.schemes.has(d.scheme)) return false;
+    if (t.schemes) {
+      // A destination with no scheme (a bare host, a CONNECT tunnel) may be reached by any network scheme:
+      // an allow leaves it to its other dimensions (a tunnel's port: tunnelBlock), and a deny matches it
+      // when it lists a network scheme. A deny of file: or javascript: alone is about such URLs, never a
+      // host reached otherwise (until 5 December it refused every bare host and every tunnel).
+      if (d.scheme !== undefined ? !t.schemes.has(d.scheme) : side === 'deny' && !t.networkSchemes) return false;
+    }
     if (t.ports) {
       // A URL naming no port, of a scheme whose default Gatehouse does not know (memcached://, rtsp://),
       // reaches a port no allow can be said to name: refused by a port list rather than passed. A bare host
@@ -238,10 +249,12 @@ function compileTarget(t: EgressTarget): CompiledTarget {
     }
     return hostMatcher(h);
   });
+  const schemes = t.schemes?.map((s) => s.toLowerCase());
   return {
     ...(hosts ? { hosts } : {}),
     ...(t.cidrs ? { cidrs: compileCidrs(t.cidrs) } : {}),
-    ...(t.schemes ? { schemes: new Set(t.schemes.map((s) => s.toLowerCase())) } : {}),
+    ...(schemes ? { schemes: new Set(schemes) } : {}),
+    networkSchemes: schemes?.some((s) => !HOSTLESS_SCHEMES.has(s)) ?? false,
     ...(t.ports ? { ports: new Set(t.ports) } : {}),
     literalAddresses,
   };
