@@ -65,7 +65,7 @@ import { ReviewerAuth, type VerifyToken } from './admin/reviewer-auth.js';
 import { compileClientAddress } from './net/client-address.js';
 import { HttpUpstream } from './upstream/http.js';
 import { EgressPolicy, systemResolver, type ResolveHost } from './policy/egress/egress-policy.js';
-import { EgressProxy } from './policy/egress/proxy.js';
+import { EgressProxy, uncredentialedOwner } from './policy/egress/proxy.js';
 import { compileEgressStage } from './policy/egress-stage.js';
 import { checkIpLimit, compileLimits, type TakeToken } from './policy/rate-limits.js';
 import { compileRateLimitStage } from './policy/rate-limit-stage.js';
@@ -184,7 +184,7 @@ export function createGateway(config: GatehouseConfig, log: Logger, options: Gat
   // The egress proxy is started once (like the listener) and reads the running rules; stdio children get
   // its address once it listens (their env objects are filled in then, see ChildEnv).
   const egressProxy = config.policy.egressProxy.enabled
-    ? new EgressProxy(() => runtime.egress, () => (running.upstreams.length === 1 ? running.upstreams[0]!.name : undefined), log.child({ component: 'egress-proxy' }), { counted: (upstream, verdict) => metrics?.egressProxy(upstream, verdict) })
+    ? new EgressProxy(() => runtime.egress, () => uncredentialedOwner(running.upstreams, isLoopback(config.policy.egressProxy.host)), log.child({ component: 'egress-proxy' }), { counted: (upstream, verdict) => metrics?.egressProxy(upstream, verdict) })
     : undefined;
   const childEnv = new ChildEnv(egressProxy);
   // Kept across reloads: what this replica last saw of each circuit, for the gauge.

@@ -176,7 +176,7 @@ export interface GatehouseConfiguration {
      */
     egress: EgressRule[];
     /**
-     * A forward proxy on loopback (HTTP and CONNECT) for the upstreams' own outbound connections, applying the egress rules; stdio children get HTTP_PROXY and HTTPS_PROXY pointing at it. A CONNECT tunnel carries what the proxy cannot read: under an allow listing schemes it passes only to a port that is one of those schemes' default (443 for https and wss, 80 for http and ws, 22 for ssh...) or that the allow's ports list. Started once: a reload applies new egress rules to it, but not a change of this section.
+     * A forward proxy on loopback (HTTP and CONNECT) for the upstreams' own outbound connections, applying the egress rules; stdio children get HTTP_PROXY and HTTPS_PROXY pointing at it, with credentials naming their upstream; a request without credentials (the chart's sidecar server container) belongs to the only upstream, else to the only HTTP upstream that can reach the proxy (on a loopback proxy, one with a loopback URL), else to none (judged by a rule that selects every upstream, or the defaults). A CONNECT tunnel carries what the proxy cannot read: under an allow listing schemes it passes only to a port that is one of those schemes' default (443 for https and wss, 80 for http and ws, 22 for ssh...) or that the allow's ports list. Started once: a reload applies new egress rules to it, but not a change of this section.
      */
     egressProxy: {
       enabled: boolean;

@@ -6,7 +6,8 @@
 //
 // Each stdio child gets HTTP_PROXY and HTTPS_PROXY with its upstream's name and a token as credentials,
 // so the proxy knows whose connection it is. A request without credentials (a sidecar container pointed
-// at the proxy by the chart) belongs to the only upstream when there is one.
+// at the proxy by the chart) belongs to the only upstream when there is one, else to the only HTTP upstream
+// that can reach the proxy (uncredentialedOwner).
 
 import { randomBytes, timingSafeEqual } from 'node:crypto';
 import { percentDecoded } from '../../protocol/percent-decode.js';
@@ -15,6 +16,7 @@ import { connect, isIP, type AddressInfo, type Socket } from 'node:net';
 import type { Duplex } from 'node:stream';
 import type { Logger } from '../../log/logger.js';
 import type { EgressPolicy } from './egress-policy.js';
+import { isLoopback } from '../../net/loopback.js';
 
 export interface EgressProxyHooks {
   /** Counts one request: the upstream it came from (or "unknown") and whether it went through. */
@@ -191,6 +193,34 @@ export class EgressProxy {
       else res.destroy();
     });
     req.pipe(out);
+  }
+}
+
+/**
+ * Whose a request without proxy credentials is: the only upstream, or else the only HTTP upstream that can
+ * reach the proxy (on a loopback proxy, one whose URL is on loopback too: a remote server cannot be the
+ * sender). Every stdio child is given credentials (envFor), so a request without them comes from a process
+ * Gatehouse did not start: the chart's sidecar MCP server container (http://127.0.0.1:<port>). Until
+ * 5 December, beside a stdio upstream (the chart's extraUpstreams) such a request was nobody's, and the
+ * sidecar's connections were judged by the defaults instead of its upstream's rules. With no such upstream,
+ * or several, it stays nobody's.
+ */
+export function uncredentialedOwner(upstreams: ReadonlyArray<{ readonly name: string; readonly url?: string }>, proxyOnLoopback: boolean): string | undefined {
+  if (upstreams.length === 1) return upstreams[0]!.name;
+  let owner: string | undefined;
+  for (const u of upstreams) {
+    if (u.url === undefined || (proxyOnLoopback && !isLoopback(hostnameOf(u.url)))) continue;
+    if (owner !== undefined) return undefined;
+    owner = u.name;
+  }
+  return owner;
+}
+
+function hostnameOf(url: string): string {
+  try {
+    return new URL(url).hostname;
+  } catch {
+    return '';
   }
 }
 
