@@ -1,6 +1,7 @@
 // What an address is, for egress checks: loopback, link-local, cloud metadata, private, or public. IPv6
 // forms that carry an IPv4 address (IPv4-mapped, IPv4-compatible, NAT64, 6to4) are judged by that address
-// too, so `[::ffff:127.0.0.1]` is loopback. Ranges from RFC 6890 (special-purpose registries).
+// too, so `[::ffff:127.0.0.1]` is loopback. Ranges from RFC 6890 (special-purpose registries) and the
+// registry's later entries that are not globally reachable.
 
 import { BlockList, isIP } from 'node:net';
 
@@ -32,10 +33,13 @@ const CLASSES: Array<[Exclude<AddressClass, 'metadata' | 'public'>, BlockList]> 
       ['198.18.0.0', 15, 'ipv4'],
       ['fc00::', 7, 'ipv6'], // unique local
       ['fec0::', 10, 'ipv6'], // site-local (deprecated, still routed by some)
+      // Local-use IPv4/IPv6 translation (RFC 8215): a site's own NAT64 maps it onto IPv4 addresses of its
+      // choosing, in positions its prefix length decides, so no one embedded address can be read out of it.
+      ['64:ff9b:1::', 48, 'ipv6'],
     ]),
   ],
   ['multicast', blocks([['224.0.0.0', 4, 'ipv4'], ['ff00::', 8, 'ipv6']])],
-  ['reserved', blocks([['240.0.0.0', 4, 'ipv4'], ['192.0.2.0', 24, 'ipv4'], ['198.51.100.0', 24, 'ipv4'], ['203.0.113.0', 24, 'ipv4'], ['100::', 64, 'ipv6'], ['2001:db8::', 32, 'ipv6']])],
+  ['reserved', blocks([['240.0.0.0', 4, 'ipv4'], ['192.0.2.0', 24, 'ipv4'], ['198.51.100.0', 24, 'ipv4'], ['203.0.113.0', 24, 'ipv4'], ['100::', 64, 'ipv6'], ['2001:db8::', 32, 'ipv6'], ['3fff::', 20, 'ipv6'], ['5f00::', 16, 'ipv6']])], // documentation (RFC 9637 too), SRv6 SIDs (RFC 9602)
 ];
 
 /** An IPv6 address as eight 16-bit groups, or undefined. */
