@@ -251,7 +251,7 @@ export function destinationsOfString(text: string, strict: boolean): readonly Fo
   if (!strict && !MAY_NAME_A_HOST.test(text)) return NONE;
   const value = text.length > 200 ? `${text.slice(0, 200)}…` : text;
   const found: Found[] = [];
-  const trimmed = text.trim();
+  const trimmed = wholeUrlText(text);
   const whole = parseUrl(trimmed, value);
   if (whole.length > 0) found.push(...whole);
   // Scheme-relative: the scheme is the base's, http or https, so both are judged (a rule allowing only https
@@ -277,6 +277,23 @@ export function destinationsOfString(text: string, strict: boolean): readonly Fo
     }
   }
   return dedupe(found);
+}
+
+/** Any C0 control character: the fast test, since most strings hold none. */
+const C0 = /[\x00-\x1f]/;
+const C0_OR_SPACE_AT_ENDS = /^[\x00-\x20]+|[\x00-\x20]+$/g;
+const TAB_OR_NEWLINE = /[\t\n\r]/g;
+
+/**
+ * A whole string as the WHATWG URL parser reads it (URL Standard, basic URL parser steps 1–3): C0 controls
+ * and spaces at either end dropped, every tab and newline inside removed. A browser tool opens
+ * `java\tscript:alert(1)` or `\x01data:text/html,…` as javascript: and data: URLs; until 5 December the
+ * patterns below stopped at those characters and found no URL. Only for readings of the whole string: in
+ * free text a newline ends a URL. Other whitespace is kept (JS trim drops it at the ends, as it did).
+ */
+function wholeUrlText(text: string): string {
+  const t = text.trim();
+  return C0.test(t) ? t.replace(C0_OR_SPACE_AT_ENDS, '').replace(TAB_OR_NEWLINE, '') : t;
 }
 
 /**
