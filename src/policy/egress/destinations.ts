@@ -75,6 +75,16 @@ const UNBRACKETED_IPV6 = /^((?=[0-9a-f.]*:[0-9a-f.]*:)[0-9a-f:.]+)(?:%[a-z0-9_.~
  * authority, so `javascript://%0aalert(1)` (a comment, then script) is one too.
  */
 const HOSTLESS_URL = /^([a-z][a-z0-9+.-]*):(?![0-9:])/i;
+/**
+ * The schemes whose URLs reach or run something with no host in them: file: (the server's own files), what
+ * a browser runs or loads from memory (javascript:, vbscript:, data:, blob:, filesystem:, about:,
+ * view-source:, jar:), and what hands the value to another program that sends it somewhere (mailto:, tel:,
+ * sms:, sip:, news:, Android's intent:). An allow of schemes judges a `word:` before text only when the word
+ * is one of these (egress-policy.ts hostlessBlock), and they are read so whatever follows the colon.
+ */
+export const HOSTLESS_SCHEMES: ReadonlySet<string> = new Set(['file', 'javascript', 'vbscript', 'livescript', 'data', 'blob', 'filesystem', 'about', 'view-source', 'jar', 'mailto', 'tel', 'sms', 'callto', 'sip', 'sips', 'news', 'intent']);
+/** Any scheme and its colon, for the schemes above. */
+const SCHEME_AND_COLON = /^([a-z][a-z0-9+.-]*):/i;
 /** What any host-naming string holds (destinationsOfString's shortcut for the rest). */
 const MAY_NAME_A_HOST = /[.:]|\/\/|localhost/i;
 const NONE: readonly Found[] = Object.freeze([]);
@@ -304,14 +314,23 @@ function wholeUrlText(text: string): string {
  * digit after the colon) nor an IPv6 address without brackets (`fe80::1`): those are read as hosts. A
  * reading added beside the bare-host one, never instead of it; only when parseUrl found no host. Any word
  * before a colon is read so (`note:hello` too, which a deny naming `note` refuses); an allow of schemes
- * judges only the schemes a client acts on (egress-policy.ts HOSTLESS_SCHEMES).
+ * judges only the schemes a client acts on (HOSTLESS_SCHEMES).
  */
 function hostlessUrl(s: string, value: string): Found | undefined {
-  const m = HOSTLESS_URL.exec(s);
+  // A digit or a colon after it makes a word a host and port (`localhost:6379`) or IPv6 (`fe80::1`), but not
+  // one of HOSTLESS_SCHEMES: `javascript:0;fetch(…)` is a script (until 5 December it was neither, and
+  // passed an https-only allow).
+  const m = HOSTLESS_URL.exec(s) ?? hostlessSchemeOf(s);
   if (!m) return undefined;
   const scheme = m[1]!.toLowerCase();
   if (SPECIAL_SCHEMES.has(scheme) || scheme === 'file' || UNBRACKETED_IPV6.test(s)) return undefined;
   return { value, scheme, host: '' };
+}
+
+/** The scheme match of a string that starts with one of HOSTLESS_SCHEMES and its colon, whatever follows. */
+function hostlessSchemeOf(s: string): RegExpExecArray | undefined {
+  const m = SCHEME_AND_COLON.exec(s);
+  return m !== null && HOSTLESS_SCHEMES.has(m[1]!.toLowerCase()) ? m : undefined;
 }
 
 /** A dotted quad, an IPv6 literal, or a dotted name with an alphabetic top label (with an optional port). */

@@ -16,7 +16,7 @@ import type { Principal } from '../../pipeline/principal.js';
 import type { Route } from '../../pipeline/context.js';
 import { compileSelector, firstMatch, type Selector } from '../selector.js';
 import { canonicalIp, classify, compileCidrs, embeddedIpv4, METADATA_HOSTS, type AddressClass } from '../../net/addresses.js';
-import { defaultPortOf, type Destination } from './destinations.js';
+import { defaultPortOf, HOSTLESS_SCHEMES, type Destination } from './destinations.js';
 
 /** Resolves a host name to its addresses (A and AAAA); injectable for tests. */
 export type ResolveHost = (host: string) => Promise<string[]>;
@@ -216,14 +216,6 @@ function hostlessBlock(rule: CompiledRule | undefined, scheme: string): EgressBl
   if (rule.allow?.schemes && !rule.allow.schemes.has(scheme) && HOSTLESS_SCHEMES.has(scheme)) return { rule: rule.id, reason: `rule "${rule.id}" does not allow it (its schemes do not include ${scheme})` };
   return undefined;
 }
-
-/**
- * The schemes whose URLs reach or run something with no host in them: file: (the server's own files), what
- * a browser runs or loads from memory (javascript:, vbscript:, data:, blob:, filesystem:, about:,
- * view-source:, jar:), and what hands the value to another program that sends it somewhere (mailto:, tel:,
- * sms:, sip:, news:, Android's intent:). Any other `word:` before text is not judged as a URL under an allow.
- */
-const HOSTLESS_SCHEMES: ReadonlySet<string> = new Set(['file', 'javascript', 'vbscript', 'livescript', 'data', 'blob', 'filesystem', 'about', 'view-source', 'jar', 'mailto', 'tel', 'sms', 'callto', 'sip', 'sips', 'news', 'intent']);
 
 /**
  * Whether an IPv6 address carries an IPv4 address a deny names (`::ffff:127.0.0.1`, NAT64, 6to4): a
