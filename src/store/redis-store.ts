@@ -8,6 +8,7 @@ import { createRequire } from 'node:module';
 import type { Cluster, Redis, RedisOptions } from 'ioredis';
 import type { RedisStore as RedisStoreConfig } from '../config/schema.generated.js';
 import type { Logger } from '../log/logger.js';
+import { takeNotices, type RedisNotice } from './redis-notices.js';
 import { chainNext, entryJson, storedAuditAnchor, storedAuditRecord, type ChainedRecord } from './audit-chain.js';
 import { StoreUnavailableError, type BreakerAdmission, type BreakerSettings, type BreakerState, type BudgetCounter, type BudgetSpend, type CalendarWindow, type AuditAnchor, type AuditEntry, type AuditQuery, type AuditRecord, type IdempotencyClaim, type IdempotencyRecord, type Store, type TokenBucket, type TokenTake, type WindowCount } from './store.js';
 
@@ -331,6 +332,8 @@ function connect(config: Pick<RedisStoreConfig, 'url' | 'keyPrefix' | 'commandTi
     // (guard.ts) covers: Redis answers LOADING, so the store is down, calls are refused and /readyz says not
     // ready until it is loaded. Kept with Sentinel, below.
     enableReadyCheck: false,
+    // Connected by the store once it has taken what ioredis would print (redis-notices.ts).
+    lazyConnect: true,
     ...(url.username ? { username: decodeURIComponent(url.username) } : {}),
     ...(url.password ? { password: decodeURIComponent(url.password) } : {}),
     ...(url.protocol === 'rediss:' ? { tls: config.tls?.ca !== undefined ? { ca: config.tls.ca } : {} } : {}),
@@ -436,8 +439,20 @@ export class RedisStore implements Store {
       if (this.connectionError === undefined || !(this.redis instanceof loadIoredis().Cluster)) keep(err);
     });
     this.redis.on('node error', keep);
-    if (this.redis instanceof loadIoredis().Cluster) this.redis.on('+node', clearSocketTimerOnClose);
-    else clearSocketTimerOnClose(this.redis);
+    // Before any connection has sent its AUTH: a Cluster's nodes connect lazily, after '+node'; one server
+    // (or the primary the sentinels name) is connected here, once its answers are taken.
+    const tell = this.tellNotice.bind(this);
+    if (this.redis instanceof loadIoredis().Cluster) {
+      this.redis.on('+node', (node: Redis) => {
+        clearSocketTimerOnClose(node);
+        takeNotices(node, tell);
+      });
+    } else {
+      clearSocketTimerOnClose(this.redis);
+      takeNotices(this.redis, tell);
+      // A failed first attempt is kept by the 'error' handler above; ioredis goes on reconnecting.
+      this.redis.connect().catch(() => {});
+    }
     this.firstConnection = new Promise<void>((resolve) => {
       const timer = setTimeout(resolve, FIRST_CONNECTION_WAIT_MS);
       timer.unref();
@@ -460,6 +475,24 @@ export class RedisStore implements Store {
     this.redis.defineCommand('ghBreaker', { numberOfKeys: 1, lua: BREAKER });
     this.redis.defineCommand('ghAuditAppend', { numberOfKeys: 2, lua: AUDIT_APPEND });
     this.redis.defineCommand('ghAuditPrune', { numberOfKeys: 2, lua: AUDIT_PRUNE });
+  }
+
+  /** What ioredis would have printed (redis-notices.ts), each said once per store: every connection meets it again. */
+  private readonly noticesTold = new Set<RedisNotice>();
+  private tellNotice(notice: RedisNotice): void {
+    if (this.noticesTold.has(notice)) return;
+    this.noticesTold.add(notice);
+    const fields = { store: 'redis' };
+    switch (notice) {
+      case 'password-not-needed':
+        return this.log?.warn('the Redis server does not need the password store.url gives (no requirepass, or a default user with nopass): the store connects without authenticating; set a password on the server, or take it out of the URL', fields);
+      case 'sentinel-password-not-needed':
+        return this.log?.warn('the sentinels do not need the password store.sentinel.password gives: the store asks them without authenticating; set one on the sentinels (requirepass), or leave store.sentinel.password out', fields);
+      case 'username-not-supported':
+        return this.log?.error('the Redis server refused AUTH with a username (a Redis before 6.0 has no ACL users): the store connects without authenticating; give the password alone in store.url (redis://:PASSWORD@host)', fields);
+      case 'info-denied':
+        return this.log?.warn("the Redis user may not run INFO (NOPERM), so each connection's check that the server the sentinels named is the primary is skipped (a replica's READONLY answer still reconnects); grant the user +info to have it checked", fields);
+    }
   }
 
   private async run<T>(what: string, op: () => Promise<T>): Promise<T> {
