@@ -254,10 +254,39 @@ redis.call('SET', KEYS[1], ARGV[2])
 return redis.call('ZREMRANGEBYSCORE', KEYS[2], '-inf', ARGV[1])`;
 
 /**
- * The ping: a write by a script, as every write that keeps a call's state is (the audit append among them).
- * A plain SET passed for a user whose ACL denies scripts (-@scripting), whose every call then lost its record.
+ * The ping: a script, as every write that keeps a call's state is (the audit append among them), running
+ * each command the gateway's operations use (the scripts above, and the reads of idempotency, approvals and
+ * the audit log), on scratch keys of each type: an ACL denies commands one by one, and a user that may run
+ * scripts but not ZADD (or any @hash command) passed a ping that was one SET, so the store was up while
+ * every governed call failed. Redis checks the ACL of each command a script calls. Each scratch key has a
+ * TTL before anything that may be denied runs on it (a script's writes before an error stay), and the hash
+ * and sorted set are emptied, so gone, at the end. `budgets show`'s SCAN and doctor's INFO are not here:
+ * no call needs them.
  */
-const PING = `redis.call('SET', KEYS[1], '1', 'PX', ARGV[1])
+const PING = `
+local t = redis.call('TIME')
+local ttl = tonumber(ARGV[1])
+local s, h, z = KEYS[1], KEYS[2], KEYS[3]
+local steps = {
+  { 'SET', s, '0', 'PX', ttl }, { 'PEXPIRE', s, ttl }, { 'PEXPIREAT', s, tonumber(t[1]) * 1000 + ttl },
+  { 'INCRBYFLOAT', s, '0' }, { 'GET', s }, { 'MGET', s }, { 'PTTL', s },
+  { 'HSET', h, 'p', '1' }, { 'PEXPIRE', h, ttl }, { 'HMGET', h, 'p' }, { 'DEL', h },
+  { 'ZADD', z, 1, 'p' }, { 'PEXPIRE', z, ttl }, { 'ZRANGE', z, 0, -1 },
+  { 'ZRANGEBYSCORE', z, '-inf', '+inf', 'WITHSCORES', 'LIMIT', 0, 1 },
+  { 'ZREVRANGEBYSCORE', z, '+inf', '-inf', 'WITHSCORES', 'LIMIT', 0, 1 },
+  { 'ZREM', z, 'p' }, { 'ZADD', z, 1, 'p' }, { 'ZREMRANGEBYSCORE', z, '-inf', '+inf' },
+}
+for _, step in ipairs(steps) do
+  local r = redis.pcall(unpack(step))
+  if type(r) == 'table' and r.err then
+    -- Redis 7.0 words an ACL denial inside a script without naming the command or NOPERM: both are said here.
+    if string.find(r.err, 'NOPERM', 1, true) or string.find(r.err, "can't run", 1, true) or string.find(r.err, "can't access", 1, true) then
+      return redis.error_reply('NOPERM this Redis user may not run ' .. step[1] .. ' (on keys under the prefix), which the store needs: ' .. r.err)
+    end
+    -- Any other error keeps its own first word (READONLY, OOM, MISCONF), which the client acts on.
+    return redis.error_reply(r.err .. ' (' .. step[1] .. ')')
+  end
+end
 return 1`;
 
 const FIRST_CONNECTION_WAIT_MS = 3_000;
@@ -282,7 +311,7 @@ function loadIoredis(): typeof import('ioredis') {
 }
 
 type Scripted = (Redis | Cluster) & {
-  ghPing(key: string, ttlMs: number): Promise<number>;
+  ghPing(key: string, hash: string, sorted: string, ttlMs: number): Promise<number>;
   ghWindow(key: string, amount: number, windowMs: number): Promise<[string, string]>;
   ghBucket(key: string, rate: number, per: number, burst: number, cost: number): Promise<[number, string, number]>;
   ghClaim(key: string, record: string, ttlMs: number): Promise<string | null>;
@@ -461,7 +490,7 @@ export class RedisStore implements Store {
         resolve();
       });
     });
-    this.redis.defineCommand('ghPing', { numberOfKeys: 1, lua: PING });
+    this.redis.defineCommand('ghPing', { numberOfKeys: 3, lua: PING });
     this.redis.defineCommand('ghWindow', { numberOfKeys: 1, lua: WINDOW });
     this.redis.defineCommand('ghBucket', { numberOfKeys: 1, lua: BUCKET });
     this.redis.defineCommand('ghClaim', { numberOfKeys: 1, lua: CLAIM });
@@ -508,9 +537,10 @@ export class RedisStore implements Store {
   }
 
   /**
-   * One round trip that writes (a scratch key with a TTL) through a script, as Store.ping promises. A Redis
+   * One round trip that writes (scratch keys with a TTL) through a script, as Store.ping promises. A Redis
    * that answers but takes no writes (full under noeviction, a read-only replica after a failover, a failed
-   * snapshot's MISCONF, a user who may not run scripts) cannot keep a call's state: a PING it answered kept
+   * snapshot's MISCONF, a user who may not run scripts, or not one of the commands they run) cannot keep a
+   * call's state: a PING it answered kept
    * /readyz ready and had the guard mark the store up a second after each failure, so a call then ran
    * upstream and its audit record failed.
    */
@@ -518,7 +548,7 @@ export class RedisStore implements Store {
     // In the audit chain's hash slot: the write every governed call needs after it has run. In a Cluster,
     // `ping` hashed to another shard, so a full shard holding the chain (its log, the one key without a TTL,
     // fills its shard first) left the store up: once a second a call ran upstream and lost its record.
-    await this.run('ping', () => this.redis.ghPing('ping:{audit}', PING_KEY_MS));
+    await this.run('ping', () => this.redis.ghPing('ping:{audit}', 'ping:{audit}:hash', 'ping:{audit}:sorted', PING_KEY_MS));
   }
 
   addToWindow(key: string, amount: number, windowMs: number): Promise<WindowCount> {
