@@ -4,12 +4,14 @@
 // (no audit, limits, budgets, breakers or idempotency) should not pay for (issue 17). A worker that dies
 // fails the operations in flight and is started again by the next operation.
 
-import { constants, mkdirSync } from 'node:fs';
+import { constants, mkdirSync, mkdtempSync, rmSync } from 'node:fs';
 import { access, open, stat } from 'node:fs/promises';
-import { dirname } from 'node:path';
+import { tmpdir } from 'node:os';
+import { dirname, join } from 'node:path';
 import { Worker } from 'node:worker_threads';
 import { encodeRequests, forEachReply, type SqliteWorkerData, type WorkerReplies, type WorkerRequest } from './sqlite-wire.js';
 import { growingLru } from '../lru.js';
+import { needsPrivateCopy } from './sqlite-read-copy.js';
 import { entryJson } from './audit-chain.js';
 import { breakerLifetimeMs, liveBreaker, nextBreaker, type KeptBreaker } from './breaker-math.js';
 import { calendarWindow } from './calendar.js';
@@ -115,7 +117,7 @@ export class SqliteStore implements Store {
 
   private start(): Worker {
     this.started = true;
-    const worker = newWorker({ path: this.path, existing: this.options.existing === true });
+    const worker = newWorker({ path: this.path, existing: this.options.existing === true, ...this.readCopy() });
     worker.on('message', (replies: WorkerReplies) => {
       // What gathered during the commit goes next, by the same rule as after an idle spell: at once, unless
       // appends announced as coming are still missing, for which it waits at most COMMIT_DELAY_MS. A commit
@@ -146,6 +148,17 @@ export class SqliteStore implements Store {
     worker.unref();
     this.worker = worker;
     return worker;
+  }
+
+  /**
+   * A reader's private directory for a store it cannot read in place (sqlite-read-copy.ts), made at the
+   * first start and removed by close. Readers only: the gateway's store is never copied.
+   */
+  private copyDir: string | undefined;
+  private readCopy(): { copyTo?: string } {
+    if (this.options.existing !== true || !needsPrivateCopy(this.path)) return {};
+    this.copyDir ??= mkdtempSync(join(tmpdir(), 'gatehouse-read-'));
+    return { copyTo: this.copyDir };
   }
 
   private call<T>(op: string, ...args: unknown[]): Promise<T> {
@@ -456,6 +469,7 @@ export class SqliteStore implements Store {
     const worker = this.worker;
     this.worker = undefined;
     await worker?.terminate();
+    if (this.copyDir !== undefined) rmSync(this.copyDir, { recursive: true, force: true });
   }
 }
 

@@ -8,6 +8,8 @@
 export interface SqliteWorkerData {
   path: string;
   existing: boolean;
+  /** A reader's private directory: the store is copied into it and read there (sqlite-read-copy.ts). */
+  copyTo?: string;
 }
 
 /** One operation for the writer: its id (answered with the same), its name and its arguments. */

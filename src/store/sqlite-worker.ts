@@ -8,6 +8,7 @@ import { chainNext, storedAuditAnchor, storedAuditRecord } from './audit-chain.j
 import type { BreakerDoc, KeptBreaker } from './breaker-math.js';
 import type { BucketRow, CounterRow } from './counter-math.js';
 import { AUDIT_AFTER_SQL } from './sqlite-audit-reads.js';
+import { copyForReading } from './sqlite-read-copy.js';
 import { forEachRequest, type SqliteWorkerData, type WorkerMessage, type WorkerReplies } from './sqlite-wire.js';
 import type { AuditAnchor, AuditQuery, AuditRecord, BudgetCounter, IdempotencyClaim, IdempotencyRecord } from './store.js';
 
@@ -23,12 +24,13 @@ CREATE INDEX IF NOT EXISTS audit_time ON audit (time_ms);
 CREATE TABLE IF NOT EXISTS meta (k TEXT PRIMARY KEY, v TEXT NOT NULL);
 `;
 
-function open({ path, existing }: SqliteWorkerData): Database.Database {
+function open({ path: given, existing, copyTo }: SqliteWorkerData): Database.Database {
+  const path = copyTo === undefined ? given : copyForReading(given, copyTo);
   const db = new Database(path);
   // Asked before anything is written (WAL, the schema): a reader's file that is no store is left as it is.
   if (existing && db.prepare("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'audit'").get() === undefined) {
     db.close();
-    throw new Error(`${path} is not a Gatehouse store (it has no audit table); it was not read, nor changed`);
+    throw new Error(`${given} is not a Gatehouse store (it has no audit table); it was not read, nor changed`);
   }
   // WAL: readers (gatehouse audit tail, another replica's) never block the writer, nor it them.
   db.pragma('journal_mode = WAL');
