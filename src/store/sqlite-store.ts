@@ -12,6 +12,7 @@ import { Worker } from 'node:worker_threads';
 import { encodeRequests, forEachReply, type SqliteWorkerData, type WorkerReplies, type WorkerRequest } from './sqlite-wire.js';
 import { growingLru } from '../lru.js';
 import { needsPrivateCopy } from './sqlite-read-copy.js';
+import { HEADER_BYTES, headerVersion, refusedVersion } from './sqlite-version.js';
 import { entryJson } from './audit-chain.js';
 import { breakerLifetimeMs, liveBreaker, nextBreaker, type KeptBreaker } from './breaker-math.js';
 import { calendarWindow } from './calendar.js';
@@ -54,12 +55,17 @@ export interface SqliteStoreOptions {
 /** The first 16 bytes of every SQLite 3 database file (sqlite.org/fileformat.html §1.3.1). */
 const SQLITE_HEADER = Buffer.from('SQLite format 3\0', 'latin1');
 
-async function startsWithSqliteHeader(path: string): Promise<boolean> {
+/**
+ * The file's header, if it is a SQLite database's: its store format (user_version) with it. That is the
+ * format last checkpointed into the file; one still in the -wal alone is found when the writer opens it.
+ */
+async function sqliteHeader(path: string): Promise<{ version: number } | undefined> {
   const file = await open(path, 'r');
   try {
-    const head = Buffer.alloc(SQLITE_HEADER.length);
+    const head = Buffer.alloc(HEADER_BYTES);
     const { bytesRead } = await file.read(head, 0, head.length, 0);
-    return bytesRead === head.length && head.equals(SQLITE_HEADER);
+    if (bytesRead < SQLITE_HEADER.length || !head.subarray(0, SQLITE_HEADER.length).equals(SQLITE_HEADER)) return undefined;
+    return { version: bytesRead === HEADER_BYTES ? headerVersion(head) : 0 };
   } finally {
     await file.close();
   }
@@ -256,8 +262,13 @@ export class SqliteStore implements Store {
       if (file === undefined) return;
       if (!file.isFile()) throw new Error(`${this.path} is not a file`);
       await access(this.path, constants.R_OK | constants.W_OK);
-      // An empty file becomes a database; any other must already be one, or the writer fails on it later.
-      if (file.size > 0 && !(await startsWithSqliteHeader(this.path))) throw new Error(`${this.path} is not a SQLite database`);
+      // An empty file becomes a database; any other must already be one, or the writer fails on it later;
+      // and one this Gatehouse can read (a newer one's store is refused, before any call finds it so).
+      if (file.size === 0) return;
+      const header = await sqliteHeader(this.path);
+      if (header === undefined) throw new Error(`${this.path} is not a SQLite database`);
+      const refused = refusedVersion(this.path, header.version);
+      if (refused !== undefined) throw new Error(refused);
     } catch (err) {
       throw new StoreUnavailableError(`SQLite store: ${(err as Error).message}`, { cause: err });
     }

@@ -9,6 +9,7 @@ import type { BreakerDoc, KeptBreaker } from './breaker-math.js';
 import type { BucketRow, CounterRow } from './counter-math.js';
 import { AUDIT_AFTER_SQL } from './sqlite-audit-reads.js';
 import { copyForReading } from './sqlite-read-copy.js';
+import { refusedVersion, STORE_VERSION } from './sqlite-version.js';
 import { forEachRequest, type SqliteWorkerData, type WorkerMessage, type WorkerReplies } from './sqlite-wire.js';
 import type { AuditAnchor, AuditQuery, AuditRecord, BudgetCounter, IdempotencyClaim, IdempotencyRecord } from './store.js';
 
@@ -27,6 +28,13 @@ CREATE TABLE IF NOT EXISTS meta (k TEXT PRIMARY KEY, v TEXT NOT NULL);
 function open({ path: given, existing, copyTo }: SqliteWorkerData): Database.Database {
   const path = copyTo === undefined ? given : copyForReading(given, copyTo);
   const db = new Database(path);
+  // Asked before anything is written: a store of a newer Gatehouse is left as it is (sqlite-version.ts).
+  const version = db.pragma('user_version', { simple: true }) as number;
+  const refused = refusedVersion(given, version);
+  if (refused !== undefined) {
+    db.close();
+    throw new Error(refused);
+  }
   // Asked before anything is written (WAL, the schema): a reader's file that is no store is left as it is.
   if (existing && db.prepare("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'audit'").get() === undefined) {
     db.close();
@@ -38,6 +46,9 @@ function open({ path: given, existing, copyTo }: SqliteWorkerData): Database.Dat
   db.pragma('synchronous = FULL');
   db.pragma('busy_timeout = 5000');
   db.exec(SCHEMA);
+  // Stamped once made (or first opened here: a store from before the stamp is this format). Readers never
+  // write: a store they read stays as the gateway left it.
+  if (!existing && version < STORE_VERSION) db.pragma(`user_version = ${STORE_VERSION}`);
   return db;
 }
 
