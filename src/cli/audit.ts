@@ -2,19 +2,17 @@
 // file given with --store). verify walks the whole chain and names the first record that breaks it; export
 // writes records as JSON lines, filtered; tail prints new records as they are written.
 
-import { existsSync } from 'node:fs';
 import { parseArgs } from 'node:util';
 import { ConfigError } from '../config/load.js';
 import { parseDateTime } from '../config/expiry.js';
 import type { StoreConfig } from '../config/types.js';
 import { ChainVerifier, GENESIS } from '../store/audit-chain.js';
-import { openStore } from '../store/open-store.js';
 import type { AuditRecord, Store } from '../store/store.js';
 import { loadConfigFor } from './cli-config.js';
 import { AUDIT_HELP } from './help.js';
 import type { CommandIO } from './io.js';
 import { printableJson } from './printable.js';
-import { noStoreAt, storeFlag } from './store-flag.js';
+import { openStoreForReading, storeFlag } from './store-flag.js';
 
 const OPTIONS = {
   config: { type: 'string', short: 'c' },
@@ -67,11 +65,7 @@ export async function auditCommand(args: string[], io: CommandIO, signal?: Abort
   }
   let store: Store;
   try {
-    const config = storeOverride ?? (await storeConfig(flags, io));
-    // Reading must not create: a mistyped path would otherwise verify as an empty, intact log.
-    if (config.kind === 'sqlite' && !existsSync(config.path)) throw new Error(noStoreAt(config.path));
-    // Reading must not make a store of a file that is none (an empty file, another program's database) either.
-    store = openStore(config, undefined, { existing: true });
+    store = openStoreForReading(storeOverride ?? (await storeConfig(flags, io)));
   } catch (err) {
     io.err((err instanceof ConfigError ? err.message : `error: ${(err as Error).message}`) + '\n');
     return 1;

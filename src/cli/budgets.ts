@@ -2,18 +2,16 @@
 // the config names (or a SQLite file given with --store). With the config, each line also gets its
 // budget's limit and window.
 
-import { existsSync } from 'node:fs';
 import { parseArgs } from 'node:util';
 import type { Budget } from '../config/schema.generated.js';
 import { ConfigError } from '../config/load.js';
 import type { StoreConfig } from '../config/types.js';
 import { BUDGET_PREFIX } from '../policy/budget-stage.js';
-import { openStore } from '../store/open-store.js';
 import type { BudgetCounter } from '../store/store.js';
 import { loadConfigFor } from './cli-config.js';
 import { BUDGETS_HELP } from './help.js';
 import type { CommandIO } from './io.js';
-import { noStoreAt, storeFlag } from './store-flag.js';
+import { openStoreForReading, storeFlag } from './store-flag.js';
 
 const OPTIONS = {
   config: { type: 'string', short: 'c' },
@@ -68,9 +66,7 @@ export async function budgetsCommand(args: string[], io: CommandIO): Promise<num
       config = loaded.store;
       budgets = loaded.policy.budgets;
     }
-    if (config.kind === 'sqlite' && !existsSync(config.path)) throw new Error(noStoreAt(config.path));
-    // Reading must not make a store of a file that is none (an empty file, another program's database) either.
-    store = openStore(config, undefined, { existing: true });
+    store = openStoreForReading(config);
   } catch (err) {
     io.err((err instanceof ConfigError ? err.message : `error: ${(err as Error).message}`) + '\n');
     return 1;

@@ -1,10 +1,13 @@
 // `--store FILE` (serve, audit, budgets): a SQLite file standing in for the config's store. A Redis store
 // is named by the config alone (DESIGN §CLI: --config finds the store), since a URL cannot say its
 // keyPrefix, sentinel, cluster or TLS settings, and a reader with the wrong keyPrefix would find an empty
-// log and call it intact.
+// log and call it intact. Readers open the store through openStoreForReading, which creates nothing.
 
+import { existsSync } from 'node:fs';
 import { isAbsolute, resolve } from 'node:path';
 import type { StoreConfig } from '../config/types.js';
+import { openStore } from '../store/open-store.js';
+import type { Store } from '../store/store.js';
 
 /** The SQLite store a `--store` value names; a URL (redis://…, or any scheme://) is refused, not taken as a file name. */
 export function storeFlag(value: string): StoreConfig {
@@ -25,4 +28,15 @@ export function storeFlag(value: string): StoreConfig {
 export function noStoreAt(path: string): string {
   if (isAbsolute(path)) return `no store at ${path}`;
   return `no store at ${path} (looked for at ${resolve(path)}: a relative store path is taken from the directory the command runs in; run it where the gateway runs, or give the file's absolute path)`;
+}
+
+/**
+ * The store `config` names, opened for a reader (`audit`, `budgets`). Throws when a SQLite file is not
+ * there: reading must not create one, or a mistyped path would verify as an empty, intact log. Nor may it
+ * make a store of a file that is none (an empty file, another program's database): such a file is refused
+ * when the store is first used (SqliteStoreOptions.existing).
+ */
+export function openStoreForReading(config: StoreConfig): Store {
+  if (config.kind === 'sqlite' && !existsSync(config.path)) throw new Error(noStoreAt(config.path));
+  return openStore(config, undefined, { existing: true });
 }
