@@ -32,17 +32,34 @@ export function bucketTake(row: BucketRow | undefined, bucket: TokenBucket, cost
   return { row: { tokens, updatedAt: at }, expiresAt, result: { allowed: false, remaining: tokens, retryAfterMs: Math.ceil(((cost - tokens) * bucket.perMs) / bucket.rate) } };
 }
 
-/** Spends from a window's counter unless that passes the limit (then the row is unchanged). */
-/** A budget counter with `amount` given back, or undefined when there is nothing to change (another window, or none spent). */
-export function budgetRefund(row: CounterRow | undefined, amount: number, end: number): CounterRow | undefined {
-  if (row === undefined || row.resetsAt !== end || row.total <= 0) return undefined;
-  return { total: Math.max(0, budgetSum(row.total, -amount)), resetsAt: end };
+/**
+ * A budget counter with `amount` given back, or undefined when there is nothing to change (none spent, or
+ * the counter no longer counts). The counter may have been taken over by another window since the spend
+ * (budgetSpend: a reload changed the budget's window): the spend is still in it, so it is given back, and
+ * the counter keeps the end of the window that holds it now.
+ */
+export function budgetRefund(row: CounterRow | undefined, amount: number, now: number): CounterRow | undefined {
+  if (row === undefined || row.resetsAt <= now || row.total <= 0) return undefined;
+  return { total: Math.max(0, budgetSum(row.total, -amount)), resetsAt: row.resetsAt };
 }
 
-export function budgetSpend(row: CounterRow | undefined, amount: number, limit: number, end: number): { row?: CounterRow; result: Omit<BudgetSpend, 'resetsInMs'> } {
-  const used = row !== undefined && row.resetsAt === end ? row.total : 0;
+/**
+ * Spends from the counter of the window that ends at `end` unless that passes the limit. The counter is
+ * kept under its window's start, so after a reload changed the budget's window (day to month, say) the
+ * new window finds the old one's counter when both began at the same instant (the 1st of a month): all of
+ * it was spent since then, so within this window, and it counts while the window it was made for has not
+ * ended (once it was taken for empty, and the day's spend was spent again against the month). It then
+ * ends with this window, refused or not: a daily counter adopted by a month ended that night, and the
+ * month counted from zero the next day. As the Redis store's SPEND.
+ */
+export function budgetSpend(row: CounterRow | undefined, amount: number, limit: number, end: number, now: number): { row?: CounterRow; result: Omit<BudgetSpend, 'resetsInMs'> } {
+  const counted = row !== undefined && row.resetsAt > now;
+  const used = counted ? row.total : 0;
   const after = budgetSum(used, amount);
-  if (after > limit) return { result: { allowed: false, used, resetsAt: end } };
+  if (after > limit) {
+    const result = { allowed: false, used, resetsAt: end };
+    return counted && row.resetsAt !== end ? { row: { total: used, resetsAt: end }, result } : { result };
+  }
   return { row: { total: after, resetsAt: end }, result: { allowed: true, used: after, resetsAt: end } };
 }
 

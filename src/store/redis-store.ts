@@ -84,17 +84,30 @@ local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 local start, finish = window_of(now, ARGV[3])
 local key = KEYS[1] .. '|' .. string.format('%d', start)
-local used = tonumber(redis.call('GET', key) or '0')
+local raw = redis.call('GET', key)
+local used = 0
+-- The counter's window may be another kind that began at the same instant (a reload changed the budget's
+-- window): it counts while that window has not ended, and then ends with this one (counter-math.ts
+-- budgetSpend says why). Its end is its expiry less the minute SPEND adds (windows end on the minute).
+local ends = finish
+if raw then
+  local ttl = redis.call('PTTL', key)
+  ends = ttl < 0 and -1 or math.floor((now + ttl) / 60000 + 0.5) * 60000 - 60000
+  if ttl < 0 or ends > now then used = tonumber(raw) else raw = false end
+end
 local amount, limit = tonumber(ARGV[1]), tonumber(ARGV[2])
 -- Rounded to 1e-9, as counter-math.ts budgetSum: fractional costs add up as written.
 local after = math.floor((used + amount) * 1e9 + 0.5) / 1e9
 -- The wait until the window ends, on this clock (a replica's own may be off).
-if after > limit then return { 0, tostring(used), string.format('%d', finish), string.format('%d', finish - now) } end
+if after > limit then
+  if raw and ends ~= finish then redis.call('PEXPIREAT', key, finish + 60000) end
+  return { 0, tostring(used), string.format('%d', finish), string.format('%d', finish - now) }
+end
 redis.call('SET', key, string.format('%.9f', after))
 redis.call('PEXPIREAT', key, finish + 60000)
 return { 1, tostring(after), string.format('%d', finish), string.format('%d', finish - now) }`;
 
-/** Gives back ARGV[1] spent in the window that ends at ARGV[3] (ms), never below zero; nothing once it has ended. */
+/** Gives back ARGV[1] spent in the window that ends at ARGV[3] (ms), never below zero; nothing once it has ended (as counter-math.ts budgetRefund). */
 const REFUND = `${WINDOW_OF}
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
@@ -104,10 +117,13 @@ if ends ~= finish or now >= finish then return 0 end
 local key = KEYS[1] .. '|' .. string.format('%d', start)
 local used = tonumber(redis.call('GET', key) or '0')
 if used <= 0 then return 0 end
+-- The counter may have been taken over by another window since (SPEND): given back all the same, and it
+-- keeps that window's end (KEEPTTL); nothing once the window that holds it now has ended.
+local ttl = redis.call('PTTL', key)
+if ttl >= 0 and math.floor((now + ttl) / 60000 + 0.5) * 60000 - 60000 <= now then return 0 end
 local left = math.floor((used - tonumber(ARGV[1])) * 1e9 + 0.5) / 1e9
 if left < 0 then left = 0 end
-redis.call('SET', key, string.format('%.9f', left))
-redis.call('PEXPIREAT', key, finish + 60000)
+redis.call('SET', key, string.format('%.9f', left), 'KEEPTTL')
 return 1`;
 
 /**

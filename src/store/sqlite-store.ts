@@ -298,7 +298,7 @@ export class SqliteStore implements Store {
     const { start, end } = calendarWindow(now, window);
     const rowKey = `${key}|${start}`;
     return this.answer<CounterRow, BudgetSpend>(`c|${rowKey}`, 'readCounter', rowKey, (current) => {
-      const { row, result: spent } = budgetSpend(current, amount, limit, end);
+      const { row, result: spent } = budgetSpend(current, amount, limit, end, now);
       const result = { ...spent, resetsInMs: end - now };
       return row === undefined ? { result } : { row, result, write: ['putCounter', rowKey, row.total, row.resetsAt] };
     });
@@ -310,7 +310,7 @@ export class SqliteStore implements Store {
     if (end !== resetsAt || Date.now() >= end) return Promise.resolve();
     const rowKey = `${key}|${start}`;
     return this.update<CounterRow, void>(`c|${rowKey}`, 'readCounter', rowKey, (current) => {
-      const row = budgetRefund(current, amount, end);
+      const row = budgetRefund(current, amount, Date.now());
       return row === undefined ? { result: undefined } : { row, result: undefined, write: ['putCounter', rowKey, row.total, row.resetsAt] };
     });
   }
