@@ -434,7 +434,7 @@ export function createGateway(config: GatehouseConfig, log: Logger, options: Gat
           retryAfter: (req) => (authFailures.anyBlocked ? authFailures.retryAfter(adminAddress(req)) : 0),
           fail: (req) => authFailures.fail(adminAddress(req)),
         };
-        const pinDesk = { list: async () => (await pinBook.list()).map(pinView), accept: (ref: string, by: string, digest: string | undefined) => pinBook.accept(ref, by, digest) };
+        const pinDesk = { list: async () => (await pinBook.list()).map(pinView), accept: (ref: string, by: string, digest: string) => pinBook.accept(ref, by, digest) };
         adminListener = createAdminListener({
           book: approvalBook,
           policyVersion: () => runtime.policyVersion,

@@ -7,7 +7,7 @@
 //
 //   GET  /approvals[?state=pending|approved|rejected|expired|used|all]   GET /approvals/{id}
 //   POST /approvals/{id}/approve   POST /approvals/{id}/reject   body { reason?, previewSha256? }
-//   GET  /pins                     POST /pins/{ref}/accept        body { digest? }
+//   GET  /pins                     POST /pins/{ref}/accept        body { digest }
 //   GET  /  (the inbox page)       POST /login   POST /logout     GET /inbox.js   GET /inbox.css
 
 import { randomUUID } from 'node:crypto';
@@ -24,8 +24,8 @@ import { ReviewerAuth, SESSION_COOKIE, type AdminAuth, type Reviewer } from './r
 /** Pinned tool definitions, as the admin API shows and accepts them (tools.pinning). */
 export interface PinDesk {
   list(): Promise<unknown[]>;
-  /** Accepts the definition the upstream now serves for `ref` (or the one with `digest`); false when there is nothing to accept. */
-  accept(ref: string, by: string, digest: string | undefined): Promise<{ ok: true; pin: unknown } | { ok: false; status: 404 | 409; message: string }>;
+  /** Accepts the changed definition of `ref` whose digest is `digest` (the one reviewed); refused when there is no such change. */
+  accept(ref: string, by: string, digest: string): Promise<{ ok: true; pin: unknown } | { ok: false; status: 404 | 409; message: string }>;
 }
 
 /** The failed-authentication limit (auth.failureLimit), per client address, counted with the MCP endpoint's. */
@@ -200,13 +200,15 @@ async function handle(req: IncomingMessage, res: ServerResponse, deps: AdminDeps
     if (deps.pins === undefined) return sendError(res, 404, 'pinning_off', 'Tool pinning is off (tools.pinning: off)');
     const ref = percentDecoded(pin[1]!);
     if (ref === undefined) return sendError(res, 400, 'bad_request', 'The tool ref in the path is not valid percent-encoding');
-    // A body it cannot read is refused, never taken for "no digest": that accepted whatever the upstream
-    // served by then, so a change made after the reviewer looked (`curl -d` sends its JSON as a form) went in unseen.
+    // The accept names the definition reviewed, always. A body it cannot read is refused, and so is one with
+    // no digest: either accepted whatever the upstream served by then, so a change made after the reviewer
+    // looked (`curl -d` sends its JSON as a form; a script that posts nothing) went in unseen.
     const body = await readJson(req);
     if (body === TOO_LARGE) return sendError(res, 413, 'body_too_large', BODY_TOO_LARGE);
-    if (body === undefined) return sendError(res, 400, 'bad_request', 'The body must be a JSON object: { "digest": "…" } (the sha256 of the definition reviewed, from GET /pins), or empty to accept the definition served now');
+    if (body === undefined) return sendError(res, 400, 'bad_request', 'The body must be a JSON object: { "digest": "…" } (the changed.sha256 of the definition reviewed, from GET /pins), sent as application/json');
     const digest = body.digest;
-    if (digest !== undefined && (typeof digest !== 'string' || !SHA256_HEX.test(digest))) return sendError(res, 400, 'bad_request', 'digest must be 64 lowercase hex digits: the changed.sha256 that GET /pins shows');
+    if (digest === undefined || digest === null) return sendError(res, 400, 'digest_required', 'Name the definition you reviewed: send { "digest": "…" }, its changed.sha256 from GET /pins (gatehouse pins show prints it); nothing was accepted');
+    if (typeof digest !== 'string' || !SHA256_HEX.test(digest)) return sendError(res, 400, 'bad_request', 'digest must be 64 lowercase hex digits: the changed.sha256 that GET /pins shows');
     const result = await deps.pins.accept(ref, auth.reviewer.subject, digest);
     if (!result.ok) return sendError(res, result.status, result.status === 404 ? 'not_found' : 'conflict', result.message);
     deps.log.info('tool definition accepted', { ref, reviewer: auth.reviewer.subject });

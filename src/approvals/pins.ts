@@ -136,22 +136,22 @@ export class PinBook {
   }
 
   /**
-   * A reviewer accepts the changed definition (the one with `sha256`, when given): it becomes the pin. Under
+   * A reviewer accepts the changed definition with `sha256` (the one they reviewed): it becomes the pin. Under
    * the pin's lock, the acceptance is saved first, not yet in effect; then audited; then put in effect (its
    * slot marked done, and saved as the plain pin). A save that fails leaves no record; a record that fails
    * leaves no acceptance in effect; so the audit never says "accepted" of a pin that was not kept.
    */
-  async accept(ref: string, by: string, sha256: string | undefined): Promise<{ ok: true; pin: Pin } | { ok: false; status: 404 | 409; message: string }> {
+  async accept(ref: string, by: string, sha256: string): Promise<{ ok: true; pin: Pin } | { ok: false; status: 404 | 409; message: string }> {
     const result = await this.lock.run(LOCK_PREFIX + ref, () => this.acceptLocked(ref, by, sha256));
     if (result === BUSY) return { ok: false, status: 409, message: `"${ref}" is being updated (its change recorded, or accepted elsewhere); look again and retry` };
     return result;
   }
 
-  private async acceptLocked(ref: string, by: string, sha256: string | undefined): Promise<{ ok: true; pin: Pin } | { ok: false; status: 404 | 409; message: string }> {
+  private async acceptLocked(ref: string, by: string, sha256: string): Promise<{ ok: true; pin: Pin } | { ok: false; status: 404 | 409; message: string }> {
     const pin = await this.get(ref);
     if (pin === undefined) return { ok: false, status: 404, message: `No tool "${ref}" is pinned` };
     if (pin.changed === undefined) return { ok: false, status: 409, message: `"${ref}" has not changed since it was pinned; there is nothing to accept` };
-    if (sha256 !== undefined && sha256 !== pin.changed.sha256) return { ok: false, status: 409, message: `"${ref}" changed again since you looked (now ${pin.changed.sha256.slice(0, 16)}…); review the new change` };
+    if (sha256 !== pin.changed.sha256) return { ok: false, status: 409, message: `"${ref}" changed again since you looked (now ${pin.changed.sha256.slice(0, 16)}…); review the new change` };
     const accepted: Pin = { kind: 'pin', ref, pinned: { ...pin.changed, acceptedBy: by } };
     const owner = randomUUID();
     const slot = ACCEPTED_PREFIX + owner;

@@ -3,7 +3,8 @@
 // that is not a SHA-256, must be refused (400), as the approval decisions refuse theirs: read as "no
 // digest", it accepted whatever definition the upstream served by then, so a change made after the
 // reviewer looked was accepted unseen. The common way to get there is `curl -d '{"digest":"…"}'`, which
-// sends the body as application/x-www-form-urlencoded.
+// sends the body as application/x-www-form-urlencoded. No digest at all is refused the same way (400
+// digest_required): an empty body once accepted whatever was served at that moment.
 
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
@@ -114,8 +115,20 @@ describe('POST /pins/{ref}/accept with a body it cannot read', () => {
     // Sent as JSON, the reviewed digest is what it always was: the definition changed again since, so 409.
     const stale = await accept(gw, JSON.stringify({ digest }), 'application/json');
     assert.equal(stale.status, 409, JSON.stringify(stale.json));
-    // An empty body still accepts the definition served now (the digest is optional).
-    const current = await accept(gw, '', undefined);
+    // No digest at all (an empty body, `{}`, a null digest) is refused too: it once accepted whatever the
+    // upstream served at that moment, the one accept the CLI (`--digest` required) and the page never send.
+    for (const [body, type] of [['', undefined], ['{}', 'application/json'], ['{"digest":null}', 'application/json'], ['{"reason":"looks fine"}', 'application/json']] as const) {
+      const answer = await accept(gw, body, type);
+      assert.equal(answer.status, 400, `${body || '(empty body)'}: ${JSON.stringify(answer.json)}`);
+      assert.equal(answer.json.error?.code, 'digest_required');
+      assert.match(answer.json.error?.message ?? '', /GET \/pins/);
+      assert.equal((await pinOf(gw, 'up/lookup')).pinned.definition.description, 'Looks an item up', 'nothing was accepted');
+    }
+    assert.equal((await callLookup(gw, 'no-digest')).structuredContent?.error?.code, 'tool_changed');
+    // The digest of the definition served now, reviewed afresh, accepts it.
+    const now = (await pinOf(gw, 'up/lookup')).changed!;
+    assert.equal(now.definition.description, SECOND_CHANGE);
+    const current = await accept(gw, JSON.stringify({ digest: now.sha256 }), 'application/json');
     assert.equal(current.status, 200, JSON.stringify(current.json));
     assert.equal((await pinOf(gw, 'up/lookup')).pinned.definition.description, SECOND_CHANGE);
   });

@@ -128,7 +128,7 @@ for (const kind of ['sqlite', 'redis'] as const) describe(`on ${kind}`, () => {
       await readV1.reached;
       // Replica 1 records the change, and a reviewer accepts it there.
       assert.equal((await r1.book.check(def('v2'))).ok, false, 'v2 is a change');
-      const result = await r1.book.accept(def('v2').ref, 'reviewer', def('v2').definitionSha256);
+      const result = await r1.book.accept(def('v2').ref, 'reviewer', def('v2').definitionSha256!);
       assert.equal(result.ok, true, JSON.stringify(result));
       // Replica 2 goes on with what it read before the acceptance.
       readV1.open();
@@ -153,7 +153,7 @@ for (const kind of ['sqlite', 'redis'] as const) describe(`on ${kind}`, () => {
       await savingV3.reached;
       // The reviewer accepts v2, as shown; the acceptance tries the pin while replica 2 is saving it.
       const triedLock = r1.hold('claim', (key) => key.includes(def('v2').ref));
-      const acceptance = r1.book.accept(def('v2').ref, 'reviewer', def('v2').definitionSha256);
+      const acceptance = r1.book.accept(def('v2').ref, 'reviewer', def('v2').definitionSha256!);
       await Promise.race([triedLock.reached, acceptance]);
       triedLock.open();
       savingV3.open();
@@ -174,7 +174,7 @@ for (const kind of ['sqlite', 'redis'] as const) describe(`on ${kind}`, () => {
       await r1.book.check(def('v1'));
       await r1.book.check(def('v2'));
       const auditing = r1.hold('audit', (outcome) => outcome === 'accepted');
-      const acceptance = r1.book.accept(def('v2').ref, 'reviewer', def('v2').definitionSha256);
+      const acceptance = r1.book.accept(def('v2').ref, 'reviewer', def('v2').definitionSha256!);
       await auditing.reached;
       // Saved, not yet audited: still the change it was, everywhere.
       assert.equal((await r2.book.check(def('v2'))).ok, false, 'not run before its record is written');
@@ -182,7 +182,7 @@ for (const kind of ['sqlite', 'redis'] as const) describe(`on ${kind}`, () => {
       auditing.open();
       assert.equal((await acceptance).ok, true);
       assert.deepEqual(await replica().book.check(def('v2')), { ok: true });
-      assert.equal((await r1.book.get(def('v2').ref))?.pinned.sha256, def('v2').definitionSha256);
+      assert.equal((await r1.book.get(def('v2').ref))?.pinned.sha256, def('v2').definitionSha256!);
     });
   });
 
@@ -193,7 +193,7 @@ for (const kind of ['sqlite', 'redis'] as const) describe(`on ${kind}`, () => {
       await r1.book.check(def('v1'));
       await r1.book.check(def('v2'));
       r1.fail('put', (doc) => doc.includes('"acceptedBy"'));
-      await assert.rejects(r1.book.accept(def('v2').ref, 'reviewer', def('v2').definitionSha256), /store refused put/);
+      await assert.rejects(r1.book.accept(def('v2').ref, 'reviewer', def('v2').definitionSha256!), /store refused put/);
       assert.equal((await accepted(def('v2').ref)).length, 0);
       assert.equal((await replica().book.check(def('v2'))).ok, false, 'v2 is still a change');
     });
@@ -204,12 +204,12 @@ for (const kind of ['sqlite', 'redis'] as const) describe(`on ${kind}`, () => {
       await r1.book.check(def('v1'));
       await r1.book.check(def('v2'));
       r1.fail('audit', (outcome) => outcome === 'accepted');
-      await assert.rejects(r1.book.accept(def('v2').ref, 'reviewer', def('v2').definitionSha256), /store refused audit/);
+      await assert.rejects(r1.book.accept(def('v2').ref, 'reviewer', def('v2').definitionSha256!), /store refused audit/);
       assert.equal((await replica().book.check(def('v2'))).ok, false, 'v2 is still a change');
       assert.equal((await r1.book.check(def('v2'))).ok, false, 'on the replica that tried too');
       // And a later acceptance, the store well again, goes through.
       const r3 = replica();
-      assert.equal((await r3.book.accept(def('v2').ref, 'reviewer', def('v2').definitionSha256)).ok, true);
+      assert.equal((await r3.book.accept(def('v2').ref, 'reviewer', def('v2').definitionSha256!)).ok, true);
       assert.deepEqual(await replica().book.check(def('v2')), { ok: true });
       assert.equal((await accepted(def('v2').ref)).length, 1);
     });
@@ -222,7 +222,7 @@ for (const kind of ['sqlite', 'redis'] as const) describe(`on ${kind}`, () => {
       // A dead replica's lock: claimed with a lease already over.
       await store.claimIdempotency(`pin-lock:${def('v2').ref}`, 'lock', 'dead-replica', 1, 1);
       await new Promise((r) => setTimeout(r, 5));
-      assert.equal((await r1.book.accept(def('v2').ref, 'reviewer', def('v2').definitionSha256)).ok, true);
+      assert.equal((await r1.book.accept(def('v2').ref, 'reviewer', def('v2').definitionSha256!)).ok, true);
     });
   });
 });
