@@ -174,9 +174,24 @@ export function createGateway(config: GatehouseConfig, log: Logger, options: Gat
   const confirmations = new PendingConfirmations();
   const pinBook = new PinBook(approvalStore(state), log.child({ component: 'pinning' }), { changed: () => metrics?.pinnedToolChanged() });
   const approvalBook = new ApprovalBook(approvalStore(state), { decided: (d) => metrics?.approvalDecided(d) });
+  // Approvals stored before the store indexed them (by caller, for the limit per caller; in the order they
+  // were opened, for the admin API's pages) are indexed once per start, and again by the sweep until it has
+  // been done: without it they would be neither counted nor shown to reviewers.
+  let reindexed: Promise<void> | undefined;
+  const reindex = (): void => {
+    reindexed ??= approvalBook.reindex().then(
+      () => undefined,
+      (err: unknown) => {
+        reindexed = undefined;
+        log.debug('approvals stored before the index not indexed this time', { err });
+      },
+    );
+  };
+  if (config.policy.approvals.length > 0 || config.admin.enabled) reindex();
   // An approval whose deadline passes unused is recorded expired even if its caller never calls again.
   const expirySweep = setInterval(() => {
     if (running.policy.approvals.length === 0) return;
+    reindex();
     approvalBook.recordExpiries().catch((err: unknown) => log.debug('approval expiries not recorded this time', { err }));
   }, APPROVAL_SWEEP_MS).unref();
   const observeUpstream = (name: string, seconds: number): void => metrics?.upstreamResponse(name, seconds);
@@ -704,9 +719,12 @@ function idempotencyStore(state: StoreGuard): IdempotencyStore {
 /** The approvals' view of the store: every operation through the guard, so a failure fails closed. */
 function approvalStore(state: StoreGuard): ApprovalStore {
   return {
-    put: (id, doc, ttlMs) => state.run((s) => s.putApproval(id, doc, ttlMs)),
+    put: (id, doc, ttlMs, index) => state.run((s) => s.putApproval(id, doc, ttlMs, index)),
     get: (id) => state.run((s) => s.getApproval(id)),
     list: () => state.run((s) => s.listApprovals()),
+    index: (id, entry, ttlMs) => state.run((s) => s.indexApproval(id, entry, ttlMs)),
+    pendingOf: (caller) => state.run((s) => s.pendingApprovalsOf(caller)),
+    page: (after, limit) => state.run((s) => s.listApprovalPage(after, limit)),
     claim: (key, digest, owner, leaseMs, ttlMs) => state.run((s) => s.claimIdempotency(key, digest, owner, leaseMs, ttlMs)),
     read: (key) => state.run((s) => s.readIdempotency(key)),
     release: (key, owner) => state.run((s) => s.releaseIdempotency(key, owner)),

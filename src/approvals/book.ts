@@ -18,6 +18,7 @@ import type { Principal } from '../pipeline/principal.js';
 import { principalKey } from '../pipeline/principal.js';
 import type { Route } from '../pipeline/context.js';
 import { canonicalJson } from '../protocol/canonical-json.js';
+import type { ApprovalIndexEntry, ApprovalPage } from '../store/approval-index.js';
 import type { AuditEntry, IdempotencyClaim, IdempotencyRecord } from '../store/store.js';
 import { effectiveState, isApproval, type Approval, type ApprovalState } from './approval.js';
 import { ArgumentsKey } from './arguments-key.js';
@@ -40,9 +41,17 @@ const MAX_LINKS = 4;
 
 /** The store operations approvals use; each fails closed (the caller passes them through the store guard). */
 export interface ApprovalStore {
-  put(id: string, doc: string, ttlMs: number): Promise<void>;
+  /** Stores a document; an approval's with its index entry (approval-index.ts), in the same write. */
+  put(id: string, doc: string, ttlMs: number, index?: ApprovalIndexEntry): Promise<void>;
   get(id: string): Promise<string | undefined>;
+  /** Every document, approvals and the rest: for the rare reader (the expiry sweep, the metrics). */
   list(): Promise<string[]>;
+  /** Indexes an approval stored before the index existed (kept as it is when it has an entry already). */
+  index(id: string, entry: ApprovalIndexEntry, ttlMs: number): Promise<void>;
+  /** The documents of a caller's approvals that may be pending (by the index). */
+  pendingOf(caller: string): Promise<string[]>;
+  /** A page of approvals in the order they were opened, after the place `after` (by the index). */
+  page(after: string | undefined, limit: number): Promise<ApprovalPage>;
   claim(key: string, digest: string, owner: string, leaseMs: number, ttlMs: number): Promise<IdempotencyClaim>;
   /** What holds a claim, if anything. */
   read(key: string): Promise<IdempotencyRecord | undefined>;
@@ -188,13 +197,15 @@ export class ApprovalBook {
    * How many approvals the caller has waiting for a decision under this policy version, or `own` when one
    * of them binds this very call. Those a policy change left undecidable (another version) do not count:
    * no reviewer can decide them, so counting them would lock the caller out until their deadlines.
-   * It lists the store, but only when a call needs a new approval, never on a caller's repeats.
+   * It reads the caller's approvals that may be pending (the store's index by caller), only when a call
+   * needs a new approval, never on a caller's repeats; it once listed every document in the store.
    */
   private async pendingOf(call: CallToApprove, binding: string): Promise<number | 'own'> {
     const caller = principalKey(call.principal);
+    const docs = await this.store.pendingOf(caller);
     const now = this.now();
     let count = 0;
-    for (const a of await this.list()) {
+    for (const a of await this.inEffectAll(docs)) {
       if (effectiveState(a, now) !== 'pending' || a.policyVersion !== call.policyVersion || principalKey(a.caller) !== caller) continue;
       if (a.binding === binding) return 'own';
       count++;
@@ -314,8 +325,44 @@ export class ApprovalBook {
     return isApproval(doc) ? this.inEffect(doc) : undefined;
   }
 
+  /** Every approval in the store, read whole: for the expiry sweep and the metrics, not per call. */
   async list(): Promise<Approval[]> {
-    return Promise.all((await this.store.list()).map(parse).filter(isApproval).map((a) => this.inEffect(a)));
+    return this.inEffectAll(await this.store.list());
+  }
+
+  /**
+   * Up to `limit` approvals in the order they were opened, after the place `after` (a previous page's
+   * `at`); `next` is where the next page starts, undefined at the end. A page may hold fewer than `limit`
+   * and still have a next (documents past their lifetime are left out).
+   */
+  async page(after: string | undefined, limit: number): Promise<{ items: Array<{ at: string; approval: Approval }>; next: string | undefined }> {
+    const page = await this.store.page(after, limit);
+    const items: Array<{ at: string; approval: Approval }> = [];
+    for (const { at, doc } of page.items) {
+      const a = parse(doc);
+      if (isApproval(a)) items.push({ at, approval: await this.inEffect(a) });
+    }
+    return { items, next: page.next };
+  }
+
+  /**
+   * Indexes the approvals stored before the store kept an index (by caller, and in the listing), so the
+   * limit per caller counts them and reviewers are shown them. Run once per start; what a later write has
+   * indexed already is kept. Resolves with how many approvals it saw.
+   */
+  async reindex(): Promise<number> {
+    let seen = 0;
+    for (const doc of await this.store.list()) {
+      const a = parse(doc);
+      if (!isApproval(a)) continue;
+      await this.store.index(a.id, indexOf(a), this.ttl(a));
+      seen++;
+    }
+    return seen;
+  }
+
+  private inEffectAll(docs: string[]): Promise<Approval[]> {
+    return Promise.all(docs.map(parse).filter(isApproval).map((a) => this.inEffect(a)));
   }
 
   /**
@@ -467,7 +514,7 @@ export class ApprovalBook {
   }
 
   private save(a: Approval): Promise<void> {
-    return this.store.put(a.id, JSON.stringify(a), this.ttl(a));
+    return this.store.put(a.id, JSON.stringify(a), this.ttl(a), indexOf(a));
   }
 
   private ttl(a: Approval): number {
@@ -498,6 +545,15 @@ export class ApprovalBook {
       ...(extra.run !== undefined ? { run: extra.run } : {}),
     };
   }
+}
+
+/**
+ * An approval's index entry: its caller, when it was opened, and until when it may be pending. A decision
+ * saved but not yet audited is not in effect (the approval reads as pending), so it keeps its place among
+ * the caller's pending ones until saved in effect.
+ */
+function indexOf(a: Approval): ApprovalIndexEntry {
+  return { caller: principalKey(a.caller), createdAt: a.createdAt, pendingUntil: a.state === 'pending' || a.unaudited === true ? a.expiresAt : 0 };
 }
 
 function approvalId(binding: string, generation: number): string {

@@ -18,6 +18,7 @@ import { breakerLifetimeMs, liveBreaker, nextBreaker, type KeptBreaker } from '.
 import { calendarWindow } from './calendar.js';
 import { budgetRefund, budgetSpend, bucketTake, windowAdd, type BucketRow, type CounterRow } from './counter-math.js';
 import { EntryTable } from '../entry-table.js';
+import { approvalPlace, type ApprovalIndexEntry, type ApprovalPage } from './approval-index.js';
 import { StoreUnavailableError, type Answer, type BreakerAdmission, type BreakerSettings, type BreakerState, type BudgetCounter, type BudgetSpend, type CalendarWindow, type AuditAnchor, type AuditEntry, type AuditQuery, type AuditRecord, type IdempotencyClaim, type IdempotencyRecord, type Store, type TokenBucket, type TokenTake, type WindowCount } from './store.js';
 
 // Run from the TypeScript sources (tests, through tsx) or from dist/: the worker is the sibling file, and
@@ -422,8 +423,10 @@ export class SqliteStore implements Store {
     return this.call('readIdempotency', key);
   }
 
-  putApproval(id: string, doc: string, ttlMs: number): Promise<void> {
-    return this.call('putApproval', id, doc, ttlMs);
+  putApproval(id: string, doc: string, ttlMs: number, index?: ApprovalIndexEntry): Promise<void> {
+    // The entry goes flat (sqlite-wire.ts), its place made here: the writer only stores it.
+    if (index === undefined) return this.call('putApproval', id, doc, ttlMs);
+    return this.call('putApproval', id, doc, ttlMs, index.caller, approvalPlace(index.createdAt, id), index.pendingUntil);
   }
 
   getApproval(id: string): Promise<string | undefined> {
@@ -432,6 +435,18 @@ export class SqliteStore implements Store {
 
   listApprovals(): Promise<string[]> {
     return this.call('listApprovals');
+  }
+
+  indexApproval(id: string, index: ApprovalIndexEntry, ttlMs: number): Promise<void> {
+    return this.call('indexApproval', id, index.caller, approvalPlace(index.createdAt, id), index.pendingUntil, ttlMs);
+  }
+
+  pendingApprovalsOf(caller: string): Promise<string[]> {
+    return this.call('pendingApprovalsOf', caller);
+  }
+
+  listApprovalPage(after: string | undefined, limit: number): Promise<ApprovalPage> {
+    return this.call('listApprovalPage', after ?? '', limit);
   }
 
   appendAudit(entry: AuditEntry, more = 0): Promise<AuditAnchor> {

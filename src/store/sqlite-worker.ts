@@ -11,6 +11,7 @@ import { AUDIT_AFTER_SQL } from './sqlite-audit-reads.js';
 import { copyForReading } from './sqlite-read-copy.js';
 import { refusedVersion, STORE_VERSION } from './sqlite-version.js';
 import { forEachRequest, type SqliteWorkerData, type WorkerMessage, type WorkerReplies } from './sqlite-wire.js';
+import type { ApprovalPage } from './approval-index.js';
 import type { AuditAnchor, AuditQuery, AuditRecord, BudgetCounter, IdempotencyClaim, IdempotencyRecord } from './store.js';
 
 
@@ -131,6 +132,34 @@ function anchor(): AuditAnchor | undefined {
 }
 
 /**
+ * The approvals' index (approval-index.ts), in a table made at its first use rather than with the schema, as
+ * the ping's is: a reader that never writes (`gatehouse audit verify` on a read-only copy of an older file)
+ * must not need to. Its rows go with their documents' (the same expiry, swept together).
+ */
+const APPROVAL_INDEX_SCHEMA = `
+CREATE TABLE IF NOT EXISTS approval_index (id TEXT PRIMARY KEY, caller TEXT NOT NULL, place TEXT NOT NULL, pending_until INTEGER NOT NULL, expires_at INTEGER NOT NULL);
+CREATE INDEX IF NOT EXISTS approval_index_caller ON approval_index (caller, pending_until);
+CREATE INDEX IF NOT EXISTS approval_index_place ON approval_index (place);
+`;
+
+function prepareApprovalIndex() {
+  db.exec(APPROVAL_INDEX_SCHEMA);
+  const upsert = 'INSERT INTO approval_index (id, caller, place, pending_until, expires_at) VALUES (?, ?, ?, ?, ?)';
+  return {
+    put: db.prepare(`${upsert} ON CONFLICT(id) DO UPDATE SET caller = excluded.caller, place = excluded.place, pending_until = excluded.pending_until, expires_at = excluded.expires_at`),
+    add: db.prepare(`${upsert} ON CONFLICT(id) DO NOTHING`),
+    pendingOf: db.prepare<[string, number, number], { doc: string }>('SELECT a.doc FROM approval_index i JOIN approvals a ON a.id = i.id WHERE i.caller = ? AND i.pending_until > ? AND a.expires_at > ?'),
+    page: db.prepare<[string, number, number], { place: string; doc: string }>('SELECT i.place, a.doc FROM approval_index i JOIN approvals a ON a.id = i.id WHERE i.place > ? AND a.expires_at > ? ORDER BY i.place LIMIT ?'),
+    sweep: db.prepare('DELETE FROM approval_index WHERE expires_at < ?'),
+  };
+}
+
+let approvalIndexStmts: ReturnType<typeof prepareApprovalIndex> | undefined;
+function approvalIndex(): ReturnType<typeof prepareApprovalIndex> {
+  return (approvalIndexStmts ??= prepareApprovalIndex());
+}
+
+/**
  * The ping's row, in a table made at the first ping rather than with the schema: a reader that never pings
  * (`gatehouse audit verify` on a read-only copy of a file made before this table was) must not need to write.
  */
@@ -223,11 +252,26 @@ const ops: Record<string, (...args: never[]) => unknown> = {
     return row ? toRecord(row) : undefined;
   },
 
-  putApproval(id: string, doc: string, ttlMs: number): void {
-    stmt.approvalPut.run(id, doc, Date.now() + ttlMs);
+  /** With an approval's index entry (caller, place, pendingUntil) when it has one: both in one transaction. */
+  putApproval(id: string, doc: string, ttlMs: number, caller?: string, place?: string, pendingUntil?: number): void {
+    const expiresAt = Date.now() + ttlMs;
+    stmt.approvalPut.run(id, doc, expiresAt);
+    if (caller !== undefined && place !== undefined) approvalIndex().put.run(id, caller, place, pendingUntil ?? 0, expiresAt);
   },
   getApproval: (id: string) => stmt.approvalGet.get(id, Date.now())?.doc,
   listApprovals: () => stmt.approvalList.all(Date.now()).map((r) => r.doc),
+  indexApproval(id: string, caller: string, place: string, pendingUntil: number, ttlMs: number): void {
+    approvalIndex().add.run(id, caller, place, pendingUntil, Date.now() + ttlMs);
+  },
+  pendingApprovalsOf(caller: string): string[] {
+    const now = Date.now();
+    return approvalIndex().pendingOf.all(caller, now, now).map((r) => r.doc);
+  },
+  listApprovalPage(after: string, limit: number): ApprovalPage {
+    const items = approvalIndex().page.all(after, Date.now(), limit).map((r) => ({ at: r.place, doc: r.doc }));
+    // A full page may have more after it; a short one is the end (documents gone are left out by the join, not counted).
+    return { items, next: items.length === limit ? items.at(-1)!.at : undefined };
+  },
 
   /**
    * `entryJson`: the entry's canonical JSON, made by the main thread; `timeMs`: its time, for the index.
@@ -307,6 +351,8 @@ function flush(): void {
   } catch (err) {
     batchHead = undefined;
     committedHead = undefined;
+    // The approvals' index table may have been made in this batch, and went with it: made again at its next use.
+    approvalIndexStmts = undefined;
     // The commit itself failed (disk full, file gone, locked too long): nothing of the batch is durable.
     replies = [];
     forEachRequest(requests, (id) => replies.push(id, false, `commit failed: ${(err as Error).message}`));
@@ -326,4 +372,5 @@ parentPort!.on('message', (message: WorkerMessage) => {
 setInterval(() => {
   const now = Date.now();
   for (const s of stmt.sweep) s.run(now);
+  approvalIndexStmts?.sweep.run(now);
 }, 60_000).unref();

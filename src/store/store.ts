@@ -3,6 +3,8 @@
 // implementations: SQLite (one file, the embedded default) and Redis (shared by replicas). Nothing else in
 // Gatehouse keeps such state. Every operation can fail (the store is down); callers fail closed.
 
+import type { ApprovalIndexEntry, ApprovalPage } from './approval-index.js';
+
 /** A fixed window counter: the total after this addition, and when the window ends (epoch ms). */
 export interface WindowCount {
   total: number;
@@ -205,10 +207,24 @@ export interface Store {
   releaseIdempotency(key: string, owner: string): Promise<void>;
   readIdempotency(key: string): Promise<IdempotencyRecord | undefined>;
 
-  /** Stores (replaces) an approval, a JSON document, by id (used by approvals). */
-  putApproval(id: string, doc: string, ttlMs: number): Promise<void>;
+  /**
+   * Stores (replaces) a JSON document under `{approvals}` by id (used by approvals and pins). An approval's
+   * `index` entry is stored (replaced) with it, in the same write: what pendingApprovalsOf and
+   * listApprovalPage find it by.
+   */
+  putApproval(id: string, doc: string, ttlMs: number, index?: ApprovalIndexEntry): Promise<void>;
   getApproval(id: string): Promise<string | undefined>;
+  /** Every document under `{approvals}`, approvals, pins and the rest: read whole, so for the rare reader. */
   listApprovals(): Promise<string[]>;
+  /**
+   * Adds the index entry of an approval stored without one (before the index existed); an entry already
+   * there is kept (it came with a later write of the document). Lives `ttlMs`, as its document.
+   */
+  indexApproval(id: string, index: ApprovalIndexEntry, ttlMs: number): Promise<void>;
+  /** The documents of `caller`'s approvals that may be pending: indexed with their pendingUntil still ahead. */
+  pendingApprovalsOf(caller: string): Promise<string[]>;
+  /** Up to `limit` indexed approvals placed after `after` (a page's `at`), in the order they were opened. */
+  listApprovalPage(after: string | undefined, limit: number): Promise<ApprovalPage>;
 
   /**
    * Appends one record to the hash chain; durable when the promise resolves, which names its place.

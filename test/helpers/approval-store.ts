@@ -7,9 +7,12 @@ import type { Store } from '../../src/store/store.js';
 
 export function approvalStoreOver(s: Store): ApprovalStore {
   return {
-    put: (id, doc, ttlMs) => s.putApproval(id, doc, ttlMs),
+    put: (id, doc, ttlMs, index) => s.putApproval(id, doc, ttlMs, index),
     get: (id) => s.getApproval(id),
     list: () => s.listApprovals(),
+    index: (id, entry, ttlMs) => s.indexApproval(id, entry, ttlMs),
+    pendingOf: (caller) => s.pendingApprovalsOf(caller),
+    page: (after, limit) => s.listApprovalPage(after, limit),
     claim: (key, digest, owner, leaseMs, ttlMs) => s.claimIdempotency(key, digest, owner, leaseMs, ttlMs),
     read: (key) => s.readIdempotency(key),
     release: (key, owner) => s.releaseIdempotency(key, owner),

@@ -46,11 +46,11 @@ function failingStore(s: Store, faults: Faults): ApprovalStore {
   const down = () => Promise.reject(new Error('store unavailable'));
   return {
     ...approvalStoreOver(s),
-    put: (id, doc, ttlMs) => {
+    put: (id, doc, ttlMs, index) => {
       const a = JSON.parse(doc) as Approval;
       if (faults.savePending && a.state === 'pending') return down();
       if (faults.saveDecided && a.state !== 'pending' && a.unaudited !== true) return down();
-      return s.putApproval(id, doc, ttlMs);
+      return s.putApproval(id, doc, ttlMs, index);
     },
     complete: (key, owner, response, ttlMs) => (faults.complete ? down() : s.completeIdempotency(key, owner, response, ttlMs)),
     audit: (entry) => (faults.audit ? down() : s.appendAudit(entry)),

@@ -31,12 +31,12 @@ before(async () => {
   const s = store;
   const approvals: ApprovalStore = {
     ...approvalStoreOver(s),
-    put: (id, doc, ttlMs) => {
+    put: (id, doc, ttlMs, index) => {
       if (failSaves > 0 && (JSON.parse(doc) as Approval).state !== 'pending') {
         failSaves--;
         return Promise.reject(new Error('store unavailable'));
       }
-      return s.putApproval(id, doc, ttlMs);
+      return s.putApproval(id, doc, ttlMs, index);
     },
   };
   book = new ApprovalBook(approvals);

@@ -30,9 +30,12 @@ after(() => store.close());
 function approvalStore(s: SqliteStore, failing: { now: boolean }): ApprovalStore {
   const guard = <T>(p: () => Promise<T>): Promise<T> => (failing.now ? Promise.reject(new Error('store down')) : p());
   return {
-    put: (id, doc, ttlMs) => guard(() => s.putApproval(id, doc, ttlMs)),
+    put: (id, doc, ttlMs, index) => guard(() => s.putApproval(id, doc, ttlMs, index)),
     get: (id) => guard(() => s.getApproval(id)),
     list: () => guard(() => s.listApprovals()),
+    index: (id, entry, ttlMs) => guard(() => s.indexApproval(id, entry, ttlMs)),
+    pendingOf: (caller) => guard(() => s.pendingApprovalsOf(caller)),
+    page: (after, limit) => guard(() => s.listApprovalPage(after, limit)),
     claim: (key, digest, owner, leaseMs, ttlMs) => guard(() => s.claimIdempotency(key, digest, owner, leaseMs, ttlMs)),
     read: (key) => guard(() => s.readIdempotency(key)),
     release: (key, owner) => guard(() => s.releaseIdempotency(key, owner)),

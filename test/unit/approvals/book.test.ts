@@ -296,7 +296,7 @@ describe('ApprovalBook after a store failure', () => {
     let failing = false;
     const flakyBook = new ApprovalBook({
       ...inner,
-      put: (id, doc, ttlMs) => (failing && (JSON.parse(doc) as Approval).state !== 'pending' ? Promise.reject(new Error('store unavailable')) : inner.put(id, doc, ttlMs)),
+      put: (id, doc, ttlMs, index) => (failing && (JSON.parse(doc) as Approval).state !== 'pending' ? Promise.reject(new Error('store unavailable')) : inner.put(id, doc, ttlMs, index)),
       release: (key, owner) => (failing ? Promise.reject(new Error('store unavailable')) : inner.release(key, owner)),
     }, { decided: (d) => decided.push(d) }, () => clock);
     const a = pending(await flakyBook.forCall(callOf(fresh())));
@@ -328,12 +328,12 @@ describe('ApprovalBook.decide: the audit says what took effect', () => {
     const state = { failSaves: 0 };
     const flaky: ApprovalStore = {
       ...inner,
-      put: (id, doc, ttlMs) => {
+      put: (id, doc, ttlMs, index) => {
         if (state.failSaves > 0 && (JSON.parse(doc) as Approval).state !== 'pending') {
           state.failSaves--;
           return Promise.reject(new Error('store unavailable'));
         }
-        return inner.put(id, doc, ttlMs);
+        return inner.put(id, doc, ttlMs, index);
       },
     };
     return { state, book: new ApprovalBook(flaky, { decided: (d) => decided.push(d) }, () => clock) };
@@ -381,12 +381,12 @@ describe('ApprovalBook.decide: the audit says what took effect', () => {
     let a: Approval | undefined;
     const racing = new ApprovalBook({
       ...inner,
-      put: async (id, doc, ttlMs) => {
+      put: async (id, doc, ttlMs, index) => {
         if (id === a?.id && (JSON.parse(doc) as Approval).state === 'approved') {
           clock = a.expiresAt;
           await sweeper.recordExpiries();
         }
-        return inner.put(id, doc, ttlMs);
+        return inner.put(id, doc, ttlMs, index);
       },
     }, { decided: (d) => decided.push(d) }, () => clock);
     // The deadline near the store's own clock, which times the claims' leases: a reviewer mid-decision holds one.

@@ -1,0 +1,120 @@
+// Counting a caller's pending approvals (approvals.maxPendingPerCaller, README §Approvals and tool pinning:
+// "Bounded per caller") reads that caller's approvals through the store's index, not every document under
+// `{approvals}`: each call that needed a new approval once listed the whole store (every approval of every
+// caller, kept a week past its deadline, every binding pointer, continuation and pin), O(n) per call. The
+// index must give the same count as reading everything, and follow decisions and expiries. Both real stores.
+
+import { beforeEach, test } from 'node:test';
+import assert from 'node:assert/strict';
+import { randomUUID } from 'node:crypto';
+import { ApprovalBook, type ApprovalStore, type CallToApprove } from '../../src/approvals/book.js';
+import { effectiveState, type Approval } from '../../src/approvals/approval.js';
+import { compileApprovalRules } from '../../src/approvals/rules.js';
+import type { Principal } from '../../src/pipeline/principal.js';
+import { principalKey } from '../../src/pipeline/principal.js';
+import type { Route } from '../../src/pipeline/context.js';
+import type { Store } from '../../src/store/store.js';
+import { approvalStoreOver } from '../helpers/approval-store.js';
+import { onBothStores } from '../helpers/both-stores.js';
+
+const V1 = 'policy-1';
+const rule = compileApprovalRules([{ id: 'r', by: 'reviewer', reviewers: { subjects: [], groups: [] }, deadlineSeconds: 600, reuse: 1 }])[0]!;
+const principal = (name: string): Principal => ({ subject: `key:${name}`, scopes: [], groups: [], via: 'api_key', keyId: name });
+const alice = principal('alice');
+const bob = principal('bob');
+const route: Route = { kind: 'tools', ref: 'up/send', publicName: 'send', original: 'send', upstream: 'up', listed: true, params: [] };
+const callOf = (p: Principal, item: string): CallToApprove => ({ callId: randomUUID(), principal: p, route, args: { item }, rule, policyVersion: V1 });
+const MAX = 3;
+
+onBothStores({ tmpPrefix: 'gatehouse-caller-index-', keyPrefix: 'caller-index:' }, (open, reset) => {
+  let store: Store;
+  let clock: number;
+  let listed: number;
+  let book: ApprovalBook;
+  beforeEach(async () => {
+    await reset();
+    store = open();
+    clock = Date.now();
+    listed = 0;
+    // Every whole-store list is counted: opening an approval must need none.
+    const port: ApprovalStore = { ...approvalStoreOver(store), list: () => (listed++, store.listApprovals()) };
+    book = new ApprovalBook(port, {}, () => clock);
+  });
+
+  /** What reading every document says: the caller's approvals pending now under V1. */
+  async function pendingByScan(p: Principal): Promise<Approval[]> {
+    const all = (await store.listApprovals()).map((d) => JSON.parse(d) as Approval).filter((a) => typeof a.id === 'string' && a.id.startsWith('ap_'));
+    return all.filter((a) => principalKey(a.caller) === principalKey(p) && a.policyVersion === V1 && effectiveState(a, clock) === 'pending');
+  }
+
+  test('the limit per caller is counted from the caller index: the same count as a full read, and no full read', async (t) => {
+    t.after(() => store.close());
+    // Other callers' approvals and other documents fill the store; none of them counts for alice.
+    for (let i = 0; i < 40; i++) assert.equal((await book.forCall(callOf(principal(`other-${i}`), 'x'), { maxPending: MAX })).kind, 'pending');
+    for (let i = 0; i < 20; i++) await store.putApproval(`pin:up/tool-${i}`, JSON.stringify({ kind: 'pin', ref: `up/tool-${i}` }), 600_000);
+    for (let i = 0; i < MAX; i++) assert.equal((await book.forCall(callOf(alice, `a-${i}`), { maxPending: MAX })).kind, 'pending');
+    assert.equal((await book.forCall(callOf(bob, 'b-0'), { maxPending: MAX })).kind, 'pending');
+    const refused = await book.forCall(callOf(alice, 'a-over'), { maxPending: MAX });
+    assert.deepEqual(refused, { kind: 'limited', limit: MAX, pending: MAX });
+    // A repeat of a pending call finds its approval, as before.
+    assert.equal((await book.forCall(callOf(alice, 'a-0'), { maxPending: MAX })).kind, 'pending');
+    assert.equal(listed, 0, 'no opening listed the whole store');
+    assert.equal((await pendingByScan(alice)).length, MAX);
+    assert.equal((await pendingByScan(bob)).length, 1);
+    assert.deepEqual((await store.pendingApprovalsOf(principalKey(alice))).map((d) => (JSON.parse(d) as Approval).id).sort(), (await pendingByScan(alice)).map((a) => a.id).sort());
+    assert.deepEqual((await store.pendingApprovalsOf(principalKey(principal('nobody')))), []);
+  });
+
+  test('a decision takes the approval out of its caller\'s index; an expiry does too', async (t) => {
+    t.after(() => store.close());
+    const opened: Approval[] = [];
+    for (let i = 0; i < MAX; i++) {
+      const v = await book.forCall(callOf(alice, `d-${i}`), { maxPending: MAX });
+      assert.equal(v.kind, 'pending');
+      opened.push(v.approval);
+    }
+    assert.equal((await book.forCall(callOf(alice, 'd-over'), { maxPending: MAX })).kind, 'limited');
+    const ids = async () => (await store.pendingApprovalsOf(principalKey(alice))).map((d) => (JSON.parse(d) as Approval).id).sort();
+
+    // Rejected: out of the index, and room for one more.
+    const rejected = await book.decide(opened[0]!.id, { approve: false, by: 'reviewer', policyVersion: V1, requestId: randomUUID(), mayDecide: () => true });
+    assert.equal(rejected.ok, true);
+    assert.deepEqual(await ids(), [opened[1]!.id, opened[2]!.id].sort());
+    // Approved: not pending either.
+    assert.equal((await book.decide(opened[1]!.id, { approve: true, by: 'reviewer', policyVersion: V1, requestId: randomUUID(), mayDecide: () => true })).ok, true);
+    assert.deepEqual(await ids(), [opened[2]!.id]);
+    const next = await book.forCall(callOf(alice, 'd-next'), { maxPending: MAX });
+    assert.equal(next.kind, 'pending');
+    assert.equal((await pendingByScan(alice)).length, 2);
+
+    // Past the deadline none is pending: the count is 0 at once (the book judges each by its deadline), and
+    // the sweep that records the expiries takes them out of the index.
+    clock += 601_000;
+    assert.equal((await pendingByScan(alice)).length, 0);
+    const after = await book.forCall(callOf(alice, 'd-after-deadline'), { maxPending: 1 });
+    assert.equal(after.kind, 'pending', 'nothing past its deadline counts');
+    clock += 601_000;
+    assert.ok((await book.recordExpiries()) >= 3);
+    assert.deepEqual(await ids(), []);
+    assert.equal(listed, 1, 'only the sweep listed the whole store');
+  });
+
+  test('approvals stored before the index existed are indexed by reindex: counted and listed', async (t) => {
+    t.after(() => store.close());
+    // As an older Gatehouse stored them: the document alone.
+    const first = await book.forCall(callOf(alice, 'old-0'), { maxPending: MAX });
+    assert.equal(first.kind, 'pending');
+    const old = first.approval;
+    await store.putApproval('ap_000000000000000000000001', JSON.stringify({ ...old, id: 'ap_000000000000000000000001', binding: 'b1' }), 600_000);
+    await store.putApproval('ap_000000000000000000000002', JSON.stringify({ ...old, id: 'ap_000000000000000000000002', binding: 'b2' }), 600_000);
+    assert.equal((await store.pendingApprovalsOf(principalKey(alice))).length, 1, 'only the one stored with its entry');
+    assert.equal((await book.reindex()), 3);
+    assert.equal((await store.pendingApprovalsOf(principalKey(alice))).length, 3);
+    assert.deepEqual(await book.forCall(callOf(alice, 'old-over'), { maxPending: MAX }), { kind: 'limited', limit: MAX, pending: MAX });
+    // A later write's entry is newer than the document reindex read, and is kept: decided stays decided.
+    const stale = (await store.getApproval('ap_000000000000000000000001'))!;
+    assert.equal((await book.decide('ap_000000000000000000000001', { approve: false, by: 'reviewer', policyVersion: V1, requestId: randomUUID(), mayDecide: () => true })).ok, true);
+    await store.indexApproval('ap_000000000000000000000001', { caller: principalKey(alice), createdAt: old.createdAt, pendingUntil: (JSON.parse(stale) as Approval).expiresAt }, 600_000);
+    assert.equal((await store.pendingApprovalsOf(principalKey(alice))).length, 2);
+  });
+});
