@@ -25,7 +25,11 @@ type PendingView = ApprovalView;
 /** A pin as GET /pins shows it (pinView), whose tool serves another definition than the pinned one. */
 export type ChangedPinView = ReturnType<typeof pinView> & { state: 'changed'; changed: PinnedDefinition };
 
-export function inboxPage(view: { reviewer: Reviewer; csrf: string; approvals: PendingView[]; changedPins: ChangedPinView[] }): string {
+/**
+ * The inbox: one page of pending calls (GET /approvals' page; `nextCursor` links to the next, `first` says
+ * whether this is the first), then the changed tools.
+ */
+export function inboxPage(view: { reviewer: Reviewer; csrf: string; approvals: PendingView[]; changedPins: ChangedPinView[]; nextCursor?: string; first?: boolean }): string {
   const rows = view.approvals.map((a) => row(a, isOwnCall(a, view.reviewer))).join('');
   const pins = view.changedPins.length === 0 ? '' : `
     <h2>Changed tools</h2>
@@ -47,12 +51,13 @@ export function inboxPage(view: { reviewer: Reviewer; csrf: string; approvals: P
     <form method="post" action="/logout" id="logout"><span>Signed in as <b>${esc(view.reviewer.subject)}</b></span> <button type="submit">Sign out</button></form>
   </header>
   <main>
-    ${view.approvals.length === 0 ? '<p id="empty">No call is waiting for approval.</p>' : `
+    ${view.approvals.length === 0 ? `<p id="empty">${view.first === false ? 'No more calls are waiting for approval.' : 'No call is waiting for approval.'}</p>` : `
     <table id="pending">
       <thead><tr><th>Caller</th><th>Tool</th><th>Arguments (redacted)</th><th>Waiting</th><th>Decision</th></tr></thead>
       <tbody>${rows}
       </tbody>
     </table>`}
+    ${pager(view.nextCursor, view.first !== false)}
     ${pins}
   </main>
 </body>
@@ -79,6 +84,15 @@ function row(a: PendingView, own: boolean): string {
           <output class="status"></output>
         </td>
       </tr>`;
+}
+
+/** Links to the next page of pending calls, and back to the first. */
+function pager(nextCursor: string | undefined, first: boolean): string {
+  const links = [
+    ...(first ? [] : ['<a id="first" href="/">First page</a>']),
+    ...(nextCursor !== undefined ? [`<a id="more" href="/?cursor=${esc(encodeURIComponent(nextCursor))}">More calls waiting</a>`] : []),
+  ];
+  return links.length === 0 ? '' : `<p class="pager">${links.join(' · ')}</p>`;
 }
 
 function pinSection(p: ChangedPinView): string {

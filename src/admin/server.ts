@@ -5,7 +5,8 @@
 // forbidden, 403 self_approval; approvals/reviewer-rights.ts); the admin token sees and decides all. Refused
 // credentials count toward auth.failureLimit with the MCP endpoint's, per client address (429 past it).
 //
-//   GET  /approvals[?state=pending|approved|rejected|expired|used|all]   GET /approvals/{id}
+//   GET  /approvals[?state=pending|approved|rejected|expired|used|all&limit=N&cursor=C]  → { approvals, nextCursor? }
+//   GET  /approvals/{id}
 //   POST /approvals/{id}/approve   POST /approvals/{id}/reject   body { reason?, previewSha256? }
 //   GET  /pins                     POST /pins/{ref}/accept        body { digest }
 //   GET  /  (the inbox page)       POST /login   POST /logout     GET /inbox.js   GET /inbox.css
@@ -16,6 +17,7 @@ import { createServer, type IncomingMessage, type Server, type ServerResponse } 
 import type { AddressInfo } from 'node:net';
 import type { Logger } from '../log/logger.js';
 import { approvalView, type Approval } from '../approvals/approval.js';
+import { approvalPage, DEFAULT_LIMIT, listQuery } from './approval-pages.js';
 import type { ApprovalBook, DecisionProblem } from '../approvals/book.js';
 import { decisionRefusal, mayView } from '../approvals/reviewer-rights.js';
 import { INBOX_CSS, INBOX_JS, inboxPage, loginPage, SECURITY_HEADERS, type ChangedPinView } from './inbox-page.js';
@@ -57,7 +59,6 @@ const TOO_LARGE = Symbol('body too large');
 const BODY_TOO_LARGE = `The body is larger than the admin API takes (${MAX_BODY / 1024} KiB); a reason may be at most 1000 characters`;
 /** A SHA-256 as Gatehouse writes it (previews, pinned definitions). */
 const SHA256_HEX = /^[0-9a-f]{64}$/;
-const STATES = new Set(['pending', 'approved', 'rejected', 'expired', 'used', 'all']);
 const PROBLEM_STATUS: Record<DecisionProblem, number> = { not_found: 404, not_pending: 409, invalidated: 409, forbidden: 403, self_approval: 403, preview_mismatch: 409, expired: 409 };
 const PROBLEM_MESSAGE: Record<DecisionProblem, string> = {
   not_found: 'No approval has this id',
@@ -127,7 +128,7 @@ async function handle(req: IncomingMessage, res: ServerResponse, deps: AdminDeps
     if (path === '/' || path === '/login') return sendHtml(res, 429, loginPage(message), headers);
     return sendError(res, 429, 'auth_failure_limit', message, headers);
   }
-  if (path === '/') return page(req, res, deps, method);
+  if (path === '/') return page(req, res, deps, method, url.searchParams);
   if (path === '/login' && method === 'POST') return login(req, res, deps);
 
   const auth = deps.auth.session(req.headers) ?? (await deps.auth.bearer(req.headers));
@@ -141,15 +142,11 @@ async function handle(req: IncomingMessage, res: ServerResponse, deps: AdminDeps
 
   const approval = /^\/approvals\/(ap_[0-9a-f]{24})(?:\/(approve|reject))?$/.exec(path);
   if (path === '/approvals' && method === 'GET') {
-    const state = url.searchParams.get('state') ?? 'all';
-    if (!STATES.has(state)) return sendError(res, 400, 'bad_request', `state must be one of ${[...STATES].join(', ')}`);
-    const now = Date.now();
-    const views = (await deps.book.list())
-      .filter((a) => mayView(a, auth.reviewer))
-      .map((a) => approvalView(a, now, deps.policyVersion()))
-      .filter((a) => state === 'all' || a.state === state);
-    views.sort((a, b) => a.createdAt - b.createdAt);
-    return sendJson(res, 200, { approvals: views });
+    // A page at a time (approval-pages.ts): it once answered every approval in the store in one body.
+    const query = listQuery(url.searchParams, 'all');
+    if ('problem' in query) return sendError(res, 400, 'bad_request', query.problem);
+    const page = await approvalPage(deps.book, query, (a) => mayView(a, auth.reviewer), Date.now(), deps.policyVersion());
+    return sendJson(res, 200, { approvals: page.approvals, ...(page.nextCursor !== undefined ? { nextCursor: page.nextCursor } : {}) });
   }
   if (approval !== null && approval[2] === undefined && method === 'GET') {
     const found = await deps.book.get(approval[1]!);
@@ -227,20 +224,21 @@ function requestUrl(target: string | undefined): URL | undefined {
   }
 }
 
-async function page(req: IncomingMessage, res: ServerResponse, deps: AdminDeps, method: string): Promise<void> {
+async function page(req: IncomingMessage, res: ServerResponse, deps: AdminDeps, method: string, params: URLSearchParams): Promise<void> {
   if (method !== 'GET') return sendError(res, 405, 'method_not_allowed', `${method} is not allowed on /`);
   const auth = deps.auth.session(req.headers);
   if (auth === undefined || !auth.ok) return sendHtml(res, 200, loginPage());
-  const now = Date.now();
-  const pending = (await deps.book.list())
-    .filter((a) => mayView(a, auth.reviewer))
-    .map((a) => approvalView(a, now, deps.policyVersion()))
-    .filter((a) => a.state === 'pending' && !a.invalidated);
-  pending.sort((a, b) => a.createdAt - b.createdAt);
+  // The pending calls a page at a time, as GET /approvals gives them; a link leads to the next page.
+  // A cursor that is none of ours (a link cut short) shows the first page: the page only reads.
+  const cursorParam = params.get('cursor');
+  const asked = listQuery(new URLSearchParams(cursorParam === null ? { state: 'pending' } : { state: 'pending', cursor: cursorParam }), 'pending');
+  const query = 'problem' in asked ? { state: 'pending' as const, limit: DEFAULT_LIMIT, after: undefined } : asked;
+  const listed = await approvalPage(deps.book, query, (a) => mayView(a, auth.reviewer), Date.now(), deps.policyVersion(), (v) => !v.invalidated);
+  const pending = listed.approvals;
   // The pins as GET /pins shows them (pinView: state and the path-by-path changes); the page shows the changed ones.
   const pins = deps.pins ? (await deps.pins.list()).filter(isChangedPin) : [];
   pins.sort((a, b) => (a.ref < b.ref ? -1 : a.ref > b.ref ? 1 : 0));
-  return sendHtml(res, 200, inboxPage({ reviewer: auth.reviewer, csrf: auth.csrf!, approvals: pending, changedPins: pins }));
+  return sendHtml(res, 200, inboxPage({ reviewer: auth.reviewer, csrf: auth.csrf!, approvals: pending, changedPins: pins, ...(listed.nextCursor !== undefined ? { nextCursor: listed.nextCursor } : {}), first: query.after === undefined }));
 }
 
 /** A pin view (pinView) whose tool changed: what the inbox page needs to show the change and accept it. */

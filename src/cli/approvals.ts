@@ -84,11 +84,23 @@ export async function approvalsCommand(args: string[], io: CommandIO): Promise<n
   try {
     if (command === 'list') {
       const state = flags.state ?? 'pending';
-      const r = await call('GET', `/approvals?state=${encodeURIComponent(state)}`);
-      if (r.status !== 200) return failed(io, r);
-      const list = r.json.approvals as ApprovalView[];
-      if (flags.json) for (const a of list) io.out(`${printableJson(a)}\n`);
-      else io.out(table(list, state));
+      // The API answers a page at a time (of its default size): every page is followed, --json printing each as it comes.
+      const list: ApprovalView[] = [];
+      const seen = new Set<string>();
+      let cursor: string | undefined;
+      do {
+        const r = await call('GET', `/approvals?state=${encodeURIComponent(state)}${cursor !== undefined ? `&cursor=${encodeURIComponent(cursor)}` : ''}`);
+        if (r.status !== 200) return failed(io, r);
+        const page = r.json.approvals as ApprovalView[];
+        if (flags.json) for (const a of page) io.out(`${printableJson(a)}\n`);
+        else list.push(...page);
+        const next = r.json.nextCursor;
+        cursor = typeof next === 'string' ? next : undefined;
+        // A cursor given twice would list for ever: the API never does, but a proxy replaying answers could.
+        if (cursor !== undefined && seen.has(cursor)) throw new Error('the admin API gave the same page cursor twice; the list stopped there');
+        if (cursor !== undefined) seen.add(cursor);
+      } while (cursor !== undefined);
+      if (!flags.json) io.out(table(list, state));
       return 0;
     }
     if (command === 'show') {

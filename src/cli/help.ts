@@ -128,8 +128,9 @@ admin.port and admin.token, or through --url and --token. Of the config's secret
 must be present here (and not even it with --token).
 
 Commands:
-  list          the approvals waiting for a decision (--state for others); with a reviewer's access
-                token, only those of rules that name them (or name no one); the admin token sees all
+  list          the approvals waiting for a decision (--state for others), oldest first, every page
+                the API answers; with a reviewer's access token, only those of rules that name them
+                (or name no one); the admin token sees all
   show ID       one approval: caller, tool, the redacted arguments and their hash, deadline, decision
   approve ID    let the call run (the caller's identical retry runs it); never one's own call
                 (refused, self_approval: another reviewer or the admin token must approve it)
