@@ -151,6 +151,11 @@ function runtimeShape(config: GatehouseConfig): string {
 
 /** How often approvals past their deadline are looked for, to record their expiry. */
 const APPROVAL_SWEEP_MS = 60_000;
+/**
+ * How far back each sweep indexes approvals stored without an index entry (opened by a replica still on an
+ * older version): a few sweeps' worth, so one that failed is made up by the next.
+ */
+const RECENTLY_OPENED_MS = 5 * APPROVAL_SWEEP_MS;
 
 export function createGateway(config: GatehouseConfig, log: Logger, options: GatewayOptions = {}): Gateway {
   const problems = unsupportedFeatures(config);
@@ -192,7 +197,7 @@ export function createGateway(config: GatehouseConfig, log: Logger, options: Gat
   const expirySweep = setInterval(() => {
     if (running.policy.approvals.length === 0) return;
     reindex();
-    approvalBook.recordExpiries().catch((err: unknown) => log.debug('approval expiries not recorded this time', { err }));
+    approvalBook.recordExpiries({ indexOpenedSince: Date.now() - RECENTLY_OPENED_MS }).catch((err: unknown) => log.debug('approval expiries not recorded this time', { err }));
   }, APPROVAL_SWEEP_MS).unref();
   const observeUpstream = (name: string, seconds: number): void => metrics?.upstreamResponse(name, seconds);
   const resolveHost = options.resolveHost ?? systemResolver;

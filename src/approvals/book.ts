@@ -233,11 +233,17 @@ export class ApprovalBook {
    * Records the expiry of every approval whose deadline passed while it waited (pending, or approved and
    * unused), whether or not its caller calls again: the `expired` audit record and the decision counted.
    * Run now and then by the gateway; replicas sharing the store record each expiry once.
+   *
+   * `indexOpenedSince`: the approvals opened since then are indexed too, if they are not (see reindex), in
+   * the same read of the store: during a rolling upgrade a replica still on an older version opens
+   * approvals without an index entry after the upgraded ones have run their reindex at start.
    */
-  async recordExpiries(): Promise<number> {
+  async recordExpiries(options: { indexOpenedSince?: number } = {}): Promise<number> {
     const now = this.now();
+    const since = options.indexOpenedSince;
     let recorded = 0;
     for (const a of await this.list()) {
+      if (since !== undefined && a.createdAt >= since) await this.store.index(a.id, indexOf(a), this.ttl(a));
       if ((a.state !== 'pending' && a.state !== 'approved') || now < a.expiresAt) continue;
       if ((await this.recordExpiry(a, `expiry:${a.id}`)) === 'recorded') {
         await this.save({ ...a, state: 'expired' });

@@ -117,4 +117,19 @@ onBothStores({ tmpPrefix: 'gatehouse-caller-index-', keyPrefix: 'caller-index:' 
     await store.indexApproval('ap_000000000000000000000001', { caller: principalKey(alice), createdAt: old.createdAt, pendingUntil: (JSON.parse(stale) as Approval).expiresAt }, 600_000);
     assert.equal((await store.pendingApprovalsOf(principalKey(alice))).length, 2);
   });
+
+  test('the sweep indexes approvals opened lately without an entry (a replica still on an older version, mid-upgrade)', async (t) => {
+    t.after(() => store.close());
+    const first = await book.forCall(callOf(bob, 'mid-0'), { maxPending: MAX });
+    assert.equal(first.kind, 'pending');
+    // Opened by an older replica after this one started (and reindexed): the document alone.
+    const late = { ...first.approval, id: 'ap_000000000000000000000003', binding: 'b3', createdAt: clock };
+    const early = { ...first.approval, id: 'ap_000000000000000000000004', binding: 'b4', createdAt: clock - 3_600_000 };
+    for (const a of [late, early]) await store.putApproval(a.id, JSON.stringify(a), 600_000);
+    assert.equal((await store.pendingApprovalsOf(principalKey(bob))).length, 1);
+    assert.equal(await book.recordExpiries({ indexOpenedSince: clock - 600_000 }), 0);
+    const ids = (await store.pendingApprovalsOf(principalKey(bob))).map((d) => (JSON.parse(d) as Approval).id).sort();
+    assert.deepEqual(ids, [first.approval.id, late.id].sort(), 'the one opened lately is indexed; the older one is left to the start-up reindex');
+    assert.ok((await store.listApprovalPage(undefined, 10)).items.some((i) => i.doc.includes(late.id)), 'and listed for reviewers');
+  });
 });
