@@ -50,7 +50,6 @@ import { DetectedTransport } from './upstream/detected-transport.js';
 import { taskOffersTakenOut, withoutToolTaskOffers } from './upstream/task-offers.js';
 import { compileApprovalStage } from './approvals/approval-stage.js';
 import { ApprovalBook, type ApprovalStore } from './approvals/book.js';
-import { effectiveState } from './approvals/approval.js';
 import { compileApprovalRules, policyVersion } from './approvals/rules.js';
 import { PinBook, pinView } from './approvals/pins.js';
 import { compilePinStage } from './approvals/pin-stage.js';
@@ -167,7 +166,7 @@ export function createGateway(config: GatehouseConfig, log: Logger, options: Gat
         inFlight: () => edge.inFlight,
         legacySessions: () => sessionBinding.size,
         storeUp: () => state.available,
-        pendingApprovals: async () => (running.policy.approvals.length === 0 ? undefined : (await approvalBook.list()).filter((a) => effectiveState(a, Date.now()) === 'pending').length),
+        pendingApprovals: async () => (running.policy.approvals.length === 0 ? undefined : approvalBook.pendingCount()),
         breakers: () => breakerBoard.all(),
         upstreams: () => upstreamStates(runtime.upstream),
       })
@@ -730,6 +729,7 @@ function approvalStore(state: StoreGuard): ApprovalStore {
     index: (id, entry, ttlMs) => state.run((s) => s.indexApproval(id, entry, ttlMs)),
     pendingOf: (caller) => state.run((s) => s.pendingApprovalsOf(caller)),
     page: (after, limit) => state.run((s) => s.listApprovalPage(after, limit)),
+    countPending: () => state.run((s) => s.countPendingApprovals()),
     claim: (key, digest, owner, leaseMs, ttlMs) => state.run((s) => s.claimIdempotency(key, digest, owner, leaseMs, ttlMs)),
     read: (key) => state.run((s) => s.readIdempotency(key)),
     release: (key, owner) => state.run((s) => s.releaseIdempotency(key, owner)),

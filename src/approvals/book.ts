@@ -52,6 +52,8 @@ export interface ApprovalStore {
   pendingOf(caller: string): Promise<string[]>;
   /** A page of approvals in the order they were opened, after the place `after` (by the index). */
   page(after: string | undefined, limit: number): Promise<ApprovalPage>;
+  /** How many approvals of every caller may be pending now (by the index). */
+  countPending(): Promise<number>;
   claim(key: string, digest: string, owner: string, leaseMs: number, ttlMs: number): Promise<IdempotencyClaim>;
   /** What holds a claim, if anything. */
   read(key: string): Promise<IdempotencyRecord | undefined>;
@@ -331,7 +333,15 @@ export class ApprovalBook {
     return isApproval(doc) ? this.inEffect(doc) : undefined;
   }
 
-  /** Every approval in the store, read whole: for the expiry sweep and the metrics, not per call. */
+  /**
+   * How many approvals may be waiting for a decision now, of every caller (the store's index): for the
+   * gauge, read at each scrape, which once read every document in the store.
+   */
+  pendingCount(): Promise<number> {
+    return this.store.countPending();
+  }
+
+  /** Every approval in the store, read whole: for the expiry sweep, not per call. */
   async list(): Promise<Approval[]> {
     return this.inEffectAll(await this.store.list());
   }

@@ -249,17 +249,19 @@ return 1`;
 
 /**
  * Stores an approval with its index entry (approval-index.ts): indexed as PUT_APPROVAL does, placed in the
- * listing (KEYS[3], ordered by member, every score 0), and in its caller's set of approvals that may be
- * pending (KEYS[4], scored by pendingUntil) or out of it once it cannot be. Each set lives as long as its
- * longest-lived member's document.
+ * listing (KEYS[3], ordered by member, every score 0), and in its caller's set (KEYS[4]) and the set of all
+ * (KEYS[5]) of approvals that may be pending, scored by pendingUntil, or out of both once it cannot be.
+ * Each set lives as long as its longest-lived member's document.
  */
 const PUT_INDEXED_APPROVAL = `
 local ttl = tonumber(ARGV[3])
 redis.call('SET', KEYS[1], ARGV[2], 'PX', ttl)
 redis.call('ZADD', KEYS[2], ARGV[4], ARGV[1])
 redis.call('ZADD', KEYS[3], 0, ARGV[5])
-if tonumber(ARGV[6]) > 0 then redis.call('ZADD', KEYS[4], ARGV[6], ARGV[1]) else redis.call('ZREM', KEYS[4], ARGV[1]) end
-for i = 2, 4 do
+for i = 4, 5 do
+  if tonumber(ARGV[6]) > 0 then redis.call('ZADD', KEYS[i], ARGV[6], ARGV[1]) else redis.call('ZREM', KEYS[i], ARGV[1]) end
+end
+for i = 2, 5 do
   if redis.call('EXISTS', KEYS[i]) == 1 and redis.call('PTTL', KEYS[i]) < ttl then redis.call('PEXPIRE', KEYS[i], ttl) end
 end
 return 1`;
@@ -272,8 +274,11 @@ const INDEX_APPROVAL = `
 if redis.call('EXISTS', KEYS[1]) == 0 or redis.call('ZSCORE', KEYS[2], ARGV[1]) then return 0 end
 local ttl = tonumber(ARGV[4])
 redis.call('ZADD', KEYS[2], 0, ARGV[1])
-if tonumber(ARGV[2]) > 0 then redis.call('ZADD', KEYS[3], ARGV[2], ARGV[3]) end
-for i = 2, 3 do
+if tonumber(ARGV[2]) > 0 then
+  redis.call('ZADD', KEYS[3], ARGV[2], ARGV[3])
+  redis.call('ZADD', KEYS[4], ARGV[2], ARGV[3])
+end
+for i = 2, 4 do
   if redis.call('EXISTS', KEYS[i]) == 1 and redis.call('PTTL', KEYS[i]) < ttl then redis.call('PEXPIRE', KEYS[i], ttl) end
 end
 return 1`;
@@ -347,6 +352,8 @@ const PING_KEY_MS = 60_000;
 const AUDIT_READ_PAGE = 500;
 /** Every indexed approval, by its place (approval-index.ts): the listing the admin API pages through. */
 const PLACED = '{approvals}:placed';
+/** Every indexed approval that may be pending, scored by pendingUntil: what the pending gauge counts. */
+const PENDING = '{approvals}:pending';
 
 /** The set of one caller's approvals that may be pending; the caller's key hashed, as it holds any subject. */
 function callerSet(caller: string): string {
@@ -376,8 +383,8 @@ type Scripted = (Redis | Cluster) & {
   ghRelease(key: string, owner: string): Promise<number>;
   ghRenew(key: string, owner: string, leaseUntil: number, leaseMs: number): Promise<number>;
   ghPutApproval(key: string, index: string, id: string, doc: string, ttlMs: number, at: number): Promise<number>;
-  ghPutIndexedApproval(key: string, index: string, placed: string, caller: string, id: string, doc: string, ttlMs: number, at: number, place: string, pendingUntil: number): Promise<number>;
-  ghIndexApproval(key: string, placed: string, caller: string, place: string, pendingUntil: number, id: string, ttlMs: number): Promise<number>;
+  ghPutIndexedApproval(key: string, index: string, placed: string, caller: string, pending: string, id: string, doc: string, ttlMs: number, at: number, place: string, pendingUntil: number): Promise<number>;
+  ghIndexApproval(key: string, placed: string, caller: string, pending: string, place: string, pendingUntil: number, id: string, ttlMs: number): Promise<number>;
   ghSpend(key: string, amount: number, limit: number, window: string): Promise<[number, string, string, string]>;
   ghRefund(key: string, amount: number, window: string, resetsAt: number): Promise<number>;
   ghReadBudget(key: string): Promise<[string, string] | null>;
@@ -557,8 +564,8 @@ export class RedisStore implements Store {
     this.redis.defineCommand('ghRelease', { numberOfKeys: 1, lua: RELEASE });
     this.redis.defineCommand('ghRenew', { numberOfKeys: 1, lua: RENEW });
     this.redis.defineCommand('ghPutApproval', { numberOfKeys: 2, lua: PUT_APPROVAL });
-    this.redis.defineCommand('ghPutIndexedApproval', { numberOfKeys: 4, lua: PUT_INDEXED_APPROVAL });
-    this.redis.defineCommand('ghIndexApproval', { numberOfKeys: 3, lua: INDEX_APPROVAL });
+    this.redis.defineCommand('ghPutIndexedApproval', { numberOfKeys: 5, lua: PUT_INDEXED_APPROVAL });
+    this.redis.defineCommand('ghIndexApproval', { numberOfKeys: 4, lua: INDEX_APPROVAL });
     this.redis.defineCommand('ghSpend', { numberOfKeys: 1, lua: SPEND });
     this.redis.defineCommand('ghRefund', { numberOfKeys: 1, lua: REFUND });
     this.redis.defineCommand('ghReadBudget', { numberOfKeys: 1, lua: READ_BUDGET });
@@ -722,13 +729,13 @@ export class RedisStore implements Store {
   putApproval(id: string, doc: string, ttlMs: number, index?: ApprovalIndexEntry): Promise<void> {
     return this.run('approvals', async () => {
       if (index === undefined) await this.redis.ghPutApproval(`{approvals}:${id}`, '{approvals}:index', id, doc, ttlMs, Date.now());
-      else await this.redis.ghPutIndexedApproval(`{approvals}:${id}`, '{approvals}:index', PLACED, callerSet(index.caller), id, doc, ttlMs, Date.now(), approvalPlace(index.createdAt, id), index.pendingUntil);
+      else await this.redis.ghPutIndexedApproval(`{approvals}:${id}`, '{approvals}:index', PLACED, callerSet(index.caller), PENDING, id, doc, ttlMs, Date.now(), approvalPlace(index.createdAt, id), index.pendingUntil);
     });
   }
 
   indexApproval(id: string, index: ApprovalIndexEntry, ttlMs: number): Promise<void> {
     return this.run('approvals', async () => {
-      await this.redis.ghIndexApproval(`{approvals}:${id}`, PLACED, callerSet(index.caller), approvalPlace(index.createdAt, id), index.pendingUntil, id, ttlMs);
+      await this.redis.ghIndexApproval(`{approvals}:${id}`, PLACED, callerSet(index.caller), PENDING, approvalPlace(index.createdAt, id), index.pendingUntil, id, ttlMs);
     });
   }
 
@@ -744,6 +751,14 @@ export class RedisStore implements Store {
       const gone = ids.filter((_, i) => docs[i] === null);
       if (gone.length > 0) await this.redis.zrem(key, gone);
       return docs.filter((d): d is string => d !== null);
+    });
+  }
+
+  countPendingApprovals(): Promise<number> {
+    return this.run('approvals', async () => {
+      // Past their deadline they cannot be pending: pruned, then the rest counted.
+      await this.redis.zremrangebyscore(PENDING, '-inf', Date.now());
+      return this.redis.zcard(PENDING);
     });
   }
 

@@ -449,6 +449,10 @@ export class SqliteStore implements Store {
     return this.call('listApprovalPage', after ?? '', limit);
   }
 
+  countPendingApprovals(): Promise<number> {
+    return this.call('countPendingApprovals');
+  }
+
   appendAudit(entry: AuditEntry, more = 0): Promise<AuditAnchor> {
     // This append, the ones already waiting, and those announced: send when they are all in.
     this.target = Math.max(this.target, this.outbox.length + 1 + more);

@@ -140,6 +140,7 @@ const APPROVAL_INDEX_SCHEMA = `
 CREATE TABLE IF NOT EXISTS approval_index (id TEXT PRIMARY KEY, caller TEXT NOT NULL, place TEXT NOT NULL, pending_until INTEGER NOT NULL, expires_at INTEGER NOT NULL);
 CREATE INDEX IF NOT EXISTS approval_index_caller ON approval_index (caller, pending_until);
 CREATE INDEX IF NOT EXISTS approval_index_place ON approval_index (place);
+CREATE INDEX IF NOT EXISTS approval_index_pending ON approval_index (pending_until);
 `;
 
 function prepareApprovalIndex() {
@@ -150,6 +151,7 @@ function prepareApprovalIndex() {
     add: db.prepare(`${upsert} ON CONFLICT(id) DO NOTHING`),
     pendingOf: db.prepare<[string, number, number], { doc: string }>('SELECT a.doc FROM approval_index i JOIN approvals a ON a.id = i.id WHERE i.caller = ? AND i.pending_until > ? AND a.expires_at > ?'),
     page: db.prepare<[string, number, number], { place: string; doc: string }>('SELECT i.place, a.doc FROM approval_index i JOIN approvals a ON a.id = i.id WHERE i.place > ? AND a.expires_at > ? ORDER BY i.place LIMIT ?'),
+    countPending: db.prepare<[number], { n: number }>('SELECT COUNT(*) AS n FROM approval_index WHERE pending_until > ?'),
     sweep: db.prepare('DELETE FROM approval_index WHERE expires_at < ?'),
   };
 }
@@ -267,6 +269,7 @@ const ops: Record<string, (...args: never[]) => unknown> = {
     const now = Date.now();
     return approvalIndex().pendingOf.all(caller, now, now).map((r) => r.doc);
   },
+  countPendingApprovals: (): number => approvalIndex().countPending.get(Date.now())?.n ?? 0,
   listApprovalPage(after: string, limit: number): ApprovalPage {
     const items = approvalIndex().page.all(after, Date.now(), limit).map((r) => ({ at: r.place, doc: r.doc }));
     // A full page may have more after it; a short one is the end (documents gone are left out by the join, not counted).

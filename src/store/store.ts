@@ -225,6 +225,8 @@ export interface Store {
   pendingApprovalsOf(caller: string): Promise<string[]>;
   /** Up to `limit` indexed approvals placed after `after` (a page's `at`), in the order they were opened. */
   listApprovalPage(after: string | undefined, limit: number): Promise<ApprovalPage>;
+  /** How many indexed approvals, of every caller, may be pending now (their pendingUntil still ahead). */
+  countPendingApprovals(): Promise<number>;
 
   /**
    * Appends one record to the hash chain; durable when the promise resolves, which names its place.

@@ -13,6 +13,7 @@ export function approvalStoreOver(s: Store): ApprovalStore {
     index: (id, entry, ttlMs) => s.indexApproval(id, entry, ttlMs),
     pendingOf: (caller) => s.pendingApprovalsOf(caller),
     page: (after, limit) => s.listApprovalPage(after, limit),
+    countPending: () => s.countPendingApprovals(),
     claim: (key, digest, owner, leaseMs, ttlMs) => s.claimIdempotency(key, digest, owner, leaseMs, ttlMs),
     read: (key) => s.readIdempotency(key),
     release: (key, owner) => s.releaseIdempotency(key, owner),

@@ -118,6 +118,30 @@ onBothStores({ tmpPrefix: 'gatehouse-caller-index-', keyPrefix: 'caller-index:' 
     assert.equal((await store.pendingApprovalsOf(principalKey(alice))).length, 2);
   });
 
+  test('the pending gauge is counted from the index: the same as a full read, following decisions and deadlines, with no full read', async (t) => {
+    t.after(() => store.close());
+    const opened: Approval[] = [];
+    for (let i = 0; i < 12; i++) {
+      const v = await book.forCall(callOf(principal(`gauge-${i % 4}`), `g-${i}`), { maxPending: MAX });
+      assert.equal(v.kind, 'pending');
+      opened.push(v.approval);
+    }
+    for (let i = 0; i < 30; i++) await store.putApproval(`pin:up/gauge-${i}`, JSON.stringify({ kind: 'pin', ref: `up/gauge-${i}` }), 600_000);
+    const scanned = async () => (await store.listApprovals()).map((d) => JSON.parse(d) as Approval).filter((a) => typeof a.id === 'string' && a.id.startsWith('ap_') && effectiveState(a, Date.now()) === 'pending').length;
+    assert.equal(await book.pendingCount(), 12);
+    assert.equal(await book.pendingCount(), await scanned());
+    for (const a of opened.slice(0, 3)) assert.equal((await book.decide(a.id, { approve: a.id === opened[0]!.id, by: 'reviewer', policyVersion: V1, requestId: randomUUID(), mayDecide: () => true })).ok, true);
+    assert.equal(await book.pendingCount(), 9);
+    // One whose deadline is a moment away (as stored with its entry): not counted once it has passed.
+    const soon = { ...opened[3]!, id: 'ap_000000000000000000000005', binding: 'b5', expiresAt: Date.now() + 300 };
+    await store.putApproval(soon.id, JSON.stringify(soon), 600_000, { caller: principalKey(alice), createdAt: soon.createdAt, pendingUntil: soon.expiresAt });
+    assert.equal(await book.pendingCount(), 10);
+    await new Promise((r) => setTimeout(r, 400));
+    assert.equal(await book.pendingCount(), 9);
+    assert.equal(await book.pendingCount(), await scanned());
+    assert.equal(listed, 0, 'the gauge read no whole store');
+  });
+
   test('the sweep indexes approvals opened lately without an entry (a replica still on an older version, mid-upgrade)', async (t) => {
     t.after(() => store.close());
     const first = await book.forCall(callOf(bob, 'mid-0'), { maxPending: MAX });

@@ -36,6 +36,7 @@ function approvalStore(s: SqliteStore, failing: { now: boolean }): ApprovalStore
     index: (id, entry, ttlMs) => guard(() => s.indexApproval(id, entry, ttlMs)),
     pendingOf: (caller) => guard(() => s.pendingApprovalsOf(caller)),
     page: (after, limit) => guard(() => s.listApprovalPage(after, limit)),
+    countPending: () => guard(() => s.countPendingApprovals()),
     claim: (key, digest, owner, leaseMs, ttlMs) => guard(() => s.claimIdempotency(key, digest, owner, leaseMs, ttlMs)),
     read: (key) => guard(() => s.readIdempotency(key)),
     release: (key, owner) => guard(() => s.releaseIdempotency(key, owner)),
