@@ -51,7 +51,7 @@ import { taskOffersTakenOut, withoutToolTaskOffers } from './upstream/task-offer
 import { compileApprovalStage } from './approvals/approval-stage.js';
 import { ApprovalBook, type ApprovalStore } from './approvals/book.js';
 import { compileApprovalRules, policyVersion } from './approvals/rules.js';
-import { PinBook, pinView } from './approvals/pins.js';
+import { PinBook, pinView, type PinStore } from './approvals/pins.js';
 import { compilePinStage } from './approvals/pin-stage.js';
 import { RequestStateSeal } from './auth/request-state-seal.js';
 import { CallDeadlines } from './pipeline/call-deadline.js';
@@ -176,21 +176,23 @@ export function createGateway(config: GatehouseConfig, log: Logger, options: Gat
   const state = new StoreGuard(openStore(config.store, storeLog), storeLog, () => metrics?.storeError());
   // Approvals and tool pins live in the store, shared by replicas and kept across reloads.
   const confirmations = new PendingConfirmations();
-  const pinBook = new PinBook(approvalStore(state), log.child({ component: 'pinning' }), { changed: () => metrics?.pinnedToolChanged() });
+  const pinBook = new PinBook(pinStore(state), log.child({ component: 'pinning' }), { changed: () => metrics?.pinnedToolChanged() });
   const approvalBook = new ApprovalBook(approvalStore(state), { decided: (d) => metrics?.approvalDecided(d) });
   // Approvals stored before the store indexed them (by caller, for the limit per caller; in the order they
-  // were opened, for the admin API's pages) are indexed once per start, and again by the sweep until it has
-  // been done: without it they would be neither counted nor shown to reviewers.
+  // were opened, for the admin API's pages), and pins before the store kept a set of them, are indexed once
+  // per start, and again by the sweep until it has been done: without it they would be neither counted nor
+  // shown to reviewers.
   let reindexed: Promise<void> | undefined;
   const reindex = (): void => {
-    reindexed ??= approvalBook.reindex().then(
+    reindexed ??= Promise.all([approvalBook.reindex(), pinBook.reindex()]).then(
       () => undefined,
       (err: unknown) => {
         reindexed = undefined;
-        log.debug('approvals stored before the index not indexed this time', { err });
+        log.debug('approvals and pins stored before their index not indexed this time', { err });
       },
     );
   };
+  // Pins are listed only through the admin API; a pin is checked by its id, which needs no set.
   if (config.policy.approvals.length > 0 || config.admin.enabled) reindex();
   // An approval whose deadline passes unused is recorded expired even if its caller never calls again.
   const expirySweep = setInterval(() => {
@@ -735,6 +737,22 @@ function approvalStore(state: StoreGuard): ApprovalStore {
     release: (key, owner) => state.run((s) => s.releaseIdempotency(key, owner)),
     complete: (key, owner, response, ttlMs) => state.run((s) => s.completeIdempotency(key, owner, response, ttlMs)),
     renew: (key, owner, leaseMs) => state.run((s) => s.renewIdempotency(key, owner, leaseMs)),
+    audit: (entry) => state.run((s) => s.appendAudit(entry)),
+  };
+}
+
+/** The pins' view of the store: approvals' documents, but pins kept in a set of their own; through the guard. */
+function pinStore(state: StoreGuard): PinStore {
+  return {
+    put: (id, doc, ttlMs) => state.run((s) => s.putPin(id, doc, ttlMs)),
+    get: (id) => state.run((s) => s.getApproval(id)),
+    list: () => state.run((s) => s.listPins()),
+    listAll: () => state.run((s) => s.listApprovals()),
+    index: (id) => state.run((s) => s.indexPin(id)),
+    claim: (key, digest, owner, leaseMs, ttlMs) => state.run((s) => s.claimIdempotency(key, digest, owner, leaseMs, ttlMs)),
+    read: (key) => state.run((s) => s.readIdempotency(key)),
+    release: (key, owner) => state.run((s) => s.releaseIdempotency(key, owner)),
+    complete: (key, owner, response, ttlMs) => state.run((s) => s.completeIdempotency(key, owner, response, ttlMs)),
     audit: (entry) => state.run((s) => s.appendAudit(entry)),
   };
 }

@@ -50,9 +50,15 @@ export interface Pin {
 }
 
 export interface PinStore extends LockStore {
+  /** Stores a pin, kept in the set `list` reads. */
   put(id: string, doc: string, ttlMs: number): Promise<void>;
   get(id: string): Promise<string | undefined>;
+  /** The pins' documents, and no others. */
   list(): Promise<string[]>;
+  /** Every document where pins live (approvals too): read once per start, by reindex. */
+  listAll(): Promise<string[]>;
+  /** Adds a pin stored before the pins' set existed to it. */
+  index(id: string): Promise<void>;
   /** What holds a claim, if anything (an acceptance's slot). */
   read(key: string): Promise<IdempotencyRecord | undefined>;
   /** Marks a claim this owner holds as done; false when it is not the owner's. */
@@ -131,8 +137,24 @@ export class PinBook {
     return isPin(doc) ? this.inEffect(doc) : undefined;
   }
 
+  /** Every pin, read from the store's set of pins (GET /pins, the CLI, each load of the inbox page). */
   async list(): Promise<Pin[]> {
     return Promise.all((await this.store.list()).map(parse).filter(isPin).map((p) => this.inEffect(p)));
+  }
+
+  /**
+   * Adds the pins stored before the store kept a set of them (every document read once) to that set, so
+   * they are listed. Run once per start. Resolves with how many pins it saw.
+   */
+  async reindex(): Promise<number> {
+    let seen = 0;
+    for (const doc of await this.store.listAll()) {
+      const pin = parse(doc);
+      if (!isPin(pin)) continue;
+      await this.store.index(PIN_PREFIX + pin.ref);
+      seen++;
+    }
+    return seen;
   }
 
   /**

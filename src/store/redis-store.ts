@@ -266,6 +266,25 @@ for i = 2, 5 do
 end
 return 1`;
 
+/** Stores a pin as PUT_APPROVAL stores any document, and keeps it in the pins' set (KEYS[3]). */
+const PUT_PIN = `
+local ttl = tonumber(ARGV[3])
+redis.call('SET', KEYS[1], ARGV[2], 'PX', ttl)
+redis.call('ZADD', KEYS[2], ARGV[4], ARGV[1])
+redis.call('ZADD', KEYS[3], 0, ARGV[1])
+for i = 2, 3 do
+  if redis.call('PTTL', KEYS[i]) < ttl then redis.call('PEXPIRE', KEYS[i], ttl) end
+end
+return 1`;
+
+/** Adds a pin stored before the pins' set existed to it, for as long as its document lives. */
+const INDEX_PIN = `
+local ttl = redis.call('PTTL', KEYS[1])
+if ttl < 0 then return 0 end
+redis.call('ZADD', KEYS[2], 0, ARGV[1])
+if redis.call('PTTL', KEYS[2]) < ttl then redis.call('PEXPIRE', KEYS[2], ttl) end
+return 1`;
+
 /**
  * Indexes an approval stored before the index existed, unless a write with its entry has placed it since
  * (that entry is newer than the document this one was read from) or the document is gone.
@@ -352,6 +371,8 @@ const PING_KEY_MS = 60_000;
 const AUDIT_READ_PAGE = 500;
 /** Every indexed approval, by its place (approval-index.ts): the listing the admin API pages through. */
 const PLACED = '{approvals}:placed';
+/** Every pin (putPin), so the pins are listed without the rest of `{approvals}`. */
+const PINS = '{approvals}:pins';
 /** Every indexed approval that may be pending, scored by pendingUntil: what the pending gauge counts. */
 const PENDING = '{approvals}:pending';
 
@@ -384,6 +405,8 @@ type Scripted = (Redis | Cluster) & {
   ghRenew(key: string, owner: string, leaseUntil: number, leaseMs: number): Promise<number>;
   ghPutApproval(key: string, index: string, id: string, doc: string, ttlMs: number, at: number): Promise<number>;
   ghPutIndexedApproval(key: string, index: string, placed: string, caller: string, pending: string, id: string, doc: string, ttlMs: number, at: number, place: string, pendingUntil: number): Promise<number>;
+  ghPutPin(key: string, index: string, pins: string, id: string, doc: string, ttlMs: number, at: number): Promise<number>;
+  ghIndexPin(key: string, pins: string, id: string): Promise<number>;
   ghIndexApproval(key: string, placed: string, caller: string, pending: string, place: string, pendingUntil: number, id: string, ttlMs: number): Promise<number>;
   ghSpend(key: string, amount: number, limit: number, window: string): Promise<[number, string, string, string]>;
   ghRefund(key: string, amount: number, window: string, resetsAt: number): Promise<number>;
@@ -565,6 +588,8 @@ export class RedisStore implements Store {
     this.redis.defineCommand('ghRenew', { numberOfKeys: 1, lua: RENEW });
     this.redis.defineCommand('ghPutApproval', { numberOfKeys: 2, lua: PUT_APPROVAL });
     this.redis.defineCommand('ghPutIndexedApproval', { numberOfKeys: 5, lua: PUT_INDEXED_APPROVAL });
+    this.redis.defineCommand('ghPutPin', { numberOfKeys: 3, lua: PUT_PIN });
+    this.redis.defineCommand('ghIndexPin', { numberOfKeys: 2, lua: INDEX_PIN });
     this.redis.defineCommand('ghIndexApproval', { numberOfKeys: 4, lua: INDEX_APPROVAL });
     this.redis.defineCommand('ghSpend', { numberOfKeys: 1, lua: SPEND });
     this.redis.defineCommand('ghRefund', { numberOfKeys: 1, lua: REFUND });
@@ -751,6 +776,34 @@ export class RedisStore implements Store {
       const gone = ids.filter((_, i) => docs[i] === null);
       if (gone.length > 0) await this.redis.zrem(key, gone);
       return docs.filter((d): d is string => d !== null);
+    });
+  }
+
+  putPin(id: string, doc: string, ttlMs: number): Promise<void> {
+    return this.run('approvals', async () => {
+      await this.redis.ghPutPin(`{approvals}:${id}`, '{approvals}:index', PINS, id, doc, ttlMs, Date.now());
+    });
+  }
+
+  indexPin(id: string): Promise<void> {
+    return this.run('approvals', async () => {
+      await this.redis.ghIndexPin(`{approvals}:${id}`, PINS, id);
+    });
+  }
+
+  listPins(): Promise<string[]> {
+    return this.run('approvals', async () => {
+      const ids = await this.redis.zrange(PINS, 0, -1);
+      const found: string[] = [];
+      // In slices, as listApprovals reads (one MGET of every key overflows past about 125,000).
+      for (let start = 0; start < ids.length; start += LIST_SLICE) {
+        const slice = ids.slice(start, start + LIST_SLICE);
+        const docs = await this.redis.mget(slice.map((id) => `{approvals}:${id}`));
+        const gone = slice.filter((_, i) => docs[i] === null);
+        if (gone.length > 0) await this.redis.zrem(PINS, gone);
+        for (const d of docs) if (d !== null) found.push(d);
+      }
+      return found;
     });
   }
 

@@ -453,6 +453,18 @@ export class SqliteStore implements Store {
     return this.call('countPendingApprovals');
   }
 
+  putPin(id: string, doc: string, ttlMs: number): Promise<void> {
+    return this.call('putPin', id, doc, ttlMs);
+  }
+
+  listPins(): Promise<string[]> {
+    return this.call('listPins');
+  }
+
+  indexPin(id: string): Promise<void> {
+    return this.call('indexPin', id);
+  }
+
   appendAudit(entry: AuditEntry, more = 0): Promise<AuditAnchor> {
     // This append, the ones already waiting, and those announced: send when they are all in.
     this.target = Math.max(this.target, this.outbox.length + 1 + more);

@@ -132,7 +132,7 @@ function anchor(): AuditAnchor | undefined {
 }
 
 /**
- * The approvals' index (approval-index.ts), in a table made at its first use rather than with the schema, as
+ * The approvals' index (approval-index.ts) and the pins' set, in tables made at their first use rather than with the schema, as
  * the ping's is: a reader that never writes (`gatehouse audit verify` on a read-only copy of an older file)
  * must not need to. Its rows go with their documents' (the same expiry, swept together).
  */
@@ -141,6 +141,7 @@ CREATE TABLE IF NOT EXISTS approval_index (id TEXT PRIMARY KEY, caller TEXT NOT 
 CREATE INDEX IF NOT EXISTS approval_index_caller ON approval_index (caller, pending_until);
 CREATE INDEX IF NOT EXISTS approval_index_place ON approval_index (place);
 CREATE INDEX IF NOT EXISTS approval_index_pending ON approval_index (pending_until);
+CREATE TABLE IF NOT EXISTS pin_index (id TEXT PRIMARY KEY, expires_at INTEGER NOT NULL);
 `;
 
 function prepareApprovalIndex() {
@@ -152,7 +153,12 @@ function prepareApprovalIndex() {
     pendingOf: db.prepare<[string, number, number], { doc: string }>('SELECT a.doc FROM approval_index i JOIN approvals a ON a.id = i.id WHERE i.caller = ? AND i.pending_until > ? AND a.expires_at > ?'),
     page: db.prepare<[string, number, number], { place: string; doc: string }>('SELECT i.place, a.doc FROM approval_index i JOIN approvals a ON a.id = i.id WHERE i.place > ? AND a.expires_at > ? ORDER BY i.place LIMIT ?'),
     countPending: db.prepare<[number], { n: number }>('SELECT COUNT(*) AS n FROM approval_index WHERE pending_until > ?'),
+    pinPut: db.prepare('INSERT INTO pin_index (id, expires_at) VALUES (?, ?) ON CONFLICT(id) DO UPDATE SET expires_at = excluded.expires_at'),
+    // Added with its document's own lifetime; one already there is kept.
+    pinAdd: db.prepare('INSERT INTO pin_index (id, expires_at) SELECT id, expires_at FROM approvals WHERE id = ? ON CONFLICT(id) DO NOTHING'),
+    pins: db.prepare<[number], { doc: string }>('SELECT a.doc FROM pin_index p JOIN approvals a ON a.id = p.id WHERE a.expires_at > ? ORDER BY p.id'),
     sweep: db.prepare('DELETE FROM approval_index WHERE expires_at < ?'),
+    sweepPins: db.prepare('DELETE FROM pin_index WHERE expires_at < ?'),
   };
 }
 
@@ -269,6 +275,16 @@ const ops: Record<string, (...args: never[]) => unknown> = {
     const now = Date.now();
     return approvalIndex().pendingOf.all(caller, now, now).map((r) => r.doc);
   },
+  /** A pin, and its row in the pins' set, in one transaction. */
+  putPin(id: string, doc: string, ttlMs: number): void {
+    const expiresAt = Date.now() + ttlMs;
+    stmt.approvalPut.run(id, doc, expiresAt);
+    approvalIndex().pinPut.run(id, expiresAt);
+  },
+  listPins: (): string[] => approvalIndex().pins.all(Date.now()).map((r) => r.doc),
+  indexPin(id: string): void {
+    approvalIndex().pinAdd.run(id);
+  },
   countPendingApprovals: (): number => approvalIndex().countPending.get(Date.now())?.n ?? 0,
   listApprovalPage(after: string, limit: number): ApprovalPage {
     const items = approvalIndex().page.all(after, Date.now(), limit).map((r) => ({ at: r.place, doc: r.doc }));
@@ -376,4 +392,5 @@ setInterval(() => {
   const now = Date.now();
   for (const s of stmt.sweep) s.run(now);
   approvalIndexStmts?.sweep.run(now);
+  approvalIndexStmts?.sweepPins.run(now);
 }, 60_000).unref();

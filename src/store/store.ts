@@ -227,6 +227,12 @@ export interface Store {
   listApprovalPage(after: string | undefined, limit: number): Promise<ApprovalPage>;
   /** How many indexed approvals, of every caller, may be pending now (their pendingUntil still ahead). */
   countPendingApprovals(): Promise<number>;
+  /** Stores (replaces) a tool pin under `{approvals}` as putApproval does, and keeps it in the set listPins reads. */
+  putPin(id: string, doc: string, ttlMs: number): Promise<void>;
+  /** The documents stored by putPin (or added by indexPin), without reading the rest of `{approvals}`. */
+  listPins(): Promise<string[]>;
+  /** Adds a document stored before the pins' set existed (by putApproval) to it, for as long as it lives. */
+  indexPin(id: string): Promise<void>;
 
   /**
    * Appends one record to the hash chain; durable when the promise resolves, which names its place.

@@ -60,9 +60,11 @@ function replica() {
     },
     put: async (id, doc, ttlMs) => {
       await at('put', doc);
-      await store.putApproval(id, doc, ttlMs);
+      await store.putPin(id, doc, ttlMs);
     },
-    list: () => store.listApprovals(),
+    list: () => store.listPins(),
+    listAll: () => store.listApprovals(),
+    index: (id) => store.indexPin(id),
     audit: async (entry) => {
       await at('audit', entry.outcome);
       audits.push(entry);
