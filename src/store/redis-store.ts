@@ -4,13 +4,13 @@
 // that scripts touch together share a hash tag, so they land in one Cluster slot. Commands fail at once
 // while Redis is unreachable (no offline queue): the pipeline fails closed and recovers when it is back.
 
-import { createHash } from 'node:crypto';
 import { createRequire } from 'node:module';
 import type { Cluster, Redis, RedisOptions } from 'ioredis';
 import type { RedisStore as RedisStoreConfig } from '../config/schema.generated.js';
 import type { Logger } from '../log/logger.js';
 import { takeNotices, type RedisNotice } from './redis-notices.js';
-import { approvalPlace, type ApprovalIndexEntry, type ApprovalPage } from './approval-index.js';
+import type { ApprovalIndexEntry, ApprovalPage } from './approval-index.js';
+import { APPROVAL_INDEX_SCRIPTS, countPendingApprovals, indexApproval, indexPin, listApprovalPage, listPins, pendingApprovalsOf, putIndexedApproval, putPin, type IndexScripted } from './redis-approval-index.js';
 import { chainNext, entryJson, storedAuditAnchor, storedAuditRecord, type ChainedRecord } from './audit-chain.js';
 import { StoreUnavailableError, type BreakerAdmission, type BreakerSettings, type BreakerState, type BudgetCounter, type BudgetSpend, type CalendarWindow, type AuditAnchor, type AuditEntry, type AuditQuery, type AuditRecord, type IdempotencyClaim, type IdempotencyRecord, type Store, type TokenBucket, type TokenTake, type WindowCount } from './store.js';
 
@@ -248,61 +248,6 @@ if redis.call('PTTL', KEYS[2]) < tonumber(ARGV[3]) then redis.call('PEXPIRE', KE
 return 1`;
 
 /**
- * Stores an approval with its index entry (approval-index.ts): indexed as PUT_APPROVAL does, placed in the
- * listing (KEYS[3], ordered by member, every score 0), and in its caller's set (KEYS[4]) and the set of all
- * (KEYS[5]) of approvals that may be pending, scored by pendingUntil, or out of both once it cannot be.
- * Each set lives as long as its longest-lived member's document.
- */
-const PUT_INDEXED_APPROVAL = `
-local ttl = tonumber(ARGV[3])
-redis.call('SET', KEYS[1], ARGV[2], 'PX', ttl)
-redis.call('ZADD', KEYS[2], ARGV[4], ARGV[1])
-redis.call('ZADD', KEYS[3], 0, ARGV[5])
-for i = 4, 5 do
-  if tonumber(ARGV[6]) > 0 then redis.call('ZADD', KEYS[i], ARGV[6], ARGV[1]) else redis.call('ZREM', KEYS[i], ARGV[1]) end
-end
-for i = 2, 5 do
-  if redis.call('EXISTS', KEYS[i]) == 1 and redis.call('PTTL', KEYS[i]) < ttl then redis.call('PEXPIRE', KEYS[i], ttl) end
-end
-return 1`;
-
-/** Stores a pin as PUT_APPROVAL stores any document, and keeps it in the pins' set (KEYS[3]). */
-const PUT_PIN = `
-local ttl = tonumber(ARGV[3])
-redis.call('SET', KEYS[1], ARGV[2], 'PX', ttl)
-redis.call('ZADD', KEYS[2], ARGV[4], ARGV[1])
-redis.call('ZADD', KEYS[3], 0, ARGV[1])
-for i = 2, 3 do
-  if redis.call('PTTL', KEYS[i]) < ttl then redis.call('PEXPIRE', KEYS[i], ttl) end
-end
-return 1`;
-
-/** Adds a pin stored before the pins' set existed to it, for as long as its document lives. */
-const INDEX_PIN = `
-local ttl = redis.call('PTTL', KEYS[1])
-if ttl < 0 then return 0 end
-redis.call('ZADD', KEYS[2], 0, ARGV[1])
-if redis.call('PTTL', KEYS[2]) < ttl then redis.call('PEXPIRE', KEYS[2], ttl) end
-return 1`;
-
-/**
- * Indexes an approval stored before the index existed, unless a write with its entry has placed it since
- * (that entry is newer than the document this one was read from) or the document is gone.
- */
-const INDEX_APPROVAL = `
-if redis.call('EXISTS', KEYS[1]) == 0 or redis.call('ZSCORE', KEYS[2], ARGV[1]) then return 0 end
-local ttl = tonumber(ARGV[4])
-redis.call('ZADD', KEYS[2], 0, ARGV[1])
-if tonumber(ARGV[2]) > 0 then
-  redis.call('ZADD', KEYS[3], ARGV[2], ARGV[3])
-  redis.call('ZADD', KEYS[4], ARGV[2], ARGV[3])
-end
-for i = 2, 4 do
-  if redis.call('EXISTS', KEYS[i]) == 1 and redis.call('PTTL', KEYS[i]) < ttl then redis.call('PEXPIRE', KEYS[i], ttl) end
-end
-return 1`;
-
-/**
  * Appends chained records if the chain's head is still the one they were chained onto (ARGV[1], '' for no
  * head yet): the new head and the records in one step, one round trip where WATCH, GET and MULTI took three.
  * Otherwise nothing is written and the head found comes back, for the caller to chain onto and try again.
@@ -369,18 +314,6 @@ const AUDIT_PRUNE_PAGE = 500;
 const PING_KEY_MS = 60_000;
 /** How many audit records a read filtered by time takes from Redis at a time, at least. */
 const AUDIT_READ_PAGE = 500;
-/** Every indexed approval, by its place (approval-index.ts): the listing the admin API pages through. */
-const PLACED = '{approvals}:placed';
-/** Every pin (putPin), so the pins are listed without the rest of `{approvals}`. */
-const PINS = '{approvals}:pins';
-/** Every indexed approval that may be pending, scored by pendingUntil: what the pending gauge counts. */
-const PENDING = '{approvals}:pending';
-
-/** The set of one caller's approvals that may be pending; the caller's key hashed, as it holds any subject. */
-function callerSet(caller: string): string {
-  return `{approvals}:caller:${createHash('sha256').update(caller).digest('hex')}`;
-}
-
 /** Approval documents read (and index entries pruned) per MGET (ZREM) when listing them. */
 const LIST_SLICE = 1_000;
 /** How many a read bounded in bytes (AuditQuery.maxBytes) fetches at a time, at most. */
@@ -395,7 +328,7 @@ function loadIoredis(): typeof import('ioredis') {
   return (ioredis ??= createRequire(import.meta.url)('ioredis') as typeof import('ioredis'));
 }
 
-type Scripted = (Redis | Cluster) & {
+type Scripted = IndexScripted & {
   ghPing(key: string, hash: string, sorted: string, ttlMs: number): Promise<number>;
   ghWindow(key: string, amount: number, windowMs: number): Promise<[string, string]>;
   ghBucket(key: string, rate: number, per: number, burst: number, cost: number): Promise<[number, string, number]>;
@@ -405,8 +338,6 @@ type Scripted = (Redis | Cluster) & {
   ghRenew(key: string, owner: string, leaseUntil: number, leaseMs: number): Promise<number>;
   ghPutApproval(key: string, index: string, id: string, doc: string, ttlMs: number, at: number): Promise<number>;
   ghPutIndexedApproval(key: string, index: string, placed: string, caller: string, pending: string, id: string, doc: string, ttlMs: number, at: number, place: string, pendingUntil: number): Promise<number>;
-  ghPutPin(key: string, index: string, pins: string, id: string, doc: string, ttlMs: number, at: number): Promise<number>;
-  ghIndexPin(key: string, pins: string, id: string): Promise<number>;
   ghIndexApproval(key: string, placed: string, caller: string, pending: string, place: string, pendingUntil: number, id: string, ttlMs: number): Promise<number>;
   ghSpend(key: string, amount: number, limit: number, window: string): Promise<[number, string, string, string]>;
   ghRefund(key: string, amount: number, window: string, resetsAt: number): Promise<number>;
@@ -587,10 +518,7 @@ export class RedisStore implements Store {
     this.redis.defineCommand('ghRelease', { numberOfKeys: 1, lua: RELEASE });
     this.redis.defineCommand('ghRenew', { numberOfKeys: 1, lua: RENEW });
     this.redis.defineCommand('ghPutApproval', { numberOfKeys: 2, lua: PUT_APPROVAL });
-    this.redis.defineCommand('ghPutIndexedApproval', { numberOfKeys: 5, lua: PUT_INDEXED_APPROVAL });
-    this.redis.defineCommand('ghPutPin', { numberOfKeys: 3, lua: PUT_PIN });
-    this.redis.defineCommand('ghIndexPin', { numberOfKeys: 2, lua: INDEX_PIN });
-    this.redis.defineCommand('ghIndexApproval', { numberOfKeys: 4, lua: INDEX_APPROVAL });
+    for (const [name, script] of Object.entries(APPROVAL_INDEX_SCRIPTS)) this.redis.defineCommand(name, script);
     this.redis.defineCommand('ghSpend', { numberOfKeys: 1, lua: SPEND });
     this.redis.defineCommand('ghRefund', { numberOfKeys: 1, lua: REFUND });
     this.redis.defineCommand('ghReadBudget', { numberOfKeys: 1, lua: READ_BUDGET });
@@ -754,78 +682,36 @@ export class RedisStore implements Store {
   putApproval(id: string, doc: string, ttlMs: number, index?: ApprovalIndexEntry): Promise<void> {
     return this.run('approvals', async () => {
       if (index === undefined) await this.redis.ghPutApproval(`{approvals}:${id}`, '{approvals}:index', id, doc, ttlMs, Date.now());
-      else await this.redis.ghPutIndexedApproval(`{approvals}:${id}`, '{approvals}:index', PLACED, callerSet(index.caller), PENDING, id, doc, ttlMs, Date.now(), approvalPlace(index.createdAt, id), index.pendingUntil);
+      else await putIndexedApproval(this.redis, id, doc, ttlMs, index);
     });
   }
 
   indexApproval(id: string, index: ApprovalIndexEntry, ttlMs: number): Promise<void> {
-    return this.run('approvals', async () => {
-      await this.redis.ghIndexApproval(`{approvals}:${id}`, PLACED, callerSet(index.caller), PENDING, approvalPlace(index.createdAt, id), index.pendingUntil, id, ttlMs);
-    });
+    return this.run('approvals', () => indexApproval(this.redis, id, index, ttlMs));
   }
 
   pendingApprovalsOf(caller: string): Promise<string[]> {
-    return this.run('approvals', async () => {
-      const key = callerSet(caller);
-      const now = Date.now();
-      // Past their deadline they cannot be pending: pruned, then the rest read.
-      await this.redis.zremrangebyscore(key, '-inf', now);
-      const ids = await this.redis.zrangebyscore(key, `(${now}`, '+inf');
-      if (ids.length === 0) return [];
-      const docs = await this.redis.mget(ids.map((id) => `{approvals}:${id}`));
-      const gone = ids.filter((_, i) => docs[i] === null);
-      if (gone.length > 0) await this.redis.zrem(key, gone);
-      return docs.filter((d): d is string => d !== null);
-    });
-  }
-
-  putPin(id: string, doc: string, ttlMs: number): Promise<void> {
-    return this.run('approvals', async () => {
-      await this.redis.ghPutPin(`{approvals}:${id}`, '{approvals}:index', PINS, id, doc, ttlMs, Date.now());
-    });
-  }
-
-  indexPin(id: string): Promise<void> {
-    return this.run('approvals', async () => {
-      await this.redis.ghIndexPin(`{approvals}:${id}`, PINS, id);
-    });
-  }
-
-  listPins(): Promise<string[]> {
-    return this.run('approvals', async () => {
-      const ids = await this.redis.zrange(PINS, 0, -1);
-      const found: string[] = [];
-      // In slices, as listApprovals reads (one MGET of every key overflows past about 125,000).
-      for (let start = 0; start < ids.length; start += LIST_SLICE) {
-        const slice = ids.slice(start, start + LIST_SLICE);
-        const docs = await this.redis.mget(slice.map((id) => `{approvals}:${id}`));
-        const gone = slice.filter((_, i) => docs[i] === null);
-        if (gone.length > 0) await this.redis.zrem(PINS, gone);
-        for (const d of docs) if (d !== null) found.push(d);
-      }
-      return found;
-    });
+    return this.run('approvals', () => pendingApprovalsOf(this.redis, caller));
   }
 
   countPendingApprovals(): Promise<number> {
-    return this.run('approvals', async () => {
-      // Past their deadline they cannot be pending: pruned, then the rest counted.
-      await this.redis.zremrangebyscore(PENDING, '-inf', Date.now());
-      return this.redis.zcard(PENDING);
-    });
+    return this.run('approvals', () => countPendingApprovals(this.redis));
   }
 
   listApprovalPage(after: string | undefined, limit: number): Promise<ApprovalPage> {
-    return this.run('approvals', async () => {
-      const places = await this.redis.zrangebylex(PLACED, after === undefined ? '-' : `(${after}`, '+', 'LIMIT', 0, limit);
-      if (places.length === 0) return { items: [], next: undefined };
-      const docs = await this.redis.mget(places.map((place) => `{approvals}:${place.slice(place.indexOf(':') + 1)}`));
-      // Documents past their TTL leave their place behind: pruned as they are met.
-      const gone = places.filter((_, i) => docs[i] === null);
-      if (gone.length > 0) await this.redis.zrem(PLACED, gone);
-      const items = places.flatMap((at, i) => (docs[i] === null ? [] : [{ at, doc: docs[i]! }]));
-      return { items, next: places.length === limit ? places.at(-1) : undefined };
-    });
+    return this.run('approvals', () => listApprovalPage(this.redis, after, limit));
+  }
+
+  putPin(id: string, doc: string, ttlMs: number): Promise<void> {
+    return this.run('approvals', () => putPin(this.redis, id, doc, ttlMs));
+  }
+
+  indexPin(id: string): Promise<void> {
+    return this.run('approvals', () => indexPin(this.redis, id));
+  }
+
+  listPins(): Promise<string[]> {
+    return this.run('approvals', () => listPins(this.redis));
   }
 
   getApproval(id: string): Promise<string | undefined> {
