@@ -730,7 +730,7 @@ function approvalStore(state: StoreGuard): ApprovalStore {
     list: () => state.run((s) => s.listApprovals()),
     index: (id, entry, ttlMs) => state.run((s) => s.indexApproval(id, entry, ttlMs)),
     pendingOf: (caller) => state.run((s) => s.pendingApprovalsOf(caller)),
-    page: (after, limit) => state.run((s) => s.listApprovalPage(after, limit)),
+    page: (after, limit, pendingOnly) => state.run((s) => s.listApprovalPage(after, limit, pendingOnly)),
     countPending: () => state.run((s) => s.countPendingApprovals()),
     claim: (key, digest, owner, leaseMs, ttlMs) => state.run((s) => s.claimIdempotency(key, digest, owner, leaseMs, ttlMs)),
     read: (key) => state.run((s) => s.readIdempotency(key)),

@@ -68,7 +68,9 @@ export async function approvalPage(book: ApprovalBook, query: ListQuery, shown: 
   const approvals: ApprovalView[] = [];
   let after = query.after;
   for (let scanned = 0; scanned < MAX_SCANNED; scanned += STORE_PAGE) {
-    const page = await book.page(after, STORE_PAGE);
+    // Pending ones are read from the store's listing of those alone: a week of decided approvals before
+    // them would otherwise fill whole requests with nothing to show (an inbox page empty but for its link).
+    const page = await book.page(after, STORE_PAGE, query.state === 'pending');
     for (let i = 0; i < page.items.length; i++) {
       const { at, approval } = page.items[i]!;
       after = at;

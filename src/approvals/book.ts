@@ -51,7 +51,7 @@ export interface ApprovalStore {
   /** The documents of a caller's approvals that may be pending (by the index). */
   pendingOf(caller: string): Promise<string[]>;
   /** A page of approvals in the order they were opened, after the place `after` (by the index). */
-  page(after: string | undefined, limit: number): Promise<ApprovalPage>;
+  page(after: string | undefined, limit: number, pendingOnly?: boolean): Promise<ApprovalPage>;
   /** How many approvals of every caller may be pending now (by the index). */
   countPending(): Promise<number>;
   claim(key: string, digest: string, owner: string, leaseMs: number, ttlMs: number): Promise<IdempotencyClaim>;
@@ -349,10 +349,11 @@ export class ApprovalBook {
   /**
    * Up to `limit` approvals in the order they were opened, after the place `after` (a previous page's
    * `at`); `next` is where the next page starts, undefined at the end. A page may hold fewer than `limit`
-   * and still have a next (documents past their lifetime are left out).
+   * and still have a next (documents past their lifetime are left out). `pendingOnly`: only those that may
+   * be pending, by the store's index (each still judged by the reader: a deadline may have passed).
    */
-  async page(after: string | undefined, limit: number): Promise<{ items: Array<{ at: string; approval: Approval }>; next: string | undefined }> {
-    const page = await this.store.page(after, limit);
+  async page(after: string | undefined, limit: number, pendingOnly = false): Promise<{ items: Array<{ at: string; approval: Approval }>; next: string | undefined }> {
+    const page = await this.store.page(after, limit, pendingOnly);
     const items: Array<{ at: string; approval: Approval }> = [];
     for (const { at, doc } of page.items) {
       const a = parse(doc);

@@ -11,8 +11,8 @@ import { approvalPlace, type ApprovalIndexEntry, type ApprovalPage } from './app
 /**
  * Stores an approval with its index entry: indexed as every `{approvals}` document is (KEYS[2], by put
  * time), placed in the listing (KEYS[3], ordered by member, every score 0), and in its caller's set
- * (KEYS[4]) and the set of all (KEYS[5]) of approvals that may be pending, scored by pendingUntil, or out
- * of both once it cannot be.
+ * (KEYS[4]) and the set of all (KEYS[5]) of approvals that may be pending, scored by pendingUntil, and
+ * placed in the listing of those (KEYS[6]), or out of all three once it cannot be.
  */
 const PUT_INDEXED_APPROVAL = `
 local ttl = tonumber(ARGV[3])
@@ -22,7 +22,8 @@ redis.call('ZADD', KEYS[3], 0, ARGV[5])
 for i = 4, 5 do
   if tonumber(ARGV[6]) > 0 then redis.call('ZADD', KEYS[i], ARGV[6], ARGV[1]) else redis.call('ZREM', KEYS[i], ARGV[1]) end
 end
-for i = 2, 5 do
+if tonumber(ARGV[6]) > 0 then redis.call('ZADD', KEYS[6], 0, ARGV[5]) else redis.call('ZREM', KEYS[6], ARGV[5]) end
+for i = 2, 6 do
   if redis.call('EXISTS', KEYS[i]) == 1 and redis.call('PTTL', KEYS[i]) < ttl then redis.call('PEXPIRE', KEYS[i], ttl) end
 end
 return 1`;
@@ -38,8 +39,9 @@ redis.call('ZADD', KEYS[2], 0, ARGV[1])
 if tonumber(ARGV[2]) > 0 then
   redis.call('ZADD', KEYS[3], ARGV[2], ARGV[3])
   redis.call('ZADD', KEYS[4], ARGV[2], ARGV[3])
+  redis.call('ZADD', KEYS[5], 0, ARGV[1])
 end
-for i = 2, 4 do
+for i = 2, 5 do
   if redis.call('EXISTS', KEYS[i]) == 1 and redis.call('PTTL', KEYS[i]) < ttl then redis.call('PEXPIRE', KEYS[i], ttl) end
 end
 return 1`;
@@ -65,16 +67,16 @@ return 1`;
 
 /** The scripts, as the store defines them on its client. */
 export const APPROVAL_INDEX_SCRIPTS = {
-  ghPutIndexedApproval: { numberOfKeys: 5, lua: PUT_INDEXED_APPROVAL },
-  ghIndexApproval: { numberOfKeys: 4, lua: INDEX_APPROVAL },
+  ghPutIndexedApproval: { numberOfKeys: 6, lua: PUT_INDEXED_APPROVAL },
+  ghIndexApproval: { numberOfKeys: 5, lua: INDEX_APPROVAL },
   ghPutPin: { numberOfKeys: 3, lua: PUT_PIN },
   ghIndexPin: { numberOfKeys: 2, lua: INDEX_PIN },
 } as const;
 
 /** A client with the scripts defined. */
 export type IndexScripted = (Redis | Cluster) & {
-  ghPutIndexedApproval(key: string, index: string, placed: string, caller: string, pending: string, id: string, doc: string, ttlMs: number, at: number, place: string, pendingUntil: number): Promise<number>;
-  ghIndexApproval(key: string, placed: string, caller: string, pending: string, place: string, pendingUntil: number, id: string, ttlMs: number): Promise<number>;
+  ghPutIndexedApproval(key: string, index: string, placed: string, caller: string, pending: string, open: string, id: string, doc: string, ttlMs: number, at: number, place: string, pendingUntil: number): Promise<number>;
+  ghIndexApproval(key: string, placed: string, caller: string, pending: string, open: string, place: string, pendingUntil: number, id: string, ttlMs: number): Promise<number>;
   ghPutPin(key: string, index: string, pins: string, id: string, doc: string, ttlMs: number, at: number): Promise<number>;
   ghIndexPin(key: string, pins: string, id: string): Promise<number>;
 };
@@ -83,6 +85,11 @@ export type IndexScripted = (Redis | Cluster) & {
 const EVERY = '{approvals}:index';
 /** Every indexed approval, by its place: the listing the admin API pages through. */
 const PLACED = '{approvals}:placed';
+/**
+ * Every indexed approval that may be pending, by its place: the listing of pending ones. Left by a decision
+ * (and an expiry the sweep records), so one past its deadline waits there for the sweep; readers judge it.
+ */
+const OPEN = '{approvals}:open';
 /** Every pin (putPin), so the pins are listed without the rest of `{approvals}`. */
 const PINS = '{approvals}:pins';
 /** Every indexed approval that may be pending, scored by pendingUntil: what the pending gauge counts. */
@@ -98,11 +105,11 @@ function callerSet(caller: string): string {
 const docKey = (id: string): string => `{approvals}:${id}`;
 
 export async function putIndexedApproval(redis: IndexScripted, id: string, doc: string, ttlMs: number, index: ApprovalIndexEntry): Promise<void> {
-  await redis.ghPutIndexedApproval(docKey(id), EVERY, PLACED, callerSet(index.caller), PENDING, id, doc, ttlMs, Date.now(), approvalPlace(index.createdAt, id), index.pendingUntil);
+  await redis.ghPutIndexedApproval(docKey(id), EVERY, PLACED, callerSet(index.caller), PENDING, OPEN, id, doc, ttlMs, Date.now(), approvalPlace(index.createdAt, id), index.pendingUntil);
 }
 
 export async function indexApproval(redis: IndexScripted, id: string, index: ApprovalIndexEntry, ttlMs: number): Promise<void> {
-  await redis.ghIndexApproval(docKey(id), PLACED, callerSet(index.caller), PENDING, approvalPlace(index.createdAt, id), index.pendingUntil, id, ttlMs);
+  await redis.ghIndexApproval(docKey(id), PLACED, callerSet(index.caller), PENDING, OPEN, approvalPlace(index.createdAt, id), index.pendingUntil, id, ttlMs);
 }
 
 export async function pendingApprovalsOf(redis: IndexScripted, caller: string): Promise<string[]> {
@@ -120,13 +127,14 @@ export async function countPendingApprovals(redis: IndexScripted): Promise<numbe
   return redis.zcard(PENDING);
 }
 
-export async function listApprovalPage(redis: IndexScripted, after: string | undefined, limit: number): Promise<ApprovalPage> {
-  const places = await redis.zrangebylex(PLACED, after === undefined ? '-' : `(${after}`, '+', 'LIMIT', 0, limit);
+export async function listApprovalPage(redis: IndexScripted, after: string | undefined, limit: number, pendingOnly: boolean): Promise<ApprovalPage> {
+  const set = pendingOnly ? OPEN : PLACED;
+  const places = await redis.zrangebylex(set, after === undefined ? '-' : `(${after}`, '+', 'LIMIT', 0, limit);
   if (places.length === 0) return { items: [], next: undefined };
   const docs = await redis.mget(places.map((place) => docKey(place.slice(place.indexOf(':') + 1))));
   // Documents past their TTL leave their place behind: pruned as they are met.
   const gone = places.filter((_, i) => docs[i] === null);
-  if (gone.length > 0) await redis.zrem(PLACED, gone);
+  if (gone.length > 0) await redis.zrem(set, gone);
   const items = places.flatMap((at, i) => (docs[i] === null ? [] : [{ at, doc: docs[i]! }]));
   return { items, next: places.length === limit ? places.at(-1) : undefined };
 }

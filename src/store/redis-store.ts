@@ -698,8 +698,8 @@ export class RedisStore implements Store {
     return this.run('approvals', () => countPendingApprovals(this.redis));
   }
 
-  listApprovalPage(after: string | undefined, limit: number): Promise<ApprovalPage> {
-    return this.run('approvals', () => listApprovalPage(this.redis, after, limit));
+  listApprovalPage(after: string | undefined, limit: number, pendingOnly = false): Promise<ApprovalPage> {
+    return this.run('approvals', () => listApprovalPage(this.redis, after, limit, pendingOnly));
   }
 
   putPin(id: string, doc: string, ttlMs: number): Promise<void> {

@@ -445,8 +445,8 @@ export class SqliteStore implements Store {
     return this.call('pendingApprovalsOf', caller);
   }
 
-  listApprovalPage(after: string | undefined, limit: number): Promise<ApprovalPage> {
-    return this.call('listApprovalPage', after ?? '', limit);
+  listApprovalPage(after: string | undefined, limit: number, pendingOnly = false): Promise<ApprovalPage> {
+    return this.call('listApprovalPage', after ?? '', limit, pendingOnly);
   }
 
   countPendingApprovals(): Promise<number> {

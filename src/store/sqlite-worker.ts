@@ -152,6 +152,7 @@ function prepareApprovalIndex() {
     add: db.prepare(`${upsert} ON CONFLICT(id) DO NOTHING`),
     pendingOf: db.prepare<[string, number, number], { doc: string }>('SELECT a.doc FROM approval_index i JOIN approvals a ON a.id = i.id WHERE i.caller = ? AND i.pending_until > ? AND a.expires_at > ?'),
     page: db.prepare<[string, number, number], { place: string; doc: string }>('SELECT i.place, a.doc FROM approval_index i JOIN approvals a ON a.id = i.id WHERE i.place > ? AND a.expires_at > ? ORDER BY i.place LIMIT ?'),
+    pendingPage: db.prepare<[string, number, number, number], { place: string; doc: string }>('SELECT i.place, a.doc FROM approval_index i JOIN approvals a ON a.id = i.id WHERE i.place > ? AND i.pending_until > ? AND a.expires_at > ? ORDER BY i.place LIMIT ?'),
     countPending: db.prepare<[number], { n: number }>('SELECT COUNT(*) AS n FROM approval_index WHERE pending_until > ?'),
     pinPut: db.prepare('INSERT INTO pin_index (id, expires_at) VALUES (?, ?) ON CONFLICT(id) DO UPDATE SET expires_at = excluded.expires_at'),
     // Added with its document's own lifetime; one already there is kept.
@@ -286,8 +287,10 @@ const ops: Record<string, (...args: never[]) => unknown> = {
     approvalIndex().pinAdd.run(id);
   },
   countPendingApprovals: (): number => approvalIndex().countPending.get(Date.now())?.n ?? 0,
-  listApprovalPage(after: string, limit: number): ApprovalPage {
-    const items = approvalIndex().page.all(after, Date.now(), limit).map((r) => ({ at: r.place, doc: r.doc }));
+  listApprovalPage(after: string, limit: number, pendingOnly: boolean): ApprovalPage {
+    const now = Date.now();
+    const rows = pendingOnly ? approvalIndex().pendingPage.all(after, now, now, limit) : approvalIndex().page.all(after, now, limit);
+    const items = rows.map((r) => ({ at: r.place, doc: r.doc }));
     // A full page may have more after it; a short one is the end (documents gone are left out by the join, not counted).
     return { items, next: items.length === limit ? items.at(-1)!.at : undefined };
   },

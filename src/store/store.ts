@@ -223,8 +223,11 @@ export interface Store {
   indexApproval(id: string, index: ApprovalIndexEntry, ttlMs: number): Promise<void>;
   /** The documents of `caller`'s approvals that may be pending: indexed with their pendingUntil still ahead. */
   pendingApprovalsOf(caller: string): Promise<string[]>;
-  /** Up to `limit` indexed approvals placed after `after` (a page's `at`), in the order they were opened. */
-  listApprovalPage(after: string | undefined, limit: number): Promise<ApprovalPage>;
+  /**
+   * Up to `limit` indexed approvals placed after `after` (a page's `at`), in the order they were opened;
+   * `pendingOnly`, only those that may be pending (a listing of pending ones reads no decided ones).
+   */
+  listApprovalPage(after: string | undefined, limit: number, pendingOnly?: boolean): Promise<ApprovalPage>;
   /** How many indexed approvals, of every caller, may be pending now (their pendingUntil still ahead). */
   countPendingApprovals(): Promise<number>;
   /** Stores (replaces) a tool pin under `{approvals}` as putApproval does, and keeps it in the set listPins reads. */

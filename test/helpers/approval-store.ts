@@ -12,7 +12,7 @@ export function approvalStoreOver(s: Store): ApprovalStore {
     list: () => s.listApprovals(),
     index: (id, entry, ttlMs) => s.indexApproval(id, entry, ttlMs),
     pendingOf: (caller) => s.pendingApprovalsOf(caller),
-    page: (after, limit) => s.listApprovalPage(after, limit),
+    page: (after, limit, pendingOnly) => s.listApprovalPage(after, limit, pendingOnly),
     countPending: () => s.countPendingApprovals(),
     claim: (key, digest, owner, leaseMs, ttlMs) => s.claimIdempotency(key, digest, owner, leaseMs, ttlMs),
     read: (key) => s.readIdempotency(key),

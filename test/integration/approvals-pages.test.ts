@@ -110,6 +110,24 @@ onBothStores({ tmpPrefix: 'gatehouse-approval-pages-', keyPrefix: 'approval-page
     assert.equal((await all('all', TOTAL)).length, TOTAL);
   });
 
+  test('pending approvals are paged from the pending ones alone: decided ones before them take no room', async (t) => {
+    t.after(() => close());
+    // The store's own page of pending approvals: none of the rejected, however many come first.
+    const seen: string[] = [];
+    let after: string | undefined;
+    for (let pages = 0; pages < 50; pages++) {
+      const page = await store.listApprovalPage(after, 16, true);
+      assert.ok(page.items.length <= 16);
+      for (const item of page.items) seen.push((JSON.parse(item.doc) as { id: string }).id);
+      if (page.next === undefined) break;
+      after = page.next;
+    }
+    assert.deepEqual([...seen].sort(), opened.filter((id) => !rejected.has(id)).sort());
+    // The first store page of everything starts with a rejected one; of pending ones, never.
+    assert.ok(rejected.has((JSON.parse((await store.listApprovalPage(undefined, 1)).items[0]!.doc) as { id: string }).id));
+    assert.ok(!rejected.has((JSON.parse((await store.listApprovalPage(undefined, 1, true)).items[0]!.doc) as { id: string }).id));
+  });
+
   test('a limit outside 1..500 or a cursor this API did not give is 400, saying which', async (t) => {
     t.after(() => close());
     for (const query of ['?limit=0', '?limit=501', '?limit=ten', '?limit=-1', '?cursor=not-a-cursor', `?cursor=${Buffer.from('../../etc').toString('base64url')}`, '?cursor=']) {

@@ -35,7 +35,7 @@ function approvalStore(s: SqliteStore, failing: { now: boolean }): ApprovalStore
     list: () => guard(() => s.listApprovals()),
     index: (id, entry, ttlMs) => guard(() => s.indexApproval(id, entry, ttlMs)),
     pendingOf: (caller) => guard(() => s.pendingApprovalsOf(caller)),
-    page: (after, limit) => guard(() => s.listApprovalPage(after, limit)),
+    page: (after, limit, pendingOnly) => guard(() => s.listApprovalPage(after, limit, pendingOnly)),
     countPending: () => guard(() => s.countPendingApprovals()),
     claim: (key, digest, owner, leaseMs, ttlMs) => guard(() => s.claimIdempotency(key, digest, owner, leaseMs, ttlMs)),
     read: (key) => guard(() => s.readIdempotency(key)),
