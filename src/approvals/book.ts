@@ -44,7 +44,7 @@ export interface ApprovalStore {
   /** Stores a document; an approval's with its index entry (approval-index.ts), in the same write. */
   put(id: string, doc: string, ttlMs: number, index?: ApprovalIndexEntry): Promise<void>;
   get(id: string): Promise<string | undefined>;
-  /** Every document, approvals and the rest: for the rare reader (the expiry sweep, the metrics). */
+  /** Every document, approvals and the rest: for the rare reader (the expiry sweep, reindex). */
   list(): Promise<string[]>;
   /** Indexes an approval stored before the index existed (kept as it is when it has an entry already). */
   index(id: string, entry: ApprovalIndexEntry, ttlMs: number): Promise<void>;
