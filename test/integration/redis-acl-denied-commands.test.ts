@@ -26,6 +26,8 @@ before(async () => {
   admin = new Redis(redis.url);
   await admin.call('ACL', 'SETUSER', 'nozadd', 'on', '>nozadd-pw', '~*', '+@all', '-zadd');
   await admin.call('ACL', 'SETUSER', 'nohash', 'on', '>nohash-pw', '~*', '+@all', '-@hash');
+  // The approvals' pages read their index by lex (approval-index): that read is in the ping too.
+  await admin.call('ACL', 'SETUSER', 'nolex', 'on', '>nolex-pw', '~*', '+@all', '-zrangebylex');
 });
 after(async () => {
   admin.disconnect();
@@ -33,7 +35,7 @@ after(async () => {
   await redis.stop();
 });
 
-for (const [user, command] of [['nozadd', 'zadd'], ['nohash', 'hset']] as const) {
+for (const [user, command] of [['nozadd', 'zadd'], ['nohash', 'hset'], ['nolex', 'zrangebylex']] as const) {
   test(`the store ping fails for a user that may run scripts but not ${command}, naming NOPERM and the command`, async () => {
     const s = openStore({ kind: 'redis', url: userUrl(user), keyPrefix: `acl-${user}:`, commandTimeoutMs: 1_000 });
     try {
