@@ -58,6 +58,7 @@ export async function auditCommand(args: string[], io: CommandIO, signal?: Abort
   try {
     filter = recordFilter(flags);
     interval = intervalOf(flags['interval-ms']);
+    if (flags.head !== undefined && !HEAD_HASH.test(flags.head)) throw new Error(`--head "${flags.head}" is not a SHA-256 hash (64 hex digits, as verify prints it)`);
     if (flags.store !== undefined) storeOverride = storeFlag(flags.store);
   } catch (err) {
     io.err(`${(err as Error).message}\n\n${AUDIT_HELP}`);
@@ -115,12 +116,15 @@ async function* allRecords(store: Store, afterSeq = 0, filter?: { since?: number
   }
 }
 
+/** A head hash as verify prints it (any case: see verifyAudit). */
+const HEAD_HASH = /^[0-9a-f]{64}$/i;
+
 /**
  * `head`: a head hash printed by an earlier verify and kept elsewhere. A chain rewritten from some record
  * on, or cut short at its end, still links up; only a record known from outside shows it.
  */
 export async function verifyAudit(store: Store, io: CommandIO, given: string | undefined): Promise<number> {
-  if (given !== undefined && !/^[0-9a-f]{64}$/i.test(given)) {
+  if (given !== undefined && !HEAD_HASH.test(given)) {
     io.err(`--head "${given}" is not a SHA-256 hash (64 hex digits, as verify prints it)\n`);
     return 2;
   }

@@ -27,6 +27,8 @@ describe('audit and budgets usage errors', () => {
     { name: 'audit verify --store redis://…', command: auditCommand, args: ['verify', '--store', 'redis://:pw@127.0.0.1:6379'], first: /^--store takes the path of a SQLite file, not a URL \(redis:\/\/…\)/, usage: /Usage: gatehouse audit/ },
     { name: 'audit export --since 2026-02-30', command: auditCommand, args: ['export', '--store', NOWHERE, '--since', '2026-02-30'], first: /^--since "2026-02-30" is not a date or time/, usage: /Usage: gatehouse audit/ },
     { name: 'audit export --until soon', command: auditCommand, args: ['export', '--store', NOWHERE, '--until', 'soon'], first: /^--until "soon" is not a date or time/, usage: /Usage: gatehouse audit/ },
+    // Judged before the store is looked for, as the README says: it was judged only once the store was open (exit 1 for a missing one).
+    { name: 'audit verify --head zz', command: auditCommand, args: ['verify', '--store', NOWHERE, '--head', 'zz'], first: /^--head "zz" is not a SHA-256 hash \(64 hex digits, as verify prints it\)$/, usage: /Usage: gatehouse audit/ },
     { name: 'audit tail --interval-ms 5', command: auditCommand, args: ['tail', '--store', NOWHERE, '--interval-ms', '5'], first: /^--interval-ms "5" must be a whole number of milliseconds from 50 to 60000$/, usage: /Usage: gatehouse audit/ },
     { name: 'budgets show --store redis://…', command: budgetsCommand, args: ['show', '--store', 'redis://:pw@127.0.0.1:6379'], first: /^--store takes the path of a SQLite file, not a URL \(redis:\/\/…\)/, usage: /Usage: gatehouse budgets/ },
   ];
