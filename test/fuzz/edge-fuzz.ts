@@ -1,4 +1,4 @@
-// The edge fuzzer's driver: starts recording upstreams and three real gateways (the built CLI), runs
+// The edge fuzzer's driver: starts recording upstreams and four real gateways (the built CLI), runs
 // generated cases against them, checks every property per case and at the end, then shrinks one
 // counterexample per distinct violation. Used by edge.test.ts (bounded CI run) and run.ts (long run).
 
