@@ -106,7 +106,9 @@ export class SseChannel {
     }
     const type = String(response.headers['content-type'] ?? '');
     if (response.statusCode !== 200 || !type.startsWith('text/event-stream')) {
-      await response.body.dump().catch(() => {});
+      // Not read: a body that never ends (a page streamed by a proxy, the wrong type on a live stream) would
+      // hold the start for ever (the stream has no body timeout). Until 5 December it was read to its end.
+      response.body.on('error', noop).destroy();
       // A refused token is dropped, so that the next stream (the session's restart) goes with a new one.
       if (response.statusCode === 401) this.opts.credentials.invalidate(auth);
       this.markExited(`the GET answered HTTP ${response.statusCode}`);

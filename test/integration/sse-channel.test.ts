@@ -78,6 +78,9 @@ async function fakeSse(onGet: (res: ServerResponse, origin: string) => void, onP
   };
 }
 
+/** The promise's value, or a note that it still was not settled after `ms`. */
+const within = <T>(p: Promise<T>, ms: number): Promise<T | string> => Promise.race([p, new Promise<string>((r) => setTimeout(() => r(`still waiting after ${ms} ms`), ms).unref())]);
+
 describe('servers that misbehave', () => {
   test('an endpoint on another origin is refused and logged, and nothing is ever posted to it', async () => {
     const elsewhere = await fakeSse((res) => res.writeHead(200, { 'content-type': 'text/event-stream' }).write('event: endpoint\ndata: /x\n\n'));
@@ -176,6 +179,21 @@ describe('servers that misbehave', () => {
       const started = Date.now();
       await assert.rejects(channel(fake.url, { openTimeoutMs: 300 }).start(), /sent no endpoint event within 300 ms/);
       assert.ok(Date.now() - started < 3_000);
+    } finally {
+      await fake.close();
+    }
+  });
+
+  // A GET answered 200 with another media type whose body goes on (an HTML page streamed by a proxy, a
+  // server that sends the wrong type on a stream that never ends). Until 5 December the start waited for the
+  // body's end, which never came: the session's start hung, and the client's initialize with it.
+  test('a GET answered with another media type and a body that never ends is refused at once, not waited out', async () => {
+    const fake = await fakeSse((res) => res.writeHead(200, { 'content-type': 'text/html' }).write('<html>'));
+    try {
+      const started = Date.now();
+      const outcome = await within(channel(fake.url, { openTimeoutMs: 1_500 }).start().then(() => 'started', (err: Error) => err.message), 5_000);
+      assert.match(outcome, /answered the SSE GET with HTTP 200 \(text\/html\), not an event stream/);
+      assert.ok(Date.now() - started < 2_000, `refused after ${Date.now() - started} ms`);
     } finally {
       await fake.close();
     }
