@@ -27,6 +27,21 @@ const TERMINATOR = /(?:\r\n|\n|\r(?!\n))(?:\r\n|\n|\r)/;
  */
 export const MAX_EVENT_CHARS = 16 * 1024 * 1024;
 
+/**
+ * Whether a Content-Type names an event stream. A media type's type and subtype are case-insensitive, and
+ * parameters follow a `;` after optional white space (RFC 9110 §8.3.1, §5.6.6): `Text/Event-Stream;
+ * charset=UTF-8` is one, `text/event-streams` is not. The usual spelling is matched without a copy.
+ */
+export function isEventStreamType(contentType: string): boolean {
+  if (contentType.startsWith('text/event-stream')) {
+    const next = contentType.charCodeAt(17);
+    // The end, `;`, or white space before parameters: the whole subtype, not a prefix of a longer one.
+    if (Number.isNaN(next) || next === 0x3b || next === 0x20 || next === 0x09) return true;
+  }
+  const semi = contentType.indexOf(';');
+  return (semi === -1 ? contentType : contentType.slice(0, semi)).trim().toLowerCase() === 'text/event-stream';
+}
+
 /** An event grew past its bound without ending: the peer that sent it failed (upstream/failures.ts says whose). */
 export class SseEventTooLarge extends Error {
   constructor(readonly maxChars: number) {

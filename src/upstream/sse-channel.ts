@@ -10,7 +10,7 @@ import { Pool, type Dispatcher } from 'undici';
 import { GatewayError } from '../errors.js';
 import type { Logger } from '../log/logger.js';
 import type { JsonRpcId, JsonRpcMessage, JsonRpcRequest, JsonRpcResponse } from '../protocol/jsonrpc.js';
-import { MAX_EVENT_CHARS, SseEventTooLarge, SseParser } from '../protocol/sse.js';
+import { isEventStreamType, MAX_EVENT_CHARS, SseEventTooLarge, SseParser } from '../protocol/sse.js';
 import type { UpstreamCredentials } from './credentials.js';
 import { isLateAnswer, PendingRequests } from './pending-requests.js';
 import type { ToolTimeout } from './tool-timeouts.js';
@@ -105,7 +105,7 @@ export class SseChannel {
       throw new GatewayError('GW_ERR_UPSTREAM_UNREACHABLE', `Upstream "${this.opts.upstream}" could not be reached for its event stream: ${(err as Error).message}`, this.opts.upstream, { cause: err });
     }
     const type = String(response.headers['content-type'] ?? '');
-    if (response.statusCode !== 200 || !type.startsWith('text/event-stream')) {
+    if (response.statusCode !== 200 || !isEventStreamType(type)) {
       // Not read: a body that never ends (a page streamed by a proxy, the wrong type on a live stream) would
       // hold the start for ever (the stream has no body timeout). Until 5 December it was read to its end.
       response.body.on('error', noop).destroy();

@@ -199,6 +199,29 @@ describe('servers that misbehave', () => {
     }
   });
 
+  // RFC 9110 §8.3.1: a media type's type and subtype are case-insensitive, and so is a charset's name; a
+  // parameter may follow after optional white space. Until 5 December a stream labelled
+  // `Text/Event-Stream; charset=UTF-8` was refused "not an event stream", and every session failed to open.
+  test('an event stream whose content type is written in another case is read; one that only begins like it is refused', async () => {
+    for (const type of ['Text/Event-Stream; charset=UTF-8', 'TEXT/EVENT-STREAM', 'text/event-stream ;charset=utf-8']) {
+      const fake = await fakeSse((res, origin) => res.writeHead(200, { 'content-type': type }).write(`event: endpoint\ndata: ${origin}/message\n\n`));
+      try {
+        const ch = channel(fake.url, { openTimeoutMs: 1_500 });
+        await ch.start().catch((err: Error) => assert.fail(`${type}: ${err.message}`));
+        assert.equal(ch.alive, true);
+        await ch.stop();
+      } finally {
+        await fake.close();
+      }
+    }
+    const fake = await fakeSse((res, origin) => res.writeHead(200, { 'content-type': 'text/event-streams' }).write(`event: endpoint\ndata: ${origin}/message\n\n`));
+    try {
+      await assert.rejects(channel(fake.url, { openTimeoutMs: 1_500 }).start(), /answered the SSE GET with HTTP 200 \(text\/event-streams\), not an event stream/);
+    } finally {
+      await fake.close();
+    }
+  });
+
   test('a GET that is not an event stream is refused clearly', async () => {
     const fake = await fakeSse((res) => res.writeHead(404, { 'content-type': 'text/plain' }).end('no'));
     try {
