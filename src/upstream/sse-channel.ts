@@ -261,6 +261,16 @@ export class SseChannel {
     // As on every path to an HTTP upstream: a refused token (revoked early, say) is dropped, and the next
     // message fetches a new one. Until 4 December the channel sent it again until its own expiry.
     if (res.statusCode === 401) this.opts.credentials.invalidate(auth);
+    // The server no longer knows the session its endpoint names (it expired, or the server restarted behind
+    // a proxy that holds the stream): the SDKs' SSE servers answer 404, as a Streamable HTTP server does for
+    // an ended session (2025-11-25 basic/transports.mdx §Session Management 4). Every later message would
+    // meet the same 404, so the session ends as a dropped stream does: its calls fail (retryable), and the
+    // session machinery opens a new stream and replays the initialize. Until 5 December only this message
+    // failed, the stream stayed open, and every call after it failed too.
+    if (res.statusCode === 404) {
+      this.stream.abort();
+      this.markExited(`lost its session: its message endpoint answered HTTP 404, the server no longer knows the session`);
+    }
     if (res.statusCode < 200 || res.statusCode >= 300) {
       throw new GatewayError('GW_ERR_UPSTREAM_BAD_RESPONSE', `Upstream "${this.opts.upstream}" refused a message with HTTP ${res.statusCode}`, this.opts.upstream);
     }
