@@ -65,6 +65,15 @@ export class SseChannel {
   private lastBytes = 0;
   private watchdog: NodeJS.Timeout | undefined;
   private pings = 0;
+  /** Comments (keep-alives) seen on the stream since its endpoint (watch()). */
+  private comments = 0;
+  /** When the last comment came (performance.now()), and the longest time between two of them. */
+  private lastComment = 0;
+  private commentGap = 0;
+  /** When the server last took (2xx) one of the watchdog's pings at its message endpoint (performance.now()). */
+  private pingTaken = 0;
+  /** A ping's POST not settled yet: no other is sent meanwhile (a held server would queue them all). */
+  private pingPosting = false;
   /** The pool's closing, once begun (closePool). */
   private poolClosed: Promise<void> | undefined;
   /** Called for every message that is not a response to a pending request. */
@@ -150,30 +159,68 @@ export class SseChannel {
    * then stay silent for busySilenceMs (the upstream's bodyMs, the silence a Streamable HTTP answer may keep,
    * where a comment is no silence); once no earlier request waits (answered, or failed at its own limit), the
    * ping's usual wait applies.
+   *
+   * Sooner than that, a stream is dead when its server proved two things and the stream then carries nothing:
+   * that it keeps its stream alive with comments (KEEP_ALIVE_PROOF of them, sse-starlette's `: ping` every
+   * 15 s, say), and that it is running, by taking (2xx) a ping at its message endpoint once two of its comment
+   * gaps, and at least one interval, had passed since the stream's last byte. A server whose event loop is
+   * held (a synchronous tool) takes no POST and writes no comment, so it keeps bodyMs; one that answers one
+   * message at a time but runs writes its comments. Until 5 December a stream that died without a FIN under
+   * a call (a proxy that stops forwarding it, a NAT mapping dropped) was noticed only after bodyMs. While the
+   * stream is so quiet under a call, such a server is pinged again each interval, to learn whether it still runs.
    */
   private watch(): void {
     const every = this.opts.pingIntervalMs ?? 0;
     if (every <= 0) return;
     this.lastHeard = performance.now();
     let sentAt: number | undefined;
+    let probedAt = 0;
     this.watchdog = setInterval(() => {
       if (!this.alive) return clearInterval(this.watchdog);
+      const now = performance.now();
       if (sentAt !== undefined) {
         if (this.lastHeard > sentAt) sentAt = undefined;
         else if (!this.pending.waitingSince(sentAt, isPingId)) return this.endDead(`no answer to a ping within ${every} ms, timeouts.pingMs`, `a ping had no answer within ${every} ms, timeouts.pingMs`);
         else {
           const busy = this.opts.busySilenceMs;
           // Silence here is bodyMs's: no chunk at all, so a server's keep-alive comments keep a busy stream.
-          if (busy !== undefined && performance.now() - Math.max(this.lastHeard, this.lastBytes) >= busy) return this.endDead(`nothing on the stream for ${busy} ms with a request in flight, timeouts.bodyMs, and a ping unanswered`, `nothing came on it for ${busy} ms while a request was in flight, timeouts.bodyMs, and a ping had no answer`);
+          const quietSince = Math.max(this.lastHeard, this.lastBytes);
+          if (busy !== undefined && now - quietSince >= busy) return this.endDead(`nothing on the stream for ${busy} ms with a request in flight, timeouts.bodyMs, and a ping unanswered`, `nothing came on it for ${busy} ms while a request was in flight, timeouts.bodyMs, and a ping had no answer`);
+          if (this.comments < KEEP_ALIVE_PROOF) return;
+          const due = Math.max(every, 2 * this.commentGap);
+          if (this.pingTaken - quietSince >= due) return this.endDead(`its keep-alive comments stopped: nothing on the stream for ${Math.round(now - quietSince)} ms, while its message endpoint took a ping`, `its keep-alive comments stopped while its message endpoint still took a ping, and nothing came on it for ${Math.round(now - quietSince)} ms with a request in flight`);
+          if (now - quietSince >= due && now - probedAt >= every && !this.pingPosting) {
+            probedAt = now;
+            this.ping();
+          }
           return;
         }
       }
-      if (performance.now() - this.lastHeard < every) return;
-      sentAt = performance.now();
-      // Answered or not, the answer itself is not awaited: any message on the stream shows it alive.
-      this.request({ jsonrpc: '2.0', id: `${PING_PREFIX}${++this.pings}`, method: 'ping' }, undefined, false).catch(noop);
+      if (now - this.lastHeard < every) return;
+      sentAt = probedAt = now;
+      this.ping();
     }, every);
     this.watchdog.unref();
+  }
+
+  /**
+   * The watchdog's ping. Answered or not, the answer itself is not awaited: any message on the stream shows
+   * it alive. Its POST being taken shows the server running (watch()).
+   */
+  private ping(): void {
+    const msg: JsonRpcRequest = { jsonrpc: '2.0', id: `${PING_PREFIX}${++this.pings}`, method: 'ping' };
+    this.pending.wait(msg, undefined, (m) => this.send(m), false).catch(noop);
+    this.pingPosting = true;
+    this.post(msg).then(
+      () => {
+        this.pingPosting = false;
+        this.pingTaken = performance.now();
+      },
+      (err: unknown) => {
+        this.pingPosting = false;
+        this.pending.fail(msg.id, err as Error);
+      },
+    );
   }
 
   private endDead(reason: string, detail: string): void {
@@ -285,7 +332,10 @@ export class SseChannel {
       for await (const chunk of body as AsyncIterable<Buffer>) {
         this.lastBytes = performance.now();
         for (const event of parser.push(chunk)) {
-          if (event.data === undefined) continue;
+          if (event.data === undefined) {
+            if (this.endpoint !== undefined && event.raw.charCodeAt(0) === 0x3a /* : */) this.keptAlive();
+            continue;
+          }
           if (this.endpoint === undefined) {
             if (event.event !== 'endpoint') continue;
             const target = new URL(event.data.trim(), this.opts.url);
@@ -309,6 +359,14 @@ export class SseChannel {
     if (this.endpoint === undefined) announced(new GatewayError('GW_ERR_UPSTREAM_BAD_RESPONSE', `Upstream "${this.opts.upstream}" closed its event stream before naming an endpoint`, this.opts.upstream));
     this.stream.abort();
     this.markExited(reason);
+  }
+
+  /** A comment came: the server's keep-alives, and the longest wait between two of them (watch()). */
+  private keptAlive(): void {
+    const now = performance.now();
+    if (this.comments > 0) this.commentGap = Math.max(this.commentGap, now - this.lastComment);
+    this.lastComment = now;
+    this.comments++;
   }
 
   private onEventData(data: string): void {
@@ -343,6 +401,12 @@ export class SseChannel {
 }
 
 function noop(): void {}
+
+/**
+ * Comments that show a server keeps its stream alive with them (watch()): one alone may be a greeting
+ * (`: connected`), not a keep-alive; three give two gaps, the longest of which sets how long its silence may last.
+ */
+const KEEP_ALIVE_PROOF = 3;
 
 /** The ids of the watchdog's own pings, which do not make the server busy (watch()). */
 const PING_PREFIX = 'gatehouse-ping-';

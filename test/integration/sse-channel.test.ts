@@ -290,6 +290,124 @@ describe('servers that misbehave', () => {
     }
   });
 
+  // A stream that dies without a FIN under a call (a proxy that stops forwarding it, a NAT mapping dropped)
+  // while the server itself goes on. Until 5 December only busySilenceMs (bodyMs, 5 minutes by default)
+  // ended it, since a server may answer its ping only after the call. A server that keeps its stream alive
+  // with comments, and whose message endpoint takes the ping after those comments were due, is running:
+  // comments that stopped then mean a dead stream, noticed within a few ping intervals.
+  test('a stream whose keep-alive comments stop under a call, while the server still takes its pings, is noticed within a few ping intervals, busySilenceMs notwithstanding', async () => {
+    let streamDead = false;
+    let stream: ServerResponse | undefined;
+    const fake = await fakeSse(
+      (res, origin) => {
+        stream = res;
+        res.writeHead(200, { 'content-type': 'text/event-stream' }).write(`event: endpoint\ndata: ${origin}/message\n\n`);
+        const timer = setInterval(() => {
+          if (!streamDead) res.write(': keep-alive\n\n');
+        }, 50);
+        res.on('close', () => clearInterval(timer));
+      },
+      (body, res) => {
+        res.writeHead(202).end();
+        const msg = JSON.parse(body) as { id?: unknown; method?: string };
+        // The call reaches the server; then the stream goes dead (nothing more comes on it, no FIN).
+        if (msg.method === 'tools/call') streamDead = true;
+        if (msg.method === 'ping' && !streamDead) stream?.write(`event: message\ndata: ${JSON.stringify({ jsonrpc: '2.0', id: msg.id, result: {} })}\n\n`);
+      },
+    );
+    try {
+      const ch = channel(fake.url, { pingIntervalMs: 200, busySilenceMs: 60_000, requestTimeoutMs: 60_000 });
+      await ch.start();
+      await new Promise((r) => setTimeout(r, 300));
+      const started = Date.now();
+      const call = ch.request({ jsonrpc: '2.0', id: 'c1', method: 'tools/call', params: { name: 'slow', arguments: {} } });
+      const outcome = await within(call.then(() => 'answered', (err: Error & { code?: string }) => err), 5_000);
+      assert.ok(outcome instanceof Error, String(outcome));
+      assert.equal((outcome as Error & { code?: string }).code, 'GW_ERR_UPSTREAM_TIMEOUT');
+      assert.match(outcome.message, /stopped answering on its event stream \(its keep-alive comments stopped/);
+      assert.ok(Date.now() - started < 2_000, `noticed after ${Date.now() - started} ms`);
+      assert.equal(ch.alive, false);
+      await ch.stop();
+    } finally {
+      await fake.close();
+    }
+  });
+
+  // The same comments stopping, but the server does not take its pings either: its event loop is held by a
+  // synchronous tool (a Python server's sync tool run on its loop), which stops its comments too. That is a
+  // live server: the call's answer comes once the tool is done, and the stream must be kept.
+  test('a server whose comments stop under a call and which takes no ping meanwhile (its event loop held) keeps its stream: the call gets its answer', async () => {
+    let blocked = false;
+    let stream: ServerResponse | undefined;
+    const held: ServerResponse[] = [];
+    const fake = await fakeSse(
+      (res, origin) => {
+        stream = res;
+        res.writeHead(200, { 'content-type': 'text/event-stream' }).write(`event: endpoint\ndata: ${origin}/message\n\n`);
+        const timer = setInterval(() => {
+          if (!blocked) res.write(': keep-alive\n\n');
+        }, 50);
+        res.on('close', () => clearInterval(timer));
+      },
+      (body, res) => {
+        const msg = JSON.parse(body) as { id?: unknown; method?: string };
+        const answer = (id: unknown, result: unknown): void => void stream?.write(`event: message\ndata: ${JSON.stringify({ jsonrpc: '2.0', id, result })}\n\n`);
+        if (blocked) return void held.push(res);
+        res.writeHead(202).end();
+        if (msg.method === 'ping') return answer(msg.id, {});
+        if (msg.method !== 'tools/call') return;
+        blocked = true;
+        setTimeout(() => {
+          blocked = false;
+          answer(msg.id, { done: true });
+          // The messages that waited are taken, and answered, once the loop is free again.
+          for (const r of held.splice(0)) r.writeHead(202).end();
+        }, 1_500);
+      },
+    );
+    try {
+      const ch = channel(fake.url, { pingIntervalMs: 200, busySilenceMs: 10_000, requestTimeoutMs: 30_000 });
+      await ch.start();
+      await new Promise((r) => setTimeout(r, 300));
+      const answer = await ch.request({ jsonrpc: '2.0', id: 'c1', method: 'tools/call', params: { name: 'blocking', arguments: {} } });
+      assert.deepEqual(answer.result, { done: true });
+      assert.equal(ch.alive, true);
+      await ch.stop();
+    } finally {
+      await fake.close();
+    }
+  });
+
+  // A comment or two when the stream opens (`: connected`) is a greeting, not a keep-alive: a server that
+  // writes no comments after it, and answers its messages one at a time, is silent under a long call while
+  // it takes its pings, and is alive.
+  test('a server that greets with two comments, then writes none, and takes its pings during a long call keeps its stream', async () => {
+    let stream: ServerResponse | undefined;
+    const fake = await fakeSse(
+      (res, origin) => {
+        stream = res;
+        res.writeHead(200, { 'content-type': 'text/event-stream' }).write(`event: endpoint\ndata: ${origin}/message\n\n: connected\n\n: hello\n\n`);
+      },
+      (body, res) => {
+        res.writeHead(202).end();
+        const msg = JSON.parse(body) as { id?: unknown; method?: string };
+        // One message at a time: the call's answer after 1.5 s, its pings' answers only after it.
+        if (msg.method === 'tools/call') setTimeout(() => stream?.write(`event: message\ndata: ${JSON.stringify({ jsonrpc: '2.0', id: msg.id, result: { done: true } })}\n\n`), 1_500);
+      },
+    );
+    try {
+      const ch = channel(fake.url, { pingIntervalMs: 200, busySilenceMs: 10_000, requestTimeoutMs: 30_000 });
+      await ch.start();
+      const answer = await ch.request({ jsonrpc: '2.0', id: 'c1', method: 'tools/call', params: { name: 'slow', arguments: {} } });
+      assert.deepEqual(answer.result, { done: true });
+      assert.equal(ch.alive, true);
+      assert.ok(fake.posts.some((p) => (JSON.parse(p) as { method?: string }).method === 'ping'), 'the stream was pinged during the call');
+      await ch.stop();
+    } finally {
+      await fake.close();
+    }
+  });
+
   test('an idle stream gone silent is noticed by its ping alone, within two to three intervals, busySilenceMs notwithstanding', async () => {
     const fake = await fakeSse((res, origin) => {
       res.writeHead(200, { 'content-type': 'text/event-stream' }).write(`event: endpoint\ndata: ${origin}/message\n\n`);
