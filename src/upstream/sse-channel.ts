@@ -304,7 +304,12 @@ export class SseChannel {
     const res = await this.pool.request({ method: 'POST', path: endpoint.pathname + endpoint.search, headers, body: JSON.stringify(msg), headersTimeout: this.opts.requestTimeoutMs }).catch((err: unknown) => {
       throw new GatewayError('GW_ERR_UPSTREAM_UNREACHABLE', `Upstream "${this.opts.upstream}" could not be reached at its message endpoint: ${(err as Error).message}`, this.opts.upstream, { cause: err });
     });
-    await res.body.dump().catch(() => {});
+    // Taken once answered: the answer comes on the stream, and the POST's body says nothing. Its body is
+    // read in the background, dropped when the session ends: a body held open (a server or proxy that sends
+    // 202 and never ends it) held every message after a notification for the pool's body timeout (5 minutes)
+    // until 5 December, and would hold the pool's graceful close as long.
+    if (this.stream.signal.aborted) res.body.on('error', noop).destroy();
+    else res.body.dump({ limit: DUMP_LIMIT, signal: this.stream.signal }).catch(noop);
     // As on every path to an HTTP upstream: a refused token (revoked early, say) is dropped, and the next
     // message fetches a new one. Until 4 December the channel sent it again until its own expiry.
     if (res.statusCode === 401) this.opts.credentials.invalidate(auth);
@@ -401,6 +406,9 @@ export class SseChannel {
 }
 
 function noop(): void {}
+
+/** The most of a POST's answer body read to keep its connection (undici's default): past it the connection is closed. */
+const DUMP_LIMIT = 128 * 1024;
 
 /**
  * Comments that show a server keeps its stream alive with them (watch()): one alone may be a greeting

@@ -548,6 +548,38 @@ describe('servers that misbehave', () => {
     }
   });
 
+  // A message is taken once the server answered its POST 2xx (2024-11-05 basic/transports §HTTP with SSE: the
+  // answer comes on the stream, the POST's own body carries nothing). Until 5 December Gatehouse waited for
+  // the POST's body to end as well, and a server (or proxy) that sent 202 and held the body open held every
+  // message after a notification (the client's `notifications/initialized`, a cancellation) for the pool's
+  // body timeout, 5 minutes: the session's first call waited that long.
+  test('a message whose POST is answered 202 with a body that does not end is taken: the messages after it go at once', async () => {
+    let stream: ServerResponse | undefined;
+    const fake = await fakeSse(
+      (res, origin) => {
+        stream = res;
+        res.writeHead(200, { 'content-type': 'text/event-stream' }).write(`event: endpoint\ndata: ${origin}/message\n\n`);
+      },
+      (body, res) => {
+        const msg = JSON.parse(body) as { id?: unknown; method?: string };
+        // The notification's 202 comes with a body that never ends; the others' end.
+        if (msg.method === 'notifications/initialized') return void res.writeHead(202, { 'content-type': 'text/plain' }).write('Accepted');
+        res.writeHead(202).end();
+        if (msg.id !== undefined) stream?.write(`event: message\ndata: ${JSON.stringify({ jsonrpc: '2.0', id: msg.id, result: { ok: true } })}\n\n`);
+      },
+    );
+    try {
+      const ch = channel(fake.url);
+      await ch.start();
+      ch.send({ jsonrpc: '2.0', method: 'notifications/initialized' });
+      const listed = await within(ch.request({ jsonrpc: '2.0', id: 'l', method: 'tools/list' }).then((r) => r.result), 3_000);
+      assert.deepEqual(listed, { ok: true });
+      await ch.stop();
+    } finally {
+      await fake.close();
+    }
+  });
+
   test('credentials go on the GET and on every POST', async () => {
     const seen: string[] = [];
     const server = createServer((req, res) => {
