@@ -375,15 +375,25 @@ export class SseChannel {
   }
 
   private onEventData(data: string): void {
-    let msg: JsonRpcMessage;
+    let parsed: unknown;
     try {
-      msg = JSON.parse(data) as JsonRpcMessage;
+      parsed = JSON.parse(data);
     } catch {
       this.log.warn('an SSE upstream sent an event that is not JSON; ignored', { upstream: this.opts.upstream, data: data.slice(0, 200) });
       return;
     }
-    if (msg === null || typeof msg !== 'object') return;
+    if (parsed === null || typeof parsed !== 'object') return;
     this.lastHeard = performance.now();
+    // A 2025-03-26 batch (basic/transports.mdx §Sending Messages 6): its messages one by one, as a stdio
+    // child's (stdio-process.ts). Until 5 December it was taken for one message, and answered no request.
+    if (Array.isArray(parsed)) {
+      for (const member of parsed) if (member !== null && typeof member === 'object' && !Array.isArray(member)) this.onMessageIn(member as JsonRpcMessage);
+      return;
+    }
+    this.onMessageIn(parsed as JsonRpcMessage);
+  }
+
+  private onMessageIn(msg: JsonRpcMessage): void {
     if (this.pending.settle(msg)) return;
     if (isLateAnswer(msg)) return this.log.debug('a late answer from the upstream, for a request no longer waiting; dropped', { id: (msg as { id?: unknown }).id });
     this.onMessage(msg);

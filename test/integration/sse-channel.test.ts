@@ -580,6 +580,40 @@ describe('servers that misbehave', () => {
     }
   });
 
+  // 2025-03-26 basic/transports.mdx §Sending Messages 6 and basic/index.mdx: that revision's messages may come
+  // as a JSON-RPC batch, and a server that negotiated it may send one on its stream whatever the transport
+  // (a stdio child's batch is split, stdio-process.ts). Until 5 December the channel took a batch event for
+  // one message that answered nothing: the calls it answered waited for their limits.
+  test('a batch event (2025-03-26) answers each request it holds; its notifications are handed on', async () => {
+    let stream: ServerResponse | undefined;
+    const held: Array<{ id: unknown }> = [];
+    const fake = await fakeSse(
+      (res, origin) => {
+        stream = res;
+        res.writeHead(200, { 'content-type': 'text/event-stream' }).write(`event: endpoint\ndata: ${origin}/message\n\n`);
+      },
+      (body, res) => {
+        res.writeHead(202).end();
+        held.push(JSON.parse(body) as { id: unknown });
+        if (held.length < 2) return;
+        const batch = [...held.map((m) => ({ jsonrpc: '2.0', id: m.id, result: { id: m.id } })), { jsonrpc: '2.0', method: 'notifications/message', params: { level: 'info', data: 'x' } }];
+        stream?.write(`event: message\ndata: ${JSON.stringify(batch)}\n\n`);
+      },
+    );
+    try {
+      const ch = channel(fake.url, { requestTimeoutMs: 10_000 });
+      const seen: unknown[] = [];
+      ch.onMessage = (m) => seen.push(m);
+      await ch.start();
+      const both = Promise.all([ch.request({ jsonrpc: '2.0', id: 'a', method: 'tools/list' }), ch.request({ jsonrpc: '2.0', id: 'b', method: 'tools/list' })]).then((r) => r.map((x) => x.result));
+      assert.deepEqual(await within(both, 3_000), [{ id: 'a' }, { id: 'b' }]);
+      assert.deepEqual(seen, [{ jsonrpc: '2.0', method: 'notifications/message', params: { level: 'info', data: 'x' } }]);
+      await ch.stop();
+    } finally {
+      await fake.close();
+    }
+  });
+
   test('credentials go on the GET and on every POST', async () => {
     const seen: string[] = [];
     const server = createServer((req, res) => {
