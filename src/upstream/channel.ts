@@ -3,6 +3,7 @@
 // says once when it is gone. A stdio child process is one (stdio-process.ts); a session with an HTTP+SSE
 // server is another (sse-channel.ts).
 
+import { GatewayError } from '../errors.js';
 import type { JsonRpcId, JsonRpcMessage, JsonRpcRequest, JsonRpcResponse } from '../protocol/jsonrpc.js';
 
 export interface MessageChannel {
@@ -26,6 +27,21 @@ export interface MessageChannel {
   readonly pid: number | undefined;
   /** True once stop() was called: an end now is expected, not a crash. */
   readonly stoppedOnPurpose: boolean;
+  /**
+   * Whether request `id` was refused before the server took it, as the channel ended (an HTTP+SSE server
+   * that no longer knows the session answers its POST 404): it may be sent again on the next channel. Read
+   * in onExit; its `request` promise rejects with NotDelivered. A stdio child has none (a written line may
+   * have been read).
+   */
+  undelivered?(id: JsonRpcId): boolean;
+}
+
+/** A request the server never took, its session gone (MessageChannel.undelivered): safe to send again, once. */
+export class NotDelivered extends GatewayError {
+  constructor(message: string, upstream: string) {
+    super('GW_ERR_UPSTREAM_EXITED', message, upstream);
+    this.name = 'NotDelivered';
+  }
 }
 
 export type ChannelFactory = () => MessageChannel;

@@ -11,6 +11,7 @@ import { GatewayError } from '../errors.js';
 import type { Logger } from '../log/logger.js';
 import type { JsonRpcId, JsonRpcMessage, JsonRpcRequest, JsonRpcResponse } from '../protocol/jsonrpc.js';
 import { isEventStreamType, MAX_EVENT_CHARS, SseEventTooLarge, SseParser } from '../protocol/sse.js';
+import { NotDelivered } from './channel.js';
 import type { UpstreamCredentials } from './credentials.js';
 import { isLateAnswer, PendingRequests } from './pending-requests.js';
 import type { ToolTimeout } from './tool-timeouts.js';
@@ -74,6 +75,8 @@ export class SseChannel {
   private pingTaken = 0;
   /** A ping's POST not settled yet: no other is sent meanwhile (a held server would queue them all). */
   private pingPosting = false;
+  /** The request whose POST a 404 refused, ending the session (undelivered()). */
+  private refusedUntaken: JsonRpcId | undefined;
   /** The pool's closing, once begun (closePool). */
   private poolClosed: Promise<void> | undefined;
   /** Called for every message that is not a response to a pending request. */
@@ -240,6 +243,10 @@ export class SseChannel {
     return answer;
   }
 
+  undelivered(id: JsonRpcId): boolean {
+    return this.exited && this.refusedUntaken === id;
+  }
+
   hold(id: JsonRpcId): void {
     this.pending.hold(id);
   }
@@ -320,6 +327,11 @@ export class SseChannel {
     // session machinery opens a new stream and replays the initialize. Until 5 December only this message
     // failed, the stream stayed open, and every call after it failed too.
     if (res.statusCode === 404) {
+      // The request itself never reached the server: it may go again on the session opened again (undelivered).
+      if ('method' in msg && 'id' in msg) {
+        this.refusedUntaken = msg.id;
+        this.pending.fail(msg.id, new NotDelivered(`Upstream "${this.opts.upstream}" no longer knows the session (its message endpoint answered HTTP 404); the request did not reach it`, this.opts.upstream));
+      }
       this.stream.abort();
       this.markExited(`lost its session: its message endpoint answered HTTP 404, the server no longer knows the session`);
     }

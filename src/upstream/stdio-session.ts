@@ -11,7 +11,7 @@ import { ACCEPTED, refused, type Outcome } from '../pipeline/outcome.js';
 import { ErrorCode, errorResponse, type JsonRpcId, type JsonRpcMessage, type JsonRpcRequest, type JsonRpcResponse } from '../protocol/jsonrpc.js';
 import { declaresInput, INPUT_REQUEST_CAPABILITY } from './bridge-modern-client.js';
 import { upstreamMessage } from '../protocol/trace-context.js';
-import type { MessageChannel } from './channel.js';
+import { NotDelivered, type MessageChannel } from './channel.js';
 import { RequestAbandoned } from './pending-requests.js';
 import type { EndReason, HeldSession } from './session-table.js';
 
@@ -21,6 +21,8 @@ interface InFlight {
   channel: CallStream;
   /** Its client sent notifications/cancelled for it (see cancelled()). */
   cancelled?: boolean;
+  /** Sent again once already, its first try refused before the server took it (NotDelivered). */
+  resent?: boolean;
 }
 
 /** Messages kept for a GET stream that is not open yet; the oldest go first when it overflows. */
@@ -98,7 +100,12 @@ export class StdioSession implements HeldSession {
   private crashed(reason: string): void {
     if (this.closed) return;
     const err = new GatewayError('GW_ERR_UPSTREAM_EXITED', `Upstream process ${reason}; it is being restarted`);
-    for (const f of this.inFlight.splice(0)) f.channel.fail(err);
+    // A request the server never took waits for the replacement and goes again on it (handlePost).
+    const dead = this.proc;
+    for (const f of this.inFlight.splice(0)) {
+      if (dead.undelivered?.(f.id) === true && f.resent !== true) this.inFlight.push(f);
+      else f.channel.fail(err);
+    }
     this.respawner.onRestart(false);
     if (Date.now() - this.adoptedAt >= STABLE_MS) this.crashStreak = 0;
     this.restarting = (async () => {
@@ -235,7 +242,12 @@ export class StdioSession implements HeldSession {
       try {
         // Legacy clients' disconnects are not cancellations (2025-11-25/basic/transports.mdx §Sending
         // Messages 6), so no abort signal: the answer is dropped if nobody waits for it any more.
-        const answer = await this.proc.request(request);
+        let answer: JsonRpcResponse;
+        try {
+          answer = await this.proc.request(request);
+        } catch (err) {
+          answer = await this.resend(entry, request, err);
+        }
         if (answer.error === undefined) this.remember(request);
         channel.finish(answer);
       } catch (err) {
@@ -260,6 +272,19 @@ export class StdioSession implements HeldSession {
       }
     })();
     return { kind: 'stream', stream: channel };
+  }
+
+  /**
+   * A request the server never took because its session was gone (an HTTP+SSE server that answered 404,
+   * MessageChannel.undelivered) goes again, once, on the session opened again, as the legacy-client bridge
+   * sends one again on a 404 (bridge-modern-client.ts); crashed() kept it in flight for this. Any other
+   * failure, or a second refusal, is the call's.
+   */
+  private async resend(entry: InFlight, request: JsonRpcRequest, err: unknown): Promise<JsonRpcResponse> {
+    if (!(err instanceof NotDelivered) || entry.resent === true || !this.inFlight.includes(entry)) throw err;
+    entry.resent = true;
+    if (!(await this.alive()) || this.closed) throw err;
+    return this.proc.request(request);
   }
 
   /** The session's GET stream; what the child sent while none was open comes first. */
