@@ -355,7 +355,11 @@ export class SseChannel {
           }
           if (this.endpoint === undefined) {
             if (event.event !== 'endpoint') continue;
-            const target = new URL(event.data.trim(), this.opts.url);
+            const target = URL.canParse(event.data.trim(), this.opts.url) ? new URL(event.data.trim(), this.opts.url) : undefined;
+            if (target === undefined) {
+              announced(new GatewayError('GW_ERR_UPSTREAM_BAD_RESPONSE', `Upstream "${this.opts.upstream}" named a message endpoint that is not a URL (${event.data.trim().slice(0, 200)})`, this.opts.upstream));
+              return;
+            }
             if (target.origin !== this.origin) {
               this.log.warn('an SSE upstream named an endpoint on another origin; refused', { upstream: this.opts.upstream, origin: target.origin });
               announced(new GatewayError('GW_ERR_UPSTREAM_BAD_RESPONSE', `Upstream "${this.opts.upstream}" named a message endpoint on another origin (${target.origin}); Gatehouse posts only to the stream's own origin`, this.opts.upstream));

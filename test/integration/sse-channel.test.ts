@@ -173,6 +173,18 @@ describe('servers that misbehave', () => {
     }
   });
 
+  // An `endpoint` event whose data is no URL (2024-11-05 basic/transports §HTTP with SSE: it names the URI to
+  // send messages to). Until 5 December the start failed "closed its event stream before naming an endpoint",
+  // which sent whoever read it looking for a dropped connection.
+  test('an endpoint event that is no URL fails the start saying so', async () => {
+    const fake = await fakeSse((res) => res.writeHead(200, { 'content-type': 'text/event-stream' }).write('event: endpoint\ndata: http://[::1\n\n'));
+    try {
+      await assert.rejects(channel(fake.url, { openTimeoutMs: 1_500 }).start(), /named a message endpoint that is not a URL \(http:\/\/\[::1\)/);
+    } finally {
+      await fake.close();
+    }
+  });
+
   test('a stream that never names its endpoint fails the start within its opening time', async () => {
     const fake = await fakeSse((res) => res.writeHead(200, { 'content-type': 'text/event-stream' }).write(': still here\n\n'));
     try {
