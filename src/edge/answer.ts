@@ -9,7 +9,7 @@ import { jsonOf } from '../protocol/json-text.js';
 import type { CallStream, StreamItem } from '../pipeline/call-stream.js';
 import type { AnswerHeaders, Outcome } from '../pipeline/outcome.js';
 import { ErrorCode } from '../protocol/jsonrpc.js';
-import { formatSseJson } from '../protocol/sse.js';
+import { formatSseJson, isEventStreamType } from '../protocol/sse.js';
 import type { Cancellation } from '../pipeline/cancellation.js';
 import type { BodySink, RelayBody } from '../pipeline/relay-body.js';
 import { failureSummary, NO_TOOL_ERROR, summaryOf, type AnswerSummary } from './answer-summary.js';
@@ -204,7 +204,7 @@ function writeSse(res: ServerResponse, text: string): boolean {
 
 /** The upstream's answer as it came: SSE event by event, anything else chunk by chunk, honouring backpressure. */
 async function relay(res: ServerResponse, outcome: Extract<Outcome, { kind: 'relay' }>, ctx: AnswerContext): Promise<AnswerSummary> {
-  if ((outcome.headers['content-type'] ?? '').startsWith('text/event-stream')) {
+  if (isEventStreamType(outcome.headers['content-type'] ?? '')) {
     // The relay writes whole events, never a declared length; a stream has none anyway. (Left out of the
     // copy rather than deleted from it: a delete turns the object into a slow dictionary for every later use.)
     const headers = withCallId(outcome.headers, ctx.callId, 'content-length');

@@ -9,7 +9,7 @@ import { GatewayError, toWire, tooDeep, type WireContext } from '../errors.js';
 import type { CallStream } from '../pipeline/call-stream.js';
 import type { Outcome } from '../pipeline/outcome.js';
 import type { JsonRpcId } from '../protocol/jsonrpc.js';
-import { SseParser, type SseEvent } from '../protocol/sse.js';
+import { isEventStreamType, type SseEvent, SseParser } from '../protocol/sse.js';
 import { discardOutcome } from './answer.js';
 import { jsonOf } from '../protocol/json-text.js';
 
@@ -160,7 +160,7 @@ async function relayed(answer: Answer, outcome: Extract<Outcome, { kind: 'relay'
   const destroy = (): void => void outcome.body.destroy();
   signal.addEventListener('abort', destroy, { once: true });
   try {
-    if ((outcome.headers['content-type'] ?? '').startsWith('text/event-stream')) {
+    if (isEventStreamType(outcome.headers['content-type'] ?? '')) {
       const parser = new SseParser(outcome.body.maxMessageBytes);
       try {
         for await (const chunk of outcome.body.readable() as AsyncIterable<Buffer>) {

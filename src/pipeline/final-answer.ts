@@ -7,7 +7,7 @@
 import { Transform, type Readable } from 'node:stream';
 import { asGatewayError, GatewayError, refusalOfTool, toWire, tooDeep, type Refusal } from '../errors.js';
 import { carriesOneOutcome, type JsonRpcId, type JsonRpcMessage, type JsonRpcResponse } from '../protocol/jsonrpc.js';
-import { formatSseJson, formatSseMessage, SseParser, type SseEvent } from '../protocol/sse.js';
+import { formatSseJson, formatSseMessage, isEventStreamType, type SseEvent, SseParser } from '../protocol/sse.js';
 import { jsonOf, keepJsonText, writableJson } from '../protocol/json-text.js';
 import { CallStream } from './call-stream.js';
 import type { CallContext } from './context.js';
@@ -77,7 +77,7 @@ export function interceptFinal(outcome: Outcome, ctx: CallContext, onFinal: OnFi
         const whole = outcome.read?.body === outcome.body ? undefined : outcome.body.peekWhole();
         if (whole !== undefined && whole.indexOf(marker) < 0) return outcome;
       }
-      if (!(outcome.headers['content-type'] ?? '').startsWith('text/event-stream')) {
+      if (!isEventStreamType(outcome.headers['content-type'] ?? '')) {
         return interceptRelayedJson(outcome, ctx, onFinal, marker);
       }
       const render = renderer(ctx, outcome.requestId);

@@ -4,7 +4,7 @@
 
 import { GatewayError, refusalOfTool, toWire } from '../errors.js';
 import type { JsonRpcMessage, JsonRpcResponse } from '../protocol/jsonrpc.js';
-import { SseParser } from '../protocol/sse.js';
+import { isEventStreamType, SseParser } from '../protocol/sse.js';
 import type { CallStream } from './call-stream.js';
 import type { CallContext } from './context.js';
 import type { Outcome } from './outcome.js';
@@ -34,7 +34,7 @@ export async function pipeOutcome(outcome: Outcome, out: CallStream, ctx: CallCo
 
 async function pipeRelay(outcome: Extract<Outcome, { kind: 'relay' }>, out: CallStream): Promise<void> {
   out.onClose(() => outcome.body.destroy());
-  const sse = (outcome.headers['content-type'] ?? '').startsWith('text/event-stream');
+  const sse = isEventStreamType(outcome.headers['content-type'] ?? '');
   const parser = new SseParser(outcome.body.maxMessageBytes);
   const chunks: Buffer[] = [];
   try {

@@ -30,16 +30,31 @@ export const MAX_EVENT_CHARS = 16 * 1024 * 1024;
 /**
  * Whether a Content-Type names an event stream. A media type's type and subtype are case-insensitive, and
  * parameters follow a `;` after optional white space (RFC 9110 §8.3.1, §5.6.6): `Text/Event-Stream;
- * charset=UTF-8` is one, `text/event-streams` is not. The usual spelling is matched without a copy.
+ * charset=UTF-8` is one, `text/event-streams` is not. It runs on every answer (most are JSON, refused at
+ * their first character), so it compares in place: no copy, no lower-cased string.
  */
 export function isEventStreamType(contentType: string): boolean {
-  if (contentType.startsWith('text/event-stream')) {
-    const next = contentType.charCodeAt(17);
-    // The end, `;`, or white space before parameters: the whole subtype, not a prefix of a longer one.
-    if (Number.isNaN(next) || next === 0x3b || next === 0x20 || next === 0x09) return true;
+  let at = 0;
+  while (at < contentType.length && isWhiteSpace(contentType.charCodeAt(at))) at++;
+  if (contentType.length - at < EVENT_STREAM.length) return false;
+  for (let k = 0; k < EVENT_STREAM.length; k++) {
+    let c = contentType.charCodeAt(at + k);
+    if (c >= 0x41 && c <= 0x5a) c |= 0x20;
+    if (c !== EVENT_STREAM.charCodeAt(k)) return false;
   }
-  const semi = contentType.indexOf(';');
-  return (semi === -1 ? contentType : contentType.slice(0, semi)).trim().toLowerCase() === 'text/event-stream';
+  // The whole subtype, not a prefix of a longer one: then the end, parameters, or white space before either.
+  for (let i = at + EVENT_STREAM.length; i < contentType.length; i++) {
+    const c = contentType.charCodeAt(i);
+    if (c === 0x3b) return true;
+    if (!isWhiteSpace(c)) return false;
+  }
+  return true;
+}
+
+const EVENT_STREAM = 'text/event-stream';
+
+function isWhiteSpace(c: number): boolean {
+  return c === 0x20 || c === 0x09;
 }
 
 /** An event grew past its bound without ending: the peer that sent it failed (upstream/failures.ts says whose). */

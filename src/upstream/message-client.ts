@@ -15,6 +15,7 @@ import { toGatewayError } from './failures.js';
 import { protocolVersionHeader } from '../protocol/versions.js';
 import { readTraceContext } from '../protocol/trace-context.js';
 import { readSseMessages, reopenStream, sessionHeaders, type StreamResumption } from './resumable-sse.js';
+import { isEventStreamType } from '../protocol/sse.js';
 
 const ERROR_BODY_LIMIT = 64 * 1024;
 
@@ -85,7 +86,7 @@ export class MessageClient implements UpstreamMessages {
       throw toGatewayError(err, this.upstream);
     }
     this.refused(res.statusCode, auth);
-    if (res.statusCode !== 200 || !String(res.headers['content-type'] ?? '').startsWith('text/event-stream')) {
+    if (res.statusCode !== 200 || !isEventStreamType(String(res.headers['content-type'] ?? ''))) {
       await res.body.dump().catch(() => {});
       // 2025-11-25/basic/transports.mdx §Session Management 4: a 404 for a named session means it has ended.
       if (res.statusCode === 404 && headers['mcp-session-id'] !== undefined) throw new UpstreamSessionGone(this.upstream);
@@ -131,7 +132,7 @@ export class MessageClient implements UpstreamMessages {
       const text = (await res.body.head(ERROR_BODY_LIMIT).catch(() => Buffer.alloc(0))).toString('utf8');
       return { status: res.statusCode, headers, messages: fromJsonText(text), errorText: text };
     }
-    if (contentType.startsWith('text/event-stream')) {
+    if (isEventStreamType(contentType)) {
       return { status: res.statusCode, headers, messages: readSseMessages(res.body.readable(), this.upstream, this.replyResumption(message, sent, cancel), this.maxMessageBytes) };
     }
     let text: string;

@@ -19,6 +19,7 @@ import { MAX_WHOLE_BODY_BYTES, RelayBody } from '../pipeline/relay-body.js';
 import { dispatchRelay, type RelayResponse } from './dispatch-relay.js';
 import type { ToolTimeout } from './tool-timeouts.js';
 import { answeredWhole, readSseText, reopenStream, sessionHeaders } from './resumable-sse.js';
+import { isEventStreamType } from '../protocol/sse.js';
 
 /** How long a streamed answer is given to end before it is relayed as a stream (see forward). */
 const SSE_SETTLE_MS = 2;
@@ -130,7 +131,7 @@ export class PassThrough {
         return this.failed(ctx, new GatewayError('GW_ERR_UPSTREAM_BAD_RESPONSE', `Upstream "${this.name}" answered a request with HTTP ${statusCode} and ${broken}`, this.name));
       }
     }
-    const sse = requestId !== null && contentType.startsWith('text/event-stream');
+    const sse = requestId !== null && isEventStreamType(contentType);
     // Most answers sent as a stream are short (an SDK server's one event, then the end) but come in a few
     // writes: waiting a moment for the end lets them be handled whole, without the stream machinery a long
     // stream needs (bench/README.md §SSE answers). A long stream's first events wait that moment at most.
@@ -240,10 +241,9 @@ function responseHeaders(upstream: RelayResponse['headers']): AnswerHeaders {
  */
 function notAnAnswer(contentType: string, body: RelayBody): string | undefined {
   if (contentType.startsWith('application/json')) return objectText(body);
-  if (contentType.startsWith('text/event-stream')) return undefined;
+  if (isEventStreamType(contentType)) return undefined;
   const type = contentType.toLowerCase().trimStart();
   if (type.startsWith('application/json')) return objectText(body);
-  if (type.startsWith('text/event-stream')) return undefined;
   return contentType === '' ? 'no content type (neither a JSON body nor an SSE stream)' : `content type "${contentType.slice(0, 100)}" (neither JSON nor an SSE stream)`;
 }
 

@@ -17,7 +17,7 @@ import { answerIn, answers, type WholeSse } from '../protocol/whole-sse.js';
 import type { Dispatcher, Pool } from 'undici';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { JsonRpcId, JsonRpcMessage } from '../protocol/jsonrpc.js';
-import { MAX_EVENT_CHARS, SseParser, type SseEvent } from '../protocol/sse.js';
+import { isEventStreamType, MAX_EVENT_CHARS, type SseEvent, SseParser } from '../protocol/sse.js';
 import { batchIn, unbatchedRaw } from '../protocol/sse-batch.js';
 import { GatewayError } from '../errors.js';
 import type { Cancellation } from '../pipeline/cancellation.js';
@@ -205,7 +205,7 @@ export async function reopenStream(
   }
   // A 401 is about the gateway's token: drop it so the next request fetches another.
   if (res.statusCode === 401) to.credentials.invalidate(auth);
-  if (res.statusCode !== 200 || !String(res.headers['content-type'] ?? '').startsWith('text/event-stream')) {
+  if (res.statusCode !== 200 || !isEventStreamType(String(res.headers['content-type'] ?? ''))) {
     await res.body.dump().catch(() => {});
     if (res.statusCode === 404 && headers['mcp-session-id'] !== undefined) throw new UpstreamSessionGone(to.upstream);
     throw new GatewayError('GW_ERR_UPSTREAM_BAD_RESPONSE', `Upstream "${to.upstream}" refused to resume its stream (HTTP ${res.statusCode})`, to.upstream);
