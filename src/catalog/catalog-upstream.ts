@@ -74,7 +74,8 @@ export class CatalogUpstream implements Upstream {
     const stop = stream.stopsOn(ctx.cancel);
     void (async () => {
       try {
-        const reply = await this.catalog.post(request, mcpParamHeaders(ctx.headers), stop.cancel, ctx.principal);
+        // Forwarded to the route the stages before judged, not to whatever holds its name by now.
+        const reply = await this.catalog.post(request, mcpParamHeaders(ctx.headers), stop.cancel, ctx.principal, ctx.route);
         const requestId = idOf(request);
         for await (const msg of reply.messages) {
           // streamable-http.mdx §Receiving Messages: a modern client's stream carries notifications about its

@@ -70,6 +70,8 @@ export const PAGE_SIZE = 100;
 interface MergedList {
   inputs: readonly Obj[][];
   routes: Map<string, Route>;
+  /** The same routes by ref: where a call the pipeline judged goes (routeByName). */
+  byRef: Map<string, Route>;
   sorted: Array<{ ref: string; name: string; item: Obj }>;
   /**
    * Items the members listed that the catalog left out as too deep to handle. (A tool with an invalid
@@ -87,6 +89,8 @@ interface Route {
 export class Catalog implements UpstreamMessages {
   readonly upstream = 'catalog';
   private routes = { tools: new Map<string, Route>(), prompts: new Map<string, Route>() };
+  /** The routes of the last list by ref (`upstream/original`). */
+  private byRef = { tools: new Map<string, Route>(), prompts: new Map<string, Route>() };
   private readonly lastMerged: { tools?: MergedList; prompts?: MergedList } = {};
   /** Per member and kind, the names of its last list read whole: what names it while its list fails (merged). */
   private readonly lastRefs = { tools: new Map<ModernMember, readonly string[]>(), prompts: new Map<ModernMember, readonly string[]>() };
@@ -265,7 +269,7 @@ export class Catalog implements UpstreamMessages {
    * One request as the given caller: lists show only what the principal may use, and calls to anything
    * else are answered exactly like calls to something that does not exist.
    */
-  async post(message: JsonRpcMessage, headers: Record<string, string>, signal?: AbortSignal | Cancellation, principal?: Principal): Promise<UpstreamReply> {
+  async post(message: JsonRpcMessage, headers: Record<string, string>, signal?: AbortSignal | Cancellation, principal?: Principal, judged?: CallRoute): Promise<UpstreamReply> {
     if (!('id' in message) || !('method' in message)) return { status: 202, headers: {}, messages: none() };
     const request = message as JsonRpcRequest;
     const params = request.params ?? {};
@@ -283,14 +287,14 @@ export class Catalog implements UpstreamMessages {
       case 'resources/templates/list':
         return single(await this.resourceList(request, principal));
       case 'tools/call':
-        return this.routeByName(request, 'tools', params.name, signal, 'name', principal, passed);
+        return this.routeByName(request, 'tools', params.name, signal, 'name', principal, passed, judged);
       case 'prompts/get':
-        return this.routeByName(request, 'prompts', params.name, signal, 'name', principal, passed);
+        return this.routeByName(request, 'prompts', params.name, signal, 'name', principal, passed, judged);
       case 'resources/read':
         return this.routeByUri(request, params.uri, signal, principal, passed);
       case 'completion/complete': {
         const ref = (params.ref ?? {}) as { type?: string; name?: unknown; uri?: unknown };
-        return ref.type === 'ref/prompt' ? this.routeByName(request, 'prompts', ref.name, signal, 'ref', principal, passed) : this.routeByUri(request, ref.uri, signal, principal, passed, true);
+        return ref.type === 'ref/prompt' ? this.routeByName(request, 'prompts', ref.name, signal, 'ref', principal, passed, judged) : this.routeByUri(request, ref.uri, signal, principal, passed, true);
       }
       case 'subscriptions/listen':
         return fanOutListen(request, this.members, (uri) => this.listedOwner(uri) ?? this.ownerByPrefix(uri), (member, kind) => this.dropCached(member, kind), signalOf(signal), this.log, (uri) => this.visible(principal, 'resources', uri), principal);
@@ -315,6 +319,7 @@ export class Catalog implements UpstreamMessages {
     const perMember = await Promise.all(this.members.map((m) => this.collect(m, request, `${kind}/list`, kind, whole)));
     const merged = this.merged(kind, perMember);
     this.routes[kind] = merged.routes;
+    this.byRef[kind] = merged.byRef;
     // Names come from the whole catalog, so a caller's view never changes anyone's names; then the
     // caller's view is cut from it.
     const listed: Obj[] = [];
@@ -373,6 +378,7 @@ export class Catalog implements UpstreamMessages {
     });
     const names = assignPublicNames([...entries.map((e) => ({ upstream: e.member.name, name: e.item.name as string })), ...absent], this.prefix, this.members.length);
     const routes = new Map<string, Route>();
+    const byRef = new Map<string, Route>();
     const sorted: MergedList['sorted'] = [];
     for (const e of entries) {
       const ref = `${e.member.name}/${e.item.name as string}`;
@@ -386,12 +392,14 @@ export class Catalog implements UpstreamMessages {
         call.definition = toolContract(e.item);
         call.definitionSha256 = createHash('sha256').update(canonicalJson(call.definition)).digest('hex');
       }
-      routes.set(publicName, { upstream: e.member, call });
+      const route = { upstream: e.member, call };
+      routes.set(publicName, route);
+      byRef.set(ref, route);
       const meta = { ...((e.item._meta as Obj | undefined) ?? {}), [kind === 'tools' ? TOOL_REF_META : PROMPT_REF_META]: ref };
       sorted.push({ ref, name: publicName, item: { ...e.item, name: publicName, _meta: meta } });
     }
     sorted.sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
-    const result: MergedList = { inputs: perMember, routes, sorted, leftOut };
+    const result: MergedList = { inputs: perMember, routes, byRef, sorted, leftOut };
     this.lastMerged[kind] = result;
     return result;
   }
@@ -570,19 +578,23 @@ export class Catalog implements UpstreamMessages {
   }
 
   /**
-   * Forwards a call by public name to the upstream that owns it, under its original name. The pipeline has
-   * resolved the name and checked access and arguments before this runs; a name no longer known (the list
-   * changed in between) gets the unknown-item answer (tools.mdx §Error Handling: -32602). `passed`: the
-   * asker's Mcp-Param headers, forwarded as they came.
+   * Forwards a call to the upstream that owns it, under its original name. The pipeline has resolved the
+   * name (`judged`, its route) and checked access, arguments and policy on that route's ref before this
+   * runs, so the call goes to that ref: a list read meanwhile (a member's list_changed, another client's
+   * tools/list) may have given the public name to another upstream's tool, which looking the name up again
+   * here reached (approved for one tool, run on another, until 5 December). A ref no longer listed (the
+   * list changed in between) gets the unknown-item answer (tools.mdx §Error Handling: -32602). Without a
+   * judged route (no pipeline in front) the public name is looked up. `passed`: the asker's Mcp-Param
+   * headers, forwarded as they came.
    */
-  private async routeByName(request: JsonRpcRequest, kind: 'tools' | 'prompts', publicName: unknown, signal: AbortSignal | Cancellation | undefined, field: 'name' | 'ref', principal: Principal | undefined, passed: Record<string, string>, relisted = false): Promise<UpstreamReply> {
-    let route = typeof publicName === 'string' ? this.routes[kind].get(publicName) : undefined;
+  private async routeByName(request: JsonRpcRequest, kind: 'tools' | 'prompts', publicName: unknown, signal: AbortSignal | Cancellation | undefined, field: 'name' | 'ref', principal: Principal | undefined, passed: Record<string, string>, judged: CallRoute | undefined, relisted = false): Promise<UpstreamReply> {
+    let route = this.routeOf(kind, publicName, judged);
     // A hidden name takes the same path as an unknown one (a fresh list, then -32602), so neither the
     // answer nor its timing tells that it exists.
     const hidden = route !== undefined && !this.visible(principal, kind, route.call.ref);
     if ((!route || hidden || relisted) && typeof publicName === 'string') {
       await this.namedList({ ...request, method: `${kind}/list`, params: { _meta: request.params?._meta } }, kind, principal);
-      route = this.routes[kind].get(publicName);
+      route = this.routeOf(kind, publicName, judged);
     }
     if (route && !this.visible(principal, kind, route.call.ref)) route = undefined;
     if (!route) return single(errorResponse(request.id, ErrorCode.InvalidParams, unknownItemMessage(kind, publicName)));
@@ -601,7 +613,13 @@ export class Catalog implements UpstreamMessages {
     if (!messages.some((m) => 'error' in m && m.error?.code === ErrorCode.HeaderMismatch)) return { ...reply, messages: replay(messages) };
     this.log.info('an upstream refused the headers of a listed tool; its list is read again', { upstream: route.upstream.name, tool: original });
     this.dropCached(route.upstream, 'tools');
-    return this.routeByName(request, kind, publicName, signal, field, principal, passed, true);
+    return this.routeByName(request, kind, publicName, signal, field, principal, passed, judged, true);
+  }
+
+  /** The route of the last list for the judged ref, or (no route judged) for the public name. */
+  private routeOf(kind: 'tools' | 'prompts', publicName: unknown, judged: CallRoute | undefined): Route | undefined {
+    if (judged !== undefined) return judged.kind === kind ? this.byRef[kind].get(judged.ref) : undefined;
+    return typeof publicName === 'string' ? this.routes[kind].get(publicName) : undefined;
   }
 
   /**

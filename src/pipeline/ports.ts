@@ -4,7 +4,7 @@
 
 import type { JsonRpcMessage } from '../protocol/jsonrpc.js';
 import type { Cancellation } from './cancellation.js';
-import type { CallContext } from './context.js';
+import type { CallContext, Route } from './context.js';
 import type { Outcome } from './outcome.js';
 import type { Principal } from './principal.js';
 
@@ -27,9 +27,11 @@ export interface UpstreamMessages {
   /**
    * `principal` is the caller on whose behalf the gateway asks; only the catalog, which filters what each
    * caller may see, reads it. Transports never send it anywhere. `cancel` stops the request: a call's
-   * Cancellation where there is one (no AbortSignal is made for it), or any AbortSignal.
+   * Cancellation where there is one (no AbortSignal is made for it), or any AbortSignal. `route`: for a
+   * tools/call or prompts/get, the route the pipeline judged (resolve stage); the catalog forwards to it
+   * rather than to whatever holds the public name by then. Transports ignore it.
    */
-  post(message: JsonRpcMessage, headers: Record<string, string>, cancel?: AbortSignal | Cancellation, principal?: Principal): Promise<UpstreamReply>;
+  post(message: JsonRpcMessage, headers: Record<string, string>, cancel?: AbortSignal | Cancellation, principal?: Principal, route?: Route): Promise<UpstreamReply>;
   /**
    * The session's GET stream; null when the upstream offers none. Rejects with UpstreamSessionGone when the
    * upstream no longer knows the session the headers name (404).

@@ -204,7 +204,8 @@ export class LegacyClientBridge {
       // disconnect is not a cancellation (2025-11-25/basic/transports.mdx §Sending Messages 6), while a
       // modern upstream reads a closed request as one: so the request runs on, and its answer is dropped.
       let response: JsonRpcResponse | undefined;
-      const reply = await this.client.post({ jsonrpc: '2.0', id: upstreamId, method: request.method, params }, headers, cancel, ctx.principal);
+      // ctx.route: a catalog behind the bridge forwards to the route the stages judged (transports ignore it).
+      const reply = await this.client.post({ jsonrpc: '2.0', id: upstreamId, method: request.method, params }, headers, cancel, ctx.principal, ctx.route);
       const status = reply.status;
       for await (const msg of reply.messages) {
         const m = msg as JsonRpcMessage & { method?: string; id?: JsonRpcId };
