@@ -1,0 +1,127 @@
+// What the SSE answer to a 2026-07-28 POST may carry, for the pass-through, which relays an upstream's
+// stream as it came. The rule is the spec's, and leaves out what a misbehaving upstream adds; the catalog
+// reads its members' messages one by one and keeps the same rule for requests and responses there
+// (catalog/catalog-upstream.ts). A plain JSON answer never comes here.
+
+import { Readable } from 'node:stream';
+import type { Logger } from '../log/logger.js';
+import type { JsonRpcId } from '../protocol/jsonrpc.js';
+import { SseParser } from '../protocol/sse.js';
+import { RelayBody } from '../pipeline/relay-body.js';
+import type { WholeSse } from '../protocol/whole-sse.js';
+
+/** The request a stream answers: its id, its progress token (`_meta.progressToken`), and whether it is a listen. */
+export interface AnsweredRequest {
+  id: JsonRpcId;
+  progressToken: unknown;
+  listen: boolean;
+}
+
+/**
+ * Notifications that travel on a subscriptions/listen stream only (streamable-http.mdx §Receiving
+ * Messages: "Long-lived change notifications ... are delivered on the response stream of a
+ * subscriptions/listen request"; subscriptions.mdx).
+ */
+const LISTEN_ONLY = /^notifications\/(?:(?:tools|prompts|resources)\/list_changed|resources\/updated|subscriptions\/acknowledged)$/;
+
+/**
+ * Whether an event's data may be a message the stream must not carry, seen without parsing it: an `id`
+ * (a request, or a response to check), an escape that could spell one, or the names of the notifications
+ * the stream's kind leaves out. The rest (a log message, the usual notification) goes on unparsed.
+ */
+function worthReading(data: string, listen: boolean): boolean {
+  if (data.includes('"id"') || data.includes('\\u') || data.includes('\\/')) return true;
+  if (listen) return data.includes('notifications/progress') || data.includes('notifications/message');
+  return data.includes('progressToken') || data.includes('list_changed') || data.includes('/updated') || data.includes('subscriptions/');
+}
+
+/** Verdicts on one event. */
+const KEEP = 0;
+const ANSWER = 1;
+const STRAY = 2;
+type Verdict = typeof KEEP | typeof ANSWER | typeof STRAY;
+
+/**
+ * 2026-07-28/basic/transports/streamable-http.mdx §Receiving Messages: "The server MAY send JSON-RPC
+ * notifications ... before the final response. These notifications MUST relate to the originating client
+ * request. The server MUST NOT send independent JSON-RPC requests on this stream." A response to another id
+ * answers nothing this client asked (on a shared upstream it may be another client's). Progress MUST only
+ * reference the request's own token (basic/patterns/progress.mdx); change notifications belong on a listen
+ * stream, and "request-scoped notifications like notifications/progress and notifications/message are not
+ * delivered on the listen stream". Events without data (comments, a `retry`) are framing, and go on.
+ * `reading`: the whole stream's events, event `at` being this one, whose parse of an event naming "id" is
+ * kept for the steps after (the audit, the edge), so the answer's JSON is parsed once for all of them.
+ */
+function judge(data: string | undefined, request: AnsweredRequest, reading: WholeSse | undefined, at: number): Verdict {
+  if (data === undefined || data === '' || !worthReading(data, request.listen)) return KEEP;
+  const message = reading !== undefined && data.includes('"id"') ? reading.message(at) : parseOrUndefined(data);
+  // Not one JSON-RPC message (not JSON, or a batch, which 2026-07-28 does not have): nothing a client can take.
+  if (message === null || typeof message !== 'object' || Array.isArray(message)) return STRAY;
+  const m = message as { id?: unknown; method?: unknown; params?: { progressToken?: unknown } };
+  if (m.method !== undefined) {
+    if (m.id !== undefined) return STRAY;
+    if (request.listen) return m.method === 'notifications/progress' || m.method === 'notifications/message' ? STRAY : KEEP;
+    if (typeof m.method === 'string' && LISTEN_ONLY.test(m.method)) return STRAY;
+    if (m.method === 'notifications/progress') return request.progressToken !== undefined && m.params?.progressToken === request.progressToken ? KEEP : STRAY;
+    return KEEP;
+  }
+  return m.id === request.id ? ANSWER : STRAY;
+}
+
+function parseOrUndefined(data: string): unknown {
+  try {
+    return JSON.parse(data);
+  } catch {
+    return undefined;
+  }
+}
+
+/**
+ * The answer stream without the messages it must not carry, and without anything after its response (which
+ * "SHOULD terminate the stream"). A stream that came whole and carries nothing stray is returned as it is,
+ * its events read once (the reading is the body's, which the audit and the edge use after); one that did is
+ * written again from the events that stay. A stream still coming is read event by event.
+ */
+export function scopeModernAnswer(body: RelayBody, request: AnsweredRequest, upstream: string, log: Logger, callId: string): RelayBody {
+  const reading = body.peekWholeSse();
+  if (reading !== undefined && reading.complete) return wholeScoped(body, reading, request, upstream, log, callId);
+  const source = body.readable();
+  const relayed = Readable.from(scopedEvents(source, request, body.maxMessageBytes, upstream, log, callId), { objectMode: false });
+  // Stopping the relay stops the upstream's body at once: a Readable.from of a generator would wait for its next step.
+  return RelayBody.fromReadable(relayed, () => source.destroy(), body.maxMessageBytes);
+}
+
+function wholeScoped(body: RelayBody, reading: WholeSse, request: AnsweredRequest, upstream: string, log: Logger, callId: string): RelayBody {
+  let answered = false;
+  let kept: string[] | undefined;
+  const events = reading.events;
+  for (let at = 0; at < events.length; at++) {
+    const ev = events[at]!;
+    const verdict = answered ? (ev.data === undefined || ev.data === '' ? KEEP : STRAY) : judge(ev.data, request, reading, at);
+    if (verdict === ANSWER) answered = true;
+    if (verdict !== STRAY) kept?.push(ev.raw);
+    else if (kept === undefined) kept = events.slice(0, at).map((e) => e.raw);
+  }
+  if (kept === undefined) return body;
+  body.dump();
+  log.warn('an upstream sent messages that do not belong on the answer to a request; they are left out', { upstream, dropped: events.length - kept.length, callId });
+  return RelayBody.of(Buffer.from(kept.join(''), 'utf8'));
+}
+
+async function* scopedEvents(source: Readable, request: AnsweredRequest, maxEventChars: number, upstream: string, log: Logger, callId: string): AsyncGenerator<string, void, void> {
+  const parser = new SseParser(maxEventChars);
+  let answered = false;
+  let dropped = 0;
+  try {
+    for await (const chunk of source as AsyncIterable<Buffer>) {
+      for (const ev of parser.push(chunk)) {
+        const verdict = answered ? (ev.data === undefined || ev.data === '' ? KEEP : STRAY) : judge(ev.data, request, undefined, 0);
+        if (verdict === ANSWER) answered = true;
+        if (verdict === STRAY) dropped++;
+        else yield ev.raw;
+      }
+    }
+  } finally {
+    if (dropped > 0) log.warn('an upstream sent messages that do not belong on the answer to a request; they are left out', { upstream, dropped, callId });
+  }
+}
