@@ -124,13 +124,18 @@ export class Catalog implements UpstreamMessages {
   /** Background listens that tell the catalog when a member's lists change, by member (see watch()). */
   private readonly watchers = new Map<ModernMember, { kinds: Set<string>; stop: AbortController }>();
 
+  /** The members' names in the config's order: which of two already-safe names keeps it (public-names.ts). */
+  private readonly upstreamNames: readonly string[];
+
   constructor(
     private readonly members: readonly ModernMember[],
     private readonly uriPrefixes: ReadonlyMap<ModernMember, readonly string[]>,
     private readonly prefix: PrefixMode,
     private readonly log: Logger,
     private readonly access: AccessPolicy = new AccessPolicy([]),
-  ) {}
+  ) {
+    this.upstreamNames = members.map((m) => m.name);
+  }
 
   /** The keys of the member lists kept now (for tests). */
   cachedListKeys(): string[] {
@@ -376,7 +381,7 @@ export class Catalog implements UpstreamMessages {
         for (const name of this.lastRefs[kind].get(member) ?? []) if (!present.has(name)) absent.push({ upstream: member.name, name });
       }
     });
-    const names = assignPublicNames([...entries.map((e) => ({ upstream: e.member.name, name: e.item.name as string })), ...absent], this.prefix, this.members.length);
+    const names = assignPublicNames([...entries.map((e) => ({ upstream: e.member.name, name: e.item.name as string })), ...absent], this.prefix, this.upstreamNames);
     const routes = new Map<string, Route>();
     const byRef = new Map<string, Route>();
     const sorted: MergedList['sorted'] = [];

@@ -1,6 +1,6 @@
 // Public names for tools and prompts: safe for clients and model APIs (`[A-Za-z0-9_-]`, at most 64
-// characters), derived from each ref (`upstream/original-name`) alone, so every replica and every restart
-// agrees. Not wired into a request path yet: the catalog that aggregates upstreams will use it.
+// characters), derived from the refs (`upstream/original-name`) and the configured upstreams' order alone,
+// so every replica and every restart agrees. The catalog's lists and routes, and the doctor, use it.
 
 import { createHash } from 'node:crypto';
 
@@ -34,18 +34,30 @@ function withDigest(base: string, ref: Ref, length = DIGEST_LENGTH): string {
   return base.slice(0, MAX_NAME_LENGTH - suffix.length) + suffix;
 }
 
+/** The ref whose upstream comes first in `upstreams`; undefined when none is configured (never, from the catalog). */
+function firstConfigured(owners: readonly Ref[], upstreams: readonly string[]): Ref | undefined {
+  let best: { ref: Ref; at: number } | undefined;
+  for (const ref of owners) {
+    const at = upstreams.indexOf(ref.upstream);
+    if (at >= 0 && (best === undefined || at < best.at)) best = { ref, at };
+  }
+  return best?.ref;
+}
+
 /**
  * Public names for a set of refs.
  * - A ref keeps its base name when no other ref shares it and it fits in 64 characters.
  * - Where several refs share a base name, the one whose original name was already safe (its base name is
  *   that name, with the prefix when there is one) keeps it. Adding a tool that merely sanitizes to an existing name never renames the
- *   existing one.
+ *   existing one. Where several were already safe (they come from different upstreams: `a/search` and
+ *   `b/search` without a prefix, `a/b_c` and `a_b/c` with one), the one whose upstream comes first in
+ *   `upstreams` (the config's order) keeps it.
  * - Every other ref in the group, and every name over 64 characters, gets `_` + 8 hex of SHA-256(ref),
  *   truncating before it.
- * The result depends on the set only, never on its order.
+ * The result depends on the set and the configured upstreams only, never on the order of the refs.
  */
-export function assignPublicNames(refs: readonly Ref[], mode: PrefixMode, upstreamCount: number): Map<string, string> {
-  const prefixed = mode === 'always' || (mode === 'auto' && upstreamCount > 1);
+export function assignPublicNames(refs: readonly Ref[], mode: PrefixMode, upstreams: readonly string[]): Map<string, string> {
+  const prefixed = mode === 'always' || (mode === 'auto' && upstreams.length > 1);
   const groups = new Map<string, Ref[]>();
   for (const ref of refs) {
     const base = baseName(ref, prefixed);
@@ -59,7 +71,9 @@ export function assignPublicNames(refs: readonly Ref[], mode: PrefixMode, upstre
     // The owner is the ref whose name needed no replacing: with the prefix too (several upstreams, the
     // default), or a name that sanitizes to a listed one renamed both and broke the one clients had cached.
     const owners = group.filter((r) => base === (prefixed ? `${r.upstream}_${r.name}` : r.name));
-    const keeper = fits && (group.length === 1 ? group[0] : owners.length === 1 ? owners[0] : undefined);
+    // Several owners: the upstream first in the config. Giving none the name renamed the first whenever
+    // another joined (a member down since the start answering at last), and a cached name answered -32602.
+    const keeper = fits && (group.length === 1 ? group[0] : owners.length === 1 ? owners[0] : firstConfigured(owners, upstreams));
     for (const ref of group) {
       const name = ref === keeper ? base : withDigest(base, ref);
       out.set(refString(ref), name);

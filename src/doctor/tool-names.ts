@@ -22,10 +22,11 @@ export interface NamePlan {
 
 const UNSAFE = /[^A-Za-z0-9_-]/g;
 
-export function planNames(refs: readonly Ref[], mode: PrefixMode, upstreamCount: number): NamePlan {
-  const names = assignPublicNames(refs, mode, upstreamCount);
+/** `upstreams`: the configured upstreams' names, in the config's order (which of two safe names keeps it). */
+export function planNames(refs: readonly Ref[], mode: PrefixMode, upstreams: readonly string[]): NamePlan {
+  const names = assignPublicNames(refs, mode, upstreams);
   // The same rule as assignPublicNames: a prefix for `always`, and for `auto` once there are several upstreams.
-  const prefixed = mode === 'always' || (mode === 'auto' && upstreamCount > 1);
+  const prefixed = mode === 'always' || (mode === 'auto' && upstreams.length > 1);
   const byBase = new Map<string, Ref[]>();
   for (const ref of refs) {
     const base = baseName(ref, prefixed);

@@ -23,7 +23,7 @@ export async function checkUpstreams(config: GatehouseConfig, limits: CheckLimit
       else leftOut.push({ upstream: s.config.name, name: tool.name, reason: annotations.reason });
     }
   }
-  const plan = planNames(refs, config.tools.naming.prefix, config.upstreams.length);
+  const plan = planNames(refs, config.tools.naming.prefix, config.upstreams.map((u) => u.name));
   const out: Finding[] = [];
   seen.forEach((s, i) => {
     const name = s.config.name;

@@ -4,7 +4,12 @@ import assert from 'node:assert/strict';
 import { assignPublicNames, digestOf, type Ref } from '../../../src/catalog/public-names.js';
 
 const SAFE = /^[A-Za-z0-9_-]{1,64}$/;
-const names = (refs: Ref[], upstreams = 1, mode: 'auto' | 'always' | 'never' = 'auto') => assignPublicNames(refs, mode, upstreams);
+/** `upstreams`: how many are configured; their order is that of the refs' first mention (then made-up names). */
+const names = (refs: Ref[], upstreams = 1, mode: 'auto' | 'always' | 'never' = 'auto') => {
+  const order = [...new Set(refs.map((r) => r.upstream))];
+  while (order.length < upstreams) order.push(`other-${order.length}`);
+  return assignPublicNames(refs, mode, order);
+};
 
 test('safe names stay as they are; unsafe characters are replaced and the digest marks the change only on collision', () => {
   const m = names([{ upstream: 'crm', name: 'search' }, { upstream: 'crm', name: 'météo' }, { upstream: 'crm', name: 'files/read' }]);
@@ -25,10 +30,27 @@ test('a collision keeps the already-safe original and digests the others', () =>
   assert.equal(m.get('u/get_user'), 'get_user');
   assert.equal(m.get('u/get.user'), `get_user_${digestOf({ upstream: 'u', name: 'get.user' })}`);
   assert.equal(m.get('u/get user'), `get_user_${digestOf({ upstream: 'u', name: 'get user' })}`);
-  // Same names from two upstreams without a prefix collide too.
+  // Same names from two upstreams without a prefix collide too: the upstream first in the config keeps it.
   const n = names([{ upstream: 'a', name: 'search' }, { upstream: 'b', name: 'search' }], 2, 'never');
-  assert.notEqual(n.get('a/search'), n.get('b/search'));
-  assert.match(n.get('a/search')!, /^search_[0-9a-f]{8}$/);
+  assert.equal(n.get('a/search'), 'search');
+  assert.equal(n.get('b/search'), `search_${digestOf({ upstream: 'b', name: 'search' })}`);
+});
+
+// Two already-safe names that collide (without a prefix, or with one: `a/b_c` and `a_b/c` are both `a_b_c`)
+// came from different upstreams, and until 5 December neither kept the name: both got digests, so the name
+// of the one that answered first changed when the other first answered (a member down since the start).
+test('several already-safe names: the upstream first in the config keeps it, whatever order the refs come in', () => {
+  const refs = [{ upstream: 'a_b', name: 'c' }, { upstream: 'a', name: 'b_c' }];
+  for (const list of [refs, [...refs].reverse()]) {
+    const m = assignPublicNames(list, 'auto', ['a', 'a_b']);
+    assert.equal(m.get('a/b_c'), 'a_b_c');
+    assert.equal(m.get('a_b/c'), `a_b_c_${digestOf({ upstream: 'a_b', name: 'c' })}`);
+  }
+  const swapped = assignPublicNames(refs, 'auto', ['a_b', 'a']);
+  assert.equal(swapped.get('a_b/c'), 'a_b_c');
+  assert.equal(swapped.get('a/b_c'), `a_b_c_${digestOf({ upstream: 'a', name: 'b_c' })}`);
+  // The one that was alone keeps its name when the later upstream's tool joins.
+  assert.equal(assignPublicNames([{ upstream: 'a', name: 'b_c' }], 'auto', ['a', 'a_b']).get('a/b_c'), 'a_b_c');
 });
 
 test('a name over 64 characters is truncated before a digest, to exactly 64', () => {
@@ -70,7 +92,7 @@ test('prefixed: adding a tool that sanitizes to an existing prefixed name never 
   assert.equal(after.get('crm/get_user'), 'crm_get_user', 'the already-safe tool keeps its name');
   assert.equal(after.get('crm/get.user'), `crm_get_user_${digestOf({ upstream: 'crm', name: 'get.user' })}`);
   // The same with prefix: always and one upstream.
-  const always = assignPublicNames([{ upstream: 'u', name: 'a_b' }, { upstream: 'u', name: 'a.b' }], 'always', 1);
+  const always = assignPublicNames([{ upstream: 'u', name: 'a_b' }, { upstream: 'u', name: 'a.b' }], 'always', ['u']);
   assert.equal(always.get('u/a_b'), 'u_a_b');
   assert.match(always.get('u/a.b')!, /^u_a_b_[0-9a-f]{8}$/);
   // A 64-character prefixed name that fits keeps it beside a colliding unsafe one.
