@@ -12,6 +12,7 @@ import type { CallHandler, LegacyBridgeFactory, ModernFace, Upstream, UpstreamPr
 import type { Principal } from '../pipeline/principal.js';
 import { idOf, type JsonRpcRequest, type JsonRpcResponse } from '../protocol/jsonrpc.js';
 import { coreTaskRefusal } from '../protocol/core-tasks.js';
+import { KEEP, progressTokenIn, verdictOn, type AnsweredRequest } from '../protocol/answer-stream-rule.js';
 import { META_CLIENT_CAPABILITIES, META_PROTOCOL_VERSION } from '../protocol/methods.js';
 import { mcpParamHeaders } from '../protocol/param-headers.js';
 import { MODERN_VERSIONS } from '../protocol/versions.js';
@@ -69,7 +70,8 @@ export class CatalogUpstream implements Upstream {
     const taskRefusal = coreTaskRefusal(request as JsonRpcRequest);
     if (taskRefusal !== undefined) return refused(taskRefusal);
     // A listen is a listening stream: SSE at once, with keep-alive comments while it is quiet.
-    const stream = new CallStream({ requestId: idOf(request), mode: ctx.method === 'subscriptions/listen' ? 'listen' : 'call', acceptsSse: ctx.acceptsSse });
+    const listen = ctx.method === 'subscriptions/listen';
+    const stream = new CallStream({ requestId: idOf(request), mode: listen ? 'listen' : 'call', acceptsSse: ctx.acceptsSse });
     // Stopped when the client leaves, or when the call is cut at its deadline (timeouts.callMs).
     const stop = stream.stopsOn(ctx.cancel);
     void (async () => {
@@ -77,13 +79,19 @@ export class CatalogUpstream implements Upstream {
         // Forwarded to the route the stages before judged, not to whatever holds its name by now.
         const reply = await this.catalog.post(request, mcpParamHeaders(ctx.headers), stop.cancel, ctx.principal, ctx.route);
         const requestId = idOf(request);
+        // A listen's notifications are the fan-out's own (catalog-listen.ts); a call's are judged here.
+        const answered: AnsweredRequest | undefined = listen ? undefined : { id: requestId!, progressToken: progressTokenIn((request as JsonRpcRequest).params), listen: false };
         for await (const msg of reply.messages) {
           // streamable-http.mdx §Receiving Messages: a modern client's stream carries notifications about its
           // request, then the response to it. A member's server request (a legacy habit) has no place there,
-          // and a response naming another id answers nothing this client asked: both are left out.
+          // and a response naming another id answers nothing this client asked: both are left out. So are
+          // notifications that do not relate to the request (protocol/answer-stream-rule.ts): a list change
+          // (listen streams only), progress under another token.
           if ('method' in msg) {
-            if (!('id' in msg)) stream.push(msg);
-            else this.log.warn('an upstream sent a request on a modern call\'s stream; it is dropped', { method: msg.method, callId: ctx.callId });
+            if (!('id' in msg)) {
+              if (answered === undefined || verdictOn(msg, answered) === KEEP) stream.push(msg);
+              else this.log.warn('an upstream sent a notification that does not relate to a modern call on its stream; it is dropped', { method: msg.method, callId: ctx.callId });
+            } else this.log.warn('an upstream sent a request on a modern call\'s stream; it is dropped', { method: msg.method, callId: ctx.callId });
           } else if ((msg as JsonRpcResponse).id === requestId) return stream.finish(msg as JsonRpcResponse);
           else this.log.warn('an upstream answered another request id on a call\'s stream; it is dropped', { callId: ctx.callId });
         }

@@ -1,28 +1,13 @@
-// What the SSE answer to a 2026-07-28 POST may carry, for the pass-through, which relays an upstream's
-// stream as it came. The rule is the spec's, and leaves out what a misbehaving upstream adds; the catalog
-// reads its members' messages one by one and keeps the same rule for requests and responses there
-// (catalog/catalog-upstream.ts). A plain JSON answer never comes here.
+// The SSE answer to a 2026-07-28 POST without what the spec does not let it carry, for the pass-through,
+// which relays an upstream's stream as it came: the rule is protocol/answer-stream-rule.ts (the catalog,
+// which reads its members' messages one by one, keeps it too). A plain JSON answer never comes here.
 
 import { Readable } from 'node:stream';
 import type { Logger } from '../log/logger.js';
-import type { JsonRpcId } from '../protocol/jsonrpc.js';
+import { ANSWER, KEEP, STRAY, verdictOn, type AnsweredRequest, type Verdict } from '../protocol/answer-stream-rule.js';
 import { SseParser } from '../protocol/sse.js';
 import { RelayBody } from '../pipeline/relay-body.js';
 import type { WholeSse } from '../protocol/whole-sse.js';
-
-/** The request a stream answers: its id, its progress token (`_meta.progressToken`), and whether it is a listen. */
-export interface AnsweredRequest {
-  id: JsonRpcId;
-  progressToken: unknown;
-  listen: boolean;
-}
-
-/**
- * Notifications that travel on a subscriptions/listen stream only (streamable-http.mdx §Receiving
- * Messages: "Long-lived change notifications ... are delivered on the response stream of a
- * subscriptions/listen request"; subscriptions.mdx).
- */
-const LISTEN_ONLY = /^notifications\/(?:(?:tools|prompts|resources)\/list_changed|resources\/updated|subscriptions\/acknowledged)$/;
 
 /**
  * Whether an event's data may be a message the stream must not carry, seen without parsing it: an `id`
@@ -35,37 +20,15 @@ function worthReading(data: string, listen: boolean): boolean {
   return data.includes('progressToken') || data.includes('list_changed') || data.includes('/updated') || data.includes('subscriptions/');
 }
 
-/** Verdicts on one event. */
-const KEEP = 0;
-const ANSWER = 1;
-const STRAY = 2;
-type Verdict = typeof KEEP | typeof ANSWER | typeof STRAY;
-
 /**
- * 2026-07-28/basic/transports/streamable-http.mdx §Receiving Messages: "The server MAY send JSON-RPC
- * notifications ... before the final response. These notifications MUST relate to the originating client
- * request. The server MUST NOT send independent JSON-RPC requests on this stream." A response to another id
- * answers nothing this client asked (on a shared upstream it may be another client's). Progress MUST only
- * reference the request's own token (basic/patterns/progress.mdx); change notifications belong on a listen
- * stream, and "request-scoped notifications like notifications/progress and notifications/message are not
- * delivered on the listen stream". Events without data (comments, a `retry`) are framing, and go on.
+ * The verdict on one event (protocol/answer-stream-rule.ts). Events without data (comments, a `retry`) are
+ * framing, and go on; so does an event that cannot be one the rule leaves out (worthReading), unparsed.
  * `reading`: the whole stream's events, event `at` being this one, whose parse of an event naming "id" is
  * kept for the steps after (the audit, the edge), so the answer's JSON is parsed once for all of them.
  */
 function judge(data: string | undefined, request: AnsweredRequest, reading: WholeSse | undefined, at: number): Verdict {
   if (data === undefined || data === '' || !worthReading(data, request.listen)) return KEEP;
-  const message = reading !== undefined && data.includes('"id"') ? reading.message(at) : parseOrUndefined(data);
-  // Not one JSON-RPC message (not JSON, or a batch, which 2026-07-28 does not have): nothing a client can take.
-  if (message === null || typeof message !== 'object' || Array.isArray(message)) return STRAY;
-  const m = message as { id?: unknown; method?: unknown; params?: { progressToken?: unknown } };
-  if (m.method !== undefined) {
-    if (m.id !== undefined) return STRAY;
-    if (request.listen) return m.method === 'notifications/progress' || m.method === 'notifications/message' ? STRAY : KEEP;
-    if (typeof m.method === 'string' && LISTEN_ONLY.test(m.method)) return STRAY;
-    if (m.method === 'notifications/progress') return request.progressToken !== undefined && m.params?.progressToken === request.progressToken ? KEEP : STRAY;
-    return KEEP;
-  }
-  return m.id === request.id ? ANSWER : STRAY;
+  return verdictOn(reading !== undefined && data.includes('"id"') ? reading.message(at) : parseOrUndefined(data), request);
 }
 
 function parseOrUndefined(data: string): unknown {

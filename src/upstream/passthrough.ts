@@ -21,6 +21,7 @@ import type { ToolTimeout } from './tool-timeouts.js';
 import { answeredWhole, readSseText, reopenStream, sessionHeaders } from './resumable-sse.js';
 import { isEventStreamType } from '../protocol/sse.js';
 import { scopeModernAnswer } from './modern-answer-stream.js';
+import { progressTokenIn } from '../protocol/answer-stream-rule.js';
 
 /** How long a streamed answer is given to end before it is relayed as a stream (see forward). */
 const SSE_SETTLE_MS = 2;
@@ -138,7 +139,7 @@ export class PassThrough {
     // stream needs (bench/README.md §SSE answers). A long stream's first events wait that moment at most.
     if (sse && !body.settled) await body.endsWithin(SSE_SETTLE_MS);
     let relayed = body;
-    if (sse && ctx.era === 'modern') relayed = scopeModernAnswer(body, { id: requestId, progressToken: progressTokenOf(ctx), listen: ctx.method === 'subscriptions/listen' }, this.name, this.log, ctx.callId);
+    if (sse && ctx.era === 'modern') relayed = scopeModernAnswer(body, { id: requestId, progressToken: progressTokenIn((ctx.message as { params?: unknown } | undefined)?.params), listen: ctx.method === 'subscriptions/listen' }, this.name, this.log, ctx.callId);
     else if (sse && ctx.era === 'legacy' && !answeredWholeBody(body, requestId)) relayed = this.resumable(ctx, body, requestId);
     return { kind: 'relay', status: statusCode, headers: responseHeaders(headers), body: relayed, requestId, upstream: this.name, failureOf: this.failureOf };
   }
@@ -282,12 +283,6 @@ function objectText(body: RelayBody): string | undefined {
   }
   if (first === undefined) return 'an empty JSON body';
   return first === 0x7b && last === 0x7d ? undefined : 'a body that is not one JSON object';
-}
-
-/** The request's `_meta.progressToken`, read from the message the edge parsed (no parse here). */
-function progressTokenOf(ctx: CallContext): unknown {
-  const meta = (ctx.message as { params?: { _meta?: unknown } } | undefined)?.params?._meta;
-  return typeof meta === 'object' && meta !== null ? (meta as { progressToken?: unknown }).progressToken : undefined;
 }
 
 /** A legacy SSE answer that came whole, its response in it: nothing to resume, so no resuming reader. */
