@@ -22,6 +22,9 @@ const LIST_CHANGED: Readonly<Record<string, 'tools' | 'prompts' | 'resources'>> 
   'notifications/resources/list_changed': 'resources',
 });
 
+/** The filter's flag for each kind's list changes. */
+const LIST_FLAG = { tools: 'toolsListChanged', prompts: 'promptsListChanged', resources: 'resourcesListChanged' } as const;
+
 /** First and longest wait before a member that was down when the listen opened is tried again. */
 const LATE_RETRY_FIRST_MS = 1_000;
 const LATE_RETRY_MAX_MS = 30_000;
@@ -54,6 +57,20 @@ export function fanOutListen(
   queue.onClose(stopAll);
   signal?.addEventListener('abort', stopAll, { once: true });
   type Opened = { member: ModernMember; messages: AsyncGenerator<JsonRpcMessage, void, void>; honours: Filter };
+  /**
+   * Whether the client's filter asked for a notification (subscriptions.mdx §Opening a Stream: "The server
+   * MUST NOT send notification types the client has not explicitly requested"). A member's requests (MUST
+   * NOT on a stream, streamable-http.mdx §Receiving Messages), its progress and log messages ("not delivered
+   * on the listen stream") and its second acknowledgment are no such type. A resource update may name a
+   * sub-resource of the one subscribed to (schema: ResourceUpdatedNotificationParams.uri): it goes on when
+   * the client subscribed to any, and may use the URI.
+   */
+  const asksFor = (method: string, params: Obj | undefined): boolean => {
+    const kind = LIST_CHANGED[method];
+    if (kind !== undefined) return requested[LIST_FLAG[kind]] === true;
+    if (method !== 'notifications/resources/updated') return false;
+    return (requested.resourceSubscriptions?.length ?? 0) > 0 && typeof params?.uri === 'string' && mayUse(params.uri);
+  };
   /** A member's listen with its part of the filter: its stream, undefined when it answered without one; throws when it could not be reached. */
   const filterFor = (member: ModernMember): Filter => {
     // Resource subscriptions go to the upstream that listed the URI; unknown URIs to every upstream.
@@ -134,13 +151,18 @@ export function fanOutListen(
       let ended!: () => void;
       const anyEnded = new Promise<void>((r) => (ended = r));
       const relay = async ({ member, messages }: Opened): Promise<void> => {
+        let strays = 0;
         try {
           for await (const m of messages) {
-            const msg = m as { method?: string; params?: Obj };
+            const msg = m as { id?: unknown; method?: string; params?: Obj };
             if (msg.method === undefined) return; // that upstream ended its listen
             const kind = LIST_CHANGED[msg.method];
-            if (kind) onListChanged(member, kind);
-            if (msg.method === 'notifications/resources/updated' && !(typeof msg.params?.uri === 'string' && mayUse(msg.params.uri))) continue;
+            // The catalog hears every list change (its cached lists), asked for or not.
+            if (kind && msg.id === undefined) onListChanged(member, kind);
+            if (msg.id !== undefined || !asksFor(msg.method, msg.params)) {
+              if (strays++ === 0) log.warn('an upstream sent a message the client\'s listen did not ask for; such messages are dropped', { upstream: member.name, method: msg.method.slice(0, 100) });
+              continue;
+            }
             const meta = { ...((msg.params?._meta as Obj | undefined) ?? {}), [META_SUBSCRIPTION_ID]: request.id };
             queue.push({ jsonrpc: '2.0', method: msg.method, params: { ...(msg.params ?? {}), _meta: meta } });
           }
