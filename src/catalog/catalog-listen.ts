@@ -12,6 +12,7 @@ import { MODERN_VERSIONS } from '../protocol/versions.js';
 import type { UpstreamReply } from '../pipeline/ports.js';
 import type { ModernMember } from '../pipeline/ports.js';
 import { CallStream } from '../pipeline/call-stream.js';
+import { listenCarries } from '../protocol/answer-stream-rule.js';
 
 type Obj = Record<string, unknown>;
 type Filter = { toolsListChanged?: boolean; promptsListChanged?: boolean; resourcesListChanged?: boolean; resourceSubscriptions?: string[] };
@@ -21,9 +22,6 @@ const LIST_CHANGED: Readonly<Record<string, 'tools' | 'prompts' | 'resources'>> 
   'notifications/prompts/list_changed': 'prompts',
   'notifications/resources/list_changed': 'resources',
 });
-
-/** The filter's flag for each kind's list changes. */
-const LIST_FLAG = { tools: 'toolsListChanged', prompts: 'promptsListChanged', resources: 'resourcesListChanged' } as const;
 
 /** First and longest wait before a member that was down when the listen opened is tried again. */
 const LATE_RETRY_FIRST_MS = 1_000;
@@ -58,20 +56,12 @@ export function fanOutListen(
   signal?.addEventListener('abort', stopAll, { once: true });
   type Opened = { member: ModernMember; messages: AsyncGenerator<JsonRpcMessage, void, void>; honours: Filter };
   /**
-   * Whether the client's filter asked for a notification (subscriptions.mdx §Opening a Stream: "The server
-   * MUST NOT send notification types the client has not explicitly requested"). A member's requests (MUST
-   * NOT on a stream, streamable-http.mdx §Receiving Messages), its progress and log messages ("not delivered
-   * on the listen stream") and its second acknowledgment are no such type. A resource update may name a
-   * sub-resource of the one subscribed to (schema: ResourceUpdatedNotificationParams.uri): it goes on when
-   * the client subscribed to any, and may use the URI.
+   * Whether the client's filter asked for a notification (protocol/answer-stream-rule.ts: only the types
+   * asked for, never a member's requests, progress or log messages); a resource update also needs a URI
+   * the caller may use. The client's acknowledgment is the fan-out's own: a member's second one is dropped.
    */
-  const asksFor = (method: string, params: Obj | undefined): boolean => {
-    const kind = LIST_CHANGED[method];
-    if (kind !== undefined) return requested[LIST_FLAG[kind]] === true;
-    if (method !== 'notifications/resources/updated') return false;
-    return (requested.resourceSubscriptions?.length ?? 0) > 0 && typeof params?.uri === 'string' && mayUse(params.uri);
-  };
-  /** A member's listen with its part of the filter: its stream, undefined when it answered without one; throws when it could not be reached. */
+  const asksFor = (method: string, params: Obj | undefined): boolean =>
+    method !== 'notifications/subscriptions/acknowledged' && listenCarries(method, requested) && (method !== 'notifications/resources/updated' || (typeof params?.uri === 'string' && mayUse(params.uri)));
   const filterFor = (member: ModernMember): Filter => {
     // Resource subscriptions go to the upstream that listed the URI; unknown URIs to every upstream.
     const uris = (requested.resourceSubscriptions ?? []).filter((u) => {

@@ -9,7 +9,16 @@ export interface AnsweredRequest {
   id: JsonRpcId;
   progressToken: unknown;
   listen: boolean;
+  /** A listen's `params.notifications`: the notification types it asked for. */
+  asked?: unknown;
 }
+
+/** The filter's flag for each list-change notification (subscriptions.mdx §Notification Filter). */
+const LIST_FLAGS: Readonly<Record<string, string>> = Object.assign(Object.create(null) as Record<string, string>, {
+  'notifications/tools/list_changed': 'toolsListChanged',
+  'notifications/prompts/list_changed': 'promptsListChanged',
+  'notifications/resources/list_changed': 'resourcesListChanged',
+});
 
 /** A message that belongs on the stream. */
 export const KEEP = 0;
@@ -32,8 +41,7 @@ const LISTEN_ONLY = /^notifications\/(?:(?:tools|prompts|resources)\/list_change
  * request. The server MUST NOT send independent JSON-RPC requests on this stream." A response to another id
  * answers nothing this client asked (on a shared upstream it may be another client's). Progress MUST only
  * reference the request's own token (basic/patterns/progress.mdx); change notifications belong on a listen
- * stream, and "request-scoped notifications like notifications/progress and notifications/message are not
- * delivered on the listen stream". Anything that is not one JSON-RPC message (a batch, which 2026-07-28
+ * stream, which carries only what it asked for (listenCarries). Anything that is not one JSON-RPC message (a batch, which 2026-07-28
  * does not have; not JSON at all) is nothing a client can take.
  */
 export function verdictOn(message: unknown, request: AnsweredRequest): Verdict {
@@ -41,12 +49,28 @@ export function verdictOn(message: unknown, request: AnsweredRequest): Verdict {
   const m = message as { id?: unknown; method?: unknown; params?: { progressToken?: unknown } };
   if (m.method !== undefined) {
     if (m.id !== undefined) return STRAY;
-    if (request.listen) return m.method === 'notifications/progress' || m.method === 'notifications/message' ? STRAY : KEEP;
+    if (request.listen) return listenCarries(m.method, request.asked) ? KEEP : STRAY;
     if (typeof m.method === 'string' && LISTEN_ONLY.test(m.method)) return STRAY;
     if (m.method === 'notifications/progress') return request.progressToken !== undefined && m.params?.progressToken === request.progressToken ? KEEP : STRAY;
     return KEEP;
   }
   return m.id === request.id ? ANSWER : STRAY;
+}
+
+/**
+ * What a listen's stream carries (subscriptions.mdx): its acknowledgment, and the notification types its
+ * filter asked for ("The server MUST NOT send notification types the client has not explicitly
+ * requested"); request-scoped notifications (progress, log messages) are "not delivered on the listen
+ * stream". A resource update may name a sub-resource of one subscribed to (schema:
+ * ResourceUpdatedNotificationParams.uri), so any goes on once the listen subscribed to some.
+ */
+export function listenCarries(method: unknown, asked: unknown): boolean {
+  if (method === 'notifications/subscriptions/acknowledged') return true;
+  if (typeof method !== 'string' || typeof asked !== 'object' || asked === null) return false;
+  const filter = asked as Record<string, unknown>;
+  const flag = LIST_FLAGS[method];
+  if (flag !== undefined) return filter[flag] === true;
+  return method === 'notifications/resources/updated' && Array.isArray(filter.resourceSubscriptions) && filter.resourceSubscriptions.length > 0;
 }
 
 /** The request's `_meta.progressToken`, from its parsed params. */

@@ -12,11 +12,11 @@ import type { WholeSse } from '../protocol/whole-sse.js';
 /**
  * Whether an event's data may be a message the stream must not carry, seen without parsing it: an `id`
  * (a request, or a response to check), an escape that could spell one, or the names of the notifications
- * the stream's kind leaves out. The rest (a log message, the usual notification) goes on unparsed.
+ * a call's stream leaves out. The rest (a log message, the usual notification) goes on unparsed.
  */
 function worthReading(data: string, listen: boolean): boolean {
-  if (data.includes('"id"') || data.includes('\\u') || data.includes('\\/')) return true;
-  if (listen) return data.includes('notifications/progress') || data.includes('notifications/message');
+  // A listen's every event is read: it carries only the kinds asked for, and is quiet (a change now and then).
+  if (listen || data.includes('"id"') || data.includes('\\u') || data.includes('\\/')) return true;
   return data.includes('progressToken') || data.includes('list_changed') || data.includes('/updated') || data.includes('subscriptions/');
 }
 

@@ -139,7 +139,11 @@ export class PassThrough {
     // stream needs (bench/README.md §SSE answers). A long stream's first events wait that moment at most.
     if (sse && !body.settled) await body.endsWithin(SSE_SETTLE_MS);
     let relayed = body;
-    if (sse && ctx.era === 'modern') relayed = scopeModernAnswer(body, { id: requestId, progressToken: progressTokenIn((ctx.message as { params?: unknown } | undefined)?.params), listen: ctx.method === 'subscriptions/listen' }, this.name, this.log, ctx.callId);
+    if (sse && ctx.era === 'modern') {
+      const params = (ctx.message as { params?: { notifications?: unknown } } | undefined)?.params;
+      const listen = ctx.method === 'subscriptions/listen';
+      relayed = scopeModernAnswer(body, { id: requestId, progressToken: progressTokenIn(params), listen, asked: listen ? params?.notifications : undefined }, this.name, this.log, ctx.callId);
+    }
     else if (sse && ctx.era === 'legacy' && !answeredWholeBody(body, requestId)) relayed = this.resumable(ctx, body, requestId);
     return { kind: 'relay', status: statusCode, headers: responseHeaders(headers), body: relayed, requestId, upstream: this.name, failureOf: this.failureOf };
   }

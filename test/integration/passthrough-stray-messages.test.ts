@@ -3,7 +3,8 @@
 // SSE answer to a request carries notifications that relate to that request, then the response; the server
 // MUST NOT send independent requests on it (server-to-client interactions are MRTR input requests now), and
 // change notifications travel on a subscriptions/listen stream only, which in turn carries no
-// request-scoped notifications (progress, log messages). basic/patterns/progress.mdx: progress notifications
+// request-scoped notifications (progress, log messages) nor kinds the listen did not ask for
+// (subscriptions.mdx §Opening a Stream). basic/patterns/progress.mdx: progress notifications
 // MUST only reference the request's own token. A misbehaving upstream's stray messages reached the client
 // on the pass-through until 5 December: another request's response (on a shared upstream, perhaps another
 // client's), a server request a client could act on (an elicitation Gatehouse never governed), list
@@ -89,6 +90,9 @@ describe('a modern upstream on the pass-through: stray messages on a POST answer
           sse({ jsonrpc: '2.0', method: 'notifications/progress', params: { progressToken: 'x', progress: 1 } }),
           sse({ jsonrpc: '2.0', method: 'notifications/message', params: { level: 'info', data: 'not here' } }),
           sse({ jsonrpc: '2.0', id: 'srv-2', method: 'sampling/createMessage', params: {} }),
+          // Kinds the listen did not ask for (subscriptions.mdx §Opening a Stream: MUST NOT).
+          sse({ jsonrpc: '2.0', method: 'notifications/prompts/list_changed', params: { _meta: { 'io.modelcontextprotocol/subscriptionId': msg.id } } }),
+          sse({ jsonrpc: '2.0', method: 'notifications/resources/updated', params: { uri: 'file:///x', _meta: { 'io.modelcontextprotocol/subscriptionId': msg.id } } }),
           sse(changed),
           sse({ jsonrpc: '2.0', id: 'someone-else', result: {} }),
           sse(end),
@@ -128,7 +132,7 @@ describe('a modern upstream on the pass-through: stray messages on a POST answer
       assert.deepEqual(messagesOf(res.text), answerStream('p-1', 3).belong);
     });
 
-    test(`subscriptions/listen, ${label}: the acknowledgment, the change and the listen's own end, nothing request-scoped and no request`, async () => {
+    test(`subscriptions/listen, ${label}: the acknowledgment, the change asked for and the listen's own end, nothing request-scoped, no request, no kind not asked for`, async () => {
       gapMs = gap;
       const { body, headers } = modernRequest('l-1', 'subscriptions/listen', { notifications: { toolsListChanged: true } });
       const res = await post(gw.url, body, headers, AbortSignal.timeout(15_000));
