@@ -43,7 +43,7 @@ function parseOrUndefined(data: string): unknown {
  * The answer stream without the messages it must not carry, and without anything after its response (which
  * "SHOULD terminate the stream"). A stream that came whole and carries nothing stray is returned as it is,
  * its events read once (the reading is the body's, which the audit and the edge use after); one that did is
- * written again from the events that stay. A stream still coming is read event by event.
+ * written again from the events that stay. A stream still coming is read event by event (scopedEvents).
  */
 export function scopeModernAnswer(body: RelayBody, request: AnsweredRequest, upstream: string, log: Logger, callId: string): RelayBody {
   const reading = body.peekWholeSse();
@@ -71,17 +71,21 @@ function wholeScoped(body: RelayBody, reading: WholeSse, request: AnsweredReques
   return RelayBody.of(Buffer.from(kept.join(''), 'utf8'));
 }
 
+/**
+ * A stream still coming, event by event. It ends with the response: nothing after it may reach the client,
+ * and an upstream that kept its stream open (the response "SHOULD terminate the stream") held the client's
+ * answer open with it, up to its body timeout, until 5 December. Returning here lets the upstream's body go.
+ */
 async function* scopedEvents(source: Readable, request: AnsweredRequest, maxEventChars: number, upstream: string, log: Logger, callId: string): AsyncGenerator<string, void, void> {
   const parser = new SseParser(maxEventChars);
-  let answered = false;
   let dropped = 0;
   try {
     for await (const chunk of source as AsyncIterable<Buffer>) {
       for (const ev of parser.push(chunk)) {
-        const verdict = answered ? (ev.data === undefined || ev.data === '' ? KEEP : STRAY) : judge(ev.data, request, undefined, 0);
-        if (verdict === ANSWER) answered = true;
+        const verdict = judge(ev.data, request, undefined, 0);
         if (verdict === STRAY) dropped++;
         else yield ev.raw;
+        if (verdict === ANSWER) return;
       }
     }
   } finally {
