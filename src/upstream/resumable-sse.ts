@@ -68,6 +68,8 @@ export async function* readSseMessages(body: Readable, upstream: string, resumpt
       if (resumption?.awaiting !== undefined && answers(message, resumption.awaiting, true)) answered = true;
       yield message;
     }
+    // The response ends what the request is owed (see readSseText): the rest of the stream is let go.
+    if (answered) return;
   }
 }
 
@@ -85,13 +87,17 @@ export async function* readSseText(body: Readable, upstream: string, resumption:
     if (batch !== undefined) {
       if (!answered && awaiting !== undefined) answered = batch.some((m) => answers(m, awaiting, true));
       yield unbatchedRaw(ev);
-      continue;
+    } else {
+      // Cheap pre-check: notifications have no "id" and are most of a long stream.
+      if (!answered && awaiting !== undefined && ev.data !== undefined && ev.data.includes('"id"')) {
+        answered = answerIn(ev.data, awaiting, true) !== undefined;
+      }
+      yield ev.raw;
     }
-    // Cheap pre-check: notifications have no "id" and are most of a long stream.
-    if (!answered && awaiting !== undefined && ev.data !== undefined && ev.data.includes('"id"')) {
-      answered = answerIn(ev.data, awaiting, true) !== undefined;
-    }
-    yield ev.raw;
+    // 2025-11-25/basic/transports.mdx §Sending Messages 6: "After the JSON-RPC response has been sent, the
+    // server SHOULD close the SSE stream." One that kept it open held the client's answer open with it (up
+    // to its body timeout) until 5 December: the stream ends at the response, and the upstream's is let go.
+    if (answered) return;
   }
 }
 
