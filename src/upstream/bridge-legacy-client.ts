@@ -5,7 +5,7 @@
 // legacy SSE stream, retrying upstream with the client's answers.
 
 import { randomUUID } from 'node:crypto';
-import { asGatewayError, duplicateId, GatewayError } from '../errors.js';
+import { asGatewayError, duplicateId, failure, GatewayError } from '../errors.js';
 import type { Logger } from '../log/logger.js';
 import { addModernRequestMeta, isObject, legacyServerCapabilitiesFrom, modernCapabilitiesFrom, toLegacyResult, withLegacyOutputSchemas, withLegacyStructuredContent } from '../protocol/era-shapes.js';
 import { coreTaskRefusal } from '../protocol/core-tasks.js';
@@ -29,6 +29,20 @@ import { setOwn, wireTable } from '../protocol/own-keys.js';
 type Obj = Record<string, unknown>;
 
 type UpstreamCapabilities = Record<string, { listChanged?: boolean; subscribe?: boolean } | undefined>;
+
+/**
+ * The upstream as the bridge serves it: its modern profile; undefined while its era is being found again (a
+ * bridge saw it answer like another era, era-probe.ts EraVerdict.invalidate); 'other-era' once it was found
+ * to be one this bridge does not serve (a modern server rolled back to a legacy one). Read anew each time:
+ * the verdict changes under the bridge's sessions, whose GET streams reopen listens long after routing.
+ */
+export type BridgedProfile = (UpstreamProfile & { era: 'modern' }) | 'other-era' | undefined;
+
+/** What the verdict `known` is to a legacy-client bridge that serves the modern upstreams `serves` accepts. */
+export function bridgedProfile(known: UpstreamProfile | undefined, serves: (profile: UpstreamProfile & { era: 'modern' }) => boolean): BridgedProfile {
+  if (known === undefined) return undefined;
+  return known.era === 'modern' && serves(known) ? known : 'other-era';
+}
 
 /**
  * The requests the bridge answers itself that exist only where the server declared a capability
@@ -56,7 +70,7 @@ export class LegacyClientBridge {
 
   constructor(
     private readonly client: UpstreamMessages,
-    private readonly profile: () => UpstreamProfile & { era: 'modern' },
+    private readonly profile: () => BridgedProfile,
     private readonly limits: { max: number; idleTimeoutMs: number; inputTimeoutMs: number },
     private readonly staleVerdict: () => void,
     /** True when the upstream is reached over HTTP, where Mcp-Param-* headers apply. */
@@ -96,7 +110,12 @@ export class LegacyClientBridge {
   private initialize(ctx: CallContext): Outcome {
     const request = ctx.message as JsonRpcRequest;
     const params = request.params ?? {};
-    const discover = this.profile().discover;
+    let discover: Obj;
+    try {
+      discover = this.served().discover;
+    } catch (err) {
+      return refused(failure(err as GatewayError));
+    }
     const version = negotiateLegacyVersion(params.protocolVersion);
     const serverMeta = isObject(discover._meta) ? discover._meta : {};
     const result: Obj = {
@@ -127,7 +146,7 @@ export class LegacyClientBridge {
       return json(errorResponse(request.id, ErrorCode.MethodNotFound, `Method not found: ${request.method}`));
     }
     const lacking = UPSTREAM_CAPABILITY_NEEDED[request.method];
-    if (lacking !== undefined && !lacking(this.upstreamCapabilities())) {
+    if (lacking !== undefined && !lacking(capabilitiesOf(this.profile()))) {
       // The upstream did not declare what this request needs: to the client it is a method the server does
       // not have (-32601, as for any undeclared capability: 2025-11-25 server/utilities/completion.mdx §Error
       // Handling), never an empty success that says it subscribed, or set a level that nothing will honour.
@@ -181,7 +200,7 @@ export class LegacyClientBridge {
   }
 
   private async forward(ctx: CallContext, session: BridgedSession, request: JsonRpcRequest, channel: CallStream, cancel: Cancellation): Promise<void> {
-    const profile = this.profile();
+    const profile = this.served();
     let extra: Obj = {};
     // utilities/progress.mdx: progress MUST increase with each notification. Each input round is a new
     // request upstream under the client's one token, and a stateless server may count from zero again.
@@ -279,20 +298,31 @@ export class LegacyClientBridge {
     return tools.length === result.tools.length ? result : { ...result, tools };
   }
 
+  /** The modern upstream this bridge serves, or the failure of a call that needs it. */
+  private served(): UpstreamProfile & { era: 'modern' } {
+    const profile = this.profile();
+    if (typeof profile === 'object') return profile;
+    throw new GatewayError('GW_ERR_UPSTREAM_BAD_RESPONSE', `Upstream "${this.client.upstream}" no longer answers as the 2026-07-28 server it was found to be; retry, or start a new session`, this.client.upstream);
+  }
+
   /**
    * Feeds the session's GET stream from an upstream subscriptions/listen (GATEWAY-REQUIREMENTS §16.2
    * "Subscriptions ⇄ GET stream"). Filters are fixed per listen, so a change opens a new listen first and
    * then closes the old one.
    */
-  /** The upstream's capabilities, from its discover result. */
-  private upstreamCapabilities(): UpstreamCapabilities {
-    const discover = this.profile().discover;
-    return (isObject(discover.capabilities) ? discover.capabilities : {}) as UpstreamCapabilities;
-  }
-
   private async listenUpstream(session: BridgedSession, reopened = false): Promise<void> {
     const profile = this.profile();
-    const caps = this.upstreamCapabilities();
+    if (typeof profile !== 'object') {
+      // Reopened on a timer, long after the call that routed here, the verdict may have changed: until
+      // 5 December this read it as a modern one whatever it was, threw outside any handler, and the
+      // unhandled rejection ended the process. Unknown (being found again): asked again after a pause.
+      // Another era: requests under this session id now go past the bridge, so it serves nothing more; it is
+      // ended, with its GET stream, and its client starts anew with the upstream as it now is.
+      if (profile === 'other-era') this.sessions.end(session.id, 'unknown');
+      else if (!session.upstreamListen && session.listening) this.reopenLater(session, false);
+      return;
+    }
+    const caps = capabilitiesOf(profile);
     const notifications: Obj = {};
     if (caps.tools?.listChanged) notifications.toolsListChanged = true;
     if (caps.prompts?.listChanged) notifications.promptsListChanged = true;
@@ -338,13 +368,17 @@ export class LegacyClientBridge {
     // that ran) had its listen reopened, and the client told to refetch every list, every second.
     if (session.upstreamListen === controller && !controller.signal.aborted && session.listening) {
       session.upstreamListen = undefined;
-      const lived = acknowledgedAt !== undefined && performance.now() - acknowledgedAt >= LISTEN_LIVED_MS;
-      const pause = lived ? LISTEN_RETRY_MIN_MS : (session.listenRetryMs ?? LISTEN_RETRY_MIN_MS);
-      session.listenRetryMs = lived ? undefined : Math.min(LISTEN_RETRY_MAX_MS, pause * 2);
-      setTimeout(() => {
-        if (session.listening && !session.upstreamListen) void this.listenUpstream(session, true);
-      }, pause).unref();
+      this.reopenLater(session, acknowledgedAt !== undefined && performance.now() - acknowledgedAt >= LISTEN_LIVED_MS);
     }
+  }
+
+  /** Opens the session's listen again after a pause: the shortest after one that `lived`, else doubling. */
+  private reopenLater(session: BridgedSession, lived: boolean): void {
+    const pause = lived ? LISTEN_RETRY_MIN_MS : (session.listenRetryMs ?? LISTEN_RETRY_MIN_MS);
+    session.listenRetryMs = lived ? undefined : Math.min(LISTEN_RETRY_MAX_MS, pause * 2);
+    setTimeout(() => {
+      if (session.listening && !session.upstreamListen) void this.listenUpstream(session, true);
+    }, pause).unref();
   }
 
   /**
@@ -417,6 +451,12 @@ export class LegacyClientBridge {
     }
     return { extra: { inputResponses, ...(typeof result.requestState === 'string' ? { requestState: result.requestState } : {}) } };
   }
+}
+
+/** The upstream's capabilities, from its discover result (none while it is not known to be modern). */
+function capabilitiesOf(profile: BridgedProfile): UpstreamCapabilities {
+  const discover = typeof profile === 'object' ? profile.discover : undefined;
+  return (isObject(discover?.capabilities) ? discover.capabilities : {}) as UpstreamCapabilities;
 }
 
 /** The list_changed notifications for the lists an acknowledged filter covers. */

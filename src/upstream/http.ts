@@ -11,7 +11,7 @@ import { json, refused, type Outcome } from '../pipeline/outcome.js';
 import type { CallHandler, ModernFace, Upstream, UpstreamProfile } from '../pipeline/ports.js';
 import type { JsonRpcRequest } from '../protocol/jsonrpc.js';
 import { MODERN_VERSIONS } from '../protocol/versions.js';
-import { LegacyClientBridge } from './bridge-legacy-client.js';
+import { bridgedProfile, LegacyClientBridge } from './bridge-legacy-client.js';
 import { ModernClientBridge } from './bridge-modern-client.js';
 import { EraVerdict, probeUpstream } from './era-probe.js';
 import { MessageClient } from './message-client.js';
@@ -89,9 +89,9 @@ export class HttpUpstream implements Upstream {
       return profile;
     });
     const legacyProfile = (): UpstreamProfile & { era: 'legacy' } => this.verdict.known as UpstreamProfile & { era: 'legacy' };
-    const modernProfile = (): UpstreamProfile & { era: 'modern' } => this.verdict.known as UpstreamProfile & { era: 'modern' };
     this.modernBridge = new ModernClientBridge(messages, legacyProfile, sessions.inputTimeoutMs, () => this.verdict.invalidate(), this.log);
-    this.legacyBridge = new LegacyClientBridge(messages, modernProfile, sessions, () => this.verdict.invalidate(), true, this.log);
+    // The legacy-client bridge serves a modern upstream that is not also legacy (bridgeFor), as the verdict now has it.
+    this.legacyBridge = new LegacyClientBridge(messages, () => bridgedProfile(this.verdict.known, (p) => !p.alsoLegacy), sessions, () => this.verdict.invalidate(), true, this.log);
   }
 
   handle(ctx: CallContext): Promise<Outcome> {

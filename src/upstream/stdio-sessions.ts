@@ -19,7 +19,7 @@ import { ACCEPTED, json, refused, type Outcome } from '../pipeline/outcome.js';
 import type { ModernFace, Upstream, UpstreamProfile } from '../pipeline/ports.js';
 import { ErrorCode, type JsonRpcRequest, type JsonRpcResponse } from '../protocol/jsonrpc.js';
 import { canonicalJson } from '../protocol/canonical-json.js';
-import { LegacyClientBridge } from './bridge-legacy-client.js';
+import { type BridgedProfile, bridgedProfile, LegacyClientBridge } from './bridge-legacy-client.js';
 import { ModernClientBridge } from './bridge-modern-client.js';
 import { EraVerdict, gatehouseInitializeParams, probeUpstream } from './era-probe.js';
 import { covers, type LegacyClientSession, type PoolOptions } from './legacy-client-sessions.js';
@@ -104,13 +104,13 @@ export class StdioUpstream implements Upstream {
       return profile;
     }, Infinity);
     const legacyProfile = (): UpstreamProfile & { era: 'legacy' } => this.verdict.known as UpstreamProfile & { era: 'legacy' };
-    const modernProfile = (): UpstreamProfile & { era: 'modern' } => this.verdict.known as UpstreamProfile & { era: 'modern' };
     const pool: Omit<PoolOptions, 'onEnd'> =
       config.processes === 'single'
         ? { idleTimeoutMs: limits.idleTimeoutMs, single: SINGLE_CAPABILITIES }
         : { idleTimeoutMs: limits.idleTimeoutMs, shareOwnReads: true, ...(config.processes === 'perSession' ? { borrow: (caps: Record<string, unknown>) => this.borrow(caps) } : {}) };
     this.modernBridge = new ModernClientBridge(this.messages, legacyProfile, limits.inputTimeoutMs, () => this.verdict.invalidate(), this.log, pool);
-    this.legacyBridge = new LegacyClientBridge(this.messages, modernProfile, limits, () => this.verdict.invalidate(), false, this.log);
+    // Served as bridgeFor routes: a modern server, in perSession mode only one that is not also legacy.
+    this.legacyBridge = new LegacyClientBridge(this.messages, () => bridgedProfile(this.verdict.known, (p) => config.processes !== 'perSession' || !p.alsoLegacy), limits, () => this.verdict.invalidate(), false, this.log);
     this.sharedBridge = new LegacyClientBridge(this.modernBridge.asModernUpstream(), () => this.legacyAsModern(), limits, () => this.verdict.invalidate(), false, this.log);
     // Every session is a child process, so the upstream's own cap applies on top of the global one.
     this.sessions = new SessionTable({ max: Math.min(limits.max, config.maxSessions), idleTimeoutMs: limits.idleTimeoutMs }, (id, reason) => {
@@ -264,9 +264,15 @@ export class StdioUpstream implements Upstream {
     if (host?.guest?.id !== undefined) this.messages.unlend(host.guest.id);
   }
 
-  /** The legacy server described as a modern one, for the shared-process bridge's initialize answers. */
-  private legacyAsModern(): UpstreamProfile & { era: 'modern' } {
-    const init = (this.verdict.known as UpstreamProfile & { era: 'legacy' }).init;
+  /**
+   * The legacy server described as a modern one, for the shared-process bridge: undefined while its era is
+   * being found again, 'other-era' once it was found modern (see BridgedProfile).
+   */
+  private legacyAsModern(): BridgedProfile {
+    const known = this.verdict.known;
+    if (known === undefined) return undefined;
+    if (known.era !== 'legacy') return 'other-era';
+    const init = known.init;
     const capabilities = isObject(init.capabilities) ? { ...init.capabilities } : {};
     delete capabilities.tasks;
     const discover: Record<string, unknown> = { supportedVersions: ['2026-07-28'], capabilities, _meta: { [META_SERVER_INFO]: init.serverInfo } };
