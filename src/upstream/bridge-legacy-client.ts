@@ -436,10 +436,18 @@ export class LegacyClientBridge {
       // A 2025-11-25 URL elicitation names itself (elicitationId, required there); a modern one has no id.
       const asked = req.method === 'elicitation/create' && params.mode === 'url' && params.elicitationId === undefined ? { ...params, elicitationId: randomUUID() } : params;
       if (!channel.push({ jsonrpc: '2.0', id, method: req.method, params: asked })) {
-        session.settleServerRequest({ jsonrpc: '2.0', id, error: { code: ErrorCode.InternalError, message: 'no stream to ask on' } });
+        session.abandonServerRequest(id, 'no stream to ask on');
         throw new GatewayError('GW_ERR_UPSTREAM_BAD_RESPONSE', 'The upstream needs client input, but this request cannot carry server requests (send Accept: text/event-stream)', this.client.upstream);
       }
-      const response = await answer;
+      const { response, abandoned } = await answer;
+      // Gatehouse stopped waiting (no answer in time, the call cancelled or cut): the client's handler (a form
+      // before its user, a sampling approval) would otherwise wait on, and its answer go nowhere. A sender that
+      // stops waiting SHOULD cancel its request (2025-11-25/basic/lifecycle.mdx §Timeouts): on the call's stream,
+      // before its end, or on the GET stream once the call's is over (cut at its deadline).
+      if (abandoned !== undefined) {
+        const cancelled = { jsonrpc: '2.0' as const, method: 'notifications/cancelled', params: { requestId: id, reason: abandoned } };
+        if (!channel.push(cancelled)) session.notify(cancelled);
+      }
       if (signal.aborted) break;
       // A client error (or no answer in time) has no MRTR slot (GATEWAY-REQUIREMENTS §16.2 "Impossible /
       // lossy"). Left out, the server would ask the same again (mrtr.mdx §Error Handling), and be refused alike

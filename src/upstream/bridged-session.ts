@@ -10,8 +10,18 @@ import { ErrorCode, type JsonRpcId, type JsonRpcMessage, type JsonRpcResponse } 
 import type { EndReason, HeldSession } from './session-table.js';
 
 
+/** The answer to a server-to-client request: the client's, or Gatehouse's own when it stopped waiting. */
+export interface ServerRequestAnswer {
+  response: JsonRpcResponse;
+  /**
+   * Set when the client did not answer and Gatehouse gave up on the request (its wait ran out, the call was
+   * cancelled or cut, the session ended): why, for the notifications/cancelled it then owes the client.
+   */
+  abandoned?: string;
+}
+
 interface Waiting {
-  resolve(res: JsonRpcResponse): void;
+  resolve(answer: ServerRequestAnswer): void;
   timer: NodeJS.Timeout;
 }
 
@@ -70,22 +80,30 @@ export class BridgedSession implements HeldSession {
   }
 
   /** Resolves with the client's answer to a server-to-client request, or an error on timeout or abort. */
-  awaitServerRequest(id: JsonRpcId, timeoutMs: number, signal: AbortSignal): Promise<JsonRpcResponse> {
+  awaitServerRequest(id: JsonRpcId, timeoutMs: number, signal: AbortSignal): Promise<ServerRequestAnswer> {
     return new Promise((resolve) => {
-      const timer = setTimeout(() => this.settleServerRequest({ jsonrpc: '2.0', id, error: { code: ErrorCode.InternalError, message: 'the client did not answer in time' } }), timeoutMs);
+      const timer = setTimeout(() => this.abandonServerRequest(id, 'the client did not answer in time'), timeoutMs);
       this.waiting.set(id, { resolve, timer });
-      const cancelled = (): void => this.settleServerRequest({ jsonrpc: '2.0', id, error: { code: ErrorCode.InternalError, message: 'cancelled' } });
-      onAbort(signal, cancelled);
+      onAbort(signal, () => this.abandonServerRequest(id, 'cancelled'));
     });
   }
 
+  /** The client's answer to a server-to-client request (a JSON-RPC response it POSTed). */
   settleServerRequest(response: JsonRpcResponse): void {
-    if (response.id === null) return;
-    const w = this.waiting.get(response.id);
+    if (response.id !== null) this.settle(response.id, { response });
+  }
+
+  /** Gatehouse stops waiting for the client's answer: the request ends with an error of its own. */
+  abandonServerRequest(id: JsonRpcId, why: string): void {
+    this.settle(id, { response: { jsonrpc: '2.0', id, error: { code: ErrorCode.InternalError, message: why } }, abandoned: why });
+  }
+
+  private settle(id: JsonRpcId, answer: ServerRequestAnswer): void {
+    const w = this.waiting.get(id);
     if (!w) return;
     clearTimeout(w.timer);
-    this.waiting.delete(response.id);
-    w.resolve(response);
+    this.waiting.delete(id);
+    w.resolve(answer);
   }
 
   get listening(): boolean {
@@ -111,7 +129,7 @@ export class BridgedSession implements HeldSession {
 
   async close(_reason: EndReason): Promise<void> {
     for (const c of this.inFlight.values()) c.cancel();
-    for (const id of [...this.waiting.keys()]) this.settleServerRequest({ jsonrpc: '2.0', id, error: { code: ErrorCode.InternalError, message: 'session ended' } });
+    for (const id of [...this.waiting.keys()]) this.abandonServerRequest(id, 'session ended');
     this.closeListenStream();
   }
 
