@@ -251,6 +251,8 @@ export class ModernClientBridge {
       session = await this.sessions.get(capabilities, owner);
     } catch (err) {
       admitted();
+      // As for a call (forward): a session that cannot be opened may mean the upstream changed era.
+      if (!(err instanceof GatewayError && err.code === 'GW_ERR_SESSION_LIMIT')) this.staleVerdict();
       throw err;
     }
     // A caller's listen keeps its session open; Gatehouse's own (the catalog's watcher) does not.
@@ -324,6 +326,21 @@ export class ModernClientBridge {
       this.listenedSets--;
       if (sets.size === 0 && this.listening.get(owner) === sets) this.listening.delete(owner);
     };
+  }
+
+  /**
+   * An upstream that refuses the session's legacy version with a 2026-07-28 UnsupportedProtocolVersionError
+   * (-32022 listing what it supports: versioning.mdx §Protocol Version Negotiation) is no longer the legacy
+   * server it was found to be (upgraded in place): its verdict is dropped, so the next request probes it and
+   * goes to it as it is, and so is the session, whose listens end and are asked again. Until 5 December every
+   * call failed so until the verdict's re-probe, five minutes later.
+   */
+  private refusedVersion(session: LegacyClientSession, response: JsonRpcResponse): void {
+    const error = response.error;
+    if (error?.code !== ErrorCode.UnsupportedProtocolVersion || !Array.isArray((error.data as { supported?: unknown } | undefined)?.supported)) return;
+    this.log.warn('upstream refused the legacy version it was found to speak; its era is probed again', { upstream: this.client.upstream, version: session.version });
+    this.staleVerdict();
+    this.sessions.discard(session);
   }
 
   /** A session ended (idle, or gone upstream): the listens on it end as a server ends them (subscriptions.mdx §Graceful Closure). */
@@ -435,6 +452,7 @@ export class ModernClientBridge {
       if (reply !== undefined && reply.status >= 400) {
         const upstreamError = await firstError(reply.messages);
         if (upstreamError) {
+          this.refusedVersion(session, upstreamError);
           channel.finish(this.toClientResponse(request, upstreamError, session, capabilities));
           return false;
         }
@@ -512,6 +530,7 @@ export class ModernClientBridge {
       const msg = next.value as JsonRpcMessage & { method?: string; id?: JsonRpcId; params?: Obj };
       if (msg.method === undefined) {
         if (msg.id === call.upstreamId) {
+          this.refusedVersion(call.session, msg as JsonRpcResponse);
           channel.finish(this.toClientResponse(request, msg as JsonRpcResponse, call.session, call.capabilities));
           return false;
         }

@@ -77,6 +77,8 @@ export class ListenHub {
   private reopenMs: number;
   /** Set while a reopen waits out its pause: nothing opens the stream before it. */
   private reopening?: NodeJS.Timeout;
+  /** Whether the upstream ever answered this session's GET with a stream. */
+  private streamed = false;
 
   constructor(
     private readonly client: UpstreamMessages,
@@ -189,9 +191,20 @@ export class ListenHub {
         const messages = await this.client.openGet(this.headers(), controller.signal).finally(answered);
         if (messages) openedAt = performance.now();
         if (!messages) {
+          if (this.streamed) {
+            // It served this session's GET before and no longer does (a 405 from a server upgraded to
+            // 2026-07-28, a 400 from one restarted that forgot the session): the session is not the one the
+            // listens were served from. Taken for a server without GET streams, they stayed open, deaf, for
+            // good (until 5 December); they end instead, and their clients listen again on a new session.
+            if (this.stream === controller) this.stream = undefined;
+            this.log.info('upstream no longer serves the session\'s GET stream; its listens end');
+            this.sessionGone();
+            return;
+          }
           this.log.info('upstream offers no GET stream; list changes arrive only with call responses');
           return;
         }
+        this.streamed = true;
         for await (const msg of messages) {
           if ('method' in msg && 'id' in msg && msg.id !== undefined) {
             const request = msg as JsonRpcRequest;

@@ -52,6 +52,8 @@ test('a listen reopened after the upstream changed era does not take Gatehouse d
     }
     const up = httpRequest({ host: '127.0.0.1', port: modernUrl.port, path: modernUrl.pathname, method: req.method, headers: req.headers }, (ur) => {
       res.writeHead(ur.statusCode ?? 502, ur.headers);
+      // An event stream's headers go at once, as the server sent them (a GET stream may say nothing for long).
+      res.flushHeaders();
       ur.pipe(res);
     });
     up.on('error', () => res.destroy());
