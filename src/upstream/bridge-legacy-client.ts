@@ -174,6 +174,16 @@ export class LegacyClientBridge {
     // (2025-11-25/basic/index.mdx §Requests: an id is not used twice in a session).
     if (session.running(request.id)) return refused(duplicateId(request.id));
     const stream = new CallStream({ requestId: request.id, mode: 'call', acceptsSse: ctx.acceptsSse });
+    if (session.cancelledBeforeArrival(request.id)) {
+      // Its cancellation overtook it (BridgedSession.cancel): it is not sent, and ends as a cancelled call
+      // does (see answer), once its stream is handed on: the edge drops the outcome of a call cancelled before
+      // it came back.
+      setImmediate(() => {
+        ctx.cancel.cancel();
+        stream.end();
+      });
+      return { kind: 'stream', stream };
+    }
     void this.answer(ctx, session, request, stream);
     return { kind: 'stream', stream };
   }

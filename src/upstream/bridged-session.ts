@@ -25,6 +25,9 @@ interface Waiting {
   timer: NodeJS.Timeout;
 }
 
+/** Cancellations remembered for requests not here yet (see cancel()); the oldest are forgotten first. */
+const EARLY_CANCELS = 64;
+
 export class BridgedSession implements HeldSession {
   lastUsed = Date.now();
   logLevel?: string;
@@ -36,6 +39,8 @@ export class BridgedSession implements HeldSession {
   listenRetryMs?: number;
   private readonly inFlight = new Map<JsonRpcId, Cancellation>();
   private readonly waiting = new Map<JsonRpcId, Waiting>();
+  /** Ids the client cancelled before their request got here (see cancel()). */
+  private readonly cancelledEarly = new Set<JsonRpcId>();
   private listen?: CallStream;
 
   constructor(
@@ -73,10 +78,25 @@ export class BridgedSession implements HeldSession {
     };
   }
 
-  /** 2025-11-25/basic/utilities/cancellation.mdx: stop work on the request, send nothing more for it. */
+  /**
+   * 2025-11-25/basic/utilities/cancellation.mdx: stop work on the request, send nothing more for it. The
+   * request and its cancellation are two POSTs, and the request may still be in Gatehouse's stages (an
+   * approval, the store) when the cancellation gets here: such an id is remembered (the last EARLY_CANCELS;
+   * ids are never reused in a session, basic/index.mdx §Requests), and its request is not sent when it comes
+   * (cancelledBeforeArrival). Until 5 December it was dropped, and the request ran upstream all the same.
+   */
   cancel(clientId: JsonRpcId | undefined): void {
     if (clientId === undefined) return;
-    this.inFlight.get(clientId)?.cancel();
+    const call = this.inFlight.get(clientId);
+    if (call !== undefined) return call.cancel();
+    if (typeof clientId !== 'string' && typeof clientId !== 'number') return;
+    this.cancelledEarly.add(clientId);
+    if (this.cancelledEarly.size > EARLY_CANCELS) this.cancelledEarly.delete(this.cancelledEarly.values().next().value!);
+  }
+
+  /** Whether the client cancelled this request before it got here (once: the id is forgotten). */
+  cancelledBeforeArrival(clientId: JsonRpcId): boolean {
+    return this.cancelledEarly.size > 0 && this.cancelledEarly.delete(clientId);
   }
 
   /** Resolves with the client's answer to a server-to-client request, or an error on timeout or abort. */
