@@ -24,7 +24,7 @@ import type { UpstreamProfile } from './era-probe.js';
 import { LegacyClientSessions, type LegacyClientSession, type PoolOptions } from './legacy-client-sessions.js';
 import type { UpstreamMessages } from '../pipeline/ports.js';
 import { ParkedRequests, type Parked } from './parked-requests.js';
-import { CallInbox } from './call-inbox.js';
+import { CallInbox, MAX_HELD_NOTIFICATIONS } from './call-inbox.js';
 import { answeringPings, pong } from './answering-pings.js';
 import { honouredFilter, ListenHub, wants, type Listener, type SubscriptionFilter } from './listen-hub.js';
 
@@ -419,7 +419,9 @@ export class ModernClientBridge {
     // stream, and nowhere if none is open: the GET is held open while a call that may be asked something is
     // in flight, and such a request is this call's while it is the one call on the session (routeServerRequest).
     const unhold = MRTR_METHODS.has(request.method) && mayBeAsked(capabilities) ? await this.holdGetStream(session) : undefined;
-    const inbox = new CallInbox();
+    const inbox = new CallInbox(this.client.upstream, () =>
+      this.log.warn('an upstream sent more notifications than a waiting call holds; the rest are dropped', { upstream: this.client.upstream, held: MAX_HELD_NOTIFICATIONS, method: request.method }),
+    );
     const onSession = this.callsOn(session);
     onSession.add(inbox);
     let over = false;
