@@ -4,6 +4,8 @@
 // a warning when Redis would evict Gatehouse's keys to free memory, or keeps no append-only file (a restart
 // loses the audit records since the last snapshot), which no operation would show; when INFO, which both
 // need, is refused (an ACL without +info) or unknown, a warning that they were not checked instead of a failure.
+// What the store itself notices on connecting (a password the server does not need, so nothing is
+// authenticated) is a warning of the row too: the store tells it through its logger, kept here.
 
 import { constants } from 'node:fs';
 import { access, stat } from 'node:fs/promises';
@@ -12,6 +14,7 @@ import type { StoreConfig } from '../config/types.js';
 import { openStore } from '../store/open-store.js';
 import { RedisStore } from '../store/redis-store.js';
 import { finding, messageOf, withDeadline, type CheckLimits, type Finding } from './finding.js';
+import { noticeLog } from './notice-log.js';
 import { redisHint } from './redis-hint.js';
 
 export async function checkStore(config: StoreConfig, limits: CheckLimits): Promise<Finding> {
@@ -53,7 +56,8 @@ async function checkSqlite(path: string): Promise<Finding> {
 async function checkRedis(config: StoreConfig & { kind: 'redis' }): Promise<Finding> {
   const where = config.cluster ? `Redis Cluster (${config.cluster.nodes.join(', ')})` : config.sentinel ? `Redis through Sentinel "${config.sentinel.name}"` : `Redis at ${redisAddress(config.url)}`;
   const data = { kind: 'redis', where, keyPrefix: config.keyPrefix };
-  const store = new RedisStore(config);
+  const told = noticeLog();
+  const store = new RedisStore(config, told.log);
   let evicting: Awaited<ReturnType<RedisStore['evictingServers']>>;
   let withoutAof: string[];
   /** Why INFO, which the warnings below need, could not be read; the store works without it. */
@@ -91,11 +95,17 @@ async function checkRedis(config: StoreConfig & { kind: 'redis' }): Promise<Find
     details.push(`${withoutAof.join(', ')} ${withoutAof.length === 1 ? 'has' : 'have'} persistence off (aof_enabled:0): a restart loses what was written since the last snapshot, if any (audit records, whose chain then starts again from what is left; stored answers; budget counters)`);
     hints.push('set appendonly yes (appendfsync everysec or always) on the Redis Gatehouse uses');
   }
+  for (const notice of told.notices) {
+    // Each notice ends with its remedy after the last "; " (store/redis-store.ts tellNotice).
+    const cut = notice.lastIndexOf('; ');
+    details.push(cut < 0 ? notice : notice.slice(0, cut));
+    hints.push(cut < 0 ? 'see the detail' : notice.slice(cut + 2));
+  }
   if (noInfo !== undefined) {
     details.push(`PING answered and a scratch key was written, but Gatehouse could not read INFO (${noInfo}), so whether Redis would evict Gatehouse's keys (maxmemory-policy) or keeps an append-only file (appendonly) was not checked`);
     hints.push('grant this Redis user +info (ACL SETUSER <user> +info) and run doctor again, or check on the server that maxmemory-policy is noeviction (or maxmemory 0) and appendonly is yes');
   }
-  if (details.length > 0) return finding('store', 'warn', `${where}: ${details.join('; and ')}`, hints.join('; and '), { ...data, evicting, withoutAof });
+  if (details.length > 0) return finding('store', 'warn', `${where}: ${details.join('; and ')}`, hints.join('; and '), { ...data, evicting, withoutAof, notices: told.notices });
   return finding('store', 'ok', `${where}: PING answered, a scratch key was written (with a TTL) under "${config.keyPrefix}"`, undefined, data);
 }
 
