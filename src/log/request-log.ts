@@ -10,24 +10,40 @@ import { channels, subscribe, type CallEndEvent } from '../pipeline/events.js';
 import { nameJson, redactText, type Logger } from './logger.js';
 
 const FIELD_MAX = 200;
+/**
+ * How far past the cut a long string is scrubbed before it is cut: a credential that straddles the cut is
+ * then found whole. Scrubbed after the cut, a `gh_` key with fewer than 20 characters left before it was
+ * too short for its shape, and a configured secret cut in two no longer matched the finished line's scrub:
+ * their first characters were logged (as tracing's clientText, which has the same slack).
+ */
+const SCRUB_SLACK = 512;
+
+/** What a long client string is scrubbed with before its cut: the logger's `scrub` (shapes and configured secrets). */
+export type Scrub = (text: string) => string;
 
 /**
  * A client-chosen value as a JSON string: cut, so one request cannot write a megabyte into the log, and
  * scrubbed. Typed strings may still be anything a hostile body held (a refused request's `method` is
  * whatever it sent), so a value that is not a string is written as its JSON text, never trusted to be one:
- * a subscriber that throws would take the process down with it.
+ * a subscriber that throws would take the process down with it. A string within FIELD_MAX is scrubbed of
+ * credential shapes here and of configured secrets with the finished line; a longer one of both before it
+ * is cut (`scrub`), since a secret the cut runs through would no longer be whole there.
  */
-function clientText(value: unknown): string {
+function clientText(value: unknown, scrub: Scrub): string {
   if (typeof value === 'string' && value.length <= FIELD_MAX) {
     const known = clientTexts.get(value);
     if (known !== undefined) return known;
   }
   const s = typeof value === 'string' ? value : (JSON.stringify(value) ?? String(value));
-  const clipped = s.length <= FIELD_MAX ? s : `${s.slice(0, FIELD_MAX)}…`;
-  const scrubbed = redactText(clipped);
+  let scrubbed: string;
+  if (s.length <= FIELD_MAX) scrubbed = redactText(s);
+  else {
+    const cleaned = scrub(s.length <= FIELD_MAX + SCRUB_SLACK ? s : s.slice(0, FIELD_MAX + SCRUB_SLACK));
+    scrubbed = cleaned.length <= FIELD_MAX ? cleaned : `${cleaned.slice(0, FIELD_MAX)}…`;
+  }
   const text = JSON.stringify(scrubbed);
   // Kept only when nothing was cut or scrubbed, so the table never holds a credential a client sent.
-  if (typeof value === 'string' && clipped === value && scrubbed === value) {
+  if (typeof value === 'string' && scrubbed === value) {
     if (clientTexts.size >= CLIENT_TEXTS_MAX) clientTexts.clear();
     clientTexts.set(value, text);
   }
@@ -63,13 +79,13 @@ export function millisText(seconds: number): string {
   return String(whole) + FRACTIONS[us - whole * 1000]!;
 }
 
-/** The line's fields as JSON members, in the order they have always been written. */
-export function requestMembers(e: CallEndEvent): string {
-  let out = `"callId":"${e.callId}","method":${clientText(e.method ?? e.httpMethod)}`;
+/** The line's fields as JSON members, in the order they have always been written; `scrub`: the logger's. */
+export function requestMembers(e: CallEndEvent, scrub: Scrub = redactText): string {
+  let out = `"callId":"${e.callId}","method":${clientText(e.method ?? e.httpMethod, scrub)}`;
   if (e.era !== undefined) out += `,"era":"${e.era}"`;
-  if (e.subject !== undefined) out += `,"subject":${clientText(e.subject)}`;
-  if (e.tool !== undefined) out += `,"tool":${clientText(e.tool)}`;
-  if (e.prompt !== undefined) out += `,"prompt":${clientText(e.prompt)}`;
+  if (e.subject !== undefined) out += `,"subject":${clientText(e.subject, scrub)}`;
+  if (e.tool !== undefined) out += `,"tool":${clientText(e.tool, scrub)}`;
+  if (e.prompt !== undefined) out += `,"prompt":${clientText(e.prompt, scrub)}`;
   if (e.upstream !== undefined) out += `,"upstream":${nameJson(e.upstream)}`;
   out += `,"status":${e.status},"outcome":"${e.outcome}"`;
   if (e.refusal !== undefined) {
@@ -85,7 +101,8 @@ export function requestMembers(e: CallEndEvent): string {
 
 /** Logs every call that ends on `edge`; returns the unsubscribe function. */
 export function logRequests(edge: object, log: Logger): () => void {
+  const scrub: Scrub = (text) => log.scrub(text);
   return subscribe<CallEndEvent>(channels.end, (e) => {
-    if (e.edge === edge) log.infoMembers('request', requestMembers(e));
+    if (e.edge === edge) log.infoMembers('request', requestMembers(e, scrub));
   });
 }

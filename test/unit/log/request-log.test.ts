@@ -181,3 +181,25 @@ test('a client that sends ever new names does not grow the table of known ones w
   assert.equal((JSON.parse(raw[4_999]!) as Record<string, string>).tool, 'tool-4999');
   assert.ok(knownClientTexts() <= 1024, `${knownClientTexts()} strings kept`);
 });
+
+test('a credential that a client string holds across the 200-character cut is scrubbed whole, not left as a prefix', () => {
+  // Scrubbed after the cut, a `gh_` key whose first characters fell before it was too short for its shape
+  // (20 characters after `gh_`) and its prefix was logged; so was the first part of a configured secret.
+  const KEY = `gh_${'K'.repeat(40)}`;
+  const SECRET = 'configured-upstream-secret-0123456789';
+  const { log, raw } = capture([SECRET]);
+  const edge = {};
+  const stop = logRequests(edge, log);
+  try {
+    channels.end.publish(event({ edge, tool: `${'x'.repeat(190)}${KEY}`, prompt: `${'y'.repeat(185)}${SECRET}` }));
+  } finally {
+    stop();
+  }
+  assert.equal(raw.length, 1);
+  const line = JSON.parse(raw[0]!) as Record<string, string>;
+  assert.ok(!raw[0]!.includes('gh_K'), `no part of the key: ${line.tool}`);
+  assert.ok(!raw[0]!.includes(SECRET.slice(0, 10)), `no part of the configured secret: ${line.prompt}`);
+  assert.ok(line.tool!.startsWith(`${'x'.repeat(190)}${REDACTED}`), line.tool);
+  assert.ok(line.prompt!.startsWith(`${'y'.repeat(185)}${REDACTED}`), line.prompt);
+  assert.ok(line.tool!.length <= 201 && line.prompt!.length <= 201, 'still clipped');
+});
