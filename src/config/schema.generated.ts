@@ -275,7 +275,7 @@ export interface GatehouseConfiguration {
     path: string;
   };
   /**
-   * OpenTelemetry traces: one SERVER span per MCP request (named after the method and target, e.g. `tools/call search`), a child of the client's W3C trace context when one came, with each stage's refusal as a span event; a CLIENT span for the upstream request, whose context the upstream receives (headers and `_meta`); a child span for each wait of a stage on the store or the network; exported in batches over OTLP/HTTP (JSON). The OpenTelemetry packages are loaded only when this is enabled. Read once at start; a reload does not change it.
+   * OpenTelemetry traces: one SERVER span per MCP request (named after the method and target, e.g. `tools/call search`, or the method alone when the client called a name no list gave), a child of the client's W3C trace context when one came, with each stage's refusal as a span event; a CLIENT span for the upstream request, whose context the upstream receives (headers and `_meta`); a child span for each wait of a stage on the store or the network; exported in batches over OTLP/HTTP (JSON). The OpenTelemetry packages are loaded only when this is enabled. Read once at start; a reload does not change it.
    */
   tracing: {
     /**

@@ -138,8 +138,10 @@ export function traceCalls(edge: object, settings: TracingSettings, log: Logger,
       if (e.edge !== edge) return;
       const ctx = e.ctx;
       // The samplers (ParentBased, TraceIdRatioBased) decide on the trace id alone: the attributes are built
-      // only for a span that records, so an unsampled call costs little more than its span object.
-      const span = tracer.startSpan(spanName(ctx.method ?? ctx.httpMethod, targetOf(ctx)), { kind: api.SpanKind.SERVER, startTime: hr(ctx.receivedAt) }, parentOf(ctx));
+      // only for a span that records, so an unsampled call costs little more than its span object. Named
+      // after the method until the call ends: whether its tool is one a list gave (listedTarget) is known
+      // only once the resolve stage has run.
+      const span = tracer.startSpan(spanName(ctx.method ?? ctx.httpMethod, undefined), { kind: api.SpanKind.SERVER, startTime: hr(ctx.receivedAt) }, parentOf(ctx));
       if (span.isRecording()) {
         span.setAttributes(startAttributes(ctx));
         span.addEvent('gatehouse.stage', { 'gatehouse.stage': 'auth', 'gatehouse.decision': 'pass' });
@@ -172,7 +174,7 @@ export function traceCalls(edge: object, settings: TracingSettings, log: Logger,
       const rawTarget = ctx.route?.original ?? targetOf(ctx);
       const target = rawTarget !== undefined ? clientText(rawTarget) : undefined;
       const client = tracer.startSpan(
-        spanName(ctx.method ?? ctx.httpMethod, target),
+        spanName(ctx.method ?? ctx.httpMethod, listedTarget(ctx) !== undefined ? target : undefined),
         {
           kind: api.SpanKind.CLIENT,
           startTime: hr(performance.now()),
@@ -218,7 +220,7 @@ export function traceCalls(edge: object, settings: TracingSettings, log: Logger,
       if (!entry) {
         // Refused before the call could be described (front door, auth): a span of its own, with no parent
         // (the client's trace context is read after auth).
-        const name = spanName(e.method ?? e.httpMethod, e.tool ?? e.prompt);
+        const name = spanName(e.method ?? e.httpMethod, e.ctx !== undefined ? listedTarget(e.ctx) : undefined);
         const span = tracer.startSpan(name, { kind: api.SpanKind.SERVER, startTime: hr(performance.now() - e.seconds * 1000), attributes: e.method !== undefined ? { 'mcp.method.name': clientText(e.method) } : {} }, api.ROOT_CONTEXT);
         if (e.refusal !== undefined) span.addEvent('gatehouse.refusal', { 'gatehouse.stage': e.stage ?? 'edge', 'gatehouse.refusal_code': e.refusal });
         entry = { span };
@@ -230,6 +232,8 @@ export function traceCalls(edge: object, settings: TracingSettings, log: Logger,
       const span = entry.span;
       if (!span.isRecording()) return span.end();
       const endTime = hr(performance.now());
+      const target = e.ctx !== undefined ? listedTarget(e.ctx) : undefined;
+      if (target !== undefined) span.updateName(spanName(e.ctx!.method!, target));
       const subject = e.ctx?.principal.subject ?? e.subject;
       const tenant = e.ctx?.principal.tenant;
       const route = e.ctx?.route;
@@ -425,7 +429,21 @@ function clientText(value: unknown, max: number = ATTRIBUTE_MAX): string {
 const cleanTexts = new Set<string>();
 const CLEAN_TEXTS_MAX = 1024;
 
-/** The low-cardinality target of the span name: the tool or prompt name the client used. */
+/**
+ * The target of a span's name (semantic conventions for MCP, §Spans: `{mcp.method.name} {target}`, and the
+ * method alone when no low-cardinality target is available): the tool or prompt name the client called,
+ * when a list gave it. A name no list gave is the client's choice (a pass-through upstream is sent it, a
+ * catalog refuses it), as many as it likes: it stays an attribute (gen_ai.tool.name) and never becomes a
+ * span name, which backends index (as the metrics count it `other`). The route of a pass-through call the
+ * upstream's list did not show is `listed: false`; a call refused before the resolve stage has none.
+ */
+function listedTarget(ctx: CallContext): string | undefined {
+  if (ctx.method !== 'tools/call' && ctx.method !== 'prompts/get') return undefined;
+  const route = ctx.route;
+  return route !== undefined && route.listed ? route.publicName : undefined;
+}
+
+/** The tool or prompt name the client used, whether or not a list gave it. */
 function targetOf(ctx: CallContext): string | undefined {
   if (ctx.method !== 'tools/call' && ctx.method !== 'prompts/get') return undefined;
   const name = (ctx.message as { params?: { name?: unknown } } | undefined)?.params?.name;
