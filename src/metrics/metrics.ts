@@ -6,21 +6,15 @@
 import { createRequire } from 'node:module';
 import type { Counter, Registry } from 'prom-client';
 import { channels, subscribe, type CallEndEvent, type CallRefusedEvent } from '../pipeline/events.js';
+import { KNOWN_CLIENT_METHODS } from '../protocol/methods.js';
 import { CounterTally, TalliedHistogram } from './tallies.js';
 
 /** Sub-millisecond buckets first: the gateway's own overhead is tens of microseconds. */
 const LATENCY_BUCKETS = [0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30];
 
-const KNOWN_METHODS = new Set([
-  'initialize', 'ping', 'server/discover', 'tools/list', 'tools/call', 'prompts/list', 'prompts/get', 'resources/list',
-  'resources/templates/list', 'resources/read', 'resources/subscribe', 'resources/unsubscribe', 'subscriptions/listen',
-  'completion/complete', 'logging/setLevel', 'notifications/initialized', 'notifications/cancelled', 'notifications/progress',
-  'notifications/roots/list_changed', 'tasks/get', 'tasks/result', 'tasks/list', 'tasks/cancel',
-]);
-
 export function methodLabel(method: string | undefined): string {
   if (method === undefined) return 'response';
-  return KNOWN_METHODS.has(method) ? method : 'other';
+  return KNOWN_CLIENT_METHODS.has(method) ? method : 'other';
 }
 
 export interface MetricsSources {

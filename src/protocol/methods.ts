@@ -22,6 +22,18 @@ export const MODERN_CLIENT_REQUESTS: ReadonlySet<string> = new Set([
  */
 export const MODERN_ONLY_REQUESTS: ReadonlySet<string> = new Set(['server/discover', 'subscriptions/listen']);
 
+/**
+ * The methods a client of any era sends that Gatehouse knows by name: what metrics label and span names may
+ * carry. Any other is the client's choice (a server may have methods of its own, and a client may make
+ * them up, as many as it likes), so it is `other` there.
+ */
+export const KNOWN_CLIENT_METHODS: ReadonlySet<string> = new Set([
+  'initialize', 'ping', 'server/discover', 'tools/list', 'tools/call', 'prompts/list', 'prompts/get', 'resources/list',
+  'resources/templates/list', 'resources/read', 'resources/subscribe', 'resources/unsubscribe', 'subscriptions/listen',
+  'completion/complete', 'logging/setLevel', 'notifications/initialized', 'notifications/cancelled', 'notifications/progress',
+  'notifications/roots/list_changed', 'tasks/get', 'tasks/result', 'tasks/list', 'tasks/cancel',
+]);
+
 /** Requests whose `Mcp-Name` header mirrors a body field (streamable-http.mdx §Standard Request Headers). */
 export const NAME_FIELD: Readonly<Record<string, 'name' | 'uri'>> = wireTable({
   'tools/call': 'name',

@@ -33,6 +33,7 @@ import type { SpanExporter } from '@opentelemetry/sdk-trace-base';
 import { redactText, type Logger } from '../log/logger.js';
 import { channels, subscribe, type CallEndEvent, type CallRefusedEvent, type CallStartEvent, type StagePassedEvent, type StageWaitEvent, type UpstreamAnswerEvent, type UpstreamStartEvent } from '../pipeline/events.js';
 import type { CallContext } from '../pipeline/context.js';
+import { KNOWN_CLIENT_METHODS } from '../protocol/methods.js';
 import { watchQueue } from './queue-watch.js';
 
 export interface TracingSettings {
@@ -400,9 +401,18 @@ function errorTypeOf(entry: { rpcCode?: number }, e: CallEndEvent): string {
   return e.refusal ?? (entry.rpcCode !== undefined ? String(entry.rpcCode) : e.outcome);
 }
 
+/**
+ * `{method} {target}`, or the method alone. A method Gatehouse does not know by name is `other` here (as
+ * in the metrics): the client chooses it, and a span name is what a backend indexes (see listedTarget);
+ * `mcp.method.name` still carries it.
+ */
 function spanName(method: string, target: string | undefined): string {
-  return clientText(target !== undefined ? `${method} ${target}` : method, NAME_MAX);
+  const known = KNOWN_CLIENT_METHODS.has(method) || HTTP_METHODS.has(method) ? method : 'other';
+  return clientText(target !== undefined ? `${known} ${target}` : known, NAME_MAX);
 }
+
+/** A request's HTTP method names the span of a request without a JSON-RPC method (a GET, a DELETE, one refused before its body was read). */
+const HTTP_METHODS: ReadonlySet<string> = new Set(['GET', 'POST', 'DELETE', 'HEAD', 'OPTIONS', 'PUT', 'PATCH']);
 
 /**
  * A client-chosen string fit for a span: scrubbed of credential-shaped text (as the request log's) and cut

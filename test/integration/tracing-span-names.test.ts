@@ -74,3 +74,18 @@ test('catalog: a name refused as unknown leaves the span named after the method'
   assert.equal(attr(span, 'gatehouse.outcome'), 'ok', JSON.stringify(span.attributes));
   assert.equal(span.name, 'tools/call a_lookup');
 });
+
+test('a method Gatehouse does not know names its span `other`; the method is still in mcp.method.name', async () => {
+  // The client chooses it, as many as it likes (this one is answered -32601, 404).
+  const method = `x/made_up_${hex(6)}`;
+  const req = modernRequest(1, method, {});
+  const res = await post(single.url, req.body, req.headers);
+  assert.ok(res.status < 500, res.text.slice(0, 300));
+  const server = await waitFor('the span of the made-up method', () => receiver.spans.find((s) => s.kind === SPAN_KIND.SERVER && attr(s, 'mcp.method.name') === method));
+  assert.equal(server.name, 'other');
+  // A known one keeps its name (tools/list, with no target).
+  const listTrace = hex(16);
+  const list = modernRequest(2, 'tools/list', {});
+  assert.equal((await post(single.url, list.body, { ...list.headers, traceparent: `00-${listTrace}-${hex(8)}-01` })).status, 200);
+  assert.equal((await spanOf(listTrace, SPAN_KIND.SERVER)).name, 'tools/list');
+});
