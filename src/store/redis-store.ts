@@ -447,6 +447,20 @@ function withoutSecret(text: string, secret: string | undefined): string {
   return secret === undefined ? text : text.split(secret).join('[REDACTED]');
 }
 
+/**
+ * The server a connection is to, as `host:port`, for `gatehouse doctor`. A client given its server (store.url,
+ * a Cluster's nodes) has it in its options; one that asked the sentinels keeps ioredis' defaults there
+ * (localhost:6379), so its socket's peer names the primary the sentinels gave.
+ */
+function serverOf(node: Redis): string {
+  const socket = (node as unknown as { stream?: { remoteAddress?: string; remotePort?: number } }).stream;
+  if (Array.isArray(node.options.sentinels) && node.options.sentinels.length > 0 && socket?.remoteAddress !== undefined) {
+    const host = socket.remoteAddress.includes(':') ? `[${socket.remoteAddress}]` : socket.remoteAddress;
+    return `${host}:${socket.remotePort}`;
+  }
+  return `${node.options.host}:${node.options.port}`;
+}
+
 /** A literal for a SCAN MATCH pattern. */
 function escapeGlob(s: string): string {
   return s.replace(/[*?[\]\\]/g, '\\$&');
@@ -905,7 +919,7 @@ export class RedisStore implements Store {
         const field = (name: string) => new RegExp(`^${name}:(.*)$`, 'm').exec(info)?.[1]?.trim();
         const maxmemory = Number(field('maxmemory') ?? 0);
         const policy = field('maxmemory_policy') ?? 'noeviction';
-        if (maxmemory > 0 && policy !== 'noeviction') found.push({ server: `${node.options.host}:${node.options.port}`, maxmemory, policy });
+        if (maxmemory > 0 && policy !== 'noeviction') found.push({ server: serverOf(node), maxmemory, policy });
       }
       return found;
     });
@@ -922,7 +936,7 @@ export class RedisStore implements Store {
       const found: string[] = [];
       for (const node of nodes) {
         const info = await node.info('persistence');
-        if (/^aof_enabled:0\s*$/m.test(info)) found.push(`${node.options.host}:${node.options.port}`);
+        if (/^aof_enabled:0\s*$/m.test(info)) found.push(serverOf(node));
       }
       return found;
     });
