@@ -630,8 +630,10 @@ export function createEdge(listen: ListenConfig, handlers: EdgeHandlers, log: Lo
     // unreachable, timed out or broken (a refusal with the failure's code and stage `upstream` in the line).
     const outcome: CallOutcomeWord = aborted ? 'aborted' : record.upstreamFailed === true ? 'upstream_error' : record.refusal !== undefined ? 'refused' : status >= 500 ? 'upstream_error' : status >= 400 ? 'client_error' : record.toolError ? 'tool_error' : 'ok';
     const name = ctx?.kind === 'request' ? (ctx.message as JsonRpcRequest).params?.name : undefined;
-    // Built by assignment, not spreads: one event per request, for every subscriber.
-    const event: CallEndEvent = { callId: record.callId, edge: token, httpMethod: record.httpMethod, status, outcome, seconds: (performance.now() - record.started) / 1000, upstream: handlers.upstreamName() };
+    // Built by assignment, not spreads: one event per request, for every subscriber. The upstream is the one
+    // the call was routed to (a catalog member, by its configured name), else the one serving this edge:
+    // with several upstreams that is the catalog, which answers lists and unknown names itself.
+    const event: CallEndEvent = { callId: record.callId, edge: token, httpMethod: record.httpMethod, status, outcome, seconds: (performance.now() - record.started) / 1000, upstream: ctx?.route?.upstream ?? handlers.upstreamName() };
     if (ctx) event.ctx = ctx;
     if (record.method !== undefined) event.method = record.method;
     if (record.era !== undefined) event.era = record.era;

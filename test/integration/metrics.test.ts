@@ -137,7 +137,7 @@ describe('metrics through the catalog', () => {
       assert.equal((await post(catalog.url, bad.body, bad.headers)).json().result.structuredContent.error.code, 'invalid_arguments');
       const text = await (await request(catalog.gateway.metricsUrl!)).body.text();
       assert.equal(valueOf(text, 'gatehouse_tool_calls_total{tool="calc_add",outcome="refused",error_code="invalid_arguments"}'), 1);
-      assert.equal(valueOf(text, 'gatehouse_requests_total{method="tools/call",era="modern",upstream="catalog",outcome="refused"}'), 1);
+      assert.equal(valueOf(text, 'gatehouse_requests_total{method="tools/call",era="modern",upstream="calc",outcome="refused"}'), 1);
     } finally {
       await catalog.close();
       await second.close();
