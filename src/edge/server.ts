@@ -545,6 +545,13 @@ export function createEdge(listen: ListenConfig, handlers: EdgeHandlers, log: Lo
     if (outcome.kind === 'refused') {
       record.refusal = refusalCode(outcome.refusal);
       record.stage = outcome.stage ?? 'upstream';
+      // An upstream failure with no stage was found after the stages, in the upstream's answer (a body that
+      // is no answer to the request, one nested too deep: final-answer.ts): the upstream stage publishes the
+      // failures it tags, and nothing published this one, so the metrics' refusals and the span's refusal
+      // event missed what the log and the tool counter show. Published here, once. (A refusal a stage made
+      // through the final answer, such as the output check's, is published by that stage and is no
+      // upstream failure.)
+      if (outcome.stage === undefined && upstreamFailureOf(outcome.refusal) !== undefined) publishRefused({ callId: record.callId, edge: token }, 'upstream', outcome.refusal);
       if (upstreamFailureOf(outcome.refusal) !== undefined) record.upstreamFailed = true;
       if ((outcome.refusal.kind === 'tool' || outcome.refusal.kind === 'transport') && outcome.refusal.rule !== undefined) record.rule = outcome.refusal.rule;
     }
