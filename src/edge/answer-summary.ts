@@ -2,6 +2,7 @@
 // error, its code. The end event carries both (metrics and the log count tool errors; spans record the code).
 
 import { refusalCode, upstreamFailureOf, type GatewayError, type Refusal } from '../errors.js';
+import { publishRefused } from '../pipeline/events.js';
 import type { CallRecord } from './edge-core.js';
 
 export interface AnswerSummary {
@@ -28,9 +29,10 @@ export function failureSummary(wire: unknown, failure: GatewayError): AnswerSumm
  * upstream_error, with the failure's code and stage `upstream`, as the audit says failed. A refusal of
  * Gatehouse's own written so (no room for another upstream session: errors.ts refusedBeforeUpstream) says
  * refused with its code, no upstream error. Both edges (the Streamable HTTP one and the 2024-11-05 SSE
- * endpoint) record it so.
+ * endpoint) record it so, and publish it as the upstream stage's refusal (`edge`: the edge's token), so the
+ * metrics' refusals count it and the span has its refusal event, as for a failure found before the answer.
  */
-export function recordWrittenFailure(record: CallRecord, failure: GatewayError): void {
+export function recordWrittenFailure(record: CallRecord, failure: GatewayError, edge: object): void {
   if (record.refusal !== undefined) return;
   const refusal: Refusal = { kind: 'failure', error: failure };
   const upstreams = upstreamFailureOf(refusal) !== undefined;
@@ -38,6 +40,7 @@ export function recordWrittenFailure(record: CallRecord, failure: GatewayError):
   record.refusal = refusalCode(refusal);
   record.stage = 'upstream';
   if (upstreams) record.upstreamFailed = true;
+  publishRefused({ callId: record.callId, edge }, 'upstream', refusal);
 }
 
 export const NO_TOOL_ERROR: AnswerSummary = Object.freeze({ toolError: false });

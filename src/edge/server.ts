@@ -499,7 +499,7 @@ export function createEdge(listen: ListenConfig, handlers: EdgeHandlers, log: Lo
       onSummary: (summary) => {
         if (summary.toolError) record.toolError = true;
         if (summary.errorCode !== undefined) record.rpcCode = summary.errorCode;
-        if (summary.failure !== undefined) recordWrittenFailure(record, summary.failure);
+        if (summary.failure !== undefined) recordWrittenFailure(record, summary.failure, token);
       },
     });
   }

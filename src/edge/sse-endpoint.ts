@@ -199,7 +199,7 @@ export function createSseEndpoint(core: EdgeCore, opts: SseEndpointOptions, log:
       });
       if (delivered.toolError) record.toolError = true;
       if (delivered.errorCode !== undefined) record.rpcCode = delivered.errorCode;
-      if (delivered.failure !== undefined) recordWrittenFailure(record, delivered.failure);
+      if (delivered.failure !== undefined) recordWrittenFailure(record, delivered.failure, core.token);
       afterAnswer(session, received, delivered);
     } catch (err) {
       log.error('unhandled error on the SSE endpoint', { err, callId: record.callId });

@@ -62,6 +62,9 @@ test('the request line and the metrics say upstream_error, as the audit says fai
   const metrics = await (await request(gw.gateway.metricsUrl!)).body.text();
   assert.match(metrics, /gatehouse_requests_total\{[^}]*method="tools\/call"[^}]*outcome="upstream_error"[^}]*\} 1/);
   assert.doesNotMatch(metrics, /gatehouse_requests_total\{[^}]*method="tools\/call"[^}]*outcome="ok"[^}]*\}/);
+  // Counted among the refusals under the code the line gives, as a failure found before the answer began
+  // is: until 5 December a failure written once the answer had begun was in no refusal count.
+  assert.match(metrics, /^gatehouse_refusals_total\{reason="upstream_unreachable"\} 1$/m);
 });
 
 test('a client of the 2024-11-05 SSE transport: the same call is logged upstream_error with its code and stage', async () => {
