@@ -21,6 +21,7 @@ import type { Outcome } from '../pipeline/outcome.js';
 import { admitPost, MAX_BATCH_MESSAGES } from '../protocol/front-door.js';
 import { classifyMessage, ErrorCode, errorResponse, idOf, type Classified } from '../protocol/jsonrpc.js';
 import { discardOutcome, KEEPALIVE_MS, SSE_HEADERS } from './answer.js';
+import { recordWrittenFailure } from './answer-summary.js';
 import { waitForDrain } from './backpressure.js';
 import type { CallRecord, EdgeCore, ReceivedBatch } from './edge-core.js';
 import { deliverOutcome, type Delivered, type MessageOut } from './sse-outcome.js';
@@ -113,6 +114,9 @@ async function runMessage(core: EdgeCore, deps: BatchDeps, received: ReceivedBat
     else delivered = settle(outcome, record.callId);
     if (delivered.toolError) record.toolError = true;
     if (delivered.errorCode !== undefined) record.rpcCode = delivered.errorCode;
+    // A failure written on the batch's stream once this message's answer had begun (the upstream broke it
+    // off): the call ends as that failure, with its code and stage, as on the other edges.
+    if (delivered.failure !== undefined) recordWrittenFailure(record, delivered.failure, core.token);
   } catch (err) {
     deps.log.error('unhandled error in a batch', { err, callId: record.callId });
     if (stream) await stream.send(JSON.stringify(errorResponse(id, ErrorCode.InternalError, 'Internal gateway error'))).catch(() => false);
