@@ -57,6 +57,16 @@ function isWhiteSpace(c: number): boolean {
   return c === 0x20 || c === 0x09;
 }
 
+/**
+ * For a stream relayed only up to an event, what must follow that event's bytes so a client dispatches it:
+ * an event whose blank line ended in a CR may have its LF still to come (SseParser passes it on as bytes of
+ * its own), and a parser that waits after a CR for a possible LF (eventsource-parser, in the v1 SDK) never
+ * dispatches an event the relay stops after. Empty when the event ended in an LF.
+ */
+export function lineFeedAfter(raw: string): string {
+  return raw.charCodeAt(raw.length - 1) === 0x0d ? '\n' : '';
+}
+
 /** An event grew past its bound without ending: the peer that sent it failed (upstream/failures.ts says whose). */
 export class SseEventTooLarge extends Error {
   constructor(readonly maxChars: number) {

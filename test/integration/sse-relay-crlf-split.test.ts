@@ -13,6 +13,7 @@ import { SseParser } from '../../src/protocol/sse.js';
 import { jsonEchoServer, sleep, startFakeUpstream } from '../fixtures/upstreams/fake-upstream.js';
 import { startGateway } from '../helpers/gateway.js';
 import { connectV1, textOf } from '../helpers/v1-everything.js';
+import { modernRequest, post } from '../helpers/http.js';
 
 test('the parser passes on the LF of a CRLF cut after its CR, as bytes of their own, holding nothing back', () => {
   const p = new SseParser();
@@ -49,3 +50,33 @@ for (const audited of [false, true]) {
     }
   });
 }
+
+// The modern pass-through relays a streamed answer up to its response and no further (streamable-http.mdx
+// §Receiving Messages: the response ends what the request is owed). Stopping there, the LF cut after the
+// response's CR would never come: the relay writes it itself, so the bytes end in a whole blank line.
+test('a modern answer relayed up to its response ends in a whole line when its final CRLF was cut after the CR', { timeout: 30_000 }, async () => {
+  const up = await startFakeUpstream(
+    async (_req, res, body) => {
+      const msg = JSON.parse(body) as { id?: unknown; method?: string };
+      if (msg.method !== 'tools/call') return void res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ jsonrpc: '2.0', id: msg.id, result: { tools: [{ name: 'echo', inputSchema: { type: 'object' } }], resultType: 'complete' } }));
+      res.writeHead(200, { 'content-type': 'text/event-stream' });
+      // Past the pass-through's settle time, so the answer is relayed as a stream.
+      await sleep(50);
+      res.write(`event: message\r\ndata: ${JSON.stringify({ jsonrpc: '2.0', id: msg.id, result: { content: [{ type: 'text', text: 'split answer' }], resultType: 'complete' } })}\r\n\r`);
+      await sleep(100);
+      res.end('\n');
+    },
+    { handshake: 'modern' },
+  );
+  const gw = await startGateway({ audit: { enabled: false }, upstreams: [{ name: 'up', url: up.url, era: 'modern' }] });
+  try {
+    const m = modernRequest(1, 'tools/call', { name: 'echo', arguments: {} });
+    const res = await post(gw.url, m.body, m.headers);
+    assert.equal(res.status, 200, res.text);
+    assert.match(res.text, /split answer/);
+    assert.ok(res.text.endsWith('\r\n\r\n') || res.text.endsWith('\n\n'), JSON.stringify(res.text.slice(-12)));
+  } finally {
+    await gw.close();
+    await up.close();
+  }
+});
