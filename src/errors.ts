@@ -98,6 +98,8 @@ export interface ProtocolRefusal {
   rpcCode: number;
   message: string;
   data?: unknown;
+  /** The policy entry that refused (an egress rule judging a prompt's arguments), by id; `default` for the built-in defaults. */
+  rule?: string;
 }
 
 /** Refusal codes a model can act on (DESIGN.md §7), answered as a tool result with `isError: true`. */
@@ -172,6 +174,11 @@ export function neverSent(err: GatewayError): boolean {
   if (err.code === 'GW_ERR_SESSION_LIMIT') return true;
   const code = (err.cause as { code?: unknown } | undefined)?.code;
   return err.code === 'GW_ERR_UPSTREAM_UNREACHABLE' && (code === 'ECONNREFUSED' || code === 'ENOTFOUND' || code === 'EHOSTUNREACH');
+}
+
+/** The policy entry a refusal names (egress rule, rate limit, budget, breaker, per-address limit), if any. */
+export function ruleOf(r: Refusal): string | undefined {
+  return r.kind === 'tool' || r.kind === 'transport' || r.kind === 'protocol' ? r.rule : undefined;
 }
 
 /** The stable snake_case code of any refusal, for logs, metrics and events. */

@@ -712,7 +712,7 @@ export interface PolicyRule {
   resources?: string[];
 }
 /**
- * One egress rule: for the calls it selects, what a URL, host or address found in the arguments may be. An allow lists what is reachable (with allow, anything else is blocked); a deny lists what is not. Loopback, link-local, cloud metadata and private addresses are blocked unless an allow names them (by cidrs, or by an IP literal in hosts).
+ * One egress rule: for the calls it selects, what a URL, host or address found in the arguments may be (of a tools/call, and of a prompts/get, whose prompt ref upstream/name its tools globs match as a tool's). An allow lists what is reachable (with allow, anything else is blocked); a deny lists what is not. Loopback, link-local, cloud metadata and private addresses are blocked unless an allow names them (by cidrs, or by an IP literal in hosts).
  */
 export interface EgressRule {
   /**

@@ -11,7 +11,7 @@ import type { AuthVerdict, Authenticator, ChallengedEndpoint } from '../auth/aut
 import type { AuthFailureLimiter } from '../auth/failure-limit.js';
 import type { SessionBinding } from '../auth/session-binding.js';
 import type { ListenConfig } from '../config/types.js';
-import { failure, GatewayError, refusalCode, refusalOfTool, sessionCapRefusal, upstreamFailureOf, type Refusal, type TransportRefusal } from '../errors.js';
+import { failure, GatewayError, refusalCode, refusalOfTool, ruleOf, sessionCapRefusal, upstreamFailureOf, type Refusal, type TransportRefusal } from '../errors.js';
 import type { Logger } from '../log/logger.js';
 import { compileClientAddress, limitKey } from '../net/client-address.js';
 import type { CallContext } from '../pipeline/context.js';
@@ -553,7 +553,8 @@ export function createEdge(listen: ListenConfig, handlers: EdgeHandlers, log: Lo
       // upstream failure.)
       if (outcome.stage === undefined && upstreamFailureOf(outcome.refusal) !== undefined) publishRefused({ callId: record.callId, edge: token }, 'upstream', outcome.refusal);
       if (upstreamFailureOf(outcome.refusal) !== undefined) record.upstreamFailed = true;
-      if ((outcome.refusal.kind === 'tool' || outcome.refusal.kind === 'transport') && outcome.refusal.rule !== undefined) record.rule = outcome.refusal.rule;
+      const rule = ruleOf(outcome.refusal);
+      if (rule !== undefined) record.rule = rule;
     }
     if (isLegacyInitialize(ctx)) bindIssuedSession(ctx, outcome);
     return outcome;

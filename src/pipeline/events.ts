@@ -3,7 +3,7 @@
 // publish and never know who listens. With no subscriber a publish costs a property read.
 
 import diagnostics from 'node:diagnostics_channel';
-import { refusalCode, type Refusal } from '../errors.js';
+import { refusalCode, ruleOf, type Refusal } from '../errors.js';
 import type { CallContext } from './context.js';
 import type { FinalAnswer } from './final-answer.js';
 
@@ -137,7 +137,7 @@ export const channels = {
 
 export function publishRefused(call: { callId: string; edge: object }, stage: string, refusal: Refusal): void {
   if (channels.refused.hasSubscribers) {
-    const rule = refusal.kind === 'tool' || refusal.kind === 'transport' ? refusal.rule : undefined;
+    const rule = ruleOf(refusal);
     channels.refused.publish({ callId: call.callId, edge: call.edge, stage, code: refusalCode(refusal), refusal, ...(rule !== undefined ? { rule } : {}) } satisfies CallRefusedEvent);
   }
 }

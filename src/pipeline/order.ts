@@ -28,8 +28,8 @@
 //                                          whose result the output stage could not check .. -32601 (outputValidation: enforce)
 //                                          any call as a task, whose result tasks/result would
 //                                          bring unrecorded ............... -32601 task_unaudited (audit.enabled)
-//   egress      policy/egress-stage.ts: URLs, hosts and addresses in the arguments vs policy.egress
-//                                                                         ...... egress_blocked (tool result)
+//   egress      policy/egress-stage.ts: URLs, hosts and addresses in the arguments (tools/call,
+//               prompts/get) vs policy.egress ..... egress_blocked (tool result; prompts/get: -32602)
 //   rateLimit   policy/rate-limit-stage.ts: policy.rateLimits per subject, key, tenant, upstream, tool
 //                                                                         ...... rate_limited (tool result)
 //   budget      policy/budget-stage.ts: policy.budgets per calendar window ... budget_exhausted (tool result)

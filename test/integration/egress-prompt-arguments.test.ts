@@ -1,0 +1,134 @@
+// Egress rules on prompts/get arguments. A prompt's arguments are strings its server reads as it likes
+// (server/prompts.mdx §Getting a Prompt: `arguments` "to customize the prompt"), and a server that fetches
+// what a prompt names ("summarize this page") reaches the URL given there exactly as a tool does. Until
+// 5 December only tools/call arguments were judged: `prompts/get { name: "fetch-page", arguments: { url:
+// "http://169.254.169.254/latest/meta-data/" } }` reached the upstream, which fetched the cloud metadata
+// service into the prompt it returned. Now the egress stage judges a prompt's arguments as it does a tool's,
+// under the first egress rule that selects the prompt (its `tools` globs match the prompt's ref, as access
+// rules' do). A prompts/get has no tool result to carry the refusal: it is a JSON-RPC error, -32602 (server/
+// prompts.mdx §Error Handling: invalid params), whose `data` has the code `egress_blocked`, the argument,
+// the value and the rule. The upstream is the v1 SDK's McpServer (recording every message it receives);
+// the clients are the v1 SDK's (legacy era, pass-through) and the v2 SDK's (modern era, through the bridge).
+
+import { after, before, describe, test } from 'node:test';
+import assert from 'node:assert/strict';
+import { Client as V1Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StreamableHTTPClientTransport as V1Transport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import { Client as V2Client, StreamableHTTPClientTransport as V2Transport } from '@modelcontextprotocol/client';
+import { z } from 'zod';
+import { startV1HttpServer, type V1HttpServer } from '../fixtures/upstreams/v1-http-server.js';
+import { startGateway, type TestGateway } from '../helpers/gateway.js';
+
+const DNS: Record<string, string[]> = { 'inside.attacker.test': ['10.0.0.9'], 'docs.partner.example': ['93.184.216.34'], 'www.elsewhere.example': ['93.184.216.35'] };
+const resolveHost = async (host: string) => {
+  const found = DNS[host];
+  if (!found) throw Object.assign(new Error(`ENOTFOUND ${host}`), { code: 'ENOTFOUND' });
+  return found;
+};
+
+let up: V1HttpServer;
+let gw: TestGateway;
+before(async () => {
+  up = await startV1HttpServer((server) => {
+    server.registerPrompt('fetch-page', { description: 'Summarize the page at url', argsSchema: { url: z.string() } }, ({ url }) => ({
+      messages: [{ role: 'user', content: { type: 'text', text: `Summarize ${url}` } }],
+    }));
+    server.registerPrompt('partner-page', { description: 'Summarize a partner page', argsSchema: { page: z.string() } }, ({ page }) => ({
+      messages: [{ role: 'user', content: { type: 'text', text: `Partner ${page}` } }],
+    }));
+  });
+  gw = await startGateway(
+    {
+      upstreams: [{ name: 'up', url: up.url }],
+      metrics: { enabled: true, port: 0 },
+      policy: { egress: [{ id: 'partner-only', tools: ['up/partner-page'], allow: { hosts: ['*.partner.example'], schemes: ['https'] } }] },
+    },
+    { resolveHost },
+  );
+});
+after(async () => {
+  await gw.close();
+  await up.close();
+});
+
+/** How many prompts/get the upstream received naming `value` in its arguments. */
+const reached = (value: string) => up.messages.filter((m) => m.method === 'prompts/get' && JSON.stringify(m.params?.arguments ?? {}).includes(JSON.stringify(value))).length;
+
+interface RpcError {
+  code: number;
+  message: string;
+  data?: { code?: string; argument?: string; value?: string; host?: string; rule?: string; addressClass?: string };
+}
+
+async function refusalOf(work: Promise<unknown>): Promise<RpcError> {
+  try {
+    await work;
+  } catch (err) {
+    return err as RpcError;
+  }
+  assert.fail('the prompt was answered');
+}
+
+describe('egress rules on prompts/get arguments (server/prompts.mdx §Error Handling)', () => {
+  test('a v1 (legacy) SDK client gets -32602 egress_blocked for a metadata URL; the upstream never sees it', async () => {
+    const client = new V1Client({ name: 'prompt-egress-v1', version: '1' });
+    await client.connect(new V1Transport(new URL(gw.url)));
+    try {
+      const url = 'http://169.254.169.254/latest/meta-data/';
+      const err = await refusalOf(client.getPrompt({ name: 'fetch-page', arguments: { url } }));
+      assert.equal(err.code, -32602);
+      assert.equal(err.data?.code, 'egress_blocked');
+      assert.equal(err.data?.argument, 'url');
+      assert.equal(err.data?.value, url);
+      assert.equal(err.data?.rule, 'default');
+      assert.equal(err.data?.addressClass, 'metadata');
+      assert.match(err.message, /Prompt "fetch-page": the argument "url" names .*169\.254\.169\.254.*metadata/);
+      assert.equal(reached(url), 0);
+      const fine = await client.getPrompt({ name: 'fetch-page', arguments: { url: 'https://docs.partner.example/a' } });
+      assert.match(JSON.stringify(fine.messages), /Summarize https:\/\/docs\.partner\.example\/a/, 'a public destination passes');
+    } finally {
+      await client.close();
+    }
+  });
+
+  test('a v2 (modern) SDK client gets the same refusal for a name that resolves inside', async () => {
+    const client = new V2Client({ name: 'prompt-egress-v2', version: '1' });
+    await client.connect(new V2Transport(new URL(gw.url)));
+    try {
+      const url = 'see http://inside.attacker.test/admin for details';
+      const err = await refusalOf(client.getPrompt({ name: 'fetch-page', arguments: { url } }));
+      assert.equal(err.code, -32602);
+      assert.equal(err.data?.code, 'egress_blocked');
+      assert.match(err.message, /inside\.attacker\.test" resolves to 10\.0\.0\.9/);
+      assert.equal(reached(url), 0);
+    } finally {
+      await client.close();
+    }
+  });
+
+  test("a rule whose tool globs select the prompt's ref applies to it, and only to it", async () => {
+    const client = new V1Client({ name: 'prompt-egress-rule', version: '1' });
+    await client.connect(new V1Transport(new URL(gw.url)));
+    try {
+      const page = 'https://www.elsewhere.example/';
+      const err = await refusalOf(client.getPrompt({ name: 'partner-page', arguments: { page } }));
+      assert.equal(err.data?.code, 'egress_blocked');
+      assert.equal(err.data?.rule, 'partner-only');
+      assert.equal(reached(page), 0);
+      const ok = await client.getPrompt({ name: 'partner-page', arguments: { page: 'https://docs.partner.example/x' } });
+      assert.match(JSON.stringify(ok.messages), /Partner https:\/\/docs\.partner\.example\/x/);
+      // The rule is the prompt's own: fetch-page, which it does not select, may name another public host.
+      const other = await client.getPrompt({ name: 'fetch-page', arguments: { url: page } });
+      assert.match(JSON.stringify(other.messages), /Summarize https:\/\/www\.elsewhere\.example\//);
+    } finally {
+      await client.close();
+    }
+  });
+
+  test('the refusal is counted under its rule', async () => {
+    const res = await fetch(gw.gateway.metricsUrl!);
+    const text = await res.text();
+    assert.match(text, /gatehouse_policy_refusals_total\{code="egress_blocked",rule="default"\} [1-9]/);
+    assert.match(text, /gatehouse_policy_refusals_total\{code="egress_blocked",rule="partner-only"\} 1/);
+  });
+});
