@@ -89,6 +89,8 @@ export interface AuthRefusal {
   headers: Record<string, string>;
   /** A credential was presented and found wanting (counted against the address's failure limit). */
   rejectedCredential: boolean;
+  /** For a step-up (403 insufficient_scope): the scopes its challenge names, so another endpoint can name its own metadata. */
+  scopes?: readonly string[];
 }
 
 /** A JSON-RPC error in an otherwise normal answer: unknown tool (-32602), invalid cursor, and the like. */

@@ -31,7 +31,7 @@ import { compileResolveStage } from './catalog/resolve-stage.js';
 import { unknownItemMessage } from './catalog/catalog.js';
 import { CatalogUpstream } from './catalog/catalog-upstream.js';
 import { SingleUpstream } from './catalog/single-upstream.js';
-import { compileAccessStage } from './policy/access-stage.js';
+import { compileAccessStage, STEP_UP_METHODS } from './policy/access-stage.js';
 import { ArgumentSchemas } from './policy/argument-schemas.js';
 import { compileArgumentsStage } from './policy/arguments-stage.js';
 import { compileOutputStage } from './policy/output-stage.js';
@@ -258,6 +258,7 @@ export function createGateway(config: GatehouseConfig, log: Logger, options: Gat
       },
       grantContext: (principal) => grantContext(principal, runtime.catalog, log),
       upstreamName: () => runtime.upstream.name,
+      mayStepUp: (method) => runtime.challenges && STEP_UP_METHODS.has(method),
     },
     log,
     edgeOptions,
@@ -562,6 +563,8 @@ interface Runtime {
   pipeline: Pipeline;
   /** The egress rules of this configuration (the egress stage and the egress proxy read them). */
   egress: EgressPolicy;
+  /** Whether an access rule may answer a call with a step-up (`onMissingScopes: challenge`). */
+  challenges: boolean;
   /** The version of this configuration's policy, which approvals are bound to. */
   policyVersion: string;
   /** policy.rateLimits with per: ip, applied at the door. */
@@ -653,7 +656,7 @@ function buildRuntime(config: GatehouseConfig, log: Logger, observeUpstream: (up
       // task-only tool under a name Gatehouse would not give (task-offers.ts).
       upstream: compileUpstreamStage(withoutToolTaskOffers(upstream, offers), log, { limitOf: callLimits(config), deadlines: kept.deadlines }),
     });
-    return { upstream, catalog, pipeline, egress, policyVersion: version, ipLimits: limits.ip, keptUpstreams, close: () => upstream.close() };
+    return { upstream, catalog, pipeline, egress, challenges: access.challenges, policyVersion: version, ipLimits: limits.ip, keptUpstreams, close: () => upstream.close() };
   } catch (err) {
     for (const m of members) release(m).catch(() => {});
     throw err;

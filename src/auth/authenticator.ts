@@ -183,8 +183,13 @@ export class Authenticator {
     return this.refuse(j.at, 401, 'missing_credentials', 'Authentication required: anonymous callers lack the scopes this endpoint needs; send "Authorization: Bearer <token>"');
   }
 
+  /** The protected-resource metadata a challenge at `at` names: the SSE endpoint has its own resource. */
+  metadataUrlFor(at: ChallengedEndpoint): string | undefined {
+    return at === 'sse' && this.metadata?.sse !== undefined ? this.metadata.sse.url : this.metadata?.url;
+  }
+
   private refuse(at: ChallengedEndpoint, status: AuthRefusal['status'], code: string, message: string, error?: 'invalid_request' | 'invalid_token' | 'insufficient_scope'): AuthVerdict {
-    const metadataUrl = at === 'sse' && this.metadata?.sse !== undefined ? this.metadata.sse.url : this.metadata?.url;
+    const metadataUrl = this.metadataUrlFor(at);
     const headers: Record<string, string> = {};
     if (status === 401 || status === 403 || (status === 400 && error !== undefined)) {
       headers['www-authenticate'] = bearerChallenge({

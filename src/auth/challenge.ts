@@ -40,5 +40,5 @@ function quoteSafe(s: string): string {
  */
 export function insufficientScope(scopes: readonly string[], message: string, resourceMetadataUrl: string | undefined): AuthRefusal {
   const challenge = bearerChallenge({ error: 'insufficient_scope', scopes, description: message, ...(resourceMetadataUrl !== undefined ? { resourceMetadataUrl } : {}) });
-  return { kind: 'auth', code: 'insufficient_scope', status: 403, message, headers: { 'www-authenticate': challenge }, rejectedCredential: false };
+  return { kind: 'auth', code: 'insufficient_scope', status: 403, message, headers: { 'www-authenticate': challenge }, rejectedCredential: false, scopes };
 }

@@ -5,7 +5,7 @@
 import type { IncomingHttpHeaders, IncomingMessage, ServerResponse } from 'node:http';
 import type { AuthVerdict, ChallengedEndpoint } from '../auth/authenticator.js';
 import type { SessionBinding } from '../auth/session-binding.js';
-import type { Refusal } from '../errors.js';
+import type { AuthRefusal, Refusal } from '../errors.js';
 import type { CallContext } from '../pipeline/context.js';
 import type { Outcome } from '../pipeline/outcome.js';
 import type { Principal } from '../pipeline/principal.js';
@@ -106,4 +106,8 @@ export interface EdgeCore {
   refuse(res: ServerResponse, record: CallRecord, stage: 'admission' | 'auth', id: JsonRpcId | null, refusal: Refusal): void;
   /** The rest of the pipeline; a legacy session its answer issues is bound to the caller before it returns. */
   runCall(record: CallRecord, ctx: CallContext): Promise<Outcome>;
+  /** Whether the access stage may answer this method with a step-up under the running config (a rule with `onMissingScopes: challenge`). */
+  mayStepUp(method: string | undefined): boolean;
+  /** A step-up refusal as endpoint `at` says it: its challenge naming that endpoint's protected-resource metadata. */
+  stepUpAt(refusal: AuthRefusal, at: ChallengedEndpoint): AuthRefusal;
 }

@@ -8,10 +8,11 @@ import { isUtf8 } from 'node:buffer';
 import { createServer, type IncomingHttpHeaders, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import { AS_METADATA_PATH } from '../auth/as-metadata-mirror.js';
 import type { AuthVerdict, Authenticator, ChallengedEndpoint } from '../auth/authenticator.js';
+import { insufficientScope } from '../auth/challenge.js';
 import type { AuthFailureLimiter } from '../auth/failure-limit.js';
 import type { SessionBinding } from '../auth/session-binding.js';
 import type { ListenConfig } from '../config/types.js';
-import { failure, GatewayError, refusalCode, refusalOfTool, ruleOf, sessionCapRefusal, upstreamFailureOf, type Refusal, type TransportRefusal } from '../errors.js';
+import { failure, GatewayError, refusalCode, refusalOfTool, ruleOf, sessionCapRefusal, upstreamFailureOf, type AuthRefusal, type Refusal, type TransportRefusal } from '../errors.js';
 import type { Logger } from '../log/logger.js';
 import { compileClientAddress, limitKey } from '../net/client-address.js';
 import type { CallContext } from '../pipeline/context.js';
@@ -45,6 +46,8 @@ export interface EdgeHandlers {
   grantContext(principal: Principal): Promise<Record<string, unknown>>;
   /** The upstream label of calls: the single upstream's name, or `catalog`. */
   upstreamName(): string;
+  /** Whether the running config's access stage may answer this method with a step-up (403 insufficient_scope). */
+  mayStepUp(method: string): boolean;
 }
 
 export interface EdgeOptions {
@@ -676,7 +679,10 @@ export function createEdge(listen: ListenConfig, handlers: EdgeHandlers, log: Lo
     };
   }
 
-  const core: EdgeCore = { token, sessions: opts.sessions, startCall, admitCaller, readMessage, traced: traceOf, refuse, runCall };
+  const mayStepUp = (method: string | undefined): boolean => method !== undefined && handlers.mayStepUp(method);
+  // The access stage names the MCP endpoint's metadata; another endpoint (SSE) names its own resource's.
+  const stepUpAt = (refusal: AuthRefusal, at: ChallengedEndpoint): AuthRefusal => (refusal.scopes === undefined ? refusal : insufficientScope(refusal.scopes, refusal.message, opts.auth.metadataUrlFor(at)));
+  const core: EdgeCore = { token, sessions: opts.sessions, startCall, admitCaller, readMessage, traced: traceOf, refuse, runCall, mayStepUp, stepUpAt };
   const sse: SseEndpoint | undefined =
     listen.ssePath === undefined ? undefined : createSseEndpoint(core, { ssePath: listen.ssePath, mcpPath: listen.path, ...(listen.publicUrl !== undefined ? { publicUrl: listen.publicUrl } : {}), ...(opts.sessionLimits ?? DEFAULT_SESSION_LIMITS) }, log);
 

@@ -12,14 +12,15 @@ import type { Logger } from '../log/logger.js';
 import type { CallContext } from '../pipeline/context.js';
 import { principalKey } from '../pipeline/principal.js';
 import { admitPost, admitStreamRequest } from '../protocol/front-door.js';
-import { ErrorCode } from '../protocol/jsonrpc.js';
-import { CALL_ID_HEADER, discardOutcome } from './answer.js';
+import { ErrorCode, type JsonRpcId } from '../protocol/jsonrpc.js';
+import type { Outcome } from '../pipeline/outcome.js';
+import { CALL_ID_HEADER, discardOutcome, writeOutcome } from './answer.js';
 import type { EdgeCore, Received } from './edge-core.js';
 import { deliverOutcome, type Delivered } from './sse-outcome.js';
 import { recordWrittenFailure } from './answer-summary.js';
 import { SseSession } from './sse-session.js';
 import { atCredentialExpiry } from './credential-expiry.js';
-import { Cancellation } from '../pipeline/cancellation.js';
+import { Cancellation, NEVER_CANCELLED } from '../pipeline/cancellation.js';
 import { proxyPathPrefix } from '../net/path-prefix.js';
 
 export interface SseEndpointOptions {
@@ -166,6 +167,9 @@ export function createSseEndpoint(core: EdgeCore, opts: SseEndpointOptions, log:
       return core.refuse(res, record, 'admission', id, unknownSession());
     }
     const traced = core.traced(headers, received);
+    // A request the access stage may answer with a step-up is accepted only once that stage has passed it:
+    // the 202 would leave no HTTP answer to carry the 403 and its challenge (see holdUntilAdmitted).
+    const gate = received.kind === 'request' && core.mayStepUp(received.method) ? admissionGate() : undefined;
     const ctx: CallContext = {
       callId: record.callId, edge: core.token, receivedAt: record.started, httpMethod: 'POST', headers, clientAddress: caller.clientAddress, body: traced.body,
       message: received.message, kind: received.kind, ...(received.method !== undefined ? { method: received.method } : {}),
@@ -173,13 +177,14 @@ export function createSseEndpoint(core: EdgeCore, opts: SseEndpointOptions, log:
       clientCapabilities: received.method === 'initialize' ? received.declared : session.capabilities,
       ...(session.internalId !== undefined ? { sessionId: session.internalId } : {}),
       ...(traced.trace ? { trace: traced.trace } : {}),
+      ...(gate !== undefined ? { admitted: gate.open } : {}),
     };
     // 2024-11-05 §HTTP with SSE: the POST only delivers the message; every answer comes on the stream.
     accepted = true;
     const leave = session.enter();
     // The call is in flight on the session's binding too: the per-caller cap never ends it under the call.
     const leaveBinding = session.internalId !== undefined ? core.sessions.enter(session.internalId, 'call') : undefined;
-    res.writeHead(202, { [CALL_ID_HEADER]: record.callId }).end();
+    if (gate === undefined) res.writeHead(202, { [CALL_ID_HEADER]: record.callId }).end();
     let initialized: (() => void) | undefined;
     if (received.method === 'initialize') session.initializing = new Promise<void>((r) => (initialized = r));
     // The 202 goes before the message is handled, so the client may send its next one at once: a
@@ -191,7 +196,16 @@ export function createSseEndpoint(core: EdgeCore, opts: SseEndpointOptions, log:
     let delivered: Delivered = { status: 500, aborted: true, toolError: false };
     try {
       if (before !== undefined) await before;
-      const outcome = await core.runCall(record, ctx);
+      const running = core.runCall(record, ctx);
+      if (gate !== undefined) {
+        const stepUp = await holdUntilAdmitted(res, record.callId, answers, running, gate);
+        if (stepUp !== undefined) {
+          delivered = stepUp;
+          record.rpcCode = ErrorCode.InvalidRequest;
+          return;
+        }
+      }
+      const outcome = await running;
       if (received.method === 'initialize') adoptSession(session, outcome, received);
       delivered = await deliverOutcome(session, outcome, {
         id: answers, callId: record.callId, log,
@@ -203,6 +217,8 @@ export function createSseEndpoint(core: EdgeCore, opts: SseEndpointOptions, log:
       afterAnswer(session, received, delivered);
     } catch (err) {
       log.error('unhandled error on the SSE endpoint', { err, callId: record.callId });
+      // A POST held for the access stage's verdict is still unanswered: its answer goes on the stream too.
+      if (!res.headersSent) res.writeHead(202, { [CALL_ID_HEADER]: record.callId }).end();
       const internal = { kind: 'transport' as const, code: 'internal_error', status: 500, rpcCode: ErrorCode.InternalError, message: 'Internal gateway error' };
       delivered = await deliverOutcome(session, { kind: 'refused', refusal: internal }, { id: answers, callId: record.callId, log }).catch(() => delivered);
     } finally {
@@ -216,6 +232,27 @@ export function createSseEndpoint(core: EdgeCore, opts: SseEndpointOptions, log:
       call.done(delivered.status, delivered.aborted);
       if (draining && session.inFlight === 0) session.end();
     }
+  }
+
+  /**
+   * The POST of a request the access stage may step up, answered once the call's fate there is known:
+   * 202 when the stage passes it (its answer then comes on the stream, as any other), or when the call ends
+   * before or at it otherwise (that answer goes on the stream too); but a step-up (403 insufficient_scope,
+   * auth refusal) is the POST's own answer, with its WWW-Authenticate challenge naming the SSE endpoint's
+   * protected-resource metadata (2025-11-25/basic/authorization.mdx §Runtime Insufficient Scope Errors:
+   * 403 per RFC 6750 §3.1). On the stream it was a JSON-RPC error a client could not act on: no status, no
+   * challenge, no scopes. The 2024-11-05 transport lets the POST answer with any status (a client's send
+   * fails on it, which rejects the call). Undefined when the call goes on.
+   */
+  async function holdUntilAdmitted(res: ServerResponse, callId: string, id: JsonRpcId | null, running: Promise<Outcome>, gate: AdmissionGate): Promise<Delivered | undefined> {
+    const first = await Promise.race([running, gate.passed]);
+    if (first !== undefined && first.kind === 'refused' && first.stage === 'access' && first.refusal.kind === 'auth') {
+      const refusal = core.stepUpAt(first.refusal, 'sse');
+      await writeOutcome(res, { kind: 'refused', refusal }, { era: 'legacy', id, callId, cancel: NEVER_CANCELLED });
+      return { status: refusal.status, aborted: false, toolError: false };
+    }
+    if (!res.headersSent) res.writeHead(202, { [CALL_ID_HEADER]: callId }).end();
+    return undefined;
   }
 
   /** initialize's answer names the legacy session Gatehouse holds for the connection (already bound to the caller). */
@@ -372,4 +409,16 @@ function unknownSession() {
 function sessionIdOf(url: string | undefined): string {
   const q = url?.indexOf('?') ?? -1;
   return q === -1 ? '' : (new URLSearchParams(url!.slice(q + 1)).get('session') ?? '');
+}
+
+/** Opened by the access stage when it passes a call (CallContext.admitted); `passed` then resolves. */
+interface AdmissionGate {
+  readonly open: () => void;
+  readonly passed: Promise<undefined>;
+}
+
+function admissionGate(): AdmissionGate {
+  let open!: () => void;
+  const passed = new Promise<undefined>((resolve) => (open = () => resolve(undefined)));
+  return { open, passed };
 }

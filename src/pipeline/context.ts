@@ -79,6 +79,12 @@ export interface CallContext {
    * session's `initialize` for legacy ones. Lists (and so routes) can depend on it.
    */
   readonly clientCapabilities: Record<string, unknown>;
+  /**
+   * Set by an edge whose HTTP answer must wait for the access stage's verdict: the 2024-11-05 SSE endpoint,
+   * whose POST can carry a step-up's 403 and challenge only if it has not yet been answered 202
+   * (edge/sse-endpoint.ts). Called once the access stage hands the call on; a refusal ends the call instead.
+   */
+  readonly admitted?: () => void;
   /** Set by the resolve stage for tools/call and prompts/get. */
   route?: Route;
   /** Set by the approval stage when an approval governs the call; its audit record names it. */

@@ -5,7 +5,7 @@
 import type { CallContext, Route } from '../pipeline/context.js';
 import type { Refusal } from '../errors.js';
 import type { Outcome } from '../pipeline/outcome.js';
-import { refuseAt, type Stage } from '../pipeline/stage.js';
+import { refuseAt, type Next, type Stage } from '../pipeline/stage.js';
 import { ErrorCode, type JsonRpcRequest } from '../protocol/jsonrpc.js';
 import { describeValue } from '../protocol/describe.js';
 import { resourceNotFoundMessage } from '../protocol/resource-not-found.js';
@@ -32,6 +32,9 @@ function resourceUri(ctx: CallContext): string | undefined {
   return undefined;
 }
 
+/** The methods this stage judges, and so may answer with a step-up (403 insufficient_scope). */
+export const STEP_UP_METHODS: ReadonlySet<string> = new Set(['tools/call', 'prompts/get', 'resources/read', 'completion/complete']);
+
 export function compileAccessStage(deps: AccessStageDeps): Stage {
   return {
     name: 'access',
@@ -41,19 +44,25 @@ export function compileAccessStage(deps: AccessStageDeps): Stage {
       const route = ctx.route;
       if (route !== undefined) {
         const decision = deps.policy.decide(ctx.principal, route.kind, route.ref);
-        if (decision === true) return next(ctx);
+        if (decision === true) return admitted(ctx, next);
         if (decision !== false) return Promise.resolve(stepUp(ctx, decision.scopes, `${route.kind === 'tools' ? 'Tool' : 'Prompt'} ${describeValue(route.publicName)}`));
         return hidden(ctx, route);
       }
       const uri = resourceUri(ctx);
-      if (uri === undefined) return next(ctx);
+      if (uri === undefined) return admitted(ctx, next);
       const decision = deps.policy.decide(ctx.principal, 'resources', uri);
-      if (decision === true) return next(ctx);
+      if (decision === true) return admitted(ctx, next);
       if (decision !== false) return Promise.resolve(stepUp(ctx, decision.scopes, `Resource ${describeValue(uri)}`));
       // server/resources.mdx §Error Handling: a resource the caller may not see is one that is not found.
       return Promise.resolve(refuseAt('access', ctx, { kind: 'protocol', code: 'resource_not_found', rpcCode: ErrorCode.InvalidParams, message: resourceNotFoundMessage(uri) }));
     },
   };
+
+  /** Passed: an edge holding its answer for this verdict (CallContext.admitted) hears it first. */
+  function admitted(ctx: CallContext, next: Next): Promise<Outcome> {
+    ctx.admitted?.();
+    return next(ctx);
+  }
 
   /** An item the caller sees but may use only with more scopes: a 403 to step up with. */
   function stepUp(ctx: CallContext, scopes: readonly string[], what: string): Outcome {

@@ -23,6 +23,8 @@ interface CompiledRule {
 export class AccessPolicy {
   private readonly rules: CompiledRule[];
   private readonly governed: Record<ItemKind, boolean>;
+  /** Whether a rule answers a caller lacking its scopes with a step-up (`onMissingScopes: challenge`). */
+  readonly challenges: boolean;
 
   constructor(rules: readonly PolicyRuleConfig[]) {
     this.rules = rules.map((rule) => ({
@@ -34,6 +36,7 @@ export class AccessPolicy {
       prompts: rules.some((r) => r.prompts !== undefined),
       resources: rules.some((r) => r.resources !== undefined),
     };
+    this.challenges = rules.some((r) => r.onMissingScopes === 'challenge');
   }
 
   /**
