@@ -205,7 +205,16 @@ export function createGateway(config: GatehouseConfig, log: Logger, options: Gat
   // The egress proxy is started once (like the listener) and reads the running rules; stdio children get
   // its address once it listens (their env objects are filled in then, see ChildEnv).
   const egressProxy = config.policy.egressProxy.enabled
-    ? new EgressProxy(() => runtime.egress, () => uncredentialedOwner(running.upstreams, isLoopback(config.policy.egressProxy.host)), log.child({ component: 'egress-proxy' }), { counted: (upstream, verdict) => metrics?.egressProxy(upstream, verdict) })
+    ? new EgressProxy(
+        () => runtime.egress,
+        () => uncredentialedOwner(running.upstreams, isLoopback(config.policy.egressProxy.host)),
+        log.child({ component: 'egress-proxy' }),
+        { counted: (upstream, verdict) => metrics?.egressProxy(upstream, verdict) },
+        (name) => {
+          const u = running.upstreams.find((one) => one.name === name);
+          return u !== undefined && !isStdioUpstream(u) ? u.egressProxyToken : undefined;
+        },
+      )
     : undefined;
   const childEnv = new ChildEnv(egressProxy);
   // Kept across reloads: what this replica last saw of each circuit, for the gauge.

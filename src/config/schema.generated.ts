@@ -176,7 +176,7 @@ export interface GatehouseConfiguration {
      */
     egress: EgressRule[];
     /**
-     * A forward proxy on loopback (HTTP and CONNECT) for the upstreams' own outbound connections, applying the egress rules; stdio children get HTTP_PROXY and HTTPS_PROXY pointing at it, with credentials naming their upstream; a request without credentials (the chart's sidecar server container) belongs to the only upstream, else to the only HTTP upstream that can reach the proxy (on a loopback proxy, one with a loopback URL), else to none (judged by a rule that selects every upstream, or the defaults). A CONNECT tunnel carries what the proxy cannot read: under an allow listing schemes it passes only to a port that is one of those schemes' default (443 for https and wss, 80 for http and ws, 22 for ssh...) or that the allow's ports list. Started once: a reload applies new egress rules to it, but not a change of this section.
+     * A forward proxy on loopback (HTTP and CONNECT) for the upstreams' own outbound connections, applying the egress rules; stdio children get HTTP_PROXY and HTTPS_PROXY pointing at it, with credentials naming their upstream; an HTTP upstream may send credentials too (its egressProxyToken); a request without credentials (the chart's sidecar server container) belongs to the only upstream, else to the only HTTP upstream without an egressProxyToken that can reach the proxy (on a loopback proxy, one with a loopback URL), else to none (judged by a rule that selects every upstream, or the defaults). A CONNECT tunnel carries what the proxy cannot read: under an allow listing schemes it passes only to a port that is one of those schemes' default (443 for https and wss, 80 for http and ws, 22 for ssh...) or that the allow's ports list. Started once: a reload applies new egress rules to it, but not a change of this section.
      */
     egressProxy: {
       enabled: boolean;
@@ -543,6 +543,10 @@ export interface HttpUpstream {
      */
     refreshBeforeSeconds: number;
   };
+  /**
+   * The password this upstream sends the egress proxy (policy.egressProxy) with its name as the user, so the proxy knows its connections as its own and judges them by its egress rules: set its HTTP_PROXY and HTTPS_PROXY to http://NAME:TOKEN@HOST:PORT (NAME percent-encoded). Gatehouse does not start an HTTP upstream and cannot hand it credentials as it does a stdio child, so without one its requests carry none, and belong to it only when it is the only HTTP upstream that can reach the proxy; beside another (two sidecar servers) they belong to nobody. A request naming this upstream with another password is refused 407, and one without credentials is never this upstream's. Use ${file:...} or ${env:...}; at least 16 characters.
+   */
+  egressProxyToken?: string;
 }
 /**
  * One API key. Only its hash is stored here.

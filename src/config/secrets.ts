@@ -35,6 +35,12 @@ export function collectSecrets(config: GatehouseConfig, interpolated: readonly I
     }
     add(urlPassword(u.url));
     add(u.clientCredentials?.clientSecret);
+    if (u.egressProxyToken !== undefined) {
+      // And the header a proxy client makes of it (Basic NAME:TOKEN), as for a stdio child's (proxy.ts envFor).
+      add(u.egressProxyToken);
+      add(Buffer.from(`${u.name}:${u.egressProxyToken}`).toString('base64'));
+      add(Buffer.from(`${encodeURIComponent(u.name)}:${u.egressProxyToken}`).toString('base64'));
+    }
   }
   // A stdio server takes its credentials from its env under any name (SERVICE_CRED, GITHUB_PAT), and its
   // stderr is logged: a value the config reads from outside the file into that env is one. (A literal value

@@ -5,9 +5,10 @@
 // address it judged, logs and counts each request, and refuses the rest with 403.
 //
 // Each stdio child gets HTTP_PROXY and HTTPS_PROXY with its upstream's name and a token as credentials,
-// so the proxy knows whose connection it is. A request without credentials (a sidecar container pointed
-// at the proxy by the chart) belongs to the only upstream when there is one, else to the only HTTP upstream
-// that can reach the proxy (uncredentialedOwner).
+// so the proxy knows whose connection it is. An HTTP upstream, which Gatehouse does not start, sends its
+// name and the `egressProxyToken` its entry configures, when it has one. A request without credentials (a
+// sidecar container pointed at the proxy by the chart) belongs to the only upstream when there is one, else
+// to the only HTTP upstream without a token that can reach the proxy (uncredentialedOwner).
 
 import { randomBytes, timingSafeEqual } from 'node:crypto';
 import { percentDecoded } from '../../protocol/percent-decode.js';
@@ -37,6 +38,8 @@ export class EgressProxy {
     private readonly soleUpstream: () => string | undefined,
     private readonly log: Logger,
     private readonly hooks: EgressProxyHooks = {},
+    /** The password an HTTP upstream's entry gives it (`egressProxyToken`), read per request so a reload applies. */
+    private readonly configuredToken: (upstream: string) => string | undefined = () => undefined,
   ) {
     // Whatever throws while a request is judged ends that request, never the process (an unhandled rejection
     // would): the proxy answers whoever reaches its port, an upstream's own code among them.
@@ -110,7 +113,8 @@ export class EgressProxy {
     const [name, token] = Buffer.from(m[1]!, 'base64').toString('utf8').split(':', 2) as [string, string | undefined];
     const upstream = percentDecoded(name);
     if (upstream === undefined) return false; // broken percent-encoding: not a name Gatehouse gave out
-    const expected = this.tokens.get(upstream);
+    // A configured token first: a reload may have made a stdio upstream's name an HTTP upstream's.
+    const expected = this.configuredToken(upstream) ?? this.tokens.get(upstream);
     if (expected === undefined || token === undefined || token.length !== expected.length || !timingSafeEqual(Buffer.from(token), Buffer.from(expected))) return false;
     return upstream;
   }
@@ -202,14 +206,15 @@ export class EgressProxy {
  * sender). Every stdio child is given credentials (envFor), so a request without them comes from a process
  * Gatehouse did not start: the chart's sidecar MCP server container (http://127.0.0.1:<port>). Until
  * 5 December, beside a stdio upstream (the chart's extraUpstreams) such a request was nobody's, and the
- * sidecar's connections were judged by the defaults instead of its upstream's rules. With no such upstream,
- * or several, it stays nobody's.
+ * sidecar's connections were judged by the defaults instead of its upstream's rules. An HTTP upstream with
+ * an `egressProxyToken` sends credentials, so it is never the sender of a request without them. With no
+ * such upstream, or several, it stays nobody's: the way out is a token for each (two sidecar servers).
  */
-export function uncredentialedOwner(upstreams: ReadonlyArray<{ readonly name: string; readonly url?: string }>, proxyOnLoopback: boolean): string | undefined {
-  if (upstreams.length === 1) return upstreams[0]!.name;
+export function uncredentialedOwner(upstreams: ReadonlyArray<{ readonly name: string; readonly url?: string; readonly egressProxyToken?: string }>, proxyOnLoopback: boolean): string | undefined {
+  if (upstreams.length === 1) return upstreams[0]!.egressProxyToken === undefined ? upstreams[0]!.name : undefined;
   let owner: string | undefined;
   for (const u of upstreams) {
-    if (u.url === undefined || (proxyOnLoopback && !isLoopback(hostnameOf(u.url)))) continue;
+    if (u.url === undefined || u.egressProxyToken !== undefined || (proxyOnLoopback && !isLoopback(hostnameOf(u.url)))) continue;
     if (owner !== undefined) return undefined;
     owner = u.name;
   }
