@@ -58,13 +58,18 @@ function isWhiteSpace(c: number): boolean {
 }
 
 /**
- * For a stream relayed only up to an event, what must follow that event's bytes so a client dispatches it:
- * an event whose blank line ended in a CR may have its LF still to come (SseParser passes it on as bytes of
+ * What a relay that passes a stream on only up to its response writes for an event it keeps (`isResponse`:
+ * the event is the response, and the relay stops after it). The one rule of both such relays, the legacy
+ * resuming reader (upstream/resumable-sse.ts readSseText) and the modern scoped stream
+ * (upstream/modern-answer-stream.ts scopedEvents), which each keep their own loop: a shared generator or
+ * iterator between them would cost a step (a promise or a result object) on every event of every stream.
+ * An event whose blank line ended in a CR may have its LF still to come (SseParser passes it on as bytes of
  * its own), and a parser that waits after a CR for a possible LF (eventsource-parser, in the v1 SDK) never
- * dispatches an event the relay stops after. Empty when the event ended in an LF.
+ * dispatches the event a relay stops after: the relay writes that LF itself. Per event, one comparison; a
+ * new string only for a response that ended in a CR.
  */
-export function lineFeedAfter(raw: string): string {
-  return raw.charCodeAt(raw.length - 1) === 0x0d ? '\n' : '';
+export function relayedUpToResponse(raw: string, isResponse: boolean): string {
+  return isResponse && raw.charCodeAt(raw.length - 1) === 0x0d ? raw + '\n' : raw;
 }
 
 /** An event grew past its bound without ending: the peer that sent it failed (upstream/failures.ts says whose). */

@@ -5,7 +5,7 @@
 import { Readable } from 'node:stream';
 import type { Logger } from '../log/logger.js';
 import { ANSWER, KEEP, STRAY, verdictOn, type AnsweredRequest, type Verdict } from '../protocol/answer-stream-rule.js';
-import { lineFeedAfter, SseParser } from '../protocol/sse.js';
+import { relayedUpToResponse, SseParser } from '../protocol/sse.js';
 import { RelayBody } from '../pipeline/relay-body.js';
 import type { WholeSse } from '../protocol/whole-sse.js';
 
@@ -84,8 +84,7 @@ async function* scopedEvents(source: Readable, request: AnsweredRequest, maxEven
       for (const ev of parser.push(chunk)) {
         const verdict = judge(ev.data, request, undefined, 0);
         if (verdict === STRAY) dropped++;
-        // Ending at the response, the LF of a CRLF its blank line was cut in would never come (lineFeedAfter).
-        else yield verdict === ANSWER ? ev.raw + lineFeedAfter(ev.raw) : ev.raw;
+        else yield relayedUpToResponse(ev.raw, verdict === ANSWER);
         if (verdict === ANSWER) return;
       }
     }

@@ -17,7 +17,7 @@ import { answerIn, answers, type WholeSse } from '../protocol/whole-sse.js';
 import type { Dispatcher, Pool } from 'undici';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { JsonRpcId, JsonRpcMessage } from '../protocol/jsonrpc.js';
-import { isEventStreamType, lineFeedAfter, MAX_EVENT_CHARS, type SseEvent, SseParser } from '../protocol/sse.js';
+import { isEventStreamType, MAX_EVENT_CHARS, relayedUpToResponse, type SseEvent, SseParser } from '../protocol/sse.js';
 import { batchIn, unbatchedRaw } from '../protocol/sse-batch.js';
 import { GatewayError } from '../errors.js';
 import type { Cancellation } from '../pipeline/cancellation.js';
@@ -92,8 +92,7 @@ export async function* readSseText(body: Readable, upstream: string, resumption:
       if (!answered && awaiting !== undefined && ev.data !== undefined && ev.data.includes('"id"')) {
         answered = answerIn(ev.data, awaiting, true) !== undefined;
       }
-      // Ending at the response, the LF of a CRLF its blank line was cut in would never come (lineFeedAfter).
-      yield answered ? ev.raw + lineFeedAfter(ev.raw) : ev.raw;
+      yield relayedUpToResponse(ev.raw, answered);
     }
     // 2025-11-25/basic/transports.mdx §Sending Messages 6: "After the JSON-RPC response has been sent, the
     // server SHOULD close the SSE stream." One that kept it open held the client's answer open with it (up
