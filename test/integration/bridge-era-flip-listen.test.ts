@@ -14,14 +14,14 @@
 
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { createServer, request as httpRequest, type IncomingMessage, type ServerResponse } from 'node:http';
-import type { AddressInfo } from 'node:net';
+import type { IncomingMessage, ServerResponse } from 'node:http';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
 import { startModernServer } from '../fixtures/upstreams/modern-server.js';
 import { startGateway } from '../helpers/gateway.js';
+import { startRedeployFront } from '../helpers/redeploy-front.js';
 import { waitUntil } from '../helpers/stdio-children.js';
 
 /** A v1 SDK server without sessions (a new transport per request), as its stateless example serves. */
@@ -42,27 +42,9 @@ test('a listen reopened after the upstream changed era does not take Gatehouse d
   const onUnhandled = (reason: unknown): void => void unhandled.push(reason);
   process.on('unhandledRejection', onUnhandled);
   const modern = await startModernServer();
-  const modernUrl = new URL(modern.url);
-  let era: 'modern' | 'legacy' = 'modern';
   // One address for the upstream, as a redeploy keeps it: relayed to the modern server, then served by the legacy one.
-  const front = createServer((req, res) => {
-    if (era === 'legacy') {
-      legacyServe(req, res).catch(() => res.destroy());
-      return;
-    }
-    const up = httpRequest({ host: '127.0.0.1', port: modernUrl.port, path: modernUrl.pathname, method: req.method, headers: req.headers }, (ur) => {
-      res.writeHead(ur.statusCode ?? 502, ur.headers);
-      // An event stream's headers go at once, as the server sent them (a GET stream may say nothing for long).
-      res.flushHeaders();
-      ur.pipe(res);
-    });
-    up.on('error', () => res.destroy());
-    res.on('close', () => up.destroy());
-    req.pipe(up);
-  });
-  await new Promise<void>((r) => front.listen(0, '127.0.0.1', () => r()));
-  const frontUrl = `http://127.0.0.1:${(front.address() as AddressInfo).port}/mcp`;
-  const gw = await startGateway({ upstreams: [{ name: 'app', url: frontUrl }] });
+  const front = await startRedeployFront(modern.url);
+  const gw = await startGateway({ upstreams: [{ name: 'app', url: front.url }] });
   const client = new Client({ name: 'listener', version: '1.0.0' });
   const later = new Client({ name: 'after-rollback', version: '1.0.0' });
   try {
@@ -73,10 +55,10 @@ test('a listen reopened after the upstream changed era does not take Gatehouse d
 
     // The redeploy: the same address now serves a legacy server. A bridged call gets its 400 (it knows no
     // 2026-07-28), which makes Gatehouse forget the modern verdict.
-    era = 'legacy';
+    front.switchTo((req, res) => void legacyServe(req, res).catch(() => res.destroy()));
     await assert.rejects(client.callTool({ name: 'echo', arguments: { text: 'x' } }, undefined, { timeout: 10_000 }));
     // The old server's connections end with it, the listen's too: the bridge opens it again after a second.
-    front.closeAllConnections();
+    front.dropConnections();
     await new Promise((r) => setTimeout(r, 2_500));
     assert.deepEqual(unhandled.map(String), [], 'no unhandled rejection (in production, the end of the process)');
 
@@ -97,8 +79,7 @@ test('a listen reopened after the upstream changed era does not take Gatehouse d
     await later.close().catch(() => {});
     await client.close().catch(() => {});
     await gw.close();
-    front.closeAllConnections();
-    await new Promise<void>((r) => front.close(() => r()));
+    await front.close();
     await modern.close();
   }
 });

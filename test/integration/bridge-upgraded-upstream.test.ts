@@ -16,14 +16,13 @@
 
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { createServer, request as httpRequest } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { request } from 'undici';
 import { z } from 'zod';
 import { startModernServer } from '../fixtures/upstreams/modern-server.js';
 import { startV1HttpServer } from '../fixtures/upstreams/v1-http-server.js';
 import { startGateway } from '../helpers/gateway.js';
 import { modernRequest, post } from '../helpers/http.js';
+import { startRedeployFront } from '../helpers/redeploy-front.js';
 import { waitUntil } from '../helpers/stdio-children.js';
 
 test('after a legacy upstream is upgraded to a 2026-07-28 server, a bridged listen ends and calls reach the new server at once', { timeout: 60_000 }, async () => {
@@ -31,20 +30,9 @@ test('after a legacy upstream is upgraded to a 2026-07-28 server, a bridged list
     server.registerTool('echo', { description: 'echo', inputSchema: { text: z.string() } }, async ({ text }) => ({ content: [{ type: 'text', text: `legacy: ${text}` }] }));
   });
   const modern = await startModernServer();
-  let target = new URL(legacy.url);
-  const front = createServer((req, res) => {
-    const up = httpRequest({ host: '127.0.0.1', port: target.port, path: target.pathname, method: req.method, headers: req.headers }, (ur) => {
-      res.writeHead(ur.statusCode ?? 502, ur.headers);
-      // An event stream's headers go at once, as the server sent them (a GET stream may say nothing for long).
-      res.flushHeaders();
-      ur.pipe(res);
-    });
-    up.on('error', () => res.destroy());
-    res.on('close', () => up.destroy());
-    req.pipe(up);
-  });
-  await new Promise<void>((r) => front.listen(0, '127.0.0.1', () => r()));
-  const gw = await startGateway({ upstreams: [{ name: 'app', url: `http://127.0.0.1:${(front.address() as AddressInfo).port}/mcp` }] });
+  // One address for the upstream, as an upgrade in place keeps it: relayed to the legacy server, then the modern one.
+  const front = await startRedeployFront(legacy.url);
+  const gw = await startGateway({ upstreams: [{ name: 'app', url: front.url }] });
   const ac = new AbortController();
   try {
     const call = async (id: number): Promise<Record<string, any>> => {
@@ -62,8 +50,8 @@ test('after a legacy upstream is upgraded to a 2026-07-28 server, a bridged list
     assert.ok(await waitUntil(() => text.includes('notifications/subscriptions/acknowledged'), 10_000), 'the listen was acknowledged');
 
     // The upgrade: the same address now serves a 2026-07-28 server; the old process's connections end with it.
-    target = new URL(modern.url);
-    front.closeAllConnections();
+    front.switchTo(modern.url);
+    front.dropConnections();
 
     // The listen's GET stream, reopened a second later, is refused 405 by the new server: the listen ends (with
     // its result) rather than staying open with nothing behind it.
@@ -77,8 +65,7 @@ test('after a legacy upstream is upgraded to a 2026-07-28 server, a bridged list
   } finally {
     ac.abort();
     await gw.close();
-    front.closeAllConnections();
-    await new Promise<void>((r) => front.close(() => r()));
+    await front.close();
     await modern.close();
     await legacy.close();
   }
