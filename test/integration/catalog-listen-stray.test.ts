@@ -7,13 +7,12 @@
 // dropped), progress and log messages went on, and so did list changes of kinds the client never asked
 // for, and resource updates when it had subscribed to none. Now only the kinds the client asked for go on.
 
-import { after, before, test } from 'node:test';
+import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { startFakeUpstream, type FakeUpstream } from '../fixtures/upstreams/fake-upstream.js';
-import { startGateway, type TestGateway } from '../helpers/gateway.js';
 import { modernRequest, post } from '../helpers/http.js';
-
-const sse = (message: unknown): string => `event: message\ndata: ${JSON.stringify(message)}\n\n`;
+import { answerModernJson, twoMemberCatalog } from '../helpers/modern-member.js';
+import { messagesInSse, sseMessage as sse } from '../helpers/sse-messages.js';
 
 /** A modern member whose listen acknowledges what it was asked, then sends `extra` and ends after 300 ms. */
 async function member(extra: (meta: Record<string, unknown>) => unknown[]): Promise<FakeUpstream> {
@@ -27,42 +26,28 @@ async function member(extra: (meta: Record<string, unknown>) => unknown[]): Prom
       await new Promise((r) => setTimeout(r, 300));
       return void res.end(sse({ jsonrpc: '2.0', id: msg.id, result: { resultType: 'complete', _meta: meta } }));
     }
-    res.writeHead(200, { 'content-type': 'application/json' });
-    const key = msg.method === 'resources/templates/list' ? 'resourceTemplates' : msg.method.split('/')[0]!;
-    const result = msg.method.endsWith('/list') ? { [key]: [], ttlMs: 0 } : {};
-    res.end(JSON.stringify({ jsonrpc: '2.0', id: msg.id, result: { resultType: 'complete', ...result } }));
+    answerModernJson(res, msg);
   }, { handshake: 'modern', capabilities: { tools: { listChanged: true }, prompts: { listChanged: true }, resources: { listChanged: true, subscribe: true } } });
 }
 
-let a: FakeUpstream;
-let b: FakeUpstream;
-let gw: TestGateway;
-before(async () => {
-  a = await member((meta) => [
-    { jsonrpc: '2.0', id: 'srv-1', method: 'sampling/createMessage', params: { messages: [], maxTokens: 10, _meta: meta } },
-    { jsonrpc: '2.0', method: 'notifications/progress', params: { progressToken: 'x', progress: 1, _meta: meta } },
-    { jsonrpc: '2.0', method: 'notifications/message', params: { level: 'info', data: 'not on a listen', _meta: meta } },
-    { jsonrpc: '2.0', method: 'notifications/prompts/list_changed', params: { _meta: meta } },
-    { jsonrpc: '2.0', method: 'notifications/resources/updated', params: { uri: 'file:///never-subscribed', _meta: meta } },
-    { jsonrpc: '2.0', method: 'notifications/tools/list_changed', params: { _meta: meta } },
-  ]);
-  b = await member(() => []);
-  gw = await startGateway({ upstreams: [{ name: 'a', url: a.url }, { name: 'b', url: b.url }] });
-});
-after(async () => {
-  await gw.close();
-  await a.close();
-  await b.close();
-});
+const catalog = twoMemberCatalog(
+  () =>
+    member((meta) => [
+      { jsonrpc: '2.0', id: 'srv-1', method: 'sampling/createMessage', params: { messages: [], maxTokens: 10, _meta: meta } },
+      { jsonrpc: '2.0', method: 'notifications/progress', params: { progressToken: 'x', progress: 1, _meta: meta } },
+      { jsonrpc: '2.0', method: 'notifications/message', params: { level: 'info', data: 'not on a listen', _meta: meta } },
+      { jsonrpc: '2.0', method: 'notifications/prompts/list_changed', params: { _meta: meta } },
+      { jsonrpc: '2.0', method: 'notifications/resources/updated', params: { uri: 'file:///never-subscribed', _meta: meta } },
+      { jsonrpc: '2.0', method: 'notifications/tools/list_changed', params: { _meta: meta } },
+    ]),
+  () => member(() => []),
+);
 
 test('a listen for toolsListChanged gets the acknowledgment, the tools list change and its end: no request, no progress or log message, no unrequested kind', async () => {
   const { body, headers } = modernRequest('l-1', 'subscriptions/listen', { notifications: { toolsListChanged: true } });
-  const res = await post(gw.url, body, headers, AbortSignal.timeout(15_000));
+  const res = await post(catalog.gw.url, body, headers, AbortSignal.timeout(15_000));
   assert.equal(res.status, 200, res.text);
-  const messages = res.text
-    .split('\n')
-    .filter((l) => l.startsWith('data:'))
-    .map((l) => JSON.parse(l.slice(5)) as Record<string, any>);
+  const messages = messagesInSse(res.text);
   assert.deepEqual(messages.map((m) => m.method ?? `response ${m.id}`), ['notifications/subscriptions/acknowledged', 'notifications/tools/list_changed', 'response l-1'], res.text);
   assert.deepEqual(messages[0]!.params.notifications, { toolsListChanged: true });
   assert.equal(messages[1]!.params._meta['io.modelcontextprotocol/subscriptionId'], 'l-1');
