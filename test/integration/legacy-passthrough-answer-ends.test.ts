@@ -10,13 +10,14 @@ import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { startFakeUpstream, type FakeUpstream } from '../fixtures/upstreams/fake-upstream.js';
 import { startGateway, type TestGateway } from '../helpers/gateway.js';
-import { LEGACY_HEADERS, legacySession, post, rpc } from '../helpers/http.js';
-
-const HOLD_MS = 4_000;
+import { assertEndedAtResponse, HeldAnswers, postTimed } from '../helpers/held-answer.js';
+import { LEGACY_HEADERS, legacySession, rpc } from '../helpers/http.js';
+import { answerModernJson } from '../helpers/modern-member.js';
+import { messagesInSse, sseMessage as sse } from '../helpers/sse-messages.js';
 
 let up: FakeUpstream;
 let gw: TestGateway;
-let upstreamClosed = 0;
+const held = new HeldAnswers();
 before(async () => {
   up = await startFakeUpstream(async (_req, res, body) => {
     const msg = JSON.parse(body) as { id?: unknown; method: string; params?: { protocolVersion?: string } };
@@ -34,13 +35,11 @@ before(async () => {
       return void res.end(JSON.stringify({ jsonrpc: '2.0', id: msg.id, result }));
     }
     res.writeHead(200, { 'content-type': 'text/event-stream' });
-    res.write(`event: message\ndata: ${JSON.stringify({ jsonrpc: '2.0', method: 'notifications/message', params: { level: 'info', data: 'working' } })}\n\n`);
+    res.write(sse({ jsonrpc: '2.0', method: 'notifications/message', params: { level: 'info', data: 'working' } }));
     await new Promise((r) => setTimeout(r, 50));
     const result = msg.method === 'tools/call' ? { content: [{ type: 'text', text: 'done' }] } : { messages: [] };
-    res.write(`event: message\ndata: ${JSON.stringify({ jsonrpc: '2.0', id: msg.id, result })}\n\n`);
-    res.once('close', () => upstreamClosed++);
-    await new Promise((r) => setTimeout(r, HOLD_MS));
-    res.end();
+    res.write(sse({ jsonrpc: '2.0', id: msg.id, result }));
+    await held.hold(res);
   });
   gw = await startGateway({ upstreams: [{ name: 'l', url: up.url, era: 'legacy' }] });
 });
@@ -52,46 +51,31 @@ after(async () => {
 for (const [method, params] of [['tools/call', { name: 'work', arguments: {} }], ['prompts/get', { name: 'any' }]] as const) {
   test(`${method}: a legacy client's answer ends with the response, not when the upstream's stream does`, async () => {
     const session = await legacySession(gw.url);
-    const closedBefore = upstreamClosed;
-    const started = performance.now();
-    const res = await post(gw.url, rpc(`${method}-1`, method, params), { ...LEGACY_HEADERS, 'mcp-session-id': session, 'mcp-protocol-version': '2025-11-25' }, AbortSignal.timeout(15_000));
-    const took = performance.now() - started;
-    const messages = res.text.split('\n').filter((l) => l.startsWith('data:')).map((l) => JSON.parse(l.slice(5)) as Record<string, any>);
+    const closedBefore = held.closed;
+    const { res, took } = await postTimed(gw.url, rpc(`${method}-1`, method, params), { ...LEGACY_HEADERS, 'mcp-session-id': session, 'mcp-protocol-version': '2025-11-25' });
+    const messages = messagesInSse(res.text);
     assert.deepEqual(messages.map((m) => m.method ?? `response ${m.id}`), ['notifications/message', `response ${method}-1`], res.text);
-    assert.ok(took < HOLD_MS / 2, `the answer took ${took.toFixed(0)} ms: it waited for the upstream's stream to end`);
-    for (let i = 0; i < 50 && upstreamClosed === closedBefore; i++) await new Promise((r) => setTimeout(r, 20));
-    assert.equal(upstreamClosed, closedBefore + 1, 'the upstream stream was let go');
+    await assertEndedAtResponse(took, held, closedBefore);
   });
 }
 
 // The same read serves the bridges (upstream/message-client.ts): a legacy client in front of a modern
 // upstream that keeps its answer stream open after the response waited for it as well.
 test('bridge: a legacy client\'s answer from a modern upstream ends with the response too', async () => {
-  let closed = 0;
+  const modernHeld = new HeldAnswers();
   const modern = await startFakeUpstream(async (_req, res, body) => {
     const msg = JSON.parse(body) as { id: unknown; method: string };
-    if (msg.method !== 'tools/call') {
-      const key = msg.method === 'resources/templates/list' ? 'resourceTemplates' : msg.method.split('/')[0]!;
-      const result = msg.method === 'tools/list' ? { tools: [{ name: 'work', inputSchema: { type: 'object' } }], ttlMs: 0 } : msg.method.endsWith('/list') ? { [key]: [], ttlMs: 0 } : {};
-      res.writeHead(200, { 'content-type': 'application/json' });
-      return void res.end(JSON.stringify({ jsonrpc: '2.0', id: msg.id, result: { resultType: 'complete', ...result } }));
-    }
+    if (msg.method !== 'tools/call') return answerModernJson(res, msg, [{ name: 'work', inputSchema: { type: 'object' } }]);
     res.writeHead(200, { 'content-type': 'text/event-stream' });
-    res.write(`event: message\ndata: ${JSON.stringify({ jsonrpc: '2.0', id: msg.id, result: { content: [{ type: 'text', text: 'done' }], resultType: 'complete' } })}\n\n`);
-    res.once('close', () => closed++);
-    await new Promise((r) => setTimeout(r, HOLD_MS));
-    res.end();
+    res.write(sse({ jsonrpc: '2.0', id: msg.id, result: { content: [{ type: 'text', text: 'done' }], resultType: 'complete' } }));
+    await modernHeld.hold(res);
   }, { handshake: 'modern' });
   const bridged = await startGateway({ upstreams: [{ name: 'm', url: modern.url }] });
   try {
     const session = await legacySession(bridged.url);
-    const started = performance.now();
-    const res = await post(bridged.url, rpc('b-1', 'tools/call', { name: 'work', arguments: {} }), { ...LEGACY_HEADERS, 'mcp-session-id': session, 'mcp-protocol-version': '2025-11-25' }, AbortSignal.timeout(15_000));
-    const took = performance.now() - started;
+    const { res, took } = await postTimed(bridged.url, rpc('b-1', 'tools/call', { name: 'work', arguments: {} }), { ...LEGACY_HEADERS, 'mcp-session-id': session, 'mcp-protocol-version': '2025-11-25' });
     assert.match(res.text, /"done"/, res.text);
-    assert.ok(took < HOLD_MS / 2, `the answer took ${took.toFixed(0)} ms: it waited for the upstream's stream to end`);
-    for (let i = 0; i < 50 && closed === 0; i++) await new Promise((r) => setTimeout(r, 20));
-    assert.equal(closed, 1, 'the upstream stream was let go');
+    await assertEndedAtResponse(took, modernHeld, 0);
   } finally {
     await bridged.close();
     await modern.close();

@@ -10,14 +10,13 @@ import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { startFakeUpstream, type FakeUpstream } from '../fixtures/upstreams/fake-upstream.js';
 import { startGateway, type TestGateway } from '../helpers/gateway.js';
-import { modernRequest, post } from '../helpers/http.js';
-
-const sse = (message: unknown): string => `event: message\ndata: ${JSON.stringify(message)}\n\n`;
-const HOLD_MS = 4_000;
+import { assertEndedAtResponse, HeldAnswers, postTimed } from '../helpers/held-answer.js';
+import { modernRequest } from '../helpers/http.js';
+import { messagesInSse, sseMessage as sse } from '../helpers/sse-messages.js';
 
 let up: FakeUpstream;
 let gw: TestGateway;
-let upstreamClosed = 0;
+const held = new HeldAnswers();
 before(async () => {
   up = await startFakeUpstream(async (_req, res, body) => {
     const msg = JSON.parse(body) as { id: unknown; method: string };
@@ -29,10 +28,8 @@ before(async () => {
     res.write(sse({ jsonrpc: '2.0', method: 'notifications/message', params: { level: 'info', data: 'working' } }));
     await new Promise((r) => setTimeout(r, 50));
     res.write(sse({ jsonrpc: '2.0', id: msg.id, result: { content: [{ type: 'text', text: 'done' }], resultType: 'complete' } }));
-    res.once('close', () => upstreamClosed++);
     // The stream stays open long after the response.
-    await new Promise((r) => setTimeout(r, HOLD_MS));
-    res.end();
+    await held.hold(res);
   }, { handshake: 'modern' });
   gw = await startGateway({ upstreams: [{ name: 'm', url: up.url }] });
 });
@@ -45,15 +42,10 @@ for (const method of ['tools/call', 'prompts/get'] as const) {
   test(`${method}: the client's answer ends with the response, not when the upstream's stream does`, async () => {
     const params = method === 'tools/call' ? { name: 'work', arguments: {} } : { name: 'any' };
     const { body, headers } = modernRequest(`${method}-1`, method, params);
-    const closedBefore = upstreamClosed;
-    const started = performance.now();
-    const res = await post(gw.url, body, headers, AbortSignal.timeout(15_000));
-    const took = performance.now() - started;
-    const messages = res.text.split('\n').filter((l) => l.startsWith('data:')).map((l) => JSON.parse(l.slice(5)) as Record<string, any>);
+    const closedBefore = held.closed;
+    const { res, took } = await postTimed(gw.url, body, headers);
+    const messages = messagesInSse(res.text);
     assert.equal(messages.at(-1)?.id, `${method}-1`, res.text);
-    assert.ok(took < HOLD_MS / 2, `the answer took ${took.toFixed(0)} ms: it waited for the upstream's stream to end`);
-    // The upstream's stream is let go, not held to its end.
-    for (let i = 0; i < 50 && upstreamClosed === closedBefore; i++) await new Promise((r) => setTimeout(r, 20));
-    assert.equal(upstreamClosed, closedBefore + 1, 'the upstream stream was let go');
+    await assertEndedAtResponse(took, held, closedBefore);
   });
 }
