@@ -6,50 +6,25 @@
 // https) or to a port the allow lists itself (https on 8443). README "egress proxy"; docs/configuration.md
 // egressProxy. Real proxy, real target on 127.0.0.1.
 
-import { after, before, test } from 'node:test';
+import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { connect, createServer, type AddressInfo, type Server } from 'node:net';
 import type { EgressRule } from '../../../src/config/schema.generated.js';
-import { createLogger } from '../../../src/log/logger.js';
 import { EgressPolicy } from '../../../src/policy/egress/egress-policy.js';
-import { EgressProxy } from '../../../src/policy/egress/proxy.js';
+import { connectAnswer, proxyAndTarget } from '../../helpers/egress-proxy.js';
 
 const resolver = async (host: string): Promise<string[]> => {
   throw Object.assign(new Error(`getaddrinfo ENOTFOUND ${host}`), { code: 'ENOTFOUND' });
 };
 let policy = new EgressPolicy([], resolver);
 const verdicts: string[] = [];
-let proxy: EgressProxy;
-let proxyPort: number;
-let target: Server;
-let targetPort: number;
-
-before(async () => {
-  target = createServer((s) => s.end('hello'));
-  await new Promise<void>((r) => target.listen(0, '127.0.0.1', r));
-  targetPort = (target.address() as AddressInfo).port;
-  proxy = new EgressProxy(() => policy, () => 'up', createLogger('error', () => {}), { counted: (_u, v) => verdicts.push(v) });
-  proxyPort = Number(new URL(await proxy.listen('127.0.0.1', 0)).port);
-});
-after(async () => {
-  await proxy.close();
-  target.close();
-});
+const setup = proxyAndTarget('127.0.0.1', () => policy, { hooks: { counted: (_u, v) => verdicts.push(v) } });
 
 /** The status line a CONNECT gets and the proxy's verdict on it (allowed: judged so, whether or not the port answers). */
 async function tunnel(rule: EgressRule, port: number): Promise<{ status: string; verdict: string | undefined }> {
   policy = new EgressPolicy([rule], resolver);
   verdicts.length = 0;
   // Every answer ends the connection: a refusal with `connection: close`, a tunnel when the target ends it.
-  const answer = await new Promise<string>((resolve, reject) => {
-    const authority = `127.0.0.1:${port}`;
-    const s = connect(proxyPort, '127.0.0.1', () => s.write(`CONNECT ${authority} HTTP/1.1\r\nhost: ${authority}\r\n\r\n`));
-    let got = '';
-    s.on('data', (d) => (got += String(d)));
-    s.on('error', reject);
-    s.on('close', () => resolve(got));
-    s.setTimeout(5_000, () => reject(new Error('no answer')));
-  });
+  const answer = await connectAnswer(setup.proxyPort, `127.0.0.1:${port}`);
   // The status line and the body (the refusal's reason, or what the target sent through the tunnel).
   const split = answer.indexOf('\r\n\r\n');
   const status = `${answer.slice(0, answer.indexOf('\r\n'))} | ${split === -1 ? '' : answer.slice(split + 4).trim()}`;
@@ -59,7 +34,7 @@ async function tunnel(rule: EgressRule, port: number): Promise<{ status: string;
 const LOOPBACK = ['127.0.0.1/32'];
 
 test('an allow of https alone refuses a tunnel to another port of an allowed address', async () => {
-  const got = await tunnel({ id: 'https-only', allow: { cidrs: LOOPBACK, schemes: ['https'] } }, targetPort);
+  const got = await tunnel({ id: 'https-only', allow: { cidrs: LOOPBACK, schemes: ['https'] } }, setup.targetPort);
   assert.match(got.status, /^HTTP\/1\.1 403 .*rule "https-only" does not allow it/);
   assert.equal(got.verdict, 'blocked');
 });
@@ -79,13 +54,13 @@ test('an allow of http alone refuses a tunnel to 443 and passes one to 80', asyn
 });
 
 test('a port the allow lists itself is tunnelled under its schemes (https on another port)', async () => {
-  const got = await tunnel({ id: 'https-8443', allow: { cidrs: LOOPBACK, schemes: ['https'], ports: [targetPort] } }, targetPort);
+  const got = await tunnel({ id: 'https-8443', allow: { cidrs: LOOPBACK, schemes: ['https'], ports: [setup.targetPort] } }, setup.targetPort);
   assert.equal(got.status, 'HTTP/1.1 200 Connection Established | hello');
   assert.equal(got.verdict, 'allowed');
 });
 
 test('an allow listing no schemes tunnels any port it allows, as before', async () => {
-  const got = await tunnel({ id: 'loopback', allow: { cidrs: LOOPBACK } }, targetPort);
+  const got = await tunnel({ id: 'loopback', allow: { cidrs: LOOPBACK } }, setup.targetPort);
   assert.equal(got.status, 'HTTP/1.1 200 Connection Established | hello');
   assert.equal(got.verdict, 'allowed');
 });

@@ -3,12 +3,11 @@
 // that address by IP applies to them and to a name resolving to it. Until 3 December a CONNECT's target
 // was judged as written: the deny matched `127.0.0.1` only, and the other spellings were tunnelled.
 
-import { after, before, test } from 'node:test';
+import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { connect, createServer, isIP, type AddressInfo, type Server } from 'node:net';
-import { createLogger } from '../../../src/log/logger.js';
+import { isIP } from 'node:net';
 import { EgressPolicy } from '../../../src/policy/egress/egress-policy.js';
-import { EgressProxy } from '../../../src/policy/egress/proxy.js';
+import { connectAnswer, proxyAndTarget } from '../../helpers/egress-proxy.js';
 
 const resolver = async (host: string) => {
   if (host === 'localhost') return ['127.0.0.1'];
@@ -19,44 +18,17 @@ const resolver = async (host: string) => {
   throw Object.assign(new Error(`getaddrinfo ENOTFOUND ${host}`), { code: 'ENOTFOUND' });
 };
 const policy = new EgressPolicy([{ id: 'loop-but-not-one', allow: { cidrs: ['127.0.0.0/8'] }, deny: { hosts: ['127.0.0.1'] } }], resolver);
-let proxy: EgressProxy;
-let proxyPort: number;
-let target: Server;
-let targetPort: number;
-
-before(async () => {
-  target = createServer((s) => s.end('hello'));
-  await new Promise<void>((r) => target.listen(0, '127.0.0.2', r));
-  targetPort = (target.address() as AddressInfo).port;
-  proxy = new EgressProxy(() => policy, () => 'up', createLogger('warn', () => {}));
-  proxyPort = Number(new URL(await proxy.listen('127.0.0.1', 0)).port);
-});
-after(async () => {
-  await proxy.close();
-  target.close();
-});
+const setup = proxyAndTarget('127.0.0.2', () => policy, { logLevel: 'warn' });
 
 /** The status line a CONNECT gets. */
-function connectStatus(authority: string): Promise<string> {
-  return new Promise((resolve, reject) => {
-    const s = connect(proxyPort, '127.0.0.1', () => s.write(`CONNECT ${authority} HTTP/1.1\r\nhost: ${authority}\r\n\r\n`));
-    let got = '';
-    s.on('data', (d) => {
-      got += String(d);
-      if (got.includes('\r\n')) {
-        resolve(got.slice(0, got.indexOf('\r\n')));
-        s.destroy();
-      }
-    });
-    s.on('error', reject);
-    s.on('close', () => resolve(got === '' ? 'closed without an answer' : got));
-    s.setTimeout(5_000, () => reject(new Error('no answer')));
-  });
+async function connectStatus(authority: string): Promise<string> {
+  const got = await connectAnswer(setup.proxyPort, authority, (text) => (text.includes('\r\n') ? text.slice(0, text.indexOf('\r\n')) : undefined));
+  return got === '' ? 'closed without an answer' : got;
 }
 
 test('a CONNECT to the denied address is refused however its host is spelled', async () => {
   for (const host of ['127.0.0.1', '2130706433', '127.1', '0x7f000001', 'localhost']) {
-    assert.match(await connectStatus(`${host}:${targetPort}`), /^HTTP\/1\.1 403 /, host);
+    assert.match(await connectStatus(`${host}:${setup.targetPort}`), /^HTTP\/1\.1 403 /, host);
   }
 });
 
@@ -65,7 +37,7 @@ test('a CONNECT to the denied address written as IPv6 carrying it, or with a zon
   // dual-stack socket reaches at 127.0.0.1) and a zone id (which the WHATWG parser refuses, so the host was
   // judged as given, an address no IP in a rule equals) were other strings.
   for (const host of ['[::ffff:127.0.0.1]', '[::ffff:7f00:1]', '[::ffff:127.0.0.1%25lo]', '[::ffff:127.0.0.1%lo]']) {
-    assert.match(await connectStatus(`${host}:${targetPort}`), /^HTTP\/1\.1 403 /, host);
+    assert.match(await connectStatus(`${host}:${setup.targetPort}`), /^HTTP\/1\.1 403 /, host);
   }
 });
 
@@ -78,5 +50,5 @@ test('a CONNECT to a port outside 1-65535 is answered 400, not dropped', async (
 });
 
 test('the rest of the allowed range is tunnelled', async () => {
-  assert.match(await connectStatus(`127.0.0.2:${targetPort}`), /^HTTP\/1\.1 200 /);
+  assert.match(await connectStatus(`127.0.0.2:${setup.targetPort}`), /^HTTP\/1\.1 200 /);
 });
