@@ -11,11 +11,10 @@ import assert from 'node:assert/strict';
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { createLogger } from '../../src/log/logger.js';
-import { openStore } from '../../src/store/open-store.js';
 import { serveCli } from '../helpers/cli.js';
 import { modernRequest, post } from '../helpers/http.js';
 import { startRedis } from '../helpers/redis.js';
+import { storeUsedOnce } from '../helpers/store-console.js';
 import { countingUpstreamAndRedis } from '../helpers/upstream-and-redis.js';
 
 const fixture = countingUpstreamAndRedis();
@@ -49,20 +48,7 @@ test('a password the Redis server does not need: stderr stays one JSON object pe
 // its slots, at start and on every refresh of them, sends the password too.
 test('a Cluster that needs no password: no console line from any connection, one warning in the log', { timeout: 60_000 }, async () => {
   const cluster = await startRedis({ mode: 'cluster' });
-  const lines: Array<{ level: string; msg: string }> = [];
-  const log = createLogger('info', (line) => void lines.push(JSON.parse(line) as { level: string; msg: string }));
-  const printed: unknown[][] = [];
-  const warn = console.warn;
-  console.warn = (...args: unknown[]) => void printed.push(args);
-  const s = openStore({ kind: 'redis', url: `redis://:${PASSWORD}@ignored:1`, keyPrefix: 'unneeded-pw-cluster:', commandTimeoutMs: 2_000, cluster: { nodes: [`127.0.0.1:${cluster.port}`] } }, log);
-  try {
-    await s.ping();
-    await s.appendAudit({ time: new Date().toISOString(), callId: 'c1', runId: 'r1', subject: 'alice', method: 'tools/call', outcome: 'ok', latencyMs: 1 });
-  } finally {
-    await s.close();
-    console.warn = warn;
-    await cluster.stop();
-  }
+  const { lines, printed } = await storeUsedOnce({ kind: 'redis', url: `redis://:${PASSWORD}@ignored:1`, keyPrefix: 'unneeded-pw-cluster:', commandTimeoutMs: 2_000, cluster: { nodes: [`127.0.0.1:${cluster.port}`] } }).finally(() => cluster.stop());
   assert.deepEqual(printed, [], 'ioredis printed nothing');
   assert.equal(lines.filter((l) => /does not need the password/.test(l.msg)).length, 1, JSON.stringify(lines));
 });
