@@ -2,20 +2,32 @@
 // local port, for tests that put Gatehouse in front of an HTTP+SSE upstream: GET /sse opens a session with a
 // new McpServer whose tools `register` adds, POST /message?sessionId=… reaches that session.
 
-import { createServer, type Server } from 'node:http';
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import { SSEServerTransport } from '@modelcontextprotocol/sdk/server/sse.js';
 
-export async function startV1SseServer(name: string, register: (mcp: McpServer) => void): Promise<{ url: string; close(): Promise<void> }> {
+export interface V1SseServerOptions {
+  /**
+   * Sees every request first; one it answers itself (a refusal: a bad token) it returns false for, and the
+   * server does nothing more with it.
+   */
+  admit?(req: IncomingMessage, res: ServerResponse): boolean;
+  /** A session's event stream has opened (its GET /sse), before its McpServer is connected. */
+  opened?(req: IncomingMessage, stream: ServerResponse): void;
+}
+
+export async function startV1SseServer(name: string, register: (mcp: McpServer) => void, opts: V1SseServerOptions = {}): Promise<{ url: string; close(): Promise<void> }> {
   const transports = new Map<string, SSEServerTransport>();
   const server: Server = createServer((req, res) => {
+    if (opts.admit?.(req, res) === false) return;
     const url = new URL(req.url ?? '/', 'http://x');
     if (req.method === 'GET' && url.pathname === '/sse') {
       const mcp = new McpServer({ name, version: '1.0.0' });
       register(mcp);
       const transport = new SSEServerTransport('/message', res);
       transports.set(transport.sessionId, transport);
+      opts.opened?.(req, res);
       void mcp.connect(transport);
       return;
     }

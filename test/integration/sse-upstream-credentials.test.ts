@@ -11,13 +11,12 @@
 
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { createServer, type Server, type ServerResponse } from 'node:http';
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
-import { SSEServerTransport } from '@modelcontextprotocol/sdk/server/sse.js';
 import { z } from 'zod';
 import { startGateway } from '../helpers/gateway.js';
 import { connectV1, textOf } from '../helpers/v1-everything.js';
+import { startV1SseServer } from '../helpers/v1-sse-server.js';
 
 /** A client-credentials token endpoint handing out tok-1, tok-2, … for an hour each. */
 async function tokenEndpoint(): Promise<{ url: string; issued: () => number; close(): Promise<void> }> {
@@ -34,37 +33,34 @@ async function tokenEndpoint(): Promise<{ url: string; issued: () => number; clo
 
 /** The v1 SDK's HTTP+SSE server, accepting only the tokens in `valid`; streams opened with a revoked one are ended. */
 async function guardedSdkServer(valid: Set<string>): Promise<{ url: string; seen: string[]; revoke(token: string): void; close(): Promise<void> }> {
-  const transports = new Map<string, SSEServerTransport>();
   const streams = new Map<ServerResponse, string>();
   const seen: string[] = [];
-  const server: Server = createServer((req, res) => {
-    const token = (req.headers.authorization ?? '').replace(/^Bearer /, '');
-    seen.push(`${req.method} ${token}`);
-    if (!valid.has(token)) return void res.writeHead(401, { 'www-authenticate': 'Bearer error="invalid_token"' }).end();
-    const url = new URL(req.url ?? '/', 'http://x');
-    if (req.method === 'GET' && url.pathname === '/sse') {
-      const mcp = new McpServer({ name: 'guarded', version: '1.0.0' });
-      mcp.tool('echo', { message: z.string() }, async ({ message }) => ({ content: [{ type: 'text', text: `echo: ${message}` }] }));
-      const transport = new SSEServerTransport('/message', res);
-      transports.set(transport.sessionId, transport);
-      streams.set(res, token);
-      res.on('close', () => streams.delete(res));
-      void mcp.connect(transport);
-      return;
-    }
-    const transport = transports.get(url.searchParams.get('sessionId') ?? '');
-    if (req.method === 'POST' && transport) return void transport.handlePostMessage(req, res);
-    res.writeHead(404).end();
-  });
-  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+  const tokenOf = (req: IncomingMessage): string => (req.headers.authorization ?? '').replace(/^Bearer /, '');
+  const server = await startV1SseServer(
+    'guarded',
+    (mcp) => mcp.tool('echo', { message: z.string() }, async ({ message }) => ({ content: [{ type: 'text', text: `echo: ${message}` }] })),
+    {
+      admit(req, res) {
+        const token = tokenOf(req);
+        seen.push(`${req.method} ${token}`);
+        if (valid.has(token)) return true;
+        res.writeHead(401, { 'www-authenticate': 'Bearer error="invalid_token"' }).end();
+        return false;
+      },
+      opened(req, stream) {
+        streams.set(stream, tokenOf(req));
+        stream.on('close', () => streams.delete(stream));
+      },
+    },
+  );
   return {
-    url: `http://127.0.0.1:${(server.address() as AddressInfo).port}/sse`,
+    url: server.url,
     seen,
     revoke(token) {
       valid.delete(token);
       for (const [res, t] of streams) if (t === token) res.end();
     },
-    close: () => closeServer(server),
+    close: () => server.close(),
   };
 }
 
