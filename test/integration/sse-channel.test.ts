@@ -10,6 +10,7 @@ import type { UpstreamCredentials } from '../../src/upstream/credentials.js';
 import { createLogger } from '../../src/log/logger.js';
 import { SseChannel } from '../../src/upstream/sse-channel.js';
 import { startEverythingSse, type EverythingHttp } from '../fixtures/upstreams/everything-http.js';
+import { sseMessage } from '../helpers/sse-messages.js';
 
 const logs: Array<Record<string, unknown>> = [];
 const log = createLogger('debug', (line) => void logs.push(JSON.parse(line) as Record<string, unknown>));
@@ -52,16 +53,26 @@ describe('against server-everything over HTTP+SSE', () => {
   });
 });
 
-/** A fake SSE server whose GET handler the test writes. */
-async function fakeSse(onGet: (res: ServerResponse, origin: string) => void, onPost: (body: string, res: ServerResponse) => void = (_b, res) => void res.writeHead(202).end()): Promise<{ url: string; server: Server; posts: string[]; close(): Promise<void> }> {
+/**
+ * A fake SSE server whose GET handler the test writes. `onPost` gets each POST's body and response, and the
+ * event stream the last GET opened (where an HTTP+SSE server's answers go).
+ */
+async function fakeSse(
+  onGet: (res: ServerResponse, origin: string) => void,
+  onPost: (body: string, res: ServerResponse, stream: ServerResponse | undefined) => void = (_b, res) => void res.writeHead(202).end(),
+): Promise<{ url: string; server: Server; posts: string[]; close(): Promise<void> }> {
   const posts: string[] = [];
+  let stream: ServerResponse | undefined;
   const server = createServer((req, res) => {
-    if (req.method === 'GET') return onGet(res, `http://127.0.0.1:${(server.address() as AddressInfo).port}`);
+    if (req.method === 'GET') {
+      stream = res;
+      return onGet(res, `http://127.0.0.1:${(server.address() as AddressInfo).port}`);
+    }
     let body = '';
     req.on('data', (c: Buffer) => (body += String(c)));
     req.on('end', () => {
       posts.push(body);
-      onPost(body, res);
+      onPost(body, res, stream);
     });
   });
   await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
@@ -76,6 +87,16 @@ async function fakeSse(onGet: (res: ServerResponse, origin: string) => void, onP
         server.close(() => r());
       }),
   };
+}
+
+/** Opens the event stream and names the message endpoint on the fake's own origin; `more` goes in the same write. */
+function announce(res: ServerResponse, origin: string, more = ''): void {
+  res.writeHead(200, { 'content-type': 'text/event-stream' }).write(`event: endpoint\ndata: ${origin}/message\n\n${more}`);
+}
+
+/** Answers request `id` on the event stream, as a `message` event. */
+function answerOn(stream: ServerResponse | undefined, id: unknown, result: unknown): void {
+  stream?.write(sseMessage({ jsonrpc: '2.0', id, result }));
 }
 
 /** The promise's value, or a note that it still was not settled after `ms`. */
@@ -101,13 +122,9 @@ describe('servers that misbehave', () => {
   // terminator. Until 4 December a stream whose blank line ended otherwise than its lines was never read:
   // its endpoint never seen, the start failed after headersMs with "sent no endpoint event".
   test('a stream whose lines end in LF and whose blank lines end in CRLF or CR is read: its endpoint, then answers cut at odd places', async () => {
-    let stream: ServerResponse | undefined;
     const fake = await fakeSse(
-      (res, origin) => {
-        stream = res;
-        res.writeHead(200, { 'content-type': 'text/event-stream' }).write(`event: endpoint\ndata: ${origin}/message\n\r\n`);
-      },
-      (body, res) => {
+      (res, origin) => void res.writeHead(200, { 'content-type': 'text/event-stream' }).write(`event: endpoint\ndata: ${origin}/message\n\r\n`),
+      (body, res, stream) => {
         res.writeHead(202).end();
         const msg = JSON.parse(body) as { id: number };
         const event = `event: message\ndata: ${JSON.stringify({ jsonrpc: '2.0', id: msg.id, result: { n: msg.id } })}\n`;
@@ -133,18 +150,11 @@ describe('servers that misbehave', () => {
   // WHATWG HTML §9.2.5: an empty `event:` field leaves the event's type `message`. Until 4 December such an
   // answer was skipped, and its call waited for its limit.
   test('an answer whose event field is empty is a message event: the call gets it', async () => {
-    let stream: ServerResponse | undefined;
-    const fake = await fakeSse(
-      (res, origin) => {
-        stream = res;
-        res.writeHead(200, { 'content-type': 'text/event-stream' }).write(`event: endpoint\ndata: ${origin}/message\n\n`);
-      },
-      (body, res) => {
-        res.writeHead(202).end();
-        const msg = JSON.parse(body) as { id: number };
-        stream?.write(`event:\ndata: ${JSON.stringify({ jsonrpc: '2.0', id: msg.id, result: { ok: true } })}\n\n`);
-      },
-    );
+    const fake = await fakeSse(announce, (body, res, stream) => {
+      res.writeHead(202).end();
+      const msg = JSON.parse(body) as { id: number };
+      stream?.write(`event:\ndata: ${JSON.stringify({ jsonrpc: '2.0', id: msg.id, result: { ok: true } })}\n\n`);
+    });
     try {
       const ch = channel(fake.url, { requestTimeoutMs: 2_000 });
       await ch.start();
@@ -244,13 +254,9 @@ describe('servers that misbehave', () => {
   });
 
   test('a stream that drops mid-call fails the call in flight with GW_ERR_UPSTREAM_BAD_RESPONSE; the channel reports its end', async () => {
-    let stream: ServerResponse | undefined;
     const fake = await fakeSse(
-      (res, origin) => {
-        stream = res;
-        res.writeHead(200, { 'content-type': 'text/event-stream' }).write(`event: endpoint\ndata: ${origin}/message?sessionId=1\n\n`);
-      },
-      (_body, res) => {
+      (res, origin) => void res.writeHead(200, { 'content-type': 'text/event-stream' }).write(`event: endpoint\ndata: ${origin}/message?sessionId=1\n\n`),
+      (_body, res, stream) => {
         res.writeHead(202).end();
         setTimeout(() => stream?.destroy(), 50);
       },
@@ -277,7 +283,7 @@ describe('servers that misbehave', () => {
     let closed = false;
     const fake = await fakeSse((res, origin) => {
       res.on('close', () => (closed = true));
-      res.writeHead(200, { 'content-type': 'text/event-stream' }).write(`event: endpoint\ndata: ${origin}/message\n\n`);
+      announce(res, origin);
     });
     try {
       const ch = channel(fake.url, { pingIntervalMs: 200, busySilenceMs: 1_000, requestTimeoutMs: 30_000 });
@@ -309,22 +315,20 @@ describe('servers that misbehave', () => {
   // comments that stopped then mean a dead stream, noticed within a few ping intervals.
   test('a stream whose keep-alive comments stop under a call, while the server still takes its pings, is noticed within a few ping intervals, busySilenceMs notwithstanding', async () => {
     let streamDead = false;
-    let stream: ServerResponse | undefined;
     const fake = await fakeSse(
       (res, origin) => {
-        stream = res;
-        res.writeHead(200, { 'content-type': 'text/event-stream' }).write(`event: endpoint\ndata: ${origin}/message\n\n`);
+        announce(res, origin);
         const timer = setInterval(() => {
           if (!streamDead) res.write(': keep-alive\n\n');
         }, 50);
         res.on('close', () => clearInterval(timer));
       },
-      (body, res) => {
+      (body, res, stream) => {
         res.writeHead(202).end();
         const msg = JSON.parse(body) as { id?: unknown; method?: string };
         // The call reaches the server; then the stream goes dead (nothing more comes on it, no FIN).
         if (msg.method === 'tools/call') streamDead = true;
-        if (msg.method === 'ping' && !streamDead) stream?.write(`event: message\ndata: ${JSON.stringify({ jsonrpc: '2.0', id: msg.id, result: {} })}\n\n`);
+        if (msg.method === 'ping' && !streamDead) answerOn(stream, msg.id, {});
       },
     );
     try {
@@ -350,28 +354,25 @@ describe('servers that misbehave', () => {
   // live server: the call's answer comes once the tool is done, and the stream must be kept.
   test('a server whose comments stop under a call and which takes no ping meanwhile (its event loop held) keeps its stream: the call gets its answer', async () => {
     let blocked = false;
-    let stream: ServerResponse | undefined;
     const held: ServerResponse[] = [];
     const fake = await fakeSse(
       (res, origin) => {
-        stream = res;
-        res.writeHead(200, { 'content-type': 'text/event-stream' }).write(`event: endpoint\ndata: ${origin}/message\n\n`);
+        announce(res, origin);
         const timer = setInterval(() => {
           if (!blocked) res.write(': keep-alive\n\n');
         }, 50);
         res.on('close', () => clearInterval(timer));
       },
-      (body, res) => {
+      (body, res, stream) => {
         const msg = JSON.parse(body) as { id?: unknown; method?: string };
-        const answer = (id: unknown, result: unknown): void => void stream?.write(`event: message\ndata: ${JSON.stringify({ jsonrpc: '2.0', id, result })}\n\n`);
         if (blocked) return void held.push(res);
         res.writeHead(202).end();
-        if (msg.method === 'ping') return answer(msg.id, {});
+        if (msg.method === 'ping') return answerOn(stream, msg.id, {});
         if (msg.method !== 'tools/call') return;
         blocked = true;
         setTimeout(() => {
           blocked = false;
-          answer(msg.id, { done: true });
+          answerOn(stream, msg.id, { done: true });
           // The messages that waited are taken, and answered, once the loop is free again.
           for (const r of held.splice(0)) r.writeHead(202).end();
         }, 1_500);
@@ -394,17 +395,13 @@ describe('servers that misbehave', () => {
   // writes no comments after it, and answers its messages one at a time, is silent under a long call while
   // it takes its pings, and is alive.
   test('a server that greets with two comments, then writes none, and takes its pings during a long call keeps its stream', async () => {
-    let stream: ServerResponse | undefined;
     const fake = await fakeSse(
-      (res, origin) => {
-        stream = res;
-        res.writeHead(200, { 'content-type': 'text/event-stream' }).write(`event: endpoint\ndata: ${origin}/message\n\n: connected\n\n: hello\n\n`);
-      },
-      (body, res) => {
+      (res, origin) => announce(res, origin, ': connected\n\n: hello\n\n'),
+      (body, res, stream) => {
         res.writeHead(202).end();
         const msg = JSON.parse(body) as { id?: unknown; method?: string };
         // One message at a time: the call's answer after 1.5 s, its pings' answers only after it.
-        if (msg.method === 'tools/call') setTimeout(() => stream?.write(`event: message\ndata: ${JSON.stringify({ jsonrpc: '2.0', id: msg.id, result: { done: true } })}\n\n`), 1_500);
+        if (msg.method === 'tools/call') setTimeout(() => answerOn(stream, msg.id, { done: true }), 1_500);
       },
     );
     try {
@@ -421,9 +418,7 @@ describe('servers that misbehave', () => {
   });
 
   test('an idle stream gone silent is noticed by its ping alone, within two to three intervals, busySilenceMs notwithstanding', async () => {
-    const fake = await fakeSse((res, origin) => {
-      res.writeHead(200, { 'content-type': 'text/event-stream' }).write(`event: endpoint\ndata: ${origin}/message\n\n`);
-    });
+    const fake = await fakeSse(announce);
     try {
       const ch = channel(fake.url, { pingIntervalMs: 200, busySilenceMs: 60_000 });
       const gone = new Promise<string>((r) => (ch.onExit = r));
@@ -439,18 +434,11 @@ describe('servers that misbehave', () => {
   });
 
   test('a server that says nothing between calls but answers its pings keeps its stream; with no ping interval none is sent', async () => {
-    let stream: ServerResponse | undefined;
-    const fake = await fakeSse(
-      (res, origin) => {
-        stream = res;
-        res.writeHead(200, { 'content-type': 'text/event-stream' }).write(`event: endpoint\ndata: ${origin}/message\n\n`);
-      },
-      (body, res) => {
-        res.writeHead(202).end();
-        const msg = JSON.parse(body) as { id?: unknown; method?: string };
-        if (msg.method === 'ping') stream?.write(`event: message\ndata: ${JSON.stringify({ jsonrpc: '2.0', id: msg.id, result: {} })}\n\n`);
-      },
-    );
+    const fake = await fakeSse(announce, (body, res, stream) => {
+      res.writeHead(202).end();
+      const msg = JSON.parse(body) as { id?: unknown; method?: string };
+      if (msg.method === 'ping') answerOn(stream, msg.id, {});
+    });
     try {
       const ch = channel(fake.url, { pingIntervalMs: 150 });
       await ch.start();
@@ -473,7 +461,7 @@ describe('servers that misbehave', () => {
 
   test('a flood: an event larger than the limit ends the session instead of growing memory', async () => {
     const fake = await fakeSse((res, origin) => {
-      res.writeHead(200, { 'content-type': 'text/event-stream' }).write(`event: endpoint\ndata: ${origin}/message\n\n`);
+      announce(res, origin);
       const chunk = `data: ${'x'.repeat(64 * 1024)}`;
       let sent = 0;
       const pump = (): void => {
@@ -495,7 +483,7 @@ describe('servers that misbehave', () => {
 
   test('many small events are all handed on in order', async () => {
     const fake = await fakeSse((res, origin) => {
-      res.writeHead(200, { 'content-type': 'text/event-stream' }).write(`event: endpoint\ndata: ${origin}/message\n\n`);
+      announce(res, origin);
       let text = '';
       for (let i = 0; i < 2_000; i++) text += `event: message\ndata: {"jsonrpc":"2.0","method":"notifications/message","params":{"level":"info","data":${i}}}\n\n`;
       res.write(text);
@@ -525,11 +513,9 @@ describe('servers that misbehave', () => {
   // `notifications/initialized` (basic/lifecycle.mdx §Initialization) reached a server not yet initialized.
   test('a notification is posted only once the messages before it were taken; a message after a notification waits for it', async () => {
     const taken: string[] = [];
-    const server = createServer((req, res) => {
-      if (req.method === 'GET') return void res.writeHead(200, { 'content-type': 'text/event-stream' }).write(`event: endpoint\ndata: /message\n\n`);
-      let body = '';
-      req.on('data', (c: Buffer) => (body += String(c)));
-      req.on('end', () => {
+    const fake = await fakeSse(
+      (res) => void res.writeHead(200, { 'content-type': 'text/event-stream' }).write(`event: endpoint\ndata: /message\n\n`),
+      (body, res) => {
         const msg = JSON.parse(body) as { method: string; params?: { slow?: boolean } };
         // A server slow to take in one message (a large body, a busy handler): the one after it is quick.
         const take = (): void => {
@@ -538,11 +524,10 @@ describe('servers that misbehave', () => {
         };
         if (msg.params?.slow === true) setTimeout(take, 150);
         else take();
-      });
-    });
-    await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+      },
+    );
     try {
-      const ch = channel(`http://127.0.0.1:${(server.address() as AddressInfo).port}/sse`);
+      const ch = channel(fake.url);
       await ch.start();
       ch.send({ jsonrpc: '2.0', method: 'notifications/initialized', params: { slow: true } });
       const listed = ch.request({ jsonrpc: '2.0', id: 'l', method: 'tools/list', params: {} }).catch(() => undefined);
@@ -555,8 +540,7 @@ describe('servers that misbehave', () => {
       await ch.stop();
       await Promise.all([listed, call]);
     } finally {
-      server.closeAllConnections();
-      server.close();
+      await fake.close();
     }
   });
 
@@ -566,20 +550,13 @@ describe('servers that misbehave', () => {
   // message after a notification (the client's `notifications/initialized`, a cancellation) for the pool's
   // body timeout, 5 minutes: the session's first call waited that long.
   test('a message whose POST is answered 202 with a body that does not end is taken: the messages after it go at once', async () => {
-    let stream: ServerResponse | undefined;
-    const fake = await fakeSse(
-      (res, origin) => {
-        stream = res;
-        res.writeHead(200, { 'content-type': 'text/event-stream' }).write(`event: endpoint\ndata: ${origin}/message\n\n`);
-      },
-      (body, res) => {
-        const msg = JSON.parse(body) as { id?: unknown; method?: string };
-        // The notification's 202 comes with a body that never ends; the others' end.
-        if (msg.method === 'notifications/initialized') return void res.writeHead(202, { 'content-type': 'text/plain' }).write('Accepted');
-        res.writeHead(202).end();
-        if (msg.id !== undefined) stream?.write(`event: message\ndata: ${JSON.stringify({ jsonrpc: '2.0', id: msg.id, result: { ok: true } })}\n\n`);
-      },
-    );
+    const fake = await fakeSse(announce, (body, res, stream) => {
+      const msg = JSON.parse(body) as { id?: unknown; method?: string };
+      // The notification's 202 comes with a body that never ends; the others' end.
+      if (msg.method === 'notifications/initialized') return void res.writeHead(202, { 'content-type': 'text/plain' }).write('Accepted');
+      res.writeHead(202).end();
+      if (msg.id !== undefined) answerOn(stream, msg.id, { ok: true });
+    });
     try {
       const ch = channel(fake.url);
       await ch.start();
@@ -597,21 +574,14 @@ describe('servers that misbehave', () => {
   // (a stdio child's batch is split, stdio-process.ts). Until 5 December the channel took a batch event for
   // one message that answered nothing: the calls it answered waited for their limits.
   test('a batch event (2025-03-26) answers each request it holds; its notifications are handed on', async () => {
-    let stream: ServerResponse | undefined;
     const held: Array<{ id: unknown }> = [];
-    const fake = await fakeSse(
-      (res, origin) => {
-        stream = res;
-        res.writeHead(200, { 'content-type': 'text/event-stream' }).write(`event: endpoint\ndata: ${origin}/message\n\n`);
-      },
-      (body, res) => {
-        res.writeHead(202).end();
-        held.push(JSON.parse(body) as { id: unknown });
-        if (held.length < 2) return;
-        const batch = [...held.map((m) => ({ jsonrpc: '2.0', id: m.id, result: { id: m.id } })), { jsonrpc: '2.0', method: 'notifications/message', params: { level: 'info', data: 'x' } }];
-        stream?.write(`event: message\ndata: ${JSON.stringify(batch)}\n\n`);
-      },
-    );
+    const fake = await fakeSse(announce, (body, res, stream) => {
+      res.writeHead(202).end();
+      held.push(JSON.parse(body) as { id: unknown });
+      if (held.length < 2) return;
+      const batch = [...held.map((m) => ({ jsonrpc: '2.0', id: m.id, result: { id: m.id } })), { jsonrpc: '2.0', method: 'notifications/message', params: { level: 'info', data: 'x' } }];
+      stream?.write(sseMessage(batch));
+    });
     try {
       const ch = channel(fake.url, { requestTimeoutMs: 10_000 });
       const seen: unknown[] = [];
