@@ -44,10 +44,17 @@ export interface ApprovalStore {
   /** Stores a document; an approval's with its index entry (approval-index.ts), in the same write. */
   put(id: string, doc: string, ttlMs: number, index?: ApprovalIndexEntry): Promise<void>;
   get(id: string): Promise<string | undefined>;
-  /** Every document, approvals and the rest: for the rare reader (the expiry sweep, reindex). */
+  /** Every document, approvals and the rest: for the rare reader (reindex, once per start). */
   list(): Promise<string[]>;
-  /** Indexes an approval stored before the index existed (kept as it is when it has an entry already). */
-  index(id: string, entry: ApprovalIndexEntry, ttlMs: number): Promise<void>;
+  /**
+   * Indexes an approval stored before the index existed (kept as it is when it has an entry already); `doc`
+   * is the document the entry was made from, and no sweep entry is made unless it is still the one stored.
+   */
+  index(id: string, entry: ApprovalIndexEntry, ttlMs: number, doc: string): Promise<void>;
+  /** The documents of indexed approvals whose liveUntil is past `now`: what the expiry sweep reads. */
+  expired(now: number): Promise<string[]>;
+  /** The documents of approvals put since `since` that may lack an index entry (Store.unindexedApprovals). */
+  unindexedSince(since: number): Promise<string[]>;
   /** The documents of a caller's approvals that may be pending (by the index). */
   pendingOf(caller: string): Promise<string[]>;
   /** A page of approvals in the order they were opened, after the place `after` (by the index). */
@@ -234,18 +241,25 @@ export class ApprovalBook {
   /**
    * Records the expiry of every approval whose deadline passed while it waited (pending, or approved and
    * unused), whether or not its caller calls again: the `expired` audit record and the decision counted.
-   * Run now and then by the gateway; replicas sharing the store record each expiry once.
+   * Run now and then by the gateway; replicas sharing the store record each expiry once. It reads only the
+   * approvals whose deadline has passed while they could still be pending or used (the store's index by
+   * deadline): each replica once read and parsed every document under `{approvals}` once a minute.
    *
-   * `indexOpenedSince`: the approvals opened since then are indexed too, if they are not (see reindex), in
-   * the same read of the store: during a rolling upgrade a replica still on an older version opens
-   * approvals without an index entry after the upgraded ones have run their reindex at start.
+   * `indexOpenedSince`: the approvals opened since then are indexed too, if they are not (see reindex), before
+   * that read: during a rolling upgrade a replica still on an older version opens approvals without an index
+   * entry after the upgraded ones have run their reindex at start. Only documents put lately are read for it.
    */
   async recordExpiries(options: { indexOpenedSince?: number } = {}): Promise<number> {
     const now = this.now();
     const since = options.indexOpenedSince;
+    if (since !== undefined) {
+      for (const doc of await this.store.unindexedSince(since)) {
+        const a = parse(doc);
+        if (isApproval(a) && a.createdAt >= since) await this.store.index(a.id, indexOf(a), this.ttl(a), doc);
+      }
+    }
     let recorded = 0;
-    for (const a of await this.list()) {
-      if (since !== undefined && a.createdAt >= since) await this.store.index(a.id, indexOf(a), this.ttl(a));
+    for (const a of await this.inEffectAll(await this.store.expired(now))) {
       if ((a.state !== 'pending' && a.state !== 'approved') || now < a.expiresAt) continue;
       if ((await this.recordExpiry(a, `expiry:${a.id}`)) === 'recorded') {
         await this.save({ ...a, state: 'expired' });
@@ -341,7 +355,7 @@ export class ApprovalBook {
     return this.store.countPending();
   }
 
-  /** Every approval in the store, read whole: for the expiry sweep, not per call. */
+  /** Every approval in the store, read whole: for tests and tools, never per call nor per sweep. */
   async list(): Promise<Approval[]> {
     return this.inEffectAll(await this.store.list());
   }
@@ -372,7 +386,7 @@ export class ApprovalBook {
     for (const doc of await this.store.list()) {
       const a = parse(doc);
       if (!isApproval(a)) continue;
-      await this.store.index(a.id, indexOf(a), this.ttl(a));
+      await this.store.index(a.id, indexOf(a), this.ttl(a), doc);
       seen++;
     }
     return seen;
@@ -565,12 +579,14 @@ export class ApprovalBook {
 }
 
 /**
- * An approval's index entry: its caller, when it was opened, and until when it may be pending. A decision
- * saved but not yet audited is not in effect (the approval reads as pending), so it keeps its place among
- * the caller's pending ones until saved in effect.
+ * An approval's index entry: its caller, when it was opened, until when it may be pending, and until when
+ * the expiry sweep must look at it (pending, or approved and not used up). A decision saved but not yet
+ * audited is not in effect (the approval reads as pending), so it keeps its place among the caller's
+ * pending ones, and in the sweep's, until saved in effect.
  */
 function indexOf(a: Approval): ApprovalIndexEntry {
-  return { caller: principalKey(a.caller), createdAt: a.createdAt, pendingUntil: a.state === 'pending' || a.unaudited === true ? a.expiresAt : 0 };
+  const pending = a.state === 'pending' || a.unaudited === true;
+  return { caller: principalKey(a.caller), createdAt: a.createdAt, pendingUntil: pending ? a.expiresAt : 0, liveUntil: pending || a.state === 'approved' ? a.expiresAt : 0 };
 }
 
 function approvalId(binding: string, generation: number): string {

@@ -13,6 +13,12 @@ export interface ApprovalIndexEntry {
    * a verdict: readers judge the document itself (its deadline, an unaudited decision).
    */
   pendingUntil: number;
+  /**
+   * Until when the expiry sweep must look at it: its deadline while it may be pending or approved and not
+   * used up (an unaudited decision included, as it reads pending), 0 once decided otherwise, expired or
+   * used. The sweep reads those whose liveUntil has passed (Store.expiredApprovals), not every document.
+   */
+  liveUntil: number;
 }
 
 /** One approval of a page: its place in the listing (a cursor to list on from) and its document. */

@@ -1,6 +1,6 @@
 // The Redis store's indexes beside the documents under `{approvals}` (approval-index.ts): approvals by
-// caller and all those that may be pending (sets scored by deadline), every approval in the order it was
-// opened (a set ordered by member), and the pins. Each is written by the script that stores its document,
+// caller and all those that may be pending (sets scored by deadline), those the expiry sweep must look at
+// (scored by deadline), every approval in the order it was opened (a set ordered by member), and the pins. Each is written by the script that stores its document,
 // lives as long as its longest-lived member, and shares the `{approvals}` slot. The store's guard, prefix
 // and connection are redis-store.ts's; this file only says what is written and read.
 
@@ -12,10 +12,12 @@ import { approvalPlace, type ApprovalIndexEntry, type ApprovalPage } from './app
  * Stores an approval with its index entry: indexed as every `{approvals}` document is (KEYS[2], by put
  * time), placed in the listing (KEYS[3], ordered by member, every score 0), and in its caller's set
  * (KEYS[4]) and the set of all (KEYS[5]) of approvals that may be pending, scored by pendingUntil, and
- * placed in the listing of those (KEYS[6]), or out of all three once it cannot be.
+ * placed in the listing of those (KEYS[6]), or out of all three once it cannot be; and in the expiry sweep's
+ * set (KEYS[7]) scored by liveUntil, or out of it once decided otherwise, expired or used.
  */
 const PUT_INDEXED_APPROVAL = `
 local ttl = tonumber(ARGV[3])
+if tonumber(ARGV[7]) > 0 then redis.call('ZADD', KEYS[7], ARGV[7], ARGV[1]) else redis.call('ZREM', KEYS[7], ARGV[1]) end
 redis.call('SET', KEYS[1], ARGV[2], 'PX', ttl)
 redis.call('ZADD', KEYS[2], ARGV[4], ARGV[1])
 redis.call('ZADD', KEYS[3], 0, ARGV[5])
@@ -23,18 +25,26 @@ for i = 4, 5 do
   if tonumber(ARGV[6]) > 0 then redis.call('ZADD', KEYS[i], ARGV[6], ARGV[1]) else redis.call('ZREM', KEYS[i], ARGV[1]) end
 end
 if tonumber(ARGV[6]) > 0 then redis.call('ZADD', KEYS[6], 0, ARGV[5]) else redis.call('ZREM', KEYS[6], ARGV[5]) end
-for i = 2, 6 do
+for i = 2, 7 do
   if redis.call('EXISTS', KEYS[i]) == 1 and redis.call('PTTL', KEYS[i]) < ttl then redis.call('PEXPIRE', KEYS[i], ttl) end
 end
 return 1`;
 
 /**
  * Indexes an approval stored before the index existed, unless a write with its entry has placed it since
- * (that entry is newer than the document this one was read from) or the document is gone.
+ * (that entry is newer than the document this one was read from) or the document is gone. Its entry in the
+ * expiry sweep's set (KEYS[6]) is set while the document stored is still the one it was made from (ARGV[6],
+ * its SHA-1, when given; the digest and not the document, as a reindex sends one per approval): approvals
+ * placed before that set existed get one, and a stale read puts back none.
  */
 const INDEX_APPROVAL = `
-if redis.call('EXISTS', KEYS[1]) == 0 or redis.call('ZSCORE', KEYS[2], ARGV[1]) then return 0 end
 local ttl = tonumber(ARGV[4])
+local stored = redis.call('GET', KEYS[1])
+if ARGV[6] ~= '' and stored and redis.sha1hex(stored) == ARGV[6] then
+  if tonumber(ARGV[5]) > 0 then redis.call('ZADD', KEYS[6], ARGV[5], ARGV[3]) else redis.call('ZREM', KEYS[6], ARGV[3]) end
+  if redis.call('EXISTS', KEYS[6]) == 1 and redis.call('PTTL', KEYS[6]) < ttl then redis.call('PEXPIRE', KEYS[6], ttl) end
+end
+if redis.call('EXISTS', KEYS[1]) == 0 or redis.call('ZSCORE', KEYS[2], ARGV[1]) then return 0 end
 redis.call('ZADD', KEYS[2], 0, ARGV[1])
 if tonumber(ARGV[2]) > 0 then
   redis.call('ZADD', KEYS[3], ARGV[2], ARGV[3])
@@ -67,16 +77,16 @@ return 1`;
 
 /** The scripts, as the store defines them on its client. */
 export const APPROVAL_INDEX_SCRIPTS = {
-  ghPutIndexedApproval: { numberOfKeys: 6, lua: PUT_INDEXED_APPROVAL },
-  ghIndexApproval: { numberOfKeys: 5, lua: INDEX_APPROVAL },
+  ghPutIndexedApproval: { numberOfKeys: 7, lua: PUT_INDEXED_APPROVAL },
+  ghIndexApproval: { numberOfKeys: 6, lua: INDEX_APPROVAL },
   ghPutPin: { numberOfKeys: 3, lua: PUT_PIN },
   ghIndexPin: { numberOfKeys: 2, lua: INDEX_PIN },
 } as const;
 
 /** A client with the scripts defined. */
 export type IndexScripted = (Redis | Cluster) & {
-  ghPutIndexedApproval(key: string, index: string, placed: string, caller: string, pending: string, open: string, id: string, doc: string, ttlMs: number, at: number, place: string, pendingUntil: number): Promise<number>;
-  ghIndexApproval(key: string, placed: string, caller: string, pending: string, open: string, place: string, pendingUntil: number, id: string, ttlMs: number): Promise<number>;
+  ghPutIndexedApproval(key: string, index: string, placed: string, caller: string, pending: string, open: string, expiring: string, id: string, doc: string, ttlMs: number, at: number, place: string, pendingUntil: number, liveUntil: number): Promise<number>;
+  ghIndexApproval(key: string, placed: string, caller: string, pending: string, open: string, expiring: string, place: string, pendingUntil: number, id: string, ttlMs: number, liveUntil: number, docSha1: string): Promise<number>;
   ghPutPin(key: string, index: string, pins: string, id: string, doc: string, ttlMs: number, at: number): Promise<number>;
   ghIndexPin(key: string, pins: string, id: string): Promise<number>;
 };
@@ -90,6 +100,11 @@ const PLACED = '{approvals}:placed';
  * (and an expiry the sweep records), so one past its deadline waits there for the sweep; readers judge it.
  */
 const OPEN = '{approvals}:open';
+/**
+ * Every indexed approval the expiry sweep must look at (pending, or approved and not used up), scored by its
+ * deadline: the sweep reads the range up to now, not every document. Left once decided otherwise, expired or used.
+ */
+const EXPIRING = '{approvals}:expiring';
 /** Every pin (putPin), so the pins are listed without the rest of `{approvals}`. */
 const PINS = '{approvals}:pins';
 /** Every indexed approval that may be pending, scored by pendingUntil: what the pending gauge counts. */
@@ -105,11 +120,27 @@ function callerSet(caller: string): string {
 const docKey = (id: string): string => `{approvals}:${id}`;
 
 export async function putIndexedApproval(redis: IndexScripted, id: string, doc: string, ttlMs: number, index: ApprovalIndexEntry): Promise<void> {
-  await redis.ghPutIndexedApproval(docKey(id), EVERY, PLACED, callerSet(index.caller), PENDING, OPEN, id, doc, ttlMs, Date.now(), approvalPlace(index.createdAt, id), index.pendingUntil);
+  await redis.ghPutIndexedApproval(docKey(id), EVERY, PLACED, callerSet(index.caller), PENDING, OPEN, EXPIRING, id, doc, ttlMs, Date.now(), approvalPlace(index.createdAt, id), index.pendingUntil, index.liveUntil);
 }
 
-export async function indexApproval(redis: IndexScripted, id: string, index: ApprovalIndexEntry, ttlMs: number): Promise<void> {
-  await redis.ghIndexApproval(docKey(id), PLACED, callerSet(index.caller), PENDING, OPEN, approvalPlace(index.createdAt, id), index.pendingUntil, id, ttlMs);
+export async function indexApproval(redis: IndexScripted, id: string, index: ApprovalIndexEntry, ttlMs: number, doc?: string): Promise<void> {
+  const docSha1 = doc === undefined ? '' : createHash('sha1').update(doc, 'utf8').digest('hex');
+  await redis.ghIndexApproval(docKey(id), PLACED, callerSet(index.caller), PENDING, OPEN, EXPIRING, approvalPlace(index.createdAt, id), index.pendingUntil, id, ttlMs, index.liveUntil, docSha1);
+}
+
+/** The approvals past their deadline that may still be pending or used: the sweep's set up to `now`, in slices. */
+export async function expiredApprovals(redis: IndexScripted, now: number): Promise<string[]> {
+  return readMembers(redis, EXPIRING, await redis.zrangebyscore(EXPIRING, '(0', now));
+}
+
+/**
+ * The approvals put since `since` (by the put-time index of every document, which every version keeps):
+ * those an older replica stored without their entries are among them. Pins, pointers and continuations
+ * are left out by their ids (approvals' begin `ap_`), and not read.
+ */
+export async function approvalsPutSince(redis: IndexScripted, since: number): Promise<string[]> {
+  const ids = (await redis.zrangebyscore(EVERY, since, '+inf')).filter((id) => id.startsWith('ap_'));
+  return readMembers(redis, EVERY, ids);
 }
 
 export async function pendingApprovalsOf(redis: IndexScripted, caller: string): Promise<string[]> {

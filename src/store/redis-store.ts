@@ -10,7 +10,7 @@ import type { RedisStore as RedisStoreConfig } from '../config/schema.generated.
 import type { Logger } from '../log/logger.js';
 import { takeNotices, type RedisNotice } from './redis-notices.js';
 import type { ApprovalIndexEntry, ApprovalPage } from './approval-index.js';
-import { APPROVAL_INDEX_SCRIPTS, countPendingApprovals, indexApproval, indexPin, listApprovalPage, listPins, pendingApprovalsOf, putIndexedApproval, putPin, type IndexScripted } from './redis-approval-index.js';
+import { APPROVAL_INDEX_SCRIPTS, approvalsPutSince, countPendingApprovals, expiredApprovals, indexApproval, indexPin, listApprovalPage, listPins, pendingApprovalsOf, putIndexedApproval, putPin, type IndexScripted } from './redis-approval-index.js';
 import { chainNext, entryJson, storedAuditAnchor, storedAuditRecord, type ChainedRecord } from './audit-chain.js';
 import { StoreUnavailableError, type BreakerAdmission, type BreakerSettings, type BreakerState, type BudgetCounter, type BudgetSpend, type CalendarWindow, type AuditAnchor, type AuditEntry, type AuditQuery, type AuditRecord, type IdempotencyClaim, type IdempotencyRecord, type Store, type TokenBucket, type TokenTake, type WindowCount } from './store.js';
 
@@ -338,8 +338,6 @@ type Scripted = IndexScripted & {
   ghRelease(key: string, owner: string): Promise<number>;
   ghRenew(key: string, owner: string, leaseUntil: number, leaseMs: number): Promise<number>;
   ghPutApproval(key: string, index: string, id: string, doc: string, ttlMs: number, at: number): Promise<number>;
-  ghPutIndexedApproval(key: string, index: string, placed: string, caller: string, pending: string, id: string, doc: string, ttlMs: number, at: number, place: string, pendingUntil: number): Promise<number>;
-  ghIndexApproval(key: string, placed: string, caller: string, pending: string, place: string, pendingUntil: number, id: string, ttlMs: number): Promise<number>;
   ghSpend(key: string, amount: number, limit: number, window: string): Promise<[number, string, string, string]>;
   ghRefund(key: string, amount: number, window: string, resetsAt: number): Promise<number>;
   ghReadBudget(key: string): Promise<[string, string] | null>;
@@ -701,8 +699,16 @@ export class RedisStore implements Store {
     });
   }
 
-  indexApproval(id: string, index: ApprovalIndexEntry, ttlMs: number): Promise<void> {
-    return this.run('approvals', () => indexApproval(this.redis, id, index, ttlMs));
+  indexApproval(id: string, index: ApprovalIndexEntry, ttlMs: number, doc?: string): Promise<void> {
+    return this.run('approvals', () => indexApproval(this.redis, id, index, ttlMs, doc));
+  }
+
+  expiredApprovals(now: number): Promise<string[]> {
+    return this.run('approvals', () => expiredApprovals(this.redis, now));
+  }
+
+  unindexedApprovals(since: number): Promise<string[]> {
+    return this.run('approvals', () => approvalsPutSince(this.redis, since));
   }
 
   pendingApprovalsOf(caller: string): Promise<string[]> {

@@ -426,7 +426,7 @@ export class SqliteStore implements Store {
   putApproval(id: string, doc: string, ttlMs: number, index?: ApprovalIndexEntry): Promise<void> {
     // The entry goes flat (sqlite-wire.ts), its place made here: the writer only stores it.
     if (index === undefined) return this.call('putApproval', id, doc, ttlMs);
-    return this.call('putApproval', id, doc, ttlMs, index.caller, approvalPlace(index.createdAt, id), index.pendingUntil);
+    return this.call('putApproval', id, doc, ttlMs, index.caller, approvalPlace(index.createdAt, id), index.pendingUntil, index.liveUntil);
   }
 
   getApproval(id: string): Promise<string | undefined> {
@@ -437,8 +437,16 @@ export class SqliteStore implements Store {
     return this.call('listApprovals');
   }
 
-  indexApproval(id: string, index: ApprovalIndexEntry, ttlMs: number): Promise<void> {
-    return this.call('indexApproval', id, index.caller, approvalPlace(index.createdAt, id), index.pendingUntil, ttlMs);
+  indexApproval(id: string, index: ApprovalIndexEntry, ttlMs: number, doc?: string): Promise<void> {
+    return this.call('indexApproval', id, index.caller, approvalPlace(index.createdAt, id), index.pendingUntil, ttlMs, index.liveUntil, doc);
+  }
+
+  expiredApprovals(now: number): Promise<string[]> {
+    return this.call('expiredApprovals', now);
+  }
+
+  unindexedApprovals(since: number): Promise<string[]> {
+    return this.call('unindexedApprovals', since);
   }
 
   pendingApprovalsOf(caller: string): Promise<string[]> {

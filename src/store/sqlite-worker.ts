@@ -142,6 +142,8 @@ CREATE INDEX IF NOT EXISTS approval_index_caller ON approval_index (caller, pend
 CREATE INDEX IF NOT EXISTS approval_index_place ON approval_index (place);
 CREATE INDEX IF NOT EXISTS approval_index_pending ON approval_index (pending_until);
 CREATE TABLE IF NOT EXISTS pin_index (id TEXT PRIMARY KEY, expires_at INTEGER NOT NULL);
+CREATE TABLE IF NOT EXISTS approval_expiry (id TEXT PRIMARY KEY, live_until INTEGER NOT NULL, expires_at INTEGER NOT NULL);
+CREATE INDEX IF NOT EXISTS approval_expiry_due ON approval_expiry (live_until) WHERE live_until > 0;
 `;
 
 function prepareApprovalIndex() {
@@ -158,12 +160,25 @@ function prepareApprovalIndex() {
     // Added with its document's own lifetime; one already there is kept.
     pinAdd: db.prepare('INSERT INTO pin_index (id, expires_at) SELECT id, expires_at FROM approvals WHERE id = ? ON CONFLICT(id) DO NOTHING'),
     pins: db.prepare<[number], { doc: string }>('SELECT a.doc FROM pin_index p JOIN approvals a ON a.id = p.id WHERE a.expires_at > ? ORDER BY p.id'),
+    // The expiry sweep's index (liveUntil): a table of its own, so files indexed before it need no migration.
+    expiryPut: db.prepare('INSERT INTO approval_expiry (id, live_until, expires_at) VALUES (?, ?, ?) ON CONFLICT(id) DO UPDATE SET live_until = excluded.live_until, expires_at = excluded.expires_at'),
+    // Only while the document read is still the one stored: a decision saved since has set its own entry.
+    expiryAdd: db.prepare('INSERT INTO approval_expiry (id, live_until, expires_at) SELECT id, ?, expires_at FROM approvals WHERE id = ? AND doc = ? ON CONFLICT(id) DO UPDATE SET live_until = excluded.live_until'),
+    expired: db.prepare<[number, number], { doc: string }>('SELECT a.doc FROM approval_expiry e JOIN approvals a ON a.id = e.id WHERE e.live_until > 0 AND e.live_until <= ? AND a.expires_at > ?'),
+    insertedAfter: db.prepare<[number, number], { rowid: number; doc: string }>('SELECT rowid, doc FROM approvals WHERE rowid > ? AND expires_at > ? ORDER BY rowid'),
     sweep: db.prepare('DELETE FROM approval_index WHERE expires_at < ?'),
     sweepPins: db.prepare('DELETE FROM pin_index WHERE expires_at < ?'),
+    sweepExpiry: db.prepare('DELETE FROM approval_expiry WHERE expires_at < ?'),
   };
 }
 
 let approvalIndexStmts: ReturnType<typeof prepareApprovalIndex> | undefined;
+/**
+ * The last approvals row unindexedApprovals read (rowids grow with each new document; a rewrite keeps its
+ * row's): each read takes the documents inserted since. It starts at the last row when the file is opened,
+ * as the start-up reindex reads every document there already.
+ */
+let readUpToRowid = plainErrors(() => db.prepare<[], { n: number | null }>('SELECT max(rowid) AS n FROM approvals').get()?.n ?? 0);
 function approvalIndex(): ReturnType<typeof prepareApprovalIndex> {
   return (approvalIndexStmts ??= prepareApprovalIndex());
 }
@@ -262,15 +277,27 @@ const ops: Record<string, (...args: never[]) => unknown> = {
   },
 
   /** With an approval's index entry (caller, place, pendingUntil) when it has one: both in one transaction. */
-  putApproval(id: string, doc: string, ttlMs: number, caller?: string, place?: string, pendingUntil?: number): void {
+  putApproval(id: string, doc: string, ttlMs: number, caller?: string, place?: string, pendingUntil?: number, liveUntil?: number): void {
     const expiresAt = Date.now() + ttlMs;
     stmt.approvalPut.run(id, doc, expiresAt);
-    if (caller !== undefined && place !== undefined) approvalIndex().put.run(id, caller, place, pendingUntil ?? 0, expiresAt);
+    if (caller === undefined || place === undefined) return;
+    approvalIndex().put.run(id, caller, place, pendingUntil ?? 0, expiresAt);
+    approvalIndex().expiryPut.run(id, liveUntil ?? 0, expiresAt);
   },
   getApproval: (id: string) => stmt.approvalGet.get(id, Date.now())?.doc,
   listApprovals: () => stmt.approvalList.all(Date.now()).map((r) => r.doc),
-  indexApproval(id: string, caller: string, place: string, pendingUntil: number, ttlMs: number): void {
+  indexApproval(id: string, caller: string, place: string, pendingUntil: number, ttlMs: number, liveUntil?: number, doc?: string): void {
     approvalIndex().add.run(id, caller, place, pendingUntil, Date.now() + ttlMs);
+    if (liveUntil !== undefined && doc !== undefined) approvalIndex().expiryAdd.run(liveUntil, id, doc);
+  },
+  expiredApprovals(now: number): string[] {
+    return approvalIndex().expired.all(now, Date.now()).map((r) => r.doc);
+  },
+  /** SQLite serves one process, so this is for one sharing the file against advice: the rows inserted since the last read. */
+  unindexedApprovals(): string[] {
+    const rows = approvalIndex().insertedAfter.all(readUpToRowid, Date.now());
+    if (rows.length > 0) readUpToRowid = rows.at(-1)!.rowid;
+    return rows.map((r) => r.doc);
   },
   pendingApprovalsOf(caller: string): string[] {
     const now = Date.now();
@@ -396,4 +423,5 @@ setInterval(() => {
   for (const s of stmt.sweep) s.run(now);
   approvalIndexStmts?.sweep.run(now);
   approvalIndexStmts?.sweepPins.run(now);
+  approvalIndexStmts?.sweepExpiry.run(now);
 }, 60_000).unref();

@@ -218,9 +218,23 @@ export interface Store {
   listApprovals(): Promise<string[]>;
   /**
    * Adds the index entry of an approval stored without one (before the index existed); an entry already
-   * there is kept (it came with a later write of the document). Lives `ttlMs`, as its document.
+   * there is kept (it came with a later write of the document). Lives `ttlMs`, as its document. The entry
+   * in the expiry sweep's index (liveUntil) is set only while `doc`, the document the entry was made from,
+   * is still the one stored: a decision saved since took it out, and a stale read must not put it back.
    */
-  indexApproval(id: string, index: ApprovalIndexEntry, ttlMs: number): Promise<void>;
+  indexApproval(id: string, index: ApprovalIndexEntry, ttlMs: number, doc?: string): Promise<void>;
+  /**
+   * The documents of indexed approvals whose liveUntil is in (0, `now`]: past their deadline while they could
+   * still be pending or used, what the expiry sweep reads (by an index ordered by deadline, not every document).
+   */
+  expiredApprovals(now: number): Promise<string[]>;
+  /**
+   * The documents of approvals that may have been stored without their index entries since `since` (epoch
+   * ms), by a replica on an older version during a rolling upgrade. Redis: every approval put since then (the
+   * put-time index every version keeps). SQLite, which serves one process: the approvals without an expiry
+   * entry, as no other version writes while this one runs.
+   */
+  unindexedApprovals(since: number): Promise<string[]>;
   /** The documents of `caller`'s approvals that may be pending: indexed with their pendingUntil still ahead. */
   pendingApprovalsOf(caller: string): Promise<string[]>;
   /**

@@ -538,7 +538,7 @@ describe('Redis only', () => {
       await s.completeIdempotency('j', 'o', '{}', 60_000);
       await s.putApproval('ap', '{}', 60_000);
       // With its index entry: placed in the listing and in its caller's set, each key with a TTL, in one slot.
-      await s.putApproval('ap2', '{}', 60_000, { caller: 'api_key\u0000\u0000key:ci', createdAt: Date.now(), pendingUntil: Date.now() + 60_000 });
+      await s.putApproval('ap2', '{}', 60_000, { caller: 'api_key\u0000\u0000key:ci', createdAt: Date.now(), pendingUntil: Date.now() + 60_000, liveUntil: Date.now() + 60_000 });
       await s.putPin('pin:up/t', '{}', 60_000);
       await s.appendAudit(entry(1));
       await s.ping();
