@@ -465,7 +465,14 @@ export function createGateway(config: GatehouseConfig, log: Logger, options: Gat
           retryAfter: (req) => (authFailures.anyBlocked ? authFailures.retryAfter(adminAddress(req)) : 0),
           fail: (req) => authFailures.fail(adminAddress(req)),
         };
-        const pinDesk = { list: async () => (await pinBook.list()).map(pinView), accept: (ref: string, by: string, digest: string) => pinBook.accept(ref, by, digest) };
+        const pinDesk = {
+          list: async () => (await pinBook.list()).map(pinView),
+          page: async (after: string | undefined, limit: number) => {
+            const page = await pinBook.page(after, limit);
+            return { pins: page.pins.map(pinView), next: page.next };
+          },
+          accept: (ref: string, by: string, digest: string) => pinBook.accept(ref, by, digest),
+        };
         adminListener = createAdminListener({
           book: approvalBook,
           policyVersion: () => runtime.policyVersion,
@@ -761,6 +768,7 @@ function pinStore(state: StoreGuard): PinStore {
     put: (id, doc, ttlMs) => state.run((s) => s.putPin(id, doc, ttlMs)),
     get: (id) => state.run((s) => s.getApproval(id)),
     list: () => state.run((s) => s.listPins()),
+    page: (after, limit) => state.run((s) => s.listPinPage(after, limit)),
     listAll: () => state.run((s) => s.listApprovals()),
     index: (id) => state.run((s) => s.indexPin(id)),
     claim: (key, digest, owner, leaseMs, ttlMs) => state.run((s) => s.claimIdempotency(key, digest, owner, leaseMs, ttlMs)),

@@ -8,7 +8,7 @@
 //   GET  /approvals[?state=pending|approved|rejected|expired|used|all&limit=N&cursor=C]  → { approvals, nextCursor? }
 //   GET  /approvals/{id}
 //   POST /approvals/{id}/approve   POST /approvals/{id}/reject   body { reason?, previewSha256? }
-//   GET  /pins                     POST /pins/{ref}/accept        body { digest }
+//   GET  /pins[?limit=N&cursor=C]  → { pins, nextCursor? }        POST /pins/{ref}/accept   body { digest }
 //   GET  /  (the inbox page)       POST /login   POST /logout     GET /inbox.js   GET /inbox.css
 
 import { randomUUID } from 'node:crypto';
@@ -18,6 +18,7 @@ import type { AddressInfo } from 'node:net';
 import type { Logger } from '../log/logger.js';
 import { approvalView, type Approval } from '../approvals/approval.js';
 import { approvalPage, DEFAULT_LIMIT, listQuery } from './approval-pages.js';
+import { pinCursorOf, pinQuery } from './pin-pages.js';
 import type { ApprovalBook, DecisionProblem } from '../approvals/book.js';
 import { decisionRefusal, mayView } from '../approvals/reviewer-rights.js';
 import { INBOX_CSS, INBOX_JS, inboxPage, loginPage, SECURITY_HEADERS, type ChangedPinView } from './inbox-page.js';
@@ -25,7 +26,10 @@ import { ReviewerAuth, SESSION_COOKIE, type AdminAuth, type Reviewer } from './r
 
 /** Pinned tool definitions, as the admin API shows and accepts them (tools.pinning). */
 export interface PinDesk {
+  /** Every pin (the inbox page shows the changed ones). */
   list(): Promise<unknown[]>;
+  /** Up to `limit` pins by ref after the pin id `after`; `next` is the id the next page starts after, undefined at the end. */
+  page(after: string | undefined, limit: number): Promise<{ pins: unknown[]; next: string | undefined }>;
   /** Accepts the changed definition of `ref` whose digest is `digest` (the one reviewed); refused when there is no such change. */
   accept(ref: string, by: string, digest: string): Promise<{ ok: true; pin: unknown } | { ok: false; status: 404 | 409; message: string }>;
 }
@@ -190,7 +194,11 @@ async function handle(req: IncomingMessage, res: ServerResponse, deps: AdminDeps
   }
   if (path === '/pins' && method === 'GET') {
     if (deps.pins === undefined) return sendError(res, 404, 'pinning_off', 'Tool pinning is off (tools.pinning: off)');
-    return sendJson(res, 200, { pins: await deps.pins.list() });
+    // A page at a time, as GET /approvals (pin-pages.ts): it once answered every pin, definitions and diffs, in one body.
+    const query = pinQuery(url.searchParams);
+    if ('problem' in query) return sendError(res, 400, 'bad_request', query.problem);
+    const page = await deps.pins.page(query.after, query.limit);
+    return sendJson(res, 200, { pins: page.pins, ...(page.next !== undefined ? { nextCursor: pinCursorOf(page.next) } : {}) });
   }
   const pin = /^\/pins\/(.+)\/accept$/.exec(path);
   if (pin !== null && method === 'POST') {

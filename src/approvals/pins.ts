@@ -14,6 +14,7 @@
 import { randomUUID } from 'node:crypto';
 import type { Logger } from '../log/logger.js';
 import type { Route } from '../pipeline/context.js';
+import type { ApprovalPage } from '../store/approval-index.js';
 import type { AuditEntry, IdempotencyRecord } from '../store/store.js';
 import { BUSY, StoreLock, type LockStore } from './store-lock.js';
 
@@ -55,6 +56,8 @@ export interface PinStore extends LockStore {
   get(id: string): Promise<string | undefined>;
   /** The pins' documents, and no others. */
   list(): Promise<string[]>;
+  /** Up to `limit` pins' documents by id after the id `after` (Store.listPinPage). */
+  page(after: string | undefined, limit: number): Promise<ApprovalPage>;
   /** Every document where pins live (approvals too): read once per start, by reindex. */
   listAll(): Promise<string[]>;
   /** Adds a pin stored before the pins' set existed to it. */
@@ -137,9 +140,19 @@ export class PinBook {
     return isPin(doc) ? this.inEffect(doc) : undefined;
   }
 
-  /** Every pin, read from the store's set of pins (GET /pins, the CLI, each load of the inbox page). */
+  /** Every pin, read from the store's set of pins (each load of the inbox page, which shows the changed ones). */
   async list(): Promise<Pin[]> {
     return Promise.all((await this.store.list()).map(parse).filter(isPin).map((p) => this.inEffect(p)));
+  }
+
+  /**
+   * Up to `limit` pins by ref, after the place `after` (a previous page's `next`): GET /pins and the CLI. `next`
+   * is where the next page starts, undefined at the end; a page may hold fewer than `limit` and still have one.
+   */
+  async page(after: string | undefined, limit: number): Promise<{ pins: Pin[]; next: string | undefined }> {
+    const page = await this.store.page(after, limit);
+    const pins = await Promise.all(page.items.map((i) => parse(i.doc)).filter(isPin).map((p) => this.inEffect(p)));
+    return { pins, next: page.next };
   }
 
   /**

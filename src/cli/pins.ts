@@ -3,11 +3,12 @@
 // definition it showed; `accept` makes exactly that definition the pin (the API refuses it if the tool has
 // changed again since), so calls to the tool run again under `enforce`. An accept names the digest the
 // reviewer was shown: one that listed the pins again and took what changed by then accepted, unseen, a
-// rewrite made between the show and the accept.
+// rewrite made between the show and the accept. The API lists the pins a page at a time: every command
+// follows the pages (show and accept until they find REF).
 
 import { parseArgs } from 'node:util';
 import { ConfigError } from '../config/load.js';
-import { adminCaller, adminTarget, failed } from './admin-client.js';
+import { adminCaller, adminTarget, failed, type AdminCall } from './admin-client.js';
 import { PINS_HELP } from './help.js';
 import type { CommandIO } from './io.js';
 import { printable, printableJson } from './printable.js';
@@ -75,9 +76,9 @@ export async function pinsCommand(args: string[], io: CommandIO): Promise<number
   }
   try {
     if (command === 'accept') {
-      const shown = await call('GET', '/pins');
-      if (shown.status !== 200) return failed(io, shown);
-      const pin = (shown.json.pins as PinView[]).find((p) => p.ref === ref);
+      const shown = await findPin(call, ref!);
+      if ('status' in shown) return failed(io, shown);
+      const pin = shown.pin;
       if (pin === undefined) {
         io.err(`error: no tool "${printable(ref!)}" is pinned\n`);
         return 3;
@@ -97,17 +98,19 @@ export async function pinsCommand(args: string[], io: CommandIO): Promise<number
       io.out(flags.json ? `${printableJson(r.json.pin)}\n` : `${printable(ref!)} accepted: its current definition is now the pin\n`);
       return 0;
     }
-    const r = await call('GET', '/pins');
-    if (r.status !== 200) return failed(io, r);
-    const pins = r.json.pins as PinView[];
     if (command === 'list') {
+      const pins: PinView[] = [];
+      const done = await eachPage(call, (page) => void pins.push(...page));
+      if (done !== undefined) return failed(io, done);
       const shown = pins.filter((p) => flags.all || p.state === 'changed').sort((a, b) => (a.ref < b.ref ? -1 : 1));
       if (flags.json) for (const p of shown) io.out(`${printableJson(p)}\n`);
       else if (shown.length === 0) io.out(flags.all ? 'no tool is pinned yet\n' : 'no pinned tool has changed\n');
       else io.out(shown.map((p) => printable(`${printable(p.ref).padEnd(40)}  ${p.state.padEnd(7)}  ${p.pinned.sha256.slice(0, 16)}${p.changed ? ` → ${p.changed.sha256.slice(0, 16)}` : ''}`)).join('\n') + '\n');
       return 0;
     }
-    const pin = pins.find((p) => p.ref === ref);
+    const found = await findPin(call, ref!);
+    if ('status' in found) return failed(io, found);
+    const pin = found.pin;
     if (pin === undefined) {
       io.err(`error: no tool "${printable(ref!)}" is pinned\n`);
       return 3;
@@ -134,4 +137,33 @@ export async function pinsCommand(args: string[], io: CommandIO): Promise<number
     io.err(`error: ${(err as Error).message}\n`);
     return 1;
   }
+}
+
+type Failed = Parameters<typeof failed>[1];
+
+/**
+ * Follows GET /pins page by page (nextCursor), handing each page to `visit` until it returns true (found) or
+ * the pages end; an answer other than 200 is returned to be reported. A cursor given twice stops it: the API
+ * never does, but a proxy replaying answers would list for ever.
+ */
+async function eachPage(call: AdminCall, visit: (pins: PinView[]) => boolean | void): Promise<Failed | undefined> {
+  const seen = new Set<string>();
+  let cursor: string | undefined;
+  do {
+    const r = await call('GET', `/pins${cursor !== undefined ? `?cursor=${encodeURIComponent(cursor)}` : ''}`);
+    if (r.status !== 200) return r;
+    if (visit(r.json.pins as PinView[]) === true) return undefined;
+    const next = r.json.nextCursor;
+    cursor = typeof next === 'string' ? next : undefined;
+    if (cursor !== undefined && seen.has(cursor)) throw new Error('the admin API gave the same page cursor twice; the list stopped there');
+    if (cursor !== undefined) seen.add(cursor);
+  } while (cursor !== undefined);
+  return undefined;
+}
+
+/** The pin of `ref` as GET /pins shows it, read page by page until found; undefined when none is pinned. */
+async function findPin(call: AdminCall, ref: string): Promise<{ pin: PinView | undefined } | Failed> {
+  let pin: PinView | undefined;
+  const done = await eachPage(call, (page) => (pin = page.find((p) => p.ref === ref)) !== undefined);
+  return done ?? { pin };
 }

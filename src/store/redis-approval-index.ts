@@ -182,6 +182,18 @@ export async function listPins(redis: IndexScripted): Promise<string[]> {
   return readMembers(redis, PINS, await redis.zrange(PINS, 0, -1));
 }
 
+/** A page of the pins' set (every score 0, so ordered by id), after the id `after`. */
+export async function listPinPage(redis: IndexScripted, after: string | undefined, limit: number): Promise<ApprovalPage> {
+  const ids = await redis.zrangebylex(PINS, after === undefined ? '-' : `(${after}`, '+', 'LIMIT', 0, limit);
+  if (ids.length === 0) return { items: [], next: undefined };
+  const docs = await redis.mget(ids.map(docKey));
+  // Documents past their TTL leave their member behind: pruned as they are met.
+  const gone = ids.filter((_, i) => docs[i] === null);
+  if (gone.length > 0) await redis.zrem(PINS, gone);
+  const items = ids.flatMap((at, i) => (docs[i] === null ? [] : [{ at, doc: docs[i]! }]));
+  return { items, next: ids.length === limit ? ids.at(-1) : undefined };
+}
+
 /** The documents of a set's members (ids), in slices; members whose document is gone are pruned from the set. */
 async function readMembers(redis: IndexScripted, set: string, members: string[]): Promise<string[]> {
   const found: string[] = [];

@@ -469,6 +469,10 @@ export class SqliteStore implements Store {
     return this.call('listPins');
   }
 
+  listPinPage(after: string | undefined, limit: number): Promise<ApprovalPage> {
+    return this.call('listPinPage', after ?? '', limit);
+  }
+
   indexPin(id: string): Promise<void> {
     return this.call('indexPin', id);
   }

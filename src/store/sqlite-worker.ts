@@ -160,6 +160,7 @@ function prepareApprovalIndex() {
     // Added with its document's own lifetime; one already there is kept.
     pinAdd: db.prepare('INSERT INTO pin_index (id, expires_at) SELECT id, expires_at FROM approvals WHERE id = ? ON CONFLICT(id) DO NOTHING'),
     pins: db.prepare<[number], { doc: string }>('SELECT a.doc FROM pin_index p JOIN approvals a ON a.id = p.id WHERE a.expires_at > ? ORDER BY p.id'),
+    pinPage: db.prepare<[string, number, number], { id: string; doc: string }>('SELECT p.id, a.doc FROM pin_index p JOIN approvals a ON a.id = p.id WHERE p.id > ? AND a.expires_at > ? ORDER BY p.id LIMIT ?'),
     // The expiry sweep's index (liveUntil): a table of its own, so files indexed before it need no migration.
     expiryPut: db.prepare('INSERT INTO approval_expiry (id, live_until, expires_at) VALUES (?, ?, ?) ON CONFLICT(id) DO UPDATE SET live_until = excluded.live_until, expires_at = excluded.expires_at'),
     // Only while the document read is still the one stored: a decision saved since has set its own entry.
@@ -310,6 +311,11 @@ const ops: Record<string, (...args: never[]) => unknown> = {
     approvalIndex().pinPut.run(id, expiresAt);
   },
   listPins: (): string[] => approvalIndex().pins.all(Date.now()).map((r) => r.doc),
+  listPinPage(after: string, limit: number): ApprovalPage {
+    const items = approvalIndex().pinPage.all(after, Date.now(), limit).map((r) => ({ at: r.id, doc: r.doc }));
+    // Documents gone are left out by the join before the limit, so a short page is the end.
+    return { items, next: items.length === limit ? items.at(-1)!.at : undefined };
+  },
   indexPin(id: string): void {
     approvalIndex().pinAdd.run(id);
   },

@@ -248,6 +248,11 @@ export interface Store {
   putPin(id: string, doc: string, ttlMs: number): Promise<void>;
   /** The documents stored by putPin (or added by indexPin), without reading the rest of `{approvals}`. */
   listPins(): Promise<string[]>;
+  /**
+   * Up to `limit` of those pins, by id (byte order), after the id `after`; each item's `at` is its id, the
+   * place to list on from, and `next` is undefined once the set has ended (GET /pins a page at a time).
+   */
+  listPinPage(after: string | undefined, limit: number): Promise<ApprovalPage>;
   /** Adds a document stored before the pins' set existed (by putApproval) to it, for as long as it lives. */
   indexPin(id: string): Promise<void>;
 

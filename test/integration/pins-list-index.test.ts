@@ -32,6 +32,7 @@ onBothStores({ tmpPrefix: 'gatehouse-pins-list-', keyPrefix: 'pins-list:' }, (op
       get: (id) => store.getApproval(id),
       put: (id, doc, ttlMs) => store.putPin(id, doc, ttlMs),
       list: () => store.listPins(),
+      page: (after, limit) => store.listPinPage(after, limit),
       listAll: () => (wholeReads++, store.listApprovals()),
       index: (id) => store.indexPin(id),
       claim: (key, digest, owner, leaseMs, ttlMs) => store.claimIdempotency(key, digest, owner, leaseMs, ttlMs),

@@ -63,6 +63,7 @@ function replica() {
       await store.putPin(id, doc, ttlMs);
     },
     list: () => store.listPins(),
+    page: (after, limit) => store.listPinPage(after, limit),
     listAll: () => store.listApprovals(),
     index: (id) => store.indexPin(id),
     audit: async (entry) => {
