@@ -196,9 +196,13 @@ export function createGateway(config: GatehouseConfig, log: Logger, options: Gat
   if (config.policy.approvals.length > 0 || config.admin.enabled) reindex();
   // An approval whose deadline passes unused is recorded expired even if its caller never calls again.
   const expirySweep = setInterval(() => {
+    const since = Date.now() - RECENTLY_OPENED_MS;
+    // Pins a replica still on an older version stored after this one's reindex (a rolling upgrade) are
+    // added to the pins' set, so reviewers see them without a restart; only lately stored ones are read.
+    if (running.admin.enabled && running.tools.pinning !== 'off') pinBook.indexRecent(since).catch((err: unknown) => log.debug('pins stored lately not indexed this time', { err }));
     if (running.policy.approvals.length === 0) return;
     reindex();
-    approvalBook.recordExpiries({ indexOpenedSince: Date.now() - RECENTLY_OPENED_MS }).catch((err: unknown) => log.debug('approval expiries not recorded this time', { err }));
+    approvalBook.recordExpiries({ indexOpenedSince: since }).catch((err: unknown) => log.debug('approval expiries not recorded this time', { err }));
   }, APPROVAL_SWEEP_MS).unref();
   const observeUpstream = (name: string, seconds: number): void => metrics?.upstreamResponse(name, seconds);
   const resolveHost = options.resolveHost ?? systemResolver;
@@ -771,6 +775,7 @@ function pinStore(state: StoreGuard): PinStore {
     page: (after, limit) => state.run((s) => s.listPinPage(after, limit)),
     listAll: () => state.run((s) => s.listApprovals()),
     index: (id) => state.run((s) => s.indexPin(id)),
+    unindexedSince: (since) => state.run((s) => s.unindexedPins(since)),
     claim: (key, digest, owner, leaseMs, ttlMs) => state.run((s) => s.claimIdempotency(key, digest, owner, leaseMs, ttlMs)),
     read: (key) => state.run((s) => s.readIdempotency(key)),
     release: (key, owner) => state.run((s) => s.releaseIdempotency(key, owner)),

@@ -62,6 +62,8 @@ export interface PinStore extends LockStore {
   listAll(): Promise<string[]>;
   /** Adds a pin stored before the pins' set existed to it. */
   index(id: string): Promise<void>;
+  /** The ids of pins stored lately (since then) without their place in the set (Store.unindexedPins). */
+  unindexedSince(since: number): Promise<string[]>;
   /** What holds a claim, if anything (an acceptance's slot). */
   read(key: string): Promise<IdempotencyRecord | undefined>;
   /** Marks a claim this owner holds as done; false when it is not the owner's. */
@@ -168,6 +170,18 @@ export class PinBook {
       seen++;
     }
     return seen;
+  }
+
+  /**
+   * Adds the pins stored since `since` without their place in the set (by a replica still on an older
+   * version, during a rolling upgrade, after this one's reindex) to it, so they are listed without waiting
+   * for a restart. Run by the gateway's sweep each minute; reads only what was stored lately. Resolves with
+   * how many it added.
+   */
+  async indexRecent(since: number): Promise<number> {
+    const ids = await this.store.unindexedSince(since);
+    for (const id of ids) await this.store.index(id);
+    return ids.length;
   }
 
   /**

@@ -182,6 +182,13 @@ export async function listPins(redis: IndexScripted): Promise<string[]> {
   return readMembers(redis, PINS, await redis.zrange(PINS, 0, -1));
 }
 
+/** The pins put since `since` (by the put-time index every version keeps) that are not in the pins' set. */
+export async function unindexedPins(redis: IndexScripted, since: number): Promise<string[]> {
+  const ids = (await redis.zrangebyscore(EVERY, since, '+inf')).filter((id) => id.startsWith('pin:'));
+  const placed = await Promise.all(ids.map((id) => redis.zscore(PINS, id)));
+  return ids.filter((_, i) => placed[i] === null);
+}
+
 /** A page of the pins' set (every score 0, so ordered by id), after the id `after`. */
 export async function listPinPage(redis: IndexScripted, after: string | undefined, limit: number): Promise<ApprovalPage> {
   const ids = await redis.zrangebylex(PINS, after === undefined ? '-' : `(${after}`, '+', 'LIMIT', 0, limit);

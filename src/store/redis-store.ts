@@ -10,7 +10,7 @@ import type { RedisStore as RedisStoreConfig } from '../config/schema.generated.
 import type { Logger } from '../log/logger.js';
 import { takeNotices, type RedisNotice } from './redis-notices.js';
 import type { ApprovalIndexEntry, ApprovalPage } from './approval-index.js';
-import { APPROVAL_INDEX_SCRIPTS, approvalsPutSince, countPendingApprovals, expiredApprovals, indexApproval, indexPin, listApprovalPage, listPinPage, listPins, pendingApprovalsOf, putIndexedApproval, putPin, type IndexScripted } from './redis-approval-index.js';
+import { APPROVAL_INDEX_SCRIPTS, approvalsPutSince, countPendingApprovals, expiredApprovals, indexApproval, indexPin, listApprovalPage, listPinPage, listPins, pendingApprovalsOf, putIndexedApproval, putPin, unindexedPins, type IndexScripted } from './redis-approval-index.js';
 import { chainNext, entryJson, storedAuditAnchor, storedAuditRecord, type ChainedRecord } from './audit-chain.js';
 import { StoreUnavailableError, type BreakerAdmission, type BreakerSettings, type BreakerState, type BudgetCounter, type BudgetSpend, type CalendarWindow, type AuditAnchor, type AuditEntry, type AuditQuery, type AuditRecord, type IdempotencyClaim, type IdempotencyRecord, type Store, type TokenBucket, type TokenTake, type WindowCount } from './store.js';
 
@@ -733,6 +733,10 @@ export class RedisStore implements Store {
 
   listPins(): Promise<string[]> {
     return this.run('approvals', () => listPins(this.redis));
+  }
+
+  unindexedPins(since: number): Promise<string[]> {
+    return this.run('approvals', () => unindexedPins(this.redis, since));
   }
 
   listPinPage(after: string | undefined, limit: number): Promise<ApprovalPage> {

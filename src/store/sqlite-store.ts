@@ -469,6 +469,10 @@ export class SqliteStore implements Store {
     return this.call('listPins');
   }
 
+  unindexedPins(): Promise<string[]> {
+    return this.call('unindexedPins');
+  }
+
   listPinPage(after: string | undefined, limit: number): Promise<ApprovalPage> {
     return this.call('listPinPage', after ?? '', limit);
   }

@@ -160,6 +160,8 @@ function prepareApprovalIndex() {
     // Added with its document's own lifetime; one already there is kept.
     pinAdd: db.prepare('INSERT INTO pin_index (id, expires_at) SELECT id, expires_at FROM approvals WHERE id = ? ON CONFLICT(id) DO NOTHING'),
     pins: db.prepare<[number], { doc: string }>('SELECT a.doc FROM pin_index p JOIN approvals a ON a.id = p.id WHERE a.expires_at > ? ORDER BY p.id'),
+    // Pins' ids begin `pin:` (approvals/pins.ts); `;` is the character after `:`, so the range is every such id.
+    pinsUnindexed: db.prepare<[number], { id: string }>("SELECT a.id FROM approvals a WHERE a.id >= 'pin:' AND a.id < 'pin;' AND a.expires_at > ? AND NOT EXISTS (SELECT 1 FROM pin_index p WHERE p.id = a.id)"),
     pinPage: db.prepare<[string, number, number], { id: string; doc: string }>('SELECT p.id, a.doc FROM pin_index p JOIN approvals a ON a.id = p.id WHERE p.id > ? AND a.expires_at > ? ORDER BY p.id LIMIT ?'),
     // The expiry sweep's index (liveUntil): a table of its own, so files indexed before it need no migration.
     expiryPut: db.prepare('INSERT INTO approval_expiry (id, live_until, expires_at) VALUES (?, ?, ?) ON CONFLICT(id) DO UPDATE SET live_until = excluded.live_until, expires_at = excluded.expires_at'),
@@ -311,6 +313,7 @@ const ops: Record<string, (...args: never[]) => unknown> = {
     approvalIndex().pinPut.run(id, expiresAt);
   },
   listPins: (): string[] => approvalIndex().pins.all(Date.now()).map((r) => r.doc),
+  unindexedPins: (): string[] => approvalIndex().pinsUnindexed.all(Date.now()).map((r) => r.id),
   listPinPage(after: string, limit: number): ApprovalPage {
     const items = approvalIndex().pinPage.all(after, Date.now(), limit).map((r) => ({ at: r.id, doc: r.doc }));
     // Documents gone are left out by the join before the limit, so a short page is the end.

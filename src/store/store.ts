@@ -255,6 +255,12 @@ export interface Store {
   listPinPage(after: string | undefined, limit: number): Promise<ApprovalPage>;
   /** Adds a document stored before the pins' set existed (by putApproval) to it, for as long as it lives. */
   indexPin(id: string): Promise<void>;
+  /**
+   * The ids of pins (`pin:…`) stored without their place in the pins' set, as a replica on an older version
+   * stores them during a rolling upgrade. Redis: among the documents put since `since` (the put-time index
+   * every version keeps). SQLite: all of them (pins are few, one per tool, and found by their ids' range).
+   */
+  unindexedPins(since: number): Promise<string[]>;
 
   /**
    * Appends one record to the hash chain; durable when the promise resolves, which names its place.

@@ -34,6 +34,7 @@ onBothStores({ tmpPrefix: 'gatehouse-pins-list-', keyPrefix: 'pins-list:' }, (op
       list: () => store.listPins(),
       page: (after, limit) => store.listPinPage(after, limit),
       listAll: () => (wholeReads++, store.listApprovals()),
+      unindexedSince: (since) => store.unindexedPins(since),
       index: (id) => store.indexPin(id),
       claim: (key, digest, owner, leaseMs, ttlMs) => store.claimIdempotency(key, digest, owner, leaseMs, ttlMs),
       read: (key) => store.readIdempotency(key),
@@ -73,5 +74,22 @@ onBothStores({ tmpPrefix: 'gatehouse-pins-list-', keyPrefix: 'pins-list:' }, (op
     assert.equal(await book.reindex(), 2);
     assert.deepEqual((await book.list()).map((p) => p.ref).sort(), ['up/fresh', 'up/old']);
     assert.equal(wholeReads, 1, 'only reindex read every document');
+  });
+
+  test('a pin an older replica stores after this one started (mid-upgrade) is listed after the next sweep, not the next restart', async (t) => {
+    t.after(() => store.close());
+    assert.deepEqual(await book.check(routeOf('fresh', 'v1')), { ok: true });
+    assert.equal(await book.reindex(), 1);
+    // Then an older replica, still running, pins a tool it saw first: the document alone.
+    const late = { kind: 'pin', ref: 'up/late', pinned: { sha256: sha({ name: 'late', description: 'v1' }), definition: { name: 'late', description: 'v1' }, at: Date.now() } };
+    await store.putApproval('pin:up/late', JSON.stringify(late), 600_000);
+    for (let i = 0; i < 50; i++) await store.putApproval(`binding:${i}`, JSON.stringify({ generation: 0 }), 600_000);
+    assert.deepEqual((await book.list()).map((p) => p.ref), ['up/fresh']);
+    // What the gateway's sweep runs each minute: the pins put lately are added to the set, with no whole read.
+    assert.equal(await book.indexRecent(Date.now() - 300_000), 1);
+    assert.deepEqual((await book.list()).map((p) => p.ref).sort(), ['up/fresh', 'up/late']);
+    assert.equal(wholeReads, 1, 'only the start-up reindex read every document');
+    // Already in the set: nothing more to add.
+    assert.equal(await book.indexRecent(Date.now() - 300_000), 0);
   });
 });

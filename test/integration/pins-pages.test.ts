@@ -50,6 +50,7 @@ onBothStores({ tmpPrefix: 'gatehouse-pin-pages-', keyPrefix: 'pin-pages:' }, (op
       list: () => store.listPins(),
       page: (after, limit) => store.listPinPage(after, limit),
       listAll: () => store.listApprovals(),
+      unindexedSince: (since) => store.unindexedPins(since),
       index: (id) => store.indexPin(id),
       claim: (key, digest, owner, leaseMs, ttlMs) => store.claimIdempotency(key, digest, owner, leaseMs, ttlMs),
       read: (key) => store.readIdempotency(key),

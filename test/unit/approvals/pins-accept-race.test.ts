@@ -65,6 +65,7 @@ function replica() {
     list: () => store.listPins(),
     page: (after, limit) => store.listPinPage(after, limit),
     listAll: () => store.listApprovals(),
+    unindexedSince: (since) => store.unindexedPins(since),
     index: (id) => store.indexPin(id),
     audit: async (entry) => {
       await at('audit', entry.outcome);
