@@ -38,14 +38,18 @@ const RUN_LEASE_MS = 60_000;
 const MAX_RUN_HOLD_MS = 24 * 3_600_000;
 /** A caller's identical calls follow one chain of approvals at most this far per call (each link used up). */
 const MAX_LINKS = 4;
+/** Documents read per slice by reindex (Store.scanApprovals). */
+const SCAN_SLICE = 500;
 
 /** The store operations approvals use; each fails closed (the caller passes them through the store guard). */
 export interface ApprovalStore {
   /** Stores a document; an approval's with its index entry (approval-index.ts), in the same write. */
   put(id: string, doc: string, ttlMs: number, index?: ApprovalIndexEntry): Promise<void>;
   get(id: string): Promise<string | undefined>;
-  /** Every document, approvals and the rest: for the rare reader (reindex, once per start). */
+  /** Every document, approvals and the rest, read whole: for tests and tools, never on a path that serves. */
   list(): Promise<string[]>;
+  /** Every document a slice at a time (Store.scanApprovals): for reindex, once per start. */
+  scan(cursor: string | undefined, count: number): Promise<{ docs: string[]; next: string | undefined }>;
   /**
    * Indexes an approval stored before the index existed (kept as it is when it has an entry already); `doc`
    * is the document the entry was made from, and no sweep entry is made unless it is still the one stored.
@@ -379,16 +383,23 @@ export class ApprovalBook {
   /**
    * Indexes the approvals stored before the store kept an index (by caller, and in the listing), so the
    * limit per caller counts them and reviewers are shown them. Run once per start; what a later write has
-   * indexed already is kept. Resolves with how many approvals it saw.
+   * indexed already is kept. Resolves with how many approvals it saw (one seen twice, as a scan may, twice).
+   * It reads the store a slice at a time: read whole, it held every document in memory at once and, on
+   * SQLite, kept the writer from answering calls while it read them all.
    */
   async reindex(): Promise<number> {
     let seen = 0;
-    for (const doc of await this.store.list()) {
-      const a = parse(doc);
-      if (!isApproval(a)) continue;
-      await this.store.index(a.id, indexOf(a), this.ttl(a), doc);
-      seen++;
-    }
+    let cursor: string | undefined;
+    do {
+      const slice = await this.store.scan(cursor, SCAN_SLICE);
+      for (const doc of slice.docs) {
+        const a = parse(doc);
+        if (!isApproval(a)) continue;
+        await this.store.index(a.id, indexOf(a), this.ttl(a), doc);
+        seen++;
+      }
+      cursor = slice.next;
+    } while (cursor !== undefined);
     return seen;
   }
 

@@ -24,6 +24,8 @@ const PIN_PREFIX = 'pin:';
 const LOCK_PREFIX = 'pin-lock:';
 const ACCEPTED_PREFIX = 'pin-accepted:';
 const MAX_CACHED = 10_000;
+/** Documents read per slice by reindex (Store.scanApprovals). */
+const SCAN_SLICE = 500;
 /**
  * A pin's writer holds its lock for a few store operations; one that dies holding it frees it after the
  * lease. A writer waits for another replica's lock up to tries × waitMs (about a second), then gives up:
@@ -58,8 +60,8 @@ export interface PinStore extends LockStore {
   list(): Promise<string[]>;
   /** Up to `limit` pins' documents by id after the id `after` (Store.listPinPage). */
   page(after: string | undefined, limit: number): Promise<ApprovalPage>;
-  /** Every document where pins live (approvals too): read once per start, by reindex. */
-  listAll(): Promise<string[]>;
+  /** Every document where pins live (approvals too), a slice at a time (Store.scanApprovals): by reindex, once per start. */
+  scan(cursor: string | undefined, count: number): Promise<{ docs: string[]; next: string | undefined }>;
   /** Adds a pin stored before the pins' set existed to it. */
   index(id: string): Promise<void>;
   /** The ids of pins stored lately (since then) without their place in the set (Store.unindexedPins). */
@@ -158,17 +160,22 @@ export class PinBook {
   }
 
   /**
-   * Adds the pins stored before the store kept a set of them (every document read once) to that set, so
-   * they are listed. Run once per start. Resolves with how many pins it saw.
+   * Adds the pins stored before the store kept a set of them (every document read once, a slice at a time)
+   * to that set, so they are listed. Run once per start. Resolves with how many pins it saw.
    */
   async reindex(): Promise<number> {
     let seen = 0;
-    for (const doc of await this.store.listAll()) {
-      const pin = parse(doc);
-      if (!isPin(pin)) continue;
-      await this.store.index(PIN_PREFIX + pin.ref);
-      seen++;
-    }
+    let cursor: string | undefined;
+    do {
+      const slice = await this.store.scan(cursor, SCAN_SLICE);
+      for (const doc of slice.docs) {
+        const pin = parse(doc);
+        if (!isPin(pin)) continue;
+        await this.store.index(PIN_PREFIX + pin.ref);
+        seen++;
+      }
+      cursor = slice.next;
+    } while (cursor !== undefined);
     return seen;
   }
 

@@ -201,6 +201,16 @@ export async function listPinPage(redis: IndexScripted, after: string | undefine
   return { items, next: ids.length === limit ? ids.at(-1) : undefined };
 }
 
+/**
+ * A slice of every `{approvals}` document, by ZSCAN of the put-time index: each member there throughout the
+ * scan is given at least once, whatever is put or removed meanwhile (a rank range would skip some then).
+ */
+export async function scanApprovals(redis: IndexScripted, cursor: string | undefined, count: number): Promise<{ docs: string[]; next: string | undefined }> {
+  const [next, flat] = await redis.zscan(EVERY, cursor !== undefined && /^[0-9]{1,20}$/.test(cursor) ? cursor : '0', 'COUNT', count);
+  const ids = flat.filter((_, i) => i % 2 === 0);
+  return { docs: await readMembers(redis, EVERY, ids), next: next === '0' ? undefined : next };
+}
+
 /** The documents of a set's members (ids), in slices; members whose document is gone are pruned from the set. */
 async function readMembers(redis: IndexScripted, set: string, members: string[]): Promise<string[]> {
   const found: string[] = [];

@@ -10,7 +10,7 @@ import type { RedisStore as RedisStoreConfig } from '../config/schema.generated.
 import type { Logger } from '../log/logger.js';
 import { takeNotices, type RedisNotice } from './redis-notices.js';
 import type { ApprovalIndexEntry, ApprovalPage } from './approval-index.js';
-import { APPROVAL_INDEX_SCRIPTS, approvalsPutSince, countPendingApprovals, expiredApprovals, indexApproval, indexPin, listApprovalPage, listPinPage, listPins, pendingApprovalsOf, putIndexedApproval, putPin, unindexedPins, type IndexScripted } from './redis-approval-index.js';
+import { APPROVAL_INDEX_SCRIPTS, approvalsPutSince, countPendingApprovals, expiredApprovals, indexApproval, indexPin, listApprovalPage, listPinPage, listPins, pendingApprovalsOf, putIndexedApproval, putPin, scanApprovals, unindexedPins, type IndexScripted } from './redis-approval-index.js';
 import { chainNext, entryJson, storedAuditAnchor, storedAuditRecord, type ChainedRecord } from './audit-chain.js';
 import { StoreUnavailableError, type BreakerAdmission, type BreakerSettings, type BreakerState, type BudgetCounter, type BudgetSpend, type CalendarWindow, type AuditAnchor, type AuditEntry, type AuditQuery, type AuditRecord, type IdempotencyClaim, type IdempotencyRecord, type Store, type TokenBucket, type TokenTake, type WindowCount } from './store.js';
 
@@ -745,6 +745,10 @@ export class RedisStore implements Store {
 
   getApproval(id: string): Promise<string | undefined> {
     return this.run('approvals', async () => (await this.redis.get(`{approvals}:${id}`)) ?? undefined);
+  }
+
+  scanApprovals(cursor: string | undefined, count: number): Promise<{ docs: string[]; next: string | undefined }> {
+    return this.run('approvals', () => scanApprovals(this.redis, cursor, count));
   }
 
   listApprovals(): Promise<string[]> {

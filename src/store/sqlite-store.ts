@@ -437,6 +437,12 @@ export class SqliteStore implements Store {
     return this.call('listApprovals');
   }
 
+  scanApprovals(cursor: string | undefined, count: number): Promise<{ docs: string[]; next: string | undefined }> {
+    // The cursor is the last rowid given; one that is not (from outside) starts again from the first.
+    const after = cursor !== undefined && /^[0-9]{1,16}$/.test(cursor) ? Number(cursor) : 0;
+    return this.call('scanApprovals', after, count);
+  }
+
   indexApproval(id: string, index: ApprovalIndexEntry, ttlMs: number, doc?: string): Promise<void> {
     return this.call('indexApproval', id, index.caller, approvalPlace(index.createdAt, id), index.pendingUntil, ttlMs, index.liveUntil, doc);
   }

@@ -89,6 +89,7 @@ const stmt = plainErrors(() => ({
     approvalPut: db.prepare('INSERT INTO approvals (id, doc, expires_at) VALUES (?, ?, ?) ON CONFLICT(id) DO UPDATE SET doc = excluded.doc, expires_at = excluded.expires_at'),
     approvalGet: db.prepare<[string, number], { doc: string }>('SELECT doc FROM approvals WHERE id = ? AND expires_at > ?'),
     approvalList: db.prepare<[number], { doc: string }>('SELECT doc FROM approvals WHERE expires_at > ? ORDER BY rowid'),
+    approvalScan: db.prepare<[number, number, number], { rowid: number; doc: string }>('SELECT rowid, doc FROM approvals WHERE rowid > ? AND expires_at > ? ORDER BY rowid LIMIT ?'),
     auditLast: db.prepare<[], { record: string }>('SELECT record FROM audit ORDER BY seq DESC LIMIT 1'),
     auditLastSeq: db.prepare<[], { seq: number }>('SELECT seq FROM audit ORDER BY seq DESC LIMIT 1'),
     auditInsert: db.prepare('INSERT INTO audit (seq, time_ms, record) VALUES (?, ?, ?)'),
@@ -289,6 +290,11 @@ const ops: Record<string, (...args: never[]) => unknown> = {
   },
   getApproval: (id: string) => stmt.approvalGet.get(id, Date.now())?.doc,
   listApprovals: () => stmt.approvalList.all(Date.now()).map((r) => r.doc),
+  /** A slice in rowid order: a short one is the end (the expiry filter applies before the limit). */
+  scanApprovals(after: number, count: number): { docs: string[]; next: string | undefined } {
+    const rows = stmt.approvalScan.all(after, Date.now(), count);
+    return { docs: rows.map((r) => r.doc), next: rows.length === count ? String(rows.at(-1)!.rowid) : undefined };
+  },
   indexApproval(id: string, caller: string, place: string, pendingUntil: number, ttlMs: number, liveUntil?: number, doc?: string): void {
     approvalIndex().add.run(id, caller, place, pendingUntil, Date.now() + ttlMs);
     if (liveUntil !== undefined && doc !== undefined) approvalIndex().expiryAdd.run(liveUntil, id, doc);

@@ -217,6 +217,12 @@ export interface Store {
   /** Every document under `{approvals}`, approvals, pins and the rest: read whole, so for the rare reader. */
   listApprovals(): Promise<string[]>;
   /**
+   * Every document under `{approvals}` a slice at a time (about `count`): from `cursor` (undefined to begin),
+   * to be called again with `next` until it is undefined. Each document stored throughout is given at least
+   * once. For the start-up reindexes, which once read the whole store in one piece.
+   */
+  scanApprovals(cursor: string | undefined, count: number): Promise<{ docs: string[]; next: string | undefined }>;
+  /**
    * Adds the index entry of an approval stored without one (before the index existed); an entry already
    * there is kept (it came with a later write of the document). Lives `ttlMs`, as its document. The entry
    * in the expiry sweep's index (liveUntil) is set only while `doc`, the document the entry was made from,

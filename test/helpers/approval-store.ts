@@ -10,6 +10,7 @@ export function approvalStoreOver(s: Store): ApprovalStore {
     put: (id, doc, ttlMs, index) => s.putApproval(id, doc, ttlMs, index),
     get: (id) => s.getApproval(id),
     list: () => s.listApprovals(),
+    scan: (cursor, count) => s.scanApprovals(cursor, count),
     index: (id, entry, ttlMs, doc) => s.indexApproval(id, entry, ttlMs, doc),
     expired: (now) => s.expiredApprovals(now),
     unindexedSince: (since) => s.unindexedApprovals(since),

@@ -33,7 +33,8 @@ onBothStores({ tmpPrefix: 'gatehouse-pins-list-', keyPrefix: 'pins-list:' }, (op
       put: (id, doc, ttlMs) => store.putPin(id, doc, ttlMs),
       list: () => store.listPins(),
       page: (after, limit) => store.listPinPage(after, limit),
-      listAll: () => (wholeReads++, store.listApprovals()),
+      // Each reindex scans from the start once: counted as one read of every document.
+      scan: (cursor, count) => (cursor === undefined && wholeReads++, store.scanApprovals(cursor, count)),
       unindexedSince: (since) => store.unindexedPins(since),
       index: (id) => store.indexPin(id),
       claim: (key, digest, owner, leaseMs, ttlMs) => store.claimIdempotency(key, digest, owner, leaseMs, ttlMs),

@@ -49,7 +49,7 @@ onBothStores({ tmpPrefix: 'gatehouse-pin-pages-', keyPrefix: 'pin-pages:' }, (op
       put: (id, doc, ttlMs) => store.putPin(id, doc, ttlMs),
       list: () => store.listPins(),
       page: (after, limit) => store.listPinPage(after, limit),
-      listAll: () => store.listApprovals(),
+      scan: (cursor, count) => store.scanApprovals(cursor, count),
       unindexedSince: (since) => store.unindexedPins(since),
       index: (id) => store.indexPin(id),
       claim: (key, digest, owner, leaseMs, ttlMs) => store.claimIdempotency(key, digest, owner, leaseMs, ttlMs),

@@ -33,6 +33,7 @@ function approvalStore(s: SqliteStore, failing: { now: boolean }): ApprovalStore
     put: (id, doc, ttlMs, index) => guard(() => s.putApproval(id, doc, ttlMs, index)),
     get: (id) => guard(() => s.getApproval(id)),
     list: () => guard(() => s.listApprovals()),
+    scan: (cursor, count) => guard(() => s.scanApprovals(cursor, count)),
     index: (id, entry, ttlMs, doc) => guard(() => s.indexApproval(id, entry, ttlMs, doc)),
     expired: (now) => guard(() => s.expiredApprovals(now)),
     unindexedSince: (since) => guard(() => s.unindexedApprovals(since)),

@@ -64,7 +64,7 @@ function replica() {
     },
     list: () => store.listPins(),
     page: (after, limit) => store.listPinPage(after, limit),
-    listAll: () => store.listApprovals(),
+    scan: (cursor, count) => store.scanApprovals(cursor, count),
     unindexedSince: (since) => store.unindexedPins(since),
     index: (id) => store.indexPin(id),
     audit: async (entry) => {
