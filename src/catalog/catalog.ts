@@ -23,7 +23,7 @@ import type { ModernFace, ModernMember, UpstreamMessages, UpstreamReply } from '
 import { fanOutListen } from './catalog-listen.js';
 import { mergeCapabilities } from './capabilities.js';
 import { mcpParamHeaders, paramHeadersFor, readAnnotations, type ParamHeader } from '../protocol/param-headers.js';
-import { assignPublicNames, type PrefixMode } from './public-names.js';
+import { assignPublicNames, baseName, MAX_NAME_LENGTH, type PrefixMode } from './public-names.js';
 import { nestedDeeperThan } from '../protocol/value-depth.js';
 import { notFoundInOurWords, resourceNotFound } from '../protocol/resource-not-found.js';
 
@@ -236,6 +236,42 @@ export class Catalog implements UpstreamMessages {
       }
     }
     return true;
+  }
+
+  /**
+   * Whether the catalog would show a member's list item under the name the member gave it, as a page passed
+   * through shows it: a safe name (public-names.ts, no prefix), not hidden from everyone by the access rules,
+   * not left out as too deep. namesUnchanged's test, for one item of a page it never read (single-upstream.ts).
+   */
+  showsAsWritten(kind: 'tools' | 'prompts', upstream: string, item: unknown): boolean {
+    if (!isObject(item) || typeof item.name !== 'string') return false;
+    const name = item.name;
+    const prefixed = this.prefix === 'always' || (this.prefix === 'auto' && this.members.length > 1);
+    if (name.length > MAX_NAME_LENGTH || baseName({ upstream, name }, prefixed) !== name) return false;
+    return !this.access.hidesFromEveryone(kind, `${upstream}/${name}`) && !nestedDeeperThan(item, MAX_DEFINITION_DEPTH);
+  }
+
+  /**
+   * The items of a member's page passed through, named as the catalog names them: the member listed again
+   * afresh (its cached list may predate the page), each item under its public name with its ref in `_meta`,
+   * and items the catalog does not show (not in that list, left out, hidden from the caller) taken out. The
+   * page keeps its own shape (era, cursor); only names and `_meta` change.
+   */
+  async asCatalogued(kind: 'tools' | 'prompts', upstream: string, items: readonly unknown[], capabilities: Record<string, unknown>, principal: Principal | undefined): Promise<Obj[]> {
+    for (const member of this.members) if (member.name === upstream) this.dropCached(member, kind);
+    const meta = { [META_PROTOCOL_VERSION]: MODERN_VERSIONS[0], [META_CLIENT_CAPABILITIES]: capabilities };
+    await this.namedList({ jsonrpc: '2.0', id: `gh-page-${++this.counter}`, method: `${kind}/list`, params: { _meta: meta } }, kind, undefined);
+    const byRef = this.byRef[kind];
+    const refKey = kind === 'tools' ? TOOL_REF_META : PROMPT_REF_META;
+    const out: Obj[] = [];
+    for (const item of items) {
+      if (!isObject(item) || typeof item.name !== 'string') continue;
+      const ref = `${upstream}/${item.name}`;
+      const route = byRef.get(ref);
+      if (route === undefined || !this.visible(principal, kind, ref)) continue;
+      out.push({ ...item, name: route.call.publicName, _meta: { ...(isObject(item._meta) ? item._meta : {}), [refKey]: ref } });
+    }
+    return out;
   }
 
   /** The merged discover result (2026-07-28/server/discover.mdx); see discoverMembers. */

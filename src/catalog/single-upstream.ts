@@ -3,9 +3,12 @@
 // upstream count), `prefix: always`, access rules that make lists differ per caller, rules that hide
 // some of the upstream's items from everyone (AccessPolicy.perCaller), or `tools.pinning: enforce` (a list
 // passed through would show clients definitions the pins never judged). Names are only known once the
-// upstream has been listed. A client listing tools or prompts waits for that check, so it never sees an
-// unsafe or hidden name, and the check is made again on each such list, with that client's capabilities (a
-// legacy server may offer a tool only to clients that declared one). Under access rules the first
+// upstream has been listed. A client listing tools or prompts waits for that check, and the check is made
+// again on each such list, with that client's capabilities (a legacy server may offer a tool only to clients
+// that declared one). The client's own list is a second read, so the page that passes through is checked
+// as well: one that shows a name the catalog would rewrite or hide hands the upstream to the catalog and
+// reaches the client with the catalog's names (what the upstream lists between the two reads was relayed
+// unchecked, until 5 December). Under access rules the first
 // legacy `initialize` waits for it too, so that its session opens on the path that will serve it (a session
 // opened on the pass-through is not known to the catalog). A call by name is passed
 // through (the pipeline's resolve stage lists the upstream when it meets a name it does not know). Once the
@@ -14,12 +17,23 @@
 import type { Logger } from '../log/logger.js';
 import type { CallContext } from '../pipeline/context.js';
 import type { Outcome } from '../pipeline/outcome.js';
+import { interceptFinal, type FinalVerdict } from '../pipeline/final-answer.js';
+import type { JsonRpcResponse } from '../protocol/jsonrpc.js';
 import type { ModernFace, Upstream } from '../pipeline/ports.js';
 import type { Principal } from '../pipeline/principal.js';
 import { capabilitiesKey, type Catalog } from './catalog.js';
 import type { CatalogUpstream } from './catalog-upstream.js';
 
 type Mode = 'undecided' | 'direct' | 'catalog';
+
+/**
+ * A legacy tool callable only as a 2025-11-25 task: Gatehouse's own lists never show one (the modern-client
+ * bridge leaves them out), and upstream/task-offers.ts, around this path, takes out those whose name is not
+ * safe (and all of them where rules govern tools); the others run as tasks on the pass-through.
+ */
+function taskOnly(item: unknown): boolean {
+  return typeof item === 'object' && item !== null && (item as { execution?: { taskSupport?: unknown } }).execution?.taskSupport === 'required';
+}
 
 /** After a failed check of the names, do not check again for this long (see decide). */
 const RECHECK_AFTER_FAILURE_MS = 30_000;
@@ -72,9 +86,36 @@ export class SingleUpstream implements Upstream {
     // With the client's capabilities only where access rules hide items (what a capability-gated tool could
     // leak): a check with another capability set needs a legacy session (in stdio, a child) of its own, a
     // cost the names alone do not justify. Without such rules a tool offered only to clients declaring a
-    // capability keeps the name its upstream gives it on the pass-through.
+    // capability is judged on the page that passes through (checkedPage).
     const mode = await this.decide(this.mode === 'direct', this.decideAtInitialize ? ctx.clientCapabilities : {});
-    return mode === 'catalog' ? this.catalog.handle(ctx) : this.member.handle(ctx);
+    if (mode === 'catalog') return this.catalog.handle(ctx);
+    const outcome = await this.member.handle(ctx);
+    const kind = ctx.method === 'tools/list' ? 'tools' : ctx.method === 'prompts/list' ? 'prompts' : undefined;
+    // The client's list is a second read of the upstream, after the check: what the upstream lists in
+    // between (a tool it added, or a list it shows its clients and not Gatehouse) would reach the client
+    // unchecked. So the page itself is checked on its way out (lists only: a call's answer is not read).
+    return kind === undefined ? outcome : interceptFinal(outcome, ctx, (answer) => this.checkedPage(kind, answer.response, ctx));
+  }
+
+  /**
+   * A page passed through, as it may reach the client: unchanged when the catalog would show every item
+   * under the name it has; otherwise the catalog serves the upstream from now on, and this page already
+   * carries its names (catalog.ts asCatalogued).
+   */
+  private async checkedPage(kind: 'tools' | 'prompts', response: JsonRpcResponse, ctx: CallContext): Promise<FinalVerdict> {
+    const result = response.result;
+    const items = result?.[kind];
+    if (result === undefined || !Array.isArray(items)) return undefined;
+    const legacy = ctx.era === 'legacy';
+    if (items.every((item: unknown) => (legacy && taskOnly(item)) || this.routes.showsAsWritten(kind, this.name, item))) return undefined;
+    if (this.mode !== 'catalog') {
+      this.mode = 'catalog';
+      this.log.info('upstream now lists names that need rewriting; serving it through the catalog from now on', { upstream: this.name });
+    }
+    // Listed with the client's own capabilities: the page may hold a tool offered only to clients declaring
+    // one (a list made with none would not name it), and the catalog lists with them from now on anyway.
+    const named = await this.routes.asCatalogued(kind, this.name, items, ctx.clientCapabilities, ctx.principal);
+    return { response: { ...response, result: { ...result, [kind]: named } } };
   }
 
   /**
