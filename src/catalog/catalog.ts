@@ -670,7 +670,8 @@ export class Catalog implements UpstreamMessages {
    */
   private async routeByUri(request: JsonRpcRequest, uri: unknown, signal: AbortSignal | Cancellation | undefined, principal: Principal | undefined, passed: Record<string, string>, orTemplate = false): Promise<UpstreamReply> {
     const listed = (u: string): ModernMember | undefined => (orTemplate ? this.listedOwner(u, this.templateUris) : undefined) ?? this.listedOwner(u);
-    let owner = typeof uri === 'string' ? (listed(uri) ?? this.ownerByPrefix(uri)) : undefined;
+    let listedBy = typeof uri === 'string' ? listed(uri) : undefined;
+    let owner = listedBy ?? (typeof uri === 'string' ? this.ownerByPrefix(uri) : undefined);
     if (!owner && typeof uri === 'string') {
       // A URI nobody listed makes the catalog list resources again, as an unknown name does: at most once a
       // second per capability set, and the read waits for it at most RESOLVE_WAIT_MS. (Each such read listed
@@ -679,7 +680,7 @@ export class Catalog implements UpstreamMessages {
       // A URI template has braces (RFC 6570), a URI never does: it is looked for where it can be.
       const kind = orTemplate && uri.includes('{') ? 'resources/templates' : 'resources';
       await this.waitBounded(this.relist(kind, isObject(capabilities) ? capabilities : {}));
-      owner = listed(uri);
+      owner = listedBy = listed(uri);
     }
     if (owner && typeof uri === 'string' && !this.visible(principal, 'resources', uri)) owner = undefined;
     // server/resources.mdx §Error Handling: a resource nobody listed is -32602 in 2026-07-28.
@@ -688,8 +689,10 @@ export class Catalog implements UpstreamMessages {
     const headers = face.http ? { ...passed, ...modernHeaders(request.method, request.method === 'resources/read' && typeof uri === 'string' ? uri : undefined) } : {};
     const reply = await face.messages.post(request, headers, signal, principal);
     // Where rules hide resources, a missing one must read as a hidden one does (the access stage's answer):
-    // the member's own not-found words (a uriPrefixes owner's) would tell the two apart. Reads only.
-    if (request.method !== 'resources/read' || !this.access.governs('resources')) return reply;
+    // the member's own not-found words (a uriPrefixes owner's) would tell the two apart. For a read, and for
+    // a completion about a URI no member listed: a listed one the caller may see is no secret, and its
+    // member's -32602 may be about the argument (completion.mdx §Error Handling), which it keeps.
+    if (!this.access.governs('resources') || (request.method !== 'resources/read' && listedBy !== undefined)) return reply;
     return { ...reply, messages: notFoundInOurWords(reply.messages, request.id, uri) };
   }
 
