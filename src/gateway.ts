@@ -647,7 +647,7 @@ function buildRuntime(config: GatehouseConfig, log: Logger, observeUpstream: (up
       resolve: compileResolveStage({ catalog: routes, log, passThrough: (kind) => (upstream instanceof SingleUpstream && upstream.passesThrough && !access.governs(kind) && !(kind === 'tools' && config.tools.pinning === 'enforce') ? upstream.name : undefined) }),
       access: compileAccessStage({
         policy: access,
-        relist: (kind, capabilities) => routes.relist(kind, capabilities),
+        relist: (kind, capabilities) => routes.relistAsUnknown(kind, capabilities),
         unknownItemMessage,
         insufficientScope: (scopes, message) => insufficientScope(scopes, message, metadataUrl),
       }),

@@ -166,6 +166,14 @@ export class Catalog implements UpstreamMessages {
     return route?.call;
   }
 
+  /**
+   * Lists one kind again and waits for it as a call naming something nobody listed does (at most
+   * RESOLVE_WAIT_MS): what the access stage does for a hidden item, so that it takes the time a missing one takes.
+   */
+  relistAsUnknown(kind: 'tools' | 'prompts' | 'resources' | 'resources/templates', capabilities: Record<string, unknown>): Promise<void> {
+    return this.waitBounded(this.relist(kind, capabilities));
+  }
+
   /** Waits for a list caused by an unknown name at most RESOLVE_WAIT_MS; a failed one is logged. */
   private async waitBounded(listing: Promise<void>): Promise<void> {
     let timer: NodeJS.Timeout | undefined;

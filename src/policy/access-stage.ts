@@ -1,6 +1,6 @@
-// The access stage: a caller may call only what its key and the access rules let it see. A hidden tool
-// or prompt is answered exactly like one that does not exist, after the same work (the catalog lists
-// again), so neither the words nor the timing tell it exists.
+// The access stage: a caller may call only what its key and the access rules let it see. A hidden tool,
+// prompt or resource is answered exactly like one that does not exist, after the same work (the catalog
+// lists again), so neither the words nor the timing tell it exists.
 
 import type { CallContext, Route } from '../pipeline/context.js';
 import type { Refusal } from '../errors.js';
@@ -13,8 +13,8 @@ import type { AccessPolicy } from './access.js';
 
 export interface AccessStageDeps {
   policy: AccessPolicy;
-  /** Lists the kind again, as resolving an unknown name does. */
-  relist(kind: 'tools' | 'prompts', capabilities: Record<string, unknown>): Promise<void>;
+  /** Lists the kind again, as resolving an unknown name (or a URI nobody listed) does. */
+  relist(kind: 'tools' | 'prompts' | 'resources' | 'resources/templates', capabilities: Record<string, unknown>): Promise<void>;
   /** The unknown-item answer's words, shared with the resolve stage. */
   unknownItemMessage(kind: 'tools' | 'prompts', name: string): string;
   /** The 403 that asks the caller to come back with these scopes (a rule's `onMissingScopes: challenge`). */
@@ -53,8 +53,7 @@ export function compileAccessStage(deps: AccessStageDeps): Stage {
       const decision = deps.policy.decide(ctx.principal, 'resources', uri);
       if (decision === true) return admitted(ctx, next);
       if (decision !== false) return Promise.resolve(stepUp(ctx, decision.scopes, `Resource ${describeValue(uri)}`));
-      // server/resources.mdx §Error Handling: a resource the caller may not see is one that is not found.
-      return Promise.resolve(refuseAt('access', ctx, { kind: 'protocol', code: 'resource_not_found', rpcCode: ErrorCode.InvalidParams, message: resourceNotFoundMessage(uri) }));
+      return hiddenResource(ctx, uri);
     },
   };
 
@@ -62,6 +61,17 @@ export function compileAccessStage(deps: AccessStageDeps): Stage {
   function admitted(ctx: CallContext, next: Next): Promise<Outcome> {
     ctx.admitted?.();
     return next(ctx);
+  }
+
+  /**
+   * server/resources.mdx §Error Handling: a resource the caller may not see is one that is not found, after
+   * the list a URI nobody listed makes the catalog read (catalog.ts routeByUri: templates for a completion's
+   * URI template, resources otherwise). Answered at once, it told itself from a missing one by its time.
+   */
+  async function hiddenResource(ctx: CallContext, uri: string): Promise<Outcome> {
+    const kind = ctx.method === 'completion/complete' && uri.includes('{') ? 'resources/templates' : 'resources';
+    await deps.relist(kind, ctx.clientCapabilities).catch(() => {});
+    return refuseAt('access', ctx, { kind: 'protocol', code: 'resource_not_found', rpcCode: ErrorCode.InvalidParams, message: resourceNotFoundMessage(uri) });
   }
 
   /** An item the caller sees but may use only with more scopes: a 403 to step up with. */
