@@ -92,8 +92,8 @@ export interface Gateway {
   close(options?: { quiet?: boolean }): Promise<void>;
   /**
    * Applies a new config: a new upstream is built and swapped in atomically, the old one closed once its
-   * in-flight calls had `shutdown.graceMs` to finish. A stdio or HTTP+SSE upstream whose entry is unchanged
-   * is not rebuilt: both configurations share it, children (event streams) and sessions (UpstreamLeases).
+   * in-flight calls had `shutdown.graceMs` to finish. An upstream whose entry is unchanged is not rebuilt:
+   * both configurations share it, with its children (event streams), sessions and era verdict (UpstreamLeases).
    * `listen` is static (read at start); changing it is refused. Returns the problems when the new config is
    * refused and the running one stays. `interpolated`: the values its file read through
    * `${env:...}`/`${file:...}` (LoadOptions.interpolated), for the log scrubber.
@@ -226,8 +226,8 @@ export function createGateway(config: GatehouseConfig, log: Logger, options: Gat
   // `sessions` is read once: a reload keeps the key, so the states clients hold stay good.
   const requestStates = new RequestStateSeal(config.sessions.requestStateKey, config.sessions.requestStateTtlMs);
   // One clock for every answer that must end by its upstream's timeouts.callMs, across reloads.
-  // Kept across reloads too: stdio and HTTP+SSE upstreams a reload leaves unchanged, with their children and
-  // sessions (UpstreamLeases).
+  // Kept across reloads too: upstreams a reload leaves unchanged, with their children, sessions and era
+  // verdicts (UpstreamLeases).
   const kept = { requestStates, deadlines: new CallDeadlines(), leases: new UpstreamLeases() };
   let runtime = buildRuntime(config, log, observeUpstream, state, resolveHost, breakerBoard, childEnv, { book: approvalBook, pins: pinBook, confirmations }, kept);
   let running = config;
@@ -589,7 +589,7 @@ interface Runtime {
   policyVersion: string;
   /** policy.rateLimits with per: ip, applied at the door. */
   ipLimits: ReturnType<typeof compileLimits>['ip'];
-  /** The upstreams this runtime took over, running, from the one before (stdio and HTTP+SSE ones a reload left unchanged). */
+  /** The upstreams this runtime took over, running, from the one before (those a reload left unchanged). */
   keptUpstreams: readonly string[];
   close(): Promise<void>;
 }
@@ -607,13 +607,11 @@ function buildRuntime(config: GatehouseConfig, log: Logger, observeUpstream: (up
   const release = (member: Upstream): Promise<void> => kept.leases.release(member);
   try {
     for (const u of config.upstreams) {
-      if (!isStdioUpstream(u) && u.transport !== 'sse') {
-        members.push(createUpstream(u, config.sessions, log, observeUpstream));
-        continue;
-      }
-      // A stdio upstream's children (an HTTP+SSE one's event streams) hold its clients' sessions, what the
-      // server keeps for them, and the calls in flight: a reload that leaves its config as it was keeps it
-      // running, rather than ending every one after shutdown.graceMs. The key is all it is built from
+      // Every upstream holds what a rebuild would lose: a stdio upstream's children (an HTTP+SSE one's event
+      // streams) with its clients' sessions, what the server keeps for them and the calls in flight; a
+      // Streamable HTTP one its era verdict, the sessions Gatehouse holds for legacy clients of a modern
+      // server and those it pooled on a legacy one. A reload that leaves its config as it was keeps it
+      // running, rather than ending all that after shutdown.graceMs. The key is all it is built from
       // (`sessions` is kept by reloads anyway).
       const lease = kept.leases.acquire(canonicalJson({ upstream: u, sessions: config.sessions }), () => createUpstream(isStdioUpstream(u) ? { ...u, env: childEnv.for(u.name, u.env) } : u, config.sessions, log, observeUpstream));
       members.push(lease.upstream);

@@ -78,6 +78,8 @@ test('a reload whose later upstream cannot be built stops what the earlier ones 
       upstreams: [
         { name: 'up', url: a.url, era: 'legacy' },
         { name: 'other', url: a.url, era: 'modern' },
+        // `up` is unchanged, so kept (not built) by the reload: two new ones are built before the bad one.
+        { name: 'another', url: a.url, era: 'legacy' },
         { name: 'bad', url: a.url, era: 'legacy', clientCredentials: { tokenUrl: `${a.url}/token`, clientId: 'id', clientSecret: 'secret' } },
       ],
       listen: { host: '127.0.0.1', port: 0 },
@@ -86,7 +88,7 @@ test('a reload whose later upstream cannot be built stops what the earlier ones 
     },
     'test',
   );
-  delete (next.upstreams[2] as { clientCredentials?: { scopes?: string[] } }).clientCredentials!.scopes;
+  delete (next.upstreams[3] as { clientCredentials?: { scopes?: string[] } }).clientCredentials!.scopes;
   // The intervals started while the reload builds, and those cleared: every one started must be stopped.
   const started = new Set<unknown>();
   const cleared = new Set<unknown>();
