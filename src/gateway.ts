@@ -72,7 +72,7 @@ import { compileBudgets, compileBudgetStage } from './policy/budget-stage.js';
 import { BreakerBoard, compileBreakers, compileBreakerStage } from './policy/breaker-stage.js';
 import { StdioUpstream } from './upstream/stdio-sessions.js';
 import { UpstreamLeases } from './upstream/upstream-leases.js';
-import { canonicalJson } from './protocol/canonical-json.js';
+import { leaseKey } from './upstream/lease-key.js';
 
 export interface Gateway {
   /** Starts listening; resolves with the MCP endpoint URL once the port is bound. */
@@ -403,6 +403,7 @@ export function createGateway(config: GatehouseConfig, log: Logger, options: Gat
         }
         const previous = runtime;
         runtime = built.runtime;
+        runtime.adopt();
         // Keys, tokens and rules apply from the next request on.
         const previousAuth = edgeOptions.auth;
         edgeOptions.auth = built.auth;
@@ -591,6 +592,8 @@ interface Runtime {
   ipLimits: ReturnType<typeof compileLimits>['ip'];
   /** The upstreams this runtime took over, running, from the one before (those a reload left unchanged). */
   keptUpstreams: readonly string[];
+  /** Called once this runtime is the running one: kept upstreams take its settings they take in place. */
+  adopt(): void;
   close(): Promise<void>;
 }
 
@@ -604,6 +607,7 @@ function buildRuntime(config: GatehouseConfig, log: Logger, observeUpstream: (up
   // anything after them does, is closed again (or released), or each refused reload would leave its timers running.
   const members: Upstream[] = [];
   const keptUpstreams: string[] = [];
+  const retunes: Array<() => void> = [];
   const release = (member: Upstream): Promise<void> => kept.leases.release(member);
   try {
     for (const u of config.upstreams) {
@@ -613,9 +617,14 @@ function buildRuntime(config: GatehouseConfig, log: Logger, observeUpstream: (up
       // server and those it pooled on a legacy one. A reload that leaves its config as it was keeps it
       // running, rather than ending all that after shutdown.graceMs. The key is all it is built from
       // (`sessions` is kept by reloads anyway).
-      const lease = kept.leases.acquire(canonicalJson({ upstream: u, sessions: config.sessions }), () => createUpstream(isStdioUpstream(u) ? { ...u, env: childEnv.for(u.name, u.env) } : u, config.sessions, log, observeUpstream));
+      const lease = kept.leases.acquire(leaseKey(u, config.sessions), () => createUpstream(isStdioUpstream(u) ? { ...u, env: childEnv.for(u.name, u.env) } : u, config.sessions, log, observeUpstream));
       members.push(lease.upstream);
-      if (lease.reused) keptUpstreams.push(u.name);
+      if (!lease.reused) continue;
+      keptUpstreams.push(u.name);
+      // A kept stdio upstream takes the limits its key leaves out (lease-key.ts) once this config is the
+      // running one: a reload refused after this point must leave the running config's values.
+      const running = lease.upstream;
+      if (isStdioUpstream(u) && running instanceof StdioUpstream) retunes.push(() => running.retune(u));
     }
     const egress = new EgressPolicy(config.policy.egress, resolveHost);
     const uriPrefixes = new Map(members.map((m, i) => [m, config.upstreams[i]!.uriPrefixes] as const));
@@ -674,7 +683,7 @@ function buildRuntime(config: GatehouseConfig, log: Logger, observeUpstream: (up
       // task-only tool under a name Gatehouse would not give (task-offers.ts).
       upstream: compileUpstreamStage(withoutToolTaskOffers(upstream, offers), log, { limitOf: callLimits(config), deadlines: kept.deadlines }),
     });
-    return { upstream, catalog, pipeline, egress, challenges: access.challenges, policyVersion: version, ipLimits: limits.ip, keptUpstreams, close: () => upstream.close() };
+    return { upstream, catalog, pipeline, egress, challenges: access.challenges, policyVersion: version, ipLimits: limits.ip, keptUpstreams, adopt: () => retunes.forEach((retune) => retune()), close: () => upstream.close() };
   } catch (err) {
     for (const m of members) release(m).catch(() => {});
     throw err;

@@ -18,22 +18,31 @@ interface Pending {
   timeoutMs: number;
 }
 
+/**
+ * A channel's time limits, read at each request (not copied): a reload may change a stdio upstream's
+ * `timeouts` in place, for the children already running too (stdio-sessions.ts retune).
+ */
+export interface RequestTimeouts {
+  readonly requestTimeoutMs: number;
+  /** The limits of calls to some tools, in place of `requestTimeoutMs` (`timeouts.tools`). */
+  readonly toolTimeout?: ToolTimeout | undefined;
+}
+
 export class PendingRequests {
   private readonly pending = new Map<JsonRpcId, Pending>();
 
   constructor(
     private readonly upstream: string,
-    private readonly timeoutMs: number,
+    private readonly timeouts: RequestTimeouts,
     /** Seconds from a request sent to its answer (metrics). */
     private readonly observe?: (seconds: number) => void,
-    /** The limits of calls to some tools, in place of `timeoutMs`. */
-    private readonly toolTimeout?: ToolTimeout,
   ) {}
 
   private timeoutOf(request: JsonRpcRequest): number {
-    if (this.toolTimeout === undefined || request.method !== 'tools/call') return this.timeoutMs;
+    const { requestTimeoutMs, toolTimeout } = this.timeouts;
+    if (toolTimeout === undefined || request.method !== 'tools/call') return requestTimeoutMs;
     const name = request.params?.name;
-    return (typeof name === 'string' ? this.toolTimeout(name) : undefined) ?? this.timeoutMs;
+    return (typeof name === 'string' ? toolTimeout(name) : undefined) ?? requestTimeoutMs;
   }
 
   has(id: JsonRpcId): boolean {

@@ -88,7 +88,7 @@ export class SseChannel {
     const url = new URL(opts.url);
     this.origin = url.origin;
     this.pool = new Pool(this.origin, { connections: 4, connect: { timeout: opts.connectTimeoutMs } });
-    this.pending = new PendingRequests(opts.upstream, opts.requestTimeoutMs, opts.observe, opts.toolTimeout);
+    this.pending = new PendingRequests(opts.upstream, opts, opts.observe);
   }
 
   get alive(): boolean {

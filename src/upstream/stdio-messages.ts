@@ -30,6 +30,7 @@ import { answersAsModern } from './era-probe.js';
 import type { ChannelFactory, MessageChannel } from './channel.js';
 import { StdioProcess } from './stdio-process.js';
 import { compileToolTimeouts } from './tool-timeouts.js';
+import type { RequestTimeouts } from './pending-requests.js';
 
 /** A legacy server may never answer server/discover; the probe stops waiting after this. */
 const DISCOVER_PROBE_TIMEOUT_MS = 5_000;
@@ -676,6 +677,27 @@ function queue(
 }
 
 /** A child process running the upstream's command: the default channel. */
-export function stdioChannel(config: StdioUpstreamConfig, log: Logger, observe?: (seconds: number) => void): MessageChannel {
-  return new StdioProcess({ upstream: config.name, command: config.command, env: config.env, cwd: config.cwd, requestTimeoutMs: config.timeouts.requestMs, toolTimeout: compileToolTimeouts(config.timeouts.tools), maxLineBytes: config.maxMessageBytes, ...(observe ? { observe } : {}) }, log);
+/**
+ * A child of `config`, timed by `timeouts`: the upstream's live limits when given (stdio-tunables.ts, read
+ * at each request, so a reload's new `timeouts` reach the children already running), else the entry's own.
+ */
+export function stdioChannel(config: StdioUpstreamConfig, log: Logger, observe?: (seconds: number) => void, timeouts?: RequestTimeouts): MessageChannel {
+  const limits: RequestTimeouts = timeouts ?? { requestTimeoutMs: config.timeouts.requestMs, toolTimeout: compileToolTimeouts(config.timeouts.tools) };
+  return new StdioProcess(
+    {
+      upstream: config.name,
+      command: config.command,
+      env: config.env,
+      cwd: config.cwd,
+      get requestTimeoutMs() {
+        return limits.requestTimeoutMs;
+      },
+      get toolTimeout() {
+        return limits.toolTimeout;
+      },
+      maxLineBytes: config.maxMessageBytes,
+      ...(observe ? { observe } : {}),
+    },
+    log,
+  );
 }

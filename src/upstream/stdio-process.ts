@@ -18,9 +18,10 @@ export interface StdioProcessOptions {
   command: string[];
   env: Record<string, string>;
   cwd?: string;
-  requestTimeoutMs: number;
+  /** Read at each request (see RequestTimeouts): a getter may follow the upstream's current settings. */
+  readonly requestTimeoutMs: number;
   /** The limits of calls to some tools, in place of requestTimeoutMs (`timeouts.tools`). */
-  toolTimeout?: ToolTimeout;
+  readonly toolTimeout?: ToolTimeout | undefined;
   /** Longest stdout line accepted; longer ones are dropped and logged, not parsed. */
   maxLineBytes?: number;
   /** Seconds from a request written to its response read (metrics). */
@@ -82,7 +83,7 @@ export class StdioProcess {
   onExit: (reason: string) => void = () => {};
 
   constructor(private readonly opts: StdioProcessOptions, private readonly log: Logger) {
-    this.pending = new PendingRequests(opts.upstream, opts.requestTimeoutMs, opts.observe, opts.toolTimeout);
+    this.pending = new PendingRequests(opts.upstream, opts, opts.observe);
   }
 
   /** True once stop() was called: an exit now is expected, not a crash. */

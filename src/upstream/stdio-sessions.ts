@@ -26,6 +26,7 @@ import { covers, type LegacyClientSession, type PoolOptions } from './legacy-cli
 import { StdioMessages, stdioChannel } from './stdio-messages.js';
 import { StdioSession } from './stdio-session.js';
 import { StartBackoff } from './start-backoff.js';
+import { StdioTunables } from './stdio-tunables.js';
 import type { ChannelFactory, MessageChannel } from './channel.js';
 import { resolveSession, sessionCapRefusal, SessionTable } from './session-table.js';
 import { modernFaceOf } from './modern-face.js';
@@ -79,6 +80,8 @@ export class StdioUpstream implements Upstream {
   /** The backoff of new perSession children after failed ones (start-backoff.ts). */
   private readonly starts: StartBackoff;
   private closed = false;
+  /** The limits a reload changes in place (retune). */
+  private readonly tunables: StdioTunables;
 
   constructor(
     private readonly config: StdioUpstreamConfig,
@@ -92,10 +95,12 @@ export class StdioUpstream implements Upstream {
     this.name = config.name;
     this.inputTimeoutMs = limits.inputTimeoutMs;
     this.log = log.child({ upstream: config.name });
-    this.starts = new StartBackoff(config.name, config.restart, this.log);
+    // Read at each use by the children, the backoffs and the session table, so retune reaches them all.
+    this.tunables = new StdioTunables(config, limits);
+    this.starts = new StartBackoff(config.name, this.tunables.restart, this.log);
     this.transport = other?.transport ?? 'stdio';
-    this.channel = other?.channel ?? (() => stdioChannel(config, this.log, observe));
-    this.messages = new StdioMessages(config, this.log, observe, { idleTimeoutMs: limits.idleTimeoutMs, channel: this.channel });
+    this.channel = other?.channel ?? (() => stdioChannel(config, this.log, observe, this.tunables));
+    this.messages = new StdioMessages({ ...config, restart: this.tunables.restart }, this.log, observe, { idleTimeoutMs: limits.idleTimeoutMs, channel: this.channel });
     // The server is the command Gatehouse runs: its era is kept until a bridge sees another one.
     this.verdict = new EraVerdict(async () => {
       const profile = await this.probe(this.probeInitialize);
@@ -113,10 +118,18 @@ export class StdioUpstream implements Upstream {
     this.legacyBridge = new LegacyClientBridge(this.messages, () => bridgedProfile(this.verdict.known, (p) => config.processes !== 'perSession' || !p.alsoLegacy), limits, () => this.verdict.invalidate(), false, this.log);
     this.sharedBridge = new LegacyClientBridge(this.modernBridge.asModernUpstream(), () => this.legacyAsModern(), limits, () => this.verdict.invalidate(), false, this.log);
     // Every session is a child process, so the upstream's own cap applies on top of the global one.
-    this.sessions = new SessionTable({ max: Math.min(limits.max, config.maxSessions), idleTimeoutMs: limits.idleTimeoutMs }, (id, reason) => {
+    this.sessions = new SessionTable(this.tunables.sessions, (id, reason) => {
       this.log.info('session ended', { session: id.slice(0, 8), reason });
       this.releaseHost(id);
     });
+  }
+
+  /**
+   * Takes a reload's new `timeouts`, `restart` and `maxSessions` (an entry that differs from this one's in
+   * those, or in `uriPrefixes`, which the catalog reads): children, sessions and calls in flight go on.
+   */
+  retune(config: StdioUpstreamConfig): void {
+    this.tunables.apply(config);
   }
 
   async handle(ctx: CallContext): Promise<Outcome> {
@@ -382,7 +395,7 @@ export class StdioUpstream implements Upstream {
     }
     const id = this.sessions.newId();
     const session = new StdioSession(id, proc, {
-      policy: this.config.restart,
+      policy: this.tunables.restart,
       // A crashed child is replaced under the same session: the client's own initialize is replayed, then
       // the initialized notification it sent the first time (2025-11-25/basic/lifecycle.mdx §Initialization).
       respawn: async () => {

@@ -1,0 +1,24 @@
+// Which changes to an upstream's entry make a reload build a new upstream, and which the running one takes
+// as it runs: the key a kept upstream is shared under (upstream-leases.ts). It does not build or keep
+// anything itself (gateway.ts does).
+
+import type { GatehouseConfig, UpstreamConfig } from '../config/types.js';
+import { isStdioUpstream } from '../config/types.js';
+import { canonicalJson } from '../protocol/canonical-json.js';
+
+/**
+ * The entry as far as it shapes the upstream, with the gateway's `sessions` (which a reload keeps anyway):
+ * two configs whose keys match may share one running upstream. Left out:
+ * - `uriPrefixes`, which only the catalog reads (from the config, never from the upstream);
+ * - for a stdio upstream, `timeouts`, `restart` and `maxSessions`: Gatehouse's own limits around its
+ *   children, which the running upstream takes in place (StdioUpstream.retune). What makes a child (command,
+ *   env, cwd, processes, era, maxMessageBytes) stays in, so a change to it starts new children.
+ */
+export function leaseKey(u: UpstreamConfig, sessions: GatehouseConfig['sessions']): string {
+  if (isStdioUpstream(u)) {
+    const { uriPrefixes: _catalogs, timeouts: _timeouts, restart: _restart, maxSessions: _maxSessions, ...shape } = u;
+    return canonicalJson({ upstream: shape, sessions });
+  }
+  const { uriPrefixes: _catalogs, ...shape } = u;
+  return canonicalJson({ upstream: shape, sessions });
+}
