@@ -72,7 +72,7 @@ import { compileBudgets, compileBudgetStage } from './policy/budget-stage.js';
 import { BreakerBoard, compileBreakers, compileBreakerStage } from './policy/breaker-stage.js';
 import { StdioUpstream } from './upstream/stdio-sessions.js';
 import { UpstreamLeases } from './upstream/upstream-leases.js';
-import { leaseKey } from './upstream/lease-key.js';
+import { catalogLeaseKey, leaseKey } from './upstream/lease-key.js';
 
 export interface Gateway {
   /** Starts listening; resolves with the MCP endpoint URL once the port is bound. */
@@ -93,7 +93,8 @@ export interface Gateway {
   /**
    * Applies a new config: a new upstream is built and swapped in atomically, the old one closed once its
    * in-flight calls had `shutdown.graceMs` to finish. An upstream whose entry is unchanged is not rebuilt:
-   * both configurations share it, with its children (event streams), sessions and era verdict (UpstreamLeases).
+   * both configurations share it, with its children (event streams), sessions and era verdict (UpstreamLeases),
+   * and so is the catalog (legacy clients' sessions with several upstreams) when all it is built from is unchanged.
    * `listen` is static (read at start); changing it is refused. Returns the problems when the new config is
    * refused and the running one stays. `interpolated`: the values its file read through
    * `${env:...}`/`${file:...}` (LoadOptions.interpolated), for the log scrubber.
@@ -424,7 +425,7 @@ export function createGateway(config: GatehouseConfig, log: Logger, options: Gat
       breakerBoard.keepOnly(next.policy.breakers.map((b) => b.id));
       reloads.applied++;
       metrics?.reload('applied');
-      log.info('config reloaded', { upstreams: next.upstreams.map((u) => u.name), ...(logOnly ? { kept: 'upstreams, catalog, auth' } : runtime.keptUpstreams.length > 0 ? { keptUpstreams: runtime.keptUpstreams } : {}) });
+      log.info('config reloaded', { upstreams: next.upstreams.map((u) => u.name), ...(logOnly ? { kept: 'upstreams, catalog, auth' } : runtime.keptUpstreams.length > 0 ? { keptUpstreams: runtime.keptUpstreams, ...(runtime.keptCatalog ? { keptCatalog: true } : {}) } : {}) });
       return [];
     },
     withdraw() {
@@ -592,6 +593,8 @@ interface Runtime {
   ipLimits: ReturnType<typeof compileLimits>['ip'];
   /** The upstreams this runtime took over, running, from the one before (those a reload left unchanged). */
   keptUpstreams: readonly string[];
+  /** Whether the catalog (and the legacy clients' sessions it holds) was taken over too. */
+  keptCatalog: boolean;
   /** Called once this runtime is the running one: kept upstreams take its settings they take in place. */
   adopt(): void;
   close(): Promise<void>;
@@ -608,7 +611,9 @@ function buildRuntime(config: GatehouseConfig, log: Logger, observeUpstream: (up
   const members: Upstream[] = [];
   const keptUpstreams: string[] = [];
   const retunes: Array<() => void> = [];
-  const release = (member: Upstream): Promise<void> => kept.leases.release(member);
+  /** What each member was acquired under: the catalog's key names its members by them. */
+  const memberKeys: string[] = [];
+  let catalog: CatalogUpstream | undefined;
   try {
     for (const u of config.upstreams) {
       // Every upstream holds what a rebuild would lose: a stdio upstream's children (an HTTP+SSE one's event
@@ -617,8 +622,10 @@ function buildRuntime(config: GatehouseConfig, log: Logger, observeUpstream: (up
       // server and those it pooled on a legacy one. A reload that leaves its config as it was keeps it
       // running, rather than ending all that after shutdown.graceMs. The key is all it is built from
       // (`sessions` is kept by reloads anyway).
-      const lease = kept.leases.acquire(leaseKey(u, config.sessions), () => createUpstream(isStdioUpstream(u) ? { ...u, env: childEnv.for(u.name, u.env) } : u, config.sessions, log, observeUpstream));
+      const key = leaseKey(u, config.sessions);
+      const lease = kept.leases.acquire(key, () => createUpstream(isStdioUpstream(u) ? { ...u, env: childEnv.for(u.name, u.env) } : u, config.sessions, log, observeUpstream));
       members.push(lease.upstream);
+      memberKeys.push(key);
       if (!lease.reused) continue;
       keptUpstreams.push(u.name);
       // A kept stdio upstream takes the limits its key leaves out (lease-key.ts) once this config is the
@@ -632,7 +639,12 @@ function buildRuntime(config: GatehouseConfig, log: Logger, observeUpstream: (up
     // The challenge of a step-up names the protected-resource metadata, as a 401 does.
     const metadataUrl = buildResourceMetadata(config)?.url;
     const bridgeLegacyClients: LegacyBridgeFactory = (messages, profile, staleVerdict) => new LegacyClientBridge(messages, profile, config.sessions, staleVerdict, false, log);
-    const catalog = new CatalogUpstream(members, uriPrefixes, config.tools.naming.prefix, bridgeLegacyClients, log, access, release);
+    // The catalog holds legacy clients' sessions (with several upstreams, all of them), the subscriptions it
+    // keeps for them, and its lists and capabilities: a reload that leaves all it is built from as it was (the
+    // same running members, read the same way) keeps it too. Its members are this runtime's to release, not
+    // the catalog's: each runtime that shares the catalog holds them as well.
+    const catalogLease = kept.leases.acquire(catalogLeaseKey(memberKeys, config), () => new CatalogUpstream(members, uriPrefixes, config.tools.naming.prefix, bridgeLegacyClients, log, access, () => Promise.resolve()));
+    catalog = catalogLease.upstream;
     const perCaller = access.perCaller(config.auth.apiKeys.some((k) => k.tools !== undefined));
     // Under `pinning: enforce` one upstream is served through the catalog too: on the pass-through a client's
     // tools/list went up and came back as it was, so the client's model could read a definition the pin
@@ -641,6 +653,7 @@ function buildRuntime(config: GatehouseConfig, log: Logger, observeUpstream: (up
     const upstream: Upstream = members.length > 1 ? catalog : new SingleUpstream(members[0]!, catalog, forceCatalog, log, access.governs('tools') || access.governs('prompts'));
     const schemas = new ArgumentSchemas(log);
     const routes = catalog.catalog;
+    const shared = catalog;
     // Policy state lives in the store, keyed by entry id: a reload keeps every counter, bucket and circuit.
     const limits = compileLimits(config.policy.rateLimits);
     const policyLog = log.child({ component: 'policy' });
@@ -683,11 +696,21 @@ function buildRuntime(config: GatehouseConfig, log: Logger, observeUpstream: (up
       // task-only tool under a name Gatehouse would not give (task-offers.ts).
       upstream: compileUpstreamStage(withoutToolTaskOffers(upstream, offers), log, { limitOf: callLimits(config), deadlines: kept.deadlines }),
     });
-    return { upstream, catalog, pipeline, egress, challenges: access.challenges, policyVersion: version, ipLimits: limits.ip, keptUpstreams, adopt: () => retunes.forEach((retune) => retune()), close: () => upstream.close() };
+    return { upstream, catalog, pipeline, egress, challenges: access.challenges, policyVersion: version, ipLimits: limits.ip, keptUpstreams, keptCatalog: catalogLease.reused, adopt: () => retunes.forEach((retune) => retune()), close: () => closeRuntime(shared, members, kept.leases) };
   } catch (err) {
-    for (const m of members) release(m).catch(() => {});
+    void closeRuntime(catalog, members, kept.leases).catch(() => {});
     throw err;
   }
+}
+
+/**
+ * Lets go of what a runtime held: its catalog first (closed when no other runtime shares it: its legacy
+ * clients' sessions end through the members), then each member (closed when no other runtime holds it).
+ * The SingleUpstream or catalog in front holds nothing else.
+ */
+async function closeRuntime(catalog: CatalogUpstream | undefined, members: readonly Upstream[], leases: UpstreamLeases): Promise<void> {
+  if (catalog !== undefined) await leases.release(catalog);
+  await Promise.all(members.map((m) => leases.release(m)));
 }
 
 /**

@@ -44,8 +44,8 @@ export class CatalogUpstream implements Upstream {
     private readonly log: Logger,
     access?: AccessPolicy,
     /**
-     * How a member is let go of when the catalog closes: closed, unless it outlives this configuration (an
-     * upstream a reload keeps, gateway.ts), when it is released instead.
+     * How a member is let go of when the catalog closes: closed, unless whoever built the catalog lets go of
+     * its members itself (gateway.ts: runtimes that share a catalog across a reload each hold its members).
      */
     private readonly closeMember: (member: Upstream) => Promise<void> = (member) => member.close(),
   ) {

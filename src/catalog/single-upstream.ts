@@ -179,7 +179,8 @@ export class SingleUpstream implements Upstream {
   }
 
   async close(): Promise<void> {
-    // The catalog owns the member and closes (or releases) it too.
+    // The catalog owns the member and closes it too (unless the gateway, which shares both across reloads,
+    // lets go of them itself and never calls this).
     await this.catalog.close();
   }
 }

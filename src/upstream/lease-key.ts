@@ -22,3 +22,12 @@ export function leaseKey(u: UpstreamConfig, sessions: GatehouseConfig['sessions'
   const { uriPrefixes: _catalogs, ...shape } = u;
   return canonicalJson({ upstream: shape, sessions });
 }
+
+/**
+ * The catalog's key: its members, named by their own keys (each names the one running upstream held under it
+ * while any runtime holds it, so equal keys mean the same objects), and all else it is built from: their
+ * `uriPrefixes`, `tools.naming.prefix`, `policy.rules` (what it shows whom) and `sessions` (its legacy bridge).
+ */
+export function catalogLeaseKey(memberKeys: readonly string[], config: GatehouseConfig): string {
+  return canonicalJson({ catalog: memberKeys, uriPrefixes: config.upstreams.map((u) => u.uriPrefixes), prefix: config.tools.naming.prefix, rules: config.policy.rules, sessions: config.sessions });
+}

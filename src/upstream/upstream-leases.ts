@@ -19,16 +19,19 @@ export class UpstreamLeases {
    * The upstream built from `key`, held once more: the one already running when there is one, else a new
    * one from `create`. `reused` says which.
    */
-  acquire(key: string, create: () => Upstream): { upstream: Upstream; reused: boolean } {
+  acquire<U extends Upstream>(key: string, create: () => U): { upstream: U; reused: boolean } {
     const running = this.byKey.get(key);
     if (running !== undefined) {
       running.holders++;
-      return { upstream: running.upstream, reused: true };
+      // A key names one kind of upstream (an entry's, or a catalog's): the one held under it was made by a
+      // `create` of the same type.
+      return { upstream: running.upstream as U, reused: true };
     }
-    const lease: Lease = { key, upstream: create(), holders: 1 };
+    const upstream = create();
+    const lease: Lease = { key, upstream, holders: 1 };
     this.byKey.set(key, lease);
-    this.byUpstream.set(lease.upstream, lease);
-    return { upstream: lease.upstream, reused: false };
+    this.byUpstream.set(upstream, lease);
+    return { upstream, reused: false };
   }
 
   /**
