@@ -72,7 +72,8 @@ import { compileBudgets, compileBudgetStage } from './policy/budget-stage.js';
 import { BreakerBoard, compileBreakers, compileBreakerStage } from './policy/breaker-stage.js';
 import { StdioUpstream } from './upstream/stdio-sessions.js';
 import { UpstreamLeases } from './upstream/upstream-leases.js';
-import { catalogLeaseKey, leaseKey } from './upstream/lease-key.js';
+import { catalogLeaseKey, frontLeaseKey, leaseKey } from './upstream/lease-key.js';
+import { LegacyFront } from './catalog/legacy-front.js';
 
 export interface Gateway {
   /** Starts listening; resolves with the MCP endpoint URL once the port is bound. */
@@ -229,7 +230,7 @@ export function createGateway(config: GatehouseConfig, log: Logger, options: Gat
   // One clock for every answer that must end by its upstream's timeouts.callMs, across reloads.
   // Kept across reloads too: upstreams a reload leaves unchanged, with their children, sessions and era
   // verdicts (UpstreamLeases).
-  const kept = { requestStates, deadlines: new CallDeadlines(), leases: new UpstreamLeases() };
+  const kept = { requestStates, deadlines: new CallDeadlines(), leases: new UpstreamLeases<Upstream | LegacyFront>() };
   let runtime = buildRuntime(config, log, observeUpstream, state, resolveHost, breakerBoard, childEnv, { book: approvalBook, pins: pinBook, confirmations }, kept);
   let running = config;
   // Kept across reloads: a reload must not wipe the count of an address that is guessing keys.
@@ -425,7 +426,7 @@ export function createGateway(config: GatehouseConfig, log: Logger, options: Gat
       breakerBoard.keepOnly(next.policy.breakers.map((b) => b.id));
       reloads.applied++;
       metrics?.reload('applied');
-      log.info('config reloaded', { upstreams: next.upstreams.map((u) => u.name), ...(logOnly ? { kept: 'upstreams, catalog, auth' } : runtime.keptUpstreams.length > 0 ? { keptUpstreams: runtime.keptUpstreams, ...(runtime.keptCatalog ? { keptCatalog: true } : {}) } : {}) });
+      log.info('config reloaded', { upstreams: next.upstreams.map((u) => u.name), ...(logOnly ? { kept: 'upstreams, catalog, auth' } : { ...(runtime.keptUpstreams.length > 0 ? { keptUpstreams: runtime.keptUpstreams } : {}), ...(runtime.keptCatalog ? { keptCatalog: true } : runtime.keptCatalogSessions ? { keptCatalogSessions: true } : {}) }) });
       return [];
     },
     withdraw() {
@@ -595,6 +596,8 @@ interface Runtime {
   keptUpstreams: readonly string[];
   /** Whether the catalog (and the legacy clients' sessions it holds) was taken over too. */
   keptCatalog: boolean;
+  /** Whether a new catalog took over the legacy clients' sessions of the one before (legacy-front.ts). */
+  keptCatalogSessions: boolean;
   /** Called once this runtime is the running one: kept upstreams take its settings they take in place. */
   adopt(): void;
   close(): Promise<void>;
@@ -605,7 +608,7 @@ interface Runtime {
  * must be rewritten or judged: `prefix: always`, `tools.pinning: enforce`, lists that differ per caller, or names that are not safe or items
  * the access rules hide from everyone (found out by SingleUpstream on first use, and on each list). The pipeline is compiled here, once per configuration.
  */
-function buildRuntime(config: GatehouseConfig, log: Logger, observeUpstream: (upstream: string, seconds: number) => void, state: StoreGuard, resolveHost: ResolveHost, breakerBoard: BreakerBoard, childEnv: ChildEnv, approvals: { book: ApprovalBook; pins: PinBook; confirmations: PendingConfirmations }, kept: { requestStates: RequestStateSeal; deadlines: CallDeadlines; leases: UpstreamLeases }): Runtime {
+function buildRuntime(config: GatehouseConfig, log: Logger, observeUpstream: (upstream: string, seconds: number) => void, state: StoreGuard, resolveHost: ResolveHost, breakerBoard: BreakerBoard, childEnv: ChildEnv, approvals: { book: ApprovalBook; pins: PinBook; confirmations: PendingConfirmations }, kept: { requestStates: RequestStateSeal; deadlines: CallDeadlines; leases: UpstreamLeases<Upstream | LegacyFront> }): Runtime {
   // Building an upstream starts its sweepers (intervals) at once: one built before another throws, or before
   // anything after them does, is closed again (or released), or each refused reload would leave its timers running.
   const members: Upstream[] = [];
@@ -614,6 +617,7 @@ function buildRuntime(config: GatehouseConfig, log: Logger, observeUpstream: (up
   /** What each member was acquired under: the catalog's key names its members by them. */
   const memberKeys: string[] = [];
   let catalog: CatalogUpstream | undefined;
+  let front: LegacyFront | undefined;
   try {
     for (const u of config.upstreams) {
       // Every upstream holds what a rebuild would lose: a stdio upstream's children (an HTTP+SSE one's event
@@ -643,7 +647,11 @@ function buildRuntime(config: GatehouseConfig, log: Logger, observeUpstream: (up
     // keeps for them, and its lists and capabilities: a reload that leaves all it is built from as it was (the
     // same running members, read the same way) keeps it too. Its members are this runtime's to release, not
     // the catalog's: each runtime that shares the catalog holds them as well.
-    const catalogLease = kept.leases.acquire(catalogLeaseKey(memberKeys, config), () => new CatalogUpstream(members, uriPrefixes, config.tools.naming.prefix, bridgeLegacyClients, log, access, () => Promise.resolve()));
+    // A new catalog over the same upstreams by name takes over the old one's legacy sessions once it runs.
+    const frontLease = kept.leases.acquire(frontLeaseKey(config), () => new LegacyFront(bridgeLegacyClients));
+    const legacySessions = frontLease.upstream;
+    front = legacySessions;
+    const catalogLease = kept.leases.acquire(catalogLeaseKey(memberKeys, config), () => new CatalogUpstream(members, uriPrefixes, config.tools.naming.prefix, bridgeLegacyClients, log, access, () => Promise.resolve(), legacySessions));
     catalog = catalogLease.upstream;
     const perCaller = access.perCaller(config.auth.apiKeys.some((k) => k.tools !== undefined));
     // Under `pinning: enforce` one upstream is served through the catalog too: on the pass-through a client's
@@ -696,20 +704,25 @@ function buildRuntime(config: GatehouseConfig, log: Logger, observeUpstream: (up
       // task-only tool under a name Gatehouse would not give (task-offers.ts).
       upstream: compileUpstreamStage(withoutToolTaskOffers(upstream, offers), log, { limitOf: callLimits(config), deadlines: kept.deadlines }),
     });
-    return { upstream, catalog, pipeline, egress, challenges: access.challenges, policyVersion: version, ipLimits: limits.ip, keptUpstreams, keptCatalog: catalogLease.reused, adopt: () => retunes.forEach((retune) => retune()), close: () => closeRuntime(shared, members, kept.leases) };
+    return { upstream, catalog, pipeline, egress, challenges: access.challenges, policyVersion: version, ipLimits: limits.ip, keptUpstreams, keptCatalog: catalogLease.reused, keptCatalogSessions: frontLease.reused && members.length > 1, adopt: () => {
+      for (const retune of retunes) retune();
+      legacySessions.serve(shared);
+    }, close: () => closeRuntime(shared, legacySessions, members, kept.leases) };
   } catch (err) {
-    void closeRuntime(catalog, members, kept.leases).catch(() => {});
+    void closeRuntime(catalog, front, members, kept.leases).catch(() => {});
     throw err;
   }
 }
 
 /**
- * Lets go of what a runtime held: its catalog first (closed when no other runtime shares it: its legacy
- * clients' sessions end through the members), then each member (closed when no other runtime holds it).
+ * Lets go of what a runtime held: its catalog first (closed when no other runtime shares it), then its legacy
+ * clients' sessions (ended when no catalog is left to serve them, through the members), then each member
+ * (closed when no other runtime holds it).
  * The SingleUpstream or catalog in front holds nothing else.
  */
-async function closeRuntime(catalog: CatalogUpstream | undefined, members: readonly Upstream[], leases: UpstreamLeases): Promise<void> {
+async function closeRuntime(catalog: CatalogUpstream | undefined, front: LegacyFront | undefined, members: readonly Upstream[], leases: UpstreamLeases<Upstream | LegacyFront>): Promise<void> {
   if (catalog !== undefined) await leases.release(catalog);
+  if (front !== undefined) await leases.release(front);
   await Promise.all(members.map((m) => leases.release(m)));
 }
 

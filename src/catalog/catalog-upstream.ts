@@ -8,7 +8,7 @@ import { asGatewayError, failure, GatewayError } from '../errors.js';
 import { CallStream } from '../pipeline/call-stream.js';
 import type { CallContext } from '../pipeline/context.js';
 import { ACCEPTED, refused, type Outcome } from '../pipeline/outcome.js';
-import type { CallHandler, LegacyBridgeFactory, ModernFace, Upstream, UpstreamProfile } from '../pipeline/ports.js';
+import type { LegacyBridgeFactory, ModernFace, Upstream, UpstreamProfile } from '../pipeline/ports.js';
 import type { Principal } from '../pipeline/principal.js';
 import { idOf, type JsonRpcRequest, type JsonRpcResponse } from '../protocol/jsonrpc.js';
 import { coreTaskRefusal } from '../protocol/core-tasks.js';
@@ -18,17 +18,21 @@ import { mcpParamHeaders } from '../protocol/param-headers.js';
 import { MODERN_VERSIONS } from '../protocol/versions.js';
 import { upstreamMessage } from '../protocol/trace-context.js';
 import { Catalog } from './catalog.js';
+import { LegacyFront, type FrontTarget } from './legacy-front.js';
 import type { PrefixMode } from './public-names.js';
 
 /** Least time between two rebuilds of a discover result that lacks a member (see rebuildPartial). */
 const PARTIAL_REBUILD_MS = 1_000;
 
-export class CatalogUpstream implements Upstream {
+export class CatalogUpstream implements Upstream, FrontTarget {
   readonly name = 'catalog';
   readonly transport = 'http' as const;
   /** The aggregated view; the pipeline's resolve stage reads routes from it. */
   readonly catalog: Catalog;
-  private readonly legacyBridge: CallHandler;
+  /** Legacy clients' sessions: this catalog's own, or handed over across reloads (legacy-front.ts). */
+  private readonly front: LegacyFront;
+  /** Whether the front is this catalog's alone, to close with it (else whoever passed it in lets go of it). */
+  private readonly ownsFront: boolean;
   private discovered?: UpstreamProfile & { era: 'modern' };
   /**
    * While the discover result lacks a member (it was down), when it was last built, and whether a rebuild
@@ -48,13 +52,32 @@ export class CatalogUpstream implements Upstream {
      * its members itself (gateway.ts: runtimes that share a catalog across a reload each hold its members).
      */
     private readonly closeMember: (member: Upstream) => Promise<void> = (member) => member.close(),
+    /**
+     * Sessions to serve that may outlive this catalog (gateway.ts): it serves them at once when nothing
+     * does yet, else once the gateway makes it (LegacyFront.serve).
+     */
+    front?: LegacyFront,
   ) {
     this.catalog = new Catalog(members, uriPrefixes, prefix, log, access);
-    this.legacyBridge = bridgeLegacyClients(this.catalog, () => this.discovered!, () => (this.discovered = undefined));
+    this.ownsFront = front === undefined;
+    this.front = front ?? new LegacyFront(bridgeLegacyClients);
+    if (!this.front.serving) this.front.serve(this);
+  }
+
+  /** The discover result legacy sessions are answered from (FrontTarget). */
+  get profile(): (UpstreamProfile & { era: 'modern' }) | undefined {
+    return this.discovered;
+  }
+
+  forgetProfile(): void {
+    this.discovered = undefined;
   }
 
   async handle(ctx: CallContext): Promise<Outcome> {
     if (ctx.era === 'legacy') {
+      // Sessions handed over to a newer catalog (a reload) are its to serve, requests of the old config's too.
+      const target = this.front.target;
+      if (target !== this) return target.handle(ctx);
       try {
         // The legacy bridge answers initialize from the discover result, so it must exist first.
         if (!this.discovered) this.keep(await this.catalog.discoverMembers());
@@ -62,7 +85,7 @@ export class CatalogUpstream implements Upstream {
       } catch (err) {
         return refused(failure(asGatewayError(err, 'GW_ERR_UPSTREAM_UNREACHABLE', this.log, { callId: ctx.callId })));
       }
-      return this.legacyBridge.handle(ctx);
+      return this.front.bridge.handle(ctx);
     }
     if (ctx.kind !== 'request') return ACCEPTED;
     const request = upstreamMessage(ctx)!;
@@ -180,7 +203,7 @@ export class CatalogUpstream implements Upstream {
 
   async close(): Promise<void> {
     this.catalog.close();
-    await this.legacyBridge.close();
+    if (this.ownsFront) await this.front.close();
     await Promise.all(this.members.map((m) => this.closeMember(m)));
   }
 

@@ -31,3 +31,13 @@ export function leaseKey(u: UpstreamConfig, sessions: GatehouseConfig['sessions'
 export function catalogLeaseKey(memberKeys: readonly string[], config: GatehouseConfig): string {
   return canonicalJson({ catalog: memberKeys, uriPrefixes: config.upstreams.map((u) => u.uriPrefixes), prefix: config.tools.naming.prefix, rules: config.policy.rules, sessions: config.sessions });
 }
+
+/**
+ * The key of the catalog's legacy clients' sessions (catalog/legacy-front.ts): the upstreams by name, in
+ * order, `tools.naming.prefix` and `sessions`. A new catalog under the same key takes them over: the names
+ * its clients were shown stay the names of the same upstreams' items. Rules, `uriPrefixes` and the
+ * members' entries may differ: the new catalog applies its own from the next request on.
+ */
+export function frontLeaseKey(config: GatehouseConfig): string {
+  return canonicalJson({ legacyFront: config.upstreams.map((u) => u.name), prefix: config.tools.naming.prefix, sessions: config.sessions });
+}

@@ -1,25 +1,31 @@
 // Upstreams that outlive a config reload: each is held by every runtime (config generation) built with the
-// same config for it, and closed when the last of them lets go. It does not decide which upstreams may be
-// kept (gateway.ts does) nor how one is built.
+// same config for it, and closed when the last of them lets go; so are the catalog and its legacy clients'
+// sessions (catalog/legacy-front.ts). It does not decide which may be kept (gateway.ts, lease-key.ts do) nor
+// how one is built.
 
 import type { Upstream } from '../pipeline/ports.js';
 
-interface Lease {
+/** What may be held: anything closed once nobody holds it. */
+interface Closable {
+  close(): Promise<void>;
+}
+
+interface Lease<T extends Closable> {
   key: string;
-  upstream: Upstream;
+  upstream: T;
   holders: number;
 }
 
-export class UpstreamLeases {
+export class UpstreamLeases<T extends Closable = Upstream> {
   /** By key: what an upstream was built from (its name and config), so only an identical one is shared. */
-  private readonly byKey = new Map<string, Lease>();
-  private readonly byUpstream = new Map<Upstream, Lease>();
+  private readonly byKey = new Map<string, Lease<T>>();
+  private readonly byUpstream = new Map<T, Lease<T>>();
 
   /**
    * The upstream built from `key`, held once more: the one already running when there is one, else a new
    * one from `create`. `reused` says which.
    */
-  acquire<U extends Upstream>(key: string, create: () => U): { upstream: U; reused: boolean } {
+  acquire<U extends T>(key: string, create: () => U): { upstream: U; reused: boolean } {
     const running = this.byKey.get(key);
     if (running !== undefined) {
       running.holders++;
@@ -28,7 +34,7 @@ export class UpstreamLeases {
       return { upstream: running.upstream as U, reused: true };
     }
     const upstream = create();
-    const lease: Lease = { key, upstream, holders: 1 };
+    const lease: Lease<T> = { key, upstream, holders: 1 };
     this.byKey.set(key, lease);
     this.byUpstream.set(upstream, lease);
     return { upstream, reused: false };
@@ -38,7 +44,7 @@ export class UpstreamLeases {
    * Lets go of one hold on `upstream`: closed once nothing holds it. An upstream that was never acquired
    * here is closed at once (its runtime owned it alone).
    */
-  async release(upstream: Upstream): Promise<void> {
+  async release(upstream: T): Promise<void> {
     const lease = this.byUpstream.get(upstream);
     if (lease === undefined) return upstream.close();
     if (--lease.holders > 0) return;

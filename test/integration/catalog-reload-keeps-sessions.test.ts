@@ -14,9 +14,10 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import { ResourceUpdatedNotificationSchema } from '@modelcontextprotocol/sdk/types.js';
 import { validateConfigObject } from '../../src/config/load.js';
 import { startGateway, type TestGateway } from '../helpers/gateway.js';
-import { gatewaysCheckedForLeakedChildren, stdioChildPids } from '../helpers/stdio-children.js';
+import { gatewaysCheckedForLeakedChildren, stdioChildPids, waitUntil } from '../helpers/stdio-children.js';
 
 const SERVER = fileURLToPath(new URL('../fixtures/upstreams/subscribable-stdio.mjs', import.meta.url));
 const GRACE_MS = 200;
@@ -67,20 +68,59 @@ test('several upstreams: a legacy client\'s session survives a reload that leave
   }
 });
 
-test('several upstreams: a reload that changes policy.rules builds a new catalog, whose rules apply at once', { timeout: 30_000 }, async () => {
+// A reload that keeps the same upstreams by name (and tools.naming.prefix) but changes what the catalog is
+// built from (a member's entry: a rotated secret in its env; policy.rules) builds a new catalog, which takes
+// over the old one's legacy client sessions: the client goes on, served by the new catalog, whose rules apply
+// to it at once and whose changed member runs a new child.
+test('several upstreams: a legacy client\'s session survives a reload that rebuilds one upstream and changes policy.rules; the new rules apply to it', { timeout: 30_000 }, async () => {
   const store = sqliteStore();
   const gw = await startGateway({ store, upstreams, shutdown: { graceMs: GRACE_MS } });
   gateways.push(gw);
-  await reload(gw, store, { policy: { rules: [{ id: 'no-beta', access: 'deny', tools: ['beta*'] }, { id: 'rest', access: 'allow', tools: ['*'] }] } });
-  const line = gw.logs.filter((l) => l.msg === 'config reloaded').at(-1);
-  assert.deepEqual(line?.keptUpstreams, ['alpha', 'beta'], 'the upstreams are kept');
-  assert.equal(line?.keptCatalog, undefined, 'the catalog is not');
   const client = new Client({ name: 'catalog-reload', version: '1' });
+  const updates: string[] = [];
+  client.setNotificationHandler(ResourceUpdatedNotificationSchema, (n) => void updates.push(n.params.uri));
   await client.connect(new StreamableHTTPClientTransport(new URL(gw.url)));
   try {
     const names = (await client.listTools()).tools.map((t) => t.name);
-    assert.ok(names.some((n) => n.startsWith('alpha')), names.join(', '));
-    assert.ok(!names.some((n) => n.startsWith('beta')), `the new rule hides beta's tools: ${names.join(', ')}`);
+    const named = (member: string, tool: string): string => names.find((n) => n.startsWith(member) && n.endsWith(tool))!;
+    const pidTool = (member: string): string => named(member, 'pid');
+    const pid = async (member: string): Promise<number> => JSON.parse(((await client.callTool({ name: pidTool(member), arguments: {} })) as ToolResult).content[0]!.text) as number;
+    // beta's child announces a change to a URI only while the session's subscription holds there.
+    const touchBeta = async (): Promise<boolean> => JSON.parse(((await client.callTool({ name: named('beta', 'touch'), arguments: { name: 'b' } })) as ToolResult).content[0]!.text) as boolean;
+    // The subscription reaches the child through the session's listen, opened in the background: polled.
+    const heldByBeta = async (): Promise<boolean> => {
+      for (let i = 0; i < 50; i++) {
+        if (await touchBeta()) return true;
+        await new Promise((r) => setTimeout(r, 100));
+      }
+      return false;
+    };
+    await client.listResources();
+    await client.subscribeResource({ uri: 'test://b' });
+    assert.ok(await heldByBeta(), 'beta holds the subscription');
+    assert.ok(await waitUntil(() => updates.length === 1, 5_000), 'the update reached the session');
+    const alpha = await pid('alpha');
+    const beta = await pid('beta');
+    // beta's entry changes (a secret rotated into its env): a new beta upstream, so a new catalog.
+    const rotated = [upstreams[0], { ...upstreams[1], env: { TOKEN: 'rotated' } }];
+    await reload(gw, store, { upstreams: rotated });
+    const line = gw.logs.filter((l) => l.msg === 'config reloaded').at(-1);
+    assert.deepEqual(line?.keptUpstreams, ['alpha'], 'alpha is kept, beta rebuilt');
+    assert.equal(line?.keptCatalog, undefined, 'the catalog is built anew');
+    assert.equal(line?.keptCatalogSessions, true, 'and takes over the legacy clients\' sessions');
+    // The same session (no 404): alpha on its child, beta on a new one.
+    assert.equal(await pid('alpha'), alpha, 'the session goes on, alpha on the same child');
+    assert.notEqual(await pid('beta'), beta, 'beta runs a new child');
+    // The session's listen moved to the new catalog, with its subscription: the new child holds it too.
+    assert.ok(await heldByBeta(), 'the subscription is held by beta\'s new child');
+    assert.ok(await waitUntil(() => updates.length >= 2, 5_000), 'its update reached the session');
+    // Rules change: the session goes on, and the new rules hold for it at once.
+    await reload(gw, store, { upstreams: rotated, policy: { rules: [{ id: 'no-beta', access: 'deny', tools: ['beta*'] }, { id: 'rest', access: 'allow', tools: ['*'] }] } });
+    assert.equal(await pid('alpha'), alpha, 'the session goes on after the rules changed');
+    const listed = (await client.listTools()).tools.map((t) => t.name);
+    assert.ok(!listed.some((n) => n.startsWith('beta')), `the new rule hides beta's tools from the session: ${listed.join(', ')}`);
+    const refused = (await client.callTool({ name: pidTool('beta'), arguments: {} }).catch((err: Error) => ({ isError: true, content: [{ text: err.message }] }))) as ToolResult;
+    assert.ok(refused.isError, `a call to beta is refused under the new rule: ${JSON.stringify(refused)}`);
   } finally {
     await client.close();
   }
