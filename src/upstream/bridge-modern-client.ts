@@ -26,6 +26,7 @@ import type { UpstreamMessages } from '../pipeline/ports.js';
 import { ParkedRequests, type Parked } from './parked-requests.js';
 import { CallInbox, MAX_HELD_NOTIFICATIONS } from './call-inbox.js';
 import { answeringPings, pong } from './answering-pings.js';
+import { sessionUnknown } from './session-unknown.js';
 import { honouredFilter, ListenHub, wants, type Listener, type SubscriptionFilter } from './listen-hub.js';
 
 type Obj = Record<string, unknown>;
@@ -442,9 +443,10 @@ export class ModernClientBridge {
       // stream) before any answer comes: then the call is read at once, the answer's messages following.
       const first = await Promise.race([replied.then((reply) => ({ reply })), inbox.handedIn.then(() => undefined)]);
       const reply = first?.reply;
-      if (reply !== undefined && reply.status === 404 && session.id !== undefined && !retried) {
-        // The upstream ended our session: open a new one and send the request again, once. The request the
-        // 404 answered is over: a cancellation names the one sent again.
+      if (reply !== undefined && reply.status >= 400 && session.id !== undefined && !retried && sessionUnknown(reply)) {
+        // The upstream ended our session (a 404, or a 400 that says so: session-unknown.ts): open a new one
+        // and send the request again, once. The request it answered is over: a cancellation names the one
+        // sent again.
         issued = false;
         this.sessions.discard(session);
         release();
