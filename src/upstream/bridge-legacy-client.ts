@@ -339,6 +339,15 @@ export class LegacyClientBridge {
     if (caps.resources?.listChanged) notifications.resourcesListChanged = true;
     if (caps.resources?.subscribe && session.uris.size > 0) notifications.resourceSubscriptions = [...session.uris];
     const previous = session.upstreamListen;
+    if (Object.keys(notifications).length === 0) {
+      // Nothing the upstream declared could come on a listen (no listChanged, no subscription yet): none is
+      // opened, or kept (the last URI unsubscribed). Until 5 December every GET stream held an empty listen
+      // upstream, a connection and one of its `maxSubscriptions`, for as long as its client stayed. A
+      // resources/subscribe opens one when it comes.
+      session.upstreamListen = undefined;
+      previous?.abort();
+      return;
+    }
     const controller = new AbortController();
     session.upstreamListen = controller;
     const id = `gh-listen-${++this.counter}`;
