@@ -68,6 +68,8 @@ const REOPEN: ReopenTimings = { firstMs: 1_000, maxMs: 30_000, livedMs: 10_000 }
 export class ListenHub {
   private readonly listeners = new Set<Listener>();
   private readonly uriRefs = new Map<string, number>();
+  /** The latest resources/subscribe or unsubscribe of each URI, until it is answered (see subscription). */
+  private readonly asked = new Map<string, { method: string; answer: Promise<boolean> }>();
   private stream?: AbortController;
   /** Calls in flight that keep the GET stream open without a listener (see hold). */
   private holds = 0;
@@ -133,12 +135,18 @@ export class ListenHub {
     for (const uri of listener.filter.resourceSubscriptions ?? []) {
       const n = this.uriRefs.get(uri) ?? 0;
       this.uriRefs.set(uri, n + 1);
-      if (n === 0 && !(await this.call('resources/subscribe', { uri }).catch(() => false))) {
+      // The first listener of a URI subscribes; one that comes while that subscribe is unanswered shares its
+      // answer. Until 5 December it was acknowledged the URI at once, though the upstream then refused it.
+      const asking = this.asked.get(uri);
+      const ok = n === 0 ? await this.subscription(uri, 'resources/subscribe') : asking?.method === 'resources/subscribe' ? await asking.answer : true;
+      if (!ok) {
         refused.add(uri);
         this.forget(uri);
       }
     }
     if (refused.size > 0) listener.filter = { ...listener.filter, resourceSubscriptions: listener.filter.resourceSubscriptions!.filter((u) => !refused.has(u)) };
+    // Removed while it subscribed: no stream for it.
+    if (!this.listeners.has(listener)) return;
     // While a reopen waits out its pause, the new listener is served by the stream it opens.
     if (!this.stream && !this.reopening) this.openStream();
   }
@@ -157,10 +165,27 @@ export class ListenHub {
       if (n > 0) this.uriRefs.set(uri, n);
       else {
         this.uriRefs.delete(uri);
-        await this.call('resources/unsubscribe', { uri }).catch(() => {});
+        await this.subscription(uri, 'resources/unsubscribe');
       }
     }
     this.closeIfUnused();
+  }
+
+  /**
+   * Sends a resources/subscribe or unsubscribe for `uri` once the one before it for that URI is answered, so
+   * the upstream gets them in the order the references decided. Sent at once, on connections of their own, an
+   * unsubscribe (its last listener gone) could arrive after the subscribe of a listener added meanwhile, which
+   * was then acknowledged a subscription the upstream no longer held. Never rejects: false when refused.
+   */
+  private subscription(uri: string, method: 'resources/subscribe' | 'resources/unsubscribe'): Promise<boolean> {
+    const before = this.asked.get(uri)?.answer;
+    const answer = (before ?? Promise.resolve(true)).then(() => this.call(method, { uri })).catch(() => false);
+    const asking = { method, answer };
+    this.asked.set(uri, asking);
+    void answer.then(() => {
+      if (this.asked.get(uri) === asking) this.asked.delete(uri);
+    });
+    return answer;
   }
 
   /** Delivers an upstream notification to every listener that asked for it (also used for POST-stream ones). */

@@ -228,3 +228,50 @@ test('while a reopen waits out its pause, a new listener or call does not open t
   await hub.remove(first);
   await hub.remove(second);
 });
+
+/** An upstream whose resources/subscribe and unsubscribe take `ms` to be answered, refusing the URIs in `refuse`. */
+function slowSubscriptions(ms: number, refuse: Set<string>, log: string[]): UpstreamMessages {
+  return {
+    upstream: 'up',
+    async post(message) {
+      const m = message as unknown as { id: unknown; method: string; params: { uri: string } };
+      log.push(`${m.method} ${m.params.uri} sent`);
+      await new Promise((resolve) => setTimeout(resolve, ms));
+      log.push(`${m.method} ${m.params.uri} answered`);
+      const refused = m.method === 'resources/subscribe' && refuse.has(m.params.uri);
+      async function* answer(): AsyncGenerator<JsonRpcMessage, void, void> {
+        yield (refused ? { jsonrpc: '2.0', id: m.id, error: { code: -32602, message: 'Resource not found' } } : { jsonrpc: '2.0', id: m.id, result: {} }) as JsonRpcMessage;
+      }
+      return { status: 200, headers: {}, messages: answer() };
+    },
+    openGet: async () => null,
+    deleteSession: async () => {},
+  };
+}
+
+test('two listeners added at once for one URI share its one subscription\'s answer: a refusal takes it out of both filters (subscriptions.mdx §Acknowledgment)', async () => {
+  const log: string[] = [];
+  const hub = new ListenHub(slowSubscriptions(100, new Set(['file:///secret']), log), () => ({}), quiet);
+  const a = { filter: { resourceSubscriptions: ['file:///secret'] }, subscriptionId: 1, send: () => {} };
+  const b = { filter: { resourceSubscriptions: ['file:///secret'] }, subscriptionId: 2, send: () => {} };
+  await Promise.all([hub.add(a), hub.add(b)]);
+  assert.deepEqual(a.filter.resourceSubscriptions, []);
+  assert.deepEqual(b.filter.resourceSubscriptions, [], 'the second listener is not acknowledged a subscription the upstream refused');
+  await hub.remove(a);
+  await hub.remove(b);
+  assert.deepEqual(log, ['resources/subscribe file:///secret sent', 'resources/subscribe file:///secret answered'], 'one subscribe, and no unsubscribe of what was never subscribed');
+});
+
+test('a listener added as the last one for its URI leaves is subscribed after the unsubscribe is answered, never alongside it', async () => {
+  const log: string[] = [];
+  const hub = new ListenHub(slowSubscriptions(100, new Set(), log), () => ({}), quiet);
+  const a = { filter: { resourceSubscriptions: ['file:///x'] }, subscriptionId: 1, send: () => {} };
+  await hub.add(a);
+  const b = { filter: { resourceSubscriptions: ['file:///x'] }, subscriptionId: 2, send: () => {} };
+  // Sent at once on two connections, the unsubscribe could reach the upstream after the subscribe, and
+  // the new listener would hear nothing of a resource it was acknowledged.
+  await Promise.all([hub.remove(a), hub.add(b)]);
+  assert.deepEqual(b.filter.resourceSubscriptions, ['file:///x']);
+  assert.deepEqual(log.slice(2), ['resources/unsubscribe file:///x sent', 'resources/unsubscribe file:///x answered', 'resources/subscribe file:///x sent', 'resources/subscribe file:///x answered']);
+  await hub.remove(b);
+});
