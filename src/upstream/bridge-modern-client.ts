@@ -619,17 +619,38 @@ export class ModernClientBridge {
 
   /**
    * Legacy log levels are per session (logging/setLevel); modern ones per request. The session follows the
-   * level of the latest request that names one; requests without one get no log messages at all.
+   * level of the latest request that names one; requests without one get no log messages at all. The level
+   * is recorded once the upstream took it: recorded before (until 5 December), a refused setLevel left the
+   * session at a level it never had, and no later request at that level asked again.
    */
   private async applyLogLevel(session: LegacyClientSession, level: string): Promise<void> {
     const capabilities = session.init.capabilities;
-    if (session.logLevel === level || !isObject(capabilities) || !isObject(capabilities.logging)) return;
-    session.logLevel = level;
+    if (!isObject(capabilities) || !isObject(capabilities.logging)) return;
+    const asked = session.levelAsked;
+    // Requests at a level being set wait for that answer, as one setLevel for them all.
+    if (asked?.level === level) return void (await asked.answer);
+    if (asked === undefined && session.logLevel === level) return;
+    const answer = this.setLevel(session, level);
+    const asking = { level, answer };
+    session.levelAsked = asking;
+    try {
+      // Only the latest setLevel's answer says where the session is: an earlier one answered after it does not.
+      if ((await answer) && session.levelAsked === asking) session.logLevel = level;
+    } finally {
+      if (session.levelAsked === asking) session.levelAsked = undefined;
+    }
+  }
+
+  /** Sends logging/setLevel on the session; true when the upstream took it. */
+  private async setLevel(session: LegacyClientSession, level: string): Promise<boolean> {
     const headers = this.sessions.headersFor(session);
     const reply = await this.client.post({ jsonrpc: '2.0', id: `gh-${++this.counter}`, method: 'logging/setLevel', params: { level } }, headers);
-    for await (const _ of answeringPings(reply.messages, (ping) => pong(this.client, headers, ping, this.log))) {
-      // the empty result
+    let taken = reply.status < 400;
+    for await (const m of answeringPings(reply.messages, (ping) => pong(this.client, headers, ping, this.log))) {
+      if ('error' in m && m.error !== undefined) taken = false;
     }
+    if (!taken) this.log.warn('upstream refused logging/setLevel; the next request at that level asks again', { upstream: this.client.upstream, level, status: reply.status });
+    return taken;
   }
 
   private relayNotification(channel: MessageSink, msg: JsonRpcMessage & { method?: string; params?: Obj }, call: { progress: ProgressMap; logLevel?: string; session: LegacyClientSession }): void {

@@ -26,8 +26,10 @@ export interface LegacyClientSession {
   key: string;
   /** Whose session this is (see principalKey); callers never share an upstream session. '' is Gatehouse. */
   owner: string;
-  /** The level last set with logging/setLevel on this session. */
+  /** The level last set with logging/setLevel on this session (the upstream took it). */
   logLevel?: string;
+  /** The logging/setLevel sent last, while it is unanswered: requests at that level wait for its answer. */
+  levelAsked?: { level: string; answer: Promise<boolean> };
 }
 
 export interface PoolOptions {
