@@ -356,7 +356,7 @@ export class ModernClientBridge {
   private hubFor(session: LegacyClientSession): ListenHub {
     let hub = this.hubs.get(session);
     if (!hub) {
-      hub = new ListenHub(this.client, () => this.sessions.headersFor(session), this.log, () => this.sessions.discard(session), (request) => this.routeServerRequest(session, request));
+      hub = new ListenHub(this.client, () => this.sessions.headersFor(session), this.log, (forgotten) => (forgotten ? this.sessions.discard(session) : this.sessions.giveUp(session)), (request) => this.routeServerRequest(session, request));
       this.hubs.set(session, hub);
     }
     return hub;

@@ -60,6 +60,8 @@ interface Entry {
   lastUsed: number;
   /** Calls, parked calls and callers' listens on it right now. */
   busy: number;
+  /** Given up (giveUp) while busy: DELETEd upstream once the last use ends. */
+  deleteWhenIdle?: boolean;
 }
 
 /** Sessions kept open at once; past this, the least recently used with nothing on it is ended. */
@@ -124,6 +126,10 @@ export class LegacyClientSessions {
       released = true;
       entry.busy--;
       if (owner !== '') entry.lastUsed = Date.now();
+      if (entry.busy === 0 && entry.deleteWhenIdle) {
+        entry.deleteWhenIdle = false;
+        void this.deleteUpstream(session);
+      }
     };
   }
 
@@ -137,6 +143,22 @@ export class LegacyClientSessions {
     if (this.pool.get(session.key)?.session !== session) return;
     this.pool.delete(session.key);
     this.options.onEnd?.(session);
+  }
+
+  /**
+   * Drops a session the upstream may still hold (it stopped serving its GET stream: a 409 or 405 on a
+   * reopen) and DELETEs it there, best effort (2025-11-25/basic/transports.mdx §Session Management 5),
+   * once nothing runs on it any more. Dropped as `discard` drops one (until 5 December), it stayed upstream,
+   * dead, until the server's own timeout, if it has one.
+   */
+  giveUp(session: LegacyClientSession): void {
+    const entry = this.pool.get(session.key);
+    if (entry?.session !== session) return;
+    this.pool.delete(session.key);
+    this.options.onEnd?.(session);
+    // Calls still running (or parked) on it would be cut by the DELETE: it waits for the last to end.
+    if (entry.busy > 0) entry.deleteWhenIdle = true;
+    else void this.deleteUpstream(session);
   }
 
   headersFor(session: LegacyClientSession): Record<string, string> {
@@ -291,6 +313,10 @@ export class LegacyClientSessions {
 
   private async end(session: LegacyClientSession): Promise<void> {
     this.options.onEnd?.(session);
+    await this.deleteUpstream(session);
+  }
+
+  private async deleteUpstream(session: LegacyClientSession): Promise<void> {
     if (session.id !== undefined) await this.client.deleteSession(session.id, session.version);
   }
 }

@@ -86,8 +86,11 @@ export class ListenHub {
     private readonly client: UpstreamMessages,
     private readonly headers: () => Record<string, string>,
     private readonly log: Logger,
-    /** The upstream no longer knows the session: its listens cannot go on there, and end. */
-    private readonly sessionGone: () => void = () => {},
+    /**
+     * The session's listens cannot go on there, and end: `forgotten` when the upstream said it no longer
+     * knows the session (404), false when it only stopped serving its GET stream and may still hold it.
+     */
+    private readonly sessionGone: (forgotten: boolean) => void = () => {},
     /** Offered each server request of the GET stream first (not a ping); true when it took it. */
     private readonly serverRequest: (request: JsonRpcRequest) => boolean = () => false,
     private readonly reopen: ReopenTimings = REOPEN,
@@ -223,7 +226,7 @@ export class ListenHub {
             // good (until 5 December); they end instead, and their clients listen again on a new session.
             if (this.stream === controller) this.stream = undefined;
             this.log.info('upstream no longer serves the session\'s GET stream; its listens end');
-            this.sessionGone();
+            this.sessionGone(false);
             return;
           }
           this.log.info('upstream offers no GET stream; list changes arrive only with call responses');
@@ -242,7 +245,7 @@ export class ListenHub {
           // arrive meanwhile: the listens end instead, and their clients listen again on a new session.
           if (this.stream === controller) this.stream = undefined;
           this.log.info('upstream session gone; its listens end', { upstream: err.upstream });
-          this.sessionGone();
+          this.sessionGone(true);
           return;
         }
         if (!controller.signal.aborted) this.log.warn('upstream GET stream failed', { err });

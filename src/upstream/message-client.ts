@@ -18,6 +18,8 @@ import { readSseMessages, reopenStream, sessionHeaders, type StreamResumption } 
 import { isEventStreamType } from '../protocol/sse.js';
 
 const ERROR_BODY_LIMIT = 64 * 1024;
+/** How long a DELETE of a session (best effort) may take. */
+const DELETE_WAIT_MS = 5_000;
 
 export class MessageClient implements UpstreamMessages {
   constructor(
@@ -112,7 +114,8 @@ export class MessageClient implements UpstreamMessages {
   async deleteSession(sessionId: string, version: string): Promise<void> {
     try {
       const auth = this.credentials.current() ?? (await this.credentials.headers());
-      const res = await this.pool.request({ path: this.path, method: 'DELETE', headers: { 'mcp-session-id': sessionId, ...protocolVersionHeader(version), ...auth } });
+      // Bounded: a server that does not answer must not hold a connection for the whole headers timeout.
+      const res = await this.pool.request({ path: this.path, method: 'DELETE', headers: { 'mcp-session-id': sessionId, ...protocolVersionHeader(version), ...auth }, signal: AbortSignal.timeout(DELETE_WAIT_MS) });
       this.refused(res.statusCode, auth);
       await res.body.dump();
     } catch {
