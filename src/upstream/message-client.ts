@@ -16,8 +16,11 @@ import { protocolVersionHeader } from '../protocol/versions.js';
 import { readTraceContext } from '../protocol/trace-context.js';
 import { readSseMessages, reopenStream, sessionHeaders, type StreamResumption } from './resumable-sse.js';
 import { isEventStreamType } from '../protocol/sse.js';
+import { sessionUnknown } from './session-unknown.js';
 
 const ERROR_BODY_LIMIT = 64 * 1024;
+/** The most of a refused GET's body read, to see whether it says the session is unknown. */
+const GET_REFUSAL_LIMIT = 4 * 1024;
 /** How long a DELETE of a session (best effort) may take. */
 const DELETE_WAIT_MS = 5_000;
 
@@ -89,9 +92,13 @@ export class MessageClient implements UpstreamMessages {
     }
     this.refused(res.statusCode, auth);
     if (res.statusCode !== 200 || !isEventStreamType(String(res.headers['content-type'] ?? ''))) {
-      await res.body.dump().catch(() => {});
-      // 2025-11-25/basic/transports.mdx §Session Management 4: a 404 for a named session means it has ended.
-      if (res.statusCode === 404 && headers['mcp-session-id'] !== undefined) throw new UpstreamSessionGone(this.upstream);
+      // 2025-11-25/basic/transports.mdx §Session Management 4: a 404 for a named session means it has ended;
+      // so does a 400 that says so (session-unknown.ts), which a server of the v1 SDK's older examples sends.
+      // Taken for a server without GET streams, its listens stayed open and deaf (until 5 December).
+      const named = headers['mcp-session-id'] !== undefined;
+      const errorText = named && res.statusCode === 400 ? await headText(res.body, GET_REFUSAL_LIMIT) : undefined;
+      if (errorText === undefined) await res.body.dump().catch(() => {});
+      if (named && sessionUnknown({ status: res.statusCode, errorText })) throw new UpstreamSessionGone(this.upstream);
       return null;
     }
     // A GET stream the server closes after giving event ids is resumed from the last one (no idle limit:
@@ -146,6 +153,22 @@ export class MessageClient implements UpstreamMessages {
     }
     return { status: res.statusCode, headers, messages: fromJsonText(text) };
   }
+}
+
+/** The first `limit` bytes of a body as text (the rest is not read: the connection is let go); '' when it fails. */
+async function headText(body: AsyncIterable<Buffer>, limit: number): Promise<string> {
+  const chunks: Buffer[] = [];
+  let size = 0;
+  try {
+    for await (const chunk of body) {
+      chunks.push(chunk);
+      size += chunk.length;
+      if (size >= limit) break;
+    }
+  } catch {
+    return '';
+  }
+  return Buffer.concat(chunks).subarray(0, limit).toString('utf8');
 }
 
 async function* fromJsonText(text: string): AsyncGenerator<JsonRpcMessage, void, void> {
