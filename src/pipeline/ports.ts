@@ -33,7 +33,8 @@ export interface UpstreamMessages {
    */
   post(message: JsonRpcMessage, headers: Record<string, string>, cancel?: AbortSignal | Cancellation, principal?: Principal, route?: Route): Promise<UpstreamReply>;
   /**
-   * The session's GET stream; null when the upstream offers none. Rejects with UpstreamSessionGone when the
+   * The session's GET stream; null when the upstream offers none (a 405, or another refusal that is not a
+   * failure: a 429 or 5xx rejects, as a connection that fails does). Rejects with UpstreamSessionGone when the
    * upstream no longer knows the session the headers name (404, or a 400 that says so: upstream/session-unknown.ts).
    */
   openGet(headers: Record<string, string>, signal: AbortSignal): Promise<AsyncGenerator<JsonRpcMessage, void, void> | null>;

@@ -12,6 +12,7 @@ import { dispatchRelay, type RelayResponse } from './dispatch-relay.js';
 import { MAX_WHOLE_BODY_BYTES } from '../pipeline/relay-body.js';
 import { toolCalled, type ToolTimeout } from './tool-timeouts.js';
 import { toGatewayError } from './failures.js';
+import { GatewayError } from '../errors.js';
 import { protocolVersionHeader } from '../protocol/versions.js';
 import { readTraceContext } from '../protocol/trace-context.js';
 import { readSseMessages, reopenStream, sessionHeaders, type StreamResumption } from './resumable-sse.js';
@@ -99,6 +100,12 @@ export class MessageClient implements UpstreamMessages {
       const errorText = named && res.statusCode === 400 ? await headText(res.body, GET_REFUSAL_LIMIT) : undefined;
       if (errorText === undefined) await res.body.dump().catch(() => {});
       if (named && sessionUnknown({ status: res.statusCode, errorText })) throw new UpstreamSessionGone(this.upstream);
+      // An overloaded or failing server (or a proxy before it) has not said it offers no GET stream (that is a
+      // 405): a failure, which the listen hub opens again after a pause. Taken for "no stream" (until
+      // 5 December), it left a session's listens deaf for the session's life.
+      if (res.statusCode === 429 || res.statusCode >= 500) {
+        throw new GatewayError(res.statusCode === 429 || res.statusCode === 503 ? 'GW_ERR_UPSTREAM_OVERLOADED' : 'GW_ERR_UPSTREAM_UNREACHABLE', `Upstream "${this.upstream}" answered its GET stream with HTTP ${res.statusCode}`, this.upstream);
+      }
       return null;
     }
     // A GET stream the server closes after giving event ids is resumed from the last one (no idle limit:
