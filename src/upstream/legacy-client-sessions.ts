@@ -303,9 +303,16 @@ export class LegacyClientSessions {
     }
     const session: LegacyClientSession = { id: typeof id === 'string' ? id : undefined, version, init: response.result, key, owner };
     // 2025-11-25/basic/lifecycle.mdx §Initialization: the client MUST send notifications/initialized.
-    const ack = await this.client.post({ jsonrpc: '2.0', method: 'notifications/initialized' }, this.headersFor(session));
-    for await (const _ of ack.messages) {
-      // drain
+    try {
+      const ack = await this.client.post({ jsonrpc: '2.0', method: 'notifications/initialized' }, this.headersFor(session));
+      for await (const _ of ack.messages) {
+        // drain
+      }
+    } catch (err) {
+      // Not used: the server issued it, so it is ended there, as one whose initialize failed (until
+      // 5 December it was left upstream).
+      endFailedSession(this.client, id, { protocolVersion: version });
+      throw err;
     }
     this.log.info('legacy upstream session opened for modern clients', { version, capabilities, owner: owner === '' ? (this.options.single ? 'everyone' : 'gatehouse') : 'caller' });
     return session;
