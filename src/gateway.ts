@@ -283,7 +283,7 @@ export function createGateway(config: GatehouseConfig, log: Logger, options: Gat
   let stopRequestLog: (() => void) | undefined;
   const followRequestLog = (on: boolean): void => {
     stopRequestLog?.();
-    stopRequestLog = on && log.enabled('info') ? logRequests(edge.token, log) : undefined;
+    stopRequestLog = on && log.enabled('info') ? logRequests(edge.token, log, config.tracing.enabled) : undefined;
   };
   followRequestLog(config.log.requests);
   const stopObserving = [

@@ -79,8 +79,11 @@ export function millisText(seconds: number): string {
   return String(whole) + FRACTIONS[us - whole * 1000]!;
 }
 
-/** The line's fields as JSON members, in the order they have always been written; `scrub`: the logger's. */
-export function requestMembers(e: CallEndEvent, scrub: Scrub = redactText): string {
+/**
+ * The line's fields as JSON members, in the order they have always been written; `scrub`: the logger's.
+ * `traced`: tracing is on, so a call without a client trace context may carry the trace Gatehouse started.
+ */
+export function requestMembers(e: CallEndEvent, scrub: Scrub = redactText, traced = false): string {
   let out = `"callId":"${e.callId}","method":${clientText(e.method ?? e.httpMethod, scrub)}`;
   if (e.era !== undefined) out += `,"era":"${e.era}"`;
   if (e.subject !== undefined) out += `,"subject":${clientText(e.subject, scrub)}`;
@@ -94,15 +97,20 @@ export function requestMembers(e: CallEndEvent, scrub: Scrub = redactText): stri
     if (e.rule !== undefined) out += `,"rule":${nameJson(e.rule)}`;
   }
   out += `,"durationMs":${millisText(e.seconds)}`;
-  const trace = e.ctx?.trace;
-  if (trace) out += `,"traceId":"${trace.traceId}"`;
+  const ctx = e.ctx;
+  if (ctx !== undefined) {
+    const trace = ctx.trace;
+    if (trace) out += `,"traceId":"${trace.traceId}"`;
+    // With tracing off nothing sets it: read only when the gateway traces (`traced`).
+    else if (traced && ctx.spanTraceId !== undefined) out += `,"traceId":"${ctx.spanTraceId}"`;
+  }
   return out;
 }
 
-/** Logs every call that ends on `edge`; returns the unsubscribe function. */
-export function logRequests(edge: object, log: Logger): () => void {
+/** Logs every call that ends on `edge` (`traced`: tracing.enabled); returns the unsubscribe function. */
+export function logRequests(edge: object, log: Logger, traced = false): () => void {
   const scrub: Scrub = (text) => log.scrub(text);
   return subscribe<CallEndEvent>(channels.end, (e) => {
-    if (e.edge === edge) log.infoMembers('request', requestMembers(e, scrub));
+    if (e.edge === edge) log.infoMembers('request', requestMembers(e, scrub, traced));
   });
 }

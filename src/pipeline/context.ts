@@ -72,6 +72,12 @@ export interface CallContext {
    * `upstreamTrace ?? trace` (protocol/trace-context.ts: `upstreamMessage`, `upstreamBody`).
    */
   upstreamTrace?: TraceContext;
+  /**
+   * The trace id of the SERVER span tracing records for the call, when the client sent no trace context
+   * (`trace` names the trace otherwise): set by the tracing subscriber of the start event, only for a span
+   * that records, so the request line leads to a span that exists (log/request-log.ts).
+   */
+  spanTraceId?: string;
   /** The legacy session the request names, when the edge admitted it. */
   readonly sessionId?: string;
   /**

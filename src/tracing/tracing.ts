@@ -144,6 +144,8 @@ export function traceCalls(edge: object, settings: TracingSettings, log: Logger,
       // only once the resolve stage has run.
       const span = tracer.startSpan(spanName(ctx.method ?? ctx.httpMethod, undefined), { kind: api.SpanKind.SERVER, startTime: hr(ctx.receivedAt) }, parentOf(ctx));
       if (span.isRecording()) {
+        // A trace Gatehouse started itself: the request line names it (the client's, in ctx.trace, otherwise).
+        if (ctx.trace === undefined) ctx.spanTraceId = span.spanContext().traceId;
         span.setAttributes(startAttributes(ctx));
         span.addEvent('gatehouse.stage', { 'gatehouse.stage': 'auth', 'gatehouse.decision': 'pass' });
       }
