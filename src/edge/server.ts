@@ -17,7 +17,7 @@ import type { Logger } from '../log/logger.js';
 import { compileClientAddress, limitKey } from '../net/client-address.js';
 import type { CallContext } from '../pipeline/context.js';
 import { Cancellation, NEVER_CANCELLED } from '../pipeline/cancellation.js';
-import { channels, publishRefused, subscribe, type CallEndEvent, type CallOutcomeWord, type CallRefusedEvent, type StageWaitEvent } from '../pipeline/events.js';
+import { channels, CLIENT_CLOSED_STATUS, closedStatus, publishRefused, subscribe, type CallEndEvent, type CallOutcomeWord, type CallRefusedEvent, type StageWaitEvent } from '../pipeline/events.js';
 import type { Outcome } from '../pipeline/outcome.js';
 import type { Principal } from '../pipeline/principal.js';
 import { atCredentialExpiry } from './credential-expiry.js';
@@ -155,7 +155,7 @@ export function createEdge(listen: ListenConfig, handlers: EdgeHandlers, log: Lo
    */
   const refuseAtDoor = (req: IncomingMessage, res: ServerResponse, refusal: Refusal): void => {
     const record: CallRecord = { callId: randomUUID(), started: performance.now(), httpMethod: req.method ?? '' };
-    if (channels.end.hasSubscribers) res.on('close', () => publishEnd(record, res.statusCode, !res.writableFinished));
+    if (channels.end.hasSubscribers) res.on('close', () => publishEnd(record, closedStatus(res), !res.writableFinished));
     refuse(res, record, 'admission', null, refusal);
   };
   /** A refusal with no request to answer (the connection cap, Node's parser): counted and published. */
@@ -194,7 +194,7 @@ export function createEdge(listen: ListenConfig, handlers: EdgeHandlers, log: Lo
       res.on('close', () => {
         if (counted !== undefined) settle(counted);
         const unfinished = !res.writableFinished;
-        if (ends && record.batch !== true) publishEnd(record, res.statusCode, unfinished);
+        if (ends && record.batch !== true) publishEnd(record, unfinished && !res.headersSent ? CLIENT_CLOSED_STATUS : res.statusCode, unfinished);
         if (unfinished) cancel.cancel();
         if (record.session !== undefined) leaveSession(record.session, res.statusCode, record.sessionGone === true);
       });
@@ -259,7 +259,7 @@ export function createEdge(listen: ListenConfig, handlers: EdgeHandlers, log: Lo
   async function handleHealth(req: IncomingMessage, res: ServerResponse): Promise<void> {
     const record: CallRecord = { callId: randomUUID(), started: performance.now(), httpMethod: 'GET' };
     // Answered like the MCP endpoint's requests, it gets their request line: a refusal's call id names one.
-    if (channels.end.hasSubscribers) res.on('close', () => publishEnd(record, res.statusCode, !res.writableFinished));
+    if (channels.end.hasSubscribers) res.on('close', () => publishEnd(record, closedStatus(res), !res.writableFinished));
     if (!headersAdmitted(req, res, record)) return;
     const urlRefusal = opts.auth.checkUrl(req.url);
     if (urlRefusal && !urlRefusal.ok) return refuse(res, record, 'auth', null, urlRefusal.refusal);

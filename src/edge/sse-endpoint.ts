@@ -22,6 +22,7 @@ import { SseSession } from './sse-session.js';
 import { atCredentialExpiry } from './credential-expiry.js';
 import { Cancellation, NEVER_CANCELLED } from '../pipeline/cancellation.js';
 import { proxyPathPrefix } from '../net/path-prefix.js';
+import { closedStatus } from '../pipeline/events.js';
 
 export interface SseEndpointOptions {
   ssePath: string;
@@ -70,7 +71,7 @@ export function createSseEndpoint(core: EdgeCore, opts: SseEndpointOptions, log:
   async function open(req: IncomingMessage, res: ServerResponse): Promise<void> {
     const call = core.startCall('GET', false);
     const { record } = call;
-    res.once('close', () => call.done(res.statusCode, !res.writableFinished));
+    res.once('close', () => call.done(closedStatus(res), !res.writableFinished));
     const caller = await core.admitCaller(req, res, record, ['GET'], 'the SSE endpoint', 'sse');
     if (caller === undefined || !caller.authed.ok) return;
     // The client left while it was being admitted (a token's keys being fetched): the response's `close` has
@@ -135,7 +136,7 @@ export function createSseEndpoint(core: EdgeCore, opts: SseEndpointOptions, log:
     const { record } = call;
     let accepted = false;
     res.once('close', () => {
-      if (!accepted) call.done(res.statusCode, !res.writableFinished);
+      if (!accepted) call.done(closedStatus(res), !res.writableFinished);
     });
     const caller = await core.admitCaller(req, res, record, ['POST'], 'the SSE message endpoint', 'sse');
     if (caller === undefined) return;

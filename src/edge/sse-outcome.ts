@@ -10,6 +10,7 @@ import type { CallStream } from '../pipeline/call-stream.js';
 import type { Outcome } from '../pipeline/outcome.js';
 import type { JsonRpcId } from '../protocol/jsonrpc.js';
 import { isEventStreamType, type SseEvent, SseParser } from '../protocol/sse.js';
+import { CLIENT_CLOSED_STATUS } from '../pipeline/events.js';
 import { discardOutcome } from './answer.js';
 import { jsonOf } from '../protocol/json-text.js';
 
@@ -45,8 +46,9 @@ export interface Delivered {
 
 export async function deliverOutcome(out: MessageOut, outcome: Outcome, ctx: DeliverContext): Promise<Delivered> {
   if (out.signal.aborted) {
+    // The connection closed before its answer: nothing of it reached the client.
     discardOutcome(outcome);
-    return { status: 200, aborted: true, toolError: false };
+    return { status: CLIENT_CLOSED_STATUS, aborted: true, toolError: false };
   }
   const wire: WireContext = { era: 'legacy', id: ctx.id, callId: ctx.callId };
   const answer = new Answer(out, ctx);
@@ -78,6 +80,8 @@ class Answer {
   /** The failure written as the answer, when one was. */
   failure: GatewayError | undefined;
   private gone = false;
+  /** Some message of the answer reached the stream: the answer had begun, as a response whose headers went out. */
+  private sent = false;
 
   constructor(readonly out: MessageOut, private readonly ctx: DeliverContext) {}
 
@@ -111,6 +115,7 @@ class Answer {
       this.ctx.onResponse?.(message as Record<string, unknown>);
     }
     if (!(await this.out.send(text))) this.gone = true;
+    else this.sent = true;
     return !this.gone;
   }
 
@@ -126,7 +131,8 @@ class Answer {
 
   result(status: number): Delivered {
     const aborted = this.gone || this.out.signal.aborted;
-    return { status: this.status ?? status, aborted, toolError: this.toolError, ...(this.errorCode !== undefined ? { errorCode: this.errorCode } : {}), ...(this.failure !== undefined ? { failure: this.failure } : {}) };
+    // Gone before any of it was written: the client got no answer at all (as a response closed before its headers).
+    return { status: aborted && !this.sent ? CLIENT_CLOSED_STATUS : (this.status ?? status), aborted, toolError: this.toolError, ...(this.errorCode !== undefined ? { errorCode: this.errorCode } : {}), ...(this.failure !== undefined ? { failure: this.failure } : {}) };
   }
 }
 

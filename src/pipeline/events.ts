@@ -10,6 +10,17 @@ import type { FinalAnswer } from './final-answer.js';
 /** Why a call ended as it did, in the words of the metrics and the log. */
 export type CallOutcomeWord = 'ok' | 'refused' | 'client_error' | 'upstream_error' | 'aborted' | 'tool_error';
 
+/**
+ * The status of a request whose client left before any answer was sent (outcome `aborted`): nginx's 499
+ * "client closed request". Node's response holds 200 until something is written, which no client got.
+ */
+export const CLIENT_CLOSED_STATUS = 499;
+
+/** The status an ended response stands for: what was sent, or CLIENT_CLOSED_STATUS when its client left before the headers. */
+export function closedStatus(res: { readonly headersSent: boolean; readonly writableFinished: boolean; readonly statusCode: number }): number {
+  return res.writableFinished || res.headersSent ? res.statusCode : CLIENT_CLOSED_STATUS;
+}
+
 export interface CallStartEvent {
   callId: string;
   /** The edge (one gateway) the call arrived on: subscribers of several gateways in one process tell them apart. */
@@ -85,6 +96,7 @@ export interface CallEndEvent {
   /** JSON-RPC method when the body was read. */
   method?: string;
   era?: string;
+  /** The HTTP status answered; CLIENT_CLOSED_STATUS (499) when the client left before any was sent. */
   status: number;
   outcome: CallOutcomeWord;
   /** The refusal code, when a stage or the edge refused. */
