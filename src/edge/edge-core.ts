@@ -90,8 +90,12 @@ export interface EdgeCore {
   /** The edge's identity in the pipeline's events. */
   readonly token: object;
   readonly sessions: SessionBinding;
-  /** Starts accounting for a request; `counted`: it is work a drain waits for. */
-  startCall(httpMethod: string, counted: boolean): EdgeCall;
+  /**
+   * Starts accounting for a request; `counted`: it is work a drain waits for. `internal`: Gatehouse makes
+   * it itself (the HTTP+SSE endpoint's listen GET and closing DELETE), so its `end` says so and the request
+   * log and the request metrics leave it out.
+   */
+  startCall(httpMethod: string, counted: boolean, internal?: boolean): EdgeCall;
   /**
    * The front door: repeated headers, Host/Origin, the HTTP method (`allow`), credentials in the URL,
    * the failed-auth limit, the credential, the per-address limit. Undefined when refused (already answered).

@@ -635,7 +635,7 @@ export function createEdge(listen: ListenConfig, handlers: EdgeHandlers, log: Lo
   }
 
   /** The `end` event of one request, once its answer is complete or the client has gone. */
-  function publishEnd(record: CallRecord, status: number, aborted: boolean): void {
+  function publishEnd(record: CallRecord, status: number, aborted: boolean, internal = false): void {
     const ctx = record.ctx;
     // An upstream that failed the call is an upstream error, whether it answered 5xx or Gatehouse found it
     // unreachable, timed out or broken (a refusal with the failure's code and stage `upstream` in the line).
@@ -649,6 +649,7 @@ export function createEdge(listen: ListenConfig, handlers: EdgeHandlers, log: Lo
     if (record.method !== undefined) event.method = record.method;
     if (record.era !== undefined) event.era = record.era;
     if (record.subject !== undefined) event.subject = record.subject;
+    if (internal) event.internal = true;
     if (record.rpcCode !== undefined) event.rpcCode = record.rpcCode;
     if (record.refusal !== undefined) {
       event.refusal = record.refusal;
@@ -663,7 +664,7 @@ export function createEdge(listen: ListenConfig, handlers: EdgeHandlers, log: Lo
   }
 
   /** A request the SSE endpoint accounts for itself: in flight (when counted) until `done`, which publishes its end. */
-  function startCall(httpMethod: string, counted: boolean): EdgeCall {
+  function startCall(httpMethod: string, counted: boolean, internal = false): EdgeCall {
     const record: CallRecord = { callId: randomUUID(), started: performance.now(), httpMethod };
     const slot: InFlightSlot = { counted };
     if (counted) inFlight++;
@@ -674,7 +675,7 @@ export function createEdge(listen: ListenConfig, handlers: EdgeHandlers, log: Lo
         if (ended) return;
         ended = true;
         settle(slot);
-        if (channels.end.hasSubscribers) publishEnd(record, status, aborted);
+        if (channels.end.hasSubscribers) publishEnd(record, status, aborted, internal);
       },
     };
   }

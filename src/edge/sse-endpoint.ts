@@ -294,7 +294,7 @@ export function createSseEndpoint(core: EdgeCore, opts: SseEndpointOptions, log:
     session.listening = true;
     const opened = Date.now();
     // A listen stream carries no work: a drain does not wait for it.
-    const call = core.startCall('GET', false);
+    const call = core.startCall('GET', false, true);
     const { record } = call;
     record.era = 'legacy';
     record.subject = session.principal.subject;
@@ -355,7 +355,7 @@ export function createSseEndpoint(core: EdgeCore, opts: SseEndpointOptions, log:
     const internalId = session.internalId;
     if (internalId === undefined) return;
     // Counted in flight, so that a drain (which ends idle connections) waits for the session to end upstream.
-    const call = core.startCall('DELETE', true);
+    const call = core.startCall('DELETE', true, true);
     const { record } = call;
     record.era = 'legacy';
     record.subject = session.principal.subject;

@@ -111,6 +111,7 @@ export function requestMembers(e: CallEndEvent, scrub: Scrub = redactText, trace
 export function logRequests(edge: object, log: Logger, traced = false): () => void {
   const scrub: Scrub = (text) => log.scrub(text);
   return subscribe<CallEndEvent>(channels.end, (e) => {
-    if (e.edge === edge) log.infoMembers('request', requestMembers(e, scrub, traced));
+    // Only what clients asked: not the requests Gatehouse makes for them (events.ts `internal`).
+    if (e.edge === edge && e.internal !== true) log.infoMembers('request', requestMembers(e, scrub, traced));
   });
 }

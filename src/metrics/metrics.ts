@@ -134,7 +134,8 @@ export class GatewayMetrics {
    */
   observe(edge: object, toolLabel: (name: string) => string | undefined): () => void {
     const ended = subscribe<CallEndEvent>(channels.end, (e) => {
-      if (e.edge !== edge) return;
+      // Only what clients asked: not the requests Gatehouse makes for them (events.ts `internal`).
+      if (e.edge !== edge || e.internal === true) return;
       // Requests refused before their body was read carry no JSON-RPC method.
       const method = e.method !== undefined ? methodLabel(e.method) : e.ctx?.kind === 'response' ? 'response' : e.httpMethod === 'POST' ? 'other' : e.httpMethod;
       this.requests.inc(method, e.era ?? 'unknown', e.upstream ?? 'unknown', e.outcome);

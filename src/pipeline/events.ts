@@ -117,6 +117,11 @@ export interface CallEndEvent {
    * wrote, streams it relayed event by event, and relayed JSON bodies that carry an `error`.
    */
   rpcCode?: number;
+  /**
+   * A request Gatehouse made itself, not a client (the HTTP+SSE endpoint's listen GET and the DELETE that
+   * ends a dropped connection's session): spans show it, the request log and the request metrics do not.
+   */
+  internal?: true;
 }
 
 /**
