@@ -168,7 +168,8 @@ export function createGateway(config: GatehouseConfig, log: Logger, options: Gat
         inFlight: () => edge.inFlight,
         legacySessions: () => sessionBinding.size,
         storeUp: () => state.available,
-        pendingApprovals: async () => (running.policy.approvals.length === 0 ? undefined : approvalBook.pendingCount()),
+        // Without approval rules nothing here is waiting for a decision (those a reload removed no longer govern a call).
+        pendingApprovals: async () => (running.policy.approvals.length === 0 ? 0 : approvalBook.pendingCount()),
         breakers: () => breakerBoard.all(),
         upstreams: () => upstreamStates(runtime.upstream),
       })

@@ -24,8 +24,11 @@ export interface MetricsSources {
   storeUp(): boolean;
   /** What this replica last saw of each circuit breaker (policy.breakers). */
   breakers?(): Array<{ breaker: string; target: string; state: 'closed' | 'open' | 'half_open' }>;
-  /** Approvals waiting for a decision now (from the store, shared by replicas); undefined when unknown. */
-  pendingApprovals?(): Promise<number | undefined>;
+  /**
+   * Approvals waiting for a decision now (from the store, shared by replicas): 0 without approval rules,
+   * and a rejection when the store cannot be read.
+   */
+  pendingApprovals?(): Promise<number>;
   /** Reachability and detected era per upstream, read at scrape time. */
   upstreams(): Promise<Array<{ name: string; up: boolean; era?: string | undefined }>>;
 }
@@ -91,11 +94,12 @@ export class GatewayMetrics {
     this.pinnedToolChanges = new Counter({ name: 'gatehouse_pinned_tool_changes_total', help: 'Changed tool definitions noticed by this replica (tools.pinning), each counted once per new definition.', registers });
     new Gauge({
       name: 'gatehouse_approvals_pending',
-      help: 'Approvals waiting for a decision, from the store (all replicas).',
+      help: 'Approvals waiting for a decision, from the store (all replicas); NaN while the store cannot be read.',
       registers,
       async collect() {
-        const n = await sources.pendingApprovals?.().catch(() => undefined);
-        if (n !== undefined) this.set(n);
+        // Never the last count read: a store that cannot be read makes it unknown (NaN: no alert on a
+        // count fires, a graph shows a gap, gatehouse_store_up says why), and no approval rules make it 0.
+        this.set(sources.pendingApprovals === undefined ? 0 : await sources.pendingApprovals().catch(() => Number.NaN));
       },
     });
     this.storeErrors = new Counter({ name: 'gatehouse_store_errors_total', help: 'Store operations that failed (each one fails its call closed).', registers });
