@@ -33,7 +33,7 @@ export function publishAnswer(outcome: Outcome, ctx: CallContext): Promise<Outco
       if (work.length === 1) await work[0];
       else if (work.length > 1) await Promise.all(work);
     } catch (err) {
-      return { refusal: failure(new GatewayError('GW_ERR_STATE_UNAVAILABLE', 'Gatehouse could not record this call, so its answer is withheld; retry later', undefined, { cause: err })) };
+      return { refusal: failure(new GatewayError('GW_ERR_STATE_UNAVAILABLE', 'Gatehouse could not record this call, so its answer is withheld; retry later', undefined, { cause: err })), stage: 'audit' };
     }
     return withMeta(answer, meta);
   });

@@ -29,8 +29,17 @@ export interface FinalAnswer {
  * What comes back from `onFinal`: nothing (the answer goes as it is), another response, entries to add to
  * the result's `_meta` (the audit's run id), or a refusal that replaces the answer (for instance when a
  * record that had to be written before it could not be). `meta` is given only for an answer with a result.
+ * A refusal names the `stage` that made it, which the request line and the span say: without one it
+ * keeps the stage of the refusal it replaces, and a replaced answer's refusal would be taken for the
+ * upstream's (the output check's invalid_output was logged as refused by stage `upstream`).
  */
-export type FinalVerdict = void | undefined | { response: JsonRpcResponse } | { meta: Record<string, unknown> } | { refusal: Refusal };
+export type FinalVerdict = void | undefined | { response: JsonRpcResponse } | { meta: Record<string, unknown> } | { refusal: Refusal; stage?: RefusingStage };
+
+/**
+ * Who refuses through a final answer: a stage's name (stage.ts StageName; not imported, since stage.ts
+ * depends on events.ts, which depends on this module), or `audit` (an answer withheld for want of its record).
+ */
+export type RefusingStage = string;
 
 export type OnFinal = (answer: FinalAnswer) => Promise<FinalVerdict>;
 
@@ -103,7 +112,10 @@ function renderer(ctx: CallContext, id: JsonRpcId | null): (refusal: Refusal) =>
 }
 
 function replaced(outcome: Outcome, verdict: Exclude<FinalVerdict, void | undefined>, answer: FinalAnswer, text?: string): Outcome {
-  if ('refusal' in verdict) return { kind: 'refused', refusal: verdict.refusal, ...(outcome.kind === 'refused' && outcome.stage !== undefined ? { stage: outcome.stage } : {}) };
+  if ('refusal' in verdict) {
+    const stage = verdict.stage ?? (outcome.kind === 'refused' ? outcome.stage : undefined);
+    return { kind: 'refused', refusal: verdict.refusal, ...(stage !== undefined ? { stage } : {}) };
+  }
   const response = responseOf(verdict, answer.response, text);
   if (outcome.kind === 'json') return { ...outcome, message: response };
   return { kind: 'json', status: 200, message: response };
@@ -208,7 +220,7 @@ async function interceptRelayedJson(outcome: Extract<Outcome, { kind: 'relay' }>
   if (response === undefined && marker === undefined) return notAnAnswer(outcome, read, onFinal, renderer(ctx, outcome.requestId));
   const verdict = response === undefined ? undefined : await onFinal({ response });
   if (verdict === undefined) return { ...outcome, body: read.body, read };
-  if ('refusal' in verdict) return { kind: 'refused', refusal: verdict.refusal };
+  if ('refusal' in verdict) return { kind: 'refused', refusal: verdict.refusal, ...(verdict.stage !== undefined ? { stage: verdict.stage } : {}) };
   if ('meta' in verdict) {
     const spliced = withMetaInserted(text, response!, verdict.meta, outcome.headers);
     if (spliced !== undefined) return splicedRelay(outcome, spliced);

@@ -238,10 +238,10 @@ export function compileIdempotencyStage(settings: IdempotencySettings, store: Id
           // The FITsociety seed: the completed response is persisted before it is returned.
           const stored = await waitedOn(ctx, 'idempotency', 'store.complete', store.complete(key, owner, JSON.stringify(response), ttlMs));
           // Not stored (the record is gone): the README promises the answer is kept before it is returned.
-          if (!stored) return { refusal: failure(new GatewayError('GW_ERR_STATE_UNAVAILABLE', 'The idempotency record of this call was lost while it ran, so its answer could not be kept and is withheld; check its effect before calling again with a new key')) };
+          if (!stored) return { refusal: failure(new GatewayError('GW_ERR_STATE_UNAVAILABLE', 'The idempotency record of this call was lost while it ran, so its answer could not be kept and is withheld; check its effect before calling again with a new key')), stage: 'idempotency' };
           return undefined;
         } catch (err) {
-          return { refusal: stateUnavailable(err) };
+          return { refusal: stateUnavailable(err), stage: 'idempotency' };
         } finally {
           done();
         }

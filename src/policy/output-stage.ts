@@ -45,7 +45,7 @@ export function compileOutputStage(mode: OutputValidation, schemas: ArgumentSche
         if (mode !== 'enforce') return undefined;
         const replacement = invalidOutput(route.publicName, problems);
         publishRefused(ctx, 'output', replacement);
-        return { refusal: replacement };
+        return { refusal: replacement, stage: 'output' };
       });
     },
   };
