@@ -26,6 +26,7 @@ export function noticeLog(): NoticeLog {
     enabled: (level) => level === 'warn' || level === 'error',
     addSecrets: () => {},
     scrub: redactText,
+    secretsGeneration: () => 0,
     flush: () => {},
     infoMembers: () => {},
   };

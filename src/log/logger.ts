@@ -29,6 +29,11 @@ export interface Logger {
    * secret the cut runs through is no longer whole, and its first part would pass).
    */
   scrub(text: string): string;
+  /**
+   * How many times secret values were added so far: a text `scrub` left as it was stays so until this
+   * changes (a cache of clean texts, such as tracing's, starts anew when it does).
+   */
+  secretsGeneration(): number;
   /** Writes out the lines held back for batching (before the process says something on its own). */
   flush(): void;
   /**
@@ -275,6 +280,7 @@ function wrap(p: PinoLogger, sink: Sink, bound: string): Logger {
     enabled: (lvl) => p.isLevelEnabled(lvl),
     addSecrets: (values) => sink.secrets.add(values),
     scrub: (text) => sink.secrets.scrubText(redactText(text)),
+    secretsGeneration: () => sink.secrets.generation,
     flush: () => sink.flush(),
     infoMembers(msg, members) {
       // The same shape as pino's lines: level, time, bound fields, msg, then the fields.
@@ -411,10 +417,14 @@ class LiteralSecrets {
   private readonly values = new Set<string>();
   private pattern: RegExp | undefined;
   private present: RegExp | undefined;
+  /** Grows each time a new value is added (Logger.secretsGeneration). */
+  generation = 0;
 
   add(values: Iterable<string>): void {
+    const before = this.values.size;
     for (const v of values) if (typeof v === 'string' && v.length >= MIN_SECRET_LENGTH) this.values.add(v);
-    if (this.values.size === 0) return;
+    if (this.values.size === before) return;
+    this.generation++;
     // Matched in their JSON-escaped form, longest first so a secret containing another is removed whole;
     // the lookbehind (an even run of backslashes) keeps a match from starting inside an escape sequence.
     const escaped = [...this.values].map((v) => JSON.stringify(v).slice(1, -1)).sort((a, b) => b.length - a.length);

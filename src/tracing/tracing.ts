@@ -23,18 +23,19 @@
 // queue is full, are counted (metrics) and logged, at most once a minute each, so an operator learns that spans are being lost. A span holds at most NAME_MAX characters of
 // name and ATTRIBUTE_MAX per string attribute, whatever the client sent.
 //
-// The strings a client chose (method, tool and prompt names, the JSON-RPC id, the subject) are scrubbed of
-// credential-shaped text as the request log's are (log/redactText): a span is sent to a backend that more
-// people read than the gateway's log.
+// The strings a client chose (method, tool and prompt names, the JSON-RPC id, the subject) are scrubbed as
+// the log's lines are, of credential-shaped text and of the configured secret values (span-text.ts): a span
+// is sent to a backend that more people read than the gateway's log.
 
 import { createHash } from 'node:crypto';
 import type * as Api from '@opentelemetry/api';
 import type { SpanExporter } from '@opentelemetry/sdk-trace-base';
-import { redactText, type Logger } from '../log/logger.js';
+import type { Logger } from '../log/logger.js';
 import { channels, subscribe, type CallEndEvent, type CallRefusedEvent, type CallStartEvent, type StagePassedEvent, type StageWaitEvent, type UpstreamAnswerEvent, type UpstreamStartEvent } from '../pipeline/events.js';
 import type { CallContext } from '../pipeline/context.js';
 import { KNOWN_CLIENT_METHODS } from '../protocol/methods.js';
 import { watchQueue } from './queue-watch.js';
+import { SpanTexts } from './span-text.js';
 
 export interface TracingSettings {
   enabled: boolean;
@@ -67,11 +68,6 @@ const EXPORT_WARN_INTERVAL_MS = 60_000;
  */
 const NAME_MAX = 200;
 const ATTRIBUTE_MAX = 256;
-/**
- * How far past the cut a string is scrubbed: a credential that straddles the cut is then found whole,
- * not left as a prefix too short for its shape (a `gh_` key under 20 characters).
- */
-const SCRUB_SLACK = 512;
 
 /** The traces URL: the config, else the standard OTLP environment variables, else the OTLP/HTTP default. */
 export function tracesEndpoint(settings: Pick<TracingSettings, 'endpoint'>, env: NodeJS.ProcessEnv): string {
@@ -121,6 +117,9 @@ export function traceCalls(edge: object, settings: TracingSettings, log: Logger,
     // Not registered globally: this gateway's spans only, so two gateways in one process never mix.
     const tracer = provider.getTracer('gatehouse');
     const open = new Map<string, Open>();
+    // Scrubbed with this gateway's logger: its configured secrets, and those a reload adds.
+    const texts = new SpanTexts(log, ATTRIBUTE_MAX);
+    const clientText = (value: unknown): string => texts.text(value);
 
     const parentOf = (ctx: CallContext): Api.Context => {
       const trace = ctx.trace;
@@ -142,11 +141,11 @@ export function traceCalls(edge: object, settings: TracingSettings, log: Logger,
       // only for a span that records, so an unsampled call costs little more than its span object. Named
       // after the method until the call ends: whether its tool is one a list gave (listedTarget) is known
       // only once the resolve stage has run.
-      const span = tracer.startSpan(spanName(ctx.method ?? ctx.httpMethod, undefined), { kind: api.SpanKind.SERVER, startTime: hr(ctx.receivedAt) }, parentOf(ctx));
+      const span = tracer.startSpan(spanName(texts, ctx.method ?? ctx.httpMethod, undefined), { kind: api.SpanKind.SERVER, startTime: hr(ctx.receivedAt) }, parentOf(ctx));
       if (span.isRecording()) {
         // A trace Gatehouse started itself: the request line names it (the client's, in ctx.trace, otherwise).
         if (ctx.trace === undefined) ctx.spanTraceId = span.spanContext().traceId;
-        span.setAttributes(startAttributes(ctx));
+        span.setAttributes(startAttributes(texts, ctx));
         span.addEvent('gatehouse.stage', { 'gatehouse.stage': 'auth', 'gatehouse.decision': 'pass' });
       }
       open.set(e.callId, { span });
@@ -177,7 +176,7 @@ export function traceCalls(edge: object, settings: TracingSettings, log: Logger,
       const rawTarget = ctx.route?.original ?? targetOf(ctx);
       const target = rawTarget !== undefined ? clientText(rawTarget) : undefined;
       const client = tracer.startSpan(
-        spanName(ctx.method ?? ctx.httpMethod, listedTarget(ctx) !== undefined ? target : undefined),
+        spanName(texts, ctx.method ?? ctx.httpMethod, listedTarget(ctx) !== undefined ? target : undefined),
         {
           kind: api.SpanKind.CLIENT,
           startTime: hr(performance.now()),
@@ -223,7 +222,7 @@ export function traceCalls(edge: object, settings: TracingSettings, log: Logger,
       if (!entry) {
         // Refused before the call could be described (front door, auth): a span of its own, with no parent
         // (the client's trace context is read after auth).
-        const name = spanName(e.method ?? e.httpMethod, e.ctx !== undefined ? listedTarget(e.ctx) : undefined);
+        const name = spanName(texts, e.method ?? e.httpMethod, e.ctx !== undefined ? listedTarget(e.ctx) : undefined);
         const span = tracer.startSpan(name, { kind: api.SpanKind.SERVER, startTime: hr(performance.now() - e.seconds * 1000), attributes: e.method !== undefined ? { 'mcp.method.name': clientText(e.method) } : {} }, api.ROOT_CONTEXT);
         if (e.refusal !== undefined) span.addEvent('gatehouse.refusal', { 'gatehouse.stage': e.stage ?? 'edge', 'gatehouse.refusal_code': e.refusal });
         entry = { span };
@@ -236,7 +235,7 @@ export function traceCalls(edge: object, settings: TracingSettings, log: Logger,
       if (!span.isRecording()) return span.end();
       const endTime = hr(performance.now());
       const target = e.ctx !== undefined ? listedTarget(e.ctx) : undefined;
-      if (target !== undefined) span.updateName(spanName(e.ctx!.method!, target));
+      if (target !== undefined) span.updateName(spanName(texts, e.ctx!.method!, target));
       const subject = e.ctx?.principal.subject ?? e.subject;
       const tenant = e.ctx?.principal.tenant;
       const route = e.ctx?.route;
@@ -408,38 +407,13 @@ function errorTypeOf(entry: { rpcCode?: number }, e: CallEndEvent): string {
  * in the metrics): the client chooses it, and a span name is what a backend indexes (see listedTarget);
  * `mcp.method.name` still carries it.
  */
-function spanName(method: string, target: string | undefined): string {
+function spanName(texts: SpanTexts, method: string, target: string | undefined): string {
   const known = KNOWN_CLIENT_METHODS.has(method) || HTTP_METHODS.has(method) ? method : 'other';
-  return clientText(target !== undefined ? `${known} ${target}` : known, NAME_MAX);
+  return texts.text(target !== undefined ? `${known} ${target}` : known, NAME_MAX);
 }
 
 /** A request's HTTP method names the span of a request without a JSON-RPC method (a GET, a DELETE, one refused before its body was read). */
 const HTTP_METHODS: ReadonlySet<string> = new Set(['GET', 'POST', 'DELETE', 'HEAD', 'OPTIONS', 'PUT', 'PATCH']);
-
-/**
- * A client-chosen string fit for a span: scrubbed of credential-shaped text (as the request log's) and cut
- * at `max` characters. Typed strings may still be anything a hostile body held, so a value that is not a
- * string is written as its JSON text.
- */
-function clientText(value: unknown, max: number = ATTRIBUTE_MAX): string {
-  const s = typeof value === 'string' ? value : (JSON.stringify(value) ?? String(value));
-  if (s.length <= max && cleanTexts.has(s)) return s;
-  const scrubbed = redactText(s.length <= max + SCRUB_SLACK ? s : s.slice(0, max + SCRUB_SLACK));
-  const text = scrubbed.length <= max ? scrubbed : `${scrubbed.slice(0, max)}…`;
-  // Kept only when nothing was cut or scrubbed, so the set never holds a credential a client sent.
-  if (text === s) {
-    if (cleanTexts.size >= CLEAN_TEXTS_MAX) cleanTexts.clear();
-    cleanTexts.add(s);
-  }
-  return text;
-}
-
-/**
- * Client strings seen before with nothing to scrub: the same methods and tool names recur on every span.
- * Bounded: a client that sends ever new names empties it, and pays what every span paid without it.
- */
-const cleanTexts = new Set<string>();
-const CLEAN_TEXTS_MAX = 1024;
 
 /**
  * The target of a span's name (semantic conventions for MCP, §Spans: `{mcp.method.name} {target}`, and the
@@ -462,14 +436,14 @@ function targetOf(ctx: CallContext): string | undefined {
   return typeof name === 'string' ? name : undefined;
 }
 
-function startAttributes(ctx: CallContext): Api.Attributes {
+function startAttributes(texts: SpanTexts, ctx: CallContext): Api.Attributes {
   const id = ctx.kind === 'request' ? (ctx.message as { id?: unknown } | undefined)?.id : undefined;
   return {
-    ...(ctx.method !== undefined ? { 'mcp.method.name': clientText(ctx.method) } : {}),
+    ...(ctx.method !== undefined ? { 'mcp.method.name': texts.text(ctx.method) } : {}),
     'mcp.protocol.version': ctx.version,
     // A digest, not the id: a legacy session id is what a client presents to be served in that session.
     ...(ctx.sessionId !== undefined ? { 'mcp.session.id': createHash('sha256').update(ctx.sessionId).digest('hex').slice(0, 32) } : {}),
-    ...(typeof id === 'string' || typeof id === 'number' ? { 'jsonrpc.request.id': clientText(String(id)) } : {}),
+    ...(typeof id === 'string' || typeof id === 'number' ? { 'jsonrpc.request.id': texts.text(String(id)) } : {}),
     'network.transport': 'tcp',
     'network.protocol.name': 'http',
     'http.request.method': ctx.httpMethod,
