@@ -9,6 +9,7 @@ import { unsupportedFeatures } from '../config/semantic-checks.js';
 import type { GatehouseConfig, ListenConfig, LogLevel } from '../config/types.js';
 import { createGateway, ListenError, type Gateway } from '../gateway.js';
 import { createLogger, resolveLogFormat, type Logger } from '../log/logger.js';
+import { exitOnFault } from '../log/fault-exit.js';
 import { isLoopback } from '../net/loopback.js';
 import type { InterpolatedValue } from '../config/interpolate.js';
 import { collectSecrets } from '../config/secrets.js';
@@ -70,6 +71,8 @@ export async function serveCommand(args: string[], io: CommandIO): Promise<numbe
   }
   // Configured secret values (upstream credentials, client secrets) are scrubbed from every log line.
   const log = createLogger(config.log.level, undefined, {}, { secrets: collectSecrets(config, interpolated), format: resolveLogFormat(config.log.format) });
+  // From here on a fault nothing caught is one scrubbed error line, then exit 1 (not Node's raw stack).
+  exitOnFault(log);
   // A file's problems are located in it, as check-config does; createGateway below refuses the same ones.
   const problems = fileText !== undefined && configFile !== undefined ? unsupportedFeatures(config) : [];
   if (problems.length > 0) {
