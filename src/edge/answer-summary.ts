@@ -2,6 +2,7 @@
 // error, its code. The end event carries both (metrics and the log count tool errors; spans record the code).
 
 import { refusalCode, upstreamFailureOf, type GatewayError, type Refusal } from '../errors.js';
+import type { StreamRefusal } from '../pipeline/call-stream.js';
 import { publishRefused } from '../pipeline/events.js';
 import type { CallRecord } from './edge-core.js';
 
@@ -16,6 +17,21 @@ export interface AnswerSummary {
    * before the answer began would have.
    */
   failure?: GatewayError;
+  /** The final answer was a refusal a stage put in place of a stream's answer (CallStream.refused). */
+  refused?: StreamRefusal;
+}
+
+/**
+ * A refusal a stage wrote as a stream's final message ends the call as refused by that stage, as it would
+ * had the answer been JSON: the stage published it when it refused (the output check does), so it is only
+ * recorded here. Without this the request line said tool_error, with no refusal and no stage.
+ */
+export function recordWrittenRefusal(record: CallRecord, refused: StreamRefusal): void {
+  if (record.refusal !== undefined) return;
+  const refusal = refused.refusal;
+  record.refusal = refusalCode(refusal);
+  record.stage = refused.stage ?? 'upstream';
+  if ((refusal.kind === 'tool' || refusal.kind === 'transport') && refusal.rule !== undefined) record.rule = refusal.rule;
 }
 
 /** The summary of a failure the edge wrote as the answer. */

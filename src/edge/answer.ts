@@ -131,7 +131,11 @@ async function writeStream(res: ServerResponse, stream: CallStream, headers: Ans
         if (!item.final) continue;
         item = { failure: tooDeep() };
       }
-      if ('message' in item && item.final) summary = summaryOf(item.message);
+      if ('message' in item && item.final) {
+        summary = summaryOf(item.message);
+        const refused = stream.refused;
+        if (refused !== undefined) summary = { ...summary, refused };
+      }
       if (!sse && isFinalAnswer(item)) {
         // Nothing preceded the answer: plain JSON, as a server answering directly would.
         if ('message' in item) {

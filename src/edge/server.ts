@@ -28,7 +28,7 @@ import { META_CLIENT_CAPABILITIES } from '../protocol/methods.js';
 import { putTraceInMeta, traceSources, type TraceContext } from '../protocol/trace-context.js';
 import { accepts } from '../protocol/front-door.js';
 import { discardOutcome, writeOutcome, sendJson } from './answer.js';
-import { recordWrittenFailure } from './answer-summary.js';
+import { recordWrittenFailure, recordWrittenRefusal } from './answer-summary.js';
 import { bodyInBuffer, readBody, type BodyResult } from './body.js';
 import { limitConnectionsPerAddress } from './connection-limit.js';
 import { repeatedSingletonHeader } from './duplicate-headers.js';
@@ -503,6 +503,7 @@ export function createEdge(listen: ListenConfig, handlers: EdgeHandlers, log: Lo
         if (summary.toolError) record.toolError = true;
         if (summary.errorCode !== undefined) record.rpcCode = summary.errorCode;
         if (summary.failure !== undefined) recordWrittenFailure(record, summary.failure, token);
+        if (summary.refused !== undefined) recordWrittenRefusal(record, summary.refused);
       },
     });
   }

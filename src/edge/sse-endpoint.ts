@@ -17,7 +17,7 @@ import type { Outcome } from '../pipeline/outcome.js';
 import { CALL_ID_HEADER, discardOutcome, writeOutcome } from './answer.js';
 import type { EdgeCore, Received } from './edge-core.js';
 import { deliverOutcome, type Delivered } from './sse-outcome.js';
-import { recordWrittenFailure } from './answer-summary.js';
+import { recordWrittenFailure, recordWrittenRefusal } from './answer-summary.js';
 import { SseSession } from './sse-session.js';
 import { atCredentialExpiry } from './credential-expiry.js';
 import { Cancellation, NEVER_CANCELLED } from '../pipeline/cancellation.js';
@@ -215,6 +215,7 @@ export function createSseEndpoint(core: EdgeCore, opts: SseEndpointOptions, log:
       if (delivered.toolError) record.toolError = true;
       if (delivered.errorCode !== undefined) record.rpcCode = delivered.errorCode;
       if (delivered.failure !== undefined) recordWrittenFailure(record, delivered.failure, core.token);
+      if (delivered.refused !== undefined) recordWrittenRefusal(record, delivered.refused);
       afterAnswer(session, received, delivered);
     } catch (err) {
       log.error('unhandled error on the SSE endpoint', { err, callId: record.callId });

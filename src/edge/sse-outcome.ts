@@ -6,7 +6,7 @@
 // JSON-RPC response for its id, and a request is never left without one.
 
 import { GatewayError, toWire, tooDeep, type WireContext } from '../errors.js';
-import type { CallStream } from '../pipeline/call-stream.js';
+import type { CallStream, StreamRefusal } from '../pipeline/call-stream.js';
 import type { Outcome } from '../pipeline/outcome.js';
 import type { JsonRpcId } from '../protocol/jsonrpc.js';
 import { isEventStreamType, type SseEvent, SseParser } from '../protocol/sse.js';
@@ -42,6 +42,8 @@ export interface Delivered {
   errorCode?: number;
   /** The failure written as the answer once the answer had begun (answer-summary.ts recordWrittenFailure). */
   failure?: GatewayError;
+  /** A stage's refusal written as a stream's final message (answer-summary.ts recordWrittenRefusal). */
+  refused?: StreamRefusal;
 }
 
 export async function deliverOutcome(out: MessageOut, outcome: Outcome, ctx: DeliverContext): Promise<Delivered> {
@@ -79,6 +81,8 @@ class Answer {
   private status: number | undefined;
   /** The failure written as the answer, when one was. */
   failure: GatewayError | undefined;
+  /** The refusal a stage put in place of a stream's answer (CallStream.refused), when one did. */
+  refused: StreamRefusal | undefined;
   private gone = false;
   /** Some message of the answer reached the stream: the answer had begun, as a response whose headers went out. */
   private sent = false;
@@ -132,7 +136,7 @@ class Answer {
   result(status: number): Delivered {
     const aborted = this.gone || this.out.signal.aborted;
     // Gone before any of it was written: the client got no answer at all (as a response closed before its headers).
-    return { status: aborted && !this.sent ? CLIENT_CLOSED_STATUS : (this.status ?? status), aborted, toolError: this.toolError, ...(this.errorCode !== undefined ? { errorCode: this.errorCode } : {}), ...(this.failure !== undefined ? { failure: this.failure } : {}) };
+    return { status: aborted && !this.sent ? CLIENT_CLOSED_STATUS : (this.status ?? status), aborted, toolError: this.toolError, ...(this.errorCode !== undefined ? { errorCode: this.errorCode } : {}), ...(this.failure !== undefined ? { failure: this.failure } : {}), ...(this.refused !== undefined ? { refused: this.refused } : {}) };
   }
 }
 
@@ -152,6 +156,7 @@ async function streamed(answer: Answer, stream: CallStream, wire: WireContext): 
         if (!(await answer.message(w.body))) break;
         continue;
       }
+      if (item.final && stream.refused !== undefined) answer.refused = stream.refused;
       if (!(await answer.message(item.message))) break;
     }
   } finally {

@@ -2,7 +2,7 @@
 // reads it (the edge writing HTTP, or the catalog reading a member) pulls them in order. It is the only
 // place a producer learns that its reader went away.
 
-import type { GatewayError } from '../errors.js';
+import type { GatewayError, Refusal } from '../errors.js';
 import { Cancellation } from './cancellation.js';
 import type { JsonRpcId, JsonRpcMessage, JsonRpcResponse } from '../protocol/jsonrpc.js';
 
@@ -20,6 +20,12 @@ export interface MessageSink {
 }
 
 export type StreamItem = { message: JsonRpcMessage; final: boolean } | { failure: GatewayError } | { comment: true };
+
+/** A refusal a stage made in place of a stream's answer (final-answer.ts), and the stage that made it. */
+export interface StreamRefusal {
+  refusal: Refusal;
+  stage: string | undefined;
+}
 
 export interface CallStreamOptions {
   /** The id of the request this call answers (failures are rendered as an error for it). */
@@ -39,6 +45,11 @@ export class CallStream implements MessageSink {
   private wake?: () => void;
   private readonly closers: Array<() => void> = [];
   private cutters: Array<() => void> | undefined;
+  /**
+   * Set when the final message is a refusal a stage made (`refuse`): the message alone reads as a tool
+   * error, and the request line, the span and the metrics would not know a stage refused the call.
+   */
+  refused: StreamRefusal | undefined;
 
   constructor(opts: CallStreamOptions) {
     this.mode = opts.mode;
@@ -63,6 +74,13 @@ export class CallStream implements MessageSink {
 
   fail(err: GatewayError): void {
     this.last({ failure: err });
+  }
+
+  /** Finishes with `response`, the rendering of a refusal `stage` made (see `refused`). */
+  refuse(response: JsonRpcResponse, refused: StreamRefusal): void {
+    if (this.done) return;
+    this.refused = refused;
+    this.finish(response);
   }
 
   /**

@@ -158,16 +158,21 @@ function interceptStream(source: CallStream, ctx: CallContext, onFinal: OnFinal)
           const text = message !== undefined ? writableJson(message) : undefined;
           const failure =
             'failure' in item ? item.failure : text === undefined ? tooDeep(ctx.route?.upstream) : !carriesOneOutcome(message!) ? misreadError('notOneOutcome', ctx.route?.upstream ?? 'upstream') : undefined;
+          // A refusal an inner stage put in place of the answer: shown as one, and passed on as one.
+          const prior = failure === undefined ? source.refused : undefined;
           const answer: FinalAnswer =
             failure !== undefined
               ? { response: toWire({ kind: 'failure', error: failure }, { era: ctx.era, id: source.requestId, callId: ctx.callId }).body, failure }
-              : { response: message! };
+              : prior !== undefined
+                ? { response: message!, refusal: prior.refusal }
+                : { response: message! };
           const verdict = await onFinal(answer);
           if (verdict !== undefined && 'refusal' in verdict) {
             if (verdict.refusal.kind === 'failure') out.fail(verdict.refusal.error);
-            else out.finish(toWire(refusalOfTool(verdict.refusal, ctx), { era: ctx.era, id: source.requestId, callId: ctx.callId }).body);
+            else out.refuse(toWire(refusalOfTool(verdict.refusal, ctx), { era: ctx.era, id: source.requestId, callId: ctx.callId }).body, { refusal: verdict.refusal, stage: verdict.stage ?? prior?.stage });
           } else if (verdict !== undefined) out.finish(responseOf(verdict, answer.response, text));
           else if (failure !== undefined) out.fail(failure);
+          else if (prior !== undefined) out.refuse(message!, prior);
           else out.finish(message!);
         }
       }

@@ -5,15 +5,20 @@
 
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { SSEClientTransport } from '@modelcontextprotocol/sdk/client/sse.js';
 import { startFakeUpstream, jsonResult, type FakeUpstream } from '../fixtures/upstreams/fake-upstream.js';
 import { startGateway, type TestGateway } from '../helpers/gateway.js';
 import { modernRequest, post } from '../helpers/http.js';
 import { attr, SPAN_KIND, startReceiver, waitFor, type Receiver } from '../helpers/otlp.js';
 
 let up: FakeUpstream;
+let other: FakeUpstream;
 let receiver: Receiver;
 /** One upstream: its JSON answer is relayed, read whole by the output check. */
 let gw: TestGateway;
+/** Two upstreams: the catalog hands the member's answer on as a stream, whose final message the check replaces. */
+let catalog: TestGateway;
 
 const drifty = { content: [{ type: 'text', text: '{"n":"not a number"}' }], structuredContent: { n: 'not a number' }, resultType: 'complete' };
 
@@ -30,23 +35,59 @@ before(async () => {
     },
     { handshake: 'modern' },
   );
+  other = await startFakeUpstream(
+    (_req, res, body) => {
+      const msg = JSON.parse(body) as { id?: unknown; method: string };
+      if (msg.id === undefined) return void res.writeHead(202).end();
+      jsonResult(res, body, msg.method === 'tools/list' ? { tools: [{ name: 'calm', inputSchema: { type: 'object' } }], resultType: 'complete', ttlMs: 0, cacheScope: 'public' } : { resultType: 'complete' });
+    },
+    { handshake: 'modern' },
+  );
   receiver = await startReceiver();
-  gw = await startGateway({ upstreams: [{ name: 'up', url: up.url, era: 'modern' }], tools: { outputValidation: 'enforce' }, tracing: { enabled: true, endpoint: receiver.url } });
+  const tracing = { enabled: true, endpoint: receiver.url };
+  gw = await startGateway({ upstreams: [{ name: 'up', url: up.url, era: 'modern' }], tools: { outputValidation: 'enforce' }, tracing });
+  catalog = await startGateway({ listen: { ssePath: '/sse' }, upstreams: [{ name: 'up', url: up.url, era: 'modern' }, { name: 'other', url: other.url, era: 'modern' }], tools: { outputValidation: 'enforce' }, tracing });
 });
 after(async () => {
   await gw?.close();
+  await catalog?.close();
+  await other?.close();
   await up?.close();
   await receiver?.close();
 });
 
-test('output that breaks the outputSchema: logged and traced as refused by the output stage', async () => {
-  const req = modernRequest(1, 'tools/call', { name: 'drifty', arguments: {} });
-  const res = await post(gw.url, req.body, req.headers);
-  assert.match(res.text, /invalid_output/);
-  const line = await waitFor('the request line', () => gw.logs.find((l) => l.msg === 'request' && l.tool === 'drifty'));
-  assert.equal(line.outcome, 'refused');
-  assert.equal(line.refusal, 'invalid_output');
-  assert.equal(line.stage, 'output');
-  const span = await waitFor('the call span', () => receiver.spans.find((s) => s.kind === SPAN_KIND.SERVER && attr(s, 'gatehouse.call_id') === line.callId));
-  assert.equal(attr(span, 'gatehouse.refusal_stage'), 'output');
+for (const which of ['relayed', 'catalog'] as const) {
+  test(`output that breaks the outputSchema (${which}): logged and traced as refused by the output stage`, async () => {
+    const gateway = which === 'relayed' ? gw : catalog;
+    const list = modernRequest('list', 'tools/list');
+    const tools = (await post(gateway.url, list.body, list.headers)).json().result.tools as Array<{ name: string }>;
+    const tool = tools.map((t) => t.name).find((name) => name.includes('drifty'))!;
+    const req = modernRequest(which, 'tools/call', { name: tool, arguments: {} });
+    const res = await post(gateway.url, req.body, req.headers);
+    assert.match(res.text, /invalid_output/);
+    const line = await waitFor('the request line', () => gateway.logs.find((l) => l.msg === 'request' && l.tool === tool));
+    assert.equal(line.outcome, 'refused');
+    assert.equal(line.refusal, 'invalid_output');
+    assert.equal(line.stage, 'output');
+    const span = await waitFor('the call span', () => receiver.spans.find((s) => s.kind === SPAN_KIND.SERVER && attr(s, 'gatehouse.call_id') === line.callId));
+    assert.equal(attr(span, 'gatehouse.refusal_stage'), 'output');
+  });
+}
+
+// The same stream answered to a 2024-11-05 HTTP+SSE client (the answer goes on its connection's stream).
+test('output that breaks the outputSchema (catalog, HTTP+SSE client): logged as refused by the output stage', async () => {
+  const client = new Client({ name: 'sse-output', version: '1' }, { capabilities: {} });
+  try {
+    await client.connect(new SSEClientTransport(new URL('/sse', catalog.origin)), { timeout: 10_000 });
+    const tool = (await client.listTools()).tools.map((t) => t.name).find((name) => name.includes('drifty'))!;
+    const before = catalog.logs.length;
+    const result = await client.callTool({ name: tool, arguments: {} }).catch((err: unknown) => err);
+    assert.match(JSON.stringify(result), /invalid_output/);
+    const line = await waitFor('the request line', () => catalog.logs.slice(before).find((l) => l.msg === 'request' && l.tool === tool));
+    assert.equal(line.outcome, 'refused');
+    assert.equal(line.refusal, 'invalid_output');
+    assert.equal(line.stage, 'output');
+  } finally {
+    await client.close();
+  }
 });
