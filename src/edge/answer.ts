@@ -215,7 +215,7 @@ async function relay(res: ServerResponse, outcome: Extract<Outcome, { kind: 'rel
     headers['x-accel-buffering'] = 'no';
     headers['cache-control'] ??= 'no-cache';
     res.writeHead(outcome.status, headers);
-    const relayContext = { ...ctx, requestId: outcome.requestId, upstream: outcome.upstream, failureOf: outcome.failureOf, maxEventChars: outcome.body.maxMessageBytes };
+    const relayContext = { ...ctx, requestId: outcome.requestId, upstream: outcome.upstream, failureOf: outcome.failureOf, maxEventChars: outcome.body.maxMessageBytes, refused: outcome.refused };
     const whole = outcome.body.peekWhole();
     const reading = outcome.body.peekWholeSse();
     if (whole !== undefined && reading !== undefined) {

@@ -67,8 +67,12 @@ export async function deliverOutcome(out: MessageOut, outcome: Outcome, ctx: Del
     }
     case 'stream':
       return answer.result(await streamed(answer, outcome.stream, wire));
-    case 'relay':
-      return answer.result(await relayed(answer, outcome, wire, ctx.onEvent));
+    case 'relay': {
+      const status = await relayed(answer, outcome, wire, ctx.onEvent);
+      // A stage's refusal written in place of the answer event (final-answer.ts), once the body has been read.
+      answer.refused ??= outcome.refused?.value;
+      return answer.result(status);
+    }
   }
 }
 

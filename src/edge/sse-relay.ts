@@ -11,6 +11,7 @@ import { SseParser, formatSseMessage, type SseEvent } from '../protocol/sse.js';
 import { failureSummary, summaryOf, type AnswerSummary } from './answer-summary.js';
 import { waitForDrain } from './backpressure.js';
 import type { Cancellation } from '../pipeline/cancellation.js';
+import type { RelayRefusal } from '../pipeline/outcome.js';
 
 export interface RelayContext extends WireContext {
   cancel: Cancellation;
@@ -22,6 +23,14 @@ export interface RelayContext extends WireContext {
   onSummary?: (summary: AnswerSummary) => void;
   /** The most one event may hold (the upstream's `maxMessageBytes`); the parser's own bound otherwise. */
   maxEventChars?: number;
+  /** A stage's refusal written in place of the answer event (Outcome relay `refused`), read once the relay is done. */
+  refused?: RelayRefusal | undefined;
+}
+
+/** The summary, with the refusal a stage wrote in place of the answer event, if one did. */
+function withRefusal(summary: AnswerSummary, ctx: RelayContext): AnswerSummary {
+  const refused = ctx.refused?.value;
+  return refused === undefined ? summary : { ...summary, refused };
 }
 
 /**
@@ -104,8 +113,9 @@ export function relayWholeSse(bytes: Buffer, reading: WholeSse, res: ServerRespo
   const missing = watch.missingAnswer(undefined);
   // With the headers, in one write.
   res.end(missing === undefined ? bytes : Buffer.concat([bytes, Buffer.from(missing)]));
-  ctx.onSummary?.(watch.summary);
-  return watch.summary;
+  const summary = withRefusal(watch.summary, ctx);
+  ctx.onSummary?.(summary);
+  return summary;
 }
 
 /** Relays the stream; resolves with what the answer to the request was (a tool error, an error code). */
@@ -129,9 +139,10 @@ export async function relaySse(body: Readable, res: ServerResponse, ctx: RelayCo
   if (ctx.cancel.aborted || res.destroyed) return watch.summary;
   const missing = watch.missingAnswer(failure);
   if (missing !== undefined) res.write(missing);
-  ctx.onSummary?.(watch.summary);
+  const summary = withRefusal(watch.summary, ctx);
+  ctx.onSummary?.(summary);
   res.end();
-  return watch.summary;
+  return summary;
 }
 
 function responseTo(data: string, id: JsonRpcId | null): SseResponse | undefined {

@@ -9,9 +9,9 @@ import { asGatewayError, GatewayError, refusalOfTool, toWire, tooDeep, type Refu
 import { carriesOneOutcome, type JsonRpcId, type JsonRpcMessage, type JsonRpcResponse } from '../protocol/jsonrpc.js';
 import { formatSseJson, formatSseMessage, isEventStreamType, type SseEvent, SseParser } from '../protocol/sse.js';
 import { jsonOf, keepJsonText, writableJson } from '../protocol/json-text.js';
-import { CallStream } from './call-stream.js';
+import { CallStream, type StreamRefusal } from './call-stream.js';
 import type { CallContext } from './context.js';
-import type { AnswerHeaders, Misread, Outcome, RelayRead } from './outcome.js';
+import type { AnswerHeaders, Misread, Outcome, RelayRead, RelayRefusal } from './outcome.js';
 import { topLevelMemberValue } from '../protocol/json-member.js';
 import { RelayBody } from './relay-body.js';
 import { answerIn, type WholeSse } from '../protocol/whole-sse.js';
@@ -98,8 +98,11 @@ export function interceptFinal(outcome: Outcome, ctx: CallContext, onFinal: OnFi
       // Events before the answer pass as they come; the answer may change length, so no declared length.
       const { 'content-length': _length, ...headers } = outcome.headers;
       const { maxMessageBytes } = outcome.body;
-      const intercepted = interceptRelayedSse(outcome.body.readable(), outcome.requestId, onFinal, render, outcome.failureOf, outcome.upstream, marker, maxMessageBytes);
-      return { ...outcome, headers, body: RelayBody.fromReadable(intercepted, undefined, maxMessageBytes) };
+      // Shared with the stages further out and the edge: a refusal written in place of the answer event is
+      // known only once that event has streamed through.
+      const refused = outcome.refused ?? { value: undefined };
+      const intercepted = interceptRelayedSse(outcome.body.readable(), outcome.requestId, onFinal, render, outcome.failureOf, outcome.upstream, marker, maxMessageBytes, refused);
+      return { ...outcome, headers, body: RelayBody.fromReadable(intercepted, undefined, maxMessageBytes), refused };
     }
     case 'empty':
       return outcome;
@@ -344,16 +347,30 @@ function interceptWholeSse(outcome: Extract<Outcome, { kind: 'relay' }>, reading
     outcome.body.dump();
     return failedAnswer(misreadError(wrong, outcome.upstream), onFinal, render);
   }
-  return onFinal({ response }).then((verdict) => {
+  // A refusal an inner stage wrote in place of the answer: shown as one, and passed on as one.
+  const prior = outcome.refused?.value;
+  return onFinal(prior !== undefined ? { response, refusal: prior.refusal } : { response }).then((verdict) => {
     if (verdict === undefined) return outcome;
     const { raw: replaced, message: written } = answerEvent(events[at]!, response, verdict, render);
     let text = '';
     for (let i = 0; i < events.length; i++) text += i === at ? replaced : events[i]!.raw;
     outcome.body.dump();
     const { 'content-length': _length, ...headers } = outcome.headers;
+    const refused = refusalWritten(verdict, prior);
     // The edge reads these events too: it gets them split, the answer's JSON at hand.
-    return { ...outcome, headers, body: RelayBody.of(Buffer.from(text, 'utf8'), reading.replacing(at, replaced, written)) };
+    return { ...outcome, headers, body: RelayBody.of(Buffer.from(text, 'utf8'), reading.replacing(at, replaced, written)), ...(refused !== undefined ? { refused: { value: refused } } : {}) };
   });
+}
+
+/**
+ * The refusal a verdict writes in place of an answer event, with its stage (else the stage of the refusal
+ * it replaces); a verdict that is no refusal keeps the refusal the event already was. A failure is written
+ * as an error event, which the edge reads as one: it needs no record here.
+ */
+function refusalWritten(verdict: Exclude<FinalVerdict, void | undefined>, prior: StreamRefusal | undefined): StreamRefusal | undefined {
+  if (!('refusal' in verdict)) return prior;
+  if (verdict.refusal.kind === 'failure') return undefined;
+  return { refusal: verdict.refusal, stage: verdict.stage ?? prior?.stage };
 }
 
 /**
@@ -402,7 +419,7 @@ function dataValueAt(raw: string, data: string): number {
  * audited, and a breaker counts it); the failure then goes on as the stream's error, which the edge
  * answers with an error event for the request.
  */
-function interceptRelayedSse(body: Readable, requestId: JsonRpcId | null, onFinal: OnFinal, render: (refusal: Refusal) => JsonRpcResponse, failureOf: (err: unknown) => GatewayError, upstream: string, marker: string | undefined, maxEventChars: number): Readable {
+function interceptRelayedSse(body: Readable, requestId: JsonRpcId | null, onFinal: OnFinal, render: (refusal: Refusal) => JsonRpcResponse, failureOf: (err: unknown) => GatewayError, upstream: string, marker: string | undefined, maxEventChars: number, refused: RelayRefusal): Readable {
   const parser = new SseParser(maxEventChars);
   let answered = false;
   /** The answer came misread (see misread()): held back, and the stream's end is this failure. */
@@ -446,7 +463,9 @@ function interceptRelayedSse(body: Readable, requestId: JsonRpcId | null, onFina
             continue;
           }
           answered = true;
-          const verdict = await onFinal({ response });
+          const prior = refused.value;
+          const verdict = await onFinal(prior !== undefined ? { response, refusal: prior.refusal } : { response });
+          if (verdict !== undefined) refused.value = refusalWritten(verdict, prior);
           this.push(verdict === undefined ? ev.raw : answerEvent(ev, response, verdict, render).raw);
         }
       })().then(() => done(), done);

@@ -4,7 +4,7 @@
 import type { GatewayError, Refusal } from '../errors.js';
 import type { JsonRpcId, JsonRpcMessage, JsonRpcResponse } from '../protocol/jsonrpc.js';
 import type { RelayBody } from './relay-body.js';
-import type { CallStream } from './call-stream.js';
+import type { CallStream, StreamRefusal } from './call-stream.js';
 
 export type AnswerHeaders = Record<string, string>;
 
@@ -23,9 +23,18 @@ export type Outcome =
    * The upstream's own answer, relayed byte for byte (same-era pass-through): SSE event by event, anything
    * else chunk by chunk. `requestId` is what a broken stream's error event answers.
    */
-  | { kind: 'relay'; status: number; headers: AnswerHeaders; body: RelayBody; requestId: JsonRpcId | null; upstream: string; failureOf(err: unknown): GatewayError; read?: RelayRead }
+  | { kind: 'relay'; status: number; headers: AnswerHeaders; body: RelayBody; requestId: JsonRpcId | null; upstream: string; failureOf(err: unknown): GatewayError; read?: RelayRead; refused?: RelayRefusal }
   /** Refused or failed, rendered by errors.ts `toWire`; `stage` names who refused, once known. */
   | { kind: 'refused'; refusal: Refusal; stage?: string };
+
+/**
+ * A refusal a stage wrote in place of a relayed SSE body's answer event (final-answer.ts), with its stage,
+ * so the edge records the call as refused, not as the tool error the written event reads as. A holder
+ * rather than a value: while the body streams, the refusal is made after the outcome was handed on.
+ */
+export interface RelayRefusal {
+  value: StreamRefusal | undefined;
+}
 
 /**
  * A relayed JSON body as a stage that looked at its final answer already read it (final-answer.ts): valid

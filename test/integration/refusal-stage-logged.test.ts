@@ -25,13 +25,20 @@ const drifty = { content: [{ type: 'text', text: '{"n":"not a number"}' }], stru
 before(async () => {
   up = await startFakeUpstream(
     (_req, res, body) => {
-      const msg = JSON.parse(body) as { id?: unknown; method: string };
+      const msg = JSON.parse(body) as { id?: unknown; method: string; params?: { name?: string } };
       if (msg.id === undefined) return void res.writeHead(202).end();
       if (msg.method === 'tools/list') {
-        return jsonResult(res, body, { tools: [{ name: 'drifty', inputSchema: { type: 'object' }, outputSchema: { type: 'object', properties: { n: { type: 'number' } }, required: ['n'] } }], resultType: 'complete', ttlMs: 0, cacheScope: 'public' });
+        const tools = ['drifty', 'drifty_sse', 'drifty_slow_sse'].map((name) => ({ name, inputSchema: { type: 'object' }, outputSchema: { type: 'object', properties: { n: { type: 'number' } }, required: ['n'] } }));
+        return jsonResult(res, body, { tools, resultType: 'complete', ttlMs: 0, cacheScope: 'public' });
       }
       if (msg.method !== 'tools/call') return jsonResult(res, body, { resultType: 'complete' });
-      return jsonResult(res, body, drifty);
+      if (msg.params?.name === 'drifty') return jsonResult(res, body, drifty);
+      // An SSE answer: whole at once, or a notification first and the answer 300 ms later (relayed as it streams).
+      res.writeHead(200, { 'content-type': 'text/event-stream' });
+      const answer = `data: ${JSON.stringify({ jsonrpc: '2.0', id: msg.id, result: drifty })}\n\n`;
+      if (msg.params?.name === 'drifty_sse') return void res.end(answer);
+      res.write(`data: ${JSON.stringify({ jsonrpc: '2.0', method: 'notifications/message', params: { level: 'info', data: 'working' } })}\n\n`);
+      setTimeout(() => res.end(answer), 300);
     },
     { handshake: 'modern' },
   );
@@ -56,12 +63,20 @@ after(async () => {
   await receiver?.close();
 });
 
-for (const which of ['relayed', 'catalog'] as const) {
+const CASES = [
+  { which: 'relayed JSON', catalog: false, tool: 'drifty' },
+  { which: 'relayed SSE, whole', catalog: false, tool: 'drifty_sse' },
+  { which: 'relayed SSE, streaming', catalog: false, tool: 'drifty_slow_sse' },
+  { which: 'catalog stream', catalog: true, tool: 'drifty' },
+] as const;
+
+for (const { which, catalog: viaCatalog, tool: named } of CASES) {
   test(`output that breaks the outputSchema (${which}): logged and traced as refused by the output stage`, async () => {
-    const gateway = which === 'relayed' ? gw : catalog;
+    const gateway = viaCatalog ? catalog : gw;
     const list = modernRequest('list', 'tools/list');
     const tools = (await post(gateway.url, list.body, list.headers)).json().result.tools as Array<{ name: string }>;
-    const tool = tools.map((t) => t.name).find((name) => name.includes('drifty'))!;
+    const tool = tools.map((t) => t.name).find((name) => name === named || name.endsWith(`_${named}`) || name.endsWith(`/${named}`))!;
+    assert.ok(tool, JSON.stringify(tools));
     const req = modernRequest(which, 'tools/call', { name: tool, arguments: {} });
     const res = await post(gateway.url, req.body, req.headers);
     assert.match(res.text, /invalid_output/);
