@@ -21,7 +21,7 @@ import type { Outcome } from '../pipeline/outcome.js';
 import { admitPost, MAX_BATCH_MESSAGES } from '../protocol/front-door.js';
 import { classifyMessage, ErrorCode, errorResponse, idOf, type Classified } from '../protocol/jsonrpc.js';
 import { discardOutcome, KEEPALIVE_MS, SSE_HEADERS } from './answer.js';
-import { recordWrittenFailure } from './answer-summary.js';
+import { recordWrittenFailure, recordWrittenRefusal } from './answer-summary.js';
 import { waitForDrain } from './backpressure.js';
 import type { CallRecord, EdgeCore, ReceivedBatch } from './edge-core.js';
 import { deliverOutcome, type Delivered, type MessageOut } from './sse-outcome.js';
@@ -117,6 +117,8 @@ async function runMessage(core: EdgeCore, deps: BatchDeps, received: ReceivedBat
     // A failure written on the batch's stream once this message's answer had begun (the upstream broke it
     // off): the call ends as that failure, with its code and stage, as on the other edges.
     if (delivered.failure !== undefined) recordWrittenFailure(record, delivered.failure, core.token);
+    // A stage's refusal written in place of a streamed or relayed answer: the call ends refused by that stage.
+    if (delivered.refused !== undefined) recordWrittenRefusal(record, delivered.refused);
   } catch (err) {
     deps.log.error('unhandled error in a batch', { err, callId: record.callId });
     if (stream) await stream.send(JSON.stringify(errorResponse(id, ErrorCode.InternalError, 'Internal gateway error'))).catch(() => false);

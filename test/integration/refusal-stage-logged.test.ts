@@ -106,3 +106,19 @@ test('output that breaks the outputSchema (catalog, HTTP+SSE client): logged as 
     await client.close();
   }
 });
+
+// One message of a 2025-03-26 batch (its answers go on one SSE stream, each through deliverOutcome).
+test('output that breaks the outputSchema (a message of a batch): logged as refused by the output stage', async () => {
+  const headers = { 'content-type': 'application/json', accept: 'application/json, text/event-stream' };
+  const init = await post(gw.url, JSON.stringify({ jsonrpc: '2.0', id: 0, method: 'initialize', params: { protocolVersion: '2025-03-26', capabilities: {}, clientInfo: { name: 'batcher', version: '1' } } }), headers);
+  assert.equal(init.status, 200, init.text);
+  const session = { ...headers, 'mcp-session-id': String(init.headers['mcp-session-id']) };
+  assert.equal((await post(gw.url, JSON.stringify({ jsonrpc: '2.0', method: 'notifications/initialized' }), session)).status, 202);
+  const before = gw.logs.length;
+  const batch = await post(gw.url, JSON.stringify([{ jsonrpc: '2.0', id: 7, method: 'tools/call', params: { name: 'drifty_sse', arguments: {} } }]), session);
+  assert.match(batch.text, /invalid_output/);
+  const line = await waitFor('the request line', () => gw.logs.slice(before).find((l) => l.msg === 'request' && l.tool === 'drifty_sse'));
+  assert.equal(line.outcome, 'refused');
+  assert.equal(line.refusal, 'invalid_output');
+  assert.equal(line.stage, 'output');
+});
