@@ -244,6 +244,8 @@ export function traceCalls(edge: object, settings: TracingSettings, log: Logger,
         'gatehouse.outcome': e.outcome,
         'http.response.status_code': e.status,
         ...(e.era !== undefined ? { 'gatehouse.era': e.era } : {}),
+        // A request Gatehouse made itself for a client's connection (the HTTP+SSE endpoint's listen GET and closing DELETE).
+        ...(e.internal === true ? { 'gatehouse.internal': true } : {}),
         ...(subject !== undefined ? { 'enduser.id': clientText(subject) } : {}),
         ...(tenant !== undefined ? { 'gatehouse.tenant': clientText(tenant) } : {}),
         ...(route !== undefined ? { 'gatehouse.tool_ref': clientText(route.ref), 'gatehouse.upstream': route.upstream } : e.upstream !== undefined ? { 'gatehouse.upstream': e.upstream } : {}),

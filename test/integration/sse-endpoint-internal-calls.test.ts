@@ -12,10 +12,12 @@ import { SSEClientTransport } from '@modelcontextprotocol/sdk/client/sse.js';
 import { request } from 'undici';
 import { startCountingUpstream } from '../fixtures/upstreams/counting-writes.js';
 import { startGateway } from '../helpers/gateway.js';
+import { attr, SPAN_KIND, startReceiver, waitFor } from '../helpers/otlp.js';
 
-test('the listen GET and the closing DELETE the SSE endpoint makes itself are neither logged nor counted as requests', async () => {
+test('the listen GET and the closing DELETE the SSE endpoint makes itself are neither logged nor counted as requests; their spans say internal', async () => {
   const up = await startCountingUpstream('legacy');
-  const gw = await startGateway({ listen: { ssePath: '/sse' }, upstreams: [{ name: 'up', url: up.url, era: 'legacy' }], metrics: { enabled: true, port: 0 } });
+  const receiver = await startReceiver();
+  const gw = await startGateway({ listen: { ssePath: '/sse' }, upstreams: [{ name: 'up', url: up.url, era: 'legacy' }], metrics: { enabled: true, port: 0 }, tracing: { enabled: true, endpoint: receiver.url } });
   const scrape = async (): Promise<string> => (await request(gw.gateway.metricsUrl!)).body.text();
   const client = new Client({ name: 'sse-counted', version: '1' }, { capabilities: {} });
   try {
@@ -40,9 +42,16 @@ test('the listen GET and the closing DELETE the SSE endpoint makes itself are ne
     const text = await scrape();
     assert.match(text, /gatehouse_requests_total\{method="GET",era="legacy",[^}]*\} 1\n/);
     assert.doesNotMatch(text, /gatehouse_requests_total\{method="DELETE"/);
+    // Spans still show them, marked as Gatehouse's own; the client's requests are not.
+    const server = (name: string) => receiver.spans.filter((s) => s.kind === SPAN_KIND.SERVER && s.name === name);
+    const deleted = await waitFor('the DELETE span', () => server('DELETE')[0]);
+    assert.equal(attr(deleted, 'gatehouse.internal'), true);
+    const called = await waitFor('the tools/call span', () => server('tools/call lookup')[0] ?? server('tools/call')[0]);
+    assert.equal(attr(called, 'gatehouse.internal'), undefined);
   } finally {
     await client.close().catch(() => {});
     await gw.close();
     await up.close();
+    await receiver.close();
   }
 });
