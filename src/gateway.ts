@@ -683,7 +683,16 @@ function buildRuntime(config: GatehouseConfig, log: Logger, observeUpstream: (up
       requestState: compileRequestStateStage(kept.requestStates),
       pin: compilePinStage(config.tools.pinning, approvals.pins, policyLog),
       arguments: compileArgumentsStage({ schemas, uncheckable: config.tools.uncheckableSchemas, pinning: config.tools.pinning, outputValidation: config.tools.outputValidation, refusesCoreTasks: (ctx) => upstream.refusesCoreTasks(ctx), auditing: config.audit.enabled, refreshRoute: (route, capabilities) => routes.resolve(route.kind, route.publicName, capabilities, true) }),
-      egress: compileEgressStage(egress),
+      // A resource is judged under the rule of the upstream that reads it: one upstream reads every URI;
+      // in a catalog, the member the read will go to, after the list again a URI nobody listed makes (as
+      // the catalog itself does next), so a URI just listed is not judged by the defaults instead.
+      egress: compileEgressStage(egress, async (uri, capabilities) => {
+        if (members.length === 1) return config.upstreams[0]!.name;
+        const owner = routes.resourceOwner(uri);
+        if (owner !== undefined) return owner;
+        await routes.relistAsUnknown('resources', capabilities);
+        return routes.resourceOwner(uri);
+      }),
       rateLimit: compileRateLimitStage(limits.call, (key, bucket) => state.runNow((s) => s.takeTokens(key, bucket, 1))),
       budget: compileBudgetStage(
         compileBudgets(config.policy.budgets),

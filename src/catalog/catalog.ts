@@ -215,6 +215,14 @@ export class Catalog implements UpstreamMessages {
     }
   }
 
+  /**
+   * The member a resources/read of `uri` goes to, by name (routeByUri's choice: the member that listed it,
+   * else the one whose uriPrefixes match), for the egress stage to judge it under that upstream's rule.
+   */
+  resourceOwner(uri: string): string | undefined {
+    return (this.listedOwner(uri) ?? this.ownerByPrefix(uri))?.name;
+  }
+
   /** Whether the caller may see a resource URI (the access stage asks for resources/read). */
   mayUseResource(principal: Principal, uri: string): boolean {
     return this.visible(principal, 'resources', uri);

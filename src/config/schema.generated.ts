@@ -716,7 +716,7 @@ export interface PolicyRule {
   resources?: string[];
 }
 /**
- * One egress rule: for the calls it selects, what a URL, host or address found in the arguments may be (of a tools/call, and of a prompts/get, whose prompt ref upstream/name its tools globs match as a tool's). An allow lists what is reachable (with allow, anything else is blocked); a deny lists what is not. Loopback, link-local, cloud metadata and private addresses are blocked unless an allow names them (by cidrs, or by an IP literal in hosts).
+ * One egress rule: for the calls it selects, what a URL, host or address found in the arguments may be (of a tools/call, and of a prompts/get, whose prompt ref upstream/name its tools globs match as a tool's), and what the URI of a resources/read may reach when its scheme is http, https, ws, wss, ftp or file (a custom scheme such as demo:// is the server's identifier and is not judged); a resources/read is selected by a rule whose tools globs, if any, cover the whole upstream that reads the URI (upstream/*, or *), never by one naming single tools or annotations. An allow lists what is reachable (with allow, anything else is blocked); a deny lists what is not. Loopback, link-local, cloud metadata and private addresses are blocked unless an allow names them (by cidrs, or by an IP literal in hosts).
  */
 export interface EgressRule {
   /**
@@ -744,7 +744,7 @@ export interface EgressRule {
    */
   keys?: string[];
   /**
-   * Tool refs (upstream/name); * matches any run of characters.
+   * Tool refs (upstream/name); * matches any run of characters. A resources/read counts as the ref upstream/* of the upstream that reads it.
    */
   tools?: string[];
   /**

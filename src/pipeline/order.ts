@@ -30,6 +30,9 @@
 //                                          bring unrecorded ............... -32601 task_unaudited (audit.enabled)
 //   egress      policy/egress-stage.ts: URLs, hosts and addresses in the arguments (tools/call,
 //               prompts/get) vs policy.egress ..... egress_blocked (tool result; prompts/get: -32602)
+//               a resources/read URI of a fetched scheme (http, https, ws, wss, ftp, file; not a
+//               custom one), under the rule whose tool globs cover upstream/* of the upstream
+//               that reads it ......................................... -32602 egress_blocked
 //   rateLimit   policy/rate-limit-stage.ts: policy.rateLimits per subject, key, tenant, upstream, tool
 //                                                                         ...... rate_limited (tool result)
 //   budget      policy/budget-stage.ts: policy.budgets per calendar window ... budget_exhausted (tool result)

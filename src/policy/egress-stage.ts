@@ -1,12 +1,15 @@
-// The egress stage, for tools/call and prompts/get: every URL, host and address in the arguments
-// (egress/destinations.ts) is checked against the first egress rule that selects the call (egress/egress-
-// policy.ts; a rule's tool globs match a prompt's ref as access rules' do). The first one blocked refuses
-// the call with `egress_blocked` naming the argument, the value and the rule, before anything reaches the
-// upstream: for a tool, a tool result (the SOIT seed: "a blocked address ... comes back as a tool result");
-// for a prompt, which has no result to carry it, a JSON-RPC error -32602 with the same fields in `data`
-// (server/prompts.mdx §Error Handling: invalid params). A prompt's arguments are strings its server reads as
-// it likes, and one that fetches the page a prompt names reaches it as a tool would (until 5 December they
-// were not judged).
+// The egress stage, for tools/call, prompts/get and resources/read: every URL, host and address in the
+// arguments (egress/destinations.ts), or in a resources/read URI of a scheme that is fetched (egress/
+// resource-uri.ts), is checked against the first egress rule that selects the call (egress/egress-policy.ts;
+// a rule's tool globs match a prompt's ref as access rules' do, and for a resource the whole upstream that
+// reads it, `upstream/*`). The first one blocked refuses the call with `egress_blocked` naming the argument,
+// the value and the rule, before anything reaches the upstream: for a tool, a tool result (the SOIT seed: "a
+// blocked address ... comes back as a tool result"); for a prompt or a resource, which have no result to
+// carry it, a JSON-RPC error -32602 with the same fields in `data` (server/prompts.mdx and server/
+// resources.mdx §Error Handling: invalid params). A prompt's arguments are strings its server reads as it
+// likes, and a resource URI is what its server reads: one that fetches the page named reaches it as a tool
+// would (until 5 December neither was judged). A resource URI of a custom scheme (`demo://…`) is the
+// server's identifier, not a destination: it costs two pattern tests and is never resolved.
 
 import type { ProtocolRefusal, ToolRefusal } from '../errors.js';
 import { canonicalIp } from '../net/addresses.js';
@@ -17,18 +20,28 @@ import { refuseAt, type Next, type Stage } from '../pipeline/stage.js';
 import { ErrorCode, type JsonRpcRequest } from '../protocol/jsonrpc.js';
 import { destinationsIn, MAX_DEPTH, MAX_JSON_TEXT_CHARS, MAX_JSON_TEXT_LEVELS, MAX_STRINGS, type Destination } from './egress/destinations.js';
 import type { EgressPolicy } from './egress/egress-policy.js';
+import { destinationsOfUri, mayNameDestination } from './egress/resource-uri.js';
 
 /** At most this many distinct destinations are checked per call; more is refused, not skipped. */
 const MAX_DESTINATIONS = 64;
 
-export function compileEgressStage(policy: EgressPolicy): Stage {
+/**
+ * The upstream a resources/read of `uri` goes to (the only one, or the catalog member that listed the URI or
+ * whose uriPrefixes match it, after listing again for a URI nobody listed); undefined when none does.
+ */
+export type ResourceUpstream = (uri: string, capabilities: Record<string, unknown>) => Promise<string | undefined>;
+
+export function compileEgressStage(policy: EgressPolicy, resourceUpstream: ResourceUpstream): Stage {
   return {
     name: 'egress',
     // The route of a completion/complete naming a prompt is the prompt's (resolve stage), but its arguments
-    // are a partial value to complete, not the prompt's: only a prompts/get is judged here.
-    applies: (ctx) => (ctx.method === 'tools/call' || ctx.method === 'prompts/get') && ctx.route !== undefined,
+    // are a partial value to complete, not the prompt's: only a prompts/get is judged here. A resources/read
+    // has no route (the catalog does not rename resources). resources/subscribe is not judged: nothing of
+    // the resource comes back on it, and the read its update notification prompts is judged here.
+    applies: (ctx) => (ctx.route !== undefined ? ctx.method === 'tools/call' || ctx.method === 'prompts/get' : ctx.method === 'resources/read'),
     // Not async: arguments that name no destination, the usual ones, are handed on without a promise of their own.
     run(ctx, next) {
+      if (ctx.route === undefined) return resourceRead(ctx, next);
       const args = (ctx.message as JsonRpcRequest).params!.arguments;
       if (args === undefined || args === null) return next(ctx);
       const { found, unread } = destinationsIn(args, ctx.route!.inputSchema);
@@ -37,43 +50,62 @@ export function compileEgressStage(policy: EgressPolicy): Stage {
         const rule = policy.ruleFor(ctx.principal, ctx.route);
         return Promise.resolve(refuseAt('egress', ctx, refusal(ctx.route!, rule?.id ?? 'default', `The arguments nest deeper than ${MAX_DEPTH} levels, hold more than ${MAX_STRINGS} strings, or hold JSON text inside strings more than ${MAX_JSON_TEXT_LEVELS} levels deep or over ${MAX_JSON_TEXT_CHARS} characters in all, too many to check for destinations; send them flatter or split the call`, {})));
       }
-      return found.length === 0 ? next(ctx) : checked(ctx, next, found);
+      return found.length === 0 ? next(ctx) : checked(ctx, next, found, policy.ruleFor(ctx.principal, ctx.route), undefined);
     },
   };
 
-  async function checked(ctx: CallContext, next: Next, found: Destination[]): Promise<Outcome> {
-    const route = ctx.route!;
-    const rule = policy.ruleFor(ctx.principal, route);
+  /** A resources/read: its URI judged when its scheme is one that is fetched (the front door made it a string). */
+  function resourceRead(ctx: CallContext, next: Next): Promise<Outcome> {
+    const uri = (ctx.message as JsonRpcRequest).params!.uri as string;
+    if (!mayNameDestination(uri)) return next(ctx);
+    const found = destinationsOfUri(uri);
+    return found.length === 0 ? next(ctx) : resourceChecked(ctx, next, uri, found);
+  }
+
+  async function resourceChecked(ctx: CallContext, next: Next, uri: string, found: Destination[]): Promise<Outcome> {
+    const upstream = await resourceUpstream(uri, ctx.clientCapabilities);
+    return checked(ctx, next, found, policy.ruleForResource(ctx.principal, upstream), uri);
+  }
+
+  /** `uri`: the resource URI read, for a resources/read (refused in its own words); undefined for a tool or prompt. */
+  async function checked(ctx: CallContext, next: Next, found: Destination[], rule: ReturnType<EgressPolicy['ruleFor']>, uri: string | undefined): Promise<Outcome> {
     const seen = new Set<string>();
     for (const d of found) {
       const key = `${d.scheme ?? ''}|${d.host}|${d.port ?? ''}`;
       if (seen.has(key)) continue;
       seen.add(key);
-      if (seen.size > MAX_DESTINATIONS) return refuseAt('egress', ctx, refusal(route, rule?.id ?? 'default', `The arguments name more than ${MAX_DESTINATIONS} destinations; split the call`, {}));
+      if (seen.size > MAX_DESTINATIONS) return refused(ctx, uri, rule?.id ?? 'default', `The ${uri === undefined ? 'arguments name' : 'URI names'} more than ${MAX_DESTINATIONS} destinations; ${uri === undefined ? 'split the call' : 'read it another way'}`, {});
       const checked = policy.check(d, rule);
       // A name is resolved (or found in the resolver cache) before it is judged: a wait worth a span.
       const block = await (channels.wait.hasSubscribers && d.host !== '' && canonicalIp(d.host) === undefined ? waitedOn(ctx, 'egress', 'dns.resolve', checked) : checked);
       if (block === undefined) continue;
-      const where = d.path === '' ? 'The arguments' : `The argument "${d.path}"`;
+      const where = uri !== undefined ? 'The URI' : d.path === '' ? 'The arguments' : `The argument "${d.path}"`;
       // A URL with no host (egress/destinations.ts): a file: URL reaches the server's own files; data:,
       // javascript: and the like no host at all.
       const reaches = d.host === '' ? (d.scheme === 'file' ? "the server's own files" : `no host (a ${d.scheme ?? ''}: URL, judged by its scheme)`) : `${d.host}${d.port !== undefined ? `:${d.port}` : ''}`;
-      return refuseAt(
-        'egress',
-        ctx,
-        refusal(route, block.rule, `${where} names ${JSON.stringify(d.value)}, which reaches ${reaches}: blocked, because ${block.reason}`, {
-          argument: d.path,
-          value: d.value,
-          host: d.host,
-          ...(d.port !== undefined ? { port: d.port } : {}),
-          ...(block.address !== undefined ? { address: block.address } : {}),
-          ...(block.addressClass !== undefined ? { addressClass: block.addressClass } : {}),
-          rule: block.rule,
-        }),
-      );
+      return refused(ctx, uri, block.rule, `${where} names ${JSON.stringify(d.value)}, which reaches ${reaches}: blocked, because ${block.reason}`, {
+        argument: d.path,
+        value: d.value,
+        host: d.host,
+        ...(d.port !== undefined ? { port: d.port } : {}),
+        ...(block.address !== undefined ? { address: block.address } : {}),
+        ...(block.addressClass !== undefined ? { addressClass: block.addressClass } : {}),
+        rule: block.rule,
+      });
     }
     return next(ctx);
   }
+}
+
+/** The refusal of a tools/call or prompts/get (`uri` undefined: by its route), or of a resources/read of `uri`. */
+function refused(ctx: CallContext, uri: string | undefined, rule: string, message: string, details: Record<string, unknown>): Outcome {
+  return refuseAt('egress', ctx, uri === undefined ? refusal(ctx.route!, rule, message, details) : resourceRefusal(uri, rule, message, details));
+}
+
+/** A resources/read refused: a JSON-RPC error, as a resource has no result to carry it. */
+function resourceRefusal(uri: string, rule: string, message: string, details: Record<string, unknown>): ProtocolRefusal {
+  const said = `Resource ${JSON.stringify(uri.length > 200 ? `${uri.slice(0, 200)}…` : uri)}: ${message[0]!.toLowerCase()}${message.slice(1)}`;
+  return { kind: 'protocol', code: 'egress_blocked', rpcCode: ErrorCode.InvalidParams, message: said, rule, data: { code: 'egress_blocked', message: said, ...details } };
 }
 
 function refusal(route: Route, rule: string, message: string, details: Record<string, unknown>): ToolRefusal | ProtocolRefusal {

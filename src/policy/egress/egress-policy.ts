@@ -80,8 +80,19 @@ export class EgressPolicy {
    * (`crm/*`, `*`).
    */
   ruleForUpstream(upstream: string | undefined): CompiledRule | undefined {
-    const wholeUpstream: Route = { kind: 'tools', ref: `${upstream ?? ''}/*`, publicName: '*', original: '*', upstream: upstream ?? '', listed: false, params: [] };
-    return this.rules.find((r) => r.selector.matches(NO_CALLER, wholeUpstream));
+    const whole = wholeUpstream(upstream ?? '');
+    return this.rules.find((r) => r.selector.matches(NO_CALLER, whole));
+  }
+
+  /**
+   * The rule for a resources/read: a resource is no tool, and what reads it is its upstream, so the first
+   * rule that selects the caller and whose tool globs, if any, cover the whole upstream the URI is read
+   * from (`web/*`, `*`), as for the upstream's own connections above. A rule naming single tools
+   * (`web/fetch`) or annotations is about those tools, not about the upstream's resources. `upstream`
+   * undefined (no upstream reads the URI): only rules that name no tools.
+   */
+  ruleForResource(principal: Principal, upstream: string | undefined): CompiledRule | undefined {
+    return firstMatch(this.rules, principal, upstream === undefined ? undefined : wholeUpstream(upstream));
   }
 
   /** Undefined when the destination may be reached; otherwise why not. */
@@ -226,6 +237,11 @@ function carriesNamed(named: ReadonlySet<string>, address: string): boolean {
   if (!address.includes(':')) return false;
   const inner = embeddedIpv4(address);
   return inner !== undefined && named.has(inner);
+}
+
+/** A route standing for every item of an upstream, `upstream/*`: what a rule's tool globs must cover to govern the upstream. */
+function wholeUpstream(upstream: string): Route {
+  return { kind: 'tools', ref: `${upstream}/*`, publicName: '*', original: '*', upstream, listed: false, params: [] };
 }
 
 /** Matches only selectors that name no caller. */
