@@ -12,6 +12,7 @@ import { MODERN_VERSIONS } from '../protocol/versions.js';
 import type { UpstreamReply } from '../pipeline/ports.js';
 import type { ModernMember } from '../pipeline/ports.js';
 import { CallStream } from '../pipeline/call-stream.js';
+import { onAbort } from '../pipeline/cancellation.js';
 import { listenCarries } from '../protocol/answer-stream-rule.js';
 
 type Obj = Record<string, unknown>;
@@ -53,7 +54,7 @@ export function fanOutListen(
     upstreamStops.forEach((c) => c.abort());
   };
   queue.onClose(stopAll);
-  signal?.addEventListener('abort', stopAll, { once: true });
+  onAbort(signal, stopAll);
   type Opened = { member: ModernMember; messages: AsyncGenerator<JsonRpcMessage, void, void>; honours: Filter };
   /**
    * Whether the client's filter asked for a notification (protocol/answer-stream-rule.ts: only the types
@@ -72,9 +73,12 @@ export function fanOutListen(
   };
   const open = async (member: ModernMember, filter: Filter): Promise<Opened | undefined> => {
     const face = await member.modernFace();
+    // The client left while the member was being reached: nothing is opened. (A listen posted with a
+    // signal that had already fired was never told to stop, since an abort listener added then is never
+    // called, and the member held it, and the client's whole exchange with it, for good.)
+    if (stopped) return undefined;
     const stop = new AbortController();
     upstreamStops.push(stop);
-    if (stopped) stop.abort();
     const params = { ...request.params, notifications: filter, _meta: { [META_PROTOCOL_VERSION]: MODERN_VERSIONS[0], [META_CLIENT_CAPABILITIES]: {}, ...((request.params?._meta as Obj | undefined) ?? {}) } };
     const headers: Record<string, string> = face.http ? { 'mcp-protocol-version': MODERN_VERSIONS[0], 'mcp-method': 'subscriptions/listen' } : {};
     try {

@@ -199,7 +199,8 @@ export class ModernClientBridge {
         const stream = new CallStream({ requestId: message.id as JsonRpcId, mode: 'call', acceptsSse: true });
         // The asker going away is the reader going away: a listen then leaves its session's hub (else the
         // hub, which lives with the session, would keep the listen and everything its reader holds).
-        signal?.addEventListener('abort', () => stream.cancel(), { once: true });
+        // At once when the asker has already gone: a listener added to a fired signal is never called.
+        onAbort(signal, () => stream.cancel());
         void this.serve(message as JsonRpcRequest, stream, signal ?? new AbortController().signal, principal ? principalKey(principal) : '');
         return { status: 200, headers: {}, messages: stream.messages() };
       },

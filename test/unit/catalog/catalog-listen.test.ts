@@ -58,3 +58,37 @@ test('a listen across upstreams passes on at most 256 resource subscriptions (th
   assert.deepEqual(filters[0]?.resourceSubscriptions, Array.from({ length: 256 }, (_, i) => `file:///${i}`));
   stop.abort();
 });
+
+// subscriptions.mdx §Graceful Closure: a listen the client ends is ended upstream too. One the client left
+// while a member was still being reached (its modernFace pending) was posted with a signal that had already
+// fired, and an abort listener added then is never called: the member kept the listen, and with it the
+// client's request and response, for good (the edge fuzz's exchanges-outlive-clients, on the catalog).
+test('a listen the client leaves while a member is being reached opens nothing on that member', async () => {
+  let reached!: () => void;
+  const reaching = new Promise<void>((r) => (reached = r));
+  const posted: boolean[] = [];
+  const member = {
+    name: 'm',
+    modernFace: async () => {
+      await reaching;
+      return {
+        capabilities: { tools: { listChanged: true } },
+        http: false,
+        messages: {
+          upstream: 'm',
+          post: async (msg: JsonRpcRequest, _headers: unknown, signal?: AbortSignal) => {
+            posted.push(signal?.aborted ?? false);
+            return { status: 200, headers: {}, messages: (async function* () { yield { jsonrpc: '2.0' as const, method: 'notifications/subscriptions/acknowledged', params: { notifications: (msg.params as { notifications: object }).notifications } }; })() };
+          },
+        },
+      };
+    },
+  } as unknown as ModernMember;
+  const request = { jsonrpc: '2.0', id: 11, method: 'subscriptions/listen', params: { notifications: { toolsListChanged: true } } } as unknown as JsonRpcRequest;
+  const stop = new AbortController();
+  fanOutListen(request, [member], () => undefined, () => {}, stop.signal, createLogger('error', () => {}));
+  stop.abort();
+  reached();
+  for (let i = 0; i < 5; i++) await new Promise((r) => setImmediate(r));
+  assert.deepEqual(posted, [], 'the member was asked to listen for a client already gone');
+});
