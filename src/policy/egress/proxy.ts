@@ -6,9 +6,9 @@
 //
 // Each stdio child gets HTTP_PROXY and HTTPS_PROXY with its upstream's name and a token as credentials,
 // so the proxy knows whose connection it is. An HTTP upstream, which Gatehouse does not start, sends its
-// name and the `egressProxyToken` its entry configures, when it has one. A request without credentials (a
-// sidecar container pointed at the proxy by the chart) belongs to the only upstream when there is one, else
-// to the only HTTP upstream without a token that can reach the proxy (uncredentialedOwner).
+// name and the `egressProxyToken` its entry configures, when it has one (the chart gives its sidecar one). A
+// request without credentials belongs to the only upstream when there is one; else, with no stdio upstream,
+// to the only HTTP upstream without a token that can reach the proxy; else to nobody (uncredentialedOwner).
 
 import { randomBytes, timingSafeEqual } from 'node:crypto';
 import { percentDecoded } from '../../protocol/percent-decode.js';
@@ -201,19 +201,23 @@ export class EgressProxy {
 }
 
 /**
- * Whose a request without proxy credentials is: the only upstream, or else the only HTTP upstream that can
- * reach the proxy (on a loopback proxy, one whose URL is on loopback too: a remote server cannot be the
- * sender). Every stdio child is given credentials (envFor), so a request without them comes from a process
- * Gatehouse did not start: the chart's sidecar MCP server container (http://127.0.0.1:<port>). Until
- * 5 December, beside a stdio upstream (the chart's extraUpstreams) such a request was nobody's, and the
- * sidecar's connections were judged by the defaults instead of its upstream's rules. An HTTP upstream with
- * an `egressProxyToken` sends credentials, so it is never the sender of a request without them. With no
- * such upstream, or several, it stays nobody's: the way out is a token for each (two sidecar servers).
+ * Whose a request without proxy credentials is: the only upstream; or else, while no upstream is a stdio one,
+ * the only HTTP upstream that can reach the proxy (on a loopback proxy, one whose URL is on loopback too: a
+ * remote server cannot be the sender), the chart's sidecar MCP server container (http://127.0.0.1:<port>).
+ * Beside a stdio upstream it is nobody's (undefined: judged by a rule covering every upstream, or the
+ * defaults). A stdio child is handed credentials (envFor) but need not send them: it can drop them from its
+ * HTTP_PROXY or dial the proxy itself, and until 5 December, beside one loopback HTTP upstream (the chart's
+ * sidecar with a stdio `extraUpstreams` entry), it was then judged by that upstream's rule, which may allow
+ * what its own refuses. An HTTP upstream keeps its rule there by sending its `egressProxyToken` (the chart
+ * gives its sidecar one); one with a token is never the sender of a request without credentials. With
+ * several candidates it stays nobody's too: the way out is a token for each (two sidecar servers).
  */
-export function uncredentialedOwner(upstreams: ReadonlyArray<{ readonly name: string; readonly url?: string; readonly egressProxyToken?: string }>, proxyOnLoopback: boolean): string | undefined {
+export function uncredentialedOwner(upstreams: ReadonlyArray<{ readonly name: string; readonly url?: string; readonly command?: unknown; readonly egressProxyToken?: string }>, proxyOnLoopback: boolean): string | undefined {
   if (upstreams.length === 1) return upstreams[0]!.egressProxyToken === undefined ? upstreams[0]!.name : undefined;
   let owner: string | undefined;
   for (const u of upstreams) {
+    // A stdio child could be the sender, posing as whichever upstream elimination would pick: fail closed.
+    if (u.command !== undefined) return undefined;
     if (u.url === undefined || u.egressProxyToken !== undefined || (proxyOnLoopback && !isLoopback(hostnameOf(u.url)))) continue;
     if (owner !== undefined) return undefined;
     owner = u.name;
