@@ -169,10 +169,10 @@ interface Interpolated {
  * handed to the loader, every ${file:/etc/gatehouse-secrets/...} a file (the mount prefix is pointed at a
  * temporary directory, since the pod's paths do not exist here).
  */
-function loadRendered(docs: Manifest[], label: string): Interpolated {
+function loadRendered(docs: Manifest[], label: string, given: Record<string, string> = {}): Interpolated {
   const text = configText(docs);
   const env: Record<string, string> = {};
-  for (const m of text.matchAll(/\$\{env:([A-Za-z_][A-Za-z0-9_]*)\}/g)) env[m[1] as string] = fakeSecret(m[1] as string);
+  for (const m of text.matchAll(/\$\{env:([A-Za-z_][A-Za-z0-9_]*)\}/g)) env[m[1] as string] = given[m[1] as string] ?? fakeSecret(m[1] as string);
   const dir = mkdtempSync(join(work, `${label}-secrets-`));
   const files: Record<string, string> = {};
   for (const m of text.matchAll(/\$\{file:([^}]+)\}/g)) {
@@ -326,7 +326,7 @@ describe('sidecar mode, server.nativeSidecar', () => {
     assert.deepEqual(rest, container(off.docs, 'mcp-server'));
     assert.deepEqual(native['startupProbe'], { tcpSocket: { port: 3001 } });
     // Gatehouse still reaches it on the pod's loopback at the same port, with the same config and volumes.
-    assert.deepEqual(configObject(on.docs)['upstreams'], [{ name: 'crm', url: 'http://127.0.0.1:3001/mcp', era: 'auto' }]);
+    assert.deepEqual(configObject(on.docs)['upstreams'], [{ name: 'crm', url: 'http://127.0.0.1:3001/mcp', era: 'auto', egressProxyToken: '${env:GATEHOUSE_EGRESS_PROXY_TOKEN}' }]);
     assert.deepEqual(native['ports'], [{ name: 'mcp-server', containerPort: 3001, protocol: 'TCP' }]);
     assert.equal(configText(on.docs), configText(off.docs));
     assert.deepEqual(spec['volumes'], podSpec(off.docs)['volumes']);
@@ -587,7 +587,8 @@ describe('gateway config', () => {
     const { docs } = await render('sidecar', ['egressProxy.enabled=true', 'egressProxy.port=3129']);
     const env = container(docs, 'mcp-server')['env'] as Manifest[];
     const byName = new Map(env.map((e) => [e['name'], e['value']]));
-    for (const name of ['HTTP_PROXY', 'HTTPS_PROXY', 'http_proxy', 'https_proxy']) assert.equal(byName.get(name), 'http://127.0.0.1:3129', name);
+    // With the sidecar upstream's name and its egressProxyToken (the kubelet expands $(…)): see "egress proxy credentials".
+    for (const name of ['HTTP_PROXY', 'HTTPS_PROXY', 'http_proxy', 'https_proxy']) assert.equal(byName.get(name), 'http://crm:$(GATEHOUSE_EGRESS_PROXY_TOKEN)@127.0.0.1:3129', name);
     assert.equal(byName.get('NO_PROXY'), '');
     assert.equal(byName.get('CRM_BASE_URL'), 'https://crm.internal.example.com', 'the server\'s own env stays');
     assert.deepEqual(configObject(docs)['policy']['egressProxy'], { enabled: true, host: '127.0.0.1', port: 3129 });
@@ -921,6 +922,98 @@ describe('requestState key (sessions.requestStateKey: every replica must seal wi
     assert.equal(configObject(docs)['sessions']['requestStateKey'], '${env:GATEHOUSE_REQUEST_STATE_KEY}');
     const env = (container(docs, 'gatehouse')['env'] as Manifest[]).find((e) => e['name'] === 'GATEHOUSE_REQUEST_STATE_KEY');
     assert.deepEqual(env?.['valueFrom'], { secretKeyRef: { name: 'my-state', key: 'key' } });
+  });
+});
+
+// ---- The egress proxy's credentials for the sidecar ---------------------------------------------------------
+
+/**
+ * A container's env as the kubelet resolves it: secretKeyRef values read from the rendered Secrets (or
+ * `given`, for Secrets the chart does not render; others left out), then $(NAME) references to earlier
+ * entries expanded.
+ */
+function resolvedEnv(docs: Manifest[], c: Manifest, given: Record<string, Record<string, string>> = {}): Map<string, string> {
+  const out = new Map<string, string>();
+  for (const e of (c['env'] as Manifest[] | undefined) ?? []) {
+    const ref = e['valueFrom']?.['secretKeyRef'] as { name: string; key: string } | undefined;
+    if (ref !== undefined) {
+      const rendered = kinds(docs, 'Secret').find((d) => d['metadata']['name'] === ref.name)?.['data']?.[ref.key] as string | undefined;
+      const value = rendered !== undefined ? Buffer.from(rendered, 'base64').toString('utf8') : given[ref.name]?.[ref.key];
+      if (value !== undefined) out.set(e['name'] as string, value);
+    } else {
+      out.set(e['name'] as string, String(e['value']).replace(/\$\(([A-Za-z_][A-Za-z0-9_]*)\)/g, (all, name: string) => out.get(name) ?? all));
+    }
+  }
+  return out;
+}
+
+// The proxy tells upstreams apart by their credentials. The sidecar's server container got HTTP_PROXY without
+// any, and a request without credentials belongs to no upstream beside a stdio one (a stdio child could leave
+// its own out): with a stdio extraUpstreams entry the sidecar's connections were judged by the defaults, not by
+// its own egress rule. The chart now gives the sidecar upstream an egressProxyToken and puts it in the server's
+// proxy URL. README "egress proxy"; GATEWAY-REQUIREMENTS §15 (egress proxy, BP26 §Server-Side Request Forgery).
+describe('egress proxy credentials (sidecar)', () => {
+  const STDIO = ['extraUpstreams[0].name=files', 'extraUpstreams[0].command={node,files.js}'];
+
+  test("by default the chart keeps a Secret with a random token; Gatehouse's config and the server's HTTP_PROXY both read it", async () => {
+    const { docs } = await render('sidecar', ['egressProxy.enabled=true', 'egressProxy.port=3129', ...STDIO]);
+    const secret = one(docs, 'Secret', 'gh-gatehouse-egress-proxy');
+    const token = Buffer.from(secret['data']['token'] as string, 'base64').toString('utf8');
+    assert.match(token, /^[A-Za-z0-9]{48}$/, 'URL-safe: it goes into the proxy URL as it is');
+    const ref = { secretKeyRef: { name: 'gh-gatehouse-egress-proxy', key: 'token' } };
+    // Gatehouse: the sidecar upstream's egressProxyToken, from the Secret by env (read at start, as the server's).
+    const upstreams = configObject(docs)['upstreams'] as Manifest[];
+    assert.equal(upstreams[0]!['egressProxyToken'], '${env:GATEHOUSE_EGRESS_PROXY_TOKEN}');
+    assert.equal(upstreams[1]!['egressProxyToken'], undefined, 'a stdio child is handed credentials of its own');
+    assert.deepEqual((container(docs, 'gatehouse')['env'] as Manifest[]).find((e) => e['name'] === 'GATEHOUSE_EGRESS_PROXY_TOKEN'), { name: 'GATEHOUSE_EGRESS_PROXY_TOKEN', valueFrom: ref });
+    // The server: the same Secret, then NAME:TOKEN in every proxy variable, as the kubelet expands it.
+    const server = container(docs, 'mcp-server');
+    assert.deepEqual((server['env'] as Manifest[])[0], { name: 'GATEHOUSE_EGRESS_PROXY_TOKEN', valueFrom: ref }, 'defined before the entries that refer to it');
+    const env = resolvedEnv(docs, server);
+    // Gatehouse's config loaded with the value its container gets from the Secret.
+    const { config } = loadRendered(docs, 'egress-proxy-token', Object.fromEntries(resolvedEnv(docs, container(docs, 'gatehouse'))));
+    assert.equal((config.upstreams[0] as { egressProxyToken?: string }).egressProxyToken, token);
+    for (const name of ['HTTP_PROXY', 'HTTPS_PROXY', 'http_proxy', 'https_proxy']) {
+      const url = new URL(env.get(name)!);
+      assert.equal(`${url.protocol}//${url.host}`, 'http://127.0.0.1:3129', name);
+      // What a client sends as Basic credentials, and what the proxy compares them with.
+      assert.equal(decodeURIComponent(url.username), config.upstreams[0]!.name, name);
+      assert.equal(decodeURIComponent(url.password), token, name);
+    }
+    assert.equal(env.get('NO_PROXY'), '');
+  });
+
+  test("an existing Secret's key replaces the chart's, for both containers", async () => {
+    const { docs } = await render('sidecar', ['egressProxy.enabled=true', 'egressProxy.token.secretKeyRef.name=crm-proxy', 'egressProxy.token.secretKeyRef.key=token', ...STDIO]);
+    assert.equal(kinds(docs, 'Secret').filter((d) => d['metadata']['name'] === 'gh-gatehouse-egress-proxy').length, 0);
+    const ref = { secretKeyRef: { name: 'crm-proxy', key: 'token' } };
+    assert.deepEqual((container(docs, 'gatehouse')['env'] as Manifest[]).find((e) => e['name'] === 'GATEHOUSE_EGRESS_PROXY_TOKEN')?.['valueFrom'], ref);
+    const env = resolvedEnv(docs, container(docs, 'mcp-server'), { 'crm-proxy': { token: 'operator-token-0123456789' } });
+    assert.equal(env.get('HTTPS_PROXY'), 'http://crm:operator-token-0123456789@127.0.0.1:3128');
+    assert.equal((configObject(docs)['upstreams'] as Manifest[])[0]!['egressProxyToken'], '${env:GATEHOUSE_EGRESS_PROXY_TOKEN}');
+  });
+
+  test('a token in clear, or as a file (read again on rotation while the server keeps its env), fails the render', async () => {
+    assert.match(await failing('sidecar', ['egressProxy.enabled=true', 'egressProxy.token=s3cr3t-token-0123456789']), /\/egressProxy\/token/);
+    assert.match(await failing('sidecar', ['egressProxy.enabled=true', 'egressProxy.token.secretFile.name=crm-proxy', 'egressProxy.token.secretFile.key=token']), /\/egressProxy\/token/);
+  });
+
+  test('off: no Secret, no token, no credentials', async () => {
+    const { docs } = await render('sidecar', STDIO);
+    assert.equal(kinds(docs, 'Secret').filter((d) => d['metadata']['name'] === 'gh-gatehouse-egress-proxy').length, 0);
+    assert.equal((configObject(docs)['upstreams'] as Manifest[])[0]!['egressProxyToken'], undefined);
+    assert.equal(((container(docs, 'gatehouse')['env'] as Manifest[]) ?? []).some((e) => e['name'] === 'GATEHOUSE_EGRESS_PROXY_TOKEN'), false);
+  });
+
+  test('the Secret and the Deployment pass the Kubernetes schemas (strict)', async () => {
+    const kv = findKubernetesValidate();
+    const { text } = await render('sidecar', ['egressProxy.enabled=true', ...STDIO]);
+    const file = join(work, 'egress-proxy-token.yaml');
+    writeFileSync(file, text);
+    const r = await run(kv[0] as string, [...kv.slice(1), '--strict', '-k', NEWEST, file]);
+    assert.equal(r.code, 0, `kubernetes-validate failed:\n${r.stdout}${r.stderr}`);
+    assert.match(r.stdout, /passed for resource secret\/gh-gatehouse-egress-proxy/);
+    assert.match(r.stdout, /passed for resource deployment\/gh-gatehouse/);
   });
 });
 
@@ -1505,7 +1598,7 @@ describe('helm test (gatehouse doctor)', () => {
     for (const key of ['name', 'image', 'args', 'ports', 'securityContext', 'resources']) assert.deepEqual(sidecar[key], server[key], key);
     // The server's own env, without the egress proxy's: no proxy runs in the test pod.
     assert.ok((server['env'] as Manifest[]).some((e) => e['name'] === 'HTTP_PROXY'));
-    assert.deepEqual(sidecar['env'], (server['env'] as Manifest[]).filter((e) => !/^(https?_proxy|no_proxy)$/i.test(e['name'])));
+    assert.deepEqual(sidecar['env'], (server['env'] as Manifest[]).filter((e) => !/^(https?_proxy|no_proxy|GATEHOUSE_EGRESS_PROXY_TOKEN)$/i.test(e['name'])));
     assert.deepEqual(pod['spec']['containers'][0]['args'], ['doctor', '--config', '/etc/gatehouse/gatehouse.yaml', '--wait-ms', '60000']);
     assert.ok(mounts(sidecar).get('/tmp'), 'the server has a writable /tmp');
   });

@@ -381,6 +381,13 @@ app.kubernetes.io/component: mcp-gateway
 {{- with $v.upstream.maxMessageBytes }}{{ $_ := set $up "maxMessageBytes" (int .) }}{{ end }}
 {{- with $v.upstream.maxSessions }}{{ $_ := set $up "maxSessions" (int .) }}{{ end }}
 {{- with $v.upstream.uriPrefixes }}{{ $_ := set $up "uriPrefixes" . }}{{ end }}
+{{- if and $v.egressProxy.enabled (eq $v.mode "sidecar") }}
+{{- /* The server container sends this as its proxy password (gatehouse.serverContainer): beside a stdio
+       extraUpstreams entry a request without credentials belongs to no upstream, and its connections would
+       be judged by the defaults instead of its own egress rules. */}}
+{{- $tokenRef := dict "secretKeyRef" (include "gatehouse.egressProxyTokenRef" $ctx.root | fromJson) }}
+{{- $_ := set $up "egressProxyToken" (include "gatehouse.secretValue" (dict "ctx" $ctx "value" $tokenRef "env" "GATEHOUSE_EGRESS_PROXY_TOKEN" "field" "egressProxy.token")) }}
+{{- end }}
 
 {{- $auth := dict }}
 {{- if $v.auth.apiKeys }}
@@ -555,6 +562,16 @@ app.kubernetes.io/component: mcp-gateway
 {{- printf "%s-request-state" (include "gatehouse.fullname" .) | trunc 63 | trimSuffix "-" }}
 {{- end }}
 
+{{/* The Secret the chart keeps for egressProxy.token when the values name none. */}}
+{{- define "gatehouse.egressProxySecret" -}}
+{{- printf "%s-egress-proxy" (include "gatehouse.fullname" .) | trunc 63 | trimSuffix "-" }}
+{{- end }}
+
+{{/* The secretKeyRef of the egress proxy's token, as JSON: the operator's (egressProxy.token) or the chart's Secret. */}}
+{{- define "gatehouse.egressProxyTokenRef" -}}
+{{- with .Values.egressProxy.token }}{{ toJson .secretKeyRef }}{{ else }}{{ toJson (dict "name" (include "gatehouse.egressProxySecret" $) "key" "token") }}{{ end }}
+{{- end }}
+
 {{/* The Host header of the readiness probe. /readyz checks Host like the MCP endpoint (DNS-rebinding guard),
      and the kubelet sends the pod's IP, which an allowedHosts list (from listen or extraConfig) does not name:
      the probe then names the first allowed host instead. Empty: any Host passes, the kubelet's default does. */}}
@@ -616,8 +633,14 @@ Takes the root context.
   {{- if or $s.env $.Values.egressProxy.enabled }}
   env:
     {{- if $.Values.egressProxy.enabled }}
-    # The server's own outbound connections go through Gatehouse's egress proxy (policy.egress).
-    {{- $proxy := printf "http://127.0.0.1:%d" (int $.Values.egressProxy.port) }}
+    # The server's own outbound connections go through Gatehouse's egress proxy (policy.egress), with the
+    # upstream's name and egressProxyToken as credentials, so the proxy judges them by this upstream's rules.
+    # The kubelet expands $(GATEHOUSE_EGRESS_PROXY_TOKEN) from the entry before it.
+    - name: GATEHOUSE_EGRESS_PROXY_TOKEN
+      valueFrom:
+        secretKeyRef:
+          {{- include "gatehouse.egressProxyTokenRef" $ | fromJson | toYaml | nindent 10 }}
+    {{- $proxy := printf "http://%s:$(GATEHOUSE_EGRESS_PROXY_TOKEN)@127.0.0.1:%d" $.Values.upstream.name (int $.Values.egressProxy.port) }}
     - { name: HTTP_PROXY, value: {{ $proxy | quote }} }
     - { name: HTTPS_PROXY, value: {{ $proxy | quote }} }
     - { name: http_proxy, value: {{ $proxy | quote }} }
