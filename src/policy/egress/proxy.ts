@@ -110,12 +110,21 @@ export class EgressProxy {
     if (header === undefined) return this.soleUpstream();
     const m = /^Basic\s+(\S+)$/i.exec(header);
     if (!m) return false;
-    const [name, token] = Buffer.from(m[1]!, 'base64').toString('utf8').split(':', 2) as [string, string | undefined];
-    const upstream = percentDecoded(name);
+    // RFC 7617 §2: user-id ":" password, the user-id without a colon; the password (a configured
+    // egressProxyToken may hold colons) is everything after the first.
+    const decoded = Buffer.from(m[1]!, 'base64').toString('utf8');
+    const colon = decoded.indexOf(':');
+    if (colon < 0) return false;
+    const upstream = percentDecoded(decoded.slice(0, colon));
     if (upstream === undefined) return false; // broken percent-encoding: not a name Gatehouse gave out
     // A configured token first: a reload may have made a stdio upstream's name an HTTP upstream's.
     const expected = this.configuredToken(upstream) ?? this.tokens.get(upstream);
-    if (expected === undefined || token === undefined || token.length !== expected.length || !timingSafeEqual(Buffer.from(token), Buffer.from(expected))) return false;
+    if (expected === undefined) return false;
+    // Bytes compared, and their lengths first: timingSafeEqual throws on buffers of different lengths,
+    // which strings of one length in characters but not in UTF-8 bytes are.
+    const given = Buffer.from(decoded.slice(colon + 1));
+    const wanted = Buffer.from(expected);
+    if (given.length !== wanted.length || !timingSafeEqual(given, wanted)) return false;
     return upstream;
   }
 
