@@ -53,6 +53,7 @@ import { ApprovalBook, type ApprovalStore } from './approvals/book.js';
 import { compileApprovalRules, policyVersion } from './approvals/rules.js';
 import { PinBook, pinView, type PinStore } from './approvals/pins.js';
 import { compilePinStage } from './approvals/pin-stage.js';
+import { compilePinReviewers, type PinReviewers } from './approvals/pin-reviewers.js';
 import { RequestStateSeal } from './auth/request-state-seal.js';
 import { CallDeadlines } from './pipeline/call-deadline.js';
 import { compileToolTimeouts, type ToolTimeout } from './upstream/tool-timeouts.js';
@@ -60,7 +61,7 @@ import type { CallLimit } from './pipeline/upstream-stage.js';
 import { compileRequestStateStage } from './auth/request-state-stage.js';
 import { PendingConfirmations } from './approvals/user-confirmation.js';
 import { createAdminListener, type AdminAttempts, type AdminListener } from './admin/server.js';
-import { ReviewerAuth, type VerifyToken } from './admin/reviewer-auth.js';
+import { ReviewerAuth, type Reviewer, type VerifyToken } from './admin/reviewer-auth.js';
 import { compileClientAddress } from './net/client-address.js';
 import { HttpUpstream } from './upstream/http.js';
 import { EgressPolicy, systemResolver, type ResolveHost } from './policy/egress/egress-policy.js';
@@ -473,6 +474,13 @@ export function createGateway(config: GatehouseConfig, log: Logger, options: Gat
           retryAfter: (req) => (authFailures.anyBlocked ? authFailures.retryAfter(adminAddress(req)) : 0),
           fail: (req) => authFailures.fail(adminAddress(req)),
         };
+        // tools.pinningReviewers of the running config, compiled again only when a reload changed it.
+        let reviewersOf: { entries: GatehouseConfig['tools']['pinningReviewers']; compiled: PinReviewers } | undefined;
+        const pinReviewers = (): PinReviewers => {
+          const entries = running.tools.pinningReviewers;
+          if (reviewersOf?.entries !== entries) reviewersOf = { entries, compiled: compilePinReviewers(entries) };
+          return reviewersOf.compiled;
+        };
         const pinDesk = {
           list: async () => (await pinBook.list()).map(pinView),
           page: async (after: string | undefined, limit: number) => {
@@ -480,6 +488,8 @@ export function createGateway(config: GatehouseConfig, log: Logger, options: Gat
             return { pins: page.pins.map(pinView), next: page.next };
           },
           accept: (ref: string, by: string, digest: string) => pinBook.accept(ref, by, digest),
+          mayReview: (ref: string, reviewer: Reviewer) => pinReviewers().mayReview(ref, reviewer),
+          refused: (ref: string, by: string, digest: string) => pinBook.refused(ref, by, digest),
         };
         adminListener = createAdminListener({
           book: approvalBook,

@@ -2,7 +2,8 @@
 // approve and reject approvals, and accept changed tool definitions; the inbox page serves the same to a
 // browser. JSON in and out; every error is `{ error: { code, message } }` with a fitting status. A reviewer
 // is shown and may decide only the approvals of rules they review, and never approve their own call (403
-// forbidden, 403 self_approval; approvals/reviewer-rights.ts); the admin token sees and decides all. Refused
+// forbidden, 403 self_approval; approvals/reviewer-rights.ts), and is shown and may accept only the changed
+// tools they review (tools.pinningReviewers; 403 forbidden); the admin token sees and decides all. Refused
 // credentials count toward auth.failureLimit with the MCP endpoint's, per client address (429 past it).
 //
 //   GET  /approvals[?state=pending|approved|rejected|expired|used|all&limit=N&cursor=C]  → { approvals, nextCursor? }
@@ -24,14 +25,23 @@ import { decisionRefusal, mayView } from '../approvals/reviewer-rights.js';
 import { INBOX_CSS, INBOX_JS, inboxPage, loginPage, SECURITY_HEADERS, type ChangedPinView } from './inbox-page.js';
 import { ReviewerAuth, SESSION_COOKIE, type AdminAuth, type Reviewer } from './reviewer-auth.js';
 
+/** A pin as the admin API shows it (pinView): its ref decides who is shown it. */
+export interface ListedPin {
+  ref: string;
+}
+
 /** Pinned tool definitions, as the admin API shows and accepts them (tools.pinning). */
 export interface PinDesk {
   /** Every pin (the inbox page shows the changed ones). */
-  list(): Promise<unknown[]>;
+  list(): Promise<ListedPin[]>;
   /** Up to `limit` pins by ref after the pin id `after`; `next` is the id the next page starts after, undefined at the end. */
-  page(after: string | undefined, limit: number): Promise<{ pins: unknown[]; next: string | undefined }>;
+  page(after: string | undefined, limit: number): Promise<{ pins: ListedPin[]; next: string | undefined }>;
   /** Accepts the changed definition of `ref` whose digest is `digest` (the one reviewed); refused when there is no such change. */
   accept(ref: string, by: string, digest: string): Promise<{ ok: true; pin: unknown } | { ok: false; status: 404 | 409; message: string }>;
+  /** Whether this reviewer is shown the pin of `ref` and may accept its change (tools.pinningReviewers; the admin token always). */
+  mayReview(ref: string, reviewer: Reviewer): boolean;
+  /** Audits an acceptance refused for who asked; resolves once it is recorded (a store that cannot take it rejects). */
+  refused(ref: string, by: string, digest: string): Promise<void>;
 }
 
 /** The failed-authentication limit (auth.failureLimit), per client address, counted with the MCP endpoint's. */
@@ -63,6 +73,7 @@ const TOO_LARGE = Symbol('body too large');
 const BODY_TOO_LARGE = `The body is larger than the admin API takes (${MAX_BODY / 1024} KiB); a reason may be at most 1000 characters`;
 /** A SHA-256 as Gatehouse writes it (previews, pinned definitions). */
 const SHA256_HEX = /^[0-9a-f]{64}$/;
+const PIN_FORBIDDEN = 'You are not among the reviewers of this tool\'s changes (tools.pinningReviewers); one of them, or the admin token, must accept it';
 const PROBLEM_STATUS: Record<DecisionProblem, number> = { not_found: 404, not_pending: 409, invalidated: 409, forbidden: 403, self_approval: 403, preview_mismatch: 409, expired: 409 };
 const PROBLEM_MESSAGE: Record<DecisionProblem, string> = {
   not_found: 'No approval has this id',
@@ -193,16 +204,21 @@ async function handle(req: IncomingMessage, res: ServerResponse, deps: AdminDeps
     return sendJson(res, 200, { approval: approvalView(result.approval, Date.now(), deps.policyVersion()) });
   }
   if (path === '/pins' && method === 'GET') {
-    if (deps.pins === undefined) return sendError(res, 404, 'pinning_off', 'Tool pinning is off (tools.pinning: off)');
+    const desk = deps.pins;
+    if (desk === undefined) return sendError(res, 404, 'pinning_off', 'Tool pinning is off (tools.pinning: off)');
     // A page at a time, as GET /approvals (pin-pages.ts): it once answered every pin, definitions and diffs, in one body.
     const query = pinQuery(url.searchParams);
     if ('problem' in query) return sendError(res, 400, 'bad_request', query.problem);
-    const page = await deps.pins.page(query.after, query.limit);
-    return sendJson(res, 200, { pins: page.pins, ...(page.next !== undefined ? { nextCursor: pinCursorOf(page.next) } : {}) });
+    const page = await desk.page(query.after, query.limit);
+    // Only the pins this reviewer reviews, as GET /approvals lists only the approvals they decide: a page may
+    // hold fewer than `limit` (none, even) and still be followed by another.
+    const pins = page.pins.filter((p) => desk.mayReview(p.ref, auth.reviewer));
+    return sendJson(res, 200, { pins, ...(page.next !== undefined ? { nextCursor: pinCursorOf(page.next) } : {}) });
   }
   const pin = /^\/pins\/(.+)\/accept$/.exec(path);
   if (pin !== null && method === 'POST') {
-    if (deps.pins === undefined) return sendError(res, 404, 'pinning_off', 'Tool pinning is off (tools.pinning: off)');
+    const desk = deps.pins;
+    if (desk === undefined) return sendError(res, 404, 'pinning_off', 'Tool pinning is off (tools.pinning: off)');
     const ref = percentDecoded(pin[1]!);
     if (ref === undefined) return sendError(res, 400, 'bad_request', 'The tool ref in the path is not valid percent-encoding');
     // The accept names the definition reviewed, always. A body it cannot read is refused, and so is one with
@@ -214,7 +230,15 @@ async function handle(req: IncomingMessage, res: ServerResponse, deps: AdminDeps
     const digest = body.digest;
     if (digest === undefined || digest === null) return sendError(res, 400, 'digest_required', 'Name the definition you reviewed: send { "digest": "…" }, its changed.sha256 from GET /pins (gatehouse pins show prints it); nothing was accepted');
     if (typeof digest !== 'string' || !SHA256_HEX.test(digest)) return sendError(res, 400, 'bad_request', 'digest must be 64 lowercase hex digits: the changed.sha256 that GET /pins shows');
-    const result = await deps.pins.accept(ref, auth.reviewer.subject, digest);
+    // Limited per tool as a decision is per rule: an admin group's member once accepted any tool's change,
+    // one only another team reviews included. Refused and audited before the pin is looked at (the rights
+    // are the config's, so a 403 says nothing of whether such a pin exists).
+    if (!desk.mayReview(ref, auth.reviewer)) {
+      await desk.refused(ref, auth.reviewer.subject, digest);
+      deps.log.warn('tool definition acceptance refused', { ref, refusal: 'forbidden', reviewer: auth.reviewer.subject });
+      return sendError(res, 403, 'forbidden', PIN_FORBIDDEN);
+    }
+    const result = await desk.accept(ref, auth.reviewer.subject, digest);
     if (!result.ok) return sendError(res, result.status, result.status === 404 ? 'not_found' : 'conflict', result.message);
     deps.log.info('tool definition accepted', { ref, reviewer: auth.reviewer.subject });
     return sendJson(res, 200, { pin: result.pin });
@@ -244,7 +268,9 @@ async function page(req: IncomingMessage, res: ServerResponse, deps: AdminDeps, 
   const listed = await approvalPage(deps.book, query, (a) => mayView(a, auth.reviewer), Date.now(), deps.policyVersion(), (v) => !v.invalidated);
   const pending = listed.approvals;
   // The pins as GET /pins shows them (pinView: state and the path-by-path changes); the page shows the changed ones.
-  const pins = deps.pins ? (await deps.pins.list()).filter(isChangedPin) : [];
+  // Only those of tools this reviewer reviews (tools.pinningReviewers), as GET /pins lists them.
+  const desk = deps.pins;
+  const pins = desk ? (await desk.list()).filter((p): p is ChangedPinView => isChangedPin(p) && desk.mayReview(p.ref, auth.reviewer)) : [];
   pins.sort((a, b) => (a.ref < b.ref ? -1 : a.ref > b.ref ? 1 : 0));
   return sendHtml(res, 200, inboxPage({ reviewer: auth.reviewer, csrf: auth.csrf!, approvals: pending, changedPins: pins, ...(listed.nextCursor !== undefined ? { nextCursor: listed.nextCursor } : {}), first: query.after === undefined }));
 }

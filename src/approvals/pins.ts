@@ -247,6 +247,28 @@ export class PinBook {
     return { ok: true, pin: accepted };
   }
 
+  /**
+   * Records an acceptance refused for who asked (tools.pinningReviewers: not among the reviewers of the tool),
+   * as a refused approval decision is: outcome `refused`, refusal `forbidden`, the reviewer and the digest they
+   * sent. Written before the refusal is answered (fail closed: a store that cannot take it answers an error).
+   */
+  async refused(ref: string, by: string, sha256: string): Promise<void> {
+    await this.store.audit({
+      time: new Date().toISOString(),
+      callId: randomUUID(),
+      runId: randomUUID(),
+      subject: by,
+      toolRef: ref,
+      upstream: ref.slice(0, ref.indexOf('/')),
+      method: 'pin',
+      outcome: 'refused',
+      refusal: 'forbidden',
+      latencyMs: 0,
+      reviewer: by,
+      reason: `acceptance of definition ${sha256} refused: not among the reviewers of this tool (tools.pinningReviewers)`,
+    });
+  }
+
   /** A pin as in effect: an acceptance saved but not known to be audited reads as the change it accepts. */
   private async inEffect(pin: Pin): Promise<Pin> {
     if (pin.unaudited === undefined) return pin;

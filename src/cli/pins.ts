@@ -80,7 +80,7 @@ export async function pinsCommand(args: string[], io: CommandIO): Promise<number
       if ('status' in shown) return failed(io, shown);
       const pin = shown.pin;
       if (pin === undefined) {
-        io.err(`error: no tool "${printable(ref!)}" is pinned\n`);
+        io.err(notPinned(ref!));
         return 3;
       }
       // Accept exactly the definition the reviewer was shown (by show): with no change there is nothing to
@@ -112,7 +112,7 @@ export async function pinsCommand(args: string[], io: CommandIO): Promise<number
     if ('status' in found) return failed(io, found);
     const pin = found.pin;
     if (pin === undefined) {
-      io.err(`error: no tool "${printable(ref!)}" is pinned\n`);
+      io.err(notPinned(ref!));
       return 3;
     }
     if (flags.json) {
@@ -137,6 +137,14 @@ export async function pinsCommand(args: string[], io: CommandIO): Promise<number
     io.err(`error: ${(err as Error).message}\n`);
     return 1;
   }
+}
+
+/**
+ * A ref GET /pins does not list: none is pinned, or tools.pinningReviewers keeps it from this reviewer (the
+ * API lists only the pins one reviews, as it lists only the approvals one decides); either way nothing is shown.
+ */
+function notPinned(ref: string): string {
+  return `error: no tool "${printable(ref)}" is pinned that you review (tools.pinningReviewers)\n`;
 }
 
 type Failed = Parameters<typeof failed>[1];

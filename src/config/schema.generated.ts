@@ -162,6 +162,10 @@ export interface GatehouseConfiguration {
      * Tool-contract pinning: the first definition of each tool seen (name, description, schemas, annotations) is pinned in the store; when the upstream changes it, warn logs and counts it, enforce refuses its calls with tool_changed until a reviewer accepts the new definition (admin API, CLI or inbox page), off does neither.
      */
     pinning: "off" | "warn" | "enforce";
+    /**
+     * Who may review a changed tool definition (tools.pinning), by tool ref: the first entry whose tools globs match the ref decides, and only its reviewers are shown that pin (GET /pins, gatehouse pins, the inbox page) and may accept its change (403 forbidden for anyone else, audited as a refused acceptance). A ref no entry matches may be reviewed by anyone the admin API admits. The admin token, the break-glass operator with no subject, is shown every pin and may accept every change.
+     */
+    pinningReviewers: PinningReviewer[];
   };
   /**
    * The rules applied to every call: access (rules), egress checks on arguments and an egress proxy for the upstream's own connections, rate limits, budgets, circuit breakers and approvals. In each list the first entry that matches a call applies, and every refusal names it.
@@ -665,6 +669,24 @@ export interface Oauth {
    * Least time between two fetches of the key set caused by an unknown key id, so a flood of forged key ids cannot make the gateway hammer the authorization server.
    */
   jwksMinRefreshSeconds: number;
+}
+/**
+ * Who reviews the changed definitions of some tools: the tools, by ref, and their reviewers.
+ */
+export interface PinningReviewer {
+  /**
+   * Tool refs (upstream/name); * matches any run of characters, ? one.
+   *
+   * @minItems 1
+   */
+  tools: [string, ...string[]];
+  /**
+   * Who may accept these tools' changes, by subject or group (any one suffices); at least one must be named.
+   */
+  reviewers: {
+    subjects: string[];
+    groups: string[];
+  };
 }
 /**
  * One policy rule: who it applies to (every listed selector must match; none listed means everyone) and what it allows or denies.

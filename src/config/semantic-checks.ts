@@ -327,6 +327,10 @@ function adminProblems(config: GatehouseConfig): string[] {
   const reviewed = config.policy.approvals.some((a) => a.by === 'reviewer' || a.by === 'user');
   if (reviewed && !admin.enabled) problems.push('policy.approvals: reviewers decide through the admin API (and user confirmations fall back to them); set admin.enabled: true with admin.token or admin.groups');
   if (config.tools.pinning === 'enforce' && !admin.enabled) problems.push('tools.pinning: enforce refuses changed tools until a reviewer accepts them through the admin API; set admin.enabled: true');
+  // An entry naming no one would let any admin accept its tools' changes: the opposite of what it reads as.
+  config.tools.pinningReviewers.forEach((e, i) => {
+    if (e.reviewers.subjects.length === 0 && e.reviewers.groups.length === 0) problems.push(`tools.pinningReviewers[${i}].reviewers: name at least one subject or group; an entry naming no one would let any admin accept the changes of ${e.tools.join(', ')}`);
+  });
   return problems;
 }
 
