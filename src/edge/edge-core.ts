@@ -38,6 +38,11 @@ export interface CallRecord {
   batch?: boolean;
   /** A message of the batch was answered 404 for its session: the binding ends with the request. */
   sessionGone?: boolean;
+  /**
+   * A stream opened only to listen (a GET, subscriptions/listen): it has no end of its own, so its client
+   * closing it once it was served is its normal end, `ok`, not an abort (stream-end.ts).
+   */
+  listening?: true;
 }
 
 /**

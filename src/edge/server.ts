@@ -36,6 +36,7 @@ import { compileHostOriginGuard } from './origin-guard.js';
 import type { CallRecord, Caller, EdgeCall, EdgeCore, Received, ReceivedBatch, SessionUse } from './edge-core.js';
 import { answerBatch } from './batch.js';
 import { createSseEndpoint, type SseEndpoint } from './sse-endpoint.js';
+import { clientAborted } from './stream-end.js';
 
 export interface EdgeHandlers {
   /** Runs the call through the pipeline's stages after auth and returns how it ends. */
@@ -179,12 +180,14 @@ export function createEdge(listen: ListenConfig, handlers: EdgeHandlers, log: Lo
     }
     if (path === listen.path) {
       let slot: InFlightSlot | undefined;
-      if (req.method === 'GET') markListenStream(res);
-      else {
+      const record: CallRecord = { callId: randomUUID(), started: performance.now(), httpMethod: req.method ?? '' };
+      if (req.method === 'GET') {
+        markListenStream(res);
+        record.listening = true;
+      } else {
         inFlight++;
         slot = { counted: true };
       }
-      const record: CallRecord = { callId: randomUUID(), started: performance.now(), httpMethod: req.method ?? '' };
       const cancel = new Cancellation();
       // One listener for what the end of every request settles: the in-flight count, the `end` event, the
       // call's cancellation when the client left before its answer was complete, and the legacy session's use.
@@ -194,7 +197,7 @@ export function createEdge(listen: ListenConfig, handlers: EdgeHandlers, log: Lo
       res.on('close', () => {
         if (counted !== undefined) settle(counted);
         const unfinished = !res.writableFinished;
-        if (ends && record.batch !== true) publishEnd(record, unfinished && !res.headersSent ? CLIENT_CLOSED_STATUS : res.statusCode, unfinished);
+        if (ends && record.batch !== true) publishEnd(record, unfinished && !res.headersSent ? CLIENT_CLOSED_STATUS : res.statusCode, clientAborted(res, record.listening === true));
         if (unfinished) cancel.cancel();
         if (record.session !== undefined) leaveSession(record.session, res.statusCode, record.sessionGone === true);
       });
@@ -314,6 +317,7 @@ export function createEdge(listen: ListenConfig, handlers: EdgeHandlers, log: Lo
       if (session === false) return;
       if (kind === 'request' && rpcMethod === 'subscriptions/listen') {
         markListenStream(res, slot);
+        record.listening = true;
         endAtExpiry(res, principal);
       }
       const traced = traceOf(req.headers, received);

@@ -23,6 +23,7 @@ import { atCredentialExpiry } from './credential-expiry.js';
 import { Cancellation, NEVER_CANCELLED } from '../pipeline/cancellation.js';
 import { proxyPathPrefix } from '../net/path-prefix.js';
 import { closedStatus } from '../pipeline/events.js';
+import { clientAborted } from './stream-end.js';
 
 export interface SseEndpointOptions {
   ssePath: string;
@@ -71,7 +72,8 @@ export function createSseEndpoint(core: EdgeCore, opts: SseEndpointOptions, log:
   async function open(req: IncomingMessage, res: ServerResponse): Promise<void> {
     const call = core.startCall('GET', false);
     const { record } = call;
-    res.once('close', () => call.done(closedStatus(res), !res.writableFinished));
+    // The connection's stream lasts until its client closes it: once served, that close is its normal end.
+    res.once('close', () => call.done(closedStatus(res), clientAborted(res, true)));
     const caller = await core.admitCaller(req, res, record, ['GET'], 'the SSE endpoint', 'sse');
     if (caller === undefined || !caller.authed.ok) return;
     // The client left while it was being admitted (a token's keys being fetched): the response's `close` has

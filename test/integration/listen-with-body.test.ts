@@ -86,7 +86,8 @@ for (const size of [64, 75_532]) {
   test(`a listening GET with a ${size}-byte body ends when its client hangs up`, async () => {
     const line = await hangUpOn(await openSession(), size);
     assert.ok(line, 'the stream ended within 3 s of its client hanging up');
-    assert.equal(line.outcome, 'aborted');
+    // A served listening stream its client closes has ended normally (stream-close-outcome.test.ts).
+    assert.equal(line.outcome, 'ok');
   });
 }
 
