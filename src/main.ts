@@ -14,6 +14,7 @@ import { MAIN_HELP } from './cli/help.js';
 import { pinsCommand } from './cli/pins.js';
 import { processIO } from './cli/io.js';
 import { serveCommand } from './cli/serve.js';
+import { reportEscaped } from './log/fault-exit.js';
 
 function version(): string {
   const pkg = JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8')) as { version: string };
@@ -68,7 +69,8 @@ main(process.argv.slice(2)).then(
     process.exitCode = code;
   },
   (err: unknown) => {
-    process.stderr.write(`gatehouse: ${(err as Error).stack ?? String(err)}\n`);
+    // Never the raw stack: its text quotes the message, which may hold request data (log/fault-exit.ts).
+    reportEscaped(err);
     process.exitCode = 1;
   },
 );
