@@ -4,7 +4,7 @@
 // the pass-through.
 
 import type { ServerResponse } from 'node:http';
-import { toWire, tooDeep, type WireContext } from '../errors.js';
+import { toWire, tooDeep, type GatewayError, type WireContext } from '../errors.js';
 import { jsonOf } from '../protocol/json-text.js';
 import type { CallStream, StreamItem } from '../pipeline/call-stream.js';
 import type { AnswerHeaders, Outcome } from '../pipeline/outcome.js';
@@ -143,7 +143,7 @@ async function writeStream(res: ServerResponse, stream: CallStream, headers: Ans
           sendText(res, ctx.era === 'modern' ? modernErrorStatus(item.message) : 200, text!, headers);
         } else {
           const wire = toWire({ kind: 'failure', error: item.failure }, { ...ctx, id: stream.requestId });
-          summary = failureSummary(wire.body, item.failure);
+          summary = failedSummary(wire.body, item.failure, stream);
           ctx.onSummary?.(summary);
           sendJson(res, wire.status, wire.body, { ...headers, ...wire.headers });
         }
@@ -151,7 +151,7 @@ async function writeStream(res: ServerResponse, stream: CallStream, headers: Ans
       }
       openSse();
       const message = 'message' in item ? item.message : toWire({ kind: 'failure', error: item.failure }, { ...ctx, id: stream.requestId }).body;
-      if (!('message' in item)) summary = failureSummary(message, item.failure);
+      if (!('message' in item)) summary = failedSummary(message, item.failure, stream);
       if (!writeSse(res, formatSseJson(text ?? JSON.stringify(message)))) break;
     }
     if (!sse) {
@@ -177,6 +177,13 @@ function modernErrorStatus(message: unknown): number {
   if (code === ErrorCode.MethodNotFound) return 404;
   if (code === ErrorCode.HeaderMismatch || code === ErrorCode.MissingClientCapability || code === ErrorCode.UnsupportedProtocolVersion) return 400;
   return 200;
+}
+
+/** A failure written as the answer; a stage's (CallStream.refused: a record not kept) carries its stage. */
+function failedSummary(wire: unknown, failure: GatewayError, stream: CallStream): AnswerSummary {
+  const summary = failureSummary(wire, failure);
+  const refused = stream.refused;
+  return refused !== undefined && refused.refusal.kind === 'failure' && refused.refusal.error === failure ? { ...summary, refused } : summary;
 }
 
 function isFinalAnswer(item: StreamItem): boolean {

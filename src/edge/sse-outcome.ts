@@ -155,6 +155,9 @@ async function streamed(answer: Answer, stream: CallStream, wire: WireContext): 
       if ('comment' in item) continue;
       if ('failure' in item) {
         answer.failure = item.failure;
+        // A stage's failure in place of the answer (a record not kept): recorded with its stage.
+        const refused = stream.refused;
+        if (refused !== undefined && refused.refusal.kind === 'failure' && refused.refusal.error === item.failure) answer.refused = refused;
         const w = toWire({ kind: 'failure', error: item.failure }, { ...wire, id: stream.requestId });
         status = w.status;
         if (!(await answer.message(w.body))) break;

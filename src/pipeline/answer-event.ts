@@ -4,7 +4,7 @@
 
 import { failure, GatewayError } from '../errors.js';
 import type { CallContext } from './context.js';
-import { channels, type CallAnswerEvent } from './events.js';
+import { channels, publishRefused, type CallAnswerEvent } from './events.js';
 import { interceptFinal, type FinalAnswer, type FinalVerdict } from './final-answer.js';
 import type { Outcome } from './outcome.js';
 
@@ -33,7 +33,10 @@ export function publishAnswer(outcome: Outcome, ctx: CallContext): Promise<Outco
       if (work.length === 1) await work[0];
       else if (work.length > 1) await Promise.all(work);
     } catch (err) {
-      return { refusal: failure(new GatewayError('GW_ERR_STATE_UNAVAILABLE', 'Gatehouse could not record this call, so its answer is withheld; retry later', undefined, { cause: err })), stage: 'audit' };
+      const refusal = failure(new GatewayError('GW_ERR_STATE_UNAVAILABLE', 'Gatehouse could not record this call, so its answer is withheld; retry later', undefined, { cause: err }));
+      // A refusal like a stage's (stage.ts refuseAt): published, so the metrics' refusals and the span count it.
+      publishRefused(ctx, 'audit', refusal);
+      return { refusal, stage: 'audit' };
     }
     return withMeta(answer, meta);
   });

@@ -171,8 +171,12 @@ function interceptStream(source: CallStream, ctx: CallContext, onFinal: OnFinal)
                 : { response: message! };
           const verdict = await onFinal(answer);
           if (verdict !== undefined && 'refusal' in verdict) {
-            if (verdict.refusal.kind === 'failure') out.fail(verdict.refusal.error);
-            else out.refuse(toWire(refusalOfTool(verdict.refusal, ctx), { era: ctx.era, id: source.requestId, callId: ctx.callId }).body, { refusal: verdict.refusal, stage: verdict.stage ?? prior?.stage });
+            if (verdict.refusal.kind === 'failure') {
+              // A failure a stage put in place of the answer (the audit or idempotency record not kept) is
+              // that stage's refusal: the edge records it with its stage (refusalWritten says why).
+              if (verdict.stage !== undefined) out.refused = { refusal: verdict.refusal, stage: verdict.stage };
+              out.fail(verdict.refusal.error);
+            } else out.refuse(toWire(refusalOfTool(verdict.refusal, ctx), { era: ctx.era, id: source.requestId, callId: ctx.callId }).body, { refusal: verdict.refusal, stage: verdict.stage ?? prior?.stage });
           } else if (verdict !== undefined) out.finish(responseOf(verdict, answer.response, text));
           else if (failure !== undefined) out.fail(failure);
           else if (prior !== undefined) out.refuse(message!, prior);
@@ -369,7 +373,10 @@ function interceptWholeSse(outcome: Extract<Outcome, { kind: 'relay' }>, reading
  */
 function refusalWritten(verdict: Exclude<FinalVerdict, void | undefined>, prior: StreamRefusal | undefined): StreamRefusal | undefined {
   if (!('refusal' in verdict)) return prior;
-  if (verdict.refusal.kind === 'failure') return undefined;
+  // A failure a stage put in place of the answer (GW_ERR_STATE_UNAVAILABLE: the audit or idempotency
+  // record could not be kept) is that stage's, as a JSON answer replaced so is (replaced()); one without a
+  // stage is the upstream's, which the edge records from the failure itself.
+  if (verdict.refusal.kind === 'failure') return verdict.stage !== undefined ? { refusal: verdict.refusal, stage: verdict.stage } : undefined;
   return { refusal: verdict.refusal, stage: verdict.stage ?? prior?.stage };
 }
 

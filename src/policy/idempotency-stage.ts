@@ -9,7 +9,7 @@ import { randomUUID } from 'node:crypto';
 import { failure, GatewayError, neverSent, type ToolRefusal } from '../errors.js';
 import { interceptFinal } from '../pipeline/final-answer.js';
 import type { CallContext, Route } from '../pipeline/context.js';
-import { waitedOn } from '../pipeline/events.js';
+import { publishRefused, waitedOn } from '../pipeline/events.js';
 import type { Outcome } from '../pipeline/outcome.js';
 import { principalKey } from '../pipeline/principal.js';
 import { refuseAt, type Stage } from '../pipeline/stage.js';
@@ -238,10 +238,10 @@ export function compileIdempotencyStage(settings: IdempotencySettings, store: Id
           // The FITsociety seed: the completed response is persisted before it is returned.
           const stored = await waitedOn(ctx, 'idempotency', 'store.complete', store.complete(key, owner, JSON.stringify(response), ttlMs));
           // Not stored (the record is gone): the README promises the answer is kept before it is returned.
-          if (!stored) return { refusal: failure(new GatewayError('GW_ERR_STATE_UNAVAILABLE', 'The idempotency record of this call was lost while it ran, so its answer could not be kept and is withheld; check its effect before calling again with a new key')), stage: 'idempotency' };
+          if (!stored) return withheld(ctx, failure(new GatewayError('GW_ERR_STATE_UNAVAILABLE', 'The idempotency record of this call was lost while it ran, so its answer could not be kept and is withheld; check its effect before calling again with a new key')));
           return undefined;
         } catch (err) {
-          return { refusal: stateUnavailable(err), stage: 'idempotency' };
+          return withheld(ctx, stateUnavailable(err));
         } finally {
           done();
         }
@@ -264,6 +264,15 @@ function markedError(error: NonNullable<JsonRpcResponse['error']>): NonNullable<
 /** A stored tools/call result as a client of `era` must get it (only complete results are stored). */
 function resultForEra(result: Record<string, unknown>, era: ClientEra): Record<string, unknown> {
   return era === 'modern' ? toModernResult('tools/call', result, undefined, { ttlMs: 0, cacheScope: 'private' }) : toLegacyResult(result);
+}
+
+/**
+ * The answer withheld by this stage: a refusal like refuseAt's, published so the metrics' refusals and the
+ * span count it (the edge records it with its stage from the verdict, on every answer shape).
+ */
+function withheld(ctx: CallContext, refusal: ReturnType<typeof failure>): { refusal: ReturnType<typeof failure>; stage: 'idempotency' } {
+  publishRefused(ctx, 'idempotency', refusal);
+  return { refusal, stage: 'idempotency' };
 }
 
 function stateUnavailable(err: unknown): ReturnType<typeof failure> {
