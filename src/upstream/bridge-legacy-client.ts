@@ -18,7 +18,7 @@ import { upstreamMessage } from '../protocol/trace-context.js';
 import { GATEHOUSE_CLIENT_INFO, type UpstreamProfile } from './era-probe.js';
 import type { Cancellation } from '../pipeline/cancellation.js';
 import type { UpstreamMessages } from '../pipeline/ports.js';
-import { BridgedSession } from './bridged-session.js';
+import { BridgedSession, type SubscriptionVerdict } from './bridged-session.js';
 import { resolveSession, sessionCapRefusal, SessionTable } from './session-table.js';
 import type { CallContext } from '../pipeline/context.js';
 import { CallStream } from '../pipeline/call-stream.js';
@@ -63,6 +63,11 @@ const LISTEN_RETRY_MIN_MS = 1_000;
 const LISTEN_RETRY_MAX_MS = 30_000;
 /** A listen acknowledged this long before it ended ran: the next one starts the pauses afresh. */
 const LISTEN_LIVED_MS = 10_000;
+/**
+ * How long a resources/subscribe waits for the acknowledgment of the listen that carries its URI before it is
+ * answered with an error (the listen itself may be waiting out a reopen pause, or stuck upstream).
+ */
+const SUBSCRIBE_ACK_WAIT_MS = 5_000;
 
 export class LegacyClientBridge {
   private readonly sessions: SessionTable<BridgedSession>;
@@ -133,7 +138,7 @@ export class LegacyClientBridge {
     return json({ jsonrpc: '2.0', id: request.id, result }, { 'mcp-session-id': id });
   }
 
-  private request(ctx: CallContext, session: BridgedSession, request: JsonRpcRequest): Outcome {
+  private request(ctx: CallContext, session: BridgedSession, request: JsonRpcRequest): Outcome | Promise<Outcome> {
     // Requests with no modern counterpart are answered by the session itself (GATEWAY-REQUIREMENTS §16.2).
     if (request.method === 'ping') return json({ jsonrpc: '2.0', id: request.id, result: {} });
     // 2025-11-25 core tasks have no modern counterpart, and the upstream could not tell whose a task is
@@ -161,9 +166,13 @@ export class LegacyClientBridge {
         // session's subscribes cost the upstream a listen of every URI so far, each time.
         return json(errorResponse(request.id, ErrorCode.InvalidParams, `This session holds ${MAX_RESOURCE_SUBSCRIPTIONS} resource subscriptions, the most Gatehouse keeps for one session; unsubscribe from one first`));
       }
+      const added = request.method === 'resources/subscribe' && !session.uris.has(uri);
       if (request.method === 'resources/subscribe') session.uris.add(uri);
       else session.uris.delete(uri);
+      // Waiting registered before the listen goes up, so that its acknowledgment cannot pass it by.
+      const verdict = session.listening && (added || (request.method === 'resources/subscribe' && session.subscribing(uri))) ? session.awaitSubscription(uri, SUBSCRIBE_ACK_WAIT_MS) : undefined;
       if (session.listening) void this.listenUpstream(session);
+      if (verdict !== undefined) return this.subscribed(session, request, uri, verdict);
       return json({ jsonrpc: '2.0', id: request.id, result: {} });
     }
     if (request.method === 'logging/setLevel') {
@@ -186,6 +195,27 @@ export class LegacyClientBridge {
     }
     void this.answer(ctx, session, request, stream);
     return { kind: 'stream', stream };
+  }
+
+  /**
+   * The answer to a resources/subscribe once the listen carrying its URI was acknowledged: `{}` when the
+   * acknowledgment names the URI, else an error, and the URI leaves the session's set (2026-07-28
+   * basic/patterns/subscriptions.mdx §Acknowledgment: the server omits what it does not honour; a
+   * 2025-11-25 client is told by the subscribe's error, server/resources.mdx §Error Handling). Until
+   * 5 December it was `{}` at once, and a client whose URI the server left out believed it was subscribed and
+   * heard nothing.
+   */
+  private async subscribed(session: BridgedSession, request: JsonRpcRequest, uri: string, pending: Promise<SubscriptionVerdict>): Promise<Outcome> {
+    const verdict = await pending;
+    if (verdict.honoured) return json({ jsonrpc: '2.0', id: request.id, result: {} });
+    // Unsubscribed in the meantime: nothing to take back.
+    if (session.uris.delete(uri) && verdict.unanswered === true && session.listening && session.upstreamListen !== undefined) {
+      // No acknowledgment came in time, and the listen still on its way names the URI: it is asked anew without
+      // it, so that the client does not hear of a subscription it was told failed.
+      void this.listenUpstream(session);
+    }
+    this.log.info('resources/subscribe not honoured upstream', { upstream: this.client.upstream, code: verdict.code });
+    return json(errorResponse(request.id, verdict.code, verdict.message, verdict.data));
   }
 
   private async answer(ctx: CallContext, session: BridgedSession, request: JsonRpcRequest, stream: CallStream): Promise<void> {
@@ -339,6 +369,8 @@ export class LegacyClientBridge {
     if (caps.resources?.listChanged) notifications.resourcesListChanged = true;
     if (caps.resources?.subscribe && session.uris.size > 0) notifications.resourceSubscriptions = [...session.uris];
     const previous = session.upstreamListen;
+    /** The URIs this listen asks for: their waiting subscribes are answered by its acknowledgment. */
+    const asked = (notifications.resourceSubscriptions as string[] | undefined) ?? [];
     if (Object.keys(notifications).length === 0) {
       // Nothing the upstream declared could come on a listen (no listChanged, no subscription yet): none is
       // opened, or kept (the last URI unsubscribed). Until 5 December every GET stream held an empty listen
@@ -364,11 +396,16 @@ export class LegacyClientBridge {
         const m = msg as { method?: string; params?: Obj; error?: { code?: unknown } };
         if (m.method === undefined) {
           // The listen's result: the upstream ended it gracefully; or its error: the upstream refused it.
+          // A refused listen does not answer the subscribes it carried: the refusal may pass (this very listen
+          // counted against the upstream's maxSubscriptions while the one it replaces was still open), and the
+          // listen opened again after its pause carries them, its acknowledgment answering them (or their wait
+          // running out: SUBSCRIBE_ACK_WAIT_MS).
           if (m.error !== undefined && !controller.signal.aborted) this.log.warn('upstream refused the listen', { upstream: this.client.upstream, code: m.error.code });
           break;
         }
         if (m.method === 'notifications/subscriptions/acknowledged') {
           acknowledgedAt = performance.now();
+          if (asked.length > 0) session.settleSubscriptions(asked, acknowledgedUris(m.params?.notifications));
           // Reopened after the upstream ended the last one: whatever changed in between was not heard, so the
           // client is told to refetch each list the new listen covers (GATEWAY-REQUIREMENTS §16.2).
           if (reopened) for (const method of catchUp(m.params?.notifications)) session.notify({ jsonrpc: '2.0', method, params: {} });
@@ -484,6 +521,12 @@ export class LegacyClientBridge {
 function capabilitiesOf(profile: BridgedProfile): UpstreamCapabilities {
   const discover = typeof profile === 'object' ? profile.discover : undefined;
   return (isObject(discover?.capabilities) ? discover.capabilities : {}) as UpstreamCapabilities;
+}
+
+/** The resource URIs an acknowledged filter names (none when it names them not, or not as strings). */
+function acknowledgedUris(filter: unknown): string[] {
+  const uris = isObject(filter) ? filter.resourceSubscriptions : undefined;
+  return Array.isArray(uris) ? uris.filter((u): u is string => typeof u === 'string') : [];
 }
 
 /** The list_changed notifications for the lists an acknowledged filter covers. */

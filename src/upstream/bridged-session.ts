@@ -20,6 +20,12 @@ export interface ServerRequestAnswer {
   abandoned?: string;
 }
 
+/**
+ * What became of a resources/subscribe the bridge turned into an upstream listen filter: honoured (the
+ * listen's acknowledgment names the URI), or the error its client is to be answered with.
+ */
+export type SubscriptionVerdict = { honoured: true } | { honoured: false; code: number; message: string; data?: unknown; unanswered?: true };
+
 interface Waiting {
   resolve(answer: ServerRequestAnswer): void;
   timer: NodeJS.Timeout;
@@ -41,6 +47,8 @@ export class BridgedSession implements HeldSession {
   private readonly waiting = new Map<JsonRpcId, Waiting>();
   /** Ids the client cancelled before their request got here (see cancel()). */
   private readonly cancelledEarly = new Set<JsonRpcId>();
+  /** resources/subscribe answers waiting for the acknowledgment of the listen that carries their URI. */
+  private readonly pendingSubscribes = new Map<string, { verdict: Promise<SubscriptionVerdict>; settle(v: SubscriptionVerdict): void }>();
   private listen?: CallStream;
 
   constructor(
@@ -126,6 +134,51 @@ export class BridgedSession implements HeldSession {
     w.resolve(answer);
   }
 
+  /**
+   * The verdict on a subscription to `uri`, given by the first upstream listen acknowledgment
+   * whose filter asked for it (settleSubscriptions), or after `timeoutMs` without one. Two subscribes of the
+   * same URI share it.
+   */
+  awaitSubscription(uri: string, timeoutMs: number): Promise<SubscriptionVerdict> {
+    const pending = this.pendingSubscribes.get(uri);
+    if (pending !== undefined) return pending.verdict;
+    let settle!: (v: SubscriptionVerdict) => void;
+    const verdict = new Promise<SubscriptionVerdict>((resolve) => (settle = resolve));
+    const timer = setTimeout(() => this.settleSubscription(uri, { honoured: false, code: ErrorCode.InternalError, message: `The server did not acknowledge the subscription to ${uri} within ${timeoutMs / 1000} s`, data: { uri }, unanswered: true }), timeoutMs);
+    timer.unref();
+    this.pendingSubscribes.set(uri, {
+      verdict,
+      settle: (v) => {
+        clearTimeout(timer);
+        settle(v);
+      },
+    });
+    return verdict;
+  }
+
+  /**
+   * A listen that asked for `asked` was acknowledged, naming `honoured`: the subscribes waiting on those URIs
+   * are answered.
+   */
+  settleSubscriptions(asked: readonly string[], honoured: readonly string[]): void {
+    for (const uri of asked) {
+      if (!this.pendingSubscribes.has(uri)) continue;
+      this.settleSubscription(uri, honoured.includes(uri) ? { honoured: true } : { honoured: false, code: ErrorCode.InvalidParams, message: `The server did not honour a subscription to ${uri}`, data: { uri } });
+    }
+  }
+
+  /** Whether a subscribe of `uri` waits for a listen's acknowledgment. */
+  subscribing(uri: string): boolean {
+    return this.pendingSubscribes.has(uri);
+  }
+
+  private settleSubscription(uri: string, verdict: SubscriptionVerdict): void {
+    const pending = this.pendingSubscribes.get(uri);
+    if (pending === undefined) return;
+    this.pendingSubscribes.delete(uri);
+    pending.settle(verdict);
+  }
+
   get listening(): boolean {
     return this.listen !== undefined;
   }
@@ -150,6 +203,7 @@ export class BridgedSession implements HeldSession {
   async close(_reason: EndReason): Promise<void> {
     for (const c of this.inFlight.values()) c.cancel();
     for (const id of [...this.waiting.keys()]) this.abandonServerRequest(id, 'session ended');
+    for (const uri of [...this.pendingSubscribes.keys()]) this.settleSubscription(uri, { honoured: false, code: ErrorCode.InternalError, message: 'session ended', data: { uri } });
     this.closeListenStream();
   }
 

@@ -20,13 +20,14 @@ test("a listen whose replacement failed is not left open: notifications come onc
   let asked = 0;
   const up = await startFakeUpstream(
     (_req, res, body) => {
-      const msg = JSON.parse(body) as { id?: string; method?: string };
+      const msg = JSON.parse(body) as { id?: string; method?: string; params?: { notifications?: unknown } };
       if (msg.method !== 'subscriptions/listen') return void res.writeHead(404, { 'content-type': 'application/json' }).end(JSON.stringify({ jsonrpc: '2.0', id: msg.id ?? null, error: { code: -32601, message: 'Method not found' } }));
       asked++;
-      // The second listen (the one with the new filter) breaks: its connection is cut before any answer.
+      // The second listen (the one with the new filter) breaks: its connection is cut before any answer. The
+      // others are acknowledged as asked (the subscribe waits for an acknowledgment that names its URI).
       if (asked === 2) return void res.socket?.destroy();
       res.writeHead(200, { 'content-type': 'text/event-stream' });
-      res.write(`event: message\ndata: ${JSON.stringify({ jsonrpc: '2.0', method: 'notifications/subscriptions/acknowledged', params: { _meta: { 'io.modelcontextprotocol/subscriptionId': msg.id }, notifications: { toolsListChanged: true } } })}\n\n`);
+      res.write(`event: message\ndata: ${JSON.stringify({ jsonrpc: '2.0', method: 'notifications/subscriptions/acknowledged', params: { _meta: { 'io.modelcontextprotocol/subscriptionId': msg.id }, notifications: msg.params?.notifications } })}\n\n`);
       listens.push(res);
     },
     { handshake: 'modern', capabilities: { tools: { listChanged: true }, resources: { subscribe: true } } },
