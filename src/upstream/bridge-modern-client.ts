@@ -335,14 +335,16 @@ export class ModernClientBridge {
    * (-32022 listing what it supports: versioning.mdx §Protocol Version Negotiation) is no longer the legacy
    * server it was found to be (upgraded in place): its verdict is dropped, so the next request probes it and
    * goes to it as it is, and so is the session, whose listens end and are asked again. Until 5 December every
-   * call failed so until the verdict's re-probe, five minutes later.
+   * call failed so until the verdict's re-probe, five minutes later. The server issued that session and may
+   * still hold it (a deployment upgraded replica by replica, a server that dropped only this version): it is
+   * DELETEd there, best effort, once the calls on it are over (giveUp). Until 5 December it was only forgotten.
    */
   private refusedVersion(session: LegacyClientSession, response: JsonRpcResponse): void {
     const error = response.error;
     if (error?.code !== ErrorCode.UnsupportedProtocolVersion || !Array.isArray((error.data as { supported?: unknown } | undefined)?.supported)) return;
     this.log.warn('upstream refused the legacy version it was found to speak; its era is probed again', { upstream: this.client.upstream, version: session.version });
     this.staleVerdict();
-    this.sessions.discard(session);
+    this.sessions.giveUp(session);
   }
 
   /** A session ended (idle, or gone upstream): the listens on it end as a server ends them (subscriptions.mdx §Graceful Closure). */
