@@ -39,6 +39,12 @@ export interface UpstreamMessages {
    */
   openGet(headers: Record<string, string>, signal: AbortSignal): Promise<AsyncGenerator<JsonRpcMessage, void, void> | null>;
   deleteSession(sessionId: string, version: string): Promise<void>;
+  /**
+   * Calls `gone` once when the session the headers name ends on the transport's own side, without a request
+   * (a stdio child's exit); returns what stops the watch. Absent where only a request can tell (HTTP): there a
+   * listen with nothing to hear is watched with a ping now and then (upstream/listen-hub.ts).
+   */
+  watchSession?(headers: Record<string, string>, gone: () => void): () => void;
 }
 
 /** An upstream seen as a 2026-07-28 server, whatever it speaks: what the aggregating catalog works with. */

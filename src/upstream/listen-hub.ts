@@ -10,6 +10,7 @@ import { MAX_RESOURCE_SUBSCRIPTIONS, META_SUBSCRIPTION_ID } from '../protocol/me
 import { wireTable } from '../protocol/own-keys.js';
 import { UpstreamSessionGone, type UpstreamMessages } from '../pipeline/ports.js';
 import { answeringPings } from './answering-pings.js';
+import { sessionUnknown } from './session-unknown.js';
 
 /** subscriptions.mdx §Notification Filter. */
 export interface SubscriptionFilter {
@@ -65,6 +66,18 @@ export interface ReopenTimings {
 
 const REOPEN: ReopenTimings = { firstMs: 1_000, maxMs: 30_000, livedMs: 10_000 };
 
+/**
+ * How often a session whose listens can hear nothing (and that holds no GET stream) is pinged, where the
+ * transport cannot tell its end by itself (HTTP): one small request per session per interval, instead of a
+ * pooled connection held for as long as the listens last.
+ */
+const WATCH_PING_MS = 20_000;
+
+/** Whether a filter names anything the upstream could send (honouredFilter leaves only that). */
+function audible(filter: SubscriptionFilter): boolean {
+  return filter.toolsListChanged === true || filter.promptsListChanged === true || filter.resourcesListChanged === true || (filter.resourceSubscriptions?.length ?? 0) > 0;
+}
+
 export class ListenHub {
   private readonly listeners = new Set<Listener>();
   private readonly uriRefs = new Map<string, number>();
@@ -81,6 +94,8 @@ export class ListenHub {
   private reopening?: NodeJS.Timeout;
   /** Whether the upstream ever answered this session's GET with a stream. */
   private streamed = false;
+  /** Stops the watch on a session whose listens hear nothing (see watch), while one runs. */
+  private unwatch?: () => void;
 
   constructor(
     private readonly client: UpstreamMessages,
@@ -122,10 +137,81 @@ export class ListenHub {
     };
   }
 
+  /**
+   * Whether the GET stream is wanted: by a call that may be asked something, or a listener that can hear
+   * something. A listen acknowledged with an empty filter (the upstream declared nothing it asked for) hears
+   * nothing on it: until 5 December it held the stream, a pooled connection, for as long as it lasted.
+   */
+  private wantsStream(): boolean {
+    if (this.holds > 0) return true;
+    for (const l of this.listeners) if (audible(l.filter)) return true;
+    return false;
+  }
+
   private closeIfUnused(): void {
-    if (this.listeners.size > 0 || this.holds > 0) return;
+    if (this.wantsStream()) return;
     this.stream?.abort();
     this.stream = undefined;
+    if (this.listeners.size > 0) this.watch();
+    else this.stopWatch();
+  }
+
+  /**
+   * Listens that hear nothing still end with their session (so that their clients listen again on a new one,
+   * which may offer more): without the GET stream that noticed it, the transport watches the session (a
+   * stdio child's exit), or, where it cannot (HTTP), a ping every WATCH_PING_MS asks whether the server still
+   * knows it (404, or a 400 that says so: session-unknown.ts).
+   */
+  private watch(): void {
+    if (this.unwatch !== undefined) return;
+    const gone = (): void => {
+      this.stopWatch();
+      this.log.info('upstream session gone; its listens end', { upstream: this.client.upstream });
+      this.sessionGone(true);
+    };
+    if (this.client.watchSession !== undefined) {
+      this.unwatch = this.client.watchSession(this.headers(), gone);
+      return;
+    }
+    const timer = setInterval(
+      () =>
+        void this.ping().then((verdict) => {
+          if (verdict === 'known' || this.unwatch === undefined) return;
+          if (verdict === 'forgotten') return gone();
+          // Refused for its version (-32022: the server was upgraded to 2026-07-28 in place) it may still hold
+          // the session, as after a 405 on the GET stream (openStream): given up, and DELETEd there.
+          this.stopWatch();
+          this.log.info('upstream refused the session\'s version; its listens end', { upstream: this.client.upstream });
+          this.sessionGone(false);
+        }),
+      WATCH_PING_MS,
+    ).unref();
+    this.unwatch = () => clearInterval(timer);
+  }
+
+  private stopWatch(): void {
+    this.unwatch?.();
+    this.unwatch = undefined;
+  }
+
+  /**
+   * What a ping on the session says of it: 'forgotten' when the upstream answered "unknown session", 'refused'
+   * when it refused the session's version with a -32022 listing what it supports (versioning.mdx §Protocol
+   * Version Negotiation), else 'known' (a ping that fails says nothing: best effort).
+   */
+  private async ping(): Promise<'known' | 'forgotten' | 'refused'> {
+    try {
+      const reply = await this.client.post({ jsonrpc: '2.0', id: `gh-watch-${randomUUID()}`, method: 'ping' }, this.headers());
+      if (reply.status >= 400 && sessionUnknown(reply)) return 'forgotten';
+      let verdict: 'known' | 'refused' = 'known';
+      for await (const m of answeringPings(reply.messages, (ping) => this.answerServerRequest(ping))) {
+        const error = (m as { error?: { code?: unknown; data?: { supported?: unknown } } }).error;
+        if (error?.code === ErrorCode.UnsupportedProtocolVersion && Array.isArray(error.data?.supported)) verdict = 'refused';
+      }
+      return verdict;
+    } catch (err) {
+      return err instanceof UpstreamSessionGone ? 'forgotten' : 'known';
+    }
   }
 
   /**
@@ -150,6 +236,11 @@ export class ListenHub {
     if (refused.size > 0) listener.filter = { ...listener.filter, resourceSubscriptions: listener.filter.resourceSubscriptions!.filter((u) => !refused.has(u)) };
     // Removed while it subscribed: no stream for it.
     if (!this.listeners.has(listener)) return;
+    // Nothing to hear: no stream, a watch on the session instead (see wantsStream).
+    if (!this.wantsStream()) {
+      if (!this.stream && !this.reopening) this.watch();
+      return;
+    }
     // While a reopen waits out its pause, the new listener is served by the stream it opens.
     if (!this.stream && !this.reopening) this.openStream();
   }
@@ -208,6 +299,8 @@ export class ListenHub {
   }
 
   private openStream(): void {
+    // The stream tells the session's end (404, the child's exit) itself.
+    this.stopWatch();
     const controller = new AbortController();
     this.stream = controller;
     let answered!: () => void;
@@ -254,13 +347,16 @@ export class ListenHub {
       this.stream = undefined;
       // The upstream ended its stream while listeners (or calls) remain: reopen it after a pause, not in a tight
       // loop. A stream that lived starts the pauses afresh; one that ended at once, or failed, doubles them.
-      if (!controller.signal.aborted && (this.listeners.size > 0 || this.holds > 0)) {
+      if (!controller.signal.aborted && !this.wantsStream() && this.listeners.size > 0) this.watch();
+      else if (!controller.signal.aborted && this.wantsStream()) {
         const lived = openedAt !== undefined && performance.now() - openedAt >= this.reopen.livedMs;
         const pause = lived ? this.reopen.firstMs : this.reopenMs;
         this.reopenMs = lived ? this.reopen.firstMs : Math.min(this.reopen.maxMs, pause * 2);
         this.reopening = setTimeout(() => {
           this.reopening = undefined;
-          if (!this.stream && (this.listeners.size > 0 || this.holds > 0)) this.openStream();
+          if (this.stream) return;
+          if (this.wantsStream()) this.openStream();
+          else if (this.listeners.size > 0) this.watch();
         }, pause).unref();
       }
     })();

@@ -405,6 +405,19 @@ export class StdioMessages implements UpstreamMessages {
     });
   }
 
+  /** The child's exit is the session's end (as the GET stream's, openGet); a session not held here is gone. */
+  watchSession(headers: Record<string, string>, gone: () => void): () => void {
+    const sessionId = headers['mcp-session-id'];
+    const managed = this.sessions.get(sessionId ?? '');
+    if (!managed) {
+      // A lent (guest) session ends with its host, which has a watch of its own.
+      if (sessionId !== undefined && !this.guests.has(sessionId)) queueMicrotask(gone);
+      return () => {};
+    }
+    (managed.exitWatchers ??= new Set()).add(gone);
+    return () => void managed.exitWatchers?.delete(gone);
+  }
+
   async deleteSession(sessionId: string): Promise<void> {
     if (this.guests.delete(sessionId)) return;
     const managed = this.sessions.get(sessionId);
