@@ -10,7 +10,7 @@ import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { startFakeUpstream, type FakeUpstream } from '../fixtures/upstreams/fake-upstream.js';
 import { startGateway, type TestGateway } from '../helpers/gateway.js';
-import { assertEndedAtResponse, HeldAnswers, postTimed } from '../helpers/held-answer.js';
+import { assertEndedAtResponse, HeldAnswers, postHeld } from '../helpers/held-answer.js';
 import { LEGACY_HEADERS, legacySession, rpc } from '../helpers/http.js';
 import { answerModernJson } from '../helpers/modern-member.js';
 import { messagesInSse, sseMessage as sse } from '../helpers/sse-messages.js';
@@ -51,11 +51,11 @@ after(async () => {
 for (const [method, params] of [['tools/call', { name: 'work', arguments: {} }], ['prompts/get', { name: 'any' }]] as const) {
   test(`${method}: a legacy client's answer ends with the response, not when the upstream's stream does`, async () => {
     const session = await legacySession(gw.url);
-    const closedBefore = held.closed;
-    const { res, took } = await postTimed(gw.url, rpc(`${method}-1`, method, params), { ...LEGACY_HEADERS, 'mcp-session-id': session, 'mcp-protocol-version': '2025-11-25' });
+    const before = held.counts();
+    const res = await postHeld(gw.url, rpc(`${method}-1`, method, params), { ...LEGACY_HEADERS, 'mcp-session-id': session, 'mcp-protocol-version': '2025-11-25' });
     const messages = messagesInSse(res.text);
     assert.deepEqual(messages.map((m) => m.method ?? `response ${m.id}`), ['notifications/message', `response ${method}-1`], res.text);
-    await assertEndedAtResponse(took, held, closedBefore);
+    await assertEndedAtResponse(held, before);
   });
 }
 
@@ -73,9 +73,9 @@ test('bridge: a legacy client\'s answer from a modern upstream ends with the res
   const bridged = await startGateway({ upstreams: [{ name: 'm', url: modern.url }] });
   try {
     const session = await legacySession(bridged.url);
-    const { res, took } = await postTimed(bridged.url, rpc('b-1', 'tools/call', { name: 'work', arguments: {} }), { ...LEGACY_HEADERS, 'mcp-session-id': session, 'mcp-protocol-version': '2025-11-25' });
+    const res = await postHeld(bridged.url, rpc('b-1', 'tools/call', { name: 'work', arguments: {} }), { ...LEGACY_HEADERS, 'mcp-session-id': session, 'mcp-protocol-version': '2025-11-25' });
     assert.match(res.text, /"done"/, res.text);
-    await assertEndedAtResponse(took, modernHeld, 0);
+    await assertEndedAtResponse(modernHeld, { letGo: 0, endedByUpstream: 0 });
   } finally {
     await bridged.close();
     await modern.close();

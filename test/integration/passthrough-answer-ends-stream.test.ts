@@ -10,7 +10,7 @@ import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { startFakeUpstream, type FakeUpstream } from '../fixtures/upstreams/fake-upstream.js';
 import { startGateway, type TestGateway } from '../helpers/gateway.js';
-import { assertEndedAtResponse, HeldAnswers, postTimed } from '../helpers/held-answer.js';
+import { assertEndedAtResponse, HeldAnswers, postHeld } from '../helpers/held-answer.js';
 import { modernRequest } from '../helpers/http.js';
 import { messagesInSse, sseMessage as sse } from '../helpers/sse-messages.js';
 
@@ -42,10 +42,10 @@ for (const method of ['tools/call', 'prompts/get'] as const) {
   test(`${method}: the client's answer ends with the response, not when the upstream's stream does`, async () => {
     const params = method === 'tools/call' ? { name: 'work', arguments: {} } : { name: 'any' };
     const { body, headers } = modernRequest(`${method}-1`, method, params);
-    const closedBefore = held.closed;
-    const { res, took } = await postTimed(gw.url, body, headers);
+    const before = held.counts();
+    const res = await postHeld(gw.url, body, headers);
     const messages = messagesInSse(res.text);
     assert.equal(messages.at(-1)?.id, `${method}-1`, res.text);
-    await assertEndedAtResponse(took, held, closedBefore);
+    await assertEndedAtResponse(held, before);
   });
 }
