@@ -212,10 +212,10 @@ describe('servers that misbehave', () => {
   test('a GET answered with another media type and a body that never ends is refused at once, not waited out', async () => {
     const fake = await fakeSse((res) => res.writeHead(200, { 'content-type': 'text/html' }).write('<html>'));
     try {
-      const started = Date.now();
-      const outcome = await within(channel(fake.url, { openTimeoutMs: 1_500 }).start().then(() => 'started', (err: Error) => err.message), 5_000);
+      // Causal, not timed: the body never ends and the opening time (60 s) is past the 20 s bound, so only
+      // a refusal on the media type alone can end the start in time.
+      const outcome = await within(channel(fake.url, { openTimeoutMs: 60_000 }).start().then(() => 'started', (err: Error) => err.message), 20_000);
       assert.match(outcome, /answered the SSE GET with HTTP 200 \(text\/html\), not an event stream/);
-      assert.ok(Date.now() - started < 2_000, `refused after ${Date.now() - started} ms`);
     } finally {
       await fake.close();
     }
@@ -335,13 +335,13 @@ describe('servers that misbehave', () => {
       const ch = channel(fake.url, { pingIntervalMs: 200, busySilenceMs: 60_000, requestTimeoutMs: 60_000 });
       await ch.start();
       await new Promise((r) => setTimeout(r, 300));
-      const started = Date.now();
       const call = ch.request({ jsonrpc: '2.0', id: 'c1', method: 'tools/call', params: { name: 'slow', arguments: {} } });
-      const outcome = await within(call.then(() => 'answered', (err: Error & { code?: string }) => err), 5_000);
+      // A bound, not a speed: the request's and the busy stream's limits are 60 s, so within 20 s only the
+      // stopped keep-alives can have ended the call, as the message says.
+      const outcome = await within(call.then(() => 'answered', (err: Error & { code?: string }) => err), 20_000);
       assert.ok(outcome instanceof Error, String(outcome));
       assert.equal((outcome as Error & { code?: string }).code, 'GW_ERR_UPSTREAM_TIMEOUT');
       assert.match(outcome.message, /stopped answering on its event stream \(its keep-alive comments stopped/);
-      assert.ok(Date.now() - started < 2_000, `noticed after ${Date.now() - started} ms`);
       assert.equal(ch.alive, false);
       await ch.stop();
     } finally {
