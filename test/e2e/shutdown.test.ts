@@ -97,7 +97,8 @@ test('shutdown.delayMs: after SIGTERM /readyz answers 503 while new connections 
   const call = await fresh(gw.url, path, 'POST', rpc(1, 'tools/call', { name: 'anything' }));
   assert.equal(call.status, 200, call.text);
   assert.equal(JSON.parse(call.text).result.content[0].text, 'served');
-  assert.ok(Date.now() - signalled < 2500, 'the checks above ran within the delay');
+  // No elapsed-time check here: the answers above (503 shutting_down, the call served) can only come from a
+  // listener still open, that is within the delay; a loaded machine that ran them slowly is no failure.
   // Past the delay the listener closes: a new connection is refused, and the process exits.
   const refused = await until(() => fresh(gw.url, '/healthz', 'GET').then(() => false, (err: Error & { code?: string }) => err.code === 'ECONNREFUSED'), 6000);
   assert.ok(refused, 'the listener closed after the delay');
