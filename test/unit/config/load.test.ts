@@ -141,7 +141,7 @@ describe('parseConfigText', () => {
       ],
       sessions: { idleTimeoutMs: 1800000, max: 1000, maxSsePerCaller: 16, inputTimeoutMs: 300000, requestStateTtlMs: 900000 },
       auth: { anonymous: false, apiKeys: [], apiKeyPrefixes: [], requiredScopes: [], failureLimit: { attempts: 20, windowSeconds: 60 } },
-      tools: { naming: { prefix: 'auto' }, outputValidation: 'warn', pinning: 'warn', uncheckableSchemas: 'refuse' },
+      tools: { naming: { prefix: 'auto' }, outputValidation: 'warn', pinning: 'warn', pinningReviewers: [], uncheckableSchemas: 'refuse' },
       policy: { rules: [], egress: [], egressProxy: { enabled: false, host: '127.0.0.1', port: 3128 }, rateLimits: [], budgets: [], breakers: [], approvals: [] },
       store: { kind: 'sqlite', path: './data/gatehouse.db' },
       audit: { enabled: true, retainDays: 90 },
