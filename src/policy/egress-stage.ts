@@ -25,6 +25,9 @@ import { destinationsOfUri, mayNameDestination } from './egress/resource-uri.js'
 /** At most this many distinct destinations are checked per call; more is refused, not skipped. */
 const MAX_DESTINATIONS = 64;
 
+/** The schemes whose URLs a server fetches (resource-uri.ts draws the same line for resources/read). */
+const FETCHED_SCHEMES: ReadonlySet<string> = new Set(['http', 'https', 'ws', 'wss', 'ftp', 'file']);
+
 /**
  * The upstream a resources/read of `uri` goes to (the only one, or the catalog member that listed the URI or
  * whose uriPrefixes match it, after listing again for a URI nobody listed); undefined when none does.
@@ -50,7 +53,10 @@ export function compileEgressStage(policy: EgressPolicy, resourceUpstream: Resou
         const rule = policy.ruleFor(ctx.principal, ctx.route);
         return Promise.resolve(refuseAt('egress', ctx, refusal(ctx.route!, rule?.id ?? 'default', `The arguments nest deeper than ${MAX_DEPTH} levels, hold more than ${MAX_STRINGS} strings, or hold JSON text inside strings more than ${MAX_JSON_TEXT_LEVELS} levels deep or over ${MAX_JSON_TEXT_CHARS} characters in all, too many to check for destinations; send them flatter or split the call`, {})));
       }
-      return found.length === 0 ? next(ctx) : checked(ctx, next, found, policy.ruleFor(ctx.principal, ctx.route), undefined);
+      // A prompt's argument in a custom scheme (`test://example-resource`) names the server's own item, not a
+      // place it fetches: only fetched schemes and bare hosts are judged there (as for a resources/read URI).
+      const judged = ctx.route!.kind === 'prompts' ? found.filter((d) => d.scheme === undefined || FETCHED_SCHEMES.has(d.scheme)) : found;
+      return judged.length === 0 ? next(ctx) : checked(ctx, next, judged, policy.ruleFor(ctx.principal, ctx.route), undefined);
     },
   };
 

@@ -36,6 +36,9 @@ before(async () => {
     server.registerPrompt('partner-page', { description: 'Summarize a partner page', argsSchema: { page: z.string() } }, ({ page }) => ({
       messages: [{ role: 'user', content: { type: 'text', text: `Partner ${page}` } }],
     }));
+    server.registerPrompt('embedded', { description: 'A prompt naming one of the server\'s own resources', argsSchema: { resourceUri: z.string() } }, ({ resourceUri }) => ({
+      messages: [{ role: 'user', content: { type: 'text', text: `Embedded ${resourceUri}` } }],
+    }));
   });
   gw = await startGateway(
     {
@@ -120,6 +123,19 @@ describe('egress rules on prompts/get arguments (server/prompts.mdx §Error Hand
       // The rule is the prompt's own: fetch-page, which it does not select, may name another public host.
       const other = await client.getPrompt({ name: 'fetch-page', arguments: { url: page } });
       assert.match(JSON.stringify(other.messages), /Summarize https:\/\/www\.elsewhere\.example\//);
+    } finally {
+      await client.close();
+    }
+  });
+
+  // The conformance suite's prompts-get-embedded-resource: `test://example-resource` is the server's own
+  // identifier, not a place it fetches; judged as a destination, its unresolvable "host" refused the prompt.
+  test('a custom-scheme resource URI in a prompt argument is not judged', async () => {
+    const client = new V1Client({ name: 'prompt-egress-custom', version: '1' });
+    await client.connect(new V1Transport(new URL(gw.url)));
+    try {
+      const got = await client.getPrompt({ name: 'embedded', arguments: { resourceUri: 'test://example-resource' } });
+      assert.match(JSON.stringify(got.messages), /Embedded test:\/\/example-resource/);
     } finally {
       await client.close();
     }
