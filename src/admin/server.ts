@@ -15,7 +15,7 @@
 import { randomUUID } from 'node:crypto';
 import { percentDecoded } from '../protocol/percent-decode.js';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
-import type { AddressInfo } from 'node:net';
+import { closeNow, listenOn } from '../net/listen.js';
 import type { Logger } from '../log/logger.js';
 import { approvalView, type Approval } from '../approvals/approval.js';
 import { approvalPage, DEFAULT_LIMIT, listQuery } from './approval-pages.js';
@@ -97,22 +97,8 @@ export function createAdminListener(deps: AdminDeps): AdminListener {
   server.requestTimeout = 30_000;
   server.headersTimeout = 10_000;
   return {
-    listen(host, port) {
-      return new Promise((resolve, reject) => {
-        server.once('error', reject);
-        server.listen(port, host, () => {
-          server.off('error', reject);
-          const bound = (server.address() as AddressInfo).port;
-          resolve(`http://${host.includes(':') ? `[${host}]` : host}:${bound}`);
-        });
-      });
-    },
-    close() {
-      return new Promise((resolve) => {
-        server.closeAllConnections();
-        server.close(() => resolve());
-      });
-    },
+    listen: (host, port) => listenOn(server, host, port),
+    close: () => closeNow(server),
   };
 }
 

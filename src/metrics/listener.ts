@@ -2,7 +2,7 @@
 // face clients while Prometheus scrapes from inside the cluster.
 
 import { createServer, type IncomingHttpHeaders, type Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
+import { closeNow, listenOn } from '../net/listen.js';
 import type { Logger } from '../log/logger.js';
 import type { GatewayMetrics } from './metrics.js';
 
@@ -45,21 +45,7 @@ export function createMetricsListener(metrics: GatewayMetrics, path: string, log
     );
   });
   return {
-    listen(host, port) {
-      return new Promise((resolve, reject) => {
-        server.once('error', reject);
-        server.listen(port, host, () => {
-          server.off('error', reject);
-          const bound = (server.address() as AddressInfo).port;
-          resolve(`http://${host.includes(':') ? `[${host}]` : host}:${bound}${path}`);
-        });
-      });
-    },
-    close() {
-      return new Promise((resolve) => {
-        server.closeAllConnections();
-        server.close(() => resolve());
-      });
-    },
+    listen: async (host, port) => `${await listenOn(server, host, port)}${path}`,
+    close: () => closeNow(server),
   };
 }

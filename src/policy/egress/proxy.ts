@@ -13,11 +13,12 @@
 import { randomBytes, timingSafeEqual } from 'node:crypto';
 import { percentDecoded } from '../../protocol/percent-decode.js';
 import { createServer, request as httpRequest, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
-import { connect, isIP, type AddressInfo, type Socket } from 'node:net';
+import { connect, isIP, type Socket } from 'node:net';
 import type { Duplex } from 'node:stream';
 import type { Logger } from '../../log/logger.js';
 import type { EgressPolicy } from './egress-policy.js';
 import { isLoopback } from '../../net/loopback.js';
+import { listenOn } from '../../net/listen.js';
 
 export interface EgressProxyHooks {
   /** Counts one request: the upstream it came from (or "unknown") and whether it went through. */
@@ -64,15 +65,7 @@ export class EgressProxy {
   }
 
   async listen(host: string, port: number): Promise<string> {
-    await new Promise<void>((resolve, reject) => {
-      this.server.once('error', reject);
-      this.server.listen(port, host, () => {
-        this.server.off('error', reject);
-        resolve();
-      });
-    });
-    const { port: bound } = this.server.address() as AddressInfo;
-    this.url = `http://${host.includes(':') ? `[${host}]` : host}:${bound}`;
+    this.url = await listenOn(this.server, host, port);
     this.log.info('egress proxy listening', { url: this.url });
     return this.url;
   }
