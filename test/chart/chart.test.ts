@@ -1621,6 +1621,16 @@ describe('helm test (gatehouse doctor)', () => {
     assert.ok(!Object.entries(selector).every(([k, v]) => pod['metadata']['labels'][k] === v), 'the Service selects the test pod');
   });
 
+  // A namespace whose ResourceQuota admits pods of one priority class only refused the test pod (it had none)
+  // while the Deployment's pods ran: `helm test` failed on a healthy release.
+  test("the test pod runs at the Deployment's priorityClassName, and has none when none is set", async () => {
+    const { docs } = await render('sidecar', ['priorityClassName=platform-critical']);
+    assert.equal(doctorPod(docs)['spec']['priorityClassName'], 'platform-critical');
+    assert.equal(podSpec(docs)['priorityClassName'], 'platform-critical');
+    const defaults = await render('sidecar');
+    assert.equal(doctorPod(defaults.docs)['spec']['priorityClassName'], undefined);
+  });
+
   // The server's /tmp (server-tmp) was sized by tmpVolume.sizeLimit, Gatehouse's own /tmp: a server that needs
   // more scratch space could get it only by giving Gatehouse as much.
   test("server.tmpVolume.sizeLimit sizes the server's /tmp, in the Deployment and the test pod, apart from Gatehouse's", async () => {
