@@ -31,11 +31,11 @@ export interface GatehouseConfiguration {
      */
     publicUrl?: string;
     /**
-     * Host header values accepted (DNS-rebinding guard; * for any), plus listen.publicUrl's host. Empty on a loopback listen.host means the loopback names; empty on any other interface means any Host, leaving the choice to the proxy in front: list the names clients use to have Gatehouse check them.
+     * Host header values accepted (DNS-rebinding guard; * for any), plus listen.publicUrl's host: a name alone (any port) or name:port (that port only; a Host without a port matches :80 and :443). Empty on a loopback listen.host means the loopback names; empty on any other interface means any Host, leaving the choice to the proxy in front: list the names clients use to have Gatehouse check them. An Origin naming a listed host is accepted on that entry's port, or for a name alone on the port the request came to (the same listener under another of its names).
      */
     allowedHosts: string[];
     /**
-     * Origin header values accepted when a browser sends one. Empty means: same host only.
+     * Origin header values accepted when a browser sends one, as exact origins (scheme://host[:port]; * for any; null for sandboxed pages); listen.publicUrl's origin is added. Besides these, an Origin is accepted when it is the request's own origin: the Host header's name and port, over http or https (the scheme is not known behind a TLS-terminating proxy). A page on another port of the same host is another origin: list it here (the MCP Inspector's http://localhost:6274, for one).
      */
     allowedOrigins: string[];
     /**

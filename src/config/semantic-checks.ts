@@ -169,14 +169,17 @@ function stdioProblems(config: GatehouseConfig): string[] {
   return problems;
 }
 
+/** name:digits or [IPv6]:digits; an IPv6 address without brackets is told apart below. */
+const PORTED_HOST = /^(\[[^\]]*\]|[^:[\]]+):\d*$/;
+
 /** scheme://host[:port], as a browser sends Origin (a trailing slash is forgiven: the guard drops it). */
 const ORIGIN = /^[a-z][a-z0-9+.-]*:\/\/[^/?#\s]+\/?$/i;
 
 /**
- * Entries the DNS-rebinding guard (edge/origin-guard.ts) can never match: it compares the name of a Host
- * header without its port (an IPv6 address in brackets, as Host carries it), and an Origin as browsers
- * send it. Listed, such an entry also ends the loopback names' default: "localhost:8080" checked clean,
- * then every request, /readyz too, was answered 403 'Host "localhost:8080" is not allowed'.
+ * Entries the DNS-rebinding guard (edge/origin-guard.ts) can never match: it compares a Host header as
+ * name[:port] (an IPv6 address in brackets, as Host carries it), and an Origin as browsers send it. Listed,
+ * such an entry also ends the loopback names' default. Until 5 December a port was not compared at all, so
+ * "localhost:8080" was refused here; it now means that port only.
  */
 function allowListProblems(listen: GatehouseConfig['listen']): string[] {
   const problems: string[] = [];
@@ -185,8 +188,10 @@ function allowListProblems(listen: GatehouseConfig['listen']): string[] {
     // A value still reading `${...}` is a secret absent here (check-config --env-optional): nothing to judge.
     if (host === '*' || host.includes('${')) return;
     if (host.includes('/')) problems.push(`${key}: "${host}" is a URL; list the host name alone (mcp.example.com), without scheme or path`);
-    else if (/^(\[[^\]]*\]|[^:[\]]+):\d*$/.test(host)) problems.push(`${key}: "${host}" names a port, which the Host check does not compare; list "${host.slice(0, host.lastIndexOf(':'))}"`);
-    else if (host.includes(':') && !host.startsWith('[')) problems.push(`${key}: "${host}" is an IPv6 address without brackets; a Host header carries it as "[${host}]"`);
+    else if (PORTED_HOST.test(host)) {
+      const port = host.slice(host.lastIndexOf(':') + 1);
+      if (!/^[1-9]\d{0,4}$/.test(port) || Number(port) > 65535) problems.push(`${key}: "${host}" names no port a Host header can carry; write name:port with a port from 1 to 65535 (localhost:8080), or the name alone for any port`);
+    } else if (host.includes(':') && !host.startsWith('[')) problems.push(`${key}: "${host}" is an IPv6 address without brackets; a Host header carries it as "[${host}]"`);
   });
   listen.allowedOrigins.forEach((origin, i) => {
     // "null" is what sandboxed frames and file: pages send.

@@ -84,6 +84,27 @@ test('a foreign Origin or Host → 403 before the body is read or anything forwa
   const badHost = await post(auto.url, rpc(1, 'tools/list'), { ...LEGACY_HEADERS, host: 'rebound.evil.example' });
   assert.equal(badHost.status, 403);
   assert.equal(up.requests.length, before);
-  const local = await post(auto.url, rpc(1, 'tools/list'), { ...LEGACY_HEADERS, origin: 'http://localhost:6274' });
-  assert.equal(local.status, 200);
+});
+
+// An origin is scheme, host and port: until 5 December a page of any other web app on this machine
+// (http://localhost:6274, http://127.0.0.1:9999) passed, because only the host was compared.
+test('an Origin on another port of the gateway\'s host → 403; its own host:port (http or https) and a listed origin pass', async () => {
+  const port = Number(new URL(auto.url).port);
+  const before = up.requests.length;
+  for (const origin of ['http://localhost:6274', `http://127.0.0.1:${port === 9999 ? 9998 : 9999}`, 'http://127.0.0.1']) {
+    const other = await post(auto.url, rpc(1, 'tools/list'), { ...LEGACY_HEADERS, origin });
+    assert.equal(other.status, 403, origin);
+    assert.equal(other.json().error.message, `Forbidden: Origin "${origin}" is not allowed`);
+  }
+  assert.equal(up.requests.length, before, 'nothing forwarded for a foreign origin');
+  for (const origin of [auto.origin, `https://127.0.0.1:${port}`, `http://localhost:${port}`]) {
+    assert.equal((await post(auto.url, rpc(1, 'tools/list'), { ...LEGACY_HEADERS, origin })).status, 200, origin);
+  }
+  const inspector = await startGateway({ upstreams: [{ name: 'auto', url: up.url }], listen: { allowedOrigins: ['http://localhost:6274'] } });
+  try {
+    assert.equal((await post(inspector.url, rpc(1, 'tools/list'), { ...LEGACY_HEADERS, origin: 'http://localhost:6274' })).status, 200);
+    assert.equal((await post(inspector.url, rpc(1, 'tools/list'), { ...LEGACY_HEADERS, origin: 'http://localhost:6275' })).status, 403);
+  } finally {
+    await inspector.close();
+  }
 });
