@@ -12,7 +12,7 @@ import { ApiKeys } from './api-keys.js';
 import { B64TOKEN, KeyShape } from './key-hash.js';
 import { AsMetadataMirror } from './as-metadata-mirror.js';
 import { bearerChallenge } from './challenge.js';
-import { credentialInMessage, credentialInQuery } from './credential-locations.js';
+import { compileQueryCredentialCheck, credentialInMessage, type QueryCredentialCheck } from './credential-locations.js';
 import { ANONYMOUS, type Principal } from '../pipeline/principal.js';
 import type { AuthResult } from './auth-result.js';
 import { buildResourceMetadata, type ResourceMetadata } from './resource-metadata.js';
@@ -45,6 +45,8 @@ export class Authenticator {
   private readonly keys: ApiKeys;
   /** What our keys start with (gh_, auth.apiKeyPrefixes): a value so shaped is never taken for a token. */
   private readonly keyShape: KeyShape;
+  /** The built-in credential names plus auth.queryCredentialNames. */
+  private readonly queryCredential: QueryCredentialCheck;
   private tokens: TokenVerifier | undefined;
   private readonly oauthSettings: string;
   private readonly anonymous: boolean;
@@ -55,6 +57,7 @@ export class Authenticator {
   constructor(config: GatehouseConfig, private readonly log: Logger, previous?: Authenticator) {
     this.keys = new ApiKeys(config.auth.apiKeys);
     this.keyShape = new KeyShape(config.auth.apiKeyPrefixes);
+    this.queryCredential = compileQueryCredentialCheck(config.auth.queryCredentialNames);
     this.metadata = buildResourceMetadata(config);
     // Tokens may be minted for either endpoint's resource; a change of either is a new verifier.
     const audiences = this.metadata?.audiences ?? [];
@@ -76,7 +79,7 @@ export class Authenticator {
 
   /** Credentials in the query string are refused before anything else is looked at. */
   checkUrl(url: string | undefined, at: ChallengedEndpoint = 'mcp'): AuthVerdict | undefined {
-    const name = credentialInQuery(url);
+    const name = this.queryCredential(url);
     if (name === undefined) return undefined;
     return this.refuse(at, 400, 'credential_in_query', `Credentials are not accepted in the query string (found "${name}"); send them in the Authorization header as "Bearer <token>"`, 'invalid_request');
   }

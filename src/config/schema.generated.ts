@@ -118,6 +118,10 @@ export interface GatehouseConfiguration {
      * What API keys of a custom shape (keys not made by gatehouse hash-key, e.g. acme_live_) start with, besides gh_. A credential starting with one of these that is no configured key (mistyped, revoked, deleted) is refused 401 invalid_token as a wrong key, and is never sent to oauth.introspection nor tried as a JWT: it is a secret meant for Gatehouse, not for the authorization server. Access tokens that start so are refused too, so choose a prefix the issuer's tokens never have; one that every JWT starts with (e, ey, eyJ...) is refused.
      */
     apiKeyPrefixes: string[];
+    /**
+     * Query parameter names refused as credentials on the MCP endpoint (400 invalid_request, naming the parameter and where a credential belongs), besides the built-in ones: access_token, api_key, x-api-key, token, id_token, refresh_token, client_secret, authorization, bearer, key, secret, password, passwd, pwd, auth, auth_token, api_token, jwt, session_token, access_key, secret_key, private_token, sig, signature, X-Amz-Signature, X-Amz-Security-Token, X-Goog-Signature, subscription-key, Ocp-Apim-Subscription-Key, client_assertion. Names are compared ignoring case, - and _ (api-key, API_KEY and apiKey are one name). This list only adds: the built-in names are always refused.
+     */
+    queryCredentialNames: string[];
     oauth?: Oauth;
     /**
      * Scopes every caller needs to use the MCP endpoint at all (API keys and tokens alike); a caller without them gets 403 insufficient_scope. With `anonymous` on next to keys or OAuth, a request without any credential gets 401 and the challenge (authenticate), as anonymous callers hold no scopes.

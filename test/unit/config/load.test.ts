@@ -140,7 +140,7 @@ describe('parseConfigText', () => {
         { name: 'b', command: ['node', 's.js'], env: {}, era: 'auto', timeouts: { requestMs: 60000, tools: {} }, maxSessions: 32, processes: 'shared', restart: { attempts: 6, firstDelayMs: 250 }, maxMessageBytes: 16777216, uriPrefixes: [] },
       ],
       sessions: { idleTimeoutMs: 1800000, max: 1000, maxSsePerCaller: 16, inputTimeoutMs: 300000, requestStateTtlMs: 900000 },
-      auth: { anonymous: false, apiKeys: [], apiKeyPrefixes: [], requiredScopes: [], failureLimit: { attempts: 20, windowSeconds: 60 } },
+      auth: { anonymous: false, apiKeys: [], apiKeyPrefixes: [], queryCredentialNames: [], requiredScopes: [], failureLimit: { attempts: 20, windowSeconds: 60 } },
       tools: { naming: { prefix: 'auto' }, outputValidation: 'warn', pinning: 'warn', pinningReviewers: [], uncheckableSchemas: 'refuse' },
       policy: { rules: [], egress: [], egressProxy: { enabled: false, host: '127.0.0.1', port: 3128 }, rateLimits: [], budgets: [], breakers: [], approvals: [] },
       store: { kind: 'sqlite', path: './data/gatehouse.db' },
