@@ -101,6 +101,16 @@ describe('modern requests (2026-07-28)', () => {
     await expectRefusal(gwModern, '{"jsonrpc":"2.0","id":1,"result":{}}', { ...LEGACY_HEADERS, 'mcp-protocol-version': '2026-07-28' }, 400, -32600);
   });
 
+  test('SH §Case Sensitivity: header names match in any case; mirrored values are compared case-sensitively', async () => {
+    const { body, headers } = modernRequest(12, 'tools/call', { name: 'get_weather', arguments: {} });
+    const shouted = Object.fromEntries(Object.entries(headers).map(([k, v]) => [k.toUpperCase(), v]));
+    const ok = await post(gwModern.url, body, shouted);
+    assert.equal(ok.status, 200, ok.text);
+    assert.equal(up.requests.at(-1)!.body, body);
+    await expectRefusal(gwModern, body, { ...headers, 'mcp-method': 'Tools/Call' }, 400, -32020);
+    await expectRefusal(gwModern, body, { ...headers, 'mcp-name': 'Get_Weather' }, 400, -32020);
+  });
+
   test('a well-formed modern request passes every check and is forwarded', async () => {
     const { body, headers } = modernRequest(11, 'tools/call', { name: 'echo', arguments: { text: 'hi' } });
     const res = await post(gwModern.url, body, headers);
