@@ -183,6 +183,11 @@ export class PassThrough {
       // Modern requests never carry session or resumption headers upstream (streamable-http.mdx §Earlier
       // Streamable HTTP Revisions: ignore Mcp-Session-Id and Last-Event-ID).
       if (modern && (key === 'mcp-session-id' || key === 'last-event-id')) continue;
+      // The routing headers (Mcp-Method, Mcp-Name, Mcp-Param-*) are 2026-07-28's and are checked against the
+      // body for modern requests only (the front door): on a legacy request they are whatever the client
+      // wrote, and a proxy or WAF behind Gatehouse that routes by them would trust a `Mcp-Method: ping` over
+      // a tools/call body.
+      if (!modern && (key === 'mcp-method' || key === 'mcp-name' || key.startsWith('mcp-param-'))) continue;
       if (FORWARDED_REQUEST_HEADERS.has(key) || key.startsWith('mcp-param-')) {
         const v = client[key];
         if (typeof v === 'string') out[key] = v;

@@ -51,6 +51,27 @@ test('a modern upstream never sees GET: a legacy client GET is held by the gatew
   assert.equal(up.requests.at(-1)!.method, 'GET');
 });
 
+// Mcp-Method, Mcp-Name and Mcp-Param-* are checked against the body on modern requests only; on a legacy
+// request they were relayed as the client wrote them, so a proxy behind Gatehouse routing by them could be
+// told `ping` about a tools/call.
+test('a legacy POST reaches a legacy upstream without the client\'s Mcp-Method, Mcp-Name or Mcp-Param-* headers', async () => {
+  const session = await legacySession(auto.url);
+  const res = await post(auto.url, rpc(7, 'tools/call', { name: 'delete_all', arguments: {} }), {
+    ...LEGACY_HEADERS,
+    'mcp-session-id': session,
+    'mcp-method': 'ping',
+    'mcp-name': 'harmless',
+    'mcp-param-region': 'eu',
+  });
+  assert.equal(res.status, 200);
+  const seen = up.requests.at(-1)!;
+  assert.match(seen.body, /"delete_all"/);
+  assert.equal(seen.headers['mcp-method'], undefined);
+  assert.equal(seen.headers['mcp-name'], undefined);
+  assert.equal(seen.headers['mcp-param-region'], undefined);
+  assert.equal(seen.headers['mcp-session-id'], 'live', 'the session header still goes');
+});
+
 test('a modern POST reaches the upstream without Mcp-Session-Id or Last-Event-ID; a legacy POST keeps them', async () => {
   const modern = modernRequest(1, 'tools/list');
   await post(modernOnly.url, modern.body, { ...modern.headers, 'mcp-session-id': 'stale', 'last-event-id': 'ev-1' });
