@@ -94,7 +94,8 @@ export interface Gateway {
   close(options?: { quiet?: boolean }): Promise<void>;
   /**
    * Applies a new config: a new upstream is built and swapped in atomically, the old one closed once its
-   * in-flight calls had `shutdown.graceMs` to finish. An upstream whose entry is unchanged is not rebuilt:
+   * in-flight calls had `shutdown.graceMs` to finish. An upstream whose entry is unchanged is not rebuilt, nor
+   * one whose entry changed only in the limits it takes in place (lease-key.ts):
    * both configurations share it, with its children (event streams), sessions and era verdict (UpstreamLeases),
    * and so is the catalog (legacy clients' sessions with several upstreams) when all it is built from is unchanged.
    * `listen` is static (read at start); changing it is refused. Returns the problems when the new config is
@@ -643,10 +644,11 @@ function buildRuntime(config: GatehouseConfig, log: Logger, observeUpstream: (up
       memberKeys.push(key);
       if (!lease.reused) continue;
       keptUpstreams.push(u.name);
-      // A kept stdio upstream takes the limits its key leaves out (lease-key.ts) once this config is the
-      // running one: a reload refused after this point must leave the running config's values.
+      // A kept upstream takes the limits its key leaves out (lease-key.ts) once this config is the running
+      // one: a reload refused after this point must leave the running config's values.
       const running = lease.upstream;
       if (isStdioUpstream(u) && running instanceof StdioUpstream) retunes.push(() => running.retune(u));
+      else if (!isStdioUpstream(u) && running instanceof HttpUpstream) retunes.push(() => running.retune(u));
     }
     const egress = new EgressPolicy(config.policy.egress, resolveHost);
     const uriPrefixes = new Map(members.map((m, i) => [m, config.upstreams[i]!.uriPrefixes] as const));

@@ -16,6 +16,7 @@ import { upstreamCredentials } from '../upstream/credentials.js';
 import { NoHandshakeError, probeUpstream } from '../upstream/era-probe.js';
 import { sseSessions } from '../upstream/sse-upstream.js';
 import { MessageClient } from '../upstream/message-client.js';
+import { fixedLimits } from '../upstream/http-tunables.js';
 import { modernFaceOf } from '../upstream/modern-face.js';
 import { StdioMessages } from '../upstream/stdio-messages.js';
 import { messageOf, printableCommand, printableUrl, withDeadline, type CheckLimits } from './finding.js';
@@ -133,7 +134,7 @@ function connect(config: UpstreamConfig, timeoutMs: number, log: Logger, sse: bo
     bodyTimeout: Math.min(config.timeouts.bodyMs, timeoutMs),
   });
   const credentials = upstreamCredentials(config, log);
-  const messages = new MessageClient(pool, url.pathname + url.search, credentials, config.name);
+  const messages = new MessageClient(fixedLimits(pool), url.pathname + url.search, credentials, config.name);
   return {
     messages,
     http: true,

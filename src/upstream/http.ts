@@ -2,7 +2,6 @@
 // byte-for-byte pass-through (same era on both sides) and one of the era bridges, from the cached era
 // verdict. It also answers server/discover for modern clients.
 
-import { Pool } from 'undici';
 import type { HttpUpstreamConfig } from '../config/types.js';
 import { failure } from '../errors.js';
 import type { Logger } from '../log/logger.js';
@@ -18,7 +17,7 @@ import { MessageClient } from './message-client.js';
 import { upstreamCredentials, type UpstreamCredentials } from './credentials.js';
 import { toGatewayError } from './failures.js';
 import { PassThrough } from './passthrough.js';
-import { compileToolTimeouts } from './tool-timeouts.js';
+import { HttpTunables } from './http-tunables.js';
 import { modernFaceOf } from './modern-face.js';
 import { withoutExtensions } from '../protocol/era-shapes.js';
 
@@ -42,9 +41,8 @@ export class HttpUpstream implements Upstream {
   readonly transport = 'http' as const;
   readonly name: string;
   private readonly era: HttpUpstreamConfig['era'];
-  private readonly pool: Pool;
-  /** The connections of listening streams, apart from the calls' (see the constructor). */
-  private readonly streamPool: Pool;
+  /** Its pools (the calls', the listening streams') and time limits, which a reload changes in place (retune). */
+  private readonly tunables: HttpTunables;
   private readonly path: string;
   /** The upstream's own credentials (configured headers, or a client-credentials token), on every request. */
   private readonly credentials: UpstreamCredentials;
@@ -67,21 +65,10 @@ export class HttpUpstream implements Upstream {
     const url = new URL(config.url);
     this.path = url.pathname + url.search;
     this.credentials = upstreamCredentials(config, this.log);
-    const options = {
-      keepAliveTimeout: config.pool.keepAliveTimeoutMs,
-      connect: { timeout: config.timeouts.connectMs },
-      headersTimeout: config.timeouts.headersMs,
-      bodyTimeout: config.timeouts.bodyMs,
-    };
-    this.pool = new Pool(url.origin, { ...options, connections: config.pool.connections });
-    // Listening streams (a legacy client's GET stream, a subscriptions/listen) last as long as their client
-    // stays, each on a connection of its own: from the calls' pool, `pool.connections` of them would leave
-    // no connection for any call to this upstream, whoever made it. They get a pool of their own, as large as
-    // the sessions Gatehouse holds (sessions.max): past that a stream waits, never a call.
-    this.streamPool = new Pool(url.origin, { ...options, connections: Math.max(config.pool.connections, sessions.max) });
-    const toolTimeout = compileToolTimeouts(config.timeouts.tools);
-    this.passThrough = new PassThrough(this.pool, this.path, this.credentials, config.era, this.name, this.log, observeUpstream, config.timeouts.bodyMs, toolTimeout, config.maxMessageBytes, this.streamPool);
-    const messages = new MessageClient(this.pool, this.path, this.credentials, this.name, observeUpstream, config.timeouts.bodyMs, toolTimeout, config.maxMessageBytes, this.streamPool);
+    // Listening streams get a pool of their own, as large as the sessions Gatehouse holds (http-tunables.ts).
+    this.tunables = new HttpTunables(config, sessions.max);
+    this.passThrough = new PassThrough(this.tunables, this.path, this.credentials, config.era, this.name, this.log, observeUpstream, config.maxMessageBytes);
+    const messages = new MessageClient(this.tunables, this.path, this.credentials, this.name, observeUpstream, config.maxMessageBytes);
     this.messages = messages;
     this.verdict = new EraVerdict(async () => {
       const profile = await probeUpstream(messages, config.era, { log: this.log });
@@ -92,6 +79,15 @@ export class HttpUpstream implements Upstream {
     this.modernBridge = new ModernClientBridge(messages, legacyProfile, sessions.inputTimeoutMs, () => this.verdict.invalidate(), this.log);
     // The legacy-client bridge serves a modern upstream that is not also legacy (bridgeFor), as the verdict now has it.
     this.legacyBridge = new LegacyClientBridge(messages, () => bridgedProfile(this.verdict.known, (p) => !p.alsoLegacy), sessions, () => this.verdict.invalidate(), true, this.log);
+  }
+
+  /**
+   * Takes a reload's new `timeouts` and `pool` (an entry that differs from this one's in those, in
+   * `maxSessions`, which only an HTTP+SSE server's sessions read, or in `uriPrefixes`, which the catalog
+   * reads): the era verdict, the sessions Gatehouse holds, their listens and the requests in flight go on.
+   */
+  retune(config: HttpUpstreamConfig): void {
+    this.tunables.apply(config);
   }
 
   handle(ctx: CallContext): Promise<Outcome> {
@@ -179,7 +175,7 @@ export class HttpUpstream implements Upstream {
     // Without a token the upstream cannot take traffic, and is not sent an unauthenticated probe either.
     try {
       const auth = this.credentials.current() ?? (await this.credentials.headers());
-      const { statusCode, body } = await this.pool.request({
+      const { statusCode, body } = await this.tunables.calls.request({
         path: this.path,
         method: 'POST',
         headers: { ...auth, ...READINESS_PROBE_HEADERS },
@@ -199,11 +195,7 @@ export class HttpUpstream implements Upstream {
     await Promise.all([this.modernBridge.close(), this.legacyBridge.close()]);
     this.credentials.close();
     // The edge has drained: what is still open upstream has no client left (parked or orphaned streams).
-    await Promise.all([this.pool, this.streamPool].map(async (pool) => {
-      const closed = pool.close().then(() => true, () => false);
-      const timely = await Promise.race([closed, new Promise<boolean>((r) => setTimeout(() => r(false), 1000).unref())]);
-      if (!timely) await pool.destroy().catch(() => {});
-    }));
+    await this.tunables.close();
   }
 
   /**

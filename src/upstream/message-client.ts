@@ -3,14 +3,15 @@
 // must read and rewrite messages (era bridging, the era probe) instead of relaying bytes. An SSE stream the
 // server closes before it is done is resumed with Last-Event-ID (resumable-sse.ts).
 
-import type { Dispatcher, Pool } from 'undici';
+import type { Dispatcher } from 'undici';
 import type { JsonRpcId, JsonRpcMessage } from '../protocol/jsonrpc.js';
 import { cancellationOf, type Cancellation } from '../pipeline/cancellation.js';
 import { UpstreamSessionGone, type UpstreamMessages, type UpstreamReply } from '../pipeline/ports.js';
 import type { CredentialHeaders, UpstreamCredentials } from './credentials.js';
 import { dispatchRelay, type RelayResponse } from './dispatch-relay.js';
 import { MAX_WHOLE_BODY_BYTES } from '../pipeline/relay-body.js';
-import { toolCalled, type ToolTimeout } from './tool-timeouts.js';
+import { toolCalled } from './tool-timeouts.js';
+import type { HttpRequestLimits } from './http-tunables.js';
 import { toGatewayError } from './failures.js';
 import { GatewayError } from '../errors.js';
 import { protocolVersionHeader } from '../protocol/versions.js';
@@ -27,25 +28,24 @@ const DELETE_WAIT_MS = 5_000;
 
 export class MessageClient implements UpstreamMessages {
   constructor(
-    private readonly pool: Pool,
+    /**
+     * Its pools and time limits, read at each request: a reload may change them (http-tunables.ts). A
+     * subscriptions/listen gets its connection from the streams' pool, apart from the calls' (it lasts as
+     * long as its listener).
+     */
+    private readonly limits: HttpRequestLimits,
     private readonly path: string,
     private readonly credentials: UpstreamCredentials,
     readonly upstream: string,
     /** Seconds until the upstream's response started (metrics). */
     private readonly observe: (seconds: number) => void = () => {},
-    /** Longest silence on a reply stream, across the reconnects that resume it (the upstream's body timeout). */
-    private readonly idleLimitMs = 300_000,
-    /** The limits of calls to some tools (`timeouts.tools`), which also bound the wait for their answer's headers. */
-    private readonly toolTimeout?: ToolTimeout,
     /** The upstream's `maxMessageBytes`: the most of an answer read whole, or of one SSE event. */
     private readonly maxMessageBytes = MAX_WHOLE_BODY_BYTES,
-    /** Where a subscriptions/listen gets its connection, apart from the calls' (it lasts as long as its listener). */
-    private readonly streams: Pool = pool,
   ) {}
 
   /** Where a resuming GET goes (resumable-sse.ts). */
   private get target(): Parameters<typeof reopenStream>[0] {
-    return { pool: this.pool, path: this.path, credentials: this.credentials, upstream: this.upstream };
+    return { pool: this.limits.calls, path: this.path, credentials: this.credentials, upstream: this.upstream };
   }
 
   /**
@@ -65,10 +65,12 @@ export class MessageClient implements UpstreamMessages {
         headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream', ...traceHeaders(message), ...headers, ...auth },
         body: JSON.stringify(message),
       };
-      const tool = this.toolTimeout !== undefined ? toolCalled(message) : undefined;
-      const ms = tool !== undefined ? this.toolTimeout!(tool) : undefined;
+      const limits = this.limits;
+      const toolTimeout = limits.toolTimeout;
+      const tool = toolTimeout !== undefined ? toolCalled(message) : undefined;
+      const ms = tool !== undefined ? toolTimeout!(tool) : undefined;
       if (ms !== undefined) options.headersTimeout = ms;
-      const pool = (message as { method?: unknown }).method === 'subscriptions/listen' ? this.streams : this.pool;
+      const pool = (message as { method?: unknown }).method === 'subscriptions/listen' ? limits.streams : limits.calls;
       res = await dispatchRelay(pool, options, cancellationOf(cancel), this.maxMessageBytes);
     } catch (err) {
       throw toGatewayError(err, this.upstream);
@@ -87,7 +89,7 @@ export class MessageClient implements UpstreamMessages {
     let auth: CredentialHeaders;
     try {
       auth = this.credentials.current() ?? (await this.credentials.headers());
-      res = await this.pool.request({ path: this.path, method: 'GET', headers: { accept: 'text/event-stream', ...headers, ...auth }, signal, bodyTimeout: 0 });
+      res = await this.limits.calls.request({ path: this.path, method: 'GET', headers: { accept: 'text/event-stream', ...headers, ...auth }, signal, bodyTimeout: 0 });
     } catch (err) {
       throw toGatewayError(err, this.upstream);
     }
@@ -118,7 +120,7 @@ export class MessageClient implements UpstreamMessages {
     const request = message as { id?: JsonRpcId; method?: string };
     if (request.id === undefined || request.method === undefined) return undefined;
     const headers = sessionHeaders(sent);
-    return { reopen: (lastEventId, signal) => reopenStream(this.target, headers, lastEventId, signal), awaiting: request.id, cancel, idleLimitMs: this.idleLimitMs };
+    return { reopen: (lastEventId, signal) => reopenStream(this.target, headers, lastEventId, signal), awaiting: request.id, cancel, idleLimitMs: this.limits.bodyMs };
   }
 
   /**
@@ -129,7 +131,7 @@ export class MessageClient implements UpstreamMessages {
     try {
       const auth = this.credentials.current() ?? (await this.credentials.headers());
       // Bounded: a server that does not answer must not hold a connection for the whole headers timeout.
-      const res = await this.pool.request({ path: this.path, method: 'DELETE', headers: { 'mcp-session-id': sessionId, ...protocolVersionHeader(version), ...auth }, signal: AbortSignal.timeout(DELETE_WAIT_MS) });
+      const res = await this.limits.calls.request({ path: this.path, method: 'DELETE', headers: { 'mcp-session-id': sessionId, ...protocolVersionHeader(version), ...auth }, signal: AbortSignal.timeout(DELETE_WAIT_MS) });
       this.refused(res.statusCode, auth);
       await res.body.dump();
     } catch {

@@ -4,7 +4,7 @@
 // A legacy answer stream the upstream closes before its response is resumed here, not by the client.
 
 import { Readable } from 'node:stream';
-import type { Dispatcher, Pool } from 'undici';
+import type { Dispatcher } from 'undici';
 import type { Era } from '../config/types.js';
 import { failure, GatewayError } from '../errors.js';
 import { redactText, type Logger } from '../log/logger.js';
@@ -17,7 +17,7 @@ import type { CredentialHeaders, UpstreamCredentials } from './credentials.js';
 import { toGatewayError } from './failures.js';
 import { MAX_WHOLE_BODY_BYTES, RelayBody } from '../pipeline/relay-body.js';
 import { dispatchRelay, type RelayResponse } from './dispatch-relay.js';
-import type { ToolTimeout } from './tool-timeouts.js';
+import type { HttpRequestLimits } from './http-tunables.js';
 import { answeredWhole, readSseText, reopenStream, sessionHeaders } from './resumable-sse.js';
 import { isEventStreamType } from '../protocol/sse.js';
 import { scopeModernAnswer } from './modern-answer-stream.js';
@@ -51,7 +51,8 @@ const RETURNED_RESPONSE_HEADERS = new Set(['content-type', 'content-length', 'mc
 
 export class PassThrough {
   constructor(
-    private readonly pool: Pool,
+    /** Its pools and time limits, read at each request: a reload may change them (http-tunables.ts). */
+    private readonly limits: HttpRequestLimits,
     private readonly path: string,
     private readonly credentials: UpstreamCredentials,
     private readonly era: Era,
@@ -59,16 +60,17 @@ export class PassThrough {
     private readonly log: Logger,
     /** Seconds until the upstream's response started (metrics). */
     private readonly observe: (seconds: number) => void = () => {},
-    /** Longest silence on a resumed reply stream, across its reconnects (the upstream's body timeout). */
-    private readonly idleLimitMs = 300_000,
-    /** The limits of calls to some tools (`timeouts.tools`), which also bound the wait for their answer's headers. */
-    private readonly toolTimeout?: ToolTimeout,
     /** The upstream's `maxMessageBytes`: the most of an answer held whole, or of one SSE event. */
     private readonly maxMessageBytes = MAX_WHOLE_BODY_BYTES,
-    /** Where listening streams (a GET, a subscriptions/listen) get their connections, apart from the calls'. */
-    private readonly streams: Pool = pool,
   ) {
-    this.target = { pool, path, credentials, upstream: name };
+    this.target = {
+      get pool() {
+        return limits.calls;
+      },
+      path,
+      credentials,
+      upstream: name,
+    };
   }
 
   /** Where a resuming GET goes (resumable-sse.ts). */
@@ -98,12 +100,13 @@ export class PassThrough {
         // The client's bytes, unless tracing's CLIENT span replaces the trace context in `_meta`.
         body: upstreamBody(ctx) ?? null,
       };
-      if (this.toolTimeout !== undefined && ctx.method === 'tools/call' && ctx.route?.kind === 'tools') {
-        const ms = this.toolTimeout(ctx.route.original);
+      const limits = this.limits;
+      if (limits.toolTimeout !== undefined && ctx.method === 'tools/call' && ctx.route?.kind === 'tools') {
+        const ms = limits.toolTimeout(ctx.route.original);
         if (ms !== undefined) options.headersTimeout = ms;
       }
       // A listening stream holds its connection for as long as its client stays.
-      const pool = ctx.httpMethod === 'GET' || ctx.method === 'subscriptions/listen' ? this.streams : this.pool;
+      const pool = ctx.httpMethod === 'GET' || ctx.method === 'subscriptions/listen' ? limits.streams : limits.calls;
       upstreamRes = await dispatchRelay(pool, options, ctx.cancel, this.maxMessageBytes);
     } catch (err) {
       return this.failed(ctx, toGatewayError(err, this.name));
@@ -163,7 +166,7 @@ export class PassThrough {
       reopen: (lastEventId, signal) => reopenStream(this.target, headers, lastEventId, signal),
       awaiting: requestId,
       cancel: stop.cancel,
-      idleLimitMs: this.idleLimitMs,
+      idleLimitMs: this.limits.bodyMs,
     }, this.maxMessageBytes);
     const relayed = Readable.from(text, { objectMode: false });
     relayed.once('close', stop.dispose);

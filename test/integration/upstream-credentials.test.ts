@@ -20,6 +20,7 @@ import { createGateway } from '../../src/gateway.js';
 import { createLogger } from '../../src/log/logger.js';
 import { upstreamCredentials } from '../../src/upstream/credentials.js';
 import { MessageClient } from '../../src/upstream/message-client.js';
+import { fixedLimits } from '../../src/upstream/http-tunables.js';
 import { startFakeUpstream, jsonResult, sleep, type FakeHandler, type FakeUpstream } from '../fixtures/upstreams/fake-upstream.js';
 import { startGateway, type TestGateway } from '../helpers/gateway.js';
 import { LEGACY_HEADERS, modernRequest, post, rpc } from '../helpers/http.js';
@@ -325,7 +326,7 @@ describe('message client (bridges, probes): credentials on POST, GET streams and
       credentials.close();
       await pool.close();
     });
-    const client = new MessageClient(pool, '/mcp', credentials, 'up');
+    const client = new MessageClient(fixedLimits(pool), '/mcp', credentials, 'up');
     await client.post({ jsonrpc: '2.0', id: 1, method: 'ping' }, { authorization: CLIENT_AUTH });
     const stream = await client.openGet({}, AbortSignal.timeout(2000));
     assert.ok(stream);

@@ -7,6 +7,7 @@ import { after, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { Pool } from 'undici';
 import { MessageClient } from '../../../src/upstream/message-client.js';
+import { fixedLimits } from '../../../src/upstream/http-tunables.js';
 import type { UpstreamCredentials } from '../../../src/upstream/credentials.js';
 import { startFakeUpstream, type FakeUpstream } from '../../fixtures/upstreams/fake-upstream.js';
 
@@ -21,7 +22,7 @@ async function clientOf(): Promise<{ up: FakeUpstream; client: MessageClient }> 
   const up = await startFakeUpstream((_req, res) => void res.writeHead(200).end(), { handshake: false });
   const pool = new Pool(new URL(up.url).origin);
   cleanups.push(() => up.close(), () => pool.close());
-  return { up, client: new MessageClient(pool, '/mcp', noCredentials, 'up') };
+  return { up, client: new MessageClient(fixedLimits(pool), '/mcp', noCredentials, 'up') };
 }
 
 test('DELETE of a 2025-03-26 or 2024-11-05 session carries no MCP-Protocol-Version; of a 2025-06-18 or later session it does', async () => {
