@@ -45,7 +45,7 @@ import { compileIdempotencyStage, type IdempotencyStore, type RunLimit } from '.
 import { StoreGuard } from './store/guard.js';
 import { openStore } from './store/open-store.js';
 import { compileStateStage } from './store/state-stage.js';
-import { createSseUpstream } from './upstream/sse-upstream.js';
+import { createSseUpstream, SseUpstream } from './upstream/sse-upstream.js';
 import { DetectedTransport } from './upstream/detected-transport.js';
 import { taskOffersTakenOut, withoutToolTaskOffers } from './upstream/task-offers.js';
 import { compileApprovalStage } from './approvals/approval-stage.js';
@@ -648,7 +648,8 @@ function buildRuntime(config: GatehouseConfig, log: Logger, observeUpstream: (up
       // one: a reload refused after this point must leave the running config's values.
       const running = lease.upstream;
       if (isStdioUpstream(u) && running instanceof StdioUpstream) retunes.push(() => running.retune(u));
-      else if (!isStdioUpstream(u) && running instanceof HttpUpstream) retunes.push(() => running.retune(u));
+      else if (!isStdioUpstream(u) && running instanceof SseUpstream) retunes.push(() => running.retuneHttp(u));
+      else if (!isStdioUpstream(u) && (running instanceof HttpUpstream || running instanceof DetectedTransport)) retunes.push(() => running.retune(u));
     }
     const egress = new EgressPolicy(config.policy.egress, resolveHost);
     const uriPrefixes = new Map(members.map((m, i) => [m, config.upstreams[i]!.uriPrefixes] as const));

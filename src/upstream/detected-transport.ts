@@ -12,22 +12,22 @@ import { upstreamCredentials } from './credentials.js';
 import { NoHandshakeError } from './era-probe.js';
 import { HttpUpstream } from './http.js';
 import { SseChannel } from './sse-channel.js';
-import { createSseUpstream } from './sse-upstream.js';
-import type { StdioUpstream } from './stdio-sessions.js';
+import { createSseUpstream, type SseUpstream } from './sse-upstream.js';
 
 type Limits = ConstructorParameters<typeof HttpUpstream>[1];
 
 export class DetectedTransport implements Upstream {
   readonly name: string;
   private readonly http: HttpUpstream;
-  private sse: StdioUpstream | undefined;
+  private sse: SseUpstream | undefined;
   private detecting: Promise<boolean> | undefined;
   /** A server that is neither is asked again at most this often (each call would otherwise cost a GET). */
   private notSseUntil = 0;
   private readonly log: Logger;
 
   constructor(
-    private readonly config: HttpUpstreamConfig,
+    /** The running entry: a reload may change its `timeouts`, `pool` and `maxSessions` (retune). */
+    private config: HttpUpstreamConfig,
     private readonly limits: Limits,
     log: Logger,
     private readonly observe?: (seconds: number) => void,
@@ -39,6 +39,16 @@ export class DetectedTransport implements Upstream {
 
   get transport(): 'http' | 'sse' {
     return this.sse ? 'sse' : 'http';
+  }
+
+  /**
+   * Takes a reload's new `timeouts`, `pool` and `maxSessions` in place, on the transport found so far (the
+   * Streamable HTTP side's pools and limits, or the HTTP+SSE sessions'), and for an HTTP+SSE server found later.
+   */
+  retune(config: HttpUpstreamConfig): void {
+    this.config = config;
+    this.http.retune(config);
+    this.sse?.retuneHttp(config);
   }
 
   handle(ctx: CallContext): Promise<Outcome> {

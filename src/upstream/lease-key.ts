@@ -13,21 +13,18 @@ import { canonicalJson } from '../protocol/canonical-json.js';
  * - for a stdio upstream, `timeouts`, `restart` and `maxSessions`: Gatehouse's own limits around its
  *   children, which the running upstream takes in place (StdioUpstream.retune). What makes a child (command,
  *   env, cwd, processes, era, maxMessageBytes) stays in, so a change to it starts new children.
- * - for a Streamable HTTP upstream, `timeouts`, `pool` and `maxSessions` (which only HTTP+SSE sessions read):
- *   the running upstream takes them in place, a changed pool replaced for new requests while the old one
- *   drains (HttpUpstream.retune). Where it sends (url, transport), as whom (headers, credentials, egress
- *   token) and what (era, maxMessageBytes) stays in, so a change to it builds a new upstream.
+ * - for an HTTP upstream (Streamable HTTP, HTTP+SSE or `auto`), `timeouts`, `pool` (which only Streamable
+ *   HTTP reads) and `maxSessions` (which only HTTP+SSE sessions read): the running upstream takes them in
+ *   place, a changed pool replaced for new requests while the old one drains (HttpUpstream.retune,
+ *   SseUpstream.retuneHttp, DetectedTransport.retune). Where it sends (url, transport), as whom (headers,
+ *   credentials, egress token) and what (era, maxMessageBytes) stays in, so a change to it builds a new upstream.
  */
 export function leaseKey(u: UpstreamConfig, sessions: GatehouseConfig['sessions']): string {
   if (isStdioUpstream(u)) {
     const { uriPrefixes: _catalogs, timeouts: _timeouts, restart: _restart, maxSessions: _maxSessions, ...shape } = u;
     return canonicalJson({ upstream: shape, sessions });
   }
-  if (u.transport === 'streamableHttp') {
-    const { uriPrefixes: _catalogs, timeouts: _timeouts, pool: _pool, maxSessions: _maxSessions, ...shape } = u;
-    return canonicalJson({ upstream: shape, sessions });
-  }
-  const { uriPrefixes: _catalogs, ...shape } = u;
+  const { uriPrefixes: _catalogs, timeouts: _timeouts, pool: _pool, maxSessions: _maxSessions, ...shape } = u;
   return canonicalJson({ upstream: shape, sessions });
 }
 

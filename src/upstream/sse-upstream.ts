@@ -7,23 +7,73 @@
 import type { HttpUpstreamConfig, StdioUpstreamConfig } from '../config/types.js';
 import type { Logger } from '../log/logger.js';
 import { upstreamCredentials } from './credentials.js';
-import { SseChannel } from './sse-channel.js';
+import { SseChannel, type SseChannelOptions } from './sse-channel.js';
 import { compileToolTimeouts } from './tool-timeouts.js';
 import { StdioUpstream } from './stdio-sessions.js';
 
 /** A stream that drops is opened again at once, then after a growing pause, like a crashed child. */
 const RESTART = { attempts: 6, firstDelayMs: 250 } as const;
 
-export function createSseUpstream(config: HttpUpstreamConfig, limits: { max: number; idleTimeoutMs: number; inputTimeoutMs: number }, log: Logger, observe?: (seconds: number) => void): StdioUpstream {
-  const sessions = sseSessions(config, log.child({ upstream: config.name }), observe);
-  return new StdioUpstream(sessions.config, limits, log, observe, { transport: 'sse', channel: sessions.channel });
+type Limits = { max: number; idleTimeoutMs: number; inputTimeoutMs: number };
+
+/**
+ * An HTTP+SSE upstream: the stdio session machinery over event streams. A reload may change its `timeouts`
+ * and `maxSessions` in place (retuneHttp); its `pool` is not read (each stream has a pool of its own).
+ */
+export class SseUpstream extends StdioUpstream {
+  private readonly streams: SseSessions;
+
+  constructor(sessions: SseSessions, limits: Limits, log: Logger, observe?: (seconds: number) => void) {
+    super(sessions.config, limits, log, observe, { transport: 'sse', channel: sessions.channel });
+    this.streams = sessions;
+  }
+
+  /**
+   * Takes a reload's new `timeouts` and `maxSessions` (an entry that differs from this one's in those, in
+   * `pool` or in `uriPrefixes`): the event streams open and their sessions go on. A request sent after it is
+   * timed by the new limits, one in flight keeps its own; a stream opened after it is opened, and watched,
+   * by the new ones. A lower `maxSessions` ends no session at once (the table makes room at the next
+   * initialize, as at its cap).
+   */
+  retuneHttp(config: HttpUpstreamConfig): void {
+    this.retune(this.streams.retune(config));
+  }
+}
+
+export function createSseUpstream(config: HttpUpstreamConfig, limits: Limits, log: Logger, observe?: (seconds: number) => void): SseUpstream {
+  return new SseUpstream(sseSessions(config, log.child({ upstream: config.name }), observe), limits, log, observe);
 }
 
 /** What the stdio session machinery needs to hold sessions with an SSE server: its settings, and a channel per session. */
-export function sseSessions(config: HttpUpstreamConfig, log: Logger, observe?: (seconds: number) => void): { config: StdioUpstreamConfig; channel: () => SseChannel; close(): void } {
+export interface SseSessions {
+  config: StdioUpstreamConfig;
+  channel: () => SseChannel;
+  /** Takes the time limits of `config` for the channels, open ones included; returns its settings for the session machinery. */
+  retune(config: HttpUpstreamConfig): StdioUpstreamConfig;
+  close(): void;
+}
+
+export function sseSessions(config: HttpUpstreamConfig, log: Logger, observe?: (seconds: number) => void): SseSessions {
   const credentials = upstreamCredentials(config, log);
-  // The stdio machinery reads these; `command` only names the server in logs.
-  const asSessions: StdioUpstreamConfig = {
+  // One object for every channel, which each reads at each use (the requests' limits, the watchdog's
+  // silence) or when it opens (its connection and opening limits, its ping interval): a reload's new values
+  // reach the open streams' next requests and the next streams.
+  const options: SseChannelOptions = { upstream: config.name, url: config.url, credentials, maxEventBytes: config.maxMessageBytes, ...channelLimits(config), ...(observe ? { observe } : {}) };
+  const channel = (): SseChannel => new SseChannel(options, log);
+  return {
+    config: asSessions(config),
+    channel,
+    retune: (next) => {
+      Object.assign(options, channelLimits(next));
+      return asSessions(next);
+    },
+    close: () => credentials.close(),
+  };
+}
+
+/** The entry as the stdio machinery reads it; `command` only names the server in logs. */
+function asSessions(config: HttpUpstreamConfig): StdioUpstreamConfig {
+  return {
     name: config.name,
     command: [config.url],
     env: {},
@@ -37,14 +87,24 @@ export function sseSessions(config: HttpUpstreamConfig, log: Logger, observe?: (
     processes: 'perSession',
     restart: { ...RESTART },
   };
-  // connectMs bounds the TCP/TLS connection alone; the stream's opening (the GET's headers, then its
-  // endpoint event) is its first answer, and waits headersMs.
-  // A request's answer comes on the stream, so there are no headers to wait for: requests wait headersMs
-  // (the POST's own headers too), and a tool call as long as its answer may take over HTTP, the tool's own
-  // limit or callMs, however long that is (a call of minutes answers after its progress, not before).
+}
+
+/**
+ * connectMs bounds the TCP/TLS connection alone; the stream's opening (the GET's headers, then its endpoint
+ * event) is its first answer, and waits headersMs. A request's answer comes on the stream, so there are no
+ * headers to wait for: requests wait headersMs (the POST's own headers too), and a tool call as long as its
+ * answer may take over HTTP, the tool's own limit or callMs, however long that is (a call of minutes answers
+ * after its progress, not before).
+ */
+function channelLimits(config: HttpUpstreamConfig): Pick<SseChannelOptions, 'connectTimeoutMs' | 'openTimeoutMs' | 'requestTimeoutMs' | 'toolTimeout' | 'pingIntervalMs' | 'busySilenceMs'> {
   const perTool = compileToolTimeouts(config.timeouts.tools);
-  const callLimit = (tool: string): number => perTool?.(tool) ?? config.timeouts.callMs;
-  const channel = (): SseChannel =>
-    new SseChannel({ upstream: config.name, url: config.url, credentials, connectTimeoutMs: config.timeouts.connectMs, openTimeoutMs: config.timeouts.headersMs, requestTimeoutMs: config.timeouts.headersMs, toolTimeout: callLimit, maxEventBytes: config.maxMessageBytes, pingIntervalMs: config.timeouts.pingMs, busySilenceMs: config.timeouts.bodyMs, ...(observe ? { observe } : {}) }, log);
-  return { config: asSessions, channel, close: () => credentials.close() };
+  const callMs = config.timeouts.callMs;
+  return {
+    connectTimeoutMs: config.timeouts.connectMs,
+    openTimeoutMs: config.timeouts.headersMs,
+    requestTimeoutMs: config.timeouts.headersMs,
+    toolTimeout: (tool) => perTool?.(tool) ?? callMs,
+    pingIntervalMs: config.timeouts.pingMs,
+    busySilenceMs: config.timeouts.bodyMs,
+  };
 }
