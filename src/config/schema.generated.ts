@@ -372,7 +372,7 @@ export interface GatehouseConfiguration {
  */
 export interface StdioUpstream {
   /**
-   * Unique name, 1-32 letters, digits, _ or -. It becomes part of every tool's reference: name/tool.
+   * Unique name, 1-32 letters, digits, _ or -. It becomes part of every tool's reference: name/tool. unknown and catalog are reserved: Gatehouse's metrics and logs use them as upstream labels of their own.
    */
   name: string;
   /**
@@ -445,7 +445,7 @@ export interface StdioUpstream {
  */
 export interface HttpUpstream {
   /**
-   * Unique name, 1-32 letters, digits, _ or -. It becomes part of every tool's reference: name/tool.
+   * Unique name, 1-32 letters, digits, _ or -. It becomes part of every tool's reference: name/tool. unknown and catalog are reserved: Gatehouse's metrics and logs use them as upstream labels of their own.
    */
   name: string;
   /**

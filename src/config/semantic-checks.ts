@@ -75,6 +75,7 @@ export function unsupportedFeatures(config: GatehouseConfig): string[] {
   problems.push(...listenerClashes(config));
   problems.push(...urlProblems(config));
   problems.push(...uriPrefixProblems(config));
+  problems.push(...reservedUpstreamNames(config));
   problems.push(...headerProblems(config));
   problems.push(...stdioProblems(config));
   problems.push(...timerProblems(config));
@@ -140,6 +141,28 @@ function uriPrefixProblems(config: GatehouseConfig): string[] {
       if (owner !== undefined && owner !== u.name) problems.push(`${formatPath(['upstreams', i, 'uriPrefixes', j])}: "${prefix}" is a prefix of upstream "${owner}" too; a resource URI it matches could go to either. Give each prefix to one upstream (a longer prefix may carve part of another's out)`);
       else claimed.set(prefix, u.name);
     });
+  });
+  return problems;
+}
+
+/**
+ * Upstream names Gatehouse writes itself where the upstreams' names go, in the metrics' `upstream` label,
+ * the logs and the spans: an upstream so named could not be told from what the label means there. The
+ * label values stay as they were (dashboards and alerts query them); the name is refused instead, at
+ * load, check-config and reload alike, before anything is counted under it.
+ */
+const RESERVED_UPSTREAM_NAMES: ReadonlyMap<string, string> = new Map([
+  // policy/egress/proxy.ts: an egress proxy request no upstream's credentials name.
+  ['unknown', 'the egress proxy counts and logs connections it cannot attribute to an upstream as upstream "unknown" (gatehouse_egress_proxy_requests_total)'],
+  // catalog/catalog-upstream.ts: with several upstreams, what the catalog answers itself (merged lists, unknown names).
+  ['catalog', 'with several upstreams, the calls the catalog answers itself (merged lists, unknown names) are counted and logged as upstream "catalog" (gatehouse_requests_total)'],
+]);
+
+function reservedUpstreamNames(config: GatehouseConfig): string[] {
+  const problems: string[] = [];
+  config.upstreams.forEach((u, i) => {
+    const why = RESERVED_UPSTREAM_NAMES.get(u.name);
+    if (why !== undefined) problems.push(`${formatPath(['upstreams', i, 'name'])}: "${u.name}" is reserved: ${why}, which this upstream's would be mixed with. Choose another name`);
   });
   return problems;
 }
