@@ -5,7 +5,7 @@
 import { failure, GatewayError } from '../errors.js';
 import type { CallContext } from './context.js';
 import { channels, publishRefused, type CallAnswerEvent } from './events.js';
-import { interceptFinal, type FinalAnswer, type FinalVerdict } from './final-answer.js';
+import { interceptFinal, refusalAlreadyPublished, type FinalAnswer, type FinalVerdict } from './final-answer.js';
 import type { Outcome } from './outcome.js';
 
 /** tools/call is the governed call: the one that runs something on the client's behalf. */
@@ -34,8 +34,9 @@ export function publishAnswer(outcome: Outcome, ctx: CallContext): Promise<Outco
       else if (work.length > 1) await Promise.all(work);
     } catch (err) {
       const refusal = failure(new GatewayError('GW_ERR_STATE_UNAVAILABLE', 'Gatehouse could not record this call, so its answer is withheld; retry later', undefined, { cause: err }));
-      // A refusal like a stage's (stage.ts refuseAt): published, so the metrics' refusals and the span count it.
-      publishRefused(ctx, 'audit', refusal);
+      // A refusal like a stage's (stage.ts refuseAt): published, so the metrics' refusals and the span count
+      // it; but not over a refusal a stage published already, which the call is counted by.
+      if (!refusalAlreadyPublished(outcome, answer)) publishRefused(ctx, 'audit', refusal);
       return { refusal, stage: 'audit' };
     }
     return withMeta(answer, meta);

@@ -52,6 +52,18 @@ export interface InterceptOptions {
   marker?: string;
 }
 
+/**
+ * Whether `answer`, the final answer of `outcome`, is a refusal a stage already published (refuseAt, the
+ * upstream stage, an inner stage's verdict: the output check's, a withheld answer's). A stage that puts
+ * another refusal in its place (an audit or idempotency record not kept) then does not publish it again:
+ * one refused call is one refusal in the metrics and one refusal event on its span, the one that refused
+ * it; the request line still says what the client got. A refused outcome without a stage is a failure
+ * found after the stages (final-answer's own), which nothing published yet.
+ */
+export function refusalAlreadyPublished(outcome: Outcome, answer: FinalAnswer): boolean {
+  return answer.refusal !== undefined && (outcome.kind !== 'refused' || outcome.stage !== undefined);
+}
+
 /** The Outcome with its final answer passed through `onFinal` before it reaches the client. */
 export function interceptFinal(outcome: Outcome, ctx: CallContext, onFinal: OnFinal, options: InterceptOptions = {}): Promise<Outcome> | Outcome {
   const id = ctx.kind === 'request' ? (ctx.message as { id: JsonRpcId }).id : null;

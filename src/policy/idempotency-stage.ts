@@ -7,7 +7,7 @@
 
 import { randomUUID } from 'node:crypto';
 import { failure, GatewayError, neverSent, type ToolRefusal } from '../errors.js';
-import { interceptFinal } from '../pipeline/final-answer.js';
+import { interceptFinal, refusalAlreadyPublished, type FinalAnswer } from '../pipeline/final-answer.js';
 import type { CallContext, Route } from '../pipeline/context.js';
 import { publishRefused, waitedOn } from '../pipeline/events.js';
 import type { Outcome } from '../pipeline/outcome.js';
@@ -213,7 +213,8 @@ export function compileIdempotencyStage(settings: IdempotencySettings, store: Id
         done();
         throw err;
       }
-      return interceptFinal(outcome, ctx, async ({ response, failure: failed }) => {
+      return interceptFinal(outcome, ctx, async (answer) => {
+        const { response, failure: failed } = answer;
         try {
           const error = failed ?? (outcome.kind === 'refused' && outcome.refusal.kind === 'failure' ? outcome.refusal.error : undefined);
           if (error !== undefined) {
@@ -238,10 +239,10 @@ export function compileIdempotencyStage(settings: IdempotencySettings, store: Id
           // The FITsociety seed: the completed response is persisted before it is returned.
           const stored = await waitedOn(ctx, 'idempotency', 'store.complete', store.complete(key, owner, JSON.stringify(response), ttlMs));
           // Not stored (the record is gone): the README promises the answer is kept before it is returned.
-          if (!stored) return withheld(ctx, failure(new GatewayError('GW_ERR_STATE_UNAVAILABLE', 'The idempotency record of this call was lost while it ran, so its answer could not be kept and is withheld; check its effect before calling again with a new key')));
+          if (!stored) return withheld(ctx, outcome, answer, failure(new GatewayError('GW_ERR_STATE_UNAVAILABLE', 'The idempotency record of this call was lost while it ran, so its answer could not be kept and is withheld; check its effect before calling again with a new key')));
           return undefined;
         } catch (err) {
-          return withheld(ctx, stateUnavailable(err));
+          return withheld(ctx, outcome, answer, stateUnavailable(err));
         } finally {
           done();
         }
@@ -268,10 +269,11 @@ function resultForEra(result: Record<string, unknown>, era: ClientEra): Record<s
 
 /**
  * The answer withheld by this stage: a refusal like refuseAt's, published so the metrics' refusals and the
- * span count it (the edge records it with its stage from the verdict, on every answer shape).
+ * span count it (the edge records it with its stage from the verdict, on every answer shape); not when the
+ * answer withheld was a refusal a stage published already, which the call is counted by.
  */
-function withheld(ctx: CallContext, refusal: ReturnType<typeof failure>): { refusal: ReturnType<typeof failure>; stage: 'idempotency' } {
-  publishRefused(ctx, 'idempotency', refusal);
+function withheld(ctx: CallContext, outcome: Outcome, answer: FinalAnswer, refusal: ReturnType<typeof failure>): { refusal: ReturnType<typeof failure>; stage: 'idempotency' } {
+  if (!refusalAlreadyPublished(outcome, answer)) publishRefused(ctx, 'idempotency', refusal);
   return { refusal, stage: 'idempotency' };
 }
 
