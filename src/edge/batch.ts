@@ -17,6 +17,7 @@ import type { Logger } from '../log/logger.js';
 import { Cancellation } from '../pipeline/cancellation.js';
 import type { CallContext } from '../pipeline/context.js';
 import { publishRefused } from '../pipeline/events.js';
+import { refusedRequest } from './refused-request.js';
 import type { Outcome } from '../pipeline/outcome.js';
 import { admitPost, MAX_BATCH_MESSAGES } from '../protocol/front-door.js';
 import { classifyMessage, ErrorCode, errorResponse, idOf, type Classified } from '../protocol/jsonrpc.js';
@@ -133,12 +134,12 @@ async function outcomeOf(core: EdgeCore, deps: BatchDeps, received: ReceivedBatc
   const method = 'method' in message ? message.method : undefined;
   if (method === 'initialize') {
     // 2025-03-26/basic/lifecycle.mdx §Initialization: the initialize request MUST NOT be part of a batch.
-    return refusedAt(core, deps, record, 'admission', { kind: 'transport', code: 'batch', status: 400, rpcCode: ErrorCode.InvalidRequest, message: 'Invalid request: initialize must not be part of a batch; send it alone' });
+    return refusedAt(core, deps, record, request, 'admission', { kind: 'transport', code: 'batch', status: 400, rpcCode: ErrorCode.InvalidRequest, message: 'Invalid request: initialize must not be part of a batch; send it alone' });
   }
   const misplaced = deps.checkMessage(message);
-  if (misplaced !== undefined && !misplaced.ok && misplaced.refusal !== undefined) return refusedAt(core, deps, record, 'auth', misplaced.refusal);
+  if (misplaced !== undefined && !misplaced.ok && misplaced.refusal !== undefined) return refusedAt(core, deps, record, request, 'auth', misplaced.refusal);
   const admitted = admitPost(request.headers, kind, message);
-  if (!admitted.ok) return refusedAt(core, deps, record, 'admission', admitted.refusal);
+  if (!admitted.ok) return refusedAt(core, deps, record, request, 'admission', admitted.refusal);
   // The upstream gets this message alone, as the bytes of its own JSON.
   const body = Buffer.from(JSON.stringify(message));
   const traced = core.traced(request.headers, { principal: received.principal, message, kind, id: idOf(message), body, declared: {}, ...(method !== undefined ? { method } : {}) });
@@ -152,12 +153,13 @@ async function outcomeOf(core: EdgeCore, deps: BatchDeps, received: ReceivedBatc
   return core.runCall(record, ctx);
 }
 
-/** A refusal made before the pipeline, kept on the call's record and published as the edge's own are. */
-function refusedAt(core: EdgeCore, deps: BatchDeps, record: CallRecord, stage: 'admission' | 'auth', refusal: Refusal): Outcome {
+/** A refusal made before the pipeline, kept on the call's record and published as the edge's own are, with the batch request's trace. */
+function refusedAt(core: EdgeCore, deps: BatchDeps, record: CallRecord, batch: BatchRequest, stage: 'admission' | 'auth', refusal: Refusal): Outcome {
   record.refusal = refusalCode(refusal);
   record.stage = stage;
-  publishRefused({ callId: record.callId, edge: core.token }, stage, refusal);
-  deps.log.info('request refused', { callId: record.callId, reason: record.refusal, batch: true });
+  const refused = refusedRequest(record, batch.headers);
+  publishRefused({ callId: record.callId, edge: core.token }, stage, refusal, refused);
+  deps.log.info('request refused', { callId: record.callId, reason: record.refusal, batch: true, traceId: refused.trace?.traceId ?? refused.spanTraceId });
   return { kind: 'refused', refusal, stage };
 }
 

@@ -7,6 +7,7 @@ import type { AuthVerdict, ChallengedEndpoint } from '../auth/authenticator.js';
 import type { SessionBinding } from '../auth/session-binding.js';
 import type { AuthRefusal, Refusal } from '../errors.js';
 import type { CallContext } from '../pipeline/context.js';
+import type { RefusedRequest } from '../pipeline/events.js';
 import type { Outcome } from '../pipeline/outcome.js';
 import type { Principal } from '../pipeline/principal.js';
 import type { JsonRpcId, JsonRpcMessage, MessageKind } from '../protocol/jsonrpc.js';
@@ -30,6 +31,8 @@ export interface CallRecord {
   toolError?: boolean;
   /** The JSON-RPC error code of the answer, when the edge read it (see CallEndEvent.rpcCode). */
   rpcCode?: number;
+  /** The request, when the edge refused it before its call existed: its end event carries it (the trace it belongs to). */
+  refused?: RefusedRequest;
   /** Waits the edge made before the call existed (the per-address rate limit), published once it does. */
   waits?: Array<{ stage: string; wait: string; seconds: number; endedAt: number }>;
   /** The legacy session the request uses, left once the request is over (server.ts leaveSession). */

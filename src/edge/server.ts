@@ -32,6 +32,7 @@ import { recordWrittenFailure, recordWrittenRefusal } from './answer-summary.js'
 import { bodyInBuffer, readBody, type BodyResult } from './body.js';
 import { limitConnectionsPerAddress } from './connection-limit.js';
 import { repeatedSingletonHeader } from './duplicate-headers.js';
+import { refusedRequest } from './refused-request.js';
 import { compileHostOriginGuard } from './origin-guard.js';
 import type { CallRecord, Caller, EdgeCall, EdgeCore, Received, ReceivedBatch, SessionUse } from './edge-core.js';
 import { answerBatch } from './batch.js';
@@ -132,18 +133,24 @@ export function createEdge(listen: ListenConfig, handlers: EdgeHandlers, log: Lo
     res.once('close', stop);
   };
 
-  /** A refusal made at the edge (admission, auth): published, then written. */
+  /**
+   * A refusal made at the edge (admission, auth): published, then written. The request's trace goes with
+   * it (RefusedRequest), so its span, its `request` line and the lines here name the trace a call's would:
+   * the client's, from its traceparent header, else the one tracing starts at the refusal.
+   */
   const refuse = (res: ServerResponse, record: CallRecord, stage: 'admission' | 'auth', id: JsonRpcId | null, refusal: Refusal): void => {
     record.refusal = refusalCode(refusal);
     record.stage = stage;
-    publishRefused({ callId: record.callId, edge: token }, stage, refusal);
+    const request = refusedRequest(record, res.req.headers);
+    publishRefused({ callId: record.callId, edge: token }, stage, refusal, request);
+    const traceId = request.trace?.traceId ?? request.spanTraceId;
     let counted: Promise<void> | undefined;
     if (refusal.kind === 'auth') {
       // The answer waits until the failure is counted, so the address's next attempt already meets the limit.
       if (refusal.rejectedCredential) counted = opts.authFailures?.fail(clientAddressOf(res.req.socket.remoteAddress, res.req.headers['x-forwarded-for']));
-      log.info('request refused by auth', { callId: record.callId, reason: refusal.code, status: refusal.status });
+      log.info('request refused by auth', { callId: record.callId, reason: refusal.code, status: refusal.status, traceId });
     } else {
-      log.info('request refused', { callId: record.callId, reason: record.refusal, status: refusal.kind === 'transport' ? refusal.status : undefined });
+      log.info('request refused', { callId: record.callId, reason: record.refusal, status: refusal.kind === 'transport' ? refusal.status : undefined, traceId });
     }
     const write = () => void writeOutcome(res, { kind: 'refused', refusal }, { era: 'legacy', id, callId: record.callId, cancel: NEVER_CANCELLED });
     if (counted === undefined) write();
@@ -656,6 +663,7 @@ export function createEdge(listen: ListenConfig, handlers: EdgeHandlers, log: Lo
     if (record.subject !== undefined) event.subject = record.subject;
     if (internal) event.internal = true;
     if (record.rpcCode !== undefined) event.rpcCode = record.rpcCode;
+    if (record.refused !== undefined) event.request = record.refused;
     if (record.refusal !== undefined) {
       event.refusal = record.refusal;
       event.stage = record.stage!;

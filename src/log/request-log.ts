@@ -103,6 +103,12 @@ export function requestMembers(e: CallEndEvent, scrub: Scrub = redactText, trace
     if (trace) out += `,"traceId":"${trace.traceId}"`;
     // With tracing off nothing sets it: read only when the gateway traces (`traced`).
     else if (traced && ctx.spanTraceId !== undefined) out += `,"traceId":"${ctx.spanTraceId}"`;
+  } else if (e.request !== undefined) {
+    // Refused before its call existed (front door, auth): the same trace, from the refused request. A
+    // branch of its own, so a call's line reads its context as it always did.
+    const trace = e.request.trace;
+    if (trace) out += `,"traceId":"${trace.traceId}"`;
+    else if (e.request.spanTraceId !== undefined) out += `,"traceId":"${e.request.spanTraceId}"`;
   }
   return out;
 }

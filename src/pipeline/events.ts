@@ -4,6 +4,7 @@
 
 import diagnostics from 'node:diagnostics_channel';
 import { refusalCode, ruleOf, type Refusal } from '../errors.js';
+import type { TraceContext } from '../protocol/trace-context.js';
 import type { CallContext } from './context.js';
 import type { FinalAnswer } from './final-answer.js';
 
@@ -28,6 +29,22 @@ export interface CallStartEvent {
   ctx: CallContext;
 }
 
+/**
+ * A request the edge refused before its call existed (front door, auth), as its refusal and its end share
+ * it: the trace it belongs to, for its span and its request line, as a call's context carries it.
+ */
+export interface RefusedRequest {
+  /** `performance.now()` when the request arrived. */
+  readonly receivedAt: number;
+  /** The client's trace context, from valid traceparent/tracestate headers (the body is not read for it). */
+  readonly trace?: TraceContext;
+  /**
+   * The trace id of the SERVER span tracing started at the refusal, when it records and the client sent no
+   * trace context: set by the tracing subscriber of the refused event, read by the request line.
+   */
+  spanTraceId?: string;
+}
+
 export interface CallRefusedEvent {
   callId: string;
   edge: object;
@@ -37,6 +54,8 @@ export interface CallRefusedEvent {
   refusal: Refusal;
   /** The policy entry that refused, when one did (egress rule, rate limit, budget, breaker). */
   rule?: string;
+  /** The request, when the edge refused it before its call existed (its end event carries the same). */
+  request?: RefusedRequest;
 }
 
 export interface UpstreamAnswerEvent {
@@ -92,6 +111,8 @@ export interface CallEndEvent {
   edge: object;
   /** Absent for requests refused before the call could be described (front door, auth). */
   ctx?: CallContext;
+  /** Such a request, when the edge refused it: the trace it belongs to. */
+  request?: RefusedRequest;
   httpMethod: string;
   /** JSON-RPC method when the body was read. */
   method?: string;
@@ -152,10 +173,11 @@ export const channels = {
   end: diagnostics.channel('gatehouse:call:end'),
 } as const;
 
-export function publishRefused(call: { callId: string; edge: object }, stage: string, refusal: Refusal): void {
+/** `request`: the edge's refusals of requests whose call does not exist yet. */
+export function publishRefused(call: { callId: string; edge: object }, stage: string, refusal: Refusal, request?: RefusedRequest): void {
   if (channels.refused.hasSubscribers) {
     const rule = ruleOf(refusal);
-    channels.refused.publish({ callId: call.callId, edge: call.edge, stage, code: refusalCode(refusal), refusal, ...(rule !== undefined ? { rule } : {}) } satisfies CallRefusedEvent);
+    channels.refused.publish({ callId: call.callId, edge: call.edge, stage, code: refusalCode(refusal), refusal, ...(rule !== undefined ? { rule } : {}), ...(request !== undefined ? { request } : {}) } satisfies CallRefusedEvent);
   }
 }
 

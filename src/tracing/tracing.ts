@@ -31,9 +31,10 @@ import { createHash } from 'node:crypto';
 import type * as Api from '@opentelemetry/api';
 import type { SpanExporter } from '@opentelemetry/sdk-trace-base';
 import type { Logger } from '../log/logger.js';
-import { channels, subscribe, type CallEndEvent, type CallRefusedEvent, type CallStartEvent, type StagePassedEvent, type StageWaitEvent, type UpstreamAnswerEvent, type UpstreamStartEvent } from '../pipeline/events.js';
+import { channels, subscribe, type CallEndEvent, type CallRefusedEvent, type CallStartEvent, type RefusedRequest, type StagePassedEvent, type StageWaitEvent, type UpstreamAnswerEvent, type UpstreamStartEvent } from '../pipeline/events.js';
 import type { CallContext } from '../pipeline/context.js';
 import { KNOWN_CLIENT_METHODS } from '../protocol/methods.js';
+import type { TraceContext } from '../protocol/trace-context.js';
 import { watchQueue } from './queue-watch.js';
 import { SpanTexts } from './span-text.js';
 
@@ -121,8 +122,7 @@ export function traceCalls(edge: object, settings: TracingSettings, log: Logger,
     const texts = new SpanTexts(log, ATTRIBUTE_MAX);
     const clientText = (value: unknown): string => texts.text(value);
 
-    const parentOf = (ctx: CallContext): Api.Context => {
-      const trace = ctx.trace;
+    const parentOf = (trace: TraceContext | undefined): Api.Context => {
       if (!trace) return api.ROOT_CONTEXT;
       const [, traceId, spanId, flags] = trace.traceparent.split('-');
       return api.trace.setSpanContext(api.ROOT_CONTEXT, {
@@ -141,7 +141,7 @@ export function traceCalls(edge: object, settings: TracingSettings, log: Logger,
       // only for a span that records, so an unsampled call costs little more than its span object. Named
       // after the method until the call ends: whether its tool is one a list gave (listedTarget) is known
       // only once the resolve stage has run.
-      const span = tracer.startSpan(spanName(texts, ctx.method ?? ctx.httpMethod, undefined), { kind: api.SpanKind.SERVER, startTime: hr(ctx.receivedAt) }, parentOf(ctx));
+      const span = tracer.startSpan(spanName(texts, ctx.method ?? ctx.httpMethod, undefined), { kind: api.SpanKind.SERVER, startTime: hr(ctx.receivedAt) }, parentOf(ctx.trace));
       if (span.isRecording()) {
         // A trace Gatehouse started itself: the request line names it (the client's, in ctx.trace, otherwise).
         if (ctx.trace === undefined) ctx.spanTraceId = span.spanContext().traceId;
@@ -159,11 +159,23 @@ export function traceCalls(edge: object, settings: TracingSettings, log: Logger,
     };
     const onRefused = (e: CallRefusedEvent): void => {
       if (e.edge !== edge) return;
-      const entry = open.get(e.callId);
+      let entry = open.get(e.callId);
+      // Refused before the call could be described (front door, auth): its span starts here, in the
+      // client's trace, so the request line written at its end can name that span's trace.
+      if (!entry && e.request !== undefined) entry = startRefused(e.callId, e.request);
       if (!entry || !entry.span.isRecording()) return;
       const rpcCode = (e.refusal as { rpcCode?: unknown }).rpcCode;
       if (typeof rpcCode === 'number') entry.rpcCode = rpcCode;
       entry.span.addEvent('gatehouse.refusal', { 'gatehouse.stage': e.stage, 'gatehouse.refusal_code': e.code, ...(e.rule !== undefined ? { 'gatehouse.rule': e.rule } : {}) });
+    };
+    /** The SERVER span of a request the edge refused before its call existed; named once it ends (its method may be read after the refusal). */
+    const startRefused = (callId: string, request: RefusedRequest): Open => {
+      const span = tracer.startSpan('other', { kind: api.SpanKind.SERVER, startTime: hr(request.receivedAt) }, parentOf(request.trace));
+      // A trace Gatehouse started itself: the request line names it (the client's, in request.trace, otherwise).
+      if (request.trace === undefined && span.isRecording()) request.spanTraceId = span.spanContext().traceId;
+      const entry: Open = { span };
+      open.set(callId, entry);
+      return entry;
     };
     // The upstream request, as a CLIENT span: from the call entering the upstream stage until its answer is
     // whole (a json answer or a refusal: when the adapter answered; a relay or a stream: when the call ends).
@@ -220,12 +232,16 @@ export function traceCalls(edge: object, settings: TracingSettings, log: Logger,
       let entry = open.get(e.callId);
       open.delete(e.callId);
       if (!entry) {
-        // Refused before the call could be described (front door, auth): a span of its own, with no parent
-        // (the client's trace context is read after auth).
+        // Ended before the call could be described, and not refused by the edge (a /health answer, a client
+        // gone before auth): a span of its own, with no parent. (A request the edge refused has one from its refusal.)
         const name = spanName(texts, e.method ?? e.httpMethod, e.ctx !== undefined ? listedTarget(e.ctx) : undefined);
         const span = tracer.startSpan(name, { kind: api.SpanKind.SERVER, startTime: hr(performance.now() - e.seconds * 1000), attributes: e.method !== undefined ? { 'mcp.method.name': clientText(e.method) } : {} }, api.ROOT_CONTEXT);
         if (e.refusal !== undefined) span.addEvent('gatehouse.refusal', { 'gatehouse.stage': e.stage ?? 'edge', 'gatehouse.refusal_code': e.refusal });
         entry = { span };
+      } else if (e.request !== undefined && entry.span.isRecording()) {
+        // Its span began at the refusal (startRefused), before its JSON-RPC method could be known.
+        entry.span.updateName(spanName(texts, e.method ?? e.httpMethod, undefined));
+        if (e.method !== undefined) entry.span.setAttribute('mcp.method.name', clientText(e.method));
       }
       // The answer's error code, as the edge read it: never from the answer event, whose subscribers make
       // every governed answer wait and be parsed (the audit's price, not tracing's).
