@@ -295,7 +295,7 @@ export interface GatehouseConfiguration {
      */
     endpoint?: string;
     /**
-     * Share of traces recorded for requests that come without a sampled trace context (TraceIdRatioBased); a client's sampling decision is followed (ParentBased).
+     * Share of traces recorded for requests that come without a sampled trace context (TraceIdRatioBased); a client's sampling decision is followed (ParentBased), except on a request refused before it was authenticated, recorded only when the ratio picks its trace.
      */
     sampleRatio: number;
     /**

@@ -122,13 +122,14 @@ export function traceCalls(edge: object, settings: TracingSettings, log: Logger,
     const texts = new SpanTexts(log, ATTRIBUTE_MAX);
     const clientText = (value: unknown): string => texts.text(value);
 
-    const parentOf = (trace: TraceContext | undefined): Api.Context => {
+    /** `sampled`: the parent's sampled flag as Gatehouse takes it; the client's own when undefined. */
+    const parentOf = (trace: TraceContext | undefined, sampled?: boolean): Api.Context => {
       if (!trace) return api.ROOT_CONTEXT;
       const [, traceId, spanId, flags] = trace.traceparent.split('-');
       return api.trace.setSpanContext(api.ROOT_CONTEXT, {
         traceId: traceId!,
         spanId: spanId!,
-        traceFlags: parseInt(flags!, 16) & 1,
+        traceFlags: sampled === undefined ? parseInt(flags!, 16) & 1 : sampled ? 1 : 0,
         isRemote: true,
         ...(trace.tracestate !== undefined ? { traceState: api.createTraceState(trace.tracestate) } : {}),
       });
@@ -169,8 +170,15 @@ export function traceCalls(edge: object, settings: TracingSettings, log: Logger,
       entry.span.addEvent('gatehouse.refusal', { 'gatehouse.stage': e.stage, 'gatehouse.refusal_code': e.code, ...(e.rule !== undefined ? { 'gatehouse.rule': e.rule } : {}) });
     };
     /** The SERVER span of a request the edge refused before its call existed; named once it ends (its method may be read after the refusal). */
+    // A request refused before it was authenticated joins the client's trace, but is recorded only when
+    // `sampleRatio` picks that trace: a client's sampled flag is followed from callers Gatehouse knows, and
+    // believed from anyone, every request of a flood of refused ones would be recorded and exported, past
+    // the share the operator set.
+    const refusalSampler = new base.TraceIdRatioBasedSampler(settings.sampleRatio);
+    const ratioPicks = (traceId: string): boolean => refusalSampler.shouldSample(api.ROOT_CONTEXT, traceId).decision === base.SamplingDecision.RECORD_AND_SAMPLED;
     const startRefused = (callId: string, request: RefusedRequest): Open => {
-      const span = tracer.startSpan('other', { kind: api.SpanKind.SERVER, startTime: hr(request.receivedAt) }, parentOf(request.trace));
+      const parent = request.trace === undefined ? api.ROOT_CONTEXT : parentOf(request.trace, ratioPicks(request.trace.traceId));
+      const span = tracer.startSpan('other', { kind: api.SpanKind.SERVER, startTime: hr(request.receivedAt) }, parent);
       // A trace Gatehouse started itself: the request line names it (the client's, in request.trace, otherwise).
       if (request.trace === undefined && span.isRecording()) request.spanTraceId = span.spanContext().traceId;
       const entry: Open = { span };

@@ -157,3 +157,40 @@ describe('tracing off', () => {
     assert.equal(line.traceId, undefined);
   });
 });
+
+// A client's sampled flag is followed for callers Gatehouse knows; believed before authentication, anyone
+// could have every request of a flood of refused ones recorded and exported, past `sampleRatio`.
+describe('tracing on with sampleRatio 0', () => {
+  let receiver: Receiver;
+  let gw: TestGateway;
+  before(async () => {
+    receiver = await startReceiver();
+    gw = await startGateway({
+      upstreams: [{ name: 'up', url: up.url, era: 'modern' }],
+      auth: { apiKeys: [{ id: 'k', hash: hashKey(KEY), scopes: [] }] },
+      tracing: { enabled: true, endpoint: receiver.url, sampleRatio: 0 },
+    });
+  });
+  after(async () => {
+    await gw.close();
+    await receiver.close();
+  });
+
+  test("a request refused before auth is not recorded on the client's sampled flag; an authenticated call is", async () => {
+    const refusedTrace = clientTrace();
+    const req = modernRequest(1, 'tools/list');
+    const refused = await post(gw.url, req.body, { ...req.headers, origin: 'http://rebound.example', ...refusedTrace.header });
+    assert.equal(refused.status, 403);
+    const unauthenticated = clientTrace();
+    assert.equal((await post(gw.url, req.body, { ...req.headers, ...unauthenticated.header })).status, 401);
+    // The request line still names the client's trace.
+    const line = await waitFor('the request line', () => gw.logs.find((l) => l.msg === 'request' && l.callId === callIdOf(refused)));
+    assert.equal(line.traceId, refusedTrace.traceId);
+    const admittedTrace = clientTrace();
+    const call = modernRequest(2, 'tools/call', { name: 'lookup', arguments: { item: 'sampled' } });
+    assert.equal((await post(gw.url, call.body, { ...call.headers, ...AUTHED, ...admittedTrace.header })).status, 200);
+    // Spans are exported in the order they ended: once the later call's span is in, the refused ones would be.
+    await waitFor('the admitted call\'s span', () => receiver.spans.find((s) => s.traceId === admittedTrace.traceId));
+    assert.deepEqual(receiver.spans.filter((s) => s.traceId === refusedTrace.traceId || s.traceId === unauthenticated.traceId), []);
+  });
+});
