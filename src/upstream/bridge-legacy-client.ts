@@ -170,8 +170,9 @@ export class LegacyClientBridge {
       if (request.method === 'resources/subscribe') session.uris.add(uri);
       else session.uris.delete(uri);
       // Waiting registered before the listen goes up, so that its acknowledgment cannot pass it by.
-      const verdict = session.listening && (added || (request.method === 'resources/subscribe' && session.subscribing(uri))) ? session.awaitSubscription(uri, SUBSCRIBE_ACK_WAIT_MS) : undefined;
+      const verdict = added || (request.method === 'resources/subscribe' && session.subscribing(uri)) ? session.awaitSubscription(uri, SUBSCRIBE_ACK_WAIT_MS) : undefined;
       if (session.listening) void this.listenUpstream(session);
+      else if (added) void this.confirmWithoutStream(session);
       if (verdict !== undefined) return this.subscribed(session, request, uri, verdict);
       return json({ jsonrpc: '2.0', id: request.id, result: {} });
     }
@@ -426,6 +427,61 @@ export class LegacyClientBridge {
       session.upstreamListen = undefined;
       this.reopenLater(session, acknowledgedAt !== undefined && performance.now() - acknowledgedAt >= LISTEN_LIVED_MS);
     }
+  }
+
+  /**
+   * Answers the subscribes a client made with no GET stream open: a short upstream listen asks for their URIs
+   * alone and ends at its acknowledgment, which answers them as a GET stream's listen would (subscribed). The
+   * URIs stay in the session's set, and the listen its GET stream opens carries them. Until 5 December such a
+   * subscribe was `{}` at once, unasked: a URI the server then left out of that listen's acknowledgment, or a
+   * listen it refused (past its `maxSubscriptions`), left the client believing it was subscribed, hearing
+   * nothing. One such listen per session at a time; subscribes that come while it asks are asked next.
+   */
+  private async confirmWithoutStream(session: BridgedSession): Promise<void> {
+    if (session.confirmation !== undefined) return;
+    // Bounded: each round answers every subscribe it asked about, and a session holds at most
+    // MAX_RESOURCE_SUBSCRIPTIONS URIs.
+    for (let round = 0; round <= MAX_RESOURCE_SUBSCRIPTIONS; round++) {
+      // The GET stream opened meanwhile: its listen carries them, and its acknowledgment answers them.
+      if (session.listening) return;
+      const asked = session.awaitedUris();
+      if (asked.length === 0) return;
+      const controller = new AbortController();
+      session.confirmation = controller;
+      try {
+        await this.confirmOnce(session, asked, controller.signal);
+      } finally {
+        controller.abort();
+        if (session.confirmation === controller) session.confirmation = undefined;
+      }
+    }
+  }
+
+  /** One listen asking for `asked` only, until its acknowledgment (SUBSCRIBE_ACK_WAIT_MS at most). */
+  private async confirmOnce(session: BridgedSession, asked: string[], signal: AbortSignal): Promise<void> {
+    const profile = this.profile();
+    if (typeof profile !== 'object') return session.refuseSubscriptions(asked, `Upstream "${this.client.upstream}" is not known to be the 2026-07-28 server it was found to be; subscribe again`);
+    const id = `gh-confirm-${++this.counter}`;
+    const params = addModernRequestMeta({ notifications: { resourceSubscriptions: asked } }, { version: profile.version, capabilities: modernCapabilitiesFrom(session.capabilities), clientInfo: session.clientInfo });
+    const deadline = AbortSignal.any([signal, AbortSignal.timeout(SUBSCRIBE_ACK_WAIT_MS)]);
+    let why = `Upstream "${this.client.upstream}" ended the listen that would carry the subscription before acknowledging it`;
+    try {
+      const reply = await this.client.post({ jsonrpc: '2.0', id, method: 'subscriptions/listen', params }, { 'mcp-protocol-version': profile.version, 'mcp-method': 'subscriptions/listen' }, deadline, session.principal);
+      for await (const msg of reply.messages) {
+        const m = msg as { method?: string; params?: Obj; error?: { code?: unknown; message?: unknown } };
+        if (m.method === 'notifications/subscriptions/acknowledged') return session.settleSubscriptions(asked, acknowledgedUris(m.params?.notifications));
+        if (m.method !== undefined) continue;
+        if (m.error !== undefined) why = `Upstream "${this.client.upstream}" refused the listen that would carry the subscription: ${describeValue(typeof m.error.message === 'string' ? m.error.message : m.error.code)}`;
+        break;
+      }
+    } catch (err) {
+      if (deadline.aborted) why = `Upstream "${this.client.upstream}" did not acknowledge the listen that would carry the subscription within ${SUBSCRIBE_ACK_WAIT_MS / 1000} s`;
+      else {
+        this.log.warn('upstream listen failed', { err });
+        why = `Upstream "${this.client.upstream}" could not be asked to carry the subscription`;
+      }
+    }
+    session.refuseSubscriptions(asked, why);
   }
 
   /** Opens the session's listen again after a pause: the shortest after one that `lived`, else doubling. */

@@ -43,6 +43,11 @@ export class BridgedSession implements HeldSession {
   upstreamListen?: AbortController;
   /** How long to wait before opening it again after one that never got going (the bridge doubles it). */
   listenRetryMs?: number;
+  /**
+   * The short upstream listen that asks whether subscribes made while the client has no GET stream are
+   * honoured (bridge-legacy-client.ts confirmWithoutStream), while one is asking.
+   */
+  confirmation?: AbortController;
   private readonly inFlight = new Map<JsonRpcId, Cancellation>();
   private readonly waiting = new Map<JsonRpcId, Waiting>();
   /** Ids the client cancelled before their request got here (see cancel()). */
@@ -167,9 +172,22 @@ export class BridgedSession implements HeldSession {
     }
   }
 
+  /**
+   * Answers with an error those of the subscribes of `asked` still waiting: the upstream refused, or ended
+   * unacknowledged, the listen that asked for them, and `message` says which.
+   */
+  refuseSubscriptions(asked: readonly string[], message: string): void {
+    for (const uri of asked) this.settleSubscription(uri, { honoured: false, code: ErrorCode.InternalError, message: `${message} (subscription to ${uri})`, data: { uri } });
+  }
+
   /** Whether a subscribe of `uri` waits for a listen's acknowledgment. */
   subscribing(uri: string): boolean {
     return this.pendingSubscribes.has(uri);
+  }
+
+  /** The URIs whose subscribes wait for a listen's acknowledgment. */
+  awaitedUris(): string[] {
+    return [...this.pendingSubscribes.keys()];
   }
 
   private settleSubscription(uri: string, verdict: SubscriptionVerdict): void {
@@ -201,6 +219,7 @@ export class BridgedSession implements HeldSession {
 
 
   async close(_reason: EndReason): Promise<void> {
+    this.confirmation?.abort();
     for (const c of this.inFlight.values()) c.cancel();
     for (const id of [...this.waiting.keys()]) this.abandonServerRequest(id, 'session ended');
     for (const uri of [...this.pendingSubscribes.keys()]) this.settleSubscription(uri, { honoured: false, code: ErrorCode.InternalError, message: 'session ended', data: { uri } });
