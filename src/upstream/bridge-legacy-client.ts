@@ -64,6 +64,14 @@ const LISTEN_RETRY_MAX_MS = 30_000;
 /** A listen acknowledged this long before it ended ran: the next one starts the pauses afresh. */
 const LISTEN_LIVED_MS = 10_000;
 /**
+ * A replacement listen the server did not take while the one it replaces was open is asked again, alone, this
+ * long after that one was closed, doubling, at most REPLACE_TRIES times: the server frees the old listen's
+ * place only once it has seen its connection close, which Gatehouse cannot see (measured: 10-20 ms on
+ * loopback, one process serving both sides). Past the tries it is a failing listen (LISTEN_RETRY_MIN_MS...).
+ */
+const REPLACE_PAUSE_MS = 100;
+const REPLACE_TRIES = 3;
+/**
  * How long a resources/subscribe waits for the acknowledgment of the listen that carries its URI before it is
  * answered with an error (the listen itself may be waiting out a reopen pause, or stuck upstream).
  */
@@ -349,9 +357,14 @@ export class LegacyClientBridge {
   /**
    * Feeds the session's GET stream from an upstream subscriptions/listen (GATEWAY-REQUIREMENTS §16.2
    * "Subscriptions ⇄ GET stream"). Filters are fixed per listen, so a change opens a new listen first and
-   * then closes the old one.
+   * then closes the old one, so that nothing goes unheard in between. That holds two of the server's listens
+   * for a moment, and a server at its cap (the v2 SDK's `maxSubscriptions`) refuses the new one: it is then
+   * asked again once the old one is closed (`replaceTry` counts those tries: REPLACE_PAUSE_MS), and what
+   * changed in between is told as after any gap (catchUp). Until 5 December the refusal was taken for a
+   * failing upstream: no listen for a pause that doubled with each change of filter (the client's fourth
+   * subscribe in a row waited past its 5 s), and a change in that gap was never told.
    */
-  private async listenUpstream(session: BridgedSession, reopened = false): Promise<void> {
+  private async listenUpstream(session: BridgedSession, replaceTry = 0): Promise<void> {
     const profile = this.profile();
     if (typeof profile !== 'object') {
       // Reopened on a timer, long after the call that routed here, the verdict may have changed: until
@@ -378,6 +391,8 @@ export class LegacyClientBridge {
       // upstream, a connection and one of its `maxSubscriptions`, for as long as its client stayed. A
       // resources/subscribe opens one when it comes.
       session.upstreamListen = undefined;
+      session.heardUris = undefined;
+      session.unheard = false;
       previous?.abort();
       return;
     }
@@ -387,6 +402,8 @@ export class LegacyClientBridge {
     const params = addModernRequestMeta({ notifications }, { version: profile.version, capabilities: modernCapabilitiesFrom(session.capabilities), clientInfo: session.clientInfo });
     /** When the upstream took the listen (performance.now()). */
     let acknowledgedAt: number | undefined;
+    /** The error the upstream refused the listen with. */
+    let refusal: { code?: unknown } | undefined;
     try {
       // The listen it replaces ends once this one is answered, or failed: left open after a failure, nothing
       // would ever end it (the session knows only its newest listen), and its client would hear twice.
@@ -401,15 +418,18 @@ export class LegacyClientBridge {
           // counted against the upstream's maxSubscriptions while the one it replaces was still open), and the
           // listen opened again after its pause carries them, its acknowledgment answering them (or their wait
           // running out: SUBSCRIBE_ACK_WAIT_MS).
-          if (m.error !== undefined && !controller.signal.aborted) this.log.warn('upstream refused the listen', { upstream: this.client.upstream, code: m.error.code });
+          refusal = m.error;
           break;
         }
         if (m.method === 'notifications/subscriptions/acknowledged') {
           acknowledgedAt = performance.now();
-          if (asked.length > 0) session.settleSubscriptions(asked, acknowledgedUris(m.params?.notifications));
-          // Reopened after the upstream ended the last one: whatever changed in between was not heard, so the
-          // client is told to refetch each list the new listen covers (GATEWAY-REQUIREMENTS §16.2).
-          if (reopened) for (const method of catchUp(m.params?.notifications)) session.notify({ jsonrpc: '2.0', method, params: {} });
+          const honoured = acknowledgedUris(m.params?.notifications);
+          if (asked.length > 0) session.settleSubscriptions(asked, honoured);
+          if (session.upstreamListen === controller) {
+            if (session.unheard) this.catchUp(session, m.params?.notifications, honoured);
+            session.unheard = false;
+            session.heardUris = new Set(honoured);
+          }
           continue;
         }
         session.notify({ jsonrpc: '2.0', method: m.method, params: withoutSubscriptionId(m.params) });
@@ -425,8 +445,35 @@ export class LegacyClientBridge {
     // that ran) had its listen reopened, and the client told to refetch every list, every second.
     if (session.upstreamListen === controller && !controller.signal.aborted && session.listening) {
       session.upstreamListen = undefined;
+      // Nothing feeds the GET stream until the next listen is acknowledged.
+      session.unheard = true;
+      if (acknowledgedAt === undefined && (previous !== undefined || replaceTry > 0) && replaceTry < REPLACE_TRIES) {
+        // A replacement that did not get going while the listen it replaces was open, which is closed now
+        // (above): the server may have room for one listen of this session, not two. Asked again alone, once
+        // the server has had the time to see the old one close; not the pause of a failing upstream.
+        if (replaceTry === 0) this.log.info('upstream did not take the listen that replaces the open one; asking again once that one is closed', { upstream: this.client.upstream, code: refusal?.code });
+        setTimeout(() => {
+          if (session.listening && !session.upstreamListen) void this.listenUpstream(session, replaceTry + 1);
+        }, REPLACE_PAUSE_MS * 2 ** replaceTry).unref();
+        return;
+      }
+      if (refusal !== undefined) this.log.warn('upstream refused the listen', { upstream: this.client.upstream, code: refusal.code });
       this.reopenLater(session, acknowledgedAt !== undefined && performance.now() - acknowledgedAt >= LISTEN_LIVED_MS);
     }
+  }
+
+  /**
+   * A listen acknowledged after a time when none fed the GET stream (the upstream ended the last one, or a
+   * replacement had to wait for the old one to close): whatever changed meanwhile went unheard, and cannot be replayed, so
+   * the client is told to refetch each list the new listen covers (GATEWAY-REQUIREMENTS §16.2) and to read
+   * again each resource it was already hearing of and still does (`notifications/resources/updated`: a read
+   * that finds nothing new costs the client one request; a change never told leaves it stale).
+   */
+  private catchUp(session: BridgedSession, filter: unknown, honoured: readonly string[]): void {
+    for (const method of listsCovered(filter)) session.notify({ jsonrpc: '2.0', method, params: {} });
+    const heard = session.heardUris;
+    if (heard === undefined) return;
+    for (const uri of honoured) if (heard.has(uri)) session.notify({ jsonrpc: '2.0', method: 'notifications/resources/updated', params: { uri } });
   }
 
   /**
@@ -489,7 +536,7 @@ export class LegacyClientBridge {
     const pause = lived ? LISTEN_RETRY_MIN_MS : (session.listenRetryMs ?? LISTEN_RETRY_MIN_MS);
     session.listenRetryMs = lived ? undefined : Math.min(LISTEN_RETRY_MAX_MS, pause * 2);
     setTimeout(() => {
-      if (session.listening && !session.upstreamListen) void this.listenUpstream(session, true);
+      if (session.listening && !session.upstreamListen) void this.listenUpstream(session);
     }, pause).unref();
   }
 
@@ -586,7 +633,7 @@ function acknowledgedUris(filter: unknown): string[] {
 }
 
 /** The list_changed notifications for the lists an acknowledged filter covers. */
-function catchUp(filter: unknown): string[] {
+function listsCovered(filter: unknown): string[] {
   if (!isObject(filter)) return [];
   return (['tools', 'prompts', 'resources'] as const).filter((kind) => filter[`${kind}ListChanged`] === true).map((kind) => `notifications/${kind}/list_changed`);
 }

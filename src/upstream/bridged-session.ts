@@ -44,6 +44,16 @@ export class BridgedSession implements HeldSession {
   /** How long to wait before opening it again after one that never got going (the bridge doubles it). */
   listenRetryMs?: number;
   /**
+   * The URIs the acknowledgment of the session's latest listen named: those its client hears of, told to read
+   * again when a listen reopened after a gap names them still.
+   */
+  heardUris?: ReadonlySet<string>;
+  /**
+   * Set while the client's GET stream has had no upstream listen feeding it (the last one ended): what changed
+   * meanwhile went unheard, and the next acknowledgment is followed by a catch-up (bridge-legacy-client.ts).
+   */
+  unheard = false;
+  /**
    * The short upstream listen that asks whether subscribes made while the client has no GET stream are
    * honoured (bridge-legacy-client.ts confirmWithoutStream), while one is asking.
    */
@@ -209,6 +219,9 @@ export class BridgedSession implements HeldSession {
   /** The session's GET stream (2025-11-25/basic/transports.mdx §Listening for Messages); a new one replaces the old. */
   openListenStream(): Outcome {
     this.closeListenStream();
+    // A new stream has heard nothing yet, and owes its client no catch-up for what an earlier one missed.
+    this.heardUris = undefined;
+    this.unheard = false;
     const stream = new CallStream({ requestId: null, mode: 'listen', acceptsSse: true });
     stream.onClose(() => {
       if (this.listen === stream) this.closeListenStream();

@@ -93,7 +93,7 @@ test('a subscribe whose listen the v2 SDK server keeps refusing (past its maxSub
     await first.connect(new StreamableHTTPClientTransport(new URL(gw.url)));
     assert.ok(await waitUntil(() => listensAsked >= 1, 5_000), 'the first GET stream opened a listen');
     // Its new filter's listen opens before the old one closes, so the server refuses it once; the listen
-    // opened again a second later carries the URI, and its acknowledgment answers the subscribe.
+    // asked again once the old one is closed carries the URI, and its acknowledgment answers the subscribe.
     assert.deepEqual(await first.subscribeResource({ uri: 'file:///a' }), {}, 'the subscription the server took');
     const before = listensAsked;
     await second.connect(new StreamableHTTPClientTransport(new URL(gw.url)));
