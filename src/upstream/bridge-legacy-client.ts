@@ -382,7 +382,6 @@ export class LegacyClientBridge {
     if (caps.prompts?.listChanged) notifications.promptsListChanged = true;
     if (caps.resources?.listChanged) notifications.resourcesListChanged = true;
     if (caps.resources?.subscribe && session.uris.size > 0) notifications.resourceSubscriptions = [...session.uris];
-    const previous = session.upstreamListen;
     /** The URIs this listen asks for: their waiting subscribes are answered by its acknowledgment. */
     const asked = (notifications.resourceSubscriptions as string[] | undefined) ?? [];
     if (Object.keys(notifications).length === 0) {
@@ -390,12 +389,16 @@ export class LegacyClientBridge {
       // opened, or kept (the last URI unsubscribed). Until 5 December every GET stream held an empty listen
       // upstream, a connection and one of its `maxSubscriptions`, for as long as its client stayed. A
       // resources/subscribe opens one when it comes.
+      const open = session.upstreamListen;
       session.upstreamListen = undefined;
       session.heardUris = undefined;
       session.unheard = false;
-      previous?.abort();
+      open?.abort();
       return;
     }
+    // A listen asking about subscribes made before the GET stream opened (confirmWithoutStream) is replaced as
+    // an open listen is: closed once this one is answered, whose acknowledgment answers them too.
+    const previous = session.upstreamListen ?? session.confirmation;
     const controller = new AbortController();
     session.upstreamListen = controller;
     const id = `gh-listen-${++this.counter}`;
@@ -522,12 +525,17 @@ export class LegacyClientBridge {
         break;
       }
     } catch (err) {
+      // Replaced by the GET stream's listen, which answers them, or the session ended, which did.
+      if (signal.aborted) return;
       if (deadline.aborted) why = `Upstream "${this.client.upstream}" did not acknowledge the listen that would carry the subscription within ${SUBSCRIBE_ACK_WAIT_MS / 1000} s`;
       else {
         this.log.warn('upstream listen failed', { err });
         why = `Upstream "${this.client.upstream}" could not be asked to carry the subscription`;
       }
     }
+    // The GET stream opened meanwhile, and its listen, which carries them, may be what took this one's place
+    // at the server: its acknowledgment answers them (or their wait runs out), not this refusal.
+    if (session.listening) return;
     session.refuseSubscriptions(asked, why);
   }
 
