@@ -15,25 +15,8 @@ import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/
 import { McpError, ResourceUpdatedNotificationSchema } from '@modelcontextprotocol/sdk/types.js';
 import { startSubscribableModernServer } from '../fixtures/upstreams/subscribable-modern-server.js';
 import { startGateway } from '../helpers/gateway.js';
+import { heldGetStream } from '../helpers/held-get-stream.js';
 import { waitUntil } from '../helpers/stdio-children.js';
-
-/** A fetch for the v1 SDK transport whose GET requests (the client's GET stream) wait until `open()`. */
-function heldGetStream(): { fetch: typeof fetch; open(): void; opened(): boolean } {
-  let open!: () => void;
-  const gate = new Promise<void>((resolve) => (open = resolve));
-  let opened = false;
-  return {
-    fetch: async (input, init) => {
-      if ((init?.method ?? 'GET') === 'GET') {
-        await gate;
-        opened = true;
-      }
-      return fetch(input, init);
-    },
-    open,
-    opened: () => opened,
-  };
-}
 
 test('a subscribe made before the GET stream opens is answered by the server\'s acknowledgment, and its updates reach the stream once it opens', async () => {
   const up = await startSubscribableModernServer();

@@ -17,6 +17,7 @@ import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { startFakeUpstream } from '../fixtures/upstreams/fake-upstream.js';
 import { startGateway } from '../helpers/gateway.js';
+import { heldGetStream } from '../helpers/held-get-stream.js';
 import { waitUntil } from '../helpers/stdio-children.js';
 
 interface Listen {
@@ -40,19 +41,6 @@ function refuse(listen: Listen): void {
   const refusal = JSON.stringify({ jsonrpc: '2.0', id: listen.id, error: { code: -32603, message: 'Subscription limit reached' } });
   if (listen.res.headersSent) listen.res.write(`event: message\ndata: ${refusal}\n\n`);
   else listen.res.writeHead(200, { 'content-type': 'application/json' }).end(refusal);
-}
-
-/** A fetch for the v1 SDK transport whose GET requests (the client's GET stream) wait until `open()`. */
-function heldGetStream(): { fetch: typeof fetch; open(): void } {
-  let open!: () => void;
-  const gate = new Promise<void>((resolve) => (open = resolve));
-  return {
-    fetch: async (input, init) => {
-      if ((init?.method ?? 'GET') === 'GET') await gate;
-      return fetch(input, init);
-    },
-    open,
-  };
 }
 
 async function startFakeModern(onListen: (listen: Listen, open: ReadonlySet<Listen>) => void) {
