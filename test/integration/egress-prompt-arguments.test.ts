@@ -12,19 +12,12 @@
 
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { Client as V1Client } from '@modelcontextprotocol/sdk/client/index.js';
-import { StreamableHTTPClientTransport as V1Transport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
-import { Client as V2Client, StreamableHTTPClientTransport as V2Transport } from '@modelcontextprotocol/client';
 import { z } from 'zod';
 import { startV1HttpServer, type V1HttpServer } from '../fixtures/upstreams/v1-http-server.js';
+import { refusalOf as refusalOfWork, stubResolver, withClient } from '../helpers/egress-judged.js';
 import { startGateway, type TestGateway } from '../helpers/gateway.js';
 
-const DNS: Record<string, string[]> = { 'inside.attacker.test': ['10.0.0.9'], 'docs.partner.example': ['93.184.216.34'], 'www.elsewhere.example': ['93.184.216.35'] };
-const resolveHost = async (host: string) => {
-  const found = DNS[host];
-  if (!found) throw Object.assign(new Error(`ENOTFOUND ${host}`), { code: 'ENOTFOUND' });
-  return found;
-};
+const { resolveHost } = stubResolver();
 
 let up: V1HttpServer;
 let gw: TestGateway;
@@ -57,28 +50,13 @@ after(async () => {
 /** How many prompts/get the upstream received naming `value` in its arguments. */
 const reached = (value: string) => up.messages.filter((m) => m.method === 'prompts/get' && JSON.stringify(m.params?.arguments ?? {}).includes(JSON.stringify(value))).length;
 
-interface RpcError {
-  code: number;
-  message: string;
-  data?: { code?: string; argument?: string; value?: string; host?: string; rule?: string; addressClass?: string };
-}
-
-async function refusalOf(work: Promise<unknown>): Promise<RpcError> {
-  try {
-    await work;
-  } catch (err) {
-    return err as RpcError;
-  }
-  assert.fail('the prompt was answered');
-}
+const refusalOf = (work: Promise<unknown>) => refusalOfWork(work, 'the prompt');
 
 describe('egress rules on prompts/get arguments (server/prompts.mdx §Error Handling)', () => {
   test('a v1 (legacy) SDK client gets -32602 egress_blocked for a metadata URL; the upstream never sees it', async () => {
-    const client = new V1Client({ name: 'prompt-egress-v1', version: '1' });
-    await client.connect(new V1Transport(new URL(gw.url)));
-    try {
+    await withClient('v1', gw.url, async (client) => {
       const url = 'http://169.254.169.254/latest/meta-data/';
-      const err = await refusalOf(client.getPrompt({ name: 'fetch-page', arguments: { url } }));
+      const err = await refusalOf(client.getPrompt('fetch-page', { url }));
       assert.equal(err.code, -32602);
       assert.equal(err.data?.code, 'egress_blocked');
       assert.equal(err.data?.argument, 'url');
@@ -87,58 +65,44 @@ describe('egress rules on prompts/get arguments (server/prompts.mdx §Error Hand
       assert.equal(err.data?.addressClass, 'metadata');
       assert.match(err.message, /Prompt "fetch-page": the argument "url" names .*169\.254\.169\.254.*metadata/);
       assert.equal(reached(url), 0);
-      const fine = await client.getPrompt({ name: 'fetch-page', arguments: { url: 'https://docs.partner.example/a' } });
+      const fine = await client.getPrompt('fetch-page', { url: 'https://docs.partner.example/a' });
       assert.match(JSON.stringify(fine.messages), /Summarize https:\/\/docs\.partner\.example\/a/, 'a public destination passes');
-    } finally {
-      await client.close();
-    }
+    });
   });
 
   test('a v2 (modern) SDK client gets the same refusal for a name that resolves inside', async () => {
-    const client = new V2Client({ name: 'prompt-egress-v2', version: '1' });
-    await client.connect(new V2Transport(new URL(gw.url)));
-    try {
+    await withClient('v2', gw.url, async (client) => {
       const url = 'see http://inside.attacker.test/admin for details';
-      const err = await refusalOf(client.getPrompt({ name: 'fetch-page', arguments: { url } }));
+      const err = await refusalOf(client.getPrompt('fetch-page', { url }));
       assert.equal(err.code, -32602);
       assert.equal(err.data?.code, 'egress_blocked');
       assert.match(err.message, /inside\.attacker\.test" resolves to 10\.0\.0\.9/);
       assert.equal(reached(url), 0);
-    } finally {
-      await client.close();
-    }
+    });
   });
 
   test("a rule whose tool globs select the prompt's ref applies to it, and only to it", async () => {
-    const client = new V1Client({ name: 'prompt-egress-rule', version: '1' });
-    await client.connect(new V1Transport(new URL(gw.url)));
-    try {
+    await withClient('v1', gw.url, async (client) => {
       const page = 'https://www.elsewhere.example/';
-      const err = await refusalOf(client.getPrompt({ name: 'partner-page', arguments: { page } }));
+      const err = await refusalOf(client.getPrompt('partner-page', { page }));
       assert.equal(err.data?.code, 'egress_blocked');
       assert.equal(err.data?.rule, 'partner-only');
       assert.equal(reached(page), 0);
-      const ok = await client.getPrompt({ name: 'partner-page', arguments: { page: 'https://docs.partner.example/x' } });
+      const ok = await client.getPrompt('partner-page', { page: 'https://docs.partner.example/x' });
       assert.match(JSON.stringify(ok.messages), /Partner https:\/\/docs\.partner\.example\/x/);
       // The rule is the prompt's own: fetch-page, which it does not select, may name another public host.
-      const other = await client.getPrompt({ name: 'fetch-page', arguments: { url: page } });
+      const other = await client.getPrompt('fetch-page', { url: page });
       assert.match(JSON.stringify(other.messages), /Summarize https:\/\/www\.elsewhere\.example\//);
-    } finally {
-      await client.close();
-    }
+    });
   });
 
   // The conformance suite's prompts-get-embedded-resource: `test://example-resource` is the server's own
   // identifier, not a place it fetches; judged as a destination, its unresolvable "host" refused the prompt.
   test('a custom-scheme resource URI in a prompt argument is not judged', async () => {
-    const client = new V1Client({ name: 'prompt-egress-custom', version: '1' });
-    await client.connect(new V1Transport(new URL(gw.url)));
-    try {
-      const got = await client.getPrompt({ name: 'embedded', arguments: { resourceUri: 'test://example-resource' } });
+    await withClient('v1', gw.url, async (client) => {
+      const got = await client.getPrompt('embedded', { resourceUri: 'test://example-resource' });
       assert.match(JSON.stringify(got.messages), /Embedded test:\/\/example-resource/);
-    } finally {
-      await client.close();
-    }
+    });
   });
 
   test('the refusal is counted under its rule', async () => {

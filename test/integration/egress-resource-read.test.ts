@@ -12,23 +12,13 @@
 
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { Client as V1Client } from '@modelcontextprotocol/sdk/client/index.js';
-import { StreamableHTTPClientTransport as V1Transport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
-import { Client as V2Client, StreamableHTTPClientTransport as V2Transport } from '@modelcontextprotocol/client';
-import { createMcpHandler, McpServer } from '@modelcontextprotocol/server';
-import { listenLoopback, writeFetchResponse } from '../fixtures/upstreams/node-adapter.js';
+import { McpServer } from '@modelcontextprotocol/server';
 import { startEverythingHttp, type EverythingHttp } from '../fixtures/upstreams/everything-http.js';
+import { refusalOf as refusalOfWork, startRecordingUpstream, stubResolver, withClient, type RecordingUpstream } from '../helpers/egress-judged.js';
 import { startGateway, type TestGateway } from '../helpers/gateway.js';
 
-const DNS: Record<string, string[]> = { 'inside.attacker.test': ['10.0.0.9'], 'docs.partner.example': ['93.184.216.34'], 'www.elsewhere.example': ['93.184.216.35'] };
-/** Every host name the gateways asked to resolve. */
-const resolved: string[] = [];
-const resolveHost = async (host: string) => {
-  resolved.push(host);
-  const found = DNS[host];
-  if (!found) throw Object.assign(new Error(`ENOTFOUND ${host}`), { code: 'ENOTFOUND' });
-  return found;
-};
+/** Every host name the gateways asked to resolve is in `resolved`. */
+const { resolveHost, resolved } = stubResolver();
 
 const METADATA = 'http://169.254.169.254/latest/meta-data/';
 const INSIDE = 'http://inside.attacker.test/admin';
@@ -40,10 +30,7 @@ const NOTE = 'demo://note/1';
 const NOTE_LIKE_METADATA = 'demo://169.254.169.254/latest';
 const WEB_URIS = [METADATA, INSIDE, PARTNER, ELSEWHERE, LOCAL_FILE, NOTE, NOTE_LIKE_METADATA];
 
-/** The URIs of the resources/read requests the web upstream received. */
-const reads: string[] = [];
-let closeWeb: () => Promise<void>;
-let webUrl: string;
+let web: RecordingUpstream;
 let everything: EverythingHttp;
 /** One upstream (no egress rules: the defaults alone). */
 let gwOne: TestGateway;
@@ -51,30 +38,12 @@ let gwOne: TestGateway;
 let gwTwo: TestGateway;
 
 before(async () => {
-  const handler = createMcpHandler(() => {
+  web = await startRecordingUpstream(() => {
     const server = new McpServer({ name: 'web', version: '1.0.0' });
     for (const uri of WEB_URIS) server.registerResource(uri, uri, { mimeType: 'text/plain' }, async () => ({ contents: [{ uri, text: `fetched ${uri}` }] }));
     return server;
-  }, { legacy: 'reject' });
-  const { server, port } = await listenLoopback(async (req, res) => {
-    const chunks: Buffer[] = [];
-    for await (const c of req) chunks.push(c as Buffer);
-    const body = Buffer.concat(chunks);
-    if (body.length > 0) {
-      const msg = JSON.parse(body.toString('utf8')) as { method?: string; params?: { uri?: string } };
-      if (msg.method === 'resources/read') reads.push(msg.params?.uri ?? '');
-    }
-    const headers = new Headers();
-    for (const [k, v] of Object.entries(req.headers)) if (typeof v === 'string') headers.set(k, v);
-    const request = new Request(`http://127.0.0.1:${port}${req.url ?? '/'}`, { method: req.method, headers, ...(body.length > 0 ? { body: new Uint8Array(body) } : {}) });
-    await writeFetchResponse(res, await handler.fetch(request));
   });
-  webUrl = `http://127.0.0.1:${port}/mcp`;
-  closeWeb = async () => {
-    await handler.close().catch(() => {});
-    server.closeAllConnections();
-    await new Promise<void>((r) => server.close(() => r()));
-  };
+  const webUrl = web.url;
   everything = await startEverythingHttp();
   gwOne = await startGateway({ upstreams: [{ name: 'web', url: webUrl, era: 'modern' }], metrics: { enabled: true, port: 0 } }, { resolveHost });
   gwTwo = await startGateway(
@@ -99,53 +68,19 @@ after(async () => {
   await gwTwo?.close();
   await gwOne?.close();
   await everything?.close();
-  await closeWeb?.();
+  await web?.close();
 });
 
-interface RpcError {
-  code: number;
-  message: string;
-  data?: { code?: string; argument?: string; value?: string; host?: string; rule?: string; addressClass?: string };
-}
+const refusalOf = (work: Promise<unknown>) => refusalOfWork(work, 'the resource');
 
-async function refusalOf(work: Promise<unknown>): Promise<RpcError> {
-  try {
-    await work;
-  } catch (err) {
-    return err as RpcError;
-  }
-  assert.fail('the resource was read');
-}
-
-type Reader = (uri: string) => Promise<{ contents: Array<{ uri: string; text?: unknown }> }>;
-
-/** Connects a v1 (legacy era) or v2 (modern era) SDK client and hands its readResource to `body`. */
-async function withClient(era: 'v1' | 'v2', url: string, body: (read: Reader) => Promise<void>): Promise<void> {
-  if (era === 'v1') {
-    const client = new V1Client({ name: 'resource-egress-v1', version: '1' });
-    await client.connect(new V1Transport(new URL(url)));
-    try {
-      await body((uri) => client.readResource({ uri }) as ReturnType<Reader>);
-    } finally {
-      await client.close();
-    }
-    return;
-  }
-  const client = new V2Client({ name: 'resource-egress-v2', version: '1' });
-  await client.connect(new V2Transport(new URL(url)));
-  try {
-    await body((uri) => client.readResource({ uri }) as ReturnType<Reader>);
-  } finally {
-    await client.close();
-  }
-}
-
-const times = (uri: string) => reads.filter((u) => u === uri).length;
+/** The URIs of the resources/read requests the web upstream received. */
+const reads = () => web.requests.filter((r) => r.method === 'resources/read').map((r) => r.params?.uri);
+const times = (uri: string) => reads().filter((u) => u === uri).length;
 
 describe('egress rules on resources/read URIs (server/resources.mdx §Error Handling)', () => {
   for (const era of ['v1', 'v2'] as const) {
     test(`${era} client, one upstream: a metadata URI and a name resolving inside are refused -32602 egress_blocked before the upstream sees them`, async () => {
-      await withClient(era, gwOne.url, async (read) => {
+      await withClient(era, gwOne.url, async ({ readResource: read }) => {
         const before = { metadata: times(METADATA), inside: times(INSIDE) };
         const err = await refusalOf(read(METADATA));
         assert.equal(err.code, -32602);
@@ -164,7 +99,7 @@ describe('egress rules on resources/read URIs (server/resources.mdx §Error Hand
     });
 
     test(`${era} client, one upstream: a public URI, a local file: URI and custom schemes pass; a custom scheme is never resolved`, async () => {
-      await withClient(era, gwOne.url, async (read) => {
+      await withClient(era, gwOne.url, async ({ readResource: read }) => {
         assert.equal((await read(PARTNER)).contents[0]!.text, `fetched ${PARTNER}`);
         assert.equal((await read(LOCAL_FILE)).contents[0]!.text, `fetched ${LOCAL_FILE}`, 'file: is judged by the rules’ schemes; none here');
         const resolvedBefore = resolved.length;
@@ -175,7 +110,7 @@ describe('egress rules on resources/read URIs (server/resources.mdx §Error Hand
     });
 
     test(`${era} client, two upstreams: the rule whose tools globs cover the web upstream (web/*) judges its reads, a rule on one tool does not`, async () => {
-      await withClient(era, gwTwo.url, async (read) => {
+      await withClient(era, gwTwo.url, async ({ readResource: read }) => {
         const before = times(ELSEWHERE);
         const err = await refusalOf(read(ELSEWHERE));
         assert.equal(err.code, -32602);
@@ -192,7 +127,7 @@ describe('egress rules on resources/read URIs (server/resources.mdx §Error Hand
     });
 
     test(`${era} client, two upstreams: server-everything's demo:// resources pass, and its reads are not judged by the web upstream's rule`, async () => {
-      await withClient(era, gwTwo.url, async (read) => {
+      await withClient(era, gwTwo.url, async ({ readResource: read }) => {
         const text = (await read('demo://resource/dynamic/text/1')).contents[0]!.text;
         assert.match(String(text), /Resource 1/);
         // Routed to everything by its uriPrefixes: judged by the defaults (a public host), so it reaches
