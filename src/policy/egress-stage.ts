@@ -9,7 +9,9 @@
 // resources.mdx §Error Handling: invalid params). A prompt's arguments are strings its server reads as it
 // likes, and a resource URI is what its server reads: one that fetches the page named reaches it as a tool
 // would (until 5 December neither was judged). A resource URI of a custom scheme (`demo://…`) is the
-// server's identifier, not a destination: it costs two pattern tests and is never resolved.
+// server's identifier, not a destination: it costs two pattern tests and is never resolved. A URL nested in
+// another, in an argument or a URI (`?u=http://10.0.0.1/`), is judged too; one nesting past the bounds of
+// egress/destinations.ts is refused unread.
 
 import type { ProtocolRefusal, ToolRefusal } from '../errors.js';
 import { canonicalIp } from '../net/addresses.js';
@@ -18,9 +20,12 @@ import type { CallContext, Route } from '../pipeline/context.js';
 import type { Outcome } from '../pipeline/outcome.js';
 import { refuseAt, type Next, type Stage } from '../pipeline/stage.js';
 import { ErrorCode, type JsonRpcRequest } from '../protocol/jsonrpc.js';
-import { destinationsIn, MAX_DEPTH, MAX_JSON_TEXT_CHARS, MAX_JSON_TEXT_LEVELS, MAX_STRINGS, type Destination } from './egress/destinations.js';
+import { destinationsIn, MAX_DEPTH, MAX_JSON_TEXT_CHARS, MAX_JSON_TEXT_LEVELS, MAX_NESTED_URLS, MAX_STRINGS, MAX_URL_NESTING, type Destination } from './egress/destinations.js';
 import type { EgressPolicy } from './egress/egress-policy.js';
 import { destinationsOfUri, mayNameDestination } from './egress/resource-uri.js';
+
+/** What a URL nesting URLs past destinations.ts's bounds is refused with. */
+const NESTED_TOO_FAR = `more than ${MAX_NESTED_URLS} URLs nested in URLs (\`?u=http://…\`), or URLs nested more than ${MAX_URL_NESTING} deep`;
 
 /** At most this many distinct destinations are checked per call; more is refused, not skipped. */
 const MAX_DESTINATIONS = 64;
@@ -51,7 +56,7 @@ export function compileEgressStage(policy: EgressPolicy, resourceUpstream: Resou
       // What was not read cannot be passed: a URL 33 levels down reaches the server just the same.
       if (unread) {
         const rule = policy.ruleFor(ctx.principal, ctx.route);
-        return Promise.resolve(refuseAt('egress', ctx, refusal(ctx.route!, rule?.id ?? 'default', `The arguments nest deeper than ${MAX_DEPTH} levels, hold more than ${MAX_STRINGS} strings, or hold JSON text inside strings more than ${MAX_JSON_TEXT_LEVELS} levels deep or over ${MAX_JSON_TEXT_CHARS} characters in all, too many to check for destinations; send them flatter or split the call`, {})));
+        return Promise.resolve(refuseAt('egress', ctx, refusal(ctx.route!, rule?.id ?? 'default', `The arguments nest deeper than ${MAX_DEPTH} levels, hold more than ${MAX_STRINGS} strings, hold JSON text inside strings more than ${MAX_JSON_TEXT_LEVELS} levels deep or over ${MAX_JSON_TEXT_CHARS} characters in all, or hold in one string ${NESTED_TOO_FAR}, too many to check for destinations; send them flatter or split the call`, {})));
       }
       // A prompt's argument in a custom scheme (`test://example-resource`) names the server's own item, not a
       // place it fetches: only fetched schemes and bare hosts are judged there (as for a resources/read URI).
@@ -64,13 +69,20 @@ export function compileEgressStage(policy: EgressPolicy, resourceUpstream: Resou
   function resourceRead(ctx: CallContext, next: Next): Promise<Outcome> {
     const uri = (ctx.message as JsonRpcRequest).params!.uri as string;
     if (!mayNameDestination(uri)) return next(ctx);
-    const found = destinationsOfUri(uri);
+    const { found, unread } = destinationsOfUri(uri);
+    if (unread) return resourceUnread(ctx, uri);
     return found.length === 0 ? next(ctx) : resourceChecked(ctx, next, uri, found);
   }
 
   async function resourceChecked(ctx: CallContext, next: Next, uri: string, found: Destination[]): Promise<Outcome> {
     const upstream = await resourceUpstream(uri, ctx.clientCapabilities);
     return checked(ctx, next, found, policy.ruleForResource(ctx.principal, upstream), uri);
+  }
+
+  /** A URI nesting more URLs than are read: refused under the rule that would have judged them. */
+  async function resourceUnread(ctx: CallContext, uri: string): Promise<Outcome> {
+    const rule = policy.ruleForResource(ctx.principal, await resourceUpstream(uri, ctx.clientCapabilities));
+    return refused(ctx, uri, rule?.id ?? 'default', `The URI holds ${NESTED_TOO_FAR}, too many to check; read it another way`, {});
   }
 
   /** `uri`: the resource URI read, for a resources/read (refused in its own words); undefined for a tool or prompt. */

@@ -16,6 +16,7 @@ import { McpServer } from '@modelcontextprotocol/server';
 import { startEverythingHttp, type EverythingHttp } from '../fixtures/upstreams/everything-http.js';
 import { refusalOf as refusalOfWork, startRecordingUpstream, stubResolver, withClient, type RecordingUpstream } from '../helpers/egress-judged.js';
 import { startGateway, type TestGateway } from '../helpers/gateway.js';
+import { MAX_URL_NESTING } from '../../src/policy/egress/destinations.js';
 
 /** Every host name the gateways asked to resolve is in `resolved`. */
 const { resolveHost, resolved } = stubResolver();
@@ -143,5 +144,24 @@ describe('egress rules on resources/read URIs (server/resources.mdx §Error Hand
     // Two blocked reads per client era on each gateway.
     assert.equal(await line(gwOne, 'default'), 'gatehouse_policy_refusals_total{code="egress_blocked",rule="default"} 4');
     assert.equal(await line(gwTwo, 'partner-only'), 'gatehouse_policy_refusals_total{code="egress_blocked",rule="partner-only"} 4');
+  });
+
+  // A reader that unwraps `?u=` fetches the URL inside; until 5 December only the outer host was judged.
+  test('a URL nested in the URI (percent-encoded or not) is judged; one nested past the bounds is refused unread', async () => {
+    await withClient('v2', gwOne.url, async ({ readResource: read }) => {
+      const encoded = `${PARTNER}?u=${encodeURIComponent(METADATA)}`;
+      const err = await refusalOf(read(encoded));
+      assert.equal(err.code, -32602);
+      assert.equal(err.data?.code, 'egress_blocked');
+      assert.equal(err.data?.host, '169.254.169.254');
+      assert.equal(err.data?.addressClass, 'metadata');
+      const fragment = await refusalOf(read(`${PARTNER}#${INSIDE}`));
+      assert.match(fragment.message, /inside\.attacker\.test" resolves to 10\.0\.0\.9/);
+      const deep = `${PARTNER}?u=${'https://docs.partner.example/?u='.repeat(MAX_URL_NESTING)}${METADATA}`;
+      const unread = await refusalOf(read(deep));
+      assert.equal(unread.data?.code, 'egress_blocked');
+      assert.match(unread.message, /URLs nested more than 4 deep, too many to check; read it another way/);
+      assert.deepEqual([times(encoded), times(`${PARTNER}#${INSIDE}`), times(deep)], [0, 0, 0], 'the upstream never received them');
+    });
   });
 });

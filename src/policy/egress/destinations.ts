@@ -6,7 +6,9 @@
 // userinfo (`http://good@evil` is evil). Where parsers disagree (a backslash or an `@` in the authority),
 // every reading is kept, so a destination is blocked if any of them is. A number is read only under a
 // name that can only mean a host or an IP address (host, ip…): an integer there is the IPv4 address its
-// digits write in a URL. A bare host is judged on the `port` argument beside it, when there is one.
+// digits write in a URL. A bare host is judged on the `port` argument beside it, when there is one. A URL
+// nested in a URL's path, query or fragment (`https://ok.example/fetch?u=http://10.0.0.1/`) is a destination
+// too, since a server may unwrap and fetch it (until 5 December it was swallowed by the outer one).
 
 import { ownValue, wireTable } from '../../protocol/own-keys.js';
 
@@ -85,6 +87,37 @@ const HOSTLESS_URL = /^([a-z][a-z0-9+.-]*):(?![0-9:])/i;
 export const HOSTLESS_SCHEMES: ReadonlySet<string> = new Set(['file', 'javascript', 'vbscript', 'livescript', 'data', 'blob', 'filesystem', 'about', 'view-source', 'jar', 'mailto', 'tel', 'sms', 'callto', 'sip', 'sips', 'news', 'intent']);
 /** Any scheme and its colon, for the schemes above. */
 const SCHEME_AND_COLON = /^([a-z][a-z0-9+.-]*):/i;
+/**
+ * A URL of a scheme a server fetches, nested in the path, query or fragment of another
+ * (`https://ok.example/fetch?u=http://10.0.0.1/`, `http://ok.example/#http://169.254.169.254/`): a server, or
+ * a fetch-through service it calls, may unwrap and fetch it. It ends where free text ends a URL, and at
+ * `&`, which ends a query parameter (`?u=http://10.0.0.1&lang=en` unwraps to `http://10.0.0.1`).
+ */
+const NESTED_URL = /(?<![a-z0-9+.-])(?:(?:https?|wss?|ftp):[\\/]*(?=[^\s"'<>`{}|^\\/&])|file:[\\/])[^\s"'<>`{}|^&]*/gi;
+const WHITESPACE = /\s/;
+/** Whether the rest of a URL may hold a nested one: a colon, plain or percent-encoded. */
+const MAY_NEST = /:|%3a/gi;
+/** A percent-encoded ASCII character: the rest of a URL is decoded once, as a server reading its query does. */
+const PERCENT_ASCII = /%([0-7][0-9a-f])/gi;
+/**
+ * Bounds on URLs nested in a URL: at most MAX_NESTED_URLS found in one string, at most MAX_URL_NESTING
+ * levels deep (a URL in a URL in a URL…). Past either the string is unread (NestedUrlsUnread), and refused,
+ * since what was not unwrapped was not judged.
+ */
+export const MAX_NESTED_URLS = 32;
+export const MAX_URL_NESTING = 4;
+
+/**
+ * Thrown by destinationsOfString for a string past the nested-URL bounds. An exception, not a flag beside
+ * the destinations, so that a caller that forgets it fails the call instead of passing what was not read;
+ * destinationsIn and destinationsOfUri turn it into their `unread`.
+ */
+export class NestedUrlsUnread extends RangeError {
+  constructor() {
+    super(`more than ${MAX_NESTED_URLS} URLs nested in URLs, or nested more than ${MAX_URL_NESTING} deep`);
+  }
+}
+
 /** What any host-naming string holds (destinationsOfString's shortcut for the rest). */
 const MAY_NAME_A_HOST = /[.:]|\/\/|localhost/i;
 const NONE: readonly Found[] = Object.freeze([]);
@@ -131,7 +164,9 @@ export function destinationsIn(args: unknown, schema: unknown): DestinationsFoun
     if (typeof value === 'string') {
       strings++;
       const strict = isDestinationField(sch, key);
-      for (const d of destinationsOfString(value, strict)) out.push(port !== undefined && d.port === undefined && d.scheme === undefined ? { ...d, port, path } : { ...d, path });
+      const inString = readString(value, strict);
+      if (inString === undefined) return;
+      for (const d of inString) out.push(port !== undefined && d.port === undefined && d.scheme === undefined ? { ...d, port, path } : { ...d, path });
       if (!mayBeJsonText(value)) return;
       if (level >= MAX_JSON_TEXT_LEVELS || jsonChars + value.length > MAX_JSON_TEXT_CHARS) {
         unread = true;
@@ -168,9 +203,19 @@ export function destinationsIn(args: unknown, schema: unknown): DestinationsFoun
       const sibling = siblingPort(value as Record<string, unknown>);
       for (const [k, v] of Object.entries(value)) {
         // Keys are scanned too: a URL used as a map key reaches the server just the same.
-        if (k.includes('://')) for (const d of destinationsOfString(k, false)) out.push({ ...d, path: path === '' ? k : `${path}.${k}` });
+        if (k.includes('://')) for (const d of readString(k, false) ?? NONE) out.push({ ...d, path: path === '' ? k : `${path}.${k}` });
         walk(v, propertySchema(sch, k), path === '' ? k : `${path}.${k}`, k, depth + 1, level, sibling);
       }
+    }
+  };
+  /** destinationsOfString, or undefined (the arguments unread) past its nested-URL bounds. */
+  const readString = (text: string, strict: boolean): readonly Found[] | undefined => {
+    try {
+      return destinationsOfString(text, strict);
+    } catch (err) {
+      if (!(err instanceof NestedUrlsUnread)) throw err;
+      unread = true;
+      return undefined;
     }
   };
   walk(args, schema, '', '', 0, 0);
@@ -253,7 +298,8 @@ function ipv4Of(n: number): string {
 /**
  * The destinations in one string. `strict`: the string is declared (or named) as a destination, so a bare
  * name or number is read as a host too. Otherwise URLs anywhere in it count, and the whole string counts
- * only when it plainly is an address or a dotted host name.
+ * only when it plainly is an address or a dotted host name. URLs nested in the URLs found count too
+ * (nestedUrls); past their bounds it throws NestedUrlsUnread.
  */
 export function destinationsOfString(text: string, strict: boolean): readonly Found[] {
   // Most strings in arguments are words and sentences: without `:`, `.`, `//` or "localhost" none of the
@@ -263,11 +309,20 @@ export function destinationsOfString(text: string, strict: boolean): readonly Fo
   const found: Found[] = [];
   const trimmed = wholeUrlText(text);
   const whole = parseUrl(trimmed, value);
-  if (whole.length > 0) found.push(...whole);
+  // One count for every URL nested in this string, whichever reading found it.
+  let nested = 0;
+  // The URL the whole string starts with ends at its first space, as in free text: what follows is read below.
+  const wholeUrl = whole.length > 0 ? (WHITESPACE.test(trimmed) ? trimmed.slice(0, trimmed.search(WHITESPACE)) : trimmed) : '';
+  if (whole.length > 0) {
+    found.push(...whole);
+    nested = nestedUrls(wholeUrl, value, found, nested, 1);
+  }
   // Scheme-relative: the scheme is the base's, http or https, so both are judged (a rule allowing only https
   // must not pass what an http base would fetch).
-  else if (trimmed.startsWith('//')) found.push(...parseUrl(`http:${trimmed}`, value), ...parseUrl(`https:${trimmed}`, value));
-  else if (strict || looksLikeHost(trimmed)) {
+  else if (trimmed.startsWith('//')) {
+    found.push(...parseUrl(`http:${trimmed}`, value), ...parseUrl(`https:${trimmed}`, value));
+    nested = nestedUrls(`http:${trimmed}`, value, found, nested, 1);
+  } else if (strict || looksLikeHost(trimmed)) {
     const bare = parseBareHost(trimmed, value);
     if (bare) found.push(bare);
     if (strict) {
@@ -279,7 +334,11 @@ export function destinationsOfString(text: string, strict: boolean): readonly Fo
   if (text.includes(':')) {
     // exec on the one /g pattern rather than matchAll, which clones the pattern for every string.
     URL_IN_TEXT.lastIndex = 0;
-    for (let m = URL_IN_TEXT.exec(text); m !== null; m = URL_IN_TEXT.exec(text)) found.push(...parseUrl(m[0], value));
+    for (let m = URL_IN_TEXT.exec(text); m !== null; m = URL_IN_TEXT.exec(text)) {
+      found.push(...parseUrl(m[0], value));
+      // The whole string's URL had its nested URLs read above.
+      if (m[0] !== wholeUrl) nested = nestedUrls(m[0], value, found, nested, 1);
+    }
     if (/^file:/i.test(trimmed)) found.push(fileUrl(trimmed, value));
     if (/file:/i.test(text)) {
       FILE_URL_IN_TEXT.lastIndex = 0;
@@ -287,6 +346,38 @@ export function destinationsOfString(text: string, strict: boolean): readonly Fo
     }
   }
   return dedupe(found);
+}
+
+/**
+ * The URLs nested in the path, query or fragment of `url` (NESTED_URL), as written and percent-decoded once
+ * (`?u=http%3A%2F%2F10.0.0.1%2F`), and those nested in them in turn, `level` counting from 1, pushed to
+ * `found`. `count`: the nested URLs found in the string so far; returns it with these added.
+ */
+function nestedUrls(url: string, value: string, found: Found[], count: number, level: number): number {
+  // No colon after the scheme's, the usual URL: nothing allocated. (A port's colon costs the exec below.)
+  MAY_NEST.lastIndex = url.indexOf(':') + 1;
+  if (!MAY_NEST.test(url)) return count;
+  const authority = URL_START.exec(url);
+  if (authority === null) return count;
+  const end = authority[0].length;
+  MAY_NEST.lastIndex = end;
+  if (!MAY_NEST.test(url)) return count;
+  const rest = url.slice(end);
+  const decoded = rest.includes('%') ? rest.replace(PERCENT_ASCII, (_, hex: string) => String.fromCharCode(parseInt(hex, 16))) : rest;
+  const nested: string[] = [];
+  for (const text of decoded === rest ? [rest] : [rest, decoded]) {
+    NESTED_URL.lastIndex = 0;
+    for (let m = NESTED_URL.exec(text); m !== null; m = NESTED_URL.exec(text)) if (!nested.includes(m[0])) nested.push(m[0]);
+  }
+  if (nested.length === 0) return count;
+  let total = count + nested.length;
+  if (level > MAX_URL_NESTING || total > MAX_NESTED_URLS) throw new NestedUrlsUnread();
+  for (const inner of nested) {
+    if (/^file:/i.test(inner)) found.push(fileUrl(inner, value));
+    else found.push(...parseUrl(inner, value));
+    total = nestedUrls(inner, value, found, total, level + 1);
+  }
+  return total;
 }
 
 /** Any C0 control character: the fast test, since most strings hold none. */

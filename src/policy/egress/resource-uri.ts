@@ -3,7 +3,7 @@
 // scheme (`demo://…`, `postgres://…/schema`, `note:…`) is the server's own identifier, which Gatehouse
 // neither resolves nor judges. Only what this file decides is a place to fetch is read; the rest is not.
 
-import { destinationsOfString, type Destination } from './destinations.js';
+import { destinationsOfString, NestedUrlsUnread, type DestinationsFound } from './destinations.js';
 
 /**
  * The schemes a resources/read is judged on: the WHATWG special schemes (what fetch, undici and every
@@ -29,10 +29,16 @@ export function mayNameDestination(uri: string): boolean {
 }
 
 /**
- * The destinations in a URI `mayNameDestination` selected (every reading of its authority: `http://a@b`),
- * read as free text is in a tool's arguments, so a URI and an argument holding the same text are judged
- * alike. `path` is `uri`.
+ * The destinations in a URI `mayNameDestination` selected (every reading of its authority: `http://a@b`,
+ * and the URLs nested in it: `https://reader.example/?u=http://10.0.0.1/`), read as free text is in a
+ * tool's arguments, so a URI and an argument holding the same text are judged alike. `path` is `uri`.
+ * `unread`: it nests more URLs than destinations.ts reads, and must be refused.
  */
-export function destinationsOfUri(uri: string): Destination[] {
-  return destinationsOfString(uri, false).map((d) => ({ ...d, path: 'uri' }));
+export function destinationsOfUri(uri: string): DestinationsFound {
+  try {
+    return { found: destinationsOfString(uri, false).map((d) => ({ ...d, path: 'uri' })), unread: false };
+  } catch (err) {
+    if (!(err instanceof NestedUrlsUnread)) throw err;
+    return { found: [], unread: true };
+  }
 }

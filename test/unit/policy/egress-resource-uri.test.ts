@@ -16,13 +16,13 @@ test('fetched schemes are read, in any case; custom schemes are not', () => {
 test('a URI that does not start with a plain scheme is read whole, as the WHATWG parser would read it', () => {
   for (const uri of ['\thttp://169.254.169.254/', ' http://169.254.169.254/', 'ht\ttp://169.254.169.254/', '//169.254.169.254/x']) {
     assert.equal(mayNameDestination(uri), true, JSON.stringify(uri));
-    assert.ok(destinationsOfUri(uri).some((d) => d.host === '169.254.169.254'), JSON.stringify(uri));
+    assert.ok(destinationsOfUri(uri).found.some((d) => d.host === '169.254.169.254'), JSON.stringify(uri));
   }
 });
 
 test('the host the URL reaches is found, under the path `uri`, its port the one given or the scheme\'s', () => {
-  assert.deepEqual(destinationsOfUri('https://proxy.example/fetch?q=1').map((d) => [d.path, d.scheme, d.host, d.port]), [['uri', 'https', 'proxy.example', 443]]);
-  assert.deepEqual(destinationsOfUri('http://user@10.0.0.1:8080/admin').map((d) => [d.path, d.scheme, d.host, d.port]), [['uri', 'http', '10.0.0.1', 8080]]);
-  assert.deepEqual(destinationsOfUri('file:///etc/hostname').map((d) => [d.scheme, d.host]), [['file', '']]);
-  assert.deepEqual(destinationsOfUri('file://fileserver/share/x').map((d) => [d.scheme, d.host]), [['file', 'fileserver']]);
+  assert.deepEqual(destinationsOfUri('https://proxy.example/fetch?q=1').found.map((d) => [d.path, d.scheme, d.host, d.port]), [['uri', 'https', 'proxy.example', 443]]);
+  assert.deepEqual(destinationsOfUri('http://user@10.0.0.1:8080/admin').found.map((d) => [d.path, d.scheme, d.host, d.port]), [['uri', 'http', '10.0.0.1', 8080]]);
+  assert.deepEqual(destinationsOfUri('file:///etc/hostname').found.map((d) => [d.scheme, d.host]), [['file', '']]);
+  assert.deepEqual(destinationsOfUri('file://fileserver/share/x').found.map((d) => [d.scheme, d.host]), [['file', 'fileserver']]);
 });
