@@ -20,7 +20,7 @@ import type { CallContext, Route } from '../pipeline/context.js';
 import type { Outcome } from '../pipeline/outcome.js';
 import { refuseAt, type Next, type Stage } from '../pipeline/stage.js';
 import { ErrorCode, type JsonRpcRequest } from '../protocol/jsonrpc.js';
-import { destinationsIn, MAX_DEPTH, MAX_JSON_TEXT_CHARS, MAX_JSON_TEXT_LEVELS, MAX_NESTED_URLS, MAX_STRINGS, MAX_URL_NESTING, type Destination } from './egress/destinations.js';
+import { destinationsIn, FETCHED_SCHEMES, MAX_DEPTH, MAX_JSON_TEXT_CHARS, MAX_JSON_TEXT_LEVELS, MAX_NESTED_URLS, MAX_STRINGS, MAX_URL_NESTING, type Destination } from './egress/destinations.js';
 import type { EgressPolicy } from './egress/egress-policy.js';
 import { destinationsOfUri, mayNameDestination } from './egress/resource-uri.js';
 
@@ -29,9 +29,6 @@ const NESTED_TOO_FAR = `more than ${MAX_NESTED_URLS} URLs nested in URLs (\`?u=h
 
 /** At most this many distinct destinations are checked per call; more is refused, not skipped. */
 const MAX_DESTINATIONS = 64;
-
-/** The schemes whose URLs a server fetches (resource-uri.ts draws the same line for resources/read). */
-const FETCHED_SCHEMES: ReadonlySet<string> = new Set(['http', 'https', 'ws', 'wss', 'ftp', 'file']);
 
 /**
  * The upstream a resources/read of `uri` goes to (the only one, or the catalog member that listed the URI or

@@ -98,10 +98,16 @@ describe('egress rules on prompts/get arguments (server/prompts.mdx §Error Hand
 
   // The conformance suite's prompts-get-embedded-resource: `test://example-resource` is the server's own
   // identifier, not a place it fetches; judged as a destination, its unresolvable "host" refused the prompt.
-  test('a custom-scheme resource URI in a prompt argument is not judged', async () => {
+  test('a custom-scheme resource URI in a prompt argument is not judged; a gopher: one is', async () => {
     await withClient('v1', gw.url, async (client) => {
       const got = await client.getPrompt('embedded', { resourceUri: 'test://example-resource' });
       assert.match(JSON.stringify(got.messages), /Embedded test:\/\/example-resource/);
+      // A scheme curl-like clients fetch is no identifier (until 5 December it was taken for one).
+      const gopher = 'gopher://10.0.0.9:6379/_INFO';
+      const err = await refusalOf(client.getPrompt('embedded', { resourceUri: gopher }));
+      assert.equal(err.data?.code, 'egress_blocked');
+      assert.equal(err.data?.host, '10.0.0.9');
+      assert.equal(reached(gopher), 0);
     });
   });
 

@@ -29,7 +29,13 @@ const LOCAL_FILE = 'file:///etc/hostname';
 /** Custom schemes: identifiers, never resolved nor blocked, even when they look like an address. */
 const NOTE = 'demo://note/1';
 const NOTE_LIKE_METADATA = 'demo://169.254.169.254/latest';
-const WEB_URIS = [METADATA, INSIDE, PARTNER, ELSEWHERE, LOCAL_FILE, NOTE, NOTE_LIKE_METADATA];
+/** What curl-like clients fetch, and a jar: URI (its archive's URL is the destination). */
+const GOPHER = 'gopher://10.0.0.9:6379/_INFO';
+const LDAP_INSIDE = 'ldap://inside.attacker.test/dc=corp';
+const JAR = 'jar:http://169.254.169.254/lib.jar!/META-INF/MANIFEST.MF';
+/** The conformance suite's resource, read through Gatehouse: an identifier. */
+const TEST_RESOURCE = 'test://example-resource';
+const WEB_URIS = [METADATA, INSIDE, PARTNER, ELSEWHERE, LOCAL_FILE, NOTE, NOTE_LIKE_METADATA, GOPHER, LDAP_INSIDE, JAR, TEST_RESOURCE];
 
 let web: RecordingUpstream;
 let everything: EverythingHttp;
@@ -162,6 +168,26 @@ describe('egress rules on resources/read URIs (server/resources.mdx §Error Hand
       assert.equal(unread.data?.code, 'egress_blocked');
       assert.match(unread.message, /URLs nested more than 4 deep, too many to check; read it another way/);
       assert.deepEqual([times(encoded), times(`${PARTNER}#${INSIDE}`), times(deep)], [0, 0, 0], 'the upstream never received them');
+    });
+  });
+
+  // Until 5 December gopher:, ldap: and jar: were custom schemes here, passed unjudged to a server that may
+  // read them with libcurl or a JVM.
+  test('gopher:, ldap: and jar: URIs are judged like http ones; test://example-resource stays an identifier', async () => {
+    await withClient('v1', gwOne.url, async ({ readResource: read }) => {
+      const gopher = await refusalOf(read(GOPHER));
+      assert.equal(gopher.code, -32602);
+      assert.equal(gopher.data?.code, 'egress_blocked');
+      assert.deepEqual([gopher.data?.host, gopher.data?.port, gopher.data?.addressClass], ['10.0.0.9', 6379, 'private']);
+      const ldap = await refusalOf(read(LDAP_INSIDE));
+      assert.match(ldap.message, /inside\.attacker\.test" resolves to 10\.0\.0\.9/);
+      assert.equal(ldap.data?.port, 389);
+      const jar = await refusalOf(read(JAR));
+      assert.deepEqual([jar.data?.host, jar.data?.addressClass], ['169.254.169.254', 'metadata']);
+      assert.deepEqual([times(GOPHER), times(LDAP_INSIDE), times(JAR)], [0, 0, 0], 'the upstream never received them');
+      const resolvedBefore = resolved.length;
+      assert.equal((await read(TEST_RESOURCE)).contents[0]!.text, `fetched ${TEST_RESOURCE}`);
+      assert.equal(resolved.length, resolvedBefore, 'nothing was resolved for it');
     });
   });
 });

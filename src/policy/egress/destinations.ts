@@ -30,7 +30,7 @@ export interface Destination {
   port?: number;
 }
 
-const DEFAULT_PORTS: Readonly<Record<string, number>> = wireTable({ http: 80, https: 443, ws: 80, wss: 443, ftp: 21, gopher: 70, ldap: 389, ldaps: 636, smtp: 25, redis: 6379, dict: 2628, sftp: 22, ssh: 22, telnet: 23, mysql: 3306, postgres: 5432, postgresql: 5432, mongodb: 27017 });
+const DEFAULT_PORTS: Readonly<Record<string, number>> = wireTable({ http: 80, https: 443, ws: 80, wss: 443, ftp: 21, gopher: 70, ldap: 389, ldaps: 636, smtp: 25, redis: 6379, dict: 2628, sftp: 22, scp: 22, ssh: 22, telnet: 23, tftp: 69, smb: 445, mysql: 3306, postgres: 5432, postgresql: 5432, mongodb: 27017 });
 const URI_FORMATS = new Set(['uri', 'uri-reference', 'iri', 'iri-reference', 'url', 'hostname', 'idn-hostname', 'ipv4', 'ipv6', 'uri-template']);
 const DESTINATION_WORDS = 'url|uri|urls|uris|href|link|host|hostname|hosts|endpoint|address|addr|ip|domain|server|target|webhook|callback|origin|proxy|redirect';
 const DESTINATION_NAME = new RegExp(`(^|[_-])(${DESTINATION_WORDS})$`, 'i');
@@ -52,6 +52,20 @@ const MAX_IPV4 = 0xffff_ffff;
  * and fetch (undici) connects there.
  */
 const SPECIAL_SCHEMES = new Set(['http', 'https', 'ws', 'wss', 'ftp']);
+/**
+ * Schemes beside those that curl-like clients (libcurl, and the language bindings and fetch-through services
+ * built on it) fetch from a host: the classic ways from a URL to an internal service
+ * (`gopher://10.0.0.1:6379/_…` writes to Redis, `dict://`, `ldap://`, `smb://`…).
+ */
+const CURL_SCHEMES = ['gopher', 'ldap', 'ldaps', 'dict', 'tftp', 'sftp', 'scp', 'smb', 'telnet'];
+/**
+ * The schemes whose URLs a server fetches, where a destination outside arguments' plain destination fields is
+ * judged (a resources/read URI, a prompt's argument, a URL nested in a URL): the special schemes above, file:
+ * (the server's own files, or a host's share), CURL_SCHEMES, and jar:, which names no host itself but wraps
+ * the URL of the archive it reads (`jar:http://host/x.jar!/a`: that inner URL is the destination). Other
+ * schemes (`demo://`, `test://`) are a server's own identifiers.
+ */
+export const FETCHED_SCHEMES: ReadonlySet<string> = new Set([...SPECIAL_SCHEMES, 'file', ...CURL_SCHEMES, 'jar']);
 /**
  * URLs inside free text: a scheme, `://` and an authority; or a special scheme, a colon, any slashes and
  * an authority. The scheme may follow any character that cannot be part of one (`see_http://…`).
@@ -88,12 +102,13 @@ export const HOSTLESS_SCHEMES: ReadonlySet<string> = new Set(['file', 'javascrip
 /** Any scheme and its colon, for the schemes above. */
 const SCHEME_AND_COLON = /^([a-z][a-z0-9+.-]*):/i;
 /**
- * A URL of a scheme a server fetches, nested in the path, query or fragment of another
+ * A URL of a scheme a server fetches (FETCHED_SCHEMES; a jar: URL's inner URL is found by itself), nested in
+ * the path, query or fragment of another
  * (`https://ok.example/fetch?u=http://10.0.0.1/`, `http://ok.example/#http://169.254.169.254/`): a server, or
  * a fetch-through service it calls, may unwrap and fetch it. It ends where free text ends a URL, and at
  * `&`, which ends a query parameter (`?u=http://10.0.0.1&lang=en` unwraps to `http://10.0.0.1`).
  */
-const NESTED_URL = /(?<![a-z0-9+.-])(?:(?:https?|wss?|ftp):[\\/]*(?=[^\s"'<>`{}|^\\/&])|file:[\\/])[^\s"'<>`{}|^&]*/gi;
+const NESTED_URL = new RegExp(`(?<![a-z0-9+.-])(?:(?:https?|wss?|ftp):[\\\\/]*(?=[^\\s"'<>\`{}|^\\\\/&])|file:[\\\\/]|(?:${CURL_SCHEMES.join('|')})://(?=[^\\s"'<>\`{}|^\\\\/&]))[^\\s"'<>\`{}|^&]*`, 'gi');
 const WHITESPACE = /\s/;
 /** Whether the rest of a URL may hold a nested one: a colon, plain or percent-encoded. */
 const MAY_NEST = /:|%3a/gi;

@@ -3,15 +3,17 @@
 // scheme (`demo://…`, `postgres://…/schema`, `note:…`) is the server's own identifier, which Gatehouse
 // neither resolves nor judges. Only what this file decides is a place to fetch is read; the rest is not.
 
-import { destinationsOfString, NestedUrlsUnread, type DestinationsFound } from './destinations.js';
+import { destinationsOfString, FETCHED_SCHEMES, NestedUrlsUnread, type DestinationsFound } from './destinations.js';
 
 /**
- * The schemes a resources/read is judged on: the WHATWG special schemes (what fetch, undici and every
- * browser-derived client connect for: http, https, ws, wss, ftp) and file: (the server's own files, judged
- * by the egress rules' schemes, or by its host where it names one: `file://srv/share`). Case-insensitive,
- * as URL schemes are (RFC 3986 §3.1).
+ * The schemes a resources/read is judged on, FETCHED_SCHEMES: the WHATWG special schemes (what fetch, undici
+ * and every browser-derived client connect for: http, https, ws, wss, ftp), file: (the server's own files,
+ * judged by the egress rules' schemes, or by its host where it names one: `file://srv/share`), what
+ * curl-like clients fetch (gopher, ldap, ldaps, dict, tftp, sftp, scp, smb, telnet; until 5 December a
+ * `gopher://10.0.0.1:6379/_…` URI was a custom scheme here, and passed unjudged), and jar:, judged by the
+ * URL of the archive inside it. Case-insensitive, as URL schemes are (RFC 3986 §3.1).
  */
-const FETCHED_SCHEME = /^(?:https?|wss?|ftp|file):/i;
+const FETCHED_SCHEME = new RegExp(`^(?:${[...FETCHED_SCHEMES].join('|')}):`, 'i');
 
 /**
  * A URI that starts with a plain scheme and its colon. One that does not (leading spaces or controls, a tab
