@@ -218,9 +218,10 @@ export class Catalog implements UpstreamMessages {
   /**
    * The member a resources/read of `uri` goes to, by name (routeByUri's choice: the member that listed it,
    * else the one whose uriPrefixes match), for the egress stage to judge it under that upstream's rule.
+   * `orTemplate`: for a completion/complete's `ref/resource`, a listed resource template's member comes first.
    */
-  resourceOwner(uri: string): string | undefined {
-    return (this.listedOwner(uri) ?? this.ownerByPrefix(uri))?.name;
+  resourceOwner(uri: string, orTemplate = false): string | undefined {
+    return ((orTemplate ? this.listedOwner(uri, this.templateUris) : undefined) ?? this.listedOwner(uri) ?? this.ownerByPrefix(uri))?.name;
   }
 
   /** Whether the caller may see a resource URI (the access stage asks for resources/read). */

@@ -20,7 +20,8 @@ import type { CallContext, Route } from '../pipeline/context.js';
 import type { Outcome } from '../pipeline/outcome.js';
 import { refuseAt, type Next, type Stage } from '../pipeline/stage.js';
 import { ErrorCode, type JsonRpcRequest } from '../protocol/jsonrpc.js';
-import { destinationsIn, FETCHED_SCHEMES, MAX_DEPTH, MAX_JSON_TEXT_CHARS, MAX_JSON_TEXT_LEVELS, MAX_NESTED_URLS, MAX_STRINGS, MAX_URL_NESTING, type Destination } from './egress/destinations.js';
+import { ownValue } from '../protocol/own-keys.js';
+import { destinationsIn, FETCHED_SCHEMES, MAX_DEPTH, MAX_JSON_TEXT_CHARS, MAX_JSON_TEXT_LEVELS, MAX_NESTED_URLS, MAX_STRINGS, MAX_URL_NESTING, type Destination, type DestinationsFound } from './egress/destinations.js';
 import type { EgressPolicy } from './egress/egress-policy.js';
 import { destinationsOfUri, mayNameDestination } from './egress/resource-uri.js';
 
@@ -33,19 +34,24 @@ const MAX_DESTINATIONS = 64;
 /**
  * The upstream a resources/read of `uri` goes to (the only one, or the catalog member that listed the URI or
  * whose uriPrefixes match it, after listing again for a URI nobody listed); undefined when none does.
+ * `orTemplate`: `uri` is a completion/complete's `ref/resource`, which may be a listed resource template's.
  */
-export type ResourceUpstream = (uri: string, capabilities: Record<string, unknown>) => Promise<string | undefined>;
+export type ResourceUpstream = (uri: string, capabilities: Record<string, unknown>, orTemplate: boolean) => Promise<string | undefined>;
+
+/** The path a completion's value is named by in a refusal (`data.argument`): where it is in the params. */
+const COMPLETED_VALUE = 'argument.value';
 
 export function compileEgressStage(policy: EgressPolicy, resourceUpstream: ResourceUpstream): Stage {
   return {
     name: 'egress',
-    // The route of a completion/complete naming a prompt is the prompt's (resolve stage), but its arguments
-    // are a partial value to complete, not the prompt's: only a prompts/get is judged here. A resources/read
-    // has no route (the catalog does not rename resources). resources/subscribe is not judged: nothing of
-    // the resource comes back on it, and the read its update notification prompts is judged here.
-    applies: (ctx) => (ctx.route !== undefined ? ctx.method === 'tools/call' || ctx.method === 'prompts/get' : ctx.method === 'resources/read'),
+    // A resources/read has no route (the catalog does not rename resources), nor does a completion/complete
+    // of a resource template's argument; a completion of a prompt's has the prompt's (resolve stage).
+    // resources/subscribe is not judged: nothing of the resource comes back on it, and the read its update
+    // notification prompts is judged here.
+    applies: (ctx) => (ctx.route !== undefined ? ctx.method === 'tools/call' || ctx.method === 'prompts/get' || ctx.method === 'completion/complete' : ctx.method === 'resources/read' || ctx.method === 'completion/complete'),
     // Not async: arguments that name no destination, the usual ones, are handed on without a promise of their own.
     run(ctx, next) {
+      if (ctx.method === 'completion/complete') return completion(ctx, next);
       if (ctx.route === undefined) return resourceRead(ctx, next);
       const args = (ctx.message as JsonRpcRequest).params!.arguments;
       if (args === undefined || args === null) return next(ctx);
@@ -53,12 +59,12 @@ export function compileEgressStage(policy: EgressPolicy, resourceUpstream: Resou
       // What was not read cannot be passed: a URL 33 levels down reaches the server just the same.
       if (unread) {
         const rule = policy.ruleFor(ctx.principal, ctx.route);
-        return Promise.resolve(refuseAt('egress', ctx, refusal(ctx.route!, rule?.id ?? 'default', `The arguments nest deeper than ${MAX_DEPTH} levels, hold more than ${MAX_STRINGS} strings, hold JSON text inside strings more than ${MAX_JSON_TEXT_LEVELS} levels deep or over ${MAX_JSON_TEXT_CHARS} characters in all, or hold in one string ${NESTED_TOO_FAR}, too many to check for destinations; send them flatter or split the call`, {})));
+        return Promise.resolve(refuseAt('egress', ctx, refusal(ctx.route!, rule?.id ?? 'default', UNREAD_ARGUMENTS, {})));
       }
       // A prompt's argument in a custom scheme (`test://example-resource`) names the server's own item, not a
       // place it fetches: only fetched schemes and bare hosts are judged there (as for a resources/read URI).
-      const judged = ctx.route!.kind === 'prompts' ? found.filter((d) => d.scheme === undefined || FETCHED_SCHEMES.has(d.scheme)) : found;
-      return judged.length === 0 ? next(ctx) : checked(ctx, next, judged, policy.ruleFor(ctx.principal, ctx.route), undefined);
+      const judged = ctx.route!.kind === 'prompts' ? fetchedOrBare(found) : found;
+      return judged.length === 0 ? next(ctx) : checked(ctx, next, judged, policy.ruleFor(ctx.principal, ctx.route), undefined, false);
     },
   };
 
@@ -72,29 +78,61 @@ export function compileEgressStage(policy: EgressPolicy, resourceUpstream: Resou
   }
 
   async function resourceChecked(ctx: CallContext, next: Next, uri: string, found: Destination[]): Promise<Outcome> {
-    const upstream = await resourceUpstream(uri, ctx.clientCapabilities);
-    return checked(ctx, next, found, policy.ruleForResource(ctx.principal, upstream), uri);
+    const upstream = await resourceUpstream(uri, ctx.clientCapabilities, false);
+    return checked(ctx, next, found, policy.ruleForResource(ctx.principal, upstream), uri, true);
   }
 
   /** A URI nesting more URLs than are read: refused under the rule that would have judged them. */
   async function resourceUnread(ctx: CallContext, uri: string): Promise<Outcome> {
-    const rule = policy.ruleForResource(ctx.principal, await resourceUpstream(uri, ctx.clientCapabilities));
+    const rule = policy.ruleForResource(ctx.principal, await resourceUpstream(uri, ctx.clientCapabilities, false));
     return refused(ctx, uri, rule?.id ?? 'default', `The URI holds ${NESTED_TOO_FAR}, too many to check; read it another way`, {});
   }
 
-  /** `uri`: the resource URI read, for a resources/read (refused in its own words); undefined for a tool or prompt. */
-  async function checked(ctx: CallContext, next: Next, found: Destination[], rule: ReturnType<EgressPolicy['ruleFor']>, uri: string | undefined): Promise<Outcome> {
+  /**
+   * A completion/complete: a server's completion handler may fetch what it completes (a URL argument's
+   * pages, a host's databases) or what the arguments chosen before it name, so `argument.value` and
+   * `context.arguments` are judged as a prompt's arguments are (fetched schemes and bare hosts), under the
+   * rule of the prompt, or of the upstream whose resource template is named, and refused alike (-32602,
+   * egress_blocked). The value is a partial one, being typed: it is read as free text (a URL, an address or
+   * a dotted name, not any word under a name like `host`); the context's values are chosen, and read as a
+   * prompt's arguments are (until 5 December neither was judged).
+   */
+  function completion(ctx: CallContext, next: Next): Promise<Outcome> {
+    const params = (ctx.message as JsonRpcRequest).params!;
+    const route = ctx.route;
+    const { found, unread } = completionDestinations(params, route?.inputSchema);
+    if (!unread && found.length === 0) return next(ctx);
+    if (route !== undefined) {
+      const rule = policy.ruleFor(ctx.principal, route);
+      if (unread) return Promise.resolve(refuseAt('egress', ctx, refusal(route, rule?.id ?? 'default', UNREAD_ARGUMENTS, {})));
+      return checked(ctx, next, found, rule, undefined, false);
+    }
+    // The front door made a resource reference's uri a string, and resolve gave a prompt reference a route.
+    return templateCompletion(ctx, next, (params.ref as { uri: string }).uri, found, unread);
+  }
+
+  async function templateCompletion(ctx: CallContext, next: Next, uri: string, found: Destination[], unread: boolean): Promise<Outcome> {
+    const rule = policy.ruleForResource(ctx.principal, await resourceUpstream(uri, ctx.clientCapabilities, true));
+    if (unread) return refused(ctx, uri, rule?.id ?? 'default', UNREAD_ARGUMENTS, {});
+    return checked(ctx, next, found, rule, uri, false);
+  }
+
+  /**
+   * `uri`: the resource URI read or template completed (refused in its own words); undefined for a tool or
+   * prompt. `judgedUri`: what is judged is that URI itself, not arguments.
+   */
+  async function checked(ctx: CallContext, next: Next, found: Destination[], rule: ReturnType<EgressPolicy['ruleFor']>, uri: string | undefined, judgedUri: boolean): Promise<Outcome> {
     const seen = new Set<string>();
     for (const d of found) {
       const key = `${d.scheme ?? ''}|${d.host}|${d.port ?? ''}`;
       if (seen.has(key)) continue;
       seen.add(key);
-      if (seen.size > MAX_DESTINATIONS) return refused(ctx, uri, rule?.id ?? 'default', `The ${uri === undefined ? 'arguments name' : 'URI names'} more than ${MAX_DESTINATIONS} destinations; ${uri === undefined ? 'split the call' : 'read it another way'}`, {});
+      if (seen.size > MAX_DESTINATIONS) return refused(ctx, uri, rule?.id ?? 'default', `The ${judgedUri ? 'URI names' : 'arguments name'} more than ${MAX_DESTINATIONS} destinations; ${judgedUri ? 'read it another way' : 'split the call'}`, {});
       const checked = policy.check(d, rule);
       // A name is resolved (or found in the resolver cache) before it is judged: a wait worth a span.
       const block = await (channels.wait.hasSubscribers && d.host !== '' && canonicalIp(d.host) === undefined ? waitedOn(ctx, 'egress', 'dns.resolve', checked) : checked);
       if (block === undefined) continue;
-      const where = uri !== undefined ? 'The URI' : d.path === '' ? 'The arguments' : `The argument "${d.path}"`;
+      const where = judgedUri ? 'The URI' : d.path === '' ? 'The arguments' : `The argument "${d.path}"`;
       // A URL with no host (egress/destinations.ts): a file: URL reaches the server's own files; data:,
       // javascript: and the like no host at all.
       const reaches = d.host === '' ? (d.scheme === 'file' ? "the server's own files" : `no host (a ${d.scheme ?? ''}: URL, judged by its scheme)`) : `${d.host}${d.port !== undefined ? `:${d.port}` : ''}`;
@@ -112,12 +150,34 @@ export function compileEgressStage(policy: EgressPolicy, resourceUpstream: Resou
   }
 }
 
-/** The refusal of a tools/call or prompts/get (`uri` undefined: by its route), or of a resources/read of `uri`. */
+/** What arguments too deep, too many or too nested to read are refused with. */
+const UNREAD_ARGUMENTS = `The arguments nest deeper than ${MAX_DEPTH} levels, hold more than ${MAX_STRINGS} strings, hold JSON text inside strings more than ${MAX_JSON_TEXT_LEVELS} levels deep or over ${MAX_JSON_TEXT_CHARS} characters in all, or hold in one string ${NESTED_TOO_FAR}, too many to check for destinations; send them flatter or split the call`;
+
+/** The destinations a server fetches among those found: a fetched scheme's URLs and bare hosts, not a custom scheme's identifiers. */
+function fetchedOrBare(found: Destination[]): Destination[] {
+  return found.filter((d) => d.scheme === undefined || FETCHED_SCHEMES.has(d.scheme));
+}
+
+/**
+ * The destinations of a completion/complete (see completion above): `argument.value` read as free text,
+ * under the path COMPLETED_VALUE; `context.arguments` as a prompt's arguments, under `schema` (the prompt's,
+ * if any), each under its name. Only fetched schemes and bare hosts.
+ */
+function completionDestinations(params: Record<string, unknown>, schema: unknown): DestinationsFound {
+  // The front door made `argument` an object and `context`, when given, one too.
+  const value = destinationsIn({ [COMPLETED_VALUE]: ownValue(params.argument as Record<string, unknown>, 'value') }, undefined);
+  const context = params.context === undefined ? undefined : ownValue(params.context as Record<string, unknown>, 'arguments');
+  const chosen = context === undefined || context === null ? undefined : destinationsIn(context, schema);
+  const found = chosen === undefined ? value.found : [...value.found, ...chosen.found];
+  return { found: fetchedOrBare(found), unread: value.unread || chosen?.unread === true };
+}
+
+/** The refusal of a tools/call or prompts/get (`uri` undefined: by its route), or of a call about the resource `uri`. */
 function refused(ctx: CallContext, uri: string | undefined, rule: string, message: string, details: Record<string, unknown>): Outcome {
   return refuseAt('egress', ctx, uri === undefined ? refusal(ctx.route!, rule, message, details) : resourceRefusal(uri, rule, message, details));
 }
 
-/** A resources/read refused: a JSON-RPC error, as a resource has no result to carry it. */
+/** A call about a resource refused: a JSON-RPC error, as a resource has no result to carry it. */
 function resourceRefusal(uri: string, rule: string, message: string, details: Record<string, unknown>): ProtocolRefusal {
   const said = `Resource ${JSON.stringify(uri.length > 200 ? `${uri.slice(0, 200)}…` : uri)}: ${message[0]!.toLowerCase()}${message.slice(1)}`;
   return { kind: 'protocol', code: 'egress_blocked', rpcCode: ErrorCode.InvalidParams, message: said, rule, data: { code: 'egress_blocked', message: said, ...details } };
