@@ -1,6 +1,6 @@
-// The egress stage, for tools/call, prompts/get and resources/read: every URL, host and address in the
-// arguments (egress/destinations.ts), or in a resources/read URI of a scheme that is fetched (egress/
-// resource-uri.ts), is checked against the first egress rule that selects the call (egress/egress-policy.ts;
+// The egress stage, for tools/call, prompts/get, resources/read, resources/subscribe and completion/complete:
+// every URL, host and address in the arguments (egress/destinations.ts), or in the URI read or subscribed to
+// when its scheme is one that is fetched (egress/resource-uri.ts), is checked against the first egress rule that selects the call (egress/egress-policy.ts;
 // a rule's tool globs match a prompt's ref as access rules' do, and for a resource the whole upstream that
 // reads it, `upstream/*`). The first one blocked refuses the call with `egress_blocked` naming the argument,
 // the value and the rule, before anything reaches the upstream: for a tool, a tool result (the SOIT seed: "a
@@ -44,11 +44,11 @@ const COMPLETED_VALUE = 'argument.value';
 export function compileEgressStage(policy: EgressPolicy, resourceUpstream: ResourceUpstream): Stage {
   return {
     name: 'egress',
-    // A resources/read has no route (the catalog does not rename resources), nor does a completion/complete
-    // of a resource template's argument; a completion of a prompt's has the prompt's (resolve stage).
-    // resources/subscribe is not judged: nothing of the resource comes back on it, and the read its update
-    // notification prompts is judged here.
-    applies: (ctx) => (ctx.route !== undefined ? ctx.method === 'tools/call' || ctx.method === 'prompts/get' || ctx.method === 'completion/complete' : ctx.method === 'resources/read' || ctx.method === 'completion/complete'),
+    // A resources/read or resources/subscribe has no route (the catalog does not rename resources), nor does
+    // a completion/complete of a resource template's argument; a completion of a prompt's has the prompt's
+    // (resolve stage). A subscribe is judged as a read: a server may fetch the URI to watch it, though
+    // nothing of it comes back on the subscribe (until 5 December it was not judged for that reason).
+    applies: (ctx) => (ctx.route !== undefined ? ctx.method === 'tools/call' || ctx.method === 'prompts/get' || ctx.method === 'completion/complete' : ctx.method === 'resources/read' || ctx.method === 'resources/subscribe' || ctx.method === 'completion/complete'),
     // Not async: arguments that name no destination, the usual ones, are handed on without a promise of their own.
     run(ctx, next) {
       if (ctx.method === 'completion/complete') return completion(ctx, next);
@@ -68,7 +68,10 @@ export function compileEgressStage(policy: EgressPolicy, resourceUpstream: Resou
     },
   };
 
-  /** A resources/read: its URI judged when its scheme is one that is fetched (the front door made it a string). */
+  /**
+   * A resources/read or resources/subscribe: its URI judged when its scheme is one that is fetched (the front
+   * door made it a string).
+   */
   function resourceRead(ctx: CallContext, next: Next): Promise<Outcome> {
     const uri = (ctx.message as JsonRpcRequest).params!.uri as string;
     if (!mayNameDestination(uri)) return next(ctx);
