@@ -110,8 +110,10 @@ export function compileEgressStage(policy: EgressPolicy, resourceUpstream: Resou
       if (unread) return Promise.resolve(refuseAt('egress', ctx, refusal(route, rule?.id ?? 'default', UNREAD_ARGUMENTS, {})));
       return checked(ctx, next, found, rule, undefined, false);
     }
-    // The front door made a resource reference's uri a string, and resolve gave a prompt reference a route.
-    return templateCompletion(ctx, next, (params.ref as { uri: string }).uri, found, unread);
+    // Resolve gave a prompt reference a route, and the front door made a resource reference's uri a string.
+    // A reference of another type names no uri: judged as a URI no upstream holds (rules naming no tools).
+    const uri = (params.ref as { uri?: unknown }).uri;
+    return templateCompletion(ctx, next, typeof uri === 'string' ? uri : '', found, unread);
   }
 
   async function templateCompletion(ctx: CallContext, next: Next, uri: string, found: Destination[], unread: boolean): Promise<Outcome> {

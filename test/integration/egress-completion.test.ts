@@ -16,6 +16,7 @@ import { completable, McpServer, ResourceTemplate } from '@modelcontextprotocol/
 import { z } from 'zod';
 import { refusalOf as refusalOfWork, startRecordingUpstream, stubResolver, withClient, type RecordingUpstream } from '../helpers/egress-judged.js';
 import { startGateway, type TestGateway } from '../helpers/gateway.js';
+import { modernRequest, post } from '../helpers/http.js';
 
 const { resolveHost } = stubResolver();
 const METADATA = 'http://169.254.169.254/latest/';
@@ -118,4 +119,13 @@ describe('egress rules on completion/complete (server/utilities/completion.mdx)'
       });
     });
   }
+
+  // Neither a prompt nor a resource template: judged under the rules that name no tools (the defaults here),
+  // rather than read for a uri it does not have (a TypeError, answered -32603, before this).
+  test('a reference of another type is judged too, as a URI no upstream holds', async () => {
+    const req = modernRequest(1, 'completion/complete', { ref: { type: 'ref/other' }, argument: { name: 'url', value: METADATA } });
+    const answer = (await post(gw.url, req.body, req.headers)).json() as { error?: { code: number; data?: { code?: string; addressClass?: string } } };
+    assert.deepEqual([answer.error?.code, answer.error?.data?.code, answer.error?.data?.addressClass], [-32602, 'egress_blocked', 'metadata'], JSON.stringify(answer));
+    assert.equal(reached(web, METADATA) + reached(other, METADATA), 0);
+  });
 });
