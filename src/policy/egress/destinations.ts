@@ -110,8 +110,14 @@ const SCHEME_AND_COLON = /^([a-z][a-z0-9+.-]*):/i;
  */
 const NESTED_URL = new RegExp(`(?<![a-z0-9+.-])(?:(?:https?|wss?|ftp):[\\\\/]*(?=[^\\s"'<>\`{}|^\\\\/&])|file:[\\\\/]|(?:${CURL_SCHEMES.join('|')})://(?=[^\\s"'<>\`{}|^\\\\/&]))[^\\s"'<>\`{}|^&]*`, 'gi');
 const WHITESPACE = /\s/;
-/** Whether the rest of a URL may hold a nested one: a colon, plain or percent-encoded. */
-const MAY_NEST = /:|%3a/gi;
+/**
+ * A scheme-relative URL as a query parameter's value (`?next=//10.0.0.1/`, the open-redirect shape): a
+ * server resolving it against its own base (`new URL(next, base)`) fetches that host over http or https.
+ * Only after `=`: elsewhere a `//` is a path's doubled slash.
+ */
+const NESTED_SCHEME_RELATIVE = /(?<==)[\\/]{2}(?=[^\s"'<>`{}|^\\/&])[^\s"'<>`{}|^&]*/g;
+/** Whether the rest of a URL may hold a nested one: a colon, or `=//`, plain or percent-encoded. */
+const MAY_NEST = /:|%3a|=[\\/]{2}|=%(?:2f|5c)%(?:2f|5c)/gi;
 /** A percent-encoded ASCII character: the rest of a URL is decoded once, as a server reading its query does. */
 const PERCENT_ASCII = /%([0-7][0-9a-f])/gi;
 /**
@@ -364,7 +370,7 @@ export function destinationsOfString(text: string, strict: boolean): readonly Fo
 }
 
 /**
- * The URLs nested in the path, query or fragment of `url` (NESTED_URL), as written and percent-decoded once
+ * The URLs nested in the path, query or fragment of `url` (NESTED_URL, NESTED_SCHEME_RELATIVE), as written and percent-decoded once
  * (`?u=http%3A%2F%2F10.0.0.1%2F`), and those nested in them in turn, `level` counting from 1, pushed to
  * `found`. `count`: the nested URLs found in the string so far; returns it with these added.
  */
@@ -383,14 +389,19 @@ function nestedUrls(url: string, value: string, found: Found[], count: number, l
   for (const text of decoded === rest ? [rest] : [rest, decoded]) {
     NESTED_URL.lastIndex = 0;
     for (let m = NESTED_URL.exec(text); m !== null; m = NESTED_URL.exec(text)) if (!nested.includes(m[0])) nested.push(m[0]);
+    NESTED_SCHEME_RELATIVE.lastIndex = 0;
+    for (let m = NESTED_SCHEME_RELATIVE.exec(text); m !== null; m = NESTED_SCHEME_RELATIVE.exec(text)) if (!nested.includes(m[0])) nested.push(m[0]);
   }
   if (nested.length === 0) return count;
   let total = count + nested.length;
   if (level > MAX_URL_NESTING || total > MAX_NESTED_URLS) throw new NestedUrlsUnread();
   for (const inner of nested) {
-    if (/^file:/i.test(inner)) found.push(fileUrl(inner, value));
+    // Scheme-relative: the base's scheme, http or https, so both are judged (as for a whole string).
+    const absolute = /^[\\/]/.test(inner) ? `http:${inner}` : inner;
+    if (absolute !== inner) found.push(...parseUrl(absolute, value), ...parseUrl(`https:${inner}`, value));
+    else if (/^file:/i.test(inner)) found.push(fileUrl(inner, value));
     else found.push(...parseUrl(inner, value));
-    total = nestedUrls(inner, value, found, total, level + 1);
+    total = nestedUrls(absolute, value, found, total, level + 1);
   }
   return total;
 }

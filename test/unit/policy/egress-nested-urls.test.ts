@@ -80,3 +80,13 @@ test('a resources/read URI is read for nested URLs too, and refused past the bou
   assert.equal(read.unread, false);
   assert.deepEqual(destinationsOfUri(nestedLevels(MAX_URL_NESTING + 1)), { found: [], unread: true });
 });
+
+// The open-redirect shape: a server resolving `next` against its own base fetches the host over http or https.
+test('a scheme-relative URL as a query value (`?next=//10.0.0.1/`) is judged over http and https; a doubled slash in a path is not', async () => {
+  for (const url of ['https://ok.example/login?next=//10.0.0.1/admin', 'https://ok.example/login?next=%2F%2F169.254.169.254%2F', 'https://ok.example/login?next=\\\\10.0.0.1']) {
+    const found = destinationsIn({ url }, undefined).found.filter((d) => d.host !== 'ok.example');
+    assert.deepEqual(found.map((d) => d.scheme).sort(), ['http', 'https'], url);
+    assert.match(await verdict({ url }), /is a (private|metadata) address/, url);
+  }
+  assert.deepEqual(hostsIn({ url: 'https://ok.example/a//b//c?x=1' }), ['ok.example']);
+});
