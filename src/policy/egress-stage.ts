@@ -129,7 +129,8 @@ export function compileEgressStage(policy: EgressPolicy, resourceUpstream: Resou
   async function checked(ctx: CallContext, next: Next, found: Destination[], rule: ReturnType<EgressPolicy['ruleFor']>, uri: string | undefined, judgedUri: boolean): Promise<Outcome> {
     const seen = new Set<string>();
     for (const d of found) {
-      const key = `${d.scheme ?? ''}|${d.host}|${d.port ?? ''}`;
+      // A guessed reading and a plain one of the same host are judged apart: the plain one may be blocked unresolved.
+      const key = `${d.scheme ?? ''}|${d.host}|${d.port ?? ''}${d.guess === true ? '|?' : ''}`;
       if (seen.has(key)) continue;
       seen.add(key);
       if (seen.size > MAX_DESTINATIONS) return refused(ctx, uri, rule?.id ?? 'default', `The ${judgedUri ? 'URI names' : 'arguments name'} more than ${MAX_DESTINATIONS} destinations; ${judgedUri ? 'read it another way' : 'split the call'}`, {});
@@ -171,9 +172,11 @@ function fetchedOrBare(found: Destination[]): Destination[] {
 function completionDestinations(params: Record<string, unknown>, schema: unknown): DestinationsFound {
   // The front door made `argument` an object and `context`, when given, one too.
   const value = destinationsIn({ [COMPLETED_VALUE]: ownValue(params.argument as Record<string, unknown>, 'value') }, undefined);
+  // A value still being typed (`https://exa`) names a host only once it resolves.
+  const typed = value.found.map((d): Destination => (d.guess === true ? d : { ...d, guess: true }));
   const context = params.context === undefined ? undefined : ownValue(params.context as Record<string, unknown>, 'arguments');
   const chosen = context === undefined || context === null ? undefined : destinationsIn(context, schema);
-  const found = chosen === undefined ? value.found : [...value.found, ...chosen.found];
+  const found = chosen === undefined ? typed : [...typed, ...chosen.found];
   return { found: fetchedOrBare(found), unread: value.unread || chosen?.unread === true };
 }
 

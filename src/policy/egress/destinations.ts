@@ -28,6 +28,14 @@ export interface Destination {
   host: string;
   /** The port, given or the scheme's default; undefined for a bare host without one. */
   port?: number;
+  /**
+   * Read as a host by its shape alone, where nothing says the server reaches it: a dotted word in free text
+   * (`report.txt`, `main.py` are file names far more often than hosts), the host of a URL in a scheme no
+   * client is known to fetch (`test://example-resource`, `note://abc`: a server's own identifiers), a value
+   * still being typed (a completion). Such a name that resolves nowhere names no place anything can reach,
+   * and is let through (egress-policy.ts); one that resolves, and any IP address, is judged as any other.
+   */
+  guess?: true;
 }
 
 const DEFAULT_PORTS: Readonly<Record<string, number>> = wireTable({ http: 80, https: 443, ws: 80, wss: 443, ftp: 21, gopher: 70, ldap: 389, ldaps: 636, smtp: 25, redis: 6379, dict: 2628, sftp: 22, scp: 22, ssh: 22, telnet: 23, tftp: 69, smb: 445, mysql: 3306, postgres: 5432, postgresql: 5432, mongodb: 27017 });
@@ -345,7 +353,7 @@ export function destinationsOfString(text: string, strict: boolean): readonly Fo
     nested = nestedUrls(`http:${trimmed}`, value, found, nested, 1);
   } else if (strict || looksLikeHost(trimmed)) {
     const bare = parseBareHost(trimmed, value);
-    if (bare) found.push(bare);
+    if (bare) found.push(strict ? bare : { ...bare, guess: true });
     if (strict) {
       const hostless = hostlessUrl(trimmed, value);
       if (hostless) found.push(hostless);
@@ -466,6 +474,8 @@ function parseUrl(s: string, value: string): Found[] {
   const scheme = m[1]!.toLowerCase();
   // Other schemes have an authority only after exactly `//`.
   if (!SPECIAL_SCHEMES.has(scheme) && m[2] !== '//') return [];
+  // A scheme no client is known to fetch from a host: its "host" is a server's identifier unless it resolves.
+  const guess = DEFAULT_PORTS[scheme] === undefined && !FETCHED_SCHEMES.has(scheme);
   // A special scheme's authority ends at a backslash too (read below as other parsers read it).
   const authority = m[3]!;
   if (authority === '') return [];
@@ -473,7 +483,7 @@ function parseUrl(s: string, value: string): Found[] {
   // The WHATWG reading, through http: so that every scheme's host is normalised the same way. (The port
   // is read from the text: through http:, an explicit :80 would vanish as that scheme's default.)
   const viaHttp = hostPort(`http://${authority.replace(/\\/g, '/')}`);
-  if (viaHttp) readings.push({ value, scheme, host: viaHttp.host, ...portOf(explicitPort(authority.replace(/\\.*$/, '')), scheme) });
+  if (viaHttp) readings.push({ value, scheme, host: viaHttp.host, ...portOf(explicitPort(authority.replace(/\\.*$/, '')), scheme), ...(guess ? { guess: true } : {}) });
   // Other readings of an ambiguous authority, as other parsers read it: the host after the last '@' with
   // backslashes kept in the userinfo (Python, curl), or after the first '@'.
   if (/[@\\]/.test(authority)) {
@@ -481,7 +491,7 @@ function parseUrl(s: string, value: string): Found[] {
     const afterFirst = authority.slice(authority.indexOf('@') + 1).split(/[\\@]/)[0]!;
     for (const alt of [afterLast, afterFirst]) {
       const hp = hostPort(`http://${alt}`);
-      if (hp) readings.push({ value, scheme, host: hp.host, ...portOf(explicitPort(alt), scheme) });
+      if (hp) readings.push({ value, scheme, host: hp.host, ...portOf(explicitPort(alt), scheme), ...(guess ? { guess: true } : {}) });
     }
   }
   return readings;

@@ -136,9 +136,13 @@ export class EgressPolicy {
       try {
         addresses = (await this.addressesOf(d.host)).map((a) => canonicalIp(a) ?? a);
       } catch {
-        return block({ rule: ruleId, reason: `"${d.host}" could not be resolved` });
+        addresses = [];
       }
-      if (addresses.length === 0) return block({ rule: ruleId, reason: `"${d.host}" could not be resolved` });
+      // A name read as a host by its shape alone (destinations.ts `guess`: a file name in free text, a custom
+      // scheme's identifier) that resolves nowhere is no destination. The cost: such a name's DNS could be
+      // made to answer only after this check; a name the arguments plainly give as a destination (a URL of
+      // a fetched scheme, a destination field) is still blocked unresolved.
+      if (addresses.length === 0) return d.guess === true ? { addresses } : block({ rule: ruleId, reason: `"${d.host}" could not be resolved` });
     }
     for (const address of addresses) {
       const cls = classify(address);
