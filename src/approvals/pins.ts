@@ -214,19 +214,7 @@ export class PinBook {
     if ((await this.store.claim(slot, accepted.pinned.sha256, owner, LOCK_TIMES.leaseMs, PIN_TTL_MS)).outcome !== 'claimed') throw new Error(`the acceptance of ${ref} could not be begun`);
     await this.save({ ...accepted, unaudited: { slot, previous: pin.pinned } });
     try {
-      await this.store.audit({
-        time: new Date().toISOString(),
-        callId: randomUUID(),
-        runId: randomUUID(),
-        subject: by,
-        toolRef: ref,
-        upstream: ref.slice(0, ref.indexOf('/')),
-        method: 'pin',
-        outcome: 'accepted',
-        latencyMs: 0,
-        reviewer: by,
-        reason: `definition ${pin.pinned.sha256} replaced by ${pin.changed.sha256}`,
-      });
+      await this.store.audit(pinAuditEntry(ref, by, 'accepted', `definition ${pin.pinned.sha256} replaced by ${pin.changed.sha256}`));
     } catch (err) {
       // Not in effect without its record (the slot is never marked); the pin is put back as it was besides.
       await this.save(pin).catch(() => {});
@@ -253,20 +241,7 @@ export class PinBook {
    * sent. Written before the refusal is answered (fail closed: a store that cannot take it answers an error).
    */
   async refused(ref: string, by: string, sha256: string): Promise<void> {
-    await this.store.audit({
-      time: new Date().toISOString(),
-      callId: randomUUID(),
-      runId: randomUUID(),
-      subject: by,
-      toolRef: ref,
-      upstream: ref.slice(0, ref.indexOf('/')),
-      method: 'pin',
-      outcome: 'refused',
-      refusal: 'forbidden',
-      latencyMs: 0,
-      reviewer: by,
-      reason: `acceptance of definition ${sha256} refused: not among the reviewers of this tool (tools.pinningReviewers)`,
-    });
+    await this.store.audit(pinAuditEntry(ref, by, 'refused', `acceptance of definition ${sha256} refused: not among the reviewers of this tool (tools.pinningReviewers)`));
   }
 
   /** A pin as in effect: an acceptance saved but not known to be audited reads as the change it accepts. */
@@ -286,6 +261,29 @@ export class PinBook {
     if (this.confirmed.size >= MAX_CACHED) this.confirmed.clear();
     this.confirmed.set(ref, digest);
   }
+}
+
+/**
+ * The audit record of a reviewer's act on the pin of `ref`: an acceptance, or one refused for who asked
+ * (refusal `forbidden`, as a refused approval decision). The upstream is the ref's part before its first
+ * `/`; a ref with none (a refused path names any string) names no upstream rather than a cut-off one.
+ */
+function pinAuditEntry(ref: string, by: string, outcome: 'accepted' | 'refused', reason: string): AuditEntry {
+  const slash = ref.indexOf('/');
+  return {
+    time: new Date().toISOString(),
+    callId: randomUUID(),
+    runId: randomUUID(),
+    subject: by,
+    toolRef: ref,
+    ...(slash > 0 ? { upstream: ref.slice(0, slash) } : {}),
+    method: 'pin',
+    outcome,
+    ...(outcome === 'refused' ? { refusal: 'forbidden' } : {}),
+    latencyMs: 0,
+    reviewer: by,
+    reason,
+  };
 }
 
 /** Whether a check finding `pin` must write: to pin a tool never seen, or to record a change not recorded yet. */

@@ -1,0 +1,23 @@
+// The pin book's store port over a real Store, for tests that build a PinBook by hand: what pinStore() in
+// src/gateway.ts makes, without the store guard (a failure reaches the book as it is). A test that counts
+// or slices one operation spreads this and overrides it.
+
+import type { PinStore } from '../../src/approvals/pins.js';
+import type { Store } from '../../src/store/store.js';
+
+export function pinStoreOver(s: Store): PinStore {
+  return {
+    get: (id) => s.getApproval(id),
+    put: (id, doc, ttlMs) => s.putPin(id, doc, ttlMs),
+    list: () => s.listPins(),
+    page: (after, limit) => s.listPinPage(after, limit),
+    scan: (cursor, count) => s.scanApprovals(cursor, count),
+    unindexedSince: (since) => s.unindexedPins(since),
+    index: (id) => s.indexPin(id),
+    claim: (key, digest, owner, leaseMs, ttlMs) => s.claimIdempotency(key, digest, owner, leaseMs, ttlMs),
+    read: (key) => s.readIdempotency(key),
+    release: (key, owner) => s.releaseIdempotency(key, owner),
+    complete: (key, owner, response, ttlMs) => s.completeIdempotency(key, owner, response, ttlMs),
+    audit: (entry) => s.appendAudit(entry),
+  };
+}
