@@ -490,7 +490,7 @@ export function createGateway(config: GatehouseConfig, log: Logger, options: Gat
           },
           accept: (ref: string, by: string, digest: string) => pinBook.accept(ref, by, digest),
           mayReview: (ref: string, reviewer: Reviewer) => pinReviewers().mayReview(ref, reviewer),
-          refused: (ref: string, by: string, digest: string) => pinBook.refused(ref, by, digest),
+          refused: (ref: string, by: string, digest: string | undefined) => pinBook.refused(ref, by, digest),
         };
         adminListener = createAdminListener({
           book: approvalBook,

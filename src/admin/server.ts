@@ -40,8 +40,8 @@ export interface PinDesk {
   accept(ref: string, by: string, digest: string): Promise<{ ok: true; pin: unknown } | { ok: false; status: 404 | 409; message: string }>;
   /** Whether this reviewer is shown the pin of `ref` and may accept its change (tools.pinningReviewers; the admin token always). */
   mayReview(ref: string, reviewer: Reviewer): boolean;
-  /** Audits an acceptance refused for who asked; resolves once it is recorded (a store that cannot take it rejects). */
-  refused(ref: string, by: string, digest: string): Promise<void>;
+  /** Audits an acceptance refused for who asked, with the digest they sent if it is one; resolves once it is recorded (a store that cannot take it rejects). */
+  refused(ref: string, by: string, digest: string | undefined): Promise<void>;
 }
 
 /** The failed-authentication limit (auth.failureLimit), per client address, counted with the MCP endpoint's. */
@@ -157,19 +157,21 @@ async function handle(req: IncomingMessage, res: ServerResponse, deps: AdminDeps
     return sendJson(res, 200, { approval: approvalView(found, Date.now(), deps.policyVersion()) });
   }
   if (approval !== null && approval[2] !== undefined && method === 'POST') {
-    const body = await readJson(req);
-    if (body === TOO_LARGE) return sendError(res, 413, 'body_too_large', BODY_TOO_LARGE);
-    if (body === undefined) return sendError(res, 400, 'bad_request', 'The body must be a JSON object: { "reason": "…", "previewSha256": "…" }, both optional');
-    const reason = body.reason;
-    const previewSha256 = body.previewSha256;
-    if (reason !== undefined && (typeof reason !== 'string' || reason.length > 1000)) return sendError(res, 400, 'bad_request', 'reason must be a string of at most 1000 characters');
-    if (previewSha256 !== undefined && (typeof previewSha256 !== 'string' || !SHA256_HEX.test(previewSha256))) return sendError(res, 400, 'bad_request', 'previewSha256 must be 64 hex digits');
     const approve = approval[2] === 'approve';
+    // Who may decide is judged before what they sent: a reviewer refused (not among the rule's reviewers, or
+    // approving their own call) is answered 403 and audited whatever the body holds. A malformed body was
+    // judged first, so such a reviewer got 400 (or 413) and the attempt went unrecorded. Their body is then
+    // read for the record only (a well-formed reason is kept in the refusal's record).
+    const current = await deps.book.get(approval[1]!);
+    const refused = current !== undefined && decisionRefusal(current, auth.reviewer, approve) !== undefined;
+    const fields = decisionFields(await readJson(req));
+    if ('status' in fields && !refused) return sendError(res, fields.status, fields.code, fields.message);
+    const { reason, previewSha256 } = 'status' in fields ? {} : fields;
     const result = await deps.book.decide(approval[1]!, {
       approve,
       by: auth.reviewer.subject,
-      ...(typeof reason === 'string' && reason.trim() !== '' ? { reason: reason.trim() } : {}),
-      ...(typeof previewSha256 === 'string' ? { previewSha256 } : {}),
+      ...(reason !== undefined ? { reason } : {}),
+      ...(previewSha256 !== undefined ? { previewSha256 } : {}),
       policyVersion: deps.policyVersion(),
       requestId: randomUUID(),
       mayDecide: (a: Approval) => decisionRefusal(a, auth.reviewer, approve) ?? true,
@@ -207,6 +209,18 @@ async function handle(req: IncomingMessage, res: ServerResponse, deps: AdminDeps
     if (desk === undefined) return sendError(res, 404, 'pinning_off', 'Tool pinning is off (tools.pinning: off)');
     const ref = percentDecoded(pin[1]!);
     if (ref === undefined) return sendError(res, 400, 'bad_request', 'The tool ref in the path is not valid percent-encoding');
+    // Limited per tool as a decision is per rule: an admin group's member once accepted any tool's change,
+    // one only another team reviews included. Refused and audited before the pin is looked at (the rights
+    // are the config's, so a 403 says nothing of whether such a pin exists), and before the body is judged:
+    // a refused reviewer with a malformed body got 400 (or 413), unrecorded. The body is then read for the
+    // record only: the digest they sent, when it is one.
+    if (!desk.mayReview(ref, auth.reviewer)) {
+      const sent = await readJson(req);
+      const digest = typeof sent === 'object' && typeof sent.digest === 'string' && SHA256_HEX.test(sent.digest) ? sent.digest : undefined;
+      await desk.refused(ref, auth.reviewer.subject, digest);
+      deps.log.warn('tool definition acceptance refused', { ref, refusal: 'forbidden', reviewer: auth.reviewer.subject });
+      return sendError(res, 403, 'forbidden', PIN_FORBIDDEN);
+    }
     // The accept names the definition reviewed, always. A body it cannot read is refused, and so is one with
     // no digest: either accepted whatever the upstream served by then, so a change made after the reviewer
     // looked (`curl -d` sends its JSON as a form; a script that posts nothing) went in unseen.
@@ -216,14 +230,6 @@ async function handle(req: IncomingMessage, res: ServerResponse, deps: AdminDeps
     const digest = body.digest;
     if (digest === undefined || digest === null) return sendError(res, 400, 'digest_required', 'Name the definition you reviewed: send { "digest": "…" }, its changed.sha256 from GET /pins (gatehouse pins show prints it); nothing was accepted');
     if (typeof digest !== 'string' || !SHA256_HEX.test(digest)) return sendError(res, 400, 'bad_request', 'digest must be 64 lowercase hex digits: the changed.sha256 that GET /pins shows');
-    // Limited per tool as a decision is per rule: an admin group's member once accepted any tool's change,
-    // one only another team reviews included. Refused and audited before the pin is looked at (the rights
-    // are the config's, so a 403 says nothing of whether such a pin exists).
-    if (!desk.mayReview(ref, auth.reviewer)) {
-      await desk.refused(ref, auth.reviewer.subject, digest);
-      deps.log.warn('tool definition acceptance refused', { ref, refusal: 'forbidden', reviewer: auth.reviewer.subject });
-      return sendError(res, 403, 'forbidden', PIN_FORBIDDEN);
-    }
     const result = await desk.accept(ref, auth.reviewer.subject, digest);
     if (!result.ok) return sendError(res, result.status, result.status === 404 ? 'not_found' : 'conflict', result.message);
     deps.log.info('tool definition accepted', { ref, reviewer: auth.reviewer.subject });
@@ -292,6 +298,16 @@ async function readText(req: IncomingMessage): Promise<string | undefined> {
     chunks.push(chunk);
   }
   return Buffer.concat(chunks).toString('utf8');
+}
+
+/** What a decision sends (reason, previewSha256; both optional), or why it is refused as sent. */
+function decisionFields(body: Record<string, unknown> | undefined | typeof TOO_LARGE): { reason?: string; previewSha256?: string } | { status: 400 | 413; code: string; message: string } {
+  if (body === TOO_LARGE) return { status: 413, code: 'body_too_large', message: BODY_TOO_LARGE };
+  if (body === undefined) return { status: 400, code: 'bad_request', message: 'The body must be a JSON object: { "reason": "…", "previewSha256": "…" }, both optional' };
+  const { reason, previewSha256 } = body;
+  if (reason !== undefined && (typeof reason !== 'string' || reason.length > 1000)) return { status: 400, code: 'bad_request', message: 'reason must be a string of at most 1000 characters' };
+  if (previewSha256 !== undefined && (typeof previewSha256 !== 'string' || !SHA256_HEX.test(previewSha256))) return { status: 400, code: 'bad_request', message: 'previewSha256 must be 64 hex digits' };
+  return { ...(typeof reason === 'string' && reason.trim() !== '' ? { reason: reason.trim() } : {}), ...(typeof previewSha256 === 'string' ? { previewSha256 } : {}) };
 }
 
 /**

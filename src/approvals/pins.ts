@@ -238,10 +238,12 @@ export class PinBook {
   /**
    * Records an acceptance refused for who asked (tools.pinningReviewers: not among the reviewers of the tool),
    * as a refused approval decision is: outcome `refused`, refusal `forbidden`, the reviewer and the digest they
-   * sent. Written before the refusal is answered (fail closed: a store that cannot take it answers an error).
+   * sent (undefined when they sent none that is one: who may accept is judged before what they sent). Written
+   * before the refusal is answered (fail closed: a store that cannot take it answers an error).
    */
-  async refused(ref: string, by: string, sha256: string): Promise<void> {
-    await this.store.audit(pinAuditEntry(ref, by, 'refused', `acceptance of definition ${sha256} refused: not among the reviewers of this tool (tools.pinningReviewers)`));
+  async refused(ref: string, by: string, sha256: string | undefined): Promise<void> {
+    const what = sha256 === undefined ? 'acceptance (no definition digest sent)' : `acceptance of definition ${sha256}`;
+    await this.store.audit(pinAuditEntry(ref, by, 'refused', `${what} refused: not among the reviewers of this tool (tools.pinningReviewers)`));
   }
 
   /** A pin as in effect: an acceptance saved but not known to be audited reads as the change it accepts. */

@@ -111,6 +111,14 @@ test('being named in the rule\'s reviewers, or the rule naming no one, does not 
     const own = await decide(id, 'approve', carol);
     assert.equal(own.status, 403, JSON.stringify(own.json));
     assert.equal(own.json.error.code, 'self_approval');
+    // Who may approve is judged before the body: with a malformed one too it is self_approval (until 5
+    // December, 400 about the body); her reject, which she may send, is told what is wrong with its body.
+    const malformed = await decide(id, 'approve', carol, { previewSha256: 'not-a-digest' });
+    assert.equal(malformed.status, 403, JSON.stringify(malformed.json));
+    assert.equal(malformed.json.error.code, 'self_approval');
+    const rejectMalformed = await decide(id, 'reject', carol, { previewSha256: 'not-a-digest' });
+    assert.equal(rejectMalformed.status, 400, JSON.stringify(rejectMalformed.json));
+    assert.equal(rejectMalformed.json.error.code, 'bad_request');
   }
   // Another reviewer the rule admits may: dave is named, bob is in an admin group and the rule names no one.
   assert.equal((await decide(named, 'approve', await tokenFor('dave', ['approvers']))).status, 200);

@@ -109,6 +109,34 @@ test('gatehouse approvals list and show, run with a reviewer\'s access token, sh
   for (const id of Object.values(ids)) assert.match(all.stdout, new RegExp(id));
 });
 
+/** Bodies a decision must not carry, none of them well-formed: not an object, a reason too long or not a string, a preview digest that is none, past the size limit. */
+const MALFORMED_DECISIONS: Array<{ body: unknown; status: number; code: string }> = [
+  { body: [1], status: 400, code: 'bad_request' },
+  { body: { reason: 42 }, status: 400, code: 'bad_request' },
+  { body: { previewSha256: 'not-a-digest' }, status: 400, code: 'bad_request' },
+  { body: { reason: 'x'.repeat(20_000) }, status: 413, code: 'body_too_large' },
+];
+
+test('who may decide is judged before the body: a reviewer of another rule is refused 403 (and logged) whatever they send; the rule\'s reviewer is told what is wrong with it', async () => {
+  const bob = await tokenFor('bob', ['approvers']);
+  const carol = await tokenFor('carol', ['sre']);
+  const path = `/approvals/${ids['sre-only']}/approve`;
+  const refusedBefore = gw.logs.filter((l) => l.msg === 'approval decision refused' && l.reviewer === 'bob').length;
+  for (const { body, status, code } of MALFORMED_DECISIONS) {
+    // Refused first: bob is no reviewer of sre-only. Until 5 December he was told 400 (413) about his body.
+    const refused = await adminRequest(gw.gateway.adminUrl!, 'POST', path, { bearer: bob, body });
+    assert.equal(refused.status, 403, `${JSON.stringify(body).slice(0, 40)}: ${refused.text}`);
+    assert.equal(refused.json.error.code, 'forbidden');
+    // The other order: carol may decide it, so what is wrong with her body is what she hears, and nothing is decided.
+    const told = await adminRequest(gw.gateway.adminUrl!, 'POST', path, { bearer: carol, body });
+    assert.equal(told.status, status, `${JSON.stringify(body).slice(0, 40)}: ${told.text}`);
+    assert.equal(told.json.error.code, code);
+  }
+  const refusals = gw.logs.filter((l) => l.msg === 'approval decision refused' && l.reviewer === 'bob');
+  assert.equal(refusals.length - refusedBefore, MALFORMED_DECISIONS.length, 'each refusal is logged (and audited, as decide() records it)');
+  assert.equal((await admin('GET', `/approvals/${ids['sre-only']}`, ADMIN)).json.approval.state, 'pending');
+});
+
 test('a decided approval stays hidden from reviewers of other rules', async () => {
   const decided = await admin('POST', `/approvals/${ids['sre-only']}/reject`, await tokenFor('carol', ['sre']));
   assert.equal(decided.status, 200, decided.text);

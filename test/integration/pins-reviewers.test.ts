@@ -138,6 +138,36 @@ test('accepting the change of a tool one does not review is 403 forbidden, audit
   }
 });
 
+test('who may accept is judged before the body: a reviewer of another team is refused 403 (and audited) whatever they send; the tool\'s reviewer is told what is wrong with it', async () => {
+  const ann = await tokenFor('ann', ['team-a']);
+  const bob = await tokenFor('bob', ['team-b']);
+  const path = `/pins/${encodeURIComponent('up/lookup')}/accept`;
+  const malformed: Array<{ body: unknown; status: number; code: string }> = [
+    { body: [1], status: 400, code: 'bad_request' },
+    { body: {}, status: 400, code: 'digest_required' },
+    { body: { digest: 'not-a-digest' }, status: 400, code: 'bad_request' },
+    { body: { digest: 'a'.repeat(20_000) }, status: 413, code: 'body_too_large' },
+  ];
+  for (const { body, status, code } of malformed) {
+    // Refused first: ann does not review up/lookup. Until 5 December she was told 400 (413) about her body, unrecorded.
+    const refused = await admin('POST', path, ann, body);
+    assert.equal(refused.status, 403, `${JSON.stringify(body).slice(0, 40)}: ${refused.text}`);
+    assert.equal(refused.json.error.code, 'forbidden');
+    // The other order: bob reviews it, so what is wrong with his body is what he hears, and nothing is accepted.
+    const told = await admin('POST', path, bob, body);
+    assert.equal(told.status, status, `${JSON.stringify(body).slice(0, 40)}: ${told.text}`);
+    assert.equal(told.json.error.code, code);
+  }
+  assert.equal((await listed(ADMIN)).find((p) => p.ref === 'up/lookup')?.state, 'changed');
+  const store = new SqliteStore(reviewers.storePath);
+  try {
+    const refused = (await store.readAudit({ limit: 10_000 })).filter((r) => r.method === 'pin' && r.outcome === 'refused' && r.reviewer === 'ann' && r.reason?.includes('no definition digest sent'));
+    assert.equal(refused.length, malformed.length, 'each refusal is recorded, saying no digest came with it');
+  } finally {
+    await store.close();
+  }
+});
+
 test('the tool\'s own reviewers accept its change, any admin one no entry names, and the admin token (break-glass) any', async () => {
   const bob = await tokenFor('bob', ['team-b']);
   const accepted = await admin('POST', `/pins/${encodeURIComponent('up/lookup')}/accept`, bob, { digest: await changedDigest('up/lookup') });
