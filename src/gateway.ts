@@ -8,6 +8,7 @@ import { ConfigError, formatIssue, parseConfigText } from './config/load.js';
 import { unsupportedFeatures } from './config/semantic-checks.js';
 import { locateProblems } from './config/locate-problems.js';
 import { expiredKeys } from './config/config-warnings.js';
+import { unadmittedReviewerGroups } from './config/reviewer-reach.js';
 import { changedListenKeys, listenRestartProblem } from './config/listen-changes.js';
 import { watchConfigFile, type ConfigCheck, type ConfigWatcher } from './config/watch.js';
 import { isStdioUpstream, type GatehouseConfig, type ListenConfig, type UpstreamConfig } from './config/types.js';
@@ -262,6 +263,7 @@ export function createGateway(config: GatehouseConfig, log: Logger, options: Gat
   let watcher: ConfigWatcher | undefined;
   if (config.auth.anonymous) log.warn('authentication is off: anonymous access on a loopback listener', { host: config.listen.host });
   warnExpiredKeys(config, log);
+  warnUnadmittedReviewers(config, log);
 
   const edge = createEdge(
     config.listen,
@@ -425,6 +427,7 @@ export function createGateway(config: GatehouseConfig, log: Logger, options: Gat
       // Start-up says so too: a reload that serves callers without credentials must not pass as a plain reload.
       if (next.auth.anonymous && !running.auth.anonymous) log.warn('authentication is off: anonymous access on a loopback listener', { host: next.listen.host });
       warnExpiredKeys(next, log);
+      warnUnadmittedReviewers(next, log);
       running = next;
       breakerBoard.keepOnly(next.policy.breakers.map((b) => b.id));
       reloads.applied++;
@@ -904,6 +907,11 @@ class ChildEnv {
 async function upstreamStates(upstream: Upstream): Promise<Array<{ name: string; up: boolean; era?: string | undefined }>> {
   const members = upstream instanceof CatalogUpstream ? upstream.upstreams : [upstream];
   return Promise.all(members.map(async (m) => ({ name: m.name, up: await m.ready().catch(() => false), era: m.knownEra() })));
+}
+
+/** A reviewers' group no access token is admitted to the admin API by may be a typo: say so once per config applied. */
+function warnUnadmittedReviewers(config: GatehouseConfig, log: Logger): void {
+  for (const g of unadmittedReviewerGroups(config)) log.warn('a reviewers\' group is none of admin.groups: only reviewers also in an admin group can act by it', { key: g.key, group: g.group, adminGroups: config.admin.groups });
 }
 
 /** A key already past its expires when the config is applied is refused to every request: say so once. */

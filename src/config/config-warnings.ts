@@ -1,8 +1,11 @@
 // What a config that serves may still hold by mistake, said as warnings rather than refusals: an API key
 // already past its `expires` is refused 401 to every request, yet keys end while a gateway runs, and a
-// restart must not fail for it. check-config and doctor print these located; serve logs them.
+// restart must not fail for it; a reviewers' group that is none of admin.groups may be a typo, or a team
+// group its reviewers hold beside an admin group (reviewer-reach.ts). check-config and doctor print these
+// located; serve logs them.
 
 import { expiryOf } from './expiry.js';
+import { unadmittedReviewerGroups } from './reviewer-reach.js';
 import type { GatehouseConfig } from './types.js';
 
 export interface ExpiredKey {
@@ -24,8 +27,9 @@ export function expiredKeys(config: GatehouseConfig, now = Date.now()): ExpiredK
 
 /** Each warning as `key.path: message`, for locateProblems. */
 export function configWarnings(config: GatehouseConfig, now = Date.now()): string[] {
-  return expiredKeys(config, now).map((k) => {
+  const keys = expiredKeys(config, now).map((k) => {
     const when = /^\d{4}-\d{2}-\d{2}$/.test(k.expires) ? `${k.expires} (the end of that day, UTC)` : k.expires;
     return `auth.apiKeys[${k.index}].expires: key "${k.id}" expired at ${when}: every request with it is refused 401; move expires or remove the key`;
   });
+  return [...keys, ...unadmittedReviewerGroups(config).map((g) => `${g.key}: ${g.message}`)];
 }
