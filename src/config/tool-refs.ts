@@ -18,6 +18,8 @@ function refLists(config: GatehouseConfig): Array<[Path, readonly string[] | und
     policy[name].forEach((e: { tools?: string[] }, i: number) => lists.push([['policy', name, i, 'tools'], e.tools]));
   }
   lists.push([['idempotency', 'tools'], config.idempotency.tools], [['idempotency', 'exempt'], config.idempotency.exempt]);
+  // A pin entry matching nothing fails open: its tools' changes are any admin's to accept, not its reviewers'.
+  config.tools.pinningReviewers.forEach((e, i) => lists.push([['tools', 'pinningReviewers', i, 'tools'], e.tools]));
   return lists;
 }
 

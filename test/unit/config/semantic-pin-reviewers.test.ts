@@ -17,6 +17,14 @@ test('an entry naming no reviewer is a problem naming its tools', () => {
   assert.deepEqual(unsupportedFeatures(config([{ tools: ['up/a'], reviewers: { groups: ['team-b'] } }, { tools: ['up/*'], reviewers: { subjects: ['rita'] } }])), []);
 });
 
+test('an entry whose tool ref names an upstream the config does not have is refused: it would match nothing, leaving those tools to any admin', () => {
+  // Until 5 December `crn/*` for `crm/*` checked clean, and every admin could accept the CRM tools' changes.
+  assert.deepEqual(unsupportedFeatures(config([{ tools: ['up/a', 'upp/*'], reviewers: { groups: ['team-b'] } }, { tools: ['*/delete_*', 'lookup'], reviewers: { subjects: ['rita'] } }])), [
+    'tools.pinningReviewers[0].tools[1]: "upp/*" names the upstream "upp", which is not configured (upstreams: up); tool refs are upstream/name',
+    'tools.pinningReviewers[1].tools[1]: "lookup" names no upstream; tool refs are upstream/name (up/lookup)',
+  ]);
+});
+
 test('an entry without tools, or with an empty list, is refused by the schema', () => {
   assert.throws(() => config([{ reviewers: { groups: ['team-b'] } }]));
   assert.throws(() => config([{ tools: [], reviewers: { groups: ['team-b'] } }]));
