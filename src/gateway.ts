@@ -486,7 +486,6 @@ export function createGateway(config: GatehouseConfig, log: Logger, options: Gat
           return reviewersOf.compiled;
         };
         const pinDesk = {
-          list: async () => (await pinBook.list()).map(pinView),
           page: async (after: string | undefined, limit: number) => {
             const page = await pinBook.page(after, limit);
             return { pins: page.pins.map(pinView), next: page.next };

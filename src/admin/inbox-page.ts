@@ -3,7 +3,8 @@
 // no framing, no form posts elsewhere. Every value shown is HTML-escaped; arguments are the redacted preview.
 // A reviewer's own call is shown without an Approve button (four eyes; the API refuses it too).
 // Below the pending calls, the tools whose definition changed since it was pinned (tools.pinning), each with
-// its diff path by path and a button that accepts the definition shown (by its digest) as the new pin.
+// its diff path by path and a button that accepts the definition shown (by its digest) as the new pin. Both
+// lists come a page at a time, each with its own link to the next (`cursor`, `pins`) that keeps the other's place.
 
 import type { ApprovalView } from '../approvals/approval.js';
 import type { PinChange, PinnedDefinition, pinView } from '../approvals/pins.js';
@@ -25,16 +26,26 @@ type PendingView = ApprovalView;
 /** A pin as GET /pins shows it (pinView), whose tool serves another definition than the pinned one. */
 export type ChangedPinView = ReturnType<typeof pinView> & { state: 'changed'; changed: PinnedDefinition };
 
+/** Where the inbox's two lists stand: each list's cursor as the page was asked for it, absent on its first page. */
+export interface InboxPlace {
+  cursor?: string;
+  pins?: string;
+}
+
 /**
  * The inbox: one page of pending calls (GET /approvals' page; `nextCursor` links to the next, `first` says
- * whether this is the first), then the changed tools.
+ * whether this is the first), then one page of changed tools (`pinsNextCursor`, `pinsFirst` likewise); `here`
+ * is where both stand, so that each list's links keep the other's place.
  */
-export function inboxPage(view: { reviewer: Reviewer; csrf: string; approvals: PendingView[]; changedPins: ChangedPinView[]; nextCursor?: string; first?: boolean }): string {
+export function inboxPage(view: { reviewer: Reviewer; csrf: string; approvals: PendingView[]; changedPins: ChangedPinView[]; nextCursor?: string; first?: boolean; pinsNextCursor?: string; pinsFirst?: boolean; here?: InboxPlace }): string {
   const rows = view.approvals.map((a) => row(a, isOwnCall(a, view.reviewer))).join('');
-  const pins = view.changedPins.length === 0 ? '' : `
+  const here = view.here ?? {};
+  const pinsFirst = view.pinsFirst !== false;
+  const pins = view.changedPins.length === 0 && view.pinsNextCursor === undefined && pinsFirst ? '' : `
     <h2>Changed tools</h2>
     <p>These tools serve another definition than the one pinned, so their calls are refused with <code>tool_changed</code> (or only logged, with <code>tools.pinning: warn</code>) until the change is accepted. Accepting makes the definition shown here the new pin.</p>
-    ${view.changedPins.map(pinSection).join('')}`;
+    ${view.changedPins.length === 0 ? `<p id="no-pins">${pinsFirst ? 'None of the tools read so far has changed; more follow.' : 'No more changed tools.'}</p>` : view.changedPins.map(pinSection).join('')}
+    ${pinPager(here, view.pinsNextCursor, pinsFirst)}`;
   return `<!doctype html>
 <html lang="en">
 <head>
@@ -57,7 +68,7 @@ export function inboxPage(view: { reviewer: Reviewer; csrf: string; approvals: P
       <tbody>${rows}
       </tbody>
     </table>`}
-    ${pager(view.nextCursor, view.first !== false)}
+    ${pager(here, view.nextCursor, view.first !== false)}
     ${pins}
   </main>
 </body>
@@ -86,13 +97,28 @@ function row(a: PendingView, own: boolean): string {
       </tr>`;
 }
 
-/** Links to the next page of pending calls, and back to the first. */
-function pager(nextCursor: string | undefined, first: boolean): string {
+/** Links to the next page of pending calls, and back to the first; the changed tools stay where they are. */
+function pager(here: InboxPlace, nextCursor: string | undefined, first: boolean): string {
   const links = [
-    ...(first ? [] : ['<a id="first" href="/">First page</a>']),
-    ...(nextCursor !== undefined ? [`<a id="more" href="/?cursor=${esc(encodeURIComponent(nextCursor))}">More calls waiting</a>`] : []),
+    ...(first ? [] : [`<a id="first" href="${esc(inboxHref(undefined, here.pins))}">First page</a>`]),
+    ...(nextCursor !== undefined ? [`<a id="more" href="${esc(inboxHref(nextCursor, here.pins))}">More calls waiting</a>`] : []),
   ];
   return links.length === 0 ? '' : `<p class="pager">${links.join(' · ')}</p>`;
+}
+
+/** Links to the next page of changed tools, and back to the first; the pending calls stay where they are. */
+function pinPager(here: InboxPlace, nextCursor: string | undefined, first: boolean): string {
+  const links = [
+    ...(first ? [] : [`<a id="pins-first" href="${esc(inboxHref(here.cursor, undefined))}">First changed tools</a>`]),
+    ...(nextCursor !== undefined ? [`<a id="pins-more" href="${esc(inboxHref(here.cursor, nextCursor))}">More changed tools</a>`] : []),
+  ];
+  return links.length === 0 ? '' : `<p class="pager">${links.join(' · ')}</p>`;
+}
+
+/** The inbox's address with each list at the given cursor (undefined: its first page). */
+function inboxHref(cursor: string | undefined, pins: string | undefined): string {
+  const query = [...(cursor !== undefined ? [`cursor=${encodeURIComponent(cursor)}`] : []), ...(pins !== undefined ? [`pins=${encodeURIComponent(pins)}`] : [])];
+  return query.length === 0 ? '/' : `/?${query.join('&')}`;
 }
 
 function pinSection(p: ChangedPinView): string {

@@ -10,7 +10,8 @@
 //   GET  /approvals/{id}
 //   POST /approvals/{id}/approve   POST /approvals/{id}/reject   body { reason?, previewSha256? }
 //   GET  /pins[?limit=N&cursor=C]  → { pins, nextCursor? }        POST /pins/{ref}/accept   body { digest }
-//   GET  /  (the inbox page)       POST /login   POST /logout     GET /inbox.js   GET /inbox.css
+//   GET  /[?cursor=C&pins=P]  (the inbox page: pending calls and changed tools, each a page at a time)
+//   POST /login   POST /logout   GET /inbox.js   GET /inbox.css
 
 import { randomUUID } from 'node:crypto';
 import { percentDecoded } from '../protocol/percent-decode.js';
@@ -19,7 +20,7 @@ import { closeNow, listenOn } from '../net/listen.js';
 import type { Logger } from '../log/logger.js';
 import { approvalView, type Approval } from '../approvals/approval.js';
 import { approvalPage, DEFAULT_LIMIT, listQuery } from './approval-pages.js';
-import { pinCursorOf, pinQuery } from './pin-pages.js';
+import { inboxPinCursor, pinCursorOf, pinQuery, shownPinPage } from './pin-pages.js';
 import type { ApprovalBook, DecisionProblem } from '../approvals/book.js';
 import { decisionRefusal, mayView } from '../approvals/reviewer-rights.js';
 import { INBOX_CSS, INBOX_JS, inboxPage, loginPage, SECURITY_HEADERS, type ChangedPinView } from './inbox-page.js';
@@ -32,8 +33,6 @@ export interface ListedPin {
 
 /** Pinned tool definitions, as the admin API shows and accepts them (tools.pinning). */
 export interface PinDesk {
-  /** Every pin (the inbox page shows the changed ones). */
-  list(): Promise<ListedPin[]>;
   /** Up to `limit` pins by ref after the pin id `after`; `next` is the id the next page starts after, undefined at the end. */
   page(after: string | undefined, limit: number): Promise<{ pins: ListedPin[]; next: string | undefined }>;
   /** Accepts the changed definition of `ref` whose digest is `digest` (the one reviewed); refused when there is no such change. */
@@ -259,12 +258,26 @@ async function page(req: IncomingMessage, res: ServerResponse, deps: AdminDeps, 
   const query = 'problem' in asked ? { state: 'pending' as const, limit: DEFAULT_LIMIT, after: undefined } : asked;
   const listed = await approvalPage(deps.book, query, (a) => mayView(a, auth.reviewer), Date.now(), deps.policyVersion(), (v) => !v.invalidated);
   const pending = listed.approvals;
-  // The pins as GET /pins shows them (pinView: state and the path-by-path changes); the page shows the changed ones.
-  // Only those of tools this reviewer reviews (tools.pinningReviewers), as GET /pins lists them.
+  // The changed tools a page at a time too, by ref, as GET /pins gives them (pinView: state and the path-by-path
+  // changes); only those of tools this reviewer reviews (tools.pinningReviewers). Every pin in the store was
+  // read on each load, to show the few that changed. Their own link (`pins`) leads to the next page; each
+  // list's link keeps the other's place. A `pins` that is none of ours shows the first page, as `cursor` does.
   const desk = deps.pins;
-  const pins = desk ? (await desk.list()).filter((p): p is ChangedPinView => isChangedPin(p) && desk.mayReview(p.ref, auth.reviewer)) : [];
-  pins.sort((a, b) => (a.ref < b.ref ? -1 : a.ref > b.ref ? 1 : 0));
-  return sendHtml(res, 200, inboxPage({ reviewer: auth.reviewer, csrf: auth.csrf!, approvals: pending, changedPins: pins, ...(listed.nextCursor !== undefined ? { nextCursor: listed.nextCursor } : {}), first: query.after === undefined }));
+  const pinsParam = params.get('pins');
+  const pinsAfter = inboxPinCursor(pinsParam);
+  const changed = desk ? await shownPinPage(desk, pinsAfter, (p): p is ChangedPinView => isChangedPin(p) && desk.mayReview(p.ref, auth.reviewer)) : { pins: [], nextCursor: undefined };
+  const here = { ...(query.after !== undefined && cursorParam !== null ? { cursor: cursorParam } : {}), ...(pinsAfter !== undefined && pinsParam !== null ? { pins: pinsParam } : {}) };
+  return sendHtml(res, 200, inboxPage({
+    reviewer: auth.reviewer,
+    csrf: auth.csrf!,
+    approvals: pending,
+    ...(listed.nextCursor !== undefined ? { nextCursor: listed.nextCursor } : {}),
+    first: query.after === undefined,
+    changedPins: changed.pins,
+    ...(changed.nextCursor !== undefined ? { pinsNextCursor: changed.nextCursor } : {}),
+    pinsFirst: pinsAfter === undefined,
+    here,
+  }));
 }
 
 /** A pin view (pinView) whose tool changed: what the inbox page needs to show the change and accept it. */

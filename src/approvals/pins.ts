@@ -140,11 +140,11 @@ export class PinBook {
 
   /** The pin of `ref` as in effect (an acceptance not yet audited is still a change). */
   async get(ref: string): Promise<Pin | undefined> {
-    const doc = parse(await this.store.get(PIN_PREFIX + ref));
+    const doc = parse(await this.store.get(pinIdOf(ref)));
     return isPin(doc) ? this.inEffect(doc) : undefined;
   }
 
-  /** Every pin, read from the store's set of pins (each load of the inbox page, which shows the changed ones). */
+  /** Every pin, read from the store's set of pins at once (tests and tools; the admin API reads pages). */
   async list(): Promise<Pin[]> {
     return Promise.all((await this.store.list()).map(parse).filter(isPin).map((p) => this.inEffect(p)));
   }
@@ -171,7 +171,7 @@ export class PinBook {
       for (const doc of slice.docs) {
         const pin = parse(doc);
         if (!isPin(pin)) continue;
-        await this.store.index(PIN_PREFIX + pin.ref);
+        await this.store.index(pinIdOf(pin.ref));
         seen++;
       }
       cursor = slice.next;
@@ -256,7 +256,7 @@ export class PinBook {
   }
 
   private save(pin: Pin): Promise<void> {
-    return this.store.put(PIN_PREFIX + pin.ref, JSON.stringify(pin), PIN_TTL_MS);
+    return this.store.put(pinIdOf(pin.ref), JSON.stringify(pin), PIN_TTL_MS);
   }
 
   private confirm(ref: string, digest: string): void {
@@ -286,6 +286,11 @@ function pinAuditEntry(ref: string, by: string, outcome: 'accepted' | 'refused',
     reviewer: by,
     reason,
   };
+}
+
+/** The store id of the pin of `ref`: where GET /pins and the inbox page list on from after it. */
+export function pinIdOf(ref: string): string {
+  return PIN_PREFIX + ref;
 }
 
 /** Whether a check finding `pin` must write: to pin a tool never seen, or to record a change not recorded yet. */

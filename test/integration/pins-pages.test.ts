@@ -7,26 +7,14 @@
 
 import { beforeEach, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { createHash } from 'node:crypto';
 import { request } from 'undici';
-import { createAdminListener } from '../../src/admin/server.js';
-import { ReviewerAuth } from '../../src/admin/reviewer-auth.js';
-import { ApprovalBook } from '../../src/approvals/book.js';
-import { PinBook, pinView, type PinStore } from '../../src/approvals/pins.js';
-import { createLogger } from '../../src/log/logger.js';
-import type { Route } from '../../src/pipeline/context.js';
 import type { Store } from '../../src/store/store.js';
-import { approvalStoreOver } from '../helpers/approval-store.js';
 import { onBothStores } from '../helpers/both-stores.js';
 import { runCli } from '../helpers/cli.js';
+import { startPinAdmin, toolRoute as routeOf } from '../helpers/pin-admin.js';
 
 const TOKEN = 'admin-token-for-pin-page-tests';
 const TOTAL = 130;
-const sha = (v: unknown) => createHash('sha256').update(JSON.stringify(v)).digest('hex');
-const routeOf = (name: string, description: string): Route => {
-  const definition = { name, description };
-  return { kind: 'tools', ref: `up/${name}`, publicName: name, original: name, upstream: 'up', listed: true, params: [], definition, definitionSha256: sha(definition) };
-};
 /** Tool names that sort as their numbers do. */
 const nameOf = (i: number) => `tool${String(i).padStart(3, '0')}`;
 
@@ -44,41 +32,12 @@ onBothStores({ tmpPrefix: 'gatehouse-pin-pages-', keyPrefix: 'pin-pages:' }, (op
   beforeEach(async () => {
     await reset();
     store = open();
-    const port: PinStore = {
-      get: (id) => store.getApproval(id),
-      put: (id, doc, ttlMs) => store.putPin(id, doc, ttlMs),
-      list: () => store.listPins(),
-      page: (after, limit) => store.listPinPage(after, limit),
-      scan: (cursor, count) => store.scanApprovals(cursor, count),
-      unindexedSince: (since) => store.unindexedPins(since),
-      index: (id) => store.indexPin(id),
-      claim: (key, digest, owner, leaseMs, ttlMs) => store.claimIdempotency(key, digest, owner, leaseMs, ttlMs),
-      read: (key) => store.readIdempotency(key),
-      release: (key, owner) => store.releaseIdempotency(key, owner),
-      complete: (key, owner, response, ttlMs) => store.completeIdempotency(key, owner, response, ttlMs),
-      audit: (entry) => store.appendAudit(entry),
-    };
-    const pins = new PinBook(port, createLogger('error', () => {}));
-    for (let i = 0; i < TOTAL; i++) assert.deepEqual(await pins.check(routeOf(nameOf(i), 'v1')), { ok: true });
+    const admin = await startPinAdmin(store, TOKEN);
+    for (let i = 0; i < TOTAL; i++) assert.deepEqual(await admin.pins.check(routeOf(nameOf(i), 'v1')), { ok: true });
     // The last tool changed: its change is past the first page.
-    assert.equal((await pins.check(routeOf(nameOf(TOTAL - 1), 'v2'))).ok, false);
-    const desk = {
-      list: async () => (await pins.list()).map(pinView),
-      page: async (after: string | undefined, limit: number) => {
-        const page = await pins.page(after, limit);
-        return { pins: page.pins.map(pinView), next: page.next };
-      },
-      accept: (ref: string, by: string, digest: string) => pins.accept(ref, by, digest),
-      // Only the admin token signs in here, which reviews every pin (tools.pinningReviewers).
-      mayReview: () => true,
-      refused: (ref: string, by: string, digest: string) => pins.refused(ref, by, digest),
-    };
-    const admin = createAdminListener({ book: new ApprovalBook(approvalStoreOver(store)), policyVersion: () => 'p', pins: desk, auth: new ReviewerAuth(TOKEN, [], undefined), log: createLogger('error', () => {}) });
-    url = await admin.listen('127.0.0.1', 0);
-    close = async () => {
-      await admin.close();
-      await store.close();
-    };
+    assert.equal((await admin.pins.check(routeOf(nameOf(TOTAL - 1), 'v2'))).ok, false);
+    url = admin.url;
+    close = admin.close;
   });
 
   async function list(query: string): Promise<Listed> {

@@ -1,0 +1,53 @@
+// The admin API over a PinBook on a real Store, signed into with an admin token: for tests of GET /pins and
+// of the inbox's changed tools with more pins than a page holds, made through the book as calls make them.
+// `port` may wrap the store port (pinStoreOver), to count what the admin API reads.
+
+import { createHash } from 'node:crypto';
+import { createAdminListener } from '../../src/admin/server.js';
+import { ReviewerAuth } from '../../src/admin/reviewer-auth.js';
+import { ApprovalBook } from '../../src/approvals/book.js';
+import { PinBook, pinView, type PinStore } from '../../src/approvals/pins.js';
+import { createLogger } from '../../src/log/logger.js';
+import type { Route } from '../../src/pipeline/context.js';
+import type { Store } from '../../src/store/store.js';
+import { approvalStoreOver } from './approval-store.js';
+import { pinStoreOver } from './pin-store.js';
+
+export interface PinAdmin {
+  /** The admin listener's base URL. */
+  url: string;
+  pins: PinBook;
+  /** Closes the listener, then the store. */
+  close(): Promise<void>;
+}
+
+/** The route of tool `up/<name>` whose definition has this description. */
+export function toolRoute(name: string, description: string): Route {
+  const definition = { name, description };
+  const definitionSha256 = createHash('sha256').update(JSON.stringify(definition)).digest('hex');
+  return { kind: 'tools', ref: `up/${name}`, publicName: name, original: name, upstream: 'up', listed: true, params: [], definition, definitionSha256 };
+}
+
+export async function startPinAdmin(store: Store, token: string, port: (store: Store) => PinStore = pinStoreOver): Promise<PinAdmin> {
+  const pins = new PinBook(port(store), createLogger('error', () => {}));
+  const desk = {
+    page: async (after: string | undefined, limit: number) => {
+      const page = await pins.page(after, limit);
+      return { pins: page.pins.map(pinView), next: page.next };
+    },
+    accept: (ref: string, by: string, digest: string) => pins.accept(ref, by, digest),
+    // Only the admin token signs in here, which reviews every pin (tools.pinningReviewers).
+    mayReview: () => true,
+    refused: (ref: string, by: string, digest: string | undefined) => pins.refused(ref, by, digest),
+  };
+  const admin = createAdminListener({ book: new ApprovalBook(approvalStoreOver(store)), policyVersion: () => 'p', pins: desk, auth: new ReviewerAuth(token, [], undefined), log: createLogger('error', () => {}) });
+  const url = await admin.listen('127.0.0.1', 0);
+  return {
+    url,
+    pins,
+    close: async () => {
+      await admin.close();
+      await store.close();
+    },
+  };
+}
