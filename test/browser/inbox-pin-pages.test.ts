@@ -12,8 +12,9 @@ import { join } from 'node:path';
 import type { Page } from 'playwright-core';
 import { request } from 'undici';
 import { SqliteStore } from '../../src/store/sqlite-store.js';
-import { chromiumInstalled, MISSING, openBrowser, WAIT_MS, type TestBrowser } from '../helpers/browser.js';
-import { startPinAdmin, toolRoute, type PinAdmin } from '../helpers/pin-admin.js';
+import { chromiumInstalled, MISSING, openBrowser, settledStatus, signIn, type TestBrowser } from '../helpers/browser.js';
+import { startPinAdmin, type PinAdmin } from '../helpers/pin-admin.js';
+import { toolRoute } from '../helpers/pin-store.js';
 
 const TOKEN = 'admin-token-for-inbox-pin-pages-browser';
 const TOTAL = 90;
@@ -63,9 +64,7 @@ describe('changed tools a page at a time on the inbox page, in headless Chromium
   });
 
   test('a page shows 25 changed tools; "More changed tools" shows the rest, "First changed tools" leads back', { timeout: 60_000 }, async () => {
-    await page.goto(`${admin!.url}/`);
-    await page.fill('input[name="credential"]', TOKEN);
-    await Promise.all([page.waitForResponse((r) => r.url() === `${admin!.url}/` && r.request().method() === 'GET'), page.click('form[action="/login"] button[type="submit"]')]);
+    await signIn(page, admin!.url, TOKEN);
     await page.locator('section[data-pin]').first().waitFor({ state: 'visible' });
     assert.deepEqual(await shownPins(), CHANGED.slice(0, 25));
     assert.equal(await page.locator('a#pins-first').count(), 0);
@@ -84,8 +83,7 @@ describe('changed tools a page at a time on the inbox page, in headless Chromium
     const section = page.locator(`section[data-pin="${ref}"]`);
     const [answer] = await Promise.all([page.waitForResponse((r) => r.url() === `${admin!.url}/pins/${encodeURIComponent(ref)}/accept` && r.request().method() === 'POST'), section.locator('button.accept').click()]);
     assert.equal(answer.status(), 200);
-    const status = section.locator('output.status');
-    await page.waitForFunction((el) => el !== null && el.textContent === 'Accepted', await status.elementHandle(), { timeout: WAIT_MS });
+    assert.equal(await settledStatus(page, section), 'Accepted');
     assert.equal(await pinState(ref), 'pinned');
     await page.reload();
     await page.locator('section[data-pin]').first().waitFor({ state: 'visible' });

@@ -8,7 +8,7 @@
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { type Locator, type Page } from 'playwright-core';
-import { chromiumInstalled, MISSING, openBrowser, WAIT_MS, type TestBrowser } from '../helpers/browser.js';
+import { chromiumInstalled, MISSING, openBrowser, settledStatus, signIn as signInAs, type TestBrowser } from '../helpers/browser.js';
 import type { CountingUpstream } from '../fixtures/upstreams/counting-writes.js';
 import type { TestGateway } from '../helpers/gateway.js';
 import { startReviewerGateway, type ReviewerGateway } from '../helpers/reviewer-gateway.js';
@@ -34,24 +34,8 @@ const tokenFor = (sub: string, groups: string[]) => reviewers!.tokenFor(sub, gro
 const call = (bearer: string, item: string) => callTool(gw.url, bearer, 'record', { item });
 const executed = (item: string) => up.executions.filter((e) => e.item === item).length;
 
-/** Signs in on the page with this credential (after signing out whoever was signed in). */
-async function signIn(credential: string): Promise<void> {
-  await page.goto(`${admin}/`);
-  if ((await page.locator('form#logout').count()) > 0) {
-    await Promise.all([page.waitForURL(`${admin}/`, { waitUntil: 'domcontentloaded' }), page.click('form#logout button[type="submit"]')]);
-  }
-  await page.fill('input[name="credential"]', credential);
-  await Promise.all([page.waitForResponse((r) => r.url() === `${admin}/` && r.request().method() === 'GET'), page.click('form[action="/login"] button[type="submit"]')]);
-  await page.locator('form#logout').waitFor({ state: 'visible' });
-}
-
-/** The row's status once the page's fetch has answered (no longer empty or "Sending…"). */
-async function statusAfterDecision(row: Locator): Promise<string> {
-  const status = row.locator('output.status');
-  const handle = await status.elementHandle();
-  await page.waitForFunction((el) => el !== null && el.textContent !== '' && el.textContent !== 'Sending…', handle, { timeout: WAIT_MS });
-  return (await status.textContent()) ?? '';
-}
+const signIn = (credential: string) => signInAs(page, admin, credential);
+const statusAfterDecision = (row: Locator) => settledStatus(page, row);
 
 // The project forbids skipped tests: without the browser this file fails, and says why.
 test('Debian\'s chromium is installed', () => {

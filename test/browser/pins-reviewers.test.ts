@@ -10,7 +10,7 @@ import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import type { Locator, Page } from 'playwright-core';
 import { validateConfigObject } from '../../src/config/load.js';
-import { chromiumInstalled, MISSING, openBrowser, WAIT_MS, type TestBrowser } from '../helpers/browser.js';
+import { chromiumInstalled, MISSING, openBrowser, settledStatus, signIn as signInAs, type TestBrowser } from '../helpers/browser.js';
 import type { TestGateway } from '../helpers/gateway.js';
 import { adminRequest } from '../helpers/http.js';
 import { PIN_ADMIN_TOKEN, startPinReviewerGateway, type PinReviewerGateway } from '../helpers/pin-reviewer-gateway.js';
@@ -31,16 +31,7 @@ after(async () => {
 
 const tokenFor = (sub: string, groups: string[]) => reviewers!.tokenFor(sub, groups);
 
-/** Signs in on the page with this credential (after signing out whoever was signed in). */
-async function signIn(credential: string): Promise<void> {
-  await page.goto(`${admin}/`);
-  if ((await page.locator('form#logout').count()) > 0) {
-    await Promise.all([page.waitForURL(`${admin}/`, { waitUntil: 'domcontentloaded' }), page.click('form#logout button[type="submit"]')]);
-  }
-  await page.fill('input[name="credential"]', credential);
-  await Promise.all([page.waitForResponse((r) => r.url() === `${admin}/` && r.request().method() === 'GET'), page.click('form[action="/login"] button[type="submit"]')]);
-  await page.locator('form#logout').waitFor({ state: 'visible' });
-}
+const signIn = (credential: string) => signInAs(page, admin, credential);
 
 const shownPins = async () => (await page.locator('section[data-pin]').evaluateAll((els) => els.map((e) => e.getAttribute('data-pin') ?? ''))).sort();
 
@@ -50,10 +41,7 @@ async function accept(section: Locator, ref: string): Promise<{ status: number; 
     page.waitForResponse((r) => r.url() === `${admin}/pins/${encodeURIComponent(ref)}/accept` && r.request().method() === 'POST'),
     section.locator('button.accept').click(),
   ]);
-  const status = section.locator('output.status');
-  const handle = await status.elementHandle();
-  await page.waitForFunction((el) => el !== null && el.textContent !== '' && el.textContent !== 'Sending…', handle, { timeout: WAIT_MS });
-  return { status: answer.status(), shown: (await status.textContent()) ?? '' };
+  return { status: answer.status(), shown: await settledStatus(page, section) };
 }
 
 async function pinState(ref: string): Promise<string | undefined> {

@@ -6,7 +6,7 @@ import assert from 'node:assert/strict';
 import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { chromium, type BrowserContext, type Page, type Response } from 'playwright-core';
+import { chromium, type BrowserContext, type Locator, type Page, type Response } from 'playwright-core';
 
 export const CHROMIUM = '/usr/bin/chromium';
 export const WAIT_MS = 15_000;
@@ -103,6 +103,25 @@ export function assertSecurityHeaders(res: Response | null, what: string): void 
   assert.doesNotMatch(csp, /unsafe-inline|unsafe-eval/, `${what}: CSP ${csp}`);
   assert.match(csp, /frame-ancestors 'none'/, `${what}: CSP ${csp}`);
   assert.equal(headers['x-frame-options'], 'DENY', what);
+}
+
+/** Signs `page` in to the inbox at `origin` with this credential, after signing out whoever was signed in. */
+export async function signIn(page: Page, origin: string, credential: string): Promise<void> {
+  await page.goto(`${origin}/`);
+  if ((await page.locator('form#logout').count()) > 0) {
+    await Promise.all([page.waitForURL(`${origin}/`, { waitUntil: 'domcontentloaded' }), page.click('form#logout button[type="submit"]')]);
+  }
+  await page.fill('input[name="credential"]', credential);
+  await Promise.all([page.waitForResponse((r) => r.url() === `${origin}/` && r.request().method() === 'GET'), page.click('form[action="/login"] button[type="submit"]')]);
+  await page.locator('form#logout').waitFor({ state: 'visible' });
+}
+
+/** The text of a row's or a pin's `output.status` once the page's fetch has answered (no longer empty or "Sending…"). */
+export async function settledStatus(page: Page, within: Locator): Promise<string> {
+  const status = within.locator('output.status');
+  const handle = await status.elementHandle();
+  await page.waitForFunction((el) => el !== null && el.textContent !== '' && el.textContent !== 'Sending…', handle, { timeout: WAIT_MS });
+  return (await status.textContent()) ?? '';
 }
 
 /** Chromium's browser process: the child of this process started with our fresh profile directory. */

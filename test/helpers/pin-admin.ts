@@ -2,13 +2,11 @@
 // of the inbox's changed tools with more pins than a page holds, made through the book as calls make them.
 // `port` may wrap the store port (pinStoreOver), to count what the admin API reads.
 
-import { createHash } from 'node:crypto';
 import { createAdminListener } from '../../src/admin/server.js';
 import { ReviewerAuth } from '../../src/admin/reviewer-auth.js';
 import { ApprovalBook } from '../../src/approvals/book.js';
 import { PinBook, pinView, type PinStore } from '../../src/approvals/pins.js';
 import { createLogger } from '../../src/log/logger.js';
-import type { Route } from '../../src/pipeline/context.js';
 import type { Store } from '../../src/store/store.js';
 import { approvalStoreOver } from './approval-store.js';
 import { pinStoreOver } from './pin-store.js';
@@ -19,13 +17,6 @@ export interface PinAdmin {
   pins: PinBook;
   /** Closes the listener, then the store. */
   close(): Promise<void>;
-}
-
-/** The route of tool `up/<name>` whose definition has this description. */
-export function toolRoute(name: string, description: string): Route {
-  const definition = { name, description };
-  const definitionSha256 = createHash('sha256').update(JSON.stringify(definition)).digest('hex');
-  return { kind: 'tools', ref: `up/${name}`, publicName: name, original: name, upstream: 'up', listed: true, params: [], definition, definitionSha256 };
 }
 
 export async function startPinAdmin(store: Store, token: string, port: (store: Store) => PinStore = pinStoreOver): Promise<PinAdmin> {

@@ -1,9 +1,18 @@
 // The pin book's store port over a real Store, for tests that build a PinBook by hand: what pinStore() in
 // src/gateway.ts makes, without the store guard (a failure reaches the book as it is). A test that counts
-// or slices one operation spreads this and overrides it.
+// or slices one operation spreads this and overrides it. And the routes such a book pins.
 
+import { createHash } from 'node:crypto';
 import type { PinStore } from '../../src/approvals/pins.js';
+import type { Route } from '../../src/pipeline/context.js';
 import type { Store } from '../../src/store/store.js';
+
+/** The route of tool `up/<name>` whose definition has this description. */
+export function toolRoute(name: string, description: string): Route {
+  const definition = { name, description };
+  const definitionSha256 = createHash('sha256').update(JSON.stringify(definition)).digest('hex');
+  return { kind: 'tools', ref: `up/${name}`, publicName: name, original: name, upstream: 'up', listed: true, params: [], definition, definitionSha256 };
+}
 
 export function pinStoreOver(s: Store): PinStore {
   return {

@@ -6,59 +6,49 @@
 
 import { beforeEach, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { randomUUID } from 'node:crypto';
-import { ApprovalBook, type ApprovalStore, type CallToApprove } from '../../src/approvals/book.js';
+import type { ApprovalBook } from '../../src/approvals/book.js';
 import { effectiveState, type Approval } from '../../src/approvals/approval.js';
-import { compileApprovalRules } from '../../src/approvals/rules.js';
 import type { Principal } from '../../src/pipeline/principal.js';
 import { principalKey } from '../../src/pipeline/principal.js';
-import type { Route } from '../../src/pipeline/context.js';
 import type { Store } from '../../src/store/store.js';
-import { approvalStoreOver } from '../helpers/approval-store.js';
 import { onBothStores } from '../helpers/both-stores.js';
+import { callsUnder, indexedBook, principal, storePins, V1, type IndexedBook } from '../helpers/indexed-approvals.js';
 
-const V1 = 'policy-1';
-const rule = compileApprovalRules([{ id: 'r', by: 'reviewer', reviewers: { subjects: [], groups: [] }, deadlineSeconds: 600, reuse: 1 }])[0]!;
-const principal = (name: string): Principal => ({ subject: `key:${name}`, scopes: [], groups: [], via: 'api_key', keyId: name });
+const callOf = callsUnder(600_000);
 const alice = principal('alice');
 const bob = principal('bob');
-const route: Route = { kind: 'tools', ref: 'up/send', publicName: 'send', original: 'send', upstream: 'up', listed: true, params: [] };
-const callOf = (p: Principal, item: string): CallToApprove => ({ callId: randomUUID(), principal: p, route, args: { item }, rule, policyVersion: V1 });
 const MAX = 3;
 
 onBothStores({ tmpPrefix: 'gatehouse-caller-index-', keyPrefix: 'caller-index:' }, (open, reset) => {
   let store: Store;
-  let clock: number;
-  let listed: number;
+  /** Its whole-store lists are counted: opening an approval must need none. */
+  let ib: IndexedBook;
   let book: ApprovalBook;
   beforeEach(async () => {
     await reset();
     store = open();
-    clock = Date.now();
-    listed = 0;
-    // Every whole-store list is counted: opening an approval must need none.
-    const port: ApprovalStore = { ...approvalStoreOver(store), list: () => (listed++, store.listApprovals()) };
-    book = new ApprovalBook(port, {}, () => clock);
+    ib = indexedBook(store);
+    book = ib.book;
   });
 
   /** What reading every document says: the caller's approvals pending now under V1. */
   async function pendingByScan(p: Principal): Promise<Approval[]> {
     const all = (await store.listApprovals()).map((d) => JSON.parse(d) as Approval).filter((a) => typeof a.id === 'string' && a.id.startsWith('ap_'));
-    return all.filter((a) => principalKey(a.caller) === principalKey(p) && a.policyVersion === V1 && effectiveState(a, clock) === 'pending');
+    return all.filter((a) => principalKey(a.caller) === principalKey(p) && a.policyVersion === V1 && effectiveState(a, ib.clock) === 'pending');
   }
 
   test('the limit per caller is counted from the caller index: the same count as a full read, and no full read', async (t) => {
     t.after(() => store.close());
     // Other callers' approvals and other documents fill the store; none of them counts for alice.
     for (let i = 0; i < 40; i++) assert.equal((await book.forCall(callOf(principal(`other-${i}`), 'x'), { maxPending: MAX })).kind, 'pending');
-    for (let i = 0; i < 20; i++) await store.putApproval(`pin:up/tool-${i}`, JSON.stringify({ kind: 'pin', ref: `up/tool-${i}` }), 600_000);
+    await storePins(store, 'tool', 20, 600_000);
     for (let i = 0; i < MAX; i++) assert.equal((await book.forCall(callOf(alice, `a-${i}`), { maxPending: MAX })).kind, 'pending');
     assert.equal((await book.forCall(callOf(bob, 'b-0'), { maxPending: MAX })).kind, 'pending');
     const refused = await book.forCall(callOf(alice, 'a-over'), { maxPending: MAX });
     assert.deepEqual(refused, { kind: 'limited', limit: MAX, pending: MAX });
     // A repeat of a pending call finds its approval, as before.
     assert.equal((await book.forCall(callOf(alice, 'a-0'), { maxPending: MAX })).kind, 'pending');
-    assert.equal(listed, 0, 'no opening listed the whole store');
+    assert.equal(ib.listed, 0, 'no opening listed the whole store');
     assert.equal((await pendingByScan(alice)).length, MAX);
     assert.equal((await pendingByScan(bob)).length, 1);
     assert.deepEqual((await store.pendingApprovalsOf(principalKey(alice))).map((d) => (JSON.parse(d) as Approval).id).sort(), (await pendingByScan(alice)).map((a) => a.id).sort());
@@ -77,11 +67,11 @@ onBothStores({ tmpPrefix: 'gatehouse-caller-index-', keyPrefix: 'caller-index:' 
     const ids = async () => (await store.pendingApprovalsOf(principalKey(alice))).map((d) => (JSON.parse(d) as Approval).id).sort();
 
     // Rejected: out of the index, and room for one more.
-    const rejected = await book.decide(opened[0]!.id, { approve: false, by: 'reviewer', policyVersion: V1, requestId: randomUUID(), mayDecide: () => true });
+    const rejected = await ib.decide(opened[0]!.id, false);
     assert.equal(rejected.ok, true);
     assert.deepEqual(await ids(), [opened[1]!.id, opened[2]!.id].sort());
     // Approved: not pending either.
-    assert.equal((await book.decide(opened[1]!.id, { approve: true, by: 'reviewer', policyVersion: V1, requestId: randomUUID(), mayDecide: () => true })).ok, true);
+    assert.equal((await ib.decide(opened[1]!.id, true)).ok, true);
     assert.deepEqual(await ids(), [opened[2]!.id]);
     const next = await book.forCall(callOf(alice, 'd-next'), { maxPending: MAX });
     assert.equal(next.kind, 'pending');
@@ -89,14 +79,14 @@ onBothStores({ tmpPrefix: 'gatehouse-caller-index-', keyPrefix: 'caller-index:' 
 
     // Past the deadline none is pending: the count is 0 at once (the book judges each by its deadline), and
     // the sweep that records the expiries takes them out of the index.
-    clock += 601_000;
+    ib.clock += 601_000;
     assert.equal((await pendingByScan(alice)).length, 0);
     const after = await book.forCall(callOf(alice, 'd-after-deadline'), { maxPending: 1 });
     assert.equal(after.kind, 'pending', 'nothing past its deadline counts');
-    clock += 601_000;
+    ib.clock += 601_000;
     assert.ok((await book.recordExpiries()) >= 3);
     assert.deepEqual(await ids(), []);
-    assert.equal(listed, 0, 'nothing listed the whole store, the sweep included (it reads the index by deadline: approvals-expiry-index.test.ts)');
+    assert.equal(ib.listed, 0, 'nothing listed the whole store, the sweep included (it reads the index by deadline: approvals-expiry-index.test.ts)');
   });
 
   test('approvals stored before the index existed are indexed by reindex: counted and listed', async (t) => {
@@ -113,7 +103,7 @@ onBothStores({ tmpPrefix: 'gatehouse-caller-index-', keyPrefix: 'caller-index:' 
     assert.deepEqual(await book.forCall(callOf(alice, 'old-over'), { maxPending: MAX }), { kind: 'limited', limit: MAX, pending: MAX });
     // A later write's entry is newer than the document reindex read, and is kept: decided stays decided.
     const stale = (await store.getApproval('ap_000000000000000000000001'))!;
-    assert.equal((await book.decide('ap_000000000000000000000001', { approve: false, by: 'reviewer', policyVersion: V1, requestId: randomUUID(), mayDecide: () => true })).ok, true);
+    assert.equal((await ib.decide('ap_000000000000000000000001', false)).ok, true);
     await store.indexApproval('ap_000000000000000000000001', { caller: principalKey(alice), createdAt: old.createdAt, pendingUntil: (JSON.parse(stale) as Approval).expiresAt, liveUntil: (JSON.parse(stale) as Approval).expiresAt }, 600_000);
     assert.equal((await store.pendingApprovalsOf(principalKey(alice))).length, 2);
   });
@@ -126,11 +116,11 @@ onBothStores({ tmpPrefix: 'gatehouse-caller-index-', keyPrefix: 'caller-index:' 
       assert.equal(v.kind, 'pending');
       opened.push(v.approval);
     }
-    for (let i = 0; i < 30; i++) await store.putApproval(`pin:up/gauge-${i}`, JSON.stringify({ kind: 'pin', ref: `up/gauge-${i}` }), 600_000);
+    await storePins(store, 'gauge', 30, 600_000);
     const scanned = async () => (await store.listApprovals()).map((d) => JSON.parse(d) as Approval).filter((a) => typeof a.id === 'string' && a.id.startsWith('ap_') && effectiveState(a, Date.now()) === 'pending').length;
     assert.equal(await book.pendingCount(), 12);
     assert.equal(await book.pendingCount(), await scanned());
-    for (const a of opened.slice(0, 3)) assert.equal((await book.decide(a.id, { approve: a.id === opened[0]!.id, by: 'reviewer', policyVersion: V1, requestId: randomUUID(), mayDecide: () => true })).ok, true);
+    for (const a of opened.slice(0, 3)) assert.equal((await ib.decide(a.id, a.id === opened[0]!.id)).ok, true);
     assert.equal(await book.pendingCount(), 9);
     // One whose deadline is a moment away (as stored with its entry): not counted once it has passed.
     const soon = { ...opened[3]!, id: 'ap_000000000000000000000005', binding: 'b5', expiresAt: Date.now() + 300 };
@@ -139,7 +129,7 @@ onBothStores({ tmpPrefix: 'gatehouse-caller-index-', keyPrefix: 'caller-index:' 
     await new Promise((r) => setTimeout(r, 400));
     assert.equal(await book.pendingCount(), 9);
     assert.equal(await book.pendingCount(), await scanned());
-    assert.equal(listed, 0, 'the gauge read no whole store');
+    assert.equal(ib.listed, 0, 'the gauge read no whole store');
   });
 
   test('the sweep indexes approvals opened lately without an entry (a replica still on an older version, mid-upgrade)', async (t) => {
@@ -147,11 +137,11 @@ onBothStores({ tmpPrefix: 'gatehouse-caller-index-', keyPrefix: 'caller-index:' 
     const first = await book.forCall(callOf(bob, 'mid-0'), { maxPending: MAX });
     assert.equal(first.kind, 'pending');
     // Opened by an older replica after this one started (and reindexed): the document alone.
-    const late = { ...first.approval, id: 'ap_000000000000000000000003', binding: 'b3', createdAt: clock };
-    const early = { ...first.approval, id: 'ap_000000000000000000000004', binding: 'b4', createdAt: clock - 3_600_000 };
+    const late = { ...first.approval, id: 'ap_000000000000000000000003', binding: 'b3', createdAt: ib.clock };
+    const early = { ...first.approval, id: 'ap_000000000000000000000004', binding: 'b4', createdAt: ib.clock - 3_600_000 };
     for (const a of [late, early]) await store.putApproval(a.id, JSON.stringify(a), 600_000);
     assert.equal((await store.pendingApprovalsOf(principalKey(bob))).length, 1);
-    assert.equal(await book.recordExpiries({ indexOpenedSince: clock - 600_000 }), 0);
+    assert.equal(await book.recordExpiries({ indexOpenedSince: ib.clock - 600_000 }), 0);
     const ids = (await store.pendingApprovalsOf(principalKey(bob))).map((d) => (JSON.parse(d) as Approval).id).sort();
     assert.deepEqual(ids, [first.approval.id, late.id].sort(), 'the one opened lately is indexed; the older one is left to the start-up reindex');
     assert.ok((await store.listApprovalPage(undefined, 10)).items.some((i) => i.doc.includes(late.id)), 'and listed for reviewers');

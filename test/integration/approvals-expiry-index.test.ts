@@ -7,40 +7,29 @@
 
 import { beforeEach, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { randomUUID } from 'node:crypto';
-import { ApprovalBook, type ApprovalStore, type CallToApprove } from '../../src/approvals/book.js';
+import type { ApprovalBook } from '../../src/approvals/book.js';
 import type { Approval } from '../../src/approvals/approval.js';
-import { compileApprovalRules } from '../../src/approvals/rules.js';
-import type { Principal } from '../../src/pipeline/principal.js';
 import { principalKey } from '../../src/pipeline/principal.js';
-import type { Route } from '../../src/pipeline/context.js';
 import type { Store } from '../../src/store/store.js';
-import { approvalStoreOver } from '../helpers/approval-store.js';
 import { onBothStores } from '../helpers/both-stores.js';
+import { callsUnder, indexedBook, principal, storePins, type IndexedBook } from '../helpers/indexed-approvals.js';
 
-const V1 = 'policy-1';
 const DEADLINE_MS = 600_000;
-const rule = compileApprovalRules([{ id: 'r', by: 'reviewer', reviewers: { subjects: [], groups: [] }, deadlineSeconds: DEADLINE_MS / 1000, reuse: 1 }])[0]!;
-const principal = (name: string): Principal => ({ subject: `key:${name}`, scopes: [], groups: [], via: 'api_key', keyId: name });
-const route: Route = { kind: 'tools', ref: 'up/send', publicName: 'send', original: 'send', upstream: 'up', listed: true, params: [] };
-const callOf = (p: Principal, item: string): CallToApprove => ({ callId: randomUUID(), principal: p, route, args: { item }, rule, policyVersion: V1 });
+const callOf = callsUnder(DEADLINE_MS);
 
 onBothStores({ tmpPrefix: 'gatehouse-expiry-index-', keyPrefix: 'expiry-index:' }, (open, reset) => {
   let store: Store;
-  let clock: number;
-  let listed: number;
+  /** Its whole-store lists are counted: the sweep must need none. */
+  let ib: IndexedBook;
   let book: ApprovalBook;
   beforeEach(async () => {
     await reset();
     store = open();
-    clock = Date.now();
-    listed = 0;
-    // Every whole-store list is counted: the sweep must need none.
-    const port: ApprovalStore = { ...approvalStoreOver(store), list: () => (listed++, store.listApprovals()) };
-    book = new ApprovalBook(port, {}, () => clock);
+    ib = indexedBook(store);
+    book = ib.book;
   });
 
-  const decide = (id: string, approve: boolean) => book.decide(id, { approve, by: 'reviewer', policyVersion: V1, requestId: randomUUID(), mayDecide: () => true });
+  const decide = (id: string, approve: boolean) => ib.decide(id, approve);
   const expiredRecords = async () => (await store.readAudit({})).filter((r) => r.outcome === 'expired').map((r) => r.approvalId).sort();
 
   test('the sweep reads only what has expired, and records the same expiries as a full read: pending and approved unused, not rejected', async (t) => {
@@ -53,26 +42,26 @@ onBothStores({ tmpPrefix: 'gatehouse-expiry-index-', keyPrefix: 'expiry-index:' 
     }
     assert.equal((await decide(opened[0]!.id, false)).ok, true);
     assert.equal((await decide(opened[1]!.id, true)).ok, true);
-    for (let i = 0; i < 30; i++) await store.putApproval(`pin:up/tool-${i}`, JSON.stringify({ kind: 'pin', ref: `up/tool-${i}` }), DEADLINE_MS);
+    await storePins(store, 'tool', 30, DEADLINE_MS);
     // As an older Gatehouse stored it (no index entry), then indexed by the start-up reindex (one whole read, once).
     const old = { ...opened[2]!, id: 'ap_000000000000000000000001', binding: 'b1' };
     await store.putApproval(old.id, JSON.stringify(old), DEADLINE_MS * 2);
     assert.equal(await book.reindex(), 7);
-    listed = 0;
+    ib.listed = 0;
 
     // Nothing has expired yet: the sweep records nothing, and reads nothing whole.
     assert.equal(await book.recordExpiries(), 0);
-    assert.equal(listed, 0, 'a sweep with nothing expired read no whole store');
-    assert.deepEqual(await store.expiredApprovals(clock), [], 'the index has nothing past its deadline yet');
+    assert.equal(ib.listed, 0, 'a sweep with nothing expired read no whole store');
+    assert.deepEqual(await store.expiredApprovals(ib.clock), [], 'the index has nothing past its deadline yet');
 
-    clock += DEADLINE_MS + 1_000;
+    ib.clock += DEADLINE_MS + 1_000;
     const due = [...opened.slice(1).map((a) => a.id), old.id].sort();
-    assert.deepEqual((await store.expiredApprovals(clock)).map((d) => (JSON.parse(d) as Approval).id).sort(), due, 'the index gives exactly the approvals past their deadline that may still be pending or unused');
+    assert.deepEqual((await store.expiredApprovals(ib.clock)).map((d) => (JSON.parse(d) as Approval).id).sort(), due, 'the index gives exactly the approvals past their deadline that may still be pending or unused');
     assert.equal(await book.recordExpiries(), due.length);
     assert.deepEqual(await expiredRecords(), due, 'each recorded once; the rejected one is not');
-    assert.equal(listed, 0, 'the sweep read no whole store');
+    assert.equal(ib.listed, 0, 'the sweep read no whole store');
     // Recorded expired, they leave the index: the next sweep reads nothing and records nothing more.
-    assert.deepEqual(await store.expiredApprovals(clock), []);
+    assert.deepEqual(await store.expiredApprovals(ib.clock), []);
     assert.equal(await book.recordExpiries(), 0);
     assert.deepEqual(await expiredRecords(), due);
     for (const id of due) assert.equal((await book.get(id))?.state, 'expired');
@@ -84,12 +73,12 @@ onBothStores({ tmpPrefix: 'gatehouse-expiry-index-', keyPrefix: 'expiry-index:' 
     const first = await book.forCall(callOf(principal('mid'), 'mid-0'));
     assert.equal(first.kind, 'pending');
     // Opened by an older replica after this one started (and reindexed): the document alone, its deadline passed.
-    const late = { ...first.approval, id: 'ap_000000000000000000000003', binding: 'b3', createdAt: clock - 1_000, expiresAt: clock - 500 };
+    const late = { ...first.approval, id: 'ap_000000000000000000000003', binding: 'b3', createdAt: ib.clock - 1_000, expiresAt: ib.clock - 500 };
     await store.putApproval(late.id, JSON.stringify(late), DEADLINE_MS);
-    assert.equal(await book.recordExpiries({ indexOpenedSince: clock - 300_000 }), 1);
+    assert.equal(await book.recordExpiries({ indexOpenedSince: ib.clock - 300_000 }), 1);
     assert.deepEqual(await expiredRecords(), [late.id]);
     assert.ok((await store.listApprovalPage(undefined, 10)).items.some((i) => i.doc.includes(late.id)), 'and listed for reviewers');
-    assert.equal(listed, 0, 'the sweep read no whole store');
+    assert.equal(ib.listed, 0, 'the sweep read no whole store');
   });
 
   test('an index entry from a stale read (a reindex racing a decision) does not put a decided approval back in the sweep', async (t) => {

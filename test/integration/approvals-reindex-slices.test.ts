@@ -14,6 +14,7 @@ import { principalKey } from '../../src/pipeline/principal.js';
 import type { Store } from '../../src/store/store.js';
 import { approvalStoreOver } from '../helpers/approval-store.js';
 import { onBothStores } from '../helpers/both-stores.js';
+import { pinStoreOver } from '../helpers/pin-store.js';
 
 const APPROVALS = 1_300;
 const PINS = 40;
@@ -48,20 +49,7 @@ onBothStores({ tmpPrefix: 'gatehouse-reindex-slices-', keyPrefix: 'reindex-slice
     };
     const whole = () => Promise.reject(new Error('read the whole store at once'));
     const approvals: ApprovalStore = { ...approvalStoreOver(store), list: whole, scan: slices };
-    const pinPort: PinStore = {
-      get: (id) => store.getApproval(id),
-      put: (id, doc, ttlMs) => store.putPin(id, doc, ttlMs),
-      list: () => store.listPins(),
-      page: (after, limit) => store.listPinPage(after, limit),
-      scan: slices,
-      unindexedSince: (since) => store.unindexedPins(since),
-      index: (id) => store.indexPin(id),
-      claim: (key, digest, owner, leaseMs, ttlMs) => store.claimIdempotency(key, digest, owner, leaseMs, ttlMs),
-      read: (key) => store.readIdempotency(key),
-      release: (key, owner) => store.releaseIdempotency(key, owner),
-      complete: (key, owner, response, ttlMs) => store.completeIdempotency(key, owner, response, ttlMs),
-      audit: (entry) => store.appendAudit(entry),
-    };
+    const pinPort: PinStore = { ...pinStoreOver(store), scan: slices };
     const [approvalsSeen, pinsSeen] = await Promise.all([new ApprovalBook(approvals).reindex(), new PinBook(pinPort, createLogger('error', () => {})).reindex()]);
     assert.equal(approvalsSeen, APPROVALS, 'every approval seen once');
     assert.equal(pinsSeen, PINS, 'every pin seen once');

@@ -13,8 +13,9 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { request } from 'undici';
 import { SqliteStore } from '../../src/store/sqlite-store.js';
-import { pinStoreOver } from '../helpers/pin-store.js';
-import { startPinAdmin, toolRoute, type PinAdmin } from '../helpers/pin-admin.js';
+import { inboxCookie } from '../helpers/inbox-session.js';
+import { startPinAdmin, type PinAdmin } from '../helpers/pin-admin.js';
+import { pinStoreOver, toolRoute } from '../helpers/pin-store.js';
 
 const TOKEN = 'admin-token-for-inbox-pin-pages';
 const TOTAL = 90;
@@ -41,10 +42,7 @@ before(async () => {
   }));
   for (let i = 0; i < TOTAL; i++) assert.deepEqual(await admin.pins.check(toolRoute(nameOf(i), 'v1')), { ok: true });
   for (const ref of CHANGED) assert.equal((await admin.pins.check(toolRoute(ref.slice(3), 'v2'))).ok, false);
-  const login = await request(`${admin.url}/login`, { method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded' }, body: new URLSearchParams({ credential: TOKEN }).toString() });
-  await login.body.dump();
-  assert.equal(login.statusCode, 303);
-  cookie = String(login.headers['set-cookie']).split(';')[0]!;
+  cookie = await inboxCookie(admin.url, TOKEN);
 });
 after(async () => {
   await admin?.close();

@@ -1,5 +1,5 @@
-// Listing the pins (GET /pins, `gatehouse pins list|show|accept`, and every load of the inbox page, which
-// shows the changed tools; README §Approvals and tool pinning) reads the pins through the store's set of
+// Listing the pins (GET /pins, `gatehouse pins list|show|accept`, and the inbox page, which shows the
+// changed tools; README §Approvals and tool pinning) reads the pins through the store's set of
 // them, not every document under `{approvals}`: pins live there beside every caller's approvals (kept a
 // week past their deadlines), their binding pointers and continuations, and each list once read and parsed
 // all of them to keep the pins. Pins stored before the set existed are added to it once (reindex). Both
@@ -10,15 +10,11 @@ import assert from 'node:assert/strict';
 import { createHash } from 'node:crypto';
 import { PinBook, type PinStore } from '../../src/approvals/pins.js';
 import { createLogger } from '../../src/log/logger.js';
-import type { Route } from '../../src/pipeline/context.js';
 import type { Store } from '../../src/store/store.js';
 import { onBothStores } from '../helpers/both-stores.js';
+import { pinStoreOver, toolRoute as routeOf } from '../helpers/pin-store.js';
 
 const sha = (v: unknown) => createHash('sha256').update(JSON.stringify(v)).digest('hex');
-const routeOf = (name: string, description: string): Route => {
-  const definition = { name, description };
-  return { kind: 'tools', ref: `up/${name}`, publicName: name, original: name, upstream: 'up', listed: true, params: [], definition, definitionSha256: sha(definition) };
-};
 
 onBothStores({ tmpPrefix: 'gatehouse-pins-list-', keyPrefix: 'pins-list:' }, (open, reset) => {
   let store: Store;
@@ -28,21 +24,8 @@ onBothStores({ tmpPrefix: 'gatehouse-pins-list-', keyPrefix: 'pins-list:' }, (op
     await reset();
     store = open();
     wholeReads = 0;
-    const port: PinStore = {
-      get: (id) => store.getApproval(id),
-      put: (id, doc, ttlMs) => store.putPin(id, doc, ttlMs),
-      list: () => store.listPins(),
-      page: (after, limit) => store.listPinPage(after, limit),
-      // Each reindex scans from the start once: counted as one read of every document.
-      scan: (cursor, count) => (cursor === undefined && wholeReads++, store.scanApprovals(cursor, count)),
-      unindexedSince: (since) => store.unindexedPins(since),
-      index: (id) => store.indexPin(id),
-      claim: (key, digest, owner, leaseMs, ttlMs) => store.claimIdempotency(key, digest, owner, leaseMs, ttlMs),
-      read: (key) => store.readIdempotency(key),
-      release: (key, owner) => store.releaseIdempotency(key, owner),
-      complete: (key, owner, response, ttlMs) => store.completeIdempotency(key, owner, response, ttlMs),
-      audit: (entry) => store.appendAudit(entry),
-    };
+    // Each reindex scans from the start once: counted as one read of every document.
+    const port: PinStore = { ...pinStoreOver(store), scan: (cursor, count) => (cursor === undefined && wholeReads++, store.scanApprovals(cursor, count)) };
     book = new PinBook(port, createLogger('error', () => {}));
   });
 

@@ -11,7 +11,8 @@ import { request } from 'undici';
 import type { Store } from '../../src/store/store.js';
 import { onBothStores } from '../helpers/both-stores.js';
 import { runCli } from '../helpers/cli.js';
-import { startPinAdmin, toolRoute as routeOf } from '../helpers/pin-admin.js';
+import { startPinAdmin } from '../helpers/pin-admin.js';
+import { toolRoute as routeOf } from '../helpers/pin-store.js';
 
 const TOKEN = 'admin-token-for-pin-page-tests';
 const TOTAL = 130;

@@ -19,6 +19,7 @@ import { SqliteStore } from '../../src/store/sqlite-store.js';
 import { runCli } from '../helpers/cli.js';
 import type { TestGateway } from '../helpers/gateway.js';
 import { adminRequest } from '../helpers/http.js';
+import { inboxCookie } from '../helpers/inbox-session.js';
 import { PIN_ADMIN_TOKEN as ADMIN, startPinReviewerGateway, type PinReviewerGateway } from '../helpers/pin-reviewer-gateway.js';
 
 const REFS = ['other/lookup', 'other/record', 'up/lookup', 'up/record'];
@@ -67,10 +68,7 @@ const changedDigest = async (ref: string) => (await listed(ADMIN)).find((p) => p
 
 /** The inbox page as this reviewer's browser gets it: signed in with the token, then GET / with the session cookie. */
 async function inboxPins(bearer: string): Promise<string[]> {
-  const login = await request(`${gw.gateway.adminUrl}/login`, { method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded' }, body: new URLSearchParams({ credential: bearer }).toString() });
-  await login.body.dump();
-  assert.equal(login.statusCode, 303);
-  const cookie = String(login.headers['set-cookie']).split(';')[0]!;
+  const cookie = await inboxCookie(gw.gateway.adminUrl!, bearer);
   const page = await request(`${gw.gateway.adminUrl}/`, { headers: { cookie } });
   const html = await page.body.text();
   assert.equal(page.statusCode, 200);

@@ -6,15 +6,13 @@
 
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { createHash } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { PinBook } from '../../../src/approvals/pins.js';
 import { createLogger } from '../../../src/log/logger.js';
-import type { Route } from '../../../src/pipeline/context.js';
 import { SqliteStore } from '../../../src/store/sqlite-store.js';
-import { pinStoreOver } from '../../helpers/pin-store.js';
+import { pinStoreOver, toolRoute } from '../../helpers/pin-store.js';
 
 let dir: string;
 let store: SqliteStore;
@@ -29,11 +27,7 @@ after(async () => {
   rmSync(dir, { recursive: true, force: true });
 });
 
-const sha = (v: unknown) => createHash('sha256').update(JSON.stringify(v)).digest('hex');
-const routeOf = (description: string): Route => {
-  const definition = { name: 'lookup', description };
-  return { kind: 'tools', ref: 'up/lookup', publicName: 'lookup', original: 'lookup', upstream: 'up', listed: true, params: [], definition, definitionSha256: sha(definition) };
-};
+const routeOf = (description: string) => toolRoute('lookup', description);
 const records = async () => (await store.readAudit({ limit: 100 })).filter((r) => r.method === 'pin');
 
 test('an acceptance and a refused one are recorded alike: who, which tool, its upstream, the digests', async () => {
