@@ -910,7 +910,7 @@ async function upstreamStates(upstream: Upstream): Promise<Array<{ name: string;
 
 /** A reviewers' group no access token is admitted to the admin API by may be a typo: say so once per config applied. */
 function warnUnadmittedReviewers(config: GatehouseConfig, log: Logger): void {
-  for (const g of unadmittedReviewerGroups(config)) log.warn('a reviewers\' group is none of admin.groups: only reviewers also in an admin group can act by it', { key: g.key, group: g.group, adminGroups: config.admin.groups });
+  for (const g of unadmittedReviewerGroups(config)) log.warn('a reviewers\' group is none of admin.groups: only reviewers also in an admin group can act by it', { setting: g.key, group: g.group, adminGroups: config.admin.groups });
 }
 
 /** A key already past its expires when the config is applied is refused to every request: say so once. */

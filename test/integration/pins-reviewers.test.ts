@@ -197,3 +197,18 @@ test('a reload applies new pinningReviewers from the next request on', async () 
   assert.equal(refused.status, 403, refused.text);
   assert.deepEqual(await refsOf(await tokenFor('bob', ['team-b'])), ['other/lookup', 'other/record', 'up/lookup']);
 });
+
+test('a reload naming a group none of admin.groups is applied, and logged as a warning naming the key and the group', async () => {
+  // Not refused: a reviewer may hold an admin group (team-a) and this one. A typo is the likelier reading, so
+  // the running gateway says so (check-config and doctor print the same, located).
+  const running = reviewers.config.tools as { pinningReviewers: unknown[] };
+  const tools = { ...running, pinningReviewers: [{ tools: ['up/*'], reviewers: { groups: ['team-bb'] } }] };
+  assert.deepEqual(await gw.gateway.reload(validateConfigObject({ ...reviewers.config, tools }, 'test')), []);
+  const warned = gw.logs.filter((l) => l.level === 'warn' && l.group === 'team-bb');
+  assert.equal(warned.length, 1, JSON.stringify(warned));
+  assert.equal(warned[0]!.setting, 'tools.pinningReviewers[0].reviewers.groups[0]');
+  assert.deepEqual(warned[0]!.adminGroups, ['team-a', 'team-b']);
+  // And it reads as written: team-b's bob is no reviewer of up/* now; a token carrying team-bb and an admin group is.
+  assert.deepEqual(await refsOf(await tokenFor('bob', ['team-b'])), ['other/lookup', 'other/record']);
+  assert.deepEqual(await refsOf(await tokenFor('cleo', ['team-a', 'team-bb'])), REFS);
+});
