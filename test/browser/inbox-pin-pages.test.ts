@@ -13,13 +13,11 @@ import type { Page } from 'playwright-core';
 import { request } from 'undici';
 import { SqliteStore } from '../../src/store/sqlite-store.js';
 import { chromiumInstalled, MISSING, openBrowser, settledStatus, signIn, type TestBrowser } from '../helpers/browser.js';
-import { startPinAdmin, type PinAdmin } from '../helpers/pin-admin.js';
-import { toolRoute } from '../helpers/pin-store.js';
+import { pinAndChange, startPinAdmin, type PinAdmin } from '../helpers/pin-admin.js';
 
 const TOKEN = 'admin-token-for-inbox-pin-pages-browser';
-const TOTAL = 90;
-const nameOf = (i: number) => `tool${String(i).padStart(3, '0')}`;
-const CHANGED = Array.from({ length: TOTAL }, (_, i) => i).filter((i) => i % 3 === 0).map((i) => `up/${nameOf(i)}`);
+/** The changed tools, by ref: every third of 90 pinned, 30 in all. */
+let CHANGED: string[];
 
 let dir: string | undefined;
 let admin: PinAdmin | undefined;
@@ -57,8 +55,7 @@ describe('changed tools a page at a time on the inbox page, in headless Chromium
   before(async () => {
     dir = mkdtempSync(join(tmpdir(), 'gatehouse-inbox-pin-pages-browser-'));
     admin = await startPinAdmin(new SqliteStore(join(dir, 'gatehouse.db')), TOKEN);
-    for (let i = 0; i < TOTAL; i++) assert.deepEqual(await admin.pins.check(toolRoute(nameOf(i), 'v1')), { ok: true });
-    for (const ref of CHANGED) assert.equal((await admin.pins.check(toolRoute(ref.slice(3), 'v2'))).ok, false);
+    CHANGED = await pinAndChange(admin.pins, 90, 3);
     browser = await openBrowser(admin.url);
     page = browser.page;
   });

@@ -2,6 +2,7 @@
 // of the inbox's changed tools with more pins than a page holds, made through the book as calls make them.
 // `port` may wrap the store port (pinStoreOver), to count what the admin API reads.
 
+import assert from 'node:assert/strict';
 import { createAdminListener } from '../../src/admin/server.js';
 import { ReviewerAuth } from '../../src/admin/reviewer-auth.js';
 import { ApprovalBook } from '../../src/approvals/book.js';
@@ -9,7 +10,7 @@ import { PinBook, pinView, type PinStore } from '../../src/approvals/pins.js';
 import { createLogger } from '../../src/log/logger.js';
 import type { Store } from '../../src/store/store.js';
 import { approvalStoreOver } from './approval-store.js';
-import { pinStoreOver } from './pin-store.js';
+import { pinStoreOver, toolRoute } from './pin-store.js';
 
 export interface PinAdmin {
   /** The admin listener's base URL. */
@@ -41,4 +42,19 @@ export async function startPinAdmin(store: Store, token: string, port: (store: S
       await store.close();
     },
   };
+}
+
+/**
+ * Pins `total` tools (up/tool000, up/tool001, …: they sort as their numbers do), then changes every `every`th
+ * one from the first, as calls seeing new definitions do; resolves with the changed refs, in ref order.
+ */
+export async function pinAndChange(pins: PinBook, total: number, every: number): Promise<string[]> {
+  const nameOf = (i: number) => `tool${String(i).padStart(3, '0')}`;
+  const changed: string[] = [];
+  for (let i = 0; i < total; i++) assert.deepEqual(await pins.check(toolRoute(nameOf(i), 'v1')), { ok: true });
+  for (let i = 0; i < total; i += every) {
+    assert.equal((await pins.check(toolRoute(nameOf(i), 'v2'))).ok, false);
+    changed.push(`up/${nameOf(i)}`);
+  }
+  return changed;
 }

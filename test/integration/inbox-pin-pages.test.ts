@@ -14,14 +14,12 @@ import { join } from 'node:path';
 import { request } from 'undici';
 import { SqliteStore } from '../../src/store/sqlite-store.js';
 import { inboxCookie } from '../helpers/inbox-session.js';
-import { startPinAdmin, type PinAdmin } from '../helpers/pin-admin.js';
-import { pinStoreOver, toolRoute } from '../helpers/pin-store.js';
+import { pinAndChange, startPinAdmin, type PinAdmin } from '../helpers/pin-admin.js';
+import { pinStoreOver } from '../helpers/pin-store.js';
 
 const TOKEN = 'admin-token-for-inbox-pin-pages';
-const TOTAL = 90;
-/** Tool names that sort as their numbers do; every third one changes: 30 changed tools. */
-const nameOf = (i: number) => `tool${String(i).padStart(3, '0')}`;
-const CHANGED = Array.from({ length: TOTAL }, (_, i) => i).filter((i) => i % 3 === 0).map((i) => `up/${nameOf(i)}`);
+/** The changed tools, by ref: every third of 90 pinned, 30 in all. */
+let CHANGED: string[];
 
 let dir: string;
 let admin: PinAdmin;
@@ -40,8 +38,7 @@ before(async () => {
       return page;
     },
   }));
-  for (let i = 0; i < TOTAL; i++) assert.deepEqual(await admin.pins.check(toolRoute(nameOf(i), 'v1')), { ok: true });
-  for (const ref of CHANGED) assert.equal((await admin.pins.check(toolRoute(ref.slice(3), 'v2'))).ok, false);
+  CHANGED = await pinAndChange(admin.pins, 90, 3);
   cookie = await inboxCookie(admin.url, TOKEN);
 });
 after(async () => {
