@@ -332,7 +332,7 @@ export interface GatehouseConfiguration {
      */
     token?: string;
     /**
-     * OAuth groups (from the access token, verified as on the MCP endpoint) whose members may use the admin API, as an alternative to the token. A member is shown and may decide only the approvals of rules whose reviewers name them, or name no one. A token whose subject is admin-token or user is refused (403): decisions name the admin token and an elicitation answer so.
+     * OAuth groups (from the access token, verified as on the MCP endpoint) whose members may use the admin API, as an alternative to the token. A member is shown and may decide only the approvals of rules whose reviewers name them, or name no one. A token whose subject is admin-token or user is refused (403): decisions name the admin token and an elicitation answer so. Only these groups admit reviewers: with none, a group or subject named by policy.approvals[].reviewers or tools.pinningReviewers is refused at load (no access token could be it); a group named there that is none of these is warned of (only reviewers also in one of these can act by it).
      */
     groups: string[];
   };
