@@ -841,7 +841,6 @@ function pinStore(state: StoreGuard): PinStore {
   return {
     put: (id, doc, ttlMs) => state.run((s) => s.putPin(id, doc, ttlMs)),
     get: (id) => state.run((s) => s.getApproval(id)),
-    list: () => state.run((s) => s.listPins()),
     page: (after, limit) => state.run((s) => s.listPinPage(after, limit)),
     scan: (cursor, count) => state.run((s) => s.scanApprovals(cursor, count)),
     index: (id) => state.run((s) => s.indexPin(id)),

@@ -56,8 +56,6 @@ export interface PinStore extends LockStore {
   /** Stores a pin, kept in the set `list` reads. */
   put(id: string, doc: string, ttlMs: number): Promise<void>;
   get(id: string): Promise<string | undefined>;
-  /** The pins' documents, and no others. */
-  list(): Promise<string[]>;
   /** Up to `limit` pins' documents by id after the id `after` (Store.listPinPage). */
   page(after: string | undefined, limit: number): Promise<ApprovalPage>;
   /** Every document where pins live (approvals too), a slice at a time (Store.scanApprovals): by reindex, once per start. */
@@ -142,11 +140,6 @@ export class PinBook {
   async get(ref: string): Promise<Pin | undefined> {
     const doc = parse(await this.store.get(pinIdOf(ref)));
     return isPin(doc) ? this.inEffect(doc) : undefined;
-  }
-
-  /** Every pin, read from the store's set of pins at once (tests and tools; the admin API reads pages). */
-  async list(): Promise<Pin[]> {
-    return Promise.all((await this.store.list()).map(parse).filter(isPin).map((p) => this.inEffect(p)));
   }
 
   /**

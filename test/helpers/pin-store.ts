@@ -18,7 +18,6 @@ export function pinStoreOver(s: Store): PinStore {
   return {
     get: (id) => s.getApproval(id),
     put: (id, doc, ttlMs) => s.putPin(id, doc, ttlMs),
-    list: () => s.listPins(),
     page: (after, limit) => s.listPinPage(after, limit),
     scan: (cursor, count) => s.scanApprovals(cursor, count),
     unindexedSince: (since) => s.unindexedPins(since),

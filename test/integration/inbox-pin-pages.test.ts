@@ -23,15 +23,14 @@ let CHANGED: string[];
 
 let dir: string;
 let admin: PinAdmin;
-/** How often the admin API read every pin at once (PinStore.list), and how many pins it read by pages. */
-const reads = { whole: 0, paged: 0 };
+/** How many pins the admin API read by pages (the pin book's store port has no read of them all at once). */
+const reads = { paged: 0 };
 let cookie: string;
 
 before(async () => {
   dir = mkdtempSync(join(tmpdir(), 'gatehouse-inbox-pin-pages-'));
   admin = await startPinAdmin(new SqliteStore(join(dir, 'gatehouse.db')), TOKEN, (s) => ({
     ...pinStoreOver(s),
-    list: () => (reads.whole++, s.listPins()),
     page: async (after, limit) => {
       const page = await s.listPinPage(after, limit);
       reads.paged += page.items.length;
@@ -58,7 +57,6 @@ async function inbox(path: string): Promise<{ refs: string[]; more?: string; fir
 }
 
 test('a load shows one page of changed tools (25), by ref, and links to the next; following it shows the rest once, every pin read by pages', async () => {
-  reads.whole = 0;
   reads.paged = 0;
   const first = await inbox('/');
   assert.deepEqual(first.refs, CHANGED.slice(0, 25));
@@ -68,7 +66,6 @@ test('a load shows one page of changed tools (25), by ref, and links to the next
   assert.deepEqual(second.refs, CHANGED.slice(25));
   assert.equal(second.more, undefined, 'the last page');
   assert.equal(second.first, '/');
-  assert.equal(reads.whole, 0, 'no load read every pin at once');
   assert.ok(reads.paged > 0, 'the store was read by pages');
 });
 

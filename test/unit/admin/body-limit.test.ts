@@ -23,7 +23,7 @@ const accepted: string[] = [];
 
 before(async () => {
   store = new SqliteStore(join(mkdtempSync(join(tmpdir(), 'gatehouse-admin-body-')), 'gatehouse.db'));
-  const pins = { list: async () => [], page: async () => ({ pins: [], next: undefined }), accept: async (ref: string) => (accepted.push(ref), { ok: false as const, status: 404 as const, message: 'none' }), mayReview: () => true, refused: async () => {} };
+  const pins = { page: async () => ({ pins: [], next: undefined }), accept: async (ref: string) => (accepted.push(ref), { ok: false as const, status: 404 as const, message: 'none' }), mayReview: () => true, refused: async () => {} };
   admin = createAdminListener({ book: new ApprovalBook(approvalStoreOver(store)), policyVersion: () => 'p', pins, auth: new ReviewerAuth(TOKEN, [], undefined), log: createLogger('error', () => {}) });
   url = await admin.listen('127.0.0.1', 0);
 });

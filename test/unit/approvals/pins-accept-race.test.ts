@@ -62,7 +62,6 @@ function replica() {
       await at('put', doc);
       await store.putPin(id, doc, ttlMs);
     },
-    list: () => store.listPins(),
     page: (after, limit) => store.listPinPage(after, limit),
     scan: (cursor, count) => store.scanApprovals(cursor, count),
     unindexedSince: (since) => store.unindexedPins(since),
