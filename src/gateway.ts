@@ -8,7 +8,7 @@ import { ConfigError, formatIssue, parseConfigText } from './config/load.js';
 import { unsupportedFeatures } from './config/semantic-checks.js';
 import { locateProblems } from './config/locate-problems.js';
 import { expiredKeys } from './config/config-warnings.js';
-import { unadmittedReviewerGroups } from './config/reviewer-reach.js';
+import { reviewerReachWarnings } from './config/reviewer-reach.js';
 import { changedListenKeys, listenRestartProblem } from './config/listen-changes.js';
 import { watchConfigFile, type ConfigCheck, type ConfigWatcher } from './config/watch.js';
 import { isStdioUpstream, type GatehouseConfig, type ListenConfig, type UpstreamConfig } from './config/types.js';
@@ -909,7 +909,7 @@ async function upstreamStates(upstream: Upstream): Promise<Array<{ name: string;
 
 /** A reviewers' group no access token is admitted to the admin API by may be a typo: say so once per config applied. */
 function warnUnadmittedReviewers(config: GatehouseConfig, log: Logger): void {
-  for (const g of unadmittedReviewerGroups(config)) log.warn('a reviewers\' group is none of admin.groups: only reviewers also in an admin group can act by it', { setting: g.key, group: g.group, adminGroups: config.admin.groups });
+  for (const g of reviewerReachWarnings(config)) log.warn('a reviewer named may never reach the admin API', { setting: g.key, reviewer: g.group, adminGroups: config.admin.groups, detail: g.message });
 }
 
 /** A key already past its expires when the config is applied is refused to every request: say so once. */

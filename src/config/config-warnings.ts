@@ -5,7 +5,7 @@
 // located; serve logs them.
 
 import { expiryOf } from './expiry.js';
-import { unadmittedReviewerGroups } from './reviewer-reach.js';
+import { reviewerReachWarnings } from './reviewer-reach.js';
 import type { GatehouseConfig } from './types.js';
 
 export interface ExpiredKey {
@@ -31,5 +31,5 @@ export function configWarnings(config: GatehouseConfig, now = Date.now()): strin
     const when = /^\d{4}-\d{2}-\d{2}$/.test(k.expires) ? `${k.expires} (the end of that day, UTC)` : k.expires;
     return `auth.apiKeys[${k.index}].expires: key "${k.id}" expired at ${when}: every request with it is refused 401; move expires or remove the key`;
   });
-  return [...keys, ...unadmittedReviewerGroups(config).map((g) => `${g.key}: ${g.message}`)];
+  return [...keys, ...reviewerReachWarnings(config).map((g) => `${g.key}: ${g.message}`)];
 }

@@ -5,7 +5,8 @@
 //
 // Two findings, by what the config alone can tell:
 // - admin.groups empty: no access token is admitted, so every group and subject named is unreachable for
-//   certain. A refusal, as every config a gateway cannot mean is.
+//   certain. Still a warning: the config works (admin.token decides, as break-glass), and DESIGN.md §7's
+//   own example (a token-only admin API, an approval rule for `groups: [sre]`) is such a config.
 // - a group that is none of admin.groups: it admits no one by itself, but group membership is the issuer's,
 //   and a reviewer may hold an admin group and this one (a team group under a reviewers group), so it can be
 //   right. A warning (check-config, doctor, serve and each reload log it), not a refusal of a working config.
@@ -36,15 +37,20 @@ function namedReviewers(config: GatehouseConfig): NamedReviewers[] {
 }
 
 /** The groups and subjects named while admin.groups is empty: no access token reaches the admin API to be them. */
-export function unreachableReviewerProblems(config: GatehouseConfig): string[] {
+export function unreachableReviewers(config: GatehouseConfig): UnadmittedGroup[] {
   const { admin } = config;
   if (!admin.enabled || admin.groups.length > 0) return [];
-  const problems: string[] = [];
+  const out: UnadmittedGroup[] = [];
   for (const { path, reviewers } of namedReviewers(config)) {
-    reviewers.groups.forEach((group, j) => problems.push(`${formatPath([...path, 'groups', j])}: group "${group}" can never review: admin.groups is empty, so the admin API admits only admin.token and no access token of any group; add "${group}" to admin.groups (with auth.oauth), or remove it`));
-    reviewers.subjects.forEach((subject, j) => problems.push(`${formatPath([...path, 'subjects', j])}: subject "${subject}" can never review: admin.groups is empty, so the admin API admits only admin.token and no access token of any subject; list a group of theirs in admin.groups (with auth.oauth), or remove it`));
+    reviewers.groups.forEach((group, j) => out.push({ key: formatPath([...path, 'groups', j]), group, message: `group "${group}" can never review: admin.groups is empty, so the admin API admits only admin.token and no access token of any group; add "${group}" to admin.groups (with auth.oauth), or remove it` }));
+    reviewers.subjects.forEach((subject, j) => out.push({ key: formatPath([...path, 'subjects', j]), group: subject, message: `subject "${subject}" can never review: admin.groups is empty, so the admin API admits only admin.token and no access token of any subject; list a group of theirs in admin.groups (with auth.oauth), or remove it` }));
   }
-  return problems;
+  return out;
+}
+
+/** Every reviewer a config names that may never reach the admin API (both findings above), as warnings. */
+export function reviewerReachWarnings(config: GatehouseConfig): UnadmittedGroup[] {
+  return [...unreachableReviewers(config), ...unadmittedReviewerGroups(config)];
 }
 
 /** The groups named that are none of admin.groups (those that admit access tokens to the admin API). */

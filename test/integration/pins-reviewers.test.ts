@@ -204,7 +204,7 @@ test('a reload naming a group none of admin.groups is applied, and logged as a w
   const running = reviewers.config.tools as { pinningReviewers: unknown[] };
   const tools = { ...running, pinningReviewers: [{ tools: ['up/*'], reviewers: { groups: ['team-bb'] } }] };
   assert.deepEqual(await gw.gateway.reload(validateConfigObject({ ...reviewers.config, tools }, 'test')), []);
-  const warned = gw.logs.filter((l) => l.level === 'warn' && l.group === 'team-bb');
+  const warned = gw.logs.filter((l) => l.level === 'warn' && l.reviewer === 'team-bb');
   assert.equal(warned.length, 1, JSON.stringify(warned));
   assert.equal(warned[0]!.setting, 'tools.pinningReviewers[0].reviewers.groups[0]');
   assert.deepEqual(warned[0]!.adminGroups, ['team-a', 'team-b']);
