@@ -310,6 +310,7 @@ const PATTERNS: Record<string, string> = {
   '^sha256:[0-9a-f]{64}$': 'must be "sha256:" followed by 64 lowercase hex digits (see gatehouse hash-key)',
   "^[!#$%&'*+.^_`|~0-9A-Za-z-]+$": 'is not a valid HTTP header name',
   '^[A-Za-z_][A-Za-z0-9_]*$': 'is not a valid environment variable name',
+  '^[A-Za-z0-9.-]+$': 'must be a DNS name (letters, digits, "." and "-")',
 };
 const UPSTREAM_ONEOF = '#/properties/upstreams/items/oneOf';
 // Keys either kind of upstream knows: when the kind is ambiguous, only other keys are surely unknown.

@@ -1076,13 +1076,25 @@ export interface RedisStore {
    */
   commandTimeoutMs: number;
   /**
-   * TLS settings for rediss:// URLs.
+   * TLS settings for rediss:// URLs. They apply to the server in store.url, to each node of a Cluster, and to the primary the sentinels name. Verification of the server's certificate cannot be turned off. Files given through ${file:...} are read at start-up, and again by each reload (one that cannot be read refuses the reload); as every store change, new ones take effect at the next restart.
    */
   tls?: {
     /**
-     * PEM of the CA that signed the Redis server's certificate, when it is not one the system trusts; use ${file:...}.
+     * PEM of the CA (or CAs) that signed the Redis server's certificate, when it is not one the system trusts; use ${file:...}.
      */
     ca?: string;
+    /**
+     * PEM of the client certificate Gatehouse presents, for a Redis that asks for one (tls-auth-clients yes, Redis' default with TLS, as managed services with mTLS do); intermediate certificates after it. Requires key; use ${file:...}.
+     */
+    cert?: string;
+    /**
+     * PEM of the client certificate's private key (unencrypted). Requires cert. A secret: give it as ${file:PATH} (a mounted Secret); it is kept out of every log line, and problems with it name the key and the file, never its contents.
+     */
+    key?: string;
+    /**
+     * The name the Redis server's certificate must hold (and the SNI sent), when it is not the host Gatehouse connects to: an IP in store.url, the address a sentinel or Cluster gives for a node, or a TLS proxy in front of Redis. The certificate is still verified, against this name.
+     */
+    servername?: string;
   };
   /**
    * Find the primary through Redis Sentinel (failover follows it).

@@ -62,8 +62,18 @@ export function collectSecrets(config: GatehouseConfig, interpolated: readonly I
   if (config.store.kind === 'redis') {
     add(urlPassword(config.store.url));
     add(config.store.sentinel?.password);
+    add(pemSecret(config.store.tls?.key));
   }
   return [...found];
+}
+
+/**
+ * A private key's PEM, whole and each line of its body: an error or a library may quote a part of it, and
+ * any line of a key is as good as secret.
+ */
+function pemSecret(pem: string | undefined): string[] {
+  if (pem === undefined) return [];
+  return [pem, ...pem.split(/\r?\n/).filter((line) => line !== '' && !line.startsWith('-----'))];
 }
 
 /** A name (an env variable, a command-line option) whose value is a credential by convention: API_KEY, --access-token. */

@@ -11,6 +11,7 @@ import type { GatehouseConfig } from './types.js';
 import { formatPath } from './load.js';
 import { toolRefProblems } from './tool-refs.js';
 import { listenerHostProblem, listenerHostProblems } from './listener-hosts.js';
+import { storeTlsProblems } from './store-tls.js';
 
 /**
  * A value still reading `${...}`: a secret absent here (check-config --env-optional keeps its text and warns).
@@ -71,6 +72,7 @@ export function unsupportedFeatures(config: GatehouseConfig): string[] {
     problems.push('store.tls: applies to TLS connections only; write the URL as rediss://');
   }
   if (config.store.kind === 'redis') problems.push(...redisCredentialProblems(config.store.url));
+  problems.push(...storeTlsProblems(config.store));
   problems.push(...adminProblems(config));
   problems.push(...listenerClashes(config));
   problems.push(...urlProblems(config));

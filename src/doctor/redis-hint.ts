@@ -10,11 +10,11 @@ const HINTS: Array<[RegExp, string]> = [
   [/READONLY/, 'store.url leads to a read-only replica: point it at the primary (or use store.sentinel, which follows failovers)'],
   [/LOADING/, 'Redis is loading its dataset after a restart and refuses commands until it is done: run doctor again once it is loaded (the gateway refuses governed calls until then)'],
   [/MISCONF/, 'Redis could not save its snapshot and refuses writes (MISCONF): fix the disk or the dir setting of the Redis server'],
-  // Redis' default with TLS (tls-auth-clients yes) asks every client for a certificate; the store has none.
-  [/certificate required|alert (bad|unknown) certificate/i, 'the Redis server asks for a client certificate (tls-auth-clients yes, its default with TLS), which Gatehouse cannot present: set tls-auth-clients no (or optional) on the server, and authenticate with the password in store.url'],
+  // Redis' default with TLS (tls-auth-clients yes) asks every client for a certificate: none given, or one it refused.
+  [/certificate required|alert (bad|unknown) certificate|unknown ca/i, "the Redis server asks for a client certificate (tls-auth-clients yes, its default with TLS): give store.tls.cert and store.tls.key a certificate signed by a CA in its tls-ca-cert-file, or set tls-auth-clients no (or optional) on the server and authenticate with the password in store.url"],
   [/certificate|CERT_|self[- ]signed/i, "the Redis server's certificate is not trusted for this address: set store.tls.ca to the CA that signed it, and use a host name the certificate holds in store.url"],
   [/ECONNREFUSED|ENOTFOUND|EAI_AGAIN|EHOSTUNREACH/, 'is Redis up and reachable from here? check store.url (its host and port)'],
-  [/ETIMEDOUT|ECONNRESET|EPIPE|socket disconnected|secure TLS connection/, 'the connection did not get through: check store.url (its host and port), and that its scheme matches the port (rediss:// for a TLS port, redis:// for a plain one); over TLS, the server may be asking for a client certificate (tls-auth-clients yes, its default), which Gatehouse cannot present: set tls-auth-clients no (or optional) on it'],
+  [/ETIMEDOUT|ECONNRESET|EPIPE|socket disconnected|secure TLS connection/, 'the connection did not get through: check store.url (its host and port), and that its scheme matches the port (rediss:// for a TLS port, redis:// for a plain one); over TLS, the server may be asking for a client certificate (tls-auth-clients yes, its default) and refusing the one in store.tls.cert, or there is none: give one signed by a CA in its tls-ca-cert-file, or set tls-auth-clients no (or optional) on it'],
 ];
 
 const DEFAULT = 'check store.url (host, port, password, database) and that this user may write keys under store.keyPrefix';

@@ -1,5 +1,5 @@
-// The shared store, for several replicas: Redis through ioredis (TLS and a password through the URL,
-// Sentinel and Cluster through ioredis). Counters and buckets are Lua scripts that read Redis `TIME`, so a
+// The shared store, for several replicas: Redis through ioredis (TLS and a password through the URL, a CA
+// and a client certificate through store.tls; Sentinel and Cluster through ioredis). Counters and buckets are Lua scripts that read Redis `TIME`, so a
 // replica with a skewed clock cannot widen a window; every key has a TTL and the configured prefix. Keys
 // that scripts touch together share a hash tag, so they land in one Cluster slot. Commands fail at once
 // while Redis is unreachable (no offline queue): the pipeline fails closed and recovers when it is back.
@@ -9,6 +9,7 @@ import type { Cluster, Redis, RedisOptions } from 'ioredis';
 import type { RedisStore as RedisStoreConfig } from '../config/schema.generated.js';
 import type { Logger } from '../log/logger.js';
 import { takeNotices, type RedisNotice } from './redis-notices.js';
+import { redisTlsOptions } from './redis-tls.js';
 import type { ApprovalIndexEntry, ApprovalPage } from './approval-index.js';
 import { APPROVAL_INDEX_SCRIPTS, approvalsPutSince, countPendingApprovals, expiredApprovals, indexApproval, indexPin, listApprovalPage, listPinPage, listPins, pendingApprovalsOf, putIndexedApproval, putPin, scanApprovals, unindexedPins, type IndexScripted } from './redis-approval-index.js';
 import { chainNext, entryJson, storedAuditAnchor, storedAuditRecord, type ChainedRecord } from './audit-chain.js';
@@ -384,7 +385,7 @@ function connect(config: Pick<RedisStoreConfig, 'url' | 'keyPrefix' | 'commandTi
     lazyConnect: true,
     ...(url.username ? { username: decodeURIComponent(url.username) } : {}),
     ...(url.password ? { password: decodeURIComponent(url.password) } : {}),
-    ...(url.protocol === 'rediss:' ? { tls: config.tls?.ca !== undefined ? { ca: config.tls.ca } : {} } : {}),
+    ...(url.protocol === 'rediss:' ? { tls: redisTlsOptions(config.tls) } : {}),
   };
   const db = Number(url.pathname.slice(1) || 0);
   const nodes = (list: string[]) =>

@@ -14,6 +14,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parse, parseAllDocuments } from 'yaml';
 import { helmBinary, runs } from '../helpers/helm.js';
+import { mtlsCertificates } from '../helpers/redis.js';
 import { parseConfigText } from '../../src/config/load.js';
 import { unsupportedFeatures } from '../../src/config/semantic-checks.js';
 import type { GatehouseConfig } from '../../src/config/types.js';
@@ -147,9 +148,16 @@ function configObject(docs: Manifest[]): Manifest {
 
 // ---- Secrets in the rendered config ------------------------------------------------------------------------
 
-/** A plausible value for a secret, by what it holds (the config schema checks hashes and URLs). */
+let pems: ReturnType<typeof mtlsCertificates> | undefined;
+
+/** A plausible value for a secret, by what it holds (the config schema checks hashes and URLs, and store.tls PEMs). */
 function fakeSecret(name: string): string {
   const n = name.toLowerCase();
+  if (/\.(crt|key)$/.test(n)) {
+    pems ??= mtlsCertificates();
+    const pem = ({ 'ca.crt': pems.ca, 'tls.crt': pems.client.cert, 'tls.key': pems.client.key } as Record<string, string>)[n];
+    if (pem !== undefined) return pem;
+  }
   if (n.endsWith('hash')) return `sha256:${'ab'.repeat(32)}`;
   if (n.includes('jwks')) return 'https://auth.example.com/.well-known/jwks.json';
   if (n.includes('issuer')) return 'https://auth.example.com';

@@ -141,6 +141,29 @@ export function testCertificates(): { ca: string; cert: string; key: string } {
 }
 
 /**
+ * What a Redis with mutual TLS needs, made with openssl into `dir` (files named as below): a CA, a server
+ * certificate it signed for 127.0.0.1 (server.crt, server.key), a client certificate it signed (client.crt,
+ * client.key), and a client certificate a CA the server does not know signed (stranger.crt, stranger.key).
+ */
+export function mtlsCertificates(): { dir: string; ca: string; server: { cert: string; key: string }; client: { cert: string; key: string }; stranger: { cert: string; key: string } } {
+  const dir = mkdtempSync(join(tmpdir(), 'gatehouse-mtls-'));
+  const run = (args: string[]) => execFileSync('openssl', args, { cwd: dir, stdio: ['ignore', 'ignore', 'pipe'] });
+  const signed = (name: string, subject: string, ca: string, ext: string) => {
+    run(['req', '-newkey', 'rsa:2048', '-nodes', '-subj', subject, '-keyout', `${name}.key`, '-out', `${name}.csr`]);
+    writeFileSync(join(dir, `${name}.ext`), ext);
+    run(['x509', '-req', '-in', `${name}.csr`, '-CA', `${ca}.crt`, '-CAkey', `${ca}.key`, '-CAcreateserial', '-days', '2', '-extfile', `${name}.ext`, '-out', `${name}.crt`]);
+  };
+  run(['req', '-x509', '-newkey', 'rsa:2048', '-nodes', '-days', '2', '-subj', '/CN=Gatehouse test CA', '-keyout', 'ca.key', '-out', 'ca.crt']);
+  run(['req', '-x509', '-newkey', 'rsa:2048', '-nodes', '-days', '2', '-subj', '/CN=Another CA', '-keyout', 'other-ca.key', '-out', 'other-ca.crt']);
+  signed('server', '/CN=127.0.0.1', 'ca', 'subjectAltName=IP:127.0.0.1,DNS:redis.test\nextendedKeyUsage=serverAuth,clientAuth\n');
+  signed('client', '/CN=gatehouse', 'ca', 'extendedKeyUsage=clientAuth\n');
+  signed('stranger', '/CN=gatehouse', 'other-ca', 'extendedKeyUsage=clientAuth\n');
+  const read = (f: string) => readFileSync(join(dir, f), 'utf8');
+  const pair = (name: string) => ({ cert: read(`${name}.crt`), key: read(`${name}.key`) });
+  return { dir, ca: read('ca.crt'), server: pair('server'), client: pair('client'), stranger: pair('stranger') };
+}
+
+/**
  * A Redis for the enclosing suite: started before its tests with a raw ioredis client (to flush it, or to
  * edit keys behind a store's back), both ended after them. Call it inside describe(); read the fields in tests.
  */
