@@ -349,10 +349,11 @@ type Scripted = IndexScripted & {
 
 /**
  * One server from the URL; or the primary a set of sentinels names; or a Cluster. The URL's password,
- * database and TLS (rediss://) apply in every case.
+ * database and TLS (rediss://, with store.tls) apply in every case, to the sentinels as well.
  */
 function connect(config: Pick<RedisStoreConfig, 'url' | 'keyPrefix' | 'commandTimeoutMs' | 'sentinel' | 'cluster' | 'tls'>): Redis | Cluster {
   const url = new URL(config.url);
+  const tls = url.protocol === 'rediss:' ? redisTlsOptions(config.tls) : undefined;
   const common: RedisOptions = {
     keyPrefix: config.keyPrefix,
     // Fail fast while Redis is unreachable or silent: governed calls are refused, not queued or held.
@@ -385,7 +386,7 @@ function connect(config: Pick<RedisStoreConfig, 'url' | 'keyPrefix' | 'commandTi
     lazyConnect: true,
     ...(url.username ? { username: decodeURIComponent(url.username) } : {}),
     ...(url.password ? { password: decodeURIComponent(url.password) } : {}),
-    ...(url.protocol === 'rediss:' ? { tls: redisTlsOptions(config.tls) } : {}),
+    ...(tls !== undefined ? { tls } : {}),
   };
   const db = Number(url.pathname.slice(1) || 0);
   const nodes = (list: string[]) =>
@@ -400,7 +401,10 @@ function connect(config: Pick<RedisStoreConfig, 'url' | 'keyPrefix' | 'commandTi
   }
   if (config.sentinel) {
     // The ready check also makes sure the server the sentinels named is the primary (ioredis skips it when INFO is refused).
-    return new (loadIoredis().Redis)({ ...common, enableReadyCheck: true, db, sentinels: nodes(config.sentinel.nodes), name: config.sentinel.name, ...(config.sentinel.password !== undefined ? { sentinelPassword: config.sentinel.password } : {}), ...(url.protocol === 'rediss:' ? { enableTLSForSentinelMode: true } : {}) });
+    // With rediss://, the sentinels are asked over TLS too (sentinelTLS): asked in the clear, they were sent
+    // store.sentinel.password readable on the wire, and sentinels that listen on a TLS port only (tls-port,
+    // port 0) could not be asked at all.
+    return new (loadIoredis().Redis)({ ...common, enableReadyCheck: true, db, sentinels: nodes(config.sentinel.nodes), name: config.sentinel.name, ...(config.sentinel.password !== undefined ? { sentinelPassword: config.sentinel.password } : {}), ...(tls !== undefined ? { enableTLSForSentinelMode: true, sentinelTLS: tls } : {}) });
   }
   return new (loadIoredis().Redis)({ ...common, db, host: url.hostname.replace(/^\[|\]$/g, ''), port: Number(url.port || 6379) });
 }
