@@ -549,6 +549,9 @@ describe('gateway config', () => {
     assert.equal(config.store.keyPrefix, 'files-gw:');
     assert.deepEqual(config.store.sentinel, { name: 'gatehouse', nodes: ['redis-sentinel-0.redis-sentinel:26379', 'redis-sentinel-1.redis-sentinel:26379'], password: env['GATEHOUSE_STORE_SENTINEL_PASSWORD'] });
     assert.equal(config.store.tls?.ca, files[`${SECRETS_DIR}/gatehouse-redis-tls/ca.crt`]);
+    assert.equal(config.store.tls?.cert, files[`${SECRETS_DIR}/gatehouse-redis-tls/tls.crt`]);
+    assert.equal(config.store.tls?.key, files[`${SECRETS_DIR}/gatehouse-redis-tls/tls.key`]);
+    assert.equal(config.store.tls?.servername, 'redis.internal.example.com');
     assert.deepEqual(unsupportedFeatures(config), []);
     assert.deepEqual(config.upstreams.map((u) => u.name), ['files', 'wiki']);
     assert.equal(config.listen.maxBodyBytes, 2097152);
@@ -652,6 +655,42 @@ describe('gateway config', () => {
     assert.ok(err.includes('store.sentinel.password holds a secret in clear'), err);
     // Without one, the config names none.
     assert.equal('password' in configObject((await render('sidecar', redis)).docs)['store']['sentinel'], false);
+  });
+});
+
+describe('Redis over mutual TLS', () => {
+  const redis = ['store.kind=redis', 'store.url.secretKeyRef.name=gatehouse-redis', 'store.url.secretKeyRef.key=url'];
+  const mtls = ['ca.crt', 'tls.crt', 'tls.key'].flatMap((key, i) => {
+    const field = ['tlsCa', 'tlsCert', 'tlsKey'][i];
+    return [`store.${field}.secretFile.name=redis-client-tls`, `store.${field}.secretFile.key=${key}`];
+  });
+
+  test('a kubernetes.io/tls Secret: mounted once, read-only, and the config reads its CA, certificate and key from it', async () => {
+    const { docs } = await render('standalone', [...redis, ...mtls, 'store.tlsServername=redis.internal.example.com']);
+    assert.deepEqual(configObject(docs)['store']['tls'], {
+      ca: `\${file:${SECRETS_DIR}/redis-client-tls/ca.crt}`,
+      cert: `\${file:${SECRETS_DIR}/redis-client-tls/tls.crt}`,
+      key: `\${file:${SECRETS_DIR}/redis-client-tls/tls.key}`,
+      servername: 'redis.internal.example.com',
+    });
+    const volumes = (podSpec(docs)['volumes'] as Manifest[]).filter((v) => v['secret']?.['secretName'] === 'redis-client-tls');
+    assert.equal(volumes.length, 1, 'one volume for the Secret');
+    const mounts = (container(docs, 'gatehouse')['volumeMounts'] as Manifest[]).filter((m) => m['name'] === volumes[0]!['name']);
+    assert.deepEqual(mounts.map((m) => [m['mountPath'], m['readOnly']]), [[`${SECRETS_DIR}/redis-client-tls`, true]]);
+    // What Gatehouse itself makes of it: real PEMs in the files, a config that checks clean.
+    const { config, files } = loadRendered(docs, 'redis-mtls');
+    assert.ok(config.store.kind === 'redis');
+    assert.equal(config.store.tls?.key, files[`${SECRETS_DIR}/redis-client-tls/tls.key`]);
+    assert.deepEqual(unsupportedFeatures(config), []);
+    assert.doesNotMatch(configText(docs), /BEGIN/, 'no PEM in the ConfigMap');
+  });
+
+  test('the key as a plain string, or a certificate without its key, fails the render', async () => {
+    const clear = await failing('standalone', [...redis, ...mtls.slice(0, 4), 'store.tlsKey=not-a-reference']);
+    assert.ok(clear.includes('store.tlsKey holds a secret in clear'), clear);
+    assert.doesNotMatch(clear, /not-a-reference/);
+    assert.match(await failing('standalone', [...redis, ...mtls.slice(0, 4)]), /store\.tlsCert and store\.tlsKey go together/);
+    assert.match(await failing('standalone', [...redis, ...mtls.slice(4)]), /store\.tlsCert and store\.tlsKey go together/);
   });
 });
 

@@ -300,7 +300,7 @@ app.kubernetes.io/component: mcp-gateway
      only a ${env:...} or ${file:...} reference, with at most a scheme word before it ("Bearer "), writes none. */}}
 {{- define "gatehouse.clearSecret" -}}
 {{- if kindIs "string" .value }}
-{{- $always := list "admin.token" "requestStateKey" "upstream.clientCredentials.clientSecret" "auth.oauth.introspection.clientSecret" "store.sentinel.password" }}
+{{- $always := list "admin.token" "requestStateKey" "upstream.clientCredentials.clientSecret" "auth.oauth.introspection.clientSecret" "store.sentinel.password" "store.tlsKey" }}
 {{- $header := regexMatch "^(upstream|tracing|extraUpstreams\\[[0-9]+\\])\\.headers\\.(?i:(proxy-)?authorization|cookie|.*(api[-_]?key|token|secret|password).*)$" .field }}
 {{- $childEnv := regexMatch "^extraUpstreams\\[[0-9]+\\]\\.env\\.(?i:.*(api[-_]?key|token|secret|password).*)$" .field }}
 {{- $extraSecret := regexMatch "^extraUpstreams\\[[0-9]+\\]\\.clientCredentials\\.clientSecret$" .field }}
@@ -433,9 +433,19 @@ app.kubernetes.io/component: mcp-gateway
 {{- $_ := set $store "sentinel" $sentinel }}
 {{- end }}
 {{- with $v.store.cluster }}{{ $_ := set $store "cluster" . }}{{ end }}
+{{- $tls := dict }}
 {{- with $v.store.tlsCa }}
-{{- $_ := set $store "tls" (dict "ca" (include "gatehouse.secretValue" (dict "ctx" $ctx "value" . "env" "GATEHOUSE_STORE_TLS_CA" "field" "store.tlsCa"))) }}
+{{- $_ := set $tls "ca" (include "gatehouse.secretValue" (dict "ctx" $ctx "value" . "env" "GATEHOUSE_STORE_TLS_CA" "field" "store.tlsCa")) }}
 {{- end }}
+{{- if and (not $v.store.tlsCert) (not $v.store.tlsKey) }}
+{{- else if not (and $v.store.tlsCert $v.store.tlsKey) }}
+{{- fail "store.tlsCert and store.tlsKey go together: a client certificate needs its private key (give both, or neither)" }}
+{{- else }}
+{{- $_ := set $tls "cert" (include "gatehouse.secretValue" (dict "ctx" $ctx "value" $v.store.tlsCert "env" "GATEHOUSE_STORE_TLS_CERT" "field" "store.tlsCert")) }}
+{{- $_ := set $tls "key" (include "gatehouse.secretValue" (dict "ctx" $ctx "value" $v.store.tlsKey "env" "GATEHOUSE_STORE_TLS_KEY" "field" "store.tlsKey")) }}
+{{- end }}
+{{- with $v.store.tlsServername }}{{ $_ := set $tls "servername" . }}{{ end }}
+{{- if $tls }}{{ $_ := set $store "tls" $tls }}{{ end }}
 {{- else }}
 {{- $_ := set $store "path" $v.store.path }}
 {{- end }}
