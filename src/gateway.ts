@@ -6,6 +6,7 @@ import type { AddressInfo } from 'node:net';
 import { basename, dirname, resolve } from 'node:path';
 import { ConfigError, formatIssue, parseConfigText } from './config/load.js';
 import { unsupportedFeatures } from './config/semantic-checks.js';
+import { storeTlsProblems } from './config/store-tls.js';
 import { locateProblems } from './config/locate-problems.js';
 import { expiredKeys } from './config/config-warnings.js';
 import { reviewerReachWarnings } from './config/reviewer-reach.js';
@@ -45,6 +46,7 @@ import { traceCalls } from './tracing/tracing.js';
 import { compileIdempotencyStage, type IdempotencyStore, type RunLimit } from './policy/idempotency-stage.js';
 import { StoreGuard } from './store/guard.js';
 import { openStore } from './store/open-store.js';
+import { tlsOnlyChange, useStoreTls } from './store/store-reload.js';
 import { compileStateStage } from './store/state-stage.js';
 import { createSseUpstream, SseUpstream } from './upstream/sse-upstream.js';
 import { DetectedTransport } from './upstream/detected-transport.js';
@@ -177,9 +179,14 @@ export function createGateway(config: GatehouseConfig, log: Logger, options: Gat
         upstreams: () => upstreamStates(runtime.upstream),
       })
     : undefined;
-  // The store is opened once and kept across reloads (like the listener); a changed `store` needs a restart.
+  // The store is opened once and kept across reloads (like the listener); a changed `store` needs a restart,
+  // but for store.tls alone (a rotated certificate), which its next connections take up (store-reload.ts).
   const storeLog = log.child({ component: 'store' });
   const state = new StoreGuard(openStore(config.store, storeLog), storeLog, () => metrics?.storeError());
+  // What reloads compare the file's store with. Given by `--store` instead, the running store is not the
+  // file's, and nothing of the file's applies to it.
+  let storeBaseline = options.fileStore ?? config.store;
+  const storeFromFile = options.fileStore === undefined || JSON.stringify(options.fileStore) === JSON.stringify(config.store);
   // Approvals and tool pins live in the store, shared by replicas and kept across reloads.
   const confirmations = new PendingConfirmations();
   const pinBook = new PinBook(pinStore(state), log.child({ component: 'pinning' }), { changed: () => metrics?.pinnedToolChanged() });
@@ -354,9 +361,13 @@ export function createGateway(config: GatehouseConfig, log: Logger, options: Gat
       if (listenChange !== undefined) log.warn('config reload: listen changes take effect only after a restart', { keys: changedListenKeys(baseline, next.listen).map((k) => `listen.${k}`) });
       next = { ...next, listen: running.listen };
       const adminListen = (a: GatehouseConfig['admin']): string => JSON.stringify([a.enabled, a.host, a.port]);
+      // A rotated store.tls (and nothing else of the store) applies to the store's next connections; it is
+      // checked as at start, so a broken pair is refused here, not met at the next connection.
+      const tlsRotation = storeFromFile && tlsOnlyChange(storeBaseline, next.store);
       // Judged as it will run, with what is read only at start kept: a file that turns the admin API on and
       // asks for reviewers in one edit would otherwise get reviewers and no admin API to decide with.
       const semantic = unsupportedFeatures({ ...next, store: running.store, admin: { ...running.admin, token: next.admin.token, groups: next.admin.groups } });
+      if (tlsRotation) semantic.push(...storeTlsProblems(next.store));
       // Located in the file like the schema's findings of a reload, when the text is at hand.
       const problems = source === undefined ? semantic : locateProblems(source.file, source.text, semantic);
       if (problems.length > 0 && adminListen(next.admin) !== adminListen(running.admin)) {
@@ -371,7 +382,7 @@ export function createGateway(config: GatehouseConfig, log: Logger, options: Gat
         log.error('config reload refused; the running config stays', { problems });
         return problems;
       }
-      if (JSON.stringify(next.store) !== JSON.stringify(options.fileStore ?? running.store)) log.warn('config reload: store changes take effect only after a restart');
+      if (!tlsRotation && JSON.stringify(next.store) !== JSON.stringify(storeBaseline)) log.warn('config reload: store changes take effect only after a restart');
       for (const section of ['tracing', 'audit', 'metrics', 'sessions'] as const) {
         if (JSON.stringify(next[section]) !== JSON.stringify(running[section])) log.warn(`config reload: ${section} changes take effect only after a restart`);
       }
@@ -381,7 +392,7 @@ export function createGateway(config: GatehouseConfig, log: Logger, options: Gat
       // Those keep the running values, as does the listener.
       next = {
         ...next,
-        store: running.store,
+        store: tlsRotation ? next.store : running.store,
         tracing: running.tracing,
         audit: running.audit,
         metrics: running.metrics,
@@ -428,6 +439,11 @@ export function createGateway(config: GatehouseConfig, log: Logger, options: Gat
       if (next.auth.anonymous && !running.auth.anonymous) log.warn('authentication is off: anonymous access on a loopback listener', { host: next.listen.host });
       warnExpiredKeys(next, log);
       warnUnadmittedReviewers(next, log);
+      if (tlsRotation) {
+        useStoreTls(state.store, next.store);
+        storeBaseline = next.store;
+        log.info('config reload: the new store.tls applies to the store\'s connections from now on');
+      }
       running = next;
       breakerBoard.keepOnly(next.policy.breakers.map((b) => b.id));
       reloads.applied++;

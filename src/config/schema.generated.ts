@@ -1076,7 +1076,7 @@ export interface RedisStore {
    */
   commandTimeoutMs: number;
   /**
-   * TLS settings for rediss:// URLs. They apply to the server in store.url, to each node of a Cluster, and with sentinel to the sentinels themselves (which must then listen with TLS too) and to the primary they name. Verification of the server's certificate cannot be turned off. Files given through ${file:...} are read at start-up, and again by each reload (one that cannot be read refuses the reload); as every store change, new ones take effect at the next restart.
+   * TLS settings for rediss:// URLs. They apply to the server in store.url, to each node of a Cluster, and with sentinel to the sentinels themselves (which must then listen with TLS too) and to the primary they name. Verification of the server's certificate cannot be turned off. Files given through ${file:...} are read at start-up and again by each reload, which a file that cannot be read, or a pair that does not match, refuses. A reload that changes store.tls alone (a rotated client certificate, a new CA bundle) applies it to every connection made from then on; those up keep theirs. Any other store change takes effect at the next restart.
    */
   tls?: {
     /**

@@ -5,6 +5,7 @@
 // while Redis is unreachable (no offline queue): the pipeline fails closed and recovers when it is back.
 
 import { createRequire } from 'node:module';
+import type { ConnectionOptions } from 'node:tls';
 import type { Cluster, Redis, RedisOptions } from 'ioredis';
 import type { RedisStore as RedisStoreConfig } from '../config/schema.generated.js';
 import type { Logger } from '../log/logger.js';
@@ -349,11 +350,11 @@ type Scripted = IndexScripted & {
 
 /**
  * One server from the URL; or the primary a set of sentinels names; or a Cluster. The URL's password,
- * database and TLS (rediss://, with store.tls) apply in every case, to the sentinels as well.
+ * database and TLS (rediss://, with `tls`: store.tls) apply in every case, to the sentinels as well. Every
+ * connection, a Cluster node's too, shares the one `tls` object, so what is put in it applies to the next.
  */
-function connect(config: Pick<RedisStoreConfig, 'url' | 'keyPrefix' | 'commandTimeoutMs' | 'sentinel' | 'cluster' | 'tls'>): Redis | Cluster {
+function connect(config: Pick<RedisStoreConfig, 'url' | 'keyPrefix' | 'commandTimeoutMs' | 'sentinel' | 'cluster'>, tls: ConnectionOptions | undefined): Redis | Cluster {
   const url = new URL(config.url);
-  const tls = url.protocol === 'rediss:' ? redisTlsOptions(config.tls) : undefined;
   const common: RedisOptions = {
     keyPrefix: config.keyPrefix,
     // Fail fast while Redis is unreachable or silent: governed calls are refused, not queued or held.
@@ -490,13 +491,16 @@ export class RedisStore implements Store {
    * ioredis' words for that alone, and this says why there is none.
    */
   private connectionError: string | undefined;
+  /** The TLS options every connection shares (rediss://), or undefined for plain connections. */
+  private readonly tls: ConnectionOptions | undefined;
 
   /** `log`: where a loss of audit records Redis suffered is told (the gateway's); the CLI's reads need none. */
   constructor(
     config: Pick<RedisStoreConfig, 'url' | 'keyPrefix' | 'commandTimeoutMs' | 'sentinel' | 'cluster' | 'tls'>,
     private readonly log?: Logger,
   ) {
-    this.redis = connect(config) as Scripted;
+    this.tls = new URL(config.url).protocol === 'rediss:' ? redisTlsOptions(config.tls) : undefined;
+    this.redis = connect(config, this.tls) as Scripted;
     this.keyPrefix = config.keyPrefix;
     // Connection errors surface on the commands that fail (kept, for describe); the client reconnects on
     // its own. A Cluster tells each node's error apart ('node error'); its own 'error' says less.
@@ -963,6 +967,18 @@ export class RedisStore implements Store {
       }
       return found;
     });
+  }
+
+  /**
+   * store.tls as a reload gives it (a rotated client certificate, a new CA bundle): every connection made
+   * from now on uses it. Those up keep going; their certificates were checked when they were made, and
+   * Redis checks none again.
+   */
+  useTls(tls: RedisStoreConfig['tls']): void {
+    const shared = this.tls;
+    if (shared === undefined) return;
+    for (const key of Object.keys(shared)) delete shared[key as keyof ConnectionOptions];
+    Object.assign(shared, redisTlsOptions(tls));
   }
 
   async close(): Promise<void> {
