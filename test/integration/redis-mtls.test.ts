@@ -10,6 +10,7 @@ import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { Redis } from 'ioredis';
 import { ConfigError, parseConfigText } from '../../src/config/load.js';
 import { unsupportedFeatures } from '../../src/config/semantic-checks.js';
 import { collectSecrets } from '../../src/config/secrets.js';
@@ -109,6 +110,33 @@ describe('the store over mTLS', () => {
       await assert.rejects(stranger.ping(), (err: Error) => err.name === 'StoreUnavailableError' && /not connected to Redis: .*(unknown ca|ECONNRESET|EPIPE)/.test(err.message));
     } finally {
       await Promise.all([without.close(), stranger.close()]);
+    }
+  });
+});
+
+describe('a Cluster over mTLS', () => {
+  test('the client certificate goes to every node connection (tls-cluster yes, a one-node cluster)', { timeout: 60_000 }, async () => {
+    const node = await startRedis({ tls: certs.server, config: ['tls-auth-clients yes', `tls-ca-cert-file ${join(certs.dir, 'ca.crt')}`, 'tls-cluster yes', 'cluster-enabled yes', 'cluster-announce-ip 127.0.0.1', `cluster-config-file ${join(certs.dir, `nodes-${Date.now()}.conf`)}`] });
+    const tls = { ca: certs.ca, ...certs.client };
+    const admin = new Redis({ host: '127.0.0.1', port: node.port, tls, enableReadyCheck: false, lazyConnect: true });
+    const bare = openStore({ kind: 'redis', url: 'rediss://ignored:1', keyPrefix: 'mtls-cluster:', commandTimeoutMs: 1_000, cluster: { nodes: [`127.0.0.1:${node.port}`] }, tls: { ca: certs.ca } });
+    const store = openStore({ kind: 'redis', url: 'rediss://ignored:1', keyPrefix: 'mtls-cluster:', commandTimeoutMs: 2_000, cluster: { nodes: [`127.0.0.1:${node.port}`] }, tls });
+    try {
+      await admin.connect();
+      await admin.call('CLUSTER', 'ADDSLOTSRANGE', '0', '16383');
+      let state = '';
+      for (let i = 0; i < 100 && !state.includes('cluster_state:ok'); i++) {
+        state = String(await admin.call('CLUSTER', 'INFO'));
+        if (!state.includes('cluster_state:ok')) await new Promise((r) => setTimeout(r, 100));
+      }
+      assert.match(state, /cluster_state:ok/);
+      await store.ping();
+      assert.equal((await store.addToWindow('w', 4, 60_000)).total, 4);
+      await assert.rejects(bare.ping(), { name: 'StoreUnavailableError' }, 'without the client certificate, no node answers');
+    } finally {
+      await Promise.all([store.close(), bare.close()]);
+      admin.disconnect();
+      await node.stop();
     }
   });
 });
