@@ -531,6 +531,12 @@ export function createGateway(config: GatehouseConfig, log: Logger, options: Gat
         metricsUrl = await bound('metrics', 'metrics.port', config.metrics.host, config.metrics.port, () => listener.listen(config.metrics.host, config.metrics.port));
         log.info('metrics listening', { url: metricsUrl });
       }
+      // The store is asked once before the MCP endpoint takes calls. The guard starts out taking it as up, so
+      // a store out of reach from the start (a Redis refusing the client certificate, or down) was first met
+      // by a call's audit record, after that call had run upstream. Unanswered, the store is marked down and
+      // governed calls are refused 503 until its probe gets an answer. Bounded by the store's own waits
+      // (Redis: the first connection's few seconds, then commandTimeoutMs).
+      await state.check();
       return new Promise((resolve, reject) => {
         const failed = (err: Error): void => reject(new ListenError('the MCP endpoint', 'listen.port', config.listen.host, config.listen.port, err));
         edge.server.once('error', failed);

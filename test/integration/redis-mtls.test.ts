@@ -159,20 +159,19 @@ describe('the gateway over mTLS', () => {
     const executed = up.executions.length;
     const refusing = await startGatewayFromConfigFile(bare);
     try {
-      // What a Kubernetes deployment asks before it sends traffic. (A call made before anything asked the
-      // store, with no limit to count first, runs and is answered 503 once its audit record fails: see
-      // guard.ts; the readiness check is what keeps traffic away from such a pod.)
-      const ready = await readyz(refusing);
-      assert.equal(ready.status, 503, JSON.stringify(ready.body));
-      assert.deepEqual(ready.body.store, { kind: 'redis', up: false });
-      const down = refusing.logs.find((l) => l.msg === 'the store is unavailable: governed calls are refused until it is back');
-      assert.match(String(down?.err), /not connected to Redis: \S/, JSON.stringify(down));
+      // From the first call on, before anything else (a readiness probe) has asked the store: a call with no
+      // limit to count first ran upstream, and was answered 503 only once its audit record failed.
       for (let i = 0; i < 3; i++) {
         const refused = await recordCall(refusing, `no-client-cert-${i}`);
         assert.equal(refused.status, 503, refused.text);
         assert.equal(refused.json().error.data.code, 'GW_ERR_STATE_UNAVAILABLE', refused.text);
       }
       assert.equal(up.executions.length, executed, 'no call ran upstream while the store refused the connection');
+      const down = refusing.logs.find((l) => l.msg === 'the store is unavailable: governed calls are refused until it is back');
+      assert.match(String(down?.err), /not connected to Redis: \S/, JSON.stringify(down));
+      const ready = await readyz(refusing);
+      assert.equal(ready.status, 503, JSON.stringify(ready.body));
+      assert.deepEqual(ready.body.store, { kind: 'redis', up: false });
     } finally {
       await refusing.close();
     }
