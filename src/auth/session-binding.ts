@@ -10,8 +10,11 @@ import { principalKey, type Principal } from '../pipeline/principal.js';
 /** Why a binding ended; a late request from the owner learns it (404 `data.details.reason`). */
 export type BindingEnd = 'idle_timeout' | 'session_cap' | 'client_closed' | 'unknown';
 
-/** Admitted: the session's owner, with what its client declared at initialize (in 2026-07-28 terms). */
-export type SessionAdmission = { ok: true; capabilities: Record<string, unknown> } | { ok: false; reason: BindingEnd };
+/**
+ * Admitted: the session's owner, with what its client declared at initialize (in 2026-07-28 terms) and the
+ * protocol version that initialize negotiated, once its answer showed it.
+ */
+export type SessionAdmission = { ok: true; capabilities: Record<string, unknown>; version?: string } | { ok: false; reason: BindingEnd };
 
 interface Binding {
   owner: string;
@@ -62,6 +65,16 @@ export class SessionBinding {
   }
 
   /**
+   * The protocol version the session's initialize negotiated, read from its answer on the way out (after
+   * `bind`, which the answer's headers allow before its body has come): from then on the session's
+   * requests are judged under it (server.ts). A no-op for an id no longer bound.
+   */
+  negotiated(id: string, version: string): void {
+    const binding = this.live.get(id);
+    if (binding) binding.admitted.version = version;
+  }
+
+  /**
    * Binds a session id to the caller it was just issued to. An upstream that issues an id again has
    * started a new session under it: the new caller owns it from now on.
    */
@@ -70,7 +83,8 @@ export class SessionBinding {
     const previous = this.live.get(id);
     if (previous) this.release(id, previous);
     this.ended.delete(id);
-    this.live.set(id, { owner, via: principal.via, tenant: principal.tenant ?? '', subject: principal.subject, capabilities, admitted: { ok: true, capabilities }, lastUsed: Date.now(), calls: 0, streams: 0 });
+    // `version` comes with the initialize's answer (negotiated); named now, so the object keeps one shape.
+    this.live.set(id, { owner, via: principal.via, tenant: principal.tenant ?? '', subject: principal.subject, capabilities, admitted: { ok: true, capabilities, version: undefined }, lastUsed: Date.now(), calls: 0, streams: 0 });
     this.perOwner.set(owner, (this.perOwner.get(owner) ?? 0) + 1);
     // The initialize that issued it reserved its place (reserve) and made room then; these only act for an
     // id bound without one. The session exists upstream by now and its answer is on its way: when nothing

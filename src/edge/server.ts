@@ -19,10 +19,12 @@ import type { CallContext } from '../pipeline/context.js';
 import { Cancellation, NEVER_CANCELLED } from '../pipeline/cancellation.js';
 import { channels, CLIENT_CLOSED_STATUS, closedStatus, publishRefused, subscribe, type CallEndEvent, type CallOutcomeWord, type CallRefusedEvent, type StageWaitEvent } from '../pipeline/events.js';
 import type { Outcome } from '../pipeline/outcome.js';
+import { interceptFinal } from '../pipeline/final-answer.js';
 import type { Principal } from '../pipeline/principal.js';
 import { atCredentialExpiry } from './credential-expiry.js';
 import { modernCapabilitiesFrom } from '../protocol/era-shapes.js';
-import { admitBatch, admitPost, admitStreamRequest } from '../protocol/front-door.js';
+import { admitBatch, admitPost, admitStreamRequest, sessionVersionRefusal } from '../protocol/front-door.js';
+import { isLegacyVersion } from '../protocol/versions.js';
 import { classifyBody, ErrorCode, idOf, type JsonRpcId, type JsonRpcMessage, type JsonRpcRequest } from '../protocol/jsonrpc.js';
 import { META_CLIENT_CAPABILITIES } from '../protocol/methods.js';
 import { putTraceInMeta, traceSources, type TraceContext } from '../protocol/trace-context.js';
@@ -300,9 +302,11 @@ export function createEdge(listen: ListenConfig, handlers: EdgeHandlers, log: Lo
         record.era = admitted.era;
         const session = sessionAdmitted(req, res, record, null, principal, admitted.era, method);
         if (session === false) return;
+        const inSession = session !== undefined && session.version !== undefined ? sessionVersionRefusal(req.headers['mcp-protocol-version'], session.version, false) : undefined;
+        if (inSession !== undefined) return refuse(res, record, 'admission', null, inSession);
         if (method === 'GET') endAtExpiry(res, principal);
         const ctx: CallContext = {
-          callId: record.callId, edge: token, receivedAt: record.started, httpMethod: method, headers: req.headers, clientAddress, era: admitted.era, version: admitted.version,
+          callId: record.callId, edge: token, receivedAt: record.started, httpMethod: method, headers: req.headers, clientAddress, era: admitted.era, version: session?.version ?? admitted.version,
           cancel, acceptsSse: true, principal, clientCapabilities: session?.capabilities ?? {}, ...(session ? { sessionId: session.id } : {}),
         };
         // Awaited, not returned: a rejection is caught below, and an async function returning a promise costs two more turns.
@@ -322,6 +326,12 @@ export function createEdge(listen: ListenConfig, handlers: EdgeHandlers, log: Lo
       record.era = admitted.era;
       const session = sessionAdmitted(req, res, record, id, principal, admitted.era, 'POST');
       if (session === false) return;
+      // A session whose initialize's answer named its version: the request is judged under that version,
+      // header or none (sessionVersionRefusal). A string comparison where the header is there; no other lookup.
+      if (session !== undefined && session.version !== undefined) {
+        const inSession = sessionVersionRefusal(req.headers['mcp-protocol-version'], session.version, false);
+        if (inSession !== undefined) return refuse(res, record, 'admission', id, inSession);
+      }
       if (kind === 'request' && rpcMethod === 'subscriptions/listen') {
         markListenStream(res, slot);
         record.listening = true;
@@ -331,7 +341,7 @@ export function createEdge(listen: ListenConfig, handlers: EdgeHandlers, log: Lo
       // The optional members are assigned, not spread in: this runs for every call.
       const ctx: Writable<CallContext> = {
         callId: record.callId, edge: token, receivedAt: record.started, httpMethod: 'POST', headers: req.headers, clientAddress, body: traced.body, message, kind,
-        era: admitted.era, version: admitted.version, cancel, acceptsSse: accepts(req.headers.accept, 'text/event-stream'), principal,
+        era: admitted.era, version: session?.version ?? admitted.version, cancel, acceptsSse: accepts(req.headers.accept, 'text/event-stream'), principal,
         clientCapabilities: admitted.era === 'modern' ? modernCapabilitiesOf(message) : (session?.capabilities ?? received.declared),
       };
       if (rpcMethod !== undefined) ctx.method = rpcMethod;
@@ -362,6 +372,9 @@ export function createEdge(listen: ListenConfig, handlers: EdgeHandlers, log: Lo
     record.era = 'legacy';
     const session = sessionAdmitted(req, res, record, null, received.principal, 'legacy', 'POST');
     if (session === false) return;
+    // Only a 2025-03-26 session may send one: without the header, its negotiated version says which it is.
+    const inSession = session !== undefined && session.version !== undefined ? sessionVersionRefusal(req.headers['mcp-protocol-version'], session.version, true) : undefined;
+    if (inSession !== undefined) return refuse(res, record, 'admission', null, inSession);
     // From here each message publishes its own end; the HTTP request is only their carrier.
     record.batch = true;
     await answerBatch(core, { checkMessage: (message) => opts.auth.checkMessage(message), log }, res, received, {
@@ -539,7 +552,7 @@ export function createEdge(listen: ListenConfig, handlers: EdgeHandlers, log: Lo
       return callEnded(record, ctx, { kind: 'refused', refusal, stage: 'admission' });
     }
     try {
-      return callEnded(record, ctx, await handlers.call(ctx));
+      return bindIssuedSession(ctx, callEnded(record, ctx, await handlers.call(ctx)));
     } finally {
       place();
     }
@@ -552,7 +565,7 @@ export function createEdge(listen: ListenConfig, handlers: EdgeHandlers, log: Lo
     if (record.waits !== undefined && channels.wait.hasSubscribers) for (const w of record.waits) channels.wait.publish({ callId: ctx.callId, edge: token, ...w } satisfies StageWaitEvent);
   }
 
-  /** What the edge keeps of the pipeline's outcome (the refusal, for the end event) and the legacy session it issued. */
+  /** What the edge keeps of the pipeline's outcome: the refusal, for the end event (a legacy session the answer issues is bound by initializeSession). */
   function callEnded(record: CallRecord, ctx: CallContext, ended: Outcome): Outcome {
     // A tool refusal is shaped for the called tool here, once, for every edge that writes it (errors.ts refusalOfTool).
     const shaped = ended.kind === 'refused' ? refusalOfTool(ended.refusal, ctx) : undefined;
@@ -571,22 +584,28 @@ export function createEdge(listen: ListenConfig, handlers: EdgeHandlers, log: Lo
       const rule = ruleOf(outcome.refusal);
       if (rule !== undefined) record.rule = rule;
     }
-    if (isLegacyInitialize(ctx)) bindIssuedSession(ctx, outcome);
     return outcome;
   }
 
   /**
    * 2025-11-25/basic/transports.mdx §Session Management 1: the server assigns a session id on the
    * InitializeResult's answer. It belongs to whoever sent that initialize, from the moment it passes here.
+   * The version the answer negotiated (lifecycle.mdx §Version Negotiation) is read as the answer goes out,
+   * whoever made it (an upstream's relayed bytes, the catalog, a bridge): the session's later requests are
+   * judged under it. Once per session; an answer without it (an error) leaves the session's version unknown.
    */
-  function bindIssuedSession(ctx: CallContext, outcome: Outcome): void {
-    if (outcome.kind === 'refused') return;
+  function bindIssuedSession(ctx: CallContext, outcome: Outcome): Outcome | Promise<Outcome> {
+    if (outcome.kind === 'refused') return outcome;
     const status = outcome.kind === 'stream' ? 200 : outcome.status;
     const issued = outcome.headers?.['mcp-session-id'];
-    if (issued === undefined || status >= 300) return;
+    if (issued === undefined || status >= 300) return outcome;
     const params = (ctx.message as JsonRpcRequest).params;
     const declared = params?.capabilities;
     opts.sessions.bind(issued, ctx.principal, modernCapabilitiesFrom(isRecord(declared) ? declared : {}));
+    return interceptFinal(outcome, ctx, async ({ response }) => {
+      const version = response.result?.protocolVersion;
+      if (typeof version === 'string' && isLegacyVersion(version)) opts.sessions.negotiated(issued, version);
+    }, NEGOTIATED_VERSION_MARKER);
   }
 
   /**
@@ -625,7 +644,7 @@ export function createEdge(listen: ListenConfig, handlers: EdgeHandlers, log: Lo
    * ends the binding. Modern requests ignore the header (streamable-http.mdx §Earlier Streamable HTTP
    * Revisions), so it is not looked at for them. False when refused; undefined when no session is named.
    */
-  function sessionAdmitted(req: IncomingMessage, res: ServerResponse, record: CallRecord, id: JsonRpcId | null, principal: Principal, era: string, method: 'POST' | 'GET' | 'DELETE'): { id: string; capabilities: Record<string, unknown> } | undefined | false {
+  function sessionAdmitted(req: IncomingMessage, res: ServerResponse, record: CallRecord, id: JsonRpcId | null, principal: Principal, era: string, method: 'POST' | 'GET' | 'DELETE'): AdmittedSession | undefined | false {
     if (era !== 'legacy') return undefined;
     const sessionId = req.headers['mcp-session-id'];
     if (typeof sessionId !== 'string') return undefined;
@@ -636,7 +655,7 @@ export function createEdge(listen: ListenConfig, handlers: EdgeHandlers, log: Lo
     }
     // Left by the request's one close listener (onRequest), after the call's own end.
     record.session = { id: sessionId, method, leave: opts.sessions.enter(sessionId, method === 'GET' ? 'stream' : 'call') };
-    return { id: sessionId, capabilities: admission.capabilities };
+    return { id: sessionId, capabilities: admission.capabilities, version: admission.version };
   }
 
   /** The end of a request's use of its session: a 404 (its own, or a batch message's) or a DELETE that succeeded ends the binding. */
@@ -775,8 +794,17 @@ export function createEdge(listen: ListenConfig, handlers: EdgeHandlers, log: Lo
 }
 
 const MCP_METHODS = ['GET', 'POST', 'DELETE'] as const;
+/** Only an answer that names a protocol version is read for it; relayed bytes without one pass unparsed. */
+const NEGOTIATED_VERSION_MARKER = { marker: '"protocolVersion"' };
 /** The config's `sessions` defaults, for an edge built without them (tests of the edge alone). */
 const DEFAULT_SESSION_LIMITS = { max: 1000, maxSsePerCaller: 16, idleTimeoutMs: 1_800_000 };
+
+/** The legacy session a request names, admitted for its caller; `version` once its initialize's answer named it. */
+interface AdmittedSession {
+  id: string;
+  capabilities: Record<string, unknown>;
+  version: string | undefined;
+}
 
 /** A context while the edge builds it. */
 type Writable<T> = { -readonly [K in keyof T]: T[K] };

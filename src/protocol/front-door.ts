@@ -56,7 +56,8 @@ export const MAX_BATCH_MESSAGES = 64;
  * POST of a JSON-RPC batch (a JSON array). 2025-03-26 allows them (2025-03-26/basic/transports.mdx §Sending
  * Messages 2; 2025-03-26/basic/index.mdx: implementations MUST support receiving batches); 2025-06-18
  * removed them, and 2026-07-28 has none. A request without MCP-Protocol-Version is a 2025-03-26 one
- * (streamable-http.mdx §Protocol Version Header). Each message is then admitted on its own (admitPost).
+ * (streamable-http.mdx §Protocol Version Header) unless its session says otherwise, which the edge checks
+ * once the session is admitted (sessionVersionRefusal). Each message is then admitted on its own (admitPost).
  */
 export function admitBatch(headers: IncomingHttpHeaders, size: number): Admission {
   const media = mediaTypesRefusal(headers);
@@ -68,6 +69,28 @@ export function admitBatch(headers: IncomingHttpHeaders, size: number): Admissio
   if (size === 0) return refuse(400, ErrorCode.InvalidRequest, 'batch', 'Invalid request: an empty batch');
   if (size > MAX_BATCH_MESSAGES) return refuse(400, ErrorCode.InvalidRequest, 'batch', `Invalid request: a batch holds at most ${MAX_BATCH_MESSAGES} messages; this one has ${size}`);
   return { ok: true, era: 'legacy', version: DEFAULT_LEGACY_VERSION };
+}
+
+/**
+ * A legacy request inside a session whose initialize negotiated `negotiated`: why it is refused, or
+ * undefined when it goes on, under `negotiated`. 2025-11-25/basic/transports.mdx §Protocol Version Header:
+ * the client MUST send the negotiated version on every later request, and a server without the header
+ * assumes 2025-03-26 only when it "has no other way to identify the version - for example, by relying on
+ * the protocol version negotiated during initialization"; Gatehouse has that way. So a request without the
+ * header speaks the session's version (a batch only where that is 2025-03-26, the one revision that has
+ * them), and one whose header names another version than its session's is a client error, refused 400
+ * rather than judged under a revision the session never agreed to (a `2025-03-26` header would otherwise
+ * reopen batches on a 2025-06-18 session). Allocates nothing when the request goes on.
+ */
+export function sessionVersionRefusal(versionHeader: string | string[] | undefined, negotiated: string, batch: boolean): TransportRefusal | undefined {
+  const claimed = single(versionHeader);
+  if (claimed !== undefined && claimed !== negotiated) {
+    return { kind: 'transport', code: 'version_mismatch', status: 400, rpcCode: ErrorCode.InvalidRequest, message: `Invalid request: MCP-Protocol-Version ${clip(claimed)} is not the version this session negotiated (${negotiated}); send ${negotiated}`, data: { negotiated, requested: claimed } };
+  }
+  if (batch && negotiated !== DEFAULT_LEGACY_VERSION) {
+    return { kind: 'transport', code: 'batch', status: 400, rpcCode: ErrorCode.InvalidRequest, message: `Invalid request: batches are not supported after 2025-03-26 (this session negotiated ${negotiated}); send one JSON-RPC message per POST` };
+  }
+  return undefined;
 }
 
 /** POST: one JSON-RPC message, already parsed once by the edge. */
@@ -86,7 +109,8 @@ export function admitPost(headers: IncomingHttpHeaders, kind: MessageKind, messa
     if (bodyVersion !== undefined) {
       return refuse(400, ErrorCode.HeaderMismatch, 'header_missing', 'Header mismatch: MCP-Protocol-Version header is required');
     }
-    // streamable-http.mdx §Protocol Version Header: a request without the header MAY be treated as 2025-03-26.
+    // streamable-http.mdx §Protocol Version Header: a request without the header MAY be treated as 2025-03-26;
+    // inside a session whose version is known, the edge takes that one instead (sessionVersionRefusal).
     return { ok: true, era: 'legacy', version: DEFAULT_LEGACY_VERSION };
   }
   if (isLegacyVersion(versionHeader)) {

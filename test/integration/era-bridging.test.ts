@@ -571,8 +571,8 @@ describe('legacy client → modern upstream (§16.2)', () => {
     cleanups.push(() => up.close());
     return up;
   }
-  const init = (id = 0, caps: Record<string, unknown> = { roots: { listChanged: true }, elicitation: {} }) =>
-    rpc(id, 'initialize', { protocolVersion: '2025-06-18', capabilities: caps, clientInfo: { name: 'old-client', version: '9' } });
+  const init = (id = 0, caps: Record<string, unknown> = { roots: { listChanged: true }, elicitation: {} }, version = '2025-06-18') =>
+    rpc(id, 'initialize', { protocolVersion: version, capabilities: caps, clientInfo: { name: 'old-client', version: '9' } });
 
   async function open(gw: TestGateway): Promise<Record<string, string>> {
     const res = await post(gw.url, init());
@@ -713,7 +713,8 @@ describe('legacy client → modern upstream (§16.2)', () => {
       jsonResult(res, JSON.stringify(msg), { content: [{ type: 'text', text: 'signed in' }], resultType: 'complete' });
     });
     const gw = await gatewayFor(up);
-    const res = await post(gw.url, init(0, { elicitation: { url: {} } }));
+    // A 2025-11-25 session (URL elicitation is that revision's): its requests say the version it negotiated.
+    const res = await post(gw.url, init(0, { elicitation: { url: {} } }, '2025-11-25'));
     const headers = { ...LEGACY_HEADERS, 'mcp-session-id': String(res.headers['mcp-session-id']), 'mcp-protocol-version': '2025-11-25' };
     const call = await request(gw.url, { method: 'POST', headers, body: rpc(9, 'tools/call', { name: 'login', arguments: {} }) });
     let text = '';

@@ -80,7 +80,7 @@ test('the owner is the whole caller: the same subject from another tenant or ano
   assert.deepEqual(b.admit('s-1', token('u1', 'globex')), { ok: false, reason: 'unknown' });
   assert.deepEqual(b.admit('s-1', token('u1')), { ok: false, reason: 'unknown' });
   assert.deepEqual(b.admit('s-1', { ...token('u1', 'acme'), via: 'introspection' }), { ok: false, reason: 'unknown' });
-  assert.deepEqual(b.admit('s-1', token('u1', 'acme')), { ok: true, capabilities: {} });
+  assert.deepEqual(b.admit('s-1', token('u1', 'acme')), { ok: true, capabilities: {}, version: undefined });
   // Without a tenant on either side, the subject and the credential kind decide.
   b.bind('s-2', token('u2'));
   assert.equal(b.admit('s-2', token('u2')).ok, true);
@@ -113,5 +113,24 @@ test("making room for a caller's next session ends an idle one, else one only li
   assert.equal(b.admit('a-new', alice).ok, true);
   assert.equal(b.admit('bob-1', bob).ok, true);
   assert.ok(b.reserve(bob), "another caller's own room is its own");
+  b.close();
+});
+
+test("the version a session's initialize negotiated comes with its admissions, and an id issued again forgets it", () => {
+  const b = binding();
+  b.bind('s-1', alice);
+  const before = b.admit('s-1', alice);
+  assert.equal(before.ok && before.version, undefined);
+  b.negotiated('s-1', '2025-06-18');
+  const after = b.admit('s-1', alice);
+  assert.equal(after.ok && after.version, '2025-06-18');
+  // A new session under the same id negotiates anew.
+  b.bind('s-1', alice);
+  const again = b.admit('s-1', alice);
+  assert.equal(again.ok && again.version, undefined);
+  // An id no longer bound learns nothing.
+  b.end('s-1', 'client_closed');
+  b.negotiated('s-1', '2025-06-18');
+  assert.deepEqual(b.admit('s-1', alice), { ok: false, reason: 'client_closed' });
   b.close();
 });
