@@ -18,7 +18,12 @@ export const DEFAULT_LEGACY_VERSION = '2025-03-26';
  * 2024-11-05 servers never see it.
  */
 export function protocolVersionHeader(version: string): Record<string, string> {
-  return version === '2025-03-26' || version === '2024-11-05' ? {} : { 'mcp-protocol-version': version };
+  return hasProtocolVersionHeader(version) ? { 'mcp-protocol-version': version } : {};
+}
+
+/** Whether requests of a legacy session of `version` carry MCP-Protocol-Version (from 2025-06-18 on). */
+export function hasProtocolVersionHeader(version: string): boolean {
+  return version !== '2025-03-26' && version !== '2024-11-05';
 }
 
 export type ClientEra = 'modern' | 'legacy';

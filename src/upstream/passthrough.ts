@@ -20,6 +20,7 @@ import { dispatchRelay, type RelayResponse } from './dispatch-relay.js';
 import type { HttpRequestLimits } from './http-tunables.js';
 import { answeredWhole, readSseText, reopenStream, sessionHeaders } from './resumable-sse.js';
 import { isEventStreamType } from '../protocol/sse.js';
+import { hasProtocolVersionHeader } from '../protocol/versions.js';
 import { scopeModernAnswer } from './modern-answer-stream.js';
 import { progressTokenIn } from '../protocol/answer-stream-rule.js';
 
@@ -196,6 +197,10 @@ export class PassThrough {
         if (typeof v === 'string') out[key] = v;
       }
     }
+    // A session's request without MCP-Protocol-Version speaks the version its initialize negotiated (the edge
+    // judged it so, front-door sessionVersionRefusal): the upstream, which negotiated it, is told the same
+    // rather than left to assume 2025-03-26 (2025-11-25/basic/transports.mdx §Protocol Version Header).
+    if (!modern && ctx.sessionId !== undefined && out['mcp-protocol-version'] === undefined && hasProtocolVersionHeader(ctx.version)) out['mcp-protocol-version'] = ctx.version;
     // The front door took an Accept that admits both answer types, wildcards included (`*/*`); toward the
     // upstream Gatehouse is the client, which MUST list both types (streamable-http.mdx and 2025-11-25
     // transports.mdx §Sending Messages 2), and the SDK servers refuse a wildcard with 406. A GET's stream

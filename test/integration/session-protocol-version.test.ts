@@ -135,6 +135,21 @@ describe('pass-through: the v1 SDK server behind Gatehouse', () => {
     assert.equal(answer.status, 400);
     assert.match(answer.messages[0]?.error?.message, new RegExp(`negotiated ${negotiated}`));
   });
+
+  test("a request without the header reaches the upstream saying its session's version, not left to be taken for 2025-03-26", async () => {
+    const sentWith = (text: string) => upstream.versionHeaders[upstream.messages.findIndex((m) => m.method === 'tools/call' && m.params?.arguments?.text === text)];
+    const modern = await openSession(gw.url, '2025-06-18');
+    const answer = await post(gw.url, echoBatch(60)[0], { 'mcp-session-id': modern.sid });
+    assert.equal(answer.status, 200, JSON.stringify(answer.messages));
+    assert.equal(sentWith('one-60'), '2025-06-18');
+    // A 2025-03-26 session has no such header (it came with 2025-06-18): none is made up for it.
+    const old = await openSession(gw.url, '2025-03-26');
+    assert.equal((await post(gw.url, echoBatch(62)[0], { 'mcp-session-id': old.sid })).status, 200);
+    assert.equal(sentWith('one-62'), undefined);
+    // A header the client sent goes up as it came.
+    assert.equal((await post(gw.url, echoBatch(64)[0], { 'mcp-session-id': modern.sid, 'mcp-protocol-version': '2025-06-18' })).status, 200);
+    assert.equal(sentWith('one-64'), '2025-06-18');
+  });
 });
 
 describe('catalog: two v1 SDK servers behind Gatehouse', () => {
