@@ -74,13 +74,14 @@ export function admitBatch(headers: IncomingHttpHeaders, size: number): Admissio
 /**
  * A legacy request inside a session whose initialize negotiated `negotiated`: why it is refused, or
  * undefined when it goes on, under `negotiated`. 2025-11-25/basic/transports.mdx §Protocol Version Header:
- * the client MUST send the negotiated version on every later request, and a server without the header
- * assumes 2025-03-26 only when it "has no other way to identify the version - for example, by relying on
- * the protocol version negotiated during initialization"; Gatehouse has that way. So a request without the
- * header speaks the session's version (a batch only where that is 2025-03-26, the one revision that has
- * them), and one whose header names another version than its session's is a client error, refused 400
- * rather than judged under a revision the session never agreed to (a `2025-03-26` header would otherwise
- * reopen batches on a 2025-06-18 session). Allocates nothing when the request goes on.
+ * the client MUST send the header on every later request, and it SHOULD be the negotiated version; a
+ * server without the header assumes 2025-03-26 only when it "has no other way to identify the version -
+ * for example, by relying on the protocol version negotiated during initialization"; Gatehouse has that
+ * way. So a request without the header speaks the session's version (a batch only where that is
+ * 2025-03-26, the one revision that has them). One whose header names another version than its session's
+ * is taken for an invalid version for this session (the same section: 400 Bad Request) rather than judged
+ * under a revision the session never agreed to: a `2025-03-26` header would otherwise reopen batches on a
+ * 2025-06-18 session. Allocates nothing when the request goes on.
  */
 export function sessionVersionRefusal(versionHeader: string | string[] | undefined, negotiated: string, batch: boolean): TransportRefusal | undefined {
   const claimed = single(versionHeader);
