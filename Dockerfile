@@ -34,8 +34,12 @@ FROM node:20-bookworm-slim AS runtime
 # alone would not need it; but stdio upstreams are child processes that may start their own (npx, sh), and
 # when those are orphaned they are re-parented to PID 1, which node never reaps. tini reaps them, forwards
 # signals to node and exits with node's status.
+# util-linux (an essential package, so already there: named so that it stays) brings setpriv, which starts
+# each stdio child to be killed when Gatehouse is (src/upstream/die-with-gatehouse.ts). In the container that
+# matters where its PID namespace is shared (a pod's shareProcessNamespace): otherwise tini, exiting with
+# node, ends everything in the container anyway.
 RUN apt-get update \
-  && apt-get install -y --no-install-recommends tini \
+  && apt-get install -y --no-install-recommends tini util-linux \
   && rm -rf /var/lib/apt/lists/* \
   && mkdir -p /data \
   && chown 1000:1000 /data

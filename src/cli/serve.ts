@@ -6,13 +6,14 @@ import { parseArgs } from 'node:util';
 import { ConfigError, loadConfigFileWithText, validateConfigObject } from '../config/load.js';
 import { locateProblems } from '../config/locate-problems.js';
 import { unsupportedFeatures } from '../config/semantic-checks.js';
-import type { GatehouseConfig, ListenConfig, LogLevel } from '../config/types.js';
+import { isStdioUpstream, type GatehouseConfig, type ListenConfig, type LogLevel } from '../config/types.js';
 import { createGateway, ListenError, type Gateway } from '../gateway.js';
 import { createLogger, resolveLogFormat, type Logger } from '../log/logger.js';
 import { exitOnFault } from '../log/fault-exit.js';
 import { isLoopback } from '../net/loopback.js';
 import type { InterpolatedValue } from '../config/interpolate.js';
 import { collectSecrets } from '../config/secrets.js';
+import { enableDeathWithGatehouse, warnIfChildrenMayOutlive } from '../upstream/die-with-gatehouse.js';
 import { SERVE_HELP } from './help.js';
 import type { CommandIO } from './io.js';
 import { checkFlags, UsageError } from './serve-usage.js';
@@ -79,6 +80,9 @@ export async function serveCommand(args: string[], io: CommandIO): Promise<numbe
     io.err(`${locateProblems(configFile!, fileText!, problems).join('\n')}\n`);
     return 1;
   }
+  // Before any child starts: stdio children are started to die with this process where setpriv can do it.
+  await enableDeathWithGatehouse();
+  if (config.upstreams.some(isStdioUpstream)) warnIfChildrenMayOutlive(log);
   let gateway;
   try {
     gateway = createGateway(config, log, { configFile, ...(fileText !== undefined ? { configText: fileText } : {}), ...(fileReads !== undefined ? { configFiles: fileReads } : {}), fileListen, fileStore, env: io.env });

@@ -12,6 +12,7 @@ import { AnsweredIdScanner } from '../protocol/answered-id.js';
 import { isLateAnswer, PendingRequests } from './pending-requests.js';
 import type { ToolTimeout } from './tool-timeouts.js';
 import { MAX_WHOLE_BODY_BYTES } from '../pipeline/relay-body.js';
+import { launchOf } from './die-with-gatehouse.js';
 
 export interface StdioProcessOptions {
   upstream: string;
@@ -115,9 +116,11 @@ export class StdioProcess {
     Object.assign(env, this.opts.env);
     // A process group of its own (detached: setsid), whose id is the child's PID: what the child starts
     // (a browser it drives, the server behind an `npx` or a shell) is in it, and is ended with it (endGroup).
+    // Started through setpriv where it can be (die-with-gatehouse.ts), it is killed when Gatehouse is.
+    const launch = launchOf(cmd, args, env, this.opts.cwd, this.log);
     let child: ChildProcessWithoutNullStreams;
     try {
-      child = spawn(cmd, args, { cwd: this.opts.cwd, env, stdio: ['pipe', 'pipe', 'pipe'], detached: true });
+      child = spawn(launch.file, launch.args, { cwd: this.opts.cwd, env, stdio: ['pipe', 'pipe', 'pipe'], detached: true });
     } catch (err) {
       // Node throws for what it cannot pass to a process (a NUL in an argument or a variable, which the config
       // checks refuse), quoting the value, which may be a credential: neither the log nor the client gets it.
@@ -137,8 +140,10 @@ export class StdioProcess {
         resolve();
       });
       child.once('error', (err) => {
-        this.markExited(`could not start "${cmd}": ${err.message}`);
-        reject(new GatewayError('GW_ERR_UPSTREAM_EXITED', `Upstream "${this.opts.upstream}" could not be started: ${err.message}`, this.opts.upstream, { cause: err }));
+        // Said of the configured command, not of setpriv in front of it (a working directory it may not enter).
+        const message = launch.file === cmd ? err.message : `spawn ${cmd} ${(err as NodeJS.ErrnoException).code ?? 'failed'}`;
+        this.markExited(`could not start "${cmd}": ${message}`);
+        reject(new GatewayError('GW_ERR_UPSTREAM_EXITED', `Upstream "${this.opts.upstream}" could not be started: ${message}`, this.opts.upstream, { cause: err }));
       });
       child.once('exit', (code, signal) => this.markExited(signal ? `killed by ${signal}` : `exited with code ${code}`));
     });

@@ -1,0 +1,103 @@
+// Stdio children that die with Gatehouse. A child loses its stdin when Gatehouse is killed hard (SIGKILL:
+// the OOM killer, `kill -9`, a runtime's hard stop), and one that ignores the EOF (or is busy) runs on as an
+// orphan, holding memory, ports and credentials, while a restarted Gatehouse starts new ones beside it.
+// Linux can send a process a signal when its parent dies (prctl PR_SET_PDEATHSIG), but Node cannot set it
+// between fork and exec. util-linux's `setpriv --pdeathsig KILL -- COMMAND…` does: it sets the signal and
+// execs the command in its own place, so the child keeps its PID, user, environment, working directory and
+// process group, and no extra process is left. The kernel sends the signal when the thread that forked the
+// child ends: children are spawned by the main thread's event loop (libuv forks from the calling thread),
+// which ends only with the process. The signal is not inherited across fork: a child's own children are
+// ended with its process group on every stop Gatehouse lives to make (stdio-process.ts), not on SIGKILL.
+//
+// Where setpriv cannot be used (not Linux, util-linux missing or older than 2.33), children start as they
+// did, and `serve` warns once.
+
+import { execFile } from 'node:child_process';
+import { accessSync, constants, statSync } from 'node:fs';
+import { delimiter, join, resolve } from 'node:path';
+import { isMainThread } from 'node:worker_threads';
+import type { Logger } from '../log/logger.js';
+
+/** Where Debian and most distributions put util-linux's setpriv; Gatehouse's own PATH is not searched. */
+const SETPRIV_PATHS = ['/usr/bin/setpriv', '/bin/setpriv'];
+/** How long the start-up probe of setpriv may take before it is taken for unusable. */
+const PROBE_TIMEOUT_MS = 5000;
+/** What execvp searches when the child's environment has no PATH (glibc's default). */
+const DEFAULT_PATH = '/bin:/usr/bin';
+
+/** The setpriv proven at start-up to set the parent-death signal, once probed; undefined before or without. */
+let setpriv: string | undefined;
+/** Set once the probe has run and found no usable setpriv: a stdio child started then warns (once). */
+let unavailable: string | undefined;
+let warned = false;
+
+/** What to spawn for a configured command: its own file and arguments, or setpriv's in front of them. */
+export interface Launch {
+  file: string;
+  args: string[];
+}
+
+/**
+ * Finds a setpriv that sets the parent-death signal: it must run a command with `--pdeathsig KILL` (older
+ * util-linux has no such option, and a seccomp profile could forbid the prctl), which it is asked to prove
+ * by running itself with `--dump`, whose report names the signal it was given. Resolves with why not, or
+ * undefined when it can be used; from then on `launchOf` puts it in front of every stdio command.
+ * `candidates` are where to look (tests name others).
+ */
+export async function enableDeathWithGatehouse(candidates: readonly string[] = SETPRIV_PATHS): Promise<string | undefined> {
+  const found = await probe(candidates);
+  setpriv = found.setpriv;
+  unavailable = found.problem;
+  return unavailable;
+}
+
+async function probe(candidates: readonly string[]): Promise<{ setpriv?: string; problem?: string }> {
+  if (process.platform !== 'linux') return { problem: `the parent-death signal is Linux's (this is ${process.platform})` };
+  if (!isMainThread) return { problem: 'children are started from a worker thread, whose end would kill them' };
+  const found = candidates.find(isExecutableFile);
+  if (found === undefined) return { problem: `no setpriv (util-linux) at ${candidates.join(' or ')}` };
+  return new Promise((done) => {
+    execFile(found, ['--pdeathsig', 'KILL', '--', found, '--dump'], { env: {}, timeout: PROBE_TIMEOUT_MS }, (err, stdout) => {
+      if (err === null && /^Parent death signal: KILL$/m.test(stdout)) return done({ setpriv: found });
+      done({ problem: `${found} --pdeathsig KILL does not work here${err === null ? '' : ` (${err.message.split('\n')[0]})`}` });
+    });
+  });
+}
+
+/** Warns that stdio children may outlive a hard kill, when the probe found so; once per process. */
+export function warnIfChildrenMayOutlive(log: Logger): void {
+  if (unavailable === undefined || warned) return;
+  warned = true;
+  log.warn('stdio upstream children may outlive Gatehouse when it is killed hard (SIGKILL, the OOM killer): they are not started to die with it', { reason: unavailable });
+}
+
+/**
+ * How to spawn `command` so that it dies with Gatehouse: through setpriv once the probe proved it, else as
+ * it is. A command setpriv would fail to exec (not found, not executable) is spawned as it is, so its
+ * failure is the spawn error it always was (`spawn … ENOENT`), not setpriv's exit code 127.
+ */
+export function launchOf(cmd: string, args: string[], env: Record<string, string>, cwd: string | undefined, log: Logger): Launch {
+  if (setpriv === undefined) {
+    warnIfChildrenMayOutlive(log);
+    return { file: cmd, args };
+  }
+  if (!runnable(cmd, env.PATH, cwd)) return { file: cmd, args };
+  return { file: setpriv, args: ['--pdeathsig', 'KILL', '--', cmd, ...args] };
+}
+
+/** Whether execvp would find `cmd` as a file it may execute: a path as it is, a bare name on PATH. */
+function runnable(cmd: string, path: string | undefined, cwd: string | undefined): boolean {
+  if (cmd.includes('/')) return isExecutableFile(resolve(cwd ?? '.', cmd));
+  // An empty PATH entry is the working directory, to execvp.
+  return (path ?? DEFAULT_PATH).split(delimiter).some((dir) => isExecutableFile(join(dir === '' ? resolve(cwd ?? '.') : resolve(cwd ?? '.', dir), cmd)));
+}
+
+function isExecutableFile(path: string): boolean {
+  try {
+    if (!statSync(path).isFile()) return false;
+    accessSync(path, constants.X_OK);
+    return true;
+  } catch {
+    return false;
+  }
+}
