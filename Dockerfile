@@ -35,7 +35,8 @@ FROM node:20-bookworm-slim AS runtime
 # when those are orphaned they are re-parented to PID 1, which node never reaps. tini reaps them, forwards
 # signals to node and exits with node's status.
 # util-linux (an essential package, so already there: named so that it stays) brings setpriv, which starts
-# each stdio child to be killed when Gatehouse is (src/upstream/die-with-gatehouse.ts). In the container that
+# each stdio child to be killed when Gatehouse is (src/upstream/die-with-gatehouse.ts); /bin/sh runs the
+# watchdog that ends what the children started (src/upstream/group-watchdog.ts). In the container that
 # matters where its PID namespace is shared (a pod's shareProcessNamespace): otherwise tini, exiting with
 # node, ends everything in the container anyway.
 RUN apt-get update \

@@ -14,6 +14,7 @@ import { isLoopback } from '../net/loopback.js';
 import type { InterpolatedValue } from '../config/interpolate.js';
 import { collectSecrets } from '../config/secrets.js';
 import { enableDeathWithGatehouse, warnIfChildrenMayOutlive } from '../upstream/die-with-gatehouse.js';
+import { enableGroupWatchdog } from '../upstream/group-watchdog.js';
 import { SERVE_HELP } from './help.js';
 import type { CommandIO } from './io.js';
 import { checkFlags, UsageError } from './serve-usage.js';
@@ -80,9 +81,12 @@ export async function serveCommand(args: string[], io: CommandIO): Promise<numbe
     io.err(`${locateProblems(configFile!, fileText!, problems).join('\n')}\n`);
     return 1;
   }
-  // Before any child starts: stdio children are started to die with this process where setpriv can do it.
+  // Before any child starts: stdio children are started to die with this process where setpriv can do it,
+  // and what they start is ended by the watchdog if this process is killed hard.
   await enableDeathWithGatehouse();
-  if (config.upstreams.some(isStdioUpstream)) warnIfChildrenMayOutlive(log);
+  const stdioConfigured = config.upstreams.some(isStdioUpstream);
+  if (stdioConfigured) warnIfChildrenMayOutlive(log);
+  enableGroupWatchdog(log, stdioConfigured);
   let gateway;
   try {
     gateway = createGateway(config, log, { configFile, ...(fileText !== undefined ? { configText: fileText } : {}), ...(fileReads !== undefined ? { configFiles: fileReads } : {}), fileListen, fileStore, env: io.env });

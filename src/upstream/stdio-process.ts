@@ -13,6 +13,7 @@ import { isLateAnswer, PendingRequests } from './pending-requests.js';
 import type { ToolTimeout } from './tool-timeouts.js';
 import { MAX_WHOLE_BODY_BYTES } from '../pipeline/relay-body.js';
 import { launchOf } from './die-with-gatehouse.js';
+import { guardGroup, releaseGroup } from './group-watchdog.js';
 
 export interface StdioProcessOptions {
   upstream: string;
@@ -129,6 +130,8 @@ export class StdioProcess {
       return Promise.reject(new GatewayError('GW_ERR_UPSTREAM_EXITED', `Upstream "${this.opts.upstream}" could not be started: its command, arguments, environment or working directory cannot be passed to a process`, this.opts.upstream));
     }
     this.child = child;
+    // Listed with the watchdog (group-watchdog.ts) until the group is gone, which ends it if Gatehouse dies first.
+    if (child.pid !== undefined) guardGroup(child.pid);
     // Read as bytes: maxMessageBytes bounds a line's bytes, not the UTF-16 units of its text.
     child.stdout.on('data', (chunk: Buffer) => this.onStdout(chunk));
     child.stdout.once('end', () => this.onStdoutEnd());
@@ -376,7 +379,7 @@ export class StdioProcess {
     if (this.exited) return;
     this.exited = true;
     const pgid = this.child?.pid;
-    if (pgid !== undefined) this.groupEnded = this.endGroup(pgid);
+    if (pgid !== undefined) this.groupEnded = this.endGroup(pgid).then(() => releaseGroup(pgid));
     if (this.child !== undefined) {
       const pid = this.child.pid;
       if (this.stopping) this.log.info('stdio upstream stopped', { pid, reason });
