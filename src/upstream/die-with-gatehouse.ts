@@ -64,11 +64,11 @@ async function probe(candidates: readonly string[]): Promise<{ setpriv?: string;
   });
 }
 
-/** Warns that stdio children may outlive a hard kill, when the probe found so; once per process. */
+/** Warns that stdio children start without the parent-death signal, when the probe found so; once per process. */
 export function warnIfChildrenMayOutlive(log: Logger): void {
   if (unavailable === undefined || warned) return;
   warned = true;
-  log.warn('stdio upstream children may outlive Gatehouse when it is killed hard (SIGKILL, the OOM killer): they are not started to die with it', { reason: unavailable });
+  log.warn('stdio upstream children start without a parent-death signal (setpriv): should Gatehouse be killed hard (SIGKILL, the OOM killer), only the stdio children watchdog ends them', { reason: unavailable });
 }
 
 /**

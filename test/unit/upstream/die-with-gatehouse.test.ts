@@ -51,6 +51,6 @@ test('without a usable setpriv, commands start as they are and the first one war
   assert.equal(lines.length, 1, lines.join(''));
   const warning = JSON.parse(lines[0]!) as { level: string; msg: string; reason: string };
   assert.equal(warning.level, 'warn');
-  assert.match(warning.msg, /may outlive Gatehouse when it is killed hard/);
+  assert.match(warning.msg, /start without a parent-death signal/);
   assert.match(warning.reason, /^no setpriv/);
 });
