@@ -13,7 +13,7 @@ import { exitOnFault } from '../log/fault-exit.js';
 import { isLoopback } from '../net/loopback.js';
 import type { InterpolatedValue } from '../config/interpolate.js';
 import { collectSecrets } from '../config/secrets.js';
-import { enableDeathWithGatehouse, warnIfChildrenMayOutlive } from '../upstream/die-with-gatehouse.js';
+import { enableDeathWithGatehouse, warnIfNoDeathSignal } from '../upstream/die-with-gatehouse.js';
 import { enableGroupWatchdog } from '../upstream/group-watchdog.js';
 import { SERVE_HELP } from './help.js';
 import type { CommandIO } from './io.js';
@@ -85,7 +85,7 @@ export async function serveCommand(args: string[], io: CommandIO): Promise<numbe
   // and what they start is ended by the watchdog if this process is killed hard.
   await enableDeathWithGatehouse();
   const stdioConfigured = config.upstreams.some(isStdioUpstream);
-  if (stdioConfigured) warnIfChildrenMayOutlive(log);
+  if (stdioConfigured) warnIfNoDeathSignal(log);
   enableGroupWatchdog(log, stdioConfigured);
   let gateway;
   try {

@@ -7,10 +7,11 @@
 // process group, and no extra process is left. The kernel sends the signal when the thread that forked the
 // child ends: children are spawned by the main thread's event loop (libuv forks from the calling thread),
 // which ends only with the process. The signal is not inherited across fork: a child's own children are
-// ended with its process group on every stop Gatehouse lives to make (stdio-process.ts), not on SIGKILL.
+// ended with its process group, by Gatehouse on every stop it lives to make (stdio-process.ts), and by the
+// watchdog on a hard kill (group-watchdog.ts).
 //
-// Where setpriv cannot be used (not Linux, util-linux missing or older than 2.33), children start as they
-// did, and `serve` warns once.
+// Where setpriv cannot be used (not Linux, a util-linux without --pdeathsig or none), children start as
+// they did, and `serve` warns once.
 
 import { execFile } from 'node:child_process';
 import { accessSync, constants, statSync } from 'node:fs';
@@ -65,7 +66,7 @@ async function probe(candidates: readonly string[]): Promise<{ setpriv?: string;
 }
 
 /** Warns that stdio children start without the parent-death signal, when the probe found so; once per process. */
-export function warnIfChildrenMayOutlive(log: Logger): void {
+export function warnIfNoDeathSignal(log: Logger): void {
   if (unavailable === undefined || warned) return;
   warned = true;
   log.warn('stdio upstream children start without a parent-death signal (setpriv): should Gatehouse be killed hard (SIGKILL, the OOM killer), only the stdio children watchdog ends them', { reason: unavailable });
@@ -78,7 +79,7 @@ export function warnIfChildrenMayOutlive(log: Logger): void {
  */
 export function launchOf(cmd: string, args: string[], env: Record<string, string>, cwd: string | undefined, log: Logger): Launch {
   if (setpriv === undefined) {
-    warnIfChildrenMayOutlive(log);
+    warnIfNoDeathSignal(log);
     return { file: cmd, args };
   }
   if (!runnable(cmd, env.PATH, cwd)) return { file: cmd, args };

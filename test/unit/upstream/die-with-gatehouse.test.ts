@@ -7,7 +7,7 @@ import assert from 'node:assert/strict';
 import { chmodSync, mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
-import { enableDeathWithGatehouse, launchOf, warnIfChildrenMayOutlive } from '../../../src/upstream/die-with-gatehouse.js';
+import { enableDeathWithGatehouse, launchOf, warnIfNoDeathSignal } from '../../../src/upstream/die-with-gatehouse.js';
 import { createLogger } from '../../../src/log/logger.js';
 
 const log = createLogger('error');
@@ -47,7 +47,7 @@ test('without a usable setpriv, commands start as they are and the first one war
   const warnings = createLogger('warn', (line) => lines.push(line));
   assert.deepEqual(launchOf('node', ['a'], { PATH: nodeDir }, undefined, warnings), { file: 'node', args: ['a'] });
   launchOf('node', ['b'], { PATH: nodeDir }, undefined, warnings);
-  warnIfChildrenMayOutlive(warnings);
+  warnIfNoDeathSignal(warnings);
   assert.equal(lines.length, 1, lines.join(''));
   const warning = JSON.parse(lines[0]!) as { level: string; msg: string; reason: string };
   assert.equal(warning.level, 'warn');
