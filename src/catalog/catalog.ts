@@ -229,6 +229,15 @@ export class Catalog implements UpstreamMessages {
     return this.visible(principal, 'resources', uri);
   }
 
+  /**
+   * May a listen subscribe the caller to a resource, and tell it of its changes? Only one the caller may use
+   * as it is: one it could use after a step-up is listed (so that it knows to step up), but not readable yet,
+   * and its changes are no more its to hear than its content (until 5 December they were).
+   */
+  private mayHear(principal: Principal | undefined, uri: string): boolean {
+    return principal === undefined || this.access.decide(principal, 'resources', uri) === true;
+  }
+
   /** May the caller see and use the item? No principal means the gateway itself asking (internal). */
   private visible(principal: Principal | undefined, kind: ItemKind, ref: string): boolean {
     return principal === undefined || this.access.allows(principal, kind, ref);
@@ -355,7 +364,7 @@ export class Catalog implements UpstreamMessages {
         return ref.type === 'ref/prompt' ? this.routeByName(request, 'prompts', ref.name, signal, 'ref', principal, passed, judged) : this.routeByUri(request, ref.uri, signal, principal, passed, true);
       }
       case 'subscriptions/listen':
-        return fanOutListen(request, this.members, (uri) => this.listedOwner(uri) ?? this.ownerByPrefix(uri), (member, kind) => this.dropCached(member, kind), signalOf(signal), this.log, (uri) => this.visible(principal, 'resources', uri), principal);
+        return fanOutListen(request, this.members, (uri) => this.listedOwner(uri) ?? this.ownerByPrefix(uri), (member, kind) => this.dropCached(member, kind), signalOf(signal), this.log, (uri) => this.mayHear(principal, uri), principal);
       default:
         return single(errorResponse(request.id, ErrorCode.MethodNotFound, `${request.method} is not available when several upstreams are aggregated`));
     }

@@ -1,6 +1,9 @@
 // The access stage: a caller may call only what its key and the access rules let it see. A hidden tool,
 // prompt or resource is answered exactly like one that does not exist, after the same work (the catalog
-// lists again), so neither the words nor the timing tell it exists.
+// lists again), so neither the words nor the timing tell it exists. A resources/subscribe is judged as a
+// read: a resource the caller may use only after a step-up is that 403; a hidden one goes on to the catalog
+// (which serves every upstream whose resources rules govern: AccessPolicy.perCaller), whose listens leave it
+// out (catalog.ts mayHear).
 
 import type { CallContext, Route } from '../pipeline/context.js';
 import type { Refusal } from '../errors.js';
@@ -24,7 +27,7 @@ export interface AccessStageDeps {
 /** The resource URI a call reads or completes, when it names one. */
 function resourceUri(ctx: CallContext): string | undefined {
   const params = (ctx.message as JsonRpcRequest).params;
-  if (ctx.method === 'resources/read') return params!.uri as string;
+  if (ctx.method === 'resources/read' || ctx.method === 'resources/subscribe') return params!.uri as string;
   if (ctx.method === 'completion/complete') {
     const ref = params!.ref as { type: string; uri?: string };
     return ref.type === 'ref/resource' ? ref.uri : undefined;
@@ -33,12 +36,12 @@ function resourceUri(ctx: CallContext): string | undefined {
 }
 
 /** The methods this stage judges, and so may answer with a step-up (403 insufficient_scope). */
-export const STEP_UP_METHODS: ReadonlySet<string> = new Set(['tools/call', 'prompts/get', 'resources/read', 'completion/complete']);
+export const STEP_UP_METHODS: ReadonlySet<string> = new Set(['tools/call', 'prompts/get', 'resources/read', 'resources/subscribe', 'completion/complete']);
 
 export function compileAccessStage(deps: AccessStageDeps): Stage {
   return {
     name: 'access',
-    applies: (ctx) => ctx.route !== undefined || ctx.method === 'resources/read' || ctx.method === 'completion/complete',
+    applies: (ctx) => ctx.route !== undefined || ctx.method === 'resources/read' || ctx.method === 'completion/complete' || ctx.method === 'resources/subscribe',
     // Not async: an allowed call, the usual one, is handed on without a promise of its own.
     run(ctx, next) {
       const route = ctx.route;
@@ -53,6 +56,8 @@ export function compileAccessStage(deps: AccessStageDeps): Stage {
       const decision = deps.policy.decide(ctx.principal, 'resources', uri);
       if (decision === true) return admitted(ctx, next);
       if (decision !== false) return Promise.resolve(stepUp(ctx, decision.scopes, `Resource ${describeValue(uri)}`));
+      // Refused here, a hidden subscribe would skip the listen a missing one opens on the members.
+      if (ctx.method === 'resources/subscribe') return admitted(ctx, next);
       return hiddenResource(ctx, uri);
     },
   };
