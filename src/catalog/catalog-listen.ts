@@ -36,14 +36,16 @@ export function fanOutListen(
   onListChanged: (member: ModernMember, kind: 'tools' | 'prompts' | 'resources') => void,
   signal: AbortSignal | undefined,
   log: Logger,
-  /** Whether the caller may see a resource; hidden URIs are neither subscribed to nor reported. */
+  /** Whether the caller may use a resource; updates about other URIs are not reported. */
   mayUse: (uri: string) => boolean = () => true,
   /** The caller; members that hold sessions (legacy ones) listen in the caller's own session. */
   principal?: Principal,
+  /** Whether a URI asked for is subscribed to at all (else honoured by none); by default, when it may be used. */
+  maySubscribe: (uri: string) => boolean = mayUse,
 ): UpstreamReply {
   const queue = new CallStream({ requestId: request.id, mode: 'call', acceptsSse: true });
   const asked = ((request.params?.notifications as Filter | undefined) ?? {}) as Filter;
-  const requested: Filter = asked.resourceSubscriptions ? { ...asked, resourceSubscriptions: [...new Set(asked.resourceSubscriptions)].slice(0, MAX_RESOURCE_SUBSCRIPTIONS).filter((u) => typeof u === 'string' && mayUse(u)) } : asked;
+  const requested: Filter = asked.resourceSubscriptions ? { ...asked, resourceSubscriptions: [...new Set(asked.resourceSubscriptions)].slice(0, MAX_RESOURCE_SUBSCRIPTIONS).filter((u) => typeof u === 'string' && maySubscribe(u)) } : asked;
   const upstreamStops: AbortController[] = [];
   /** What the acknowledgment promised: the union of what the members that took the listen honour. */
   const honoured: Filter = {};
@@ -64,7 +66,8 @@ export function fanOutListen(
   const asksFor = (method: string, params: Obj | undefined): boolean =>
     method !== 'notifications/subscriptions/acknowledged' && listenCarries(method, requested) && (method !== 'notifications/resources/updated' || (typeof params?.uri === 'string' && mayUse(params.uri)));
   const filterFor = (member: ModernMember): Filter => {
-    // Resource subscriptions go to the upstream that listed the URI; unknown URIs to every upstream.
+    // Resource subscriptions go to the upstream that listed the URI; unknown URIs to every upstream (only
+    // where no access rule governs resources: catalog.ts listen keeps them out otherwise).
     const uris = (requested.resourceSubscriptions ?? []).filter((u) => {
       const owner = ownerOf(u);
       return owner === undefined || owner === member;

@@ -16,7 +16,7 @@ import { describeValue } from '../protocol/describe.js';
 import { encodeHeaderValue } from '../protocol/header-value.js';
 import { ErrorCode, errorResponse, type JsonRpcMessage, type JsonRpcRequest, type JsonRpcResponse } from '../protocol/jsonrpc.js';
 import { MODERN_VERSIONS } from '../protocol/versions.js';
-import { META_CLIENT_CAPABILITIES, META_PROTOCOL_VERSION } from '../protocol/methods.js';
+import { MAX_RESOURCE_SUBSCRIPTIONS, META_CLIENT_CAPABILITIES, META_PROTOCOL_VERSION } from '../protocol/methods.js';
 import type { Route as CallRoute } from '../pipeline/context.js';
 import type { ModernFace, ModernMember, UpstreamMessages, UpstreamReply } from '../pipeline/ports.js';
 
@@ -364,7 +364,7 @@ export class Catalog implements UpstreamMessages {
         return ref.type === 'ref/prompt' ? this.routeByName(request, 'prompts', ref.name, signal, 'ref', principal, passed, judged) : this.routeByUri(request, ref.uri, signal, principal, passed, true);
       }
       case 'subscriptions/listen':
-        return fanOutListen(request, this.members, (uri) => this.listedOwner(uri) ?? this.ownerByPrefix(uri), (member, kind) => this.dropCached(member, kind), signalOf(signal), this.log, (uri) => this.mayHear(principal, uri), principal);
+        return this.listen(request, signal, principal);
       default:
         return single(errorResponse(request.id, ErrorCode.MethodNotFound, `${request.method} is not available when several upstreams are aggregated`));
     }
@@ -720,6 +720,28 @@ export class Catalog implements UpstreamMessages {
     // member's -32602 may be about the argument (completion.mdx §Error Handling), which it keeps.
     if (!this.access.governs('resources') || (request.method !== 'resources/read' && listedBy !== undefined)) return reply;
     return { ...reply, messages: notFoundInOurWords(reply.messages, request.id, uri) };
+  }
+
+  /**
+   * A client's subscriptions/listen over the members (catalog-listen.ts). Where access rules govern
+   * resources, a URI is subscribed to only where a read of it would go (routeByUri): one no member listed or
+   * holds by prefix, after the list a URI nobody listed makes, is honoured by none, and a hidden one takes
+   * that very path, so that the acknowledgment, and a legacy client's subscribe answered from it, tell
+   * neither apart (subscriptions.mdx §Acknowledgment: what is not honoured is omitted). Until 5 December a
+   * URI nobody held went to every member, which could honour it, while a hidden one was left out at once.
+   */
+  private async listen(request: JsonRpcRequest, signal: AbortSignal | Cancellation | undefined, principal: Principal | undefined): Promise<UpstreamReply> {
+    const ownerOf = (uri: string): ModernMember | undefined => this.listedOwner(uri) ?? this.ownerByPrefix(uri);
+    const mayHear = (uri: string): boolean => this.mayHear(principal, uri);
+    const open = (maySubscribe?: (uri: string) => boolean): UpstreamReply => fanOutListen(request, this.members, ownerOf, (member, kind) => this.dropCached(member, kind), signalOf(signal), this.log, mayHear, principal, maySubscribe);
+    if (!this.access.governs('resources')) return open();
+    const routable = (uri: unknown): boolean => typeof uri === 'string' && mayHear(uri) && ownerOf(uri) !== undefined;
+    const asked = (request.params?.notifications as { resourceSubscriptions?: unknown } | undefined)?.resourceSubscriptions;
+    if (Array.isArray(asked) && ![...new Set(asked)].slice(0, MAX_RESOURCE_SUBSCRIPTIONS).every(routable)) {
+      const capabilities = (request.params?._meta as Obj | undefined)?.[META_CLIENT_CAPABILITIES];
+      await this.relistAsUnknown('resources', isObject(capabilities) ? capabilities : {});
+    }
+    return open(routable);
   }
 
   private async ask(face: ModernFace, request: JsonRpcRequest): Promise<JsonRpcResponse | undefined> {

@@ -2,8 +2,8 @@
 // prompt or resource is answered exactly like one that does not exist, after the same work (the catalog
 // lists again), so neither the words nor the timing tell it exists. A resources/subscribe is judged as a
 // read: a resource the caller may use only after a step-up is that 403; a hidden one goes on to the catalog
-// (which serves every upstream whose resources rules govern: AccessPolicy.perCaller), whose listens leave it
-// out (catalog.ts mayHear).
+// (which serves every upstream whose resources rules govern: AccessPolicy.perCaller), and is answered there
+// as a URI no member holds is, after the same list (catalog.ts listen).
 
 import type { CallContext, Route } from '../pipeline/context.js';
 import type { Refusal } from '../errors.js';
