@@ -102,8 +102,10 @@ export class CatalogUpstream implements Upstream, FrontTarget {
         // Forwarded to the route the stages before judged, not to whatever holds its name by now.
         const reply = await this.catalog.post(request, mcpParamHeaders(ctx.headers), stop.cancel, ctx.principal, ctx.route);
         const requestId = idOf(request);
-        // A listen's notifications are the fan-out's own (catalog-listen.ts); a call's are judged here.
-        const answered: AnsweredRequest | undefined = listen ? undefined : { id: requestId!, progressToken: progressTokenIn((request as JsonRpcRequest).params), listen: false };
+        // A listen's notifications are the fan-out's own (catalog-listen.ts), but for updates about URIs the
+        // egress stage withheld from it; a call's are judged here.
+        const params = (request as JsonRpcRequest).params;
+        const answered: AnsweredRequest | undefined = !listen ? { id: requestId!, progressToken: progressTokenIn(params), listen: false } : ctx.withheldUris === undefined ? undefined : { id: requestId!, progressToken: undefined, listen: true, asked: params?.notifications, withheld: ctx.withheldUris };
         for await (const msg of reply.messages) {
           // streamable-http.mdx §Receiving Messages: a modern client's stream carries notifications about its
           // request, then the response to it. A member's server request (a legacy habit) has no place there,

@@ -742,7 +742,7 @@ export interface PolicyRule {
   resources?: string[];
 }
 /**
- * One egress rule: for the calls it selects, what a URL, host or address found in the arguments may be (of a tools/call; of a prompts/get, whose prompt ref upstream/name its tools globs match as a tool's; and of a completion/complete, under the prompt's ref or, for a resource template, as a resources/read of the upstream that listed it), URLs nested in those URLs included (?u=http://10.0.0.1/), and what the URI of a resources/read or resources/subscribe may reach when its scheme is one a server fetches: http, https, ws, wss, ftp, file, gopher, ldap, ldaps, dict, tftp, sftp, scp, smb, telnet, or jar (by the URL inside it); a custom scheme such as demo:// is the server's identifier and is not judged. A resources/read or resources/subscribe is selected by a rule whose tools globs, if any, cover the whole upstream that reads the URI (upstream/*, or *), never by one naming single tools or annotations. An allow lists what is reachable (with allow, anything else is blocked); a deny lists what is not. Loopback, link-local, cloud metadata and private addresses are blocked unless an allow names them (by cidrs, or by an IP literal in hosts).
+ * One egress rule: for the calls it selects, what a URL, host or address found in the arguments may be (of a tools/call; of a prompts/get, whose prompt ref upstream/name its tools globs match as a tool's; and of a completion/complete, under the prompt's ref or, for a resource template, as a resources/read of the upstream that listed it), URLs nested in those URLs included (?u=http://10.0.0.1/), and what the URI of a resources/read or resources/subscribe, or each URI of a subscriptions/listen's resourceSubscriptions, may reach when its scheme is one a server fetches: http, https, ws, wss, ftp, file, gopher, ldap, ldaps, dict, tftp, sftp, scp, smb, telnet, or jar (by the URL inside it); a custom scheme such as demo:// is the server's identifier and is not judged. A listen's blocked URI is not refused but taken out of the filter the upstream receives: the acknowledgment leaves it out, as it does a URI the server does not honour, and no update about it is relayed. A resources/read or resources/subscribe (or a listen's URI) is selected by a rule whose tools globs, if any, cover the whole upstream that reads the URI (upstream/*, or *), never by one naming single tools or annotations. An allow lists what is reachable (with allow, anything else is blocked); a deny lists what is not. Loopback, link-local, cloud metadata and private addresses are blocked unless an allow names them (by cidrs, or by an IP literal in hosts).
  */
 export interface EgressRule {
   /**
@@ -770,7 +770,7 @@ export interface EgressRule {
    */
   keys?: string[];
   /**
-   * Tool refs (upstream/name); * matches any run of characters. A resources/read or resources/subscribe counts as the ref upstream/* of the upstream that reads it.
+   * Tool refs (upstream/name); * matches any run of characters. A resources/read or resources/subscribe, or a subscriptions/listen's resource URI, counts as the ref upstream/* of the upstream that reads it.
    */
   tools?: string[];
   /**

@@ -93,6 +93,11 @@ export interface CallContext {
   readonly admitted?: () => void;
   /** Set by the resolve stage for tools/call and prompts/get. */
   route?: Route;
+  /**
+   * Set by the egress stage on a subscriptions/listen it took resource subscriptions out of (URIs whose
+   * reach it blocks): the upstream never hears of them, and no update naming one may reach the client.
+   */
+  readonly withheldUris?: ReadonlySet<string>;
   /** Set by the approval stage when an approval governs the call; its audit record names it. */
   approvalId?: string;
   /**

@@ -33,6 +33,8 @@
 //               a resources/read URI of a fetched scheme (http, https, ws, wss, ftp, file; not a
 //               custom one), under the rule whose tool globs cover upstream/* of the upstream
 //               that reads it ......................................... -32602 egress_blocked
+//               (a resources/subscribe URI likewise; a subscriptions/listen's resourceSubscriptions
+//               URI blocked is taken out of the filter, and left out of the acknowledgment)
 //   rateLimit   policy/rate-limit-stage.ts: policy.rateLimits per subject, key, tenant, upstream, tool
 //                                                                         ...... rate_limited (tool result)
 //   budget      policy/budget-stage.ts: policy.budgets per calendar window ... budget_exhausted (tool result)

@@ -1,4 +1,5 @@
-// The egress stage, for tools/call, prompts/get, resources/read, resources/subscribe and completion/complete:
+// The egress stage, for tools/call, prompts/get, resources/read, resources/subscribe, completion/complete and
+// the resource subscriptions of subscriptions/listen (taken out of the filter when blocked: listen below):
 // every URL, host and address in the arguments (egress/destinations.ts), or in the URI read or subscribed to
 // when its scheme is one that is fetched (egress/resource-uri.ts), is checked against the first egress rule that selects the call (egress/egress-policy.ts;
 // a rule's tool globs match a prompt's ref as access rules' do, and for a resource the whole upstream that
@@ -20,6 +21,7 @@ import type { CallContext, Route } from '../pipeline/context.js';
 import type { Outcome } from '../pipeline/outcome.js';
 import { refuseAt, type Next, type Stage } from '../pipeline/stage.js';
 import { ErrorCode, type JsonRpcRequest } from '../protocol/jsonrpc.js';
+import { MAX_RESOURCE_SUBSCRIPTIONS } from '../protocol/methods.js';
 import { ownValue } from '../protocol/own-keys.js';
 import { destinationsIn, FETCHED_SCHEMES, MAX_DEPTH, MAX_JSON_TEXT_CHARS, MAX_JSON_TEXT_LEVELS, MAX_NESTED_URLS, MAX_STRINGS, MAX_URL_NESTING, type Destination, type DestinationsFound } from './egress/destinations.js';
 import type { EgressPolicy } from './egress/egress-policy.js';
@@ -48,10 +50,11 @@ export function compileEgressStage(policy: EgressPolicy, resourceUpstream: Resou
     // a completion/complete of a resource template's argument; a completion of a prompt's has the prompt's
     // (resolve stage). A subscribe is judged as a read: a server may fetch the URI to watch it, though
     // nothing of it comes back on the subscribe (until 5 December it was not judged for that reason).
-    applies: (ctx) => (ctx.route !== undefined ? ctx.method === 'tools/call' || ctx.method === 'prompts/get' || ctx.method === 'completion/complete' : ctx.method === 'resources/read' || ctx.method === 'resources/subscribe' || ctx.method === 'completion/complete'),
+    applies: (ctx) => (ctx.route !== undefined ? ctx.method === 'tools/call' || ctx.method === 'prompts/get' || ctx.method === 'completion/complete' : ctx.method === 'resources/read' || ctx.method === 'resources/subscribe' || ctx.method === 'completion/complete' || ctx.method === 'subscriptions/listen'),
     // Not async: arguments that name no destination, the usual ones, are handed on without a promise of their own.
     run(ctx, next) {
       if (ctx.method === 'completion/complete') return completion(ctx, next);
+      if (ctx.method === 'subscriptions/listen') return listen(ctx, next);
       if (ctx.route === undefined) return resourceRead(ctx, next);
       const args = (ctx.message as JsonRpcRequest).params!.arguments;
       if (args === undefined || args === null) return next(ctx);
@@ -83,6 +86,50 @@ export function compileEgressStage(policy: EgressPolicy, resourceUpstream: Resou
   async function resourceChecked(ctx: CallContext, next: Next, uri: string, found: Destination[]): Promise<Outcome> {
     const upstream = await resourceUpstream(uri, ctx.clientCapabilities, false);
     return checked(ctx, next, found, policy.ruleForResource(ctx.principal, upstream), uri, true);
+  }
+
+  /**
+   * A modern client's subscriptions/listen: each `resourceSubscriptions` URI of a fetched scheme is judged as
+   * a resources/subscribe of it is, and one blocked is taken out of the filter before anything reaches an
+   * upstream, so that it is left out of the acknowledgment as a URI the server does not honour is
+   * (2026-07-28 basic/patterns/subscriptions.mdx §Acknowledgment: the subset the server agreed to honour),
+   * and no update about it is relayed (CallContext.withheldUris). A listen has no refusal of its own to
+   * carry one URI's `egress_blocked`, and its other notifications are the client's. Past
+   * MAX_RESOURCE_SUBSCRIPTIONS such URIs, the rest are taken out unjudged: what is not read does not pass.
+   * (Until 5 December none was judged: a listen reached the server that a resources/subscribe could not.)
+   */
+  function listen(ctx: CallContext, next: Next): Promise<Outcome> {
+    const notifications = (ctx.message as JsonRpcRequest).params?.notifications as { resourceSubscriptions?: string[] } | undefined;
+    // The front door made the filter an object and its URIs strings.
+    const uris = notifications?.resourceSubscriptions;
+    if (uris === undefined || !uris.some(mayNameDestination)) return next(ctx);
+    return judgedListen(ctx, next, uris);
+  }
+
+  async function judgedListen(ctx: CallContext, next: Next, uris: readonly string[]): Promise<Outcome> {
+    const withheld = new Set<string>();
+    let judged = 0;
+    for (const uri of new Set(uris)) {
+      if (!mayNameDestination(uri)) continue;
+      if (++judged > MAX_RESOURCE_SUBSCRIPTIONS || (await uriBlocked(ctx, uri))) withheld.add(uri);
+    }
+    return next(withheld.size === 0 ? ctx : withoutSubscriptions(ctx, withheld));
+  }
+
+  /** Whether a resource URI reaches somewhere its upstream's rule blocks (or nests more than is read). */
+  async function uriBlocked(ctx: CallContext, uri: string): Promise<boolean> {
+    const { found, unread } = destinationsOfUri(uri);
+    if (unread) return true;
+    if (found.length === 0) return false;
+    const rule = policy.ruleForResource(ctx.principal, await resourceUpstream(uri, ctx.clientCapabilities, false));
+    const seen = new Set<string>();
+    for (const d of found) {
+      const key = `${d.scheme ?? ''}|${d.host}|${d.port ?? ''}${d.guess === true ? '|?' : ''}`;
+      if (seen.has(key)) continue;
+      seen.add(key);
+      if (seen.size > MAX_DESTINATIONS || (await policy.check(d, rule)) !== undefined) return true;
+    }
+    return false;
   }
 
   /** A URI nesting more URLs than are read: refused under the rule that would have judged them. */
@@ -154,6 +201,15 @@ export function compileEgressStage(policy: EgressPolicy, resourceUpstream: Resou
     }
     return next(ctx);
   }
+}
+
+/** The listen as the upstream must see it: without the resource subscriptions `withheld`. */
+function withoutSubscriptions(ctx: CallContext, withheld: ReadonlySet<string>): CallContext {
+  const request = ctx.message as JsonRpcRequest;
+  const notifications = request.params!.notifications as Record<string, unknown>;
+  const kept = (notifications.resourceSubscriptions as string[]).filter((uri) => !withheld.has(uri));
+  const message: JsonRpcRequest = { ...request, params: { ...request.params, notifications: { ...notifications, resourceSubscriptions: kept } } };
+  return { ...ctx, message, body: Buffer.from(JSON.stringify(message)), withheldUris: withheld };
 }
 
 /** What arguments too deep, too many or too nested to read are refused with. */

@@ -11,6 +11,8 @@ export interface AnsweredRequest {
   listen: boolean;
   /** A listen's `params.notifications`: the notification types it asked for. */
   asked?: unknown;
+  /** Resource URIs the listen may not hear of, whatever it asked (CallContext.withheldUris). */
+  withheld?: ReadonlySet<string> | undefined;
 }
 
 /** The filter's flag for each list-change notification (subscriptions.mdx §Notification Filter). */
@@ -49,7 +51,7 @@ export function verdictOn(message: unknown, request: AnsweredRequest): Verdict {
   const m = message as { id?: unknown; method?: unknown; params?: { progressToken?: unknown } };
   if (m.method !== undefined) {
     if (m.id !== undefined) return STRAY;
-    if (request.listen) return listenCarries(m.method, request.asked) ? KEEP : STRAY;
+    if (request.listen) return listenCarries(m.method, request.asked) && (request.withheld === undefined || !namesWithheld(m, request.withheld)) ? KEEP : STRAY;
     if (typeof m.method === 'string' && LISTEN_ONLY.test(m.method)) return STRAY;
     if (m.method === 'notifications/progress') return request.progressToken !== undefined && m.params?.progressToken === request.progressToken ? KEEP : STRAY;
     return KEEP;
@@ -71,6 +73,12 @@ export function listenCarries(method: unknown, asked: unknown): boolean {
   const flag = LIST_FLAGS[method];
   if (flag !== undefined) return filter[flag] === true;
   return method === 'notifications/resources/updated' && Array.isArray(filter.resourceSubscriptions) && filter.resourceSubscriptions.length > 0;
+}
+
+/** Whether a listen's message is an update about a URI withheld from it. */
+function namesWithheld(m: { method?: unknown; params?: unknown }, withheld: ReadonlySet<string>): boolean {
+  const uri = m.method === 'notifications/resources/updated' && typeof m.params === 'object' && m.params !== null ? (m.params as { uri?: unknown }).uri : undefined;
+  return typeof uri === 'string' && withheld.has(uri);
 }
 
 /** The request's `_meta.progressToken`, from its parsed params. */

@@ -146,7 +146,7 @@ export class PassThrough {
     if (sse && ctx.era === 'modern') {
       const params = (ctx.message as { params?: { notifications?: unknown } } | undefined)?.params;
       const listen = ctx.method === 'subscriptions/listen';
-      relayed = scopeModernAnswer(body, { id: requestId, progressToken: progressTokenIn(params), listen, asked: listen ? params?.notifications : undefined }, this.name, this.log, ctx.callId);
+      relayed = scopeModernAnswer(body, { id: requestId, progressToken: progressTokenIn(params), listen, asked: listen ? params?.notifications : undefined, withheld: ctx.withheldUris }, this.name, this.log, ctx.callId);
     }
     else if (sse && ctx.era === 'legacy' && !answeredWholeBody(body, requestId)) relayed = this.resumable(ctx, body, requestId);
     return { kind: 'relay', status: statusCode, headers: responseHeaders(headers), body: relayed, requestId, upstream: this.name, failureOf: this.failureOf };
