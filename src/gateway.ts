@@ -723,13 +723,13 @@ function buildRuntime(config: GatehouseConfig, log: Logger, observeUpstream: (up
       // A resource is judged under the rule of the upstream that reads it: one upstream reads every URI;
       // in a catalog, the member the read will go to, after the list again a URI nobody listed makes (as
       // the catalog itself does next), so a URI just listed is not judged by the defaults instead.
-      egress: compileEgressStage(egress, async (uri, capabilities, orTemplate) => {
+      egress: compileEgressStage(egress, async (uri, capabilities, orTemplate, principal) => {
         if (members.length === 1) return config.upstreams[0]!.name;
-        const owner = routes.resourceOwner(uri, orTemplate);
+        const owner = routes.resourceOwner(uri, orTemplate, principal);
         if (owner !== undefined) return owner;
         // A URI template has braces (RFC 6570), a URI never does: it is looked for where it can be.
         await routes.relistAsUnknown(orTemplate && uri.includes('{') ? 'resources/templates' : 'resources', capabilities);
-        return routes.resourceOwner(uri, orTemplate);
+        return routes.resourceOwner(uri, orTemplate, principal);
       }),
       rateLimit: compileRateLimitStage(limits.call, (key, bucket) => state.runNow((s) => s.takeTokens(key, bucket, 1))),
       budget: compileBudgetStage(

@@ -220,7 +220,11 @@ export class Catalog implements UpstreamMessages {
    * else the one whose uriPrefixes match), for the egress stage to judge it under that upstream's rule.
    * `orTemplate`: for a completion/complete's `ref/resource`, a listed resource template's member comes first.
    */
-  resourceOwner(uri: string, orTemplate = false): string | undefined {
+  resourceOwner(uri: string, orTemplate = false, principal?: Principal): string | undefined {
+    // A URI the caller may not see has no owner for it, as a missing one has none: a hidden subscribe goes
+    // on past the access stage (listen, below, answers it), and judged under its member's rule it could get
+    // another verdict than a missing one (until 5 December it did).
+    if (principal !== undefined && !this.visible(principal, 'resources', uri)) return undefined;
     return ((orTemplate ? this.listedOwner(uri, this.templateUris) : undefined) ?? this.listedOwner(uri) ?? this.ownerByPrefix(uri))?.name;
   }
 

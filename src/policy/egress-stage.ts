@@ -18,6 +18,7 @@ import type { ProtocolRefusal, ToolRefusal } from '../errors.js';
 import { canonicalIp } from '../net/addresses.js';
 import { channels, waitedOn } from '../pipeline/events.js';
 import type { CallContext, Route } from '../pipeline/context.js';
+import type { Principal } from '../pipeline/principal.js';
 import type { Outcome } from '../pipeline/outcome.js';
 import { refuseAt, type Next, type Stage } from '../pipeline/stage.js';
 import { ErrorCode, type JsonRpcRequest } from '../protocol/jsonrpc.js';
@@ -35,10 +36,11 @@ const MAX_DESTINATIONS = 64;
 
 /**
  * The upstream a resources/read of `uri` goes to (the only one, or the catalog member that listed the URI or
- * whose uriPrefixes match it, after listing again for a URI nobody listed); undefined when none does.
+ * whose uriPrefixes match it, after listing again for a URI nobody listed); undefined when none does, or
+ * when `principal` may not see the URI (a hidden URI is judged as a missing one is).
  * `orTemplate`: `uri` is a completion/complete's `ref/resource`, which may be a listed resource template's.
  */
-export type ResourceUpstream = (uri: string, capabilities: Record<string, unknown>, orTemplate: boolean) => Promise<string | undefined>;
+export type ResourceUpstream = (uri: string, capabilities: Record<string, unknown>, orTemplate: boolean, principal: Principal) => Promise<string | undefined>;
 
 /** The path a completion's value is named by in a refusal (`data.argument`): where it is in the params. */
 const COMPLETED_VALUE = 'argument.value';
@@ -84,7 +86,7 @@ export function compileEgressStage(policy: EgressPolicy, resourceUpstream: Resou
   }
 
   async function resourceChecked(ctx: CallContext, next: Next, uri: string, found: Destination[]): Promise<Outcome> {
-    const upstream = await resourceUpstream(uri, ctx.clientCapabilities, false);
+    const upstream = await resourceUpstream(uri, ctx.clientCapabilities, false, ctx.principal);
     return checked(ctx, next, found, policy.ruleForResource(ctx.principal, upstream), uri, true);
   }
 
@@ -121,7 +123,7 @@ export function compileEgressStage(policy: EgressPolicy, resourceUpstream: Resou
     const { found, unread } = destinationsOfUri(uri);
     if (unread) return true;
     if (found.length === 0) return false;
-    const rule = policy.ruleForResource(ctx.principal, await resourceUpstream(uri, ctx.clientCapabilities, false));
+    const rule = policy.ruleForResource(ctx.principal, await resourceUpstream(uri, ctx.clientCapabilities, false, ctx.principal));
     const seen = new Set<string>();
     for (const d of found) {
       const key = `${d.scheme ?? ''}|${d.host}|${d.port ?? ''}${d.guess === true ? '|?' : ''}`;
@@ -134,7 +136,7 @@ export function compileEgressStage(policy: EgressPolicy, resourceUpstream: Resou
 
   /** A URI nesting more URLs than are read: refused under the rule that would have judged them. */
   async function resourceUnread(ctx: CallContext, uri: string): Promise<Outcome> {
-    const rule = policy.ruleForResource(ctx.principal, await resourceUpstream(uri, ctx.clientCapabilities, false));
+    const rule = policy.ruleForResource(ctx.principal, await resourceUpstream(uri, ctx.clientCapabilities, false, ctx.principal));
     return refused(ctx, uri, rule?.id ?? 'default', `The URI holds ${NESTED_TOO_FAR}, too many to check; read it another way`, {});
   }
 
@@ -164,7 +166,7 @@ export function compileEgressStage(policy: EgressPolicy, resourceUpstream: Resou
   }
 
   async function templateCompletion(ctx: CallContext, next: Next, uri: string, found: Destination[], unread: boolean): Promise<Outcome> {
-    const rule = policy.ruleForResource(ctx.principal, await resourceUpstream(uri, ctx.clientCapabilities, true));
+    const rule = policy.ruleForResource(ctx.principal, await resourceUpstream(uri, ctx.clientCapabilities, true, ctx.principal));
     if (unread) return refused(ctx, uri, rule?.id ?? 'default', UNREAD_ARGUMENTS, {});
     return checked(ctx, next, found, rule, uri, false);
   }

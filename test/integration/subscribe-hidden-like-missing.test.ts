@@ -7,7 +7,9 @@
 // hidden resource) and a v2 SDK server (modern era, whose lists are counted). Until 5 December a URI no member
 // held went to every member, which honoured it (`{}`, or named in the acknowledgment), while a hidden one
 // was refused: the difference told which URIs the rules hid. Now both are honoured by none, after the list a
-// URI nobody listed makes, and no update about a hidden URI reaches the caller.
+// URI nobody listed makes, and no update about a hidden URI reaches the caller. A subscribe to a hidden URI
+// of a fetched scheme is judged by the egress rules as a missing one is (no upstream's rule), not under the
+// rule of the member that holds it, which could give it another verdict.
 
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
@@ -141,5 +143,36 @@ test('a modern client: a hidden URI is left out of subscriptions/listen\'s ackno
     }
   } finally {
     await client.close();
+  }
+});
+
+test('under egress rules that differ by upstream, a hidden URI\'s subscribe is judged as a missing one\'s is, not under its member\'s rule', async () => {
+  const LAB_PUBLIC = 'http://10.1.2.3/public/a';
+  const LAB_HIDDEN = 'http://10.1.2.3/secret/b';
+  const LAB_MISSING = 'http://10.1.2.3/public/nowhere';
+  const lab = await startV1HttpServer((server) => {
+    for (const uri of [LAB_PUBLIC, LAB_HIDDEN]) server.registerResource(uri, uri, { mimeType: 'text/plain' }, async () => ({ contents: [{ uri, text: uri }] }));
+    server.server.setRequestHandler(SubscribeRequestSchema, async () => ({}));
+  }, { resources: { subscribe: true } });
+  // The lab's own network is reachable for the lab's resources; elsewhere private addresses are blocked.
+  const gwLab = await startGateway({
+    upstreams: [{ name: 'lab', url: lab.url }, { name: 'more', url: more.url }],
+    policy: {
+      rules: [{ id: 'public', access: 'allow', tools: ['*'], resources: ['http://10.1.2.3/public/*', 'file:///other/*'] }],
+      egress: [{ id: 'lab-net', tools: ['lab/*'], allow: { cidrs: ['10.0.0.0/8'] } }],
+    },
+  });
+  const client = new V1Client({ name: 'subscriber-lab', version: '1' });
+  try {
+    await client.connect(new V1Transport(new URL(gwLab.url)));
+    await client.subscribeResource({ uri: LAB_PUBLIC });
+    const missing = await refusalOf(client.subscribeResource({ uri: LAB_MISSING }), 'the subscribe to a missing URI');
+    const hidden = await refusalOf(client.subscribeResource({ uri: LAB_HIDDEN }), 'the subscribe to a hidden URI');
+    assert.equal(JSON.stringify(hidden).replaceAll(LAB_HIDDEN, 'X'), JSON.stringify(missing).replaceAll(LAB_MISSING, 'X'), 'the same verdict and words for both');
+    assert.equal(lab.messages.filter((m) => m.method === 'resources/subscribe' && m.params?.uri === LAB_HIDDEN).length, 0);
+  } finally {
+    await client.close().catch(() => {});
+    await gwLab.close();
+    await lab.close();
   }
 });
