@@ -306,7 +306,7 @@ export function createEdge(listen: ListenConfig, handlers: EdgeHandlers, log: Lo
         if (inSession !== undefined) return refuse(res, record, 'admission', null, inSession);
         if (method === 'GET') endAtExpiry(res, principal);
         const ctx: CallContext = {
-          callId: record.callId, edge: token, receivedAt: record.started, httpMethod: method, headers: req.headers, clientAddress, era: admitted.era, version: session?.version ?? admitted.version,
+          callId: record.callId, edge: token, receivedAt: record.started, httpMethod: method, headers: req.headers, clientAddress, era: admitted.era, version: sessionVersion(session, req) ?? admitted.version,
           cancel, acceptsSse: true, principal, clientCapabilities: session?.capabilities ?? {}, ...(session ? { sessionId: session.id } : {}),
         };
         // Awaited, not returned: a rejection is caught below, and an async function returning a promise costs two more turns.
@@ -341,7 +341,7 @@ export function createEdge(listen: ListenConfig, handlers: EdgeHandlers, log: Lo
       // The optional members are assigned, not spread in: this runs for every call.
       const ctx: Writable<CallContext> = {
         callId: record.callId, edge: token, receivedAt: record.started, httpMethod: 'POST', headers: req.headers, clientAddress, body: traced.body, message, kind,
-        era: admitted.era, version: session?.version ?? admitted.version, cancel, acceptsSse: accepts(req.headers.accept, 'text/event-stream'), principal,
+        era: admitted.era, version: sessionVersion(session, req) ?? admitted.version, cancel, acceptsSse: accepts(req.headers.accept, 'text/event-stream'), principal,
         clientCapabilities: admitted.era === 'modern' ? modernCapabilitiesOf(message) : (session?.capabilities ?? received.declared),
       };
       if (rpcMethod !== undefined) ctx.method = rpcMethod;
@@ -798,6 +798,11 @@ const MCP_METHODS = ['GET', 'POST', 'DELETE'] as const;
 const NEGOTIATED_VERSION_MARKER = { marker: '"protocolVersion"' };
 /** The config's `sessions` defaults, for an edge built without them (tests of the edge alone). */
 const DEFAULT_SESSION_LIMITS = { max: 1000, maxSsePerCaller: 16, idleTimeoutMs: 1_800_000 };
+
+/** The version a session request speaks without a header of its own: its session's (sessionVersionRefusal); undefined with a header. */
+function sessionVersion(session: AdmittedSession | undefined, req: IncomingMessage): string | undefined {
+  return session?.version !== undefined && req.headers['mcp-protocol-version'] === undefined ? session.version : undefined;
+}
 
 /** The legacy session a request names, admitted for its caller; `version` once its initialize's answer named it. */
 interface AdmittedSession {

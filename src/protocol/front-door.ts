@@ -78,16 +78,14 @@ export function admitBatch(headers: IncomingHttpHeaders, size: number): Admissio
  * server without the header assumes 2025-03-26 only when it "has no other way to identify the version -
  * for example, by relying on the protocol version negotiated during initialization"; Gatehouse has that
  * way. So a request without the header speaks the session's version (a batch only where that is
- * 2025-03-26, the one revision that has them). One whose header names another version than its session's
- * is taken for an invalid version for this session (the same section: 400 Bad Request) rather than judged
- * under a revision the session never agreed to: a `2025-03-26` header would otherwise reopen batches on a
- * 2025-06-18 session. Allocates nothing when the request goes on.
+ * 2025-03-26, the one revision that has them). A header is the client's word and is taken as it is sent,
+ * even one that is not the session's version: that is a SHOULD, and clients break it (the official
+ * conformance suite sends `2025-03-26` inside the sessions it negotiated 2025-11-25 for); refusing them
+ * would shut out clients for a request Gatehouse serves safely either way (a batch is unbatched, each
+ * message governed alone). Allocates nothing when the request goes on.
  */
 export function sessionVersionRefusal(versionHeader: string | string[] | undefined, negotiated: string, batch: boolean): TransportRefusal | undefined {
-  const claimed = single(versionHeader);
-  if (claimed !== undefined && claimed !== negotiated) {
-    return { kind: 'transport', code: 'version_mismatch', status: 400, rpcCode: ErrorCode.InvalidRequest, message: `Invalid request: MCP-Protocol-Version ${clip(claimed)} is not the version this session negotiated (${negotiated}); send ${negotiated}`, data: { negotiated, requested: claimed } };
-  }
+  if (versionHeader !== undefined) return undefined;
   if (batch && negotiated !== DEFAULT_LEGACY_VERSION) {
     return { kind: 'transport', code: 'batch', status: 400, rpcCode: ErrorCode.InvalidRequest, message: `Invalid request: batches are not supported after 2025-03-26 (this session negotiated ${negotiated}); send one JSON-RPC message per POST` };
   }
