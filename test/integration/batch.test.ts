@@ -198,14 +198,24 @@ describe('batches outside 2025-03-26', () => {
 });
 
 describe('batches and the per-address limit', () => {
-  test('each message of a batch takes a token of policy.rateLimits per: ip, not the HTTP request alone', async () => {
+  /** A gateway whose one limit is per address: a burst of four, one token every 900 s, so nothing refills while a test runs. */
+  async function withPerAddressLimit(run: (limited: TestGateway) => Promise<void>): Promise<void> {
     const limited = await startGateway({
       upstreams: [{ name: 'everything', url: upstream.url }],
       auth: { anonymous: false, apiKeys: [{ id: 'batcher', hash: hashKey(KEY) }] },
       policy: { rateLimits: [{ id: 'per-address', per: 'ip', rate: 4, perSeconds: 3600, burst: 4 }] },
     });
     try {
-      const pings = (n: number, from: number) => JSON.stringify(Array.from({ length: n }, (_, i) => rpc(from + i, 'ping')));
+      await run(limited);
+    } finally {
+      await limited.close();
+    }
+  }
+  /** A batch of `n` pings, ids from `from` on. */
+  const pings = (n: number, from: number) => JSON.stringify(Array.from({ length: n }, (_, i) => rpc(from + i, 'ping')));
+
+  test('each message of a batch takes a token of policy.rateLimits per: ip, not the HTTP request alone', async () => {
+    await withPerAddressLimit(async (limited) => {
       // Three messages: three tokens of four.
       const fits = await request(limited.url, { method: 'POST', headers: HEADERS, body: pings(3, 1) });
       assert.equal(fits.statusCode, 200);
@@ -213,9 +223,7 @@ describe('batches and the per-address limit', () => {
       // Three more: one token left, so the batch is refused as a whole.
       const over = await request(limited.url, { method: 'POST', headers: HEADERS, body: pings(3, 10) });
       assert.equal(over.statusCode, 429, await over.body.text());
-    } finally {
-      await limited.close();
-    }
+    });
   });
 
   // A refused batch took its tokens one by one until one was missing, and its Retry-After was the wait for
@@ -223,14 +231,7 @@ describe('batches and the per-address limit', () => {
   // refused again, for good. Now the batch's further messages take their tokens at once or not at all, and
   // Retry-After is the wait for the whole batch (the retry's door token too).
   test('a batch refused by the per-address limit takes no tokens past the door, and Retry-After is when the batch fits', async () => {
-    const limited = await startGateway({
-      upstreams: [{ name: 'everything', url: upstream.url }],
-      auth: { anonymous: false, apiKeys: [{ id: 'batcher', hash: hashKey(KEY) }] },
-      // One token every 900 s: nothing refills while the test runs.
-      policy: { rateLimits: [{ id: 'per-address', per: 'ip', rate: 4, perSeconds: 3600, burst: 4 }] },
-    });
-    try {
-      const pings = (n: number, from: number) => JSON.stringify(Array.from({ length: n }, (_, i) => rpc(from + i, 'ping')));
+    await withPerAddressLimit(async (limited) => {
       const fits = await request(limited.url, { method: 'POST', headers: HEADERS, body: pings(2, 1) });
       assert.equal(fits.statusCode, 200);
       await fits.body.dump();
@@ -245,9 +246,7 @@ describe('batches and the per-address limit', () => {
       assert.equal(tooBig.statusCode, 429);
       const message = ((await tooBig.body.json()) as { error: { message: string } }).error.message;
       assert.match(message, /a batch of 5 messages takes 5 tokens, more than its burst of 4/, `past the door, refused as too large for the bucket: ${message}`);
-    } finally {
-      await limited.close();
-    }
+    });
   });
 });
 
