@@ -6,7 +6,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { connect } from 'node:net';
+import { connect, type Socket } from 'node:net';
 import { ANONYMOUS } from '../../../src/pipeline/principal.js';
 import { SseSession } from '../../../src/edge/sse-session.js';
 
@@ -21,6 +21,31 @@ async function serve(handler: (req: IncomingMessage, res: ServerResponse) => voi
       return new Promise((r) => server.close(() => r()));
     },
   };
+}
+
+/**
+ * A session served to a raw socket that has sent its GET and reads only when the test says so: `keepAliveMs`
+ * as SseSession.start takes it. Resolves once the server has made the session.
+ */
+async function rawClientSession(keepAliveMs?: number): Promise<{ session: SseSession; socket: Socket; close(): Promise<void> }> {
+  let session: SseSession | undefined;
+  const srv = await serve((req, res) => {
+    session = new SseSession('owner', ANONYMOUS, '127.0.0.1', req.headers, res);
+    session.start('/sse/messages?session=abc', {}, keepAliveMs);
+  });
+  const { port } = new URL(srv.url);
+  const socket = connect(Number(port), '127.0.0.1');
+  socket.write(`GET /sse HTTP/1.1\r\nhost: 127.0.0.1:${port}\r\naccept: text/event-stream\r\n\r\n`);
+  const close = async (): Promise<void> => {
+    socket.destroy();
+    await srv.close();
+  };
+  for (let i = 0; i < 500 && session === undefined; i++) await new Promise((r) => setTimeout(r, 10));
+  if (session === undefined) {
+    await close();
+    throw new Error('the server made no session for the raw client within 5 s');
+  }
+  return { session, socket, close };
 }
 
 test('the endpoint event comes first, then keep-alive comments and message events', async () => {
@@ -52,18 +77,10 @@ test('the endpoint event comes first, then keep-alive comments and message event
 });
 
 test('a client that stops reading is cut off once its backlog passes the limit; one writer waits instead', async () => {
-  let session: SseSession | undefined;
-  const srv = await serve((req, res) => {
-    session = new SseSession('owner', ANONYMOUS, '127.0.0.1', req.headers, res);
-    session.start('/sse/messages?session=abc', {});
-  });
   // A raw socket that sends the request and then never reads.
-  const { port } = new URL(srv.url);
-  const socket = connect(Number(port), '127.0.0.1');
-  socket.write(`GET /sse HTTP/1.1\r\nhost: 127.0.0.1:${port}\r\naccept: text/event-stream\r\n\r\n`);
+  const { session, socket, close } = await rawClientSession();
   socket.pause();
   try {
-    while (session === undefined) await new Promise((r) => setTimeout(r, 10));
     const big = JSON.stringify({ jsonrpc: '2.0', method: 'notifications/message', params: { data: 'x'.repeat(1024 * 1024) } });
     // One writer: the first send that fills the socket waits for a drain that never comes.
     const first = await Promise.race([session.send(big).then(() => 'returned'), new Promise((r) => setTimeout(() => r('waiting'), 300))]);
@@ -71,12 +88,11 @@ test('a client that stops reading is cut off once its backlog passes the limit; 
     for (let i = 0; i < 3 && !waited; i++) waited = (await Promise.race([session.send(big).then(() => 'returned'), new Promise((r) => setTimeout(() => r('waiting'), 300))])) === 'waiting';
     assert.ok(waited, 'a single writer was not held back by a full socket');
     // Many writers at once (concurrent calls of the session): past 8 MiB of backlog the client is cut off.
-    const results = await Promise.all(Array.from({ length: 16 }, () => session!.send(big)));
+    const results = await Promise.all(Array.from({ length: 16 }, () => session.send(big)));
     assert.ok(results.includes(false), 'nobody was refused');
     assert.equal(session.closed, true);
   } finally {
-    socket.destroy();
-    await srv.close();
+    await close();
   }
 });
 
@@ -86,18 +102,10 @@ test('a client that stops reading is cut off once its backlog passes the limit; 
 // middle of the message: a keep-alive is now left out while bytes are on their way, which keep the stream
 // alive themselves.
 test('a message larger than the backlog bound, read slowly, reaches the client whole through keep-alive ticks', { timeout: 30_000 }, async () => {
-  let session: SseSession | undefined;
-  const srv = await serve((req, res) => {
-    session = new SseSession('owner', ANONYMOUS, '127.0.0.1', req.headers, res);
-    session.start('/sse/messages?session=abc', {}, 50);
-  });
-  const { port } = new URL(srv.url);
-  const socket = connect(Number(port), '127.0.0.1');
-  socket.write(`GET /sse HTTP/1.1\r\nhost: 127.0.0.1:${port}\r\naccept: text/event-stream\r\n\r\n`);
+  const { session, socket, close } = await rawClientSession(50);
   let received = 0;
   socket.on('data', (c: Buffer) => (received += c.length));
   try {
-    while (session === undefined) await new Promise((r) => setTimeout(r, 10));
     const big = JSON.stringify({ jsonrpc: '2.0', id: 1, result: { text: 'x'.repeat(16 * 1024 * 1024) } });
     socket.pause();
     const sent = session.send(big);
@@ -109,8 +117,7 @@ test('a message larger than the backlog bound, read slowly, reaches the client w
     assert.ok(received > big.length, `${received} bytes received of a ${big.length}-character message`);
     assert.equal(session.closed, false);
   } finally {
-    socket.destroy();
-    await srv.close();
+    await close();
   }
 });
 
@@ -119,19 +126,11 @@ test('a message larger than the backlog bound, read slowly, reaches the client w
 // another call, a log message on the session's listen stream) found the backlog past it and cut off a client
 // that was reading at its own pace. The bound now counts on top of the largest message still queued.
 test('a small message written while one larger than the bound drains waits its turn; the client gets both', { timeout: 30_000 }, async () => {
-  let session: SseSession | undefined;
-  const srv = await serve((req, res) => {
-    session = new SseSession('owner', ANONYMOUS, '127.0.0.1', req.headers, res);
-    session.start('/sse/messages?session=abc', {});
-  });
-  const { port } = new URL(srv.url);
-  const socket = connect(Number(port), '127.0.0.1');
-  socket.write(`GET /sse HTTP/1.1\r\nhost: 127.0.0.1:${port}\r\naccept: text/event-stream\r\n\r\n`);
+  const { session, socket, close } = await rawClientSession();
   let text = '';
   socket.setEncoding('utf8');
   socket.on('data', (c: string) => (text += c));
   try {
-    while (session === undefined) await new Promise((r) => setTimeout(r, 10));
     const big = JSON.stringify({ jsonrpc: '2.0', id: 1, result: { text: 'x'.repeat(12 * 1024 * 1024) } });
     const small = JSON.stringify({ jsonrpc: '2.0', method: 'notifications/message', params: { level: 'info', data: 'meanwhile' } });
     socket.pause();
@@ -145,8 +144,7 @@ test('a small message written while one larger than the bound drains waits its t
     for (let i = 0; i < 200 && !text.includes('meanwhile'); i++) await new Promise((r) => setTimeout(r, 20));
     assert.ok(text.includes('"id":1') && text.includes('meanwhile'), `${text.length} characters received`);
   } finally {
-    socket.destroy();
-    await srv.close();
+    await close();
   }
 });
 
