@@ -9,13 +9,13 @@ import { after, test } from 'node:test';
 import assert from 'node:assert/strict';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { request } from 'undici';
+import { request, type Dispatcher } from 'undici';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { ToolListChangedNotificationSchema } from '@modelcontextprotocol/sdk/types.js';
 import { startFakeUpstream, type FakeUpstream } from '../fixtures/upstreams/fake-upstream.js';
 import { readSseUntil } from '../helpers/sse.js';
-import { startGateway } from '../helpers/gateway.js';
+import { startGateway, type TestGateway } from '../helpers/gateway.js';
 import { modernRequest, post } from '../helpers/http.js';
 
 const EVERYTHING = { name: 'everything', command: [process.execPath, 'node_modules/@modelcontextprotocol/server-everything/dist/index.js', 'stdio'] };
@@ -52,28 +52,42 @@ function lateMemberAnswer(honours: Record<string, boolean>, res: ServerResponse,
   res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ jsonrpc: '2.0', id: msg.id, result: { resultType: 'complete', ...(results[msg.method] ?? {}) } }));
 }
 
-test('a member down when the listen opened: once it is up, the listening client is told the tool list changed', async () => {
-  const late: FakeUpstream = await startFakeUpstream(lateMember, { handshake: 'modern' });
+/**
+ * A gateway in front of server-everything and of a member answering with `handler`, down (its port taken,
+ * then closed) when the gateway starts. `comeUp` starts the member on that same address.
+ */
+async function gatewayWithMemberDown(handler: (req: IncomingMessage, res: ServerResponse, body: string) => void): Promise<{ gw: TestGateway; comeUp(): Promise<void> }> {
+  const late: FakeUpstream = await startFakeUpstream(handler, { handshake: 'modern' });
   const { port } = late.server.address() as AddressInfo;
   await late.close();
   const gw = await startGateway({ upstreams: [EVERYTHING, { name: 'late', url: late.url }] });
   cleanups.push(() => gw.close());
   cleanups.push(() => late.close());
+  return { gw, comeUp: () => new Promise<void>((r) => late.server.listen(port, '127.0.0.1', r)) };
+}
+
+/** A modern client's listen for tool-list changes, open until the tests end. */
+async function listenForToolChanges(gw: TestGateway, id: number): Promise<Dispatcher.ResponseData> {
+  const listen = modernRequest(id, 'subscriptions/listen', { notifications: { toolsListChanged: true } });
+  const ac = new AbortController();
+  cleanups.push(async () => ac.abort());
+  return request(gw.url, { method: 'POST', headers: listen.headers, body: listen.body, signal: ac.signal });
+}
+
+test('a member down when the listen opened: once it is up, the listening client is told the tool list changed', async () => {
+  const { gw, comeUp } = await gatewayWithMemberDown(lateMember);
 
   const list = modernRequest(1, 'tools/list');
   const before = (await post(gw.url, list.body, list.headers)).json().result.tools as Array<{ name: string }>;
   assert.ok(before.some((t) => t.name === 'everything_echo') && !before.some((t) => t.name === 'late_late_tool'), 'the others are listed meanwhile');
 
-  const listen = modernRequest(7, 'subscriptions/listen', { notifications: { toolsListChanged: true } });
-  const ac = new AbortController();
-  cleanups.push(async () => ac.abort());
-  const res = await request(gw.url, { method: 'POST', headers: listen.headers, body: listen.body, signal: ac.signal });
+  const res = await listenForToolChanges(gw, 7);
   const acked = await readSseUntil(res.body, (m) => m.length >= 1);
   assert.equal(acked[0]?.method, 'notifications/subscriptions/acknowledged');
   assert.equal(acked[0]?.params?.notifications?.toolsListChanged, true, JSON.stringify(acked));
 
   // The member comes up on its address.
-  await new Promise<void>((r) => late.server.listen(port, '127.0.0.1', r));
+  await comeUp();
   const told = await readSseUntil(res.body, (m) => m.some((x) => x.method === 'notifications/tools/list_changed'), 10_000);
   assert.ok(told.some((x) => x.method === 'notifications/tools/list_changed' && x.params?._meta?.['io.modelcontextprotocol/subscriptionId'] === 7), `told of the change: ${JSON.stringify(told)}`);
   const after = (await post(gw.url, list.body, list.headers)).json().result.tools as Array<{ name: string }>;
@@ -86,12 +100,7 @@ test('a member down when the listen opened: once it is up, the listening client 
 });
 
 test('the same for a legacy client (v1 SDK) on its GET stream, through the legacy bridge', async () => {
-  const late: FakeUpstream = await startFakeUpstream(lateMember, { handshake: 'modern' });
-  const { port } = late.server.address() as AddressInfo;
-  await late.close();
-  const gw = await startGateway({ upstreams: [EVERYTHING, { name: 'late', url: late.url }] });
-  cleanups.push(() => gw.close());
-  cleanups.push(() => late.close());
+  const { gw, comeUp } = await gatewayWithMemberDown(lateMember);
   const client = new Client({ name: 'late-member-legacy', version: '1.0.0' });
   let changes = 0;
   client.setNotificationHandler(ToolListChangedNotificationSchema, () => void changes++);
@@ -103,29 +112,21 @@ test('the same for a legacy client (v1 SDK) on its GET stream, through the legac
   // announce changes of its own as its session starts: only those after the member comes up count.)
   await new Promise((r) => setTimeout(r, 1_500));
   const baseline = changes;
-  await new Promise<void>((r) => late.server.listen(port, '127.0.0.1', r));
+  await comeUp();
   for (let i = 0; i < 100 && changes === baseline; i++) await new Promise((r) => setTimeout(r, 100));
   assert.ok(changes > baseline, `the legacy client was told the tool list changed (${baseline} before the member came up)`);
   assert.ok((await client.listTools()).tools.some((t) => t.name === 'late_late_tool'));
 });
 
 test('a late member that announces no changes of its own still brings its tools: the listening client is told', async () => {
-  const late: FakeUpstream = await startFakeUpstream((_req, res, body) => lateMemberAnswer({}, res, body), { handshake: 'modern' });
-  const { port } = late.server.address() as AddressInfo;
-  await late.close();
-  const gw = await startGateway({ upstreams: [EVERYTHING, { name: 'late', url: late.url }] });
-  cleanups.push(() => gw.close());
-  cleanups.push(() => late.close());
+  const { gw, comeUp } = await gatewayWithMemberDown((_req, res, body) => lateMemberAnswer({}, res, body));
   // Listed first, as in the first test: server-everything may announce a change as its session starts.
   const first = modernRequest(1, 'tools/list');
   assert.ok(((await post(gw.url, first.body, first.headers)).json().result.tools as Array<{ name: string }>).some((t) => t.name === 'everything_echo'));
-  const listen = modernRequest(8, 'subscriptions/listen', { notifications: { toolsListChanged: true } });
-  const ac = new AbortController();
-  cleanups.push(async () => ac.abort());
-  const res = await request(gw.url, { method: 'POST', headers: listen.headers, body: listen.body, signal: ac.signal });
+  const res = await listenForToolChanges(gw, 8);
   const acked = await readSseUntil(res.body, (m) => m.length >= 1);
   assert.equal(acked[0]?.params?.notifications?.toolsListChanged, true, JSON.stringify(acked));
-  await new Promise<void>((r) => late.server.listen(port, '127.0.0.1', r));
+  await comeUp();
   const told = await readSseUntil(res.body, (m) => m.some((x) => x.method === 'notifications/tools/list_changed'), 10_000);
   assert.ok(told.some((x) => x.method === 'notifications/tools/list_changed' && x.params?._meta?.['io.modelcontextprotocol/subscriptionId'] === 8), `told of the change: ${JSON.stringify(told)}`);
   const list = modernRequest(1, 'tools/list');
