@@ -8,32 +8,22 @@
 
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { request } from 'undici';
-import { startFakeUpstream } from '../fixtures/upstreams/fake-upstream.js';
 import { startGateway } from '../helpers/gateway.js';
-import { modernRequest } from '../helpers/http.js';
+import { listenForToolChanges, startLegacyGetUpstream } from '../helpers/legacy-get-upstream.js';
 import { assertReopenedAfterDoublingPauses } from '../helpers/reopen-backoff.js';
 import { readSseUntil } from '../helpers/sse.js';
 
 test('an upstream GET stream that ends at once is reopened after pauses that double, not every second', async () => {
   const getsAt: number[] = [];
-  const up = await startFakeUpstream((req, res, body) => {
-    if (req.method === 'GET') {
-      getsAt.push(performance.now());
-      // Answered, then ended at once.
-      return void res.writeHead(200, { 'content-type': 'text/event-stream' }).end();
-    }
-    if (req.method === 'DELETE') return void res.writeHead(200).end();
-    const msg = JSON.parse(body) as { id?: unknown; method?: string };
-    if (msg.id === undefined) return void res.writeHead(202).end();
-    const result = msg.method === 'initialize' ? { protocolVersion: '2025-11-25', capabilities: { tools: { listChanged: true } }, serverInfo: { name: 'closer', version: '1' } } : {};
-    res.writeHead(200, { 'content-type': 'application/json', ...(msg.method === 'initialize' ? { 'mcp-session-id': 's-1' } : {}) }).end(JSON.stringify({ jsonrpc: '2.0', id: msg.id, result }));
+  const up = await startLegacyGetUpstream('closer', (res) => {
+    getsAt.push(performance.now());
+    // Answered, then ended at once.
+    res.writeHead(200, { 'content-type': 'text/event-stream' }).end();
   });
   const gw = await startGateway({ upstreams: [{ name: 'up', url: up.url, era: 'legacy' }] });
   const ac = new AbortController();
   try {
-    const listen = modernRequest(1, 'subscriptions/listen', { notifications: { toolsListChanged: true } });
-    const res = await request(gw.url, { method: 'POST', headers: listen.headers, body: listen.body, signal: ac.signal });
+    const res = await listenForToolChanges(gw.url, ac.signal);
     assert.equal(res.statusCode, 200);
     assert.equal((await readSseUntil(res.body, (m) => m.length >= 1))[0]?.method, 'notifications/subscriptions/acknowledged');
     for (let i = 0; i < 100 && getsAt.length === 0; i++) await new Promise((r) => setTimeout(r, 10));

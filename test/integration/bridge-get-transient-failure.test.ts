@@ -9,35 +9,24 @@
 
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { request } from 'undici';
 import type { ServerResponse } from 'node:http';
-import { startFakeUpstream } from '../fixtures/upstreams/fake-upstream.js';
 import { startGateway } from '../helpers/gateway.js';
-import { modernRequest } from '../helpers/http.js';
+import { listenForToolChanges, startLegacyGetUpstream } from '../helpers/legacy-get-upstream.js';
 import { readSseUntil } from '../helpers/sse.js';
 
 test('a first GET refused 503 is opened again, and the listen hears what the stream then carries', async () => {
   let gets = 0;
   const streams: ServerResponse[] = [];
-  const up = await startFakeUpstream((req, res, body) => {
-    if (req.method === 'GET') {
-      if (++gets === 1) return void res.writeHead(503, { 'content-type': 'text/plain', 'retry-after': '1' }).end('upstream overloaded');
-      res.writeHead(200, { 'content-type': 'text/event-stream' });
-      res.write(`data: ${JSON.stringify({ jsonrpc: '2.0', method: 'notifications/tools/list_changed' })}\n\n`);
-      streams.push(res);
-      return;
-    }
-    if (req.method === 'DELETE') return void res.writeHead(200).end();
-    const msg = JSON.parse(body) as { id?: unknown; method?: string };
-    if (msg.id === undefined) return void res.writeHead(202).end();
-    const result = msg.method === 'initialize' ? { protocolVersion: '2025-11-25', capabilities: { tools: { listChanged: true } }, serverInfo: { name: 'busy', version: '1' } } : {};
-    res.writeHead(200, { 'content-type': 'application/json', ...(msg.method === 'initialize' ? { 'mcp-session-id': 's-1' } : {}) }).end(JSON.stringify({ jsonrpc: '2.0', id: msg.id, result }));
+  const up = await startLegacyGetUpstream('busy', (res) => {
+    if (++gets === 1) return void res.writeHead(503, { 'content-type': 'text/plain', 'retry-after': '1' }).end('upstream overloaded');
+    res.writeHead(200, { 'content-type': 'text/event-stream' });
+    res.write(`data: ${JSON.stringify({ jsonrpc: '2.0', method: 'notifications/tools/list_changed' })}\n\n`);
+    streams.push(res);
   });
   const gw = await startGateway({ upstreams: [{ name: 'up', url: up.url, era: 'legacy' }] });
   const ac = new AbortController();
   try {
-    const listen = modernRequest(1, 'subscriptions/listen', { notifications: { toolsListChanged: true } });
-    const res = await request(gw.url, { method: 'POST', headers: listen.headers, body: listen.body, signal: ac.signal });
+    const res = await listenForToolChanges(gw.url, ac.signal);
     assert.equal(res.statusCode, 200);
     const messages = await readSseUntil(res.body, (m) => m.some((x) => x.method === 'notifications/tools/list_changed'), 5_000);
     assert.equal(messages[0]?.method, 'notifications/subscriptions/acknowledged');
