@@ -10,24 +10,12 @@
 import { after, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { request } from 'undici';
-import { z } from 'zod';
-import { startV1HttpServer } from '../fixtures/upstreams/v1-http-server.js';
-import { startGateway } from '../helpers/gateway.js';
 import { modernRequest, post } from '../helpers/http.js';
+import { startGatewayInFrontOfSession400Server } from '../helpers/session-400-upstream.js';
 import { readSseUntil } from '../helpers/sse.js';
 
-const up = await startV1HttpServer(
-  (server) => {
-    server.registerTool('echo', { description: 'Echoes', inputSchema: { text: z.string() } }, async ({ text }) => ({ content: [{ type: 'text', text }] }));
-  },
-  {},
-  { unknownSession: 'bad-request' },
-);
-const gw = await startGateway({ upstreams: [{ name: 'legacy', url: up.url, era: 'legacy' }] });
-after(async () => {
-  await gw.close();
-  await up.close();
-});
+const { up, gw, close } = await startGatewayInFrontOfSession400Server();
+after(close);
 
 test('a listen whose GET the restarted server answers 400 "No valid session ID provided" ends, and the next one is served on a new session', async () => {
   // A call opens the caller's pooled session.

@@ -8,23 +8,11 @@
 
 import { after, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { z } from 'zod';
-import { startV1HttpServer } from '../fixtures/upstreams/v1-http-server.js';
-import { startGateway } from '../helpers/gateway.js';
 import { modernRequest, post } from '../helpers/http.js';
+import { startGatewayInFrontOfSession400Server } from '../helpers/session-400-upstream.js';
 
-const up = await startV1HttpServer(
-  (server) => {
-    server.registerTool('echo', { description: 'Echoes', inputSchema: { text: z.string() } }, async ({ text }) => ({ content: [{ type: 'text', text }] }));
-  },
-  {},
-  { unknownSession: 'bad-request' },
-);
-const gw = await startGateway({ upstreams: [{ name: 'legacy', url: up.url, era: 'legacy' }] });
-after(async () => {
-  await gw.close();
-  await up.close();
-});
+const { up, gw, close } = await startGatewayInFrontOfSession400Server();
+after(close);
 
 async function echo(id: number, text: string) {
   const req = modernRequest(id, 'tools/call', { name: 'echo', arguments: { text } });
