@@ -6,52 +6,30 @@
 // §Authorization Server Location). A credential with too few scopes still gets 403 insufficient_scope
 // (§Runtime Insufficient Scope Errors). Until 4 December a request without a credential got 403
 // insufficient_scope, and a client, which reads 403 as "your token lacks scopes", never started to authenticate.
-import { after, before, test } from 'node:test';
+import { after, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { request } from 'undici';
 import { Client as V2Client, ClientCredentialsProvider, StreamableHTTPClientTransport as V2Transport } from '@modelcontextprotocol/client';
 import { hashKey } from '../../src/auth/key-hash.js';
-import { freePort, startAuthServer, type AuthServer } from '../helpers/auth-server.js';
-import { startGateway, type TestGateway } from '../helpers/gateway.js';
 import { LEGACY_HEADERS, post, rpc } from '../helpers/http.js';
-import { jsonEchoServer, startFakeUpstream, type FakeUpstream } from '../fixtures/upstreams/fake-upstream.js';
+import { startOAuthGateway } from '../helpers/oauth-gateway.js';
 
 const KEY = 'gh_anon_scoped_key_0123456789abcdefghijklm';
 const BARE_KEY = 'gh_anon_bare_key_0123456789abcdefghijklmno';
-let as: AuthServer;
-let upstream: FakeUpstream;
-let gw: TestGateway;
-let metadataUrl: string;
-
-before(async () => {
-  as = await startAuthServer();
-  as.clients.set('sdk-client', 'sdk-secret');
-  upstream = await startFakeUpstream(jsonEchoServer);
-  // The public URL is the real one: the v2 client checks that the metadata names the server it called.
-  const port = await freePort();
-  const publicUrl = `http://127.0.0.1:${port}/mcp`;
-  metadataUrl = `http://127.0.0.1:${port}/.well-known/oauth-protected-resource/mcp`;
-  gw = await startGateway({
-    listen: { port, publicUrl },
-    upstreams: [{ name: 'up', url: upstream.url }],
-    auth: {
-      anonymous: true,
-      requiredScopes: ['mcp:tools'],
-      failureLimit: { attempts: 0 },
-      apiKeys: [
-        { id: 'scoped', hash: hashKey(KEY), scopes: ['mcp:tools'] },
-        { id: 'bare', hash: hashKey(BARE_KEY), scopes: [] },
-      ],
-      oauth: { issuer: as.issuer, audience: publicUrl, scopesSupported: ['mcp:tools'] },
-    },
-  });
+const { as, upstream, gw, origin, close } = await startOAuthGateway({
+  client: { id: 'sdk-client', secret: 'sdk-secret' },
+  auth: {
+    anonymous: true,
+    requiredScopes: ['mcp:tools'],
+    failureLimit: { attempts: 0 },
+    apiKeys: [
+      { id: 'scoped', hash: hashKey(KEY), scopes: ['mcp:tools'] },
+      { id: 'bare', hash: hashKey(BARE_KEY), scopes: [] },
+    ],
+  },
 });
-
-after(async () => {
-  await gw?.close();
-  await upstream?.close();
-  await as?.close();
-});
+after(close);
+const metadataUrl = `${origin}/.well-known/oauth-protected-resource/mcp`;
 
 const INIT = rpc(1, 'initialize', { protocolVersion: '2025-11-25', capabilities: {}, clientInfo: { name: 't', version: '0' } });
 

@@ -3,44 +3,20 @@
 // (RFC 9728), finds the authorization server's metadata (RFC 8414), gets a token with client credentials
 // for this resource (RFC 8707), and retries. Spec: 2026-07-28/basic/authorization/index.mdx §Authorization
 // Flow Steps; authorization-server-discovery.mdx.
-import { after, before, test } from 'node:test';
+import { after, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { Client as V2Client, ClientCredentialsProvider, StreamableHTTPClientTransport as V2Transport } from '@modelcontextprotocol/client';
 import { Client as V1Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport as V1Transport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { hashKey } from '../../src/auth/key-hash.js';
-import { freePort, startAuthServer, type AuthServer } from '../helpers/auth-server.js';
-import { startGateway, type TestGateway } from '../helpers/gateway.js';
-import { jsonEchoServer, startFakeUpstream, type FakeUpstream } from '../fixtures/upstreams/fake-upstream.js';
+import { startOAuthGateway } from '../helpers/oauth-gateway.js';
 
 const API_KEY = 'gh_sdk_client_key_0123456789abcdefghijklmn';
-let as: AuthServer;
-let upstream: FakeUpstream;
-let gw: TestGateway;
-
-before(async () => {
-  as = await startAuthServer();
-  as.clients.set('sdk-client', 'sdk-secret');
-  upstream = await startFakeUpstream(jsonEchoServer);
-  // The public URL is the real one here: the v2 client checks that the metadata names the server it called.
-  const port = await freePort();
-  const publicUrl = `http://127.0.0.1:${port}/mcp`;
-  gw = await startGateway({
-    listen: { port, publicUrl },
-    upstreams: [{ name: 'up', url: upstream.url }],
-    auth: {
-      requiredScopes: ['mcp:tools'],
-      apiKeys: [{ id: 'sdk', hash: hashKey(API_KEY), scopes: ['mcp:tools'] }],
-      oauth: { issuer: as.issuer, audience: publicUrl, scopesSupported: ['mcp:tools'] },
-    },
-  });
+const { as, upstream, gw, close } = await startOAuthGateway({
+  client: { id: 'sdk-client', secret: 'sdk-secret' },
+  auth: { requiredScopes: ['mcp:tools'], apiKeys: [{ id: 'sdk', hash: hashKey(API_KEY), scopes: ['mcp:tools'] }] },
 });
-
-after(async () => {
-  await gw?.close();
-  await upstream?.close();
-  await as?.close();
-});
+after(close);
 
 /** What both SDK generations offer; enough to prove an authenticated session works end to end. */
 interface SdkClient {

@@ -6,38 +6,19 @@
 // endpoint's document names listen.publicUrl (…/mcp), no prefix of …/sse: so the SSE endpoint has its own
 // document, naming its own public URL, and tokens for it are accepted. Real v1 SDK SSE client, a real
 // authorization server minting `aud` from the `resource` asked for (test/helpers/auth-server.ts).
-import { after, before, test } from 'node:test';
+import { after, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { Client as V1Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { SSEClientTransport } from '@modelcontextprotocol/sdk/client/sse.js';
 import { ClientCredentialsProvider } from '@modelcontextprotocol/sdk/client/auth-extensions.js';
-import { freePort, startAuthServer, type AuthServer } from '../helpers/auth-server.js';
-import { startGateway, type TestGateway } from '../helpers/gateway.js';
-import { jsonEchoServer, startFakeUpstream, type FakeUpstream } from '../fixtures/upstreams/fake-upstream.js';
+import { startOAuthGateway } from '../helpers/oauth-gateway.js';
 
-let as: AuthServer;
-let upstream: FakeUpstream;
-let gw: TestGateway;
-let origin: string;
-
-before(async () => {
-  as = await startAuthServer();
-  as.clients.set('sse-client', 'sse-secret');
-  upstream = await startFakeUpstream(jsonEchoServer);
-  const port = await freePort();
-  origin = `http://127.0.0.1:${port}`;
-  gw = await startGateway({
-    listen: { port, publicUrl: `${origin}/mcp`, ssePath: '/sse' },
-    upstreams: [{ name: 'up', url: upstream.url }],
-    auth: { failureLimit: { attempts: 0 }, requiredScopes: ['mcp:tools'], oauth: { issuer: as.issuer, audience: `${origin}/mcp`, scopesSupported: ['mcp:tools'] } },
-  });
+const { as, upstream, origin, close } = await startOAuthGateway({
+  client: { id: 'sse-client', secret: 'sse-secret' },
+  listen: { ssePath: '/sse' },
+  auth: { failureLimit: { attempts: 0 }, requiredScopes: ['mcp:tools'] },
 });
-
-after(async () => {
-  await gw?.close();
-  await upstream?.close();
-  await as?.close();
-});
+after(close);
 
 test('the SSE endpoint\'s 401 names a metadata document whose resource is the SSE endpoint\'s URL', async () => {
   const res = await fetch(`${origin}/sse`, { headers: { accept: 'text/event-stream' } });
