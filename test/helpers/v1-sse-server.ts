@@ -15,6 +15,8 @@ export interface V1SseServerOptions {
   admit?(req: IncomingMessage, res: ServerResponse): boolean;
   /** A session's event stream has opened (its GET /sse), before its McpServer is connected. */
   opened?(req: IncomingMessage, stream: ServerResponse): void;
+  /** A session's McpServer is connected: its transport's handlers are in place and may be wrapped. */
+  connected?(transport: SSEServerTransport): void;
 }
 
 export async function startV1SseServer(name: string, register: (mcp: McpServer) => void, opts: V1SseServerOptions = {}): Promise<{ url: string; close(): Promise<void> }> {
@@ -28,7 +30,7 @@ export async function startV1SseServer(name: string, register: (mcp: McpServer) 
       const transport = new SSEServerTransport('/message', res);
       transports.set(transport.sessionId, transport);
       opts.opened?.(req, res);
-      void mcp.connect(transport);
+      void mcp.connect(transport).then(() => opts.connected?.(transport));
       return;
     }
     const transport = transports.get(url.searchParams.get('sessionId') ?? '');

@@ -14,13 +14,11 @@
 
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { createServer, type Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
-import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
-import { SSEServerTransport } from '@modelcontextprotocol/sdk/server/sse.js';
+import type { SSEServerTransport } from '@modelcontextprotocol/sdk/server/sse.js';
 import type { JSONRPCMessage } from '@modelcontextprotocol/sdk/types.js';
-import { startGateway } from '../helpers/gateway.js';
+import { startGateway, type TestGateway } from '../helpers/gateway.js';
 import { connectV1, textOf } from '../helpers/v1-everything.js';
+import { startV1SseServer } from '../helpers/v1-sse-server.js';
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
@@ -51,56 +49,54 @@ function serialize(transport: SSEServerTransport, pings: number[]): void {
  * Python SDK's) write `: ping` every 15 s, so that proxies keep the stream open.
  */
 async function serialSdkServer(comments = false): Promise<{ url: string; pings: number[]; close(): Promise<void> }> {
-  const transports = new Map<string, SSEServerTransport>();
   const pings: number[] = [];
-  const server: Server = createServer((req, res) => {
-    const url = new URL(req.url ?? '/', 'http://x');
-    if (req.method === 'GET' && url.pathname === '/sse') {
-      const mcp = new McpServer({ name: 'serial', version: '1.0.0' });
+  const server = await startV1SseServer(
+    'serial',
+    (mcp) => {
       mcp.tool('slow', 'answers after 1.5 s, saying nothing meanwhile', async () => {
         await sleep(1_500);
         return { content: [{ type: 'text', text: 'slow done' }] };
       });
-      const transport = new SSEServerTransport('/message', res);
-      transports.set(transport.sessionId, transport);
-      if (comments) {
-        const timer = setInterval(() => res.write(': ping\n\n'), 100);
-        res.on('close', () => clearInterval(timer));
-      }
-      void mcp.connect(transport).then(() => serialize(transport, pings));
-      return;
+    },
+    {
+      opened(_req, stream) {
+        if (!comments) return;
+        const timer = setInterval(() => stream.write(': ping\n\n'), 100);
+        stream.on('close', () => clearInterval(timer));
+      },
+      connected: (transport) => serialize(transport, pings),
+    },
+  );
+  return { ...server, pings };
+}
+
+/** Calls `slow` through a gateway in front of `up` with these upstream timeouts; its text, or `error: …`. */
+async function callSlow(up: { url: string }, timeouts: { pingMs: number; bodyMs: number }, clientName: string): Promise<{ result: string; logs: TestGateway['logs'] }> {
+  const gw = await startGateway({ upstreams: [{ name: 'serial', url: up.url, transport: 'sse', era: 'legacy', timeouts }] });
+  try {
+    const { client } = await connectV1(gw.url, { name: clientName, timeoutMs: 20_000 });
+    try {
+      const result = await client.callTool({ name: 'slow', arguments: {} }, undefined, { timeout: 20_000 }).then(
+        (r) => textOf(r),
+        (err: Error) => `error: ${err.message}`,
+      );
+      return { result, logs: gw.logs };
+    } finally {
+      await client.close().catch(() => {});
     }
-    const transport = transports.get(url.searchParams.get('sessionId') ?? '');
-    if (req.method === 'POST' && transport) return void transport.handlePostMessage(req, res);
-    res.writeHead(404).end();
-  });
-  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
-  return {
-    url: `http://127.0.0.1:${(server.address() as AddressInfo).port}/sse`,
-    pings,
-    close: () =>
-      new Promise<void>((r) => {
-        server.closeAllConnections();
-        server.close(() => r());
-      }),
-  };
+  } finally {
+    await gw.close();
+  }
 }
 
 test('a server that answers one message at a time keeps its stream through a call longer than its pings wait: the ping is answered after the call, the call succeeds', async () => {
   const up = await serialSdkServer();
-  const gw = await startGateway({ upstreams: [{ name: 'serial', url: up.url, transport: 'sse', era: 'legacy', timeouts: { pingMs: 200, bodyMs: 10_000 } }] });
-  const { client } = await connectV1(gw.url, { name: 'sse-serial', timeoutMs: 20_000 });
   try {
-    const result = await client.callTool({ name: 'slow', arguments: {} }, undefined, { timeout: 20_000 }).then(
-      (r) => textOf(r),
-      (err: Error) => `error: ${err.message}`,
-    );
+    const { result, logs } = await callSlow(up, { pingMs: 200, bodyMs: 10_000 }, 'sse-serial');
     assert.equal(result, 'slow done');
     assert.ok(up.pings.length >= 1, 'the stream was pinged during the call');
-    assert.ok(!gw.logs.some((l) => l['msg'] === 'SSE upstream session ended'), 'the stream was kept');
+    assert.ok(!logs.some((l) => l['msg'] === 'SSE upstream session ended'), 'the stream was kept');
   } finally {
-    await client.close().catch(() => {});
-    await gw.close();
     await up.close();
   }
 });
@@ -110,18 +106,11 @@ test('a server that answers one message at a time keeps its stream through a cal
 // Until 4 December only a message counted, and such a stream was closed after bodyMs of comments.
 test('a serial server that keeps its stream alive with comments is not taken for dead during a call longer than bodyMs', async () => {
   const up = await serialSdkServer(true);
-  const gw = await startGateway({ upstreams: [{ name: 'serial', url: up.url, transport: 'sse', era: 'legacy', timeouts: { pingMs: 200, bodyMs: 500 } }] });
-  const { client } = await connectV1(gw.url, { name: 'sse-serial-comments', timeoutMs: 20_000 });
   try {
-    const result = await client.callTool({ name: 'slow', arguments: {} }, undefined, { timeout: 20_000 }).then(
-      (r) => textOf(r),
-      (err: Error) => `error: ${err.message}`,
-    );
+    const { result, logs } = await callSlow(up, { pingMs: 200, bodyMs: 500 }, 'sse-serial-comments');
     assert.equal(result, 'slow done');
-    assert.ok(!gw.logs.some((l) => l['msg'] === 'SSE upstream session ended'), 'the stream was kept');
+    assert.ok(!logs.some((l) => l['msg'] === 'SSE upstream session ended'), 'the stream was kept');
   } finally {
-    await client.close().catch(() => {});
-    await gw.close();
     await up.close();
   }
 });
