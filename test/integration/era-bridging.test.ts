@@ -53,11 +53,60 @@ async function legacyUpstream(onCall: (msg: Msg, res: ServerResponse) => void, o
   return Object.assign(up, { live });
 }
 
+/**
+ * A scripted legacy server (no GET stream, one session `sessionId`, server name `name`) whose client answers
+ * come back as POSTed responses: `onCall` takes each tools/call, `onAnswer` each other message and returns
+ * true when it answered the POST itself (otherwise 202).
+ */
+async function legacyUpstreamTakingAnswers(
+  sessionId: string,
+  name: string,
+  onCall: (msg: Msg, res: ServerResponse) => void,
+  onAnswer: (msg: Msg & { result?: unknown }, res: ServerResponse) => boolean,
+): Promise<FakeUpstream> {
+  const up = await startFakeUpstream((req, res, body) => {
+    if (req.method === 'DELETE') return void res.writeHead(200).end();
+    if (req.method === 'GET') return void res.writeHead(405, { allow: 'POST, DELETE' }).end();
+    const msg = JSON.parse(body) as Msg & { result?: unknown };
+    if (msg.method === 'initialize') {
+      return void res.writeHead(200, { 'content-type': 'application/json', 'mcp-session-id': sessionId }).end(JSON.stringify({ jsonrpc: '2.0', id: msg.id, result: { protocolVersion: '2025-11-25', capabilities: { tools: {} }, serverInfo: { name, version: '1' } } }));
+    }
+    if (msg.method === 'server/discover') return void res.writeHead(400, { 'content-type': 'application/json' }).end('{"jsonrpc":"2.0","id":null,"error":{"code":-32000,"message":"Bad Request"}}');
+    if (msg.method === 'tools/list') return jsonResult(res, body, { tools: [] });
+    if (msg.method === 'tools/call') return onCall(msg, res);
+    if (!onAnswer(msg, res)) res.writeHead(202).end();
+  }, { handshake: false });
+  cleanups.push(() => up.close());
+  return up;
+}
+
 function bodies(up: FakeUpstream): Msg[] {
   return up.requests.filter((r) => r.body).map((r) => JSON.parse(r.body) as Msg);
 }
 
+/** `text` and what `reader` (an SSE body) gives after it, read on until `done` holds or the stream ends: 50 chunks at most. */
+async function readOn(reader: AsyncIterator<unknown>, text: string, done: (text: string) => boolean): Promise<string> {
+  for (let i = 0; i < 50 && !done(text); i++) {
+    const next = await reader.next();
+    if (next.done) break;
+    text += String(next.value);
+  }
+  return text;
+}
+
 describe('modern client → legacy upstream (§16.1)', () => {
+  /** A modern client calls `tool` and leaves once the call has gone upstream: the id it went up with. */
+  async function leaveOnceForwarded(gw: TestGateway, up: FakeUpstream, tool: string): Promise<unknown> {
+    const call = modernRequest(1, 'tools/call', { name: tool, arguments: {} });
+    const ac = new AbortController();
+    const pending = request(gw.url, { method: 'POST', headers: call.headers, body: call.body, signal: ac.signal }).catch(() => undefined);
+    for (let i = 0; i < 50 && !bodies(up).some((m) => m.method === 'tools/call'); i++) await sleep(20);
+    const forwardedId = bodies(up).find((m) => m.method === 'tools/call')!.id;
+    ac.abort();
+    await pending;
+    return forwardedId;
+  }
+
   test('results become modern: resultType, serverInfo, and ttlMs/cacheScope on cacheable results only', async () => {
     const up = await legacyUpstream((msg, res) => jsonResult(res, JSON.stringify(msg), msg.method === 'tools/list' ? { tools: [] } : { content: [] }));
     const gw = await gatewayFor(up);
@@ -163,13 +212,7 @@ describe('modern client → legacy upstream (§16.1)', () => {
       res.write(': working\n\n'); // never answers
     });
     const gw = await gatewayFor(up);
-    const call = modernRequest(1, 'tools/call', { name: 'slow', arguments: {} });
-    const ac = new AbortController();
-    const pending = request(gw.url, { method: 'POST', headers: call.headers, body: call.body, signal: ac.signal }).catch(() => undefined);
-    for (let i = 0; i < 50 && !bodies(up).some((m) => m.method === 'tools/call'); i++) await sleep(20);
-    const forwardedId = bodies(up).find((m) => m.method === 'tools/call')!.id;
-    ac.abort();
-    await pending;
+    const forwardedId = await leaveOnceForwarded(gw, up, 'slow');
     for (let i = 0; i < 100 && !bodies(up).some((m) => m.method === 'notifications/cancelled'); i++) await sleep(20);
     const cancel = bodies(up).find((m) => m.method === 'notifications/cancelled');
     assert.equal(cancel?.params?.requestId, forwardedId);
@@ -185,13 +228,7 @@ describe('modern client → legacy upstream (§16.1)', () => {
       }, 1_500);
     });
     const gw = await gatewayFor(up);
-    const call = modernRequest(1, 'tools/call', { name: 'slow-json', arguments: {} });
-    const ac = new AbortController();
-    const pending = request(gw.url, { method: 'POST', headers: call.headers, body: call.body, signal: ac.signal }).catch(() => undefined);
-    for (let i = 0; i < 50 && !bodies(up).some((m) => m.method === 'tools/call'); i++) await sleep(20);
-    const forwardedId = bodies(up).find((m) => m.method === 'tools/call')!.id;
-    ac.abort();
-    await pending;
+    const forwardedId = await leaveOnceForwarded(gw, up, 'slow-json');
     for (let i = 0; i < 50 && !bodies(up).some((m) => m.method === 'notifications/cancelled'); i++) await sleep(20);
     assert.equal(bodies(up).find((m) => m.method === 'notifications/cancelled')?.params?.requestId, forwardedId);
     assert.equal(closedEarly, true, 'the upstream request was closed before its answer');
@@ -247,31 +284,23 @@ describe('modern client → legacy upstream (§16.1)', () => {
     let waiting: ServerResponse | undefined;
     let callId: unknown;
     const answers: unknown[] = [];
-    const up = await startFakeUpstream((req, res, body) => {
-      if (req.method === 'DELETE') return void res.writeHead(200).end();
-      if (req.method === 'GET') return void res.writeHead(405, { allow: 'POST, DELETE' }).end();
-      const msg = JSON.parse(body) as Msg & { result?: unknown };
-      if (msg.method === 'initialize') {
-        return void res.writeHead(200, { 'content-type': 'application/json', 'mcp-session-id': 'asks-again' }).end(JSON.stringify({ jsonrpc: '2.0', id: msg.id, result: { protocolVersion: '2025-11-25', capabilities: { tools: {} }, serverInfo: { name: 'asks', version: '1' } } }));
-      }
-      if (msg.method === 'server/discover') return void res.writeHead(400, { 'content-type': 'application/json' }).end('{"jsonrpc":"2.0","id":null,"error":{"code":-32000,"message":"Bad Request"}}');
-      if (msg.method === 'tools/list') return jsonResult(res, body, { tools: [] });
-      if (msg.method === 'tools/call') {
+    const up = await legacyUpstreamTakingAnswers(
+      'asks-again',
+      'asks',
+      (msg, res) => {
         callId = msg.id;
         waiting = res;
         res.writeHead(200, { 'content-type': 'text/event-stream' });
         res.write(`data: ${JSON.stringify({ jsonrpc: '2.0', id: 'ask-name', method: 'elicitation/create', params: { message: 'name?', requestedSchema: { type: 'object', properties: { name: { type: 'string' } } } } })}\n\n`);
-        return;
-      }
-      if (msg.id === 'ask-name' && msg.result !== undefined) {
+      },
+      (msg, res) => {
+        if (msg.id !== 'ask-name' || msg.result === undefined) return false;
         answers.push(msg.result);
         res.writeHead(202).end();
         waiting?.end(`data: ${JSON.stringify({ jsonrpc: '2.0', id: callId, result: { content: [{ type: 'text', text: `hello ${(msg.result as { content?: { name?: string } }).content?.name}` }] } })}\n\n`);
-        return;
-      }
-      res.writeHead(202).end();
-    }, { handshake: false });
-    cleanups.push(() => up.close());
+        return true;
+      },
+    );
     const gw = await gatewayFor(up);
     const caps = { 'io.modelcontextprotocol/clientCapabilities': { elicitation: { form: {} } } };
     const call = async (id: number, extra: Record<string, unknown> = {}) => {
@@ -294,32 +323,24 @@ describe('modern client → legacy upstream (§16.1)', () => {
   test('MRTR: progress after the retry goes under the retry\'s own token, never the finished first request\'s (utilities/progress.mdx)', async () => {
     let waiting: ServerResponse | undefined;
     let call: Msg | undefined;
-    const up = await startFakeUpstream((req, res, body) => {
-      if (req.method === 'DELETE') return void res.writeHead(200).end();
-      if (req.method === 'GET') return void res.writeHead(405, { allow: 'POST, DELETE' }).end();
-      const msg = JSON.parse(body) as Msg & { result?: unknown };
-      if (msg.method === 'initialize') {
-        return void res.writeHead(200, { 'content-type': 'application/json', 'mcp-session-id': 'progress-after' }).end(JSON.stringify({ jsonrpc: '2.0', id: msg.id, result: { protocolVersion: '2025-11-25', capabilities: { tools: {} }, serverInfo: { name: 'p', version: '1' } } }));
-      }
-      if (msg.method === 'server/discover') return void res.writeHead(400, { 'content-type': 'application/json' }).end('{"jsonrpc":"2.0","id":null,"error":{"code":-32000,"message":"Bad Request"}}');
-      if (msg.method === 'tools/list') return jsonResult(res, body, { tools: [] });
-      if (msg.method === 'tools/call') {
+    const up = await legacyUpstreamTakingAnswers(
+      'progress-after',
+      'p',
+      (msg, res) => {
         call = msg;
         waiting = res;
         res.writeHead(200, { 'content-type': 'text/event-stream' });
         res.write(`data: ${JSON.stringify({ jsonrpc: '2.0', id: 'ask', method: 'elicitation/create', params: { message: 'go?', requestedSchema: { type: 'object', properties: {} } } })}\n\n`);
-        return;
-      }
-      if (msg.id === 'ask') {
+      },
+      (msg, res) => {
+        if (msg.id !== 'ask') return false;
         res.writeHead(202).end();
         const token = call!.params?._meta?.progressToken;
         waiting!.write(`data: ${JSON.stringify({ jsonrpc: '2.0', method: 'notifications/progress', params: { progressToken: token, progress: 1, total: 1 } })}\n\n`);
         waiting!.end(`data: ${JSON.stringify({ jsonrpc: '2.0', id: call!.id, result: { content: [{ type: 'text', text: 'went' }] } })}\n\n`);
-        return;
-      }
-      res.writeHead(202).end();
-    }, { handshake: false });
-    cleanups.push(() => up.close());
+        return true;
+      },
+    );
     const gw = await gatewayFor(up);
     const meta = (token: string) => ({ 'io.modelcontextprotocol/clientCapabilities': { elicitation: { form: {} } }, progressToken: token });
     const first = modernRequest(1, 'tools/call', { name: 'go', arguments: {}, _meta: meta('p1') });
@@ -580,6 +601,19 @@ describe('legacy client → modern upstream (§16.2)', () => {
     return { ...LEGACY_HEADERS, 'mcp-session-id': String(res.headers['mcp-session-id']), 'mcp-protocol-version': '2025-06-18' };
   }
 
+  /**
+   * POSTs `call` on the legacy session, reads its stream up to the server's elicitation/create, answers it
+   * with `answer` (202), and reads on until `until` is in the stream. The whole stream's text, and the question.
+   */
+  async function callAndAnswer(gw: TestGateway, headers: Record<string, string>, call: string, answer: Record<string, unknown>, until: string): Promise<{ text: string; ask: { id: string; params: Record<string, unknown> } }> {
+    const res = await request(gw.url, { method: 'POST', headers, body: call });
+    const reader = res.body[Symbol.asyncIterator]();
+    const asked = await readOn(reader, '', (t) => t.includes('elicitation/create'));
+    const ask = JSON.parse(/data: (\{.*"elicitation\/create".*\})/.exec(asked)![1]!) as { id: string; params: Record<string, unknown> };
+    assert.equal((await post(gw.url, JSON.stringify({ jsonrpc: '2.0', id: ask.id, result: answer }), headers)).status, 202);
+    return { text: await readOn(reader, asked, (t) => t.includes(until)), ask };
+  }
+
   test('initialize is answered from server/discover; the session id is minted by Gatehouse', async () => {
     const up = await modernUpstream(() => assert.fail('initialize must not be forwarded'));
     const gw = await gatewayFor(up);
@@ -716,20 +750,10 @@ describe('legacy client → modern upstream (§16.2)', () => {
     // A 2025-11-25 session (URL elicitation is that revision's): its requests say the version it negotiated.
     const res = await post(gw.url, init(0, { elicitation: { url: {} } }, '2025-11-25'));
     const headers = { ...LEGACY_HEADERS, 'mcp-session-id': String(res.headers['mcp-session-id']), 'mcp-protocol-version': '2025-11-25' };
-    const call = await request(gw.url, { method: 'POST', headers, body: rpc(9, 'tools/call', { name: 'login', arguments: {} }) });
-    let text = '';
-    const reader = call.body[Symbol.asyncIterator]();
-    for (let i = 0; i < 50 && !text.includes('elicitation/create'); i++) text += String((await reader.next()).value ?? '');
-    const ask = JSON.parse(/data: (\{.*"elicitation\/create".*\})/.exec(text)![1]!) as { id: string; params: Record<string, unknown> };
+    const { text, ask } = await callAndAnswer(gw, headers, rpc(9, 'tools/call', { name: 'login', arguments: {} }), { action: 'accept' }, 'signed in');
     assert.equal(ask.params.mode, 'url');
     assert.equal(typeof ask.params.elicitationId, 'string');
     assert.ok((ask.params.elicitationId as string).length > 0);
-    assert.equal((await post(gw.url, JSON.stringify({ jsonrpc: '2.0', id: ask.id, result: { action: 'accept' } }), headers)).status, 202);
-    for (let i = 0; i < 50 && !text.includes('signed in'); i++) {
-      const next = await reader.next();
-      if (next.done) break;
-      text += String(next.value);
-    }
     assert.match(text, /signed in/);
     assert.deepEqual(retried?.params?.inputResponses, { login: { action: 'accept' } });
   });
@@ -746,17 +770,7 @@ describe('legacy client → modern upstream (§16.2)', () => {
     });
     const gw = await gatewayFor(up);
     const headers = await open(gw);
-    const call = await request(gw.url, { method: 'POST', headers, body: rpc(5, 'tools/call', { name: 'odd', arguments: {} }) });
-    let text = '';
-    const reader = call.body[Symbol.asyncIterator]();
-    for (let i = 0; i < 50 && !text.includes('elicitation/create'); i++) text += String((await reader.next()).value ?? '');
-    const ask = JSON.parse(/data: (\{.*"elicitation\/create".*\})/.exec(text)![1]!) as { id: string };
-    assert.equal((await post(gw.url, JSON.stringify({ jsonrpc: '2.0', id: ask.id, result: { action: 'accept', content: {} } }), headers)).status, 202);
-    for (let i = 0; i < 50 && !text.includes('went on'); i++) {
-      const next = await reader.next();
-      if (next.done) break;
-      text += String(next.value);
-    }
+    const { text } = await callAndAnswer(gw, headers, rpc(5, 'tools/call', { name: 'odd', arguments: {} }), { action: 'accept', content: {} }, 'went on');
     assert.match(text, /went on/);
     const answers = retried?.params?.inputResponses as Record<string, unknown>;
     assert.ok(Object.hasOwn(answers, '__proto__'), JSON.stringify(answers));
@@ -780,17 +794,7 @@ describe('legacy client → modern upstream (§16.2)', () => {
     });
     const gw = await gatewayFor(up);
     const headers = await open(gw);
-    const call = await request(gw.url, { method: 'POST', headers, body: rpc(4, 'tools/call', { name: 'steps', arguments: {}, _meta: { progressToken: 'mine' } }) });
-    let text = '';
-    const reader = call.body[Symbol.asyncIterator]();
-    for (let i = 0; i < 50 && !text.includes('elicitation/create'); i++) text += String((await reader.next()).value ?? '');
-    const ask = JSON.parse(/data: (\{.*"elicitation\/create".*\})/.exec(text)![1]!) as { id: string };
-    assert.equal((await post(gw.url, JSON.stringify({ jsonrpc: '2.0', id: ask.id, result: { action: 'accept', content: {} } }), headers)).status, 202);
-    for (let i = 0; i < 50 && !text.includes('finished'); i++) {
-      const next = await reader.next();
-      if (next.done) break;
-      text += String(next.value);
-    }
+    const { text } = await callAndAnswer(gw, headers, rpc(4, 'tools/call', { name: 'steps', arguments: {}, _meta: { progressToken: 'mine' } }), { action: 'accept', content: {} }, 'finished');
     const progress = text.split('\n').filter((l) => l.startsWith('data: ') && l.includes('notifications/progress')).map((l) => (JSON.parse(l.slice(6)) as { params: { progress: number; progressToken: string } }).params);
     assert.deepEqual(progress, [{ progressToken: 'mine', progress: 50 }, { progressToken: 'mine', progress: 60 }], 'the retry\'s 10 is dropped, its 60 passes');
     assert.match(text, /finished/);
@@ -811,7 +815,7 @@ describe('legacy client → modern upstream (§16.2)', () => {
     const call = await request(gw.url, { method: 'POST', headers, body: rpc(8, 'tools/call', { name: 'asks', arguments: {} }) });
     let text = '';
     const reader = call.body[Symbol.asyncIterator]();
-    for (let i = 0; i < 50 && !text.includes('First question?'); i++) text += String((await reader.next()).value ?? '');
+    text = await readOn(reader, text, (t) => t.includes('First question?'));
     assert.equal((await post(gw.url, JSON.stringify({ jsonrpc: '2.0', method: 'notifications/cancelled', params: { requestId: 8 } }), headers)).status, 202);
     // Causal, not timed: the stream must end by itself; a read still open after 12 s (the input wait is
     // 20 s, so an exchange it ended would still be open then) stops the loop without counting as its end.
@@ -848,7 +852,7 @@ describe('legacy client → modern upstream (§16.2)', () => {
     const call = await request(gw.url, { method: 'POST', headers, body: rpc(12, 'tools/call', { name: 'asks', arguments: {} }) });
     let text = '';
     const reader = call.body[Symbol.asyncIterator]();
-    for (let i = 0; i < 50 && !text.includes('Who are you?'); i++) text += String((await reader.next()).value ?? '');
+    text = await readOn(reader, text, (t) => t.includes('Who are you?'));
     const ask = JSON.parse(/data: (\{.*"elicitation\/create".*\})/.exec(text)![1]!) as { id: string };
     const refusal = { jsonrpc: '2.0', id: ask.id, error: { code: -32603, message: 'the user interface failed' } };
     assert.equal((await post(gw.url, JSON.stringify(refusal), headers)).status, 202);
