@@ -129,6 +129,54 @@ function asToolResult(result: unknown): ToolResult {
   };
 }
 
+/** What a MatrixClient asks of its SDK client; each SDK generation has its own call shapes and options for these. */
+interface SdkCalls {
+  listTools(): Promise<{ tools: Array<{ name: string }> }>;
+  getPrompt(name: string): Promise<{ messages: Array<{ content: { type: string; text?: unknown } }> }>;
+  readResource(uri: string): Promise<{ contents: Array<Record<string, unknown>> }>;
+  callTool(name: string, args: Record<string, unknown>, onprogress?: (p: ProgressEvent) => void): Promise<unknown>;
+  close(): Promise<void>;
+}
+
+/** Runs `connect`; when it fails, closes the client (whose own error on closing is of no interest) and rejects with the connect error. */
+async function connectOrClose(connect: () => Promise<void>, close: () => Promise<void>): Promise<void> {
+  try {
+    await connect();
+  } catch (err) {
+    await close().catch(() => {});
+    throw err;
+  }
+}
+
+/** The SDK's progress callback for `onprogress`, in the shape the tests see. */
+function relayProgress(onprogress: ((p: ProgressEvent) => void) | undefined): { onprogress?: (p: { progress: number; total?: number }) => void } {
+  return onprogress ? { onprogress: (p) => onprogress({ progress: p.progress, total: p.total }) } : {};
+}
+
+function matrixClient(kind: AnyClientKind, era: () => string | undefined, sdk: SdkCalls, elicitations: SeenElicitation[], wire: WireRecord[]): MatrixClient {
+  return {
+    kind,
+    era,
+    async listToolNames() {
+      return (await sdk.listTools()).tools.map((t) => t.name);
+    },
+    async getPromptTexts(name) {
+      return promptTexts(await sdk.getPrompt(name));
+    },
+    async readResourceTexts(uri) {
+      return resourceTexts(await sdk.readResource(uri));
+    },
+    async callTool(name, args, callOpts = {}) {
+      return asToolResult(await sdk.callTool(name, args, callOpts.onprogress));
+    },
+    elicitations,
+    wire,
+    async close() {
+      await sdk.close().catch(() => {});
+    },
+  };
+}
+
 async function connectV1(url: string, opts: Required<ConnectOptions>, sse = false): Promise<MatrixClient> {
   const wire = opts.wire;
   const elicitations: SeenElicitation[] = [];
@@ -138,39 +186,16 @@ async function connectV1(url: string, opts: Required<ConnectOptions>, sse = fals
     elicitations.push({ message: req.params.message, requestedSchema: 'requestedSchema' in req.params ? req.params.requestedSchema : undefined });
     return opts.elicitAnswer;
   });
-  try {
-    await client.connect(transport, { timeout: opts.timeoutMs });
-  } catch (err) {
-    await client.close().catch(() => {});
-    throw err;
-  }
-  return {
-    kind: sse ? 'v1-sse-client' : 'v1-legacy-client',
-    era: () => 'legacy',
-    async listToolNames() {
-      const { tools } = await client.listTools(undefined, { timeout: opts.timeoutMs });
-      return tools.map((t) => t.name);
-    },
-    async getPromptTexts(name) {
-      return promptTexts(await client.getPrompt({ name }, { timeout: opts.timeoutMs }));
-    },
-    async readResourceTexts(uri) {
-      return resourceTexts(await client.readResource({ uri }, { timeout: opts.timeoutMs }));
-    },
-    async callTool(name, args, callOpts = {}) {
-      const onprogress = callOpts.onprogress;
-      const result = await client.callTool({ name, arguments: args }, undefined, {
-        timeout: opts.timeoutMs,
-        ...(onprogress ? { onprogress: (p: { progress: number; total?: number }) => onprogress({ progress: p.progress, total: p.total }) } : {}),
-      });
-      return asToolResult(result);
-    },
-    elicitations,
-    wire,
-    async close() {
-      await client.close().catch(() => {});
-    },
+  await connectOrClose(() => client.connect(transport, { timeout: opts.timeoutMs }), () => client.close());
+  const timeout = opts.timeoutMs;
+  const sdk: SdkCalls = {
+    listTools: () => client.listTools(undefined, { timeout }),
+    getPrompt: (name) => client.getPrompt({ name }, { timeout }),
+    readResource: (uri) => client.readResource({ uri }, { timeout }),
+    callTool: (name, args, onprogress) => client.callTool({ name, arguments: args }, undefined, { timeout, ...relayProgress(onprogress) }),
+    close: () => client.close(),
   };
+  return matrixClient(sse ? 'v1-sse-client' : 'v1-legacy-client', () => 'legacy', sdk, elicitations, wire);
 }
 
 async function connectV2(kind: 'v2-pinned-client' | 'v2-auto-client', url: string, opts: Required<ConnectOptions>): Promise<MatrixClient> {
@@ -192,42 +217,16 @@ async function connectV2(kind: 'v2-pinned-client' | 'v2-auto-client', url: strin
     if (opts.elicitDelayMs > 0) await new Promise((r) => setTimeout(r, opts.elicitDelayMs));
     return opts.elicitAnswer;
   });
-  try {
-    await client.connect(transport, { timeout: opts.timeoutMs });
-  } catch (err) {
-    await client.close().catch(() => {});
-    throw err;
-  }
-  return {
-    kind,
-    era: () => client.getProtocolEra(),
-    async listToolNames() {
-      const { tools } = await client.listTools(undefined, { timeout: opts.timeoutMs, cacheMode: 'bypass' });
-      return tools.map((t) => t.name);
-    },
-    async getPromptTexts(name) {
-      return promptTexts(await client.getPrompt({ name }, { timeout: opts.timeoutMs }));
-    },
-    async readResourceTexts(uri) {
-      return resourceTexts(await client.readResource({ uri }, { timeout: opts.timeoutMs }));
-    },
-    async callTool(name, args, callOpts = {}) {
-      const onprogress = callOpts.onprogress;
-      const result = await client.callTool(
-        { name, arguments: args },
-        {
-          timeout: opts.timeoutMs,
-          ...(onprogress ? { onprogress: (p: { progress: number; total?: number }) => onprogress({ progress: p.progress, total: p.total }) } : {}),
-        },
-      );
-      return asToolResult(result);
-    },
-    elicitations,
-    wire,
-    async close() {
-      await client.close().catch(() => {});
-    },
+  await connectOrClose(() => client.connect(transport, { timeout: opts.timeoutMs }), () => client.close());
+  const timeout = opts.timeoutMs;
+  const sdk: SdkCalls = {
+    listTools: () => client.listTools(undefined, { timeout, cacheMode: 'bypass' }),
+    getPrompt: (name) => client.getPrompt({ name }, { timeout }),
+    readResource: (uri) => client.readResource({ uri }, { timeout }),
+    callTool: (name, args, onprogress) => client.callTool({ name, arguments: args }, { timeout, ...relayProgress(onprogress) }),
+    close: () => client.close(),
   };
+  return matrixClient(kind, () => client.getProtocolEra(), sdk, elicitations, wire);
 }
 
 /** Connects a client of the given kind to `url`; rejects with the client's own error when it cannot. */
