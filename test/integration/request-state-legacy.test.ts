@@ -9,24 +9,18 @@
 
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { hashKey } from '../../src/auth/key-hash.js';
-import { startModernServer, STATE_PREFIX, type ModernServer } from '../fixtures/upstreams/modern-server.js';
-import { startGateway, type TestGateway } from '../helpers/gateway.js';
+import { STATE_PREFIX, type ModernServer } from '../fixtures/upstreams/modern-server.js';
+import { ALICE, BOB, startModernForAliceAndBob } from '../helpers/alice-and-bob.js';
+import type { TestGateway } from '../helpers/gateway.js';
 import { LEGACY_HEADERS, legacySession, modernRequest, post, rpc } from '../helpers/http.js';
 
-const ALICE = 'gh_alice_0123456789abcdefghijklmnopqrstuv';
-const BOB = 'gh_bob_0123456789abcdefghijklmnopqrstuvwx';
 const ANSWER = { who: { action: 'accept', content: { name: 'Mallory' } } };
 
 let upstream: ModernServer;
 let gw: TestGateway;
 
 before(async () => {
-  upstream = await startModernServer();
-  gw = await startGateway({
-    upstreams: [{ name: 'modern', url: upstream.url, era: 'modern' }],
-    auth: { anonymous: false, apiKeys: [{ id: 'alice', hash: hashKey(ALICE), scopes: [] }, { id: 'bob', hash: hashKey(BOB), scopes: [] }] },
-  });
+  ({ upstream, gw } = await startModernForAliceAndBob());
 });
 
 after(async () => {

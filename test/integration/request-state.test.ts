@@ -9,14 +9,12 @@ import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { request } from 'undici';
 import { Client, StreamableHTTPClientTransport } from '@modelcontextprotocol/client';
-import { hashKey } from '../../src/auth/key-hash.js';
-import { startModernServer, STATE_PREFIX, type ModernServer } from '../fixtures/upstreams/modern-server.js';
-import { startGateway, type TestGateway } from '../helpers/gateway.js';
+import { STATE_PREFIX, type ModernServer } from '../fixtures/upstreams/modern-server.js';
+import { ALICE, BOB, startModernForAliceAndBob } from '../helpers/alice-and-bob.js';
+import type { TestGateway } from '../helpers/gateway.js';
 import { modernRequest, post } from '../helpers/http.js';
 import { readSseUntil } from '../helpers/sse.js';
 
-const ALICE = 'gh_alice_0123456789abcdefghijklmnopqrstuv';
-const BOB = 'gh_bob_0123456789abcdefghijklmnopqrstuvwx';
 const ANSWER = { who: { action: 'accept', content: { name: 'Ada' } } };
 
 let upstream: ModernServer;
@@ -33,11 +31,7 @@ const upstreamSaw = (id: number): number => upstream.requests.filter((r) => (r.b
 
 describe('requestState sealing (modern pass-through)', () => {
   before(async () => {
-    upstream = await startModernServer();
-    gw = await startGateway({
-      upstreams: [{ name: 'modern', url: upstream.url, era: 'modern' }],
-      auth: { anonymous: false, apiKeys: [{ id: 'alice', hash: hashKey(ALICE), scopes: [] }, { id: 'bob', hash: hashKey(BOB), scopes: [] }] },
-    });
+    ({ upstream, gw } = await startModernForAliceAndBob());
   });
   after(async () => {
     await gw?.close();
