@@ -55,18 +55,23 @@ describe('slow clients cannot hold sockets', () => {
   test('headers trickled slower than listen.headersTimeoutMs → 408 and the connection closed at that time', async () => {
     const gw = await gateway({ listen: { headersTimeoutMs: 500 } });
     const s = await rawSocket(gw.url);
-    const started = performance.now();
+    // The wait is bounded well below Node's own headers limit (60 s) and the whole request's (headers plus
+    // listen.requestTimeoutMs, 30 s by default): a close within it can only be listen.headersTimeoutMs's.
     const ended = readUntilClosed(s, 20_000);
     // One header line every 200 ms: each byte arrives in time, the whole never does.
     s.write(`POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\n`);
-    const trickle = setInterval(() => s.writable && s.write('X-Slow: 1\r\n'), 200);
+    let trickled = 0;
+    const trickle = setInterval(() => {
+      if (!s.writable) return;
+      s.write('X-Slow: 1\r\n');
+      trickled++;
+    }, 200);
     const { text, closed } = await ended;
     clearInterval(trickle);
-    const elapsed = performance.now() - started;
     assert.ok(closed, 'the gateway closed the connection');
     assert.match(text, /^HTTP\/1\.1 408 /);
-    // Cut at the configured time (checked every second at most), not at Node's default 60 s.
-    assert.ok(elapsed >= 450 && elapsed < 5_000, `closed after ${elapsed.toFixed(0)} ms`);
+    // Cut while its header lines were still arriving: the limit is on the whole headers, not on a pause.
+    assert.ok(trickled >= 1, `cut after ${trickled} trickled header lines`);
     assert.equal(up.requests.length, 0);
     assert.equal(gw.gateway.edge.refusals.get('request_timeout'), 1);
   });
@@ -76,12 +81,12 @@ describe('slow clients cannot hold sockets', () => {
     const s = await rawSocket(gw.url);
     const ended = readUntilClosed(s, 10_000);
     s.write('GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n');
-    const started = performance.now();
     const { text, closed } = await ended;
     assert.match(text, /^HTTP\/1\.1 200 /);
-    assert.ok(closed);
-    const elapsed = performance.now() - started;
-    assert.ok(elapsed >= 900 && elapsed < 5_000, `closed after ${elapsed.toFixed(0)} ms`);
+    // The server tells the client the idle time it keeps the connection for (Node derives the header from the
+    // same keepAliveTimeout that closes the socket; left at Node's default it would say 5) and then closes it.
+    assert.match(text, /\r\nKeep-Alive: timeout=1\r\n/i, text);
+    assert.ok(closed, 'the gateway closed the idle connection');
   });
 
   test('past listen.maxConnectionsPerIp an address gets 429 and a closed socket; other addresses are unaffected', async () => {
