@@ -198,9 +198,9 @@ describe('servers that misbehave', () => {
   test('a stream that never names its endpoint fails the start within its opening time', async () => {
     const fake = await fakeSse((res) => res.writeHead(200, { 'content-type': 'text/event-stream' }).write(': still here\n\n'));
     try {
-      const started = Date.now();
-      await assert.rejects(channel(fake.url, { openTimeoutMs: 300 }).start(), /sent no endpoint event within 300 ms/);
-      assert.ok(Date.now() - started < 3_000);
+      // The stream stays open for good: only the opening time can end the start, and its error names it.
+      const outcome = await within(channel(fake.url, { openTimeoutMs: 300 }).start().then(() => 'started', (err: Error) => err.message), 20_000);
+      assert.match(outcome, /sent no endpoint event within 300 ms/);
     } finally {
       await fake.close();
     }
@@ -289,14 +289,13 @@ describe('servers that misbehave', () => {
       const ch = channel(fake.url, { pingIntervalMs: 200, busySilenceMs: 1_000, requestTimeoutMs: 30_000 });
       const gone = new Promise<string>((r) => (ch.onExit = r));
       await ch.start();
-      const started = Date.now();
       const call = ch.request({ jsonrpc: '2.0', id: 'c1', method: 'tools/call', params: { name: 'slow', arguments: {} } });
       const outcome = await Promise.race([call.then(() => 'answered', (err: Error & { code?: string }) => err), new Promise<string>((r) => setTimeout(() => r('still waiting after 5 s'), 5_000).unref())]);
       assert.ok(outcome instanceof Error, String(outcome));
       assert.equal((outcome as Error & { code?: string }).code, 'GW_ERR_UPSTREAM_TIMEOUT');
+      // The watchdog says why it ended the stream: busySilenceMs of silence under a call, not the ping's
+      // interval (200 ms) nor the call's own limit (30 s, past the 5 s wait above).
       assert.match(outcome.message, /stopped answering on its event stream \(nothing came on it for 1000 ms while a request was in flight, timeouts.bodyMs, and a ping had no answer\)/);
-      const took = Date.now() - started;
-      assert.ok(took >= 900 && took < 3_000, `noticed after ${took} ms`);
       assert.match(await gone, /stopped answering \(nothing on the stream for 1000 ms with a request in flight/);
       assert.equal(ch.alive, false);
       assert.ok(fake.posts.some((p) => (JSON.parse(p) as { method?: string }).method === 'ping'), fake.posts.join(' '));
@@ -417,16 +416,15 @@ describe('servers that misbehave', () => {
     }
   });
 
-  test('an idle stream gone silent is noticed by its ping alone, within two to three intervals, busySilenceMs notwithstanding', async () => {
+  test('an idle stream gone silent is noticed by its ping alone, busySilenceMs notwithstanding', async () => {
     const fake = await fakeSse(announce);
     try {
       const ch = channel(fake.url, { pingIntervalMs: 200, busySilenceMs: 60_000 });
       const gone = new Promise<string>((r) => (ch.onExit = r));
-      const started = Date.now();
       await ch.start();
+      // Ended by the ping's rule (its reason says so), within a wait far short of busySilenceMs (60 s).
       const reason = await Promise.race([gone, new Promise<string>((r) => setTimeout(() => r('still open after 5 s'), 5_000).unref())]);
       assert.match(reason, /stopped answering \(no answer to a ping within 200 ms, timeouts.pingMs\)/);
-      assert.ok(Date.now() - started < 2_000, `noticed after ${Date.now() - started} ms`);
       await ch.stop();
     } finally {
       await fake.close();
