@@ -287,7 +287,9 @@ test('peekWhole(): a body that has all come, in one chunk or several (joined onc
   assert.equal(got, whole);
 });
 
-test('endsWithin(): resolves at the end, or after the wait if the body is still open; the body stays unconsumed', async () => {
+test('endsWithin(): resolves at the end, or after the wait if the body is still open; the body stays unconsumed', async (t) => {
+  // The wait's clock is mocked: what ends each wait is checked (the end, or the timer), not how long it took.
+  t.mock.timers.enable({ apis: ['setTimeout'] });
   const ending = new RelayBody({ pause() {}, resume() {}, abort() {} });
   const waited = ending.endsWithin(10_000);
   ending.push(Buffer.from('a'));
@@ -298,9 +300,15 @@ test('endsWithin(): resolves at the end, or after the wait if the body is still 
   assert.equal(first, 'ended', 'resolved by the end, not the wait');
   assert.equal(ending.peekWhole()?.toString(), 'a');
   const open = new RelayBody({ pause() {}, resume() {}, abort() {} });
-  const t0 = performance.now();
-  await open.endsWithin(30);
-  assert.ok(performance.now() - t0 >= 25, 'waited');
+  let waitedOut = false;
+  const waiting = open.endsWithin(30).then(() => (waitedOut = true));
+  t.mock.timers.tick(29);
+  await new Promise((r) => setImmediate(r));
+  assert.equal(waitedOut, false, 'still waiting short of the 30 ms');
+  t.mock.timers.tick(1);
+  for (let i = 0; i < 20 && !waitedOut; i++) await new Promise((r) => setImmediate(r));
+  assert.equal(waitedOut, true, 'the wait ends at 30 ms with the body still open');
+  await waiting;
   assert.equal(open.settled, false);
   open.push(Buffer.from('later'));
   open.end();
