@@ -95,14 +95,14 @@ test('a silent SSE stream is noticed by its unanswered ping (timeouts.pingMs) on
   const { client } = await connectV1(gw.url, { name: 'sse-ping', timeoutMs: 20_000 });
   try {
     assert.match(textOf(await client.callTool({ name: 'echo', arguments: {} }, undefined, { timeout: 20_000 })), /^echo from stream/);
-    const started = Date.now();
     const stalled = await client.callTool({ name: 'stall', arguments: {} }, undefined, { timeout: 20_000 }).then(
       (r) => `result: ${JSON.stringify(r)}`,
       (err: Error) => `error: ${err.message}`,
     );
+    // The reason names the rule that ended the stream (bodyMs of silence under a call, its ping unanswered);
+    // the call's own limit (callMs, 30 minutes) and the client's (20 s) would have failed it otherwise.
     assert.match(stalled, /stopped answering \(nothing on the stream for 1000 ms with a request in flight, timeouts.bodyMs, and a ping unanswered\)/);
     assert.match(stalled, /"code":"GW_ERR_UPSTREAM_EXITED","retryable":true/);
-    assert.ok(Date.now() - started < 5_000, `noticed after ${Date.now() - started} ms`);
     const before = up.streams();
     assert.match(textOf(await client.callTool({ name: 'echo', arguments: {} }, undefined, { timeout: 20_000 })), /^echo from stream/);
     assert.ok(up.streams() > before, 'a new stream was opened');
@@ -164,9 +164,8 @@ test("an SSE upstream's connectMs bounds the TCP connection as set, below 5 s to
   const hang = await hangingPort();
   try {
     const ch = sseSessions(sseConfig({ connectMs: 300, headersMs: 10_000 }, `http://127.0.0.1:${hang.port}/sse`), createLogger('error', () => {})).channel();
-    const started = Date.now();
-    await assert.rejects(ch.start(), (err: Error & { code?: string }) => err.code === 'GW_ERR_UPSTREAM_UNREACHABLE' && /could not be reached for its event stream/.test(err.message));
-    assert.ok(Date.now() - started < 2_500, `gave up after ${Date.now() - started} ms`);
+    // The connection's own error names the timeout it was given (undici's ConnectTimeoutError): 300 ms, not 5 s.
+    await assert.rejects(ch.start(), (err: Error & { code?: string }) => err.code === 'GW_ERR_UPSTREAM_UNREACHABLE' && /could not be reached for its event stream: .*timeout: 300ms\)/.test(err.message));
   } finally {
     hang.stop();
   }
@@ -182,9 +181,8 @@ test("an SSE stream's opening (the GET's headers, then its endpoint event) is bo
   const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}/sse`;
   const log = createLogger('error', () => {});
   try {
-    const started = Date.now();
+    // The error names the bound that fired: headersMs (1000 ms), not connectMs (100 ms).
     await assert.rejects(sseSessions(sseConfig({ connectMs: 100, headersMs: 1_000 }, url), log).channel().start(), /sent no endpoint event within 1000 ms/);
-    assert.ok(Date.now() - started < 3_000, `gave up after ${Date.now() - started} ms`);
     endpointAfterMs = 500;
     const ch = sseSessions(sseConfig({ connectMs: 100, headersMs: 5_000 }, url), log).channel();
     await ch.start();
