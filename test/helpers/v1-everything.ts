@@ -1,7 +1,7 @@
 // What the legacy pass-through and the stdio demo tests both do with a v1 SDK client in front of
-// server-everything: connect (optionally answering elicitation), read a tool result's text, and check that
-// progress notifications are relayed one by one before the result (2025-11-25/basic/transports.mdx
-// §Sending Messages 6).
+// server-everything: connect (optionally answering elicitation) and close the client whatever happens, check
+// the tools it lists, read a tool result's text, and check that progress notifications are relayed one by
+// one before the result (2025-11-25/basic/transports.mdx §Sending Messages 6).
 
 import assert from 'node:assert/strict';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
@@ -25,6 +25,29 @@ export async function connectV1(
   }
   await client.connect(transport, { timeout: opts.timeoutMs });
   return { client, transport };
+}
+
+/** Hands the connection `connecting` makes to `use`, and closes its client however `use` ends. */
+export async function withConnection<T>(connecting: Promise<Connected>, use: (connected: Connected) => Promise<T>): Promise<T> {
+  const connected = await connecting;
+  try {
+    return await use(connected);
+  } finally {
+    await connected.client.close();
+  }
+}
+
+/**
+ * tools/list answered on the POST (LT §Sending Messages 5) names the tools of server-everything these tests
+ * drive; the list, for further checks.
+ */
+export async function assertEverythingToolsListed(client: Client): Promise<Awaited<ReturnType<Client['listTools']>>['tools']> {
+  const { tools } = await client.listTools();
+  const names = tools.map((t) => t.name);
+  for (const expected of ['echo', 'trigger-long-running-operation', 'trigger-elicitation-request']) {
+    assert.ok(names.includes(expected), `tools/list lacks ${expected}: ${names.join(', ')}`);
+  }
+  return tools;
 }
 
 export function textOf(result: unknown): string {
@@ -66,13 +89,13 @@ export async function assertElicitationRoundTrip(
   answer: { name: string; check: boolean },
 ): Promise<void> {
   const seen: ElicitRequest[] = [];
-  const { client } = await connect({
+  const connecting = connect({
     elicitation: (req) => {
       seen.push(req);
       return { action: 'accept', content: answer };
     },
   });
-  try {
+  await withConnection(connecting, async ({ client }) => {
     const result = await client.callTool({ name: 'trigger-elicitation-request', arguments: {} }, undefined, { timeout: 30_000 });
     assert.equal(seen.length, 1);
     assert.equal(seen[0]!.params.message, 'Please provide inputs for the following fields:');
@@ -80,7 +103,5 @@ export async function assertElicitationRoundTrip(
     assert.match(text, /User provided the requested information/);
     assert.match(text, new RegExp(`- Name: ${answer.name}`));
     assert.match(text, new RegExp(`- Agreed to terms: ${answer.check}`));
-  } finally {
-    await client.close();
-  }
+  });
 }

@@ -4,7 +4,7 @@
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import type { ElicitRequest } from '@modelcontextprotocol/sdk/types.js';
-import { assertElicitationRoundTrip, assertProgressRelayedOneByOne, connectV1, textOf, type Connected } from '../helpers/v1-everything.js';
+import { assertElicitationRoundTrip, assertEverythingToolsListed, assertProgressRelayedOneByOne, connectV1, textOf, withConnection, type Connected } from '../helpers/v1-everything.js';
 import { startEverythingHttp, type EverythingHttp } from '../fixtures/upstreams/everything-http.js';
 import { startGateway, type TestGateway } from '../helpers/gateway.js';
 
@@ -51,8 +51,7 @@ describe('legacy pass-through: v1 client → Gatehouse → server-everything (St
   // LT §Session Management 1-2: the server MAY assign a session id on the InitializeResult response; the
   // client MUST send it on every later request. The id seen by the client is the one the upstream minted.
   test('initialize returns the upstream-minted Mcp-Session-Id, and it works for later requests', async () => {
-    const { client, transport } = await connect();
-    try {
+    await withConnection(connect(), async ({ client, transport }) => {
       const sid = transport.sessionId;
       assert.equal(typeof sid, 'string');
       assert.ok(sid!.length > 0);
@@ -65,78 +64,57 @@ describe('legacy pass-through: v1 client → Gatehouse → server-everything (St
       assert.deepEqual(messageOf(direct.text), { jsonrpc: '2.0', id: 'direct-ping', result: {} });
       // A later request through the gateway on the same session succeeds.
       assert.deepEqual(await client.ping(), {});
-    } finally {
-      await client.close();
-    }
+    });
   });
 
   // LT §Sending Messages 5: a POSTed request is answered with application/json or an SSE stream carrying
   // the response; here tools/list.
   test('tools/list', async () => {
-    const { client } = await connect({ elicitation: () => ({ action: 'cancel' }) });
-    try {
-      const { tools } = await client.listTools();
-      const names = tools.map((t) => t.name);
-      for (const expected of ['echo', 'trigger-long-running-operation', 'trigger-elicitation-request']) {
-        assert.ok(names.includes(expected), `tools/list lacks ${expected}: ${names.join(', ')}`);
-      }
+    await withConnection(connect({ elicitation: () => ({ action: 'cancel' }) }), async ({ client }) => {
+      const tools = await assertEverythingToolsListed(client);
       const echo = tools.find((t) => t.name === 'echo')!;
       assert.equal(echo.inputSchema.type, 'object');
       assert.ok(echo.inputSchema.properties && 'message' in echo.inputSchema.properties);
-    } finally {
-      await client.close();
-    }
+    });
   });
 
   // LT §Sending Messages 5: request → response on the same POST; tools/call of `echo`.
   test('tools/call echo', async () => {
-    const { client } = await connect();
-    try {
+    await withConnection(connect(), async ({ client }) => {
       const result = await client.callTool({ name: 'echo', arguments: { message: 'hello through the gate' } });
       assert.equal(result.isError, undefined);
       assert.equal(textOf(result), 'Echo: hello through the gate');
-    } finally {
-      await client.close();
-    }
+    });
   });
 
   // LT §Sending Messages 6: the server MAY send notifications on the POST's SSE stream before the
   // response; they must be relayed as they happen (event by event), not held back until the end.
   test('progress notifications of a long-running tool arrive one by one, before the result', async () => {
-    const { client } = await connect();
-    try {
+    await withConnection(connect(), async ({ client }) => {
       await assertProgressRelayedOneByOne(client);
-    } finally {
-      await client.close();
-    }
+    });
   });
 
   // LT §Sending Messages 5 (resources/read answered on the POST).
   test('resources/read', async () => {
-    const { client } = await connect();
-    try {
+    await withConnection(connect(), async ({ client }) => {
       const uri = 'demo://resource/dynamic/text/1';
       const { contents } = await client.readResource({ uri });
       assert.equal(contents.length, 1);
       assert.equal(contents[0]!.uri, uri);
       assert.equal(contents[0]!.mimeType, 'text/plain');
       assert.match(String((contents[0] as { text?: string }).text), /^Resource 1: This is a plaintext resource/);
-    } finally {
-      await client.close();
-    }
+    });
   });
 
   // LT §Sending Messages 5 (prompts/get answered on the POST).
   test('prompts/get', async () => {
-    const { client } = await connect();
-    try {
+    await withConnection(connect(), async ({ client }) => {
       const prompt = await client.getPrompt({ name: 'args-prompt', arguments: { city: 'Lisbon', state: 'Estremadura' } });
       assert.equal(prompt.messages.length, 1);
       assert.equal(prompt.messages[0]!.role, 'user');
       assert.deepEqual(prompt.messages[0]!.content, { type: 'text', text: "What's weather in Lisbon, Estremadura?" });
-    } finally {
-      await client.close();
-    }
+    });
   });
 
   // LT §Sending Messages 6: the server MAY send requests on the POST's SSE stream before the response; the
@@ -147,14 +125,11 @@ describe('legacy pass-through: v1 client → Gatehouse → server-everything (St
 
   // LT §Sending Messages 4: a POSTed notification the server accepts is answered 202 Accepted, no body.
   test('a notification POST is answered 202 with no body', async () => {
-    const { client, transport } = await connect();
-    try {
+    await withConnection(connect(), async ({ transport }) => {
       const res = await rawPost(gw.url, { jsonrpc: '2.0', method: 'notifications/cancelled', params: { requestId: 'no-such-request', reason: 'test' } }, transport.sessionId);
       assert.equal(res.status, 202);
       assert.equal(res.text, '');
-    } finally {
-      await client.close();
-    }
+    });
   });
 
   // LT §Session Management 3-5: the client SHOULD DELETE to end a session; the server then MUST answer
@@ -162,8 +137,7 @@ describe('legacy pass-through: v1 client → Gatehouse → server-everything (St
   // id), and the gateway, which saw the session end, answers the dead id itself with 404 / -32001
   // (server-everything would answer 400 / -32000 instead) without forwarding it.
   test('session DELETE ends the upstream session', async () => {
-    const { client, transport } = await connect();
-    try {
+    await withConnection(connect(), async ({ transport }) => {
       const sid = transport.sessionId!;
       const before = await rawPost(upstream.url, { jsonrpc: '2.0', id: 'before', method: 'ping' }, sid);
       assert.equal(before.status, 200, 'the session works before DELETE');
@@ -178,8 +152,6 @@ describe('legacy pass-through: v1 client → Gatehouse → server-everything (St
       const viaGateway = await rawPost(gw.url, { jsonrpc: '2.0', id: 'after-gw', method: 'ping' }, sid);
       assert.equal(viaGateway.status, 404, `gateway answered ${viaGateway.status} ${viaGateway.text}`);
       assert.deepEqual(messageOf(viaGateway.text), { jsonrpc: '2.0', id: 'after-gw', error: { code: -32001, message: 'Session not found; initialize a new session', data: { details: { reason: 'client_closed' } } } });
-    } finally {
-      await client.close();
-    }
+    });
   });
 });

@@ -5,7 +5,7 @@
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import type { ElicitRequest } from '@modelcontextprotocol/sdk/types.js';
-import { assertElicitationRoundTrip, assertProgressRelayedOneByOne, connectV1, textOf, type Connected } from '../helpers/v1-everything.js';
+import { assertElicitationRoundTrip, assertEverythingToolsListed, assertProgressRelayedOneByOne, connectV1, textOf, withConnection, type Connected } from '../helpers/v1-everything.js';
 import { startGateway, type TestGateway } from '../helpers/gateway.js';
 import { isAlive, stdioChildPids, waitUntil } from '../helpers/stdio-children.js';
 
@@ -46,8 +46,7 @@ describe('stdio demo: v1 client → Gatehouse → server-everything (stdio child
   // LT §Session Management 1: the server (here the gateway, hosting a stdio child) MAY assign a session id
   // on the InitializeResult response; the client sends it on every later request.
   test('initialize starts a child process and returns a session id', async () => {
-    const { client, transport } = await connect();
-    try {
+    await withConnection(connect(), async ({ client, transport }) => {
       const sid = transport.sessionId;
       assert.equal(typeof sid, 'string');
       // LT §Session Management 1: the id MUST only contain visible ASCII characters (0x21 to 0x7E).
@@ -58,44 +57,30 @@ describe('stdio demo: v1 client → Gatehouse → server-everything (stdio child
       assert.ok(pid !== undefined, 'the gateway logged no child process for this session');
       assert.ok(isAlive(pid), `child ${pid} is not running`);
       assert.deepEqual(await client.ping(), {});
-    } finally {
-      await client.close();
-    }
+    });
   });
 
   // LT §Sending Messages 5: tools/list answered on the POST.
   test('tools/list', async () => {
-    const { client } = await connect({ elicitation: () => ({ action: 'cancel' }) });
-    try {
-      const names = (await client.listTools()).tools.map((t) => t.name);
-      for (const expected of ['echo', 'trigger-long-running-operation', 'trigger-elicitation-request']) {
-        assert.ok(names.includes(expected), `tools/list lacks ${expected}: ${names.join(', ')}`);
-      }
-    } finally {
-      await client.close();
-    }
+    await withConnection(connect({ elicitation: () => ({ action: 'cancel' }) }), async ({ client }) => {
+      await assertEverythingToolsListed(client);
+    });
   });
 
   // LT §Sending Messages 5: tools/call of `echo`.
   test('tools/call echo', async () => {
-    const { client } = await connect();
-    try {
+    await withConnection(connect(), async ({ client }) => {
       const result = await client.callTool({ name: 'echo', arguments: { message: 'hello over stdio' } });
       assert.equal(textOf(result), 'Echo: hello over stdio');
-    } finally {
-      await client.close();
-    }
+    });
   });
 
   // LT §Sending Messages 6: notifications related to a request travel on its POST's SSE stream before the
   // response; the gateway routes the child's progress (by progressToken) to that stream as it happens.
   test('progress notifications arrive one by one, before the result', async () => {
-    const { client } = await connect();
-    try {
+    await withConnection(connect(), async ({ client }) => {
       await assertProgressRelayedOneByOne(client);
-    } finally {
-      await client.close();
-    }
+    });
   });
 
   // LT §Sending Messages 6 (server requests on the POST stream) and 4 (the client's response POSTed back,
@@ -107,8 +92,7 @@ describe('stdio demo: v1 client → Gatehouse → server-everything (stdio child
   // LT §Session Management 3-5: DELETE ends the session (the gateway stops the child), and a request with
   // that id MUST then get 404; the gateway's body is a JSON-RPC error with code -32001 (session not found).
   test('DELETE ends the session and stops the child; the old id then gets 404 / -32001', async () => {
-    const { client, transport } = await connect();
-    try {
+    await withConnection(connect(), async ({ transport }) => {
       const sid = transport.sessionId!;
       const pid = pidOfSession(sid);
       assert.ok(pid !== undefined, 'the gateway logged no child process for this session');
@@ -129,8 +113,6 @@ describe('stdio demo: v1 client → Gatehouse → server-everything (stdio child
       const body = JSON.parse(text) as { id?: unknown; error?: { code: number } };
       assert.equal(body.error?.code, -32001);
       assert.equal(body.id, 'after-delete');
-    } finally {
-      await client.close();
-    }
+    });
   });
 });
