@@ -2,7 +2,8 @@
 // approve and reject approvals, and accept changed tool definitions; the inbox page serves the same to a
 // browser. JSON in and out; every error is `{ error: { code, message } }` with a fitting status. A reviewer
 // is shown and may decide only the approvals of rules they review, and never approve their own call (403
-// forbidden, 403 self_approval; approvals/reviewer-rights.ts), and is shown and may accept only the changed
+// forbidden, 403 self_approval; approvals/reviewer-rights.ts), whatever state the approval is in (who asks is
+// judged first, so a refused reviewer learns nothing of it), and is shown and may accept only the changed
 // tools they review (tools.pinningReviewers; 403 forbidden); the admin token sees and decides all. Refused
 // credentials count toward auth.failureLimit with the MCP endpoint's, per client address (429 past it).
 //
@@ -177,8 +178,9 @@ async function handle(req: IncomingMessage, res: ServerResponse, deps: AdminDeps
     });
     if (!result.ok) {
       if (result.problem === 'forbidden' || result.problem === 'self_approval') deps.log.warn('approval decision refused', { approval: approval[1], decision: approve ? 'approve' : 'reject', refusal: result.problem, reviewer: auth.reviewer.subject });
-      // Decided already: say how, to whoever may see the approval, so a decision sent twice (a retry after a
-      // lost answer, a double click) tells its sender whether theirs stands or another reviewer's does.
+      // Decided already: say how, so a decision sent twice (a retry after a lost answer, a double click) tells
+      // its sender whether theirs stands or another reviewer's does. Only who may decide it gets this far
+      // (decide() refuses the others first); mayView stays as a second guard.
       const decided = result.problem === 'not_pending' && result.approval !== undefined && mayView(result.approval, auth.reviewer) ? approvalView(result.approval, Date.now(), deps.policyVersion()) : undefined;
       if (decided !== undefined && decided.state !== 'pending') {
         const by = decided.decision !== undefined ? ` by ${decided.decision.by}` : '';

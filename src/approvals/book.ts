@@ -435,21 +435,26 @@ export class ApprovalBook {
    * and their reason), so an attempt to approve one's own call, or a rule one does not review, is on the
    * record; it is written before the refusal is answered (fail closed: a store that cannot take it answers
    * an error, and nothing is decided either way).
+   *
+   * Who asked is judged before the approval's state, whatever that is: a refused reviewer is refused alike
+   * on a pending, decided, used, expired or invalidated approval, so the answer tells them nothing of it.
+   * (Judged after, they were told 409 `expired`, `invalidated` or `not_pending`, and so learnt the state of
+   * an approval they may not decide, which for a rule they do not review they are not even shown.)
    */
   async decide(id: string, decision: { approve: boolean; by: string; reason?: string; previewSha256?: string; policyVersion: string; requestId: string; mayDecide(a: Approval): boolean | DecisionRefusal }): Promise<{ ok: true; approval: Approval } | { ok: false; problem: DecisionProblem; approval?: Approval }> {
     const found = await this.get(id);
     if (found === undefined) return { ok: false, problem: 'not_found' };
-    const now = this.now();
-    const state = effectiveState(found, now);
-    if (state === 'expired') return { ok: false, problem: 'expired', approval: found };
-    if (state !== 'pending') return { ok: false, problem: 'not_pending', approval: found };
-    if (found.policyVersion !== decision.policyVersion) return { ok: false, problem: 'invalidated', approval: found };
     const may = decision.mayDecide(found);
     if (may !== true) {
       const refusal: DecisionRefusal = may === false ? 'forbidden' : may;
       await this.store.audit(this.auditEntry(found, 'refused', decision.requestId, { reviewer: decision.by, refusal, ...(decision.reason !== undefined ? { reason: decision.reason } : {}) }));
       return { ok: false, problem: refusal, approval: found };
     }
+    const now = this.now();
+    const state = effectiveState(found, now);
+    if (state === 'expired') return { ok: false, problem: 'expired', approval: found };
+    if (state !== 'pending') return { ok: false, problem: 'not_pending', approval: found };
+    if (found.policyVersion !== decision.policyVersion) return { ok: false, problem: 'invalidated', approval: found };
     if (decision.previewSha256 !== undefined && decision.previewSha256 !== found.previewSha256) return { ok: false, problem: 'preview_mismatch', approval: found };
     if (!(await this.claimDecision(found, decision.requestId))) return { ok: false, problem: 'not_pending', approval: (await this.get(id)) ?? found };
     const decided: Approval = {
