@@ -24,6 +24,7 @@ import { effectiveState, isApproval, type Approval, type ApprovalState } from '.
 import { ArgumentsKey } from './arguments-key.js';
 import type { DecisionRefusal } from './reviewer-rights.js';
 import type { CompiledApprovalRule } from './rules.js';
+import { eachStored, parseStored as parse } from './stored-documents.js';
 
 /** How long a decided approval stays readable after its deadline (for reviewers and the CLI). */
 const RETAIN_MS = 7 * 86_400_000;
@@ -38,8 +39,6 @@ const RUN_LEASE_MS = 60_000;
 const MAX_RUN_HOLD_MS = 24 * 3_600_000;
 /** A caller's identical calls follow one chain of approvals at most this far per call (each link used up). */
 const MAX_LINKS = 4;
-/** Documents read per slice by reindex (Store.scanApprovals). */
-const SCAN_SLICE = 500;
 
 /** The store operations approvals use; each fails closed (the caller passes them through the store guard). */
 export interface ApprovalStore {
@@ -387,20 +386,8 @@ export class ApprovalBook {
    * It reads the store a slice at a time: read whole, it held every document in memory at once and, on
    * SQLite, kept the writer from answering calls while it read them all.
    */
-  async reindex(): Promise<number> {
-    let seen = 0;
-    let cursor: string | undefined;
-    do {
-      const slice = await this.store.scan(cursor, SCAN_SLICE);
-      for (const doc of slice.docs) {
-        const a = parse(doc);
-        if (!isApproval(a)) continue;
-        await this.store.index(a.id, indexOf(a), this.ttl(a), doc);
-        seen++;
-      }
-      cursor = slice.next;
-    } while (cursor !== undefined);
-    return seen;
+  reindex(): Promise<number> {
+    return eachStored((cursor, count) => this.store.scan(cursor, count), isApproval, (a, doc) => this.store.index(a.id, indexOf(a), this.ttl(a), doc));
   }
 
   private inEffectAll(docs: string[]): Promise<Approval[]> {
@@ -625,15 +612,6 @@ function continuationId(binding: string): string {
 
 function pointerId(binding: string): string {
   return `binding:${binding}`;
-}
-
-function parse(doc: string | undefined): unknown {
-  if (doc === undefined) return undefined;
-  try {
-    return JSON.parse(doc) as unknown;
-  } catch {
-    return undefined;
-  }
 }
 
 function sha256(text: string): string {

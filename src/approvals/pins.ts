@@ -17,6 +17,7 @@ import type { Route } from '../pipeline/context.js';
 import type { ApprovalPage } from '../store/approval-index.js';
 import type { AuditEntry, IdempotencyRecord } from '../store/store.js';
 import { BUSY, StoreLock, type LockStore } from './store-lock.js';
+import { eachStored, parseStored as parse } from './stored-documents.js';
 
 /** Pins never expire on their own (ten years); the store needs a lifetime. */
 const PIN_TTL_MS = 10 * 365 * 86_400_000;
@@ -24,8 +25,6 @@ const PIN_PREFIX = 'pin:';
 const LOCK_PREFIX = 'pin-lock:';
 const ACCEPTED_PREFIX = 'pin-accepted:';
 const MAX_CACHED = 10_000;
-/** Documents read per slice by reindex (Store.scanApprovals). */
-const SCAN_SLICE = 500;
 /**
  * A pin's writer holds its lock for a few store operations; one that dies holding it frees it after the
  * lease. A writer waits for another replica's lock up to tries × waitMs (about a second), then gives up:
@@ -156,20 +155,8 @@ export class PinBook {
    * Adds the pins stored before the store kept a set of them (every document read once, a slice at a time)
    * to that set, so they are listed. Run once per start. Resolves with how many pins it saw.
    */
-  async reindex(): Promise<number> {
-    let seen = 0;
-    let cursor: string | undefined;
-    do {
-      const slice = await this.store.scan(cursor, SCAN_SLICE);
-      for (const doc of slice.docs) {
-        const pin = parse(doc);
-        if (!isPin(pin)) continue;
-        await this.store.index(pinIdOf(pin.ref));
-        seen++;
-      }
-      cursor = slice.next;
-    } while (cursor !== undefined);
-    return seen;
+  reindex(): Promise<number> {
+    return eachStored((cursor, count) => this.store.scan(cursor, count), isPin, (pin) => this.store.index(pinIdOf(pin.ref)));
   }
 
   /**
@@ -309,13 +296,4 @@ export function diffDefinitions(before: unknown, after: unknown, path = ''): Pin
 
 function isPin(doc: unknown): doc is Pin {
   return typeof doc === 'object' && doc !== null && (doc as Pin).kind === 'pin' && typeof (doc as Pin).ref === 'string';
-}
-
-function parse(doc: string | undefined): unknown {
-  if (doc === undefined) return undefined;
-  try {
-    return JSON.parse(doc) as unknown;
-  } catch {
-    return undefined;
-  }
 }
