@@ -14,7 +14,9 @@ Checks what a deployment needs, from where it runs, and prints a verdict (ok, wa
 for each check:
   config      the file loads and passes the checks check-config runs
   upstreams   each one answers; the era it speaks, and whether a pinned era contradicts it; its tools,
-              and those clients will see under another name (and why)
+              and those clients will see under another name (and why); with stdio upstreams,
+              whether their children die with Gatehouse when it is killed hard (setpriv's
+              parent-death signal, the watchdog's /bin/sh)
   auth        with auth.oauth: the authorization server's metadata and key set, and which algorithms
               the published keys can verify
   store       SQLite: the file opens and is writable, or its directory is (nothing is created);

@@ -1,5 +1,6 @@
 // Runs every check of `gatehouse doctor` against one config file: the config first (nothing else can be
-// checked without it), then upstreams, authorization server, store and ports side by side.
+// checked without it), then upstreams (and whether stdio children die with Gatehouse), authorization
+// server, store and ports side by side.
 
 import { ConfigError, loadConfigFileWithText } from '../config/load.js';
 import { locateProblems } from '../config/locate-problems.js';
@@ -9,6 +10,7 @@ import type { Logger } from '../log/logger.js';
 import { checkAuthorizationServer } from './auth-checks.js';
 import { finding, messageOf, type CheckLimits, type Finding } from './finding.js';
 import { checkPorts } from './port-checks.js';
+import { checkStdioDeath } from './stdio-death-check.js';
 import { checkStore } from './store-checks.js';
 import { checkUpstreams } from './upstream-findings.js';
 
@@ -43,7 +45,7 @@ export async function runChecks(file: string, opts: DoctorOptions): Promise<Find
     (async () => run())().catch((err: unknown) => [finding(area, 'fail', `the check could not run: ${messageOf(err)}`, 'the setup is broken in a way doctor does not know; the other rows still stand')]);
   const oauth = config.auth.oauth;
   const [upstreams, auth, store, ports] = await Promise.all([
-    opts.skip.has('upstreams') ? none() : guarded('upstreams', () => checkUpstreams(config, limits, opts.log)),
+    opts.skip.has('upstreams') ? none() : guarded('upstreams', async () => (await Promise.all([checkUpstreams(config, limits, opts.log), checkStdioDeath(config)])).flat()),
     opts.skip.has('auth') || oauth === undefined ? none() : guarded('auth', () => checkAuthorizationServer(oauth, limits, opts.log)),
     opts.skip.has('store') ? none() : guarded('store', () => checkStore(config.store, limits).then((f) => [f])),
     opts.skip.has('ports') ? none() : guarded('ports', () => checkPorts(config)),

@@ -46,13 +46,23 @@ export interface Launch {
  * `candidates` are where to look (tests name others).
  */
 export async function enableDeathWithGatehouse(candidates: readonly string[] = SETPRIV_PATHS): Promise<string | undefined> {
-  const found = await probe(candidates);
+  const found = await probeDeathSignal(candidates);
   setpriv = found.setpriv;
   unavailable = found.problem;
   return unavailable;
 }
 
-async function probe(candidates: readonly string[]): Promise<{ setpriv?: string; problem?: string }> {
+/** What a probe of setpriv found: the one usable, or why none is. */
+export interface DeathSignalProbe {
+  setpriv?: string;
+  problem?: string;
+}
+
+/**
+ * The probe `enableDeathWithGatehouse` runs (one setpriv process), without enabling anything: `gatehouse
+ * doctor` tells from it whether `serve` would start stdio children to die with it.
+ */
+export async function probeDeathSignal(candidates: readonly string[] = SETPRIV_PATHS): Promise<DeathSignalProbe> {
   if (process.platform !== 'linux') return { problem: `the parent-death signal is Linux's (this is ${process.platform})` };
   if (!isMainThread) return { problem: 'children are started from a worker thread, whose end would kill them' };
   const found = candidates.find(isExecutableFile);

@@ -33,6 +33,9 @@ for g in $groups; do kill -s KILL -- "-$g" 2>/dev/null; done
 exit 0
 `;
 
+/** The shell the watchdog runs in; `gatehouse doctor` checks it is there. */
+export const WATCHDOG_SHELL = '/bin/sh';
+
 /** Set by enableGroupWatchdog: only `serve` runs a watchdog (not doctor, not a gateway built in a test). */
 let enabledBy: { log: Logger; shell: string } | undefined;
 /** The watchdog running, its pipe, and whether it could not be started (then not tried again). */
@@ -45,7 +48,7 @@ const guarded = new Set<number>();
  * Lets the watchdog run in this process, started now when stdio upstreams are configured (`now`), else at
  * the first child: a Gatehouse with no stdio upstream has no extra process.
  */
-export function enableGroupWatchdog(log: Logger, now: boolean, shell = '/bin/sh'): void {
+export function enableGroupWatchdog(log: Logger, now: boolean, shell = WATCHDOG_SHELL): void {
   enabledBy = { log, shell };
   if (now) pipeToWatchdog();
 }
