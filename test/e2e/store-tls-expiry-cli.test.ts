@@ -1,0 +1,105 @@
+// check-config and doctor warn of the Redis store's certificates that have ended or soon will: a client
+// certificate (store.tls.cert) past its end (since when), or within 14 days of it (when), and a CA
+// (store.tls.ca) past its end. Before, an expired pair passed both (store-tls.ts checks only that the key is
+// the certificate's), and the first sign was a store that refused every connection. Warnings: the exit
+// code stays 0, as a restart on the day must not fail. Certificates made with openssl in a temp dir; no
+// PEM text, and nothing of the key, is printed.
+
+import { after, before, describe, test } from 'node:test';
+import assert from 'node:assert/strict';
+import { execFileSync } from 'node:child_process';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { runCli } from '../helpers/cli.js';
+
+const dir = mkdtempSync(join(tmpdir(), 'gatehouse-tls-expiry-'));
+const openssl = (args: string[]): void => void execFileSync('openssl', args, { cwd: dir, stdio: ['ignore', 'ignore', 'pipe'] });
+
+/** A CA valid for `days` (openssl takes -1 at the least: ended a day ago). */
+function ca(name: string, days: number): void {
+  openssl(['req', '-x509', '-newkey', 'rsa:2048', '-nodes', '-days', '30', '-subj', `/CN=${name}`, '-keyout', `${name}.key`, '-out', `${name}.pem`]);
+  if (days === 30) return;
+  // Signed again by its own key with the validity wanted (req -x509 takes no negative -days).
+  openssl(['x509', '-x509toreq', '-in', `${name}.pem`, '-signkey', `${name}.key`, '-out', `${name}.csr`]);
+  openssl(['x509', '-req', '-in', `${name}.csr`, '-signkey', `${name}.key`, '-days', String(days), '-out', `${name}.pem`]);
+}
+
+/** A client certificate signed by `issuer`, valid for `days`. */
+function client(name: string, issuer: string, days: number): void {
+  openssl(['req', '-newkey', 'rsa:2048', '-nodes', '-subj', `/CN=${name}`, '-keyout', `${name}.key`, '-out', `${name}.csr`]);
+  openssl(['x509', '-req', '-in', `${name}.csr`, '-CA', `${issuer}.pem`, '-CAkey', `${issuer}.key`, '-CAcreateserial', '-days', String(days), '-out', `${name}.pem`]);
+}
+
+function configWith(name: string, caName: string, certName: string): string {
+  const file = join(dir, `${name}.yaml`);
+  writeFileSync(file, [
+    'upstreams: [{ name: crm, url: "http://127.0.0.1:9/mcp" }]',
+    'auth: { anonymous: true }',
+    'store:',
+    '  kind: redis',
+    '  url: "rediss://127.0.0.1:6390"',
+    `  tls: { ca: "\${file:${join(dir, `${caName}.pem`)}}", cert: "\${file:${join(dir, `${certName}.pem`)}}", key: "\${file:${join(dir, `${certName}.key`)}}" }`,
+    '',
+  ].join('\n'));
+  return file;
+}
+
+before(() => {
+  ca('good-ca', 30);
+  ca('old-ca', -1);
+  client('expired-client', 'good-ca', -1);
+  client('ending-client', 'good-ca', 5);
+  client('fresh-client', 'good-ca', 30);
+});
+after(() => rmSync(dir, { recursive: true, force: true }));
+
+/** Nothing of a PEM or of the key in what the command printed. */
+function assertNoSecrets(text: string, keyName: string): void {
+  assert.doesNotMatch(text, /BEGIN|END (CERTIFICATE|PRIVATE KEY)/);
+  const keyBody = readFileSync(join(dir, `${keyName}.key`), 'utf8').split('\n')[1]!;
+  assert.ok(!text.includes(keyBody.slice(0, 40)), 'a line of the key was printed');
+}
+
+describe('check-config', () => {
+  test('an expired client certificate: a located warning saying since when; exit 0', async () => {
+    const file = configWith('expired', 'good-ca', 'expired-client');
+    const r = await runCli(['check-config', file]);
+    assert.equal(r.code, 0, r.stderr);
+    assert.match(r.stdout, /: ok\n$/);
+    assert.match(r.stderr, new RegExp(`^warning: ${file.replace(/[.]/g, '\\.')}:6:\\d+ store\\.tls\\.cert: the client certificate \\(CN=expired-client\\) expired at \\d{4}-\\d\\d-\\d\\dT\\d\\d:\\d\\d:\\d\\dZ: a Redis that asks for a client certificate refuses it`, 'm'));
+    assertNoSecrets(r.stdout + r.stderr, 'expired-client');
+  });
+
+  test('one ending within 14 days: when, and in how many days; an expired CA: since when', async () => {
+    const ending = await runCli(['check-config', configWith('ending', 'good-ca', 'ending-client')]);
+    assert.equal(ending.code, 0, ending.stderr);
+    assert.match(ending.stderr, /store\.tls\.cert: the client certificate \(CN=ending-client\) expires at \S+Z, in 4 days: renew it before then/);
+    const oldCa = await runCli(['check-config', configWith('old-ca', 'old-ca', 'fresh-client')]);
+    assert.equal(oldCa.code, 0, oldCa.stderr);
+    assert.match(oldCa.stderr, /store\.tls\.ca: the CA certificate \(CN=old-ca\) expired at \S+Z: a Redis server certificate it signed no longer verifies; /);
+    assert.doesNotMatch(oldCa.stderr, /store\.tls\.cert/);
+    assertNoSecrets(ending.stderr + oldCa.stderr, 'ending-client');
+  });
+
+  test('certificates with a month left: no warning', async () => {
+    const r = await runCli(['check-config', configWith('fresh', 'good-ca', 'fresh-client')]);
+    assert.equal(r.code, 0, r.stderr);
+    assert.equal(r.stderr, '');
+  });
+});
+
+describe('doctor', () => {
+  test('the same warnings as config rows, with a hint; exit 0', async () => {
+    const file = configWith('doctor', 'old-ca', 'expired-client');
+    const r = await runCli(['doctor', '--config', file, '--json', '--skip', 'upstreams', '--skip', 'store', '--skip', 'ports'], { timeoutMs: 30_000 });
+    assert.equal(r.code, 0, r.stdout + r.stderr);
+    const checks = (JSON.parse(r.stdout) as { checks: Array<{ check: string; verdict: string; detail: string; hint?: string }> }).checks;
+    const warned = checks.filter((c) => c.check === 'config' && c.verdict === 'warn');
+    assert.equal(warned.length, 2, JSON.stringify(checks));
+    assert.match(warned[0]!.detail, /store\.tls\.cert: the client certificate \(CN=expired-client\) expired at /);
+    assert.match(warned[1]!.detail, /store\.tls\.ca: the CA certificate \(CN=old-ca\) expired at /);
+    for (const w of warned) assert.match(w.hint ?? '', /renew the certificate/);
+    assertNoSecrets(r.stdout + r.stderr, 'expired-client');
+  });
+});
