@@ -1,5 +1,5 @@
 // `gatehouse audit verify|export|tail`: reads the audit log from the store the config names (or the SQLite
-// file given with --store). verify walks the whole chain and names the first record that breaks it; export
+// file given with --store; beside a --config whose store is Redis, refused: store-flag.ts readerStore). verify walks the whole chain and names the first record that breaks it; export
 // writes records as JSON lines, filtered; tail prints new records as they are written.
 
 import { parseArgs } from 'node:util';
@@ -8,11 +8,10 @@ import { parseDateTime } from '../config/expiry.js';
 import type { StoreConfig } from '../config/types.js';
 import { ChainVerifier, GENESIS } from '../store/audit-chain.js';
 import type { AuditRecord, Store } from '../store/store.js';
-import { loadConfigFor } from './cli-config.js';
 import { AUDIT_HELP } from './help.js';
 import type { CommandIO } from './io.js';
 import { printableJson } from './printable.js';
-import { openStoreForReading, storeFlag } from './store-flag.js';
+import { openStoreForReading, readerStore, StoreFlagConflict, storeFlag } from './store-flag.js';
 
 const OPTIONS = {
   config: { type: 'string', short: 'c' },
@@ -66,8 +65,12 @@ export async function auditCommand(args: string[], io: CommandIO, signal?: Abort
   }
   let store: Store;
   try {
-    store = openStoreForReading(storeOverride ?? (await storeConfig(flags, io)));
+    store = openStoreForReading((await readerStore(flags.config, storeOverride, io.env, 'gatehouse audit')).store);
   } catch (err) {
+    if (err instanceof StoreFlagConflict) {
+      io.err(`${err.message}\n\n${AUDIT_HELP}`);
+      return 2;
+    }
     io.err((err instanceof ConfigError ? err.message : `error: ${(err as Error).message}`) + '\n');
     return 1;
   }
@@ -88,11 +91,6 @@ function intervalOf(value: string | undefined): number {
   const interval = Number(value ?? 500);
   if (!Number.isInteger(interval) || interval < 50 || interval > 60_000) throw new Error(`--interval-ms "${value}" must be a whole number of milliseconds from 50 to 60000`);
   return interval;
-}
-
-async function storeConfig(flags: { config?: string }, io: CommandIO): Promise<StoreConfig> {
-  const config = await loadConfigFor(flags.config ?? io.env.GATEHOUSE_CONFIG ?? 'gatehouse.yaml', io.env, ['store'], 'gatehouse audit');
-  return config.store;
 }
 
 /**

@@ -8,10 +8,9 @@ import { ConfigError } from '../config/load.js';
 import type { StoreConfig } from '../config/types.js';
 import { BUDGET_PREFIX } from '../policy/budget-stage.js';
 import type { BudgetCounter } from '../store/store.js';
-import { loadConfigFor } from './cli-config.js';
 import { BUDGETS_HELP } from './help.js';
 import type { CommandIO } from './io.js';
-import { openStoreForReading, storeFlag } from './store-flag.js';
+import { openStoreForReading, readerStore, StoreFlagConflict, storeFlag } from './store-flag.js';
 
 const OPTIONS = {
   config: { type: 'string', short: 'c' },
@@ -59,15 +58,15 @@ export async function budgetsCommand(args: string[], io: CommandIO): Promise<num
   let store;
   let budgets: Budget[] = [];
   try {
-    let config: StoreConfig;
-    if (storeOverride !== undefined) config = storeOverride;
-    else {
-      const loaded = await loadConfigFor(flags.config ?? io.env.GATEHOUSE_CONFIG ?? 'gatehouse.yaml', io.env, ['store'], 'gatehouse budgets');
-      config = loaded.store;
-      budgets = loaded.policy.budgets;
-    }
-    store = openStoreForReading(config);
+    // With --store and --config both, the counters are the file's and the limits the config's.
+    const found = await readerStore(flags.config, storeOverride, io.env, 'gatehouse budgets');
+    budgets = found.config?.policy.budgets ?? [];
+    store = openStoreForReading(found.store);
   } catch (err) {
+    if (err instanceof StoreFlagConflict) {
+      io.err(`${err.message}\n\n${BUDGETS_HELP}`);
+      return 2;
+    }
     io.err((err instanceof ConfigError ? err.message : `error: ${(err as Error).message}`) + '\n');
     return 1;
   }

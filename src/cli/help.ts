@@ -83,13 +83,15 @@ when the window ends.
 Options:
   -c, --config FILE     config file (default $GATEHOUSE_CONFIG, then ./gatehouse.yaml); gives limits.
                         Only the store's secrets must be present here, not the upstreams'
-      --store FILE      a SQLite store file instead of the config's store (a Redis store: --config)
+      --store FILE      a SQLite store file instead of the config's store (a Redis store: --config);
+                        with --config too, the counters are the file's and the limits the config's,
+                        and a config whose store is Redis is refused (exit 2)
       --subject S       only the counters of this caller (e.g. key:ci-bot, or a token's sub)
       --json            one JSON object per line instead of a table
   -h, --help            show this help
 
 Exit status: 0 printed, 1 the config or the store cannot be read, 2 usage (an unknown option, a --store
-that is a URL).
+that is a URL, or one beside a --config whose store is Redis).
 `;
 
 export const AUDIT_HELP = `Usage: gatehouse audit verify|export|tail [options]
@@ -105,7 +107,9 @@ Commands:
 
 Options:
   -c, --config FILE     config file (default $GATEHOUSE_CONFIG, then ./gatehouse.yaml)
-      --store FILE      a SQLite store file instead of the config's store (a Redis store: --config)
+      --store FILE      a SQLite store file instead of the config's store (a Redis store: --config);
+                        beside --config, the file is read, and a config whose store is Redis is
+                        refused (exit 2)
       --head HASH       verify: also require the record with this hash, a head printed by an earlier
                         verify and kept elsewhere (finds a log rewritten or cut short since)
       --since TIME      export/tail: records at or after TIME (YYYY-MM-DD, or an RFC 3339 time; UTC
@@ -118,7 +122,7 @@ Options:
 
 Exit status: 0 done (verify: the chain is intact), 1 verify found the chain broken, or the config or the
 store cannot be read, 2 usage (an unknown option, a value that cannot be used: --since, --until,
---interval-ms, --head, a --store that is a URL).
+--interval-ms, --head, a --store that is a URL or beside a --config whose store is Redis).
 `;
 
 export const APPROVALS_HELP = `Usage: gatehouse approvals list|show ID|approve ID|reject ID [options]
