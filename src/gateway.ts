@@ -9,6 +9,7 @@ import { unsupportedFeatures } from './config/semantic-checks.js';
 import { storeTlsProblems } from './config/store-tls.js';
 import { locateProblems } from './config/locate-problems.js';
 import { expiredKeys } from './config/config-warnings.js';
+import { storeTlsExpiryWarnings } from './config/store-tls-expiry.js';
 import { reviewerReachWarnings } from './config/reviewer-reach.js';
 import { changedListenKeys, listenRestartProblem } from './config/listen-changes.js';
 import { watchConfigFile, type ConfigCheck, type ConfigWatcher } from './config/watch.js';
@@ -270,6 +271,7 @@ export function createGateway(config: GatehouseConfig, log: Logger, options: Gat
   let watcher: ConfigWatcher | undefined;
   if (config.auth.anonymous) log.warn('authentication is off: anonymous access on a loopback listener', { host: config.listen.host });
   warnExpiredKeys(config, log);
+  warnStoreCertificates(config, log);
   warnUnadmittedReviewers(config, log);
 
   const edge = createEdge(
@@ -438,6 +440,7 @@ export function createGateway(config: GatehouseConfig, log: Logger, options: Gat
       // Start-up says so too: a reload that serves callers without credentials must not pass as a plain reload.
       if (next.auth.anonymous && !running.auth.anonymous) log.warn('authentication is off: anonymous access on a loopback listener', { host: next.listen.host });
       warnExpiredKeys(next, log);
+      warnStoreCertificates(next, log);
       warnUnadmittedReviewers(next, log);
       if (tlsRotation) {
         useStoreTls(state.store, next.store);
@@ -935,6 +938,11 @@ function warnUnadmittedReviewers(config: GatehouseConfig, log: Logger): void {
 }
 
 /** A key already past its expires when the config is applied is refused to every request: say so once. */
+/** A Redis certificate expired, or ending within two weeks, when the config is applied: say so once (store-tls-expiry.ts). */
+function warnStoreCertificates(config: GatehouseConfig, log: Logger): void {
+  for (const w of storeTlsExpiryWarnings(config.store)) log.warn('a Redis store certificate has expired or expires soon', { detail: w });
+}
+
 function warnExpiredKeys(config: GatehouseConfig, log: Logger): void {
   for (const k of expiredKeys(config)) log.warn('an API key has expired; every request with it is refused 401', { keyId: k.id, expires: k.expires });
 }

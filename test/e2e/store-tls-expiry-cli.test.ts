@@ -103,3 +103,20 @@ describe('doctor', () => {
     assertNoSecrets(r.stdout + r.stderr, 'expired-client');
   });
 });
+
+describe('serve', () => {
+  test('logs the same warning once at start, as it does of an expired API key', async () => {
+    const { startGatewayFromConfigFile } = await import('../helpers/gateway.js');
+    const file = configWith('serve-expired', 'good-ca', 'expired-client');
+    writeFileSync(file, `${readFileSync(file, 'utf8')}listen: { host: 127.0.0.1, port: 0 }\n`);
+    const gw = await startGatewayFromConfigFile(file);
+    try {
+      const warned = gw.logs.filter((l) => l.msg === 'a Redis store certificate has expired or expires soon');
+      assert.equal(warned.length, 1, JSON.stringify(warned));
+      assert.match(String(warned[0]!.detail), /^store\.tls\.cert: the client certificate \(.*expired-client.*\) expired at /);
+      assertNoSecrets(JSON.stringify(gw.logs), 'expired-client');
+    } finally {
+      await gw.close();
+    }
+  });
+});
