@@ -33,6 +33,7 @@ import { modernFaceOf } from './modern-face.js';
 import { isObject, withoutExtensions } from '../protocol/era-shapes.js';
 import { META_SERVER_INFO } from '../protocol/methods.js';
 import { upstreamMessage } from '../protocol/trace-context.js';
+import { KEEP, verdictOn, type AnsweredRequest } from '../protocol/answer-stream-rule.js';
 
 /**
  * What the one child of `processes: single` declares at initialize: the server requests Gatehouse can carry
@@ -311,14 +312,21 @@ export class StdioUpstream implements Upstream {
       return ACCEPTED;
     }
     const request = upstreamMessage(ctx) as JsonRpcRequest;
+    const listen = request.method === 'subscriptions/listen';
     // A listen is a listening stream: SSE at once, with keep-alive comments while it is quiet.
-    const channel = new CallStream({ requestId: request.id, mode: request.method === 'subscriptions/listen' ? 'listen' : 'call', acceptsSse: ctx.acceptsSse });
+    const channel = new CallStream({ requestId: request.id, mode: listen ? 'listen' : 'call', acceptsSse: ctx.acceptsSse });
+    // A listen the egress stage took URIs out of is judged message by message (protocol/answer-stream-rule.ts),
+    // as the HTTP pass-through and the catalog judge theirs: the child was never asked about those URIs, so an
+    // update naming one is a lie or a bug, and must not tell the client of a resource it was refused.
+    const judged: AnsweredRequest | undefined = listen && ctx.withheldUris !== undefined ? { id: request.id, progressToken: undefined, listen: true, asked: request.params?.notifications, withheld: ctx.withheldUris } : undefined;
     void (async () => {
       try {
         const reply = await this.messages.post(request, {}, ctx.cancel, ctx.principal);
         for await (const msg of reply.messages) {
-          if ('method' in msg) channel.push(msg);
-          else return channel.finish(request.method === 'server/discover' ? discoverWithoutExtensions(msg as JsonRpcResponse) : (msg as JsonRpcResponse));
+          if ('method' in msg) {
+            if (judged === undefined || verdictOn(msg, judged) === KEEP) channel.push(msg);
+            else this.log.warn('a stdio upstream sent a listen a message its filter does not carry; it is dropped', { upstream: this.name, method: msg.method, callId: ctx.callId });
+          } else return channel.finish(request.method === 'server/discover' ? discoverWithoutExtensions(msg as JsonRpcResponse) : (msg as JsonRpcResponse));
         }
         channel.fail(new GatewayError('GW_ERR_UPSTREAM_BAD_RESPONSE', `Upstream "${this.name}" did not answer`, this.name));
       } catch (err) {
