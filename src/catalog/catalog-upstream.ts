@@ -73,6 +73,10 @@ export class CatalogUpstream implements Upstream, FrontTarget {
     this.discovered = undefined;
   }
 
+  async prepare(): Promise<void> {
+    if (!this.discovered) this.keep(await this.catalog.discoverMembers());
+  }
+
   async handle(ctx: CallContext): Promise<Outcome> {
     if (ctx.era === 'legacy') {
       // Sessions handed over to a newer catalog (a reload) are its to serve, requests of the old config's too.
@@ -80,7 +84,7 @@ export class CatalogUpstream implements Upstream, FrontTarget {
       if (target !== this) return target.handle(ctx);
       try {
         // The legacy bridge answers initialize from the discover result, so it must exist first.
-        if (!this.discovered) this.keep(await this.catalog.discoverMembers());
+        if (!this.discovered) await this.prepare();
         else this.rebuildPartial();
       } catch (err) {
         return refused(failure(asGatewayError(err, 'GW_ERR_UPSTREAM_UNREACHABLE', this.log, { callId: ctx.callId })));

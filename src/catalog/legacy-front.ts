@@ -20,6 +20,8 @@ export interface FrontTarget {
   readonly profile: (UpstreamProfile & { era: 'modern' }) | undefined;
   /** The upstream stopped behaving as its discover result said: it is built again at the next request. */
   forgetProfile(): void;
+  /** Builds `profile` when there is none yet (it fails when no member answers). */
+  prepare(): Promise<void>;
 }
 
 export class LegacyFront implements UpstreamMessages {
@@ -45,13 +47,26 @@ export class LegacyFront implements UpstreamMessages {
     return this.current;
   }
 
-  /** Makes `target` serve the sessions from the next request on (a reload's new catalog, once it runs). */
+  /**
+   * Makes `target` serve the sessions from the next request on (a reload's new catalog, once it runs). The
+   * listens on the old catalog end once the new one has its discover result (or failed to build it): the
+   * bridge opens them again from that result, and until 5 December, with none built yet (it was built by
+   * the first legacy request to reach the new catalog; one the access stage refuses never does), it found
+   * none, and asked again after a pause doubling up to 30 s: the sessions' subscriptions went unheard
+   * until their clients' next request that reached the catalog.
+   */
   serve(target: FrontTarget): void {
     const previous = this.current;
     this.current = target;
     if (previous === undefined || previous === target) return;
-    for (const listen of this.listens) listen.abort();
+    const moving = [...this.listens];
     this.listens.clear();
+    void target
+      .prepare()
+      .catch(() => {})
+      .finally(() => {
+        for (const listen of moving) listen.abort();
+      });
   }
 
   /** Whether a catalog serves the sessions yet. */

@@ -11,8 +11,11 @@ import type { Catalog } from '../../../src/catalog/catalog.js';
 import type { JsonRpcMessage } from '../../../src/protocol/jsonrpc.js';
 import type { UpstreamReply } from '../../../src/pipeline/ports.js';
 
-/** A catalog whose listens stay open until their signal aborts, and which records what it was asked. */
-function fakeTarget(name: string): FrontTarget & { asked: string[]; signals: AbortSignal[] } {
+/**
+ * A catalog whose listens stay open until their signal aborts, and which records what it was asked; its
+ * discover result is built when `prepared` settles.
+ */
+function fakeTarget(name: string, prepared: Promise<void> = Promise.resolve()): FrontTarget & { asked: string[]; signals: AbortSignal[] } {
   const asked: string[] = [];
   const signals: AbortSignal[] = [];
   const catalog = {
@@ -28,7 +31,7 @@ function fakeTarget(name: string): FrontTarget & { asked: string[]; signals: Abo
       return { status: 200, headers: {}, messages: open() };
     },
   } as unknown as Catalog;
-  return { catalog, asked, signals, profile: undefined, forgetProfile() {}, handle: async () => assert.fail('not called') };
+  return { catalog, asked, signals, profile: undefined, forgetProfile() {}, prepare: () => prepared, handle: async () => assert.fail('not called') };
 }
 
 test('a listen on the old catalog ends at the hand-over, and the next request goes to the new one', async () => {
@@ -41,6 +44,7 @@ test('a listen on the old catalog ends at the hand-over, and the next request go
   assert.deepEqual((first.value as { params: unknown }).params, { from: 'old' });
   const next = fakeTarget('new');
   front.serve(next);
+  await new Promise((r) => setImmediate(r));
   assert.equal(old.signals[0]!.aborted, true, 'the old catalog is told to end the listen');
   assert.equal(bridgeListen.signal.aborted, false, 'the bridge\'s own signal is not aborted: it sees the upstream end the listen, and opens it again');
   const ended = await reply.messages.next();
@@ -57,4 +61,24 @@ test('serving the same catalog again ends no listen', async () => {
   await front.post({ jsonrpc: '2.0', id: 1, method: 'subscriptions/listen', params: {} }, {}, new AbortController().signal);
   front.serve(only);
   assert.equal(only.signals[0]!.aborted, false);
+});
+
+// The bridge opens a listen ended at the hand-over again from the new catalog's discover result: ended before
+// that result was built (it was built by the first legacy request to reach the new catalog, and one the
+// access stage refuses never does), the bridge found none and asked again after a pause doubling to 30 s.
+test('the old catalog\'s listens end once the new catalog has its discover result, and also when it could not be built', async () => {
+  for (const outcome of ['built', 'failed'] as const) {
+    const front = new LegacyFront(() => ({ handle: async () => assert.fail('not called'), close: async () => {} }));
+    const old = fakeTarget('old');
+    front.serve(old);
+    await front.post({ jsonrpc: '2.0', id: 1, method: 'subscriptions/listen', params: {} }, {}, new AbortController().signal);
+    let settle!: () => void;
+    const prepared = new Promise<void>((resolve, reject) => (settle = outcome === 'built' ? resolve : () => reject(new Error('no member answered'))));
+    front.serve(fakeTarget('new', prepared));
+    await new Promise((r) => setImmediate(r));
+    assert.equal(old.signals[0]!.aborted, false, `${outcome}: the listen goes on while the new catalog's discover result is being built`);
+    settle();
+    await new Promise((r) => setImmediate(r));
+    assert.equal(old.signals[0]!.aborted, true, `${outcome}: then it ends, to be opened again on the new catalog`);
+  }
 });
