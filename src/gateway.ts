@@ -39,7 +39,7 @@ import { ArgumentSchemas } from './policy/argument-schemas.js';
 import { compileArgumentsStage } from './policy/arguments-stage.js';
 import { compileOutputStage } from './policy/output-stage.js';
 import { buildPipeline, type Pipeline } from './pipeline/order.js';
-import type { LegacyBridgeFactory, Upstream } from './pipeline/ports.js';
+import type { LegacyBridgeFactory, SubscriptionJudge, Upstream } from './pipeline/ports.js';
 import { compileUpstreamStage } from './pipeline/upstream-stage.js';
 import { LegacyClientBridge } from './upstream/bridge-legacy-client.js';
 import { auditCalls } from './audit/audit-trail.js';
@@ -70,7 +70,7 @@ import { compileClientAddress } from './net/client-address.js';
 import { HttpUpstream } from './upstream/http.js';
 import { EgressPolicy, systemResolver, type ResolveHost } from './policy/egress/egress-policy.js';
 import { EgressProxy, uncredentialedOwner } from './policy/egress/proxy.js';
-import { compileEgressStage } from './policy/egress-stage.js';
+import { compileEgressStage, resourceUriBlocked, type ResourceUpstream } from './policy/egress-stage.js';
 import { checkIpLimit, compileLimits, type TakeToken } from './policy/rate-limits.js';
 import { compileRateLimitStage } from './policy/rate-limit-stage.js';
 import { compileBudgets, compileBudgetStage } from './policy/budget-stage.js';
@@ -708,6 +708,20 @@ function buildRuntime(config: GatehouseConfig, log: Logger, observeUpstream: (up
     const policyLog = log.child({ component: 'policy' });
     const version = policyVersion(config.policy);
     const offers = taskOffersTakenOut({ auditing: config.audit.enabled, outputValidation: config.tools.outputValidation, accessGovernsTools: access.governs('tools') });
+    // A resource is judged under the rule of the upstream that reads it: one upstream reads every URI;
+    // in a catalog, the member the read will go to, after the list again a URI nobody listed makes (as
+    // the catalog itself does next), so a URI just listed is not judged by the defaults instead.
+    const resourceUpstream: ResourceUpstream = async (uri, capabilities, orTemplate, principal) => {
+      if (members.length === 1) return config.upstreams[0]!.name;
+      const owner = routes.resourceOwner(uri, orTemplate, principal);
+      if (owner !== undefined) return owner;
+      // A URI template has braces (RFC 6570), a URI never does: it is looked for where it can be.
+      await routes.relistAsUnknown(orTemplate && uri.includes('{') ? 'resources/templates' : 'resources', capabilities);
+      return routes.resourceOwner(uri, orTemplate, principal);
+    };
+    // What a legacy session's resource subscription must still pass once this config runs: a subscribe of it
+    // now (the access stage's verdict, then the egress stage's).
+    const mayKeepSubscription: SubscriptionJudge = async (principal, uri, capabilities) => routes.mayHearResource(principal, uri) && !(await resourceUriBlocked(egress, resourceUpstream, principal, capabilities, uri));
     const pipeline = buildPipeline({
       state: compileStateStage(state),
       // A name the upstream does not list may pass on unchecked only where nothing needs its definition: not
@@ -723,17 +737,7 @@ function buildRuntime(config: GatehouseConfig, log: Logger, observeUpstream: (up
       requestState: compileRequestStateStage(kept.requestStates),
       pin: compilePinStage(config.tools.pinning, approvals.pins, policyLog),
       arguments: compileArgumentsStage({ schemas, uncheckable: config.tools.uncheckableSchemas, pinning: config.tools.pinning, outputValidation: config.tools.outputValidation, refusesCoreTasks: (ctx) => upstream.refusesCoreTasks(ctx), auditing: config.audit.enabled, refreshRoute: (route, capabilities) => routes.resolve(route.kind, route.publicName, capabilities, true) }),
-      // A resource is judged under the rule of the upstream that reads it: one upstream reads every URI;
-      // in a catalog, the member the read will go to, after the list again a URI nobody listed makes (as
-      // the catalog itself does next), so a URI just listed is not judged by the defaults instead.
-      egress: compileEgressStage(egress, async (uri, capabilities, orTemplate, principal) => {
-        if (members.length === 1) return config.upstreams[0]!.name;
-        const owner = routes.resourceOwner(uri, orTemplate, principal);
-        if (owner !== undefined) return owner;
-        // A URI template has braces (RFC 6570), a URI never does: it is looked for where it can be.
-        await routes.relistAsUnknown(orTemplate && uri.includes('{') ? 'resources/templates' : 'resources', capabilities);
-        return routes.resourceOwner(uri, orTemplate, principal);
-      }),
+      egress: compileEgressStage(egress, resourceUpstream),
       rateLimit: compileRateLimitStage(limits.call, (key, bucket) => state.runNow((s) => s.takeTokens(key, bucket, 1))),
       budget: compileBudgetStage(
         compileBudgets(config.policy.budgets),
@@ -758,6 +762,8 @@ function buildRuntime(config: GatehouseConfig, log: Logger, observeUpstream: (up
     return { upstream, catalog, pipeline, egress, challenges: access.challenges, policyVersion: version, ipLimits: limits.ip, keptUpstreams, keptCatalog: catalogLease.reused, keptCatalogSessions: frontLease.reused && members.length > 1, adopt: () => {
       for (const retune of retunes) retune();
       legacySessions.serve(shared);
+      // The sessions' subscriptions were judged under the rules of the config they were made in.
+      void legacySessions.rejudgeSubscriptions(mayKeepSubscription).catch((err: unknown) => log.error('the legacy sessions\' subscriptions could not be judged under the reloaded rules', { err }));
     }, close: () => closeRuntime(shared, legacySessions, members, kept.leases) };
   } catch (err) {
     void closeRuntime(catalog, front, members, kept.leases).catch(() => {});

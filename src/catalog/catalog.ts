@@ -233,6 +233,11 @@ export class Catalog implements UpstreamMessages {
     return this.visible(principal, 'resources', uri);
   }
 
+  /** Whether the caller may subscribe to a resource and hear of its changes (mayHear): a reload asks it again. */
+  mayHearResource(principal: Principal, uri: string): boolean {
+    return this.mayHear(principal, uri);
+  }
+
   /**
    * May a listen subscribe the caller to a resource, and tell it of its changes? Only one the caller may use
    * as it is: one it could use after a step-up is listed (so that it knows to step up), but not readable yet,

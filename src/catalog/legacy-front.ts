@@ -4,7 +4,7 @@
 // not decide when a hand-over is sound (gateway.ts, lease-key.ts) nor aggregate anything (catalog.ts).
 
 import type { Cancellation } from '../pipeline/cancellation.js';
-import type { CallHandler, LegacyBridgeFactory, UpstreamMessages, UpstreamProfile } from '../pipeline/ports.js';
+import type { LegacyBridge, LegacyBridgeFactory, SubscriptionJudge, UpstreamMessages, UpstreamProfile } from '../pipeline/ports.js';
 import type { JsonRpcMessage } from '../protocol/jsonrpc.js';
 import type { Principal } from '../pipeline/principal.js';
 import type { Catalog } from './catalog.js';
@@ -27,7 +27,7 @@ export interface FrontTarget {
 export class LegacyFront implements UpstreamMessages {
   readonly upstream = 'catalog';
   /** The legacy-client bridge, holding the sessions; every request of theirs reaches the current target. */
-  readonly bridge: CallHandler;
+  readonly bridge: LegacyBridge;
   private current: FrontTarget | undefined;
   /**
    * The sessions' listens (subscriptions/listen) on the catalog serving them, each ended when another takes
@@ -67,6 +67,14 @@ export class LegacyFront implements UpstreamMessages {
       .finally(() => {
         for (const listen of moving) listen.abort();
       });
+  }
+
+  /**
+   * Judges the sessions' resource subscriptions again under the running configuration's rules (a reload:
+   * gateway.ts), dropping those no longer allowed (LegacyClientBridge.rejudgeSubscriptions).
+   */
+  rejudgeSubscriptions(mayKeep: SubscriptionJudge): Promise<void> {
+    return this.bridge.rejudgeSubscriptions(mayKeep);
   }
 
   /** Whether a catalog serves the sessions yet. */

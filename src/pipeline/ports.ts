@@ -101,7 +101,19 @@ export interface Upstream extends CallHandler, ModernMember {
  * Builds a bridge that holds legacy clients' sessions in front of a modern server (`messages`), answering
  * `initialize` from `profile`; `staleVerdict` is called when the server stops behaving like a modern one.
  */
-export type LegacyBridgeFactory = (messages: UpstreamMessages, profile: () => UpstreamProfile & { era: 'modern' }, staleVerdict: () => void) => CallHandler;
+/**
+ * Whether a session may keep its resource subscription to `uri` under the running configuration, judged as a
+ * resources/subscribe of it would be now (access rules, egress rules). False when it cannot be judged.
+ */
+export type SubscriptionJudge = (principal: Principal, uri: string, capabilities: Record<string, unknown>) => Promise<boolean>;
+
+/** The legacy-client bridge in front of the catalog: it answers its sessions' calls and holds their subscriptions. */
+export interface LegacyBridge extends CallHandler {
+  /** Drops the subscriptions `mayKeep` no longer allows (a reload changed the rules); see LegacyClientBridge. */
+  rejudgeSubscriptions(mayKeep: SubscriptionJudge): Promise<void>;
+}
+
+export type LegacyBridgeFactory = (messages: UpstreamMessages, profile: () => UpstreamProfile & { era: 'modern' }, staleVerdict: () => void) => LegacyBridge;
 
 /** An upstream answered 404 for the legacy session a request named: the session is gone there. */
 export class UpstreamSessionGone extends Error {

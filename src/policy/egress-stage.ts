@@ -118,20 +118,8 @@ export function compileEgressStage(policy: EgressPolicy, resourceUpstream: Resou
     return next(withheld.size === 0 ? ctx : withoutSubscriptions(ctx, withheld));
   }
 
-  /** Whether a resource URI reaches somewhere its upstream's rule blocks (or nests more than is read). */
-  async function uriBlocked(ctx: CallContext, uri: string): Promise<boolean> {
-    const { found, unread } = destinationsOfUri(uri);
-    if (unread) return true;
-    if (found.length === 0) return false;
-    const rule = policy.ruleForResource(ctx.principal, await resourceUpstream(uri, ctx.clientCapabilities, false, ctx.principal));
-    const seen = new Set<string>();
-    for (const d of found) {
-      const key = `${d.scheme ?? ''}|${d.host}|${d.port ?? ''}${d.guess === true ? '|?' : ''}`;
-      if (seen.has(key)) continue;
-      seen.add(key);
-      if (seen.size > MAX_DESTINATIONS || (await policy.check(d, rule)) !== undefined) return true;
-    }
-    return false;
+  function uriBlocked(ctx: CallContext, uri: string): Promise<boolean> {
+    return resourceUriBlocked(policy, resourceUpstream, ctx.principal, ctx.clientCapabilities, uri);
   }
 
   /** A URI nesting more URLs than are read: refused under the rule that would have judged them. */
@@ -203,6 +191,28 @@ export function compileEgressStage(policy: EgressPolicy, resourceUpstream: Resou
     }
     return next(ctx);
   }
+}
+
+/**
+ * Whether a resource URI of a fetched scheme reaches somewhere the rule of its upstream (for `principal`)
+ * blocks, or nests more than is read: a listen's URI is judged so, and a reload judges so again the
+ * subscriptions legacy sessions hold (gateway.ts), as a resources/subscribe of the URI would be judged now.
+ * A custom scheme's URI is the server's identifier: never blocked, never resolved.
+ */
+export async function resourceUriBlocked(policy: EgressPolicy, resourceUpstream: ResourceUpstream, principal: Principal, capabilities: Record<string, unknown>, uri: string): Promise<boolean> {
+  if (!mayNameDestination(uri)) return false;
+  const { found, unread } = destinationsOfUri(uri);
+  if (unread) return true;
+  if (found.length === 0) return false;
+  const rule = policy.ruleForResource(principal, await resourceUpstream(uri, capabilities, false, principal));
+  const seen = new Set<string>();
+  for (const d of found) {
+    const key = `${d.scheme ?? ''}|${d.host}|${d.port ?? ''}${d.guess === true ? '|?' : ''}`;
+    if (seen.has(key)) continue;
+    seen.add(key);
+    if (seen.size > MAX_DESTINATIONS || (await policy.check(d, rule)) !== undefined) return true;
+  }
+  return false;
 }
 
 /** The listen as the upstream must see it: without the resource subscriptions `withheld`. */

@@ -17,7 +17,7 @@ import { negotiateLegacyVersion } from '../protocol/versions.js';
 import { upstreamMessage } from '../protocol/trace-context.js';
 import { GATEHOUSE_CLIENT_INFO, type UpstreamProfile } from './era-probe.js';
 import type { Cancellation } from '../pipeline/cancellation.js';
-import type { UpstreamMessages } from '../pipeline/ports.js';
+import type { LegacyBridge, SubscriptionJudge, UpstreamMessages } from '../pipeline/ports.js';
 import { BridgedSession, type SubscriptionVerdict } from './bridged-session.js';
 import { resolveSession, sessionCapRefusal, SessionTable } from './session-table.js';
 import type { CallContext } from '../pipeline/context.js';
@@ -77,7 +77,7 @@ const REPLACE_TRIES = 3;
  */
 const SUBSCRIBE_ACK_WAIT_MS = 5_000;
 
-export class LegacyClientBridge {
+export class LegacyClientBridge implements LegacyBridge {
   private readonly sessions: SessionTable<BridgedSession>;
   private counter = 0;
 
@@ -117,6 +117,46 @@ export class LegacyClientBridge {
 
   async close(): Promise<void> {
     await this.sessions.closeAll();
+  }
+
+  /**
+   * After a reload, each session's resource subscriptions judged again under the new rules (access rules
+   * that now hide the URI, egress rules that now block it), one at a time so that a reload does not resolve
+   * every session's hosts at once. One the rules no longer allow leaves the session's set and the listen
+   * that carries the set is replaced without it, so the upstream stops watching it (for a server that
+   * fetches the URI to watch it, a fetch the new egress rules forbid). Its client is told the one way a
+   * 2025-11-25 server can tell it (server/resources.mdx §Subscriptions has no server-side unsubscribe): a
+   * last `notifications/resources/updated`, whose read is now refused as a read of it by anyone would be,
+   * so the client stops showing what it kept of it. Until 5 December the URI stayed in the set: the client
+   * heard nothing more of it (access rules) or went on hearing of it and the upstream went on watching it
+   * (egress rules, which leave the catalog and the listen as they were), and was never told.
+   */
+  async rejudgeSubscriptions(mayKeep: SubscriptionJudge): Promise<void> {
+    for (const session of this.sessions.snapshot()) {
+      const dropped: string[] = [];
+      for (const uri of [...session.uris]) {
+        if (await this.mayStillHold(session, uri, mayKeep)) continue;
+        if (session.uris.delete(uri)) dropped.push(uri);
+      }
+      if (dropped.length === 0) continue;
+      this.log.info('a reload took resource subscriptions its rules no longer allow from a session', { upstream: this.client.upstream, session: session.id.slice(0, 8), dropped: dropped.length });
+      if (!session.listening) continue;
+      // A listen open now is replaced; one being opened again (a reload's hand-over ends the open one, and
+      // the bridge reopens it after a pause) carries the set as it is by then.
+      if (session.upstreamListen !== undefined) void this.listenUpstream(session);
+      for (const uri of dropped) session.notify({ jsonrpc: '2.0', method: 'notifications/resources/updated', params: { uri } });
+    }
+  }
+
+  /** Whether the session may keep `uri` (SubscriptionJudge); one that cannot be judged is not kept. */
+  private async mayStillHold(session: BridgedSession, uri: string, mayKeep: SubscriptionJudge): Promise<boolean> {
+    if (session.principal === undefined) return false;
+    try {
+      return await mayKeep(session.principal, uri, session.capabilities);
+    } catch (err) {
+      this.log.warn('a session\'s resource subscription could not be judged under the reloaded rules; it is dropped', { upstream: this.client.upstream, err });
+      return false;
+    }
   }
 
   /** 2025-11-25/basic/lifecycle.mdx §Initialization, answered from the upstream's server/discover result. */

@@ -38,6 +38,11 @@ export class SessionTable<S extends HeldSession> {
     this.sweeper = setInterval(() => this.sweep(), Math.min(60_000, Math.max(1_000, limits.idleTimeoutMs / 4))).unref();
   }
 
+  /** The live sessions, as they are now (a copy: sessions may end while the caller goes through them). */
+  snapshot(): S[] {
+    return [...this.live.values()];
+  }
+
   get size(): number {
     return this.live.size;
   }

@@ -35,7 +35,7 @@ function fakeTarget(name: string, prepared: Promise<void> = Promise.resolve()): 
 }
 
 test('a listen on the old catalog ends at the hand-over, and the next request goes to the new one', async () => {
-  const front = new LegacyFront(() => ({ handle: async () => assert.fail('not called'), close: async () => {} }));
+  const front = new LegacyFront(() => ({ handle: async () => assert.fail('not called'), close: async () => {}, rejudgeSubscriptions: async () => assert.fail('not called') }));
   const old = fakeTarget('old');
   front.serve(old);
   const bridgeListen = new AbortController();
@@ -55,7 +55,7 @@ test('a listen on the old catalog ends at the hand-over, and the next request go
 });
 
 test('serving the same catalog again ends no listen', async () => {
-  const front = new LegacyFront(() => ({ handle: async () => assert.fail('not called'), close: async () => {} }));
+  const front = new LegacyFront(() => ({ handle: async () => assert.fail('not called'), close: async () => {}, rejudgeSubscriptions: async () => assert.fail('not called') }));
   const only = fakeTarget('only');
   front.serve(only);
   await front.post({ jsonrpc: '2.0', id: 1, method: 'subscriptions/listen', params: {} }, {}, new AbortController().signal);
@@ -68,7 +68,7 @@ test('serving the same catalog again ends no listen', async () => {
 // access stage refuses never does), the bridge found none and asked again after a pause doubling to 30 s.
 test('the old catalog\'s listens end once the new catalog has its discover result, and also when it could not be built', async () => {
   for (const outcome of ['built', 'failed'] as const) {
-    const front = new LegacyFront(() => ({ handle: async () => assert.fail('not called'), close: async () => {} }));
+    const front = new LegacyFront(() => ({ handle: async () => assert.fail('not called'), close: async () => {}, rejudgeSubscriptions: async () => assert.fail('not called') }));
     const old = fakeTarget('old');
     front.serve(old);
     await front.post({ jsonrpc: '2.0', id: 1, method: 'subscriptions/listen', params: {} }, {}, new AbortController().signal);

@@ -71,7 +71,7 @@ test('the catalog: a member failing with an unexpected error, for a legacy clien
   const member = { name: 'm', transport: 'http', modernFace: async () => { throw new TypeError(INTERNAL); } } as unknown as Upstream;
   for (const era of ['legacy', 'modern'] as const) {
     const { log, lines } = capture();
-    const catalog = new CatalogUpstream([member], new Map(), 'auto', () => ({ handle: async () => assert.fail('the bridge is not reached'), close: async () => {} }), log);
+    const catalog = new CatalogUpstream([member], new Map(), 'auto', () => ({ handle: async () => assert.fail('the bridge is not reached'), close: async () => {}, rejudgeSubscriptions: async () => assert.fail('the bridge is not reached') }), log);
     const ctx = context({ era, method: 'server/discover', message: { jsonrpc: '2.0', id: 1, method: 'server/discover', params: {} } });
     const outcome = await catalog.handle(ctx);
     assertToldOnlyThat(await clientError(outcome, ctx), lines, era === 'legacy' ? 'GW_ERR_UPSTREAM_UNREACHABLE' : 'GW_ERR_UPSTREAM_BAD_RESPONSE');
