@@ -79,6 +79,7 @@ import { StdioUpstream } from './upstream/stdio-sessions.js';
 import { UpstreamLeases } from './upstream/upstream-leases.js';
 import { catalogLeaseKey, frontLeaseKey, leaseKey } from './upstream/lease-key.js';
 import { LegacyFront } from './catalog/legacy-front.js';
+import { OpenListens } from './catalog/open-listens.js';
 
 export interface Gateway {
   /** Starts listening; resolves with the MCP endpoint URL once the port is bound. */
@@ -242,7 +243,7 @@ export function createGateway(config: GatehouseConfig, log: Logger, options: Gat
   // One clock for every answer that must end by its upstream's timeouts.callMs, across reloads.
   // Kept across reloads too: upstreams a reload leaves unchanged, with their children, sessions and era
   // verdicts (UpstreamLeases).
-  const kept = { requestStates, deadlines: new CallDeadlines(), leases: new UpstreamLeases<Upstream | LegacyFront>() };
+  const kept = { requestStates, deadlines: new CallDeadlines(), leases: new UpstreamLeases<Upstream | LegacyFront>(), openListens: new OpenListens() };
   let runtime = buildRuntime(config, log, observeUpstream, state, resolveHost, breakerBoard, childEnv, { book: approvalBook, pins: pinBook, confirmations }, kept);
   let running = config;
   // Kept across reloads: a reload must not wipe the count of an address that is guessing keys.
@@ -647,7 +648,7 @@ interface Runtime {
  * must be rewritten or judged: `prefix: always`, `tools.pinning: enforce`, lists that differ per caller, or names that are not safe or items
  * the access rules hide from everyone (found out by SingleUpstream on first use, and on each list). The pipeline is compiled here, once per configuration.
  */
-function buildRuntime(config: GatehouseConfig, log: Logger, observeUpstream: (upstream: string, seconds: number) => void, state: StoreGuard, resolveHost: ResolveHost, breakerBoard: BreakerBoard, childEnv: ChildEnv, approvals: { book: ApprovalBook; pins: PinBook; confirmations: PendingConfirmations }, kept: { requestStates: RequestStateSeal; deadlines: CallDeadlines; leases: UpstreamLeases<Upstream | LegacyFront> }): Runtime {
+function buildRuntime(config: GatehouseConfig, log: Logger, observeUpstream: (upstream: string, seconds: number) => void, state: StoreGuard, resolveHost: ResolveHost, breakerBoard: BreakerBoard, childEnv: ChildEnv, approvals: { book: ApprovalBook; pins: PinBook; confirmations: PendingConfirmations }, kept: { requestStates: RequestStateSeal; deadlines: CallDeadlines; leases: UpstreamLeases<Upstream | LegacyFront>; openListens: OpenListens }): Runtime {
   // Building an upstream starts its sweepers (intervals) at once: one built before another throws, or before
   // anything after them does, is closed again (or released), or each refused reload would leave its timers running.
   const members: Upstream[] = [];
@@ -692,7 +693,7 @@ function buildRuntime(config: GatehouseConfig, log: Logger, observeUpstream: (up
     const frontLease = kept.leases.acquire(frontLeaseKey(config), () => new LegacyFront(bridgeLegacyClients));
     const legacySessions = frontLease.upstream;
     front = legacySessions;
-    const catalogLease = kept.leases.acquire(catalogLeaseKey(memberKeys, config), () => new CatalogUpstream(members, uriPrefixes, config.tools.naming.prefix, bridgeLegacyClients, log, access, () => Promise.resolve(), legacySessions));
+    const catalogLease = kept.leases.acquire(catalogLeaseKey(memberKeys, config), () => new CatalogUpstream(members, uriPrefixes, config.tools.naming.prefix, bridgeLegacyClients, log, access, () => Promise.resolve(), legacySessions, kept.openListens));
     catalog = catalogLease.upstream;
     const perCaller = access.perCaller(config.auth.apiKeys.some((k) => k.tools !== undefined));
     // Under `pinning: enforce` one upstream is served through the catalog too: on the pass-through a client's
@@ -764,6 +765,11 @@ function buildRuntime(config: GatehouseConfig, log: Logger, observeUpstream: (up
       legacySessions.serve(shared);
       // The sessions' subscriptions were judged under the rules of the config they were made in.
       void legacySessions.rejudgeSubscriptions(mayKeepSubscription).catch((err: unknown) => log.error('the legacy sessions\' subscriptions could not be judged under the reloaded rules', { err }));
+      // So are modern clients' listens on any catalog: one holding a URI no longer allowed ends (open-listens.ts).
+      void kept.openListens.rejudge(mayKeepSubscription).then(
+        (ended) => (ended > 0 ? log.info('a reload ended modern listens holding resource subscriptions its rules no longer allow', { ended }) : undefined),
+        (err: unknown) => log.error('the modern listens\' subscriptions could not be judged under the reloaded rules', { err }),
+      );
     }, close: () => closeRuntime(shared, legacySessions, members, kept.leases) };
   } catch (err) {
     void closeRuntime(catalog, front, members, kept.leases).catch(() => {});

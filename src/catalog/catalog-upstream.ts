@@ -19,6 +19,8 @@ import { MODERN_VERSIONS } from '../protocol/versions.js';
 import { upstreamMessage } from '../protocol/trace-context.js';
 import { Catalog } from './catalog.js';
 import { LegacyFront, type FrontTarget } from './legacy-front.js';
+import type { OpenListen, OpenListens } from './open-listens.js';
+import type { Cancellation } from '../pipeline/cancellation.js';
 import type { PrefixMode } from './public-names.js';
 
 /** Least time between two rebuilds of a discover result that lacks a member (see rebuildPartial). */
@@ -57,6 +59,8 @@ export class CatalogUpstream implements Upstream, FrontTarget {
      * does yet, else once the gateway makes it (LegacyFront.serve).
      */
     front?: LegacyFront,
+    /** Where modern clients' listens with resource subscriptions are held for a reload to judge again. */
+    private readonly openListens?: OpenListens,
   ) {
     this.catalog = new Catalog(members, uriPrefixes, prefix, log, access);
     this.ownsFront = front === undefined;
@@ -101,6 +105,7 @@ export class CatalogUpstream implements Upstream, FrontTarget {
     const stream = new CallStream({ requestId: idOf(request), mode: listen ? 'listen' : 'call', acceptsSse: ctx.acceptsSse });
     // Stopped when the client leaves, or when the call is cut at its deadline (timeouts.callMs).
     const stop = stream.stopsOn(ctx.cancel);
+    const held = listen ? this.holdListen(ctx, request as JsonRpcRequest, stop.cancel) : undefined;
     void (async () => {
       try {
         // Forwarded to the route the stages before judged, not to whatever holds its name by now.
@@ -111,6 +116,7 @@ export class CatalogUpstream implements Upstream, FrontTarget {
         const params = (request as JsonRpcRequest).params;
         const answered: AnsweredRequest | undefined = !listen ? { id: requestId!, progressToken: progressTokenIn(params), listen: false } : ctx.withheldUris === undefined ? undefined : { id: requestId!, progressToken: undefined, listen: true, asked: params?.notifications, withheld: ctx.withheldUris };
         for await (const msg of reply.messages) {
+          if (held !== undefined && 'method' in msg && msg.method === 'notifications/subscriptions/acknowledged') held.uris = acknowledgedUris(msg.params);
           // streamable-http.mdx §Receiving Messages: a modern client's stream carries notifications about its
           // request, then the response to it. A member's server request (a legacy habit) has no place there,
           // and a response naming another id answers nothing this client asked: both are left out. So are
@@ -129,9 +135,21 @@ export class CatalogUpstream implements Upstream, FrontTarget {
         if (!stop.cancel.aborted) stream.fail(asGatewayError(err, 'GW_ERR_UPSTREAM_BAD_RESPONSE', this.log, { callId: ctx.callId }));
       } finally {
         stop.dispose();
+        held?.forget();
       }
     })();
     return { kind: 'stream', stream };
+  }
+
+  /**
+   * A listen with resource subscriptions, held (open-listens.ts) until it ends, so that a reload whose rules no
+   * longer allow one of them ends it (`stop`: the catalog's listen then ends with its completion result).
+   */
+  private holdListen(ctx: CallContext, request: JsonRpcRequest, stop: Cancellation): (OpenListen & { forget(): void }) | undefined {
+    const asked = (request.params?.notifications as { resourceSubscriptions?: unknown } | undefined)?.resourceSubscriptions;
+    if (this.openListens === undefined || !Array.isArray(asked) || asked.length === 0) return undefined;
+    const listen: OpenListen = { principal: ctx.principal, capabilities: ctx.clientCapabilities, uris: [], end: () => stop.cancel() };
+    return Object.assign(listen, { forget: this.openListens.add(listen) });
   }
 
   private keep(built: { result: Record<string, unknown>; missing: string[] }): void {
@@ -217,4 +235,11 @@ export class CatalogUpstream implements Upstream, FrontTarget {
     const discover = await this.catalog.discover();
     return { messages: this.catalog, capabilities: discover.capabilities as Record<string, unknown>, http: false };
   }
+}
+
+/** The resource URIs an acknowledgment's `notifications` names (subscriptions.mdx §Acknowledgment). */
+function acknowledgedUris(params: unknown): readonly string[] {
+  const notifications = typeof params === 'object' && params !== null ? (params as { notifications?: unknown }).notifications : undefined;
+  const uris = typeof notifications === 'object' && notifications !== null ? (notifications as { resourceSubscriptions?: unknown }).resourceSubscriptions : undefined;
+  return Array.isArray(uris) ? uris.filter((u): u is string => typeof u === 'string') : [];
 }
