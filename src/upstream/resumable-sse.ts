@@ -15,7 +15,9 @@
 import type { Readable } from 'node:stream';
 import { answerIn, answers, type WholeSse } from '../protocol/whole-sse.js';
 import type { Dispatcher, Pool } from 'undici';
-import { setTimeout as sleep } from 'node:timers/promises';
+// The module object, read at each wait, not a binding taken at import: node:test's mocked clock replaces
+// its setTimeout, so the waits between reconnects can be checked in turns of a clock (resumable-sse.test.ts).
+import timers from 'node:timers/promises';
 import type { JsonRpcId, JsonRpcMessage } from '../protocol/jsonrpc.js';
 import { isEventStreamType, MAX_EVENT_CHARS, relayedUpToResponse, type SseEvent, SseParser } from '../protocol/sse.js';
 import { batchIn, unbatchedRaw } from '../protocol/sse-batch.js';
@@ -156,7 +158,7 @@ async function* readSseEvents(body: Readable, upstream: string, resumption: Stre
       }
       const delay = Math.max(retryMs, MIN_RETRY_MS);
       try {
-        await sleep(Math.min(delay * 2 ** silentConnections, Math.max(delay, MAX_BACKOFF_MS)), undefined, { signal: resumption.cancel.signal });
+        await timers.setTimeout(Math.min(delay * 2 ** silentConnections, Math.max(delay, MAX_BACKOFF_MS)), undefined, { signal: resumption.cancel.signal });
       } catch {
         return; // aborted: the reader has gone
       }

@@ -139,6 +139,42 @@ test('a GET stream (no request awaited) is resumed each time it closes, until it
   assert.deepEqual(reopens.map((r) => r.lastEventId), ['g-1', 'g-2']);
 });
 
+// 2025-11-25/basic/transports.mdx §Listening for Messages 4 and §Sending Messages 6: a server that polls
+// (closes its GET stream after each message) is come back to after its `retry` ("MUST respect"), else the
+// client's own 1 s, every time: a connection that brought news calls for no longer wait. On a mocked clock,
+// moved by hand: each reopen comes when the wait is over, and not a tick before.
+test('a GET stream whose every connection brings news is come back to after the same wait each time: the server\'s retry, else 1 s', async (t) => {
+  const news = (n: number): string => msg({ jsonrpc: '2.0', method: 'notifications/tools/list_changed' }, `g-${n}`);
+  /** Turns of the event loop (setImmediate is not mocked): the stream's end and the reopen's answer run in them. */
+  const turns = async (): Promise<void> => {
+    for (let i = 0; i < 10; i++) await new Promise((r) => setImmediate(r));
+  };
+  for (const { retry, waitMs } of [{ retry: undefined, waitMs: 1_000 }, { retry: 100, waitMs: 100 }]) {
+    const { resumption, reopens } = scripted([stream(news(2)), stream(news(3)), stream(news(4)), stream(news(5))], { awaiting: undefined });
+    t.mock.timers.enable({ apis: ['setTimeout'] });
+    try {
+      const first = retry === undefined ? stream(news(1)) : stream(`retry: ${retry}\n`, news(1));
+      const gen = readSseMessages(first, 'up', resumption);
+      await gen.next();
+      for (let round = 1; round <= 4; round++) {
+        const next = gen.next();
+        await turns();
+        t.mock.timers.tick(waitMs - 1);
+        await turns();
+        assert.equal(reopens.length, round - 1, `retry ${retry}: round ${round} reopened before its ${waitMs} ms`);
+        t.mock.timers.tick(1);
+        await turns();
+        assert.equal(reopens.length, round, `retry ${retry}: round ${round} not reopened after ${waitMs} ms: the wait grew`);
+        assert.equal(reopens[round - 1]!.lastEventId, `g-${round}`);
+        await next;
+      }
+      await gen.return();
+    } finally {
+      t.mock.timers.reset();
+    }
+  }
+});
+
 test('a stream that came whole with the response in it needs no resuming; one without it (a priming event, a notification) does', () => {
   const progress = 'data: {"jsonrpc":"2.0","method":"notifications/progress","params":{"progressToken":"t","progress":1}}\n\n';
   const answer = 'event: message\ndata: {"jsonrpc":"2.0","id":4,"result":{"content":[]}}\n\n';
