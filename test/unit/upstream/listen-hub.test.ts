@@ -187,39 +187,50 @@ test('hold waits for the GET stream at most a second: a server that sends its he
   assert.equal(aborted, true, 'letting go ends the GET that is still opening');
 });
 
-test('a GET stream the upstream keeps ending at once is reopened after pauses that double up to the cap; one that lived starts them afresh', async () => {
-  // Short timings so the whole pattern fits in a few seconds; the defaults are 1 s, 30 s and 10 s.
-  const timings = { firstMs: 100, maxMs: 800, livedMs: 300 };
-  const opened: number[] = [];
-  const ended: number[] = [];
-  // The third stream lives past livedMs; every other one ends as soon as it is answered.
-  async function* stream(lives: number): AsyncGenerator<JsonRpcMessage, void, void> {
-    if (lives > 0) await new Promise((resolve) => setTimeout(resolve, lives));
-    ended.push(performance.now());
+test('a GET stream the upstream keeps ending at once is reopened after pauses that double up to the cap; one that lived starts them afresh', async (t) => {
+  // The pauses run on a mocked clock, moved by hand: each reopen must come when its pause is over, and not a
+  // tick before. The defaults are 1 s, 30 s and 10 s; a stream lives by the real clock (performance.now), so
+  // livedMs is short and the one stream that lives waits it out in turns of the event loop.
+  const timings = { firstMs: 100, maxMs: 800, livedMs: 20 };
+  const streams = { opened: 0, ended: 0 };
+  async function* stream(lives: boolean): AsyncGenerator<JsonRpcMessage, void, void> {
+    const from = performance.now();
+    for (let i = 0; lives && i < 100_000 && performance.now() - from < 2 * timings.livedMs; i++) await new Promise((r) => setImmediate(r));
+    streams.ended++;
   }
   const client = upstreamWithGet(async () => {
-    opened.push(performance.now());
-    return stream(opened.length === 3 ? 400 : 0);
+    streams.opened++;
+    return stream(streams.opened === 3);
   });
+  t.mock.timers.enable({ apis: ['setTimeout'] });
+  const turns = async (): Promise<void> => {
+    for (let i = 0; i < 20; i++) await new Promise((r) => setImmediate(r));
+  };
   const hub = new ListenHub(client, () => ({}), quiet, () => {}, () => false, timings);
   const listener = { filter: { toolsListChanged: true }, subscriptionId: 1, send: () => {} };
   await hub.add(listener);
-  for (let i = 0; i < 800 && opened.length < 10; i++) await new Promise((resolve) => setTimeout(resolve, 10));
+  await turns();
+  assert.equal(streams.opened, 1);
+  // The pause before each reopen: doubling while streams end at once; the third stream lives, so the pause
+  // after it is the first one again, and so is the next; then doubling again, never past the cap.
+  const pauses = [100, 200, 100, 100, 200, 400, 800, 800];
+  for (const [i, pause] of pauses.entries()) {
+    // Each stream is let end first (the living one takes a while): its end, not the clock, starts the pause.
+    for (let turn = 0; turn < 100_000 && streams.ended < streams.opened; turn++) await new Promise((r) => setImmediate(r));
+    await turns();
+    t.mock.timers.tick(pause - 1);
+    await turns();
+    assert.equal(streams.opened, i + 1, `reopen ${i + 1} came before its pause of ${pause} ms`);
+    t.mock.timers.tick(1);
+    await turns();
+    assert.equal(streams.opened, i + 2, `reopen ${i + 1} did not come after its pause of ${pause} ms`);
+  }
   await hub.remove(listener);
-  assert.ok(opened.length >= 10, `opened ${opened.length} times`);
-  // pauses[i]: from the end of stream i+1 to the opening of stream i+2.
-  const pauses = opened.slice(1, 10).map((t, i) => t - ended[i]!);
-  const near = (ms: number, want: number): boolean => ms >= want - 5 && ms < want * 1.5 + 40;
-  const shown = pauses.map(Math.round).join(', ');
-  assert.ok(near(pauses[0]!, 100) && near(pauses[1]!, 200), `doubling while streams end at once: ${shown}`);
-  // The pause after it is the first one, and so is the next: the doubling starts over from there.
-  assert.ok(near(pauses[2]!, 100) && near(pauses[3]!, 100), `the stream that lived starts the pauses afresh: ${shown}`);
-  assert.ok(near(pauses[4]!, 200) && near(pauses[5]!, 400) && near(pauses[6]!, 800), `doubling again: ${shown}`);
-  assert.ok(near(pauses[7]!, 800) && near(pauses[8]!, 800), `never past the cap: ${shown}`);
   // Nothing reopens once the last listener is gone.
-  const count = opened.length;
-  await new Promise((resolve) => setTimeout(resolve, 1_000));
-  assert.equal(opened.length, count);
+  await turns();
+  t.mock.timers.tick(10_000);
+  await turns();
+  assert.equal(streams.opened, pauses.length + 1);
 });
 
 test('while a reopen waits out its pause, a new listener or call does not open the GET stream early', async () => {
