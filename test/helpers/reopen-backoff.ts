@@ -5,15 +5,15 @@
 import assert from 'node:assert/strict';
 
 /**
- * Call once the stream has been opened the first time (`openedAt` holds that time, and collects each
- * reopen's). Watches 7.5 s: pauses of 1, 2 and 4 s give two or three more opens (every second would be
- * seven), each pause at least 1.6 times the one before. `what` names the stream in the messages.
+ * Call once the stream has been opened the first time (`openedAt` collects each open). Counts the opens
+ * in the next 7.5 s: pauses of 1, 2 and 4 s give two or three more (every second would be seven, a load
+ * that slows the gateway fewer, never more). The pauses themselves, one by one, are checked on a mocked
+ * clock for the GET stream (test/unit/upstream/listen-hub.test.ts); the bridge's upstream listen has this
+ * count only. `what` names the stream.
  */
 export async function assertReopenedAfterDoublingPauses(openedAt: number[], what: string): Promise<void> {
   const first = openedAt.length;
   await new Promise((r) => setTimeout(r, 7_500));
   const again = openedAt.length - first;
-  assert.ok(again >= 2 && again <= 3, `${what} was opened again ${again} times in 7.5 s`);
-  const gaps = openedAt.slice(1).map((t, i) => t - openedAt[i]!);
-  for (let i = 1; i < gaps.length; i++) assert.ok(gaps[i]! >= gaps[i - 1]! * 1.6, `each pause about twice the last: ${gaps.map(Math.round).join(', ')} ms`);
+  assert.ok(again >= 2 && again <= 3, `${what} was opened again ${again} times in 7.5 s: pauses of 1, 2 and 4 s give two or three`);
 }
