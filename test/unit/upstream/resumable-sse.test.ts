@@ -15,7 +15,6 @@ const msg = (m: object, id?: string): string => `${id !== undefined ? `id: ${id}
 const stream = (...events: string[]): Readable => Readable.from(events.map((e) => Buffer.from(e)));
 
 interface Reopen {
-  at: number;
   lastEventId: string;
 }
 
@@ -28,7 +27,7 @@ function scripted(script: Array<Readable | Error>, opts: Partial<StreamResumptio
     idleLimitMs: 60_000,
     ...opts,
     reopen: async (lastEventId) => {
-      reopens.push({ at: performance.now(), lastEventId });
+      reopens.push({ lastEventId });
       const next = script.shift();
       if (next === undefined) throw new Error('reopened more often than scripted');
       if (next instanceof Error) throw next;
@@ -98,14 +97,26 @@ test('a stream that answered, or never carried an event id, is not resumed', asy
   assert.equal(reset.reopens.length, 0);
 });
 
-test('connections that bring nothing double the wait; a refusal ends at once; failed connects are tried three times', async () => {
-  // Two silent reconnects (open, then closed with not a byte), then the answer.
+test('connections that bring nothing double the wait; a refusal ends at once; failed connects are tried three times', async (t) => {
+  // Two silent reconnects (open, then closed with not a byte), then the answer: waits of 50, 100 and 200 ms,
+  // on a mocked clock, each reopen a tick after its wait and not before.
   const silent = scripted([stream(), stream(), stream(msg({ jsonrpc: '2.0', id: 1, result: {} }))]);
-  const t0 = performance.now();
-  const s = await collect(readSseMessages(stream('id: e-1\nretry: 50\ndata: \n\n'), 'up', silent.resumption));
-  assert.equal(s.error, undefined);
-  const gaps = silent.reopens.map((r, i) => r.at - (i === 0 ? t0 : silent.reopens[i - 1]!.at));
-  assert.ok(gaps[0]! >= 45 && gaps[1]! >= 95 && gaps[2]! >= 195, `waits 50, 100, 200 ms: ${gaps.map((g) => g.toFixed(0)).join(', ')}`);
+  t.mock.timers.enable({ apis: ['setTimeout'] });
+  try {
+    const reading = collect(readSseMessages(stream('id: e-1\nretry: 50\ndata: \n\n'), 'up', silent.resumption));
+    for (const [i, wait] of [50, 100, 200].entries()) {
+      await turns();
+      t.mock.timers.tick(wait - 1);
+      await turns();
+      assert.equal(silent.reopens.length, i, `reconnect ${i + 1} came before its wait of ${wait} ms`);
+      t.mock.timers.tick(1);
+      await turns();
+      assert.equal(silent.reopens.length, i + 1, `reconnect ${i + 1} did not come after its wait of ${wait} ms`);
+    }
+    assert.equal((await reading).error, undefined);
+  } finally {
+    t.mock.timers.reset();
+  }
 
   const refused = scripted([new GatewayError('GW_ERR_UPSTREAM_BAD_RESPONSE', 'refused to resume (HTTP 409)', 'up')]);
   const r = await collect(readSseMessages(stream('id: e-1\nretry: 10\ndata: \n\n'), 'up', refused.resumption));
