@@ -461,7 +461,11 @@ export function createGateway(config: GatehouseConfig, log: Logger, options: Gat
         const delayMs = running.shutdown.delayMs;
         if (delayMs === 0 || closing) return resolve();
         log.info('shutting down: /readyz answers 503 and requests are still served until shutdown.delayMs is over, so load balancers stop sending new ones', { delayMs });
-        const timer = setTimeout(() => endDelay?.(), delayMs);
+        // Logged when the delay runs out (not when a second signal cuts it short): what began the drain.
+        const timer = setTimeout(() => {
+          log.info('shutdown.delayMs is over; draining', { delayMs });
+          endDelay?.();
+        }, delayMs);
         endDelay = () => {
           endDelay = undefined;
           clearTimeout(timer);

@@ -86,7 +86,6 @@ test('shutdown.delayMs: after SIGTERM /readyz answers 503 while new connections 
   cleanups.push(() => gw.stop());
   const path = new URL(gw.url).pathname;
   assert.equal((await fresh(gw.url, '/readyz', 'GET')).status, 200);
-  const signalled = Date.now();
   gw.child.kill('SIGTERM');
   // Told at once: the signal is handled as soon as the process reads it.
   assert.ok(await until(() => /shutdown\.delayMs/.test(gw.stderr()), 2000), gw.stderr());
@@ -102,10 +101,13 @@ test('shutdown.delayMs: after SIGTERM /readyz answers 503 while new connections 
   // Past the delay the listener closes: a new connection is refused, and the process exits.
   const refused = await until(() => fresh(gw.url, '/healthz', 'GET').then(() => false, (err: Error & { code?: string }) => err.code === 'ECONNREFUSED'), 6000);
   assert.ok(refused, 'the listener closed after the delay');
-  assert.ok(Date.now() - signalled >= 2400, `closed only after shutdown.delayMs (${Date.now() - signalled} ms)`);
   const exit = await Promise.race([gw.exited, sleep(6000).then(() => 'still running')]);
   assert.equal(exit, 0);
-  assert.match(gw.stderr(), /"msg":"shutting down: draining in-flight requests"/);
+  // What began the drain that closed the listener: the delay's own timer running out, logged before it.
+  const logged = gw.stderr();
+  const over = logged.indexOf('"msg":"shutdown.delayMs is over; draining"');
+  const draining = logged.indexOf('"msg":"shutting down: draining in-flight requests"');
+  assert.ok(over >= 0 && draining > over, `the drain began when shutdown.delayMs was over: ${logged}`);
 });
 
 test('a second SIGTERM or SIGINT during shutdown.delayMs skips the rest of it: the process drains and exits 0 at once', async () => {
