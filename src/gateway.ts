@@ -189,6 +189,11 @@ export function createGateway(config: GatehouseConfig, log: Logger, options: Gat
   // file's, and nothing of the file's applies to it.
   let storeBaseline = options.fileStore ?? config.store;
   const storeFromFile = options.fileStore === undefined || JSON.stringify(options.fileStore) === JSON.stringify(config.store);
+  // `serve --config redis.yaml --store x.db` runs on the file, as every flag beats the config; but a replica
+  // meant to share the config's Redis would count, limit and audit alone, and nothing would say so.
+  if (options.fileStore?.kind === 'redis' && config.store.kind === 'sqlite') {
+    log.warn('--store replaces the config file\'s Redis store: this process keeps its state (audit, counters, approvals, pins) in a SQLite file of its own, shared with no other replica', { path: config.store.path });
+  }
   // Approvals and tool pins live in the store, shared by replicas and kept across reloads.
   const confirmations = new PendingConfirmations();
   const pinBook = new PinBook(pinStore(state), log.child({ component: 'pinning' }), { changed: () => metrics?.pinnedToolChanged() });

@@ -16,7 +16,7 @@ import type { Route } from '../../src/pipeline/context.js';
 import type { Principal } from '../../src/pipeline/principal.js';
 import { budgetKey, compileBudgets } from '../../src/policy/budget-stage.js';
 import { SqliteStore } from '../../src/store/sqlite-store.js';
-import { runCli } from '../helpers/cli.js';
+import { runCli, serveCli } from '../helpers/cli.js';
 import { mtlsCertificates } from '../helpers/redis.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'gatehouse-store-beside-config-'));
@@ -79,4 +79,18 @@ describe('beside a config whose store is SQLite', () => {
     assert.match(r.stdout, /^audit chain ok: 1 records/);
     assert.equal(existsSync(join(dir, 'live.db')), false);
   });
+});
+
+// serve keeps its rule, flags over the file (DESIGN §CLI), but says what the flag replaced: a replica meant
+// to share the config's Redis would otherwise count, limit and audit alone without a word.
+test('serve --config with a Redis store and --store: runs on the file, and warns that it shares state with no replica', async () => {
+  const gw = await serveCli(['--config', redisConfig, '--port', '0', '--store', join(dir, 'serve.db')]);
+  try {
+    const warned = gw.stderr().split('\n').filter((l) => l.includes("--store replaces the config file's Redis store"));
+    assert.equal(warned.length, 1, gw.stderr());
+    assert.match(warned[0]!, /"level":"warn"/);
+    assert.ok(existsSync(join(dir, 'serve.db')), 'the state is in the file');
+  } finally {
+    assert.equal(await gw.stop(), 0);
+  }
 });
