@@ -278,7 +278,7 @@ export function createGateway(config: GatehouseConfig, log: Logger, options: Gat
   if (config.auth.anonymous) log.warn('authentication is off: anonymous access on a loopback listener', { host: config.listen.host });
   warnExpiredKeys(config, log);
   warnStoreCertificates(config, log);
-  warnUnadmittedReviewers(config, log);
+  warnUnreachableReviewers(config, log);
 
   const edge = createEdge(
     config.listen,
@@ -447,7 +447,7 @@ export function createGateway(config: GatehouseConfig, log: Logger, options: Gat
       if (next.auth.anonymous && !running.auth.anonymous) log.warn('authentication is off: anonymous access on a loopback listener', { host: next.listen.host });
       warnExpiredKeys(next, log);
       warnStoreCertificates(next, log);
-      warnUnadmittedReviewers(next, log);
+      warnUnreachableReviewers(next, log);
       if (tlsRotation) {
         useStoreTls(state.store, next.store);
         storeBaseline = next.store;
@@ -953,8 +953,8 @@ async function upstreamStates(upstream: Upstream): Promise<Array<{ name: string;
   return Promise.all(members.map(async (m) => ({ name: m.name, up: await m.ready().catch(() => false), era: m.knownEra() })));
 }
 
-/** A reviewers' group no access token is admitted to the admin API by may be a typo: say so once per config applied. */
-function warnUnadmittedReviewers(config: GatehouseConfig, log: Logger): void {
+/** A reviewer named who may never reach the admin API (reviewer-reach.ts) may be a typo: say so once per config applied. */
+function warnUnreachableReviewers(config: GatehouseConfig, log: Logger): void {
   for (const g of reviewerReachWarnings(config)) log.warn('a reviewer named may never reach the admin API', { setting: g.key, reviewer: g.group, adminGroups: config.admin.groups, detail: g.message });
 }
 

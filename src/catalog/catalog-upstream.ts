@@ -12,7 +12,7 @@ import type { LegacyBridgeFactory, ModernFace, Upstream, UpstreamProfile } from 
 import type { Principal } from '../pipeline/principal.js';
 import { idOf, type JsonRpcRequest, type JsonRpcResponse } from '../protocol/jsonrpc.js';
 import { coreTaskRefusal } from '../protocol/core-tasks.js';
-import { KEEP, progressTokenIn, verdictOn, type AnsweredRequest } from '../protocol/answer-stream-rule.js';
+import { acknowledgedUris, KEEP, progressTokenIn, verdictOn, type AnsweredRequest } from '../protocol/answer-stream-rule.js';
 import { META_CLIENT_CAPABILITIES, META_PROTOCOL_VERSION } from '../protocol/methods.js';
 import { mcpParamHeaders } from '../protocol/param-headers.js';
 import { MODERN_VERSIONS } from '../protocol/versions.js';
@@ -116,7 +116,7 @@ export class CatalogUpstream implements Upstream, FrontTarget {
         const params = (request as JsonRpcRequest).params;
         const answered: AnsweredRequest | undefined = !listen ? { id: requestId!, progressToken: progressTokenIn(params), listen: false } : ctx.withheldUris === undefined ? undefined : { id: requestId!, progressToken: undefined, listen: true, asked: params?.notifications, withheld: ctx.withheldUris };
         for await (const msg of reply.messages) {
-          if (held !== undefined && 'method' in msg && msg.method === 'notifications/subscriptions/acknowledged') held.uris = acknowledgedUris(msg.params);
+          if (held !== undefined && 'method' in msg && msg.method === 'notifications/subscriptions/acknowledged') held.uris = acknowledgedUris((msg.params as { notifications?: unknown } | undefined)?.notifications);
           // streamable-http.mdx §Receiving Messages: a modern client's stream carries notifications about its
           // request, then the response to it. A member's server request (a legacy habit) has no place there,
           // and a response naming another id answers nothing this client asked: both are left out. So are
@@ -235,11 +235,4 @@ export class CatalogUpstream implements Upstream, FrontTarget {
     const discover = await this.catalog.discover();
     return { messages: this.catalog, capabilities: discover.capabilities as Record<string, unknown>, http: false };
   }
-}
-
-/** The resource URIs an acknowledgment's `notifications` names (subscriptions.mdx §Acknowledgment). */
-function acknowledgedUris(params: unknown): readonly string[] {
-  const notifications = typeof params === 'object' && params !== null ? (params as { notifications?: unknown }).notifications : undefined;
-  const uris = typeof notifications === 'object' && notifications !== null ? (notifications as { resourceSubscriptions?: unknown }).resourceSubscriptions : undefined;
-  return Array.isArray(uris) ? uris.filter((u): u is string => typeof u === 'string') : [];
 }

@@ -166,8 +166,7 @@ export function compileEgressStage(policy: EgressPolicy, resourceUpstream: Resou
   async function checked(ctx: CallContext, next: Next, found: Destination[], rule: ReturnType<EgressPolicy['ruleFor']>, uri: string | undefined, judgedUri: boolean): Promise<Outcome> {
     const seen = new Set<string>();
     for (const d of found) {
-      // A guessed reading and a plain one of the same host are judged apart: the plain one may be blocked unresolved.
-      const key = `${d.scheme ?? ''}|${d.host}|${d.port ?? ''}${d.guess === true ? '|?' : ''}`;
+      const key = destinationKey(d);
       if (seen.has(key)) continue;
       seen.add(key);
       if (seen.size > MAX_DESTINATIONS) return refused(ctx, uri, rule?.id ?? 'default', `The ${judgedUri ? 'URI names' : 'arguments name'} more than ${MAX_DESTINATIONS} destinations; ${judgedUri ? 'read it another way' : 'split the call'}`, {});
@@ -207,12 +206,20 @@ export async function resourceUriBlocked(policy: EgressPolicy, resourceUpstream:
   const rule = policy.ruleForResource(principal, await resourceUpstream(uri, capabilities, false, principal));
   const seen = new Set<string>();
   for (const d of found) {
-    const key = `${d.scheme ?? ''}|${d.host}|${d.port ?? ''}${d.guess === true ? '|?' : ''}`;
+    const key = destinationKey(d);
     if (seen.has(key)) continue;
     seen.add(key);
     if (seen.size > MAX_DESTINATIONS || (await policy.check(d, rule)) !== undefined) return true;
   }
   return false;
+}
+
+/**
+ * What makes two destinations one to judge: scheme, host and port. A guessed reading and a plain one of the
+ * same host are judged apart: the plain one may be blocked unresolved.
+ */
+function destinationKey(d: Destination): string {
+  return `${d.scheme ?? ''}|${d.host}|${d.port ?? ''}${d.guess === true ? '|?' : ''}`;
 }
 
 /** The listen as the upstream must see it: without the resource subscriptions `withheld`. */

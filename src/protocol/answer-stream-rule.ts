@@ -86,3 +86,12 @@ export function progressTokenIn(params: unknown): unknown {
   const meta = typeof params === 'object' && params !== null ? (params as { _meta?: unknown })._meta : undefined;
   return typeof meta === 'object' && meta !== null ? (meta as { progressToken?: unknown }).progressToken : undefined;
 }
+
+/**
+ * The resource URIs an acknowledged filter names (subscriptions.mdx §Acknowledgment: the subset the server
+ * honours); none when it names none, or not as strings. `filter`: the acknowledgment's `params.notifications`.
+ */
+export function acknowledgedUris(filter: unknown): string[] {
+  const uris = typeof filter === 'object' && filter !== null ? (filter as { resourceSubscriptions?: unknown }).resourceSubscriptions : undefined;
+  return Array.isArray(uris) ? uris.filter((u): u is string => typeof u === 'string') : [];
+}

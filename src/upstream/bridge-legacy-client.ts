@@ -15,6 +15,7 @@ import { ErrorCode, errorResponse, type JsonRpcId, type JsonRpcMessage, type Jso
 import { MAX_RESOURCE_SUBSCRIPTIONS, META_SERVER_INFO, MODERN_ONLY_REQUESTS, META_SUBSCRIPTION_ID, NAME_FIELD } from '../protocol/methods.js';
 import { negotiateLegacyVersion } from '../protocol/versions.js';
 import { upstreamMessage } from '../protocol/trace-context.js';
+import { acknowledgedUris } from '../protocol/answer-stream-rule.js';
 import { GATEHOUSE_CLIENT_INFO, type UpstreamProfile } from './era-probe.js';
 import type { Cancellation } from '../pipeline/cancellation.js';
 import type { LegacyBridge, SubscriptionJudge, UpstreamMessages } from '../pipeline/ports.js';
@@ -672,12 +673,6 @@ export class LegacyClientBridge implements LegacyBridge {
 function capabilitiesOf(profile: BridgedProfile): UpstreamCapabilities {
   const discover = typeof profile === 'object' ? profile.discover : undefined;
   return (isObject(discover?.capabilities) ? discover.capabilities : {}) as UpstreamCapabilities;
-}
-
-/** The resource URIs an acknowledged filter names (none when it names them not, or not as strings). */
-function acknowledgedUris(filter: unknown): string[] {
-  const uris = isObject(filter) ? filter.resourceSubscriptions : undefined;
-  return Array.isArray(uris) ? uris.filter((u): u is string => typeof u === 'string') : [];
 }
 
 /** The list_changed notifications for the lists an acknowledged filter covers. */
