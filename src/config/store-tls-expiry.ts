@@ -1,4 +1,4 @@
-// The Redis store's certificates that have expired, or soon will, said as warnings (check-config, doctor):
+// The Redis store's certificates that have expired, or soon will, said as warnings (check-config, doctor, serve):
 // a client certificate past its notAfter is refused by a Redis that asks for one, and a CA past it no longer
 // verifies the server, so the store is down and every governed call refused, with OpenSSL's words in the
 // log. Warnings, not refusals: certificates end while a gateway runs, and a restart on that day must not
@@ -31,6 +31,12 @@ export function storeTlsExpiryWarnings(store: GatehouseConfig['store'], now = Da
   for (const c of expiredCas) {
     const others = cas.length > expiredCas.length ? ', unless another CA of the file signed it' : '';
     out.push(`store.tls.ca: the CA certificate (${c.subject}) expired at ${isoOf(c.notAfter)}: a Redis server certificate it signed no longer verifies${others}; give the CA that signs the server's certificate now`);
+  }
+  // A CA ending soon is told as a client certificate is: on that day the server's certificate stops verifying,
+  // and every connection fails as surely as with a refused client certificate.
+  for (const c of cas.filter((c) => c.notAfter > now && c.notAfter - now <= EXPIRES_SOON_MS)) {
+    const others = cas.length > 1 ? ', unless another CA of the file signed it' : '';
+    out.push(`store.tls.ca: the CA certificate (${c.subject}) expires at ${isoOf(c.notAfter)}, in ${daysUntil(c.notAfter, now)}: a Redis server certificate it signed stops verifying then${others}; give the CA that will sign the server's certificate before then (a reload takes the new file)`);
   }
   return out;
 }

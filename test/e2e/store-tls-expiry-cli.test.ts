@@ -1,9 +1,9 @@
 // check-config and doctor warn of the Redis store's certificates that have ended or soon will: a client
-// certificate (store.tls.cert) past its end (since when), or within 14 days of it (when), and a CA
-// (store.tls.ca) past its end. Before, an expired pair passed both (store-tls.ts checks only that the key is
-// the certificate's), and the first sign was a store that refused every connection. Warnings: the exit
-// code stays 0, as a restart on the day must not fail. Certificates made with openssl in a temp dir; no
-// PEM text, and nothing of the key, is printed.
+// certificate (store.tls.cert) or a CA (store.tls.ca) past its end (since when), or within 14 days of it
+// (when). Before, an expired pair passed both (store-tls.ts checks only that the key is the certificate's),
+// and the first sign was a store that refused every connection; until 5 December a CA ending soon was not
+// told at all. Warnings: the exit code stays 0, as a restart on the day must not fail. Certificates made
+// with openssl in a temp dir; no PEM text, and nothing of the key, is printed.
 
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
@@ -48,9 +48,11 @@ function configWith(name: string, caName: string, certName: string): string {
 before(() => {
   ca('good-ca', 30);
   ca('old-ca', -1);
+  ca('ending-ca', 5);
   client('expired-client', 'good-ca', -1);
   client('ending-client', 'good-ca', 5);
   client('fresh-client', 'good-ca', 30);
+  client('ending-ca-client', 'ending-ca', 30);
 });
 after(() => rmSync(dir, { recursive: true, force: true }));
 
@@ -82,6 +84,15 @@ describe('check-config', () => {
     assertNoSecrets(ending.stderr + oldCa.stderr, 'ending-client');
   });
 
+  test('a CA ending within 14 days: when, and in how many days, as of a client certificate', async () => {
+    const file = configWith('ending-ca', 'ending-ca', 'ending-ca-client');
+    const r = await runCli(['check-config', file]);
+    assert.equal(r.code, 0, r.stderr);
+    assert.match(r.stdout, /: ok\n$/);
+    assert.match(r.stderr, new RegExp(`^warning: ${file.replace(/[.]/g, '\\.')}:6:\\d+ store\\.tls\\.ca: the CA certificate \\(CN=ending-ca\\) expires at \\S+Z, in 4 days: a Redis server certificate it signed stops verifying then; `, 'm'));
+    assertNoSecrets(r.stderr, 'ending-ca-client');
+  });
+
   test('certificates with a month left: no warning', async () => {
     const r = await runCli(['check-config', configWith('fresh', 'good-ca', 'fresh-client')]);
     assert.equal(r.code, 0, r.stderr);
@@ -102,6 +113,17 @@ describe('doctor', () => {
     for (const w of warned) assert.match(w.hint ?? '', /renew the certificate/);
     assertNoSecrets(r.stdout + r.stderr, 'expired-client');
   });
+
+  test('a CA ending within 14 days: a config row with the hint', async () => {
+    const file = configWith('doctor-ending-ca', 'ending-ca', 'ending-ca-client');
+    const r = await runCli(['doctor', '--config', file, '--json', '--skip', 'upstreams', '--skip', 'store', '--skip', 'ports'], { timeoutMs: 30_000 });
+    assert.equal(r.code, 0, r.stdout + r.stderr);
+    const checks = (JSON.parse(r.stdout) as { checks: Array<{ check: string; verdict: string; detail: string; hint?: string }> }).checks;
+    const warned = checks.filter((c) => c.check === 'config' && c.verdict === 'warn');
+    assert.equal(warned.length, 1, JSON.stringify(checks));
+    assert.match(warned[0]!.detail, /store\.tls\.ca: the CA certificate \(CN=ending-ca\) expires at \S+Z, in 4 days: /);
+    assert.match(warned[0]!.hint ?? '', /renew the certificate/);
+  });
 });
 
 describe('serve', () => {
@@ -115,6 +137,20 @@ describe('serve', () => {
       assert.equal(warned.length, 1, JSON.stringify(warned));
       assert.match(String(warned[0]!.detail), /^store\.tls\.cert: the client certificate \(.*expired-client.*\) expired at /);
       assertNoSecrets(JSON.stringify(gw.logs), 'expired-client');
+    } finally {
+      await gw.close();
+    }
+  });
+
+  test('logs a CA ending within 14 days once at start', async () => {
+    const { startGatewayFromConfigFile } = await import('../helpers/gateway.js');
+    const file = configWith('serve-ending-ca', 'ending-ca', 'ending-ca-client');
+    writeFileSync(file, `${readFileSync(file, 'utf8')}listen: { host: 127.0.0.1, port: 0 }\n`);
+    const gw = await startGatewayFromConfigFile(file);
+    try {
+      const warned = gw.logs.filter((l) => l.msg === 'a Redis store certificate has expired or expires soon');
+      assert.equal(warned.length, 1, JSON.stringify(warned));
+      assert.match(String(warned[0]!.detail), /^store\.tls\.ca: the CA certificate \(.*ending-ca.*\) expires at \S+Z, in 4 days: /);
     } finally {
       await gw.close();
     }
