@@ -1088,9 +1088,13 @@ export interface RedisStore {
      */
     cert?: string;
     /**
-     * PEM of the client certificate's private key (unencrypted). Requires cert. A secret: give it as ${file:PATH} (a mounted Secret); it is kept out of every log line, and problems with it name the key and the file, never its contents.
+     * PEM of the client certificate's private key: unencrypted, or encrypted with passphrase (-----BEGIN ENCRYPTED PRIVATE KEY-----, or a traditional key with Proc-Type: 4,ENCRYPTED). Requires cert. A secret: give it as ${file:PATH} (a mounted Secret); it is kept out of every log line, and problems with it name the key and the file, never its contents.
      */
     key?: string;
+    /**
+     * The passphrase that decrypts an encrypted key. Requires key. A secret: give it as ${env:NAME} or ${file:PATH}; it is kept out of every log line. A passphrase that does not decrypt the key is a config error at load and at each reload, naming this key, never the value.
+     */
+    passphrase?: string;
     /**
      * The name the Redis server's certificate must hold (and the SNI sent), when it is not the host Gatehouse connects to: an IP in store.url, the address a sentinel or Cluster gives for a node, or a TLS proxy in front of Redis. The certificate is still verified, against this name.
      */

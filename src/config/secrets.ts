@@ -63,6 +63,7 @@ export function collectSecrets(config: GatehouseConfig, interpolated: readonly I
     add(urlPassword(config.store.url));
     add(config.store.sentinel?.password);
     add(pemSecret(config.store.tls?.key));
+    add(config.store.tls?.passphrase);
   }
   return [...found];
 }

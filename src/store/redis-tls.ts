@@ -1,6 +1,7 @@
 // The TLS options of every connection the Redis store makes (rediss://), from store.tls: the CA to trust,
-// the client certificate and key a server with tls-auth-clients asks for, and the name to verify. Built
-// once, when the store opens; the PEMs were read by the config loader (`${file:...}`).
+// the client certificate and key a server with tls-auth-clients asks for (with the passphrase of a key that
+// is encrypted), and the name to verify. Built once, when the store opens; the PEMs were read by the config
+// loader (`${file:...}`).
 
 import type { ConnectionOptions } from 'node:tls';
 import type { RedisStore as RedisStoreConfig } from '../config/schema.generated.js';
@@ -12,6 +13,7 @@ export function redisTlsOptions(tls: RedisStoreConfig['tls']): ConnectionOptions
     ...(tls.ca !== undefined ? { ca: tls.ca } : {}),
     ...(tls.cert !== undefined ? { cert: tls.cert } : {}),
     ...(tls.key !== undefined ? { key: tls.key } : {}),
+    ...(tls.passphrase !== undefined ? { passphrase: tls.passphrase } : {}),
     ...(tls.servername !== undefined ? { servername: tls.servername } : {}),
   };
 }

@@ -692,6 +692,18 @@ describe('Redis over mutual TLS', () => {
     assert.match(await failing('standalone', [...redis, ...mtls.slice(0, 4)]), /store\.tlsCert and store\.tlsKey go together/);
     assert.match(await failing('standalone', [...redis, ...mtls.slice(4)]), /store\.tlsCert and store\.tlsKey go together/);
   });
+
+  test("an encrypted key's passphrase: from a Secret into the env, never a plain string, never without the key", async () => {
+    const passphrase = ['store.tlsPassphrase.secretKeyRef.name=redis-client-tls-passphrase', 'store.tlsPassphrase.secretKeyRef.key=passphrase'];
+    const { docs } = await render('standalone', [...redis, ...mtls, ...passphrase]);
+    assert.equal(configObject(docs)['store']['tls']['passphrase'], '${env:GATEHOUSE_STORE_TLS_PASSPHRASE}');
+    const env = (container(docs, 'gatehouse')['env'] as Manifest[]).find((e) => e['name'] === 'GATEHOUSE_STORE_TLS_PASSPHRASE');
+    assert.deepEqual(env, { name: 'GATEHOUSE_STORE_TLS_PASSPHRASE', valueFrom: { secretKeyRef: { name: 'redis-client-tls-passphrase', key: 'passphrase' } } });
+    const clear = await failing('standalone', [...redis, ...mtls, 'store.tlsPassphrase=hunter2-in-clear']);
+    assert.ok(clear.includes('store.tlsPassphrase holds a secret in clear'), clear);
+    assert.doesNotMatch(clear, /hunter2-in-clear/);
+    assert.match(await failing('standalone', [...redis, ...mtls.slice(0, 2), ...passphrase]), /store\.tlsPassphrase is given without store\.tlsKey/);
+  });
 });
 
 // ---- Secrets -----------------------------------------------------------------------------------------------

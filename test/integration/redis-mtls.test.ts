@@ -192,7 +192,7 @@ describe('store.tls at load', () => {
   test('a key of another pair, a certificate given as the key, a CA bundle as the certificate, a cert without a key: each named, no file quoted', () => {
     const cases: Array<[string[], RegExp]> = [
       [['cert: ${file:client.crt}', 'key: ${file:stranger.key}'], /^store\.tls\.key: not the private key of store\.tls\.cert's certificate/],
-      [['cert: ${file:client.crt}', 'key: ${file:client.crt}'], /^store\.tls\.key: not an unencrypted PEM private key/],
+      [['cert: ${file:client.crt}', 'key: ${file:client.crt}'], /^store\.tls\.key: not a PEM private key/],
       [['cert: ${file:client.key}', 'key: ${file:client.key}'], /^store\.tls\.cert: not a PEM certificate/],
       [['cert: ${file:client.crt}'], /^store\.tls: cert is given without key/],
       [['key: ${file:client.key}'], /^store\.tls: key is given without cert/],

@@ -300,7 +300,7 @@ app.kubernetes.io/component: mcp-gateway
      only a ${env:...} or ${file:...} reference, with at most a scheme word before it ("Bearer "), writes none. */}}
 {{- define "gatehouse.clearSecret" -}}
 {{- if kindIs "string" .value }}
-{{- $always := list "admin.token" "requestStateKey" "upstream.clientCredentials.clientSecret" "auth.oauth.introspection.clientSecret" "store.sentinel.password" "store.tlsKey" }}
+{{- $always := list "admin.token" "requestStateKey" "upstream.clientCredentials.clientSecret" "auth.oauth.introspection.clientSecret" "store.sentinel.password" "store.tlsKey" "store.tlsPassphrase" }}
 {{- $header := regexMatch "^(upstream|tracing|extraUpstreams\\[[0-9]+\\])\\.headers\\.(?i:(proxy-)?authorization|cookie|.*(api[-_]?key|token|secret|password).*)$" .field }}
 {{- $childEnv := regexMatch "^extraUpstreams\\[[0-9]+\\]\\.env\\.(?i:.*(api[-_]?key|token|secret|password).*)$" .field }}
 {{- $extraSecret := regexMatch "^extraUpstreams\\[[0-9]+\\]\\.clientCredentials\\.clientSecret$" .field }}
@@ -443,6 +443,10 @@ app.kubernetes.io/component: mcp-gateway
 {{- else }}
 {{- $_ := set $tls "cert" (include "gatehouse.secretValue" (dict "ctx" $ctx "value" $v.store.tlsCert "env" "GATEHOUSE_STORE_TLS_CERT" "field" "store.tlsCert")) }}
 {{- $_ := set $tls "key" (include "gatehouse.secretValue" (dict "ctx" $ctx "value" $v.store.tlsKey "env" "GATEHOUSE_STORE_TLS_KEY" "field" "store.tlsKey")) }}
+{{- end }}
+{{- with $v.store.tlsPassphrase }}
+{{- if not $v.store.tlsKey }}{{ fail "store.tlsPassphrase is given without store.tlsKey: it decrypts the client certificate's key (give the key, or leave the passphrase out)" }}{{ end }}
+{{- $_ := set $tls "passphrase" (include "gatehouse.secretValue" (dict "ctx" $ctx "value" . "env" "GATEHOUSE_STORE_TLS_PASSPHRASE" "field" "store.tlsPassphrase")) }}
 {{- end }}
 {{- with $v.store.tlsServername }}{{ $_ := set $tls "servername" . }}{{ end }}
 {{- if $tls }}{{ $_ := set $store "tls" $tls }}{{ end }}
