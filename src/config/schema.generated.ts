@@ -1096,7 +1096,7 @@ export interface RedisStore {
      */
     passphrase?: string;
     /**
-     * The name the Redis server's certificate must hold (and the SNI sent), when it is not the host Gatehouse connects to: an IP in store.url, the address a sentinel or Cluster gives for a node, or a TLS proxy in front of Redis. The certificate is still verified, against this name.
+     * The name the Redis server's certificate must hold (and the SNI sent), when it is not the host Gatehouse connects to: an IP in store.url, the address a sentinel or Cluster gives for a node, or a TLS proxy in front of Redis. The certificate is still verified, against this name. With sentinel it serves the sentinels too, unless store.sentinel.servername names theirs.
      */
     servername?: string;
   };
@@ -1118,6 +1118,10 @@ export interface RedisStore {
      * The sentinels' own password, when they require one; use ${env:...} or ${file:...}.
      */
     password?: string;
+    /**
+     * With rediss://, the name the sentinels' certificates must hold (and the SNI sent to them), when it is not store.tls.servername: that one then serves the primary alone (the address the sentinels give for it), and this one the sentinels. Unset, the sentinels are verified against store.tls.servername when it is given, else against the host of each node.
+     */
+    servername?: string;
   };
   /**
    * Redis Cluster: the nodes to start from (the rest are discovered).

@@ -68,8 +68,9 @@ export function unsupportedFeatures(config: GatehouseConfig): string[] {
   problems.push(...policyProblems(config.policy));
   problems.push(...toolRefProblems(config));
   // A URL still reading `${...}` is a secret absent here (check-config --env-optional): nothing to judge.
-  if (config.store.kind === 'redis' && config.store.tls !== undefined && !config.store.url.startsWith('rediss://') && !config.store.url.startsWith('${')) {
-    problems.push('store.tls: applies to TLS connections only; write the URL as rediss://');
+  if (config.store.kind === 'redis' && !config.store.url.startsWith('rediss://') && !config.store.url.startsWith('${')) {
+    if (config.store.tls !== undefined) problems.push('store.tls: applies to TLS connections only; write the URL as rediss://');
+    if (config.store.sentinel?.servername !== undefined) problems.push('store.sentinel.servername: applies to TLS connections only; write the URL as rediss://');
   }
   if (config.store.kind === 'redis') problems.push(...redisCredentialProblems(config.store.url));
   problems.push(...storeTlsProblems(config.store));

@@ -350,10 +350,11 @@ type Scripted = IndexScripted & {
 
 /**
  * One server from the URL; or the primary a set of sentinels names; or a Cluster. The URL's password,
- * database and TLS (rediss://, with `tls`: store.tls) apply in every case, to the sentinels as well. Every
- * connection, a Cluster node's too, shares the one `tls` object, so what is put in it applies to the next.
+ * database and TLS (rediss://, with `tls`: store.tls) apply in every case, to the sentinels as well
+ * (`sentinelTls`: `tls` itself, or its copy with the sentinels' own name). Every connection, a Cluster
+ * node's too, shares one of these objects, so what is put in it applies to the next.
  */
-function connect(config: Pick<RedisStoreConfig, 'url' | 'keyPrefix' | 'commandTimeoutMs' | 'sentinel' | 'cluster'>, tls: ConnectionOptions | undefined): Redis | Cluster {
+function connect(config: Pick<RedisStoreConfig, 'url' | 'keyPrefix' | 'commandTimeoutMs' | 'sentinel' | 'cluster'>, tls: ConnectionOptions | undefined, sentinelTls: ConnectionOptions | undefined): Redis | Cluster {
   const url = new URL(config.url);
   const common: RedisOptions = {
     keyPrefix: config.keyPrefix,
@@ -405,9 +406,15 @@ function connect(config: Pick<RedisStoreConfig, 'url' | 'keyPrefix' | 'commandTi
     // With rediss://, the sentinels are asked over TLS too (sentinelTLS): asked in the clear, they were sent
     // store.sentinel.password readable on the wire, and sentinels that listen on a TLS port only (tls-port,
     // port 0) could not be asked at all.
-    return new (loadIoredis().Redis)({ ...common, enableReadyCheck: true, db, sentinels: nodes(config.sentinel.nodes), name: config.sentinel.name, ...(config.sentinel.password !== undefined ? { sentinelPassword: config.sentinel.password } : {}), ...(tls !== undefined ? { enableTLSForSentinelMode: true, sentinelTLS: tls } : {}) });
+    return new (loadIoredis().Redis)({ ...common, enableReadyCheck: true, db, sentinels: nodes(config.sentinel.nodes), name: config.sentinel.name, ...(config.sentinel.password !== undefined ? { sentinelPassword: config.sentinel.password } : {}), ...(sentinelTls !== undefined ? { enableTLSForSentinelMode: true, sentinelTLS: sentinelTls } : {}) });
   }
   return new (loadIoredis().Redis)({ ...common, db, host: url.hostname.replace(/^\[|\]$/g, ''), port: Number(url.port || 6379) });
+}
+
+/** Replaces what a shared TLS options object holds, in place: the connections hold the object, not a copy. */
+function refill(shared: ConnectionOptions, next: ConnectionOptions): void {
+  for (const key of Object.keys(shared)) delete shared[key as keyof ConnectionOptions];
+  Object.assign(shared, next);
 }
 
 /**
@@ -493,6 +500,9 @@ export class RedisStore implements Store {
   private connectionError: string | undefined;
   /** The TLS options every connection shares (rediss://), or undefined for plain connections. */
   private readonly tls: ConnectionOptions | undefined;
+  /** The sentinels' TLS options: `tls` itself, unless store.sentinel.servername names them apart. */
+  private readonly sentinelTls: ConnectionOptions | undefined;
+  private readonly sentinelServername: string | undefined;
 
   /** `log`: where a loss of audit records Redis suffered is told (the gateway's); the CLI's reads need none. */
   constructor(
@@ -500,7 +510,9 @@ export class RedisStore implements Store {
     private readonly log?: Logger,
   ) {
     this.tls = new URL(config.url).protocol === 'rediss:' ? redisTlsOptions(config.tls) : undefined;
-    this.redis = connect(config, this.tls) as Scripted;
+    this.sentinelServername = config.sentinel?.servername;
+    this.sentinelTls = this.tls !== undefined && this.sentinelServername !== undefined ? redisTlsOptions(config.tls, this.sentinelServername) : this.tls;
+    this.redis = connect(config, this.tls, this.sentinelTls) as Scripted;
     this.keyPrefix = config.keyPrefix;
     // Connection errors surface on the commands that fail (kept, for describe); the client reconnects on
     // its own. A Cluster tells each node's error apart ('node error'); its own 'error' says less.
@@ -975,10 +987,9 @@ export class RedisStore implements Store {
    * Redis checks none again.
    */
   useTls(tls: RedisStoreConfig['tls']): void {
-    const shared = this.tls;
-    if (shared === undefined) return;
-    for (const key of Object.keys(shared)) delete shared[key as keyof ConnectionOptions];
-    Object.assign(shared, redisTlsOptions(tls));
+    if (this.tls === undefined) return;
+    refill(this.tls, redisTlsOptions(tls));
+    if (this.sentinelTls !== undefined && this.sentinelTls !== this.tls) refill(this.sentinelTls, redisTlsOptions(tls, this.sentinelServername));
   }
 
   async close(): Promise<void> {

@@ -6,14 +6,17 @@
 import type { ConnectionOptions } from 'node:tls';
 import type { RedisStore as RedisStoreConfig } from '../config/schema.generated.js';
 
-/** Node's defaults (the system's CAs, the host connected to as the name) for what store.tls leaves out. */
-export function redisTlsOptions(tls: RedisStoreConfig['tls']): ConnectionOptions {
-  if (tls === undefined) return {};
+/**
+ * Node's defaults (the system's CAs, the host connected to as the name) for what store.tls leaves out.
+ * `servername`: the name to verify, store.tls.servername unless the sentinels are named apart
+ * (store.sentinel.servername).
+ */
+export function redisTlsOptions(tls: RedisStoreConfig['tls'], servername = tls?.servername): ConnectionOptions {
   return {
-    ...(tls.ca !== undefined ? { ca: tls.ca } : {}),
-    ...(tls.cert !== undefined ? { cert: tls.cert } : {}),
-    ...(tls.key !== undefined ? { key: tls.key } : {}),
-    ...(tls.passphrase !== undefined ? { passphrase: tls.passphrase } : {}),
-    ...(tls.servername !== undefined ? { servername: tls.servername } : {}),
+    ...(tls?.ca !== undefined ? { ca: tls.ca } : {}),
+    ...(tls?.cert !== undefined ? { cert: tls.cert } : {}),
+    ...(tls?.key !== undefined ? { key: tls.key } : {}),
+    ...(tls?.passphrase !== undefined ? { passphrase: tls.passphrase } : {}),
+    ...(servername !== undefined ? { servername } : {}),
   };
 }

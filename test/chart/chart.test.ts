@@ -655,6 +655,9 @@ describe('gateway config', () => {
     assert.ok(err.includes('store.sentinel.password holds a secret in clear'), err);
     // Without one, the config names none.
     assert.equal('password' in configObject((await render('sidecar', redis)).docs)['store']['sentinel'], false);
+    // The sentinels' own certificate name goes through as it is.
+    const named = configObject((await render('sidecar', [...redis, 'store.sentinel.servername=redis-sentinel.internal'])).docs)['store']['sentinel'];
+    assert.equal(named['servername'], 'redis-sentinel.internal');
   });
 });
 
