@@ -30,6 +30,11 @@ interface Binding {
   calls: number;
   /** Streams open on it (a GET stream, an HTTP+SSE connection): it never idles out, but the cap may end it. */
   streams: number;
+  /** The initialize that issued it is still being answered: its version may yet come (negotiated). */
+  answering: boolean;
+  /** Requests that came while `answering` with no version to go by wait on this (versionSettled); made by the first. */
+  settled: Promise<void> | undefined;
+  wake: (() => void) | undefined;
 }
 
 /** What a request holds open on a session (enter): a call, or a stream that only listens. */
@@ -71,7 +76,32 @@ export class SessionBinding {
    */
   negotiated(id: string, version: string): void {
     const binding = this.live.get(id);
-    if (binding) binding.admitted.version = version;
+    if (!binding) return;
+    binding.admitted.version = version;
+    settle(binding);
+  }
+
+  /**
+   * The answer to the initialize that issued `id` is over (written, failed or dropped): no version will
+   * come from it any more, so nothing waits for one (versionSettled).
+   */
+  answered(id: string): void {
+    const binding = this.live.get(id);
+    if (binding) settle(binding);
+  }
+
+  /**
+   * A promise to wait on before judging a request of the session that names no version: its client had
+   * the id from the initialize answer's headers, and sent it before that answer's body said which version
+   * was negotiated (it is read on the way out, negotiated). It settles once the version is known, the
+   * answer is over without one (answered), or the session ends; undefined when there is nothing to wait
+   * for. Until 5 December such a request was judged under 2025-03-26 (a batch let into a 2025-11-25 session).
+   */
+  versionSettled(id: string): Promise<void> | undefined {
+    const binding = this.live.get(id);
+    if (binding === undefined || !binding.answering) return undefined;
+    binding.settled ??= new Promise<void>((resolve) => void (binding.wake = resolve));
+    return binding.settled;
   }
 
   /**
@@ -84,7 +114,7 @@ export class SessionBinding {
     if (previous) this.release(id, previous);
     this.ended.delete(id);
     // `version` comes with the initialize's answer (negotiated); named now, so the object keeps one shape.
-    this.live.set(id, { owner, via: principal.via, tenant: principal.tenant ?? '', subject: principal.subject, capabilities, admitted: { ok: true, capabilities, version: undefined }, lastUsed: Date.now(), calls: 0, streams: 0 });
+    this.live.set(id, { owner, via: principal.via, tenant: principal.tenant ?? '', subject: principal.subject, capabilities, admitted: { ok: true, capabilities, version: undefined }, lastUsed: Date.now(), calls: 0, streams: 0, answering: true, settled: undefined, wake: undefined });
     this.perOwner.set(owner, (this.perOwner.get(owner) ?? 0) + 1);
     // The initialize that issued it reserved its place (reserve) and made room then; these only act for an
     // id bound without one. The session exists upstream by now and its answer is on its way: when nothing
@@ -177,6 +207,7 @@ export class SessionBinding {
 
   private release(id: string, binding: Binding): void {
     this.live.delete(id);
+    settle(binding);
     const left = (this.perOwner.get(binding.owner) ?? 1) - 1;
     if (left <= 0) this.perOwner.delete(binding.owner);
     else this.perOwner.set(binding.owner, left);
@@ -209,3 +240,13 @@ export class SessionBinding {
 }
 
 function noop(): void {}
+
+/** Nothing more is to be learnt of the binding's version: whoever waited for it goes on. */
+function settle(binding: Binding): void {
+  binding.answering = false;
+  const wake = binding.wake;
+  if (wake === undefined) return;
+  binding.wake = undefined;
+  binding.settled = undefined;
+  wake();
+}

@@ -302,6 +302,7 @@ export function createEdge(listen: ListenConfig, handlers: EdgeHandlers, log: Lo
         record.era = admitted.era;
         const session = sessionAdmitted(req, res, record, null, principal, admitted.era, method);
         if (session === false) return;
+        if (session !== undefined && session.version === undefined && !(await versionSettled(req, res, record, null, principal, session))) return;
         const inSession = session !== undefined && session.version !== undefined ? sessionVersionRefusal(req.headers['mcp-protocol-version'], session.version, false) : undefined;
         if (inSession !== undefined) return refuse(res, record, 'admission', null, inSession);
         if (method === 'GET') endAtExpiry(res, principal);
@@ -326,6 +327,8 @@ export function createEdge(listen: ListenConfig, handlers: EdgeHandlers, log: Lo
       record.era = admitted.era;
       const session = sessionAdmitted(req, res, record, id, principal, admitted.era, 'POST');
       if (session === false) return;
+      // A client's answer to its server is not held: a server may ask (a ping) before its initialize's answer ends.
+      if (session !== undefined && session.version === undefined && kind !== 'response' && !(await versionSettled(req, res, record, id, principal, session))) return;
       // A session whose initialize's answer named its version: the request is judged under that version,
       // header or none (sessionVersionRefusal). A string comparison where the header is there; no other lookup.
       if (session !== undefined && session.version !== undefined) {
@@ -372,6 +375,7 @@ export function createEdge(listen: ListenConfig, handlers: EdgeHandlers, log: Lo
     record.era = 'legacy';
     const session = sessionAdmitted(req, res, record, null, received.principal, 'legacy', 'POST');
     if (session === false) return;
+    if (session !== undefined && session.version === undefined && !(await versionSettled(req, res, record, null, received.principal, session))) return;
     // Only a 2025-03-26 session may send one: without the header, its negotiated version says which it is.
     const inSession = session !== undefined && session.version !== undefined ? sessionVersionRefusal(req.headers['mcp-protocol-version'], session.version, true) : undefined;
     if (inSession !== undefined) return refuse(res, record, 'admission', null, inSession);
@@ -515,13 +519,32 @@ export function createEdge(listen: ListenConfig, handlers: EdgeHandlers, log: Lo
   async function answer(res: ServerResponse, record: CallRecord, ctx: CallContext): Promise<void> {
     // runCall's steps, with the pipeline awaited here: one async frame fewer on every call.
     callStarts(record, ctx);
-    const outcome = isLegacyInitialize(ctx) ? await initializeSession(record, ctx) : callEnded(record, ctx, await handlers.call(ctx));
+    if (isLegacyInitialize(ctx)) return await answerInitialize(res, record, ctx, await initializeSession(record, ctx));
+    // Awaited, not returned (an async function returning a promise costs two more turns); `write` is no frame of its own.
+    await write(res, record, ctx, callEnded(record, ctx, await handlers.call(ctx)));
+  }
+
+  /**
+   * An initialize's answer, after which nothing more is learnt of the version of the session it issued: the
+   * requests of that session that came meanwhile without a version stop waiting for it (versionSettled).
+   */
+  async function answerInitialize(res: ServerResponse, record: CallRecord, ctx: CallContext, outcome: Outcome): Promise<void> {
+    const issued = outcome.kind === 'refused' ? undefined : outcome.headers?.['mcp-session-id'];
+    try {
+      await write(res, record, ctx, outcome);
+    } finally {
+      if (issued !== undefined) opts.sessions.answered(issued);
+    }
+  }
+
+  /** Writes the outcome; a promise while it is written, nothing when the client is gone. */
+  function write(res: ServerResponse, record: CallRecord, ctx: CallContext, outcome: Outcome): Promise<unknown> | undefined {
     if (ctx.cancel.aborted) {
       // The client is gone; whatever was produced for it is dropped.
       discardOutcome(outcome);
-      return;
+      return undefined;
     }
-    await writeOutcome(res, outcome, {
+    return writeOutcome(res, outcome, {
       era: ctx.era, id: ctx.kind === 'request' ? idOf(ctx.message) : null, callId: ctx.callId, cancel: ctx.cancel, log,
       onSummary: (summary) => {
         if (summary.toolError) record.toolError = true;
@@ -650,12 +673,35 @@ export function createEdge(listen: ListenConfig, handlers: EdgeHandlers, log: Lo
     if (typeof sessionId !== 'string') return undefined;
     const admission = opts.sessions.admit(sessionId, principal);
     if (!admission.ok) {
-      refuse(res, record, 'admission', id, { kind: 'transport', code: 'session_unknown', status: 404, rpcCode: ErrorCode.SessionNotFound, message: 'Session not found; initialize a new session', data: { details: { reason: admission.reason } } });
+      refuse(res, record, 'admission', id, sessionUnknown(admission.reason));
       return false;
     }
     // Left by the request's one close listener (onRequest), after the call's own end.
     record.session = { id: sessionId, method, leave: opts.sessions.enter(sessionId, method === 'GET' ? 'stream' : 'call') };
     return { id: sessionId, capabilities: admission.capabilities, version: admission.version };
+  }
+
+  /**
+   * A session request that names no version of its own, while its session's version is not known: when the
+   * initialize that issued the session is still being answered (its client had the id from the answer's
+   * headers and did not wait for the body), it waits until that answer says which version was negotiated,
+   * or is over (SessionBinding.versionSettled), and is then judged under that version; until 5 December it
+   * was judged under 2025-03-26. Resolves at once, without a promise of its own, in every other case (a
+   * header names the version, or the answer is over). False when refused: the session ended meanwhile.
+   */
+  function versionSettled(req: IncomingMessage, res: ServerResponse, record: CallRecord, id: JsonRpcId | null, principal: Principal, session: AdmittedSession): boolean | Promise<boolean> {
+    if (req.headers['mcp-protocol-version'] !== undefined) return true;
+    const settling = opts.sessions.versionSettled(session.id);
+    if (settling === undefined) return true;
+    return settling.then(() => {
+      const again = opts.sessions.admit(session.id, principal);
+      if (!again.ok) {
+        refuse(res, record, 'admission', id, sessionUnknown(again.reason));
+        return false;
+      }
+      session.version = again.version;
+      return true;
+    });
   }
 
   /** The end of a request's use of its session: a 404 (its own, or a batch message's) or a DELETE that succeeded ends the binding. */
@@ -809,6 +855,11 @@ interface AdmittedSession {
   id: string;
   capabilities: Record<string, unknown>;
   version: string | undefined;
+}
+
+/** 404 for a session id the caller may not use (never issued, another's, or ended: `reason` says which to its owner). */
+function sessionUnknown(reason: string): TransportRefusal {
+  return { kind: 'transport', code: 'session_unknown', status: 404, rpcCode: ErrorCode.SessionNotFound, message: 'Session not found; initialize a new session', data: { details: { reason } } };
 }
 
 /** A context while the edge builds it. */
