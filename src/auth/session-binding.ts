@@ -64,6 +64,20 @@ export class SessionBinding {
     this.sweeper = setInterval(() => this.sweep(), Math.min(60_000, Math.max(1_000, limits.idleTimeoutMs / 4))).unref();
   }
 
+  /**
+   * Whether the last initialize answered here issued a session id: the endpoint then requires one
+   * (2025-11-25/basic/transports.mdx §Session Management 2), and a legacy request without one is refused
+   * 400 at the edge. Learnt from the answers, not configured: Gatehouse's own sessions (the catalog, the era
+   * bridges, stdio) always issue one, a pass-through's upstream may issue none (a stateless server), and one
+   * redeployed stateless is known as such from its next initialize's answer on.
+   */
+  requiresSession = false;
+
+  /** An initialize was answered (2xx) with a session id, or without one (issued), on this endpoint. */
+  initializeAnswered(issuedId: boolean): void {
+    this.requiresSession = issuedId;
+  }
+
   /** Live sessions: issued, not ended, used within the idle timeout. */
   get size(): number {
     return this.live.size;

@@ -325,7 +325,7 @@ export function createEdge(listen: ListenConfig, handlers: EdgeHandlers, log: Lo
       const admitted = admitPost(req.headers, kind, message);
       if (!admitted.ok) return refuse(res, record, 'admission', id, admitted.refusal);
       record.era = admitted.era;
-      const session = sessionAdmitted(req, res, record, id, principal, admitted.era, 'POST');
+      const session = sessionAdmitted(req, res, record, id, principal, admitted.era, 'POST', rpcMethod === 'initialize');
       if (session === false) return;
       // A client's answer to its server is not held: a server may ask (a ping) before its initialize's answer ends.
       if (session !== undefined && session.version === undefined && kind !== 'response' && !(await versionSettled(req, res, record, id, principal, session))) return;
@@ -621,7 +621,9 @@ export function createEdge(listen: ListenConfig, handlers: EdgeHandlers, log: Lo
     if (outcome.kind === 'refused') return outcome;
     const status = outcome.kind === 'stream' ? 200 : outcome.status;
     const issued = outcome.headers?.['mcp-session-id'];
-    if (issued === undefined || status >= 300) return outcome;
+    if (status >= 300) return outcome;
+    opts.sessions.initializeAnswered(issued !== undefined);
+    if (issued === undefined) return outcome;
     const params = (ctx.message as JsonRpcRequest).params;
     const declared = params?.capabilities;
     opts.sessions.bind(issued, ctx.principal, modernCapabilitiesFrom(isRecord(declared) ? declared : {}));
@@ -667,10 +669,18 @@ export function createEdge(listen: ListenConfig, handlers: EdgeHandlers, log: Lo
    * ends the binding. Modern requests ignore the header (streamable-http.mdx §Earlier Streamable HTTP
    * Revisions), so it is not looked at for them. False when refused; undefined when no session is named.
    */
-  function sessionAdmitted(req: IncomingMessage, res: ServerResponse, record: CallRecord, id: JsonRpcId | null, principal: Principal, era: string, method: 'POST' | 'GET' | 'DELETE'): AdmittedSession | undefined | false {
+  function sessionAdmitted(req: IncomingMessage, res: ServerResponse, record: CallRecord, id: JsonRpcId | null, principal: Principal, era: string, method: 'POST' | 'GET' | 'DELETE', initialize = false): AdmittedSession | undefined | false {
     if (era !== 'legacy') return undefined;
     const sessionId = req.headers['mcp-session-id'];
-    if (typeof sessionId !== 'string') return undefined;
+    if (typeof sessionId !== 'string') {
+      // 2025-11-25/basic/transports.mdx §Session Management 2: where the endpoint issues session ids, a
+      // request without one (other than initialize) is answered 400, before any stage governs it. Until 5
+      // December it went on as a session-less call: it opened approvals, took rate-limit tokens and budget,
+      // and only then met the upstream's (or Gatehouse's own session table's) refusal.
+      if (initialize || !opts.sessions.requiresSession) return undefined;
+      refuse(res, record, 'admission', id, sessionRequired());
+      return false;
+    }
     const admission = opts.sessions.admit(sessionId, principal);
     if (!admission.ok) {
       refuse(res, record, 'admission', id, sessionUnknown(admission.reason));
@@ -860,6 +870,11 @@ interface AdmittedSession {
 /** 404 for a session id the caller may not use (never issued, another's, or ended: `reason` says which to its owner). */
 function sessionUnknown(reason: string): TransportRefusal {
   return { kind: 'transport', code: 'session_unknown', status: 404, rpcCode: ErrorCode.SessionNotFound, message: 'Session not found; initialize a new session', data: { details: { reason } } };
+}
+
+/** A legacy request without Mcp-Session-Id where the endpoint issues them (SessionBinding.requiresSession); as session-table.ts words it. */
+function sessionRequired(): TransportRefusal {
+  return { kind: 'transport', code: 'session_required', status: 400, rpcCode: ErrorCode.InvalidRequest, message: 'Mcp-Session-Id header is required; send initialize first' };
 }
 
 /** A context while the edge builds it. */

@@ -3,7 +3,8 @@
 //
 //   admission   edge/server.ts: connection cap, repeated headers, Host/Origin, method, body size and
 //               time, JSON, media types, protocol version, headers vs body, field types, the legacy
-//               session's owner ............................................ 400 403 404 405 406 408 413 415 429
+//               session's owner, a legacy request without a session where the endpoint issues them
+//                                                                 ..... 400 403 404 405 406 408 413 415 429
 //   auth        edge/server.ts with auth/: failed-auth limit first, then the credential → Principal
 //                                                                         ...... 400 401 403 429 503
 //               then the per-address rate limit (policy.rateLimits, per: ip), before the body ... 429
