@@ -1,9 +1,10 @@
 // The admin API on its own listener (DESIGN.md §5, §7), never on the MCP port: reviewers list, show,
 // approve and reject approvals, and accept changed tool definitions; the inbox page serves the same to a
 // browser. JSON in and out; every error is `{ error: { code, message } }` with a fitting status. A reviewer
-// is shown and may decide only the approvals of rules they review, and never approve their own call (403
-// forbidden, 403 self_approval; approvals/reviewer-rights.ts), whatever state the approval is in (who asks is
-// judged first, so a refused reviewer learns nothing of it), and is shown and may accept only the changed
+// is shown and may decide only the approvals of rules they review (another rule's approval is answered 404,
+// as one that does not exist), and never approve their own call (403 self_approval;
+// approvals/reviewer-rights.ts), whatever state the approval is in (who asks is judged first, so a refused
+// reviewer learns nothing of it), and is shown and may accept only the changed
 // tools they review (tools.pinningReviewers; 403 forbidden); the admin token sees and decides all. Refused
 // credentials count toward auth.failureLimit with the MCP endpoint's, per client address (429 past it).
 //
@@ -74,6 +75,17 @@ const BODY_TOO_LARGE = `The body is larger than the admin API takes (${MAX_BODY 
 /** A SHA-256 as Gatehouse writes it (previews, pinned definitions). */
 const SHA256_HEX = /^[0-9a-f]{64}$/;
 const PIN_FORBIDDEN = 'You are not among the reviewers of this tool\'s changes (tools.pinningReviewers); one of them, or the admin token, must accept it';
+/**
+ * What a reviewer outside an approval's rule is told of it: 404, as for an id that does not exist. An id is
+ * no secret that only its owner could hold: it is derived from the call (approvalId in approvals/book.ts:
+ * the caller, the tool, the arguments, the policy version), so a 403 there once told a reviewer who could
+ * work one out that this caller had made that very call (until 5 December). The refusal is still logged
+ * and audited as `forbidden`; self_approval stays 403, since that reviewer is shown the approval anyway.
+ */
+function notFoundToOutsiders(problem: DecisionProblem): DecisionProblem {
+  return problem === 'forbidden' ? 'not_found' : problem;
+}
+
 const PROBLEM_STATUS: Record<DecisionProblem, number> = { not_found: 404, not_pending: 409, invalidated: 409, forbidden: 403, self_approval: 403, preview_mismatch: 409, expired: 409 };
 const PROBLEM_MESSAGE: Record<DecisionProblem, string> = {
   not_found: 'No approval has this id',
@@ -151,9 +163,8 @@ async function handle(req: IncomingMessage, res: ServerResponse, deps: AdminDeps
   }
   if (approval !== null && approval[2] === undefined && method === 'GET') {
     const found = await deps.book.get(approval[1]!);
-    if (found === undefined) return sendError(res, 404, 'not_found', PROBLEM_MESSAGE.not_found);
-    // As deciding it would be: 403, and nothing of the call (the id was known already).
-    if (!mayView(found, auth.reviewer)) return sendError(res, 403, 'forbidden', PROBLEM_MESSAGE.forbidden);
+    // One the reviewer may not view is answered as one that does not exist, as deciding it is (notFoundToOutsiders).
+    if (found === undefined || !mayView(found, auth.reviewer)) return sendError(res, 404, 'not_found', PROBLEM_MESSAGE.not_found);
     return sendJson(res, 200, { approval: approvalView(found, Date.now(), deps.policyVersion()) });
   }
   if (approval !== null && approval[2] !== undefined && method === 'POST') {
@@ -187,7 +198,8 @@ async function handle(req: IncomingMessage, res: ServerResponse, deps: AdminDeps
         const how = decided.state === 'used' ? `approved${by}, and its approved runs are used` : `${decided.state}${by}`;
         return sendJson(res, 409, { error: { code: 'not_pending', message: `This approval is already ${how}`, state: decided.state } });
       }
-      return sendError(res, PROBLEM_STATUS[result.problem], result.problem, PROBLEM_MESSAGE[result.problem]);
+      const shown = notFoundToOutsiders(result.problem);
+      return sendError(res, PROBLEM_STATUS[shown], shown, PROBLEM_MESSAGE[shown]);
     }
     deps.log.info('approval decided', { approval: result.approval.id, decision: approve ? 'approved' : 'rejected', reviewer: auth.reviewer.subject, tool: result.approval.toolRef });
     return sendJson(res, 200, { approval: approvalView(result.approval, Date.now(), deps.policyVersion()) });

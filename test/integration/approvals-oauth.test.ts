@@ -50,8 +50,8 @@ test('an access token of an admin group lists approvals; only a reviewer the rul
   const sre = await admin('GET', '/approvals?state=pending', await tokenFor('carol', ['sre']));
   assert.ok(sre.json.approvals.some((a: { id: string }) => a.id === id));
   const refused = await admin('POST', `/approvals/${id}/approve`, approver);
-  assert.equal(refused.status, 403);
-  assert.equal(refused.json.error.code, 'forbidden');
+  assert.equal(refused.status, 404);
+  assert.equal(refused.json.error.code, 'not_found');
 
   const outsider = await admin('GET', '/approvals', await tokenFor('eve', ['sales']));
   assert.equal(outsider.status, 403);

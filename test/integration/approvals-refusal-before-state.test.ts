@@ -1,6 +1,6 @@
 // Who may decide an approval is judged before its state (DESIGN.md §7, the admin contract): a reviewer who
-// may not decide it (not among its rule's reviewers: 403 forbidden; approving their own call: 403
-// self_approval) gets the same answer on an approved, rejected, used, expired or invalidated approval as on
+// may not decide it (not among its rule's reviewers: 404 not_found, as an id that does not exist, since 5
+// December, 403 forbidden before; approving their own call: 403 self_approval) gets the same answer on an approved, rejected, used, expired or invalidated approval as on
 // a pending one, and each attempt is an audit record `refused`. Until 5 December the state was judged
 // first, so such a reviewer was answered 409 (`not_pending`, `expired`, `invalidated`) and learnt the state
 // of an approval they may not decide (one of a rule they are not even shown), and no refusal was recorded.
@@ -73,7 +73,7 @@ async function assertRefusedAsIfPending(id: string, what: string): Promise<void>
   const before = (await refusalsOf(id)).length;
   for (const verdict of ['approve', 'reject'] as const) {
     const r = await decide(id, verdict, await bob());
-    assert.equal(r.status, 403, `${what}: bob ${verdict}: ${r.text}`);
+    assert.equal(r.status, 404, `${what}: bob ${verdict}: ${r.text}`);
     assert.deepEqual(r.json, refusedWhilePending.forbidden, `${what}: bob ${verdict}`);
   }
   const own = await decide(id, 'approve', await carol());
@@ -82,11 +82,11 @@ async function assertRefusedAsIfPending(id: string, what: string): Promise<void>
   assert.deepEqual((await refusalsOf(id)).slice(before), ['bob forbidden', 'bob forbidden', 'carol self_approval'], `${what}: each refusal recorded`);
 }
 
-test('on a pending approval: bob is refused 403 forbidden, carol\'s own approve 403 self_approval', async () => {
+test('on a pending approval: bob is refused 404 not_found (as an id that does not exist), carol\'s own approve 403 self_approval', async () => {
   const id = await heldCall('sre-pending');
   const forbidden = await decide(id, 'approve', await bob());
-  assert.equal(forbidden.status, 403, forbidden.text);
-  assert.equal(forbidden.json.error.code, 'forbidden');
+  assert.equal(forbidden.status, 404, forbidden.text);
+  assert.equal(forbidden.json.error.code, 'not_found');
   const own = await decide(id, 'approve', await carol());
   assert.equal(own.status, 403, own.text);
   assert.equal(own.json.error.code, 'self_approval');
@@ -139,8 +139,8 @@ test('through the CLI and an inbox session: a decided approval is refused for wh
   assert.equal((await decide(id, 'reject', ADMIN)).status, 200);
   const env = { ...process.env, GATEHOUSE_ADMIN_URL: adminUrl() };
   const outsider = await runCli(['approvals', 'approve', id], { env: { ...env, GATEHOUSE_ADMIN_TOKEN: await bob() } });
-  assert.equal(outsider.code, 1, outsider.stdout);
-  assert.match(outsider.stderr, /not among the reviewers.*\(forbidden\)/);
+  assert.equal(outsider.code, 3, outsider.stdout);
+  assert.match(outsider.stderr, /No approval has this id.*\(not_found\)/);
   assert.doesNotMatch(outsider.stderr, /rejected|already/);
   const own = await runCli(['approvals', 'approve', id], { env: { ...env, GATEHOUSE_ADMIN_TOKEN: await carol() } });
   assert.equal(own.code, 1, own.stdout);
@@ -155,7 +155,7 @@ test('through the CLI and an inbox session: a decided approval is refused for wh
   const csrf = /meta name="csrf-token" content="([^"]+)"/.exec(await page.body.text())?.[1];
   assert.ok(csrf, 'signed in');
   const button = await request(`${adminUrl()}/approvals/${id}/approve`, { method: 'POST', headers: { cookie, 'x-csrf-token': csrf, 'content-type': 'application/json' }, body: '{}' });
-  assert.equal(button.statusCode, 403);
+  assert.equal(button.statusCode, 404);
   assert.deepEqual(await button.body.json(), refusedWhilePending.forbidden);
 });
 

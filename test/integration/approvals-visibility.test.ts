@@ -72,12 +72,17 @@ test('GET /approvals lists to a reviewer only the approvals of rules they review
   }
 });
 
-test('GET /approvals/{id} of an approval a reviewer may not decide is 403 forbidden, without its preview', async () => {
+// An approval's id is derived from the call (the caller, the tool, the arguments, the policy version): a
+// reviewer who works one out must not learn from the answer that the call was made. Until 5 December an
+// approval of another rule was answered 403 forbidden, an id that does not exist 404.
+test('GET /approvals/{id} of an approval a reviewer may not decide is answered as an id that does not exist: 404, without its preview', async () => {
   const bob = await tokenFor('bob', ['approvers']);
+  const unknown = await admin('GET', '/approvals/ap_000000000000000000000000', bob);
+  assert.equal(unknown.status, 404, unknown.text);
   for (const hidden of ['sre-only', 'named'] as const) {
     const r = await admin('GET', `/approvals/${ids[hidden]}`, bob);
-    assert.equal(r.status, 403, r.text);
-    assert.equal(r.json.error.code, 'forbidden');
+    assert.equal(r.status, 404, r.text);
+    assert.deepEqual(r.json, unknown.json);
     assert.ok(!r.text.includes(ITEMS[hidden]), r.text);
   }
   const shown = await admin('GET', `/approvals/${ids.anyone}`, bob);
@@ -100,8 +105,9 @@ test('gatehouse approvals list and show, run with a reviewer\'s access token, sh
   const rows = json.stdout.trim().split('\n').map((l) => JSON.parse(l) as { rule: string; preview: unknown });
   assert.deepEqual(rows.map((r) => r.rule), ['anyone']);
   const show = await runCli(['approvals', 'show', ids['sre-only']], { env });
-  assert.equal(show.code, 1, show.stdout);
-  assert.match(show.stderr, /not among the reviewers.*\(forbidden\)/);
+  // The CLI's exit for an approval not found (admin-client.ts), as for an id that does not exist.
+  assert.equal(show.code, 3, show.stdout);
+  assert.match(show.stderr, /No approval has this id.*\(not_found\)/);
   assert.ok(!show.stdout.includes(ITEMS['sre-only']) && !show.stderr.includes(ITEMS['sre-only']));
   // The admin token's CLI is shown every approval.
   const all = await runCli(['approvals', 'list'], { env: { ...env, GATEHOUSE_ADMIN_TOKEN: ADMIN } });
@@ -117,7 +123,7 @@ const MALFORMED_DECISIONS: Array<{ body: unknown; status: number; code: string }
   { body: { reason: 'x'.repeat(20_000) }, status: 413, code: 'body_too_large' },
 ];
 
-test('who may decide is judged before the body: a reviewer of another rule is refused 403 (and logged) whatever they send; the rule\'s reviewer is told what is wrong with it', async () => {
+test('who may decide is judged before the body: a reviewer of another rule is refused as for an id that does not exist, 404 (and logged), whatever they send; the rule\'s reviewer is told what is wrong with it', async () => {
   const bob = await tokenFor('bob', ['approvers']);
   const carol = await tokenFor('carol', ['sre']);
   const path = `/approvals/${ids['sre-only']}/approve`;
@@ -125,8 +131,8 @@ test('who may decide is judged before the body: a reviewer of another rule is re
   for (const { body, status, code } of MALFORMED_DECISIONS) {
     // Refused first: bob is no reviewer of sre-only. Until 5 December he was told 400 (413) about his body.
     const refused = await adminRequest(gw.gateway.adminUrl!, 'POST', path, { bearer: bob, body });
-    assert.equal(refused.status, 403, `${JSON.stringify(body).slice(0, 40)}: ${refused.text}`);
-    assert.equal(refused.json.error.code, 'forbidden');
+    assert.equal(refused.status, 404, `${JSON.stringify(body).slice(0, 40)}: ${refused.text}`);
+    assert.deepEqual(refused.json, (await adminRequest(gw.gateway.adminUrl!, 'POST', '/approvals/ap_000000000000000000000000/approve', { bearer: bob, body: {} })).json);
     // The other order: carol may decide it, so what is wrong with her body is what she hears, and nothing is decided.
     const told = await adminRequest(gw.gateway.adminUrl!, 'POST', path, { bearer: carol, body });
     assert.equal(told.status, status, `${JSON.stringify(body).slice(0, 40)}: ${told.text}`);

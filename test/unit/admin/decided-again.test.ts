@@ -2,8 +2,9 @@
 // decided as and by whom. It said only "This approval is already decided", so a reviewer whose approve was
 // sent again (a retry after a lost answer, a double click, a script run twice) could not tell whether their
 // approval stood or another reviewer had rejected the call: the same 409 either way. The state is said only
-// to a reviewer who may decide the approval: one outside its rule's reviewers is refused 403 forbidden, as on
-// a pending one (until 5 December, 409 not_pending, which told them it was decided).
+// to a reviewer who may decide the approval: one outside its rule's reviewers is refused 404 not_found, as on
+// a pending one and as for an id that does not exist (until 5 December, 409 not_pending, which told them it
+// was decided, and later 403 forbidden).
 import { it } from 'node:test';
 import assert from 'node:assert/strict';
 import type { IncomingHttpHeaders } from 'node:http';
@@ -45,14 +46,14 @@ it('approving after a rejection is 409 naming the rejection', async () => {
   assert.match(late.error!.message, /already rejected by bob/);
 });
 
-it('a reviewer outside the rule learns nothing of the decision: 403 forbidden, as on a pending approval', async () => {
+it('a reviewer outside the rule learns nothing of the decision: 404 not_found, as on a pending approval', async () => {
   const a = await pendingApproval(['carol']);
   const whilePending = await decide(a.id, 'reject', 'bob');
   assert.equal((await decide(a.id, 'approve', 'carol')).status, 200);
   const outsider = await decide(a.id, 'reject', 'bob');
-  assert.equal(outsider.status, 403);
+  assert.equal(outsider.status, 404);
   assert.deepEqual(outsider, whilePending);
-  assert.equal(outsider.error?.code, 'forbidden');
+  assert.equal(outsider.error?.code, 'not_found');
   assert.equal(outsider.error?.state, undefined);
   assert.doesNotMatch(outsider.error!.message, /carol|approved/);
 });
