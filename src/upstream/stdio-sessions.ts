@@ -315,10 +315,12 @@ export class StdioUpstream implements Upstream {
     const listen = request.method === 'subscriptions/listen';
     // A listen is a listening stream: SSE at once, with keep-alive comments while it is quiet.
     const channel = new CallStream({ requestId: request.id, mode: listen ? 'listen' : 'call', acceptsSse: ctx.acceptsSse });
-    // A listen the egress stage took URIs out of is judged message by message (protocol/answer-stream-rule.ts),
-    // as the HTTP pass-through and the catalog judge theirs: the child was never asked about those URIs, so an
-    // update naming one is a lie or a bug, and must not tell the client of a resource it was refused.
-    const judged: AnsweredRequest | undefined = listen && ctx.withheldUris !== undefined ? { id: request.id, progressToken: undefined, listen: true, asked: request.params?.notifications, withheld: ctx.withheldUris } : undefined;
+    // Every listen is judged message by message (protocol/answer-stream-rule.ts), as the HTTP pass-through and
+    // the catalog judge theirs: it carries only the kinds its filter asked for (subscriptions.mdx: the server
+    // MUST NOT send others; until 5 December a listen with nothing withheld relayed whatever the child sent),
+    // and no update of a URI the egress stage withheld: the child was never asked about it, so an update
+    // naming one is a lie or a bug, and must not tell the client of a resource it was refused.
+    const judged: AnsweredRequest | undefined = listen ? { id: request.id, progressToken: undefined, listen: true, asked: request.params?.notifications, withheld: ctx.withheldUris } : undefined;
     void (async () => {
       try {
         const reply = await this.messages.post(request, {}, ctx.cancel, ctx.principal);

@@ -22,9 +22,12 @@ const { resolveHost } = stubResolver();
 const gw = await startGateway({ upstreams: [{ name: 'lying', command: [process.execPath, LYING] }] }, { resolveHost });
 after(() => gw.close());
 
-/** What a raw listen for `uris` receives until the update of PARTNER (sent after the lie) is through; bounded. */
-async function listenText(uris: string[]): Promise<string> {
-  const listen = modernRequest(1, 'subscriptions/listen', { notifications: { resourceSubscriptions: uris } });
+/**
+ * What a raw listen for `uris` (and the other kinds in `more`) receives until the update of PARTNER (sent
+ * after the lies) is through; bounded.
+ */
+async function listenText(uris: string[], more: Record<string, boolean> = {}): Promise<string> {
+  const listen = modernRequest(1, 'subscriptions/listen', { notifications: { ...more, resourceSubscriptions: uris } });
   const ac = new AbortController();
   try {
     const res = await request(gw.url, { method: 'POST', headers: listen.headers, body: listen.body, signal: ac.signal });
@@ -54,4 +57,18 @@ test('stdio pass-through: a listen with nothing withheld hears the child as it s
   // as on the HTTP pass-through, where an update may name a sub-resource (ResourceUpdatedNotificationParams.uri).
   const text = await listenText([PARTNER]);
   assert.ok(text.includes(`"uri":"${PARTNER}"`), text);
+});
+
+test('stdio pass-through: a listen with nothing withheld hears only the kinds it asked for', async () => {
+  // The child announces a tools list change and sends a log message to every listen. A listen that asked
+  // for resource updates only must hear neither (subscriptions.mdx: the server MUST NOT send notification
+  // types the client has not explicitly requested); until 5 December, with nothing withheld, both went on.
+  const updatesOnly = await listenText([PARTNER]);
+  assert.ok(updatesOnly.includes(`"uri":"${PARTNER}"`), updatesOnly);
+  assert.ok(!updatesOnly.includes('notifications/tools/list_changed'), `no list change it did not ask for: ${updatesOnly}`);
+  assert.ok(!updatesOnly.includes('unasked-log-line'), `no log message on a listen: ${updatesOnly}`);
+  // One that asked for tool list changes hears the child's.
+  const withTools = await listenText([PARTNER], { toolsListChanged: true });
+  assert.ok(withTools.includes('notifications/tools/list_changed'), withTools);
+  assert.ok(!withTools.includes('unasked-log-line'), withTools);
 });
