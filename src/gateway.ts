@@ -775,10 +775,19 @@ function buildRuntime(config: GatehouseConfig, log: Logger, observeUpstream: (up
       // The sessions' subscriptions were judged under the rules of the config they were made in.
       void legacySessions.rejudgeSubscriptions(mayKeepSubscription).catch((err: unknown) => log.error('the legacy sessions\' subscriptions could not be judged under the reloaded rules', { err }));
       // So are modern clients' listens on any catalog: one holding a URI no longer allowed ends (open-listens.ts).
-      void kept.openListens.rejudge(mayKeepSubscription).then(
-        (ended) => (ended > 0 ? log.info('a reload ended modern listens holding resource subscriptions its rules no longer allow', { ended }) : undefined),
-        (err: unknown) => log.error('the modern listens\' subscriptions could not be judged under the reloaded rules', { err }),
-      );
+      // The others then move to the catalog served (moving-listen.ts): judged first, none is opened on it with
+      // a URI egress now blocks.
+      kept.openListens.serve(shared.catalog);
+      void kept.openListens
+        .rejudge(mayKeepSubscription)
+        .then(
+          (ended) => (ended > 0 ? log.info('a reload ended modern listens holding resource subscriptions its rules no longer allow', { ended }) : undefined),
+          (err: unknown) => log.error('the modern listens\' subscriptions could not be judged under the reloaded rules', { err }),
+        )
+        .finally(() => {
+          const moved = kept.openListens.moveAll();
+          if (moved > 0) log.info('a reload moved modern listens to the catalog it built', { moved });
+        });
     }, close: () => closeRuntime(shared, legacySessions, members, kept.leases) };
   } catch (err) {
     void closeRuntime(catalog, front, members, kept.leases).catch(() => {});

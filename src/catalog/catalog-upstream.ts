@@ -12,14 +12,15 @@ import type { LegacyBridgeFactory, ModernFace, Upstream, UpstreamProfile } from 
 import type { Principal } from '../pipeline/principal.js';
 import { idOf, type JsonRpcRequest, type JsonRpcResponse } from '../protocol/jsonrpc.js';
 import { coreTaskRefusal } from '../protocol/core-tasks.js';
-import { acknowledgedUris, KEEP, progressTokenIn, verdictOn, type AnsweredRequest } from '../protocol/answer-stream-rule.js';
+import { KEEP, progressTokenIn, verdictOn, type AnsweredRequest } from '../protocol/answer-stream-rule.js';
 import { META_CLIENT_CAPABILITIES, META_PROTOCOL_VERSION } from '../protocol/methods.js';
 import { mcpParamHeaders } from '../protocol/param-headers.js';
 import { MODERN_VERSIONS } from '../protocol/versions.js';
 import { upstreamMessage } from '../protocol/trace-context.js';
 import { Catalog } from './catalog.js';
 import { LegacyFront, type FrontTarget } from './legacy-front.js';
-import type { OpenListen, OpenListens } from './open-listens.js';
+import type { OpenListens } from './open-listens.js';
+import { MovingListen } from './moving-listen.js';
 import type { Cancellation } from '../pipeline/cancellation.js';
 import type { PrefixMode } from './public-names.js';
 
@@ -59,7 +60,7 @@ export class CatalogUpstream implements Upstream, FrontTarget {
      * does yet, else once the gateway makes it (LegacyFront.serve).
      */
     front?: LegacyFront,
-    /** Where modern clients' listens with resource subscriptions are held for a reload to judge again. */
+    /** Where modern clients' listens are held for a reload to judge again and take to its catalog. */
     private readonly openListens?: OpenListens,
   ) {
     this.catalog = new Catalog(members, uriPrefixes, prefix, log, access);
@@ -108,15 +109,15 @@ export class CatalogUpstream implements Upstream, FrontTarget {
     const held = listen ? this.holdListen(ctx, request as JsonRpcRequest, stop.cancel) : undefined;
     void (async () => {
       try {
-        // Forwarded to the route the stages before judged, not to whatever holds its name by now.
-        const reply = await this.catalog.post(request, mcpParamHeaders(ctx.headers), stop.cancel, ctx.principal, ctx.route);
+        // Forwarded to the route the stages before judged, not to whatever holds its name by now. A held
+        // listen posts itself, to whichever catalog it is on (moving-listen.ts).
+        const reply = held !== undefined ? { messages: held.messages() } : await this.catalog.post(request, mcpParamHeaders(ctx.headers), stop.cancel, ctx.principal, ctx.route);
         const requestId = idOf(request);
         // A listen's notifications are the fan-out's own (catalog-listen.ts), but for updates about URIs the
         // egress stage withheld from it; a call's are judged here.
         const params = (request as JsonRpcRequest).params;
         const answered: AnsweredRequest | undefined = !listen ? { id: requestId!, progressToken: progressTokenIn(params), listen: false } : ctx.withheldUris === undefined ? undefined : { id: requestId!, progressToken: undefined, listen: true, asked: params?.notifications, withheld: ctx.withheldUris };
         for await (const msg of reply.messages) {
-          if (held !== undefined && 'method' in msg && msg.method === 'notifications/subscriptions/acknowledged') held.uris = acknowledgedUris((msg.params as { notifications?: unknown } | undefined)?.notifications);
           // streamable-http.mdx §Receiving Messages: a modern client's stream carries notifications about its
           // request, then the response to it. A member's server request (a legacy habit) has no place there,
           // and a response naming another id answers nothing this client asked: both are left out. So are
@@ -142,13 +143,13 @@ export class CatalogUpstream implements Upstream, FrontTarget {
   }
 
   /**
-   * A listen with resource subscriptions, held (open-listens.ts) until it ends, so that a reload whose rules no
-   * longer allow one of them ends it (`stop`: the catalog's listen then ends with its completion result).
+   * A listen, held (open-listens.ts) until it ends, so that a reload ends it when its rules no longer allow
+   * one of its resource subscriptions (`stop`: the catalog's listen then ends with its completion result),
+   * and else takes it to the catalog it built.
    */
-  private holdListen(ctx: CallContext, request: JsonRpcRequest, stop: Cancellation): (OpenListen & { forget(): void }) | undefined {
-    const asked = (request.params?.notifications as { resourceSubscriptions?: unknown } | undefined)?.resourceSubscriptions;
-    if (this.openListens === undefined || !Array.isArray(asked) || asked.length === 0) return undefined;
-    const listen: OpenListen = { principal: ctx.principal, capabilities: ctx.clientCapabilities, uris: [], end: () => stop.cancel() };
+  private holdListen(ctx: CallContext, request: JsonRpcRequest, stop: Cancellation): (MovingListen & { forget(): void }) | undefined {
+    if (this.openListens === undefined) return undefined;
+    const listen = new MovingListen(ctx.principal, ctx.clientCapabilities, this.catalog, request, mcpParamHeaders(ctx.headers), stop);
     return Object.assign(listen, { forget: this.openListens.add(listen) });
   }
 

@@ -1,29 +1,57 @@
-// The modern clients' subscriptions/listen streams open on a catalog that carry resource subscriptions, held
-// apart from any one catalog (gateway.ts keeps one set for every catalog it builds), so that a reload can
-// judge them again under its rules. A 2026-07-28 listen's filter is settled by its acknowledgment, its first
-// message, sent once (basic/patterns/subscriptions.mdx §Acknowledgment): a URI the new rules no longer allow
-// cannot be taken out of it in place. Such a listen is ended as a server ends one on its own initiative
-// (§Graceful Closure: the listen's completion result), and the client that listens again is judged anew.
+// The modern clients' subscriptions/listen streams open on a catalog, held apart from any one catalog
+// (gateway.ts keeps one set for every catalog it builds), so that a reload can judge them again under its
+// rules and take them to the catalog it built. A 2026-07-28 listen's filter is settled by its
+// acknowledgment, its first message, sent once (basic/patterns/subscriptions.mdx §Acknowledgment): a URI the
+// new rules no longer allow cannot be taken out of it in place. Such a listen is ended as a server ends one
+// on its own initiative (§Graceful Closure: the listen's completion result), and the client that listens
+// again is judged anew. The others move to the new catalog (moving-listen.ts).
 
 import type { Principal } from '../pipeline/principal.js';
 import type { SubscriptionJudge } from '../pipeline/ports.js';
+import type { Catalog } from './catalog.js';
 
 export interface OpenListen {
   readonly principal: Principal;
   readonly capabilities: Record<string, unknown>;
   /** The resource URIs its acknowledgment honoured (none before it came). */
-  uris: readonly string[];
+  readonly uris: readonly string[];
   /** Ends it with its completion result. */
   end(): void;
+  /** Takes it to `catalog` from its next message on; false when it is there already (or ended). */
+  moveTo(catalog: Catalog): boolean;
 }
 
 export class OpenListens {
   private readonly open = new Set<OpenListen>();
+  /** The running configuration's catalog, once a reload named one: listens opened elsewhere go there. */
+  private current: Catalog | undefined;
 
-  /** Holds `listen` until the returned function is called (when it ends). */
+  /**
+   * Holds `listen` until the returned function is called (when it ends). One opened on an older catalog (a
+   * request the retired configuration's pipeline still carried) is taken to the current one at once.
+   */
   add(listen: OpenListen): () => void {
     this.open.add(listen);
+    if (this.current !== undefined) listen.moveTo(this.current);
     return () => this.open.delete(listen);
+  }
+
+  /** Makes `catalog` the one listens belong on (a reload's, once its configuration runs); see moveAll. */
+  serve(catalog: Catalog): void {
+    this.current = catalog;
+  }
+
+  /**
+   * Takes every open listen elsewhere to the catalog served now (after a reload's rejudge): that of the
+   * latest reload, so a slower rejudge of an earlier one that ends later moves none back. Returns how many
+   * moved.
+   */
+  moveAll(): number {
+    const current = this.current;
+    if (current === undefined) return 0;
+    let moved = 0;
+    for (const listen of this.open) if (listen.moveTo(current)) moved++;
+    return moved;
   }
 
   /**
