@@ -774,6 +774,8 @@ function buildRuntime(config: GatehouseConfig, log: Logger, observeUpstream: (up
       legacySessions.serve(shared);
       // The sessions' subscriptions were judged under the rules of the config they were made in.
       void legacySessions.rejudgeSubscriptions(mayKeepSubscription).catch((err: unknown) => log.error('the legacy sessions\' subscriptions could not be judged under the reloaded rules', { err }));
+      // So are those a single upstream's own bridges hold for legacy clients of a modern server.
+      if (upstream instanceof SingleUpstream) void upstream.rejudgeSubscriptions(mayKeepSubscription).catch((err: unknown) => log.error('the upstream\'s legacy sessions\' subscriptions could not be judged under the reloaded rules', { err, upstream: upstream.name }));
       // So are modern clients' listens on any catalog: one holding a URI no longer allowed ends (open-listens.ts).
       // The others then move to the catalog served (moving-listen.ts): judged first, none is opened on it with
       // a URI egress now blocks.

@@ -19,7 +19,7 @@ import type { CallContext } from '../pipeline/context.js';
 import type { Outcome } from '../pipeline/outcome.js';
 import { interceptFinal, type FinalVerdict } from '../pipeline/final-answer.js';
 import type { JsonRpcResponse } from '../protocol/jsonrpc.js';
-import type { ModernFace, Upstream } from '../pipeline/ports.js';
+import type { ModernFace, SubscriptionJudge, Upstream } from '../pipeline/ports.js';
 import type { Principal } from '../pipeline/principal.js';
 import { capabilitiesKey, type Catalog } from './catalog.js';
 import type { CatalogUpstream } from './catalog-upstream.js';
@@ -164,6 +164,16 @@ export class SingleUpstream implements Upstream {
 
   knowsTool(name: string): boolean {
     return this.catalog.knowsTool(name);
+  }
+
+  /**
+   * The sessions the member's own legacy-client bridges hold (a legacy client of a modern server), judged
+   * again after a reload as the catalog's are (gateway.ts). Until 5 December they were not: a URI the new
+   * rules hid stayed subscribed, and its updates went on reaching the client. Sessions on the pass-through
+   * (a legacy client of a legacy server) are not judged here: see README.md "Across a reload".
+   */
+  async rejudgeSubscriptions(mayKeep: SubscriptionJudge): Promise<void> {
+    await this.member.rejudgeSubscriptions?.(mayKeep);
   }
 
   ready(): Promise<boolean> {

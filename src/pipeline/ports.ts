@@ -95,6 +95,11 @@ export interface Upstream extends CallHandler, ModernMember {
    * fails): the adapter then answers the call as it would have.
    */
   refusesCoreTasks(ctx: CallContext): Promise<boolean>;
+  /**
+   * Drops the resource subscriptions its own legacy-client bridges hold that `mayKeep` no longer allows (a
+   * reload changed the rules; see LegacyClientBridge.rejudgeSubscriptions). Absent where it holds none.
+   */
+  rejudgeSubscriptions?(mayKeep: SubscriptionJudge): Promise<void>;
 }
 
 /**

@@ -7,7 +7,7 @@ import type { HttpUpstreamConfig } from '../config/types.js';
 import type { Logger } from '../log/logger.js';
 import type { CallContext } from '../pipeline/context.js';
 import type { Outcome } from '../pipeline/outcome.js';
-import type { ModernFace, Upstream } from '../pipeline/ports.js';
+import type { ModernFace, SubscriptionJudge, Upstream } from '../pipeline/ports.js';
 import { upstreamCredentials } from './credentials.js';
 import { NoHandshakeError } from './era-probe.js';
 import { HttpUpstream } from './http.js';
@@ -84,6 +84,12 @@ export class DetectedTransport implements Upstream {
 
   knownEra(): 'modern' | 'legacy' | undefined {
     return (this.sse ?? this.http).knownEra();
+  }
+
+  /** Whichever transport holds legacy clients' sessions (LegacyClientBridge), judged again after a reload. */
+  async rejudgeSubscriptions(mayKeep: SubscriptionJudge): Promise<void> {
+    await this.http.rejudgeSubscriptions(mayKeep);
+    await this.sse?.rejudgeSubscriptions(mayKeep);
   }
 
   async close(): Promise<void> {

@@ -7,7 +7,7 @@ import { failure } from '../errors.js';
 import type { Logger } from '../log/logger.js';
 import type { CallContext } from '../pipeline/context.js';
 import { json, refused, type Outcome } from '../pipeline/outcome.js';
-import type { CallHandler, ModernFace, Upstream, UpstreamProfile } from '../pipeline/ports.js';
+import type { CallHandler, ModernFace, SubscriptionJudge, Upstream, UpstreamProfile } from '../pipeline/ports.js';
 import type { JsonRpcRequest } from '../protocol/jsonrpc.js';
 import { MODERN_VERSIONS } from '../protocol/versions.js';
 import { bridgedProfile, LegacyClientBridge } from './bridge-legacy-client.js';
@@ -51,7 +51,7 @@ export class HttpUpstream implements Upstream {
   private readonly messages: MessageClient;
   private readonly verdict: EraVerdict;
   private readonly modernBridge: ModernClientBridge;
-  private readonly legacyBridge: CallHandler;
+  private readonly legacyBridge: LegacyClientBridge;
 
   constructor(
     config: HttpUpstreamConfig,
@@ -136,6 +136,11 @@ export class HttpUpstream implements Upstream {
     if (ctx.era === 'modern' && profile.era === 'legacy') return this.modernBridge;
     if (ctx.era === 'legacy' && profile.era === 'modern' && !profile.alsoLegacy) return this.legacyBridge;
     return undefined;
+  }
+
+  /** The legacy clients' sessions it bridges to a modern server, judged again after a reload (gateway.ts). */
+  rejudgeSubscriptions(mayKeep: SubscriptionJudge): Promise<void> {
+    return this.legacyBridge.rejudgeSubscriptions(mayKeep);
   }
 
   /** Every era bridge refuses core tasks; the pass-through carries them (see Upstream.refusesCoreTasks). */

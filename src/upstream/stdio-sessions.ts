@@ -16,7 +16,7 @@ import type { Logger } from '../log/logger.js';
 import { CallStream } from '../pipeline/call-stream.js';
 import type { CallContext } from '../pipeline/context.js';
 import { ACCEPTED, json, refused, type Outcome } from '../pipeline/outcome.js';
-import type { ModernFace, Upstream, UpstreamProfile } from '../pipeline/ports.js';
+import type { ModernFace, SubscriptionJudge, Upstream, UpstreamProfile } from '../pipeline/ports.js';
 import { ErrorCode, type JsonRpcRequest, type JsonRpcResponse } from '../protocol/jsonrpc.js';
 import { canonicalJson } from '../protocol/canonical-json.js';
 import { type BridgedProfile, bridgedProfile, LegacyClientBridge } from './bridge-legacy-client.js';
@@ -188,6 +188,15 @@ export class StdioUpstream implements Upstream {
 
   knownEra(): 'modern' | 'legacy' | undefined {
     return this.verdict.known?.era;
+  }
+
+  /**
+   * The legacy clients' sessions its bridges hold (to a modern child, or to a shared legacy one), judged
+   * again after a reload (gateway.ts), one bridge after the other.
+   */
+  async rejudgeSubscriptions(mayKeep: SubscriptionJudge): Promise<void> {
+    await this.legacyBridge.rejudgeSubscriptions(mayKeep);
+    await this.sharedBridge.rejudgeSubscriptions(mayKeep);
   }
 
   async modernFace(): Promise<ModernFace> {
