@@ -30,12 +30,11 @@ const LIST_KINDS = [
 
 /** One catalog's fan-out of the listen. */
 interface Leg {
+  catalog: Catalog;
   messages: UpstreamReply['messages'];
   /** Ends this fan-out alone (the client's own end ends every leg through `stop`). */
   handover: Cancellation;
   dispose(): void;
-  /** Settles when the listen is to move on from this leg. */
-  moved: Promise<typeof MOVED>;
 }
 
 const MOVED = Symbol('moved');
@@ -44,8 +43,8 @@ export class MovingListen implements OpenListen {
   uris: readonly string[] = [];
   /** The catalog whose fan-out feeds the client now (or next). */
   private on: Catalog;
-  /** Wakes the leg being read when the listen is to move. */
-  private wake: (() => void) | undefined;
+  /** Wakes the read waiting on the current leg when the listen is to move (one per read, see messages). */
+  private interrupt: (() => void) | undefined;
 
   constructor(
     readonly principal: Principal,
@@ -66,7 +65,7 @@ export class MovingListen implements OpenListen {
   moveTo(catalog: Catalog): boolean {
     if (catalog === this.on || this.stop.aborted) return false;
     this.on = catalog;
-    this.wake?.();
+    this.interrupt?.();
     return true;
   }
 
@@ -78,16 +77,22 @@ export class MovingListen implements OpenListen {
     let leg = await this.open(this.on);
     try {
       for (;;) {
-        const step = await Promise.race([leg.messages.next(), leg.moved]);
-        if (step !== MOVED) {
-          if (step.done) return;
-          if (promised === undefined && isAcknowledgment(step.value)) {
-            promised = filterOf(step.value);
-            this.uris = acknowledgedUris(promised);
+        if (leg.catalog === this.on) {
+          // A promise of its own for each read: raced every time against one that lives as long as the leg,
+          // each read would leave a reaction on it, and a listen heard for days would pile them up.
+          const step = await Promise.race([leg.messages.next(), new Promise<typeof MOVED>((resolve) => (this.interrupt = () => resolve(MOVED)))]);
+          this.interrupt = undefined;
+          if (step !== MOVED) {
+            if (step.done) return;
+            if (promised === undefined && isAcknowledgment(step.value)) {
+              promised = filterOf(step.value);
+              this.uris = acknowledgedUris(promised);
+            }
+            yield step.value;
+            continue;
           }
-          yield step.value;
-          continue;
         }
+        // Taken to another catalog (now, or while the last one was reached).
         const next = await this.openAcknowledged(this.on);
         close(leg);
         if (next === undefined || (promised !== undefined && !honoursAll(next.honoured, promised))) {
@@ -114,11 +119,9 @@ export class MovingListen implements OpenListen {
   private async open(catalog: Catalog): Promise<Leg> {
     const handover = new Cancellation();
     const link = this.stop.linkedWith(handover);
-    const moved = new Promise<typeof MOVED>((resolve) => (this.wake = () => resolve(MOVED)));
     try {
-      // Taken elsewhere while this catalog is reached, `moved` has settled already: the loop moves it at once.
       const reply = await catalog.post(this.request, this.headers, link.cancel, this.principal);
-      return { messages: reply.messages, handover, dispose: link.dispose, moved };
+      return { catalog, messages: reply.messages, handover, dispose: link.dispose };
     } catch (err) {
       link.dispose();
       throw err;
