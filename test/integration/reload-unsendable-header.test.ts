@@ -12,6 +12,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { checkConfigCommand } from '../../src/cli/check-config.js';
 import { jsonResult, startFakeUpstream } from '../fixtures/upstreams/fake-upstream.js';
+import { reloadTaken } from '../helpers/file-reload.js';
 import { startGatewayFromConfigFile } from '../helpers/gateway.js';
 import { post, rpc } from '../helpers/http.js';
 import { replaceLikeSecretVolume } from '../helpers/secret-volume.js';
@@ -44,8 +45,11 @@ test('a rotated secret that would put a line break in an upstream header is refu
 
   // Written with an extra blank line: the load strips one newline, the other stays in the value.
   replaceLikeSecretVolume(secret, 'broken-credential\n\n');
-  assert.equal(await gateway.checkConfigFile(), 'changed');
+  // Taken by the watcher's poll or by this look, whichever came first: the refusal is what is waited for.
+  assert.ok(await reloadTaken(gateway, () => gateway.reloads.refused > 0), JSON.stringify(logs.map((l) => l.msg)));
   assert.deepEqual(gateway.reloads, { applied: 0, refused: 1 });
+  const cause = logs.find((l) => l.msg === 'config reload: a file the config reads changed');
+  assert.deepEqual(cause?.files, [secret], 'the reload names the rotated secret file');
   const response = await post(url, rpc(2, 'tools/list'));
   assert.equal(response.status, 200, 'the running config still reaches the upstream');
   assert.equal(lastCredential(), 'Bearer working-credential');

@@ -21,6 +21,7 @@ import { createGateway } from '../../src/gateway.js';
 import { createLogger } from '../../src/log/logger.js';
 import { GatewayError } from '../../src/errors.js';
 import { StdioProcess } from '../../src/upstream/stdio-process.js';
+import { reloadTaken } from '../helpers/file-reload.js';
 import { startGatewayFromConfigFile } from '../helpers/gateway.js';
 import { post, rpc, LEGACY_HEADERS } from '../helpers/http.js';
 import { replaceLikeSecretVolume } from '../helpers/secret-volume.js';
@@ -88,8 +89,11 @@ test('a start with such a config is refused; a reload to one is refused and the 
   assert.match((await call(1)).json().result.content[0].text, /^pid \d+$/);
 
   replaceLikeSecretVolume(secret, 'broken\u0000credential\n');
-  assert.equal(await gateway.checkConfigFile(), 'changed');
+  // Taken by the watcher's poll or by this look, whichever came first: the refusal is what is waited for.
+  assert.ok(await reloadTaken(gateway, () => gateway.reloads.refused > 0), JSON.stringify(logs.map((l) => l.msg)));
   assert.deepEqual(gateway.reloads, { applied: 0, refused: 1 });
+  const cause = logs.find((l) => l.msg === 'config reload: a file the config reads changed');
+  assert.deepEqual(cause?.files, [secret], 'the reload names the rotated secret file');
   const refused = logs.find((l) => l.msg === 'config reload refused; the running config stays');
   assert.ok(refused !== undefined, JSON.stringify(logs.slice(-5)));
   assert.match(JSON.stringify(refused.problems), /upstreams\[0\]\.env\.API_KEY: holds a NUL character/);
