@@ -271,8 +271,10 @@ describe('a collector that is down', () => {
   });
 
   test('accepting an export and never answering it: calls are answered while that export hangs', async () => {
-    // The export is in flight and unanswered for the whole of the calls below: a call that waited on it
-    // (a span export on the call's path) would never be answered and the test would time out.
+    // The export is in flight and unanswered for the whole of the calls below. A call made to wait on it (a
+    // span export on the call's path: the answer held until a flush) waits out the processor's export
+    // timeout (5 s) and is refused 503: seen on 5 December. One that waited and then ignored the export's
+    // failure would only be 5 s late, which a test without a time bound cannot tell apart.
     const held: import('node:http').ServerResponse[] = [];
     const stalled = createServer((req, res) => {
       req.resume();
