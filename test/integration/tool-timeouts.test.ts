@@ -89,11 +89,16 @@ async function modernCall(gw: TestGateway, id: number, name: string): Promise<{ 
   return { answer: messages.find((x) => x.id === id), ms: Date.now() - started };
 }
 
-function assertTimedOut(call: { answer: Record<string, any> | undefined; ms: number }, atLeastMs: number, beforeMs: number, setting?: RegExp): void {
+/**
+ * The call was cut, and not before its limit. Which limit cut it is told by causes, not by how soon: a
+ * `late_*` call not cut by its limit gets the upstream's answer at LATE_MS (a result, not this error), and
+ * the `forever` stream's cut names the setting. (An upper bound on the time only failed a loaded machine.)
+ */
+function assertTimedOut(call: { answer: Record<string, any> | undefined; ms: number }, atLeastMs: number, setting?: RegExp): void {
   assert.equal(call.answer?.error?.data?.code, 'GW_ERR_UPSTREAM_TIMEOUT', JSON.stringify(call.answer));
   if (setting) assert.match(call.answer!.error.message, setting);
   const earliest = Math.max(0, atLeastMs - COARSE_TICK_MS);
-  assert.ok(call.ms >= earliest && call.ms < beforeMs, `cut after ${call.ms} ms, expected between ${earliest} and ${beforeMs}`);
+  assert.ok(call.ms >= earliest, `cut after ${call.ms} ms, before ${earliest} ms`);
 }
 
 function assertAnswered(call: { answer: Record<string, any> | undefined }, text: string): void {
@@ -103,22 +108,22 @@ function assertAnswered(call: { answer: Record<string, any> | undefined }, text:
 describe('timeouts.tools: an HTTP upstream, pass-through', () => {
   test('legacy: a streamed answer is cut at its tool\'s limit, not at callMs', async () => {
     const gw = await gateway(await fakeUpstream('legacy'), 'legacy', { callMs: 60_000, tools: { forever: 800 } });
-    assertTimedOut(await legacyCall(gw, 1, 'forever'), 800, 5_000, /within 800 ms \(timeouts\.tools\)/);
+    assertTimedOut(await legacyCall(gw, 1, 'forever'), 800, /within 800 ms \(timeouts\.tools\)/);
   });
 
   test('modern: the same', async () => {
     const gw = await gateway(await fakeUpstream('modern'), 'modern', { callMs: 60_000, tools: { 'for*': 800 } });
-    assertTimedOut(await modernCall(gw, 2, 'forever'), 800, 5_000, /within 800 ms \(timeouts\.tools\)/);
+    assertTimedOut(await modernCall(gw, 2, 'forever'), 800, /within 800 ms \(timeouts\.tools\)/);
   });
 
   test('legacy: a tool limit shorter than headersMs bounds the wait for a JSON answer; one longer lets it come', async () => {
     // headersMs at its default (60 s): only the tool's own limit can cut the answer before it comes.
     const shorter = await gateway(await fakeUpstream('legacy'), 'legacy', { tools: { 'late_*': 400 } });
-    assertTimedOut(await legacyCall(shorter, 3, 'late_json'), 400, LATE_MS);
+    assertTimedOut(await legacyCall(shorter, 3, 'late_json'), 400);
     const longer = await gateway(await fakeUpstream('legacy'), 'legacy', { headersMs: 600, tools: { slow_json: 5_000 } });
     assertAnswered(await legacyCall(longer, 4, 'slow_json'), 'slow_json done');
     // A tool without a limit of its own keeps the upstream's headersMs.
-    assertTimedOut(await legacyCall(longer, 5, 'other_json'), 600, LATE_MS);
+    assertTimedOut(await legacyCall(longer, 5, 'other_json'), 600);
   });
 });
 
@@ -126,13 +131,13 @@ describe('timeouts.tools: an HTTP upstream of the other era (the bridges post th
   test('a legacy client in front of a modern upstream', async () => {
     const gw = await gateway(await fakeUpstream('modern'), 'modern', { headersMs: 600, tools: { slow_json: 5_000, late_json: 400 } });
     assertAnswered(await legacyCall(gw, 6, 'slow_json'), 'slow_json done');
-    assertTimedOut(await legacyCall(gw, 7, 'late_json'), 400, LATE_MS);
+    assertTimedOut(await legacyCall(gw, 7, 'late_json'), 400, /within 400 ms \(timeouts\.tools\)/);
   });
 
   test('a modern client in front of a legacy upstream', async () => {
     const gw = await gateway(await fakeUpstream('legacy'), 'legacy', { headersMs: 600, tools: { slow_json: 5_000, late_json: 400 } });
     assertAnswered(await modernCall(gw, 8, 'slow_json'), 'slow_json done');
-    assertTimedOut(await modernCall(gw, 9, 'late_json'), 400, LATE_MS);
+    assertTimedOut(await modernCall(gw, 9, 'late_json'), 400, /within 400 ms \(timeouts\.tools\)/);
   });
 });
 
