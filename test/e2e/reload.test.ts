@@ -61,6 +61,11 @@ test('log.requests follows a reload: the request line stops when it is turned of
 
   await call();
   assert.ok(await until(() => requestLines() === 1), gw.stderr());
+  // The line `serve` writes through its batched stderr: one JSON object with every field, in order.
+  const line = JSON.parse(gw.stderr().split('\n').find((l) => l.includes('"msg":"request"'))!) as Record<string, unknown>;
+  assert.deepEqual(Object.keys(line), ['level', 'time', 'msg', 'callId', 'method', 'era', 'subject', 'upstream', 'status', 'outcome', 'durationMs']);
+  assert.deepEqual({ method: line.method, era: line.era, upstream: line.upstream, status: line.status, outcome: line.outcome }, { method: 'tools/list', era: 'legacy', upstream: 'up', status: 200, outcome: 'ok' });
+  assert.equal(typeof line.durationMs, 'number');
   const connected = connections;
   assert.ok(connected >= 1);
 
