@@ -468,7 +468,10 @@ export class LegacyClientBridge implements LegacyBridge {
         if (m.method === 'notifications/subscriptions/acknowledged') {
           acknowledgedAt = performance.now();
           const honoured = acknowledgedUris(m.params?.notifications);
+          // Judged before settleSubscriptions answers the waiting ones: only a URI its client was already told it holds can be withdrawn.
+          const withdrawn = session.upstreamListen === controller && asked.length > 0 ? withdrawnUris(session, asked, honoured) : undefined;
           if (asked.length > 0) session.settleSubscriptions(asked, honoured);
+          if (withdrawn !== undefined) this.withdraw(session, withdrawn);
           if (session.upstreamListen === controller) {
             if (session.unheard) this.catchUp(session, m.params?.notifications, honoured);
             session.unheard = false;
@@ -503,6 +506,24 @@ export class LegacyClientBridge implements LegacyBridge {
       }
       if (refusal !== undefined) this.log.warn('upstream refused the listen', { upstream: this.client.upstream, code: refusal.code });
       this.reopenLater(session, acknowledgedAt !== undefined && performance.now() - acknowledgedAt >= LISTEN_LIVED_MS);
+    }
+  }
+
+  /**
+   * Subscriptions the upstream no longer honours though its client was told it held them: a later listen's
+   * acknowledgment left them out (the server honours less after a filter change, basic/patterns/subscriptions.mdx
+   * §Acknowledgment). 2025-11-25 has no unsubscribe from the server (server/resources.mdx §Subscriptions): its
+   * client is told the way a reload's dropped subscription is (rejudgeSubscriptions), one last
+   * `notifications/resources/updated`, so that it reads again and may subscribe again, and the URI leaves the
+   * session's set. Until 5 December the URI stayed in the set, asked for by every listen and left out of every
+   * acknowledgment, and its client believed it was subscribed and never heard of it again.
+   */
+  private withdraw(session: BridgedSession, withdrawn: readonly string[]): void {
+    if (withdrawn.length === 0) return;
+    this.log.info('upstream listen no longer honours resource subscriptions its client holds; they are dropped', { upstream: this.client.upstream, session: session.id.slice(0, 8), dropped: withdrawn.length });
+    for (const uri of withdrawn) {
+      session.uris.delete(uri);
+      session.notify({ jsonrpc: '2.0', method: 'notifications/resources/updated', params: { uri } });
     }
   }
 
@@ -673,6 +694,16 @@ export class LegacyClientBridge implements LegacyBridge {
 function capabilitiesOf(profile: BridgedProfile): UpstreamCapabilities {
   const discover = typeof profile === 'object' ? profile.discover : undefined;
   return (isObject(discover?.capabilities) ? discover.capabilities : {}) as UpstreamCapabilities;
+}
+
+/**
+ * The URIs of `asked` that its acknowledgment left out, the session still holds, and no subscribe waits for:
+ * confirmed to the client earlier (a waiting one is answered by the acknowledgment itself: subscribed).
+ */
+function withdrawnUris(session: BridgedSession, asked: readonly string[], honoured: readonly string[]): string[] {
+  const withdrawn: string[] = [];
+  for (const uri of asked) if (!honoured.includes(uri) && session.uris.has(uri) && !session.subscribing(uri)) withdrawn.push(uri);
+  return withdrawn;
 }
 
 /** The list_changed notifications for the lists an acknowledged filter covers. */
