@@ -142,6 +142,8 @@ export interface GatewayOptions {
   env?: NodeJS.ProcessEnv;
   /** How egress checks resolve host names (A and AAAA); the system resolver unless a test stands in. */
   resolveHost?: ResolveHost;
+  /** The tracing export timeout, when code (a test) sets one: not a config key (tracing.ts, exportTimeoutMs). */
+  tracingExportTimeoutMs?: number;
 }
 
 /**
@@ -314,7 +316,7 @@ export function createGateway(config: GatehouseConfig, log: Logger, options: Gat
   ];
   if (!config.audit.enabled) log.warn('the audit is off (audit.enabled: false): tools/call is answered without a record');
   // Spans hear the same events; the OpenTelemetry packages load only when tracing is on.
-  const tracing = config.tracing.enabled ? traceCalls(edge.token, config.tracing, log.child({ component: 'tracing' }), options.env ?? process.env, metrics?.traceExports()) : undefined;
+  const tracing = config.tracing.enabled ? traceCalls(edge.token, options.tracingExportTimeoutMs === undefined ? config.tracing : { ...config.tracing, exportTimeoutMs: options.tracingExportTimeoutMs }, log.child({ component: 'tracing' }), options.env ?? process.env, metrics?.traceExports()) : undefined;
 
   /** The runtime and authenticator of a reload's config; nothing half-built is left running when either throws. */
   function buildNext(next: GatehouseConfig, previousAuth: Authenticator): { runtime: Runtime; auth: Authenticator } {

@@ -44,6 +44,12 @@ export interface TracingSettings {
   sampleRatio: number;
   headers?: Record<string, string>;
   resourceAttributes?: Record<string, string>;
+  /**
+   * How long one export may take before it is abandoned, and how long stopping waits for the last one;
+   * EXPORT_TIMEOUT_MS unless set. Not a config key: code sets it (tests of a collector that holds an export
+   * open make it longer than their own wait, so a call that waited on an export could not be answered).
+   */
+  exportTimeoutMs?: number;
 }
 
 /** What the metrics count of spans lost: in an export that failed, or dropped before one for want of room. */
@@ -95,6 +101,7 @@ export function traceCalls(edge: object, settings: TracingSettings, log: Logger,
   let stopped = false;
   let stopListening: (() => void) | undefined;
   let shutdown: (() => Promise<void>) | undefined;
+  const exportTimeoutMs = settings.exportTimeoutMs ?? EXPORT_TIMEOUT_MS;
   const ready = start().catch((err: unknown) => log.error('tracing could not start; calls are served without spans', { err }));
 
   async function start(): Promise<void> {
@@ -106,14 +113,14 @@ export function traceCalls(edge: object, settings: TracingSettings, log: Logger,
     ]);
     if (stopped) return;
     const url = tracesEndpoint(settings, env);
-    const otlpExporter = new otlp.OTLPTraceExporter({ url, timeoutMillis: EXPORT_TIMEOUT_MS, concurrencyLimit: 4, ...(settings.headers !== undefined ? { headers: settings.headers } : {}) });
+    const otlpExporter = new otlp.OTLPTraceExporter({ url, timeoutMillis: exportTimeoutMs, concurrencyLimit: 4, ...(settings.headers !== undefined ? { headers: settings.headers } : {}) });
     const queue = watchQueue(MAX_QUEUE, queueFullReporter(log, spansLost));
     const exporter = queue.exporter(watchedExporter(otlpExporter, exportFailureReporter(url, log, spansLost)));
     const provider = new base.BasicTracerProvider({
       resource: resources.resourceFromAttributes({ 'service.name': env.OTEL_SERVICE_NAME?.trim() || 'gatehouse', ...settings.resourceAttributes }),
       sampler: new base.ParentBasedSampler({ root: new base.TraceIdRatioBasedSampler(settings.sampleRatio) }),
       spanLimits: { attributeValueLengthLimit: ATTRIBUTE_MAX },
-      spanProcessors: [queue.processor, new base.BatchSpanProcessor(exporter, { maxQueueSize: MAX_QUEUE, maxExportBatchSize: MAX_BATCH, scheduledDelayMillis: SCHEDULED_DELAY_MS, exportTimeoutMillis: EXPORT_TIMEOUT_MS })],
+      spanProcessors: [queue.processor, new base.BatchSpanProcessor(exporter, { maxQueueSize: MAX_QUEUE, maxExportBatchSize: MAX_BATCH, scheduledDelayMillis: SCHEDULED_DELAY_MS, exportTimeoutMillis: exportTimeoutMs })],
     });
     // Not registered globally: this gateway's spans only, so two gateways in one process never mix.
     const tracer = provider.getTracer('gatehouse');
@@ -332,7 +339,7 @@ export function traceCalls(edge: object, settings: TracingSettings, log: Logger,
       if (!shutdown) return;
       let timer: NodeJS.Timeout | undefined;
       const timeout = new Promise<void>((resolve) => {
-        timer = setTimeout(resolve, EXPORT_TIMEOUT_MS + 500);
+        timer = setTimeout(resolve, exportTimeoutMs + 500);
         timer.unref();
       });
       await Promise.race([shutdown().catch((err: unknown) => log.warn('tracing: the last spans could not be exported', { err })), timeout]);

@@ -271,38 +271,61 @@ describe('a collector that is down', () => {
   });
 
   test('accepting an export and never answering it: calls are answered while that export hangs', async () => {
-    // The export is in flight and unanswered for the whole of the calls below. A call made to wait on it (a
-    // span export on the call's path: the answer held until a flush) waits out the processor's export
-    // timeout (5 s) and is refused 503: seen on 5 December. One that waited and then ignored the export's
-    // failure would only be 5 s late, which a test without a time bound cannot tell apart.
+    // The export is in flight and unanswered for the whole of the calls below. The export timeout is set far
+    // longer than this test waits for all the calls together, so a call made to wait on the export (a span
+    // export on the call's path: the answer held until a flush), even one that then ignores the export's
+    // failure, is not answered within CALLS_WAIT_MS and the test fails on it instead of waiting it out.
+    const CALLS_WAIT_MS = 20_000;
+    const EXPORT_TIMEOUT_MS = 10 * CALLS_WAIT_MS;
     const held: import('node:http').ServerResponse[] = [];
+    let holding = true;
     const stalled = createServer((req, res) => {
       req.resume();
-      held.push(res);
+      if (holding) held.push(res);
+      else res.writeHead(200, { 'content-type': 'application/json' }).end('{}');
     });
     await new Promise<void>((r) => stalled.listen(0, '127.0.0.1', r));
     const port = (stalled.address() as AddressInfo).port;
-    const gw = await startGateway({ upstreams: [{ name: 'up', url: up.url, era: 'modern' }], tracing: { enabled: true, endpoint: `http://127.0.0.1:${port}/v1/traces` } });
+    const gw = await startGateway({ upstreams: [{ name: 'up', url: up.url, era: 'modern' }], tracing: { enabled: true, endpoint: `http://127.0.0.1:${port}/v1/traces` } }, { tracingExportTimeoutMs: EXPORT_TIMEOUT_MS });
+    const calls = AbortSignal.timeout(CALLS_WAIT_MS);
+    const answered = (body: string, headers: Record<string, string>) => post(gw.url, body, headers, calls).catch((err: unknown) => {
+      throw calls.aborted ? new Error(`a call was not answered within ${CALLS_WAIT_MS} ms of the first: it waited on the held export`) : err;
+    });
     try {
       const first = modernRequest(1, 'tools/call', { name: 'lookup', arguments: { item: 'before' } });
-      assert.equal((await post(gw.url, first.body, first.headers)).status, 200);
+      assert.equal((await answered(first.body, first.headers)).status, 200);
       await waitFor('an export request the collector holds', () => (held.length > 0 ? true : undefined));
       for (let i = 0; i < 10; i++) {
         const req = modernRequest(100 + i, 'tools/call', { name: 'lookup', arguments: { item: `after-${i}` } });
-        const res = await post(gw.url, req.body, { ...req.headers, traceparent: `00-${hex(16)}-${hex(8)}-01` });
+        const res = await answered(req.body, { ...req.headers, traceparent: `00-${hex(16)}-${hex(8)}-01` });
         assert.equal(res.status, 200);
         assert.notEqual(res.json().result.isError, true);
       }
       assert.ok(held.every((res) => !res.writableEnded), 'the export was still unanswered when the calls were answered');
     } finally {
-      // Closing waits at most the exporter's own timeout for the held export; the collector is closed after.
-      await gw.close();
+      // The held exports are cut and later ones answered, so closing (which waits for the last spans, at most
+      // the export timeout) ends at once rather than after EXPORT_TIMEOUT_MS.
+      holding = false;
       for (const res of held) res.destroy();
+      await boundedClose(gw, CALLS_WAIT_MS);
       stalled.closeAllConnections();
       await new Promise<void>((r) => stalled.close(() => r()));
     }
   });
 });
+
+/** Closes the gateway, failing (instead of hanging the file) if that takes longer than `ms`. */
+async function boundedClose(gw: TestGateway, ms: number): Promise<void> {
+  let timer: NodeJS.Timeout | undefined;
+  const late = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new Error(`the gateway did not close within ${ms} ms`)), ms);
+  });
+  try {
+    await Promise.race([gw.close(), late]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
 
 describe('tracing off', () => {
   test('no exporter request and no OpenTelemetry SDK or exporter module loaded, even with OTEL_* variables set', async () => {
