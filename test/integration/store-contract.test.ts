@@ -34,7 +34,13 @@ after(async () => {
 let prefixes = 0;
 /** Time passes for the breaker row `key` (kept `keptMs` more by its store): returns what puts the clock back. */
 type Lapse = (key: string, keptMs: number) => Promise<() => void>;
-const kinds: Array<{ kind: 'sqlite' | 'redis'; open(): Store; lapse: Lapse }> = [
+/**
+ * The store's clock as a test moves it. `advance` lets at least `ms` pass for the store; `restore` gives the
+ * process its own clock back. SQLite reads this process' Date.now, which is held still and stepped, so a
+ * deadline is exact there; Redis' clock cannot be moved, so time is let pass on it instead.
+ */
+interface StoreClock { advance(ms: number): Promise<void>; restore(): void }
+const kinds: Array<{ kind: 'sqlite' | 'redis'; open(): Store; lapse: Lapse; clock(): StoreClock }> = [
   {
     kind: 'sqlite',
     open: () => openStore({ kind: 'sqlite', path: join(mkdtempSync(join(tmpdir(), 'gatehouse-contract-')), 'state.db') }),
@@ -43,6 +49,15 @@ const kinds: Array<{ kind: 'sqlite' | 'redis'; open(): Store; lapse: Lapse }> = 
       const before = Date.now;
       Date.now = () => before() + keptMs + 1_000;
       return () => (Date.now = before);
+    },
+    clock: () => {
+      const real = Date.now;
+      let now = real();
+      Date.now = () => now;
+      return {
+        advance: async (ms) => void (now += ms),
+        restore: () => void (Date.now = real),
+      };
     },
   },
   {
@@ -64,10 +79,11 @@ const kinds: Array<{ kind: 'sqlite' | 'redis'; open(): Store; lapse: Lapse }> = 
       }
       return () => {};
     },
+    clock: () => ({ advance: async (ms) => void (await sleep(ms)), restore: () => {} }),
   },
 ];
 
-for (const { kind, open, lapse } of kinds) {
+for (const { kind, open, lapse, clock } of kinds) {
   describe(`store contract: ${kind}`, () => {
     const opened: Store[] = [];
     const fresh = (): Store => {
@@ -120,13 +136,24 @@ for (const { kind, open, lapse } of kinds) {
 
     test('a token bucket gives its burst, refuses with a retry time, and refills over time', async () => {
       const s = fresh();
-      const bucket = { rate: 10, perMs: 1_000, burst: 3 };
-      for (let i = 0; i < 3; i++) assert.equal((await s.takeTokens('b', bucket, 1)).allowed, true, `take ${i + 1} of the burst`);
-      const refused = await s.takeTokens('b', bucket, 1);
-      assert.equal(refused.allowed, false);
-      assert.ok(refused.retryAfterMs > 0 && refused.retryAfterMs <= 100, `retry after ${refused.retryAfterMs} ms (one token per 100 ms)`);
-      await sleep(refused.retryAfterMs + 30);
-      assert.equal((await s.takeTokens('b', bucket, 1)).allowed, true, 'a token came back');
+      // One token a second: the refusal below comes a quarter of a token after the burst was taken, so the
+      // retry time is what the missing three quarters take, not a whole token's time nor the bucket's.
+      const bucket = { rate: 1, perMs: 1_000, burst: 3 };
+      const time = clock();
+      try {
+        for (let i = 0; i < 3; i++) assert.equal((await s.takeTokens('b', bucket, 1)).allowed, true, `take ${i + 1} of the burst`);
+        await time.advance(250);
+        const refused = await s.takeTokens('b', bucket, 1);
+        assert.equal(refused.allowed, false);
+        assert.ok(refused.remaining >= 0.25 && refused.remaining < 1, `${refused.remaining} tokens refilled since the burst`);
+        // Redis hands the tokens back as Lua prints them (14 digits): its ceil may land one off at an integer.
+        const missingMs = (1 - refused.remaining) * 1_000;
+        assert.ok(refused.retryAfterMs >= missingMs - 1e-6 && refused.retryAfterMs < missingMs + 1 + 1e-6, `retry after ${refused.retryAfterMs} ms for the ${missingMs} ms a token lacks`);
+        await time.advance(refused.retryAfterMs + 30);
+        assert.equal((await s.takeTokens('b', bucket, 1)).allowed, true, 'a token came back');
+      } finally {
+        time.restore();
+      }
       const big = await s.takeTokens('b2', bucket, 5);
       assert.equal(big.allowed, false, 'a cost above the burst is never allowed');
     });
@@ -137,10 +164,13 @@ for (const { kind, open, lapse } of kinds) {
       assert.equal(first.allowed, true);
       assert.equal(first.used, 3);
       assert.equal(first.resetsAt, calendarWindow(Date.now(), 'day').end);
+      const beforeRefused = Date.now();
       const refused = await s.spendBudget('budget:daily:alice', 3, 5, 'day');
+      const afterRefused = Date.now();
       assert.deepEqual({ ...refused, resetsInMs: undefined }, { allowed: false, used: 3, resetsAt: first.resetsAt, resetsInMs: undefined }, 'past the limit: refused, nothing spent');
-      // The wait until the window ends, on the store's clock (Redis' own, which this process shares here).
-      assert.ok(Math.abs(refused.resetsInMs - (first.resetsAt - Date.now())) < 5_000, `${refused.resetsInMs} ms until ${new Date(first.resetsAt).toISOString()}`);
+      // The wait until the window ends, on the store's clock (Redis' own, which this process shares here),
+      // read while the spend was made: between these two instants, however long it took.
+      assert.ok(refused.resetsInMs <= first.resetsAt - beforeRefused && refused.resetsInMs >= first.resetsAt - afterRefused, `${refused.resetsInMs} ms until ${new Date(first.resetsAt).toISOString()}, from a spend made between ${beforeRefused} and ${afterRefused}`);
       assert.equal((await s.spendBudget('budget:daily:alice', 2, 5, 'day')).used, 5, 'exactly the limit is allowed');
       assert.equal((await s.spendBudget('budget:daily:bob', 1, 5, 'day')).used, 1, 'budgets are kept apart by key');
       const month = await s.spendBudget('budget:monthly:alice', 1, 100, 'month');
@@ -203,21 +233,31 @@ for (const { kind, open, lapse } of kinds) {
 
     test('a breaker opens on consecutive failures, refuses while open, lets exactly one probe through, and closes on its success', async () => {
       const s = fresh();
-      const cfg = { consecutiveFailures: 3, minCalls: 10, windowMs: 60_000, coolDownMs: 300 };
+      const cfg = { consecutiveFailures: 3, minCalls: 10, windowMs: 60_000, coolDownMs: 1_000 };
       assert.deepEqual(await s.breakerAdmit('br:a', cfg), { verdict: 'closed' });
       assert.equal(await s.breakerRecord('br:a', false, cfg), 'closed');
       assert.equal(await s.breakerRecord('br:a', true, cfg), 'closed', 'a success resets the count');
       for (let i = 0; i < 2; i++) assert.equal(await s.breakerRecord('br:a', false, cfg), 'closed');
-      assert.equal(await s.breakerRecord('br:a', false, cfg), 'open');
-      const open = await s.breakerAdmit('br:a', cfg);
-      assert.ok(open.verdict === 'open' && open.retryAfterMs > 0 && open.retryAfterMs <= 300, JSON.stringify(open));
-      await sleep(350);
-      const admits = await Promise.all(Array.from({ length: 10 }, () => s.breakerAdmit('br:a', cfg)));
-      const probes = admits.flatMap((a) => (a.verdict === 'probe' ? [a.probe] : []));
-      assert.equal(probes.length, 1, 'one probe');
-      assert.equal(admits.filter((a) => a.verdict === 'open').length, 9, 'the others are still refused');
-      assert.equal(await s.breakerRecord('br:a', true, cfg, probes[0]), 'closed');
-      assert.deepEqual(await s.breakerAdmit('br:a', cfg), { verdict: 'closed' });
+      const time = clock();
+      try {
+        // A quarter of the cool-down after it opened: the retry time is what is left of it, not all of it.
+        const beforeOpen = Date.now();
+        assert.equal(await s.breakerRecord('br:a', false, cfg), 'open');
+        await time.advance(250);
+        const open = await s.breakerAdmit('br:a', cfg);
+        const afterAdmit = Date.now();
+        assert.ok(open.verdict === 'open', JSON.stringify(open));
+        assert.ok(open.retryAfterMs > 0 && open.retryAfterMs <= 750 && open.retryAfterMs >= 1_000 - (afterAdmit - beforeOpen), `retry after ${open.retryAfterMs} ms: the cool-down's end, seen from an admission ${afterAdmit - beforeOpen} ms at most after the opening`);
+        await time.advance(open.retryAfterMs + 50);
+        const admits = await Promise.all(Array.from({ length: 10 }, () => s.breakerAdmit('br:a', cfg)));
+        const probes = admits.flatMap((a) => (a.verdict === 'probe' ? [a.probe] : []));
+        assert.equal(probes.length, 1, 'one probe');
+        assert.equal(admits.filter((a) => a.verdict === 'open').length, 9, 'the others are still refused');
+        assert.equal(await s.breakerRecord('br:a', true, cfg, probes[0]), 'closed');
+        assert.deepEqual(await s.breakerAdmit('br:a', cfg), { verdict: 'closed' });
+      } finally {
+        time.restore();
+      }
     });
 
     test('a failed probe reopens the breaker; an error rate over the window opens it too', async () => {
