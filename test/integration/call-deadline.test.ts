@@ -27,22 +27,40 @@ interface Endless {
   closedCalls: number;
   /** GET streams closed. */
   closedListens: number;
+  /** Told by the test's client of each progress it got: the upstream sends the next of the first ones then. */
+  delivered(progress: number): void;
 }
 
-/** Streams progress every 100 ms for as long as the connection lasts. */
-function endlessStream(res: ServerResponse, id: unknown, progressToken: unknown, headers: Record<string, string>, onClose: () => void): void {
+/**
+ * Progress relayed in turns, that none can be sent unless the one before reached the client (so the client
+ * seeing the last of them proves the gateway relayed each while the call was running, not at its end).
+ */
+const PROGRESS_IN_TURNS = 3;
+
+/**
+ * Streams progress for as long as the connection lasts: the first PROGRESS_IN_TURNS each once the client
+ * got the one before (`delivered`), then one every 100 ms.
+ */
+function endlessStream(res: ServerResponse, progressToken: unknown, headers: Record<string, string>, onClose: () => void): (progress: number) => void {
   res.writeHead(200, { 'content-type': 'text/event-stream', ...headers });
   let n = 0;
-  const timer = setInterval(() => res.write(`data: ${JSON.stringify({ jsonrpc: '2.0', method: 'notifications/progress', params: { progressToken, progress: ++n } })}\n\n`), 100);
+  let timer: NodeJS.Timeout | undefined;
+  const send = () => res.write(`data: ${JSON.stringify({ jsonrpc: '2.0', method: 'notifications/progress', params: { progressToken, progress: ++n } })}\n\n`);
   res.on('close', () => {
     clearInterval(timer);
     onClose();
   });
-  void id;
+  send();
+  return (progress) => {
+    if (progress !== n || res.closed || timer !== undefined) return;
+    if (n < PROGRESS_IN_TURNS) send();
+    else timer = setInterval(send, 100);
+  };
 }
 
 async function endlessUpstream(era: 'legacy' | 'modern'): Promise<Endless> {
-  const state = { closedCalls: 0, closedListens: 0 } as Endless;
+  let delivered: (progress: number) => void = () => {};
+  const state = { closedCalls: 0, closedListens: 0, delivered: (progress: number) => delivered(progress) } as Endless;
   const session: Record<string, string> = era === 'legacy' ? { 'mcp-session-id': 'endless-session' } : {};
   state.upstream = await startFakeUpstream(
     (req, res, body) => {
@@ -60,7 +78,7 @@ async function endlessUpstream(era: 'legacy' | 'modern'): Promise<Endless> {
       if (msg.id === undefined) return void res.writeHead(202).end();
       if (msg.method === 'initialize') return jsonResult(res, body, { protocolVersion: '2025-11-25', capabilities: { tools: {} }, serverInfo: { name: 'endless', version: '1' } }, session);
       if (msg.method === 'tools/list') return jsonResult(res, body, { tools: [{ name: 'forever', inputSchema: { type: 'object' } }], ...(era === 'modern' ? { resultType: 'complete', ttlMs: 0, cacheScope: 'public' } : {}) }, session);
-      if (msg.method === 'tools/call') return endlessStream(res, msg.id, msg.params?._meta?.progressToken ?? 'p', session, () => state.closedCalls++);
+      if (msg.method === 'tools/call') return void (delivered = endlessStream(res, msg.params?._meta?.progressToken ?? 'p', session, () => state.closedCalls++));
       return jsonResult(res, body, era === 'modern' ? { resultType: 'complete' } : {}, session);
     },
     { handshake: era === 'modern' ? 'modern' : true },
@@ -75,14 +93,34 @@ async function gatewayFor(up: Endless, era: 'legacy' | 'modern'): Promise<TestGa
   return gw;
 }
 
-/** Posts `body`, reads the SSE answer until the request's own answer; returns it, the progress seen and how long it took. */
-async function callUntilAnswered(url: string, body: string, headers: Record<string, string>, id: unknown) {
+/**
+ * Posts `body`, reads the SSE answer until the request's own answer, telling `delivered` of each progress
+ * as it comes; returns the answer, the progress values seen in order and how long it took.
+ */
+async function callUntilAnswered(url: string, body: string, headers: Record<string, string>, id: unknown, delivered: (progress: number) => void = () => {}) {
   const started = Date.now();
   const res = await request(url, { method: 'POST', headers, body });
   assert.match(String(res.headers['content-type']), /^text\/event-stream/);
-  const messages = await readSseUntil(res.body, (ms) => ms.some((m) => m.id === id), 6_000);
+  let told = 0;
+  const messages = await readSseUntil(
+    res.body,
+    (ms) => {
+      for (; told < ms.length; told++) if (ms[told]!.method === 'notifications/progress') delivered(Number(ms[told]!.params.progress));
+      return ms.some((m) => m.id === id);
+    },
+    6_000,
+  );
   const answer = messages.find((m) => m.id === id);
-  return { answer, progress: messages.filter((m) => m.method === 'notifications/progress').length, ms: Date.now() - started };
+  return { answer, progress: messages.filter((m) => m.method === 'notifications/progress').map((m) => Number(m.params.progress)), ms: Date.now() - started };
+}
+
+/**
+ * Progress went on while the call ran, and the cut came all the same: the client got the progress sent in
+ * turns (each sent only once the one before had reached it), and every progress it got, in order.
+ */
+function assertProgressRelayedUntilCut(progress: number[]): void {
+  assert.deepEqual(progress, Array.from({ length: progress.length }, (_, i) => i + 1), 'progress relayed in order, none lost');
+  assert.ok(progress.length >= PROGRESS_IN_TURNS, `progress sent in turns reached the client while the call ran (${progress.join(', ')})`);
 }
 
 async function waitFor(what: string, check: () => boolean, ms = 3_000): Promise<void> {
@@ -105,9 +143,9 @@ describe('timeouts.callMs: a maximum for every answer, however much progress it 
     const up = await endlessUpstream('legacy');
     const gw = await gatewayFor(up, 'legacy');
     const session = await legacySession(gw.url);
-    const { answer, progress, ms } = await callUntilAnswered(gw.url, rpc(1, 'tools/call', { name: 'forever', arguments: {}, _meta: { progressToken: 't1' } }), { ...LEGACY_HEADERS, 'mcp-session-id': session, 'mcp-protocol-version': '2025-11-25' }, 1);
+    const { answer, progress, ms } = await callUntilAnswered(gw.url, rpc(1, 'tools/call', { name: 'forever', arguments: {}, _meta: { progressToken: 't1' } }), { ...LEGACY_HEADERS, 'mcp-session-id': session, 'mcp-protocol-version': '2025-11-25' }, 1, up.delivered);
     assertTimedOut(answer, ms);
-    assert.ok(progress >= 3, `progress went on until the cut (${progress})`);
+    assertProgressRelayedUntilCut(progress);
     await waitFor('the upstream response closed', () => up.closedCalls === 1);
   });
 
@@ -137,9 +175,9 @@ describe('timeouts.callMs: a maximum for every answer, however much progress it 
     const up = await endlessUpstream('modern');
     const gw = await gatewayFor(up, 'modern');
     const m = modernRequest(2, 'tools/call', { name: 'forever', arguments: {}, _meta: { progressToken: 't2' } });
-    const { answer, progress, ms } = await callUntilAnswered(gw.url, m.body, m.headers, 2);
+    const { answer, progress, ms } = await callUntilAnswered(gw.url, m.body, m.headers, 2, up.delivered);
     assertTimedOut(answer, ms);
-    assert.ok(progress >= 3, `progress went on until the cut (${progress})`);
+    assertProgressRelayedUntilCut(progress);
     await waitFor('the upstream response closed', () => up.closedCalls === 1);
   });
 
@@ -147,7 +185,7 @@ describe('timeouts.callMs: a maximum for every answer, however much progress it 
     const up = await endlessUpstream('legacy');
     const gw = await gatewayFor(up, 'legacy');
     const m = modernRequest(3, 'tools/call', { name: 'forever', arguments: {}, _meta: { progressToken: 't3' } });
-    const { answer, ms } = await callUntilAnswered(gw.url, m.body, m.headers, 3);
+    const { answer, ms } = await callUntilAnswered(gw.url, m.body, m.headers, 3, up.delivered);
     assertTimedOut(answer, ms);
     await waitFor('the upstream response closed', () => up.closedCalls === 1);
   });
@@ -156,7 +194,7 @@ describe('timeouts.callMs: a maximum for every answer, however much progress it 
     const up = await endlessUpstream('modern');
     const gw = await gatewayFor(up, 'modern');
     const session = await legacySession(gw.url);
-    const { answer, ms } = await callUntilAnswered(gw.url, rpc(4, 'tools/call', { name: 'forever', arguments: {}, _meta: { progressToken: 't4' } }), { ...LEGACY_HEADERS, 'mcp-session-id': session, 'mcp-protocol-version': '2025-11-25' }, 4);
+    const { answer, ms } = await callUntilAnswered(gw.url, rpc(4, 'tools/call', { name: 'forever', arguments: {}, _meta: { progressToken: 't4' } }), { ...LEGACY_HEADERS, 'mcp-session-id': session, 'mcp-protocol-version': '2025-11-25' }, 4, up.delivered);
     assertTimedOut(answer, ms);
     await waitFor('the upstream response closed', () => up.closedCalls === 1);
   });
@@ -176,7 +214,7 @@ describe('timeouts.callMs: a maximum for every answer, however much progress it 
     const forever = tools.find((t) => JSON.stringify(t._meta ?? {}).includes('endless/forever'));
     assert.ok(forever, JSON.stringify(tools));
     const m = modernRequest(6, 'tools/call', { name: forever.name, arguments: {}, _meta: { progressToken: 't6' } });
-    const { answer, ms } = await callUntilAnswered(gw.url, m.body, m.headers, 6);
+    const { answer, ms } = await callUntilAnswered(gw.url, m.body, m.headers, 6, up.delivered);
     assertTimedOut(answer, ms);
     await waitFor('the upstream response closed', () => up.closedCalls === 1);
     assert.equal(other.closedCalls, 0);
