@@ -80,6 +80,7 @@ import { UpstreamLeases } from './upstream/upstream-leases.js';
 import { catalogLeaseKey, frontLeaseKey, leaseKey } from './upstream/lease-key.js';
 import { LegacyFront } from './catalog/legacy-front.js';
 import { OpenListens } from './catalog/open-listens.js';
+import { PassThroughStreams } from './catalog/pass-through-streams.js';
 
 export interface Gateway {
   /** Starts listening; resolves with the MCP endpoint URL once the port is bound. */
@@ -250,7 +251,7 @@ export function createGateway(config: GatehouseConfig, log: Logger, options: Gat
   // One clock for every answer that must end by its upstream's timeouts.callMs, across reloads.
   // Kept across reloads too: upstreams a reload leaves unchanged, with their children, sessions and era
   // verdicts (UpstreamLeases).
-  const kept = { requestStates, deadlines: new CallDeadlines(), leases: new UpstreamLeases<Upstream | LegacyFront>(), openListens: new OpenListens() };
+  const kept = { requestStates, deadlines: new CallDeadlines(), leases: new UpstreamLeases<Upstream | LegacyFront>(), openListens: new OpenListens(), passThroughStreams: new PassThroughStreams() };
   let runtime = buildRuntime(config, log, observeUpstream, state, resolveHost, breakerBoard, childEnv, { book: approvalBook, pins: pinBook, confirmations }, kept);
   let running = config;
   // Kept across reloads: a reload must not wipe the count of an address that is guessing keys.
@@ -659,7 +660,7 @@ interface Runtime {
  * must be rewritten or judged: `prefix: always`, `tools.pinning: enforce`, lists that differ per caller, or names that are not safe or items
  * the access rules hide from everyone (found out by SingleUpstream on first use, and on each list). The pipeline is compiled here, once per configuration.
  */
-function buildRuntime(config: GatehouseConfig, log: Logger, observeUpstream: (upstream: string, seconds: number) => void, state: StoreGuard, resolveHost: ResolveHost, breakerBoard: BreakerBoard, childEnv: ChildEnv, approvals: { book: ApprovalBook; pins: PinBook; confirmations: PendingConfirmations }, kept: { requestStates: RequestStateSeal; deadlines: CallDeadlines; leases: UpstreamLeases<Upstream | LegacyFront>; openListens: OpenListens }): Runtime {
+function buildRuntime(config: GatehouseConfig, log: Logger, observeUpstream: (upstream: string, seconds: number) => void, state: StoreGuard, resolveHost: ResolveHost, breakerBoard: BreakerBoard, childEnv: ChildEnv, approvals: { book: ApprovalBook; pins: PinBook; confirmations: PendingConfirmations }, kept: { requestStates: RequestStateSeal; deadlines: CallDeadlines; leases: UpstreamLeases<Upstream | LegacyFront>; openListens: OpenListens; passThroughStreams: PassThroughStreams }): Runtime {
   // Building an upstream starts its sweepers (intervals) at once: one built before another throws, or before
   // anything after them does, is closed again (or released), or each refused reload would leave its timers running.
   const members: Upstream[] = [];
@@ -711,7 +712,7 @@ function buildRuntime(config: GatehouseConfig, log: Logger, observeUpstream: (up
     // tools/list went up and came back as it was, so the client's model could read a definition the pin
     // stage never judged (changed since Gatehouse's own read, or shown to clients only) and its calls ran.
     const forceCatalog = config.tools.naming.prefix === 'always' || perCaller || config.tools.pinning === 'enforce';
-    const upstream: Upstream = members.length > 1 ? catalog : new SingleUpstream(members[0]!, catalog, forceCatalog, log, access.governs('tools') || access.governs('prompts'));
+    const upstream: Upstream = members.length > 1 ? catalog : new SingleUpstream(members[0]!, catalog, forceCatalog, log, access.governs('tools') || access.governs('prompts'), kept.passThroughStreams);
     const schemas = new ArgumentSchemas(log);
     const routes = catalog.catalog;
     const shared = catalog;
@@ -778,6 +779,11 @@ function buildRuntime(config: GatehouseConfig, log: Logger, observeUpstream: (up
       void legacySessions.rejudgeSubscriptions(mayKeepSubscription).catch((err: unknown) => log.error('the legacy sessions\' subscriptions could not be judged under the reloaded rules', { err }));
       // So are those a single upstream's own bridges hold for legacy clients of a modern server.
       if (upstream instanceof SingleUpstream) void upstream.rejudgeSubscriptions(mayKeepSubscription).catch((err: unknown) => log.error('the upstream\'s legacy sessions\' subscriptions could not be judged under the reloaded rules', { err, upstream: upstream.name }));
+      // The streams an upstream's pass-through opened end unless this config passes the same member through:
+      // their sessions are unknown to the catalog, and unjudged they would go on relaying what the new rules
+      // may hide (pass-through-streams.ts).
+      const ended = kept.passThroughStreams.serve(upstream instanceof SingleUpstream && upstream.passesThrough ? members[0] : undefined);
+      if (ended > 0) log.info('a reload ended the listening streams opened on the pass-through it no longer serves', { ended });
       // So are modern clients' listens on any catalog: one holding a URI no longer allowed ends (open-listens.ts).
       // The others then move to the catalog served (moving-listen.ts): judged first, none is opened on it with
       // a URI egress now blocks.

@@ -23,6 +23,7 @@ import type { ModernFace, SubscriptionJudge, Upstream } from '../pipeline/ports.
 import type { Principal } from '../pipeline/principal.js';
 import { capabilitiesKey, type Catalog } from './catalog.js';
 import type { CatalogUpstream } from './catalog-upstream.js';
+import { opensListenStream, type PassThroughStreams } from './pass-through-streams.js';
 
 type Mode = 'undecided' | 'direct' | 'catalog';
 
@@ -59,6 +60,8 @@ export class SingleUpstream implements Upstream {
      * `initialize` waits for the check, and its session opens on the path that will serve it.
      */
     private readonly decideAtInitialize = false,
+    /** Where the listening streams the pass-through opens are held, for the reload that retires it to end. */
+    private readonly streams?: PassThroughStreams,
   ) {
     this.name = member.name;
     this.transport = member.transport;
@@ -79,7 +82,16 @@ export class SingleUpstream implements Upstream {
     if (this.mode === 'catalog') return this.catalog.handle(ctx);
     const method = ctx.kind === 'request' ? ctx.method : undefined;
     if (method === 'tools/list' || method === 'prompts/list' || (method === 'initialize' && this.decideAtInitialize && this.mode === 'undecided')) return this.decideThenHandle(ctx);
+    // Of the member's own answers only the pass-through's listening streams (a client of the member's era)
+    // are held: a bridge's (a client of the other era) has its subscriptions judged again on reload instead
+    // (rejudgeSubscriptions), and goes on as they allow.
+    if (this.streams !== undefined && opensListenStream(ctx) && ctx.era === this.member.knownEra()) return this.heldListen(ctx, this.streams);
     return this.member.handle(ctx);
+  }
+
+  /** A listening stream on the pass-through, held so that the reload that retires this path ends it. */
+  private async heldListen(ctx: CallContext, streams: PassThroughStreams): Promise<Outcome> {
+    return streams.hold(this.member, ctx, await this.member.handle(ctx));
   }
 
   private async decideThenHandle(ctx: CallContext): Promise<Outcome> {

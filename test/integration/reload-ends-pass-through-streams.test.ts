@@ -1,0 +1,209 @@
+// One upstream, passed through (no rule governs resources), then a reload whose rules hide a resource: a
+// rule on resources forces the upstream behind the catalog (AccessPolicy.perCaller). The sessions opened on
+// the pass-through are unknown to the catalog, but until 5 December the streams they had open went on: a
+// legacy client's GET stream and a modern client's listen kept relaying updates of the URI the new rules
+// hide, and the upstream kept watching it. Now the reload ends them as a server ends its own: the GET stream
+// ends (its client reconnects and meets the 404), a listen gets its completion result (2026-07-28
+// basic/patterns/subscriptions.mdx §Graceful Closure), and no further update of the hidden URI reaches the
+// client.
+// Upstreams: the v1 SDK's server over Streamable HTTP (legacy era), the v2 SDK's subscribable server (modern
+// era), a 2026-07-28 stdio child (lying-listen-stdio.mjs). Clients: the v1 SDK's and the v2 SDK's.
+
+import { test } from 'node:test';
+import { fileURLToPath } from 'node:url';
+import assert from 'node:assert/strict';
+import { Client as V1Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StreamableHTTPClientTransport as V1Transport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import { ResourceUpdatedNotificationSchema, SubscribeRequestSchema, UnsubscribeRequestSchema } from '@modelcontextprotocol/sdk/types.js';
+import type { McpServer as V1McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
+import { Client as V2Client, StreamableHTTPClientTransport as V2Transport } from '@modelcontextprotocol/client';
+import { validateConfigObject } from '../../src/config/load.js';
+import { startV1HttpServer } from '../fixtures/upstreams/v1-http-server.js';
+import { startSubscribableModernServer } from '../fixtures/upstreams/subscribable-modern-server.js';
+import { startGateway, type TestGateway } from '../helpers/gateway.js';
+
+const SECRET = 'test://secret';
+const ENDED_LOG = 'a reload ended the listening streams opened on the pass-through it no longer serves';
+
+/** A reload to the same upstreams under rules that hide SECRET: the upstream goes behind the catalog. */
+async function hideSecret(gw: TestGateway, upstreams: Array<Record<string, unknown>>): Promise<void> {
+  const next = validateConfigObject({ auth: { anonymous: true }, idempotency: { requireKeys: false }, listen: { host: '127.0.0.1', port: 0 }, upstreams, policy: { rules: [{ id: 'no-secret', access: 'deny', resources: [SECRET] }, { id: 'rest', access: 'allow', resources: ['*'] }] } }, 'test');
+  assert.deepEqual(await gw.gateway.reload(next), []);
+}
+
+/** Waits (bounded: 100 × 100 ms) until `done()`; whether it came to pass. */
+async function until(done: () => boolean): Promise<boolean> {
+  for (let i = 0; i < 100 && !done(); i++) await new Promise((r) => setTimeout(r, 100));
+  return done();
+}
+
+/** How `listen` ended, or 'open' if it had not within 10 s. */
+function endOf(listen: { closed: Promise<string> }): Promise<string> {
+  return Promise.race([listen.closed, new Promise<string>((r) => setTimeout(() => r('open'), 10_000).unref())]);
+}
+
+const endedCount = (gw: TestGateway): unknown => gw.logs.find((l) => l.msg === ENDED_LOG)?.ended;
+
+test('a legacy client\'s GET stream on the pass-through ends when a reload moves the upstream behind the catalog', { timeout: 60_000 }, async () => {
+  const sessions: V1McpServer[] = [];
+  const upstream = await startV1HttpServer(
+    (server) => {
+      server.registerResource(SECRET, SECRET, { mimeType: 'text/plain' }, async () => ({ contents: [{ uri: SECRET, text: SECRET }] }));
+      server.server.setRequestHandler(SubscribeRequestSchema, async () => ({}));
+      server.server.setRequestHandler(UnsubscribeRequestSchema, async () => ({}));
+      sessions.push(server);
+    },
+    { resources: { subscribe: true } },
+  );
+  const upstreams = [{ name: 'files', url: upstream.url }];
+  const gw = await startGateway({ upstreams });
+  const client = new V1Client({ name: 'subscriber', version: '1' });
+  const heard: string[] = [];
+  client.setNotificationHandler(ResourceUpdatedNotificationSchema, async (n) => void heard.push(n.params.uri));
+  // The client's reconnection meets the 404 (the catalog does not know its session): expected, not a failure.
+  client.onerror = () => {};
+  /** Sends an update of SECRET from every session each round until `done()` (bounded: 100 rounds). */
+  const publishUntil = async (done: () => boolean): Promise<void> => {
+    for (let i = 0; i < 100 && !done(); i++) {
+      for (const server of sessions) if (server.isConnected()) await server.server.sendResourceUpdated({ uri: SECRET }).catch(() => {});
+      await new Promise((r) => setTimeout(r, 100));
+    }
+  };
+  try {
+    await client.connect(new V1Transport(new URL(gw.url)));
+    await client.subscribeResource({ uri: SECRET });
+    await publishUntil(() => heard.length > 0);
+    assert.ok(heard.length > 0, 'before the reload its updates arrive on the GET stream');
+
+    await hideSecret(gw, upstreams);
+    const before = heard.length;
+    // Twenty rounds of updates from the upstream session (which still holds the subscription): none arrives.
+    let rounds = 0;
+    await publishUntil(() => ++rounds > 20);
+    assert.equal(heard.length, before, 'no update of the hidden URI reaches the client after the reload');
+    assert.equal(endedCount(gw), 1, 'the reload ended the GET stream');
+  } finally {
+    await client.close().catch(() => {});
+    await gw.close();
+    await upstream.close();
+  }
+});
+
+test('a modern client\'s listen on the pass-through gets its completion result when a reload moves the upstream behind the catalog', { timeout: 60_000 }, async () => {
+  const upstream = await startSubscribableModernServer();
+  const upstreams = [{ name: 'files', url: upstream.url }];
+  const gw = await startGateway({ upstreams });
+  const client = new V2Client({ name: 'listener', version: '1' }, { versionNegotiation: { mode: { pin: '2026-07-28' } } });
+  const heard: string[] = [];
+  client.setNotificationHandler('notifications/resources/updated', async (n) => void heard.push(n.params.uri));
+  try {
+    await client.connect(new V2Transport(new URL(gw.url)));
+    const listen = await client.listen({ resourceSubscriptions: [SECRET] });
+    assert.deepEqual(listen.honoredFilter.resourceSubscriptions, [SECRET]);
+    for (let i = 0; i < 100 && heard.length === 0; i++) {
+      upstream.notify.resourceUpdated(SECRET);
+      await new Promise((r) => setTimeout(r, 100));
+    }
+    assert.ok(heard.length > 0, 'before the reload its updates arrive');
+
+    await hideSecret(gw, upstreams);
+    assert.equal(await endOf(listen), 'graceful', 'the listen ends with its completion result');
+    assert.equal(endedCount(gw), 1);
+    assert.ok(await until(() => upstream.openListens() === 0), 'the upstream\'s listen is closed: it no longer watches the URI');
+    const before = heard.length;
+    for (let i = 0; i < 20; i++) {
+      upstream.notify.resourceUpdated(SECRET);
+      await new Promise((r) => setTimeout(r, 100));
+    }
+    assert.equal(heard.length, before, 'no update of the hidden URI reaches the client after the reload');
+  } finally {
+    await client.close().catch(() => {});
+    await gw.close();
+    await upstream.close();
+  }
+});
+
+test('a modern client\'s listen on a stdio pass-through gets its completion result when a reload moves the upstream behind the catalog', { timeout: 60_000 }, async () => {
+  const child = fileURLToPath(new URL('../fixtures/upstreams/lying-listen-stdio.mjs', import.meta.url));
+  const upstreams = [{ name: 'child', command: [process.execPath, child] }];
+  const gw = await startGateway({ upstreams });
+  const client = new V2Client({ name: 'listener', version: '1' }, { versionNegotiation: { mode: { pin: '2026-07-28' } } });
+  const heard: string[] = [];
+  client.setNotificationHandler('notifications/resources/updated', async (n) => void heard.push(n.params.uri));
+  try {
+    await client.connect(new V2Transport(new URL(gw.url)));
+    const listen = await client.listen({ resourceSubscriptions: [SECRET] });
+    assert.ok(await until(() => heard.includes(SECRET)), 'the child\'s update is heard as the listen opens');
+
+    await hideSecret(gw, upstreams);
+    assert.equal(await endOf(listen), 'graceful', 'the listen ends with its completion result');
+    assert.equal(endedCount(gw), 1);
+  } finally {
+    await client.close().catch(() => {});
+    await gw.close();
+  }
+});
+
+test('a reload that goes on passing the same upstream through leaves its listens open', { timeout: 60_000 }, async () => {
+  const upstream = await startSubscribableModernServer();
+  const upstreams = [{ name: 'files', url: upstream.url }];
+  const gw = await startGateway({ upstreams });
+  const client = new V2Client({ name: 'listener', version: '1' }, { versionNegotiation: { mode: { pin: '2026-07-28' } } });
+  const heard: string[] = [];
+  client.setNotificationHandler('notifications/resources/updated', async (n) => void heard.push(n.params.uri));
+  /** Publishes SECRET until one more update than `count` is heard (bounded: 100 rounds). */
+  const heardOneMore = async (count: number): Promise<boolean> => {
+    for (let i = 0; i < 100 && heard.length <= count; i++) {
+      upstream.notify.resourceUpdated(SECRET);
+      await new Promise((r) => setTimeout(r, 100));
+    }
+    return heard.length > count;
+  };
+  try {
+    await client.connect(new V2Transport(new URL(gw.url)));
+    const listen = await client.listen({ resourceSubscriptions: [SECRET] });
+    assert.ok(await heardOneMore(0), 'before the reload its updates arrive');
+    // A rate limit rebuilds the configuration but governs no resource: the same upstream is passed through.
+    const next = validateConfigObject({ auth: { anonymous: true }, idempotency: { requireKeys: false }, listen: { host: '127.0.0.1', port: 0 }, upstreams, policy: { rateLimits: [{ id: 'calls', per: 'key', rate: 1000, perSeconds: 60, burst: 1000 }] } }, 'test');
+    assert.deepEqual(await gw.gateway.reload(next), []);
+    assert.deepEqual(gw.logs.filter((l) => l.msg === 'config reloaded').at(-1)?.keptUpstreams, ['files']);
+    assert.ok(await heardOneMore(heard.length), 'the listen goes on relaying after the reload');
+    assert.equal(upstream.openListens(), 1);
+    assert.equal(endedCount(gw), undefined, 'no stream was ended');
+    await listen.close();
+  } finally {
+    await client.close().catch(() => {});
+    await gw.close();
+    await upstream.close();
+  }
+});
+
+test('a reload that builds the upstream anew ends the listens the old one passed through, and the client listens again on the new one', { timeout: 60_000 }, async () => {
+  const upstream = await startSubscribableModernServer();
+  const gw = await startGateway({ upstreams: [{ name: 'files', url: upstream.url }] });
+  const client = new V2Client({ name: 'listener', version: '1' }, { versionNegotiation: { mode: { pin: '2026-07-28' } } });
+  const heard: string[] = [];
+  client.setNotificationHandler('notifications/resources/updated', async (n) => void heard.push(n.params.uri));
+  try {
+    await client.connect(new V2Transport(new URL(gw.url)));
+    const listen = await client.listen({ resourceSubscriptions: [SECRET] });
+    // A changed header is part of what the upstream is built from (lease-key.ts): a new one is built, and
+    // the old one, with its connections, is closed after shutdown.graceMs.
+    const next = validateConfigObject({ auth: { anonymous: true }, idempotency: { requireKeys: false }, listen: { host: '127.0.0.1', port: 0 }, upstreams: [{ name: 'files', url: upstream.url, headers: { 'x-generation': '2' } }] }, 'test');
+    assert.deepEqual(await gw.gateway.reload(next), []);
+    assert.equal(await endOf(listen), 'graceful', 'the listen on the retired upstream ends with its completion result');
+    assert.ok(await until(() => upstream.openListens() === 0), 'its upstream listen is closed');
+    const again = await client.listen({ resourceSubscriptions: [SECRET] });
+    assert.deepEqual(again.honoredFilter.resourceSubscriptions, [SECRET], 'the new upstream takes the listen');
+    for (let i = 0; i < 100 && heard.length === 0; i++) {
+      upstream.notify.resourceUpdated(SECRET);
+      await new Promise((r) => setTimeout(r, 100));
+    }
+    assert.ok(heard.length > 0, 'and relays its updates');
+    await again.close();
+  } finally {
+    await client.close().catch(() => {});
+    await gw.close();
+    await upstream.close();
+  }
+});
