@@ -207,3 +207,32 @@ test('a reload that builds the upstream anew ends the listens the old one passed
     await upstream.close();
   }
 });
+
+test('a legacy client\'s GET stream on a stdio pass-through ends, and its reconnection meets the 404', { timeout: 60_000 }, async () => {
+  const child = fileURLToPath(new URL('../fixtures/upstreams/subscribable-stdio.mjs', import.meta.url));
+  const upstreams = [{ name: 'child', command: [process.execPath, child] }];
+  const gw = await startGateway({ upstreams });
+  const client = new V1Client({ name: 'subscriber', version: '1' });
+  const heard: string[] = [];
+  const errors: Array<{ code?: unknown }> = [];
+  client.setNotificationHandler(ResourceUpdatedNotificationSchema, async (n) => void heard.push(n.params.uri));
+  client.onerror = (err) => void errors.push(err as { code?: unknown });
+  try {
+    await client.connect(new V1Transport(new URL(gw.url)));
+    await client.subscribeResource({ uri: 'test://a' });
+    // The child announces the change on the session's GET stream (a notification no request carries).
+    for (let i = 0; i < 100 && heard.length === 0; i++) {
+      await client.callTool({ name: 'touch', arguments: { name: 'a' } });
+      await new Promise((r) => setTimeout(r, 100));
+    }
+    assert.deepEqual(heard.slice(0, 1), ['test://a'], 'before the reload its updates arrive on the GET stream');
+
+    await hideSecret(gw, upstreams);
+    // The SDK opens its GET stream again at once when one ends: the catalog does not know the session.
+    assert.ok(await until(() => errors.some((e) => e.code === 404)), `the GET stream ended and its reconnection is answered 404: ${JSON.stringify(errors)}`);
+    assert.equal(endedCount(gw), 1, 'the reload ended the GET stream');
+  } finally {
+    await client.close().catch(() => {});
+    await gw.close();
+  }
+});
