@@ -782,8 +782,17 @@ function buildRuntime(config: GatehouseConfig, log: Logger, observeUpstream: (up
       // The streams an upstream's pass-through opened end unless this config passes the same member through:
       // their sessions are unknown to the catalog, and unjudged they would go on relaying what the new rules
       // may hide (pass-through-streams.ts).
-      const ended = kept.passThroughStreams.serve(upstream instanceof SingleUpstream && upstream.passesThrough ? members[0] : undefined);
+      const passedThrough = upstream instanceof SingleUpstream && upstream.passesThrough ? members[0] : undefined;
+      const ended = kept.passThroughStreams.serve(passedThrough);
       if (ended > 0) log.info('a reload ended the listening streams opened on the pass-through it no longer serves', { ended });
+      // Those it goes on passing through are judged as the catalog's listens are: one holding a URI the new
+      // egress rules block ends.
+      if (passedThrough !== undefined) {
+        void kept.passThroughStreams.rejudge(passedThrough, mayKeepSubscription).then(
+          (rejudged) => (rejudged > 0 ? log.info('a reload ended listens on the pass-through holding resource subscriptions its rules no longer allow', { ended: rejudged }) : undefined),
+          (err: unknown) => log.error('the pass-through listens\' subscriptions could not be judged under the reloaded rules', { err, upstream: passedThrough.name }),
+        );
+      }
       // So are modern clients' listens on any catalog: one holding a URI no longer allowed ends (open-listens.ts).
       // The others then move to the catalog served (moving-listen.ts): judged first, none is opened on it with
       // a URI egress now blocks.

@@ -6,13 +6,16 @@
 // included, and keep the upstream watching it: until 5 December it did. Each is ended as a server ends one
 // on its own initiative: a GET stream simply ends (its client reconnects and meets the new path), a listen
 // gets its completion result first (2026-07-28 basic/patterns/subscriptions.mdx §Graceful Closure).
+// A reload that goes on passing the same upstream through judges its modern listens' resource
+// subscriptions again (its egress rules may now block one), as open-listens.ts does the catalog's.
 
 import { PassThrough as ByteQueue, type Readable } from 'node:stream';
 import type { CallContext } from '../pipeline/context.js';
 import type { CallStream } from '../pipeline/call-stream.js';
 import { RelayBody } from '../pipeline/relay-body.js';
 import type { Outcome } from '../pipeline/outcome.js';
-import type { Upstream } from '../pipeline/ports.js';
+import type { SubscriptionJudge, Upstream } from '../pipeline/ports.js';
+import type { Principal } from '../pipeline/principal.js';
 import type { JsonRpcId, JsonRpcResponse } from '../protocol/jsonrpc.js';
 import { META_SUBSCRIPTION_ID } from '../protocol/methods.js';
 import { formatSseMessage } from '../protocol/sse.js';
@@ -22,9 +25,18 @@ export function opensListenStream(ctx: CallContext): boolean {
   return ctx.httpMethod === 'GET' || ctx.method === 'subscriptions/listen';
 }
 
+/** One held stream: how to end it, and for a modern listen whom it serves and the URIs it subscribed to. */
+interface HeldStream {
+  end(): void;
+  principal: Principal;
+  capabilities: Record<string, unknown>;
+  /** The resource URIs the listen asked for, less those the egress stage withheld; none for a GET stream. */
+  uris: readonly string[];
+}
+
 export class PassThroughStreams {
-  /** The ends of the open streams, by the member whose pass-through opened them. */
-  private readonly open = new Map<Upstream, Set<() => void>>();
+  /** The open streams, by the member whose pass-through opened them. */
+  private readonly open = new Map<Upstream, Set<HeldStream>>();
   /** The member the running configuration passes through; null: none (it is served through the catalog). */
   private served: Upstream | null | undefined;
 
@@ -39,13 +51,13 @@ export class PassThroughStreams {
     let streams = this.open.get(member);
     if (streams === undefined) this.open.set(member, (streams = new Set()));
     const held = streams;
-    const end = endable.end;
-    held.add(end);
+    const stream: HeldStream = { end: endable.end, principal: ctx.principal, capabilities: ctx.clientCapabilities, uris: subscribedUris(ctx) };
+    held.add(stream);
     endable.onDone(() => {
-      held.delete(end);
+      held.delete(stream);
       if (held.size === 0 && this.open.get(member) === held) this.open.delete(member);
     });
-    if (this.served !== undefined && this.served !== member) end();
+    if (this.served !== undefined && this.served !== member) stream.end();
     return endable.outcome;
   }
 
@@ -59,13 +71,50 @@ export class PassThroughStreams {
     for (const [owner, streams] of [...this.open]) {
       if (owner === member) continue;
       this.open.delete(owner);
-      for (const end of streams) {
-        end();
+      for (const stream of streams) {
+        stream.end();
         ended++;
       }
     }
     return ended;
   }
+
+  /**
+   * Ends each listen `member`'s pass-through holds one of whose URIs `mayKeep` no longer allows (one that
+   * cannot be judged is not kept), one URI at a time; its filter, settled by its acknowledgment, cannot be
+   * narrowed in place. Returns how many were ended.
+   */
+  async rejudge(member: Upstream, mayKeep: SubscriptionJudge): Promise<number> {
+    let ended = 0;
+    for (const stream of [...(this.open.get(member) ?? [])]) {
+      for (const uri of stream.uris) {
+        if (await allowed(mayKeep, stream, uri)) continue;
+        stream.end();
+        ended++;
+        break;
+      }
+    }
+    return ended;
+  }
+}
+
+async function allowed(mayKeep: SubscriptionJudge, stream: HeldStream, uri: string): Promise<boolean> {
+  try {
+    return await mayKeep(stream.principal, uri, stream.capabilities);
+  } catch {
+    return false;
+  }
+}
+
+const NO_URIS: readonly string[] = [];
+
+/** The URIs a modern listen's upstream was asked to watch: those it named, less those the egress stage withheld. */
+function subscribedUris(ctx: CallContext): readonly string[] {
+  if (ctx.method !== 'subscriptions/listen') return NO_URIS;
+  const asked = (ctx.message as { params?: { notifications?: { resourceSubscriptions?: unknown } } } | undefined)?.params?.notifications?.resourceSubscriptions;
+  if (!Array.isArray(asked)) return NO_URIS;
+  const withheld = ctx.withheldUris;
+  return asked.filter((uri): uri is string => typeof uri === 'string' && withheld?.has(uri) !== true);
 }
 
 interface EndableStream {

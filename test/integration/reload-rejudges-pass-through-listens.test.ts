@@ -1,0 +1,69 @@
+// A modern client's listen passed through to one 2026-07-28 upstream, across a reload whose egress rules now
+// block one of its resource subscriptions. Egress rules do not take the upstream behind the catalog (only
+// rules on resources do), so the listen stays on the pass-through; it was judged when it opened (the egress
+// stage's withheld URIs) and its filter was settled by its acknowledgment (2026-07-28
+// basic/patterns/subscriptions.mdx §Acknowledgment). Until 5 December it went on as it was: the upstream
+// went on watching, and the client hearing of, a URI the egress rules now forbid. Now, as for the catalog's
+// listens (reload-ends-modern-listens.test.ts), it ends with its completion result (§Graceful Closure), and
+// a listen whose URIs are all still allowed goes on.
+// Upstream: the v2 SDK's subscribable server over Streamable HTTP. Client: the v2 SDK's.
+
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { Client as V2Client, StreamableHTTPClientTransport as V2Transport } from '@modelcontextprotocol/client';
+import { validateConfigObject } from '../../src/config/load.js';
+import { startSubscribableModernServer } from '../fixtures/upstreams/subscribable-modern-server.js';
+import { stubResolver } from '../helpers/egress-judged.js';
+import { startGateway } from '../helpers/gateway.js';
+
+const KEPT = 'test://kept';
+/** A fetched scheme's URI, resolving to a public address (EGRESS_DNS): allowed by the default egress rules. */
+const PARTNER = 'https://docs.partner.example/a';
+
+/** How `listen` ended, or 'open' if it had not within 10 s. */
+function endOf(listen: { closed: Promise<string> }): Promise<string> {
+  return Promise.race([listen.closed, new Promise<string>((r) => setTimeout(() => r('open'), 10_000).unref())]);
+}
+
+test('egress rules that now block a subscribed URI end the pass-through listen holding it', { timeout: 60_000 }, async () => {
+  const { resolveHost } = stubResolver();
+  const upstream = await startSubscribableModernServer();
+  const upstreams = [{ name: 'files', url: upstream.url }];
+  const gw = await startGateway({ upstreams }, { resolveHost });
+  const client = new V2Client({ name: 'listener', version: '1' }, { versionNegotiation: { mode: { pin: '2026-07-28' } } });
+  const heard: string[] = [];
+  client.setNotificationHandler('notifications/resources/updated', async (n) => void heard.push(n.params.uri));
+  /** Publishes `uri` until it has been heard `count` times (bounded: 100 rounds). */
+  const heardTimes = async (uri: string, count: number): Promise<boolean> => {
+    for (let i = 0; i < 100 && heard.filter((u) => u === uri).length < count; i++) {
+      upstream.notify.resourceUpdated(uri);
+      await new Promise((r) => setTimeout(r, 100));
+    }
+    return heard.filter((u) => u === uri).length >= count;
+  };
+  try {
+    await client.connect(new V2Transport(new URL(gw.url)));
+    const both = await client.listen({ resourceSubscriptions: [PARTNER, KEPT] });
+    const keptOnly = await client.listen({ resourceSubscriptions: [KEPT] });
+    assert.deepEqual([...both.honoredFilter.resourceSubscriptions!].sort(), [KEPT, PARTNER].sort());
+    assert.ok(await heardTimes(PARTNER, 1), 'before the reload its updates arrive');
+
+    const next = validateConfigObject({ auth: { anonymous: true }, idempotency: { requireKeys: false }, listen: { host: '127.0.0.1', port: 0 }, upstreams, policy: { egress: [{ id: 'no-partner', tools: ['*'], deny: { hosts: ['docs.partner.example'] } }] } }, 'test');
+    assert.deepEqual(await gw.gateway.reload(next), []);
+    assert.deepEqual(gw.logs.filter((l) => l.msg === 'config reloaded').at(-1)?.keptUpstreams, ['files'], 'the same upstream, still passed through');
+
+    assert.equal(await endOf(both), 'graceful', 'the listen holding the URI ends with its completion result');
+    for (let i = 0; i < 100 && upstream.openListens() !== 1; i++) await new Promise((r) => setTimeout(r, 100));
+    assert.equal(upstream.openListens(), 1, 'the upstream no longer watches the URI; the other listen stays');
+    const kept = heard.filter((u) => u === KEPT).length;
+    assert.ok(await heardTimes(KEPT, kept + 1), 'the listen whose URIs are all allowed goes on');
+    await keptOnly.close();
+    const again = await client.listen({ resourceSubscriptions: [PARTNER, KEPT] });
+    assert.deepEqual(again.honoredFilter.resourceSubscriptions, [KEPT], 'listening again, the client is judged by the new rules');
+    await again.close();
+  } finally {
+    await client.close().catch(() => {});
+    await gw.close();
+    await upstream.close();
+  }
+});
