@@ -19,6 +19,15 @@ const HINTS: Array<[RegExp, string]> = [
 
 const DEFAULT = 'check store.url (host, port, password, database) and that this user may write keys under store.keyPrefix';
 
-export function redisHint(message: string): string {
+// Node's words when the certificate is trusted but holds another name than the one verified. The CA hint
+// above sent the operator to store.tls.ca, which was right already; the name is what to change, and with an
+// IP, a node address the sentinels or the Cluster give, or a proxy, only store.tls.servername can give it.
+const NAME_MISMATCH = /does not match certificate's altnames|ERR_TLS_CERT_ALTNAME_INVALID/;
+const NAME_HINT = "the Redis server's certificate is trusted but does not hold the name Gatehouse verified (the detail says which it holds): set store.tls.servername to a name the certificate holds, or connect to one in store.url";
+const SENTINEL_NAME_HINT = "a certificate is trusted but does not hold the name Gatehouse verified (the detail says which it holds): store.tls.servername is verified against the primary, and against the sentinels unless store.sentinel.servername names theirs apart; set each to a name its certificate holds";
+
+/** `sentinel`: the store finds its primary through Sentinel, whose certificates may hold names of their own. */
+export function redisHint(message: string, sentinel = false): string {
+  if (NAME_MISMATCH.test(message)) return sentinel ? SENTINEL_NAME_HINT : NAME_HINT;
   return HINTS.find(([cause]) => cause.test(message))?.[1] ?? DEFAULT;
 }

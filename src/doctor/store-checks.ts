@@ -78,7 +78,7 @@ async function checkRedis(config: StoreConfig & { kind: 'redis' }): Promise<Find
     }
   } catch (err) {
     // The remedy follows the cause: a full Redis, a replica or an untrusted certificate is no store.url typo.
-    return finding('store', 'fail', `${where}: ${messageOf(err)}`, redisHint(messageOf(err)), data);
+    return finding('store', 'fail', `${where}: ${messageOf(err)}`, redisHint(messageOf(err), config.sentinel !== undefined), data);
   } finally {
     await store.close().catch(() => {});
   }

@@ -1,0 +1,83 @@
+// `gatehouse doctor`'s hint for a Redis whose certificate is trusted but holds another name than the one
+// verified ("Hostname/IP does not match certificate's altnames"). It got the untrusted-certificate hint,
+// "set store.tls.ca", which was right already; the name is what to change: store.tls.servername, and with
+// Sentinel store.sentinel.servername for the sentinels' certificates. Real redis-server and sentinel over
+// TLS, certificates made by openssl that hold DNS names only.
+
+import { after, before, test } from 'node:test';
+import assert from 'node:assert/strict';
+import { execFileSync } from 'node:child_process';
+import { readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import type { StoreConfig } from '../../src/config/types.js';
+import { checkStore } from '../../src/doctor/store-checks.js';
+import type { Finding } from '../../src/doctor/finding.js';
+import { mtlsCertificates, startRedis, type TestRedis } from '../helpers/redis.js';
+
+const limits = { timeoutMs: 15_000, waitMs: 0 };
+
+let ca: string;
+let primary: TestRedis;
+let sentinel: TestRedis;
+
+/** A certificate the test CA signed for `name` alone: no IP, so a connection to 127.0.0.1 must name it. */
+function signedFor(dir: string, name: string): { cert: string; key: string } {
+  const openssl = (args: string[]): void => void execFileSync('openssl', args, { cwd: dir, stdio: ['ignore', 'ignore', 'pipe'] });
+  openssl(['req', '-newkey', 'rsa:2048', '-nodes', '-subj', `/CN=${name}`, '-keyout', `${name}.key`, '-out', `${name}.csr`]);
+  writeFileSync(join(dir, `${name}.ext`), `subjectAltName=DNS:${name}\nextendedKeyUsage=serverAuth,clientAuth\n`);
+  openssl(['x509', '-req', '-in', `${name}.csr`, '-CA', 'ca.crt', '-CAkey', 'ca.key', '-CAcreateserial', '-days', '2', '-extfile', `${name}.ext`, '-out', `${name}.crt`]);
+  return { cert: readFileSync(join(dir, `${name}.crt`), 'utf8'), key: readFileSync(join(dir, `${name}.key`), 'utf8') };
+}
+
+before(async () => {
+  const certs = mtlsCertificates();
+  ca = certs.ca;
+  primary = await startRedis({ tls: signedFor(certs.dir, 'redis.test') });
+  // The sentinel reaches the primary over TLS, so it needs the CA to verify it.
+  sentinel = await startRedis({ mode: 'sentinel', primaryPort: primary.port, tls: signedFor(certs.dir, 'sentinel.test'), config: ['tls-replication yes', `tls-ca-cert-file ${join(certs.dir, 'ca.crt')}`] });
+});
+after(async () => {
+  await sentinel?.stop(); // undefined when before() failed
+  await primary?.stop();
+});
+
+function assertNameHint(found: Finding, names: RegExp): void {
+  assert.equal(found.verdict, 'fail', JSON.stringify(found));
+  assert.match(found.detail, /does not match certificate's altnames/, JSON.stringify(found));
+  assert.match(found.hint ?? '', names, JSON.stringify(found));
+  assert.doesNotMatch(found.hint ?? '', /store\.tls\.ca/, 'the CA is right: the name is what to change');
+}
+
+test('a trusted certificate of another name: store.tls.servername, not store.tls.ca', { timeout: 30_000 }, async () => {
+  const config: StoreConfig = { kind: 'redis', url: `rediss://127.0.0.1:${primary.port}`, keyPrefix: 'doctor-names:', commandTimeoutMs: 1_000, tls: { ca } };
+  const found = await checkStore(config, limits);
+  assertNameHint(found, /store\.tls\.servername/);
+  assert.doesNotMatch(found.hint ?? '', /store\.sentinel\.servername/, 'no Sentinel here');
+});
+
+// The sentinels verified (their name given), the primary they name is not: its certificate holds redis.test.
+// (When the sentinels' own certificate fails, ioredis keeps only "Connection is closed" of their error.)
+test('with Sentinel, a primary of another name: store.tls.servername named beside store.sentinel.servername', { timeout: 60_000 }, async () => {
+  const config: StoreConfig = {
+    kind: 'redis',
+    url: 'rediss://ignored:1',
+    keyPrefix: 'doctor-names:',
+    commandTimeoutMs: 1_000,
+    sentinel: { name: 'primary', nodes: [`127.0.0.1:${sentinel.port}`] as [string], servername: 'sentinel.test' },
+    tls: { ca, servername: 'elsewhere.test' },
+  };
+  assertNameHint(await checkStore(config, limits), /store\.tls\.servername.*store\.sentinel\.servername/);
+});
+
+test('with the names given, the same servers pass: the hint named what fixes it', { timeout: 60_000 }, async () => {
+  const config: StoreConfig = {
+    kind: 'redis',
+    url: 'rediss://ignored:1',
+    keyPrefix: 'doctor-names:',
+    commandTimeoutMs: 1_000,
+    sentinel: { name: 'primary', nodes: [`127.0.0.1:${sentinel.port}`] as [string], servername: 'sentinel.test' },
+    tls: { ca, servername: 'redis.test' },
+  };
+  const found = await checkStore(config, limits);
+  assert.notEqual(found.verdict, 'fail', JSON.stringify(found));
+});
