@@ -6,7 +6,7 @@ import type { AddressInfo } from 'node:net';
 import { basename, dirname, resolve } from 'node:path';
 import { ConfigError, formatIssue, parseConfigText } from './config/load.js';
 import { unsupportedFeatures } from './config/semantic-checks.js';
-import { storeTlsProblems } from './config/store-tls.js';
+import { storeTlsProblems, storeTlsWarnings } from './config/store-tls.js';
 import { locateProblems } from './config/locate-problems.js';
 import { expiredKeys } from './config/config-warnings.js';
 import { storeTlsExpiryWarnings } from './config/store-tls-expiry.js';
@@ -987,9 +987,13 @@ function warnUnreachableReviewers(config: GatehouseConfig, log: Logger): void {
 }
 
 /** A key already past its expires when the config is applied is refused to every request: say so once. */
-/** A Redis certificate expired, or ending within two weeks, when the config is applied: say so once (store-tls-expiry.ts). */
+/**
+ * A Redis certificate expired, or ending within two weeks, when the config is applied, or a passphrase given
+ * for a key that is not encrypted: say so once (store-tls-expiry.ts, store-tls.ts storeTlsWarnings).
+ */
 function warnStoreCertificates(config: GatehouseConfig, log: Logger): void {
   for (const w of storeTlsExpiryWarnings(config.store)) log.warn('a Redis store certificate has expired or expires soon', { detail: w });
+  for (const w of storeTlsWarnings(config.store)) log.warn('store.tls.passphrase is given for a key that is not encrypted', { detail: w });
 }
 
 function warnExpiredKeys(config: GatehouseConfig, log: Logger): void {

@@ -1,7 +1,8 @@
 // `gatehouse check-config [--env-optional] FILE`: validates a config and lists every problem. With
 // --env-optional, secrets that are absent here (unset ${env:...}, missing ${file:...}, or one this user may
 // not read) are warnings: a file can be checked where its secrets do not live, as in CI. A Redis store's
-// certificate that has expired or expires within two weeks is a warning too (store-tls-expiry.ts).
+// certificate that has expired or expires within two weeks is a warning too (store-tls-expiry.ts), as is a
+// store.tls.passphrase given for a key that is not encrypted (store-tls.ts).
 
 import { parseArgs } from 'node:util';
 import { ConfigError, formatIssue, loadConfigFileWithText, type ConfigIssue } from '../config/load.js';
@@ -9,6 +10,7 @@ import { locateProblems } from '../config/locate-problems.js';
 import { unsupportedFeatures } from '../config/semantic-checks.js';
 import { configWarnings } from '../config/config-warnings.js';
 import { storeTlsExpiryWarnings } from '../config/store-tls-expiry.js';
+import { storeTlsWarnings } from '../config/store-tls.js';
 import { CHECK_CONFIG_HELP } from './help.js';
 import type { CommandIO } from './io.js';
 
@@ -41,7 +43,7 @@ export async function checkConfigCommand(args: string[], io: CommandIO): Promise
       io.err(`${locateProblems(file, text, problems).join('\n')}\n`);
       return 1;
     }
-    for (const w of locateProblems(file, text, [...configWarnings(config), ...storeTlsExpiryWarnings(config.store)])) io.err(`warning: ${w}\n`);
+    for (const w of locateProblems(file, text, [...configWarnings(config), ...storeTlsWarnings(config.store), ...storeTlsExpiryWarnings(config.store)])) io.err(`warning: ${w}\n`);
     io.out(`${file}: ok${warnings.length > 0 ? ` (${warnings.length} secret${warnings.length === 1 ? '' : 's'} not present here)` : ''}\n`);
     return 0;
   } catch (err) {

@@ -31,6 +31,18 @@ export function storeTlsProblems(store: GatehouseConfig['store']): string[] {
   return problems;
 }
 
+/**
+ * What store.tls may hold by mistake and still work, as warnings (`key.path: message`, for locateProblems):
+ * a passphrase beside a key that is not encrypted. Node ignores it, so it was accepted without a word, and
+ * the operator believed the key on disk was protected by it. A warning, not a refusal: the store connects.
+ */
+export function storeTlsWarnings(store: GatehouseConfig['store']): string[] {
+  if (store.kind !== 'redis' || store.tls === undefined) return [];
+  const { key, passphrase } = store.tls;
+  if (passphrase === undefined || key === undefined || absent(key) || ENCRYPTED_KEY.test(key)) return [];
+  return ['store.tls.passphrase: given, but store.tls.key is not encrypted, so nothing uses it: the key file is readable without it; encrypt the key (openssl pkey -aes256) or leave store.tls.passphrase out'];
+}
+
 /** The first certificate of a PEM bundle, or undefined when it holds none Node can read. */
 function certificateOf(pem: string): X509Certificate | undefined {
   if (!pem.includes('-----BEGIN CERTIFICATE-----')) return undefined;

@@ -7,6 +7,7 @@ import { locateProblems } from '../config/locate-problems.js';
 import { unsupportedFeatures } from '../config/semantic-checks.js';
 import { configWarnings } from '../config/config-warnings.js';
 import { storeTlsExpiryWarnings } from '../config/store-tls-expiry.js';
+import { storeTlsWarnings } from '../config/store-tls.js';
 import type { Logger } from '../log/logger.js';
 import { checkAuthorizationServer } from './auth-checks.js';
 import { finding, messageOf, type CheckLimits, type Finding } from './finding.js';
@@ -41,6 +42,7 @@ export async function runChecks(file: string, opts: DoctorOptions): Promise<Find
   if (problems.length === 0) head.push(...locateProblems(file, text, configWarnings(config)).map((w) => finding('config', 'warn', w, 'the file serves; what this names does not work as written')));
   // Read from the config, not the connection: the store check may be skipped, or fail before TLS says why.
   if (problems.length === 0) head.push(...locateProblems(file, text, storeTlsExpiryWarnings(config.store)).map((w) => finding('config', 'warn', w, 'renew the certificate and point the file at it: a reload applies it to every Redis connection made from then on')));
+  if (problems.length === 0) head.push(...locateProblems(file, text, storeTlsWarnings(config.store)).map((w) => finding('config', 'warn', w, 'the store connects; encrypt the key with the passphrase, or remove store.tls.passphrase')));
   const limits = { timeoutMs: opts.timeoutMs, waitMs: opts.waitMs };
   const none = async (): Promise<Finding[]> => [];
   // A check that breaks on a setup nobody foresaw is a failed row of its area, not a stack trace that hides the rest.
