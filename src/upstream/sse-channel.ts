@@ -65,6 +65,11 @@ export class SseChannel {
   /** When the stream last carried any bytes, a comment included (performance.now()). */
   private lastBytes = 0;
   private watchdog: NodeJS.Timeout | undefined;
+  /** The interval the watchdog runs at (0: none), to tell whether a reload changed pingIntervalMs (retime()). */
+  private watchEvery = 0;
+  /** When the watchdog's unanswered ping went out, and when it last probed a quiet busy stream (watch()). */
+  private pingSentAt: number | undefined;
+  private probedAt = 0;
   private pings = 0;
   /** Comments (keep-alives) seen on the stream since its endpoint (watch()). */
   private comments = 0;
@@ -93,6 +98,11 @@ export class SseChannel {
 
   get alive(): boolean {
     return this.started && !this.exited;
+  }
+
+  /** Ended, for good: its stream closed or never opened. */
+  get gone(): boolean {
+    return this.exited;
   }
 
   get stoppedOnPurpose(): boolean {
@@ -173,16 +183,31 @@ export class SseChannel {
    * stream is so quiet under a call, such a server is pinged again each interval, to learn whether it still runs.
    */
   private watch(): void {
-    const every = this.opts.pingIntervalMs ?? 0;
-    if (every <= 0) return;
     this.lastHeard = performance.now();
-    let sentAt: number | undefined;
-    let probedAt = 0;
+    this.runWatchdog();
+  }
+
+  /**
+   * Takes pingIntervalMs again, when a reload changed it (sse-upstream.ts retune): the watchdog runs at the
+   * new interval from now on, and a ping already out keeps its send time. Until 5 December an open stream
+   * kept the interval it opened with for its whole life, so a lower pingMs reached new streams only.
+   */
+  retime(): void {
+    if (!this.alive || (this.opts.pingIntervalMs ?? 0) === this.watchEvery) return;
+    clearInterval(this.watchdog);
+    this.runWatchdog();
+  }
+
+  private runWatchdog(): void {
+    const every = this.opts.pingIntervalMs ?? 0;
+    this.watchEvery = every;
+    if (every <= 0) return;
     this.watchdog = setInterval(() => {
       if (!this.alive) return clearInterval(this.watchdog);
       const now = performance.now();
+      const sentAt = this.pingSentAt;
       if (sentAt !== undefined) {
-        if (this.lastHeard > sentAt) sentAt = undefined;
+        if (this.lastHeard > sentAt) this.pingSentAt = undefined;
         else if (!this.pending.waitingSince(sentAt, isPingId)) return this.endDead(`no answer to a ping within ${every} ms, timeouts.pingMs`, `a ping had no answer within ${every} ms, timeouts.pingMs`);
         else {
           const busy = this.opts.busySilenceMs;
@@ -192,15 +217,15 @@ export class SseChannel {
           if (this.comments < KEEP_ALIVE_PROOF) return;
           const due = Math.max(every, 2 * this.commentGap);
           if (this.pingTaken - quietSince >= due) return this.endDead(`its keep-alive comments stopped: nothing on the stream for ${Math.round(now - quietSince)} ms, while its message endpoint took a ping`, `its keep-alive comments stopped while its message endpoint still took a ping, and nothing came on it for ${Math.round(now - quietSince)} ms with a request in flight`);
-          if (now - quietSince >= due && now - probedAt >= every && !this.pingPosting) {
-            probedAt = now;
+          if (now - quietSince >= due && now - this.probedAt >= every && !this.pingPosting) {
+            this.probedAt = now;
             this.ping();
           }
           return;
         }
       }
       if (now - this.lastHeard < every) return;
-      sentAt = probedAt = now;
+      this.pingSentAt = this.probedAt = now;
       this.ping();
     }, every);
     this.watchdog.unref();

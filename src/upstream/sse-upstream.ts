@@ -31,8 +31,8 @@ export class SseUpstream extends StdioUpstream {
   /**
    * Takes a reload's new `timeouts` and `maxSessions` (an entry that differs from this one's in those, in
    * `pool` or in `uriPrefixes`): the event streams open and their sessions go on. A request sent after it is
-   * timed by the new limits, one in flight keeps its own; a stream opened after it is opened, and watched,
-   * by the new ones. A lower `maxSessions` ends no session at once (the table makes room at the next
+   * timed by the new limits, one in flight keeps its own; a stream opened after it is opened by the new ones,
+   * and every stream, the open ones too, is watched (pinged) at the new timeouts.pingMs. A lower `maxSessions` ends no session at once (the table makes room at the next
    * initialize, as at its cap).
    */
   retuneHttp(config: HttpUpstreamConfig): void {
@@ -57,14 +57,27 @@ export function sseSessions(config: HttpUpstreamConfig, log: Logger, observe?: (
   const credentials = upstreamCredentials(config, log);
   // One object for every channel, which each reads at each use (the requests' limits, the watchdog's
   // silence) or when it opens (its connection and opening limits, its ping interval): a reload's new values
-  // reach the open streams' next requests and the next streams.
+  // reach the open streams' next requests and the next streams. The ping interval is a timer's period, read
+  // once, so a retune tells the open streams to take it again (retime).
   const options: SseChannelOptions = { upstream: config.name, url: config.url, credentials, maxEventBytes: config.maxMessageBytes, ...channelLimits(config), ...(observe ? { observe } : {}) };
-  const channel = (): SseChannel => new SseChannel(options, log);
+  // The channels made, until they are seen gone: swept at each new one, so the set stays as large as the
+  // sessions held (a channel not started yet stays; it reads the options when it opens).
+  const channels = new Set<SseChannel>();
+  const channel = (): SseChannel => {
+    for (const c of channels) if (c.gone) channels.delete(c);
+    const made = new SseChannel(options, log);
+    channels.add(made);
+    return made;
+  };
   return {
     config: asSessions(config),
     channel,
     retune: (next) => {
       Object.assign(options, channelLimits(next));
+      for (const c of channels) {
+        if (c.gone) channels.delete(c);
+        else c.retime();
+      }
       return asSessions(next);
     },
     close: () => credentials.close(),

@@ -107,3 +107,41 @@ test('transport: sse: a reload that changes the url builds a new upstream', { ti
   // At least one: a stream the server or the load ends is opened again (the CI of 5 December saw two).
   assert.ok(second.streams() >= 1, 'a new session opens its event stream at the new url');
 });
+
+// timeouts.pingMs is the period of each open stream's watchdog timer, read when the stream opened: until 5
+// December a reload's new value reached the streams opened after it only, and an open one kept pinging at
+// the old interval (or, from pingMs 0, never). The open stream now takes the new interval: counted here by
+// the watchdog's own pings (their ids) that reach the server on the stream that was open before the reload.
+test('transport: sse: a reload of timeouts.pingMs reaches the open event stream: pings start on it', { timeout: 30_000 }, async () => {
+  let streams = 0;
+  let pings = 0;
+  const up = await startV1SseServer('sse-ping', (mcp) => {
+    const stream = ++streams;
+    mcp.tool('stream', 'which of the server\'s event streams answers', async () => ({ content: [{ type: 'text', text: String(stream) }] }));
+  }, {
+    connected(transport) {
+      const handle = transport.onmessage;
+      transport.onmessage = (msg, extra) => {
+        if ('method' in msg && msg.method === 'ping' && 'id' in msg && String(msg.id).startsWith('gatehouse-ping-')) pings++;
+        handle?.(msg, extra);
+      };
+    },
+  });
+  cleanups.push(() => up.close());
+  const store = { kind: 'sqlite', path: join(mkdtempSync(join(tmpdir(), 'gatehouse-sse-retune-')), 'gatehouse.db') };
+  const entry = (pingMs: number) => ({ name: 'sse', url: up.url, transport: 'sse', era: 'legacy', timeouts: { pingMs } });
+  const gw = await startGateway({ store, upstreams: [entry(0)], shutdown: { graceMs: GRACE_MS } });
+  cleanups.push(() => gw.close());
+  const client = await connect(gw.url);
+  const text = (r: unknown): string => (r as { content: Array<{ text: string }> }).content[0]!.text;
+  const stream = text(await client.callTool({ name: 'stream', arguments: {} }));
+  const opened = streams;
+  assert.equal(pings, 0, 'pingMs 0: the open stream is not pinged');
+
+  assert.deepEqual(await reload(gw, [entry(100)], store), ['sse'], 'the reload kept the upstream');
+  // Bounded: 100 polls of 50 ms; the outcome asserted is that pings come, not how soon.
+  for (let i = 0; i < 100 && pings < 2; i++) await sleep(50);
+  assert.ok(pings >= 2, `the open stream is pinged at the new pingMs (${pings} pings seen)`);
+  assert.equal(text(await client.callTool({ name: 'stream', arguments: {} })), stream, 'on the same event stream');
+  assert.equal(streams, opened, 'no event stream was opened again');
+});
