@@ -986,7 +986,6 @@ function warnUnreachableReviewers(config: GatehouseConfig, log: Logger): void {
   for (const g of reviewerReachWarnings(config)) log.warn('a reviewer named may never reach the admin API', { setting: g.key, reviewer: g.group, adminGroups: config.admin.groups, detail: g.message });
 }
 
-/** A key already past its expires when the config is applied is refused to every request: say so once. */
 /**
  * A Redis certificate expired, or ending within two weeks, when the config is applied, or a passphrase given
  * for a key that is not encrypted: say so once (store-tls-expiry.ts, store-tls.ts storeTlsWarnings).
@@ -996,6 +995,7 @@ function warnStoreCertificates(config: GatehouseConfig, log: Logger): void {
   for (const w of storeTlsWarnings(config.store)) log.warn('store.tls.passphrase is given for a key that is not encrypted', { detail: w });
 }
 
+/** A key already past its expires when the config is applied is refused to every request: say so once. */
 function warnExpiredKeys(config: GatehouseConfig, log: Logger): void {
   for (const k of expiredKeys(config)) log.warn('an API key has expired; every request with it is refused 401', { keyId: k.id, expires: k.expires });
 }
