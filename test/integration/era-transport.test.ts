@@ -118,8 +118,10 @@ test('an Origin on another port of the gateway\'s host → 403; its own host:por
     assert.equal(other.json().error.message, `Forbidden: Origin "${origin}" is not allowed`);
   }
   assert.equal(up.requests.length, before, 'nothing forwarded for a foreign origin');
+  // In a session: the upstream issues session ids, so one is required from now on (session-required.test.ts).
+  const session = await legacySession(auto.url);
   for (const origin of [auto.origin, `https://127.0.0.1:${port}`, `http://localhost:${port}`]) {
-    assert.equal((await post(auto.url, rpc(1, 'tools/list'), { ...LEGACY_HEADERS, origin })).status, 200, origin);
+    assert.equal((await post(auto.url, rpc(1, 'tools/list'), { ...LEGACY_HEADERS, 'mcp-session-id': session, origin })).status, 200, origin);
   }
   const inspector = await startGateway({ upstreams: [{ name: 'auto', url: up.url }], listen: { allowedOrigins: ['http://localhost:6274'] } });
   try {

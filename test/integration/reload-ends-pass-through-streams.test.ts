@@ -44,6 +44,22 @@ function endOf(listen: { closed: Promise<string> }): Promise<string> {
 
 const endedCount = (gw: TestGateway): unknown => gw.logs.find((l) => l.msg === ENDED_LOG)?.ended;
 
+/** A v2 SDK client pinned to 2026-07-28 (not yet connected), and the URIs of the updates it hears. */
+function modernClient(): { client: V2Client; heard: string[] } {
+  const client = new V2Client({ name: 'listener', version: '1' }, { versionNegotiation: { mode: { pin: '2026-07-28' } } });
+  const heard: string[] = [];
+  client.setNotificationHandler('notifications/resources/updated', async (n) => void heard.push(n.params.uri));
+  return { client, heard };
+}
+
+/** Has the modern upstream announce SECRET every 100 ms while `more()`, at most `rounds` times. */
+async function announce(upstream: { notify: { resourceUpdated(uri: string): void } }, more: () => boolean, rounds = 100): Promise<void> {
+  for (let i = 0; i < rounds && more(); i++) {
+    upstream.notify.resourceUpdated(SECRET);
+    await new Promise((r) => setTimeout(r, 100));
+  }
+}
+
 test('a legacy client\'s GET stream on the pass-through ends when a reload moves the upstream behind the catalog', { timeout: 60_000 }, async () => {
   const sessions: V1McpServer[] = [];
   const upstream = await startV1HttpServer(
@@ -93,17 +109,12 @@ test('a modern client\'s listen on the pass-through gets its completion result w
   const upstream = await startSubscribableModernServer();
   const upstreams = [{ name: 'files', url: upstream.url }];
   const gw = await startGateway({ upstreams });
-  const client = new V2Client({ name: 'listener', version: '1' }, { versionNegotiation: { mode: { pin: '2026-07-28' } } });
-  const heard: string[] = [];
-  client.setNotificationHandler('notifications/resources/updated', async (n) => void heard.push(n.params.uri));
+  const { client, heard } = modernClient();
   try {
     await client.connect(new V2Transport(new URL(gw.url)));
     const listen = await client.listen({ resourceSubscriptions: [SECRET] });
     assert.deepEqual(listen.honoredFilter.resourceSubscriptions, [SECRET]);
-    for (let i = 0; i < 100 && heard.length === 0; i++) {
-      upstream.notify.resourceUpdated(SECRET);
-      await new Promise((r) => setTimeout(r, 100));
-    }
+    await announce(upstream, () => heard.length === 0);
     assert.ok(heard.length > 0, 'before the reload its updates arrive');
 
     await hideSecret(gw, upstreams);
@@ -111,10 +122,7 @@ test('a modern client\'s listen on the pass-through gets its completion result w
     assert.equal(endedCount(gw), 1);
     assert.ok(await until(() => upstream.openListens() === 0), 'the upstream\'s listen is closed: it no longer watches the URI');
     const before = heard.length;
-    for (let i = 0; i < 20; i++) {
-      upstream.notify.resourceUpdated(SECRET);
-      await new Promise((r) => setTimeout(r, 100));
-    }
+    await announce(upstream, () => true, 20);
     assert.equal(heard.length, before, 'no update of the hidden URI reaches the client after the reload');
   } finally {
     await client.close().catch(() => {});
@@ -127,9 +135,7 @@ test('a modern client\'s listen on a stdio pass-through gets its completion resu
   const child = fileURLToPath(new URL('../fixtures/upstreams/lying-listen-stdio.mjs', import.meta.url));
   const upstreams = [{ name: 'child', command: [process.execPath, child] }];
   const gw = await startGateway({ upstreams });
-  const client = new V2Client({ name: 'listener', version: '1' }, { versionNegotiation: { mode: { pin: '2026-07-28' } } });
-  const heard: string[] = [];
-  client.setNotificationHandler('notifications/resources/updated', async (n) => void heard.push(n.params.uri));
+  const { client, heard } = modernClient();
   try {
     await client.connect(new V2Transport(new URL(gw.url)));
     const listen = await client.listen({ resourceSubscriptions: [SECRET] });
@@ -148,15 +154,10 @@ test('a reload that goes on passing the same upstream through leaves its listens
   const upstream = await startSubscribableModernServer();
   const upstreams = [{ name: 'files', url: upstream.url }];
   const gw = await startGateway({ upstreams });
-  const client = new V2Client({ name: 'listener', version: '1' }, { versionNegotiation: { mode: { pin: '2026-07-28' } } });
-  const heard: string[] = [];
-  client.setNotificationHandler('notifications/resources/updated', async (n) => void heard.push(n.params.uri));
+  const { client, heard } = modernClient();
   /** Publishes SECRET until one more update than `count` is heard (bounded: 100 rounds). */
   const heardOneMore = async (count: number): Promise<boolean> => {
-    for (let i = 0; i < 100 && heard.length <= count; i++) {
-      upstream.notify.resourceUpdated(SECRET);
-      await new Promise((r) => setTimeout(r, 100));
-    }
+    await announce(upstream, () => heard.length <= count);
     return heard.length > count;
   };
   try {
@@ -181,9 +182,7 @@ test('a reload that goes on passing the same upstream through leaves its listens
 test('a reload that builds the upstream anew ends the listens the old one passed through, and the client listens again on the new one', { timeout: 60_000 }, async () => {
   const upstream = await startSubscribableModernServer();
   const gw = await startGateway({ upstreams: [{ name: 'files', url: upstream.url }] });
-  const client = new V2Client({ name: 'listener', version: '1' }, { versionNegotiation: { mode: { pin: '2026-07-28' } } });
-  const heard: string[] = [];
-  client.setNotificationHandler('notifications/resources/updated', async (n) => void heard.push(n.params.uri));
+  const { client, heard } = modernClient();
   try {
     await client.connect(new V2Transport(new URL(gw.url)));
     const listen = await client.listen({ resourceSubscriptions: [SECRET] });
@@ -195,10 +194,7 @@ test('a reload that builds the upstream anew ends the listens the old one passed
     assert.ok(await until(() => upstream.openListens() === 0), 'its upstream listen is closed');
     const again = await client.listen({ resourceSubscriptions: [SECRET] });
     assert.deepEqual(again.honoredFilter.resourceSubscriptions, [SECRET], 'the new upstream takes the listen');
-    for (let i = 0; i < 100 && heard.length === 0; i++) {
-      upstream.notify.resourceUpdated(SECRET);
-      await new Promise((r) => setTimeout(r, 100));
-    }
+    await announce(upstream, () => heard.length === 0);
     assert.ok(heard.length > 0, 'and relays its updates');
     await again.close();
   } finally {
