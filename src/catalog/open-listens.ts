@@ -75,7 +75,8 @@ export class OpenListens {
   }
 }
 
-async function allowed(mayKeep: SubscriptionJudge, listen: OpenListen, uri: string): Promise<boolean> {
+/** Whether the subscriber may keep `uri` under the rules now in force; a judge that throws says no (fail closed). */
+export async function allowed(mayKeep: SubscriptionJudge, listen: { principal: Principal; capabilities: Record<string, unknown> }, uri: string): Promise<boolean> {
   try {
     return await mayKeep(listen.principal, uri, listen.capabilities);
   } catch {

@@ -19,6 +19,7 @@ import type { Principal } from '../pipeline/principal.js';
 import type { JsonRpcId, JsonRpcResponse } from '../protocol/jsonrpc.js';
 import { META_SUBSCRIPTION_ID } from '../protocol/methods.js';
 import { formatSseMessage } from '../protocol/sse.js';
+import { allowed } from './open-listens.js';
 
 /** Whether `ctx` opens a listening stream: the only calls whose answer is held here. */
 export function opensListenStream(ctx: CallContext): boolean {
@@ -95,14 +96,6 @@ export class PassThroughStreams {
       }
     }
     return ended;
-  }
-}
-
-async function allowed(mayKeep: SubscriptionJudge, stream: HeldStream, uri: string): Promise<boolean> {
-  try {
-    return await mayKeep(stream.principal, uri, stream.capabilities);
-  } catch {
-    return false;
   }
 }
 
