@@ -3,12 +3,12 @@
 
 import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
-import { createConnection } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before } from 'node:test';
 import { Redis } from 'ioredis';
 import { freePort } from './auth-server.js';
+import { holdsListeningPort } from './listening-socket.js';
 
 export interface TestRedis {
   port: number;
@@ -29,37 +29,52 @@ export interface TestRedis {
  * lines for redis.conf (`rename-command X ""` makes a server that lacks a command, as an older one does).
  */
 export async function startRedis(opts: { mode?: 'plain' | 'cluster' | 'sentinel'; primaryPort?: number; password?: string; tls?: { cert: string; key: string }; config?: string[] } = {}): Promise<TestRedis> {
-  const port = await freePort();
+  let port = await freePort();
   const dir = mkdtempSync(join(tmpdir(), 'gatehouse-redis-'));
   const conf = join(dir, 'redis.conf');
   const mode = opts.mode ?? 'plain';
-  const lines =
-    mode === 'sentinel'
-      ? [`port ${port}`, 'bind 127.0.0.1', `dir ${dir}`, 'daemonize no', 'logfile ""', `sentinel monitor primary 127.0.0.1 ${opts.primaryPort} 1`, 'sentinel down-after-milliseconds primary 5000']
-      : [`port ${port}`, 'bind 127.0.0.1', `dir ${dir}`, 'save ""', 'appendonly yes', 'appendfsync always', 'daemonize no', 'logfile ""', 'loglevel warning', ...(mode === 'cluster' ? ['cluster-enabled yes', 'cluster-announce-ip 127.0.0.1', `cluster-config-file ${join(dir, 'nodes.conf')}`] : [])];
-  if (opts.password !== undefined) lines.push(`requirepass "${opts.password}"`);
-  if (opts.tls) {
-    // TLS only: the plain port is closed.
-    writeFileSync(join(dir, 'tls.crt'), opts.tls.cert);
-    writeFileSync(join(dir, 'tls.key'), opts.tls.key);
-    lines[0] = 'port 0';
-    lines.push(`tls-port ${port}`, `tls-cert-file ${join(dir, 'tls.crt')}`, `tls-key-file ${join(dir, 'tls.key')}`, 'tls-auth-clients no');
-  }
-  // Last, so a test's lines win (tls-auth-clients yes).
-  lines.push(...(opts.config ?? []));
-  writeFileSync(conf, lines.join('\n') + '\n');
+  const writeConf = (): void => {
+    const lines =
+      mode === 'sentinel'
+        ? [`port ${port}`, 'bind 127.0.0.1', `dir ${dir}`, 'daemonize no', 'logfile ""', `sentinel monitor primary 127.0.0.1 ${opts.primaryPort} 1`, 'sentinel down-after-milliseconds primary 5000']
+        : [`port ${port}`, 'bind 127.0.0.1', `dir ${dir}`, 'save ""', 'appendonly yes', 'appendfsync always', 'daemonize no', 'logfile ""', 'loglevel warning', ...(mode === 'cluster' ? ['cluster-enabled yes', 'cluster-announce-ip 127.0.0.1', `cluster-config-file ${join(dir, 'nodes.conf')}`] : [])];
+    if (opts.password !== undefined) lines.push(`requirepass "${opts.password}"`);
+    if (opts.tls) {
+      // TLS only: the plain port is closed.
+      writeFileSync(join(dir, 'tls.crt'), opts.tls.cert);
+      writeFileSync(join(dir, 'tls.key'), opts.tls.key);
+      lines[0] = 'port 0';
+      lines.push(`tls-port ${port}`, `tls-cert-file ${join(dir, 'tls.crt')}`, `tls-key-file ${join(dir, 'tls.key')}`, 'tls-auth-clients no');
+    }
+    // Last, so a test's lines win (tls-auth-clients yes).
+    lines.push(...(opts.config ?? []));
+    writeFileSync(conf, lines.join('\n') + '\n');
+  };
+  writeConf();
   const args = mode === 'sentinel' ? ['--sentinel'] : [];
   let child: ChildProcess | undefined;
-  let stderr = '';
+  // What redis-server wrote (its log goes to stdout with `logfile ""`), the last few KiB only.
+  let output = '';
+  const keep = (d: Buffer): void => {
+    output = (output + String(d)).slice(-8192);
+  };
 
   const start = async (): Promise<void> => {
     // A second server on the port fails to bind while the wait below sees the first one's port open, and
     // stop() then knows only the failed one: the running server would be left behind.
     if (child && child.exitCode === null && child.signalCode === null) throw new Error(`redis-server on port ${port} is already running`);
-    const c = spawn('redis-server', [conf, ...args], { stdio: ['ignore', 'ignore', 'pipe'] });
+    const c = spawn('redis-server', [conf, ...args], { stdio: ['ignore', 'pipe', 'pipe'] });
     child = c;
-    c.stderr!.on('data', (d) => (stderr += String(d)));
-    await waitForPort(port, 10_000, () => (c.exitCode !== null ? `redis-server exited (${c.exitCode}): ${stderr}` : undefined));
+    c.stdout!.on('data', keep);
+    c.stderr!.on('data', keep);
+    // Until this server holds the port itself: another test's server may hold it (the port was free when
+    // picked), and then something answering on it proves nothing.
+    const deadline = Date.now() + 10_000;
+    while (!(c.pid !== undefined && holdsListeningPort(c.pid, port))) {
+      if (c.exitCode !== null || c.signalCode !== null) throw new Error(`redis-server exited (${c.exitCode ?? c.signalCode}): ${output}`);
+      if (Date.now() > deadline) throw new Error(`redis-server did not listen on 127.0.0.1:${port} within 10 s: ${output}`);
+      await new Promise((r) => setTimeout(r, 50));
+    }
   };
 
   const stop = async (): Promise<void> => {
@@ -73,7 +88,18 @@ export async function startRedis(opts: { mode?: 'plain' | 'cluster' | 'sentinel'
     clearTimeout(timer);
   };
 
-  await start();
+  // The port picked may be taken before the server binds it (or, for a cluster node, its bus port +10000):
+  // then pick another. A restart (start() again) keeps its port, which a test relies on.
+  for (let attempt = 1; ; attempt++) {
+    try {
+      await start();
+      break;
+    } catch (err) {
+      if (attempt === 5 || !/Address already in use/i.test(output)) throw err;
+      port = await freePort();
+      writeConf();
+    }
+  }
   if (mode === 'cluster') await claimAllSlots(port);
   const redis: TestRedis = {
     port,
@@ -89,25 +115,6 @@ export async function startRedis(opts: { mode?: 'plain' | 'cluster' | 'sentinel'
   // A test that fails half way still stops its server.
   process.once('exit', () => child?.kill('SIGKILL'));
   return redis;
-}
-
-/** Resolves once something accepts connections on 127.0.0.1:port (bounded by `timeoutMs`). */
-export async function waitForPort(port: number, timeoutMs: number, failed: () => string | undefined = () => undefined): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (Date.now() < deadline) {
-    const why = failed();
-    if (why) throw new Error(why);
-    const open = await new Promise<boolean>((resolve) => {
-      const s = createConnection({ host: '127.0.0.1', port }, () => {
-        s.destroy();
-        resolve(true);
-      });
-      s.on('error', () => resolve(false));
-    });
-    if (open) return;
-    await new Promise((r) => setTimeout(r, 50));
-  }
-  throw new Error(`nothing listens on 127.0.0.1:${port} after ${timeoutMs} ms`);
 }
 
 /** A one-node cluster: the node takes every slot, then the test waits (bounded) for `cluster_state:ok`. */
