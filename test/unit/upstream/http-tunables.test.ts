@@ -1,8 +1,10 @@
 // A reload that changes a Streamable HTTP upstream's `pool` or connection timeouts replaces its undici pool
 // for new requests (http-tunables.ts); the old one drains: a request still on it finishes on its own
 // connection, the old pool takes nothing new, and its connection closes once that request has ended, not
-// before and not never. One whose options did not change is kept, with its connections. Against a real
-// node:http server on loopback, which tells the connections apart.
+// before and not never. One whose options did not change is kept, with its connections. A request that never
+// ends (an upstream that keeps its stream alive with comments) holds the old pool only until the longest call
+// limit of before the reload has passed. Against a real node:http server on loopback, which tells the
+// connections apart.
 
 import { after, test } from 'node:test';
 import assert from 'node:assert/strict';
@@ -26,6 +28,7 @@ async function startServer(): Promise<{ url: string; sockets: Socket[]; socketOf
   const server = createServer((req, res) => {
     socketOf.set(req.url ?? '', req.socket);
     if (req.url === '/hold') held.push(res);
+    else if (req.url === '/stall') keepAlive(res);
     else res.end('quick');
   });
   server.on('connection', (s: Socket) => sockets.push(s));
@@ -42,6 +45,14 @@ async function startServer(): Promise<{ url: string; sockets: Socket[]; socketOf
       for (const res of held.splice(0)) res.end('held');
     },
   };
+}
+
+/** An event stream that never ends: a comment every 50 ms, so no body timeout ever fires, until the client goes. */
+function keepAlive(res: ServerResponse): void {
+  res.writeHead(200, { 'content-type': 'text/event-stream' });
+  res.write(': open\n\n');
+  const beat = setInterval(() => res.write(': alive\n\n'), 50);
+  res.on('close', () => clearInterval(beat));
 }
 
 function entry(url: string, tunables: Record<string, unknown>): HttpUpstreamConfig {
@@ -97,4 +108,33 @@ test('a reload that leaves the pool\'s options as they were keeps the pools; one
   assert.notEqual(tunables.calls, calls, 'a new body timeout is a new pool option');
   assert.equal(tunables.bodyMs, 1_000);
   assert.equal(buildLimit(), undefined, 'the tool limit left out is gone');
+});
+
+test('a replaced pool still carrying a stream that never ends is destroyed once the longest call limit of before has passed', { timeout: 15_000 }, async () => {
+  const server = await startServer();
+  const tunables = new HttpTunables(entry(server.url, { pool: { connections: 4 }, timeouts: { callMs: 300 } }), 16);
+  cleanups.push(() => tunables.close());
+  const before = tunables.calls;
+  const { body } = await before.request({ path: '/stall', method: 'GET' });
+  const ended = (async () => {
+    for await (const chunk of body) void chunk;
+  })();
+  const stalledSocket = server.socketOf.get('/stall');
+  assert.ok(stalledSocket, 'the stream reached the server');
+  const open = (): number => server.sockets.filter((s) => !s.destroyed).length;
+  assert.equal(open(), 1);
+
+  // The new limits are longer: the old pool's requests went up with 300 ms, and that bounds its draining.
+  tunables.apply(entry(server.url, { pool: { connections: 2 }, timeouts: { callMs: 600_000 } }));
+  assert.equal(tunables.drainingPools, 1, 'the old pool drains');
+  // Bounded: a stream the deadline did not end is still open after 5 s.
+  const outcome = await Promise.race([ended.then(() => 'ended cleanly', (err: unknown) => err), sleep(5_000).then(() => 'still open')]);
+  assert.ok(outcome instanceof Error, `the stream ends with an error, not: ${String(outcome)}`);
+  assert.equal((outcome as Error & { code?: string }).code, 'GW_ERR_UPSTREAM_TIMEOUT');
+  assert.match(outcome.message, /replaced was closed after draining for 300 ms/, 'which says why');
+  // Bounded wait for the server to see its side of the connection close.
+  for (let i = 0; i < 100 && (open() > 0 || tunables.drainingPools > 0); i++) await sleep(20);
+  assert.equal(stalledSocket.destroyed, true, 'the old pool\'s socket is closed');
+  assert.equal(open(), 0, 'no connection is left open at the server');
+  assert.equal(tunables.drainingPools, 0, 'and the old pool is let go');
 });
