@@ -40,6 +40,7 @@ import type { CallRecord, Caller, EdgeCall, EdgeCore, Received, ReceivedBatch, S
 import { answerBatch } from './batch.js';
 import { createSseEndpoint, type SseEndpoint } from './sse-endpoint.js';
 import { clientAborted } from './stream-end.js';
+import { DoorRefusalLog } from './door-refusal-log.js';
 
 export interface EdgeHandlers {
   /** Runs the call through the pipeline's stages after auth and returns how it ends. */
@@ -168,8 +169,10 @@ export function createEdge(listen: ListenConfig, handlers: EdgeHandlers, log: Lo
     if (channels.end.hasSubscribers) res.on('close', () => publishEnd(record, closedStatus(res), !res.writableFinished));
     refuse(res, record, 'admission', null, refusal);
   };
-  /** A refusal with no request to answer (the connection cap, Node's parser): counted and published. */
+  /** A refusal with no request to answer (the connection cap, Node's parser): counted, published and summed in the log. */
+  const doorRefusals = new DoorRefusalLog(log);
   const refuseConnection = (code: string, status: number): void => {
+    doorRefusals.refused(code);
     publishRefused({ callId: '', edge: token }, 'admission', { kind: 'transport', code, status, rpcCode: ErrorCode.InvalidRequest, message: code });
   };
 
@@ -845,6 +848,7 @@ export function createEdge(listen: ListenConfig, handlers: EdgeHandlers, log: Lo
     close() {
       unsubscribe();
       sse?.close();
+      doorRefusals.close();
     },
   };
 }

@@ -114,6 +114,24 @@ describe('slow clients cannot hold sockets', () => {
     for (const s of held) s.destroy();
     assert.ok((gw.gateway.edge.refusals.get('connection_limit') ?? 0) >= 1);
   });
+
+  test('a flood of refused connections is one warn line with their count, not a line per connection', { timeout: 40_000 }, async () => {
+    const gw = await gateway({ listen: { maxConnectionsPerIp: 2 } });
+    const held = await Promise.all([1, 2].map(() => rawSocket(gw.url)));
+    const FLOOD = 25;
+    const refused = await Promise.all(Array.from({ length: FLOOD }, async () => readUntilClosed(await rawSocket(gw.url), 5_000)));
+    assert.ok(refused.every((r) => r.closed && /^HTTP\/1\.1 429 /.test(r.text)), 'every extra connection was refused');
+    assert.equal(gw.gateway.edge.refusals.get('connection_limit'), FLOOD);
+    // One line per reason: the two held sockets, which never send a request, may meet the headers timeout
+    // meanwhile, and are told under request_timeout.
+    const told = (): Array<Record<string, unknown>> => gw.logs.filter((l) => l.msg === 'connections refused before any request was read' && l.reason === 'connection_limit');
+    // The line comes when its window (10 s) ends; bounded wait, well past it.
+    await waitUntil(() => told().length > 0, 20_000);
+    for (const s of held) s.destroy();
+    assert.equal(told().length, 1, JSON.stringify(told()));
+    assert.equal(told()[0]!.level, 'warn');
+    assert.equal(told()[0]!.count, FLOOD, 'the line carries how many were refused');
+  });
 });
 
 describe('ambiguous requests', () => {
