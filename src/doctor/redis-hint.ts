@@ -31,3 +31,17 @@ export function redisHint(message: string, sentinel = false): string {
   if (NAME_MISMATCH.test(message)) return sentinel ? SENTINEL_NAME_HINT : NAME_HINT;
   return HINTS.find(([cause]) => cause.test(message))?.[1] ?? DEFAULT;
 }
+
+/**
+ * For a failed TLS handshake with a sentinel (sentinel-handshake.ts): its certificate is the sentinels' own,
+ * so a name it lacks is store.sentinel.servername's to give; a connection that did not get through at all is
+ * a matter of store.sentinel.nodes, not store.url.
+ */
+export function sentinelHandshakeHint(error: string): string {
+  if (NAME_MISMATCH.test(error)) return SENTINEL_CERT_NAME_HINT;
+  const hint = HINTS.find(([cause]) => cause.test(error))?.[1];
+  return hint !== undefined && /certificate/i.test(hint) ? hint : SENTINEL_UNREACHABLE_HINT;
+}
+
+const SENTINEL_CERT_NAME_HINT = "the sentinel's certificate is trusted but does not hold the name Gatehouse verified (the detail says which it holds): set store.sentinel.servername to a name the sentinels' certificates hold (without it, store.tls.servername, or the address in store.sentinel.nodes, is the name verified)";
+const SENTINEL_UNREACHABLE_HINT = 'no TLS connection to the sentinel got through: check store.sentinel.nodes (host and port), and that the sentinel listens with TLS on that port (tls-port)';

@@ -15,7 +15,8 @@ import { openStore } from '../store/open-store.js';
 import { RedisStore } from '../store/redis-store.js';
 import { finding, messageOf, withDeadline, type CheckLimits, type Finding } from './finding.js';
 import { noticeLog } from './notice-log.js';
-import { redisHint } from './redis-hint.js';
+import { redisHint, sentinelHandshakeHint } from './redis-hint.js';
+import { sentinelHandshakeFailure } from './sentinel-handshake.js';
 
 export async function checkStore(config: StoreConfig, limits: CheckLimits): Promise<Finding> {
   try {
@@ -77,6 +78,11 @@ async function checkRedis(config: StoreConfig & { kind: 'redis' }): Promise<Find
       withoutAof = [];
     }
   } catch (err) {
+    // ioredis keeps no cause when no sentinel answers: one handshake with the first finds it (a certificate).
+    const sentinel = await sentinelHandshakeFailure(config, messageOf(err));
+    if (sentinel !== undefined) {
+      return finding('store', 'fail', `${where}: ${messageOf(err).replace(/\.$/, '')}; a TLS connection to sentinel ${sentinel.node} fails: ${sentinel.error}`, sentinelHandshakeHint(sentinel.error), data);
+    }
     // The remedy follows the cause: a full Redis, a replica or an untrusted certificate is no store.url typo.
     return finding('store', 'fail', `${where}: ${messageOf(err)}`, redisHint(messageOf(err), config.sentinel !== undefined), data);
   } finally {

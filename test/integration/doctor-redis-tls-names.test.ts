@@ -1,5 +1,5 @@
 // `gatehouse doctor`'s hint for a Redis whose certificate is trusted but holds another name than the one
-// verified ("Hostname/IP does not match certificate's altnames"). It got the untrusted-certificate hint,
+// verified ("Hostname/IP does not match certificate's altnames"), a sentinel's own certificate included. It got the untrusted-certificate hint,
 // "set store.tls.ca", which was right already; the name is what to change: store.tls.servername, and with
 // Sentinel store.sentinel.servername for the sentinels' certificates. Real redis-server and sentinel over
 // TLS, certificates made by openssl that hold DNS names only.
@@ -80,4 +80,22 @@ test('with the names given, the same servers pass: the hint named what fixes it'
   };
   const found = await checkStore(config, limits);
   assert.notEqual(found.verdict, 'fail', JSON.stringify(found));
+});
+
+// The sentinels' own certificate holds sentinel.test; with no store.sentinel.servername they are verified
+// against store.tls.servername, the primary's name. ioredis keeps none of the TLS error ("All sentinels are
+// unreachable"), so doctor shakes hands with the first sentinel itself to find the cause, and names
+// store.sentinel.servername.
+test('with Sentinel, a sentinel certificate of another name: the handshake finds it, and store.sentinel.servername is named', { timeout: 60_000 }, async () => {
+  const config: StoreConfig = {
+    kind: 'redis',
+    url: 'rediss://ignored:1',
+    keyPrefix: 'doctor-names:',
+    commandTimeoutMs: 1_000,
+    sentinel: { name: 'primary', nodes: [`127.0.0.1:${sentinel.port}`] as [string] },
+    tls: { ca, servername: 'redis.test' },
+  };
+  const found = await checkStore(config, limits);
+  assertNameHint(found, /set store\.sentinel\.servername/);
+  assert.match(found.detail, new RegExp(`sentinel 127\\.0\\.0\\.1:${sentinel.port} fails: .*DNS:sentinel\\.test`), 'the detail names the sentinel and the name its certificate holds');
 });
