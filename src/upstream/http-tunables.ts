@@ -7,9 +7,10 @@
 // leaves). Draining has a deadline, the longest a call sent on the old pool could still run (its `callMs`, or a
 // longer tool limit): past it the old pool is destroyed with what it still carries (a listening stream, an
 // upstream that keeps a stream alive with comments and never ends it), which ends with GW_ERR_UPSTREAM_TIMEOUT.
-// Without one, such a stream held the old pool and its sockets until the upstream itself closed. Where a request goes (url, transport), how
-// it is authenticated (headers, credentials) and what it may carry (era, maxMessageBytes) is not here: a change
-// to it builds a new upstream (lease-key.ts decides which is which).
+// Until 5 December there was none, and such a stream held the old pool and its sockets until the upstream
+// itself closed. Where a request goes (url, transport), how it is authenticated (headers, credentials) and what
+// it may carry (era, maxMessageBytes) is not here: a change to it builds a new upstream (lease-key.ts decides
+// which is which).
 
 import { Pool } from 'undici';
 import type { HttpUpstreamConfig } from '../config/types.js';
