@@ -220,8 +220,13 @@ export class LegacyClientBridge implements LegacyBridge {
       else session.uris.delete(uri);
       // Waiting registered before the listen goes up, so that its acknowledgment cannot pass it by.
       const verdict = added || (request.method === 'resources/subscribe' && session.subscribing(uri)) ? session.awaitSubscription(uri, SUBSCRIBE_ACK_WAIT_MS) : undefined;
-      if (session.listening) void this.listenUpstream(session);
-      else if (added) void this.confirmWithoutStream(session);
+      if (session.listening) {
+        // While a replacement waits out its pause (the server had no room for it beside the listen it
+        // replaces), the listen about to open carries this change: it reads the session's URIs as it goes up.
+        // One opened now would be refused as that replacement was, the server not yet rid of the closed
+        // listen's place, and taken for a failing upstream (a 1 s pause, doubling).
+        if (session.replacing === undefined) void this.listenUpstream(session);
+      } else if (added) void this.confirmWithoutStream(session);
       if (verdict !== undefined) return this.subscribed(session, request, uri, verdict);
       return json({ jsonrpc: '2.0', id: request.id, result: {} });
     }
@@ -403,7 +408,8 @@ export class LegacyClientBridge implements LegacyBridge {
    * asked again once the old one is closed (`replaceTry` counts those tries: REPLACE_PAUSE_MS), and what
    * changed in between is told as after any gap (catchUp). Until 5 December the refusal was taken for a
    * failing upstream: no listen for a pause that doubled with each change of filter (the client's fourth
-   * subscribe in a row waited past its 5 s), and a change in that gap was never told.
+   * subscribe in a row waited past its 5 s), and a change in that gap was never told. A change of filter
+   * during that pause joins the replacement (`session.replacing`), which reads the session's URIs as it goes up.
    */
   private async listenUpstream(session: BridgedSession, replaceTry = 0): Promise<void> {
     const profile = this.profile();
@@ -416,6 +422,11 @@ export class LegacyClientBridge implements LegacyBridge {
       if (profile === 'other-era') this.sessions.end(session.id, 'unknown');
       else if (!session.upstreamListen && session.listening) this.reopenLater(session, false);
       return;
+    }
+    // Whoever opens (or closes) the session's listen now does what a replacement waiting out its pause would.
+    if (session.replacing !== undefined) {
+      clearTimeout(session.replacing);
+      session.replacing = undefined;
     }
     const caps = capabilitiesOf(profile);
     const notifications: Obj = {};
@@ -499,7 +510,8 @@ export class LegacyClientBridge implements LegacyBridge {
         // (above): the server may have room for one listen of this session, not two. Asked again alone, once
         // the server has had the time to see the old one close; not the pause of a failing upstream.
         if (replaceTry === 0) this.log.info('upstream did not take the listen that replaces the open one; asking again once that one is closed', { upstream: this.client.upstream, code: refusal?.code });
-        setTimeout(() => {
+        session.replacing = setTimeout(() => {
+          session.replacing = undefined;
           if (session.listening && !session.upstreamListen) void this.listenUpstream(session, replaceTry + 1);
         }, REPLACE_PAUSE_MS * 2 ** replaceTry).unref();
         return;

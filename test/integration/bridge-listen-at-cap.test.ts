@@ -65,3 +65,36 @@ test('a change published while a listen at the cap is replaced is not lost: the 
     await up.close();
   }
 });
+
+// A replacement the server refused beside the listen it replaces is asked again after a short pause (the server
+// frees the closed listen's place only once it has seen the close). Until 5 December a subscribe that came in
+// that pause opened a listen of its own at once, which the server refused as it had the replacement, and that
+// refusal was taken for a failing upstream: a 1 s pause before the next listen, doubling with each one. The
+// server here frees the place only once it has refused a listen naming the URI subscribed in the pause.
+test('a subscribe made while a refused replacement waits out its pause joins it: one listen carries both URIs, and no refusal is taken for a failing upstream', async () => {
+  const up = await startSubscribableModernServer({ maxSubscriptions: 1 });
+  const gw = await startGateway({ upstreams: [{ name: 'm', url: up.url }] });
+  const client = new Client({ name: 'subscriber', version: '1' });
+  try {
+    await client.connect(new StreamableHTTPClientTransport(new URL(gw.url)));
+    assert.ok(await waitUntil(() => up.openListens() === 1, 5_000), 'the GET stream\'s listen holds the one slot');
+    const uris = ['file:///a', 'file:///b'];
+    up.refuseListensUntilOneNames(uris);
+    const first = client.subscribeResource({ uri: 'file:///a' }, { timeout: 15_000 });
+    // Logged as the bridge begins the replacement's pause; looked for often, so that the next subscribe comes
+    // well within it (its tries, 100, 200 and 400 ms apart, are refused until one names file:///b).
+    const pausing = () => gw.logs.some((l) => l.msg === 'upstream did not take the listen that replaces the open one; asking again once that one is closed');
+    for (let i = 0; i < 1_000 && !pausing(); i++) await new Promise((r) => setTimeout(r, 5));
+    assert.ok(pausing(), 'the replacement carrying file:///a was refused beside the open listen');
+    const second = client.subscribeResource({ uri: 'file:///b' }, { timeout: 15_000 });
+    assert.deepEqual(await Promise.all([first, second]), [{}, {}], 'each subscribe is acknowledged');
+    assert.equal(up.listenFilters.length, 2, `the server took the GET stream's first listen and one more: ${JSON.stringify(up.listenFilters)}`);
+    assert.deepEqual(up.listenFilters[1]?.resourceSubscriptions, uris, 'the listen it took carries both URIs');
+    const failing = gw.logs.filter((l) => l.msg === 'upstream refused the listen' || l.msg === 'upstream listen failed');
+    assert.deepEqual(failing, [], 'no refusal was taken for a failing upstream');
+  } finally {
+    await client.close();
+    await gw.close();
+    await up.close();
+  }
+});
