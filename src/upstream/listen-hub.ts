@@ -88,6 +88,13 @@ export class ListenHub {
   private holds = 0;
   /** Settles once the GET stream's answer has come (open, refused or failed). */
   private ready: Promise<void> = Promise.resolve();
+  /** Set while the GET stream opened last has not been answered yet (see ready). */
+  private unanswered = false;
+  /**
+   * Set once a call waited HOLD_WAIT_MS for the GET stream in vain, until the upstream answers one of this
+   * session's GETs: calls meanwhile go up without waiting (see hold).
+   */
+  private slowToAnswer = false;
   /** The pause before the next reopen of a stream that did not live (ReopenTimings). */
   private reopenMs: number;
   /** Set while a reopen waits out its pause: nothing opens the stream before it. */
@@ -124,10 +131,16 @@ export class ListenHub {
     // While a reopen waits out its pause, the call goes up without the stream, as when it failed.
     if (!this.stream && !this.reopening) this.openStream();
     // Not longer than HOLD_WAIT_MS: a server that sends a GET's headers only with its first event would
-    // otherwise hold each call for the whole headers timeout. The stream goes on opening meanwhile.
-    let timer: NodeJS.Timeout | undefined;
-    await Promise.race([this.ready, new Promise<void>((resolve) => (timer = setTimeout(resolve, HOLD_WAIT_MS)))]);
-    clearTimeout(timer);
+    // otherwise hold each call for the whole headers timeout. The stream goes on opening meanwhile. Once a
+    // wait ran out, the next calls do not wait until the upstream answers a GET of this session: such a server
+    // does so every time (it holds the stream open already, and its question for the call comes as that first
+    // event), and each call would pay the whole second for nothing, until 5 December.
+    if (!this.slowToAnswer) {
+      let timer: NodeJS.Timeout | undefined;
+      await Promise.race([this.ready, new Promise<void>((resolve) => (timer = setTimeout(resolve, HOLD_WAIT_MS)))]);
+      clearTimeout(timer);
+      if (this.unanswered) this.slowToAnswer = true;
+    }
     let held = true;
     return () => {
       if (!held) return;
@@ -305,11 +318,17 @@ export class ListenHub {
     this.stream = controller;
     let answered!: () => void;
     this.ready = new Promise<void>((resolve) => (answered = resolve));
+    this.unanswered = true;
     /** When the upstream answered the GET with a stream. */
     let openedAt: number | undefined;
     void (async () => {
       try {
-        const messages = await this.client.openGet(this.headers(), controller.signal).finally(answered);
+        const messages = await this.client.openGet(this.headers(), controller.signal).finally(() => {
+          if (this.stream === controller) this.unanswered = false;
+          answered();
+        });
+        // Answered (a stream, or none to offer): calls wait for the session's GET streams again.
+        if (!controller.signal.aborted) this.slowToAnswer = false;
         if (messages) openedAt = performance.now();
         if (!messages) {
           if (this.streamed) {

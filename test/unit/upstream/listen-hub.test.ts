@@ -187,6 +187,61 @@ test('hold waits for the GET stream at most a second: a server that sends its he
   assert.equal(aborted, true, 'letting go ends the GET that is still opening');
 });
 
+test('once a call waited a second for a GET the upstream did not answer, the next calls go up without waiting, until a GET is answered', async (t) => {
+  // The hold's clock is mocked: a call that waits can only go up by the GET's answer or by a tick of that clock,
+  // so a call that goes up with neither did not wait (ordering, not timing).
+  t.mock.timers.enable({ apis: ['setTimeout'] });
+  /** The GETs asked, each answered only when the test says (a server that sends its headers late on purpose). */
+  const gets: Array<{ answer: () => void; signal: AbortSignal }> = [];
+  async function* quietStream(signal: AbortSignal): AsyncGenerator<JsonRpcMessage, void, void> {
+    if (!signal.aborted) await new Promise((resolve) => signal.addEventListener('abort', resolve, { once: true }));
+  }
+  const client = upstreamWithGet((_headers, signal) =>
+    new Promise((resolve) => {
+      gets.push({ answer: () => resolve(quietStream(signal)), signal });
+      signal.addEventListener('abort', () => resolve(null), { once: true });
+    }),
+  );
+  const hub = new ListenHub(client, () => ({}), quiet);
+  const turns = async (): Promise<void> => {
+    for (let i = 0; i < 20; i++) await new Promise((r) => setImmediate(r));
+  };
+  const call = () => {
+    const state: { wentUp: boolean; letGo?: () => void } = { wentUp: false };
+    void hub.hold().then((letGo) => {
+      state.wentUp = true;
+      state.letGo = letGo;
+    });
+    return state;
+  };
+
+  const first = call();
+  await turns();
+  assert.equal(first.wentUp, false, 'the first call waits for the GET stream');
+  t.mock.timers.tick(1_000);
+  await turns();
+  assert.equal(first.wentUp, true, 'a second on, it goes up without the stream');
+  first.letGo!();
+  assert.equal(gets[0]!.signal.aborted, true, 'its GET, never answered, is let go with it');
+
+  const second = call();
+  await turns();
+  assert.equal(gets.length, 2, 'the next call opens the GET stream again');
+  assert.equal(second.wentUp, true, 'and goes up before that GET is answered, with no tick of the clock');
+  gets[1]!.answer();
+  await turns();
+  second.letGo!();
+
+  const third = call();
+  await turns();
+  assert.equal(gets.length, 3);
+  assert.equal(third.wentUp, false, 'once a GET was answered, a call waits for the stream again');
+  gets[2]!.answer();
+  await turns();
+  assert.equal(third.wentUp, true, 'and goes up once it is answered');
+  third.letGo!();
+});
+
 test('a GET stream the upstream keeps ending at once is reopened after pauses that double up to the cap; one that lived starts them afresh', async (t) => {
   // The pauses run on a mocked clock, moved by hand: each reopen must come when its pause is over, and not a
   // tick before. The defaults are 1 s, 30 s and 10 s; a stream lives by the real clock (performance.now), so
