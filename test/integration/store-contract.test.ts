@@ -34,13 +34,19 @@ after(async () => {
 let prefixes = 0;
 /** Time passes for the breaker row `key` (kept `keptMs` more by its store): returns what puts the clock back. */
 type Lapse = (key: string, keptMs: number) => Promise<() => void>;
+/** The row whose times a test moves: a token bucket's or a breaker's, by the key the test gave the store. */
+type ClockedRow = { bucket: string } | { breaker: string };
 /**
- * The store's clock as a test moves it. `advance` lets at least `ms` pass for the store; `restore` gives the
- * process its own clock back. SQLite reads this process' Date.now, which is held still and stepped, so a
- * deadline is exact there; Redis' clock cannot be moved, so time is let pass on it instead.
+ * The store's clock as a test moves it, for one row. `advance` lets exactly `ms` more pass for that row;
+ * `now` is the store's time as the test sees it (the process' own plus what was advanced); `restore` gives
+ * the process its clock back. SQLite reads this process' Date.now, which is held still and stepped. Redis'
+ * clock cannot be moved, so the times the row holds are moved back by `ms` instead: its clock keeps running,
+ * but the tests' periods are a minute long, so no slowness of a shared machine between two store calls can
+ * turn a refusal into an admission (with one-second periods and real sleeps, any call taking longer than
+ * 750 ms did).
  */
-interface StoreClock { advance(ms: number): Promise<void>; restore(): void }
-const kinds: Array<{ kind: 'sqlite' | 'redis'; open(): Store; lapse: Lapse; clock(): StoreClock }> = [
+interface StoreClock { advance(ms: number): Promise<void>; now(): number; restore(): void }
+const kinds: Array<{ kind: 'sqlite' | 'redis'; open(): Store; lapse: Lapse; clock(row: ClockedRow): StoreClock }> = [
   {
     kind: 'sqlite',
     open: () => openStore({ kind: 'sqlite', path: join(mkdtempSync(join(tmpdir(), 'gatehouse-contract-')), 'state.db') }),
@@ -56,6 +62,7 @@ const kinds: Array<{ kind: 'sqlite' | 'redis'; open(): Store; lapse: Lapse; cloc
       Date.now = () => now;
       return {
         advance: async (ms) => void (now += ms),
+        now: () => now,
         restore: () => void (Date.now = real),
       };
     },
@@ -79,7 +86,27 @@ const kinds: Array<{ kind: 'sqlite' | 'redis'; open(): Store; lapse: Lapse; cloc
       }
       return () => {};
     },
-    clock: () => ({ advance: async (ms) => void (await sleep(ms)), restore: () => {} }),
+    clock: (row) => {
+      const raw = new Redis(redis.url);
+      // The prefix of the store the running test opened last (fresh()).
+      const key = 'bucket' in row ? `contract${prefixes}:b:${row.bucket}` : `contract${prefixes}:k:${row.breaker}`;
+      let advanced = 0;
+      return {
+        advance: async (ms) => {
+          assert.equal(await raw.exists(key), 1, `${key} is in Redis`);
+          if ('bucket' in row) await raw.hincrbyfloat(key, 'at', -ms);
+          else {
+            const held = JSON.parse((await raw.get(key))!) as { until: number; windowStart: number };
+            held.until -= ms;
+            held.windowStart -= ms;
+            assert.equal(await raw.set(key, JSON.stringify(held), 'KEEPTTL'), 'OK');
+          }
+          advanced += ms;
+        },
+        now: () => Date.now() + advanced,
+        restore: () => raw.disconnect(),
+      };
+    },
   },
 ];
 
@@ -136,18 +163,18 @@ for (const { kind, open, lapse, clock } of kinds) {
 
     test('a token bucket gives its burst, refuses with a retry time, and refills over time', async () => {
       const s = fresh();
-      // One token a second: the refusal below comes a quarter of a token after the burst was taken, so the
+      // One token a minute: the refusal below comes a quarter of a token after the burst was taken, so the
       // retry time is what the missing three quarters take, not a whole token's time nor the bucket's.
-      const bucket = { rate: 1, perMs: 1_000, burst: 3 };
-      const time = clock();
+      const bucket = { rate: 1, perMs: 60_000, burst: 3 };
+      for (let i = 0; i < 3; i++) assert.equal((await s.takeTokens('b', bucket, 1)).allowed, true, `take ${i + 1} of the burst`);
+      const time = clock({ bucket: 'b' });
       try {
-        for (let i = 0; i < 3; i++) assert.equal((await s.takeTokens('b', bucket, 1)).allowed, true, `take ${i + 1} of the burst`);
-        await time.advance(250);
+        await time.advance(15_000);
         const refused = await s.takeTokens('b', bucket, 1);
         assert.equal(refused.allowed, false);
         assert.ok(refused.remaining >= 0.25 && refused.remaining < 1, `${refused.remaining} tokens refilled since the burst`);
         // Redis hands the tokens back as Lua prints them (14 digits): its ceil may land one off at an integer.
-        const missingMs = (1 - refused.remaining) * 1_000;
+        const missingMs = (1 - refused.remaining) * 60_000;
         assert.ok(refused.retryAfterMs >= missingMs - 1e-6 && refused.retryAfterMs < missingMs + 1 + 1e-6, `retry after ${refused.retryAfterMs} ms for the ${missingMs} ms a token lacks`);
         await time.advance(refused.retryAfterMs + 30);
         assert.equal((await s.takeTokens('b', bucket, 1)).allowed, true, 'a token came back');
@@ -233,21 +260,21 @@ for (const { kind, open, lapse, clock } of kinds) {
 
     test('a breaker opens on consecutive failures, refuses while open, lets exactly one probe through, and closes on its success', async () => {
       const s = fresh();
-      const cfg = { consecutiveFailures: 3, minCalls: 10, windowMs: 60_000, coolDownMs: 1_000 };
+      const cfg = { consecutiveFailures: 3, minCalls: 10, windowMs: 60_000, coolDownMs: 60_000 };
       assert.deepEqual(await s.breakerAdmit('br:a', cfg), { verdict: 'closed' });
       assert.equal(await s.breakerRecord('br:a', false, cfg), 'closed');
       assert.equal(await s.breakerRecord('br:a', true, cfg), 'closed', 'a success resets the count');
       for (let i = 0; i < 2; i++) assert.equal(await s.breakerRecord('br:a', false, cfg), 'closed');
-      const time = clock();
+      const time = clock({ breaker: 'br:a' });
       try {
         // A quarter of the cool-down after it opened: the retry time is what is left of it, not all of it.
-        const beforeOpen = Date.now();
+        const beforeOpen = time.now();
         assert.equal(await s.breakerRecord('br:a', false, cfg), 'open');
-        await time.advance(250);
+        await time.advance(15_000);
         const open = await s.breakerAdmit('br:a', cfg);
-        const afterAdmit = Date.now();
+        const afterAdmit = time.now();
         assert.ok(open.verdict === 'open', JSON.stringify(open));
-        assert.ok(open.retryAfterMs > 0 && open.retryAfterMs <= 750 && open.retryAfterMs >= 1_000 - (afterAdmit - beforeOpen), `retry after ${open.retryAfterMs} ms: the cool-down's end, seen from an admission ${afterAdmit - beforeOpen} ms at most after the opening`);
+        assert.ok(open.retryAfterMs > 0 && open.retryAfterMs <= 45_000 && open.retryAfterMs >= 60_000 - (afterAdmit - beforeOpen), `retry after ${open.retryAfterMs} ms: the cool-down's end, seen from an admission ${afterAdmit - beforeOpen} ms at most after the opening`);
         await time.advance(open.retryAfterMs + 50);
         const admits = await Promise.all(Array.from({ length: 10 }, () => s.breakerAdmit('br:a', cfg)));
         const probes = admits.flatMap((a) => (a.verdict === 'probe' ? [a.probe] : []));
@@ -262,14 +289,19 @@ for (const { kind, open, lapse, clock } of kinds) {
 
     test('a failed probe reopens the breaker; an error rate over the window opens it too', async () => {
       const s = fresh();
-      const cfg = { consecutiveFailures: 2, minCalls: 10, windowMs: 60_000, coolDownMs: 200 };
+      const cfg = { consecutiveFailures: 2, minCalls: 10, windowMs: 60_000, coolDownMs: 60_000 };
       await s.breakerRecord('br:b', false, cfg);
       assert.equal(await s.breakerRecord('br:b', false, cfg), 'open');
-      await sleep(250);
-      const probe = await s.breakerAdmit('br:b', cfg);
-      assert.equal(probe.verdict, 'probe');
-      assert.equal(await s.breakerRecord('br:b', false, cfg, probe.verdict === 'probe' ? probe.probe : undefined), 'open');
-      assert.equal((await s.breakerAdmit('br:b', cfg)).verdict, 'open');
+      const time = clock({ breaker: 'br:b' });
+      try {
+        await time.advance(60_050);
+        const probe = await s.breakerAdmit('br:b', cfg);
+        assert.equal(probe.verdict, 'probe');
+        assert.equal(await s.breakerRecord('br:b', false, cfg, probe.verdict === 'probe' ? probe.probe : undefined), 'open');
+        assert.equal((await s.breakerAdmit('br:b', cfg)).verdict, 'open');
+      } finally {
+        time.restore();
+      }
       const rate = { consecutiveFailures: 100, errorRate: 0.5, minCalls: 4, windowMs: 60_000, coolDownMs: 1_000 };
       const states = [];
       for (const ok of [true, false, true, false]) states.push(await s.breakerRecord('br:c', ok, rate));
@@ -280,45 +312,55 @@ for (const { kind, open, lapse, clock } of kinds) {
     // once that late answer was taken as the probe's and closed (or reopened) the circuit.
     test('half-open, only the probe decides: late answers of calls admitted before, and of a probe whose time ran out, change nothing', async () => {
       const s = fresh();
-      const cfg = { consecutiveFailures: 2, minCalls: 10, windowMs: 60_000, coolDownMs: 200 };
+      const cfg = { consecutiveFailures: 2, minCalls: 10, windowMs: 60_000, coolDownMs: 60_000 };
       assert.deepEqual(await s.breakerAdmit('br:late', cfg), { verdict: 'closed' }, 'a slow call goes through while closed');
       await s.breakerRecord('br:late', false, cfg);
       assert.equal(await s.breakerRecord('br:late', false, cfg), 'open');
-      await sleep(250);
-      const first = await s.breakerAdmit('br:late', cfg);
-      assert.equal(first.verdict, 'probe');
-      assert.equal(await s.breakerRecord('br:late', true, cfg), 'half_open', "the slow call's late success is not the probe's");
-      assert.equal((await s.breakerAdmit('br:late', cfg)).verdict, 'open', 'still waiting for the probe');
-      assert.equal(await s.breakerRecord('br:late', false, cfg, first.verdict === 'probe' ? first.probe : undefined), 'open', "the probe's failure reopens it");
-      await sleep(250);
-      const silent = await s.breakerAdmit('br:late', cfg);
-      await sleep(250);
-      const second = await s.breakerAdmit('br:late', cfg);
-      assert.ok(silent.verdict === 'probe' && second.verdict === 'probe' && silent.probe !== second.probe, 'a probe whose time ran out is replaced by another');
-      assert.equal(await s.breakerRecord('br:late', false, cfg), 'half_open', 'a late failure of a call admitted before does not reopen it');
-      assert.equal(await s.breakerRecord('br:late', true, cfg, silent.probe), 'half_open', 'nor does the replaced probe decide');
-      assert.equal(await s.breakerRecord('br:late', true, cfg, second.probe), 'closed', "the current probe's success closes it");
-      assert.deepEqual(await s.breakerAdmit('br:late', cfg), { verdict: 'closed' });
+      const time = clock({ breaker: 'br:late' });
+      try {
+        await time.advance(60_050);
+        const first = await s.breakerAdmit('br:late', cfg);
+        assert.equal(first.verdict, 'probe');
+        assert.equal(await s.breakerRecord('br:late', true, cfg), 'half_open', "the slow call's late success is not the probe's");
+        assert.equal((await s.breakerAdmit('br:late', cfg)).verdict, 'open', 'still waiting for the probe');
+        assert.equal(await s.breakerRecord('br:late', false, cfg, first.verdict === 'probe' ? first.probe : undefined), 'open', "the probe's failure reopens it");
+        await time.advance(60_050);
+        const silent = await s.breakerAdmit('br:late', cfg);
+        await time.advance(60_050);
+        const second = await s.breakerAdmit('br:late', cfg);
+        assert.ok(silent.verdict === 'probe' && second.verdict === 'probe' && silent.probe !== second.probe, 'a probe whose time ran out is replaced by another');
+        assert.equal(await s.breakerRecord('br:late', false, cfg), 'half_open', 'a late failure of a call admitted before does not reopen it');
+        assert.equal(await s.breakerRecord('br:late', true, cfg, silent.probe), 'half_open', 'nor does the replaced probe decide');
+        assert.equal(await s.breakerRecord('br:late', true, cfg, second.probe), 'closed', "the current probe's success closes it");
+        assert.deepEqual(await s.breakerAdmit('br:late', cfg), { verdict: 'closed' });
+      } finally {
+        time.restore();
+      }
     });
 
     // A probe that a later stage held back (an approval pending, an idempotency refusal or replay) never
     // asked the upstream: it decides nothing, and once kept the circuit shut a whole cool-down more.
     test('a probe given back without an outcome lets the next call probe at once; a stale probe number gives back nothing', async () => {
       const s = fresh();
-      const cfg = { consecutiveFailures: 1, minCalls: 10, windowMs: 60_000, coolDownMs: 1_000 };
+      const cfg = { consecutiveFailures: 1, minCalls: 10, windowMs: 60_000, coolDownMs: 60_000 };
       assert.equal(await s.breakerRecord('br:give', false, cfg), 'open');
-      await sleep(1_050);
-      const held = await s.breakerAdmit('br:give', cfg);
-      assert.equal(held.verdict, 'probe');
-      assert.equal((await s.breakerAdmit('br:give', cfg)).verdict, 'open', 'one probe at a time');
-      await s.breakerRelease('br:give', cfg, held.verdict === 'probe' ? held.probe : -1);
-      const next = await s.breakerAdmit('br:give', cfg);
-      assert.ok(next.verdict === 'probe' && held.verdict === 'probe' && next.probe !== held.probe, `the next call is the probe, numbered anew: ${JSON.stringify(next)}`);
-      await s.breakerRelease('br:give', cfg, held.probe);
-      assert.equal((await s.breakerAdmit('br:give', cfg)).verdict, 'open', 'the earlier probe gives back nothing: the current one is out');
-      assert.equal(await s.breakerRecord('br:give', true, cfg, next.probe), 'closed', "the current probe's success closes it");
-      await s.breakerRelease('br:give', cfg, next.probe);
-      assert.deepEqual(await s.breakerAdmit('br:give', cfg), { verdict: 'closed' }, 'a closed circuit stays closed');
+      const time = clock({ breaker: 'br:give' });
+      try {
+        await time.advance(60_050);
+        const held = await s.breakerAdmit('br:give', cfg);
+        assert.equal(held.verdict, 'probe');
+        assert.equal((await s.breakerAdmit('br:give', cfg)).verdict, 'open', 'one probe at a time');
+        await s.breakerRelease('br:give', cfg, held.verdict === 'probe' ? held.probe : -1);
+        const next = await s.breakerAdmit('br:give', cfg);
+        assert.ok(next.verdict === 'probe' && held.verdict === 'probe' && next.probe !== held.probe, `the next call is the probe, numbered anew: ${JSON.stringify(next)}`);
+        await s.breakerRelease('br:give', cfg, held.probe);
+        assert.equal((await s.breakerAdmit('br:give', cfg)).verdict, 'open', 'the earlier probe gives back nothing: the current one is out');
+        assert.equal(await s.breakerRecord('br:give', true, cfg, next.probe), 'closed', "the current probe's success closes it");
+        await s.breakerRelease('br:give', cfg, next.probe);
+        assert.deepEqual(await s.breakerAdmit('br:give', cfg), { verdict: 'closed' }, 'a closed circuit stays closed');
+      } finally {
+        time.restore();
+      }
     });
 
     // Redis lets a breaker's key expire (window + cool-down + a minute after its last change); the SQLite
