@@ -145,6 +145,8 @@ export interface GatewayOptions {
   resolveHost?: ResolveHost;
   /** The tracing export timeout, when code (a test) sets one: not a config key (tracing.ts, exportTimeoutMs). */
   tracingExportTimeoutMs?: number;
+  /** What cuts answers at their upstream's timeouts.callMs; the gateway's own unless a test stands in with a held clock. */
+  callDeadlines?: CallDeadlines;
 }
 
 /**
@@ -251,7 +253,7 @@ export function createGateway(config: GatehouseConfig, log: Logger, options: Gat
   // One clock for every answer that must end by its upstream's timeouts.callMs, across reloads.
   // Kept across reloads too: upstreams a reload leaves unchanged, with their children, sessions and era
   // verdicts (UpstreamLeases).
-  const kept = { requestStates, deadlines: new CallDeadlines(), leases: new UpstreamLeases<Upstream | LegacyFront>(), openListens: new OpenListens(), passThroughStreams: new PassThroughStreams() };
+  const kept = { requestStates, deadlines: options.callDeadlines ?? new CallDeadlines(), leases: new UpstreamLeases<Upstream | LegacyFront>(), openListens: new OpenListens(), passThroughStreams: new PassThroughStreams() };
   let runtime = buildRuntime(config, log, observeUpstream, state, resolveHost, breakerBoard, childEnv, { book: approvalBook, pins: pinBook, confirmations }, kept);
   let running = config;
   // Kept across reloads: a reload must not wipe the count of an address that is guessing keys.

@@ -23,8 +23,15 @@ export class CallDeadlines {
   private readonly watched = new Set<Watched>();
   private timer: NodeJS.Timeout | undefined;
 
-  /** `tickMs`: how often deadlines are looked at, so an answer runs at most this much past its own. */
-  constructor(private readonly tickMs = 250) {}
+  /**
+   * `tickMs`: how often deadlines are looked at, so an answer runs at most this much past its own. `now`:
+   * the clock deadlines are read against, `performance.now()` but where a test holds it still, so that what
+   * it asserts happened before a cut cannot lose a race with the cut on a slow machine.
+   */
+  constructor(
+    private readonly tickMs = 250,
+    private readonly now: () => number = () => performance.now(),
+  ) {}
 
   /** How many answers are being watched (for tests). */
   get size(): number {
@@ -61,7 +68,7 @@ export class CallDeadlines {
   }
 
   private tick(): void {
-    const now = performance.now();
+    const now = this.now();
     for (const w of this.watched) {
       if (w.at > now) continue;
       this.watched.delete(w);

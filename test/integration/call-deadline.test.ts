@@ -10,6 +10,7 @@ import { after, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import type { ServerResponse } from 'node:http';
 import { request } from 'undici';
+import { CallDeadlines } from '../../src/pipeline/call-deadline.js';
 import { startFakeUpstream, jsonResult, type FakeUpstream } from '../fixtures/upstreams/fake-upstream.js';
 import { startGateway, type TestGateway } from '../helpers/gateway.js';
 import { LEGACY_HEADERS, legacySession, modernRequest, rpc } from '../helpers/http.js';
@@ -87,10 +88,27 @@ async function endlessUpstream(era: 'legacy' | 'modern'): Promise<Endless> {
   return state;
 }
 
-async function gatewayFor(up: Endless, era: 'legacy' | 'modern'): Promise<TestGateway> {
-  const gw = await startGateway({ upstreams: [{ name: 'endless', url: up.upstream.url, era, timeouts: { callMs: CALL_MS } }] });
+async function gatewayFor(up: Endless, era: 'legacy' | 'modern', callDeadlines?: CallDeadlines): Promise<TestGateway> {
+  const gw = await startGateway({ upstreams: [{ name: 'endless', url: up.upstream.url, era, timeouts: { callMs: CALL_MS } }] }, callDeadlines === undefined ? {} : { callDeadlines });
   cleanup.push(() => gw.close());
   return gw;
+}
+
+/**
+ * The gateway's deadline clock, held still until the client has got the progress sent in turns, then the
+ * real one again: the cut comes at callMs all the same, but never before the turns are done. With the
+ * clock running, a machine slow enough that three turns took 800 ms failed the test; and a gateway that
+ * kept progress back until the end never releases it, so the answer never comes and the test fails.
+ */
+function heldUntilTurns(up: Endless): { deadlines: CallDeadlines; delivered(progress: number): void } {
+  let held = true;
+  return {
+    deadlines: new CallDeadlines(250, () => (held ? Number.NEGATIVE_INFINITY : performance.now())),
+    delivered: (progress) => {
+      if (progress >= PROGRESS_IN_TURNS) held = false;
+      up.delivered(progress);
+    },
+  };
 }
 
 /**
@@ -141,9 +159,10 @@ function assertTimedOut(answer: Record<string, any> | undefined, ms: number): vo
 describe('timeouts.callMs: a maximum for every answer, however much progress it reports', () => {
   test('legacy pass-through: the answer is cut with GW_ERR_UPSTREAM_TIMEOUT and the upstream stream closed', async () => {
     const up = await endlessUpstream('legacy');
-    const gw = await gatewayFor(up, 'legacy');
+    const clock = heldUntilTurns(up);
+    const gw = await gatewayFor(up, 'legacy', clock.deadlines);
     const session = await legacySession(gw.url);
-    const { answer, progress, ms } = await callUntilAnswered(gw.url, rpc(1, 'tools/call', { name: 'forever', arguments: {}, _meta: { progressToken: 't1' } }), { ...LEGACY_HEADERS, 'mcp-session-id': session, 'mcp-protocol-version': '2025-11-25' }, 1, up.delivered);
+    const { answer, progress, ms } = await callUntilAnswered(gw.url, rpc(1, 'tools/call', { name: 'forever', arguments: {}, _meta: { progressToken: 't1' } }), { ...LEGACY_HEADERS, 'mcp-session-id': session, 'mcp-protocol-version': '2025-11-25' }, 1, clock.delivered);
     assertTimedOut(answer, ms);
     assertProgressRelayedUntilCut(progress);
     await waitFor('the upstream response closed', () => up.closedCalls === 1);
@@ -173,9 +192,10 @@ describe('timeouts.callMs: a maximum for every answer, however much progress it 
 
   test('modern pass-through: the same', async () => {
     const up = await endlessUpstream('modern');
-    const gw = await gatewayFor(up, 'modern');
+    const clock = heldUntilTurns(up);
+    const gw = await gatewayFor(up, 'modern', clock.deadlines);
     const m = modernRequest(2, 'tools/call', { name: 'forever', arguments: {}, _meta: { progressToken: 't2' } });
-    const { answer, progress, ms } = await callUntilAnswered(gw.url, m.body, m.headers, 2, up.delivered);
+    const { answer, progress, ms } = await callUntilAnswered(gw.url, m.body, m.headers, 2, clock.delivered);
     assertTimedOut(answer, ms);
     assertProgressRelayedUntilCut(progress);
     await waitFor('the upstream response closed', () => up.closedCalls === 1);
@@ -235,8 +255,13 @@ describe('timeouts.callMs: a maximum for every answer, however much progress it 
         // aborted below
       }
     })();
-    await new Promise((r) => setTimeout(r, CALL_MS * 2));
+    // A call of the same session, started after the listen, cut at its deadline: the clock has gone past the
+    // listen's own callMs, and a listen cut by it would have been cut at that tick or an earlier one.
+    const { answer, ms } = await callUntilAnswered(gw.url, rpc(8, 'tools/call', { name: 'forever', arguments: {}, _meta: { progressToken: 't8' } }), { ...LEGACY_HEADERS, 'mcp-session-id': session, 'mcp-protocol-version': '2025-11-25' }, 8, up.delivered);
+    assertTimedOut(answer, ms);
+    await waitFor('the upstream response closed', () => up.closedCalls === 1);
     assert.equal(up.closedListens, 0, 'the upstream GET stream was not closed');
+    assert.equal(res.body.destroyed, false, "the client's GET stream is still open");
     assert.doesNotMatch(Buffer.concat(chunks).toString('utf8'), /GW_ERR_UPSTREAM_TIMEOUT/);
     controller.abort();
     await reading;
