@@ -7,14 +7,12 @@
 
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { execFileSync } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { runCli } from '../helpers/cli.js';
+import { doctorConfigWarnings, logsAtStart, redisTlsConfig, tlsDir } from '../helpers/store-tls-cli.js';
 
-const dir = mkdtempSync(join(tmpdir(), 'gatehouse-tls-expiry-'));
-const openssl = (args: string[]): void => void execFileSync('openssl', args, { cwd: dir, stdio: ['ignore', 'ignore', 'pipe'] });
+const { dir, openssl, remove } = tlsDir('gatehouse-tls-expiry-');
 
 /** A CA valid for `days` (openssl takes -1 at the least: ended a day ago). */
 function ca(name: string, days: number): void {
@@ -31,18 +29,8 @@ function client(name: string, issuer: string, days: number): void {
   openssl(['x509', '-req', '-in', `${name}.csr`, '-CA', `${issuer}.pem`, '-CAkey', `${issuer}.key`, '-CAcreateserial', '-days', String(days), '-out', `${name}.pem`]);
 }
 
-function configWith(name: string, caName: string, certName: string): string {
-  const file = join(dir, `${name}.yaml`);
-  writeFileSync(file, [
-    'upstreams: [{ name: crm, url: "http://127.0.0.1:9/mcp" }]',
-    'auth: { anonymous: true }',
-    'store:',
-    '  kind: redis',
-    '  url: "rediss://127.0.0.1:6390"',
-    `  tls: { ca: "\${file:${join(dir, `${caName}.pem`)}}", cert: "\${file:${join(dir, `${certName}.pem`)}}", key: "\${file:${join(dir, `${certName}.key`)}}" }`,
-    '',
-  ].join('\n'));
-  return file;
+function configWith(name: string, caName: string, certName: string, extra = ''): string {
+  return redisTlsConfig(dir, name, { ca: `${caName}.pem`, cert: `${certName}.pem`, key: `${certName}.key` }, extra);
 }
 
 before(() => {
@@ -54,7 +42,7 @@ before(() => {
   client('fresh-client', 'good-ca', 30);
   client('ending-ca-client', 'ending-ca', 30);
 });
-after(() => rmSync(dir, { recursive: true, force: true }));
+after(remove);
 
 /** Nothing of a PEM or of the key in what the command printed. */
 function assertNoSecrets(text: string, keyName: string): void {
@@ -102,24 +90,16 @@ describe('check-config', () => {
 
 describe('doctor', () => {
   test('the same warnings as config rows, with a hint; exit 0', async () => {
-    const file = configWith('doctor', 'old-ca', 'expired-client');
-    const r = await runCli(['doctor', '--config', file, '--json', '--skip', 'upstreams', '--skip', 'store', '--skip', 'ports'], { timeoutMs: 30_000 });
-    assert.equal(r.code, 0, r.stdout + r.stderr);
-    const checks = (JSON.parse(r.stdout) as { checks: Array<{ check: string; verdict: string; detail: string; hint?: string }> }).checks;
-    const warned = checks.filter((c) => c.check === 'config' && c.verdict === 'warn');
+    const { warned, checks, printed } = await doctorConfigWarnings(configWith('doctor', 'old-ca', 'expired-client'));
     assert.equal(warned.length, 2, JSON.stringify(checks));
     assert.match(warned[0]!.detail, /store\.tls\.cert: the client certificate \(CN=expired-client\) expired at /);
     assert.match(warned[1]!.detail, /store\.tls\.ca: the CA certificate \(CN=old-ca\) expired at /);
     for (const w of warned) assert.match(w.hint ?? '', /renew the certificate/);
-    assertNoSecrets(r.stdout + r.stderr, 'expired-client');
+    assertNoSecrets(printed, 'expired-client');
   });
 
   test('a CA ending within 14 days: a config row with the hint', async () => {
-    const file = configWith('doctor-ending-ca', 'ending-ca', 'ending-ca-client');
-    const r = await runCli(['doctor', '--config', file, '--json', '--skip', 'upstreams', '--skip', 'store', '--skip', 'ports'], { timeoutMs: 30_000 });
-    assert.equal(r.code, 0, r.stdout + r.stderr);
-    const checks = (JSON.parse(r.stdout) as { checks: Array<{ check: string; verdict: string; detail: string; hint?: string }> }).checks;
-    const warned = checks.filter((c) => c.check === 'config' && c.verdict === 'warn');
+    const { warned, checks } = await doctorConfigWarnings(configWith('doctor-ending-ca', 'ending-ca', 'ending-ca-client'));
     assert.equal(warned.length, 1, JSON.stringify(checks));
     assert.match(warned[0]!.detail, /store\.tls\.ca: the CA certificate \(CN=ending-ca\) expires at \S+Z, in 4 days: /);
     assert.match(warned[0]!.hint ?? '', /renew the certificate/);
@@ -127,32 +107,20 @@ describe('doctor', () => {
 });
 
 describe('serve', () => {
+  const listen = 'listen: { host: 127.0.0.1, port: 0 }\n';
+  const storeCertificateWarnings = (logs: Array<Record<string, unknown>>) => logs.filter((l) => l.msg === 'a Redis store certificate has expired or expires soon');
+
   test('logs the same warning once at start, as it does of an expired API key', async () => {
-    const { startGatewayFromConfigFile } = await import('../helpers/gateway.js');
-    const file = configWith('serve-expired', 'good-ca', 'expired-client');
-    writeFileSync(file, `${readFileSync(file, 'utf8')}listen: { host: 127.0.0.1, port: 0 }\n`);
-    const gw = await startGatewayFromConfigFile(file);
-    try {
-      const warned = gw.logs.filter((l) => l.msg === 'a Redis store certificate has expired or expires soon');
-      assert.equal(warned.length, 1, JSON.stringify(warned));
-      assert.match(String(warned[0]!.detail), /^store\.tls\.cert: the client certificate \(.*expired-client.*\) expired at /);
-      assertNoSecrets(JSON.stringify(gw.logs), 'expired-client');
-    } finally {
-      await gw.close();
-    }
+    const logs = await logsAtStart(configWith('serve-expired', 'good-ca', 'expired-client', listen));
+    const warned = storeCertificateWarnings(logs);
+    assert.equal(warned.length, 1, JSON.stringify(warned));
+    assert.match(String(warned[0]!.detail), /^store\.tls\.cert: the client certificate \(.*expired-client.*\) expired at /);
+    assertNoSecrets(JSON.stringify(logs), 'expired-client');
   });
 
   test('logs a CA ending within 14 days once at start', async () => {
-    const { startGatewayFromConfigFile } = await import('../helpers/gateway.js');
-    const file = configWith('serve-ending-ca', 'ending-ca', 'ending-ca-client');
-    writeFileSync(file, `${readFileSync(file, 'utf8')}listen: { host: 127.0.0.1, port: 0 }\n`);
-    const gw = await startGatewayFromConfigFile(file);
-    try {
-      const warned = gw.logs.filter((l) => l.msg === 'a Redis store certificate has expired or expires soon');
-      assert.equal(warned.length, 1, JSON.stringify(warned));
-      assert.match(String(warned[0]!.detail), /^store\.tls\.ca: the CA certificate \(.*ending-ca.*\) expires at \S+Z, in 4 days: /);
-    } finally {
-      await gw.close();
-    }
+    const warned = storeCertificateWarnings(await logsAtStart(configWith('serve-ending-ca', 'ending-ca', 'ending-ca-client', listen)));
+    assert.equal(warned.length, 1, JSON.stringify(warned));
+    assert.match(String(warned[0]!.detail), /^store\.tls\.ca: the CA certificate \(.*ending-ca.*\) expires at \S+Z, in 4 days: /);
   });
 });

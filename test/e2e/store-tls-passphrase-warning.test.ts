@@ -6,15 +6,13 @@
 
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { execFileSync } from 'node:child_process';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { runCli } from '../helpers/cli.js';
+import { doctorConfigWarnings, logsAtStart, redisTlsConfig, tlsDir } from '../helpers/store-tls-cli.js';
 
 const PASSPHRASE = 'a passphrase nothing uses 42';
-const dir = mkdtempSync(join(tmpdir(), 'gatehouse-tls-passphrase-'));
-const openssl = (args: string[]): void => void execFileSync('openssl', args, { cwd: dir, stdio: ['ignore', 'ignore', 'pipe'] });
+const { dir, openssl, remove } = tlsDir('gatehouse-tls-passphrase-');
 
 /** A CA, and a client certificate it signed whose key is `plain.key` (unencrypted) or `locked.key` (AES-256). */
 before(() => {
@@ -25,22 +23,11 @@ before(() => {
   openssl(['x509', '-req', '-in', 'client.csr', '-CA', 'ca.pem', '-CAkey', 'ca.key', '-CAcreateserial', '-days', '30', '-out', 'client.pem']);
   writeFileSync(join(dir, 'passphrase.txt'), `${PASSPHRASE}\n`);
 });
-after(() => rmSync(dir, { recursive: true, force: true }));
+after(remove);
 
 function configWith(name: string, keyFile: string, extra = ''): string {
-  const file = join(dir, `${name}.yaml`);
-  writeFileSync(file, [
-    'upstreams: [{ name: crm, url: "http://127.0.0.1:9/mcp" }]',
-    'auth: { anonymous: true }',
-    'store:',
-    '  kind: redis',
-    '  url: "rediss://127.0.0.1:6390"',
-    `  tls: { ca: "\${file:${join(dir, 'ca.pem')}}", cert: "\${file:${join(dir, 'client.pem')}}", key: "\${file:${join(dir, keyFile)}}", passphrase: "\${file:${join(dir, 'passphrase.txt')}}" }`,
-    extra,
-  ].join('\n'));
-  return file;
+  return redisTlsConfig(dir, name, { ca: 'ca.pem', cert: 'client.pem', key: keyFile, passphrase: 'passphrase.txt' }, extra);
 }
-
 function assertNoSecrets(text: string): void {
   assert.ok(!text.includes(PASSPHRASE), 'the passphrase was printed');
   assert.doesNotMatch(text, /BEGIN|PRIVATE KEY-----/);
@@ -66,28 +53,20 @@ describe('check-config', () => {
 describe('doctor', () => {
   test('a config row with its hint; exit 0', async () => {
     const file = configWith('doctor', 'plain.key');
-    const r = await runCli(['doctor', '--config', file, '--json', '--skip', 'upstreams', '--skip', 'store', '--skip', 'ports'], { timeoutMs: 30_000 });
-    assert.equal(r.code, 0, r.stdout + r.stderr);
-    const checks = (JSON.parse(r.stdout) as { checks: Array<{ check: string; verdict: string; detail: string; hint?: string }> }).checks;
-    const warned = checks.filter((c) => c.check === 'config' && c.verdict === 'warn');
+    const { warned, checks, printed } = await doctorConfigWarnings(file);
     assert.equal(warned.length, 1, JSON.stringify(checks));
     assert.match(warned[0]!.detail, /store\.tls\.passphrase: given, but store\.tls\.key is not encrypted/);
     assert.match(warned[0]!.hint ?? '', /encrypt the key.*or remove store\.tls\.passphrase/);
-    assertNoSecrets(r.stdout + r.stderr);
+    assertNoSecrets(printed);
   });
 });
 
 describe('serve', () => {
   test('logs the warning once at start', async () => {
-    const { startGatewayFromConfigFile } = await import('../helpers/gateway.js');
-    const gw = await startGatewayFromConfigFile(configWith('serve', 'plain.key', 'listen: { host: 127.0.0.1, port: 0 }\n'));
-    try {
-      const warned = gw.logs.filter((l) => l.msg === 'store.tls.passphrase is given for a key that is not encrypted');
-      assert.equal(warned.length, 1, JSON.stringify(warned));
-      assert.match(String(warned[0]!.detail), /^store\.tls\.passphrase: given, but store\.tls\.key is not encrypted/);
-      assertNoSecrets(JSON.stringify(gw.logs));
-    } finally {
-      await gw.close();
-    }
+    const logs = await logsAtStart(configWith('serve', 'plain.key', 'listen: { host: 127.0.0.1, port: 0 }\n'));
+    const warned = logs.filter((l) => l.msg === 'store.tls.passphrase is given for a key that is not encrypted');
+    assert.equal(warned.length, 1, JSON.stringify(warned));
+    assert.match(String(warned[0]!.detail), /^store\.tls\.passphrase: given, but store\.tls\.key is not encrypted/);
+    assertNoSecrets(JSON.stringify(logs));
   });
 });

@@ -13,22 +13,29 @@
 
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { Client } from '@modelcontextprotocol/sdk/client/index.js';
-import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
-import { ResourceUpdatedNotificationSchema } from '@modelcontextprotocol/sdk/types.js';
-import { startSubscribableModernServer } from '../fixtures/upstreams/subscribable-modern-server.js';
-import { startGateway } from '../helpers/gateway.js';
+import { startSubscribableModernServer, type SubscribableModernServer } from '../fixtures/upstreams/subscribable-modern-server.js';
+import { startGateway, type TestGateway } from '../helpers/gateway.js';
+import { legacySubscriber, type LegacySubscriber } from '../helpers/legacy-subscriber.js';
 import { waitUntil } from '../helpers/stdio-children.js';
 
-test('a client holding the server\'s one listen slot subscribes to four URIs in a row: each is taken, and each is heard', async () => {
+/** A server with one listen slot, the gateway in front, and a legacy client whose GET stream's listen holds the slot. */
+async function withOneSlotHeld(run: (up: SubscribableModernServer, subscriber: LegacySubscriber, gw: TestGateway) => Promise<void>): Promise<void> {
   const up = await startSubscribableModernServer({ maxSubscriptions: 1 });
   const gw = await startGateway({ upstreams: [{ name: 'm', url: up.url }] });
-  const client = new Client({ name: 'subscriber', version: '1' });
-  const updated: string[] = [];
-  client.setNotificationHandler(ResourceUpdatedNotificationSchema, async (n) => void updated.push(n.params.uri));
+  const subscriber = legacySubscriber();
   try {
-    await client.connect(new StreamableHTTPClientTransport(new URL(gw.url)));
+    await subscriber.connect(gw.url);
     assert.ok(await waitUntil(() => up.openListens() === 1, 5_000), 'the GET stream\'s listen holds the one slot');
+    await run(up, subscriber, gw);
+  } finally {
+    await subscriber.client.close();
+    await gw.close();
+    await up.close();
+  }
+}
+
+test('a client holding the server\'s one listen slot subscribes to four URIs in a row: each is taken, and each is heard', () =>
+  withOneSlotHeld(async (up, { client, updated }) => {
     const uris = ['file:///a', 'file:///b', 'file:///c', 'file:///d'];
     for (const uri of uris) assert.deepEqual(await client.subscribeResource({ uri }, { timeout: 15_000 }), {}, `subscribed to ${uri}`);
     assert.ok(await waitUntil(() => up.openListens() === 1, 5_000), 'one listen open upstream');
@@ -36,22 +43,10 @@ test('a client holding the server\'s one listen slot subscribes to four URIs in 
     updated.length = 0;
     up.notify.resourceUpdated('file:///d');
     assert.ok(await waitUntil(() => updated.includes('file:///d'), 5_000), 'the last URI subscribed is heard');
-  } finally {
-    await client.close();
-    await gw.close();
-    await up.close();
-  }
-});
+  }));
 
-test('a change published while a listen at the cap is replaced is not lost: the client is told to read the resource again', async () => {
-  const up = await startSubscribableModernServer({ maxSubscriptions: 1 });
-  const gw = await startGateway({ upstreams: [{ name: 'm', url: up.url }] });
-  const client = new Client({ name: 'subscriber', version: '1' });
-  const updated: string[] = [];
-  client.setNotificationHandler(ResourceUpdatedNotificationSchema, async (n) => void updated.push(n.params.uri));
-  try {
-    await client.connect(new StreamableHTTPClientTransport(new URL(gw.url)));
-    assert.ok(await waitUntil(() => up.openListens() === 1, 5_000), 'the GET stream\'s listen holds the one slot');
+test('a change published while a listen at the cap is replaced is not lost: the client is told to read the resource again', () =>
+  withOneSlotHeld(async (up, { client, updated }) => {
     assert.deepEqual(await client.subscribeResource({ uri: 'file:///a' }, { timeout: 15_000 }), {});
     assert.ok(await waitUntil(() => up.openListens() === 1, 5_000), 'the listen carrying file:///a is open');
     // file:///a changes just as the listen that carries it closes, before its replacement is acknowledged.
@@ -59,25 +54,15 @@ test('a change published while a listen at the cap is replaced is not lost: the 
     updated.length = 0;
     assert.deepEqual(await client.subscribeResource({ uri: 'file:///b' }, { timeout: 15_000 }), {});
     assert.ok(await waitUntil(() => updated.includes('file:///a'), 5_000), `the change to file:///a was told: ${JSON.stringify(updated)}`);
-  } finally {
-    await client.close();
-    await gw.close();
-    await up.close();
-  }
-});
+  }));
 
 // A replacement the server refused beside the listen it replaces is asked again after a short pause (the server
 // frees the closed listen's place only once it has seen the close). Until 5 December a subscribe that came in
 // that pause opened a listen of its own at once, which the server refused as it had the replacement, and that
 // refusal was taken for a failing upstream: a 1 s pause before the next listen, doubling with each one. The
 // server here frees the place only once it has refused a listen naming the URI subscribed in the pause.
-test('a subscribe made while a refused replacement waits out its pause joins it: one listen carries both URIs, and no refusal is taken for a failing upstream', async () => {
-  const up = await startSubscribableModernServer({ maxSubscriptions: 1 });
-  const gw = await startGateway({ upstreams: [{ name: 'm', url: up.url }] });
-  const client = new Client({ name: 'subscriber', version: '1' });
-  try {
-    await client.connect(new StreamableHTTPClientTransport(new URL(gw.url)));
-    assert.ok(await waitUntil(() => up.openListens() === 1, 5_000), 'the GET stream\'s listen holds the one slot');
+test('a subscribe made while a refused replacement waits out its pause joins it: one listen carries both URIs, and no refusal is taken for a failing upstream', () =>
+  withOneSlotHeld(async (up, { client }, gw) => {
     const uris = ['file:///a', 'file:///b'];
     up.refuseListensUntilOneNames(uris);
     const first = client.subscribeResource({ uri: 'file:///a' }, { timeout: 15_000 });
@@ -92,9 +77,4 @@ test('a subscribe made while a refused replacement waits out its pause joins it:
     assert.deepEqual(up.listenFilters[1]?.resourceSubscriptions, uris, 'the listen it took carries both URIs');
     const failing = gw.logs.filter((l) => l.msg === 'upstream refused the listen' || l.msg === 'upstream listen failed');
     assert.deepEqual(failing, [], 'no refusal was taken for a failing upstream');
-  } finally {
-    await client.close();
-    await gw.close();
-    await up.close();
-  }
-});
+  }));

@@ -10,40 +10,22 @@
 
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import type { ServerResponse } from 'node:http';
-import { Client } from '@modelcontextprotocol/sdk/client/index.js';
-import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
-import { ResourceUpdatedNotificationSchema } from '@modelcontextprotocol/sdk/types.js';
-import { startFakeUpstream } from '../fixtures/upstreams/fake-upstream.js';
+import { startAcknowledgingUpstream } from '../fixtures/upstreams/acknowledging-upstream.js';
 import { startGateway } from '../helpers/gateway.js';
+import { legacySubscriber } from '../helpers/legacy-subscriber.js';
 import { waitUntil } from '../helpers/stdio-children.js';
 
 test('a URI confirmed to the client and left out of a later listen acknowledgment is told once, and leaves the session', async () => {
-  /** The resource filters of the listens asked, in order. */
-  const filters: Array<string[] | undefined> = [];
-  const listens: ServerResponse[] = [];
-  // A fake: it must honour less after a filter change, which the v2 SDK server never does on its own. Once a
-  // listen asks for file:///b, it no longer honours file:///a.
-  const up = await startFakeUpstream(
-    (_req, res, body) => {
-      const msg = JSON.parse(body) as { id?: string; method?: string; params?: { notifications?: { toolsListChanged?: boolean; resourceSubscriptions?: string[] } } };
-      if (msg.method !== 'subscriptions/listen') return void res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ jsonrpc: '2.0', id: msg.id ?? null, error: { code: -32601, message: 'Method not found' } }));
-      const asked = msg.params?.notifications ?? {};
-      filters.push(asked.resourceSubscriptions);
-      const uris = asked.resourceSubscriptions;
-      const honoured = uris?.includes('file:///b') ? { ...asked, resourceSubscriptions: uris.filter((u) => u !== 'file:///a') } : asked;
-      res.writeHead(200, { 'content-type': 'text/event-stream' });
-      res.write(`event: message\ndata: ${JSON.stringify({ jsonrpc: '2.0', method: 'notifications/subscriptions/acknowledged', params: { _meta: { 'io.modelcontextprotocol/subscriptionId': msg.id }, notifications: honoured } })}\n\n`);
-      listens.push(res);
-    },
-    { handshake: 'modern', capabilities: { tools: { listChanged: true }, resources: { subscribe: true } } },
-  );
+  // Once a listen asks for file:///b, it no longer honours file:///a.
+  const up = await startAcknowledgingUpstream((asked) => {
+    const uris = asked.resourceSubscriptions;
+    return uris?.includes('file:///b') ? { ...asked, resourceSubscriptions: uris.filter((u) => u !== 'file:///a') } : asked;
+  });
+  const { filters } = up;
   const gw = await startGateway({ upstreams: [{ name: 'm', url: up.url }] });
-  const client = new Client({ name: 'subscriber', version: '1' });
-  const updated: string[] = [];
-  client.setNotificationHandler(ResourceUpdatedNotificationSchema, async (n) => void updated.push(n.params.uri));
+  const { client, updated, connect } = legacySubscriber();
   try {
-    await client.connect(new StreamableHTTPClientTransport(new URL(gw.url)));
+    await connect(gw.url);
     assert.ok(await waitUntil(() => filters.length === 1, 5_000), 'the GET stream opened a listen');
     assert.deepEqual(await client.subscribeResource({ uri: 'file:///a' }), {}, 'file:///a was honoured at first');
     assert.deepEqual(await client.subscribeResource({ uri: 'file:///b' }), {}, 'file:///b is honoured');
@@ -56,7 +38,6 @@ test('a URI confirmed to the client and left out of a later listen acknowledgmen
     assert.deepEqual(updated, ['file:///a'], 'nothing more was withdrawn');
   } finally {
     await client.close();
-    for (const res of listens) res.destroy();
     await gw.close();
     await up.close();
   }

@@ -55,30 +55,26 @@ test('a trusted certificate of another name: store.tls.servername, not store.tls
   assert.doesNotMatch(found.hint ?? '', /store\.sentinel\.servername/, 'no Sentinel here');
 });
 
+/** The config of a Sentinel store whose sentinels are verified by their name, and its primary by `primaryName`. */
+function throughSentinel(primaryName: string): StoreConfig {
+  return {
+    kind: 'redis',
+    url: 'rediss://ignored:1',
+    keyPrefix: 'doctor-names:',
+    commandTimeoutMs: 1_000,
+    sentinel: { name: 'primary', nodes: [`127.0.0.1:${sentinel.port}`] as [string], servername: 'sentinel.test' },
+    tls: { ca, servername: primaryName },
+  };
+}
+
 // The sentinels verified (their name given), the primary they name is not: its certificate holds redis.test.
 // (When the sentinels' own certificate fails, ioredis keeps only "Connection is closed" of their error.)
 test('with Sentinel, a primary of another name: store.tls.servername named beside store.sentinel.servername', { timeout: 60_000 }, async () => {
-  const config: StoreConfig = {
-    kind: 'redis',
-    url: 'rediss://ignored:1',
-    keyPrefix: 'doctor-names:',
-    commandTimeoutMs: 1_000,
-    sentinel: { name: 'primary', nodes: [`127.0.0.1:${sentinel.port}`] as [string], servername: 'sentinel.test' },
-    tls: { ca, servername: 'elsewhere.test' },
-  };
-  assertNameHint(await checkStore(config, limits), /store\.tls\.servername.*store\.sentinel\.servername/);
+  assertNameHint(await checkStore(throughSentinel('elsewhere.test'), limits), /store\.tls\.servername.*store\.sentinel\.servername/);
 });
 
 test('with the names given, the same servers pass: the hint named what fixes it', { timeout: 60_000 }, async () => {
-  const config: StoreConfig = {
-    kind: 'redis',
-    url: 'rediss://ignored:1',
-    keyPrefix: 'doctor-names:',
-    commandTimeoutMs: 1_000,
-    sentinel: { name: 'primary', nodes: [`127.0.0.1:${sentinel.port}`] as [string], servername: 'sentinel.test' },
-    tls: { ca, servername: 'redis.test' },
-  };
-  const found = await checkStore(config, limits);
+  const found = await checkStore(throughSentinel('redis.test'), limits);
   assert.notEqual(found.verdict, 'fail', JSON.stringify(found));
 });
 
