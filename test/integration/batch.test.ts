@@ -20,6 +20,7 @@ import { SqliteStore } from '../../src/store/sqlite-store.js';
 import { startEverythingHttp, type EverythingHttp } from '../fixtures/upstreams/everything-http.js';
 import { startFakeUpstream } from '../fixtures/upstreams/fake-upstream.js';
 import { startGateway, type TestGateway } from '../helpers/gateway.js';
+import { waitUntil } from '../helpers/stdio-children.js';
 
 const KEY = 'gh_batch_0123456789abcdefghijklmnopqrstuv';
 const AUTH = { authorization: `Bearer ${KEY}` };
@@ -134,8 +135,10 @@ describe('2025-03-26 batches', () => {
     assert.equal(summed.length, 2);
     for (const m of summed) assert.match(m.result.content[0].text, /The sum of \d+ and 1 is \d+/);
 
-    await new Promise((r) => setTimeout(r, 50)); // the log goes out in batches of a few milliseconds
-    const lines = gw.logs.slice(logged).filter((l) => l.msg === 'request');
+    // The log goes out in batches of a few milliseconds: waited for (bounded), not slept on.
+    const requestLines = () => gw.logs.slice(logged).filter((l) => l.msg === 'request');
+    await waitUntil(() => requestLines().length >= 3, 5_000);
+    const lines = requestLines();
     assert.equal(lines.length, 3, 'one request line per message, none for the HTTP request that carried them');
     assert.equal(new Set(lines.map((l) => l.callId)).size, 3);
     assert.ok(lines.every((l) => l.method === 'tools/call' && l.era === 'legacy' && l.subject === 'key:batcher'));
@@ -182,8 +185,8 @@ describe('batches outside 2025-03-26', () => {
     assert.equal(answer.status, 400);
     assert.equal(answer.messages[0]?.error?.code, -32600);
     assert.match(answer.messages[0]?.error?.message, /batches are not supported after 2025-03-26/);
-    await new Promise((r) => setTimeout(r, 50));
-    assert.ok(gw.logs.slice(logged).some((l) => l.msg === 'request refused' && l.reason === 'batch'));
+    const refusedLogged = () => gw.logs.slice(logged).some((l) => l.msg === 'request refused' && l.reason === 'batch');
+    assert.ok(await waitUntil(refusedLogged, 5_000), 'the refusal was logged');
   });
 
   test('an empty batch, and one over 64 messages, are refused as a whole', async () => {

@@ -10,6 +10,7 @@ import { request } from 'undici';
 import { startFakeUpstream } from '../fixtures/upstreams/fake-upstream.js';
 import { startGateway } from '../helpers/gateway.js';
 import { modernRequest, post } from '../helpers/http.js';
+import { waitUntil } from '../helpers/stdio-children.js';
 
 const TOOLS = [
   { name: 'ok', inputSchema: { type: 'object' } },
@@ -40,8 +41,11 @@ async function call(id: number, method: string, params: Record<string, unknown>)
   return post(gw.url, req.body, req.headers);
 }
 
-function lineFor(callId: string): Record<string, unknown> {
-  const line = gw.logs.find((l) => l.msg === 'request' && l.callId === callId);
+/** The request line of `callId`, waited for (bounded): the log goes out in batches of a few milliseconds. */
+async function lineFor(callId: string, logs = gw.logs): Promise<Record<string, unknown>> {
+  const find = () => logs.find((l) => l.msg === 'request' && l.callId === callId);
+  await waitUntil(() => find() !== undefined, 5_000);
+  const line = find();
   assert.ok(line, `a request line for ${callId}`);
   return line;
 }
@@ -50,9 +54,8 @@ test('a tool result with isError is tool_error; a plain one ok; prompts/get is l
   const ok = await call(1, 'tools/call', { name: 'ok', arguments: {} });
   const fails = await call(2, 'tools/call', { name: 'fails', arguments: {} });
   const prompt = await call(3, 'prompts/get', { name: 'greeting' });
-  await new Promise((r) => setTimeout(r, 20));
-  assert.deepEqual([lineFor(String(ok.headers['x-gatehouse-call-id'])).outcome, lineFor(String(fails.headers['x-gatehouse-call-id'])).outcome], ['ok', 'tool_error']);
-  const promptLine = lineFor(String(prompt.headers['x-gatehouse-call-id']));
+  assert.deepEqual([(await lineFor(String(ok.headers['x-gatehouse-call-id']))).outcome, (await lineFor(String(fails.headers['x-gatehouse-call-id']))).outcome], ['ok', 'tool_error']);
+  const promptLine = await lineFor(String(prompt.headers['x-gatehouse-call-id']));
   assert.equal(promptLine.prompt, 'greeting');
   assert.equal(promptLine.tool, undefined);
   const metrics = await (await request(gw.gateway.metricsUrl!)).body.text();
@@ -67,8 +70,7 @@ test('a refusal is logged as refused, with its stage and code, and published wit
   try {
     const res = await call(4, 'tools/call', { name: 'typed', arguments: { n: 'x' } });
     assert.equal(res.json().result.structuredContent.error.code, 'invalid_arguments');
-    await new Promise((r) => setTimeout(r, 20));
-    const line = lineFor(String(res.headers['x-gatehouse-call-id']));
+    const line = await lineFor(String(res.headers['x-gatehouse-call-id']));
     assert.deepEqual([line.outcome, line.refusal, line.stage], ['refused', 'invalid_arguments', 'arguments']);
     assert.ok(seen.some((e) => e.stage === 'arguments' && e.code === 'invalid_arguments'));
   } finally {
@@ -133,12 +135,10 @@ test('an upstream that fails the call is an upstream_error, with its code and st
     assert.equal(failed.status, 502);
     const opened = await send(2);
     assert.equal(opened.json().result.structuredContent.error.code, 'upstream_unavailable');
-    await new Promise((r) => setTimeout(r, 20));
-    const lineOf = (res: { headers: Record<string, unknown> }) => down.logs.find((l) => l.msg === 'request' && l.callId === String(res.headers['x-gatehouse-call-id']));
-    const failedLine = lineOf(failed);
-    assert.deepEqual([failedLine?.outcome, failedLine?.refusal, failedLine?.stage], ['upstream_error', 'upstream_unreachable', 'upstream']);
-    const openedLine = lineOf(opened);
-    assert.deepEqual([openedLine?.outcome, openedLine?.refusal, openedLine?.stage], ['refused', 'upstream_unavailable', 'breaker']);
+    const failedLine = await lineFor(String(failed.headers['x-gatehouse-call-id']), down.logs);
+    assert.deepEqual([failedLine.outcome, failedLine.refusal, failedLine.stage], ['upstream_error', 'upstream_unreachable', 'upstream']);
+    const openedLine = await lineFor(String(opened.headers['x-gatehouse-call-id']), down.logs);
+    assert.deepEqual([openedLine.outcome, openedLine.refusal, openedLine.stage], ['refused', 'upstream_unavailable', 'breaker']);
     const metrics = await (await request(down.gateway.metricsUrl!)).body.text();
     assert.match(metrics, /gatehouse_requests_total\{method="tools\/call",era="modern",upstream="down",outcome="upstream_error"\} 1/);
     assert.match(metrics, /gatehouse_requests_total\{method="tools\/call",era="modern",upstream="down",outcome="refused"\} 1/);
