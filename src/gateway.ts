@@ -794,6 +794,11 @@ function buildRuntime(config: GatehouseConfig, log: Logger, observeUpstream: (up
           (rejudged) => (rejudged > 0 ? log.info('a reload ended listens on the pass-through holding resource subscriptions its rules no longer allow', { ended: rejudged }) : undefined),
           (err: unknown) => log.error('the pass-through listens\' subscriptions could not be judged under the reloaded rules', { err, upstream: passedThrough.name }),
         );
+        // And the subscriptions legacy sessions made through it, which the upstream's sessions hold.
+        void kept.passThroughStreams.subscriptions.rejudge(passedThrough, mayKeepSubscription).then(
+          (dropped) => (dropped > 0 ? log.info('a reload had the upstream drop resource subscriptions legacy sessions made through the pass-through that its rules no longer allow', { dropped, upstream: passedThrough.name }) : undefined),
+          (err: unknown) => log.error('the pass-through legacy sessions\' subscriptions could not be judged under the reloaded rules', { err, upstream: passedThrough.name }),
+        );
       }
       // So are modern clients' listens on any catalog: one holding a URI no longer allowed ends (open-listens.ts).
       // The others then move to the catalog served (moving-listen.ts): judged first, none is opened on it with

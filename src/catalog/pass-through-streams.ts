@@ -7,7 +7,8 @@
 // on its own initiative: a GET stream simply ends (its client reconnects and meets the new path), a listen
 // gets its completion result first (2026-07-28 basic/patterns/subscriptions.mdx §Graceful Closure).
 // A reload that goes on passing the same upstream through judges its modern listens' resource
-// subscriptions again (its egress rules may now block one), as open-listens.ts does the catalog's.
+// subscriptions again (its egress rules may now block one), as open-listens.ts does the catalog's, and the
+// resource subscriptions legacy sessions made through it (pass-through-subscriptions.ts).
 
 import { PassThrough as ByteQueue, type Readable } from 'node:stream';
 import type { CallContext } from '../pipeline/context.js';
@@ -20,6 +21,7 @@ import type { JsonRpcId, JsonRpcResponse } from '../protocol/jsonrpc.js';
 import { META_SUBSCRIPTION_ID } from '../protocol/methods.js';
 import { formatSseMessage } from '../protocol/sse.js';
 import { allowed } from './open-listens.js';
+import { PassThroughSubscriptions } from './pass-through-subscriptions.js';
 
 /** Whether `ctx` opens a listening stream: the only calls whose answer is held here. */
 export function opensListenStream(ctx: CallContext): boolean {
@@ -40,6 +42,8 @@ export class PassThroughStreams {
   private readonly open = new Map<Upstream, Set<HeldStream>>();
   /** The member the running configuration passes through; null: none (it is served through the catalog). */
   private served: Upstream | null | undefined;
+  /** The subscriptions legacy sessions made through the pass-through, held by the upstream's sessions. */
+  readonly subscriptions = new PassThroughSubscriptions();
 
   /**
    * The outcome of a listening request `member`'s pass-through answered, made endable and held until it
@@ -68,6 +72,7 @@ export class PassThroughStreams {
    */
   serve(member: Upstream | undefined): number {
     this.served = member ?? null;
+    this.subscriptions.keepOnly(member);
     let ended = 0;
     for (const [owner, streams] of [...this.open]) {
       if (owner === member) continue;

@@ -24,6 +24,7 @@ import type { Principal } from '../pipeline/principal.js';
 import { capabilitiesKey, type Catalog } from './catalog.js';
 import type { CatalogUpstream } from './catalog-upstream.js';
 import { opensListenStream, type PassThroughStreams } from './pass-through-streams.js';
+import { changesSubscriptions } from './pass-through-subscriptions.js';
 
 type Mode = 'undecided' | 'direct' | 'catalog';
 
@@ -86,6 +87,8 @@ export class SingleUpstream implements Upstream {
     // are held: a bridge's (a client of the other era) has its subscriptions judged again on reload instead
     // (rejudgeSubscriptions), and goes on as they allow.
     if (this.streams !== undefined && opensListenStream(ctx) && ctx.era === this.member.knownEra()) return this.heldListen(ctx, this.streams);
+    // A legacy session's subscriptions are held by the upstream's session: noted, for a reload to judge again.
+    if (this.streams !== undefined && changesSubscriptions(ctx) && ctx.era === 'legacy' && this.member.knownEra() === 'legacy') this.streams.subscriptions.note(this.member, ctx);
     return this.member.handle(ctx);
   }
 

@@ -92,6 +92,11 @@ export class DetectedTransport implements Upstream {
     await this.sse?.rejudgeSubscriptions(mayKeep);
   }
 
+  /** Only Streamable HTTP passes legacy sessions through; an HTTP+SSE server's are Gatehouse's own (sse-upstream.ts). */
+  unsubscribeSession(sessionId: string, version: string, uri: string): Promise<boolean> {
+    return this.sse ? Promise.resolve(false) : this.http.unsubscribeSession(sessionId, version, uri);
+  }
+
   async close(): Promise<void> {
     await Promise.all([this.http.close(), this.sse?.close()]);
   }

@@ -2,6 +2,7 @@
 // byte-for-byte pass-through (same era on both sides) and one of the era bridges, from the cached era
 // verdict. It also answers server/discover for modern clients.
 
+import { randomUUID } from 'node:crypto';
 import type { HttpUpstreamConfig } from '../config/types.js';
 import { failure } from '../errors.js';
 import type { Logger } from '../log/logger.js';
@@ -9,7 +10,7 @@ import type { CallContext } from '../pipeline/context.js';
 import { json, refused, type Outcome } from '../pipeline/outcome.js';
 import type { CallHandler, ModernFace, SubscriptionJudge, Upstream, UpstreamProfile } from '../pipeline/ports.js';
 import type { JsonRpcRequest } from '../protocol/jsonrpc.js';
-import { MODERN_VERSIONS } from '../protocol/versions.js';
+import { MODERN_VERSIONS, protocolVersionHeader } from '../protocol/versions.js';
 import { bridgedProfile, LegacyClientBridge } from './bridge-legacy-client.js';
 import { ModernClientBridge } from './bridge-modern-client.js';
 import { EraVerdict, probeUpstream } from './era-probe.js';
@@ -141,6 +142,20 @@ export class HttpUpstream implements Upstream {
   /** The legacy clients' sessions it bridges to a modern server, judged again after a reload (gateway.ts). */
   rejudgeSubscriptions(mayKeep: SubscriptionJudge): Promise<void> {
     return this.legacyBridge.rejudgeSubscriptions(mayKeep);
+  }
+
+  /** A resources/unsubscribe in the client's session, under an id of Gatehouse's (see Upstream.unsubscribeSession). */
+  async unsubscribeSession(sessionId: string, version: string, uri: string): Promise<boolean> {
+    const request = { jsonrpc: '2.0' as const, id: `gatehouse-unsubscribe-${randomUUID()}`, method: 'resources/unsubscribe', params: { uri } };
+    try {
+      const reply = await this.messages.post(request, { 'mcp-session-id': sessionId, ...protocolVersionHeader(version) });
+      if (reply.status >= 300) return false;
+      for await (const message of reply.messages) if ((message as { id?: unknown }).id === request.id) return (message as { error?: unknown }).error === undefined;
+      return false;
+    } catch (err) {
+      this.log.warn('the upstream could not be asked to drop a subscription its session holds', { err });
+      return false;
+    }
   }
 
   /** Every era bridge refuses core tasks; the pass-through carries them (see Upstream.refusesCoreTasks). */

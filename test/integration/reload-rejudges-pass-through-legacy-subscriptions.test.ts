@@ -1,0 +1,79 @@
+// A legacy (2025-11-25) client of one legacy upstream, passed through, across a reload whose egress rules now
+// block one of its resource subscriptions. Egress rules do not take the upstream behind the catalog (only
+// rules on resources do), so the session stays on the pass-through. Its `resources/subscribe`s were judged
+// when made, and are held by the upstream's own session: the client's GET stream, ended or not, is opened
+// again on that same session (the v1 SDK client reconnects a GET stream that ends), so ending it would not
+// help. Until 5 December the upstream went on watching, and the client hearing of, a URI the egress rules now
+// forbid. Now the reload judges the subscriptions the pass-through carried, and unsubscribes the upstream's
+// session from one no longer allowed; one still allowed goes on.
+// Upstream: the v1 SDK's server over Streamable HTTP (legacy era), which sends updates only of the URIs each
+// session subscribed to, as a server does. Client: the v1 SDK's.
+
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { Client as V1Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StreamableHTTPClientTransport as V1Transport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import { ResourceUpdatedNotificationSchema, SubscribeRequestSchema, UnsubscribeRequestSchema } from '@modelcontextprotocol/sdk/types.js';
+import type { McpServer as V1McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
+import { validateConfigObject } from '../../src/config/load.js';
+import { startV1HttpServer } from '../fixtures/upstreams/v1-http-server.js';
+import { stubResolver } from '../helpers/egress-judged.js';
+import { startGateway } from '../helpers/gateway.js';
+
+const KEPT = 'test://kept';
+/** A fetched scheme's URI, resolving to a public address (EGRESS_DNS): allowed by the default egress rules. */
+const PARTNER = 'https://docs.partner.example/a';
+
+test('egress rules that now block a URI a legacy session subscribed to on the pass-through unsubscribe the upstream from it', { timeout: 60_000 }, async () => {
+  const { resolveHost } = stubResolver();
+  /** Each upstream session, with the URIs it is subscribed to. */
+  const sessions: Array<{ server: V1McpServer; subscribed: Set<string> }> = [];
+  const upstream = await startV1HttpServer(
+    (server) => {
+      const subscribed = new Set<string>();
+      server.server.setRequestHandler(SubscribeRequestSchema, async (req) => (subscribed.add(req.params.uri), {}));
+      server.server.setRequestHandler(UnsubscribeRequestSchema, async (req) => (subscribed.delete(req.params.uri), {}));
+      sessions.push({ server, subscribed });
+    },
+    { resources: { subscribe: true } },
+  );
+  const upstreams = [{ name: 'files', url: upstream.url }];
+  const gw = await startGateway({ upstreams }, { resolveHost });
+  const client = new V1Client({ name: 'subscriber', version: '1' });
+  const heard: string[] = [];
+  client.setNotificationHandler(ResourceUpdatedNotificationSchema, async (n) => void heard.push(n.params.uri));
+  /** Each session sends an update of each URI it is subscribed to, `rounds` times or until `done()`. */
+  const publish = async (rounds: number, done: () => boolean = () => false): Promise<void> => {
+    for (let i = 0; i < rounds && !done(); i++) {
+      for (const { server, subscribed } of sessions) for (const uri of subscribed) if (server.isConnected()) await server.server.sendResourceUpdated({ uri }).catch(() => {});
+      await new Promise((r) => setTimeout(r, 100));
+    }
+  };
+  const times = (uri: string): number => heard.filter((u) => u === uri).length;
+  try {
+    await client.connect(new V1Transport(new URL(gw.url)));
+    await client.subscribeResource({ uri: PARTNER });
+    await client.subscribeResource({ uri: KEPT });
+    await publish(100, () => times(PARTNER) > 0 && times(KEPT) > 0);
+    assert.ok(times(PARTNER) > 0 && times(KEPT) > 0, 'before the reload both URIs\' updates arrive on the GET stream');
+
+    const next = validateConfigObject({ auth: { anonymous: true }, idempotency: { requireKeys: false }, listen: { host: '127.0.0.1', port: 0 }, upstreams, policy: { egress: [{ id: 'no-partner', tools: ['*'], deny: { hosts: ['docs.partner.example'] } }] } }, 'test');
+    assert.deepEqual(await gw.gateway.reload(next), []);
+    assert.deepEqual(gw.logs.filter((l) => l.msg === 'config reloaded').at(-1)?.keptUpstreams, ['files'], 'the same upstream, still passed through');
+
+    // The reload's judgement runs after it returns: the upstream's session is let go of the URI shortly.
+    const subscribedSessions = (): string[][] => sessions.filter((s) => s.subscribed.size > 0).map((s) => [...s.subscribed]);
+    for (let i = 0; i < 100 && subscribedSessions().some((uris) => uris.includes(PARTNER)); i++) await new Promise((r) => setTimeout(r, 100));
+    const partner = times(PARTNER);
+    const kept = times(KEPT);
+    await publish(100, () => times(KEPT) > kept + 2);
+    assert.ok(times(KEPT) > kept, 'the URI still allowed goes on being heard');
+    assert.equal(times(PARTNER), partner, 'no update of the blocked URI reaches the client after the reload');
+    assert.deepEqual(subscribedSessions(), [[KEPT]], 'the upstream\'s session is unsubscribed from the blocked URI, and only from it');
+    await assert.rejects(client.subscribeResource({ uri: PARTNER }), 'subscribing again, the client is judged by the new rules');
+  } finally {
+    await client.close().catch(() => {});
+    await gw.close();
+    await upstream.close();
+  }
+});
