@@ -86,6 +86,17 @@ export class PassThroughStreams {
   }
 
   /**
+   * `member` is served through the catalog from now on without a reload (SingleUpstream found names to
+   * rewrite or hide): ends the streams its pass-through opened, as the reload that retires it does (serve).
+   * A retired configuration's late switch leaves alone the streams of a member no longer the one served.
+   * Returns how many were ended.
+   */
+  retire(member: Upstream): number {
+    if (this.served !== undefined && this.served !== member) return 0;
+    return this.serve(undefined);
+  }
+
+  /**
    * Ends each listen `member`'s pass-through holds one of whose URIs `mayKeep` no longer allows (one that
    * cannot be judged is not kept), one URI at a time; its filter, settled by its acknowledgment, cannot be
    * narrowed in place. Returns how many were ended.

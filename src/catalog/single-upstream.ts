@@ -123,14 +123,25 @@ export class SingleUpstream implements Upstream {
     if (result === undefined || !Array.isArray(items)) return undefined;
     const legacy = ctx.era === 'legacy';
     if (items.every((item: unknown) => (legacy && taskOnly(item)) || this.routes.showsAsWritten(kind, this.name, item))) return undefined;
-    if (this.mode !== 'catalog') {
-      this.mode = 'catalog';
-      this.log.info('upstream now lists names that need rewriting; serving it through the catalog from now on', { upstream: this.name });
-    }
+    if (this.mode !== 'catalog') this.toCatalog('upstream now lists names that need rewriting; serving it through the catalog from now on');
     // Listed with the client's own capabilities: the page may hold a tool offered only to clients declaring
     // one (a list made with none would not name it), and the catalog lists with them from now on anyway.
     const named = await this.routes.asCatalogued(kind, this.name, items, ctx.clientCapabilities, ctx.principal);
     return { response: { ...response, result: { ...result, [kind]: named } } };
+  }
+
+  /**
+   * Serves the member through the catalog from now on, and ends the listening streams its pass-through
+   * opened, as a reload that retires the pass-through does: their sessions are unknown to the catalog (their
+   * next request is answered 404), and left open they would go on relaying what the upstream sends under
+   * the names the catalog now rewrites or hides (a legacy GET stream: its session's notifications and server
+   * requests, whose answers meet the 404). Until 5 December they stayed open until their clients left.
+   */
+  private toCatalog(message: string): void {
+    this.mode = 'catalog';
+    this.log.info(message, { upstream: this.name });
+    const ended = this.streams?.retire(this.member) ?? 0;
+    if (ended > 0) this.log.info('the listening streams the pass-through opened were ended: the upstream is served through the catalog now', { upstream: this.name, ended });
   }
 
   /**
@@ -148,7 +159,7 @@ export class SingleUpstream implements Upstream {
         // The catalog once chosen stays chosen (the header comment): a check with other capabilities that
         // saw nothing to rewrite does not undo it.
         const next: Mode = unchanged && this.mode !== 'catalog' ? 'direct' : 'catalog';
-        if (next === 'catalog' && this.mode !== 'catalog') this.log.info(again ? 'upstream now lists names that need rewriting; serving it through the catalog from now on' : 'upstream tool names need rewriting; serving it through the catalog', { upstream: this.name });
+        if (next === 'catalog' && this.mode !== 'catalog') this.toCatalog(again ? 'upstream now lists names that need rewriting; serving it through the catalog from now on' : 'upstream tool names need rewriting; serving it through the catalog');
         this.mode = next;
         this.deciding.delete(key);
         return next;
