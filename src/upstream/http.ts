@@ -180,8 +180,14 @@ export class HttpUpstream implements Upstream {
     return outcome;
   }
 
+  /**
+   * The era detected so far, or the one `era` pins: a client of that era is passed through without a probe
+   * (pinnedPassThrough), so no verdict may ever come. Until 5 December a pinned upstream's era stayed unknown
+   * until something probed it, and SingleUpstream, which holds the pass-through's listening streams and notes
+   * its legacy sessions' subscriptions for the client of the upstream's own era, held and noted none.
+   */
   knownEra(): 'modern' | 'legacy' | undefined {
-    return this.verdict.known?.era;
+    return this.verdict.known?.era ?? (this.era === 'auto' ? undefined : this.era);
   }
 
   async modernFace(): Promise<ModernFace> {

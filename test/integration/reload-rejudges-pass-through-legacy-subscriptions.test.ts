@@ -24,7 +24,9 @@ const KEPT = 'test://kept';
 /** A fetched scheme's URI, resolving to a public address (EGRESS_DNS): allowed by the default egress rules. */
 const PARTNER = 'https://docs.partner.example/a';
 
-test('egress rules that now block a URI a legacy session subscribed to on the pass-through unsubscribe the upstream from it', { timeout: 60_000 }, async () => {
+// `era: legacy` pins the upstream's era: a legacy client is then passed through without a probe, and until
+// 5 December the upstream's era stayed unknown, so the pass-through noted none of its sessions' subscriptions.
+for (const era of ['auto', 'legacy'] as const) test(`egress rules that now block a URI a legacy session subscribed to on the pass-through unsubscribe the upstream from it (era: ${era})`, { timeout: 60_000 }, async () => {
   const { resolveHost } = stubResolver();
   /** Each upstream session, with the URIs it is subscribed to. */
   const sessions: Array<{ server: V1McpServer; subscribed: Set<string> }> = [];
@@ -37,7 +39,7 @@ test('egress rules that now block a URI a legacy session subscribed to on the pa
     },
     { resources: { subscribe: true } },
   );
-  const upstreams = [{ name: 'files', url: upstream.url }];
+  const upstreams = [{ name: 'files', url: upstream.url, era }];
   const gw = await startGateway({ upstreams }, { resolveHost });
   const client = new V1Client({ name: 'subscriber', version: '1' });
   const heard: string[] = [];
