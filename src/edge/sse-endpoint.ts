@@ -315,6 +315,14 @@ export function createSseEndpoint(core: EdgeCore, opts: SseEndpointOptions, log:
           log.debug('sse session listen stream ended', { session: session.id.slice(0, 8), status: d.status });
           call.done(d.status, d.aborted);
           if (session.closed) return;
+          // A 404 says the session is gone, on the listen as on a POST (afterAnswer): the catalog a reload or
+          // a name check moved the upstream behind does not know a session the pass-through opened. Until 5
+          // December it was taken for "no GET stream offered", and the connection stayed open and deaf.
+          if (d.status === 404 && session.internalId !== undefined && d.errorCode !== ErrorCode.MethodNotFound) {
+            core.sessions.end(session.internalId, 'unknown');
+            session.end();
+            return;
+          }
           // A resume the server would not take (it no longer has the stream or its events): the next GET
           // opens the stream anew, as a Streamable HTTP client would.
           const refusedResume = resuming !== undefined && d.status !== 200;
