@@ -85,6 +85,11 @@ export class PassThroughStreams {
     return ended;
   }
 
+  /** Whether `member`'s pass-through holds any open stream. */
+  holds(member: Upstream): boolean {
+    return this.open.has(member);
+  }
+
   /**
    * `member` is served through the catalog from now on without a reload (SingleUpstream found names to
    * rewrite or hide): ends the streams its pass-through opened, as the reload that retires it does (serve).

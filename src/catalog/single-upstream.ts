@@ -92,6 +92,17 @@ export class SingleUpstream implements Upstream {
     return this.member.handle(ctx);
   }
 
+  /**
+   * After a reload whose access rules hide tools or prompts from everyone (they do not force the catalog: the
+   * names check decides), checks the names at once when the pass-through holds open streams, rather than at
+   * the next list: until a client listed, those streams went on relaying what the upstream's sessions sent
+   * about items the new rules hide (until 5 December). A check that chooses the catalog ends them (toCatalog).
+   */
+  async checkNamesForHeldStreams(): Promise<void> {
+    if (this.mode === 'catalog' || !this.decideAtInitialize || this.streams?.holds(this.member) !== true) return;
+    await this.decide(this.mode === 'direct', {});
+  }
+
   /** A listening stream on the pass-through, held so that the reload that retires this path ends it. */
   private async heldListen(ctx: CallContext, streams: PassThroughStreams): Promise<Outcome> {
     return streams.hold(this.member, ctx, await this.member.handle(ctx));

@@ -14,6 +14,7 @@ import { Client as V1Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport as V1Transport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { LoggingMessageNotificationSchema } from '@modelcontextprotocol/sdk/types.js';
 import type { McpServer as V1McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
+import { validateConfigObject } from '../../src/config/load.js';
 import { startV1HttpServer } from '../fixtures/upstreams/v1-http-server.js';
 import { startGateway } from '../helpers/gateway.js';
 
@@ -56,6 +57,48 @@ test('a legacy client\'s GET stream on the pass-through ends when the upstream i
     await log('get.user ran', 20);
     assert.ok(!heard.includes('get.user ran'), 'nothing the upstream\'s session sends after the switch reaches the client');
     assert.equal(gw.logs.find((l) => l.msg === ENDED_LOG)?.ended, 1, 'the switch ended the GET stream');
+  } finally {
+    await client.close().catch(() => {});
+    await gw.close();
+    await upstream.close();
+  }
+});
+
+test('a reload whose rules hide a tool from everyone checks the names at once, and ends the pass-through\'s streams', { timeout: 60_000 }, async () => {
+  const sessions: V1McpServer[] = [];
+  const upstream = await startV1HttpServer(
+    (server) => {
+      for (const name of ['get_user', 'get_secret']) server.registerTool(name, { description: `the tool ${name}` }, async () => ({ content: [{ type: 'text', text: name }] }));
+      sessions.push(server);
+    },
+    { logging: {} },
+  );
+  const upstreams = [{ name: 'users', url: upstream.url }];
+  const gw = await startGateway({ upstreams });
+  const client = new V1Client({ name: 'reader', version: '1' });
+  const heard: string[] = [];
+  client.setNotificationHandler(LoggingMessageNotificationSchema, async (n) => void heard.push(String(n.params.data)));
+  client.onerror = () => {};
+  const log = async (text: string, rounds: number, done: () => boolean = () => false): Promise<void> => {
+    for (let i = 0; i < rounds && !done(); i++) {
+      for (const server of sessions) if (server.isConnected()) await server.server.sendLoggingMessage({ level: 'info', data: text }).catch(() => {});
+      await new Promise((r) => setTimeout(r, 100));
+    }
+  };
+  try {
+    await client.connect(new V1Transport(new URL(gw.url)));
+    await log('before', 100, () => heard.includes('before'));
+    assert.ok(heard.includes('before'), 'the GET stream relays the upstream session\'s messages');
+
+    // Rules that select no caller do not force the catalog (AccessPolicy.perCaller): the names check decides.
+    const next = validateConfigObject({ auth: { anonymous: true }, idempotency: { requireKeys: false }, listen: { host: '127.0.0.1', port: 0 }, upstreams, policy: { rules: [{ id: 'hide', access: 'deny', tools: ['users/get_secret'] }, { id: 'rest', access: 'allow', tools: ['*'] }] } }, 'test');
+    assert.deepEqual(await gw.gateway.reload(next), []);
+    for (let i = 0; i < 100 && !gw.logs.some((l) => l.msg === ENDED_LOG); i++) await new Promise((r) => setTimeout(r, 100));
+
+    // No client lists: until 5 December the stream stayed open until one did.
+    await log('get_secret ran', 20);
+    assert.ok(!heard.includes('get_secret ran'), 'nothing the upstream\'s session sends after the reload reaches the client');
+    assert.equal(gw.logs.find((l) => l.msg === ENDED_LOG)?.ended, 1, 'the check ended the GET stream');
   } finally {
     await client.close().catch(() => {});
     await gw.close();
