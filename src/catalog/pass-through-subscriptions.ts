@@ -65,9 +65,19 @@ export class PassThroughSubscriptions {
     if (session.uris.size < MAX_RESOURCE_SUBSCRIPTIONS) session.uris.add(uri);
   }
 
-  /** Forgets the sessions of every member but `member` (undefined: all): their upstreams are not passed through. */
+  /**
+   * Lets go of the sessions of every member but `member` (undefined: all), whose pass-through is retired: the
+   * catalog does not know them (their next request is answered 404), and nothing relays their updates any
+   * more, so each upstream session is asked to drop every subscription noted (best effort, in the background,
+   * one at a time) rather than go on watching its URIs, some perhaps ones the new rules hide or block, until it
+   * idles out.
+   */
   keepOnly(member: Upstream | undefined): void {
-    for (const owner of [...this.bySession.keys()]) if (owner !== member) this.bySession.delete(owner);
+    for (const [owner, sessions] of [...this.bySession]) {
+      if (owner === member) continue;
+      this.bySession.delete(owner);
+      void dropAll(owner, sessions);
+    }
   }
 
   /**
@@ -88,4 +98,9 @@ export class PassThroughSubscriptions {
     }
     return dropped;
   }
+}
+
+/** Asks `owner` to drop each subscription of `sessions`, one after another (unsubscribeSession never rejects). */
+async function dropAll(owner: Upstream, sessions: Map<string, SessionSubscriptions>): Promise<void> {
+  for (const [sessionId, session] of sessions) for (const uri of session.uris) await owner.unsubscribeSession?.(sessionId, session.version, uri);
 }

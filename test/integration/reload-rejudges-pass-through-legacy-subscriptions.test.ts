@@ -79,3 +79,38 @@ for (const era of ['auto', 'legacy'] as const) test(`egress rules that now block
     await upstream.close();
   }
 });
+
+// A reload that retires the pass-through (its first rule on resources takes the upstream behind the catalog):
+// the catalog does not know the session, and nothing relays its updates any more, but until 5 December the
+// upstream's session went on watching every URI it had subscribed to, the hidden one included.
+test('a reload that retires the pass-through has the upstream\'s legacy sessions drop the subscriptions made through it', { timeout: 60_000 }, async () => {
+  const sessions: Array<Set<string>> = [];
+  const upstream = await startV1HttpServer(
+    (server) => {
+      const subscribed = new Set<string>();
+      server.server.setRequestHandler(SubscribeRequestSchema, async (req) => (subscribed.add(req.params.uri), {}));
+      server.server.setRequestHandler(UnsubscribeRequestSchema, async (req) => (subscribed.delete(req.params.uri), {}));
+      sessions.push(subscribed);
+    },
+    { resources: { subscribe: true } },
+  );
+  const upstreams = [{ name: 'files', url: upstream.url }];
+  const gw = await startGateway({ upstreams });
+  const client = new V1Client({ name: 'subscriber', version: '1' });
+  client.onerror = () => {};
+  const subscribed = (): string[] => sessions.flatMap((s) => [...s]).sort();
+  try {
+    await client.connect(new V1Transport(new URL(gw.url)));
+    await client.subscribeResource({ uri: 'test://secret' });
+    await client.subscribeResource({ uri: KEPT });
+    assert.deepEqual(subscribed(), [KEPT, 'test://secret']);
+    const next = validateConfigObject({ auth: { anonymous: true }, idempotency: { requireKeys: false }, listen: { host: '127.0.0.1', port: 0 }, upstreams, policy: { rules: [{ id: 'no-secret', access: 'deny', resources: ['test://secret'] }, { id: 'rest', access: 'allow', resources: ['*'] }] } }, 'test');
+    assert.deepEqual(await gw.gateway.reload(next), []);
+    for (let i = 0; i < 100 && subscribed().length > 0; i++) await new Promise((r) => setTimeout(r, 100));
+    assert.deepEqual(subscribed(), [], 'the upstream\'s session no longer watches any URI subscribed through the retired pass-through');
+  } finally {
+    await client.close().catch(() => {});
+    await gw.close();
+    await upstream.close();
+  }
+});
