@@ -5,7 +5,9 @@
 // loses the audit records since the last snapshot), which no operation would show; when INFO, which both
 // need, is refused (an ACL without +info) or unknown, a warning that they were not checked instead of a failure.
 // What the store itself notices on connecting (a password the server does not need, so nothing is
-// authenticated) is a warning of the row too: the store tells it through its logger, kept here.
+// authenticated) is a warning of the row too: the store tells it through its logger, kept here. With
+// Sentinel over TLS, each sentinel is shaken hands with too (sentinel-handshake.ts): one that fails is the
+// cause when none answered, and a warning when the store came up through another.
 
 import { constants } from 'node:fs';
 import { access, stat } from 'node:fs/promises';
@@ -16,7 +18,7 @@ import { RedisStore } from '../store/redis-store.js';
 import { finding, messageOf, withDeadline, type CheckLimits, type Finding } from './finding.js';
 import { noticeLog } from './notice-log.js';
 import { redisHint, sentinelHandshakeHint } from './redis-hint.js';
-import { sentinelHandshakeFailure } from './sentinel-handshake.js';
+import { failingSentinels, sentinelsUnreachable, type SentinelHandshake } from './sentinel-handshake.js';
 
 export async function checkStore(config: StoreConfig, limits: CheckLimits): Promise<Finding> {
   try {
@@ -63,6 +65,8 @@ async function checkRedis(config: StoreConfig & { kind: 'redis' }): Promise<Find
   let withoutAof: string[];
   /** Why INFO, which the warnings below need, could not be read; the store works without it. */
   let noInfo: string | undefined;
+  /** Sentinels no TLS connection gets through to, though the store found its primary through another. */
+  let sentinelsFailing: SentinelHandshake[];
   try {
     await store.ping();
     // A counter in a one-second window: one real write with an expiry, gone a second later.
@@ -77,11 +81,13 @@ async function checkRedis(config: StoreConfig & { kind: 'redis' }): Promise<Find
       evicting = [];
       withoutAof = [];
     }
+    // ioredis stops at the first sentinel that answers: the others, needed once it is down, are asked here.
+    sentinelsFailing = await failingSentinels(config);
   } catch (err) {
-    // ioredis keeps no cause when no sentinel answers: one handshake with the first finds it (a certificate).
-    const sentinel = await sentinelHandshakeFailure(config, messageOf(err));
-    if (sentinel !== undefined) {
-      return finding('store', 'fail', `${where}: ${messageOf(err).replace(/\.$/, '')}; a TLS connection to sentinel ${sentinel.node} fails: ${sentinel.error}`, sentinelHandshakeHint(sentinel.error), data);
+    // ioredis keeps no cause when no sentinel answers: a handshake with each finds it (a certificate).
+    const failing = sentinelsUnreachable(messageOf(err)) ? await failingSentinels(config) : [];
+    if (failing.length > 0) {
+      return finding('store', 'fail', `${where}: ${messageOf(err).replace(/\.$/, '')}; ${failing.map(sentinelFails).join('; ')}`, failing.map(sentinelHint).join('; and '), data);
     }
     // The remedy follows the cause: a full Redis, a replica or an untrusted certificate is no store.url typo.
     return finding('store', 'fail', `${where}: ${messageOf(err)}`, redisHint(messageOf(err), config.sentinel !== undefined), data);
@@ -107,12 +113,27 @@ async function checkRedis(config: StoreConfig & { kind: 'redis' }): Promise<Find
     details.push(cut < 0 ? notice : notice.slice(0, cut));
     hints.push(cut < 0 ? 'see the detail' : notice.slice(cut + 2));
   }
+  if (sentinelsFailing.length > 0) {
+    details.push(`the primary was found through a sentinel, but ${sentinelsFailing.map(sentinelFails).join('; ')}: once the sentinels that answer are down, the store is not reached`);
+    hints.push(sentinelsFailing.map(sentinelHint).join('; and '));
+  }
   if (noInfo !== undefined) {
     details.push(`PING answered and a scratch key was written, but Gatehouse could not read INFO (${noInfo}), so whether Redis would evict Gatehouse's keys (maxmemory-policy) or keeps an append-only file (appendonly) was not checked`);
     hints.push('grant this Redis user +info (ACL SETUSER <user> +info) and run doctor again, or check on the server that maxmemory-policy is noeviction (or maxmemory 0) and appendonly is yes');
   }
-  if (details.length > 0) return finding('store', 'warn', `${where}: ${details.join('; and ')}`, hints.join('; and '), { ...data, evicting, withoutAof, notices: told.notices });
+  if (details.length > 0) {
+    return finding('store', 'warn', `${where}: ${details.join('; and ')}`, hints.join('; and '), { ...data, evicting, withoutAof, notices: told.notices, failingSentinels: sentinelsFailing.map((s) => s.node) });
+  }
   return finding('store', 'ok', `${where}: PING answered, a scratch key was written (with a TTL) under "${config.keyPrefix}"`, undefined, data);
+}
+
+function sentinelFails(sentinel: SentinelHandshake): string {
+  return `a TLS connection to sentinel ${sentinel.node} fails: ${sentinel.error}`;
+}
+
+/** Each failing sentinel's hint names it: two may fail for two causes (one down, one with a certificate of another name). */
+function sentinelHint(sentinel: SentinelHandshake): string {
+  return `sentinel ${sentinel.node}: ${sentinelHandshakeHint(sentinel.error)}`;
 }
 
 /** The closest path that exists at or above `dir` (`isDir` false: a file is in the way); `missing` when `dir` itself does not. */
