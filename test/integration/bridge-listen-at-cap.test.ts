@@ -78,3 +78,32 @@ test('a subscribe made while a refused replacement waits out its pause joins it:
     const failing = gw.logs.filter((l) => l.msg === 'upstream refused the listen' || l.msg === 'upstream listen failed');
     assert.deepEqual(failing, [], 'no refusal was taken for a failing upstream');
   }));
+
+// Once the pause's timer fires, the replacement is asked again and is in flight (session.replacing is unset
+// again): a subscribe then opens a listen of its own beside it. The server here has taken that retry, so it
+// refuses the new one at its cap of one. That refusal replaces a listen (the one in flight, closed by it) and
+// is asked again alone after the short pause, as any refused replacement is: it is not taken for a failing
+// upstream (the 1 s pause, doubling), and neither URI is lost.
+test('a subscribe made while the retried replacement is in flight: the refusal beside it is asked again alone, both URIs are heard, and no failing upstream is logged', () =>
+  withOneSlotHeld(async (up, { client, updated }, gw) => {
+    up.refuseListensUntilOneNames(['file:///a']);
+    // The retry naming file:///a, taken by the server, unanswered while the second subscribe comes.
+    const retry = up.holdListenAnswer(['file:///a']);
+    try {
+      const first = client.subscribeResource({ uri: 'file:///a' }, { timeout: 15_000 });
+      await retry.held;
+      const second = client.subscribeResource({ uri: 'file:///b' }, { timeout: 15_000 });
+      assert.deepEqual(await Promise.all([first, second]), [{}, {}], 'each subscribe is acknowledged');
+    } finally {
+      retry.release();
+    }
+    assert.deepEqual(up.listenFilters[1]?.resourceSubscriptions, ['file:///a'], 'the server took the retry carrying file:///a (held in flight)');
+    assert.ok(await waitUntil(() => up.openListens() === 1, 5_000), `one listen open upstream: ${up.openListens()}`);
+    assert.deepEqual(up.listenFilters.at(-1)?.resourceSubscriptions, ['file:///a', 'file:///b'], 'the listen kept carries both URIs');
+    updated.length = 0;
+    up.notify.resourceUpdated('file:///a');
+    up.notify.resourceUpdated('file:///b');
+    assert.ok(await waitUntil(() => updated.includes('file:///a') && updated.includes('file:///b'), 5_000), `both are heard: ${JSON.stringify(updated)}`);
+    const failing = gw.logs.filter((l) => l.msg === 'upstream refused the listen' || l.msg === 'upstream listen failed');
+    assert.deepEqual(failing, [], 'no refusal was taken for a failing upstream');
+  }));
