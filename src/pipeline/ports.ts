@@ -104,7 +104,8 @@ export interface Upstream extends CallHandler, ModernMember {
    * Asks the upstream, as the legacy session `sessionId` (of protocol `version`), to drop its subscription to
    * `uri`: one a client made through the pass-through that a reload's rules no longer allow
    * (catalog/pass-through-subscriptions.ts). Never rejects: false when it was not dropped. Absent where the
-   * pass-through carries no legacy sessions of the upstream's own (stdio's are held by stdio-session.ts).
+   * pass-through carries no legacy sessions of the upstream's own (a stdio upstream's outside `perSession`,
+   * which its shared bridge holds).
    */
   unsubscribeSession?(sessionId: string, version: string, uri: string): Promise<boolean>;
 }

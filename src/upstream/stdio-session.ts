@@ -172,6 +172,24 @@ export class StdioSession implements HeldSession {
     }
   }
 
+  /**
+   * Has the child drop its client's subscription to `uri`, one a reload's rules no longer allow
+   * (catalog/pass-through-subscriptions.ts), under an id of Gatehouse's; and forgets it first, so that a
+   * replacement child is not subscribed to it again (replayState). False when the child did not drop it
+   * (down for good, refused, no answer).
+   */
+  async unsubscribe(uri: string): Promise<boolean> {
+    this.subscriptions.delete(uri);
+    if (!(await this.alive()) || this.closed) return false;
+    try {
+      const answer = await this.proc.request({ jsonrpc: '2.0', id: `gatehouse-unsubscribe-${randomUUID()}`, method: 'resources/unsubscribe', params: { uri } });
+      return answer.error === undefined;
+    } catch (err) {
+      this.log.warn('the stdio child could not be asked to drop a subscription its session holds', { err });
+      return false;
+    }
+  }
+
   /** Waits out a restart in progress; false when the child did not come back. */
   private async alive(): Promise<boolean> {
     return this.restarting ? this.restarting : this.proc.alive;

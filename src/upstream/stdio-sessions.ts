@@ -83,6 +83,15 @@ export class StdioUpstream implements Upstream {
   private closed = false;
   /** The limits a reload changes in place (retune). */
   private readonly tunables: StdioTunables;
+  /**
+   * Has a `perSession` client's child drop a subscription (see Upstream.unsubscribeSession): there a legacy
+   * client's session is a child of its own, which holds its subscriptions as an HTTP upstream's session
+   * does, and the single upstream's pass-through notes them for a reload to judge again. Absent in the
+   * other modes, whose legacy sessions are the shared bridge's, judged by rejudgeSubscriptions: so the
+   * pass-through notes none of theirs. Until 5 December a perSession child went on watching, and its client
+   * hearing of, a URI a reload's rules then blocked.
+   */
+  readonly unsubscribeSession?: (sessionId: string, version: string, uri: string) => Promise<boolean>;
 
   constructor(
     private readonly config: StdioUpstreamConfig,
@@ -123,6 +132,7 @@ export class StdioUpstream implements Upstream {
       this.log.info('session ended', { session: id.slice(0, 8), reason });
       this.releaseHost(id);
     });
+    if (config.processes === 'perSession') this.unsubscribeSession = (sessionId, _version, uri) => this.hosts.get(sessionId)?.session.unsubscribe(uri) ?? Promise.resolve(false);
   }
 
   /**

@@ -1,0 +1,85 @@
+// A legacy (2025-11-25) client of one legacy stdio server, across a reload whose egress rules now block one of
+// its resource subscriptions. Egress rules leave the upstream on the pass-through and keep its children.
+// - `processes: perSession`: the client's session is its own child's, which holds its subscriptions; the
+//   client's GET stream carries what the child sends. Until 5 December the reload judged nothing there: the
+//   child went on watching the blocked URI and its updates reached the client (and a crash of the child
+//   replayed the subscription to its replacement). Now the child is asked to drop it, as an HTTP upstream's
+//   session is (reload-rejudges-pass-through-legacy-subscriptions.test.ts).
+// - `processes: shared`: the client's session is Gatehouse's own (the legacy bridge), whose subscriptions a
+//   reload already judged (LegacyClientBridge.rejudgeSubscriptions); run here to show the two modes agree.
+// Server: the v1 SDK's, over stdio (subscribable-stdio.mjs). Client: the v1 SDK's.
+
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { fileURLToPath } from 'node:url';
+import { Client as V1Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StreamableHTTPClientTransport as V1Transport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import { ResourceUpdatedNotificationSchema } from '@modelcontextprotocol/sdk/types.js';
+import { validateConfigObject } from '../../src/config/load.js';
+import { stubResolver } from '../helpers/egress-judged.js';
+import { startGateway } from '../helpers/gateway.js';
+import { gatewaysCheckedForLeakedChildren } from '../helpers/stdio-children.js';
+
+const SERVER = fileURLToPath(new URL('../fixtures/upstreams/subscribable-stdio.mjs', import.meta.url));
+const KEPT = 'test://a';
+/** A fetched scheme's URI, resolving to a public address (EGRESS_DNS): allowed by the default egress rules. */
+const PARTNER = 'https://docs.partner.example/a';
+const gateways = gatewaysCheckedForLeakedChildren();
+
+async function tool(client: V1Client, name: string): Promise<unknown> {
+  const result = (await client.callTool({ name, arguments: {} })) as { content: Array<{ text: string }>; isError?: boolean };
+  assert.ok(result.isError !== true, `${name}: ${result.content[0]?.text}`);
+  return JSON.parse(result.content[0]!.text);
+}
+
+const runs = [
+  { processes: 'perSession', era: 'auto' },
+  { processes: 'shared', era: 'auto' },
+] as const;
+
+for (const { processes, era } of runs) test(`processes: ${processes} (era: ${era}): egress rules that now block a URI a legacy session subscribed to have the child drop it`, { timeout: 60_000 }, async () => {
+  const { resolveHost } = stubResolver();
+  const upstreams = [{ name: 'subs', command: [process.execPath, SERVER], era, processes }];
+  const gw = await startGateway({ upstreams }, { resolveHost });
+  gateways.push(gw);
+  const client = new V1Client({ name: 'subscriber', version: '1' });
+  const heard: string[] = [];
+  client.setNotificationHandler(ResourceUpdatedNotificationSchema, async (n) => void heard.push(n.params.uri));
+  const times = (uri: string): number => heard.filter((u) => u === uri).length;
+  try {
+    await client.connect(new V1Transport(new URL(gw.url)));
+    await client.subscribeResource({ uri: PARTNER });
+    await client.subscribeResource({ uri: KEPT });
+    assert.deepEqual(await tool(client, 'subscribed'), [PARTNER, KEPT].sort());
+    // The child announces changes on the session's GET stream, which the client opens after initialize.
+    for (let i = 0; i < 100 && !(times(PARTNER) > 0 && times(KEPT) > 0); i++) {
+      await tool(client, 'touch_all');
+      await new Promise((r) => setTimeout(r, 100));
+    }
+    assert.ok(times(PARTNER) > 0 && times(KEPT) > 0, 'before the reload both URIs\' updates arrive');
+
+    const next = validateConfigObject({ auth: { anonymous: true }, idempotency: { requireKeys: false }, listen: { host: '127.0.0.1', port: 0 }, upstreams, policy: { egress: [{ id: 'no-partner', tools: ['*'], deny: { hosts: ['docs.partner.example'] } }] } }, 'test');
+    assert.deepEqual(await gw.gateway.reload(next), []);
+    assert.deepEqual(gw.logs.filter((l) => l.msg === 'config reloaded').at(-1)?.keptUpstreams, ['subs'], 'the same upstream and children, still passed through');
+
+    // The reload's judgement runs after it returns: the child is let go of the URI shortly.
+    let held = (await tool(client, 'subscribed')) as string[];
+    for (let i = 0; i < 100 && held.includes(PARTNER); i++) {
+      await new Promise((r) => setTimeout(r, 100));
+      held = (await tool(client, 'subscribed')) as string[];
+    }
+    assert.deepEqual(held, [KEPT], 'the child is unsubscribed from the blocked URI, and only from it');
+    const partner = times(PARTNER);
+    const kept = times(KEPT);
+    for (let i = 0; i < 100 && times(KEPT) <= kept; i++) {
+      await tool(client, 'touch_all');
+      await new Promise((r) => setTimeout(r, 100));
+    }
+    assert.ok(times(KEPT) > kept, 'the URI still allowed goes on being heard');
+    assert.equal(times(PARTNER), partner, 'no update of the blocked URI reaches the client after the reload');
+    await assert.rejects(client.subscribeResource({ uri: PARTNER }), 'subscribing again, the client is judged by the new rules');
+  } finally {
+    await client.close().catch(() => {});
+    await gw.close();
+  }
+});
