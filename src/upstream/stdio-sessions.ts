@@ -196,8 +196,14 @@ export class StdioUpstream implements Upstream {
     }
   }
 
+  /**
+   * The era found so far, or the one `era` pins: a perSession legacy client of a server pinned legacy gets
+   * its child without a probe (needsVerdict), so no verdict may ever come. Until 5 December the era stayed
+   * unknown until something probed it, and the single upstream's pass-through, which holds the listening
+   * streams and notes the subscriptions of clients of the upstream's own era, held and noted none of theirs.
+   */
   knownEra(): 'modern' | 'legacy' | undefined {
-    return this.verdict.known?.era;
+    return this.verdict.known?.era ?? (this.config.era === 'auto' ? undefined : this.config.era);
   }
 
   /**
