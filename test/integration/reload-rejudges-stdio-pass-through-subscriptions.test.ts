@@ -86,3 +86,53 @@ for (const { processes, era } of runs) test(`processes: ${processes} (era: ${era
     await gw.close();
   }
 });
+
+// A reload that retires the pass-through (its first rule on resources takes the upstream behind the catalog),
+// then one that passes the same upstream through again (the rule gone). The catalog answers the session 404
+// meanwhile, but nothing ends its child: a client that sent nothing in between finds it live again. Until 5
+// December its child still held every subscription made before (the hidden one included) while the catalog
+// served; now they were dropped when the pass-through was retired, and what the client subscribes to after
+// it returns is noted again, for the next reload to judge.
+test('processes: perSession: the child drops its subscriptions when the pass-through is retired, and a later pass-through notes new ones', { timeout: 60_000 }, async () => {
+  const { resolveHost } = stubResolver();
+  const upstreams = [{ name: 'subs', command: [process.execPath, SERVER], processes: 'perSession' }];
+  const gw = await startGateway({ upstreams }, { resolveHost });
+  gateways.push(gw);
+  const client = new V1Client({ name: 'subscriber', version: '1' });
+  client.onerror = () => {};
+  const base = { auth: { anonymous: true }, idempotency: { requireKeys: false }, listen: { host: '127.0.0.1', port: 0 }, upstreams };
+  try {
+    // A client that sends nothing while the catalog serves: its GET stream, ended by the retirement, is not
+    // opened again (the SDK's reconnection would meet the catalog's 404 and the session would be over).
+    await client.connect(new V1Transport(new URL(gw.url), { reconnectionOptions: { maxRetries: 0, initialReconnectionDelay: 1_000, maxReconnectionDelay: 1_000, reconnectionDelayGrowFactor: 1 } }));
+    await client.subscribeResource({ uri: 'test://b' });
+    await client.subscribeResource({ uri: KEPT });
+    assert.deepEqual(await tool(client, 'subscribed'), [KEPT, 'test://b']);
+
+    const hideB = validateConfigObject({ ...base, policy: { rules: [{ id: 'no-b', access: 'deny', resources: ['test://b'] }, { id: 'rest', access: 'allow', resources: ['*'], tools: ['*'] }] } }, 'test');
+    assert.deepEqual(await gw.gateway.reload(hideB), []);
+    assert.deepEqual(await gw.gateway.reload(validateConfigObject(base, 'test')), []);
+    assert.deepEqual(gw.logs.filter((l) => l.msg === 'config reloaded').at(-1)?.keptUpstreams, ['subs'], 'the same upstream and children, passed through again');
+
+    let held = (await tool(client, 'subscribed')) as string[];
+    for (let i = 0; i < 100 && held.length > 0; i++) {
+      await new Promise((r) => setTimeout(r, 100));
+      held = (await tool(client, 'subscribed')) as string[];
+    }
+    assert.deepEqual(held, [], 'the session\'s child, live again, dropped what was subscribed through the retired pass-through');
+
+    await client.subscribeResource({ uri: PARTNER });
+    await client.subscribeResource({ uri: KEPT });
+    const blockPartner = validateConfigObject({ ...base, policy: { egress: [{ id: 'no-partner', tools: ['*'], deny: { hosts: ['docs.partner.example'] } }] } }, 'test');
+    assert.deepEqual(await gw.gateway.reload(blockPartner), []);
+    held = (await tool(client, 'subscribed')) as string[];
+    for (let i = 0; i < 100 && held.includes(PARTNER); i++) {
+      await new Promise((r) => setTimeout(r, 100));
+      held = (await tool(client, 'subscribed')) as string[];
+    }
+    assert.deepEqual(held, [KEPT], 'a subscription made after the pass-through came back is judged by the next reload');
+  } finally {
+    await client.close().catch(() => {});
+    await gw.close();
+  }
+});
