@@ -177,17 +177,25 @@ export class StdioSession implements HeldSession {
    * (catalog/pass-through-subscriptions.ts), under an id of Gatehouse's; and forgets it first, so that a
    * replacement child is not subscribed to it again (replayState). False when the child did not drop it
    * (down for good, refused, no answer).
+   * The client, which believes it still holds, is told as the bridges tell theirs (LegacyClientBridge.
+   * rejudgeSubscriptions), the one way a 2025-11-25 server can: a last `notifications/resources/updated` on
+   * its GET stream, when one is open, whose read is now refused as anyone's would be. A message of Gatehouse's
+   * own between the child's, which this session writes one by one (the HTTP pass-through relays bytes, and
+   * has no such place).
    */
   async unsubscribe(uri: string): Promise<boolean> {
     this.subscriptions.delete(uri);
     if (!(await this.alive()) || this.closed) return false;
+    let dropped: boolean;
     try {
       const answer = await this.proc.request({ jsonrpc: '2.0', id: `gatehouse-unsubscribe-${randomUUID()}`, method: 'resources/unsubscribe', params: { uri } });
-      return answer.error === undefined;
+      dropped = answer.error === undefined;
     } catch (err) {
       this.log.warn('the stdio child could not be asked to drop a subscription its session holds', { err });
-      return false;
+      dropped = false;
     }
+    this.listen?.push({ jsonrpc: '2.0', method: 'notifications/resources/updated', params: { uri } });
+    return dropped;
   }
 
   /** Waits out a restart in progress; false when the child did not come back. */
