@@ -92,9 +92,14 @@ export class DetectedTransport implements Upstream {
     await this.sse?.rejudgeSubscriptions(mayKeep);
   }
 
-  /** Only Streamable HTTP passes legacy sessions through; an HTTP+SSE server's are Gatehouse's own (sse-upstream.ts). */
+  /**
+   * The side found asks its session: an HTTP+SSE server's session (an event stream Gatehouse holds for one
+   * client, sse-upstream.ts) holds that client's subscriptions as a Streamable HTTP session does. Until
+   * 5 December that side was answered false, and the server went on watching a URI a reload's rules forbid.
+   */
   unsubscribeSession(sessionId: string, version: string, uri: string): Promise<boolean> {
-    return this.sse ? Promise.resolve(false) : this.http.unsubscribeSession(sessionId, version, uri);
+    if (this.sse === undefined) return this.http.unsubscribeSession(sessionId, version, uri);
+    return this.sse.unsubscribeSession?.(sessionId, version, uri) ?? Promise.resolve(false);
   }
 
   async close(): Promise<void> {
