@@ -41,7 +41,7 @@ import { compileOutputStage } from './policy/output-stage.js';
 import { buildPipeline, type Pipeline } from './pipeline/order.js';
 import type { LegacyBridgeFactory, SubscriptionJudge, Upstream } from './pipeline/ports.js';
 import { compileUpstreamStage } from './pipeline/upstream-stage.js';
-import { LegacyClientBridge } from './upstream/bridge-legacy-client.js';
+import { LegacyClientBridge, type ReplacePause } from './upstream/bridge-legacy-client.js';
 import { auditCalls } from './audit/audit-trail.js';
 import { traceCalls } from './tracing/tracing.js';
 import { compileIdempotencyStage, type IdempotencyStore, type RunLimit } from './policy/idempotency-stage.js';
@@ -147,6 +147,11 @@ export interface GatewayOptions {
   tracingExportTimeoutMs?: number;
   /** What cuts answers at their upstream's timeouts.callMs; the gateway's own unless a test stands in with a held clock. */
   callDeadlines?: CallDeadlines;
+  /**
+   * How the legacy-client bridges of Streamable HTTP upstreams wait out a replacement listen's pause
+   * (bridge-legacy-client.ts); timers unless a test stands in to end each pause when it chooses.
+   */
+  replacePause?: ReplacePause;
 }
 
 /**
@@ -253,7 +258,7 @@ export function createGateway(config: GatehouseConfig, log: Logger, options: Gat
   // One clock for every answer that must end by its upstream's timeouts.callMs, across reloads.
   // Kept across reloads too: upstreams a reload leaves unchanged, with their children, sessions and era
   // verdicts (UpstreamLeases).
-  const kept = { requestStates, deadlines: options.callDeadlines ?? new CallDeadlines(), leases: new UpstreamLeases<Upstream | LegacyFront>(), openListens: new OpenListens(), passThroughStreams: new PassThroughStreams() };
+  const kept = { requestStates, deadlines: options.callDeadlines ?? new CallDeadlines(), leases: new UpstreamLeases<Upstream | LegacyFront>(), openListens: new OpenListens(), passThroughStreams: new PassThroughStreams(), replacePause: options.replacePause };
   let runtime = buildRuntime(config, log, observeUpstream, state, resolveHost, breakerBoard, childEnv, { book: approvalBook, pins: pinBook, confirmations }, kept);
   let running = config;
   // Kept across reloads: a reload must not wipe the count of an address that is guessing keys.
@@ -662,7 +667,7 @@ interface Runtime {
  * must be rewritten or judged: `prefix: always`, `tools.pinning: enforce`, lists that differ per caller, or names that are not safe or items
  * the access rules hide from everyone (found out by SingleUpstream on first use, and on each list). The pipeline is compiled here, once per configuration.
  */
-function buildRuntime(config: GatehouseConfig, log: Logger, observeUpstream: (upstream: string, seconds: number) => void, state: StoreGuard, resolveHost: ResolveHost, breakerBoard: BreakerBoard, childEnv: ChildEnv, approvals: { book: ApprovalBook; pins: PinBook; confirmations: PendingConfirmations }, kept: { requestStates: RequestStateSeal; deadlines: CallDeadlines; leases: UpstreamLeases<Upstream | LegacyFront>; openListens: OpenListens; passThroughStreams: PassThroughStreams }): Runtime {
+function buildRuntime(config: GatehouseConfig, log: Logger, observeUpstream: (upstream: string, seconds: number) => void, state: StoreGuard, resolveHost: ResolveHost, breakerBoard: BreakerBoard, childEnv: ChildEnv, approvals: { book: ApprovalBook; pins: PinBook; confirmations: PendingConfirmations }, kept: { requestStates: RequestStateSeal; deadlines: CallDeadlines; leases: UpstreamLeases<Upstream | LegacyFront>; openListens: OpenListens; passThroughStreams: PassThroughStreams; replacePause: ReplacePause | undefined }): Runtime {
   // Building an upstream starts its sweepers (intervals) at once: one built before another throws, or before
   // anything after them does, is closed again (or released), or each refused reload would leave its timers running.
   const members: Upstream[] = [];
@@ -681,7 +686,7 @@ function buildRuntime(config: GatehouseConfig, log: Logger, observeUpstream: (up
       // running, rather than ending all that after shutdown.graceMs. The key is all it is built from
       // (`sessions` is kept by reloads anyway).
       const key = leaseKey(u, config.sessions);
-      const lease = kept.leases.acquire(key, () => createUpstream(isStdioUpstream(u) ? { ...u, env: childEnv.for(u.name, u.env) } : u, config.sessions, log, observeUpstream));
+      const lease = kept.leases.acquire(key, () => createUpstream(isStdioUpstream(u) ? { ...u, env: childEnv.for(u.name, u.env) } : u, config.sessions, log, observeUpstream, kept.replacePause));
       members.push(lease.upstream);
       memberKeys.push(key);
       if (!lease.reused) continue;
@@ -953,11 +958,11 @@ function runLimits(config: GatehouseConfig): RunLimit {
   return (route) => limits.get(route.upstream)?.(route.original) ?? longest;
 }
 
-function createUpstream(config: UpstreamConfig, sessions: GatehouseConfig['sessions'], log: Logger, observe: (upstream: string, seconds: number) => void): Upstream {
+function createUpstream(config: UpstreamConfig, sessions: GatehouseConfig['sessions'], log: Logger, observe: (upstream: string, seconds: number) => void, replacePause: ReplacePause | undefined): Upstream {
   if (isStdioUpstream(config)) return new StdioUpstream(config, sessions, log, (seconds) => observe(config.name, seconds));
   if (config.transport === 'sse') return createSseUpstream(config, sessions, log, (seconds) => observe(config.name, seconds));
-  if (config.transport === 'auto') return new DetectedTransport(config, sessions, log, (seconds) => observe(config.name, seconds));
-  return new HttpUpstream(config, sessions, log, (seconds) => observe(config.name, seconds));
+  if (config.transport === 'auto') return new DetectedTransport(config, sessions, log, (seconds) => observe(config.name, seconds), replacePause);
+  return new HttpUpstream(config, sessions, log, (seconds) => observe(config.name, seconds), replacePause);
 }
 
 /**

@@ -72,6 +72,17 @@ const LISTEN_LIVED_MS = 10_000;
  */
 const REPLACE_PAUSE_MS = 100;
 const REPLACE_TRIES = 3;
+
+/**
+ * Waits out a replacement's pause (REPLACE_PAUSE_MS), then runs `resume`; the function it returns cancels the
+ * wait. A timer, unless a test stands in to end the pause when what it tests has happened.
+ */
+export type ReplacePause = (resume: () => void, ms: number) => () => void;
+
+const timedPause: ReplacePause = (resume, ms) => {
+  const timer = setTimeout(resume, ms).unref();
+  return () => clearTimeout(timer);
+};
 /**
  * How long a resources/subscribe waits for the acknowledgment of the listen that carries its URI before it is
  * answered with an error (the listen itself may be waiting out a reopen pause, or stuck upstream).
@@ -90,6 +101,7 @@ export class LegacyClientBridge implements LegacyBridge {
     /** True when the upstream is reached over HTTP, where Mcp-Param-* headers apply. */
     private readonly http: boolean,
     private readonly log: Logger,
+    private readonly replacePause: ReplacePause = timedPause,
   ) {
     this.sessions = new SessionTable(limits, (id, reason) => this.log.info('bridged session ended', { session: id.slice(0, 8), reason }));
   }
@@ -226,6 +238,7 @@ export class LegacyClientBridge implements LegacyBridge {
         // One opened now would be refused as that replacement was, the server not yet rid of the closed
         // listen's place, and taken for a failing upstream (a 1 s pause, doubling).
         if (session.replacing === undefined) void this.listenUpstream(session);
+        else this.log.info('resources/subscribe or unsubscribe made while a replacement listen waits out its pause: the replacement carries it', { upstream: this.client.upstream, session: session.id.slice(0, 8) });
       } else if (added) void this.confirmWithoutStream(session);
       if (verdict !== undefined) return this.subscribed(session, request, uri, verdict);
       return json({ jsonrpc: '2.0', id: request.id, result: {} });
@@ -425,7 +438,7 @@ export class LegacyClientBridge implements LegacyBridge {
     }
     // Whoever opens (or closes) the session's listen now does what a replacement waiting out its pause would.
     if (session.replacing !== undefined) {
-      clearTimeout(session.replacing);
+      session.replacing();
       session.replacing = undefined;
     }
     const caps = capabilitiesOf(profile);
@@ -510,10 +523,10 @@ export class LegacyClientBridge implements LegacyBridge {
         // (above): the server may have room for one listen of this session, not two. Asked again alone, once
         // the server has had the time to see the old one close; not the pause of a failing upstream.
         if (replaceTry === 0) this.log.info('upstream did not take the listen that replaces the open one; asking again once that one is closed', { upstream: this.client.upstream, code: refusal?.code });
-        session.replacing = setTimeout(() => {
+        session.replacing = this.replacePause(() => {
           session.replacing = undefined;
           if (session.listening && !session.upstreamListen) void this.listenUpstream(session, replaceTry + 1);
-        }, REPLACE_PAUSE_MS * 2 ** replaceTry).unref();
+        }, REPLACE_PAUSE_MS * 2 ** replaceTry);
         return;
       }
       if (refusal !== undefined) this.log.warn('upstream refused the listen', { upstream: this.client.upstream, code: refusal.code });

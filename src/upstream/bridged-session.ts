@@ -61,9 +61,9 @@ export class BridgedSession implements HeldSession {
   /**
    * Set while a replacement listen the server did not take waits out its pause before it is asked again
    * (bridge-legacy-client.ts listenUpstream): it reads the session's URIs as it goes up, so a change of filter
-   * meanwhile joins it instead of opening a listen of its own.
+   * meanwhile joins it instead of opening a listen of its own. Called, it cancels the pause.
    */
-  replacing?: NodeJS.Timeout;
+  replacing?: () => void;
   private readonly inFlight = new Map<JsonRpcId, Cancellation>();
   private readonly waiting = new Map<JsonRpcId, Waiting>();
   /** Ids the client cancelled before their request got here (see cancel()). */

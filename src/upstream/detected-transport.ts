@@ -5,6 +5,7 @@
 
 import type { HttpUpstreamConfig } from '../config/types.js';
 import type { Logger } from '../log/logger.js';
+import type { ReplacePause } from './bridge-legacy-client.js';
 import type { CallContext } from '../pipeline/context.js';
 import type { Outcome } from '../pipeline/outcome.js';
 import type { ModernFace, SubscriptionJudge, Upstream } from '../pipeline/ports.js';
@@ -31,10 +32,11 @@ export class DetectedTransport implements Upstream {
     private readonly limits: Limits,
     log: Logger,
     private readonly observe?: (seconds: number) => void,
+    replacePause?: ReplacePause,
   ) {
     this.name = config.name;
     this.log = log;
-    this.http = new HttpUpstream(config, limits, log, observe);
+    this.http = new HttpUpstream(config, limits, log, observe, replacePause);
   }
 
   get transport(): 'http' | 'sse' {

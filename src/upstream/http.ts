@@ -11,7 +11,7 @@ import { json, refused, type Outcome } from '../pipeline/outcome.js';
 import type { CallHandler, ModernFace, SubscriptionJudge, Upstream, UpstreamProfile } from '../pipeline/ports.js';
 import type { JsonRpcRequest } from '../protocol/jsonrpc.js';
 import { MODERN_VERSIONS, protocolVersionHeader } from '../protocol/versions.js';
-import { bridgedProfile, LegacyClientBridge } from './bridge-legacy-client.js';
+import { bridgedProfile, LegacyClientBridge, type ReplacePause } from './bridge-legacy-client.js';
 import { ModernClientBridge } from './bridge-modern-client.js';
 import { EraVerdict, probeUpstream } from './era-probe.js';
 import { MessageClient } from './message-client.js';
@@ -59,6 +59,8 @@ export class HttpUpstream implements Upstream {
     sessions: { max: number; idleTimeoutMs: number; inputTimeoutMs: number },
     log: Logger,
     observeUpstream: (seconds: number) => void = () => {},
+    /** How its legacy-client bridge waits out a replacement listen's pause: a timer unless a test stands in. */
+    replacePause?: ReplacePause,
   ) {
     this.name = config.name;
     this.era = config.era;
@@ -79,7 +81,7 @@ export class HttpUpstream implements Upstream {
     const legacyProfile = (): UpstreamProfile & { era: 'legacy' } => this.verdict.known as UpstreamProfile & { era: 'legacy' };
     this.modernBridge = new ModernClientBridge(messages, legacyProfile, sessions.inputTimeoutMs, () => this.verdict.invalidate(), this.log);
     // The legacy-client bridge serves a modern upstream that is not also legacy (bridgeFor), as the verdict now has it.
-    this.legacyBridge = new LegacyClientBridge(messages, () => bridgedProfile(this.verdict.known, (p) => !p.alsoLegacy), sessions, () => this.verdict.invalidate(), true, this.log);
+    this.legacyBridge = new LegacyClientBridge(messages, () => bridgedProfile(this.verdict.known, (p) => !p.alsoLegacy), sessions, () => this.verdict.invalidate(), true, this.log, replacePause);
   }
 
   /**

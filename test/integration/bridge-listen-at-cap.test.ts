@@ -15,13 +15,14 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { startSubscribableModernServer, type SubscribableModernServer } from '../fixtures/upstreams/subscribable-modern-server.js';
 import { startGateway, type TestGateway } from '../helpers/gateway.js';
+import type { GatewayOptions } from '../../src/gateway.js';
 import { legacySubscriber, type LegacySubscriber } from '../helpers/legacy-subscriber.js';
 import { waitUntil } from '../helpers/stdio-children.js';
 
 /** A server with one listen slot, the gateway in front, and a legacy client whose GET stream's listen holds the slot. */
-async function withOneSlotHeld(run: (up: SubscribableModernServer, subscriber: LegacySubscriber, gw: TestGateway) => Promise<void>): Promise<void> {
+async function withOneSlotHeld(run: (up: SubscribableModernServer, subscriber: LegacySubscriber, gw: TestGateway) => Promise<void>, options: GatewayOptions = {}): Promise<void> {
   const up = await startSubscribableModernServer({ maxSubscriptions: 1 });
-  const gw = await startGateway({ upstreams: [{ name: 'm', url: up.url }] });
+  const gw = await startGateway({ upstreams: [{ name: 'm', url: up.url }] }, options);
   const subscriber = legacySubscriber();
   try {
     await subscriber.connect(gw.url);
@@ -60,24 +61,46 @@ test('a change published while a listen at the cap is replaced is not lost: the 
 // frees the closed listen's place only once it has seen the close). Until 5 December a subscribe that came in
 // that pause opened a listen of its own at once, which the server refused as it had the replacement, and that
 // refusal was taken for a failing upstream: a 1 s pause before the next listen, doubling with each one. The
-// server here frees the place only once it has refused a listen naming the URI subscribed in the pause.
-test('a subscribe made while a refused replacement waits out its pause joins it: one listen carries both URIs, and no refusal is taken for a failing upstream', () =>
-  withOneSlotHeld(async (up, { client }, gw) => {
+// server here frees the place only once it has refused a listen naming the URI subscribed in the pause. The
+// bridge's pauses are held here until the test ends them, so that the second subscribe comes within one
+// however slowly it travels (timed, they end 100, 200 and 400 ms after they begin).
+test('a subscribe made while a refused replacement waits out its pause joins it: one listen carries both URIs, and no refusal is taken for a failing upstream', async () => {
+  /** The bridge's pauses, in the order they began; each ends when the test calls its `end`. */
+  const pauses: Array<{ end: () => void; cancelled: boolean }> = [];
+  const replacePause: GatewayOptions['replacePause'] = (resume) => {
+    const pause = { end: () => void (pause.cancelled || resume()), cancelled: false };
+    pauses.push(pause);
+    return () => void (pause.cancelled = true);
+  };
+  const pausesBegun = async (count: number): Promise<boolean> => waitUntil(() => pauses.length >= count, 10_000);
+  await withOneSlotHeld(async (up, { client }, gw) => {
     const uris = ['file:///a', 'file:///b'];
+    const failing = () => gw.logs.filter((l) => l.msg === 'upstream refused the listen' || l.msg === 'upstream listen failed');
     up.refuseListensUntilOneNames(uris);
     const first = client.subscribeResource({ uri: 'file:///a' }, { timeout: 15_000 });
-    // Logged as the bridge begins the replacement's pause; looked for often, so that the next subscribe comes
-    // well within it (its tries, 100, 200 and 400 ms apart, are refused until one names file:///b).
-    const pausing = () => gw.logs.some((l) => l.msg === 'upstream did not take the listen that replaces the open one; asking again once that one is closed');
-    for (let i = 0; i < 1_000 && !pausing(); i++) await new Promise((r) => setTimeout(r, 5));
-    assert.ok(pausing(), 'the replacement carrying file:///a was refused beside the open listen');
+    // Awaited below; an assertion failing first closes the client, and its rejection must not hide the failure.
+    first.catch(() => {});
+    assert.ok(await pausesBegun(1), 'the replacement carrying file:///a was refused beside the open listen, and its pause began');
+    assert.ok(gw.logs.some((l) => l.msg === 'upstream did not take the listen that replaces the open one; asking again once that one is closed'), 'the refusal was told as a replacement\'s');
     const second = client.subscribeResource({ uri: 'file:///b' }, { timeout: 15_000 });
+    second.catch(() => {});
+    // The second subscribe has reached the bridge once it either joined the pending replacement or opened a
+    // listen of its own, which the server refuses (the gate lets through only the listen after one naming both).
+    const joined = () => gw.logs.some((l) => l.msg === 'resources/subscribe or unsubscribe made while a replacement listen waits out its pause: the replacement carries it');
+    assert.ok(await waitUntil(() => joined() || failing().length > 0, 10_000), 'the subscribe to file:///b reached the bridge');
+    assert.deepEqual(failing(), [], 'the subscribe made in the pause opened no listen the server refused');
+    pauses[0]!.end();
+    // The replacement, now carrying both URIs, is refused once more (the server frees the place only then), and
+    // asked again after a second pause.
+    assert.ok(await pausesBegun(2), `the replacement carrying both URIs was refused, and asked again after a pause: ${JSON.stringify(up.refusedListenFilters)}`);
+    assert.deepEqual(up.refusedListenFilters.at(-1)?.resourceSubscriptions, uris, 'the replacement after the first pause carried both URIs');
+    pauses[1]!.end();
     assert.deepEqual(await Promise.all([first, second]), [{}, {}], 'each subscribe is acknowledged');
     assert.equal(up.listenFilters.length, 2, `the server took the GET stream's first listen and one more: ${JSON.stringify(up.listenFilters)}`);
     assert.deepEqual(up.listenFilters[1]?.resourceSubscriptions, uris, 'the listen it took carries both URIs');
-    const failing = gw.logs.filter((l) => l.msg === 'upstream refused the listen' || l.msg === 'upstream listen failed');
-    assert.deepEqual(failing, [], 'no refusal was taken for a failing upstream');
-  }));
+    assert.deepEqual(failing(), [], 'no refusal was taken for a failing upstream');
+  }, { replacePause });
+});
 
 // Once the pause's timer fires, the replacement is asked again and is in flight (session.replacing is unset
 // again): a subscribe then opens a listen of its own beside it. The server here has taken that retry, so it
