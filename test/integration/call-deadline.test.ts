@@ -26,8 +26,10 @@ interface Endless {
   upstream: FakeUpstream;
   /** Tool-call answers the upstream saw closed before it ended them (it never ends them). */
   closedCalls: number;
-  /** GET streams closed. */
+  /** Listening streams (legacy GETs, subscriptions/listen answers) closed. */
   closedListens: number;
+  /** Sends `notifications/tools/list_changed` on every listening stream still open. */
+  toolsChanged(): void;
   /** Told by the test's client of each progress it got: the upstream sends the next of the first ones then. */
   delivered(progress: number): void;
 }
@@ -61,23 +63,41 @@ function endlessStream(res: ServerResponse, progressToken: unknown, headers: Rec
 
 async function endlessUpstream(era: 'legacy' | 'modern'): Promise<Endless> {
   let delivered: (progress: number) => void = () => {};
-  const state = { closedCalls: 0, closedListens: 0, delivered: (progress: number) => delivered(progress) } as Endless;
+  const listening = new Set<ServerResponse>();
+  const state = {
+    closedCalls: 0,
+    closedListens: 0,
+    delivered: (progress: number) => delivered(progress),
+    toolsChanged: () => {
+      for (const res of listening) res.write(`data: ${JSON.stringify({ jsonrpc: '2.0', method: 'notifications/tools/list_changed' })}\n\n`);
+    },
+  } as Endless;
   const session: Record<string, string> = era === 'legacy' ? { 'mcp-session-id': 'endless-session' } : {};
+  /** Holds a listening stream open (with keep-alives) until its client leaves. */
+  const listen = (res: ServerResponse) => {
+    listening.add(res);
+    const timer = setInterval(() => res.write(': keep-alive\n\n'), 100);
+    res.on('close', () => {
+      clearInterval(timer);
+      listening.delete(res);
+      state.closedListens++;
+    });
+  };
   state.upstream = await startFakeUpstream(
     (req, res, body) => {
       if (req.method === 'GET') {
         res.writeHead(200, { 'content-type': 'text/event-stream' });
-        const timer = setInterval(() => res.write(': keep-alive\n\n'), 100);
-        res.on('close', () => {
-          clearInterval(timer);
-          state.closedListens++;
-        });
-        return;
+        return listen(res);
       }
       if (req.method === 'DELETE') return void res.writeHead(200).end();
-      const msg = JSON.parse(body) as { id?: unknown; method: string; params?: { _meta?: { progressToken?: unknown } } };
+      const msg = JSON.parse(body) as { id?: unknown; method: string; params?: { _meta?: { progressToken?: unknown }; notifications?: unknown } };
       if (msg.id === undefined) return void res.writeHead(202).end();
-      if (msg.method === 'initialize') return jsonResult(res, body, { protocolVersion: '2025-11-25', capabilities: { tools: {} }, serverInfo: { name: 'endless', version: '1' } }, session);
+      if (msg.method === 'subscriptions/listen') {
+        res.writeHead(200, { 'content-type': 'text/event-stream' });
+        res.write(`data: ${JSON.stringify({ jsonrpc: '2.0', method: 'notifications/subscriptions/acknowledged', params: { notifications: msg.params?.notifications ?? {}, _meta: { 'io.modelcontextprotocol/subscriptionId': msg.id } } })}\n\n`);
+        return listen(res);
+      }
+      if (msg.method === 'initialize') return jsonResult(res, body, { protocolVersion: '2025-11-25', capabilities: { tools: { listChanged: true } }, serverInfo: { name: 'endless', version: '1' } }, session);
       if (msg.method === 'tools/list') return jsonResult(res, body, { tools: [{ name: 'forever', inputSchema: { type: 'object' } }], ...(era === 'modern' ? { resultType: 'complete', ttlMs: 0, cacheScope: 'public' } : {}) }, session);
       if (msg.method === 'tools/call') return void (delivered = endlessStream(res, msg.params?._meta?.progressToken ?? 'p', session, () => state.closedCalls++));
       return jsonResult(res, body, era === 'modern' ? { resultType: 'complete' } : {}, session);
@@ -146,6 +166,39 @@ async function waitFor(what: string, check: () => boolean, ms = 3_000): Promise<
   while (!check()) {
     if (Date.now() > until) assert.fail(`timed out waiting for ${what}`);
     await new Promise((r) => setTimeout(r, 25));
+  }
+}
+
+/**
+ * Opens a listen with `open`, then runs `call` (a call cut at its deadline, started after the listen, so past
+ * the listen's own callMs too), and checks the listen was never watched and is still served end to end.
+ */
+async function assertListenOutlivesCall(up: Endless, deadlines: CallDeadlines, open: { method: 'GET' | 'POST'; headers: Record<string, string>; body?: string }, call: () => ReturnType<typeof callUntilAnswered>, url: string): Promise<void> {
+  const controller = new AbortController();
+  const res = await request(url, { ...open, signal: controller.signal });
+  assert.equal(res.statusCode, 200);
+  assert.equal(deadlines.size, 0, 'the listen\'s answer is not watched by the call deadline');
+  const chunks: Buffer[] = [];
+  const reading = (async () => {
+    try {
+      for await (const c of res.body) chunks.push(c as Buffer);
+    } catch {
+      // aborted below
+    }
+  })();
+  try {
+    const { answer, ms } = await call();
+    assertTimedOut(answer, ms);
+    await waitFor('the upstream response closed', () => up.closedCalls === 1);
+    // Sent after the cut: it reaches the client only through a listen still open at both ends.
+    up.toolsChanged();
+    await waitFor('the notification sent after the cut reached the client on the listen', () => Buffer.concat(chunks).toString('utf8').includes('notifications/tools/list_changed'));
+    assert.equal(up.closedListens, 0, 'the upstream listening stream was not closed');
+    assert.equal(res.body.destroyed, false, "the client's listening stream is still open");
+    assert.doesNotMatch(Buffer.concat(chunks).toString('utf8'), /GW_ERR_UPSTREAM_TIMEOUT/);
+  } finally {
+    controller.abort();
+    await reading;
   }
 }
 
@@ -240,30 +293,27 @@ describe('timeouts.callMs: a maximum for every answer, however much progress it 
     assert.equal(other.closedCalls, 0);
   });
 
+  // A listen may stay open for as long as its client wants; only a request's answer is bounded. The upstream
+  // stage bounds an answer only when it answers a POSTed request (ctx.kind 'request': a GET carries no
+  // message) other than subscriptions/listen: each listen below is checked not to be watched at all (the
+  // deadlines' `size`, read once its answer began), then to outlive a call of its own session cut at its
+  // deadline, and to carry a notification sent after that cut.
   test('a legacy GET stream (a listen) stays open past callMs', async () => {
     const up = await endlessUpstream('legacy');
-    const gw = await gatewayFor(up, 'legacy');
+    const deadlines = new CallDeadlines();
+    const gw = await gatewayFor(up, 'legacy', deadlines);
     const session = await legacySession(gw.url);
-    const controller = new AbortController();
-    const res = await request(gw.url, { method: 'GET', headers: { accept: 'text/event-stream', 'mcp-session-id': session, 'mcp-protocol-version': '2025-11-25' }, signal: controller.signal });
-    assert.equal(res.statusCode, 200);
-    const chunks: Buffer[] = [];
-    const reading = (async () => {
-      try {
-        for await (const c of res.body) chunks.push(c as Buffer);
-      } catch {
-        // aborted below
-      }
-    })();
-    // A call of the same session, started after the listen, cut at its deadline: the clock has gone past the
-    // listen's own callMs, and a listen cut by it would have been cut at that tick or an earlier one.
-    const { answer, ms } = await callUntilAnswered(gw.url, rpc(8, 'tools/call', { name: 'forever', arguments: {}, _meta: { progressToken: 't8' } }), { ...LEGACY_HEADERS, 'mcp-session-id': session, 'mcp-protocol-version': '2025-11-25' }, 8, up.delivered);
-    assertTimedOut(answer, ms);
-    await waitFor('the upstream response closed', () => up.closedCalls === 1);
-    assert.equal(up.closedListens, 0, 'the upstream GET stream was not closed');
-    assert.equal(res.body.destroyed, false, "the client's GET stream is still open");
-    assert.doesNotMatch(Buffer.concat(chunks).toString('utf8'), /GW_ERR_UPSTREAM_TIMEOUT/);
-    controller.abort();
-    await reading;
+    const headers = { ...LEGACY_HEADERS, 'mcp-session-id': session, 'mcp-protocol-version': '2025-11-25' };
+    await assertListenOutlivesCall(up, deadlines, { method: 'GET', headers: { accept: 'text/event-stream', 'mcp-session-id': session, 'mcp-protocol-version': '2025-11-25' } }, () =>
+      callUntilAnswered(gw.url, rpc(8, 'tools/call', { name: 'forever', arguments: {}, _meta: { progressToken: 't8' } }), headers, 8, up.delivered), gw.url);
+  });
+
+  test('a modern subscriptions/listen stays open past callMs', async () => {
+    const up = await endlessUpstream('modern');
+    const deadlines = new CallDeadlines();
+    const gw = await gatewayFor(up, 'modern', deadlines);
+    const listen = modernRequest(9, 'subscriptions/listen', { notifications: { toolsListChanged: true } });
+    const call = modernRequest(10, 'tools/call', { name: 'forever', arguments: {}, _meta: { progressToken: 't10' } });
+    await assertListenOutlivesCall(up, deadlines, { method: 'POST', headers: listen.headers, body: listen.body }, () => callUntilAnswered(gw.url, call.body, call.headers, 10, up.delivered), gw.url);
   });
 });
