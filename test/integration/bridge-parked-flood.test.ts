@@ -22,10 +22,16 @@ after(async () => {
   for (const c of cleanups.reverse()) await c();
 });
 
+interface FloodingUpstream extends FakeUpstream {
+  /** tools/call answer streams the gateway closed before the server ended them (it let go of the call). */
+  callsLetGo(): number;
+}
+
 /** A 2025-11-25 server whose tools/call asks a question, then writes `flood` before it waits for the answer. */
-async function floodingUpstream(flood: (callId: unknown) => string[]): Promise<FakeUpstream> {
+async function floodingUpstream(flood: (callId: unknown) => string[]): Promise<FloodingUpstream> {
   let waiting: ServerResponse | undefined;
   let callId: unknown;
+  let letGo = 0;
   const up = await startFakeUpstream(
     (req, res, body) => {
       if (req.method === 'DELETE') return void res.writeHead(200).end();
@@ -41,6 +47,7 @@ async function floodingUpstream(flood: (callId: unknown) => string[]): Promise<F
       if (msg.method === 'tools/call') {
         callId = msg.id;
         waiting = res;
+        res.on('close', () => void (res.writableFinished || letGo++));
         res.writeHead(200, { 'content-type': 'text/event-stream' });
         res.write(`data: ${JSON.stringify({ jsonrpc: '2.0', id: 'ask-name', method: 'elicitation/create', params: { message: 'name?', requestedSchema: { type: 'object', properties: { name: { type: 'string' } } } } })}\n\n`);
         // After the question has reached the client, and the call waits for its answer.
@@ -57,7 +64,7 @@ async function floodingUpstream(flood: (callId: unknown) => string[]): Promise<F
     { handshake: false },
   );
   cleanups.push(() => up.close());
-  return up;
+  return Object.assign(up, { callsLetGo: () => letGo });
 }
 
 async function gatewayFor(up: FakeUpstream): Promise<TestGateway> {
@@ -71,8 +78,6 @@ async function call(gw: TestGateway, id: number, extra: Record<string, unknown> 
   const req = modernRequest(id, 'tools/call', { name: 'greet', arguments: {}, _meta: caps, ...extra });
   return (await post(gw.url, req.body, req.headers)).json() as { result?: Record<string, any>; error?: { code: number; message: string; data?: Record<string, unknown> } };
 }
-
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 test(`a waiting call holds a bounded number of the server's notifications: ${FLOOD} log messages are mostly dropped, logged once, and the call still ends with its answer`, async () => {
   const up = await floodingUpstream(() => Array.from({ length: FLOOD }, (_, i) => JSON.stringify({ jsonrpc: '2.0', method: 'notifications/message', params: { level: 'info', data: `line ${i}` } })));
@@ -96,7 +101,9 @@ test('a waiting call that the server sends request after request fails, rather t
   const gw = await gatewayFor(up);
   const asked = (await call(gw, 1)).result!;
   assert.equal(asked.resultType, 'input_required', JSON.stringify(asked));
-  await sleep(1_000);
+  // Past the bound the call fails and the gateway lets go of its answer stream, which the server sees
+  // closed: waited for (bounded), not slept on, so that the retry finds the call already failed.
+  assert.ok(await waitUntil(() => up.callsLetGo() === 1, 10_000), 'the gateway let go of the flooded call\'s answer stream');
   const [key] = Object.keys(asked.inputRequests);
   const retried = await call(gw, 2, { requestState: asked.requestState, inputResponses: { [key!]: { action: 'accept', content: { name: 'Ada' } } } });
   assert.equal(retried.result?.content?.[0]?.text, undefined, JSON.stringify(retried).slice(0, 500));

@@ -17,6 +17,7 @@ import { startFakeUpstream, type FakeUpstream } from '../fixtures/upstreams/fake
 import { readSseUntil } from '../helpers/sse.js';
 import { startGateway, type TestGateway } from '../helpers/gateway.js';
 import { modernRequest, post } from '../helpers/http.js';
+import { waitUntil } from '../helpers/stdio-children.js';
 
 const EVERYTHING = { name: 'everything', command: [process.execPath, 'node_modules/@modelcontextprotocol/server-everything/dist/index.js', 'stdio'] };
 
@@ -108,13 +109,17 @@ test('the same for a legacy client (v1 SDK) on its GET stream, through the legac
   cleanups.push(() => client.close());
   const before = (await client.listTools()).tools.map((t) => t.name);
   assert.ok(before.includes('everything_echo') && !before.includes('late_late_tool'), before.join(','));
-  // Let the GET stream and the listen behind it open before the member comes up. (server-everything may
-  // announce changes of its own as its session starts: only those after the member comes up count.)
-  await new Promise((r) => setTimeout(r, 1_500));
+  // The GET stream's listen reaches the catalog, which finds the member down (and tries it again from then
+  // on): waited for (bounded), so that the member comes up only after that.
+  const foundDown = () => gw.logs.some((l) => l.upstream === 'late' && l.msg === 'an upstream could not open its listen; it is tried again while the client listens');
+  assert.ok(await waitUntil(foundDown, 10_000), `the client's listen found the member down: ${JSON.stringify(gw.logs.map((l) => l.msg))}`);
+  // server-everything may announce changes of its own as its session starts, so a change alone does not
+  // show that the member was listened to: the member's own listens are counted too.
   const baseline = changes;
+  const listenedBefore = listens.length;
   await comeUp();
-  for (let i = 0; i < 100 && changes === baseline; i++) await new Promise((r) => setTimeout(r, 100));
-  assert.ok(changes > baseline, `the legacy client was told the tool list changed (${baseline} before the member came up)`);
+  assert.ok(await waitUntil(() => listens.length > listenedBefore, 10_000), 'the member that came up is listened to');
+  assert.ok(await waitUntil(() => changes > baseline, 10_000), `the legacy client was told the tool list changed (${baseline} before the member came up)`);
   assert.ok((await client.listTools()).tools.some((t) => t.name === 'late_late_tool'));
 });
 
