@@ -24,8 +24,10 @@ test('the listen GET and the closing DELETE the SSE endpoint makes itself are ne
     await client.connect(new SSEClientTransport(new URL('/sse', gw.origin)), { timeout: 10_000 });
     const answer = await client.callTool({ name: 'lookup', arguments: { item: 'x' } });
     assert.notEqual(answer.isError, true);
-    // The listen stream is opened after notifications/initialized: its GET reaches the upstream.
-    await new Promise((r) => setTimeout(r, 300));
+    // The listen stream is opened after notifications/initialized: its GET reaches the upstream (waited for,
+    // bounded) before the client leaves.
+    for (let i = 0; i < 200 && up.gets === 0; i++) await new Promise((r) => setTimeout(r, 25));
+    assert.ok(up.gets >= 1, 'the SSE endpoint\'s listen GET reached the upstream');
     await client.close();
     // The session ends (the DELETE's last step) once the connection has dropped.
     const until = Date.now() + 8000;

@@ -51,8 +51,10 @@ test('a replacement whose replayed initialize times out is stopped: none is left
   const { gw, spawned, cleanup } = await flaky('HANG_INIT_IF_EXISTS', { timeouts: { requestMs: 400 }, restart: { attempts: 3, firstDelayMs: 50 } });
   try {
     assert.ok(await waitUntil(() => gw.logs.some((l) => l.msg === 'stdio upstream did not come back; the session ends'), 5_000), 'gave up');
-    await sleep(300);
     assert.equal(spawned().length, 4, 'the first child and three tries');
+    // A try stopped is gone once the system has reaped it: waited for (bounded). One left running hangs in
+    // its initialize, its stdin still open, for as long as the gateway runs.
+    await waitUntil(() => spawned().filter(alive).length === 0, 5_000);
     assert.deepEqual(spawned().filter(alive), [], 'no try is left running');
   } finally {
     await gw.close();
