@@ -20,6 +20,26 @@ import { startGateway } from '../helpers/gateway.js';
 
 const ENDED_LOG = 'the listening streams the pass-through opened were ended: the upstream is served through the catalog now';
 
+
+/**
+ * A legacy client (v1 SDK) that keeps the data of every log message it hears, and `log`, which has every
+ * connected upstream session log `text`, `rounds` times or until `done()`, every 100 ms.
+ */
+function loggingReader(sessions: V1McpServer[]): { client: V1Client; heard: string[]; log(text: string, rounds: number, done?: () => boolean): Promise<void> } {
+  const client = new V1Client({ name: 'reader', version: '1' });
+  const heard: string[] = [];
+  client.setNotificationHandler(LoggingMessageNotificationSchema, async (n) => void heard.push(String(n.params.data)));
+  // The client's reconnection and its next requests meet the 404 (the catalog does not know its session): expected.
+  client.onerror = () => {};
+  const log = async (text: string, rounds: number, done: () => boolean = () => false): Promise<void> => {
+    for (let i = 0; i < rounds && !done(); i++) {
+      for (const server of sessions) if (server.isConnected()) await server.server.sendLoggingMessage({ level: 'info', data: text }).catch(() => {});
+      await new Promise((r) => setTimeout(r, 100));
+    }
+  };
+  return { client, heard, log };
+}
+
 test('a legacy client\'s GET stream on the pass-through ends when the upstream is moved behind the catalog without a reload', { timeout: 60_000 }, async () => {
   const sessions: V1McpServer[] = [];
   const register = (server: V1McpServer, name: string): void => void server.registerTool(name, { description: `the tool ${name}` }, async () => ({ content: [{ type: 'text', text: name }] }));
@@ -31,18 +51,7 @@ test('a legacy client\'s GET stream on the pass-through ends when the upstream i
     { logging: {} },
   );
   const gw = await startGateway({ upstreams: [{ name: 'users', url: upstream.url }] });
-  const client = new V1Client({ name: 'reader', version: '1' });
-  const heard: string[] = [];
-  client.setNotificationHandler(LoggingMessageNotificationSchema, async (n) => void heard.push(String(n.params.data)));
-  // The client's reconnection and its next requests meet the 404 (the catalog does not know its session): expected.
-  client.onerror = () => {};
-  /** Every upstream session logs `text`, `rounds` times or until `done()`, every 100 ms. */
-  const log = async (text: string, rounds: number, done: () => boolean = () => false): Promise<void> => {
-    for (let i = 0; i < rounds && !done(); i++) {
-      for (const server of sessions) if (server.isConnected()) await server.server.sendLoggingMessage({ level: 'info', data: text }).catch(() => {});
-      await new Promise((r) => setTimeout(r, 100));
-    }
-  };
+  const { client, heard, log } = loggingReader(sessions);
   try {
     await client.connect(new V1Transport(new URL(gw.url)));
     assert.deepEqual((await client.listTools()).tools.map((t) => t.name), ['get_user'], 'passed through: the upstream\'s own name');
@@ -75,16 +84,7 @@ test('a reload whose rules hide a tool from everyone checks the names at once, a
   );
   const upstreams = [{ name: 'users', url: upstream.url }];
   const gw = await startGateway({ upstreams });
-  const client = new V1Client({ name: 'reader', version: '1' });
-  const heard: string[] = [];
-  client.setNotificationHandler(LoggingMessageNotificationSchema, async (n) => void heard.push(String(n.params.data)));
-  client.onerror = () => {};
-  const log = async (text: string, rounds: number, done: () => boolean = () => false): Promise<void> => {
-    for (let i = 0; i < rounds && !done(); i++) {
-      for (const server of sessions) if (server.isConnected()) await server.server.sendLoggingMessage({ level: 'info', data: text }).catch(() => {});
-      await new Promise((r) => setTimeout(r, 100));
-    }
-  };
+  const { client, heard, log } = loggingReader(sessions);
   try {
     await client.connect(new V1Transport(new URL(gw.url)));
     await log('before', 100, () => heard.includes('before'));

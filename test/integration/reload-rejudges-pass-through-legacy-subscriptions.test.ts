@@ -13,10 +13,9 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { Client as V1Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport as V1Transport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
-import { ResourceUpdatedNotificationSchema, SubscribeRequestSchema, UnsubscribeRequestSchema } from '@modelcontextprotocol/sdk/types.js';
-import type { McpServer as V1McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
+import { ResourceUpdatedNotificationSchema } from '@modelcontextprotocol/sdk/types.js';
 import { validateConfigObject } from '../../src/config/load.js';
-import { startV1HttpServer } from '../fixtures/upstreams/v1-http-server.js';
+import { startSubscribableV1Http } from '../fixtures/upstreams/subscribable-v1-http.js';
 import { stubResolver } from '../helpers/egress-judged.js';
 import { startGateway } from '../helpers/gateway.js';
 
@@ -28,29 +27,13 @@ const PARTNER = 'https://docs.partner.example/a';
 // 5 December the upstream's era stayed unknown, so the pass-through noted none of its sessions' subscriptions.
 for (const era of ['auto', 'legacy'] as const) test(`egress rules that now block a URI a legacy session subscribed to on the pass-through unsubscribe the upstream from it (era: ${era})`, { timeout: 60_000 }, async () => {
   const { resolveHost } = stubResolver();
-  /** Each upstream session, with the URIs it is subscribed to. */
-  const sessions: Array<{ server: V1McpServer; subscribed: Set<string> }> = [];
-  const upstream = await startV1HttpServer(
-    (server) => {
-      const subscribed = new Set<string>();
-      server.server.setRequestHandler(SubscribeRequestSchema, async (req) => (subscribed.add(req.params.uri), {}));
-      server.server.setRequestHandler(UnsubscribeRequestSchema, async (req) => (subscribed.delete(req.params.uri), {}));
-      sessions.push({ server, subscribed });
-    },
-    { resources: { subscribe: true } },
-  );
+  const upstream = await startSubscribableV1Http();
+  const { sessions, publish } = upstream;
   const upstreams = [{ name: 'files', url: upstream.url, era }];
   const gw = await startGateway({ upstreams }, { resolveHost });
   const client = new V1Client({ name: 'subscriber', version: '1' });
   const heard: string[] = [];
   client.setNotificationHandler(ResourceUpdatedNotificationSchema, async (n) => void heard.push(n.params.uri));
-  /** Each session sends an update of each URI it is subscribed to, `rounds` times or until `done()`. */
-  const publish = async (rounds: number, done: () => boolean = () => false): Promise<void> => {
-    for (let i = 0; i < rounds && !done(); i++) {
-      for (const { server, subscribed } of sessions) for (const uri of subscribed) if (server.isConnected()) await server.server.sendResourceUpdated({ uri }).catch(() => {});
-      await new Promise((r) => setTimeout(r, 100));
-    }
-  };
   const times = (uri: string): number => heard.filter((u) => u === uri).length;
   try {
     await client.connect(new V1Transport(new URL(gw.url)));
@@ -84,21 +67,12 @@ for (const era of ['auto', 'legacy'] as const) test(`egress rules that now block
 // the catalog does not know the session, and nothing relays its updates any more, but until 5 December the
 // upstream's session went on watching every URI it had subscribed to, the hidden one included.
 test('a reload that retires the pass-through has the upstream\'s legacy sessions drop the subscriptions made through it', { timeout: 60_000 }, async () => {
-  const sessions: Array<Set<string>> = [];
-  const upstream = await startV1HttpServer(
-    (server) => {
-      const subscribed = new Set<string>();
-      server.server.setRequestHandler(SubscribeRequestSchema, async (req) => (subscribed.add(req.params.uri), {}));
-      server.server.setRequestHandler(UnsubscribeRequestSchema, async (req) => (subscribed.delete(req.params.uri), {}));
-      sessions.push(subscribed);
-    },
-    { resources: { subscribe: true } },
-  );
+  const upstream = await startSubscribableV1Http();
   const upstreams = [{ name: 'files', url: upstream.url }];
   const gw = await startGateway({ upstreams });
   const client = new V1Client({ name: 'subscriber', version: '1' });
   client.onerror = () => {};
-  const subscribed = (): string[] => sessions.flatMap((s) => [...s]).sort();
+  const subscribed = (): string[] => upstream.sessions.flatMap((s) => [...s.subscribed]).sort();
   try {
     await client.connect(new V1Transport(new URL(gw.url)));
     await client.subscribeResource({ uri: 'test://secret' });

@@ -15,10 +15,9 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { Client as V1Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { SSEClientTransport } from '@modelcontextprotocol/sdk/client/sse.js';
-import { ResourceUpdatedNotificationSchema, SubscribeRequestSchema, UnsubscribeRequestSchema } from '@modelcontextprotocol/sdk/types.js';
-import type { McpServer as V1McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
+import { ResourceUpdatedNotificationSchema } from '@modelcontextprotocol/sdk/types.js';
 import { validateConfigObject } from '../../src/config/load.js';
-import { startV1HttpServer } from '../fixtures/upstreams/v1-http-server.js';
+import { startSubscribableV1Http } from '../fixtures/upstreams/subscribable-v1-http.js';
 import { stubResolver } from '../helpers/egress-judged.js';
 import { startGateway, type TestGateway } from '../helpers/gateway.js';
 
@@ -26,21 +25,6 @@ const SECRET = 'test://secret';
 const KEPT = 'test://kept';
 /** A fetched scheme's URI, resolving to a public address (EGRESS_DNS): allowed by the default egress rules. */
 const PARTNER = 'https://docs.partner.example/a';
-
-/** A v1 SDK server whose sessions send updates only of the URIs each subscribed to, and those sessions. */
-async function subscribableUpstream(): Promise<{ url: string; sessions: Array<{ server: V1McpServer; subscribed: Set<string> }>; close(): Promise<void> }> {
-  const sessions: Array<{ server: V1McpServer; subscribed: Set<string> }> = [];
-  const upstream = await startV1HttpServer(
-    (server) => {
-      const subscribed = new Set<string>();
-      server.server.setRequestHandler(SubscribeRequestSchema, async (req) => (subscribed.add(req.params.uri), {}));
-      server.server.setRequestHandler(UnsubscribeRequestSchema, async (req) => (subscribed.delete(req.params.uri), {}));
-      sessions.push({ server, subscribed });
-    },
-    { resources: { subscribe: true } },
-  );
-  return { url: upstream.url, sessions, close: () => upstream.close() };
-}
 
 /** A v1 SDK client connected at the gateway's /sse, the URIs of the updates it hears, and the errors its connection reports. */
 async function sseClient(gw: TestGateway): Promise<{ client: V1Client; heard: string[]; errors: unknown[] }> {
@@ -53,13 +37,6 @@ async function sseClient(gw: TestGateway): Promise<{ client: V1Client; heard: st
   return { client, heard, errors };
 }
 
-/** Each upstream session sends an update of each URI it is subscribed to, `rounds` times or until `done()`. */
-async function publish(sessions: Array<{ server: V1McpServer; subscribed: Set<string> }>, rounds: number, done: () => boolean = () => false): Promise<void> {
-  for (let i = 0; i < rounds && !done(); i++) {
-    for (const { server, subscribed } of sessions) for (const uri of subscribed) if (server.isConnected()) await server.server.sendResourceUpdated({ uri }).catch(() => {});
-    await new Promise((r) => setTimeout(r, 100));
-  }
-}
 
 const reloadTo = async (gw: TestGateway, rest: Record<string, unknown>): Promise<void> => {
   const next = validateConfigObject({ auth: { anonymous: true }, idempotency: { requireKeys: false }, listen: { host: '127.0.0.1', port: 0, ssePath: '/sse' }, ...rest }, 'test');
@@ -67,19 +44,19 @@ const reloadTo = async (gw: TestGateway, rest: Record<string, unknown>): Promise
 };
 
 test('an HTTP+SSE connection on the pass-through ends when a reload moves the upstream behind the catalog', { timeout: 60_000 }, async () => {
-  const upstream = await subscribableUpstream();
+  const upstream = await startSubscribableV1Http();
   const upstreams = [{ name: 'files', url: upstream.url, era: 'legacy' }];
   const gw = await startGateway({ listen: { ssePath: '/sse' }, upstreams });
   const { client, heard, errors } = await sseClient(gw);
   try {
     await client.subscribeResource({ uri: SECRET });
-    await publish(upstream.sessions, 100, () => heard.length > 0);
+    await upstream.publish(100, () => heard.length > 0);
     assert.ok(heard.length > 0, 'before the reload its updates arrive');
 
     await reloadTo(gw, { upstreams, policy: { rules: [{ id: 'no-secret', access: 'deny', resources: [SECRET] }, { id: 'rest', access: 'allow', resources: ['*'] }] } });
     const before = heard.length;
     // The listen is opened again after RELISTEN_MIN_MS (1 s) and answered 404: the connection then ends.
-    for (let i = 0; i < 100 && errors.length === 0; i++) await publish(upstream.sessions, 1);
+    for (let i = 0; i < 100 && errors.length === 0; i++) await upstream.publish(1);
     assert.equal(heard.length, before, 'no update of the hidden URI reaches the client after the reload');
     assert.ok(errors.length > 0, 'the connection ends: the client learns its session is gone');
   } finally {
@@ -91,7 +68,7 @@ test('an HTTP+SSE connection on the pass-through ends when a reload moves the up
 
 test('egress rules that now block a URI an HTTP+SSE connection subscribed to on the pass-through unsubscribe the upstream from it', { timeout: 60_000 }, async () => {
   const { resolveHost } = stubResolver();
-  const upstream = await subscribableUpstream();
+  const upstream = await startSubscribableV1Http();
   const upstreams = [{ name: 'files', url: upstream.url, era: 'legacy' }];
   const gw = await startGateway({ listen: { ssePath: '/sse' }, upstreams }, { resolveHost });
   const { client, heard } = await sseClient(gw);
@@ -100,14 +77,14 @@ test('egress rules that now block a URI an HTTP+SSE connection subscribed to on 
   try {
     await client.subscribeResource({ uri: PARTNER });
     await client.subscribeResource({ uri: KEPT });
-    await publish(upstream.sessions, 100, () => times(PARTNER) > 0 && times(KEPT) > 0);
+    await upstream.publish(100, () => times(PARTNER) > 0 && times(KEPT) > 0);
     assert.ok(times(PARTNER) > 0 && times(KEPT) > 0, 'before the reload both URIs\' updates arrive');
 
     await reloadTo(gw, { upstreams, policy: { egress: [{ id: 'no-partner', tools: ['*'], deny: { hosts: ['docs.partner.example'] } }] } });
     for (let i = 0; i < 100 && subscribedSessions().some((uris) => uris.includes(PARTNER)); i++) await new Promise((r) => setTimeout(r, 100));
     const partner = times(PARTNER);
     const kept = times(KEPT);
-    await publish(upstream.sessions, 100, () => times(KEPT) > kept + 2);
+    await upstream.publish(100, () => times(KEPT) > kept + 2);
     assert.ok(times(KEPT) > kept, 'the URI still allowed goes on being heard');
     assert.equal(times(PARTNER), partner, 'no update of the blocked URI reaches the client after the reload');
     assert.deepEqual(subscribedSessions(), [[KEPT]], 'the upstream\'s session holds only the URI still allowed');
