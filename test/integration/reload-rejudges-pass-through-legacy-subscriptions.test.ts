@@ -13,10 +13,10 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { Client as V1Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport as V1Transport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
-import { ResourceUpdatedNotificationSchema } from '@modelcontextprotocol/sdk/types.js';
 import { validateConfigObject } from '../../src/config/load.js';
 import { startSubscribableV1Http } from '../fixtures/upstreams/subscribable-v1-http.js';
 import { stubResolver } from '../helpers/egress-judged.js';
+import { legacySubscriber } from '../helpers/legacy-subscriber.js';
 import { startGateway } from '../helpers/gateway.js';
 
 const KEPT = 'test://kept';
@@ -31,12 +31,10 @@ for (const era of ['auto', 'legacy'] as const) test(`egress rules that now block
   const { sessions, publish } = upstream;
   const upstreams = [{ name: 'files', url: upstream.url, era }];
   const gw = await startGateway({ upstreams }, { resolveHost });
-  const client = new V1Client({ name: 'subscriber', version: '1' });
-  const heard: string[] = [];
-  client.setNotificationHandler(ResourceUpdatedNotificationSchema, async (n) => void heard.push(n.params.uri));
+  const { client, updated: heard, connect } = legacySubscriber();
   const times = (uri: string): number => heard.filter((u) => u === uri).length;
   try {
-    await client.connect(new V1Transport(new URL(gw.url)));
+    await connect(gw.url);
     await client.subscribeResource({ uri: PARTNER });
     await client.subscribeResource({ uri: KEPT });
     await publish(100, () => times(PARTNER) > 0 && times(KEPT) > 0);

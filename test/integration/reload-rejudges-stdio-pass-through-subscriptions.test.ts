@@ -15,9 +15,9 @@ import assert from 'node:assert/strict';
 import { fileURLToPath } from 'node:url';
 import { Client as V1Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport as V1Transport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
-import { ResourceUpdatedNotificationSchema } from '@modelcontextprotocol/sdk/types.js';
 import { validateConfigObject } from '../../src/config/load.js';
 import { stubResolver } from '../helpers/egress-judged.js';
+import { legacySubscriber } from '../helpers/legacy-subscriber.js';
 import { startGateway } from '../helpers/gateway.js';
 import { gatewaysCheckedForLeakedChildren } from '../helpers/stdio-children.js';
 
@@ -46,12 +46,10 @@ for (const { processes, era } of runs) test(`processes: ${processes} (era: ${era
   const upstreams = [{ name: 'subs', command: [process.execPath, SERVER], era, processes }];
   const gw = await startGateway({ upstreams }, { resolveHost });
   gateways.push(gw);
-  const client = new V1Client({ name: 'subscriber', version: '1' });
-  const heard: string[] = [];
-  client.setNotificationHandler(ResourceUpdatedNotificationSchema, async (n) => void heard.push(n.params.uri));
+  const { client, updated: heard, connect } = legacySubscriber();
   const times = (uri: string): number => heard.filter((u) => u === uri).length;
   try {
-    await client.connect(new V1Transport(new URL(gw.url)));
+    await connect(gw.url);
     await client.subscribeResource({ uri: PARTNER });
     await client.subscribeResource({ uri: KEPT });
     assert.deepEqual(await tool(client, 'subscribed'), [PARTNER, KEPT].sort());
