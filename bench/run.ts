@@ -8,7 +8,7 @@
 //   BENCH_LOG_ROUNDS=60        segments of the request log line measured in one process under one load (on,
 //                              off, off, on…, switched by SIGHUP; minimal upstream, c=16, per era); 0 skips it
 //   BENCH_LOG_SECONDS=1        length of each of those segments, seconds
-//   BENCH_P99_PAIRS=30         pairs of phases, the pass-through and the bare hop in turns at c=64 (minimal
+//   BENCH_P99_PAIRS=60         pairs of phases, the pass-through and the bare hop in turns at c=64 (minimal
 //                              upstream, per era), whose median p99 ratio bench:check holds; 0 skips it
 //   BENCH_P99_SECONDS=1        measured phase of each, seconds (after a 0.25 s warm-up of its connections)
 //   BENCH_MAX_REQUESTS=200000  measured phase per cell, requests
@@ -108,7 +108,7 @@ const settings = {
   rounds: Math.floor(envNumber('BENCH_ROUNDS', 3, 1, 20)),
   logToggleRounds: Math.floor(envNumber('BENCH_LOG_ROUNDS', 60, 0, 400)),
   logToggleSeconds: envNumber('BENCH_LOG_SECONDS', 1, 0.1, 60),
-  p99Pairs: Math.floor(envNumber('BENCH_P99_PAIRS', 30, 0, 400)),
+  p99Pairs: Math.floor(envNumber('BENCH_P99_PAIRS', 60, 0, 400)),
   p99Seconds: envNumber('BENCH_P99_SECONDS', 1, 0.1, 60),
   maxRequests: Math.floor(envNumber('BENCH_MAX_REQUESTS', 200_000, 1, 10_000_000)),
   warmupSeconds: envNumber('BENCH_WARMUP_SECONDS', 1, 0, 600),
