@@ -15,7 +15,7 @@ import { coreTaskRefusal } from '../protocol/core-tasks.js';
 import { KEEP, progressTokenIn, verdictOn, type AnsweredRequest } from '../protocol/answer-stream-rule.js';
 import { META_CLIENT_CAPABILITIES, META_PROTOCOL_VERSION } from '../protocol/methods.js';
 import { mcpParamHeaders } from '../protocol/param-headers.js';
-import { MODERN_VERSIONS } from '../protocol/versions.js';
+import { MODERN_VERSIONS, type ClientEra } from '../protocol/versions.js';
 import { upstreamMessage } from '../protocol/trace-context.js';
 import { Catalog } from './catalog.js';
 import { LegacyFront, type FrontTarget } from './legacy-front.js';
@@ -200,6 +200,11 @@ export class CatalogUpstream implements Upstream, FrontTarget {
 
   knownEra(): 'modern' {
     return 'modern';
+  }
+
+  /** Its face is modern; legacy clients are held by the legacy-client bridge in front of it. */
+  speaksEra(era: ClientEra): boolean {
+    return era === 'modern';
   }
 
   /** A 2025-11-25 task is carried by no member's face, on either era's path (see handle). */

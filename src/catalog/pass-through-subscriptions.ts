@@ -1,5 +1,5 @@
 // The resource subscriptions legacy clients made through one upstream's pass-through (a 2025-11-25 client of
-// a legacy HTTP upstream, or of a legacy stdio server's `perSession` child), noted as they go up so that a
+// a legacy or dual-era HTTP upstream, or of such a stdio server's `perSession` child), noted as they go up so that a
 // reload that goes on passing the upstream through can judge them again. They are held by the upstream's own
 // session (the child, for stdio), not by Gatehouse: the client's GET stream
 // relays their updates, and ending it would not help, since the client opens it again on the same session

@@ -21,6 +21,7 @@ import { interceptFinal, type FinalVerdict } from '../pipeline/final-answer.js';
 import type { JsonRpcResponse } from '../protocol/jsonrpc.js';
 import type { ModernFace, SubscriptionJudge, Upstream } from '../pipeline/ports.js';
 import type { Principal } from '../pipeline/principal.js';
+import type { ClientEra } from '../protocol/versions.js';
 import { capabilitiesKey, type Catalog } from './catalog.js';
 import type { CatalogUpstream } from './catalog-upstream.js';
 import { opensListenStream, type PassThroughStreams } from './pass-through-streams.js';
@@ -83,12 +84,15 @@ export class SingleUpstream implements Upstream {
     if (this.mode === 'catalog') return this.catalog.handle(ctx);
     const method = ctx.kind === 'request' ? ctx.method : undefined;
     if (method === 'tools/list' || method === 'prompts/list' || (method === 'initialize' && this.decideAtInitialize && this.mode === 'undecided')) return this.decideThenHandle(ctx);
-    // Of the member's own answers only the pass-through's listening streams (a client of the member's era)
-    // are held: a bridge's (a client of the other era) has its subscriptions judged again on reload instead
-    // (rejudgeSubscriptions), and goes on as they allow.
-    if (this.streams !== undefined && opensListenStream(ctx) && ctx.era === this.member.knownEra()) return this.heldListen(ctx, this.streams);
+    // Of the member's own answers only the pass-through's listening streams (a client of an era the member
+    // speaks, a dual-era server's legacy client included) are held: a bridge's (a client of the other era)
+    // has its subscriptions judged again on reload instead (rejudgeSubscriptions), and goes on as they allow.
+    // Until 5 December this compared the client's era with knownEra(), 'modern' for a dual-era server, whose
+    // legacy clients' GET streams and subscriptions were then neither held nor noted. Ordinary calls stop at
+    // the method test; speaksEra is comparisons.
+    if (this.streams !== undefined && opensListenStream(ctx) && this.member.speaksEra(ctx.era)) return this.heldListen(ctx, this.streams);
     // A legacy session's subscriptions are held by the upstream's session: noted, for a reload to judge again.
-    if (this.streams !== undefined && changesSubscriptions(ctx) && ctx.era === 'legacy' && this.member.knownEra() === 'legacy') this.streams.subscriptions.note(this.member, ctx);
+    if (this.streams !== undefined && changesSubscriptions(ctx) && ctx.era === 'legacy' && this.member.speaksEra('legacy')) this.streams.subscriptions.note(this.member, ctx);
     return this.member.handle(ctx);
   }
 
@@ -197,6 +201,11 @@ export class SingleUpstream implements Upstream {
 
   knownEra(): 'modern' | 'legacy' | undefined {
     return this.member.knownEra();
+  }
+
+  /** The member's answer: on the pass-through its clients are served as it routes them. */
+  speaksEra(era: ClientEra): boolean {
+    return this.member.speaksEra(era);
   }
 
   knowsTool(name: string): boolean {

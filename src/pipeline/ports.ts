@@ -3,6 +3,7 @@
 // so neither folder needs the other.
 
 import type { JsonRpcMessage } from '../protocol/jsonrpc.js';
+import type { ClientEra } from '../protocol/versions.js';
 import type { Cancellation } from './cancellation.js';
 import type { CallContext, Route } from './context.js';
 import type { Outcome } from './outcome.js';
@@ -87,6 +88,16 @@ export interface Upstream extends CallHandler, ModernMember {
   ready(): Promise<boolean>;
   /** The era detected so far, without probing (metrics). */
   knownEra(): 'modern' | 'legacy' | undefined;
+  /**
+   * Whether a client of `era` is served in an era the upstream itself speaks, by the verdict so far (or the
+   * era its entry pins), without probing: its own era, and legacy too for a dual-era server whose legacy
+   * clients reach sessions of its own (HTTP; stdio `perSession`). Such a client's listening stream and
+   * subscriptions are the upstream's, not an era bridge's (catalog/single-upstream.ts holds and notes them).
+   * A stdio server's `shared`/`single` legacy clients of a legacy server count (Gatehouse holds them in the
+   * server's own era); a dual-era server's there do not (they are bridged to its modern face). False while
+   * nothing is known. Asked on listening and subscribing calls: comparisons, no allocation, no await.
+   */
+  speaksEra(era: ClientEra): boolean;
   /**
    * Whether the path that serves this call answers a 2025-11-25 task itself with -32601 and never sends it
    * up (protocol/core-tasks.ts): every era bridge, stdio `shared`/`single`, the catalog. The arguments stage

@@ -8,6 +8,7 @@ import type { Logger } from '../log/logger.js';
 import type { ReplacePause } from './bridge-legacy-client.js';
 import type { CallContext } from '../pipeline/context.js';
 import type { Outcome } from '../pipeline/outcome.js';
+import type { ClientEra } from '../protocol/versions.js';
 import type { ModernFace, SubscriptionJudge, Upstream } from '../pipeline/ports.js';
 import { upstreamCredentials } from './credentials.js';
 import { NoHandshakeError } from './era-probe.js';
@@ -86,6 +87,10 @@ export class DetectedTransport implements Upstream {
 
   knownEra(): 'modern' | 'legacy' | undefined {
     return (this.sse ?? this.http).knownEra();
+  }
+
+  speaksEra(era: ClientEra): boolean {
+    return (this.sse ?? this.http).speaksEra(era);
   }
 
   /** Whichever transport holds legacy clients' sessions (LegacyClientBridge), judged again after a reload. */

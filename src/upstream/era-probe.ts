@@ -7,7 +7,7 @@ import type { Era } from '../config/types.js';
 import { GatewayError } from '../errors.js';
 import { ErrorCode, type JsonRpcMessage, type JsonRpcRequest, type JsonRpcResponse } from '../protocol/jsonrpc.js';
 import { META_CLIENT_CAPABILITIES, META_PROTOCOL_VERSION } from '../protocol/methods.js';
-import { isLegacyVersion, LATEST_LEGACY_VERSION, MODERN_VERSIONS } from '../protocol/versions.js';
+import { isLegacyVersion, LATEST_LEGACY_VERSION, MODERN_VERSIONS, type ClientEra } from '../protocol/versions.js';
 import type { UpstreamMessages, UpstreamProfile } from '../pipeline/ports.js';
 import { setOwn } from '../protocol/own-keys.js';
 import { nestedDeeperThan } from '../protocol/value-depth.js';
@@ -213,6 +213,17 @@ export class EraVerdict {
 
   async get(): Promise<UpstreamProfile> {
     return this.known ?? this.refresh();
+  }
+
+  /**
+   * Whether the upstream speaks `era` itself by the verdict so far (Upstream.speaksEra): its own era, and
+   * legacy too for a dual-era server (`alsoLegacy`). While no verdict has come, only the era `pinned` (the
+   * entry's `era`; 'auto' pins none). Property reads and comparisons: it is asked on calls.
+   */
+  speaks(era: ClientEra, pinned: ClientEra | 'auto'): boolean {
+    const profile = this.known;
+    if (profile === undefined) return era === pinned;
+    return profile.era === era || (era === 'legacy' && profile.era === 'modern' && profile.alsoLegacy);
   }
 
   /**

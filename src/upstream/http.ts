@@ -10,7 +10,7 @@ import type { CallContext } from '../pipeline/context.js';
 import { json, refused, type Outcome } from '../pipeline/outcome.js';
 import type { CallHandler, ModernFace, SubscriptionJudge, Upstream, UpstreamProfile } from '../pipeline/ports.js';
 import type { JsonRpcRequest } from '../protocol/jsonrpc.js';
-import { MODERN_VERSIONS, protocolVersionHeader } from '../protocol/versions.js';
+import { MODERN_VERSIONS, protocolVersionHeader, type ClientEra } from '../protocol/versions.js';
 import { bridgedProfile, LegacyClientBridge, type ReplacePause } from './bridge-legacy-client.js';
 import { ModernClientBridge } from './bridge-modern-client.js';
 import { EraVerdict, probeUpstream } from './era-probe.js';
@@ -190,6 +190,16 @@ export class HttpUpstream implements Upstream {
    */
   knownEra(): 'modern' | 'legacy' | undefined {
     return this.verdict.known?.era ?? (this.era === 'auto' ? undefined : this.era);
+  }
+
+  /**
+   * A client of the pinned era is passed through (pinnedPassThrough), and so is one of an era the verdict
+   * says the upstream speaks: a legacy client of a dual-era server too (bridgeFor bridges only a modern
+   * server that is not also legacy). Until 5 December SingleUpstream asked knownEra(), 'modern' for a
+   * dual-era server, and held none of its legacy clients' GET streams nor noted their subscriptions.
+   */
+  speaksEra(era: ClientEra): boolean {
+    return era === this.era || this.verdict.speaks(era, this.era);
   }
 
   async modernFace(): Promise<ModernFace> {

@@ -33,6 +33,7 @@ import { modernFaceOf } from './modern-face.js';
 import { isObject, withoutExtensions } from '../protocol/era-shapes.js';
 import { META_SERVER_INFO } from '../protocol/methods.js';
 import { upstreamMessage } from '../protocol/trace-context.js';
+import type { ClientEra } from '../protocol/versions.js';
 import { KEEP, verdictOn, type AnsweredRequest } from '../protocol/answer-stream-rule.js';
 
 /**
@@ -204,6 +205,15 @@ export class StdioUpstream implements Upstream {
    */
   knownEra(): 'modern' | 'legacy' | undefined {
     return this.verdict.known?.era ?? (this.config.era === 'auto' ? undefined : this.config.era);
+  }
+
+  /**
+   * As bridgeFor routes: the server's own era, and legacy too for a dual-era server in `perSession` mode, whose
+   * legacy clients get children of their own (only that mode's probe asks the server for `alsoLegacy`; the
+   * others bridge them to its modern face, and the verdict says false there).
+   */
+  speaksEra(era: ClientEra): boolean {
+    return this.verdict.speaks(era, this.config.era);
   }
 
   /**

@@ -1,0 +1,104 @@
+// A dual-era upstream (it answers `server/discover` and also opens legacy `initialize` sessions) on the
+// single upstream's pass-through: its era verdict is 'modern' with `alsoLegacy`, and a legacy client of it is
+// passed through to a legacy session of the upstream's own, as a legacy upstream's client is. Until
+// 5 December the single upstream held the pass-through's listening streams and noted its legacy sessions'
+// subscriptions only for a client of the era `knownEra()` gave ('modern' here), so neither happened for that
+// client: a reload that forbids a URI it subscribed to left the upstream's session watching it, and a reload
+// that retires the pass-through left its GET stream relaying the upstream's session.
+// Upstream: the v1 SDK's server (legacy leg) and the v2 SDK's modern handler on one URL, split by the v2 SDK's
+// own `isLegacyRequest`. Client: the v1 SDK's.
+
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { validateConfigObject } from '../../src/config/load.js';
+import { startSubscribableV1Http } from '../fixtures/upstreams/subscribable-v1-http.js';
+import { stubResolver } from '../helpers/egress-judged.js';
+import { legacySubscriber } from '../helpers/legacy-subscriber.js';
+import { startGateway, type TestGateway } from '../helpers/gateway.js';
+
+const KEPT = 'test://kept';
+const SECRET = 'test://secret';
+/** A fetched scheme's URI, resolving to a public address (EGRESS_DNS): allowed by the default egress rules. */
+const PARTNER = 'https://docs.partner.example/a';
+const ENDED_LOG = 'a reload ended the listening streams opened on the pass-through it no longer serves';
+
+const baseConfig = { auth: { anonymous: true }, idempotency: { requireKeys: false }, listen: { host: '127.0.0.1', port: 0 } };
+
+/** Waits (bounded: 100 × 100 ms) until `done()`; whether it came to pass. */
+async function until(done: () => boolean): Promise<boolean> {
+  for (let i = 0; i < 100 && !done(); i++) await new Promise((r) => setTimeout(r, 100));
+  return done();
+}
+
+/** The era probe found a dual-era server: modern, also serving legacy clients directly. */
+function assertDualEra(gw: TestGateway): void {
+  assert.ok(gw.logs.some((l) => l.msg === 'upstream era detected' && l.era === 'modern' && l.alsoLegacy === true), 'the upstream is judged dual-era');
+}
+
+test('egress rules that now block a URI a legacy client of a dual-era upstream subscribed to on the pass-through unsubscribe the upstream\'s session from it', { timeout: 60_000 }, async () => {
+  const { resolveHost } = stubResolver();
+  const upstream = await startSubscribableV1Http({ dualEra: true });
+  const { sessions, publish } = upstream;
+  const upstreams = [{ name: 'files', url: upstream.url }];
+  const gw = await startGateway({ upstreams }, { resolveHost });
+  const { client, updated: heard, connect } = legacySubscriber();
+  const times = (uri: string): number => heard.filter((u) => u === uri).length;
+  const subscribedSessions = (): string[][] => sessions.filter((s) => s.subscribed.size > 0).map((s) => [...s.subscribed].sort());
+  try {
+    await connect(gw.url);
+    await client.subscribeResource({ uri: PARTNER });
+    await client.subscribeResource({ uri: KEPT });
+    assertDualEra(gw);
+    assert.deepEqual(subscribedSessions(), [[KEPT, PARTNER].sort()], 'the client\'s subscriptions are the upstream\'s legacy session\'s: it was passed through, not bridged');
+    await publish(100, () => times(PARTNER) > 0 && times(KEPT) > 0);
+    assert.ok(times(PARTNER) > 0 && times(KEPT) > 0, 'before the reload both URIs\' updates arrive on the GET stream');
+
+    const next = validateConfigObject({ ...baseConfig, upstreams, policy: { egress: [{ id: 'no-partner', tools: ['*'], deny: { hosts: ['docs.partner.example'] } }] } }, 'test');
+    assert.deepEqual(await gw.gateway.reload(next), []);
+    assert.deepEqual(gw.logs.filter((l) => l.msg === 'config reloaded').at(-1)?.keptUpstreams, ['files'], 'the same upstream, still passed through');
+
+    // The reload's judgement runs after it returns: the upstream's session is let go of the URI shortly.
+    assert.ok(await until(() => !subscribedSessions().some((uris) => uris.includes(PARTNER))), 'the upstream\'s session got resources/unsubscribe for the blocked URI');
+    assert.deepEqual(subscribedSessions(), [[KEPT]], 'the upstream\'s session is unsubscribed from the blocked URI, and only from it');
+    const partner = times(PARTNER);
+    const kept = times(KEPT);
+    await publish(100, () => times(KEPT) > kept + 2);
+    assert.ok(times(KEPT) > kept, 'the URI still allowed goes on being heard');
+    assert.equal(times(PARTNER), partner, 'no update of the blocked URI reaches the client after the reload');
+  } finally {
+    await client.close().catch(() => {});
+    await gw.close();
+    await upstream.close();
+  }
+});
+
+test('a legacy client\'s GET stream on a dual-era upstream\'s pass-through ends when a reload moves the upstream behind the catalog', { timeout: 60_000 }, async () => {
+  const upstream = await startSubscribableV1Http({ dualEra: true });
+  const { publish } = upstream;
+  const upstreams = [{ name: 'files', url: upstream.url }];
+  const gw = await startGateway({ upstreams });
+  const { client, updated: heard, connect } = legacySubscriber();
+  // The client's reconnection meets the 404 (the catalog does not know its session): expected, not a failure.
+  client.onerror = () => {};
+  try {
+    await connect(gw.url);
+    await client.subscribeResource({ uri: SECRET });
+    assertDualEra(gw);
+    await publish(100, () => heard.length > 0);
+    assert.ok(heard.length > 0, 'before the reload its updates arrive on the GET stream');
+
+    // A rule on resources takes the upstream behind the catalog: the pass-through is retired.
+    const next = validateConfigObject({ ...baseConfig, upstreams, policy: { rules: [{ id: 'no-secret', access: 'deny', resources: [SECRET] }, { id: 'rest', access: 'allow', resources: ['*'] }] } }, 'test');
+    assert.deepEqual(await gw.gateway.reload(next), []);
+    assert.equal(gw.logs.find((l) => l.msg === ENDED_LOG)?.ended, 1, 'the reload ended the GET stream');
+    const before = heard.length;
+    // Twenty rounds of updates from the upstream's session (unless it dropped the subscription): none arrives.
+    let rounds = 0;
+    await publish(100, () => ++rounds > 20);
+    assert.equal(heard.length, before, 'no update of the hidden URI reaches the client after the reload');
+  } finally {
+    await client.close().catch(() => {});
+    await gw.close();
+    await upstream.close();
+  }
+});
