@@ -5,22 +5,29 @@
 // subscriptions only for a client of the era `knownEra()` gave ('modern' here), so neither happened for that
 // client: a reload that forbids a URI it subscribed to left the upstream's session watching it, and a reload
 // that retires the pass-through left its GET stream relaying the upstream's session.
-// Upstream: the v1 SDK's server (legacy leg) and the v2 SDK's modern handler on one URL, split by the v2 SDK's
-// own `isLegacyRequest`. Client: the v1 SDK's.
+// Upstreams: over HTTP, the v1 SDK's server (legacy leg) and the v2 SDK's modern handler on one URL, split by
+// the v2 SDK's own `isLegacyRequest`; over stdio (`processes: perSession`, whose legacy clients of a dual-era
+// server get children of their own), the v2 SDK's `serveStdio` serving both eras. Client: the v1 SDK's.
 
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
+import { fileURLToPath } from 'node:url';
+import type { Client as V1Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { validateConfigObject } from '../../src/config/load.js';
 import { startSubscribableV1Http } from '../fixtures/upstreams/subscribable-v1-http.js';
 import { stubResolver } from '../helpers/egress-judged.js';
 import { legacySubscriber } from '../helpers/legacy-subscriber.js';
 import { startGateway, type TestGateway } from '../helpers/gateway.js';
+import { gatewaysCheckedForLeakedChildren } from '../helpers/stdio-children.js';
 
 const KEPT = 'test://kept';
 const SECRET = 'test://secret';
 /** A fetched scheme's URI, resolving to a public address (EGRESS_DNS): allowed by the default egress rules. */
 const PARTNER = 'https://docs.partner.example/a';
 const ENDED_LOG = 'a reload ended the listening streams opened on the pass-through it no longer serves';
+
+const DUAL_ERA_STDIO = fileURLToPath(new URL('../fixtures/upstreams/dual-era-subscribable-stdio.mjs', import.meta.url));
+const gateways = gatewaysCheckedForLeakedChildren();
 
 const baseConfig = { auth: { anonymous: true }, idempotency: { requireKeys: false }, listen: { host: '127.0.0.1', port: 0 } };
 
@@ -100,5 +107,49 @@ test('a legacy client\'s GET stream on a dual-era upstream\'s pass-through ends 
     await client.close().catch(() => {});
     await gw.close();
     await upstream.close();
+  }
+});
+
+/** The JSON a tool of the stdio fixture answers with. */
+async function tool(client: V1Client, name: string): Promise<unknown> {
+  const result = (await client.callTool({ name, arguments: {} })) as { content: Array<{ text: string }>; isError?: boolean };
+  assert.ok(result.isError !== true, `${name}: ${result.content[0]?.text}`);
+  return JSON.parse(result.content[0]!.text);
+}
+
+test('processes: perSession: egress rules that now block a URI a legacy client of a dual-era stdio server subscribed to have its child drop it', { timeout: 60_000 }, async () => {
+  const { resolveHost } = stubResolver();
+  const upstreams = [{ name: 'subs', command: [process.execPath, DUAL_ERA_STDIO], processes: 'perSession' }];
+  const gw = await startGateway({ upstreams }, { resolveHost });
+  gateways.push(gw);
+  const { client, updated: heard, connect } = legacySubscriber();
+  const times = (uri: string): number => heard.filter((u) => u === uri).length;
+  try {
+    await connect(gw.url);
+    await client.subscribeResource({ uri: PARTNER });
+    await client.subscribeResource({ uri: KEPT });
+    assert.ok(gw.logs.some((l) => l.msg === 'upstream era detected' && l.era === 'modern'), 'the server answered the modern discover');
+    // Bridged, the subscribes would have become a listen on the modern face, and no child would hold them.
+    assert.deepEqual(await tool(client, 'subscribed'), [KEPT, PARTNER].sort(), 'the client\'s own child holds its subscriptions: it was passed through');
+    for (let i = 0; i < 100 && !(times(PARTNER) > 0 && times(KEPT) > 0); i++) {
+      await tool(client, 'touch_all');
+      await new Promise((r) => setTimeout(r, 100));
+    }
+    assert.ok(times(PARTNER) > 0 && times(KEPT) > 0, 'before the reload both URIs\' updates arrive');
+
+    const next = validateConfigObject({ ...baseConfig, upstreams, policy: { egress: [{ id: 'no-partner', tools: ['*'], deny: { hosts: ['docs.partner.example'] } }] } }, 'test');
+    assert.deepEqual(await gw.gateway.reload(next), []);
+    assert.deepEqual(gw.logs.filter((l) => l.msg === 'config reloaded').at(-1)?.keptUpstreams, ['subs'], 'the same upstream and children, still passed through');
+
+    // The reload's judgement runs after it returns: the child is let go of the URI shortly.
+    let held = (await tool(client, 'subscribed')) as string[];
+    for (let i = 0; i < 100 && held.includes(PARTNER); i++) {
+      await new Promise((r) => setTimeout(r, 100));
+      held = (await tool(client, 'subscribed')) as string[];
+    }
+    assert.deepEqual(held, [KEPT], 'the child got resources/unsubscribe for the blocked URI, and only for it');
+  } finally {
+    await client.close().catch(() => {});
+    await gw.close();
   }
 });
