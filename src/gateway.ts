@@ -258,7 +258,7 @@ export function createGateway(config: GatehouseConfig, log: Logger, options: Gat
   // One clock for every answer that must end by its upstream's timeouts.callMs, across reloads.
   // Kept across reloads too: upstreams a reload leaves unchanged, with their children, sessions and era
   // verdicts (UpstreamLeases).
-  const kept = { requestStates, deadlines: options.callDeadlines ?? new CallDeadlines(), leases: new UpstreamLeases<Upstream | LegacyFront>(), openListens: new OpenListens(), passThroughStreams: new PassThroughStreams(), replacePause: options.replacePause };
+  const kept = { requestStates, deadlines: options.callDeadlines ?? new CallDeadlines(), leases: new UpstreamLeases<Upstream | LegacyFront>(), openListens: new OpenListens(), passThroughStreams: new PassThroughStreams(log), replacePause: options.replacePause };
   let runtime = buildRuntime(config, log, observeUpstream, state, resolveHost, breakerBoard, childEnv, { book: approvalBook, pins: pinBook, confirmations }, kept);
   let running = config;
   // Kept across reloads: a reload must not wipe the count of an address that is guessing keys.

@@ -11,6 +11,7 @@
 // resource subscriptions legacy sessions made through it (pass-through-subscriptions.ts).
 
 import { PassThrough as ByteQueue, type Readable } from 'node:stream';
+import type { Logger } from '../log/logger.js';
 import type { CallContext } from '../pipeline/context.js';
 import type { CallStream } from '../pipeline/call-stream.js';
 import { RelayBody } from '../pipeline/relay-body.js';
@@ -43,7 +44,11 @@ export class PassThroughStreams {
   /** The member the running configuration passes through; null: none (it is served through the catalog). */
   private served: Upstream | null | undefined;
   /** The subscriptions legacy sessions made through the pass-through, held by the upstream's sessions. */
-  readonly subscriptions = new PassThroughSubscriptions();
+  readonly subscriptions: PassThroughSubscriptions;
+
+  constructor(log: Logger) {
+    this.subscriptions = new PassThroughSubscriptions(log);
+  }
 
   /**
    * The outcome of a listening request `member`'s pass-through answered, made endable and held until it

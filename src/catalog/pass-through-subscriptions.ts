@@ -7,8 +7,11 @@
 // stayed subscribed, the upstream watching it and its updates reaching the client. Now the upstream's session
 // is asked to drop it (Upstream.unsubscribeSession), as the catalog's legacy sessions drop theirs upstream
 // (LegacyFront.rejudgeSubscriptions); a client that subscribes again is judged by the egress stage.
+// A drop the upstream fails (an error, a timeout) leaves the URI noted, so the next reload asks again, up to
+// MAX_DROP_TRIES reloads; until 5 December the URI was forgotten as it was asked, and stayed subscribed.
 // Only the subscribe, unsubscribe and DELETE of such a session are read here: other calls cost a method test.
 
+import type { Logger } from '../log/logger.js';
 import type { CallContext } from '../pipeline/context.js';
 import type { SubscriptionJudge, Upstream } from '../pipeline/ports.js';
 import type { Principal } from '../pipeline/principal.js';
@@ -21,6 +24,12 @@ import { allowed } from './open-listens.js';
  */
 const MAX_SESSIONS = 10_000;
 
+/**
+ * How many passes (reloads) in a row may fail to have the upstream drop one subscription before it is
+ * forgotten: a session the upstream no longer knows refuses every drop, and would be asked at every reload.
+ */
+const MAX_DROP_TRIES = 3;
+
 /** Whether `ctx` changes the subscriptions a legacy session holds upstream (the only calls noted). */
 export function changesSubscriptions(ctx: CallContext): boolean {
   const method = ctx.method;
@@ -32,11 +41,15 @@ interface SessionSubscriptions {
   capabilities: Record<string, unknown>;
   version: string;
   uris: Set<string>;
+  /** The passes that failed to drop a URI, by URI: absent until one fails. */
+  failedDrops?: Map<string, number>;
 }
 
 export class PassThroughSubscriptions {
   /** By member, then by the upstream's session id. */
   private readonly bySession = new Map<Upstream, Map<string, SessionSubscriptions>>();
+
+  constructor(private readonly log: Logger) {}
 
   /**
    * Notes what a call that `changesSubscriptions` does to its session, as it goes up (the egress stage has
@@ -77,7 +90,7 @@ export class PassThroughSubscriptions {
     for (const [owner, sessions] of [...this.bySession]) {
       if (owner === member) continue;
       this.bySession.delete(owner);
-      void dropAll(owner, sessions);
+      void this.dropAll(owner, sessions);
     }
   }
 
@@ -89,19 +102,62 @@ export class PassThroughSubscriptions {
     const sessions = this.bySession.get(member);
     if (sessions === undefined || member.unsubscribeSession === undefined) return 0;
     let dropped = 0;
+    let failed = 0;
     for (const [sessionId, session] of [...sessions]) {
       for (const uri of [...session.uris]) {
         if (await allowed(mayKeep, session, uri)) continue;
-        session.uris.delete(uri);
-        if (await member.unsubscribeSession(sessionId, session.version, uri)) dropped++;
+        if (await drop(member, sessionId, session, uri)) dropped++;
+        else failed++;
       }
       if (session.uris.size === 0 && sessions.get(sessionId) === session) sessions.delete(sessionId);
     }
+    this.warnFailed(member, failed);
     return dropped;
+  }
+
+  /**
+   * Asks `owner` to drop each subscription of `sessions`, one after another. Those it fails to drop are noted
+   * again, for the next reload's keepOnly (or, should it pass `owner` through again, rejudge) to ask again.
+   */
+  private async dropAll(owner: Upstream, sessions: Map<string, SessionSubscriptions>): Promise<void> {
+    let failed = 0;
+    for (const [sessionId, session] of sessions) {
+      for (const uri of [...session.uris]) if (!(await drop(owner, sessionId, session, uri))) failed++;
+      if (session.uris.size > 0) this.noteAgain(owner, sessionId, session);
+    }
+    this.warnFailed(owner, failed);
+  }
+
+  /** Puts back a session whose drops failed, its URIs joining any noted for it since. */
+  private noteAgain(owner: Upstream, sessionId: string, session: SessionSubscriptions): void {
+    let sessions = this.bySession.get(owner);
+    if (sessions === undefined) this.bySession.set(owner, (sessions = new Map()));
+    const since = sessions.get(sessionId);
+    if (since === undefined) {
+      if (sessions.size >= MAX_SESSIONS) sessions.delete(sessions.keys().next().value!);
+      sessions.set(sessionId, session);
+      return;
+    }
+    for (const uri of session.uris) if (since.uris.size < MAX_RESOURCE_SUBSCRIPTIONS) since.uris.add(uri);
+  }
+
+  /** Once per pass: what the upstream still watches though it was asked to let go. */
+  private warnFailed(owner: Upstream, failed: number): void {
+    if (failed > 0) this.log.warn('the upstream did not drop resource subscriptions legacy sessions made through the pass-through; they stay noted, and the next reload asks again', { upstream: owner.name, failed, maxTries: MAX_DROP_TRIES });
   }
 }
 
-/** Asks `owner` to drop each subscription of `sessions`, one after another (unsubscribeSession never rejects). */
-async function dropAll(owner: Upstream, sessions: Map<string, SessionSubscriptions>): Promise<void> {
-  for (const [sessionId, session] of sessions) for (const uri of session.uris) await owner.unsubscribeSession?.(sessionId, session.version, uri);
+/**
+ * Asks `owner` to drop `uri` from `session` (unsubscribeSession never rejects). Dropped, or failed for the
+ * MAX_DROP_TRIES-th time, it is no longer noted; otherwise it stays, its failed tries counted.
+ */
+async function drop(owner: Upstream, sessionId: string, session: SessionSubscriptions, uri: string): Promise<boolean> {
+  const dropped = (await owner.unsubscribeSession?.(sessionId, session.version, uri)) === true;
+  // The client may have unsubscribed meanwhile (note): nothing is left to ask again.
+  const tries = dropped || !session.uris.has(uri) ? MAX_DROP_TRIES : (session.failedDrops?.get(uri) ?? 0) + 1;
+  if (tries >= MAX_DROP_TRIES) {
+    session.uris.delete(uri);
+    session.failedDrops?.delete(uri);
+  } else (session.failedDrops ??= new Map()).set(uri, tries);
+  return dropped;
 }
