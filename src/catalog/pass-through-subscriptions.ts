@@ -9,6 +9,9 @@
 // (LegacyFront.rejudgeSubscriptions); a client that subscribes again is judged by the egress stage.
 // A drop the upstream fails (an error, a timeout) leaves the URI noted, so the next reload asks again, up to
 // MAX_DROP_TRIES reloads; until 5 December the URI was forgotten as it was asked, and stayed subscribed.
+// A subscribe on its way while a reload retires the pass-through (still in the old configuration's pipeline,
+// or upstream, when keepOnly asked for the drops) is dropped once its answer comes (answered): until
+// 5 December it was noted after the drops, or subscribed upstream after them, and stayed until a later reload.
 // Only the subscribe, unsubscribe and DELETE of such a session are read here: other calls cost a method test.
 
 import type { Logger } from '../log/logger.js';
@@ -48,6 +51,8 @@ interface SessionSubscriptions {
 export class PassThroughSubscriptions {
   /** By member, then by the upstream's session id. */
   private readonly bySession = new Map<Upstream, Map<string, SessionSubscriptions>>();
+  /** The member whose sessions keepOnly last kept (null: none); undefined until a configuration is adopted. */
+  private kept: Upstream | null | undefined;
 
   constructor(private readonly log: Logger) {}
 
@@ -87,11 +92,38 @@ export class PassThroughSubscriptions {
    * idles out.
    */
   keepOnly(member: Upstream | undefined): void {
+    this.kept = member ?? null;
     for (const [owner, sessions] of [...this.bySession]) {
       if (owner === member) continue;
       this.bySession.delete(owner);
       void this.dropAll(owner, sessions);
     }
+  }
+
+  /**
+   * A `resources/subscribe` `member`'s pass-through carried has been answered (`ctx`, noted as it went up).
+   * When a reload retired that pass-through meanwhile, the upstream's session holds a subscription that
+   * keepOnly's drops missed (noted after them, or subscribed upstream after its drop was asked), so it is
+   * asked to drop it now, after its subscribe, never before. A failed drop stays noted, as keepOnly's do.
+   */
+  answered(member: Upstream, ctx: CallContext): void {
+    if (this.kept === undefined || this.kept === member || ctx.sessionId === undefined || member.unsubscribeSession === undefined) return;
+    const uri = (ctx.message as { params?: { uri?: unknown } } | undefined)?.params?.uri;
+    if (typeof uri !== 'string') return;
+    void this.dropLate(member, ctx.sessionId, { principal: ctx.principal, capabilities: ctx.clientCapabilities, version: ctx.version, uris: new Set([uri]) }, uri);
+  }
+
+  private async dropLate(member: Upstream, sessionId: string, late: SessionSubscriptions, uri: string): Promise<void> {
+    // Noted after keepOnly (under a member no longer served): this drop takes it over.
+    const sessions = this.bySession.get(member);
+    const noted = sessions?.get(sessionId);
+    if (noted !== undefined) {
+      noted.uris.delete(uri);
+      if (noted.uris.size === 0) sessions!.delete(sessionId);
+    }
+    if (await drop(member, sessionId, late, uri)) return;
+    if (late.uris.size > 0) this.noteAgain(member, sessionId, late);
+    this.warnFailed(member, 1);
   }
 
   /**

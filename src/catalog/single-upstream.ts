@@ -25,7 +25,7 @@ import type { ClientEra } from '../protocol/versions.js';
 import { capabilitiesKey, type Catalog } from './catalog.js';
 import type { CatalogUpstream } from './catalog-upstream.js';
 import { opensListenStream, type PassThroughStreams } from './pass-through-streams.js';
-import { changesSubscriptions } from './pass-through-subscriptions.js';
+import { changesSubscriptions, type PassThroughSubscriptions } from './pass-through-subscriptions.js';
 
 type Mode = 'undecided' | 'direct' | 'catalog';
 
@@ -92,8 +92,20 @@ export class SingleUpstream implements Upstream {
     // the method test; speaksEra is comparisons.
     if (this.streams !== undefined && opensListenStream(ctx) && this.member.speaksEra(ctx.era)) return this.heldListen(ctx, this.streams);
     // A legacy session's subscriptions are held by the upstream's session: noted, for a reload to judge again.
-    if (this.streams !== undefined && changesSubscriptions(ctx) && ctx.era === 'legacy' && this.member.speaksEra('legacy')) this.streams.subscriptions.note(this.member, ctx);
+    if (this.streams !== undefined && changesSubscriptions(ctx) && ctx.era === 'legacy' && this.member.speaksEra('legacy')) return this.noted(ctx, this.streams.subscriptions);
     return this.member.handle(ctx);
+  }
+
+  /**
+   * A call that changes a legacy session's subscriptions, noted as it goes up; a subscribe's answer is
+   * looked at once it comes, for a reload that retired the pass-through while it was on its way
+   * (PassThroughSubscriptions.answered). Only these calls pay for it.
+   */
+  private async noted(ctx: CallContext, subscriptions: PassThroughSubscriptions): Promise<Outcome> {
+    subscriptions.note(this.member, ctx);
+    const outcome = await this.member.handle(ctx);
+    if (ctx.method !== 'resources/subscribe') return outcome;
+    return interceptFinal(outcome, ctx, async () => subscriptions.answered(this.member, ctx));
   }
 
   /**
