@@ -418,13 +418,17 @@ export class LegacyClientBridge implements LegacyBridge {
    * "Subscriptions ⇄ GET stream"). Filters are fixed per listen, so a change opens a new listen first and
    * then closes the old one, so that nothing goes unheard in between. That holds two of the server's listens
    * for a moment, and a server at its cap (the v2 SDK's `maxSubscriptions`) refuses the new one: it is then
-   * asked again once the old one is closed (`replaceTry` counts those tries: REPLACE_PAUSE_MS), and what
+   * asked again once the old one is closed (`session.replaceTries` counts those tries: REPLACE_PAUSE_MS), and what
    * changed in between is told as after any gap (catchUp). Until 5 December the refusal was taken for a
    * failing upstream: no listen for a pause that doubled with each change of filter (the client's fourth
    * subscribe in a row waited past its 5 s), and a change in that gap was never told. A change of filter
    * during that pause joins the replacement (`session.replacing`), which reads the session's URIs as it goes up.
+   * One made while a retried replacement is in flight opens a listen of its own, whose refusal is a
+   * replacement's too, but the tries go on counting until a listen is acknowledged: until 5 December each such
+   * subscribe started them again (up to REPLACE_TRIES more), so a client subscribing on and on kept a refused
+   * replacement asked again every few hundred milliseconds, never taken for the failing listen it was.
    */
-  private async listenUpstream(session: BridgedSession, replaceTry = 0): Promise<void> {
+  private async listenUpstream(session: BridgedSession): Promise<void> {
     const profile = this.profile();
     if (typeof profile !== 'object') {
       // Reopened on a timer, long after the call that routed here, the verdict may have changed: until
@@ -491,6 +495,8 @@ export class LegacyClientBridge implements LegacyBridge {
         }
         if (m.method === 'notifications/subscriptions/acknowledged') {
           acknowledgedAt = performance.now();
+          // The server had room for a listen: a later refused replacement has its tries afresh.
+          session.replaceTries = 0;
           const honoured = acknowledgedUris(m.params?.notifications);
           // Judged before settleSubscriptions answers the waiting ones: only a URI its client was already told it holds can be withdrawn.
           const withdrawn = session.upstreamListen === controller && asked.length > 0 ? withdrawnUris(session, asked, honoured) : undefined;
@@ -518,14 +524,16 @@ export class LegacyClientBridge implements LegacyBridge {
       session.upstreamListen = undefined;
       // Nothing feeds the GET stream until the next listen is acknowledged.
       session.unheard = true;
+      const replaceTry = session.replaceTries;
       if (acknowledgedAt === undefined && (previous !== undefined || replaceTry > 0) && replaceTry < REPLACE_TRIES) {
         // A replacement that did not get going while the listen it replaces was open, which is closed now
         // (above): the server may have room for one listen of this session, not two. Asked again alone, once
         // the server has had the time to see the old one close; not the pause of a failing upstream.
         if (replaceTry === 0) this.log.info('upstream did not take the listen that replaces the open one; asking again once that one is closed', { upstream: this.client.upstream, code: refusal?.code });
+        session.replaceTries = replaceTry + 1;
         session.replacing = this.replacePause(() => {
           session.replacing = undefined;
-          if (session.listening && !session.upstreamListen) void this.listenUpstream(session, replaceTry + 1);
+          if (session.listening && !session.upstreamListen) void this.listenUpstream(session);
         }, REPLACE_PAUSE_MS * 2 ** replaceTry);
         return;
       }

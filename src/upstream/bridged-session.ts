@@ -64,6 +64,12 @@ export class BridgedSession implements HeldSession {
    * meanwhile joins it instead of opening a listen of its own. Called, it cancels the pause.
    */
   replacing?: () => void;
+  /**
+   * The refused replacement listens asked again since a listen of the session was last acknowledged (at most
+   * REPLACE_TRIES, bridge-legacy-client.ts): kept on the session, not on one listen, so that a subscribe
+   * opening a listen beside a retried replacement does not start the tries again.
+   */
+  replaceTries = 0;
   private readonly inFlight = new Map<JsonRpcId, Cancellation>();
   private readonly waiting = new Map<JsonRpcId, Waiting>();
   /** Ids the client cancelled before their request got here (see cancel()). */
