@@ -1,10 +1,11 @@
 // A legacy (2025-11-25) client of one legacy upstream, passed through, whose `resources/subscribe` is on its
-// way (here: held by the upstream before it subscribes) while a reload retires the pass-through (its first
-// rule on resources takes the upstream behind the catalog). The reload asks the upstream's session to drop
-// every subscription noted, this one included, but that drop reaches the upstream before the subscribe it
-// undoes is done. Until 5 December the subscribe then subscribed the upstream's session after the drops, and
-// it stayed so until some later reload. Now the subscribe's answer, once it comes, finds the pass-through
-// retired, and the upstream's session is asked to drop that URI then.
+// way while a reload retires the pass-through (its first rule on resources takes the upstream behind the
+// catalog): held by the upstream before it subscribes, or still in the old configuration's pipeline (the
+// egress stage waiting for its URI's host to resolve). The reload asks the upstream's session to drop every
+// subscription noted; the first subscribe's drop reaches the upstream before that subscribe is done, the
+// second is noted only after the drops. Until 5 December either then stayed subscribed upstream until some
+// later reload. Now the subscribe's answer, once it comes, finds the pass-through retired, and the upstream's
+// session is asked to drop that URI then.
 // Upstream: the v1 SDK's server over Streamable HTTP, holding one subscribe on purpose. Client: the v1 SDK's.
 
 import { test } from 'node:test';
@@ -13,10 +14,18 @@ import { Client as V1Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport as V1Transport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { validateConfigObject } from '../../src/config/load.js';
 import { startSubscribableV1Http } from '../fixtures/upstreams/subscribable-v1-http.js';
+import { EGRESS_DNS } from '../helpers/egress-judged.js';
 import { startGateway } from '../helpers/gateway.js';
 
 const KEPT = 'test://kept';
 const LATE = 'test://late';
+/** A fetched scheme's URI, resolving to a public address: allowed by the default egress rules. */
+const PARTNER = 'https://docs.partner.example/a';
+
+/** The retiring config: a rule on resources takes the one upstream behind the catalog. */
+function retiring(upstreams: unknown[]) {
+  return validateConfigObject({ auth: { anonymous: true }, idempotency: { requireKeys: false }, listen: { host: '127.0.0.1', port: 0 }, upstreams, policy: { rules: [{ id: 'no-secret', access: 'deny', resources: ['test://secret'] }, { id: 'rest', access: 'allow', resources: ['*'] }] } }, 'test');
+}
 
 test('a subscribe on its way while a reload retires the pass-through is dropped upstream once it is answered', { timeout: 60_000 }, async () => {
   let release = (): void => {};
@@ -39,8 +48,7 @@ test('a subscribe on its way while a reload retires the pass-through is dropped 
     for (let i = 0; i < 100 && !holding; i++) await new Promise((r) => setTimeout(r, 50));
     assert.ok(holding, 'the upstream holds the subscribe before subscribing');
 
-    const next = validateConfigObject({ auth: { anonymous: true }, idempotency: { requireKeys: false }, listen: { host: '127.0.0.1', port: 0 }, upstreams, policy: { rules: [{ id: 'no-secret', access: 'deny', resources: ['test://secret'] }, { id: 'rest', access: 'allow', resources: ['*'] }] } }, 'test');
-    assert.deepEqual(await gw.gateway.reload(next), []);
+    assert.deepEqual(await gw.gateway.reload(retiring(upstreams)), []);
     for (let i = 0; i < 100 && unsubscribes.length < 2; i++) await new Promise((r) => setTimeout(r, 50));
     assert.deepEqual([...unsubscribes].sort(), [LATE, KEPT].sort(), 'the retiring reload asked the upstream to drop both, the held subscribe\'s URI before it subscribed');
     assert.deepEqual(subscribed(), [], 'nothing subscribed upstream for now');
@@ -49,6 +57,51 @@ test('a subscribe on its way while a reload retires the pass-through is dropped 
     await late;
     for (let i = 0; i < 100 && unsubscribes.length < 3; i++) await new Promise((r) => setTimeout(r, 50));
     assert.deepEqual(unsubscribes.slice(2), [LATE], 'the subscribe\'s answer had the upstream asked to drop its URI again');
+    assert.deepEqual(subscribed(), [], 'the upstream\'s session no longer watches the URI the late subscribe added');
+  } finally {
+    release();
+    await client.close().catch(() => {});
+    await gw.close();
+    await upstream.close();
+  }
+});
+
+test('a subscribe still in the old configuration\'s pipeline while a reload retires the pass-through is dropped upstream once it is answered', { timeout: 60_000 }, async () => {
+  let release = (): void => {};
+  const resolving = new Promise<void>((resolve) => (release = resolve));
+  let stalled = false;
+  // The egress stage resolves the URI's host before the call goes on: held here until the reload is done.
+  const resolveHost = async (host: string): Promise<string[]> => {
+    if (host === new URL(PARTNER).hostname) {
+      stalled = true;
+      await resolving;
+    }
+    const found = EGRESS_DNS[host];
+    if (!found) throw Object.assign(new Error(`ENOTFOUND ${host}`), { code: 'ENOTFOUND' });
+    return found;
+  };
+  const unsubscribes: string[] = [];
+  const upstream = await startSubscribableV1Http({ refuseUnsubscribe: (uri) => (unsubscribes.push(uri), false) });
+  const upstreams = [{ name: 'files', url: upstream.url }];
+  const gw = await startGateway({ upstreams }, { resolveHost });
+  const client = new V1Client({ name: 'subscriber', version: '1' });
+  client.onerror = () => {};
+  const subscribed = (): string[] => upstream.sessions.flatMap((s) => [...s.subscribed]).sort();
+  try {
+    await client.connect(new V1Transport(new URL(gw.url)));
+    await client.subscribeResource({ uri: KEPT });
+    const late = client.subscribeResource({ uri: PARTNER });
+    for (let i = 0; i < 100 && !stalled; i++) await new Promise((r) => setTimeout(r, 50));
+    assert.ok(stalled, 'the subscribe waits in the egress stage for its host to resolve');
+
+    assert.deepEqual(await gw.gateway.reload(retiring(upstreams)), []);
+    for (let i = 0; i < 100 && unsubscribes.length < 1; i++) await new Promise((r) => setTimeout(r, 50));
+    assert.deepEqual(unsubscribes, [KEPT], 'the retiring reload asked the upstream to drop what was noted: not yet the held subscribe');
+
+    release();
+    await late;
+    for (let i = 0; i < 100 && unsubscribes.length < 2; i++) await new Promise((r) => setTimeout(r, 50));
+    assert.deepEqual(unsubscribes, [KEPT, PARTNER], 'the subscribe\'s answer had the upstream asked to drop its URI');
     assert.deepEqual(subscribed(), [], 'the upstream\'s session no longer watches the URI the late subscribe added');
   } finally {
     release();
