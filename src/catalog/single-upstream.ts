@@ -101,11 +101,11 @@ export class SingleUpstream implements Upstream {
    * looked at once it comes, for a reload that retired the pass-through while it was on its way
    * (PassThroughSubscriptions.answered). Only these calls pay for it.
    */
-  private async noted(ctx: CallContext, subscriptions: PassThroughSubscriptions): Promise<Outcome> {
+  private noted(ctx: CallContext, subscriptions: PassThroughSubscriptions): Promise<Outcome> {
     subscriptions.note(this.member, ctx);
-    const outcome = await this.member.handle(ctx);
+    const outcome = this.member.handle(ctx);
     if (ctx.method !== 'resources/subscribe') return outcome;
-    return interceptFinal(outcome, ctx, async () => subscriptions.answered(this.member, ctx));
+    return outcome.then((answered) => interceptFinal(answered, ctx, async () => subscriptions.answered(this.member, ctx)));
   }
 
   /**
