@@ -2,6 +2,8 @@
 // (the store's error names it: redis-store.ts describe). One hint for every failure sent an operator whose
 // Redis was full, a replica or loading, or whose certificate was not trusted, to look at store.url.
 
+import { SILENT_SENTINEL } from './sentinel-handshake.js';
+
 const HINTS: Array<[RegExp, string]> = [
   [/WRONGPASS|invalid username-password/, 'the password (or user name) in store.url is not one Redis accepts: check it against the Redis user (ACL) or requirepass; percent-encode characters such as @ : / in it'],
   [/NOAUTH/, 'Redis requires a password: put it in store.url (redis://:PASSWORD@host:port, or redis://USER:PASSWORD@host:port)'],
@@ -39,9 +41,11 @@ export function redisHint(message: string, sentinel = false): string {
  */
 export function sentinelHandshakeHint(error: string): string {
   if (NAME_MISMATCH.test(error)) return SENTINEL_CERT_NAME_HINT;
+  if (error === SILENT_SENTINEL) return SENTINEL_SILENT_HINT;
   const hint = HINTS.find(([cause]) => cause.test(error))?.[1];
   return hint !== undefined && /certificate/i.test(hint) ? hint : SENTINEL_UNREACHABLE_HINT;
 }
 
 const SENTINEL_CERT_NAME_HINT = "the sentinel's certificate is trusted but does not hold the name Gatehouse verified (the detail says which it holds): set store.sentinel.servername to a name the sentinels' certificates hold (without it, store.tls.servername, or the address in store.sentinel.nodes, is the name verified)";
+const SENTINEL_SILENT_HINT = `${SILENT_SENTINEL}: another service may hold that port, or the sentinel is stalled; check store.sentinel.nodes (host and port), and that a sentinel (redis-sentinel) listens there`;
 const SENTINEL_UNREACHABLE_HINT = 'no TLS connection to the sentinel got through: check store.sentinel.nodes (host and port), and that the sentinel listens with TLS on that port (tls-port)';

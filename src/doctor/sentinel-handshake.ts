@@ -13,8 +13,15 @@ import { redisTlsOptions } from '../store/redis-tls.js';
 
 /** ioredis' words when no sentinel could be asked for the primary. */
 const SENTINELS_UNREACHABLE = /All sentinels are unreachable/;
-/** The most one handshake is waited for; a sentinel that says nothing by then tells doctor nothing more. */
+/**
+ * The most one handshake is waited for. A sentinel that has not answered by then is named: one that took the
+ * TCP connection and said nothing (another service on that port, or a stalled sentinel) was left out until
+ * 5 December, as if it had answered, and a store that came up through another sentinel looked sound.
+ */
 const HANDSHAKE_WAIT_MS = 3_000;
+const WAIT_WORDS = `${HANDSHAKE_WAIT_MS / 1_000} s`;
+/** What is said of a sentinel that took the connection but did not answer; redis-hint.ts matches it. */
+export const SILENT_SENTINEL = `it accepted the connection but did not answer within ${WAIT_WORDS}`;
 
 export interface SentinelHandshake {
   /** The sentinel shaken hands with, as store.sentinel.nodes writes it. */
@@ -31,8 +38,7 @@ export function sentinelsUnreachable(failure: string): boolean {
 /**
  * The failed TLS handshakes with the configured sentinels, in store.sentinel.nodes' order, when the store asks
  * its sentinels over TLS; empty otherwise. All are shaken hands with at once, each waited for
- * HANDSHAKE_WAIT_MS at most; one that succeeds, or does not end in time, is left out (its cause, if any, is
- * elsewhere).
+ * HANDSHAKE_WAIT_MS at most; one that answers the PING is left out, one that has not by then is named.
  */
 export async function failingSentinels(config: StoreConfig & { kind: 'redis' }): Promise<SentinelHandshake[]> {
   if (config.sentinel === undefined || new URL(config.url).protocol !== 'rediss:') return [];
@@ -41,7 +47,7 @@ export async function failingSentinels(config: StoreConfig & { kind: 'redis' }):
   return config.sentinel.nodes.flatMap((node, i) => (errors[i] === undefined ? [] : [{ node, error: errors[i] }]));
 }
 
-/** What TLS said when a connection to `node` (host:port, an IPv6 host in brackets) failed; undefined when it got through. */
+/** What TLS said when a connection to `node` (host:port, an IPv6 host in brackets) failed, or what was missing by the deadline; undefined when the sentinel answered. */
 function handshakeError(node: string, options: ReturnType<typeof redisTlsOptions>): Promise<string | undefined> {
   const at = node.lastIndexOf(':');
   const host = node.slice(0, at).replace(/^\[(.*)\]$/, '$1');
@@ -53,13 +59,16 @@ function handshakeError(node: string, options: ReturnType<typeof redisTlsOptions
       socket.destroy();
       resolve(error);
     };
-    const timer = setTimeout(() => done(undefined), HANDSHAKE_WAIT_MS);
+    let accepted = false;
+    socket.once('connect', () => void (accepted = true));
+    const timer = setTimeout(() => done(accepted ? SILENT_SENTINEL : `it did not accept a connection within ${WAIT_WORDS}`), HANDSHAKE_WAIT_MS);
     // Over TLS 1.3 the handshake ends on the client's side before the server has judged the client's
     // certificate: a refusal of it (tls-auth-clients) comes as an error after, so the sentinel is asked a
     // PING, and any answer settles that it took the connection.
     socket.once('secureConnect', () => socket.write('PING\r\n'));
     socket.once('data', () => done(undefined));
     socket.once('error', (err) => done(err.message));
-    socket.once('close', () => done(undefined));
+    // 'error' comes before 'close' when there is one: a close alone is a peer that hung up without a word.
+    socket.once('close', () => done('it closed the connection without answering'));
   });
 }

@@ -1,0 +1,77 @@
+// `gatehouse doctor` asks each configured sentinel itself (src/doctor/sentinel-handshake.ts), since ioredis keeps
+// none of a sentinel's cause. A sentinel that accepts the TCP connection and then says nothing (a black hole:
+// another service on that port, or a stalled sentinel) ran out the 3 s wait and was left out of the report,
+// as if it had answered. It is now named, with a hint that it accepted but did not answer. Real redis-server
+// and sentinels over TLS (certificates made by openssl); the black hole is a plain TCP server on a free
+// loopback port that accepts and never writes.
+
+import { after, before, test } from 'node:test';
+import assert from 'node:assert/strict';
+import { createServer, type Server, type Socket } from 'node:net';
+import { join } from 'node:path';
+import type { StoreConfig } from '../../src/config/types.js';
+import { checkStore } from '../../src/doctor/store-checks.js';
+import { mtlsCertificates, startRedis, type TestRedis } from '../helpers/redis.js';
+
+const limits = { timeoutMs: 15_000, waitMs: 0 };
+
+/** A loopback port that accepts connections and never writes a byte; closed (its sockets too) by close(). */
+async function blackHole(): Promise<{ node: string; close(): Promise<void> }> {
+  const held = new Set<Socket>();
+  const server: Server = createServer((socket) => {
+    held.add(socket);
+    socket.on('close', () => held.delete(socket));
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', () => resolve()));
+  const { port } = server.address() as { port: number };
+  return {
+    node: `127.0.0.1:${port}`,
+    close: async () => {
+      for (const socket of held) socket.destroy();
+      await new Promise<void>((resolve) => server.close(() => resolve()));
+    },
+  };
+}
+
+const escaped = (text: string): string => text.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
+
+let ca: string;
+let tlsPrimary: TestRedis;
+let tlsSentinel: TestRedis;
+let hole: Awaited<ReturnType<typeof blackHole>>;
+before(async () => {
+  const certs = mtlsCertificates();
+  ca = certs.ca;
+  tlsPrimary = await startRedis({ tls: certs.server });
+  // The sentinel reaches the primary over TLS, so it needs the CA to verify it.
+  tlsSentinel = await startRedis({ mode: 'sentinel', primaryPort: tlsPrimary.port, tls: certs.server, config: ['tls-replication yes', `tls-ca-cert-file ${join(certs.dir, 'ca.crt')}`] });
+  hole = await blackHole();
+});
+after(async () => {
+  await hole?.close(); // undefined when before() failed
+  await tlsSentinel?.stop();
+  await tlsPrimary?.stop();
+});
+
+function overTls(nodes: [string, ...string[]]): StoreConfig {
+  return { kind: 'redis', url: 'rediss://ignored:1', keyPrefix: 'doctor-probe:', commandTimeoutMs: 1_000, sentinel: { name: 'primary', nodes }, tls: { ca } };
+}
+
+function assertSilentNamed(text: string, hint: string | undefined): void {
+  assert.match(text, new RegExp(`sentinel ${escaped(hole.node)} fails: it accepted the connection but did not answer within 3 s`), text);
+  assert.match(hint ?? '', new RegExp(`sentinel ${escaped(hole.node)}: .*accepted the connection but did not answer within 3 s.*another service may hold that port`), hint);
+}
+
+test('over TLS, the only sentinel a black hole: the failure names it, with its hint', { timeout: 60_000 }, async () => {
+  const found = await checkStore(overTls([hole.node]), limits);
+  assert.equal(found.verdict, 'fail', JSON.stringify(found));
+  assertSilentNamed(found.detail, found.hint);
+});
+
+test('over TLS, a healthy sentinel and a black hole: the store comes up, and a warning names the black hole', { timeout: 60_000 }, async () => {
+  const found = await checkStore(overTls([`127.0.0.1:${tlsSentinel.port}`, hole.node]), limits);
+  assert.equal(found.verdict, 'warn', JSON.stringify(found));
+  assertSilentNamed(found.detail, found.hint);
+  assert.doesNotMatch(found.detail, new RegExp(`:${tlsSentinel.port}\\b`), 'the healthy sentinel is not named');
+  assert.deepEqual(found.data?.failingSentinels, [hole.node]);
+});
