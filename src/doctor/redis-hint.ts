@@ -2,7 +2,7 @@
 // (the store's error names it: redis-store.ts describe). One hint for every failure sent an operator whose
 // Redis was full, a replica or loading, or whose certificate was not trusted, to look at store.url.
 
-import { SILENT_SENTINEL } from './sentinel-handshake.js';
+import { SILENT_SENTINEL } from './sentinel-probe.js';
 
 const HINTS: Array<[RegExp, string]> = [
   [/WRONGPASS|invalid username-password/, 'the password (or user name) in store.url is not one Redis accepts: check it against the Redis user (ACL) or requirepass; percent-encode characters such as @ : / in it'],
@@ -35,13 +35,14 @@ export function redisHint(message: string, sentinel = false): string {
 }
 
 /**
- * For a failed TLS handshake with a sentinel (sentinel-handshake.ts): its certificate is the sentinels' own,
- * so a name it lacks is store.sentinel.servername's to give; a connection that did not get through at all is
- * a matter of store.sentinel.nodes, not store.url.
+ * For a sentinel that did not answer doctor's PING (sentinel-probe.ts), asked over TLS when `tls`: its
+ * certificate is the sentinels' own, so a name it lacks is store.sentinel.servername's to give; a connection
+ * that did not get through at all is a matter of store.sentinel.nodes, not store.url.
  */
-export function sentinelHandshakeHint(error: string): string {
-  if (NAME_MISMATCH.test(error)) return SENTINEL_CERT_NAME_HINT;
+export function sentinelProbeHint(error: string, tls: boolean): string {
   if (error === SILENT_SENTINEL) return SENTINEL_SILENT_HINT;
+  if (!tls) return SENTINEL_PLAIN_UNREACHABLE_HINT;
+  if (NAME_MISMATCH.test(error)) return SENTINEL_CERT_NAME_HINT;
   const hint = HINTS.find(([cause]) => cause.test(error))?.[1];
   return hint !== undefined && /certificate/i.test(hint) ? hint : SENTINEL_UNREACHABLE_HINT;
 }
@@ -49,3 +50,4 @@ export function sentinelHandshakeHint(error: string): string {
 const SENTINEL_CERT_NAME_HINT = "the sentinel's certificate is trusted but does not hold the name Gatehouse verified (the detail says which it holds): set store.sentinel.servername to a name the sentinels' certificates hold (without it, store.tls.servername, or the address in store.sentinel.nodes, is the name verified)";
 const SENTINEL_SILENT_HINT = `${SILENT_SENTINEL}: another service may hold that port, or the sentinel is stalled; check store.sentinel.nodes (host and port), and that a sentinel (redis-sentinel) listens there`;
 const SENTINEL_UNREACHABLE_HINT = 'no TLS connection to the sentinel got through: check store.sentinel.nodes (host and port), and that the sentinel listens with TLS on that port (tls-port)';
+const SENTINEL_PLAIN_UNREACHABLE_HINT = 'no connection to the sentinel got through: check store.sentinel.nodes (host and port), and that the sentinel listens in plain text on that port (for sentinels on a TLS port, write store.url as rediss://)';

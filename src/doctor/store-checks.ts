@@ -6,8 +6,8 @@
 // need, is refused (an ACL without +info) or unknown, a warning that they were not checked instead of a failure.
 // What the store itself notices on connecting (a password the server does not need, so nothing is
 // authenticated) is a warning of the row too: the store tells it through its logger, kept here. With
-// Sentinel over TLS, each sentinel is shaken hands with too (sentinel-handshake.ts): one that fails is the
-// cause when none answered, and a warning when the store came up through another.
+// Sentinel, each sentinel is asked a PING too (sentinel-probe.ts), over TLS or not as the store asks them: one
+// that fails is the cause when none answered, and a warning when the store came up through another.
 
 import { constants } from 'node:fs';
 import { access, stat } from 'node:fs/promises';
@@ -17,8 +17,8 @@ import { openStore } from '../store/open-store.js';
 import { RedisStore } from '../store/redis-store.js';
 import { finding, messageOf, withDeadline, type CheckLimits, type Finding } from './finding.js';
 import { noticeLog } from './notice-log.js';
-import { redisHint, sentinelHandshakeHint } from './redis-hint.js';
-import { failingSentinels, sentinelsUnreachable, type SentinelHandshake } from './sentinel-handshake.js';
+import { redisHint, sentinelProbeHint } from './redis-hint.js';
+import { failingSentinels, sentinelsUnreachable, type FailingSentinel } from './sentinel-probe.js';
 
 export async function checkStore(config: StoreConfig, limits: CheckLimits): Promise<Finding> {
   try {
@@ -65,8 +65,8 @@ async function checkRedis(config: StoreConfig & { kind: 'redis' }): Promise<Find
   let withoutAof: string[];
   /** Why INFO, which the warnings below need, could not be read; the store works without it. */
   let noInfo: string | undefined;
-  /** Sentinels no TLS connection gets through to, though the store found its primary through another. */
-  let sentinelsFailing: SentinelHandshake[];
+  /** Sentinels that do not answer, though the store found its primary through another. */
+  let sentinelsFailing: FailingSentinel[];
   try {
     await store.ping();
     // A counter in a one-second window: one real write with an expiry, gone a second later.
@@ -84,7 +84,7 @@ async function checkRedis(config: StoreConfig & { kind: 'redis' }): Promise<Find
     // ioredis stops at the first sentinel that answers: the others, needed once it is down, are asked here.
     sentinelsFailing = await failingSentinels(config);
   } catch (err) {
-    // ioredis keeps no cause when no sentinel answers: a handshake with each finds it (a certificate).
+    // ioredis keeps no cause when no sentinel answers: asking each finds it (a certificate, a port that is silent).
     const failing = sentinelsUnreachable(messageOf(err)) ? await failingSentinels(config) : [];
     if (failing.length > 0) {
       return finding('store', 'fail', `${where}: ${messageOf(err).replace(/\.$/, '')}; ${failing.map(sentinelFails).join('; ')}`, failing.map(sentinelHint).join('; and '), data);
@@ -127,13 +127,13 @@ async function checkRedis(config: StoreConfig & { kind: 'redis' }): Promise<Find
   return finding('store', 'ok', `${where}: PING answered, a scratch key was written (with a TTL) under "${config.keyPrefix}"`, undefined, data);
 }
 
-function sentinelFails(sentinel: SentinelHandshake): string {
-  return `a TLS connection to sentinel ${sentinel.node} fails: ${sentinel.error}`;
+function sentinelFails(sentinel: FailingSentinel): string {
+  return `a ${sentinel.tls ? 'TLS ' : ''}connection to sentinel ${sentinel.node} fails: ${sentinel.error}`;
 }
 
 /** Each failing sentinel's hint names it: two may fail for two causes (one down, one with a certificate of another name). */
-function sentinelHint(sentinel: SentinelHandshake): string {
-  return `sentinel ${sentinel.node}: ${sentinelHandshakeHint(sentinel.error)}`;
+function sentinelHint(sentinel: FailingSentinel): string {
+  return `sentinel ${sentinel.node}: ${sentinelProbeHint(sentinel.error, sentinel.tls)}`;
 }
 
 /** The closest path that exists at or above `dir` (`isDir` false: a file is in the way); `missing` when `dir` itself does not. */
