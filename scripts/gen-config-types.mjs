@@ -39,7 +39,9 @@ function asValidated(node) {
 
 export async function generateConfigTypes() {
   const schema = asValidated(JSON.parse(readFileSync(`${ROOT}config/gatehouse.schema.json`, 'utf8')));
-  const body = await compile(schema, 'GatehouseConfig', { bannerComment: '', additionalProperties: false, declareExternallyReferenced: true, strictIndexSignatures: false });
+  // maxItems: -1, a bound on a list (store.sentinel.nodes) stays a check of the loader: as a type it became a
+  // union of one tuple per length, which no list built in code (a spread, a map) can be assigned to.
+  const body = await compile(schema, 'GatehouseConfig', { bannerComment: '', additionalProperties: false, declareExternallyReferenced: true, strictIndexSignatures: false, maxItems: -1 });
   return BANNER + '\n' + body;
 }
 

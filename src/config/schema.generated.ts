@@ -1109,9 +1109,10 @@ export interface RedisStore {
      */
     name: string;
     /**
-     * Sentinels, host:port each.
+     * Sentinels, host:port each: at most 16 (a deployment runs three or five). The store may ask each, and gatehouse doctor opens a connection to each at once.
      *
      * @minItems 1
+     * @maxItems 16
      */
     nodes: [string, ...string[]];
     /**

@@ -132,6 +132,15 @@ describe('parseConfigText', () => {
     assert.equal(lines(issuesOf(`${UPSTREAM}store: { kind: redis, url: "redis://r:6379", sentinel: { name: m, nodes: ["s:26379"] }, cluster: { nodes: ["c:6379"] } }\n`)).length > 0, true, 'sentinel and cluster exclude each other');
   });
 
+  // Until 5 December store.sentinel.nodes had no bound: the store may ask every sentinel, and doctor opens a
+  // connection to each at once, so a generated or mistaken list could open any number of them.
+  it('refuses more than 16 sentinels in store.sentinel.nodes, and takes 16', () => {
+    const sentinels = (n: number): string => `${UPSTREAM}store:\n  kind: redis\n  url: "redis://r:6379"\n  sentinel:\n    name: m\n    nodes: [${Array.from({ length: n }, (_, i) => `"s${i}:26379"`).join(', ')}]\n`;
+    assert.deepEqual(lines(issuesOf(sentinels(17))), ['gatehouse.yaml:9:12 store.sentinel.nodes: must have at most 16 items']);
+    const store = parse(sentinels(16)).store;
+    assert.equal(store.kind === 'redis' ? store.sentinel?.nodes.length : store.kind, 16);
+  });
+
   it('applies every default', () => {
     assert.deepEqual(parse(`upstreams:\n  - { name: a, url: "https://a.example/mcp" }\n  - { name: b, command: [node, s.js] }\n`), {
       listen: { host: '127.0.0.1', port: 8080, path: '/mcp', allowedHosts: [], allowedOrigins: [], maxBodyBytes: 1048576, maxJsonDepth: 64, requestTimeoutMs: 30000, headersTimeoutMs: 10000, keepAliveTimeoutMs: 65000, maxConnectionsPerIp: 256, trustedProxies: [] },
