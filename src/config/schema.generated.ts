@@ -1129,9 +1129,10 @@ export interface RedisStore {
    */
   cluster?: {
     /**
-     * Cluster nodes, host:port each.
+     * Cluster nodes to start from, host:port each: at most 32 (one that answers is enough, the rest are discovered; three to six seeds cover a node being down).
      *
      * @minItems 1
+     * @maxItems 32
      */
     nodes: [string, ...string[]];
   };

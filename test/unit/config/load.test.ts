@@ -141,6 +141,15 @@ describe('parseConfigText', () => {
     assert.equal(store.kind === 'redis' ? store.sentinel?.nodes.length : store.kind, 16);
   });
 
+  // Until 5 December store.cluster.nodes had no bound: a seed list is tried node by node until one answers, so
+  // a generated or mistaken list of any length was taken and walked.
+  it('refuses more than 32 seeds in store.cluster.nodes, and takes 32', () => {
+    const seeds = (n: number): string => `${UPSTREAM}store:\n  kind: redis\n  url: "redis://r:6379"\n  cluster:\n    nodes: [${Array.from({ length: n }, (_, i) => `"c${i}:6379"`).join(', ')}]\n`;
+    assert.deepEqual(lines(issuesOf(seeds(33))), ['gatehouse.yaml:8:12 store.cluster.nodes: must have at most 32 items']);
+    const store = parse(seeds(32)).store;
+    assert.equal(store.kind === 'redis' ? store.cluster?.nodes.length : store.kind, 32);
+  });
+
   it('applies every default', () => {
     assert.deepEqual(parse(`upstreams:\n  - { name: a, url: "https://a.example/mcp" }\n  - { name: b, command: [node, s.js] }\n`), {
       listen: { host: '127.0.0.1', port: 8080, path: '/mcp', allowedHosts: [], allowedOrigins: [], maxBodyBytes: 1048576, maxJsonDepth: 64, requestTimeoutMs: 30000, headersTimeoutMs: 10000, keepAliveTimeoutMs: 65000, maxConnectionsPerIp: 256, trustedProxies: [] },
