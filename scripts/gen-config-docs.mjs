@@ -31,12 +31,13 @@ function typeOf(node) {
   }
   if (node.type === 'array') {
     const items = deref(node.items ?? {});
-    if (items.properties) return 'list of objects';
-    if (items.enum) return `list of ${typeOf(items)}`;
-    return `list of ${items.type ?? 'any'}`;
+    const list = items.properties ? 'list of objects' : items.enum ? `list of ${typeOf(items)}` : `list of ${items.type ?? 'any'}`;
+    return node.maxItems === undefined ? list : `${list}, at most ${node.maxItems}`;
   }
   if (node.type === 'object' && node.additionalProperties && typeof node.additionalProperties === 'object') {
-    return `map of ${node.additionalProperties.type}`;
+    const values = node.additionalProperties;
+    const map = `map of ${values.type ?? values.anyOf?.map((v) => v.type).join('/') ?? 'any'}`;
+    return node.maxProperties === undefined ? map : `${map}, at most ${node.maxProperties} keys`;
   }
   return node.type ?? 'any';
 }

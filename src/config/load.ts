@@ -291,7 +291,7 @@ function startOf(node: unknown): number | undefined {
 
 // Value-level keywords, most telling first: only one of them is reported per path (a number given for a
 // URL fails its type, not also its pattern).
-const VALUE_KEYWORDS = ['type', 'oneOf', 'enum', 'const', 'pattern', 'minimum', 'maximum', 'minLength', 'minItems', 'maxItems'];
+const VALUE_KEYWORDS = ['type', 'oneOf', 'enum', 'const', 'pattern', 'minimum', 'maximum', 'minLength', 'minItems', 'maxItems', 'maxProperties'];
 const EXPECTED: Record<string, string> = {
   string: 'a string', integer: 'an integer', number: 'a number', boolean: 'true or false', object: 'a mapping (key: value)', array: 'a list',
 };
@@ -366,6 +366,8 @@ function describe(e: ErrorObject, data: unknown): IssueDraft {
       return at(p['limit'] === 1 ? 'must not be empty' : `must have at least ${String(p['limit'])} ${e.keyword === 'minLength' ? 'characters' : 'items'}`);
     case 'maxItems':
       return at(`must have at most ${String(p['limit'])} items`);
+    case 'maxProperties':
+      return at(`must have at most ${String(p['limit'])} keys`);
     case 'oneOf':
       if (e.schemaPath === UPSTREAM_ONEOF) {
         // passingSchemas is an array when both branches matched, null when none did.

@@ -32,10 +32,14 @@ export interface GatehouseConfiguration {
     publicUrl?: string;
     /**
      * Host header values accepted (DNS-rebinding guard; * for any), plus listen.publicUrl's host: a name alone (any port) or name:port (that port only; a Host without a port matches :80 and :443). Empty on a loopback listen.host means the loopback names; empty on any other interface means any Host, leaving the choice to the proxy in front: list the names clients use to have Gatehouse check them. An Origin naming a listed host is accepted on that entry's port, or for a name alone on the port the request came to (the same listener under another of its names).
+     *
+     * @maxItems 256
      */
     allowedHosts: string[];
     /**
      * Origin header values accepted when a browser sends one, as exact origins (scheme://host[:port]; * for any; null for sandboxed pages); listen.publicUrl's origin is added. Besides these, an Origin is accepted when it is the request's own origin: the Host header's name and port, over http or https (the scheme is not known behind a TLS-terminating proxy). A page on another port of the same host is another origin: list it here (the MCP Inspector's http://localhost:6274, for one).
+     *
+     * @maxItems 256
      */
     allowedOrigins: string[];
     /**
@@ -64,6 +68,8 @@ export interface GatehouseConfiguration {
     maxConnectionsPerIp: number;
     /**
      * Addresses or CIDR ranges of proxies in front of Gatehouse. For a connection from one of them, the client address used by per-address limits is the last X-Forwarded-For entry that is not itself a trusted proxy (an entry may carry a port: 203.0.113.5:4711, [2001:db8::1]:443; an entry that is no address stops the walk at the proxy that wrote it). Empty: the connection's own address is the client's, and X-Forwarded-For is ignored.
+     *
+     * @maxItems 256
      */
     trustedProxies: string[];
   };
@@ -71,6 +77,7 @@ export interface GatehouseConfiguration {
    * The MCP servers behind the gateway. Each one is either a Streamable HTTP server (has url) or a stdio server the gateway starts itself (has command).
    *
    * @minItems 1
+   * @maxItems 500
    */
   upstreams: [StdioUpstream | HttpUpstream, ...(StdioUpstream | HttpUpstream)[]];
   /**
@@ -112,19 +119,27 @@ export interface GatehouseConfiguration {
     anonymous: boolean;
     /**
      * Static API keys, stored as hashes (see gatehouse hash-key). Clients send the key as a bearer token. A presented credential that is no configured key is refused 401 invalid_token when it has the shape of one of our keys: it starts with gh_ (as every key gatehouse hash-key generates does) or with one of apiKeyPrefixes. Otherwise, with oauth on, it is taken for an access token: tried as a JWT, and with oauth.introspection set, sent to the introspection endpoint (RFC 7662), so a mistyped key of another shape reaches the authorization server. As only hashes are stored, Gatehouse cannot tell a key of a custom shape from a token by itself: declare such keys' prefix in apiKeyPrefixes.
+     *
+     * @maxItems 10000
      */
     apiKeys: ApiKey[];
     /**
      * What API keys of a custom shape (keys not made by gatehouse hash-key, e.g. acme_live_) start with, besides gh_. A credential starting with one of these that is no configured key (mistyped, revoked, deleted) is refused 401 invalid_token as a wrong key, and is never sent to oauth.introspection nor tried as a JWT: it is a secret meant for Gatehouse, not for the authorization server. Access tokens that start so are refused too, so choose a prefix the issuer's tokens never have; one that every JWT starts with (e, ey, eyJ...) is refused.
+     *
+     * @maxItems 64
      */
     apiKeyPrefixes: string[];
     /**
      * Query parameter names refused as credentials on the MCP endpoint (400 invalid_request, naming the parameter and where a credential belongs), besides the built-in ones: access_token, api_key, x-api-key, token, id_token, refresh_token, client_secret, authorization, bearer, key, secret, password, passwd, pwd, auth, auth_token, api_token, jwt, session_token, access_key, secret_key, private_token, sig, signature, X-Amz-Signature, X-Amz-Security-Token, X-Goog-Signature, subscription-key, Ocp-Apim-Subscription-Key, client_assertion. Names are compared ignoring case, - and _ (api-key, API_KEY and apiKey are one name). This list only adds: the built-in names are always refused.
+     *
+     * @maxItems 64
      */
     queryCredentialNames: string[];
     oauth?: Oauth;
     /**
      * Scopes every caller needs to use the MCP endpoint at all (API keys and tokens alike); a caller without them gets 403 insufficient_scope. With `anonymous` on next to keys or OAuth, a request without any credential gets 401 and the challenge (authenticate), as anonymous callers hold no scopes.
+     *
+     * @maxItems 64
      */
     requiredScopes: string[];
     /**
@@ -168,6 +183,8 @@ export interface GatehouseConfiguration {
     pinning: "off" | "warn" | "enforce";
     /**
      * Who may review a changed tool definition (tools.pinning), by tool ref: the first entry whose tools globs match the ref decides, and only its reviewers are shown that pin (GET /pins, gatehouse pins, the inbox page) and may accept its change (403 forbidden for anyone else, audited as a refused acceptance). A ref no entry matches may be reviewed by anyone the admin API admits. The admin token, the break-glass operator with no subject, is shown every pin and may accept every change.
+     *
+     * @maxItems 1000
      */
     pinningReviewers: PinningReviewer[];
   };
@@ -177,10 +194,14 @@ export interface GatehouseConfiguration {
   policy: {
     /**
      * Policy rules, evaluated in order. The first rule that matches the caller and the item decides.
+     *
+     * @maxItems 10000
      */
     rules: PolicyRule[];
     /**
      * Egress rules on the URLs, hosts and addresses in tool arguments; the first rule that selects the call applies. With none selecting it, public destinations pass and loopback, link-local, metadata and private ones are blocked.
+     *
+     * @maxItems 10000
      */
     egress: EgressRule[];
     /**
@@ -199,18 +220,26 @@ export interface GatehouseConfiguration {
     };
     /**
      * Rate limits: the first per: ip entry that selects a request applies at the door; the first other entry that selects a tool call applies after authentication.
+     *
+     * @maxItems 1000
      */
     rateLimits: RateLimit[];
     /**
      * Budgets; the first entry that selects a tool call applies. A budget counts the calls that run: a call a later stage holds back (an open breaker, a pending or refused approval, the question of a user confirmation, an idempotency refusal) or answers with a stored result gives its spend back.
+     *
+     * @maxItems 1000
      */
     budgets: Budget[];
     /**
      * Circuit breakers; the first entry that selects a tool call applies.
+     *
+     * @maxItems 1000
      */
     breakers: Breaker[];
     /**
      * Approval rules; the first rule that selects a tools/call decides whether (and by whom) it must be approved before it runs.
+     *
+     * @maxItems 1000
      */
     approvals: ApprovalRule[];
   };
@@ -245,10 +274,14 @@ export interface GatehouseConfiguration {
     ttlSeconds: number;
     /**
      * Tool refs (upstream/name, * matches anything) that are writes even without annotations saying so.
+     *
+     * @maxItems 4096
      */
     tools: string[];
     /**
      * Tool refs never treated as writes, whatever their annotations say.
+     *
+     * @maxItems 4096
      */
     exempt: string[];
   };
@@ -333,6 +366,8 @@ export interface GatehouseConfiguration {
     token?: string;
     /**
      * OAuth groups (from the access token, verified as on the MCP endpoint) whose members may use the admin API, as an alternative to the token. A member is shown and may decide only the approvals of rules whose reviewers name them, or name no one. A token whose subject is admin-token or user is refused (403): decisions name the admin token and an elicitation answer so. Only these groups admit reviewers: with none, a group or subject named by policy.approvals[].reviewers or tools.pinningReviewers is refused at load (no access token could be it); a group named there that is none of these is warned of (only reviewers also in one of these can act by it).
+     *
+     * @maxItems 256
      */
     groups: string[];
   };
@@ -379,6 +414,7 @@ export interface StdioUpstream {
    * The program and its arguments, e.g. [npx, -y, some-server]. No shell is involved. A program given as a relative path (./server.sh) is found from cwd when it is set, else from the gateway's working directory; relative paths among the arguments are the program's to read, from the same directory. The value of an option named like a credential (--api-key V, --token=V) and a URL's password are scrubbed from logs; other arguments are not, and a process list shows them all: pass credentials in env.
    *
    * @minItems 1
+   * @maxItems 1024
    */
   command: [string, ...string[]];
   /**
@@ -420,6 +456,8 @@ export interface StdioUpstream {
   maxMessageBytes: number;
   /**
    * Resource URIs starting with one of these are routed to this upstream even when no resources/list showed them (several upstreams only).
+   *
+   * @maxItems 256
    */
   uriPrefixes: string[];
   /**
@@ -520,6 +558,8 @@ export interface HttpUpstream {
   maxMessageBytes: number;
   /**
    * Resource URIs starting with one of these are routed to this upstream even when no resources/list showed them (several upstreams only).
+   *
+   * @maxItems 256
    */
   uriPrefixes: string[];
   /**
@@ -540,6 +580,8 @@ export interface HttpUpstream {
     clientSecret: string;
     /**
      * Scopes to request.
+     *
+     * @maxItems 64
      */
     scopes: string[];
     /**
@@ -574,10 +616,14 @@ export interface ApiKey {
   tenant?: string;
   /**
    * Scopes granted to the key, e.g. tools:call.
+   *
+   * @maxItems 256
    */
   scopes: string[];
   /**
    * If set, the only tools (upstream/tool references) this key may see and call.
+   *
+   * @maxItems 4096
    */
   tools?: string[];
   /**
@@ -609,6 +655,7 @@ export interface Oauth {
    * Accepted signature algorithms; symmetric algorithms and none are never accepted.
    *
    * @minItems 1
+   * @maxItems 16
    */
   algorithms?: [
     "RS256" | "RS384" | "RS512" | "PS256" | "PS384" | "PS512" | "ES256" | "ES384" | "ES512" | "EdDSA",
@@ -616,6 +663,8 @@ export interface Oauth {
   ];
   /**
    * Scopes advertised in the protected resource metadata.
+   *
+   * @maxItems 256
    */
   scopesSupported?: string[];
   /**
@@ -655,6 +704,7 @@ export interface Oauth {
    * Authorization servers named in the protected resource metadata (RFC 9728); defaults to the issuer.
    *
    * @minItems 1
+   * @maxItems 16
    */
   authorizationServers?: [string, ...string[]];
   /**
@@ -682,13 +732,20 @@ export interface PinningReviewer {
    * Tool refs (upstream/name); * matches any run of characters, ? one.
    *
    * @minItems 1
+   * @maxItems 4096
    */
   tools: [string, ...string[]];
   /**
    * Who may accept these tools' changes, by subject or group (any one suffices); at least one must be named.
    */
   reviewers: {
+    /**
+     * @maxItems 4096
+     */
     subjects: string[];
+    /**
+     * @maxItems 4096
+     */
     groups: string[];
   };
 }
@@ -702,18 +759,26 @@ export interface PolicyRule {
   id?: string;
   /**
    * Caller subjects (token sub, or key:<id> for API keys).
+   *
+   * @maxItems 4096
    */
   subjects?: string[];
   /**
    * Caller tenants.
+   *
+   * @maxItems 4096
    */
   tenants?: string[];
   /**
    * Caller groups (any one suffices).
+   *
+   * @maxItems 4096
    */
   groups?: string[];
   /**
    * Scopes the caller must hold (all of them).
+   *
+   * @maxItems 4096
    */
   scopes?: string[];
   /**
@@ -722,6 +787,8 @@ export interface PolicyRule {
   onMissingScopes?: "hide" | "challenge";
   /**
    * API key ids (auth.apiKeys[].id) the rule covers.
+   *
+   * @maxItems 4096
    */
   keys?: string[];
   /**
@@ -730,14 +797,20 @@ export interface PolicyRule {
   access: "allow" | "deny";
   /**
    * Tool refs (upstream/name) the rule covers; * matches any run of characters.
+   *
+   * @maxItems 4096
    */
   tools?: string[];
   /**
    * Prompt refs (upstream/name) the rule covers.
+   *
+   * @maxItems 4096
    */
   prompts?: string[];
   /**
    * Resource URIs the rule covers.
+   *
+   * @maxItems 4096
    */
   resources?: string[];
 }
@@ -751,26 +824,38 @@ export interface EgressRule {
   id: string;
   /**
    * Caller subjects (token sub, or key:<id> for API keys).
+   *
+   * @maxItems 4096
    */
   subjects?: string[];
   /**
    * Caller tenants.
+   *
+   * @maxItems 4096
    */
   tenants?: string[];
   /**
    * Caller groups (any one suffices).
+   *
+   * @maxItems 4096
    */
   groups?: string[];
   /**
    * Scopes the caller must hold (all of them).
+   *
+   * @maxItems 4096
    */
   scopes?: string[];
   /**
    * API key ids (auth.apiKeys[].id).
+   *
+   * @maxItems 4096
    */
   keys?: string[];
   /**
    * Tool refs (upstream/name); * matches any run of characters. A resources/read or resources/subscribe, or a subscriptions/listen's resource URI, counts as the ref upstream/* of the upstream that reads it.
+   *
+   * @maxItems 4096
    */
   tools?: string[];
   /**
@@ -791,18 +876,26 @@ export interface EgressRule {
 export interface EgressTarget {
   /**
    * Host names, * matching one or more labels at the start (*.example.com), or exact; IP literals compare as addresses.
+   *
+   * @maxItems 4096
    */
   hosts?: string[];
   /**
    * URL schemes (https, http, ...). A URL in an argument that names no host is judged by this alone: a file: URL (file:///path, the server's own files) anywhere, and data:, javascript:, blob: and the like (which a browser tool runs) in a destination field (format uri, or named url, href...): refused where allow.schemes is given without its scheme, or deny.schemes lists it (with no hosts or cidrs); passed where no schemes are given, as by default. Under allow.schemes only schemes a client acts on without a host are judged so (file, javascript, vbscript, data, blob, filesystem, about, view-source, jar, mailto, tel, sms, sip, news, intent...): a label such as note:hello or urn:isbn:... in a url field passes, unless deny.schemes names its word. A deny listing only such schemes (file, javascript, data...) is about their URLs: it does not match a bare host or a CONNECT tunnel, which a deny listing a network scheme (http) does. One naming a host (file://server/share) is judged by that host as well.
+   *
+   * @maxItems 32
    */
   schemes?: string[];
   /**
    * Ports (the scheme's default when a URL gives none). Under allow, a URL naming no port whose scheme has no default Gatehouse knows (memcached://host, rtsp://host) is not allowed; a bare host with no scheme is judged on the port argument beside it ({"host": "db.example.com", "port": 22}), and with none leaves the port to the tool.
+   *
+   * @maxItems 1024
    */
   ports?: number[];
   /**
    * Address ranges (10.20.0.0/16, fd00::/8); an address matches any one.
+   *
+   * @maxItems 4096
    */
   cidrs?: string[];
 }
@@ -816,26 +909,38 @@ export interface RateLimit {
   id: string;
   /**
    * Caller subjects (token sub, or key:<id> for API keys).
+   *
+   * @maxItems 4096
    */
   subjects?: string[];
   /**
    * Caller tenants.
+   *
+   * @maxItems 4096
    */
   tenants?: string[];
   /**
    * Caller groups (any one suffices).
+   *
+   * @maxItems 4096
    */
   groups?: string[];
   /**
    * Scopes the caller must hold (all of them).
+   *
+   * @maxItems 4096
    */
   scopes?: string[];
   /**
    * API key ids (auth.apiKeys[].id).
+   *
+   * @maxItems 4096
    */
   keys?: string[];
   /**
    * Tool refs (upstream/name); * matches any run of characters.
+   *
+   * @maxItems 4096
    */
   tools?: string[];
   /**
@@ -874,26 +979,38 @@ export interface Budget {
   id: string;
   /**
    * Caller subjects (token sub, or key:<id> for API keys).
+   *
+   * @maxItems 4096
    */
   subjects?: string[];
   /**
    * Caller tenants.
+   *
+   * @maxItems 4096
    */
   tenants?: string[];
   /**
    * Caller groups (any one suffices).
+   *
+   * @maxItems 4096
    */
   groups?: string[];
   /**
    * Scopes the caller must hold (all of them).
+   *
+   * @maxItems 4096
    */
   scopes?: string[];
   /**
    * API key ids (auth.apiKeys[].id).
+   *
+   * @maxItems 4096
    */
   keys?: string[];
   /**
    * Tool refs (upstream/name); * matches any run of characters.
+   *
+   * @maxItems 4096
    */
   tools?: string[];
   /**
@@ -932,26 +1049,38 @@ export interface Breaker {
   id: string;
   /**
    * Caller subjects (token sub, or key:<id> for API keys).
+   *
+   * @maxItems 4096
    */
   subjects?: string[];
   /**
    * Caller tenants.
+   *
+   * @maxItems 4096
    */
   tenants?: string[];
   /**
    * Caller groups (any one suffices).
+   *
+   * @maxItems 4096
    */
   groups?: string[];
   /**
    * Scopes the caller must hold (all of them).
+   *
+   * @maxItems 4096
    */
   scopes?: string[];
   /**
    * API key ids (auth.apiKeys[].id).
+   *
+   * @maxItems 4096
    */
   keys?: string[];
   /**
    * Tool refs (upstream/name); * matches any run of characters.
+   *
+   * @maxItems 4096
    */
   tools?: string[];
   /**
@@ -998,26 +1127,38 @@ export interface ApprovalRule {
   id: string;
   /**
    * Caller subjects (token sub, or key:<id> for API keys).
+   *
+   * @maxItems 4096
    */
   subjects?: string[];
   /**
    * Caller tenants.
+   *
+   * @maxItems 4096
    */
   tenants?: string[];
   /**
    * Caller groups (any one suffices).
+   *
+   * @maxItems 4096
    */
   groups?: string[];
   /**
    * Scopes the caller must hold (all of them).
+   *
+   * @maxItems 4096
    */
   scopes?: string[];
   /**
    * API key ids (auth.apiKeys[].id).
+   *
+   * @maxItems 4096
    */
   keys?: string[];
   /**
    * Tool refs (upstream/name); * matches any run of characters.
+   *
+   * @maxItems 4096
    */
   tools?: string[];
   /**
@@ -1043,7 +1184,13 @@ export interface ApprovalRule {
    * Who may decide, by subject or group (any one suffices), and who is shown its approvals (listed, shown, on the inbox page; 403 for others). Without it, anyone the admin API admits may decide. No reviewer may approve a call made under their own subject (403 self_approval; they may reject it, which withdraws it). The admin token, the break-glass operator with no subject, is shown every approval and may always decide.
    */
   reviewers: {
+    /**
+     * @maxItems 4096
+     */
     subjects: string[];
+    /**
+     * @maxItems 4096
+     */
     groups: string[];
   };
   /**

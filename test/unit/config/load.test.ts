@@ -150,6 +150,20 @@ describe('parseConfigText', () => {
     assert.equal(store.kind === 'redis' ? store.cluster?.nodes.length : store.kind, 32);
   });
 
+  // Until 5 December the config's maps had no bound either (headers, env, timeouts.tools, arguments): each
+  // now has a maxProperties, reported at the map like a list's maxItems.
+  it('refuses a map past its bound at the map, in words, and takes one at it', () => {
+    const headers = (n: number): string => `upstreams:\n  - name: crm\n    url: http://127.0.0.1:3001/mcp\n    headers: { ${Array.from({ length: n }, (_, i) => `X-H${i}: v`).join(', ')} }\n`;
+    assert.deepEqual(lines(issuesOf(headers(65))), ['gatehouse.yaml:4:14 upstreams[0].headers: must have at most 64 keys']);
+    const up = parse(headers(64)).upstreams[0];
+    assert.equal(up !== undefined && !isStdioUpstream(up) ? Object.keys(up.headers).length : 0, 64);
+  });
+
+  it('refuses a list past its bound deep in the policy, located at that list', () => {
+    const tools = Array.from({ length: 4097 }, (_, i) => `"crm/t${i}"`).join(', ');
+    assert.deepEqual(lines(issuesOf(`${UPSTREAM}policy:\n  rules:\n    - { id: r, access: allow, tools: [${tools}] }\n`)), ['gatehouse.yaml:6:38 policy.rules[0].tools: must have at most 4096 items']);
+  });
+
   it('applies every default', () => {
     assert.deepEqual(parse(`upstreams:\n  - { name: a, url: "https://a.example/mcp" }\n  - { name: b, command: [node, s.js] }\n`), {
       listen: { host: '127.0.0.1', port: 8080, path: '/mcp', allowedHosts: [], allowedOrigins: [], maxBodyBytes: 1048576, maxJsonDepth: 64, requestTimeoutMs: 30000, headersTimeoutMs: 10000, keepAliveTimeoutMs: 65000, maxConnectionsPerIp: 256, trustedProxies: [] },
