@@ -78,7 +78,7 @@ export function createSseEndpoint(core: EdgeCore, opts: SseEndpointOptions, log:
     if (caller === undefined || !caller.authed.ok) return;
     // The client left while it was being admitted (a token's keys being fetched): the response's `close` has
     // passed, so a session made now would never learn it, and would hold its slot until the idle timeout.
-    if (res.destroyed) return;
+    if (res.destroyed) return void log.debug('an SSE client left before its stream opened', { subject: caller.authed.principal.subject });
     const principal = caller.authed.principal;
     record.subject = principal.subject;
     const admitted = admitStreamRequest(req.headers, 'GET');

@@ -3,8 +3,10 @@
 // sessions.max (and of its caller's sessions.maxSsePerCaller) until the idle timeout, 30 minutes by default,
 // refusing everyone else with 503 session_cap meanwhile. A dropped stream ends its session at once
 // (README "A dropped stream ends the session"); one dropped before it opened must leave nothing behind.
-// The key set is served slowly on purpose (a fake JWKS endpoint), so the client's leaving falls inside the
-// check; the token is signed by the test authorization server.
+// The key set is held on purpose (a fake JWKS endpoint) until the gateway has seen the client leave, so the
+// leaving falls inside the check; the token is signed by the test authorization server. Each step waits for
+// its cause (the key set asked for, the request line of the GET that ended, the debug line of its verdict),
+// bounded, rather than for a time.
 
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
@@ -14,6 +16,7 @@ import { request } from 'undici';
 import { hashKey } from '../../src/auth/key-hash.js';
 import { freePort, startAuthServer, type AuthServer } from '../helpers/auth-server.js';
 import { startGateway, type TestGateway } from '../helpers/gateway.js';
+import { waitFor } from '../helpers/otlp.js';
 import { startModernMatrixServer } from '../fixtures/upstreams/modern-matrix-server.js';
 
 const KEY_B = 'gh_sse_second_0123456789abcdefghijklmnopqrs';
@@ -21,12 +24,18 @@ let audience: string;
 
 let as: AuthServer;
 let slowJwks: Server;
+/** Key set requests the fake endpoint has received. */
+let keySetAsked = 0;
+/** Answers the key set requests held so far, and every later one at once. */
+let releaseKeySet!: () => void;
 let up: Awaited<ReturnType<typeof startModernMatrixServer>>;
 let gw: TestGateway;
 before(async () => {
   as = await startAuthServer();
+  const released = new Promise<void>((r) => (releaseKeySet = r));
   slowJwks = createServer((_req, res) => {
-    setTimeout(() => res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ keys: as.published.map((k) => k.publicJwk) })), 600);
+    keySetAsked++;
+    void released.then(() => res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ keys: as.published.map((k) => k.publicJwk) })));
   });
   await new Promise<void>((r) => slowJwks.listen(0, '127.0.0.1', r));
   up = await startModernMatrixServer({ legacy: 'reject' });
@@ -36,6 +45,8 @@ before(async () => {
     listen: { port, publicUrl: audience, ssePath: '/sse' },
     upstreams: [{ name: 'm', url: up.url }],
     sessions: { max: 1 },
+    // The debug lines say when an SSE GET has been judged and when a session has ended.
+    log: { level: 'debug' },
     auth: {
       apiKeys: [{ id: 'second', hash: hashKey(KEY_B), scopes: [] }],
       oauth: { issuer: as.issuer, audience, jwksUri: `http://127.0.0.1:${(slowJwks.address() as AddressInfo).port}/jwks` },
@@ -54,11 +65,14 @@ test('a client that leaves while its credential is checked leaves no session beh
   const token = await as.sign({ sub: 'alice', aud: audience });
   const leaving = new AbortController();
   const gone = fetch(new URL('/sse', gw.origin), { headers: { accept: 'text/event-stream', authorization: `Bearer ${token}` }, signal: leaving.signal }).catch(() => undefined);
-  // Gone before the key set (600 ms away) lets the token be judged.
-  await new Promise((r) => setTimeout(r, 150));
+  // The token's check waits on the key set, held until the gateway has seen the client leave.
+  await waitFor('the key set to be asked for', () => (keySetAsked > 0 ? true : undefined));
   leaving.abort();
   await gone;
-  await new Promise((r) => setTimeout(r, 900));
+  await waitFor('the request line of the GET whose client left', () => gw.logs.find((l) => l.msg === 'request' && l.method === 'GET'));
+  releaseKeySet();
+  // The token judged: the GET either became a session (the defect) or was dropped as gone.
+  await waitFor('the verdict on the GET whose client left', () => gw.logs.find((l) => l.msg === 'an SSE client left before its stream opened' || l.msg === 'sse session opened'));
   // Another caller, with the only slot of sessions.max: nobody is connected, so it is free.
   const ac = new AbortController();
   const res = await request(new URL('/sse', gw.origin), { headers: { accept: 'text/event-stream', authorization: `Bearer ${KEY_B}` }, signal: ac.signal });
@@ -68,8 +82,9 @@ test('a client that leaves while its credential is checked leaves no session beh
     ac.abort();
     await res.body.dump().catch(() => {});
   }
-  // The control: the same token, from a client that stays, opens its stream (the slot is free again).
-  await new Promise((r) => setTimeout(r, 200));
+  // The control: the same token, from a client that stays, opens its stream once the other caller's has
+  // ended (the slot is free again).
+  await waitFor('the other caller\'s session to end', () => gw.logs.find((l) => l.msg === 'sse session closed'));
   const stays = new AbortController();
   const opened = await request(new URL('/sse', gw.origin), { headers: { accept: 'text/event-stream', authorization: `Bearer ${token}` }, signal: stays.signal });
   try {
