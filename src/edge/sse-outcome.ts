@@ -175,13 +175,17 @@ async function streamed(answer: Answer, stream: CallStream, wire: WireContext): 
 /** The upstream's own answer: SSE event by event, or one JSON body (bounded) reframed as one event. */
 async function relayed(answer: Answer, outcome: Extract<Outcome, { kind: 'relay' }>, wire: WireContext, onEvent?: (ev: SseEvent) => void): Promise<number> {
   const signal = answer.out.signal;
-  const destroy = (): void => void outcome.body.destroy();
+  const events = isEventStreamType(outcome.headers['content-type'] ?? '') ? outcome.body.readable() : undefined;
+  // A stream read through its view is stopped through the view (which drops the body too): a body dropped
+  // alone tells its view nothing, and the loop below waited on it for good. Until 5 December every SSE
+  // connection whose listen stream was relayed left that wait, and the listen call, open when it closed.
+  const destroy = (): void => void (events !== undefined ? events.destroy() : outcome.body.destroy());
   signal.addEventListener('abort', destroy, { once: true });
   try {
-    if (isEventStreamType(outcome.headers['content-type'] ?? '')) {
+    if (events !== undefined) {
       const parser = new SseParser(outcome.body.maxMessageBytes);
       try {
-        for await (const chunk of outcome.body.readable() as AsyncIterable<Buffer>) {
+        for await (const chunk of events as AsyncIterable<Buffer>) {
           for (const ev of parser.push(chunk)) {
             onEvent?.(ev);
             if (ev.data === undefined || ev.data === '' || (ev.event !== undefined && ev.event !== 'message')) continue;

@@ -17,7 +17,7 @@ import { attr, SPAN_KIND, startReceiver, waitFor } from '../helpers/otlp.js';
 test('the listen GET and the closing DELETE the SSE endpoint makes itself are neither logged nor counted as requests; their spans say internal', async () => {
   const up = await startCountingUpstream('legacy');
   const receiver = await startReceiver();
-  const gw = await startGateway({ listen: { ssePath: '/sse' }, upstreams: [{ name: 'up', url: up.url, era: 'legacy' }], metrics: { enabled: true, port: 0 }, tracing: { enabled: true, endpoint: receiver.url } });
+  const gw = await startGateway({ listen: { ssePath: '/sse' }, upstreams: [{ name: 'up', url: up.url, era: 'legacy' }], metrics: { enabled: true, port: 0 }, tracing: { enabled: true, endpoint: receiver.url }, log: { level: 'debug' } });
   const scrape = async (): Promise<string> => (await request(gw.gateway.metricsUrl!)).body.text();
   const client = new Client({ name: 'sse-counted', version: '1' }, { capabilities: {} });
   try {
@@ -35,8 +35,8 @@ test('the listen GET and the closing DELETE the SSE endpoint makes itself are ne
       if (Date.now() > until) throw new Error('the legacy session never ended');
       await new Promise((r) => setTimeout(r, 50));
     }
-    // The listen stream ends with the connection; give its end a moment to be published.
-    await new Promise((r) => setTimeout(r, 300));
+    // The listen stream ends with the connection; its end is published right after its debug line.
+    await waitFor('the listen stream to end', () => gw.logs.find((l) => l.msg === 'sse session listen stream ended' || l.msg === 'sse session listen stream failed'));
     const lines = gw.logs.filter((l) => l.msg === 'request');
     const seen = lines.map((l) => `${String(l.method)}`).sort();
     // What the client sent: the GET that opened the stream, then its POSTs.
@@ -48,6 +48,9 @@ test('the listen GET and the closing DELETE the SSE endpoint makes itself are ne
     const server = (name: string) => receiver.spans.filter((s) => s.kind === SPAN_KIND.SERVER && s.name === name);
     const deleted = await waitFor('the DELETE span', () => server('DELETE')[0]);
     assert.equal(attr(deleted, 'gatehouse.internal'), true);
+    // The GETs: the client's, which opened the connection, and the listen stream's, which ended with it.
+    const gets = await waitFor('both GET spans', () => (server('GET').length >= 2 ? server('GET') : undefined));
+    assert.deepEqual(gets.map((s) => attr(s, 'gatehouse.internal')).sort(), [true, undefined]);
     const called = await waitFor('the tools/call span', () => server('tools/call lookup')[0] ?? server('tools/call')[0]);
     assert.equal(attr(called, 'gatehouse.internal'), undefined);
   } finally {

@@ -104,3 +104,16 @@ test('a stream already gone: the answer is dropped and its producer hears of it'
   assert.equal(d.aborted, true);
   assert.equal(cancelled, true);
 });
+
+test('a relayed stream that goes quiet: the connection closing ends its delivery and stops the upstream', async () => {
+  // A listen stream as an upstream holds it: one event, then nothing until someone stops it.
+  const upstream = new Readable({ read() {} });
+  upstream.push(Buffer.from('data: {"jsonrpc":"2.0","method":"notifications/tools/list_changed"}\n\n'));
+  const ac = new AbortController();
+  const sent: unknown[] = [];
+  const o: MessageOut = { signal: ac.signal, send: async (json) => (sent.push(JSON.parse(json)), ac.abort(), true) };
+  const d = await deliverOutcome(o, relay('text/event-stream', upstream), { id: null, callId: 'c', log: quiet });
+  assert.equal(sent.length, 1);
+  assert.equal(d.aborted, true);
+  assert.equal(upstream.destroyed, true);
+});
