@@ -34,11 +34,12 @@ after(async () => {
 });
 
 test('a client that leaves before the response headers is logged, counted and traced as 499 aborted', async () => {
-  // The answer is written when the upstream answers (1.5 s); the client leaves at 300 ms.
+  // The answer is written when the upstream answers (1.5 s); the client leaves once the upstream has the call.
   const m = modernRequest(1, 'tools/call', { name: 'record_slowly', arguments: { item: 'left', ms: 1500 } });
   const controller = new AbortController();
   const sent = request(gw.url, { method: 'POST', headers: m.headers, body: m.body, signal: controller.signal });
-  setTimeout(() => controller.abort(), 300);
+  await waitFor('the call to reach the upstream', () => up.received.find((body) => body.includes('"left"')));
+  controller.abort();
   await assert.rejects(sent);
   const line = await waitFor('the request line', () => gw.logs.find((l) => l.msg === 'request' && l.tool === 'record_slowly'));
   assert.equal(line.outcome, 'aborted');
@@ -70,7 +71,7 @@ test('HTTP+SSE: a call whose stream closed before its answer is logged as 499 ab
   try {
     await client.connect(new SSEClientTransport(new URL('/sse', sseGw.origin)), { timeout: 10_000 });
     const pending = client.callTool({ name: 'record_slowly', arguments: { item: 'sse-left', ms: 1500 } }).catch(() => undefined);
-    await new Promise((r) => setTimeout(r, 300));
+    await waitFor('the call to reach the upstream', () => up.received.find((body) => body.includes('"sse-left"')));
     await client.close();
     await pending;
     const line = await waitFor('the request line', () => sseGw.logs.find((l) => l.msg === 'request' && l.tool === 'record_slowly'));

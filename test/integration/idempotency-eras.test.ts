@@ -13,6 +13,7 @@ import { Client as V2Client, StreamableHTTPClientTransport as V2Transport } from
 import { startCountingUpstream, type CountingUpstream } from '../fixtures/upstreams/counting-writes.js';
 import { startGateway, type TestGateway } from '../helpers/gateway.js';
 import { MODERN_VERSION } from '../helpers/matrix-clients.js';
+import { waitFor } from '../helpers/otlp.js';
 
 type Era = 'modern' | 'legacy';
 const SERVER_INFO = 'io.modelcontextprotocol/serverInfo';
@@ -119,7 +120,8 @@ describe('a replayed write answer has the era of the client asking', () => {
     const item = `eras-wait-${seq}`;
     const url = gws.legacy!.url;
     const first = callAs('legacy', url, 'record_slowly', { item, ms: 600 }, key);
-    await new Promise((r) => setTimeout(r, 200));
+    // The first holds the key, and is running, once the upstream has it.
+    await waitFor('the first call to reach the upstream', () => ups.legacy!.received.find((body) => body.includes(key)));
     const [a, b] = await Promise.all([first, callAs('modern', url, 'record_slowly', { item, ms: 600 }, key)]);
     assertEra('legacy', a);
     assertEra('modern', b);

@@ -10,6 +10,7 @@ import assert from 'node:assert/strict';
 import { startCountingUpstream, type CountingUpstream } from '../fixtures/upstreams/counting-writes.js';
 import { startGateway, type TestGateway } from '../helpers/gateway.js';
 import { modernRequest, post } from '../helpers/http.js';
+import { waitFor } from '../helpers/otlp.js';
 
 let up: CountingUpstream;
 let gw: TestGateway;
@@ -32,7 +33,8 @@ async function write(url: string, key: string, ms: number): Promise<string> {
 test('a duplicate waits past headersMs for a first call still running, and gets its answer; the write runs once', async () => {
   const key = `wait-${Date.now()}`;
   const first = write(gw.url, key, 2_500);
-  await new Promise((r) => setTimeout(r, 300));
+  // The first holds the key, and is running, once the upstream has it.
+  await waitFor('the first call to reach the upstream', () => up.received.find((body) => body.includes(key)));
   const second = await write(gw.url, key, 2_500);
   const answered = await first;
   assert.match(answered, /recorded w slowly/);
