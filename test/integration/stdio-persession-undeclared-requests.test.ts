@@ -9,8 +9,10 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { fileURLToPath } from 'node:url';
+import { request } from 'undici';
 import { startGateway } from '../helpers/gateway.js';
 import { LEGACY_HEADERS, post, rpc } from '../helpers/http.js';
+import { readSseUntil } from '../helpers/sse.js';
 import { gatewaysCheckedForLeakedChildren } from '../helpers/stdio-children.js';
 
 const ASKER = fileURLToPath(new URL('../fixtures/upstreams/asker-stdio.mjs', import.meta.url));
@@ -37,14 +39,15 @@ test('perSession: a client that declared elicitation is still asked', { timeout:
   const gw = await startGateway({ upstreams: [{ name: 'asker', command: [process.execPath, ASKER], era: 'legacy', processes: 'perSession' }] });
   gateways.push(gw);
   const headers = await session(gw.url, { elicitation: {} });
-  const controller = new AbortController();
-  const call = post(gw.url, rpc(1, 'tools/call', { name: 'ask' }), headers, controller.signal).catch(() => undefined);
-  // The question comes on the call's stream; the test answers it on a POST of its own.
-  await new Promise((r) => setTimeout(r, 1000));
-  const answer = await post(gw.url, JSON.stringify({ jsonrpc: '2.0', id: 'q-1', result: { action: 'accept', content: { ok: true } } }), headers);
+  const call = await request(gw.url, { method: 'POST', headers, body: rpc(1, 'tools/call', { name: 'ask' }), signal: AbortSignal.timeout(10_000) });
+  assert.equal(call.statusCode, 200);
+  // The question comes on the call's stream; the test answers it on a POST of its own once it is there.
+  const asked = await readSseUntil(call.body, (m) => m.some((x) => x.method === 'elicitation/create'));
+  const question = asked.find((x) => x.method === 'elicitation/create');
+  assert.ok(question !== undefined, `no question on the call's stream: ${JSON.stringify(asked)}`);
+  const answer = await post(gw.url, JSON.stringify({ jsonrpc: '2.0', id: question.id, result: { action: 'accept', content: { ok: true } } }), headers);
   assert.equal(answer.status, 202, answer.text);
-  const res = await call;
-  assert.ok(res !== undefined);
-  assert.match(res.text, /elicitation\/create/);
-  assert.match(res.text, /user said \{\\"action\\":\\"accept\\"/);
+  const rest = await readSseUntil(call.body, (m) => m.some((x) => x.id === 1));
+  const result = rest.find((x) => x.id === 1);
+  assert.match(String(result?.result?.content?.[0]?.text), /user said \{"action":"accept"/, JSON.stringify(rest));
 });
