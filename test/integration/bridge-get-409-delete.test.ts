@@ -13,6 +13,7 @@ import { request } from 'undici';
 import { startFakeUpstream } from '../fixtures/upstreams/fake-upstream.js';
 import { startGateway } from '../helpers/gateway.js';
 import { modernRequest, post } from '../helpers/http.js';
+import { waitFor } from '../helpers/otlp.js';
 import { readSseUntil } from '../helpers/sse.js';
 
 /**
@@ -76,13 +77,13 @@ test('a session given up after its GET reopen was answered 409 is DELETEd upstre
 });
 
 test('a call in flight on the session given up is not cut: the DELETE waits for it to end', async () => {
-  const { up, deletes, events, getSessions } = await upstream({ status: 409, body: '{"jsonrpc":"2.0","error":{"code":-32000,"message":"Conflict: Only one SSE stream is allowed per session"},"id":null}' }, 2_000);
+  const { up, deletes, events, getSessions, gets } = await upstream({ status: 409, body: '{"jsonrpc":"2.0","error":{"code":-32000,"message":"Conflict: Only one SSE stream is allowed per session"},"id":null}' }, 2_000);
   const gw = await startGateway({ upstreams: [{ name: 'up', url: up.url, era: 'legacy' }] });
   try {
     const listening = listenUntilEnded(gw.url);
     // Sent while the listen is open, on the same pooled session (same caller, same capabilities); answered
-    // 2 s later, after the GET's reopen (1 s) was refused.
-    await new Promise((r) => setTimeout(r, 200));
+    // 2 s later, after the GET's reopen (1 s) was refused. The listen is open once its GET reached the upstream.
+    await waitFor('the listen\'s GET to reach the upstream', () => (gets() > 0 ? true : undefined));
     const call = modernRequest(2, 'tools/call', { name: 'slow', arguments: {} });
     const answered = await post(gw.url, call.body, call.headers);
     await listening;
