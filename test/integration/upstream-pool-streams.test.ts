@@ -6,6 +6,7 @@
 // once as many streams were open as the pool has connections, every call to that upstream waited for a
 // connection that never came free, whoever made it. Here the pool has 2 connections and three clients listen.
 
+import diagnostics from 'node:diagnostics_channel';
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
@@ -13,6 +14,8 @@ import { SSEClientTransport } from '@modelcontextprotocol/sdk/client/sse.js';
 import { startEverythingHttp, type EverythingHttp } from '../fixtures/upstreams/everything-http.js';
 import { startModernServer, type ModernServer } from '../fixtures/upstreams/modern-server.js';
 import { startGateway, type TestGateway } from '../helpers/gateway.js';
+import { waitFor } from '../helpers/otlp.js';
+import type { UpstreamAnswerEvent, UpstreamStartEvent } from '../../src/pipeline/events.js';
 
 let everything: EverythingHttp;
 let modern: ModernServer;
@@ -25,9 +28,40 @@ after(async () => {
   await modern?.close();
 });
 
+/**
+ * GET streams an upstream has answered (the listening streams Gatehouse opens for HTTP+SSE clients of a
+ * legacy server), seen on the gateway's call events: the GET's upstream start, then its answer.
+ */
+function answeredGets(): { count(): number; stop(): void } {
+  const gets = new Set<string>();
+  let answered = 0;
+  const onStart = (e: unknown): void => {
+    const started = e as UpstreamStartEvent;
+    if (started.ctx.httpMethod === 'GET') gets.add(started.callId);
+  };
+  const onAnswer = (e: unknown): void => {
+    const answer = e as UpstreamAnswerEvent;
+    if (gets.has(answer.callId) && answer.kind === 'relay') answered++;
+  };
+  diagnostics.subscribe('gatehouse:call:upstream-start', onStart);
+  diagnostics.subscribe('gatehouse:call:upstream', onAnswer);
+  return {
+    count: () => answered,
+    stop() {
+      diagnostics.unsubscribe('gatehouse:call:upstream-start', onStart);
+      diagnostics.unsubscribe('gatehouse:call:upstream', onAnswer);
+    },
+  };
+}
+
+const gets = answeredGets();
+after(() => gets.stop());
+const listensReceived = (): number => modern.requests.filter((r) => (r.body as { method?: unknown } | undefined)?.method === 'subscriptions/listen').length;
+
+/** `listening`: how many listening streams are open upstream. */
 const cells = [
-  { label: 'a legacy server (its GET stream, passed through)', upstream: () => ({ name: 'ev', url: everything.url, era: 'legacy' }), tool: { name: 'echo', arguments: { message: 'hi' } } },
-  { label: 'a modern server (a subscriptions/listen, through the bridge)', upstream: () => ({ name: 'm', url: modern.url }), tool: { name: 'echo', arguments: { text: 'hi' } } },
+  { label: 'a legacy server (its GET stream, passed through)', upstream: () => ({ name: 'ev', url: everything.url, era: 'legacy' }), tool: { name: 'echo', arguments: { message: 'hi' } }, listening: () => gets.count() },
+  { label: 'a modern server (a subscriptions/listen, through the bridge)', upstream: () => ({ name: 'm', url: modern.url }), tool: { name: 'echo', arguments: { text: 'hi' } }, listening: listensReceived },
 ];
 
 for (const cell of cells) {
@@ -51,7 +85,7 @@ for (const cell of cells) {
         const result = (await client.callTool(cell.tool, undefined, { timeout: 5_000 })) as { content: Array<{ text: string }> };
         assert.match(result.content[0]!.text, /hi/, `client ${i}`);
         // Its listening stream is open upstream before the next client comes.
-        await new Promise((r) => setTimeout(r, 300));
+        await waitFor(`client ${i}'s listening stream upstream`, () => (cell.listening() > i ? true : undefined));
       }
       const first = (await clients[0]!.callTool(cell.tool, undefined, { timeout: 5_000 })) as { content: Array<{ text: string }> };
       assert.match(first.content[0]!.text, /hi/);
