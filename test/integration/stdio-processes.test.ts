@@ -20,6 +20,7 @@ import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/
 import { ElicitRequestSchema } from '@modelcontextprotocol/sdk/types.js';
 import { hashKey } from '../../src/auth/key-hash.js';
 import { startGateway, type TestGateway } from '../helpers/gateway.js';
+import { waitFor } from '../helpers/otlp.js';
 import { gatewaysCheckedForLeakedChildren, liveStdioChildren, stdioChildPids, waitUntil } from '../helpers/stdio-children.js';
 
 const MEMORY = 'node_modules/@modelcontextprotocol/server-memory/dist/index.js';
@@ -164,8 +165,10 @@ describe('processes: single with server-everything', () => {
     });
     const [c, d] = await Promise.all([connect(gw, 'client-c', ALICE, 'Cy'), connect(gw, 'client-d', BOB, 'Di')]);
     try {
-      const long = c.callTool({ name: 'trigger-long-running-operation', arguments: { duration: 2, steps: 2 } });
-      await new Promise((r) => setTimeout(r, 300));
+      // In flight in the child once its first progress came (after 1 s of 2).
+      let running = false;
+      const long = c.callTool({ name: 'trigger-long-running-operation', arguments: { duration: 2, steps: 2 } }, undefined, { onprogress: () => (running = true) });
+      await waitFor('the long call to be running in the child', () => (running ? true : undefined));
       const elicited = await d.callTool({ name: 'trigger-elicitation-request', arguments: {} }).then(
         (r) => JSON.stringify(r),
         (err: unknown) => String(err),

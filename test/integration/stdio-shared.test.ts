@@ -8,6 +8,7 @@ import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { ElicitRequestSchema } from '@modelcontextprotocol/sdk/types.js';
 import { startGateway } from '../helpers/gateway.js';
+import { waitFor } from '../helpers/otlp.js';
 
 const gw = await startGateway({
   upstreams: [{ name: 'everything', command: [process.execPath, 'node_modules/@modelcontextprotocol/server-everything/dist/index.js', 'stdio'], processes: 'shared' }],
@@ -56,8 +57,10 @@ test('an elicitation while another client has a call in flight is refused, never
   // it is, and guessing would show one caller's prompt to another.
   const [a, b] = await Promise.all([connect('client-c', 'Cy'), connect('client-d', 'Di')]);
   try {
-    const long = a.callTool({ name: 'trigger-long-running-operation', arguments: { duration: 2, steps: 2 } });
-    await new Promise((r) => setTimeout(r, 300));
+    // In flight in the child once its first progress came (after 1 s of 2).
+    let running = false;
+    const long = a.callTool({ name: 'trigger-long-running-operation', arguments: { duration: 2, steps: 2 } }, undefined, { onprogress: () => (running = true) });
+    await waitFor('the long call to be running in the child', () => (running ? true : undefined));
     const elicited = await b.callTool({ name: 'trigger-elicitation-request', arguments: {} }).then(
       (r) => JSON.stringify(r),
       (err: unknown) => String(err),
