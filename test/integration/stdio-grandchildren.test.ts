@@ -86,7 +86,8 @@ test('a helper that ignores SIGTERM is killed once the grace (2 s) is over, and 
   const gw = await gateway({ HELPER_IGNORES_TERM: '1' });
   const { session, helper } = await openSession(gw);
   // The helper must have its SIGTERM handler in place before the session ends, or SIGTERM would end it.
-  await new Promise((r) => setTimeout(r, 500));
+  const ignoring = `helper ${helper} ignores SIGTERM`;
+  assert.ok(await waitUntil(() => gw.logs.some((l) => l.msg === 'stdio upstream stderr' && l.line === ignoring), 5_000), `the child never reported: ${ignoring}`);
   const res = await request(gw.url, { method: 'DELETE', headers: { ...LEGACY_HEADERS, 'mcp-session-id': session } });
   await res.body.text();
   await new Promise((r) => setTimeout(r, 1_000));
