@@ -37,7 +37,8 @@ test(`a child that reads no more stdin: past maxMessageBytes (${BOUND}) of backl
   assert.equal(init.status, 200, init.text);
   const headers = { ...LEGACY_HEADERS, 'mcp-session-id': String(init.headers['mcp-session-id']) };
   const deaf = post(gw.url, rpc('deaf', 'tools/call', { name: 'deaf', arguments: { ms: DEAF_MS } }), headers);
-  await new Promise((r) => setTimeout(r, 300));
+  // The child reads no more once it says so on stderr.
+  assert.ok(await waitUntil(() => gw.logs.some((l) => l.msg === 'stdio upstream stderr' && l.line === 'deaf'), 5_000), 'the child never went deaf');
   // 16 calls of 200 KiB: 3.2 MiB, more than the bound and the pipe's own buffers together.
   const calls: Array<Promise<Answer>> = [];
   for (let i = 0; i < CALLS; i++) calls.push(post(gw.url, rpc(`big-${i}`, 'tools/call', { name: 'echo', arguments: { pad: PAD } }), headers));

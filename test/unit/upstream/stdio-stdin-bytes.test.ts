@@ -12,6 +12,7 @@ import { GatewayError } from '../../../src/errors.js';
 import { createLogger } from '../../../src/log/logger.js';
 import { StdioProcess } from '../../../src/upstream/stdio-process.js';
 import type { JsonRpcRequest } from '../../../src/protocol/jsonrpc.js';
+import { waitUntil } from '../../helpers/stdio-children.js';
 
 const FAKE = fileURLToPath(new URL('../../fixtures/upstreams/stdio-fake.mjs', import.meta.url));
 const MAX = 1024 * 1024;
@@ -27,7 +28,8 @@ test(`requests of 3-byte characters queued for a child that reads nothing stop a
   const waiting: Array<Promise<unknown>> = [];
   try {
     waiting.push(proc.request({ jsonrpc: '2.0', id: 'deaf', method: 'tools/call', params: { name: 'deaf' } }).catch(() => {}));
-    await new Promise((r) => setTimeout(r, 300));
+    // The child reads no more once it says so on stderr.
+    assert.ok(await waitUntil(() => logs.some((l) => l.msg === 'stdio upstream stderr' && l.line === 'deaf'), 5_000), 'the child never went deaf');
     let accepted = 0;
     let refused: GatewayError | undefined;
     for (let i = 0; i < 40 && refused === undefined; i++) {
