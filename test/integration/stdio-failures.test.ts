@@ -12,6 +12,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { startGateway } from '../helpers/gateway.js';
 import { LEGACY_HEADERS, post, rpc } from '../helpers/http.js';
+import { readSseUntil } from '../helpers/sse.js';
 import { request } from 'undici';
 
 const FAKE = fileURLToPath(new URL('../fixtures/upstreams/stdio-fake.mjs', import.meta.url));
@@ -247,12 +248,15 @@ describe('processes: shared (the default)', () => {
       const sessions = shared.logs.filter((l) => l.msg === 'legacy upstream session opened for modern clients');
       assert.equal(sessions.length, 1, 'both clients share one child');
       assert.equal(live.length, 1, `one child: ${JSON.stringify(live.map((l) => l.pid))}`);
-      const slow = post(shared.url, rpc(2, 'tools/call', { name: 'trigger-long-running-operation', arguments: { duration: 5, steps: 5 } }), a);
-      await new Promise((r) => setTimeout(r, 300));
+      const slow = await request(shared.url, { method: 'POST', headers: a, body: rpc(2, 'tools/call', { name: 'trigger-long-running-operation', arguments: { duration: 5, steps: 5 }, _meta: { progressToken: 'slow' } }), signal: AbortSignal.timeout(20_000) });
+      assert.equal(slow.statusCode, 200);
+      // Killed mid-call: once the call is running in the child, as its first progress says.
+      const progressed = await readSseUntil(slow.body, (m) => m.some((x) => x.method === 'notifications/progress'));
+      assert.ok(progressed.some((x) => x.method === 'notifications/progress'), `the call never ran: ${JSON.stringify(progressed)}`);
       for (const l of live) process.kill(Number(l.pid), 'SIGKILL');
-      const failed = await slow;
-      const failedBody = failed.text.startsWith('{') ? failed.json() : JSON.parse(/data: (.*)\n\n$/.exec(failed.text)![1]!);
-      assert.equal(failedBody.error.data.code, 'GW_ERR_UPSTREAM_EXITED');
+      const rest = await readSseUntil(slow.body, (m) => m.some((x) => x.id === 2), 10_000);
+      const failedBody = rest.find((x) => x.id === 2);
+      assert.equal(failedBody?.error?.data?.code, 'GW_ERR_UPSTREAM_EXITED', JSON.stringify(rest));
       for (const h of [a, b]) {
         const next = await post(shared.url, rpc(3, 'tools/call', { name: 'echo', arguments: { message: 'after the restart' } }), h);
         assert.match(next.text, /after the restart/);
