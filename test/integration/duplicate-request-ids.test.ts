@@ -14,6 +14,7 @@ import assert from 'node:assert/strict';
 import { startGateway, type TestGateway } from '../helpers/gateway.js';
 import { startEverythingSse, type EverythingHttp } from '../fixtures/upstreams/everything-http.js';
 import { jsonResult, startFakeUpstream } from '../fixtures/upstreams/fake-upstream.js';
+import { waitFor } from '../helpers/otlp.js';
 
 const EVERYTHING = 'node_modules/@modelcontextprotocol/server-everything/dist/index.js';
 const VERSION = '2025-06-18';
@@ -30,27 +31,59 @@ async function legacySession(gw: TestGateway): Promise<Record<string, string>> {
   return headers;
 }
 
-/** The JSON-RPC message of an answer, JSON or a stream of events (the last message on it). */
-async function answerOf(res: Response): Promise<{ status: number; message: Record<string, any> }> {
-  const text = await res.text();
-  if (!(res.headers.get('content-type') ?? '').startsWith('text/event-stream')) return { status: res.status, message: JSON.parse(text) };
+type Answer = { status: number; message: Record<string, any> };
+
+/** The JSON-RPC message of an answer's text, JSON or a stream of events (the last message on it). */
+function messageOf(status: number, contentType: string, text: string): Answer {
+  if (!contentType.startsWith('text/event-stream')) return { status, message: JSON.parse(text) };
   const datas = text.split('\n').filter((l) => l.startsWith('data:')).map((l) => JSON.parse(l.slice(5)));
-  return { status: res.status, message: datas.at(-1) };
+  return { status, message: datas.at(-1) };
 }
 
-function call(gw: TestGateway, headers: Record<string, string>, id: number | string, name: string, args: Record<string, unknown>): Promise<{ status: number; message: Record<string, any> }> {
+async function answerOf(res: Response): Promise<Answer> {
+  return messageOf(res.status, res.headers.get('content-type') ?? '', await res.text());
+}
+
+function call(gw: TestGateway, headers: Record<string, string>, id: number | string, name: string, args: Record<string, unknown>): Promise<Answer> {
   const body = JSON.stringify({ jsonrpc: '2.0', id, method: 'tools/call', params: { name, arguments: args } });
   return fetch(gw.url, { method: 'POST', headers, body, signal: AbortSignal.timeout(20_000) }).then(answerOf);
 }
 
-/** A slow call with `id`, then, while it runs, a second request with the same id; both answers. */
-async function sameIdTwice(gw: TestGateway, id: number | string): Promise<{ first: { status: number; message: Record<string, any> }; second: { status: number; message: Record<string, any> } }> {
+/**
+ * The long-running operation, asking for progress, its answer read as it comes: `progressed` resolves true
+ * at its first notifications/progress (the call is running upstream, holding its id), false when its
+ * answer ended without one.
+ */
+function longCall(gw: TestGateway, headers: Record<string, string>, id: number | string, duration: number, steps: number): { progressed: Promise<boolean>; answer: Promise<Answer> } {
+  let seen!: (progressed: boolean) => void;
+  const progressed = new Promise<boolean>((r) => (seen = r));
+  const body = JSON.stringify({ jsonrpc: '2.0', id, method: 'tools/call', params: { name: 'trigger-long-running-operation', arguments: { duration, steps }, _meta: { progressToken: `progress-${String(id)}` } } });
+  const answer = fetch(gw.url, { method: 'POST', headers, body, signal: AbortSignal.timeout(20_000) })
+    .then(async (res) => {
+      const reader = res.body!.getReader();
+      const decoder = new TextDecoder();
+      let text = '';
+      for (let chunk = await reader.read(); !chunk.done; chunk = await reader.read()) {
+        text += decoder.decode(chunk.value, { stream: true });
+        if (text.includes('"notifications/progress"')) seen(true);
+      }
+      return messageOf(res.status, res.headers.get('content-type') ?? '', text);
+    })
+    .finally(() => seen(false));
+  return { progressed, answer };
+}
+
+/**
+ * A slow call with `id`, then, while it runs upstream, a second request with the same id; both answers.
+ * Running upstream: its first progress came, or `reachedUpstream` says so (an upstream that sends none).
+ */
+async function sameIdTwice(gw: TestGateway, id: number | string, reachedUpstream?: () => boolean): Promise<{ first: Answer; second: Answer }> {
   const headers = await legacySession(gw);
-  const first = call(gw, headers, id, 'trigger-long-running-operation', { duration: 1.5, steps: 3 });
-  // The first is on its way to the upstream before the second is sent.
-  await new Promise((r) => setTimeout(r, 300));
+  const first = longCall(gw, headers, id, 1.5, 3);
+  if (reachedUpstream === undefined) assert.ok(await first.progressed, 'the first call never ran upstream');
+  else await waitFor('the first call to reach the upstream', () => (reachedUpstream() ? true : undefined));
   const second = await call(gw, headers, id, 'echo', { message: 'second' });
-  return { first: await first, second };
+  return { first: await first.answer, second };
 }
 
 function assertRefusedAsDuplicate(second: { status: number; message: Record<string, any> }, id: number | string): void {
@@ -108,7 +141,7 @@ describe('a request id reused while its request runs (2025-11-25/basic/index.mdx
     const gw = await startGateway({ upstreams: [{ name: 'ev', url: up.url, era: 'modern' }] });
     gateways.push(gw);
     try {
-      const { first, second } = await sameIdTwice(gw, 7);
+      const { first, second } = await sameIdTwice(gw, 7, () => up.requests.some((r) => r.body.includes('"tools/call"')));
       assertRefusedAsDuplicate(second, 7);
       assertFirstAnswered(first, 7);
       assert.equal(up.requests.filter((r) => r.body.includes('"tools/call"')).length, 1);
@@ -121,12 +154,12 @@ describe('a request id reused while its request runs (2025-11-25/basic/index.mdx
     const gw = await startGateway({ upstreams: [{ name: 'ev', command: [process.execPath, EVERYTHING, 'stdio'], processes: 'perSession' }] });
     gateways.push(gw);
     const headers = await legacySession(gw);
-    const first = call(gw, headers, 7, 'trigger-long-running-operation', { duration: 1, steps: 2 });
-    await new Promise((r) => setTimeout(r, 300));
+    const first = longCall(gw, headers, 7, 1, 2);
+    assert.ok(await first.progressed, 'the first call never ran upstream');
     const second = await call(gw, headers, '7', 'echo', { message: 'string id' });
     assert.equal(second.message.id, '7');
     assert.equal(second.message.result?.content?.[0]?.text, 'Echo: string id', JSON.stringify(second.message));
-    assertFirstAnswered(await first, 7);
+    assertFirstAnswered(await first.answer, 7);
   });
 
   test('stdio, processes: shared (the legacy session is bridged over shared children): the same', async () => {
