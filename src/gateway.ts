@@ -802,8 +802,10 @@ function buildRuntime(config: GatehouseConfig, log: Logger, observeUpstream: (up
         // Rules that hide items from everyone leave the choice of path to the names check: made now, not at
         // the next list, while streams are open (a check that chooses the catalog ends them).
         if (upstream instanceof SingleUpstream) void upstream.checkNamesForHeldStreams();
-        // And the subscriptions legacy sessions made through it, which the upstream's sessions hold.
-        void kept.passThroughStreams.subscriptions.rejudge(passedThrough, mayKeepSubscription).then(
+        // And the subscriptions legacy sessions made through it, which the upstream's sessions hold; a
+        // subscribe the old rules let through and still on its way is judged when answered (`upstream` names
+        // these rules' pass-through).
+        void kept.passThroughStreams.subscriptions.rejudge(passedThrough, mayKeepSubscription, upstream).then(
           (dropped) => (dropped > 0 ? log.info('a reload had the upstream drop resource subscriptions legacy sessions made through the pass-through that its rules no longer allow', { dropped, upstream: passedThrough.name }) : undefined),
           (err: unknown) => log.error('the pass-through legacy sessions\' subscriptions could not be judged under the reloaded rules', { err, upstream: passedThrough.name }),
         );

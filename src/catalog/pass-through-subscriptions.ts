@@ -12,6 +12,10 @@
 // A subscribe on its way while a reload retires the pass-through (still in the old configuration's pipeline,
 // or upstream, when keepOnly asked for the drops) is dropped once its answer comes (answered): until
 // 5 December it was noted after the drops, or subscribed upstream after them, and stayed until a later reload.
+// So is one that the old egress rules let through while a reload that keeps the pass-through judges the notes
+// (noted after that judgement began, or subscribed upstream after its drop), if the new rules forbid its URI:
+// its answer, carried by an older configuration's pass-through than the one whose rules judged last, has the
+// URI judged under those rules. Until 5 December it stayed subscribed upstream until a later reload.
 // Only the subscribe, unsubscribe and DELETE of such a session are read here: other calls cost a method test.
 
 import type { Logger } from '../log/logger.js';
@@ -53,6 +57,11 @@ export class PassThroughSubscriptions {
   private readonly bySession = new Map<Upstream, Map<string, SessionSubscriptions>>();
   /** The member whose sessions keepOnly last kept (null: none); undefined until a configuration is adopted. */
   private kept: Upstream | null | undefined;
+  /**
+   * The rules that last judged the notes (rejudge), and the configuration's pass-through (its SingleUpstream)
+   * they came with: a subscribe another one carried was let through by other rules. Undefined until a judgement.
+   */
+  private judged: { carrier: Upstream; mayKeep: SubscriptionJudge } | undefined;
 
   constructor(private readonly log: Logger) {}
 
@@ -93,6 +102,8 @@ export class PassThroughSubscriptions {
    */
   keepOnly(member: Upstream | undefined): void {
     this.kept = member ?? null;
+    // Rules of a configuration no longer served judge nothing more: not held, they can be let go of.
+    if (member === undefined) this.judged = undefined;
     for (const [owner, sessions] of [...this.bySession]) {
       if (owner === member) continue;
       this.bySession.delete(owner);
@@ -101,16 +112,34 @@ export class PassThroughSubscriptions {
   }
 
   /**
-   * A `resources/subscribe` `member`'s pass-through carried has been answered (`ctx`, noted as it went up).
-   * When a reload retired that pass-through meanwhile, the upstream's session holds a subscription that
-   * keepOnly's drops missed (noted after them, or subscribed upstream after its drop was asked), so it is
-   * asked to drop it now, after its subscribe, never before. A failed drop stays noted, as keepOnly's do.
+   * A `resources/subscribe` that `carrier` (a configuration's pass-through of `member`) carried has been
+   * answered (`ctx`, noted as it went up). When a reload retired that pass-through meanwhile, the upstream's
+   * session holds a subscription that keepOnly's drops missed (noted after them, or subscribed upstream after
+   * its drop was asked), so it is asked to drop it now, after its subscribe, never before. When a reload kept
+   * it but its rules judged the notes since (`carrier` is not the pass-through they came with), the subscribe
+   * was let through by the older rules and rejudge may have missed it the same ways: its URI is judged under
+   * the newer rules, and dropped likewise if they forbid it. A failed drop stays noted, as keepOnly's do.
+   * Any other subscribe costs a comparison more.
    */
-  answered(member: Upstream, ctx: CallContext): void {
-    if (this.kept === undefined || this.kept === member || ctx.sessionId === undefined || member.unsubscribeSession === undefined) return;
+  answered(member: Upstream, carrier: Upstream, ctx: CallContext): void {
+    if (this.kept === undefined || ctx.sessionId === undefined || member.unsubscribeSession === undefined) return;
+    // Undefined: the pass-through was retired, and the subscription is dropped whatever its URI.
+    let mayKeep: SubscriptionJudge | undefined;
+    if (this.kept === member) {
+      const judged = this.judged;
+      if (judged === undefined || judged.carrier === carrier) return;
+      mayKeep = judged.mayKeep;
+    }
     const uri = (ctx.message as { params?: { uri?: unknown } } | undefined)?.params?.uri;
     if (typeof uri !== 'string') return;
-    void this.dropLate(member, ctx.sessionId, { principal: ctx.principal, capabilities: ctx.clientCapabilities, version: ctx.version, uris: new Set([uri]) }, uri);
+    const late: SessionSubscriptions = { principal: ctx.principal, capabilities: ctx.clientCapabilities, version: ctx.version, uris: new Set([uri]) };
+    void (mayKeep === undefined ? this.dropLate(member, ctx.sessionId, late, uri) : this.dropIfForbidden(member, ctx.sessionId, late, uri, mayKeep));
+  }
+
+  /** A subscribe answered after newer rules judged the notes: dropped as a late one if they forbid its URI. */
+  private async dropIfForbidden(member: Upstream, sessionId: string, late: SessionSubscriptions, uri: string, mayKeep: SubscriptionJudge): Promise<void> {
+    if (await allowed(mayKeep, late, uri)) return;
+    await this.dropLate(member, sessionId, late, uri);
   }
 
   private async dropLate(member: Upstream, sessionId: string, late: SessionSubscriptions, uri: string): Promise<void> {
@@ -128,9 +157,11 @@ export class PassThroughSubscriptions {
 
   /**
    * Asks `member` to drop, in each session, every subscription `mayKeep` no longer allows (one that cannot
-   * be judged is not kept), one URI at a time. Returns how many were dropped.
+   * be judged is not kept), one URI at a time. Returns how many were dropped. `carrier` is the pass-through
+   * of the configuration whose rules `mayKeep` are: subscribes older ones carry are judged when answered.
    */
-  async rejudge(member: Upstream, mayKeep: SubscriptionJudge): Promise<number> {
+  async rejudge(member: Upstream, mayKeep: SubscriptionJudge, carrier: Upstream): Promise<number> {
+    this.judged = { carrier, mayKeep };
     const sessions = this.bySession.get(member);
     if (sessions === undefined || member.unsubscribeSession === undefined) return 0;
     let dropped = 0;

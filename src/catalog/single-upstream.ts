@@ -98,14 +98,15 @@ export class SingleUpstream implements Upstream {
 
   /**
    * A call that changes a legacy session's subscriptions, noted as it goes up; a subscribe's answer is
-   * looked at once it comes, for a reload that retired the pass-through while it was on its way
-   * (PassThroughSubscriptions.answered). Only these calls pay for it.
+   * looked at once it comes, for a reload that retired the pass-through, or judged the notes under newer
+   * rules, while it was on its way (PassThroughSubscriptions.answered: this configuration's pass-through
+   * names the rules that let it through). Only these calls pay for it.
    */
   private noted(ctx: CallContext, subscriptions: PassThroughSubscriptions): Promise<Outcome> {
     subscriptions.note(this.member, ctx);
     const outcome = this.member.handle(ctx);
     if (ctx.method !== 'resources/subscribe') return outcome;
-    return outcome.then((answered) => interceptFinal(answered, ctx, async () => subscriptions.answered(this.member, ctx)));
+    return outcome.then((answered) => interceptFinal(answered, ctx, async () => subscriptions.answered(this.member, this, ctx)));
   }
 
   /**

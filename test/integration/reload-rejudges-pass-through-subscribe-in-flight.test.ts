@@ -1,0 +1,124 @@
+// A legacy (2025-11-25) client of one legacy upstream, passed through, whose `resources/subscribe` of a URI
+// the old egress rules allow is on its way while a reload that KEEPS the pass-through (new egress rules block
+// the URI's host; egress rules do not take the upstream behind the catalog) judges the subscriptions noted:
+// held by the upstream before it subscribes (the reload's drop reaches the upstream first), or still in the
+// old configuration's pipeline (the egress stage waiting for its URI's host to resolve; noted only after the
+// reload's judgement). Until 5 December either then stayed subscribed upstream until some later reload. Now
+// the subscribe's answer, carried by a configuration older than the one whose rules last judged the notes,
+// has its URI judged under those rules, and the upstream's session is asked to drop it.
+// Upstream: the v1 SDK's server over Streamable HTTP, holding subscribes on purpose. Client: the v1 SDK's.
+
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { Client as V1Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StreamableHTTPClientTransport as V1Transport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import { validateConfigObject } from '../../src/config/load.js';
+import { startSubscribableV1Http } from '../fixtures/upstreams/subscribable-v1-http.js';
+import { EGRESS_DNS, stubResolver } from '../helpers/egress-judged.js';
+import { startGateway } from '../helpers/gateway.js';
+
+const KEPT = 'test://kept';
+/** A fetched scheme's URI, resolving to a public address: allowed by the default egress rules. */
+const PARTNER = 'https://docs.partner.example/a';
+/** A URI the new rules still allow. */
+const OTHER = 'test://other';
+
+/** The config that keeps the pass-through: its egress rules now block PARTNER's host. */
+function blockingPartner(upstreams: unknown[]) {
+  return validateConfigObject({ auth: { anonymous: true }, idempotency: { requireKeys: false }, listen: { host: '127.0.0.1', port: 0 }, upstreams, policy: { egress: [{ id: 'no-partner', tools: ['*'], deny: { hosts: ['docs.partner.example'] } }] } }, 'test');
+}
+
+async function until(done: () => boolean): Promise<void> {
+  for (let i = 0; i < 100 && !done(); i++) await new Promise((r) => setTimeout(r, 50));
+}
+
+test('a subscribe held upstream while a reload that keeps the pass-through judges the notes is dropped once answered, when the new rules forbid it', { timeout: 60_000 }, async () => {
+  let release = (): void => {};
+  const held = new Promise<void>((resolve) => (release = resolve));
+  let releaseOther = (): void => {};
+  const heldOther = new Promise<void>((resolve) => (releaseOther = resolve));
+  let holding = 0;
+  const unsubscribes: string[] = [];
+  const upstream = await startSubscribableV1Http({
+    holdSubscribe: (uri) => (uri === PARTNER ? (holding++, held) : uri === OTHER ? (holding++, heldOther) : undefined),
+    refuseUnsubscribe: (uri) => (unsubscribes.push(uri), false),
+  });
+  const upstreams = [{ name: 'files', url: upstream.url }];
+  const gw = await startGateway({ upstreams }, { resolveHost: stubResolver().resolveHost });
+  const client = new V1Client({ name: 'subscriber', version: '1' });
+  client.onerror = () => {};
+  const subscribed = (): string[] => upstream.sessions.flatMap((s) => [...s.subscribed]).sort();
+  try {
+    await client.connect(new V1Transport(new URL(gw.url)));
+    await client.subscribeResource({ uri: KEPT });
+    const late = client.subscribeResource({ uri: PARTNER });
+    const other = client.subscribeResource({ uri: OTHER });
+    await until(() => holding === 2);
+    assert.equal(holding, 2, 'the upstream holds both subscribes before subscribing');
+
+    assert.deepEqual(await gw.gateway.reload(blockingPartner(upstreams)), []);
+    assert.deepEqual(gw.logs.filter((l) => l.msg === 'config reloaded').at(-1)?.keptUpstreams, ['files'], 'the same upstream, still passed through');
+    await until(() => unsubscribes.length >= 1);
+    assert.deepEqual(unsubscribes, [PARTNER], 'the reload asked the upstream to drop the noted URI, before it subscribed');
+
+    // The allowed one is answered first: its answer is judged before the forbidden one is even subscribed.
+    releaseOther();
+    await other;
+    release();
+    await late;
+    await until(() => unsubscribes.length >= 2);
+    assert.deepEqual(unsubscribes, [PARTNER, PARTNER], 'the forbidden subscribe\'s answer had the upstream asked to drop its URI again; the allowed one\'s did not');
+    assert.deepEqual(subscribed(), [KEPT, OTHER].sort(), 'the upstream\'s session watches only the URIs the new rules allow');
+  } finally {
+    release();
+    releaseOther();
+    await client.close().catch(() => {});
+    await gw.close();
+    await upstream.close();
+  }
+});
+
+test('a subscribe still in the old configuration\'s pipeline while a reload that keeps the pass-through judges the notes is dropped once answered, when the new rules forbid it', { timeout: 60_000 }, async () => {
+  let release = (): void => {};
+  const resolving = new Promise<void>((resolve) => (release = resolve));
+  let stalled = false;
+  // The old egress stage resolves the URI's host before the call goes on: held here until the reload is done.
+  const resolveHost = async (host: string): Promise<string[]> => {
+    if (host === new URL(PARTNER).hostname) {
+      stalled = true;
+      await resolving;
+    }
+    const found = EGRESS_DNS[host];
+    if (!found) throw Object.assign(new Error(`ENOTFOUND ${host}`), { code: 'ENOTFOUND' });
+    return found;
+  };
+  const unsubscribes: string[] = [];
+  const upstream = await startSubscribableV1Http({ refuseUnsubscribe: (uri) => (unsubscribes.push(uri), false) });
+  const upstreams = [{ name: 'files', url: upstream.url }];
+  const gw = await startGateway({ upstreams }, { resolveHost });
+  const client = new V1Client({ name: 'subscriber', version: '1' });
+  client.onerror = () => {};
+  const subscribed = (): string[] => upstream.sessions.flatMap((s) => [...s.subscribed]).sort();
+  try {
+    await client.connect(new V1Transport(new URL(gw.url)));
+    await client.subscribeResource({ uri: KEPT });
+    const late = client.subscribeResource({ uri: PARTNER });
+    await until(() => stalled);
+    assert.ok(stalled, 'the subscribe waits in the egress stage for its host to resolve');
+
+    // The reload's judgement of the notes starts as it returns, before the subscribe is noted.
+    assert.deepEqual(await gw.gateway.reload(blockingPartner(upstreams)), []);
+    assert.deepEqual(gw.logs.filter((l) => l.msg === 'config reloaded').at(-1)?.keptUpstreams, ['files'], 'the same upstream, still passed through');
+
+    release();
+    await late;
+    await until(() => unsubscribes.length >= 1);
+    assert.deepEqual(unsubscribes, [PARTNER], 'the subscribe\'s answer had the upstream asked to drop its URI');
+    assert.deepEqual(subscribed(), [KEPT], 'the upstream\'s session watches only the URI the new rules allow');
+  } finally {
+    release();
+    await client.close().catch(() => {});
+    await gw.close();
+    await upstream.close();
+  }
+});
