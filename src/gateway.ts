@@ -793,9 +793,10 @@ function buildRuntime(config: GatehouseConfig, log: Logger, observeUpstream: (up
       const ended = kept.passThroughStreams.serve(passedThrough);
       if (ended > 0) log.info('a reload ended the listening streams opened on the pass-through it no longer serves', { ended });
       // Those it goes on passing through are judged as the catalog's listens are: one holding a URI the new
-      // egress rules block ends.
+      // egress rules block ends (one the old rules let through and still on its way, once held: `upstream`
+      // names these rules' pass-through).
       if (passedThrough !== undefined) {
-        void kept.passThroughStreams.rejudge(passedThrough, mayKeepSubscription).then(
+        void kept.passThroughStreams.rejudge(passedThrough, mayKeepSubscription, upstream).then(
           (rejudged) => (rejudged > 0 ? log.info('a reload ended listens on the pass-through holding resource subscriptions its rules no longer allow', { ended: rejudged }) : undefined),
           (err: unknown) => log.error('the pass-through listens\' subscriptions could not be judged under the reloaded rules', { err, upstream: passedThrough.name }),
         );

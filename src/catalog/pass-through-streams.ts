@@ -8,7 +8,10 @@
 // gets its completion result first (2026-07-28 basic/patterns/subscriptions.mdx §Graceful Closure).
 // A reload that goes on passing the same upstream through judges its modern listens' resource
 // subscriptions again (its egress rules may now block one), as open-listens.ts does the catalog's, and the
-// resource subscriptions legacy sessions made through it (pass-through-subscriptions.ts).
+// resource subscriptions legacy sessions made through it (pass-through-subscriptions.ts). A listen the old
+// rules let through and held only after that judgement (still in the old configuration's pipeline, or
+// awaiting the upstream's acknowledgment, while it ran) is judged under the new rules as it is held: until
+// 5 December it went on, the upstream watching a URI they forbid, until a later reload.
 
 import { PassThrough as ByteQueue, type Readable } from 'node:stream';
 import type { Logger } from '../log/logger.js';
@@ -43,6 +46,11 @@ export class PassThroughStreams {
   private readonly open = new Map<Upstream, Set<HeldStream>>();
   /** The member the running configuration passes through; null: none (it is served through the catalog). */
   private served: Upstream | null | undefined;
+  /**
+   * The rules that last judged the listens (rejudge), and the configuration's pass-through (its
+   * SingleUpstream) they came with: a listen another one carried was let through by other rules.
+   */
+  private judged: { carrier: Upstream; mayKeep: SubscriptionJudge } | undefined;
   /** The subscriptions legacy sessions made through the pass-through, held by the upstream's sessions. */
   readonly subscriptions: PassThroughSubscriptions;
 
@@ -51,11 +59,15 @@ export class PassThroughStreams {
   }
 
   /**
-   * The outcome of a listening request `member`'s pass-through answered, made endable and held until it
-   * ends. One answered on a path no longer served (a request the retired configuration still carried) is
-   * ended at once. Other outcomes (a refusal, a plain answer) come back as they are.
+   * The outcome of a listening request `carrier` (a configuration's pass-through of `member`) answered, made
+   * endable and held until it ends. One answered on a path no longer served (a request the retired
+   * configuration still carried) is ended at once. A listen with resource subscriptions that another
+   * configuration's rules judged the held listens since (`carrier` is not the pass-through they came with)
+   * was let through by older rules, and missed by that judgement: it is judged under the newer rules (as
+   * rejudge does, in the background) and ended if they forbid one of its URIs. Other outcomes (a refusal, a
+   * plain answer) come back as they are.
    */
-  hold(member: Upstream, ctx: CallContext, outcome: Outcome): Outcome {
+  hold(member: Upstream, ctx: CallContext, outcome: Outcome, carrier: Upstream): Outcome {
     const endable = endableStream(ctx, outcome);
     if (endable === undefined) return outcome;
     let streams = this.open.get(member);
@@ -68,6 +80,7 @@ export class PassThroughStreams {
       if (held.size === 0 && this.open.get(member) === held) this.open.delete(member);
     });
     if (this.served !== undefined && this.served !== member) stream.end();
+    else if (stream.uris.length > 0 && this.judged !== undefined && this.judged.carrier !== carrier) void endIfForbidden(stream, this.judged.mayKeep);
     return endable.outcome;
   }
 
@@ -77,6 +90,8 @@ export class PassThroughStreams {
    */
   serve(member: Upstream | undefined): number {
     this.served = member ?? null;
+    // Rules of a configuration no longer served judge nothing more: not held, they can be let go of.
+    if (member === undefined) this.judged = undefined;
     this.subscriptions.keepOnly(member);
     let ended = 0;
     for (const [owner, streams] of [...this.open]) {
@@ -109,20 +124,25 @@ export class PassThroughStreams {
   /**
    * Ends each listen `member`'s pass-through holds one of whose URIs `mayKeep` no longer allows (one that
    * cannot be judged is not kept), one URI at a time; its filter, settled by its acknowledgment, cannot be
-   * narrowed in place. Returns how many were ended.
+   * narrowed in place. Returns how many were ended. `carrier` is the pass-through of the configuration whose
+   * rules `mayKeep` are: listens older ones carry are judged as they are held (hold).
    */
-  async rejudge(member: Upstream, mayKeep: SubscriptionJudge): Promise<number> {
+  async rejudge(member: Upstream, mayKeep: SubscriptionJudge, carrier: Upstream): Promise<number> {
+    this.judged = { carrier, mayKeep };
     let ended = 0;
-    for (const stream of [...(this.open.get(member) ?? [])]) {
-      for (const uri of stream.uris) {
-        if (await allowed(mayKeep, stream, uri)) continue;
-        stream.end();
-        ended++;
-        break;
-      }
-    }
+    for (const stream of [...(this.open.get(member) ?? [])]) if (await endIfForbidden(stream, mayKeep)) ended++;
     return ended;
   }
+}
+
+/** Ends `stream` if `mayKeep` no longer allows one of its URIs (one that cannot be judged is not kept). */
+async function endIfForbidden(stream: HeldStream, mayKeep: SubscriptionJudge): Promise<boolean> {
+  for (const uri of stream.uris) {
+    if (await allowed(mayKeep, stream, uri)) continue;
+    stream.end();
+    return true;
+  }
+  return false;
 }
 
 const NO_URIS: readonly string[] = [];

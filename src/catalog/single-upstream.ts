@@ -120,9 +120,12 @@ export class SingleUpstream implements Upstream {
     await this.decide(this.mode === 'direct', {});
   }
 
-  /** A listening stream on the pass-through, held so that the reload that retires this path ends it. */
+  /**
+   * A listening stream on the pass-through, held so that the reload that retires this path ends it; this
+   * configuration's pass-through names the rules that let it through (PassThroughStreams.hold).
+   */
   private async heldListen(ctx: CallContext, streams: PassThroughStreams): Promise<Outcome> {
-    return streams.hold(this.member, ctx, await this.member.handle(ctx));
+    return streams.hold(this.member, ctx, await this.member.handle(ctx), this);
   }
 
   private async decideThenHandle(ctx: CallContext): Promise<Outcome> {
