@@ -176,9 +176,10 @@ async function streamed(answer: Answer, stream: CallStream, wire: WireContext): 
 async function relayed(answer: Answer, outcome: Extract<Outcome, { kind: 'relay' }>, wire: WireContext, onEvent?: (ev: SseEvent) => void): Promise<number> {
   const signal = answer.out.signal;
   const events = isEventStreamType(outcome.headers['content-type'] ?? '') ? outcome.body.readable() : undefined;
-  // A stream read through its view is stopped through the view (which drops the body too): a body dropped
-  // alone tells its view nothing, and the loop below waited on it for good. Until 5 December every SSE
-  // connection whose listen stream was relayed left that wait, and the listen call, open when it closed.
+  // A stream read through its view is stopped through the view (which drops the body too). A body dropped
+  // alone told its view nothing, and the loop below waited on it for good: until 5 December every SSE
+  // connection whose listen stream was relayed left that wait, and the listen call, open when it closed. A
+  // dropped body now tells its consumer (BodyDropped), which also ends the collect() below.
   const destroy = (): void => void (events !== undefined ? events.destroy() : outcome.body.destroy());
   signal.addEventListener('abort', destroy, { once: true });
   try {

@@ -41,6 +41,17 @@ export class BodyTooLarge extends Error {
   }
 }
 
+/**
+ * The body was dropped (`destroy`) before its end: what its consumer hears, so a reader of its view or a
+ * pending `collect` finishes. Not the upstream's failure: whoever dropped it knows why.
+ */
+export class BodyDropped extends Error {
+  constructor() {
+    super('the relayed body was dropped');
+    this.name = 'BodyDropped';
+  }
+}
+
 /** The error listener of a view not read yet: its reader, when it comes, learns the error from the view's state. */
 function ignoreUntilRead(): void {}
 
@@ -232,13 +243,19 @@ export class RelayBody {
     if (this.state === 'open') this.source.resume();
   }
 
-  /** Stops the body where it is; its consumer hears nothing more. */
+  /**
+   * Stops the body where it is; its consumer, if it has one, hears BodyDropped once, as a failure: a loop
+   * reading the view, or a `collect`, would otherwise wait for good. Until 5 December it heard nothing, and
+   * a body dropped under its reader (a closed connection) left that reader, and its call, in flight.
+   */
   destroy(): void {
     if (this.state !== 'open') return;
     this.state = 'destroyed';
     this.settle();
     this.held = undefined;
-    this.source.abort(new Error('the relayed body was dropped'));
+    const dropped = new BodyDropped();
+    this.source.abort(dropped);
+    this.sink?.error(dropped);
   }
 
   /** Reads and drops the rest, so the upstream connection can be reused. */
@@ -286,8 +303,9 @@ export class RelayBody {
           chunks.push(chunk);
           size += chunk.length;
           if (size < limit) return true;
-          this.destroy();
+          // Resolved before the drop, whose BodyDropped then finds the promise settled.
           resolve(Buffer.concat(chunks).subarray(0, limit));
+          this.destroy();
           return false;
         },
         end: () => resolve(Buffer.concat(chunks)),

@@ -117,3 +117,21 @@ test('a relayed stream that goes quiet: the connection closing ends its delivery
   assert.equal(d.aborted, true);
   assert.equal(upstream.destroyed, true);
 });
+
+test('a JSON answer still arriving: the connection closing ends its delivery and stops the upstream', async () => {
+  // A POST's answer relayed as one JSON body, half of it sent, the rest held back by the upstream.
+  const upstream = new Readable({ read() {} });
+  upstream.push(Buffer.from('{"jsonrpc":"2.0","id":1,"result":{"content":['));
+  const ac = new AbortController();
+  const sent: unknown[] = [];
+  const o: MessageOut = { signal: ac.signal, send: async (json) => (sent.push(JSON.parse(json)), true) };
+  const delivering = deliverOutcome(o, relay('application/json', upstream), { id: 1, callId: 'c', log: quiet });
+  // The connection closes once the body is being read (its first bytes taken).
+  await new Promise((r) => setImmediate(r));
+  ac.abort();
+  // Until 5 December the body was dropped under collect(), which never settled: the call stayed in flight.
+  const d = await delivering;
+  assert.deepEqual(sent, []);
+  assert.equal(d.aborted, true);
+  assert.equal(upstream.destroyed, true);
+});

@@ -7,7 +7,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { Readable } from 'node:stream';
 import { Cancellation } from '../../../src/pipeline/cancellation.js';
-import { BodyTooLarge, MAX_WHOLE_BODY_BYTES, RelayBody, type BodySource } from '../../../src/pipeline/relay-body.js';
+import { BodyDropped, BodyTooLarge, MAX_WHOLE_BODY_BYTES, RelayBody, type BodySource } from '../../../src/pipeline/relay-body.js';
 
 function source(): BodySource & { log: string[] } {
   const log: string[] = [];
@@ -52,17 +52,63 @@ test('a failure reaches the consumer, even one that comes after it', () => {
   assert.equal(failed?.message, 'socket hang up');
 });
 
-test('a dropped body aborts its source once, and what the source says after that is ignored', () => {
+test('a dropped body aborts its source once, tells its consumer once (BodyDropped), and what the source says after that is ignored', () => {
   const src = source();
   const body = new RelayBody(src);
   const events: string[] = [];
-  body.consume({ data: () => (events.push('data'), true), end: () => events.push('end'), error: () => events.push('error') });
+  body.consume({ data: () => (events.push('data'), true), end: () => events.push('end'), error: (e) => events.push(`error:${e.name}`) });
   body.destroy();
   body.destroy();
   body.push(Buffer.from('late'));
   body.fail(new Error('aborted'));
   body.end();
-  assert.deepEqual(events, []);
+  assert.deepEqual(events, ['error:BodyDropped']);
+  assert.deepEqual(src.log, ['resume', 'abort:the relayed body was dropped']);
+});
+
+test('a body dropped while read through its view: the reader\'s loop ends with BodyDropped, and nothing is thrown out of the process', async () => {
+  // Until 5 December a dropped body told its view nothing, and a loop reading the view waited for good (the
+  // legacy SSE edge's relays, pipeOutcome's).
+  const uncaught: unknown[] = [];
+  const record = (err: unknown): void => void uncaught.push(err);
+  process.on('uncaughtException', record);
+  try {
+    const src = source();
+    const body = new RelayBody(src);
+    const view = body.readable();
+    body.push(Buffer.from('data: 1\n\n'));
+    const got: string[] = [];
+    const reading = (async () => {
+      for await (const chunk of view) {
+        got.push(String(chunk));
+        body.destroy();
+      }
+    })();
+    await assert.rejects(reading, BodyDropped);
+    assert.deepEqual(got, ['data: 1\n\n']);
+    assert.equal(view.destroyed, true);
+    assert.deepEqual(src.log.filter((l) => l.startsWith('abort')), ['abort:the relayed body was dropped']);
+    // A view not read yet learns it when its reader comes.
+    const later = new RelayBody(source());
+    const unread = later.readable();
+    later.destroy();
+    await new Promise((r) => setImmediate(r));
+    await assert.rejects(async () => {
+      for await (const _ of unread) void _;
+    }, BodyDropped);
+    assert.deepEqual(uncaught, []);
+  } finally {
+    process.off('uncaughtException', record);
+  }
+});
+
+test('a body dropped while collect() waits for it: collect rejects with BodyDropped', async () => {
+  const src = source();
+  const body = new RelayBody(src);
+  const whole = body.collect();
+  body.push(Buffer.from('{"jsonrpc":'));
+  body.destroy();
+  await assert.rejects(whole, BodyDropped);
   assert.deepEqual(src.log, ['resume', 'abort:the relayed body was dropped']);
 });
 
