@@ -1,7 +1,8 @@
 // The listening streams (a legacy client's GET stream, a modern client's subscriptions/listen) that one
-// upstream's pass-through opened, held apart from any one SingleUpstream (gateway.ts keeps one set for every
-// configuration it builds), so that the reload that stops passing that upstream through ends them. The
-// sessions opened on the pass-through are unknown to the catalog (their next request is answered 404), but a
+// upstream's pass-through opened, or its era bridge served (a client of the era it does not speak), held
+// apart from any one SingleUpstream (gateway.ts keeps one set for every configuration it builds), so that
+// the reload that stops passing that upstream through ends them. The sessions opened on the pass-through
+// (or held by its bridge) are unknown to the catalog (their next request is answered 404), but a
 // stream already open would go on relaying what the upstream sends, updates of a URI the new rules hide
 // included, and keep the upstream watching it: until 5 December it did. Each is ended as a server ends one
 // on its own initiative: a GET stream simply ends (its client reconnects and meets the new path), a listen

@@ -84,14 +84,17 @@ export class SingleUpstream implements Upstream {
     if (this.mode === 'catalog') return this.catalog.handle(ctx);
     const method = ctx.kind === 'request' ? ctx.method : undefined;
     if (method === 'tools/list' || method === 'prompts/list' || (method === 'initialize' && this.decideAtInitialize && this.mode === 'undecided')) return this.decideThenHandle(ctx);
-    // Of the member's own answers only the pass-through's listening streams (a client of an era the member
-    // speaks, a dual-era server's legacy client included) are held: a bridge's (a client of the other era)
-    // has its subscriptions judged again on reload instead (rejudgeSubscriptions), and goes on as they allow.
-    // Until 5 December this compared the client's era with knownEra(), 'modern' for a dual-era server, whose
-    // legacy clients' GET streams and subscriptions were then neither held nor noted. Ordinary calls stop at
-    // the method test; speaksEra is comparisons.
-    if (this.streams !== undefined && opensListenStream(ctx) && this.member.speaksEra(ctx.era)) return this.heldListen(ctx, this.streams);
+    // Every listening stream the member answers is held, passed through or bridged (a client of the other
+    // era, whose session the member's era bridge holds): the catalog knows neither kind of session, so the
+    // reload that retires this path ends both. A bridge's subscriptions are its own, judged again by each
+    // reload that keeps this path (rejudgeSubscriptions). Until 5 December only a client of an era the member
+    // speaks was held: a bridged legacy session's GET stream outlived the switch, the upstream's listen behind
+    // it still watching its URIs and relayed to a client whose every request was answered 404. Ordinary
+    // calls stop at the method test.
+    if (this.streams !== undefined && opensListenStream(ctx)) return this.heldListen(ctx, this.streams);
     // A legacy session's subscriptions are held by the upstream's session: noted, for a reload to judge again.
+    // Until 5 December the era test here (and for holding) was knownEra(), 'modern' for a dual-era server,
+    // whose legacy clients' GET streams and subscriptions were then neither held nor noted.
     if (this.streams !== undefined && changesSubscriptions(ctx) && ctx.era === 'legacy' && this.member.speaksEra('legacy')) return this.noted(ctx, this.streams.subscriptions);
     return this.member.handle(ctx);
   }

@@ -1,0 +1,179 @@
+// One 2026-07-28 upstream and a legacy (2025-11-25) client: the upstream's own legacy-client bridge
+// (upstream/bridge-legacy-client.ts) holds the client's session, its GET stream and its subscriptions, turned
+// into an upstream subscriptions/listen. Then a reload whose rules govern resources, which moves the upstream
+// behind the catalog (AccessPolicy.perCaller). The catalog does not know the bridged session: the client's
+// next request is answered 404. Until 5 December its GET stream, served by the member's bridge, was not among
+// the streams the retiring reload ends (SingleUpstream held only those of an era the upstream speaks): it
+// stayed open, the upstream kept the session's listen and went on watching its URIs, and their updates went on
+// reaching a client whose every request the gateway refused. Now the reload ends that GET stream too: the
+// upstream's listen closes, nothing more is relayed, the client's reconnection meets the 404, and a client
+// that initializes again is served by the catalog under the new rules.
+// The other bridge too: a modern client's listen on a legacy-only upstream, which the member's modern-client
+// bridge serves from a legacy session of its own, gets its completion result (2026-07-28
+// basic/patterns/subscriptions.mdx §Graceful Closure), as a passed-through listen does.
+// Upstreams: the v2 SDK's subscribable server over Streamable HTTP; a 2026-07-28 stdio child
+// (lying-listen-stdio.mjs, which announces an update of each URI it is asked about as each listen opens);
+// the v1 SDK's server over Streamable HTTP. Clients: the v1 SDK's and the v2 SDK's.
+
+import { test } from 'node:test';
+import { fileURLToPath } from 'node:url';
+import assert from 'node:assert/strict';
+import { Client as V1Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StreamableHTTPClientTransport as V1Transport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import { ResourceUpdatedNotificationSchema, SubscribeRequestSchema, UnsubscribeRequestSchema } from '@modelcontextprotocol/sdk/types.js';
+import type { McpServer as V1McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
+import { Client as V2Client, StreamableHTTPClientTransport as V2Transport } from '@modelcontextprotocol/client';
+import { validateConfigObject } from '../../src/config/load.js';
+import { startSubscribableModernServer } from '../fixtures/upstreams/subscribable-modern-server.js';
+import { startV1HttpServer } from '../fixtures/upstreams/v1-http-server.js';
+import { startGateway, type TestGateway } from '../helpers/gateway.js';
+
+const KEPT = 'test://kept';
+const SECRET = 'test://secret';
+const ENDED_LOG = 'a reload ended the listening streams opened on the pass-through it no longer serves';
+
+/** A reload to the same upstreams under rules that hide SECRET: the upstream goes behind the catalog. */
+async function hideSecret(gw: TestGateway, upstreams: Array<Record<string, unknown>>): Promise<void> {
+  const next = validateConfigObject({ auth: { anonymous: true }, idempotency: { requireKeys: false }, listen: { host: '127.0.0.1', port: 0 }, upstreams, policy: { rules: [{ id: 'no-secret', access: 'deny', resources: [SECRET] }, { id: 'rest', access: 'allow', resources: ['*'] }] } }, 'test');
+  assert.deepEqual(await gw.gateway.reload(next), []);
+}
+
+/** Waits (bounded: 100 × 100 ms) until `done()`; whether it came to pass. */
+async function until(done: () => boolean): Promise<boolean> {
+  for (let i = 0; i < 100 && !done(); i++) await new Promise((r) => setTimeout(r, 100));
+  return done();
+}
+
+/** A v1 SDK client (not yet connected), the URIs of the updates it hears and the errors its transport reports. */
+function legacyClient(): { client: V1Client; heard: string[]; errors: string[] } {
+  const client = new V1Client({ name: 'subscriber', version: '1' });
+  const heard: string[] = [];
+  const errors: string[] = [];
+  client.setNotificationHandler(ResourceUpdatedNotificationSchema, async (n) => void heard.push(n.params.uri));
+  client.onerror = (err) => void errors.push(err.message);
+  return { client, heard, errors };
+}
+
+/** The status of a ping POSTed under `sessionId`, as a legacy client sends it. */
+async function pingStatus(url: string, sessionId: string): Promise<number> {
+  const response = await fetch(url, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream', 'mcp-session-id': sessionId, 'mcp-protocol-version': '2025-11-25' },
+    body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'ping' }),
+  });
+  await response.body?.cancel();
+  return response.status;
+}
+
+test('a bridged legacy session\'s GET stream ends when a reload moves its modern upstream behind the catalog', { timeout: 60_000 }, async () => {
+  const upstream = await startSubscribableModernServer();
+  // uriPrefixes: the catalog routes a subscription of a URI the upstream does not list by them.
+  const upstreams = [{ name: 'files', url: upstream.url, uriPrefixes: ['test://'] }];
+  const gw = await startGateway({ upstreams });
+  const first = legacyClient();
+  const second = legacyClient();
+  /** Publishes an update of KEPT every 100 ms while `more()`, at most `rounds` times. */
+  const publish = async (more: () => boolean, rounds = 100): Promise<void> => {
+    for (let i = 0; i < rounds && more(); i++) {
+      upstream.notify.resourceUpdated(KEPT);
+      await new Promise((r) => setTimeout(r, 100));
+    }
+  };
+  try {
+    const transport = new V1Transport(new URL(gw.url));
+    await first.client.connect(transport);
+    const sessionId = transport.sessionId!;
+    await first.client.subscribeResource({ uri: KEPT });
+    await publish(() => first.heard.length === 0);
+    assert.ok(first.heard.length > 0, 'before the reload the bridged GET stream relays the upstream listen\'s updates');
+    assert.equal(upstream.openListens(), 1);
+
+    await hideSecret(gw, upstreams);
+    assert.ok(await until(() => upstream.openListens() === 0), 'the upstream\'s listen for the session is closed: it no longer watches for it');
+    const before = first.heard.length;
+    await publish(() => true, 20);
+    assert.equal(first.heard.length, before, 'nothing more is relayed to the session the catalog does not know');
+    // The client's reconnection and its next request meet the catalog, which does not know the session.
+    assert.ok(await until(() => first.errors.some((m) => m.includes('Not Found'))), `the GET stream reconnects and meets the 404: ${first.errors.join('; ')}`);
+    assert.equal(await pingStatus(gw.url, sessionId), 404);
+    assert.equal(gw.logs.find((l) => l.msg === ENDED_LOG)?.ended, 1, 'the reload counts the bridged GET stream among those it ended');
+
+    // Initialized again, a client is served by the catalog under the new rules.
+    await second.client.connect(new V1Transport(new URL(gw.url)));
+    await second.client.subscribeResource({ uri: KEPT });
+    await assert.rejects(second.client.subscribeResource({ uri: SECRET }));
+    await publish(() => second.heard.length === 0);
+    assert.ok(second.heard.length > 0, 'the new session hears of the URI the rules allow');
+  } finally {
+    await first.client.close().catch(() => {});
+    await second.client.close().catch(() => {});
+    await gw.close();
+    await upstream.close();
+  }
+});
+
+test('a bridged legacy session\'s GET stream on a stdio upstream ends when a reload moves the upstream behind the catalog', { timeout: 60_000 }, async () => {
+  const child = fileURLToPath(new URL('../fixtures/upstreams/lying-listen-stdio.mjs', import.meta.url));
+  const upstreams = [{ name: 'child', command: [process.execPath, child] }];
+  const gw = await startGateway({ upstreams });
+  const { client, heard, errors } = legacyClient();
+  try {
+    const transport = new V1Transport(new URL(gw.url));
+    await client.connect(transport);
+    const sessionId = transport.sessionId!;
+    await client.subscribeResource({ uri: KEPT });
+    assert.ok(await until(() => heard.length > 0), 'before the reload the child\'s listen is relayed on the GET stream');
+
+    await hideSecret(gw, upstreams);
+    assert.ok(await until(() => errors.some((m) => m.includes('Not Found'))), `the GET stream reconnects and meets the 404: ${errors.join('; ')}`);
+    assert.equal(await pingStatus(gw.url, sessionId), 404);
+    assert.equal(gw.logs.find((l) => l.msg === ENDED_LOG)?.ended, 1, 'the reload counts the bridged GET stream among those it ended');
+  } finally {
+    await client.close().catch(() => {});
+    await gw.close();
+  }
+});
+
+test('a modern client\'s listen bridged to a legacy upstream gets its completion result when a reload moves the upstream behind the catalog', { timeout: 60_000 }, async () => {
+  const sessions: V1McpServer[] = [];
+  const upstream = await startV1HttpServer(
+    (server) => {
+      server.registerResource(KEPT, KEPT, { mimeType: 'text/plain' }, async () => ({ contents: [{ uri: KEPT, text: KEPT }] }));
+      server.server.setRequestHandler(SubscribeRequestSchema, async () => ({}));
+      server.server.setRequestHandler(UnsubscribeRequestSchema, async () => ({}));
+      sessions.push(server);
+    },
+    { resources: { subscribe: true } },
+  );
+  const upstreams = [{ name: 'files', url: upstream.url }];
+  const gw = await startGateway({ upstreams });
+  const client = new V2Client({ name: 'listener', version: '1' }, { versionNegotiation: { mode: { pin: '2026-07-28' } } });
+  const heard: string[] = [];
+  client.setNotificationHandler('notifications/resources/updated', async (n) => void heard.push(n.params.uri));
+  /** Sends an update of KEPT from every upstream session each round while `more()` (bounded: `rounds`). */
+  const publish = async (more: () => boolean, rounds = 100): Promise<void> => {
+    for (let i = 0; i < rounds && more(); i++) {
+      for (const server of sessions) if (server.isConnected()) await server.server.sendResourceUpdated({ uri: KEPT }).catch(() => {});
+      await new Promise((r) => setTimeout(r, 100));
+    }
+  };
+  try {
+    await client.connect(new V2Transport(new URL(gw.url)));
+    const listen = await client.listen({ resourceSubscriptions: [KEPT] });
+    assert.deepEqual(listen.honoredFilter.resourceSubscriptions, [KEPT]);
+    await publish(() => heard.length === 0);
+    assert.ok(heard.length > 0, 'before the reload the bridge relays the upstream session\'s updates');
+
+    await hideSecret(gw, upstreams);
+    const ended = await Promise.race([listen.closed, new Promise<string>((r) => setTimeout(() => r('open'), 10_000).unref())]);
+    assert.equal(ended, 'graceful', 'the listen ends with its completion result');
+    assert.equal(gw.logs.find((l) => l.msg === ENDED_LOG)?.ended, 1);
+    const before = heard.length;
+    await publish(() => true, 20);
+    assert.equal(heard.length, before, 'nothing more of the bridge\'s legacy session reaches the client');
+  } finally {
+    await client.close().catch(() => {});
+    await gw.close();
+    await upstream.close();
+  }
+});
