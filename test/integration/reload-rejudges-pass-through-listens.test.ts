@@ -6,13 +6,15 @@
 // went on watching, and the client hearing of, a URI the egress rules now forbid. Now, as for the catalog's
 // listens (reload-ends-modern-listens.test.ts), it ends with its completion result (§Graceful Closure), and
 // a listen whose URIs are all still allowed goes on.
-// Upstream: the v2 SDK's subscribable server over Streamable HTTP. Client: the v2 SDK's.
+// Upstreams: the v2 SDK's subscribable server over Streamable HTTP; the v1 SDK's (subscribable-v1-http.ts),
+// behind the modern-client bridge. Client: the v2 SDK's.
 
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { Client as V2Client, StreamableHTTPClientTransport as V2Transport } from '@modelcontextprotocol/client';
 import { validateConfigObject } from '../../src/config/load.js';
 import { startSubscribableModernServer } from '../fixtures/upstreams/subscribable-modern-server.js';
+import { startSubscribableV1Http } from '../fixtures/upstreams/subscribable-v1-http.js';
 import { stubResolver } from '../helpers/egress-judged.js';
 import { startGateway } from '../helpers/gateway.js';
 
@@ -58,6 +60,44 @@ test('egress rules that now block a subscribed URI end the pass-through listen h
     const kept = heard.filter((u) => u === KEPT).length;
     assert.ok(await heardTimes(KEPT, kept + 1), 'the listen whose URIs are all allowed goes on');
     await keptOnly.close();
+    const again = await client.listen({ resourceSubscriptions: [PARTNER, KEPT] });
+    assert.deepEqual(again.honoredFilter.resourceSubscriptions, [KEPT], 'listening again, the client is judged by the new rules');
+    await again.close();
+  } finally {
+    await client.close().catch(() => {});
+    await gw.close();
+    await upstream.close();
+  }
+});
+
+// The same listen served by the upstream's modern-client bridge (a legacy-only upstream: the bridge holds a
+// legacy session of its own and subscribes it to the listen's URIs): until 5 December SingleUpstream held only
+// the listens of a client of the upstream's own era, so a bridged one was never judged again and went on
+// hearing of the URI the egress rules now forbid.
+test('egress rules that now block a subscribed URI end a listen bridged to a legacy upstream holding it', { timeout: 60_000 }, async () => {
+  const { resolveHost } = stubResolver();
+  const upstream = await startSubscribableV1Http();
+  const upstreams = [{ name: 'files', url: upstream.url }];
+  const gw = await startGateway({ upstreams }, { resolveHost });
+  const client = new V2Client({ name: 'listener', version: '1' }, { versionNegotiation: { mode: { pin: '2026-07-28' } } });
+  const heard: string[] = [];
+  client.setNotificationHandler('notifications/resources/updated', async (n) => void heard.push(n.params.uri));
+  const times = (uri: string): number => heard.filter((u) => u === uri).length;
+  try {
+    await client.connect(new V2Transport(new URL(gw.url)));
+    const both = await client.listen({ resourceSubscriptions: [PARTNER, KEPT] });
+    assert.deepEqual([...both.honoredFilter.resourceSubscriptions!].sort(), [KEPT, PARTNER].sort());
+    await upstream.publish(100, () => times(PARTNER) > 0);
+    assert.ok(times(PARTNER) > 0, 'before the reload the bridge relays the upstream session\'s updates');
+
+    const next = validateConfigObject({ auth: { anonymous: true }, idempotency: { requireKeys: false }, listen: { host: '127.0.0.1', port: 0 }, upstreams, policy: { egress: [{ id: 'no-partner', tools: ['*'], deny: { hosts: ['docs.partner.example'] } }] } }, 'test');
+    assert.deepEqual(await gw.gateway.reload(next), []);
+    assert.deepEqual(gw.logs.filter((l) => l.msg === 'config reloaded').at(-1)?.keptUpstreams, ['files'], 'the same upstream, still passed through');
+
+    assert.equal(await endOf(both), 'graceful', 'the bridged listen holding the URI ends with its completion result');
+    const partner = times(PARTNER);
+    await upstream.publish(20);
+    assert.equal(times(PARTNER), partner, 'no update of the blocked URI reaches the client after the reload');
     const again = await client.listen({ resourceSubscriptions: [PARTNER, KEPT] });
     assert.deepEqual(again.honoredFilter.resourceSubscriptions, [KEPT], 'listening again, the client is judged by the new rules');
     await again.close();
