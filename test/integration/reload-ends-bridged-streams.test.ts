@@ -8,12 +8,15 @@
 // reaching a client whose every request the gateway refused. Now the reload ends that GET stream too: the
 // upstream's listen closes, nothing more is relayed, the client's reconnection meets the 404, and a client
 // that initializes again is served by the catalog under the new rules.
+// The same when no reload but the names check moves the upstream behind the catalog (it starts listing
+// `get.user`, which the catalog rewrites): SingleUpstream.toCatalog retires the pass-through's streams alike.
 // The other bridge too: a modern client's listen on a legacy-only upstream, which the member's modern-client
 // bridge serves from a legacy session of its own, gets its completion result (2026-07-28
 // basic/patterns/subscriptions.mdx §Graceful Closure), as a passed-through listen does.
 // Upstreams: the v2 SDK's subscribable server over Streamable HTTP; a 2026-07-28 stdio child
 // (lying-listen-stdio.mjs, which announces an update of each URI it is asked about as each listen opens);
-// the v1 SDK's server over Streamable HTTP. Clients: the v1 SDK's and the v2 SDK's.
+// the v1 SDK's server over Streamable HTTP; a v2 SDK server built here whose tools the test changes.
+// Clients: the v1 SDK's and the v2 SDK's.
 
 import { test } from 'node:test';
 import { fileURLToPath } from 'node:url';
@@ -26,6 +29,8 @@ import { Client as V2Client, StreamableHTTPClientTransport as V2Transport } from
 import { validateConfigObject } from '../../src/config/load.js';
 import { startSubscribableModernServer } from '../fixtures/upstreams/subscribable-modern-server.js';
 import { startV1HttpServer } from '../fixtures/upstreams/v1-http-server.js';
+import { listenLoopback, readBody, toFetchRequest, writeFetchResponse } from '../fixtures/upstreams/node-adapter.js';
+import { createMcpHandler, McpServer } from '@modelcontextprotocol/server';
 import { startGateway, type TestGateway } from '../helpers/gateway.js';
 
 const KEPT = 'test://kept';
@@ -175,5 +180,55 @@ test('a modern client\'s listen bridged to a legacy upstream gets its completion
     await client.close().catch(() => {});
     await gw.close();
     await upstream.close();
+  }
+});
+
+test('a bridged legacy session\'s GET stream ends when the names check moves its modern upstream behind the catalog', { timeout: 60_000 }, async () => {
+  // A 2026-07-28 server (v2 SDK) that lists `get.user` once told to, and counts the listens open on it.
+  let dotted = false;
+  const handler = createMcpHandler(
+    () => {
+      const server = new McpServer({ name: 'renaming', version: '1.0.0' }, { capabilities: { resources: { subscribe: true }, tools: { listChanged: true } } });
+      server.registerTool('get_user', { description: 'get_user' }, async () => ({ content: [{ type: 'text', text: 'get_user' }] }));
+      if (dotted) server.registerTool('get.user', { description: 'get.user' }, async () => ({ content: [{ type: 'text', text: 'get.user' }] }));
+      return server;
+    },
+    { legacy: 'reject' },
+  );
+  let openListens = 0;
+  const { server, port } = await listenLoopback(async (req, res) => {
+    const body = await readBody(req);
+    if (body.toString('utf8').includes('"subscriptions/listen"')) {
+      openListens++;
+      res.on('close', () => void openListens--);
+    }
+    await writeFetchResponse(res, await handler.fetch(toFetchRequest(req, res, body)));
+  });
+  const gw = await startGateway({ upstreams: [{ name: 'users', url: `http://127.0.0.1:${port}/mcp` }] });
+  const { client, heard, errors } = legacyClient();
+  try {
+    const transport = new V1Transport(new URL(gw.url));
+    await client.connect(transport);
+    const sessionId = transport.sessionId!;
+    assert.deepEqual((await client.listTools()).tools.map((t) => t.name), ['get_user'], 'passed through: the upstream\'s own names');
+    await client.subscribeResource({ uri: KEPT });
+    for (let i = 0; i < 100 && heard.length === 0; i++) {
+      handler.notify.resourceUpdated(KEPT);
+      await new Promise((r) => setTimeout(r, 100));
+    }
+    assert.ok(heard.length > 0, 'the bridged GET stream relays the upstream listen\'s updates');
+
+    dotted = true;
+    await client.listTools().catch(() => {});
+    assert.ok(gw.logs.some((l) => l.msg === 'upstream now lists names that need rewriting; serving it through the catalog from now on'), 'the upstream is behind the catalog now');
+    assert.equal(gw.logs.find((l) => l.msg === 'the listening streams the pass-through opened were ended: the upstream is served through the catalog now')?.ended, 1, 'the switch ended the bridged GET stream');
+    assert.ok(await until(() => openListens === 0), 'the upstream\'s listen for the session is closed');
+    assert.ok(await until(() => errors.some((m) => m.includes('Not Found'))), `the GET stream reconnects and meets the 404: ${errors.join('; ')}`);
+    assert.equal(await pingStatus(gw.url, sessionId), 404);
+  } finally {
+    await client.close().catch(() => {});
+    await gw.close();
+    server.closeAllConnections();
+    await new Promise<void>((r) => server.close(() => r()));
   }
 });
