@@ -291,7 +291,7 @@ function startOf(node: unknown): number | undefined {
 
 // Value-level keywords, most telling first: only one of them is reported per path (a number given for a
 // URL fails its type, not also its pattern).
-const VALUE_KEYWORDS = ['type', 'oneOf', 'enum', 'const', 'pattern', 'minimum', 'maximum', 'minLength', 'minItems', 'maxItems', 'maxProperties'];
+const VALUE_KEYWORDS = ['type', 'oneOf', 'enum', 'const', 'maxLength', 'pattern', 'minimum', 'maximum', 'minLength', 'minItems', 'maxItems', 'maxProperties'];
 const EXPECTED: Record<string, string> = {
   string: 'a string', integer: 'an integer', number: 'a number', boolean: 'true or false', object: 'a mapping (key: value)', array: 'a list',
 };
@@ -335,7 +335,8 @@ function describe(e: ErrorObject, data: unknown): IssueDraft {
   const at = (message: string): IssueDraft => ({ segments, onKey: false, message, keyword: e.keyword });
   // Errors from a propertyNames schema are about a key, which is where they belong.
   if (e.propertyName !== undefined) {
-    return { ...at(PATTERNS[String(p['pattern'])] ?? 'is not an allowed key'), segments: [...segments, e.propertyName], onKey: true };
+    const message = e.keyword === 'maxLength' ? tooLong(p['limit']) : PATTERNS[String(p['pattern'])] ?? 'is not an allowed key';
+    return { ...at(message), segments: [...segments, e.propertyName], onKey: true };
   }
   switch (e.keyword) {
     case 'additionalProperties': {
@@ -364,6 +365,8 @@ function describe(e: ErrorObject, data: unknown): IssueDraft {
     case 'minLength':
     case 'minItems':
       return at(p['limit'] === 1 ? 'must not be empty' : `must have at least ${String(p['limit'])} ${e.keyword === 'minLength' ? 'characters' : 'items'}`);
+    case 'maxLength':
+      return at(tooLong(p['limit']));
     case 'maxItems':
       return at(`must have at most ${String(p['limit'])} items`);
     case 'maxProperties':
@@ -378,6 +381,11 @@ function describe(e: ErrorObject, data: unknown): IssueDraft {
     default:
       return at(e.message ?? 'is not valid');
   }
+}
+
+/** The value is not quoted back: it may be a secret read through `${file:...}`. */
+function tooLong(limit: unknown): string {
+  return `must have at most ${String(limit)} characters`;
 }
 
 /**

@@ -4,6 +4,7 @@ import assert from 'node:assert/strict';
 import { fileURLToPath } from 'node:url';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
+import { rootCertificates } from 'node:tls';
 import { join } from 'node:path';
 import { after, describe, it } from 'node:test';
 import { ConfigError, loadConfigFile, parseConfigText, validateConfigObject, type ConfigIssue } from '../../../src/config/load.js';
@@ -164,6 +165,26 @@ describe('parseConfigText', () => {
     assert.deepEqual(lines(issuesOf(`${UPSTREAM}policy:\n  rules:\n    - { id: r, access: allow, tools: [${tools}] }\n`)), ['gatehouse.yaml:6:38 policy.rules[0].tools: must have at most 4096 items']);
   });
 
+  // Until 5 December the schema's strings had no bound: a tool glob, host or header of megabytes was taken,
+  // held, and matched against. Each now has a maxLength, reported at the string (or key) with the limit.
+  it('refuses a string past its bound at its place, with the limit, and takes one at it', () => {
+    const rule = (glob: string): string => `${UPSTREAM}policy:\n  rules:\n    - id: r\n      access: allow\n      tools: ["${glob}"]\n`;
+    assert.deepEqual(lines(issuesOf(rule('t'.repeat(1025)))), ['gatehouse.yaml:8:15 policy.rules[0].tools[0]: must have at most 1024 characters']);
+    assert.equal(parse(rule('t'.repeat(1024))).policy.rules[0]!.tools?.[0]?.length, 1024);
+    assert.deepEqual(lines(issuesOf(`listen: { host: ${'h'.repeat(254)} }\n${UPSTREAM}`)), ['gatehouse.yaml:1:17 listen.host: must have at most 253 characters']);
+  });
+
+  it('refuses a map key past its bound at the key', () => {
+    const text = `${UPSTREAM}    headers: { ${'X'.repeat(257)}: v }\n`;
+    assert.deepEqual(lines(issuesOf(text)), ['gatehouse.yaml:4:16 upstreams[0].headers.' + 'X'.repeat(257) + ': must have at most 256 characters']);
+  });
+
+  it('measures an interpolated value as read, and does not quote it back', () => {
+    const token = 'x'.repeat(65537);
+    const issues = issuesOf(`${UPSTREAM}    headers: { Authorization: "\${env:TOKEN}" }\n`, { TOKEN: token });
+    assert.deepEqual(lines(issues), ['gatehouse.yaml:4:31 upstreams[0].headers.Authorization: must have at most 65536 characters']);
+  });
+
   it('applies every default', () => {
     assert.deepEqual(parse(`upstreams:\n  - { name: a, url: "https://a.example/mcp" }\n  - { name: b, command: [node, s.js] }\n`), {
       listen: { host: '127.0.0.1', port: 8080, path: '/mcp', allowedHosts: [], allowedOrigins: [], maxBodyBytes: 1048576, maxJsonDepth: 64, requestTimeoutMs: 30000, headersTimeoutMs: 10000, keepAliveTimeoutMs: 65000, maxConnectionsPerIp: 256, trustedProxies: [] },
@@ -257,5 +278,18 @@ describe('loadConfigFile', () => {
     await assert.rejects(loadConfigFile(join(dir, 'bad.yaml'), {}), { message: `${join(dir, 'bad.yaml')}:1:12 upstreams: expected a list, got a number` });
     await assert.rejects(loadConfigFile(join(dir, 'missing.yaml')), { message: `${join(dir, 'missing.yaml')}: no such file (give the path of a YAML config file; ${fileURLToPath(new URL('../../../config/gatehouse.example.yaml', import.meta.url))} is a start)` });
     await assert.rejects(loadConfigFile(dir), { message: `${dir}: this is a directory, not a config file` });
+  });
+
+  // A PEM read through ${file:...} is validated as read: the bound on store.tls.ca must hold a real bundle
+  // (Node's own roots, over 200 KB, well past the 64 KiB a secret string may have).
+  it('takes a real-sized PEM chain read through ${file:...} as store.tls.ca', async () => {
+    const dir = await mkdtemp(join(tmpdir(), 'gatehouse-config-'));
+    dirs.push(dir);
+    const bundle = `${rootCertificates.join('\n')}\n`;
+    assert.ok(bundle.length > 65536, String(bundle.length));
+    await writeFile(join(dir, 'ca.pem'), bundle);
+    await writeFile(join(dir, 'gatehouse.yaml'), `${UPSTREAM}store:\n  kind: redis\n  url: "rediss://r:6379"\n  tls:\n    ca: "\${file:ca.pem}"\n`);
+    const { store } = await loadConfigFile(join(dir, 'gatehouse.yaml'), {});
+    assert.equal(store.kind === 'redis' ? store.tls?.ca : store.kind, bundle.trimEnd());
   });
 });
