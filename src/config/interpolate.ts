@@ -1,8 +1,8 @@
 // `${env:NAME}` and `${file:PATH}` interpolation inside YAML string scalars, applied before validation.
 // Owns the syntax and its secret-safe messages; turning problems into located issues is load.ts's job.
 
-import { readFileSync } from 'node:fs';
 import { isAbsolute, resolve } from 'node:path';
+import { describeBytes, INTERPOLATED_FILE_MAX_BYTES, readFileBoundedSync } from './bounded-read.js';
 import { contentDigest, unreadableDigest } from './file-digest.js';
 import { isMap, isScalar, isSeq, parseDocument, type Document, type Scalar } from 'yaml';
 
@@ -92,7 +92,7 @@ function expand(expr: string, ctx: InterpolationContext, problems: Problem[]): s
   if (kind === 'file' && arg !== '') {
     const path = resolve(ctx.baseDir, arg);
     try {
-      const content = readFileSync(path);
+      const content = readFileBoundedSync(path, INTERPOLATED_FILE_MAX_BYTES);
       ctx.filesRead?.set(path, contentDigest(content));
       // Secret files usually end with the newline an editor or `echo` added; it is never part of the secret.
       return content.toString('utf8').replace(/\r?\n$/, '');
@@ -101,12 +101,19 @@ function expand(expr: string, ctx: InterpolationContext, problems: Problem[]): s
       const code = (err as NodeJS.ErrnoException).code ?? 'unreadable';
       // A relative path starts at the config file's directory, not where the command runs: say where it looked.
       const where = isAbsolute(arg) ? '' : ` (looked for at ${path}: a relative path starts at the config file's directory)`;
-      problems.push({ message: code === 'ENOENT' ? `no such file: "${arg}"${where}` : `cannot read file "${arg}": ${code}`, missing: OUT_OF_REACH.has(code) });
+      problems.push({ message: readProblem(code, arg, where), missing: OUT_OF_REACH.has(code) });
       return undefined;
     }
   }
   problems.push({ message: `unknown interpolation "\${${expr}}"; ${USAGE}`, missing: false });
   return undefined;
+}
+
+/** Why a `${file:...}` could not be read, naming the path as written and never what the file held. */
+function readProblem(code: string, arg: string, where: string): string {
+  if (code === 'ENOENT') return `no such file: "${arg}"${where}`;
+  if (code === 'EFBIG') return `file "${arg}" is larger than ${describeBytes(INTERPOLATED_FILE_MAX_BYTES)}, the most a \${file:...} may read`;
+  return `cannot read file "${arg}": ${code}`;
 }
 
 /**

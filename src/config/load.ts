@@ -3,11 +3,11 @@
 // Turning config into the runtime IR is not done here.
 
 import { readFileSync } from 'node:fs';
-import { readFile } from 'node:fs/promises';
 import { dirname, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Ajv, type ErrorObject, type ValidateFunction } from 'ajv';
 import { isAlias, isMap, isScalar, isSeq, LineCounter, parseDocument, type Document } from 'yaml';
+import { CONFIG_FILE_MAX_BYTES, describeBytes, readFileBounded } from './bounded-read.js';
 import { interpolateDocument, type InterpolatedValue } from './interpolate.js';
 import type { GatehouseConfig } from './types.js';
 
@@ -105,7 +105,7 @@ export async function loadConfigFile(file: string, env?: NodeJS.ProcessEnv, opti
 export async function loadConfigFileWithText(file: string, env?: NodeJS.ProcessEnv, options: LoadOptions = {}): Promise<{ config: GatehouseConfig; text: string; files: ReadonlyMap<string, string> }> {
   let text: string;
   try {
-    text = await readFile(file, 'utf8');
+    text = (await readFileBounded(file, CONFIG_FILE_MAX_BYTES)).toString('utf8');
   } catch (err) {
     throw new ConfigError([{ file, line: 0, column: 0, path: '(root)', message: unreadable(err as NodeJS.ErrnoException) }]);
   }
@@ -119,6 +119,8 @@ function unreadable(err: NodeJS.ErrnoException): string {
       return `no such file (give the path of a YAML config file; ${EXAMPLE} is a start)`;
     case 'EISDIR':
       return 'this is a directory, not a config file';
+    case 'EFBIG':
+      return `larger than ${describeBytes(CONFIG_FILE_MAX_BYTES)}, the most a config file may hold`;
     case 'EACCES':
     case 'EPERM':
       return 'permission denied: the file cannot be read by this user';

@@ -6,8 +6,8 @@
 // The files the config reads through `${file:PATH}` are watched with it: a secret is rotated by replacing
 // its file (a Kubernetes Secret volume swaps it the same way), and the config text then stays the same.
 
-import { readFile } from 'node:fs/promises';
 import { dirname, resolve } from 'node:path';
+import { CONFIG_FILE_MAX_BYTES, INTERPOLATED_FILE_MAX_BYTES, readFileBounded } from './bounded-read.js';
 import { contentDigest as digest, unreadableDigest } from './file-digest.js';
 import { referencedFiles } from './interpolate.js';
 
@@ -61,8 +61,10 @@ export function watchConfigFile(file: string, onChange: (text: string, changed: 
   /** The config's text and the digest of each file, or undefined while the config file cannot be read. */
   const read = async (): Promise<{ text: string; digests: Map<string, string> } | undefined> => {
     let text: string;
+    // Past its limit the config file is unreadable like a missing one (the running config stays): the
+    // watcher looks every second and must not read a huge file whole each time.
     try {
-      text = await readFile(file, 'utf8');
+      text = (await readFileBounded(file, CONFIG_FILE_MAX_BYTES)).toString('utf8');
     } catch {
       return undefined;
     }
@@ -120,7 +122,9 @@ export function watchConfigFile(file: string, onChange: (text: string, changed: 
 /** The content's digest, or the reason it cannot be read (a missing secret file is a state like any other). */
 async function digestOfFile(path: string): Promise<string> {
   try {
-    return digest(await readFile(path));
+    // Past its limit the file's state is EFBIG, as the load records it: its growth is a change, and the
+    // reload that follows refuses it by name.
+    return digest(await readFileBounded(path, INTERPOLATED_FILE_MAX_BYTES));
   } catch (err) {
     return unreadableDigest(err);
   }

@@ -2,7 +2,7 @@
 
 import assert from 'node:assert/strict';
 import { fileURLToPath } from 'node:url';
-import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { mkdtemp, rm, truncate, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { rootCertificates } from 'node:tls';
 import { join } from 'node:path';
@@ -278,6 +278,28 @@ describe('loadConfigFile', () => {
     await assert.rejects(loadConfigFile(join(dir, 'bad.yaml'), {}), { message: `${join(dir, 'bad.yaml')}:1:12 upstreams: expected a list, got a number` });
     await assert.rejects(loadConfigFile(join(dir, 'missing.yaml')), { message: `${join(dir, 'missing.yaml')}: no such file (give the path of a YAML config file; ${fileURLToPath(new URL('../../../config/gatehouse.example.yaml', import.meta.url))} is a start)` });
     await assert.rejects(loadConfigFile(dir), { message: `${dir}: this is a directory, not a config file` });
+  });
+
+  // Until 5 December the config file and each ${file:...} were read whole, whatever their size: a path to a
+  // huge file was held in memory before any check. Each is now refused past its limit, by name, unread.
+  it('refuses a config file past 4 MiB, naming the file and the limit', async () => {
+    const dir = await mkdtemp(join(tmpdir(), 'gatehouse-config-'));
+    dirs.push(dir);
+    const file = join(dir, 'huge.yaml');
+    await writeFile(file, UPSTREAM);
+    await truncate(file, 4 * 1024 * 1024 + 1);
+    await assert.rejects(loadConfigFile(file, {}), { message: `${file}: larger than 4 MiB (4194304 bytes), the most a config file may hold` });
+  });
+
+  it('refuses a ${file:...} past 2 MiB at the key that reads it, naming the path and the limit', async () => {
+    const dir = await mkdtemp(join(tmpdir(), 'gatehouse-config-'));
+    dirs.push(dir);
+    await writeFile(join(dir, 'token.txt'), 'x');
+    await truncate(join(dir, 'token.txt'), 2 * 1024 * 1024 + 1);
+    await writeFile(join(dir, 'gatehouse.yaml'), `${UPSTREAM}    headers: { Authorization: "\${file:token.txt}" }\n`);
+    await assert.rejects(loadConfigFile(join(dir, 'gatehouse.yaml'), {}), {
+      message: `${join(dir, 'gatehouse.yaml')}:4:31 upstreams[0].headers.Authorization: file "token.txt" is larger than 2 MiB (2097152 bytes), the most a \${file:...} may read`,
+    });
   });
 
   // A PEM read through ${file:...} is validated as read: the bound on store.tls.ca must hold a real bundle
