@@ -32,14 +32,23 @@ function typeOf(node) {
   if (node.type === 'array') {
     const items = deref(node.items ?? {});
     const list = items.properties ? 'list of objects' : items.enum ? `list of ${typeOf(items)}` : `list of ${items.type ?? 'any'}`;
-    return node.maxItems === undefined ? list : `${list}, at most ${node.maxItems}`;
+    const bounded = node.maxItems === undefined ? list : `${list}, at most ${node.maxItems}`;
+    return items.type === 'string' && items.maxLength !== undefined && !items.enum ? `${bounded} (each at most ${characters(items.maxLength)})` : bounded;
   }
   if (node.type === 'object' && node.additionalProperties && typeof node.additionalProperties === 'object') {
     const values = node.additionalProperties;
     const map = `map of ${values.type ?? values.anyOf?.map((v) => v.type).join('/') ?? 'any'}`;
     return node.maxProperties === undefined ? map : `${map}, at most ${node.maxProperties} keys`;
   }
+  if (node.type === 'string' && node.maxLength !== undefined) return `string, at most ${characters(node.maxLength)}`;
   return node.type ?? 'any';
+}
+
+/** `1024 characters`; a limit of whole MiB or KiB in those units, as people size the files they read. */
+function characters(n) {
+  if (n % (1024 * 1024) === 0) return `${n / (1024 * 1024)} Mi characters`;
+  if (n % 1024 === 0 && n >= 8192) return `${n / 1024} Ki characters`;
+  return `${n} characters`;
 }
 
 function defaultOf(node, required) {

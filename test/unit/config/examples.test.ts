@@ -60,6 +60,13 @@ describe('docs/configuration.md', () => {
     const committed = readFileSync(`${root}docs/configuration.md`, 'utf8');
     assert.equal(committed, generated, 'docs/configuration.md is stale: run node scripts/gen-config-docs.mjs');
   });
+
+  it('tells each string\'s bound, and each list item\'s, so a refusal is no surprise', () => {
+    const doc = readFileSync(`${root}docs/configuration.md`, 'utf8');
+    assert.match(doc, /\| `host` \| string, at most 253 characters \|/);
+    assert.match(doc, /\| `allowedHosts` \| list of string, at most 256 \(each at most 259 characters\) \|/);
+    assert.match(doc, /\| `tls\.ca` \| string, at most 1 Mi characters \|/);
+  });
 });
 
 describe('src/config/schema.generated.ts', () => {
