@@ -2,7 +2,7 @@
 // reads through ${file:PATH}, so that a rotated secret reloads the config although its text is unchanged.
 
 import assert from 'node:assert/strict';
-import { mkdtemp, rm, writeFile, unlink, rename } from 'node:fs/promises';
+import { mkdtemp, rm, truncate, writeFile, unlink, rename } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
@@ -109,6 +109,24 @@ describe('watchConfigFile', () => {
       assert.equal(await watcher.checkNow(), 'unchanged');
       await unlink(config);
       assert.equal(await watcher.checkNow(), 'unreadable');
+    } finally {
+      watcher.stop();
+    }
+  });
+
+  // Until 5 December each look read the config file whole, whatever its size, every second.
+  it('takes a config file past 4 MiB for unreadable, leaving the running config, without reading it', async () => {
+    const config = join(dir, 'growing.yaml');
+    await writeFile(config, 'admin: { enabled: false }\n');
+    const seen = changes();
+    const watcher = watchConfigFile(config, seen.onChange, { intervalMs: 60_000 });
+    try {
+      assert.equal(await watcher.checkNow(), 'unchanged');
+      await truncate(config, 4 * 1024 * 1024 + 1);
+      assert.equal(await watcher.checkNow(), 'unreadable');
+      await truncate(config, 0);
+      await writeFile(config, 'admin: { enabled: false }\n');
+      assert.equal(await watcher.checkNow(), 'unchanged', 'back as it was: no change to report');
     } finally {
       watcher.stop();
     }
