@@ -149,7 +149,7 @@ export class CatalogUpstream implements Upstream, FrontTarget {
    */
   private holdListen(ctx: CallContext, request: JsonRpcRequest, stop: Cancellation): (MovingListen & { forget(): void }) | undefined {
     if (this.openListens === undefined) return undefined;
-    const listen = new MovingListen(ctx.principal, ctx.clientCapabilities, this.catalog, request, mcpParamHeaders(ctx.headers), stop);
+    const listen = new MovingListen(ctx.principal, ctx.clientCapabilities, ctx.receivedAt, this.catalog, request, mcpParamHeaders(ctx.headers), stop, this.openListens);
     return Object.assign(listen, { forget: this.openListens.add(listen) });
   }
 

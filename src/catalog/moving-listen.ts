@@ -18,7 +18,7 @@ import type { UpstreamReply } from '../pipeline/ports.js';
 import { META_SUBSCRIPTION_ID } from '../protocol/methods.js';
 import { acknowledgedUris } from '../protocol/answer-stream-rule.js';
 import type { Catalog } from './catalog.js';
-import type { OpenListen } from './open-listens.js';
+import type { OpenListen, OpenListens } from './open-listens.js';
 
 type Filter = Record<string, unknown>;
 
@@ -49,11 +49,14 @@ export class MovingListen implements OpenListen {
   constructor(
     readonly principal: Principal,
     readonly capabilities: Record<string, unknown>,
+    readonly receivedAt: number,
     on: Catalog,
     private readonly request: JsonRpcRequest,
     private readonly headers: Record<string, string>,
     /** The client's own end (it left, or its deadline): the whole listen stops. */
     private readonly stop: Cancellation,
+    /** Where it is held: told of its first acknowledgment, to judge it if a reload's judgement missed it. */
+    private readonly heldBy: OpenListens,
   ) {
     this.on = on;
   }
@@ -87,6 +90,7 @@ export class MovingListen implements OpenListen {
             if (promised === undefined && isAcknowledgment(step.value)) {
               promised = filterOf(step.value);
               this.uris = acknowledgedUris(promised);
+              this.heldBy.acknowledged(this);
             }
             yield step.value;
             continue;
@@ -106,6 +110,7 @@ export class MovingListen implements OpenListen {
           // The old catalog had not acknowledged yet: the new one's is the client's first.
           promised = next.honoured;
           this.uris = acknowledgedUris(promised);
+          this.heldBy.acknowledged(this);
           yield next.acknowledgment;
           continue;
         }

@@ -6,6 +6,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { MovingListen } from '../../../src/catalog/moving-listen.js';
+import { OpenListens } from '../../../src/catalog/open-listens.js';
 import type { Catalog } from '../../../src/catalog/catalog.js';
 import { Cancellation, signalOf } from '../../../src/pipeline/cancellation.js';
 import type { Principal } from '../../../src/pipeline/principal.js';
@@ -53,7 +54,7 @@ test('a moved listen opens on the new catalog first, is told its lists changed, 
   const old = fakeCatalog({ toolsListChanged: true }, 'old', events);
   const next = fakeCatalog({ toolsListChanged: true }, 'new', events);
   const stop = new Cancellation();
-  const listen = new MovingListen(principal, {}, old.catalog, listenRequest({ toolsListChanged: true }), {}, stop);
+  const listen = new MovingListen(principal, {}, 0, old.catalog, listenRequest({ toolsListChanged: true }), {}, stop, new OpenListens());
   const messages = listen.messages();
   assert.equal(methodOf((await messages.next()).value), 'notifications/subscriptions/acknowledged');
   assert.equal(listen.moveTo(next.catalog), true);
@@ -74,7 +75,7 @@ test('a moved listen opens on the new catalog first, is told its lists changed, 
 test('a new catalog that honours less than the acknowledgment promised ends the listen gracefully', async () => {
   const old = fakeCatalog({ toolsListChanged: true, resourceSubscriptions: ['test://a'] });
   const next = fakeCatalog({ toolsListChanged: true });
-  const listen = new MovingListen(principal, {}, old.catalog, listenRequest({ toolsListChanged: true, resourceSubscriptions: ['test://a'] }), {}, new Cancellation());
+  const listen = new MovingListen(principal, {}, 0, old.catalog, listenRequest({ toolsListChanged: true, resourceSubscriptions: ['test://a'] }), {}, new Cancellation(), new OpenListens());
   const messages = listen.messages();
   await messages.next();
   assert.deepEqual(listen.uris, ['test://a']);

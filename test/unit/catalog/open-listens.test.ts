@@ -15,6 +15,7 @@ function listenOn(on: Catalog): OpenListen & { on: Catalog } {
   return {
     principal: { subject: 'anonymous' } as unknown as Principal,
     capabilities: {},
+    receivedAt: 0,
     uris: [],
     on,
     end() {},

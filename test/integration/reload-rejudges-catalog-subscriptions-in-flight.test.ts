@@ -1,0 +1,124 @@
+// A modern client's listen served through the CATALOG (one 2026-07-28 upstream under
+// `tools.naming.prefix: always`, which is served through the catalog), naming a URI the old egress rules
+// allow, on its way while a reload (new egress rules block the URI's host) judges the catalog's listens
+// (OpenListens.rejudge): still in the old configuration's pipeline (the egress stage waiting for the URI's
+// host to resolve), or awaiting the upstream's acknowledgment (it holds no URI before it). The judgement did
+// not see it. Until 5 December the listen then went on, the upstream watching a URI the new rules forbid,
+// until a later reload. Now a listen that arrived before the latest judgement began is judged under its rules
+// once acknowledged, and ends with its completion result if they forbid one of its URIs.
+// Upstream: the v2 SDK's subscribable server over Streamable HTTP. Client: the v2 SDK's.
+
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { Client as V2Client, StreamableHTTPClientTransport as V2Transport } from '@modelcontextprotocol/client';
+import { validateConfigObject } from '../../src/config/load.js';
+import { startSubscribableModernServer, type SubscribableModernServer } from '../fixtures/upstreams/subscribable-modern-server.js';
+import { EGRESS_DNS, stubResolver } from '../helpers/egress-judged.js';
+import { startGateway } from '../helpers/gateway.js';
+
+const KEPT = 'test://kept';
+/** A fetched scheme's URI, resolving to a public address (EGRESS_DNS): allowed by the default egress rules. */
+const PARTNER = 'https://docs.partner.example/a';
+/** Tool names always prefixed: one upstream served through the catalog, not passed through. */
+const TOOLS = { naming: { prefix: 'always' } };
+
+/** The reloaded config: its egress rules now block PARTNER's host. */
+function blockingPartner(upstreams: unknown[]) {
+  return validateConfigObject({ auth: { anonymous: true }, idempotency: { requireKeys: false }, listen: { host: '127.0.0.1', port: 0 }, upstreams, tools: TOOLS, policy: { egress: [{ id: 'no-partner', tools: ['*'], deny: { hosts: ['docs.partner.example'] } }] } }, 'test');
+}
+
+async function until(done: () => boolean): Promise<void> {
+  for (let i = 0; i < 100 && !done(); i++) await new Promise((r) => setTimeout(r, 50));
+}
+
+/** How a listen still opening ended: 'graceful' on its completion result (before or after its acknowledgment); 'open' if not within 10 s. */
+async function endOfOpening(opening: Promise<Awaited<ReturnType<V2Client['listen']>>>): Promise<string> {
+  let listen: Awaited<typeof opening>;
+  try {
+    listen = await opening;
+  } catch (err) {
+    if (/closed the subscription gracefully/.test(String(err))) return 'graceful';
+    throw err;
+  }
+  return Promise.race([listen.closed, new Promise<string>((r) => setTimeout(() => r('open'), 10_000).unref())]);
+}
+
+/** Whether the upstream was asked for a listen naming `uri` (the egress stage let it through). */
+function askedFor(upstream: SubscribableModernServer, uri: string): boolean {
+  return upstream.listenFilters.some((f) => Array.isArray(f.resourceSubscriptions) && f.resourceSubscriptions.includes(uri));
+}
+
+/** A resolver whose answer for PARTNER's host waits for `release` (the old egress stage holds the call there). */
+function stallingResolver(): { resolveHost: (host: string) => Promise<string[]>; stalled: () => boolean; release: () => void } {
+  let release = (): void => {};
+  const resolving = new Promise<void>((resolve) => (release = resolve));
+  let stalled = false;
+  const resolveHost = async (host: string): Promise<string[]> => {
+    if (host === new URL(PARTNER).hostname) {
+      stalled = true;
+      await resolving;
+    }
+    const found = EGRESS_DNS[host];
+    if (!found) throw Object.assign(new Error(`ENOTFOUND ${host}`), { code: 'ENOTFOUND' });
+    return found;
+  };
+  return { resolveHost, stalled: () => stalled, release: () => release() };
+}
+
+function modernClient(): V2Client {
+  return new V2Client({ name: 'listener', version: '1' }, { versionNegotiation: { mode: { pin: '2026-07-28' } } });
+}
+
+test('a catalog listen still in the old configuration\'s pipeline while a reload judges the listens ends once acknowledged, when the new rules forbid one of its URIs', { timeout: 60_000 }, async () => {
+  const dns = stallingResolver();
+  const upstream = await startSubscribableModernServer();
+  const upstreams = [{ name: 'files', url: upstream.url }];
+  const gw = await startGateway({ upstreams, tools: TOOLS }, { resolveHost: dns.resolveHost });
+  const client = modernClient();
+  try {
+    await client.connect(new V2Transport(new URL(gw.url)));
+    const kept = await client.listen({ resourceSubscriptions: [KEPT] });
+    const opening = client.listen({ resourceSubscriptions: [PARTNER, KEPT] });
+    await until(dns.stalled);
+    assert.ok(dns.stalled(), 'the listen waits in the egress stage for its host to resolve');
+
+    assert.deepEqual(await gw.gateway.reload(blockingPartner(upstreams)), []);
+    dns.release();
+    const ended = await endOfOpening(opening);
+    assert.ok(askedFor(upstream, PARTNER), 'the old rules let the URI through to the upstream');
+    assert.equal(ended, 'graceful', 'the listen holding the URI the new rules forbid ends with its completion result');
+    await until(() => upstream.openListens() === 1);
+    assert.equal(upstream.openListens(), 1, 'the upstream no longer watches the URI; the listen whose URIs are allowed stays');
+    await kept.close();
+  } finally {
+    dns.release();
+    await client.close().catch(() => {});
+    await gw.close();
+    await upstream.close();
+  }
+});
+
+test('a catalog listen awaiting the upstream\'s acknowledgment while a reload judges the listens ends once acknowledged, when the new rules forbid one of its URIs', { timeout: 60_000 }, async () => {
+  const upstream = await startSubscribableModernServer();
+  const upstreams = [{ name: 'files', url: upstream.url }];
+  const gw = await startGateway({ upstreams, tools: TOOLS }, { resolveHost: stubResolver().resolveHost });
+  const client = modernClient();
+  const hold = upstream.holdListenAnswer([PARTNER]);
+  try {
+    await client.connect(new V2Transport(new URL(gw.url)));
+    const opening = client.listen({ resourceSubscriptions: [PARTNER] });
+    await hold.held;
+
+    assert.deepEqual(await gw.gateway.reload(blockingPartner(upstreams)), []);
+    assert.ok(askedFor(upstream, PARTNER), 'the old rules let the URI through to the upstream');
+    hold.release();
+    assert.equal(await endOfOpening(opening), 'graceful', 'the listen holding the URI the new rules forbid ends with its completion result');
+    await until(() => upstream.openListens() === 0);
+    assert.equal(upstream.openListens(), 0, 'the upstream no longer watches the URI');
+  } finally {
+    hold.release();
+    await client.close().catch(() => {});
+    await gw.close();
+    await upstream.close();
+  }
+});
