@@ -92,6 +92,8 @@ const SUBSCRIBE_ACK_WAIT_MS = 5_000;
 export class LegacyClientBridge implements LegacyBridge {
   private readonly sessions: SessionTable<BridgedSession>;
   private counter = 0;
+  /** The rules that last judged the sessions' subscriptions, and when that judgement began (`performance.now()`). */
+  private judged: { mayKeep: SubscriptionJudge; at: number } | undefined;
 
   constructor(
     private readonly client: UpstreamMessages,
@@ -145,20 +147,37 @@ export class LegacyClientBridge implements LegacyBridge {
    * (egress rules, which leave the catalog and the listen as they were), and was never told.
    */
   async rejudgeSubscriptions(mayKeep: SubscriptionJudge): Promise<void> {
+    this.judged = { mayKeep, at: performance.now() };
     for (const session of this.sessions.snapshot()) {
       const dropped: string[] = [];
       for (const uri of [...session.uris]) {
         if (await this.mayStillHold(session, uri, mayKeep)) continue;
         if (session.uris.delete(uri)) dropped.push(uri);
       }
-      if (dropped.length === 0) continue;
-      this.log.info('a reload took resource subscriptions its rules no longer allow from a session', { upstream: this.client.upstream, session: session.id.slice(0, 8), dropped: dropped.length });
-      if (!session.listening) continue;
-      // A listen open now is replaced; one being opened again (a reload's hand-over ends the open one, and
-      // the bridge reopens it after a pause) carries the set as it is by then.
-      if (session.upstreamListen !== undefined) void this.listenUpstream(session);
-      for (const uri of dropped) session.notify({ jsonrpc: '2.0', method: 'notifications/resources/updated', params: { uri } });
+      this.tookAway(session, dropped);
     }
+  }
+
+  /**
+   * A subscribe that arrived before the latest judgement began (rejudgeSubscriptions) was let through by
+   * older rules, and that judgement may have missed it (still in the old configuration's pipeline, its URI
+   * not yet in the set): its URI is judged under the latest rules, and taken away as that judgement takes one
+   * if they forbid it. Until 5 December it stayed in the set, the upstream watching it, until a later reload.
+   */
+  private async judgeLate(session: BridgedSession, uri: string, mayKeep: SubscriptionJudge): Promise<void> {
+    if (await this.mayStillHold(session, uri, mayKeep)) return;
+    if (session.uris.delete(uri)) this.tookAway(session, [uri]);
+  }
+
+  /** The session's subscriptions a reload's rules no longer allow, `dropped` from its set: the upstream and the client are told. */
+  private tookAway(session: BridgedSession, dropped: readonly string[]): void {
+    if (dropped.length === 0) return;
+    this.log.info('a reload took resource subscriptions its rules no longer allow from a session', { upstream: this.client.upstream, session: session.id.slice(0, 8), dropped: dropped.length });
+    if (!session.listening) return;
+    // A listen open now is replaced; one being opened again (a reload's hand-over ends the open one, and
+    // the bridge reopens it after a pause) carries the set as it is by then.
+    if (session.upstreamListen !== undefined) void this.listenUpstream(session);
+    for (const uri of dropped) session.notify({ jsonrpc: '2.0', method: 'notifications/resources/updated', params: { uri } });
   }
 
   /** Whether the session may keep `uri` (SubscriptionJudge); one that cannot be judged is not kept. */
@@ -230,6 +249,8 @@ export class LegacyClientBridge implements LegacyBridge {
       const added = request.method === 'resources/subscribe' && !session.uris.has(uri);
       if (request.method === 'resources/subscribe') session.uris.add(uri);
       else session.uris.delete(uri);
+      const judged = this.judged;
+      if (added && judged !== undefined && ctx.receivedAt < judged.at) void this.judgeLate(session, uri, judged.mayKeep);
       // Waiting registered before the listen goes up, so that its acknowledgment cannot pass it by.
       const verdict = added || (request.method === 'resources/subscribe' && session.subscribing(uri)) ? session.awaitSubscription(uri, SUBSCRIBE_ACK_WAIT_MS) : undefined;
       if (session.listening) {

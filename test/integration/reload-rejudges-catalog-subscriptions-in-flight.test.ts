@@ -1,16 +1,21 @@
-// A modern client's listen served through the CATALOG (one 2026-07-28 upstream under
-// `tools.naming.prefix: always`, which is served through the catalog), naming a URI the old egress rules
-// allow, on its way while a reload (new egress rules block the URI's host) judges the catalog's listens
-// (OpenListens.rejudge): still in the old configuration's pipeline (the egress stage waiting for the URI's
-// host to resolve), or awaiting the upstream's acknowledgment (it holds no URI before it). The judgement did
-// not see it. Until 5 December the listen then went on, the upstream watching a URI the new rules forbid,
-// until a later reload. Now a listen that arrived before the latest judgement began is judged under its rules
-// once acknowledged, and ends with its completion result if they forbid one of its URIs.
-// Upstream: the v2 SDK's subscribable server over Streamable HTTP. Client: the v2 SDK's.
+// A listen (modern client) or a resources/subscribe (legacy client) served through the CATALOG (one 2026-07-28
+// upstream under `tools.naming.prefix: always`, which is served through the catalog), naming a URI the old
+// egress rules allow, on its way while a reload (new egress rules block the URI's host) judges the catalog's
+// listens (OpenListens.rejudge) and the legacy sessions' subscriptions (LegacyClientBridge.rejudgeSubscriptions):
+// still in the old configuration's pipeline (the egress stage waiting for the URI's host to resolve), or, for
+// the listen, awaiting the upstream's acknowledgment (it holds no URI before it). The judgement did not see
+// either. Until 5 December the listen then went on, and the session kept the URI in the listen it has the
+// upstream hold, the upstream watching a URI the new rules forbid, until a later reload. Now a listen or a
+// subscribe that arrived before the latest judgement began is judged under its rules as its URIs are known
+// (the listen's acknowledgment, the subscribe's arrival at the bridge): the listen ends with its completion
+// result, the subscription is dropped as the reload drops one.
+// Upstream: the v2 SDK's subscribable server over Streamable HTTP. Clients: the v2 SDK's and the v1 SDK's.
 
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { Client as V2Client, StreamableHTTPClientTransport as V2Transport } from '@modelcontextprotocol/client';
+import { Client as V1Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StreamableHTTPClientTransport as V1Transport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { validateConfigObject } from '../../src/config/load.js';
 import { startSubscribableModernServer, type SubscribableModernServer } from '../fixtures/upstreams/subscribable-modern-server.js';
 import { EGRESS_DNS, stubResolver } from '../helpers/egress-judged.js';
@@ -117,6 +122,42 @@ test('a catalog listen awaiting the upstream\'s acknowledgment while a reload ju
     assert.equal(upstream.openListens(), 0, 'the upstream no longer watches the URI');
   } finally {
     hold.release();
+    await client.close().catch(() => {});
+    await gw.close();
+    await upstream.close();
+  }
+});
+
+test('a legacy session\'s subscribe still in the old configuration\'s pipeline while a reload judges the sessions\' subscriptions is dropped, when the new rules forbid its URI', { timeout: 60_000 }, async () => {
+  const dns = stallingResolver();
+  const upstream = await startSubscribableModernServer();
+  const upstreams = [{ name: 'files', url: upstream.url }];
+  const gw = await startGateway({ upstreams, tools: TOOLS }, { resolveHost: dns.resolveHost });
+  const client = new V1Client({ name: 'subscriber', version: '1' });
+  client.onerror = () => {};
+  const updated: string[] = [];
+  try {
+    await client.connect(new V1Transport(new URL(gw.url)));
+    const { ResourceUpdatedNotificationSchema } = await import('@modelcontextprotocol/sdk/types.js');
+    client.setNotificationHandler(ResourceUpdatedNotificationSchema, (n) => void updated.push(n.params.uri));
+    await client.subscribeResource({ uri: KEPT });
+    const late = client.subscribeResource({ uri: PARTNER });
+    await until(dns.stalled);
+    assert.ok(dns.stalled(), 'the subscribe waits in the egress stage for its host to resolve');
+
+    assert.deepEqual(await gw.gateway.reload(blockingPartner(upstreams)), []);
+    dns.release();
+    // Answered by the bridge, not refused by the old egress stage: subscribed, or (the URI dropped before the
+    // listen carrying it was acknowledged) not honoured.
+    const answered = await late.then(() => 'subscribed', (err: unknown) => String(err));
+    assert.match(answered, /^subscribed$|did not honour a subscription/, 'the old egress rules let the subscribe through to the session');
+    // The session's listen is replaced by one without the URI: the last one asked names KEPT alone.
+    const last = (): unknown => upstream.listenFilters.at(-1)?.resourceSubscriptions;
+    await until(() => updated.includes(PARTNER) && JSON.stringify(last()) === JSON.stringify([KEPT]));
+    assert.deepEqual(last(), [KEPT], 'the upstream is asked to watch only the URI the new rules allow');
+    assert.ok(updated.includes(PARTNER), 'the client is told, as a reload tells it of a subscription it dropped');
+  } finally {
+    dns.release();
     await client.close().catch(() => {});
     await gw.close();
     await upstream.close();
