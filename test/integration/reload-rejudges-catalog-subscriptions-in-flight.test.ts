@@ -8,7 +8,9 @@
 // upstream hold, the upstream watching a URI the new rules forbid, until a later reload. Now a listen or a
 // subscribe that arrived before the latest judgement began is judged under its rules as its URIs are known
 // (the listen's acknowledgment, the subscribe's arrival at the bridge): the listen ends with its completion
-// result, the subscription is dropped as the reload drops one.
+// result, the subscription is dropped as the reload drops one. A legacy subscribe awaiting the
+// acknowledgment of the listen carrying it was never a gap (its URI is in the session's set as the reload
+// judges it): kept to show it.
 // Upstream: the v2 SDK's subscribable server over Streamable HTTP. Clients: the v2 SDK's and the v1 SDK's.
 
 import { test } from 'node:test';
@@ -158,6 +160,41 @@ test('a legacy session\'s subscribe still in the old configuration\'s pipeline w
     assert.ok(updated.includes(PARTNER), 'the client is told, as a reload tells it of a subscription it dropped');
   } finally {
     dns.release();
+    await client.close().catch(() => {});
+    await gw.close();
+    await upstream.close();
+  }
+});
+
+// Not a gap, kept to show it: a subscribe whose URI is already in the session's set (it reached the bridge)
+// is judged by the reload's own judgement even while the listen carrying it awaits its acknowledgment.
+test('a legacy session\'s subscribe awaiting the acknowledgment of the listen carrying it while a reload judges the sessions\' subscriptions is dropped, when the new rules forbid its URI', { timeout: 60_000 }, async () => {
+  const upstream = await startSubscribableModernServer();
+  const upstreams = [{ name: 'files', url: upstream.url }];
+  const gw = await startGateway({ upstreams, tools: TOOLS }, { resolveHost: stubResolver().resolveHost });
+  const client = new V1Client({ name: 'subscriber', version: '1' });
+  client.onerror = () => {};
+  const updated: string[] = [];
+  const hold = upstream.holdListenAnswer([PARTNER]);
+  try {
+    await client.connect(new V1Transport(new URL(gw.url)));
+    const { ResourceUpdatedNotificationSchema } = await import('@modelcontextprotocol/sdk/types.js');
+    client.setNotificationHandler(ResourceUpdatedNotificationSchema, (n) => void updated.push(n.params.uri));
+    await client.subscribeResource({ uri: KEPT });
+    // Answered once a listen is acknowledged: the reload's replacement, without the URI, may come first.
+    const late = client.subscribeResource({ uri: PARTNER }).then(() => 'subscribed', (err: unknown) => String(err));
+    await hold.held;
+    assert.ok(askedFor(upstream, PARTNER), 'the old rules let the URI through to the upstream');
+
+    assert.deepEqual(await gw.gateway.reload(blockingPartner(upstreams)), []);
+    const last = (): unknown => upstream.listenFilters.at(-1)?.resourceSubscriptions;
+    await until(() => updated.includes(PARTNER) && JSON.stringify(last()) === JSON.stringify([KEPT]));
+    hold.release();
+    assert.match(await late, /did not honour a subscription/, 'the client is answered that its subscribe was not honoured');
+    assert.deepEqual(last(), [KEPT], 'the upstream is asked to watch only the URI the new rules allow');
+    assert.ok(updated.includes(PARTNER), 'the client is told, as a reload tells it of a subscription it dropped');
+  } finally {
+    hold.release();
     await client.close().catch(() => {});
     await gw.close();
     await upstream.close();
