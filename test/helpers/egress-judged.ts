@@ -1,6 +1,7 @@
 // What the integration tests of the egress stage on prompts, resources and completions share: a stand-in
-// resolver (names an attacker controls resolve inside, as their DNS would), a v2 SDK upstream that records
-// every request it receives, v1 and v2 SDK clients behind one shape, and the JSON-RPC refusal they throw.
+// resolver (names an attacker controls resolve inside, as their DNS would) and one that stalls a lookup, a
+// v2 SDK upstream that records every request it receives, v1 and v2 SDK clients behind one shape, and the
+// JSON-RPC refusal they throw.
 
 import assert from 'node:assert/strict';
 import { Client as V1Client } from '@modelcontextprotocol/sdk/client/index.js';
@@ -22,6 +23,34 @@ export function stubResolver(): { resolveHost: (host: string) => Promise<string[
     return found;
   };
   return { resolveHost, resolved };
+}
+
+/** A resolver over EGRESS_DNS that holds every lookup of `host` until `release()`: a call kept in the egress stage. */
+export interface StallingResolver {
+  resolveHost: (host: string) => Promise<string[]>;
+  /** Whether a lookup of `host` has reached the resolver (and waits there, unless released). */
+  stalled(): boolean;
+  release(): void;
+}
+
+/**
+ * For the tests of a call still in the old configuration's pipeline while a reload runs: the egress stage
+ * resolves a URI's host before the call goes on, so stalling that lookup keeps the call there until the test
+ * has reloaded.
+ */
+export function stallingResolver(host: string): StallingResolver {
+  let release = (): void => {};
+  const resolving = new Promise<void>((resolve) => (release = resolve));
+  let stalled = false;
+  const { resolveHost: answer } = stubResolver();
+  const resolveHost = async (name: string): Promise<string[]> => {
+    if (name === host) {
+      stalled = true;
+      await resolving;
+    }
+    return answer(name);
+  };
+  return { resolveHost, stalled: () => stalled, release: () => release() };
 }
 
 /** A JSON-RPC error as the SDK clients throw it, with the egress stage's `data`. */

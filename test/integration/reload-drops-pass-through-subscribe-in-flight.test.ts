@@ -14,7 +14,7 @@ import { Client as V1Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport as V1Transport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { validateConfigObject } from '../../src/config/load.js';
 import { startSubscribableV1Http } from '../fixtures/upstreams/subscribable-v1-http.js';
-import { EGRESS_DNS } from '../helpers/egress-judged.js';
+import { stallingResolver } from '../helpers/egress-judged.js';
 import { startGateway } from '../helpers/gateway.js';
 
 const KEPT = 'test://kept';
@@ -67,19 +67,8 @@ test('a subscribe on its way while a reload retires the pass-through is dropped 
 });
 
 test('a subscribe still in the old configuration\'s pipeline while a reload retires the pass-through is dropped upstream once it is answered', { timeout: 60_000 }, async () => {
-  let release = (): void => {};
-  const resolving = new Promise<void>((resolve) => (release = resolve));
-  let stalled = false;
   // The egress stage resolves the URI's host before the call goes on: held here until the reload is done.
-  const resolveHost = async (host: string): Promise<string[]> => {
-    if (host === new URL(PARTNER).hostname) {
-      stalled = true;
-      await resolving;
-    }
-    const found = EGRESS_DNS[host];
-    if (!found) throw Object.assign(new Error(`ENOTFOUND ${host}`), { code: 'ENOTFOUND' });
-    return found;
-  };
+  const { resolveHost, stalled, release } = stallingResolver(new URL(PARTNER).hostname);
   const unsubscribes: string[] = [];
   const upstream = await startSubscribableV1Http({ refuseUnsubscribe: (uri) => (unsubscribes.push(uri), false) });
   const upstreams = [{ name: 'files', url: upstream.url }];
@@ -91,8 +80,8 @@ test('a subscribe still in the old configuration\'s pipeline while a reload reti
     await client.connect(new V1Transport(new URL(gw.url)));
     await client.subscribeResource({ uri: KEPT });
     const late = client.subscribeResource({ uri: PARTNER });
-    for (let i = 0; i < 100 && !stalled; i++) await new Promise((r) => setTimeout(r, 50));
-    assert.ok(stalled, 'the subscribe waits in the egress stage for its host to resolve');
+    for (let i = 0; i < 100 && !stalled(); i++) await new Promise((r) => setTimeout(r, 50));
+    assert.ok(stalled(), 'the subscribe waits in the egress stage for its host to resolve');
 
     assert.deepEqual(await gw.gateway.reload(retiring(upstreams)), []);
     for (let i = 0; i < 100 && unsubscribes.length < 1; i++) await new Promise((r) => setTimeout(r, 50));

@@ -13,7 +13,7 @@ import assert from 'node:assert/strict';
 import { Client as V2Client, StreamableHTTPClientTransport as V2Transport } from '@modelcontextprotocol/client';
 import { validateConfigObject } from '../../src/config/load.js';
 import { startSubscribableModernServer } from '../fixtures/upstreams/subscribable-modern-server.js';
-import { EGRESS_DNS, stubResolver } from '../helpers/egress-judged.js';
+import { stallingResolver, stubResolver } from '../helpers/egress-judged.js';
 import { startGateway } from '../helpers/gateway.js';
 
 const KEPT = 'test://kept';
@@ -55,19 +55,8 @@ function modernClient(): V2Client {
 }
 
 test('a listen still in the old configuration\'s pipeline while a reload that keeps the pass-through judges the listens ends once held, when the new rules forbid one of its URIs', { timeout: 60_000 }, async () => {
-  let release = (): void => {};
-  const resolving = new Promise<void>((resolve) => (release = resolve));
-  let stalled = false;
   // The old egress stage resolves the URI's host before the listen goes on: held here until the reload is done.
-  const resolveHost = async (host: string): Promise<string[]> => {
-    if (host === new URL(PARTNER).hostname) {
-      stalled = true;
-      await resolving;
-    }
-    const found = EGRESS_DNS[host];
-    if (!found) throw Object.assign(new Error(`ENOTFOUND ${host}`), { code: 'ENOTFOUND' });
-    return found;
-  };
+  const { resolveHost, stalled, release } = stallingResolver(new URL(PARTNER).hostname);
   const upstream = await startSubscribableModernServer();
   const upstreams = [{ name: 'files', url: upstream.url }];
   const gw = await startGateway({ upstreams }, { resolveHost });
@@ -76,8 +65,8 @@ test('a listen still in the old configuration\'s pipeline while a reload that ke
     await client.connect(new V2Transport(new URL(gw.url)));
     const kept = await client.listen({ resourceSubscriptions: [KEPT] });
     const opening = client.listen({ resourceSubscriptions: [PARTNER, KEPT] });
-    for (let i = 0; i < 100 && !stalled; i++) await new Promise((r) => setTimeout(r, 50));
-    assert.ok(stalled, 'the listen waits in the egress stage for its host to resolve');
+    for (let i = 0; i < 100 && !stalled(); i++) await new Promise((r) => setTimeout(r, 50));
+    assert.ok(stalled(), 'the listen waits in the egress stage for its host to resolve');
 
     assert.deepEqual(await gw.gateway.reload(blockingPartner(upstreams)), []);
     assert.deepEqual(gw.logs.filter((l) => l.msg === 'config reloaded').at(-1)?.keptUpstreams, ['files'], 'the same upstream, still passed through');

@@ -14,7 +14,7 @@ import { Client as V1Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport as V1Transport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { validateConfigObject } from '../../src/config/load.js';
 import { startSubscribableV1Http } from '../fixtures/upstreams/subscribable-v1-http.js';
-import { EGRESS_DNS, stubResolver } from '../helpers/egress-judged.js';
+import { stallingResolver, stubResolver } from '../helpers/egress-judged.js';
 import { startGateway } from '../helpers/gateway.js';
 
 const KEPT = 'test://kept';
@@ -79,19 +79,8 @@ test('a subscribe held upstream while a reload that keeps the pass-through judge
 });
 
 test('a subscribe still in the old configuration\'s pipeline while a reload that keeps the pass-through judges the notes is dropped once answered, when the new rules forbid it', { timeout: 60_000 }, async () => {
-  let release = (): void => {};
-  const resolving = new Promise<void>((resolve) => (release = resolve));
-  let stalled = false;
   // The old egress stage resolves the URI's host before the call goes on: held here until the reload is done.
-  const resolveHost = async (host: string): Promise<string[]> => {
-    if (host === new URL(PARTNER).hostname) {
-      stalled = true;
-      await resolving;
-    }
-    const found = EGRESS_DNS[host];
-    if (!found) throw Object.assign(new Error(`ENOTFOUND ${host}`), { code: 'ENOTFOUND' });
-    return found;
-  };
+  const { resolveHost, stalled, release } = stallingResolver(new URL(PARTNER).hostname);
   const unsubscribes: string[] = [];
   const upstream = await startSubscribableV1Http({ refuseUnsubscribe: (uri) => (unsubscribes.push(uri), false) });
   const upstreams = [{ name: 'files', url: upstream.url }];
@@ -103,8 +92,8 @@ test('a subscribe still in the old configuration\'s pipeline while a reload that
     await client.connect(new V1Transport(new URL(gw.url)));
     await client.subscribeResource({ uri: KEPT });
     const late = client.subscribeResource({ uri: PARTNER });
-    await until(() => stalled);
-    assert.ok(stalled, 'the subscribe waits in the egress stage for its host to resolve');
+    await until(stalled);
+    assert.ok(stalled(), 'the subscribe waits in the egress stage for its host to resolve');
 
     // The reload's judgement of the notes starts as it returns, before the subscribe is noted.
     assert.deepEqual(await gw.gateway.reload(blockingPartner(upstreams)), []);
