@@ -12,20 +12,14 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { Client as V1Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport as V1Transport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
-import { validateConfigObject } from '../../src/config/load.js';
 import { startSubscribableV1Http } from '../fixtures/upstreams/subscribable-v1-http.js';
 import { stallingResolver } from '../helpers/egress-judged.js';
 import { startGateway } from '../helpers/gateway.js';
+import { PARTNER, retirePassThrough } from '../helpers/pass-through-reload.js';
+import { waitUntil } from '../helpers/stdio-children.js';
 
 const KEPT = 'test://kept';
 const LATE = 'test://late';
-/** A fetched scheme's URI, resolving to a public address: allowed by the default egress rules. */
-const PARTNER = 'https://docs.partner.example/a';
-
-/** The retiring config: a rule on resources takes the one upstream behind the catalog. */
-function retiring(upstreams: unknown[]) {
-  return validateConfigObject({ auth: { anonymous: true }, idempotency: { requireKeys: false }, listen: { host: '127.0.0.1', port: 0 }, upstreams, policy: { rules: [{ id: 'no-secret', access: 'deny', resources: ['test://secret'] }, { id: 'rest', access: 'allow', resources: ['*'] }] } }, 'test');
-}
 
 test('a subscribe on its way while a reload retires the pass-through is dropped upstream once it is answered', { timeout: 60_000 }, async () => {
   let release = (): void => {};
@@ -45,17 +39,17 @@ test('a subscribe on its way while a reload retires the pass-through is dropped 
     await client.connect(new V1Transport(new URL(gw.url)));
     await client.subscribeResource({ uri: KEPT });
     const late = client.subscribeResource({ uri: LATE });
-    for (let i = 0; i < 100 && !holding; i++) await new Promise((r) => setTimeout(r, 50));
+    await waitUntil(() => holding, 5_000);
     assert.ok(holding, 'the upstream holds the subscribe before subscribing');
 
-    assert.deepEqual(await gw.gateway.reload(retiring(upstreams)), []);
-    for (let i = 0; i < 100 && unsubscribes.length < 2; i++) await new Promise((r) => setTimeout(r, 50));
+    await retirePassThrough(gw, upstreams);
+    await waitUntil(() => unsubscribes.length >= 2, 5_000);
     assert.deepEqual([...unsubscribes].sort(), [LATE, KEPT].sort(), 'the retiring reload asked the upstream to drop both, the held subscribe\'s URI before it subscribed');
     assert.deepEqual(subscribed(), [], 'nothing subscribed upstream for now');
 
     release();
     await late;
-    for (let i = 0; i < 100 && unsubscribes.length < 3; i++) await new Promise((r) => setTimeout(r, 50));
+    await waitUntil(() => unsubscribes.length >= 3, 5_000);
     assert.deepEqual(unsubscribes.slice(2), [LATE], 'the subscribe\'s answer had the upstream asked to drop its URI again');
     assert.deepEqual(subscribed(), [], 'the upstream\'s session no longer watches the URI the late subscribe added');
   } finally {
@@ -80,16 +74,16 @@ test('a subscribe still in the old configuration\'s pipeline while a reload reti
     await client.connect(new V1Transport(new URL(gw.url)));
     await client.subscribeResource({ uri: KEPT });
     const late = client.subscribeResource({ uri: PARTNER });
-    for (let i = 0; i < 100 && !stalled(); i++) await new Promise((r) => setTimeout(r, 50));
+    await waitUntil(stalled, 5_000);
     assert.ok(stalled(), 'the subscribe waits in the egress stage for its host to resolve');
 
-    assert.deepEqual(await gw.gateway.reload(retiring(upstreams)), []);
-    for (let i = 0; i < 100 && unsubscribes.length < 1; i++) await new Promise((r) => setTimeout(r, 50));
+    await retirePassThrough(gw, upstreams);
+    await waitUntil(() => unsubscribes.length >= 1, 5_000);
     assert.deepEqual(unsubscribes, [KEPT], 'the retiring reload asked the upstream to drop what was noted: not yet the held subscribe');
 
     release();
     await late;
-    for (let i = 0; i < 100 && unsubscribes.length < 2; i++) await new Promise((r) => setTimeout(r, 50));
+    await waitUntil(() => unsubscribes.length >= 2, 5_000);
     assert.deepEqual(unsubscribes, [KEPT, PARTNER], 'the subscribe\'s answer had the upstream asked to drop its URI');
     assert.deepEqual(subscribed(), [], 'the upstream\'s session no longer watches the URI the late subscribe added');
   } finally {

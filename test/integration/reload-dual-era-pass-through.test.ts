@@ -13,29 +13,17 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { fileURLToPath } from 'node:url';
 import type { Client as V1Client } from '@modelcontextprotocol/sdk/client/index.js';
-import { validateConfigObject } from '../../src/config/load.js';
 import { startSubscribableV1Http } from '../fixtures/upstreams/subscribable-v1-http.js';
 import { stubResolver } from '../helpers/egress-judged.js';
 import { legacySubscriber } from '../helpers/legacy-subscriber.js';
 import { startGateway, type TestGateway } from '../helpers/gateway.js';
-import { gatewaysCheckedForLeakedChildren } from '../helpers/stdio-children.js';
+import { blockPartner, endedCount, keptUpstreams, PARTNER, retirePassThrough, SECRET } from '../helpers/pass-through-reload.js';
+import { gatewaysCheckedForLeakedChildren, waitUntil } from '../helpers/stdio-children.js';
 
 const KEPT = 'test://kept';
-const SECRET = 'test://secret';
-/** A fetched scheme's URI, resolving to a public address (EGRESS_DNS): allowed by the default egress rules. */
-const PARTNER = 'https://docs.partner.example/a';
-const ENDED_LOG = 'a reload ended the listening streams opened on the pass-through it no longer serves';
 
 const DUAL_ERA_STDIO = fileURLToPath(new URL('../fixtures/upstreams/dual-era-subscribable-stdio.mjs', import.meta.url));
 const gateways = gatewaysCheckedForLeakedChildren();
-
-const baseConfig = { auth: { anonymous: true }, idempotency: { requireKeys: false }, listen: { host: '127.0.0.1', port: 0 } };
-
-/** Waits (bounded: 100 × 100 ms) until `done()`; whether it came to pass. */
-async function until(done: () => boolean): Promise<boolean> {
-  for (let i = 0; i < 100 && !done(); i++) await new Promise((r) => setTimeout(r, 100));
-  return done();
-}
 
 /** The era probe found a dual-era server: modern, also serving legacy clients directly. */
 function assertDualEra(gw: TestGateway): void {
@@ -60,12 +48,11 @@ test('egress rules that now block a URI a legacy client of a dual-era upstream s
     await publish(100, () => times(PARTNER) > 0 && times(KEPT) > 0);
     assert.ok(times(PARTNER) > 0 && times(KEPT) > 0, 'before the reload both URIs\' updates arrive on the GET stream');
 
-    const next = validateConfigObject({ ...baseConfig, upstreams, policy: { egress: [{ id: 'no-partner', tools: ['*'], deny: { hosts: ['docs.partner.example'] } }] } }, 'test');
-    assert.deepEqual(await gw.gateway.reload(next), []);
-    assert.deepEqual(gw.logs.filter((l) => l.msg === 'config reloaded').at(-1)?.keptUpstreams, ['files'], 'the same upstream, still passed through');
+    await blockPartner(gw, upstreams);
+    assert.deepEqual(keptUpstreams(gw), ['files'], 'the same upstream, still passed through');
 
     // The reload's judgement runs after it returns: the upstream's session is let go of the URI shortly.
-    assert.ok(await until(() => !subscribedSessions().some((uris) => uris.includes(PARTNER))), 'the upstream\'s session got resources/unsubscribe for the blocked URI');
+    assert.ok(await waitUntil(() => !subscribedSessions().some((uris) => uris.includes(PARTNER)), 10_000), 'the upstream\'s session got resources/unsubscribe for the blocked URI');
     assert.deepEqual(subscribedSessions(), [[KEPT]], 'the upstream\'s session is unsubscribed from the blocked URI, and only from it');
     const partner = times(PARTNER);
     const kept = times(KEPT);
@@ -95,9 +82,8 @@ test('a legacy client\'s GET stream on a dual-era upstream\'s pass-through ends 
     assert.ok(heard.length > 0, 'before the reload its updates arrive on the GET stream');
 
     // A rule on resources takes the upstream behind the catalog: the pass-through is retired.
-    const next = validateConfigObject({ ...baseConfig, upstreams, policy: { rules: [{ id: 'no-secret', access: 'deny', resources: [SECRET] }, { id: 'rest', access: 'allow', resources: ['*'] }] } }, 'test');
-    assert.deepEqual(await gw.gateway.reload(next), []);
-    assert.equal(gw.logs.find((l) => l.msg === ENDED_LOG)?.ended, 1, 'the reload ended the GET stream');
+    await retirePassThrough(gw, upstreams);
+    assert.equal(endedCount(gw), 1, 'the reload ended the GET stream');
     const before = heard.length;
     // Twenty rounds of updates from the upstream's session (unless it dropped the subscription): none arrives.
     let rounds = 0;
@@ -137,9 +123,8 @@ test('processes: perSession: egress rules that now block a URI a legacy client o
     }
     assert.ok(times(PARTNER) > 0 && times(KEPT) > 0, 'before the reload both URIs\' updates arrive');
 
-    const next = validateConfigObject({ ...baseConfig, upstreams, policy: { egress: [{ id: 'no-partner', tools: ['*'], deny: { hosts: ['docs.partner.example'] } }] } }, 'test');
-    assert.deepEqual(await gw.gateway.reload(next), []);
-    assert.deepEqual(gw.logs.filter((l) => l.msg === 'config reloaded').at(-1)?.keptUpstreams, ['subs'], 'the same upstream and children, still passed through');
+    await blockPartner(gw, upstreams);
+    assert.deepEqual(keptUpstreams(gw), ['subs'], 'the same upstream and children, still passed through');
 
     // The reload's judgement runs after it returns: the child is let go of the URI shortly.
     let held = (await tool(client, 'subscribed')) as string[];

@@ -26,28 +26,15 @@ import { StreamableHTTPClientTransport as V1Transport } from '@modelcontextproto
 import { ResourceUpdatedNotificationSchema, SubscribeRequestSchema, UnsubscribeRequestSchema } from '@modelcontextprotocol/sdk/types.js';
 import type { McpServer as V1McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import { Client as V2Client, StreamableHTTPClientTransport as V2Transport } from '@modelcontextprotocol/client';
-import { validateConfigObject } from '../../src/config/load.js';
 import { startSubscribableModernServer } from '../fixtures/upstreams/subscribable-modern-server.js';
 import { startV1HttpServer } from '../fixtures/upstreams/v1-http-server.js';
 import { listenLoopback, readBody, toFetchRequest, writeFetchResponse } from '../fixtures/upstreams/node-adapter.js';
 import { createMcpHandler, McpServer } from '@modelcontextprotocol/server';
-import { startGateway, type TestGateway } from '../helpers/gateway.js';
+import { startGateway } from '../helpers/gateway.js';
+import { endedCount, endOf, retirePassThrough, SECRET } from '../helpers/pass-through-reload.js';
+import { waitUntil } from '../helpers/stdio-children.js';
 
 const KEPT = 'test://kept';
-const SECRET = 'test://secret';
-const ENDED_LOG = 'a reload ended the listening streams opened on the pass-through it no longer serves';
-
-/** A reload to the same upstreams under rules that hide SECRET: the upstream goes behind the catalog. */
-async function hideSecret(gw: TestGateway, upstreams: Array<Record<string, unknown>>): Promise<void> {
-  const next = validateConfigObject({ auth: { anonymous: true }, idempotency: { requireKeys: false }, listen: { host: '127.0.0.1', port: 0 }, upstreams, policy: { rules: [{ id: 'no-secret', access: 'deny', resources: [SECRET] }, { id: 'rest', access: 'allow', resources: ['*'] }] } }, 'test');
-  assert.deepEqual(await gw.gateway.reload(next), []);
-}
-
-/** Waits (bounded: 100 × 100 ms) until `done()`; whether it came to pass. */
-async function until(done: () => boolean): Promise<boolean> {
-  for (let i = 0; i < 100 && !done(); i++) await new Promise((r) => setTimeout(r, 100));
-  return done();
-}
 
 /** A v1 SDK client (not yet connected), the URIs of the updates it hears and the errors its transport reports. */
 function legacyClient(): { client: V1Client; heard: string[]; errors: string[] } {
@@ -93,15 +80,15 @@ test('a bridged legacy session\'s GET stream ends when a reload moves its modern
     assert.ok(first.heard.length > 0, 'before the reload the bridged GET stream relays the upstream listen\'s updates');
     assert.equal(upstream.openListens(), 1);
 
-    await hideSecret(gw, upstreams);
-    assert.ok(await until(() => upstream.openListens() === 0), 'the upstream\'s listen for the session is closed: it no longer watches for it');
+    await retirePassThrough(gw, upstreams);
+    assert.ok(await waitUntil(() => upstream.openListens() === 0, 10_000), 'the upstream\'s listen for the session is closed: it no longer watches for it');
     const before = first.heard.length;
     await publish(() => true, 20);
     assert.equal(first.heard.length, before, 'nothing more is relayed to the session the catalog does not know');
     // The client's reconnection and its next request meet the catalog, which does not know the session.
-    assert.ok(await until(() => first.errors.some((m) => m.includes('Not Found'))), `the GET stream reconnects and meets the 404: ${first.errors.join('; ')}`);
+    assert.ok(await waitUntil(() => first.errors.some((m) => m.includes('Not Found')), 10_000), `the GET stream reconnects and meets the 404: ${first.errors.join('; ')}`);
     assert.equal(await pingStatus(gw.url, sessionId), 404);
-    assert.equal(gw.logs.find((l) => l.msg === ENDED_LOG)?.ended, 1, 'the reload counts the bridged GET stream among those it ended');
+    assert.equal(endedCount(gw), 1, 'the reload counts the bridged GET stream among those it ended');
 
     // Initialized again, a client is served by the catalog under the new rules.
     await second.client.connect(new V1Transport(new URL(gw.url)));
@@ -127,12 +114,12 @@ test('a bridged legacy session\'s GET stream on a stdio upstream ends when a rel
     await client.connect(transport);
     const sessionId = transport.sessionId!;
     await client.subscribeResource({ uri: KEPT });
-    assert.ok(await until(() => heard.length > 0), 'before the reload the child\'s listen is relayed on the GET stream');
+    assert.ok(await waitUntil(() => heard.length > 0, 10_000), 'before the reload the child\'s listen is relayed on the GET stream');
 
-    await hideSecret(gw, upstreams);
-    assert.ok(await until(() => errors.some((m) => m.includes('Not Found'))), `the GET stream reconnects and meets the 404: ${errors.join('; ')}`);
+    await retirePassThrough(gw, upstreams);
+    assert.ok(await waitUntil(() => errors.some((m) => m.includes('Not Found')), 10_000), `the GET stream reconnects and meets the 404: ${errors.join('; ')}`);
     assert.equal(await pingStatus(gw.url, sessionId), 404);
-    assert.equal(gw.logs.find((l) => l.msg === ENDED_LOG)?.ended, 1, 'the reload counts the bridged GET stream among those it ended');
+    assert.equal(endedCount(gw), 1, 'the reload counts the bridged GET stream among those it ended');
   } finally {
     await client.close().catch(() => {});
     await gw.close();
@@ -169,10 +156,9 @@ test('a modern client\'s listen bridged to a legacy upstream gets its completion
     await publish(() => heard.length === 0);
     assert.ok(heard.length > 0, 'before the reload the bridge relays the upstream session\'s updates');
 
-    await hideSecret(gw, upstreams);
-    const ended = await Promise.race([listen.closed, new Promise<string>((r) => setTimeout(() => r('open'), 10_000).unref())]);
-    assert.equal(ended, 'graceful', 'the listen ends with its completion result');
-    assert.equal(gw.logs.find((l) => l.msg === ENDED_LOG)?.ended, 1);
+    await retirePassThrough(gw, upstreams);
+    assert.equal(await endOf(listen), 'graceful', 'the listen ends with its completion result');
+    assert.equal(endedCount(gw), 1);
     const before = heard.length;
     await publish(() => true, 20);
     assert.equal(heard.length, before, 'nothing more of the bridge\'s legacy session reaches the client');
@@ -222,8 +208,8 @@ test('a bridged legacy session\'s GET stream ends when the names check moves its
     await client.listTools().catch(() => {});
     assert.ok(gw.logs.some((l) => l.msg === 'upstream now lists names that need rewriting; serving it through the catalog from now on'), 'the upstream is behind the catalog now');
     assert.equal(gw.logs.find((l) => l.msg === 'the listening streams the pass-through opened were ended: the upstream is served through the catalog now')?.ended, 1, 'the switch ended the bridged GET stream');
-    assert.ok(await until(() => openListens === 0), 'the upstream\'s listen for the session is closed');
-    assert.ok(await until(() => errors.some((m) => m.includes('Not Found'))), `the GET stream reconnects and meets the 404: ${errors.join('; ')}`);
+    assert.ok(await waitUntil(() => openListens === 0, 10_000), 'the upstream\'s listen for the session is closed');
+    assert.ok(await waitUntil(() => errors.some((m) => m.includes('Not Found')), 10_000), `the GET stream reconnects and meets the 404: ${errors.join('; ')}`);
     assert.equal(await pingStatus(gw.url, sessionId), 404);
   } finally {
     await client.close().catch(() => {});

@@ -20,29 +20,10 @@ import { Client as V2Client, StreamableHTTPClientTransport as V2Transport } from
 import { validateConfigObject } from '../../src/config/load.js';
 import { startV1HttpServer } from '../fixtures/upstreams/v1-http-server.js';
 import { startSubscribableModernServer } from '../fixtures/upstreams/subscribable-modern-server.js';
-import { startGateway, type TestGateway } from '../helpers/gateway.js';
+import { startGateway } from '../helpers/gateway.js';
+import { endedCount, endOf, keptUpstreams, retirePassThrough, SECRET } from '../helpers/pass-through-reload.js';
+import { waitUntil } from '../helpers/stdio-children.js';
 
-const SECRET = 'test://secret';
-const ENDED_LOG = 'a reload ended the listening streams opened on the pass-through it no longer serves';
-
-/** A reload to the same upstreams under rules that hide SECRET: the upstream goes behind the catalog. */
-async function hideSecret(gw: TestGateway, upstreams: Array<Record<string, unknown>>): Promise<void> {
-  const next = validateConfigObject({ auth: { anonymous: true }, idempotency: { requireKeys: false }, listen: { host: '127.0.0.1', port: 0 }, upstreams, policy: { rules: [{ id: 'no-secret', access: 'deny', resources: [SECRET] }, { id: 'rest', access: 'allow', resources: ['*'] }] } }, 'test');
-  assert.deepEqual(await gw.gateway.reload(next), []);
-}
-
-/** Waits (bounded: 100 × 100 ms) until `done()`; whether it came to pass. */
-async function until(done: () => boolean): Promise<boolean> {
-  for (let i = 0; i < 100 && !done(); i++) await new Promise((r) => setTimeout(r, 100));
-  return done();
-}
-
-/** How `listen` ended, or 'open' if it had not within 10 s. */
-function endOf(listen: { closed: Promise<string> }): Promise<string> {
-  return Promise.race([listen.closed, new Promise<string>((r) => setTimeout(() => r('open'), 10_000).unref())]);
-}
-
-const endedCount = (gw: TestGateway): unknown => gw.logs.find((l) => l.msg === ENDED_LOG)?.ended;
 
 /** A v2 SDK client pinned to 2026-07-28 (not yet connected), and the URIs of the updates it hears. */
 function modernClient(): { client: V2Client; heard: string[] } {
@@ -91,7 +72,7 @@ test('a legacy client\'s GET stream on the pass-through ends when a reload moves
     await publishUntil(() => heard.length > 0);
     assert.ok(heard.length > 0, 'before the reload its updates arrive on the GET stream');
 
-    await hideSecret(gw, upstreams);
+    await retirePassThrough(gw, upstreams);
     const before = heard.length;
     // Twenty rounds of updates from the upstream session (which still holds the subscription): none arrives.
     let rounds = 0;
@@ -117,10 +98,10 @@ test('a modern client\'s listen on the pass-through gets its completion result w
     await announce(upstream, () => heard.length === 0);
     assert.ok(heard.length > 0, 'before the reload its updates arrive');
 
-    await hideSecret(gw, upstreams);
+    await retirePassThrough(gw, upstreams);
     assert.equal(await endOf(listen), 'graceful', 'the listen ends with its completion result');
     assert.equal(endedCount(gw), 1);
-    assert.ok(await until(() => upstream.openListens() === 0), 'the upstream\'s listen is closed: it no longer watches the URI');
+    assert.ok(await waitUntil(() => upstream.openListens() === 0, 10_000), 'the upstream\'s listen is closed: it no longer watches the URI');
     const before = heard.length;
     await announce(upstream, () => true, 20);
     assert.equal(heard.length, before, 'no update of the hidden URI reaches the client after the reload');
@@ -139,9 +120,9 @@ test('a modern client\'s listen on a stdio pass-through gets its completion resu
   try {
     await client.connect(new V2Transport(new URL(gw.url)));
     const listen = await client.listen({ resourceSubscriptions: [SECRET] });
-    assert.ok(await until(() => heard.includes(SECRET)), 'the child\'s update is heard as the listen opens');
+    assert.ok(await waitUntil(() => heard.includes(SECRET), 10_000), 'the child\'s update is heard as the listen opens');
 
-    await hideSecret(gw, upstreams);
+    await retirePassThrough(gw, upstreams);
     assert.equal(await endOf(listen), 'graceful', 'the listen ends with its completion result');
     assert.equal(endedCount(gw), 1);
   } finally {
@@ -167,7 +148,7 @@ test('a reload that goes on passing the same upstream through leaves its listens
     // A rate limit rebuilds the configuration but governs no resource: the same upstream is passed through.
     const next = validateConfigObject({ auth: { anonymous: true }, idempotency: { requireKeys: false }, listen: { host: '127.0.0.1', port: 0 }, upstreams, policy: { rateLimits: [{ id: 'calls', per: 'key', rate: 1000, perSeconds: 60, burst: 1000 }] } }, 'test');
     assert.deepEqual(await gw.gateway.reload(next), []);
-    assert.deepEqual(gw.logs.filter((l) => l.msg === 'config reloaded').at(-1)?.keptUpstreams, ['files']);
+    assert.deepEqual(keptUpstreams(gw), ['files']);
     assert.ok(await heardOneMore(heard.length), 'the listen goes on relaying after the reload');
     assert.equal(upstream.openListens(), 1);
     assert.equal(endedCount(gw), undefined, 'no stream was ended');
@@ -191,7 +172,7 @@ test('a reload that builds the upstream anew ends the listens the old one passed
     const next = validateConfigObject({ auth: { anonymous: true }, idempotency: { requireKeys: false }, listen: { host: '127.0.0.1', port: 0 }, upstreams: [{ name: 'files', url: upstream.url, headers: { 'x-generation': '2' } }] }, 'test');
     assert.deepEqual(await gw.gateway.reload(next), []);
     assert.equal(await endOf(listen), 'graceful', 'the listen on the retired upstream ends with its completion result');
-    assert.ok(await until(() => upstream.openListens() === 0), 'its upstream listen is closed');
+    assert.ok(await waitUntil(() => upstream.openListens() === 0, 10_000), 'its upstream listen is closed');
     const again = await client.listen({ resourceSubscriptions: [SECRET] });
     assert.deepEqual(again.honoredFilter.resourceSubscriptions, [SECRET], 'the new upstream takes the listen');
     await announce(upstream, () => heard.length === 0);
@@ -223,9 +204,9 @@ test('a legacy client\'s GET stream on a stdio pass-through ends, and its reconn
     }
     assert.deepEqual(heard.slice(0, 1), ['test://a'], 'before the reload its updates arrive on the GET stream');
 
-    await hideSecret(gw, upstreams);
+    await retirePassThrough(gw, upstreams);
     // The SDK opens its GET stream again at once when one ends: the catalog does not know the session.
-    assert.ok(await until(() => errors.some((e) => e.code === 404)), `the GET stream ended and its reconnection is answered 404: ${JSON.stringify(errors)}`);
+    assert.ok(await waitUntil(() => errors.some((e) => e.code === 404), 10_000), `the GET stream ended and its reconnection is answered 404: ${JSON.stringify(errors)}`);
     assert.equal(endedCount(gw), 1, 'the reload ended the GET stream');
   } finally {
     await client.close().catch(() => {});

@@ -13,15 +13,14 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { Client as V1Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport as V1Transport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
-import { validateConfigObject } from '../../src/config/load.js';
 import { startSubscribableV1Http } from '../fixtures/upstreams/subscribable-v1-http.js';
 import { stubResolver } from '../helpers/egress-judged.js';
 import { legacySubscriber } from '../helpers/legacy-subscriber.js';
 import { startGateway } from '../helpers/gateway.js';
+import { blockPartner, keptUpstreams, PARTNER, retirePassThrough, SECRET } from '../helpers/pass-through-reload.js';
+import { waitUntil } from '../helpers/stdio-children.js';
 
 const KEPT = 'test://kept';
-/** A fetched scheme's URI, resolving to a public address (EGRESS_DNS): allowed by the default egress rules. */
-const PARTNER = 'https://docs.partner.example/a';
 
 // `era: legacy` pins the upstream's era: a legacy client is then passed through without a probe, and until
 // 5 December the upstream's era stayed unknown, so the pass-through noted none of its sessions' subscriptions.
@@ -40,13 +39,12 @@ for (const era of ['auto', 'legacy'] as const) test(`egress rules that now block
     await publish(100, () => times(PARTNER) > 0 && times(KEPT) > 0);
     assert.ok(times(PARTNER) > 0 && times(KEPT) > 0, 'before the reload both URIs\' updates arrive on the GET stream');
 
-    const next = validateConfigObject({ auth: { anonymous: true }, idempotency: { requireKeys: false }, listen: { host: '127.0.0.1', port: 0 }, upstreams, policy: { egress: [{ id: 'no-partner', tools: ['*'], deny: { hosts: ['docs.partner.example'] } }] } }, 'test');
-    assert.deepEqual(await gw.gateway.reload(next), []);
-    assert.deepEqual(gw.logs.filter((l) => l.msg === 'config reloaded').at(-1)?.keptUpstreams, ['files'], 'the same upstream, still passed through');
+    await blockPartner(gw, upstreams);
+    assert.deepEqual(keptUpstreams(gw), ['files'], 'the same upstream, still passed through');
 
     // The reload's judgement runs after it returns: the upstream's session is let go of the URI shortly.
     const subscribedSessions = (): string[][] => sessions.filter((s) => s.subscribed.size > 0).map((s) => [...s.subscribed]);
-    for (let i = 0; i < 100 && subscribedSessions().some((uris) => uris.includes(PARTNER)); i++) await new Promise((r) => setTimeout(r, 100));
+    await waitUntil(() => !subscribedSessions().some((uris) => uris.includes(PARTNER)), 10_000);
     const partner = times(PARTNER);
     const kept = times(KEPT);
     await publish(100, () => times(KEPT) > kept + 2);
@@ -73,12 +71,11 @@ test('a reload that retires the pass-through has the upstream\'s legacy sessions
   const subscribed = (): string[] => upstream.sessions.flatMap((s) => [...s.subscribed]).sort();
   try {
     await client.connect(new V1Transport(new URL(gw.url)));
-    await client.subscribeResource({ uri: 'test://secret' });
+    await client.subscribeResource({ uri: SECRET });
     await client.subscribeResource({ uri: KEPT });
-    assert.deepEqual(subscribed(), [KEPT, 'test://secret']);
-    const next = validateConfigObject({ auth: { anonymous: true }, idempotency: { requireKeys: false }, listen: { host: '127.0.0.1', port: 0 }, upstreams, policy: { rules: [{ id: 'no-secret', access: 'deny', resources: ['test://secret'] }, { id: 'rest', access: 'allow', resources: ['*'] }] } }, 'test');
-    assert.deepEqual(await gw.gateway.reload(next), []);
-    for (let i = 0; i < 100 && subscribed().length > 0; i++) await new Promise((r) => setTimeout(r, 100));
+    assert.deepEqual(subscribed(), [KEPT, SECRET]);
+    await retirePassThrough(gw, upstreams);
+    await waitUntil(() => subscribed().length === 0, 10_000);
     assert.deepEqual(subscribed(), [], 'the upstream\'s session no longer watches any URI subscribed through the retired pass-through');
   } finally {
     await client.close().catch(() => {});

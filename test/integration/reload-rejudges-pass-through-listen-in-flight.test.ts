@@ -11,24 +11,13 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { Client as V2Client, StreamableHTTPClientTransport as V2Transport } from '@modelcontextprotocol/client';
-import { validateConfigObject } from '../../src/config/load.js';
 import { startSubscribableModernServer } from '../fixtures/upstreams/subscribable-modern-server.js';
 import { stallingResolver, stubResolver } from '../helpers/egress-judged.js';
 import { startGateway } from '../helpers/gateway.js';
+import { blockPartner, endOf, keptUpstreams, PARTNER } from '../helpers/pass-through-reload.js';
+import { waitUntil } from '../helpers/stdio-children.js';
 
 const KEPT = 'test://kept';
-/** A fetched scheme's URI, resolving to a public address (EGRESS_DNS): allowed by the default egress rules. */
-const PARTNER = 'https://docs.partner.example/a';
-
-/** The config that keeps the pass-through: its egress rules now block PARTNER's host. */
-function blockingPartner(upstreams: unknown[]) {
-  return validateConfigObject({ auth: { anonymous: true }, idempotency: { requireKeys: false }, listen: { host: '127.0.0.1', port: 0 }, upstreams, policy: { egress: [{ id: 'no-partner', tools: ['*'], deny: { hosts: ['docs.partner.example'] } }] } }, 'test');
-}
-
-/** How `listen` ended, or 'open' if it had not within 10 s. */
-function endOf(listen: { closed: Promise<string> }): Promise<string> {
-  return Promise.race([listen.closed, new Promise<string>((r) => setTimeout(() => r('open'), 10_000).unref())]);
-}
 
 /**
  * How a listen still opening ended: 'graceful' when its completion result came, before its acknowledgment
@@ -65,17 +54,17 @@ test('a listen still in the old configuration\'s pipeline while a reload that ke
     await client.connect(new V2Transport(new URL(gw.url)));
     const kept = await client.listen({ resourceSubscriptions: [KEPT] });
     const opening = client.listen({ resourceSubscriptions: [PARTNER, KEPT] });
-    for (let i = 0; i < 100 && !stalled(); i++) await new Promise((r) => setTimeout(r, 50));
+    await waitUntil(stalled, 5_000);
     assert.ok(stalled(), 'the listen waits in the egress stage for its host to resolve');
 
-    assert.deepEqual(await gw.gateway.reload(blockingPartner(upstreams)), []);
-    assert.deepEqual(gw.logs.filter((l) => l.msg === 'config reloaded').at(-1)?.keptUpstreams, ['files'], 'the same upstream, still passed through');
+    await blockPartner(gw, upstreams);
+    assert.deepEqual(keptUpstreams(gw), ['files'], 'the same upstream, still passed through');
 
     release();
     const ended = await endOfOpening(opening);
     assert.ok(askedFor(upstream, PARTNER), 'the old rules let the URI through to the upstream');
     assert.equal(ended, 'graceful', 'the listen holding the URI the new rules forbid ends with its completion result');
-    for (let i = 0; i < 100 && upstream.openListens() !== 1; i++) await new Promise((r) => setTimeout(r, 100));
+    await waitUntil(() => upstream.openListens() === 1, 10_000);
     assert.equal(upstream.openListens(), 1, 'the upstream no longer watches the URI; the listen whose URIs are allowed stays');
     await kept.close();
   } finally {
@@ -97,13 +86,13 @@ test('a listen awaiting the upstream\'s acknowledgment while a reload that keeps
     const opening = client.listen({ resourceSubscriptions: [PARTNER] });
     await hold.held;
 
-    assert.deepEqual(await gw.gateway.reload(blockingPartner(upstreams)), []);
-    assert.deepEqual(gw.logs.filter((l) => l.msg === 'config reloaded').at(-1)?.keptUpstreams, ['files'], 'the same upstream, still passed through');
+    await blockPartner(gw, upstreams);
+    assert.deepEqual(keptUpstreams(gw), ['files'], 'the same upstream, still passed through');
 
     assert.ok(askedFor(upstream, PARTNER), 'the old rules let the URI through to the upstream');
     hold.release();
     assert.equal(await endOfOpening(opening), 'graceful', 'the listen holding the URI the new rules forbid ends with its completion result');
-    for (let i = 0; i < 100 && upstream.openListens() !== 0; i++) await new Promise((r) => setTimeout(r, 100));
+    await waitUntil(() => upstream.openListens() === 0, 10_000);
     assert.equal(upstream.openListens(), 0, 'the upstream no longer watches the URI');
   } finally {
     hold.release();

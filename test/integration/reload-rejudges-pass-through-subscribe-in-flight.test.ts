@@ -12,25 +12,15 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { Client as V1Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport as V1Transport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
-import { validateConfigObject } from '../../src/config/load.js';
 import { startSubscribableV1Http } from '../fixtures/upstreams/subscribable-v1-http.js';
 import { stallingResolver, stubResolver } from '../helpers/egress-judged.js';
 import { startGateway } from '../helpers/gateway.js';
+import { blockPartner, keptUpstreams, PARTNER } from '../helpers/pass-through-reload.js';
+import { waitUntil } from '../helpers/stdio-children.js';
 
 const KEPT = 'test://kept';
-/** A fetched scheme's URI, resolving to a public address: allowed by the default egress rules. */
-const PARTNER = 'https://docs.partner.example/a';
 /** A URI the new rules still allow. */
 const OTHER = 'test://other';
-
-/** The config that keeps the pass-through: its egress rules now block PARTNER's host. */
-function blockingPartner(upstreams: unknown[]) {
-  return validateConfigObject({ auth: { anonymous: true }, idempotency: { requireKeys: false }, listen: { host: '127.0.0.1', port: 0 }, upstreams, policy: { egress: [{ id: 'no-partner', tools: ['*'], deny: { hosts: ['docs.partner.example'] } }] } }, 'test');
-}
-
-async function until(done: () => boolean): Promise<void> {
-  for (let i = 0; i < 100 && !done(); i++) await new Promise((r) => setTimeout(r, 50));
-}
 
 test('a subscribe held upstream while a reload that keeps the pass-through judges the notes is dropped once answered, when the new rules forbid it', { timeout: 60_000 }, async () => {
   let release = (): void => {};
@@ -53,12 +43,12 @@ test('a subscribe held upstream while a reload that keeps the pass-through judge
     await client.subscribeResource({ uri: KEPT });
     const late = client.subscribeResource({ uri: PARTNER });
     const other = client.subscribeResource({ uri: OTHER });
-    await until(() => holding === 2);
+    await waitUntil(() => holding === 2, 5_000);
     assert.equal(holding, 2, 'the upstream holds both subscribes before subscribing');
 
-    assert.deepEqual(await gw.gateway.reload(blockingPartner(upstreams)), []);
-    assert.deepEqual(gw.logs.filter((l) => l.msg === 'config reloaded').at(-1)?.keptUpstreams, ['files'], 'the same upstream, still passed through');
-    await until(() => unsubscribes.length >= 1);
+    await blockPartner(gw, upstreams);
+    assert.deepEqual(keptUpstreams(gw), ['files'], 'the same upstream, still passed through');
+    await waitUntil(() => unsubscribes.length >= 1, 5_000);
     assert.deepEqual(unsubscribes, [PARTNER], 'the reload asked the upstream to drop the noted URI, before it subscribed');
 
     // The allowed one is answered first: its answer is judged before the forbidden one is even subscribed.
@@ -66,7 +56,7 @@ test('a subscribe held upstream while a reload that keeps the pass-through judge
     await other;
     release();
     await late;
-    await until(() => unsubscribes.length >= 2);
+    await waitUntil(() => unsubscribes.length >= 2, 5_000);
     assert.deepEqual(unsubscribes, [PARTNER, PARTNER], 'the forbidden subscribe\'s answer had the upstream asked to drop its URI again; the allowed one\'s did not');
     assert.deepEqual(subscribed(), [KEPT, OTHER].sort(), 'the upstream\'s session watches only the URIs the new rules allow');
   } finally {
@@ -92,16 +82,16 @@ test('a subscribe still in the old configuration\'s pipeline while a reload that
     await client.connect(new V1Transport(new URL(gw.url)));
     await client.subscribeResource({ uri: KEPT });
     const late = client.subscribeResource({ uri: PARTNER });
-    await until(stalled);
+    await waitUntil(stalled, 5_000);
     assert.ok(stalled(), 'the subscribe waits in the egress stage for its host to resolve');
 
     // The reload's judgement of the notes starts as it returns, before the subscribe is noted.
-    assert.deepEqual(await gw.gateway.reload(blockingPartner(upstreams)), []);
-    assert.deepEqual(gw.logs.filter((l) => l.msg === 'config reloaded').at(-1)?.keptUpstreams, ['files'], 'the same upstream, still passed through');
+    await blockPartner(gw, upstreams);
+    assert.deepEqual(keptUpstreams(gw), ['files'], 'the same upstream, still passed through');
 
     release();
     await late;
-    await until(() => unsubscribes.length >= 1);
+    await waitUntil(() => unsubscribes.length >= 1, 5_000);
     assert.deepEqual(unsubscribes, [PARTNER], 'the subscribe\'s answer had the upstream asked to drop its URI');
     assert.deepEqual(subscribed(), [KEPT], 'the upstream\'s session watches only the URI the new rules allow');
   } finally {

@@ -19,12 +19,11 @@ import { validateConfigObject } from '../../src/config/load.js';
 import { stubResolver } from '../helpers/egress-judged.js';
 import { legacySubscriber } from '../helpers/legacy-subscriber.js';
 import { startGateway } from '../helpers/gateway.js';
+import { blockPartner, keptUpstreams, PARTNER } from '../helpers/pass-through-reload.js';
 import { gatewaysCheckedForLeakedChildren } from '../helpers/stdio-children.js';
 
 const SERVER = fileURLToPath(new URL('../fixtures/upstreams/subscribable-stdio.mjs', import.meta.url));
 const KEPT = 'test://a';
-/** A fetched scheme's URI, resolving to a public address (EGRESS_DNS): allowed by the default egress rules. */
-const PARTNER = 'https://docs.partner.example/a';
 const gateways = gatewaysCheckedForLeakedChildren();
 
 async function tool(client: V1Client, name: string): Promise<unknown> {
@@ -62,9 +61,8 @@ for (const { processes, era } of runs) test(`processes: ${processes} (era: ${era
     // They came on touch_all's own answer stream, before its answer: all of them are counted by now.
     const partner = times(PARTNER);
 
-    const next = validateConfigObject({ auth: { anonymous: true }, idempotency: { requireKeys: false }, listen: { host: '127.0.0.1', port: 0 }, upstreams, policy: { egress: [{ id: 'no-partner', tools: ['*'], deny: { hosts: ['docs.partner.example'] } }] } }, 'test');
-    assert.deepEqual(await gw.gateway.reload(next), []);
-    assert.deepEqual(gw.logs.filter((l) => l.msg === 'config reloaded').at(-1)?.keptUpstreams, ['subs'], 'the same upstream and children, still passed through');
+    await blockPartner(gw, upstreams);
+    assert.deepEqual(keptUpstreams(gw), ['subs'], 'the same upstream and children, still passed through');
 
     // The reload's judgement runs after it returns: the child is let go of the URI shortly.
     let held = (await tool(client, 'subscribed')) as string[];
@@ -115,7 +113,7 @@ test('processes: perSession: the child drops its subscriptions when the pass-thr
     const hideB = validateConfigObject({ ...base, policy: { rules: [{ id: 'no-b', access: 'deny', resources: ['test://b'] }, { id: 'rest', access: 'allow', resources: ['*'], tools: ['*'] }] } }, 'test');
     assert.deepEqual(await gw.gateway.reload(hideB), []);
     assert.deepEqual(await gw.gateway.reload(validateConfigObject(base, 'test')), []);
-    assert.deepEqual(gw.logs.filter((l) => l.msg === 'config reloaded').at(-1)?.keptUpstreams, ['subs'], 'the same upstream and children, passed through again');
+    assert.deepEqual(keptUpstreams(gw), ['subs'], 'the same upstream and children, passed through again');
 
     let held = (await tool(client, 'subscribed')) as string[];
     for (let i = 0; i < 100 && held.length > 0; i++) {
@@ -126,8 +124,7 @@ test('processes: perSession: the child drops its subscriptions when the pass-thr
 
     await client.subscribeResource({ uri: PARTNER });
     await client.subscribeResource({ uri: KEPT });
-    const blockPartner = validateConfigObject({ ...base, policy: { egress: [{ id: 'no-partner', tools: ['*'], deny: { hosts: ['docs.partner.example'] } }] } }, 'test');
-    assert.deepEqual(await gw.gateway.reload(blockPartner), []);
+    await blockPartner(gw, upstreams);
     held = (await tool(client, 'subscribed')) as string[];
     for (let i = 0; i < 100 && held.includes(PARTNER); i++) {
       await new Promise((r) => setTimeout(r, 100));
