@@ -12,10 +12,10 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { fileURLToPath } from 'node:url';
-import type { Client as V1Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { startSubscribableV1Http } from '../fixtures/upstreams/subscribable-v1-http.js';
 import { stubResolver } from '../helpers/egress-judged.js';
 import { legacySubscriber } from '../helpers/legacy-subscriber.js';
+import { childSubscriptionsWhen, childTool, touchAllUntil } from '../helpers/subscribable-child.js';
 import { startGateway, type TestGateway } from '../helpers/gateway.js';
 import { blockPartner, endedCount, keptUpstreams, PARTNER, retirePassThrough, SECRET } from '../helpers/pass-through-reload.js';
 import { gatewaysCheckedForLeakedChildren, waitUntil } from '../helpers/stdio-children.js';
@@ -96,13 +96,6 @@ test('a legacy client\'s GET stream on a dual-era upstream\'s pass-through ends 
   }
 });
 
-/** The JSON a tool of the stdio fixture answers with. */
-async function tool(client: V1Client, name: string): Promise<unknown> {
-  const result = (await client.callTool({ name, arguments: {} })) as { content: Array<{ text: string }>; isError?: boolean };
-  assert.ok(result.isError !== true, `${name}: ${result.content[0]?.text}`);
-  return JSON.parse(result.content[0]!.text);
-}
-
 test('processes: perSession: egress rules that now block a URI a legacy client of a dual-era stdio server subscribed to have its child drop it', { timeout: 60_000 }, async () => {
   const { resolveHost } = stubResolver();
   const upstreams = [{ name: 'subs', command: [process.execPath, DUAL_ERA_STDIO], processes: 'perSession' }];
@@ -116,22 +109,15 @@ test('processes: perSession: egress rules that now block a URI a legacy client o
     await client.subscribeResource({ uri: KEPT });
     assert.ok(gw.logs.some((l) => l.msg === 'upstream era detected' && l.era === 'modern'), 'the server answered the modern discover');
     // Bridged, the subscribes would have become a listen on the modern face, and no child would hold them.
-    assert.deepEqual(await tool(client, 'subscribed'), [KEPT, PARTNER].sort(), 'the client\'s own child holds its subscriptions: it was passed through');
-    for (let i = 0; i < 100 && !(times(PARTNER) > 0 && times(KEPT) > 0); i++) {
-      await tool(client, 'touch_all');
-      await new Promise((r) => setTimeout(r, 100));
-    }
+    assert.deepEqual(await childTool(client, 'subscribed'), [KEPT, PARTNER].sort(), 'the client\'s own child holds its subscriptions: it was passed through');
+    await touchAllUntil(client, () => times(PARTNER) > 0 && times(KEPT) > 0);
     assert.ok(times(PARTNER) > 0 && times(KEPT) > 0, 'before the reload both URIs\' updates arrive');
 
     await blockPartner(gw, upstreams);
     assert.deepEqual(keptUpstreams(gw), ['subs'], 'the same upstream and children, still passed through');
 
     // The reload's judgement runs after it returns: the child is let go of the URI shortly.
-    let held = (await tool(client, 'subscribed')) as string[];
-    for (let i = 0; i < 100 && held.includes(PARTNER); i++) {
-      await new Promise((r) => setTimeout(r, 100));
-      held = (await tool(client, 'subscribed')) as string[];
-    }
+    const held = await childSubscriptionsWhen(client, (uris) => !uris.includes(PARTNER));
     assert.deepEqual(held, [KEPT], 'the child got resources/unsubscribe for the blocked URI, and only for it');
   } finally {
     await client.close().catch(() => {});

@@ -18,6 +18,7 @@ import { StreamableHTTPClientTransport as V1Transport } from '@modelcontextproto
 import { validateConfigObject } from '../../src/config/load.js';
 import { stubResolver } from '../helpers/egress-judged.js';
 import { legacySubscriber } from '../helpers/legacy-subscriber.js';
+import { childSubscriptionsWhen, childTool, touchAllUntil } from '../helpers/subscribable-child.js';
 import { startGateway } from '../helpers/gateway.js';
 import { blockPartner, keptUpstreams, PARTNER } from '../helpers/pass-through-reload.js';
 import { gatewaysCheckedForLeakedChildren } from '../helpers/stdio-children.js';
@@ -25,12 +26,6 @@ import { gatewaysCheckedForLeakedChildren } from '../helpers/stdio-children.js';
 const SERVER = fileURLToPath(new URL('../fixtures/upstreams/subscribable-stdio.mjs', import.meta.url));
 const KEPT = 'test://a';
 const gateways = gatewaysCheckedForLeakedChildren();
-
-async function tool(client: V1Client, name: string): Promise<unknown> {
-  const result = (await client.callTool({ name, arguments: {} })) as { content: Array<{ text: string }>; isError?: boolean };
-  assert.ok(result.isError !== true, `${name}: ${result.content[0]?.text}`);
-  return JSON.parse(result.content[0]!.text);
-}
 
 // `era: legacy` pins the server's era: a perSession legacy client then gets its child without a probe, and
 // until 5 December the era stayed unknown, so the pass-through noted none of its session's subscriptions.
@@ -51,12 +46,9 @@ for (const { processes, era } of runs) test(`processes: ${processes} (era: ${era
     await connect(gw.url);
     await client.subscribeResource({ uri: PARTNER });
     await client.subscribeResource({ uri: KEPT });
-    assert.deepEqual(await tool(client, 'subscribed'), [PARTNER, KEPT].sort());
+    assert.deepEqual(await childTool(client, 'subscribed'), [PARTNER, KEPT].sort());
     // The child announces changes on the session's GET stream, which the client opens after initialize.
-    for (let i = 0; i < 100 && !(times(PARTNER) > 0 && times(KEPT) > 0); i++) {
-      await tool(client, 'touch_all');
-      await new Promise((r) => setTimeout(r, 100));
-    }
+    await touchAllUntil(client, () => times(PARTNER) > 0 && times(KEPT) > 0);
     assert.ok(times(PARTNER) > 0 && times(KEPT) > 0, 'before the reload both URIs\' updates arrive');
     // They came on touch_all's own answer stream, before its answer: all of them are counted by now.
     const partner = times(PARTNER);
@@ -65,20 +57,13 @@ for (const { processes, era } of runs) test(`processes: ${processes} (era: ${era
     assert.deepEqual(keptUpstreams(gw), ['subs'], 'the same upstream and children, still passed through');
 
     // The reload's judgement runs after it returns: the child is let go of the URI shortly.
-    let held = (await tool(client, 'subscribed')) as string[];
-    for (let i = 0; i < 100 && held.includes(PARTNER); i++) {
-      await new Promise((r) => setTimeout(r, 100));
-      held = (await tool(client, 'subscribed')) as string[];
-    }
+    const held = await childSubscriptionsWhen(client, (uris) => !uris.includes(PARTNER));
     assert.deepEqual(held, [KEPT], 'the child is unsubscribed from the blocked URI, and only from it');
     // Told the one way a 2025-11-25 server can: a last update of the URI, on the session's GET stream.
     for (let i = 0; i < 100 && times(PARTNER) === partner; i++) await new Promise((r) => setTimeout(r, 100));
     assert.equal(times(PARTNER), partner + 1, 'the client is told once of the dropped subscription');
     const kept = times(KEPT);
-    for (let i = 0; i < 100 && times(KEPT) <= kept; i++) {
-      await tool(client, 'touch_all');
-      await new Promise((r) => setTimeout(r, 100));
-    }
+    await touchAllUntil(client, () => times(KEPT) > kept);
     assert.ok(times(KEPT) > kept, 'the URI still allowed goes on being heard');
     assert.equal(times(PARTNER), partner + 1, 'no update of the blocked URI reaches the client after that');
     await assert.rejects(client.subscribeResource({ uri: PARTNER }), 'subscribing again, the client is judged by the new rules');
@@ -108,28 +93,20 @@ test('processes: perSession: the child drops its subscriptions when the pass-thr
     await client.connect(new V1Transport(new URL(gw.url), { reconnectionOptions: { maxRetries: 0, initialReconnectionDelay: 1_000, maxReconnectionDelay: 1_000, reconnectionDelayGrowFactor: 1 } }));
     await client.subscribeResource({ uri: 'test://b' });
     await client.subscribeResource({ uri: KEPT });
-    assert.deepEqual(await tool(client, 'subscribed'), [KEPT, 'test://b']);
+    assert.deepEqual(await childTool(client, 'subscribed'), [KEPT, 'test://b']);
 
     const hideB = validateConfigObject({ ...base, policy: { rules: [{ id: 'no-b', access: 'deny', resources: ['test://b'] }, { id: 'rest', access: 'allow', resources: ['*'], tools: ['*'] }] } }, 'test');
     assert.deepEqual(await gw.gateway.reload(hideB), []);
     assert.deepEqual(await gw.gateway.reload(validateConfigObject(base, 'test')), []);
     assert.deepEqual(keptUpstreams(gw), ['subs'], 'the same upstream and children, passed through again');
 
-    let held = (await tool(client, 'subscribed')) as string[];
-    for (let i = 0; i < 100 && held.length > 0; i++) {
-      await new Promise((r) => setTimeout(r, 100));
-      held = (await tool(client, 'subscribed')) as string[];
-    }
+    let held = await childSubscriptionsWhen(client, (uris) => uris.length === 0);
     assert.deepEqual(held, [], 'the session\'s child, live again, dropped what was subscribed through the retired pass-through');
 
     await client.subscribeResource({ uri: PARTNER });
     await client.subscribeResource({ uri: KEPT });
     await blockPartner(gw, upstreams);
-    held = (await tool(client, 'subscribed')) as string[];
-    for (let i = 0; i < 100 && held.includes(PARTNER); i++) {
-      await new Promise((r) => setTimeout(r, 100));
-      held = (await tool(client, 'subscribed')) as string[];
-    }
+    held = await childSubscriptionsWhen(client, (uris) => !uris.includes(PARTNER));
     assert.deepEqual(held, [KEPT], 'a subscription made after the pass-through came back is judged by the next reload');
   } finally {
     await client.close().catch(() => {});
