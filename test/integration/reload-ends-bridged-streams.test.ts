@@ -23,11 +23,10 @@ import { fileURLToPath } from 'node:url';
 import assert from 'node:assert/strict';
 import { Client as V1Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport as V1Transport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
-import { ResourceUpdatedNotificationSchema, SubscribeRequestSchema, UnsubscribeRequestSchema } from '@modelcontextprotocol/sdk/types.js';
-import type { McpServer as V1McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
+import { ResourceUpdatedNotificationSchema } from '@modelcontextprotocol/sdk/types.js';
 import { Client as V2Client, StreamableHTTPClientTransport as V2Transport } from '@modelcontextprotocol/client';
 import { startSubscribableModernServer } from '../fixtures/upstreams/subscribable-modern-server.js';
-import { startV1HttpServer } from '../fixtures/upstreams/v1-http-server.js';
+import { startAnnouncingV1Http } from '../fixtures/upstreams/announcing-v1-http.js';
 import { listenLoopback, readBody, toFetchRequest, writeFetchResponse } from '../fixtures/upstreams/node-adapter.js';
 import { createMcpHandler, McpServer } from '@modelcontextprotocol/server';
 import { startGateway } from '../helpers/gateway.js';
@@ -127,40 +126,24 @@ test('a bridged legacy session\'s GET stream on a stdio upstream ends when a rel
 });
 
 test('a modern client\'s listen bridged to a legacy upstream gets its completion result when a reload moves the upstream behind the catalog', { timeout: 60_000 }, async () => {
-  const sessions: V1McpServer[] = [];
-  const upstream = await startV1HttpServer(
-    (server) => {
-      server.registerResource(KEPT, KEPT, { mimeType: 'text/plain' }, async () => ({ contents: [{ uri: KEPT, text: KEPT }] }));
-      server.server.setRequestHandler(SubscribeRequestSchema, async () => ({}));
-      server.server.setRequestHandler(UnsubscribeRequestSchema, async () => ({}));
-      sessions.push(server);
-    },
-    { resources: { subscribe: true } },
-  );
+  const upstream = await startAnnouncingV1Http(KEPT);
   const upstreams = [{ name: 'files', url: upstream.url }];
   const gw = await startGateway({ upstreams });
   const client = new V2Client({ name: 'listener', version: '1' }, { versionNegotiation: { mode: { pin: '2026-07-28' } } });
   const heard: string[] = [];
   client.setNotificationHandler('notifications/resources/updated', async (n) => void heard.push(n.params.uri));
-  /** Sends an update of KEPT from every upstream session each round while `more()` (bounded: `rounds`). */
-  const publish = async (more: () => boolean, rounds = 100): Promise<void> => {
-    for (let i = 0; i < rounds && more(); i++) {
-      for (const server of sessions) if (server.isConnected()) await server.server.sendResourceUpdated({ uri: KEPT }).catch(() => {});
-      await new Promise((r) => setTimeout(r, 100));
-    }
-  };
   try {
     await client.connect(new V2Transport(new URL(gw.url)));
     const listen = await client.listen({ resourceSubscriptions: [KEPT] });
     assert.deepEqual(listen.honoredFilter.resourceSubscriptions, [KEPT]);
-    await publish(() => heard.length === 0);
+    await upstream.announce(() => heard.length === 0);
     assert.ok(heard.length > 0, 'before the reload the bridge relays the upstream session\'s updates');
 
     await retirePassThrough(gw, upstreams);
     assert.equal(await endOf(listen), 'graceful', 'the listen ends with its completion result');
     assert.equal(endedCount(gw), 1);
     const before = heard.length;
-    await publish(() => true, 20);
+    await upstream.announce(() => true, 20);
     assert.equal(heard.length, before, 'nothing more of the bridge\'s legacy session reaches the client');
   } finally {
     await client.close().catch(() => {});

@@ -14,11 +14,10 @@ import { fileURLToPath } from 'node:url';
 import assert from 'node:assert/strict';
 import { Client as V1Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport as V1Transport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
-import { ResourceUpdatedNotificationSchema, SubscribeRequestSchema, UnsubscribeRequestSchema } from '@modelcontextprotocol/sdk/types.js';
-import type { McpServer as V1McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
+import { ResourceUpdatedNotificationSchema } from '@modelcontextprotocol/sdk/types.js';
 import { Client as V2Client, StreamableHTTPClientTransport as V2Transport } from '@modelcontextprotocol/client';
 import { validateConfigObject } from '../../src/config/load.js';
-import { startV1HttpServer } from '../fixtures/upstreams/v1-http-server.js';
+import { startAnnouncingV1Http } from '../fixtures/upstreams/announcing-v1-http.js';
 import { startSubscribableModernServer } from '../fixtures/upstreams/subscribable-modern-server.js';
 import { startGateway } from '../helpers/gateway.js';
 import { endedCount, endOf, keptUpstreams, retirePassThrough, SECRET } from '../helpers/pass-through-reload.js';
@@ -42,16 +41,7 @@ async function announce(upstream: { notify: { resourceUpdated(uri: string): void
 }
 
 test('a legacy client\'s GET stream on the pass-through ends when a reload moves the upstream behind the catalog', { timeout: 60_000 }, async () => {
-  const sessions: V1McpServer[] = [];
-  const upstream = await startV1HttpServer(
-    (server) => {
-      server.registerResource(SECRET, SECRET, { mimeType: 'text/plain' }, async () => ({ contents: [{ uri: SECRET, text: SECRET }] }));
-      server.server.setRequestHandler(SubscribeRequestSchema, async () => ({}));
-      server.server.setRequestHandler(UnsubscribeRequestSchema, async () => ({}));
-      sessions.push(server);
-    },
-    { resources: { subscribe: true } },
-  );
+  const upstream = await startAnnouncingV1Http(SECRET);
   const upstreams = [{ name: 'files', url: upstream.url }];
   const gw = await startGateway({ upstreams });
   const client = new V1Client({ name: 'subscriber', version: '1' });
@@ -59,24 +49,16 @@ test('a legacy client\'s GET stream on the pass-through ends when a reload moves
   client.setNotificationHandler(ResourceUpdatedNotificationSchema, async (n) => void heard.push(n.params.uri));
   // The client's reconnection meets the 404 (the catalog does not know its session): expected, not a failure.
   client.onerror = () => {};
-  /** Sends an update of SECRET from every session each round until `done()` (bounded: 100 rounds). */
-  const publishUntil = async (done: () => boolean): Promise<void> => {
-    for (let i = 0; i < 100 && !done(); i++) {
-      for (const server of sessions) if (server.isConnected()) await server.server.sendResourceUpdated({ uri: SECRET }).catch(() => {});
-      await new Promise((r) => setTimeout(r, 100));
-    }
-  };
   try {
     await client.connect(new V1Transport(new URL(gw.url)));
     await client.subscribeResource({ uri: SECRET });
-    await publishUntil(() => heard.length > 0);
+    await upstream.announce(() => heard.length === 0);
     assert.ok(heard.length > 0, 'before the reload its updates arrive on the GET stream');
 
     await retirePassThrough(gw, upstreams);
     const before = heard.length;
     // Twenty rounds of updates from the upstream session (which still holds the subscription): none arrives.
-    let rounds = 0;
-    await publishUntil(() => ++rounds > 20);
+    await upstream.announce(() => true, 20);
     assert.equal(heard.length, before, 'no update of the hidden URI reaches the client after the reload');
     assert.equal(endedCount(gw), 1, 'the reload ended the GET stream');
   } finally {
