@@ -24,12 +24,13 @@ import assert from 'node:assert/strict';
 import { Client as V1Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport as V1Transport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { ResourceUpdatedNotificationSchema } from '@modelcontextprotocol/sdk/types.js';
-import { Client as V2Client, StreamableHTTPClientTransport as V2Transport } from '@modelcontextprotocol/client';
+import { StreamableHTTPClientTransport as V2Transport } from '@modelcontextprotocol/client';
 import { startSubscribableModernServer } from '../fixtures/upstreams/subscribable-modern-server.js';
 import { startAnnouncingV1Http } from '../fixtures/upstreams/announcing-v1-http.js';
 import { listenLoopback, readBody, toFetchRequest, writeFetchResponse } from '../fixtures/upstreams/node-adapter.js';
 import { createMcpHandler, McpServer } from '@modelcontextprotocol/server';
 import { startGateway } from '../helpers/gateway.js';
+import { modernListener } from '../helpers/modern-listener.js';
 import { endedCount, endOf, retirePassThrough, SECRET } from '../helpers/pass-through-reload.js';
 import { waitUntil } from '../helpers/stdio-children.js';
 
@@ -129,9 +130,7 @@ test('a modern client\'s listen bridged to a legacy upstream gets its completion
   const upstream = await startAnnouncingV1Http(KEPT);
   const upstreams = [{ name: 'files', url: upstream.url }];
   const gw = await startGateway({ upstreams });
-  const client = new V2Client({ name: 'listener', version: '1' }, { versionNegotiation: { mode: { pin: '2026-07-28' } } });
-  const heard: string[] = [];
-  client.setNotificationHandler('notifications/resources/updated', async (n) => void heard.push(n.params.uri));
+  const { client, heard } = modernListener();
   try {
     await client.connect(new V2Transport(new URL(gw.url)));
     const listen = await client.listen({ resourceSubscriptions: [KEPT] });

@@ -15,22 +15,15 @@ import assert from 'node:assert/strict';
 import { Client as V1Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport as V1Transport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { ResourceUpdatedNotificationSchema } from '@modelcontextprotocol/sdk/types.js';
-import { Client as V2Client, StreamableHTTPClientTransport as V2Transport } from '@modelcontextprotocol/client';
+import { StreamableHTTPClientTransport as V2Transport } from '@modelcontextprotocol/client';
 import { validateConfigObject } from '../../src/config/load.js';
 import { startAnnouncingV1Http } from '../fixtures/upstreams/announcing-v1-http.js';
 import { startSubscribableModernServer } from '../fixtures/upstreams/subscribable-modern-server.js';
 import { startGateway } from '../helpers/gateway.js';
+import { modernListener } from '../helpers/modern-listener.js';
 import { endedCount, endOf, keptUpstreams, retirePassThrough, SECRET } from '../helpers/pass-through-reload.js';
 import { waitUntil } from '../helpers/stdio-children.js';
 
-
-/** A v2 SDK client pinned to 2026-07-28 (not yet connected), and the URIs of the updates it hears. */
-function modernClient(): { client: V2Client; heard: string[] } {
-  const client = new V2Client({ name: 'listener', version: '1' }, { versionNegotiation: { mode: { pin: '2026-07-28' } } });
-  const heard: string[] = [];
-  client.setNotificationHandler('notifications/resources/updated', async (n) => void heard.push(n.params.uri));
-  return { client, heard };
-}
 
 /** Has the modern upstream announce SECRET every 100 ms while `more()`, at most `rounds` times. */
 async function announce(upstream: { notify: { resourceUpdated(uri: string): void } }, more: () => boolean, rounds = 100): Promise<void> {
@@ -72,7 +65,7 @@ test('a modern client\'s listen on the pass-through gets its completion result w
   const upstream = await startSubscribableModernServer();
   const upstreams = [{ name: 'files', url: upstream.url }];
   const gw = await startGateway({ upstreams });
-  const { client, heard } = modernClient();
+  const { client, heard } = modernListener();
   try {
     await client.connect(new V2Transport(new URL(gw.url)));
     const listen = await client.listen({ resourceSubscriptions: [SECRET] });
@@ -98,7 +91,7 @@ test('a modern client\'s listen on a stdio pass-through gets its completion resu
   const child = fileURLToPath(new URL('../fixtures/upstreams/lying-listen-stdio.mjs', import.meta.url));
   const upstreams = [{ name: 'child', command: [process.execPath, child] }];
   const gw = await startGateway({ upstreams });
-  const { client, heard } = modernClient();
+  const { client, heard } = modernListener();
   try {
     await client.connect(new V2Transport(new URL(gw.url)));
     const listen = await client.listen({ resourceSubscriptions: [SECRET] });
@@ -117,7 +110,7 @@ test('a reload that goes on passing the same upstream through leaves its listens
   const upstream = await startSubscribableModernServer();
   const upstreams = [{ name: 'files', url: upstream.url }];
   const gw = await startGateway({ upstreams });
-  const { client, heard } = modernClient();
+  const { client, heard } = modernListener();
   /** Publishes SECRET until one more update than `count` is heard (bounded: 100 rounds). */
   const heardOneMore = async (count: number): Promise<boolean> => {
     await announce(upstream, () => heard.length <= count);
@@ -145,7 +138,7 @@ test('a reload that goes on passing the same upstream through leaves its listens
 test('a reload that builds the upstream anew ends the listens the old one passed through, and the client listens again on the new one', { timeout: 60_000 }, async () => {
   const upstream = await startSubscribableModernServer();
   const gw = await startGateway({ upstreams: [{ name: 'files', url: upstream.url }] });
-  const { client, heard } = modernClient();
+  const { client, heard } = modernListener();
   try {
     await client.connect(new V2Transport(new URL(gw.url)));
     const listen = await client.listen({ resourceSubscriptions: [SECRET] });

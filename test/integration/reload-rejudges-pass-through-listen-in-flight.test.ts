@@ -14,6 +14,7 @@ import { Client as V2Client, StreamableHTTPClientTransport as V2Transport } from
 import { startSubscribableModernServer } from '../fixtures/upstreams/subscribable-modern-server.js';
 import { stallingResolver, stubResolver } from '../helpers/egress-judged.js';
 import { startGateway } from '../helpers/gateway.js';
+import { modernListener } from '../helpers/modern-listener.js';
 import { blockPartner, endOf, keptUpstreams, PARTNER } from '../helpers/pass-through-reload.js';
 import { waitUntil } from '../helpers/stdio-children.js';
 
@@ -39,17 +40,13 @@ function askedFor(upstream: { listenFilters: Array<Record<string, unknown>> }, u
   return upstream.listenFilters.some((f) => Array.isArray(f.resourceSubscriptions) && f.resourceSubscriptions.includes(uri));
 }
 
-function modernClient(): V2Client {
-  return new V2Client({ name: 'listener', version: '1' }, { versionNegotiation: { mode: { pin: '2026-07-28' } } });
-}
-
 test('a listen still in the old configuration\'s pipeline while a reload that keeps the pass-through judges the listens ends once held, when the new rules forbid one of its URIs', { timeout: 60_000 }, async () => {
   // The old egress stage resolves the URI's host before the listen goes on: held here until the reload is done.
   const { resolveHost, stalled, release } = stallingResolver(new URL(PARTNER).hostname);
   const upstream = await startSubscribableModernServer();
   const upstreams = [{ name: 'files', url: upstream.url }];
   const gw = await startGateway({ upstreams }, { resolveHost });
-  const client = modernClient();
+  const { client } = modernListener();
   try {
     await client.connect(new V2Transport(new URL(gw.url)));
     const kept = await client.listen({ resourceSubscriptions: [KEPT] });
@@ -79,7 +76,7 @@ test('a listen awaiting the upstream\'s acknowledgment while a reload that keeps
   const upstream = await startSubscribableModernServer();
   const upstreams = [{ name: 'files', url: upstream.url }];
   const gw = await startGateway({ upstreams }, { resolveHost: stubResolver().resolveHost });
-  const client = modernClient();
+  const { client } = modernListener();
   const hold = upstream.holdListenAnswer([PARTNER]);
   try {
     await client.connect(new V2Transport(new URL(gw.url)));

@@ -11,11 +11,12 @@
 
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { Client as V2Client, StreamableHTTPClientTransport as V2Transport } from '@modelcontextprotocol/client';
+import { StreamableHTTPClientTransport as V2Transport } from '@modelcontextprotocol/client';
 import { startSubscribableModernServer } from '../fixtures/upstreams/subscribable-modern-server.js';
 import { startSubscribableV1Http } from '../fixtures/upstreams/subscribable-v1-http.js';
 import { stubResolver } from '../helpers/egress-judged.js';
 import { startGateway } from '../helpers/gateway.js';
+import { modernListener } from '../helpers/modern-listener.js';
 import { blockPartner, endOf, keptUpstreams, PARTNER } from '../helpers/pass-through-reload.js';
 import { waitUntil } from '../helpers/stdio-children.js';
 
@@ -26,9 +27,7 @@ test('egress rules that now block a subscribed URI end the pass-through listen h
   const upstream = await startSubscribableModernServer();
   const upstreams = [{ name: 'files', url: upstream.url }];
   const gw = await startGateway({ upstreams }, { resolveHost });
-  const client = new V2Client({ name: 'listener', version: '1' }, { versionNegotiation: { mode: { pin: '2026-07-28' } } });
-  const heard: string[] = [];
-  client.setNotificationHandler('notifications/resources/updated', async (n) => void heard.push(n.params.uri));
+  const { client, heard } = modernListener();
   /** Publishes `uri` until it has been heard `count` times (bounded: 100 rounds). */
   const heardTimes = async (uri: string, count: number): Promise<boolean> => {
     for (let i = 0; i < 100 && heard.filter((u) => u === uri).length < count; i++) {
@@ -72,9 +71,7 @@ test('egress rules that now block a subscribed URI end a listen bridged to a leg
   const upstream = await startSubscribableV1Http();
   const upstreams = [{ name: 'files', url: upstream.url }];
   const gw = await startGateway({ upstreams }, { resolveHost });
-  const client = new V2Client({ name: 'listener', version: '1' }, { versionNegotiation: { mode: { pin: '2026-07-28' } } });
-  const heard: string[] = [];
-  client.setNotificationHandler('notifications/resources/updated', async (n) => void heard.push(n.params.uri));
+  const { client, heard } = modernListener();
   const times = (uri: string): number => heard.filter((u) => u === uri).length;
   try {
     await client.connect(new V2Transport(new URL(gw.url)));
