@@ -10,11 +10,10 @@
 
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { Client as V1Client } from '@modelcontextprotocol/sdk/client/index.js';
-import { StreamableHTTPClientTransport as V1Transport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { startSubscribableV1Http } from '../fixtures/upstreams/subscribable-v1-http.js';
 import { stallingResolver } from '../helpers/egress-judged.js';
 import { startGateway } from '../helpers/gateway.js';
+import { legacySubscriber } from '../helpers/legacy-subscriber.js';
 import { PARTNER, retirePassThrough } from '../helpers/pass-through-reload.js';
 import { waitUntil } from '../helpers/stdio-children.js';
 
@@ -32,11 +31,10 @@ test('a subscribe on its way while a reload retires the pass-through is dropped 
   });
   const upstreams = [{ name: 'files', url: upstream.url }];
   const gw = await startGateway({ upstreams });
-  const client = new V1Client({ name: 'subscriber', version: '1' });
+  const { client, connect } = legacySubscriber();
   client.onerror = () => {};
-  const subscribed = (): string[] => upstream.sessions.flatMap((s) => [...s.subscribed]).sort();
   try {
-    await client.connect(new V1Transport(new URL(gw.url)));
+    await connect(gw.url);
     await client.subscribeResource({ uri: KEPT });
     const late = client.subscribeResource({ uri: LATE });
     await waitUntil(() => holding, 5_000);
@@ -45,13 +43,13 @@ test('a subscribe on its way while a reload retires the pass-through is dropped 
     await retirePassThrough(gw, upstreams);
     await waitUntil(() => unsubscribes.length >= 2, 5_000);
     assert.deepEqual([...unsubscribes].sort(), [LATE, KEPT].sort(), 'the retiring reload asked the upstream to drop both, the held subscribe\'s URI before it subscribed');
-    assert.deepEqual(subscribed(), [], 'nothing subscribed upstream for now');
+    assert.deepEqual(upstream.subscribed(), [], 'nothing subscribed upstream for now');
 
     release();
     await late;
     await waitUntil(() => unsubscribes.length >= 3, 5_000);
     assert.deepEqual(unsubscribes.slice(2), [LATE], 'the subscribe\'s answer had the upstream asked to drop its URI again');
-    assert.deepEqual(subscribed(), [], 'the upstream\'s session no longer watches the URI the late subscribe added');
+    assert.deepEqual(upstream.subscribed(), [], 'the upstream\'s session no longer watches the URI the late subscribe added');
   } finally {
     release();
     await client.close().catch(() => {});
@@ -67,11 +65,10 @@ test('a subscribe still in the old configuration\'s pipeline while a reload reti
   const upstream = await startSubscribableV1Http({ refuseUnsubscribe: (uri) => (unsubscribes.push(uri), false) });
   const upstreams = [{ name: 'files', url: upstream.url }];
   const gw = await startGateway({ upstreams }, { resolveHost });
-  const client = new V1Client({ name: 'subscriber', version: '1' });
+  const { client, connect } = legacySubscriber();
   client.onerror = () => {};
-  const subscribed = (): string[] => upstream.sessions.flatMap((s) => [...s.subscribed]).sort();
   try {
-    await client.connect(new V1Transport(new URL(gw.url)));
+    await connect(gw.url);
     await client.subscribeResource({ uri: KEPT });
     const late = client.subscribeResource({ uri: PARTNER });
     await waitUntil(stalled, 5_000);
@@ -85,7 +82,7 @@ test('a subscribe still in the old configuration\'s pipeline while a reload reti
     await late;
     await waitUntil(() => unsubscribes.length >= 2, 5_000);
     assert.deepEqual(unsubscribes, [KEPT, PARTNER], 'the subscribe\'s answer had the upstream asked to drop its URI');
-    assert.deepEqual(subscribed(), [], 'the upstream\'s session no longer watches the URI the late subscribe added');
+    assert.deepEqual(upstream.subscribed(), [], 'the upstream\'s session no longer watches the URI the late subscribe added');
   } finally {
     release();
     await client.close().catch(() => {});

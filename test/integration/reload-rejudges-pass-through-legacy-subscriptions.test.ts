@@ -11,8 +11,6 @@
 
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { Client as V1Client } from '@modelcontextprotocol/sdk/client/index.js';
-import { StreamableHTTPClientTransport as V1Transport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { startSubscribableV1Http } from '../fixtures/upstreams/subscribable-v1-http.js';
 import { stubResolver } from '../helpers/egress-judged.js';
 import { legacySubscriber } from '../helpers/legacy-subscriber.js';
@@ -66,17 +64,16 @@ test('a reload that retires the pass-through has the upstream\'s legacy sessions
   const upstream = await startSubscribableV1Http();
   const upstreams = [{ name: 'files', url: upstream.url }];
   const gw = await startGateway({ upstreams });
-  const client = new V1Client({ name: 'subscriber', version: '1' });
+  const { client, connect } = legacySubscriber();
   client.onerror = () => {};
-  const subscribed = (): string[] => upstream.sessions.flatMap((s) => [...s.subscribed]).sort();
   try {
-    await client.connect(new V1Transport(new URL(gw.url)));
+    await connect(gw.url);
     await client.subscribeResource({ uri: SECRET });
     await client.subscribeResource({ uri: KEPT });
-    assert.deepEqual(subscribed(), [KEPT, SECRET]);
+    assert.deepEqual(upstream.subscribed(), [KEPT, SECRET]);
     await retirePassThrough(gw, upstreams);
-    await waitUntil(() => subscribed().length === 0, 10_000);
-    assert.deepEqual(subscribed(), [], 'the upstream\'s session no longer watches any URI subscribed through the retired pass-through');
+    await waitUntil(() => upstream.subscribed().length === 0, 10_000);
+    assert.deepEqual(upstream.subscribed(), [], 'the upstream\'s session no longer watches any URI subscribed through the retired pass-through');
   } finally {
     await client.close().catch(() => {});
     await gw.close();

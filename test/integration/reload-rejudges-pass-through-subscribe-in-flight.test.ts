@@ -10,11 +10,10 @@
 
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { Client as V1Client } from '@modelcontextprotocol/sdk/client/index.js';
-import { StreamableHTTPClientTransport as V1Transport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { startSubscribableV1Http } from '../fixtures/upstreams/subscribable-v1-http.js';
 import { stallingResolver, stubResolver } from '../helpers/egress-judged.js';
 import { startGateway } from '../helpers/gateway.js';
+import { legacySubscriber } from '../helpers/legacy-subscriber.js';
 import { blockPartner, keptUpstreams, PARTNER } from '../helpers/pass-through-reload.js';
 import { waitUntil } from '../helpers/stdio-children.js';
 
@@ -35,11 +34,10 @@ test('a subscribe held upstream while a reload that keeps the pass-through judge
   });
   const upstreams = [{ name: 'files', url: upstream.url }];
   const gw = await startGateway({ upstreams }, { resolveHost: stubResolver().resolveHost });
-  const client = new V1Client({ name: 'subscriber', version: '1' });
+  const { client, connect } = legacySubscriber();
   client.onerror = () => {};
-  const subscribed = (): string[] => upstream.sessions.flatMap((s) => [...s.subscribed]).sort();
   try {
-    await client.connect(new V1Transport(new URL(gw.url)));
+    await connect(gw.url);
     await client.subscribeResource({ uri: KEPT });
     const late = client.subscribeResource({ uri: PARTNER });
     const other = client.subscribeResource({ uri: OTHER });
@@ -58,7 +56,7 @@ test('a subscribe held upstream while a reload that keeps the pass-through judge
     await late;
     await waitUntil(() => unsubscribes.length >= 2, 5_000);
     assert.deepEqual(unsubscribes, [PARTNER, PARTNER], 'the forbidden subscribe\'s answer had the upstream asked to drop its URI again; the allowed one\'s did not');
-    assert.deepEqual(subscribed(), [KEPT, OTHER].sort(), 'the upstream\'s session watches only the URIs the new rules allow');
+    assert.deepEqual(upstream.subscribed(), [KEPT, OTHER].sort(), 'the upstream\'s session watches only the URIs the new rules allow');
   } finally {
     release();
     releaseOther();
@@ -75,11 +73,10 @@ test('a subscribe still in the old configuration\'s pipeline while a reload that
   const upstream = await startSubscribableV1Http({ refuseUnsubscribe: (uri) => (unsubscribes.push(uri), false) });
   const upstreams = [{ name: 'files', url: upstream.url }];
   const gw = await startGateway({ upstreams }, { resolveHost });
-  const client = new V1Client({ name: 'subscriber', version: '1' });
+  const { client, connect } = legacySubscriber();
   client.onerror = () => {};
-  const subscribed = (): string[] => upstream.sessions.flatMap((s) => [...s.subscribed]).sort();
   try {
-    await client.connect(new V1Transport(new URL(gw.url)));
+    await connect(gw.url);
     await client.subscribeResource({ uri: KEPT });
     const late = client.subscribeResource({ uri: PARTNER });
     await waitUntil(stalled, 5_000);
@@ -93,7 +90,7 @@ test('a subscribe still in the old configuration\'s pipeline while a reload that
     await late;
     await waitUntil(() => unsubscribes.length >= 1, 5_000);
     assert.deepEqual(unsubscribes, [PARTNER], 'the subscribe\'s answer had the upstream asked to drop its URI');
-    assert.deepEqual(subscribed(), [KEPT], 'the upstream\'s session watches only the URI the new rules allow');
+    assert.deepEqual(upstream.subscribed(), [KEPT], 'the upstream\'s session watches only the URI the new rules allow');
   } finally {
     release();
     await client.close().catch(() => {});

@@ -27,7 +27,6 @@ test('a drop the upstream refused on one reload is asked again on the next', { t
   const upstreams = [{ name: 'files', url: upstream.url }];
   const gw = await startGateway({ upstreams }, { resolveHost });
   const { client, connect } = legacySubscriber();
-  const subscribed = (): string[] => upstream.sessions.flatMap((s) => [...s.subscribed]).sort();
   // Two configs that both block PARTNER and differ otherwise: a reload to the running config changes nothing.
   const blocking = (id: string) => validateConfigObject({ auth: { anonymous: true }, idempotency: { requireKeys: false }, listen: { host: '127.0.0.1', port: 0 }, upstreams, policy: { egress: [{ id, tools: ['*'], deny: { hosts: ['docs.partner.example'] } }] } }, 'test');
   const warnings = (): number => gw.logs.filter((l) => l.msg === WARNING).length;
@@ -35,19 +34,19 @@ test('a drop the upstream refused on one reload is asked again on the next', { t
     await connect(gw.url);
     await client.subscribeResource({ uri: PARTNER });
     await client.subscribeResource({ uri: KEPT });
-    assert.deepEqual(subscribed(), [PARTNER, KEPT].sort());
+    assert.deepEqual(upstream.subscribed(), [PARTNER, KEPT].sort());
 
     assert.deepEqual(await gw.gateway.reload(blocking('no-partner')), []);
     for (let i = 0; i < 100 && warnings() === 0; i++) await new Promise((r) => setTimeout(r, 100));
     assert.deepEqual(refusals, [PARTNER], 'the reload asked the upstream to drop the blocked URI, and the upstream refused');
     assert.equal(warnings(), 1, 'the failed drop is logged at warn, once');
     assert.equal(gw.logs.find((l) => l.msg === WARNING)?.level, 'warn');
-    assert.deepEqual(subscribed(), [PARTNER, KEPT].sort(), 'the upstream still watches the blocked URI');
+    assert.deepEqual(upstream.subscribed(), [PARTNER, KEPT].sort(), 'the upstream still watches the blocked URI');
 
     refusing = false;
     assert.deepEqual(await gw.gateway.reload(blocking('still-no-partner')), []);
-    for (let i = 0; i < 100 && subscribed().includes(PARTNER); i++) await new Promise((r) => setTimeout(r, 100));
-    assert.deepEqual(subscribed(), [KEPT], 'the next reload asked again, and the upstream dropped the blocked URI, and only it');
+    for (let i = 0; i < 100 && upstream.subscribed().includes(PARTNER); i++) await new Promise((r) => setTimeout(r, 100));
+    assert.deepEqual(upstream.subscribed(), [KEPT], 'the next reload asked again, and the upstream dropped the blocked URI, and only it');
     assert.equal(warnings(), 1, 'a drop that succeeds is not warned of');
   } finally {
     await client.close().catch(() => {});
