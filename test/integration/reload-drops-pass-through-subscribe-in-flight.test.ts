@@ -11,8 +11,8 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { startSubscribableV1Http } from '../fixtures/upstreams/subscribable-v1-http.js';
-import { stallingResolver } from '../helpers/egress-judged.js';
 import { startGateway } from '../helpers/gateway.js';
+import { subscribeInPipeline } from '../helpers/subscribe-in-pipeline.js';
 import { legacySubscriber } from '../helpers/legacy-subscriber.js';
 import { PARTNER, retirePassThrough } from '../helpers/pass-through-reload.js';
 import { waitUntil } from '../helpers/stdio-children.js';
@@ -59,21 +59,9 @@ test('a subscribe on its way while a reload retires the pass-through is dropped 
 });
 
 test('a subscribe still in the old configuration\'s pipeline while a reload retires the pass-through is dropped upstream once it is answered', { timeout: 60_000 }, async () => {
-  // The egress stage resolves the URI's host before the call goes on: held here until the reload is done.
-  const { resolveHost, stalled, release } = stallingResolver(new URL(PARTNER).hostname);
-  const unsubscribes: string[] = [];
-  const upstream = await startSubscribableV1Http({ refuseUnsubscribe: (uri) => (unsubscribes.push(uri), false) });
-  const upstreams = [{ name: 'files', url: upstream.url }];
-  const gw = await startGateway({ upstreams }, { resolveHost });
-  const { client, connect } = legacySubscriber();
-  client.onerror = () => {};
+  // The egress stage resolves the URI's host before the call goes on: held there until the reload is done.
+  const { gw, upstream, upstreams, unsubscribes, late, release, close } = await subscribeInPipeline(KEPT);
   try {
-    await connect(gw.url);
-    await client.subscribeResource({ uri: KEPT });
-    const late = client.subscribeResource({ uri: PARTNER });
-    await waitUntil(stalled, 5_000);
-    assert.ok(stalled(), 'the subscribe waits in the egress stage for its host to resolve');
-
     await retirePassThrough(gw, upstreams);
     await waitUntil(() => unsubscribes.length >= 1, 5_000);
     assert.deepEqual(unsubscribes, [KEPT], 'the retiring reload asked the upstream to drop what was noted: not yet the held subscribe');
@@ -84,9 +72,6 @@ test('a subscribe still in the old configuration\'s pipeline while a reload reti
     assert.deepEqual(unsubscribes, [KEPT, PARTNER], 'the subscribe\'s answer had the upstream asked to drop its URI');
     assert.deepEqual(upstream.subscribed(), [], 'the upstream\'s session no longer watches the URI the late subscribe added');
   } finally {
-    release();
-    await client.close().catch(() => {});
-    await gw.close();
-    await upstream.close();
+    await close();
   }
 });

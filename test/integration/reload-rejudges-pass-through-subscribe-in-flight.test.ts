@@ -11,8 +11,9 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { startSubscribableV1Http } from '../fixtures/upstreams/subscribable-v1-http.js';
-import { stallingResolver, stubResolver } from '../helpers/egress-judged.js';
+import { stubResolver } from '../helpers/egress-judged.js';
 import { startGateway } from '../helpers/gateway.js';
+import { subscribeInPipeline } from '../helpers/subscribe-in-pipeline.js';
 import { legacySubscriber } from '../helpers/legacy-subscriber.js';
 import { blockPartner, keptUpstreams, PARTNER } from '../helpers/pass-through-reload.js';
 import { waitUntil } from '../helpers/stdio-children.js';
@@ -67,21 +68,9 @@ test('a subscribe held upstream while a reload that keeps the pass-through judge
 });
 
 test('a subscribe still in the old configuration\'s pipeline while a reload that keeps the pass-through judges the notes is dropped once answered, when the new rules forbid it', { timeout: 60_000 }, async () => {
-  // The old egress stage resolves the URI's host before the call goes on: held here until the reload is done.
-  const { resolveHost, stalled, release } = stallingResolver(new URL(PARTNER).hostname);
-  const unsubscribes: string[] = [];
-  const upstream = await startSubscribableV1Http({ refuseUnsubscribe: (uri) => (unsubscribes.push(uri), false) });
-  const upstreams = [{ name: 'files', url: upstream.url }];
-  const gw = await startGateway({ upstreams }, { resolveHost });
-  const { client, connect } = legacySubscriber();
-  client.onerror = () => {};
+  // The old egress stage resolves the URI's host before the call goes on: held there until the reload is done.
+  const { gw, upstream, upstreams, unsubscribes, late, release, close } = await subscribeInPipeline(KEPT);
   try {
-    await connect(gw.url);
-    await client.subscribeResource({ uri: KEPT });
-    const late = client.subscribeResource({ uri: PARTNER });
-    await waitUntil(stalled, 5_000);
-    assert.ok(stalled(), 'the subscribe waits in the egress stage for its host to resolve');
-
     // The reload's judgement of the notes starts as it returns, before the subscribe is noted.
     await blockPartner(gw, upstreams);
     assert.deepEqual(keptUpstreams(gw), ['files'], 'the same upstream, still passed through');
@@ -92,9 +81,6 @@ test('a subscribe still in the old configuration\'s pipeline while a reload that
     assert.deepEqual(unsubscribes, [PARTNER], 'the subscribe\'s answer had the upstream asked to drop its URI');
     assert.deepEqual(upstream.subscribed(), [KEPT], 'the upstream\'s session watches only the URI the new rules allow');
   } finally {
-    release();
-    await client.close().catch(() => {});
-    await gw.close();
-    await upstream.close();
+    await close();
   }
 });
