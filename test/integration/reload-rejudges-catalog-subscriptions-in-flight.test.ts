@@ -20,7 +20,7 @@ import { Client as V1Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport as V1Transport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { validateConfigObject } from '../../src/config/load.js';
 import { startSubscribableModernServer, type SubscribableModernServer } from '../fixtures/upstreams/subscribable-modern-server.js';
-import { EGRESS_DNS, stubResolver } from '../helpers/egress-judged.js';
+import { stallingResolver, stubResolver } from '../helpers/egress-judged.js';
 import { startGateway } from '../helpers/gateway.js';
 
 const KEPT = 'test://kept';
@@ -55,29 +55,12 @@ function askedFor(upstream: SubscribableModernServer, uri: string): boolean {
   return upstream.listenFilters.some((f) => Array.isArray(f.resourceSubscriptions) && f.resourceSubscriptions.includes(uri));
 }
 
-/** A resolver whose answer for PARTNER's host waits for `release` (the old egress stage holds the call there). */
-function stallingResolver(): { resolveHost: (host: string) => Promise<string[]>; stalled: () => boolean; release: () => void } {
-  let release = (): void => {};
-  const resolving = new Promise<void>((resolve) => (release = resolve));
-  let stalled = false;
-  const resolveHost = async (host: string): Promise<string[]> => {
-    if (host === new URL(PARTNER).hostname) {
-      stalled = true;
-      await resolving;
-    }
-    const found = EGRESS_DNS[host];
-    if (!found) throw Object.assign(new Error(`ENOTFOUND ${host}`), { code: 'ENOTFOUND' });
-    return found;
-  };
-  return { resolveHost, stalled: () => stalled, release: () => release() };
-}
-
 function modernClient(): V2Client {
   return new V2Client({ name: 'listener', version: '1' }, { versionNegotiation: { mode: { pin: '2026-07-28' } } });
 }
 
 test('a catalog listen still in the old configuration\'s pipeline while a reload judges the listens ends once acknowledged, when the new rules forbid one of its URIs', { timeout: 60_000 }, async () => {
-  const dns = stallingResolver();
+  const dns = stallingResolver(new URL(PARTNER).hostname);
   const upstream = await startSubscribableModernServer();
   const upstreams = [{ name: 'files', url: upstream.url }];
   const gw = await startGateway({ upstreams, tools: TOOLS }, { resolveHost: dns.resolveHost });
@@ -131,7 +114,7 @@ test('a catalog listen awaiting the upstream\'s acknowledgment while a reload ju
 });
 
 test('a legacy session\'s subscribe still in the old configuration\'s pipeline while a reload judges the sessions\' subscriptions is dropped, when the new rules forbid its URI', { timeout: 60_000 }, async () => {
-  const dns = stallingResolver();
+  const dns = stallingResolver(new URL(PARTNER).hostname);
   const upstream = await startSubscribableModernServer();
   const upstreams = [{ name: 'files', url: upstream.url }];
   const gw = await startGateway({ upstreams, tools: TOOLS }, { resolveHost: dns.resolveHost });
