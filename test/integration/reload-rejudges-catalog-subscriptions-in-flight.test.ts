@@ -15,13 +15,14 @@
 
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { Client as V2Client, StreamableHTTPClientTransport as V2Transport } from '@modelcontextprotocol/client';
-import { Client as V1Client } from '@modelcontextprotocol/sdk/client/index.js';
-import { StreamableHTTPClientTransport as V1Transport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import { type Client as V2Client, StreamableHTTPClientTransport as V2Transport } from '@modelcontextprotocol/client';
 import { validateConfigObject } from '../../src/config/load.js';
 import { startSubscribableModernServer, type SubscribableModernServer } from '../fixtures/upstreams/subscribable-modern-server.js';
 import { stallingResolver, stubResolver } from '../helpers/egress-judged.js';
 import { startGateway } from '../helpers/gateway.js';
+import { legacySubscriber } from '../helpers/legacy-subscriber.js';
+import { modernListener } from '../helpers/modern-listener.js';
+import { waitUntil } from '../helpers/stdio-children.js';
 
 const KEPT = 'test://kept';
 /** A fetched scheme's URI, resolving to a public address (EGRESS_DNS): allowed by the default egress rules. */
@@ -34,9 +35,8 @@ function blockingPartner(upstreams: unknown[]) {
   return validateConfigObject({ auth: { anonymous: true }, idempotency: { requireKeys: false }, listen: { host: '127.0.0.1', port: 0 }, upstreams, tools: TOOLS, policy: { egress: [{ id: 'no-partner', tools: ['*'], deny: { hosts: ['docs.partner.example'] } }] } }, 'test');
 }
 
-async function until(done: () => boolean): Promise<void> {
-  for (let i = 0; i < 100 && !done(); i++) await new Promise((r) => setTimeout(r, 50));
-}
+/** Waits (5 s at most) until `done`; the assertion after it says what did not happen. */
+const until = (done: () => boolean): Promise<boolean> => waitUntil(done, 5_000);
 
 /** How a listen still opening ended: 'graceful' on its completion result (before or after its acknowledgment); 'open' if not within 10 s. */
 async function endOfOpening(opening: Promise<Awaited<ReturnType<V2Client['listen']>>>): Promise<string> {
@@ -55,16 +55,12 @@ function askedFor(upstream: SubscribableModernServer, uri: string): boolean {
   return upstream.listenFilters.some((f) => Array.isArray(f.resourceSubscriptions) && f.resourceSubscriptions.includes(uri));
 }
 
-function modernClient(): V2Client {
-  return new V2Client({ name: 'listener', version: '1' }, { versionNegotiation: { mode: { pin: '2026-07-28' } } });
-}
-
 test('a catalog listen still in the old configuration\'s pipeline while a reload judges the listens ends once acknowledged, when the new rules forbid one of its URIs', { timeout: 60_000 }, async () => {
   const dns = stallingResolver(new URL(PARTNER).hostname);
   const upstream = await startSubscribableModernServer();
   const upstreams = [{ name: 'files', url: upstream.url }];
   const gw = await startGateway({ upstreams, tools: TOOLS }, { resolveHost: dns.resolveHost });
-  const client = modernClient();
+  const { client } = modernListener();
   try {
     await client.connect(new V2Transport(new URL(gw.url)));
     const kept = await client.listen({ resourceSubscriptions: [KEPT] });
@@ -92,7 +88,7 @@ test('a catalog listen awaiting the upstream\'s acknowledgment while a reload ju
   const upstream = await startSubscribableModernServer();
   const upstreams = [{ name: 'files', url: upstream.url }];
   const gw = await startGateway({ upstreams, tools: TOOLS }, { resolveHost: stubResolver().resolveHost });
-  const client = modernClient();
+  const { client } = modernListener();
   const hold = upstream.holdListenAnswer([PARTNER]);
   try {
     await client.connect(new V2Transport(new URL(gw.url)));
@@ -118,13 +114,10 @@ test('a legacy session\'s subscribe still in the old configuration\'s pipeline w
   const upstream = await startSubscribableModernServer();
   const upstreams = [{ name: 'files', url: upstream.url }];
   const gw = await startGateway({ upstreams, tools: TOOLS }, { resolveHost: dns.resolveHost });
-  const client = new V1Client({ name: 'subscriber', version: '1' });
+  const { client, updated, connect } = legacySubscriber();
   client.onerror = () => {};
-  const updated: string[] = [];
   try {
-    await client.connect(new V1Transport(new URL(gw.url)));
-    const { ResourceUpdatedNotificationSchema } = await import('@modelcontextprotocol/sdk/types.js');
-    client.setNotificationHandler(ResourceUpdatedNotificationSchema, (n) => void updated.push(n.params.uri));
+    await connect(gw.url);
     await client.subscribeResource({ uri: KEPT });
     const late = client.subscribeResource({ uri: PARTNER });
     await until(dns.stalled);
@@ -155,14 +148,11 @@ test('a legacy session\'s subscribe awaiting the acknowledgment of the listen ca
   const upstream = await startSubscribableModernServer();
   const upstreams = [{ name: 'files', url: upstream.url }];
   const gw = await startGateway({ upstreams, tools: TOOLS }, { resolveHost: stubResolver().resolveHost });
-  const client = new V1Client({ name: 'subscriber', version: '1' });
+  const { client, updated, connect } = legacySubscriber();
   client.onerror = () => {};
-  const updated: string[] = [];
   const hold = upstream.holdListenAnswer([PARTNER]);
   try {
-    await client.connect(new V1Transport(new URL(gw.url)));
-    const { ResourceUpdatedNotificationSchema } = await import('@modelcontextprotocol/sdk/types.js');
-    client.setNotificationHandler(ResourceUpdatedNotificationSchema, (n) => void updated.push(n.params.uri));
+    await connect(gw.url);
     await client.subscribeResource({ uri: KEPT });
     // Answered once a listen is acknowledged: the reload's replacement, without the URI, may come first.
     const late = client.subscribeResource({ uri: PARTNER }).then(() => 'subscribed', (err: unknown) => String(err));
